@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Creates .venv in the repo (if missing or stale) with the pinned dependencies and vi_control installed.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="$repo/.venv"
+py=${PYTHON:-python3.11}
+command -v "$py" >/dev/null 2>&1 || py=python3
+stamp="$venv/.vi_control_stamp"
+want=$(cat "$repo/requirements.txt" "$repo/setup.py" | sha256sum | cut -d' ' -f1)
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "[setup] creating/updating $venv (pinned requirements)" >&2
+  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$repo/requirements.txt" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$repo" >&2
+  echo "$want" > "$stamp"
+fi
+# ament_index_python needs this; the ROS wheels set LD_LIBRARY_PATH themselves.
+export AMENT_PREFIX_PATH="$venv"
+export VI_CONTROL_VENV="$venv"

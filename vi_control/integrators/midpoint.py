@@ -1,0 +1,201 @@
+"""Midpoint variational integrator (seed 000 §II, §VI): step, Legendre transforms, simulate.
+
+``MidpointVI`` is the discrete system object of DESIGN.md principle 3: ``step`` solves the forced
+(constrained) DEL equations by Newton's method with the exact Jacobian M_{k+1} (eq. 8), and
+``linearize`` / ``second_order`` (vi_control.linearization) differentiate the same map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lapack
+
+from ..mechanics.discrete import DiscreteSystemStructure
+from ..model.robot import RobotModel
+
+
+class StepError(RuntimeError):
+    """A step could not produce a trustworthy next state."""
+
+
+class ConvergenceError(StepError):
+    """Newton did not converge; carries the step index and final residual norm."""
+
+    def __init__(self, step: int | None, residual: float, iterations: int):
+        self.step, self.residual, self.iterations = step, residual, iterations
+        super().__init__(
+            f"Newton did not converge at step {step} after {iterations} iterations "
+            f"(residual norm {residual:.3e}); reduce dt or check the inputs"
+        )
+
+
+class SingularityError(StepError):
+    """M_{k+1} or the constraint term is singular or ill-conditioned (seed 000 §VII)."""
+
+    def __init__(self, step: int | None, rcond: float, what: str):
+        self.step, self.rcond, self.what = step, rcond, what
+        super().__init__(
+            f"{what} is singular or ill-conditioned at step {step} (reciprocal condition {rcond:.2e}); "
+            "the one-step map is not defined here (seed 000 §VII)"
+        )
+
+
+@dataclass
+class StepResult:
+    x: np.ndarray  # next state (q_{k+1}, p_{k+1})
+    lam: np.ndarray  # constraint multipliers λ_k (discrete constraint impulses, eq. 28a)
+    iterations: int
+    residual: float
+    y: np.ndarray  # solved unknowns (q_{k+1}[dynamic], λ_k), reused by linearize
+
+
+def _lu_solve_checked(J: np.ndarray, r: np.ndarray, rcond_min: float, step, what: str) -> np.ndarray:
+    lu, piv, info = lapack.dgetrf(J)
+    if info > 0:
+        raise SingularityError(step, 0.0, what)
+    anorm = np.abs(J).sum(axis=0).max()
+    rcond, _ = lapack.dgecon(lu, anorm, norm="1")
+    if not rcond >= rcond_min:  # also catches NaN
+        raise SingularityError(step, float(rcond), what)
+    sol, _ = lapack.dgetrs(lu, piv, r)
+    return sol
+
+
+class MidpointVI:
+    """Midpoint variational integrator for a RobotModel at time step ``dt``.
+
+    Parameters: ``tol`` (residual ∞-norm for Newton), ``max_iterations``, ``rcond_min`` (below
+    it M_{k+1} or the KKT matrix counts as singular), ``wrap_continuous`` (keep continuous joint
+    angles in [−π, π) after each step), ``compile`` (generated C, see mechanics.codegen).
+    """
+
+    def __init__(self, robot: RobotModel, dt: float, tol: float = 1e-12, max_iterations: int = 30,
+                 rcond_min: float = 1e-13, wrap_continuous: bool = False, compile: bool | None = None):
+        self.robot = robot
+        self.structure = DiscreteSystemStructure(robot, dt, compile=compile)
+        s = self.structure
+        self.dt = s.dt
+        self.nq, self.nx, self.nu, self.nc = s.nq, s.nx, s.n_inputs, s.nc
+        self.n_torques, self.nk, self.nd = s.nu, s.nk, s.nd
+        self.idx_d, self.idx_k, self.idx_act = s.idx_d, s.idx_k, s.idx_act
+        self.tol, self.max_iterations, self.rcond_min = tol, max_iterations, rcond_min
+        self.wrap_continuous = wrap_continuous
+        self.fn = s.functions
+        self._lam_guess = np.zeros(self.nc)
+        self.last_result: StepResult | None = None
+
+    # ---- state conversions (discrete Legendre transforms) ------------------------------------
+    def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
+        """x_0 = (q, ∂L/∂q̇(q, q̇)); for prescribed joints the p-slot holds q̇."""
+        q, qdot = np.asarray(q, float), np.asarray(qdot, float)
+        p = self.fn["momentum"](q, qdot)[0].ravel().copy()
+        p[self.idx_k] = qdot[self.idx_k]
+        return np.concatenate([q, p])
+
+    def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """x_k from two measured configurations: p_k = D₂L_d(q_{k−1}, q_k) (eq. 1b, F⁺_d = 0).
+
+        Inputs between the samples do not enter: with F⁺_d = 0 the right Legendre transform is
+        force-free. This is how a controller works from configurations alone.
+        """
+        q_prev, q = np.asarray(q_prev, float), np.asarray(q, float)
+        p = self.fn["D2Ld"](q_prev, q)[0].ravel().copy()
+        p[self.idx_k] = (q[self.idx_k] - q_prev[self.idx_k]) / self.dt
+        return np.concatenate([q, p])
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        """Velocity estimate q̇ = M(q)⁻¹ p (continuous Legendre transform inverted)."""
+        q, p = x[: self.nq], x[self.nq:]
+        M = self.fn["mass"](q)[0]
+        v = np.zeros(self.nq)
+        v[self.idx_k] = p[self.idx_k]
+        d, k = self.idx_d, self.idx_k
+        rhs = p[d] - M[np.ix_(d, k)] @ v[k] if len(k) else p[d]
+        v[d] = np.linalg.solve(M[np.ix_(d, d)], rhs)
+        return v
+
+    def energy(self, x: np.ndarray) -> float:
+        return float(self.fn["energy"](x[: self.nq], self.velocity(x))[0].item())
+
+    def constraint(self, q: np.ndarray) -> np.ndarray:
+        return self.fn["h"](np.asarray(q, float))[0].ravel().copy()
+
+    def wrap(self, x: np.ndarray) -> np.ndarray:
+        """Continuous joint angles to [−π, π) — L_d only sees differences and cos/sin."""
+        mask = self.robot.continuous_mask
+        if mask.any():
+            x = x.copy()
+            x[: self.nq][mask] = (x[: self.nq][mask] + np.pi) % (2 * np.pi) - np.pi
+        return x
+
+    # ---- one step -----------------------------------------------------------------------------
+    def _check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        x = np.asarray(x, float).ravel()
+        u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
+        if x.size != self.nx:
+            raise ValueError(f"state has size {x.size}, expected {self.nx} = 2·nq")
+        if u.size != self.nu:
+            raise ValueError(f"input has size {u.size}, expected {self.nu} "
+                             f"({self.n_torques} torques + {self.nk} prescribed positions)")
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+            raise ValueError("state or input contains NaN/inf")
+        return x, u
+
+    def initial_guess(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        q = x[: self.nq]
+        q1 = q + self.dt * self.velocity(x)
+        return np.concatenate([q1[self.idx_d], self._lam_guess])
+
+    def solve(self, x: np.ndarray, u: np.ndarray, step_index: int | None = None,
+              y0: np.ndarray | None = None) -> StepResult:
+        """Newton on R(y, z) = 0 (eq. 2a / 28a–b); raises ConvergenceError / SingularityError."""
+        x, u = self._check_inputs(x, u)
+        z = np.concatenate([x, u])
+        y = self.initial_guess(x, u) if y0 is None else np.array(y0, float)
+        res_fn = self.fn["residual"]
+        what = "M_{k+1}" if self.nc == 0 else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]"
+        scale = 1.0 + np.abs(x[self.nq:]).max()
+        rnorm = np.inf
+        for it in range(self.max_iterations + 1):
+            R, J = res_fn(y, z)
+            rnorm = float(np.abs(R).max())
+            if not np.isfinite(rnorm):
+                break
+            if rnorm <= self.tol * scale:
+                break
+            if it == self.max_iterations:
+                break
+            dy = _lu_solve_checked(J, R.ravel(), self.rcond_min, step_index, what)
+            y = y - dy
+            if np.abs(dy).max() < 1e-15 * (1.0 + np.abs(y).max()):
+                R, J = res_fn(y, z)
+                rnorm = float(np.abs(R).max())
+                break
+        if not (rnorm <= max(self.tol * scale, 1e-9)):
+            raise ConvergenceError(step_index, rnorm, it)
+        # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
+        _lu_solve_checked(np.array(J), np.zeros(self.structure.ny), self.rcond_min, step_index, what)
+        xn = self.fn["output"](y, z)[0].ravel().copy()
+        if self.wrap_continuous:
+            xn = self.wrap(xn)
+        lam = y[self.nd:].copy()
+        self._lam_guess = lam
+        return StepResult(x=xn, lam=lam, iterations=it, residual=rnorm, y=y.copy())
+
+    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None) -> np.ndarray:
+        """x_{k+1} = f(x_k, u_k). Multipliers and iteration count are in ``last_result``."""
+        self.last_result = self.solve(x, u, step_index)
+        return self.last_result.x
+
+    def simulate(self, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Roll out N steps: returns states (N+1, nx) and multipliers (N, nc)."""
+        inputs = np.asarray(inputs, float).reshape(-1, self.nu)
+        X = np.zeros((len(inputs) + 1, self.nx))
+        lams = np.zeros((len(inputs), self.nc))
+        X[0] = x0
+        for k, u in enumerate(inputs):
+            r = self.solve(X[k], u, step_index=k)
+            X[k + 1], lams[k] = r.x, r.lam
+        return X, lams

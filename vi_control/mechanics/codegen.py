@@ -1,0 +1,147 @@
+"""Compiled evaluation of CasADi functions: generated C, built once per model, cached on disk.
+
+Calling a CasADi Function with numpy arguments costs ~45 µs (../shared/DESIGN.md); the per-step
+work here is a few µs, so hot functions are generated as C, compiled with the system C compiler
+into a shared library keyed by the hash of the generated source, and called through ctypes with
+preallocated buffers (~1 µs). Without a compiler, or for functions whose C would be too large to
+build quickly, the CasADi virtual machine is used: same numbers, slower.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+# Above these sizes gcc time grows fast (DESIGN.md: 150 s at 32 DOF for a dense Jacobian at -O2).
+_COMPILE_LIMIT_OPS = 400_000
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("VI_CONTROL_CACHE", Path.home() / ".cache" / "vi_control"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def compiler() -> str | None:
+    return shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+
+
+class _VMFunction:
+    """CasADi virtual-machine evaluation with the same call convention as _CFunction."""
+
+    def __init__(self, f: ca.Function):
+        self.f = f
+        self.compiled = False
+
+    def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
+        out = self.f.call([ca.DM(a) for a in args])
+        return [np.array(o) for o in out]
+
+
+class _CFunction:
+    """ctypes call into generated code; returns views of reused output buffers (copy to keep)."""
+
+    def __init__(self, lib: ctypes.CDLL, f: ca.Function):
+        name = f.name()
+        self.f = f
+        self.compiled = True
+        self._fn = getattr(lib, name)
+        self._fn.restype = ctypes.c_int
+        work = getattr(lib, name + "_work")
+        sz = [ctypes.c_longlong() for _ in range(4)]
+        if work(*[ctypes.byref(s) for s in sz]) != 0:
+            raise RuntimeError(f"{name}_work failed")
+        n_arg, n_res, n_iw, n_w = (s.value for s in sz)
+        self._arg = (ctypes.c_void_p * max(n_arg, 1))()
+        self._res = (ctypes.c_void_p * max(n_res, 1))()
+        self._iw = np.zeros(max(n_iw, 1), dtype=np.int64)
+        self._w = np.zeros(max(n_w, 1))
+        self._out = [np.zeros((f.size1_out(i), f.size2_out(i)), order="F") for i in range(f.n_out())]
+        for i, o in enumerate(self._out):
+            self._res[i] = o.ctypes.data
+        self._n_in = f.n_in()
+        self._sizes = [f.numel_in(i) for i in range(self._n_in)]
+        self._keep: list[np.ndarray] = [None] * self._n_in
+
+    def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
+        for i, a in enumerate(args):
+            a = np.ascontiguousarray(a, dtype=float)
+            if a.size != self._sizes[i]:
+                raise ValueError(f"{self.f.name()}: argument {i} has size {a.size}, expected {self._sizes[i]}")
+            self._keep[i] = a
+            self._arg[i] = a.ctypes.data
+        if self._fn(self._arg, self._res, self._iw.ctypes.data_as(ctypes.c_void_p),
+                    self._w.ctypes.data_as(ctypes.c_void_p), 0) != 0:
+            raise RuntimeError(f"{self.f.name()}: evaluation failed")
+        return self._out
+
+
+def _build(funcs: list[ca.Function], tag: str) -> ctypes.CDLL | None:
+    cc = compiler()
+    if cc is None:
+        return None
+    gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
+    for f in funcs:
+        gen.add(f)
+    src = gen.dump()
+    key = hashlib.sha256(src.encode()).hexdigest()[:20]
+    so = cache_dir() / f"vi_{key}.so"
+    if not so.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            c_file = Path(tmp) / "gen.c"
+            c_file.write_text(src)
+            n_ops = sum(f.n_instructions() for f in funcs)
+            opt = "-O2" if n_ops < 60_000 else "-O1"
+            tmp_so = Path(tmp) / "gen.so"
+            res = subprocess.run([cc, opt, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
+                                 capture_output=True, text=True)
+            if res.returncode != 0:
+                return None
+            shutil.move(str(tmp_so), so)  # atomic enough for concurrent test processes
+    return ctypes.CDLL(str(so))
+
+
+class FunctionSet:
+    """Named CasADi functions evaluated compiled where worthwhile (see module docstring).
+
+    ``compile``: True compiles every function small enough, False never compiles, None (default)
+    compiles unless the environment sets ``VI_CONTROL_NO_COMPILE=1``.
+    """
+
+    def __init__(self, tag: str, funcs: dict[str, ca.Function], compile: bool | None = None,
+                 lazy: tuple[str, ...] = ()):
+        if compile is None:
+            compile = os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1"
+        self._compile = compile
+        self._tag = "".join(c for c in tag if c.isalnum())[:24]
+        self._fns: dict[str, _VMFunction | _CFunction] = {n: _VMFunction(f) for n, f in funcs.items()}
+        self._lazy = {n: funcs[n] for n in lazy}
+        self.raw = funcs
+        # Functions only derivatives need are compiled on first use: a simulator never pays for them.
+        self._compile_group({n: f for n, f in funcs.items() if n not in self._lazy})
+
+    def _compile_group(self, group: dict[str, ca.Function]) -> None:
+        if not self._compile:
+            return
+        small = {n: f for n, f in group.items() if f.n_instructions() < _COMPILE_LIMIT_OPS}
+        lib = _build(list(small.values()), self._tag) if small else None
+        if lib is not None:
+            for n, f in small.items():
+                self._fns[n] = _CFunction(lib, f)
+
+    def __getitem__(self, name: str) -> _VMFunction | _CFunction:
+        if self._lazy and name in self._lazy:
+            group, self._lazy = self._lazy, {}
+            self._compile_group(group)
+        return self._fns[name]
+
+    def compiled(self, name: str) -> bool:
+        return self[name].compiled

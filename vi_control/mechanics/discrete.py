@@ -1,0 +1,109 @@
+"""The discrete mechanical system of seed 000: midpoint L_d, forcing, the DEL residual and its derivatives.
+
+Notation (seed 000 §II, §VI, eqs. 2 and 28). State x_k = (q_k, p_k) with q the full configuration
+(joint order of the RobotModel). For prescribed (kinematic) joints the "momentum" slot holds the
+kinematic velocity (ρ_k − ρ_{k−1})/Δt, as trep did, so nx = 2·nq (the marionette's 80 states).
+Input u_k = (τ_k for the actuated joints, ρ_{k+1} for the prescribed joints).
+
+Unknowns of one step y = (q_{k+1}[dynamic], λ_k); parameters z = (q_k, p_k, τ_k, ρ_{k+1}):
+
+    R(y, z) = [ p_k + D₁L_d(q_k, q_{k+1}) + F⁻_d − Dh(q_k)ᵀ λ_k ]_dyn   (eq. 28a; eq. 2a if no h)
+              h(q_{k+1})                                              (eq. 28b)
+    x_{k+1} = O(y, z) = (q_{k+1}, D₂L_d(q_k, q_{k+1}) + F⁺_d)          (eq. 28c / 2b), F⁺_d = 0
+
+with L_d(q_k, q_{k+1}) = Δt·L((q_k+q_{k+1})/2, (q_{k+1}−q_k)/Δt) (eq. 3a) and
+F⁻_d = Δt·(S τ_k − c ⊙ (q_{k+1}−q_k)/Δt) (midpoint rule; §II-A). ∂R/∂y is M_{k+1} (eq. 8)
+bordered by the constraint Jacobians.
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+from ..model.robot import RobotModel
+from .codegen import FunctionSet
+from .symbolic import SymbolicTree, build_tree, constraint_expr
+
+
+class DiscreteSystemStructure:
+    """Symbolic build of every function a step, a linearization and a Hessian needs."""
+
+    def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
+                 compile: bool | None = None):
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"time step dt must be positive and finite, got {dt}")
+        self.robot, self.dt = robot, float(dt)
+        names = robot.joint_names
+        self.idx_d = np.array([i for i, n in enumerate(names) if n not in robot.prescribed], dtype=int)
+        self.idx_k = np.array([i for i, n in enumerate(names) if n in robot.prescribed], dtype=int)
+        self.idx_act = np.array([names.index(n) for n in robot.actuated], dtype=int)
+        nq, nd, nk = robot.nq, len(self.idx_d), len(self.idx_k)
+        nu, nc = len(self.idx_act), robot.n_constraints
+        self.nq, self.nd, self.nk, self.nu, self.nc = nq, nd, nk, nu, nc
+        self.nx, self.n_inputs, self.ny = 2 * nq, nu + nk, nd + nc
+        self.nz = 2 * nq + nu + nk
+
+        tree = tree or build_tree(robot)
+        self.tree = tree
+        L = ca.Function("L", [tree.q, tree.v], [tree.kinetic - tree.potential])
+        h_fn = ca.Function("h", [tree.q], [constraint_expr(robot, tree)])
+
+        q0, p0 = ca.SX.sym("q0", nq), ca.SX.sym("p0", nq)
+        tau, rho = ca.SX.sym("tau", nu), ca.SX.sym("rho", nk)
+        q1d, lam = ca.SX.sym("q1d", nd), ca.SX.sym("lam", nc)
+        Pd, Pk = np.eye(nq)[:, self.idx_d], np.eye(nq)[:, self.idx_k]
+        q1 = ca.mtimes(ca.DM(Pd), q1d) + (ca.mtimes(ca.DM(Pk), rho) if nk else 0)
+        Ld = self.dt * L((q0 + q1) / 2, (q1 - q0) / self.dt)
+        D1, D2 = ca.gradient(Ld, q0), ca.gradient(Ld, q1d)
+        S = np.eye(nq)[:, self.idx_act]
+        c = ca.DM(robot.damping)
+        Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
+        h0 = h_fn(q0)
+        Dh0 = ca.jacobian(h0, q0)[:, self.idx_d.tolist()] if nc else ca.SX.zeros(0, nd)
+        R_dyn = (p0 + ca.gradient(Ld, q0) + Fm)[self.idx_d.tolist()]
+        if nc:
+            R_dyn = R_dyn - ca.mtimes(Dh0.T, lam)
+        R = ca.vertcat(R_dyn, h_fn(q1)) if nc else R_dyn
+        # D₂L_d w.r.t. the full q_{k+1}: only the dynamic rows are momenta.
+        q1_full = ca.SX.sym("q1f", nq)
+        Ld_full = self.dt * L((q0 + q1_full) / 2, (q1_full - q0) / self.dt)
+        D2_full = ca.Function("D2", [q0, q1_full], [ca.gradient(Ld_full, q1_full)])
+        p1 = ca.SX.zeros(nq)
+        p1[self.idx_d.tolist()] = D2_full(q0, q1)[self.idx_d.tolist()]
+        if nk:
+            p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / self.dt
+        O = ca.vertcat(q1, p1)
+        del D1, D2
+
+        y = ca.vertcat(q1d, lam)
+        z = ca.vertcat(q0, p0, tau, rho)
+        Ry, Rz = ca.jacobian(R, y), ca.jacobian(R, z)
+        Oy, Oz = ca.jacobian(O, y), ca.jacobian(O, z)
+        cov, mu = ca.SX.sym("cov", 2 * nq), ca.SX.sym("mu", self.ny)
+        w = ca.vertcat(y, z)
+        lagr = ca.dot(cov, O) + ca.dot(mu, R)
+        hess = ca.hessian(lagr, w)[0]
+        D1full = ca.Function("D1", [q0, q1_full], [ca.gradient(Ld_full, q0)])
+        v = tree.v
+        dens = ca.densify
+        self.functions = FunctionSet(
+            robot.hash + f"_dt{self.dt!r}",
+            {
+                "residual": ca.Function("residual", [y, z], [dens(R), dens(Ry)]),
+                "output": ca.Function("output", [y, z], [dens(O)]),
+                "linearize": ca.Function("linearize", [y, z], [dens(Ry), dens(Rz), dens(Oy), dens(Oz)]),
+                "hessian": ca.Function("hessian", [y, z, cov, mu], [dens(hess)]),
+                "mass": ca.Function("mass", [tree.q], [dens(ca.hessian(tree.kinetic, v)[0])]),
+                "momentum": ca.Function("momentum", [tree.q, v], [dens(ca.gradient(tree.kinetic, v))]),
+                "D1Ld": ca.Function("D1Ld", [q0, q1_full], [dens(D1full(q0, q1_full))]),
+                "D2Ld": ca.Function("D2Ld", [q0, q1_full], [dens(D2_full(q0, q1_full))]),
+                "energy": ca.Function("energy", [tree.q, v], [tree.kinetic + tree.potential]),
+                "h": ca.Function("hq", [tree.q], [dens(h_fn(tree.q))]),
+            },
+            compile=compile,
+            lazy=("linearize", "hessian"),
+        )
+
+    def unpack_z(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return np.concatenate([x, u])

@@ -1,0 +1,8 @@
+"""Robot model layer: URDF (Pinocchio's parser) + system YAML -> RobotModel."""
+
+from .errors import ModelError, SystemConfigError, URDFError
+from .robot import RobotModel, load_robot
+from .system_config import Constraint, SystemConfig, load_system_config
+
+__all__ = ["ModelError", "URDFError", "SystemConfigError", "RobotModel", "load_robot", "Constraint",
+           "SystemConfig", "load_system_config"]

@@ -1,0 +1,36 @@
+"""Generated URDFs: the planar N-link chain (any N) used by tests and the scaling benchmarks."""
+
+from __future__ import annotations
+
+
+def _inertial(mass: float, length: float, radius: float = 0.02) -> str:
+    # Slender rod along -z, centre of mass at its middle.
+    ixx = mass * (3 * radius**2 + length**2) / 12.0
+    izz = mass * radius**2 / 2.0
+    return (
+        f'<inertial><origin xyz="0 0 {-length / 2}" rpy="0 0 0"/><mass value="{mass}"/>'
+        f'<inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{ixx}" iyz="0" izz="{izz}"/></inertial>'
+    )
+
+
+def planar_chain_urdf(n: int, length: float = 1.0, mass: float = 1.0, joint_type: str = "continuous",
+                      damping: float = 0.0, effort: float = 50.0) -> str:
+    """A planar chain of ``n`` rods (length, mass each) hinged about y, hanging along −z at q = 0."""
+    if n < 1:
+        raise ValueError(f"a chain needs at least one link, got n={n}")
+    if joint_type not in ("continuous", "revolute"):
+        raise ValueError("joint_type must be 'continuous' or 'revolute'")
+    parts = [f'<?xml version="1.0"?>\n<robot name="chain{n}">', '<link name="base"/>']
+    limit = (f'<limit effort="{effort}" velocity="100"/>' if joint_type == "continuous"
+             else f'<limit lower="-3.14159" upper="3.14159" effort="{effort}" velocity="100"/>')
+    for i in range(1, n + 1):
+        parent = "base" if i == 1 else f"link{i - 1}"
+        z = 0.0 if i == 1 else -length
+        parts.append(f'<link name="link{i}">{_inertial(mass, length)}</link>')
+        parts.append(
+            f'<joint name="joint{i}" type="{joint_type}"><parent link="{parent}"/><child link="link{i}"/>'
+            f'<origin xyz="0 0 {z}" rpy="0 0 0"/><axis xyz="0 1 0"/>{limit}'
+            f'<dynamics damping="{damping}" friction="0"/></joint>'
+        )
+    parts.append("</robot>")
+    return "\n".join(parts)

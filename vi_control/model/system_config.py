@@ -1,0 +1,192 @@
+"""The system YAML: what a URDF cannot say, validated key by key.
+
+Schema (every key optional)::
+
+    gravity: [0.0, 0.0, -9.81]
+    actuated:                    # default: every non-prescribed joint, effort limit from the URDF
+      - joint: shoulder
+        effort_limit: 5.0        # optional, overrides the URDF <limit effort>
+    damping: {shoulder: 0.1}     # viscous joint damping, overrides URDF <dynamics damping>
+    prescribed: [string_left]    # kinematic joints: their next value is an input (seed 000 §VIII-B)
+    constraints:                 # holonomic constraints h(q) = 0 (seed 000 eq. 28)
+      - type: coincident         # point_a on link_a == point_b on link_b ("world" allowed)
+        link_a: l3
+        point_a: [0, 0, -1]
+        link_b: world
+        point_b: [1, 0, 0]
+        axes: [x, z]             # optional subset of world axes (planar loops need two)
+      - {type: distance, link_a: a, point_a: [0,0,0], link_b: b, point_b: [0,0,0], distance: 1.0}
+      - {type: plane, link: foot, point: [0,0,0], normal: [0,0,1], offset: 0.0}
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import yaml
+
+from .errors import SystemConfigError
+
+_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "name"}
+_AXES = {"x": 0, "y": 1, "z": 2}
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One holonomic constraint between link points, in the YAML's vocabulary."""
+
+    type: str  # "coincident" | "distance" | "plane"
+    link_a: str
+    point_a: tuple[float, float, float]
+    link_b: str = "world"
+    point_b: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    axes: tuple[int, ...] = (0, 1, 2)
+    distance: float = 0.0
+    normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    offset: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return len(self.axes) if self.type == "coincident" else 1
+
+
+@dataclass
+class SystemConfig:
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    actuated: dict[str, float | None] | None = None  # joint -> effort limit override (None: URDF)
+    damping: dict[str, float] = field(default_factory=dict)
+    prescribed: list[str] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
+
+
+def _vec(val: Any, key: str, n: int = 3) -> tuple[float, ...]:
+    if not isinstance(val, list | tuple) or len(val) != n:
+        raise SystemConfigError(f"{key}: expected a list of {n} numbers, got {val!r}")
+    out = []
+    for v in val:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v):
+            raise SystemConfigError(f"{key}: expected finite numbers, got {val!r}")
+        out.append(float(v))
+    return tuple(out)
+
+
+def _num(val: Any, key: str, positive: bool = False, nonneg: bool = False) -> float:
+    if isinstance(val, bool) or not isinstance(val, int | float) or not np.isfinite(val):
+        raise SystemConfigError(f"{key}: expected a finite number, got {val!r}")
+    if positive and val <= 0:
+        raise SystemConfigError(f"{key}: must be positive, got {val}")
+    if nonneg and val < 0:
+        raise SystemConfigError(f"{key}: must be non-negative, got {val}")
+    return float(val)
+
+
+def _str(val: Any, key: str) -> str:
+    if not isinstance(val, str) or not val:
+        raise SystemConfigError(f"{key}: expected a name (string), got {val!r}")
+    return val
+
+
+def _constraint(i: int, c: Any) -> Constraint:
+    key = f"constraints[{i}]"
+    if not isinstance(c, dict):
+        raise SystemConfigError(f"{key}: expected a mapping, got {type(c).__name__}")
+    ctype = c.get("type")
+    allowed = {
+        "coincident": {"type", "link_a", "point_a", "link_b", "point_b", "axes"},
+        "distance": {"type", "link_a", "point_a", "link_b", "point_b", "distance"},
+        "plane": {"type", "link", "point", "normal", "offset"},
+    }
+    if ctype not in allowed:
+        raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
+    extra = set(c) - allowed[ctype]
+    if extra:
+        raise SystemConfigError(f"{key}: unknown key(s) {sorted(extra)} for a {ctype} constraint")
+    if ctype == "plane":
+        normal = np.array(_vec(c.get("normal", [0, 0, 1]), f"{key}.normal"))
+        if np.linalg.norm(normal) < 1e-12:
+            raise SystemConfigError(f"{key}.normal: must be non-zero")
+        return Constraint(
+            type="plane", link_a=_str(c.get("link"), f"{key}.link"),
+            point_a=_vec(c.get("point", [0, 0, 0]), f"{key}.point"),
+            normal=tuple(normal / np.linalg.norm(normal)),
+            offset=_num(c.get("offset", 0.0), f"{key}.offset"),
+        )
+    common = dict(
+        type=ctype, link_a=_str(c.get("link_a"), f"{key}.link_a"),
+        point_a=_vec(c.get("point_a", [0, 0, 0]), f"{key}.point_a"),
+        link_b=_str(c.get("link_b", "world"), f"{key}.link_b"),
+        point_b=_vec(c.get("point_b", [0, 0, 0]), f"{key}.point_b"),
+    )
+    if ctype == "distance":
+        if "distance" not in c:
+            raise SystemConfigError(f"{key}.distance: required for a distance constraint")
+        return Constraint(**common, distance=_num(c["distance"], f"{key}.distance", positive=True))
+    axes = c.get("axes", ["x", "y", "z"])
+    if not isinstance(axes, list) or not axes or any(a not in _AXES for a in axes) or len(set(axes)) != len(axes):
+        raise SystemConfigError(f"{key}.axes: expected distinct names from [x, y, z], got {axes!r}")
+    return Constraint(**common, axes=tuple(_AXES[a] for a in axes))
+
+
+def parse_system_config(data: Any) -> SystemConfig:
+    """Validate an already-loaded YAML mapping (None means all defaults)."""
+    if data is None:
+        return SystemConfig()
+    if not isinstance(data, dict):
+        raise SystemConfigError(f"system YAML must be a mapping at top level, got {type(data).__name__}")
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise SystemConfigError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_TOP_KEYS)}")
+    cfg = SystemConfig()
+    if "gravity" in data:
+        cfg.gravity = np.array(_vec(data["gravity"], "gravity"))
+    if "actuated" in data:
+        act = data["actuated"]
+        if not isinstance(act, list):
+            raise SystemConfigError(f"actuated: expected a list, got {type(act).__name__}")
+        cfg.actuated = {}
+        for i, a in enumerate(act):
+            if isinstance(a, str):
+                cfg.actuated[a] = None
+            elif isinstance(a, dict) and set(a) <= {"joint", "effort_limit"}:
+                name = _str(a.get("joint"), f"actuated[{i}].joint")
+                lim = a.get("effort_limit")
+                cfg.actuated[name] = None if lim is None else _num(lim, f"actuated[{i}].effort_limit", positive=True)
+            else:
+                raise SystemConfigError(
+                    f"actuated[{i}]: expected a joint name or {{joint, effort_limit}}, got {a!r}")
+    if "damping" in data:
+        d = data["damping"]
+        if not isinstance(d, dict):
+            raise SystemConfigError(f"damping: expected a mapping joint -> value, got {type(d).__name__}")
+        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", nonneg=True) for k, v in d.items()}
+    if "prescribed" in data:
+        p = data["prescribed"]
+        if not isinstance(p, list):
+            raise SystemConfigError(f"prescribed: expected a list of joint names, got {type(p).__name__}")
+        cfg.prescribed = [_str(v, f"prescribed[{i}]") for i, v in enumerate(p)]
+    if "constraints" in data:
+        cs = data["constraints"]
+        if not isinstance(cs, list):
+            raise SystemConfigError(f"constraints: expected a list, got {type(cs).__name__}")
+        cfg.constraints = [_constraint(i, c) for i, c in enumerate(cs)]
+    return cfg
+
+
+def load_system_config(source: str | dict | None) -> SystemConfig:
+    """From a YAML file path, a YAML string, an already-parsed mapping, or None."""
+    if source is None or isinstance(source, dict):
+        return parse_system_config(source)
+    text = source
+    if "\n" not in source and (source.endswith((".yaml", ".yml")) or os.path.sep in source):
+        if not os.path.isfile(source):
+            raise SystemConfigError(f"system YAML file not found: {source!r}")
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise SystemConfigError(f"system YAML is not valid YAML: {e}") from e
+    return parse_system_config(data)
