@@ -1,0 +1,23 @@
+"""Shared fixtures: bundled models and example-robot-data robots, loaded once per session."""
+
+import numpy as np
+import pytest
+
+from vi_control.integrators.midpoint import MidpointVI
+from vi_control.model import load_robot
+from vi_control.robots import bundled_config, bundled_urdf
+
+
+@pytest.fixture(scope="session")
+def pendulum_robot():
+    return load_robot(bundled_urdf("pendulum"), bundled_config("pendulum"))
+
+
+@pytest.fixture(scope="session")
+def pendulum_vi(pendulum_robot):
+    return MidpointVI(pendulum_robot, 0.1)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
