@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
+
 from .model.errors import URDFError
+from .model.robot import RobotModel, load_robot
 
 _PKG = "vi_control"
 
@@ -36,6 +40,75 @@ def bundled_config(name: str) -> str | None:
     """Path of a bundled system YAML, or None if the model needs none."""
     p = share_dir() / "config" / f"{name}.yaml"
     return str(p) if p.is_file() else None
+
+
+# name -> (URDF stem in urdf/, system YAML stem in config/ or None). Several systems may share one URDF.
+BUNDLED = {
+    "pendulum": ("pendulum", "pendulum"),
+    "double_pendulum": ("double_pendulum", None),
+    "acrobot": ("double_pendulum", "acrobot"),
+    "cartpole": ("cartpole", "cartpole"),
+    "chain10": ("chain10", None),
+    "biped5": ("biped5", "biped5"),
+    "arm7": ("arm7", None),
+    "fourbar": ("fourbar", "fourbar"),
+}
+
+# Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).
+GENERATED = {
+    "chain10": dict(n=10),
+    "double_pendulum": dict(n=2, name="double_pendulum", joint_names=["shoulder", "elbow"],
+                            link_names=["upper_link", "lower_link"], tip="tip", effort=20.0),
+}
+
+
+def bundled_models() -> dict[str, tuple[str, str | None]]:
+    """Registry of bundled systems: name -> (URDF path, system YAML path or None)."""
+    out = {}
+    for name, (urdf, cfg) in BUNDLED.items():
+        out[name] = (bundled_urdf(urdf), None if cfg is None else str(share_dir() / "config" / f"{cfg}.yaml"))
+    return out
+
+
+def load_bundled(name: str, **kwargs) -> RobotModel:
+    """``load_robot`` on a bundled system by name (e.g. 'acrobot'); kwargs go to load_robot."""
+    if name not in BUNDLED:
+        raise URDFError(f"no bundled model named {name!r}; bundled: {sorted(BUNDLED)}")
+    urdf, cfg = bundled_models()[name]
+    return load_robot(urdf, cfg, **kwargs)
+
+
+# Four-bar link lengths (urdf/fourbar.urdf): crank, coupler, rocker, ground pivot distance.
+FOURBAR_LENGTHS = (0.3, 0.9, 0.7, 1.0)
+
+
+def fourbar_initial_configuration(crank_angle: float = 0.0, elbow_up: bool = True) -> np.ndarray:
+    """q = (crank, coupler, rocker) relative angles closing the four-bar loop h(q) = 0 for a crank angle.
+
+    Closed form: the coupler-rocker joint B is an intersection of the circle of radius ``coupler`` about the
+    crank tip A and the circle of radius ``rocker`` about the ground pivot D; ``elbow_up`` takes the one
+    with larger z. A rotation θ about y maps the link axis +x to (cos θ, 0, −sin θ).
+    """
+    a, b, c, d = FOURBAR_LENGTHS
+
+    def heading(v: np.ndarray) -> float:  # angle θ of an (x, z) direction, in the joint convention above
+        return math.atan2(-v[1], v[0])
+
+    A = a * np.array([math.cos(crank_angle), -math.sin(crank_angle)])
+    D = np.array([d, 0.0])
+    e = D - A
+    L = float(np.linalg.norm(e))
+    along = (b * b - c * c + L * L) / (2 * L)
+    h2 = b * b - along * along
+    if h2 < 0:
+        raise ValueError(f"four-bar cannot close at crank angle {crank_angle}")
+    u = e / L
+    perp = np.array([-u[1], u[0]])
+    B = [A + along * u + s * math.sqrt(h2) * perp for s in (1.0, -1.0)]
+    B = max(B, key=lambda p: p[1]) if elbow_up else min(B, key=lambda p: p[1])
+    phi = [crank_angle, heading(B - A), heading(D - B)]
+    q = np.array([phi[0], phi[1] - phi[0], phi[2] - phi[1]])
+    return (q + np.pi) % (2 * np.pi) - np.pi
 
 
 def example_robot_data_dir() -> Path:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 
-from .errors import SystemConfigError
+from .errors import SystemConfigError, URDFError
 from .system_config import Constraint, SystemConfig, load_system_config
-from .urdf import JointInfo, ParsedURDF, build_pinocchio_model, parse_urdf, read_urdf_text
+from .urdf import (
+    FLOATING_BASE_PREFIX,
+    JointInfo,
+    ParsedURDF,
+    add_floating_base,
+    build_pinocchio_model,
+    parse_urdf,
+    read_urdf_text,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,12 @@ class RobotModel:
     constraints: tuple[Constraint, ...]
     links: tuple[str, ...]
     root_link: str
+    floating_base: bool = False
+    masses: dict[str, float] = field(default_factory=dict)  # link -> URDF mass
+
+    @property
+    def total_mass(self) -> float:
+        return float(sum(self.masses.values()))
 
     @property
     def nq(self) -> int:
@@ -81,7 +95,8 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
                        ("actuated", cfg.actuated or {})):
         for jn in group:
             if jn not in names:
-                raise SystemConfigError(f"{key}: joint {jn!r} does not exist (moving joints: {order})")
+                what = "is a fixed joint" if jn in parsed.fixed_joints else "does not exist"
+                raise SystemConfigError(f"{key}: joint {jn!r} {what} (moving joints: {order})")
     if len(set(cfg.prescribed)) != len(cfg.prescribed):
         raise SystemConfigError("prescribed: a joint is listed twice")
     links = set(parsed.links) | {"world"}
@@ -89,8 +104,9 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
         for ln in (c.link_a, c.link_b):
             if ln not in links:
                 raise SystemConfigError(f"constraints[{i}]: link {ln!r} does not exist")
-    if cfg.actuated is None:
-        actuated = tuple(n for n in order if n not in cfg.prescribed)
+    if cfg.actuated is None:  # a floating base is not actuated unless the YAML says so
+        actuated = tuple(n for n in order if n not in cfg.prescribed
+                         and not (cfg.floating_base and n.startswith(FLOATING_BASE_PREFIX)))
         limits = [parsed.joints[n].effort_limit for n in actuated]
     else:
         both = set(cfg.actuated) & set(cfg.prescribed)
@@ -106,18 +122,55 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
                 damping=damping, prescribed=tuple(n for n in order if n in cfg.prescribed))
 
 
-def load_robot(urdf: str, system: str | dict | None = None, name: str | None = None) -> RobotModel:
+def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple[str, ...]) -> None:
+    """Every dynamic (non-prescribed) joint must move mass, and M(q) of the dynamic joints must be regular.
+
+    A massless link is accepted between moving joints when a massive body follows it (virtual links of a
+    floating base, universal joints); a moving joint with nothing massive beyond it is rejected by name.
+    Degenerate combinations (e.g. a point mass on its own rotation axis, coincident parallel axes) are
+    caught by M(q) = pin.crba being singular at a generic q, where the offending joint is the one
+    dominating the null vector.
+    """
+    order = [model.names[i] for i in range(1, model.njoints)]
+    for name in order:
+        info = parsed.joints[name]
+        if name not in prescribed and parsed.subtree_mass(info.child) <= 0.0:
+            raise URDFError(f"link {info.child!r} (child of moving joint {name!r}) has zero mass and nothing "
+                            "massive follows it: a moving body needs a positive <mass>")
+    dyn = [i for i, n in enumerate(order) if n not in prescribed]
+    if not dyn:
+        return
+    q = np.random.default_rng(0).uniform(-1.0, 1.0, model.nq)  # generic: avoids measure-zero singularities
+    M = pin.crba(model, model.createData(), q)
+    M = np.triu(M) + np.triu(M, 1).T
+    eig, vec = np.linalg.eigh(M[np.ix_(dyn, dyn)])
+    if eig[0] <= 1e-12 * max(eig[-1], 1e-300):
+        worst = order[dyn[int(np.argmax(np.abs(vec[:, 0])))]]
+        raise URDFError(f"joint {worst!r}: the mass matrix is singular (eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}); "
+                        "the joint moves no mass or inertia (massless or point-mass link on its own axis?)")
+
+
+def load_robot(urdf: str, system: str | dict | None = None, name: str | None = None,
+               floating_base: bool | None = None) -> RobotModel:
     """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict).
 
+    ``floating_base`` overrides the YAML key of the same name (6 virtual joints world -> root).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
     xml = read_urdf_text(urdf)
     parsed = parse_urdf(xml)
-    model = build_pinocchio_model(parsed)
     cfg = load_system_config(system)
+    if floating_base is not None:
+        cfg.floating_base = bool(floating_base)
+    if cfg.floating_base:
+        xml = add_floating_base(parsed)
+        parsed = parse_urdf(xml)
+    model = build_pinocchio_model(parsed)
     model.gravity = pin.Motion(np.asarray(cfg.gravity, float), np.zeros(3))
     r = _resolve(parsed, model, cfg)
+    check_mass_structure(parsed, model, r["prescribed"])
     return RobotModel(
-        name=name or parsed.name, urdf_xml=xml, pin_model=model, gravity=np.asarray(cfg.gravity, float),
-        constraints=tuple(cfg.constraints), links=tuple(parsed.links), root_link=parsed.root, **r,
+        name=name or cfg.name or parsed.name, urdf_xml=xml, pin_model=model, gravity=np.asarray(cfg.gravity, float),
+        constraints=tuple(cfg.constraints), links=tuple(parsed.links), root_link=parsed.root,
+        floating_base=cfg.floating_base, masses=dict(parsed.masses), **r,
     )

@@ -2,8 +2,10 @@
 
 Schema (every key optional)::
 
+    name: my_robot               # overrides the URDF's robot name
+    floating_base: false         # true: 6 virtual joints world -> URDF root (x, y, z, then ZYX angles)
     gravity: [0.0, 0.0, -9.81]
-    actuated:                    # default: every non-prescribed joint, effort limit from the URDF
+    actuated:                    # default: every non-prescribed, non-floating-base joint, URDF effort limit
       - joint: shoulder
         effort_limit: 5.0        # optional, overrides the URDF <limit effort>
     damping: {shoulder: 0.1}     # viscous joint damping, overrides URDF <dynamics damping>
@@ -30,7 +32,7 @@ import yaml
 
 from .errors import SystemConfigError
 
-_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "name"}
+_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "name", "floating_base"}
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
@@ -60,6 +62,8 @@ class SystemConfig:
     damping: dict[str, float] = field(default_factory=dict)
     prescribed: list[str] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
+    floating_base: bool = False
+    name: str | None = None
 
 
 def _vec(val: Any, key: str, n: int = 3) -> tuple[float, ...]:
@@ -140,6 +144,12 @@ def parse_system_config(data: Any) -> SystemConfig:
     if unknown:
         raise SystemConfigError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_TOP_KEYS)}")
     cfg = SystemConfig()
+    if "floating_base" in data:
+        if not isinstance(data["floating_base"], bool):
+            raise SystemConfigError(f"floating_base: expected true or false, got {data['floating_base']!r}")
+        cfg.floating_base = data["floating_base"]
+    if "name" in data:
+        cfg.name = _str(data["name"], "name")
     if "gravity" in data:
         cfg.gravity = np.array(_vec(data["gravity"], "gravity"))
     if "actuated" in data:

@@ -53,6 +53,13 @@ class ParsedURDF:
     fixed_joints: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     root: str = ""
+    masses: dict[str, float] = field(default_factory=dict)  # link -> URDF <mass> (0 if none)
+    edges: list[tuple[str, str, str, str]] = field(default_factory=list)  # (joint, type, parent, child)
+
+    def subtree_mass(self, link: str) -> float:
+        """Mass of ``link`` and of every link below it (through fixed and moving joints)."""
+        below = [c for _, _, p, c in self.edges if p == link]
+        return self.masses.get(link, 0.0) + sum(self.subtree_mass(c) for c in below)
 
 
 def read_urdf_text(source: str) -> str:
@@ -94,6 +101,11 @@ def _link_mass(link: ET.Element, name: str) -> float:
     mass = _attr_float(inertial.find("mass"), "value", f"link {name!r} <mass>", 0.0)
     if not np.isfinite(mass) or mass < 0.0:
         raise URDFError(f"link {name!r}: mass must be non-negative and finite, got {mass}")
+    el = inertial.find("inertia")
+    if mass == 0.0 and el is not None:
+        moments = [_attr_float(el, k, f"link {name!r} <inertia>", 0.0) for k in ("ixx", "iyy", "izz")]
+        if any(m != 0.0 for m in moments):
+            raise URDFError(f"link {name!r}: zero mass but non-zero rotational inertia {moments}")
     return mass
 
 
@@ -144,11 +156,15 @@ def parse_urdf(xml: str) -> ParsedURDF:
     parent_of: dict[str, str] = {}
     children: dict[str, list[tuple[str, str]]] = {}
     moving_children: set[str] = set()
+    seen_joints: set[str] = set()
     for j in root.findall("joint"):
         jname = j.get("name")
         jtype = j.get("type")
         if not jname:
             raise URDFError("a <joint> has no name")
+        if jname in seen_joints:
+            raise URDFError(f"joint {jname!r} is defined twice")
+        seen_joints.add(jname)
         if jtype not in SUPPORTED_JOINTS:
             raise URDFError(
                 f"joint {jname!r} has unsupported type {jtype!r}; supported: {', '.join(SUPPORTED_JOINTS)}"
@@ -170,6 +186,7 @@ def parse_urdf(xml: str) -> ParsedURDF:
             )
         parent_of[child] = parent
         children.setdefault(parent, []).append((jname, child))
+        out.edges.append((jname, jtype, parent, child))
         if jtype == "fixed":
             out.fixed_joints.append(jname)
             continue
@@ -204,7 +221,7 @@ def parse_urdf(xml: str) -> ParsedURDF:
     if len(roots) != 1:
         # No root at all means every link has a parent: a cycle.
         raise URDFError(
-            "URDF joints form a loop (no root link)" if not roots
+            f"URDF joints form a loop (no root link) among links {sorted(links)}" if not roots
             else f"URDF is not one tree: several root links {roots}"
         )
     out.root = roots[0]
@@ -215,22 +232,12 @@ def parse_urdf(xml: str) -> ParsedURDF:
         stack.extend(c for _, c in children.get(lname, []))
     if len(seen) != len(links):
         raise URDFError(f"URDF joints form a loop among links {sorted(set(links) - seen)}")
-    # Every moving body (a moving joint's child plus the links welded to it, which Pinocchio
-    # merges) must carry mass; every link with mass must have a physical inertia.
-    fixed_children = {p: [c for jn, c in cs if jn in out.fixed_joints] for p, cs in children.items()}
-
-    def body_mass(lname: str) -> float:
-        return _link_mass(links[lname], lname) + sum(body_mass(c) for c in fixed_children.get(lname, []))
-
+    # Every link with mass must have a physical inertia. Whether every moving body carries mass is
+    # checked by robot.check_mass_structure once the prescribed (kinematic) joints are known.
     for lname, link in links.items():
-        if _link_mass(link, lname) > 0.0:
+        out.masses[lname] = _link_mass(link, lname)
+        if out.masses[lname] > 0.0:
             _check_inertia(link, lname)
-    for info in out.joints.values():
-        if body_mass(info.child) <= 0.0:
-            raise URDFError(
-                f"link {info.child!r} (child of moving joint {info.name!r}) has zero mass: "
-                "a moving body needs a positive <mass>"
-            )
     return out
 
 
@@ -246,6 +253,45 @@ def _continuous_as_revolute(xml: str) -> str:
             lim.set("upper", str(_UNBOUNDED))
             lim.set("effort", lim.get("effort", "0"))
             lim.set("velocity", lim.get("velocity", "0"))
+    return ET.tostring(root, encoding="unicode")
+
+
+FLOATING_BASE_PREFIX = "floating_base_"
+# (suffix, type, axis): translations x, y, z then ZYX Euler angles, world -> URDF root.
+_FLOATING_BASE = (("x", "prismatic", "1 0 0"), ("y", "prismatic", "0 1 0"), ("z", "prismatic", "0 0 1"),
+                  ("rz", "continuous", "0 0 1"), ("ry", "continuous", "0 1 0"), ("rx", "continuous", "1 0 0"))
+
+
+def add_floating_base(parsed: ParsedURDF) -> str:
+    """URDF XML with six virtual joints ``floating_base_{x,y,z,rz,ry,rx}`` from a new 'world' link to the root.
+
+    The five links between them are massless: validation accepts them because a massive body follows
+    (robot.check_mass_structure). The rotation is parametrized by ZYX Euler angles, so the base's mass
+    matrix is singular at pitch ±π/2 (gimbal lock), like any three-angle parametrization.
+    """
+    if "world" in parsed.links:
+        raise URDFError("floating_base: the URDF already has a link named 'world' (its root is fixed to the world)")
+    root = ET.fromstring(parsed.xml)
+    parent = "world"
+    new = [ET.Element("link", name="world")]
+    for i, (suffix, jtype, axis) in enumerate(_FLOATING_BASE):
+        child = parsed.root if i == len(_FLOATING_BASE) - 1 else f"{FLOATING_BASE_PREFIX}link_{suffix}"
+        if child != parsed.root:
+            if child in parsed.links:
+                raise URDFError(f"floating_base: the URDF already has a link named {child!r}")
+            new.append(ET.Element("link", name=child))
+        j = ET.Element("joint", name=FLOATING_BASE_PREFIX + suffix, type=jtype)
+        ET.SubElement(j, "parent", link=parent)
+        ET.SubElement(j, "child", link=child)
+        ET.SubElement(j, "axis", xyz=axis)
+        lim = {"effort": "0", "velocity": "0"}
+        if jtype == "prismatic":
+            lim.update(lower=str(-_UNBOUNDED), upper=str(_UNBOUNDED))
+        ET.SubElement(j, "limit", **lim)
+        new.append(j)
+        parent = child
+    for i, el in enumerate(new):
+        root.insert(i, el)
     return ET.tostring(root, encoding="unicode")
 
 
