@@ -1,0 +1,115 @@
+"""Plan tracking law u = U_k + K_k (X_k − x) (seed 000 §VIII, time-varying LQR about a trajectory).
+
+This is the whole controller the ROS node wraps: the node only turns messages into a discrete state
+x = (q, p) and the returned input into a command. Nothing here imports ROS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..planning.plan import Plan
+
+
+def state_difference(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray) -> np.ndarray:
+    """x_ref − x with continuous joint angles compared modulo 2π (the result lies in [−π, π)).
+
+    A continuous joint's L_d depends only on angle differences and cos/sin (seed 000 eq. 10 with an
+    unbounded revolute joint), so θ and θ + 2π are the same configuration and must not be "corrected".
+    """
+    e = np.asarray(x_ref, float) - np.asarray(x, float)
+    nq = len(continuous_mask)
+    mask = np.concatenate([np.asarray(continuous_mask, bool), np.zeros(len(e) - nq, bool)])
+    e[mask] = (e[mask] + np.pi) % (2 * np.pi) - np.pi
+    return e
+
+
+class TrackingController:
+    """Feedback about a Plan: u_k = U_k + K_k (X_k − x); after the horizon U_final + K_final (X_N − x).
+
+    ``continuous_mask`` (nq,) marks joints compared modulo 2π; ``effort_limits`` (n_torques,) clamp
+    the torque part of u (the first ``n_torques`` entries; prescribed-joint positions are not clamped).
+    """
+
+    def __init__(self, plan: Plan, continuous_mask: np.ndarray, effort_limits: np.ndarray | None = None,
+                 n_torques: int | None = None):
+        self.plan = plan
+        self.continuous_mask = np.asarray(continuous_mask, bool)
+        nu = plan.U.shape[1]
+        self.n_torques = nu if n_torques is None else int(n_torques)
+        lim = np.full(self.n_torques, np.inf) if effort_limits is None else np.asarray(effort_limits, float)
+        if lim.shape != (self.n_torques,):
+            raise ValueError(f"effort_limits has shape {lim.shape}, expected ({self.n_torques},)")
+        self.effort_limits = lim
+        # Without an equilibrium gain the last time-varying gain is the best available hold law.
+        self.K_final = plan.K[-1] if plan.K_final is None else np.asarray(plan.K_final, float)
+        self.U_final = plan.U[-1] if plan.U_final is None else np.asarray(plan.U_final, float)
+
+    @property
+    def horizon(self) -> int:
+        return self.plan.horizon
+
+    def index(self, t: float) -> int:
+        """Step index k of time t on the plan's grid (nearest sample; may exceed the horizon)."""
+        return max(0, int(round((t - self.plan.times[0]) / self.plan.dt)))
+
+    def reference(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(X_k, U_k, K_k); for k ≥ N the final state with the equilibrium gain."""
+        if k >= self.horizon:
+            return self.plan.X[-1], self.U_final, self.K_final
+        return self.plan.X[k], self.plan.U[k], self.plan.K[k]
+
+    def command(self, k: int, x: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Input u for step k at measured state x, and whether the torque part was clamped."""
+        x_ref, u_ref, K = self.reference(k)
+        u = u_ref + K @ state_difference(x_ref, x, self.continuous_mask)
+        tau = u[: self.n_torques]
+        clamped = np.clip(tau, -self.effort_limits, self.effort_limits)
+        hit = bool(np.any(clamped != tau))
+        u[: self.n_torques] = clamped
+        return u, hit
+
+
+def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, effort_limits: np.ndarray) -> np.ndarray:
+    """The fallback torque: zero, or viscous damping −d·q̇ on the actuated joints (clamped).
+
+    ``velocity`` holds q̇ of the actuated joints; if it is unknown or not finite, damping falls back to zero.
+    """
+    n = len(effort_limits)
+    if mode == "zero" or velocity is None or not np.all(np.isfinite(velocity)):
+        return np.zeros(n)
+    if mode != "damping":
+        raise ValueError(f"unknown safe mode {mode!r} (zero|damping)")
+    return np.clip(-np.asarray(damping, float) * np.asarray(velocity, float), -effort_limits, effort_limits)
+
+
+class StateEstimator:
+    """Discrete state x_k = (q_k, p_k) from measured joint states (seed 000 eq. 1b, DESIGN principle 3).
+
+    ``mode='configurations'``: p_k = D₂L_d(q_{k−1}, q_k) from the last two samples when they are one
+    Δt apart (±``tolerance``·Δt); otherwise, or with ``mode='velocities'``, p = ∂L/∂q̇(q, q̇) from the
+    measured velocity. Continuous joints are unwrapped between samples so a ±π wrap is not a huge p.
+    """
+
+    def __init__(self, vi, mode: str = "configurations", tolerance: float = 0.25):
+        if mode not in ("configurations", "velocities"):
+            raise ValueError(f"unknown state estimate {mode!r} (configurations|velocities)")
+        self.vi, self.mode, self.tolerance = vi, mode, tolerance
+        self.mask = vi.robot.continuous_mask
+        self._prev: tuple[float, np.ndarray] | None = None
+
+    def reset(self) -> None:
+        self._prev = None
+
+    def update(self, t: float, q: np.ndarray, qdot: np.ndarray | None) -> np.ndarray | None:
+        """x for the sample (t, q, q̇), or None if neither a previous sample nor a velocity is usable."""
+        prev, self._prev = self._prev, (t, np.array(q, float))
+        if self.mode == "configurations" and prev is not None:
+            t_prev, q_prev = prev
+            if abs((t - t_prev) - self.vi.dt) <= self.tolerance * self.vi.dt:
+                dq = q - q_prev
+                dq[self.mask] = (dq[self.mask] + np.pi) % (2 * np.pi) - np.pi
+                return self.vi.state_from_configurations(q - dq, q)
+        if qdot is not None:
+            return self.vi.state_from_velocity(q, qdot)
+        return None

@@ -1,0 +1,93 @@
+"""Starting nodes as separate processes without ros2 launch (absent here): main job, tests, benchmarks."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from ..robots import share_dir
+
+
+def domain_id_for(key: str) -> int:
+    """A ROS_DOMAIN_ID in 1…100 of one's own (tests, the main job), so parallel runs do not hear each other."""
+    return 1 + int(hashlib.sha256(f"{key}:{os.getpid()}".encode()).hexdigest(), 16) % 100
+
+
+def ros_environment(domain_id: int) -> dict[str, str]:
+    """Environment for a node process: own domain, localhost discovery, ament index at the venv."""
+    env = dict(os.environ)
+    env.update(ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               PYTHONUNBUFFERED="1", RCUTILS_LOGGING_BUFFERED_STREAM="0")
+    env.setdefault("AMENT_PREFIX_PATH", sys.prefix)
+    return env
+
+
+def set_domain(domain_id: int) -> None:
+    """Same settings for this process (before rclpy.init)."""
+    os.environ.update({k: v for k, v in ros_environment(domain_id).items()
+                       if k.startswith(("ROS_", "AMENT_", "RCUTILS_"))})
+
+
+class NodeProcess:
+    """One node (``python -m vi_control.ros.<module>``) with params files plus overrides; output in a log file."""
+
+    def __init__(self, module: str, domain_id: int, params_files: list[str] = (), overrides: dict | None = None,
+                 log_dir: str | None = None, name: str | None = None):
+        self.module, self.name = module, name or module
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="vi_control_"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", f"vi_control.ros.{module}", "--ros-args"]
+        for f in params_files:
+            args += ["--params-file", str(f if os.path.isfile(f) else share_dir() / "config" / f)]
+        if overrides:
+            path = self.log_dir / f"{self.name}_overrides.yaml"
+            path.write_text(yaml.safe_dump({"/**": {"ros__parameters": overrides}}))
+            args += ["--params-file", str(path)]
+        self.log_path = self.log_dir / f"{self.name}.log"
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=ros_environment(domain_id),
+                                     start_new_session=True)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, text: str, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if text in self.log():
+                return True
+            if not self.alive:
+                return text in self.log()
+            time.sleep(0.05)
+        return False
+
+    def signal(self, sig: int) -> None:
+        if self.alive:
+            os.killpg(self.proc.pid, sig)
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """SIGINT (clean rclpy shutdown), then SIGKILL if it does not exit in time."""
+        if self.alive:
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                self.proc.wait(timeout)
+        self._log.close()
+        return self.proc.returncode

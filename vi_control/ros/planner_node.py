@@ -1,0 +1,122 @@
+"""Planner node: a task YAML in, a Plan out (trajectory + gains), at start-up and on ``~/plan``.
+
+Plans from the latest measured joint state when there is one (discrete state from the last two
+configurations, seed 000 eq. 1b), else from the task's initial state. Publishes, all latched:
+``~/trajectory`` (JointTrajectory), ``~/gains`` and ``~/plan_states`` (Float64MultiArray; layouts in
+vi_control.ros.messages). The solve runs in a worker thread so joint states keep arriving.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from ..control.tracking import StateEstimator
+from .common import (
+    LATCHED_QOS,
+    MODEL_PARAMETERS,
+    STREAM_QOS,
+    declare_parameters,
+    make_integrator,
+    resolve_config,
+    robot_from_parameters,
+    run_node,
+)
+from .messages import joint_state_arrays, plan_to_messages, plan_to_trajectory, stamp_seconds
+
+PARAMETERS: dict[str, tuple] = {
+    **MODEL_PARAMETERS,
+    "task": ("task_pendulum_swingup", "task YAML (path, or name in config/) for vi_control.planning.task"),
+    "plan_on_startup": (True, "plan once at start-up"),
+    "startup_wait": (1.0, "at start-up, wait this long for a joint state to plan from [s]"),
+    "state_estimate": ("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0"),
+    "use_measured_state": (True, "plan from the latest joint state when there is one (else the task's x_0)"),
+}
+
+
+class PlannerNode(Node):
+    def __init__(self) -> None:
+        super().__init__("vi_planner")
+        from ..planning.task import load_task  # the planner library; imported here so tests can skip cleanly
+
+        p = self.p = declare_parameters(self, PARAMETERS)
+        self.robot, _ = robot_from_parameters(p)
+        self.task = load_task(resolve_config(p["task"]))
+        self.vi = make_integrator(self.robot, float(self.task.dt), p["integrator"])
+        self.estimator = StateEstimator(self.vi, p["state_estimate"])
+        self.measured: tuple[float, np.ndarray] | None = None
+        self._lock, self._worker = threading.Lock(), None
+        self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
+        self.pub_gains = self.create_publisher(Float64MultiArray, "~/gains", LATCHED_QOS)
+        self.pub_states = self.create_publisher(Float64MultiArray, "~/plan_states", LATCHED_QOS)
+        self.create_subscription(JointState, "joint_states", self.on_joint_state, STREAM_QOS)
+        self.create_service(Trigger, "~/plan", self.on_plan)
+        self.get_logger().info(f"task {p['task']} on {self.robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
+        if p["plan_on_startup"]:
+            self._start(wait=float(p["startup_wait"]))
+
+    def on_joint_state(self, msg: JointState) -> None:
+        try:
+            q, qdot = joint_state_arrays(msg, self.robot.joint_names)
+        except ValueError as e:
+            self.get_logger().warning(f"ignoring joint state: {e}", throttle_duration_sec=5.0)
+            return
+        t = stamp_seconds(msg)
+        x = self.estimator.update(t, q, qdot)
+        if x is not None:
+            self.measured = (t, x)
+
+    def on_plan(self, _req, res):
+        res.success = self._start(wait=0.0)
+        res.message = "planning started" if res.success else "a plan is already being computed"
+        return res
+
+    def _start(self, wait: float) -> bool:
+        with self._lock:
+            if self._worker is not None and self._worker.is_alive():
+                return False
+            self._worker = threading.Thread(target=self._plan, args=(wait,), daemon=True)
+            self._worker.start()
+            return True
+
+    def _plan(self, wait: float) -> None:
+        from ..planning.task import plan_task
+
+        log = self.get_logger()
+        deadline = time.monotonic() + wait
+        while self.p["use_measured_state"] and self.measured is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        measured = self.measured if self.p["use_measured_state"] else None
+        x0 = None if measured is None else measured[1]
+        log.info("planning from " + ("the task's x_0" if x0 is None else f"the measured state at t={measured[0]:g}"))
+        t0 = time.monotonic()
+        try:
+            plan, result = plan_task(self.vi, self.task, x0=x0, log=log.info)
+        except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
+            log.error(f"planning failed: {type(e).__name__}: {e}")
+            return
+        # Stamped with the measurement's time, the controller knows where in the plan it already is.
+        plan.times = plan.times - plan.times[0] + (0.0 if measured is None else measured[0])
+        seq = int(time.time() * 1e3)  # unique across planner restarts, exact in a double
+        gains, states = plan_to_messages(plan, seq)
+        velocities = np.array([self.vi.velocity(x) for x in plan.X])
+        inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
+        self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
+        self.pub_states.publish(states)
+        self.pub_gains.publish(gains)
+        log.info(f"published plan {seq}: N={plan.horizon}, solve {time.monotonic() - t0:.2f} s, {result}")
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(PlannerNode, args)
+
+
+if __name__ == "__main__":
+    main()

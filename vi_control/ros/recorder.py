@@ -1,0 +1,91 @@
+"""Recorder node: joint states, commands and the latest plan, with receive times (main job, tests, benchmarks).
+
+Runs in the caller's process on a background executor thread; ``publish_command`` and friends let a test
+talk to the nodes under test.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from .common import LATCHED_QOS, STREAM_QOS
+from .messages import joint_state_arrays, plan_from_messages, stamp_seconds
+
+
+class Recorder(Node):
+    def __init__(self, joint_names: list[str], controller_name: str = "effort_controller",
+                 planner_name: str = "vi_planner", name: str = "vi_recorder"):
+        super().__init__(name)
+        self.joint_names = joint_names
+        self.lock = threading.Lock()
+        self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
+        self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
+        self.plan_arrays: dict[str, Float64MultiArray] = {}
+        self.create_subscription(JointState, "joint_states", self._on_state, STREAM_QOS)
+        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, STREAM_QOS)
+        for n in ("gains", "plan_states"):
+            self.create_subscription(Float64MultiArray, f"/{planner_name}/{n}",
+                                     lambda m, n=n: self.plan_arrays.__setitem__(n, m), LATCHED_QOS)
+        self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
+        self.state_pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
+        self._executor = SingleThreadedExecutor(context=self.context)
+        self._executor.add_node(self)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while rclpy.ok(context=self.context):
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception:  # shutdown race
+                if not rclpy.ok(context=self.context):
+                    return
+                raise
+
+    def _on_state(self, msg: JointState) -> None:
+        now = time.monotonic()
+        try:
+            q, _ = joint_state_arrays(msg, self.joint_names)
+        except ValueError:
+            return
+        idx = [list(msg.name).index(n) for n in self.joint_names]
+        eff = np.asarray(msg.effort, float)[idx] if len(msg.effort) == len(msg.name) else np.zeros(len(idx))
+        with self.lock:
+            self.states.append((now, stamp_seconds(msg), q, eff))
+
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        with self.lock:
+            self.commands.append((time.monotonic(), np.asarray(msg.data, float)))
+
+    def plan(self, model_name: str = "", model_hash: str = "", input_names: list[str] = ()):
+        """(seq, Plan) of the latest complete plan, or None."""
+        g, s = self.plan_arrays.get("gains"), self.plan_arrays.get("plan_states")
+        if g is None or s is None:
+            return None
+        try:
+            return plan_from_messages(g, s, model_name, model_hash, self.joint_names, list(input_names))
+        except ValueError:
+            return None
+
+    def wait_for(self, predicate, timeout: float, period: float = 0.02) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            time.sleep(period)
+        return bool(predicate())
+
+    def publish_command(self, values) -> None:
+        self.cmd_pub.publish(Float64MultiArray(data=[float(v) for v in values]))
+
+    def close(self) -> None:
+        self._executor.shutdown(timeout_sec=1.0)
+        self.destroy_node()

@@ -1,0 +1,139 @@
+"""Simulator node: MidpointVI stepped at Δt, effort commands in, sensor_msgs/JointState out.
+
+Topics: sub ``<controller_name>/commands`` (Float64MultiArray: torques on ``joints``, then next positions of
+prescribed joints); pub ``joint_states`` (stamped with simulation time t_k = k·Δt), ``/robot_description``
+(latched). Service ``~/reset`` (Trigger). Modes: 'realtime' (timer at Δt, or as fast as possible with
+``max_speed``) and 'lockstep' (one step per received command).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+
+from ..integrators.midpoint import StepError
+from .common import (
+    LATCHED_QOS,
+    MODEL_PARAMETERS,
+    STREAM_QOS,
+    declare_parameters,
+    make_integrator,
+    robot_from_parameters,
+    run_node,
+)
+from .messages import split_seconds
+
+PARAMETERS: dict[str, tuple] = {
+    **MODEL_PARAMETERS,
+    "dt": (0.01, "time step Δt of the variational integrator [s]"),
+    "mode": ("realtime", "'realtime': step on a timer at Δt; 'lockstep': one step per received command"),
+    "max_speed": (False, "realtime mode: step as fast as possible instead of every Δt of wall time"),
+    "controller_name": ("effort_controller", "commands are read from <controller_name>/commands"),
+    "joints": (None, "joint order of the command (default: the model's actuated joints)"),
+    "initial_positions": (None, "q_0 in the model's joint order (default zeros)"),
+    "initial_velocities": (None, "q̇_0 in the model's joint order (default zeros)"),
+    "on_bad_command": ("hold", "NaN or wrong-sized command: 'hold' the last valid one or apply 'zero'"),
+    "position_noise_std": (0.0, "standard deviation of Gaussian noise added to published positions [rad or m]"),
+    "noise_seed": (0, "seed of the measurement noise"),
+    "mass_scale": (1.0, "multiply every link mass and inertia (model mismatch against planner/controller)"),
+    "idle_publish_period": (0.2, "lockstep: republish the current state when no command came for this long [s]"),
+}
+
+
+class SimulatorNode(Node):
+    def __init__(self) -> None:
+        super().__init__("vi_simulator")
+        p = self.p = declare_parameters(self, PARAMETERS)
+        self.robot, urdf = robot_from_parameters(p, mass_scale=float(p["mass_scale"]))
+        self.vi = make_integrator(self.robot, float(p["dt"]), p["integrator"])
+        r, vi = self.robot, self.vi
+        joints = list(p["joints"]) or list(r.actuated)
+        if sorted(joints) != sorted(r.actuated):
+            raise ValueError(f"parameter joints {joints} must be a permutation of the actuated joints {r.actuated}")
+        # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
+        self.perm = np.array([joints.index(n) for n in r.actuated] + list(range(len(joints), vi.nu)), int)
+        self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
+        q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
+        v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
+        self.x0 = vi.state_from_velocity(q0, v0)
+        self.rng = np.random.default_rng(int(p["noise_seed"]))
+        self.u_zero = np.zeros(vi.nu)
+        self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
+        self._reset_state()
+
+        self.pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
+        self.create_publisher(String, "/robot_description", LATCHED_QOS).publish(String(data=urdf))
+        self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS)
+        self.create_service(Trigger, "~/reset", self.on_reset)
+        self.lockstep = p["mode"] == "lockstep"
+        if p["mode"] not in ("lockstep", "realtime"):
+            raise ValueError(f"mode must be 'realtime' or 'lockstep', got {p['mode']!r}")
+        period = float(p["idle_publish_period"]) if self.lockstep else (1e-6 if p["max_speed"] else vi.dt)
+        self.create_timer(period, self.on_timer)
+        self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}")
+        self.publish_state()
+
+    def _reset_state(self) -> None:
+        self.x, self.k, self.u = self.x0.copy(), 0, self.u_zero.copy()
+        self.last_command_time = self.get_clock().now()
+
+    def on_reset(self, _req, res):
+        self._reset_state()
+        self.publish_state()
+        res.success, res.message = True, "state reset to the initial positions/velocities"
+        return res
+
+    def on_command(self, msg: Float64MultiArray) -> None:
+        u = np.asarray(msg.data, float)
+        if u.size != self.vi.nu or not np.all(np.isfinite(u)):
+            why = f"size {u.size} != {self.vi.nu}" if u.size != self.vi.nu else "NaN/inf entries"
+            fallback = self.p["on_bad_command"]
+            if fallback == "zero":
+                self.u = self.u_zero.copy()
+            self.get_logger().warning(f"rejected command ({why}); applying {'zero' if fallback == 'zero' else 'last'}"
+                                      f" command {np.round(self.u, 4).tolist()}")
+        else:
+            self.u = u[self.perm]
+        self.last_command_time = self.get_clock().now()
+        if self.lockstep:
+            self.advance()
+
+    def on_timer(self) -> None:
+        if not self.lockstep:
+            self.advance()
+        elif (self.get_clock().now() - self.last_command_time).nanoseconds * 1e-9 >= self.p["idle_publish_period"]:
+            self.publish_state()
+
+    def advance(self) -> None:
+        try:
+            x_next = self.vi.step(self.x, self.u, step_index=self.k)
+        except (StepError, ValueError) as e:
+            self.get_logger().error(f"step {self.k} failed, state held: {e}")
+            return
+        self.x, self.k = x_next, self.k + 1
+        self.publish_state()
+
+    def publish_state(self) -> None:
+        vi = self.vi
+        msg = JointState()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(self.k * vi.dt)
+        msg.name = self.robot.joint_names
+        q = self.x[: vi.nq]
+        std = float(self.p["position_noise_std"])
+        msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
+        msg.velocity = vi.velocity(self.x).tolist()
+        effort = np.zeros(vi.nq)
+        effort[self.effort_joint_index] = self.u[: vi.n_torques]
+        msg.effort = effort.tolist()
+        self.pub.publish(msg)
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(SimulatorNode, args)
+
+
+if __name__ == "__main__":
+    main()
