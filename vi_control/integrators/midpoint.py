@@ -12,7 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import lapack
 
-from ..mechanics.discrete import DiscreteSystemStructure
+from ..mechanics.discrete import (
+    NEWTON_NONFINITE,
+    NEWTON_NOT_CONVERGED,
+    NEWTON_SINGULAR,
+    NEWTON_SINGULAR_MASS,
+    DiscreteSystemStructure,
+)
 from ..model.robot import RobotModel
 
 
@@ -85,6 +91,9 @@ class MidpointVI:
         self.fn = s.functions
         self._lam_guess = np.zeros(self.nc)
         self.last_result: StepResult | None = None
+        self._newton = s.newton  # compiled whole-step driver, or None (CasADi VM / no compiler)
+        self._what = ("M_{k+1}" if self.nc == 0
+                      else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
 
     # ---- state conversions (discrete Legendre transforms) ------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
@@ -131,7 +140,7 @@ class MidpointVI:
         return x
 
     # ---- one step -----------------------------------------------------------------------------
-    def _check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _check_sizes(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         x = np.asarray(x, float).ravel()
         u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
         if x.size != self.nx:
@@ -139,6 +148,10 @@ class MidpointVI:
         if u.size != self.nu:
             raise ValueError(f"input has size {u.size}, expected {self.nu} "
                              f"({self.n_torques} torques + {self.nk} prescribed positions)")
+        return x, u
+
+    def _check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        x, u = self._check_sizes(x, u)
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
             raise ValueError("state or input contains NaN/inf")
         return x, u
@@ -151,11 +164,13 @@ class MidpointVI:
     def solve(self, x: np.ndarray, u: np.ndarray, step_index: int | None = None,
               y0: np.ndarray | None = None) -> StepResult:
         """Newton on R(y, z) = 0 (eq. 2a / 28a–b); raises ConvergenceError / SingularityError."""
+        if self._newton is not None:
+            return self._solve_compiled(x, u, step_index, y0)
         x, u = self._check_inputs(x, u)
         z = np.concatenate([x, u])
         y = self.initial_guess(x, u) if y0 is None else np.array(y0, float)
         res_fn = self.fn["residual"]
-        what = "M_{k+1}" if self.nc == 0 else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]"
+        what = self._what
         scale = 1.0 + np.abs(x[self.nq:]).max()
         rnorm = np.inf
         for it in range(self.max_iterations + 1):
@@ -183,6 +198,34 @@ class MidpointVI:
         lam = y[self.nd:].copy()
         self._lam_guess = lam
         return StepResult(x=xn, lam=lam, iterations=it, residual=rnorm, y=y.copy())
+
+    def _solve_compiled(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None,
+                        y0: np.ndarray | None) -> StepResult:
+        """Same algorithm as the numpy loop of ``solve``, as one call into the generated library."""
+        x, u = self._check_sizes(x, u)
+        nw = self._newton
+        nw.z[: self.nx] = x
+        nw.z[self.nx:] = u
+        if y0 is None:
+            nw.y[self.nd:] = self._lam_guess
+        else:
+            nw.y[:] = np.asarray(y0, float).ravel()
+        code = nw(self.max_iterations, self.tol, self.rcond_min, y0 is None)
+        rnorm, it, rcond = nw.info
+        if code:
+            if code == NEWTON_NONFINITE:
+                raise ValueError("state or input contains NaN/inf")
+            if code == NEWTON_SINGULAR_MASS:
+                raise np.linalg.LinAlgError("Singular matrix: M(q_k) in the initial guess")
+            if code == NEWTON_SINGULAR:
+                raise SingularityError(step_index, float(rcond), self._what)
+            assert code == NEWTON_NOT_CONVERGED
+            raise ConvergenceError(step_index, float(rnorm), int(it))
+        xn = self.wrap(nw.xn) if self.wrap_continuous else nw.xn.copy()
+        y = nw.y.copy()
+        lam = y[self.nd:].copy()
+        self._lam_guess = lam
+        return StepResult(x=xn, lam=lam, iterations=int(it), residual=float(rnorm), y=y)
 
     def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k). Multipliers and iteration count are in ``last_result``."""

@@ -23,6 +23,9 @@ import numpy as np
 # Above these sizes gcc time grows fast (DESIGN.md: 150 s at 32 DOF for a dense Jacobian at -O2).
 _COMPILE_LIMIT_OPS = 400_000
 
+# Shared libraries compiled / found in the cache by this process (tests check reuse with these, not timing).
+build_stats = {"compiled": 0, "cache_hits": 0}
+
 
 def cache_dir() -> Path:
     d = Path(os.environ.get("VI_CONTROL_CACHE", Path.home() / ".cache" / "vi_control"))
@@ -60,6 +63,7 @@ class _CFunction:
         if work(*[ctypes.byref(s) for s in sz]) != 0:
             raise RuntimeError(f"{name}_work failed")
         n_arg, n_res, n_iw, n_w = (s.value for s in sz)
+        self.n_iw, self.n_w = n_iw, n_w
         self._arg = (ctypes.c_void_p * max(n_arg, 1))()
         self._res = (ctypes.c_void_p * max(n_res, 1))()
         self._iw = np.zeros(max(n_iw, 1), dtype=np.int64)
@@ -84,17 +88,20 @@ class _CFunction:
         return self._out
 
 
-def _build(funcs: list[ca.Function], tag: str) -> ctypes.CDLL | None:
+def _build(funcs: list[ca.Function], tag: str, extra_source: str = "") -> ctypes.CDLL | None:
+    """Generate C for ``funcs`` (plus our own ``extra_source`` calling them), compile once, load."""
     cc = compiler()
     if cc is None:
         return None
     gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
     for f in funcs:
         gen.add(f)
-    src = gen.dump()
+    src = gen.dump() + extra_source
     key = hashlib.sha256(src.encode()).hexdigest()[:20]
     so = cache_dir() / f"vi_{key}.so"
-    if not so.exists():
+    if so.exists():
+        build_stats["cache_hits"] += 1
+    else:
         with tempfile.TemporaryDirectory() as tmp:
             c_file = Path(tmp) / "gen.c"
             c_file.write_text(src)
@@ -106,6 +113,7 @@ def _build(funcs: list[ca.Function], tag: str) -> ctypes.CDLL | None:
             if res.returncode != 0:
                 return None
             shutil.move(str(tmp_so), so)  # atomic enough for concurrent test processes
+            build_stats["compiled"] += 1
     return ctypes.CDLL(str(so))
 
 
@@ -113,11 +121,13 @@ class FunctionSet:
     """Named CasADi functions evaluated compiled where worthwhile (see module docstring).
 
     ``compile``: True compiles every function small enough, False never compiles, None (default)
-    compiles unless the environment sets ``VI_CONTROL_NO_COMPILE=1``.
+    compiles unless the environment sets ``VI_CONTROL_NO_COMPILE=1``. ``driver`` is C source of our
+    own appended to the eager library when every function in ``driver_needs`` is compiled there;
+    ``lib`` is then that library (else None) and ``work_sizes(names)`` sizes its CasADi work buffers.
     """
 
     def __init__(self, tag: str, funcs: dict[str, ca.Function], compile: bool | None = None,
-                 lazy: tuple[str, ...] = ()):
+                 lazy: tuple[str, ...] = (), driver: str = "", driver_needs: tuple[str, ...] = ()):
         if compile is None:
             compile = os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1"
         self._compile = compile
@@ -125,17 +135,28 @@ class FunctionSet:
         self._fns: dict[str, _VMFunction | _CFunction] = {n: _VMFunction(f) for n, f in funcs.items()}
         self._lazy = {n: funcs[n] for n in lazy}
         self.raw = funcs
+        self.lib: ctypes.CDLL | None = None
         # Functions only derivatives need are compiled on first use: a simulator never pays for them.
-        self._compile_group({n: f for n, f in funcs.items() if n not in self._lazy})
+        self.lib = self._compile_group({n: f for n, f in funcs.items() if n not in self._lazy}, driver, driver_needs)
 
-    def _compile_group(self, group: dict[str, ca.Function]) -> None:
+    def _compile_group(self, group: dict[str, ca.Function], driver: str = "",
+                       driver_needs: tuple[str, ...] = ()) -> ctypes.CDLL | None:
+        """Compile the small functions of ``group``; returns the library if the driver went into it."""
         if not self._compile:
-            return
+            return None
         small = {n: f for n, f in group.items() if f.n_instructions() < _COMPILE_LIMIT_OPS}
-        lib = _build(list(small.values()), self._tag) if small else None
-        if lib is not None:
-            for n, f in small.items():
-                self._fns[n] = _CFunction(lib, f)
+        extra = driver if driver and all(n in small for n in driver_needs) else ""
+        lib = _build(list(small.values()), self._tag, extra) if small else None
+        if lib is None:
+            return None
+        for n, f in small.items():
+            self._fns[n] = _CFunction(lib, f)
+        return lib if extra else None
+
+    def work_sizes(self, names: tuple[str, ...]) -> tuple[int, int]:
+        """Integer and real work-buffer sizes that cover every named compiled function."""
+        fns = [self._fns[n] for n in names]
+        return max(max(f.n_iw for f in fns), 1), max(max(f.n_w for f in fns), 1)
 
     def __getitem__(self, name: str) -> _VMFunction | _CFunction:
         if self._lazy and name in self._lazy:
