@@ -1,0 +1,227 @@
+"""Linear-time variational integrator of seed 001 (Lee, Liu, Park, Srinivasa): DRNEA + RIQN.
+
+The discrete Lagrangian is the per-body trapezoidal one on SE(3) (seed 001 eq. 9), summed over the
+tree. The state is the same as MidpointVI's, x_k = (q_k, p_k) with p_k = D₂L_d(q_{k−1}, q_k) the discrete
+momentum (F⁺_d = 0), so ``velocity``/``energy``/``state_from_velocity`` mean the same for both
+integrators. One step solves the forced DEL equation (seed 001 eq. 17 pulled back to joint space)
+
+    f(q_{k+1}) = Σ_i J_i(q_k)ᵀ (μ_i^k + Δt/2 ∂P_i(T_i^k)) − p_k − F⁻_d = 0,
+    F⁻_d = Δt S τ_k − c ⊙ (q_{k+1} − q_k)                     (forcing as in MidpointVI)
+
+for q_{k+1}, then p_{k+1} = D₂L_d(q_k, q_{k+1}). The residual is DRNEA (Alg. 2, O(n)); the root is found
+either by RIQN (Alg. 3: q ← q − Δt M(q_k)^{-1} f, one articulated-body pass per iteration, O(n)) or by
+Newton with the exact Jacobian (the derivative of DRNEA, Alg. 4; O(n²) to form, O(n³) to solve).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from ..mechanics.drnea import BodyTree, Frames
+from ..model.robot import RobotModel
+from .midpoint import ConvergenceError, SingularityError, StepError, StepResult
+
+__all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
+
+METHODS = ("riqn", "newton")
+INITIAL_GUESSES = ("IG1", "IG2", "IG3")
+
+
+class LinearTimeVI:
+    """DRNEA/RIQN variational integrator with MidpointVI's interface (seed 001 §3).
+
+    Parameters: ``method`` 'riqn' (Alg. 3) or 'newton' (exact Jacobian); ``initial_guess`` IG1
+    (q_{k+1} = q_k), IG2 (explicit Euler with q̇_k = M⁻¹p_k) or IG3 (semi-implicit Euler with the
+    continuous dynamics) of §3.3; ``tol`` on the residual ∞-norm relative to 1 + |p_k|∞, as MidpointVI.
+    Only unconstrained trees without prescribed joints (seed 001 §5 leaves constraints open).
+    """
+
+    def __init__(self, robot: RobotModel, dt: float, method: str = "riqn", initial_guess: str = "IG3",
+                 tol: float = 1e-12, max_iterations: int = 100, wrap_continuous: bool = False):
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"time step dt must be positive and finite, got {dt}")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if initial_guess not in INITIAL_GUESSES:
+            raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {initial_guess!r}")
+        if robot.constraints or robot.prescribed:
+            raise NotImplementedError("LinearTimeVI handles unconstrained trees without prescribed joints "
+                                      "(seed 001 §5); use MidpointVI")
+        self.robot, self.dt = robot, float(dt)
+        self.method, self.initial_guess_name = method, initial_guess
+        self.tol, self.max_iterations, self.wrap_continuous = tol, max_iterations, wrap_continuous
+        self.tree = BodyTree(robot)
+        names = robot.joint_names
+        self.nq = robot.nq
+        self.nx, self.nc, self.nk, self.nd = 2 * self.nq, 0, 0, self.nq
+        self.idx_act = np.array([names.index(n) for n in robot.actuated], dtype=int)
+        self.idx_d, self.idx_k = np.arange(self.nq), np.zeros(0, dtype=int)
+        self.nu = self.n_torques = len(self.idx_act)
+        self.damping = np.asarray(robot.damping, float)
+        self._model = robot.pin_model
+        self._data = self._model.createData()
+        # Gravity-free copy: ABA on it with q̇ = 0 returns M(q)⁻¹ τ, the impulse response of §3.2.
+        self._impulse_model = pin.Model(self._model)
+        self._impulse_model.gravity = pin.Motion.Zero()
+        self._impulse_data = self._impulse_model.createData()
+        self._zero = np.zeros(self.nq)
+        self.last_result: StepResult | None = None
+        self.iteration_history: list[int] = []
+
+    # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
+    def _minv(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """M(q)⁻¹ τ by the articulated-body algorithm (seed 001 eq. 25, 'ABI')."""
+        return pin.aba(self._impulse_model, self._impulse_data, q, self._zero, tau).copy()
+
+    def _torques(self, u: np.ndarray) -> np.ndarray:
+        tau = np.zeros(self.nq)
+        tau[self.idx_act] = u
+        return tau
+
+    # ---- state conversions ---------------------------------------------------------------------------
+    def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
+        """x_0 = (q, M(q) q̇): the continuous Legendre transform, as MidpointVI."""
+        q, qdot = np.asarray(q, float), np.asarray(qdot, float)
+        p = pin.rnea(self._impulse_model, self._impulse_data, q, self._zero, qdot).copy()
+        return np.concatenate([q, p])
+
+    def discrete_momentum(self, q0: np.ndarray, q1: np.ndarray, fk: Frames | None = None,
+                          fk1: Frames | None = None) -> np.ndarray:
+        """D₂L_d(q_0, q_1) = Σ_i J_i(q_1)ᵀ (Ad_{ΔT_i}ᵀ μ_i − Δt/2 ∂P_i(T_i^1))  (seed 001 eq. 16b)."""
+        t = self.tree
+        fk = t.frames(q0) if fk is None else fk
+        fk1 = t.frames(q1) if fk1 is None else fk1
+        mw = t.world_momenta(fk, t.displacement_log(fk, fk1), self.dt)
+        return t.project(fk1, mw - 0.5 * self.dt * t.gravity_wrenches(fk1))
+
+    def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """x_k from two configurations: p_k = D₂L_d(q_{k−1}, q_k) (F⁺_d = 0)."""
+        q_prev, q = np.asarray(q_prev, float), np.asarray(q, float)
+        return np.concatenate([q, self.discrete_momentum(q_prev, q)])
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        """q̇ = M(q)⁻¹ p (continuous Legendre transform inverted, by ABA)."""
+        return self._minv(x[: self.nq], np.ascontiguousarray(x[self.nq:]))
+
+    def energy(self, x: np.ndarray) -> float:
+        q, p = x[: self.nq], x[self.nq:]
+        v = self.velocity(x)
+        return float(0.5 * v @ p + pin.computePotentialEnergy(self._model, self._data, q))
+
+    def constraint(self, q: np.ndarray) -> np.ndarray:
+        return np.zeros(0)
+
+    def wrap(self, x: np.ndarray) -> np.ndarray:
+        """Continuous joint angles to [−π, π) — L_d only sees relative placements."""
+        mask = self.robot.continuous_mask
+        if mask.any():
+            x = x.copy()
+            x[: self.nq][mask] = (x[: self.nq][mask] + np.pi) % (2 * np.pi) - np.pi
+        return x
+
+    # ---- DEL residual (DRNEA) -----------------------------------------------------------------------
+    def residual(self, x: np.ndarray, u: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """f(q_{k+1}) of the forced DEL equation at state x_k, input u_k (DRNEA, O(n))."""
+        q0 = x[: self.nq]
+        fk = self.tree.frames(q0)
+        return self._residual(fk, self._constant_part(fk, x, u), q0, q1)[0]
+
+    def _constant_part(self, fk: Frames, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Terms of f independent of q_{k+1}: Δt/2 ∂V(q_k)/∂q − p_k − Δt S τ_k − c q_k."""
+        q0, p0 = x[: self.nq], x[self.nq:]
+        return 0.5 * self.dt * self.tree.gravity_torque(fk) - p0 - self.dt * self._torques(u) - self.damping * q0
+
+    def _residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray):
+        t = self.tree
+        fk1 = t.frames(q1)
+        xi = t.displacement_log(fk, fk1)
+        mw = t.world_momenta(fk, xi, self.dt)
+        return t.project(fk, mw) + const + self.damping * q1, fk1, xi, mw
+
+    def jacobian(self, x: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """∂f/∂q_{k+1}, exact (derivative of DRNEA, seed 001 Alg. 4)."""
+        t = self.tree
+        fk, fk1 = t.frames(x[: self.nq]), t.frames(q1)
+        return self._jacobian(fk, fk1, t.displacement_log(fk, fk1))
+
+    def _jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray) -> np.ndarray:
+        return self.tree.momentum_jacobian(fk, fk1, xi, self.dt) + np.diag(self.damping)
+
+    # ---- one step -------------------------------------------------------------------------------------
+    def _check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        x = np.asarray(x, float).ravel()
+        u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
+        if x.size != self.nx:
+            raise ValueError(f"state has size {x.size}, expected {self.nx} = 2·nq")
+        if u.size != self.nu:
+            raise ValueError(f"input has size {u.size}, expected {self.nu} torques")
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+            raise ValueError("state or input contains NaN/inf")
+        return x, u
+
+    def initial_guess(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """IG1 / IG2 / IG3 of seed 001 §3.3 (q̇_k from M⁻¹p_k since the state carries p_k)."""
+        q = x[: self.nq]
+        if self.initial_guess_name == "IG1":
+            return q.copy()
+        v = self.velocity(x)
+        if self.initial_guess_name == "IG2":
+            return q + self.dt * v
+        a = pin.aba(self._model, self._data, q, v, self._torques(u) - self.damping * v)
+        return q + self.dt * (v + self.dt * a)
+
+    def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
+              y0: np.ndarray | None = None) -> StepResult:
+        """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1); raises ConvergenceError."""
+        x, u = self._check_inputs(x, u)
+        q0 = x[: self.nq]
+        fk = self.tree.frames(q0)
+        const = self._constant_part(fk, x, u)
+        q1 = self.initial_guess(x, u) if y0 is None else np.array(y0, float)
+        scale = 1.0 + np.abs(x[self.nq:]).max()
+        rnorm, it = np.inf, 0
+        try:
+            for it in range(self.max_iterations + 1):
+                f, fk1, xi, mw = self._residual(fk, const, q0, q1)
+                rnorm = float(np.abs(f).max())
+                if not np.isfinite(rnorm) or rnorm <= self.tol * scale or it == self.max_iterations:
+                    break
+                if self.method == "riqn":
+                    dq = self.dt * self._minv(q0, f)  # seed 001 eq. 25
+                else:
+                    dq = np.linalg.solve(self._jacobian(fk, fk1, xi), f)
+                q1 = q1 - dq
+                if np.abs(dq).max() < 1e-15 * (1.0 + np.abs(q1).max()):
+                    f, fk1, xi, mw = self._residual(fk, const, q0, q1)
+                    rnorm = float(np.abs(f).max())
+                    break
+        except (ValueError, np.linalg.LinAlgError) as exc:  # log map near π or singular Jacobian
+            raise ConvergenceError(step_index, rnorm, it) from exc
+        if not (rnorm <= max(self.tol * scale, 1e-9)):
+            raise ConvergenceError(step_index, rnorm, it)
+        # p_{k+1} = D₂L_d(q_k, q_{k+1}): the world momenta are shared with the residual (see BodyTree).
+        p1 = self.tree.project(fk1, mw - 0.5 * self.dt * self.tree.gravity_wrenches(fk1))
+        xn = np.concatenate([q1, p1])
+        if self.wrap_continuous:
+            xn = self.wrap(xn)
+        return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1.copy())
+
+    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None) -> np.ndarray:
+        """x_{k+1} = f(x_k, u_k); iterations and residual in ``last_result``."""
+        self.last_result = self.solve(x, u, step_index)
+        return self.last_result.x
+
+    def simulate(self, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Roll out N steps: states (N+1, nx) and (empty) multipliers (N, 0); iterations per step in
+        ``iteration_history``."""
+        inputs = np.asarray(inputs, float).reshape(-1, self.nu) if self.nu else np.zeros((len(inputs), 0))
+        X = np.zeros((len(inputs) + 1, self.nx))
+        X[0] = x0
+        self.iteration_history = []
+        for k, u in enumerate(inputs):
+            r = self.solve(X[k], u, step_index=k)
+            X[k + 1] = r.x
+            self.iteration_history.append(r.iterations)
+        self.last_result = r if len(inputs) else self.last_result
+        return X, np.zeros((len(inputs), 0))

@@ -1,0 +1,202 @@
+"""Discrete recursive Newton-Euler algorithm (DRNEA, seed 001 §3.1, Alg. 2) and its derivative (Alg. 4).
+
+Every body i of the kinematic tree carries the trapezoidal discrete Lagrangian of seed 001 eq. 9,
+L_d^i(T_i^k, T_i^{k+1}) = Δt/2 (L(T^k, V^k) + L(T^{k+1}, V^k)) with V^k = log(ΔT^k)/Δt (eq. 10), and the
+multibody L_d(q_k, q_{k+1}) = Σ_i L_d^i. With body variations η_i = J_i(q) δq its partial derivatives are
+
+    D₁L_d(q_k, q_{k+1}) = −Σ_i J_i(q_k)ᵀ (μ_i^k + Δt/2 ∂P_i(T_i^k))                 (eq. 16c, sign of §2.1)
+    D₂L_d(q_k, q_{k+1}) =  Σ_i J_i(q_{k+1})ᵀ (Ad_{ΔT_i}ᵀ μ_i^k − Δt/2 ∂P_i(T_i^{k+1}))  (eq. 16b)
+    μ_i^k = [dlog_{ΔtV_i^k}]ᵀ G_i V_i^k                                                 (eq. 21b)
+
+and the residual of Alg. 2 is f(q_{k+1}) = −(D₂L_d(q_{k−1}, q_k) + D₁L_d(q_k, q_{k+1})) − Q_k (eq. 22).
+
+Two evaluations of the same sums:
+- ``drnea_recursive``: Alg. 2 literally, body-frame forward pass (eq. 19) and backward pass (eq. 21a), a
+  Python loop over bodies; the reference the tests hold the fast path to.
+- ``BodyTree`` methods: the same recursion with every body's impulse moved to the world frame
+  (Ad_{T_i^{-1}}ᵀ, as Featherstone does for RNEA), so the backward pass is a subtree sum and the rest is
+  vectorized over bodies; the forward kinematics is Pinocchio's (the recursion of eq. 18).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from ..model.robot import RobotModel
+from . import lie
+
+
+@dataclass
+class Frames:
+    """World placements T_i = (R_i, p_i) of every body at one configuration."""
+
+    R: np.ndarray  # (n, 3, 3)
+    p: np.ndarray  # (n, 3)
+    Sw: np.ndarray  # (n, 6) joint twists in the world frame, Ad_{T_i} S_i
+    Ad_inv: np.ndarray  # (n, 6, 6) [Ad_{T_i^{-1}}]
+
+
+class BodyTree:
+    """Kinematic tree of a RobotModel read from Pinocchio (parents, joint placements, inertias)."""
+
+    def __init__(self, robot: RobotModel):
+        model = robot.pin_model
+        n = model.njoints - 1
+        if model.nq != n or model.nv != n:
+            raise ValueError("DRNEA handles one-DOF joints only (revolute, continuous, prismatic)")
+        self.robot, self.model, self.data, self.n = robot, model, model.createData(), n
+        self.parents = np.array([model.parents[i] - 1 for i in range(1, n + 1)], dtype=int)
+        if not all(model.joints[i].idx_q == i - 1 for i in range(1, n + 1)):
+            raise ValueError("unexpected joint ordering in the Pinocchio model")
+        self.S = np.zeros((n, 6))  # joint Jacobian S_i in {i}, seed 001 notation
+        for i, j in enumerate(robot.joints):
+            axis = np.asarray(j.axis, float) / np.linalg.norm(j.axis)
+            if j.type == "prismatic":
+                self.S[i, 3:] = axis
+            elif j.type in ("revolute", "continuous"):
+                self.S[i, :3] = axis
+            else:
+                raise ValueError(f"joint {j.name!r} of type {j.type!r} is not supported by DRNEA")
+        self.mass = np.array([model.inertias[i].mass for i in range(1, n + 1)])
+        self.com = np.array([model.inertias[i].lever for i in range(1, n + 1)])
+        self.G = np.zeros((n, 6, 6))  # spatial inertia about the body origin, (w, v) order (eq. 7)
+        for i in range(n):
+            C = lie.hat(self.com[i])
+            m = self.mass[i]
+            self.G[i, :3, :3] = model.inertias[i + 1].inertia - m * C @ C
+            self.G[i, :3, 3:] = m * C
+            self.G[i, 3:, :3] = -m * C
+            self.G[i, 3:, 3:] = m * np.eye(3)
+        self.gravity = np.asarray(robot.gravity, float)
+        self.placements = [(model.jointPlacements[i].rotation.copy(), model.jointPlacements[i].translation.copy())
+                           for i in range(1, n + 1)]
+        self.is_chain = bool(np.all(self.parents == np.arange(n) - 1))
+        # anc[i, j]: body i lies in the subtree of joint j (i = j included).
+        anc = np.eye(n, dtype=bool)
+        for i in range(n):
+            j = self.parents[i]
+            while j >= 0:
+                anc[i, j] = True
+                j = self.parents[j]
+        self.anc = anc
+        self._desc = np.where(anc.T, np.arange(n)[None, :], np.where(anc, np.arange(n)[:, None], 0))
+        self._related = anc | anc.T
+
+    # ---- kinematics (forward pass) --------------------------------------------------------------
+    def frames(self, q: np.ndarray) -> Frames:
+        pin.forwardKinematics(self.model, self.data, q)
+        oMi = self.data.oMi
+        R = np.array([oMi[i].rotation for i in range(1, self.n + 1)])
+        p = np.array([oMi[i].translation for i in range(1, self.n + 1)])
+        Sw = np.einsum("nij,nj->ni", lie.adjoint(R, p), self.S)
+        return Frames(R, p, Sw, lie.adjoint_inv(R, p))
+
+    # ---- backward pass ---------------------------------------------------------------------------
+    def subtree_sum(self, w: np.ndarray) -> np.ndarray:
+        """W_j = Σ_{i in subtree(j)} w_i: the backward recursion of eq. 21a in a common frame."""
+        if self.is_chain:
+            return np.cumsum(w[::-1], axis=0)[::-1]
+        W = w.copy()
+        for i in range(self.n - 1, -1, -1):
+            if self.parents[i] >= 0:
+                W[self.parents[i]] += W[i]
+        return W
+
+    def project(self, fr: Frames, w_world: np.ndarray) -> np.ndarray:
+        """Σ_i J_i(q)ᵀ w_i for world-frame body impulses w_i (eq. 22 without Q)."""
+        return np.einsum("ni,ni->n", fr.Sw, self.subtree_sum(w_world))
+
+    def to_world(self, fr: Frames, w_body: np.ndarray) -> np.ndarray:
+        return np.einsum("nji,nj->ni", fr.Ad_inv, w_body)
+
+    def gravity_wrenches(self, fr: Frames) -> np.ndarray:
+        """World-frame ∂P_i for P_i = −m_i gᵀ x_{c,i}: (−m x_c × g, −m g)."""
+        xc = fr.p + np.einsum("nij,nj->ni", fr.R, self.com)
+        mg = self.mass[:, None] * self.gravity[None, :]
+        return np.concatenate([-np.cross(xc, mg), -mg], axis=1)
+
+    def gravity_torque(self, fr: Frames) -> np.ndarray:
+        """∂V/∂q at the configuration of ``fr`` (= Pinocchio's generalized gravity)."""
+        return self.project(fr, self.gravity_wrenches(fr))
+
+    # ---- per-body discrete momenta ---------------------------------------------------------------
+    def displacement_log(self, fk: Frames, fk1: Frames) -> np.ndarray:
+        """ξ_i = log(ΔT_i^k) = Δt V_i^k with ΔT_i^k = (T_i^k)^{-1} T_i^{k+1} (eqs. 10, 19)."""
+        Rk_t = np.swapaxes(fk.R, 1, 2)
+        return lie.log_se3(Rk_t @ fk1.R, np.einsum("nij,nj->ni", Rk_t, fk1.p - fk.p))
+
+    def world_momenta(self, fk: Frames, xi: np.ndarray, dt: float) -> np.ndarray:
+        """Ad_{(T_i^k)^{-1}}ᵀ μ_i^k: body momenta (eq. 21b) in the world frame.
+
+        Also equals Ad_{(T_i^{k+1})^{-1}}ᵀ Ad_{ΔT_i}ᵀ μ_i^k, the term D₂L_d needs at q_{k+1}.
+        """
+        mu = lie.dlog_transpose_apply(xi, np.einsum("nij,nj->ni", self.G, xi)) / dt
+        return self.to_world(fk, mu)
+
+    def momentum_jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, dt: float) -> np.ndarray:
+        """∂/∂q_{k+1} of Σ_i J_i(q_k)ᵀ Ad_{(T_i^k)^{-1}}ᵀ μ_i^k: the O(n²) derivative of DRNEA (Alg. 4).
+
+        With ζ_i = J_i(q_{k+1}) δq_{k+1} the body perturbation of T_i^{k+1}, δξ_i = dlog_{−ξ_i} ζ_i and
+        δμ_i = (1/Δt) ∂m/∂ξ δξ_i. Two bodies' columns couple only through the common subtree.
+        """
+        _, dm = lie.momentum_and_derivative(xi, self.G)
+        N = dm @ lie.dlog_matrix(-xi) / dt
+        Nw = np.swapaxes(fk.Ad_inv, 1, 2) @ N @ fk1.Ad_inv
+        C = self.subtree_sum(Nw)
+        return np.einsum("ja,jlab,lb->jl", fk.Sw, C[self._desc], fk1.Sw) * self._related
+
+
+def _exp_joint(S: np.ndarray, qi: float) -> tuple[np.ndarray, np.ndarray]:
+    R = lie.exp_so3((S[:3] * qi)[None])[0]
+    return R, S[3:] * qi  # revolute about an axis through the joint origin, or prismatic
+
+
+def _homogeneous(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    return T
+
+
+def drnea_recursive(tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: np.ndarray, dt: float,
+                    Q: np.ndarray | None = None) -> np.ndarray:
+    """Seed 001 Alg. 2 as written: residual impulse f(q^{k+1}) = Sᵢᵀ F_i^k − Q_i^k (eq. 22).
+
+    Forward pass: T_{λ(i),i} = X_i exp([S_i] q_i), ΔT_i = T_{λ(i),i}^{-1} ΔT_{λ(i)} T'_{λ(i),i} (eq. 19) for
+    the intervals (k−1, k) and (k, k+1). Backward pass: F_i^k = μ_i^k − Ad_{exp(ΔtV_i^{k−1})}ᵀ μ_i^{k−1}
+    + Δt ∂P_i(T_i^k) + Σ_c Ad_{T_{i,c}^{-1}}ᵀ F_c^k (eq. 21a, gravity as the potential of eq. 16b-c).
+    """
+    n = tree.n
+    qs = [np.asarray(a, float) for a in (q_prev, q, q_next)]
+    local = [[_homogeneous(*_pl) @ _homogeneous(*_exp_joint(tree.S[i], qq[i])) for i, _pl in enumerate(tree.placements)]
+             for qq in qs]  # T_{λ(i),i} at k−1, k, k+1
+    world = [[None] * n for _ in range(3)]
+    dT = [[None] * n for _ in range(2)]
+    for i in range(n):
+        lam = tree.parents[i]
+        for t in range(3):
+            world[t][i] = local[t][i] if lam < 0 else world[t][lam] @ local[t][i]
+        for t in range(2):
+            parent_dT = np.eye(4) if lam < 0 else dT[t][lam]
+            dT[t][i] = np.linalg.inv(local[t][i]) @ parent_dT @ local[t + 1][i]
+    F = np.zeros((n, 6))
+    f = np.zeros(n)
+    children = [[c for c in range(n) if tree.parents[c] == i] for i in range(n)]
+    for i in range(n - 1, -1, -1):
+        xi_prev = lie.log_se3(dT[0][i][None, :3, :3], dT[0][i][None, :3, 3])
+        xi = lie.log_se3(dT[1][i][None, :3, :3], dT[1][i][None, :3, 3])
+        mu_prev = lie.dlog_transpose_apply(xi_prev, (tree.G[i] @ xi_prev[0])[None])[0] / dt
+        mu = lie.dlog_transpose_apply(xi, (tree.G[i] @ xi[0])[None])[0] / dt
+        Ad_dT = lie.adjoint(dT[0][i][None, :3, :3], dT[0][i][None, :3, 3])[0]
+        Rk = world[1][i][:3, :3]
+        g_b = Rk.T @ tree.gravity
+        m, c = tree.mass[i], tree.com[i]
+        dP = np.concatenate([-m * np.cross(c, g_b), -m * g_b])
+        F[i] = mu - Ad_dT.T @ mu_prev + dt * dP
+        for ch in children[i]:
+            Tic = local[1][ch]
+            F[i] += lie.adjoint_inv(Tic[None, :3, :3], Tic[None, :3, 3])[0].T @ F[ch]
+        f[i] = tree.S[i] @ F[i]
+    return f if Q is None else f - Q
