@@ -1,0 +1,76 @@
+"""Task YAML validation and plan_task on the seed-000 pendulum swing-up (REFERENCE §2)."""
+
+import numpy as np
+import pytest
+
+from vi_control.linearization import linearize
+from vi_control.planning.task import TaskError, load_task, plan_task
+
+PENDULUM_TASK = "config/task_pendulum_swingup.yaml"
+
+
+@pytest.fixture(scope="module")
+def swingup(pendulum_vi):
+    task = load_task(PENDULUM_TASK)
+    lines: list[str] = []
+    plan, res = plan_task(pendulum_vi, task, log=lines.append)
+    return task, plan, res, lines
+
+
+def test_load_task_reads_the_paper_setup():
+    t = load_task(PENDULUM_TASK)
+    assert (t.dt, t.horizon, t.method) == (0.1, 100, "ddp")
+    assert t.goal_q[0] == pytest.approx(np.pi)
+    assert t.reference["type"] == "step" and t.reference["step_index"] == 50
+
+
+@pytest.mark.parametrize("patch, key", [
+    ({"dt": -0.1}, "dt"),
+    ({"horizon": 0}, "horizon"),
+    ({"horizon": 2.5}, "horizon"),
+    ({"optimizer": {"method": "newton"}}, "optimizer.method"),
+    ({"optimizer": {"max_iterations": 0}}, "optimizer.max_iterations"),
+    ({"goal": {"q": ["pi/0"]}}, "goal.q[0]"),
+    ({"goal": {"q": ["__import__('os')"]}}, "goal.q[0]"),
+    ({"weights": {"R": 1.0}}, "weights.Q"),
+    ({"input_limits": "sometimes"}, "input_limits"),
+    ({"reference": {"type": "spline"}}, "reference"),
+    ({"bogus": 1}, "bogus"),
+    ({"model": {"bundled": "pendulum", "example": "panda"}}, "model"),
+])
+def test_load_task_errors_name_the_key(patch, key):
+    d = {"model": "pendulum", "dt": 0.1, "horizon": 10, "weights": {"Q": 1.0, "R": 1.0}, **patch}
+    if key == "weights.Q":
+        d["weights"] = patch["weights"]
+    with pytest.raises(TaskError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        t = load_task(d)
+        t.reference_trajectory(t.make_vi())  # some keys are checked against the model
+
+
+def test_weight_sizes_are_checked_against_the_model(pendulum_vi):
+    t = load_task({"model": "pendulum", "dt": 0.1, "horizon": 10, "weights": {"Q": [1, 2, 3], "R": 1}})
+    with pytest.raises(TaskError, match="weights.Q"):
+        plan_task(pendulum_vi, t)
+
+
+def test_plan_task_swings_the_pendulum_up(swingup, pendulum_vi):
+    task, plan, res, lines = swingup
+    assert res.converged and res.iterations <= 14  # seed 000 Fig. 3: second-order method, 14 iterations
+    assert abs(res.decrement_history[-1]) < 1e-6
+    # Feasible: every plan step is a midpoint step of its input (one step at a time: the upright
+    # is unstable, so a whole open-loop re-simulation amplifies round-off by ~e^{5√g}).
+    X1 = np.array([pendulum_vi.step(x, u) for x, u in zip(plan.X[:-1], plan.U)])
+    assert np.allclose(X1, plan.X[1:], atol=1e-9)
+    assert plan.X[-1, 0] == pytest.approx(np.pi, abs=1e-3)
+    assert plan.K.shape == (100, 1, 2) and plan.times[-1] == pytest.approx(10.0)
+    assert any("converged" in s for s in lines) and sum("iter" in s for s in lines) == res.iterations + 1
+    # Cost decreases monotonically (line search accepts decreases only).
+    assert np.all(np.diff(res.cost_history) <= 1e-12)
+
+
+def test_hold_gain_stabilizes_the_final_state(swingup, pendulum_vi):
+    _, plan, _, _ = swingup
+    assert plan.U_final[0] == pytest.approx(0.0, abs=1e-6)  # upright: no gravity torque
+    lin = linearize(pendulum_vi, np.array([np.pi, 0.0]), plan.U_final)
+    assert np.abs(np.linalg.eigvals(lin.A)).max() > 1.0  # upright is open-loop unstable ...
+    assert np.abs(np.linalg.eigvals(lin.A - lin.B @ plan.K_final)).max() < 1.0  # ... and held by K_final

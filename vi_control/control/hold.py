@@ -1,0 +1,42 @@
+"""Holding a configuration: the discrete equilibrium state, the input that holds it, and its DLQR gain."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..integrators.midpoint import MidpointVI
+from ..linearization import linearize
+from .lqr import dlqr
+
+
+def equilibrium_state(vi: MidpointVI, q: np.ndarray) -> np.ndarray:
+    """x = (q, D₂L_d(q, q)): the state of a configuration held still (q_{k−1} = q_k, seed 000 eq. 1b).
+
+    Under gravity this momentum is −(Δt/2)∇V(q), not zero: the midpoint rule's discrete momentum.
+    """
+    return vi.state_from_configurations(q, q)
+
+
+def holding_input(vi: MidpointVI, q: np.ndarray) -> tuple[np.ndarray, float]:
+    """Input u = (τ, ρ) with f(x_eq, u) = x_eq, x_eq = equilibrium_state(q) (gravity compensation).
+
+    With q_{k+1} = q_k = q, eq. 2a reads D₂L_d(q,q) + D₁L_d(q,q) + Δt·Sτ = 0, i.e. Sτ = ∇V(q);
+    solved in least squares over the actuated joints. Returns (u, residual): a nonzero residual
+    means gravity acts on an unactuated joint, so q is no equilibrium (constraint forces ignored).
+    """
+    q = np.asarray(q, float)
+    g = (vi.fn["D1Ld"](q, q)[0].ravel() + vi.fn["D2Ld"](q, q)[0].ravel()) / vi.dt  # = −∇V(q)
+    S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
+    rhs = -g[vi.idx_d]
+    tau = np.linalg.lstsq(S, rhs, rcond=None)[0] if vi.n_torques else np.zeros(0)
+    residual = float(np.abs(S @ tau - rhs).max()) if len(rhs) else 0.0
+    return np.concatenate([tau, q[vi.idx_k]]), residual
+
+
+def hold_gain(vi: MidpointVI, q: np.ndarray, Q, R) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq)."""
+    x_eq = equilibrium_state(vi, q)
+    u_eq, _ = holding_input(vi, q)
+    lin = linearize(vi, x_eq, u_eq)
+    K, _ = dlqr(lin.A, lin.B, Q, R)
+    return K, x_eq, u_eq

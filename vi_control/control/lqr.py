@@ -1,0 +1,100 @@
+"""Discrete LQR about a trajectory (seed 000 §VIII-A, eq. 36) and about an equilibrium.
+
+Sign convention of the whole project (Plan, controller): u = u_ref + K (x_ref − x), so K here is
+the seed's 𝒦(k) = [R + BᵀP_{k+1}B]⁻¹ BᵀP_{k+1}A (the text after eq. 36 prints BᵀPB, a typo: the
+gain that minimizes the cost of eq. 36's LQ problem has A on the right).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import solve_discrete_are
+
+
+def _as_weight(W: np.ndarray | float, n: int) -> np.ndarray:
+    W = np.asarray(W, float)
+    if W.ndim == 0:
+        return float(W) * np.eye(n)
+    if W.ndim == 1:
+        return np.diag(W)
+    return W
+
+
+def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (seed 000, gain after eq. 36); Cholesky since R + BᵀPB ≻ 0."""
+    S = R + B.T @ P @ B
+    return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)
+
+
+def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float,
+           Qf: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """Finite-horizon time-varying LQR by the discrete Riccati recursion (seed 000 eq. 36a–b).
+
+    A: (N, nx, nx), B: (N, nx, nu); Q, R: one weight for all k (scalar, diagonal or matrix) or a
+    stack (N, n, n); Qf terminal. Returns K (N, nu, nx) with u = u_ref + K (x_ref − x) and the
+    cost-to-go P (N+1, nx, nx), P_N = Qf.
+    """
+    A, B = np.asarray(A, float), np.asarray(B, float)
+    N, nx, nu = B.shape
+    Qs = np.asarray(Q, float)
+    Rs = np.asarray(R, float)
+    Qk = Qs if Qs.ndim == 3 else np.broadcast_to(_as_weight(Qs, nx), (N, nx, nx))
+    Rk = Rs if Rs.ndim == 3 else np.broadcast_to(_as_weight(Rs, nu), (N, nu, nu))
+    P = np.zeros((N + 1, nx, nx))
+    K = np.zeros((N, nu, nx))
+    P[N] = _as_weight(Qf, nx)
+    for k in range(N - 1, -1, -1):
+        Pn, Ak, Bk = P[k + 1], A[k], B[k]
+        K[k] = _gain(Ak, Bk, Rk[k], Pn)
+        # Eq. 36a in the Joseph-like form (A−BK)ᵀP(A−BK) + KᵀRK + Q: same value, stays symmetric PSD.
+        Acl = Ak - Bk @ K[k]
+        Pk = Qk[k] + Acl.T @ Pn @ Acl + K[k].T @ Rk[k] @ K[k]
+        P[k] = 0.5 * (Pk + Pk.T)
+    return K, P
+
+
+def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float,
+         max_iterations: int = 100000, tol: float = 1e-11) -> tuple[np.ndarray, np.ndarray]:
+    """Infinite-horizon discrete LQR: the fixed point of eq. 36a, K = [R + BᵀPB]⁻¹BᵀPA.
+
+    Solved by scipy's discrete algebraic Riccati solver (QZ method); falls back to iterating the
+    recursion if that fails (e.g. an uncontrollable but stabilizable mode). Returns (K, P).
+    """
+    A, B = np.asarray(A, float), np.asarray(B, float)
+    nx, nu = B.shape
+    Qm, Rm = _as_weight(Q, nx), _as_weight(R, nu)
+    try:
+        P = solve_discrete_are(A, B, Qm, Rm)
+    except (np.linalg.LinAlgError, ValueError):
+        P = Qm.copy()
+        for _ in range(max_iterations):
+            K = _gain(A, B, Rm, P)
+            Acl = A - B @ K
+            Pn = Qm + Acl.T @ P @ Acl + K.T @ Rm @ K
+            if np.abs(Pn - P).max() <= tol * (1.0 + np.abs(P).max()):
+                P = Pn
+                break
+            P = 0.5 * (Pn + Pn.T)
+        else:
+            raise np.linalg.LinAlgError("discrete Riccati iteration did not converge (is (A, B) stabilizable?)")
+    P = 0.5 * (P + P.T)
+    return _gain(A, B, Rm, P), P
+
+
+def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | None = None) -> np.ndarray:
+    """x_ref − x with the configuration part of continuous joints taken modulo 2π, in [−π, π).
+
+    Only q of continuous (unbounded revolute) joints is wrapped: p is a momentum, never an angle.
+    Works on single states (nx,) and on stacks (..., nx).
+    """
+    e = np.asarray(x_ref, float) - np.asarray(x, float)
+    if continuous_mask is None or not np.any(continuous_mask):
+        return e
+    mask = np.asarray(continuous_mask, bool)
+    nq = mask.size
+    if e.shape[-1] != 2 * nq:
+        raise ValueError(f"state size {e.shape[-1]} does not match 2·nq = {2 * nq} of the continuous mask")
+    e = e.copy()
+    eq = e[..., :nq]
+    eq[..., mask] = (eq[..., mask] + np.pi) % (2 * np.pi) - np.pi
+    return e

@@ -1,0 +1,189 @@
+"""Differential dynamic programming on the midpoint VI (second order) and iLQR (Gauss–Newton).
+
+Backward pass (Mayne's DDP; Tassa, Erez, Todorov 2012 for regularization/line search), with
+V'_x = V_x(k+1):
+
+    Q_x  = l_x + AᵀV'_x                      Q_u  = l_u + BᵀV'_x
+    Q_xx = l_xx + AᵀV'_xxA + Σᵢ V'_x,i ∂²fᵢ/∂x²
+    Q_ux = l_ux + BᵀV'_xxA + Σᵢ V'_x,i ∂²fᵢ/∂u∂x
+    Q_uu = l_uu + BᵀV'_xxB + Σᵢ V'_x,i ∂²fᵢ/∂u²
+
+The Σᵢ terms are the second-order linearization of seed 000 (eqs. 16–27) contracted with the
+covector V'_x — exactly ``second_order_contraction(vi, x, u, V'_x)``; iLQR drops them. Q_uu gets
+a Levenberg–Marquardt shift μI (raised ×10 when Q_uu + μI is not positive definite or the line
+search fails, lowered after full steps). Input bounds: each step δu solves the box QP
+min ½δuᵀQ_uuδu + Q_uᵀδu s.t. lo ≤ U_k + δu ≤ hi by projected Newton (Bertsekas 1982, as in Tassa,
+Mansard, Todorov 2014); feedback rows of clamped inputs are zero. The forward pass is the nonlinear
+rollout u = clip(U + αk + K(x − X)) with backtracking on α (accept if the actual decrease is at
+least 10 % of the quadratic model's).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from ..integrators.midpoint import MidpointVI
+from ..linearization import linearize, second_order_contraction
+from .cost import QuadraticTrackingCost
+from .shooting import LogFn, OptimizerResult, input_bounds, progress_line, rollout
+
+
+def box_qp(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.ndarray,
+           max_iterations: int = 50) -> tuple[np.ndarray, np.ndarray, tuple] | None:
+    """min ½xᵀHx + gᵀx on lo ≤ x ≤ hi by projected Newton; returns (x, free mask, Cholesky of H_ff).
+
+    None if the free block of H is not positive definite (the caller raises the regularization).
+    """
+    x = np.clip(x0, lo, hi)
+    free = np.ones(len(g), bool)
+    fac = None
+    for _ in range(max_iterations):
+        grad = g + H @ x
+        clamped = ((x <= lo) & (grad > 0)) | ((x >= hi) & (grad < 0))
+        free = ~clamped
+        if not free.any():
+            return x, free, None
+        try:
+            fac = cho_factor(H[np.ix_(free, free)])
+        except LinAlgError:
+            return None
+        dx = np.zeros_like(x)
+        dx[free] = -cho_solve(fac, grad[free])
+        if np.abs(dx).max() < 1e-12 * (1.0 + np.abs(x).max()):
+            break
+        f0 = 0.5 * x @ H @ x + g @ x
+        step = 1.0
+        while True:  # projected Armijo search
+            xn = np.clip(x + step * dx, lo, hi)
+            if 0.5 * xn @ H @ xn + g @ xn - f0 <= 0.1 * grad @ (xn - x) or step < 1e-12:
+                break
+            step *= 0.5
+        done = np.abs(xn - x).max() < 1e-13
+        x = xn
+        if done:
+            break
+    return x, free, fac
+
+
+class _BackwardFailure(Exception):
+    pass
+
+
+def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order):
+    N, nx, nu = len(U), vi.nx, vi.nu
+    kff = np.zeros((N, nu))
+    Kfb = np.zeros((N, nu, nx))
+    Vx, Vxx = cost.calc_diff_terminal(X[N])
+    d1 = d2 = 0.0
+    bounded = np.isfinite(lo).any() or np.isfinite(hi).any()
+    for k in range(N - 1, -1, -1):
+        A, B = lins[k]
+        c = cost.calc_diff(k, X[k], U[k])
+        Qx, Qu = c.lx + A.T @ Vx, c.lu + B.T @ Vx
+        VA, VB = Vxx @ A, Vxx @ B
+        Qxx, Qux, Quu = c.lxx + A.T @ VA, c.lux + B.T @ VA, c.luu + B.T @ VB
+        if second_order:
+            Hxx, Hxu, Huu = second_order_contraction(vi, X[k], U[k], Vx, results[k])
+            Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu
+        # State-space (V'_xx + μI) regularization of Tassa et al. 2012: keeps the step invariant-ish.
+        Quu_r = 0.5 * (Quu + Quu.T) + mu * (B.T @ B)
+        Qux_r = Qux + mu * (B.T @ A)
+        if bounded:
+            sol = box_qp(Quu_r, Qu, lo - U[k], hi - U[k], np.zeros(nu))
+            if sol is None:
+                raise _BackwardFailure
+            kff[k], free, fac = sol
+            if fac is not None:
+                Kfb[k][free] = -cho_solve(fac, Qux_r[free])
+        else:
+            try:
+                fac = cho_factor(Quu_r)
+            except LinAlgError:
+                raise _BackwardFailure from None
+            kff[k] = -cho_solve(fac, Qu)
+            Kfb[k] = -cho_solve(fac, Qux_r)
+        kk, KK = kff[k], Kfb[k]
+        d1 += kk @ Qu
+        d2 += 0.5 * kk @ Quu @ kk
+        Vx = Qx + KK.T @ Quu @ kk + KK.T @ Qu + Qux.T @ kk
+        Vxx = Qxx + KK.T @ Quu @ KK + KK.T @ Qux + Qux.T @ KK
+        Vxx = 0.5 * (Vxx + Vxx.T)
+        if not (np.all(np.isfinite(Vx)) and np.all(np.isfinite(Vxx))):
+            raise _BackwardFailure
+    return kff, Kfb, d1, d2
+
+
+def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
+        input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
+        tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None) -> OptimizerResult:
+    """DDP (``second_order=True``, seed 000's second-order method) or iLQR from the inputs U0.
+
+    Stops when the directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls
+    below ``tolerance`` (the seed's measure, Fig. 3: 1e-6), or when no step decreases J.
+    """
+    method = "ddp" if second_order else "ilqr"
+    t0 = time.perf_counter()
+    lo, hi = input_bounds(input_limits, vi.nu)
+    U = np.clip(np.asarray(U0, float).reshape(cost.N, vi.nu), lo, hi)
+    ro = rollout(vi, np.asarray(x0, float), U)
+    if ro is None:
+        raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
+    X, U, results = ro
+    J = cost.calc(X, U)
+    hist, decs, regs, steps, kinds = [J], [], [], [], []
+    mu, mu_min, mu_max = regularization, 1e-9, 1e10
+    converged, reason, it = False, "max_iterations", 0
+    Kfb = np.zeros((cost.N, vi.nu, vi.nx))
+    for it in range(1, max_iterations + 1):
+        lins = [(lin.A, lin.B) for lin in (linearize(vi, X[k], U[k], results[k]) for k in range(cost.N))]
+        newton = second_order
+        while True:
+            try:
+                kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lins, lo, hi, mu, newton)
+                break
+            except _BackwardFailure:
+                if newton:  # second-order model not convex here: take the Gauss–Newton (iLQR) step
+                    newton = False
+                    continue
+                mu = max(mu * 10, 1e-6)
+                if mu > mu_max:
+                    break
+        kinds.append("newton" if newton else "gauss-newton")
+        if mu > mu_max:
+            reason, it = "regularization exceeded its maximum in the backward pass", it - 1
+            break
+        decs.append(d1)
+        if abs(d1) < tolerance:
+            converged, reason, it = True, f"|dJ| = {abs(d1):.1e} < tolerance", it - 1
+            break
+        alpha, accepted = 1.0, False
+        while alpha > 1e-4:
+            ro = rollout(vi, X[0], U + alpha * kff, X, lo, hi, X, Kfb)
+            if ro is not None:
+                Jn = cost.calc(ro[0], ro[1])
+                expected = alpha * d1 + alpha ** 2 * d2
+                if Jn < J and (expected >= 0 or (Jn - J) / expected >= 0.1):
+                    accepted = True
+                    break
+            alpha *= 0.5
+        if accepted:
+            X, U, results = ro
+            J = Jn
+            mu = max(mu / 10, mu_min) if alpha == 1.0 else mu
+        else:
+            mu *= 10
+            if mu > mu_max:
+                reason = "line search failed at maximum regularization"
+                break
+        hist.append(J)
+        regs.append(mu)
+        steps.append(alpha if accepted else 0.0)
+        if log is not None:
+            log(progress_line(method, it, J, d1, alpha if accepted else 0.0, mu))
+    return OptimizerResult(X=X, U=U, K=-Kfb, cost=J, cost_history=hist, decrement_history=decs,
+                           iterations=it, converged=converged, stop_reason=reason,
+                           wall_time=time.perf_counter() - t0, method=method,
+                           regularization_history=regs, step_history=steps)

@@ -1,0 +1,93 @@
+"""Shared pieces of the shooting solvers: the result record, rollouts with the MidpointVI, box bounds.
+
+The dynamics model is the MidpointVI itself (x_{k+1} = f(x_k, u_k), seed 000 eq. 2) with its exact
+derivatives from vi_control.linearization; the cost is a QuadraticTrackingCost; solvers are separate
+(ddp.py, gradient.py) — the split of Crocoddyl (action model / cost / solver).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..integrators.midpoint import MidpointVI, StepError, StepResult
+
+
+@dataclass
+class OptimizerResult:
+    """Outcome of a trajectory optimization.
+
+    ``K`` (N, nu, nx) are the solver's own feedback gains in the project convention
+    u = U_k + K_k (X_k − x) (zero for the first-order method); ``cost_history[i]`` is J after
+    iteration i (index 0 = initial guess); ``decrement_history`` is the directional derivative of J
+    along each descent direction (the seed's convergence measure, Fig. 3).
+    """
+
+    X: np.ndarray
+    U: np.ndarray
+    K: np.ndarray
+    cost: float
+    cost_history: list[float]
+    decrement_history: list[float]
+    iterations: int
+    converged: bool
+    stop_reason: str
+    wall_time: float
+    method: str
+    regularization_history: list[float] = field(default_factory=list)
+    step_history: list[float] = field(default_factory=list)
+
+
+LogFn = Callable[[str], None] | None
+
+
+def input_bounds(limits: np.ndarray | None, nu: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric box |u_i| ≤ limit_i from effort limits (inf = unbounded); (lo, hi)."""
+    if limits is None:
+        hi = np.full(nu, np.inf)
+    else:
+        hi = np.broadcast_to(np.asarray(limits, float), (nu,)).copy()
+        if np.any(hi <= 0) or np.any(np.isnan(hi)):
+            raise ValueError(f"input limits must be positive (inf for none), got {hi}")
+    return -hi, hi
+
+
+def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray | None = None,
+            lo: np.ndarray | None = None, hi: np.ndarray | None = None,
+            X_nom: np.ndarray | None = None, K: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray, list[StepResult]] | None:
+    """Simulate u_k = clip(U_k + K_k (x_k − X_nom,k)) (DDP's forward pass; K=None: open loop).
+
+    Newton is warm-started at X_guess's next configuration. Returns (X, U_applied, step results),
+    or None if a step fails (non-convergence or singular M_{k+1}): the caller treats that as a
+    rejected step rather than a crash.
+    """
+    N = len(U)
+    X = np.zeros((N + 1, vi.nx))
+    Ua = np.array(U, float, copy=True)
+    X[0] = x0
+    results: list[StepResult] = []
+    lam = np.zeros(vi.nc)
+    for k in range(N):
+        if K is not None:
+            Ua[k] = Ua[k] + K[k] @ (X[k] - X_nom[k])
+        if lo is not None:
+            np.clip(Ua[k], lo, hi, out=Ua[k])
+        y0 = None
+        if X_guess is not None:
+            y0 = np.concatenate([X_guess[k + 1, : vi.nq][vi.idx_d], lam])
+        try:
+            r = vi.solve(X[k], Ua[k], step_index=k, y0=y0)
+        except (StepError, ValueError):
+            return None
+        if not np.all(np.isfinite(r.x)) or np.abs(r.x).max() > 1e8:
+            return None
+        X[k + 1], lam = r.x, r.lam
+        results.append(r)
+    return X, Ua, results
+
+
+def progress_line(method: str, it: int, cost: float, decrement: float, step: float, reg: float) -> str:
+    return f"[{method}] iter {it:4d}  cost {cost:.6e}  dJ {decrement:+.3e}  step {step:.3g}  reg {reg:.1e}"
