@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -158,7 +159,10 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
     xml = read_urdf_text(urdf)
-    parsed = parse_urdf(xml)
+    try:
+        parsed = parse_urdf(xml)
+    except URDFError as e:  # name the file when there is one
+        raise (URDFError(f"{os.fspath(urdf)}: {e}") if xml is not urdf else e) from None
     cfg = load_system_config(system)
     if floating_base is not None:
         cfg.floating_base = bool(floating_base)

@@ -88,6 +88,8 @@ def _num(val: Any, key: str, positive: bool = False, nonneg: bool = False) -> fl
 
 
 def _str(val: Any, key: str) -> str:
+    if val is None:
+        raise SystemConfigError(f"{key}: required (a link or joint name)")
     if not isinstance(val, str) or not val:
         raise SystemConfigError(f"{key}: expected a name (string), got {val!r}")
     return val
@@ -158,6 +160,9 @@ def parse_system_config(data: Any) -> SystemConfig:
             raise SystemConfigError(f"actuated: expected a list, got {type(act).__name__}")
         cfg.actuated = {}
         for i, a in enumerate(act):
+            jn = a if isinstance(a, str) else a.get("joint") if isinstance(a, dict) else None
+            if isinstance(jn, str) and jn in cfg.actuated:
+                raise SystemConfigError(f"actuated[{i}]: joint {jn!r} is listed twice")
             if isinstance(a, str):
                 cfg.actuated[a] = None
             elif isinstance(a, dict) and set(a) <= {"joint", "effort_limit"}:
@@ -185,18 +190,27 @@ def parse_system_config(data: Any) -> SystemConfig:
     return cfg
 
 
-def load_system_config(source: str | dict | None) -> SystemConfig:
+def load_system_config(source: str | os.PathLike | dict | None) -> SystemConfig:
     """From a YAML file path, a YAML string, an already-parsed mapping, or None."""
     if source is None or isinstance(source, dict):
         return parse_system_config(source)
+    is_path = isinstance(source, os.PathLike)
+    if is_path:
+        source = os.fspath(source)
+    if not isinstance(source, str):
+        raise SystemConfigError(f"system config must be a path, YAML text or a mapping, got {type(source).__name__}")
     text = source
-    if "\n" not in source and (source.endswith((".yaml", ".yml")) or os.path.sep in source):
+    if is_path or ("\n" not in source and (source.endswith((".yaml", ".yml")) or os.path.sep in source)):
         if not os.path.isfile(source):
             raise SystemConfigError(f"system YAML file not found: {source!r}")
         with open(source, encoding="utf-8") as f:
             text = f.read()
+    where = f"{source}: " if text is not source else ""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise SystemConfigError(f"system YAML is not valid YAML: {e}") from e
-    return parse_system_config(data)
+        raise SystemConfigError(f"{where}system YAML is not valid YAML: {e}") from e
+    try:
+        return parse_system_config(data)
+    except SystemConfigError as e:
+        raise SystemConfigError(f"{where}{e}") from None

@@ -62,8 +62,12 @@ class ParsedURDF:
         return self.masses.get(link, 0.0) + sum(self.subtree_mass(c) for c in below)
 
 
-def read_urdf_text(source: str) -> str:
+def read_urdf_text(source: str | os.PathLike) -> str:
     """Return URDF XML text from a file path or from the XML string itself."""
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str):
+        raise URDFError(f"URDF must be a file path or XML text, got {type(source).__name__}")
     text = source.lstrip()
     if text.startswith("<"):
         return source
