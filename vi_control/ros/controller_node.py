@@ -163,9 +163,10 @@ class ControllerNode(Node):
         self.publish(u)
 
     def go_safe(self, reason: str) -> None:
-        if self.fault != reason.split(":")[0]:
+        kind = reason.split(" last one")[0]  # log each kind of fault once per episode, not every tick
+        if self.fault != kind:
             self.get_logger().warning(f"{reason} -> safe command ({self.p['safe_mode']})")
-            self.fault = reason.split(":")[0]
+            self.fault = kind
         v = self.state[2] if self.state is not None else None
         r = self.robot
         tau = safe_command(self.p["safe_mode"], v, np.full(len(r.actuated), float(self.p["safe_damping"])),

@@ -36,17 +36,18 @@ class Recorder(Node):
                                      lambda m, n=n: self.plan_arrays.__setitem__(n, m), LATCHED_QOS)
         self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
+        self._closing = False
         self._executor = SingleThreadedExecutor(context=self.context)
         self._executor.add_node(self)
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
 
     def _spin(self) -> None:
-        while rclpy.ok(context=self.context):
+        while not self._closing and rclpy.ok(context=self.context):
             try:
                 self._executor.spin_once(timeout_sec=0.05)
             except Exception:  # shutdown race
-                if not rclpy.ok(context=self.context):
+                if self._closing or not rclpy.ok(context=self.context):
                     return
                 raise
 
@@ -87,5 +88,7 @@ class Recorder(Node):
         self.cmd_pub.publish(Float64MultiArray(data=[float(v) for v in values]))
 
     def close(self) -> None:
+        self._closing = True
+        self._thread.join(timeout=2.0)
         self._executor.shutdown(timeout_sec=1.0)
         self.destroy_node()

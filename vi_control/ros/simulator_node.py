@@ -97,6 +97,10 @@ class SimulatorNode(Node):
                                       f" command {np.round(self.u, 4).tolist()}")
         else:
             self.u = u[self.perm]
+            tau, lim = self.u[: self.vi.n_torques], self.robot.effort_limits
+            if np.any(np.abs(tau) > lim):  # an actuator saturates; it does not pass on any torque asked for
+                self.u[: self.vi.n_torques] = np.clip(tau, -lim, lim)
+                self.get_logger().warning("command beyond the effort limits: saturated", throttle_duration_sec=2.0)
         self.last_command_time = self.get_clock().now()
         if self.lockstep:
             self.advance()

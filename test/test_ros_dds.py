@@ -1,0 +1,157 @@
+"""Nodes as separate processes over real DDS: fault handling of the simulator and the controller.
+
+Each test has its own ROS_DOMAIN_ID and localhost discovery; node processes are killed in the fixture's
+teardown even when the test fails.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+from vi_control.ros.common import LATCHED_QOS  # noqa: E402
+from vi_control.ros.launcher import NodeProcess, domain_id_for, set_domain  # noqa: E402
+from vi_control.ros.messages import plan_to_messages, split_seconds  # noqa: E402
+from vi_control.ros.recorder import Recorder  # noqa: E402
+
+pytestmark = pytest.mark.ros
+DISCOVERY = 30.0  # s: process start-up (imports, model build) plus DDS discovery on a loaded 2-core machine
+
+
+class Harness:
+    def __init__(self, domain: int, log_dir):
+        self.domain, self.log_dir = domain, log_dir
+        self.procs: list[NodeProcess] = []
+        self.recorders: list[Recorder] = []
+
+    def start(self, module: str, name: str | None = None, **overrides) -> NodeProcess:
+        p = NodeProcess(module, self.domain, overrides=overrides, log_dir=str(self.log_dir), name=name)
+        self.procs.append(p)
+        return p
+
+    def recorder(self, joint_names, **kw) -> Recorder:
+        r = Recorder(joint_names, **kw)
+        self.recorders.append(r)
+        return r
+
+
+@pytest.fixture
+def ros(request, tmp_path):
+    domain = domain_id_for(request.node.name)
+    set_domain(domain)
+    rclpy.init(domain_id=domain)
+    h = Harness(domain, tmp_path)
+    try:
+        yield h
+    finally:
+        for r in h.recorders:
+            r.close()
+        for p in h.procs:
+            p.stop()
+        rclpy.try_shutdown()
+
+
+def _new_states(rec: Recorder, n0: int, count: int, timeout: float = 10.0) -> bool:
+    return rec.wait_for(lambda: len(rec.states) >= n0 + count, timeout)
+
+
+def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi):
+    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", initial_positions=[0.2],
+                    initial_velocities=[0.5], on_bad_command="hold")
+    rec = ros.recorder(["theta"])
+    assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.log()
+    assert rec.wait_for(lambda: rec.cmd_pub.get_subscription_count() > 0, DISCOVERY)
+    vi = pendulum_vi
+    x = vi.state_from_velocity(np.array([0.2]), np.array([0.5]))
+    n0 = len(rec.states)
+    rec.publish_command([0.8])
+    assert _new_states(rec, n0, 1)
+    x = vi.step(x, np.array([0.8]))
+    assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)  # the node steps the same map
+    for bad in ([float("nan")], [1.0, 2.0], []):
+        n0 = len(rec.states)
+        rec.publish_command(bad)
+        assert _new_states(rec, n0, 1), sim.log()
+        x = vi.step(x, np.array([0.8]))  # 'hold': the last valid command is applied
+        assert rec.states[-1][3][0] == pytest.approx(0.8)
+        assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)
+    assert sim.wait_for_log("rejected command (NaN/inf entries)", 5.0)
+    assert sim.wait_for_log("rejected command (size 2 != 1)", 5.0)
+    n0 = len(rec.states)
+    rec.publish_command([1e300])  # the actuator saturates at the URDF/YAML effort limit
+    assert _new_states(rec, n0, 1)
+    assert rec.states[-1][3][0] == pytest.approx(5.0)
+    assert sim.alive
+
+
+def test_simulator_holds_state_when_a_step_does_not_converge(ros):
+    # Δt = 2 s with p = 3: Newton on the DEL equation (seed 000 eq. 6a) does not converge
+    sim = ros.start("simulator_node", model="pendulum", dt=2.0, mode="lockstep", initial_velocities=[3.0],
+                    idle_publish_period=0.1)
+    rec = ros.recorder(["theta"])
+    assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
+    for _ in range(2):
+        rec.publish_command([5.0])
+        assert sim.wait_for_log("step 0 failed, state held", 10.0), sim.log()
+    time.sleep(0.3)
+    assert sim.alive
+    assert {s[1] for s in rec.states} == {0.0}  # only the initial state, republished while idle
+    assert all(np.isfinite(s[2]).all() for s in rec.states)
+
+
+def _pendulum_hold_plan(vi, N: int, t0: float):
+    from test_ros_tracking import _hold_upright_plan
+
+    plan = _hold_upright_plan(vi, N)
+    plan.times = plan.times + t0
+    return plan
+
+
+def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendulum_vi):
+    vi = pendulum_vi
+    ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", state_timeout=0.6,
+                     safe_mode="damping", safe_damping=2.0)
+    rec = ros.recorder(["theta"])
+    plan = _pendulum_hold_plan(vi, 50, t0=1.0)
+    gains, states = plan_to_messages(plan, 42)
+    pubs = [rec.create_publisher(Float64MultiArray, f"/vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
+    pubs[1].publish(states)
+    pubs[0].publish(gains)
+    assert ctrl.wait_for_log("accepted plan 42", DISCOVERY), ctrl.log()
+    assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
+
+    def send(t, q, v, names=("theta",)):
+        msg = JointState(name=list(names), position=list(q), velocity=list(v))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
+        n0 = len(rec.commands)
+        rec.state_pub.publish(msg)
+        assert rec.wait_for(lambda: len(rec.commands) > n0, 10.0), ctrl.log()
+        return rec.commands[-1][1]
+
+    # two configurations one Δt apart: x from the discrete Legendre transform, then u = U_k + K_k (X_k − x)
+    q_prev, q = np.array([np.pi - 0.1]), np.array([np.pi - 0.08])
+    send(1.0 + 3 * vi.dt, q_prev, [0.0])
+    u = send(1.0 + 4 * vi.dt, q, [])  # no velocity: p from configurations
+    x = vi.state_from_configurations(q_prev, q)
+    assert u[0] == pytest.approx((plan.K[4] @ (plan.X[4] - x))[0], abs=1e-9)
+
+    time.sleep(1.2)  # joint states stop arriving: the watchdog commands damping, −d·q̇ with the last q̇
+    assert ctrl.wait_for_log("joint states stale", 5.0), ctrl.log()
+    assert rec.commands[-1][1][0] == pytest.approx(-2.0 * vi.velocity(x)[0], abs=1e-9)
+
+    u = send(1.0 + 5 * vi.dt, [np.nan], [0.0])
+    assert u[0] == 0.0  # no trustworthy velocity: damping degrades to zero torque
+    assert ctrl.wait_for_log("invalid joint state: joint state positions contain NaN", 5.0)
+    send(1.0 + 6 * vi.dt, [np.pi], [0.3], names=("elbow",))
+    assert ctrl.wait_for_log("lacks joint(s) ['theta']", 5.0)
+    assert ctrl.alive
+    # valid states again: tracking resumes
+    send(1.0 + 7 * vi.dt, q_prev, [0.0])
+    u = send(1.0 + 8 * vi.dt, q, [])
+    assert u[0] == pytest.approx((plan.K[8] @ (plan.X[8] - x))[0], abs=1e-9)
+    assert ctrl.wait_for_log("tracking resumed", 5.0)
