@@ -86,13 +86,12 @@ class LinearTimeVI:
         p = pin.rnea(self._impulse_model, self._impulse_data, q, self._zero, qdot).copy()
         return np.concatenate([q, p])
 
-    def discrete_momentum(self, q0: np.ndarray, q1: np.ndarray, fk: Frames | None = None,
-                          fk1: Frames | None = None) -> np.ndarray:
+    def discrete_momentum(self, q0: np.ndarray, q1: np.ndarray, fk: Frames | None = None) -> np.ndarray:
         """D₂L_d(q_0, q_1) = Σ_i J_i(q_1)ᵀ (Ad_{ΔT_i}ᵀ μ_i − Δt/2 ∂P_i(T_i^1))  (seed 001 eq. 16b)."""
         t = self.tree
         fk = t.frames(q0) if fk is None else fk
-        fk1 = t.frames(q1) if fk1 is None else fk1
-        mw = t.world_momenta(fk, t.displacement_log(fk, fk1), self.dt)
+        xi, fk1 = t.displacement(fk, np.asarray(q1, float) - q0)
+        mw = t.world_momenta(fk, xi, self.dt)
         return t.project(fk1, mw - 0.5 * self.dt * t.gravity_wrenches(fk1))
 
     def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -134,16 +133,15 @@ class LinearTimeVI:
 
     def _residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray):
         t = self.tree
-        fk1 = t.frames(q1)
-        xi = t.displacement_log(fk, fk1)
+        xi, fk1 = t.displacement(fk, q1 - q0)
         mw = t.world_momenta(fk, xi, self.dt)
         return t.project(fk, mw) + const + self.damping * q1, fk1, xi, mw
 
     def jacobian(self, x: np.ndarray, q1: np.ndarray) -> np.ndarray:
         """∂f/∂q_{k+1}, exact (derivative of DRNEA, seed 001 Alg. 4)."""
-        t = self.tree
-        fk, fk1 = t.frames(x[: self.nq]), t.frames(q1)
-        return self._jacobian(fk, fk1, t.displacement_log(fk, fk1))
+        fk = self.tree.frames(x[: self.nq])
+        xi, fk1 = self.tree.displacement(fk, np.asarray(q1, float) - x[: self.nq])
+        return self._jacobian(fk, fk1, xi)
 
     def _jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray) -> np.ndarray:
         return self.tree.momentum_jacobian(fk, fk1, xi, self.dt) + np.diag(self.damping)

@@ -20,23 +20,30 @@ Two evaluations of the same sums:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
-import pinocchio as pin
 
 from ..model.robot import RobotModel
 from . import lie
 
 
-@dataclass
 class Frames:
-    """World placements T_i = (R_i, p_i) of every body at one configuration."""
+    """World placements T_i = (R_i, p_i) of every body at one configuration (lazy derived quantities)."""
 
-    R: np.ndarray  # (n, 3, 3)
-    p: np.ndarray  # (n, 3)
-    Sw: np.ndarray  # (n, 6) joint twists in the world frame, Ad_{T_i} S_i
-    Ad_inv: np.ndarray  # (n, 6, 6) [Ad_{T_i^{-1}}]
+    def __init__(self, R: np.ndarray, p: np.ndarray, S: np.ndarray):
+        self.R, self.p, self._S = R, p, S  # (n, 3, 3), (n, 3), joint twists in {i}
+
+    @cached_property
+    def Sw(self) -> np.ndarray:
+        """(n, 6) joint twists in the world frame, Ad_{T_i} S_i."""
+        w = np.einsum("nij,nj->ni", self.R, self._S[:, :3])
+        return np.concatenate([w, np.cross(self.p, w) + np.einsum("nij,nj->ni", self.R, self._S[:, 3:])], axis=1)
+
+    @cached_property
+    def Ad_inv(self) -> np.ndarray:
+        """(n, 6, 6) [Ad_{T_i^{-1}}]."""
+        return lie.adjoint_inv(self.R, self.p)
 
 
 class BodyTree:
@@ -73,6 +80,9 @@ class BodyTree:
         self.gravity = np.asarray(robot.gravity, float)
         self.placements = [(model.jointPlacements[i].rotation.copy(), model.jointPlacements[i].translation.copy())
                            for i in range(1, n + 1)]
+        self._XR = np.array([pl[0] for pl in self.placements])
+        self._Xp = np.array([pl[1] for pl in self.placements])
+        self._revolute = np.abs(self.S[:, :3]).sum(axis=1) > 0
         self.is_chain = bool(np.all(self.parents == np.arange(n) - 1))
         # anc[i, j]: body i lies in the subtree of joint j (i = j included).
         anc = np.eye(n, dtype=bool)
@@ -87,12 +97,27 @@ class BodyTree:
 
     # ---- kinematics (forward pass) --------------------------------------------------------------
     def frames(self, q: np.ndarray) -> Frames:
-        pin.forwardKinematics(self.model, self.data, q)
-        oMi = self.data.oMi
-        R = np.array([oMi[i].rotation for i in range(1, self.n + 1)])
-        p = np.array([oMi[i].translation for i in range(1, self.n + 1)])
-        Sw = np.einsum("nij,nj->ni", lie.adjoint(R, p), self.S)
-        return Frames(R, p, Sw, lie.adjoint_inv(R, p))
+        """Forward kinematics T_i = T_{λ(i)} X_i exp([S_i] q_i) (eq. 18), vectorized over bodies.
+
+        The products along the tree are taken by pointer jumping: each round composes every body's
+        partial product with its current ancestor's, so ⌈log₂ depth⌉ batched rounds replace the
+        sequential loop (O(n log n) flops, but no Python loop over bodies).
+        """
+        q = np.asarray(q, float)
+        E = lie.exp_so3(self.S[:, :3] * q[:, None])
+        R = self._XR @ E
+        p = self._Xp + np.einsum("nij,nj->ni", self._XR, self.S[:, 3:] * q[:, None])
+        anc = self.parents
+        while True:
+            live = np.flatnonzero(anc >= 0)
+            if live.size == 0:
+                break
+            a = anc[live]
+            p[live] = p[a] + np.einsum("nij,nj->ni", R[a], p[live])
+            R[live] = R[a] @ R[live]
+            anc = anc.copy()
+            anc[live] = anc[a]
+        return Frames(R, p, self.S)
 
     # ---- backward pass ---------------------------------------------------------------------------
     def subtree_sum(self, w: np.ndarray) -> np.ndarray:
@@ -123,10 +148,34 @@ class BodyTree:
         return self.project(fr, self.gravity_wrenches(fr))
 
     # ---- per-body discrete momenta ---------------------------------------------------------------
-    def displacement_log(self, fk: Frames, fk1: Frames) -> np.ndarray:
-        """ξ_i = log(ΔT_i^k) = Δt V_i^k with ΔT_i^k = (T_i^k)^{-1} T_i^{k+1} (eqs. 10, 19)."""
-        Rk_t = np.swapaxes(fk.R, 1, 2)
-        return lie.log_se3(Rk_t @ fk1.R, np.einsum("nij,nj->ni", Rk_t, fk1.p - fk.p))
+    def displacement(self, fk: Frames, dq: np.ndarray) -> tuple[np.ndarray, Frames]:
+        """ξ_i = log(ΔT_i^k) = Δt V_i^k (eqs. 10, 19) for q_{k+1} = q_k + Δq, and the frames at q_{k+1}.
+
+        Eq. 19 unrolled in the world frame: W_i = T_i^{k+1} (T_i^k)^{-1} = Π_{j: root→i} exp([Sw_j^k] Δq_j),
+        taken by pointer jumping like ``frames``. Every factor is carried as (R − I, t), so the result
+        keeps its digits relative to Δq instead of to the size of the world coordinates, which
+        matters because V = ξ/Δt amplifies any rounding by 1/Δt.
+        """
+        dq = np.asarray(dq, float)
+        Sw = fk.Sw
+        Rm = lie.exp_so3_minus_identity(Sw[:, :3] * dq[:, None])
+        t = np.where(self._revolute[:, None], -np.einsum("nij,nj->ni", Rm, np.cross(Sw[:, :3], Sw[:, 3:])),
+                     Sw[:, 3:] * dq[:, None])
+        anc = self.parents
+        while True:
+            live = np.flatnonzero(anc >= 0)
+            if live.size == 0:
+                break
+            a = anc[live]
+            t[live] = t[a] + t[live] + np.einsum("nij,nj->ni", Rm[a], t[live])
+            Rm[live] = Rm[a] + Rm[live] + Rm[a] @ Rm[live]
+            anc = anc.copy()
+            anc[live] = anc[a]
+        RmR = Rm @ fk.R
+        tw = np.einsum("nij,nj->ni", Rm, fk.p) + t  # ΔT_i = (T_i^k)^{-1} W_i T_i^k
+        Rt = np.swapaxes(fk.R, 1, 2)
+        xi = lie.log_se3(Rt @ RmR, np.einsum("nij,nj->ni", Rt, tw))
+        return xi, Frames(fk.R + RmR, fk.p + tw, self.S)
 
     def world_momenta(self, fk: Frames, xi: np.ndarray, dt: float) -> np.ndarray:
         """Ad_{(T_i^k)^{-1}}ᵀ μ_i^k: body momenta (eq. 21b) in the world frame.
@@ -185,8 +234,8 @@ def drnea_recursive(tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: n
     f = np.zeros(n)
     children = [[c for c in range(n) if tree.parents[c] == i] for i in range(n)]
     for i in range(n - 1, -1, -1):
-        xi_prev = lie.log_se3(dT[0][i][None, :3, :3], dT[0][i][None, :3, 3])
-        xi = lie.log_se3(dT[1][i][None, :3, :3], dT[1][i][None, :3, 3])
+        xi_prev = lie.log_se3(dT[0][i][None, :3, :3] - np.eye(3), dT[0][i][None, :3, 3])
+        xi = lie.log_se3(dT[1][i][None, :3, :3] - np.eye(3), dT[1][i][None, :3, 3])
         mu_prev = lie.dlog_transpose_apply(xi_prev, (tree.G[i] @ xi_prev[0])[None])[0] / dt
         mu = lie.dlog_transpose_apply(xi, (tree.G[i] @ xi[0])[None])[0] / dt
         Ad_dT = lie.adjoint(dT[0][i][None, :3, :3], dT[0][i][None, :3, 3])[0]

@@ -65,28 +65,36 @@ def coad_bar(y: np.ndarray) -> np.ndarray:
     return B
 
 
-def exp_so3(w: np.ndarray) -> np.ndarray:
-    """Rodrigues' formula, batched: (n, 3) → (n, 3, 3)."""
+def exp_so3_minus_identity(w: np.ndarray) -> np.ndarray:
+    """exp(ŵ) − I by Rodrigues' formula, batched; kept apart from I so small rotations keep their digits."""
     th = np.linalg.norm(w, axis=-1)[..., None, None]
     W = hat(w)
-    small = th < 1e-6
+    small = th < 1e-4
     ths = np.where(small, 1.0, th)
     a = np.where(small, 1.0 - th**2 / 6.0, np.sin(ths) / ths)
-    b = np.where(small, 0.5 - th**2 / 24.0, (1.0 - np.cos(ths)) / ths**2)
-    return np.eye(3) + a * W + b * (W @ W)
+    b = np.where(small, 0.5 - th**2 / 24.0, 2.0 * (np.sin(0.5 * ths) / ths) ** 2)
+    return a * W + b * (W @ W)
 
 
-def log_se3(R: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """ξ = log(T) ∈ se(3) as (w, v), batched; seed 001 eq. 10 takes V^k = log(ΔT^k)/Δt.
+def exp_so3(w: np.ndarray) -> np.ndarray:
+    """Rodrigues' formula, batched: (n, 3) → (n, 3, 3)."""
+    return np.eye(3) + exp_so3_minus_identity(w)
+
+
+def log_se3(Rm: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """ξ = log(T) ∈ se(3) as (w, v) for T = (I + Rm, p), batched; seed 001 eq. 10 takes V^k = log(ΔT^k)/Δt.
+
+    The rotation enters as Rm = R − I: one step's displacement is close to the identity, and
+    forming R first would round its small part to the absolute precision of 1.
 
     The angle uses atan2(|axial(R)|, (tr R − 1)/2), accurate for the small relative rotations of
     one time step (arccos would lose half the digits). Rotations near π are rejected: the log is
     not unique there and the step is far too large for the discrete Lagrangian anyway.
     """
-    axial = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
-                            R[..., 1, 0] - R[..., 0, 1]], axis=-1)
+    axial = 0.5 * np.stack([Rm[..., 2, 1] - Rm[..., 1, 2], Rm[..., 0, 2] - Rm[..., 2, 0],
+                            Rm[..., 1, 0] - Rm[..., 0, 1]], axis=-1)
     s = np.linalg.norm(axial, axis=-1)
-    c = 0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0)
+    c = 1.0 + 0.5 * np.trace(Rm, axis1=-2, axis2=-1)
     th = np.arctan2(s, c)
     if np.any(th > 3.0):
         raise ValueError(f"relative rotation of {th.max():.3f} rad in one step: reduce dt (log map near π)")
