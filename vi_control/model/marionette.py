@@ -47,6 +47,12 @@ STRINGS: dict[str, tuple[str, tuple[float, float, float]]] = {
     "left_knee": ("left_thigh", (0.0, 0.0, -_THIGH[1])),
     "right_knee": ("right_thigh", (0.0, 0.0, -_THIGH[1])),
 }
+# Default string directions (attachment -> control point), splayed as on a real control bar: vertical
+# strings would leave the head, back and knee rows of Dh nearly dependent (all lift through base_z).
+STRING_DIRECTIONS: dict[str, tuple[float, float, float]] = {
+    "head": (0.2, 0.0, 1.0), "back": (-0.5, 0.0, 1.0), "left_hand": (0.3, 0.5, 1.0),
+    "right_hand": (0.3, -0.5, 1.0), "left_knee": (0.6, 0.2, 1.0), "right_knee": (0.6, -0.2, 1.0),
+}
 TORSO_HEIGHT = 1.2  # world z of the torso centre in the design pose
 
 
@@ -164,17 +170,16 @@ def _attachment_points(robot, q: np.ndarray) -> np.ndarray:
 
 
 def default_controls(robot) -> np.ndarray:
-    """ρ (18,) in ``robot.prescribed`` order: control points one string length above the design-pose
-    attachments, hands lifted.
-
-    The hands are raised 0.15 m and spread 0.05 m, so the design pose is not consistent with the
-    strings and ``marionette_initial_state`` has to solve h(q) = 0.
+    """ρ (18,) in ``robot.prescribed`` order: control points one string length from the design-pose
+    attachments along ``STRING_DIRECTIONS``, then the hands raised 0.15 m and spread 0.05 m, so the
+    design pose is not consistent with the strings and ``marionette_initial_state`` solves h(q) = 0.
     """
     q = np.zeros(robot.nq)
     for jn, v in design_pose().items():
         q[robot.joint_index(jn)] = v
-    pts = _attachment_points(robot, q) + np.array([0.0, 0.0, STRING_LENGTH])
     names = list(STRINGS)
+    dirs = np.array([STRING_DIRECTIONS[n] for n in names])
+    pts = _attachment_points(robot, q) + STRING_LENGTH * dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
     for side, s in (("left_hand", 1.0), ("right_hand", -1.0)):
         pts[names.index(side)] += (0.0, 0.05 * s, 0.15)
     value = {f"string_{n}_{a}": pts[i, j] for i, n in enumerate(names) for j, a in enumerate("xyz")}
