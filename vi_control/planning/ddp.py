@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
 from ..integrators.midpoint import MidpointVI
 from ..linearization import linearize, second_order_contraction
@@ -31,27 +30,31 @@ from .cost import QuadraticTrackingCost
 from .shooting import LogFn, OptimizerResult, input_bounds, progress_line, rollout
 
 
+def _chol_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """H⁻¹ rhs for symmetric positive definite H; LinAlgError if H is not (the caller regularizes)."""
+    np.linalg.cholesky(H)  # the definiteness test; tiny matrices: a second LU solve is cheaper than scipy
+    return np.linalg.solve(H, rhs)
+
+
 def box_qp(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.ndarray,
-           max_iterations: int = 50) -> tuple[np.ndarray, np.ndarray, tuple] | None:
-    """min ½xᵀHx + gᵀx on lo ≤ x ≤ hi by projected Newton; returns (x, free mask, Cholesky of H_ff).
+           max_iterations: int = 50) -> tuple[np.ndarray, np.ndarray] | None:
+    """min ½xᵀHx + gᵀx on lo ≤ x ≤ hi by projected Newton; returns (x, free mask).
 
     None if the free block of H is not positive definite (the caller raises the regularization).
     """
     x = np.clip(x0, lo, hi)
     free = np.ones(len(g), bool)
-    fac = None
     for _ in range(max_iterations):
         grad = g + H @ x
         clamped = ((x <= lo) & (grad > 0)) | ((x >= hi) & (grad < 0))
         free = ~clamped
         if not free.any():
-            return x, free, None
-        try:
-            fac = cho_factor(H[np.ix_(free, free)])
-        except LinAlgError:
-            return None
+            break
         dx = np.zeros_like(x)
-        dx[free] = -cho_solve(fac, grad[free])
+        try:
+            dx[free] = -_chol_solve(H[np.ix_(free, free)], grad[free])
+        except np.linalg.LinAlgError:
+            return None
         if np.abs(dx).max() < 1e-12 * (1.0 + np.abs(x).max()):
             break
         f0 = 0.5 * x @ H @ x + g @ x
@@ -65,7 +68,7 @@ def box_qp(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.
         x = xn
         if done:
             break
-    return x, free, fac
+    return x, free
 
 
 class _BackwardFailure(Exception):
@@ -77,39 +80,40 @@ def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order):
     kff = np.zeros((N, nu))
     Kfb = np.zeros((N, nu, nx))
     Vx, Vxx = cost.calc_diff_terminal(X[N])
+    LX = (X[:-1] - cost.X_ref[:-1]) @ cost.Q  # l_x, l_u of the quadratic cost, all k at once
+    LU = (U - cost.U_ref) @ cost.R
     d1 = d2 = 0.0
-    bounded = np.isfinite(lo).any() or np.isfinite(hi).any()
+    bounded = bool(np.isfinite(lo).any() or np.isfinite(hi).any())
     for k in range(N - 1, -1, -1):
         A, B = lins[k]
-        c = cost.calc_diff(k, X[k], U[k])
-        Qx, Qu = c.lx + A.T @ Vx, c.lu + B.T @ Vx
+        Qx, Qu = LX[k] + A.T @ Vx, LU[k] + B.T @ Vx
         VA, VB = Vxx @ A, Vxx @ B
-        Qxx, Qux, Quu = c.lxx + A.T @ VA, c.lux + B.T @ VA, c.luu + B.T @ VB
+        Qxx, Qux, Quu = cost.Q + A.T @ VA, B.T @ VA, cost.R + B.T @ VB
         if second_order:
             Hxx, Hxu, Huu = second_order_contraction(vi, X[k], U[k], Vx, results[k])
             Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu
-        # State-space (V'_xx + μI) regularization of Tassa et al. 2012: keeps the step invariant-ish.
+        # Regularize V'_xx + μI (Tassa et al. 2012) rather than Q_uu: the step stays scale-aware.
         Quu_r = 0.5 * (Quu + Quu.T) + mu * (B.T @ B)
         Qux_r = Qux + mu * (B.T @ A)
         if bounded:
             sol = box_qp(Quu_r, Qu, lo - U[k], hi - U[k], np.zeros(nu))
             if sol is None:
                 raise _BackwardFailure
-            kff[k], free, fac = sol
-            if fac is not None:
-                Kfb[k][free] = -cho_solve(fac, Qux_r[free])
+            kff[k], free = sol
+            if free.any():
+                Kfb[k][free] = -np.linalg.solve(Quu_r[np.ix_(free, free)], Qux_r[free])
         else:
             try:
-                fac = cho_factor(Quu_r)
-            except LinAlgError:
+                sol = _chol_solve(Quu_r, np.column_stack([Qu, Qux_r]))
+            except np.linalg.LinAlgError:
                 raise _BackwardFailure from None
-            kff[k] = -cho_solve(fac, Qu)
-            Kfb[k] = -cho_solve(fac, Qux_r)
+            kff[k], Kfb[k] = -sol[:, 0], -sol[:, 1:]
         kk, KK = kff[k], Kfb[k]
         d1 += kk @ Qu
         d2 += 0.5 * kk @ Quu @ kk
-        Vx = Qx + KK.T @ Quu @ kk + KK.T @ Qu + Qux.T @ kk
-        Vxx = Qxx + KK.T @ Quu @ KK + KK.T @ Qux + Qux.T @ KK
+        QuuK = Quu @ KK
+        Vx = Qx + KK.T @ (Quu @ kk) + KK.T @ Qu + Qux.T @ kk
+        Vxx = Qxx + KK.T @ QuuK + KK.T @ Qux + Qux.T @ KK
         Vxx = 0.5 * (Vxx + Vxx.T)
         if not (np.all(np.isfinite(Vx)) and np.all(np.isfinite(Vxx))):
             raise _BackwardFailure
@@ -137,8 +141,10 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
     mu, mu_min, mu_max = regularization, 1e-9, 1e10
     converged, reason, it = False, "max_iterations", 0
     Kfb = np.zeros((cost.N, vi.nu, vi.nx))
+    final_lin = None
     for it in range(1, max_iterations + 1):
-        lins = [(lin.A, lin.B) for lin in (linearize(vi, X[k], U[k], results[k]) for k in range(cost.N))]
+        lin_list = [linearize(vi, X[k], U[k], results[k]) for k in range(cost.N)]
+        lins = [(lin.A, lin.B) for lin in lin_list]
         newton = second_order
         while True:
             try:
@@ -158,6 +164,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
         decs.append(d1)
         if abs(d1) < tolerance:
             converged, reason, it = True, f"|dJ| = {abs(d1):.1e} < tolerance", it - 1
+            final_lin = lin_list  # A_k, B_k at the returned trajectory: TV-LQR can reuse them
             break
         alpha, accepted = 1.0, False
         while alpha > 1e-4:
@@ -186,4 +193,5 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
     return OptimizerResult(X=X, U=U, K=-Kfb, cost=J, cost_history=hist, decrement_history=decs,
                            iterations=it, converged=converged, stop_reason=reason,
                            wall_time=time.perf_counter() - t0, method=method,
-                           regularization_history=regs, step_history=steps)
+                           regularization_history=regs, step_history=steps, step_kinds=kinds,
+                           linearization=final_lin)

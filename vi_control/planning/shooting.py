@@ -38,6 +38,12 @@ class OptimizerResult:
     method: str
     regularization_history: list[float] = field(default_factory=list)
     step_history: list[float] = field(default_factory=list)
+    step_kinds: list[str] = field(default_factory=list)  # DDP: "newton" or "gauss-newton" per iteration
+    linearization: list | None = None  # Linearization (A_k, B_k, rcond) at the returned X, U if computed
+
+    def __str__(self) -> str:
+        return (f"{self.method}: {'converged' if self.converged else 'not converged'} in {self.iterations} "
+                f"iterations ({self.stop_reason}), cost {self.cost:.6g}, {self.wall_time * 1e3:.0f} ms")
 
 
 LogFn = Callable[[str], None] | None

@@ -340,13 +340,18 @@ def plan_task(vi: MidpointVI, task: Task, x0: np.ndarray | None = None,
                   max_iterations=task.max_iterations, tolerance=task.tolerance,
                   regularization=task.regularization, log=log)
     if log is not None:
-        log(f"[{res.method}] {'converged' if res.converged else 'stopped'} after {res.iterations} iterations "
-            f"({res.stop_reason}); cost {res.cost:.6g}; {res.wall_time * 1e3:.0f} ms")
-    lin = linearize_trajectory(vi, res.X, res.U)
-    if len(lin.near_singular) and log is not None:
-        log(f"warning: M_k+1 near singular at steps {lin.near_singular.tolist()} (seed 000 §VII)")
+        log(f"[{res.method}] {res}")
+    if res.linearization is not None:  # the optimizer's last A_k, B_k are at the returned trajectory
+        A = np.array([lin.A for lin in res.linearization])
+        B = np.array([lin.B for lin in res.linearization])
+        near = np.flatnonzero(np.array([lin.rcond for lin in res.linearization]) < 1e-8)
+    else:
+        tl = linearize_trajectory(vi, res.X, res.U)
+        A, B, near = tl.A, tl.B, tl.near_singular
+    if len(near) and log is not None:
+        log(f"warning: M_k+1 near singular at steps {near.tolist()} (seed 000 §VII)")
     Ql, Rl, Qfl = (task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
-    K, _ = tv_lqr(lin.A, lin.B, Ql, Rl, Qfl)
+    K, _ = tv_lqr(A, B, Ql, Rl, Qfl)
     qN = res.X[-1, :nq]
     K_final = U_final = None
     try:
