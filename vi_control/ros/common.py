@@ -22,7 +22,8 @@ MODEL_PARAMETERS: dict[str, tuple] = {
                           "name (panda, ur5, ...); used when urdf_path and robot_description are empty"),
     "urdf_path": ("", "URDF file; overrides `model`"),
     "robot_description": ("", "URDF XML text; overrides `urdf_path` and `model`"),
-    "system_yaml": ("", "system YAML (vi_control.model.system_config); default config/<model>.yaml if present"),
+    "system_yaml": ("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
+                        "config/<model>.yaml if present"),
     "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000)"),
 }
 
@@ -70,6 +71,7 @@ def robot_from_parameters(p: dict, mass_scale: float = 1.0) -> tuple[RobotModel,
         system = system or bundled_config(name)
     if system and not os.path.isfile(system) and os.path.isfile(share_dir() / system):
         system = str(share_dir() / system)
+    # anything else is passed on as inline YAML text (load_robot accepts path, text or dict)
     robot = load_robot(_scale_masses(xml, mass_scale), system, name=name or None)
     return robot, xml
 

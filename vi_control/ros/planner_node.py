@@ -33,6 +33,7 @@ from .messages import joint_state_arrays, plan_to_messages, plan_to_trajectory, 
 
 PARAMETERS: dict[str, tuple] = {
     **MODEL_PARAMETERS,
+    "model": ("", "as for the other nodes; empty (default): the task's own model"),
     "task": ("task_pendulum_swingup", "task YAML (path, or name in config/) for vi_control.planning.task"),
     "plan_on_startup": (True, "plan once at start-up"),
     "startup_wait": (1.0, "at start-up, wait this long for a joint state to plan from [s]"),
@@ -47,8 +48,9 @@ class PlannerNode(Node):
         from ..planning.task import load_task  # the planner library; imported here so tests can skip cleanly
 
         p = self.p = declare_parameters(self, PARAMETERS)
-        self.robot, _ = robot_from_parameters(p)
         self.task = load_task(resolve_config(p["task"]))
+        own = p["model"] or p["urdf_path"] or p["robot_description"]
+        self.robot = robot_from_parameters(p)[0] if own else self.task.load_robot()
         self.vi = make_integrator(self.robot, float(self.task.dt), p["integrator"])
         self.estimator = StateEstimator(self.vi, p["state_estimate"])
         self.measured: tuple[float, np.ndarray] | None = None

@@ -1,0 +1,200 @@
+"""Main job: pendulum swing-up in closed loop through the three ROS 2 nodes, each its own process.
+
+Starts ``vi_control.ros.{simulator,planner,controller}_node`` with config/ros_*.yaml on a ROS_DOMAIN_ID of
+its own (localhost discovery), records joint states and commands, prints a summary (RMS tracking error,
+final state vs goal, max torque, wall time), writes out/main_job.png, stops the nodes and exits non-zero
+if the goal was not reached. ``run_closed_loop`` is the same run as a function (the end-to-end tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .control.tracking import state_difference
+from .planning.plan import Plan
+
+NODES = {"simulator": "simulator_node", "planner": "planner_node", "controller": "controller_node"}
+
+
+@dataclass
+class ClosedLoopRun:
+    """What a closed-loop run produced: the plan, measured samples on the plan's grid, node logs."""
+
+    plan: Plan | None
+    stamps: np.ndarray  # (T,) simulation time of each joint state
+    q: np.ndarray  # (T, nq) measured positions
+    effort: np.ndarray  # (T, nq) applied torques reported by the simulator
+    wall_time: float
+    logs: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+
+    def tracking_error(self, continuous_mask: np.ndarray) -> np.ndarray:
+        """Per plan step, measured q − planned q (modulo 2π on continuous joints): (N+1, nq)."""
+        nq = self.q.shape[1]
+        out = np.full((self.plan.horizon + 1, nq), np.nan)
+        for k, t in enumerate(self.plan.times):
+            i = np.flatnonzero(np.abs(self.stamps - t) < 0.25 * self.plan.dt)
+            if i.size:
+                out[k] = -state_difference(self.plan.X[k, :nq], self.q[i[-1]], continuous_mask)
+        return out
+
+    def final_error(self, goal_q: np.ndarray, continuous_mask: np.ndarray) -> np.ndarray:
+        return -state_difference(goal_q, self.q[-1], continuous_mask)
+
+
+def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[str]] | None = None,
+                    overrides: dict[str, dict] | None = None, hold_time: float = 1.0, timeout: float = 180.0,
+                    joint_names: list[str] | None = None, on_start=None) -> ClosedLoopRun:
+    """Start the three nodes, wait for a plan and its execution plus ``hold_time`` s, stop everything.
+
+    ``on_start(procs, recorder)`` (optional) runs once the plan is being executed (fault injection in tests).
+    """
+    import rclpy
+
+    from .ros.launcher import NodeProcess, set_domain
+    from .ros.recorder import Recorder
+
+    params_files = params_files or {n: [f"ros_{n}.yaml"] for n in NODES}
+    overrides = overrides or {}
+    set_domain(domain_id)
+    t0 = time.monotonic()
+    procs = {n: NodeProcess(m, domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n)
+             for n, m in NODES.items()}
+    rclpy.init(domain_id=domain_id)
+    rec = None
+    error, plan = "", None
+    try:
+        rec = Recorder(joint_names or ["theta"])
+        if not rec.wait_for(lambda: rec.plan() is not None or not all(p.alive for p in procs.values()), timeout):
+            raise TimeoutError(f"no plan within {timeout} s")
+        dead = [n for n, p in procs.items() if not p.alive]
+        if dead:
+            raise RuntimeError(f"node(s) {dead} exited early")
+        seq, plan = rec.plan()
+        print(f"[main_job] plan {seq}: N={plan.horizon}, dt={plan.dt:g} (after {time.monotonic() - t0:.1f} s)")
+        if on_start is not None:
+            on_start(procs, rec)
+        # The plan may be re-anchored to the first joint state after it: wait on simulation time.
+        end = plan.times[-1] - plan.times[0] + hold_time
+        start = {"t": None}
+
+        def done() -> bool:
+            with rec.lock:
+                stamps = [s[1] for s in rec.states]
+            if start["t"] is None and rec.commands:
+                start["t"] = stamps[-1] if stamps else None
+            return start["t"] is not None and stamps[-1] >= start["t"] + end
+
+        if not rec.wait_for(done, timeout):
+            raise TimeoutError(f"the closed loop did not reach t = {end:g} s of simulation within {timeout} s")
+        _, plan = rec.plan()  # the latest plan (it may have been replaced during the run)
+    except (TimeoutError, RuntimeError) as e:
+        error = str(e)
+    finally:
+        wall = time.monotonic() - t0
+        states = list(rec.states) if rec is not None else []
+        if rec is not None:
+            rec.close()
+        for p in procs.values():
+            p.stop()
+        rclpy.try_shutdown()
+    if plan is not None and states:
+        plan = _anchor(plan, states)
+    nq = len(joint_names or ["theta"])
+    arr = (lambda i: np.array([s[i] for s in states]).reshape(len(states), -1)) if states else \
+        (lambda i: np.zeros((0, nq)))
+    return ClosedLoopRun(plan=plan, stamps=np.array([s[1] for s in states]), q=arr(2), effort=arr(3),
+                         wall_time=wall, logs={n: p.log() for n, p in procs.items()}, error=error)
+
+
+def _anchor(plan: Plan, states: list) -> Plan:
+    """A plan made without a measurement (t_0 = 0) started at the first joint state that was answered."""
+    if plan.times[0] > 0:
+        return plan
+    stamps = np.array([s[1] for s in states])
+    moved = np.flatnonzero(stamps > stamps[0])  # lockstep: time stands still until the first command
+    t_start = stamps[moved[0]] - plan.dt if moved.size else stamps[0]
+    plan.times = plan.times - plan.times[0] + t_start
+    return plan
+
+
+def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nq = run.q.shape[1]
+    fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for j in range(nq):
+        axes[0].plot(run.plan.times, run.plan.X[:, j], "--", label=f"{joint_names[j]} planned")
+        axes[0].plot(run.stamps, run.q[:, j], label=f"{joint_names[j]} measured")
+    axes[0].set_ylabel("q [rad or m]")
+    axes[0].legend(loc="best")
+    for i, j in enumerate(input_joints):
+        axes[1].step(run.plan.times[:-1], run.plan.U[:, i], "--", where="post", label=f"{joint_names[j]} planned U_k")
+        axes[1].step(run.stamps, run.effort[:, j], where="post", label=f"{joint_names[j]} applied")
+    axes[1].set_ylabel("torque [N·m or N]")
+    axes[1].set_xlabel("simulation time [s]")
+    axes[1].legend(loc="best")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import yaml
+
+    from .robots import share_dir
+    from .ros.common import MODEL_PARAMETERS, robot_from_parameters
+    from .ros.launcher import domain_id_for
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="out/main_job.png", help="plot path")
+    ap.add_argument("--tolerance", type=float, default=0.05, help="goal tolerance on |q − q_goal| [rad]")
+    ap.add_argument("--hold-time", type=float, default=2.0, help="simulated time to hold the goal after the plan")
+    ap.add_argument("--timeout", type=float, default=300.0)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
+    sim_params = yaml.safe_load((share_dir() / "config" / "ros_simulator.yaml").read_text())
+    params = {k: v[0] for k, v in MODEL_PARAMETERS.items()} | sim_params["vi_simulator"]["ros__parameters"]
+    robot, _ = robot_from_parameters(params)  # the simulated robot, as the simulator node loads it
+    domain = domain_id_for("main_job")
+    log_dir = str(Path(args.out).parent / "main_job_logs")
+    print(f"[main_job] ROS_DOMAIN_ID={domain}, node logs in {log_dir}")
+    run = run_closed_loop(domain, log_dir, hold_time=args.hold_time, timeout=args.timeout,
+                          joint_names=robot.joint_names)
+    if run.error or run.plan is None or len(run.q) == 0:
+        print(f"[main_job] FAILED: {run.error or 'no data'}")
+        for name, text in run.logs.items():
+            print(f"--- {name} log (tail) ---\n" + "\n".join(text.splitlines()[-15:]))
+        return 1
+    mask = robot.continuous_mask
+    err = run.tracking_error(mask)
+    goal = run.plan.X[-1, : robot.nq]
+    final = run.final_error(goal, mask)
+    rms = float(np.sqrt(np.nanmean(err**2)))
+    tau_max = float(np.abs(run.effort).max())
+    ok = bool(np.all(np.abs(final) <= args.tolerance))
+    print("| quantity | value |\n|---|---|")
+    print(f"| plan | N = {run.plan.horizon}, dt = {run.plan.dt:g} s |")
+    print(f"| RMS tracking error (q, over the plan) | {rms:.4g} rad |")
+    print(f"| final q − goal (after {args.hold_time:g} s hold) | {np.round(final, 5).tolist()} rad |")
+    print(f"| max applied torque | {tau_max:.4g} N·m (limit {robot.effort_limits.tolist()}) |")
+    print(f"| wall time (start-up, plan, closed loop, shutdown) | {run.wall_time:.1f} s |")
+    plot_run(run, robot.joint_names, [robot.joint_index(n) for n in robot.actuated], args.out)
+    print(f"[main_job] plot written to {args.out}")
+    print(f"[main_job] goal {'REACHED' if ok else 'NOT reached'} (tolerance {args.tolerance} rad)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
