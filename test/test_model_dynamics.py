@@ -11,7 +11,13 @@ import pytest
 
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import load_robot
-from vi_control.robots import BUNDLED, example_robot_urdf, fourbar_initial_configuration, load_bundled
+from vi_control.robots import (
+    BUNDLED,
+    bundled_models,
+    example_robot_urdf,
+    fourbar_initial_configuration,
+    load_bundled,
+)
 
 RTOL = 1e-12
 ERD = ["panda", "ur5", "talos_arm", "double_pendulum"]
@@ -89,28 +95,63 @@ def _pin_point(m, d, link: str, point) -> tuple[np.ndarray, np.ndarray]:
     return oMf.translation + r, J[:3] - pin.skew(r) @ J[3:]
 
 
+def _pin_constraint(robot, q) -> tuple[np.ndarray, np.ndarray]:
+    """h(q) and Dh(q) rebuilt from Pinocchio's point positions and frame Jacobians (system YAML semantics)."""
+    m, d = robot.pin_model, robot.create_data()
+    pin.computeJointJacobians(m, d, q)
+    pin.framesForwardKinematics(m, d, q)
+    h, J = [], []
+    for c in robot.constraints:
+        pa, Ja = _pin_point(m, d, c.link_a, c.point_a)
+        if c.type == "plane":
+            n = np.asarray(c.normal)
+            h.append([n @ pa - c.offset])
+            J.append(n[None] @ Ja)
+            continue
+        pb, Jb = _pin_point(m, d, c.link_b, c.point_b)
+        if c.type == "coincident":
+            h.append((pa - pb)[list(c.axes)])
+            J.append((Ja - Jb)[list(c.axes)])
+        else:  # distance, squared: h = ½(|pa − pb|² − d²)
+            h.append([0.5 * ((pa - pb) @ (pa - pb) - c.distance**2)])
+            J.append((pa - pb)[None] @ (Ja - Jb))
+    return np.concatenate(h), np.vstack(J)
+
+
+# Every constraint type on a 3-D arm: plane, coincident (all axes), distance between two moving links.
+ARM7_CONSTRAINTS = {"constraints": [
+    {"type": "plane", "link": "flange", "point": [0.0, 0.05, 0.1], "normal": [0.3, -0.2, 1.0], "offset": 0.4},
+    {"type": "coincident", "link_a": "link7", "point_a": [0.01, 0.0, 0.05], "link_b": "world",
+     "point_b": [0.5, 0.1, 0.6]},
+    {"type": "distance", "link_a": "link3", "point_a": [0.0, 0.05, 0.1], "link_b": "link6",
+     "point_b": [0.02, 0.0, 0.0], "distance": 0.5},
+]}
+
+
+@pytest.mark.parametrize("name", ["fourbar", "cartesian_pendulum", "marionette", "arm7+constraints"])
+def test_constraints_match_pinocchio_points(name, rng):
+    robot = (load_robot(bundled_models()["arm7"][0], ARM7_CONSTRAINTS) if name == "arm7+constraints"
+             else load_bundled(name))
+    assert robot.constraints
+    dyn = ContinuousDynamics(robot)
+    for q in random_q(robot, rng, 3):
+        h, J = _pin_constraint(robot, q)
+        assert close(dyn.constraint(q), h)
+        assert close(dyn.constraint_jacobian(q), J)
+
+
 @pytest.mark.parametrize("crank", [0.0, 1.1, -2.5])
-def test_fourbar_constraint_matches_pinocchio_points(crank):
+def test_fourbar_loop_closes_at_initial_configuration(crank):
     robot = load_bundled("fourbar")
     dyn = ContinuousDynamics(robot)
     m, d = robot.pin_model, robot.create_data()
-    (c,) = robot.constraints
-    rng = np.random.default_rng(7)
-    for q in [fourbar_initial_configuration(crank), rng.uniform(-np.pi, np.pi, robot.nq)]:
-        pin.computeJointJacobians(m, d, q)
-        pin.framesForwardKinematics(m, d, q)
-        pa, Ja = _pin_point(m, d, c.link_a, c.point_a)
-        pb, Jb = _pin_point(m, d, c.link_b, c.point_b)
-        axes = list(c.axes)
-        assert close(dyn.constraint(q), (pa - pb)[axes])
-        assert close(dyn.constraint_jacobian(q), (Ja - Jb)[axes])
-    # The pin-joint frame at the rocker tip gives the same point: the two link points agree.
     q = fourbar_initial_configuration(crank)
+    h, J = _pin_constraint(robot, q)
+    assert np.allclose(h, 0.0, atol=1e-12) and close(dyn.constraint_jacobian(q), J)
+    # The frame welded at the rocker tip sits on the ground pivot; the loop Jacobian has full rank 2.
     pin.framesForwardKinematics(m, d, q)
-    tip = d.oMf[m.getFrameId("rocker_tip")].translation
-    assert np.allclose(tip, [1.0, 0.0, 0.0], atol=1e-12)
-    assert np.allclose(dyn.constraint(q), 0.0, atol=1e-12)
-    assert np.linalg.matrix_rank(dyn.constraint_jacobian(q)) == 2
+    assert np.allclose(d.oMf[m.getFrameId("rocker_tip")].translation, [1.0, 0.0, 0.0], atol=1e-12)
+    assert np.linalg.matrix_rank(J) == 2
 
 
 def test_fourbar_is_grashof_crank_rocker():

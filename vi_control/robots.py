@@ -52,6 +52,10 @@ BUNDLED = {
     "biped5": ("biped5", "biped5"),
     "arm7": ("arm7", None),
     "fourbar": ("fourbar", "fourbar"),
+    # Seed 000 systems maintained with their own generators/tests (§VII-A, §VII-B, §VIII-B).
+    "spherical_pendulum": ("spherical_pendulum", "spherical_pendulum"),
+    "cartesian_pendulum": ("cartesian_pendulum", "cartesian_pendulum"),
+    "marionette": ("marionette", "marionette"),
 }
 
 # Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).
