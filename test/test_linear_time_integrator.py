@@ -100,18 +100,19 @@ def test_discrete_noether_momentum_conserved():
 
 def test_riqn_and_newton_solve_the_same_step(chain10, rng):
     n = 10
+    q0 = np.linspace(0.2, 1.0, n) + 0.1 * rng.uniform(-1, 1, n)
     sols = {}
     for method in ("riqn", "newton"):
         for ig in ("IG1", "IG2", "IG3"):
             vi = LinearTimeVI(chain10, 1e-3, method=method, initial_guess=ig)
-            x = vi.state_from_velocity(np.linspace(0.2, 1.0, n) + 0.1 * rng.uniform(-1, 1, n), np.linspace(2, -2, n))
+            x = vi.state_from_velocity(q0, np.linspace(2, -2, n))
             xn = vi.step(x, np.linspace(-1, 1, n))
             f = vi.residual(x, np.linspace(-1, 1, n), xn[:n])
             assert np.abs(f).max() <= 1e-12 * (1 + np.abs(x[n:]).max())
             sols[method, ig] = (xn, vi.last_result.iterations)
     ref = sols["newton", "IG3"][0]
     for xn, _ in sols.values():
-        assert np.allclose(xn, ref, atol=1e-11)
+        assert np.allclose(xn, ref, atol=1e-11 * (1 + np.abs(ref).max()))
     # quasi-Newton needs at least as many iterations as Newton from the same guess (seed 001 Fig. 4)
     for ig in ("IG1", "IG2", "IG3"):
         assert sols["riqn", ig][1] >= sols["newton", ig][1]
