@@ -14,10 +14,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
-from test_linearization import check_contraction, fd_first_order, rel_err
+from test_linearization import fd_first_order, fd_jacobian, rel_err
 
 from vi_control.integrators.midpoint import MidpointVI
-from vi_control.linearization import linearize
+from vi_control.linearization import linearize, second_order, second_order_contraction
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import load_robot
 from vi_control.model.marionette import (
@@ -129,16 +129,39 @@ def test_marionette_stays_on_constraint(robot, vi, point):
     assert np.abs(dyn.constraint_jacobian(q1) @ J_q).max() <= 1e-9 * np.abs(J_q).max()
 
 
-def test_marionette_second_order_contraction(vi, point):
+@pytest.fixture(scope="module")
+def fd_tensor(vi, point):
+    """∂[A B]/∂z by central differences of the exact first derivatives: T[i, a, b] = ∂²fᵢ/∂z_a∂z_b."""
     x, u = point
-    check_contraction(vi, x, u, np.random.default_rng(40).normal(size=vi.nx))
+
+    def jac(zz):
+        lin = linearize(vi, zz[: vi.nx], zz[vi.nx:])
+        return np.hstack([lin.A, lin.B])
+
+    return fd_jacobian(jac, np.concatenate([x, u]))
+
+
+@pytest.mark.parametrize("seed", [40, 41])
+def test_marionette_second_order_contraction(vi, point, fd_tensor, seed):
+    x, u = point
+    cov = np.random.default_rng(seed).normal(size=vi.nx)
+    Hxx, Hxu, Huu = second_order_contraction(vi, x, u, cov)
+    H_fd = np.tensordot(cov, fd_tensor, axes=1)
+    H = np.block([[Hxx, Hxu], [Hxu.T, Huu]])
+    assert rel_err(H, H_fd) <= 1e-6, rel_err(H, H_fd)
+
+
+def test_marionette_full_second_order(vi, point, fd_tensor):
+    x, u = point
+    fxx, fxu, fuu = second_order(vi, x, u)
+    nx = vi.nx
+    for got, ref in ((fxx, fd_tensor[:, :nx, :nx]), (fxu, fd_tensor[:, :nx, nx:]), (fuu, fd_tensor[:, nx:, nx:])):
+        assert rel_err(got, ref) <= 1e-6, rel_err(got, ref)
 
 
 @pytest.mark.slow
 def test_marionette_compiled_matches_vm(robot, vi, point):
     """Generated C (benchmarks/bench_linearization.py times it) gives the VM's numbers."""
-    from vi_control.linearization import second_order_contraction
-
     x, u = point
     vic = MidpointVI(robot, DT, compile=True)
     a, b = linearize(vi, x, u), linearize(vic, x, u)

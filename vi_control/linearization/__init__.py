@@ -15,8 +15,10 @@ the (nx, nz, nz) tensor; ``second_order`` forms the full tensor for tests.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
+import casadi as ca
 import numpy as np
 from scipy.linalg import lapack
 
@@ -55,6 +57,18 @@ def linearize(vi: MidpointVI, x: np.ndarray, u: np.ndarray, result: StepResult |
     return Linearization(A=J[:, : vi.nx], B=J[:, vi.nx:], dy_dz=dydz, rcond=rcond)
 
 
+def _project(H: np.ndarray, dydz: np.ndarray) -> np.ndarray:
+    """Tᵀ H T for T = [dy/dz; I] by blocks (H is the Hessian over w = (y, z)); ~4× fewer flops than dense."""
+    ny = dydz.shape[0]
+    Hyy, Hyz, Hzz = H[:ny, :ny], H[:ny, ny:], H[ny:, ny:]
+    W = Hyy @ dydz + Hyz
+    return dydz.T @ W + Hyz.T @ dydz + Hzz
+
+
+def _split(Hz: np.ndarray, nx: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return Hz[..., :nx, :nx], Hz[..., :nx, nx:], Hz[..., nx:, nx:]
+
+
 def second_order_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
                              result: StepResult | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Σᵢ cᵢ ∂²fᵢ/∂x∂x, Σᵢ cᵢ ∂²fᵢ/∂x∂u, Σᵢ cᵢ ∂²fᵢ/∂u∂u) for a covector c (seed 000 eqs. 16–27)."""
@@ -62,26 +76,56 @@ def second_order_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: 
     lu, piv, _ = _factor(Ry)
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     cov = np.asarray(cov, float).ravel()
+    # Adjoint of the DEL equations: R_yᵀ μ = −O_yᵀ c (the multiplier of eqs. 16–27's implicit terms).
     mu = -lapack.dgetrs(lu, piv, Oy.T @ cov, trans=1)[0]
-    H = np.array(vi.fn["hessian"](r.y, z, cov, mu)[0])
-    T = np.vstack([dydz, np.eye(z.size)])
-    Hz = T.T @ H @ T
-    nx = vi.nx
-    return Hz[:nx, :nx], Hz[:nx, nx:], Hz[nx:, nx:]
+    Hz = _project(vi.fn["hessian"](r.y, z, cov, mu)[0], dydz)
+    return tuple(a.copy() for a in _split(Hz, vi.nx))
+
+
+_NONLINEAR_OUTPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _nonlinear_outputs(vi: MidpointVI) -> np.ndarray:
+    """Rows i of O(y, z) with ∂²Oᵢ ≠ 0, read from the symbolic output map once per integrator.
+
+    q_{k+1} and the prescribed joints' kinematic momenta are linear in (y, z); only the dynamic rows
+    of p_{k+1} = D₂L_d (eq. 2b) carry curvature, so the full tensor needs ~nd + ny Hessians, not nx.
+    """
+    if vi not in _NONLINEAR_OUTPUTS:
+        f = vi.structure.functions.raw["output"]
+        y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
+        w = ca.vertcat(y, z)
+        J = ca.jacobian(f(y, z), w)
+        _NONLINEAR_OUTPUTS[vi] = np.array([i for i in range(J.size1()) if ca.depends_on(J[i, :], w)], dtype=int)
+    return _NONLINEAR_OUTPUTS[vi]
 
 
 def second_order(vi: MidpointVI, x: np.ndarray, u: np.ndarray,
                  result: StepResult | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Full tensors f_xx (nx, nx, nx), f_xu (nx, nx, nu), f_uu (nx, nu, nu); index 0 is the output."""
-    r = result if result is not None else vi.solve(x, u)
-    fxx = np.zeros((vi.nx, vi.nx, vi.nx))
-    fxu = np.zeros((vi.nx, vi.nx, vi.nu))
-    fuu = np.zeros((vi.nx, vi.nu, vi.nu))
-    for i in range(vi.nx):
-        e = np.zeros(vi.nx)
+    """Full tensors f_xx (nx, nx, nx), f_xu (nx, nx, nu), f_uu (nx, nu, nu); index 0 is the output.
+
+    The contraction is linear in (c, μ): ∂²fᵢ = Tᵀ(∇²Oᵢ + Σⱼ μ⁽ⁱ⁾ⱼ ∇²Rⱼ)T with μ⁽ⁱ⁾ = −R_y⁻ᵀ O_yᵀ eᵢ
+    (seed 000 eqs. 16–27). So one projected Hessian per curved output row and per DEL residual row,
+    combined by one tensor product, gives every fᵢ's second derivative.
+    """
+    r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
+    lu, piv, _ = _factor(Ry)
+    dydz = -lapack.dgetrs(lu, piv, Rz)[0]
+    ny, nz, nx = Ry.shape[0], z.size, vi.nx
+    Mu = -lapack.dgetrs(lu, piv, Oy.T, trans=1)[0]  # column i is μ⁽ⁱ⁾, (ny, nx)
+    hess = vi.fn["hessian"]
+    zero_c, zero_mu = np.zeros(nx), np.zeros(ny)
+    G_R = np.empty((ny, nz, nz))
+    for j in range(ny):
+        e = zero_mu.copy()
+        e[j] = 1.0
+        G_R[j] = _project(hess(r.y, z, zero_c, e)[0], dydz)
+    F = np.tensordot(Mu.T, G_R, axes=1)  # (nx, nz, nz)
+    for i in _nonlinear_outputs(vi):
+        e = zero_c.copy()
         e[i] = 1.0
-        fxx[i], fxu[i], fuu[i] = second_order_contraction(vi, x, u, e, r)
-    return fxx, fxu, fuu
+        F[i] += _project(hess(r.y, z, e, zero_mu)[0], dydz)
+    return tuple(np.ascontiguousarray(a) for a in _split(F, nx))
 
 
 @dataclass
