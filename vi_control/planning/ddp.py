@@ -42,8 +42,14 @@ def box_qp(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.
 
     None if the free block of H is not positive definite (the caller raises the regularization).
     """
-    x = np.clip(x0, lo, hi)
     free = np.ones(len(g), bool)
+    try:  # fast path: the unconstrained minimizer is feasible (bounds inactive)
+        x = -_chol_solve(H, g)
+    except np.linalg.LinAlgError:
+        x = None
+    if x is not None and np.all(x >= lo) and np.all(x <= hi):
+        return x, free
+    x = np.clip(x0, lo, hi)
     for _ in range(max_iterations):
         grad = g + H @ x
         clamped = ((x <= lo) & (grad > 0)) | ((x >= hi) & (grad < 0))
@@ -151,7 +157,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
                 kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lins, lo, hi, mu, newton)
                 break
             except _BackwardFailure:
-                if newton:  # second-order model not convex here: take the Gauss–Newton (iLQR) step
+                if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step
                     newton = False
                     continue
                 mu = max(mu * 10, 1e-6)

@@ -76,10 +76,11 @@ def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray |
     X[0] = x0
     results: list[StepResult] = []
     lam = np.zeros(vi.nc)
+    bounded = lo is not None and bool(np.isfinite(lo).any() or np.isfinite(hi).any())
     for k in range(N):
         if K is not None:
-            Ua[k] = Ua[k] + K[k] @ (X[k] - X_nom[k])
-        if lo is not None:
+            Ua[k] += K[k] @ (X[k] - X_nom[k])
+        if bounded:
             np.clip(Ua[k], lo, hi, out=Ua[k])
         y0 = None
         if X_guess is not None:
@@ -88,7 +89,7 @@ def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray |
             r = vi.solve(X[k], Ua[k], step_index=k, y0=y0)
         except (StepError, ValueError):
             return None
-        if not np.all(np.isfinite(r.x)) or np.abs(r.x).max() > 1e8:
+        if not np.abs(r.x).max() < 1e8:  # also catches NaN
             return None
         X[k + 1], lam = r.x, r.lam
         results.append(r)
