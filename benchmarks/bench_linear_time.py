@@ -1,0 +1,233 @@
+"""Scaling benchmark of the linear-time VI (seed 001 §4.3-4.4, REFERENCE.md §4).
+
+Serial chains of N bodies (vi_control.model.generate.planar_chain_urdf) at Δt = 1 ms, passive, released
+from rest with the first joint at 0.5 rad. For each N: time per step and iterations per step of
+DRNEA+RIQN, DRNEA+Newton (exact Jacobian, seed 001 Alg. 4) and the midpoint VI with Newton (MidpointVI);
+the per-call cost of one DRNEA evaluation (vectorized, and Alg. 2 as a Python loop over bodies), of
+one ABA pass (RIQN's M⁻¹e) and of the exact Jacobian. MidpointVI's symbolic build/compile runs in a
+child process capped by --midpoint-cap seconds; what happened is reported.
+
+    .venv/bin/python benchmarks/bench_linear_time.py               # 10k steps per run (paper setting)
+    .venv/bin/python benchmarks/bench_linear_time.py --steps 500   # quick run
+
+Prints a markdown table and writes benchmarks/results/linear_time.{md,json,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core per process: the machine is shared
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from vi_control.integrators.linear_time import LinearTimeVI  # noqa: E402
+from vi_control.mechanics.drnea import drnea_recursive  # noqa: E402
+from vi_control.model import load_robot  # noqa: E402
+from vi_control.model.generate import planar_chain_urdf  # noqa: E402
+
+DT = 1e-3
+RESULTS = Path(__file__).resolve().parent / "results"
+# CPU time of this process, not wall time: other jobs share the 2 cores and would inflate wall time.
+clock = time.process_time
+
+
+def initial_configuration(n: int) -> np.ndarray:
+    q0 = np.zeros(n)
+    q0[0] = 0.5
+    return q0
+
+
+def per_call(fn, min_time: float = 0.3) -> float:
+    """Mean seconds per call of fn over at least min_time."""
+    fn()
+    count, t0 = 0, clock()
+    while True:
+        fn()
+        count += 1
+        elapsed = clock() - t0
+        if elapsed >= min_time:
+            return elapsed / count
+
+
+def run_linear_time(robot, method: str, steps: int, initial_guess: str = "IG3") -> dict:
+    n = robot.nq
+    vi = LinearTimeVI(robot, DT, method=method, initial_guess=initial_guess)
+    x0 = vi.state_from_velocity(initial_configuration(n), np.zeros(n))
+    t0 = clock()
+    X, _ = vi.simulate(x0, np.zeros((steps, vi.nu)))
+    elapsed = clock() - t0
+    it = np.array(vi.iteration_history)
+    E = [vi.energy(X[0]), vi.energy(X[-1])]
+    return dict(step_s=elapsed / steps, iters_mean=float(it.mean()), iters_std=float(it.std()),
+                iters_max=int(it.max()), q_final=X[-1, :n].tolist(), energy_change=E[1] - E[0])
+
+
+def component_costs(robot) -> dict:
+    n = robot.nq
+    vi = LinearTimeVI(robot, DT)
+    rng = np.random.default_rng(0)
+    q_prev = initial_configuration(n) + 0.01 * rng.normal(size=n)
+    q = q_prev + DT * rng.normal(size=n)
+    q_next = q + DT * rng.normal(size=n)
+    x = vi.state_from_configurations(q_prev, q)
+    u = np.zeros(vi.nu)
+    return dict(
+        drnea_s=per_call(lambda: vi.residual(x, u, q_next)),
+        drnea_alg2_loop_s=per_call(lambda: drnea_recursive(vi.tree, q_prev, q, q_next, DT), 0.2),
+        aba_s=per_call(lambda: vi._minv(q, q_next)),
+        jacobian_s=per_call(lambda: vi.jacobian(x, q_next)),
+    )
+
+
+def midpoint_worker(n: int, steps: int) -> None:
+    """Child process: build MidpointVI for the N-chain, simulate, print one JSON line."""
+    from vi_control.integrators.midpoint import MidpointVI
+    from vi_control.mechanics import codegen
+
+    robot = load_robot(planar_chain_urdf(n))
+    t0, w0 = clock(), time.perf_counter()
+    vi = MidpointVI(robot, DT)
+    x = vi.state_from_velocity(initial_configuration(n), np.zeros(n))
+    vi.step(x, np.zeros(vi.nu))  # any lazy build/compile happens before the timed loop
+    build, build_wall = clock() - t0, time.perf_counter() - w0  # gcc runs in a child: wall time counts it
+    its = []
+    t0 = clock()
+    for k in range(steps):
+        x = vi.step(x, np.zeros(vi.nu), step_index=k)
+        its.append(vi.last_result.iterations)
+    elapsed = clock() - t0
+    print(json.dumps(dict(build_s=build_wall, build_cpu_s=build, step_s=elapsed / steps, iters_mean=float(np.mean(its)),
+                          steps=steps, q_final=x[:n].tolist(), compiled=codegen.build_stats)))
+
+
+def run_midpoint(n: int, steps: int, cap: float) -> dict:
+    cmd = [sys.executable, __file__, "--midpoint-worker", str(n), "--steps", str(steps)]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=cap)
+    except subprocess.TimeoutExpired:
+        return dict(status=f"build+run exceeded the {cap:.0f} s cap", wall_s=time.perf_counter() - t0)
+    if out.returncode != 0:
+        return dict(status="failed: " + out.stderr.strip().splitlines()[-1][:200])
+    return dict(status="ok", **json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def fmt_ms(s) -> str:
+    return "—" if s is None else f"{1e3 * s:.3f}"
+
+
+def make_table(rows: list[dict], steps: int, mp_steps: int) -> str:
+    lines = [
+        f"Serial chains, Δt = 1 ms, {steps} steps (MidpointVI: {mp_steps} steps), initial guess IG3, tol 1e-12; "
+        f"CPU time per step of one process (load average at the end {os.getloadavg()[0]:.1f}, "
+        f"{os.cpu_count()} cores); "
+        "MidpointVI build is wall time (symbolic build + gcc).",
+        "",
+        "| N | DRNEA+RIQN ms/step | iters | DRNEA+Newton ms/step | iters | Newton/RIQN | MidpointVI ms/step | iters "
+        "| MidpointVI build s | DRNEA eval ms (Alg. 2 loop) | ABA ms | exact Jacobian ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mp, c = r["midpoint"], r["costs"]
+        if mp.get("status") == "ok":
+            mp_cells = f"{fmt_ms(mp['step_s'])} | {mp['iters_mean']:.2f} | {mp['build_s']:.1f}"
+        else:
+            mp_cells = f"— | — | {mp.get('status', '—')}"
+        lines.append(
+            f"| {r['n']} | {fmt_ms(r['riqn']['step_s'])} "
+            f"| {r['riqn']['iters_mean']:.2f} ± {r['riqn']['iters_std']:.2f} "
+            f"| {fmt_ms(r['newton']['step_s'])} | {r['newton']['iters_mean']:.2f} "
+            f"| {r['newton']['step_s'] / r['riqn']['step_s']:.2f}× | {mp_cells} "
+            f"| {fmt_ms(c['drnea_s'])} ({fmt_ms(c['drnea_alg2_loop_s'])}) | {fmt_ms(c['aba_s'])} "
+            f"| {fmt_ms(c['jacobian_s'])} |"
+        )
+    first, last = rows[0], rows[-1]
+    lines += [
+        "",
+        f"DRNEA+RIQN time per step grows {last['riqn']['step_s'] / first['riqn']['step_s']:.2f}× from N = {first['n']} "
+        f"to N = {last['n']} (target ≤ 15×); Newton/RIQN = {first['newton']['step_s'] / first['riqn']['step_s']:.2f}× "
+        f"at N = {first['n']} (paper 3.8×) and {last['newton']['step_s'] / last['riqn']['step_s']:.2f}× at N = "
+        f"{last['n']} (paper 53×).",
+    ]
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.loglog(ns, [1e3 * r["riqn"]["step_s"] for r in rows], "o-", label="DRNEA + RIQN")
+    ax.loglog(ns, [1e3 * r["newton"]["step_s"] for r in rows], "s-", label="DRNEA + Newton (exact Jacobian)")
+    mp = [(r["n"], 1e3 * r["midpoint"]["step_s"]) for r in rows if r["midpoint"].get("status") == "ok"]
+    if mp:
+        ax.loglog(*zip(*mp), "^-", label="MidpointVI (Newton, generated code)")
+    ax.loglog(ns, [1e3 * r["costs"]["drnea_s"] for r in rows], "k--", lw=1, label="one DRNEA evaluation")
+    ref = 1e3 * rows[0]["riqn"]["step_s"]
+    ax.loglog(ns, [ref * n / ns[0] for n in ns], ":", color="gray", label="O(N) reference")
+    ax.set_xlabel("bodies N (DOF)")
+    ax.set_ylabel("ms per step (Δt = 1 ms)")
+    ax.set_title("Linear-time VI scaling (seed 001 Fig. 3)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 20, 50, 100])
+    ap.add_argument("--midpoint-steps", type=int, default=None, help="default: --steps")
+    ap.add_argument("--midpoint-cap", type=float, default=900.0, help="seconds for MidpointVI build + run")
+    ap.add_argument("--name", default="linear_time", help="basename of the files in benchmarks/results/")
+    ap.add_argument("--midpoint-worker", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.midpoint_worker is not None:
+        midpoint_worker(args.midpoint_worker, args.steps)
+        return
+    mp_steps = args.midpoint_steps or args.steps
+    rows = []
+    for n in args.sizes:
+        robot = load_robot(planar_chain_urdf(n))
+        row = dict(n=n, costs=component_costs(robot))
+        row["riqn"] = run_linear_time(robot, "riqn", args.steps)
+        row["newton"] = run_linear_time(robot, "newton", args.steps)
+        row["midpoint"] = run_midpoint(n, mp_steps, args.midpoint_cap)
+        row["ig_iterations"] = {ig: run_linear_time(robot, "riqn", min(args.steps, 500), ig)["iters_mean"]
+                                for ig in ("IG1", "IG2", "IG3")}
+        if row["midpoint"].get("status") == "ok" and mp_steps == args.steps:
+            row["midpoint_vs_lt_final_q"] = float(np.abs(np.array(row["midpoint"]["q_final"])
+                                                        - np.array(row["riqn"]["q_final"])).max())
+        rows.append(row)
+        print(f"N={n}: RIQN {fmt_ms(row['riqn']['step_s'])} ms/step, Newton {fmt_ms(row['newton']['step_s'])} ms/step, "
+              f"midpoint {row['midpoint']}", flush=True)
+    table = make_table(rows, args.steps, mp_steps)
+    ig = "\n".join(["", "RIQN mean iterations per step by initial guess (first 500 steps):", "",
+                    "| N | IG1 | IG2 | IG3 |", "|---|---|---|---|"]
+                   + [f"| {r['n']} | " + " | ".join(f"{r['ig_iterations'][k]:.2f}" for k in ("IG1", "IG2", "IG3"))
+                      + " |" for r in rows])
+    print(table + "\n" + ig)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{args.name}.md").write_text(table + "\n" + ig + "\n")
+    for r in rows:
+        for key in ("riqn", "newton", "midpoint"):
+            r[key].pop("q_final", None)
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(dict(steps=args.steps, midpoint_steps=mp_steps, rows=rows),
+                                                         indent=1))
+    plot(rows, RESULTS / f"{args.name}.png")
+
+
+if __name__ == "__main__":
+    main()
