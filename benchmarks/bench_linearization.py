@@ -9,7 +9,10 @@ shared), in ms per time step:
 - ``first order``: ``linearize`` given the step's ``StepResult`` (A, B exact: eqs. 8–15 / 29–30);
 - ``contraction``: ``second_order_contraction`` for one covector (Σᵢ cᵢ ∂²fᵢ, eqs. 16–27 / 31–32),
   what a second-order optimizer needs per step;
-- ``full tensor``: ``second_order`` (nx contractions), what seed 000's 22.15 ms figure computes.
+- ``full tensor``: ``second_order`` (every ∂²fᵢ), what seed 000's 22.15 ms figure computes.
+
+The candidates are timed in turn within each round and each keeps its fastest round, so a ratio compares
+figures taken under the same load.
 
 Build times: ``build`` = MidpointVI construction (symbolic build + C of the step functions), ``lazy`` = the
 first derivative call, which generates and compiles the "linearize"/"hessian" functions (seconds to minutes
@@ -47,21 +50,23 @@ def fd_jacobian(vi, x: np.ndarray, u: np.ndarray, eps: float = 1e-6) -> np.ndarr
     return J
 
 
-def best_ms(fn, rounds: int, min_batch_s: float = 0.05) -> float:
-    """Fastest per-call time over ``rounds`` batches of at least ``min_batch_s`` each."""
-    fn()
-    n = 1
-    t = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t
-    n = max(1, int(min_batch_s / max(once, 1e-7)))
-    best = np.inf
-    for _ in range(rounds):
+def interleaved_best_ms(fns: dict, rounds: int, batch_s: float = 0.05) -> dict[str, float]:
+    """Fastest per-call time (ms) of each function, timed round by round in turn so that every
+    candidate sees the same machine load (the machine is shared; ratios compare the same rounds)."""
+    reps = {}
+    for name, fn in fns.items():
+        fn()
         t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t) / n)
-    return best * 1e3
+        fn()
+        reps[name] = max(1, int(batch_s / max(time.perf_counter() - t, 1e-7)))
+    best = dict.fromkeys(fns, np.inf)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            for _ in range(reps[name]):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - t) / reps[name])
+    return {k: v * 1e3 for k, v in best.items()}
 
 
 def setup(name: str):
@@ -104,11 +109,13 @@ def run(name: str, rounds: int) -> dict:
     cov = np.random.default_rng(1).normal(size=vi.nx)
     row = dict(model=name, nq=vi.nq, nx=vi.nx, nu=vi.nu, nc=vi.nc, build=build, lazy=lazy, fd_err=err,
                compiled=vi.fn.compiled("linearize"))
-    row["step"] = best_ms(lambda: vi.solve(x, u), rounds)
-    row["fd"] = best_ms(lambda: fd_jacobian(vi, x, u), rounds)
-    row["first"] = best_ms(lambda: linearize(vi, x, u, r), rounds)
-    row["contraction"] = best_ms(lambda: second_order_contraction(vi, x, u, cov, r), rounds)
-    row["full"] = best_ms(lambda: second_order(vi, x, u, r), max(1, rounds // 2), min_batch_s=0.0)
+    row.update(interleaved_best_ms({
+        "step": lambda: vi.solve(x, u),
+        "fd": lambda: fd_jacobian(vi, x, u),
+        "first": lambda: linearize(vi, x, u, r),
+        "contraction": lambda: second_order_contraction(vi, x, u, cov, r),
+        "full": lambda: second_order(vi, x, u, r),
+    }, rounds))
     return row
 
 
