@@ -1,0 +1,43 @@
+"""Smoke test of benchmarks/bench_energy.py: structure of its result and bounded VI energy error."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_energy.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_energy", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_energy_benchmark_smoke(bench, tmp_path):
+    steps, dt = 200, 5e-3
+    result = bench.run_benchmark(steps=steps, dt=dt, n_links=4)  # the 10-link run is the benchmark's
+    names = [r["name"] for r in result["rows"]]
+    assert names == ["midpoint VI", "semi-implicit Euler", "RK4, same Δt", "RK4, equal wall time"]
+    for r in result["rows"][:3]:
+        assert r["steps"] == steps and r["dt"] == dt
+        assert r["error"].shape == r["t"].shape == (steps + 1,)
+        assert r["error"][0] == 0.0 and r["wall"] > 0
+    eq = result["rows"][3]
+    assert eq["steps"] * eq["dt"] == pytest.approx(steps * dt)  # same simulated time
+    vi = result["rows"][0]
+    # E0 is the potential energy of the chain released at rest: rods of 1 m, 1 kg at absolute angles
+    # φ_i = q_1 + … + q_i from the downward vertical, centre of mass z_i = −(Σ_{j<i} cos φ_j + ½ cos φ_i)
+    phi = np.cumsum(bench.initial_configuration(4))
+    z = -(np.concatenate([[0.0], np.cumsum(np.cos(phi))[:-1]]) + 0.5 * np.cos(phi))
+    assert result["E0"] == pytest.approx(9.81 * z.sum(), rel=1e-12)
+    assert vi["max_abs"] < 1e-3 * abs(result["E0"])
+    assert 1.5 < vi["iterations"] < 10
+    assert np.isfinite(vi["drift"])
+    table = bench.markdown_table(result)
+    assert table.count("\n| ") == 5 and "midpoint VI" in table
+    bench.plot(result, tmp_path / "energy.png")
+    assert (tmp_path / "energy.png").stat().st_size > 1000
