@@ -10,7 +10,10 @@ by automatic differentiation of L_d:
     Σᵢ cᵢ ∂²fᵢ/∂z² = Tᵀ ∇²_{(y,z)}(cᵀO + μᵀR) T,  T = [dy/dz; I],  R_yᵀ μ = −O_yᵀ c   (eqs. 16–27, 31–32)
 
 The second formula is the covector contraction a second-order optimizer needs, without forming
-the (nx, nz, nz) tensor; ``second_order`` forms the full tensor for tests.
+the (nx, nz, nz) tensor; ``second_order`` forms the full tensor from one projected Hessian per
+curved output row and per residual row (the contraction is linear in (c, μ)).
+The rcond of R_y is reported with every linearization: seed 000 §VII's two singularities (M_{k+1},
+and the constraint term Dh(q_{k+1}) M_{k+1}⁻¹ Dh(q_k)ᵀ, its Schur complement) both make R_y singular.
 """
 
 from __future__ import annotations
