@@ -17,10 +17,11 @@ import yaml
 from test_linearization import fd_first_order, fd_jacobian, rel_err
 
 from vi_control.integrators.midpoint import MidpointVI
-from vi_control.linearization import linearize, second_order, second_order_contraction
+from vi_control.linearization import linearize, linearize_trajectory, second_order, second_order_contraction
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import load_robot
 from vi_control.model.marionette import (
+    STRING_DIRECTIONS,
     STRING_LENGTH,
     STRINGS,
     default_controls,
@@ -127,6 +128,24 @@ def test_marionette_stays_on_constraint(robot, vi, point):
     q1 = vi.step(x, u)[:40]
     J_q = np.hstack([lin.A, lin.B])[:40]
     assert np.abs(dyn.constraint_jacobian(q1) @ J_q).max() <= 1e-9 * np.abs(J_q).max()
+
+
+def test_marionette_paper_string_motion(robot, vi):
+    """Seed 000 §VIII-B's reference motion: arm and leg strings driven by ±0.1 sin(0.6πt) (here along each
+    string, 2 s). The constraints hold to round-off and no step of the trajectory is near-singular."""
+    x0 = marionette_initial_state(robot)
+    N = 200
+    t = DT * np.arange(1, N + 1)
+    U = np.tile(x0[:40][vi.idx_k], (N, 1))
+    for name, sign in (("left_hand", 1), ("right_hand", -1), ("left_knee", 1), ("right_knee", -1)):
+        d = np.array(STRING_DIRECTIONS[name]) / np.linalg.norm(STRING_DIRECTIONS[name])
+        for j, a in enumerate("xyz"):
+            U[:, robot.prescribed.index(f"string_{name}_{a}")] += sign * 0.1 * np.sin(0.6 * np.pi * t) * d[j]
+    X, _ = vi.simulate(x0, U)
+    assert max(np.abs(vi.constraint(x[:40])).max() for x in X) < 1e-10
+    assert np.abs(X[-1, :22] - x0[:22]).max() > 0.05  # the puppet does move
+    traj = linearize_trajectory(vi, X[:41], U[:40])
+    assert traj.near_singular.size == 0 and traj.rcond.min() > 1e-7
 
 
 @pytest.fixture(scope="module")
