@@ -37,8 +37,13 @@ class Frames:
     @cached_property
     def Sw(self) -> np.ndarray:
         """(n, 6) joint twists in the world frame, Ad_{T_i} S_i."""
-        w = np.einsum("nij,nj->ni", self.R, self._S[:, :3])
-        return np.concatenate([w, np.cross(self.p, w) + np.einsum("nij,nj->ni", self.R, self._S[:, 3:])], axis=1)
+        w = lie.mv(self.R, self._S[:, :3])
+        return np.concatenate([w, lie.cross(self.p, w) + lie.mv(self.R, self._S[:, 3:])], axis=1)
+
+    @cached_property
+    def axis_points(self) -> np.ndarray:
+        """ω × v of each world joint twist: the point of a revolute axis closest to the origin."""
+        return lie.cross(self.Sw[:, :3], self.Sw[:, 3:])
 
     @cached_property
     def Ad_inv(self) -> np.ndarray:
@@ -92,6 +97,13 @@ class BodyTree:
                 anc[i, j] = True
                 j = self.parents[j]
         self.anc = anc
+        # Pointer-jumping schedule (bodies still below an ancestor, that ancestor) for each round.
+        self._rounds = []
+        jump = self.parents.copy()
+        while np.any(jump >= 0):
+            live = np.flatnonzero(jump >= 0)
+            self._rounds.append((live, jump[live].copy()))
+            jump[live] = jump[jump[live]]
         self._desc = np.where(anc.T, np.arange(n)[None, :], np.where(anc, np.arange(n)[:, None], 0))
         self._related = anc | anc.T
 
@@ -106,17 +118,10 @@ class BodyTree:
         q = np.asarray(q, float)
         E = lie.exp_so3(self.S[:, :3] * q[:, None])
         R = self._XR @ E
-        p = self._Xp + np.einsum("nij,nj->ni", self._XR, self.S[:, 3:] * q[:, None])
-        anc = self.parents
-        while True:
-            live = np.flatnonzero(anc >= 0)
-            if live.size == 0:
-                break
-            a = anc[live]
-            p[live] = p[a] + np.einsum("nij,nj->ni", R[a], p[live])
+        p = self._Xp + lie.mv(self._XR, self.S[:, 3:] * q[:, None])
+        for live, a in self._rounds:
+            p[live] = p[a] + lie.mv(R[a], p[live])
             R[live] = R[a] @ R[live]
-            anc = anc.copy()
-            anc[live] = anc[a]
         return Frames(R, p, self.S)
 
     # ---- backward pass ---------------------------------------------------------------------------
@@ -135,13 +140,13 @@ class BodyTree:
         return np.einsum("ni,ni->n", fr.Sw, self.subtree_sum(w_world))
 
     def to_world(self, fr: Frames, w_body: np.ndarray) -> np.ndarray:
-        return np.einsum("nji,nj->ni", fr.Ad_inv, w_body)
+        return lie.mv(np.swapaxes(fr.Ad_inv, 1, 2), w_body)
 
     def gravity_wrenches(self, fr: Frames) -> np.ndarray:
         """World-frame ∂P_i for P_i = −m_i gᵀ x_{c,i}: (−m x_c × g, −m g)."""
-        xc = fr.p + np.einsum("nij,nj->ni", fr.R, self.com)
+        xc = fr.p + lie.mv(fr.R, self.com)
         mg = self.mass[:, None] * self.gravity[None, :]
-        return np.concatenate([-np.cross(xc, mg), -mg], axis=1)
+        return np.concatenate([-lie.cross(xc, mg), -mg], axis=1)
 
     def gravity_torque(self, fr: Frames) -> np.ndarray:
         """∂V/∂q at the configuration of ``fr`` (= Pinocchio's generalized gravity)."""
@@ -159,22 +164,15 @@ class BodyTree:
         dq = np.asarray(dq, float)
         Sw = fk.Sw
         Rm = lie.exp_so3_minus_identity(Sw[:, :3] * dq[:, None])
-        t = np.where(self._revolute[:, None], -np.einsum("nij,nj->ni", Rm, np.cross(Sw[:, :3], Sw[:, 3:])),
-                     Sw[:, 3:] * dq[:, None])
-        anc = self.parents
-        while True:
-            live = np.flatnonzero(anc >= 0)
-            if live.size == 0:
-                break
-            a = anc[live]
-            t[live] = t[a] + t[live] + np.einsum("nij,nj->ni", Rm[a], t[live])
+        # revolute: rotation about the axis through point c = ω × v, t = (I − R) c; prismatic: t = v Δq
+        t = np.where(self._revolute[:, None], -lie.mv(Rm, fk.axis_points), Sw[:, 3:] * dq[:, None])
+        for live, a in self._rounds:
+            t[live] = t[a] + t[live] + lie.mv(Rm[a], t[live])
             Rm[live] = Rm[a] + Rm[live] + Rm[a] @ Rm[live]
-            anc = anc.copy()
-            anc[live] = anc[a]
         RmR = Rm @ fk.R
-        tw = np.einsum("nij,nj->ni", Rm, fk.p) + t  # ΔT_i = (T_i^k)^{-1} W_i T_i^k
+        tw = lie.mv(Rm, fk.p) + t  # ΔT_i = (T_i^k)^{-1} W_i T_i^k
         Rt = np.swapaxes(fk.R, 1, 2)
-        xi = lie.log_se3(Rt @ RmR, np.einsum("nij,nj->ni", Rt, tw))
+        xi = lie.log_se3(Rt @ RmR, lie.mv(Rt, tw))
         return xi, Frames(fk.R + RmR, fk.p + tw, self.S)
 
     def world_momenta(self, fk: Frames, xi: np.ndarray, dt: float) -> np.ndarray:
@@ -182,7 +180,7 @@ class BodyTree:
 
         Also equals Ad_{(T_i^{k+1})^{-1}}ᵀ Ad_{ΔT_i}ᵀ μ_i^k, the term D₂L_d needs at q_{k+1}.
         """
-        mu = lie.dlog_transpose_apply(xi, np.einsum("nij,nj->ni", self.G, xi)) / dt
+        mu = lie.dlog_transpose_apply(xi, lie.mv(self.G, xi)) / dt
         return self.to_world(fk, mu)
 
     def momentum_jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, dt: float) -> np.ndarray:
@@ -242,7 +240,7 @@ def drnea_recursive(tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: n
         Rk = world[1][i][:3, :3]
         g_b = Rk.T @ tree.gravity
         m, c = tree.mass[i], tree.com[i]
-        dP = np.concatenate([-m * np.cross(c, g_b), -m * g_b])
+        dP = np.concatenate([-m * lie.cross(c, g_b), -m * g_b])
         F[i] = mu - Ad_dT.T @ mu_prev + dt * dP
         for ch in children[i]:
             Tic = local[1][ch]
