@@ -27,7 +27,8 @@ NODES = {"simulator": "simulator_node", "planner": "planner_node", "controller":
 class ClosedLoopRun:
     """What a closed-loop run produced: the plan, measured samples on the plan's grid, node logs."""
 
-    plan: Plan | None
+    plan: Plan | None  # the latest plan
+    first_plan: Plan | None  # the plan that was executing when the run started (the same unless replanned)
     stamps: np.ndarray  # (T,) simulation time of each joint state
     q: np.ndarray  # (T, nq) measured positions
     effort: np.ndarray  # (T, nq) applied torques reported by the simulator
@@ -35,14 +36,15 @@ class ClosedLoopRun:
     logs: dict[str, str] = field(default_factory=dict)
     error: str = ""
 
-    def tracking_error(self, continuous_mask: np.ndarray) -> np.ndarray:
+    def tracking_error(self, continuous_mask: np.ndarray, plan: Plan | None = None) -> np.ndarray:
         """Per plan step, measured q − planned q (modulo 2π on continuous joints): (N+1, nq)."""
+        plan = plan or self.first_plan
         nq = self.q.shape[1]
-        out = np.full((self.plan.horizon + 1, nq), np.nan)
-        for k, t in enumerate(self.plan.times):
-            i = np.flatnonzero(np.abs(self.stamps - t) < 0.25 * self.plan.dt)
+        out = np.full((plan.horizon + 1, nq), np.nan)
+        for k, t in enumerate(plan.times):
+            i = np.flatnonzero(np.abs(self.stamps - t) < 0.25 * plan.dt)
             if i.size:
-                out[k] = -state_difference(self.plan.X[k, :nq], self.q[i[-1]], continuous_mask)
+                out[k] = -state_difference(plan.X[k, :nq], self.q[i[-1]], continuous_mask)
         return out
 
     def final_error(self, goal_q: np.ndarray, continuous_mask: np.ndarray) -> np.ndarray:
@@ -69,7 +71,7 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
              for n, m in NODES.items()}
     rclpy.init(domain_id=domain_id)
     rec = None
-    error, plan = "", None
+    error, plan, first = "", None, None
     try:
         rec = Recorder(joint_names or ["theta"])
         if not rec.wait_for(lambda: rec.plan() is not None or not all(p.alive for p in procs.values()), timeout):
@@ -78,6 +80,7 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
         if dead:
             raise RuntimeError(f"node(s) {dead} exited early")
         seq, plan = rec.plan()
+        first = plan
         print(f"[main_job] plan {seq}: N={plan.horizon}, dt={plan.dt:g} (after {time.monotonic() - t0:.1f} s)")
         if on_start is not None:
             on_start(procs, rec)
@@ -106,11 +109,11 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
             p.stop()
         rclpy.try_shutdown()
     if plan is not None and states:
-        plan = _anchor(plan, states)
+        plan, first = _anchor(plan, states), _anchor(first, states)
     nq = len(joint_names or ["theta"])
     arr = (lambda i: np.array([s[i] for s in states]).reshape(len(states), -1)) if states else \
         (lambda i: np.zeros((0, nq)))
-    return ClosedLoopRun(plan=plan, stamps=np.array([s[1] for s in states]), q=arr(2), effort=arr(3),
+    return ClosedLoopRun(plan=plan, first_plan=first, stamps=np.array([s[1] for s in states]), q=arr(2), effort=arr(3),
                          wall_time=wall, logs={n: p.log() for n, p in procs.items()}, error=error)
 
 
