@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,11 +110,12 @@ def midpoint_worker(n: int, steps: int) -> None:
                           steps=steps, q_final=x[:n].tolist(), compiled=codegen.build_stats)))
 
 
-def run_midpoint(n: int, steps: int, cap: float) -> dict:
+def run_midpoint(n: int, steps: int, cap: float, cache: str | None) -> dict:
     cmd = [sys.executable, __file__, "--midpoint-worker", str(n), "--steps", str(steps)]
+    env = dict(os.environ, **({"VI_CONTROL_CACHE": cache} if cache else {}))
     t0 = time.perf_counter()
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=cap)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=cap, env=env)
     except subprocess.TimeoutExpired:
         return dict(status=f"build+run exceeded the {cap:.0f} s cap", wall_s=time.perf_counter() - t0)
     if out.returncode != 0:
@@ -191,6 +194,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 20, 50, 100])
     ap.add_argument("--midpoint-steps", type=int, default=None, help="default: --steps")
     ap.add_argument("--midpoint-cap", type=float, default=900.0, help="seconds for MidpointVI build + run")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="let MidpointVI reuse compiled code from ~/.cache (default: cold build in a fresh cache)")
     ap.add_argument("--name", default="linear_time", help="basename of the files in benchmarks/results/")
     ap.add_argument("--midpoint-worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -198,13 +203,14 @@ def main() -> None:
         midpoint_worker(args.midpoint_worker, args.steps)
         return
     mp_steps = args.midpoint_steps or args.steps
+    cache = None if args.warm_cache else tempfile.mkdtemp(prefix="vi_control_bench_cache_")
     rows = []
     for n in args.sizes:
         robot = load_robot(planar_chain_urdf(n))
         row = dict(n=n, costs=component_costs(robot))
         row["riqn"] = run_linear_time(robot, "riqn", args.steps)
         row["newton"] = run_linear_time(robot, "newton", args.steps)
-        row["midpoint"] = run_midpoint(n, mp_steps, args.midpoint_cap)
+        row["midpoint"] = run_midpoint(n, mp_steps, args.midpoint_cap, cache)
         row["ig_iterations"] = {ig: run_linear_time(robot, "riqn", min(args.steps, 500), ig)["iters_mean"]
                                 for ig in ("IG1", "IG2", "IG3")}
         if row["midpoint"].get("status") == "ok" and mp_steps == args.steps:
@@ -213,6 +219,8 @@ def main() -> None:
         rows.append(row)
         print(f"N={n}: RIQN {fmt_ms(row['riqn']['step_s'])} ms/step, Newton {fmt_ms(row['newton']['step_s'])} ms/step, "
               f"midpoint {row['midpoint']}", flush=True)
+    if cache:
+        shutil.rmtree(cache, ignore_errors=True)
     table = make_table(rows, args.steps, mp_steps)
     ig = "\n".join(["", "RIQN mean iterations per step by initial guess (first 500 steps):", "",
                     "| N | IG1 | IG2 | IG3 |", "|---|---|---|---|"]
