@@ -164,9 +164,13 @@ class Task:
 
     # ---- resolution against a discrete system -------------------------------------------------
     def start_state(self, vi: MidpointVI) -> np.ndarray:
+        """x₀ = (q₀, D₂L_d(q₀ − Δt·q̇₀, q₀)): the discrete state of the configuration pair a sampled
+        trajectory would show (seed 000 eq. 1b). At rest (q̇₀ = 0) this is the held state, whose
+        momentum under gravity is −(Δt/2)∇V — p = M q̇ = 0 would instead kick the robot by that impulse.
+        """
         q0 = np.zeros(vi.nq) if self.q0 is None else _vector(list(self.q0), "start.q", vi.nq)
         qd = np.zeros(vi.nq) if self.qdot0 is None else _vector(list(self.qdot0), "start.qdot", vi.nq)
-        return vi.state_from_velocity(q0, qd)
+        return vi.state_from_configurations(q0 - vi.dt * qd, q0)
 
     def weight(self, which: str, group: str, n: int, nq: int | None = None) -> np.ndarray:
         """Weight ``which`` (Q, R, Qf) of ``group`` (weights, lqr, hold), falling back weights ← lqr ← hold."""
