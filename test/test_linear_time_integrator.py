@@ -7,7 +7,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from vi_control.integrators import make_integrator
-from vi_control.integrators.linear_time import LinearTimeVI
+from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
 from vi_control.model.generate import planar_chain_urdf
@@ -139,3 +139,10 @@ def test_factory_and_guards(pendulum_robot):
         {"type": "plane", "link": "link2", "point": [0, 0, -2], "normal": [0, 0, 1]}]})
     with pytest.raises(NotImplementedError):
         LinearTimeVI(constrained, 0.01)
+
+
+def test_non_convergence_is_reported(chain5):
+    vi = LinearTimeVI(chain5, 0.05, max_iterations=3)
+    with pytest.raises(ConvergenceError) as err:
+        vi.step(vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0)), np.zeros(5), step_index=7)
+    assert err.value.step == 7 and err.value.residual > 1e-6
