@@ -95,7 +95,7 @@ def _nonlinear_outputs(vi: MidpointVI) -> np.ndarray:
     of p_{k+1} = D₂L_d (eq. 2b) carry curvature, so the full tensor needs ~nd + ny Hessians, not nx.
     """
     if vi not in _NONLINEAR_OUTPUTS:
-        f = vi.structure.functions.raw["output"]
+        f = vi.fn.raw["output"]
         y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
         w = ca.vertcat(y, z)
         J = ca.jacobian(f(y, z), w)
