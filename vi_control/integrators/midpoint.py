@@ -92,6 +92,7 @@ class MidpointVI:
         self._lam_guess = np.zeros(self.nc)
         self.last_result: StepResult | None = None
         self._newton = s.newton  # compiled whole-step driver, or None (CasADi VM / no compiler)
+        self._zero_input = np.zeros(self.nu)
         self._what = ("M_{k+1}" if self.nc == 0
                       else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
 
@@ -201,31 +202,38 @@ class MidpointVI:
 
     def _solve_compiled(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None,
                         y0: np.ndarray | None) -> StepResult:
-        """Same algorithm as the numpy loop of ``solve``, as one call into the generated library."""
-        x, u = self._check_sizes(x, u)
-        nw = self._newton
-        nw.z[: self.nx] = x
-        nw.z[self.nx:] = u
+        """Same algorithm as the numpy loop of ``solve``, as one call into the generated library.
+
+        Finiteness of (x, u) is checked in C (same ValueError); the rest of ``_check_inputs`` is here.
+        """
+        nw, nx = self._newton, self.nx
+        x = np.asarray(x, dtype=float)
+        u = self._zero_input if u is None else np.asarray(u, dtype=float)
+        if x.shape != (nx,) or u.shape != (self.nu,):
+            x, u = self._check_sizes(x, u)
+        nw.z[:nx] = x
+        nw.z[nx:] = u
         if y0 is None:
-            nw.y[self.nd:] = self._lam_guess
+            if self.nc:
+                nw.y[self.nd:] = self._lam_guess
         else:
             nw.y[:] = np.asarray(y0, float).ravel()
         code = nw(self.max_iterations, self.tol, self.rcond_min, y0 is None)
-        rnorm, it, rcond = nw.info
+        rnorm, it, rcond = nw.info.tolist()
         if code:
             if code == NEWTON_NONFINITE:
                 raise ValueError("state or input contains NaN/inf")
             if code == NEWTON_SINGULAR_MASS:
                 raise np.linalg.LinAlgError("Singular matrix: M(q_k) in the initial guess")
             if code == NEWTON_SINGULAR:
-                raise SingularityError(step_index, float(rcond), self._what)
+                raise SingularityError(step_index, rcond, self._what)
             assert code == NEWTON_NOT_CONVERGED
-            raise ConvergenceError(step_index, float(rnorm), int(it))
+            raise ConvergenceError(step_index, rnorm, int(it))
         xn = self.wrap(nw.xn) if self.wrap_continuous else nw.xn.copy()
         y = nw.y.copy()
         lam = y[self.nd:].copy()
         self._lam_guess = lam
-        return StepResult(x=xn, lam=lam, iterations=int(it), residual=float(rnorm), y=y)
+        return StepResult(x=xn, lam=lam, iterations=int(it), residual=rnorm, y=y)
 
     def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k). Multipliers and iteration count are in ``last_result``."""

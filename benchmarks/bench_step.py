@@ -1,0 +1,212 @@
+"""µs per midpoint VI step (seed 000) against Pinocchio ABA + semi-implicit Euler and MuJoCo ``mj_step``.
+
+Everything is measured in this process, interleaved round by round (the machine is shared: each figure
+is the fastest of ``--rounds`` batches, and the ratios compare figures from the same rounds):
+
+- ``VI``: ``MidpointVI.step`` as shipped (whole Newton step in generated C when the model compiles);
+- ``numpy Newton``: the same compiled residual/Jacobian with the Newton loop, LU and dgecon in numpy/LAPACK
+  (the path before the C driver; also what runs when the driver is unavailable);
+- ``ABA+Euler``: q̇ += Δt·aba(q, q̇, τ); q += Δt·q̇ with Pinocchio on the same model;
+- ``mj_step``: MuJoCo on the same URDF (visual/collision stripped), Euler integrator, same Δt and gravity.
+
+Build times: ``cold`` = MidpointVI construction with an empty VI_CONTROL_CACHE (symbolic build + C
+generation + gcc), ``warm`` = the same construction again (symbolic build + C generation, library reused).
+
+Usage: .venv/bin/python benchmarks/bench_step.py [--models panda,chain10] [--dts 0.01,0.001] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from vi_control.integrators.midpoint import MidpointVI, StepError
+from vi_control.model import load_robot
+from vi_control.model.generate import planar_chain_urdf
+from vi_control.robots import bundled_config, bundled_urdf, example_robot_urdf
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH_SECONDS = 0.02  # length of one timed batch
+
+
+def ensure_mujoco():
+    try:
+        import mujoco
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r",
+                        str(ROOT / "benchmarks" / "requirements-bench.txt")], check=True)
+        import mujoco
+    return mujoco
+
+
+def model_sources(names: list[str]) -> dict[str, tuple[str, str | None]]:
+    """URDF XML text and system YAML per model name; arm7 is skipped until urdf/arm7.urdf exists."""
+    out = {}
+    for name in names:
+        if name == "arm7":
+            path = ROOT / "urdf" / "arm7.urdf"
+            if not path.exists():
+                print("arm7: urdf/arm7.urdf not there yet, skipped", file=sys.stderr)
+                continue
+            out[name] = (Path(bundled_urdf("arm7")).read_text(), bundled_config("arm7"))
+        elif name == "panda":
+            out[name] = (example_robot_urdf("panda"), None)
+        elif name.startswith("chain"):
+            out[name] = (planar_chain_urdf(int(name[5:])), None)
+        else:
+            raise ValueError(f"unknown model {name!r}")
+    return out
+
+
+def strip_geometry(urdf: str) -> str:
+    """MuJoCo cannot load the meshes offline and needs none to step the dynamics."""
+    xml = re.sub(r"<\?xml[^>]*\?>", "", urdf)
+    xml = re.sub(r"<(visual|collision)\b.*?</\1>", "", xml, flags=re.S)
+    return re.sub(r"<(visual|collision)\b[^>]*/>", "", xml)
+
+
+def best_per_step(run, n: int, rounds: list[float]) -> None:
+    t = time.perf_counter()
+    run(n)
+    rounds.append((time.perf_counter() - t) / n)
+
+
+def timed_build(robot, dt: float) -> tuple[MidpointVI, float]:
+    t = time.perf_counter()
+    vi = MidpointVI(robot, dt)
+    return vi, time.perf_counter() - t
+
+
+def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, mujoco) -> dict:
+    robot = load_robot(urdf, yaml)
+    with tempfile.TemporaryDirectory() as cache:
+        old = os.environ.get("VI_CONTROL_CACHE")
+        os.environ["VI_CONTROL_CACHE"] = cache
+        try:
+            _, cold = timed_build(robot, dt)
+            vi, warm = timed_build(robot, dt)
+        finally:
+            if old is None:
+                os.environ.pop("VI_CONTROL_CACHE")
+            else:
+                os.environ["VI_CONTROL_CACHE"] = old
+    nq = robot.nq
+    rng = np.random.default_rng(0)
+    lo, hi = robot.pin_model.lowerPositionLimit, robot.pin_model.upperPositionLimit
+    mid = np.where(np.isfinite(lo) & np.isfinite(hi), (lo + hi) / 2, 0.0)
+    q0 = mid + rng.uniform(-0.3, 0.3, nq)
+    v0 = rng.uniform(-0.5, 0.5, nq)
+    x0 = vi.state_from_velocity(q0, v0)
+    u = np.zeros(vi.nu)
+    tau = np.zeros(nq)
+    iters: list[int] = []
+
+    def run_vi(n: int) -> None:
+        x = x0
+        for _ in range(n):
+            x = vi.step(x, u)
+            iters.append(vi.last_result.iterations)
+
+    newton_c = vi._newton
+
+    def run_numpy_newton(n: int) -> None:
+        vi._newton = None  # the numpy Newton loop over the same compiled residual
+        try:
+            x = x0
+            for _ in range(n):
+                x = vi.step(x, u)
+        finally:
+            vi._newton = newton_c
+
+    pm = robot.pin_model
+    pd = pm.createData()
+
+    def run_aba(n: int) -> None:
+        q, v = q0.copy(), v0.copy()
+        for _ in range(n):
+            v = v + dt * pin.aba(pm, pd, q, v, tau)
+            q = q + dt * v
+
+    runs = {"vi": run_vi, "aba": run_aba}
+    if newton_c is not None:
+        runs["numpy"] = run_numpy_newton
+    if mujoco is not None:
+        mm = mujoco.MjModel.from_xml_string(strip_geometry(urdf))
+        mm.opt.timestep = dt
+        mm.opt.gravity[:] = robot.gravity
+        mm.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        md = mujoco.MjData(mm)
+
+        def run_mj(n: int) -> None:
+            mujoco.mj_resetData(mm, md)
+            md.qpos[:], md.qvel[:] = q0, v0
+            for _ in range(n):
+                mujoco.mj_step(mm, md)
+
+        runs["mj_step"] = run_mj
+    # Batch sizes from one probe step each, so a batch lasts ~BATCH_SECONDS.
+    sizes = {}
+    for key, run in runs.items():
+        t = time.perf_counter()
+        run(2)
+        sizes[key] = int(np.clip(BATCH_SECONDS / max((time.perf_counter() - t) / 2, 1e-7), 2, 5000))
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    iters.clear()
+    for _ in range(rounds):
+        for key, run in runs.items():
+            best_per_step(run, sizes[key], times[key])
+    best = {k: min(v) * 1e6 for k, v in times.items()}
+    return dict(model=name, nq=nq, dt=dt, backend="C Newton" if newton_c is not None else "CasADi VM",
+                iters=float(np.mean(iters)), cold=cold, warm=warm, **best)
+
+
+def table(rows: list[dict]) -> str:
+    def f(v, fmt="{:.1f}"):
+        return "–" if v is None else fmt.format(v)
+
+    lines = ["| model | nq | Δt | VI step backend | VI µs/step | Newton it/step | numpy Newton µs | ABA+Euler µs "
+             "| mj_step µs | VI / ABA+Euler | VI / mj_step | numpy Newton / VI | cold build s | warm build s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        vi, aba, mj, npn = r["vi"], r["aba"], r.get("mj_step"), r.get("numpy")
+        lines.append(
+            f"| {r['model']} | {r['nq']} | {r['dt'] * 1e3:g} ms | {r['backend']} | {f(vi)} | {r['iters']:.2f} "
+            f"| {f(npn)} | {f(aba)} | {f(mj)} | {vi / aba:.1f}× | {f(mj and vi / mj, '{:.1f}×')} "
+            f"| {f(npn and npn / vi, '{:.1f}×')} | {r['cold']:.1f} | {r['warm']:.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="arm7,panda,chain10,chain32,chain100")
+    ap.add_argument("--dts", default="0.01,0.001")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--no-mujoco", action="store_true")
+    args = ap.parse_args()
+    mujoco = None if args.no_mujoco else ensure_mujoco()
+    rows = []
+    for name, (urdf, yaml) in model_sources(args.models.split(",")).items():
+        for dt in (float(s) for s in args.dts.split(",")):
+            # The VM path at 100 links costs ~0.1 s per step: fewer rounds are enough there.
+            rounds = args.rounds if not name.startswith("chain") or int(name[5:]) < 64 else 3
+            print(f"{name} dt={dt} ...", file=sys.stderr, flush=True)
+            try:
+                rows.append(bench_model(name, urdf, yaml, dt, rounds, mujoco))
+            except StepError as e:
+                print(f"{name} dt={dt}: {e}", file=sys.stderr)
+                continue
+            print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
