@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from vi_control.control.lqr import state_error
+from vi_control.integrators.midpoint import StepError
 from vi_control.planning.evaluate import simulate_plan
 from vi_control.planning.task import load_task, plan_task
 
@@ -44,9 +45,12 @@ def test_underactuated_swingup_reaches_the_upright(name, perturbation):
     assert np.abs(plan.X[-1, vi.nq:]).max() < 0.05  # nearly at rest
     x0 = plan.X[0] + np.asarray(perturbation)
     Xc, _ = simulate_plan(vi, plan, x0, feedback=True, clamp=True)
-    Xo, _ = simulate_plan(vi, plan, x0, feedback=False)
     assert _goal_error(vi, task, Xc[-1]).max() < 0.05
-    assert _goal_error(vi, task, Xo[-1]).max() > 0.3
+    try:
+        Xo, _ = simulate_plan(vi, plan, x0, feedback=False)
+        assert _goal_error(vi, task, Xo[-1]).max() > 0.3
+    except StepError:  # open loop tumbles so fast that a midpoint step no longer converges: far from the goal
+        pass
 
 
 def test_panda_reaches_a_joint_space_goal_under_gravity():
