@@ -39,8 +39,15 @@ def chain(n_links: int = 10) -> RobotModel:
     return load_robot(planar_chain_urdf(n_links), {"gravity": [0.0, 0.0, -9.81]})
 
 
-def initial_configuration(n: int) -> np.ndarray:
-    """Bent: the first joint at 1 rad, the rest alternating ±0.3 rad, released at rest."""
+def initial_configuration(n: int, kind: str = "bent") -> np.ndarray:
+    """Released at rest. 'bent': first joint 1 rad, the others alternating ±0.3 rad (violent, chaotic
+    whipping); 'gentle': first joint 0.5 rad, the others 0 (as benchmarks/bench_linear_time.py)."""
+    if kind == "gentle":
+        q0 = np.zeros(n)
+        q0[0] = 0.5
+        return q0
+    if kind != "bent":
+        raise ValueError(f"unknown initial configuration {kind!r}")
     q0 = 0.3 * (-1.0) ** np.arange(n)
     q0[0] = 1.0
     return q0
@@ -118,14 +125,15 @@ def summarize(name: str, run: dict, model: pin.Model, dt: float) -> dict:
     return dict(name=name, dt=dt, steps=len(E) - 1, t=t, error=err, E0=float(E[0]),
                 max_abs=float(np.abs(err).max()) if finite else float("inf"), drift=drift,
                 wall=run["wall"], us_per_step=1e6 * run["wall"] / max(len(E) - 1, 1),
+                peak_speed=float(np.abs(run["V"]).max()) if finite else float("inf"),
                 iterations=run.get("iterations"))
 
 
-def run_benchmark(steps: int = 100_000, dt: float = 5e-3, n_links: int = 10) -> dict:
-    """All four runs; returns {'rows': [...], 'E0', 'T', 'n_links'} (rows carry t and E − E0)."""
+def run_benchmark(steps: int = 100_000, dt: float = 5e-3, n_links: int = 10, q0_kind: str = "bent") -> dict:
+    """All four runs; returns {'rows': [...], 'E0', 'T', 'n_links', 'q0'} (rows carry t and E − E0)."""
     robot = chain(n_links)
     model = robot.pin_model
-    q0 = initial_configuration(n_links)
+    q0 = initial_configuration(n_links, q0_kind)
     rows = [summarize("midpoint VI", run_midpoint(robot, q0, dt, steps), model, dt)]
     rows.append(summarize("semi-implicit Euler", run_explicit(model, q0, dt, steps, "euler"), model, dt))
     rows.append(summarize("RK4, same Δt", run_explicit(model, q0, dt, steps, "rk4"), model, dt))
@@ -134,19 +142,20 @@ def run_benchmark(steps: int = 100_000, dt: float = 5e-3, n_links: int = 10) -> 
     n_eq = max(1, int(round(steps / ratio)))
     dt_eq = steps * dt / n_eq
     rows.append(summarize("RK4, equal wall time", run_explicit(model, q0, dt_eq, n_eq, "rk4"), model, dt_eq))
-    return dict(rows=rows, E0=rows[0]["E0"], T=steps * dt, n_links=n_links)
+    return dict(rows=rows, E0=rows[0]["E0"], T=steps * dt, n_links=n_links, q0=q0_kind)
 
 
 def markdown_table(result: dict) -> str:
-    lines = [f"Passive {result['n_links']}-link chain, E0 = {result['E0']:.4f} J, T = {result['T']:g} s simulated.",
+    lines = [f"Passive {result['n_links']}-link chain ({result['q0']} start), E0 = {result['E0']:.4f} J, "
+             f"T = {result['T']:g} s simulated.",
              "",
-             "| integrator | Δt (ms) | steps | max \\|E−E0\\| (J) | drift (J/s) | wall (s) | µs/step "
-             "| Newton it./step |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| integrator | Δt (ms) | steps | max \\|E−E0\\| (J) | drift (J/s) | peak \\|q̇\\| (rad/s) | wall (s) "
+             "| µs/step | Newton it./step |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         it = f"{r['iterations']:.2f}" if r["iterations"] is not None else "–"
         lines.append(f"| {r['name']} | {1e3 * r['dt']:.3g} | {r['steps']} | {r['max_abs']:.3e} | {r['drift']:+.2e} "
-                     f"| {r['wall']:.2f} | {r['us_per_step']:.1f} | {it} |")
+                     f"| {r['peak_speed']:.3g} | {r['wall']:.2f} | {r['us_per_step']:.1f} | {it} |")
     return "\n".join(lines)
 
 
@@ -167,7 +176,7 @@ def plot(result: dict, path: Path) -> None:
                     label=f"{r['name']} (Δt {1e3 * r['dt']:.3g} ms)")
     ax.set_xlabel("t (s)")
     ax.set_ylabel("|E − E0| (J), block maximum")
-    ax.set_title(f"Passive {result['n_links']}-link chain, E0 = {result['E0']:.2f} J")
+    ax.set_title(f"Passive {result['n_links']}-link chain, {result['q0']} start, E0 = {result['E0']:.2f} J")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -181,14 +190,16 @@ def main() -> None:
     ap.add_argument("--steps", type=float, default=1e5, help="steps per run (default 1e5)")
     ap.add_argument("--dt", type=float, default=5e-3, help="time step in s (default 5e-3)")
     ap.add_argument("--links", type=int, default=10)
+    ap.add_argument("--q0", choices=["bent", "gentle"], default="bent", help="initial configuration")
+    ap.add_argument("--name", default="energy", help="output stem under benchmarks/results/")
     args = ap.parse_args()
-    result = run_benchmark(int(args.steps), args.dt, args.links)
+    result = run_benchmark(int(args.steps), args.dt, args.links, args.q0)
     table = markdown_table(result)
     print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "energy.md").write_text(table + "\n")
-    plot(result, RESULTS / "energy.png")
-    print(f"\nplot: {RESULTS / 'energy.png'}")
+    (RESULTS / f"{args.name}.md").write_text(table + "\n")
+    plot(result, RESULTS / f"{args.name}.png")
+    print(f"\nplot: {RESULTS / args.name}.png")
 
 
 if __name__ == "__main__":
