@@ -133,9 +133,10 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
     dominating the null vector.
     """
     order = [model.names[i] for i in range(1, model.njoints)]
+    subtree = parsed.subtree_masses()
     for name in order:
         info = parsed.joints[name]
-        if name not in prescribed and parsed.subtree_mass(info.child) <= 0.0:
+        if name not in prescribed and subtree[info.child] <= 0.0:
             raise URDFError(f"link {info.child!r} (child of moving joint {name!r}) has zero mass and nothing "
                             "massive follows it: a moving body needs a positive <mass>")
     dyn = [i for i, n in enumerate(order) if n not in prescribed]
@@ -144,11 +145,19 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
     q = np.random.default_rng(0).uniform(-1.0, 1.0, model.nq)  # generic: avoids measure-zero singularities
     M = pin.crba(model, model.createData(), q)
     M = np.triu(M) + np.triu(M, 1).T
-    eig, vec = np.linalg.eigh(M[np.ix_(dyn, dyn)])
+    M = M[np.ix_(dyn, dyn)]
+    try:  # Cholesky pivots are the cheap test; the eigen-decomposition only names the culprit
+        pivots = np.diag(np.linalg.cholesky(M)) ** 2
+        if pivots.min() > 1e-12 * np.diag(M).max():
+            return
+    except np.linalg.LinAlgError:
+        pass
+    eig, vec = np.linalg.eigh(M)
     if eig[0] <= 1e-12 * max(eig[-1], 1e-300):
         worst = order[dyn[int(np.argmax(np.abs(vec[:, 0])))]]
-        raise URDFError(f"joint {worst!r}: the mass matrix is singular (eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}); "
-                        "the joint moves no mass or inertia (massless or point-mass link on its own axis?)")
+        raise URDFError(f"joint {worst!r}: the mass matrix is singular (eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}): "
+                        "the joint is redundant or moves no inertia (two joints moving the same bodies alike, "
+                        "or a point mass on its own axis)")
 
 
 def load_robot(urdf: str, system: str | dict | None = None, name: str | None = None,

@@ -56,10 +56,19 @@ class ParsedURDF:
     masses: dict[str, float] = field(default_factory=dict)  # link -> URDF <mass> (0 if none)
     edges: list[tuple[str, str, str, str]] = field(default_factory=list)  # (joint, type, parent, child)
 
-    def subtree_mass(self, link: str) -> float:
-        """Mass of ``link`` and of every link below it (through fixed and moving joints)."""
-        below = [c for _, _, p, c in self.edges if p == link]
-        return self.masses.get(link, 0.0) + sum(self.subtree_mass(c) for c in below)
+    def subtree_masses(self) -> dict[str, float]:
+        """link -> mass of the link and of every link below it (through fixed and moving joints)."""
+        below: dict[str, list[str]] = {}
+        for _, _, parent, child in self.edges:
+            below.setdefault(parent, []).append(child)
+        order, stack = [], [self.root]
+        while stack:  # pre-order from the root; reversed, every child comes before its parent
+            order.append(stack.pop())
+            stack.extend(below.get(order[-1], []))
+        out: dict[str, float] = {}
+        for link in reversed(order):
+            out[link] = self.masses.get(link, 0.0) + sum(out[c] for c in below.get(link, []))
+        return out
 
 
 def read_urdf_text(source: str | os.PathLike) -> str:
