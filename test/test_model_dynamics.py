@@ -151,6 +151,8 @@ def test_fourbar_loop_closes_at_initial_configuration(crank):
     # The frame welded at the rocker tip sits on the ground pivot; the loop Jacobian has full rank 2.
     pin.framesForwardKinematics(m, d, q)
     assert np.allclose(d.oMf[m.getFrameId("rocker_tip")].translation, [1.0, 0.0, 0.0], atol=1e-12)
+    J_tip = pin.computeFrameJacobian(m, d, q, m.getFrameId("rocker_tip"), pin.LOCAL_WORLD_ALIGNED)
+    assert close(dyn.constraint_jacobian(q), J_tip[[0, 2]])  # translation rows x, z of that frame
     assert np.linalg.matrix_rank(J) == 2
 
 
