@@ -156,3 +156,26 @@ def test_cache_reused_and_derivatives_lazy(tmp_path, monkeypatch):
     linearize(again, x, np.zeros(again.nu))  # first derivative use: one more library
     assert codegen.build_stats["compiled"] == before["compiled"] + 2
     assert len(list(tmp_path.glob("*.so"))) == 2
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_results_do_not_alias_driver_buffers(pair, rng, wrap):
+    """Returned x, y, λ stay valid after later steps (the driver reuses its buffers), with and without
+    wrapping of continuous angles, and wrapping agrees with the VM path."""
+    name, compiled, vm = pair
+    x = _initial_state(name, compiled, rng)
+    x[: compiled.nq][compiled.robot.continuous_mask] += 2 * np.pi  # something to wrap
+    u = np.zeros(compiled.nu)
+    if compiled.nk:
+        u[compiled.n_torques:] = x[compiled.idx_k]
+    compiled.wrap_continuous = vm.wrap_continuous = wrap
+    try:
+        r1 = compiled.solve(x, u)
+        kept = (r1.x.copy(), r1.y.copy(), r1.lam.copy())
+        r2 = compiled.solve(r1.x, u)
+        rv = vm.solve(x, u)
+    finally:
+        compiled.wrap_continuous = vm.wrap_continuous = False
+    assert all(np.array_equal(a, b) for a, b in zip(kept, (r1.x, r1.y, r1.lam)))
+    assert not np.array_equal(r1.x, r2.x)
+    assert np.abs(r1.x - rv.x).max() <= 1e-12 * (1.0 + np.abs(rv.x).max())

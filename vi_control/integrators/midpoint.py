@@ -229,7 +229,9 @@ class MidpointVI:
                 raise SingularityError(step_index, rcond, self._what)
             assert code == NEWTON_NOT_CONVERGED
             raise ConvergenceError(step_index, rnorm, int(it))
-        xn = self.wrap(nw.xn) if self.wrap_continuous else nw.xn.copy()
+        xn = nw.xn.copy()  # the buffer is overwritten by the next step
+        if self.wrap_continuous:
+            xn = self.wrap(xn)
         y = nw.y.copy()
         lam = y[self.nd:].copy()
         self._lam_guess = lam
