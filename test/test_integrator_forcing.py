@@ -5,11 +5,13 @@ against analytic rates, work–energy balances and a high-accuracy ODE solution 
 """
 
 import numpy as np
+import pinocchio as pin
 import pytest
 from scipy.integrate import solve_ivp
 
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
+from vi_control.model.generate import planar_chain_urdf
 from vi_control.robots import bundled_config, bundled_urdf
 
 G = 9.8
@@ -138,3 +140,38 @@ def test_torque_enters_only_actuated_joints(pendulum_robot):
     assert (passive.nu, driven.nu) == (0, 1)
     x = np.array([0.2, 0.5])
     assert passive.step(x, np.zeros(0)) == pytest.approx(driven.step(x, np.zeros(1)), abs=1e-14)
+
+
+def test_prescribed_base_joint_of_a_chain_matches_pinocchio_dynamics():
+    """3-link chain with `prescribed: [joint1]` (YAML) and joint1 = 0.6 sin 2t: joint1 is exactly the input,
+    and joints 2–3 converge at second order to the ODE built from Pinocchio's rnea/crba
+    (M_dd q̈_d = −rnea(q, q̇, (q̈₁, 0))_d), an implementation independent of our symbolic tree."""
+    robot = load_robot(planar_chain_urdf(3), {"gravity": [0, 0, -G], "prescribed": ["joint1"], "actuated": []})
+    model, data = robot.pin_model, robot.create_data()
+    amp, om, T = 0.6, 2.0, 2.0
+
+    def rho(t):
+        return amp * np.sin(om * t), amp * om * np.cos(om * t), -amp * om**2 * np.sin(om * t)
+
+    def rhs(t, s):
+        r, rd, rdd = rho(t)
+        q, v = np.concatenate([[r], s[:2]]), np.concatenate([[rd], s[2:]])
+        bias = pin.rnea(model, data, q, v, np.array([rdd, 0.0, 0.0]))[1:]
+        M = pin.crba(model, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        return np.concatenate([s[2:], np.linalg.solve(M[1:, 1:], -bias)])
+
+    q0d, v0d = np.array([0.4, -0.3]), np.zeros(2)
+    errors = []
+    for n in (100, 200, 400):
+        dt = T / n
+        t = dt * np.arange(n + 1)
+        ref = solve_ivp(rhs, (0, T), np.concatenate([q0d, v0d]), t_eval=t, method="DOP853",
+                        rtol=1e-12, atol=1e-12).y[:2].T
+        vi = MidpointVI(robot, dt, compile=False)
+        x0 = vi.state_from_velocity(np.concatenate([[0.0], q0d]), np.concatenate([[amp * om], v0d]))
+        X, _ = vi.simulate(x0, rho(t[1:])[0][:, None])
+        assert np.all(X[1:, 0] == rho(t[1:])[0])
+        errors.append(np.abs(X[:, 1:3] - ref).max())
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    assert errors[-1] < 2e-3 and np.all((ratios > 3.5) & (ratios < 4.5)), errors
