@@ -94,7 +94,8 @@ def test_discrete_noether_momentum_conserved():
     vi = LinearTimeVI(robot, 0.02)
     X, _ = vi.simulate(vi.state_from_velocity(np.array([0.1, 0.5, -0.4, 0.3]), np.array([1.0, -2.0, 0.5, 1.5])),
                        np.zeros((200, 4)))
-    assert np.abs(X[:, 4] - X[0, 4]).max() < 1e-10 * (1 + abs(X[0, 4]))
+    # each step conserves it up to the solver tolerance (1e-12 relative), so 200 steps stay below 1e-9
+    assert np.abs(X[:, 4] - X[0, 4]).max() < 1e-9 * (1 + abs(X[0, 4]))
     assert np.abs(np.diff(X[:, 5])).max() > 1e-3  # the other momenta do change
 
 
