@@ -14,7 +14,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..control.tracking import StateEstimator, TrackingController, safe_command
+from ..control.tracking import StateEstimator, TrackingController, safe_command, state_difference
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
@@ -151,8 +151,13 @@ class ControllerNode(Node):
             return
         t, x, _, _ = self.state
         if self._anchor_pending:
-            self.controller.plan.times = self.controller.plan.times - self.controller.plan.times[0] + t
+            plan = self.controller.plan
+            plan.times = plan.times - plan.times[0] + t
             self._anchor_pending = False
+            nq = self.vi.nq
+            gap = float(np.abs(state_difference(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
+            if gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback will fight it
+                self.get_logger().warning(f"plan {self.plan_seq} starts {gap:.3f} away from the measured q")
         u, clamped = self.controller.command(self.controller.index(t), x)
         if clamped:
             self.get_logger().warning("command clamped to the effort limits", throttle_duration_sec=2.0)
