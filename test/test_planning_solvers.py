@@ -95,3 +95,16 @@ def test_steepest_descent_decreases_the_cost_towards_the_ddp_optimum(pendulum_vi
     r = steepest_descent(pendulum_vi, cost, x0, np.zeros((cost.N, 1)), max_iterations=40)
     assert np.all(np.diff(r.cost_history) < 0) and r.cost < 0.5 * r.cost_history[0]
     assert r.iterations == 40 and not r.converged and r.stop_reason == "max_iterations"
+
+
+def test_first_order_projection_method_reaches_the_ddp_optimum(pendulum_vi, problem):
+    """Seed 000 Fig. 3: the first-order method converges to the same trajectory, in more iterations."""
+    from vi_control.planning.gradient import projection_gradient
+
+    cost, x0 = problem
+    r1 = projection_gradient(pendulum_vi, cost, x0, np.zeros((cost.N, 1)), max_iterations=300)
+    r2 = ddp(pendulum_vi, cost, x0, np.zeros((cost.N, 1)), max_iterations=50)
+    assert r1.converged and r1.iterations > r2.iterations
+    assert r1.cost == pytest.approx(r2.cost, rel=1e-7)
+    assert np.allclose(r1.X, r2.X, atol=1e-3)
+    assert set(r1.step_kinds) == {"metric"} and np.all(np.diff(r1.cost_history) <= 0)

@@ -81,11 +81,15 @@ class _BackwardFailure(Exception):
     pass
 
 
-def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order):
+def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order, metric=None):
     N, nx, nu = len(U), vi.nx, vi.nu
     kff = np.zeros((N, nu))
     Kfb = np.zeros((N, nu, nx))
     Vx, Vxx = cost.calc_diff_terminal(X[N])
+    # Curvature of the local model: the cost's own (Newton, Gauss–Newton) or a fixed metric (first order).
+    Wx, Wu = (cost.Q, cost.R) if metric is None else metric
+    if metric is not None:
+        Vxx = Wx
     LX = (X[:-1] - cost.X_ref[:-1]) @ cost.Q  # l_x, l_u of the quadratic cost, all k at once
     LU = (U - cost.U_ref) @ cost.R
     d1 = d2 = 0.0
@@ -94,7 +98,7 @@ def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order):
         A, B = lins[k]
         Qx, Qu = LX[k] + A.T @ Vx, LU[k] + B.T @ Vx
         VA, VB = Vxx @ A, Vxx @ B
-        Qxx, Qux, Quu = cost.Q + A.T @ VA, B.T @ VA, cost.R + B.T @ VB
+        Qxx, Qux, Quu = Wx + A.T @ VA, B.T @ VA, Wu + B.T @ VB
         if second_order:
             Hxx, Hxu, Huu = second_order_contraction(vi, X[k], U[k], Vx, results[k])
             Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu
@@ -128,13 +132,15 @@ def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order):
 
 def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
         input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
-        tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None) -> OptimizerResult:
+        tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
+        metric: tuple[np.ndarray, np.ndarray] | None = None, method: str | None = None) -> OptimizerResult:
     """DDP (``second_order=True``, seed 000's second-order method) or iLQR from the inputs U0.
 
     Stops when the directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls
     below ``tolerance`` (the seed's measure, Fig. 3: 1e-6), or when no step decreases J.
     """
-    method = "ddp" if second_order else "ilqr"
+    method = method or ("ddp" if second_order else "ilqr")
+    armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
     t0 = time.perf_counter()
     lo, hi = input_bounds(input_limits, vi.nu)
     U = np.clip(np.asarray(U0, float).reshape(cost.N, vi.nu), lo, hi)
@@ -154,7 +160,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
         newton = second_order
         while True:
             try:
-                kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lins, lo, hi, mu, newton)
+                kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lins, lo, hi, mu, newton, metric)
                 break
             except _BackwardFailure:
                 if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step
@@ -163,7 +169,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
                 mu = max(mu * 10, 1e-6)
                 if mu > mu_max:
                     break
-        kinds.append("newton" if newton else "gauss-newton")
+        kinds.append("newton" if newton else "gauss-newton" if metric is None else "metric")
         if mu > mu_max:
             reason, it = "regularization exceeded its maximum in the backward pass", it - 1
             break
@@ -173,12 +179,13 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
             final_lin = lin_list  # A_k, B_k at the returned trajectory: TV-LQR can reuse them
             break
         alpha, accepted = 1.0, False
-        while alpha > 1e-4:
+        while alpha > (1e-10 if armijo else 1e-4):
             ro = rollout(vi, X[0], U + alpha * kff, X, lo, hi, X, Kfb)
             if ro is not None:
                 Jn = cost.calc(ro[0], ro[1])
                 expected = alpha * d1 + alpha ** 2 * d2
-                if Jn < J and (expected >= 0 or (Jn - J) / expected >= 0.1):
+                if armijo and Jn <= J + 1e-4 * alpha * d1 or \
+                        not armijo and Jn < J and (expected >= 0 or (Jn - J) / expected >= 0.1):
                     accepted = True
                     break
             alpha *= 0.5

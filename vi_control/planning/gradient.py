@@ -1,8 +1,14 @@
-"""First-order trajectory optimization: projected steepest descent on the adjoint gradient (Armijo).
+"""First-order trajectory optimization (seed 000 §VIII-A, Fig. 3's first-order method).
 
-The first-order comparison method of seed 000 §VIII-A (Fig. 3): the gradient of J with respect to
-the inputs comes from one backward adjoint sweep through the exact first-order linearization
-(eqs. 8–15),
+``projection_gradient`` is the first-order projection-operator method the seed's trep library uses: the
+descent direction minimizes the first-order change of J plus a fixed quadratic metric ½(‖δx‖² + ‖δu‖²)
+subject to the linearized dynamics δx_{k+1} = A_k δx_k + B_k δu_k (eqs. 8–15) — an LQ problem solved by
+the same Riccati backward pass as DDP, with identity curvature — and the step is taken through the
+nonlinear closed-loop rollout with that LQ problem's feedback gains (the projection), with Armijo
+backtracking. Only first derivatives of f and of the cost are used.
+
+``steepest_descent`` is the textbook open-loop alternative, kept as a baseline and for its adjoint
+gradient: the gradient of J with respect to the inputs from one backward adjoint sweep
 
     λ_N = l_f,x,   λ_k = l_x,k + A_kᵀ λ_{k+1},   ∇_{u_k} J = l_u,k + B_kᵀ λ_{k+1},
 
@@ -19,7 +25,17 @@ import numpy as np
 from ..integrators.midpoint import MidpointVI
 from ..linearization import linearize
 from .cost import QuadraticTrackingCost
+from .ddp import ddp
 from .shooting import LogFn, OptimizerResult, input_bounds, progress_line, rollout
+
+
+def projection_gradient(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
+                        input_limits: np.ndarray | None = None, max_iterations: int = 1000,
+                        tolerance: float = 1e-6, log: LogFn = None) -> OptimizerResult:
+    """First-order projection method: LQ descent direction with identity metric, closed-loop projection."""
+    metric = (np.eye(vi.nx), np.eye(vi.nu))
+    return ddp(vi, cost, x0, U0, input_limits=input_limits, second_order=False, max_iterations=max_iterations,
+               tolerance=tolerance, regularization=0.0, log=log, metric=metric, method="gradient")
 
 
 def adjoint_gradient(vi: MidpointVI, cost: QuadraticTrackingCost, X: np.ndarray, U: np.ndarray,

@@ -37,7 +37,7 @@ from ..model.robot import RobotModel
 from ..robots import bundled_config, bundled_urdf, example_robot_urdf, share_dir
 from .cost import QuadraticTrackingCost, weight_matrix
 from .ddp import ddp
-from .gradient import steepest_descent
+from .gradient import projection_gradient
 from .plan import Plan
 from .shooting import LogFn, OptimizerResult
 
@@ -337,8 +337,8 @@ def plan_task(vi: MidpointVI, task: Task, x0: np.ndarray | None = None,
     U0 = task.initial_inputs(vi, x0, U_ref)
     limits = task.limits(vi)
     if task.method == "gradient":
-        res = steepest_descent(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
-                               tolerance=task.tolerance, log=log)
+        res = projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
+                                  tolerance=task.tolerance, log=log)
     else:
         res = ddp(vi, cost, x0, U0, input_limits=limits, second_order=task.method == "ddp",
                   max_iterations=task.max_iterations, tolerance=task.tolerance,
