@@ -155,3 +155,36 @@ def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendul
     u = send(1.0 + 8 * vi.dt, q, [])
     assert u[0] == pytest.approx((plan.K[8] @ (plan.X[8] - x))[0], abs=1e-9)
     assert ctrl.wait_for_log("tracking resumed", 5.0)
+
+
+def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendulum_vi):
+    """Realtime mode end to end: 100 Hz timer controller with an LQR hold plan keeps θ near π; reset works."""
+    from std_srvs.srv import Trigger
+
+    vi = pendulum_vi  # Δt = 0.1 s, as the plan
+    # The simulator runs from its start, before discovery completes: the pendulum may fall a long way before the
+    # controller acts, so it gets a 15 N·m actuator (3× the gravity torque) to catch it from anywhere.
+    strong = "{gravity: [0.0, 0.0, -9.8], actuated: [{joint: theta, effort_limit: 15.0}]}"
+    sim = ros.start("simulator_node", model="pendulum", system_yaml=strong, dt=0.1, mode="realtime",
+                    initial_positions=[np.pi - 0.05])
+    ctrl = ros.start("controller_node", model="pendulum", system_yaml=strong, dt=0.1, trigger="timer", rate=20.0,
+                     state_timeout=1.0)
+    rec = ros.recorder(["theta"])
+    plan = _pendulum_hold_plan(vi, 10, t0=0.0)
+    gains, states = plan_to_messages(plan, 7)
+    pubs = [rec.create_publisher(Float64MultiArray, f"/vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
+    assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.log()
+    pubs[1].publish(states)
+    pubs[0].publish(gains)
+    assert ctrl.wait_for_log("accepted plan 7", DISCOVERY), ctrl.log()
+    n0 = len(rec.states)
+    assert _new_states(rec, n0, 30, timeout=30.0)  # 3 s of simulated time at about real time
+    tail = np.array([s[2][0] for s in rec.states[-10:]])
+    assert np.abs((tail + np.pi) % (2 * np.pi) - np.pi).min() > np.pi - 0.05, ctrl.log()  # upright, modulo 2π
+    stamps = [s[1] for s in rec.states[n0:]]
+    assert np.allclose(np.diff(stamps), vi.dt)  # every step published, stamped with simulation time
+    client = rec.create_client(Trigger, "/vi_simulator/reset")
+    assert client.wait_for_service(timeout_sec=DISCOVERY)
+    future = client.call_async(Trigger.Request())
+    assert rec.wait_for(future.done, 10.0) and future.result().success
+    assert rec.wait_for(lambda: any(s[1] == 0.0 for s in rec.states[n0:]), 5.0)
