@@ -178,3 +178,17 @@ def test_cartesian_trajectory_near_quarter_turn_is_flagged(cartesian_vi):
     traj = linearize_trajectory(vi, X, U, rcond_warn=1e-6)
     assert traj.near_singular.tolist() == [0]
     assert traj.rcond[1] > 1e-4
+
+
+@pytest.mark.parametrize("which", ["spherical", "cartesian"])
+def test_unforced_pendulums_regular_point(spherical_vi, cartesian_vi, which):
+    """Away from §VII's singular sets both pendulums linearize like any system (nu = 0: A only)."""
+    vi = spherical_vi if which == "spherical" else cartesian_vi
+    if which == "spherical":
+        q0, q1 = np.array([0.1, 0.8]), np.array([0.25, 0.85])
+    else:
+        q0, q1 = _circle(0.8), _circle(0.9)
+    x, u = _state_from_pair(vi, q0, q1), np.zeros(0)
+    check_first_order(vi, x, u)
+    check_full_second_order(vi, x, u)
+    check_contraction(vi, x, u, np.random.default_rng(9).normal(size=vi.nx))
