@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.linalg import lapack
 
 from ..integrators.midpoint import MidpointVI
 from ..linearization import linearize, second_order_contraction
@@ -31,9 +32,15 @@ from .shooting import LogFn, OptimizerResult, input_bounds, progress_line, rollo
 
 
 def _chol_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """H⁻¹ rhs for symmetric positive definite H; LinAlgError if H is not (the caller regularizes)."""
-    np.linalg.cholesky(H)  # the definiteness test; tiny matrices: a second LU solve is cheaper than scipy
-    return np.linalg.solve(H, rhs)
+    """H⁻¹ rhs for symmetric positive definite H; LinAlgError if H is not (the caller regularizes).
+
+    LAPACK potrf/potrs directly: on these tiny matrices numpy.linalg's wrappers cost more than the math.
+    """
+    c, info = lapack.dpotrf(H, lower=False, clean=False)
+    if info != 0:
+        raise np.linalg.LinAlgError("not positive definite")
+    x, info = lapack.dpotrs(c, rhs, lower=False)
+    return x
 
 
 def box_qp(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.ndarray,
