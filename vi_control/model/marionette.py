@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .robot import RobotModel, load_robot
+
 G = 9.81
 STRING_LENGTH = 1.0
 # Body segments: (mass [kg], length [m]) of a ~1.1 m tall wooden puppet.
@@ -130,6 +132,13 @@ def marionette_urdf() -> str:
     return "\n".join(p) + "\n"
 
 
+def marionette_robot() -> RobotModel:
+    """The bundled marionette (urdf/marionette.urdf + config/marionette.yaml)."""
+    from ..robots import bundled_config, bundled_urdf
+
+    return load_robot(bundled_urdf("marionette"), bundled_config("marionette"))
+
+
 def prescribed_joints() -> list[str]:
     return [f"string_{name}_{a}" for name in STRINGS for a in "xyz"]
 
@@ -186,16 +195,18 @@ def default_controls(robot) -> np.ndarray:
     return np.array([value[jn] for jn in robot.prescribed])
 
 
-def marionette_initial_state(robot, rho: np.ndarray | None = None, tol: float = 1e-13,
+def marionette_initial_state(robot: RobotModel | None = None, rho: np.ndarray | None = None, tol: float = 1e-13,
                              max_iterations: int = 50) -> np.ndarray:
     """A consistent state x = (q, 0) with h(q) = 0 for string control points ρ (default: ``default_controls``).
 
+    ``robot`` defaults to ``marionette_robot()`` (the bundled files).
     Weighted minimum-norm Gauss–Newton on h over the dynamic coordinates, from the design pose:
     Δq_d = −W Dh_d(W)⁺ h with the floating base weighted 10× stiffer than the limbs, so the strings
     move the limbs rather than the whole puppet (seed 000 eq. 28b must hold at q_0).
     """
     from ..mechanics.symbolic import ContinuousDynamics
 
+    robot = robot if robot is not None else marionette_robot()
     dyn = ContinuousDynamics(robot)
     idx_k = np.array([robot.joint_index(n) for n in robot.prescribed])
     idx_d = np.array([i for i in range(robot.nq) if i not in set(idx_k)])
