@@ -47,6 +47,19 @@ def test_load_task_errors_name_the_key(patch, key):
         t.reference_trajectory(t.make_vi())  # some keys are checked against the model
 
 
+def test_load_task_sources_agree():
+    """A path, a bare name in config/, YAML text and a dict give the same task."""
+    with open(PENDULUM_TASK) as f:
+        text = f.read()
+    import yaml
+
+    tasks = [load_task(PENDULUM_TASK), load_task("task_pendulum_swingup"), load_task(text),
+             load_task(yaml.safe_load(text))]
+    assert all(t.weights == tasks[0].weights and t.reference == tasks[0].reference for t in tasks)
+    with pytest.raises(TaskError, match="not found"):
+        load_task("task_that_does_not_exist")
+
+
 def test_weight_sizes_are_checked_against_the_model(pendulum_vi):
     t = load_task({"model": "pendulum", "dt": 0.1, "horizon": 10, "weights": {"Q": [1, 2, 3], "R": 1}})
     with pytest.raises(TaskError, match="weights.Q"):

@@ -250,9 +250,11 @@ def load_task(source: str | dict) -> Task:
     if isinstance(source, dict):
         d = source
     elif isinstance(source, str):
-        if "\n" not in source and (source.endswith((".yaml", ".yml")) or os.path.isfile(source)):
-            if not os.path.isfile(source):
-                cand = share_dir() / "config" / os.path.basename(source)
+        bare = "\n" not in source and ":" not in source
+        if bare and (source.endswith((".yaml", ".yml")) or os.path.isfile(source) or "/" not in source):
+            if not os.path.isfile(source):  # a name in the package's config/ ("task_pendulum_swingup")
+                name = os.path.basename(source)
+                cand = share_dir() / "config" / (name if name.endswith((".yaml", ".yml")) else name + ".yaml")
                 if not cand.is_file():
                     raise TaskError(f"task file {source!r} not found")
                 source = str(cand)
