@@ -61,7 +61,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
     params = dict(model="panda", dt=dt, trigger="joint_state", state_estimate="velocities", state_timeout=1.0)
     ctrl = NodeProcess("controller_node", domain, overrides=params, log_dir=log_dir, name=f"controller_{int(rate)}")
     rclpy.init(domain_id=domain)
-    rec = Recorder(robot.joint_names)
+    rec = Recorder(robot.joint_names, record_states=False)  # it publishes the states; it need not read them
     try:
         vi = make_integrator(robot, dt)
         plan = hold_plan(vi)

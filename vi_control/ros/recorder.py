@@ -22,14 +22,15 @@ from .messages import joint_state_arrays, plan_from_messages, stamp_seconds
 
 class Recorder(Node):
     def __init__(self, joint_names: list[str], controller_name: str = "effort_controller",
-                 planner_name: str = "vi_planner", name: str = "vi_recorder"):
+                 planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True):
         super().__init__(name)
         self.joint_names = joint_names
         self.lock = threading.Lock()
         self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
         self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
         self.plan_arrays: dict[str, Float64MultiArray] = {}
-        self.create_subscription(JointState, "joint_states", self._on_state, STREAM_QOS)
+        if record_states:
+            self.create_subscription(JointState, "joint_states", self._on_state, STREAM_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, STREAM_QOS)
         for n in ("gains", "plan_states"):
             self.create_subscription(Float64MultiArray, f"/{planner_name}/{n}",
