@@ -66,6 +66,8 @@ def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi):
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.log()
     assert rec.wait_for(lambda: rec.cmd_pub.get_subscription_count() > 0, DISCOVERY)
+    assert rec.wait_for(lambda: rec.robot_description is not None, 10.0)  # latched URDF for robot_state_publisher
+    assert rec.robot_description == pendulum_vi.robot.urdf_xml
     vi = pendulum_vi
     x = vi.state_from_velocity(np.array([0.2]), np.array([0.5]))
     n0 = len(rec.states)

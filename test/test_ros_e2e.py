@@ -18,7 +18,7 @@ def _report(run) -> str:
     return run.error + "\n" + "\n".join(f"--- {n}\n{t[-3000:]}" for n, t in run.logs.items())
 
 
-def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pendulum_robot):
+def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pendulum_robot, pendulum_vi):
     """Nominal model: tracking error at round-off; the planner dies and a new one's plan is accepted."""
     mask = pendulum_robot.continuous_mask
     domain = domain_id_for(request.node.name)
@@ -38,6 +38,14 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
     run = run_closed_loop(domain, str(tmp_path), hold_time=1.0, on_start=restart_planner, timeout=150.0)
     assert not run.error, _report(run)
     assert "planning from the measured state" in run.logs["planner2"]
+    traj = run.trajectory  # JointTrajectory of the latest plan: q_k, q̇_k = M⁻¹p_k, U_k, t_k − t_0
+    assert len(traj.points) == run.plan.horizon + 1 and list(traj.joint_names) == ["theta"]
+    k = run.plan.horizon // 2
+    assert traj.points[k].positions[0] == pytest.approx(run.plan.X[k, 0], abs=1e-12)
+    assert traj.points[k].velocities[0] == pytest.approx(pendulum_vi.velocity(run.plan.X[k])[0], abs=1e-12)
+    assert traj.points[k].effort[0] == pytest.approx(run.plan.U[k, 0], abs=1e-12)
+    t = traj.points[k].time_from_start
+    assert t.sec + 1e-9 * t.nanosec == pytest.approx(k * run.plan.dt, abs=1e-9)
     assert run.plan.times[0] > run.first_plan.times[-1]  # the new plan starts from a later measured state
     err = run.tracking_error(mask)
     assert np.sqrt(np.nanmean(err**2)) < 1e-6  # same discrete map in planner and simulator

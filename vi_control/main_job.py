@@ -28,6 +28,7 @@ class ClosedLoopRun:
     """What a closed-loop run produced: the plan, measured samples on the plan's grid, node logs."""
 
     plan: Plan | None  # the latest plan
+    trajectory: object | None  # the latest trajectory_msgs/JointTrajectory from the planner
     first_plan: Plan | None  # the plan that was executing when the run started (the same unless replanned)
     stamps: np.ndarray  # (T,) simulation time of each joint state
     q: np.ndarray  # (T, nq) measured positions
@@ -103,6 +104,7 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     finally:
         wall = time.monotonic() - t0
         states = list(rec.states) if rec is not None else []
+        trajectory = rec.trajectory if rec is not None else None
         if rec is not None:
             rec.close()
         for p in procs.values():
@@ -111,10 +113,13 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     if plan is not None and states:
         plan, first = _anchor(plan, states), _anchor(first, states)
     nq = len(joint_names or ["theta"])
-    arr = (lambda i: np.array([s[i] for s in states]).reshape(len(states), -1)) if states else \
-        (lambda i: np.zeros((0, nq)))
-    return ClosedLoopRun(plan=plan, first_plan=first, stamps=np.array([s[1] for s in states]), q=arr(2), effort=arr(3),
-                         wall_time=wall, logs={n: p.log() for n, p in procs.items()}, error=error)
+
+    def column(i: int) -> np.ndarray:
+        return np.array([s[i] for s in states]).reshape(len(states), -1) if states else np.zeros((0, nq))
+
+    return ClosedLoopRun(plan=plan, first_plan=first, trajectory=trajectory, stamps=np.array([s[1] for s in states]),
+                         q=column(2), effort=column(3), wall_time=wall, logs={n: p.log() for n, p in procs.items()},
+                         error=error)
 
 
 def _anchor(plan: Plan, states: list) -> Plan:

@@ -14,7 +14,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
 
 from .common import LATCHED_QOS, STREAM_QOS
 from .messages import joint_state_arrays, plan_from_messages, stamp_seconds
@@ -32,6 +33,12 @@ class Recorder(Node):
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, STREAM_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, STREAM_QOS)
+        self.trajectory: JointTrajectory | None = None
+        self.create_subscription(JointTrajectory, f"/{planner_name}/trajectory",
+                                 lambda m: setattr(self, "trajectory", m), LATCHED_QOS)
+        self.robot_description: str | None = None
+        self.create_subscription(String, "/robot_description", lambda m: setattr(self, "robot_description", m.data),
+                                 LATCHED_QOS)
         for n in ("gains", "plan_states"):
             self.create_subscription(Float64MultiArray, f"/{planner_name}/{n}",
                                      lambda m, n=n: self.plan_arrays.__setitem__(n, m), LATCHED_QOS)
