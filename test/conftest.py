@@ -1,6 +1,12 @@
 """Shared fixtures: bundled models and example-robot-data robots, loaded once per session."""
 
-import numpy as np
+import os
+
+# Before numpy loads OpenBLAS: the matrices here are tiny, and on a loaded 2-core machine a multithreaded
+# OpenBLAS stalls milliseconds per call waiting for its threads (planner tests ~10x slower).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 import pytest
 
 from vi_control.integrators.midpoint import MidpointVI
