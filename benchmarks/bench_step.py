@@ -1,7 +1,8 @@
 """µs per midpoint VI step (seed 000) against Pinocchio ABA + semi-implicit Euler and MuJoCo ``mj_step``.
 
-Everything is measured in this process, interleaved round by round (the machine is shared: each figure
-is the fastest of ``--rounds`` batches, and the ratios compare figures from the same rounds):
+Everything is measured in this process, interleaved round by round. The machine is shared with other
+people's tests, so step costs are process CPU time (``time.process_time``: time spent descheduled does not
+count), each figure is the fastest of ``--rounds`` batches, and the ratios compare figures of the same rounds:
 
 - ``VI``: ``MidpointVI.step`` as shipped (whole Newton step in generated C when the model compiles);
 - ``numpy Newton``: the same compiled residual/Jacobian with the Newton loop, LU and dgecon in numpy/LAPACK
@@ -9,8 +10,9 @@ is the fastest of ``--rounds`` batches, and the ratios compare figures from the 
 - ``ABA+Euler``: q̇ += Δt·aba(q, q̇, τ); q += Δt·q̇ with Pinocchio on the same model;
 - ``mj_step``: MuJoCo on the same URDF (visual/collision stripped), Euler integrator, same Δt and gravity.
 
-Build times: ``cold`` = MidpointVI construction with an empty VI_CONTROL_CACHE (symbolic build + C
-generation + gcc), ``warm`` = the same construction again (symbolic build + C generation, library reused).
+Build times (wall clock): ``cold`` = MidpointVI construction with an empty VI_CONTROL_CACHE (symbolic build
++ C generation + gcc), ``warm`` = the same construction again (symbolic build + C generation, library
+reused); ``gcc CPU`` = CPU seconds of the compiler processes during the cold build (load-independent).
 
 Usage: .venv/bin/python benchmarks/bench_step.py [--models panda,chain10] [--dts 0.01,0.001] [--rounds 7]
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,7 +38,7 @@ from vi_control.model.generate import planar_chain_urdf
 from vi_control.robots import bundled_config, bundled_urdf, example_robot_urdf
 
 ROOT = Path(__file__).resolve().parent.parent
-BATCH_SECONDS = 0.02  # length of one timed batch
+BATCH_SECONDS = 0.01  # CPU length of one timed batch
 
 
 def ensure_mujoco():
@@ -74,16 +77,22 @@ def strip_geometry(urdf: str) -> str:
     return re.sub(r"<(visual|collision)\b[^>]*/>", "", xml)
 
 
-def best_per_step(run, n: int, rounds: list[float]) -> None:
-    t = time.perf_counter()
+def per_step(run, n: int, rounds: list[float]) -> None:
+    t = time.process_time()
     run(n)
-    rounds.append((time.perf_counter() - t) / n)
+    rounds.append((time.process_time() - t) / n)
 
 
-def timed_build(robot, dt: float) -> tuple[MidpointVI, float]:
-    t = time.perf_counter()
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed_build(robot, dt: float) -> tuple[MidpointVI, float, float]:
+    """(vi, wall seconds, CPU seconds of compiler subprocesses)."""
+    t, c = time.perf_counter(), children_cpu()
     vi = MidpointVI(robot, dt)
-    return vi, time.perf_counter() - t
+    return vi, time.perf_counter() - t, children_cpu() - c
 
 
 def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, mujoco) -> dict:
@@ -92,8 +101,8 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
         old = os.environ.get("VI_CONTROL_CACHE")
         os.environ["VI_CONTROL_CACHE"] = cache
         try:
-            _, cold = timed_build(robot, dt)
-            vi, warm = timed_build(robot, dt)
+            _, cold, gcc = timed_build(robot, dt)
+            vi, warm, _ = timed_build(robot, dt)
         finally:
             if old is None:
                 os.environ.pop("VI_CONTROL_CACHE")
@@ -156,40 +165,42 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
     # Batch sizes from one probe step each, so a batch lasts ~BATCH_SECONDS.
     sizes = {}
     for key, run in runs.items():
-        t = time.perf_counter()
+        t = time.process_time()
         run(2)
-        sizes[key] = int(np.clip(BATCH_SECONDS / max((time.perf_counter() - t) / 2, 1e-7), 2, 5000))
+        sizes[key] = int(np.clip(BATCH_SECONDS / max((time.process_time() - t) / 2, 1e-7), 2, 5000))
     times: dict[str, list[float]] = {k: [] for k in runs}
     iters.clear()
     for _ in range(rounds):
         for key, run in runs.items():
-            best_per_step(run, sizes[key], times[key])
+            per_step(run, sizes[key], times[key])
     best = {k: min(v) * 1e6 for k, v in times.items()}
     return dict(model=name, nq=nq, dt=dt, backend="C Newton" if newton_c is not None else "CasADi VM",
-                iters=float(np.mean(iters)), cold=cold, warm=warm, **best)
+                iters=float(np.mean(iters)), cold=cold, warm=warm, gcc=gcc, **best)
 
 
 def table(rows: list[dict]) -> str:
+    """Two markdown tables: step cost (µs CPU per step, ratios) and first-use build time."""
     def f(v, fmt="{:.1f}"):
         return "–" if v is None else fmt.format(v)
 
-    lines = ["| model | nq | Δt | VI step backend | VI µs/step | Newton it/step | numpy Newton µs | ABA+Euler µs "
-             "| mj_step µs | VI / ABA+Euler | VI / mj_step | numpy Newton / VI | cold build s | warm build s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    steps = ["| model | nq | Δt | VI backend | VI µs | Newton it/step | numpy Newton µs | ABA+Euler µs | mj_step µs "
+             "| VI / ABA+Euler | VI / mj_step | numpy Newton / VI |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    builds = ["| model | Δt | cold build s (wall) | gcc CPU s | warm build s (wall) |", "|---|---|---|---|---|"]
     for r in rows:
         vi, aba, mj, npn = r["vi"], r["aba"], r.get("mj_step"), r.get("numpy")
-        lines.append(
-            f"| {r['model']} | {r['nq']} | {r['dt'] * 1e3:g} ms | {r['backend']} | {f(vi)} | {r['iters']:.2f} "
-            f"| {f(npn)} | {f(aba)} | {f(mj)} | {vi / aba:.1f}× | {f(mj and vi / mj, '{:.1f}×')} "
-            f"| {f(npn and npn / vi, '{:.1f}×')} | {r['cold']:.1f} | {r['warm']:.1f} |")
-    return "\n".join(lines)
+        head = f"| {r['model']} | {r['nq']} | {r['dt'] * 1e3:g} ms"
+        steps.append(f"{head} | {r['backend']} | {f(vi)} | {r['iters']:.2f} | {f(npn)} | {f(aba)} | {f(mj)} "
+                     f"| {vi / aba:.1f}× | {f(mj and vi / mj, '{:.1f}×')} | {f(npn and npn / vi, '{:.1f}×')} |")
+        builds.append(f"| {r['model']} | {r['dt'] * 1e3:g} ms | {r['cold']:.1f} | {r['gcc']:.1f} | {r['warm']:.1f} |")
+    return "\n".join(steps) + "\n\n" + "\n".join(builds)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="arm7,panda,chain10,chain32,chain100")
     ap.add_argument("--dts", default="0.01,0.001")
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--no-mujoco", action="store_true")
     args = ap.parse_args()
     mujoco = None if args.no_mujoco else ensure_mujoco()
@@ -204,7 +215,8 @@ def main() -> None:
             except StepError as e:
                 print(f"{name} dt={dt}: {e}", file=sys.stderr)
                 continue
-            print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+            lines = table(rows[-1:]).splitlines()
+            print(lines[2] + "\n" + lines[-1], file=sys.stderr, flush=True)
     print(table(rows))
 
 

@@ -23,6 +23,12 @@ import numpy as np
 # Above these sizes gcc time grows fast (DESIGN.md: 150 s at 32 DOF for a dense Jacobian at -O2).
 _COMPILE_LIMIT_OPS = 400_000
 
+# -O1: the same step speed as -O2 on generated straight-line code (panda: 13.5 vs 13.9 µs CPU per step)
+# for 2/3 of the gcc time; measured in docs/performance_step.md. VI_CONTROL_CFLAGS overrides, e.g.
+# "-O1 -march=native -ffp-contract=off" (~20 % faster steps, same numbers, but the library then only
+# runs on CPUs like this one). The flags are part of the cache key.
+_DEFAULT_CFLAGS = "-O1"
+
 # Shared libraries compiled / found in the cache by this process (tests check reuse with these, not timing).
 build_stats = {"compiled": 0, "cache_hits": 0}
 
@@ -97,7 +103,8 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "") -> ctypes
     for f in funcs:
         gen.add(f)
     src = gen.dump() + extra_source
-    key = hashlib.sha256(src.encode()).hexdigest()[:20]
+    flags = os.environ.get("VI_CONTROL_CFLAGS", _DEFAULT_CFLAGS).split()
+    key = hashlib.sha256((" ".join(flags) + "\n" + src).encode()).hexdigest()[:20]
     so = cache_dir() / f"vi_{key}.so"
     if so.exists():
         build_stats["cache_hits"] += 1
@@ -105,10 +112,8 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "") -> ctypes
         with tempfile.TemporaryDirectory() as tmp:
             c_file = Path(tmp) / "gen.c"
             c_file.write_text(src)
-            n_ops = sum(f.n_instructions() for f in funcs)
-            opt = "-O2" if n_ops < 60_000 else "-O1"
             tmp_so = Path(tmp) / "gen.so"
-            res = subprocess.run([cc, opt, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
+            res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
                                  capture_output=True, text=True)
             if res.returncode != 0:
                 return None
