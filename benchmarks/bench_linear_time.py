@@ -91,7 +91,7 @@ def component_costs(robot) -> dict:
 
 def midpoint_worker(n: int, steps: int) -> None:
     """Child process: build MidpointVI for the N-chain, simulate, print one JSON line."""
-    from vi_control.integrators.midpoint import MidpointVI
+    from vi_control.integrators.midpoint import ConvergenceError, MidpointVI
     from vi_control.mechanics import codegen
 
     robot = load_robot(planar_chain_urdf(n))
@@ -100,14 +100,26 @@ def midpoint_worker(n: int, steps: int) -> None:
     x = vi.state_from_velocity(initial_configuration(n), np.zeros(n))
     vi.step(x, np.zeros(vi.nu))  # any lazy build/compile happens before the timed loop
     build, build_wall = clock() - t0, time.perf_counter() - w0  # gcc runs in a child: wall time counts it
-    its = []
+    print(json.dumps(dict(build_s=build_wall, build_cpu_s=build)), flush=True)
+    # MidpointVI accepts a residual ≤ max(tol·(1+|p|), 1e-9); long chains from rest have a rounding floor
+    # above that (see docs/linear_time.md), so tol is relaxed ×10 when a step fails only by that margin.
+    its, tol_used = [], vi.tol
     t0 = clock()
     for k in range(steps):
-        x = vi.step(x, np.zeros(vi.nu), step_index=k)
+        while True:
+            try:
+                x_next = vi.step(x, np.zeros(vi.nu), step_index=k)
+                break
+            except ConvergenceError as err:
+                if err.residual > 1e-6 or vi.tol >= 1e-6:
+                    raise
+                vi.tol *= 10.0
+                tol_used = max(tol_used, vi.tol)
+        x = x_next
         its.append(vi.last_result.iterations)
     elapsed = clock() - t0
     print(json.dumps(dict(build_s=build_wall, build_cpu_s=build, step_s=elapsed / steps, iters_mean=float(np.mean(its)),
-                          steps=steps, q_final=x[:n].tolist(), compiled=codegen.build_stats)))
+                          steps=steps, q_final=x[:n].tolist(), compiled=codegen.build_stats, tol=tol_used)))
 
 
 def run_midpoint(n: int, steps: int, cap: float, cache: str | None) -> dict:
@@ -118,9 +130,11 @@ def run_midpoint(n: int, steps: int, cap: float, cache: str | None) -> dict:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=cap, env=env)
     except subprocess.TimeoutExpired:
         return dict(status=f"build+run exceeded the {cap:.0f} s cap", wall_s=time.perf_counter() - t0)
+    lines = out.stdout.strip().splitlines()
     if out.returncode != 0:
-        return dict(status="failed: " + out.stderr.strip().splitlines()[-1][:200])
-    return dict(status="ok", **json.loads(out.stdout.strip().splitlines()[-1]))
+        built = json.loads(lines[0]) if lines else {}
+        return dict(status="failed: " + out.stderr.strip().splitlines()[-1][:200], **built)
+    return dict(status="ok", **json.loads(lines[-1]))
 
 
 def fmt_ms(s) -> str:
