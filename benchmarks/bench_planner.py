@@ -243,6 +243,7 @@ def plots(runs: dict) -> None:
         ax.semilogy(np.abs(res.decrement_history) + 1e-300, label=f"{m} ({res.iterations} it.)")
     ax.axhline(1e-6, color="k", lw=0.8, ls=":")
     ax.set_xscale("symlog", linthresh=20)
+    ax.set_xlim(left=0)
     ax.set_xlabel("iteration")
     ax.set_ylabel("|dJ| along the step")
     ax.set_title("Convergence (seed 000 Fig. 3: second order 14, first order 653 iterations)")

@@ -103,37 +103,41 @@ def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order, metric=No
     bounded = bool(np.isfinite(lo).any() or np.isfinite(hi).any())
     for k in range(N - 1, -1, -1):
         A, B = lins[k]
-        Qx, Qu = LX[k] + A.T @ Vx, LU[k] + B.T @ Vx
-        VA, VB = Vxx @ A, Vxx @ B
-        Qxx, Qux, Quu = Wx + A.T @ VA, B.T @ VA, Wu + B.T @ VB
+        At, Bt = A.T, B.T
+        VA = Vxx @ A
+        Qx, Qu = LX[k] + At @ Vx, LU[k] + Bt @ Vx
+        Qxx, Qux, Quu = Wx + At @ VA, Bt @ VA, Wu + Bt @ (Vxx @ B)
         if second_order:
             Hxx, Hxu, Huu = second_order_contraction(vi, X[k], U[k], Vx, results[k])
             Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu
         # Regularize V'_xx + μI (Tassa et al. 2012) rather than Q_uu: the step stays scale-aware.
-        Quu_r = 0.5 * (Quu + Quu.T) + mu * (B.T @ B)
-        Qux_r = Qux + mu * (B.T @ A)
+        Quu_r, Qux_r = 0.5 * (Quu + Quu.T), Qux
+        if mu:
+            Quu_r, Qux_r = Quu_r + mu * (Bt @ B), Qux + mu * (Bt @ A)
         if bounded:
             sol = box_qp(Quu_r, Qu, lo - U[k], hi - U[k], np.zeros(nu))
             if sol is None:
                 raise _BackwardFailure
-            kff[k], free = sol
+            kk, free = sol
+            KK = np.zeros((nu, nx))
             if free.any():
-                Kfb[k][free] = -np.linalg.solve(Quu_r[np.ix_(free, free)], Qux_r[free])
+                KK[free] = -np.linalg.solve(Quu_r[np.ix_(free, free)], Qux_r[free])
         else:
             try:
                 sol = _chol_solve(Quu_r, np.column_stack([Qu, Qux_r]))
             except np.linalg.LinAlgError:
                 raise _BackwardFailure from None
-            kff[k], Kfb[k] = -sol[:, 0], -sol[:, 1:]
-        kk, KK = kff[k], Kfb[k]
+            kk, KK = -sol[:, 0], -sol[:, 1:]
+        kff[k], Kfb[k] = kk, KK
+        Quu_k = Quu @ kk
         d1 += kk @ Qu
-        d2 += 0.5 * kk @ Quu @ kk
-        QuuK = Quu @ KK
-        Vx = Qx + KK.T @ (Quu @ kk) + KK.T @ Qu + Qux.T @ kk
-        Vxx = Qxx + KK.T @ QuuK + KK.T @ Qux + Qux.T @ KK
+        d2 += 0.5 * kk @ Quu_k
+        KtT = KK.T
+        Vx = Qx + KtT @ (Quu_k + Qu) + Qux.T @ kk
+        Vxx = Qxx + KtT @ (Quu @ KK + Qux) + Qux.T @ KK
         Vxx = 0.5 * (Vxx + Vxx.T)
-        if not (np.all(np.isfinite(Vx)) and np.all(np.isfinite(Vxx))):
-            raise _BackwardFailure
+    if not (np.isfinite(d1) and np.all(np.isfinite(Vxx))):  # NaN/inf anywhere propagates to here
+        raise _BackwardFailure
     return kff, Kfb, d1, d2
 
 
@@ -161,17 +165,22 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
     converged, reason, it = False, "max_iterations", 0
     Kfb = np.zeros((cost.N, vi.nu, vi.nx))
     final_lin = None
+    wait = backoff = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
     for it in range(1, max_iterations + 1):
         lin_list = [linearize(vi, X[k], U[k], results[k]) for k in range(cost.N)]
         lins = [(lin.A, lin.B) for lin in lin_list]
-        newton = second_order
+        newton = second_order and wait == 0
+        wait = max(wait - 1, 0)
         while True:
             try:
                 kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lins, lo, hi, mu, newton, metric)
+                backoff = 0 if newton else backoff
                 break
             except _BackwardFailure:
-                if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step
-                    newton = False
+                if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
+                    newton = False  # and retry Newton after 1, 2, 4 (at most) iterations of failures
+                    backoff = min(2 * backoff + 1, 4)
+                    wait = backoff
                     continue
                 mu = max(mu * 10, 1e-6)
                 if mu > mu_max:
