@@ -68,13 +68,24 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     overrides = overrides or {}
     set_domain(domain_id)
     t0 = time.monotonic()
-    procs = {n: NodeProcess(m, domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n)
-             for n, m in NODES.items()}
     rclpy.init(domain_id=domain_id)
-    rec = None
+    rec = Recorder(joint_names or ["theta"])
+    procs = {}
+
+    def start(*names: str) -> None:
+        for n in names:
+            procs[n] = NodeProcess(NODES[n], domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n)
+
     error, plan, first = "", None, None
     try:
-        rec = Recorder(joint_names or ["theta"])
+        # In lockstep the loop runs as soon as a plan exists: the recorder must hear the simulator and the
+        # controller (discovery can take seconds) before the planner starts, or the start is lost.
+        start("simulator", "controller")
+        topic = f"{rec.cmd_pub.topic_name}"
+        if not rec.wait_for(lambda: (rec.states and rec.count_publishers(topic) > 1)
+                            or not all(p.alive for p in procs.values()), timeout):
+            raise TimeoutError(f"simulator/controller not heard within {timeout} s")
+        start("planner")
         if not rec.wait_for(lambda: rec.plan() is not None or not all(p.alive for p in procs.values()), timeout):
             raise TimeoutError(f"no plan within {timeout} s")
         dead = [n for n, p in procs.items() if not p.alive]
@@ -103,10 +114,8 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
         error = str(e)
     finally:
         wall = time.monotonic() - t0
-        states = list(rec.states) if rec is not None else []
-        trajectory = rec.trajectory if rec is not None else None
-        if rec is not None:
-            rec.close()
+        states, trajectory = list(rec.states), rec.trajectory
+        rec.close()
         for p in procs.values():
             p.stop()
         rclpy.try_shutdown()
@@ -148,7 +157,8 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
     axes[0].legend(loc="best")
     for i, j in enumerate(input_joints):
         axes[1].step(run.plan.times[:-1], run.plan.U[:, i], "--", where="post", label=f"{joint_names[j]} planned U_k")
-        axes[1].step(run.stamps, run.effort[:, j], where="post", label=f"{joint_names[j]} applied")
+        # the effort reported with state k+1 is the torque applied over [t_k, t_k+1]
+        axes[1].step(run.stamps - run.plan.dt, run.effort[:, j], where="post", label=f"{joint_names[j]} applied")
     axes[1].set_ylabel("torque [N·m or N]")
     axes[1].set_xlabel("simulation time [s]")
     axes[1].legend(loc="best")

@@ -31,6 +31,11 @@ MODEL_PARAMETERS: dict[str, tuple] = {
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# A controller wants the newest joint state, not a backlog of old ones.
+LATEST_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# Publishers of streams someone may record (the simulator's joint states) keep a deeper history, so a slow
+# reliable reader (the main job's recorder during a fast lockstep run) catches up instead of losing samples.
+RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def declare_parameters(node: Node, table: dict[str, tuple]) -> dict:

@@ -17,6 +17,7 @@ from std_msgs.msg import Float64MultiArray
 from ..control.tracking import StateEstimator, TrackingController, safe_command, state_difference
 from .common import (
     LATCHED_QOS,
+    LATEST_QOS,
     MODEL_PARAMETERS,
     STREAM_QOS,
     declare_parameters,
@@ -66,7 +67,7 @@ class ControllerNode(Node):
         self.last_commanded_stamp, self.fault = None, None
 
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
-        self.create_subscription(JointState, "joint_states", self.on_joint_state, STREAM_QOS)
+        self.create_subscription(JointState, "joint_states", self.on_joint_state, LATEST_QOS)
         for name in self._arrays:
             self.create_subscription(Float64MultiArray, f"/{p['planner_name']}/{name}",
                                      lambda m, n=name: self.on_plan_array(n, m), LATCHED_QOS)

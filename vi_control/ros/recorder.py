@@ -17,7 +17,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 
-from .common import LATCHED_QOS, STREAM_QOS
+from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS
 from .messages import joint_state_arrays, plan_from_messages, stamp_seconds
 
 
@@ -31,8 +31,8 @@ class Recorder(Node):
         self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
         self.plan_arrays: dict[str, Float64MultiArray] = {}
         if record_states:
-            self.create_subscription(JointState, "joint_states", self._on_state, STREAM_QOS)
-        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, STREAM_QOS)
+            self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
+        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
         self.trajectory: JointTrajectory | None = None
         self.create_subscription(JointTrajectory, f"/{planner_name}/trajectory",
                                  lambda m: setattr(self, "trajectory", m), LATCHED_QOS)

@@ -20,6 +20,7 @@ from ..integrators.midpoint import StepError
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
+    RECORD_QOS,
     STREAM_QOS,
     declare_parameters,
     make_integrator,
@@ -66,7 +67,7 @@ class SimulatorNode(Node):
         self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
         self._reset_state()
 
-        self.pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
+        self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
         self.create_publisher(String, "/robot_description", LATCHED_QOS).publish(String(data=urdf))
         self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS)
         self.create_service(Trigger, "~/reset", self.on_reset)
