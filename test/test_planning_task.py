@@ -87,3 +87,23 @@ def test_hold_gain_stabilizes_the_final_state(swingup, pendulum_vi):
     lin = linearize(pendulum_vi, np.array([np.pi, 0.0]), plan.U_final)
     assert np.abs(np.linalg.eigvals(lin.A)).max() > 1.0  # upright is open-loop unstable ...
     assert np.abs(np.linalg.eigvals(lin.A - lin.B @ plan.K_final)).max() < 1.0  # ... and held by K_final
+
+
+@pytest.mark.parametrize("method", ["ilqr", "gradient"])
+def test_every_method_plans_the_same_swingup(swingup, pendulum_vi, method):
+    task, plan_ddp, res_ddp, _ = swingup
+    t = load_task(PENDULUM_TASK)
+    t.method, t.max_iterations = method, 200
+    plan, res = plan_task(pendulum_vi, t)
+    assert res.converged and res.method == method
+    assert res.cost == pytest.approx(res_ddp.cost, rel=1e-7)
+    assert np.allclose(plan.X, plan_ddp.X, atol=1e-3) and plan.weights["method"] == method
+
+
+def test_plan_task_starts_from_a_measured_state(pendulum_vi):
+    """The ROS planner re-plans from the measured x0 (here swinging at 0.3 rad, 0.5 momentum)."""
+    task = load_task(PENDULUM_TASK)
+    x0 = np.array([0.3, 0.5])
+    plan, res = plan_task(pendulum_vi, task, x0=x0)
+    assert res.converged and np.array_equal(plan.X[0], x0)
+    assert plan.X[-1, 0] == pytest.approx(np.pi, abs=1e-3)
