@@ -107,3 +107,15 @@ def test_plan_task_starts_from_a_measured_state(pendulum_vi):
     plan, res = plan_task(pendulum_vi, task, x0=x0)
     assert res.converged and np.array_equal(plan.X[0], x0)
     assert plan.X[-1, 0] == pytest.approx(np.pi, abs=1e-3)
+
+
+def test_bounded_swingup_task_pumps_within_the_torque_limit(pendulum_vi):
+    from vi_control.planning.evaluate import simulate_plan
+
+    task = load_task("config/task_pendulum_swingup_bounded.yaml")
+    plan, res = plan_task(pendulum_vi, task)
+    assert res.converged and np.abs(plan.U).max() <= 5.0 + 1e-12
+    assert np.sum(np.abs(plan.U[:, 0]) >= 5.0 - 1e-9) > 5  # saturated for a while: needs the bounds
+    assert plan.X[-1, 0] == pytest.approx(np.pi, abs=0.02)
+    X, U = simulate_plan(pendulum_vi, plan, plan.X[0] + np.array([0.05, 0.0]), clamp=True, extra_steps=30)
+    assert np.abs(U).max() <= 5.0 and abs(X[-1, 0] - np.pi) < 0.02
