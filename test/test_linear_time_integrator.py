@@ -147,3 +147,15 @@ def test_non_convergence_is_reported(chain5):
     with pytest.raises(ConvergenceError) as err:
         vi.step(vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0)), np.zeros(5), step_index=7)
     assert err.value.step == 7 and err.value.residual > 1e-6
+
+
+def test_wrapping_continuous_joints_changes_nothing_physical(pendulum_robot):
+    """L_d depends on relative placements only: wrapped and unwrapped runs differ by multiples of 2π."""
+    runs = []
+    for wrap in (False, True):
+        vi = LinearTimeVI(pendulum_robot, 0.05, wrap_continuous=wrap)
+        X, _ = vi.simulate(vi.state_from_velocity(np.array([3.0]), np.array([8.0])), np.zeros((60, 1)))
+        runs.append(X)
+    assert np.abs(runs[0][:, 0]).max() > 2 * np.pi and np.abs(runs[1][1:, 0]).max() <= np.pi
+    assert np.allclose(np.cos(runs[0][:, 0]), np.cos(runs[1][:, 0]), atol=1e-9)
+    assert np.allclose(runs[0][:, 1], runs[1][:, 1], atol=1e-9)

@@ -20,7 +20,7 @@ import pinocchio as pin
 
 from ..mechanics.drnea import BodyTree, Frames
 from ..model.robot import RobotModel
-from .midpoint import ConvergenceError, SingularityError, StepError, StepResult
+from .midpoint import ConvergenceError, MidpointVI, SingularityError, StepError, StepResult
 
 __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
 
@@ -114,13 +114,8 @@ class LinearTimeVI:
     def constraint(self, q: np.ndarray) -> np.ndarray:
         return np.zeros(0)
 
-    def wrap(self, x: np.ndarray) -> np.ndarray:
-        """Continuous joint angles to [−π, π) — L_d only sees relative placements."""
-        mask = self.robot.continuous_mask
-        if mask.any():
-            x = x.copy()
-            x[: self.nq][mask] = (x[: self.nq][mask] + np.pi) % (2 * np.pi) - np.pi
-        return x
+    # Continuous joint angles to [−π, π): L_d only sees relative placements, so p is unchanged.
+    wrap = MidpointVI.wrap
 
     # ---- DEL residual (DRNEA) -----------------------------------------------------------------------
     def residual(self, x: np.ndarray, u: np.ndarray, q1: np.ndarray) -> np.ndarray:
