@@ -208,6 +208,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 20, 50, 100])
     ap.add_argument("--midpoint-steps", type=int, default=None, help="default: --steps")
     ap.add_argument("--midpoint-cap", type=float, default=900.0, help="seconds for MidpointVI build + run")
+    ap.add_argument("--no-midpoint", action="store_true", help="skip MidpointVI (e.g. for N beyond 100)")
     ap.add_argument("--warm-cache", action="store_true",
                     help="let MidpointVI reuse compiled code from ~/.cache (default: cold build in a fresh cache)")
     ap.add_argument("--name", default="linear_time", help="basename of the files in benchmarks/results/")
@@ -224,7 +225,8 @@ def main() -> None:
         row = dict(n=n, costs=component_costs(robot))
         row["riqn"] = run_linear_time(robot, "riqn", args.steps)
         row["newton"] = run_linear_time(robot, "newton", args.steps)
-        row["midpoint"] = run_midpoint(n, mp_steps, args.midpoint_cap, cache)
+        row["midpoint"] = (dict(status="not run") if args.no_midpoint
+                           else run_midpoint(n, mp_steps, args.midpoint_cap, cache))
         row["ig_iterations"] = {ig: run_linear_time(robot, "riqn", min(args.steps, 500), ig)["iters_mean"]
                                 for ig in ("IG1", "IG2", "IG3")}
         if row["midpoint"].get("status") == "ok" and mp_steps == args.steps:
