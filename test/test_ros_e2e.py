@@ -80,3 +80,15 @@ def test_pendulum_swingup_with_noise_and_mass_mismatch(request, tmp_path):
     assert 1e-4 < rms < 0.1  # off the plan (the model is wrong), but close to it
     tail = run.q[-10:, 0]
     assert np.abs((tail - np.pi + np.pi) % (2 * np.pi) - np.pi).max() < 0.05
+
+
+def test_main_job_reaches_the_goal_and_writes_its_plot(tmp_path, capsys):
+    from vi_control.main_job import main
+
+    out = tmp_path / "main_job.png"
+    assert main(["--out", str(out), "--hold-time", "1.0"]) == 0
+    text = capsys.readouterr().out
+    assert "goal REACHED" in text and "| RMS tracking error" in text
+    assert out.stat().st_size > 10_000
+    # an impossible tolerance makes the job fail, with exit code 1
+    assert main(["--out", str(tmp_path / "again.png"), "--hold-time", "0.5", "--tolerance", "-1"]) == 1
