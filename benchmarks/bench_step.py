@@ -178,6 +178,32 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
                 iters=float(np.mean(iters)), cold=cold, warm=warm, gcc=gcc, **best)
 
 
+def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int) -> str:
+    """Where one compiled step's time goes: Python wrapper, the C driver with 0, 1, … Newton iterations."""
+    robot = load_robot(urdf, yaml)
+    vi = MidpointVI(robot, dt)
+    nw = vi._newton
+    if nw is None:
+        return f"{name}: no compiled driver (CasADi VM)"
+    rng = np.random.default_rng(0)
+    x = vi.state_from_velocity(rng.uniform(-0.3, 0.3, vi.nq), rng.uniform(-0.5, 0.5, vi.nq))
+    u = np.zeros(vi.nu)
+    vi.step(x, u)
+    its = vi.last_result.iterations
+    cases = {"MidpointVI.step": lambda: vi.step(x, u)}
+    for k in range(its + 1):  # max_iterations = k: stops after k updates (not-converged code, no raise)
+        cases[f"C driver, {k} Newton updates" + (" (= full)" if k == its else "")] = \
+            (lambda k=k: nw(k, vi.tol, vi.rcond_min, True))
+    times: dict[str, list[float]] = {c: [] for c in cases}
+    for _ in range(rounds):
+        for c, fn in cases.items():
+            per_step(lambda n, fn=fn: [fn() for _ in range(n)], 2000, times[c])
+    lines = [f"Breakdown, {name}, Δt = {dt * 1e3:g} ms ({its} Newton iterations; µs CPU, best of {rounds}):", "",
+             "| call | µs |", "|---|---|"]
+    lines += [f"| {c} | {min(t) * 1e6:.2f} |" for c, t in times.items()]
+    return "\n".join(lines)
+
+
 def table(rows: list[dict]) -> str:
     """Two markdown tables: step cost (µs CPU per step, ratios) and first-use build time."""
     def f(v, fmt="{:.1f}"):
@@ -202,7 +228,12 @@ def main() -> None:
     ap.add_argument("--dts", default="0.01,0.001")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--no-mujoco", action="store_true")
+    ap.add_argument("--breakdown", action="store_true", help="time split of one compiled step, first model/Δt")
     args = ap.parse_args()
+    if args.breakdown:
+        name, (urdf, yaml) = next(iter(model_sources(args.models.split(",")).items()))
+        print(breakdown(name, urdf, yaml, float(args.dts.split(",")[0]), args.rounds))
+        return
     mujoco = None if args.no_mujoco else ensure_mujoco()
     rows = []
     for name, (urdf, yaml) in model_sources(args.models.split(",")).items():
