@@ -121,7 +121,12 @@ class ControllerNode(Node):
             return
         if self.p["trigger"] == "joint_state" and t == self.last_commanded_stamp:
             return  # a republished state that was already answered (lockstep idle republish)
-        x = self.estimator.update(t, q, qdot)
+        try:
+            x = self.estimator.update(t, q, qdot)
+        except Exception as e:  # e.g. a singular M(q) in the Legendre transform: never crash the loop
+            self.estimator.reset()
+            self.go_safe(f"state estimate failed: {type(e).__name__}: {e}")
+            return
         if x is None:
             return
         v = qdot[self.act_q_index] if qdot is not None else self.vi.velocity(x)[self.act_q_index]
@@ -160,6 +165,9 @@ class ControllerNode(Node):
             if gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback will fight it
                 self.get_logger().warning(f"plan {self.plan_seq} starts {gap:.3f} away from the measured q")
         u, clamped = self.controller.command(self.controller.index(t), x)
+        if not np.all(np.isfinite(u)):
+            self.go_safe("non-finite control input (check the plan's gains)")
+            return
         if clamped:
             self.get_logger().warning("command clamped to the effort limits", throttle_duration_sec=2.0)
         if self.fault is not None:
