@@ -179,3 +179,17 @@ def test_results_do_not_alias_driver_buffers(pair, rng, wrap):
     assert all(np.array_equal(a, b) for a, b in zip(kept, (r1.x, r1.y, r1.lam)))
     assert not np.array_equal(r1.x, r2.x)
     assert np.abs(r1.x - rv.x).max() <= 1e-12 * (1.0 + np.abs(rv.x).max())
+
+
+def test_no_compiler_falls_back_to_vm(tmp_path, monkeypatch):
+    """Without a C compiler the same MidpointVI runs Newton in numpy over the CasADi VM."""
+    monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path))
+    robot = load_robot(planar_chain_urdf(3, damping=0.1))
+    reference = MidpointVI(robot, DT, compile=False)
+    monkeypatch.setattr(codegen, "compiler", lambda: None)
+    vi = MidpointVI(robot, DT)
+    assert vi._newton is None and not vi.fn.compiled("residual") and not list(tmp_path.glob("*.so"))
+    x = vi.state_from_velocity(np.array([0.5, -0.4, 0.3]), np.array([1.0, 0.0, -1.0]))
+    X, _ = vi.simulate(x, np.ones((5, vi.nu)))
+    Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))
+    assert np.array_equal(X, Xr)
