@@ -100,7 +100,7 @@ class ControllerNode(Node):
             self.get_logger().error(f"plan {seq} has nx={plan.X.shape[1]}, nu={plan.U.shape[1]}; model has "
                                     f"nx={self.vi.nx}, nu={self.vi.nu}: rejected")
             return
-        if abs(plan.dt - self.vi.dt) > 1e-9 * plan.dt:
+        if abs(plan.dt - self.vi.dt) > 1e-6 * plan.dt:  # below that it is round-off of time stamps
             self._build(plan.dt)
         self.controller = TrackingController(plan, r.continuous_mask, r.effort_limits, len(r.actuated))
         self.plan_seq = seq

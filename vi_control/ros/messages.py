@@ -66,7 +66,8 @@ def plan_from_messages(gains: Float64MultiArray, states: Float64MultiArray, mode
     if rows.shape != (K.shape[0], 1 + nx + nu):
         raise ValueError(f"plan_states shape {rows.shape} does not match gains {K.shape}")
     times = rows[:, 0]
-    dt = float(times[1] - times[0]) if len(times) > 1 else 0.0
+    # over the whole horizon: wall-clock stamps (~1e9 s) leave ~1e-7 s of round-off in one difference
+    dt = float(times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
     plan = Plan(times=times, X=rows[:, 1:1 + nx], U=rows[:-1, 1 + nx:], K=K[:-1], dt=dt, model_name=model_name,
                 model_hash=model_hash, joint_names=list(joint_names), input_names=list(input_names),
                 K_final=K[-1], U_final=rows[-1, 1 + nx:])
