@@ -60,9 +60,10 @@ def _new_states(rec: Recorder, n0: int, count: int, timeout: float = 10.0) -> bo
     return rec.wait_for(lambda: len(rec.states) >= n0 + count, timeout)
 
 
-def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi):
+@pytest.mark.parametrize("on_bad_command, fallback", [("hold", 0.8), ("zero", 0.0)])
+def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi, on_bad_command, fallback):
     sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", initial_positions=[0.2],
-                    initial_velocities=[0.5], on_bad_command="hold")
+                    initial_velocities=[0.5], on_bad_command=on_bad_command)
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.log()
     assert rec.wait_for(lambda: rec.cmd_pub.get_subscription_count() > 0, DISCOVERY)
@@ -79,8 +80,8 @@ def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi):
         n0 = len(rec.states)
         rec.publish_command(bad)
         assert _new_states(rec, n0, 1), sim.log()
-        x = vi.step(x, np.array([0.8]))  # 'hold': the last valid command is applied
-        assert rec.states[-1][3][0] == pytest.approx(0.8)
+        x = vi.step(x, np.array([fallback]))  # the last valid command ('hold') or zero is applied
+        assert rec.states[-1][3][0] == pytest.approx(fallback)
         assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)
     assert sim.wait_for_log("rejected command (NaN/inf entries)", 5.0)
     assert sim.wait_for_log("rejected command (size 2 != 1)", 5.0)
