@@ -13,7 +13,7 @@ X0_PERTURBED = np.array([1.0, 1.0])  # seed 000 §VIII-A: x(0) = [1 1]ᵀ instea
 
 @pytest.fixture(scope="module")
 def swingup_plan(pendulum_vi):
-    return plan_task(pendulum_vi, load_task("config/task_pendulum_swingup.yaml"))[0]
+    return plan_task(pendulum_vi, load_task("task_pendulum_swingup"))[0]
 
 
 def test_tv_lqr_rejects_the_perturbation_and_open_loop_does_not(swingup_plan, pendulum_vi):

@@ -15,7 +15,7 @@ from vi_control.planning.task import load_task
 @pytest.fixture(scope="module")
 def problem(pendulum_vi):
     """REFERENCE §2: the step reference of seed 000 eq. 35 with the task file's weights."""
-    task = load_task("config/task_pendulum_swingup.yaml")
+    task = load_task("task_pendulum_swingup")
     X_ref, U_ref = task.reference_trajectory(pendulum_vi)
     cost = QuadraticTrackingCost(X_ref, U_ref, task.weight("Q", "weights", 2), task.weight("R", "weights", 1),
                                  task.weight("Qf", "weights", 2))

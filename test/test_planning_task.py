@@ -5,8 +5,9 @@ import pytest
 
 from vi_control.linearization import linearize
 from vi_control.planning.task import TaskError, load_task, plan_task
+from vi_control.robots import share_dir
 
-PENDULUM_TASK = "config/task_pendulum_swingup.yaml"
+PENDULUM_TASK = str(share_dir() / "config" / "task_pendulum_swingup.yaml")  # independent of the working dir
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,13 @@ def test_load_task_sources_agree():
         text = f.read()
     import yaml
 
+    urdf_model = {"urdf": str(share_dir() / "urdf" / "pendulum.urdf"), "system": "../config/pendulum.yaml"}
     tasks = [load_task(PENDULUM_TASK), load_task("task_pendulum_swingup"), load_task(text),
              load_task(yaml.safe_load(text))]
+    # A model given by URDF and system paths (relative to the task file's directory, else config/).
+    t = load_task(PENDULUM_TASK)
+    t.model = urdf_model
+    assert t.load_robot().hash == tasks[0].load_robot().hash
     assert all(t.weights == tasks[0].weights and t.reference == tasks[0].reference for t in tasks)
     with pytest.raises(TaskError, match="not found"):
         load_task("task_that_does_not_exist")
@@ -112,7 +118,7 @@ def test_plan_task_starts_from_a_measured_state(pendulum_vi):
 def test_bounded_swingup_task_pumps_within_the_torque_limit(pendulum_vi):
     from vi_control.planning.evaluate import simulate_plan
 
-    task = load_task("config/task_pendulum_swingup_bounded.yaml")
+    task = load_task("task_pendulum_swingup_bounded")
     plan, res = plan_task(pendulum_vi, task)
     assert res.converged and np.abs(plan.U).max() <= 5.0 + 1e-12
     assert np.sum(np.abs(plan.U[:, 0]) >= 5.0 - 1e-9) > 5  # saturated for a while: needs the bounds

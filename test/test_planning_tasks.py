@@ -15,7 +15,7 @@ from vi_control.planning.task import load_task, plan_task
 
 
 def _plan(name, compile=None):
-    task = load_task(f"config/task_{name}.yaml")
+    task = load_task(f"task_{name}")
     vi = task.make_vi(compile=compile)
     plan, res = plan_task(vi, task)
     return task, vi, plan, res
