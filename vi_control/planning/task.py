@@ -360,6 +360,10 @@ def plan_task(vi: MidpointVI, task: Task, x0: np.ndarray | None = None,
     K, _ = tv_lqr(A, B, Ql, Rl, Qfl)
     qN = res.X[-1, :nq]
     K_final = U_final = None
+    _, residual = holding_input(vi, qN)
+    if vi.nc == 0 and residual > 1e-6 and log is not None:  # (with constraints their forces may hold it)
+        log(f"warning: the final configuration is no equilibrium (unbalanced gravity {residual:.2e} on "
+            "unactuated joints): the hold gain cannot keep it")
     try:
         K_final, _, U_final = hold_gain(vi, qN, task.weight("Q", "hold", nx, nq), task.weight("R", "hold", nu))
     except (np.linalg.LinAlgError, ValueError) as e:
