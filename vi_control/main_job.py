@@ -97,6 +97,8 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
         if on_start is not None:
             on_start(procs, rec)
         # The plan may be re-anchored to the first joint state after it: wait on simulation time.
+        # Wait on simulation time until the latest plan has run out plus hold_time. A plan made without a
+        # measurement (t_0 = 0) starts at the first joint state answered; a time-stamped one at its t_0.
         end = plan.times[-1] - plan.times[0] + hold_time
         start = {"t": None}
 
@@ -105,7 +107,13 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                 stamps = [s[1] for s in rec.states]
             if start["t"] is None and rec.commands:
                 start["t"] = stamps[-1] if stamps else None
-            return start["t"] is not None and stamps[-1] >= start["t"] + end
+            if start["t"] is None:
+                return False
+            latest = rec.plan()
+            t_end = start["t"] + end
+            if latest is not None and latest[1].times[0] > 0:
+                t_end = max(t_end, latest[1].times[-1] + hold_time)
+            return stamps[-1] >= t_end
 
         if not rec.wait_for(done, timeout):
             raise TimeoutError(f"the closed loop did not reach t = {end:g} s of simulation within {timeout} s")
