@@ -178,7 +178,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
                 break
             except _BackwardFailure:
                 if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
-                    newton = False  # and retry Newton after 1, 2, 4 (at most) iterations of failures
+                    newton = False  # and skip the Newton attempt for the next 1, 3, then 4 iterations
                     backoff = min(2 * backoff + 1, 4)
                     wait = backoff
                     continue
@@ -210,7 +210,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
             J = Jn
             mu = max(mu / 10, mu_min) if alpha == 1.0 else mu
         else:
-            mu *= 10
+            mu = max(mu * 10, 1e-6)
             if mu > mu_max:
                 reason = "line search failed at maximum regularization"
                 break
