@@ -193,3 +193,21 @@ def test_no_compiler_falls_back_to_vm(tmp_path, monkeypatch):
     X, _ = vi.simulate(x, np.ones((5, vi.nu)))
     Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))
     assert np.array_equal(X, Xr)
+
+
+@pytest.mark.parametrize("o0_limit, driver", [(10**9, True), (10, False)])
+def test_oversized_residual_builds_at_O0_or_falls_back(tmp_path, monkeypatch, o0_limit, driver):
+    """A residual above the optimising-compile limit (the 100-link chain's case, here forced by lowering the
+    limits) still gets the whole C step, built at -O0; above the -O0 limit it runs in the VM. Same numbers."""
+    if codegen.compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path))
+    monkeypatch.setattr(codegen, "_COMPILE_LIMIT_OPS", 300)  # residual, mass, output of chain3 are larger
+    monkeypatch.setattr(codegen, "_O0_LIMIT_OPS", o0_limit)
+    robot = load_robot(planar_chain_urdf(3))
+    vi, reference = MidpointVI(robot, DT), MidpointVI(robot, DT, compile=False)
+    assert (vi._newton is not None) == driver and vi.fn.compiled("residual") == driver
+    x = vi.state_from_velocity(np.array([0.5, -0.4, 0.3]), np.array([1.0, 0.0, -1.0]))
+    X, _ = vi.simulate(x, np.ones((5, vi.nu)))
+    Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))
+    assert np.abs(X - Xr).max() <= 1e-12 * (1.0 + np.abs(Xr).max())

@@ -23,6 +23,12 @@ import numpy as np
 # Above these sizes gcc time grows fast (DESIGN.md: 150 s at 32 DOF for a dense Jacobian at -O2).
 _COMPILE_LIMIT_OPS = 400_000
 
+# A step whose residual is too large for an optimising build (100-link chain: 465k instructions, 15 MB of
+# C) is still compiled, at -O0, when its whole library stays below this: gcc -O0 is about linear in the
+# source (37 s CPU, 2.2 GB at 100 links) and the code runs ~7x faster than the CasADi VM (17 vs 115 ms per
+# step), where -O1 would take many minutes. Measured in docs/performance_step.md.
+_O0_LIMIT_OPS = 1_000_000
+
 # -O1: the same step speed as -O2 on generated straight-line code (panda: 13.5 vs 13.9 µs CPU per step)
 # for 2/3 of the gcc time; measured in docs/performance_step.md. VI_CONTROL_CFLAGS overrides, e.g.
 # "-O1 -march=native -ffp-contract=off" (~20 % faster steps, same numbers, but the library then only
@@ -94,7 +100,8 @@ class _CFunction:
         return self._out
 
 
-def _build(funcs: list[ca.Function], tag: str, extra_source: str = "") -> ctypes.CDLL | None:
+def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
+           flags: list[str] | None = None) -> ctypes.CDLL | None:
     """Generate C for ``funcs`` (plus our own ``extra_source`` calling them), compile once, load."""
     cc = compiler()
     if cc is None:
@@ -103,7 +110,7 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "") -> ctypes
     for f in funcs:
         gen.add(f)
     src = gen.dump() + extra_source
-    flags = os.environ.get("VI_CONTROL_CFLAGS", _DEFAULT_CFLAGS).split()
+    flags = flags or os.environ.get("VI_CONTROL_CFLAGS", _DEFAULT_CFLAGS).split()
     key = hashlib.sha256((" ".join(flags) + "\n" + src).encode()).hexdigest()[:20]
     so = cache_dir() / f"vi_{key}.so"
     if so.exists():
@@ -146,12 +153,20 @@ class FunctionSet:
 
     def _compile_group(self, group: dict[str, ca.Function], driver: str = "",
                        driver_needs: tuple[str, ...] = ()) -> ctypes.CDLL | None:
-        """Compile the small functions of ``group``; returns the library if the driver went into it."""
+        """Compile the small functions of ``group``; returns the library if the driver went into it.
+
+        If a function the driver needs is too large for an optimising build, the whole group is built at
+        -O0 instead (below _O0_LIMIT_OPS), so the step still runs as one C call.
+        """
         if not self._compile:
             return None
         small = {n: f for n, f in group.items() if f.n_instructions() < _COMPILE_LIMIT_OPS}
+        flags = None
+        if (driver and all(n in group for n in driver_needs) and not all(n in small for n in driver_needs)
+                and sum(f.n_instructions() for f in group.values()) < _O0_LIMIT_OPS):
+            small, flags = dict(group), ["-O0"]
         extra = driver if driver and all(n in small for n in driver_needs) else ""
-        lib = _build(list(small.values()), self._tag, extra) if small else None
+        lib = _build(list(small.values()), self._tag, extra, flags) if small else None
         if lib is None:
             return None
         for n, f in small.items():
