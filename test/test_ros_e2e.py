@@ -21,6 +21,12 @@ _STRONG = dict(system_yaml="{gravity: [0.0, 0.0, -9.8], actuated: [{joint: theta
 UNBOUNDED = {"simulator": _STRONG, "controller": _STRONG, "planner": dict(task="task_pendulum_swingup")}
 
 
+def _alignment(run) -> str:
+    """Where the plan was anchored and what was recorded, for a failing tracking assertion."""
+    return (f"plan t0={run.first_plan.times[0]:g}, first stamps {run.stamps[:6].tolist()}, "
+            f"{len(run.stamps)} states\n" + _report(run))
+
+
 def _report(run) -> str:
     return run.error + "\n" + "\n".join(f"--- {n}\n{t[-3000:]}" for n, t in run.logs.items())
 
@@ -57,7 +63,7 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
     assert t.sec + 1e-9 * t.nanosec == pytest.approx(k * run.plan.dt, abs=1e-9)
     assert run.plan.times[0] > run.first_plan.times[-1]  # the new plan starts from a later measured state
     err = run.tracking_error(mask)
-    assert np.sqrt(np.nanmean(err**2)) < 1e-6  # same discrete map in planner and simulator
+    assert np.sqrt(np.nanmean(err**2)) < 1e-6, _alignment(run)  # same discrete map in planner and simulator
     assert np.abs(run.final_error(np.array([np.pi]), mask)).max() < 0.02
 
 
@@ -71,7 +77,7 @@ def test_cartpole_swingup_closed_loop(request, tmp_path):
     assert not run.error, _report(run)
     mask = np.array([False, True])
     err = run.tracking_error(mask)
-    assert np.sqrt(np.nanmean(err**2)) < 1e-6
+    assert np.sqrt(np.nanmean(err**2)) < 1e-6, _alignment(run)
     assert np.abs(run.final_error(np.array([0.0, np.pi]), mask)).max() < 0.05
     assert np.abs(run.effort[:, 0]).max() <= 20.0 + 1e-9
 
