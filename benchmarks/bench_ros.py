@@ -32,7 +32,7 @@ from std_msgs.msg import Float64MultiArray
 from vi_control.control.tracking import StateEstimator, TrackingController
 from vi_control.planning.plan import Plan
 from vi_control.ros.common import LATCHED_QOS, MODEL_PARAMETERS, make_integrator, robot_from_parameters
-from vi_control.ros.launcher import NodeProcess, domain_id_for, set_domain
+from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, set_domain
 from vi_control.ros.messages import plan_to_messages, split_seconds
 from vi_control.ros.recorder import Recorder
 
@@ -59,13 +59,15 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
     domain = domain_id_for(f"bench_ros_latency_{rate}")
     set_domain(domain)
     params = dict(model="panda", dt=dt, trigger="joint_state", state_estimate="velocities", state_timeout=1.0)
-    ctrl = NodeProcess("controller_node", domain, overrides=params, log_dir=log_dir, name=f"controller_{int(rate)}")
+    ns = run_namespace(f"latency{rate}")
+    ctrl = NodeProcess("controller_node", domain, overrides=params, log_dir=log_dir, name=f"controller_{int(rate)}",
+                       namespace=ns)
     rclpy.init(domain_id=domain)
-    rec = Recorder(robot.joint_names, record_states=False)  # it publishes the states; it need not read them
+    rec = Recorder(robot.joint_names, record_states=False, namespace=ns)  # it publishes the states
     try:
         vi = make_integrator(robot, dt)
         plan = hold_plan(vi)
-        pubs = [rec.create_publisher(Float64MultiArray, f"/vi_planner/{n}", LATCHED_QOS)
+        pubs = [rec.create_publisher(Float64MultiArray, f"vi_planner/{n}", LATCHED_QOS)
                 for n in ("gains", "plan_states")]
         gains, states = plan_to_messages(plan, 1)
         pubs[1].publish(states)
@@ -134,9 +136,9 @@ def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) ->
     sim = NodeProcess("simulator_node", domain, overrides=dict(model=model, system_yaml="", dt=dt, mode="realtime",
                                                                max_speed=True, initial_positions=[0.0] * vi.nq,
                                                                initial_velocities=[0.0] * vi.nq),
-                      log_dir=log_dir, name=f"sim_{model}")
+                      log_dir=log_dir, name=f"sim_{model}", namespace=run_namespace(model))
     rclpy.init(domain_id=domain)
-    rec = Recorder(robot.joint_names)
+    rec = Recorder(robot.joint_names, namespace=run_namespace(model))
     try:
         assert rec.wait_for(lambda: len(rec.states) > 100, 120.0), sim.log()
         time.sleep(1.0)  # warm-up

@@ -15,7 +15,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS  # noqa: E402
-from vi_control.ros.launcher import NodeProcess, domain_id_for, set_domain  # noqa: E402
+from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, set_domain  # noqa: E402
 from vi_control.ros.messages import plan_to_messages, split_seconds  # noqa: E402
 from vi_control.ros.recorder import Recorder  # noqa: E402
 
@@ -24,18 +24,19 @@ DISCOVERY = 30.0  # s: process start-up (imports, model build) plus DDS discover
 
 
 class Harness:
-    def __init__(self, domain: int, log_dir):
-        self.domain, self.log_dir = domain, log_dir
+    def __init__(self, domain: int, log_dir, namespace: str):
+        self.domain, self.log_dir, self.ns = domain, log_dir, namespace
         self.procs: list[NodeProcess] = []
         self.recorders: list[Recorder] = []
 
     def start(self, module: str, name: str | None = None, **overrides) -> NodeProcess:
-        p = NodeProcess(module, self.domain, overrides=overrides, log_dir=str(self.log_dir), name=name)
+        p = NodeProcess(module, self.domain, overrides=overrides, log_dir=str(self.log_dir), name=name,
+                        namespace=self.ns)
         self.procs.append(p)
         return p
 
     def recorder(self, joint_names, **kw) -> Recorder:
-        r = Recorder(joint_names, **kw)
+        r = Recorder(joint_names, namespace=self.ns, **kw)
         self.recorders.append(r)
         return r
 
@@ -45,7 +46,7 @@ def ros(request, tmp_path):
     domain = domain_id_for(request.node.name)
     set_domain(domain)
     rclpy.init(domain_id=domain)
-    h = Harness(domain, tmp_path)
+    h = Harness(domain, tmp_path, run_namespace(request.node.name))
     try:
         yield h
     finally:
@@ -122,7 +123,7 @@ def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendul
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 50, t0=1.0)
     gains, states = plan_to_messages(plan, 42)
-    pubs = [rec.create_publisher(Float64MultiArray, f"/vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
+    pubs = [rec.create_publisher(Float64MultiArray, f"vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
     pubs[1].publish(states)
     pubs[0].publish(gains)
     assert ctrl.wait_for_log("accepted plan 42", DISCOVERY), ctrl.log()
@@ -175,7 +176,7 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 10, t0=0.0)
     gains, states = plan_to_messages(plan, 7)
-    pubs = [rec.create_publisher(Float64MultiArray, f"/vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
+    pubs = [rec.create_publisher(Float64MultiArray, f"vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
     assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.log()
     pubs[1].publish(states)
     pubs[0].publish(gains)
@@ -186,7 +187,7 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
     assert np.abs((tail + np.pi) % (2 * np.pi) - np.pi).min() > np.pi - 0.05, ctrl.log()  # upright, modulo 2π
     stamps = [s[1] for s in rec.states[n0:]]
     assert np.allclose(np.diff(stamps), vi.dt)  # every step published, stamped with simulation time
-    client = rec.create_client(Trigger, "/vi_simulator/reset")
+    client = rec.create_client(Trigger, "vi_simulator/reset")
     assert client.wait_for_service(timeout_sec=DISCOVERY)
     future = client.call_async(Trigger.Request())
     assert rec.wait_for(future.done, 10.0) and future.result().success

@@ -42,7 +42,7 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
         assert rec.wait_for(lambda: len(rec.states) > n0 + 30, 30.0)  # the loop goes on with the last plan
         procs["planner2"] = NodeProcess("planner_node", domain,
                                         ["ros_planner.yaml"], dict(UNBOUNDED["planner"], startup_wait=60.0),
-                                        log_dir=str(tmp_path), name="planner2")
+                                        log_dir=str(tmp_path), name="planner2", namespace=rec.get_namespace())
         first_seq = rec.plan()[0]
         assert rec.wait_for(lambda: rec.plan() is not None and rec.plan()[0] != first_seq, 90.0), \
             procs["planner2"].log()

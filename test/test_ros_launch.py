@@ -67,7 +67,7 @@ def test_launch_file_names_real_executables_files_and_parameters(path):
             cfg = ROOT / "config" / f
             assert cfg.is_file(), f"{path.name} names missing parameter file config/{f}"
             data = yaml.safe_load(cfg.read_text())
-            section = data.get(n["name"]) or data.get("/**")
+            section = data.get(n["name"]) or data.get(f"/**/{n['name']}") or data.get("/**")
             assert section is not None, f"config/{f} has no section for node {n['name']}"
             unknown = set(section["ros__parameters"]) - declared
             assert not unknown, f"config/{f}: parameter(s) {unknown} are not declared by {module}"
@@ -76,7 +76,8 @@ def test_launch_file_names_real_executables_files_and_parameters(path):
 @pytest.mark.parametrize("path", sorted((ROOT / "config").glob("ros_*.yaml")), ids=lambda p: p.name)
 def test_every_ros_parameter_file_matches_its_node(path):
     data = yaml.safe_load(path.read_text())
-    for node_name, section in data.items():
+    for key, section in data.items():
+        node_name = key.removeprefix("/**/")  # "/**/vi_simulator": that node in any namespace
         assert node_name in NODE_NAMES, f"{path.name}: unknown node {node_name}"
         declared = _declared(f"vi_control.ros.{NODE_NAMES[node_name]}")
         assert set(section["ros__parameters"]) <= declared

@@ -54,14 +54,15 @@ class ClosedLoopRun:
 
 def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[str]] | None = None,
                     overrides: dict[str, dict] | None = None, hold_time: float = 1.0, timeout: float = 180.0,
-                    joint_names: list[str] | None = None, on_start=None) -> ClosedLoopRun:
+                    joint_names: list[str] | None = None, on_start=None, namespace: str | None = None) -> ClosedLoopRun:
     """Start the three nodes, wait for a plan and its execution plus ``hold_time`` s, stop everything.
 
     ``on_start(procs, recorder)`` (optional) runs once the plan is being executed (fault injection in tests).
+    Every node runs in ``namespace`` (default: one of this run's own), the recorder too.
     """
     import rclpy
 
-    from .ros.launcher import NodeProcess, set_domain
+    from .ros.launcher import NodeProcess, run_namespace, set_domain
     from .ros.recorder import Recorder
 
     params_files = params_files or {n: [f"ros_{n}.yaml"] for n in NODES}
@@ -69,12 +70,14 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     set_domain(domain_id)
     t0 = time.monotonic()
     rclpy.init(domain_id=domain_id)
-    rec = Recorder(joint_names or ["theta"])
+    ns = namespace or run_namespace(f"{domain_id}:{log_dir}")
+    rec = Recorder(joint_names or ["theta"], namespace=ns)
     procs = {}
 
     def start(*names: str) -> None:
         for n in names:
-            procs[n] = NodeProcess(NODES[n], domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n)
+            procs[n] = NodeProcess(NODES[n], domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n,
+                                   namespace=ns)
 
     error, plan, first = "", None, None
     try:
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
     sim_params = yaml.safe_load((share_dir() / "config" / "ros_simulator.yaml").read_text())
-    params = {k: v[0] for k, v in MODEL_PARAMETERS.items()} | sim_params["vi_simulator"]["ros__parameters"]
+    params = {k: v[0] for k, v in MODEL_PARAMETERS.items()} | sim_params["/**/vi_simulator"]["ros__parameters"]
     robot, _ = robot_from_parameters(params)  # the simulated robot, as the simulator node loads it
     domain = domain_id_for("main_job")
     log_dir = str(Path(args.out).parent / "main_job_logs")

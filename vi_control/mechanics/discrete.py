@@ -37,6 +37,13 @@ NEWTON_C = r"""
  * 4 singular mass matrix in the initial guess. info = (residual norm, iterations, rcond). */
 #include <math.h>
 
+/* The driver is optimised even when the generated functions around it are built at -O0 (huge models):
+ * a 100x100 LU at -O0 costs milliseconds. Elementwise updates only, no reassociation: same numbers. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("O2")
+#endif
+
 static int vi_lu(double* A, long long n, long long* piv) {
   int info = 0;
   for (long long k = 0; k < n; k++) {
@@ -229,6 +236,10 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
 int vi_newton_step_packed(void** a) {
   return vi_newton_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 """
 
 # Return codes of vi_newton_step.

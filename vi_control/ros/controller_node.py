@@ -32,7 +32,8 @@ PARAMETERS: dict[str, tuple] = {
     "dt": (0.01, "Δt of the state estimate until a plan arrives (then the plan's Δt is used) [s]"),
     "controller_name": ("effort_controller", "commands are published on <controller_name>/commands"),
     "joints": (None, "joint order of the command (default: the model's actuated joints)"),
-    "planner_name": ("vi_planner", "plan topics: /<planner_name>/gains and /<planner_name>/plan_states"),
+    "planner_name": ("vi_planner", "plan topics <planner_name>/gains and <planner_name>/plan_states (relative: "
+                                   "in the controller's namespace, where the planner node's ~/ topics are)"),
     "trigger": ("timer", "'timer': command at `rate`; 'joint_state': one command per new joint state (lockstep)"),
     "rate": (100.0, "timer trigger: command rate [Hz]"),
     "state_estimate": ("configurations", "'configurations': p from the last two q (discrete Legendre "
@@ -69,7 +70,7 @@ class ControllerNode(Node):
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
         self.create_subscription(JointState, "joint_states", self.on_joint_state, LATEST_QOS)
         for name in self._arrays:
-            self.create_subscription(Float64MultiArray, f"/{p['planner_name']}/{name}",
+            self.create_subscription(Float64MultiArray, f"{p['planner_name']}/{name}",
                                      lambda m, n=name: self.on_plan_array(n, m), LATCHED_QOS)
         timeout = float(p["state_timeout"])
         if p["trigger"] == "timer":

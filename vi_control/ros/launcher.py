@@ -16,6 +16,11 @@ import yaml
 from ..robots import share_dir
 
 
+def run_namespace(key: str) -> str:
+    """A namespace of one's own: a run that shares a domain (1 in 100 chance) still does not hear another."""
+    return f"/vi_{os.getpid()}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
 def domain_id_for(key: str) -> int:
     """A ROS_DOMAIN_ID in 1…100 of one's own (tests, the main job), so parallel runs do not hear each other."""
     return 1 + int(hashlib.sha256(f"{key}:{os.getpid()}".encode()).hexdigest(), 16) % 100
@@ -40,11 +45,13 @@ class NodeProcess:
     """One node (``python -m vi_control.ros.<module>``) with params files plus overrides; output in a log file."""
 
     def __init__(self, module: str, domain_id: int, params_files: list[str] = (), overrides: dict | None = None,
-                 log_dir: str | None = None, name: str | None = None):
+                 log_dir: str | None = None, name: str | None = None, namespace: str = ""):
         self.module, self.name = module, name or module
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="vi_control_"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         args = [sys.executable, "-m", f"vi_control.ros.{module}", "--ros-args"]
+        if namespace:
+            args += ["-r", f"__ns:={namespace}"]
         for f in params_files:
             args += ["--params-file", str(f if os.path.isfile(f) else share_dir() / "config" / f)]
         if overrides:

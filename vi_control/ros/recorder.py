@@ -23,8 +23,9 @@ from .messages import joint_state_arrays, plan_from_messages, stamp_seconds
 
 class Recorder(Node):
     def __init__(self, joint_names: list[str], controller_name: str = "effort_controller",
-                 planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True):
-        super().__init__(name)
+                 planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True,
+                 namespace: str = ""):
+        super().__init__(name, namespace=namespace)
         self.joint_names = joint_names
         self.lock = threading.Lock()
         self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
@@ -34,13 +35,13 @@ class Recorder(Node):
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
         self.trajectory: JointTrajectory | None = None
-        self.create_subscription(JointTrajectory, f"/{planner_name}/trajectory",
+        self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
                                  lambda m: setattr(self, "trajectory", m), LATCHED_QOS)
         self.robot_description: str | None = None
         self.create_subscription(String, "/robot_description", lambda m: setattr(self, "robot_description", m.data),
                                  LATCHED_QOS)
         for n in ("gains", "plan_states"):
-            self.create_subscription(Float64MultiArray, f"/{planner_name}/{n}",
+            self.create_subscription(Float64MultiArray, f"{planner_name}/{n}",
                                      lambda m, n=n: self.plan_arrays.__setitem__(n, m), LATCHED_QOS)
         self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
