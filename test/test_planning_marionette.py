@@ -8,6 +8,7 @@ horizon are coarse (0.04 s, 4 s) to keep it quick.
 
 import numpy as np
 import pytest
+from scipy.linalg import eig
 from scipy.optimize import least_squares
 
 from vi_control.control.hold import equilibrium_state
@@ -85,9 +86,19 @@ def test_marionette_lqr_rejects_a_torso_perturbation(marionette):
         "weights": {"Q": {"q": 100.0, "p": 1.0}, "R": 1.0},  # REFERENCE §3
         "optimizer": {"method": "ilqr", "max_iterations": 3},
     })
-    plan, res = plan_task(vi, task, x0=x_eq)
+    lines: list[str] = []
+    plan, res = plan_task(vi, task, x0=x_eq, log=lines.append)
     assert res.converged and res.iterations == 0, res  # the reference is already feasible and optimal
     assert np.allclose(plan.U, rho) and plan.K.shape == (N, 18, 80)
+    # No infinite-horizon hold gain exists here, and the planner says so: the hanging puppet has a neutral
+    # mode at λ = 1 that no string moves (PBH test: left eigenvector w with wᴴB = 0), so (A, B) is not
+    # stabilizable and the DLQR has no stabilizing solution; the finite-horizon TV-LQR is what seed 000 uses.
+    assert plan.K_final is None and any("no hold gain" in line for line in lines)
+    lin = linearize(vi, x_eq, rho)
+    lam, W = eig(lin.A, left=True, right=False)
+    unit = np.abs(lam) > 1.0 - 1e-9
+    pbh = np.linalg.norm(W[:, unit].conj().T @ lin.B, axis=1) / np.linalg.norm(lin.B)
+    assert unit.any() and pbh.min() < 1e-10
     # Perturb the torso's orientation about the vertical by 0.1 rad; the limbs and base settle the strings.
     yaw = robot.joint_index("torso_yaw")
     q_p = q_eq.copy()
