@@ -209,7 +209,8 @@ def table(rows: list[dict]) -> str:
         out.append(f"| {r['tool']} | {r['method']} | {_fmt(r, 'iterations', '{}')} | {_fmt(r, 'converged', '{}')} | "
                    f"{_fmt(r, 'optimize_ms', '{:.1f}')} | {_fmt(r, 'total_ms', '{:.1f}')} | "
                    f"{_fmt(r, 'cpu_ms', '{:.1f}')} | "
-                   f"{_fmt(r, 'cost', '{:.4f}')} | {_fmt(r, 'q_final', '{:.4f}')} | {r.get('note', '')} |")
+                   f"{_fmt(r, 'cost', '{:.4f}')} | {_fmt(r, 'q_final', '{:.4f}')} | "
+                   f"{r.get('note', '').replace('|', chr(92) + '|')} |")  # escaped: a table cell
     return "\n".join(out)
 
 
