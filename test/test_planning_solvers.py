@@ -110,3 +110,16 @@ def test_first_order_projection_method_reaches_the_ddp_optimum(pendulum_vi, prob
     assert r1.cost == pytest.approx(r2.cost, rel=1e-7)
     assert np.allclose(r1.X, r2.X, atol=1e-3)
     assert set(r1.step_kinds) == {"metric"} and np.all(np.diff(r1.cost_history) <= 0)
+
+
+def test_contraction_reusing_the_linearization_is_the_same(pendulum_vi, rng):
+    """DDP passes linearize's factors to second_order_contraction(lin=): identical numbers, less work."""
+    from vi_control.linearization import linearize, second_order_contraction
+
+    for _ in range(3):
+        x, u, c = rng.normal(size=2), rng.normal(size=1), rng.normal(size=2)
+        r = pendulum_vi.solve(x, u)
+        lin = linearize(pendulum_vi, x, u, r)
+        for a, b in zip(second_order_contraction(pendulum_vi, x, u, c, r, lin=lin),
+                        second_order_contraction(pendulum_vi, x, u, c, r)):
+            assert np.array_equal(a, b)

@@ -19,7 +19,7 @@ and the constraint term Dh(q_{k+1}) M_{k+1}⁻¹ Dh(q_k)ᵀ, its Schur complemen
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
@@ -34,6 +34,8 @@ class Linearization:
     B: np.ndarray  # ∂f/∂u (nx, nu)
     dy_dz: np.ndarray  # derivative of the step unknowns (q_{k+1}, λ_k), used by second order
     rcond: float  # reciprocal condition number of R_y (M_{k+1} bordered by constraints)
+    # (step result, z, O_y, LU of R_y): lets second_order_contraction(..., lin=) skip re-evaluating them
+    parts: tuple | None = field(default=None, repr=False, compare=False)
 
 
 def _parts(vi: MidpointVI, x: np.ndarray, u: np.ndarray, result: StepResult | None):
@@ -53,11 +55,11 @@ def _factor(Ry: np.ndarray):
 
 def linearize(vi: MidpointVI, x: np.ndarray, u: np.ndarray, result: StepResult | None = None) -> Linearization:
     """A_k, B_k of the one-step map at (x_k, u_k) (seed 000 eqs. 8–15; constrained 29–30)."""
-    _, _, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
+    r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
     lu, piv, rcond = _factor(Ry)
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     J = Oz + Oy @ dydz
-    return Linearization(A=J[:, : vi.nx], B=J[:, vi.nx:], dy_dz=dydz, rcond=rcond)
+    return Linearization(A=J[:, : vi.nx], B=J[:, vi.nx:], dy_dz=dydz, rcond=rcond, parts=(r, z, Oy, lu, piv))
 
 
 def _project(H: np.ndarray, dydz: np.ndarray) -> np.ndarray:
@@ -73,11 +75,19 @@ def _split(Hz: np.ndarray, nx: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def second_order_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
-                             result: StepResult | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Σᵢ cᵢ ∂²fᵢ/∂x∂x, Σᵢ cᵢ ∂²fᵢ/∂x∂u, Σᵢ cᵢ ∂²fᵢ/∂u∂u) for a covector c (seed 000 eqs. 16–27)."""
-    r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
-    lu, piv, _ = _factor(Ry)
-    dydz = -lapack.dgetrs(lu, piv, Rz)[0]
+                             result: StepResult | None = None, lin: Linearization | None = None
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Σᵢ cᵢ ∂²fᵢ/∂x∂x, Σᵢ cᵢ ∂²fᵢ/∂x∂u, Σᵢ cᵢ ∂²fᵢ/∂u∂u) for a covector c (seed 000 eqs. 16–27).
+
+    ``lin``: ``linearize``'s result at the same (x, u), whose Jacobians and LU of R_y are reused
+    (a DDP backward pass needs both at every step).
+    """
+    if lin is not None and lin.parts is not None:
+        (r, z, Oy, lu, piv), dydz = lin.parts, lin.dy_dz
+    else:
+        r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
+        lu, piv, _ = _factor(Ry)
+        dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     cov = np.asarray(cov, float).ravel()
     # Adjoint of the DEL equations: R_yᵀ μ = −O_yᵀ c (the multiplier of eqs. 16–27's implicit terms).
     mu = -lapack.dgetrs(lu, piv, Oy.T @ cov, trans=1)[0]

@@ -102,13 +102,14 @@ def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order, metric=No
     d1 = d2 = 0.0
     bounded = bool(np.isfinite(lo).any() or np.isfinite(hi).any())
     for k in range(N - 1, -1, -1):
-        A, B = lins[k]
+        lin = lins[k]
+        A, B = lin.A, lin.B
         At, Bt = A.T, B.T
         VA = Vxx @ A
         Qx, Qu = LX[k] + At @ Vx, LU[k] + Bt @ Vx
         Qxx, Qux, Quu = Wx + At @ VA, Bt @ VA, Wu + Bt @ (Vxx @ B)
         if second_order:
-            Hxx, Hxu, Huu = second_order_contraction(vi, X[k], U[k], Vx, results[k])
+            Hxx, Hxu, Huu = second_order_contraction(vi, X[k], U[k], Vx, results[k], lin=lin)
             Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu
         # Regularize V'_xx + μI (Tassa et al. 2012) rather than Q_uu: the step stays scale-aware.
         Quu_r, Qux_r = 0.5 * (Quu + Quu.T), Qux
@@ -168,12 +169,11 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
     wait = backoff = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
     for it in range(1, max_iterations + 1):
         lin_list = [linearize(vi, X[k], U[k], results[k]) for k in range(cost.N)]
-        lins = [(lin.A, lin.B) for lin in lin_list]
         newton = second_order and wait == 0
         wait = max(wait - 1, 0)
         while True:
             try:
-                kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lins, lo, hi, mu, newton, metric)
+                kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lin_list, lo, hi, mu, newton, metric)
                 backoff = 0 if newton else backoff
                 break
             except _BackwardFailure:
