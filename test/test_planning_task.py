@@ -125,3 +125,20 @@ def test_bounded_swingup_task_pumps_within_the_torque_limit(pendulum_vi):
     assert plan.X[-1, 0] == pytest.approx(np.pi, abs=0.02)
     X, U = simulate_plan(pendulum_vi, plan, plan.X[0] + np.array([0.05, 0.0]), clamp=True, extra_steps=30)
     assert np.abs(U).max() <= 5.0 and abs(X[-1, 0] - np.pi) < 0.02
+
+
+@pytest.mark.parametrize("name", ["task_pendulum_swingup", "task_pendulum_swingup_bounded"])
+def test_replanning_from_the_top_holds_it(pendulum_vi, name):
+    """A step reference starts from the measured state: re-planning at the goal must not swing down first."""
+    plan, res = plan_task(pendulum_vi, load_task(name), x0=np.array([np.pi - 0.02, 0.05]))
+    assert res.converged
+    assert np.abs(plan.X[:, 0] - np.pi).max() < 0.05 and abs(plan.X[-1, 0] - np.pi) < 1e-3
+
+
+def test_feedback_initial_guess_reaches_the_same_optimum_faster(swingup, pendulum_vi):
+    _, plan_ref, res_ref, _ = swingup
+    task = load_task(PENDULUM_TASK)
+    task.initial_guess = "feedback"  # TV-LQR of the step reference itself, rolled out closed loop
+    plan, res = plan_task(pendulum_vi, task)
+    assert res.converged and res.iterations < res_ref.iterations
+    assert res.cost == pytest.approx(res_ref.cost, rel=1e-9) and np.allclose(plan.X, plan_ref.X, atol=1e-4)

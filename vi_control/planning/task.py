@@ -20,6 +20,7 @@ Schema (every key is checked; errors name the key) — see docs/planner.md for t
 from __future__ import annotations
 
 import ast
+import dataclasses
 import operator
 import os
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from .cost import QuadraticTrackingCost, weight_matrix
 from .ddp import ddp
 from .gradient import projection_gradient
 from .plan import Plan
-from .shooting import LogFn, OptimizerResult
+from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout
 
 METHODS = ("ddp", "ilqr", "gradient")
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
@@ -207,10 +208,14 @@ class Task:
             lim = _vector(list(self.input_limits), "input_limits", vi.n_torques)
         return np.concatenate([lim, np.full(vi.nk, np.inf)])
 
-    def reference_trajectory(self, vi: MidpointVI) -> tuple[np.ndarray, np.ndarray]:
-        """(X_ref (N+1, nx), U_ref (N, nu)) of the reference; may be dynamically infeasible."""
+    def reference_trajectory(self, vi: MidpointVI, x0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(X_ref (N+1, nx), U_ref (N, nu)) of the reference; may be dynamically infeasible.
+
+        ``x0``: where the plan starts (a measured state when re-planning; default the task's start). A step
+        reference without ``q_before`` starts from x0's configuration, so a re-plan from the goal holds it.
+        """
         N, nq, ref = self.horizon, vi.nq, self.reference
-        x0 = self.start_state(vi)
+        x0 = self.start_state(vi) if x0 is None else np.asarray(x0, float)
         goal = self.goal_q if self.goal_q is not None else x0[:nq]
         goal = _vector(list(goal), "goal.q", nq)
         kind = ref.get("type", "goal")
@@ -236,9 +241,13 @@ class Task:
             raise TaskError(f"reference.u: expected 'zero' or 'hold', got {u_kind!r}")
         return X, U
 
-    def initial_inputs(self, vi: MidpointVI, x0: np.ndarray, U_ref: np.ndarray) -> np.ndarray:
-        if self.initial_guess == "reference":
+    def initial_inputs(self, vi: MidpointVI, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray) -> np.ndarray:
+        if self.initial_guess in ("reference", "auto"):  # "auto": plan_task compares it with "feedback"
             return U_ref.copy()
+        if self.initial_guess == "feedback":
+            nx, nu, nq = vi.nx, vi.nu, vi.nq
+            W = [self.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx))]
+            return feedback_initial_guess(vi, x0, X_ref, U_ref, *W, input_limits=self.limits(vi))
         if self.initial_guess == "hold_start":
             return np.tile(holding_input(vi, x0[: vi.nq])[0], (self.horizon, 1))
         return np.zeros_like(U_ref)  # "zero"
@@ -307,8 +316,8 @@ def load_task(source: str | dict) -> Task:
         if np.any(lim <= 0):
             raise TaskError("input_limits: bounds must be positive")
     guess = d.get("initial_guess", "reference")
-    if guess not in ("reference", "zero", "hold_start"):
-        raise TaskError(f"initial_guess: expected reference, zero or hold_start, got {guess!r}")
+    if guess not in ("reference", "zero", "hold_start", "feedback", "auto"):
+        raise TaskError(f"initial_guess: expected reference, zero, hold_start, feedback or auto, got {guess!r}")
     return Task(
         name=str(d.get("name", "task")), model=model, dt=dt, horizon=N,
         q0=_vector(start["q"], "start.q") if "q" in start else None,
@@ -333,11 +342,18 @@ def plan_task(vi: MidpointVI, task: Task, x0: np.ndarray | None = None,
     x0 = task.start_state(vi) if x0 is None else np.asarray(x0, float).ravel()
     if x0.size != nx:
         raise ValueError(f"x0 has size {x0.size}, expected {nx}")
-    X_ref, U_ref = task.reference_trajectory(vi)
+    X_ref, U_ref = task.reference_trajectory(vi, x0)
     Q, R, Qf = (task.weight(w, "weights", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
-    U0 = task.initial_inputs(vi, x0, U_ref)
     limits = task.limits(vi)
+    U0 = task.initial_inputs(vi, x0, X_ref, U_ref)
+    if task.initial_guess == "auto":  # the feedback guess only if its rollout costs less than half as much
+        U_fb = dataclasses.replace(task, initial_guess="feedback").initial_inputs(vi, x0, X_ref, U_ref)
+        J = []
+        for U in (U0, U_fb):
+            ro = rollout(vi, x0, U, lo=-limits if limits is not None else None, hi=limits)
+            J.append(np.inf if ro is None else cost.calc(ro[0], ro[1]))
+        U0 = U_fb if J[1] < 0.5 * J[0] else U0
     if task.method == "gradient":
         res = projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
                                   tolerance=task.tolerance, log=log)
