@@ -28,7 +28,7 @@ from scipy.linalg import lapack
 from ..integrators.midpoint import MidpointVI
 from ..linearization import linearize, second_order_contraction
 from .cost import QuadraticTrackingCost
-from .shooting import LogFn, OptimizerResult, input_bounds, progress_line, rollout
+from .shooting import LogFn, OptimizerResult, initial_rollout, progress_line, rollout
 
 
 def _chol_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -154,12 +154,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
     method = method or ("ddp" if second_order else "ilqr")
     armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
     t0 = time.perf_counter()
-    lo, hi = input_bounds(input_limits, vi.nu)
-    U = np.clip(np.asarray(U0, float).reshape(cost.N, vi.nu), lo, hi)
-    ro = rollout(vi, np.asarray(x0, float), U)
-    if ro is None:
-        raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
-    X, U, results = ro
+    lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu, mu_min, mu_max = regularization, 1e-9, 1e10

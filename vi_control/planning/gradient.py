@@ -26,7 +26,7 @@ from ..integrators.midpoint import MidpointVI
 from ..linearization import linearize
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
-from .shooting import LogFn, OptimizerResult, input_bounds, progress_line, rollout
+from .shooting import LogFn, OptimizerResult, initial_rollout, progress_line, rollout
 
 
 def projection_gradient(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
@@ -56,12 +56,7 @@ def steepest_descent(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray
                      tolerance: float = 1e-6, log: LogFn = None, log_every: int = 10) -> OptimizerResult:
     """Projected gradient descent; converged when the directional derivative ‖Π-step‖² < tolerance."""
     t0 = time.perf_counter()
-    lo, hi = input_bounds(input_limits, vi.nu)
-    U = np.clip(np.asarray(U0, float).reshape(cost.N, vi.nu), lo, hi)
-    ro = rollout(vi, np.asarray(x0, float), U)
-    if ro is None:
-        raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
-    X, U, results = ro
+    lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits)
     J = cost.calc(X, U)
     hist, decs, steps = [J], [], []
     alpha = 1e-2

@@ -96,6 +96,17 @@ def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray |
     return X, Ua, results
 
 
+def initial_rollout(vi: MidpointVI, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None):
+    """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results)."""
+    lo, hi = input_bounds(input_limits, vi.nu)
+    U = np.clip(np.asarray(U0, float).reshape(N, vi.nu), lo, hi)
+    ro = rollout(vi, np.asarray(x0, float), U)
+    if ro is None:
+        raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
+    X, U, results = ro
+    return lo, hi, X, U, results
+
+
 def progress_line(method: str, it: int, cost: float, decrement: float, step: float, reg: float) -> str:
     return f"[{method}] iter {it:4d}  cost {cost:.6e}  dJ {decrement:+.3e}  step {step:.3g}  reg {reg:.1e}"
 
