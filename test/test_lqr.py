@@ -89,6 +89,7 @@ def test_state_error_wraps_continuous_angles_only():
     X = np.tile(x, (3, 1)) + np.array([[0.0, 0, 0, 0], [2 * np.pi, 0, 0, 0], [-4 * np.pi, 0, 0, 0]])
     assert np.allclose(state_error(x_ref, X, mask), e)  # full turns make no error
     assert np.allclose(state_error(x_ref, x, None), x_ref - x)
+    assert np.allclose(state_error(x_ref[:2], x[:2], mask), e[:2])  # configurations alone
     with pytest.raises(ValueError, match="2·nq"):
         state_error(x_ref[:3], x[:3], mask)
 

@@ -86,15 +86,15 @@ def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | 
     """x_ref − x with the configuration part of continuous joints taken modulo 2π, in [−π, π).
 
     Only q of continuous (unbounded revolute) joints is wrapped: p is a momentum, never an angle.
-    Works on single states (nx,) and on stacks (..., nx).
+    Works on single states (nx,), on configurations alone (nq,), and on stacks (..., nx) / (..., nq).
     """
     e = np.asarray(x_ref, float) - np.asarray(x, float)
     if continuous_mask is None or not np.any(continuous_mask):
         return e
     mask = np.asarray(continuous_mask, bool)
     nq = mask.size
-    if e.shape[-1] != 2 * nq:
-        raise ValueError(f"state size {e.shape[-1]} does not match 2·nq = {2 * nq} of the continuous mask")
+    if e.shape[-1] not in (nq, 2 * nq):
+        raise ValueError(f"size {e.shape[-1]} is neither nq = {nq} nor 2·nq = {2 * nq} of the continuous mask")
     e = e.copy()
     eq = e[..., :nq]
     eq[..., mask] = (eq[..., mask] + np.pi) % (2 * np.pi) - np.pi

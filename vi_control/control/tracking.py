@@ -9,19 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..planning.plan import Plan
+from .lqr import state_error
 
-
-def state_difference(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray) -> np.ndarray:
-    """x_ref − x with continuous joint angles compared modulo 2π (the result lies in [−π, π)).
-
-    A continuous joint's L_d depends only on angle differences and cos/sin (seed 000 eq. 10 with an
-    unbounded revolute joint), so θ and θ + 2π are the same configuration and must not be "corrected".
-    """
-    e = np.asarray(x_ref, float) - np.asarray(x, float)
-    nq = len(continuous_mask)
-    mask = np.concatenate([np.asarray(continuous_mask, bool), np.zeros(len(e) - nq, bool)])
-    e[mask] = (e[mask] + np.pi) % (2 * np.pi) - np.pi
-    return e
+# One definition of the wrapped state difference for planner and controller.
+state_difference = state_error
 
 
 class TrackingController:
