@@ -192,3 +192,27 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
     future = client.call_async(Trigger.Request())
     assert rec.wait_for(future.done, 10.0) and future.result().success
     assert rec.wait_for(lambda: any(s[1] == 0.0 for s in rec.states[n0:]), 5.0)
+
+
+def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
+    # issue 7 item 3: the seed-001 integrator is selectable in the simulator by the `integrator` parameter
+    from vi_control.integrators import make_integrator
+    from vi_control.robots import load_bundled
+
+    sim = ros.start("simulator_node", model="double_pendulum", dt=0.01, mode="lockstep",
+                    integrator="linear_time", initial_positions=[0.3, -0.2])
+    rec = ros.recorder(["shoulder", "elbow"])
+    assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
+    lt = make_integrator("linear_time", load_bundled("double_pendulum"), 0.01)
+    x = lt.state_from_velocity(np.array([0.3, -0.2]), np.zeros(2))
+    for k in range(5):
+        n0 = len(rec.states)
+        rec.publish_command([0.5, -0.25])
+        assert _new_states(rec, n0, 1), sim.log()
+        x = lt.step(x, np.array([0.5, -0.25]))
+        assert np.allclose(rec.states[-1][2], x[:2], atol=1e-10), k
+    # the planner and controller refuse it: they need the exact linearization of the midpoint VI
+    from vi_control.ros.common import make_integrator as ros_make_integrator
+
+    with pytest.raises(ValueError, match="no linearization"):
+        ros_make_integrator(load_bundled("double_pendulum"), 0.01, "linear_time", linearizable=True)

@@ -11,7 +11,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..integrators.midpoint import MidpointVI
+from .. import integrators
 from ..model import load_robot
 from ..model.robot import RobotModel
 from ..robots import bundled_config, example_robot_urdf, share_dir
@@ -24,7 +24,8 @@ MODEL_PARAMETERS: dict[str, tuple] = {
     "robot_description": ("", "URDF XML text; overrides `urdf_path` and `model`"),
     "system_yaml": ("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
                         "config/<model>.yaml if present"),
-    "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000)"),
+    "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000) or, simulator only, 'linear_time' "
+                               "(seed 001: O(n) DRNEA + RIQN for long chains)"),
 }
 
 # Plans and the URDF are state, not a stream: a late subscriber must still get the latest one.
@@ -81,11 +82,15 @@ def robot_from_parameters(p: dict, mass_scale: float = 1.0) -> tuple[RobotModel,
     return robot, xml
 
 
-def make_integrator(robot: RobotModel, dt: float, name: str = "midpoint") -> MidpointVI:
-    """The one place the ROS layer constructs a discrete system (add new integrators here)."""
-    if name == "midpoint":
-        return MidpointVI(robot, dt)
-    raise ValueError(f"unknown integrator {name!r} (known: midpoint)")
+def make_integrator(robot: RobotModel, dt: float, name: str = "midpoint", linearizable: bool = False):
+    """The one place the ROS layer constructs a discrete system (vi_control.integrators.make_integrator).
+
+    Planner and controller need the exact linearization, which only the midpoint VI provides
+    (``linearizable=True``); the simulator may step either integrator.
+    """
+    if linearizable and name != "midpoint":
+        raise ValueError(f"integrator {name!r} has no linearization: planner and controller need 'midpoint'")
+    return integrators.make_integrator(name, robot, dt)
 
 
 def resolve_config(path: str) -> str:

@@ -80,7 +80,7 @@ class ControllerNode(Node):
         self.get_logger().info(f"{r.name}: joints={joints}, trigger={p['trigger']}, safe_mode={p['safe_mode']}")
 
     def _build(self, dt: float) -> None:
-        self.vi = make_integrator(self.robot, dt, self.p["integrator"])
+        self.vi = make_integrator(self.robot, dt, self.p["integrator"], linearizable=True)
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
 
     # ---- plan ------------------------------------------------------------------------------

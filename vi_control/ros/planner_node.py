@@ -51,7 +51,7 @@ class PlannerNode(Node):
         self.task = load_task(resolve_config(p["task"]))
         own = p["model"] or p["urdf_path"] or p["robot_description"]
         self.robot = robot_from_parameters(p)[0] if own else self.task.load_robot()
-        self.vi = make_integrator(self.robot, float(self.task.dt), p["integrator"])
+        self.vi = make_integrator(self.robot, float(self.task.dt), p["integrator"], linearizable=True)
         self.estimator = StateEstimator(self.vi, p["state_estimate"])
         self.measured: tuple[float, np.ndarray] | None = None
         self._lock, self._worker = threading.Lock(), None
