@@ -191,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tolerance", type=float, default=0.05, help="goal tolerance on |q − q_goal| [rad]")
     ap.add_argument("--hold-time", type=float, default=2.0, help="simulated time to hold the goal after the plan")
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--mass-scale", type=float, default=1.05,
+                    help="simulated masses / the planner's model (default: a 5 %% heavier real pendulum)")
+    ap.add_argument("--noise", type=float, default=0.001, help="joint position noise std of the simulator [rad]")
     args = ap.parse_args(argv)
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
     sim_params = yaml.safe_load((share_dir() / "config" / "ros_simulator.yaml").read_text())
@@ -199,8 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     domain = domain_id_for("main_job")
     log_dir = str(Path(args.out).parent / "main_job_logs")
     print(f"[main_job] ROS_DOMAIN_ID={domain}, node logs in {log_dir}")
+    # A model mismatch and measurement noise, so the TV-LQR feedback has something to correct.
+    sim_overrides = {"mass_scale": args.mass_scale, "position_noise_std": args.noise}
+    print(f"[main_job] simulator: mass_scale={args.mass_scale}, position noise std={args.noise} rad")
     run = run_closed_loop(domain, log_dir, hold_time=args.hold_time, timeout=args.timeout,
-                          joint_names=robot.joint_names)
+                          joint_names=robot.joint_names, overrides={"simulator": sim_overrides})
     if run.error or run.plan is None or len(run.q) == 0:
         print(f"[main_job] FAILED: {run.error or 'no data'}")
         for name, text in run.logs.items():
