@@ -83,12 +83,6 @@ def test_spherical_pendulum_singularity_raises_before_output(spherical):
     assert x1[0] == 0.0 and np.all(np.isfinite(x1))
 
 
-# Known issue (reported): the initial guess q_k + Δt M(q_k)⁻¹p_k raises numpy's LinAlgError at the pole.
-POLE_ISSUE = pytest.mark.xfail(strict=True, raises=np.linalg.LinAlgError,
-                               reason="initial guess needs M(q_k)⁻¹, singular at the pole (midpoint.py, reported)")
-
-
-@POLE_ISSUE
 def test_spherical_pendulum_at_rest_on_the_pole_raises_singularity_error(spherical):
     """θ_k = 0 and at rest: θ_{k+1} = θ_k = 0 solves eq. 2a and M_{k+1} is singular there."""
     vi = MidpointVI(spherical, 0.01)
@@ -109,7 +103,6 @@ def test_spherical_pendulum_planar_swing_is_the_plane_pendulum(spherical):
     assert x1 == pytest.approx(expected, abs=1e-10)
 
 
-@POLE_ISSUE
 def test_spherical_pendulum_swinging_through_the_pole_is_an_ordinary_step(spherical):
     """θ_k = 0, p_θ = 1: θ_{k+1} ≈ Δt ≠ −θ_k, so M_{k+1} is regular (eq. 34) and the step is well defined."""
     x1, expected = _planar_swing(spherical, 0.0)
@@ -131,3 +124,13 @@ def test_bad_inputs_raise_value_error(pendulum_vi, x, u, what):
 def test_bad_time_step_raises_value_error(pendulum_robot, dt):
     with pytest.raises(ValueError, match="dt"):
         MidpointVI(pendulum_robot, dt)
+
+
+@pytest.mark.parametrize("compile", [True, False])
+def test_pole_steps_on_both_backends(spherical, compile):
+    """The least-squares initial guess at a singular M(q_k) is the same on the C driver and the numpy loop."""
+    vi = MidpointVI(spherical, 0.01, compile=compile)
+    with pytest.raises(SingularityError):
+        vi.step(np.zeros(4))
+    th1, p1 = eq6a_newton(0.0, 1.0, 0.0, 0.01)
+    assert vi.step(np.array([0.0, 0.0, 0.0, 1.0])) == pytest.approx([0.0, th1, 0.0, p1], abs=1e-10)

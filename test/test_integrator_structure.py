@@ -97,3 +97,22 @@ def test_angular_momentum_about_the_pivot_is_conserved():
         L_origin = data.hg.angular + np.cross(data.com[0], data.hg.linear)
         assert data.hg.linear == pytest.approx(mass * data.vcom[0], abs=1e-12)
         assert L_origin[1] == pytest.approx(p1[0], abs=1e-10)
+
+
+def test_simulate_without_inputs_and_rejects_misshaped_inputs():
+    """nu = 0 (nothing actuated) rolls out by step count; misshaped inputs are an error, not zero steps."""
+
+    robot = load_robot(planar_chain_urdf(2), {"actuated": [], "gravity": [0.0, 0.0, -9.81]})
+    vi = MidpointVI(robot, 0.01)
+    x0 = vi.state_from_velocity(np.array([0.4, -0.3]), np.zeros(2))
+    X, lams = vi.simulate(x0, steps=50)
+    assert X.shape == (51, 4) and lams.shape == (50, 0)
+    x = x0
+    for _ in range(50):
+        x = vi.step(x)
+    assert np.array_equal(X[-1], x)
+    with pytest.raises(ValueError, match="steps"):
+        vi.simulate(x0)
+    vi1 = MidpointVI(load_robot(planar_chain_urdf(2)), 0.01)
+    with pytest.raises(ValueError, match="shape"):
+        vi1.simulate(vi1.state_from_velocity(np.zeros(2), np.zeros(2)), np.zeros((5, 0)))

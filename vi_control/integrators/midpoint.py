@@ -157,10 +157,30 @@ class MidpointVI:
             raise ValueError("state or input contains NaN/inf")
         return x, u
 
-    def initial_guess(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    def initial_guess(self, x: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
+        """y₀ = (q_k + Δt·M(q_k)⁻¹p_k, λ_{k−1}); a least-squares velocity where M(q_k) is singular.
+
+        At a coordinate singularity of q_k (seed 000 §VII-A: the spherical pendulum's pole) M(q_k) has
+        no inverse, yet M_{k+1} may be regular: the step must still be attempted, and it raises
+        SingularityError only if the Newton matrix itself is singular.
+        """
         q = x[: self.nq]
-        q1 = q + self.dt * self.velocity(x)
+        try:
+            v = self.velocity(x)
+        except np.linalg.LinAlgError:
+            v = self._velocity_lstsq(x)
+        q1 = q + self.dt * v
         return np.concatenate([q1[self.idx_d], self._lam_guess])
+
+    def _velocity_lstsq(self, x: np.ndarray) -> np.ndarray:
+        q, p = x[: self.nq], x[self.nq:]
+        M = np.array(self.fn["mass"](q)[0])
+        d, k = self.idx_d, self.idx_k
+        v = np.zeros(self.nq)
+        v[k] = p[k]
+        rhs = p[d] - M[np.ix_(d, k)] @ v[k] if len(k) else p[d]
+        v[d] = np.linalg.lstsq(M[np.ix_(d, d)], rhs, rcond=None)[0]
+        return v
 
     def solve(self, x: np.ndarray, u: np.ndarray, step_index: int | None = None,
               y0: np.ndarray | None = None) -> StepResult:
@@ -189,7 +209,9 @@ class MidpointVI:
                 R, J = res_fn(y, z)
                 rnorm = float(np.abs(R).max())
                 break
-        if not (rnorm <= max(self.tol * scale, 1e-9)):
+        # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
+        floor_r = 64.0 * np.finfo(float).eps * np.abs(J).sum(axis=0).max() * (1.0 + np.abs(y).max())
+        if not (rnorm <= max(self.tol * scale, 1e-9, floor_r)):
             raise ConvergenceError(step_index, rnorm, it)
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
         _lu_solve_checked(np.array(J), np.zeros(self.structure.ny), self.rcond_min, step_index, what)
@@ -223,8 +245,8 @@ class MidpointVI:
         if code:
             if code == NEWTON_NONFINITE:
                 raise ValueError("state or input contains NaN/inf")
-            if code == NEWTON_SINGULAR_MASS:
-                raise np.linalg.LinAlgError("Singular matrix: M(q_k) in the initial guess")
+            if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
+                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u))
             if code == NEWTON_SINGULAR:
                 raise SingularityError(step_index, rcond, self._what)
             assert code == NEWTON_NOT_CONVERGED
@@ -242,9 +264,23 @@ class MidpointVI:
         self.last_result = self.solve(x, u, step_index)
         return self.last_result.x
 
-    def simulate(self, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Roll out N steps: returns states (N+1, nx) and multipliers (N, nc)."""
-        inputs = np.asarray(inputs, float).reshape(-1, self.nu)
+    def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
+                 steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Roll out N steps: returns states (N+1, nx) and multipliers (N, nc).
+
+        ``inputs`` is (N, nu); a system without inputs (nu = 0) takes ``steps=N`` instead.
+        """
+        if inputs is None:
+            if steps is None:
+                raise ValueError("simulate needs inputs (N, nu) or, without inputs, steps=N")
+            inputs = np.zeros((steps, self.nu))
+        inputs = np.asarray(inputs, float)
+        if self.nu == 0:
+            inputs = np.zeros((steps if steps is not None else len(inputs), 0))
+        elif inputs.ndim == 1 and inputs.size % self.nu == 0:
+            inputs = inputs.reshape(-1, self.nu)
+        if inputs.ndim != 2 or inputs.shape[1] != self.nu:
+            raise ValueError(f"inputs must have shape (N, {self.nu}), got {inputs.shape}")
         X = np.zeros((len(inputs) + 1, self.nx))
         lams = np.zeros((len(inputs), self.nc))
         X[0] = x0
