@@ -181,9 +181,10 @@ class FunctionSet:
         return max(max(f.n_iw for f in fns), 1), max(max(f.n_w for f in fns), 1)
 
     def __getitem__(self, name: str) -> _VMFunction | _CFunction:
-        if self._lazy and name in self._lazy:
-            group, self._lazy = self._lazy, {}
-            self._compile_group(group)
+        if name in self._lazy:
+            # One library per lazy function: first-order users never wait for the Hessian's gcc time
+            # (minutes at marionette size).
+            self._compile_group({name: self._lazy.pop(name)})
         return self._fns[name]
 
     def compiled(self, name: str) -> bool:
