@@ -21,6 +21,10 @@ from ..mechanics.discrete import (
 )
 from ..model.robot import RobotModel
 
+NEWTON_METHODS = ("exact", "chord")
+# Chord Newton refreshes M_{k+1} when an update is not at least this much smaller than the previous one.
+CHORD_RATE_MAX = 0.25
+
 
 class StepError(RuntimeError):
     """A step could not produce a trustworthy next state."""
@@ -57,7 +61,8 @@ class StepResult:
     y: np.ndarray  # solved unknowns (q_{k+1}[dynamic], λ_k), reused by linearize
 
 
-def _lu_solve_checked(J: np.ndarray, r: np.ndarray, rcond_min: float, step, what: str) -> np.ndarray:
+def _lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min."""
     lu, piv, info = lapack.dgetrf(J)
     if info > 0:
         raise SingularityError(step, 0.0, what)
@@ -65,8 +70,7 @@ def _lu_solve_checked(J: np.ndarray, r: np.ndarray, rcond_min: float, step, what
     rcond, _ = lapack.dgecon(lu, anorm, norm="1")
     if not rcond >= rcond_min:  # also catches NaN
         raise SingularityError(step, float(rcond), what)
-    sol, _ = lapack.dgetrs(lu, piv, r)
-    return sol
+    return lu, piv
 
 
 class MidpointVI:
@@ -74,12 +78,20 @@ class MidpointVI:
 
     Parameters: ``tol`` (residual ∞-norm for Newton), ``max_iterations``, ``rcond_min`` (below
     it M_{k+1} or the KKT matrix counts as singular), ``wrap_continuous`` (keep continuous joint
-    angles in [−π, π) after each step), ``compile`` (generated C, see mechanics.codegen).
+    angles in [−π, π) after each step), ``compile`` (generated C, see mechanics.codegen), ``newton``:
+    'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' (default) factors it once
+    per step at the initial guess, iterates with the residual alone and refreshes the factorization only
+    when an update shrinks by less than ``chord_rate_max`` (docs/performance_step.md). Both stop at the
+    same tolerance, and both check the condition of M_{k+1} at the root.
     """
 
     def __init__(self, robot: RobotModel, dt: float, tol: float = 1e-12, max_iterations: int = 30,
-                 rcond_min: float = 1e-13, wrap_continuous: bool = False, compile: bool | None = None):
+                 rcond_min: float = 1e-13, wrap_continuous: bool = False, compile: bool | None = None,
+                 newton: str = "chord"):
+        if newton not in NEWTON_METHODS:
+            raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
         self.robot = robot
+        self.newton, self.chord_rate_max = newton, CHORD_RATE_MAX
         self.structure = DiscreteSystemStructure(robot, dt, compile=compile)
         s = self.structure
         self.dt = s.dt
@@ -95,6 +107,9 @@ class MidpointVI:
         self._zero_input = np.zeros(self.nu)
         self._what = ("M_{k+1}" if self.nc == 0
                       else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
+
+    def _chord_settings(self) -> tuple[bool, float]:
+        return self.newton == "chord", self.chord_rate_max
 
     # ---- state conversions (discrete Legendre transforms) ------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
@@ -190,12 +205,17 @@ class MidpointVI:
         x, u = self._check_inputs(x, u)
         z = np.concatenate([x, u])
         y = self.initial_guess(x, u) if y0 is None else np.array(y0, float)
-        res_fn = self.fn["residual"]
+        res_fn, r_fn = self.fn["residual"], self.fn["residual_only"]
         what = self._what
+        chord, theta_max = self._chord_settings()
         scale = 1.0 + np.abs(x[self.nq:]).max()
-        rnorm = np.inf
+        rnorm, dnorm_prev, with_jac, lu = np.inf, np.inf, True, None
         for it in range(self.max_iterations + 1):
-            R, J = res_fn(y, z)
+            if with_jac:
+                R, J = res_fn(y, z)
+            else:
+                R = r_fn(y, z)[0]
+            j_at_y = with_jac
             rnorm = float(np.abs(R).max())
             if not np.isfinite(rnorm):
                 break
@@ -203,18 +223,33 @@ class MidpointVI:
                 break
             if it == self.max_iterations:
                 break
-            dy = _lu_solve_checked(J, R.ravel(), self.rcond_min, step_index, what)
+            if with_jac:
+                lu = _lu_factor_checked(J, self.rcond_min, step_index, what)
+            dy = lapack.dgetrs(*lu, R.ravel())[0]
             y = y - dy
-            if np.abs(dy).max() < 1e-15 * (1.0 + np.abs(y).max()):
+            dnorm = np.abs(dy).max()
+            if dnorm < 1e-15 * (1.0 + np.abs(y).max()):
                 R, J = res_fn(y, z)
+                j_at_y = True
                 rnorm = float(np.abs(R).max())
                 break
+            # Chord: keep the factored Jacobian while the updates contract by theta_max or better.
+            with_jac = not chord or not dnorm <= theta_max * dnorm_prev
+            dnorm_prev = dnorm
+        if not j_at_y and np.isfinite(rnorm):  # the floor and the final check need J at the returned y
+            R, J = res_fn(y, z)
+            rnorm = float(np.abs(R).max())
         # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
         floor_r = 64.0 * np.finfo(float).eps * np.abs(J).sum(axis=0).max() * (1.0 + np.abs(y).max())
         if not (rnorm <= max(self.tol * scale, 1e-9, floor_r)):
             raise ConvergenceError(step_index, rnorm, it)
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
-        _lu_solve_checked(np.array(J), np.zeros(self.structure.ny), self.rcond_min, step_index, what)
+        lu = _lu_factor_checked(np.array(J), self.rcond_min, step_index, what)
+        if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
+            y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
+            r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
+            if r_pol <= max(rnorm, floor_r):
+                y, rnorm = y_pol, r_pol
         xn = self.fn["output"](y, z)[0].ravel().copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
@@ -240,7 +275,7 @@ class MidpointVI:
                 nw.y[self.nd:] = self._lam_guess
         else:
             nw.y[:] = np.asarray(y0, float).ravel()
-        code = nw(self.max_iterations, self.tol, self.rcond_min, y0 is None)
+        code = nw(self.max_iterations, self.tol, self.rcond_min, y0 is None, *self._chord_settings())
         rnorm, it, rcond = nw.info.tolist()
         if code:
             if code == NEWTON_NONFINITE:
