@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from ..mechanics import drnea_c
 from ..mechanics.drnea import BodyTree, Frames
 from ..model.robot import RobotModel
 from .midpoint import ConvergenceError, MidpointVI, SingularityError, StepError, StepResult
@@ -25,6 +26,7 @@ from .midpoint import ConvergenceError, MidpointVI, SingularityError, StepError,
 __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
 
 METHODS = ("riqn", "newton")
+BACKENDS = ("c", "numpy")
 INITIAL_GUESSES = ("IG1", "IG2", "IG3")
 
 
@@ -36,11 +38,14 @@ class LinearTimeVI:
     continuous dynamics) of §3.3; ``tol`` on the residual ∞-norm relative to 1 + |p_k|∞, as MidpointVI,
     or ``step_tol`` on the last update relative to 1 + |q|∞ once rounding dominates the residual.
     Only unconstrained trees without prescribed joints (seed 001 §5 leaves constraints open).
+    ``backend``: 'c' runs the whole step (DRNEA, RIQN/Newton, initial guess, p_{k+1}) as one call into our
+    compiled C (mechanics.drnea_c, the same equations); 'numpy' the vectorized numpy/Pinocchio version.
+    Default: 'c' when a C compiler is available (and VI_CONTROL_NO_COMPILE is not set), else 'numpy'.
     """
 
     def __init__(self, robot: RobotModel, dt: float, method: str = "riqn", initial_guess: str = "IG3",
                  tol: float = 1e-12, max_iterations: int = 100, wrap_continuous: bool = False,
-                 step_tol: float = 1e-13):
+                 step_tol: float = 1e-13, backend: str | None = None):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"time step dt must be positive and finite, got {dt}")
         if method not in METHODS:
@@ -55,6 +60,11 @@ class LinearTimeVI:
         self.tol, self.max_iterations, self.wrap_continuous = tol, max_iterations, wrap_continuous
         self.step_tol = step_tol
         self.tree = BodyTree(robot)
+        if backend is None:
+            backend = "c" if drnea_c.available() else "numpy"
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend = backend
         names = robot.joint_names
         self.nq = robot.nq
         self.nx, self.nc, self.nk, self.nd = 2 * self.nq, 0, 0, self.nq
@@ -71,6 +81,8 @@ class LinearTimeVI:
         self._zero = np.zeros(self.nq)
         self.last_result: StepResult | None = None
         self.iteration_history: list[int] = []
+        self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, tol,
+                                               step_tol, max_iterations) if backend == "c" else None)
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
     def _minv(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
@@ -171,6 +183,8 @@ class LinearTimeVI:
               y0: np.ndarray | None = None) -> StepResult:
         """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1); raises ConvergenceError."""
         x, u = self._check_inputs(x, u)
+        if self._compiled is not None:
+            return self._solve_compiled(x, u, step_index, y0)
         q0 = x[: self.nq]
         fk = self.tree.frames(q0)
         const = self._constant_part(fk, x, u)
@@ -206,6 +220,16 @@ class LinearTimeVI:
         if self.wrap_continuous:
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1.copy())
+
+    def _solve_compiled(self, x: np.ndarray, u: np.ndarray, step_index: int | None,
+                        y0: np.ndarray | None) -> StepResult:
+        code, xn, rnorm, it = self._compiled.step(x, self._torques(u), y0)
+        if code != drnea_c.OK:  # not converged, log map near π, or singular Jacobian: as the numpy path
+            raise ConvergenceError(step_index, rnorm, it)
+        q1 = xn[: self.nq].copy()
+        if self.wrap_continuous:
+            xn = self.wrap(xn)
+        return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1)
 
     def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k); iterations and residual in ``last_result``."""
