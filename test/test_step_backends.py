@@ -5,11 +5,12 @@ C, and factors with LAPACK's dgetrf/dgecon instead of our own LU and condition e
 """
 
 import os
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
-from vi_control.integrators.midpoint import ConvergenceError, MidpointVI, SingularityError
+from vi_control.integrators.midpoint import CHORD_RATE_MAX, ConvergenceError, MidpointVI, SingularityError
 from vi_control.linearization import linearize
 from vi_control.mechanics import codegen
 from vi_control.model import load_robot
@@ -37,6 +38,7 @@ def pair(request):
     robot = _models()[request.param]()
     compiled, vm = MidpointVI(robot, DT), MidpointVI(robot, DT, compile=False)
     assert compiled._newton is not None and vm._newton is None
+    assert (compiled.newton, vm.newton) == ("chord", "exact")  # default: the faster method per backend
     return request.param, compiled, vm
 
 
@@ -48,15 +50,39 @@ def _initial_state(name: str, vi: MidpointVI, rng) -> np.ndarray:
     return vi.state_from_velocity(q, qdot)
 
 
-def test_compiled_step_matches_vm(pair, rng):
+def _forced_inputs(vi: MidpointVI, x: np.ndarray, rng) -> np.ndarray:
+    U = rng.uniform(-2, 2, (15, vi.nu))
+    if vi.nk:
+        U[:, vi.n_torques:] = x[vi.idx_k] + 0.01 * np.arange(1, 16)[:, None]  # ρ_{k+1}
+    return U
+
+
+@contextmanager
+def _method(newton: str, rate: float, *vis: MidpointVI):
+    """Newton variant on every given integrator (plain attributes, read at each solve)."""
+    saved = [(vi.newton, vi.chord_rate_max) for vi in vis]
+    for vi in vis:
+        vi.newton, vi.chord_rate_max = newton, rate
+    try:
+        yield
+    finally:
+        for vi, (n, r) in zip(vis, saved):
+            vi.newton, vi.chord_rate_max = n, r
+
+
+# Chord Newton (default), exact Newton, and chord with rate 0: the Jacobian is refreshed at every update.
+METHODS = [("chord", CHORD_RATE_MAX), ("exact", CHORD_RATE_MAX), ("chord", 0.0)]
+
+
+@pytest.mark.parametrize("newton, rate", METHODS)
+def test_compiled_step_matches_vm(pair, rng, newton, rate):
     """Same x_{k+1}, λ_k, y and iteration count along a forced trajectory, to 1e-12."""
     name, compiled, vm = pair
     x = _initial_state(name, compiled, rng)
-    U = rng.uniform(-2, 2, (15, compiled.nu))
-    if compiled.nk:
-        U[:, compiled.n_torques:] = x[compiled.idx_k] + 0.01 * np.arange(1, 16)[:, None]  # ρ_{k+1}
+    U = _forced_inputs(compiled, x, rng)
     for k, u in enumerate(U):
-        rc, rv = compiled.solve(x, u, step_index=k), vm.solve(x, u, step_index=k)
+        with _method(newton, rate, compiled, vm):
+            rc, rv = compiled.solve(x, u, step_index=k), vm.solve(x, u, step_index=k)
         scale = 1.0 + np.abs(rv.x).max()
         assert np.abs(rc.x - rv.x).max() <= 1e-12 * scale
         assert np.abs(rc.y - rv.y).max() <= 1e-12 * scale
@@ -68,7 +94,8 @@ def test_compiled_step_matches_vm(pair, rng):
         assert np.abs(compiled.constraint(x[: compiled.nq])).max() < 1e-10
 
 
-def test_compiled_warm_start_matches_vm(pair, rng):
+@pytest.mark.parametrize("newton, rate", METHODS)
+def test_compiled_warm_start_matches_vm(pair, rng, newton, rate):
     """The y0 warm start (used by linearize_trajectory) goes through the same driver."""
     name, compiled, vm = pair
     x = _initial_state(name, compiled, rng)
@@ -76,9 +103,49 @@ def test_compiled_warm_start_matches_vm(pair, rng):
     if compiled.nk:
         u[compiled.n_torques:] = x[compiled.idx_k]
     y0 = vm.solve(x, u).y + 1e-4
-    rc, rv = compiled.solve(x, u, y0=y0), vm.solve(x, u, y0=y0)
+    with _method(newton, rate, compiled, vm):
+        rc, rv = compiled.solve(x, u, y0=y0), vm.solve(x, u, y0=y0)
     assert np.abs(rc.x - rv.x).max() <= 1e-12 * (1.0 + np.abs(rv.x).max())
     assert rc.iterations == rv.iterations
+
+
+def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch):
+    """Chord Newton (M_{k+1} factored once per step, then residual-only updates) converges to the root of
+    exact Newton (eq. 2a / 28a-b) to round-off, and on these gentle steps evaluates the Jacobian exactly
+    twice per step (initial guess, and the root for the condition check), where exact Newton needs one
+    per iteration. Counted on the VM path by wrapping the real functions."""
+    name, compiled, vm = pair
+    calls = {"residual": 0, "residual_only": 0}
+    for fn in calls:
+        real = vm.fn[fn]
+        monkeypatch.setitem(vm.fn._fns, fn, lambda *a, fn=fn, real=real: calls.__setitem__(fn, calls[fn] + 1)
+                            or real(*a))
+    x = _initial_state(name, compiled, rng)
+    for k, u in enumerate(_forced_inputs(compiled, x, rng)):
+        with _method("exact", CHORD_RATE_MAX, compiled, vm):
+            re = compiled.solve(x, u, step_index=k)
+            before = dict(calls)
+            rv = vm.solve(x, u, step_index=k)
+            assert calls["residual"] - before["residual"] == rv.iterations + 1
+            assert calls["residual_only"] == before["residual_only"]
+        before = dict(calls)
+        with _method("chord", CHORD_RATE_MAX, compiled, vm):
+            rc, rvc = compiled.solve(x, u, step_index=k), vm.solve(x, u, step_index=k)
+        assert calls["residual"] - before["residual"] == 2
+        # after the first (Newton) update, one residual-only evaluation per chord update, and one after
+        # the final exact update at the root
+        assert calls["residual_only"] - before["residual_only"] == rvc.iterations + 1
+        scale = 1.0 + np.abs(re.x).max()
+        assert np.abs(rc.x - re.x).max() <= 1e-12 * scale and np.abs(rc.y - re.y).max() <= 1e-12 * scale
+        assert np.allclose(rc.lam, re.lam, rtol=1e-10, atol=1e-12)
+        assert rc.iterations >= re.iterations >= 1  # linear convergence needs at least as many updates
+        assert rc.residual <= compiled.tol * (1.0 + np.abs(x[compiled.nq:]).max())
+        x = rc.x
+
+
+def test_unknown_newton_method_rejected():
+    with pytest.raises(ValueError, match="newton"):
+        MidpointVI(load_robot(planar_chain_urdf(2)), DT, newton="broyden")
 
 
 def test_singularity_error_and_rcond_match_lapack(pair, rng):
@@ -207,6 +274,7 @@ def test_oversized_residual_builds_at_O0_or_falls_back(tmp_path, monkeypatch, o0
     robot = load_robot(planar_chain_urdf(3))
     vi, reference = MidpointVI(robot, DT), MidpointVI(robot, DT, compile=False)
     assert (vi._newton is not None) == driver and vi.fn.compiled("residual") == driver
+    reference.newton = vi.newton  # chord with the driver, exact in the numpy loop: compare like with like
     x = vi.state_from_velocity(np.array([0.5, -0.4, 0.3]), np.array([1.0, 0.0, -1.0]))
     X, _ = vi.simulate(x, np.ones((5, vi.nu)))
     Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))

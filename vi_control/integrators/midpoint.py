@@ -79,19 +79,20 @@ class MidpointVI:
     Parameters: ``tol`` (residual ∞-norm for Newton), ``max_iterations``, ``rcond_min`` (below
     it M_{k+1} or the KKT matrix counts as singular), ``wrap_continuous`` (keep continuous joint
     angles in [−π, π) after each step), ``compile`` (generated C, see mechanics.codegen), ``newton``:
-    'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' (default) factors it once
-    per step at the initial guess, iterates with the residual alone and refreshes the factorization only
-    when an update shrinks by less than ``chord_rate_max`` (docs/performance_step.md). Both stop at the
-    same tolerance, and both check the condition of M_{k+1} at the root.
+    'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' factors it once per step
+    at the initial guess, iterates with the residual alone, refreshes the factorization only when an
+    update shrinks by less than ``chord_rate_max``, and ends with one exact update at the root. Both stop
+    at the same tolerance and check the condition of M_{k+1} at the root. Default (None): the faster one
+    for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each extra
+    function call costs more than the Jacobian it saves (docs/performance_step.md).
     """
 
     def __init__(self, robot: RobotModel, dt: float, tol: float = 1e-12, max_iterations: int = 30,
                  rcond_min: float = 1e-13, wrap_continuous: bool = False, compile: bool | None = None,
-                 newton: str = "chord"):
-        if newton not in NEWTON_METHODS:
+                 newton: str | None = None):
+        if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
         self.robot = robot
-        self.newton, self.chord_rate_max = newton, CHORD_RATE_MAX
         self.structure = DiscreteSystemStructure(robot, dt, compile=compile)
         s = self.structure
         self.dt = s.dt
@@ -104,6 +105,8 @@ class MidpointVI:
         self._lam_guess = np.zeros(self.nc)
         self.last_result: StepResult | None = None
         self._newton = s.newton  # compiled whole-step driver, or None (CasADi VM / no compiler)
+        self.newton = newton or ("chord" if self._newton is not None else "exact")
+        self.chord_rate_max = CHORD_RATE_MAX
         self._zero_input = np.zeros(self.nu)
         self._what = ("M_{k+1}" if self.nc == 0
                       else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
