@@ -2,9 +2,11 @@
 
 Serial chains of N bodies (vi_control.model.generate.planar_chain_urdf) at Δt = 1 ms, passive, released
 from rest with the first joint at 0.5 rad. For each N: time per step and iterations per step of
-DRNEA+RIQN, DRNEA+Newton (exact Jacobian, seed 001 Alg. 4) and the midpoint VI with Newton (MidpointVI);
+DRNEA+RIQN and DRNEA+Newton (exact Jacobian, seed 001 Alg. 4), each with the compiled C backend
+(mechanics.drnea_c, one C call per step) and the numpy backend, the four runs interleaved in chunks of
+250 steps; the midpoint VI with Newton (MidpointVI);
 the per-call cost of one DRNEA evaluation (vectorized, and Alg. 2 as a Python loop over bodies), of
-one ABA pass (RIQN's M⁻¹e) and of the exact Jacobian. MidpointVI's symbolic build/compile runs in a
+one ABA pass (RIQN's M⁻¹e) and of the exact Jacobian in the numpy backend. MidpointVI's symbolic build/compile runs in a
 child process capped by --midpoint-cap seconds; what happened is reported.
 
     .venv/bin/python benchmarks/bench_linear_time.py               # 10k steps per run (paper setting)
@@ -59,22 +61,43 @@ def per_call(fn, min_time: float = 0.3) -> float:
             return elapsed / count
 
 
-def run_linear_time(robot, method: str, steps: int, initial_guess: str = "IG3") -> dict:
+def run_linear_time(robot, method: str, steps: int, initial_guess: str = "IG3", backend: str = "c") -> dict:
+    """One uninterrupted run (used for the initial-guess comparison)."""
+    return run_interleaved(robot, steps, [(backend, method)], initial_guess=initial_guess)[(backend, method)]
+
+
+def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: int = 250,
+                    initial_guess: str = "IG3") -> dict:
+    """Every (backend, method) integrates its own trajectory; the runs alternate in chunks of ``chunk`` steps,
+    so a change of machine load during the benchmark hits all of them alike (the 2 cores are shared)."""
     n = robot.nq
-    vi = LinearTimeVI(robot, DT, method=method, initial_guess=initial_guess)
-    x0 = vi.state_from_velocity(initial_configuration(n), np.zeros(n))
-    t0 = clock()
-    X, _ = vi.simulate(x0, np.zeros((steps, vi.nu)))
-    elapsed = clock() - t0
-    it = np.array(vi.iteration_history)
-    E = [vi.energy(X[0]), vi.energy(X[-1])]
-    return dict(step_s=elapsed / steps, iters_mean=float(it.mean()), iters_std=float(it.std()),
-                iters_max=int(it.max()), q_final=X[-1, :n].tolist(), energy_change=E[1] - E[0])
+    vis = {k: LinearTimeVI(robot, DT, method=k[1], initial_guess=initial_guess, backend=k[0]) for k in configs}
+    x0 = next(iter(vis.values())).state_from_velocity(initial_configuration(n), np.zeros(n))
+    x = dict.fromkeys(configs, x0)
+    cpu, its = dict.fromkeys(configs, 0.0), {k: [] for k in configs}
+    done = 0
+    while done < steps:
+        m = min(chunk, steps - done)
+        for k, vi in vis.items():
+            U = np.zeros((m, vi.nu))
+            t0 = clock()
+            X, _ = vi.simulate(x[k], U)
+            cpu[k] += clock() - t0
+            x[k] = X[-1]
+            its[k] += vi.iteration_history
+        done += m
+    out = {}
+    for k, vi in vis.items():
+        it = np.array(its[k])
+        out[k] = dict(step_s=cpu[k] / steps, iters_mean=float(it.mean()), iters_std=float(it.std()),
+                      iters_max=int(it.max()), q_final=x[k][:n].tolist(),
+                      energy_change=vi.energy(x[k]) - vi.energy(x0))
+    return out
 
 
 def component_costs(robot) -> dict:
     n = robot.nq
-    vi = LinearTimeVI(robot, DT)
+    vi = LinearTimeVI(robot, DT, backend="numpy")
     rng = np.random.default_rng(0)
     q_prev = initial_configuration(n) + 0.01 * rng.normal(size=n)
     q = q_prev + DT * rng.normal(size=n)
@@ -141,43 +164,54 @@ def fmt_ms(s) -> str:
     return "—" if s is None else f"{1e3 * s:.3f}"
 
 
-def make_table(rows: list[dict], steps: int, mp_steps: int) -> str:
+def _ratio(r: dict, backend: str) -> float:
+    return r["runs"][f"{backend}-newton"]["step_s"] / r["runs"][f"{backend}-riqn"]["step_s"]
+
+
+def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str]) -> str:
     lines = [
-        f"Serial chains, Δt = 1 ms, {steps} steps (MidpointVI: {mp_steps} steps), initial guess IG3, tol 1e-12; "
-        f"CPU time per step of one process (load average at the end {os.getloadavg()[0]:.1f}, "
-        f"{os.cpu_count()} cores); "
+        f"Serial chains, Δt = 1 ms, {steps} steps per run (MidpointVI: {mp_steps} steps), runs interleaved in chunks "
+        f"of 250 steps, initial guess IG3, tol 1e-12; CPU time per step of one process through "
+        f"`LinearTimeVI.simulate` (load average at the end {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores); "
         "MidpointVI build is wall time (symbolic build + gcc).",
         "",
-        "| N | DRNEA+RIQN ms/step | iters | DRNEA+Newton ms/step | iters | Newton/RIQN | MidpointVI ms/step | iters "
-        "| MidpointVI build s | DRNEA eval ms (Alg. 2 loop) | ABA ms | exact Jacobian ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    head, rule = "| N |", "|---|"
+    for b in backends:
+        head += f" {b} RIQN ms/step | iters | {b} Newton ms/step | iters | {b} Newton/RIQN |"
+        rule += "---|---|---|---|---|"
+    head += (" MidpointVI ms/step | iters | MidpointVI build s | numpy DRNEA eval ms (Alg. 2 loop) | numpy ABA ms "
+             "| numpy exact Jacobian ms |")
+    lines += [head, rule + "---|---|---|---|---|---|"]
     for r in rows:
         mp, c = r["midpoint"], r["costs"]
+        cells = f"| {r['n']} |"
+        for b in backends:
+            ri, ne = r["runs"][f"{b}-riqn"], r["runs"][f"{b}-newton"]
+            cells += (f" {fmt_ms(ri['step_s'])} | {ri['iters_mean']:.2f} ± {ri['iters_std']:.2f} "
+                      f"| {fmt_ms(ne['step_s'])} | {ne['iters_mean']:.2f} | {_ratio(r, b):.2f}× |")
         if mp.get("status") == "ok":
-            mp_cells = f"{fmt_ms(mp['step_s'])} | {mp['iters_mean']:.2f} | {mp['build_s']:.1f}"
+            cells += f" {fmt_ms(mp['step_s'])} | {mp['iters_mean']:.2f} | {mp['build_s']:.1f} |"
         else:
-            mp_cells = f"— | — | {mp.get('status', '—')}"
-        lines.append(
-            f"| {r['n']} | {fmt_ms(r['riqn']['step_s'])} "
-            f"| {r['riqn']['iters_mean']:.2f} ± {r['riqn']['iters_std']:.2f} "
-            f"| {fmt_ms(r['newton']['step_s'])} | {r['newton']['iters_mean']:.2f} "
-            f"| {r['newton']['step_s'] / r['riqn']['step_s']:.2f}× | {mp_cells} "
-            f"| {fmt_ms(c['drnea_s'])} ({fmt_ms(c['drnea_alg2_loop_s'])}) | {fmt_ms(c['aba_s'])} "
-            f"| {fmt_ms(c['jacobian_s'])} |"
-        )
+            cells += f" — | — | {mp.get('status', '—')} |"
+        cells += (f" {fmt_ms(c['drnea_s'])} ({fmt_ms(c['drnea_alg2_loop_s'])}) | {fmt_ms(c['aba_s'])} "
+                  f"| {fmt_ms(c['jacobian_s'])} |")
+        lines.append(cells)
     first, last = rows[0], rows[-1]
-    lines += [
-        "",
-        f"DRNEA+RIQN time per step grows {last['riqn']['step_s'] / first['riqn']['step_s']:.2f}× from N = {first['n']} "
-        f"to N = {last['n']} (target ≤ 15×); Newton/RIQN = {first['newton']['step_s'] / first['riqn']['step_s']:.2f}× "
-        f"at N = {first['n']} (paper 3.8×) and {last['newton']['step_s'] / last['riqn']['step_s']:.2f}× at N = "
-        f"{last['n']} (paper 53×).",
-    ]
+    lines.append("")
+    for b in backends:
+        g = last["runs"][f"{b}-riqn"]["step_s"] / first["runs"][f"{b}-riqn"]["step_s"]
+        lines.append(f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']} "
+                     f"(target ≤ 15×); Newton/RIQN = {_ratio(first, b):.2f}× at N = {first['n']} (paper 3.8×) and "
+                     f"{_ratio(last, b):.2f}× at N = {last['n']} (paper 53×).")
+    if "c" in backends and "numpy" in backends:
+        lines.append("C backend speed-up over numpy (RIQN, Newton): " + ", ".join(
+            f"N = {r['n']}: {r['runs']['numpy-riqn']['step_s'] / r['runs']['c-riqn']['step_s']:.0f}×, "
+            f"{r['runs']['numpy-newton']['step_s'] / r['runs']['c-newton']['step_s']:.0f}×" for r in rows) + ".")
     return "\n".join(lines)
 
 
-def plot(rows: list[dict], path: Path) -> None:
+def plot(rows: list[dict], path: Path, backends: list[str]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -185,13 +219,15 @@ def plot(rows: list[dict], path: Path) -> None:
 
     ns = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.loglog(ns, [1e3 * r["riqn"]["step_s"] for r in rows], "o-", label="DRNEA + RIQN")
-    ax.loglog(ns, [1e3 * r["newton"]["step_s"] for r in rows], "s-", label="DRNEA + Newton (exact Jacobian)")
+    for b in backends:
+        ax.loglog(ns, [1e3 * r["runs"][f"{b}-riqn"]["step_s"] for r in rows], "o-", label=f"DRNEA + RIQN ({b})")
+        ax.loglog(ns, [1e3 * r["runs"][f"{b}-newton"]["step_s"] for r in rows], "s-",
+                  label=f"DRNEA + Newton, exact Jacobian ({b})")
     mp = [(r["n"], 1e3 * r["midpoint"]["step_s"]) for r in rows if r["midpoint"].get("status") == "ok"]
     if mp:
         ax.loglog(*zip(*mp), "^-", label="MidpointVI (Newton, generated code)")
-    ax.loglog(ns, [1e3 * r["costs"]["drnea_s"] for r in rows], "k--", lw=1, label="one DRNEA evaluation")
-    ref = 1e3 * rows[0]["riqn"]["step_s"]
+    ax.loglog(ns, [1e3 * r["costs"]["drnea_s"] for r in rows], "k--", lw=1, label="one DRNEA evaluation (numpy)")
+    ref = 1e3 * rows[0]["runs"][f"{backends[0]}-riqn"]["step_s"]
     ax.loglog(ns, [ref * n / ns[0] for n in ns], ":", color="gray", label="O(N) reference")
     ax.set_xlabel("bodies N (DOF)")
     ax.set_ylabel("ms per step (Δt = 1 ms)")
@@ -211,6 +247,7 @@ def main() -> None:
     ap.add_argument("--no-midpoint", action="store_true", help="skip MidpointVI (e.g. for N beyond 100)")
     ap.add_argument("--warm-cache", action="store_true",
                     help="let MidpointVI reuse compiled code from ~/.cache (default: cold build in a fresh cache)")
+    ap.add_argument("--backends", nargs="+", default=["c", "numpy"], choices=["c", "numpy"])
     ap.add_argument("--name", default="linear_time", help="basename of the files in benchmarks/results/")
     ap.add_argument("--midpoint-worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -223,21 +260,23 @@ def main() -> None:
     for n in args.sizes:
         robot = load_robot(planar_chain_urdf(n))
         row = dict(n=n, costs=component_costs(robot))
-        row["riqn"] = run_linear_time(robot, "riqn", args.steps)
-        row["newton"] = run_linear_time(robot, "newton", args.steps)
+        runs = run_interleaved(robot, args.steps, [(b, m) for b in args.backends for m in ("riqn", "newton")])
+        row["runs"] = {f"{b}-{m}": v for (b, m), v in runs.items()}
+        main_run = row["runs"][f"{args.backends[0]}-riqn"]
         row["midpoint"] = (dict(status="not run") if args.no_midpoint
                            else run_midpoint(n, mp_steps, args.midpoint_cap, cache))
-        row["ig_iterations"] = {ig: run_linear_time(robot, "riqn", min(args.steps, 500), ig)["iters_mean"]
+        row["ig_iterations"] = {ig: run_linear_time(robot, "riqn", min(args.steps, 500), ig,
+                                                       args.backends[0])["iters_mean"]
                                 for ig in ("IG1", "IG2", "IG3")}
         if row["midpoint"].get("status") == "ok" and mp_steps == args.steps:
             row["midpoint_vs_lt_final_q"] = float(np.abs(np.array(row["midpoint"]["q_final"])
-                                                        - np.array(row["riqn"]["q_final"])).max())
+                                                        - np.array(main_run["q_final"])).max())
         rows.append(row)
-        print(f"N={n}: RIQN {fmt_ms(row['riqn']['step_s'])} ms/step, Newton {fmt_ms(row['newton']['step_s'])} ms/step, "
-              f"midpoint {row['midpoint']}", flush=True)
+        print(f"N={n}: " + ", ".join(f"{k} {fmt_ms(v['step_s'])} ms/step" for k, v in row["runs"].items())
+              + f", midpoint {row['midpoint']}", flush=True)
     if cache:
         shutil.rmtree(cache, ignore_errors=True)
-    table = make_table(rows, args.steps, mp_steps)
+    table = make_table(rows, args.steps, mp_steps, args.backends)
     ig = "\n".join(["", "RIQN mean iterations per step by initial guess (first 500 steps):", "",
                     "| N | IG1 | IG2 | IG3 |", "|---|---|---|---|"]
                    + [f"| {r['n']} | " + " | ".join(f"{r['ig_iterations'][k]:.2f}" for k in ("IG1", "IG2", "IG3"))
@@ -246,11 +285,11 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.md").write_text(table + "\n" + ig + "\n")
     for r in rows:
-        for key in ("riqn", "newton", "midpoint"):
-            r[key].pop("q_final", None)
+        for v in [*r["runs"].values(), r["midpoint"]]:
+            v.pop("q_final", None)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(dict(steps=args.steps, midpoint_steps=mp_steps, rows=rows),
                                                          indent=1))
-    plot(rows, RESULTS / f"{args.name}.png")
+    plot(rows, RESULTS / f"{args.name}.png", args.backends)
 
 
 if __name__ == "__main__":

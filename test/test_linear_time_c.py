@@ -1,0 +1,114 @@
+"""Compiled LinearTimeVI step (vi_control.mechanics.drnea_c) against the numpy backend, step by step, and its
+articulated-body recursion against Pinocchio's ABA."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from test_linear_time import TREE_URDF
+
+from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
+from vi_control.mechanics import drnea_c
+from vi_control.model import load_robot
+from vi_control.model.generate import planar_chain_urdf
+from vi_control.robots import example_robot_urdf
+
+pytestmark = pytest.mark.skipif(not drnea_c.available(), reason="no C compiler")
+
+
+@pytest.fixture(scope="module")
+def robots():
+    return {
+        # damping makes F⁻_d depend on q_{k+1}; tilted gravity and a prismatic joint on the tree
+        "chain5": load_robot(planar_chain_urdf(5, damping=0.3)),
+        "tree": load_robot(TREE_URDF, {"gravity": [0.3, -0.2, -9.81], "damping": {"j3": 0.5}}),
+        "panda": load_robot(example_robot_urdf("panda")),
+    }
+
+
+def _compare(robot, dt, steps, rng, **options):
+    """Run both backends from the same states (the numpy trajectory); worst relative state gap, iterations."""
+    a = LinearTimeVI(robot, dt, backend="numpy", **options)
+    b = LinearTimeVI(robot, dt, backend="c", **options)
+    n = robot.nq
+    x = a.state_from_velocity(rng.uniform(-1, 1, n), rng.uniform(-2, 2, n))
+    U = rng.normal(scale=2.0, size=(steps, a.nu))
+    gap, its_a, its_b = 0.0, [], []
+    for u in U:
+        xa, xb = a.step(x, u), b.step(x, u)
+        gap = max(gap, float(np.abs(xa - xb).max() / np.abs(xa).max()))
+        its_a.append(a.last_result.iterations)
+        its_b.append(b.last_result.iterations)
+        x = xa
+    return gap, np.array(its_a), np.array(its_b)
+
+
+@pytest.mark.parametrize("name", ["chain5", "tree", "panda"])
+@pytest.mark.parametrize("method", ["riqn", "newton"])
+def test_compiled_step_matches_numpy(name, method, robots, rng):
+    gap, its_a, its_b = _compare(robots[name], 1e-3, 40, rng, method=method)
+    assert gap < 1e-12, gap
+    # same algorithm, same stopping rules: the iteration counts agree except where rounding sits on a threshold
+    assert np.mean(its_a == its_b) >= 0.9 and its_b.min() >= 1
+
+
+@pytest.mark.parametrize("guess", ["IG1", "IG2"])
+def test_compiled_initial_guesses_match_numpy(guess, robots, rng):
+    for method in ("riqn", "newton"):
+        gap, its_a, its_b = _compare(robots["tree"], 5e-3, 20, rng, method=method, initial_guess=guess)
+        assert gap < 1e-12 and np.mean(its_a == its_b) >= 0.9, (method, gap)
+
+
+def test_compiled_step_on_a_long_chain_matches_numpy(rng):
+    """30 links: the residual sits at its rounding floor, the update-size rule stops both backends."""
+    robot = load_robot(planar_chain_urdf(30))
+    for method in ("riqn", "newton"):
+        gap, _, its_b = _compare(robot, 1e-3, 10, rng, method=method)
+        assert gap < 1e-11, (method, gap)
+
+
+def test_given_guess_and_wrapping(robots, rng):
+    robot = robots["tree"]
+    a, b = (LinearTimeVI(robot, 0.01, backend=k, wrap_continuous=True) for k in ("numpy", "c"))
+    x = a.state_from_velocity(np.array([3.1, 0.2, 0.1, -0.3]), np.array([5.0, 1.0, -1.0, 2.0]))
+    y0 = x[:4] + 0.01 * a.velocity(x)
+    ra, rb = a.solve(x, np.zeros(a.nu), y0=y0), b.solve(x, np.zeros(a.nu), y0=y0)
+    assert np.abs(rb.x[0]) <= np.pi and rb.y[0] > np.pi  # joint 1 wrapped, the root itself is not
+    assert np.allclose(ra.x, rb.x, rtol=1e-12, atol=1e-12) and ra.iterations == rb.iterations
+
+
+@pytest.mark.parametrize("name", ["tree", "panda"])
+def test_compiled_articulated_body_algorithm_matches_pinocchio(name, robots, rng):
+    """The world-frame ABA used for RIQN's Δt M⁻¹f (eq. 25) and IG3, against pin.aba (local frames)."""
+    robot = robots[name]
+    step = LinearTimeVI(robot, 1e-3, backend="c")._compiled
+    model, data = robot.pin_model, robot.pin_model.createData()
+    free = pin.Model(model)
+    free.gravity = pin.Motion.Zero()
+    for _ in range(5):
+        q, v, tau = rng.uniform(-2, 2, (3, robot.nq))
+        ref = pin.aba(model, data, q, v, tau)
+        assert np.allclose(step.aba(q, v, tau), ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+        ref0 = pin.aba(free, free.createData(), q, np.zeros(robot.nq), tau)
+        got0 = step.aba(q, np.zeros(robot.nq), tau, gravity=False)
+        assert np.allclose(got0, ref0, rtol=1e-10, atol=1e-10 * np.abs(ref0).max())
+
+
+def test_compiled_failures_raise_convergence_error(robots):
+    chain = load_robot(planar_chain_urdf(5))
+    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c")
+    with pytest.raises(ConvergenceError) as err:
+        vi.step(vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0)), np.zeros(5), step_index=7)
+    assert err.value.step == 7 and err.value.residual > 1e-6 and err.value.iterations == 3
+    # a relative rotation near π in one step: log map not unique (numpy raises the same)
+    for backend in ("numpy", "c"):
+        vi = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", backend=backend)
+        with pytest.raises(ConvergenceError):
+            vi.step(vi.state_from_velocity(np.zeros(4), np.array([3.1, 0, 0, 0])), np.zeros(vi.nu))
+
+
+def test_backend_selection(robots, monkeypatch):
+    assert LinearTimeVI(robots["chain5"], 0.01).backend == "c"
+    monkeypatch.setenv("VI_CONTROL_NO_COMPILE", "1")
+    assert LinearTimeVI(robots["chain5"], 0.01).backend == "numpy"
+    with pytest.raises(ValueError, match="backend"):
+        LinearTimeVI(robots["chain5"], 0.01, backend="fortran")
