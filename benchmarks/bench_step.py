@@ -4,7 +4,9 @@ Everything is measured in this process, interleaved round by round. The machine 
 people's tests, so step costs are process CPU time (``time.process_time``: time spent descheduled does not
 count), each figure is the fastest of ``--rounds`` batches, and the ratios compare figures of the same rounds:
 
-- ``VI``: ``MidpointVI.step`` as shipped (whole Newton step in generated C when the model compiles);
+- ``VI exact`` / ``VI chord``: ``MidpointVI.step`` with ``newton='exact'`` (M_{k+1} evaluated and factored in
+  every iteration) and ``newton='chord'`` (factored once per step, residual-only iterations, one exact update
+  at the root; the default with the C driver), whole Newton step in generated C when the model compiles;
 - ``numpy Newton``: the same compiled residual/Jacobian with the Newton loop, LU and dgecon in numpy/LAPACK
   (the path before the C driver; also what runs when the driver is unavailable);
 - ``ABA+Euler``: q̇ += Δt·aba(q, q̇, τ); q += Δt·q̇ with Pinocchio on the same model;
@@ -32,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from vi_control.integrators.midpoint import MidpointVI, StepError
+from vi_control.integrators.midpoint import NEWTON_METHODS, MidpointVI, StepError
 from vi_control.model import load_robot
 from vi_control.model.generate import planar_chain_urdf
 from vi_control.robots import bundled_config, bundled_urdf, example_robot_urdf
@@ -117,18 +119,19 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
     x0 = vi.state_from_velocity(q0, v0)
     u = np.zeros(vi.nu)
     tau = np.zeros(nq)
-    iters: list[int] = []
+    iters: dict[str, list[int]] = {m: [] for m in NEWTON_METHODS}
 
-    def run_vi(n: int) -> None:
+    def run_vi(n: int, method: str) -> None:
+        vi.newton = method
         x = x0
         for _ in range(n):
             x = vi.step(x, u)
-            iters.append(vi.last_result.iterations)
+            iters[method].append(vi.last_result.iterations)
 
     newton_c = vi._newton
 
     def run_numpy_newton(n: int) -> None:
-        vi._newton = None  # the numpy Newton loop over the same compiled residual
+        vi._newton, vi.newton = None, "exact"  # the numpy Newton loop over the same compiled residual
         try:
             x = x0
             for _ in range(n):
@@ -145,7 +148,8 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
             v = v + dt * pin.aba(pm, pd, q, v, tau)
             q = q + dt * v
 
-    runs = {"vi": run_vi, "aba": run_aba}
+    runs = {m: (lambda n, m=m: run_vi(n, m)) for m in NEWTON_METHODS}
+    runs["aba"] = run_aba
     if newton_c is not None:
         runs["numpy"] = run_numpy_newton
     if mujoco is not None:
@@ -169,19 +173,21 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
         run(2)
         sizes[key] = int(np.clip(BATCH_SECONDS / max((time.process_time() - t) / 2, 1e-7), 2, 5000))
     times: dict[str, list[float]] = {k: [] for k in runs}
-    iters.clear()
+    for v in iters.values():
+        v.clear()
     for _ in range(rounds):
         for key, run in runs.items():
             per_step(run, sizes[key], times[key])
     best = {k: min(v) * 1e6 for k, v in times.items()}
     return dict(model=name, nq=nq, dt=dt, backend="C Newton" if newton_c is not None else "CasADi VM",
-                iters=float(np.mean(iters)), cold=cold, warm=warm, gcc=gcc, **best)
+                **{f"it_{m}": float(np.mean(v)) for m, v in iters.items()}, cold=cold, warm=warm, gcc=gcc, **best)
 
 
-def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int) -> str:
+def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, newton: str) -> str:
     """Where one compiled step's time goes: Python wrapper, the C driver with 0, 1, … Newton iterations."""
     robot = load_robot(urdf, yaml)
-    vi = MidpointVI(robot, dt)
+    vi = MidpointVI(robot, dt, newton=newton)
+    chord = vi._chord_settings()
     nw = vi._newton
     if nw is None:
         return f"{name}: no compiled driver (CasADi VM)"
@@ -193,12 +199,13 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int) ->
     cases = {"MidpointVI.step": lambda: vi.step(x, u)}
     for k in range(its + 1):  # max_iterations = k: stops after k updates (not-converged code, no raise)
         cases[f"C driver, {k} Newton updates" + (" (= full)" if k == its else "")] = \
-            (lambda k=k: nw(k, vi.tol, vi.rcond_min, True))
+            (lambda k=k: nw(k, vi.tol, vi.rcond_min, True, *chord))
     times: dict[str, list[float]] = {c: [] for c in cases}
     for _ in range(rounds):
         for c, fn in cases.items():
             per_step(lambda n, fn=fn: [fn() for _ in range(n)], 2000, times[c])
-    lines = [f"Breakdown, {name}, Δt = {dt * 1e3:g} ms ({its} Newton iterations; µs CPU, best of {rounds}):", "",
+    lines = [f"Breakdown, {name}, Δt = {dt * 1e3:g} ms, {newton} Newton ({its} iterations; µs CPU, best of {rounds}):",
+             "",
              "| call | µs |", "|---|---|"]
     lines += [f"| {c} | {min(t) * 1e6:.2f} |" for c, t in times.items()]
     return "\n".join(lines)
@@ -209,15 +216,19 @@ def table(rows: list[dict]) -> str:
     def f(v, fmt="{:.1f}"):
         return "–" if v is None else fmt.format(v)
 
-    steps = ["| model | nq | Δt | VI backend | VI µs | Newton it/step | numpy Newton µs | ABA+Euler µs | mj_step µs "
-             "| VI / ABA+Euler | VI / mj_step | numpy Newton / VI |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    def x(a, b):
+        return f(b and a / b, "{:.1f}×")
+
+    steps = ["| model | nq | Δt | backend | exact µs | it | chord µs | it | numpy Newton µs | ABA+Euler µs "
+             "| mj_step µs | exact / ABA | chord / ABA | exact / mj | chord / mj | exact / chord |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     builds = ["| model | Δt | cold build s (wall) | gcc CPU s | warm build s (wall) |", "|---|---|---|---|---|"]
     for r in rows:
-        vi, aba, mj, npn = r["vi"], r["aba"], r.get("mj_step"), r.get("numpy")
+        ex, ch, aba, mj, npn = r["exact"], r["chord"], r["aba"], r.get("mj_step"), r.get("numpy")
         head = f"| {r['model']} | {r['nq']} | {r['dt'] * 1e3:g} ms"
-        steps.append(f"{head} | {r['backend']} | {f(vi)} | {r['iters']:.2f} | {f(npn)} | {f(aba)} | {f(mj)} "
-                     f"| {vi / aba:.1f}× | {f(mj and vi / mj, '{:.1f}×')} | {f(npn and npn / vi, '{:.1f}×')} |")
+        steps.append(f"{head} | {r['backend']} | {f(ex)} | {r['it_exact']:.2f} | {f(ch)} | {r['it_chord']:.2f} "
+                     f"| {f(npn)} | {f(aba)} | {f(mj)} | {x(ex, aba)} | {x(ch, aba)} | {x(ex, mj)} | {x(ch, mj)} "
+                     f"| {x(ex, ch)} |")
         builds.append(f"| {r['model']} | {r['dt'] * 1e3:g} ms | {r['cold']:.1f} | {r['gcc']:.1f} | {r['warm']:.1f} |")
     return "\n".join(steps) + "\n\n" + "\n".join(builds)
 
@@ -229,10 +240,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--no-mujoco", action="store_true")
     ap.add_argument("--breakdown", action="store_true", help="time split of one compiled step, first model/Δt")
+    ap.add_argument("--newton", default="chord", choices=NEWTON_METHODS, help="method for --breakdown")
     args = ap.parse_args()
     if args.breakdown:
         name, (urdf, yaml) = next(iter(model_sources(args.models.split(",")).items()))
-        print(breakdown(name, urdf, yaml, float(args.dts.split(",")[0]), args.rounds))
+        print(breakdown(name, urdf, yaml, float(args.dts.split(",")[0]), args.rounds, args.newton))
         return
     mujoco = None if args.no_mujoco else ensure_mujoco()
     rows = []
