@@ -83,6 +83,7 @@ class LinearTimeVI:
         self.iteration_history: list[int] = []
         self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, tol,
                                                step_tol, max_iterations) if backend == "c" else None)
+        self._tau_buf = np.zeros(self.nq)
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
     def _minv(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
@@ -223,7 +224,8 @@ class LinearTimeVI:
 
     def _solve_compiled(self, x: np.ndarray, u: np.ndarray, step_index: int | None,
                         y0: np.ndarray | None) -> StepResult:
-        code, xn, rnorm, it = self._compiled.step(x, self._torques(u), y0)
+        self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
+        code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)
         if code != drnea_c.OK:  # not converged, log map near π, or singular Jacobian: as the numpy path
             raise ConvergenceError(step_index, rnorm, it)
         q1 = xn[: self.nq].copy()

@@ -175,7 +175,11 @@ static void fk(const Ctx* c, const double* q) { /* eq. 18 */
     mm3(b, E, R); mv3(b, sv, pl);
     for (int r = 0; r < 3; r++) pl[r] += b[9+r];
     if (c->par[i] < 0) { memcpy(w, R, sizeof R); memcpy(w+9, pl, sizeof pl); }
-    else { const double* a = WK(c->par[i]); mm3(a, R, w); mv3(a, pl, w+9); for (int r = 0; r < 3; r++) w[9+r] += a[9+r]; }
+    else {
+      const double* a = WK(c->par[i]);
+      mm3(a, R, w); mv3(a, pl, w+9);
+      for (int r = 0; r < 3; r++) w[9+r] += a[9+r];
+    }
   }
   twists(c, 0, 9, 12);
   for (ll i = 0; i < c->n; i++) cross3(WK(i)+12, WK(i)+15, WK(i)+18);
@@ -184,7 +188,8 @@ static void fk(const Ctx* c, const double* q) { /* eq. 18 */
 static int residual(const Ctx* c, const double* q0, const double* q1, const double* cst, double* f) {
   double dt = c->dp[0];
   for (ll i = 0; i < c->n; i++) {
-    const double* b = BD(i); double* w = WK(i); double dq = q1[i] - q0[i], ws[3], Rm[9], t[3], RmR[9], tw[3], Rb[9], pb[3];
+    const double* b = BD(i); double* w = WK(i);
+    double dq = q1[i] - q0[i], ws[3], Rm[9], t[3], RmR[9], tw[3], Rb[9], pb[3];
     for (int r = 0; r < 3; r++) ws[r] = w[12+r]*dq;
     exp_m(ws, Rm);
     if (b[59] != 0) { mv3(Rm, w+18, t); for (int r = 0; r < 3; r++) t[r] = -t[r]; }
@@ -208,7 +213,10 @@ static int residual(const Ctx* c, const double* q0, const double* q1, const doub
     double* w = WK(i); const double* xi = w+51; double y[6], acc[6], t1[6], t2[6], mu[6], Rw[3], Rv[3], pc[3];
     mv6(BD(i)+18, xi, y);
     for (int r = 0; r < 6; r++) acc[r] = c->dp[6+K]*y[r];
-    for (int k = K - 1; k >= 0; k--) { adT(xi, acc, t1); adT(xi, t1, t2); for (int r = 0; r < 6; r++) acc[r] = c->dp[6+k]*y[r] + t2[r]; }
+    for (int k = K - 1; k >= 0; k--) {
+      adT(xi, acc, t1); adT(xi, t1, t2);
+      for (int r = 0; r < 6; r++) acc[r] = c->dp[6+k]*y[r] + t2[r];
+    }
     adT(xi, y, t1);
     for (int r = 0; r < 6; r++) mu[r] = (acc[r] - 0.5*t1[r])/dt;
     mv3(w, mu, Rw); mv3(w, mu+3, Rv); cross3(w+9, Rv, pc);
@@ -285,13 +293,17 @@ static void jacobian(const Ctx* c, double* J, double* Nw) {
     }
     ad_mat(xi, -1.0, Ad); mm6(Ad, Ad, A2);  /* dlog_{−ξ} */
     memset(acc, 0, sizeof acc); for (int r = 0; r < 6; r++) acc[7*r] = c->dp[6+K];
-    for (int k = K - 1; k >= 0; k--) { mm6(A2, acc, T); memcpy(acc, T, sizeof T); for (int r = 0; r < 6; r++) acc[7*r] += c->dp[6+k]; }
+    for (int k = K - 1; k >= 0; k--) {
+      mm6(A2, acc, T); memcpy(acc, T, sizeof T);
+      for (int r = 0; r < 6; r++) acc[7*r] += c->dp[6+k];
+    }
     for (int k = 0; k < 36; k++) acc[k] -= 0.5*Ad[k];
     mm6(D, acc, N); for (int k = 0; k < 36; k++) N[k] /= dt;
     adinv(w, w+9, A0); transpose6(A0, T); adinv(w+21, w+30, A1);
     mm6(T, N, acc); mm6(acc, A1, Nw + 36*i);
   }
   for (ll i = n - 1; i >= 0; i--) if (c->par[i] >= 0) for (int k = 0; k < 36; k++) Nw[36*c->par[i]+k] += Nw[36*i+k];
+  memset(J, 0, n*n*sizeof(double));  /* bodies on different branches do not couple */
   for (ll l = 0; l < n; l++) {  /* J[j,l], j ancestor of l or l itself: Sw_jᵀ C_l Sw1_l */
     double y[6]; mv6(Nw + 36*l, WK(l)+33, y);
     for (ll j = l; j >= 0; j = c->par[j]) J[n*j+l] = dot6(WK(j)+12, y);
@@ -315,10 +327,18 @@ static int lu_solve(double* A, ll n, ll* piv, double* b) { /* row-major LU, part
       if (l != 0.0) { for (ll j = k + 1; j < n; j++) A[n*i+j] -= l*A[n*k+j]; b[i] -= l*b[k]; }
     }
   }
-  for (ll k = n - 1; k >= 0; k--) { double s = b[k]; for (ll j = k + 1; j < n; j++) s -= A[n*k+j]*b[j]; b[k] = s/A[n*k+k]; }
+  for (ll k = n - 1; k >= 0; k--) {
+    double s = b[k];
+    for (ll j = k + 1; j < n; j++) s -= A[n*k+j]*b[j];
+    b[k] = s/A[n*k+k];
+  }
   return 0;
 }
-static double amax(const double* a, ll n) { double m = 0; for (ll i = 0; i < n; i++) { double t = fabs(a[i]); if (!(t <= m)) m = t; } return m; }
+static double amax(const double* a, ll n) { /* ∞-norm; NaN propagates like numpy's max */
+  double m = 0;
+  for (ll i = 0; i < n; i++) { double t = fabs(a[i]); if (!(t <= m)) m = t; }
+  return m;
+}
 
 /* One step. ip = (n, method 0 riqn/1 newton, guess 0 given/1/2/3 = IG1..IG3, max_it, parents[n]);
    dp = (dt, tol, step_tol, gravity[3], C_even[13]); x = (q, p); tau full; guess used when ip[2] == 0.
@@ -438,23 +458,29 @@ class CompiledStep:
         self.work = np.zeros(n * _WORK + 6 * n + n * n + 36 * n)
         self.iwork = np.zeros(max(n, 1), dtype=np.int64)
         self.info = np.zeros(2)
+        # Preallocated argument buffers and their addresses: the call itself then costs ~2 µs of Python.
+        self._x, self._tau, self._xn, self._guess = np.zeros(2 * n), np.zeros(n), np.zeros(2 * n), np.zeros(n)
         self._ptrs = [a.ctypes.data for a in (self.ip, self.dp, self.body)]
+        self._args = [*self._ptrs, self._x.ctypes.data, self._tau.ctypes.data, None, self._xn.ctypes.data,
+                      self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data]
+        self._args_guess = list(self._args)
+        self._args_guess[5] = self._guess.ctypes.data
 
-    def step(self, x: np.ndarray, tau: np.ndarray, guess: np.ndarray | None = None) -> tuple[int, np.ndarray, float, int]:
+    def step(self, x: np.ndarray, tau: np.ndarray,
+             guess: np.ndarray | None = None) -> tuple[int, np.ndarray, float, int]:
         """(return code, x_{k+1}, residual ∞-norm, iterations) for state x = (q, p) and joint torques tau."""
-        x = np.ascontiguousarray(x, dtype=float)
-        tau = np.ascontiguousarray(tau, dtype=float)
-        xn = np.zeros(2 * self.n)
-        if guess is not None:
-            self.ip[2] = 0
-            guess = np.ascontiguousarray(guess, dtype=float)
-        try:
-            code = self.lib.ltvi_step(*self._ptrs, x.ctypes.data, tau.ctypes.data,
-                                      None if guess is None else guess.ctypes.data, xn.ctypes.data,
-                                      self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data)
-        finally:
-            self.ip[2] = self._guess_code
-        return code, xn, float(self.info[0]), int(self.info[1])
+        self._x[:] = x
+        self._tau[:] = tau
+        if guess is None:
+            code = self.lib.ltvi_step(*self._args)
+        else:
+            self._guess[:] = guess
+            self.ip[2] = 0  # use the given q_{k+1} guess
+            try:
+                code = self.lib.ltvi_step(*self._args_guess)
+            finally:
+                self.ip[2] = self._guess_code
+        return code, self._xn.copy(), float(self.info[0]), int(self.info[1])
 
     def aba(self, q: np.ndarray, qdot: np.ndarray, tau: np.ndarray, gravity: bool = True) -> np.ndarray:
         """Articulated-body forward dynamics M⁻¹(τ − C q̇ − g), the recursion RIQN and IG3 use."""
