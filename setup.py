@@ -23,7 +23,6 @@ setup(
     maintainer_email="vi-control@example.org",
     description="Variational integrators for simulation, planning and control of robots (ROS 2).",
     license="BSD-3-Clause",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "vi_inspect = vi_control.inspect_model:main",
