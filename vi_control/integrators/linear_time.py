@@ -61,7 +61,7 @@ class LinearTimeVI:
         self.step_tol = step_tol
         self.tree = BodyTree(robot)
         if backend is None:
-            backend = "c" if drnea_c.available() else "numpy"
+            backend = "c" if drnea_c.available() and drnea_c.load_library() is not None else "numpy"
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.backend = backend
