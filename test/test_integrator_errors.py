@@ -134,3 +134,15 @@ def test_pole_steps_on_both_backends(spherical, compile):
         vi.step(np.zeros(4))
     th1, p1 = eq6a_newton(0.0, 1.0, 0.0, 0.01)
     assert vi.step(np.array([0.0, 0.0, 0.0, 1.0])) == pytest.approx([0.0, th1, 0.0, p1], abs=1e-10)
+
+
+def test_linearize_refuses_a_singular_step_given_to_it(spherical):
+    """linearize with a caller-supplied result at the pole (q_{k+1} = q_k = 0: M_{k+1} singular, eq. 34)
+    raises instead of returning inf/NaN A, B — the step check is not the only guard."""
+    from vi_control.integrators.midpoint import StepResult
+    from vi_control.linearization import linearize
+
+    vi = MidpointVI(spherical, 0.01)
+    at_pole = StepResult(x=np.zeros(4), lam=np.zeros(0), iterations=0, residual=0.0, y=np.zeros(2))
+    with pytest.raises(SingularityError, match="linearization"):
+        linearize(vi, np.zeros(4), np.zeros(vi.nu), at_pole)

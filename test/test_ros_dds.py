@@ -71,7 +71,8 @@ def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi, on_b
     assert rec.wait_for(lambda: rec.robot_description is not None, 10.0)  # latched URDF for robot_state_publisher
     assert rec.robot_description == pendulum_vi.robot.urdf_xml
     vi = pendulum_vi
-    x = vi.state_from_velocity(np.array([0.2]), np.array([0.5]))
+    # the node's x_0 is the discrete state of the pair (q_0 − Δt q̇_0, q_0), as the planner's start state
+    x = vi.state_from_configurations(np.array([0.2 - 0.1 * 0.5]), np.array([0.2]))
     n0 = len(rec.states)
     rec.publish_command([0.8])
     assert _new_states(rec, n0, 1)
@@ -204,7 +205,7 @@ def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
     rec = ros.recorder(["shoulder", "elbow"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     lt = make_integrator("linear_time", load_bundled("double_pendulum"), 0.01)
-    x = lt.state_from_velocity(np.array([0.3, -0.2]), np.zeros(2))
+    x = lt.state_from_configurations(np.array([0.3, -0.2]), np.array([0.3, -0.2]))
     for k in range(5):
         n0 = len(rec.states)
         rec.publish_command([0.5, -0.25])

@@ -65,9 +65,11 @@ def test_state_from_configurations_recovers_simulated_momenta(pendulum_vi, rng):
         shift = 2 * np.pi * (k % 2)  # a 2π wrap between samples must not matter
         x = est.update(k * vi.dt, X[k, :1] + shift, None)
         assert x[1] == pytest.approx(X[k, 1], abs=1e-10)
-    # samples not one Δt apart fall back to the measured velocity
-    x = est.update(20 * vi.dt, X[10, :1], vi.velocity(X[10]))
-    assert x[1] == pytest.approx(X[10, 1], abs=1e-12)
+    # samples not one Δt apart fall back to the measured velocity, as the discrete state of the pair
+    # (q − Δt q̇, q): seed 000 eq. 5 gives p = q̇ − (g Δt/2) sin(q − Δt q̇/2) for the m = l = 1 pendulum
+    q, qd = X[10, 0], vi.velocity(X[10])[0]
+    x = est.update(20 * vi.dt, X[10, :1], np.array([qd]))
+    assert x[1] == pytest.approx(qd - 9.8 * vi.dt / 2 * np.sin(q - vi.dt * qd / 2), abs=1e-12)
 
 
 def test_safe_command_damping_opposes_velocity_and_is_limited():
@@ -85,11 +87,25 @@ def test_plan_messages_round_trip_exactly(pendulum_vi, rng):
     plan.K_final, plan.U_final = rng.normal(0, 1, (1, 2)), np.array([0.25])
     gains, states = messages.plan_to_messages(plan, 1234567890123)
     assert [d.label for d in gains.layout.dim] == ["time", "inputs", "states"]
-    seq, back = messages.plan_from_messages(gains, states, "pendulum", "h", ["theta"], ["theta"])
+    h = plan.model_hash
+    seq, back = messages.plan_from_messages(gains, states, "pendulum", h, ["theta"], ["theta"])
+    assert back.model_hash == h
     assert seq == 1234567890123
     for name in ("times", "X", "U", "K", "K_final", "U_final"):
         np.testing.assert_array_equal(getattr(back, name), getattr(plan, name))
     assert back.dt == pytest.approx(plan.dt)
     _, other = messages.plan_to_messages(plan, 1)
     with pytest.raises(ValueError, match="gains of plan"):
-        messages.plan_from_messages(gains, other, "pendulum", "h", ["theta"], ["theta"])
+        messages.plan_from_messages(gains, other, "pendulum", h, ["theta"], ["theta"])
+    # a plan made for another model is refused by name, a malformed one too
+    with pytest.raises(messages.PlanModelMismatch, match="made for model"):
+        messages.plan_from_messages(gains, states, "cartpole", "0123456789abcdef", ["theta"], ["theta"])
+    gains.data = [float("inf")] + list(gains.data[1:])
+    with pytest.raises(ValueError, match="not finite"):
+        messages.plan_from_messages(gains, states, "pendulum", h, ["theta"], ["theta"])
+    one, one_states = messages.plan_to_messages(_hold_upright_plan(pendulum_vi, N=1), 5)
+    data = list(one_states.data)
+    data[1 + 4] = data[1]  # t_1 := t_0
+    one_states.data = data
+    with pytest.raises(ValueError, match="increasing times"):
+        messages.plan_from_messages(one, one_states, "pendulum", h, ["theta"], ["theta"])

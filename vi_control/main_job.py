@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -126,9 +127,12 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     finally:
         wall = time.monotonic() - t0
         states, trajectory = list(rec.states), rec.trajectory
+        for p in procs.values():  # the node processes first: they must never outlive the job
+            try:
+                p.stop()
+            except Exception as e:  # keep stopping the others
+                print(f"[main_job] stopping {p} failed: {e}", file=sys.stderr)
         rec.close()
-        for p in procs.values():
-            p.stop()
         rclpy.try_shutdown()
     if plan is not None and states:
         plan, first = _anchor(plan, states), _anchor(first, states)
@@ -195,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="simulated masses / the planner's model (default: a 5 %% heavier real pendulum)")
     ap.add_argument("--noise", type=float, default=0.001, help="joint position noise std of the simulator [rad]")
     args = ap.parse_args(argv)
+    # SIGTERM (e.g. a CI timeout) must unwind through run_closed_loop's finally, which stops the node
+    # processes: they run in sessions of their own and would not get the signal.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
     sim_params = yaml.safe_load((share_dir() / "config" / "ros_simulator.yaml").read_text())
     params = {k: v[0] for k, v in MODEL_PARAMETERS.items()} | sim_params["/**/vi_simulator"]["ros__parameters"]

@@ -101,6 +101,6 @@ class StateEstimator:
                 dq = q - q_prev
                 dq[self.mask] = (dq[self.mask] + np.pi) % (2 * np.pi) - np.pi
                 return self.vi.state_from_configurations(q - dq, q)
-        if qdot is not None:
-            return self.vi.state_from_velocity(q, qdot)
+        if qdot is not None:  # the discrete state of the pair (q − Δt q̇, q), as the plan's X_k are
+            return self.vi.state_from_configurations(q - self.vi.dt * np.asarray(qdot, float), q)
         return None

@@ -134,14 +134,23 @@ class MidpointVI:
         return np.concatenate([q, p])
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
-        """Velocity estimate q̇ = M(q)⁻¹ p (continuous Legendre transform inverted)."""
+        """Velocity estimate q̇ = M(q)⁻¹ p (continuous Legendre transform inverted).
+
+        Where M(q) is singular (a coordinate singularity, seed 000 §VII-A) the least-squares solution is
+        returned: the minimum-norm q̇ with M q̇ = p, so callers (initial guess, published joint states) never
+        fail on a configuration the step itself handles.
+        """
         q, p = x[: self.nq], x[self.nq:]
-        M = self.fn["mass"](q)[0]
+        M = np.array(self.fn["mass"](q)[0])
         v = np.zeros(self.nq)
         v[self.idx_k] = p[self.idx_k]
         d, k = self.idx_d, self.idx_k
         rhs = p[d] - M[np.ix_(d, k)] @ v[k] if len(k) else p[d]
-        v[d] = np.linalg.solve(M[np.ix_(d, d)], rhs)
+        Mdd = M[np.ix_(d, d)]
+        try:
+            v[d] = np.linalg.solve(Mdd, rhs)
+        except np.linalg.LinAlgError:
+            v[d] = np.linalg.lstsq(Mdd, rhs, rcond=None)[0]
         return v
 
     def energy(self, x: np.ndarray) -> float:
@@ -182,23 +191,8 @@ class MidpointVI:
         no inverse, yet M_{k+1} may be regular: the step must still be attempted, and it raises
         SingularityError only if the Newton matrix itself is singular.
         """
-        q = x[: self.nq]
-        try:
-            v = self.velocity(x)
-        except np.linalg.LinAlgError:
-            v = self._velocity_lstsq(x)
-        q1 = q + self.dt * v
+        q1 = x[: self.nq] + self.dt * self.velocity(x)
         return np.concatenate([q1[self.idx_d], self._lam_guess])
-
-    def _velocity_lstsq(self, x: np.ndarray) -> np.ndarray:
-        q, p = x[: self.nq], x[self.nq:]
-        M = np.array(self.fn["mass"](q)[0])
-        d, k = self.idx_d, self.idx_k
-        v = np.zeros(self.nq)
-        v[k] = p[k]
-        rhs = p[d] - M[np.ix_(d, k)] @ v[k] if len(k) else p[d]
-        v[d] = np.linalg.lstsq(M[np.ix_(d, d)], rhs, rcond=None)[0]
-        return v
 
     def solve(self, x: np.ndarray, u: np.ndarray, step_index: int | None = None,
               y0: np.ndarray | None = None) -> StepResult:

@@ -25,7 +25,7 @@ import casadi as ca
 import numpy as np
 from scipy.linalg import lapack
 
-from ..integrators.midpoint import MidpointVI, StepResult
+from ..integrators.midpoint import MidpointVI, SingularityError, StepResult
 
 
 @dataclass
@@ -54,9 +54,15 @@ def _factor(Ry: np.ndarray):
 
 
 def linearize(vi: MidpointVI, x: np.ndarray, u: np.ndarray, result: StepResult | None = None) -> Linearization:
-    """A_k, B_k of the one-step map at (x_k, u_k) (seed 000 eqs. 8–15; constrained 29–30)."""
+    """A_k, B_k of the one-step map at (x_k, u_k) (seed 000 eqs. 8–15; constrained 29–30).
+
+    Raises SingularityError where R_y (M_{k+1}, bordered by the constraint Jacobians) is singular to
+    the integrator's own threshold ``vi.rcond_min``: the map has no derivative there (seed 000 §VII).
+    """
     r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
     lu, piv, rcond = _factor(Ry)
+    if not rcond >= vi.rcond_min:
+        raise SingularityError(None, rcond, "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     J = Oz + Oy @ dydz
     return Linearization(A=J[:, : vi.nx], B=J[:, vi.nx:], dy_dz=dydz, rcond=rcond, parts=(r, z, Oy, lu, piv))

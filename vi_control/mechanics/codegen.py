@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 import casadi as ca
@@ -127,9 +128,14 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
             tmp_so = Path(tmp) / "gen.so"
             res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
                                  capture_output=True, text=True)
-            if res.returncode != 0:
+            if res.returncode != 0:  # not silent: the caller falls back to the (much slower) CasADi VM
+                warnings.warn(f"vi_control: compiling generated code failed, using the CasADi VM: "
+                              f"{res.stderr[-1500:]}", RuntimeWarning, stacklevel=2)
                 return None
-            shutil.move(str(tmp_so), so)  # atomic enough for concurrent test processes
+            # Copy next to the target, then rename: a concurrent process never loads a half-written library.
+            part = so.with_suffix(f".{os.getpid()}.part")
+            shutil.copyfile(tmp_so, part)
+            os.replace(part, so)
             build_stats["compiled"] += 1
     return ctypes.CDLL(str(so))
 

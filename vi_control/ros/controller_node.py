@@ -25,7 +25,7 @@ from .common import (
     robot_from_parameters,
     run_node,
 )
-from .messages import joint_state_arrays, plan_from_messages, stamp_seconds
+from .messages import PlanModelMismatch, joint_state_arrays, plan_from_messages, stamp_seconds
 
 PARAMETERS: dict[str, tuple] = {
     **MODEL_PARAMETERS,
@@ -65,6 +65,7 @@ class ControllerNode(Node):
         self.plan_seq, self._anchor_pending = None, False
         self._arrays = {"gains": None, "plan_states": None}
         self.state = None  # (stamp, x, actuated q̇, receive time)
+        self._held_prescribed: np.ndarray | None = None  # last measured prescribed positions (safe command)
         self.last_commanded_stamp, self.fault = None, None
 
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
@@ -85,14 +86,24 @@ class ControllerNode(Node):
 
     # ---- plan ------------------------------------------------------------------------------
     def on_plan_array(self, name: str, msg: Float64MultiArray) -> None:
+        """Keep the newest gains / plan_states array; accept a plan once both halves match."""
         self._arrays[name] = msg
         if any(m is None for m in self._arrays.values()):
             return
+        try:
+            self._accept_plan()
+        except Exception as e:  # a malformed plan must never kill the controller: keep the current one
+            self.get_logger().error(f"plan rejected: {type(e).__name__}: {e}")
+
+    def _accept_plan(self) -> None:
         r = self.robot
         try:
             seq, plan = plan_from_messages(self._arrays["gains"], self._arrays["plan_states"], r.name, r.hash,
                                            r.joint_names, list(r.actuated))
-        except ValueError as e:  # the other half of a new plan has not arrived yet
+        except PlanModelMismatch as e:
+            self.get_logger().error(f"plan rejected: {e}", throttle_duration_sec=5.0)
+            return
+        except ValueError as e:  # the other half of a new plan has not arrived yet, or a malformed plan
             self.get_logger().debug(f"plan arrays not paired yet: {e}")
             return
         if seq == self.plan_seq:
@@ -124,20 +135,22 @@ class ControllerNode(Node):
             return  # a republished state that was already answered (lockstep idle republish)
         try:
             x = self.estimator.update(t, q, qdot)
+            if x is None:
+                return
+            v = qdot[self.act_q_index] if qdot is not None else self.vi.velocity(x)[self.act_q_index]
         except Exception as e:  # e.g. a singular M(q) in the Legendre transform: never crash the loop
             self.estimator.reset()
             self.go_safe(f"state estimate failed: {type(e).__name__}: {e}")
             return
-        if x is None:
-            return
-        v = qdot[self.act_q_index] if qdot is not None else self.vi.velocity(x)[self.act_q_index]
         self.state = (t, x, v, time.monotonic())
         if self.p["trigger"] == "joint_state":
             self.tick()
 
     def watchdog(self) -> None:
-        if self.controller is not None and self._stale_reason() is not None:
-            self.go_safe(self._stale_reason())
+        """Lockstep has no timer tick: notice joint states that stopped arriving."""
+        reason = self._stale_reason() if self.controller is not None else None
+        if reason is not None:
+            self.go_safe(reason)
 
     def _stale_reason(self) -> str | None:
         if self.state is None:
@@ -188,8 +201,12 @@ class ControllerNode(Node):
                            r.effort_limits)
         u = np.zeros(self.vi.nu)
         u[: len(tau)] = tau
-        if self.state is not None:
-            u[len(tau):] = self.state[1][self.vi.idx_k]  # prescribed joints stay where they are
+        if self.vi.nk:
+            if self.state is not None:
+                self._held_prescribed = self.state[1][self.vi.idx_k]
+            if self._held_prescribed is None:
+                return  # no measured prescribed positions yet: commanding 0 would move them
+            u[len(tau):] = self._held_prescribed  # prescribed joints stay where they were last measured
         self.publish(u)
 
     def publish(self, u: np.ndarray) -> None:

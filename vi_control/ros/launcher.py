@@ -95,6 +95,9 @@ class NodeProcess:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.signal(signal.SIGKILL)
-                self.proc.wait(timeout)
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    pass  # unkillable (e.g. stuck in the kernel): nothing more a parent can do
         self._log.close()
         return self.proc.returncode

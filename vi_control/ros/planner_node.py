@@ -71,7 +71,12 @@ class PlannerNode(Node):
             self.get_logger().warning(f"ignoring joint state: {e}", throttle_duration_sec=5.0)
             return
         t = stamp_seconds(msg)
-        x = self.estimator.update(t, q, qdot)
+        try:
+            x = self.estimator.update(t, q, qdot)
+        except Exception as e:  # never let a state estimate kill the node; plan from the task's x_0 instead
+            self.estimator.reset()
+            self.get_logger().warning(f"state estimate failed: {type(e).__name__}: {e}", throttle_duration_sec=5.0)
+            return
         if x is not None:
             self.measured = (t, x)
 
@@ -104,15 +109,19 @@ class PlannerNode(Node):
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             log.error(f"planning failed: {type(e).__name__}: {e}")
             return
-        # Stamped with the measurement's time, the controller knows where in the plan it already is.
-        plan.times = plan.times - plan.times[0] + (0.0 if measured is None else measured[0])
-        seq = int(time.time() * 1e3)  # unique across planner restarts, exact in a double
-        gains, states = plan_to_messages(plan, seq)
-        velocities = np.array([self.vi.velocity(x) for x in plan.X])
-        inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
-        self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
-        self.pub_states.publish(states)
-        self.pub_gains.publish(gains)
+        try:
+            # Stamped with the measurement's time, the controller knows where in the plan it already is.
+            plan.times = plan.times - plan.times[0] + (0.0 if measured is None else measured[0])
+            seq = int(time.time() * 1e3)  # unique across planner restarts, exact in a double
+            gains, states = plan_to_messages(plan, seq)
+            velocities = np.array([self.vi.velocity(x) for x in plan.X])
+            inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
+            self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
+            self.pub_states.publish(states)
+            self.pub_gains.publish(gains)
+        except Exception as e:  # in the worker thread: report through the ROS log, not a stderr traceback
+            log.error(f"publishing the plan failed: {type(e).__name__}: {e}")
+            return
         log.info(f"published plan {seq}: N={plan.horizon}, solve {time.monotonic() - t0:.2f} s, {result}")
 
 

@@ -61,7 +61,9 @@ class SimulatorNode(Node):
         self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
         q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
         v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
-        self.x0 = vi.state_from_velocity(q0, v0)
+        # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
+        # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
+        self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.u_zero = np.zeros(vi.nu)
         self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
@@ -96,6 +98,7 @@ class SimulatorNode(Node):
             fallback = self.p["on_bad_command"]
             if fallback == "zero":
                 self.u = self.u_zero.copy()
+                self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]  # prescribed joints stay put
             self.get_logger().warning(f"rejected command ({why}); applying {'zero' if fallback == 'zero' else 'last'}"
                                       f" command {np.round(self.u, 4).tolist()}")
         else:
