@@ -59,7 +59,7 @@ class BodyTree:
         n = model.njoints - 1
         if model.nq != n or model.nv != n:
             raise ValueError("DRNEA handles one-DOF joints only (revolute, continuous, prismatic)")
-        self.robot, self.model, self.data, self.n = robot, model, model.createData(), n
+        self.robot, self.model, self.n = robot, model, n  # no pinocchio.Data: it grows like n³
         self.parents = np.array([model.parents[i] - 1 for i in range(1, n + 1)], dtype=int)
         if not all(model.joints[i].idx_q == i - 1 for i in range(1, n + 1)):
             raise ValueError("unexpected joint ordering in the Pinocchio model")
