@@ -201,9 +201,11 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
     lines.append("")
     for b in backends:
         g = last["runs"][f"{b}-riqn"]["step_s"] / first["runs"][f"{b}-riqn"]["step_s"]
-        lines.append(f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']} "
-                     f"(target ≤ 15×); Newton/RIQN = {_ratio(first, b):.2f}× at N = {first['n']} (paper 3.8×) and "
-                     f"{_ratio(last, b):.2f}× at N = {last['n']} (paper 53×).")
+        paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # seed 001, REFERENCE §4
+        lines.append(f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']}"
+                     f"{' (target ≤ 15×)' if (first['n'], last['n']) == (10, 100) else ''}; Newton/RIQN = "
+                     f"{_ratio(first, b):.2f}× at N = {first['n']}{paper.get(first['n'], '')} and "
+                     f"{_ratio(last, b):.2f}× at N = {last['n']}{paper.get(last['n'], '')}.")
     if "c" in backends and "numpy" in backends:
         lines.append("C backend speed-up over numpy (RIQN, Newton): " + ", ".join(
             f"N = {r['n']}: {r['runs']['numpy-riqn']['step_s'] / r['runs']['c-riqn']['step_s']:.0f}×, "
