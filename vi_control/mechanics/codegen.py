@@ -117,27 +117,38 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
         gen.add(f)
     src = gen.dump() + extra_source
     flags = flags or os.environ.get("VI_CONTROL_CFLAGS", _DEFAULT_CFLAGS).split()
+    so = compile_shared_library(src, "vi", flags, "generated code (falling back to the CasADi VM)")
+    return None if so is None else ctypes.CDLL(str(so))
+
+
+def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -> Path | None:
+    """``<cache>/<prefix>_<hash>.so`` of C source ``src``, compiled once per (source, flags); None on failure.
+
+    A failed build warns with the compiler's message (never silently slower). The library is copied
+    next to its final name and renamed, so a concurrent process never loads a half-written file.
+    """
+    cc = compiler()
+    if cc is None:
+        return None
     key = hashlib.sha256((" ".join(flags) + "\n" + src).encode()).hexdigest()[:20]
-    so = cache_dir() / f"vi_{key}.so"
+    so = cache_dir() / f"{prefix}_{key}.so"
     if so.exists():
         build_stats["cache_hits"] += 1
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            c_file = Path(tmp) / "gen.c"
-            c_file.write_text(src)
-            tmp_so = Path(tmp) / "gen.so"
-            res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
-                                 capture_output=True, text=True)
-            if res.returncode != 0:  # not silent: the caller falls back to the (much slower) CasADi VM
-                warnings.warn(f"vi_control: compiling generated code failed, using the CasADi VM: "
-                              f"{res.stderr[-1500:]}", RuntimeWarning, stacklevel=2)
-                return None
-            # Copy next to the target, then rename: a concurrent process never loads a half-written library.
-            part = so.with_suffix(f".{os.getpid()}.part")
-            shutil.copyfile(tmp_so, part)
-            os.replace(part, so)
-            build_stats["compiled"] += 1
-    return ctypes.CDLL(str(so))
+        return so
+    with tempfile.TemporaryDirectory() as tmp:
+        c_file, tmp_so = Path(tmp) / "src.c", Path(tmp) / "lib.so"
+        c_file.write_text(src)
+        res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            warnings.warn(f"vi_control: compiling {what} failed: {res.stderr[-1500:]}", RuntimeWarning,
+                          stacklevel=3)
+            return None
+        part = so.with_suffix(f".{os.getpid()}.part")
+        shutil.copyfile(tmp_so, part)
+        os.replace(part, so)
+    build_stats["compiled"] += 1
+    return so
 
 
 class FunctionSet:

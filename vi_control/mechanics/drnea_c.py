@@ -19,18 +19,12 @@ Compiled with the system C compiler once, cached in codegen.cache_dir() under th
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
-import warnings
-from pathlib import Path
 
 import numpy as np
 
 from . import lie
-from .codegen import cache_dir, compiler
+from .codegen import compile_shared_library, compiler
 from .drnea import BodyTree
 
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
@@ -404,22 +398,9 @@ def load_library() -> ctypes.CDLL | None:
     global _lib
     if _lib is not None:
         return _lib
-    cc = compiler()
-    if cc is None:
+    so = compile_shared_library(DRNEA_C, "drnea", list(_CFLAGS), "the DRNEA step (falling back to numpy)")
+    if so is None:
         return None
-    key = hashlib.sha256((" ".join(_CFLAGS) + "\n" + DRNEA_C).encode()).hexdigest()[:20]
-    so = cache_dir() / f"drnea_{key}.so"
-    if not so.exists():
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "drnea.c"
-            src.write_text(DRNEA_C)
-            out = Path(tmp) / "drnea.so"
-            res = subprocess.run([cc, *_CFLAGS, "-shared", "-fPIC", "-o", str(out), str(src), "-lm"],
-                                 capture_output=True, text=True)
-            if res.returncode != 0:  # callers fall back to the numpy backend
-                warnings.warn(f"compiling the DRNEA step failed:\n{res.stderr}", RuntimeWarning, stacklevel=2)
-                return None
-            shutil.move(str(out), so)
     lib = ctypes.CDLL(str(so))
     ptr = ctypes.c_void_p
     lib.ltvi_step.argtypes = [ptr] * 10
