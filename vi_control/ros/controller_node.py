@@ -87,6 +87,8 @@ class ControllerNode(Node):
     # ---- plan ------------------------------------------------------------------------------
     def on_plan_array(self, name: str, msg: Float64MultiArray) -> None:
         """Keep the newest gains / plan_states array; accept a plan once both halves match."""
+        seq = msg.data[0] if len(msg.data) else float("nan")
+        self.get_logger().info(f"received {name} of plan {seq:.0f}")  # one line per plan half: diagnosable
         self._arrays[name] = msg
         if any(m is None for m in self._arrays.values()):
             return
