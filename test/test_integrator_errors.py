@@ -31,8 +31,8 @@ def test_newton_iteration_limit_raises_convergence_error_with_residual(pendulum_
 
 
 def test_convergence_error_names_the_failing_step_of_a_rollout(pendulum_robot):
-    """Two Newton iterations suffice for the gentle steps, not for a 300 N·m kick at step 3."""
-    vi = MidpointVI(pendulum_robot, 0.1, max_iterations=2)
+    """Three Newton iterations reach tol = 1e-12 on the gentle steps, not on a 300 N·m kick at step 3."""
+    vi = MidpointVI(pendulum_robot, 0.1, max_iterations=3)
     U = np.zeros((6, 1))
     U[3] = 300.0
     with pytest.raises(ConvergenceError) as info:
@@ -146,3 +146,14 @@ def test_linearize_refuses_a_singular_step_given_to_it(spherical):
     at_pole = StepResult(x=np.zeros(4), lam=np.zeros(0), iterations=0, residual=0.0, y=np.zeros(2))
     with pytest.raises(SingularityError, match="linearization"):
         linearize(vi, np.zeros(4), np.zeros(vi.nu), at_pole)
+
+
+def test_tolerance_is_honoured_below_1e9(pendulum_robot):
+    """A residual above tol (and above the rounding floor) is never reported as converged."""
+    vi = MidpointVI(pendulum_robot, 0.1, max_iterations=2)  # two updates leave ~4e-11 on this step
+    with pytest.raises(ConvergenceError) as info:
+        vi.step(np.array([0.2, 0.5]), np.array([0.0]), step_index=0)
+    assert 1e-12 < info.value.residual < 1e-9
+    vi.max_iterations = 30
+    vi.step(np.array([0.2, 0.5]), np.array([0.0]))
+    assert vi.last_result.residual <= 1e-12 * (1 + 0.5)

@@ -238,7 +238,7 @@ class MidpointVI:
             rnorm = float(np.abs(R).max())
         # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
         floor_r = 64.0 * np.finfo(float).eps * np.abs(J).sum(axis=0).max() * (1.0 + np.abs(y).max())
-        if not (rnorm <= max(self.tol * scale, 1e-9, floor_r)):
+        if not (rnorm <= max(self.tol * scale, floor_r)):
             raise ConvergenceError(step_index, rnorm, it)
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
         lu = _lu_factor_checked(np.array(J), self.rcond_min, step_index, what)

@@ -246,7 +246,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   /* Accept at the residual's rounding floor ~ eps |J| |y| too: R sums terms of size |M/dt| |q|, which
    * exceeds any fixed tolerance on long chains at small dt (seed 001 §4 sizes). */
   const double floor_r = 64.0 * DBL_EPSILON * vi_norm1(J, ny) * (1.0 + vi_maxabs(y, ny));
-  if (!(rnorm <= fmax(fmax(tol * scale, 1e-9), floor_r))) return 1;
+  if (!(rnorm <= fmax(tol * scale, floor_r))) return 1;
   /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
   double rc = vi_factor(J, ny, piv, ex, sg);
   info[2] = rc;
