@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .model.errors import URDFError
-from .model.robot import RobotModel, load_robot
+from .model.robot import RobotModel, load_robot, wrap_angle
 
 _PKG = "vi_control"
 
@@ -112,7 +112,7 @@ def fourbar_initial_configuration(crank_angle: float = 0.0, elbow_up: bool = Tru
     B = max(B, key=lambda p: p[1]) if elbow_up else min(B, key=lambda p: p[1])
     phi = [crank_angle, heading(B - A), heading(D - B)]
     q = np.array([phi[0], phi[1] - phi[0], phi[2] - phi[1]])
-    return (q + np.pi) % (2 * np.pi) - np.pi
+    return wrap_angle(q)
 
 
 def example_robot_data_dir() -> Path:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.robot import wrap_angle
+
 
 def _as_weight(W: np.ndarray | float, n: int) -> np.ndarray:
     W = np.asarray(W, float)
@@ -97,5 +99,5 @@ def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | 
         raise ValueError(f"size {e.shape[-1]} is neither nq = {nq} nor 2·nq = {2 * nq} of the continuous mask")
     e = e.copy()
     eq = e[..., :nq]
-    eq[..., mask] = (eq[..., mask] + np.pi) % (2 * np.pi) - np.pi
+    eq[..., mask] = wrap_angle(eq[..., mask])
     return e

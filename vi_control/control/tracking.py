@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.robot import wrap_angle
 from ..planning.plan import Plan
 from .lqr import state_error
 
@@ -99,7 +100,7 @@ class StateEstimator:
             t_prev, q_prev = prev
             if abs((t - t_prev) - self.vi.dt) <= self.tolerance * self.vi.dt:
                 dq = q - q_prev
-                dq[self.mask] = (dq[self.mask] + np.pi) % (2 * np.pi) - np.pi
+                dq[self.mask] = wrap_angle(dq[self.mask])
                 return self.vi.state_from_configurations(q - dq, q)
         if qdot is not None:  # the discrete state of the pair (q − Δt q̇, q), as the plan's X_k are
             return self.vi.state_from_configurations(q - self.vi.dt * np.asarray(qdot, float), q)

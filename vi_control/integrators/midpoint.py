@@ -19,7 +19,7 @@ from ..mechanics.discrete import (
     NEWTON_SINGULAR_MASS,
     DiscreteSystemStructure,
 )
-from ..model.robot import RobotModel
+from ..model.robot import RobotModel, wrap_angle
 
 NEWTON_METHODS = ("exact", "chord")
 # Chord Newton refreshes M_{k+1} when an update is not at least this much smaller than the previous one.
@@ -164,7 +164,7 @@ class MidpointVI:
         mask = self.robot.continuous_mask
         if mask.any():
             x = x.copy()
-            x[: self.nq][mask] = (x[: self.nq][mask] + np.pi) % (2 * np.pi) - np.pi
+            x[: self.nq][mask] = wrap_angle(x[: self.nq][mask])
         return x
 
     # ---- one step -----------------------------------------------------------------------------

@@ -347,7 +347,6 @@ class DiscreteSystemStructure:
         Pd, Pk = np.eye(nq)[:, self.idx_d], np.eye(nq)[:, self.idx_k]
         q1 = ca.mtimes(ca.DM(Pd), q1d) + (ca.mtimes(ca.DM(Pk), rho) if nk else 0)
         Ld = self.dt * L((q0 + q1) / 2, (q1 - q0) / self.dt)
-        D1, D2 = ca.gradient(Ld, q0), ca.gradient(Ld, q1d)
         S = np.eye(nq)[:, self.idx_act]
         c = ca.DM(robot.damping)
         Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
@@ -366,7 +365,6 @@ class DiscreteSystemStructure:
         if nk:
             p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / self.dt
         O = ca.vertcat(q1, p1)
-        del D1, D2
 
         y = ca.vertcat(q1d, lam)
         z = ca.vertcat(q0, p0, tau, rho)
@@ -402,6 +400,3 @@ class DiscreteSystemStructure:
         )
         # Whole Newton step in C when the step functions compiled (else MidpointVI runs Newton in numpy).
         self.newton = NewtonStepC(self) if self.functions.lib is not None else None
-
-    def unpack_z(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
-        return np.concatenate([x, u])

@@ -22,6 +22,11 @@ from .urdf import (
 )
 
 
+def wrap_angle(a: np.ndarray) -> np.ndarray:
+    """Angles to [−π, π): continuous joints' coordinates are only meaningful modulo 2π."""
+    return (np.asarray(a, float) + np.pi) % (2 * np.pi) - np.pi
+
+
 @dataclass(frozen=True)
 class RobotModel:
     """Immutable structure of a robot: tree, joint metadata, inputs and constraints.

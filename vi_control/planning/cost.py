@@ -73,5 +73,9 @@ class QuadraticTrackingCost:
         return CostDerivatives(lx=self.Q @ (x - self.X_ref[k]), lu=self.R @ (u - self.U_ref[k]),
                                lxx=self.Q, luu=self.R, lux=np.zeros((self.nu, self.nx)))
 
+    def calc_diff_all(self, X: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(l_x, l_u) of every running stage at once, rows k = 0 … N−1 (Q, R symmetric)."""
+        return (X[:-1] - self.X_ref[:-1]) @ self.Q, (U - self.U_ref) @ self.R
+
     def calc_diff_terminal(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.Qf @ (x - self.X_ref[self.N]), self.Qf

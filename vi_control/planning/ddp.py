@@ -97,8 +97,7 @@ def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order, metric=No
     Wx, Wu = (cost.Q, cost.R) if metric is None else metric
     if metric is not None:
         Vxx = Wx
-    LX = (X[:-1] - cost.X_ref[:-1]) @ cost.Q  # l_x, l_u of the quadratic cost, all k at once
-    LU = (U - cost.U_ref) @ cost.R
+    LX, LU = cost.calc_diff_all(X, U)
     d1 = d2 = 0.0
     bounded = bool(np.isfinite(lo).any() or np.isfinite(hi).any())
     for k in range(N - 1, -1, -1):

@@ -93,6 +93,14 @@ def make_integrator(robot: RobotModel, dt: float, name: str = "midpoint", linear
     return integrators.make_integrator(name, robot, dt)
 
 
+def command_joints(p: dict, robot: RobotModel) -> list[str]:
+    """The `joints` parameter (command entry order), default the actuated joints; must be a permutation."""
+    joints = list(p["joints"]) or list(robot.actuated)
+    if sorted(joints) != sorted(robot.actuated):
+        raise ValueError(f"parameter joints {joints} must be a permutation of the actuated joints {robot.actuated}")
+    return joints
+
+
 def resolve_config(path: str) -> str:
     """A config file given as a path, or by name relative to the package's config/ directory."""
     if os.path.isfile(path):

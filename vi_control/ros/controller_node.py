@@ -20,6 +20,7 @@ from .common import (
     LATEST_QOS,
     MODEL_PARAMETERS,
     STREAM_QOS,
+    command_joints,
     declare_parameters,
     make_integrator,
     robot_from_parameters,
@@ -54,9 +55,7 @@ class ControllerNode(Node):
         self.robot, _ = robot_from_parameters(p)
         self._build(float(p["dt"]))
         r = self.robot
-        joints = list(p["joints"]) or list(r.actuated)
-        if sorted(joints) != sorted(r.actuated):
-            raise ValueError(f"parameter joints {joints} must be a permutation of the actuated joints {r.actuated}")
+        joints = command_joints(p, r)
         nt = len(r.actuated)
         # published entry i is input index cmd_index[i] (torques in `joints` order, prescribed positions after)
         self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(nt, self.vi.nu)), int)

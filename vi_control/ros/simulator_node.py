@@ -22,6 +22,7 @@ from .common import (
     MODEL_PARAMETERS,
     RECORD_QOS,
     STREAM_QOS,
+    command_joints,
     declare_parameters,
     make_integrator,
     robot_from_parameters,
@@ -53,9 +54,7 @@ class SimulatorNode(Node):
         self.robot, urdf = robot_from_parameters(p, mass_scale=float(p["mass_scale"]))
         self.vi = make_integrator(self.robot, float(p["dt"]), p["integrator"])
         r, vi = self.robot, self.vi
-        joints = list(p["joints"]) or list(r.actuated)
-        if sorted(joints) != sorted(r.actuated):
-            raise ValueError(f"parameter joints {joints} must be a permutation of the actuated joints {r.actuated}")
+        joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
         self.perm = np.array([joints.index(n) for n in r.actuated] + list(range(len(joints), vi.nu)), int)
         self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
