@@ -87,6 +87,9 @@ class ControllerNode(Node):
     def on_plan_array(self, name: str, msg: Float64MultiArray) -> None:
         """Keep the newest gains / plan_states array; accept a plan once both halves match."""
         seq = msg.data[0] if len(msg.data) else float("nan")
+        old = self._arrays[name]
+        if old is not None and len(old.data) and old.data[0] == seq:
+            return  # the planner's periodic re-publish of a half we already hold
         self.get_logger().info(f"received {name} of plan {seq:.0f}")  # one line per plan half: diagnosable
         self._arrays[name] = msg
         if any(m is None for m in self._arrays.values()):

@@ -39,6 +39,8 @@ PARAMETERS: dict[str, tuple] = {
     "startup_wait": (1.0, "at start-up, wait this long for a joint state to plan from [s]"),
     "state_estimate": ("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0"),
     "use_measured_state": (True, "plan from the latest joint state when there is one (else the task's x_0)"),
+    "republish_period": (1.0, "re-publish the latest plan arrays this often [s] (0: never): a controller that "
+                              "missed the transient-local sample of a restarted planner still gets the plan"),
 }
 
 
@@ -60,6 +62,9 @@ class PlannerNode(Node):
         self.pub_states = self.create_publisher(Float64MultiArray, "~/plan_states", LATCHED_QOS)
         self.create_subscription(JointState, "joint_states", self.on_joint_state, STREAM_QOS)
         self.create_service(Trigger, "~/plan", self.on_plan)
+        self._latest: tuple[Float64MultiArray, Float64MultiArray] | None = None  # (plan_states, gains)
+        if float(p["republish_period"]) > 0:
+            self.create_timer(float(p["republish_period"]), self._republish)
         self.get_logger().info(f"task {p['task']} on {self.robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
         if p["plan_on_startup"]:
             self._start(wait=float(p["startup_wait"]))
@@ -79,6 +84,12 @@ class PlannerNode(Node):
             return
         if x is not None:
             self.measured = (t, x)
+
+    def _republish(self) -> None:
+        latest = self._latest
+        if latest is not None:
+            self.pub_states.publish(latest[0])
+            self.pub_gains.publish(latest[1])
 
     def on_plan(self, _req, res):
         res.success = self._start(wait=0.0)
@@ -119,6 +130,7 @@ class PlannerNode(Node):
             self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
             self.pub_states.publish(states)
             self.pub_gains.publish(gains)
+            self._latest = (states, gains)
         except Exception as e:  # in the worker thread: report through the ROS log, not a stderr traceback
             log.error(f"publishing the plan failed: {type(e).__name__}: {e}")
             return
