@@ -2,12 +2,13 @@
 
 Serial chains of N bodies (vi_control.model.generate.planar_chain_urdf) at Δt = 1 ms, passive, released
 from rest with the first joint at 0.5 rad. For each N: time per step and iterations per step of
-DRNEA+RIQN and DRNEA+Newton (exact Jacobian, seed 001 Alg. 4), each with the compiled C backend
-(mechanics.drnea_c, one C call per step) and the numpy backend, the four runs interleaved in chunks of
-250 steps; the midpoint VI with Newton (MidpointVI);
+DRNEA+RIQN and DRNEA+Newton with the exact Jacobian evaluated two ways — seed 001 Alg. 4 as printed
+(the paper's Newton baseline, C backend only) and our subtree-sum Jacobian — with the compiled C backend
+(mechanics.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
+interleaved in chunks of 250 steps; the midpoint VI with Newton (MidpointVI, a Python loop over steps);
 the per-call cost of one DRNEA evaluation (vectorized, and Alg. 2 as a Python loop over bodies), of
-one ABA pass (RIQN's M⁻¹e) and of the exact Jacobian in the numpy backend. MidpointVI's symbolic build/compile runs in a
-child process capped by --midpoint-cap seconds; what happened is reported.
+one ABA pass (RIQN's M⁻¹e), of the exact Jacobian in the numpy backend and of both compiled Jacobians.
+MidpointVI's symbolic build/compile runs in a child process capped by --midpoint-cap seconds; what happened is reported.
 
     .venv/bin/python benchmarks/bench_linear_time.py               # 10k steps per run (paper setting)
     .venv/bin/python benchmarks/bench_linear_time.py --steps 500   # quick run
@@ -33,6 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from vi_control.integrators.linear_time import LinearTimeVI  # noqa: E402
+from vi_control.mechanics import drnea_c  # noqa: E402
 from vi_control.mechanics.drnea import drnea_recursive  # noqa: E402
 from vi_control.model import load_robot  # noqa: E402
 from vi_control.model.generate import planar_chain_urdf  # noqa: E402
@@ -61,6 +63,11 @@ def per_call(fn, min_time: float = 0.3) -> float:
             return elapsed / count
 
 
+# run name → LinearTimeVI options; "newton-alg4" is the paper's Newton (Jacobian by seed 001 Alg. 4)
+RUNS = {"riqn": dict(method="riqn"), "newton": dict(method="newton", jacobian="subtree"),
+        "newton-alg4": dict(method="newton", jacobian="alg4")}
+
+
 def run_linear_time(robot, method: str, steps: int, initial_guess: str = "IG3", backend: str = "c") -> dict:
     """One uninterrupted run (used for the initial-guess comparison)."""
     return run_interleaved(robot, steps, [(backend, method)], initial_guess=initial_guess)[(backend, method)]
@@ -68,10 +75,10 @@ def run_linear_time(robot, method: str, steps: int, initial_guess: str = "IG3", 
 
 def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: int = 250,
                     initial_guess: str = "IG3") -> dict:
-    """Every (backend, method) integrates its own trajectory; the runs alternate in chunks of ``chunk`` steps,
+    """Every (backend, run) integrates its own trajectory; the runs alternate in chunks of ``chunk`` steps,
     so a change of machine load during the benchmark hits all of them alike (the 2 cores are shared)."""
     n = robot.nq
-    vis = {k: LinearTimeVI(robot, DT, method=k[1], initial_guess=initial_guess, backend=k[0]) for k in configs}
+    vis = {k: LinearTimeVI(robot, DT, initial_guess=initial_guess, backend=k[0], **RUNS[k[1]]) for k in configs}
     x0 = next(iter(vis.values())).state_from_velocity(initial_configuration(n), np.zeros(n))
     x = dict.fromkeys(configs, x0)
     cpu, its = dict.fromkeys(configs, 0.0), {k: [] for k in configs}
@@ -109,7 +116,15 @@ def component_costs(robot) -> dict:
         drnea_alg2_loop_s=per_call(lambda: drnea_recursive(vi.tree, q_prev, q, q_next, DT), 0.2),
         aba_s=per_call(lambda: vi._minv(q, q_next)),
         jacobian_s=per_call(lambda: vi.jacobian(x, q_next)),
+        **(compiled_jacobian_costs(robot, q, q_next) if drnea_c.available() else {}),
     )
+
+
+def compiled_jacobian_costs(robot, q: np.ndarray, q_next: np.ndarray) -> dict:
+    """Per call of the compiled exact Jacobian (forward kinematics + DRNEA at q_{k+1} + the Jacobian)."""
+    step = LinearTimeVI(robot, DT, method="newton", backend="c")._compiled
+    return dict(c_jacobian_alg4_s=per_call(lambda: step.jacobian(q, q_next, alg4=True), 0.2),
+                c_jacobian_subtree_s=per_call(lambda: step.jacobian(q, q_next, alg4=False), 0.2))
 
 
 def midpoint_worker(n: int, steps: int) -> None:
@@ -164,50 +179,71 @@ def fmt_ms(s) -> str:
     return "—" if s is None else f"{1e3 * s:.3f}"
 
 
-def _ratio(r: dict, backend: str) -> float:
-    return r["runs"][f"{backend}-newton"]["step_s"] / r["runs"][f"{backend}-riqn"]["step_s"]
+def _ratio(r: dict, backend: str, newton: str = "newton") -> float | None:
+    run = r["runs"].get(f"{backend}-{newton}")
+    return None if run is None else run["step_s"] / r["runs"][f"{backend}-riqn"]["step_s"]
+
+
+def fmt_ratio(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}×"
 
 
 def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str]) -> str:
     lines = [
         f"Serial chains, Δt = 1 ms, {steps} steps per run (MidpointVI: {mp_steps} steps), runs interleaved in chunks "
         f"of 250 steps, initial guess IG3, tol 1e-12; CPU time per step of one process through "
-        f"`LinearTimeVI.simulate` (load average at the end {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores); "
-        "MidpointVI build is wall time (symbolic build + gcc).",
+        f"`LinearTimeVI.simulate` (C backend: one C call per chunk; load average at the end "
+        f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} cores); MidpointVI: a Python loop over `step`, build is wall "
+        "time (symbolic build + gcc). Newton (Alg. 4): the Jacobian by seed 001 Alg. 4 as printed, the paper's "
+        "baseline; Newton (subtree): our cheaper evaluation of the same Jacobian.",
         "",
     ]
     head, rule = "| N |", "|---|"
     for b in backends:
-        head += f" {b} RIQN ms/step | iters | {b} Newton ms/step | iters | {b} Newton/RIQN |"
-        rule += "---|---|---|---|---|"
+        head += f" {b} RIQN ms/step | iters |"
+        rule += "---|---|"
+        if b == "c":
+            head += " c Newton (Alg. 4) ms/step | iters | **Newton (Alg. 4)/RIQN** |"
+            rule += "---|---|---|"
+        head += f" {b} Newton (subtree) ms/step | iters | {b} Newton (subtree)/RIQN |"
+        rule += "---|---|---|"
     head += (" MidpointVI ms/step | iters | MidpointVI build s | numpy DRNEA eval ms (Alg. 2 loop) | numpy ABA ms "
-             "| numpy exact Jacobian ms |")
+             "| C Jacobian ms, Alg. 4 / subtree |")
     lines += [head, rule + "---|---|---|---|---|---|"]
     for r in rows:
         mp, c = r["midpoint"], r["costs"]
         cells = f"| {r['n']} |"
         for b in backends:
-            ri, ne = r["runs"][f"{b}-riqn"], r["runs"][f"{b}-newton"]
-            cells += (f" {fmt_ms(ri['step_s'])} | {ri['iters_mean']:.2f} ± {ri['iters_std']:.2f} "
-                      f"| {fmt_ms(ne['step_s'])} | {ne['iters_mean']:.2f} | {_ratio(r, b):.2f}× |")
+            ri = r["runs"][f"{b}-riqn"]
+            cells += f" {fmt_ms(ri['step_s'])} | {ri['iters_mean']:.2f} ± {ri['iters_std']:.2f} |"
+            names = ["newton-alg4", "newton"] if b == "c" else ["newton"]
+            for name in names:
+                ne = r["runs"].get(f"{b}-{name}")
+                cells += (" — | — | — |" if ne is None else f" {fmt_ms(ne['step_s'])} | {ne['iters_mean']:.2f} "
+                          f"| {fmt_ratio(_ratio(r, b, name))} |")
         if mp.get("status") == "ok":
             cells += f" {fmt_ms(mp['step_s'])} | {mp['iters_mean']:.2f} | {mp['build_s']:.1f} |"
         else:
             cells += f" — | — | {mp.get('status', '—')} |"
-        cells += (f" {fmt_ms(c['drnea_s'])} ({fmt_ms(c['drnea_alg2_loop_s'])}) | {fmt_ms(c['aba_s'])} "
-                  f"| {fmt_ms(c['jacobian_s'])} |")
+        cj = (f"{fmt_ms(c['c_jacobian_alg4_s'])} / {fmt_ms(c['c_jacobian_subtree_s'])}"
+              if "c_jacobian_alg4_s" in c else "—")
+        cells += f" {fmt_ms(c['drnea_s'])} ({fmt_ms(c['drnea_alg2_loop_s'])}) | {fmt_ms(c['aba_s'])} | {cj} |"
         lines.append(cells)
     first, last = rows[0], rows[-1]
     lines.append("")
+    paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # seed 001, REFERENCE §4
     for b in backends:
         g = last["runs"][f"{b}-riqn"]["step_s"] / first["runs"][f"{b}-riqn"]["step_s"]
-        paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # seed 001, REFERENCE §4
-        lines.append(f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']}"
-                     f"{' (target ≤ 15×)' if (first['n'], last['n']) == (10, 100) else ''}; Newton/RIQN = "
-                     f"{_ratio(first, b):.2f}× at N = {first['n']}{paper.get(first['n'], '')} and "
-                     f"{_ratio(last, b):.2f}× at N = {last['n']}{paper.get(last['n'], '')}.")
+        line = (f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']}"
+                f"{' (target ≤ 15×)' if (first['n'], last['n']) == (10, 100) else ''}")
+        for name, label in (("newton-alg4", "Newton (Alg. 4)"), ("newton", "Newton (subtree)")):
+            if f"{b}-{name}" in first["runs"] or f"{b}-{name}" in last["runs"]:
+                line += (f"; {label}/RIQN = {fmt_ratio(_ratio(first, b, name))} at N = {first['n']}"
+                         f"{paper.get(first['n'], '')} and {fmt_ratio(_ratio(last, b, name))} at N = {last['n']}"
+                         f"{paper.get(last['n'], '')}")
+        lines.append(line + ".")
     if "c" in backends and "numpy" in backends:
-        lines.append("C backend speed-up over numpy (RIQN, Newton): " + ", ".join(
+        lines.append("C backend speed-up over numpy (RIQN, Newton subtree): " + ", ".join(
             f"N = {r['n']}: {r['runs']['numpy-riqn']['step_s'] / r['runs']['c-riqn']['step_s']:.0f}×, "
             f"{r['runs']['numpy-newton']['step_s'] / r['runs']['c-newton']['step_s']:.0f}×" for r in rows) + ".")
     return "\n".join(lines)
@@ -220,11 +256,14 @@ def plot(rows: list[dict], path: Path, backends: list[str]) -> None:
     import matplotlib.pyplot as plt
 
     ns = [r["n"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
     for b in backends:
         ax.loglog(ns, [1e3 * r["runs"][f"{b}-riqn"]["step_s"] for r in rows], "o-", label=f"DRNEA + RIQN ({b})")
-        ax.loglog(ns, [1e3 * r["runs"][f"{b}-newton"]["step_s"] for r in rows], "s-",
-                  label=f"DRNEA + Newton, exact Jacobian ({b})")
+        for name, mark, label in (("newton-alg4", "D-", "Newton, Jacobian by Alg. 4"),
+                                  ("newton", "s-", "Newton, subtree Jacobian")):
+            pts = [(r["n"], 1e3 * r["runs"][f"{b}-{name}"]["step_s"]) for r in rows if f"{b}-{name}" in r["runs"]]
+            if pts:
+                ax.loglog(*zip(*pts), mark, label=f"DRNEA + {label} ({b})")
     mp = [(r["n"], 1e3 * r["midpoint"]["step_s"]) for r in rows if r["midpoint"].get("status") == "ok"]
     if mp:
         ax.loglog(*zip(*mp), "^-", label="MidpointVI (Newton, generated code)")
@@ -235,7 +274,7 @@ def plot(rows: list[dict], path: Path, backends: list[str]) -> None:
     ax.set_ylabel("ms per step (Δt = 1 ms)")
     ax.set_title("Linear-time VI scaling (seed 001 Fig. 3)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -250,6 +289,7 @@ def main() -> None:
     ap.add_argument("--warm-cache", action="store_true",
                     help="let MidpointVI reuse compiled code from ~/.cache (default: cold build in a fresh cache)")
     ap.add_argument("--backends", nargs="+", default=["c", "numpy"], choices=["c", "numpy"])
+    ap.add_argument("--alg4-max", type=int, default=200, help="largest N for Newton with the Alg. 4 Jacobian")
     ap.add_argument("--name", default="linear_time", help="basename of the files in benchmarks/results/")
     ap.add_argument("--midpoint-worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -262,7 +302,10 @@ def main() -> None:
     for n in args.sizes:
         robot = load_robot(planar_chain_urdf(n))
         row = dict(n=n, costs=component_costs(robot))
-        runs = run_interleaved(robot, args.steps, [(b, m) for b in args.backends for m in ("riqn", "newton")])
+        configs = [(b, m) for b in args.backends for m in ("riqn", "newton")]
+        if "c" in args.backends and n <= args.alg4_max:  # Alg. 4 in Python would take hours: C only
+            configs.insert(1, ("c", "newton-alg4"))
+        runs = run_interleaved(robot, args.steps, configs)
         row["runs"] = {f"{b}-{m}": v for (b, m), v in runs.items()}
         main_run = row["runs"][f"{args.backends[0]}-riqn"]
         row["midpoint"] = (dict(status="not run") if args.no_midpoint

@@ -7,7 +7,9 @@ py=${PYTHON:-python3.11}
 command -v "$py" >/dev/null 2>&1 || py=python3
 stamp="$venv/.vi_control_stamp"
 want=$(cat "$repo/requirements.txt" "$repo/setup.py" | sha256sum | cut -d' ' -f1)
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+# A stale stamp, or vi_control itself gone from the venv (e.g. a `pip install --prefix` elsewhere uninstalled it).
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
+   || [ -z "$(ls "$venv"/lib/python3*/site-packages/__editable__.vi_control-*.pth 2>/dev/null)" ]; then
   echo "[setup] creating/updating $venv (pinned requirements)" >&2
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >&2

@@ -9,7 +9,7 @@ from scipy.linalg import expm, logm
 
 from vi_control.integrators.linear_time import LinearTimeVI
 from vi_control.mechanics import lie
-from vi_control.mechanics.drnea import BodyTree, drnea_recursive
+from vi_control.mechanics.drnea import BodyTree, drnea_derivative_recursive, drnea_recursive
 from vi_control.model import load_robot
 from vi_control.robots import example_robot_urdf
 
@@ -166,6 +166,11 @@ def test_exact_jacobian_against_finite_differences(which, panda_robot, tree_robo
     Jfd = np.stack([(vi.residual(x, u, q1 + e) - vi.residual(x, u, q1 - e)) / (2 * h) for e in np.eye(n) * h], axis=1)
     J = vi.jacobian(x, q1)
     assert np.allclose(J, Jfd, atol=1e-6 * np.abs(J).max())
+    # Alg. 4 as printed (column by column) is the same matrix as our subtree-sum evaluation
+    J4 = drnea_derivative_recursive(vi.tree, x[:n], q1, dt) + np.diag(robot.damping)
+    assert np.allclose(J4, J, rtol=0, atol=1e-12 * np.abs(J).max())
+    alg4 = LinearTimeVI(robot, dt, method="newton", jacobian="alg4", backend="numpy")
+    assert np.allclose(alg4.jacobian(x, q1), J, rtol=0, atol=1e-12 * np.abs(J).max())
     # RIQN's approximation (seed 001 eq. 25): J ≈ M(q_k)/Δt up to O(Δt)
     M = pin.crba(robot.pin_model, robot.pin_model.createData(), x[:n])
     M = np.triu(M) + np.triu(M, 1).T

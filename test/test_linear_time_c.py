@@ -43,9 +43,9 @@ def _compare(robot, dt, steps, rng, **options):
 
 
 @pytest.mark.parametrize("name", ["chain5", "tree", "panda"])
-@pytest.mark.parametrize("method", ["riqn", "newton"])
-def test_compiled_step_matches_numpy(name, method, robots, rng):
-    gap, its_a, its_b = _compare(robots[name], 1e-3, 40, rng, method=method)
+@pytest.mark.parametrize("method,jacobian", [("riqn", "subtree"), ("newton", "subtree"), ("newton", "alg4")])
+def test_compiled_step_matches_numpy(name, method, jacobian, robots, rng):
+    gap, its_a, its_b = _compare(robots[name], 1e-3, 40, rng, method=method, jacobian=jacobian)
     assert gap < 1e-12, gap
     # same algorithm, same stopping rules: the iteration counts agree except where rounding sits on a threshold
     assert np.mean(its_a == its_b) >= 0.9 and its_b.min() >= 1
@@ -64,6 +64,53 @@ def test_compiled_step_on_a_long_chain_matches_numpy(rng):
     for method in ("riqn", "newton"):
         gap, _, its_b = _compare(robot, 1e-3, 10, rng, method=method)
         assert gap < 1e-11, (method, gap)
+
+
+@pytest.mark.parametrize("name", ["chain5", "tree", "panda"])
+def test_compiled_jacobians_match_numpy_and_finite_differences(name, robots, rng):
+    """Both compiled exact Jacobians — Alg. 4 column by column and our subtree sums — against the numpy
+    Jacobian and central differences of the compiled residual's numpy twin."""
+    robot, dt = robots[name], 1e-2
+    n = robot.nq
+    vi = LinearTimeVI(robot, dt, method="newton", backend="numpy")
+    step = LinearTimeVI(robot, dt, method="newton", backend="c")._compiled
+    x = vi.state_from_velocity(rng.uniform(-1, 1, n), rng.uniform(-2, 2, n))
+    q1 = x[:n] + dt * rng.normal(size=n) * 2
+    J = vi.jacobian(x, q1)
+    u, h = np.zeros(vi.nu), 1e-6
+    Jfd = np.stack([(vi.residual(x, u, q1 + e) - vi.residual(x, u, q1 - e)) / (2 * h) for e in np.eye(n) * h], axis=1)
+    assert np.allclose(J, Jfd, atol=1e-6 * np.abs(J).max())
+    for alg4 in (True, False):
+        assert np.allclose(step.jacobian(x[:n], q1, alg4=alg4), J, rtol=0, atol=1e-12 * np.abs(J).max()), alg4
+
+
+@pytest.mark.parametrize("method", ["riqn", "newton"])
+def test_compiled_rollout_equals_step_by_step(method, robots, rng):
+    """simulate() on the C backend is one C call; it must reproduce the per-step path exactly."""
+    robot = robots["tree"]
+    vi = LinearTimeVI(robot, 2e-3, method=method, backend="c")
+    x = vi.state_from_velocity(rng.uniform(-1, 1, 4), rng.uniform(-2, 2, 4))
+    U = rng.normal(size=(50, vi.nu))
+    X, lam = vi.simulate(x, U)
+    history = list(vi.iteration_history)
+    Y, its = [x], []
+    for u in U:
+        Y.append(vi.step(Y[-1], u))
+        its.append(vi.last_result.iterations)
+    assert X.shape == (51, 8) and lam.shape == (50, 0)
+    assert np.array_equal(X, np.array(Y)) and history == its
+    assert np.array_equal(vi.last_result.x, X[-1])
+    with pytest.raises(ValueError, match="NaN"):
+        vi.simulate(x, np.full((3, vi.nu), np.nan))
+
+
+def test_compiled_rollout_reports_the_failing_step(robots):
+    chain = load_robot(planar_chain_urdf(5))
+    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c")
+    x = vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0))
+    with pytest.raises(ConvergenceError) as err:
+        vi.simulate(x, np.zeros((10, 5)))
+    assert err.value.step == 0 and err.value.iterations == 3 and len(vi.iteration_history) == 1
 
 
 def test_given_guess_and_wrapping(robots, rng):
@@ -112,3 +159,5 @@ def test_backend_selection(robots, monkeypatch):
     assert LinearTimeVI(robots["chain5"], 0.01).backend == "numpy"
     with pytest.raises(ValueError, match="backend"):
         LinearTimeVI(robots["chain5"], 0.01, backend="fortran")
+    with pytest.raises(ValueError, match="jacobian"):
+        LinearTimeVI(robots["chain5"], 0.01, method="newton", jacobian="broyden")

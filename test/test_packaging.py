@@ -1,5 +1,7 @@
 """The ament_python package installs: plain `pip install .` and `colcon build` (issue 2, item 1)."""
 
+import importlib
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -29,11 +31,24 @@ def test_package_xml_is_format_3_with_real_dependencies():
     assert (REPO / "resource" / "vi_control").is_file()
 
 
+def _installed() -> bool:
+    importlib.invalidate_caches()
+    try:
+        importlib.metadata.distribution("vi_control")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     prefix = tmp_path / "prefix"
-    res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(prefix),
-                          str(REPO)], capture_output=True, text=True, timeout=600)
+    installed_before = importlib.metadata.distribution("vi_control").files if _installed() else None
+    # --ignore-installed: without it pip uninstalls the venv's own (editable) vi_control first.
+    res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
+                          "--prefix", str(prefix), str(REPO)], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
+    if installed_before is not None:
+        assert _installed(), "installing into a prefix removed vi_control from the running environment"
     share = prefix / "share" / "vi_control"
     _assert_share(share)
     assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / "vi_control").is_file()

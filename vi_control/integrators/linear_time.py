@@ -21,7 +21,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..mechanics import drnea_c
-from ..mechanics.drnea import BodyTree, Frames
+from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.robot import RobotModel
 from .midpoint import ConvergenceError, MidpointVI, SingularityError, StepError, StepResult
 
@@ -30,12 +30,16 @@ __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", 
 METHODS = ("riqn", "newton")
 BACKENDS = ("c", "numpy")
 INITIAL_GUESSES = ("IG1", "IG2", "IG3")
+JACOBIANS = ("subtree", "alg4")
 
 
 class LinearTimeVI:
     """DRNEA/RIQN variational integrator with MidpointVI's interface (seed 001 §3).
 
-    Parameters: ``method`` 'riqn' (Alg. 3) or 'newton' (exact Jacobian); ``initial_guess`` IG1
+    Parameters: ``method`` 'riqn' (Alg. 3) or 'newton' (exact Jacobian); ``jacobian`` for Newton:
+    'subtree' (ours: per-body 6×6 maps summed over subtrees, then O(n²) dot products) or 'alg4' (seed 001
+    Alg. 4 as printed, one O(n) forward/backward pass per column: the paper's Newton baseline, same
+    Jacobian to rounding, more work); ``initial_guess`` IG1
     (q_{k+1} = q_k), IG2 (explicit Euler with q̇_k = M⁻¹p_k) or IG3 (semi-implicit Euler with the
     continuous dynamics) of §3.3; ``tol`` on the residual ∞-norm relative to 1 + |p_k|∞, as MidpointVI,
     or ``step_tol`` on the last update relative to 1 + |q|∞ once rounding dominates the residual.
@@ -47,18 +51,20 @@ class LinearTimeVI:
 
     def __init__(self, robot: RobotModel, dt: float, method: str = "riqn", initial_guess: str = "IG3",
                  tol: float = 1e-12, max_iterations: int = 100, wrap_continuous: bool = False,
-                 step_tol: float = 1e-13, backend: str | None = None):
+                 step_tol: float = 1e-13, backend: str | None = None, jacobian: str = "subtree"):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"time step dt must be positive and finite, got {dt}")
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if jacobian not in JACOBIANS:
+            raise ValueError(f"jacobian must be one of {JACOBIANS}, got {jacobian!r}")
         if initial_guess not in INITIAL_GUESSES:
             raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {initial_guess!r}")
         if robot.constraints or robot.prescribed:
             raise NotImplementedError("LinearTimeVI handles unconstrained trees without prescribed joints "
                                       "(seed 001 §5); use MidpointVI")
         self.robot, self.dt = robot, float(dt)
-        self.method, self.initial_guess_name = method, initial_guess
+        self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
         self.tol, self.max_iterations, self.wrap_continuous = tol, max_iterations, wrap_continuous
         self.step_tol = step_tol
         self.tree = BodyTree(robot)
@@ -82,7 +88,7 @@ class LinearTimeVI:
         self.last_result: StepResult | None = None
         self.iteration_history: list[int] = []
         self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, tol,
-                                               step_tol, max_iterations) if backend == "c" else None)
+                                               step_tol, max_iterations, jacobian) if backend == "c" else None)
         self._tau_buf = np.zeros(self.nq)
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
@@ -159,12 +165,15 @@ class LinearTimeVI:
         return t.project(fk, mw) + const + self.damping * q1, fk1, xi, mw
 
     def jacobian(self, x: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        """∂f/∂q_{k+1}, exact (derivative of DRNEA, seed 001 Alg. 4)."""
-        fk = self.tree.frames(x[: self.nq])
-        xi, fk1 = self.tree.displacement(fk, np.asarray(q1, float) - x[: self.nq])
-        return self._jacobian(fk, fk1, xi)
+        """∂f/∂q_{k+1}, exact (derivative of DRNEA, seed 001 Alg. 4), by the ``jacobian`` method chosen."""
+        q0, q1 = x[: self.nq], np.asarray(q1, float)
+        fk = self.tree.frames(q0)
+        xi, fk1 = self.tree.displacement(fk, q1 - q0)
+        return self._jacobian(fk, fk1, xi, q0, q1)
 
-    def _jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray) -> np.ndarray:
+    def _jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        if self.jacobian_method == "alg4":
+            return drnea_derivative_recursive(self.tree, q0, q1, self.dt) + np.diag(self.damping)
         return self.tree.momentum_jacobian(fk, fk1, xi, self.dt) + np.diag(self.damping)
 
     # ---- one step -------------------------------------------------------------------------------------
@@ -214,7 +223,7 @@ class LinearTimeVI:
                 if self.method == "riqn":
                     dq = self.dt * self._minv(q0, f)  # seed 001 eq. 25
                 else:
-                    dq = np.linalg.solve(self._jacobian(fk, fk1, xi), f)
+                    dq = np.linalg.solve(self._jacobian(fk, fk1, xi, q0, q1), f)
                 q1 = q1 - dq
                 if np.abs(dq).max() <= self.step_tol * (1.0 + np.abs(q1).max()):
                     # f is at its rounding floor (≈ eps·|M|/Δt·|q|, above 1e-9 for 100-link chains)
@@ -252,6 +261,8 @@ class LinearTimeVI:
         """Roll out N steps: states (N+1, nx) and (empty) multipliers (N, 0); iterations per step in
         ``iteration_history``."""
         inputs = np.asarray(inputs, float).reshape(-1, self.nu) if self.nu else np.zeros((len(inputs), 0))
+        if self._compiled is not None and not self.wrap_continuous and len(inputs):
+            return self._simulate_compiled(x0, inputs)
         X = np.zeros((len(inputs) + 1, self.nx))
         X[0] = x0
         self.iteration_history = []
@@ -260,4 +271,19 @@ class LinearTimeVI:
             X[k + 1] = r.x
             self.iteration_history.append(r.iterations)
         self.last_result = r if len(inputs) else self.last_result
+        return X, np.zeros((len(inputs), 0))
+
+    def _simulate_compiled(self, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The whole rollout as one C call (no Python per step); same steps as ``solve``."""
+        x0, _ = self._check_inputs(x0, None)
+        if not np.all(np.isfinite(inputs)):
+            raise ValueError("inputs contain NaN/inf")
+        taus = np.zeros((len(inputs), self.nq))
+        taus[:, self.idx_act] = inputs
+        code, X, iters, rnorm, it, k = self._compiled.rollout(x0, taus)
+        self.iteration_history = iters[: k + 1].tolist()
+        if code != drnea_c.OK:
+            raise ConvergenceError(k, rnorm, it)
+        self.last_result = StepResult(x=X[-1].copy(), lam=np.zeros(0), iterations=it, residual=rnorm,
+                                      y=X[-1, : self.nq].copy())
         return X, np.zeros((len(inputs), 0))

@@ -16,6 +16,10 @@ Two evaluations of the same sums:
 - ``BodyTree`` methods: the same recursion with every body's impulse moved to the world frame
   (Ad_{T_i^{-1}}ᵀ, as Featherstone does for RNEA), so the backward pass is a subtree sum and the rest is
   vectorized over bodies; the forward kinematics is Pinocchio's (the recursion of eq. 18).
+
+Two evaluations of the exact Jacobian ∂f/∂q_{k+1} (Newton's baseline):
+- ``drnea_derivative_recursive``: Alg. 4 as printed, one column per forward/backward pass (O(n) each, O(n²)).
+- ``BodyTree.momentum_jacobian``: ours, per-body 6×6 maps summed over subtrees, then O(n²) dot products.
 """
 
 from __future__ import annotations
@@ -247,3 +251,61 @@ def drnea_recursive(tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: n
             F[i] += lie.adjoint_inv(Tic[None, :3, :3], Tic[None, :3, 3])[0].T @ F[ch]
         f[i] = tree.S[i] @ F[i]
     return f if Q is None else f - Q
+
+
+def _local_transforms(tree: BodyTree, q: np.ndarray) -> list[np.ndarray]:
+    return [_homogeneous(*pl) @ _homogeneous(*_exp_joint(tree.S[i], q[i])) for i, pl in enumerate(tree.placements)]
+
+
+def _vee(X: np.ndarray) -> np.ndarray:
+    """se(3) matrix → twist (w, v)."""
+    return np.array([X[2, 1], X[0, 2], X[1, 0], X[0, 3], X[1, 3], X[2, 3]])
+
+
+def drnea_derivative_recursive(tree: BodyTree, q: np.ndarray, q_next: np.ndarray, dt: float) -> np.ndarray:
+    """Seed 001 Alg. 4 as written: ∂f(q^{k+1})/∂q^{k+1} column by column (without the damping term).
+
+    For each column j a forward pass (lines 3–5)
+        ∂ΔT_i = T_{λ(i),i}^{k −1} ∂ΔT_{λ(i)} T_{λ(i),i}^{k+1} + ΔT_i [S_i] δ_ij,
+        ∂ξ_i = Δt ∂V_i = dlog_{ξ_i}(∂ΔT_i ΔT_i^{-1})   (ξ_i = log ΔT_i^k, right-trivialized)
+    and a backward pass (lines 8–10)
+        ∂μ_i = (1/Δt) ∂m/∂ξ ∂ξ_i   (m(ξ) = dlog_ξᵀ G ξ: both terms of line 8),
+        ∂F_i = ∂μ_i + Σ_c Ad_{T_{i,c}^{k −1}}ᵀ ∂F_c,  J[i, j] = S_iᵀ ∂F_i.
+    Gravity is evaluated at T^k and the previous interval's momentum does not depend on q^{k+1}.
+    """
+    n = tree.n
+    q, q_next = np.asarray(q, float), np.asarray(q_next, float)
+    loc0, loc1 = _local_transforms(tree, q), _local_transforms(tree, q_next)
+    dT = [None] * n
+    for i in range(n):
+        lam = tree.parents[i]
+        dT[i] = np.linalg.inv(loc0[i]) @ (np.eye(4) if lam < 0 else dT[lam]) @ loc1[i]
+    xi = np.stack([lie.log_se3(d[None, :3, :3] - np.eye(3), d[None, :3, 3])[0] for d in dT])
+    _, dm = lie.momentum_and_derivative(xi, tree.G)
+    dlog = lie.dlog_matrix(xi)
+    Ad_child = [np.swapaxes(lie.adjoint_inv(L[None, :3, :3], L[None, :3, 3])[0], 0, 1) for L in loc0]
+    S_hat = [_se3_hat(s) for s in tree.S]
+    J = np.zeros((n, n))
+    for j in range(n):
+        d_dT = [np.zeros((4, 4)) for _ in range(n)]
+        dF = np.zeros((n, 6))
+        for i in range(n):
+            lam = tree.parents[i]
+            if lam >= 0:
+                d_dT[i] = np.linalg.inv(loc0[i]) @ d_dT[lam] @ loc1[i]
+            if i == j:
+                d_dT[i] = d_dT[i] + dT[i] @ S_hat[i]
+            dxi = dlog[i] @ _vee(d_dT[i] @ np.linalg.inv(dT[i]))
+            dF[i] = dm[i] @ dxi / dt
+        for i in range(n - 1, -1, -1):
+            J[i, j] = tree.S[i] @ dF[i]
+            if tree.parents[i] >= 0:
+                dF[tree.parents[i]] += Ad_child[i] @ dF[i]
+    return J
+
+
+def _se3_hat(s: np.ndarray) -> np.ndarray:
+    X = np.zeros((4, 4))
+    X[:3, :3] = lie.hat(s[:3])
+    X[:3, 3] = s[3:]
+    return X

@@ -11,7 +11,9 @@ in index order, parents before children (Pinocchio's numbering), so every tree r
 - RIQN: q ← q − Δt M(q_k)⁻¹ f (eq. 25) by an articulated-body recursion in world coordinates (Featherstone's
   ABA); the articulated inertias depend on q_k only, so they are formed once per step and each iteration
   costs two O(n) vector passes.
-- Newton: the exact Jacobian Σ J_i(q_k)ᵀ N_i J_i(q_{k+1}) + diag(c) from subtree sums (O(n²)), dense LU (O(n³)).
+- Newton: the exact Jacobian, either Σ J_i(q_k)ᵀ N_i J_i(q_{k+1}) + diag(c) from subtree sums (ours, O(n)
+  6×6 work + O(n²) dot products) or column by column as the paper's Alg. 4 prints it (n forward/backward
+  passes, O(n²) with the full per-body work in every pass); dense LU (O(n³)).
 
 Compiled with the system C compiler once, cached in codegen.cache_dir() under the hash of source and flags.
 """
@@ -41,7 +43,7 @@ DRNEA_C = r"""
 typedef long long ll;
 /* model per body: XR 0, Xp 9, S 12, G 18, mass 54, com 55, damping 58, revolute 59 */
 /* work per body: R 0, p 9, Sw 12, ap 18, R1 21, p1 30, Sw1 33, Rm 39, t 48, xi 51, mw 57, W 63,
-   Iw 69, IA 105, U 141, D 147, c 148, pA 154, v 160, a 166, u 172 */
+   Iw 69, IA 105, U 141, D 147, c 148, pA 154, v 160, a 166, u 172, ΔR − I 178, Δp 187 */
 typedef struct { ll n, method, ig, max_it; const ll* par; const double *dp, *B; double* w; } Ctx;
 #define BD(i) (c->B + (i) * BODY)
 #define WK(i) (c->w + (i) * WORK)
@@ -200,6 +202,7 @@ static int residual(const Ctx* c, const double* q0, const double* q1, const doub
     for (int r = 0; r < 3; r++) tw[r] += t[r];
     mtm3(w, RmR, Rb); mtv3(w, tw, pb);
     if (log_se3(Rb, pb, w+51)) return 1;
+    memcpy(w+178, Rb, sizeof Rb); memcpy(w+187, pb, sizeof pb);  /* ΔT_i − (I, 0), for Alg. 4 */
     for (int k = 0; k < 9; k++) w[21+k] = w[k] + RmR[k];
     for (int r = 0; r < 3; r++) w[30+r] = w[9+r] + tw[r];
   }
@@ -309,6 +312,83 @@ static void jacobian(const Ctx* c, double* J, double* Nw) {
   }
   for (ll j = 0; j < n; j++) J[n*j+j] += BD(j)[58];
 }
+/* ad_ξ y = (w × y_w, v × y_w + w × y_v) */
+static void ad_apply(const double* xi, const double* y, double* o) {
+  double a[3], b[3], d[3];
+  cross3(xi, y, a); cross3(xi+3, y, b); cross3(xi, y+3, d);
+  for (int r = 0; r < 3; r++) { o[r] = a[r]; o[3+r] = b[r] + d[r]; }
+}
+/* T_{λ(i),i} = X_i exp([S_i] q_i) as (R, p) into o[0..11] */
+static void local_transform(const Ctx* c, ll i, double qi, double* o) {
+  const double* b = BD(i); double ws[3], sv[3], E[9];
+  for (int r = 0; r < 3; r++) { ws[r] = b[12+r]*qi; sv[r] = b[15+r]*qi; }
+  exp_m(ws, E); E[0] += 1; E[4] += 1; E[8] += 1;
+  mm3(b, E, o); mv3(b, sv, o+9);
+  for (int r = 0; r < 3; r++) o[9+r] += b[9+r];
+}
+/* Seed 001 Alg. 4 as printed (drnea.drnea_derivative_recursive): column j of ∂f/∂q_{k+1} by one forward
+   pass (lines 3-5: ∂ΔT_i, ∂ξ_i = dlog_ξ(∂ΔT ΔT⁻¹)) and one backward pass (lines 8-10: ∂μ_i by the tangent of
+   the Horner evaluation of dlogᵀ_ξ Gξ, ∂F_i, S_iᵀ ∂F_i); O(n) per column, O(n²) in all. Both passes run
+   over every body as printed (lines 2 and 7, i = 1 → n), zero tangents outside j's subtree included; the
+   shortcuts are what our subtree Jacobian (jacobian()) takes. Needs the residual at q1 first (ξ_i, ΔT_i).
+   Scratch sc: 48 doubles per body. */
+static void jacobian_alg4(const Ctx* c, const double* q0, const double* q1, double* J, double* sc) {
+  ll n = c->n; int K = n_terms(c); double dt = c->dp[0];
+  for (ll i = 0; i < n; i++) { local_transform(c, i, q0[i], sc + 48*i); local_transform(c, i, q1[i], sc + 48*i + 12); }
+  for (ll j = 0; j < n; j++) {
+    for (ll i = 0; i < n; i++) {
+      double *s = sc + 48*i, *dR = s+24, *dp = s+33, *w = WK(i); const double* xi = w+51; const double* b = BD(i);
+      double dRn[9], DR[9], M[9], t[3], z[6], dxi[6], acc[6], dacc[6], y[6], dy[6], t1[6], dt1[6], t2[6], e[6];
+      ll lam = c->par[i];
+      memset(dRn, 0, sizeof dRn); memset(t, 0, sizeof t);
+      if (lam >= 0) {  /* line 4: T_{λ,i}^{k −1} ∂ΔT_λ T_{λ,i}^{k+1} */
+        const double* P = sc + 48*lam; double X[9], u[3];
+        mm3(P+24, s+12, X); mv3(P+24, s+21, u);
+        for (int r = 0; r < 3; r++) u[r] += P[33+r];
+        mtm3(s, X, dRn); mtv3(s, u, t);
+      }
+      for (int k = 0; k < 9; k++) DR[k] = w[178+k]; DR[0] += 1; DR[4] += 1; DR[8] += 1;
+      if (i == j) {  /* + ΔT_i [S_i] */
+        double W[9], P[9], v[3]; hat(b+12, W); mm3(DR, W, P); mv3(DR, b+15, v);
+        for (int k = 0; k < 9; k++) dRn[k] += P[k];
+        for (int r = 0; r < 3; r++) t[r] += v[r];
+      }
+      memcpy(dR, dRn, sizeof dRn); memcpy(dp, t, sizeof t);
+      /* line 5: ζ = (∂ΔT ΔT⁻¹)^∨ = (vee(∂R ΔRᵀ), ∂p − ∂R ΔRᵀ Δp); ∂ξ = dlog_ξ ζ (Horner in ad_ξ²) */
+      for (int r = 0; r < 3; r++) for (int k = 0; k < 3; k++)
+        M[3*r+k] = dR[3*r]*DR[3*k] + dR[3*r+1]*DR[3*k+1] + dR[3*r+2]*DR[3*k+2];
+      z[0] = 0.5*(M[7]-M[5]); z[1] = 0.5*(M[2]-M[6]); z[2] = 0.5*(M[3]-M[1]);
+      mv3(M, w+187, e);
+      for (int r = 0; r < 3; r++) z[3+r] = dp[r] - e[r];
+      for (int r = 0; r < 6; r++) acc[r] = c->dp[6+K]*z[r];
+      for (int k = K - 1; k >= 0; k--) {
+        ad_apply(xi, acc, t1); ad_apply(xi, t1, t2);
+        for (int r = 0; r < 6; r++) acc[r] = c->dp[6+k]*z[r] + t2[r];
+      }
+      ad_apply(xi, z, t1);
+      for (int r = 0; r < 6; r++) dxi[r] = acc[r] - 0.5*t1[r];
+      /* line 8: ∂μ = (∂dlogᵀ_ξ) Gξ/Δt + dlogᵀ_ξ G ∂ξ/Δt, the tangent of the Horner evaluation of μ */
+      mv6(b+18, xi, y); mv6(b+18, dxi, dy);
+      for (int r = 0; r < 6; r++) { acc[r] = c->dp[6+K]*y[r]; dacc[r] = c->dp[6+K]*dy[r]; }
+      for (int k = K - 1; k >= 0; k--) {
+        adT(xi, acc, t1); adT(xi, dacc, dt1); adT(dxi, acc, e);
+        for (int r = 0; r < 6; r++) dt1[r] += e[r];
+        adT(xi, t1, t2); adT(xi, dt1, dacc); adT(dxi, t1, e);
+        for (int r = 0; r < 6; r++) { dacc[r] = c->dp[6+k]*dy[r] + dacc[r] + e[r]; acc[r] = c->dp[6+k]*y[r] + t2[r]; }
+      }
+      adT(dxi, y, t1); adT(xi, dy, t2);
+      for (int r = 0; r < 6; r++) s[36+r] = (dacc[r] - 0.5*(t1[r] + t2[r]))/dt;
+    }
+    for (ll i = n - 1; i >= 0; i--) {  /* lines 9-10: ∂F_i = ∂μ_i + Σ_c Ad_{T_{i,c}^{k −1}}ᵀ ∂F_c, column j */
+      double *s = sc + 48*i, *F = s+36;
+      J[n*i+j] = dot6(BD(i)+12, F) + (i == j ? BD(i)[58] : 0.0);
+      if (c->par[i] < 0) continue;
+      double *Fp = sc + 48*c->par[i] + 36, a[3], v[3], pv[3];
+      mv3(s, F, a); mv3(s, F+3, v); cross3(s+9, v, pv);
+      for (int r = 0; r < 3; r++) { Fp[r] += a[r] + pv[r]; Fp[3+r] += v[r]; }
+    }
+  }
+}
 static int lu_solve(double* A, ll n, ll* piv, double* b) { /* row-major LU, partial pivoting; b <- A⁻¹ b */
   for (ll k = 0; k < n; k++) {
     ll p = k; double amax = fabs(A[n*k+k]);
@@ -335,9 +415,9 @@ static double amax(const double* a, ll n) { /* ∞-norm; NaN propagates like num
   return m;
 }
 
-/* One step. ip = (n, method 0 riqn/1 newton, guess 0 given/1/2/3 = IG1..IG3, max_it, parents[n]);
+/* One step. ip = (n, method 0 riqn/1 newton/2 newton with Alg. 4, guess 0 given/1/2/3 = IG1..IG3, max_it, parents[n]);
    dp = (dt, tol, step_tol, gravity[3], C_even[13]); x = (q, p); tau full; guess used when ip[2] == 0.
-   xn = (q1, p1); info = (residual, iterations). Work: n*WORK + 6n + n² + 36n doubles, iwork n. */
+   xn = (q1, p1); info = (residual, iterations). Work: n*WORK + 6n + n² + 48n doubles, iwork n. */
 int ltvi_step(const ll* ip, const double* dp, const double* body, const double* x, const double* tau,
               const double* guess, double* xn, double* info, double* work, ll* iwork) {
   Ctx cx = {ip[0], ip[1], ip[2], ip[3], ip + 4, dp, body, work}; const Ctx* c = &cx;
@@ -364,7 +444,8 @@ int ltvi_step(const ll* ip, const double* dp, const double* body, const double* 
     if (!isfinite(rnorm) || it == c->max_it) break;
     if (rnorm <= dp[1]*scale) { conv = 1; break; }
     if (c->method == 0) { aba_solve(c, 0, f, 0, dq); for (ll i = 0; i < n; i++) dq[i] *= dt; }
-    else { jacobian(c, J, Nw); memcpy(dq, f, n*sizeof(double)); if (lu_solve(J, n, iwork, dq)) { code = 3; break; } }
+    else { if (c->method == 2) jacobian_alg4(c, q0, q1, J, Nw); else jacobian(c, J, Nw);
+           memcpy(dq, f, n*sizeof(double)); if (lu_solve(J, n, iwork, dq)) { code = 3; break; } }
     for (ll i = 0; i < n; i++) q1[i] -= dq[i];
     if (amax(dq, n) <= dp[2]*(1.0 + amax(q1, n))) {  /* f at its rounding floor: accept the update size */
       if (residual(c, q0, q1, cst, f)) { code = 2; break; }
@@ -378,6 +459,31 @@ int ltvi_step(const ll* ip, const double* dp, const double* body, const double* 
   twists(c, 21, 30, 33); gravity(c, 21, 30, 69);
   for (ll i = 0; i < n; i++) for (int r = 0; r < 6; r++) WK(i)[69+r] = WK(i)[57+r] - 0.5*dt*WK(i)[69+r];
   project(c, 69, 33, p1);
+  return 0;
+}
+
+/* N steps from x0 with full joint torques taus (N×n): X ((N+1)×2n), iterations per step; on failure
+   info = (residual, iterations, step index) and the step's return code. */
+int ltvi_rollout(const ll* ip, const double* dp, const double* body, const double* taus, ll N,
+                 double* X, double* iters, double* info, double* work, ll* iwork) {
+  ll n = ip[0];
+  for (ll k = 0; k < N; k++) {
+    int code = ltvi_step(ip, dp, body, X + 2*n*k, taus + n*k, 0, X + 2*n*(k+1), info, work, iwork);
+    iters[k] = info[1];
+    if (code) { info[2] = (double)k; return code; }
+  }
+  return 0;
+}
+
+/* ∂f/∂q_{k+1} alone (tests): method 2 by Alg. 4, else by subtree sums; 1 if the log map fails */
+int ltvi_jacobian(const ll* ip, const double* dp, const double* body, const double* q0, const double* q1,
+                  double* J, double* work) {
+  Ctx cx = {ip[0], ip[1], ip[2], ip[3], ip + 4, dp, body, work}; const Ctx* c = &cx;
+  ll n = c->n; double *cst = work + n*WORK, *f = cst + n, *Nw = f + 5*n + n*n;
+  memset(cst, 0, n*sizeof(double));
+  fk(c, q0);
+  if (residual(c, q0, q1, cst, f)) return 1;
+  if (c->method == 2) jacobian_alg4(c, q0, q1, J, Nw); else jacobian(c, J, Nw);
   return 0;
 }
 
@@ -405,6 +511,10 @@ def load_library() -> ctypes.CDLL | None:
     ptr = ctypes.c_void_p
     lib.ltvi_step.argtypes = [ptr] * 10
     lib.ltvi_step.restype = ctypes.c_int
+    lib.ltvi_rollout.argtypes = [ptr] * 4 + [ctypes.c_longlong] + [ptr] * 5
+    lib.ltvi_rollout.restype = ctypes.c_int
+    lib.ltvi_jacobian.argtypes = [ptr] * 7
+    lib.ltvi_jacobian.restype = ctypes.c_int
     lib.ltvi_aba.argtypes = [ptr] * 6 + [ctypes.c_longlong, ptr, ptr]
     lib.ltvi_aba.restype = ctypes.c_int
     _lib = lib
@@ -419,13 +529,14 @@ class CompiledStep:
     """Model arrays of a BodyTree packed once; ``step`` is one ctypes call (module docstring)."""
 
     def __init__(self, tree: BodyTree, dt: float, damping: np.ndarray, method: str, initial_guess: str,
-                 tol: float, step_tol: float, max_iterations: int):
+                 tol: float, step_tol: float, max_iterations: int, jacobian: str = "subtree"):
         self.lib = load_library()
         if self.lib is None:
             raise RuntimeError("no C compiler found for the compiled DRNEA step")
         n = self.n = tree.n
         self._guess_code = {"IG1": 1, "IG2": 2, "IG3": 3}[initial_guess]
-        self.ip = np.concatenate([[n, 0 if method == "riqn" else 1, self._guess_code, max_iterations],
+        code = 0 if method == "riqn" else (2 if jacobian == "alg4" else 1)
+        self.ip = np.concatenate([[n, code, self._guess_code, max_iterations],
                                   tree.parents]).astype(np.int64)
         self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN]).astype(float)
         body = np.zeros((n, _BODY))
@@ -438,9 +549,9 @@ class CompiledStep:
         body[:, 58] = damping
         body[:, 59] = tree._revolute
         self.body = np.ascontiguousarray(body)
-        self.work = np.zeros(n * _WORK + 6 * n + n * n + 36 * n)
+        self.work = np.zeros(n * _WORK + 6 * n + n * n + 48 * n)
         self.iwork = np.zeros(max(n, 1), dtype=np.int64)
-        self.info = np.zeros(2)
+        self.info = np.zeros(3)
         # Preallocated argument buffers and their addresses: the call itself then costs ~2 µs of Python.
         self._x, self._tau, self._xn, self._guess = np.zeros(2 * n), np.zeros(n), np.zeros(2 * n), np.zeros(n)
         self._ptrs = [a.ctypes.data for a in (self.ip, self.dp, self.body)]
@@ -464,6 +575,30 @@ class CompiledStep:
             finally:
                 self.ip[2] = self._guess_code
         return code, self._xn.copy(), float(self.info[0]), int(self.info[1])
+
+    def rollout(self, x0: np.ndarray, taus: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, float, int, int]:
+        """N steps in one call: (return code, states (N+1, 2n), iterations (N,), residual, iterations and
+        index of the last step attempted). Stops at the first failing step; later rows stay zero."""
+        taus = np.ascontiguousarray(taus, dtype=float).reshape(-1, self.n)
+        N = len(taus)
+        X = np.zeros((N + 1, 2 * self.n))
+        X[0] = x0
+        iters = np.zeros(N)
+        self.info[:] = (np.nan, 0, N - 1)
+        code = self.lib.ltvi_rollout(*self._ptrs, taus.ctypes.data, N, X.ctypes.data, iters.ctypes.data,
+                                     self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data)
+        return code, X, iters.astype(int), float(self.info[0]), int(self.info[1]), int(self.info[2])
+
+    def jacobian(self, q0: np.ndarray, q1: np.ndarray, alg4: bool = False) -> np.ndarray:
+        """∂f/∂q_{k+1} at (q_k, q_{k+1}) by Alg. 4 or by subtree sums (with the damping term)."""
+        q0, q1 = (np.ascontiguousarray(a, dtype=float) for a in (q0, q1))
+        ip = self.ip.copy()
+        ip[1] = 2 if alg4 else 1
+        J = np.zeros((self.n, self.n))
+        if self.lib.ltvi_jacobian(ip.ctypes.data, *self._ptrs[1:], q0.ctypes.data, q1.ctypes.data, J.ctypes.data,
+                                  self.work.ctypes.data):
+            raise ValueError("relative rotation near π in one step (log map)")
+        return J
 
     def aba(self, q: np.ndarray, qdot: np.ndarray, tau: np.ndarray, gravity: bool = True) -> np.ndarray:
         """Articulated-body forward dynamics M⁻¹(τ − C q̇ − g), the recursion RIQN and IG3 use."""
