@@ -10,6 +10,7 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
+    package_data={"vi_control.mechanics": ["csrc/*.c"]},  # our C sources, compiled on first use
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
