@@ -33,7 +33,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from vi_control.integrators.linear_time import LinearTimeVI  # noqa: E402
+from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI  # noqa: E402
 from vi_control.mechanics import drnea_c  # noqa: E402
 from vi_control.mechanics.drnea import drnea_recursive  # noqa: E402
 from vi_control.model import load_robot  # noqa: E402
@@ -83,18 +83,27 @@ def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: in
     x = dict.fromkeys(configs, x0)
     cpu, its = dict.fromkeys(configs, 0.0), {k: [] for k in configs}
     done = 0
+    failed = {}
     while done < steps:
         m = min(chunk, steps - done)
         for k, vi in vis.items():
+            if k in failed:
+                continue
             U = np.zeros((m, vi.nu))
             t0 = clock()
-            X, _ = vi.simulate(x[k], U)
+            try:
+                X, _ = vi.simulate(x[k], U)
+            except ConvergenceError as err:  # reported in the table instead of ending the benchmark
+                failed[k] = f"failed at step {done + err.step}: {err}"
+                continue
             cpu[k] += clock() - t0
             x[k] = X[-1]
             its[k] += vi.iteration_history
         done += m
     out, ref = {}, next(iter(vis.values()))  # one integrator evaluates every energy (its pinocchio.Data is n³)
-    for k in vis:
+    for k, why in failed.items():
+        print(f"{k}: {why}", flush=True)
+    for k in (k for k in vis if k not in failed):
         it = np.array(its[k])
         out[k] = dict(step_s=cpu[k] / steps, iters_mean=float(it.mean()), iters_std=float(it.std()),
                       iters_max=int(it.max()), q_final=x[k][:n].tolist(),

@@ -161,3 +161,21 @@ def test_backend_selection(robots, monkeypatch):
         LinearTimeVI(robots["chain5"], 0.01, backend="fortran")
     with pytest.raises(ValueError, match="jacobian"):
         LinearTimeVI(robots["chain5"], 0.01, method="newton", jacobian="broyden")
+
+
+@pytest.mark.slow  # ~20 s and GBs for Pinocchio's Data at 400 joints; bench_linear_time.py's N = 400 run covers it
+def test_newton_on_a_400_link_chain_stops_at_its_rounding_floor():
+    """At N = 400 the residual's rounding floor (~1e-7) is far above tol and Newton's updates (~1e-9) above
+    step_tol: before the stall rule, exact Newton cycled in that noise for 100 iterations at step 107 of this
+    run. With it every step converges in a few iterations and lands on RIQN's root (tol 1e-12, rule off)."""
+    n = 400
+    robot = load_robot(planar_chain_urdf(n))
+    q0 = np.zeros(n)
+    q0[0] = 0.5
+    newton = LinearTimeVI(robot, 1e-3, method="newton", backend="c")
+    riqn = LinearTimeVI(robot, 1e-3, method="riqn", backend="c")
+    X, _ = newton.simulate(np.concatenate([q0, np.zeros(n)]), np.zeros((110, n)))  # from rest: p = 0
+    assert max(newton.iteration_history) <= 6
+    # from the same states, RIQN (no stall rule: linear convergence to the tolerance or step_tol)
+    gaps = [np.abs(riqn.step(X[k], np.zeros(n))[:n] - X[k + 1, :n]).max() for k in range(100, 110)]
+    assert max(gaps) < 1e-8, gaps

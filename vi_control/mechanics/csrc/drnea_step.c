@@ -412,7 +412,7 @@ int ltvi_step(const ll* ip, const double* dp, const double* body, const double* 
       for (ll i = 0; i < n; i++) q1[i] = q0[i] + dt*(v[i] + dt*f[i]);
     }
   }
-  double scale = 1.0 + amax(p0, n), rnorm = INFINITY; ll it = 0; int conv = 0, code = 0;
+  double scale = 1.0 + amax(p0, n), rnorm = INFINITY, prev = INFINITY; ll it = 0; int conv = 0, code = 0;
   for (it = 0; it <= c->max_it; it++) {
     if (residual(c, q0, q1, cst, f)) { code = 2; break; }
     rnorm = amax(f, n);
@@ -422,7 +422,12 @@ int ltvi_step(const ll* ip, const double* dp, const double* body, const double* 
     else { if (c->method == 2) jacobian_alg4(c, q0, q1, J, Nw); else jacobian(c, J, Nw);
            memcpy(dq, f, n*sizeof(double)); if (lu_solve(J, n, iwork, dq)) { code = 3; break; } }
     for (ll i = 0; i < n; i++) q1[i] -= dq[i];
-    if (amax(dq, n) <= dp[2]*(1.0 + amax(q1, n))) {  /* f at its rounding floor: accept the update size */
+    double dqn = amax(dq, n), qn = 1.0 + amax(q1, n);
+    /* f at its rounding floor: accept the update size; for Newton also an update that no longer contracts
+       once it is below √eps (quadratic convergence has ended in rounding noise: long chains, N ≳ 400) */
+    int stalled = c->method != 0 && dqn >= 0.5*prev && dqn <= 1.5e-8*qn;
+    prev = dqn;
+    if (dqn <= dp[2]*qn || stalled) {
       if (residual(c, q0, q1, cst, f)) { code = 2; break; }
       rnorm = amax(f, n); it++; conv = 1; break;
     }
