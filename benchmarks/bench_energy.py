@@ -3,6 +3,7 @@
 A passive planar 10-link chain (vi_control.model.generate.planar_chain_urdf: 1 m, 1 kg rods, no
 damping, gravity 9.81) is released from rest, bent, and integrated for --steps steps at --dt with
   - MidpointVI (seed 000, Newton on the DEL equations, energy from q_k and q̇ = M(q_k)⁻¹p_k),
+  - LinearTimeVI (seed 001: DRNEA + RIQN, the compiled rollout; the paper's own §4.2 experiment),
   - semi-implicit Euler on velocities, q̇ += Δt·aba(q, q̇, 0); q += Δt·q̇ (seed 001 §4.2's baseline),
   - classical RK4 on (q, q̇) with aba, at the same Δt and at a smaller Δt chosen so that its wall
     time matches the VI's (same simulated time T).
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
+from vi_control.integrators.linear_time import LinearTimeVI
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
 from vi_control.model.generate import planar_chain_urdf
@@ -83,6 +85,17 @@ def run_midpoint(robot: RobotModel, q0: np.ndarray, dt: float, steps: int) -> di
     return dict(Q=X[:, :nq], V=V, wall=wall, iterations=iterations / max(steps, 1))
 
 
+def run_linear_time(robot: RobotModel, q0: np.ndarray, dt: float, steps: int) -> dict:
+    """LinearTimeVI (DRNEA + RIQN) rollout, one C call; q̇_k = M(q_k)⁻¹ p_k by ABA."""
+    vi = LinearTimeVI(robot, dt)
+    x = vi.state_from_velocity(q0, np.zeros_like(q0))
+    t0 = time.perf_counter()
+    X, _ = vi.simulate(x, np.zeros((steps, vi.nu)))
+    wall = time.perf_counter() - t0
+    V = np.array([vi.velocity(x) for x in X])
+    return dict(Q=X[:, : vi.nq], V=V, wall=wall, iterations=float(np.mean(vi.iteration_history)))
+
+
 def run_explicit(model: pin.Model, q0: np.ndarray, dt: float, steps: int, method: str) -> dict:
     """Semi-implicit Euler or RK4 on q̈ = aba(q, q̇, 0) (passive, no damping)."""
     data = model.createData()
@@ -130,7 +143,7 @@ def summarize(name: str, run: dict, model: pin.Model, dt: float) -> dict:
 
 
 def run_benchmark(steps: int = 100_000, dt: float = 5e-3, n_links: int = 10, q0_kind: str = "bent") -> dict:
-    """All four runs; returns {'rows': [...], 'E0', 'T', 'n_links', 'q0'} (rows carry t and E − E0)."""
+    """All five runs; returns {'rows': [...], 'E0', 'T', 'n_links', 'q0'} (rows carry t and E − E0)."""
     robot = chain(n_links)
     model = robot.pin_model
     q0 = initial_configuration(n_links, q0_kind)
@@ -142,6 +155,7 @@ def run_benchmark(steps: int = 100_000, dt: float = 5e-3, n_links: int = 10, q0_
     n_eq = max(1, int(round(steps / ratio)))
     dt_eq = steps * dt / n_eq
     rows.append(summarize("RK4, equal wall time", run_explicit(model, q0, dt_eq, n_eq, "rk4"), model, dt_eq))
+    rows.append(summarize("linear-time VI (DRNEA + RIQN)", run_linear_time(robot, q0, dt, steps), model, dt))
     return dict(rows=rows, E0=rows[0]["E0"], T=steps * dt, n_links=n_links, q0=q0_kind)
 
 
