@@ -229,11 +229,11 @@ static void aba_solve(const Ctx* c, const double* qd, const double* tau, int gra
     cross3(w+160, t+3, w+157);
   }
   for (ll i = c->n - 1; i >= 0; i--) {
-    double* w = WK(i); double Ic[6];
+    double* w = WK(i); double Ic[6] = {0, 0, 0, 0, 0, 0}, uc = 0.0;
     w[172] = tau[i] - dot6(w+12, w+154);
     if (c->par[i] < 0) continue;
-    mv6(w+105, w+148, Ic);
-    double uc = dot6(w+141, w+148), *pp = WK(c->par[i])+154;
+    if (qd) { mv6(w+105, w+148, Ic); uc = dot6(w+141, w+148); }  /* c = 0 without velocities (RIQN, IG2) */
+    double* pp = WK(c->par[i])+154;
     for (int r = 0; r < 6; r++) pp[r] += w[154+r] + Ic[r] - w[141+r]*uc/w[147] + w[141+r]*w[172]/w[147];
   }
   for (ll i = 0; i < c->n; i++) {
