@@ -163,7 +163,6 @@ def test_backend_selection(robots, monkeypatch):
         LinearTimeVI(robots["chain5"], 0.01, method="newton", jacobian="broyden")
 
 
-@pytest.mark.slow  # ~20 s and GBs for Pinocchio's Data at 400 joints; bench_linear_time.py's N = 400 run covers it
 def test_newton_on_a_400_link_chain_stops_at_its_rounding_floor():
     """At N = 400 the residual's rounding floor (~1e-7) is far above tol and Newton's updates (~1e-9) above
     step_tol: before the stall rule, exact Newton cycled in that noise for 100 iterations at step 107 of this

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from .crba import mass_matrix
 from .errors import SystemConfigError, URDFError
 from .system_config import Constraint, SystemConfig, load_system_config
 from .urdf import (
@@ -148,9 +149,7 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
     if not dyn:
         return
     q = np.random.default_rng(0).uniform(-1.0, 1.0, model.nq)  # generic: avoids measure-zero singularities
-    M = pin.crba(model, model.createData(), q)
-    M = np.triu(M) + np.triu(M, 1).T
-    M = M[np.ix_(dyn, dyn)]
+    M = mass_matrix(model, q)[np.ix_(dyn, dyn)]  # no pinocchio.Data: it is GBs for long chains
     try:  # Cholesky pivots are the cheap test; the eigen-decomposition only names the culprit
         pivots = np.diag(np.linalg.cholesky(M)) ** 2
         if pivots.min() > 1e-12 * np.diag(M).max():
