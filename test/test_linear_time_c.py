@@ -178,3 +178,23 @@ def test_newton_on_a_400_link_chain_stops_at_its_rounding_floor():
     # from the same states, RIQN (no stall rule: linear convergence to the tolerance or step_tol)
     gaps = [np.abs(riqn.step(X[k], np.zeros(n))[:n] - X[k + 1, :n]).max() for k in range(100, 110)]
     assert max(gaps) < 1e-8, gaps
+
+
+@pytest.mark.parametrize("name", ["chain5", "tree", "panda"])
+def test_compiled_state_conversions_match_pinocchio_without_its_data(name, robots, rng):
+    """velocity (compiled ABA), state_from_velocity (our CRBA) and energy (the tree's own kinematics) on the C
+    backend against Pinocchio's aba/rnea/energies; none of them creates a pinocchio.Data (nv³-sized)."""
+    robot = robots[name]
+    vi = LinearTimeVI(robot, 1e-3, backend="c")
+    model, data = robot.pin_model, robot.pin_model.createData()
+    free = pin.Model(model)
+    free.gravity = pin.Motion.Zero()
+    for _ in range(3):
+        q, v = rng.uniform(-1.5, 1.5, robot.nq), rng.uniform(-2, 2, robot.nq)
+        x = vi.state_from_velocity(q, v)
+        p_ref = pin.rnea(free, free.createData(), q, np.zeros(robot.nq), v)
+        assert np.allclose(x[robot.nq:], p_ref, rtol=0, atol=1e-12 * np.abs(p_ref).max())
+        assert np.allclose(vi.velocity(x), v, rtol=0, atol=1e-10 * np.abs(v).max())
+        e_ref = pin.computeKineticEnergy(model, data, q, v) + pin.computePotentialEnergy(model, data, q)
+        assert vi.energy(x) == pytest.approx(e_ref, rel=1e-12, abs=1e-12)
+    assert "_data" not in vi.__dict__ and "_impulse_data" not in vi.__dict__

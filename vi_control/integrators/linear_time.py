@@ -20,8 +20,9 @@ from functools import cached_property
 import numpy as np
 import pinocchio as pin
 
-from ..mechanics import drnea_c
+from ..mechanics import drnea_c, lie
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
+from ..model.crba import mass_matrix
 from ..model.robot import RobotModel
 from .midpoint import ConvergenceError, MidpointVI, SingularityError, StepError, StepResult
 
@@ -92,8 +93,8 @@ class LinearTimeVI:
         self._tau_buf = np.zeros(self.nq)
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
-    # pinocchio.Data grows like n³ (≈ 0.26 GB at 200 joints, 2 GB at 400): created on first use only, so the
-    # C backend, which never needs it to step, does not hold two of them per integrator.
+    # pinocchio.Data grows like n³ (≈ 0.5 GB at 200 joints, 2 GB at 400): created on first use only, and the C
+    # backend never needs it (stepping, velocity, energy and state_from_velocity use our own recursions).
     @cached_property
     def _data(self) -> pin.Data:
         return self._model.createData()
@@ -115,7 +116,10 @@ class LinearTimeVI:
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
         """x_0 = (q, M(q) q̇): the continuous Legendre transform, as MidpointVI."""
         q, qdot = np.asarray(q, float), np.asarray(qdot, float)
-        p = pin.rnea(self._impulse_model, self._impulse_data, q, self._zero, qdot).copy()
+        if self._compiled is not None:  # no pinocchio.Data on the compiled path (module note on _data)
+            p = mass_matrix(self._model, q) @ qdot
+        else:
+            p = pin.rnea(self._impulse_model, self._impulse_data, q, self._zero, qdot).copy()
         return np.concatenate([q, p])
 
     def discrete_momentum(self, q0: np.ndarray, q1: np.ndarray, fk: Frames | None = None) -> np.ndarray:
@@ -132,13 +136,18 @@ class LinearTimeVI:
         return np.concatenate([q, self.discrete_momentum(q_prev, q)])
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
-        """q̇ = M(q)⁻¹ p (continuous Legendre transform inverted, by ABA)."""
+        """q̇ = M(q)⁻¹ p (continuous Legendre transform inverted, by ABA: our compiled one, or Pinocchio's)."""
+        if self._compiled is not None:
+            return self._compiled.aba(x[: self.nq], self._zero, x[self.nq:], gravity=False)
         return self._minv(x[: self.nq], np.ascontiguousarray(x[self.nq:]))
 
     def energy(self, x: np.ndarray) -> float:
+        """½ q̇ᵀp + V(q), V = −Σ m_i gᵀ x_{c,i} (Pinocchio's potential, from the tree's own kinematics)."""
         q, p = x[: self.nq], x[self.nq:]
-        v = self.velocity(x)
-        return float(0.5 * v @ p + pin.computePotentialEnergy(self._model, self._data, q))
+        t = self.tree
+        fr = t.frames(q)
+        xc = fr.p + lie.mv(fr.R, t.com)
+        return float(0.5 * self.velocity(x) @ p - (t.mass * (xc @ t.gravity)).sum())
 
     def constraint(self, q: np.ndarray) -> np.ndarray:
         return np.zeros(0)
