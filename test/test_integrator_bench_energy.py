@@ -21,8 +21,9 @@ def test_energy_benchmark_smoke(bench, tmp_path):
     steps, dt = 200, 5e-3
     result = bench.run_benchmark(steps=steps, dt=dt, n_links=4)  # the 10-link run is the benchmark's
     names = [r["name"] for r in result["rows"]]
-    assert names == ["midpoint VI", "semi-implicit Euler", "RK4, same Δt", "RK4, equal wall time"]
-    for r in result["rows"][:3]:
+    assert names == ["midpoint VI", "semi-implicit Euler", "RK4, same Δt", "RK4, equal wall time",
+                     "linear-time VI (DRNEA + RIQN)"]
+    for r in [*result["rows"][:3], result["rows"][4]]:
         assert r["steps"] == steps and r["dt"] == dt
         assert r["error"].shape == r["t"].shape == (steps + 1,)
         assert r["error"][0] == 0.0 and r["wall"] > 0
@@ -37,7 +38,10 @@ def test_energy_benchmark_smoke(bench, tmp_path):
     assert vi["max_abs"] < 1e-3 * abs(result["E0"])
     assert 1.5 < vi["iterations"] < 10
     assert np.isfinite(vi["drift"])
+    lt = result["rows"][4]  # seed 001's integrator on the same chain: bounded too, same E0
+    assert lt["E0"] == pytest.approx(result["E0"], rel=1e-12)
+    assert lt["max_abs"] < 1e-3 * abs(result["E0"]) and 1.0 <= lt["iterations"] < 10
     table = bench.markdown_table(result)
-    assert table.count("\n| ") == 5 and "midpoint VI" in table
+    assert table.count("\n| ") == 6 and "midpoint VI" in table and "RIQN" in table
     bench.plot(result, tmp_path / "energy.png")
     assert (tmp_path / "energy.png").stat().st_size > 1000
