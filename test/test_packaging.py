@@ -42,12 +42,12 @@ def _installed() -> bool:
 
 def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     prefix = tmp_path / "prefix"
-    installed_before = importlib.metadata.distribution("vi_control").files if _installed() else None
+    installed_before = _installed()
     # --ignore-installed: without it pip uninstalls the venv's own (editable) vi_control first.
     res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
                           "--prefix", str(prefix), str(REPO)], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
-    if installed_before is not None:
+    if installed_before:
         assert _installed(), "installing into a prefix removed vi_control from the running environment"
     share = prefix / "share" / "vi_control"
     _assert_share(share)

@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 import pinocchio as pin
 
-from ..mechanics import drnea_c, lie
+from ..mechanics import drnea_c
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
 from ..model.robot import RobotModel
@@ -144,10 +144,7 @@ class LinearTimeVI:
     def energy(self, x: np.ndarray) -> float:
         """½ q̇ᵀp + V(q), V = −Σ m_i gᵀ x_{c,i} (Pinocchio's potential, from the tree's own kinematics)."""
         q, p = x[: self.nq], x[self.nq:]
-        t = self.tree
-        fr = t.frames(q)
-        xc = fr.p + lie.mv(fr.R, t.com)
-        return float(0.5 * self.velocity(x) @ p - (t.mass * (xc @ t.gravity)).sum())
+        return float(0.5 * self.velocity(x) @ p + self.tree.potential_energy(self.tree.frames(q)))
 
     def constraint(self, q: np.ndarray) -> np.ndarray:
         return np.zeros(0)

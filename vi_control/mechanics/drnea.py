@@ -146,9 +146,17 @@ class BodyTree:
     def to_world(self, fr: Frames, w_body: np.ndarray) -> np.ndarray:
         return lie.mv(np.swapaxes(fr.Ad_inv, 1, 2), w_body)
 
+    def com_positions(self, fr: Frames) -> np.ndarray:
+        """(n, 3) world centres of mass x_{c,i}."""
+        return fr.p + lie.mv(fr.R, self.com)
+
+    def potential_energy(self, fr: Frames) -> float:
+        """V = Σ_i P_i = −Σ_i m_i gᵀ x_{c,i} (Pinocchio's computePotentialEnergy)."""
+        return float(-(self.mass * (self.com_positions(fr) @ self.gravity)).sum())
+
     def gravity_wrenches(self, fr: Frames) -> np.ndarray:
         """World-frame ∂P_i for P_i = −m_i gᵀ x_{c,i}: (−m x_c × g, −m g)."""
-        xc = fr.p + lie.mv(fr.R, self.com)
+        xc = self.com_positions(fr)
         mg = self.mass[:, None] * self.gravity[None, :]
         return np.concatenate([-lie.cross(xc, mg), -mg], axis=1)
 
@@ -221,8 +229,7 @@ def drnea_recursive(tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: n
     """
     n = tree.n
     qs = [np.asarray(a, float) for a in (q_prev, q, q_next)]
-    local = [[_homogeneous(*_pl) @ _homogeneous(*_exp_joint(tree.S[i], qq[i])) for i, _pl in enumerate(tree.placements)]
-             for qq in qs]  # T_{λ(i),i} at k−1, k, k+1
+    local = [_local_transforms(tree, qq) for qq in qs]  # T_{λ(i),i} at k−1, k, k+1
     world = [[None] * n for _ in range(3)]
     dT = [[None] * n for _ in range(2)]
     for i in range(n):
@@ -276,10 +283,12 @@ def drnea_derivative_recursive(tree: BodyTree, q: np.ndarray, q_next: np.ndarray
     n = tree.n
     q, q_next = np.asarray(q, float), np.asarray(q_next, float)
     loc0, loc1 = _local_transforms(tree, q), _local_transforms(tree, q_next)
+    loc0_inv = [np.linalg.inv(L) for L in loc0]
     dT = [None] * n
     for i in range(n):
         lam = tree.parents[i]
-        dT[i] = np.linalg.inv(loc0[i]) @ (np.eye(4) if lam < 0 else dT[lam]) @ loc1[i]
+        dT[i] = loc0_inv[i] @ (np.eye(4) if lam < 0 else dT[lam]) @ loc1[i]
+    dT_inv = [np.linalg.inv(d) for d in dT]
     xi = np.stack([lie.log_se3(d[None, :3, :3] - np.eye(3), d[None, :3, 3])[0] for d in dT])
     _, dm = lie.momentum_and_derivative(xi, tree.G)
     dlog = lie.dlog_matrix(xi)
@@ -292,10 +301,10 @@ def drnea_derivative_recursive(tree: BodyTree, q: np.ndarray, q_next: np.ndarray
         for i in range(n):
             lam = tree.parents[i]
             if lam >= 0:
-                d_dT[i] = np.linalg.inv(loc0[i]) @ d_dT[lam] @ loc1[i]
+                d_dT[i] = loc0_inv[i] @ d_dT[lam] @ loc1[i]
             if i == j:
                 d_dT[i] = d_dT[i] + dT[i] @ S_hat[i]
-            dxi = dlog[i] @ _vee(d_dT[i] @ np.linalg.inv(dT[i]))
+            dxi = dlog[i] @ _vee(d_dT[i] @ dT_inv[i])
             dF[i] = dm[i] @ dxi / dt
         for i in range(n - 1, -1, -1):
             J[i, j] = tree.S[i] @ dF[i]

@@ -130,17 +130,22 @@ static void gravity(const Ctx* c, int oR, int op, int o) {
     for (int r = 0; r < 3; r++) { w[o+r] = -t[r]; w[o+3+r] = -mg[r]; }
   }
 }
+/* T_{λ(i),i} = X_i exp([S_i] q_i) as (R, p) into o[0..11] */
+static void local_transform(const Ctx* c, ll i, double qi, double* o) {
+  const double* b = BD(i); double ws[3], sv[3], E[9];
+  for (int r = 0; r < 3; r++) { ws[r] = b[12+r]*qi; sv[r] = b[15+r]*qi; }
+  exp_m(ws, E); E[0] += 1; E[4] += 1; E[8] += 1;
+  mm3(b, E, o); mv3(b, sv, o+9);
+  for (int r = 0; r < 3; r++) o[9+r] += b[9+r];
+}
 static void fk(const Ctx* c, const double* q) { /* eq. 18 */
   for (ll i = 0; i < c->n; i++) {
-    const double* b = BD(i); double* w = WK(i); double ws[3], E[9], R[9], pl[3], sv[3];
-    for (int r = 0; r < 3; r++) { ws[r] = b[12+r]*q[i]; sv[r] = b[15+r]*q[i]; }
-    exp_m(ws, E); E[0] += 1; E[4] += 1; E[8] += 1;
-    mm3(b, E, R); mv3(b, sv, pl);
-    for (int r = 0; r < 3; r++) pl[r] += b[9+r];
-    if (c->par[i] < 0) { memcpy(w, R, sizeof R); memcpy(w+9, pl, sizeof pl); }
+    double* w = WK(i); double L[12];
+    local_transform(c, i, q[i], L);
+    if (c->par[i] < 0) memcpy(w, L, sizeof L);
     else {
       const double* a = WK(c->par[i]);
-      mm3(a, R, w); mv3(a, pl, w+9);
+      mm3(a, L, w); mv3(a, L+9, w+9);
       for (int r = 0; r < 3; r++) w[9+r] += a[9+r];
     }
   }
@@ -292,14 +297,6 @@ static void ad_apply(const double* xi, const double* y, double* o) {
   double a[3], b[3], d[3];
   cross3(xi, y, a); cross3(xi+3, y, b); cross3(xi, y+3, d);
   for (int r = 0; r < 3; r++) { o[r] = a[r]; o[3+r] = b[r] + d[r]; }
-}
-/* T_{λ(i),i} = X_i exp([S_i] q_i) as (R, p) into o[0..11] */
-static void local_transform(const Ctx* c, ll i, double qi, double* o) {
-  const double* b = BD(i); double ws[3], sv[3], E[9];
-  for (int r = 0; r < 3; r++) { ws[r] = b[12+r]*qi; sv[r] = b[15+r]*qi; }
-  exp_m(ws, E); E[0] += 1; E[4] += 1; E[8] += 1;
-  mm3(b, E, o); mv3(b, sv, o+9);
-  for (int r = 0; r < 3; r++) o[9+r] += b[9+r];
 }
 /* Seed 001 Alg. 4 as printed (drnea.drnea_derivative_recursive): column j of ∂f/∂q_{k+1} by one forward
    pass (lines 3-5: ∂ΔT_i, ∂ξ_i = dlog_ξ(∂ΔT ΔT⁻¹)) and one backward pass (lines 8-10: ∂μ_i by the tangent of
