@@ -26,11 +26,11 @@ setup(
     license="BSD-3-Clause",
     entry_points={
         "console_scripts": [
-            "vi_inspect = vi_control.inspect_model:main",
+            "vi_inspect = vi_control.model.inspect:main",
             "vi_simulator = vi_control.ros.simulator_node:main",
             "vi_planner = vi_control.ros.planner_node:main",
             "vi_controller = vi_control.ros.controller_node:main",
-            "vi_main_job = vi_control.main_job:main",
+            "vi_main_job = vi_control.ros.main_job:main",
         ],
     },
 )

@@ -162,11 +162,12 @@ def midpoint_worker(n: int, steps: int) -> None:
     its = []
     t0 = clock()
     for k in range(steps):
-        x = step(vi, x, k)
-        its.append(vi.last_result.iterations)
+        r = vi.solve(x, None, k)
+        x = r.x
+        its.append(r.iterations)
     elapsed = clock() - t0
     print(json.dumps(dict(build_s=build_wall, build_cpu_s=build, step_s=elapsed / steps, iters_mean=float(np.mean(its)),
-                          steps=steps, q_final=x[:n].tolist(), compiled=codegen.build_stats, tol=vi.tol)))
+                          steps=steps, q_final=x[:n].tolist(), compiled=codegen.build_stats, tol=vi.settings.tol)))
 
 
 def run_midpoint(n: int, steps: int, cap: float, cache: str | None) -> dict:

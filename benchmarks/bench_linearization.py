@@ -72,7 +72,7 @@ def interleaved_best_ms(fns: dict, rounds: int, batch_s: float = 0.05) -> dict[s
 def setup(name: str):
     from vi_control.integrators.midpoint import MidpointVI
     from vi_control.model import load_robot
-    from vi_control.robots import bundled_config, bundled_urdf, example_robot_urdf
+    from vi_control.model.bundled import bundled_config, bundled_urdf, example_robot_urdf
 
     if name == "panda":
         robot = load_robot(example_robot_urdf("panda"))
@@ -81,11 +81,12 @@ def setup(name: str):
         x = vi.state_from_velocity(np.array([0.1, -0.5, 0.2, -2.0, 0.1, 1.5, 0.7]), rng.normal(size=7))
         return vi, x, rng.normal(size=7)
     if name == "marionette":
-        from vi_control.model.marionette import marionette_initial_state
+        from vi_control.mechanics.constraints import consistent_state
+        from vi_control.model import marionette
 
         robot = load_robot(bundled_urdf("marionette"), bundled_config("marionette"))
         vi = MidpointVI(robot, 0.01)
-        x = marionette_initial_state(robot)
+        x = consistent_state(robot, *marionette.initial_guess(robot))
         rho = x[: vi.nq][vi.idx_k]
         x = vi.step(x, rho + 0.01)  # moving, on the constraint manifold
         return vi, x, rho + 0.02
@@ -108,7 +109,7 @@ def run(name: str, rounds: int) -> dict:
     err = np.linalg.norm(J - J_fd) / np.linalg.norm(J_fd)
     cov = np.random.default_rng(1).normal(size=vi.nx)
     row = dict(model=name, nq=vi.nq, nx=vi.nx, nu=vi.nu, nc=vi.nc, build=build, lazy=lazy, fd_err=err,
-               compiled=vi.fn.compiled("linearize"))
+               compiled=vi.functions.compiled("linearize"))
     row.update(interleaved_best_ms({
         "step": lambda: vi.solve(x, u),
         "fd": lambda: fd_jacobian(vi, x, u),

@@ -44,10 +44,10 @@ X0_PERTURBED = np.array([1.0, 1.0])  # seed 000 §VIII-A
 
 
 def ours(rounds: int, gradient_iterations: int) -> tuple[list[dict], dict]:
-    from vi_control.planning.task import load_task, plan_task
+    from vi_control.planning import load_task, make_system, plan_task, reference_trajectory, start_state
 
     task = load_task(str(TASK))
-    vi = task.make_vi()
+    vi = make_system(task)
     rows, runs = [], {}
     methods = (("ddp", 50), ("ilqr", 200), ("gradient", 2000))
     best: dict = {}
@@ -69,10 +69,10 @@ def ours(rounds: int, gradient_iterations: int) -> tuple[list[dict], dict]:
     from vi_control.planning.cost import QuadraticTrackingCost
     from vi_control.planning.gradient import steepest_descent
 
-    X_ref, U_ref = task.reference_trajectory(vi)
+    X_ref, U_ref = reference_trajectory(task, vi)
     cost = QuadraticTrackingCost(X_ref, U_ref, *(task.weight(w, "weights", n) for w, n in (("Q", 2), ("R", 1),
                                                                                           ("Qf", 2))))
-    res = steepest_descent(vi, cost, task.start_state(vi), U_ref, max_iterations=gradient_iterations)
+    res = steepest_descent(vi, cost, start_state(task, vi), U_ref, max_iterations=gradient_iterations)
     runs["open-loop gradient"] = (None, res)
     rows.append(dict(tool="vi_control", method="open-loop gradient (baseline)", iterations=res.iterations,
                      converged=res.converged, optimize_ms=res.wall_time * 1e3, total_ms=None, cost=res.cost,
@@ -220,13 +220,13 @@ def plots(runs: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from vi_control.planning import load_task, make_system, reference_trajectory
     from vi_control.planning.evaluate import simulate_plan
-    from vi_control.planning.task import load_task
 
     task = load_task(str(TASK))
-    vi = task.make_vi()
+    vi = make_system(task)
     plan = runs["ddp"][0]
-    X_ref, _ = task.reference_trajectory(vi)
+    X_ref, _ = reference_trajectory(task, vi)
     Xc, _ = simulate_plan(vi, plan, X0_PERTURBED, feedback=True)
     Xo, _ = simulate_plan(vi, plan, X0_PERTURBED, feedback=False)
     fig, ax = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True)

@@ -27,13 +27,13 @@ import numpy as np
 import pinocchio as pin
 import rclpy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import UInt8MultiArray
 
+from vi_control.control.plan import Plan
 from vi_control.control.tracking import StateEstimator, TrackingController
-from vi_control.planning.plan import Plan
-from vi_control.ros.common import LATCHED_QOS, MODEL_PARAMETERS, make_integrator, robot_from_parameters
+from vi_control.ros.common import LATCHED_QOS, MODEL_PARAMETERS, make_system, robot_from_parameters
 from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, set_domain
-from vi_control.ros.messages import plan_to_messages, split_seconds
+from vi_control.ros.messages import plan_to_message, split_seconds
 from vi_control.ros.recorder import Recorder
 
 
@@ -65,13 +65,10 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
     rclpy.init(domain_id=domain)
     rec = Recorder(robot.joint_names, record_states=False, namespace=ns)  # it publishes the states
     try:
-        vi = make_integrator(robot, dt)
+        vi = make_system(robot, dt)
         plan = hold_plan(vi)
-        pubs = [rec.create_publisher(Float64MultiArray, f"vi_planner/{n}", LATCHED_QOS)
-                for n in ("gains", "plan_states")]
-        gains, states = plan_to_messages(plan, 1)
-        pubs[1].publish(states)
-        pubs[0].publish(gains)
+        pub = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
+        pub.publish(plan_to_message(plan, 1, start_on_receipt=True))
         assert ctrl.wait_for_log("accepted plan", 120.0), ctrl.log()
         assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, 60.0)
         # Joint 1 is offset by i·δ in state i; with q̇ = 0 (state_estimate: velocities) the command is
@@ -107,7 +104,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
         received = len(rec.commands)
         # the same tick's compute, in this process
         est = StateEstimator(vi, "velocities")
-        law = TrackingController(plan, robot.continuous_mask, robot.effort_limits)
+        law = TrackingController(plan, vi.state, robot.effort_limits, continuous_mask=robot.continuous_mask)
         t0 = time.perf_counter()
         for i in range(2000):
             x = est.update(i * dt, q, np.zeros(vi.nq))
@@ -123,7 +120,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
 
 def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) -> dict:
     robot, _ = _robot(model)
-    vi = make_integrator(robot, dt)
+    vi = make_system(robot, dt)
     x = vi.state_from_velocity(np.linspace(0.1, 0.7, vi.nq), np.zeros(vi.nq))
     u = np.zeros(vi.nu)
     t0, k = time.perf_counter(), 0

@@ -36,8 +36,8 @@ import pinocchio as pin
 
 from vi_control.integrators.midpoint import NEWTON_METHODS, MidpointVI, StepError
 from vi_control.model import load_robot
+from vi_control.model.bundled import bundled_config, bundled_urdf, example_robot_urdf
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import bundled_config, bundled_urdf, example_robot_urdf
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH_SECONDS = 0.01  # CPU length of one timed batch
@@ -125,8 +125,9 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
         vi.newton = method
         x = x0
         for _ in range(n):
-            x = vi.step(x, u)
-            iters[method].append(vi.last_result.iterations)
+            r = vi.solve(x, u)
+            x = r.x
+            iters[method].append(r.iterations)
 
     newton_c = vi._newton
 
@@ -194,8 +195,7 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, ne
     rng = np.random.default_rng(0)
     x = vi.state_from_velocity(rng.uniform(-0.3, 0.3, vi.nq), rng.uniform(-0.5, 0.5, vi.nq))
     u = np.zeros(vi.nu)
-    vi.step(x, u)
-    its = vi.last_result.iterations
+    its = vi.solve(x, u).iterations
     cases = {"MidpointVI.step": lambda: vi.step(x, u)}
     for k in range(its + 1):  # max_iterations = k: stops after k updates (not-converged code, no raise)
         cases[f"C driver, {k} Newton updates" + (" (= full)" if k == its else "")] = \

@@ -7,4 +7,4 @@ source "$repo/scripts/setup_env.sh"
 cd "$repo"
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 export MPLBACKEND=Agg
-exec "$VI_CONTROL_VENV/bin/python" -m vi_control.main_job "$@"
+exec "$VI_CONTROL_VENV/bin/python" -m vi_control.ros.main_job "$@"

@@ -11,7 +11,7 @@ import pytest
 
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
-from vi_control.robots import bundled_config, bundled_urdf
+from vi_control.model.bundled import bundled_config, bundled_urdf
 
 
 @pytest.fixture(scope="session")

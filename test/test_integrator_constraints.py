@@ -12,7 +12,7 @@ from test_integrator_pendulum import _pendulum_exact
 
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
-from vi_control.robots import bundled_config, bundled_urdf, fourbar_initial_configuration
+from vi_control.model.bundled import bundled_config, bundled_urdf, fourbar_initial_configuration
 
 G = 9.8  # config/cartesian_pendulum.yaml
 
@@ -21,8 +21,9 @@ def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, 
     """Like vi.simulate, one step at a time (simulate cannot reshape inputs of a model with nu = 0)."""
     X, lams = [np.asarray(x0, float)], []
     for k, u in enumerate(U):
-        X.append(vi.step(X[-1], u, step_index=k))
-        lams.append(vi.last_result.lam)
+        r = vi.solve(X[-1], u, step_index=k)
+        X.append(r.x)
+        lams.append(r.lam)
     return np.array(X), np.array(lams)
 
 
@@ -50,9 +51,9 @@ def test_cartesian_pendulum_at_rest_multiplier_balances_gravity(cartesian):
     X, lams = rollout(vi, x, np.zeros((50, 0)))
     assert np.abs(X - x).max() < 1e-12
     assert lams[:, 0] == pytest.approx(np.full(50, m * G * dt / l), rel=1e-12)
-    x1 = vi.step(np.array([0.0, -l, 0.0, 0.0]))
-    assert x1 == pytest.approx(x, abs=1e-14)
-    assert vi.last_result.lam[0] == pytest.approx(m * G * dt / (2 * l), rel=1e-12)
+    r = vi.solve(np.array([0.0, -l, 0.0, 0.0]))
+    assert r.x == pytest.approx(x, abs=1e-14)
+    assert r.lam[0] == pytest.approx(m * G * dt / (2 * l), rel=1e-12)
 
 
 def test_cartesian_pendulum_swinging(cartesian):

@@ -11,8 +11,8 @@ from scipy.integrate import solve_ivp
 
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
+from vi_control.model.bundled import bundled_config, bundled_urdf
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import bundled_config, bundled_urdf
 
 G = 9.8
 

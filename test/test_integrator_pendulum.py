@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
-from vi_control.robots import example_robot_urdf
+from vi_control.model.bundled import example_robot_urdf
 
 G = 9.8  # config/pendulum.yaml
 
@@ -33,12 +33,13 @@ def eq6a_newton(theta: float, p: float, u: float, dt: float, iterations: int = 5
 
 def test_reference_single_step(pendulum_vi):
     """REFERENCE §1 (seed 000 §II-A): Δt 0.1, θ 0.2, p 0.5, u 0.8."""
-    x1 = pendulum_vi.step(np.array([0.2, 0.5]), np.array([0.8]))
+    r = pendulum_vi.solve(np.array([0.2, 0.5]), np.array([0.8]))
+    x1 = r.x
     assert x1 == pytest.approx([0.247136194155, 0.362723883110], abs=1e-10)
     th, p = eq6a_newton(0.2, 0.5, 0.8, 0.1)
     assert abs(eq6a_residual(th, 0.2, 0.5, 0.8, 0.1)) < 1e-14
     assert x1 == pytest.approx([th, p], abs=1e-13)
-    assert pendulum_vi.last_result.residual <= 1e-12
+    assert r.residual <= 1e-12
 
 
 def test_steps_match_scalar_newton_over_random_states(pendulum_vi, rng):

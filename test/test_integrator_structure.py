@@ -11,8 +11,8 @@ import pytest
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.linearization import linearize
 from vi_control.model import load_robot
+from vi_control.model.bundled import bundled_urdf, example_robot_urdf
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import bundled_urdf, example_robot_urdf
 
 
 def step_jacobian_fd(vi: MidpointVI, x: np.ndarray, u: np.ndarray, h: float = 1e-4) -> np.ndarray:

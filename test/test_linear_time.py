@@ -11,7 +11,7 @@ from vi_control.integrators.linear_time import LinearTimeVI
 from vi_control.mechanics import lie
 from vi_control.mechanics.drnea import BodyTree, drnea_derivative_recursive, drnea_recursive
 from vi_control.model import load_robot
-from vi_control.robots import example_robot_urdf
+from vi_control.model.bundled import example_robot_urdf
 
 # A branched tree with a prismatic joint and a body frame away from the centre of mass.
 TREE_URDF = """<?xml version="1.0"?>

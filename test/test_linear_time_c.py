@@ -9,8 +9,8 @@ from test_linear_time import TREE_URDF
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
 from vi_control.mechanics import drnea_c
 from vi_control.model import load_robot
+from vi_control.model.bundled import example_robot_urdf
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import example_robot_urdf
 
 pytestmark = pytest.mark.skipif(not drnea_c.available(), reason="no C compiler")
 
@@ -34,10 +34,11 @@ def _compare(robot, dt, steps, rng, **options):
     U = rng.normal(scale=2.0, size=(steps, a.nu))
     gap, its_a, its_b = 0.0, [], []
     for u in U:
-        xa, xb = a.step(x, u), b.step(x, u)
+        ra, rb = a.solve(x, u), b.solve(x, u)
+        xa, xb = ra.x, rb.x
         gap = max(gap, float(np.abs(xa - xb).max() / np.abs(xa).max()))
-        its_a.append(a.last_result.iterations)
-        its_b.append(b.last_result.iterations)
+        its_a.append(ra.iterations)
+        its_b.append(rb.iterations)
         x = xa
     return gap, np.array(its_a), np.array(its_b)
 
@@ -95,11 +96,11 @@ def test_compiled_rollout_equals_step_by_step(method, robots, rng):
     history = list(vi.iteration_history)
     Y, its = [x], []
     for u in U:
-        Y.append(vi.step(Y[-1], u))
-        its.append(vi.last_result.iterations)
+        r = vi.solve(Y[-1], u)
+        Y.append(r.x)
+        its.append(r.iterations)
     assert X.shape == (51, 8) and lam.shape == (50, 0)
     assert np.array_equal(X, np.array(Y)) and history == its
-    assert np.array_equal(vi.last_result.x, X[-1])
     with pytest.raises(ValueError, match="NaN"):
         vi.simulate(x, np.full((3, vi.nu), np.nan))
 

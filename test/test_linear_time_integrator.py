@@ -107,10 +107,11 @@ def test_riqn_and_newton_solve_the_same_step(chain10, rng):
         for ig in ("IG1", "IG2", "IG3"):
             vi = LinearTimeVI(chain10, 1e-3, method=method, initial_guess=ig)
             x = vi.state_from_velocity(q0, np.linspace(2, -2, n))
-            xn = vi.step(x, np.linspace(-1, 1, n))
+            r = vi.solve(x, np.linspace(-1, 1, n))
+            xn = r.x
             f = vi.residual(x, np.linspace(-1, 1, n), xn[:n])
             assert np.abs(f).max() <= 1e-12 * (1 + np.abs(x[n:]).max())
-            sols[method, ig] = (xn, vi.last_result.iterations)
+            sols[method, ig] = (xn, r.iterations)
     ref = sols["newton", "IG3"][0]
     for xn, _ in sols.values():
         assert np.allclose(xn, ref, atol=1e-11 * (1 + np.abs(ref).max()))

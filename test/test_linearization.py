@@ -15,7 +15,7 @@ import pytest
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.linearization import linearize, second_order, second_order_contraction
 from vi_control.model import load_robot
-from vi_control.robots import example_robot_urdf
+from vi_control.model.bundled import example_robot_urdf
 
 EPS = 1e-6
 RTOL = 1e-6
@@ -105,7 +105,7 @@ def test_pendulum_analytic_second_order(pendulum_vi):
     check_first_order(pendulum_vi, x, u)
     check_full_second_order(pendulum_vi, x, u)
     r = pendulum_vi.solve(x, u)
-    Ry = np.array(pendulum_vi.fn["linearize"](r.y, np.concatenate([x, u]))[0])
+    Ry = np.array(pendulum_vi.functions["linearize"](r.y, np.concatenate([x, u]))[0])
     dt, g, tbar = 0.1, 9.8, 0.5 * (0.2 + r.x[0])
     assert Ry[0, 0] == pytest.approx(-1 / dt - dt * g / 4 * np.cos(tbar), rel=1e-13)
 

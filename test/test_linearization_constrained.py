@@ -11,7 +11,7 @@ from vi_control.integrators.midpoint import MidpointVI
 from vi_control.linearization import linearize, linearize_trajectory
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import load_robot
-from vi_control.robots import bundled_config, bundled_urdf, fourbar_initial_configuration
+from vi_control.model.bundled import bundled_config, bundled_urdf, fourbar_initial_configuration
 
 
 def _load(name: str):
@@ -27,7 +27,7 @@ def _rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray) -> np.ndarray:
 
 def _state_from_pair(vi: MidpointVI, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
     """x_0 = (q_0, −D₁L_d(q_0, q_1)) (eq. 1a, unforced): the step from x_0 returns q_1 with λ = 0."""
-    p0 = -np.asarray(vi.fn["D1Ld"](q0, q1)[0], float).ravel()
+    p0 = -np.asarray(vi.functions["D1Ld"](q0, q1)[0], float).ravel()
     return np.concatenate([q0, p0])
 
 
@@ -114,7 +114,7 @@ def test_spherical_pendulum_det_M_eq34(spherical_vi):
     rng = np.random.default_rng(2)
     for _ in range(5):
         q0, q1 = rng.uniform(-2, 2, 2), rng.uniform(-2, 2, 2)
-        Ry = np.array(vi.fn["linearize"](q1, np.concatenate([q0, np.zeros(2)]))[0])
+        Ry = np.array(vi.functions["linearize"](q1, np.concatenate([q0, np.zeros(2)]))[0])
         s = q0[1] + q1[1]
         eq34 = np.sin(s / 2) ** 2 / (4 * dt**2) * (dt**2 * g * np.cos(s / 2)
                                                     + (2 + np.cos(s)) * (q0[0] - q1[0]) ** 2 + 4)
@@ -161,7 +161,7 @@ def test_cartesian_pendulum_constraint_term(cartesian_vi):
     m_z = model.inertias[2].mass
     for a, b in [(0.3, 0.9), (0.3, 0.3 + np.pi / 2), (-1.0, 2.0)]:
         q0, q1 = _circle(a), _circle(b)
-        Ry = np.array(vi.fn["linearize"](np.concatenate([q1, [0.0]]), np.concatenate([q0, [0.0, 0.0]]))[0])
+        Ry = np.array(vi.functions["linearize"](np.concatenate([q1, [0.0]]), np.concatenate([q0, [0.0, 0.0]]))[0])
         expected = -(m_x * m_z / vi.dt) * (q1[0] * q0[0] / m_x + q1[1] * q0[1] / m_z)
         assert np.linalg.det(Ry) == pytest.approx(expected, rel=1e-9, abs=1e-12)
 

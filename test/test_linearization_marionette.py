@@ -18,18 +18,19 @@ from test_linearization import fd_first_order, fd_jacobian, rel_err
 
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.linearization import linearize, linearize_trajectory, second_order, second_order_contraction
+from vi_control.mechanics.constraints import consistent_state
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import load_robot
+from vi_control.model import marionette as marionette_model
+from vi_control.model.bundled import bundled_config, bundled_urdf
 from vi_control.model.marionette import (
     STRING_DIRECTIONS,
     STRING_LENGTH,
     STRINGS,
     default_controls,
-    marionette_initial_state,
     marionette_system,
     marionette_urdf,
 )
-from vi_control.robots import bundled_config, bundled_urdf
 
 DT = 0.01
 
@@ -47,7 +48,7 @@ def vi(robot):
 @pytest.fixture(scope="module")
 def point(robot, vi):
     """A moving state on the constraint manifold and the next string positions (hands pulled up)."""
-    x0 = marionette_initial_state(robot)
+    x0 = consistent_state(robot, *marionette_model.initial_guess(robot))
     rho = x0[: vi.nq][vi.idx_k]
     X = [x0]
     for k in range(3):  # let it start swinging from rest under a string motion
@@ -69,14 +70,14 @@ def test_marionette_dimensions(robot, vi):
     masses = [robot.pin_model.inertias[i].mass for i in range(1, robot.pin_model.njoints)]
     assert min(masses) > 0
     # The dynamic block of M(q) is positive definite at the hanging pose (no massless direction).
-    M = ContinuousDynamics(robot).mass_matrix(marionette_initial_state(robot)[:40])
+    M = ContinuousDynamics(robot).mass_matrix(consistent_state(robot, *marionette_model.initial_guess(robot))[:40])
     d = vi.idx_d
     assert np.linalg.eigvalsh(M[np.ix_(d, d)]).min() > 1e-6
 
 
 def test_initial_state_consistent(robot):
     dyn = ContinuousDynamics(robot)
-    x0 = marionette_initial_state(robot)
+    x0 = consistent_state(robot, *marionette_model.initial_guess(robot))
     q0 = x0[:40]
     assert np.abs(dyn.constraint(q0)).max() < 1e-12
     assert np.all(x0[40:] == 0)
@@ -133,7 +134,7 @@ def test_marionette_stays_on_constraint(robot, vi, point):
 def test_marionette_paper_string_motion(robot, vi):
     """Seed 000 §VIII-B's reference motion: arm and leg strings driven by ±0.1 sin(0.6πt) (here along each
     string, 2 s). The constraints hold to round-off and no step of the trajectory is near-singular."""
-    x0 = marionette_initial_state(robot)
+    x0 = consistent_state(robot, *marionette_model.initial_guess(robot))
     N = 200
     t = DT * np.arange(1, N + 1)
     U = np.tile(x0[:40][vi.idx_k], (N, 1))

@@ -5,7 +5,8 @@ import pytest
 from scipy.linalg import solve_discrete_are
 
 from vi_control.control.hold import equilibrium_state, hold_gain, holding_input
-from vi_control.control.lqr import dlqr, state_error, tv_lqr
+from vi_control.control.lqr import dlqr, tv_lqr
+from vi_control.control.plan import state_error
 from vi_control.linearization import linearize
 
 

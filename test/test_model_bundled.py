@@ -7,8 +7,8 @@ import pinocchio as pin
 import pytest
 
 from vi_control.mechanics.symbolic import ContinuousDynamics
+from vi_control.model.bundled import BUNDLED, FOURBAR_LENGTHS, GENERATED, bundled_models, load_bundled
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import BUNDLED, FOURBAR_LENGTHS, GENERATED, bundled_models, load_bundled
 
 G = 9.81
 

@@ -9,9 +9,9 @@ import pytest
 from test_linear_time import TREE_URDF
 
 from vi_control.model import load_robot
+from vi_control.model.bundled import example_robot_urdf, load_bundled
 from vi_control.model.crba import mass_matrix
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import example_robot_urdf, load_bundled
 
 
 @pytest.mark.parametrize("which", ["panda", "panda_floating", "biped5", "marionette", "tree", "chain30"])

@@ -11,7 +11,7 @@ import pytest
 
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import load_robot
-from vi_control.robots import (
+from vi_control.model.bundled import (
     BUNDLED,
     bundled_models,
     example_robot_urdf,

@@ -5,8 +5,8 @@ import pinocchio as pin
 import pytest
 
 from vi_control.model import ModelError, SystemConfigError, URDFError, load_robot
+from vi_control.model.bundled import bundled_config, bundled_urdf
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import bundled_config, bundled_urdf
 
 CHAIN = planar_chain_urdf(3)  # base -> link1 -> link2 -> link3, joints joint1..3 about y
 

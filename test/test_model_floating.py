@@ -7,7 +7,7 @@ import pytest
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import URDFError, load_robot
-from vi_control.robots import bundled_urdf
+from vi_control.model.bundled import bundled_urdf
 
 G = 9.81
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pinocchio as pin
 import pytest
 
-from vi_control.inspect_model import main
 from vi_control.model import load_robot
-from vi_control.robots import bundled_models, example_robot_urdf, load_bundled
+from vi_control.model.bundled import bundled_models, example_robot_urdf, load_bundled
+from vi_control.model.inspect import main
 
 
 def run(capsys, *argv):
@@ -63,7 +63,7 @@ def test_urdf_path_with_system_and_floating_base(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["no_such_model"], r"'no_such_model' is not a URDF file, a bundled model"),
+    (["no_such_model"], r"model 'no_such_model' is not a bundled model \(acrobot, .*erd:<name>"),
     (["erd:no_such_robot"], r"unknown example robot 'no_such_robot'"),
     (["acrobot", "--system", "/nonexistent/x.yaml"], r"system YAML file not found"),
 ])
@@ -86,7 +86,7 @@ def test_bad_model_exits_2(capsys, tmp_path):
 
 def _script() -> list[str]:
     exe = Path(sys.executable).with_name("vi_inspect")
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "vi_control.inspect_model"]
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "vi_control.model.inspect"]
 
 
 def test_console_script_subprocess(tmp_path):

@@ -59,7 +59,8 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     for c_source in ("drnea_step.c", "newton_driver.c"):  # compiled on first use by the installed copy
         assert (site / "vi_control" / "mechanics" / "csrc" / c_source).is_file(), c_source
     env = dict(os.environ, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(prefix))
-    out = subprocess.run([sys.executable, "-c", "import vi_control.robots as r; print(r.bundled_urdf('pendulum'))"],
+    code = "from vi_control.model.bundled import bundled_urdf; print(bundled_urdf('pendulum'))"
+    out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert Path(out.stdout.strip()) == share / "urdf" / "pendulum.urdf"

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from vi_control.control.lqr import state_error
+from vi_control.control.plan import Plan, state_error
+from vi_control.planning import load_task, plan_task
 from vi_control.planning.evaluate import simulate_plan, tracking_error
-from vi_control.planning.plan import Plan
-from vi_control.planning.task import load_task, plan_task
 
 X0_PERTURBED = np.array([1.0, 1.0])  # seed 000 §VIII-A: x(0) = [1 1]ᵀ instead of [0 0]ᵀ
 

@@ -12,15 +12,17 @@ from scipy.linalg import eig
 from scipy.optimize import least_squares
 
 from vi_control.control.hold import equilibrium_state
-from vi_control.control.lqr import state_error
+from vi_control.control.plan import state_error
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.linearization import linearize
+from vi_control.mechanics.constraints import consistent_state
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model import load_robot
-from vi_control.model.marionette import marionette_initial_state, marionette_system
+from vi_control.model import marionette as marionette_model
+from vi_control.model.bundled import bundled_config, bundled_urdf
+from vi_control.model.marionette import marionette_system
+from vi_control.planning import load_task, plan_task
 from vi_control.planning.evaluate import simulate_plan, tracking_error
-from vi_control.planning.task import load_task, plan_task
-from vi_control.robots import bundled_config, bundled_urdf
 
 DT, N = 0.04, 100
 
@@ -58,7 +60,7 @@ def _hanging_equilibrium(robot, vi, dyn, x0, seconds=4.0):
     def residual(z):
         q = q0.copy()
         q[d] = z[:nd]
-        gradV = -(vi.fn["D1Ld"](q, q)[0].ravel() + vi.fn["D2Ld"](q, q)[0].ravel()) / vi.dt
+        gradV = -(vi.functions["D1Ld"](q, q)[0].ravel() + vi.functions["D2Ld"](q, q)[0].ravel()) / vi.dt
         J = dyn.constraint_jacobian(q)[:, d]
         return np.concatenate([gradV[d] + J.T @ z[nd:], dyn.constraint(q)])
 
@@ -74,7 +76,7 @@ def _hanging_equilibrium(robot, vi, dyn, x0, seconds=4.0):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_marionette_lqr_rejects_a_torso_perturbation(marionette):
     robot, vi, dyn = marionette
-    q_eq = _hanging_equilibrium(robot, vi, dyn, marionette_initial_state(robot))
+    q_eq = _hanging_equilibrium(robot, vi, dyn, consistent_state(robot, *marionette_model.initial_guess(robot)))
     x_eq = equilibrium_state(vi, q_eq)
     rho = q_eq[vi.idx_k]
     assert np.allclose(vi.step(x_eq, rho), x_eq, atol=1e-10)  # a fixed point of the constrained step

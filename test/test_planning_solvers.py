@@ -5,21 +5,21 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from vi_control.planning import load_task, reference_trajectory, start_state
 from vi_control.planning.cost import QuadraticTrackingCost
 from vi_control.planning.ddp import box_qp, ddp
 from vi_control.planning.gradient import adjoint_gradient, steepest_descent
 from vi_control.planning.shooting import rollout
-from vi_control.planning.task import load_task
 
 
 @pytest.fixture(scope="module")
 def problem(pendulum_vi):
     """REFERENCE §2: the step reference of seed 000 eq. 35 with the task file's weights."""
     task = load_task("task_pendulum_swingup")
-    X_ref, U_ref = task.reference_trajectory(pendulum_vi)
+    X_ref, U_ref = reference_trajectory(task, pendulum_vi)
     cost = QuadraticTrackingCost(X_ref, U_ref, task.weight("Q", "weights", 2), task.weight("R", "weights", 1),
                                  task.weight("Qf", "weights", 2))
-    return cost, task.start_state(pendulum_vi)
+    return cost, start_state(task, pendulum_vi)
 
 
 def _gradient_at(vi, cost, X, U):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from vi_control.linearization import linearize
-from vi_control.planning.task import TaskError, load_task, plan_task
-from vi_control.robots import share_dir
+from vi_control.model.bundled import share_dir
+from vi_control.planning import TaskError, load_task, make_system, plan_task, reference_trajectory
 
 PENDULUM_TASK = str(share_dir() / "config" / "task_pendulum_swingup.yaml")  # independent of the working dir
 
@@ -45,7 +45,7 @@ def test_load_task_errors_name_the_key(patch, key):
         d["weights"] = patch["weights"]
     with pytest.raises(TaskError, match=key.replace("[", r"\[").replace("]", r"\]")):
         t = load_task(d)
-        t.reference_trajectory(t.make_vi())  # some keys are checked against the model
+        reference_trajectory(t, make_system(t))  # some keys are checked against the model
 
 
 def test_load_task_sources_agree():

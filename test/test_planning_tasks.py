@@ -8,15 +8,15 @@ perturbed start ends near the goal where the open loop does not (for the unstabl
 import numpy as np
 import pytest
 
-from vi_control.control.lqr import state_error
+from vi_control.control.plan import state_error
 from vi_control.integrators.midpoint import StepError
+from vi_control.planning import load_task, make_system, plan_task, start_state
 from vi_control.planning.evaluate import simulate_plan
-from vi_control.planning.task import load_task, plan_task
 
 
 def _plan(name, compile=None):
     task = load_task(f"task_{name}")
-    vi = task.make_vi(compile=compile)
+    vi = make_system(task, compile=compile)
     plan, res = plan_task(vi, task)
     return task, vi, plan, res
 
@@ -65,6 +65,6 @@ def test_panda_reaches_a_joint_space_goal_under_gravity():
     g = pin.computeGeneralizedGravity(m, m.createData(), plan.X[-1, :7])
     assert np.allclose(plan.U_final, g, atol=1e-9 * max(1.0, np.abs(g).max()))
     # Closed loop from a perturbed start, then 20 steps of the hold gain: stays at the goal.
-    x0 = task.start_state(vi) + np.concatenate([0.05 * np.ones(7), np.zeros(7)])
+    x0 = start_state(task, vi) + np.concatenate([0.05 * np.ones(7), np.zeros(7)])
     Xc, _ = simulate_plan(vi, plan, x0, feedback=True, extra_steps=20)
     assert np.abs(Xc[-1, :7] - task.goal_q).max() < 1e-2

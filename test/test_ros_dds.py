@@ -12,11 +12,11 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
+from std_msgs.msg import UInt8MultiArray  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS  # noqa: E402
 from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, set_domain  # noqa: E402
-from vi_control.ros.messages import plan_to_messages, split_seconds  # noqa: E402
+from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 from vi_control.ros.recorder import Recorder  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -123,10 +123,7 @@ def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendul
                      safe_mode="damping", safe_damping=2.0)
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 50, t0=1.0)
-    gains, states = plan_to_messages(plan, 42)
-    pubs = [rec.create_publisher(Float64MultiArray, f"vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
-    pubs[1].publish(states)
-    pubs[0].publish(gains)
+    rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 42))
     assert ctrl.wait_for_log("accepted plan 42", DISCOVERY), ctrl.log()
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
 
@@ -176,11 +173,9 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
                      state_timeout=1.0)
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 10, t0=0.0)
-    gains, states = plan_to_messages(plan, 7)
-    pubs = [rec.create_publisher(Float64MultiArray, f"vi_planner/{n}", LATCHED_QOS) for n in ("gains", "plan_states")]
+    pub = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
     assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.log()
-    pubs[1].publish(states)
-    pubs[0].publish(gains)
+    pub.publish(plan_to_message(plan, 7, start_on_receipt=True))
     assert ctrl.wait_for_log("accepted plan 7", DISCOVERY), ctrl.log()
     n0 = len(rec.states)
     assert _new_states(rec, n0, 60, timeout=30.0)  # 6 s of simulated time at about real time
@@ -198,7 +193,7 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
 def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
     # issue 7 item 3: the seed-001 integrator is selectable in the simulator by the `integrator` parameter
     from vi_control.integrators import make_integrator
-    from vi_control.robots import load_bundled
+    from vi_control.model.bundled import load_bundled
 
     sim = ros.start("simulator_node", model="double_pendulum", dt=0.01, mode="lockstep",
                     integrator="linear_time", initial_positions=[0.3, -0.2])
@@ -212,8 +207,8 @@ def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
         assert _new_states(rec, n0, 1), sim.log()
         x = lt.step(x, np.array([0.5, -0.25]))
         assert np.allclose(rec.states[-1][2], x[:2], atol=1e-10), k
-    # the planner and controller refuse it: they need the exact linearization of the midpoint VI
-    from vi_control.ros.common import make_integrator as ros_make_integrator
+    # the planner refuses it: planning needs the exact linearization, which LinearTimeVI does not provide
+    from vi_control.ros.common import make_system
 
-    with pytest.raises(ValueError, match="no linearization"):
-        ros_make_integrator(load_bundled("double_pendulum"), 0.01, "linear_time", linearizable=True)
+    with pytest.raises(TypeError, match="not Linearizable"):
+        make_system(load_bundled("double_pendulum"), 0.01, "linear_time", linearizable=True)

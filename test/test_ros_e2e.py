@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from vi_control.main_job import run_closed_loop  # noqa: E402
 from vi_control.ros.launcher import NodeProcess, domain_id_for  # noqa: E402
+from vi_control.ros.main_job import run_closed_loop  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -117,7 +117,7 @@ def test_pendulum_swingup_with_noise_and_mass_mismatch(request, tmp_path):
 
 
 def test_main_job_reaches_the_goal_and_writes_its_plot(tmp_path, capsys):
-    from vi_control.main_job import main
+    from vi_control.ros.main_job import main
 
     out = tmp_path / "main_job.png"
     assert main(["--out", str(out), "--hold-time", "1.0"]) == 0

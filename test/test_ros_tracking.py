@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from scipy.linalg import solve_discrete_are
 
-from vi_control.control.tracking import StateEstimator, TrackingController, safe_command, state_difference
+from vi_control.control.plan import Plan, state_error
+from vi_control.control.tracking import StateEstimator, TrackingController, safe_command
+from vi_control.integrators.base import ConfigurationMomentumState
 from vi_control.linearization import linearize
-from vi_control.planning.plan import Plan
 
 
 def _hold_upright_plan(vi, N: int = 60) -> Plan:
@@ -22,30 +23,35 @@ def _hold_upright_plan(vi, N: int = 60) -> Plan:
 
 
 def test_state_difference_compares_continuous_angles_modulo_2pi():
-    e = state_difference(np.array([np.pi, 0.3]), np.array([-np.pi + 0.01, 0.1]), np.array([True]))
+    e = state_error(np.array([np.pi, 0.3]), np.array([-np.pi + 0.01, 0.1]), np.array([True]))
     assert e == pytest.approx([-0.01, 0.2])
     # a non-continuous joint keeps the plain difference
-    e = state_difference(np.array([np.pi, 0.0]), np.array([-np.pi + 0.01, 0.0]), np.array([False]))
+    e = state_error(np.array([np.pi, 0.0]), np.array([-np.pi + 0.01, 0.0]), np.array([False]))
     assert e[0] == pytest.approx(2 * np.pi - 0.01)
+    # the integrator's state space is the universal cover: its diff is plain, integrate inverts it
+    st = ConfigurationMomentumState(1, np.array([True]))
+    x_ref, x = np.array([np.pi, 0.3]), np.array([-np.pi + 0.01, 0.1])
+    assert np.array_equal(st.diff(x, x_ref), x_ref - x)
+    assert np.array_equal(st.integrate(x, st.diff(x, x_ref)), x + (x_ref - x))
 
 
 def test_tracking_controller_stabilizes_upright_where_open_loop_falls(pendulum_vi):
     vi = pendulum_vi
-    ctrl = TrackingController(_hold_upright_plan(vi), vi.robot.continuous_mask, np.array([50.0]))
+    ctrl = TrackingController(_hold_upright_plan(vi), vi.state, np.array([50.0]))
     x_cl = x_ol = vi.state_from_velocity(np.array([np.pi - 0.2]), np.array([0.3]))
     worst_ol = 0.0
     for k in range(80):  # also past the horizon: K_final defaults to the last gain
         x_cl = vi.step(x_cl, ctrl.command(k, x_cl)[0])
         x_ol = vi.step(x_ol, ctrl.reference(k)[1])
-        worst_ol = max(worst_ol, abs(state_difference(np.array([np.pi]), x_ol[:1], np.array([True]))[0]))
-    assert abs(state_difference(np.array([np.pi]), x_cl[:1], np.array([True]))[0]) < 1e-3
+        worst_ol = max(worst_ol, abs(state_error(np.array([np.pi]), x_ol[:1], np.array([True]))[0]))
+    assert abs(state_error(np.array([np.pi]), x_cl[:1], np.array([True]))[0]) < 1e-3
     assert abs(x_cl[1]) < 1e-3
     assert worst_ol > 3.0  # open loop falls through the bottom
 
 
 def test_tracking_controller_uses_modular_error_and_clamps(pendulum_vi):
     vi = pendulum_vi
-    ctrl = TrackingController(_hold_upright_plan(vi), vi.robot.continuous_mask, np.array([0.5]))
+    ctrl = TrackingController(_hold_upright_plan(vi), vi.state, np.array([0.5]))
     # θ = −π + 0.05 is 0.05 rad past upright: a small correcting torque, not a 2π swing
     u_wrapped, _ = ctrl.command(0, np.array([-np.pi + 0.05, 0.0]))
     u_plain, _ = ctrl.command(0, np.array([np.pi + 0.05, 0.0]))
@@ -79,33 +85,53 @@ def test_safe_command_damping_opposes_velocity_and_is_limited():
     assert safe_command("zero", np.array([3.0, 3.0]), np.ones(2), lim) == pytest.approx([0.0, 0.0])
 
 
-def test_plan_messages_round_trip_exactly(pendulum_vi, rng):
+def test_plan_message_round_trips_exactly_and_is_validated(pendulum_vi, rng):
+    """One UInt8MultiArray per plan (ros.messages layout v1): exact round trip, header fields first-class,
+    every malformed or foreign message refused with a reason."""
     messages = pytest.importorskip("vi_control.ros.messages")
-    plan = _hold_upright_plan(pendulum_vi, N=7)
+    import struct
+
+    plan = _hold_upright_plan(pendulum_vi, N=7).shifted(1234.5)
     plan.X = plan.X + rng.normal(0, 1, plan.X.shape)
     plan.U = rng.normal(0, 1, plan.U.shape)
     plan.K_final, plan.U_final = rng.normal(0, 1, (1, 2)), np.array([0.25])
-    gains, states = messages.plan_to_messages(plan, 1234567890123)
-    assert [d.label for d in gains.layout.dim] == ["time", "inputs", "states"]
+    plan.converged = False
+    msg = messages.plan_to_message(plan, 1234567890123, start_on_receipt=True)
+    assert [d.label for d in msg.layout.dim] == [messages.PLAN_FORMAT]
+    raw = bytes(msg.data)
+    # the documented header, read independently of decode_plan
+    magic, version, flags, seq, h, N, nx, nu, ndx, dt, t0 = struct.unpack_from("<8sIIQ16sIIIIdd", raw)
+    assert (magic, version, seq, h.decode(), N, nx, nu, ndx, dt, t0) == (
+        b"VIPLAN\0\0", 1, 1234567890123, plan.model_hash, 7, 2, 1, 2, plan.dt, 1234.5)
+    assert flags == messages.FLAG_START_ON_RECEIPT  # not converged, start on receipt
+    assert len(raw) == 72 + 8 * (8 * 2 + 7 * 1 + 7 * 2 + 1 + 2)
     h = plan.model_hash
-    seq, back = messages.plan_from_messages(gains, states, "pendulum", h, ["theta"], ["theta"])
-    assert back.model_hash == h
-    assert seq == 1234567890123
-    for name in ("times", "X", "U", "K", "K_final", "U_final"):
+    seq, back, flags = messages.plan_from_message(msg, "pendulum", h, ["theta"], ["theta"])
+    assert seq == 1234567890123 and back.model_hash == h and not back.converged
+    assert flags & messages.FLAG_START_ON_RECEIPT
+    for name in ("X", "U", "K", "K_final", "U_final"):
         np.testing.assert_array_equal(getattr(back, name), getattr(plan, name))
-    assert back.dt == pytest.approx(plan.dt)
-    _, other = messages.plan_to_messages(plan, 1)
-    with pytest.raises(ValueError, match="gains of plan"):
-        messages.plan_from_messages(gains, other, "pendulum", h, ["theta"], ["theta"])
-    # a plan made for another model is refused by name, a malformed one too
+    np.testing.assert_allclose(back.times, plan.times, rtol=0, atol=1e-12)
+    assert back.dt == plan.dt
+    # a plan made for another model is refused by name; malformed ones name what is wrong
     with pytest.raises(messages.PlanModelMismatch, match="made for model"):
-        messages.plan_from_messages(gains, states, "cartpole", "0123456789abcdef", ["theta"], ["theta"])
-    gains.data = [float("inf")] + list(gains.data[1:])
-    with pytest.raises(ValueError, match="not finite"):
-        messages.plan_from_messages(gains, states, "pendulum", h, ["theta"], ["theta"])
-    one, one_states = messages.plan_to_messages(_hold_upright_plan(pendulum_vi, N=1), 5)
-    data = list(one_states.data)
-    data[1 + 4] = data[1]  # t_1 := t_0
-    one_states.data = data
-    with pytest.raises(ValueError, match="increasing times"):
-        messages.plan_from_messages(one, one_states, "pendulum", h, ["theta"], ["theta"])
+        messages.plan_from_message(msg, "cartpole", "0123456789abcdef", ["theta"], ["theta"])
+    bad = {
+        "fewer than": raw[:40],
+        "not a vi_control plan": b"X" + raw[1:],
+        "format version 2": raw[:8] + struct.pack("<I", 2) + raw[12:],
+        "data bytes": raw[:-8],
+        "not finite": raw[:-8] + struct.pack("<d", float("inf")),
+        "dt = -0.1": raw[:56] + struct.pack("<d", -0.1) + raw[64:],
+        "N >= 1": raw[:40] + struct.pack("<I", 0) + raw[44:],
+    }
+    for why, data in bad.items():
+        with pytest.raises(ValueError, match=why):
+            messages.decode_plan(data, "pendulum", h, ["theta"], ["theta"])
+    msg.layout.dim[0].label = "gains"
+    with pytest.raises(ValueError, match="layout labels"):
+        messages.plan_from_message(msg, "pendulum", h, ["theta"], ["theta"])
+    uneven = _hold_upright_plan(pendulum_vi, N=3)
+    uneven.times = np.array([0.0, 0.1, 0.25, 0.3])
+    with pytest.raises(ValueError, match="not uniform"):
+        messages.encode_plan(uneven, 1)

@@ -4,6 +4,7 @@ The VM path is the independent reference here: it evaluates the same symbolic re
 C, and factors with LAPACK's dgetrf/dgecon instead of our own LU and condition estimator.
 """
 
+import dataclasses
 import os
 from contextlib import contextmanager
 
@@ -14,8 +15,8 @@ from vi_control.integrators.midpoint import CHORD_RATE_MAX, ConvergenceError, Mi
 from vi_control.linearization import linearize
 from vi_control.mechanics import codegen
 from vi_control.model import load_robot
+from vi_control.model.bundled import bundled_config, bundled_urdf, example_robot_urdf, fourbar_initial_configuration
 from vi_control.model.generate import planar_chain_urdf
-from vi_control.robots import bundled_config, bundled_urdf, example_robot_urdf, fourbar_initial_configuration
 
 DT = 0.01
 
@@ -37,7 +38,7 @@ def pair(request):
         pytest.skip("no C compiler: only the VM path exists")
     robot = _models()[request.param]()
     compiled, vm = MidpointVI(robot, DT), MidpointVI(robot, DT, compile=False)
-    assert compiled._newton is not None and vm._newton is None
+    assert compiled.compiled_driver and not vm.compiled_driver
     assert (compiled.newton, vm.newton) == ("chord", "exact")  # default: the faster method per backend
     return request.param, compiled, vm
 
@@ -88,7 +89,7 @@ def test_compiled_step_matches_vm(pair, rng, newton, rate):
         assert np.abs(rc.y - rv.y).max() <= 1e-12 * scale
         assert np.allclose(rc.lam, rv.lam, rtol=1e-10, atol=1e-12)
         assert rc.iterations == rv.iterations and rc.iterations >= 1
-        assert rc.residual <= compiled.tol * (1.0 + np.abs(x[compiled.nq:]).max())
+        assert rc.residual <= compiled.settings.tol * (1.0 + np.abs(x[compiled.nq:]).max())
         x = rc.x
     if compiled.nc:  # the constrained steps really stay on h(q) = 0
         assert np.abs(compiled.constraint(x[: compiled.nq])).max() < 1e-10
@@ -117,8 +118,8 @@ def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch):
     name, compiled, vm = pair
     calls = {"residual": 0, "residual_only": 0}
     for fn in calls:
-        real = vm.fn[fn]
-        monkeypatch.setitem(vm.fn._fns, fn, lambda *a, fn=fn, real=real: calls.__setitem__(fn, calls[fn] + 1)
+        real = vm.functions[fn]
+        monkeypatch.setitem(vm.functions._fns, fn, lambda *a, fn=fn, real=real: calls.__setitem__(fn, calls[fn] + 1)
                             or real(*a))
     x = _initial_state(name, compiled, rng)
     for k, u in enumerate(_forced_inputs(compiled, x, rng)):
@@ -139,7 +140,7 @@ def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch):
         assert np.abs(rc.x - re.x).max() <= 1e-12 * scale and np.abs(rc.y - re.y).max() <= 1e-12 * scale
         assert np.allclose(rc.lam, re.lam, rtol=1e-10, atol=1e-12)
         assert rc.iterations >= re.iterations >= 1  # linear convergence needs at least as many updates
-        assert rc.residual <= compiled.tol * (1.0 + np.abs(x[compiled.nq:]).max())
+        assert rc.residual <= compiled.settings.tol * (1.0 + np.abs(x[compiled.nq:]).max())
         x = rc.x
 
 
@@ -158,12 +159,13 @@ def test_singularity_error_and_rcond_match_lapack(pair, rng):
         u[compiled.n_torques:] = x[compiled.idx_k] + 0.01
     errors = []
     for vi in (compiled, vm):
-        vi.rcond_min = 2.0
+        saved = vi.settings
+        vi.settings = dataclasses.replace(saved, rcond_min=2.0)
         try:
             with pytest.raises(SingularityError) as e:
                 vi.solve(x, u, step_index=7)
         finally:
-            vi.rcond_min = 1e-13
+            vi.settings = saved
         errors.append(e.value)
     assert errors[0].step == errors[1].step == 7 and errors[0].what == errors[1].what
     assert 0 < errors[0].rcond <= 1
@@ -179,12 +181,13 @@ def test_convergence_error_matches(pair, rng):
         u[compiled.n_torques:] = x[compiled.idx_k] + 0.5
     errors = []
     for vi in (compiled, vm):
-        vi.max_iterations = 1
+        saved = vi.settings
+        vi.settings = dataclasses.replace(saved, max_iterations=1)
         try:
             with pytest.raises(ConvergenceError) as e:
                 vi.solve(x, u, step_index=3)
         finally:
-            vi.max_iterations = 30
+            vi.settings = saved
         errors.append(e.value)
     assert errors[0].step == errors[1].step == 3
     assert errors[0].iterations == errors[1].iterations == 1
@@ -211,7 +214,7 @@ def test_cache_reused_and_derivatives_lazy(tmp_path, monkeypatch):
     vi = MidpointVI(robot, DT)
     libs = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.so")}
     assert codegen.build_stats["compiled"] == before["compiled"] + 1 and len(libs) == 1
-    assert vi._newton is not None
+    assert vi.compiled_driver
 
     again = MidpointVI(load_robot(planar_chain_urdf(3)), DT)
     assert codegen.build_stats["compiled"] == before["compiled"] + 1
@@ -255,7 +258,7 @@ def test_no_compiler_falls_back_to_vm(tmp_path, monkeypatch):
     reference = MidpointVI(robot, DT, compile=False)
     monkeypatch.setattr(codegen, "compiler", lambda: None)
     vi = MidpointVI(robot, DT)
-    assert vi._newton is None and not vi.fn.compiled("residual") and not list(tmp_path.glob("*.so"))
+    assert not vi.compiled_driver and not vi.functions.compiled("residual") and not list(tmp_path.glob("*.so"))
     x = vi.state_from_velocity(np.array([0.5, -0.4, 0.3]), np.array([1.0, 0.0, -1.0]))
     X, _ = vi.simulate(x, np.ones((5, vi.nu)))
     Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))
@@ -273,7 +276,7 @@ def test_oversized_residual_builds_at_O0_or_falls_back(tmp_path, monkeypatch, o0
     monkeypatch.setattr(codegen, "_O0_LIMIT_OPS", o0_limit)
     robot = load_robot(planar_chain_urdf(3))
     vi, reference = MidpointVI(robot, DT), MidpointVI(robot, DT, compile=False)
-    assert (vi._newton is not None) == driver and vi.fn.compiled("residual") == driver
+    assert (vi.compiled_driver) == driver and vi.functions.compiled("residual") == driver
     reference.newton = vi.newton  # chord with the driver, exact in the numpy loop: compare like with like
     x = vi.state_from_velocity(np.array([0.5, -0.4, 0.3]), np.array([1.0, 0.0, -1.0]))
     X, _ = vi.simulate(x, np.ones((5, vi.nu)))

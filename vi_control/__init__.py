@@ -1,0 +1,68 @@
+"""vi_control: simulate, plan and control robots with variational integrators (flat public API).
+
+    import vi_control as vc
+    robot = vc.load_robot(vc.ModelSpec.parse("pendulum"))        # or vc.load_bundled("pendulum")
+    vi = vc.MidpointVI(robot, dt=0.1)
+    plan, result = vc.plan_task(vi, vc.load_task("task_pendulum_swingup"))
+
+Everything here is numerical and imports no ROS; the nodes live in ``vi_control.ros``.
+"""
+
+from .control import (
+    Plan,
+    StateEstimator,
+    TrackingController,
+    dlqr,
+    equilibrium_state,
+    hold_gain,
+    holding_input,
+    state_error,
+    tv_lqr,
+)
+from .integrators import (
+    ConvergenceError,
+    DiscreteSystem,
+    Linearizable,
+    NewtonSettings,
+    SingularityError,
+    State,
+    StepError,
+    StepResult,
+    make_integrator,
+)
+from .integrators.linear_time import LinearTimeVI
+from .integrators.midpoint import MidpointVI
+from .linearization import Linearization, linearize, linearize_trajectory, second_order, second_order_contraction
+from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFError
+from .model.bundled import BUNDLED, load_bundled
+from .planning import (
+    OptimizerResult,
+    QuadraticTrackingCost,
+    Task,
+    TaskError,
+    ddp,
+    load_task,
+    make_system,
+    plan_task,
+    simulate_plan,
+)
+
+
+def load_robot(model: str | dict | ModelSpec, system: str | dict | None = None, **kwargs) -> RobotModel:
+    """A RobotModel from anything ``ModelSpec.parse`` takes (bundled name, ``erd:<name>``, URDF path or XML,
+    task-file mapping, ModelSpec), with an optional system YAML; ``kwargs`` set ModelSpec fields
+    (``mass_scale``, ``floating_base``, ``name``)."""
+    overrides = dict(kwargs, **({"system": system} if system is not None else {}))
+    return ModelSpec.parse(model, **overrides).load()
+
+
+__all__ = [
+    "load_robot", "load_bundled", "BUNDLED", "ModelSpec", "RobotModel", "ModelError", "URDFError", "SystemConfigError",
+    "DiscreteSystem", "Linearizable", "State", "NewtonSettings", "StepResult", "StepError", "ConvergenceError",
+    "SingularityError", "make_integrator", "MidpointVI", "LinearTimeVI",
+    "Linearization", "linearize", "linearize_trajectory", "second_order", "second_order_contraction",
+    "Plan", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input", "hold_gain", "TrackingController",
+    "StateEstimator",
+    "Task", "TaskError", "load_task", "plan_task", "make_system", "ddp", "QuadraticTrackingCost", "OptimizerResult",
+    "simulate_plan",
+]

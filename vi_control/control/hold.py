@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integrators.midpoint import MidpointVI
+from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize
 from .lqr import dlqr
 
 
-def equilibrium_state(vi: MidpointVI, q: np.ndarray) -> np.ndarray:
+def equilibrium_state(vi: DiscreteSystem, q: np.ndarray) -> np.ndarray:
     """x = (q, D₂L_d(q, q)): the state of a configuration held still (q_{k−1} = q_k, seed 000 eq. 1b).
 
     Under gravity this momentum is −(Δt/2)∇V(q), not zero: the midpoint rule's discrete momentum.
@@ -17,7 +17,7 @@ def equilibrium_state(vi: MidpointVI, q: np.ndarray) -> np.ndarray:
     return vi.state_from_configurations(q, q)
 
 
-def holding_input(vi: MidpointVI, q: np.ndarray) -> tuple[np.ndarray, float]:
+def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]:
     """Input u = (τ, ρ) with f(x_eq, u) = x_eq, x_eq = equilibrium_state(q) (gravity compensation).
 
     With q_{k+1} = q_k = q, eq. 2a reads D₂L_d(q,q) + D₁L_d(q,q) + Δt·Sτ = 0, i.e. Sτ = ∇V(q);
@@ -25,15 +25,14 @@ def holding_input(vi: MidpointVI, q: np.ndarray) -> tuple[np.ndarray, float]:
     means gravity acts on an unactuated joint, so q is no equilibrium (constraint forces ignored).
     """
     q = np.asarray(q, float)
-    g = (vi.fn["D1Ld"](q, q)[0].ravel() + vi.fn["D2Ld"](q, q)[0].ravel()) / vi.dt  # = −∇V(q)
     S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
-    rhs = -g[vi.idx_d]
+    rhs = vi.potential_gradient(q)[vi.idx_d]
     tau = np.linalg.lstsq(S, rhs, rcond=None)[0] if vi.n_torques else np.zeros(0)
     residual = float(np.abs(S @ tau - rhs).max()) if len(rhs) else 0.0
     return np.concatenate([tau, q[vi.idx_k]]), residual
 
 
-def hold_gain(vi: MidpointVI, q: np.ndarray, Q, R) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def hold_gain(vi: Linearizable, q: np.ndarray, Q, R) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq)."""
     x_eq = equilibrium_state(vi, q)
     u_eq, _ = holding_input(vi, q)

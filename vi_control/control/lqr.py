@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.robot import wrap_angle
-
 
 def _as_weight(W: np.ndarray | float, n: int) -> np.ndarray:
     W = np.asarray(W, float)
@@ -22,7 +20,8 @@ def _as_weight(W: np.ndarray | float, n: int) -> np.ndarray:
 
 
 def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (seed 000, gain after eq. 36); Cholesky since R + BᵀPB ≻ 0."""
+    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (seed 000, gain after eq. 36), by an LU solve of the symmetrized R + BᵀPB
+    (positive definite for R ≻ 0; a Cholesky would refuse the PSD R = 0 case that LU still solves)."""
     S = R + B.T @ P @ B
     return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)
 
@@ -82,22 +81,3 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | fl
         if done:
             return _gain(A, B, Rm, Hk), Hk
     raise np.linalg.LinAlgError("discrete Riccati (doubling) did not converge: is (A, B) stabilizable?")
-
-
-def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | None = None) -> np.ndarray:
-    """x_ref − x with the configuration part of continuous joints taken modulo 2π, in [−π, π).
-
-    Only q of continuous (unbounded revolute) joints is wrapped: p is a momentum, never an angle.
-    Works on single states (nx,), on configurations alone (nq,), and on stacks (..., nx) / (..., nq).
-    """
-    e = np.asarray(x_ref, float) - np.asarray(x, float)
-    if continuous_mask is None or not np.any(continuous_mask):
-        return e
-    mask = np.asarray(continuous_mask, bool)
-    nq = mask.size
-    if e.shape[-1] not in (nq, 2 * nq):
-        raise ValueError(f"size {e.shape[-1]} is neither nq = {nq} nor 2·nq = {2 * nq} of the continuous mask")
-    e = e.copy()
-    eq = e[..., :nq]
-    eq[..., mask] = wrap_angle(eq[..., mask])
-    return e

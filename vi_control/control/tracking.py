@@ -8,25 +8,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..integrators.base import DiscreteSystem, State
 from ..model.robot import wrap_angle
-from ..planning.plan import Plan
-from .lqr import state_error
-
-# One definition of the wrapped state difference for planner and controller.
-state_difference = state_error
+from .plan import Plan
 
 
 class TrackingController:
-    """Feedback about a Plan: u_k = U_k + K_k (X_k − x); after the horizon U_final + K_final (X_N − x).
+    """Feedback about a Plan: u_k = U_k + K_k (X_k ⊖ x); after the horizon U_final + K_final (X_N ⊖ x).
 
-    ``continuous_mask`` (nq,) marks joints compared modulo 2π; ``effort_limits`` (n_torques,) clamp
-    the torque part of u (the first ``n_torques`` entries; prescribed-joint positions are not clamped).
+    ``state``: the discrete system's state manifold, whose ``diff`` gives X_k ⊖ x; ``continuous_mask``
+    (nq,): joints whose measured angle is compared modulo 2π (default: the state's own mask, if it has
+    one); ``effort_limits`` (n_torques,) clamp the torque part of u (the first ``n_torques`` entries;
+    prescribed-joint positions are not clamped).
     """
 
-    def __init__(self, plan: Plan, continuous_mask: np.ndarray, effort_limits: np.ndarray | None = None,
-                 n_torques: int | None = None):
+    def __init__(self, plan: Plan, state: State, effort_limits: np.ndarray | None = None,
+                 n_torques: int | None = None, continuous_mask: np.ndarray | None = None):
         self.plan = plan
-        self.continuous_mask = np.asarray(continuous_mask, bool)
+        self.state = state
+        mask = getattr(state, "continuous_mask", None) if continuous_mask is None else continuous_mask
+        self._wrap = None
+        if mask is not None and np.any(mask):
+            nq = len(mask)
+            self._wrap = np.flatnonzero(np.concatenate([np.asarray(mask, bool),
+                                                        np.zeros(state.ndx - nq, bool)]))
         nu = plan.U.shape[1]
         self.n_torques = nu if n_torques is None else int(n_torques)
         lim = np.full(self.n_torques, np.inf) if effort_limits is None else np.asarray(effort_limits, float)
@@ -54,7 +59,10 @@ class TrackingController:
     def command(self, k: int, x: np.ndarray) -> tuple[np.ndarray, bool]:
         """Input u for step k at measured state x, and whether the torque part was clamped."""
         x_ref, u_ref, K = self.reference(k)
-        u = u_ref + K @ state_difference(x_ref, x, self.continuous_mask)
+        e = self.state.diff(x, x_ref)
+        if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
+            e[self._wrap] = wrap_angle(e[self._wrap])
+        u = u_ref + K @ e
         tau = u[: self.n_torques]
         clamped = np.clip(tau, -self.effort_limits, self.effort_limits)
         hit = bool(np.any(clamped != tau))
@@ -83,7 +91,7 @@ class StateEstimator:
     measured velocity. Continuous joints are unwrapped between samples so a ±π wrap is not a huge p.
     """
 
-    def __init__(self, vi, mode: str = "configurations", tolerance: float = 0.25):
+    def __init__(self, vi: DiscreteSystem, mode: str = "configurations", tolerance: float = 0.25):
         if mode not in ("configurations", "velocities"):
             raise ValueError(f"unknown state estimate {mode!r} (configurations|velocities)")
         self.vi, self.mode, self.tolerance = vi, mode, tolerance

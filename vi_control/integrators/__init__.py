@@ -1,17 +1,35 @@
-"""Integrators: the midpoint VI (seed 000) and the linear-time VI (seed 001), selectable by name."""
+"""Integrators: discrete systems x_{k+1} = f(x_k, u_k) behind one interface (``base.DiscreteSystem``).
+
+``MidpointVI`` (seed 000, ``Linearizable``) and ``LinearTimeVI`` (seed 001), selectable by name with
+``make_integrator`` — the one factory every entry point (task pipeline, ROS nodes, scripts) uses.
+"""
 
 from __future__ import annotations
 
 from ..model.robot import RobotModel
+from .base import (
+    ConfigurationMomentumState,
+    ConvergenceError,
+    DiscreteSystem,
+    Linearizable,
+    NewtonSettings,
+    SingularityError,
+    State,
+    StepDerivatives,
+    StepError,
+    StepResult,
+)
 
 INTEGRATORS = ("midpoint", "linear_time")
 
+__all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSystem", "Linearizable", "State",
+           "ConfigurationMomentumState", "NewtonSettings", "StepResult", "StepDerivatives", "StepError",
+           "ConvergenceError", "SingularityError"]
 
-def make_integrator(name: str, robot: RobotModel, dt: float, **options):
-    """MidpointVI for 'midpoint', LinearTimeVI for 'linear_time' (options go to the constructor).
 
-    Both share the state x = (q, p), ``step``/``simulate``/``velocity``/``energy``/``last_result``.
-    """
+def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> DiscreteSystem:
+    """The integrator called ``name`` ('midpoint' or 'linear_time') for ``robot`` at time step ``dt``;
+    ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``)."""
     if name == "midpoint":
         from .midpoint import MidpointVI
 
@@ -21,3 +39,10 @@ def make_integrator(name: str, robot: RobotModel, dt: float, **options):
 
         return LinearTimeVI(robot, dt, **options)
     raise ValueError(f"unknown integrator {name!r}; choose one of {INTEGRATORS}")
+
+
+def require_linearizable(system: DiscreteSystem, who: str = "this planner") -> None:
+    """Raise TypeError, naming the system, if it does not provide exact derivatives (``Linearizable``)."""
+    if not isinstance(system, Linearizable):
+        raise TypeError(f"{who} needs the exact linearization of the step, which {type(system).__name__} does not "
+                        "provide (it is not Linearizable); use the midpoint integrator")

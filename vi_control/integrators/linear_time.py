@@ -15,6 +15,7 @@ Newton with the exact Jacobian (the derivative of DRNEA, Alg. 4; O(n²) to form,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
@@ -24,7 +25,16 @@ from ..mechanics import drnea_c
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
 from ..model.robot import RobotModel
-from .midpoint import ConvergenceError, MidpointVI, SingularityError, StepError, StepResult
+from .base import (
+    ConfigurationMomentumState,
+    ConvergenceError,
+    NewtonSettings,
+    SingularityError,
+    StepError,
+    StepResult,
+    check_state_input,
+    input_sequence,
+)
 
 __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
 
@@ -32,6 +42,7 @@ METHODS = ("riqn", "newton")
 BACKENDS = ("c", "numpy")
 INITIAL_GUESSES = ("IG1", "IG2", "IG3")
 JACOBIANS = ("subtree", "alg4")
+JACOBIAN_NAME = "the DRNEA Jacobian ∂f/∂q_{k+1}"
 
 
 class LinearTimeVI:
@@ -42,17 +53,21 @@ class LinearTimeVI:
     Alg. 4 as printed, one O(n) forward/backward pass per column: the paper's Newton baseline, same
     Jacobian to rounding, more work); ``initial_guess`` IG1
     (q_{k+1} = q_k), IG2 (explicit Euler with q̇_k = M⁻¹p_k) or IG3 (semi-implicit Euler with the
-    continuous dynamics) of §3.3; ``tol`` on the residual ∞-norm relative to 1 + |p_k|∞, as MidpointVI,
-    or ``step_tol`` on the last update relative to 1 + |q|∞ once rounding dominates the residual.
+    continuous dynamics) of §3.3; ``settings`` (NewtonSettings, or its fields as keywords): ``tol`` on the
+    residual ∞-norm relative to 1 + |p_k|∞, as MidpointVI, or ``step_tol`` on the last update relative to
+    1 + |q|∞ once rounding dominates the residual (RIQN forms no Jacobian whose rounding floor could be
+    estimated); a singular Newton Jacobian raises SingularityError, a log map near π ConvergenceError.
     Only unconstrained trees without prescribed joints (seed 001 §5 leaves constraints open).
     ``backend``: 'c' runs the whole step (DRNEA, RIQN/Newton, initial guess, p_{k+1}) as one call into our
     compiled C (mechanics.drnea_c, the same equations); 'numpy' the vectorized numpy/Pinocchio version.
     Default: 'c' when a C compiler is available (and VI_CONTROL_NO_COMPILE is not set), else 'numpy'.
     """
 
-    def __init__(self, robot: RobotModel, dt: float, method: str = "riqn", initial_guess: str = "IG3",
-                 tol: float = 1e-12, max_iterations: int = 100, wrap_continuous: bool = False,
-                 step_tol: float = 1e-13, backend: str | None = None, jacobian: str = "subtree"):
+    DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=100, rcond_min=1e-13, step_tol=1e-13)
+
+    def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
+                 method: str = "riqn", initial_guess: str = "IG3", wrap_continuous: bool = False,
+                 backend: str | None = None, jacobian: str = "subtree", **setting_overrides):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"time step dt must be positive and finite, got {dt}")
         if method not in METHODS:
@@ -66,8 +81,8 @@ class LinearTimeVI:
                                       "(seed 001 §5); use MidpointVI")
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
-        self.tol, self.max_iterations, self.wrap_continuous = tol, max_iterations, wrap_continuous
-        self.step_tol = step_tol
+        self.settings = st = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
+        self.wrap_continuous = wrap_continuous
         self.tree = BodyTree(robot)
         if backend is None:
             backend = "c" if drnea_c.available() and drnea_c.load_library() is not None else "numpy"
@@ -80,16 +95,16 @@ class LinearTimeVI:
         self.idx_act = np.array([names.index(n) for n in robot.actuated], dtype=int)
         self.idx_d, self.idx_k = np.arange(self.nq), np.zeros(0, dtype=int)
         self.nu = self.n_torques = len(self.idx_act)
+        self.state = ConfigurationMomentumState(self.nq, robot.continuous_mask)
         self.damping = np.asarray(robot.damping, float)
         self._model = robot.pin_model
         # Gravity-free copy: ABA on it with q̇ = 0 returns M(q)⁻¹ τ, the impulse response of §3.2.
         self._impulse_model = pin.Model(self._model)
         self._impulse_model.gravity = pin.Motion.Zero()
         self._zero = np.zeros(self.nq)
-        self.last_result: StepResult | None = None
         self.iteration_history: list[int] = []
-        self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, tol,
-                                               step_tol, max_iterations, jacobian) if backend == "c" else None)
+        self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, st.tol,
+                                               st.step_tol, st.max_iterations, jacobian) if backend == "c" else None)
         self._tau_buf = np.zeros(self.nq)
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
@@ -146,11 +161,16 @@ class LinearTimeVI:
         q, p = x[: self.nq], x[self.nq:]
         return float(0.5 * self.velocity(x) @ p + self.tree.potential_energy(self.tree.frames(q)))
 
+    def potential_gradient(self, q: np.ndarray) -> np.ndarray:
+        """∇V(q) from the tree's gravity wrenches (O(n))."""
+        return self.tree.gravity_torque(self.tree.frames(np.asarray(q, float)))
+
     def constraint(self, q: np.ndarray) -> np.ndarray:
         return np.zeros(0)
 
-    # Continuous joint angles to [−π, π): L_d only sees relative placements, so p is unchanged.
-    wrap = MidpointVI.wrap
+    def wrap(self, x: np.ndarray) -> np.ndarray:
+        """Continuous joint angles to [−π, π): L_d only sees relative placements, so p is unchanged."""
+        return self.state.wrap(x)
 
     # ---- DEL residual (DRNEA) -----------------------------------------------------------------------
     def residual(self, x: np.ndarray, u: np.ndarray, q1: np.ndarray) -> np.ndarray:
@@ -183,16 +203,12 @@ class LinearTimeVI:
         return self.tree.momentum_jacobian(fk, fk1, xi, self.dt) + np.diag(self.damping)
 
     # ---- one step -------------------------------------------------------------------------------------
-    def _check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        x = np.asarray(x, float).ravel()
-        u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
-        if x.size != self.nx:
-            raise ValueError(f"state has size {x.size}, expected {self.nx} = 2·nq")
-        if u.size != self.nu:
-            raise ValueError(f"input has size {u.size}, expected {self.nu} torques")
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
-            raise ValueError("state or input contains NaN/inf")
-        return x, u
+    def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        return check_state_input(self, x, u)
+
+    def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
+        """y₀ = q_{k+1} of ``x_next`` (no multipliers: unconstrained trees only)."""
+        return np.array(x_next[: self.nq], float)
 
     def initial_guess(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """IG1 / IG2 / IG3 of seed 001 §3.3 (q̇_k from M⁻¹p_k since the state carries p_k)."""
@@ -206,24 +222,27 @@ class LinearTimeVI:
         return q + self.dt * (v + self.dt * a)
 
     def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-              y0: np.ndarray | None = None) -> StepResult:
-        """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1); raises ConvergenceError."""
-        x, u = self._check_inputs(x, u)
+              y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
+        """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1); raises ConvergenceError / SingularityError.
+
+        ``y0``: initial guess of q_{k+1} (else the ``initial_guess`` rule); ``lam0`` is ignored (no constraints).
+        """
+        x, u = self.check_inputs(x, u)
         if self._compiled is not None:
             return self._solve_compiled(x, u, step_index, y0)
         q0 = x[: self.nq]
         fk = self.tree.frames(q0)
         const = self._constant_part(fk, x, u)
         q1 = self.initial_guess(x, u) if y0 is None else np.array(y0, float)
-        scale = 1.0 + np.abs(x[self.nq:]).max()
+        st, pnorm = self.settings, float(np.abs(x[self.nq:]).max())
         rnorm, it, converged, prev = np.inf, 0, False, np.inf
         try:
-            for it in range(self.max_iterations + 1):
+            for it in range(st.max_iterations + 1):
                 f, fk1, xi, mw = self._residual(fk, const, q0, q1)
                 rnorm = float(np.abs(f).max())
-                if not np.isfinite(rnorm) or it == self.max_iterations:
+                if not np.isfinite(rnorm) or it == st.max_iterations:
                     break
-                if rnorm <= self.tol * scale:
+                if st.accepts(rnorm, pnorm):
                     converged = True
                     break
                 if self.method == "riqn":
@@ -235,13 +254,15 @@ class LinearTimeVI:
                 # Newton's quadratic convergence ended in rounding noise: updates below √eps stop contracting
                 stalled = self.method == "newton" and dqn >= 0.5 * prev and dqn <= 1.5e-8 * qn
                 prev = dqn
-                if dqn <= self.step_tol * qn or stalled:
+                if dqn <= st.step_tol * qn or stalled:
                     # f is at its rounding floor (≈ eps·|M|/Δt·|q|, above 1e-9 for 100-link chains)
                     f, fk1, xi, mw = self._residual(fk, const, q0, q1)
                     rnorm, it, converged = float(np.abs(f).max()), it + 1, True
                     break
-        except (ValueError, np.linalg.LinAlgError) as exc:  # log map near π or singular Jacobian
-            raise ConvergenceError(step_index, rnorm, it) from exc
+        except np.linalg.LinAlgError:
+            raise SingularityError(step_index, 0.0, JACOBIAN_NAME) from None
+        except ValueError as exc:  # a body's relative rotation reached the log map's singularity at π
+            raise ConvergenceError(step_index, rnorm, it, str(exc)) from exc
         if not (converged and np.isfinite(rnorm)):
             raise ConvergenceError(step_index, rnorm, it)
         # p_{k+1} = D₂L_d(q_k, q_{k+1}): the world momenta are shared with the residual (see BodyTree).
@@ -251,26 +272,34 @@ class LinearTimeVI:
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1.copy())
 
+    def _raise(self, code: int, step_index: int | None, rnorm: float, it: int) -> None:
+        """The numpy path's exceptions for a C return code."""
+        if code == drnea_c.SINGULAR_JACOBIAN:
+            raise SingularityError(step_index, 0.0, JACOBIAN_NAME)
+        raise ConvergenceError(step_index, rnorm, it,
+                               "a relative rotation reached π (log map)" if code == drnea_c.LOG_NEAR_PI else "")
+
     def _solve_compiled(self, x: np.ndarray, u: np.ndarray, step_index: int | None,
                         y0: np.ndarray | None) -> StepResult:
         self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
         code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)
-        if code != drnea_c.OK:  # not converged, log map near π, or singular Jacobian: as the numpy path
-            raise ConvergenceError(step_index, rnorm, it)
+        if code != drnea_c.OK:
+            self._raise(code, step_index, rnorm, it)
         q1 = xn[: self.nq].copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1)
 
-    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None) -> np.ndarray:
-        """x_{k+1} = f(x_k, u_k); iterations and residual in ``last_result``."""
-        self.last_result = self.solve(x, u, step_index)
-        return self.last_result.x
+    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
+             lam0: np.ndarray | None = None) -> np.ndarray:
+        """x_{k+1} = f(x_k, u_k)."""
+        return self.solve(x, u, step_index).x
 
-    def simulate(self, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
+                 steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Roll out N steps: states (N+1, nx) and (empty) multipliers (N, 0); iterations per step in
-        ``iteration_history``."""
-        inputs = np.asarray(inputs, float).reshape(-1, self.nu) if self.nu else np.zeros((len(inputs), 0))
+        ``iteration_history``. ``inputs`` (N, nu), or ``steps=N`` for a system without inputs."""
+        inputs = input_sequence(self, inputs, steps)
         if self._compiled is not None and not self.wrap_continuous and len(inputs):
             return self._simulate_compiled(x0, inputs)
         X = np.zeros((len(inputs) + 1, self.nx))
@@ -280,12 +309,11 @@ class LinearTimeVI:
             r = self.solve(X[k], u, step_index=k)
             X[k + 1] = r.x
             self.iteration_history.append(r.iterations)
-        self.last_result = r if len(inputs) else self.last_result
         return X, np.zeros((len(inputs), 0))
 
     def _simulate_compiled(self, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The whole rollout as one C call (no Python per step); same steps as ``solve``."""
-        x0, _ = self._check_inputs(x0, None)
+        x0, _ = self.check_inputs(x0, None)
         if not np.all(np.isfinite(inputs)):
             raise ValueError("inputs contain NaN/inf")
         taus = np.zeros((len(inputs), self.nq))
@@ -293,7 +321,5 @@ class LinearTimeVI:
         code, X, iters, rnorm, it, k = self._compiled.rollout(x0, taus)
         self.iteration_history = iters[: k + 1].tolist()
         if code != drnea_c.OK:
-            raise ConvergenceError(k, rnorm, it)
-        self.last_result = StepResult(x=X[-1].copy(), lam=np.zeros(0), iterations=it, residual=rnorm,
-                                      y=X[-1, : self.nq].copy())
+            self._raise(code, k, rnorm, it)
         return X, np.zeros((len(inputs), 0))

@@ -1,14 +1,18 @@
-"""Midpoint variational integrator (seed 000 §II, §VI): step, Legendre transforms, simulate.
+"""Midpoint variational integrator (seed 000 §II, §VI): step, Legendre transforms, simulate, derivatives.
 
-``MidpointVI`` is the discrete system object of DESIGN.md principle 3: ``step`` solves the forced
-(constrained) DEL equations by Newton's method with the exact Jacobian M_{k+1} (eq. 8), and
-``linearize`` / ``second_order`` (vi_control.linearization) differentiate the same map.
+``MidpointVI`` is the discrete system object of DESIGN.md principle 3 and implements the ``Linearizable``
+interface of ``integrators.base``: ``solve`` finds the root of the forced (constrained) DEL equations by
+Newton's method with the exact Jacobian M_{k+1} (eq. 8); ``step_derivatives`` / ``step_hessian`` give the
+exact partial derivatives of the same implicit map, which ``vi_control.linearization`` turns into A, B and
+second-order terms.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
+from functools import cached_property
 
+import casadi as ca
 import numpy as np
 from scipy.linalg import lapack
 
@@ -19,46 +23,24 @@ from ..mechanics.discrete import (
     NEWTON_SINGULAR_MASS,
     DiscreteSystemStructure,
 )
-from ..model.robot import RobotModel, wrap_angle
+from ..model.robot import RobotModel
+from .base import (
+    ConfigurationMomentumState,
+    ConvergenceError,
+    NewtonSettings,
+    SingularityError,
+    StepDerivatives,
+    StepError,
+    StepResult,
+    check_state_input,
+    input_sequence,
+)
+
+__all__ = ["MidpointVI", "ConvergenceError", "SingularityError", "StepError", "StepResult", "NEWTON_METHODS"]
 
 NEWTON_METHODS = ("exact", "chord")
 # Chord Newton refreshes M_{k+1} when an update is not at least this much smaller than the previous one.
 CHORD_RATE_MAX = 0.25
-
-
-class StepError(RuntimeError):
-    """A step could not produce a trustworthy next state."""
-
-
-class ConvergenceError(StepError):
-    """Newton did not converge; carries the step index and final residual norm."""
-
-    def __init__(self, step: int | None, residual: float, iterations: int):
-        self.step, self.residual, self.iterations = step, residual, iterations
-        super().__init__(
-            f"Newton did not converge at step {step} after {iterations} iterations "
-            f"(residual norm {residual:.3e}); reduce dt or check the inputs"
-        )
-
-
-class SingularityError(StepError):
-    """M_{k+1} or the constraint term is singular or ill-conditioned (seed 000 §VII)."""
-
-    def __init__(self, step: int | None, rcond: float, what: str):
-        self.step, self.rcond, self.what = step, rcond, what
-        super().__init__(
-            f"{what} is singular or ill-conditioned at step {step} (reciprocal condition {rcond:.2e}); "
-            "the one-step map is not defined here (seed 000 §VII)"
-        )
-
-
-@dataclass
-class StepResult:
-    x: np.ndarray  # next state (q_{k+1}, p_{k+1})
-    lam: np.ndarray  # constraint multipliers λ_k (discrete constraint impulses, eq. 28a)
-    iterations: int
-    residual: float
-    y: np.ndarray  # solved unknowns (q_{k+1}[dynamic], λ_k), reused by linearize
 
 
 def _lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -74,11 +56,11 @@ def _lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tupl
 
 
 class MidpointVI:
-    """Midpoint variational integrator for a RobotModel at time step ``dt``.
+    """Midpoint variational integrator for a RobotModel at time step ``dt`` (a ``Linearizable`` system).
 
-    Parameters: ``tol`` (residual ∞-norm for Newton), ``max_iterations``, ``rcond_min`` (below
-    it M_{k+1} or the KKT matrix counts as singular), ``wrap_continuous`` (keep continuous joint
-    angles in [−π, π) after each step), ``compile`` (generated C, see mechanics.codegen), ``newton``:
+    ``settings`` (NewtonSettings; or its fields ``tol``, ``max_iterations``, ``rcond_min``, ``step_tol`` as
+    keywords) is the root solve's stopping rule; ``wrap_continuous`` keeps continuous joint angles in
+    [−π, π) after each step; ``compile`` chooses generated C (mechanics.codegen) or CasADi's VM; ``newton``:
     'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' factors it once per step
     at the initial guess, iterates with the residual alone, refreshes the factorization only when an
     update shrinks by less than ``chord_rate_max``, and ends with one exact update at the root. Both stop
@@ -87,11 +69,14 @@ class MidpointVI:
     function call costs more than the Jacobian it saves (docs/performance_step.md).
     """
 
-    def __init__(self, robot: RobotModel, dt: float, tol: float = 1e-12, max_iterations: int = 30,
-                 rcond_min: float = 1e-13, wrap_continuous: bool = False, compile: bool | None = None,
-                 newton: str | None = None):
+    DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
+
+    def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
+                 wrap_continuous: bool = False, compile: bool | None = None, newton: str | None = None,
+                 **setting_overrides):
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
+        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
         self.robot = robot
         self.structure = DiscreteSystemStructure(robot, dt, compile=compile)
         s = self.structure
@@ -99,17 +84,21 @@ class MidpointVI:
         self.nq, self.nx, self.nu, self.nc = s.nq, s.nx, s.n_inputs, s.nc
         self.n_torques, self.nk, self.nd = s.nu, s.nk, s.nd
         self.idx_d, self.idx_k, self.idx_act = s.idx_d, s.idx_k, s.idx_act
-        self.tol, self.max_iterations, self.rcond_min = tol, max_iterations, rcond_min
+        self.state = ConfigurationMomentumState(self.nq, robot.continuous_mask)
         self.wrap_continuous = wrap_continuous
-        self.fn = s.functions
-        self._lam_guess = np.zeros(self.nc)
-        self.last_result: StepResult | None = None
+        self.functions = s.functions  # the backend's function set (compiled or VM); not part of the interface
         self._newton = s.newton  # compiled whole-step driver, or None (CasADi VM / no compiler)
         self.newton = newton or ("chord" if self._newton is not None else "exact")
         self.chord_rate_max = CHORD_RATE_MAX
         self._zero_input = np.zeros(self.nu)
+        self._zero_lam = np.zeros(self.nc)
         self._what = ("M_{k+1}" if self.nc == 0
                       else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
+
+    @property
+    def compiled_driver(self) -> bool:
+        """True when each step is one call into the generated C Newton driver."""
+        return self._newton is not None
 
     def _chord_settings(self) -> tuple[bool, float]:
         return self.newton == "chord", self.chord_rate_max
@@ -118,9 +107,17 @@ class MidpointVI:
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
         """x_0 = (q, ∂L/∂q̇(q, q̇)); for prescribed joints the p-slot holds q̇."""
         q, qdot = np.asarray(q, float), np.asarray(qdot, float)
-        p = self.fn["momentum"](q, qdot)[0].ravel().copy()
+        p = self.functions["momentum"](q, qdot)[0].ravel().copy()
         p[self.idx_k] = qdot[self.idx_k]
         return np.concatenate([q, p])
+
+    def discrete_momentum(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """D₂L_d(q_0, q_1) (nq,): the right discrete Legendre transform (seed 000 eq. 1b, F⁺_d = 0)."""
+        return self.functions["D2Ld"](np.asarray(q0, float), np.asarray(q1, float))[0].ravel().copy()
+
+    def left_discrete_momentum(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
+        """−D₁L_d(q_0, q_1) (nq,): the momentum p_0 at which q_0 → q_1 is an unforced step (eq. 1a)."""
+        return -self.functions["D1Ld"](np.asarray(q0, float), np.asarray(q1, float))[0].ravel()
 
     def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
         """x_k from two measured configurations: p_k = D₂L_d(q_{k−1}, q_k) (eq. 1b, F⁺_d = 0).
@@ -129,7 +126,7 @@ class MidpointVI:
         force-free. This is how a controller works from configurations alone.
         """
         q_prev, q = np.asarray(q_prev, float), np.asarray(q, float)
-        p = self.fn["D2Ld"](q_prev, q)[0].ravel().copy()
+        p = self.discrete_momentum(q_prev, q)
         p[self.idx_k] = (q[self.idx_k] - q_prev[self.idx_k]) / self.dt
         return np.concatenate([q, p])
 
@@ -141,7 +138,7 @@ class MidpointVI:
         fail on a configuration the step itself handles.
         """
         q, p = x[: self.nq], x[self.nq:]
-        M = np.array(self.fn["mass"](q)[0])
+        M = self.mass_matrix(q)
         v = np.zeros(self.nq)
         v[self.idx_k] = p[self.idx_k]
         d, k = self.idx_d, self.idx_k
@@ -153,79 +150,77 @@ class MidpointVI:
             v[d] = np.linalg.lstsq(Mdd, rhs, rcond=None)[0]
         return v
 
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        """M(q) (nq, nq) of the symbolic tree (equal to Pinocchio's crba to round-off)."""
+        return np.array(self.functions["mass"](np.asarray(q, float))[0])
+
     def energy(self, x: np.ndarray) -> float:
-        return float(self.fn["energy"](x[: self.nq], self.velocity(x))[0].item())
+        return float(self.functions["energy"](x[: self.nq], self.velocity(x))[0].item())
+
+    def potential_gradient(self, q: np.ndarray) -> np.ndarray:
+        """∇V(q) = −(D₁L_d(q, q) + D₂L_d(q, q))/Δt: at rest the midpoint rule's discrete forces are exact."""
+        q = np.asarray(q, float)
+        return -(self.functions["D1Ld"](q, q)[0].ravel() + self.functions["D2Ld"](q, q)[0].ravel()) / self.dt
 
     def constraint(self, q: np.ndarray) -> np.ndarray:
-        return self.fn["h"](np.asarray(q, float))[0].ravel().copy()
+        return self.functions["h"](np.asarray(q, float))[0].ravel().copy()
 
     def wrap(self, x: np.ndarray) -> np.ndarray:
         """Continuous joint angles to [−π, π) — L_d only sees differences and cos/sin."""
-        mask = self.robot.continuous_mask
-        if mask.any():
-            x = x.copy()
-            x[: self.nq][mask] = wrap_angle(x[: self.nq][mask])
-        return x
+        return self.state.wrap(x)
 
     # ---- one step -----------------------------------------------------------------------------
-    def _check_sizes(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        x = np.asarray(x, float).ravel()
-        u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
-        if x.size != self.nx:
-            raise ValueError(f"state has size {x.size}, expected {self.nx} = 2·nq")
-        if u.size != self.nu:
-            raise ValueError(f"input has size {u.size}, expected {self.nu} "
-                             f"({self.n_torques} torques + {self.nk} prescribed positions)")
-        return x, u
+    def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        return check_state_input(self, x, u)
 
-    def _check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        x, u = self._check_sizes(x, u)
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
-            raise ValueError("state or input contains NaN/inf")
-        return x, u
-
-    def initial_guess(self, x: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
-        """y₀ = (q_k + Δt·M(q_k)⁻¹p_k, λ_{k−1}); a least-squares velocity where M(q_k) is singular.
+    def initial_guess(self, x: np.ndarray, u: np.ndarray | None = None,
+                      lam0: np.ndarray | None = None) -> np.ndarray:
+        """y₀ = (q_k + Δt·M(q_k)⁻¹p_k, λ₀) with λ₀ = ``lam0`` or 0; a least-squares velocity where M(q_k) is
+        singular.
 
         At a coordinate singularity of q_k (seed 000 §VII-A: the spherical pendulum's pole) M(q_k) has
         no inverse, yet M_{k+1} may be regular: the step must still be attempted, and it raises
         SingularityError only if the Newton matrix itself is singular.
         """
         q1 = x[: self.nq] + self.dt * self.velocity(x)
-        return np.concatenate([q1[self.idx_d], self._lam_guess])
+        return self.warm_start(np.concatenate([q1, x[self.nq:]]), lam0)
 
-    def solve(self, x: np.ndarray, u: np.ndarray, step_index: int | None = None,
-              y0: np.ndarray | None = None) -> StepResult:
-        """Newton on R(y, z) = 0 (eq. 2a / 28a–b); raises ConvergenceError / SingularityError."""
+    def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
+        """y₀ = (q_{k+1}[dynamic] of ``x_next``, λ or 0): Newton's start for a step predicted to end there."""
+        lam = self._zero_lam if lam is None else np.asarray(lam, float).ravel()
+        return np.concatenate([np.asarray(x_next, float)[: self.nq][self.idx_d], lam])
+
+    def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
+              y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
+        """Newton on R(y, z) = 0 (eq. 2a / 28a–b); raises ConvergenceError / SingularityError.
+
+        ``y0``: the unknowns' initial guess (else ``initial_guess(x, u, lam0)``); nothing is kept between calls.
+        """
         if self._newton is not None:
-            return self._solve_compiled(x, u, step_index, y0)
-        x, u = self._check_inputs(x, u)
+            return self._solve_compiled(x, u, step_index, y0, lam0)
+        x, u = self.check_inputs(x, u)
         z = np.concatenate([x, u])
-        y = self.initial_guess(x, u) if y0 is None else np.array(y0, float)
-        res_fn, r_fn = self.fn["residual"], self.fn["residual_only"]
-        what = self._what
+        y = self.initial_guess(x, u, lam0) if y0 is None else np.array(y0, float)
+        res_fn, r_fn = self.functions["residual"], self.functions["residual_only"]
+        st, what = self.settings, self._what
         chord, theta_max = self._chord_settings()
-        scale = 1.0 + np.abs(x[self.nq:]).max()
+        pnorm = np.abs(x[self.nq:]).max()
         rnorm, dnorm_prev, with_jac, lu = np.inf, np.inf, True, None
-        for it in range(self.max_iterations + 1):
+        for it in range(st.max_iterations + 1):
             if with_jac:
                 R, J = res_fn(y, z)
             else:
                 R = r_fn(y, z)[0]
             j_at_y = with_jac
             rnorm = float(np.abs(R).max())
-            if not np.isfinite(rnorm):
-                break
-            if rnorm <= self.tol * scale:
-                break
-            if it == self.max_iterations:
+            if not np.isfinite(rnorm) or st.accepts(rnorm, pnorm) or it == st.max_iterations:
                 break
             if with_jac:
-                lu = _lu_factor_checked(J, self.rcond_min, step_index, what)
+                lu = _lu_factor_checked(J, st.rcond_min, step_index, what)
             dy = lapack.dgetrs(*lu, R.ravel())[0]
             y = y - dy
             dnorm = np.abs(dy).max()
-            if dnorm < 1e-15 * (1.0 + np.abs(y).max()):
+            if dnorm < st.step_tol * (1.0 + np.abs(y).max()):
                 R, J = res_fn(y, z)
                 j_at_y = True
                 rnorm = float(np.abs(R).max())
@@ -237,48 +232,46 @@ class MidpointVI:
             R, J = res_fn(y, z)
             rnorm = float(np.abs(R).max())
         # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
-        floor_r = 64.0 * np.finfo(float).eps * np.abs(J).sum(axis=0).max() * (1.0 + np.abs(y).max())
-        if not (rnorm <= max(self.tol * scale, floor_r)):
+        floor_r = st.rounding_floor(np.abs(J).sum(axis=0).max(), np.abs(y).max())
+        if not st.accepts(rnorm, pnorm, floor_r):
             raise ConvergenceError(step_index, rnorm, it)
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
-        lu = _lu_factor_checked(np.array(J), self.rcond_min, step_index, what)
+        lu = _lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
         if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
             y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
             r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
             if r_pol <= max(rnorm, floor_r):
                 y, rnorm = y_pol, r_pol
-        xn = self.fn["output"](y, z)[0].ravel().copy()
+        xn = self.functions["output"](y, z)[0].ravel().copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
-        lam = y[self.nd:].copy()
-        self._lam_guess = lam
-        return StepResult(x=xn, lam=lam, iterations=it, residual=rnorm, y=y.copy())
+        return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
 
     def _solve_compiled(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None,
-                        y0: np.ndarray | None) -> StepResult:
+                        y0: np.ndarray | None, lam0: np.ndarray | None) -> StepResult:
         """Same algorithm as the numpy loop of ``solve``, as one call into the generated library.
 
-        Finiteness of (x, u) is checked in C (same ValueError); the rest of ``_check_inputs`` is here.
+        Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here.
         """
-        nw, nx = self._newton, self.nx
+        nw, nx, st = self._newton, self.nx, self.settings
         x = np.asarray(x, dtype=float)
         u = self._zero_input if u is None else np.asarray(u, dtype=float)
         if x.shape != (nx,) or u.shape != (self.nu,):
-            x, u = self._check_sizes(x, u)
+            x, u = check_state_input(self, x, u, finite=False)
         nw.z[:nx] = x
         nw.z[nx:] = u
         if y0 is None:
             if self.nc:
-                nw.y[self.nd:] = self._lam_guess
+                nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
         else:
             nw.y[:] = np.asarray(y0, float).ravel()
-        code = nw(self.max_iterations, self.tol, self.rcond_min, y0 is None, *self._chord_settings())
+        code = nw(st.max_iterations, st.tol, st.rcond_min, y0 is None, *self._chord_settings())
         rnorm, it, rcond = nw.info.tolist()
         if code:
             if code == NEWTON_NONFINITE:
                 raise ValueError("state or input contains NaN/inf")
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
-                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u))
+                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u, lam0), None)
             if code == NEWTON_SINGULAR:
                 raise SingularityError(step_index, rcond, self._what)
             assert code == NEWTON_NOT_CONVERGED
@@ -287,36 +280,55 @@ class MidpointVI:
         if self.wrap_continuous:
             xn = self.wrap(xn)
         y = nw.y.copy()
-        lam = y[self.nd:].copy()
-        self._lam_guess = lam
-        return StepResult(x=xn, lam=lam, iterations=int(it), residual=rnorm, y=y)
+        return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=int(it), residual=rnorm, y=y)
 
-    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None) -> np.ndarray:
-        """x_{k+1} = f(x_k, u_k). Multipliers and iteration count are in ``last_result``."""
-        self.last_result = self.solve(x, u, step_index)
-        return self.last_result.x
+    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
+             lam0: np.ndarray | None = None) -> np.ndarray:
+        """x_{k+1} = f(x_k, u_k) (multipliers: use ``solve``)."""
+        return self.solve(x, u, step_index, lam0=lam0).x
 
     def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
                  steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Roll out N steps: returns states (N+1, nx) and multipliers (N, nc).
+        """Roll out N steps: returns states (N+1, nx) and multipliers (N, nc); each step's Newton starts from
+        the previous step's multipliers.
 
         ``inputs`` is (N, nu); a system without inputs (nu = 0) takes ``steps=N`` instead.
         """
-        if inputs is None:
-            if steps is None:
-                raise ValueError("simulate needs inputs (N, nu) or, without inputs, steps=N")
-            inputs = np.zeros((steps, self.nu))
-        inputs = np.asarray(inputs, float)
-        if self.nu == 0:
-            inputs = np.zeros((steps if steps is not None else len(inputs), 0))
-        elif inputs.ndim == 1 and inputs.size % self.nu == 0:
-            inputs = inputs.reshape(-1, self.nu)
-        if inputs.ndim != 2 or inputs.shape[1] != self.nu:
-            raise ValueError(f"inputs must have shape (N, {self.nu}), got {inputs.shape}")
+        inputs = input_sequence(self, inputs, steps)
         X = np.zeros((len(inputs) + 1, self.nx))
         lams = np.zeros((len(inputs), self.nc))
         X[0] = x0
+        lam = None
         for k, u in enumerate(inputs):
-            r = self.solve(X[k], u, step_index=k)
-            X[k + 1], lams[k] = r.x, r.lam
+            r = self.solve(X[k], u, step_index=k, lam0=lam)
+            X[k + 1], lams[k], lam = r.x, r.lam, r.lam
         return X, lams
+
+    # ---- derivatives (the Linearizable interface) ------------------------------------------------
+    def step_derivatives(self, result: StepResult, x: np.ndarray, u: np.ndarray) -> StepDerivatives:
+        """R_y, R_z, O_y, O_z at a solved step, by AD of L_d (seed 000 eqs. 8–15, 29–30)."""
+        z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
+        Ry, Rz, Oy, Oz = (np.array(a) for a in self.functions["linearize"](result.y, z))
+        return StepDerivatives(Ry=Ry, Rz=Rz, Oy=Oy, Oz=Oz)
+
+    def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
+                     mu: np.ndarray) -> np.ndarray:
+        """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step (seed 000 eqs. 16–27 before projection)."""
+        z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
+        return self.functions["hessian"](result.y, z, cov, mu)[0]
+
+    def curved_outputs(self) -> np.ndarray:
+        return self._curved_outputs
+
+    @cached_property
+    def _curved_outputs(self) -> np.ndarray:
+        """Rows i of O(y, z) with ∂²Oᵢ ≠ 0, read from the symbolic output map once.
+
+        q_{k+1} and the prescribed joints' kinematic momenta are linear in (y, z); only the dynamic rows
+        of p_{k+1} = D₂L_d (eq. 2b) carry curvature, so the full tensor needs ~nd + ny Hessians, not nx.
+        """
+        f = self.functions.raw["output"]
+        y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
+        w = ca.vertcat(y, z)
+        J = ca.jacobian(f(y, z), w)
+        return np.array([i for i in range(J.size1()) if ca.depends_on(J[i, :], w)], dtype=int)

@@ -14,18 +14,22 @@ the (nx, nz, nz) tensor; ``second_order`` forms the full tensor from one project
 curved output row and per residual row (the contraction is linear in (c, μ)).
 The rcond of R_y is reported with every linearization: seed 000 §VII's two singularities (M_{k+1},
 and the constraint term Dh(q_{k+1}) M_{k+1}⁻¹ Dh(q_k)ᵀ, its Schur complement) both make R_y singular.
+
+Every function here takes any ``Linearizable`` system (integrators.base): it asks the system only for
+``solve``, ``step_derivatives``, ``step_hessian``, ``curved_outputs`` and ``warm_start``.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 
-import casadi as ca
 import numpy as np
 from scipy.linalg import lapack
 
-from ..integrators.midpoint import MidpointVI, SingularityError, StepResult
+from ..integrators.base import Linearizable, SingularityError, StepResult
+
+__all__ = ["Linearization", "TrajectoryLinearization", "linearize", "second_order_contraction", "second_order",
+           "linearize_trajectory"]
 
 
 @dataclass
@@ -38,11 +42,10 @@ class Linearization:
     parts: tuple | None = field(default=None, repr=False, compare=False)
 
 
-def _parts(vi: MidpointVI, x: np.ndarray, u: np.ndarray, result: StepResult | None):
+def _parts(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | None):
     r = result if result is not None else vi.solve(x, u)
-    z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
-    Ry, Rz, Oy, Oz = (np.array(a) for a in vi.fn["linearize"](r.y, z))
-    return r, z, Ry, Rz, Oy, Oz
+    d = vi.step_derivatives(r, x, u)
+    return r, d.Ry, d.Rz, d.Oy, d.Oz
 
 
 def _factor(Ry: np.ndarray):
@@ -53,19 +56,21 @@ def _factor(Ry: np.ndarray):
     return lu, piv, float(rcond)
 
 
-def linearize(vi: MidpointVI, x: np.ndarray, u: np.ndarray, result: StepResult | None = None) -> Linearization:
+def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | None = None) -> Linearization:
     """A_k, B_k of the one-step map at (x_k, u_k) (seed 000 eqs. 8–15; constrained 29–30).
 
+    ``result``: the solved step at (x, u), if the caller has it (else it is solved here).
     Raises SingularityError where R_y (M_{k+1}, bordered by the constraint Jacobians) is singular to
-    the integrator's own threshold ``vi.rcond_min``: the map has no derivative there (seed 000 §VII).
+    the integrator's own threshold ``vi.settings.rcond_min``: the map has no derivative there (seed 000 §VII).
     """
-    r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
+    r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
     lu, piv, rcond = _factor(Ry)
-    if not rcond >= vi.rcond_min:
+    if not rcond >= vi.settings.rcond_min:
         raise SingularityError(None, rcond, "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     J = Oz + Oy @ dydz
-    return Linearization(A=J[:, : vi.nx], B=J[:, vi.nx:], dy_dz=dydz, rcond=rcond, parts=(r, z, Oy, lu, piv))
+    ndx = vi.state.ndx
+    return Linearization(A=J[:, :ndx], B=J[:, ndx:], dy_dz=dydz, rcond=rcond, parts=(r, Oy, lu, piv))
 
 
 def _project(H: np.ndarray, dydz: np.ndarray) -> np.ndarray:
@@ -80,7 +85,7 @@ def _split(Hz: np.ndarray, nx: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return Hz[..., :nx, :nx], Hz[..., :nx, nx:], Hz[..., nx:, nx:]
 
 
-def second_order_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
+def second_order_contraction(vi: Linearizable, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
                              result: StepResult | None = None, lin: Linearization | None = None
                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Σᵢ cᵢ ∂²fᵢ/∂x∂x, Σᵢ cᵢ ∂²fᵢ/∂x∂u, Σᵢ cᵢ ∂²fᵢ/∂u∂u) for a covector c (seed 000 eqs. 16–27).
@@ -89,37 +94,19 @@ def second_order_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: 
     (a DDP backward pass needs both at every step).
     """
     if lin is not None and lin.parts is not None:
-        (r, z, Oy, lu, piv), dydz = lin.parts, lin.dy_dz
+        (r, Oy, lu, piv), dydz = lin.parts, lin.dy_dz
     else:
-        r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
+        r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
         lu, piv, _ = _factor(Ry)
         dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     cov = np.asarray(cov, float).ravel()
     # Adjoint of the DEL equations: R_yᵀ μ = −O_yᵀ c (the multiplier of eqs. 16–27's implicit terms).
     mu = -lapack.dgetrs(lu, piv, Oy.T @ cov, trans=1)[0]
-    Hz = _project(vi.fn["hessian"](r.y, z, cov, mu)[0], dydz)
-    return tuple(a.copy() for a in _split(Hz, vi.nx))
+    Hz = _project(vi.step_hessian(r, x, u, cov, mu), dydz)
+    return tuple(a.copy() for a in _split(Hz, vi.state.ndx))
 
 
-_NONLINEAR_OUTPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _nonlinear_outputs(vi: MidpointVI) -> np.ndarray:
-    """Rows i of O(y, z) with ∂²Oᵢ ≠ 0, read from the symbolic output map once per integrator.
-
-    q_{k+1} and the prescribed joints' kinematic momenta are linear in (y, z); only the dynamic rows
-    of p_{k+1} = D₂L_d (eq. 2b) carry curvature, so the full tensor needs ~nd + ny Hessians, not nx.
-    """
-    if vi not in _NONLINEAR_OUTPUTS:
-        f = vi.fn.raw["output"]
-        y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
-        w = ca.vertcat(y, z)
-        J = ca.jacobian(f(y, z), w)
-        _NONLINEAR_OUTPUTS[vi] = np.array([i for i in range(J.size1()) if ca.depends_on(J[i, :], w)], dtype=int)
-    return _NONLINEAR_OUTPUTS[vi]
-
-
-def second_order(vi: MidpointVI, x: np.ndarray, u: np.ndarray,
+def second_order(vi: Linearizable, x: np.ndarray, u: np.ndarray,
                  result: StepResult | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Full tensors f_xx (nx, nx, nx), f_xu (nx, nx, nu), f_uu (nx, nu, nu); index 0 is the output.
 
@@ -127,23 +114,22 @@ def second_order(vi: MidpointVI, x: np.ndarray, u: np.ndarray,
     (seed 000 eqs. 16–27). So one projected Hessian per curved output row and per DEL residual row,
     combined by one tensor product, gives every fᵢ's second derivative.
     """
-    r, z, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
+    r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
     lu, piv, _ = _factor(Ry)
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]
-    ny, nz, nx = Ry.shape[0], z.size, vi.nx
+    ny, nz, nx = Ry.shape[0], Rz.shape[1], vi.state.ndx
     Mu = -lapack.dgetrs(lu, piv, Oy.T, trans=1)[0]  # column i is μ⁽ⁱ⁾, (ny, nx)
-    hess = vi.fn["hessian"]
     zero_c, zero_mu = np.zeros(nx), np.zeros(ny)
     G_R = np.empty((ny, nz, nz))
     for j in range(ny):
         e = zero_mu.copy()
         e[j] = 1.0
-        G_R[j] = _project(hess(r.y, z, zero_c, e)[0], dydz)
+        G_R[j] = _project(vi.step_hessian(r, x, u, zero_c, e), dydz)
     F = np.tensordot(Mu.T, G_R, axes=1)  # (nx, nz, nz)
-    for i in _nonlinear_outputs(vi):
+    for i in vi.curved_outputs():
         e = zero_c.copy()
         e[i] = 1.0
-        F[i] += _project(hess(r.y, z, e, zero_mu)[0], dydz)
+        F[i] += _project(vi.step_hessian(r, x, u, e, zero_mu), dydz)
     return tuple(np.ascontiguousarray(a) for a in _split(F, nx))
 
 
@@ -155,16 +141,17 @@ class TrajectoryLinearization:
     near_singular: np.ndarray  # step indices where rcond < threshold
 
 
-def linearize_trajectory(vi: MidpointVI, X: np.ndarray, U: np.ndarray,
+def linearize_trajectory(vi: Linearizable, X: np.ndarray, U: np.ndarray,
                          rcond_warn: float = 1e-8) -> TrajectoryLinearization:
     """A_k, B_k along a trajectory (X: (N+1, nx), U: (N, nu)); flags near-singular steps (§VII)."""
     X, U = np.asarray(X, float), np.asarray(U, float).reshape(len(X) - 1, vi.nu)
-    N = len(U)
-    A, B, rc = np.zeros((N, vi.nx, vi.nx)), np.zeros((N, vi.nx, vi.nu)), np.zeros(N)
+    N, ndx = len(U), vi.state.ndx
+    A, B, rc = np.zeros((N, ndx, ndx)), np.zeros((N, ndx, vi.nu)), np.zeros(N)
+    lam = None
     for k in range(N):
-        # Re-solve from X[k] (warm-started at the stored next configuration) so y matches f exactly.
-        y0 = np.concatenate([X[k + 1, : vi.nq][vi.idx_d], vi._lam_guess])
-        r = vi.solve(X[k], U[k], step_index=k, y0=y0)
+        # Re-solve from X[k] (warm-started at the stored next state and the last multipliers) so y matches f.
+        r = vi.solve(X[k], U[k], step_index=k, y0=vi.warm_start(X[k + 1], lam))
+        lam = r.lam
         lin = linearize(vi, X[k], U[k], r)
         A[k], B[k], rc[k] = lin.A, lin.B, lin.rcond
     return TrajectoryLinearization(A=A, B=B, rcond=rc, near_singular=np.flatnonzero(rc < rcond_warn))

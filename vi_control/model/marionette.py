@@ -134,7 +134,7 @@ def marionette_urdf() -> str:
 
 def marionette_robot() -> RobotModel:
     """The bundled marionette (urdf/marionette.urdf + config/marionette.yaml)."""
-    from ..robots import bundled_config, bundled_urdf
+    from .bundled import bundled_config, bundled_urdf  # bundled.py lists this module's files
 
     return load_robot(bundled_urdf("marionette"), bundled_config("marionette"))
 
@@ -181,7 +181,7 @@ def _attachment_points(robot, q: np.ndarray) -> np.ndarray:
 def default_controls(robot) -> np.ndarray:
     """ρ (18,) in ``robot.prescribed`` order: control points one string length from the design-pose
     attachments along ``STRING_DIRECTIONS``, then the hands raised 0.15 m and spread 0.05 m, so the
-    design pose is not consistent with the strings and ``marionette_initial_state`` solves h(q) = 0.
+    design pose is not consistent with the strings: ``initial_guess`` starts the projection onto h(q) = 0.
     """
     q = np.zeros(robot.nq)
     for jn, v in design_pose().items():
@@ -195,33 +195,20 @@ def default_controls(robot) -> np.ndarray:
     return np.array([value[jn] for jn in robot.prescribed])
 
 
-def marionette_initial_state(robot: RobotModel | None = None, rho: np.ndarray | None = None, tol: float = 1e-13,
-                             max_iterations: int = 50) -> np.ndarray:
-    """A consistent state x = (q, 0) with h(q) = 0 for string control points ρ (default: ``default_controls``).
+def initial_guess(robot: RobotModel, rho: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(q, weights) to start the projection onto h(q) = 0 (``mechanics.constraints.consistent_state``).
 
-    ``robot`` defaults to ``marionette_robot()`` (the bundled files).
-    Weighted minimum-norm Gauss–Newton on h over the dynamic coordinates, from the design pose:
-    Δq_d = −W Dh_d(W)⁺ h with the floating base weighted 10× stiffer than the limbs, so the strings
-    move the limbs rather than the whole puppet (seed 000 eq. 28b must hold at q_0).
+    q: the design pose with the string control points ρ (default ``default_controls``); weights (per dynamic
+    coordinate): the floating base 10× stiffer than the limbs, so the strings move the limbs rather than
+    the whole puppet.
     """
-    from ..mechanics.symbolic import ContinuousDynamics
-
-    robot = robot if robot is not None else marionette_robot()
-    dyn = ContinuousDynamics(robot)
-    idx_k = np.array([robot.joint_index(n) for n in robot.prescribed])
-    idx_d = np.array([i for i in range(robot.nq) if i not in set(idx_k)])
     q = np.zeros(robot.nq)
     for jn, v in design_pose().items():
         q[robot.joint_index(jn)] = v
+    idx_k = [robot.joint_index(n) for n in robot.prescribed]
     q[idx_k] = default_controls(robot) if rho is None else np.asarray(rho, float)
-    w = np.array([0.1 if robot.joint_names[i].startswith(("base_", "torso_")) else 1.0 for i in idx_d])
-    for _ in range(max_iterations):
-        h = dyn.constraint(q)
-        if np.abs(h).max() <= tol:
-            return np.concatenate([q, np.zeros(robot.nq)])
-        J = dyn.constraint_jacobian(q)[:, idx_d] * w
-        q[idx_d] -= w * np.linalg.lstsq(J, h, rcond=None)[0]
-    raise RuntimeError(f"marionette_initial_state: h(q) did not converge (|h| = {np.abs(h).max():.2e})")
+    w = np.array([0.1 if n.startswith(("base_", "torso_")) else 1.0 for n in robot.dynamic_joints])
+    return q, w
 
 
 def write_marionette_files(root: str | Path | None = None) -> tuple[Path, Path]:

@@ -24,8 +24,12 @@ from .urdf import (
 
 
 def wrap_angle(a: np.ndarray) -> np.ndarray:
-    """Angles to [−π, π): continuous joints' coordinates are only meaningful modulo 2π."""
-    return (np.asarray(a, float) + np.pi) % (2 * np.pi) - np.pi
+    """Angles to [−π, π): continuous joints' coordinates are only meaningful modulo 2π.
+
+    Angles already in [−π, π) are returned exactly (the modulo arithmetic would round them).
+    """
+    a = np.asarray(a, float)
+    return np.where((a >= -np.pi) & (a < np.pi), a, (a + np.pi) % (2 * np.pi) - np.pi)[()]
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ class RobotModel:
     links: tuple[str, ...]
     root_link: str
     floating_base: bool = False
-    masses: dict[str, float] = field(default_factory=dict)  # link -> URDF mass
+    masses: dict[str, float] = field(default_factory=dict)  # link -> mass (URDF mass × mass_scale)
+    mass_scale: float = 1.0  # every link's mass and inertia were multiplied by this (model mismatch)
 
     @property
     def total_mass(self) -> float:
@@ -88,6 +93,8 @@ class RobotModel:
         h.update(np.asarray(self.gravity, float).tobytes())
         h.update(repr((self.actuated, self.prescribed, self.constraints)).encode())
         h.update(np.asarray(self.damping, float).tobytes())
+        if self.mass_scale != 1.0:
+            h.update(np.float64(self.mass_scale).tobytes())
         return h.hexdigest()[:16]
 
     def neutral(self) -> np.ndarray:
@@ -164,13 +171,24 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
                         "or a point mass on its own axis)")
 
 
+def scale_inertias(model: pin.Model, scale: float) -> None:
+    """Multiply every body's mass and rotational inertia by ``scale`` in place (centres of mass unchanged)."""
+    for i in range(1, model.njoints):
+        I = model.inertias[i]
+        model.inertias[i] = pin.Inertia(I.mass * scale, I.lever.copy(), I.inertia * scale)
+
+
 def load_robot(urdf: str, system: str | dict | None = None, name: str | None = None,
-               floating_base: bool | None = None) -> RobotModel:
+               floating_base: bool | None = None, mass_scale: float = 1.0) -> RobotModel:
     """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict).
 
     ``floating_base`` overrides the YAML key of the same name (6 virtual joints world -> root).
+    ``mass_scale`` multiplies every link's mass and inertia (part of the model hash when ≠ 1).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
+    if isinstance(mass_scale, bool) or not (isinstance(mass_scale, (int, float)) and np.isfinite(mass_scale)
+                                            and mass_scale > 0):
+        raise SystemConfigError(f"mass_scale: must be a positive finite number, got {mass_scale!r}")
     xml = read_urdf_text(urdf)
     try:
         parsed = parse_urdf(xml)
@@ -184,10 +202,13 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
         parsed = parse_urdf(xml)
     model = build_pinocchio_model(parsed)
     model.gravity = pin.Motion(np.asarray(cfg.gravity, float), np.zeros(3))
+    if mass_scale != 1.0:
+        scale_inertias(model, float(mass_scale))
     r = _resolve(parsed, model, cfg)
     check_mass_structure(parsed, model, r["prescribed"])
     return RobotModel(
         name=name or cfg.name or parsed.name, urdf_xml=xml, pin_model=model, gravity=np.asarray(cfg.gravity, float),
         constraints=tuple(cfg.constraints), links=tuple(parsed.links), root_link=parsed.root,
-        floating_base=cfg.floating_base, masses=dict(parsed.masses), **r,
+        floating_base=cfg.floating_base, masses={k: m * mass_scale for k, m in parsed.masses.items()},
+        mass_scale=float(mass_scale), **r,
     )

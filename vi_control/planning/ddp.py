@@ -1,4 +1,4 @@
-"""Differential dynamic programming on the midpoint VI (second order) and iLQR (Gauss–Newton).
+"""Differential dynamic programming on a discrete system (second order) and iLQR (Gauss–Newton).
 
 Backward pass (Mayne's DDP; Tassa, Erez, Todorov 2012 for regularization/line search), with
 V'_x = V_x(k+1):
@@ -9,9 +9,13 @@ V'_x = V_x(k+1):
     Q_uu = l_uu + BᵀV'_xxB + Σᵢ V'_x,i ∂²fᵢ/∂u²
 
 The Σᵢ terms are the second-order linearization of seed 000 (eqs. 16–27) contracted with the
-covector V'_x — exactly ``second_order_contraction(vi, x, u, V'_x)``; iLQR drops them. Q_uu gets
-a Levenberg–Marquardt shift μI (raised ×10 when Q_uu + μI is not positive definite or the line
-search fails, lowered after full steps). Input bounds: each step δu solves the box QP
+covector V'_x — exactly ``second_order_contraction(vi, x, u, V'_x)``; iLQR drops them.
+Regularization (Tassa, Erez, Todorov 2012, their eq. 10): the cost-to-go is shifted, V'_xx + μI, which
+enters as Q_uu + μBᵀB and Q_ux + μBᵀA — scale-aware where a shift of Q_uu alone is not. μ is raised ×10
+when the regularized Q_uu is not positive definite or the line search fails, and lowered ×10 after full
+steps. Where the second-order Q_uu is not positive definite at the current μ, the iteration takes the
+Gauss–Newton (iLQR) step instead and skips the second-order attempt for 1, 3, then 4 iterations.
+Input bounds: each step δu solves the box QP
 min ½δuᵀQ_uuδu + Q_uᵀδu s.t. lo ≤ U_k + δu ≤ hi by projected Newton (Bertsekas 1982, as in Tassa,
 Mansard, Todorov 2014); feedback rows of clamped inputs are zero. The forward pass is the nonlinear
 rollout u = clip(U + αk + K(x − X)) with backtracking on α (accept if the actual decrease is at
@@ -25,7 +29,7 @@ import time
 import numpy as np
 from scipy.linalg import lapack
 
-from ..integrators.midpoint import MidpointVI
+from ..integrators.base import Linearizable
 from ..linearization import linearize, second_order_contraction
 from .cost import QuadraticTrackingCost
 from .shooting import LogFn, OptimizerResult, initial_rollout, progress_line, rollout
@@ -88,8 +92,9 @@ class _BackwardFailure(Exception):
     pass
 
 
-def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order, metric=None):
-    N, nx, nu = len(U), vi.nx, vi.nu
+def _backward(vi: Linearizable, cost: QuadraticTrackingCost, X, U, results, lins, lo, hi, mu, second_order,
+              metric=None):
+    N, nx, nu = len(U), vi.state.ndx, vi.nu
     kff = np.zeros((N, nu))
     Kfb = np.zeros((N, nu, nx))
     Vx, Vxx = cost.calc_diff_terminal(X[N])
@@ -141,7 +146,7 @@ def _backward(vi, cost, X, U, results, lins, lo, hi, mu, second_order, metric=No
     return kff, Kfb, d1, d2
 
 
-def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
+def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
         input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
         tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
         metric: tuple[np.ndarray, np.ndarray] | None = None, method: str | None = None) -> OptimizerResult:
@@ -158,7 +163,7 @@ def ddp(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndar
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu, mu_min, mu_max = regularization, 1e-9, 1e10
     converged, reason, it = False, "max_iterations", 0
-    Kfb = np.zeros((cost.N, vi.nu, vi.nx))
+    Kfb = np.zeros((cost.N, vi.nu, vi.state.ndx))
     final_lin = None
     wait = backoff = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
     for it in range(1, max_iterations + 1):

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..control.lqr import state_error
+from ..control.plan import Plan, state_error
 from ..control.tracking import TrackingController
-from ..integrators.midpoint import MidpointVI
-from .plan import Plan
+from ..integrators.base import DiscreteSystem
 
 
-def simulate_plan(vi: MidpointVI, plan: Plan, x0: np.ndarray, feedback: bool = True, extra_steps: int = 0,
+def simulate_plan(vi: DiscreteSystem, plan: Plan, x0: np.ndarray, feedback: bool = True, extra_steps: int = 0,
                   clamp: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Simulate the plan from x0 with the midpoint VI: returns states (N+1+extra, nx) and inputs.
+    """Simulate the plan from x0 with a discrete system (the plant): returns states (N+1+extra, nx) and inputs.
 
     ``feedback``: the plan's tracking law (TrackingController: TV-LQR gains, then K_final about X_N for
     ``extra_steps`` more steps); otherwise the open-loop inputs U_k (then U_final). ``clamp`` applies
     the model's effort limits to the commanded torques.
     """
-    ctl = TrackingController(plan, vi.robot.continuous_mask,
-                             vi.robot.effort_limits if clamp else None, n_torques=vi.n_torques)
+    ctl = TrackingController(plan, vi.state, vi.robot.effort_limits if clamp else None, n_torques=vi.n_torques)
     steps = plan.horizon + extra_steps
     X = np.zeros((steps + 1, vi.nx))
     U = np.zeros((steps, vi.nu))
@@ -33,7 +31,7 @@ def simulate_plan(vi: MidpointVI, plan: Plan, x0: np.ndarray, feedback: bool = T
     return X, U
 
 
-def tracking_error(vi: MidpointVI, plan: Plan, X: np.ndarray) -> np.ndarray:
+def tracking_error(vi: DiscreteSystem, plan: Plan, X: np.ndarray) -> np.ndarray:
     """‖X_k − x_k‖∞ per step (continuous angles modulo 2π) over the plan's horizon."""
     n = min(len(X), len(plan.X))
     return np.abs(state_error(plan.X[:n], X[:n], vi.robot.continuous_mask)).max(axis=1)

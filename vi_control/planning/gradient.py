@@ -22,14 +22,14 @@ import time
 
 import numpy as np
 
-from ..integrators.midpoint import MidpointVI
+from ..integrators.base import Linearizable
 from ..linearization import linearize
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .shooting import LogFn, OptimizerResult, initial_rollout, progress_line, rollout
 
 
-def projection_gradient(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
+def projection_gradient(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
                         input_limits: np.ndarray | None = None, max_iterations: int = 1000,
                         tolerance: float = 1e-6, log: LogFn = None) -> OptimizerResult:
     """First-order projection method: LQ descent direction with identity metric, closed-loop projection."""
@@ -38,7 +38,7 @@ def projection_gradient(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndar
                tolerance=tolerance, regularization=0.0, log=log, metric=metric, method="gradient")
 
 
-def adjoint_gradient(vi: MidpointVI, cost: QuadraticTrackingCost, X: np.ndarray, U: np.ndarray,
+def adjoint_gradient(vi: Linearizable, cost: QuadraticTrackingCost, X: np.ndarray, U: np.ndarray,
                      results: list) -> np.ndarray:
     """∇_U J (N, nu) by the discrete adjoint (costate) recursion."""
     lam, _ = cost.calc_diff_terminal(X[-1])
@@ -51,7 +51,7 @@ def adjoint_gradient(vi: MidpointVI, cost: QuadraticTrackingCost, X: np.ndarray,
     return G
 
 
-def steepest_descent(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
+def steepest_descent(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
                      input_limits: np.ndarray | None = None, max_iterations: int = 1000,
                      tolerance: float = 1e-6, log: LogFn = None, log_every: int = 10) -> OptimizerResult:
     """Projected gradient descent; converged when the directional derivative ‖Π-step‖² < tolerance."""
@@ -89,6 +89,6 @@ def steepest_descent(vi: MidpointVI, cost: QuadraticTrackingCost, x0: np.ndarray
         steps.append(alpha)
         if log is not None and (it % log_every == 0 or it == 1):
             log(progress_line("gradient", it, J, dJ, alpha, 0.0))
-    return OptimizerResult(X=X, U=U, K=np.zeros((cost.N, vi.nu, vi.nx)), cost=J, cost_history=hist,
+    return OptimizerResult(X=X, U=U, K=np.zeros((cost.N, vi.nu, vi.state.ndx)), cost=J, cost_history=hist,
                            decrement_history=decs, iterations=it, converged=converged, stop_reason=reason,
                            wall_time=time.perf_counter() - t0, method="gradient", step_history=steps)

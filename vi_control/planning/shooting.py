@@ -1,8 +1,9 @@
-"""Shared pieces of the shooting solvers: the result record, rollouts with the MidpointVI, box bounds.
+"""Shared pieces of the shooting solvers: the result record, rollouts of a discrete system, box bounds.
 
-The dynamics model is the MidpointVI itself (x_{k+1} = f(x_k, u_k), seed 000 eq. 2) with its exact
-derivatives from vi_control.linearization; the cost is a QuadraticTrackingCost; solvers are separate
-(ddp.py, gradient.py) — the split of Crocoddyl (action model / cost / solver).
+The dynamics model is any ``Linearizable`` discrete system (x_{k+1} = f(x_k, u_k), e.g. the midpoint VI of
+seed 000 eq. 2) with its exact derivatives from vi_control.linearization; the cost is a
+QuadraticTrackingCost; solvers are separate (ddp.py, gradient.py) — the split of Crocoddyl (action model /
+cost / solver).
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..integrators.midpoint import MidpointVI, StepError, StepResult
+from ..control.lqr import tv_lqr
+from ..integrators.base import DiscreteSystem, Linearizable, StepError, StepResult
+from ..linearization import linearize
 
 
 @dataclass
 class OptimizerResult:
     """Outcome of a trajectory optimization.
 
-    ``K`` (N, nu, nx) are the solver's own feedback gains in the project convention
-    u = U_k + K_k (X_k − x) (zero for the first-order method); ``cost_history[i]`` is J after
+    ``K`` (N, nu, ndx) are the solver's own feedback gains in the project convention
+    u = U_k + K_k (X_k ⊖ x): DDP's and iLQR's from their backward pass, the projection method's from its LQ
+    projection, zero for steepest descent (it has none); ``cost_history[i]`` is J after
     iteration i (index 0 = initial guess); ``decrement_history`` is the directional derivative of J
     along each descent direction (the seed's convergence measure, Fig. 3).
     """
@@ -60,13 +64,13 @@ def input_bounds(limits: np.ndarray | None, nu: int) -> tuple[np.ndarray, np.nda
     return -hi, hi
 
 
-def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray | None = None,
+def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray | None = None,
             lo: np.ndarray | None = None, hi: np.ndarray | None = None,
             X_nom: np.ndarray | None = None, K: np.ndarray | None = None
             ) -> tuple[np.ndarray, np.ndarray, list[StepResult]] | None:
-    """Simulate u_k = clip(U_k + K_k (x_k − X_nom,k)) (DDP's forward pass; K=None: open loop).
+    """Simulate u_k = clip(U_k + K_k (x_k ⊖ X_nom,k)) (DDP's forward pass; K=None: open loop).
 
-    Newton is warm-started at X_guess's next configuration. Returns (X, U_applied, step results),
+    Newton is warm-started at X_guess's next state and the last multipliers. Returns (X, U_applied, step results),
     or None if a step fails (non-convergence or singular M_{k+1}): the caller treats that as a
     rejected step rather than a crash.
     """
@@ -79,14 +83,12 @@ def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray |
     bounded = lo is not None and bool(np.isfinite(lo).any() or np.isfinite(hi).any())
     for k in range(N):
         if K is not None:
-            Ua[k] += K[k] @ (X[k] - X_nom[k])
+            Ua[k] += K[k] @ vi.state.diff(X_nom[k], X[k])
         if bounded:
             np.clip(Ua[k], lo, hi, out=Ua[k])
-        y0 = None
-        if X_guess is not None:
-            y0 = np.concatenate([X_guess[k + 1, : vi.nq][vi.idx_d], lam])
+        y0 = None if X_guess is None else vi.warm_start(X_guess[k + 1], lam)
         try:
-            r = vi.solve(X[k], Ua[k], step_index=k, y0=y0)
+            r = vi.solve(X[k], Ua[k], step_index=k, y0=y0, lam0=lam)
         except (StepError, ValueError):
             return None
         if not np.abs(r.x).max() < 1e8:  # also catches NaN
@@ -96,7 +98,7 @@ def rollout(vi: MidpointVI, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray |
     return X, Ua, results
 
 
-def initial_rollout(vi: MidpointVI, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None):
+def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None):
     """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results)."""
     lo, hi = input_bounds(input_limits, vi.nu)
     U = np.clip(np.asarray(U0, float).reshape(N, vi.nu), lo, hi)
@@ -111,7 +113,7 @@ def progress_line(method: str, it: int, cost: float, decrement: float, step: flo
     return f"[{method}] iter {it:4d}  cost {cost:.6e}  dJ {decrement:+.3e}  step {step:.3g}  reg {reg:.1e}"
 
 
-def feedback_initial_guess(vi: MidpointVI, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
+def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
                            Q: np.ndarray, R: np.ndarray, Qf: np.ndarray,
                            input_limits: np.ndarray | None = None) -> np.ndarray:
     """Inputs of a closed-loop rollout that tracks the (possibly infeasible) reference with TV-LQR gains of
@@ -119,9 +121,6 @@ def feedback_initial_guess(vi: MidpointVI, x0: np.ndarray, X_ref: np.ndarray, U_
     unstable reference (a pendulum held at the top) falls away before the optimizer starts; this does not.
     Falls back to U_ref if a step of the rollout fails.
     """
-    from ..control.lqr import tv_lqr  # noqa: PLC0415 (control imports planning.plan)
-    from ..linearization import linearize  # noqa: PLC0415
-
     lins = [linearize(vi, X_ref[k], U_ref[k]) for k in range(len(U_ref))]
     K, _ = tv_lqr(np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins]), Q, R, Qf)
     lo, hi = input_bounds(input_limits, vi.nu)

@@ -1,25 +1,24 @@
-"""What the three nodes share: parameter tables, model loading from parameters, QoS, the integrator factory."""
+"""What the three nodes share: parameter tables, the model from parameters, QoS, the discrete system."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from pathlib import Path
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from .. import integrators
-from ..model import load_robot
+from ..integrators import DiscreteSystem, make_integrator, require_linearizable
+from ..model.bundled import share_dir
 from ..model.robot import RobotModel
-from ..robots import bundled_config, example_robot_urdf, share_dir
+from ..model.spec import ModelSpec
 
 # name -> (default, description). A default of None declares a list parameter that may be empty.
 MODEL_PARAMETERS: dict[str, tuple] = {
-    "model": ("pendulum", "bundled model (urdf/<model>.urdf with config/<model>.yaml) or an example-robot-data "
-                          "name (panda, ur5, ...); used when urdf_path and robot_description are empty"),
+    "model": ("pendulum", "bundled model name (acrobot, cartpole, ...: its URDF and system YAML), erd:<name> "
+                          "(example-robot-data: erd:panda, erd:ur5, ...), or a URDF path; used when urdf_path "
+                          "and robot_description are empty (then it only names the model)"),
     "urdf_path": ("", "URDF file; overrides `model`"),
     "robot_description": ("", "URDF XML text; overrides `urdf_path` and `model`"),
     "system_yaml": ("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
@@ -49,48 +48,27 @@ def declare_parameters(node: Node, table: dict[str, tuple]) -> dict:
     return values
 
 
-def _scale_masses(xml: str, scale: float) -> str:
-    """URDF with every <mass> and <inertia> scaled (a model-mismatch knob for the simulator)."""
-    if scale == 1.0:
-        return xml
-
-    def mass(m: re.Match) -> str:
-        return f'{m.group(1)}{float(m.group(2)) * scale!r}{m.group(3)}'
-
-    xml = re.sub(r'(<mass\s+value=")([^"]+)(")', mass, xml)
-    for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
-        xml = re.sub(rf'(\b{key}=")([^"]+)(")', mass, xml)
-    return xml
+def model_spec_from_parameters(p: dict, mass_scale: float = 1.0) -> ModelSpec:
+    """The ModelSpec named by the MODEL_PARAMETERS values (vi_control.model.spec: one resolver for all)."""
+    return ModelSpec.from_parameters(model=p["model"], urdf_path=p["urdf_path"],
+                                     robot_description=p["robot_description"], system_yaml=p["system_yaml"],
+                                     mass_scale=mass_scale)
 
 
 def robot_from_parameters(p: dict, mass_scale: float = 1.0) -> tuple[RobotModel, str]:
     """RobotModel and its URDF text from the MODEL_PARAMETERS values."""
-    name = p["model"]
-    system = p["system_yaml"] or None
-    if p["robot_description"]:
-        xml = p["robot_description"]
-    elif p["urdf_path"]:
-        xml = Path(p["urdf_path"]).read_text(encoding="utf-8")
-    else:
-        bundled = share_dir() / "urdf" / f"{name}.urdf"
-        xml = bundled.read_text(encoding="utf-8") if bundled.is_file() else example_robot_urdf(name)
-        system = system or bundled_config(name)
-    if system and not os.path.isfile(system) and os.path.isfile(share_dir() / system):
-        system = str(share_dir() / system)
-    # anything else is passed on as inline YAML text (load_robot accepts path, text or dict)
-    robot = load_robot(_scale_masses(xml, mass_scale), system, name=name or None)
-    return robot, xml
+    spec = model_spec_from_parameters(p, mass_scale)
+    return spec.load(), spec.urdf_text()
 
 
-def make_integrator(robot: RobotModel, dt: float, name: str = "midpoint", linearizable: bool = False):
-    """The one place the ROS layer constructs a discrete system (vi_control.integrators.make_integrator).
-
-    Planner and controller need the exact linearization, which only the midpoint VI provides
-    (``linearizable=True``); the simulator may step either integrator.
-    """
-    if linearizable and name != "midpoint":
-        raise ValueError(f"integrator {name!r} has no linearization: planner and controller need 'midpoint'")
-    return integrators.make_integrator(name, robot, dt)
+def make_system(robot: RobotModel, dt: float, name: str = "midpoint", linearizable: bool = False,
+                who: str = "this node") -> DiscreteSystem:
+    """The node's discrete system (integrators.make_integrator); ``linearizable``: refuse one without exact
+    derivatives (planner and controller)."""
+    system = make_integrator(name, robot, dt)
+    if linearizable:
+        require_linearizable(system, who)
+    return system
 
 
 def command_joints(p: dict, robot: RobotModel) -> list[str]:

@@ -1,4 +1,4 @@
-"""Controller node: joint states + plan in, u = U_k + K_k (X_k − x) out as effort commands.
+"""Controller node: joint states + plan in, u = U_k + K_k (X_k ⊖ x) out as effort commands.
 
 The discrete state comes from the last two measured configurations (discrete Legendre transform,
 seed 000 eq. 1b) or from velocities. Stale, non-finite or incomplete joint states give the safe command
@@ -12,9 +12,10 @@ import time
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
-from ..control.tracking import StateEstimator, TrackingController, safe_command, state_difference
+from ..control.plan import Plan, state_error
+from ..control.tracking import StateEstimator, TrackingController, safe_command
 from .common import (
     LATCHED_QOS,
     LATEST_QOS,
@@ -22,19 +23,25 @@ from .common import (
     STREAM_QOS,
     command_joints,
     declare_parameters,
-    make_integrator,
+    make_system,
     robot_from_parameters,
     run_node,
 )
-from .messages import PlanModelMismatch, joint_state_arrays, plan_from_messages, stamp_seconds
+from .messages import FLAG_START_ON_RECEIPT, PlanModelMismatch, joint_state_arrays, plan_from_message, stamp_seconds
+
+# Kinds of fault that send the safe command; each is logged once per episode (until tracking resumes).
+FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_NO_STATE, FAULT_NONFINITE = (
+    "invalid joint state", "state estimate failed", "joint states stale", "no valid joint state yet",
+    "non-finite control input")
 
 PARAMETERS: dict[str, tuple] = {
     **MODEL_PARAMETERS,
     "dt": (0.01, "Δt of the state estimate until a plan arrives (then the plan's Δt is used) [s]"),
     "controller_name": ("effort_controller", "commands are published on <controller_name>/commands"),
     "joints": (None, "joint order of the command (default: the model's actuated joints)"),
-    "planner_name": ("vi_planner", "plan topics <planner_name>/gains and <planner_name>/plan_states (relative: "
-                                   "in the controller's namespace, where the planner node's ~/ topics are)"),
+    "planner_name": ("vi_planner", "plans arrive on <planner_name>/plan (relative: in the controller's namespace, "
+                                   "where the planner node's ~/ topics are)"),
+    "accept_unconverged": (False, "track plans the planner marked as unconverged (best effort); default: refuse"),
     "trigger": ("timer", "'timer': command at `rate`; 'joint_state': one command per new joint state (lockstep)"),
     "rate": (100.0, "timer trigger: command rate [Hz]"),
     "state_estimate": ("configurations", "'configurations': p from the last two q (discrete Legendre "
@@ -62,16 +69,13 @@ class ControllerNode(Node):
         self.act_q_index = [r.joint_index(n) for n in r.actuated]
         self.controller: TrackingController | None = None
         self.plan_seq, self._anchor_pending = None, False
-        self._arrays = {"gains": None, "plan_states": None}
         self.state = None  # (stamp, x, actuated q̇, receive time)
         self._held_prescribed: np.ndarray | None = None  # last measured prescribed positions (safe command)
         self.last_commanded_stamp, self.fault = None, None
 
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
         self.create_subscription(JointState, "joint_states", self.on_joint_state, LATEST_QOS)
-        for name in self._arrays:
-            self.create_subscription(Float64MultiArray, f"{p['planner_name']}/{name}",
-                                     lambda m, n=name: self.on_plan_array(n, m), LATCHED_QOS)
+        self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS)
         timeout = float(p["state_timeout"])
         if p["trigger"] == "timer":
             self.create_timer(1.0 / float(p["rate"]), self.tick)
@@ -80,50 +84,48 @@ class ControllerNode(Node):
         self.get_logger().info(f"{r.name}: joints={joints}, trigger={p['trigger']}, safe_mode={p['safe_mode']}")
 
     def _build(self, dt: float) -> None:
-        self.vi = make_integrator(self.robot, dt, self.p["integrator"], linearizable=True)
+        self.vi = make_system(self.robot, dt, self.p["integrator"])
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
 
     # ---- plan ------------------------------------------------------------------------------
-    def on_plan_array(self, name: str, msg: Float64MultiArray) -> None:
-        """Keep the newest gains / plan_states array; accept a plan once both halves match."""
-        seq = msg.data[0] if len(msg.data) else float("nan")
-        old = self._arrays[name]
-        if old is not None and len(old.data) and old.data[0] == seq:
-            return  # the planner's periodic re-publish of a half we already hold
-        self.get_logger().info(f"received {name} of plan {seq:.0f}")  # one line per plan half: diagnosable
-        self._arrays[name] = msg
-        if any(m is None for m in self._arrays.values()):
-            return
+    def on_plan(self, msg: UInt8MultiArray) -> None:
+        """Accept a new plan (exact, one message); a malformed or foreign one is logged and the current kept."""
         try:
-            self._accept_plan()
+            self._accept_plan(msg)
         except Exception as e:  # a malformed plan must never kill the controller: keep the current one
-            self.get_logger().error(f"plan rejected: {type(e).__name__}: {e}")
+            self.get_logger().error(f"plan rejected: {type(e).__name__}: {e}", throttle_duration_sec=5.0)
 
-    def _accept_plan(self) -> None:
+    def _accept_plan(self, msg: UInt8MultiArray) -> None:
         r = self.robot
         try:
-            seq, plan = plan_from_messages(self._arrays["gains"], self._arrays["plan_states"], r.name, r.hash,
-                                           r.joint_names, list(r.actuated))
+            seq, plan, flags = plan_from_message(msg, r.name, r.hash, r.joint_names,
+                                                 list(r.actuated) + list(r.prescribed))
         except PlanModelMismatch as e:
             self.get_logger().error(f"plan rejected: {e}", throttle_duration_sec=5.0)
             return
-        except ValueError as e:  # the other half of a new plan has not arrived yet, or a malformed plan
-            self.get_logger().debug(f"plan arrays not paired yet: {e}")
-            return
         if seq == self.plan_seq:
+            return  # the planner's periodic re-publish of the plan we already run
+        if not plan.converged and not self.p["accept_unconverged"]:
+            self.get_logger().error(f"plan {seq} rejected: marked unconverged by the planner (set accept_unconverged "
+                                    "to track best-effort plans)", throttle_duration_sec=5.0)
             return
         if plan.X.shape[1] != self.vi.nx or plan.U.shape[1] != self.vi.nu:
             self.get_logger().error(f"plan {seq} has nx={plan.X.shape[1]}, nu={plan.U.shape[1]}; model has "
                                     f"nx={self.vi.nx}, nu={self.vi.nu}: rejected")
             return
-        if abs(plan.dt - self.vi.dt) > 1e-6 * plan.dt:  # below that it is round-off of time stamps
+        if abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
             self._build(plan.dt)
-        self.controller = TrackingController(plan, r.continuous_mask, r.effort_limits, len(r.actuated))
+        self._set_plan(plan)
         self.plan_seq = seq
-        # A plan starting at t = 0 was made without a measurement: it starts at the next joint state.
-        self._anchor_pending = plan.times[0] <= 0.0
+        self._anchor_pending = bool(flags & FLAG_START_ON_RECEIPT)
         self.get_logger().info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, "
-                               f"{'starts at the next joint state' if self._anchor_pending else 'time-stamped'}")
+                               f"{'starts at the next joint state' if self._anchor_pending else 'time-stamped'}"
+                               f"{'' if plan.converged else ', UNCONVERGED (best effort)'}")
+
+    def _set_plan(self, plan: Plan) -> None:
+        r = self.robot
+        self.controller = TrackingController(plan, self.vi.state, r.effort_limits, len(r.actuated),
+                                             continuous_mask=r.continuous_mask)
 
     # ---- measurements ----------------------------------------------------------------------
     def on_joint_state(self, msg: JointState) -> None:
@@ -133,7 +135,7 @@ class ControllerNode(Node):
         except ValueError as e:
             self.state = None
             self.estimator.reset()
-            self.go_safe(f"invalid joint state: {e}")
+            self.go_safe(FAULT_INVALID_STATE, str(e))
             return
         if self.p["trigger"] == "joint_state" and t == self.last_commanded_stamp:
             return  # a republished state that was already answered (lockstep idle republish)
@@ -144,7 +146,7 @@ class ControllerNode(Node):
             v = qdot[self.act_q_index] if qdot is not None else self.vi.velocity(x)[self.act_q_index]
         except Exception as e:  # e.g. a singular M(q) in the Legendre transform: never crash the loop
             self.estimator.reset()
-            self.go_safe(f"state estimate failed: {type(e).__name__}: {e}")
+            self.go_safe(FAULT_ESTIMATE, f"{type(e).__name__}: {e}")
             return
         self.state = (t, x, v, time.monotonic())
         if self.p["trigger"] == "joint_state":
@@ -152,16 +154,17 @@ class ControllerNode(Node):
 
     def watchdog(self) -> None:
         """Lockstep has no timer tick: notice joint states that stopped arriving."""
-        reason = self._stale_reason() if self.controller is not None else None
-        if reason is not None:
-            self.go_safe(reason)
+        fault = self._stale_fault() if self.controller is not None else None
+        if fault is not None:
+            self.go_safe(*fault)
 
-    def _stale_reason(self) -> str | None:
+    def _stale_fault(self) -> tuple[str, str] | None:
+        """(kind, detail) if there is no fresh valid joint state."""
         if self.state is None:
-            return "no valid joint state yet"
+            return FAULT_NO_STATE, "no joint state received or the last one was invalid"
         age = time.monotonic() - self.state[3]
         if age > float(self.p["state_timeout"]):
-            return f"joint states stale: last one {age:.2f} s ago (state_timeout {self.p['state_timeout']} s)"
+            return FAULT_STALE, f"last one {age:.2f} s ago (state_timeout {self.p['state_timeout']} s)"
         return None
 
     # ---- commands --------------------------------------------------------------------------
@@ -169,22 +172,22 @@ class ControllerNode(Node):
         if self.controller is None:
             self.get_logger().info("waiting for a plan", throttle_duration_sec=5.0)
             return
-        reason = self._stale_reason()
-        if reason is not None:
-            self.go_safe(reason)
+        fault = self._stale_fault()
+        if fault is not None:
+            self.go_safe(*fault)
             return
         t, x, _, _ = self.state
         if self._anchor_pending:
-            plan = self.controller.plan
-            plan.times = plan.times - plan.times[0] + t
+            plan = self.controller.plan.shifted(t)
+            self._set_plan(plan)
             self._anchor_pending = False
             nq = self.vi.nq
-            gap = float(np.abs(state_difference(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
+            gap = float(np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
             if gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback will fight it
                 self.get_logger().warning(f"plan {self.plan_seq} starts {gap:.3f} away from the measured q")
         u, clamped = self.controller.command(self.controller.index(t), x)
         if not np.all(np.isfinite(u)):
-            self.go_safe("non-finite control input (check the plan's gains)")
+            self.go_safe(FAULT_NONFINITE, "check the plan's gains")
             return
         if clamped:
             self.get_logger().warning("command clamped to the effort limits", throttle_duration_sec=2.0)
@@ -194,11 +197,14 @@ class ControllerNode(Node):
         self.last_commanded_stamp = t
         self.publish(u)
 
-    def go_safe(self, reason: str) -> None:
-        kind = reason.split(" last one")[0]  # log each kind of fault once per episode, not every tick
-        if self.fault != kind:
-            self.get_logger().warning(f"{reason} -> safe command ({self.p['safe_mode']})")
-            self.fault = kind
+    def go_safe(self, kind: str, detail: str = "") -> None:
+        """Publish the safe command; log each fault once per episode, not every tick (a stale state once,
+        whatever its age; an invalid one once per reason)."""
+        key = kind if kind == FAULT_STALE else f"{kind}: {detail}"
+        if self.fault != key:
+            self.get_logger().warning(f"{kind}{': ' + detail if detail else ''} -> safe command "
+                                      f"({self.p['safe_mode']})")
+            self.fault = key
         v = self.state[2] if self.state is not None else None
         r = self.robot
         tau = safe_command(self.p["safe_mode"], v, np.full(len(r.actuated), float(self.p["safe_damping"])),

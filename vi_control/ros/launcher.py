@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from ..robots import share_dir
+from ..model.bundled import share_dir
 
 
 def run_namespace(key: str) -> str:

@@ -1,93 +1,129 @@
 """Plans and joint states <-> standard messages.
 
-A Plan travels as two ``std_msgs/Float64MultiArray`` (exact, so the controller rebuilds it bit for bit)
-plus a ``trajectory_msgs/JointTrajectory`` for other tools:
+A Plan travels as one ``std_msgs/UInt8MultiArray`` on ``<planner>/plan`` (exact: the controller rebuilds it bit
+for bit) plus a ``trajectory_msgs/JointTrajectory`` on ``<planner>/trajectory`` for other tools. The byte layout
+(``layout.dim[0].label`` = ``PLAN_FORMAT``; all numbers little-endian):
 
-- ``~/gains``: dims ('time', N+1), ('inputs', nu), ('states', nx): K_0 … K_{N−1}, then K_final.
-- ``~/plan_states``: dims ('time', N+1), ('values', 1+nx+nu), ('model:<hash>', 1): rows (t_k, X_k, U_k), last
-  row (t_N, X_N, U_final); the third (size-1) dimension's label carries the planner model's hash, so a
-  controller running another model rejects the plan.
+| offset | type | field |
+|---|---|---|
+| 0 | char[8] | magic: ``VIPLAN`` and two zero bytes |
+| 8 | uint32 | format version (``PLAN_VERSION``) |
+| 12 | uint32 | flags: bit 0 converged (the optimizer met its tolerance), bit 1 start on receipt |
+| 16 | uint64 | sequence number (unique per plan, across planner restarts) |
+| 24 | char[16] | model content hash (``RobotModel.hash``: a controller running another model refuses the plan) |
+| 40 | uint32 ×4 | N (steps), nx (state size), nu (inputs), ndx (gain columns: state tangent size) |
+| 56 | float64 | Δt [s] |
+| 64 | float64 | t₀: time of X_0 on the publisher's clock [s] (ignored with "start on receipt") |
+| 72 | float64[(N+1)·nx] | X_0 … X_N |
+| … | float64[N·nu] | U_0 … U_{N−1} |
+| … | float64[N·nu·ndx] | K_0 … K_{N−1} (u = U_k + K_k (X_k ⊖ x)) |
+| … | float64[nu] | U_final (input that holds X_N) |
+| … | float64[nu·ndx] | K_final (gain that holds X_N) |
 
-Both use ``layout.data_offset = 1``: data[0] is the plan's sequence number (the padding the layout
-allows), so a consumer pairs the two messages of the same plan.
+Times are t₀ + k·Δt. "Start on receipt" marks a plan made without a measurement: it starts at the first joint
+state the controller answers after accepting it.
 """
 
 from __future__ import annotations
 
+import array
+import struct
+
 import numpy as np
 from builtin_interfaces.msg import Duration
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..planning.plan import Plan
+from ..control.plan import Plan
+
+PLAN_FORMAT = "vi_control/plan"
+PLAN_VERSION = 1
+PLAN_MAGIC = b"VIPLAN\0\0"
+FLAG_CONVERGED = 1
+FLAG_START_ON_RECEIPT = 2
+_HEADER = struct.Struct("<8sIIQ16sIIIIdd")  # 72 bytes
+_MAX_VALUES = 50_000_000  # 400 MB of float64: refuse anything larger before allocating
 
 
 class PlanModelMismatch(ValueError):
     """A complete plan, but made for another model (different content hash)."""
 
 
-def _array(seq: int, dims: list[tuple[str, int]], values: np.ndarray) -> Float64MultiArray:
-    msg = Float64MultiArray()
-    stride = int(np.prod([n for _, n in dims]))
-    for label, n in dims:
-        msg.layout.dim.append(MultiArrayDimension(label=label, size=int(n), stride=stride))
-        stride //= max(int(n), 1)
-    msg.layout.data_offset = 1
-    msg.data = np.concatenate([[float(seq)], np.asarray(values, float).ravel()]).tolist()
+def encode_plan(plan: Plan, seq: int, start_on_receipt: bool = False) -> bytes:
+    """The byte layout of the module docstring; ValueError if the plan's times are not t₀ + k·Δt."""
+    N, nu, ndx = plan.K.shape
+    nx = plan.X.shape[1]
+    times = np.asarray(plan.times, float)
+    if not np.allclose(times, times[0] + plan.dt * np.arange(N + 1), rtol=0.0,
+                       atol=1e-9 * max(1.0, abs(times[-1]))):
+        raise ValueError("plan times are not uniform (t0 + k·dt): cannot encode")
+    h = plan.model_hash.encode("ascii")
+    if len(h) != 16:
+        raise ValueError(f"model hash must be 16 characters, got {plan.model_hash!r}")
+    U_final = plan.U[-1] if plan.U_final is None else np.asarray(plan.U_final, float)
+    K_final = plan.K[-1] if plan.K_final is None else np.asarray(plan.K_final, float)
+    flags = (FLAG_CONVERGED if plan.converged else 0) | (FLAG_START_ON_RECEIPT if start_on_receipt else 0)
+    head = _HEADER.pack(PLAN_MAGIC, PLAN_VERSION, flags, int(seq), h, N, nx, nu, ndx, float(plan.dt),
+                        float(times[0]))
+    body = np.concatenate([a.ravel() for a in (plan.X, plan.U, plan.K, U_final, K_final)]).astype("<f8")
+    return head + body.tobytes()
+
+
+def decode_plan(buf: bytes, model_name: str, model_hash: str, joint_names: list[str],
+                input_names: list[str]) -> tuple[int, Plan, int]:
+    """(sequence number, Plan, flags) from the bytes; ValueError naming the field if anything is off,
+    PlanModelMismatch if the plan was made for another model (an empty ``model_hash`` accepts any)."""
+    buf = bytes(buf)
+    if len(buf) < _HEADER.size:
+        raise ValueError(f"plan message has {len(buf)} bytes, fewer than the {_HEADER.size}-byte header")
+    magic, version, flags, seq, h, N, nx, nu, ndx, dt, t0 = _HEADER.unpack_from(buf)
+    if magic != PLAN_MAGIC:
+        raise ValueError(f"not a vi_control plan (magic {magic!r})")
+    if version != PLAN_VERSION:
+        raise ValueError(f"plan format version {version}, this node reads version {PLAN_VERSION}")
+    plan_hash = h.decode("ascii", errors="replace")
+    if model_hash and plan_hash != model_hash:
+        raise PlanModelMismatch(f"plan {seq} was made for model {plan_hash}, this node runs {model_name} "
+                                f"({model_hash})")
+    if N < 1 or nx < 1 or ndx < 1:
+        raise ValueError(f"plan {seq}: needs N >= 1 steps and nx, ndx >= 1 (N={N}, nx={nx}, ndx={ndx})")
+    n_values = (N + 1) * nx + N * nu + N * nu * ndx + nu + nu * ndx
+    if n_values > _MAX_VALUES or len(buf) != _HEADER.size + 8 * n_values:
+        raise ValueError(f"plan {seq}: {len(buf) - _HEADER.size} data bytes, expected {8 * n_values} for "
+                         f"N={N}, nx={nx}, nu={nu}, ndx={ndx}")
+    if not (np.isfinite(dt) and dt > 0 and np.isfinite(t0)):
+        raise ValueError(f"plan {seq}: dt = {dt} and t0 = {t0} must be finite, dt > 0")
+    v = np.frombuffer(buf, dtype="<f8", offset=_HEADER.size).astype(float)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"plan {seq}: states, inputs or gains are not finite")
+    parts, i = [], 0
+    for shape in ((N + 1, nx), (N, nu), (N, nu, ndx), (nu,), (nu, ndx)):
+        n = int(np.prod(shape))
+        parts.append(v[i:i + n].reshape(shape))
+        i += n
+    X, U, K, U_final, K_final = parts
+    plan = Plan(times=t0 + dt * np.arange(N + 1), X=X, U=U, K=K, dt=dt, model_name=model_name,
+                model_hash=plan_hash, joint_names=list(joint_names), input_names=list(input_names),
+                K_final=K_final, U_final=U_final, converged=bool(flags & FLAG_CONVERGED))
+    return int(seq), plan, int(flags)
+
+
+def plan_to_message(plan: Plan, seq: int, start_on_receipt: bool = False) -> UInt8MultiArray:
+    msg = UInt8MultiArray()
+    payload = encode_plan(plan, seq, start_on_receipt)
+    msg.layout.dim.append(MultiArrayDimension(label=PLAN_FORMAT, size=len(payload), stride=len(payload)))
+    msg.data = array.array("B", payload)
     return msg
 
 
-def _unpack(msg: Float64MultiArray, labels: tuple[str, ...]) -> tuple[int, np.ndarray]:
-    got = tuple(d.label for d in msg.layout.dim)
-    if got != labels:
-        raise ValueError(f"layout labels {got}, expected {labels}")
-    shape = tuple(d.size for d in msg.layout.dim)
-    data = np.asarray(msg.data, float)
-    off = msg.layout.data_offset
-    if off != 1 or data.size != 1 + int(np.prod(shape)):
-        raise ValueError(f"data has {data.size} values for shape {shape} with data_offset {off}")
-    if not np.isfinite(data[0]):
-        raise ValueError("plan sequence number is not finite")
-    return int(data[0]), data[off:].reshape(shape)
-
-
-def plan_to_messages(plan: Plan, seq: int) -> tuple[Float64MultiArray, Float64MultiArray]:
-    """(gains, plan_states) messages of a Plan (layouts in the module docstring)."""
-    N, nu, nx = plan.K.shape
-    K_final = plan.K[-1] if plan.K_final is None else plan.K_final
-    U_final = plan.U[-1] if plan.U_final is None else plan.U_final
-    gains = _array(seq, [("time", N + 1), ("inputs", nu), ("states", nx)], np.concatenate([plan.K, [K_final]]))
-    rows = np.column_stack([plan.times, plan.X, np.vstack([plan.U, U_final])])
-    states = _array(seq, [("time", N + 1), ("values", 1 + nx + nu), ("model:" + plan.model_hash, 1)], rows)
-    return gains, states
-
-
-def plan_from_messages(gains: Float64MultiArray, states: Float64MultiArray, model_name: str, model_hash: str,
-                       joint_names: list[str], input_names: list[str]) -> tuple[int, Plan]:
-    """Rebuild (sequence number, Plan) from the two arrays; ValueError if they do not belong together."""
-    seq_k, K = _unpack(gains, ("time", "inputs", "states"))
-    labels = [d.label for d in states.layout.dim]
-    plan_hash = labels[2][len("model:"):] if len(labels) == 3 and labels[2].startswith("model:") else None
-    seq_x, rows = _unpack(states, ("time", "values", f"model:{plan_hash}"))
-    rows = rows.reshape(rows.shape[:2])
-    if seq_k != seq_x:
-        raise ValueError(f"gains of plan {seq_k} and states of plan {seq_x}")
-    if model_hash and plan_hash != model_hash:  # an observer (recorder) passes no hash and takes any plan
-        raise PlanModelMismatch(f"plan {seq_k} was made for model {plan_hash}, this node runs {model_name} "
-                                f"({model_hash})")
-    nx, nu = K.shape[2], K.shape[1]
-    if rows.shape != (K.shape[0], 1 + nx + nu):
-        raise ValueError(f"plan_states shape {rows.shape} does not match gains {K.shape}")
-    times = rows[:, 0]
-    if len(times) < 2 or not (np.all(np.isfinite(rows)) and np.all(np.isfinite(K))) or np.any(np.diff(times) <= 0):
-        raise ValueError("plan rejected: needs N >= 1 finite steps with increasing times")
-    # over the whole horizon: wall-clock stamps (~1e9 s) leave ~1e-7 s of round-off in one difference
-    dt = float(times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
-    plan = Plan(times=times, X=rows[:, 1:1 + nx], U=rows[:-1, 1 + nx:], K=K[:-1], dt=dt, model_name=model_name,
-                model_hash=plan_hash or "", joint_names=list(joint_names), input_names=list(input_names),
-                K_final=K[-1], U_final=rows[-1, 1 + nx:])
-    return seq_k, plan
+def plan_from_message(msg: UInt8MultiArray, model_name: str, model_hash: str, joint_names: list[str],
+                      input_names: list[str]) -> tuple[int, Plan, int]:
+    """``decode_plan`` of a message (its layout label must be ``PLAN_FORMAT``)."""
+    labels = [d.label for d in msg.layout.dim]
+    if labels != [PLAN_FORMAT]:
+        raise ValueError(f"layout labels {labels}, expected [{PLAN_FORMAT!r}]")
+    return decode_plan(msg.data, model_name, model_hash, joint_names, input_names)
 
 
 def plan_to_trajectory(plan: Plan, velocities: np.ndarray, input_joints: list[int], stamp) -> JointTrajectory:

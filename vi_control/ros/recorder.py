@@ -14,11 +14,11 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, String
+from std_msgs.msg import Float64MultiArray, String, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS
-from .messages import joint_state_arrays, plan_from_messages, stamp_seconds
+from .messages import joint_state_arrays, plan_from_message, stamp_seconds
 
 
 class Recorder(Node):
@@ -30,7 +30,7 @@ class Recorder(Node):
         self.lock = threading.Lock()
         self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
         self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
-        self.plan_arrays: dict[str, Float64MultiArray] = {}
+        self.plan_message: UInt8MultiArray | None = None
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
@@ -40,9 +40,8 @@ class Recorder(Node):
         self.robot_description: str | None = None
         self.create_subscription(String, "/robot_description", lambda m: setattr(self, "robot_description", m.data),
                                  LATCHED_QOS)
-        for n in ("gains", "plan_states"):
-            self.create_subscription(Float64MultiArray, f"{planner_name}/{n}",
-                                     lambda m, n=n: self.plan_arrays.__setitem__(n, m), LATCHED_QOS)
+        self.create_subscription(UInt8MultiArray, f"{planner_name}/plan",
+                                 lambda m: setattr(self, "plan_message", m), LATCHED_QOS)
         self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
         self._closing = False
@@ -76,12 +75,12 @@ class Recorder(Node):
             self.commands.append((time.monotonic(), np.asarray(msg.data, float)))
 
     def plan(self, model_name: str = "", model_hash: str = "", input_names: list[str] = ()):
-        """(seq, Plan) of the latest complete plan, or None."""
-        g, s = self.plan_arrays.get("gains"), self.plan_arrays.get("plan_states")
-        if g is None or s is None:
+        """(seq, Plan, flags) of the latest plan, or None."""
+        msg = self.plan_message
+        if msg is None:
             return None
         try:
-            return plan_from_messages(g, s, model_name, model_hash, self.joint_names, list(input_names))
+            return plan_from_message(msg, model_name, model_hash, self.joint_names, list(input_names))
         except ValueError:
             return None
 

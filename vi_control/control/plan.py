@@ -1,11 +1,38 @@
-"""A plan is data: times, states, inputs, gains, model identity, Δt, cost weights — saved as .npz."""
+"""A plan is data: times, states, inputs, gains, model identity, Δt, cost weights — saved as .npz.
+
+This module is a leaf of the control layer: planners produce Plans, controllers and nodes consume them,
+and nothing here depends on how a plan was made. ``state_error`` is the one definition of "reference minus
+measured state" that planner and controller share.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..model.robot import wrap_angle
+
+
+def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | None = None) -> np.ndarray:
+    """x_ref − x with the configuration part of continuous joints taken modulo 2π, in [−π, π).
+
+    Only q of continuous (unbounded revolute) joints is wrapped: p is a momentum, never an angle.
+    Works on single states (nx,), on configurations alone (nq,), and on stacks (..., nx) / (..., nq).
+    """
+    e = np.asarray(x_ref, float) - np.asarray(x, float)
+    if continuous_mask is None or not np.any(continuous_mask):
+        return e
+    mask = np.asarray(continuous_mask, bool)
+    nq = mask.size
+    if e.shape[-1] not in (nq, 2 * nq):
+        raise ValueError(f"size {e.shape[-1]} is neither nq = {nq} nor 2·nq = {2 * nq} of the continuous mask")
+    e = e.copy()
+    eq = e[..., :nq]
+    eq[..., mask] = wrap_angle(eq[..., mask])
+    return e
 
 
 @dataclass
@@ -14,7 +41,8 @@ class Plan:
 
     ``X``: (N+1, nx) states x_k = (q_k, p_k); ``U``: (N, nu) inputs; ``K``: (N, nu, nx) gains of
     u_k = U_k + K_k (X_k − x_k) (the controller's sign convention); ``times``: (N+1,) seconds;
-    ``K_final`` (nu, nx): equilibrium (infinite-horizon) gain to hold X_N after the plan ends.
+    ``K_final`` (nu, nx): equilibrium (infinite-horizon) gain to hold X_N after the plan ends, with
+    ``U_final`` its input; ``converged``: False for a best-effort plan whose optimizer stopped early.
     """
 
     times: np.ndarray
@@ -29,6 +57,7 @@ class Plan:
     weights: dict = field(default_factory=dict)
     K_final: np.ndarray | None = None
     U_final: np.ndarray | None = None
+    converged: bool = True
 
     def __post_init__(self) -> None:
         self.X, self.U, self.K = (np.asarray(a, float) for a in (self.X, self.U, self.K))
@@ -43,9 +72,14 @@ class Plan:
     def horizon(self) -> int:
         return len(self.U)
 
+    def shifted(self, t0: float) -> Plan:
+        """The same plan starting at time ``t0`` (a copy; times keep their spacing)."""
+        return dataclasses.replace(self, times=self.times - self.times[0] + float(t0))
+
     def save(self, path: str) -> None:
         meta = dict(dt=self.dt, model_name=self.model_name, model_hash=self.model_hash,
-                    joint_names=self.joint_names, input_names=self.input_names, weights=self.weights)
+                    joint_names=self.joint_names, input_names=self.input_names, weights=self.weights,
+                    converged=bool(self.converged))
         extra = {}
         if self.K_final is not None:
             extra["K_final"] = self.K_final

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .control.tracking import state_difference
-from .planning.plan import Plan
+from ..control.plan import Plan, state_error
 
 NODES = {"simulator": "simulator_node", "planner": "planner_node", "controller": "controller_node"}
 
@@ -46,11 +45,11 @@ class ClosedLoopRun:
         for k, t in enumerate(plan.times):
             i = np.flatnonzero(np.abs(self.stamps - t) < 0.25 * plan.dt)
             if i.size:
-                out[k] = -state_difference(plan.X[k, :nq], self.q[i[-1]], continuous_mask)
+                out[k] = -state_error(plan.X[k, :nq], self.q[i[-1]], continuous_mask)
         return out
 
     def final_error(self, goal_q: np.ndarray, continuous_mask: np.ndarray) -> np.ndarray:
-        return -state_difference(goal_q, self.q[-1], continuous_mask)
+        return -state_error(goal_q, self.q[-1], continuous_mask)
 
 
 def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[str]] | None = None,
@@ -63,8 +62,9 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     """
     import rclpy
 
-    from .ros.launcher import NodeProcess, run_namespace, set_domain
-    from .ros.recorder import Recorder
+    from .launcher import NodeProcess, run_namespace, set_domain
+    from .messages import FLAG_START_ON_RECEIPT
+    from .recorder import Recorder
 
     params_files = params_files or {n: [f"ros_{n}.yaml"] for n in NODES}
     overrides = overrides or {}
@@ -75,53 +75,53 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     rec = Recorder(joint_names or ["theta"], namespace=ns)
     procs = {}
 
-    def start(*names: str) -> None:
+    def start_nodes(*names: str) -> None:
         for n in names:
             procs[n] = NodeProcess(NODES[n], domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n,
                                    namespace=ns)
 
-    error, plan, first = "", None, None
+    error, plan, first, first_flags, flags = "", None, None, 0, 0
     try:
         # In lockstep the loop runs as soon as a plan exists: the recorder must hear the simulator and the
         # controller (discovery can take seconds) before the planner starts, or the start is lost.
-        start("simulator", "controller")
+        start_nodes("simulator", "controller")
         topic = f"{rec.cmd_pub.topic_name}"
         if not rec.wait_for(lambda: (rec.states and rec.count_publishers(topic) > 1)
                             or not all(p.alive for p in procs.values()), timeout):
             raise TimeoutError(f"simulator/controller not heard within {timeout} s")
-        start("planner")
+        start_nodes("planner")
         if not rec.wait_for(lambda: rec.plan() is not None or not all(p.alive for p in procs.values()), timeout):
             raise TimeoutError(f"no plan within {timeout} s")
         dead = [n for n, p in procs.items() if not p.alive]
         if dead:
             raise RuntimeError(f"node(s) {dead} exited early")
-        seq, plan = rec.plan()
+        seq, plan, first_flags = rec.plan()
+        flags = first_flags
         first = plan
         print(f"[main_job] plan {seq}: N={plan.horizon}, dt={plan.dt:g} (after {time.monotonic() - t0:.1f} s)")
         if on_start is not None:
             on_start(procs, rec)
-        # The plan may be re-anchored to the first joint state after it: wait on simulation time.
-        # Wait on simulation time until the latest plan has run out plus hold_time. A plan made without a
-        # measurement (t_0 = 0) starts at the first joint state answered; a time-stamped one at its t_0.
-        end = plan.times[-1] - plan.times[0] + hold_time
-        start = {"t": None}
+        # Wait on simulation time until the latest plan has run out plus hold_time. A plan marked "start on
+        # receipt" starts at the first joint state answered; a time-stamped one at its t_0.
+        duration = plan.times[-1] - plan.times[0] + hold_time
+        first_answered: list[float] = []  # simulation time of the first joint state after the first command
 
         def done() -> bool:
             with rec.lock:
                 stamps = [s[1] for s in rec.states]
-            if start["t"] is None and rec.commands:
-                start["t"] = stamps[-1] if stamps else None
-            if start["t"] is None:
+            if not first_answered and rec.commands and stamps:
+                first_answered.append(stamps[-1])
+            if not first_answered:
                 return False
+            t_end = first_answered[0] + duration
             latest = rec.plan()
-            t_end = start["t"] + end
-            if latest is not None and latest[1].times[0] > 0:
+            if latest is not None and not latest[2] & FLAG_START_ON_RECEIPT:
                 t_end = max(t_end, latest[1].times[-1] + hold_time)
             return stamps[-1] >= t_end
 
         if not rec.wait_for(done, timeout):
-            raise TimeoutError(f"the closed loop did not reach t = {end:g} s of simulation within {timeout} s")
-        _, plan = rec.plan()  # the latest plan (it may have been replaced during the run)
+            raise TimeoutError(f"the closed loop did not reach t = {duration:g} s of simulation within {timeout} s")
+        _, plan, flags = rec.plan()  # the latest plan (it may have been replaced during the run)
     except (TimeoutError, RuntimeError) as e:
         error = str(e)
     finally:
@@ -135,7 +135,10 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
         rec.close()
         rclpy.try_shutdown()
     if plan is not None and states:
-        plan, first = _anchor(plan, states), _anchor(first, states)
+        if flags & FLAG_START_ON_RECEIPT:
+            plan = _started_on_receipt(plan, states)
+        if first_flags & FLAG_START_ON_RECEIPT:
+            first = _started_on_receipt(first, states)
     nq = len(joint_names or ["theta"])
 
     def column(i: int) -> np.ndarray:
@@ -146,15 +149,11 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                          error=error)
 
 
-def _anchor(plan: Plan, states: list) -> Plan:
-    """A plan made without a measurement (t_0 = 0) started at the first joint state that was answered."""
-    if plan.times[0] > 0:
-        return plan
+def _started_on_receipt(plan: Plan, states: list) -> Plan:
+    """A plan marked "start on receipt" as it ran: from the first joint state that was answered."""
     stamps = np.array([s[1] for s in states])
     moved = np.flatnonzero(stamps > stamps[0])  # lockstep: time stands still until the first command
-    t_start = stamps[moved[0]] - plan.dt if moved.size else stamps[0]
-    plan.times = plan.times - plan.times[0] + t_start
-    return plan
+    return plan.shifted(stamps[moved[0]] - plan.dt if moved.size else stamps[0])
 
 
 def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int], path: str) -> None:
@@ -186,9 +185,9 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
 def main(argv: list[str] | None = None) -> int:
     import yaml
 
-    from .robots import share_dir
-    from .ros.common import MODEL_PARAMETERS, robot_from_parameters
-    from .ros.launcher import domain_id_for
+    from ..model.bundled import share_dir
+    from .common import MODEL_PARAMETERS, robot_from_parameters
+    from .launcher import domain_id_for
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="out/main_job.png", help="plot path")

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .model.errors import URDFError
-from .model.robot import RobotModel, load_robot, wrap_angle
+from .errors import URDFError
+from .robot import RobotModel, load_robot, wrap_angle
 
 _PKG = "vi_control"
 
 
 def share_dir() -> Path:
     """Directory holding urdf/, config/, launch/: the source tree, else the install's share/."""
-    src = Path(__file__).resolve().parent.parent
+    src = Path(__file__).resolve().parents[2]
     if (src / "urdf").is_dir() and (src / "package.xml").is_file():
         return src
     for prefix in [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from collections.abc import Sequence
 
-from .model import ModelError, RobotModel, load_robot
-from .model.urdf import parse_urdf
-from .robots import BUNDLED, bundled_models, example_robot_urdf
+from .errors import ModelError
+from .robot import RobotModel
+from .spec import ModelSpec
+from .urdf import parse_urdf
 
 
 def _num(x: float) -> str:
@@ -29,23 +29,6 @@ def _num(x: float) -> str:
 
 def _vec(v: Sequence[float]) -> str:
     return "[" + ", ".join(_num(float(a)) for a in v) + "]"
-
-
-def resolve_model(spec: str, system: str | None) -> tuple[str, str | None, str]:
-    """(URDF path or XML, system YAML path or None, description of the source) for a command-line name."""
-    if spec.startswith("erd:"):
-        name = spec[4:]
-        try:
-            return example_robot_urdf(name), system, f"example-robot-data {name}"
-        except (KeyError, FileNotFoundError) as e:
-            raise ModelError(str(e).strip("'\"")) from None
-    if os.path.isfile(spec):
-        return spec, system, spec
-    if spec in BUNDLED:
-        urdf, cfg = bundled_models()[spec]
-        cfg = system or cfg
-        return urdf, cfg, f"bundled {spec}: {urdf}" + (f" + {cfg}" if cfg else "")
-    raise ModelError(f"{spec!r} is not a URDF file, a bundled model ({', '.join(sorted(BUNDLED))}) or erd:NAME")
 
 
 def _children(robot: RobotModel) -> dict[str, list[tuple[str, str, str]]]:
@@ -133,9 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--floating-base", action="store_true", help="add 6 virtual joints world -> root")
     args = parser.parse_args(argv)
     try:
-        urdf, system, source = resolve_model(args.model, args.system)
-        robot = load_robot(urdf, system, floating_base=True if args.floating_base else None)
-        report = describe(robot, source)
+        spec = ModelSpec.parse(args.model, system=args.system,
+                               floating_base=True if args.floating_base else None)
+        robot = spec.load()
+        report = describe(robot, spec.describe())
     except ModelError as e:
         print(f"vi_inspect: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2

@@ -1,0 +1,285 @@
+"""The discrete-system interface every integrator implements, and the pieces they share.
+
+A *discrete system* is a one-step map x_{k+1} = f(x_k, u_k) on a state manifold (DESIGN.md principle 3):
+the midpoint VI (seed 000), the linear-time VI (seed 001) and, later, Lie-group (seed 002) and nonholonomic
+(seed 003) integrators. Planners, controllers and nodes are written against ``DiscreteSystem`` (and
+``Linearizable`` where they need derivatives) and never against a concrete class.
+
+Conventions shared by every implementation:
+
+- ``solve(x, u, step_index=, y0=, lam0=)`` is stateless: the Newton initial guess is the system's own
+  prediction unless ``y0`` (all unknowns) or ``lam0`` (multipliers only) is given. Nothing is remembered
+  between calls, so a result never depends on call history. ``step`` is ``solve(...).x``.
+- Errors: ``ValueError`` for a wrong-sized or non-finite state/input (``check_inputs``);
+  ``ConvergenceError`` when Newton does not reach its tolerance; ``SingularityError`` when the Newton
+  matrix (or the linearization's R_y) is singular (seed 000 §VII). Both are ``StepError``.
+- ``state`` is a ``State`` (Crocoddyl's StateAbstract): ``diff``/``integrate`` on the state manifold, ``nx``
+  coordinates and ``ndx`` tangent directions. Linearizations (A, B) act on tangent vectors.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..model.robot import RobotModel, wrap_angle
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+class StepError(RuntimeError):
+    """A step could not produce a trustworthy next state."""
+
+
+class ConvergenceError(StepError):
+    """Newton did not converge; carries the step index and final residual norm."""
+
+    def __init__(self, step: int | None, residual: float, iterations: int, detail: str = ""):
+        self.step, self.residual, self.iterations = step, residual, iterations
+        super().__init__(
+            f"Newton did not converge at step {step} after {iterations} iterations "
+            f"(residual norm {residual:.3e}){': ' + detail if detail else ''}; reduce dt or check the inputs"
+        )
+
+
+class SingularityError(StepError):
+    """The Newton matrix (M_{k+1}, or M_{k+1} bordered by constraints) is singular (seed 000 §VII)."""
+
+    def __init__(self, step: int | None, rcond: float, what: str):
+        self.step, self.rcond, self.what = step, rcond, what
+        super().__init__(
+            f"{what} is singular or ill-conditioned at step {step} (reciprocal condition {rcond:.2e}); "
+            "the one-step map is not defined here (seed 000 §VII)"
+        )
+
+
+# ---- settings and results --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NewtonSettings:
+    """Stopping rule of every integrator's root solve (one rule, used by the Python and the C loops).
+
+    A step is accepted when the residual's ∞-norm is at most ``max(tol·(1 + |p_k|∞), floor)``, where
+    ``floor`` is the residual's rounding floor ``64·eps·‖J‖₁·(1 + |y|∞)`` when the Jacobian J is known
+    (``rounding_floor``). ``step_tol`` (relative to 1 + |y|∞) ends iterations whose updates have stopped
+    contracting: the residual is then judged by the same rule. ``rcond_min`` is the reciprocal condition
+    below which the Newton matrix counts as singular. ``max_iterations`` bounds every loop.
+    """
+
+    tol: float = 1e-12
+    max_iterations: int = 30
+    rcond_min: float = 1e-13
+    step_tol: float = 1e-15
+
+    def __post_init__(self) -> None:
+        for name in ("tol", "rcond_min", "step_tol"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"NewtonSettings.{name} must be a positive finite number, got {v!r}")
+        if isinstance(self.max_iterations, bool) or not isinstance(self.max_iterations, int) \
+                or not 1 <= self.max_iterations <= 10_000:
+            raise ValueError(f"NewtonSettings.max_iterations must be an integer in [1, 10000], "
+                             f"got {self.max_iterations!r}")
+
+    @staticmethod
+    def rounding_floor(jacobian_norm1: float, y_norm_inf: float) -> float:
+        """The residual a root rounded to double precision still shows: 64·eps·‖J‖₁·(1 + |y|∞)."""
+        return 64.0 * np.finfo(float).eps * jacobian_norm1 * (1.0 + y_norm_inf)
+
+    def tolerance(self, momentum_norm_inf: float, floor: float = 0.0) -> float:
+        """The residual ∞-norm a step must reach: max(tol·(1 + |p_k|∞), floor)."""
+        return max(self.tol * (1.0 + momentum_norm_inf), floor)
+
+    def accepts(self, residual: float, momentum_norm_inf: float, floor: float = 0.0) -> bool:
+        """True if ``residual`` meets the tolerance (False for NaN)."""
+        return bool(residual <= self.tolerance(momentum_norm_inf, floor))
+
+
+@dataclass
+class StepResult:
+    """One solved step: next state, multipliers λ_k, Newton's iteration count and final residual norm, and the
+    solved unknowns y (whatever the integrator iterates on: (q_{k+1}[dynamic], λ_k) for the midpoint VI)."""
+
+    x: np.ndarray
+    lam: np.ndarray
+    iterations: int
+    residual: float
+    y: np.ndarray
+
+
+@dataclass
+class StepDerivatives:
+    """Partial derivatives of an implicit step R(y, z) = 0, x_{k+1} = O(y, z), z = (x_k, u_k) in tangent
+    coordinates: what the implicit-function theorem needs for the exact linearization (seed 000 eqs. 8–15)."""
+
+    Ry: np.ndarray  # (ny, ny)
+    Rz: np.ndarray  # (ny, ndx + nu)
+    Oy: np.ndarray  # (ndx, ny)
+    Oz: np.ndarray  # (ndx, ndx + nu)
+
+
+# ---- states ---------------------------------------------------------------------------------------
+class State:
+    """A state manifold (Crocoddyl's StateAbstract): ``nx`` coordinates, ``ndx`` tangent directions.
+
+    ``diff(x0, x1)`` is the tangent vector dx with ``integrate(x0, dx) = x1``; both act on single states
+    (nx,) and on stacks (..., nx).
+    """
+
+    nx: int
+    ndx: int
+
+    def zero(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def diff(self, x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def integrate(self, x: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class ConfigurationMomentumState(State):
+    """x = (q, p) of seed 000 on R^nq × R^nq: ``diff`` and ``integrate`` are plain vector arithmetic.
+
+    A continuous joint's angle lives on the universal cover R of its circle, as the integrator evolves it:
+    a swing-up that goes once round is 2π away from the start, not 0, so planners (whose costs and
+    linearizations use these coordinates) see one smooth state space. Measured angles that may arrive
+    modulo 2π are compared modulo 2π by the controller (``control.plan.state_error``); ``wrap`` maps a
+    state's continuous angles to [−π, π).
+    """
+
+    def __init__(self, nq: int, continuous_mask: np.ndarray | None = None):
+        self.nq, self.nx, self.ndx = nq, 2 * nq, 2 * nq
+        mask = np.zeros(nq, bool) if continuous_mask is None else np.asarray(continuous_mask, bool)
+        if mask.shape != (nq,):
+            raise ValueError(f"continuous mask has shape {mask.shape}, expected ({nq},)")
+        self.continuous_mask = mask
+        self._full_mask = np.concatenate([mask, np.zeros(nq, bool)])
+
+    def zero(self) -> np.ndarray:
+        return np.zeros(self.nx)
+
+    def diff(self, x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
+        return np.asarray(x1, float) - np.asarray(x0, float)
+
+    def integrate(self, x: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        return np.asarray(x, float) + np.asarray(dx, float)
+
+    def wrap(self, x: np.ndarray) -> np.ndarray:
+        """Continuous joint angles of x to [−π, π) (a copy); other entries unchanged."""
+        if not self.continuous_mask.any():
+            return x
+        x = np.array(x, float, copy=True)
+        x[..., self._full_mask] = wrap_angle(x[..., self._full_mask])
+        return x
+
+
+# ---- the interface --------------------------------------------------------------------------------
+@runtime_checkable
+class DiscreteSystem(Protocol):
+    """What every integrator provides. Sizes: ``nq`` configuration variables, state ``nx`` (tangent
+    ``state.ndx``), ``nu`` inputs = ``n_torques`` torques on ``idx_act`` + ``nk`` prescribed-joint positions
+    (joints ``idx_k``; ``idx_d`` are the dynamic ones, ``nd`` of them), ``nc`` constraint multipliers."""
+
+    robot: RobotModel
+    dt: float
+    nq: int
+    nx: int
+    nu: int
+    nc: int
+    nd: int
+    nk: int
+    n_torques: int
+    idx_d: np.ndarray
+    idx_k: np.ndarray
+    idx_act: np.ndarray
+    state: State
+    settings: NewtonSettings
+
+    def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(x, u) as flat float arrays; ValueError naming the size or NaN/inf."""
+
+    def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
+              y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
+        """One step from x_k under u_k; ``y0`` guesses all unknowns, ``lam0`` the multipliers only."""
+
+    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
+             lam0: np.ndarray | None = None) -> np.ndarray:
+        """x_{k+1} = f(x_k, u_k)."""
+
+    def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
+                 steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """States (N+1, nx) and multipliers (N, nc) of a rollout (each step warm-started at the last λ)."""
+
+    def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
+        """The unknowns y0 of a step predicted to end at ``x_next`` with multipliers ``lam``."""
+
+    def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
+        """x from a configuration and a velocity (continuous Legendre transform)."""
+
+    def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """x_k from two configurations Δt apart (discrete Legendre transform, seed 000 eq. 1b)."""
+
+    def velocity(self, x: np.ndarray) -> np.ndarray:
+        """q̇ of a state (inverse continuous Legendre transform)."""
+
+    def energy(self, x: np.ndarray) -> float:
+        """Total mechanical energy T + V at x."""
+
+    def potential_gradient(self, q: np.ndarray) -> np.ndarray:
+        """∇V(q) (nq,): the generalized gravity torque an actuator must cancel to hold q."""
+
+    def wrap(self, x: np.ndarray) -> np.ndarray:
+        """x with continuous joint angles in [−π, π)."""
+
+
+@runtime_checkable
+class Linearizable(DiscreteSystem, Protocol):
+    """A discrete system whose step is an implicit map R(y, z) = 0, x_{k+1} = O(y, z) with exact derivatives.
+
+    ``vi_control.linearization`` turns these into A, B (first order) and covector contractions (second
+    order) by the implicit-function theorem; no system is asked for anything else.
+    """
+
+    def step_derivatives(self, result: StepResult, x: np.ndarray, u: np.ndarray) -> StepDerivatives:
+        """R_y, R_z, O_y, O_z at a solved step (``result`` from ``solve(x, u)``)."""
+
+    def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
+                     mu: np.ndarray) -> np.ndarray:
+        """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step: (ny + nz, ny + nz)."""
+
+    def curved_outputs(self) -> np.ndarray:
+        """Indices i of the output map with ∂²Oᵢ ≠ 0 (the others are linear in (y, z))."""
+
+
+def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | None,
+                      finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The one input check of every integrator: sizes (naming the expected layout) and, if ``finite``, NaN/inf."""
+    x = np.asarray(x, float).ravel()
+    u = np.zeros(system.nu) if u is None else np.asarray(u, float).ravel()
+    if x.size != system.nx:
+        raise ValueError(f"state has size {x.size}, expected {system.nx} = 2·nq")
+    if u.size != system.nu:
+        raise ValueError(f"input has size {u.size}, expected {system.nu} "
+                         f"({system.n_torques} torques + {system.nk} prescribed positions)")
+    if finite and not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+        raise ValueError("state or input contains NaN/inf")
+    return x, u
+
+
+def input_sequence(system: DiscreteSystem, inputs: np.ndarray | None, steps: int | None) -> np.ndarray:
+    """``simulate``'s inputs as (N, nu); a system without inputs (nu = 0) may give ``steps=N`` instead."""
+    if inputs is None:
+        if steps is None:
+            raise ValueError("simulate needs inputs (N, nu) or, without inputs, steps=N")
+        return np.zeros((steps, system.nu))
+    inputs = np.asarray(inputs, float)
+    if system.nu == 0:
+        return np.zeros((steps if steps is not None else len(inputs), 0))
+    if inputs.ndim == 1 and inputs.size % system.nu == 0:
+        inputs = inputs.reshape(-1, system.nu)
+    if inputs.ndim != 2 or inputs.shape[1] != system.nu:
+        raise ValueError(f"inputs must have shape (N, {system.nu}), got {inputs.shape}")
+    return inputs

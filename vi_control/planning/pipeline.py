@@ -1,0 +1,171 @@
+"""Running a task: resolve it against a discrete system, optimize, then TV-LQR gains and a hold gain → Plan.
+
+``plan_task(system, task)`` is the whole planner the ROS node wraps: the reference (possibly infeasible,
+seed 000 eq. 35), the quadratic tracking cost, the optimizer chosen by the task (DDP with exact second-order
+terms, iLQR, or the first-order projection method), TV-LQR gains along the optimal trajectory (seed 000
+eq. 36) and the DLQR gain that holds the final configuration. The system may be any ``Linearizable``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..control.hold import equilibrium_state, hold_gain, holding_input
+from ..control.lqr import tv_lqr
+from ..control.plan import Plan
+from ..integrators import make_integrator, require_linearizable
+from ..integrators.base import DiscreteSystem, Linearizable
+from ..linearization import linearize_trajectory
+from .cost import QuadraticTrackingCost
+from .ddp import ddp
+from .gradient import projection_gradient
+from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout
+from .task import Task, TaskError, parse_vector
+
+__all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "initial_inputs", "plan_task"]
+
+
+def make_system(task: Task, integrator: str = "midpoint", **options) -> DiscreteSystem:
+    """The task's model as a discrete system at the task's Δt (``options`` go to the integrator)."""
+    return make_integrator(integrator, task.load_robot(), task.dt, **options)
+
+
+def start_state(task: Task, vi: DiscreteSystem) -> np.ndarray:
+    """x₀ = (q₀, D₂L_d(q₀ − Δt·q̇₀, q₀)): the discrete state of the configuration pair a sampled
+    trajectory would show (seed 000 eq. 1b). At rest (q̇₀ = 0) this is the held state, whose
+    momentum under gravity is −(Δt/2)∇V — p = M q̇ = 0 would instead kick the robot by that impulse.
+    """
+    q0 = np.zeros(vi.nq) if task.q0 is None else parse_vector(list(task.q0), "start.q", vi.nq)
+    qd = np.zeros(vi.nq) if task.qdot0 is None else parse_vector(list(task.qdot0), "start.qdot", vi.nq)
+    return vi.state_from_configurations(q0 - vi.dt * qd, q0)
+
+
+def input_limits(task: Task, vi: DiscreteSystem) -> np.ndarray | None:
+    """|u| bounds per input (prescribed-joint inputs are positions: unbounded); None = no bounds."""
+    if isinstance(task.input_limits, str):
+        if task.input_limits == "none":
+            return None
+        lim = np.asarray(vi.robot.effort_limits, float)
+    else:
+        lim = parse_vector(list(task.input_limits), "input_limits", vi.n_torques)
+    return np.concatenate([lim, np.full(vi.nk, np.inf)])
+
+
+def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """(X_ref (N+1, nx), U_ref (N, nu)) of the task's reference; may be dynamically infeasible.
+
+    ``x0``: where the plan starts (a measured state when re-planning; default the task's start). A step
+    reference without ``q_before`` starts from x0's configuration, so a re-plan from the goal holds it.
+    """
+    N, nq, ref = task.horizon, vi.nq, task.reference
+    x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float)
+    goal = task.goal_q if task.goal_q is not None else x0[:nq]
+    goal = parse_vector(list(goal), "goal.q", nq)
+    kind = ref.get("type", "goal")
+    if kind == "step":  # seed 000 eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
+        qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq)
+        qb = parse_vector(ref.get("q_after", list(goal)), "reference.q_after", nq)
+        ks = int(ref.get("step_index", N // 2))
+        if not 0 <= ks <= N:
+            raise TaskError(f"reference.step_index: must be in [0, {N}], got {ks}")
+        Q = np.where(np.arange(N + 1)[:, None] < ks, qa, qb)
+        X = np.hstack([Q, np.zeros((N + 1, nq))])
+    elif kind == "goal":  # hold the goal from the start: the optimizer finds the way there
+        X = np.tile(equilibrium_state(vi, goal), (N + 1, 1))
+    else:
+        raise TaskError(f"reference.type: expected 'step' or 'goal', got {kind!r}")
+    u_kind = ref.get("u", "zero" if kind == "step" else "hold")
+    if u_kind == "zero":
+        U = np.zeros((N, vi.nu))
+        U[:, vi.n_torques:] = X[1:, :nq][:, vi.idx_k]
+    elif u_kind == "hold":
+        U = np.array([holding_input(vi, x[:nq])[0] for x in X[1:]])
+    else:
+        raise TaskError(f"reference.u: expected 'zero' or 'hold', got {u_kind!r}")
+    return X, U
+
+
+def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray,
+                   U_ref: np.ndarray) -> np.ndarray:
+    """The optimizer's initial inputs (N, nu) by the task's ``initial_guess`` rule."""
+    if task.initial_guess in ("reference", "auto"):  # "auto": plan_task compares it with "feedback"
+        return U_ref.copy()
+    if task.initial_guess == "feedback":
+        nx, nu, nq = vi.nx, vi.nu, vi.nq
+        W = [task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx))]
+        return feedback_initial_guess(vi, x0, X_ref, U_ref, *W, input_limits=input_limits(task, vi))
+    if task.initial_guess == "hold_start":
+        return np.tile(holding_input(vi, x0[: vi.nq])[0], (task.horizon, 1))
+    return np.zeros_like(U_ref)  # "zero"
+
+
+def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None,
+              log: LogFn = None) -> tuple[Plan, OptimizerResult]:
+    """Optimize the task from x0 (measured state; default the task's start), then TV-LQR gains along the
+    optimal trajectory (seed 000 eq. 36) and the DLQR hold gain K_final about the final configuration
+    with U_final its holding input (gravity compensation). Returns (Plan, OptimizerResult); the plan's
+    ``converged`` says whether the optimizer met its tolerance.
+    """
+    require_linearizable(vi, "plan_task")
+    if abs(vi.dt - task.dt) > 1e-12:
+        raise TaskError(f"dt: the task has dt = {task.dt} but the integrator uses {vi.dt}")
+    nx, nu, nq = vi.nx, vi.nu, vi.nq
+    x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
+    if x0.size != nx:
+        raise ValueError(f"x0 has size {x0.size}, expected {nx}")
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    Q, R, Qf = (task.weight(w, "weights", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
+    cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
+    limits = input_limits(task, vi)
+    U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
+    if task.initial_guess == "auto":  # the feedback guess only if its rollout costs less than half as much
+        U_fb = initial_inputs(dataclasses.replace(task, initial_guess="feedback"), vi, x0, X_ref, U_ref)
+        J = []
+        for U in (U0, U_fb):
+            ro = rollout(vi, x0, U, lo=-limits if limits is not None else None, hi=limits)
+            J.append(np.inf if ro is None else cost.calc(ro[0], ro[1]))
+        U0 = U_fb if J[1] < 0.5 * J[0] else U0
+    if task.method == "gradient":
+        res = projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
+                                  tolerance=task.tolerance, log=log)
+    else:
+        res = ddp(vi, cost, x0, U0, input_limits=limits, second_order=task.method == "ddp",
+                  max_iterations=task.max_iterations, tolerance=task.tolerance,
+                  regularization=task.regularization, log=log)
+    if log is not None:
+        log(f"[{res.method}] {res}")
+    if res.linearization is not None:  # the optimizer's last A_k, B_k are at the returned trajectory
+        A = np.array([lin.A for lin in res.linearization])
+        B = np.array([lin.B for lin in res.linearization])
+        near = np.flatnonzero(np.array([lin.rcond for lin in res.linearization]) < 1e-8)
+    else:
+        tl = linearize_trajectory(vi, res.X, res.U)
+        A, B, near = tl.A, tl.B, tl.near_singular
+    if len(near) and log is not None:
+        log(f"warning: M_k+1 near singular at steps {near.tolist()} (seed 000 §VII)")
+    Ql, Rl, Qfl = (task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
+    K, _ = tv_lqr(A, B, Ql, Rl, Qfl)
+    qN = res.X[-1, :nq]
+    K_final = U_final = None
+    _, residual = holding_input(vi, qN)
+    if vi.nc == 0 and residual > 1e-6 and log is not None:  # (with constraints their forces may hold it)
+        log(f"warning: the final configuration is no equilibrium (unbalanced gravity {residual:.2e} on "
+            "unactuated joints): the hold gain cannot keep it")
+    try:
+        K_final, _, U_final = hold_gain(vi, qN, task.weight("Q", "hold", nx, nq), task.weight("R", "hold", nu))
+    except (np.linalg.LinAlgError, ValueError) as e:
+        if log is not None:
+            log(f"warning: no hold gain about the final state ({e})")
+    weights = {g: {w: np.diag(task.weight(w, g, n, nq)).tolist() for w, n in (("Q", nx), ("R", nu), ("Qf", nx))
+                   if not (g == "hold" and w == "Qf")} for g in ("weights", "lqr", "hold")}
+    weights["task"] = task.name
+    weights["method"] = res.method
+    robot = vi.robot
+    plan = Plan(times=np.arange(task.horizon + 1) * vi.dt, X=res.X, U=res.U, K=K, dt=vi.dt,
+                model_name=task.model_name, model_hash=robot.hash, joint_names=robot.joint_names,
+                input_names=list(robot.actuated) + list(robot.prescribed), weights=weights,
+                K_final=K_final, U_final=U_final, converged=res.converged)
+    return plan, res
