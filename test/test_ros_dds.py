@@ -209,7 +209,5 @@ def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
         assert np.allclose(rec.states[-1][2], x[:2], atol=1e-10), k
     # planner and controller may use it too: it is Linearizable (symbolic trapezoidal L_d, seed 001 eq. 9)
     from vi_control.integrators import Linearizable
-    from vi_control.ros.common import make_system
 
-    assert isinstance(make_system(load_bundled("double_pendulum"), 0.01, "linear_time", linearizable=True),
-                      Linearizable)
+    assert isinstance(make_integrator("linear_time", load_bundled("double_pendulum"), 0.01), Linearizable)
