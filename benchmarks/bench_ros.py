@@ -37,7 +37,6 @@ from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, s
 from vi_control.ros.messages import plan_to_message, split_seconds
 from vi_control.ros.recorder import Recorder
 
-
 PANDA = "erd:panda"  # example-robot-data's panda (fingers locked: 7 DOF)
 
 
