@@ -84,6 +84,13 @@ def parse_vector(v, key: str, n: int | None = None) -> np.ndarray:
     return out
 
 
+def _positive(v, key: str) -> float:
+    x = parse_number(v, key)
+    if not (np.isfinite(x) and x > 0):
+        raise TaskError(f"{key}: must be a positive finite number, got {v!r}")
+    return x
+
+
 def _mapping(d, key: str, allowed: set[str]) -> dict:
     if d is None:
         return {}
@@ -113,6 +120,9 @@ class Task:
     max_iterations: int = 100
     tolerance: float = 1e-6
     regularization: float = 1e-6
+    terminal_constraint: bool = False
+    constraint_tolerance: float = 1e-6
+    penalty: float = 1e4
     lqr: dict = field(default_factory=dict)
     hold: dict = field(default_factory=dict)
     initial_guess: str = "reference"
@@ -203,7 +213,11 @@ def load_task(source: str | dict) -> Task:
     for k in ("Q", "R"):
         if k not in weights:
             raise TaskError(f"weights.{k}: missing")
-    opt = _mapping(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization"})
+    opt = _mapping(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
+                                                     "terminal_constraint", "constraint_tolerance", "penalty"})
+    terminal = opt.get("terminal_constraint", False)
+    if not isinstance(terminal, bool):
+        raise TaskError(f"optimizer.terminal_constraint: expected true or false, got {terminal!r}")
     method = opt.get("method", "ddp")
     if method not in METHODS:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
@@ -231,5 +245,8 @@ def load_task(source: str | dict) -> Task:
         input_limits=lim, method=method, max_iterations=max_it,
         tolerance=parse_number(opt.get("tolerance", 1e-6), "optimizer.tolerance"),
         regularization=parse_number(opt.get("regularization", 1e-6), "optimizer.regularization"),
+        terminal_constraint=terminal,
+        constraint_tolerance=_positive(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
+        penalty=_positive(opt.get("penalty", 1e4), "optimizer.penalty"),
         lqr=_mapping(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=_mapping(d.get("hold"), "hold", {"Q", "R"}),
         initial_guess=guess, base_dir=base_dir)
