@@ -31,7 +31,8 @@ from std_msgs.msg import UInt8MultiArray
 
 from vi_control.control.plan import Plan
 from vi_control.control.tracking import StateEstimator, TrackingController
-from vi_control.ros.common import LATCHED_QOS, MODEL_PARAMETERS, make_system, robot_from_parameters
+from vi_control.integrators import make_integrator
+from vi_control.ros.common import LATCHED_QOS, MODEL_PARAMETERS, robot_from_parameters
 from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, set_domain
 from vi_control.ros.messages import plan_to_message, split_seconds
 from vi_control.ros.recorder import Recorder
@@ -65,7 +66,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
     rclpy.init(domain_id=domain)
     rec = Recorder(robot.joint_names, record_states=False, namespace=ns)  # it publishes the states
     try:
-        vi = make_system(robot, dt)
+        vi = make_integrator("midpoint", robot, dt)
         plan = hold_plan(vi)
         pub = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
         pub.publish(plan_to_message(plan, 1, start_on_receipt=True))
@@ -120,7 +121,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
 
 def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) -> dict:
     robot, _ = _robot(model)
-    vi = make_system(robot, dt)
+    vi = make_integrator("midpoint", robot, dt)
     x = vi.state_from_velocity(np.linspace(0.1, 0.7, vi.nq), np.zeros(vi.nq))
     u = np.zeros(vi.nu)
     t0, k = time.perf_counter(), 0

@@ -23,10 +23,10 @@ system YAML) the unknowns gain the nonholonomic multipliers, y = (q_{k+1}[dyn], 
                                                              pre- and post-momenta satisfies the constraints)
 
 and the output momentum is written as the momentum update of eq. 16, p_{k+1} = p_k + F⁻_d − Dhᵀλ + Aᵀν
-+ (D₁L_d + D₂L_d)(q_k, q_{k+1}) (= D₂L_d at the root, since that sum minus R_dyn is D₂L_d): the new momentum
-is the old one plus impulses, not a difference of q_{k+1} − q_k, which loses |q|·eps/Δt when |q| ≫ |Δq| (a
-sleigh far from the origin would lose exact energy conservation to that rounding). Adding a multiple of R to
-O changes no derivative of the implicit map (linearization module docstring).
++ (D₁L_d + D₂L_d)(q_k, q_{k+1}) (= D₂L_d + R_dyn, so D₂L_d at the root): the new momentum is the old one plus
+impulses, not a difference of q_{k+1} − q_k, which loses |q|·eps/Δt when |q| ≫ |Δq| (a sleigh far from the
+origin would lose exact energy conservation to that rounding). Adding a multiple of R to O changes no
+derivative of the implicit map (linearization module docstring).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import numpy as np
 
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
+from .lagrangians import discrete_lagrangian
 from .symbolic import SymbolicTree, build_tree, constraint_expr, nonholonomic_expr
 
 # Our own C Newton driver, compiled into the same library as the generated residual/output/mass.
@@ -87,10 +88,17 @@ class NewtonStepC:
 
 
 class DiscreteSystemStructure:
-    """Symbolic build of every function a step, a linearization and a Hessian needs."""
+    """Symbolic build of every function a step, a linearization and a Hessian needs.
+
+    ``lagrangian``: the discrete Lagrangian (mechanics.lagrangians: 'midpoint', seed 000; 'trapezoidal_se3',
+    seed 001). ``eager``: compile the step functions and the Newton driver now (a simulator's need); False
+    compiles every function on first use and builds no driver (derivatives for an integrator that steps by
+    other means, e.g. LinearTimeVI's DRNEA). ``nonholonomic``: the GNI's rows (module docstring, seed 003).
+    """
 
     def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
-                 compile: bool | None = None, nonholonomic: bool = False):
+                 compile: bool | None = None, lagrangian: str = "midpoint", eager: bool = True,
+                 nonholonomic: bool = False):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"time step dt must be positive and finite, got {dt}")
         self.robot, self.dt = robot, float(dt)
@@ -112,7 +120,7 @@ class DiscreteSystemStructure:
 
         tree = tree or build_tree(robot)
         self.tree = tree
-        L = ca.Function("L", [tree.q, tree.v], [tree.kinetic - tree.potential])
+        Ld_of = discrete_lagrangian(lagrangian, robot, tree, self.dt)
         h_fn = ca.Function("h", [tree.q], [constraint_expr(robot, tree)])
 
         q0, p0 = ca.SX.sym("q0", nq), ca.SX.sym("p0", nq)
@@ -120,7 +128,7 @@ class DiscreteSystemStructure:
         q1d, lam = ca.SX.sym("q1d", nd), ca.SX.sym("lam", nc)
         Pd, Pk = np.eye(nq)[:, self.idx_d], np.eye(nq)[:, self.idx_k]
         q1 = ca.mtimes(ca.DM(Pd), q1d) + (ca.mtimes(ca.DM(Pk), rho) if nk else 0)
-        Ld = self.dt * L((q0 + q1) / 2, (q1 - q0) / self.dt)
+        Ld = Ld_of(q0, q1)
         S = np.eye(nq)[:, self.idx_act]
         c = ca.DM(robot.damping)
         Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
@@ -142,7 +150,7 @@ class DiscreteSystemStructure:
             R = ca.vertcat(R, R_nh)
         # D₂L_d w.r.t. the full q_{k+1}: only the dynamic rows are momenta.
         q1_full = ca.SX.sym("q1f", nq)
-        Ld_full = self.dt * L((q0 + q1_full) / 2, (q1_full - q0) / self.dt)
+        Ld_full = Ld_of(q0, q1_full)
         D2_full = ca.Function("D2", [q0, q1_full], [ca.gradient(Ld_full, q1_full)])
         p1 = ca.SX.zeros(nq)
         p1[self.idx_d.tolist()] = D2_full(q0, q1)[self.idx_d.tolist()]
@@ -166,14 +174,16 @@ class DiscreteSystemStructure:
         extra = {}
         if nonholonomic:  # the continuous Lagrange–d'Alembert multipliers at a start state (GNI.state_from_velocity)
             C_sym = ca.vertcat(rows_h, A_sym)
-            dTdv = ca.gradient(tree.kinetic, v)
-            bias = ca.mtimes(ca.jacobian(dTdv, tree.q), v) - ca.gradient(tree.kinetic, tree.q) \
-                + ca.gradient(tree.potential, tree.q)
+            bias = ca.mtimes(ca.jacobian(ca.gradient(tree.kinetic, v), tree.q), v) \
+                - ca.gradient(tree.kinetic, tree.q) + ca.gradient(tree.potential, tree.q)
             extra = {"bias": ca.Function("bias", [tree.q, v], [dens(bias)]),
                      "constraint_drift": ca.Function("cdrift", [tree.q, v],
                                                      [dens(ca.mtimes(ca.jacobian(ca.mtimes(C_sym, v), tree.q), v))])}
+        names = ("residual", "residual_only", "output", "linearize", "hessian", "mass", "momentum", "D1Ld", "D2Ld",
+                 "energy", "h", "constraint_rows", *extra)
         self.functions = FunctionSet(
-            robot.hash + ("_gni" if nonholonomic else "") + f"_dt{self.dt!r}",
+            robot.hash + ("_gni" if nonholonomic else "") + f"_dt{self.dt!r}"
+            + ("" if lagrangian == "midpoint" else f"_{lagrangian}"),
             {
                 "residual": ca.Function("residual", [y, z], [dens(R), dens(Ry)]),
                 # R alone for chord Newton: ~5 % of the instructions of (R, ∂R/∂y) at 32 links.
@@ -192,9 +202,9 @@ class DiscreteSystemStructure:
                 **extra,
             },
             compile=compile,
-            lazy=("linearize", "hessian"),
-            driver=NEWTON_C,
-            driver_needs=STEP_FUNCTIONS,
+            lazy=("linearize", "hessian") if eager else names,
+            driver=NEWTON_C if eager else "",
+            driver_needs=STEP_FUNCTIONS if eager else (),
         )
         # Whole Newton step in C when the step functions compiled (else MidpointVI runs Newton in numpy).
         self.newton = NewtonStepC(self) if self.functions.lib is not None else None
