@@ -50,7 +50,7 @@ SLEIGH_HEART = np.array([-3.0, 1.0, 2.0])  # backing up faster: the skate point'
 
 
 def load_average() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def cpu(fn, repeat: int) -> float:
@@ -73,38 +73,37 @@ def interleaved(fns: dict, rounds: int, repeat: dict) -> dict:
 def step_speed(rounds: int, steps: int = 2000) -> list[dict]:
     """CPU per GNI step through the Python API (``step``) and of the compiled driver call alone (the whole
     Newton solve in C, what a C++ caller would pay), against one continuous right-hand side evaluation."""
-    rows = []
-    for name in ("sleigh", "diffdrive"):
-        robot = load_bundled(name)
-        gni = make_integrator("gni", robot, 0.01)
-        ode = NonholonomicODE(robot)
-        rng = np.random.default_rng(0)
-        q0 = rng.uniform(-1, 1, robot.nq)
-        x0 = gni.state_from_velocity(q0, gni.projector(q0) @ rng.normal(size=robot.nq))  # coasting, u = 0
-        s0 = np.concatenate([q0, gni.velocity(x0)])
-        u = np.zeros(gni.nu)
-        drv = gni._newton  # the compiled whole-step driver (mechanics.discrete.NewtonStepC)
-        st = gni.settings
+    return [_step_speed_row(name, rounds, steps) for name in ("sleigh", "diffdrive")]
 
-        def run_gni():
-            x = x0
-            for _ in range(steps):
-                x = gni.step(x, u)
 
-        def run_driver():
-            drv.z[: gni.nx], drv.z[gni.nx:] = x0, u
-            for _ in range(steps):
-                drv(st.max_iterations, st.tol, st.rcond_min, True, True, 0.25)
-                drv.z[: gni.nx] = drv.xn
+def _step_speed_row(name: str, rounds: int, steps: int) -> dict:
+    robot = load_bundled(name)
+    gni = make_integrator("gni", robot, 0.01)
+    ode = NonholonomicODE(robot)
+    rng = np.random.default_rng(0)
+    q0 = rng.uniform(-1, 1, robot.nq)
+    x0 = gni.state_from_velocity(q0, gni.projector(q0) @ rng.normal(size=robot.nq))  # coasting, u = 0
+    s0 = np.concatenate([q0, gni.velocity(x0)])
+    u = np.zeros(gni.nu)
+    drv, st = gni._newton, gni.settings  # the compiled whole-step driver (mechanics.discrete.NewtonStepC)
 
-        res = interleaved({"gni": run_gni, "driver": run_driver, "rhs": lambda: ode.rhs(0.0, s0)}, rounds,
-                          {"gni": 1, "driver": 1, "rhs": 2000})
-        g, d, r = res["gni"][0] / steps, res["driver"][0] / steps, res["rhs"][0]
-        rows.append(dict(what=f"GNI step, {name}: Python step / compiled driver call", us=g * 1e6,
-                         us_min=res["gni"][1] / steps * 1e6, driver_us=d * 1e6, driver_min=res["driver"][1] / steps * 1e6,
-                         baseline="Lagrange–d'Alembert rhs (Pinocchio + KKT), one evaluation",
-                         base_us=r * 1e6, ratio=g / r))
-    return rows
+    def run_gni():
+        x = x0
+        for _ in range(steps):
+            x = gni.step(x, u)
+
+    def run_driver():
+        drv.z[: gni.nx], drv.z[gni.nx:] = x0, u
+        for _ in range(steps):
+            drv(st.max_iterations, st.tol, st.rcond_min, True, True, 0.25)
+            drv.z[: gni.nx] = drv.xn
+
+    res = interleaved({"gni": run_gni, "driver": run_driver, "rhs": lambda: ode.rhs(0.0, s0)}, rounds,
+                      {"gni": 1, "driver": 1, "rhs": 2000})
+    g, d, r = res["gni"][0] / steps, res["driver"][0] / steps, res["rhs"][0]
+    return dict(what=f"GNI step, {name}: Python step / compiled driver call", us=g * 1e6,
+                us_min=res["gni"][1] / steps * 1e6, driver_us=d * 1e6, driver_min=res["driver"][1] / steps * 1e6,
+                baseline="Lagrange–d'Alembert rhs (Pinocchio + KKT), one evaluation", base_us=r * 1e6, ratio=g / r)
 
 
 def snakeboard_runs(N: int, ref=None) -> dict:

@@ -133,7 +133,8 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
                 raise SystemConfigError(f"constraints[{i}]: joint {jn!r} {what} (moving joints: {order})")
     for i, c in enumerate(cfg.nonholonomic):
         if c.link not in parsed.links:
-            raise SystemConfigError(f"nonholonomic[{i}]: link {c.link!r} does not exist (links: {sorted(parsed.links)})")
+            raise SystemConfigError(f"nonholonomic[{i}]: link {c.link!r} does not exist "
+                                    f"(links: {sorted(parsed.links)})")
     if cfg.actuated is None:  # a floating base is not actuated unless the YAML says so
         actuated = tuple(n for n in order if n not in cfg.prescribed
                          and not (cfg.floating_base and n.startswith(FLOATING_BASE_PREFIX)))

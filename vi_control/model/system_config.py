@@ -216,7 +216,7 @@ def _nonholonomic(i: int, c: Any) -> NonholonomicConstraint:
                                 f"got {comps!r}")
     axis, normal = _unit(c.get("axis", [0, 1, 0]), f"{key}.axis"), _unit(c.get("normal", [0, 0, 1]), f"{key}.normal")
     return NonholonomicConstraint(**common, radius=_num(c["radius"], f"{key}.radius", nonneg=True), axis=axis,
-                                  normal=tuple(normal / np.linalg.norm(normal)), components=tuple(x for x in _ROLLING_COMPONENTS if x in comps))
+                                  normal=normal, components=tuple(x for x in _ROLLING_COMPONENTS if x in comps))
 
 
 def parse_system_config(data: Any) -> SystemConfig:

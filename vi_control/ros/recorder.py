@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String, UInt8MultiArray
@@ -76,7 +76,8 @@ class Recorder(Node):
     def _on_odometry(self, msg: Odometry) -> None:
         p, o = msg.pose.pose.position, msg.pose.pose.orientation
         with self.lock:
-            self.odometry.append((stamp_seconds(msg), msg.child_frame_id, np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])))
+            pose = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
+            self.odometry.append((stamp_seconds(msg), msg.child_frame_id, pose))
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         with self.lock:
