@@ -111,6 +111,14 @@ def test_violating_initial_velocity_projected_with_warning_or_error(sleigh, capl
         GeometricNonholonomicIntegrator(sleigh, 0.01, on_constraint_violation="ignore")
 
 
+def test_gni_is_a_linearizable_discrete_system(sleigh):
+    from vi_control.integrators import DiscreteSystem, Linearizable
+
+    gni = make_integrator("gni", sleigh, 0.01)
+    assert isinstance(gni, DiscreteSystem) and isinstance(gni, Linearizable)
+    assert gni.nc == 1 and gni.nx == 6 and gni.nu == 0
+
+
 def test_midpoint_refuses_nonholonomic_models(sleigh):
     with pytest.raises(ValueError, match="gni"):
         MidpointVI(sleigh, 0.01)
