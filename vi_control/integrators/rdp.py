@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
+from scipy.linalg import lapack
 
 from ..mechanics import se2
 from ..mechanics.codegen import FunctionSet
@@ -169,10 +170,9 @@ class ReducedDAlembertPontryagin:
                     break
                 if it == st.max_iterations or not np.isfinite(rnorm):
                     raise ConvergenceError(k, rnorm, it, "RDP (seed 003 eq. 27)")
-                try:
-                    dz = np.linalg.solve(Jv, Rv.ravel())
-                except np.linalg.LinAlgError:
-                    raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)") from None
+                _, _, dz, info = lapack.dgesv(Jv, Rv.ravel())  # LAPACK directly: numpy's wrapper costs more
+                if info != 0:
+                    raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)")
                 z = z - dz
             its[k] = it
             out = np.array(upd(z, P, G[k])).ravel()
