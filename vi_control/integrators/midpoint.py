@@ -68,6 +68,8 @@ class MidpointVI(SymbolicStepDerivatives):
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
+    # The GNI subclass (seed 003) builds the same structure with the nonholonomic rows.
+    NONHOLONOMIC = False
 
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
                  wrap_continuous: bool = False, compile: bool | None = None, newton: str | None = None,
@@ -75,8 +77,11 @@ class MidpointVI(SymbolicStepDerivatives):
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
+        if robot.nonholonomic and not self.NONHOLONOMIC:
+            raise ValueError(f"{robot.name} has nonholonomic constraints, which the midpoint VI would ignore: use the "
+                             "geometric nonholonomic integrator (make_integrator('gni', ...), seed 003)")
         self.robot = robot
-        self.structure = DiscreteSystemStructure(robot, dt, compile=compile)
+        self.structure = DiscreteSystemStructure(robot, dt, compile=compile, nonholonomic=self.NONHOLONOMIC)
         s = self.structure
         self.dt = s.dt
         self.nq, self.nx, self.nu, self.nc = s.nq, s.nx, s.n_inputs, s.nc

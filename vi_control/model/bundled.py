@@ -56,6 +56,11 @@ BUNDLED = {
     "spherical_pendulum": ("spherical_pendulum", "spherical_pendulum"),
     "cartesian_pendulum": ("cartesian_pendulum", "cartesian_pendulum"),
     "marionette": ("marionette", "marionette"),
+    # Seed 003 nonholonomic systems (docs/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
+    "sleigh": ("sleigh", "sleigh"),
+    "snakeboard": ("snakeboard", "snakeboard"),
+    "rolling_disk": ("rolling_disk", "rolling_disk"),
+    "diffdrive": ("diffdrive", "diffdrive"),
 }
 
 # Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).
