@@ -22,7 +22,7 @@ from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .gradient import projection_gradient
 from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout
-from .task import Task, TaskError, parse_vector
+from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
 
 __all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "initial_inputs", "plan_task"]
 
@@ -107,7 +107,8 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None,
     """Optimize the task from x0 (measured state; default the task's start), then TV-LQR gains along the
     optimal trajectory (seed 000 eq. 36) and the DLQR hold gain K_final about the final configuration
     with U_final its holding input (gravity compensation). Returns (Plan, OptimizerResult); the plan's
-    ``converged`` says whether the optimizer met its tolerance.
+    ``converged`` says whether the optimizer met its tolerance. The collocation methods (LG/LG2, seed 004) may end
+    before the horizon (free final time) and raise PlanningError when IPOPT fails.
     """
     require_linearizable(vi, "plan_task")
     if abs(vi.dt - task.dt) > 1e-12:
@@ -121,14 +122,19 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None,
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)
     U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
-    if task.initial_guess == "auto":  # the feedback guess only if its rollout costs less than half as much
+    # "auto": the feedback guess only if its rollout costs less than half as much (shooting methods)
+    if task.initial_guess == "auto" and task.method not in COLLOCATION_METHODS:
         U_fb = initial_inputs(dataclasses.replace(task, initial_guess="feedback"), vi, x0, X_ref, U_ref)
         J = []
         for U in (U0, U_fb):
             ro = rollout(vi, x0, U, lo=-limits if limits is not None else None, hi=limits)
             J.append(np.inf if ro is None else cost.calc(ro[0], ro[1]))
         U0 = U_fb if J[1] < 0.5 * J[0] else U0
-    if task.method == "gradient":
+    if task.method in COLLOCATION_METHODS:  # LG/LG2 (seed 004), resampled and polished on the VI
+        from .collocation.planner import collocate_task
+
+        res, _ = collocate_task(vi, task, x0, limits, (Q, R, Qf), log=log)
+    elif task.method == "gradient":
         res = projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
                                   tolerance=task.tolerance, log=log)
     else:
@@ -164,7 +170,7 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None,
     weights["task"] = task.name
     weights["method"] = res.method
     robot = vi.robot
-    plan = Plan(times=np.arange(task.horizon + 1) * vi.dt, X=res.X, U=res.U, K=K, dt=vi.dt,
+    plan = Plan(times=np.arange(len(res.U) + 1) * vi.dt, X=res.X, U=res.U, K=K, dt=vi.dt,
                 model_name=task.model_name, model_hash=robot.hash, joint_names=robot.joint_names,
                 input_names=list(robot.actuated) + list(robot.prescribed), weights=weights,
                 K_final=K_final, U_final=U_final, converged=res.converged)

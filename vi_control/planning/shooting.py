@@ -44,6 +44,7 @@ class OptimizerResult:
     step_history: list[float] = field(default_factory=list)
     step_kinds: list[str] = field(default_factory=list)  # DDP: "newton" or "gauss-newton" per iteration
     linearization: list | None = None  # Linearization (A_k, B_k, rcond) at the returned X, U if computed
+    collocation: object | None = None  # the collocation methods' CollocationSolution (before the VI polish)
 
     def __str__(self) -> str:
         return (f"{self.method}: {'converged' if self.converged else 'not converged'} in {self.iterations} "
