@@ -57,6 +57,7 @@ class SecondOrderDynamics:
         self._fk: dict[tuple, ca.Function] = {}
         self._tree = tree
         self._energy = ca.Function("E", [q, v], [tree.kinetic + tree.potential])
+        self._g: ca.Function | None = None  # numeric g(q, v, u), built on first use
 
     # ---- symbolic pieces (SX in, SX out) --------------------------------------------------------
     def mass(self, q):
@@ -105,22 +106,13 @@ class SecondOrderDynamics:
 
     # ---- numeric ----------------------------------------------------------------------------------
     def acceleration(self, Q: np.ndarray, V: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """g at each sample: rows of Q, V (n, nq) and U (n, nu) → (n, nq), by a dense solve per sample."""
-        Q, V = np.atleast_2d(Q), np.atleast_2d(V)
+        """g at each sample: rows of Q, V (n, nq) and U (n, nu) → (n, nq), one vectorized call (CasADi map)."""
+        Q, V = np.atleast_2d(np.asarray(Q, float)), np.atleast_2d(np.asarray(V, float))
         U = np.asarray(U, float).reshape(len(Q), self.nu)
-        out = np.empty_like(Q)
-        B = self.B
-        for i, (q, v, u) in enumerate(zip(Q, V, U, strict=True)):
-            M = np.array(self._M(q))
-            rhs = B @ u - np.array(self._bias(q, v)).ravel()
-            if self.nc:
-                J = np.array(self._Dh(q)).reshape(self.nc, self.nq)
-                K = np.block([[M, -J.T], [J, np.zeros((self.nc, self.nc))]])
-                rhs = np.concatenate([rhs, -np.array(self._drift(q, v)).ravel()])
-                out[i] = np.linalg.solve(K, rhs)[: self.nq]
-            else:
-                out[i] = np.linalg.solve(M, rhs)
-        return out
+        if self._g is None:
+            q, v, u = ca.SX.sym("q", self.nq), ca.SX.sym("v", self.nq), ca.SX.sym("u", self.nu)
+            self._g = ca.Function("g", [q, v, u], [self.explicit(q, v, u)])
+        return np.array(self._g.map(len(Q))(Q.T, V.T, U.T)).T
 
     def energy(self, q: np.ndarray, v: np.ndarray) -> float:
         return float(self._energy(q, v))

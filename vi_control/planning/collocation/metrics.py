@@ -58,7 +58,7 @@ def dynamic_error_samples(sol: CollocationSolution, dynamics: SecondOrderDynamic
     return qd - v, qdd - g
 
 
-def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subintervals: int = 200,
+def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subintervals: int = 1000,
                    velocity: str = "qdot") -> DynamicErrors:
     """ε^[1], ε^[2] and their integrals E (seed 004 eqs. 17–21) of a solution."""
     t, w = _quadrature_grid(sol, subintervals)
