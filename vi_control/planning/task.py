@@ -285,5 +285,5 @@ COLLOCATION_DEFAULTS = {
     "t_guess": None,             # t_f of the initial guess (default: the upper bound)
     "dynamics": "auto",          # explicit q̈ = g(q, q̇, u) | implicit (with λ); auto: implicit with constraints
     "joint_limits": True,        # bound q by the URDF limits at every node
-    "polish_iterations": 10,     # DDP iterations on the VI from the resampled solution (≥ 1)
+    "polish_iterations": 30,     # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
 }

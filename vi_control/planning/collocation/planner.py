@@ -7,8 +7,10 @@
 2. IPOPT on the LG or LG2 transcription (built once per robot and options, then re-solved: re-plans are cheap);
 3. resampling onto the VI grid t_k = kΔt, k ≤ ⌈t_f/Δt⌉: q_k = q(t_k) (held at the goal after t_f), the discrete state
    x_k = (q_k, D₂L_d(q(t_k − Δt), q_k)) (seed 000 eq. 1b) and u_k = u(t_k + Δt/2) (the midpoint of the step);
-4. DDP on the VI from those inputs, tracking the resampled states with the task's weights: every state of the result
-   is a VI rollout, so the plan is exactly VI-feasible, and TV-LQR gains follow in ``plan_task`` as for DDP.
+4. DDP on the VI, tracking the resampled states with the task's weights, from the inputs of a rollout that follows
+   the resampled trajectory under TV-LQR feedback (the open-loop inputs would fall off an unstable swing-up): every
+   state of the result is a VI rollout, so the plan is exactly VI-feasible, and TV-LQR gains follow in
+   ``plan_task`` as for DDP.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ...control.hold import equilibrium_state, holding_input
 from ...integrators.base import Linearizable
 from ..cost import QuadraticTrackingCost
 from ..ddp import ddp
-from ..shooting import LogFn, OptimizerResult
+from ..shooting import LogFn, OptimizerResult, feedback_initial_guess
 from ..task import Task, TaskError
 from .dynamics import SecondOrderDynamics
 from .solution import CollocationSolution
@@ -99,8 +101,8 @@ def start_velocity(vi: Linearizable, x0: np.ndarray, dynamics: SecondOrderDynami
 def collocate_task(vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndarray | None, weights: tuple,
                    log: LogFn = None) -> tuple[OptimizerResult, CollocationSolution]:
     """Solve the task by LG/LG2 collocation and polish it on the VI (module doc). Raises PlanningError if IPOPT
-    fails. Returns the DDP result (method ``collocation_lg[2]``, ``converged`` = IPOPT's success; the polish only
-    makes the trajectory VI-feasible) and the collocation solution."""
+    fails. Returns the DDP result (method ``collocation_lg[2]``; ``converged``: IPOPT succeeded and the polish met
+    its tolerance within ``polish_iterations``) and the collocation solution."""
     if vi.nk:
         raise TaskError(f"optimizer.method: {task.method} does not support prescribed joints")
     c, nq = task.collocation, vi.nq
@@ -121,9 +123,11 @@ def collocate_task(vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndar
     X_ref, U_ref = resample(vi, sol, x0, steps, None if limits is None else limits[: vi.n_torques], q_goal)
     Q, R, Qf = weights
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
-    res = ddp(vi, cost, x0, U_ref, input_limits=limits, max_iterations=c["polish_iterations"],
+    # From a TV-LQR-stabilized rollout about the resampled trajectory: open loop, a swing-up falls away from it.
+    U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, Q, R, Qf, input_limits=limits)
+    res = ddp(vi, cost, x0, U0, input_limits=limits, max_iterations=c["polish_iterations"],
               tolerance=1e-6, regularization=task.regularization, log=log, method=task.method)
-    res.converged = sol.success
+    res.converged = sol.success and res.converged  # a plan off the collocated one by the polish's limit is not
     res.stop_reason = f"IPOPT {sol.status}; VI polish: {res.stop_reason}"
     res.collocation = sol
     return res, sol
