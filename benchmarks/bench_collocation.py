@@ -70,8 +70,8 @@ def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b:
         ok = all(s.success for s in sols.values())
         row["same_optimum"] = bool(ok and same(sols["lg"], sols["lg2"]))
         rows.append(row)
-        print(f"[{name}] N = {N}: " + ", ".join(f"{m} {r['status']} it {r['iterations']} E2 {r['E2']} "
-                                                 f"t {r['t_med'] * 1e3:.1f} ms" for m, r in ((m, row[m]) for m in sols)))
+        print(f"[{name}] N = {N}: " + ", ".join(f"{m} {row[m]['status']} it {row[m]['iterations']} E2 "
+                                                 f"{row[m]['E2']} t {row[m]['t_med'] * 1e3:.1f} ms" for m in sols))
     return rows
 
 
@@ -346,8 +346,9 @@ def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_
     pend = SecondOrderDynamics(load_bundled("pendulum"))
     cart = SecondOrderDynamics(load_bundled("cartpole"))
     res = dict(load=os.getloadavg()[0], rounds=rounds)
-    res["pendulum"] = sweep("pendulum", pend, P.pendulum_min_time, dict(**P.pendulum_boundary(), guess=P.pendulum_guess()),
-                            Ns_p, rounds, same=lambda a, b: abs(a.tf - b.tf) < 1e-3)
+    res["pendulum"] = sweep("pendulum", pend, P.pendulum_min_time,
+                            dict(**P.pendulum_boundary(), guess=P.pendulum_guess()), Ns_p, rounds,
+                            same=lambda a, b: abs(a.tf - b.tf) < 1e-3)
     res["cartpole"] = sweep("cartpole", cart, P.cartpole_swingup, P.cartpole_boundary(), Ns_c, rounds,
                             same=lambda a, b: abs(a.objective - b.objective) < 0.01 * abs(b.objective))
     N20 = 20 if 20 in Ns_p else Ns_p[-1]
@@ -382,13 +383,14 @@ def report(res: dict, out_dir: Path) -> None:
         if r.get("drift") is not None and r["N"] == 20:
             lines[-1] += f", Drake HS N=20 {r['drift']:.3g}"
     for r in res["ddp"]:
-        lines += [f"- our DDP ({r['problem']}, {r['steps']} VI steps of {r['dt'] * 1e3:g} ms): {r['iterations']} iterations, "
-                  f"CPU {r['t_med'] * 1e3:.0f} ms (min {r['t_min'] * 1e3:.0f}), converged {r['converged']}, "
+        lines += [f"- our DDP ({r['problem']}, {r['steps']} VI steps of {r['dt'] * 1e3:g} ms): {r['iterations']} "
+                  f"iterations, CPU {r['t_med'] * 1e3:.0f} ms (min {r['t_min'] * 1e3:.0f}), "
+                  f"converged {r['converged']}, "
                   f"open-loop drift {r['drift']:.3g}"]
     if res.get("replay"):
         rp = res["replay"]
-        lines += [f"- gait replay (LG2 N = {rp['N']}, VI Δt = 10 ms): step mismatch {rp['mismatch']:.3g}; start-of-step "
-                  f"deviation over 10 steps {np.round(rp['deviation'], 3).tolist()}; open loop "
+        lines += [f"- gait replay (LG2 N = {rp['N']}, VI Δt = 10 ms): step mismatch {rp['mismatch']:.3g}; "
+                  f"start-of-step deviation over 10 steps {np.round(rp['deviation'], 3).tolist()}; open loop "
                   f"{rp['open_loop'] if isinstance(rp['open_loop'], str) else np.round(rp['open_loop'], 2).tolist()}"]
     text = "\n".join(lines)
     print(text)
