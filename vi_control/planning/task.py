@@ -260,7 +260,7 @@ def _collocation_options(d: dict, method: str) -> dict:
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise TaskError(f"collocation.{key}: must be an integer ≥ {low}, got {v!r}")
     for key, allowed in (("final_time", ("fixed", "free")), ("cost", ("effort", "time")),
-                         ("dynamics", ("auto", "explicit", "implicit"))):
+                         ("dynamics", ("implicit", "explicit"))):
         if out[key] not in allowed:
             raise TaskError(f"collocation.{key}: expected one of {allowed}, got {out[key]!r}")
     if out["cost"] == "time" and out["final_time"] != "free":
@@ -283,7 +283,7 @@ COLLOCATION_DEFAULTS = {
     "effort_weight": 1.0,
     "t_min": None,               # lower bound of a free t_f (default 2·dt)
     "t_guess": None,             # t_f of the initial guess (default: the upper bound)
-    "dynamics": "auto",          # explicit q̈ = g(q, q̇, u) | implicit (with λ); auto: implicit with constraints
+    "dynamics": "implicit",      # implicit M q̈ + b = Bu (+ Dhᵀλ) | explicit q̈ = g(q, q̇, u) (same solutions)
     "joint_limits": True,        # bound q by the URDF limits at every node
     "polish_iterations": 30,     # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
 }

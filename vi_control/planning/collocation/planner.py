@@ -55,7 +55,7 @@ def transcription_for(vi: Linearizable, task: Task, limits: np.ndarray | None) -
         dyn, method=task.method.removeprefix("collocation_"), nodes=c["nodes"], intervals=c["intervals"],
         free_time=free, time_bounds=(t_min, horizon_time) if free else (1e-2, 100.0), cost=c["cost"],
         effort_weight=c["effort_weight"], input_limits=np.full(dyn.nu, np.inf) if limits is None else limits,
-        joint_limits=c["joint_limits"], dynamics_form=None if c["dynamics"] == "auto" else c["dynamics"],
+        joint_limits=c["joint_limits"], dynamics_form=c["dynamics"],
         max_iterations=task.max_iterations, tolerance=task.tolerance)
     tr = Transcription(problem)
     _CACHE[key] = tr
