@@ -161,7 +161,7 @@ class BipedGait:
             raise ValueError(f"the step time {sol.tf} is not a multiple of the VI's dt {vi.dt}")
         limits = np.full(4, self.input_limit)
         x0 = vi.state_from_configurations(sol.q([-vi.dt])[0], sol.q([0.0])[0])
-        X_ref, U_ref = resample(vi, sol, x0, steps, limits, sol.Q[-1])
+        X_ref, U_ref = resample(vi, sol, x0, steps, limits, sol.Q[-1], rest_at_end=False)  # it ends in a stride
         U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, Q, R, Qf, limits)
         res = ddp(vi, QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf), x0, U0, input_limits=limits,
                   max_iterations=polish_iterations)

@@ -65,10 +65,11 @@ def transcription_for(vi: Linearizable, task: Task, limits: np.ndarray | None) -
 
 
 def resample(vi: Linearizable, sol: CollocationSolution, x0: np.ndarray, steps: int, limits: np.ndarray | None,
-             q_goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+             q_goal: np.ndarray, rest_at_end: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(X_ref (steps+1, nx), U_ref (steps, nu)) of a collocated trajectory on the VI's grid (see module doc).
 
-    X_ref[0] is x₀ itself (the plan starts where the robot is); from t_f on the goal is held with its holding input.
+    X_ref[0] is x₀ itself (the plan starts where the robot is); after t_f the goal is held with its holding input,
+    and with ``rest_at_end`` (a plan that ends at rest) already at t_f.
     """
     dt, tf = vi.dt, sol.tf
     t = np.arange(steps + 1) * dt
@@ -78,7 +79,7 @@ def resample(vi: Linearizable, sol: CollocationSolution, x0: np.ndarray, steps: 
     X[0] = x0
     # From t_f on: the goal held still, whose discrete momentum is D₂L_d(q, q) (the state the hold gain keeps).
     # At t_f itself p_N = D₂L_d(q(t_f − Δt), q_f) ≈ M q̇ − (Δt/2)·u would still carry the braking input.
-    X[t >= tf - 1e-9] = equilibrium_state(vi, q_goal)
+    X[t >= tf - 1e-9 if rest_at_end else t > tf] = equilibrium_state(vi, q_goal)
     tm = t[:-1] + 0.5 * dt
     U = sol.u(np.minimum(tm, tf)).reshape(steps, vi.n_torques)
     U[tm > tf] = holding_input(vi, q_goal)[0]
