@@ -58,6 +58,7 @@ class SecondOrderDynamics:
         self._tree = tree
         self._energy = ca.Function("E", [q, v], [tree.kinetic + tree.potential])
         self._g: ca.Function | None = None  # numeric g(q, v, u), built on first use
+        self.velocity_dependent = bool(ca.depends_on(bias, v))  # Coriolis/centrifugal terms or damping
 
     # ---- symbolic pieces (SX in, SX out) --------------------------------------------------------
     def mass(self, q):

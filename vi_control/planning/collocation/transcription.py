@@ -12,7 +12,8 @@ paper; K > 1: the h-p variant the paper's conclusions call for); τ = −1 + 2(t
 Dynamics ``implicit`` (default: M q̈ + b − Bu − Dhᵀλ = 0, λ unknowns at the Gauss points with holonomic constraints)
 or ``explicit`` (q̈ = M⁻¹(Bu − b), the paper's form; the bordered KKT solve with constraints). Both have the same
 solutions; with the implicit rows IPOPT needs fewer iterations (cart-pole LG2 at N = 30: 10 instead of 27) and the
-expressions stay small for many joints (docs/collocation.md). Decision
+expressions stay small for many joints (docs/collocation.md). Rows that define derivatives from node values (LG's
+q̇ = v, lifted LG2's q̇ and q̈) are multiplied by (h/2)^r: polynomial in a free t_f (fewer IPOPT iterations). Decision
 variables: node values Q (and V for LG), U and λ at the Gauss points, t_f if free. Boundary values are NLP
 parameters, so one built transcription re-solves from new start states (the planner's re-plans).
 """
@@ -70,7 +71,8 @@ class CollocationProblem:
     node by the URDF limits; ``cost``: ``time`` (min t_f, needs ``free_time``) or ``effort`` (∫uᵀRu dt, R =
     ``effort_weight``); ``path_constraints`` hold at the Gauss points, ``boundary_constraints`` once; ``lifted``
     (LG2): q̇ and q̈ at the Gauss points are variables tied to Q by eqs. 14–15 (same solutions, sparser Hessian);
-    ``consistent_start`` (with holonomic constraints) adds h(q(0)) = 0 and Dh q̇(0) = 0 where the fixed boundary
+    ``lifted=None`` lifts when the dynamics depend on q̇ (Coriolis, damping, constraints); ``consistent_start`` (with
+    holonomic constraints) adds h(q(0)) = 0 and Dh q̇(0) = 0 where the fixed boundary
     values do not imply them — off when ``boundary_constraints`` already do (a gait's impact map)."""
 
     dynamics: SecondOrderDynamics
@@ -90,7 +92,7 @@ class CollocationProblem:
     path_constraints: tuple[PathConstraint, ...] = ()
     boundary_constraints: tuple[BoundaryConstraint, ...] = ()
     dynamics_form: str | None = None
-    lifted: bool = True
+    lifted: bool | None = None
     consistent_start: bool = True
     max_iterations: int = 3000
     tolerance: float = 1e-8
@@ -114,6 +116,8 @@ class CollocationProblem:
         if form not in ("explicit", "implicit"):
             raise ValueError(f"dynamics_form: expected 'explicit' or 'implicit', got {form!r}")
         self.dynamics_form = form
+        if self.lifted is None:  # lift where q̈'s equation involves q̇: its Hessian would couple every node
+            self.lifted = bool(self.dynamics.nc) or self.dynamics.velocity_dependent
         nq = self.dynamics.nq
         for key in ("fix_q0", "fix_v0", "fix_qf", "fix_vf"):
             setattr(self, key, _mask(getattr(self, key), nq, key))
@@ -195,10 +199,10 @@ class Transcription:
                 Qd = (2 / h) * ca.mtimes(Qk, D.T)  # q̇ at every node (eq. 14)
                 qc, vc = Qk[:, 1:N + 1], Qd[:, 1:N + 1]
                 ac = (2 / h) ** 2 * ca.mtimes(Qk, D2c.T)  # q̈ at the Gauss points (eq. 15), D*² precomputed
-                if self.lifted:  # the same equations with q̇, q̈ named: the nonlinear rows stay node-local
-                    add(X["Vc"][:, cc] - vc)
-                    add(X["Ac"][:, cc] - ac)
-                    vc, ac = X["Vc"][:, cc], X["Ac"][:, cc]
+                if self.lifted:  # the same equations with q̇, q̈ named: the nonlinear rows stay node-local; written
+                    vc, ac = X["Vc"][:, cc], X["Ac"][:, cc]  # times (h/2)^r, they are polynomial in a free t_f
+                    add((h / 2) * vc - ca.mtimes(Qk, D[1:N + 1, :].T))
+                    add((h / 2) ** 2 * ac - ca.mtimes(Qk, D2c.T))
                 if k == 0:
                     v_start = Qd[:, 0]
                 else:
@@ -207,7 +211,7 @@ class Transcription:
             else:
                 Qn, Vn = Q[:, cols][:, :N + 1], V[:, cols][:, :N + 1]
                 qc, vc, ac = Qn[:, 1:], Vn[:, 1:], (2 / h) * ca.mtimes(Vn, D[1:, :].T)
-                add((2 / h) * ca.mtimes(Qn, D[1:, :].T) - vc)  # q̇ = v at the Gauss points (eqs. 3a, 10)
+                add(ca.mtimes(Qn, D[1:, :].T) - (h / 2) * vc)  # q̇ = v at the Gauss points (eqs. 3a, 10), × h/2
                 end = (k + 1) * (N + 1)
                 add(Q[:, end] - ca.mtimes(Qn, E1.T))
                 add(V[:, end] - ca.mtimes(Vn, E1.T))
