@@ -1,8 +1,7 @@
 """Smoke tests of the benchmark scripts (issue 13): each runs at a small size through the code path that produces
 its published table, so a script cannot rot unnoticed. No timing asserts: the figures themselves are the
 scripts' job (README performance table); here only their structure and the facts that do not depend on speed.
-(benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py;
-bench_collocation.py: test_collocation_bench.py.)"""
+(benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py.)"""
 
 import importlib.util
 import sys
@@ -22,8 +21,7 @@ def load(name: str):
 
 
 def test_every_benchmark_script_has_a_smoke_test():
-    covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py",
-               "bench_collocation": "test_collocation_bench.py"}
+    covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py"}
     here = Path(__file__).read_text()
     for script in sorted(BENCH.glob("bench_*.py")):
         name = script.stem
@@ -88,3 +86,23 @@ def test_planner_benchmark_smoke(tmp_path, monkeypatch):
     assert table.count("\n| ") == 5 and "x\\|y" in table
     bench.plots(runs)
     assert (tmp_path / "pendulum_swingup.png").stat().st_size > 1000
+
+
+def test_collocation_benchmark_smoke(tmp_path):
+    """bench_collocation.py at tiny sizes (N = 6, biped N = 4), no Drake: every table, the DDP rows, the gait replay,
+    the three figures."""
+    import json
+
+    res = load("bench_collocation").main(["--quick", "--rounds", "1", "--no-external", "--out", str(tmp_path)])
+    for key in ("pendulum", "cartpole", "biped"):
+        (row,) = res[key]
+        for m in ("lg", "lg2"):
+            assert row[m]["iterations"] > 0 and row[m]["t_med"] > 0
+    assert res["pendulum"][0]["lg2"]["success"] and res["pendulum"][0]["lg2"]["E2"] > 0
+    assert {r["problem"] for r in res["ddp"]} == {"pendulum", "cartpole"}
+    assert len(res["replay"]["deviation"]) == 11
+    text = (tmp_path / "collocation.md").read_text()
+    assert "Pendulum minimum-time swing-up" in text and "| N | E² LG |" in text
+    assert json.loads((tmp_path / "collocation.json").read_text())["rounds"] == 1
+    for png in ("collocation.png", "collocation_error_time.png", "collocation_gait.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
