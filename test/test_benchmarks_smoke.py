@@ -113,3 +113,23 @@ def test_nonholonomic_benchmark_sympy_model_is_the_sleigh():
     c, s = np.cos(0.3), np.sin(0.3)
     assert dz[:3] == pytest.approx([c * -1.0 - s * 1.0, s * -1.0 + c * 1.0, 2.0])
     assert energy(z) == pytest.approx(0.5 * (1.0 + 1.0) + 0.5 * 0.2 * 4.0)
+
+
+def test_collocation_benchmark_smoke(tmp_path):
+    """bench_collocation.py at tiny sizes (N = 6, biped N = 4), no Drake: every table, the DDP rows, the gait replay,
+    the three figures."""
+    import json
+
+    res = load("bench_collocation").main(["--quick", "--rounds", "1", "--no-external", "--out", str(tmp_path)])
+    for key in ("pendulum", "cartpole", "biped"):
+        (row,) = res[key]
+        for m in ("lg", "lg2"):
+            assert row[m]["iterations"] > 0 and row[m]["t_med"] > 0
+    assert res["pendulum"][0]["lg2"]["success"] and res["pendulum"][0]["lg2"]["E2"] > 0
+    assert {r["problem"] for r in res["ddp"]} == {"pendulum", "cartpole"}
+    assert len(res["replay"]["deviation"]) == 11
+    text = (tmp_path / "collocation.md").read_text()
+    assert "Pendulum minimum-time swing-up" in text and "| N | E² LG |" in text
+    assert json.loads((tmp_path / "collocation.json").read_text())["rounds"] == 1
+    for png in ("collocation.png", "collocation_error_time.png", "collocation_gait.png"):
+        assert (tmp_path / png).stat().st_size > 10_000

@@ -5,7 +5,6 @@ g = 9.8) has det M_{k+1} = m²r³/(4Δt²) sin²((θ_k+θ_{k+1})/2)·[Δt² g co
 + r(2 + cos(θ_k+θ_{k+1}))(φ_k−φ_{k+1})² + 4r] (eq. 34): singular when θ_k + θ_{k+1} = nπ.
 """
 
-import dataclasses
 
 import numpy as np
 import pytest

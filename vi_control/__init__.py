@@ -39,6 +39,7 @@ from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFErr
 from .model.bundled import BUNDLED, load_bundled
 from .planning import (
     OptimizerResult,
+    PlanningError,
     QuadraticTrackingCost,
     Task,
     TaskError,
@@ -67,5 +68,5 @@ __all__ = [
     "Plan", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input", "hold_gain", "TrackingController",
     "StateEstimator",
     "Task", "TaskError", "load_task", "plan_task", "make_system", "ddp", "QuadraticTrackingCost", "OptimizerResult",
-    "simulate_plan",
+    "simulate_plan", "PlanningError",
 ]

@@ -46,6 +46,7 @@ class OptimizerResult:
     linearization: list | None = None  # Linearization (A_k, B_k, rcond) at the returned X, U if computed
     constraint_violation: float | None = None  # ‖x_N − goal‖∞ when the goal was a constraint (augmented.py)
     outer_iterations: int = 0  # augmented-Lagrangian multiplier updates (0: an unconstrained solve)
+    collocation: object | None = None  # the collocation methods' CollocationSolution (before the VI polish)
 
     def __str__(self) -> str:
         return (f"{self.method}: {'converged' if self.converged else 'not converged'} in {self.iterations} "
