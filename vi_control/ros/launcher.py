@@ -15,6 +15,9 @@ import yaml
 
 from ..model.bundled import share_dir
 
+# Absolute topics by ROS convention, remapped into a run's namespace (the recorder reads them relative).
+GLOBAL_TOPICS = ("clock", "diagnostics")
+
 
 def run_namespace(key: str) -> str:
     """A namespace of one's own: a run that shares a domain (1 in 100 chance) still does not hear another."""
@@ -51,7 +54,8 @@ class NodeProcess:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         args = [sys.executable, "-m", f"vi_control.ros.{module}", "--ros-args"]
         if namespace:
-            args += ["-r", f"__ns:={namespace}"]
+            # The absolute topics too: two runs that share a domain must not share a clock or diagnostics.
+            args += ["-r", f"__ns:={namespace}"] + [a for t in GLOBAL_TOPICS for a in ("-r", f"/{t}:={namespace}/{t}")]
         for f in params_files:
             args += ["--params-file", str(f if os.path.isfile(f) else share_dir() / "config" / f)]
         if overrides:

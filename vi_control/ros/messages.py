@@ -171,3 +171,39 @@ def joint_state_arrays(msg: JointState, joint_names: list[str]) -> tuple[np.ndar
         if not np.all(np.isfinite(v)):
             v = None
     return q, v
+
+
+class JointStateReader:
+    """Joint states -> q and q̇ in a fixed joint order, into preallocated arrays (the controller's hot path).
+
+    The name -> index order is computed once and reused while a message's names equal the previous ones (a
+    driver sends the same list every time). ``read`` returns whether the message had usable velocities;
+    ValueError names missing joints, size mismatches and non-finite positions.
+    """
+
+    def __init__(self, joint_names: list[str]):
+        self.joint_names = list(joint_names)
+        self.q = np.zeros(len(joint_names))
+        self.qdot = np.zeros(len(joint_names))
+        self._names: list[str] | None = None
+        self._order = np.zeros(len(joint_names), int)
+
+    def read(self, msg: JointState) -> bool:
+        names = msg.name
+        if names != self._names:
+            index = {n: i for i, n in enumerate(names)}
+            missing = [n for n in self.joint_names if n not in index]
+            if missing:
+                raise ValueError(f"joint state lacks joint(s) {missing} (got {list(names)})")
+            self._order[:] = [index[n] for n in self.joint_names]
+            self._names = list(names)
+        n = len(names)
+        if len(msg.position) != n:
+            raise ValueError(f"joint state has {len(msg.position)} positions for {n} names")
+        np.take(np.frombuffer(msg.position, float) if n else np.zeros(0), self._order, out=self.q)
+        if not np.isfinite(self.q).all():
+            raise ValueError("joint state positions contain NaN/inf")
+        if len(msg.velocity) != n:
+            return False
+        np.take(np.frombuffer(msg.velocity, float), self._order, out=self.qdot)
+        return bool(np.isfinite(self.qdot).all())

@@ -38,7 +38,7 @@ class Recorder(Node):
         self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
                                  lambda m: setattr(self, "trajectory", m), LATCHED_QOS)
         self.robot_description: str | None = None
-        self.create_subscription(String, "/robot_description", lambda m: setattr(self, "robot_description", m.data),
+        self.create_subscription(String, "robot_description", lambda m: setattr(self, "robot_description", m.data),
                                  LATCHED_QOS)
         self.create_subscription(UInt8MultiArray, f"{planner_name}/plan",
                                  lambda m: setattr(self, "plan_message", m), LATCHED_QOS)
