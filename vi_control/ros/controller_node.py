@@ -26,7 +26,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..control.plan import Plan, state_error
 from ..control.tracking import StateEstimator, TrackingController, safe_command
 from .common import LATCHED_QOS, MODEL_PARAMETERS, SENSOR_QOS, STREAM_QOS, Param, command_joints, make_system, run_node
-from .managed import ManagedNode
+from .managed import AUTOSTART, ManagedNode
 from .messages import FLAG_START_ON_RECEIPT, JointStateReader, PlanModelMismatch, plan_from_message
 from .supervision import ERROR, OK, WARN, ControllerStateMessage, JointLimits, diagnostics
 
@@ -78,6 +78,7 @@ PARAMETERS: dict[str, Param] = {
     "state_publish_rate": Param(50.0, "~/controller_state rate (wall clock) [Hz]; 0: off", range=(0.0, 1e4),
                                 **_LIVE),
     "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]", range=(0.01, 3600.0)),
+    **AUTOSTART,
 }
 _LIMIT_KEYS = ("position_limit_margin", "max_continuous_position", "velocity_limit_factor", "max_velocity")
 

@@ -21,7 +21,7 @@ AUTOSTART = {"autostart": Param(True, "configure and activate at start-up (false
 class ManagedNode(LifecycleNode):
     """A lifecycle node with typed parameters (``PARAMETERS``), a per-kind throttled log and the model source.
 
-    Subclasses implement ``configure``/``activate``/``deactivate``/``cleanup`` (no return value; raise to
+    ``PARAMETERS`` must include ``AUTOSTART``. Subclasses implement ``configure``/``activate``/``deactivate``/``cleanup`` (no return value; raise to
     fail a transition) and ``apply_parameter(name, value) -> reason or None`` for their live parameters.
     """
 
@@ -29,7 +29,7 @@ class ManagedNode(LifecycleNode):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        table = {**self.PARAMETERS, **AUTOSTART}
+        table = self.PARAMETERS  # includes AUTOSTART
         self.p = declare_parameters(self, table)
         self.warn = ThrottledLog(self.get_logger(), self.p["log_throttle_period"])
         watch_parameters(self, table, self.p, self._apply_parameter)

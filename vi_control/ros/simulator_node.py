@@ -30,7 +30,7 @@ from .common import (
     make_system,
     run_node,
 )
-from .managed import ManagedNode
+from .managed import AUTOSTART, ManagedNode
 from .messages import split_seconds
 
 PARAMETERS: dict[str, Param] = {
@@ -54,6 +54,7 @@ PARAMETERS: dict[str, Param] = {
     "idle_publish_period": Param(0.2, "lockstep: republish the current state when no command came for this "
                                       "long [s]", range=(0.001, 60.0), live=True),
     "publish_clock": Param(True, "publish the simulation time on /clock"),
+    **AUTOSTART,
 }
 
 
