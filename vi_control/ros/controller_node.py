@@ -366,7 +366,9 @@ class ControllerNode(ManagedNode):
         """Publish the safe command and log the fault (throttled per kind). Nothing before the first valid
         joint state: there is no velocity to damp, and a lockstep simulator would step on the command."""
         self.fault_counts[kind] = self.fault_counts.get(kind, 0) + 1
-        self.warn(kind, f"{kind}{': ' + detail if detail else ''} -> safe command ({self.p['safe_mode']})")
+        # throttled per kind; an invalid state per reason (its detail up to the names or numbers it quotes)
+        key = f"{kind}: {detail.split('(')[0].split('[')[0]}" if kind == FAULT_INVALID_STATE else kind
+        self.warn(key, f"{kind}{': ' + detail if detail else ''} -> safe command ({self.p['safe_mode']})")
         self.fault = kind
         if not self.ever_valid:
             return

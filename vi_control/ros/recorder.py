@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import rclpy
+from rosgraph_msgs.msg import Clock
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -18,7 +19,7 @@ from std_msgs.msg import Float64MultiArray, String, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS
-from .messages import joint_state_arrays, plan_from_message, stamp_seconds
+from .messages import joint_state_arrays, plan_from_message, split_seconds, stamp_seconds
 
 
 class Recorder(Node):
@@ -44,6 +45,7 @@ class Recorder(Node):
                                  lambda m: setattr(self, "plan_message", m), LATCHED_QOS)
         self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
+        self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS)  # a run's /clock (launcher remaps it)
         self._closing = False
         self._executor = SingleThreadedExecutor(context=self.context)
         self._executor.add_node(self)
@@ -91,6 +93,12 @@ class Recorder(Node):
                 return True
             time.sleep(period)
         return bool(predicate())
+
+    def publish_clock(self, t: float) -> None:
+        """Play the simulator: simulation time t on the run's /clock."""
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = split_seconds(t)
+        self.clock_pub.publish(msg)
 
     def publish_command(self, values) -> None:
         self.cmd_pub.publish(Float64MultiArray(data=[float(v) for v in values]))
