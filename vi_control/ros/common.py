@@ -93,8 +93,10 @@ STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=R
 SENSOR_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 SENSOR_STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 # Publishers of streams someone may record (the simulator's joint states) keep a deeper history, so a slow
-# reliable reader (the main job's recorder during a fast lockstep run) catches up instead of losing samples.
-RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# reliable reader (the main job's recorder during a fast lockstep run) catches up instead of losing samples,
+# and a recorder that discovers the simulator late (seconds under load) still gets the last 1000 samples.
+RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def declare_parameters(node: Node, table: dict[str, Param]) -> dict:

@@ -217,11 +217,11 @@ class PlannerNode(Node):
         return max(0.0, (r1 - r0) / (s1 - s0))
 
     def predict(self, t: float, x: np.ndarray, steps: int) -> np.ndarray:
-        """The state ``steps`` Δt after the measurement: under the previous plan's law (what the controller
-        executes until the new plan starts), or, without one, where it was measured (a robot at rest or held)."""
+        """The state ``steps`` Δt after the measurement: under the previous plan's law while that plan runs (what
+        the controller executes until the new plan starts); otherwise where it was measured (at rest or held)."""
         plan = self.last_plan
-        if plan is None or steps == 0:
-            return x
+        if plan is None or steps == 0 or t >= plan.times[-1]:
+            return x  # after its end the plan's law holds X_N: where the robot was measured, if it tracks
         r = self.robot
         law = TrackingController(plan, self.vi.state, r.effort_limits, len(r.actuated),
                                  continuous_mask=r.continuous_mask)
