@@ -4,6 +4,7 @@ Each test has its own ROS_DOMAIN_ID and localhost discovery; node processes are 
 teardown even when the test fails.
 """
 
+import signal
 import time
 
 import numpy as np
@@ -52,6 +53,8 @@ def ros(request, tmp_path):
     finally:
         for r in h.recorders:
             r.close()
+        for p in h.procs:  # SIGINT to all first: they shut down in parallel
+            p.signal(signal.SIGINT)
         for p in h.procs:
             p.stop()
         rclpy.try_shutdown()

@@ -90,14 +90,15 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
 
 
 def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, positions: np.ndarray,
-                         joints: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                         joints: list[int] | None = None, settle: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """(X_ref, U_ref) from trajectory points (a trajectory_msgs/JointTrajectory, as MoveIt or a script sends
     a joint_trajectory_controller) resampled onto the integrator's grid t_k = k·Δt.
 
     ``times`` (m,) > 0, increasing, relative to the plan's start; ``positions`` (m, len(joints)) of the
     configuration entries ``joints`` (default all nq); other entries stay at x0's. As the JTC does, the
     motion starts from where the robot is: q(0) = x0's configuration, linear interpolation between points,
-    N = ceil(t_m / Δt) steps. X_ref,k = (q_k, D₂L_d(q_{k−1}, q_k)) (seed 000 eq. 1b: the momenta of the
+    then the last point held for ``settle`` seconds (the JTC holds it too), so the plan ends at rest, where
+    the hold gain K_final applies: N = ceil((t_m + settle) / Δt) steps. X_ref,k = (q_k, D₂L_d(q_{k−1}, q_k)) (seed 000 eq. 1b: the momenta of the
     sampled path) and U_ref,k the input that holds q_{k+1}: a reference for the cost, made feasible by the
     optimizer.
     """
@@ -110,7 +111,7 @@ def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, 
         raise TaskError(f"trajectory: point times must be positive and increasing, got {times.tolist()}")
     if not np.all(np.isfinite(positions)):
         raise TaskError("trajectory: positions must be finite")
-    N = int(np.ceil(times[-1] / vi.dt - 1e-9))
+    N = int(np.ceil((times[-1] + max(settle, 0.0)) / vi.dt - 1e-9))
     grid = np.arange(N + 1) * vi.dt
     Q = np.tile(x0[:nq], (N + 1, 1))
     for i, j in enumerate(joints):
