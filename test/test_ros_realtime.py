@@ -147,13 +147,14 @@ def test_joint_trajectory_and_goal_inputs(ros, pendulum_vi):
     model = dict(model="pendulum", system_yaml=STRONG)
     sim = ros.start("simulator_node", **model, dt=0.1, mode="lockstep")
     planner = ros.start("planner_node", **model, task="task_pendulum_swingup", plan_on_startup=False,
-                        use_sim_time=True, expected_solve_time=0.5)
+                        use_sim_time=True, expected_solve_time=3.0)
     ctrl = ros.start("controller_node", **model, dt=0.1, trigger="joint_state", use_sim_time=True)
     rec = ros.recorder(["theta"])
     traj_pub = rec.create_publisher(JointTrajectory, "vi_planner/joint_trajectory", STREAM_QOS)
     goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
     assert rec.wait_for(lambda: rec.states and traj_pub.get_subscription_count() > 0
                         and goal_pub.get_subscription_count() > 0, DISCOVERY), planner.log()
+    assert planner.wait_for_log("first joint state to plan from", DISCOVERY), planner.log()
     msg = JointTrajectory(joint_names=["theta"])
     for t, q in ((1.0, 0.5), (2.0, 1.0)):
         pt = JointTrajectoryPoint(positions=[q])
@@ -180,4 +181,6 @@ def test_joint_trajectory_and_goal_inputs(ros, pendulum_vi):
     assert abs(plan2.X[-1, 0] - np.pi) < 0.02
     assert rec.wait_for(lambda: rec.states[-1][1] >= plan2.times[-1] + 1.0, 60.0), ctrl.log()
     assert _upright(rec.states[-1][2][0]) < 0.02
-    assert ctrl.wait_for_log(f"entered plan {seq2} at k=0", 5.0), ctrl.log()
+    # (entered on time or late: a lockstep clock races ahead while the planner solves, by an unpredictable rate;
+    # punctuality on a real-time clock is test_plan_handover_on_a_running_clock's subject)
+    assert ctrl.wait_for_log(f"entered plan {seq2} at k=", 5.0), ctrl.log()

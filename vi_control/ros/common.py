@@ -97,6 +97,8 @@ SENSOR_STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliab
 # and a recorder that discovers the simulator late (seconds under load) still gets the last 1000 samples.
 RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# A recorder of volatile streams (commands): deep, reliable, but no durability a volatile writer cannot offer.
+RECORD_VOLATILE_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def declare_parameters(node: Node, table: dict[str, Param]) -> dict:

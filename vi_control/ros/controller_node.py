@@ -23,6 +23,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from ..control.hold import equilibrium_state
 from ..control.plan import Plan, state_error
 from ..control.tracking import StateEstimator, TrackingController, safe_command
 from .common import LATCHED_QOS, MODEL_PARAMETERS, SENSOR_QOS, STREAM_QOS, Param, command_joints, make_system, run_node
@@ -59,6 +60,9 @@ PARAMETERS: dict[str, Param] = {
     "safe_mode": Param("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)",
                        choices=("zero", "damping"), **_LIVE),
     "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]", range=(0.0, 1e6), **_LIVE),
+    "retime_tolerance": Param(0.01, "a plan that arrives after its start while the robot is still at its X_0 "
+                                    "(|Δq|, |Δq̇| below this) starts when it arrives instead of skipping steps; 0: "
+                                    "never", range=(0.0, 1e3), **_LIVE),
     "gain_scale": Param(1.0, "scale of the feedback gains K_k (1: the planner's TV-LQR)", range=(0.0, 10.0),
                         **_LIVE),
     "path_tolerance": Param(0.0, "abort the plan (safe command) when |q_ref − q| exceeds this on any joint "
@@ -229,8 +233,12 @@ class ControllerNode(ManagedNode):
 
     def _set_plan(self, plan: Plan) -> None:
         r, s = self.robot, float(self.p["gain_scale"])
-        scaled = plan if s == 1.0 else dataclasses.replace(
-            plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
+        scaled = dataclasses.replace(plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
+        if plan.K_final is not None:
+            # U_final and K_final hold the equilibrium state of q_N (planning.pipeline.plan_task: hold_gain), whose
+            # momentum −(Δt/2)∇V differs from X_N's when the plan ends moving: hold that state, not X_N.
+            scaled.X = plan.X.copy()
+            scaled.X[-1] = equilibrium_state(self.vi, plan.X[-1, : self.vi.nq])
         self.law = TrackingController(scaled, self.vi.state, r.effort_limits, len(r.actuated),
                                       continuous_mask=r.continuous_mask)
         self.active_plan = plan  # unscaled: a later gain_scale applies to it
@@ -238,18 +246,28 @@ class ControllerNode(ManagedNode):
     def _maybe_enter(self, t: float, x: np.ndarray) -> None:
         """Make the pending plan the active one once its start time has come (or at once: start on receipt)."""
         seq, plan, flags = self.pending
+        t0, nq = plan.times[0], self.vi.nq
         if flags & FLAG_START_ON_RECEIPT:
             plan = plan.shifted(t)
-        elif t < plan.times[0] - 0.5 * plan.dt:
+        elif t < t0 - 0.5 * plan.dt:
             return  # not yet: the current plan (or nothing) until the stated start
+        late = int(round((t - t0) / plan.dt))
+        retimed = False
+        if late > 1 and self.p["retime_tolerance"] > 0:
+            # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
+            # rather than skip its first steps.
+            e = np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max()
+            ev = np.abs(self.vi.velocity(plan.X[0]) - self.state[2]).max()
+            if max(e, ev) <= self.p["retime_tolerance"]:
+                plan, retimed = plan.shifted(t), True
         self._set_plan(plan)
         self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
         k = self.law.index(t)
-        self.get_logger().info(f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={plan.times[0]:.4f})")
+        self.get_logger().info(f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={t0:.4f})"
+                               + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else ""))
         if k > 1:
             self.warn("late plan", f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
                       "expected_solve_time is too short for this machine)")
-        nq = self.vi.nq
         gap = float(np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
         if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
             self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")

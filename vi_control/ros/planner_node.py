@@ -151,6 +151,8 @@ class PlannerNode(Node):
         now = time.monotonic()
         self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
         if x is not None:
+            if self.measured is None:
+                self.get_logger().info(f"first joint state to plan from: t={t:g}")
             self.measured = (t, x)
 
     def on_goal(self, msg: JointState) -> None:

@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS
+from .common import LATCHED_QOS, RECORD_QOS, RECORD_VOLATILE_QOS, STREAM_QOS
 from .messages import joint_state_arrays, plan_from_message, split_seconds, stamp_seconds
 
 
@@ -34,7 +34,8 @@ class Recorder(Node):
         self.plan_message: UInt8MultiArray | None = None
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
-        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
+        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command,
+                                 RECORD_VOLATILE_QOS)
         self.trajectory: JointTrajectory | None = None
         self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
                                  lambda m: setattr(self, "trajectory", m), LATCHED_QOS)
