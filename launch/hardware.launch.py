@@ -25,7 +25,8 @@ def generate_launch_description():
     arg = LaunchConfiguration
     sim_time = ParameterValue(arg("use_sim_time"), value_type=bool)
     remap = [("joint_states", arg("joint_states"))]
-    common = {"use_sim_time": sim_time, "model": arg("model"), "robot_description_topic": arg("robot_description_topic")}
+    common = {"use_sim_time": sim_time, "model": arg("model"),
+              "robot_description_topic": arg("robot_description_topic")}
     return LaunchDescription([
         DeclareLaunchArgument("model", default_value="pendulum", description="model of the robot (bundled name, "
                               "erd:<name> or URDF path; with robot_description_topic it names the system YAML)"),
@@ -42,5 +43,6 @@ def generate_launch_description():
              parameters=[_config("ros_planner.yaml"), {**common, "task": arg("task")}]),
         Node(package="vi_control", executable="vi_controller", name="vi_controller", output="screen",
              remappings=remap,
-             parameters=[_config("ros_hardware_controller.yaml"), {**common, "controller_name": arg("controller_name")}]),
+             parameters=[_config("ros_hardware_controller.yaml"),
+                         {**common, "controller_name": arg("controller_name")}]),
     ])

@@ -4,11 +4,11 @@ simulator's /clock: planner and controller run with use_sim_time).
     ros2 launch vi_control swingup.launch.py
 """
 
+from launch.substitutions import PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
-from launch.substitutions import PathJoinSubstitution
 
 
 def _config(name):

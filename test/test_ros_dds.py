@@ -4,7 +4,6 @@ Each test has its own ROS_DOMAIN_ID and localhost discovery; node processes are 
 teardown even when the test fails.
 """
 
-import signal
 import time
 
 import numpy as np
@@ -16,51 +15,13 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS  # noqa: E402
-from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, set_domain  # noqa: E402
 from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
-from vi_control.ros.recorder import Recorder  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DISCOVERY = 30.0  # s: process start-up (imports, model build) plus DDS discovery on a loaded 2-core machine
 
 
-class Harness:
-    def __init__(self, domain: int, log_dir, namespace: str):
-        self.domain, self.log_dir, self.ns = domain, log_dir, namespace
-        self.procs: list[NodeProcess] = []
-        self.recorders: list[Recorder] = []
-
-    def start(self, module: str, name: str | None = None, **overrides) -> NodeProcess:
-        p = NodeProcess(module, self.domain, overrides=overrides, log_dir=str(self.log_dir), name=name,
-                        namespace=self.ns)
-        self.procs.append(p)
-        return p
-
-    def recorder(self, joint_names, **kw) -> Recorder:
-        r = Recorder(joint_names, namespace=self.ns, **kw)
-        self.recorders.append(r)
-        return r
-
-
-@pytest.fixture
-def ros(request, tmp_path):
-    domain = domain_id_for(request.node.name)
-    set_domain(domain)
-    rclpy.init(domain_id=domain)
-    h = Harness(domain, tmp_path, run_namespace(request.node.name))
-    try:
-        yield h
-    finally:
-        for r in h.recorders:
-            r.close()
-        for p in h.procs:  # SIGINT to all first: they shut down in parallel
-            p.signal(signal.SIGINT)
-        for p in h.procs:
-            p.stop()
-        rclpy.try_shutdown()
-
-
-def _new_states(rec: Recorder, n0: int, count: int, timeout: float = 10.0) -> bool:
+def _new_states(rec, n0: int, count: int, timeout: float = 10.0) -> bool:
     return rec.wait_for(lambda: len(rec.states) >= n0 + count, timeout)
 
 

@@ -11,12 +11,12 @@ rclpy = pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from lifecycle_msgs.msg import Transition  # noqa: E402
-from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from lifecycle_msgs.srv import GetState  # noqa: E402
 from rcl_interfaces.srv import GetParameters, SetParameters  # noqa: E402
 from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
-from test_ros_dds import DISCOVERY, _pendulum_hold_plan, ros  # noqa: E402, F401
+from test_ros_dds import DISCOVERY, _pendulum_hold_plan  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS, STREAM_QOS  # noqa: E402
@@ -25,32 +25,19 @@ from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 pytestmark = pytest.mark.ros
 
 
-def _call(rec, srv_type, name: str, request):
-    client = rec.create_client(srv_type, name)
-    assert client.wait_for_service(timeout_sec=DISCOVERY), f"no service {name}"
-    future = client.call_async(request)
-    assert rec.wait_for(future.done, 20.0), f"{name} did not answer"
-    return future.result()
-
-
 def _set(rec, node: str, **values):
     """SetParameters through the node's service: [(successful, reason)] per parameter."""
     req = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
-    return [(r.successful, r.reason) for r in _call(rec, SetParameters, f"{node}/set_parameters", req).results]
+    return [(r.successful, r.reason) for r in rec.call(SetParameters, f"{node}/set_parameters", req).results]
 
 
 def _get(rec, node: str, *names):
-    res = _call(rec, GetParameters, f"{node}/get_parameters", GetParameters.Request(names=list(names)))
+    res = rec.call(GetParameters, f"{node}/get_parameters", GetParameters.Request(names=list(names)))
     return [parameter_value_to_python(v) for v in res.values]
 
 
-def _transition(rec, node: str, transition: int) -> bool:
-    return _call(rec, ChangeState, f"{node}/change_state",
-                 ChangeState.Request(transition=Transition(id=transition))).success
-
-
 def _state(rec, node: str) -> str:
-    return _call(rec, GetState, f"{node}/get_state", GetState.Request()).current_state.label
+    return rec.call(GetState, f"{node}/get_state", GetState.Request()).current_state.label
 
 
 def _joint_state(t: float, q, v=(), names=("theta",)) -> JointState:
@@ -65,10 +52,10 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     # issue 14 item 5: warnings are throttled: 50 NaN commands, one line
-    n0 = len(rec.states)
+    n_nan = len(rec.states) + 50
     for _ in range(50):
         rec.publish_command([float("nan")])
-    assert rec.wait_for(lambda: len(rec.states) >= n0 + 50, 10.0)
+    assert rec.wait_for(lambda: len(rec.states) >= n_nan, 10.0)
     assert sim.log().count("rejected command") == 1, sim.log()
     tries = dict(dt="abc", mode=3, position_noise_std="abc", on_bad_command=1.0)
     results = [_set(rec, "vi_simulator", **{k: v})[0] for k, v in tries.items()]
@@ -90,7 +77,7 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     for _ in range(40):
         n0 = len(rec.states)
         rec.publish_command([0.0])
-        assert rec.wait_for(lambda: len(rec.states) > n0, 10.0), sim.log()
+        assert rec.wait_for(lambda n=n0: len(rec.states) > n, 10.0), sim.log()
         x = pendulum_vi.step(x, np.zeros(1))
         errors.append(rec.states[-1][2][0] - x[0])
     assert 0.3 < np.std(errors) < 0.7  # sample std of 40 N(0, 0.25) draws: 0.5 ± 0.06
@@ -106,30 +93,30 @@ def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
     assert _state(rec, "vi_simulator") == "unconfigured" and _state(rec, "vi_controller") == "unconfigured"
     time.sleep(0.5)
     assert rec.robot_description is None and not rec.states  # nothing loaded, nothing published
-    assert _transition(rec, "vi_simulator", Transition.TRANSITION_CONFIGURE)
+    assert rec.transition("vi_simulator", Transition.TRANSITION_CONFIGURE)
     assert _state(rec, "vi_simulator") == "inactive"
     assert rec.wait_for(lambda: rec.robot_description is not None, 10.0)  # the model is loaded
     rec.publish_command([1.0])
     time.sleep(0.5)
     assert not rec.states  # inactive: paused, commands ignored
-    assert _transition(rec, "vi_simulator", Transition.TRANSITION_ACTIVATE)
+    assert rec.transition("vi_simulator", Transition.TRANSITION_ACTIVATE)
     assert rec.wait_for(lambda: rec.states, 10.0), sim.log()
     for t in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
-        assert _transition(rec, "vi_controller", t), ctrl.log()
+        assert rec.transition("vi_controller", t), ctrl.log()
     assert _state(rec, "vi_controller") == "active"
     pub = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
     pub.publish(plan_to_message(_pendulum_hold_plan(vi, 30, 0.0), 5, start_on_receipt=True))
     assert rec.wait_for(lambda: len(rec.commands) > 3, DISCOVERY), ctrl.log()  # the closed loop runs
     assert ctrl.wait_for_log("entered plan 5 at k=0", 5.0)
-    assert _transition(rec, "vi_controller", Transition.TRANSITION_DEACTIVATE)
+    assert rec.transition("vi_controller", Transition.TRANSITION_DEACTIVATE)
     assert _state(rec, "vi_controller") == "inactive"
     time.sleep(0.5)
     n = len(rec.commands)
     assert rec.commands[-1][1][0] == 0.0  # its last word: zero torque
     time.sleep(1.0)
     assert len(rec.commands) == n  # then silence (the lockstep simulator idles)
-    assert _transition(rec, "vi_simulator", Transition.TRANSITION_DEACTIVATE)
-    assert _transition(rec, "vi_simulator", Transition.TRANSITION_CLEANUP)
+    assert rec.transition("vi_simulator", Transition.TRANSITION_DEACTIVATE)
+    assert rec.transition("vi_simulator", Transition.TRANSITION_CLEANUP)
     assert _state(rec, "vi_simulator") == "unconfigured"
     assert sim.alive and ctrl.alive
 

@@ -98,9 +98,9 @@ def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, 
     configuration entries ``joints`` (default all nq); other entries stay at x0's. As the JTC does, the
     motion starts from where the robot is: q(0) = x0's configuration, linear interpolation between points,
     then the last point held for ``settle`` seconds (the JTC holds it too), so the plan ends at rest, where
-    the hold gain K_final applies: N = ceil((t_m + settle) / Δt) steps. X_ref,k = (q_k, D₂L_d(q_{k−1}, q_k)) (seed 000 eq. 1b: the momenta of the
-    sampled path) and U_ref,k the input that holds q_{k+1}: a reference for the cost, made feasible by the
-    optimizer.
+    the hold gain K_final applies: N = ceil((t_m + settle) / Δt) steps. X_ref,k = (q_k, D₂L_d(q_{k−1}, q_k))
+    (seed 000 eq. 1b: the momenta of the sampled path) and U_ref,k the input that holds q_{k+1}: a reference
+    for the cost, made feasible by the optimizer.
     """
     x0 = np.asarray(x0, float)
     nq = vi.nq

@@ -7,8 +7,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
@@ -79,7 +80,8 @@ MODEL_PARAMETERS: dict[str, Param] = {
     "system_yaml": Param("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
                              "config/<model>.yaml if present"),
     "integrator": Param("midpoint", "discrete mechanics: 'midpoint' (seed 000) or, simulator only, 'linear_time' "
-                                    "(seed 001: O(n) DRNEA + RIQN for long chains)", choices=("midpoint", "linear_time")),
+                                    "(seed 001: O(n) DRNEA + RIQN for long chains)",
+                        choices=("midpoint", "linear_time")),
     "log_throttle_period": Param(2.0, "each kind of warning is logged at most once per this period [s]",
                                  range=(0.0, 3600.0), live=True),
 }

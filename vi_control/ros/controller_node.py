@@ -226,9 +226,8 @@ class ControllerNode(ManagedNode):
             self._build(plan.dt)
         self.last_seq = seq
         self.pending = (seq, plan, flags)
-        on_receipt = bool(flags & FLAG_START_ON_RECEIPT)
-        self.get_logger().info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, "
-                               f"{'starts at the next joint state' if on_receipt else f'starts at t={plan.times[0]:.4f}'}"
+        start = "the next joint state" if flags & FLAG_START_ON_RECEIPT else f"t={plan.times[0]:.4f}"
+        self.get_logger().info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, starts at {start}"
                                f"{'' if plan.converged else ', UNCONVERGED (best effort)'}")
 
     def _set_plan(self, plan: Plan) -> None:

@@ -21,8 +21,9 @@ AUTOSTART = {"autostart": Param(True, "configure and activate at start-up (false
 class ManagedNode(LifecycleNode):
     """A lifecycle node with typed parameters (``PARAMETERS``), a per-kind throttled log and the model source.
 
-    ``PARAMETERS`` must include ``AUTOSTART``. Subclasses implement ``configure``/``activate``/``deactivate``/``cleanup`` (no return value; raise to
-    fail a transition) and ``apply_parameter(name, value) -> reason or None`` for their live parameters.
+    ``PARAMETERS`` must include ``AUTOSTART``. Subclasses implement ``configure``/``activate``/``deactivate``/
+    ``cleanup`` (no return value; raise to fail a transition) and ``apply_parameter(name, value) -> reason or
+    None`` for their live parameters.
     """
 
     PARAMETERS: dict[str, Param] = {}

@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 import rclpy
-from rosgraph_msgs.msg import Clock
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -94,6 +94,25 @@ class Recorder(Node):
                 return True
             time.sleep(period)
         return bool(predicate())
+
+    def call(self, srv_type, name: str, request, timeout: float = 30.0):
+        """A service call (relative names: in this node's namespace); AssertionError if it does not answer."""
+        client = self.create_client(srv_type, name)
+        try:
+            assert client.wait_for_service(timeout_sec=timeout), f"no service {name}"
+            future = client.call_async(request)
+            assert self.wait_for(future.done, timeout), f"{name} did not answer"
+            return future.result()
+        finally:
+            self.destroy_client(client)
+
+    def transition(self, node: str, transition: int) -> bool:
+        """A lifecycle transition of ``node`` (lifecycle_msgs/Transition id) through its ~/change_state."""
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+
+        req = ChangeState.Request(transition=Transition(id=transition))
+        return self.call(ChangeState, f"{node}/change_state", req).success
 
     def publish_clock(self, t: float) -> None:
         """Play the simulator: simulation time t on the run's /clock."""
