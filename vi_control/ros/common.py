@@ -219,10 +219,19 @@ def make_executor(context=None):
     executor: what lets a Python controller answer 1 kHz joint states), else the single-threaded one."""
     try:
         from rclpy.experimental import EventsExecutor
-        return EventsExecutor(context=context)
     except ImportError:  # an rclpy without it
         from rclpy.executors import SingleThreadedExecutor
         return SingleThreadedExecutor(context=context)
+    # It calls faulthandler.enable(), which needs a real stderr (not one captured by pytest or a notebook).
+    stderr = sys.stderr
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        sys.stderr = sys.__stderr__
+    try:
+        return EventsExecutor(context=context)
+    finally:
+        sys.stderr = stderr
 
 
 def run_node(node_cls: type, args: list[str] | None = None) -> None:

@@ -45,7 +45,7 @@ class Recorder(Node):
         self.create_subscription(UInt8MultiArray, f"{planner_name}/plan",
                                  lambda m: setattr(self, "plan_message", m), LATCHED_QOS)
         self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
-        self.state_pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
+        self.state_pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
         self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS)  # a run's /clock (launcher remaps it)
         self._closing = False
         self._executor = SingleThreadedExecutor(context=self.context)
