@@ -109,7 +109,8 @@ class ControllerNode(ManagedNode):
         self.limits = self._limits()
         self.state_msg = ControllerStateMessage(r, list(self.act_q_index))
         self.cmd_msg = Float64MultiArray()
-        self.cmd_buf = array.array("d", bytes(8 * self.vi.nu))
+        self.cmd_buf = array.array("d", bytes(8 * self.vi.nu))  # the message's data, written through a view
+        self.cmd_view = np.frombuffer(self.cmd_buf, float)
         self.law: TrackingController | None = None
         self.active_seq = self.last_seq = None
         self.pending: tuple[int, Plan, int] | None = None
@@ -290,7 +291,7 @@ class ControllerNode(ManagedNode):
         if self.last_stamp is not None and t <= self.last_stamp:
             if t == self.last_stamp:  # a republished state (lockstep idle): answer it once
                 if self.p["trigger"] == "joint_state" and t != self.last_commanded_stamp and self.state is not None:
-                    self.tick()
+                    self.tick(now)
                 return
             if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)
                 return self._refuse(FAULT_BACKWARDS, f"stamp {t:.4f} after {self.last_stamp:.4f}")
@@ -312,7 +313,7 @@ class ControllerNode(ManagedNode):
                 return self._refuse(FAULT_LIMITS, why)
         self.state, self.last_stamp, self.ever_valid = (t, x, qdot), t, True
         if self.p["trigger"] == "joint_state":
-            self.tick()
+            self.tick(now)
 
     def _refuse(self, kind: str, detail: str) -> None:
         """A joint state that cannot be used: forget the state, restart the estimate, command safely."""
@@ -326,7 +327,8 @@ class ControllerNode(ManagedNode):
             self.go_safe(FAULT_STALE, f"no joint state for {self._now() - self.state[0]:.3f} s")
 
     # ---- commands ------------------------------------------------------------------------------
-    def tick(self) -> None:
+    def tick(self, now: float | None = None) -> None:
+        """One command from the latest state (``now``: the node's clock, if the caller has read it)."""
         if not self.active:
             return
         if self.state is None:
@@ -334,8 +336,9 @@ class ControllerNode(ManagedNode):
                 self.go_safe(self.fault, "")
             return
         t, x, qdot = self.state
-        if self._now() - t > float(self.p["state_timeout"]):
-            return self.go_safe(FAULT_STALE, f"no joint state for {self._now() - t:.3f} s")
+        age = (self._now() if now is None else now) - t
+        if age > self.p["state_timeout"]:
+            return self.go_safe(FAULT_STALE, f"no joint state for {age:.3f} s")
         if self.pending is not None:
             self._maybe_enter(t, x)
         law = self.law
@@ -409,10 +412,8 @@ class ControllerNode(ManagedNode):
         return u
 
     def publish(self, u: np.ndarray) -> None:
-        buf = self.cmd_buf
-        for i, j in enumerate(self.cmd_index):
-            buf[i] = u[j]
-        self.cmd_msg.data = buf
+        np.take(u, self.cmd_index, out=self.cmd_view)
+        self.cmd_msg.data = self.cmd_buf
         self.pub.publish(self.cmd_msg)
         self.counts["commands"] += 1
 

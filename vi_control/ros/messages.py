@@ -200,10 +200,10 @@ class JointStateReader:
         n = len(names)
         if len(msg.position) != n:
             raise ValueError(f"joint state has {len(msg.position)} positions for {n} names")
-        np.take(np.frombuffer(msg.position, float) if n else np.zeros(0), self._order, out=self.q)
+        np.frombuffer(msg.position, float).take(self._order, out=self.q)
         if not np.isfinite(self.q).all():
             raise ValueError("joint state positions contain NaN/inf")
         if len(msg.velocity) != n:
             return False
-        np.take(np.frombuffer(msg.velocity, float), self._order, out=self.qdot)
+        np.frombuffer(msg.velocity, float).take(self._order, out=self.qdot)
         return bool(np.isfinite(self.qdot).all())
