@@ -14,6 +14,7 @@ from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import GetState  # noqa: E402
 from rcl_interfaces.srv import GetParameters, SetParameters  # noqa: E402
 from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY, _pendulum_hold_plan  # noqa: E402
@@ -68,6 +69,14 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     assert "range" in reasons[4]
     assert "one of ['hold', 'zero']" in reasons[5]
     assert _get(rec, "vi_simulator", "dt", "mode") == [0.1, "lockstep"]  # nothing changed
+    # issue 12 item 1: /clock carries the simulation time the joint states are stamped with
+    clocks = []
+    rec.create_subscription(Clock, "clock", clocks.append, STREAM_QOS)
+    n0 = len(rec.states)
+    rec.publish_command([0.0])
+    assert rec.wait_for(lambda: clocks and len(rec.states) > n0, 10.0)
+    stamp = rec.states[-1][1]
+    assert stamp > 0 and clocks[-1].clock.sec + 1e-9 * clocks[-1].clock.nanosec == pytest.approx(stamp, abs=1e-9)
     assert _set(rec, "vi_simulator", position_noise_std=0.5) == [(True, "")]
     assert _get(rec, "vi_simulator", "position_noise_std") == [0.5]
     # ... and applies: published positions now scatter by 0.5 rad around the exact (noise-free) states

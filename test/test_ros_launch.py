@@ -5,6 +5,7 @@ import importlib
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -144,3 +145,19 @@ def test_launch_descriptions_build_with_launch_ros():
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         assert mod.generate_launch_description().entities
+
+
+def test_hardware_launch_defaults_fit_the_bundled_limits():
+    """issue 12 item 7: the default task of hardware.launch.py plans within the default model's effort limits."""
+    from vi_control.model.spec import ModelSpec
+    from vi_control.planning import load_task
+
+    defaults = {ast.literal_eval(c.args[0]): ast.literal_eval(kw.value)
+                for c in ast.walk(ast.parse((ROOT / "launch" / "hardware.launch.py").read_text()))
+                if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "DeclareLaunchArgument"
+                for kw in c.keywords if kw.arg == "default_value"}
+    task = load_task(defaults["task"])
+    robot = ModelSpec.parse(defaults["model"]).load()
+    assert task.model_spec.load().hash == robot.hash  # the task is about the launched model
+    limits = robot.effort_limits if isinstance(task.input_limits, str) else task.input_limits
+    assert task.input_limits != "none" and np.all(np.asarray(limits) <= robot.effort_limits)

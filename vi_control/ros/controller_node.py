@@ -157,7 +157,8 @@ class ControllerNode(ManagedNode):
         # joint_state trigger: the watchdog (nothing else notices that joint states stopped), on the node's clock
         period = 1.0 / float(self.p["rate"]) if self.p["trigger"] == "timer" else \
             max(float(self.p["state_timeout"]) / 2, 0.01)
-        self.tick_timer = self.create_timer(period, self.tick if self.p["trigger"] == "timer" else self.watchdog)
+        self.tick_timer = self.create_timer(period, (lambda: self.tick()) if self.p["trigger"] == "timer" else
+                                            self.watchdog)  # (rclpy passes a TimerInfo to a callback with arguments)
 
     def _stop_tick_timer(self) -> None:
         if self.tick_timer is not None:
