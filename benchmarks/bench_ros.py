@@ -39,12 +39,12 @@ from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from vi_control.control.hold import equilibrium_state
 from vi_control.control.plan import Plan
 from vi_control.control.tracking import StateEstimator, TrackingController
+from vi_control.integrators import make_integrator
 from vi_control.ros.common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
     STREAM_QOS,
     make_executor,
-    make_system,
     parameter_defaults,
     robot_from_parameters,
 )
@@ -103,19 +103,20 @@ class CommandClock(Node):
             self.n += 1
 
 
-def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
+def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float = 1.0) -> dict:
     robot, _ = _robot("erd:panda")
     dt = 1.0 / rate
     session = Session(f"bench_ros_latency_{rate}", log_dir)
     load_before = _load()
     try:
-        vi = make_system(robot, dt)
+        vi = make_integrator("midpoint", robot, dt)
         plan = hold_plan(vi)
         ctrl = session.start("controller_node", name=f"controller_{int(rate)}", model="erd:panda", dt=dt,
                              trigger="joint_state", state_estimate="velocities", state_timeout=1.0,
                              state_publish_rate=0.0)
         rec = session.recorder(robot.joint_names, record_states=False)  # publishes the plan and the states
-        n = int(seconds * rate) + int(rate)  # the first second is warm-up (discarded)
+        n_warm = int(round(warmup * rate))  # warm-up states (discarded)
+        n = int(round(seconds * rate)) + n_warm
         j = int(np.argmax(np.abs(plan.K_final[:, 0])))
         clock = CommandClock(rec.cmd_pub.topic_name, 2 * n)
         clock.j = j
@@ -152,14 +153,16 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
             i = int(round(r))
             if abs(r - i) > 0.05 or not 0 <= i < n:
                 unmatched += 1
-            elif i >= int(rate) and i not in answered:
+            elif i not in answered:
                 answered.add(i)
-                lat.append((t_recv - sent[i]) * 1e3)
+                if i >= n_warm:
+                    lat.append((t_recv - sent[i]) * 1e3)
         t0 = time.perf_counter()
         for i in range(2000):
             law.command(5, est.update(i * dt, q, np.zeros(vi.nq)))
         compute = (time.perf_counter() - t0) / 2000 * 1e3
-        return dict(rate=rate, sent=n - int(rate), answered=len(answered), unmatched=unmatched,
+        return dict(rate=rate, sent=n, received=clock.n, matched=len(answered), measured=n - n_warm,
+                    answered=sum(i >= n_warm for i in answered), unmatched=unmatched,
                     p50=np.percentile(lat, 50) if lat else np.nan, p99=np.percentile(lat, 99) if lat else np.nan,
                     compute=compute,
                     load=f"{load_before} → {_load()}")
@@ -169,7 +172,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str) -> dict:
 
 def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) -> dict:
     robot, _ = _robot(model)
-    vi = make_system(robot, dt)
+    vi = make_integrator("midpoint", robot, dt)
     x = vi.state_from_velocity(np.linspace(0.1, 0.7, vi.nq), np.zeros(vi.nq))
     u = np.zeros(vi.nu)
     t0, k = time.perf_counter(), 0
@@ -210,6 +213,29 @@ def handover(runs: int, log_dir: str) -> list[str]:
             f"{max(r['final'] for r in results):.2e} |", f"(load average {load_before} → {_load()}; 2 cores)"]
 
 
+def run(seconds: float, rates: tuple[float, ...] = (500.0, 1000.0), models: tuple[str, ...] = ("arm7", "erd:panda"),
+        warmup: float = 1.0, handover_count: int = 0) -> tuple[str, list[dict], list[dict]]:
+    """Every measurement; returns (markdown table, latency rows, real-time-factor rows)."""
+    log_dir = tempfile.mkdtemp(prefix="bench_ros_")
+    lines = ["| controller (panda, 7 DOF) | states sent (after warm-up) | answered | latency p50 [ms] | "
+             "latency p99 [ms] | compute per tick, same process [ms] | load average (before → after) |",
+             "|---|---|---|---|---|---|---|"]
+    lat = [controller_latency(rate, seconds, log_dir, warmup) for rate in rates]
+    for r in lat:
+        lines.append(f"| {r['rate']:.0f} Hz | {r['measured']} | {r['answered']} "
+                     f"({100 * r['answered'] / max(r['measured'], 1):.2f} %) | {r['p50']:.3f} | {r['p99']:.3f} | "
+                     f"{r['compute']:.3f} | {r['load']} |")
+    lines += ["", "| simulator, Δt = 1 ms, realtime + max_speed | nq | real-time factor, node | "
+                  "real-time factor, MidpointVI.step loop (same process) | node / loop |", "|---|---|---|---|---|"]
+    rtf = [simulator_rtf(model, seconds, log_dir) for model in models]
+    for r in rtf:
+        lines.append(f"| {r['model']} | {r['nq']} | {r['node']:.2f} | {r['core']:.2f} | {r['node'] / r['core']:.2f} |")
+    if handover_count:
+        lines += [""] + handover(handover_count, log_dir)
+    lines.append(f"\n(load average at the end: {_load()}; 2 cores; node logs in {log_dir})")
+    return "\n".join(lines), lat, rtf
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)
@@ -217,24 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--models", nargs="*", default=["arm7", "erd:panda"])
     ap.add_argument("--handover", type=int, default=0, help="number of hand-over runs (0: skip)")
     args = ap.parse_args(argv)
-    log_dir = tempfile.mkdtemp(prefix="bench_ros_")
-    lines = ["| controller (panda, 7 DOF) | states sent | answered | latency p50 [ms] | latency p99 [ms] | "
-             "compute per tick, same process [ms] | load average (before → after) |",
-             "|---|---|---|---|---|---|---|"]
-    for rate in args.rates:
-        r = controller_latency(rate, args.seconds, log_dir)
-        lines.append(f"| {rate:.0f} Hz | {r['sent']} | {r['answered']} ({100 * r['answered'] / r['sent']:.2f} %) | "
-                     f"{r['p50']:.3f} | {r['p99']:.3f} | {r['compute']:.3f} | {r['load']} |")
-    lines += ["", "| simulator, Δt = 1 ms, realtime + max_speed | nq | real-time factor, node | "
-                  "real-time factor, MidpointVI.step loop (same process) | node / loop |", "|---|---|---|---|---|"]
-    for model in args.models:
-        r = simulator_rtf(model, args.seconds, log_dir)
-        lines.append(f"| {model} | {r['nq']} | {r['node']:.2f} | {r['core']:.2f} | {r['node'] / r['core']:.2f} |")
-    if args.handover:
-        lines += [""] + handover(args.handover, log_dir)
-    lines.append(f"\n(load average at the end: {_load()}; 2 cores)")
-    print("\n".join(lines))
-    print(f"(node logs in {log_dir})")
+    print(run(args.seconds, tuple(args.rates), tuple(args.models), handover_count=args.handover)[0])
 
 
 if __name__ == "__main__":

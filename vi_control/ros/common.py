@@ -1,5 +1,5 @@
-"""What the three nodes share: typed parameter tables, the model from parameters or a topic, QoS, logging,
-the discrete system and the entry point (EventsExecutor, lifecycle autostart)."""
+"""What the three nodes share: typed parameter tables, the model from parameters or a topic, QoS, logging and
+the entry point (EventsExecutor)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..integrators import DiscreteSystem, make_integrator, require_linearizable
 from ..model.bundled import BUNDLED, bundled_config, share_dir
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
@@ -184,16 +183,6 @@ def robot_from_parameters(p: dict, mass_scale: float = 1.0, description: str = "
 def parameter_defaults(table: dict[str, Param]) -> dict:
     """{name: default} of a parameter table (lists empty), as a node would see it without overrides."""
     return {k: ([] if v.array is not None else v.default) for k, v in table.items()}
-
-
-def make_system(robot: RobotModel, dt: float, name: str = "midpoint", linearizable: bool = False,
-                who: str = "this node") -> DiscreteSystem:
-    """The node's discrete system (integrators.make_integrator); ``linearizable``: refuse one without exact
-    derivatives (planner and controller)."""
-    system = make_integrator(name, robot, dt)
-    if linearizable:
-        require_linearizable(system, who)
-    return system
 
 
 def command_joints(p: dict, robot: RobotModel) -> list[str]:

@@ -26,7 +26,8 @@ from trajectory_msgs.msg import JointTrajectory
 from ..control.hold import equilibrium_state
 from ..control.plan import Plan, state_error
 from ..control.tracking import StateEstimator, TrackingController, safe_command
-from .common import LATCHED_QOS, MODEL_PARAMETERS, SENSOR_QOS, STREAM_QOS, Param, command_joints, make_system, run_node
+from ..integrators import make_integrator
+from .common import LATCHED_QOS, MODEL_PARAMETERS, SENSOR_QOS, STREAM_QOS, Param, command_joints, run_node
 from .managed import AUTOSTART, ManagedNode
 from .messages import FLAG_START_ON_RECEIPT, JointStateReader, PlanModelMismatch, plan_from_message
 from .supervision import ERROR, OK, WARN, ControllerStateMessage, JointLimits, diagnostics
@@ -184,7 +185,7 @@ class ControllerNode(ManagedNode):
                            p["velocity_limit_factor"], p["max_velocity"])
 
     def _build(self, dt: float) -> None:
-        self.vi = make_system(self.robot, dt, self.p["integrator"])
+        self.vi = make_integrator(self.p["integrator"], self.robot, dt)
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
 
     def _reset_tracking(self) -> None:

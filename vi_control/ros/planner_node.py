@@ -29,6 +29,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..control.plan import Plan
 from ..control.tracking import StateEstimator, TrackingController
+from ..integrators import make_integrator, require_linearizable
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
@@ -37,7 +38,6 @@ from .common import (
     Param,
     ThrottledLog,
     declare_parameters,
-    make_system,
     resolve_config,
     robot_from_parameters,
     run_node,
@@ -113,8 +113,8 @@ class PlannerNode(Node):
 
     def _setup(self, robot) -> None:
         self.robot = robot
-        self.vi = make_system(robot, float(self.task.dt), self.p["integrator"], linearizable=True,
-                              who="the planner node")
+        self.vi = make_integrator(self.p["integrator"], robot, float(self.task.dt))
+        require_linearizable(self.vi, "the planner node")
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
         self.get_logger().info(f"task {self.p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
         if self.p["plan_on_startup"]:

@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
-from ..integrators import StepError
+from ..integrators import StepError, make_integrator
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
@@ -27,7 +27,6 @@ from .common import (
     STREAM_QOS,
     Param,
     command_joints,
-    make_system,
     run_node,
 )
 from .managed import AUTOSTART, ManagedNode
@@ -71,7 +70,7 @@ class SimulatorNode(ManagedNode):
         if self.get_parameter("use_sim_time").value:
             raise ValueError("use_sim_time must be false for the simulator: it is the clock (/clock)")
         self.robot, urdf = self.load_robot(mass_scale=float(p["mass_scale"]))
-        self.vi = make_system(self.robot, float(p["dt"]), p["integrator"])
+        self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
