@@ -58,8 +58,8 @@ PARAMETERS: dict[str, Param] = {
                                 live=True),
     "expected_solve_time": Param(2.0, "wall time a solve is expected to take [s]: a plan starts this much later "
                                       "(in the clock's units) than the state it was planned from; the planner "
-                                      "uses 1.5 × its last solve time when that is longer", range=(0.0, 3600.0),
-                                 live=True),
+                                      "uses 1.5 × the longest of its last five solves when that is longer",
+                                 range=(0.0, 3600.0), live=True),
     "republish_period": Param(1.0, "re-publish the latest plan this often [s] (0: never): a controller that "
                                    "missed the transient-local sample of a restarted planner still gets the plan",
                               range=(0.0, 3600.0)),
@@ -94,7 +94,7 @@ class PlannerNode(Node):
         self.measured: tuple[float, np.ndarray] | None = None
         self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
-        self.last_solve = 0.0
+        self.solve_times: list[float] = []  # wall time of the last few solves
         self._lock, self._worker = threading.Lock(), None
         self._latest: UInt8MultiArray | None = None
         self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
@@ -249,7 +249,7 @@ class PlannerNode(Node):
         if measured is not None:
             t_m, x_m = measured
             rate = self.clock_rate()
-            expected = max(float(self.p["expected_solve_time"]), 1.5 * self.last_solve)
+            expected = max([float(self.p["expected_solve_time"])] + [1.5 * s for s in self.solve_times])
             lead = max(self._now() - t_m, 0.0) + rate * expected
             if request.kind == "trajectory" and request.start > t_m + lead:
                 lead = request.start - t_m
@@ -274,7 +274,8 @@ class PlannerNode(Node):
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             log.error(f"planning failed: {type(e).__name__}: {e}")
             return
-        self.last_solve = time.monotonic() - t0
+        solve = time.monotonic() - t0
+        self.solve_times = self.solve_times[-4:] + [solve]
         if not result.converged and not self.p["publish_unconverged"]:
             log.error(f"plan not published: the optimizer did not converge ({result}); the controller keeps "
                       "its current plan (set publish_unconverged to publish best-effort plans)")
@@ -294,7 +295,7 @@ class PlannerNode(Node):
             return
         late = (self._now() - t_start) / vi.dt if measured is not None else 0.0
         log.info(f"published plan {seq}{'' if plan.converged else ' (UNCONVERGED, best effort)'}: "
-                 f"N={plan.horizon}, solve {self.last_solve:.2f} s, {result}"
+                 f"N={plan.horizon}, solve {solve:.2f} s, {result}"
                  + (f"; WARNING: {late:.1f} steps after its start" if late > 0.5 else ""))
 
 
