@@ -211,7 +211,8 @@ def handover(runs: int, log_dir: str) -> list[str]:
             "| no step skipped and swung up | entry − stated start [steps] | max final error [rad] |",
             "|---|---|---|---|---|---|",
             f"| pendulum swing-up, N = 50 | {runs} | {punctual} of {runs} | **{ok} of {runs}** | "
-            f"{', '.join(offsets)} | {max(r['final'] for r in results):.2e} |", f"(load average {load_before} → {_load()}; 2 cores)"]
+            f"{', '.join(offsets)} | {max(r['final'] for r in results):.2e} |",
+            f"(load average {load_before} → {_load()}; 2 cores)"]
 
 
 def run(seconds: float, rates: tuple[float, ...] = (500.0, 1000.0), models: tuple[str, ...] = ("arm7", "erd:panda"),
