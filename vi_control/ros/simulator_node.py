@@ -6,7 +6,8 @@ prescribed joints); pub ``/clock`` (rosgraph_msgs/Clock: the simulation time t_k
 its own). Service ``~/reset`` (Trigger: back to the initial state; the clock keeps running, as Gazebo's
 reset_world — a clock that jumps back breaks every sim-time node). Modes: 'realtime' (timer at Δt, or as fast as
 possible with ``max_speed``) and 'lockstep' (one step per received command). A lifecycle node (vi_control.ros.managed):
-inactive = paused (no steps, no clock, commands ignored).
+inactive = paused (no steps, no clock, commands ignored). For a mobile model also ``odom`` (nav_msgs/Odometry
+of ``odometry_link`` in ``odom_frame``).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
 from ..integrators import StepError, make_integrator
+from ..model.odometry import Odometer, odometry_link
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
@@ -53,6 +56,10 @@ PARAMETERS: dict[str, Param] = {
     "idle_publish_period": Param(0.2, "lockstep: republish the current state when no command came for this "
                                       "long [s]", range=(0.001, 60.0), live=True),
     "publish_clock": Param(True, "publish the simulation time on /clock"),
+    "odometry_link": Param("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile "
+                               "model (nonholonomic constraints or a floating base: its first link with mass), "
+                               "'none' = off"),
+    "odom_frame": Param("odom", "frame_id of the odometry (the world frame of the simulation)"),
     **AUTOSTART,
 }
 
@@ -97,6 +104,9 @@ class SimulatorNode(ManagedNode):
         self.sub = self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command,
                                             STREAM_QOS)
         self.srv = self.create_service(Trigger, "~/reset", self.on_reset)
+        link = odometry_link(r, str(p["odometry_link"]))
+        self.odometer = Odometer(r, link) if link else None
+        self.odom_pub = self.create_publisher(Odometry, "odom", RECORD_QOS) if link else None
         self.lockstep = p["mode"] == "lockstep"
         self.timer = None
         self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}")
@@ -113,7 +123,7 @@ class SimulatorNode(ManagedNode):
 
     def cleanup(self) -> None:
         self._stop_timer()
-        for e in (self.pub, self.clock_pub, self.desc_pub):
+        for e in (self.pub, self.clock_pub, self.desc_pub, self.odom_pub):
             if e is not None:
                 self.destroy_publisher(e)
         self.destroy_subscription(self.sub)
@@ -211,6 +221,21 @@ class SimulatorNode(ManagedNode):
         effort[self.effort_joint_index] = self.u[: vi.n_torques]
         msg.effort = effort.tolist()
         self.pub.publish(msg)
+        if self.odometer is not None:
+            self.odom_pub.publish(self.odometry_message(msg.header.stamp, q, np.asarray(msg.velocity)))
+
+    def odometry_message(self, stamp, q: np.ndarray, v: np.ndarray) -> Odometry:
+        """The odometry link's exact pose and body twist (no noise: the simulator's ground truth)."""
+        pos, quat, lin, ang = self.odometer(q, v)
+        odom = Odometry()
+        odom.header.stamp = stamp
+        odom.header.frame_id, odom.child_frame_id = str(self.p["odom_frame"]), self.odometer.link
+        pose, twist = odom.pose.pose, odom.twist.twist
+        pose.position.x, pose.position.y, pose.position.z = pos.tolist()
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = quat.tolist()
+        twist.linear.x, twist.linear.y, twist.linear.z = lin.tolist()
+        twist.angular.x, twist.angular.y, twist.angular.z = ang.tolist()
+        return odom
 
 
 def main(args: list[str] | None = None) -> None:
