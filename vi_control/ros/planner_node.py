@@ -198,7 +198,7 @@ class PlannerNode(Node):
         with self._lock:
             if self._worker is not None and self._worker.is_alive():
                 return False
-            self._worker = threading.Thread(target=self._plan, args=(request, wait), daemon=True)
+            self._worker = threading.Thread(target=self._plan, args=(wait, request), daemon=True)
             self._worker.start()
             return True
 
@@ -236,7 +236,10 @@ class PlannerNode(Node):
         return x
 
     # ---- planning ------------------------------------------------------------------------------------
-    def _plan(self, request: Request, wait: float) -> None:
+    def _plan(self, wait: float, request: Request | None = None) -> None:
+        """The worker's body: wait up to ``wait`` s for a measured state, plan ``request`` (default: the task),
+        publish."""
+        request = request or Request("task")
         from ..planning import plan_task
         from ..planning.pipeline import trajectory_reference
 
