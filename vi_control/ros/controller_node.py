@@ -12,7 +12,6 @@ a plan to the safe command. Publishes ``~/controller_state`` (reference, feedbac
 
 from __future__ import annotations
 
-import array
 import dataclasses
 import time
 
@@ -29,7 +28,13 @@ from ..control.tracking import StateEstimator, TrackingController, safe_command
 from ..integrators import make_integrator
 from .common import LATCHED_QOS, MODEL_PARAMETERS, SENSOR_QOS, STREAM_QOS, Param, command_joints, run_node
 from .managed import AUTOSTART, ManagedNode
-from .messages import FLAG_START_ON_RECEIPT, JointStateReader, PlanModelMismatch, plan_from_message
+from .messages import (
+    FLAG_START_ON_RECEIPT,
+    PlanModelMismatch,
+    RawFloat64MultiArray,
+    RawJointStateReader,
+    plan_from_message,
+)
 from .supervision import ERROR, OK, WARN, ControllerStateMessage, JointLimits, diagnostics
 
 # Kinds of fault that send the safe command; each kind is logged at once, then at most every log_throttle_period.
@@ -106,12 +111,10 @@ class ControllerNode(ManagedNode):
         self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(len(r.actuated), self.vi.nu)),
                                   int)
         self.act_q_index = np.array([r.joint_index(n) for n in r.actuated], int)
-        self.reader = JointStateReader(r.joint_names)
+        self.reader = RawJointStateReader(r.joint_names)
         self.limits = self._limits()
         self.state_msg = ControllerStateMessage(r, list(self.act_q_index))
-        self.cmd_msg = Float64MultiArray()
-        self.cmd_buf = array.array("d", bytes(8 * self.vi.nu))  # the message's data, written through a view
-        self.cmd_view = np.frombuffer(self.cmd_buf, float)
+        self.cmd = RawFloat64MultiArray(self.vi.nu)  # serialized once; each tick writes its values
         self.law: TrackingController | None = None
         self.active_seq = self.last_seq = None
         self.pending: tuple[int, Plan, int] | None = None
@@ -124,7 +127,9 @@ class ControllerNode(ManagedNode):
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
-        self.own_subs = [self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS),
+        # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
+        self.own_subs = [self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS,
+                                                  raw=True),
                      self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS)]
         self.wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.own_timers = [self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics, clock=self.wall)]
@@ -275,13 +280,13 @@ class ControllerNode(ManagedNode):
             self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
 
     # ---- measurements --------------------------------------------------------------------------
-    def on_joint_state(self, msg: JointState) -> None:
+    def on_joint_state(self, msg: bytes) -> None:
+        """A serialized sensor_msgs/JointState."""
         if not self.active:
             return
         self.counts["states"] += 1
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         try:
-            has_v = self.reader.read(msg)
+            t, has_v = self.reader.read_raw(msg)
         except ValueError as e:
             return self._refuse(FAULT_INVALID_STATE, str(e))
         now, tol = self._now(), float(self.p["state_timeout"])
@@ -414,9 +419,8 @@ class ControllerNode(ManagedNode):
         return u
 
     def publish(self, u: np.ndarray) -> None:
-        np.take(u, self.cmd_index, out=self.cmd_view)
-        self.cmd_msg.data = self.cmd_buf
-        self.pub.publish(self.cmd_msg)
+        np.take(u, self.cmd_index, out=self.cmd.data)
+        self.pub.publish(bytes(self.cmd))
         self.counts["commands"] += 1
 
     def _publish_state(self, law: TrackingController, k: int, t: float, x, qdot, u) -> None:
