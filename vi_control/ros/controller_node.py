@@ -12,7 +12,6 @@ a plan to the safe command. Publishes ``~/controller_state`` (reference, feedbac
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
@@ -22,11 +21,19 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control.hold import equilibrium_state
 from ..control.plan import Plan, state_error
 from ..control.tracking import StateEstimator, TrackingController, safe_command
 from ..integrators import make_integrator
-from .common import LATCHED_QOS, MODEL_PARAMETERS, SENSOR_QOS, STREAM_QOS, Param, command_joints, run_node
+from .common import (
+    LATCHED_QOS,
+    MODEL_PARAMETERS,
+    SENSOR_QOS,
+    STREAM_QOS,
+    Param,
+    command_joints,
+    run_node,
+    tracking_law,
+)
 from .managed import AUTOSTART, ManagedNode
 from .messages import (
     FLAG_START_ON_RECEIPT,
@@ -239,15 +246,7 @@ class ControllerNode(ManagedNode):
                                f"{'' if plan.converged else ', UNCONVERGED (best effort)'}")
 
     def _set_plan(self, plan: Plan) -> None:
-        r, s = self.robot, float(self.p["gain_scale"])
-        scaled = dataclasses.replace(plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
-        if plan.K_final is not None:
-            # U_final and K_final hold the equilibrium state of q_N (planning.pipeline.plan_task: hold_gain), whose
-            # momentum −(Δt/2)∇V differs from X_N's when the plan ends moving: hold that state, not X_N.
-            scaled.X = plan.X.copy()
-            scaled.X[-1] = equilibrium_state(self.vi, plan.X[-1, : self.vi.nq])
-        self.law = TrackingController(scaled, self.vi.state, r.effort_limits, len(r.actuated),
-                                      continuous_mask=r.continuous_mask)
+        self.law = tracking_law(plan, self.vi, self.p["gain_scale"])
         self.active_plan = plan  # unscaled: a later gain_scale applies to it
 
     def _maybe_enter(self, t: float, x: np.ndarray) -> None:

@@ -28,7 +28,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control.plan import Plan
-from ..control.tracking import StateEstimator, TrackingController
+from ..control.tracking import StateEstimator
 from ..integrators import make_integrator, require_linearizable
 from .common import (
     LATCHED_QOS,
@@ -41,6 +41,7 @@ from .common import (
     resolve_config,
     robot_from_parameters,
     run_node,
+    tracking_law,
     watch_parameters,
 )
 from .messages import joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
@@ -133,14 +134,21 @@ class PlannerNode(Node):
         return None  # the others are read from self.p when used
 
     # ---- inputs ----------------------------------------------------------------------------------
-    def on_joint_state(self, msg: JointState) -> None:
+    def _arrays(self, msg: JointState, what: str, level: str = "warning"):
+        """(q, q̇ or None) of a JointState in the model's joint order, or None (logged) if unusable."""
         if self.robot is None:
-            return
+            return None
         try:
-            q, qdot = joint_state_arrays(msg, self.robot.joint_names)
+            return joint_state_arrays(msg, self.robot.joint_names)
         except ValueError as e:
-            self.warn("joint state", f"ignoring joint state: {e}")
+            self.warn(what, f"{what}: {e}", level=level)
+            return None
+
+    def on_joint_state(self, msg: JointState) -> None:
+        arrays = self._arrays(msg, "joint state ignored")
+        if arrays is None:
             return
+        q, qdot = arrays
         t = stamp_seconds(msg)
         try:
             x = self.estimator.update(t, q, qdot)
@@ -156,13 +164,10 @@ class PlannerNode(Node):
             self.measured = (t, x)
 
     def on_goal(self, msg: JointState) -> None:
-        if self.robot is None:
+        arrays = self._arrays(msg, "goal refused", level="error")
+        if arrays is None:
             return
-        try:
-            goal, _ = joint_state_arrays(msg, self.robot.joint_names)
-        except ValueError as e:
-            self.warn("goal", f"goal refused: {e}", level="error")
-            return
+        goal = arrays[0]
         self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: re-planning")
         if not self._start(Request("goal", goal=goal), wait=0.0):
             self.warn("busy", "goal dropped: a plan is being computed", level="error")
@@ -224,9 +229,7 @@ class PlannerNode(Node):
         plan = self.last_plan
         if plan is None or steps == 0 or t >= plan.times[-1]:
             return x  # after its end the plan's law holds X_N: where the robot was measured, if it tracks
-        r = self.robot
-        law = TrackingController(plan, self.vi.state, r.effort_limits, len(r.actuated),
-                                 continuous_mask=r.continuous_mask)
+        law = tracking_law(plan, self.vi)
         try:
             for i in range(steps):
                 x = self.vi.step(x, law.command(law.index(t + i * self.vi.dt), x)[0])
