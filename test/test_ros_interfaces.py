@@ -20,7 +20,7 @@ from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY, _pendulum_hold_plan  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from vi_control.ros.common import LATCHED_QOS, STREAM_QOS  # noqa: E402
+from vi_control.ros.common import LATCHED_QOS, SENSOR_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -183,6 +183,16 @@ def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
         return rec.commands[-1][1][0]
 
     q_prev, q = np.pi - 0.1, np.pi - 0.08
+    # issue 12 item 7: a best-effort publisher (as many sensor drivers) reaches the controller too
+    best_effort = rec.create_publisher(JointState, "joint_states", SENSOR_QOS)
+    assert rec.wait_for(lambda: best_effort.get_subscription_count() > 0, DISCOVERY)
+    n0 = len(rec.commands)
+    for i in range(100):  # (best effort: a sample sent while the reader still completes discovery may be lost)
+        rec.publish_clock(1.1 + 0.001 * i)
+        best_effort.publish(_joint_state(1.1 + 0.001 * i, [q_prev], [0.2]))
+        if rec.wait_for(lambda: len(rec.commands) > n0, 0.2):
+            break
+    assert len(rec.commands) > n0, ctrl.log()
     send(1.3, [q_prev], [0.2])
     u = send(1.4, [q])
     x = vi.state_from_configurations(np.array([q_prev]), np.array([q]))

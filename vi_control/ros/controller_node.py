@@ -258,7 +258,7 @@ class ControllerNode(ManagedNode):
         elif t < t0 - 0.5 * plan.dt:
             return  # not yet: the current plan (or nothing) until the stated start
         late = int(round((t - t0) / plan.dt))
-        retimed = False
+        retimed, gap_x0 = False, ""
         if late > 1 and self.p["retime_tolerance"] > 0:
             # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
             # rather than skip its first steps.
@@ -266,6 +266,7 @@ class ControllerNode(ManagedNode):
             ev = np.abs(self.vi.velocity(plan.X[0]) - self.state[2]).max()
             if max(e, ev) <= self.p["retime_tolerance"]:
                 plan, retimed = plan.shifted(t), True
+            gap_x0 = f" (the robot is {e:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
         self._set_plan(plan)
         self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
         k = self.law.index(t)
@@ -273,7 +274,7 @@ class ControllerNode(ManagedNode):
                                + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else ""))
         if k > 1:
             self.warn("late plan", f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
-                      "expected_solve_time is too short for this machine)")
+                      f"expected_solve_time is too short for this machine){gap_x0}")
         gap = float(np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
         if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
             self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
