@@ -240,3 +240,37 @@ def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
     assert status.level == b"\x02" and values["plan"] == "42"
     assert int(values["faults: joint state beyond the limits"]) == 120
     assert float(values["joint_state_rate_hz"]) >= 0 and int(values["commands"]) > 120
+
+
+def test_goal_tolerance_and_live_gain_scale(ros, pendulum_vi):
+    """issue 12 items 4 and 6: gain_scale changes the feedback live (0: feedforward only); after the plan's end
+    the goal tolerance aborts to the safe command when it is not met within goal_time_tolerance."""
+    vi = pendulum_vi
+    ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", use_sim_time=True,
+                     safe_mode="zero", goal_tolerance=0.01, goal_time_tolerance=0.3)
+    rec = ros.recorder(["theta"])
+    plan = _pendulum_hold_plan(vi, 5, t0=1.0)
+    rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 9))
+    assert ctrl.wait_for_log("accepted plan 9", DISCOVERY), ctrl.log()
+    assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
+
+    def send(t, q):
+        n0 = len(rec.commands)
+        rec.publish_clock(t)
+        rec.state_pub.publish(_joint_state(t, [q], [0.0]))
+        assert rec.wait_for(lambda: len(rec.commands) > n0, 10.0), ctrl.log()
+        return rec.commands[-1][1][0]
+
+    q = np.pi - 0.05
+    x = vi.state_from_configurations(np.array([q]), np.array([q]))
+    u = send(1.0, q)
+    assert u == pytest.approx((plan.K[0] @ (plan.X[0] - x))[0], abs=1e-9) and abs(u) > 0.1
+    assert _set(rec, "vi_controller", gain_scale=0.0) == [(True, "")]
+    assert send(1.1, q) == pytest.approx(plan.U[1, 0], abs=1e-12)  # feedforward only (0 for this hold plan)
+    assert _set(rec, "vi_controller", gain_scale=1.0) == [(True, "")]
+    assert send(1.2, q) != pytest.approx(0.0)
+    # the plan ends at t = 1.5; 0.05 rad from the goal until 0.3 s later: aborted, zero torque
+    for t in (1.5, 1.6, 1.7, 1.8):
+        send(t, q)
+    assert send(1.9, q) == 0.0
+    assert ctrl.wait_for_log("goal tolerance violated: plan 9", 5.0), ctrl.log()
