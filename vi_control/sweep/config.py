@@ -82,10 +82,11 @@ class Distribution:
         return np.exp(rng.uniform(np.log(self.a), np.log(self.b), n))  # loguniform
 
     def bounds(self) -> tuple[float, float]:
-        """Smallest and largest value a draw can take (±inf for a normal that varies)."""
-        if self.kind == "normal" and self.b > 0:
-            return -np.inf, np.inf
-        return (self.a, self.a) if self.kind in ("fixed", "normal") else (self.a, self.b)
+        """The range of the draws: a normal's mean ± 6σ (a draw outside has probability 2e-9 and is
+        refused by ``RobustnessConfig.sample``)."""
+        if self.kind == "normal":
+            return self.a - 6 * self.b, self.a + 6 * self.b
+        return (self.a, self.a) if self.kind == "fixed" else (self.a, self.b)
 
 
 def parse_distribution(v, key: str) -> Distribution:
@@ -187,6 +188,10 @@ class RobustnessConfig:
         out = {}
         for name in SCALAR_PARAMETERS:
             out[name] = float(self.distribution(name).draw(rng))
+            lo = 0.0 if name in _NONNEGATIVE or name in _POSITIVE else -np.inf
+            if not (out[name] > lo or (out[name] == 0.0 and name in _NONNEGATIVE)):
+                raise SweepConfigError(f"perturbations.{name}: sample {i} drew {out[name]}, out of range; "
+                                       "narrow the distribution")
         for name in VECTOR_PARAMETERS:
             out[name] = [float(v) for v in self.distribution(name).draw(rng, nq)]
         return out
@@ -213,9 +218,10 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
         dist = parse_distribution(v, key)
         lo, hi = dist.bounds()
         if name in _POSITIVE and not lo > 0:
-            raise SweepConfigError(f"{key}: must stay positive (use a range above 0 or loguniform), got {v!r}")
+            raise SweepConfigError(f"{key}: must stay positive (a range above 0; a normal's mean − 6σ above 0), "
+                                   f"got {v!r}")
         if name in _NONNEGATIVE and not lo >= 0:
-            raise SweepConfigError(f"{key}: must stay non-negative, got {v!r}")
+            raise SweepConfigError(f"{key}: must stay non-negative (a normal's mean − 6σ too), got {v!r}")
         pert[name] = dist
     succ = _mapping(d.get("success"), "success", {"tolerance", "hold_time", "clamp"})
     tol = _number(succ.get("tolerance", 0.05), "success.tolerance")
