@@ -171,3 +171,13 @@ def library_plan(payload: dict, shared: dict) -> dict:
     return {"index": payload["index"], "goal": list(payload["goal"]), "converged": bool(res.converged),
             "iterations": int(res.iterations), "cost": float(res.cost), "stop_reason": str(res.stop_reason),
             "final_goal_error": float(np.abs(final).max()), "plan": plan}
+
+
+def warm_worker(payload, shared: dict) -> dict:
+    """Build (or find) the nominal systems ``shared['models']`` = [(spec, dt), ...] in this worker: imports
+    and the compile-cache load happen here, not in the first timed task. Returns the worker's pid."""
+    import os
+
+    for spec, dt in shared["models"]:
+        cached_system(spec, dt)
+    return {"pid": os.getpid()}
