@@ -134,3 +134,15 @@ def test_wilson_interval_matches_the_textbook_values():
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
     assert wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
     assert wilson_interval(10, 10)[1] == 1.0
+
+
+def test_vi_sweep_console_script_is_installed():
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("vi_sweep", path=str(Path(sys.executable).parent))
+    assert exe is not None, "vi_sweep is not installed next to this interpreter (setup.py console_scripts)"
+    out = subprocess.run([exe, "robustness", "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "--address" in out.stdout and "--max-retries" in out.stdout

@@ -17,7 +17,7 @@ from ray import cloudpickle  # noqa: E402
 
 from vi_control.control.plan import Plan  # noqa: E402
 from vi_control.planning import load_task, plan_task  # noqa: E402
-from vi_control.sweep import plan_library, ray_session, robustness_sweep, run_tasks  # noqa: E402
+from vi_control.sweep import plan_library, ray_session, robustness_sweep  # noqa: E402
 from vi_control.sweep.rollout import cached_system, portable_spec, robustness_sample  # noqa: E402
 
 # Workers cannot import this test module: its functions travel by value.
@@ -121,8 +121,8 @@ def test_interrupted_ray_sweep_resumes(local_ray, plan, serial, tmp_path):
 
 def _rclpy_loaded(payload, shared):
     rec = robustness_sample(payload, shared)
-    return {"rclpy": "rclpy" in sys.modules, "ros": sorted(m for m in sys.modules if m.startswith("vi_control.ros")),
-            "success": rec["success"], "pid": os.getpid()}
+    return rec | {"rclpy": "rclpy" in sys.modules, "pid": os.getpid(),
+                  "ros": sorted(m for m in sys.modules if m.startswith("vi_control.ros"))}
 
 
 def test_workers_never_import_rclpy(local_ray, plan):

@@ -236,7 +236,7 @@ def _run_ray(fn, todo: list[tuple], shared: dict, max_retries: int, accept, stat
                 accept(rec)
     except BaseException:  # interrupted: what arrived is stored; cancel the rest so nothing runs on
         for ref in pending:
-            ray.cancel(ref, force=True)
+            ray.cancel(ref)  # queued ones never start; a running one finishes unobserved (no worker killed)
         raise
     finally:
         stats.run_s = time.perf_counter() - t0
