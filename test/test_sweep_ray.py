@@ -5,8 +5,12 @@ benchmark's smoke run."""
 
 import json
 import os
+import secrets
 import signal
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +37,44 @@ CFG = {"samples": 6, "seed": 11, "success": {"clamp": False, "hold_time": 1.0},
 def local_ray():
     with ray_session(num_cpus=2) as startup:
         yield startup
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_head(tmp_path_factory):
+    """A one-node cluster started as a user would (`ray start --head`), with its own token; it starts in the
+    background while the other tests run, and is stopped by its process group at the end."""
+    d = tmp_path_factory.mktemp("ray_head")
+    (d / "token").write_text(secrets.token_hex(32))
+    env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(d / "token"))
+    port = _free_port()
+    ray_cli = Path(sys.executable).parent / "ray"
+    log = open(d / "head.log", "w")  # noqa: SIM115 - closed at teardown
+    proc = subprocess.Popen([str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
+                             "--include-dashboard=false", f"--dashboard-agent-listen-port={_free_port()}",
+                             "--disable-usage-stats"], stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+
+    def wait_ready(timeout=180.0):
+        t0 = time.monotonic()
+        while "Ray runtime started" not in (d / "head.log").read_text():
+            assert proc.poll() is None, (d / "head.log").read_text()[-2000:]
+            assert time.monotonic() - t0 < timeout, "ray start --head did not come up"
+            time.sleep(0.5)
+        return f"127.0.0.1:{port}", env
+
+    yield wait_ready
+    os.killpg(proc.pid, signal.SIGTERM)  # ray start --block stops its GCS and raylet on SIGTERM
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +202,23 @@ def test_cli_robustness_and_library(local_ray, tmp_path, capsys):
     bad.write_text("perturbations: {mass_scale: [0, 1]}")
     assert main(["robustness", "--task", TASK, "--config", str(bad), "--out", str(tmp_path / "x")]) == 2
     assert "perturbations.mass_scale: must stay positive" in capsys.readouterr().err
+
+
+def test_cli_joins_a_running_cluster_by_address(ray_head, plan, tmp_path):
+    """A separate driver process joins the `ray start` cluster with --address: same records as serial."""
+    address, env = ray_head()
+    cfg = tmp_path / "sweep.yaml"
+    cfg.write_text(json.dumps({**CFG, "samples": 2}))
+    exe = Path(sys.executable).parent / "vi_sweep"
+    out = subprocess.run([str(exe), "robustness", "--task", TASK, "--config", str(cfg), "--out", str(tmp_path / "o"),
+                          "--address", address, "--no-plot", "--no-progress"], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "2 rollouts run" in out.stdout and "(ray)" in out.stdout
+    lines = (tmp_path / "o" / "results.jsonl").read_text().splitlines()[1:]
+    got = sorted((json.loads(line) for line in lines), key=lambda r: r["key"])
+    serial = robustness_sweep(TASK, {**CFG, "samples": 2}, plan=plan, backend="serial", progress=False)
+    assert got == serial.records
 
 
 def test_bench_sweep_smoke(local_ray, tmp_path):
