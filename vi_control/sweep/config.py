@@ -29,14 +29,12 @@ Errors are ``SweepConfigError`` (a ValueError) naming the key.
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import yaml
 
-from ..model.bundled import share_dir
-from ..planning.task import TaskError, parse_number
+from ..planning.task import TaskError, config_file, parse_number
 
 SCALAR_PARAMETERS = ("mass_scale", "damping", "actuator_gain", "sensor_noise")
 VECTOR_PARAMETERS = ("q0_offset", "qdot0_offset")  # drawn once per joint
@@ -140,13 +138,10 @@ def _read_yaml(source: str | dict | None, what: str) -> dict:
     if not isinstance(source, str):
         raise SweepConfigError(f"{what}: expected a path, YAML text or a mapping, got {type(source).__name__}")
     if "\n" not in source and ":" not in source:
-        if not os.path.isfile(source):  # a name in the package's config/ ("sweep_pendulum")
-            name = os.path.basename(source)
-            bundled = share_dir() / "config" / (name if name.endswith((".yaml", ".yml")) else name + ".yaml")
-            if not bundled.is_file():
-                raise SweepConfigError(f"{what}: file {source!r} not found")
-            source = str(bundled)
-        with open(source, encoding="utf-8") as f:
+        path = config_file(source)  # a path, or a name in the package's config/ ("sweep_pendulum")
+        if path is None:
+            raise SweepConfigError(f"{what}: file {source!r} not found")
+        with open(path, encoding="utf-8") as f:
             source = f.read()
     try:
         d = yaml.safe_load(source)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..planning.task import TaskError, load_task
+from ..planning.task import TaskError, config_file, load_task
 from .config import SweepConfigError, load_library_goals
 from .engine import ResultStore, RunStats, run_tasks
 from .rollout import SweepError, cached_system, library_plan, portable_spec
@@ -33,13 +33,10 @@ def task_mapping(task: str | dict) -> tuple[dict, str | None]:
     """The raw task mapping (what travels to workers) and the directory its relative paths refer to."""
     if isinstance(task, dict):
         return dict(task), None
-    load_task(task)  # validates, and resolves a bare name against the package's config/
-    path = task
-    if not os.path.isfile(path):
-        from ..model.bundled import share_dir
-
-        name = os.path.basename(task)
-        path = str(share_dir() / "config" / (name if name.endswith((".yaml", ".yml")) else name + ".yaml"))
+    load_task(task)  # validates (a missing file is a TaskError naming it)
+    path = config_file(task) if "\n" not in task and ":" not in task else None
+    if path is None:  # YAML text
+        return yaml.safe_load(task), None
     with open(path, encoding="utf-8") as f:
         return yaml.safe_load(f), os.path.dirname(os.path.abspath(path))
 
