@@ -173,6 +173,30 @@ def test_workers_never_import_rclpy(local_ray, plan):
     assert all(r["pid"] != os.getpid() for r in res.records)
 
 
+def _with_build_stats(payload, shared):
+    from vi_control.mechanics.codegen import build_stats
+
+    rec = robustness_sample(payload, shared)
+    p = payload["params"]
+    plant = cached_system(shared["spec"], shared["plan"].dt, p["mass_scale"], p["damping"])
+    return rec | {"pid": os.getpid(), "plant": id(plant), "compiled": build_stats["compiled"]}
+
+
+def test_workers_build_each_model_once_from_the_node_compile_cache(local_ray, plan):
+    """A plant shared by all samples (fixed mass scale): built once per worker, its C loaded from the disk
+    cache the driver's serial run filled — no worker runs gcc."""
+    cfg = {**CFG, "perturbations": {"mass_scale": 1.07, "sensor_noise": [0.0, 1e-3]}}
+    serial = robustness_sweep(TASK, cfg, plan=plan, backend="serial", progress=False)
+    res = robustness_sweep(TASK, cfg, plan=plan, progress=False, sample_fn=_with_build_stats)
+    per_worker = {}
+    for r in res.records:
+        per_worker.setdefault(r["pid"], set()).add(r["plant"])
+        assert r["compiled"] == 0
+    assert all(len(ids) == 1 for ids in per_worker.values())
+    strip = ("pid", "plant", "compiled")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in res.records] == serial.records
+
+
 def test_library_on_ray_equals_serial(local_ray, tmp_path):
     goals = [["pi"], [-2.8]]
     a = plan_library(TASK, goals, tmp_path / "ray", progress=False)
