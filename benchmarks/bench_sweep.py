@@ -32,14 +32,15 @@ def _cases(n_pendulum: int, n_panda: int) -> list[dict]:
     from vi_control.sweep.rollout import cached_system, portable_spec
 
     cases = []
-    for name, task_name, cfg_name, n in (("pendulum", "task_pendulum_swingup_bounded", "sweep_pendulum", n_pendulum),
-                                         ("panda", "task_panda_reach", "sweep_panda", n_panda)):
+    # Panda's plan takes its derivatives on CasADi's VM (no minute-long gcc build of its Hessian on a cold cache);
+    # the sweep's plants use the compiled step or the VM as the config says.
+    for name, task_name, cfg_name, n, compile in (
+            ("pendulum", "task_pendulum_swingup_bounded", "sweep_pendulum", n_pendulum, None),
+            ("panda", "task_panda_reach", "sweep_panda", n_panda, False)):
         if n <= 0:
             continue
         task = load_task(task_name)
-        # The plan's derivatives on CasADi's VM (no minute-long gcc build of panda's Hessian on a cold cache);
-        # the sweep's plants use the compiled step or the VM as the config says.
-        plan, res = plan_task(make_system(task, compile=False), task)
+        plan, res = plan_task(make_system(task, compile=compile), task)
         spec = portable_spec(task.model_spec)
         cached_system(spec, task.dt)  # the serial run's nominal model, built before any timing
         cases.append({"name": name, "task": task_name, "plan": plan, "spec": spec, "dt": task.dt,

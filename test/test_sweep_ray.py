@@ -69,10 +69,10 @@ def ray_head(tmp_path_factory):
         return f"127.0.0.1:{port}", env
 
     yield wait_ready
-    os.killpg(proc.pid, signal.SIGTERM)  # ray start --block stops its GCS and raylet on SIGTERM
+    os.killpg(proc.pid, signal.SIGTERM)  # ray start --block stops its GCS and raylet on SIGTERM ...
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # ... or they go with their whole process group (all started here)
         os.killpg(proc.pid, signal.SIGKILL)
     log.close()
 
