@@ -16,14 +16,31 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+_TIMING = ("cpu_s", "pid")
+
+
 def _load() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()]
+
+
+def timed_sample(payload: dict, shared: dict) -> dict:
+    """robustness_sample plus the CPU time it took in its process (stripped before comparing records)."""
+    from vi_control.sweep.rollout import robustness_sample
+
+    t = time.process_time()
+    rec = robustness_sample(payload, shared)
+    return rec | {"cpu_s": time.process_time() - t, "pid": os.getpid()}
+
+
+def _strip(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in _TIMING} for r in records]
 
 
 def _cases(n_pendulum: int, n_panda: int) -> list[dict]:
@@ -50,10 +67,13 @@ def _cases(n_pendulum: int, n_panda: int) -> list[dict]:
 
 def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int = 3,
         out: Path | None = RESULTS, plots: bool = True) -> dict:
+    from ray import cloudpickle
+
     from vi_control.sweep import ray_session, robustness_sweep, run_tasks
     from vi_control.sweep.report import plot_robustness
     from vi_control.sweep.rollout import warm_worker
 
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this script
     cases = _cases(n_pendulum, n_panda)
     if out is not None:
         Path(out).mkdir(parents=True, exist_ok=True)
@@ -70,17 +90,20 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
         rows = []
         for c in cases:
             times = {"serial": [], "ray": []}
-            identical = True
-            last = None
+            cpu = {"serial": [], "ray": []}
+            loads, identical, last, workers = [], True, None, set()
             for _ in range(rounds):
+                loads.append(round(os.getloadavg()[0], 2))
                 for backend in ("serial", "ray"):
                     r = robustness_sweep(None, c["config"], plan=c["plan"], model=c["spec"], backend=backend,
-                                         progress=False, log=lambda s: None)
+                                         progress=False, log=lambda s: None, sample_fn=timed_sample)
                     times[backend].append(r.stats.run_s)
+                    cpu[backend].append(sum(x["cpu_s"] for x in r.records))
                     if backend == "serial":
-                        ref = r.records
+                        ref = _strip(r.records)
                     else:
-                        identical &= r.records == ref
+                        identical &= _strip(r.records) == ref
+                        workers |= {x["pid"] for x in r.records}
                         last = r
             med = {b: statistics.median(v) for b, v in times.items()}
             rows.append({
@@ -91,7 +114,9 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
                 "speedup_median": med["serial"] / med["ray"],
                 "speedup_best": min(times["serial"]) / min(times["ray"]),
                 "identical_to_serial": bool(identical), "success_rate": last.summary["success_rate"],
-                "errors": last.summary["errors"], "times": times,
+                "errors": last.summary["errors"], "times": times, "cpu_s": cpu, "load_1min_per_round": loads,
+                "cpu_serial_median": statistics.median(cpu["serial"]), "cpu_ray_median": statistics.median(cpu["ray"]),
+                "ray_workers_used": len(workers),
             })
             if plots and out is not None:
                 plot_robustness(last.records, last.summary, Path(out) / f"sweep_{c['name']}.png", title=c["name"])
@@ -110,11 +135,13 @@ def table(res: dict) -> str:
              f"(imports, nominal models): {res['worker_warmup_s']:.1f} s on {res['workers']} workers; "
              f"load average before {res['load_before']}, after {res['load_after']}; {res['rounds']} rounds.", "",
              "| case | rollouts × steps | serial s (median / min) | Ray s (median / min) | speed-up median (best) "
-             "| identical to serial | success rate |", "|---|---|---|---|---|---|---|"]
+             "| CPU s serial / Ray workers (median) | 1-min load per round | identical to serial | success rate |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in res["cases"]:
         lines.append(f"| {r['case']} | {r['rollouts']} × {r['steps_per_rollout']} | {r['serial_s_median']:.2f} / "
                      f"{r['serial_s_min']:.2f} | {r['ray_s_median']:.2f} / {r['ray_s_min']:.2f} | "
-                     f"**{r['speedup_median']:.2f}×** ({r['speedup_best']:.2f}×) | {r['identical_to_serial']} | "
+                     f"**{r['speedup_median']:.2f}×** ({r['speedup_best']:.2f}×) | {r['cpu_serial_median']:.2f} / "
+                     f"{r['cpu_ray_median']:.2f} | {r['load_1min_per_round']} | {r['identical_to_serial']} | "
                      f"{r['success_rate']:.2f} |")
     return "\n".join(lines) + "\n"
 
