@@ -113,6 +113,17 @@ def test_a_raising_task_is_recorded_and_the_rest_completes():
     assert stats.records[2]["error"] == "RuntimeError: sample two is broken" and stats.errors == 1
 
 
+def test_summary_and_plot_of_a_sweep_whose_every_task_failed(tmp_path):
+    from vi_control.sweep import load_robustness_config, summarize
+    from vi_control.sweep.report import plot_robustness, summary_table
+
+    records = [{"key": i, "error": "WorkerCrashedError: gone"} for i in range(3)]
+    s = summarize(records, load_robustness_config({"perturbations": {"mass_scale": [0.9, 1.1]}}), 1)
+    assert (s["samples"], s["errors"], s["successes"]) == (3, 3, 0) and np.isnan(s["success_rate"])
+    assert s["error_messages"] == ["WorkerCrashedError: gone"] and "task error" in summary_table(s)
+    assert plot_robustness(records, s, tmp_path / "p.png").exists()
+
+
 def test_interrupted_sweep_resumes_with_nothing_lost_or_run_twice(nominal, tmp_path):
     _, _, plan = nominal
     cfg = {"samples": 6, "seed": 4, "perturbations": {"mass_scale": 1.05, "sensor_noise": [0, 1e-3],

@@ -68,12 +68,12 @@ def plot_robustness(records: list[dict], summary: dict, path: str | Path, title:
     ax.legend(fontsize=8)
     ax.set_title(f"final error ({int(np.sum(~np.isfinite(err)))} runs stopped by a failed step)")
     ax = axes[2]
-    peaks = np.array([r["peak_torque"] for r in ok], float).reshape(len(ok), -1)
+    peaks = np.array([r["peak_torque"] for r in ok], float).reshape(len(ok), -1) if ok else np.zeros((0, 0))
     for j in range(peaks.shape[1]):
         ax.hist(peaks[:, j], bins=20, histtype="step", label=f"u[{j}]")
     ax.set_xlabel("peak |applied torque|")
     ax.set_title("peak torque per actuator")
-    if peaks.shape[1] <= 8:
+    if 0 < peaks.shape[1] <= 8 and len(ok):
         ax.legend(fontsize=7)
     fig.tight_layout()
     path = Path(path)

@@ -105,7 +105,7 @@ def summarize(records: list[dict], cfg: RobustnessConfig, nq: int, effort_limits
     n_succ = sum(r["success"] for r in ok)
     err = np.array([r["final_error"] for r in ok], float)
     finite = err[np.isfinite(err)]
-    peaks = np.array([r["peak_torque"] for r in ok], float).reshape(len(ok), -1)
+    peaks = np.array([r["peak_torque"] for r in ok], float).reshape(len(ok), -1) if ok else np.zeros((0, 0))
     importance = {}
     for name in cfg.varied(nq):
         x = np.array([parameter_value(r, name) for r in ok])
