@@ -5,12 +5,7 @@ descriptions (ModelSpec, task mappings, plan arrays), each worker builds and kee
 needs. ``robustness_sweep`` and ``plan_library`` are the Python API of the ``vi_sweep`` command.
 """
 
-from .config import (
-    RobustnessConfig,
-    SweepConfigError,
-    load_library_goals,
-    load_robustness_config,
-)
+from .config import RobustnessConfig, SweepConfigError, load_library_goals, load_robustness_config
 from .engine import ResultStore, RunStats, ray_session, run_tasks
 from .library import LibraryResult, plan_library
 from .robustness import RobustnessResult, robustness_sweep, summarize

@@ -124,6 +124,13 @@ def _mapping(d, key: str, allowed) -> dict:
     return d
 
 
+def _choice(v, key: str, options: tuple):
+    """``v`` if it is one of ``options`` (booleans are not numbers here: 1 is not true)."""
+    if not any(v is o or (type(v) is type(o) and v == o) for o in options):
+        raise SweepConfigError(f"{key}: expected one of {list(options)}, got {v!r}")
+    return v
+
+
 def _int(v, key: str, minimum: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise SweepConfigError(f"{key}: must be an integer ≥ {minimum}, got {v!r}")
@@ -230,14 +237,9 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
     hold = _number(succ.get("hold_time", 2.0), "success.hold_time")
     if not (np.isfinite(hold) and hold >= 0):
         raise SweepConfigError(f"success.hold_time: must be a non-negative number of seconds, got {hold}")
-    clamp = succ.get("clamp", True)
-    if not isinstance(clamp, bool):
-        raise SweepConfigError(f"success.clamp: expected true or false, got {clamp!r}")
-    plant = d.get("plant", "auto")
-    if plant not in PLANT_BACKENDS:
-        raise SweepConfigError(f"plant: expected one of {PLANT_BACKENDS}, got {plant!r}")
     return RobustnessConfig(samples=samples, seed=seed, perturbations=pert, tolerance=tol, hold_time=hold,
-                            clamp=clamp, plant=plant)
+                            clamp=_choice(succ.get("clamp", True), "success.clamp", (True, False)),
+                            plant=_choice(d.get("plant", "auto"), "plant", PLANT_BACKENDS))
 
 
 def _values(v, key: str) -> list[float]:
