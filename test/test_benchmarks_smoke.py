@@ -1,7 +1,8 @@
 """Smoke tests of the benchmark scripts (issue 13): each runs at a small size through the code path that produces
 its published table, so a script cannot rot unnoticed. No timing asserts: the figures themselves are the
 scripts' job (README performance table); here only their structure and the facts that do not depend on speed.
-(benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py.)"""
+(benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py; bench_sweep.py:
+test_sweep_ray.py, which shares one Ray instance across its tests.)"""
 
 import importlib.util
 import sys
@@ -22,7 +23,8 @@ def load(name: str):
 
 def test_every_benchmark_script_has_a_smoke_test():
     covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py",
-               "bench_convergence": "test_planning_convergence.py"}
+               "bench_convergence": "test_planning_convergence.py",
+               "bench_sweep": "test_sweep_ray.py"}  # shares that module's Ray instance
     here = Path(__file__).read_text()
     for script in sorted(BENCH.glob("bench_*.py")):
         name = script.stem

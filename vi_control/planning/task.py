@@ -174,6 +174,16 @@ class Task:
         raise TaskError(f"weights.{which}: missing")
 
 
+def config_file(source: str) -> str | None:
+    """``source`` if it is a file, else the YAML of that name in the package's config/ ("task_panda_reach",
+    "sweep_pendulum.yaml"), else None."""
+    if os.path.isfile(source):
+        return source
+    name = os.path.basename(source)
+    cand = share_dir() / "config" / (name if name.endswith((".yaml", ".yml")) else name + ".yaml")
+    return str(cand) if cand.is_file() else None
+
+
 def load_task(source: str | dict) -> Task:
     """Load and validate a task from a YAML path, YAML text, or a dict; raises TaskError naming the key."""
     base_dir = None
@@ -182,12 +192,10 @@ def load_task(source: str | dict) -> Task:
     elif isinstance(source, str):
         bare = "\n" not in source and ":" not in source
         if bare and (source.endswith((".yaml", ".yml")) or os.path.isfile(source) or "/" not in source):
-            if not os.path.isfile(source):  # a name in the package's config/ ("task_pendulum_swingup")
-                name = os.path.basename(source)
-                cand = share_dir() / "config" / (name if name.endswith((".yaml", ".yml")) else name + ".yaml")
-                if not cand.is_file():
-                    raise TaskError(f"task file {source!r} not found")
-                source = str(cand)
+            found = config_file(source)
+            if found is None:
+                raise TaskError(f"task file {source!r} not found")
+            source = found
             base_dir = os.path.dirname(os.path.abspath(source))
             with open(source, encoding="utf-8") as f:
                 d = yaml.safe_load(f)
