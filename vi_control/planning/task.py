@@ -26,15 +26,21 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-import yaml
 
 from ..model.bundled import share_dir
 from ..model.errors import ModelError
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
+from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from .cost import weight_matrix
 
 METHODS = ("ddp", "ilqr", "gradient")
+# Stated ranges (docs/reliability.md): every loop of the planner is bounded by these.
+MAX_HORIZON = 100_000  # steps: X, U, K and a linearization per step are held in memory
+MAX_ITERATIONS = 10_000  # optimizer iterations
+MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
+MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
+_MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
              "optimizer", "lqr", "hold", "initial_guess"}
 
@@ -48,12 +54,16 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
 
 
 def parse_number(v, key: str) -> float:
-    """A float, or a string of arithmetic on numbers and ``pi`` (no other names are evaluated)."""
+    """A finite float, or a string of arithmetic on numbers and ``pi`` (no other names are evaluated)."""
     if isinstance(v, bool):
         raise TaskError(f"{key}: expected a number, got {v!r}")
+    out = None
     if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
+        try:
+            out = float(v)
+        except OverflowError:  # an integer beyond float range
+            out = float("inf")
+    elif isinstance(v, str) and len(v) <= _MAX_EXPRESSION:
         def ev(n):
             if isinstance(n, ast.Expression):
                 return ev(n.body)
@@ -67,10 +77,21 @@ def parse_number(v, key: str) -> float:
                 return _OPS[type(n.op)](ev(n.operand))
             raise ValueError
         try:
-            return float(ev(ast.parse(v, mode="eval")))
-        except (ValueError, SyntaxError, ZeroDivisionError):
+            out = float(ev(ast.parse(v, mode="eval")))
+        except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
             pass
-    raise TaskError(f"{key}: expected a number or an expression of pi, got {v!r}")
+    if out is None:
+        raise TaskError(f"{key}: expected a number or an expression of pi, got {v!r}")
+    if not np.isfinite(out):
+        raise TaskError(f"{key}: must be finite, got {v!r}")
+    return out
+
+
+def _integer(v, key: str, lo: int, hi: int) -> int:
+    """An int (not bool) in [lo, hi]; TaskError naming the key."""
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise TaskError(f"{key}: must be an integer in [{lo}, {hi}], got {v!r}")
+    return v
 
 
 def parse_vector(v, key: str, n: int | None = None) -> np.ndarray:
@@ -160,6 +181,13 @@ class Task:
         raise TaskError(f"weights.{which}: missing")
 
 
+def _yaml(text: str, where: str):
+    try:
+        return load_yaml(text)
+    except YAMLFormatError as e:
+        raise TaskError(f"{where}task YAML is not valid YAML: {e}") from None
+
+
 def load_task(source: str | dict) -> Task:
     """Load and validate a task from a YAML path, YAML text, or a dict; raises TaskError naming the key."""
     base_dir = None
@@ -175,10 +203,9 @@ def load_task(source: str | dict) -> Task:
                     raise TaskError(f"task file {source!r} not found")
                 source = str(cand)
             base_dir = os.path.dirname(os.path.abspath(source))
-            with open(source, encoding="utf-8") as f:
-                d = yaml.safe_load(f)
+            d = _yaml(read_text_file(source, "task", TaskError), f"{source}: ")
         else:
-            d = yaml.safe_load(source)
+            d = _yaml(source, "")
     else:
         raise TaskError(f"task source must be a path, YAML text or dict, got {type(source).__name__}")
     d = _mapping(d, "task", _TOP_KEYS)
@@ -191,14 +218,14 @@ def load_task(source: str | dict) -> Task:
     except ModelError as e:
         raise TaskError(f"model: {e}") from None
     dt = parse_number(d["dt"], "dt")
-    if not dt > 0:
-        raise TaskError(f"dt: must be positive, got {dt}")
-    N = d["horizon"]
-    if isinstance(N, bool) or not isinstance(N, int) or N < 1:
-        raise TaskError(f"horizon: must be a positive integer, got {N!r}")
+    if not 0 < dt <= MAX_DT:
+        raise TaskError(f"dt: must be in (0, {MAX_DT:g}] s, got {dt}")
+    N = _integer(d["horizon"], "horizon", 1, MAX_HORIZON)
     start = _mapping(d.get("start"), "start", {"q", "qdot"})
     goal = _mapping(d.get("goal"), "goal", {"q"})
     ref = _mapping(d.get("reference"), "reference", {"type", "step_index", "q_before", "q_after", "u"})
+    if "step_index" in ref:
+        _integer(ref["step_index"], "reference.step_index", 0, N)
     weights = _mapping(d["weights"], "weights", {"Q", "R", "Qf"})
     for k in ("Q", "R"):
         if k not in weights:
@@ -207,9 +234,13 @@ def load_task(source: str | dict) -> Task:
     method = opt.get("method", "ddp")
     if method not in METHODS:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
-    max_it = opt.get("max_iterations", 100)
-    if isinstance(max_it, bool) or not isinstance(max_it, int) or max_it < 1:
-        raise TaskError(f"optimizer.max_iterations: must be a positive integer, got {max_it!r}")
+    max_it = _integer(opt.get("max_iterations", 100), "optimizer.max_iterations", 1, MAX_ITERATIONS)
+    tolerance = parse_number(opt.get("tolerance", 1e-6), "optimizer.tolerance")
+    if not tolerance > 0:
+        raise TaskError(f"optimizer.tolerance: must be positive, got {tolerance}")
+    regularization = parse_number(opt.get("regularization", 1e-6), "optimizer.regularization")
+    if not 0 <= regularization <= MAX_REGULARIZATION:
+        raise TaskError(f"optimizer.regularization: must be in [0, {MAX_REGULARIZATION:g}], got {regularization}")
     lim = d.get("input_limits", "model")
     if lim is None:
         lim = "none"
@@ -229,7 +260,6 @@ def load_task(source: str | dict) -> Task:
         qdot0=parse_vector(start["qdot"], "start.qdot") if "qdot" in start else None,
         goal_q=parse_vector(goal["q"], "goal.q") if "q" in goal else None, reference=ref, weights=weights,
         input_limits=lim, method=method, max_iterations=max_it,
-        tolerance=parse_number(opt.get("tolerance", 1e-6), "optimizer.tolerance"),
-        regularization=parse_number(opt.get("regularization", 1e-6), "optimizer.regularization"),
+        tolerance=tolerance, regularization=regularization,
         lqr=_mapping(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=_mapping(d.get("hold"), "hold", {"Q", "R"}),
         initial_guess=guess, base_dir=base_dir)

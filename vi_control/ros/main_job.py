@@ -183,7 +183,7 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    import yaml
+    from ..model.yaml_io import load_yaml
 
     from ..model.bundled import share_dir
     from .common import MODEL_PARAMETERS, robot_from_parameters
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     # processes: they run in sessions of their own and would not get the signal.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
-    sim_params = yaml.safe_load((share_dir() / "config" / "ros_simulator.yaml").read_text())
+    sim_params = load_yaml((share_dir() / "config" / "ros_simulator.yaml").read_text(encoding="utf-8"))
     params = {k: v[0] for k, v in MODEL_PARAMETERS.items()} | sim_params["/**/vi_simulator"]["ros__parameters"]
     robot, _ = robot_from_parameters(params)  # the simulated robot, as the simulator node loads it
     domain = domain_id_for("main_job")
