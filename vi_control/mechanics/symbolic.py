@@ -97,7 +97,11 @@ def constraint_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
     """Stacked holonomic constraints h(q) (system YAML), in configuration symbols ``tree.q``."""
     model = robot.pin_model
     rows = []
+    names = robot.joint_names
     for c in robot.constraints:
+        if c.type == "mimic":  # a URDF <mimic>: q_joint = multiplier·q_mimics + offset (linear, docs/model.md)
+            rows.append(tree.q[names.index(c.joint)] - c.multiplier * tree.q[names.index(c.mimics)] - c.offset)
+            continue
         pa = tree.point_position(model, c.link_a, c.point_a)
         if c.type == "plane":
             rows.append(ca.dot(ca.DM(c.normal), pa) - c.offset)

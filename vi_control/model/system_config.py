@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from .errors import SystemConfigError
 from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
@@ -215,7 +216,8 @@ def parse_system_config(data: Any) -> SystemConfig:
         d = data["damping"]
         if not isinstance(d, dict):
             raise SystemConfigError(f"damping: expected a mapping joint -> value, got {type(d).__name__}")
-        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", nonneg=True, bound=MAX_COEFFICIENT) for k, v in d.items()}
+        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", nonneg=True, bound=MAX_COEFFICIENT)
+                       for k, v in d.items()}
     if "prescribed" in data:
         p = data["prescribed"]
         if not isinstance(p, list):

@@ -183,9 +183,8 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..model.yaml_io import load_yaml
-
     from ..model.bundled import share_dir
+    from ..model.yaml_io import load_yaml
     from .common import MODEL_PARAMETERS, robot_from_parameters
     from .launcher import domain_id_for
 
