@@ -19,6 +19,7 @@ characters.
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 
@@ -63,7 +64,7 @@ def urdf_double(text: str | None) -> float | None:
     if text is None or not _NUMBER.fullmatch(text):
         return None
     value = float(text.lstrip(_WS))
-    return value if np.isfinite(value) else None  # out of range: failbit in the C++ stream
+    return value if math.isfinite(value) else None  # out of range: failbit in the C++ stream
 
 
 def urdf_vector(text: str | None, n: int = 3) -> list[float] | None:
