@@ -39,7 +39,7 @@ def test_configuration_beyond_the_range_is_refused_naming_the_joint(chain10):
     x = np.zeros(20)
     x[3] = 1e20
     systems = {**_backends(chain10, 0.01), "linear_time": make_integrator("linear_time", chain10, 0.01)}
-    for name, vi in systems.items():
+    for vi in systems.values():
         with pytest.raises(ValueError, match=r"q\[3\] \(joint 'joint4'\) = 1e\+20 is beyond the supported range"):
             vi.step(x)
     x[3] = 1e5  # within the range: an ordinary step
