@@ -124,10 +124,10 @@ class Plan:
         for name in ("model_name", "model_hash"):
             if not isinstance(getattr(self, name), str):
                 raise PlanError(f"{name}: expected a string, got {getattr(self, name)!r}")
-        for name, size in (("joint_names", None), ("input_names", nu)):
+        for name, size in (("joint_names", None), ("input_names", nu)):  # empty: not known (a recorder's view)
             v = getattr(self, name)
             if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v) \
-                    or (size is not None and len(v) != size):
+                    or (size is not None and v and len(v) != size):
                 raise PlanError(f"{name}: expected a list of {size if size is not None else 'joint'} names, got {v!r}")
         if not isinstance(self.converged, (bool, np.bool_)):
             raise PlanError(f"converged: expected true or false, got {self.converged!r}")

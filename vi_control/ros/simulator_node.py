@@ -64,6 +64,7 @@ class SimulatorNode(Node):
         # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
         self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
         self.rng = np.random.default_rng(int(p["noise_seed"]))
+        self.rejected_commands = 0
         self.u_zero = np.zeros(vi.nu)
         self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
         self._reset_state()
@@ -92,14 +93,21 @@ class SimulatorNode(Node):
 
     def on_command(self, msg: Float64MultiArray) -> None:
         u = np.asarray(msg.data, float)
-        if u.size != self.vi.nu or not np.all(np.isfinite(u)):
-            why = f"size {u.size} != {self.vi.nu}" if u.size != self.vi.nu else "NaN/inf entries"
+        bad_size = u.size != self.vi.nu
+        if bad_size or not np.all(np.isfinite(u)):
             fallback = self.p["on_bad_command"]
             if fallback == "zero":
                 self.u = self.u_zero.copy()
                 self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]  # prescribed joints stay put
-            self.get_logger().warning(f"rejected command ({why}); applying {'zero' if fallback == 'zero' else 'last'}"
-                                      f" command {np.round(self.u, 4).tolist()}")
+            self.rejected_commands += 1
+            applied = f"applying {'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()} " \
+                      f"({self.rejected_commands} rejected so far)"
+            # Throttled, one call site per kind: a stream of bad commands must not flood the log (issue 14).
+            if bad_size:
+                self.get_logger().warning(f"rejected command (size {u.size} != {self.vi.nu}); {applied}",
+                                          throttle_duration_sec=2.0)
+            else:
+                self.get_logger().warning(f"rejected command (NaN/inf entries); {applied}", throttle_duration_sec=2.0)
         else:
             self.u = u[self.perm]
             tau, lim = self.u[: self.vi.n_torques], self.robot.effort_limits
