@@ -86,7 +86,7 @@ def test_a_burst_of_bad_commands_is_not_a_log_flood(ros, burst):  # noqa: F811
     n0, t0 = len(rec.states), time.monotonic()
     for i in range(burst):  # as fast as the simulator answers (a deeper burst would only fill the QoS queue)
         rec.publish_command([float("nan")] if i % 2 else [1.0, 2.0])
-        assert rec.wait_for(lambda: len(rec.states) >= n0 + i + 1, 10.0), (i, sim.log()[-2000:])
+        assert rec.wait_for(lambda i=i: len(rec.states) >= n0 + i + 1, 10.0), (i, sim.log()[-2000:])
     elapsed = time.monotonic() - t0
     time.sleep(0.5)
     lines = [ln for ln in sim.log().splitlines() if "rejected command" in ln]
