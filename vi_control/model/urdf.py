@@ -103,6 +103,8 @@ def read_urdf_text(source: str | os.PathLike) -> str:
 
 
 def _fromstring(xml: str) -> ET.Element:
+    if "<!ENTITY" in xml:  # tinyxml2 (the C++ parser) reads no DTD: an entity is text to it; expansion is a risk
+        raise URDFError("URDF declares DTD entities (<!ENTITY ...>), which the URDF parser does not read")
     try:
         return ET.fromstring(keep_attribute_whitespace(xml))
     except ET.ParseError as e:

@@ -192,10 +192,13 @@ def check_link(link: ET.Element, name: str) -> None:
 
 
 def check_materials(root: ET.Element) -> None:
-    """Top-level <material> elements: named, unique, colors readable."""
+    """Top-level <material> elements: named, unique, colors readable, a color or a texture file each."""
     seen: set[str] = set()
     for m in root.findall("material"):
         _material(m, "robot")
+        c, t = m.find("color"), m.find("texture")
+        if (c is None or c.get("rgba") is None) and (t is None or t.get("filename") is None):
+            raise URDFError(f"material {m.get('name')!r}: needs <color rgba=...> or <texture filename=...>")
         if m.get("name") in seen:
             raise URDFError(f"material {m.get('name')!r} is defined twice")
         seen.add(m.get("name"))

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..model.bundled import share_dir
 from ..model.errors import ModelError
+from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION, MAX_LINKS
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
@@ -41,6 +42,7 @@ MAX_ITERATIONS = 10_000  # optimizer iterations
 MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
 MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
 _MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
+MAX_VECTOR = MAX_LINKS  # entries of any list of numbers (one per joint at most)
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
              "optimizer", "lqr", "hold", "initial_guess"}
 
@@ -94,14 +96,19 @@ def _integer(v, key: str, lo: int, hi: int) -> int:
     return v
 
 
-def parse_vector(v, key: str, n: int | None = None) -> np.ndarray:
+def parse_vector(v, key: str, n: int | None = None, bound: float | None = None) -> np.ndarray:
+    """A list of numbers (or one number) as an array; ``n`` entries if given, each within ±``bound``."""
     if not isinstance(v, (list, tuple)):
         v = [v]
-    out = np.array([parse_number(a, f"{key}[{i}]") for i, a in enumerate(v)])
+    if len(v) > MAX_VECTOR:
+        raise TaskError(f"{key}: {len(v)} entries, more than any model has")
+    out = np.array([parse_number(a, f"{key}[{i}]") for i, a in enumerate(v)], dtype=float)
     if n is not None and out.size != n:
         raise TaskError(f"{key}: expected {n} entries, got {out.size}")
     if not np.all(np.isfinite(out)):
         raise TaskError(f"{key}: entries must be finite")
+    if bound is not None and out.size and np.abs(out).max() > bound:
+        raise TaskError(f"{key}: {out[np.argmax(np.abs(out))]:g} is beyond the supported range ±{bound:g}")
     return out
 
 
@@ -166,12 +173,12 @@ class Task:
                 if isinstance(w, dict):  # {q: .., p: ..} for state weights
                     if nq is None or set(w) - {"q", "p"}:
                         raise TaskError(f"{key}: a mapping must have keys q and p (state weights only)")
-                    w = np.concatenate([parse_vector(w.get("q", 0.0), f"{key}.q") * np.ones(nq),
-                                        parse_vector(w.get("p", 0.0), f"{key}.p") * np.ones(nq)])
+                    w = np.concatenate([parse_vector(w.get("q", 0.0), f"{key}.q", bound=MAX_COEFFICIENT) * np.ones(nq),
+                                        parse_vector(w.get("p", 0.0), f"{key}.p", bound=MAX_COEFFICIENT) * np.ones(nq)])
                 elif isinstance(w, (list, tuple)):
-                    w = parse_vector(w, key, n)
+                    w = parse_vector(w, key, n, bound=MAX_COEFFICIENT)
                 else:
-                    w = parse_number(w, key)
+                    w = parse_vector(w, key, bound=MAX_COEFFICIENT)[0]
                 try:
                     return weight_matrix(w, n, key)
                 except ValueError as e:
@@ -248,7 +255,7 @@ def load_task(source: str | dict) -> Task:
         if lim not in ("model", "none"):
             raise TaskError(f"input_limits: expected 'model', 'none' or a list, got {lim!r}")
     else:
-        lim = parse_vector(lim, "input_limits")
+        lim = parse_vector(lim, "input_limits", bound=MAX_COEFFICIENT)
         if np.any(lim <= 0):
             raise TaskError("input_limits: bounds must be positive")
     guess = d.get("initial_guess", "reference")
@@ -256,9 +263,10 @@ def load_task(source: str | dict) -> Task:
         raise TaskError(f"initial_guess: expected reference, zero, hold_start, feedback or auto, got {guess!r}")
     return Task(
         name=str(d.get("name", "task")), model=model, dt=dt, horizon=N,
-        q0=parse_vector(start["q"], "start.q") if "q" in start else None,
-        qdot0=parse_vector(start["qdot"], "start.qdot") if "qdot" in start else None,
-        goal_q=parse_vector(goal["q"], "goal.q") if "q" in goal else None, reference=ref, weights=weights,
+        q0=parse_vector(start["q"], "start.q", bound=MAX_CONFIGURATION) if "q" in start else None,
+        qdot0=parse_vector(start["qdot"], "start.qdot", bound=MAX_CONFIGURATION) if "qdot" in start else None,
+        goal_q=parse_vector(goal["q"], "goal.q", bound=MAX_CONFIGURATION) if "q" in goal else None, reference=ref,
+        weights=weights,
         input_limits=lim, method=method, max_iterations=max_it,
         tolerance=tolerance, regularization=regularization,
         lqr=_mapping(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=_mapping(d.get("hold"), "hold", {"Q", "R"}),
