@@ -133,3 +133,19 @@ def test_mimic_coupling_equals_pinocchios_mimic_model():
         Mm = pin.crba(mimic_model, mdata, qr)
         Mm = np.triu(Mm) + np.triu(Mm, 1).T
         np.testing.assert_allclose(P.T @ M @ P, Mm, atol=1e-12)
+
+
+def test_inertia_policy_through_modelspec_and_the_system_yaml(capsys):
+    """The policy is a system-YAML key, so every entry point that takes a model (ModelSpec: tasks, nodes,
+    vi_inspect) selects it; a task file's model mapping may also name it."""
+    from vi_control.model import ModelSpec
+    from vi_control.model.inspect import main as inspect_main
+
+    path = str(ROOT / "anymal_c_simple_description/urdf/anymal.urdf")
+    with pytest.raises(URDFError, match=r"link 'depth_camera_front_camera'.*inertia_policy: repair"):
+        ModelSpec.parse(path).load()
+    a = ModelSpec.parse(path, system="inertia_policy: repair").load()
+    b = ModelSpec.parse({"urdf": path, "inertia_policy": "repair"}).load()
+    assert a.hash == b.hash and a.total_mass == b.total_mass
+    assert inspect_main([str(ROOT / "panda_description/urdf/panda.urdf")]) == 0
+    assert "mimic: panda_finger_joint2 = 1·panda_finger_joint1 + 0" in capsys.readouterr().out

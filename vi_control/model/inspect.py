@@ -98,6 +98,8 @@ def describe(robot: RobotModel, source: str) -> str:
     for c in robot.constraints:
         if c.type == "plane":
             out.append(f"  plane: n·p = {c.offset:g}, p = {c.link_a}{_vec(c.point_a)}, n = {_vec(c.normal)}")
+        elif c.type == "mimic":
+            out.append(f"  mimic: {c.joint} = {c.multiplier:g}·{c.mimics} + {c.offset:g}")
         elif c.type == "distance":
             out.append(f"  distance: |{c.link_a}{_vec(c.point_a)} - {c.link_b}{_vec(c.point_b)}| = {c.distance:g}")
         else:
