@@ -22,6 +22,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..mechanics import drnea_c
+from ..mechanics.discrete import DiscreteSystemStructure
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
 from ..model.limits import MAX_CONFIGURATION
@@ -39,6 +40,7 @@ from .base import (
     input_sequence,
     rotational_coordinates,
 )
+from .implicit import SymbolicStepDerivatives
 
 __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
 
@@ -49,7 +51,7 @@ JACOBIANS = ("subtree", "alg4")
 JACOBIAN_NAME = "the DRNEA Jacobian ∂f/∂q_{k+1}"
 
 
-class LinearTimeVI:
+class LinearTimeVI(SymbolicStepDerivatives):
     """DRNEA/RIQN variational integrator with MidpointVI's interface (seed 001 §3).
 
     Parameters: ``method`` 'riqn' (Alg. 3) or 'newton' (exact Jacobian); ``jacobian`` for Newton:
@@ -121,6 +123,13 @@ class LinearTimeVI:
     @cached_property
     def _impulse_data(self) -> pin.Data:
         return self._impulse_model.createData()
+
+    @cached_property
+    def _derivative_functions(self):
+        """The same L_d (seed 001 eq. 9, summed over the bodies) written symbolically: its DEL residual and output
+        map, differentiated by AD, are the exact derivatives of the DRNEA step (built and compiled on first use —
+        a simulator never pays for them)."""
+        return DiscreteSystemStructure(self.robot, self.dt, lagrangian="trapezoidal_se3", eager=False).functions
 
     def _minv(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """M(q)⁻¹ τ by the articulated-body algorithm (seed 001 eq. 25, 'ABI')."""

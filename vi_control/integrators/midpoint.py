@@ -10,9 +10,7 @@ second-order terms.
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import cached_property
 
-import casadi as ca
 import numpy as np
 from scipy.linalg import lapack
 
@@ -31,7 +29,6 @@ from .base import (
     ConvergenceError,
     NewtonSettings,
     SingularityError,
-    StepDerivatives,
     StepError,
     StepResult,
     UntrustedStepError,
@@ -41,6 +38,7 @@ from .base import (
     input_sequence,
     rotational_coordinates,
 )
+from .implicit import SymbolicStepDerivatives
 
 __all__ = ["MidpointVI", "ConvergenceError", "SingularityError", "StepError", "StepResult", "NEWTON_METHODS"]
 
@@ -61,7 +59,7 @@ def _lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tupl
     return lu, piv
 
 
-class MidpointVI:
+class MidpointVI(SymbolicStepDerivatives):
     """Midpoint variational integrator for a RobotModel at time step ``dt`` (a ``Linearizable`` system).
 
     ``settings`` (NewtonSettings; or its fields ``tol``, ``max_iterations``, ``rcond_min``, ``step_tol`` as
@@ -325,31 +323,7 @@ class MidpointVI:
             X[k + 1], lams[k], lam = r.x, r.lam, r.lam
         return X, lams
 
-    # ---- derivatives (the Linearizable interface) ------------------------------------------------
-    def step_derivatives(self, result: StepResult, x: np.ndarray, u: np.ndarray) -> StepDerivatives:
-        """R_y, R_z, O_y, O_z at a solved step, by AD of L_d (seed 000 eqs. 8–15, 29–30)."""
-        z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
-        Ry, Rz, Oy, Oz = (np.array(a) for a in self.functions["linearize"](result.y, z))
-        return StepDerivatives(Ry=Ry, Rz=Rz, Oy=Oy, Oz=Oz)
-
-    def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
-                     mu: np.ndarray) -> np.ndarray:
-        """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step (seed 000 eqs. 16–27 before projection)."""
-        z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
-        return self.functions["hessian"](result.y, z, cov, mu)[0]
-
-    def curved_outputs(self) -> np.ndarray:
-        return self._curved_outputs
-
-    @cached_property
-    def _curved_outputs(self) -> np.ndarray:
-        """Rows i of O(y, z) with ∂²Oᵢ ≠ 0, read from the symbolic output map once.
-
-        q_{k+1} and the prescribed joints' kinematic momenta are linear in (y, z); only the dynamic rows
-        of p_{k+1} = D₂L_d (eq. 2b) carry curvature, so the full tensor needs ~nd + ny Hessians, not nx.
-        """
-        f = self.functions.raw["output"]
-        y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
-        w = ca.vertcat(y, z)
-        J = ca.jacobian(f(y, z), w)
-        return np.array([i for i in range(J.size1()) if ca.depends_on(J[i, :], w)], dtype=int)
+    # ---- derivatives (the Linearizable interface, integrators.implicit) -----------------------------
+    @property
+    def _derivative_functions(self):
+        return self.functions

@@ -27,6 +27,7 @@ import numpy as np
 from ..model.limits import MAX_CONFIGURATION, check_time_step
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
+from .lagrangians import discrete_lagrangian
 from .symbolic import SymbolicTree, build_tree, constraint_expr
 
 # Our own C Newton driver, compiled into the same library as the generated residual/output/mass.
@@ -78,10 +79,16 @@ class NewtonStepC:
 
 
 class DiscreteSystemStructure:
-    """Symbolic build of every function a step, a linearization and a Hessian needs."""
+    """Symbolic build of every function a step, a linearization and a Hessian needs.
+
+    ``lagrangian``: the discrete Lagrangian (mechanics.lagrangians: 'midpoint', seed 000; 'trapezoidal_se3',
+    seed 001). ``eager``: compile the step functions and the Newton driver now (a simulator's need); False
+    compiles every function on first use and builds no driver (derivatives for an integrator that steps by
+    other means, e.g. LinearTimeVI's DRNEA).
+    """
 
     def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
-                 compile: bool | None = None):
+                 compile: bool | None = None, lagrangian: str = "midpoint", eager: bool = True):
         self.robot, self.dt = robot, check_time_step(dt)
         names = robot.joint_names
         self.idx_d = np.array([i for i, n in enumerate(names) if n not in robot.prescribed], dtype=int)
@@ -95,7 +102,7 @@ class DiscreteSystemStructure:
 
         tree = tree or build_tree(robot)
         self.tree = tree
-        L = ca.Function("L", [tree.q, tree.v], [tree.kinetic - tree.potential])
+        Ld_of = discrete_lagrangian(lagrangian, robot, tree, self.dt)
         h_fn = ca.Function("h", [tree.q], [constraint_expr(robot, tree)])
 
         q0, p0 = ca.SX.sym("q0", nq), ca.SX.sym("p0", nq)
@@ -103,7 +110,7 @@ class DiscreteSystemStructure:
         q1d, lam = ca.SX.sym("q1d", nd), ca.SX.sym("lam", nc)
         Pd, Pk = np.eye(nq)[:, self.idx_d], np.eye(nq)[:, self.idx_k]
         q1 = ca.mtimes(ca.DM(Pd), q1d) + (ca.mtimes(ca.DM(Pk), rho) if nk else 0)
-        Ld = self.dt * L((q0 + q1) / 2, (q1 - q0) / self.dt)
+        Ld = Ld_of(q0, q1)
         S = np.eye(nq)[:, self.idx_act]
         c = ca.DM(robot.damping)
         Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
@@ -115,7 +122,7 @@ class DiscreteSystemStructure:
         R = ca.vertcat(R_dyn, h_fn(q1)) if nc else R_dyn
         # D₂L_d w.r.t. the full q_{k+1}: only the dynamic rows are momenta.
         q1_full = ca.SX.sym("q1f", nq)
-        Ld_full = self.dt * L((q0 + q1_full) / 2, (q1_full - q0) / self.dt)
+        Ld_full = Ld_of(q0, q1_full)
         D2_full = ca.Function("D2", [q0, q1_full], [ca.gradient(Ld_full, q1_full)])
         p1 = ca.SX.zeros(nq)
         p1[self.idx_d.tolist()] = D2_full(q0, q1)[self.idx_d.tolist()]
@@ -134,8 +141,10 @@ class DiscreteSystemStructure:
         D1full = ca.Function("D1", [q0, q1_full], [ca.gradient(Ld_full, q0)])
         v = tree.v
         dens = ca.densify
+        names = ("residual", "residual_only", "output", "linearize", "hessian", "mass", "momentum", "D1Ld", "D2Ld",
+                 "energy", "h")
         self.functions = FunctionSet(
-            robot.hash + f"_dt{self.dt!r}",
+            robot.hash + f"_dt{self.dt!r}" + ("" if lagrangian == "midpoint" else f"_{lagrangian}"),
             {
                 "residual": ca.Function("residual", [y, z], [dens(R), dens(Ry)]),
                 # R alone for chord Newton: ~5 % of the instructions of (R, ∂R/∂y) at 32 links.
@@ -151,9 +160,9 @@ class DiscreteSystemStructure:
                 "h": ca.Function("hq", [tree.q], [dens(h_fn(tree.q))]),
             },
             compile=compile,
-            lazy=("linearize", "hessian"),
-            driver=NEWTON_C,
-            driver_needs=STEP_FUNCTIONS,
+            lazy=("linearize", "hessian") if eager else names,
+            driver=NEWTON_C if eager else "",
+            driver_needs=STEP_FUNCTIONS if eager else (),
         )
         # Whole Newton step in C when the step functions compiled (else MidpointVI runs Newton in numpy).
         self.newton = NewtonStepC(self) if self.functions.lib is not None else None

@@ -21,12 +21,12 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control.tracking import StateEstimator
+from ..integrators import make_integrator, require_linearizable
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
     STREAM_QOS,
     declare_parameters,
-    make_system,
     resolve_config,
     robot_from_parameters,
     run_node,
@@ -58,8 +58,8 @@ class PlannerNode(Node):
         self.task = load_task(resolve_config(p["task"]))
         own = p["model"] or p["urdf_path"] or p["robot_description"]
         self.robot = robot_from_parameters(p)[0] if own else self.task.load_robot()
-        self.vi = make_system(self.robot, float(self.task.dt), p["integrator"], linearizable=True,
-                              who="the planner node")
+        self.vi = make_integrator(p["integrator"], self.robot, float(self.task.dt))
+        require_linearizable(self.vi, "the planner node")
         self.estimator = StateEstimator(self.vi, p["state_estimate"])
         self.measured: tuple[float, np.ndarray] | None = None
         self._lock, self._worker = threading.Lock(), None

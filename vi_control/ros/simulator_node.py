@@ -16,7 +16,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
-from ..integrators import StepError
+from ..integrators import StepError, make_integrator
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
@@ -24,7 +24,6 @@ from .common import (
     STREAM_QOS,
     command_joints,
     declare_parameters,
-    make_system,
     robot_from_parameters,
     run_node,
 )
@@ -52,7 +51,7 @@ class SimulatorNode(Node):
         super().__init__("vi_simulator")
         p = self.p = declare_parameters(self, PARAMETERS)
         self.robot, urdf = robot_from_parameters(p, mass_scale=float(p["mass_scale"]))
-        self.vi = make_system(self.robot, float(p["dt"]), p["integrator"])
+        self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
