@@ -188,7 +188,7 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, ne
     """Where one compiled step's time goes: Python wrapper, the C driver with 0, 1, … Newton iterations."""
     robot = load_robot(urdf, yaml)
     vi = MidpointVI(robot, dt, newton=newton)
-    chord = vi._chord_settings()
+    chord = (vi.newton == "chord", vi.chord_rate_max)
     nw = vi._newton
     if nw is None:
         return f"{name}: no compiled driver (CasADi VM)"

@@ -88,6 +88,53 @@ def test_planner_benchmark_smoke(tmp_path, monkeypatch):
     assert (tmp_path / "pendulum_swingup.png").stat().st_size > 1000
 
 
+def test_nonholonomic_benchmark_smoke(tmp_path):
+    bench = load("bench_nonholonomic")
+    result = bench.run(rounds=1, energy_steps=500, sympy=False, out=tmp_path)
+    assert [r["what"].split(",")[1].split(":")[0].strip() for r in result["speed"]] == ["sleigh", "diffdrive"]
+    assert all(r["us"] > 0 and r["driver_us"] > 0 and r["base_us"] > 0 for r in result["speed"])
+    errors = {r["what"]: r["error"] for r in result["snake"]}
+    e_rk2 = errors["snakeboard, 128 steps (T = 10 s), rk2"]
+    for k in ("gni", "rdp exp", "rdp cay"):  # seed 003 Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
+        assert errors[f"snakeboard, 128 steps (T = 10 s), {k}"] < e_rk2 / 10
+    assert result["energy"]["energy_rel"] < 1e-13 and result["energy"]["constraint"] < 1e-13
+    assert "| GNI step, sleigh" in result["table"] and "snakeboard, 512 steps, gni" in result["table"]
+    for f in result["files"]:
+        assert f.stat().st_size > 10_000
+    assert not result["side_by_side"]
+
+
+def test_nonholonomic_benchmark_sympy_model_is_the_sleigh():
+    """The SymPy KanesMethod sleigh (the side-by-side peer) is the same system as the Lagrange–d'Alembert one."""
+    pytest.importorskip("sympy")  # benchmark-only dependency (benchmarks/requirements-bench-nonholonomic.txt)
+    rhs, energy = load("bench_nonholonomic").sympy_sleigh_rhs()
+    z = np.array([0.1, 0.2, 0.3, -1.0, 2.0, 1.0])  # (x, y, θ, u1, ω, u2 = aω)
+    dz = rhs(0.0, z)
+    c, s = np.cos(0.3), np.sin(0.3)
+    assert dz[:3] == pytest.approx([c * -1.0 - s * 1.0, s * -1.0 + c * 1.0, 2.0])
+    assert energy(z) == pytest.approx(0.5 * (1.0 + 1.0) + 0.5 * 0.2 * 4.0)
+
+
+def test_collocation_benchmark_smoke(tmp_path):
+    """bench_collocation.py at tiny sizes (N = 6, biped N = 4), no Drake: every table, the DDP rows, the gait replay,
+    the three figures."""
+    import json
+
+    res = load("bench_collocation").main(["--quick", "--rounds", "1", "--no-external", "--out", str(tmp_path)])
+    for key in ("pendulum", "cartpole", "biped"):
+        (row,) = res[key]
+        for m in ("lg", "lg2"):
+            assert row[m]["iterations"] > 0 and row[m]["t_med"] > 0
+    assert res["pendulum"][0]["lg2"]["success"] and res["pendulum"][0]["lg2"]["E2"] > 0
+    assert {r["problem"] for r in res["ddp"]} == {"pendulum", "cartpole"}
+    assert len(res["replay"]["deviation"]) == 11
+    text = (tmp_path / "collocation.md").read_text()
+    assert "Pendulum minimum-time swing-up" in text and "| N | E² LG |" in text
+    assert json.loads((tmp_path / "collocation.json").read_text())["rounds"] == 1
+    for png in ("collocation.png", "collocation_error_time.png", "collocation_gait.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
+
+
 def test_model_load_benchmark_smoke():
     bench = load("bench_model_load")
     rows = bench.bench([20, 40], rounds=1, dense_max=20)

@@ -29,7 +29,7 @@ def _mimic_chain():
 def test_mimic_joint_follows_and_converges_to_the_reduced_dynamics():
     robot = _mimic_chain()
     (c,) = robot.constraints
-    assert (c.type, c.joint, c.mimics, c.multiplier, c.offset) == ("mimic", "joint3", "joint2", M_, O_)
+    assert (c.type, c.joints, c.coefficients, c.offset) == ("joints", ("joint3", "joint2"), (1.0, -M_), O_)
     model, data = robot.pin_model, robot.create_data()
     P = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, M_]])
     off = np.array([0.0, 0.0, O_])
@@ -61,7 +61,7 @@ def test_mimic_joint_is_not_actuated_by_default_and_the_yaml_can_override():
     xml = planar_chain_urdf(3).replace('<joint name="joint3" type="continuous">',
                                        '<joint name="joint3" type="continuous"><mimic joint="joint2"/>')
     assert load_robot(xml).actuated == ("joint1", "joint2")
-    robot = load_robot(xml, {"constraints": [{"type": "mimic", "joint": "joint3", "mimics": "joint1",
-                                              "multiplier": 2.0}]})
+    robot = load_robot(xml, {"constraints": [{"type": "joints", "joints": ["joint3", "joint1"],
+                                              "coefficients": [1.0, -2.0]}]})
     (c,) = robot.constraints  # the YAML's coupling replaces the URDF's
-    assert (c.mimics, c.multiplier, c.offset) == ("joint1", 2.0, 0.0)
+    assert (c.joints, c.coefficients, c.offset) == (("joint3", "joint1"), (1.0, -2.0), 0.0)

@@ -64,9 +64,9 @@ def _system(rel: str, xml: str) -> dict | None:
     system = NEEDS[rel][0]
     if system == "mimic_override":  # the side prefix the URDF forgot ('Left_index_q2' mimics 'Left_index_q1')
         joints = {j.get("name") for j in ET.fromstring(xml).iter("joint")}
-        fixes = [{"type": "mimic", "joint": j, "mimics": j.split("_")[0] + "_" + m, "multiplier": a, "offset": b}
+        fixes = [{"type": "joints", "joints": [j, j.split("_")[0] + "_" + m], "coefficients": [1.0, -a], "offset": b}
                  for j, m, a, b in _mimics(xml) if m not in joints]
-        assert fixes and all(f["mimics"] in joints for f in fixes)
+        assert fixes and all(f["joints"][1] in joints for f in fixes)
         return {**REPAIR, "constraints": fixes}
     return system
 
@@ -86,7 +86,10 @@ def test_every_robot_pinocchio_loads_loads_here(rel, caplog):
     assert robot.total_mass == pytest.approx(sum(I.mass for I in reference.inertias), rel=1e-12)  # root included
     assert robot.nq == reference.nv  # continuous joints become one angle each
     mimics = _mimics(xml)
-    assert sum(c.type == "mimic" for c in robot.constraints) == len(mimics)
+    couplings = {c.joints: (c.coefficients, c.offset) for c in robot.constraints if c.type == "joints"}
+    assert len(couplings) == len(mimics)
+    if system is None:  # q_j − m·q_i = o for every <mimic joint="i" multiplier="m" offset="o"/> on joint j
+        assert all(couplings[(j, i)] == ((1.0, -m), o) for j, i, m, o in mimics)
     if system is not None:  # the setting is needed: without it the same file is refused by name
         with pytest.raises(URDFError, match=r"link '|joint '"):
             load_robot(str(ROOT / rel))
@@ -115,7 +118,8 @@ def test_mimic_coupling_equals_pinocchios_mimic_model():
     xml = (ROOT / "panda_description/urdf/panda.urdf").read_text(encoding="utf-8")
     robot = load_robot(xml)
     (c,) = robot.constraints
-    assert (c.joint, c.mimics, c.multiplier, c.offset) == ("panda_finger_joint2", "panda_finger_joint1", 1.0, 0.0)
+    assert (c.type, c.joints, c.coefficients, c.offset) == ("joints", ("panda_finger_joint2", "panda_finger_joint1"),
+                                                           (1.0, -1.0), 0.0)
     assert "panda_finger_joint2" not in robot.actuated
     mimic_model = pin.buildModelFromXML(xml, mimic=True)
     assert mimic_model.nv == robot.nq - 1
@@ -148,4 +152,4 @@ def test_inertia_policy_through_modelspec_and_the_system_yaml(capsys):
     b = ModelSpec.parse({"urdf": path, "inertia_policy": "repair"}).load()
     assert a.hash == b.hash and a.total_mass == b.total_mass
     assert inspect_main([str(ROOT / "panda_description/urdf/panda.urdf")]) == 0
-    assert "mimic: panda_finger_joint2 = 1·panda_finger_joint1 + 0" in capsys.readouterr().out
+    assert "joints: 1·panda_finger_joint2 + -1·panda_finger_joint1 = 0" in capsys.readouterr().out

@@ -30,13 +30,16 @@ from .integrators import (
     StepResult,
     make_integrator,
 )
+from .integrators.gni import GeometricNonholonomicIntegrator
 from .integrators.linear_time import LinearTimeVI
 from .integrators.midpoint import MidpointVI
+from .integrators.rdp import ReducedDAlembertPontryagin
 from .linearization import Linearization, linearize, linearize_trajectory, second_order, second_order_contraction
 from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFError
 from .model.bundled import BUNDLED, load_bundled
 from .planning import (
     OptimizerResult,
+    PlanningError,
     QuadraticTrackingCost,
     Task,
     TaskError,
@@ -59,10 +62,11 @@ def load_robot(model: str | dict | ModelSpec, system: str | dict | None = None, 
 __all__ = [
     "load_robot", "load_bundled", "BUNDLED", "ModelSpec", "RobotModel", "ModelError", "URDFError", "SystemConfigError",
     "DiscreteSystem", "Linearizable", "State", "NewtonSettings", "StepResult", "StepError", "ConvergenceError",
-    "SingularityError", "make_integrator", "MidpointVI", "LinearTimeVI",
+    "SingularityError", "make_integrator", "MidpointVI", "LinearTimeVI", "GeometricNonholonomicIntegrator",
+    "ReducedDAlembertPontryagin",
     "Linearization", "linearize", "linearize_trajectory", "second_order", "second_order_contraction",
     "Plan", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input", "hold_gain", "TrackingController",
     "StateEstimator",
     "Task", "TaskError", "load_task", "plan_task", "make_system", "ddp", "QuadraticTrackingCost", "OptimizerResult",
-    "simulate_plan",
+    "simulate_plan", "PlanningError",
 ]

@@ -1,6 +1,7 @@
 """Integrators: discrete systems x_{k+1} = f(x_k, u_k) behind one interface (``base.DiscreteSystem``).
 
-``MidpointVI`` (seed 000, ``Linearizable``) and ``LinearTimeVI`` (seed 001), selectable by name with
+``MidpointVI`` (seed 000, ``Linearizable``), ``LinearTimeVI`` (seed 001) and the geometric nonholonomic
+integrator ``GeometricNonholonomicIntegrator`` (seed 003, ``Linearizable``), selectable by name with
 ``make_integrator`` — the one factory every entry point (task pipeline, ROS nodes, scripts) uses.
 """
 
@@ -21,7 +22,7 @@ from .base import (
     UntrustedStepError,
 )
 
-INTEGRATORS = ("midpoint", "linear_time")
+INTEGRATORS = ("midpoint", "linear_time", "gni")
 
 __all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSystem", "Linearizable", "State",
            "ConfigurationMomentumState", "NewtonSettings", "StepResult", "StepDerivatives", "StepError",
@@ -29,7 +30,7 @@ __all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSy
 
 
 def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> DiscreteSystem:
-    """The integrator called ``name`` ('midpoint' or 'linear_time') for ``robot`` at time step ``dt``;
+    """The integrator called ``name`` ('midpoint', 'linear_time' or 'gni') for ``robot`` at time step ``dt``;
     ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``)."""
     if name == "midpoint":
         from .midpoint import MidpointVI
@@ -39,6 +40,10 @@ def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> Discr
         from .linear_time import LinearTimeVI
 
         return LinearTimeVI(robot, dt, **options)
+    if name == "gni":
+        from .gni import GeometricNonholonomicIntegrator
+
+        return GeometricNonholonomicIntegrator(robot, dt, **options)
     raise ValueError(f"unknown integrator {name!r}; choose one of {INTEGRATORS}")
 
 

@@ -81,9 +81,9 @@ class LinearTimeVI(SymbolicStepDerivatives):
             raise ValueError(f"jacobian must be one of {JACOBIANS}, got {jacobian!r}")
         if initial_guess not in INITIAL_GUESSES:
             raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {initial_guess!r}")
-        if robot.constraints or robot.prescribed:
+        if robot.constraints or robot.prescribed or robot.nonholonomic:
             raise NotImplementedError("LinearTimeVI handles unconstrained trees without prescribed joints "
-                                      "(seed 001 §5); use MidpointVI")
+                                      "(seed 001 §5); use MidpointVI (or 'gni' for nonholonomic constraints)")
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
         self.settings = st = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)

@@ -74,6 +74,8 @@ class MidpointVI(SymbolicStepDerivatives):
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
+    # The GNI subclass (seed 003) builds the same structure with the nonholonomic rows.
+    NONHOLONOMIC = False
 
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
                  wrap_continuous: bool = False, compile: bool | None = None, newton: str | None = None,
@@ -81,8 +83,11 @@ class MidpointVI(SymbolicStepDerivatives):
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
+        if robot.nonholonomic and not self.NONHOLONOMIC:
+            raise ValueError(f"{robot.name} has nonholonomic constraints, which the midpoint VI would ignore: use the "
+                             "geometric nonholonomic integrator (make_integrator('gni', ...), seed 003)")
         self.robot = robot
-        self.structure = DiscreteSystemStructure(robot, dt, compile=compile)
+        self.structure = DiscreteSystemStructure(robot, dt, compile=compile, nonholonomic=self.NONHOLONOMIC)
         s = self.structure
         self.dt = s.dt
         self.nq, self.nx, self.nu, self.nc = s.nq, s.nx, s.n_inputs, s.nc
@@ -104,9 +109,6 @@ class MidpointVI(SymbolicStepDerivatives):
     def compiled_driver(self) -> bool:
         """True when each step is one call into the generated C Newton driver."""
         return self._newton is not None
-
-    def _chord_settings(self) -> tuple[bool, float]:
-        return self.newton == "chord", self.chord_rate_max
 
     # ---- state conversions (discrete Legendre transforms) ------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
@@ -200,9 +202,21 @@ class MidpointVI(SymbolicStepDerivatives):
         """Newton on R(y, z) = 0 (eq. 2a / 28a–b); raises ConvergenceError / SingularityError.
 
         ``y0``: the unknowns' initial guess (else ``initial_guess(x, u, lam0)``); nothing is kept between calls.
+        Chord Newton that does not converge within ``max_iterations`` is retried with exact Newton from the same
+        guess: both solve the same equations, and a step must not fail only because the cheaper iteration
+        contracts too slowly (a planner's line search would otherwise depend on the Newton variant).
         """
-        if self._newton is not None:
-            return self._solve_compiled(x, u, step_index, y0, lam0)
+        solve = self._solve_compiled if self._newton is not None else self._solve_numpy
+        try:
+            return solve(x, u, step_index, y0, lam0, self.newton == "chord")
+        except ConvergenceError:
+            if self.newton != "chord":
+                raise
+            return solve(x, u, step_index, y0, lam0, False)
+
+    def _solve_numpy(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
+                     lam0: np.ndarray | None, chord: bool) -> StepResult:
+        """Newton in numpy over the backend's residual (the CasADi VM, or compiled functions without the driver)."""
         x, u = self.check_inputs(x, u)
         z = np.concatenate([x, u])
         if self.nd + self.nc == 0:  # every joint prescribed, nothing to solve: the step is its output map
@@ -211,9 +225,9 @@ class MidpointVI(SymbolicStepDerivatives):
             return StepResult(x=self.wrap(xn) if self.wrap_continuous else xn, lam=y.copy(), iterations=0,
                               residual=0.0, y=y)
         y = self.initial_guess(x, u, lam0) if y0 is None else np.array(y0, float)
+        guess, first_update = y.copy(), np.inf
         res_fn, r_fn = self.functions["residual"], self.functions["residual_only"]
-        st, what = self.settings, self._what
-        chord, theta_max = self._chord_settings()
+        st, what, theta_max = self.settings, self._what, self.chord_rate_max
         pnorm = np.abs(x[self.nq:]).max()
         rnorm, dnorm_prev, with_jac, lu = np.inf, np.inf, True, None
         for it in range(st.max_iterations + 1):
@@ -230,6 +244,7 @@ class MidpointVI(SymbolicStepDerivatives):
             dy = lapack.dgetrs(*lu, R.ravel())[0]
             y = y - dy
             dnorm = np.abs(dy).max()
+            first_update = dnorm if it == 0 else first_update
             if dnorm < st.step_tol * (1.0 + np.abs(y).max()):
                 R, J = res_fn(y, z)
                 j_at_y = True
@@ -245,6 +260,10 @@ class MidpointVI(SymbolicStepDerivatives):
         floor_r = st.rounding_floor(np.abs(J).sum(axis=0).max(), np.abs(x[: self.nq]).max())
         if not st.accepts(rnorm, pnorm, floor_r):
             raise ConvergenceError(step_index, rnorm, it)
+        # Chord only (as the C driver): a contracting iteration ends within about its first update of the guess;
+        # one that travelled further overshot to another root of the DEL equation (solve retries exact Newton).
+        if chord and np.abs(y - guess).max() > 2.0 * first_update + 1e-12 * (1.0 + np.abs(y).max()):
+            raise ConvergenceError(step_index, rnorm, it, "chord iteration left the guess's basin")
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
         lu = _lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
         if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
@@ -259,7 +278,7 @@ class MidpointVI(SymbolicStepDerivatives):
         return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
 
     def _solve_compiled(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None,
-                        y0: np.ndarray | None, lam0: np.ndarray | None) -> StepResult:
+                        y0: np.ndarray | None, lam0: np.ndarray | None, chord: bool) -> StepResult:
         """Same algorithm as the numpy loop of ``solve``, as one call into the generated library.
 
         Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here.
@@ -276,7 +295,7 @@ class MidpointVI(SymbolicStepDerivatives):
                 nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
         else:
             nw.y[:] = np.asarray(y0, float).ravel()
-        code = nw(st.max_iterations, st.tol, st.rcond_min, y0 is None, *self._chord_settings(), st.max_rotation)
+        code = nw(st.max_iterations, st.tol, st.rcond_min, y0 is None, chord, self.chord_rate_max, st.max_rotation)
         rnorm, it, rcond = nw.info.tolist()
         if code:
             if code == NEWTON_NONFINITE:
@@ -290,7 +309,7 @@ class MidpointVI(SymbolicStepDerivatives):
                 raise UntrustedStepError(step_index, self.robot.joint_names[self.idx_d[int(rcond)]],
                                          "left the range the step can vouch for")
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
-                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u, lam0), None)
+                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u, lam0), None, chord)
             if code == NEWTON_SINGULAR:
                 raise SingularityError(step_index, rcond, self._what)
             assert code == NEWTON_NOT_CONVERGED

@@ -2,20 +2,21 @@
 
 A massless link is accepted between moving joints when a massive body follows it (virtual links of a
 floating base, universal joints); a moving joint with nothing massive beyond it is rejected by name (unless
-it is prescribed, seed 000 §VIII-B, or coupled by a mimic constraint: its motion is then not its own).
-Degenerate combinations (a point mass on its own rotation axis, coincident parallel axes) make M(q) singular
-at a generic q. Without mimic couplings the test is O(n): the articulated-body pivots of M(q) restricted to
-the dynamic joints (crba.articulated_pivots) must all be positive, and the joint with the first vanishing
-pivot (from the leaves) is named. With mimic couplings q_j = m·q_i + o (linear holonomic constraints) the
-matrix that must be positive definite is the reduced one, PᵀM(q)P with P the map from the free coordinates to
-all dynamic ones (Pinocchio's own mimic joints integrate exactly this), formed densely — robots with gears
-have tens of joints, not thousands.
+it is prescribed, seed 000 §VIII-B, or coupled to others by a ``joints`` constraint — a URDF mimic, a gear:
+its motion is then not its own). Degenerate combinations (a point mass on its own rotation axis, coincident
+parallel axes) make M(q) singular at a generic q. Without couplings the test is O(n): the articulated-body
+pivots of M(q) restricted to the dynamic joints (crba.articulated_pivots) must all be positive, and the joint
+with the first vanishing pivot (from the leaves) is named. With linear couplings C·q = c (``joints``
+constraints) the matrix that must be positive definite is the reduced one, PᵀM(q)P with P a basis of the null
+space of C on the dynamic coordinates (the motions the couplings allow; for a mimic joint Pinocchio's own
+mimic model integrates exactly this), formed densely — robots with gears have tens of joints, not thousands.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg import null_space
 
 from .crba import articulated_pivots, mass_matrix
 from .errors import SystemConfigError, URDFError
@@ -26,43 +27,41 @@ _SINGULAR = ("the joint is redundant or moves no inertia (two joints moving the 
              "mass on its own axis)")
 
 
-def mimic_map(order: list[str], prescribed: tuple[str, ...], constraints: tuple[Constraint, ...]
-              ) -> tuple[list[str], np.ndarray]:
-    """(free coordinates, P): dynamic coordinates q_d = P·q_free + const under the mimic constraints.
+def coupling_basis(order: list[str], prescribed: tuple[str, ...], constraints: tuple[Constraint, ...]) -> np.ndarray:
+    """P (nd, nd − m): a basis of the dynamic-coordinate motions the m ``joints`` couplings allow.
 
-    Chains (a joint mimicking a mimic joint) are followed to their free end; a cycle, a joint coupled twice
-    or a prescribed joint mimicking another is a SystemConfigError.
+    SystemConfigError naming the constraint if one couples prescribed joints only (nothing left for it to
+    constrain) or repeats the others (its multiplier would be undetermined).
     """
-    of = {}
-    for c in constraints:
-        if c.type == "mimic":
-            if c.joint in of:
-                raise SystemConfigError(f"joint {c.joint!r} mimics two joints ({of[c.joint][0]!r}, {c.mimics!r})")
-            if c.joint in prescribed:
-                raise SystemConfigError(f"joint {c.joint!r} is prescribed and cannot also mimic {c.mimics!r}")
-            of[c.joint] = (c.mimics, c.multiplier)
-    dynamic = [n for n in order if n not in prescribed]
-    free = [n for n in dynamic if n not in of]
-    col = {n: i for i, n in enumerate(free)}
-    P = np.zeros((len(dynamic), len(free)))
-    for r, name in enumerate(dynamic):
-        factor, seen = 1.0, {name}
-        while name in of:
-            name, m = of[name]
-            factor *= m
-            if name in seen:
-                raise SystemConfigError(f"mimic joints form a cycle through {sorted(seen)}")
-            seen.add(name)
-        if name in col:  # else the chain ends at a prescribed joint: no free coordinate moves this row
-            P[r, col[name]] = factor
-    return free, P
+    dyn = [i for i, n in enumerate(order) if n not in prescribed]
+    col = {order[i]: k for k, i in enumerate(dyn)}
+    rows, which = [], []
+    for i, c in enumerate(constraints):
+        if c.type != "joints":
+            continue
+        row = np.zeros(len(dyn))
+        for name, coef in zip(c.joints, c.coefficients):
+            if name in col:
+                row[col[name]] += coef
+        if not np.any(row):
+            raise SystemConfigError(f"constraints[{i}]: couples prescribed joints only ({list(c.joints)}): "
+                                    "their motion is an input, nothing is left to constrain")
+        rows.append(row)
+        which.append(i)
+        C = np.array(rows)
+        if np.linalg.matrix_rank(C, tol=1e-12 * np.abs(C).max()) < len(rows):
+            raise SystemConfigError(f"constraints[{i}]: this coupling of {list(c.joints)} follows from the ones "
+                                    "before it (the couplings are redundant or form a cycle)")
+    if not rows:
+        return np.eye(len(dyn))
+    return null_space(np.array(rows))
 
 
 def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple[str, ...],
                          constraints: tuple[Constraint, ...] = ()) -> None:
     """URDFError naming the joint if a free coordinate moves no inertia (module docstring)."""
     order = [model.names[i] for i in range(1, model.njoints)]
-    coupled = {n for c in constraints if c.type == "mimic" for n in (c.joint, c.mimics)}
+    coupled = {n for c in constraints if c.type == "joints" for n in c.joints}
     subtree = parsed.subtree_masses()
     for name in order:
         info = parsed.joints[name]
@@ -82,13 +81,13 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
             raise URDFError(f"joint {order[i]!r}: the mass matrix is singular (articulated-body pivot "
                             f"{D[i]:.3g} of {Mii[i]:.3g}): {_SINGULAR}")
         return
-    free, P = mimic_map(order, tuple(prescribed), constraints)
-    if not free:
+    P = coupling_basis(order, tuple(prescribed), constraints)
+    if P.shape[1] == 0:
         return
     dyn = np.flatnonzero(~locked)
     Mr = P.T @ mass_matrix(model, q)[np.ix_(dyn, dyn)] @ P
     eig, vec = np.linalg.eigh(Mr)
     if not eig[0] > 1e-12 * max(eig[-1], 1e-300):
-        worst = free[int(np.argmax(np.abs(vec[:, 0])))]
-        raise URDFError(f"joint {worst!r}: the mass matrix reduced by the mimic couplings is singular "
+        worst = order[dyn[int(np.argmax(np.abs(P @ vec[:, 0])))]]
+        raise URDFError(f"joint {worst!r}: the mass matrix reduced by the joint couplings is singular "
                         f"(eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}): {_SINGULAR}")

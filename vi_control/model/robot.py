@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from .constraint_rows import check_constraint_rank
 from .errors import SystemConfigError, URDFError
 from .mass_structure import check_mass_structure
-from .system_config import INERTIA_POLICIES, Constraint, SystemConfig, load_system_config
+from .system_config import INERTIA_POLICIES, Constraint, NonholonomicConstraint, SystemConfig, load_system_config
 from .urdf import (
     FLOATING_BASE_PREFIX,
     JointInfo,
@@ -56,6 +57,7 @@ class RobotModel:
     floating_base: bool = False
     masses: dict[str, float] = field(default_factory=dict)  # link -> mass (URDF mass × mass_scale)
     mass_scale: float = 1.0  # every link's mass and inertia were multiplied by this (model mismatch)
+    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (seed 003)
 
     @property
     def total_mass(self) -> float:
@@ -81,6 +83,11 @@ class RobotModel:
     def n_constraints(self) -> int:
         return sum(c.size for c in self.constraints)
 
+    @property
+    def n_nonholonomic(self) -> int:
+        """Rows of A(q): the nonholonomic constraint equations."""
+        return sum(c.size for c in self.nonholonomic)
+
     def joint_index(self, name: str) -> int:
         return self.joint_names.index(name)
 
@@ -93,6 +100,8 @@ class RobotModel:
         h = hashlib.sha256(self.urdf_xml.encode())
         h.update(np.asarray(self.gravity, float).tobytes())
         h.update(repr((self.actuated, self.prescribed, self.constraints)).encode())
+        if self.nonholonomic:  # (absent from the hash of holonomic models: their saved plans stay valid)
+            h.update(repr(self.nonholonomic).encode())
         h.update(np.asarray(self.damping, float).tobytes())
         if self.mass_scale != 1.0:
             h.update(np.float64(self.mass_scale).tobytes())
@@ -116,17 +125,20 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
         raise SystemConfigError("prescribed: a joint is listed twice")
     links = set(parsed.links) | {"world"}
     for i, c in enumerate(cfg.constraints):
-        if c.type == "mimic":
-            for key, jn in (("joint", c.joint), ("mimics", c.mimics)):
-                if jn not in names:
-                    what = "is a fixed joint" if jn in parsed.fixed_joints else "does not exist"
-                    raise SystemConfigError(f"constraints[{i}].{key}: joint {jn!r} {what}")
-            continue
         for ln in (c.link_a, c.link_b):
             if ln not in links:
                 raise SystemConfigError(f"constraints[{i}]: link {ln!r} does not exist")
-    mimic = {c.joint for c in cfg.constraints if c.type == "mimic"}
-    if cfg.actuated is None:  # a floating base, and a joint that mimics another, is not actuated by default
+        for jn in c.joints:
+            if jn not in names:
+                what = "is a fixed joint" if jn in parsed.fixed_joints else "does not exist"
+                raise SystemConfigError(f"constraints[{i}]: joint {jn!r} {what} (moving joints: {order})")
+    for i, c in enumerate(cfg.nonholonomic):
+        if c.link not in parsed.links:
+            raise SystemConfigError(f"nonholonomic[{i}]: link {c.link!r} does not exist "
+                                    f"(links: {sorted(parsed.links)})")
+    # a floating base, and a joint that mimics another (URDF <mimic>), is not actuated unless the YAML says so
+    mimic = set(parsed.mimic)
+    if cfg.actuated is None:
         actuated = tuple(n for n in order if n not in cfg.prescribed and n not in mimic
                          and not (cfg.floating_base and n.startswith(FLOATING_BASE_PREFIX)))
         limits = [parsed.joints[n].effort_limit for n in actuated]
@@ -145,19 +157,19 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
 
 
 def mimic_constraints(parsed: ParsedURDF, cfg: SystemConfig) -> list[Constraint]:
-    """URDF ``<mimic>`` as holonomic constraints q_joint = multiplier·q_mimicked + offset (docs/model.md).
-
-    A joint the system YAML already couples by a mimic constraint is left to the YAML's (the way around a
-    ``<mimic>`` naming a joint the URDF lacks).
-    """
-    given = {c.joint for c in cfg.constraints if c.type == "mimic"}
+    """URDF ``<mimic>`` as linear holonomic couplings q_joint − multiplier·q_mimicked = offset (a ``joints``
+    constraint; docs/model.md). A joint the system YAML already couples by a ``joints`` constraint is left to the
+    YAML's (the way around a ``<mimic>`` naming a joint the URDF lacks)."""
+    given = {j for c in cfg.constraints if c.type == "joints" for j in c.joints}
     for j, (m, _, _) in parsed.mimic.items():
         if j not in given and m not in parsed.joints:
             what = "a fixed joint" if m in parsed.fixed_joints else "not a joint of this URDF"
-            raise URDFError(f"joint {j!r} <mimic>: joint {m!r} is {what} (a mimic constraint for {j!r} in the "
+            raise URDFError(f"joint {j!r} <mimic>: joint {m!r} is {what} (a joints constraint on {j!r} in the "
                             "system YAML replaces the URDF's)")
-    return [Constraint(type="mimic", link_a="", point_a=(0.0, 0.0, 0.0), joint=j, mimics=m, multiplier=a, offset=b)
-            for j, (m, a, b) in parsed.mimic.items() if j not in given]
+        if j not in given and m == j:
+            raise URDFError(f"joint {j!r} <mimic>: a joint cannot mimic itself")
+    return [Constraint(type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=(j, m), coefficients=(1.0, -a),
+                       offset=b) for j, (m, a, b) in parsed.mimic.items() if j not in given]
 
 
 def scale_inertias(model: pin.Model, scale: float) -> None:
@@ -176,7 +188,7 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
     ``mass_scale`` multiplies every link's mass and inertia (part of the model hash when ≠ 1).
     ``inertia_policy`` ('strict' | 'repair') overrides the YAML key: 'repair' projects non-physical URDF
     inertias to the nearest physical ones and logs each change (model.inertia). URDF ``<mimic>`` joints
-    become holonomic ``mimic`` constraints q_j = m·q_i + o (docs/model.md).
+    become holonomic ``joints`` constraints q_j − m·q_i = o (docs/model.md).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
     if isinstance(mass_scale, bool) or not (isinstance(mass_scale, (int, float)) and np.isfinite(mass_scale)
@@ -210,9 +222,11 @@ def _build_robot(xml: str, cfg: SystemConfig, policy: str, name: str | None, mas
         scale_inertias(model, mass_scale)
     r = _resolve(parsed, model, cfg)
     check_mass_structure(parsed, model, r["prescribed"], tuple(cfg.constraints))
+    check_constraint_rank(model, [j.name for j in r["joints"]], tuple(cfg.constraints), tuple(cfg.nonholonomic))
     return RobotModel(
         name=name or cfg.name or parsed.name, urdf_xml=xml, pin_model=model, gravity=np.asarray(cfg.gravity, float),
-        constraints=tuple(cfg.constraints), links=tuple(parsed.links), root_link=parsed.root,
+        constraints=tuple(cfg.constraints), nonholonomic=tuple(cfg.nonholonomic), links=tuple(parsed.links),
+        root_link=parsed.root,
         floating_base=cfg.floating_base, masses={k: m * mass_scale for k, m in parsed.masses.items()},
         mass_scale=mass_scale, **r,
     )

@@ -22,8 +22,9 @@ MODEL_PARAMETERS: dict[str, tuple] = {
     "robot_description": ("", "URDF XML text; overrides `urdf_path` and `model`"),
     "system_yaml": ("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
                         "config/<model>.yaml if present"),
-    "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000) or, simulator only, 'linear_time' "
-                               "(seed 001: O(n) DRNEA + RIQN for long chains)"),
+    "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000), 'gni' (seed 003: models with "
+                               "nonholonomic constraints) or, simulator only, 'linear_time' (seed 001: O(n) DRNEA "
+                               "+ RIQN for long chains)"),
 }
 
 # Plans and the URDF are state, not a stream: a late subscriber must still get the latest one.

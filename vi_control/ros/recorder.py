@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import rclpy
+from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -30,9 +31,11 @@ class Recorder(Node):
         self.lock = threading.Lock()
         self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
         self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
+        self.odometry: list[tuple[float, str, np.ndarray]] = []  # (stamp, child frame, (x, y, z, qx, qy, qz, qw))
         self.plan_message: UInt8MultiArray | None = None
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
+            self.create_subscription(Odometry, "odom", self._on_odometry, RECORD_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
         self.trajectory: JointTrajectory | None = None
         self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
@@ -69,6 +72,12 @@ class Recorder(Node):
         eff = np.asarray(msg.effort, float)[idx] if len(msg.effort) == len(msg.name) else np.zeros(len(idx))
         with self.lock:
             self.states.append((now, stamp_seconds(msg), q, eff))
+
+    def _on_odometry(self, msg: Odometry) -> None:
+        p, o = msg.pose.pose.position, msg.pose.pose.orientation
+        with self.lock:
+            pose = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
+            self.odometry.append((stamp_seconds(msg), msg.child_frame_id, pose))
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         with self.lock:
