@@ -92,7 +92,9 @@ class Outcomes:
         if not ok:
             self.failures.append(f"{case}: {kind}: {detail}")
 
-    def check(self) -> None:
+    def check(self, category: str) -> None:
+        """Publish the counts in TABLES, then fail with the first failures, if any."""
+        TABLES[category], TABLES[category + " by operator"] = dict(self.table), dict(self.by_operator)
         assert not self.failures, f"{len(self.failures)} of {sum(self.table.values())} cases failed " \
                                   f"({dict(self.table)}):\n" + "\n".join(self.failures[:25])
 
@@ -218,9 +220,7 @@ def test_urdf_mutations(tmp_path, capfd):
         same_mass = mass is not None and abs(mass - robot.total_mass) <= 1e-9 * max(1.0, mass)
         out.record("valid", case, not refused and same_mass, f"Pinocchio refused={refused}, mass {mass} vs "
                                                              f"{robot.total_mass}")
-    TABLES["URDF"] = dict(out.table)
-    TABLES["URDF" + " by operator"] = dict(out.by_operator)
-    out.check()
+    out.check("URDF")
     assert out.table["valid"] >= 20 and out.table["URDFError"] >= 100  # both outcomes are exercised
 
 
@@ -297,19 +297,24 @@ SYSTEM_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "n
                "system YAML", "joint '", "link '", "unknown key", "mass_scale"}
 
 
-def test_system_yaml_mutations(tmp_path):
-    rng = np.random.default_rng(SEED + 1)
-    bases = _system_bases()
-    out = Outcomes()
-    for i in range(N_SYSTEM):
-        base = list(bases)[i % len(bases)]
-        urdf, text = bases[base]
-        op, mutated = _mutate_yaml(rng, text)
-        case = f"system#{i} {base}/{op}"
+def _yaml_cases(rng, texts: dict[str, str], n: int, tmp_path: Path, kind: str, protected: tuple = ()):
+    """(case label, base name, mutated YAML text — or the path of a file holding mutated bytes) × n."""
+    for i in range(n):
+        base = list(texts)[i % len(texts)]
+        op, mutated = _mutate_yaml(rng, texts[base], protected)
         if isinstance(mutated, bytes):
-            src = tmp_path / f"case{i}.yaml"
+            src = tmp_path / f"{kind}{i}.yaml"
             src.write_bytes(mutated)
             mutated = str(src)
+        yield f"{kind}#{i} {base}/{op}", base, op, mutated
+
+
+def test_system_yaml_mutations(tmp_path):
+    bases = _system_bases()
+    out = Outcomes()
+    texts = {name: text for name, (_, text) in bases.items()}
+    for case, base, op, mutated in _yaml_cases(np.random.default_rng(SEED + 1), texts, N_SYSTEM, tmp_path, "system"):
+        urdf = bases[base][0]
         try:
             load_robot(urdf, mutated)
         except SystemConfigError as e:
@@ -320,9 +325,7 @@ def test_system_yaml_mutations(tmp_path):
             out.record(f"generic {type(e).__name__}", case, False, str(e)[:300])
         else:
             out.record("valid", case, op not in ("bytes", "deep"), "a non-UTF-8 or too deep file accepted")
-    TABLES["system YAML"] = dict(out.table)
-    TABLES["system YAML" + " by operator"] = dict(out.by_operator)
-    out.check()
+    out.check("system YAML")
     assert out.table["valid"] >= 5 and out.table["SystemConfigError"] >= 50
 
 
@@ -335,14 +338,7 @@ def test_task_yaml_mutations(tmp_path, pendulum_vi):
     bases = {n: (share_dir() / "config" / f"{n}.yaml").read_text()
              for n in ("task_pendulum_swingup", "task_pendulum_swingup_bounded")}
     out = Outcomes()
-    for i in range(N_TASK):
-        base = list(bases)[i % len(bases)]
-        op, mutated = _mutate_yaml(rng, bases[base], protected=("model",))
-        case = f"task#{i} {base}/{op}"
-        if isinstance(mutated, bytes):
-            src = tmp_path / f"case{i}.yaml"
-            src.write_bytes(mutated)
-            mutated = str(src)
+    for case, _, op, mutated in _yaml_cases(rng, bases, N_TASK, tmp_path, "task", protected=("model",)):
         try:
             task = load_task(mutated)
             # resolved against the pendulum as the pipeline does before optimizing (cheap: no solve)
@@ -360,9 +356,7 @@ def test_task_yaml_mutations(tmp_path, pendulum_vi):
         else:
             out.record("valid", case, op not in ("bytes", "deep") and bool(np.all(np.isfinite(x0))),
                        "a non-UTF-8 or too deep file accepted, or a non-finite start")
-    TABLES["task YAML"] = dict(out.table)
-    TABLES["task YAML" + " by operator"] = dict(out.by_operator)
-    out.check()
+    out.check("task YAML")
     assert out.table["valid"] >= 5 and out.table["TaskError"] >= 50
 
 
@@ -441,9 +435,7 @@ def test_plan_file_mutations(tmp_path, pendulum_vi):
             ok = all(np.all(np.isfinite(a)) for a in (loaded.X, loaded.U, loaded.K, loaded.times)) \
                 and np.allclose(steps, loaded.dt) and loaded.dt > 0
             out.record("valid", case, ok, "invalid plan accepted")
-    TABLES["plan file"] = dict(out.table)
-    TABLES["plan file" + " by operator"] = dict(out.by_operator)
-    out.check()
+    out.check("plan file")
     assert out.table["PlanFileError"] >= 50
 
 
