@@ -153,3 +153,28 @@ def test_all_prescribed_model_steps_alike_in_both_backends():
     for vi in (MidpointVI(robot, 0.1, compile=False), MidpointVI(robot, 0.1)):
         xn = vi.step(x, rho)
         np.testing.assert_allclose(xn, [0.15, -0.1, 0.5, 1.0], atol=1e-12)
+
+
+def test_a_spinning_wheel_is_not_limited():
+    """A joint whose angle the equations do not see (one rigid body, centre of mass on the axis, axisymmetric
+    inertia: a wheel, arm7's flange) has one DEL root however far it turns: > 1.5 rad per step is accepted by every
+    backend, with one result, while the same rate on a joint that moves an off-axis mass is refused."""
+    from vi_control.model.mass_structure import spin_invariant_joints
+
+    assert spin_invariant_joints(load_bundled("diffdrive")) == {"left_wheel_joint", "right_wheel_joint"}
+    assert spin_invariant_joints(load_bundled("arm7")) == {"a7"} and not spin_invariant_joints(load_bundled("chain10"))
+    arm = load_bundled("arm7")
+    systems = _backends(arm, 0.01)
+    vi = systems["numpy"]
+    q = np.array([0.1, 0.5, -0.2, -1.0, 0.3, 0.6, 0.0])
+    fast_flange = np.zeros(7)
+    fast_flange[6] = 400.0  # rad/s
+    x = vi.state_from_velocity(q, fast_flange)
+    results = [s.step(x) for s in systems.values()]
+    assert all(np.abs(r - results[0]).max() < 1e-9 * (1 + np.abs(results[0]).max()) for r in results)
+    assert results[0][6] - q[6] > 1.5  # beyond the limit every other joint of the arm has
+    fast_wrist = np.zeros(7)
+    fast_wrist[5] = 400.0
+    for s in systems.values():
+        with pytest.raises(StepError):
+            s.step(vi.state_from_velocity(q, fast_wrist))

@@ -26,6 +26,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..model.limits import MAX_CONFIGURATION, check_time_step  # noqa: F401  (check_time_step: re-exported)
+from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel, wrap_angle
 
 
@@ -81,7 +82,9 @@ class NewtonSettings:
     2.7e4). ``step_tol`` (relative to 1 + |y|∞) ends iterations whose updates have stopped contracting: the
     residual is then judged by the same rule. ``rcond_min`` is the reciprocal condition below which the Newton
     matrix counts as singular. ``max_iterations`` bounds every loop. ``max_rotation`` [rad]: a dynamic revolute
-    joint turning more in one step is refused (UntrustedStepError): the DEL equations have several roots there.
+    joint turning more in one step is refused (UntrustedStepError): the DEL equations have several roots there
+    (chord and exact Newton reached different ones). Joints whose angle the equations do not see — a wheel on its
+    axle (model.mass_structure.spin_invariant_joints) — have one root however far they turn and are exempt.
     """
 
     tol: float = 1e-12
@@ -297,8 +300,11 @@ def configuration_range_error(system: DiscreteSystem, x: np.ndarray) -> ValueErr
 
 
 def rotational_coordinates(robot: RobotModel, idx_d: np.ndarray) -> np.ndarray:
-    """Mask over the dynamic coordinates ``idx_d``: True for angles (revolute and continuous joints)."""
-    return np.array([robot.joints[i].type in ("revolute", "continuous") for i in idx_d], dtype=bool)
+    """Mask over the dynamic coordinates ``idx_d``: True for the angles whose per-step rotation is limited —
+    revolute and continuous joints except spin-invariant ones (a wheel: model.mass_structure)."""
+    free = spin_invariant_joints(robot)
+    return np.array([robot.joints[i].type in ("revolute", "continuous") and robot.joints[i].name not in free
+                     for i in idx_d], dtype=bool)
 
 
 def check_step(system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotational: np.ndarray,

@@ -38,6 +38,7 @@ import casadi as ca
 import numpy as np
 
 from ..model.limits import MAX_CONFIGURATION, check_time_step
+from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
 from .lagrangians import discrete_lagrangian
@@ -71,7 +72,9 @@ class NewtonStepC:
         self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0], dtype=np.int64)
         self.dp = np.array([s.dt, 0.0, 0.0, 0.0, 0.0, MAX_CONFIGURATION])
         self.info = np.zeros(3)
-        rot = np.array([s.robot.joints[i].type in ("revolute", "continuous") for i in s.idx_d], dtype=np.int64)
+        free = spin_invariant_joints(s.robot)  # wheels: no per-step rotation limit (integrators.base)
+        rot = np.array([s.robot.joints[i].type in ("revolute", "continuous") and s.robot.joints[i].name not in free
+                        for i in s.idx_d], dtype=np.int64)
         self._keep = [np.concatenate([s.idx_d, s.idx_k]).astype(np.int64), np.zeros(n_iw, dtype=np.int64),
                       np.zeros(n_w), np.zeros(n_ws), np.zeros(max(s.ny, 1), dtype=np.int64)]
         self._rot = np.concatenate([rot, [0]])  # never empty: ctypes needs an address

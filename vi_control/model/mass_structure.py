@@ -91,3 +91,45 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
         worst = order[dyn[int(np.argmax(np.abs(P @ vec[:, 0])))]]
         raise URDFError(f"joint {worst!r}: the mass matrix reduced by the joint couplings is singular "
                         f"(eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}): {_SINGULAR}")
+
+
+def spin_invariant_joints(robot) -> set[str]:
+    """Revolute joints whose angle the step's equations do not see: a wheel spinning on its axle.
+
+    The joint moves one rigid body (no moving joint below it; links welded to it included) whose centre of mass
+    lies on the joint axis and whose inertia is axisymmetric about it, and no holonomic point constraint or
+    knife edge acts on that body (a rolling disk's constraint is spin-invariant when its axis is the joint's).
+    Then T, V and the constraints are unchanged when the joint turns, its DEL equation is linear in its angle
+    and has one root however far it turns per step: the per-step rotation limit (integrators.base) exempts it.
+    """
+    model = robot.pin_model
+    has_child = {int(p) for p in model.parents[1:]}
+    body_of = {f.name: f.parentJoint for f in model.frames if f.type == pin.FrameType.BODY}
+    out = set()
+    for i in range(1, model.njoints):
+        info = robot.joints[i - 1]
+        if info.type not in ("revolute", "continuous") or i in has_child:
+            continue
+        a = np.asarray(info.axis, float)
+        body = model.inertias[i]
+        c, inertia = np.asarray(body.lever), np.asarray(body.inertia)
+        scale = max(float(np.abs(inertia).max()), 1e-300)
+        lam = float(a @ inertia @ a)
+        transverse = inertia - lam * np.outer(a, a)
+        mu = 0.5 * float(np.trace(transverse))
+        if (np.linalg.norm(c - (c @ a) * a) > 1e-9 * (1.0 + np.linalg.norm(c))
+                or np.linalg.norm(inertia @ a - lam * a) > 1e-9 * scale
+                or np.linalg.norm(transverse - mu * (np.eye(3) - np.outer(a, a))) > 1e-9 * scale):
+            continue
+        links = {n for n, j in body_of.items() if j == i}
+        if any(c.type != "joints" and ({c.link_a, c.link_b} & links) for c in robot.constraints):
+            continue
+        ok = True
+        for nh in getattr(robot, "nonholonomic", ()):
+            if nh.link in links:
+                axis = model.frames[model.getFrameId(nh.link, pin.FrameType.BODY)].placement.rotation \
+                    @ np.asarray(getattr(nh, "axis", (0.0, 0.0, 0.0)), float)
+                ok &= nh.type == "rolling" and abs(abs(axis @ a) - np.linalg.norm(axis)) <= 1e-9
+        if ok:
+            out.add(info.name)
+    return out
