@@ -81,17 +81,21 @@ class NewtonSettings:
     once was), it grew with the garbage and excused it (a chain at p = 1e8 was accepted at a residual of
     2.7e4). ``step_tol`` (relative to 1 + |y|∞) ends iterations whose updates have stopped contracting: the
     residual is then judged by the same rule. ``rcond_min`` is the reciprocal condition below which the Newton
-    matrix counts as singular. ``max_iterations`` bounds every loop. ``max_rotation`` [rad]: a dynamic revolute
-    joint turning more in one step is refused (UntrustedStepError): the DEL equations have several roots there
-    (chord and exact Newton reached different ones). Joints whose angle the equations do not see — a wheel on its
-    axle (model.mass_structure.spin_invariant_joints) — have one root however far they turn and are exempt.
+    matrix counts as singular. ``max_iterations`` bounds every loop. ``max_rotation`` [rad, default π]: a dynamic
+    revolute joint turning more in one step is refused (UntrustedStepError). Half a turn per step is the sampling
+    limit of a rotation — beyond it sampled angles alias (the controller's state estimate takes joint increments
+    modulo 2π) — and there the DEL equations have further roots whole turns apart, which chord and exact Newton
+    reached differently (hundreds of radians apart on a 10-link chain at p ~ 1e4). (A 1 rad limit also refused
+    the exploratory rollouts of the acrobot swing-up's DDP, which then failed to converge.) Joints whose angle the
+    equations do not see — a wheel on its axle (model.mass_structure.spin_invariant_joints) — have one root
+    however far they turn and are exempt.
     """
 
     tol: float = 1e-12
     max_iterations: int = 30
     rcond_min: float = 1e-13
     step_tol: float = 1e-15
-    max_rotation: float = 1.0
+    max_rotation: float = math.pi
 
     def __post_init__(self) -> None:
         for name in ("tol", "rcond_min", "step_tol", "max_rotation"):
@@ -320,7 +324,7 @@ def check_step(system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotati
         i = int(d[np.argmax(dq)])
         raise UntrustedStepError(step_index, system.robot.joint_names[i],
                                  f"would turn {q1[i] - q0[i]:.4g} rad in one step (more than max_rotation = "
-                                 f"{system.settings.max_rotation:g} rad: the discrete Euler–Lagrange equations "
+                                 f"{system.settings.max_rotation:.4g} rad: sampled angles alias and the DEL equations "
                                  "have several roots there)")
     if not np.abs(q1).max(initial=0.0) <= MAX_CONFIGURATION:
         i = int(np.argmax(np.abs(q1)))

@@ -85,7 +85,7 @@ class NewtonStepC:
         self._settings: tuple | None = None
 
     def __call__(self, max_iterations: int, tol: float, rcond_min: float, use_guess: bool,
-                 chord: bool = False, theta_max: float = 0.0, max_rotation: float = 1.0) -> int:
+                 chord: bool = False, theta_max: float = 0.0, max_rotation: float = np.pi) -> int:
         settings = (max_iterations, tol, rcond_min, use_guess, chord, theta_max, max_rotation)
         if settings != self._settings:
             self.ip[5], self.ip[6], self.ip[7] = max_iterations, use_guess, chord

@@ -249,7 +249,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
     else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
   }
-  /* A root the midpoint rule cannot vouch for: several DEL roots exist once a joint turns ~1 rad per step. */
+  /* A root the step cannot vouch for: a joint turning more than half a turn per step aliases (NewtonSettings). */
   for (long long a = 0; a < nd; a++) {
     const double d = y[a] - q[idx_d[a]];
     if ((rot[a] && !(fabs(d) <= max_rotation)) || !(fabs(y[a]) <= max_q)) { info[2] = (double)a; return 6; }
