@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("rclpy")
 
 from sensor_msgs.msg import JointState  # noqa: E402
-from test_ros_dds import DISCOVERY, ros  # noqa: E402, F401  (the harness fixture)
+from test_ros_dds import DISCOVERY  # noqa: E402
 
 from vi_control.control.tracking import TrackingController  # noqa: E402
 from vi_control.model.bundled import share_dir  # noqa: E402
@@ -29,7 +29,7 @@ def _two_iteration_task(tmp_path) -> str:
     return str(path)
 
 
-def test_unconverged_plan_is_not_published_by_default(ros, tmp_path):  # noqa: F811
+def test_unconverged_plan_is_not_published_by_default(ros, tmp_path):
     planner = ros.start("planner_node", task=_two_iteration_task(tmp_path), startup_wait=0.0)
     rec = ros.recorder(["theta"])
     assert planner.wait_for_log("plan not published: the optimizer did not converge", DISCOVERY), planner.log()
@@ -38,7 +38,7 @@ def test_unconverged_plan_is_not_published_by_default(ros, tmp_path):  # noqa: F
     assert planner.alive
 
 
-def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_it(ros, tmp_path, pendulum_vi):  # noqa: F811
+def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_it(ros, tmp_path, pendulum_vi):
     """publish_unconverged: the plan arrives with its converged flag clear; a default controller refuses it and
     commands nothing; one with accept_unconverged tracks it: its command is u = U_0 + K_0 (X_0 − x) of that plan."""
     planner = ros.start("planner_node", task=_two_iteration_task(tmp_path), startup_wait=0.0,
@@ -77,7 +77,7 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
 
 
 @pytest.mark.parametrize("burst", [400])
-def test_a_burst_of_bad_commands_is_not_a_log_flood(ros, burst):  # noqa: F811
+def test_a_burst_of_bad_commands_is_not_a_log_flood(ros, burst):
     """Every bad command is still answered (lockstep: one step each, with the held command), but the warning is
     throttled: a few lines per kind of fault, not one per message (1.6 MB per 2 min before)."""
     sim = ros.start("simulator_node", model="pendulum", dt=0.01, mode="lockstep", idle_publish_period=10.0)
