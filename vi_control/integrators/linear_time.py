@@ -25,6 +25,7 @@ from ..mechanics import drnea_c
 from ..mechanics.discrete import DiscreteSystemStructure
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
+from ..model.limits import MAX_CONFIGURATION
 from ..model.robot import RobotModel
 from .base import (
     ConfigurationMomentumState,
@@ -34,7 +35,10 @@ from .base import (
     StepError,
     StepResult,
     check_state_input,
+    check_step,
+    check_time_step,
     input_sequence,
+    rotational_coordinates,
 )
 from .implicit import SymbolicStepDerivatives
 
@@ -70,8 +74,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
                  method: str = "riqn", initial_guess: str = "IG3", wrap_continuous: bool = False,
                  backend: str | None = None, jacobian: str = "subtree", **setting_overrides):
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"time step dt must be positive and finite, got {dt}")
+        dt = check_time_step(dt)
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         if jacobian not in JACOBIANS:
@@ -96,6 +99,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self.nx, self.nc, self.nk, self.nd = 2 * self.nq, 0, 0, self.nq
         self.idx_act = np.array([names.index(n) for n in robot.actuated], dtype=int)
         self.idx_d, self.idx_k = np.arange(self.nq), np.zeros(0, dtype=int)
+        self._rotational = rotational_coordinates(robot, self.idx_d)
         self.nu = self.n_torques = len(self.idx_act)
         self.state = ConfigurationMomentumState(self.nq, robot.continuous_mask)
         self.damping = np.asarray(robot.damping, float)
@@ -277,6 +281,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         # p_{k+1} = D₂L_d(q_k, q_{k+1}): the world momenta are shared with the residual (see BodyTree).
         p1 = self.tree.project(fk1, mw - 0.5 * self.dt * self.tree.gravity_wrenches(fk1))
         xn = np.concatenate([q1, p1])
+        check_step(self, x, xn, self._rotational, step_index)
         if self.wrap_continuous:
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1.copy())
@@ -294,6 +299,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)
         if code != drnea_c.OK:
             self._raise(code, step_index, rnorm, it)
+        check_step(self, x, xn, self._rotational, step_index)
         q1 = xn[: self.nq].copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
@@ -331,4 +337,11 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self.iteration_history = iters[: k + 1].tolist()
         if code != drnea_c.OK:
             self._raise(code, k, rnorm, it)
+        # the checks of ``solve``, vectorized over the rollout: the first refused step is reported
+        dq = np.abs(np.diff(X[:, : self.nq], axis=0)) * self._rotational
+        bad = np.flatnonzero((dq.max(axis=1, initial=0.0) > self.settings.max_rotation)
+                             | ~(np.abs(X[1:, : self.nq]).max(axis=1, initial=0.0) <= MAX_CONFIGURATION))
+        if len(bad):
+            k = int(bad[0])
+            check_step(self, X[k], X[k + 1], self._rotational, k)
         return X, np.zeros((len(inputs), 0))

@@ -37,6 +37,8 @@ from importlib import resources
 import casadi as ca
 import numpy as np
 
+from ..model.limits import MAX_CONFIGURATION, check_time_step
+from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
 from .lagrangians import discrete_lagrangian
@@ -49,7 +51,8 @@ NEWTON_C = (resources.files(__package__) / "csrc" / "newton_driver.c").read_text
 STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
 
 # Return codes of vi_newton_step.
-NEWTON_OK, NEWTON_NOT_CONVERGED, NEWTON_SINGULAR, NEWTON_NONFINITE, NEWTON_SINGULAR_MASS = range(5)
+(NEWTON_OK, NEWTON_NOT_CONVERGED, NEWTON_SINGULAR, NEWTON_NONFINITE, NEWTON_SINGULAR_MASS, NEWTON_OUT_OF_RANGE,
+ NEWTON_UNTRUSTED) = range(7)
 
 
 class NewtonStepC:
@@ -67,22 +70,26 @@ class NewtonStepC:
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(s.nq), ctypes.c_longlong(s.ny))
         self.z, self.y, self.xn = np.zeros(s.nz), np.zeros(s.ny), np.zeros(s.nx)
         self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0], dtype=np.int64)
-        self.dp = np.array([s.dt, 0.0, 0.0, 0.0])
+        self.dp = np.array([s.dt, 0.0, 0.0, 0.0, 0.0, MAX_CONFIGURATION])
         self.info = np.zeros(3)
+        free = spin_invariant_joints(s.robot)  # wheels: no per-step rotation limit (integrators.base)
+        rot = np.array([s.robot.joints[i].type in ("revolute", "continuous") and s.robot.joints[i].name not in free
+                        for i in s.idx_d], dtype=np.int64)
         self._keep = [np.concatenate([s.idx_d, s.idx_k]).astype(np.int64), np.zeros(n_iw, dtype=np.int64),
                       np.zeros(n_w), np.zeros(n_ws), np.zeros(max(s.ny, 1), dtype=np.int64)]
-        bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info]
+        self._rot = np.concatenate([rot, [0]])  # never empty: ctypes needs an address
+        bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info, self._rot]
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         self._fn = lib.vi_newton_step_packed
         self._fn.restype = ctypes.c_int
         self._settings: tuple | None = None
 
     def __call__(self, max_iterations: int, tol: float, rcond_min: float, use_guess: bool,
-                 chord: bool = False, theta_max: float = 0.0) -> int:
-        settings = (max_iterations, tol, rcond_min, use_guess, chord, theta_max)
+                 chord: bool = False, theta_max: float = 0.0, max_rotation: float = np.pi) -> int:
+        settings = (max_iterations, tol, rcond_min, use_guess, chord, theta_max, max_rotation)
         if settings != self._settings:
             self.ip[5], self.ip[6], self.ip[7] = max_iterations, use_guess, chord
-            self.dp[1], self.dp[2], self.dp[3] = tol, rcond_min, theta_max
+            self.dp[1], self.dp[2], self.dp[3], self.dp[4] = tol, rcond_min, theta_max, max_rotation
             self._settings = settings
         return self._fn(self._packed)
 
@@ -99,9 +106,7 @@ class DiscreteSystemStructure:
     def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
                  compile: bool | None = None, lagrangian: str = "midpoint", eager: bool = True,
                  nonholonomic: bool = False):
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"time step dt must be positive and finite, got {dt}")
-        self.robot, self.dt = robot, float(dt)
+        self.robot, self.dt = robot, check_time_step(dt)
         self.nonholonomic = bool(nonholonomic)
         names = robot.joint_names
         self.idx_d = np.array([i for i, n in enumerate(names) if n not in robot.prescribed], dtype=int)

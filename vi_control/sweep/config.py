@@ -32,8 +32,8 @@ import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
-import yaml
 
+from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from ..planning.task import TaskError, config_file, parse_number
 
 SCALAR_PARAMETERS = ("mass_scale", "damping", "actuator_gain", "sensor_noise")
@@ -148,11 +148,10 @@ def _read_yaml(source: str | dict | None, what: str) -> dict:
         path = config_file(source)  # a path, or a name in the package's config/ ("sweep_pendulum")
         if path is None:
             raise SweepConfigError(f"{what}: file {source!r} not found")
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
+        source = read_text_file(path, what, SweepConfigError)
     try:
-        d = yaml.safe_load(source)
-    except yaml.YAMLError as e:
+        d = load_yaml(source)
+    except YAMLFormatError as e:
         raise SweepConfigError(f"{what}: not valid YAML ({e})") from None
     return {} if d is None else d
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
+from ..model.yaml_io import load_yaml, read_text_file
 from ..planning.task import TaskError, config_file, load_task
 from .config import SweepConfigError, load_library_goals
 from .engine import ResultStore, RunStats, run_tasks
@@ -36,9 +36,8 @@ def task_mapping(task: str | dict) -> tuple[dict, str | None]:
     load_task(task)  # validates (a missing file is a TaskError naming it)
     path = config_file(task) if "\n" not in task and ":" not in task else None
     if path is None:  # YAML text
-        return yaml.safe_load(task), None
-    with open(path, encoding="utf-8") as f:
-        return yaml.safe_load(f), os.path.dirname(os.path.abspath(path))
+        return load_yaml(task), None  # (load_task above has already refused what this loader would)
+    return load_yaml(read_text_file(path, "task", TaskError)), os.path.dirname(os.path.abspath(path))
 
 
 def plan_library(task: str | dict, goals: str | dict | list, out_dir: str | Path, *, backend: str = "ray",
