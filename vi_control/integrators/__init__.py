@@ -1,11 +1,13 @@
 """Integrators: discrete systems x_{k+1} = f(x_k, u_k) behind one interface (``base.DiscreteSystem``).
 
-``MidpointVI`` (seed 000, ``Linearizable``) and ``LinearTimeVI`` (seed 001), selectable by name with
-``make_integrator`` — the one factory every entry point (task pipeline, ROS nodes, scripts) uses.
+``MidpointVI`` (seed 000, ``Linearizable``), ``LinearTimeVI`` (seed 001) and ``LieGroupVI`` (seed 002: one rigid
+body on SO(3)/SE(3), ``Linearizable``), selectable by name with ``make_integrator`` — the one factory every entry
+point (task pipeline, ROS nodes, scripts) uses.
 """
 
 from __future__ import annotations
 
+from ..model.rigid_body import RigidBodyModel
 from ..model.robot import RobotModel
 from .base import (
     ConfigurationMomentumState,
@@ -20,16 +22,17 @@ from .base import (
     StepResult,
 )
 
-INTEGRATORS = ("midpoint", "linear_time")
+INTEGRATORS = ("midpoint", "linear_time", "lie_group")
 
 __all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSystem", "Linearizable", "State",
            "ConfigurationMomentumState", "NewtonSettings", "StepResult", "StepDerivatives", "StepError",
            "ConvergenceError", "SingularityError"]
 
 
-def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> DiscreteSystem:
-    """The integrator called ``name`` ('midpoint' or 'linear_time') for ``robot`` at time step ``dt``;
-    ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``)."""
+def make_integrator(name: str, robot: RobotModel | RigidBodyModel, dt: float, **options) -> DiscreteSystem:
+    """The integrator called ``name`` ('midpoint', 'linear_time' or 'lie_group') for ``robot`` at time step ``dt``;
+    ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``,
+    ``retraction='exp'``). 'lie_group' takes a RigidBodyModel (``model.rigid_body``), the others a RobotModel."""
     if name == "midpoint":
         from .midpoint import MidpointVI
 
@@ -38,6 +41,10 @@ def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> Discr
         from .linear_time import LinearTimeVI
 
         return LinearTimeVI(robot, dt, **options)
+    if name == "lie_group":
+        from .lie_group import LieGroupVI
+
+        return LieGroupVI(robot, dt, **options)
     raise ValueError(f"unknown integrator {name!r}; choose one of {INTEGRATORS}")
 
 
