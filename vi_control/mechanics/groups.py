@@ -55,7 +55,7 @@ def _eye(n: int, sym: bool):
 
 
 def _block(blocks, sym: bool):
-    return ca.blockcat(blocks) if sym else np.block(blocks)
+    return ca.blockcat(blocks) if sym else np.vstack([np.hstack(row) for row in blocks])
 
 
 def _vcat(parts, sym: bool):
