@@ -39,9 +39,11 @@ def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | 
 class Plan:
     """Reference trajectory with time-varying feedback gains.
 
-    ``X``: (N+1, nx) states x_k = (q_k, p_k); ``U``: (N, nu) inputs; ``K``: (N, nu, nx) gains of
-    u_k = U_k + K_k (X_k − x_k) (the controller's sign convention); ``times``: (N+1,) seconds;
-    ``K_final`` (nu, nx): equilibrium (infinite-horizon) gain to hold X_N after the plan ends, with
+    ``X``: (N+1, nx) states x_k = (q_k, p_k); ``U``: (N, nu) inputs; ``K``: (N, nu, ndx) gains of
+    u_k = U_k + K_k (X_k ⊖ x_k) (the controller's sign convention), acting on tangent vectors of the state
+    manifold (ndx = nx for (q, p) states; 2·dim for a Lie-group state of ``integrators.lie_group``, whose nx
+    stores a rotation matrix); ``times``: (N+1,) seconds;
+    ``K_final`` (nu, ndx): equilibrium (infinite-horizon) gain to hold X_N after the plan ends, with
     ``U_final`` its input; ``converged``: False for a best-effort plan whose optimizer stopped early.
     """
 
@@ -65,8 +67,9 @@ class Plan:
         n = len(self.U)
         if self.X.shape[0] != n + 1 or self.times.shape[0] != n + 1:
             raise ValueError(f"plan shapes disagree: X {self.X.shape}, U {self.U.shape}, times {self.times.shape}")
-        if self.K.shape != (n, self.U.shape[1], self.X.shape[1]):
-            raise ValueError(f"gains K must have shape {(n, self.U.shape[1], self.X.shape[1])}, got {self.K.shape}")
+        if self.K.ndim != 3 or self.K.shape[:2] != (n, self.U.shape[1]) or not 1 <= self.K.shape[2] <= self.X.shape[1]:
+            raise ValueError(f"gains K must have shape ({n}, {self.U.shape[1]}, ndx) with 1 ≤ ndx ≤ nx = "
+                             f"{self.X.shape[1]}, got {self.K.shape}")
 
     @property
     def horizon(self) -> int:

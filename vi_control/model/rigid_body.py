@@ -106,6 +106,7 @@ class RigidBodyModel:
     planning: dict = field(default_factory=dict)
     mass_scale: float = 1.0
     drag_scale: float = 1.0
+    buoyancy_scale: float = 1.0
     source: str = ""  # canonical text of the description (hashed)
 
     # ---- dynamics --------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ class RigidBodyModel:
     def hash(self) -> str:
         """Content hash of everything that defines the dynamics (plans carry it; nodes compare it)."""
         h = hashlib.sha256(self.source.encode())
-        h.update(np.float64(self.mass_scale).tobytes() + np.float64(self.drag_scale).tobytes())
+        h.update(np.array([self.mass_scale, self.drag_scale, self.buoyancy_scale], float).tobytes())
         return h.hexdigest()[:16]
 
 
@@ -293,7 +294,7 @@ def _actuators(cfg: dict, group: str) -> tuple[Actuator, ...]:
     return tuple(out)
 
 
-def _parse(cfg: dict, mass_scale: float, drag_scale: float) -> RigidBodyModel:
+def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: float | None) -> RigidBodyModel:
     if not isinstance(cfg, dict):
         raise RigidBodyConfigError(f"rigid body: expected a mapping, got {type(cfg).__name__}")
     unknown = set(cfg) - _TOP_KEYS
@@ -333,14 +334,16 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float) -> RigidBodyModel:
     name = cfg.get("name", "rigid_body")
     if not isinstance(name, str) or not name:
         raise RigidBodyConfigError(f"name: expected a non-empty string, got {name!r}")
-    for key, s in (("mass_scale", mass_scale), ("drag_scale", drag_scale)):
+    buoyancy_scale = mass_scale if buoyancy_scale is None else buoyancy_scale
+    for key, s in (("mass_scale", mass_scale), ("drag_scale", drag_scale), ("buoyancy_scale", buoyancy_scale)):
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s > 0):
             raise RigidBodyConfigError(f"{key}: must be a positive finite number, got {s!r}")
     source = json.dumps(cfg, sort_keys=True, default=str)
     return RigidBodyModel(name=name, group=group, mass=mass * mass_scale, inertia=J * mass_scale, actuators=acts,
-                          damping=D * drag_scale, gravity=grav, buoyancy_force=float(bf), buoyancy_center=bc,
+                          damping=D * drag_scale, gravity=grav, buoyancy_force=float(bf) * buoyancy_scale,
+                          buoyancy_center=bc,
                           planning=planning, mass_scale=float(mass_scale), drag_scale=float(drag_scale),
-                          source=source)
+                          buoyancy_scale=float(buoyancy_scale), source=source)
 
 
 def is_rigid_body_source(source) -> bool:
@@ -363,14 +366,17 @@ def _resolve(source: str) -> str:
     raise RigidBodyConfigError(f"rigid body: no file {source!r} and no bundled config/{source}.yaml")
 
 
-def load_rigid_body(source: str | dict, mass_scale: float = 1.0, drag_scale: float = 1.0) -> RigidBodyModel:
+def load_rigid_body(source: str | dict, mass_scale: float = 1.0, drag_scale: float = 1.0,
+                    buoyancy_scale: float | None = None) -> RigidBodyModel:
     """A RigidBodyModel from a YAML path, a bundled name (config/<name>.yaml) or a mapping.
 
-    ``mass_scale`` multiplies mass and inertia, ``drag_scale`` the drag (model mismatch for robustness tests).
+    Model mismatch for robustness tests: ``mass_scale`` multiplies mass and inertia, ``drag_scale`` the drag,
+    ``buoyancy_scale`` the buoyancy force (default: ``mass_scale``, i.e. a heavier vehicle ballasted to the same
+    trim, as every underwater vehicle is; give 1.0 for a vehicle that is simply heavy in water).
     Raises RigidBodyConfigError naming the key for anything invalid.
     """
     if isinstance(source, dict):
-        return _parse(source, mass_scale, drag_scale)
+        return _parse(source, mass_scale, drag_scale, buoyancy_scale)
     if not isinstance(source, str) or not source.strip():
         raise RigidBodyConfigError(f"rigid body: expected a path, a bundled name or a mapping, got {source!r}")
     path = _resolve(source)
@@ -379,6 +385,6 @@ def load_rigid_body(source: str | dict, mass_scale: float = 1.0, drag_scale: flo
     except yaml.YAMLError as e:
         raise RigidBodyConfigError(f"{path}: not valid YAML ({e})") from None
     try:
-        return _parse(cfg, mass_scale, drag_scale)
+        return _parse(cfg, mass_scale, drag_scale, buoyancy_scale)
     except RigidBodyConfigError as e:
         raise RigidBodyConfigError(f"{path}: {e}") from None

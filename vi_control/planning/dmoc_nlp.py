@@ -1,8 +1,9 @@
 """The discrete optimal control problem of ``planning.dmoc`` as a nonlinear program for IPOPT (CasADi).
 
 Same discretization, same cost, same boundary conditions as Algorithm 5.2, with the inputs explicit:
-variables ξ_k, ν_1…ν_{N−1}, u_k^± (``inputs='hold'``: one u_k), constraints W_k^± − B u_k^± = 0 (the forced
-discrete Euler–Poincaré equations 26–27 with W of ``dmoc``) and τ⁻¹(g(T)⁻¹g_N) = 0. Three uses:
+variables ξ_k, ν_1…ν_{N−1}, g_1…g_{N−1}, u_k^± (``inputs='hold'``: one u_k), constraints W_k^± − B u_k^± = 0
+(the forced discrete Euler–Poincaré equations 26–27 with W of ``dmoc``), g_{k+1} = g_kτ(hξ_k) and
+τ⁻¹(g(T)⁻¹g_N) = 0. Three uses:
 
 - ``cost='l2'``: the identical problem handed to IPOPT (the peer check of the Newton solver, and its fallback when
   Newton fails from the guess: IPOPT's point, polished by Newton on conditions (31));
@@ -74,6 +75,9 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     else:
         U = ca.SX.sym("u", m, n_u * N)
         u_vars = [ca.vec(U)]
+    # Poses as variables with g_{k+1} = g_k τ(hξ_k) as constraints: the same feasible set as the reconstruction of
+    # Alg. 5.2 step 5, but with local (sparse) second derivatives instead of a dense chain through all N steps.
+    POSE = ca.SX.sym("g", G.nq, N - 1)
     g_eq, J = [], 0
     gk = ca.DM(np.asarray(prob.g0, float))
     for k in range(N):
@@ -83,14 +87,19 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
         Wp = (2.0 / h) * (nu[k + 1] - mup) - ca.DM(H) @ xi
         um, up = (U[:, k], U[:, k]) if hold else (U[:, 2 * k], U[:, 2 * k + 1])
         g_eq += [Wm - ca.DM(B) @ um, Wp - ca.DM(B) @ up]
-        gk = gk @ ret.tau(h * xi)
+        g_next = gk @ ret.tau(h * xi)
+        if k < N - 1:
+            g_eq.append(G.to_coordinates(g_next) - POSE[:, k])
+            gk = G.from_coordinates(POSE[:, k])
+        else:
+            gk = g_next
     if cost == "l1":
         per = ca.sum1(ca.vec(POS + NEG))  # ‖u‖₁ at the optimum (pos·neg = 0)
         J = (h if hold else 0.5 * h) * per
     else:
         J = (0.5 * h if hold else 0.25 * h) * ca.sumsqr(U)
     g_eq.append(ret.tau_inv(ca.DM(G.inverse(np.asarray(prob.gT, float))) @ gk))
-    w = ca.vertcat(ca.vec(XI), ca.vec(NU), *u_vars)
+    w = ca.vertcat(ca.vec(XI), ca.vec(NU), ca.vec(POSE), *u_vars)
     # the guess: the geodesic's ξ, ν from eq. 32, u from its W (least squares)
     xi0 = geodesic_guess(prob) if xi_guess is None else np.asarray(xi_guess, float).reshape(N, n)
     mus = [momenta(ret, I, h, x) for x in xi0]
@@ -102,8 +111,12 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
         up = Bp @ ((2 / h) * (nus[k + 1] - mus[k][1]) - H @ xi0[k])
         Us += [0.5 * (um + up)] if hold else [um, up]
     Us = np.array(Us).T  # (m, n_u N)
+    poses = [np.asarray(prob.g0, float)]
+    for x in xi0[:-1]:
+        poses.append(poses[-1] @ ret.tau(h * x))
+    pose0 = np.concatenate([G.to_coordinates(gp) for gp in poses[1:]])
     lbw, ubw = np.full(w.shape[0], -np.inf), np.full(w.shape[0], np.inf)
-    nz = n * N + n * (N - 1)
+    nz = n * N + n * (N - 1) + G.nq * (N - 1)
     if cost == "l1":
         guess_u = np.concatenate([np.maximum(Us, 0).ravel(order="F"), np.maximum(-Us, 0).ravel(order="F")])
         lbw[nz:] = 0.0
@@ -116,7 +129,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
             lim = np.tile(np.asarray(bounds, float), n_u * N)
             lbw[nz:], ubw[nz:] = -lim, lim
             guess_u = np.clip(guess_u, -lim, lim)
-    w0 = np.concatenate([xi0.ravel(), np.concatenate(nus[1:-1]), guess_u])
+    w0 = np.concatenate([xi0.ravel(), np.concatenate(nus[1:-1]), pose0, guess_u])
     g = ca.vertcat(*g_eq)
     opts = {"ipopt.print_level": print_level, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": tol,
             "ipopt.max_iter": max_iterations}
@@ -128,13 +141,14 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     st = solver.stats()
     wv, lam_g = np.array(sol["x"]).ravel(), np.array(sol["lam_g"]).ravel()
     xi = wv[: n * N].reshape(N, n)
-    nu_v = np.vstack([nu0, wv[n * N:nz].reshape(N - 1, n), nuN])
+    nu_v = np.vstack([nu0, wv[n * N:n * N + n * (N - 1)].reshape(N - 1, n), nuN])
     if cost == "l1":
         uu = (wv[nz:nz + m * n_u * N] - wv[nz + m * n_u * N:]).reshape(n_u * N, m)
     else:
         uu = wv[nz:].reshape(n_u * N, m)
     u_minus, u_plus = (uu, uu) if hold else (uu[0::2], uu[1::2])
-    y = lam_g[: 2 * n * N].reshape(N, 2, n)
+    per = 2 * n + G.nq  # constraints per step k < N − 1: W⁻, W⁺, pose
+    y = np.array([lam_g[k * per:k * per + 2 * n] for k in range(N)]).reshape(N, 2, n)
     return IpoptResult(xi=xi, nu=nu_v, u_minus=u_minus.copy(), u_plus=u_plus.copy(), y_minus=y[:, 0].copy(),
                        y_plus=y[:, 1].copy(), cost=float(sol["f"]), iterations=int(st["iter_count"]),
                        status=str(st["return_status"]), success=bool(st["success"]), solve_time=t_solve,
