@@ -156,7 +156,8 @@ class RigidBodyModel:
         if self.group == "SO3":
             return False
         net = self.weight + self.buoyancy
-        return bool(np.any(net != 0.0) or (np.any(self.buoyancy != 0.0) and np.any(self.buoyancy_center != 0.0)))
+        scale = 1e-12 * max(1.0, float(np.abs(self.weight).max()))  # a trim by scaled numbers is exact to round-off
+        return bool(np.abs(net).max() > scale or (np.any(self.buoyancy != 0.0) and np.any(self.buoyancy_center != 0.0)))
 
     # ---- what nodes and plans ask of a model ------------------------------------------------------------
     @property

@@ -348,39 +348,51 @@ class _NewtonStats:
 
 def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: _NewtonStats,
             log=None) -> tuple[np.ndarray, float, bool]:
-    """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged). Full Newton steps are taken while ‖F‖₂ does not
-    grow more than ``_WATCHDOG``-fold (quadratic convergence often passes through one larger residual); else
-    backtracking, and where that fails a Levenberg–Marquardt step (JᵀJ + μ diag JᵀJ) d = −JᵀF."""
+    """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged).
+
+    Full Newton steps are taken while the merit ‖DF‖₂ does not grow more than ``_WATCHDOG``-fold (quadratic
+    convergence often passes through one larger residual); else backtracking, and where that fails a
+    Levenberg–Marquardt step (JᵀD²J + μ diag JᵀD²J) d = −JᵀD²F, after which Newton steps must decrease the merit.
+    D equilibrates the rows of J at the start (the conditions mix momenta, forces and poses).
+    """
     F, J, _ = cond.evaluate(w)
+    D = sp.diags(1.0 / np.maximum(abs(J).max(axis=1).toarray().ravel(), 1e-300))
     fn = float(np.abs(F).max())
     stats.history.append(fn)
-    mu_lm, it = 1e-3, 0
+    mu_lm, it, monotone = 1e-3, 0, False
+
+    def merit(Fv):
+        Fs = D @ Fv
+        return float(Fs @ Fs)
+
     while fn > tol and it < max_iterations and np.isfinite(fn):
         it += 1
         stats.iterations += 1
-        f2, accepted, w_try = F @ F, False, w
+        f2, accepted, w_try = merit(F), False, w
         try:
             step = splu(J).solve(-F)
         except RuntimeError:  # exactly singular Jacobian
             step = None
         if step is not None and np.all(np.isfinite(step)):
-            alpha, limit = 1.0, _WATCHDOG * f2
+            alpha, limit = 1.0, (1.0 - 1e-4 if monotone else _WATCHDOG) * f2
             while alpha >= 1.0 / 64:
                 w_try = w + alpha * step
                 F_try = cond.evaluate(w_try, jacobian=False)[0]
-                if np.all(np.isfinite(F_try)) and F_try @ F_try <= limit:
+                if np.all(np.isfinite(F_try)) and merit(F_try) <= limit:
                     accepted = True
                     break
                 alpha, limit = 0.5 * alpha, (1.0 - 1e-4 * alpha) * f2
         if not accepted and lm:
             stats.lm_iterations += 1
-            JtJ, g = (J.T @ J).tocsc(), J.T @ F
-            D = sp.diags(np.maximum(JtJ.diagonal(), 1e-12))
+            monotone = True
+            Js = (D @ J).tocsc()
+            JtJ, g = (Js.T @ Js).tocsc(), Js.T @ (D @ F)
+            M = sp.diags(np.maximum(JtJ.diagonal(), 1e-12))
             for _ in range(30):
-                d = splu((JtJ + mu_lm * D).tocsc()).solve(-g)
+                d = splu((JtJ + mu_lm * M).tocsc()).solve(-g)
                 w_try = w + d
                 F_try = cond.evaluate(w_try, jacobian=False)[0]
-                if np.all(np.isfinite(F_try)) and F_try @ F_try < f2:
+                if np.all(np.isfinite(F_try)) and merit(F_try) < f2:
                     mu_lm, accepted = max(mu_lm / 3.0, 1e-12), True
                     break
                 mu_lm *= 4.0
