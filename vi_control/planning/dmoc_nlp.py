@@ -132,7 +132,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     w0 = np.concatenate([xi0.ravel(), np.concatenate(nus[1:-1]), pose0, guess_u])
     g = ca.vertcat(*g_eq)
     opts = {"ipopt.print_level": print_level, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": tol,
-            "ipopt.max_iter": max_iterations}
+            "ipopt.max_iter": max_iterations, "ipopt.bound_relax_factor": 0.0}
     solver = ca.nlpsol("dmoc_ipopt", "ipopt", {"x": w, "f": J, "g": g}, opts)
     t_build = time.process_time() - t_build
     t0 = time.process_time()
