@@ -3,6 +3,11 @@
 The discrete state comes from the last two measured configurations (discrete Legendre transform,
 seed 000 eq. 1b) or from velocities. Stale, non-finite or incomplete joint states give the safe command
 (zero or damping) and a log line. The law itself is vi_control.control.tracking.TrackingController.
+
+Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
+(nav_msgs/Odometry: pose and body twist), the same TrackingController tracks with X_k ⊖ x = −τ⁻¹(X_k⁻¹x) on the
+group (TV-LQR on the Lie algebra), and damping acts on each thruster's own velocity Bᵀξ. A tracking error outside
+the retraction's domain (Cayley: half a turn off the plan) is a fault: safe command and a log line.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
@@ -28,11 +34,12 @@ from .common import (
     run_node,
 )
 from .messages import FLAG_START_ON_RECEIPT, PlanModelMismatch, joint_state_arrays, plan_from_message, stamp_seconds
+from .vehicle import VEHICLE_PARAMETERS, actuator_velocities, state_from_odometry, vehicle_system
 
 # Kinds of fault that send the safe command; each is logged once per episode (until tracking resumes).
-FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_NO_STATE, FAULT_NONFINITE = (
+FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_NO_STATE, FAULT_NONFINITE, FAULT_TRACKING = (
     "invalid joint state", "state estimate failed", "joint states stale", "no valid joint state yet",
-    "non-finite control input")
+    "non-finite control input", "tracking error undefined")
 
 PARAMETERS: dict[str, tuple] = {
     **MODEL_PARAMETERS,
@@ -48,7 +55,8 @@ PARAMETERS: dict[str, tuple] = {
                                          "transform); 'velocities': p from q̇"),
     "state_timeout": (0.5, "joint states older than this are stale: safe command [s]"),
     "safe_mode": ("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)"),
-    "safe_damping": (1.0, "damping d of the safe command [N·m·s/rad]"),
+    "safe_damping": (1.0, "damping d of the safe command [N·m·s/rad] (vehicle: on each thruster's velocity Bᵀξ)"),
+    **VEHICLE_PARAMETERS,
 }
 
 
@@ -59,14 +67,16 @@ class ControllerNode(Node):
         for key, allowed in (("trigger", ("timer", "joint_state")), ("safe_mode", ("zero", "damping"))):
             if p[key] not in allowed:
                 raise ValueError(f"parameter {key} must be one of {allowed}, got {p[key]!r}")
-        self.robot, _ = robot_from_parameters(p)
+        self.vehicle = bool(p["vehicle"])
+        if not self.vehicle:
+            self.robot, _ = robot_from_parameters(p)
         self._build(float(p["dt"]))
         r = self.robot
         joints = command_joints(p, r)
         nt = len(r.actuated)
         # published entry i is input index cmd_index[i] (torques in `joints` order, prescribed positions after)
         self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(nt, self.vi.nu)), int)
-        self.act_q_index = [r.joint_index(n) for n in r.actuated]
+        self.act_q_index = None if self.vehicle else [r.joint_index(n) for n in r.actuated]
         self.controller: TrackingController | None = None
         self.plan_seq, self._anchor_pending = None, False
         self.state = None  # (stamp, x, actuated q̇, receive time)
@@ -74,7 +84,10 @@ class ControllerNode(Node):
         self.last_commanded_stamp, self.fault = None, None
 
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
-        self.create_subscription(JointState, "joint_states", self.on_joint_state, LATEST_QOS)
+        if self.vehicle:
+            self.create_subscription(Odometry, "odom", self.on_odometry, LATEST_QOS)
+        else:
+            self.create_subscription(JointState, "joint_states", self.on_joint_state, LATEST_QOS)
         self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS)
         timeout = float(p["state_timeout"])
         if p["trigger"] == "timer":
@@ -84,6 +97,9 @@ class ControllerNode(Node):
         self.get_logger().info(f"{r.name}: joints={joints}, trigger={p['trigger']}, safe_mode={p['safe_mode']}")
 
     def _build(self, dt: float) -> None:
+        if self.vehicle:
+            self.robot, self.vi = vehicle_system(self.p, dt)
+            return
         self.vi = make_system(self.robot, dt, self.p["integrator"])
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
 
@@ -152,6 +168,20 @@ class ControllerNode(Node):
         if self.p["trigger"] == "joint_state":
             self.tick()
 
+    def on_odometry(self, msg: Odometry) -> None:
+        """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist; invalid messages give the safe command."""
+        try:
+            t, x = state_from_odometry(self.vi, msg)
+        except ValueError as e:
+            self.state = None
+            self.go_safe(FAULT_INVALID_STATE, str(e))
+            return
+        if self.p["trigger"] == "joint_state" and t == self.last_commanded_stamp:
+            return
+        self.state = (t, x, actuator_velocities(self.robot, self.vi, x), time.monotonic())
+        if self.p["trigger"] == "joint_state":
+            self.tick()
+
     def watchdog(self) -> None:
         """Lockstep has no timer tick: notice joint states that stopped arriving."""
         fault = self._stale_fault() if self.controller is not None else None
@@ -181,11 +211,14 @@ class ControllerNode(Node):
             plan = self.controller.plan.shifted(t)
             self._set_plan(plan)
             self._anchor_pending = False
-            nq = self.vi.nq
-            gap = float(np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
+            gap = self._gap(plan.X[0], x)
             if gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback will fight it
                 self.get_logger().warning(f"plan {self.plan_seq} starts {gap:.3f} away from the measured q")
-        u, clamped = self.controller.command(self.controller.index(t), x)
+        try:
+            u, clamped = self.controller.command(self.controller.index(t), x)
+        except ValueError as e:  # e.g. the Cayley retraction's τ⁻¹ half a turn off the plan (seed 002 §5)
+            self.go_safe(FAULT_TRACKING, f"{type(e).__name__}: {e}")
+            return
         if not np.all(np.isfinite(u)):
             self.go_safe(FAULT_NONFINITE, "check the plan's gains")
             return
@@ -196,6 +229,16 @@ class ControllerNode(Node):
             self.fault = None
         self.last_commanded_stamp = t
         self.publish(u)
+
+    def _gap(self, x_ref: np.ndarray, x: np.ndarray) -> float:
+        """How far the measured configuration is from a plan's start (modulo 2π; on the group in vehicle mode)."""
+        if self.vehicle:
+            try:
+                return float(np.abs(self.vi.state.diff(x_ref, x)[: self.vi.dim]).max())
+            except ValueError:
+                return float("inf")
+        nq = self.vi.nq
+        return float(np.abs(state_error(x_ref[:nq], x[:nq], self.robot.continuous_mask)).max())
 
     def go_safe(self, kind: str, detail: str = "") -> None:
         """Publish the safe command; log each fault once per episode, not every tick (a stale state once,

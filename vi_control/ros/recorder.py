@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import rclpy
+from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -24,7 +25,7 @@ from .messages import joint_state_arrays, plan_from_message, stamp_seconds
 class Recorder(Node):
     def __init__(self, joint_names: list[str], controller_name: str = "effort_controller",
                  planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True,
-                 namespace: str = ""):
+                 namespace: str = "", odometry: bool = False):
         super().__init__(name, namespace=namespace)
         self.joint_names = joint_names
         self.lock = threading.Lock()
@@ -33,6 +34,9 @@ class Recorder(Node):
         self.plan_message: UInt8MultiArray | None = None
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
+        self.odometry: list[tuple[float, Odometry]] = []  # (receive, message): vehicle mode
+        if odometry:
+            self.create_subscription(Odometry, "odom", self._on_odometry, RECORD_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
         self.trajectory: JointTrajectory | None = None
         self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
@@ -69,6 +73,10 @@ class Recorder(Node):
         eff = np.asarray(msg.effort, float)[idx] if len(msg.effort) == len(msg.name) else np.zeros(len(idx))
         with self.lock:
             self.states.append((now, stamp_seconds(msg), q, eff))
+
+    def _on_odometry(self, msg: Odometry) -> None:
+        with self.lock:
+            self.odometry.append((time.monotonic(), msg))
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         with self.lock:

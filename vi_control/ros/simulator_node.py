@@ -4,6 +4,10 @@ Topics: sub ``<controller_name>/commands`` (Float64MultiArray: torques on ``join
 prescribed joints); pub ``joint_states`` (stamped with simulation time t_k = k·Δt), ``/robot_description``
 (latched). Service ``~/reset`` (Trigger). Modes: 'realtime' (timer at Δt, or as fast as possible with
 ``max_speed``) and 'lockstep' (one step per received command).
+
+Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (seed 002) steps the
+body, thruster efforts arrive on the same command topic, and the state goes out as ``nav_msgs/Odometry`` on
+``odom`` (pose, body twist) instead of joint states.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -29,6 +34,7 @@ from .common import (
     run_node,
 )
 from .messages import split_seconds
+from .vehicle import FRAME_PARAMETERS, VEHICLE_PARAMETERS, odometry_from_state, pose_parameter, vehicle_system
 
 PARAMETERS: dict[str, tuple] = {
     **MODEL_PARAMETERS,
@@ -44,6 +50,11 @@ PARAMETERS: dict[str, tuple] = {
     "noise_seed": (0, "seed of the measurement noise"),
     "mass_scale": (1.0, "multiply every link mass and inertia (model mismatch against planner/controller)"),
     "idle_publish_period": (0.2, "lockstep: republish the current state when no command came for this long [s]"),
+    **VEHICLE_PARAMETERS,
+    **FRAME_PARAMETERS,
+    "initial_pose": (None, "vehicle mode: g_0 as [x, y, z, qx, qy, qz, qw] (default identity)"),
+    "initial_twist": (None, "vehicle mode: body twist ξ_0 = (ω, v) (default rest)"),
+    "drag_scale": (1.0, "vehicle mode: multiply the drag (model mismatch; mass_scale keeps the trim)"),
 }
 
 
@@ -51,25 +62,37 @@ class SimulatorNode(Node):
     def __init__(self) -> None:
         super().__init__("vi_simulator")
         p = self.p = declare_parameters(self, PARAMETERS)
-        self.robot, urdf = robot_from_parameters(p, mass_scale=float(p["mass_scale"]))
-        self.vi = make_system(self.robot, float(p["dt"]), p["integrator"])
+        vehicle = vehicle_system(p, float(p["dt"]), float(p["mass_scale"]), float(p["drag_scale"]))
+        self.vehicle = vehicle is not None
+        if self.vehicle:
+            self.robot, self.vi = vehicle
+        else:
+            self.robot, urdf = robot_from_parameters(p, mass_scale=float(p["mass_scale"]))
+            self.vi = make_system(self.robot, float(p["dt"]), p["integrator"])
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
         self.perm = np.array([joints.index(n) for n in r.actuated] + list(range(len(joints), vi.nu)), int)
-        self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
-        q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
-        v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
-        # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
-        # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
-        self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
-        self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.u_zero = np.zeros(vi.nu)
-        self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
+        if self.vehicle:
+            twist = np.asarray(p["initial_twist"] or np.zeros(vi.dim), float)
+            self.x0 = vi.state_from_pose(pose_parameter(vi, p["initial_pose"], "initial_pose"), twist)
+        else:
+            self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
+            q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
+            v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
+            # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
+            # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
+            self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
+            self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
+        self.rng = np.random.default_rng(int(p["noise_seed"]))
         self._reset_state()
 
-        self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
-        self.create_publisher(String, "/robot_description", LATCHED_QOS).publish(String(data=urdf))
+        if self.vehicle:
+            self.pub = self.create_publisher(Odometry, "odom", RECORD_QOS)
+        else:
+            self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
+            self.create_publisher(String, "/robot_description", LATCHED_QOS).publish(String(data=urdf))
         self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS)
         self.create_service(Trigger, "~/reset", self.on_reset)
         self.lockstep = p["mode"] == "lockstep"
@@ -77,7 +100,8 @@ class SimulatorNode(Node):
             raise ValueError(f"mode must be 'realtime' or 'lockstep', got {p['mode']!r}")
         period = float(p["idle_publish_period"]) if self.lockstep else (1e-3 if p["max_speed"] else vi.dt)
         self.create_timer(period, self.on_timer)
-        self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}")
+        self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}"
+                               f"{', vehicle mode (odom)' if self.vehicle else ''}")
         self.publish_state()
 
     def _reset_state(self) -> None:
@@ -132,11 +156,16 @@ class SimulatorNode(Node):
 
     def publish_state(self) -> None:
         vi = self.vi
+        std = float(self.p["position_noise_std"])
+        if self.vehicle:
+            noise = self.rng.normal(0.0, std, 3) if std > 0 else None
+            self.pub.publish(odometry_from_state(vi, self.x, self.k * vi.dt, self.p["odom_frame"],
+                                                 self.p["base_frame"], noise))
+            return
         msg = JointState()
         msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(self.k * vi.dt)
         msg.name = self.robot.joint_names
         q = self.x[: vi.nq]
-        std = float(self.p["position_noise_std"])
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
         msg.velocity = vi.velocity(self.x).tolist()
         effort = np.zeros(vi.nq)
