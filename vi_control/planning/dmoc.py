@@ -137,8 +137,8 @@ def _constraint_size(n: int, r: int, inputs: str) -> int:
 @cache
 def _step_functions(group_name: str, kind: str, m: int, r: int, inputs: str) -> FunctionSet:
     """For a = (ν_k, ξ_k, ν_{k+1}, λ_k): out = ((dτ⁻¹_{−hξ})ᵀ∂_ξS, (dτ⁻¹_{hξ})ᵀ∂_ξS, ∂_νS, ∂_{ν'}S, Φ), ∂out/∂a,
-    S₀ (the step's cost), u⁻, u⁺, τ(hξ) and h·dτ_{hξ} (for the terminal pose and its Jacobian). Parameters
-    p = (𝕀, B⁺, N_B, H, h) (column-major)."""
+    S₀ (the step's cost), u⁻, u⁺, W⁻, W⁺, μ, μ⁺, τ(hξ) and h·dτ_{hξ} (for the terminal pose and its Jacobian),
+    as one column. Parameters p = (𝕀, B⁺, N_B, H, h) (column-major). One compiled library serves every N."""
     G = get_group(group_name)
     ret = Retraction(G, kind)
     n = G.dim
@@ -162,10 +162,14 @@ def _step_functions(group_name: str, kind: str, m: int, r: int, inputs: str) -> 
     out = ca.vertcat(ret.dtau_inv(-h * xi).T @ gx, ret.dtau_inv(h * xi).T @ gx, ca.gradient(S, nu0),
                      ca.gradient(S, nu1), C)
     a = ca.vertcat(nu0, xi, nu1, lam)
-    f = ca.Function("dmoc_step", [a, p], [ca.densify(out), ca.densify(ca.jacobian(out, a)), S0, ca.densify(um),
-                                          ca.densify(up), ca.densify(ret.tau(h * xi)),
-                                          ca.densify(h * ret.dtau(h * xi))])
-    return FunctionSet(f"dmoc{group_name}{kind}{m}{r}{inputs}", {"step": f})
+    # Outputs stacked in one column per step:
+    # out, vec ∂out/∂a, S₀, u⁻, u⁺, W⁻, W⁺, μ, μ⁺, vec τ(hξ), vec h·dτ_{hξ}.
+    col = ca.vertcat(out, ca.vec(ca.densify(ca.jacobian(out, a))), S0, um, up, Wm, Wp, mu, mu_plus,
+                     ca.vec(ret.tau(h * xi)), ca.vec(h * ret.dtau(h * xi)))
+    f = ca.Function("dmoc_step", [a, p], [ca.densify(col)])
+    # -O0: gcc needs ~5 s instead of ~25 s for these 17k instructions (dense second derivatives), and a call costs
+    # ~20 µs instead of ~10 µs, under 1 ms per evaluation of all N steps: small next to the sparse LU.
+    return FunctionSet(f"dmoc{group_name}{kind}{m}{r}{inputs}", {"step": f}, flags=["-O0"])
 
 
 # ---- the solver -------------------------------------------------------------------------------------------------
@@ -270,41 +274,55 @@ class _Conditions:
             g.append(g[-1] @ t)
         return np.array(g), taus
 
+    def steps(self, xi: np.ndarray, nu: np.ndarray, lam: np.ndarray) -> dict:
+        """Every step's outputs (one compiled call per step), split by name (arrays with a leading step axis)."""
+        n, c, m, N, sz = self.n, self.c, self.m, self.N, self.G.size
+        A = np.concatenate([nu[:-1], xi, nu[1:], lam], axis=1)
+        col = np.empty((len(A), self.fn.f.size1_out(0)))
+        for k, a in enumerate(A):
+            col[k] = self.fn(a, self.p)[0][:, 0]  # copied out: the call reuses its output buffer
+        out, i = {}, 0
+        for name, shape in (("out", (4 * n + c,)), ("J", (3 * n + c, 4 * n + c)), ("S0", ()), ("um", (m,)),
+                            ("up", (m,)), ("Wm", (n,)), ("Wp", (n,)), ("mu", (n,)), ("mup", (n,)),
+                            ("tau", (sz, sz)), ("dtau", (n, n))):
+            size = int(np.prod(shape))
+            block = col[:, i:i + size].reshape((N,) + shape)
+            out[name] = block.transpose(0, 2, 1) if len(shape) == 2 else block  # column-major vec → matrix
+            i += size
+        return out
+
     def evaluate(self, w: np.ndarray, jacobian: bool = True):
-        """F(w), and with ``jacobian`` its sparse Jacobian; plus (ξ, ν, λ, g, cost, u⁻, u⁺)."""
-        n, N, c, G = self.n, self.N, self.c, self.G
+        """F(w), and with ``jacobian`` its sparse Jacobian; plus the per-step outputs (``steps``) and poses g_k."""
+        n, N, G = self.n, self.N, self.G
         xi, nu, lam = self.unpack(w)
-        outs = np.empty((N, 4 * n + c))
-        Jloc = np.empty((N, 4 * n + c, 3 * n + c))
-        dtaus = np.empty((N, n, n))
-        S0 = np.empty(N)
-        um, up = np.empty((N, self.m)), np.empty((N, self.m))
+        st = self.steps(xi, nu, lam)
+        outs = st["out"]
         g = np.empty((N + 1, G.size, G.size))
         g[0] = self.g0
-        a = np.concatenate([nu[:-1], xi, nu[1:], lam], axis=1)
         for k in range(N):
-            out, Jloc[k], s0, umk, upk, tau, dtaus[k] = self.fn(a[k], self.p)
-            outs[k], S0[k], um[k], up[k] = out[:, 0], s0[0, 0], umk[:, 0], upk[:, 0]
-            g[k + 1] = g[k] @ tau
-        cost = float(S0.sum())
+            g[k + 1] = g[k] @ st["tau"][k]
         F = np.empty(self.size)
         F[: (N - 1) * n] = (outs[:-1, :n] - outs[1:, n:2 * n]).ravel()  # E_k = L_{k−1} − R_k
         F[N * n:(2 * N - 1) * n] = (outs[1:, 2 * n:3 * n] + outs[:-1, 3 * n:4 * n]).ravel()  # V_k
         F[(2 * N - 1) * n:] = outs[:, 4 * n:].ravel()  # Φ_k
         T = self.ret.tau_inv(self.gT_inv @ g[-1])
         F[self.rT] = T
-        parts = (xi, nu, lam, g, cost, um, up)
+        parts = dict(st, xi=xi, nu=nu, lam=lam, g=g, T=T)
         if not jacobian:
             return F, parts
-        # ∂T/∂ξ_j = dτ⁻¹_T Ad_{g(T)⁻¹ g_j} h dτ_{hξ_j} (right-trivialized chain rule through g_N = g_j τ(hξ_j) ⋯)
-        A = self.gT_inv @ g[:N]
+        return F, self.jacobian(parts), parts
+
+    def jacobian(self, parts: dict) -> sp.csc_matrix:
+        """Sparse J from the per-step Jacobians and the terminal block
+        ∂T/∂ξ_j = dτ⁻¹_T Ad_{g(T)⁻¹ g_j} h dτ_{hξ_j} (right-trivialized chain rule through g_N = g_j τ(hξ_j) ⋯)."""
+        N, G = self.N, self.G
+        A = self.gT_inv @ parts["g"][:N]
         Ad = A if G.name == "SO3" else lie.adjoint(A[:, :3, :3], A[:, :3, 3])
-        blocks = self.ret.dtau_inv(T) @ Ad @ dtaus  # (N, n, n)
-        data = np.concatenate([self.sign * Jloc.ravel()[self.local], blocks.transpose(1, 0, 2).ravel()])
+        blocks = self.ret.dtau_inv(parts["T"]) @ Ad @ parts["dtau"]  # (N, n, n)
+        data = np.concatenate([self.sign * parts["J"].ravel()[self.local], blocks.transpose(1, 0, 2).ravel()])
         inverse, indices, indptr = self._csc
-        Jm = sp.csc_matrix((np.bincount(inverse, weights=data, minlength=len(indices)), indices, indptr),
-                           shape=(self.size, self.size))
-        return F, Jm, parts
+        return sp.csc_matrix((np.bincount(inverse, weights=data, minlength=len(indices)), indices, indptr),
+                             shape=(self.size, self.size))
 
 
 def geodesic_guess(prob: DMOCProblem) -> np.ndarray:
@@ -319,24 +337,19 @@ def geodesic_guess(prob: DMOCProblem) -> np.ndarray:
 
 
 def _initial_point(cond: _Conditions, xi: np.ndarray) -> np.ndarray:
-    I, h = cond.prob.body.spatial_inertia, cond.h
-    mus = [momenta(cond.ret, I, h, x) for x in xi]
-    nu = [0.5 * (mus[k][0] + mus[k - 1][1]) for k in range(1, cond.N)]
-    return np.concatenate([xi.ravel(), np.concatenate(nu) if nu else np.zeros(0), np.zeros(cond.N * cond.c)])
+    """w from velocities ξ_k: ν_k = ½(μ_k + μ⁺_{k−1}) (eq. 32), multipliers zero."""
+    N, n = cond.N, cond.n
+    st = cond.steps(xi, np.zeros((N + 1, n)), np.zeros((N, cond.c)))
+    nu = 0.5 * (st["mu"][1:] + st["mup"][:-1])
+    return np.concatenate([xi.ravel(), nu.ravel(), np.zeros(N * cond.c)])
 
 
-def _unactuated_wrench(cond: _Conditions, xi: np.ndarray, nu: np.ndarray) -> float:
-    """max_k |N_Bᵀ W_k^±|: the part of the required body wrench no input can produce (Φ of eq. 23)."""
+def _unactuated_wrench(cond: _Conditions, parts: dict) -> float:
+    """max_k |N_Bᵀ(W_k^± … )|: the part of the required body wrench no input can produce (Φ of eq. 23)."""
     if cond.r == 0:
         return 0.0
-    body, h = cond.prob.body, cond.h
-    NB = input_split(body.input_matrix)[1]
-    out = 0.0
-    for k, x in enumerate(xi):
-        mu, mup = momenta(cond.ret, body.spatial_inertia, h, x)
-        for W in ((2 / h) * (mu - nu[k]), (2 / h) * (nu[k + 1] - mup)):
-            out = max(out, float(np.abs(NB.T @ (W - body.drag_matrix @ x)).max()))
-    return out
+    NB = input_split(cond.prob.body.input_matrix)[1]
+    return float(max(np.abs(parts["Wm"] @ NB).max(), np.abs(parts["Wp"] @ NB).max()))
 
 
 @dataclass
@@ -355,7 +368,7 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
     Levenberg–Marquardt step (JᵀD²J + μ diag JᵀD²J) d = −JᵀD²F, after which Newton steps must decrease the merit.
     D equilibrates the rows of J at the start (the conditions mix momenta, forces and poses).
     """
-    F, J, _ = cond.evaluate(w)
+    F, J, parts = cond.evaluate(w)
     D = sp.diags(1.0 / np.maximum(abs(J).max(axis=1).toarray().ravel(), 1e-300))
     fn = float(np.abs(F).max())
     stats.history.append(fn)
@@ -368,7 +381,7 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
     while fn > tol and it < max_iterations and np.isfinite(fn):
         it += 1
         stats.iterations += 1
-        f2, accepted, w_try = merit(F), False, w
+        f2, accepted, trial = merit(F), False, None
         try:
             step = splu(J).solve(-F)
         except RuntimeError:  # exactly singular Jacobian
@@ -377,8 +390,8 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
             alpha, limit = 1.0, (1.0 - 1e-4 if monotone else _WATCHDOG) * f2
             while alpha >= 1.0 / 64:
                 w_try = w + alpha * step
-                F_try = cond.evaluate(w_try, jacobian=False)[0]
-                if np.all(np.isfinite(F_try)) and merit(F_try) <= limit:
+                trial = cond.evaluate(w_try, jacobian=False)
+                if np.all(np.isfinite(trial[0])) and merit(trial[0]) <= limit:
                     accepted = True
                     break
                 alpha, limit = 0.5 * alpha, (1.0 - 1e-4 * alpha) * f2
@@ -389,17 +402,17 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
             JtJ, g = (Js.T @ Js).tocsc(), Js.T @ (D @ F)
             M = sp.diags(np.maximum(JtJ.diagonal(), 1e-12))
             for _ in range(30):
-                d = splu((JtJ + mu_lm * M).tocsc()).solve(-g)
-                w_try = w + d
-                F_try = cond.evaluate(w_try, jacobian=False)[0]
-                if np.all(np.isfinite(F_try)) and merit(F_try) < f2:
+                w_try = w + splu((JtJ + mu_lm * M).tocsc()).solve(-g)
+                trial = cond.evaluate(w_try, jacobian=False)
+                if np.all(np.isfinite(trial[0])) and merit(trial[0]) < f2:
                     mu_lm, accepted = max(mu_lm / 3.0, 1e-12), True
                     break
                 mu_lm *= 4.0
         if not accepted:
             break
-        w = w_try
-        F, J, _ = cond.evaluate(w)
+        # The accepted trial already holds every step's Jacobian (the compiled step computes them): only assemble.
+        w, (F, parts) = w_try, trial
+        J = cond.jacobian(parts)
         fn = float(np.abs(F).max())
         stats.history.append(fn)
         if log is not None:
@@ -440,10 +453,10 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
             w, fn, ok = _newton(cond, w, tol, max_iterations, lm, stats, log)
     elif fallback not in (None, "ipopt"):
         raise ValueError(f"fallback must be 'ipopt' or None, got {fallback!r}")
-    F, _, parts = cond.evaluate(w)
-    xi, nu, lam, g, cost, um, up = parts
-    return DMOCResult(xi=xi.copy(), nu=nu.copy(), g=g, u_minus=um, u_plus=up, lam=lam.copy(), cost=cost,
+    F, parts = cond.evaluate(w, jacobian=False)
+    return DMOCResult(xi=parts["xi"].copy(), nu=parts["nu"].copy(), g=parts["g"], u_minus=parts["um"].copy(),
+                      u_plus=parts["up"].copy(), lam=parts["lam"].copy(), cost=float(parts["S0"].sum()),
                       iterations=stats.iterations, lm_iterations=stats.lm_iterations, residual=fn,
-                      pose_error=float(np.abs(F[cond.rT]).max()), unactuated=_unactuated_wrench(cond, xi, nu),
+                      pose_error=float(np.abs(F[cond.rT]).max()), unactuated=_unactuated_wrench(cond, parts),
                       converged=ok, solve_time=time.process_time() - t0, history=stats.history,
                       fallback_iterations=fb_it)
