@@ -329,11 +329,34 @@ def geodesic_guess(prob: DMOCProblem) -> np.ndarray:
     """ξ_k along the one-parameter subgroup from g(0) to g(T) with a sin² speed profile (rest to rest), so the
     guess meets the terminal pose exactly; ν_k = ½(μ_k + μ⁺_{k−1}) (eq. 32); multipliers zero. (N, n) array."""
     G, N = prob.group, prob.horizon
-    ret = Retraction(G, prob.retraction)
     zeta = G.log(G.inverse(np.asarray(prob.g0, float)) @ np.asarray(prob.gT, float))
     k = np.arange(N + 1)
     s = k / N - np.sin(2 * np.pi * k / N) / (2 * np.pi)  # ∫ (2/T) sin²(πt/T) dt from 0 to t_k, in [0, 1]
-    return np.array([ret.tau_inv(G.exp(zeta * (s[i + 1] - s[i]))) / prob.dt for i in range(N)])
+    c = np.diff(s)
+    if prob.retraction == "exp":
+        return np.outer(c, zeta) / prob.dt
+    return _cayley_of_exp(zeta, c, G.dim) / prob.dt
+
+
+def _cayley_of_exp(zeta: np.ndarray, c: np.ndarray, dim: int) -> np.ndarray:
+    """cay⁻¹(exp(c_k ζ)) for all k at once: every exp(c_kζ) rotates about the same axis a by θ_k = c_k|ω|, so
+    the Cayley coordinates are 2 tan(θ_k/2)a and, on SE(3), (I − tan(θ_k/2)â)J(c_kω)c_kv with J = dexp."""
+    w = zeta[:3]
+    th = np.linalg.norm(w)
+    a = w / th if th > 0 else np.zeros(3)
+    t = c * th
+    tan_half = np.tan(0.5 * t)
+    out = np.outer(2.0 * tan_half, a)
+    if dim == 3:
+        return out
+    A = lie.hat(a)
+    small = t < 1e-4
+    ts = np.where(small, 1.0, t)
+    c1 = np.where(small, 0.5 * t, (1 - np.cos(ts)) / ts)  # (1 − cos θ)/θ² · θ
+    c2 = np.where(small, t / 6.0, (ts - np.sin(ts)) / ts)  # (θ − sin θ)/θ³ · θ²
+    v = np.outer(c, zeta[3:])
+    p = v + c1[:, None] * (v @ A.T) + c2[:, None] * (v @ (A @ A).T)  # J(c_kω)(c_kv) row by row
+    return np.hstack([out, p - tan_half[:, None] * (p @ A.T)])
 
 
 def _initial_point(cond: _Conditions, xi: np.ndarray) -> np.ndarray:
