@@ -11,7 +11,7 @@ and the terminal pose error when the plan's inputs drive the continuous dynamics
 Energy behaviour: from the forward_yaw plan's fastest state, drag and thrust off, 10⁴ steps at the plan's
 Δt by each method's integrator. Also the L1 problem of §6.2 (Fig. 3) and plots of both.
 
-    .venv/bin/python benchmarks/bench_dmoc.py      # 5 rounds; writes benchmarks/results/dmoc.{md,png}, l1_so3.png
+    .venv/bin/python benchmarks/bench_dmoc.py      # 5 rounds; writes results/dmoc.{md,png}, dmoc_uuv.png, l1_so3.png
     .venv/bin/python benchmarks/bench_dmoc.py --rounds 1 --maneuvers 2 --coast 200   # quick look
 """
 
@@ -152,8 +152,9 @@ def run_benchmark(rounds: int = 5, n_maneuvers: int | None = None, coast_steps: 
         r["cpu_median"], r["cpu_min"] = float(np.median(times[name, method])), float(np.min(times[name, method]))
         if method in ("dmoc-hold", "rk4"):
             r["replay"] = replay_error(body, probs[name, "hold"], r["U"])
+    example = {name: solve_dmoc(probs[name, "split"]) for name, _, _ in chosen[:3]}
     return dict(rows=rows, maneuvers=[c[0] for c in chosen], rounds=rounds, load=os.getloadavg(),
-                coast=coast(body, probs[chosen[0][0], "hold"], coast_steps), settings=st)
+                coast=coast(body, probs[chosen[0][0], "hold"], coast_steps), settings=st, example=example)
 
 
 def coast(body, prob: DMOCProblem, steps: int) -> dict:
@@ -252,6 +253,27 @@ def plot(res: dict, l1: dict, out: Path) -> None:
     ax[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "dmoc.png", dpi=110)
+    # seed 002 Fig. 1 (b) / Fig. 2: paths with the body x axis, and the five thrusts of one maneuver
+    fig = plt.figure(figsize=(11, 4.2))
+    a3 = fig.add_subplot(1, 2, 1, projection="3d")
+    for (name, r), col in zip(res["example"].items(), ("C0", "C1", "C2")):
+        p = r.g[:, :3, 3]
+        a3.plot(p[:, 0], p[:, 1], p[:, 2], color=col, label=name)
+        for g in r.g[::4]:
+            a3.quiver(*g[:3, 3], *(0.25 * g[:3, 0]), color=col, lw=0.8)
+    a3.set(xlabel="x [m]", ylabel="y [m]", zlabel="z [m]", title="DMOC maneuvers (body x axis every 4th step)")
+    a3.legend(fontsize=7)
+    ax2 = fig.add_subplot(1, 2, 2)
+    name, r = next(iter(res["example"].items()))
+    h = res["settings"].dt
+    tt = np.arange(len(r.u_minus)) * h
+    for i in range(r.u_minus.shape[1]):
+        ts = np.ravel(np.column_stack([tt, tt + h / 2]))
+        ax2.step(ts, np.ravel(np.column_stack([r.u_minus[:, i], r.u_plus[:, i]])), where="post", label=f"u{i + 1}")
+    ax2.set(xlabel="t [s]", ylabel="thrust [N]", title=f"{name}: u_k⁻, u_k⁺ (minimum effort, N = 32)")
+    ax2.legend(fontsize=7, ncol=5)
+    fig.tight_layout()
+    fig.savefig(out / "dmoc_uuv.png", dpi=110)
     fig = plt.figure(figsize=(4.5, 4.2))
     a3 = fig.add_subplot(projection="3d")
     for i, col in enumerate(("C0", "C1", "C2")):  # tips of the body axes on the unit sphere (Fig. 3 a)
