@@ -74,6 +74,9 @@ def setup(name: str):
     from vi_control.model import load_robot
     from vi_control.model.bundled import bundled_config, bundled_urdf, example_robot_urdf
 
+    if name == "pendulum":  # REFERENCE §1's state and input: the smallest case (smoke test)
+        vi = MidpointVI(load_robot(bundled_urdf("pendulum"), bundled_config("pendulum")), 0.1)
+        return vi, np.array([0.2, 0.5]), np.array([0.8])
     if name == "panda":
         robot = load_robot(example_robot_urdf("panda"))
         vi = MidpointVI(robot, 0.01)
@@ -90,7 +93,7 @@ def setup(name: str):
         rho = x[: vi.nq][vi.idx_k]
         x = vi.step(x, rho + 0.01)  # moving, on the constraint manifold
         return vi, x, rho + 0.02
-    raise SystemExit(f"unknown model {name!r} (panda, marionette)")
+    raise SystemExit(f"unknown model {name!r} (pendulum, panda, marionette)")
 
 
 def run(name: str, rounds: int) -> dict:

@@ -188,7 +188,7 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, ne
     """Where one compiled step's time goes: Python wrapper, the C driver with 0, 1, … Newton iterations."""
     robot = load_robot(urdf, yaml)
     vi = MidpointVI(robot, dt, newton=newton)
-    chord = vi._chord_settings()
+    chord = (vi.newton == "chord", vi.chord_rate_max)
     nw = vi._newton
     if nw is None:
         return f"{name}: no compiled driver (CasADi VM)"
@@ -199,7 +199,7 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, ne
     cases = {"MidpointVI.step": lambda: vi.step(x, u)}
     for k in range(its + 1):  # max_iterations = k: stops after k updates (not-converged code, no raise)
         cases[f"C driver, {k} Newton updates" + (" (= full)" if k == its else "")] = \
-            (lambda k=k: nw(k, vi.tol, vi.rcond_min, True, *chord))
+            (lambda k=k: nw(k, vi.settings.tol, vi.settings.rcond_min, True, *chord))
     times: dict[str, list[float]] = {c: [] for c in cases}
     for _ in range(rounds):
         for c, fn in cases.items():

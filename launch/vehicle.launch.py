@@ -2,7 +2,7 @@
 
     ros2 launch vi_control vehicle.launch.py
     ros2 topic pub --once /vi_planner/goal geometry_msgs/PoseStamped \
-        "{header: {frame_id: world}, pose: {position: {x: 2.0, y: 1.0}, orientation: {z: 0.7071068, w: 0.7071068}}}"
+        "{header: {frame_id: odom}, pose: {position: {x: 2.0, y: 1.0}, orientation: {z: 0.7071068, w: 0.7071068}}}"
 """
 
 from launch.substitutions import PathJoinSubstitution

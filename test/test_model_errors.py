@@ -161,7 +161,8 @@ YAML_CASES = {
     "unknown top-level key": ("gravty: [0, 0, -9.81]", r"unknown key\(s\) \['gravty'\]"),
     "floating_base not a bool": ("floating_base: 1", r"floating_base: expected true or false, got 1"),
     "unknown constraint type": ("constraints:\n  - {type: weld, link_a: tip}",
-                                r"constraints\[0\]\.type: must be one of \['coincident', 'distance', 'plane'\]"),
+                                r"constraints\[0\]\.type: must be one of "
+                                r"\['coincident', 'distance', 'joints', 'plane'\]"),
     "constraint missing link": ("constraints:\n  - {type: coincident, point_a: [0, 0, 0]}",
                                 r"constraints\[0\]\.link_a: required"),
     "constraint missing distance": ("constraints:\n  - {type: distance, link_a: tip}",

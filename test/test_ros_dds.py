@@ -207,8 +207,7 @@ def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
         assert _new_states(rec, n0, 1), sim.log()
         x = lt.step(x, np.array([0.5, -0.25]))
         assert np.allclose(rec.states[-1][2], x[:2], atol=1e-10), k
-    # the planner refuses it: planning needs the exact linearization, which LinearTimeVI does not provide
-    from vi_control.ros.common import make_system
+    # planner and controller may use it too: it is Linearizable (symbolic trapezoidal L_d, seed 001 eq. 9)
+    from vi_control.integrators import Linearizable
 
-    with pytest.raises(TypeError, match="not Linearizable"):
-        make_system(load_bundled("double_pendulum"), 0.01, "linear_time", linearizable=True)
+    assert isinstance(make_integrator("linear_time", load_bundled("double_pendulum"), 0.01), Linearizable)

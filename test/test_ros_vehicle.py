@@ -34,7 +34,7 @@ def _start(h, node: str, overrides: dict | None = None) -> NodeProcess:
     return p
 
 
-def _goal_message(g: np.ndarray, frame: str = "world") -> PoseStamped:
+def _goal_message(g: np.ndarray, frame: str = "odom") -> PoseStamped:
     msg = PoseStamped()
     msg.header.frame_id = frame
     q = quaternion_from_rotation(g[:3, :3])
@@ -49,7 +49,7 @@ def test_vehicle_rest_to_rest_through_the_three_nodes(ros):  # noqa: F811
     sim, ctrl, plnr = (_start(ros, n) for n in ("simulator", "controller", "planner"))
     rec = ros.recorder([], record_states=False, odometry=True, controller_name="thruster_controller")
     goal_pub = rec.create_publisher(PoseStamped, "vi_planner/goal", STREAM_QOS)
-    assert rec.wait_for(lambda: rec.odometry and goal_pub.get_subscription_count() > 0, DISCOVERY), plnr.log()
+    assert rec.wait_for(lambda: rec.odometry_messages and goal_pub.get_subscription_count() > 0, DISCOVERY), plnr.log()
     assert rec.wait_for(lambda: rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     assert plnr.wait_for_log("vehicle vehicle_uuv", DISCOVERY), plnr.log()
     goal = pose_from_spec({"position": [2.0, 1.0, 0.0], "rpy_deg": [0.0, 0.0, 90.0]}, "SE3")
@@ -64,11 +64,11 @@ def test_vehicle_rest_to_rest_through_the_three_nodes(ros):  # noqa: F811
 
     def stamp():
         with rec.lock:
-            return state_from_odometry(vi, rec.odometry[-1][1])[0] if rec.odometry else 0.0
+            return state_from_odometry(vi, rec.odometry_messages[-1])[0] if rec.odometry_messages else 0.0
 
     assert rec.wait_for(lambda: stamp() >= t_end, 60.0), ctrl.log()[-2000:] + sim.log()[-2000:]
     with rec.lock:
-        states = [state_from_odometry(vi, m) for _, m in rec.odometry]
+        states = [state_from_odometry(vi, m) for m in rec.odometry_messages]
     by_stamp = {round(t / DT): x for t, x in states}
     k0 = round(plan.times[0] / DT)
     # the simulator steps the same discrete map the plan was made with: tracking at round-off
@@ -96,7 +96,7 @@ def test_vehicle_nodes_refuse_bad_and_unreachable_goals_and_keep_a_safe_command(
     plnr = _start(ros, "planner", dict(vehicle=str(weak_path)))
     rec = ros.recorder([], record_states=False, odometry=True, controller_name="thruster_controller")
     goal_pub = rec.create_publisher(PoseStamped, "vi_planner/goal", STREAM_QOS)
-    assert rec.wait_for(lambda: rec.odometry and goal_pub.get_subscription_count() > 0, DISCOVERY), plnr.log()
+    assert rec.wait_for(lambda: rec.odometry_messages and goal_pub.get_subscription_count() > 0, DISCOVERY), plnr.log()
     bad = _goal_message(np.eye(4))
     bad.pose.orientation.w = 2.0  # |q| = 2
     goal_pub.publish(bad)

@@ -149,6 +149,18 @@ def test_unknown_newton_method_rejected():
         MidpointVI(load_robot(planar_chain_urdf(2)), DT, newton="broyden")
 
 
+def _error_with(vi: MidpointVI, error: type, x, u, step: int, **settings):
+    """The error ``solve`` raises under changed NewtonSettings (restored afterwards)."""
+    saved = vi.settings
+    vi.settings = dataclasses.replace(saved, **settings)
+    try:
+        with pytest.raises(error) as e:
+            vi.solve(x, u, step_index=step)
+    finally:
+        vi.settings = saved
+    return e.value
+
+
 def test_singularity_error_and_rcond_match_lapack(pair, rng):
     """rcond_min above every attainable value: both raise at the first factorization, and our
     condition estimate equals LAPACK dgecon's (same Hager–Higham algorithm)."""
@@ -157,16 +169,7 @@ def test_singularity_error_and_rcond_match_lapack(pair, rng):
     u = np.zeros(compiled.nu)
     if compiled.nk:
         u[compiled.n_torques:] = x[compiled.idx_k] + 0.01
-    errors = []
-    for vi in (compiled, vm):
-        saved = vi.settings
-        vi.settings = dataclasses.replace(saved, rcond_min=2.0)
-        try:
-            with pytest.raises(SingularityError) as e:
-                vi.solve(x, u, step_index=7)
-        finally:
-            vi.settings = saved
-        errors.append(e.value)
+    errors = [_error_with(vi, SingularityError, x, u, 7, rcond_min=2.0) for vi in (compiled, vm)]
     assert errors[0].step == errors[1].step == 7 and errors[0].what == errors[1].what
     assert 0 < errors[0].rcond <= 1
     assert errors[0].rcond == pytest.approx(errors[1].rcond, rel=1e-9)
@@ -179,16 +182,7 @@ def test_convergence_error_matches(pair, rng):
     u = np.full(compiled.nu, 200.0)
     if compiled.nk:
         u[compiled.n_torques:] = x[compiled.idx_k] + 0.5
-    errors = []
-    for vi in (compiled, vm):
-        saved = vi.settings
-        vi.settings = dataclasses.replace(saved, max_iterations=1)
-        try:
-            with pytest.raises(ConvergenceError) as e:
-                vi.solve(x, u, step_index=3)
-        finally:
-            vi.settings = saved
-        errors.append(e.value)
+    errors = [_error_with(vi, ConvergenceError, x, u, 3, max_iterations=1) for vi in (compiled, vm)]
     assert errors[0].step == errors[1].step == 3
     assert errors[0].iterations == errors[1].iterations == 1
     assert errors[0].residual == pytest.approx(errors[1].residual, rel=1e-8)

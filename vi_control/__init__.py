@@ -32,15 +32,18 @@ from .integrators import (
     StepResult,
     make_integrator,
 )
+from .integrators.gni import GeometricNonholonomicIntegrator
 from .integrators.lie_group import LieGroupVI
 from .integrators.linear_time import LinearTimeVI
 from .integrators.midpoint import MidpointVI
+from .integrators.rdp import ReducedDAlembertPontryagin
 from .linearization import Linearization, linearize, linearize_trajectory, second_order, second_order_contraction
 from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFError
 from .model.bundled import BUNDLED, load_bundled
 from .model.rigid_body import RigidBodyConfigError, RigidBodyModel, load_rigid_body
 from .planning import (
     OptimizerResult,
+    PlanningError,
     QuadraticTrackingCost,
     Task,
     TaskError,
@@ -65,11 +68,12 @@ def load_robot(model: str | dict | ModelSpec, system: str | dict | None = None, 
 __all__ = [
     "load_robot", "load_bundled", "BUNDLED", "ModelSpec", "RobotModel", "ModelError", "URDFError", "SystemConfigError",
     "DiscreteSystem", "Linearizable", "State", "NewtonSettings", "StepResult", "StepError", "ConvergenceError",
-    "SingularityError", "make_integrator", "MidpointVI", "LinearTimeVI", "LieGroupVI",
+    "SingularityError", "make_integrator", "MidpointVI", "LinearTimeVI", "GeometricNonholonomicIntegrator",
+    "ReducedDAlembertPontryagin", "LieGroupVI",
     "load_rigid_body", "RigidBodyModel", "RigidBodyConfigError", "DMOCProblem", "solve_dmoc", "plan_maneuver",
     "Linearization", "linearize", "linearize_trajectory", "second_order", "second_order_contraction",
     "Plan", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input", "hold_gain", "TrackingController",
     "StateEstimator",
     "Task", "TaskError", "load_task", "plan_task", "make_system", "ddp", "QuadraticTrackingCost", "OptimizerResult",
-    "simulate_plan",
+    "simulate_plan", "PlanningError",
 ]

@@ -1,8 +1,9 @@
 """Integrators: discrete systems x_{k+1} = f(x_k, u_k) behind one interface (``base.DiscreteSystem``).
 
-``MidpointVI`` (seed 000, ``Linearizable``), ``LinearTimeVI`` (seed 001) and ``LieGroupVI`` (seed 002: one rigid
-body on SO(3)/SE(3), ``Linearizable``), selectable by name with ``make_integrator`` — the one factory every entry
-point (task pipeline, ROS nodes, scripts) uses.
+``MidpointVI`` (seed 000, ``Linearizable``), ``LinearTimeVI`` (seed 001), the geometric nonholonomic
+integrator ``GeometricNonholonomicIntegrator`` (seed 003, ``Linearizable``) and ``LieGroupVI`` (seed 002: one
+rigid body on SO(3)/SE(3), ``Linearizable``), selectable by name with ``make_integrator`` — the one factory
+every entry point (task pipeline, ROS nodes, scripts) uses.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .base import (
     StepResult,
 )
 
-INTEGRATORS = ("midpoint", "linear_time", "lie_group")
+INTEGRATORS = ("midpoint", "linear_time", "gni", "lie_group")
 
 __all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSystem", "Linearizable", "State",
            "ConfigurationMomentumState", "NewtonSettings", "StepResult", "StepDerivatives", "StepError",
@@ -30,8 +31,8 @@ __all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSy
 
 
 def make_integrator(name: str, robot: RobotModel | RigidBodyModel, dt: float, **options) -> DiscreteSystem:
-    """The integrator called ``name`` ('midpoint', 'linear_time' or 'lie_group') for ``robot`` at time step ``dt``;
-    ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``,
+    """The integrator called ``name`` ('midpoint', 'linear_time', 'gni' or 'lie_group') for ``robot`` at time
+    step ``dt``; ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``,
     ``retraction='exp'``). 'lie_group' takes a RigidBodyModel (``model.rigid_body``), the others a RobotModel."""
     if name == "midpoint":
         from .midpoint import MidpointVI
@@ -41,6 +42,10 @@ def make_integrator(name: str, robot: RobotModel | RigidBodyModel, dt: float, **
         from .linear_time import LinearTimeVI
 
         return LinearTimeVI(robot, dt, **options)
+    if name == "gni":
+        from .gni import GeometricNonholonomicIntegrator
+
+        return GeometricNonholonomicIntegrator(robot, dt, **options)
     if name == "lie_group":
         from .lie_group import LieGroupVI
 

@@ -22,6 +22,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..mechanics import drnea_c
+from ..mechanics.discrete import DiscreteSystemStructure
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
 from ..model.robot import RobotModel
@@ -35,6 +36,7 @@ from .base import (
     check_state_input,
     input_sequence,
 )
+from .implicit import SymbolicStepDerivatives
 
 __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
 
@@ -45,7 +47,7 @@ JACOBIANS = ("subtree", "alg4")
 JACOBIAN_NAME = "the DRNEA Jacobian ∂f/∂q_{k+1}"
 
 
-class LinearTimeVI:
+class LinearTimeVI(SymbolicStepDerivatives):
     """DRNEA/RIQN variational integrator with MidpointVI's interface (seed 001 §3).
 
     Parameters: ``method`` 'riqn' (Alg. 3) or 'newton' (exact Jacobian); ``jacobian`` for Newton:
@@ -76,9 +78,9 @@ class LinearTimeVI:
             raise ValueError(f"jacobian must be one of {JACOBIANS}, got {jacobian!r}")
         if initial_guess not in INITIAL_GUESSES:
             raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {initial_guess!r}")
-        if robot.constraints or robot.prescribed:
+        if robot.constraints or robot.prescribed or robot.nonholonomic:
             raise NotImplementedError("LinearTimeVI handles unconstrained trees without prescribed joints "
-                                      "(seed 001 §5); use MidpointVI")
+                                      "(seed 001 §5); use MidpointVI (or 'gni' for nonholonomic constraints)")
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
         self.settings = st = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
@@ -117,6 +119,13 @@ class LinearTimeVI:
     @cached_property
     def _impulse_data(self) -> pin.Data:
         return self._impulse_model.createData()
+
+    @cached_property
+    def _derivative_functions(self):
+        """The same L_d (seed 001 eq. 9, summed over the bodies) written symbolically: its DEL residual and output
+        map, differentiated by AD, are the exact derivatives of the DRNEA step (built and compiled on first use —
+        a simulator never pays for them)."""
+        return DiscreteSystemStructure(self.robot, self.dt, lagrangian="trapezoidal_se3", eager=False).functions
 
     def _minv(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """M(q)⁻¹ τ by the articulated-body algorithm (seed 001 eq. 25, 'ABI')."""

@@ -10,9 +10,7 @@ second-order terms.
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import cached_property
 
-import casadi as ca
 import numpy as np
 from scipy.linalg import lapack
 
@@ -29,12 +27,12 @@ from .base import (
     ConvergenceError,
     NewtonSettings,
     SingularityError,
-    StepDerivatives,
     StepError,
     StepResult,
     check_state_input,
     input_sequence,
 )
+from .implicit import SymbolicStepDerivatives
 
 __all__ = ["MidpointVI", "ConvergenceError", "SingularityError", "StepError", "StepResult", "NEWTON_METHODS"]
 
@@ -55,7 +53,7 @@ def _lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tupl
     return lu, piv
 
 
-class MidpointVI:
+class MidpointVI(SymbolicStepDerivatives):
     """Midpoint variational integrator for a RobotModel at time step ``dt`` (a ``Linearizable`` system).
 
     ``settings`` (NewtonSettings; or its fields ``tol``, ``max_iterations``, ``rcond_min``, ``step_tol`` as
@@ -70,6 +68,8 @@ class MidpointVI:
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
+    # The GNI subclass (seed 003) builds the same structure with the nonholonomic rows.
+    NONHOLONOMIC = False
 
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
                  wrap_continuous: bool = False, compile: bool | None = None, newton: str | None = None,
@@ -77,8 +77,11 @@ class MidpointVI:
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
+        if robot.nonholonomic and not self.NONHOLONOMIC:
+            raise ValueError(f"{robot.name} has nonholonomic constraints, which the midpoint VI would ignore: use the "
+                             "geometric nonholonomic integrator (make_integrator('gni', ...), seed 003)")
         self.robot = robot
-        self.structure = DiscreteSystemStructure(robot, dt, compile=compile)
+        self.structure = DiscreteSystemStructure(robot, dt, compile=compile, nonholonomic=self.NONHOLONOMIC)
         s = self.structure
         self.dt = s.dt
         self.nq, self.nx, self.nu, self.nc = s.nq, s.nx, s.n_inputs, s.nc
@@ -99,9 +102,6 @@ class MidpointVI:
     def compiled_driver(self) -> bool:
         """True when each step is one call into the generated C Newton driver."""
         return self._newton is not None
-
-    def _chord_settings(self) -> tuple[bool, float]:
-        return self.newton == "chord", self.chord_rate_max
 
     # ---- state conversions (discrete Legendre transforms) ------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
@@ -195,15 +195,27 @@ class MidpointVI:
         """Newton on R(y, z) = 0 (eq. 2a / 28a–b); raises ConvergenceError / SingularityError.
 
         ``y0``: the unknowns' initial guess (else ``initial_guess(x, u, lam0)``); nothing is kept between calls.
+        Chord Newton that does not converge within ``max_iterations`` is retried with exact Newton from the same
+        guess: both solve the same equations, and a step must not fail only because the cheaper iteration
+        contracts too slowly (a planner's line search would otherwise depend on the Newton variant).
         """
-        if self._newton is not None:
-            return self._solve_compiled(x, u, step_index, y0, lam0)
+        solve = self._solve_compiled if self._newton is not None else self._solve_numpy
+        try:
+            return solve(x, u, step_index, y0, lam0, self.newton == "chord")
+        except ConvergenceError:
+            if self.newton != "chord":
+                raise
+            return solve(x, u, step_index, y0, lam0, False)
+
+    def _solve_numpy(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
+                     lam0: np.ndarray | None, chord: bool) -> StepResult:
+        """Newton in numpy over the backend's residual (the CasADi VM, or compiled functions without the driver)."""
         x, u = self.check_inputs(x, u)
         z = np.concatenate([x, u])
         y = self.initial_guess(x, u, lam0) if y0 is None else np.array(y0, float)
+        guess, first_update = y.copy(), np.inf
         res_fn, r_fn = self.functions["residual"], self.functions["residual_only"]
-        st, what = self.settings, self._what
-        chord, theta_max = self._chord_settings()
+        st, what, theta_max = self.settings, self._what, self.chord_rate_max
         pnorm = np.abs(x[self.nq:]).max()
         rnorm, dnorm_prev, with_jac, lu = np.inf, np.inf, True, None
         for it in range(st.max_iterations + 1):
@@ -220,6 +232,7 @@ class MidpointVI:
             dy = lapack.dgetrs(*lu, R.ravel())[0]
             y = y - dy
             dnorm = np.abs(dy).max()
+            first_update = dnorm if it == 0 else first_update
             if dnorm < st.step_tol * (1.0 + np.abs(y).max()):
                 R, J = res_fn(y, z)
                 j_at_y = True
@@ -235,6 +248,10 @@ class MidpointVI:
         floor_r = st.rounding_floor(np.abs(J).sum(axis=0).max(), np.abs(y).max())
         if not st.accepts(rnorm, pnorm, floor_r):
             raise ConvergenceError(step_index, rnorm, it)
+        # Chord only (as the C driver): a contracting iteration ends within about its first update of the guess;
+        # one that travelled further overshot to another root of the DEL equation (solve retries exact Newton).
+        if chord and np.abs(y - guess).max() > 2.0 * first_update + 1e-12 * (1.0 + np.abs(y).max()):
+            raise ConvergenceError(step_index, rnorm, it, "chord iteration left the guess's basin")
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
         lu = _lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
         if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
@@ -248,7 +265,7 @@ class MidpointVI:
         return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
 
     def _solve_compiled(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None,
-                        y0: np.ndarray | None, lam0: np.ndarray | None) -> StepResult:
+                        y0: np.ndarray | None, lam0: np.ndarray | None, chord: bool) -> StepResult:
         """Same algorithm as the numpy loop of ``solve``, as one call into the generated library.
 
         Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here.
@@ -265,13 +282,13 @@ class MidpointVI:
                 nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
         else:
             nw.y[:] = np.asarray(y0, float).ravel()
-        code = nw(st.max_iterations, st.tol, st.rcond_min, y0 is None, *self._chord_settings())
+        code = nw(st.max_iterations, st.tol, st.rcond_min, y0 is None, chord, self.chord_rate_max)
         rnorm, it, rcond = nw.info.tolist()
         if code:
             if code == NEWTON_NONFINITE:
                 raise ValueError("state or input contains NaN/inf")
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
-                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u, lam0), None)
+                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u, lam0), None, chord)
             if code == NEWTON_SINGULAR:
                 raise SingularityError(step_index, rcond, self._what)
             assert code == NEWTON_NOT_CONVERGED
@@ -304,31 +321,7 @@ class MidpointVI:
             X[k + 1], lams[k], lam = r.x, r.lam, r.lam
         return X, lams
 
-    # ---- derivatives (the Linearizable interface) ------------------------------------------------
-    def step_derivatives(self, result: StepResult, x: np.ndarray, u: np.ndarray) -> StepDerivatives:
-        """R_y, R_z, O_y, O_z at a solved step, by AD of L_d (seed 000 eqs. 8–15, 29–30)."""
-        z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
-        Ry, Rz, Oy, Oz = (np.array(a) for a in self.functions["linearize"](result.y, z))
-        return StepDerivatives(Ry=Ry, Rz=Rz, Oy=Oy, Oz=Oz)
-
-    def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
-                     mu: np.ndarray) -> np.ndarray:
-        """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step (seed 000 eqs. 16–27 before projection)."""
-        z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
-        return self.functions["hessian"](result.y, z, cov, mu)[0]
-
-    def curved_outputs(self) -> np.ndarray:
-        return self._curved_outputs
-
-    @cached_property
-    def _curved_outputs(self) -> np.ndarray:
-        """Rows i of O(y, z) with ∂²Oᵢ ≠ 0, read from the symbolic output map once.
-
-        q_{k+1} and the prescribed joints' kinematic momenta are linear in (y, z); only the dynamic rows
-        of p_{k+1} = D₂L_d (eq. 2b) carry curvature, so the full tensor needs ~nd + ny Hessians, not nx.
-        """
-        f = self.functions.raw["output"]
-        y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
-        w = ca.vertcat(y, z)
-        J = ca.jacobian(f(y, z), w)
-        return np.array([i for i in range(J.size1()) if ca.depends_on(J[i, :], w)], dtype=int)
+    # ---- derivatives (the Linearizable interface, integrators.implicit) -----------------------------
+    @property
+    def _derivative_functions(self):
+        return self.functions

@@ -1,12 +1,12 @@
 """Compiled evaluation of CasADi functions: generated C, built once per model, cached on disk.
 
-Calling a CasADi Function with numpy arguments costs ~45 µs (../shared/DESIGN.md); the per-step
-work here is a few µs, so hot functions are generated as C, compiled with the system C compiler
-into a shared library keyed by the hash of the generated source and the flags, and called through
-ctypes with preallocated buffers (~1 µs). A group may carry C of our own (the whole-step Newton
-driver of mechanics.discrete) compiled into the same library. Without a compiler, or for functions
-whose C would be too large to build quickly, the CasADi virtual machine is used: same numbers,
-slower (a step too large for -O1 is first tried at -O0, see _O0_LIMIT_OPS).
+Calling a CasADi Function with numpy arguments costs ~45 µs (``Function.buffer()`` ~1 µs; measured on the
+2-core development machine when the backend was chosen); the per-step work here is a few µs, so hot functions
+are generated as C, compiled with the system C compiler into a shared library keyed by the hash of the
+generated source and the flags, and called through ctypes with preallocated buffers (~1 µs). A group may
+carry C of our own (the whole-step Newton driver of mechanics.discrete) compiled into the same library.
+Without a compiler, or for functions whose C would be too large to build quickly, the CasADi virtual
+machine is used: same numbers, slower (a step too large for -O1 is first tried at -O0, see _O0_LIMIT_OPS).
 """
 
 from __future__ import annotations

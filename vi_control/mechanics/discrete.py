@@ -14,6 +14,19 @@ Unknowns of one step y = (q_{k+1}[dynamic], λ_k); parameters z = (q_k, p_k, τ_
 with L_d(q_k, q_{k+1}) = Δt·L((q_k+q_{k+1})/2, (q_{k+1}−q_k)/Δt) (eq. 3a) and
 F⁻_d = Δt·(S τ_k − c ⊙ (q_{k+1}−q_k)/Δt) (midpoint rule; §II-A). ∂R/∂y is M_{k+1} (eq. 8)
 bordered by the constraint Jacobians.
+
+With ``nonholonomic=True`` (the GNI of seed 003, eqs. 5 and 16, for the velocity constraints A(q)q̇ = 0 of the
+system YAML) the unknowns gain the nonholonomic multipliers, y = (q_{k+1}[dyn], λ_k, ν_k), and
+
+    R_dyn += A(q_k)ᵀ ν_k                                   (eq. 5a: P*(D₁L_d + D₂L_d + F) = 0; forcing as eq. 16)
+    R_nh   = A(q_k) M(q_k)⁻¹ (p_k − D₁L_d(q_k, q_{k+1}))   (eq. 5b: Q*(D₁L_d − D₂L_d) = 0, the mean of the
+                                                             pre- and post-momenta satisfies the constraints)
+
+and the output momentum is written as the momentum update of eq. 16, p_{k+1} = p_k + F⁻_d − Dhᵀλ + Aᵀν
++ (D₁L_d + D₂L_d)(q_k, q_{k+1}) (= D₂L_d + R_dyn, so D₂L_d at the root): the new momentum is the old one plus
+impulses, not a difference of q_{k+1} − q_k, which loses |q|·eps/Δt when |q| ≫ |Δq| (a sleigh far from the
+origin would lose exact energy conservation to that rounding). Adding a multiple of R to O changes no
+derivative of the implicit map (linearization module docstring).
 """
 
 from __future__ import annotations
@@ -26,7 +39,8 @@ import numpy as np
 
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
-from .symbolic import SymbolicTree, build_tree, constraint_expr
+from .lagrangians import discrete_lagrangian
+from .symbolic import SymbolicTree, build_tree, constraint_expr, nonholonomic_expr
 
 # Our own C Newton driver, compiled into the same library as the generated residual/output/mass.
 NEWTON_C = (resources.files(__package__) / "csrc" / "newton_driver.c").read_text()
@@ -74,26 +88,39 @@ class NewtonStepC:
 
 
 class DiscreteSystemStructure:
-    """Symbolic build of every function a step, a linearization and a Hessian needs."""
+    """Symbolic build of every function a step, a linearization and a Hessian needs.
+
+    ``lagrangian``: the discrete Lagrangian (mechanics.lagrangians: 'midpoint', seed 000; 'trapezoidal_se3',
+    seed 001). ``eager``: compile the step functions and the Newton driver now (a simulator's need); False
+    compiles every function on first use and builds no driver (derivatives for an integrator that steps by
+    other means, e.g. LinearTimeVI's DRNEA). ``nonholonomic``: the GNI's rows (module docstring, seed 003).
+    """
 
     def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
-                 compile: bool | None = None):
+                 compile: bool | None = None, lagrangian: str = "midpoint", eager: bool = True,
+                 nonholonomic: bool = False):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"time step dt must be positive and finite, got {dt}")
         self.robot, self.dt = robot, float(dt)
+        self.nonholonomic = bool(nonholonomic)
         names = robot.joint_names
         self.idx_d = np.array([i for i, n in enumerate(names) if n not in robot.prescribed], dtype=int)
         self.idx_k = np.array([i for i, n in enumerate(names) if n in robot.prescribed], dtype=int)
         self.idx_act = np.array([names.index(n) for n in robot.actuated], dtype=int)
         nq, nd, nk = robot.nq, len(self.idx_d), len(self.idx_k)
-        nu, nc = len(self.idx_act), robot.n_constraints
+        n_h, n_nh = robot.n_constraints, robot.n_nonholonomic if nonholonomic else 0
+        if n_nh and nk:
+            raise ValueError(f"{robot.name}: nonholonomic constraints with prescribed joints "
+                             f"{list(robot.prescribed)} are not supported by the GNI")
+        nu, nc = len(self.idx_act), n_h + n_nh
         self.nq, self.nd, self.nk, self.nu, self.nc = nq, nd, nk, nu, nc
+        self.n_holonomic, self.n_nonholonomic = n_h, n_nh
         self.nx, self.n_inputs, self.ny = 2 * nq, nu + nk, nd + nc
         self.nz = 2 * nq + nu + nk
 
         tree = tree or build_tree(robot)
         self.tree = tree
-        L = ca.Function("L", [tree.q, tree.v], [tree.kinetic - tree.potential])
+        Ld_of = discrete_lagrangian(lagrangian, robot, tree, self.dt)
         h_fn = ca.Function("h", [tree.q], [constraint_expr(robot, tree)])
 
         q0, p0 = ca.SX.sym("q0", nq), ca.SX.sym("p0", nq)
@@ -101,22 +128,34 @@ class DiscreteSystemStructure:
         q1d, lam = ca.SX.sym("q1d", nd), ca.SX.sym("lam", nc)
         Pd, Pk = np.eye(nq)[:, self.idx_d], np.eye(nq)[:, self.idx_k]
         q1 = ca.mtimes(ca.DM(Pd), q1d) + (ca.mtimes(ca.DM(Pk), rho) if nk else 0)
-        Ld = self.dt * L((q0 + q1) / 2, (q1 - q0) / self.dt)
+        Ld = Ld_of(q0, q1)
         S = np.eye(nq)[:, self.idx_act]
         c = ca.DM(robot.damping)
         Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
         h0 = h_fn(q0)
-        Dh0 = ca.jacobian(h0, q0)[:, self.idx_d.tolist()] if nc else ca.SX.zeros(0, nd)
-        R_dyn = (p0 + ca.gradient(Ld, q0) + Fm)[self.idx_d.tolist()]
-        if nc:
-            R_dyn = R_dyn - ca.mtimes(Dh0.T, lam)
-        R = ca.vertcat(R_dyn, h_fn(q1)) if nc else R_dyn
+        Dh0 = ca.jacobian(h0, q0)[:, self.idx_d.tolist()] if n_h else ca.SX.zeros(0, nd)
+        D1Ld = ca.gradient(Ld, q0)
+        R_dyn = (p0 + D1Ld + Fm)[self.idx_d.tolist()]
+        if n_h:
+            R_dyn = R_dyn - ca.mtimes(Dh0.T, lam[:n_h] if n_nh else lam)
+        M_fn = ca.Function("M", [tree.q], [ca.hessian(tree.kinetic, tree.v)[0]])
+        rows_h = ca.jacobian(constraint_expr(robot, tree), tree.q) if n_h else ca.SX.zeros(0, nq)
+        A_sym = nonholonomic_expr(robot, tree) if nonholonomic else ca.SX.zeros(0, nq)
+        if n_nh:  # seed 003 eq. 5 (nk = 0 here, so the dynamic coordinates are all of q)
+            A0 = ca.Function("A", [tree.q], [A_sym])(q0)
+            R_dyn = R_dyn + ca.mtimes(A0.T, lam[n_h:])
+            R_nh = ca.mtimes(A0, ca.solve(M_fn(q0), p0 - D1Ld))
+        R = ca.vertcat(R_dyn, h_fn(q1)) if n_h else R_dyn
+        if n_nh:
+            R = ca.vertcat(R, R_nh)
         # D₂L_d w.r.t. the full q_{k+1}: only the dynamic rows are momenta.
         q1_full = ca.SX.sym("q1f", nq)
-        Ld_full = self.dt * L((q0 + q1_full) / 2, (q1_full - q0) / self.dt)
+        Ld_full = Ld_of(q0, q1_full)
         D2_full = ca.Function("D2", [q0, q1_full], [ca.gradient(Ld_full, q1_full)])
         p1 = ca.SX.zeros(nq)
         p1[self.idx_d.tolist()] = D2_full(q0, q1)[self.idx_d.tolist()]
+        if nonholonomic:  # eq. 16's momentum update: the same p_{k+1} at the root, free of q_{k+1} − q_k rounding
+            p1[self.idx_d.tolist()] = p1[self.idx_d.tolist()] + R_dyn
         if nk:
             p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / self.dt
         O = ca.vertcat(q1, p1)
@@ -132,8 +171,19 @@ class DiscreteSystemStructure:
         D1full = ca.Function("D1", [q0, q1_full], [ca.gradient(Ld_full, q0)])
         v = tree.v
         dens = ca.densify
+        extra = {}
+        if nonholonomic:  # the continuous Lagrange–d'Alembert multipliers at a start state (GNI.state_from_velocity)
+            C_sym = ca.vertcat(rows_h, A_sym)
+            bias = ca.mtimes(ca.jacobian(ca.gradient(tree.kinetic, v), tree.q), v) \
+                - ca.gradient(tree.kinetic, tree.q) + ca.gradient(tree.potential, tree.q)
+            extra = {"bias": ca.Function("bias", [tree.q, v], [dens(bias)]),
+                     "constraint_drift": ca.Function("cdrift", [tree.q, v],
+                                                     [dens(ca.mtimes(ca.jacobian(ca.mtimes(C_sym, v), tree.q), v))])}
+        names = ("residual", "residual_only", "output", "linearize", "hessian", "mass", "momentum", "D1Ld", "D2Ld",
+                 "energy", "h", "constraint_rows", *extra)
         self.functions = FunctionSet(
-            robot.hash + f"_dt{self.dt!r}",
+            robot.hash + ("_gni" if nonholonomic else "") + f"_dt{self.dt!r}"
+            + ("" if lagrangian == "midpoint" else f"_{lagrangian}"),
             {
                 "residual": ca.Function("residual", [y, z], [dens(R), dens(Ry)]),
                 # R alone for chord Newton: ~5 % of the instructions of (R, ∂R/∂y) at 32 links.
@@ -147,11 +197,14 @@ class DiscreteSystemStructure:
                 "D2Ld": ca.Function("D2Ld", [q0, q1_full], [dens(D2_full(q0, q1_full))]),
                 "energy": ca.Function("energy", [tree.q, v], [tree.kinetic + tree.potential]),
                 "h": ca.Function("hq", [tree.q], [dens(h_fn(tree.q))]),
+                # [Dh(q); A(q)]: every velocity constraint row (GNI's projections, seed 003 eq. 12)
+                "constraint_rows": ca.Function("crows", [tree.q], [dens(ca.vertcat(rows_h, A_sym))]),
+                **extra,
             },
             compile=compile,
-            lazy=("linearize", "hessian"),
-            driver=NEWTON_C,
-            driver_needs=STEP_FUNCTIONS,
+            lazy=("linearize", "hessian") if eager else names,
+            driver=NEWTON_C if eager else "",
+            driver_needs=STEP_FUNCTIONS if eager else (),
         )
         # Whole Newton step in C when the step functions compiled (else MidpointVI runs Newton in numpy).
         self.newton = NewtonStepC(self) if self.functions.lib is not None else None

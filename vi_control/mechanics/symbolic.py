@@ -1,4 +1,4 @@
-"""Symbolic (CasADi SX) kinematic tree: forward kinematics, T(q, v), V(q), constraints h(q).
+"""Symbolic (CasADi SX) kinematic tree: forward kinematics, T(q, v), V(q), constraints h(q) and A(q).
 
 One forward recursion over the Pinocchio model's joints (placements and inertias are read
 from Pinocchio, so fixed joints are already merged). Spatial velocities are propagated in body
@@ -36,6 +36,8 @@ class SymbolicTree:
     positions: list  # world position of each joint frame origin
     kinetic: ca.SX
     potential: ca.SX
+    omegas: list = None  # body-frame angular velocity of each joint frame (index 0: universe)
+    velocities: list = None  # body-frame linear velocity of each joint frame origin
 
     def frame_pose(self, model: pin.Model, frame_id: int) -> tuple[ca.SX, ca.SX]:
         f = model.frames[frame_id]
@@ -52,6 +54,15 @@ class SymbolicTree:
             raise KeyError(f"link {link!r} is not a body frame of the model")
         R, p = self.frame_pose(model, fid)
         return p + R @ pt
+
+    def point_velocity(self, model: pin.Model, link: str, point) -> tuple[ca.SX, ca.SX, ca.SX]:
+        """(world velocity of a point fixed in a link, world angular velocity, link rotation), linear in ``v``."""
+        f = model.frames[model.getFrameId(link, pin.FrameType.BODY)]
+        j = f.parentJoint
+        Rj, w, vel = self.rotations[j], self.omegas[j], self.velocities[j]
+        Rf = ca.DM(f.placement.rotation)
+        r_local = ca.DM(f.placement.translation) + Rf @ ca.DM(np.asarray(point, float))
+        return Rj @ (vel + ca.cross(w, r_local)), Rj @ w, Rj @ Rf
 
 
 def build_tree(robot: RobotModel) -> SymbolicTree:
@@ -90,7 +101,8 @@ def build_tree(robot: RobotModel) -> SymbolicTree:
             vc = lin + ca.cross(w, c)
             kinetic += 0.5 * m * ca.dot(vc, vc) + 0.5 * ca.dot(w, Ic @ w)
             potential += -m * ca.dot(g, pos[i] + rot[i] @ c)
-    return SymbolicTree(q=q, v=v, rotations=rot, positions=pos, kinetic=kinetic, potential=potential)
+    return SymbolicTree(q=q, v=v, rotations=rot, positions=pos, kinetic=kinetic, potential=potential,
+                        omegas=omega, velocities=vel)
 
 
 def constraint_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
@@ -98,6 +110,10 @@ def constraint_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
     model = robot.pin_model
     rows = []
     for c in robot.constraints:
+        if c.type == "joints":  # a linear relation of joint coordinates (coupled joints)
+            idx = [robot.joint_index(n) for n in c.joints]
+            rows.append(sum(k * tree.q[i] for k, i in zip(c.coefficients, idx)) - c.offset)
+            continue
         pa = tree.point_position(model, c.link_a, c.point_a)
         if c.type == "plane":
             rows.append(ca.dot(ca.DM(c.normal), pa) - c.offset)
@@ -109,6 +125,34 @@ def constraint_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
         else:  # distance, squared so that h is smooth everywhere
             rows.append(0.5 * (ca.dot(d, d) - c.distance**2))
     return ca.vertcat(*rows) if rows else ca.SX.zeros(0)
+
+
+def nonholonomic_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
+    """A(q) (m, nq) of the system YAML's nonholonomic constraints A(q)q̇ = 0 (seed 003 §3, rows μᵃ(q)).
+
+    Each row is the exact Jacobian, with respect to ``tree.v``, of a constrained velocity: knife edge, the
+    velocity of a link point along a link-fixed direction; rolling, the velocity of the disk's material point at
+    the contact, v_centre + ω × r·d with d = −(n − (n·a)a)/|n − (n·a)a|, along t_long = n × a/|n × a| and
+    t_lat = n × t_long (model.constraint_rows computes the same rows with Pinocchio).
+    """
+    model, rows = robot.pin_model, []
+    for c in robot.nonholonomic:
+        vp, w, R = tree.point_velocity(model, c.link, c.point)
+        if c.type == "knife_edge":
+            rows.append(ca.dot(R @ ca.DM(c.direction), vp))
+            continue
+        a, n = R @ ca.DM(c.axis), ca.DM(c.normal)
+        s = n - ca.dot(n, a) * a
+        d = -s / ca.norm_2(s)
+        t_long = ca.cross(n, a)
+        t_long = t_long / ca.norm_2(t_long)
+        vc = vp + ca.cross(w, c.radius * d)
+        for name, t in (("longitudinal", t_long), ("lateral", ca.cross(n, t_long))):
+            if name in c.components:
+                rows.append(ca.dot(t, vc))
+    if not rows:
+        return ca.SX.zeros(0, robot.nq)
+    return ca.jacobian(ca.vertcat(*rows), tree.v)
 
 
 class ContinuousDynamics:
@@ -130,6 +174,7 @@ class ContinuousDynamics:
         self._V = ca.Function("V", [q], [t.potential])
         self._h = ca.Function("h", [q], [h])
         self._Dh = ca.Function("Dh", [q], [ca.jacobian(h, q)])
+        self._A = ca.Function("A", [q], [nonholonomic_expr(robot, t)])
         self._frames: dict[str, ca.Function] = {}
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
@@ -164,3 +209,7 @@ class ContinuousDynamics:
 
     def constraint_jacobian(self, q: np.ndarray) -> np.ndarray:
         return np.array(self._Dh(q)).reshape(self.robot.n_constraints, self.robot.nq)
+
+    def nonholonomic_matrix(self, q: np.ndarray) -> np.ndarray:
+        """A(q) (m, nq): the nonholonomic constraints are A(q)q̇ = 0."""
+        return np.array(self._A(q)).reshape(self.robot.n_nonholonomic, self.robot.nq)

@@ -50,12 +50,18 @@ BUNDLED = {
     "cartpole": ("cartpole", "cartpole"),
     "chain10": ("chain10", None),
     "biped5": ("biped5", "biped5"),
+    "biped5_stance": ("biped5", "biped5_stance"),  # single support: stance foot pinned (seed 004 §V-C gait)
     "arm7": ("arm7", None),
     "fourbar": ("fourbar", "fourbar"),
     # Seed 000 systems maintained with their own generators/tests (§VII-A, §VII-B, §VIII-B).
     "spherical_pendulum": ("spherical_pendulum", "spherical_pendulum"),
     "cartesian_pendulum": ("cartesian_pendulum", "cartesian_pendulum"),
     "marionette": ("marionette", "marionette"),
+    # Seed 003 nonholonomic systems (docs/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
+    "sleigh": ("sleigh", "sleigh"),
+    "snakeboard": ("snakeboard", "snakeboard"),
+    "rolling_disk": ("rolling_disk", "rolling_disk"),
+    "diffdrive": ("diffdrive", "diffdrive"),
 }
 
 # Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).

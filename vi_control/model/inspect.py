@@ -98,12 +98,24 @@ def describe(robot: RobotModel, source: str) -> str:
     for c in robot.constraints:
         if c.type == "plane":
             out.append(f"  plane: n·p = {c.offset:g}, p = {c.link_a}{_vec(c.point_a)}, n = {_vec(c.normal)}")
+        elif c.type == "joints":
+            terms = " + ".join(f"{k:g}·{n}" for n, k in zip(c.joints, c.coefficients))
+            out.append(f"  joints: {terms} = {c.offset:g}")
         elif c.type == "distance":
             out.append(f"  distance: |{c.link_a}{_vec(c.point_a)} - {c.link_b}{_vec(c.point_b)}| = {c.distance:g}")
         else:
             axes = ",".join("xyz"[a] for a in c.axes)
             out.append(f"  coincident: {c.link_a}{_vec(c.point_a)} == {c.link_b}{_vec(c.point_b)} along {axes}")
     if not robot.constraints:
+        out.append("  none")
+    out.append(f"nonholonomic constraints ({robot.n_nonholonomic} equations A(q)q̇ = 0; integrator: gni):")
+    for c in robot.nonholonomic:
+        if c.type == "knife_edge":
+            out.append(f"  knife edge: no velocity of {c.link}{_vec(c.point)} along {_vec(c.direction)} (link frame)")
+        else:
+            out.append(f"  rolling: disk r = {c.radius:g} about {_vec(c.axis)} at {c.link}{_vec(c.point)} on the "
+                       f"plane ⊥ {_vec(c.normal)}, {', '.join(c.components)}")
+    if not robot.nonholonomic:
         out.append("  none")
     out.append(f"model hash: {robot.hash}")
     return "\n".join(out)

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from .constraint_rows import check_constraint_rank
 from .crba import mass_matrix
 from .errors import SystemConfigError, URDFError
-from .system_config import Constraint, SystemConfig, load_system_config
+from .system_config import Constraint, NonholonomicConstraint, SystemConfig, load_system_config
 from .urdf import (
     FLOATING_BASE_PREFIX,
     JointInfo,
@@ -55,6 +56,7 @@ class RobotModel:
     floating_base: bool = False
     masses: dict[str, float] = field(default_factory=dict)  # link -> mass (URDF mass × mass_scale)
     mass_scale: float = 1.0  # every link's mass and inertia were multiplied by this (model mismatch)
+    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (seed 003)
 
     @property
     def total_mass(self) -> float:
@@ -80,6 +82,11 @@ class RobotModel:
     def n_constraints(self) -> int:
         return sum(c.size for c in self.constraints)
 
+    @property
+    def n_nonholonomic(self) -> int:
+        """Rows of A(q): the nonholonomic constraint equations."""
+        return sum(c.size for c in self.nonholonomic)
+
     def joint_index(self, name: str) -> int:
         return self.joint_names.index(name)
 
@@ -92,6 +99,8 @@ class RobotModel:
         h = hashlib.sha256(self.urdf_xml.encode())
         h.update(np.asarray(self.gravity, float).tobytes())
         h.update(repr((self.actuated, self.prescribed, self.constraints)).encode())
+        if self.nonholonomic:  # (absent from the hash of holonomic models: their saved plans stay valid)
+            h.update(repr(self.nonholonomic).encode())
         h.update(np.asarray(self.damping, float).tobytes())
         if self.mass_scale != 1.0:
             h.update(np.float64(self.mass_scale).tobytes())
@@ -118,6 +127,14 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
         for ln in (c.link_a, c.link_b):
             if ln not in links:
                 raise SystemConfigError(f"constraints[{i}]: link {ln!r} does not exist")
+        for jn in c.joints:
+            if jn not in names:
+                what = "is a fixed joint" if jn in parsed.fixed_joints else "does not exist"
+                raise SystemConfigError(f"constraints[{i}]: joint {jn!r} {what} (moving joints: {order})")
+    for i, c in enumerate(cfg.nonholonomic):
+        if c.link not in parsed.links:
+            raise SystemConfigError(f"nonholonomic[{i}]: link {c.link!r} does not exist "
+                                    f"(links: {sorted(parsed.links)})")
     if cfg.actuated is None:  # a floating base is not actuated unless the YAML says so
         actuated = tuple(n for n in order if n not in cfg.prescribed
                          and not (cfg.floating_base and n.startswith(FLOATING_BASE_PREFIX)))
@@ -206,9 +223,11 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
         scale_inertias(model, float(mass_scale))
     r = _resolve(parsed, model, cfg)
     check_mass_structure(parsed, model, r["prescribed"])
+    check_constraint_rank(model, [j.name for j in r["joints"]], tuple(cfg.constraints), tuple(cfg.nonholonomic))
     return RobotModel(
         name=name or cfg.name or parsed.name, urdf_xml=xml, pin_model=model, gravity=np.asarray(cfg.gravity, float),
-        constraints=tuple(cfg.constraints), links=tuple(parsed.links), root_link=parsed.root,
+        constraints=tuple(cfg.constraints), nonholonomic=tuple(cfg.nonholonomic), links=tuple(parsed.links),
+        root_link=parsed.root,
         floating_base=cfg.floating_base, masses={k: m * mass_scale for k, m in parsed.masses.items()},
         mass_scale=float(mass_scale), **r,
     )

@@ -19,6 +19,11 @@ Schema (every key optional)::
         axes: [x, z]             # optional subset of world axes (planar loops need two)
       - {type: distance, link_a: a, point_a: [0,0,0], link_b: b, point_b: [0,0,0], distance: 1.0}
       - {type: plane, link: foot, point: [0,0,0], normal: [0,0,1], offset: 0.0}
+      - {type: joints, joints: [phi, phi_front], coefficients: [1, -1], offset: 0.0}   # Σ cᵢ qᵢ = offset
+    nonholonomic:                # velocity constraints A(q) q̇ = 0 (seed 003 §3), integrated by the GNI
+      - {type: knife_edge, link: body, point: [-0.5, 0, 0], direction: [0, 1, 0]}  # no slip along direction
+      - {type: rolling, link: wheel, radius: 0.05, axis: [0, 1, 0], normal: [0, 0, 1],
+         components: [longitudinal, lateral]}  # contact point of a disk at rest on the plane ⊥ normal
 """
 
 from __future__ import annotations
@@ -32,15 +37,16 @@ import yaml
 
 from .errors import SystemConfigError
 
-_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "name", "floating_base"}
+_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "nonholonomic", "name", "floating_base"}
+_ROLLING_COMPONENTS = ("longitudinal", "lateral")
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
 @dataclass(frozen=True)
 class Constraint:
-    """One holonomic constraint between link points, in the YAML's vocabulary."""
+    """One holonomic constraint between link points (or a linear relation of joints), in the YAML's vocabulary."""
 
-    type: str  # "coincident" | "distance" | "plane"
+    type: str  # "coincident" | "distance" | "plane" | "joints"
     link_a: str
     point_a: tuple[float, float, float]
     link_b: str = "world"
@@ -49,10 +55,37 @@ class Constraint:
     distance: float = 0.0
     normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
     offset: float = 0.0
+    joints: tuple[str, ...] = ()  # type "joints": Σ coefficients[i]·q[joints[i]] = offset
+    coefficients: tuple[float, ...] = ()
 
     @property
     def size(self) -> int:
         return len(self.axes) if self.type == "coincident" else 1
+
+
+@dataclass(frozen=True)
+class NonholonomicConstraint:
+    """Velocity constraints A(q) q̇ = 0 of one contact (seed 003 §3, the rows μᵃ(q) of eq. 4).
+
+    ``knife_edge``: the velocity of ``point`` (link frame) along the link-fixed ``direction`` vanishes (a skate
+    or a wheel that cannot slip sideways; one row). ``rolling``: a disk of ``radius`` about the link-frame
+    ``axis`` through ``point`` rolls without slipping on the plane with world ``normal``: the material point at
+    the contact has no velocity in that plane, by ``components`` (longitudinal: along the rolling direction
+    n × a; lateral: along n × (n × a)); one row each.
+    """
+
+    type: str  # "knife_edge" | "rolling"
+    link: str
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    direction: tuple[float, float, float] = (0.0, 1.0, 0.0)
+    radius: float = 0.0
+    axis: tuple[float, float, float] = (0.0, 1.0, 0.0)
+    normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    components: tuple[str, ...] = _ROLLING_COMPONENTS
+
+    @property
+    def size(self) -> int:
+        return len(self.components) if self.type == "rolling" else 1
 
 
 @dataclass
@@ -62,6 +95,7 @@ class SystemConfig:
     damping: dict[str, float] = field(default_factory=dict)
     prescribed: list[str] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
+    nonholonomic: list[NonholonomicConstraint] = field(default_factory=list)
     floating_base: bool = False
     name: str | None = None
 
@@ -104,12 +138,25 @@ def _constraint(i: int, c: Any) -> Constraint:
         "coincident": {"type", "link_a", "point_a", "link_b", "point_b", "axes"},
         "distance": {"type", "link_a", "point_a", "link_b", "point_b", "distance"},
         "plane": {"type", "link", "point", "normal", "offset"},
+        "joints": {"type", "joints", "coefficients", "offset"},
     }
     if ctype not in allowed:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
         raise SystemConfigError(f"{key}: unknown key(s) {sorted(extra)} for a {ctype} constraint")
+    if ctype == "joints":
+        names = c.get("joints")
+        if not isinstance(names, list) or not names or len(set(map(str, names))) != len(names):
+            raise SystemConfigError(f"{key}.joints: expected a list of distinct joint names, got {names!r}")
+        names = tuple(_str(n, f"{key}.joints[{j}]") for j, n in enumerate(names))
+        if "coefficients" not in c:
+            raise SystemConfigError(f"{key}.coefficients: required for a joints constraint")
+        coef = _vec(c["coefficients"], f"{key}.coefficients", len(names))
+        if not any(coef):
+            raise SystemConfigError(f"{key}.coefficients: must not all be zero")
+        return Constraint(type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=names, coefficients=coef,
+                          offset=_num(c.get("offset", 0.0), f"{key}.offset"))
     if ctype == "plane":
         normal = np.array(_vec(c.get("normal", [0, 0, 1]), f"{key}.normal"))
         if np.linalg.norm(normal) < 1e-12:
@@ -134,6 +181,42 @@ def _constraint(i: int, c: Any) -> Constraint:
     if not isinstance(axes, list) or not axes or any(a not in _AXES for a in axes) or len(set(axes)) != len(axes):
         raise SystemConfigError(f"{key}.axes: expected distinct names from [x, y, z], got {axes!r}")
     return Constraint(**common, axes=tuple(_AXES[a] for a in axes))
+
+
+def _unit(val: Any, key: str) -> tuple[float, float, float]:
+    v = np.array(_vec(val, key))
+    n = float(np.linalg.norm(v))
+    if n < 1e-12:
+        raise SystemConfigError(f"{key}: must be non-zero")
+    return tuple((v / n).tolist())
+
+
+def _nonholonomic(i: int, c: Any) -> NonholonomicConstraint:
+    key = f"nonholonomic[{i}]"
+    if not isinstance(c, dict):
+        raise SystemConfigError(f"{key}: expected a mapping, got {type(c).__name__}")
+    ctype = c.get("type")
+    allowed = {"knife_edge": {"type", "link", "point", "direction"},
+               "rolling": {"type", "link", "point", "radius", "axis", "normal", "components"}}
+    if ctype not in allowed:
+        raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
+    extra = set(c) - allowed[ctype]
+    if extra:
+        raise SystemConfigError(f"{key}: unknown key(s) {sorted(extra)} for a {ctype} constraint")
+    common = dict(type=ctype, link=_str(c.get("link"), f"{key}.link"),
+                  point=_vec(c.get("point", [0, 0, 0]), f"{key}.point"))
+    if ctype == "knife_edge":
+        return NonholonomicConstraint(**common, direction=_unit(c.get("direction", [0, 1, 0]), f"{key}.direction"))
+    if "radius" not in c:
+        raise SystemConfigError(f"{key}.radius: required for a rolling constraint")
+    comps = c.get("components", list(_ROLLING_COMPONENTS))
+    if (not isinstance(comps, list) or not comps or any(x not in _ROLLING_COMPONENTS for x in comps)
+            or len(set(comps)) != len(comps)):
+        raise SystemConfigError(f"{key}.components: expected distinct names from {list(_ROLLING_COMPONENTS)}, "
+                                f"got {comps!r}")
+    axis, normal = _unit(c.get("axis", [0, 1, 0]), f"{key}.axis"), _unit(c.get("normal", [0, 0, 1]), f"{key}.normal")
+    return NonholonomicConstraint(**common, radius=_num(c["radius"], f"{key}.radius", nonneg=True), axis=axis,
+                                  normal=normal, components=tuple(x for x in _ROLLING_COMPONENTS if x in comps))
 
 
 def parse_system_config(data: Any) -> SystemConfig:
@@ -187,6 +270,11 @@ def parse_system_config(data: Any) -> SystemConfig:
         if not isinstance(cs, list):
             raise SystemConfigError(f"constraints: expected a list, got {type(cs).__name__}")
         cfg.constraints = [_constraint(i, c) for i, c in enumerate(cs)]
+    if "nonholonomic" in data:
+        nh = data["nonholonomic"]
+        if not isinstance(nh, list):
+            raise SystemConfigError(f"nonholonomic: expected a list, got {type(nh).__name__}")
+        cfg.nonholonomic = [_nonholonomic(i, c) for i, c in enumerate(nh)]
     return cfg
 
 

@@ -18,11 +18,12 @@ from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
 from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
+from .augmented import terminal_constrained_ddp
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .gradient import projection_gradient
 from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout
-from .task import Task, TaskError, parse_vector
+from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
 
 __all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "initial_inputs", "plan_task"]
 
@@ -102,12 +103,15 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
     return np.zeros_like(U_ref)  # "zero"
 
 
-def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None,
-              log: LogFn = None) -> tuple[Plan, OptimizerResult]:
+def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: LogFn = None,
+              U0: np.ndarray | None = None) -> tuple[Plan, OptimizerResult]:
     """Optimize the task from x0 (measured state; default the task's start), then TV-LQR gains along the
     optimal trajectory (seed 000 eq. 36) and the DLQR hold gain K_final about the final configuration
     with U_final its holding input (gravity compensation). Returns (Plan, OptimizerResult); the plan's
-    ``converged`` says whether the optimizer met its tolerance.
+    ``converged`` says whether the optimizer met its tolerance. ``U0`` (N, nu): initial inputs instead of the
+    task's ``initial_guess`` rule (e.g. a previous plan's, to warm-start a re-plan; shooting methods). The
+    collocation methods (LG/LG2, seed 004) may end before the horizon (free final time) and raise PlanningError
+    when IPOPT fails.
     """
     require_linearizable(vi, "plan_task")
     if abs(vi.dt - task.dt) > 1e-12:
@@ -120,15 +124,33 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None,
     Q, R, Qf = (task.weight(w, "weights", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)
-    U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
-    if task.initial_guess == "auto":  # the feedback guess only if its rollout costs less than half as much
+    if U0 is not None:
+        U0 = np.asarray(U0, float)
+        if U0.shape != U_ref.shape:
+            raise ValueError(f"U0 has shape {U0.shape}, expected {U_ref.shape} (horizon, inputs)")
+    elif task.initial_guess == "auto" and task.method not in COLLOCATION_METHODS:
+        # the feedback guess only if its rollout costs less than half as much (shooting methods)
+        U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
         U_fb = initial_inputs(dataclasses.replace(task, initial_guess="feedback"), vi, x0, X_ref, U_ref)
         J = []
         for U in (U0, U_fb):
             ro = rollout(vi, x0, U, lo=-limits if limits is not None else None, hi=limits)
             J.append(np.inf if ro is None else cost.calc(ro[0], ro[1]))
         U0 = U_fb if J[1] < 0.5 * J[0] else U0
-    if task.method == "gradient":
+    else:
+        U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
+    if task.method in COLLOCATION_METHODS:  # LG/LG2 (seed 004), resampled and polished on the VI
+        from .collocation.planner import collocate_task
+
+        res, _ = collocate_task(vi, task, x0, limits, (Q, R, Qf), log=log)
+    elif task.terminal_constraint:  # the reference's final state as an equality constraint (augmented.py)
+        if task.method == "gradient":
+            raise TaskError("optimizer.terminal_constraint: needs method ddp or ilqr")
+        res = terminal_constrained_ddp(vi, cost, x0, U0, X_ref[-1], input_limits=limits,
+                                       second_order=task.method == "ddp", max_iterations=task.max_iterations,
+                                       tolerance=task.tolerance, regularization=task.regularization,
+                                       constraint_tolerance=task.constraint_tolerance, penalty=task.penalty, log=log)
+    elif task.method == "gradient":
         res = projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
                                   tolerance=task.tolerance, log=log)
     else:
@@ -164,7 +186,7 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None,
     weights["task"] = task.name
     weights["method"] = res.method
     robot = vi.robot
-    plan = Plan(times=np.arange(task.horizon + 1) * vi.dt, X=res.X, U=res.U, K=K, dt=vi.dt,
+    plan = Plan(times=np.arange(len(res.U) + 1) * vi.dt, X=res.X, U=res.U, K=K, dt=vi.dt,
                 model_name=task.model_name, model_hash=robot.hash, joint_names=robot.joint_names,
                 input_names=list(robot.actuated) + list(robot.prescribed), weights=weights,
                 K_final=K_final, U_final=U_final, converged=res.converged)

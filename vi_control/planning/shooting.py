@@ -44,6 +44,9 @@ class OptimizerResult:
     step_history: list[float] = field(default_factory=list)
     step_kinds: list[str] = field(default_factory=list)  # DDP: "newton" or "gauss-newton" per iteration
     linearization: list | None = None  # Linearization (A_k, B_k, rcond) at the returned X, U if computed
+    constraint_violation: float | None = None  # ‖x_N − goal‖∞ when the goal was a constraint (augmented.py)
+    outer_iterations: int = 0  # augmented-Lagrangian multiplier updates (0: an unconstrained solve)
+    collocation: object | None = None  # the collocation methods' CollocationSolution (before the VI polish)
 
     def __str__(self) -> str:
         return (f"{self.method}: {'converged' if self.converged else 'not converged'} in {self.iterations} "
@@ -70,7 +73,8 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
             ) -> tuple[np.ndarray, np.ndarray, list[StepResult]] | None:
     """Simulate u_k = clip(U_k + K_k (x_k ⊖ X_nom,k)) (DDP's forward pass; K=None: open loop).
 
-    Newton is warm-started at X_guess's next state and the last multipliers. Returns (X, U_applied, step results),
+    Newton is warm-started at X_guess's next state shifted by x_k ⊖ X_guess,k, and at the last multipliers.
+    Returns (X, U_applied, step results),
     or None if a step fails (non-convergence or singular M_{k+1}): the caller treats that as a
     rejected step rather than a crash.
     """
@@ -86,7 +90,10 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
             Ua[k] += K[k] @ vi.state.diff(X_nom[k], X[k])
         if bounded:
             np.clip(Ua[k], lo, hi, out=Ua[k])
-        y0 = None if X_guess is None else vi.warm_start(X_guess[k + 1], lam)
+        # The guessed step moved to where this rollout is: X_guess's next state shifted by the current offset
+        # (a trial trajectory far from the nominal one must not start Newton at the nominal next pose).
+        y0 = None if X_guess is None else vi.warm_start(
+            vi.state.integrate(X_guess[k + 1], vi.state.diff(X_guess[k], X[k])), lam)
         try:
             r = vi.solve(X[k], Ua[k], step_index=k, y0=y0, lam0=lam)
         except (StepError, ValueError):

@@ -14,6 +14,8 @@ Schema (every key is checked; errors name the key) — see docs/planner.md for t
     weights: {Q: [100, 1], R: 1, Qf: [100, 1]}     # scalar, diagonal list, or {q: .., p: ..}
     input_limits: model              # model (default) | none | list of |u| bounds
     optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6, regularization: 1.0e-6}
+                                     # method: ddp | ilqr | gradient | collocation_lg | collocation_lg2
+    collocation: {nodes: 20, final_time: free}   # collocation methods only (planning.collocation.planner)
     lqr: {Q: .., R: .., Qf: ..}      # TV-LQR weights (default: the cost weights)
     hold: {Q: .., R: ..}             # infinite-horizon DLQR about the final state (default: lqr)
 """
@@ -34,9 +36,10 @@ from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
 from .cost import weight_matrix
 
-METHODS = ("ddp", "ilqr", "gradient")
+METHODS = ("ddp", "ilqr", "gradient", "collocation_lg", "collocation_lg2")
+COLLOCATION_METHODS = ("collocation_lg", "collocation_lg2")
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
-             "optimizer", "lqr", "hold", "initial_guess"}
+             "optimizer", "lqr", "hold", "initial_guess", "collocation"}
 
 
 class TaskError(ValueError):
@@ -84,6 +87,13 @@ def parse_vector(v, key: str, n: int | None = None) -> np.ndarray:
     return out
 
 
+def _positive(v, key: str) -> float:
+    x = parse_number(v, key)
+    if not (np.isfinite(x) and x > 0):
+        raise TaskError(f"{key}: must be a positive finite number, got {v!r}")
+    return x
+
+
 def _mapping(d, key: str, allowed: set[str]) -> dict:
     if d is None:
         return {}
@@ -113,10 +123,14 @@ class Task:
     max_iterations: int = 100
     tolerance: float = 1e-6
     regularization: float = 1e-6
+    terminal_constraint: bool = False
+    constraint_tolerance: float = 1e-6
+    penalty: float = 1e4
     lqr: dict = field(default_factory=dict)
     hold: dict = field(default_factory=dict)
     initial_guess: str = "reference"
     base_dir: str | None = None
+    collocation: dict = field(default_factory=dict)  # validated options (planning.collocation.planner)
 
     @property
     def model_spec(self) -> ModelSpec:
@@ -203,11 +217,16 @@ def load_task(source: str | dict) -> Task:
     for k in ("Q", "R"):
         if k not in weights:
             raise TaskError(f"weights.{k}: missing")
-    opt = _mapping(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization"})
+    opt = _mapping(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
+                                                     "terminal_constraint", "constraint_tolerance", "penalty"})
+    terminal = opt.get("terminal_constraint", False)
+    if not isinstance(terminal, bool):
+        raise TaskError(f"optimizer.terminal_constraint: expected true or false, got {terminal!r}")
     method = opt.get("method", "ddp")
     if method not in METHODS:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
-    max_it = opt.get("max_iterations", 100)
+    colloc_method = method in COLLOCATION_METHODS  # the optimizer is IPOPT: its own defaults
+    max_it = opt.get("max_iterations", 3000 if colloc_method else 100)
     if isinstance(max_it, bool) or not isinstance(max_it, int) or max_it < 1:
         raise TaskError(f"optimizer.max_iterations: must be a positive integer, got {max_it!r}")
     lim = d.get("input_limits", "model")
@@ -220,6 +239,7 @@ def load_task(source: str | dict) -> Task:
         lim = parse_vector(lim, "input_limits")
         if np.any(lim <= 0):
             raise TaskError("input_limits: bounds must be positive")
+    colloc = _collocation_options(d, method)
     guess = d.get("initial_guess", "reference")
     if guess not in ("reference", "zero", "hold_start", "feedback", "auto"):
         raise TaskError(f"initial_guess: expected reference, zero, hold_start, feedback or auto, got {guess!r}")
@@ -229,7 +249,58 @@ def load_task(source: str | dict) -> Task:
         qdot0=parse_vector(start["qdot"], "start.qdot") if "qdot" in start else None,
         goal_q=parse_vector(goal["q"], "goal.q") if "q" in goal else None, reference=ref, weights=weights,
         input_limits=lim, method=method, max_iterations=max_it,
-        tolerance=parse_number(opt.get("tolerance", 1e-6), "optimizer.tolerance"),
+        tolerance=parse_number(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance"),
         regularization=parse_number(opt.get("regularization", 1e-6), "optimizer.regularization"),
+        terminal_constraint=terminal,
+        constraint_tolerance=_positive(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
+        penalty=_positive(opt.get("penalty", 1e4), "optimizer.penalty"),
         lqr=_mapping(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=_mapping(d.get("hold"), "hold", {"Q", "R"}),
-        initial_guess=guess, base_dir=base_dir)
+        initial_guess=guess, base_dir=base_dir, collocation=colloc)
+
+
+def _collocation_options(d: dict, method: str) -> dict:
+    """The ``collocation`` block, validated (keys named in errors); {} for the shooting methods."""
+    if method not in COLLOCATION_METHODS:
+        if "collocation" in d:
+            raise TaskError(f"collocation: only used by optimizer.method {COLLOCATION_METHODS}, not {method!r}")
+        return {}
+    if "collocation" not in d:
+        raise TaskError(f"collocation: missing (optimizer.method {method} needs at least collocation.nodes)")
+    if "q" not in (d.get("goal") or {}):
+        raise TaskError(f"goal.q: missing (optimizer.method {method} plans to the goal configuration)")
+    c = _mapping(d["collocation"], "collocation", set(COLLOCATION_DEFAULTS) | {"nodes"})
+    if "nodes" not in c:
+        raise TaskError("collocation.nodes: missing (Gauss points per interval, at least 3)")
+    out = {**COLLOCATION_DEFAULTS, **c}
+    for key, low in (("nodes", 3), ("intervals", 1), ("polish_iterations", 1)):
+        v = out[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise TaskError(f"collocation.{key}: must be an integer ≥ {low}, got {v!r}")
+    for key, allowed in (("final_time", ("fixed", "free")), ("cost", ("effort", "time")),
+                         ("dynamics", ("implicit", "explicit"))):
+        if out[key] not in allowed:
+            raise TaskError(f"collocation.{key}: expected one of {allowed}, got {out[key]!r}")
+    if out["cost"] == "time" and out["final_time"] != "free":
+        raise TaskError("collocation.cost: 'time' (minimum time) needs collocation.final_time: free")
+    for key in ("t_min", "t_guess", "effort_weight"):
+        if out[key] is not None:
+            out[key] = parse_number(out[key], f"collocation.{key}")
+            if not out[key] > 0:
+                raise TaskError(f"collocation.{key}: must be positive, got {out[key]}")
+    if not isinstance(out["joint_limits"], bool):
+        raise TaskError(f"collocation.joint_limits: expected true or false, got {out['joint_limits']!r}")
+    return out
+
+
+# Options of the ``collocation`` block (``nodes`` is required): see docs/collocation.md.
+COLLOCATION_DEFAULTS = {
+    "intervals": 1,              # K equal intervals (1: one global polynomial, seed 004; > 1: h-p)
+    "final_time": "fixed",       # fixed: t_f = horizon·dt; free: t_f ∈ [t_min, horizon·dt]
+    "cost": "effort",            # effort: ∫uᵀu dt (× effort_weight); time: minimum t_f (free final time)
+    "effort_weight": 1.0,
+    "t_min": None,               # lower bound of a free t_f (default 2·dt)
+    "t_guess": None,             # t_f of the initial guess (default: the upper bound)
+    "dynamics": "implicit",      # implicit M q̈ + b = Bu (+ Dhᵀλ) | explicit q̈ = g(q, q̇, u) (same solutions)
+    "joint_limits": True,        # bound q by the URDF limits at every node
+    "polish_iterations": 30,     # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
+}

@@ -1,4 +1,4 @@
-"""What the three nodes share: parameter tables, the model from parameters, QoS, the discrete system."""
+"""What the three nodes share: parameter tables, the model from parameters, QoS."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..integrators import DiscreteSystem, make_integrator, require_linearizable
 from ..model.bundled import share_dir
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
@@ -23,8 +22,9 @@ MODEL_PARAMETERS: dict[str, tuple] = {
     "robot_description": ("", "URDF XML text; overrides `urdf_path` and `model`"),
     "system_yaml": ("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
                         "config/<model>.yaml if present"),
-    "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000) or, simulator only, 'linear_time' "
-                               "(seed 001: O(n) DRNEA + RIQN for long chains)"),
+    "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000), 'gni' (seed 003: models with "
+                               "nonholonomic constraints) or, simulator only, 'linear_time' (seed 001: O(n) DRNEA "
+                               "+ RIQN for long chains)"),
 }
 
 # Plans and the URDF are state, not a stream: a late subscriber must still get the latest one.
@@ -59,16 +59,6 @@ def robot_from_parameters(p: dict, mass_scale: float = 1.0) -> tuple[RobotModel,
     """RobotModel and its URDF text from the MODEL_PARAMETERS values."""
     spec = model_spec_from_parameters(p, mass_scale)
     return spec.load(), spec.urdf_text()
-
-
-def make_system(robot: RobotModel, dt: float, name: str = "midpoint", linearizable: bool = False,
-                who: str = "this node") -> DiscreteSystem:
-    """The node's discrete system (integrators.make_integrator); ``linearizable``: refuse one without exact
-    derivatives (planner and controller)."""
-    system = make_integrator(name, robot, dt)
-    if linearizable:
-        require_linearizable(system, who)
-    return system
 
 
 def command_joints(p: dict, robot: RobotModel) -> list[str]:

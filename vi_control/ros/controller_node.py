@@ -22,6 +22,7 @@ from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
 from ..control.plan import Plan, state_error
 from ..control.tracking import StateEstimator, TrackingController, safe_command
+from ..integrators import make_integrator
 from .common import (
     LATCHED_QOS,
     LATEST_QOS,
@@ -29,7 +30,6 @@ from .common import (
     STREAM_QOS,
     command_joints,
     declare_parameters,
-    make_system,
     robot_from_parameters,
     run_node,
 )
@@ -100,7 +100,7 @@ class ControllerNode(Node):
         if self.vehicle:
             self.robot, self.vi = vehicle_system(self.p, dt)
             return
-        self.vi = make_system(self.robot, dt, self.p["integrator"])
+        self.vi = make_integrator(self.p["integrator"], self.robot, dt)
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
 
     # ---- plan ------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ class ClosedLoopRun:
     wall_time: float
     logs: dict[str, str] = field(default_factory=dict)
     error: str = ""
+    odometry: list = field(default_factory=list)  # (stamp, child frame, (x, y, z, qx, qy, qz, qw)) from `odom`
 
     def tracking_error(self, continuous_mask: np.ndarray, plan: Plan | None = None) -> np.ndarray:
         """Per plan step, measured q − planned q (modulo 2π on continuous joints): (N+1, nq)."""
@@ -126,7 +127,7 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
         error = str(e)
     finally:
         wall = time.monotonic() - t0
-        states, trajectory = list(rec.states), rec.trajectory
+        states, trajectory, odometry = list(rec.states), rec.trajectory, list(rec.odometry)
         for p in procs.values():  # the node processes first: they must never outlive the job
             try:
                 p.stop()
@@ -146,7 +147,7 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
 
     return ClosedLoopRun(plan=plan, first_plan=first, trajectory=trajectory, stamps=np.array([s[1] for s in states]),
                          q=column(2), effort=column(3), wall_time=wall, logs={n: p.log() for n, p in procs.items()},
-                         error=error)
+                         error=error, odometry=odometry)
 
 
 def _started_on_receipt(plan: Plan, states: list) -> Plan:

@@ -30,19 +30,19 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control.tracking import StateEstimator
+from ..integrators import make_integrator, require_linearizable
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
     STREAM_QOS,
     declare_parameters,
-    make_system,
     resolve_config,
     robot_from_parameters,
     run_node,
 )
 from .messages import joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
 from .vehicle import (
-    FRAME_PARAMETERS,
+    ODOM_FRAME_PARAMETER,
     VEHICLE_PARAMETERS,
     goal_from_pose_stamped,
     path_from_plan,
@@ -65,7 +65,7 @@ PARAMETERS: dict[str, tuple] = {
                                    "unconverged (controllers refuse it unless told otherwise); default: log and "
                                    "publish nothing"),
     **VEHICLE_PARAMETERS,
-    **FRAME_PARAMETERS,
+    **ODOM_FRAME_PARAMETER,
     "goal": (None, "vehicle mode: a goal pose [x, y, z, qx, qy, qz, qw] to plan toward at start-up (else wait for "
                    "~/goal)"),
     "horizon": (0, "vehicle mode: N steps of the maneuver (0: the vehicle YAML's planning.horizon)"),
@@ -89,8 +89,8 @@ class PlannerNode(Node):
             self.task = load_task(resolve_config(p["task"]))
             own = p["model"] or p["urdf_path"] or p["robot_description"]
             self.robot = robot_from_parameters(p)[0] if own else self.task.load_robot()
-            self.vi = make_system(self.robot, float(self.task.dt), p["integrator"], linearizable=True,
-                                  who="the planner node")
+            self.vi = make_integrator(p["integrator"], self.robot, float(self.task.dt))
+            require_linearizable(self.vi, "the planner node")
             self.estimator = StateEstimator(self.vi, p["state_estimate"])
             self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
             self.create_subscription(JointState, "joint_states", self.on_joint_state, STREAM_QOS)

@@ -31,11 +31,12 @@ class Recorder(Node):
         self.lock = threading.Lock()
         self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
         self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
+        self.odometry: list[tuple[float, str, np.ndarray]] = []  # (stamp, child frame, (x, y, z, qx, qy, qz, qw))
+        self.odometry_messages: list[Odometry] = []  # the same messages whole (pose and twist: vehicle mode)
         self.plan_message: UInt8MultiArray | None = None
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
-        self.odometry: list[tuple[float, Odometry]] = []  # (receive, message): vehicle mode
-        if odometry:
+        if record_states or odometry:
             self.create_subscription(Odometry, "odom", self._on_odometry, RECORD_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
         self.trajectory: JointTrajectory | None = None
@@ -75,8 +76,11 @@ class Recorder(Node):
             self.states.append((now, stamp_seconds(msg), q, eff))
 
     def _on_odometry(self, msg: Odometry) -> None:
+        p, o = msg.pose.pose.position, msg.pose.pose.orientation
         with self.lock:
-            self.odometry.append((time.monotonic(), msg))
+            pose = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
+            self.odometry.append((stamp_seconds(msg), msg.child_frame_id, pose))
+            self.odometry_messages.append(msg)
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         with self.lock:

@@ -2,7 +2,8 @@
 
 Topics: sub ``<controller_name>/commands`` (Float64MultiArray: torques on ``joints``, then next positions of
 prescribed joints); pub ``joint_states`` (stamped with simulation time t_k = k·Δt), ``/robot_description``
-(latched). Service ``~/reset`` (Trigger). Modes: 'realtime' (timer at Δt, or as fast as possible with
+(latched) and, for a mobile model, ``odom`` (nav_msgs/Odometry of ``odometry_link`` in ``odom_frame``). Service
+``~/reset`` (Trigger). Modes: 'realtime' (timer at Δt, or as fast as possible with
 ``max_speed``) and 'lockstep' (one step per received command).
 
 Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (seed 002) steps the
@@ -21,7 +22,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
-from ..integrators import StepError
+from ..integrators import StepError, make_integrator
+from ..model.odometry import Odometer, odometry_link
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
@@ -29,12 +31,11 @@ from .common import (
     STREAM_QOS,
     command_joints,
     declare_parameters,
-    make_system,
     robot_from_parameters,
     run_node,
 )
 from .messages import split_seconds
-from .vehicle import FRAME_PARAMETERS, VEHICLE_PARAMETERS, odometry_from_state, pose_parameter, vehicle_system
+from .vehicle import BASE_FRAME_PARAMETER, VEHICLE_PARAMETERS, odometry_from_state, pose_parameter, vehicle_system
 
 PARAMETERS: dict[str, tuple] = {
     **MODEL_PARAMETERS,
@@ -50,8 +51,11 @@ PARAMETERS: dict[str, tuple] = {
     "noise_seed": (0, "seed of the measurement noise"),
     "mass_scale": (1.0, "multiply every link mass and inertia (model mismatch against planner/controller)"),
     "idle_publish_period": (0.2, "lockstep: republish the current state when no command came for this long [s]"),
+    "odometry_link": ("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile model "
+                          "(nonholonomic constraints or a floating base: its first link with mass), 'none' = off"),
+    "odom_frame": ("odom", "frame_id of the odometry (the world frame of the simulation)"),
     **VEHICLE_PARAMETERS,
-    **FRAME_PARAMETERS,
+    **BASE_FRAME_PARAMETER,
     "initial_pose": (None, "vehicle mode: g_0 as [x, y, z, qx, qy, qz, qw] (default identity)"),
     "initial_twist": (None, "vehicle mode: body twist ξ_0 = (ω, v) (default rest)"),
     "drag_scale": (1.0, "vehicle mode: multiply the drag (model mismatch; mass_scale keeps the trim)"),
@@ -68,7 +72,7 @@ class SimulatorNode(Node):
             self.robot, self.vi = vehicle
         else:
             self.robot, urdf = robot_from_parameters(p, mass_scale=float(p["mass_scale"]))
-            self.vi = make_system(self.robot, float(p["dt"]), p["integrator"])
+            self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
@@ -88,10 +92,13 @@ class SimulatorNode(Node):
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self._reset_state()
 
-        if self.vehicle:
-            self.pub = self.create_publisher(Odometry, "odom", RECORD_QOS)
+        if self.vehicle:  # the body's pose and twist are the state: published by publish_state
+            self.pub, self.odometer = self.create_publisher(Odometry, "odom", RECORD_QOS), None
         else:
             self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
+            link = odometry_link(r, str(p["odometry_link"]))
+            self.odometer = Odometer(r, link) if link else None
+            self.odom_pub = self.create_publisher(Odometry, "odom", RECORD_QOS) if link else None
             self.create_publisher(String, "/robot_description", LATCHED_QOS).publish(String(data=urdf))
         self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS)
         self.create_service(Trigger, "~/reset", self.on_reset)
@@ -172,6 +179,21 @@ class SimulatorNode(Node):
         effort[self.effort_joint_index] = self.u[: vi.n_torques]
         msg.effort = effort.tolist()
         self.pub.publish(msg)
+        if self.odometer is not None:
+            self.odom_pub.publish(self.odometry_message(msg.header.stamp, q, np.asarray(msg.velocity)))
+
+    def odometry_message(self, stamp, q: np.ndarray, v: np.ndarray) -> Odometry:
+        """The odometry link's exact pose and body twist (no noise: the simulator's ground truth)."""
+        pos, quat, lin, ang = self.odometer(q, v)
+        odom = Odometry()
+        odom.header.stamp = stamp
+        odom.header.frame_id, odom.child_frame_id = str(self.p["odom_frame"]), self.odometer.link
+        pose, twist = odom.pose.pose, odom.twist.twist
+        pose.position.x, pose.position.y, pose.position.z = pos.tolist()
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = quat.tolist()
+        twist.linear.x, twist.linear.y, twist.linear.z = lin.tolist()
+        twist.angular.x, twist.angular.y, twist.angular.z = ang.tolist()
+        return odom
 
 
 def main(args: list[str] | None = None) -> None:

@@ -26,9 +26,13 @@ VEHICLE_PARAMETERS: dict[str, tuple] = {
                     "Lie-group VI; empty: joint mode (the model parameters)"),
     "retraction": ("cayley", "vehicle mode: retraction τ of the Lie-group VI ('cayley' or 'exp', seed 002 §5)"),
 }
-FRAME_PARAMETERS: dict[str, tuple] = {
-    "odom_frame": ("world", "vehicle mode: frame_id of the odometry pose"),
-    "base_frame": ("base_link", "vehicle mode: child_frame_id (the body frame of the twist)"),
+# The simulator declares `odom_frame` for every mobile model (its joint mode publishes odometry too).
+ODOM_FRAME_PARAMETER: dict[str, tuple] = {
+    "odom_frame": ("odom", "frame_id of the odometry (the world frame of the simulation); vehicle-mode goals must be "
+                           "given in it"),
+}
+BASE_FRAME_PARAMETER: dict[str, tuple] = {
+    "base_frame": ("base_link", "vehicle mode: child_frame_id of the odometry (the body frame of the twist)"),
 }
 
 

@@ -157,6 +157,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   const int chord = (int)ip[7];
   const long long *idx_d = idx, *idx_k = idx + nd;
   double *R = ws, *J = R + ny, *ex = J + ny * ny, *sg = ex + ny, *M = sg + ny, *Mdd = M + nq * nq, *v = Mdd + nq * nq;
+  double* y0 = v + nq; /* the guess, for the chord's contraction check (ny) */
   const double *q = z, *p = z + nq;
   const double* arg[2];
   double* res[2];
@@ -179,7 +180,8 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   }
 
   arg[0] = y; arg[1] = z; res[0] = R; res[1] = J;
-  double rnorm = INFINITY, dnorm_prev = INFINITY;
+  double rnorm = INFINITY, dnorm_prev = INFINITY, first_update = INFINITY;
+  for (long long i = 0; i < ny; i++) y0[i] = y[i];
   int with_jac = 1;  /* next evaluation includes the Jacobian (always in exact Newton) */
   int j_at_y = 0;    /* J holds the unfactored Jacobian at the current y */
   long long it;
@@ -196,6 +198,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     vi_lu_solve(J, ny, piv, R);
     for (long long i = 0; i < ny; i++) y[i] -= R[i];
     const double dnorm = vi_maxabs(R, ny);
+    if (it == 0) first_update = dnorm;
     if (dnorm < 1e-15 * (1.0 + vi_maxabs(y, ny))) { /* stalled at round-off */
       if (residual(arg, res, iw, w, 0)) return 1;
       j_at_y = 1;
@@ -216,6 +219,14 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
    * exceeds any fixed tolerance on long chains at small dt (seed 001 §4 sizes). */
   const double floor_r = 64.0 * DBL_EPSILON * vi_norm1(J, ny) * (1.0 + vi_maxabs(y, ny));
   if (!(rnorm <= fmax(tol * scale, floor_r))) return 1;
+  if (chord) {
+    /* A contracting iteration ends within about its first update of the guess; a chord iteration that
+     * travelled further left the guess's basin (a stale Jacobian can overshoot to another root of the DEL
+     * equation): report non-convergence, and the caller re-solves with exact Newton from the same guess. */
+    double dist = 0.0;
+    for (long long i = 0; i < ny; i++) dist = fmax(dist, fabs(y[i] - y0[i]));
+    if (dist > 2.0 * first_update + 1e-12 * (1.0 + vi_maxabs(y, ny))) return 1;
+  }
   /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
   double rc = vi_factor(J, ny, piv, ex, sg);
   info[2] = rc;

@@ -1,0 +1,418 @@
+"""Collocation benchmark (seed 004 §V, Fig. 2): LG vs LG2 on the pendulum minimum-time swing-up, Kelly's cart-pole
+swing-up and the RABBIT biped's periodic gait — second-order dynamic error E^[2] (eqs. 17–21), IPOPT iterations and
+solve time per N — beside Drake's DirectCollocation (Hermite–Simpson, SNOPT) at equal knot count and our DDP on the
+VI, plus the gait replayed in the midpoint VI under TV-LQR.
+
+Timing: CPU time (process time) of the solver call only (the transcriptions are built once), interleaved rounds
+(LG, LG2, LG, LG2, …), median and minimum reported with the machine's load average. LG and LG2 start from the same
+guess (problems.py); where their optima differ (|Δt_f| ≥ 1e-3, or objectives by ≥ 1 %) the row says so and no ratio
+is taken. Drake runs in the planner benchmark's own venv (benchmarks/bench_planner.py's ``ensure_bench_venv``).
+"Open-loop drift": each method's input trajectory replayed from x₀ by scipy's RK45 (rtol 1e-10) on the continuous
+dynamics, distance of the end state from the goal — how far the plan's own inputs actually take the robot.
+
+Usage: .venv/bin/python benchmarks/bench_collocation.py [--rounds 5] [--no-external] [--quick]
+Writes benchmarks/results/collocation.md, collocation.json, collocation.png, collocation_error_time.png,
+collocation_gait.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from scipy.integrate import solve_ivp  # noqa: E402
+from scipy.interpolate import CubicHermiteSpline  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_planner import ensure_bench_venv, external  # noqa: E402
+
+from vi_control.model.bundled import load_bundled  # noqa: E402
+from vi_control.planning.collocation import SecondOrderDynamics, Transcription  # noqa: E402
+from vi_control.planning.collocation import problems as P  # noqa: E402
+from vi_control.planning.collocation.gait import BipedGait  # noqa: E402
+from vi_control.planning.collocation.metrics import dynamic_errors  # noqa: E402
+
+DRAKE_TF_GUESS = 3.0  # from the 2 s guess SNOPT stops infeasible at t_f = 10 s for most N (measured)
+
+
+def _timed(tr: Transcription, rounds: int, kwargs: dict) -> tuple:
+    sols = [tr.solve(raise_on_failure=False, **kwargs) for _ in range(rounds)]
+    return sols[-1], [s.solve_time for s in sols]
+
+
+def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b: True) -> list[dict]:
+    """LG and LG2 at each N from the same guess: E^[2], iterations, CPU times (interleaved rounds)."""
+    rows = []
+    for N in Ns:
+        trs = {m: Transcription(make(dyn, m, N)) for m in ("lg", "lg2")}
+        times = {m: [] for m in trs}
+        sols = {}
+        for _ in range(rounds):
+            for m, tr in trs.items():
+                sols[m], t = _timed(tr, 1, kwargs)
+                times[m] += t
+        row = dict(problem=name, N=N)
+        for m, s in sols.items():
+            E = dynamic_errors(s, dyn) if s.success else None
+            row[m] = dict(success=s.success, status=s.status, iterations=s.iterations, tf=s.tf, objective=s.objective,
+                          E2=E.E2 if E else None, E2_q=E.E2_q.tolist() if E else None,
+                          t_med=float(np.median(times[m])), t_min=float(np.min(times[m])))
+        ok = all(s.success for s in sols.values())
+        row["same_optimum"] = bool(ok and same(sols["lg"], sols["lg2"]))
+        rows.append(row)
+        print(f"[{name}] N = {N}: " + ", ".join(f"{m} {row[m]['status']} it {row[m]['iterations']} E2 "
+                                                 f"{row[m]['E2']} t {row[m]['t_med'] * 1e3:.1f} ms" for m in sols))
+    return rows
+
+
+def replay_drift(dyn, t_u, U, x0, tf, goal, kind: str = "poly", u_fn=None) -> float:
+    """Replay a plan's inputs from x0 with RK45 on the continuous dynamics: ‖x(t_f) − goal‖∞."""
+    nq = dyn.nq
+    if u_fn is None:
+        u_fn = (lambda t: np.array([np.interp(t, t_u, U[:, j]) for j in range(U.shape[1])])) if kind == "foh" else \
+            (lambda t: U[min(int(t / (t_u[1] - t_u[0])), len(U) - 1)])  # zoh on a uniform grid
+
+    def f(t, x):
+        return np.concatenate([x[nq:], dyn.acceleration(x[None, :nq], x[None, nq:], u_fn(t)[None])[0]])
+    x = solve_ivp(f, (0.0, tf), x0, rtol=1e-10, atol=1e-10).y[:, -1]
+    return float(np.abs(x - goal).max())
+
+
+def hermite_simpson_errors(dyn, t, X, U) -> tuple[float, list[float]]:
+    """E^[2] (eq. 21) of a Hermite–Simpson solution as Drake reconstructs it: q(t) the cubic Hermite spline with
+    q̇_k = v_k at the knots, u(t) first-order hold; ε^[2] = q̈ − g(q, q̇, u) on 20 001 samples (trapezoid)."""
+    nq = dyn.nq
+    q_spline = CubicHermiteSpline(t, X[:, :nq], X[:, nq:])
+    ts = np.linspace(t[0], t[-1], 20001)
+    u = np.column_stack([np.interp(ts, t, U[:, j]) for j in range(U.shape[1])])
+    e2 = q_spline(ts, 2) - dyn.acceleration(q_spline(ts), q_spline(ts, 1), u)
+    E_q = np.trapezoid(np.abs(e2), ts, axis=0)
+    return float(E_q.sum()), E_q.tolist()
+
+
+DRAKE = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    from pydrake.all import DirectCollocation, MultibodyPlant, Parser, PiecewisePolynomial, Solve
+    from pydrake.examples import PendulumPlant
+    spec = json.loads(sys.argv[1])
+    def solve(plant, ctx, N, setup, rounds):
+        best = None
+        for _ in range(rounds):
+            c0 = time.process_time()
+            dc = setup(plant, ctx, N)
+            res = Solve(dc.prog())
+            cpu = time.process_time() - c0
+            if best is None or cpu < best[0]:
+                best = (cpu, res, dc)
+        cpu, res, dc = best
+        return dict(N=N, success=bool(res.is_success()), solver=res.get_solver_id().name(), cpu=cpu,
+                    t=dc.GetSampleTimes(res).tolist(), X=dc.GetStateSamples(res).T.tolist(),
+                    U=dc.GetInputSamples(res).T.tolist(), cost=float(res.get_optimal_cost()))
+    def pendulum(plant, ctx, N):
+        dc = DirectCollocation(plant, ctx, num_time_samples=N, minimum_time_step=0.1 / (N - 1),
+                               maximum_time_step=10.0 / (N - 1))
+        prog = dc.prog()
+        dc.AddEqualTimeIntervalsConstraints()
+        u = dc.input()
+        dc.AddConstraintToAllKnotPoints(u[0] <= 5.0)
+        dc.AddConstraintToAllKnotPoints(-5.0 <= u[0])
+        prog.AddBoundingBoxConstraint([0, 0], [0, 0], dc.initial_state())
+        prog.AddBoundingBoxConstraint([np.pi, 0], [np.pi, 0], dc.final_state())
+        dc.AddFinalCost(dc.time()[0])
+        tg = spec["tf_guess"]
+        dc.SetInitialTrajectory(PiecewisePolynomial(), PiecewisePolynomial.FirstOrderHold(
+            [0, tg], np.array([[0, np.pi], [np.pi / tg, np.pi / tg]])))
+        return dc
+    def cartpole(plant, ctx, N):
+        h = 2.0 / (N - 1)
+        dc = DirectCollocation(plant, ctx, num_time_samples=N, minimum_time_step=h, maximum_time_step=h,
+                               input_port_index=plant.get_actuation_input_port().get_index())
+        prog = dc.prog()
+        u, x = dc.input(), dc.state()
+        dc.AddConstraintToAllKnotPoints(u[0] <= 20.0)
+        dc.AddConstraintToAllKnotPoints(-20.0 <= u[0])
+        dc.AddConstraintToAllKnotPoints(x[0] <= 2.0)
+        dc.AddConstraintToAllKnotPoints(-2.0 <= x[0])
+        prog.AddBoundingBoxConstraint([0, 0, 0, 0], [0, 0, 0, 0], dc.initial_state())
+        prog.AddBoundingBoxConstraint([1, np.pi, 0, 0], [1, np.pi, 0, 0], dc.final_state())
+        dc.AddRunningCost(u[0] * u[0])
+        dc.SetInitialTrajectory(PiecewisePolynomial(), PiecewisePolynomial.FirstOrderHold(
+            [0, 2.0], np.array([[0, 1], [0, np.pi], [0, 0], [0, 0]])))
+        return dc
+    pend = PendulumPlant()
+    pctx = pend.CreateDefaultContext()
+    p = pend.get_mutable_parameters(pctx)
+    p.set_mass(1.0); p.set_length(1.0); p.set_damping(0.0); p.set_gravity(9.8)
+    cp = MultibodyPlant(0.0)
+    Parser(cp).AddModels(spec["cartpole_urdf"])
+    cp.WeldFrames(cp.world_frame(), cp.GetFrameByName("rail"))  # our URDF's root is fixed (vi_control's convention)
+    cp.AddJointActuator("slider", cp.GetJointByName("slider"))
+    cp.Finalize()
+    cctx = cp.CreateDefaultContext()
+    from importlib.metadata import version
+    out = dict(version=version("drake"),
+               pendulum=[solve(pend, pctx, N, pendulum, spec["rounds"]) for N in spec["pendulum"]],
+               cartpole=[solve(cp, cctx, N, cartpole, spec["rounds"]) for N in spec["cartpole"]])
+    print(json.dumps(out))
+""")
+
+
+def drake_rows(pend_dyn, cart_dyn, Ns_p, Ns_c, rounds) -> dict:
+    py, err = ensure_bench_venv()
+    if py is None or err:
+        return dict(error=err or "no benchmark venv")
+    spec = dict(pendulum=list(Ns_p), cartpole=list(Ns_c), rounds=rounds, tf_guess=DRAKE_TF_GUESS,
+                cartpole_urdf=str(ROOT / "urdf" / "cartpole.urdf"))
+    out = external(py, "drake", DRAKE, [json.dumps(spec)])
+    if "pendulum" not in out:
+        return dict(error=out.get("note", "drake failed"))
+    for key, dyn, goal, tf_of in (("pendulum", pend_dyn, [np.pi, 0.0], lambda r: r["t"][-1]),
+                                  ("cartpole", cart_dyn, [1.0, np.pi, 0.0, 0.0], lambda r: 2.0)):
+        for r in out[key]:
+            t, X, U = np.array(r["t"]), np.array(r["X"]), np.array(r["U"])
+            if r["success"]:
+                r["E2"], r["E2_q"] = hermite_simpson_errors(dyn, t, X, U)
+                r["drift"] = replay_drift(dyn, t, U, X[0], tf_of(r), np.array(goal), kind="foh")
+            for k in ("t", "X", "U"):
+                r.pop(k)
+    return out
+
+
+def ddp_rows(tf_pendulum: float, rounds: int, dt: float = 0.02) -> list[dict]:
+    """Our DDP on the VI (Δt = 20 ms), same boundary conditions and bounds: the pendulum in LG2's minimum time
+    (rounded up to the grid), Kelly's cart-pole in 2 s; cost R·Σ‖u‖² plus a stiff terminal cost on the goal."""
+    from vi_control.planning import load_task, make_system, plan_task
+
+    out = []
+    for name, model, n, goal, R in (("pendulum", "pendulum", int(np.ceil(tf_pendulum / dt)), ["pi"], 0.01),
+                                    ("cartpole", "cartpole", int(round(2.0 / dt)), [1.0, "pi"], 0.02)):
+        nq = len(goal)
+        task = load_task(dict(name=name, model=model, dt=dt, horizon=n, start={"q": [0.0] * nq},
+                              goal={"q": goal}, reference={"type": "goal"}, weights={"Q": [0.0] * 2 * nq, "R": R,
+                                                                                     "Qf": [1e5] * nq + [1e4] * nq},
+                              input_limits="model", optimizer={"method": "ddp", "max_iterations": 300},
+                              initial_guess="zero"))
+        vi = make_system(task)
+        cpu = []
+        for _ in range(rounds):
+            c0 = time.process_time()
+            plan, res = plan_task(vi, task)
+            cpu.append(time.process_time() - c0)
+        dyn = SecondOrderDynamics(vi.robot)
+        g = np.array([np.pi if v == "pi" else v for v in goal] + [0.0] * nq)
+        drift = replay_drift(dyn, plan.times[:-1], plan.U, np.zeros(2 * nq), plan.times[-1], g)
+        out.append(dict(problem=name, steps=n, dt=dt, iterations=res.iterations, converged=res.converged,
+                        t_med=float(np.median(cpu)), t_min=float(np.min(cpu)), drift=drift,
+                        q_end=plan.X[-1, :nq].tolist()))
+        print(f"[ddp] {name}: {res}")
+    return out
+
+
+def colloc_drift(dyn, sol, goal) -> float:
+    return replay_drift(dyn, None, None, np.concatenate([sol.Q[0], sol.V[0]]), sol.tf, np.asarray(goal),
+                        u_fn=lambda t: sol.u([t])[0])
+
+
+def gait_rows(Ns, rounds) -> tuple[list[dict], dict]:
+    from vi_control.integrators.midpoint import MidpointVI
+
+    gait = BipedGait(load_bundled("biped5_stance"))
+    make = lambda dyn, m, N: gait.problem(m, N)  # noqa: E731
+    rows = sweep("biped", gait.dynamics, make, dict(tf=gait.step_time, guess=gait.guess()), Ns, rounds,
+                 same=lambda a, b: abs(a.objective - b.objective) < 0.01 * abs(b.objective))
+    N = 10 if 10 in Ns else Ns[-1]
+    sol = gait.solve("lg2", N)
+    vi = MidpointVI(gait.robot, 0.01)
+    Q, R = np.diag([100.0] * 7 + [1.0] * 7), 0.01 * np.eye(4)
+    X, U, mismatch = gait.vi_step(vi, sol, Q, R, 10 * Q)
+    K = gait.periodic_gains(vi, X, U, Q, R)
+    dev, walked = gait.replay(vi, X, U, K, steps=10)
+    try:
+        dev_open = gait.replay(vi, X, U, None, steps=3)[0].tolist()
+    except Exception as e:  # noqa: BLE001 — the open loop falls off the step's domain
+        dev_open = f"fell ({type(e).__name__})"
+    replay = dict(N=N, mismatch=mismatch, deviation=dev.tolist(), open_loop=dev_open, sol=sol, gait=gait,
+                  walked=walked, vi=vi)
+    return rows, replay
+
+
+def _f(v, fmt="{:.3g}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = None) -> str:
+    """Markdown rows: E^[2] (or E^[2]_q of one coordinate), ratio, iterations, CPU time (median) per method."""
+    dk = {r["N"]: r for r in (drake or {}).get(key, [])} if drake else {}
+    head = ("| N | E² LG | E² LG2 | LG/LG2 | iterations LG / LG2 | CPU LG / LG2 [ms] | time LG2/LG | same optimum |"
+            + (" E² Drake HS | CPU Drake [ms] |" if dk else ""))
+    out = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        a, b = r["lg"], r["lg2"]
+        Ea = a["E2"] if coord is None or a["E2_q"] is None else a["E2_q"][coord]
+        Eb = b["E2"] if coord is None or b["E2_q"] is None else b["E2_q"][coord]
+        ratio = f"**{Ea / Eb:.1f}×**" if r["same_optimum"] and Ea and Eb else "-"
+        same = "yes" if r["same_optimum"] else (f"**no** (t_f {a['tf']:.4f} / {b['tf']:.4f}, J {a['objective']:.4g} / "
+                                                f"{b['objective']:.4g})")
+        line = (f"| {r['N']} | {_f(Ea)} | {_f(Eb)} | {ratio} | {a['iterations']} / {b['iterations']} | "
+                f"{a['t_med'] * 1e3:.1f} / {b['t_med'] * 1e3:.1f} | {b['t_med'] / a['t_med']:.2f} | {same} |")
+        if dk:
+            d = dk.get(r["N"], {})
+            Ed = d.get("E2") if coord is None or d.get("E2_q") is None else d["E2_q"][coord]
+            cpu = d.get("cpu")
+            line += f" {_f(Ed)} | {_f(None if cpu is None else cpu * 1e3, '{:.1f}')} |"
+        out.append(line)
+    return "\n".join(out)
+
+
+def plots(res: dict, replay: dict | None, pend_dyn, out_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vi_control.planning.collocation.metrics import plot_dynamic_error, plot_error_sweep
+
+    fig, ax = plt.subplots(3, 2, figsize=(10, 11))
+    for i, (key, coord, title) in enumerate((("pendulum", None, "pendulum minimum-time swing-up: $E^{[2]}$"),
+                                             ("cartpole", 0, "cart-pole swing-up: $E^{[2]}_{q_1}$"),
+                                             ("biped", None, "five-link biped gait: $E^{[2]}$"))):
+        rows = res.get(key, [])
+        if not rows:
+            continue
+        Ns = [r["N"] for r in rows]
+
+        def col(m, c=coord, rows=rows):
+            E = [(r[m]["E2"] if c is None or r[m]["E2_q"] is None else r[m]["E2_q"][c]) if r["same_optimum"]
+                 else np.nan for r in rows]
+            return [np.nan if e is None else e for e in E], [r[m]["t_med"] for r in rows]
+        curves = {"LG": col("lg"), "LG2": col("lg2")}
+        dk = {r["N"]: r for r in (res.get("drake") or {}).get(key, [])}
+        if dk:
+            curves["Drake Hermite–Simpson"] = (
+                [(dk[n].get("E2") if coord is None else (dk[n].get("E2_q") or [np.nan])[coord]) if n in dk
+                 and dk[n]["success"] else np.nan for n in Ns], [dk[n]["cpu"] if n in dk else np.nan for n in Ns])
+        plot_error_sweep(ax[i, 0], ax[i, 1], Ns, curves, title=title)
+    fig.tight_layout()
+    fig.savefig(out_dir / "collocation.png", dpi=100)
+    plt.close(fig)
+    if "pendulum_solutions" in res:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for sol, c in zip(res["pendulum_solutions"], ("C0", "C1"), strict=True):
+            plot_dynamic_error(ax, sol, pend_dyn, color=c)
+        ax.set_yscale("log")
+        ax.set_title("pendulum, N = 20: $ε^{[2]}(t)$ between the collocation points (dots)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "collocation_error_time.png", dpi=100)
+        plt.close(fig)
+    if replay:
+        gait, sol = replay["gait"], replay["sol"]
+        fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+        for t in np.linspace(0, sol.tf, 6):
+            q = sol.q([t])[0]
+            pts = [np.array(gait.dynamics.point_position(link, [0, 0, z], q)).ravel()[[0, 2]] for link, z in
+                   (("left_foot", 0), ("left_tibia", 0), ("torso", 0), ("torso", 0.625), ("torso", 0),
+                    ("right_tibia", 0), ("right_foot", 0))]
+            pts = np.array(pts)
+            ax[0].plot(pts[:, 0], pts[:, 1], "-o", ms=2, color=plt.cm.viridis(t / sol.tf))
+        ax[0].axhline(0, color="k", lw=0.8)
+        ax[0].set_aspect("equal")
+        ax[0].set_title(f"LG2 gait, N = {replay['N']}: one step ({sol.tf:g} s, {gait.step_length:g} m)")
+        ax[1].semilogy(replay["deviation"], "o-", label="TV-LQR (periodic gains)")
+        if isinstance(replay["open_loop"], list):
+            ax[1].semilogy(replay["open_loop"], "s--", label="open loop")
+        ax[1].set_xlabel("step")
+        ax[1].set_ylabel("deviation of the step's start state from the plan's")
+        ax[1].set_title("replayed in the midpoint VI with the impact map")
+        ax[1].legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / "collocation_gait.png", dpi=100)
+        plt.close(fig)
+
+
+def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_dt: float = 0.02) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pend = SecondOrderDynamics(load_bundled("pendulum"))
+    cart = SecondOrderDynamics(load_bundled("cartpole"))
+    res = dict(load=os.getloadavg()[0], rounds=rounds)
+    res["pendulum"] = sweep("pendulum", pend, P.pendulum_min_time,
+                            dict(**P.pendulum_boundary(), guess=P.pendulum_guess()), Ns_p, rounds,
+                            same=lambda a, b: abs(a.tf - b.tf) < 1e-3)
+    # fixed t_f: the objectives of one optimum differ by the discretization (3 % at N = 10), other optima by more
+    res["cartpole"] = sweep("cartpole", cart, P.cartpole_swingup, P.cartpole_boundary(), Ns_c, rounds,
+                            same=lambda a, b: abs(a.objective - b.objective) < 0.05 * abs(b.objective))
+    N20 = 20 if 20 in Ns_p else Ns_p[-1]
+    sols = [Transcription(P.pendulum_min_time(pend, m, N20)).solve(**P.pendulum_boundary(), guess=P.pendulum_guess())
+            for m in ("lg", "lg2")]
+    res["pendulum_solutions"] = sols
+    res["drift"] = {f"{m} N={N20}": colloc_drift(pend, s, [np.pi, 0.0]) for m, s in zip(("LG", "LG2"), sols,
+                                                                                          strict=True)}
+    res["ddp"] = ddp_rows(sols[1].tf, rounds, ddp_dt)
+    res["drake"] = drake_rows(pend, cart, Ns_p, Ns_c, rounds) if external_tools else None
+    res["biped"], replay = gait_rows(Ns_b, max(1, rounds // 2)) if Ns_b else ([], None)
+    plots(res, replay, pend, out_dir)
+    res["replay"] = None if replay is None else {k: replay[k] for k in ("N", "mismatch", "deviation", "open_loop")}
+    report(res, out_dir)
+    return res
+
+
+def report(res: dict, out_dir: Path) -> None:
+    dr = res.get("drake") or {}
+    lines = [f"CPU time of the solver call (median of {res['rounds']} interleaved rounds), load average "
+             f"{res['load']:.1f} on {os.cpu_count()} cores. Drake: {dr.get('version', dr.get('error', 'not run'))}.",
+             "", "Pendulum minimum-time swing-up (|u| ≤ 5 N·m):", "",
+             table(res["pendulum"], dr, "pendulum"), "",
+             "Cart-pole swing-up (Kelly 2017), E² of q₁ = x (seed 004 plots this one):", "",
+             table(res["cartpole"], dr, "cartpole", coord=0), "",
+             "Cart-pole, E² of q₂ = θ:", "", table(res["cartpole"], None, "cartpole", coord=1), ""]
+    if res["biped"]:
+        lines += ["Five-link biped gait (E² over all seven coordinates):", "", table(res["biped"], None, "biped"), ""]
+    lines += ["Pendulum, open-loop drift (the plan's inputs replayed by RK45 from x₀; ‖x(t_f) − goal‖∞): " + ", ".join(
+        f"{k} {v:.3g}" for k, v in res["drift"].items())]
+    for r in dr.get("pendulum") or []:
+        if r.get("drift") is not None and r["N"] == 20:
+            lines[-1] += f", Drake HS N=20 {r['drift']:.3g}"
+    for r in res["ddp"]:  # (the cart-pole's drift is dominated by its open-loop instability)
+        lines += [f"- our DDP ({r['problem']}, {r['steps']} VI steps of {r['dt'] * 1e3:g} ms): {r['iterations']} "
+                  f"iterations, CPU {r['t_med'] * 1e3:.0f} ms (min {r['t_min'] * 1e3:.0f}), "
+                  f"converged {r['converged']}" + (f", open-loop drift {r['drift']:.3g}" if r["problem"] == "pendulum"
+                                                   else "")]
+    if res.get("replay"):
+        rp = res["replay"]
+        lines += [f"- gait replay (LG2 N = {rp['N']}, VI Δt = 10 ms): step mismatch {rp['mismatch']:.3g}; "
+                  f"start-of-step deviation over 10 steps {np.round(rp['deviation'], 3).tolist()}; open loop "
+                  f"{rp['open_loop'] if isinstance(rp['open_loop'], str) else np.round(rp['open_loop'], 2).tolist()}"]
+    text = "\n".join(lines)
+    print(text)
+    (out_dir / "collocation.md").write_text(text + "\n", encoding="utf-8")
+    keep = {k: v for k, v in res.items() if k not in ("pendulum_solutions",)}
+    (out_dir / "collocation.json").write_text(json.dumps(keep, indent=1, default=str), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-external", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    a = ap.parse_args(argv)
+    if a.quick:
+        Ns = dict(Ns_p=[6], Ns_c=[6], Ns_b=[4], ddp_dt=0.1)
+    else:
+        Ns = dict(Ns_p=[10, 15, 20, 25, 30], Ns_c=list(range(10, 41, 5)), Ns_b=[4, 6, 8, 10, 12, 16, 20])
+    return run(a.rounds, **Ns, external_tools=not a.no_external, out_dir=Path(a.out))
+
+
+if __name__ == "__main__":
+    main()

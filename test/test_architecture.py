@@ -1,0 +1,182 @@
+"""Architecture (issue 11): the layers' import arrows, the discrete-system interface and the public API.
+
+Layers, bottom to top (DESIGN.md): model → mechanics → integrators → linearization → control → planning → sweep
+→ ros. A module may import only from its own layer or layers below; only ``ros`` imports rclpy or ROS messages.
+"""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vi_control as vc
+from vi_control.integrators import DiscreteSystem, Linearizable, make_integrator
+from vi_control.integrators.base import NewtonSettings
+
+PKG = Path(vc.__file__).resolve().parent
+LAYERS = ["model", "mechanics", "integrators", "linearization", "control", "planning", "sweep", "ros"]
+ROS_PACKAGES = {"rclpy", "std_msgs", "sensor_msgs", "trajectory_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
+                "builtin_interfaces", "rcl_interfaces", "rosgraph_msgs", "diagnostic_msgs", "lifecycle_msgs"}
+
+
+def _imports(path: Path, root: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in a file, relative ones resolved against its package."""
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    package = parts[:-1]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ((node.module,) if node.module else ()))
+                out += [(node.lineno, f"{mod}.{a.name}") for a in node.names] if not node.module else [(node.lineno,
+                                                                                                      mod)]
+            else:
+                out.append((node.lineno, node.module))
+    return out
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "vi_control" or len(parts) < 2 or parts[1] not in LAYERS:
+        return None
+    return LAYERS.index(parts[1])
+
+
+def layer_violations(root: Path) -> list[str]:
+    """Every import in the package at ``root`` that points up the layers or brings ROS outside ``ros``."""
+    violations = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        own = LAYERS.index(rel.parts[0]) if rel.parts[0] in LAYERS else None
+        for line, mod in _imports(path, root):
+            if mod.split(".")[0] in ROS_PACKAGES and own != LAYERS.index("ros"):
+                violations.append(f"{rel}:{line} imports {mod} (only vi_control.ros may import ROS)")
+            target = _layer(mod)
+            if own is None:  # the package's own __init__: the public API, everything but ros
+                if target == LAYERS.index("ros"):
+                    violations.append(f"{rel}:{line} imports {mod} (the public API must not import ROS)")
+            elif target is not None and target > own:
+                violations.append(f"{rel}:{line}: {LAYERS[own]} imports {mod} ({LAYERS[target]} is above it)")
+    return violations
+
+
+def test_no_import_points_up_the_layers():
+    violations = layer_violations(PKG)
+    assert not violations, "\n".join(violations)
+
+
+def test_only_the_layers_and_the_public_api_live_in_the_package():
+    top = {p.name for p in PKG.iterdir() if not p.name.startswith(("_", "."))} - {"py.typed"}
+    assert top <= set(LAYERS), f"modules outside the layers: {sorted(top - set(LAYERS))}"
+
+
+def test_the_layer_check_sees_upward_and_ros_arrows(tmp_path):
+    """The checker itself, on a small package of its own: each kind of wrong arrow is reported, a right one not."""
+    root = tmp_path / "vi_control"
+    files = {"control/a.py": "from ..planning import plan_task\n", "model/b.py": "import rclpy\n",
+             "planning/c.py": "from vi_control.control.plan import Plan\nfrom ..model import load_robot\n",
+             "__init__.py": "from .ros import main_job\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    found = "\n".join(layer_violations(root))
+    assert "control imports vi_control.planning" in found and "only vi_control.ros may import ROS" in found
+    assert "public API must not import ROS" in found and "planning/c.py" not in found
+
+
+@pytest.fixture(scope="module")
+def systems(pendulum_robot):
+    return {name: make_integrator(name, pendulum_robot, 0.01) for name in ("midpoint", "linear_time")}
+
+
+def test_both_integrators_implement_the_interface(systems, rng):
+    """Same sizes, same state conventions, same errors; the midpoint VI is also Linearizable."""
+    for name, s in systems.items():
+        assert isinstance(s, DiscreteSystem), name
+        assert isinstance(s.settings, NewtonSettings)
+        assert s.state.nx == s.nx == 2 * s.nq and s.state.ndx == s.nx
+        x = s.state_from_configurations(np.array([0.3]), np.array([0.31]))
+        X, lams = s.simulate(x, np.full((5, s.nu), 0.5))
+        assert X.shape == (6, 2) and lams.shape == (5, s.nc)
+        # stateless: the same call twice gives the same bits, whatever ran in between
+        r1 = s.solve(X[2], np.array([0.5]))
+        s.simulate(x, np.full((3, s.nu), -2.0))
+        assert np.array_equal(s.solve(X[2], np.array([0.5])).x, r1.x)
+        assert np.array_equal(r1.x, X[3])
+        assert np.array_equal(s.solve(X[2], np.array([0.5]), y0=s.warm_start(X[3])).x.round(12), X[3].round(12))
+        with pytest.raises(ValueError, match="input has size 2"):
+            s.step(x, np.zeros(2))
+        with pytest.raises(ValueError, match="NaN"):
+            s.step(np.array([np.nan, 0.0]))
+        assert s.potential_gradient(np.array([0.4])) == pytest.approx([9.8 * np.sin(0.4)], rel=1e-12)
+    assert all(isinstance(s, Linearizable) for s in systems.values())
+    # the two integrators discretize the same pendulum: one step agrees to O(Δt³)
+    x = systems["midpoint"].state_from_velocity(np.array([0.3]), np.array([1.0]))
+    a, b = (systems[n].step(x, np.array([0.5])) for n in ("midpoint", "linear_time"))
+    assert np.abs(a - b).max() < 1e-5
+
+
+def test_same_controller_code_runs_on_both_integrators(systems, pendulum_vi):
+    """A plan from the planner (on the midpoint VI) tracked by the same TrackingController and StateEstimator
+    with either integrator as the plant; the planner refuses a system without derivatives.
+    (test_linear_time_linearization.py plans on the linear-time VI with the same planner.)"""
+    task = vc.load_task("task_pendulum_swingup")
+    plan, res = vc.plan_task(pendulum_vi, task)
+    assert res.converged and plan.converged
+    plant_dt = {}
+    for name in ("midpoint", "linear_time"):
+        plant = make_integrator(name, pendulum_vi.robot, pendulum_vi.dt)
+        est = vc.StateEstimator(plant)
+        ctl = vc.TrackingController(plan, plant.state)  # the seed's swing-up task is unbounded (≈10 N·m peak)
+        x = plan.X[0].copy()
+        est.update(-plant.dt, x[:1], None)
+        for k in range(plan.horizon):
+            xhat = est.update(k * plant.dt, x[:1], None)
+            x = plant.step(x, ctl.command(k, xhat)[0])
+        plant_dt[name] = abs(x[0] - np.pi)
+    assert plant_dt["midpoint"] < 1e-6  # the plan's own dynamics: exact up to the estimator's round-off
+    assert plant_dt["linear_time"] < 0.05  # another discretization of the same pendulum: feedback absorbs it
+
+
+    class StepOnly:  # a DiscreteSystem without derivatives: the planner must say so, not fail inside
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            if name in ("step_derivatives", "step_hessian", "curved_outputs"):
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    with pytest.raises(TypeError, match="not Linearizable"):
+        vc.plan_task(StepOnly(pendulum_vi), task)
+
+
+def test_newton_settings_are_validated():
+    for bad in (dict(tol=0.0), dict(tol=float("nan")), dict(rcond_min=-1.0), dict(max_iterations=0),
+                dict(max_iterations=True), dict(step_tol=float("inf"))):
+        with pytest.raises(ValueError, match="NewtonSettings"):
+            NewtonSettings(**bad)
+    s = NewtonSettings(tol=1e-10)
+    assert s.accepts(1e-10, 0.0) and not s.accepts(2.1e-10, 1.0) and s.accepts(2e-10, 1.0)
+    assert not s.accepts(float("nan"), 0.0)
+    assert s.accepts(1e-6, 0.0, floor=s.rounding_floor(1e9, 1.0))
+
+
+def test_public_api_quick_start():
+    """The README's quick start, with the flat namespace only."""
+    robot = vc.load_robot("pendulum")
+    vi = vc.MidpointVI(robot, dt=0.1)
+    x1 = vi.step(np.array([0.2, 0.5]), np.array([0.8]))
+    assert x1 == pytest.approx([0.247136194155, 0.362723883110], abs=1e-10)  # REFERENCE §1
+    lin = vc.linearize(vi, np.array([0.2, 0.5]), np.array([0.8]))
+    assert np.allclose(lin.A, [[0.95333434, 0.09766672], [-0.93331323, 0.95333434]], atol=1e-8)
+    assert vc.load_robot("erd:ur5").nq == 6
+    assert vc.load_robot("double_pendulum", system={"actuated": [{"joint": "elbow"}]}).actuated == ("elbow",)
+    heavy = vc.load_robot("pendulum", mass_scale=1.05)
+    assert heavy.total_mass == pytest.approx(1.05 * robot.total_mass) and heavy.hash != robot.hash
+    missing = [n for n in vc.__all__ if not hasattr(vc, n)]
+    assert not missing

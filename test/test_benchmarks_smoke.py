@@ -1,0 +1,135 @@
+"""Smoke tests of the benchmark scripts (issue 13): each runs at a small size through the code path that produces
+its published table, so a script cannot rot unnoticed. No timing asserts: the figures themselves are the
+scripts' job (README performance table); here only their structure and the facts that do not depend on speed.
+(benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py.)"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_benchmark_script_has_a_smoke_test():
+    covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py"}
+    here = Path(__file__).read_text()
+    for script in sorted(BENCH.glob("bench_*.py")):
+        name = script.stem
+        if name in covered:
+            assert (Path(__file__).parent / covered[name]).exists(), name
+        else:
+            assert f'load("{name}")' in here, f"{name} has no smoke test"
+
+
+def test_step_benchmark_smoke():
+    bench = load("bench_step")
+    from vi_control.model.generate import planar_chain_urdf
+
+    row = bench.bench_model("chain3", planar_chain_urdf(3), None, 0.01, rounds=2, mujoco=None)
+    assert row["nq"] == 3 and row["backend"] in ("C Newton", "CasADi VM")
+    for key in ("exact", "chord", "aba"):
+        assert np.isfinite(row[key]) and row[key] > 0
+    assert 1.0 <= row["it_exact"] <= row["it_chord"] + 1e-12 < 30  # chord needs at least exact's updates
+    assert row["cold"] > 0 and row["warm"] > 0
+    table = bench.table([row])
+    assert "| chain3 | 3 | 10 ms |" in table and "cold build" in table
+    if row["backend"] == "C Newton":
+        out = bench.breakdown("chain3", planar_chain_urdf(3), None, 0.01, rounds=1, newton="chord")
+        assert "MidpointVI.step" in out and "(= full)" in out
+
+
+def test_linearization_benchmark_smoke():
+    bench = load("bench_linearization")
+    row = bench.run("pendulum", rounds=1)
+    assert (row["nq"], row["nx"], row["nu"], row["nc"]) == (1, 2, 1, 0)
+    assert row["fd_err"] < 1e-6  # exact A, B against central differences of the step
+    for key in ("step", "fd", "first", "contraction", "full"):
+        assert row[key] > 0
+    table = bench.table([row])
+    assert table.count("\n| ") == 2 and "| pendulum | 1 / 2 / 1 / 0 |" in table
+
+
+def test_linear_time_benchmark_smoke(tmp_path, monkeypatch):
+    bench = load("bench_linear_time")
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["bench_linear_time.py", "--steps", "20", "--sizes", "3", "--no-midpoint",
+                                      "--backends", "c", "--name", "smoke"])
+    monkeypatch.setattr(bench, "per_call", lambda fn, min_time=0.3: (fn(), 1e-6)[1])  # one call each
+    bench.main()
+    md = (tmp_path / "smoke.md").read_text()
+    assert "| 3 |" in md and "IG1" in md
+    assert (tmp_path / "smoke.json").stat().st_size > 100 and (tmp_path / "smoke.png").stat().st_size > 1000
+
+
+def test_planner_benchmark_smoke(tmp_path, monkeypatch):
+    bench = load("bench_planner")
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    rows, runs = bench.ours(rounds=1, gradient_iterations=3)
+    methods = [r["method"] for r in rows]
+    assert methods == ["ddp", "ilqr", "gradient", "open-loop gradient (baseline)"]
+    ddp = rows[0]
+    # REFERENCE §2: the second-order method converges in at most 14 iterations, to the upright.
+    assert ddp["converged"] and ddp["iterations"] <= 14 and ddp["q_final"] == pytest.approx(np.pi, abs=1e-3)
+    assert rows[1]["cost"] == pytest.approx(ddp["cost"], rel=1e-8)
+    assert rows[3]["iterations"] == 3 and not rows[3]["converged"]
+    table = bench.table(rows + [dict(tool="crocoddyl", method="-", note="failed: x|y")])
+    assert table.count("\n| ") == 5 and "x\\|y" in table
+    bench.plots(runs)
+    assert (tmp_path / "pendulum_swingup.png").stat().st_size > 1000
+
+
+def test_nonholonomic_benchmark_smoke(tmp_path):
+    bench = load("bench_nonholonomic")
+    result = bench.run(rounds=1, energy_steps=500, sympy=False, out=tmp_path)
+    assert [r["what"].split(",")[1].split(":")[0].strip() for r in result["speed"]] == ["sleigh", "diffdrive"]
+    assert all(r["us"] > 0 and r["driver_us"] > 0 and r["base_us"] > 0 for r in result["speed"])
+    errors = {r["what"]: r["error"] for r in result["snake"]}
+    e_rk2 = errors["snakeboard, 128 steps (T = 10 s), rk2"]
+    for k in ("gni", "rdp exp", "rdp cay"):  # seed 003 Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
+        assert errors[f"snakeboard, 128 steps (T = 10 s), {k}"] < e_rk2 / 10
+    assert result["energy"]["energy_rel"] < 1e-13 and result["energy"]["constraint"] < 1e-13
+    assert "| GNI step, sleigh" in result["table"] and "snakeboard, 512 steps, gni" in result["table"]
+    for f in result["files"]:
+        assert f.stat().st_size > 10_000
+    assert not result["side_by_side"]
+
+
+def test_nonholonomic_benchmark_sympy_model_is_the_sleigh():
+    """The SymPy KanesMethod sleigh (the side-by-side peer) is the same system as the Lagrange–d'Alembert one."""
+    pytest.importorskip("sympy")  # benchmark-only dependency (benchmarks/requirements-bench-nonholonomic.txt)
+    rhs, energy = load("bench_nonholonomic").sympy_sleigh_rhs()
+    z = np.array([0.1, 0.2, 0.3, -1.0, 2.0, 1.0])  # (x, y, θ, u1, ω, u2 = aω)
+    dz = rhs(0.0, z)
+    c, s = np.cos(0.3), np.sin(0.3)
+    assert dz[:3] == pytest.approx([c * -1.0 - s * 1.0, s * -1.0 + c * 1.0, 2.0])
+    assert energy(z) == pytest.approx(0.5 * (1.0 + 1.0) + 0.5 * 0.2 * 4.0)
+
+
+def test_collocation_benchmark_smoke(tmp_path):
+    """bench_collocation.py at tiny sizes (N = 6, biped N = 4), no Drake: every table, the DDP rows, the gait replay,
+    the three figures."""
+    import json
+
+    res = load("bench_collocation").main(["--quick", "--rounds", "1", "--no-external", "--out", str(tmp_path)])
+    for key in ("pendulum", "cartpole", "biped"):
+        (row,) = res[key]
+        for m in ("lg", "lg2"):
+            assert row[m]["iterations"] > 0 and row[m]["t_med"] > 0
+    assert res["pendulum"][0]["lg2"]["success"] and res["pendulum"][0]["lg2"]["E2"] > 0
+    assert {r["problem"] for r in res["ddp"]} == {"pendulum", "cartpole"}
+    assert len(res["replay"]["deviation"]) == 11
+    text = (tmp_path / "collocation.md").read_text()
+    assert "Pendulum minimum-time swing-up" in text and "| N | E² LG |" in text
+    assert json.loads((tmp_path / "collocation.json").read_text())["rounds"] == 1
+    for png in ("collocation.png", "collocation_error_time.png", "collocation_gait.png"):
+        assert (tmp_path / png).stat().st_size > 10_000

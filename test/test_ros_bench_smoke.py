@@ -1,0 +1,24 @@
+"""Smoke test of benchmarks/bench_ros.py: the controller latency and simulator real-time-factor measurements run
+end to end over DDS (nodes as separate processes) at a small size; no timing asserts."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_ros.py"
+
+
+def test_ros_benchmark_smoke():
+    spec = importlib.util.spec_from_file_location("bench_ros", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table, lat, rtf = bench.run(seconds=0.5, rates=(100.0,), models=("arm7",), warmup=0.2)
+    (r,) = lat
+    assert r["sent"] == 70 and 0 < r["matched"] <= r["sent"]
+    # every command the controller sent answers one of our states with the hold law's exact value
+    assert r["unmatched"] <= r["received"] - r["matched"] + 5
+    assert np.isfinite(r["p50"]) and r["p99"] >= r["p50"] > 0 and r["compute"] > 0
+    (s,) = rtf
+    assert s["model"] == "arm7" and s["nq"] == 7 and s["node"] > 0 and s["core"] > 0
+    assert "| 100 Hz |" in table and "| arm7 | 7 |" in table and "load average" in table

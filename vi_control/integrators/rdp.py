@@ -1,0 +1,216 @@
+"""Reduced d'Alembert–Pontryagin integrator (RDP, seed 003 §5) on Q = M × SE(2) for the sleigh and the snakeboard.
+
+A ``ReducedSystem`` gives the reduced Lagrangian ℓ(u, ξ) = ½(u, ξ)ᵀ𝕄(u, ξ) (shape velocity u, body velocity
+ξ = g⁻¹ġ; 𝕄 constant: ℓ independent of r, as for both systems), the body-fixed basis e_b(r) of the constrained
+symmetry directions 𝔤ʳ and the nonholonomic connection A(r). One step (α-point r_{k+α} = r_k + αΔt u_k) solves
+for u_k and Ω_k = Σ_b s_b e_b(r_{k+α}), with ξ_k = Ω_k − A(r_{k+α})u_k,
+
+    ∂_uℓ_k − ∂_uℓ_{k−1} + A(r_k)ᵀ(μ⁻_k − μ⁺_k) = Δt f_k,   e_b(r_k)ᵀ(μ⁻_k − μ⁺_k) = 0      (eq. 27)
+    μ⁻_k = [dτ⁻¹_{Δtξ_k}]ᵀ∂_ξℓ_k,  μ⁺_k = [dτ⁻¹_{−Δtξ_{k−1}}]ᵀ∂_ξℓ_{k−1}
+    g_{k+1} = g_k τ(Δt ξ_k),  r_{k+1} = r_k + Δt u_k                                          (eq. 28)
+
+with τ = exp or cay (exact dτ⁻¹ of ``mechanics.se2``) by Newton on the exact (AD) Jacobian, compiled like the
+GNI's functions. The carried state (g_k, r_k, π⁺_k = ∂_uℓ_{k−1}, μ⁺_k) starts from a continuous state as eq. 16
+does: μ⁺_0 = ∂_ξℓ(0), π⁺_0 = ∂_uℓ(0) − (Δt/2) f_0. For both bundled systems A(r)δ ∥ e₁(r), so the A(r_k)ᵀ term
+vanishes (the paper's remark before the snakeboard's simplified equations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+from scipy.linalg import lapack
+
+from ..mechanics import se2
+from ..mechanics.codegen import FunctionSet
+from .base import ConvergenceError, NewtonSettings, SingularityError
+
+__all__ = ["ReducedSystem", "ReducedDAlembertPontryagin", "sleigh_system", "snakeboard_system"]
+
+
+@dataclass(frozen=True)
+class ReducedSystem:
+    """ℓ(u, ξ) = ½(u, ξ)ᵀ𝕄(u, ξ) on M × SE(2) with ``n_shape`` shape variables r, constrained symmetry basis
+    ``basis(r)`` (3, c) and connection ``connection(r)`` (3, n_shape), both CasADi expressions of r."""
+
+    name: str
+    inertia: np.ndarray  # 𝕄 (n_shape + 3, n_shape + 3) in the order (u, ξ), ξ = (ω, v_x, v_y)
+    n_shape: int
+    basis: Callable[[ca.SX], ca.SX]
+    connection: Callable[[ca.SX], ca.SX]
+
+
+def sleigh_system(I: float, m: float, a: float) -> ReducedSystem:
+    """Chaplygin sleigh (seed 003 §6.1): no shape, 𝕄 = diag(I, m, m) at the centre of mass, skate at distance a
+    behind it: 𝔤^q = span{e₁ = (1, 0, a), e₂ = (0, 1, 0)}."""
+    return ReducedSystem("sleigh", np.diag([I, m, m]), 0,
+                         basis=lambda r: ca.SX(ca.DM([[1.0, 0.0], [0.0, 1.0], [a, 0.0]])),
+                         connection=lambda r: ca.SX.zeros(3, 0))
+
+
+def snakeboard_system(m: float, l: float, I: float, J: float) -> ReducedSystem:
+    """Snakeboard (seed 003 §6.2): r = (ψ, φ), 𝕄 = the paper's M with ξ in the body frame (2J for the two
+    coupled axles), e₁(r) = 2l cos²φ (tan φ/l, −1, 0) and A(r) = [[I sin²φ/(ml²), 0], [−I sin 2φ/(2ml), 0], [0, 0]]."""
+    Mm = np.zeros((5, 5))
+    Mm[0, 0], Mm[0, 2], Mm[2, 0], Mm[1, 1], Mm[2, 2] = I, I, I, 2 * J, m * l**2
+    Mm[3, 3] = Mm[4, 4] = m
+
+    def basis(r):
+        ph = r[1]
+        return ca.vertcat(ca.sin(2 * ph), -2 * l * ca.cos(ph) ** 2, 0)
+
+    def connection(r):
+        ph = r[1]
+        return ca.vertcat(ca.horzcat(I / (m * l**2) * ca.sin(ph) ** 2, 0),
+                          ca.horzcat(-I / (2 * m * l) * ca.sin(2 * ph), 0), ca.horzcat(0, 0))
+    return ReducedSystem("snakeboard", Mm, 2, basis, connection)
+
+
+@dataclass
+class RDPTrajectory:
+    """g (N+1, 3) = (θ, x, y), r (N+1, n_shape), shape velocities u (N, n_shape), body velocities ξ (N, 3),
+    Newton iterations per step."""
+
+    g: np.ndarray
+    r: np.ndarray
+    u: np.ndarray
+    xi: np.ndarray
+    iterations: np.ndarray
+
+
+class ReducedDAlembertPontryagin:
+    """RDP (eqs. 27–28) of a ReducedSystem at time step ``dt`` with retraction 'exp' or 'cay' and α ∈ [0, 1]."""
+
+    def __init__(self, system: ReducedSystem, dt: float, retraction: str = "exp", alpha: float = 0.5,
+                 settings: NewtonSettings | None = None, compile: bool | None = None):
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"time step dt must be positive and finite, got {dt}")
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        tau, dtau_inv = se2.retraction(retraction)
+        self.system, self.dt, self.retraction, self.alpha = system, float(dt), retraction, float(alpha)
+        self.settings = settings or NewtonSettings(tol=1e-13)
+        ns, h = system.n_shape, self.dt
+        E0 = system.basis(ca.SX.zeros(ns))
+        c = E0.size2()
+        self.n_shape, self.n_basis = ns, c
+        # unknowns z = (u_k, s_k); parameters P = (r_k, π⁺_k, μ⁺_k, f_k); carried g_k
+        u, s = ca.SX.sym("u", ns), ca.SX.sym("s", c)
+        r, pi_p, mu_p, f = ca.SX.sym("r", ns), ca.SX.sym("pi", ns), ca.SX.sym("mu", 3), ca.SX.sym("f", ns)
+        g = ca.SX.sym("g", 3)
+        Mm = ca.DM(system.inertia)
+        ra = r + self.alpha * h * u
+        xi = ca.mtimes(system.basis(ra), s) - (ca.mtimes(system.connection(ra), u) if ns else 0)
+        w = ca.vertcat(u, xi)
+        dl = ca.mtimes(Mm, w)
+        dl_u, dl_xi = dl[:ns], dl[ns:]
+        mu_minus = ca.mtimes(dtau_inv(h * xi).T, dl_xi)
+        jump = mu_minus - mu_p
+        R_group = ca.mtimes(system.basis(r).T, jump)
+        R = ca.vertcat(dl_u - pi_p + ca.mtimes(system.connection(r).T, jump) - h * f, R_group) if ns else R_group
+        z, P = ca.vertcat(u, s), ca.vertcat(r, pi_p, mu_p, f)
+        new = ca.vertcat(se2.compose(g, tau(h * xi)), r + h * u, dl_u, ca.mtimes(dtau_inv(-h * xi).T, dl_xi), xi)
+        # initial state from a continuous one (r, ṙ, ξ): the body momentum and the nonholonomic momenta
+        rdot, xi0 = ca.SX.sym("rdot", ns), ca.SX.sym("xi0", 3)
+        dl0 = ca.mtimes(Mm, ca.vertcat(rdot, xi0))
+        self.functions = FunctionSet(
+            f"rdp_{system.name}_{retraction}_{h!r}_{alpha!r}",
+            {"residual": ca.Function("rdp_residual", [z, P], [ca.densify(R), ca.densify(ca.jacobian(R, z))]),
+             "update": ca.Function("rdp_update", [z, P, g], [ca.densify(new)]),
+             "momentum": ca.Function("rdp_momentum", [r, rdot, xi0],
+                                     [ca.densify(dl0[:ns]), ca.densify(dl0[ns:]),
+                                      ca.densify(ca.mtimes(system.basis(r).T, dl0[ns:]))])},
+            compile=compile)
+        self._P = np.zeros(3 * ns + 3)
+        rr = ca.SX.sym("r", ns)
+        self._basis = ca.Function("E", [rr], [system.basis(rr)])
+        self._connection = ca.Function("A", [rr], [system.connection(rr)])
+
+    def nonholonomic_momentum(self, r: np.ndarray, rdot: np.ndarray, xi: np.ndarray) -> np.ndarray:
+        """p_b = ⟨∂_ξℓ, e_b(r)⟩ (§6.1: the sleigh's (p₁, p₂); §6.2: the snakeboard's p₁)."""
+        return np.array(self.functions["momentum"](np.asarray(r, float), np.asarray(rdot, float),
+                                                   np.asarray(xi, float))[2]).ravel()
+
+    def simulate(self, g0: np.ndarray, r0: np.ndarray, rdot0: np.ndarray, xi0: np.ndarray,
+                 forces: np.ndarray | None = None, steps: int | None = None) -> RDPTrajectory:
+        """N steps from the continuous state (g₀, r₀, ṙ₀, ξ₀) under shape forces ``forces`` (N, n_shape)
+        (f_k applied at t_k, as eq. 16); raises ConvergenceError / SingularityError with the step index."""
+        ns, st = self.n_shape, self.settings
+        if forces is None:
+            if steps is None:
+                raise ValueError("simulate needs forces (N, n_shape) or steps=N")
+            forces = np.zeros((steps, ns))
+        forces = np.asarray(forces, float)
+        if forces.ndim != 2 or forces.shape[1] != ns:
+            raise ValueError(f"forces must have shape (N, {ns}), got {forces.shape}")
+        N = len(forces)
+        G, Rr = np.zeros((N + 1, 3)), np.zeros((N + 1, ns))
+        U, XI, its = np.zeros((N, ns)), np.zeros((N, 3)), np.zeros(N, int)
+        G[0], Rr[0] = g0, r0
+        dl_u, dl_xi, _ = self.functions["momentum"](np.asarray(r0, float), np.asarray(rdot0, float),
+                                                    np.asarray(xi0, float))
+        pi_p = np.array(dl_u).ravel() - 0.5 * self.dt * forces[0] if N else np.array(dl_u).ravel()
+        mu_p = np.array(dl_xi).ravel()
+        res_fn, upd = self.functions["residual"], self.functions["update"]
+        z = np.concatenate([np.asarray(rdot0, float), np.zeros(self.n_basis)])
+        r0 = np.asarray(r0, float)
+        omega0 = np.asarray(xi0, float) + (np.array(self._connection(r0)) @ np.asarray(rdot0, float) if ns else 0)
+        z[ns:] = np.linalg.lstsq(np.array(self._basis(r0)).reshape(3, -1), omega0, rcond=None)[0]
+        P = self._P
+        for k in range(N):
+            P[:ns], P[ns:2 * ns], P[2 * ns:2 * ns + 3], P[2 * ns + 3:] = Rr[k], pi_p, mu_p, forces[k]
+            scale = 1.0 + np.abs(P[ns:2 * ns + 3]).max(initial=0.0)
+            for it in range(st.max_iterations + 1):
+                Rv, Jv = res_fn(z, P)
+                rnorm = float(np.abs(Rv).max())
+                if rnorm <= st.tol * scale:
+                    break
+                if it == st.max_iterations or not np.isfinite(rnorm):
+                    raise ConvergenceError(k, rnorm, it, "RDP (seed 003 eq. 27)")
+                _, _, dz, info = lapack.dgesv(Jv, Rv.ravel())  # LAPACK directly: numpy's wrapper costs more
+                if info != 0:
+                    raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)")
+                z = z - dz
+            its[k] = it
+            out = np.array(upd(z, P, G[k])).ravel()
+            G[k + 1], Rr[k + 1] = out[:3], out[3:3 + ns]
+            pi_p, mu_p = out[3 + ns:3 + 2 * ns].copy(), out[3 + 2 * ns:6 + 2 * ns].copy()
+            U[k], XI[k] = z[:ns], out[6 + 2 * ns:]
+        return RDPTrajectory(g=G, r=Rr, u=U, xi=XI, iterations=its)
+
+
+# The bundled snakeboard (urdf/snakeboard.urdf) and seed 003 §6.2's initial state and inputs.
+SNAKEBOARD = dict(m=2.0, l=1.0, I=0.1, J=0.8)
+SNAKEBOARD_START = dict(psi=np.pi / 2, phi=np.pi / 3, p1=-1.0, psi_dot=2.5, phi_dot=-0.02, theta=0.0)
+
+
+def snakeboard_inputs(t: np.ndarray) -> np.ndarray:
+    """Seed 003 §6.2's torques (u_ψ, u_φ) = (cos 20πt, sin 2πt), shape (len(t), 2) in the RDP's r = (ψ, φ) order."""
+    t = np.asarray(t, float)
+    return np.stack([np.cos(20 * np.pi * t), np.sin(2 * np.pi * t)], axis=-1)
+
+
+def snakeboard_start(system: ReducedSystem, psi: float, phi: float, p1: float, psi_dot: float, phi_dot: float,
+                     theta: float = 0.0, x: float = 0.0, y: float = 0.0
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(g₀, r₀, ṙ₀, ξ₀) from the paper's data: ξ = Ω − A(r)ṙ with Ω = s e₁(r) and p₁ = ⟨∂_ξℓ, e₁(r)⟩."""
+    r, u = np.array([psi, phi]), np.array([psi_dot, phi_dot])
+    e1 = np.array(ca.DM(system.basis(ca.DM(r)))).ravel()
+    A = np.array(ca.DM(system.connection(ca.DM(r))))
+    Mm = system.inertia
+    Mxu, Mxx = Mm[2:, :2], Mm[2:, 2:]
+    s = (p1 - e1 @ (Mxu @ u - Mxx @ A @ u)) / (e1 @ Mxx @ e1)
+    return np.array([theta, x, y]), r, u, s * e1 - A @ u
+
+
+def snakeboard_configuration(g: np.ndarray, r: np.ndarray, rdot: np.ndarray | None = None,
+                             xi: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """q (and q̇) of urdf/snakeboard.urdf, joint order (x, y, θ, φ, φ_front, ψ), from (g, r) (and ṙ, ξ)."""
+    q = np.array([g[1], g[2], g[0], r[1], r[1], r[0]])
+    if rdot is None:
+        return q, None
+    c, s = np.cos(g[0]), np.sin(g[0])
+    return q, np.array([c * xi[1] - s * xi[2], s * xi[1] + c * xi[2], xi[0], rdot[1], rdot[1], rdot[0]])

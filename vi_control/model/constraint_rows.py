@@ -1,0 +1,130 @@
+"""Constraint Jacobians evaluated numerically with Pinocchio: the validation of the system YAML's constraints.
+
+The integrators build every constraint row symbolically (``mechanics.symbolic``, exact derivatives); here the
+same rows come from Pinocchio's frame Jacobians, an independent path that the model layer uses to reject a
+rank-deficient set at load time (and tests use as a cross-check of the symbolic rows).
+
+Rows: holonomic constraints Dh(q) (coincident: the chosen axes of J_a − J_b; distance: dᵀ(J_a − J_b) for
+h = ½(|d|² − ℓ²); plane: nᵀJ_a; joints: the coefficient row) and nonholonomic A(q) (seed 003 §3, the μᵃ(q) of
+eq. 4): knife edge (R d)ᵀJ_p; rolling: the contact material point's velocity along the rolling and lateral
+directions of the plane.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import SystemConfigError
+from .system_config import Constraint, NonholonomicConstraint
+
+
+def _skew(a: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+class _Frames:
+    """World poses and LOCAL_WORLD_ALIGNED Jacobians of link frames at one configuration."""
+
+    def __init__(self, model: pin.Model, q: np.ndarray):
+        self.model, self.data = model, model.createData()
+        pin.computeJointJacobians(model, self.data, q)
+        pin.updateFramePlacements(model, self.data)
+
+    def pose_jacobian(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(R, p, J (6, nv)) of a link's body frame; 'world' is fixed."""
+        nv = self.model.nv
+        if link == "world":
+            return np.eye(3), np.zeros(3), np.zeros((6, nv))
+        fid = self.model.getFrameId(link, pin.FrameType.BODY)
+        M = self.data.oMf[fid]
+        J = pin.getFrameJacobian(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        return M.rotation.copy(), M.translation.copy(), J
+
+    def point(self, link: str, point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(world position, velocity Jacobian (3, nv), R, angular Jacobian (3, nv)) of a point on a link."""
+        R, p, J = self.pose_jacobian(link)
+        r = R @ np.asarray(point, float)
+        return p + r, J[:3] - _skew(r) @ J[3:], R, J[3:]
+
+
+def holonomic_rows(model: pin.Model, joint_names: list[str], constraints: tuple[Constraint, ...],
+                   q: np.ndarray) -> np.ndarray:
+    """Dh(q) (n_h, nq) of the holonomic constraints, in the order of ``mechanics.symbolic.constraint_expr``."""
+    f, rows = _Frames(model, q), []
+    for c in constraints:
+        if c.type == "joints":
+            row = np.zeros(model.nv)
+            for name, coef in zip(c.joints, c.coefficients):
+                row[joint_names.index(name)] += coef
+            rows.append(row)
+            continue
+        pa, Ja, _, _ = f.point(c.link_a, c.point_a)
+        if c.type == "plane":
+            rows.append(np.asarray(c.normal) @ Ja)
+            continue
+        pb, Jb, _, _ = f.point(c.link_b, c.point_b)
+        if c.type == "coincident":
+            rows.extend((Ja - Jb)[k] for k in c.axes)
+        else:
+            rows.append((pa - pb) @ (Ja - Jb))
+    return np.array(rows).reshape(len(rows), model.nv)
+
+
+def rolling_frame(R: np.ndarray, c: NonholonomicConstraint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(contact offset r·d from the disk centre, rolling direction, lateral direction) in world axes.
+
+    a = R·axis, n the plane normal: d = −(n − (n·a)a)/|n − (n·a)a| points from the centre to the lowest point of
+    the disk; t_long = n × a/|n × a| is the rolling direction, t_lat = n × t_long (undefined for a disk lying flat).
+    """
+    a, n = R @ np.asarray(c.axis), np.asarray(c.normal)
+    s = n - (n @ a) * a
+    d = -s / np.linalg.norm(s)
+    t_long = np.cross(n, a)
+    t_long /= np.linalg.norm(t_long)
+    return c.radius * d, t_long, np.cross(n, t_long)
+
+
+def nonholonomic_rows(model: pin.Model, nonholonomic: tuple[NonholonomicConstraint, ...],
+                      q: np.ndarray) -> np.ndarray:
+    """A(q) (m, nq) with A(q)q̇ the constrained velocities, in the order of ``mechanics.symbolic``."""
+    f, rows = _Frames(model, q), []
+    for c in nonholonomic:
+        _, Jp, R, Jw = f.point(c.link, c.point)
+        if c.type == "knife_edge":
+            rows.append((R @ np.asarray(c.direction)) @ Jp)
+            continue
+        r, t_long, t_lat = rolling_frame(R, c)
+        Jc = Jp - _skew(r) @ Jw  # material point at the contact: v_centre + ω × r
+        rows.extend(t @ Jc for name, t in (("longitudinal", t_long), ("lateral", t_lat)) if name in c.components)
+    return np.array(rows).reshape(len(rows), model.nv)
+
+
+def check_constraint_rank(model: pin.Model, joint_names: list[str], constraints: tuple[Constraint, ...],
+                          nonholonomic: tuple[NonholonomicConstraint, ...]) -> None:
+    """SystemConfigError naming the first nonholonomic row that depends on the rows before it at a generic q.
+
+    [Dh(q); A(q)] must have full row rank (seed 003 §4.2: "μ is full rank"), or the multipliers are not
+    determined; configurations where it drops (the snakeboard's φ = ±π/2) are measure-zero and are reported by
+    the integrator as a SingularityError at the step.
+    """
+    if not nonholonomic:
+        return
+    q = np.random.default_rng(1).uniform(-1.0, 1.0, model.nq)  # generic: avoids measure-zero singularities
+    H = holonomic_rows(model, joint_names, constraints, q)
+    A = nonholonomic_rows(model, nonholonomic, q)
+    owner = [(i, comp) for i, c in enumerate(nonholonomic)
+             for comp in (c.components if c.type == "rolling" else ("",))]
+    scale = max(np.abs(np.vstack([H, A])).max(initial=0.0), 1e-300)
+    rank_h = np.linalg.matrix_rank(H, tol=1e-9 * scale) if len(H) else 0
+    stack, rank = H, rank_h
+    for row, (i, comp) in zip(A, owner):
+        stack = np.vstack([stack, row])
+        new = np.linalg.matrix_rank(stack, tol=1e-9 * scale)
+        if new == rank:
+            what = f" (component {comp})" if comp else ""
+            raise SystemConfigError(
+                f"nonholonomic[{i}]{what}: its row of A(q) is a combination of the constraint rows before it "
+                f"(rank {rank} < {len(stack)} at a generic q): the constraints are rank-deficient; remove the "
+                "redundant one (two wheels on one axle need the lateral component only once)")
+        rank = new

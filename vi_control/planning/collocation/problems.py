@@ -1,0 +1,62 @@
+"""Seed 004's test problems (§V) as CollocationProblems, with the settings the tests and the benchmark share.
+
+- ``pendulum_min_time``: the bundled pendulum (m = l = 1, g = 9.8, |u| ≤ 5 N·m) from hanging at rest to upright at
+  rest in minimum time (eq. 22). ``PENDULUM_GUESS_TIME``: the straight-line guess's t_f — from it LG and LG2 reach the
+  same local optimum for N = 15 … 30 (other guesses lead to other optima; docs/collocation.md).
+  ``bang_bang_min_time`` is an independent reference: the three-arc bang-bang control (−u, +u, −u) whose switching
+  times are found by shooting with scipy's ODE solver, minimized over the first switch.
+- ``cartpole_swingup``: Kelly 2017's cart-pole (bundled: cart 1 kg, pole 0.3 kg at 0.5 m, |u| ≤ 20 N, |x| ≤ 2 m)
+  from hanging at x = 0 to upright at rest at x = d = 1 m in t_f = 2 s, cost ∫u² dt (eq. 23).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dynamics import SecondOrderDynamics
+from .transcription import CollocationProblem, Guess
+
+PENDULUM_GUESS_TIME = 2.0
+PENDULUM_TIME_BOUNDS = (0.1, 10.0)
+CARTPOLE_DISTANCE, CARTPOLE_TIME = 1.0, 2.0
+
+
+def pendulum_min_time(dynamics: SecondOrderDynamics, method: str, nodes: int, **options) -> CollocationProblem:
+    return CollocationProblem(dynamics, method=method, nodes=nodes, free_time=True, cost="time",
+                              time_bounds=PENDULUM_TIME_BOUNDS, **options)
+
+
+def pendulum_boundary() -> dict:
+    """Boundary values of the swing-up: hanging at rest → upright at rest."""
+    return dict(q0=[0.0], v0=[0.0], qf=[np.pi], vf=[0.0])
+
+
+def pendulum_guess() -> Guess:
+    return Guess.linear([0.0], [np.pi], PENDULUM_GUESS_TIME, 1)
+
+
+def cartpole_swingup(dynamics: SecondOrderDynamics, method: str, nodes: int, **options) -> CollocationProblem:
+    return CollocationProblem(dynamics, method=method, nodes=nodes, cost="effort", **options)
+
+
+def cartpole_boundary() -> dict:
+    return dict(q0=[0.0, 0.0], v0=[0.0, 0.0], qf=[CARTPOLE_DISTANCE, np.pi], vf=[0.0, 0.0], tf=CARTPOLE_TIME)
+
+
+def bang_bang_min_time(g: float = 9.8, u_max: float = 5.0) -> tuple[float, float, float]:
+    """(t₁, t₂, t_f) of the minimum-time three-arc bang-bang swing-up of q̈ = u − g sin q (m = l = 1)."""
+    from scipy.integrate import solve_ivp
+    from scipy.optimize import fsolve, minimize_scalar
+
+    def end(t1: float, t2: float, tf: float) -> np.ndarray:
+        x = np.zeros(2)
+        for a, b, u in ((0.0, t1, -u_max), (t1, t2, u_max), (t2, tf, -u_max)):
+            x = solve_ivp(lambda t, y, u=u: [y[1], u - g * np.sin(y[0])], (a, b), x, rtol=1e-10, atol=1e-10).y[:, -1]
+        return x - [np.pi, 0.0]
+
+    def switch(t1: float) -> np.ndarray:  # (t2, tf) reaching the top at rest for a first switch at t1
+        return fsolve(lambda z: end(t1, *z), [t1 + 1.25, t1 + 1.65], xtol=1e-10)
+
+    best = minimize_scalar(lambda t1: switch(t1)[1], bounds=(0.6, 0.9), method="bounded", options={"xatol": 1e-4})
+    t2, tf = switch(best.x)
+    return float(best.x), float(t2), float(tf)
