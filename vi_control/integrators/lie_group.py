@@ -29,6 +29,7 @@ from .base import (
     StepDerivatives,
     StepResult,
     input_sequence,
+    step_rollout,
 )
 
 __all__ = ["LieGroupState", "LieGroupVI"]
@@ -235,13 +236,7 @@ class LieGroupVI:
                  steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """States (N+1, nx) and (empty) multipliers (N, 0); Newton iterations per step in ``iteration_history``."""
         inputs = input_sequence(self, inputs, steps)
-        X = np.zeros((len(inputs) + 1, self.nx))
-        X[0] = x0
-        self.iteration_history = []
-        for k, u in enumerate(inputs):
-            r = self.solve(X[k], u, step_index=k)
-            X[k + 1] = r.x
-            self.iteration_history.append(r.iterations)
+        X, self.iteration_history = step_rollout(self, x0, inputs)
         return X, np.zeros((len(inputs), 0))
 
     # ---- derivatives (the Linearizable interface, tangent coordinates) ----------------------------------------

@@ -326,44 +326,21 @@ class LieGroup:
         raise NotImplementedError
 
 
+def _bind(fn):
+    """A group method from a backend-neutral formula f(x, sym)."""
+    return lambda self, x: fn(x, _is_sym(x))
+
+
 class _SO3(LieGroup):
     name, dim, size, nq, rot = "SO3", 3, 3, 9, 3
-
-    def hat(self, w):
-        return hat3(w)
-
-    def vee(self, W):
-        return vee3(W)
 
     def Ad(self, R):
         return R
 
-    def ad(self, w):
-        return hat3(w)
-
-    def cay(self, w):
-        return _so3_cay(w, _is_sym(w))
-
-    def cay_inv(self, R):
-        return _so3_cay_inv(R, _is_sym(R))
-
-    def dcay(self, w):
-        return _so3_dcay(w, _is_sym(w))
-
-    def dcay_inv(self, w):
-        return _so3_dcay_inv(w, _is_sym(w))
-
-    def exp(self, w):
-        return _so3_exp(w, _is_sym(w))
-
-    def log(self, R):
-        return _so3_log(R, _is_sym(R))
-
-    def dexp(self, w):
-        return _so3_dexp(w, _is_sym(w))
-
-    def dexp_inv(self, w):
-        return _so3_dexp_inv(w, _is_sym(w))
+    hat = ad = staticmethod(hat3)
+    vee = staticmethod(vee3)
+    cay, cay_inv, dcay, dcay_inv = _bind(_so3_cay), _bind(_so3_cay_inv), _bind(_so3_dcay), _bind(_so3_dcay_inv)
+    exp, log, dexp, dexp_inv = _bind(_so3_exp), _bind(_so3_log), _bind(_so3_dexp), _bind(_so3_dexp_inv)
 
 
 class _SE3(LieGroup):
