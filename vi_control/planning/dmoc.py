@@ -206,9 +206,15 @@ def _jacobian_pattern(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, n
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(local), np.concatenate(sign)
 
 
-def _csc_structure(rows: np.ndarray, cols: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(inverse, indices, indptr): CSC data of a COO matrix with this pattern is bincount(inverse, data) (duplicates
-    summed), so each Newton iteration fills a fixed structure instead of sorting."""
+@cache
+def _csc_structure(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(inverse, indices, indptr): CSC data of J (the per-step blocks of ``_jacobian_pattern``, then the dense
+    terminal block, row-major) is bincount(inverse, data) with duplicates summed: each Newton iteration fills a
+    fixed structure instead of sorting."""
+    rows, cols, _, _ = _jacobian_pattern(N, n, c)
+    R_, C_ = np.meshgrid(np.arange((N - 1) * n, N * n), np.arange(N * n), indexing="ij")
+    rows, cols = np.concatenate([rows, R_.ravel()]), np.concatenate([cols, C_.ravel()])
+    size = N * n + (N - 1) * n + N * c
     uniq, inverse = np.unique(cols.astype(np.int64) * size + rows, return_inverse=True)
     indptr = np.searchsorted(uniq // size, np.arange(size + 1))
     return inverse, (uniq % size).astype(np.int32), indptr.astype(np.int32)
@@ -255,9 +261,7 @@ class _Conditions:
         self.rV = lambda k: N * n + np.arange((k - 1) * n, k * n)  # noqa: E731  V_k, k = 1…N−1
         self.rC = lambda k: (2 * N - 1) * n + np.arange(k * c, (k + 1) * c)  # noqa: E731  Φ_k, k = 0…N−1
         # the terminal block: rows T, columns ξ_0 … ξ_{N−1}, dense (row-major over the (n, N·n) block)
-        R_, C_ = np.meshgrid(self.rT, np.arange(N * n), indexing="ij")
-        self._csc = _csc_structure(np.concatenate([self.rows, R_.ravel()]), np.concatenate([self.cols, C_.ravel()]),
-                                   self.size)
+        self._csc = _csc_structure(N, n, c)
 
     def unpack(self, w: np.ndarray):
         n, N, c = self.n, self.N, self.c
@@ -383,8 +387,8 @@ class _NewtonStats:
 
 
 def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: _NewtonStats,
-            log=None) -> tuple[np.ndarray, float, bool]:
-    """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged).
+            log=None) -> tuple[np.ndarray, float, bool, tuple]:
+    """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged, (F, parts) at w).
 
     Full Newton steps are taken while the merit ‖DF‖₂ does not grow more than ``_WATCHDOG``-fold (quadratic
     convergence often passes through one larger residual); else backtracking, and where that fails a
@@ -440,7 +444,7 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
         stats.history.append(fn)
         if log is not None:
             log(f"[dmoc] iteration {stats.iterations}: ‖F‖∞ = {fn:.3e}")
-    return w, fn, bool(fn <= tol)
+    return w, fn, bool(fn <= tol), (F, parts)
 
 
 # A full Newton step may raise ‖F‖₂² this much before it is damped (quadratic convergence often passes through one
@@ -462,7 +466,7 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     cond = _Conditions(prob)
     xi0 = geodesic_guess(prob) if xi_guess is None else np.asarray(xi_guess, float).reshape(prob.horizon, -1)
     stats = _NewtonStats()
-    w, fn, ok = _newton(cond, _initial_point(cond, xi0), tol, max_iterations, lm, stats, log)
+    w, fn, ok, last = _newton(cond, _initial_point(cond, xi0), tol, max_iterations, lm, stats, log)
     fb_it = 0
     if not ok and fallback == "ipopt":
         from .dmoc_nlp import multipliers_for_newton, solve_ipopt
@@ -473,10 +477,10 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
         fb_it = res.iterations
         if res.success:
             w = np.concatenate([res.xi.ravel(), res.nu[1:-1].ravel(), multipliers_for_newton(prob, res).ravel()])
-            w, fn, ok = _newton(cond, w, tol, max_iterations, lm, stats, log)
+            w, fn, ok, last = _newton(cond, w, tol, max_iterations, lm, stats, log)
     elif fallback not in (None, "ipopt"):
         raise ValueError(f"fallback must be 'ipopt' or None, got {fallback!r}")
-    F, parts = cond.evaluate(w, jacobian=False)
+    F, parts = last
     return DMOCResult(xi=parts["xi"].copy(), nu=parts["nu"].copy(), g=parts["g"], u_minus=parts["um"].copy(),
                       u_plus=parts["up"].copy(), lam=parts["lam"].copy(), cost=float(parts["S0"].sum()),
                       iterations=stats.iterations, lm_iterations=stats.lm_iterations, residual=fn,
