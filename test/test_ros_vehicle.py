@@ -10,7 +10,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
-from test_ros_dds import DISCOVERY, ros  # noqa: E402, F401  (the fixture: own domain, processes stopped)
+from test_ros_dds import DISCOVERY  # noqa: E402
 
 from vi_control.integrators import make_integrator  # noqa: E402
 from vi_control.mechanics.groups import quaternion_from_rotation  # noqa: E402
@@ -44,7 +44,7 @@ def _goal_message(g: np.ndarray, frame: str = "odom") -> PoseStamped:
     return msg
 
 
-def test_vehicle_rest_to_rest_through_the_three_nodes(ros):  # noqa: F811
+def test_vehicle_rest_to_rest_through_the_three_nodes(ros):
     vi = make_integrator("lie_group", BODY, DT)
     sim, ctrl, plnr = (_start(ros, n) for n in ("simulator", "controller", "planner"))
     rec = ros.recorder([], record_states=False, odometry=True, controller_name="thruster_controller")
@@ -80,7 +80,7 @@ def test_vehicle_rest_to_rest_through_the_three_nodes(ros):  # noqa: F811
     assert sim.alive and ctrl.alive and plnr.alive
 
 
-def test_vehicle_nodes_refuse_bad_and_unreachable_goals_and_keep_a_safe_command(ros, tmp_path):  # noqa: F811
+def test_vehicle_nodes_refuse_bad_and_unreachable_goals_and_keep_a_safe_command(ros, tmp_path):
     import yaml
 
     from vi_control.model.bundled import share_dir

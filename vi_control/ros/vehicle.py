@@ -19,21 +19,25 @@ from ..integrators import make_integrator
 from ..integrators.lie_group import LieGroupVI
 from ..mechanics.groups import quaternion_from_rotation, rotation_from_quaternion
 from ..model.rigid_body import RigidBodyModel, load_rigid_body
+from .common import Param
 from .messages import split_seconds, stamp_seconds
 
-VEHICLE_PARAMETERS: dict[str, tuple] = {
-    "vehicle": ("", "vehicle mode: a rigid-body YAML (path, or name in config/, e.g. vehicle_uuv) stepped by the "
-                    "Lie-group VI; empty: joint mode (the model parameters)"),
-    "retraction": ("cayley", "vehicle mode: retraction τ of the Lie-group VI ('cayley' or 'exp', seed 002 §5)"),
+VEHICLE_PARAMETERS: dict[str, Param] = {
+    "vehicle": Param("", "vehicle mode: a rigid-body YAML (path, or name in config/, e.g. vehicle_uuv) stepped by "
+                         "the Lie-group VI; empty: joint mode (the model parameters)"),
+    "retraction": Param("cayley", "vehicle mode: retraction τ of the Lie-group VI (seed 002 §5)",
+                        choices=("cayley", "exp")),
 }
 # The simulator declares `odom_frame` for every mobile model (its joint mode publishes odometry too).
-ODOM_FRAME_PARAMETER: dict[str, tuple] = {
-    "odom_frame": ("odom", "frame_id of the odometry (the world frame of the simulation); vehicle-mode goals must be "
-                           "given in it"),
+ODOM_FRAME_PARAMETER: dict[str, Param] = {
+    "odom_frame": Param("odom", "frame_id of the odometry (the world frame of the simulation); vehicle-mode goals "
+                                "must be given in it"),
 }
-BASE_FRAME_PARAMETER: dict[str, tuple] = {
-    "base_frame": ("base_link", "vehicle mode: child_frame_id of the odometry (the body frame of the twist)"),
+BASE_FRAME_PARAMETER: dict[str, Param] = {
+    "base_frame": Param("base_link", "vehicle mode: child_frame_id of the odometry (the body frame of the twist)"),
 }
+# The error components a vehicle-mode controller reports (τ⁻¹(g_ref⁻¹g): rotation, then position).
+POSE_ERROR_NAMES = ("rotation_x", "rotation_y", "rotation_z", "x", "y", "z")
 
 
 def vehicle_system(p: dict, dt: float, mass_scale: float = 1.0, drag_scale: float = 1.0
@@ -41,8 +45,8 @@ def vehicle_system(p: dict, dt: float, mass_scale: float = 1.0, drag_scale: floa
     """(body, Lie-group VI) when the ``vehicle`` parameter is set, else None (joint mode)."""
     if not p.get("vehicle"):
         return None
-    if p.get("integrator", "lie_group") not in ("midpoint", "lie_group"):  # midpoint is the joint-mode default
-        raise ValueError(f"parameter integrator={p['integrator']!r}: a vehicle is stepped by 'lie_group'")
+    if p.get("integrator", "midpoint") != "midpoint":  # (the joint-mode default; a vehicle has one integrator)
+        raise ValueError(f"parameter integrator={p['integrator']!r}: a vehicle is stepped by the Lie-group VI")
     body = load_rigid_body(p["vehicle"], mass_scale=mass_scale, drag_scale=drag_scale)
     return body, make_integrator("lie_group", body, dt, retraction=p.get("retraction", "cayley"))
 
