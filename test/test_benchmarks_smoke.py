@@ -168,3 +168,43 @@ def test_soak_benchmark_smoke(tmp_path, monkeypatch):
     # at Δt = 0.5 s the bent chain's step cannot be vouched for: the run ends there, reported, not skipped
     refused = bench.soak(steps=50, dt=0.5, n_links=4, sample=1, windows=1)
     assert refused["steps_done"] < 50 and refused["failure"].startswith(f"step {refused['steps_done']}:")
+
+
+def test_lie_energy_benchmark_smoke(tmp_path):
+    """benchmarks/bench_lie_energy.py (issue 16 item 2): rows, exact momentum and group for the VI, |q| drift."""
+    bench = load("bench_lie_energy")
+    res = bench.run_benchmark(steps=300, dt=0.5)
+    vi, rk, rkn = res["rows"]
+    assert [r["name"] for r in res["rows"]] == ["Lie-group VI (Cayley, SO(3))", "RK4 on quaternions",
+                                                "RK4 on quaternions, renormalized each step"]
+    for r in res["rows"]:
+        assert r["energy"].shape == r["t"].shape == (301,) and r["energy"][0] == 0.0 and r["us_per_step"] > 0
+    assert vi["momentum"] <= 1e-13 and vi["off_group"] <= 1e-13  # Noether and the group, to round-off
+    assert rk["off_group"] > 1e-6 and rkn["off_group"] <= 1e-15  # |q| drifts unless renormalized
+    assert rk["momentum"] > 1e3 * vi["momentum"] and np.isfinite(vi["drift"])
+    assert "| Lie-group VI" in bench._table(res)
+    bench._plot(res, tmp_path / "lie_energy.png")
+    assert (tmp_path / "lie_energy.png").stat().st_size > 1000
+
+
+def test_dmoc_benchmark_smoke(tmp_path):
+    """benchmarks/bench_dmoc.py (issue 16 items 3, 4, 7): one maneuver, one round; rows agree where they must."""
+    bench = load("bench_dmoc")
+    res = bench.run_benchmark(rounds=1, n_maneuvers=1, coast_steps=50)
+    name = res["maneuvers"][0]
+    rows = {m: res["rows"][name, m] for m in ("dmoc-split", "dmoc-hold", "ipopt", "rk4")}
+    assert all(r["converged"] for r in rows.values())
+    assert rows["dmoc-split"]["iterations"] <= 10
+    assert abs(rows["ipopt"]["cost"] - rows["dmoc-split"]["cost"]) <= 1e-8  # the identical problem
+    assert abs(rows["rk4"]["cost"] - rows["dmoc-hold"]["cost"]) <= 0.05 * rows["dmoc-hold"]["cost"]  # same task
+    assert rows["dmoc-hold"]["off_group"] <= 1e-13 and 1e-8 < rows["rk4"]["off_group"] < 1e-2
+    assert 0 < rows["rk4"]["replay"] < 0.1 and 0 < rows["dmoc-hold"]["replay"] < 0.1
+    c = res["coast"]
+    assert c["vi"]["rel"].shape == (51,) and c["vi"]["quat"] <= 1e-13 and c["rk4"]["quat"] > 0
+    text = bench.table(res)
+    assert name in text and "RK4 on quaternions" in text
+    l1 = bench.run_l1()
+    assert l1["bang_fraction"] >= 0.95
+    bench.plot(res, l1, tmp_path)
+    for png in ("dmoc.png", "l1_so3.png", "dmoc_uuv.png"):
+        assert (tmp_path / png).stat().st_size > 1000

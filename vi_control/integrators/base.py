@@ -346,3 +346,16 @@ def input_sequence(system: DiscreteSystem, inputs: np.ndarray | None, steps: int
     if inputs.ndim != 2 or inputs.shape[1] != system.nu:
         raise ValueError(f"inputs must have shape (N, {system.nu}), got {inputs.shape}")
     return inputs
+
+
+def step_rollout(system: DiscreteSystem, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """States (N+1, nx) of a rollout by ``system.solve`` from x0 under ``inputs`` (N, nu), and Newton's iterations per
+    step: ``simulate`` of a system without multipliers."""
+    X = np.zeros((len(inputs) + 1, system.nx))
+    X[0] = x0
+    iterations = []
+    for k, u in enumerate(inputs):
+        r = system.solve(X[k], u, step_index=k)
+        X[k + 1] = r.x
+        iterations.append(r.iterations)
+    return X, iterations
