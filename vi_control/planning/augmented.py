@@ -92,4 +92,4 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
                            wall_time=time.perf_counter() - t0, method=res.method + "+al",
                            regularization_history=regs, step_history=steps, step_kinds=kinds,
                            linearization=res.linearization, constraint_violation=violation,
-                           outer_iterations=outer + 1)
+                           outer_iterations=outer + 1, compiled=res.compiled)
