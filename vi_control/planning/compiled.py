@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
 
+from ..control import lqr
 from ..integrators.base import CompiledStage, Linearizable, SingularityError
 from ..linearization import Linearization
 from ..mechanics import codegen
@@ -53,7 +55,31 @@ def kernel_library() -> ctypes.CDLL | None:
     lib.vi_plan_call.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
     lib.vi_plan_workspace.restype = ctypes.c_longlong
     lib.vi_plan_workspace.argtypes = [ctypes.c_longlong] * 4
+    lib.vi_plan_tvlqr.restype = ctypes.c_int
+    lib.vi_plan_tvlqr.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     return lib
+
+
+def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``control.lqr.tv_lqr`` (seed 000 eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
+    constant over the horizon; the numpy version for anything else (stacked weights, no compiler, ``ENABLED``
+    off). Returns (K (N, nu, nx), P (N+1, nx, nx)); LinAlgError if R + BᵀPB is singular, as numpy's solve."""
+    lib = kernel_library() if ENABLED else None
+    A, B = np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float)
+    W = [np.ascontiguousarray(w, dtype=float) for w in (Q, R, Qf)]
+    if lib is None or B.ndim != 3 or A.shape[:1] != B.shape[:1] or any(w.ndim != 2 for w in W):
+        return lqr.tv_lqr(A, B, Q, R, Qf)
+    N, nx, nu = B.shape
+    if A.shape != (N, nx, nx) or W[0].shape != (nx, nx) or W[1].shape != (nu, nu) or W[2].shape != (nx, nx):
+        return lqr.tv_lqr(A, B, Q, R, Qf)  # (its own shape errors)
+    K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
+    scratch, piv = np.empty(3 * nx * nx + 2 * nx * nu + 2 * nu * nu + nu + 1), np.empty(max(nu, 1), np.int64)
+    sizes = np.array([N, nx, nu], np.int64)
+    arrays = [A, B, *W, K, P, scratch, piv]
+    if lib.vi_plan_tvlqr(sizes.ctypes.data, (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])):
+        raise np.linalg.LinAlgError("Singular matrix")
+    return K, P
 
 
 def compiled_stages(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray,
@@ -70,8 +96,41 @@ def compiled_stages(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray,
     return None if lib is None else CompiledStages(lib, vi, stage, N, lo, hi)
 
 
-def _c(a: np.ndarray | None) -> np.ndarray | None:
-    return None if a is None else np.ascontiguousarray(a, dtype=float)
+class _Arena:
+    """Output arrays carved from one allocation per pass, remembered with their addresses. Every pass reads the
+    previous passes' outputs, and numpy's ``.ctypes.data`` costs ~1–2 µs per array — more than a stage's arithmetic
+    at pendulum size. Only addresses are remembered (no values): every pass still writes fresh arrays."""
+
+    def __init__(self):
+        self._known: dict[int, tuple[np.ndarray, int]] = {}
+
+    def carve(self, *shapes: tuple, int_index: int | None = None) -> list[np.ndarray]:
+        """Fresh arrays of these shapes (float64; the one at ``int_index`` int64) from one allocation."""
+        sizes = [math.prod(sh) for sh in shapes]
+        buf = np.empty(max(sum(sizes), 1))
+        base, off, out = buf.ctypes.data, 0, []
+        for i, (sh, n) in enumerate(zip(shapes, sizes)):
+            a = buf[off: off + n]
+            a = (a.view(np.int64) if i == int_index else a).reshape(sh)
+            self._known[id(a)] = (a, base + 8 * off)
+            out.append(a)
+            off += n
+        return out
+
+    def pointers(self, arrays: list) -> tuple[ctypes.Array, list]:
+        """(void* array, arrays to keep alive during the call); arrays not carved here are made C-contiguous float64."""
+        ptrs, keep = [], []
+        for a in arrays:
+            hit = None if a is None else self._known.get(id(a))
+            if hit is not None and hit[0] is a:
+                ptrs.append(hit[1])
+            elif a is None:
+                ptrs.append(None)
+            else:
+                a = np.ascontiguousarray(a, dtype=float)
+                keep.append(a)
+                ptrs.append(a.ctypes.data)
+        return (ctypes.c_void_p * len(ptrs))(*ptrs), keep
 
 
 @dataclass
@@ -118,19 +177,20 @@ class CompiledStages:
         ptrs = [kp, kd, k.newton, k.linearize, k.hessian, *bufs[2:]]
         self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
         self._call = lib.vi_plan_call
+        self._arena = _Arena()
+        self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)  # μ, second order
 
     def _run(self, which: int, arrays: list) -> int:
-        args = (ctypes.c_void_p * len(arrays))(*[None if a is None else a.ctypes.data for a in arrays])
+        args, _keep = self._arena.pointers(arrays)
         return self._call(which, self._ctx, args)
 
     def rollout(self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``shooting.rollout(vi, x0, U, X_nom, lo, hi, X_nom, K)`` over all stages in one call."""
         N, nx, nu = self.N, self.nx, self.nu
-        x0, U, X_nom, K = _c(x0), _c(U), _c(X_nom), _c(K)
-        if x0.shape != (nx,) or U.shape != (N, nu):
-            raise ValueError(f"rollout: x0 {x0.shape} and U {U.shape}, expected ({nx},) and ({N}, {nu})")
-        X, Ua, Y, info = np.empty((N + 1, nx)), np.empty((N, nu)), np.empty((N, self.ny)), np.empty(2)
+        if np.shape(x0) != (nx,) or np.shape(U) != (N, nu):
+            raise ValueError(f"rollout: x0 {np.shape(x0)} and U {np.shape(U)}, expected ({nx},) and ({N}, {nu})")
+        X, Ua, Y, info = self._arena.carve((N + 1, nx), (N, nu), (N, self.ny), (2,))
         code = self._run(_ROLLOUT, [x0, U, X_nom, K, X, Ua, Y, info])
         if code == 0:
             return X, Ua, Y
@@ -141,12 +201,10 @@ class CompiledStages:
 
     def linearize(self, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> StageLinearization:
         N, nx, nu, ny, nz = self.N, self.nx, self.nu, self.ny, self.nz
-        lin = StageLinearization(A=np.empty((N, nx, nx)), B=np.empty((N, nx, nu)), rcond=np.empty(N),
-                                 lu=np.empty((N, ny, ny)), piv=np.empty((N, ny), np.int64),
-                                 dydz=np.empty((N, nz, ny)), Oy=np.empty((N, ny, nx)))
-        info = np.empty(2)
-        if self._run(_LINEARIZE, [_c(X), _c(U), _c(Y), lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy,
-                                  info]):
+        lin = StageLinearization(*self._arena.carve((N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny),
+                                                    (N, nz, ny), (N, ny, nx), int_index=4))
+        info = self._arena.carve((2,))[0]
+        if self._run(_LINEARIZE, [X, U, Y, lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, info]):
             raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
         return lin
 
@@ -157,11 +215,10 @@ class CompiledStages:
         if second_order and not self._second_order_ok:
             raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
         N, nx, nu = self.N, self.nx, self.nu
-        LX, LU, Vx, Vxx, Wx, Wu = (_c(a) for a in local_model(cost, X, U, metric))
-        kff, Kfb, d = np.empty((N, nu)), np.empty((N, nu, nx)), np.empty(2)
-        code = self._run(_BACKWARD, [_c(X), _c(U), _c(Y), lin.A, lin.B, lin.lu, lin.piv, lin.dydz, lin.Oy, LX, LU,
-                                     Vx, Vxx, Wx, Wu, np.array([float(mu)]),
-                                     np.array([1 if second_order else 0], np.int64), kff, Kfb, d])
+        kff, Kfb, d = self._arena.carve((N, nu), (N, nu, nx), (2,))
+        self._scalars[0], self._flags[0] = mu, 1 if second_order else 0
+        code = self._run(_BACKWARD, [X, U, Y, lin.A, lin.B, lin.lu, lin.piv, lin.dydz, lin.Oy,
+                                     *local_model(cost, X, U, metric), self._scalars, self._flags, kff, Kfb, d])
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
     @staticmethod

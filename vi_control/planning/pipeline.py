@@ -13,12 +13,12 @@ import dataclasses
 import numpy as np
 
 from ..control.hold import equilibrium_state, hold_gain, holding_input
-from ..control.lqr import tv_lqr
 from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
 from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
 from .augmented import terminal_constrained_ddp
+from .compiled import tv_lqr
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .gradient import projection_gradient
@@ -169,7 +169,7 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     if len(near) and log is not None:
         log(f"warning: M_k+1 near singular at steps {near.tolist()} (seed 000 §VII)")
     Ql, Rl, Qfl = (task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
-    K, _ = tv_lqr(A, B, Ql, Rl, Qfl)
+    K, _ = tv_lqr(A, B, Ql, Rl, Qfl)  # compiled.tv_lqr: the same Riccati recursion as one C call where it can
     qN = res.X[-1, :nq]
     K_final = U_final = None
     _, residual = holding_input(vi, qN)
