@@ -22,6 +22,7 @@ import ctypes
 import functools
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -222,6 +223,21 @@ class CompiledStages:
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
     @staticmethod
-    def linearization(lin: StageLinearization) -> list[Linearization]:
-        return [Linearization(A=lin.A[k], B=lin.B[k], dy_dz=lin.dydz[k].T, rcond=float(lin.rcond[k]))
-                for k in range(len(lin.A))]
+    def linearization(lin: StageLinearization) -> StageLinearizations:
+        return StageLinearizations(lin)
+
+
+class StageLinearizations(Sequence):
+    """``OptimizerResult.linearization`` of the compiled path: the ``Linearization`` of stage k on indexing, and the
+    stacked ``A`` (N, nx, nx), ``B`` (N, nx, nu), ``rcond`` (N,) for whoever needs all of them (TV-LQR)."""
+
+    def __init__(self, lin: StageLinearization):
+        self._lin, self.A, self.B, self.rcond = lin, lin.A, lin.B, lin.rcond
+
+    def __len__(self) -> int:
+        return len(self.A)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(len(self))[k]]
+        return Linearization(A=self.A[k], B=self.B[k], dy_dz=self._lin.dydz[k].T, rcond=float(self.rcond[k]))

@@ -180,7 +180,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     """
     method = method or ("ddp" if second_order else "ilqr")
     armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     lo, hi = input_bounds(input_limits, vi.nu)
     # The stage work in C where the system offers a compiled step (planning.compiled), else per stage in Python.
     stages = compiled_stages(vi, cost.N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
@@ -248,4 +248,4 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
                            iterations=it, converged=converged, stop_reason=reason,
                            wall_time=time.perf_counter() - t0, method=method,
                            regularization_history=regs, step_history=steps, step_kinds=kinds,
-                           linearization=final_lin, compiled=stages.compiled)
+                           linearization=final_lin, compiled=stages.compiled, cpu_time=time.process_time() - c0)

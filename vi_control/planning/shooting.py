@@ -47,6 +47,7 @@ class OptimizerResult:
     constraint_violation: float | None = None  # ‖x_N − goal‖∞ when the goal was a constraint (augmented.py)
     outer_iterations: int = 0  # augmented-Lagrangian multiplier updates (0: an unconstrained solve)
     compiled: bool = False  # DDP's stage passes ran in the compiled kernel (planning.compiled), not numpy
+    cpu_time: float = 0.0  # process time of the optimization [s] (wall_time counts waits for a core too)
     collocation: object | None = None  # the collocation methods' CollocationSolution (before the VI polish)
 
     def __str__(self) -> str:
