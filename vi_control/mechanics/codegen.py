@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import casadi as ca
@@ -38,13 +37,6 @@ _O0_LIMIT_OPS = 1_000_000
 # "-O1 -march=native -ffp-contract=off" (~20 % faster steps, same numbers, but the library then only
 # runs on CPUs like this one). The flags are part of the cache key.
 _DEFAULT_CFLAGS = "-O1"
-
-# Generated functions are compiled with common subexpressions merged (casadi.cse): the same operations on the same
-# operands, so the same numbers to the last bit, in fewer instructions (panda: 'linearize' 25.7k → 12.5k, 'hessian'
-# 55.6k → 41.2k; the DEL residual barely changes). The pass costs ~1 s at panda size, so it runs only on a cache
-# miss; the cache key is the plain generated source plus this marker. Above _CSE_LIMIT_OPS it is skipped.
-_CSE_MARK = "\n/* vi_control: generated functions built after casadi.cse */\n"
-_CSE_LIMIT_OPS = 200_000
 
 # Shared libraries compiled / found in the cache by this process (tests check reuse with these, not timing).
 build_stats = {"compiled": 0, "cache_hits": 0}
@@ -116,41 +108,26 @@ class _CFunction:
         return self._out
 
 
-def _generate(funcs: list[ca.Function], tag: str, cse: bool = False) -> str:
-    """C source of ``funcs``; ``cse``: common subexpressions merged first (``casadi.cse``)."""
-    gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
-    for f in funcs:
-        if cse and f.is_a("SXFunction") and f.n_instructions() < _CSE_LIMIT_OPS:
-            ins = f.sx_in()
-            f = ca.Function(f.name(), ins, ca.cse(f.call(ins)))
-        gen.add(f)
-    return gen.dump()
-
-
 def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
            flags: list[str] | None = None) -> ctypes.CDLL | None:
-    """Generate C for ``funcs`` (plus our own ``extra_source`` calling them), compile once, load.
-
-    The library is built from the functions with common subexpressions merged (see _CSE_MARK); its cache key is
-    the plain source plus that marker, so a cached library costs no CSE pass."""
+    """Generate C for ``funcs`` (plus our own ``extra_source`` calling them), compile once, load."""
     cc = compiler()
     if cc is None:
         return None
-    src = _generate(funcs, tag) + extra_source
+    gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
+    for f in funcs:
+        gen.add(f)
+    src = gen.dump() + extra_source
     flags = flags or os.environ.get("VI_CONTROL_CFLAGS", _DEFAULT_CFLAGS).split()
-    so = compile_shared_library(src + _CSE_MARK, "vi", flags, "generated code (falling back to the CasADi VM)",
-                                build_source=lambda: _generate(funcs, tag, cse=True) + extra_source)
+    so = compile_shared_library(src, "vi", flags, "generated code (falling back to the CasADi VM)")
     return None if so is None else ctypes.CDLL(str(so))
 
 
-def compile_shared_library(src: str, prefix: str, flags: list[str], what: str,
-                           build_source: Callable[[], str] | None = None) -> Path | None:
+def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -> Path | None:
     """``<cache>/<prefix>_<hash>.so`` of C source ``src``, compiled once per (source, flags); None on failure.
 
-    ``build_source``: the source to compile on a cache miss when it is not ``src`` itself (a deterministic
-    transformation of it that ``src`` identifies). A failed build warns with the compiler's message (never silently
-    slower). The library is copied next to its final name and renamed, so a concurrent process never loads a
-    half-written file.
+    A failed build warns with the compiler's message (never silently slower). The library is copied
+    next to its final name and renamed, so a concurrent process never loads a half-written file.
     """
     cc = compiler()
     if cc is None:
@@ -162,7 +139,7 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str,
         return so
     with tempfile.TemporaryDirectory() as tmp:
         c_file, tmp_so = Path(tmp) / "src.c", Path(tmp) / "lib.so"
-        c_file.write_text(src if build_source is None else build_source())
+        c_file.write_text(src)
         res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
                              capture_output=True, text=True)
         if res.returncode != 0:
