@@ -108,13 +108,17 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
 
 
 def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None,
-                    simulate: Callable | None = None):
+                    X_guess: np.ndarray | None = None, simulate: Callable | None = None):
     """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results).
 
-    ``simulate(x0, U)``: the rollout to use (default ``rollout``; DDP's compiled stages pass their own)."""
+    ``X_guess``: the trajectory these inputs produced before (a warm start), whose states start Newton at each
+    step, so a replay finds the same roots of the DEL equation rather than possibly others near the predictor.
+    ``simulate(x0, U, X_guess)``: the rollout to use (default ``rollout``; DDP's compiled stages pass their own).
+    """
     lo, hi = input_bounds(input_limits, vi.nu)
     U = np.clip(np.asarray(U0, float).reshape(N, vi.nu), lo, hi)
-    ro = rollout(vi, np.asarray(x0, float), U) if simulate is None else simulate(np.asarray(x0, float), U)
+    x0 = np.asarray(x0, float)
+    ro = rollout(vi, x0, U, X_guess) if simulate is None else simulate(x0, U, X_guess)
     if ro is None:
         raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
     X, U, results = ro
