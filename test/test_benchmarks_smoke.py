@@ -89,6 +89,33 @@ def test_planner_benchmark_smoke(tmp_path, monkeypatch):
     assert table.count("\n| ") == 5 and "x\\|y" in table
     bench.plots(runs)
     assert (tmp_path / "pendulum_swingup.png").stat().st_size > 1000
+    # The task comparison without its peer (the Crocoddyl venv is the benchmark's, not the suite's).
+    rows, note = bench.tasks_vs_peer(("pendulum_swingup",), rounds=1, py=None, numpy_rounds=1)
+    assert [r["path"] for r in rows] == ["compiled", "numpy"] and note == ""
+    assert rows[0]["iterations"] == rows[1]["iterations"] and rows[0]["converged"]
+    assert 0 < rows[0]["opt_min"] <= rows[0]["cpu_min"] and "| pendulum_swingup |" in bench.task_table(rows)
+
+
+def test_planner_benchmark_peer_problems_are_the_tasks():
+    """What the Crocoddyl worker is given: the task's horizon, weights, bounds and passive joints, and the URDF with
+    continuous joints as revolute ones (one angle each, as in vi_control) — read back here with our Pinocchio."""
+    import pinocchio as pin
+
+    from vi_control.planning import load_task, make_system
+
+    bench = load("bench_planner")
+    peer = load("crocoddyl_peer")
+    task = load_task("task_cartpole_swingup")
+    vi = make_system(task, compile=False)
+    spec = bench.task_spec(task, vi)
+    assert (spec["N"], spec["dt"], spec["actuated"], spec["limits"]) == (60, 0.05, [0], [20.0])
+    assert spec["bounded"] and spec["terminal_constraint"] and np.allclose(spec["goal"], [0, np.pi, 0, 0])
+    assert np.array(spec["X_ref"]).shape == (61, 4) and np.array(spec["U0"]).shape == (60, 2)
+    variants = bench.peer_specs("cartpole_swingup", spec)
+    assert sorted(variants) == ["cartpole_swingup|AL", "cartpole_swingup|stiff Qf"]
+    assert variants["cartpole_swingup|stiff Qf"]["Qf"][0] == spec["Qf"][0] * bench.STIFF_QF
+    model = pin.buildModelFromXML(peer.revolute(spec["urdf_xml"]))
+    assert (model.nq, model.nv) == (2, 2) and list(model.names)[1:] == vi.robot.joint_names
 
 
 def test_nonholonomic_benchmark_smoke(tmp_path):

@@ -144,6 +144,21 @@ class StepDerivatives:
     Oz: np.ndarray  # (ndx, ndx + nu)
 
 
+@dataclass(frozen=True)
+class CompiledStage:
+    """An optional capability of a ``Linearizable`` (method ``compiled_stage(second_order)``, else absent or None):
+    its step as compiled C that whole-horizon planners call per stage (planning.compiled). ``kernel`` is the
+    mechanics layer's ``StepKernel`` (addresses of the Newton driver and of the generated 'linearize'/'hessian',
+    work sizes, layout); the rest are the settings ``solve`` uses now. Contract: a step through the kernel with
+    these settings computes what ``solve`` (chord Newton re-solved by exact Newton on non-convergence) and
+    ``step_derivatives``/``step_hessian`` compute, with states on R^nx (``diff`` = subtraction, no wrapping)."""
+
+    kernel: object
+    settings: NewtonSettings
+    chord: bool
+    chord_rate_max: float
+
+
 # ---- states ---------------------------------------------------------------------------------------
 class State:
     """A state manifold (Crocoddyl's StateAbstract): ``nx`` coordinates, ``ndx`` tangent directions.

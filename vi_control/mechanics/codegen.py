@@ -73,6 +73,8 @@ class _CFunction:
         self.compiled = True
         self._fn = getattr(lib, name)
         self._fn.restype = ctypes.c_int
+        # For our own C that calls the function directly (the planner's whole-horizon kernel, planning.compiled).
+        self.address: int = ctypes.cast(self._fn, ctypes.c_void_p).value
         work = getattr(lib, name + "_work")
         sz = [ctypes.c_longlong() for _ in range(4)]
         if work(*[ctypes.byref(s) for s in sz]) != 0:
