@@ -95,7 +95,10 @@ def test_box_qp_matches_a_bounded_quasi_newton_solve(rng, n):
 def test_steepest_descent_decreases_the_cost_towards_the_ddp_optimum(pendulum_vi, problem):
     cost, x0 = problem
     r = steepest_descent(pendulum_vi, cost, x0, np.zeros((cost.N, 1)), max_iterations=40)
-    assert np.all(np.diff(r.cost_history) < 0) and r.cost < 0.5 * r.cost_history[0]
+    opt = ddp(pendulum_vi, cost, x0, np.zeros((cost.N, 1)), max_iterations=50)
+    assert opt.converged and np.all(np.diff(r.cost_history) < 0)
+    # towards DDP's optimum J*: not below it, and most of the gap closed (measured: 25167 → 5158, J* = 692)
+    assert opt.cost < r.cost and r.cost - opt.cost < 0.3 * (r.cost_history[0] - opt.cost)
     assert r.iterations == 40 and not r.converged and r.stop_reason == "max_iterations"
 
 
