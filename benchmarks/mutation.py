@@ -57,6 +57,11 @@ class Outcome:
     def killed(self) -> bool:
         return self.status in ("killed", "timeout")
 
+    @property
+    def reason(self) -> str:
+        """pytest's first FAILED/ERROR line: which test noticed (a collection error is no kill to be proud of)."""
+        return next((ln.strip() for ln in self.output.splitlines() if ln.startswith(("FAILED ", "ERROR "))), "")
+
 
 def copy_repository(dst: Path, src: Path = ROOT) -> Path:
     """The parts of the repository a test run needs, copied under ``dst`` (no caches, no venv, no .git)."""
@@ -181,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def one(m: Mutation) -> Outcome:
         o = run_mutation(m, a.timeout)
-        print(f"{o.status:<9} {o.seconds:6.0f} s  {m.subpackage:<14} {m.name}", flush=True)
+        print(f"{o.status:<9} {o.seconds:6.0f} s  {m.subpackage:<14} {m.name:<40} {o.reason[:150]}", flush=True)
         return o
 
     with ThreadPoolExecutor(max(1, a.jobs)) as pool:
