@@ -192,7 +192,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("test/test_ros_interfaces.py::test_goal_tolerance_and_live_gain_scale",)),
     Mutation("plan_entered_a_step_late", "vi_control/ros/controller_node.py",
              "elif t < t0 - 0.5 * plan.dt:", "elif t < t0 + 0.5 * plan.dt:",
-             "a plan entered one step after its stated start", (T_ROS_WIRING, "test/test_ros_dds.py")),
+             "a plan entered one step after its stated start", (T_ROS_WIRING,)),
     Mutation("simulator_velocity_not_divided", "vi_control/ros/simulator_node.py",
              "msg.velocity = (dq / vi.dt).tolist()", "msg.velocity = dq.tolist()",
              "published joint velocity q_k − q_{k−1} without the 1/Δt",

@@ -59,14 +59,18 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
         assert c.wait_for_log("accepted plan 3", DISCOVERY), c.log()
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() >= 2, DISCOVERY)
 
-    def send(t, q, v, clock=None):
-        """A joint state stamped t (the clock at ``clock``, default t); both controllers' next commands."""
+    def publish(t, q, v, clock=None):
         msg = JointState(name=JOINTS, position=list(q), velocity=list(v))
         msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
         rec.publish_clock(t if clock is None else clock)
         time.sleep(0.1)  # (a clock that jumped may first fire the watchdog: its command comes before ours)
         n0 = {k: len(r.commands) for k, r in recs.items()}
         rec.state_pub.publish(msg)
+        return n0
+
+    def send(t, q, v, clock=None):
+        """A joint state stamped t (the clock at ``clock``, default t); both controllers' next commands."""
+        n0 = publish(t, q, v, clock)
         assert all(r.wait_for(lambda r=r, k=k: len(r.commands) > n0[k], 10.0) for k, r in recs.items()), \
             [c.log()[-2000:] for c in ctrls.values()]
         time.sleep(0.1)
@@ -78,6 +82,13 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
     # two configurations one Δt apart (x by the discrete Legendre transform) with a measured q̇ that is not
     # their difference quotient: the law uses x, the safe damping the measured q̇
     q_prev, q, v_meas = np.array([0.12, -0.02]), np.array([0.15, -0.06]), np.array([0.9, -1.3])
+    # the plan starts at its stated t0, to the nearest sample: nothing before t0 − Δt/2, step 0 from then on
+    publish(T0 - 0.7 * DT, q_prev, v_meas)
+    time.sleep(0.5)
+    assert all(not r.commands for r in recs.values()), "commanded before the plan's start"
+    u = send(T0 - 0.3 * DT, q_prev, v_meas)  # 0.4·Δt after the last sample: p from the measured q̇
+    assert u["default"] == pytest.approx(law(0, vi.state_from_configurations(q_prev - DT * v_meas, q_prev)),
+                                         abs=1e-9)
     send(T0 + 2 * DT, q_prev, v_meas)
     u = send(T0 + 3 * DT, q, v_meas)
     x = vi.state_from_configurations(q_prev, q)
