@@ -196,5 +196,5 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("simulator_velocity_not_divided", "vi_control/ros/simulator_node.py",
              "msg.velocity = (dq / vi.dt).tolist()", "msg.velocity = dq.tolist()",
              "published joint velocity q_k − q_{k−1} without the 1/Δt",
-             ("test/test_ros_dds.py", "test/test_ros_e2e.py")),
+             (T_ROS_WIRING,)),
 )

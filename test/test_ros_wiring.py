@@ -21,7 +21,7 @@ from vi_control.control.plan import Plan  # noqa: E402
 from vi_control.integrators.midpoint import MidpointVI  # noqa: E402
 from vi_control.model import load_robot  # noqa: E402
 from vi_control.model.bundled import bundled_urdf, load_bundled  # noqa: E402
-from vi_control.ros.common import LATCHED_QOS  # noqa: E402
+from vi_control.ros.common import LATCHED_QOS, RECORD_QOS  # noqa: E402
 from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -141,6 +141,9 @@ def test_simulator_steps_the_scaled_robot_in_its_joint_order(ros):
     sim = ros.start("simulator_node", model="double_pendulum", dt=0.02, mode="lockstep", mass_scale=s,
                     joints=JOINTS[::-1], initial_positions=q0.tolist(), idle_publish_period=10.0)
     rec = ros.recorder(JOINTS)
+    velocities = {}  # stamp → published q̇ (the recorder keeps positions and efforts)
+    rec.create_subscription(JointState, "joint_states", lambda m: velocities.setdefault(
+        round(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, 6), np.array(m.velocity)), RECORD_QOS)
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     with open(bundled_urdf("double_pendulum")) as f:
         xml = f.read()
@@ -153,7 +156,11 @@ def test_simulator_steps_the_scaled_robot_in_its_joint_order(ros):
         n0 = len(rec.states)
         rec.publish_command(cmd)
         assert rec.wait_for(lambda n0=n0: len(rec.states) > n0, 10.0), sim.log()
+        q_before = x[:2]
         x, x_nom = heavy.step(x, cmd[::-1]), nominal.step(x_nom, cmd[::-1])
         assert rec.states[-1][2] == pytest.approx(x[:2], abs=1e-10), i
+        stamp = round(rec.states[-1][1], 6)
+        assert rec.wait_for(lambda stamp=stamp: stamp in velocities, 5.0)
+        assert velocities[stamp] == pytest.approx((x[:2] - q_before) / 0.02, abs=1e-8)  # the last step's q̇
     assert np.abs(x[:2] - x_nom[:2]).max() > 1e-3  # the nominal robot would be visibly elsewhere
     assert sim.alive
