@@ -5,7 +5,9 @@ perturbed plant (config/sweep_pendulum.yaml, config/sweep_panda.yaml: mass, damp
 initial offsets drawn per sample). Rounds interleave serial and Ray runs of the same samples; every Ray run's
 records must equal the serial run's bit for bit. Wall-clock time (a parallel speed-up is a wall-clock claim),
 median and min over rounds, with the machine's load average before and after. Ray start-up (ray.init) and the
-workers' warm-up (imports, nominal models from the compile cache) are measured separately and excluded.
+workers' warm-up (imports, nominal models from the compile cache) are measured separately and excluded. Each
+round also measures the machine's parallel ceiling: the same number of pure-Python loops run serially and as Ray
+tasks — on a shared machine the speed-up granted to perfectly parallel work, which bounds the sweep's.
 
     .venv/bin/python benchmarks/bench_sweep.py [--pendulum 64] [--panda 16] [--num-cpus 2] [--rounds 3]
 """
@@ -37,6 +39,29 @@ def timed_sample(payload: dict, shared: dict) -> dict:
     t = time.process_time()
     rec = robustness_sample(payload, shared)
     return rec | {"cpu_s": time.process_time() - t, "pid": os.getpid()}
+
+
+def spin(payload: dict, shared: dict) -> dict:
+    """A pure-Python CPU loop: the control task for the machine's parallel ceiling."""
+    s = 0
+    for i in range(payload["n"]):
+        s += i
+    return {"s": s, "pid": os.getpid()}
+
+
+def parallel_ceiling(tasks: int, n: int = 3_000_000) -> tuple[float, float]:
+    """(serial s, Ray s) of ``tasks`` equal pure-Python loops: the speed-up this machine grants right now to
+    perfectly parallel work on the same Ray instance (on a shared machine this, not the core count, bounds the
+    sweep's speed-up)."""
+    from vi_control.sweep import run_tasks
+
+    t = time.perf_counter()
+    for _ in range(tasks):
+        spin({"n": n}, {})
+    serial = time.perf_counter() - t
+    t = time.perf_counter()
+    run_tasks(spin, [(i, {"n": n}) for i in range(tasks)], {}, progress=False)
+    return serial, time.perf_counter() - t
 
 
 def _strip(records: list[dict]) -> list[dict]:
@@ -91,9 +116,11 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
         for c in cases:
             times = {"serial": [], "ray": []}
             cpu = {"serial": [], "ray": []}
-            loads, identical, last, workers = [], True, None, set()
+            loads, identical, last, workers, ceiling = [], True, None, set(), []
             for _ in range(rounds):
                 loads.append(round(os.getloadavg()[0], 2))
+                ser, par = parallel_ceiling(cpus)
+                ceiling.append(ser / par)
                 for backend in ("serial", "ray"):
                     r = robustness_sweep(None, c["config"], plan=c["plan"], model=c["spec"], backend=backend,
                                          progress=False, log=lambda s: None, sample_fn=timed_sample)
@@ -116,7 +143,8 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
                 "identical_to_serial": bool(identical), "success_rate": last.summary["success_rate"],
                 "errors": last.summary["errors"], "times": times, "cpu_s": cpu, "load_1min_per_round": loads,
                 "cpu_serial_median": statistics.median(cpu["serial"]), "cpu_ray_median": statistics.median(cpu["ray"]),
-                "ray_workers_used": len(workers),
+                "ray_workers_used": len(workers), "ceiling_per_round": [round(x, 2) for x in ceiling],
+                "ceiling_median": statistics.median(ceiling),
             })
             if plots and out is not None:
                 plot_robustness(last.records, last.summary, Path(out) / f"sweep_{c['name']}.png", title=c["name"])
@@ -135,12 +163,14 @@ def table(res: dict) -> str:
              f"(imports, nominal models): {res['worker_warmup_s']:.1f} s on {res['workers']} workers; "
              f"load average before {res['load_before']}, after {res['load_after']}; {res['rounds']} rounds.", "",
              "| case | rollouts × steps | serial s (median / min) | Ray s (median / min) | speed-up median (best) "
+             "| machine's parallel ceiling per round (pure-Python loops, serial / Ray) "
              "| CPU s serial / Ray workers (median) | 1-min load per round | identical to serial | success rate |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["cases"]:
         lines.append(f"| {r['case']} | {r['rollouts']} × {r['steps_per_rollout']} | {r['serial_s_median']:.2f} / "
                      f"{r['serial_s_min']:.2f} | {r['ray_s_median']:.2f} / {r['ray_s_min']:.2f} | "
-                     f"**{r['speedup_median']:.2f}×** ({r['speedup_best']:.2f}×) | {r['cpu_serial_median']:.2f} / "
+                     f"**{r['speedup_median']:.2f}×** ({r['speedup_best']:.2f}×) | {r['ceiling_per_round']} | "
+                     f"{r['cpu_serial_median']:.2f} / "
                      f"{r['cpu_ray_median']:.2f} | {r['load_1min_per_round']} | {r['identical_to_serial']} | "
                      f"{r['success_rate']:.2f} |")
     return "\n".join(lines) + "\n"

@@ -255,3 +255,6 @@ def test_bench_sweep_smoke(local_ray, tmp_path):
     assert [c["case"] for c in res["cases"]] == ["pendulum", "panda"]
     assert all(c["identical_to_serial"] and c["errors"] == 0 for c in res["cases"])
     assert (tmp_path / "sweep.md").exists() and (tmp_path / "sweep_panda.png").exists()
+    assert all(len(c["ceiling_per_round"]) == 1 and c["ceiling_median"] > 0 for c in res["cases"])
+    assert "parallel ceiling" in (tmp_path / "sweep.md").read_text()
+    assert bench_sweep.spin({"n": 5}, {})["s"] == 10
