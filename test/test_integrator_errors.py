@@ -150,14 +150,14 @@ def test_linearize_refuses_a_singular_step_given_to_it(spherical):
 
 def test_tolerance_is_honoured_below_1e9(pendulum_robot):
     """A residual above tol (and above the rounding floor) is never reported as converged: the chord loop
-    stopped after two updates (~4e-11 left on this step) raises, and ``solve`` then re-solves by exact Newton,
-    whose two quadratic updates do reach the tolerance."""
-    vi = MidpointVI(pendulum_robot, 0.1, max_iterations=2, newton="chord", compile=False)
+    stopped after two updates (~6e-10 left on this step at Δt = 10 ms) raises, and ``solve`` then re-solves by exact
+    Newton, whose two quadratic updates do reach the tolerance."""
+    vi = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="chord", compile=False)
     x, u = np.array([0.2, 0.5]), np.array([0.0])
     with pytest.raises(ConvergenceError) as info:
         vi._solve_numpy(x, u, 0, None, None, chord=True)  # the chord loop alone, without the exact fallback
     assert 1e-12 < info.value.residual < 1e-9
     r = vi.solve(x, u)
     assert r.residual <= 1e-12 * (1 + 0.5)
-    exact = MidpointVI(pendulum_robot, 0.1, max_iterations=2, newton="exact", compile=False).solve(x, u)
+    exact = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="exact", compile=False).solve(x, u)
     assert np.array_equal(r.x, exact.x)  # the fallback is exact Newton from the same guess

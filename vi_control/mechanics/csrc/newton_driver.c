@@ -10,10 +10,11 @@
 #include <float.h>
 
 /* The driver is optimised even when the generated functions around it are built at -O0 (huge models):
- * a 100x100 LU at -O0 costs milliseconds. Elementwise updates only, no reassociation: same numbers. */
+ * a 100x100 LU at -O0 costs milliseconds. O3 vectorizes the elementwise column updates; sums are never
+ * reassociated (no -ffast-math), so the numbers are those of the scalar code. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
-#pragma GCC optimize ("O2")
+#pragma GCC optimize ("O3")
 #endif
 
 static int vi_lu(double* A, long long n, long long* piv) {
@@ -30,14 +31,50 @@ static int vi_lu(double* A, long long n, long long* piv) {
     if (p != k)
       for (long long j = 0; j < n; j++) { double t = A[k + j * n]; A[k + j * n] = A[p + j * n]; A[p + j * n] = t; }
     double inv = 1.0 / A[k + k * n];
-    for (long long i = k + 1; i < n; i++) A[i + k * n] *= inv;
+    double* restrict ck = A + k * n; /* distinct columns: the axpy below may be vectorized (same operations) */
+    for (long long i = k + 1; i < n; i++) ck[i] *= inv;
     for (long long j = k + 1; j < n; j++) {
-      double a = A[k + j * n];
+      double* restrict cj = A + j * n;
+      const double a = cj[k];
       if (a != 0.0)
-        for (long long i = k + 1; i < n; i++) A[i + j * n] -= A[i + k * n] * a;
+        for (long long i = k + 1; i < n; i++) cj[i] -= ck[i] * a;
     }
   }
   return info;
+}
+
+/* Cholesky A = L Lᵀ in place (L in the lower triangle, column-major); 1 unless positive definite (LAPACK dpotrf's
+ * test: a pivot <= 0 or NaN). */
+static int vi_chol(double* A, long long n) {
+  for (long long k = 0; k < n; k++) {
+    double d = A[k + k * n];
+    if (!(d > 0.0)) return 1;
+    d = sqrt(d);
+    A[k + k * n] = d;
+    double* restrict ck = A + k * n;
+    for (long long i = k + 1; i < n; i++) ck[i] /= d;
+    for (long long j = k + 1; j < n; j++) {
+      double* restrict cj = A + j * n;
+      const double a = ck[j];
+      if (a != 0.0)
+        for (long long i = j; i < n; i++) cj[i] -= ck[i] * a;
+    }
+  }
+  return 0;
+}
+
+/* A x = b with A = L Lᵀ. */
+static void vi_chol_solve(const double* L, long long n, double* b) {
+  for (long long j = 0; j < n; j++) {
+    const double bj = (b[j] /= L[j + j * n]);
+    if (bj != 0.0)
+      for (long long i = j + 1; i < n; i++) b[i] -= L[i + j * n] * bj;
+  }
+  for (long long j = n - 1; j >= 0; j--) { /* Lᵀ x = b row by row (strided updates, as vi_lu_solve_t) */
+    const double bj = (b[j] /= L[j + j * n]);
+    if (bj != 0.0)
+      for (long long i = 0; i < j; i++) b[i] -= L[j + i * n] * bj;
+  }
 }
 
 /* A x = b with P A = L U: b <- P b, then L, then U. */
@@ -57,17 +94,18 @@ static void vi_lu_solve(const double* LU, long long n, const long long* piv, dou
   }
 }
 
-/* A^T x = b: U^T w = b, L^T v = w, x = P^T v (swaps in reverse order). */
+/* A^T x = b: U^T w = b, L^T v = w, x = P^T v (swaps in reverse order). Row-wise (strided) updates rather than
+ * dot products: no serial chain of additions, about twice as fast at n = 32 (the condition estimate's solves). */
 static void vi_lu_solve_t(const double* LU, long long n, const long long* piv, double* b) {
   for (long long i = 0; i < n; i++) {
-    double s = b[i];
-    for (long long j = 0; j < i; j++) s -= LU[j + i * n] * b[j];
-    b[i] = s / LU[i + i * n];
+    const double bi = (b[i] /= LU[i + i * n]);
+    if (bi != 0.0)
+      for (long long j = i + 1; j < n; j++) b[j] -= LU[i + j * n] * bi;
   }
   for (long long i = n - 1; i >= 0; i--) {
-    double s = b[i];
-    for (long long j = i + 1; j < n; j++) s -= LU[j + i * n] * b[j];
-    b[i] = s;
+    const double bi = b[i];
+    if (bi != 0.0)
+      for (long long j = 0; j < i; j++) b[j] -= LU[i + j * n] * bi;
   }
   for (long long k = n - 1; k >= 0; k--)
     if (piv[k] != k) { double t = b[k]; b[k] = b[piv[k]]; b[piv[k]] = t; }
@@ -137,18 +175,47 @@ done:
   return est != 0.0 ? (1.0 / est) / anorm : 0.0;
 }
 
-/* Factor J in place and estimate its reciprocal condition; 0 when a pivot is exactly zero. */
-static double vi_factor(double* J, long long n, long long* piv, double* x, double* sg) {
-  double anorm = vi_norm1(J, n);
+/* Factor J in place and estimate its reciprocal condition; 0 when a pivot is exactly zero. *anorm = ||J||_1. */
+static double vi_factor(double* J, long long n, long long* piv, double* x, double* sg, double* anorm) {
+  *anorm = vi_norm1(J, n);
   if (vi_lu(J, n, piv)) return 0.0;
-  return vi_rcond(J, n, piv, anorm, x, sg);
+  return vi_rcond(J, n, piv, *anorm, x, sg);
 }
 
 long long vi_newton_workspace(long long nq, long long ny) { return ny * ny + 4 * ny + 2 * nq * nq + 2 * nq; }
 
+/* M(q_k) into M, its dynamic block into Mdd (Cholesky-factored in place) and v = Mdd^-1 (p_d - M_dk p_k): the
+ * velocity of the initial guess and the chord matrix of an unconstrained step. 1 if M_dd is not positive definite. */
+static int vi_mass_chol(const double* q, const double* p, long long nq, long long nd, long long nk,
+                        const long long* idx_d, const long long* idx_k, double* M, double* Mdd, double* v,
+                        long long* iw, double* w) {
+  const double* arg[1] = {q};
+  double* res[1] = {M};
+  if (mass(arg, res, iw, w, 0)) return 1;
+  for (long long a = 0; a < nd; a++) {
+    double s = p[idx_d[a]];
+    for (long long b = 0; b < nk; b++) s -= M[idx_d[a] + idx_k[b] * nq] * p[idx_k[b]];
+    v[a] = s;
+    for (long long b = 0; b < nd; b++) Mdd[a + b * nd] = M[idx_d[a] + idx_d[b] * nq];
+  }
+  if (vi_chol(Mdd, nd)) return 1;
+  vi_chol_solve(Mdd, nd, v);
+  return 0;
+}
+
 /* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord); dp = (dt, tol, rcond_min, theta_max);
  * idx = (idx_d, idx_k).
- * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}. */
+ * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}.
+ *
+ * Chord Newton (MidpointVI docstring, docs/performance_step.md): updates with a factored matrix and residual-only
+ * evaluations. The matrix is Δt⁻¹ M(q_k)_dd for an unconstrained step (the impulse-based quasi-Newton matrix of
+ * seed 001 eq. 25; the guess factored it already), else M_{k+1} at the guess. M_{k+1} is evaluated, checked and
+ * factored again when an update contracts by less than theta_max, and once near the root: at the first iterate
+ * whose residual is predicted (last contraction ratio times the last residual) to be below sqrt(tol)·scale, or
+ * is below it.
+ * From there exact-Newton-like updates end at round-off. If the tolerance is met before that, M_{k+1} is evaluated
+ * at the returned y for the condition check and one exact update is made with it (as exact Newton checks its
+ * last Jacobian). */
 int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, const double* dp,
                    const long long* idx, long long* iw, double* w, double* ws, long long* piv, double* info) {
   const long long nq = ip[0], nd = ip[1], nk = ip[2], nc = ip[3], nz = ip[4], max_it = ip[5];
@@ -164,38 +231,45 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   info[0] = INFINITY; info[1] = 0.0; info[2] = 0.0;
   for (long long i = 0; i < nz; i++) if (!isfinite(z[i])) return 3;
   const double scale = 1.0 + vi_maxabs(p, nq);
+  /* 0: no matrix factored yet, 1: Δt⁻¹ M(q_k)_dd in Mdd (quasi-Newton), 2: M_{k+1} in J */
+  int mat = 0;
+  const int quasi = chord && nc == 0;
 
   if (ip[6]) { /* q_{k+1} guess from the continuous Legendre transform: q + dt M^-1 p */
-    arg[0] = q; res[0] = M;
-    if (mass(arg, res, iw, w, 0)) return 4;
-    for (long long a = 0; a < nd; a++) {
-      double s = p[idx_d[a]];
-      for (long long b = 0; b < nk; b++) s -= M[idx_d[a] + idx_k[b] * nq] * p[idx_k[b]];
-      v[a] = s;
-      for (long long b = 0; b < nd; b++) Mdd[a + b * nd] = M[idx_d[a] + idx_d[b] * nq];
-    }
-    if (vi_lu(Mdd, nd, piv)) return 4;
-    vi_lu_solve(Mdd, nd, piv, v);
+    if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w)) return 4;
     for (long long a = 0; a < nd; a++) y[a] = q[idx_d[a]] + dt * v[a];
+    if (quasi) mat = 1;
   }
 
   arg[0] = y; arg[1] = z; res[0] = R; res[1] = J;
-  double rnorm = INFINITY, dnorm_prev = INFINITY, first_update = INFINITY;
+  double rnorm = INFINITY, dnorm_prev = INFINITY, first_update = INFINITY, anorm = 0.0, rc = 0.0;
+  const double eta = sqrt(tol) * scale;
   for (long long i = 0; i < ny; i++) y0[i] = y[i];
-  int with_jac = 1;  /* next evaluation includes the Jacobian (always in exact Newton) */
-  int j_at_y = 0;    /* J holds the unfactored Jacobian at the current y */
+  int with_jac = !quasi; /* next evaluation includes the Jacobian (always in exact Newton) */
+  int j_at_y = 0;        /* J holds the unfactored Jacobian at the current y */
+  int near = 0;          /* M_{k+1} was factored (and checked) near the root */
+  int predicted = 0;     /* this evaluation includes M_{k+1} because the residual was predicted below eta */
   long long it;
   for (it = 0; it <= max_it; it++) {
     if (with_jac ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
     j_at_y = with_jac;
     rnorm = vi_maxabs(R, ny);
     if (!isfinite(rnorm) || rnorm <= tol * scale || it == max_it) break;
+    if (!with_jac && mat == 0) { /* warm start of an unconstrained step: the quasi-Newton matrix on first use */
+      if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w)) {
+        if (residual(arg, res, iw, w, 0)) return 1; /* M(q_k) singular: M_{k+1} instead */
+        j_at_y = with_jac = 1;
+      } else mat = 1;
+    }
     if (with_jac) {
-      double rc = vi_factor(J, ny, piv, ex, sg);
+      rc = vi_factor(J, ny, piv, ex, sg, &anorm);
       j_at_y = 0;
       if (!(rc >= rcond_min)) { info[0] = rnorm; info[1] = (double)it; info[2] = rc; return 2; }
+      mat = 2;
+      if (predicted || rnorm <= eta) near = 1;
     }
-    vi_lu_solve(J, ny, piv, R);
+    if (mat == 2) vi_lu_solve(J, ny, piv, R);
+    else { vi_chol_solve(Mdd, nd, R); for (long long i = 0; i < nd; i++) R[i] *= -dt; }
     for (long long i = 0; i < ny; i++) y[i] -= R[i];
     const double dnorm = vi_maxabs(R, ny);
     if (it == 0) first_update = dnorm;
@@ -205,19 +279,24 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
       rnorm = vi_maxabs(R, ny);
       break;
     }
-    /* Chord: keep the factored Jacobian while the updates contract by theta_max or better. */
-    with_jac = !chord || !(dnorm <= theta_max * dnorm_prev);
+    /* Chord: keep the factored matrix while the updates contract by theta_max or better, and evaluate M_{k+1}
+     * once near the root (the residual predicted below eta, the first contraction ratio taken as theta_max). */
+    const double ratio = it == 0 ? theta_max : dnorm / dnorm_prev;
+    predicted = chord && !near && ratio * rnorm <= eta;
+    with_jac = !chord || !(dnorm <= theta_max * dnorm_prev) || predicted;
     dnorm_prev = dnorm;
   }
-  /* The acceptance floor and the final condition check need the Jacobian at the returned y. */
-  if (!j_at_y && isfinite(rnorm)) {
+  /* Without a factorization near the returned y, the acceptance floor and the condition check need M_{k+1} there. */
+  const int final_check = !near || j_at_y;
+  if (final_check && !j_at_y && isfinite(rnorm)) {
     if (residual(arg, res, iw, w, 0)) return 1;
     rnorm = vi_maxabs(R, ny);
   }
   info[0] = rnorm; info[1] = (double)it;
   /* Accept at the residual's rounding floor ~ eps |J| |y| too: R sums terms of size |M/dt| |q|, which
    * exceeds any fixed tolerance on long chains at small dt (seed 001 §4 sizes). */
-  const double floor_r = 64.0 * DBL_EPSILON * vi_norm1(J, ny) * (1.0 + vi_maxabs(y, ny));
+  if (final_check) anorm = vi_norm1(J, ny);
+  const double floor_r = 64.0 * DBL_EPSILON * anorm * (1.0 + vi_maxabs(y, ny));
   if (!(rnorm <= fmax(tol * scale, floor_r))) return 1;
   if (chord) {
     /* A contracting iteration ends within about its first update of the guess; a chord iteration that
@@ -227,20 +306,22 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     for (long long i = 0; i < ny; i++) dist = fmax(dist, fabs(y[i] - y0[i]));
     if (dist > 2.0 * first_update + 1e-12 * (1.0 + vi_maxabs(y, ny))) return 1;
   }
-  /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
-  double rc = vi_factor(J, ny, piv, ex, sg);
-  info[2] = rc;
-  if (!(rc >= rcond_min)) return 2;
-  if (chord) {
-    /* One exact Newton update with the Jacobian just factored at the root: chord stops just below tol
-     * (linear rate), this takes y to the root's round-off like exact Newton's last quadratic step. */
-    vi_lu_solve(J, ny, piv, R);
-    for (long long i = 0; i < ny; i++) { ex[i] = R[i]; y[i] -= R[i]; }
-    if (residual_only(arg, res, iw, w, 0)) return 1;
-    const double rpol = vi_maxabs(R, ny);
-    if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
-    else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
-  }
+  if (final_check) {
+    /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
+    rc = vi_factor(J, ny, piv, ex, sg, &anorm);
+    info[2] = rc;
+    if (!(rc >= rcond_min)) return 2;
+    if (chord) {
+      /* One exact Newton update with the Jacobian just factored at the root: chord stopped just below tol
+       * (linear rate), this takes y to the root's round-off like exact Newton's last quadratic step. */
+      vi_lu_solve(J, ny, piv, R);
+      for (long long i = 0; i < ny; i++) { ex[i] = R[i]; y[i] -= R[i]; }
+      if (residual_only(arg, res, iw, w, 0)) return 1;
+      const double rpol = vi_maxabs(R, ny);
+      if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
+      else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
+    }
+  } else info[2] = rc;
   res[0] = xn;
   if (output(arg, res, iw, w, 0)) return 1;
   return 0;
