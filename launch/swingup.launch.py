@@ -1,4 +1,5 @@
-"""Pendulum swing-up: simulator + planner + controller (the main job's configuration, in lockstep).
+"""Pendulum swing-up: simulator + planner + controller (the main job's configuration, in lockstep on the
+simulator's /clock: planner and controller run with use_sim_time).
 
     ros2 launch vi_control swingup.launch.py
 """
@@ -17,9 +18,9 @@ def _config(name):
 def generate_launch_description():
     return LaunchDescription([
         Node(package="vi_control", executable="vi_simulator", name="vi_simulator", output="screen",
-             parameters=[_config("ros_simulator.yaml")]),
+             parameters=[_config("ros_simulator.yaml"), {"use_sim_time": False}]),  # it is the clock
         Node(package="vi_control", executable="vi_planner", name="vi_planner", output="screen",
-             parameters=[_config("ros_planner.yaml")]),
+             parameters=[_config("ros_planner.yaml"), {"use_sim_time": True}]),
         Node(package="vi_control", executable="vi_controller", name="vi_controller", output="screen",
-             parameters=[_config("ros_controller.yaml")]),
+             parameters=[_config("ros_controller.yaml"), {"use_sim_time": True}]),
     ])

@@ -27,3 +27,16 @@ def pendulum_vi(pendulum_robot):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def ros(request, tmp_path):
+    """Node processes and recorders of one ROS test: own domain and namespace, all stopped at teardown."""
+    pytest.importorskip("rclpy")
+    from vi_control.ros.launcher import Session
+
+    h = Session(request.node.name, str(tmp_path))
+    try:
+        yield h
+    finally:
+        h.close()

@@ -21,7 +21,8 @@ def load(name: str):
 
 
 def test_every_benchmark_script_has_a_smoke_test():
-    covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py"}
+    covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py",
+               "bench_convergence": "test_planning_convergence.py"}
     here = Path(__file__).read_text()
     for script in sorted(BENCH.glob("bench_*.py")):
         name = script.stem

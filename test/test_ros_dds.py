@@ -15,49 +15,13 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS  # noqa: E402
-from vi_control.ros.launcher import NodeProcess, domain_id_for, run_namespace, set_domain  # noqa: E402
 from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
-from vi_control.ros.recorder import Recorder  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DISCOVERY = 30.0  # s: process start-up (imports, model build) plus DDS discovery on a loaded 2-core machine
 
 
-class Harness:
-    def __init__(self, domain: int, log_dir, namespace: str):
-        self.domain, self.log_dir, self.ns = domain, log_dir, namespace
-        self.procs: list[NodeProcess] = []
-        self.recorders: list[Recorder] = []
-
-    def start(self, module: str, name: str | None = None, **overrides) -> NodeProcess:
-        p = NodeProcess(module, self.domain, overrides=overrides, log_dir=str(self.log_dir), name=name,
-                        namespace=self.ns)
-        self.procs.append(p)
-        return p
-
-    def recorder(self, joint_names, **kw) -> Recorder:
-        r = Recorder(joint_names, namespace=self.ns, **kw)
-        self.recorders.append(r)
-        return r
-
-
-@pytest.fixture
-def ros(request, tmp_path):
-    domain = domain_id_for(request.node.name)
-    set_domain(domain)
-    rclpy.init(domain_id=domain)
-    h = Harness(domain, tmp_path, run_namespace(request.node.name))
-    try:
-        yield h
-    finally:
-        for r in h.recorders:
-            r.close()
-        for p in h.procs:
-            p.stop()
-        rclpy.try_shutdown()
-
-
-def _new_states(rec: Recorder, n0: int, count: int, timeout: float = 10.0) -> bool:
+def _new_states(rec, n0: int, count: int, timeout: float = 10.0) -> bool:
     return rec.wait_for(lambda: len(rec.states) >= n0 + count, timeout)
 
 
@@ -119,8 +83,9 @@ def _pendulum_hold_plan(vi, N: int, t0: float):
 
 def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendulum_vi):
     vi = pendulum_vi
+    # on simulation time: the test plays the simulator's /clock, and joint-state stamps are judged on it
     ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", state_timeout=0.6,
-                     safe_mode="damping", safe_damping=2.0)
+                     safe_mode="damping", safe_damping=2.0, use_sim_time=True)
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 50, t0=1.0)
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 42))
@@ -131,6 +96,7 @@ def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendul
         msg = JointState(name=list(names), position=list(q), velocity=list(v))
         msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
         n0 = len(rec.commands)
+        rec.publish_clock(t)
         rec.state_pub.publish(msg)
         assert rec.wait_for(lambda: len(rec.commands) > n0, 10.0), ctrl.log()
         return rec.commands[-1][1]
@@ -142,20 +108,23 @@ def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendul
     x = vi.state_from_configurations(q_prev, q)
     assert u[0] == pytest.approx((plan.K[4] @ (plan.X[4] - x))[0], abs=1e-9)
 
-    time.sleep(1.2)  # joint states stop arriving: the watchdog commands damping, −d·q̇ with the last q̇
+    # joint states stop arriving while the clock runs on: the watchdog commands damping, −d·q̇ with the last q̇
+    for i in range(12):
+        rec.publish_clock(1.0 + 4 * vi.dt + 0.1 * (i + 1))
+        time.sleep(0.1)
     assert ctrl.wait_for_log("joint states stale", 5.0), ctrl.log()
     assert rec.commands[-1][1][0] == pytest.approx(-2.0 * vi.velocity(x)[0], abs=1e-9)
 
-    u = send(1.0 + 5 * vi.dt, [np.nan], [0.0])
+    u = send(1.0 + 4 * vi.dt + 1.3, [np.nan], [0.0])
     assert u[0] == 0.0  # no trustworthy velocity: damping degrades to zero torque
     assert ctrl.wait_for_log("invalid joint state: joint state positions contain NaN", 5.0)
-    send(1.0 + 6 * vi.dt, [np.pi], [0.3], names=("elbow",))
+    send(1.0 + 4 * vi.dt + 1.4, [np.pi], [0.3], names=("elbow",))
     assert ctrl.wait_for_log("lacks joint(s) ['theta']", 5.0)
     assert ctrl.alive
     # valid states again: tracking resumes
-    send(1.0 + 7 * vi.dt, q_prev, [0.0])
-    u = send(1.0 + 8 * vi.dt, q, [])
-    assert u[0] == pytest.approx((plan.K[8] @ (plan.X[8] - x))[0], abs=1e-9)
+    send(1.0 + 17 * vi.dt, q_prev, [0.0])
+    u = send(1.0 + 18 * vi.dt, q, [])
+    assert u[0] == pytest.approx((plan.K[18] @ (plan.X[18] - x))[0], abs=1e-9)
     assert ctrl.wait_for_log("tracking resumed", 5.0)
 
 
@@ -170,7 +139,7 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
     sim = ros.start("simulator_node", model="pendulum", system_yaml=strong, dt=0.1, mode="realtime",
                     initial_positions=[np.pi - 0.05])
     ctrl = ros.start("controller_node", model="pendulum", system_yaml=strong, dt=0.1, trigger="timer", rate=20.0,
-                     state_timeout=1.0)
+                     state_timeout=1.0, use_sim_time=True)  # the simulator's /clock
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 10, t0=0.0)
     pub = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
@@ -187,7 +156,11 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
     assert client.wait_for_service(timeout_sec=DISCOVERY)
     future = client.call_async(Trigger.Request())
     assert rec.wait_for(future.done, 10.0) and future.result().success
-    assert rec.wait_for(lambda: any(s[1] == 0.0 for s in rec.states[n0:]), 5.0)
+    # back at the initial state; the clock runs on (as Gazebo's reset_world: sim-time nodes never see it jump back)
+    n1 = len(rec.states)
+    assert rec.wait_for(lambda: any(abs(s[2][0] - (np.pi - 0.05)) < 1e-9 for s in rec.states[n1 - 1:]), 5.0)
+    i = next(i for i in range(n1 - 1, len(rec.states)) if abs(rec.states[i][2][0] - (np.pi - 0.05)) < 1e-9)
+    assert rec.states[i][1] >= rec.states[n1 - 2][1]
 
 
 def test_simulator_steps_the_linear_time_integrator_when_selected(ros):

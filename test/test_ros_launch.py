@@ -5,6 +5,7 @@ import importlib
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -24,22 +25,57 @@ def _console_scripts() -> dict[str, str]:
     raise AssertionError("setup.py declares no console_scripts")
 
 
-def _declared(module: str) -> set[str]:
+# Parameters every rclpy node declares itself.
+BUILTIN = {"use_sim_time"}
+
+
+def _table(module: str) -> dict:
     pytest.importorskip("rclpy")
-    return set(importlib.import_module(module).PARAMETERS)
+    return importlib.import_module(module).PARAMETERS
+
+
+def _declared(module: str) -> set[str]:
+    return set(_table(module)) | BUILTIN
+
+
+def _check_types(section: dict, module: str, where: str) -> None:
+    """A YAML value of another type than the declared one is refused by rclpy at start-up (500 for a double)."""
+    from rcl_interfaces.msg import ParameterType as T
+
+    table = _table(module)
+    for key, value in section.items():
+        if key in BUILTIN:
+            assert isinstance(value, bool), f"{where}: {key} must be a bool"
+            continue
+        want = table[key].type
+        ok = {T.PARAMETER_BOOL: lambda v: isinstance(v, bool),
+              T.PARAMETER_INTEGER: lambda v: isinstance(v, int) and not isinstance(v, bool),
+              T.PARAMETER_DOUBLE: lambda v: isinstance(v, float),
+              T.PARAMETER_STRING: lambda v: isinstance(v, str),
+              T.PARAMETER_DOUBLE_ARRAY: lambda v: isinstance(v, list) and all(isinstance(a, float) for a in v),
+              T.PARAMETER_STRING_ARRAY: lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v)}[want]
+        assert ok(value), f"{where}: {key} = {value!r} is not of the declared type {want}"
 
 
 def _launched_nodes(path: Path) -> list[dict]:
     """Every launch_ros Node(...) call: executable, name, parameter files and inline parameter keys."""
     out = []
-    for call in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    named = {a.targets[0].id: a.value for a in ast.walk(tree) if isinstance(a, ast.Assign)
+             and isinstance(a.targets[0], ast.Name) and isinstance(a.value, ast.Dict)}
+
+    def dict_keys(d: ast.Dict) -> list[str]:  # literal keys, and those of a `**name` unpacked into it
+        return [k for key, v in zip(d.keys, d.values)
+                for k in ([ast.literal_eval(key)] if key is not None else dict_keys(named[v.id]))]
+
+    for call in ast.walk(tree):
         if not (isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == "Node"):
             continue
         kw = {k.arg: k.value for k in call.keywords}
         files, keys = [], []
         for item in getattr(kw.get("parameters"), "elts", []):
             if isinstance(item, ast.Dict):
-                keys += [ast.literal_eval(k) for k in item.keys]
+                keys += dict_keys(item)
             else:
                 files += [c.value for c in ast.walk(item) if isinstance(c, ast.Constant)
                           and isinstance(c.value, str) and c.value.endswith(".yaml")]
@@ -71,6 +107,8 @@ def test_launch_file_names_real_executables_files_and_parameters(path):
             assert section is not None, f"config/{f} has no section for node {n['name']}"
             unknown = set(section["ros__parameters"]) - declared
             assert not unknown, f"config/{f}: parameter(s) {unknown} are not declared by {module}"
+        # issue 12 item 1: every node is told whether it runs on simulation time
+        assert "use_sim_time" in n["keys"], f"{path.name}: {n['name']} gets no use_sim_time"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "config").glob("ros_*.yaml")), ids=lambda p: p.name)
@@ -79,8 +117,25 @@ def test_every_ros_parameter_file_matches_its_node(path):
     for key, section in data.items():
         node_name = key.removeprefix("/**/")  # "/**/vi_simulator": that node in any namespace
         assert node_name in NODE_NAMES, f"{path.name}: unknown node {node_name}"
-        declared = _declared(f"vi_control.ros.{NODE_NAMES[node_name]}")
-        assert set(section["ros__parameters"]) <= declared
+        module = f"vi_control.ros.{NODE_NAMES[node_name]}"
+        assert set(section["ros__parameters"]) <= _declared(module)
+        _check_types(section["ros__parameters"], module, path.name)
+
+
+def test_gazebo_effort_controller_config_matches_the_controller_defaults():
+    """docs/on_your_robot.md: gz_ros2_control's controller_manager runs a JointGroupEffortController named as
+    the controller node's default controller_name, on the bundled pendulum's actuated joint."""
+    from vi_control.model.bundled import load_bundled
+
+    cfg = yaml.safe_load((ROOT / "config" / "gz_effort_controllers.yaml").read_text())
+    name = _table("vi_control.ros.controller_node")["controller_name"].default
+    manager = cfg["controller_manager"]["ros__parameters"]
+    assert manager[name]["type"] == "effort_controllers/JointGroupEffortController"
+    assert manager["joint_state_broadcaster"]["type"] == "joint_state_broadcaster/JointStateBroadcaster"
+    assert manager["use_sim_time"] is True
+    params = cfg[name]["ros__parameters"]
+    assert params["joints"] == list(load_bundled("pendulum").actuated)
+    assert params.get("interface_name", "effort") == "effort"
 
 
 def test_launch_descriptions_build_with_launch_ros():
@@ -90,3 +145,19 @@ def test_launch_descriptions_build_with_launch_ros():
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         assert mod.generate_launch_description().entities
+
+
+def test_hardware_launch_defaults_fit_the_bundled_limits():
+    """issue 12 item 7: the default task of hardware.launch.py plans within the default model's effort limits."""
+    from vi_control.model.spec import ModelSpec
+    from vi_control.planning import load_task
+
+    defaults = {ast.literal_eval(c.args[0]): ast.literal_eval(kw.value)
+                for c in ast.walk(ast.parse((ROOT / "launch" / "hardware.launch.py").read_text()))
+                if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "DeclareLaunchArgument"
+                for kw in c.keywords if kw.arg == "default_value"}
+    task = load_task(defaults["task"])
+    robot = ModelSpec.parse(defaults["model"]).load()
+    assert task.model_spec.load().hash == robot.hash  # the task is about the launched model
+    limits = robot.effort_limits if isinstance(task.input_limits, str) else task.input_limits
+    assert task.input_limits != "none" and np.all(np.asarray(limits) <= robot.effort_limits)

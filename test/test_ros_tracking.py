@@ -135,3 +135,40 @@ def test_plan_message_round_trips_exactly_and_is_validated(pendulum_vi, rng):
     uneven.times = np.array([0.0, 0.1, 0.25, 0.3])
     with pytest.raises(ValueError, match="not uniform"):
         messages.encode_plan(uneven, 1)
+
+
+def test_raw_joint_state_reader_equals_rclpy_deserialization(rng):
+    """The controller's hot path reads serialized JointStates in place (messages.RawJointStateReader): same
+    positions, velocities and stamps as rclpy's own deserialization, for permuted and extra joints, missing or
+    present velocities and efforts, any frame_id length; malformed bytes and missing joints are ValueErrors."""
+    pytest.importorskip("rclpy")
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from vi_control.ros.messages import JointStateReader, RawFloat64MultiArray, RawJointStateReader
+
+    joints = ["a", "elbow", "wrist_3_joint"]
+    raw, ref = RawJointStateReader(joints), JointStateReader(joints)
+    for trial in range(200):
+        names = list(rng.permutation(joints + ["x" * int(rng.integers(0, 6)) + "extra"]))
+        m = JointState(name=names, position=rng.normal(size=len(names)).tolist())
+        if rng.random() < 0.6:
+            m.velocity = rng.normal(size=len(names)).tolist()
+        if rng.random() < 0.3:
+            m.effort = rng.normal(size=len(names)).tolist()
+        m.header.frame_id = "f" * int(rng.integers(0, 9))
+        m.header.stamp.sec, m.header.stamp.nanosec = int(rng.integers(0, 2**31 - 1)), int(rng.integers(0, 10**9))
+        buf = serialize_message(m)
+        t, has_v = raw.read_raw(buf)
+        assert has_v == ref.read(deserialize_message(buf, JointState)), trial
+        assert np.array_equal(raw.q, ref.q) and (not has_v or np.array_equal(raw.qdot, ref.qdot)), trial
+        assert t == m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+    with pytest.raises(ValueError, match="lacks joint"):
+        raw.read_raw(serialize_message(JointState(name=["a"], position=[0.0])))
+    with pytest.raises(ValueError, match="malformed"):
+        raw.read_raw(buf[:30])
+    for n in (0, 1, 7):  # the preserialized command message
+        cmd = RawFloat64MultiArray(n)
+        cmd.data[:] = np.arange(n) + 0.5
+        assert deserialize_message(bytes(cmd), Float64MultiArray).data.tolist() == (np.arange(n) + 0.5).tolist()

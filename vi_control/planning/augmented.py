@@ -62,7 +62,7 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
             reason = "max_iterations (all subproblems together)"
             break
         res = ddp(vi, sub, x0, U, input_limits=input_limits, second_order=second_order, max_iterations=budget,
-                  tolerance=inner_tol, regularization=regularization)
+                  tolerance=inner_tol, regularization=regularization, X0=None if res is None else res.X)
         total += res.iterations
         hist += res.cost_history[1:] if hist else res.cost_history
         decs += res.decrement_history

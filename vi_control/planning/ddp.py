@@ -149,16 +149,18 @@ def _backward(vi: Linearizable, cost: QuadraticTrackingCost, X, U, results, lins
 def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
         input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
         tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
-        metric: tuple[np.ndarray, np.ndarray] | None = None, method: str | None = None) -> OptimizerResult:
+        metric: tuple[np.ndarray, np.ndarray] | None = None, method: str | None = None,
+        X0: np.ndarray | None = None) -> OptimizerResult:
     """DDP (``second_order=True``, seed 000's second-order method) or iLQR from the inputs U0.
 
-    Stops when the directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls
-    below ``tolerance`` (the seed's measure, Fig. 3: 1e-6), or when no step decreases J.
+    ``X0``: the trajectory U0 produced before (warm start of the initial rollout's Newton steps). Stops when the
+    directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls below ``tolerance`` (the seed's
+    measure, Fig. 3: 1e-6), or when no step decreases J.
     """
     method = method or ("ddp" if second_order else "ilqr")
     armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
     t0 = time.perf_counter()
-    lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits)
+    lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu, mu_min, mu_max = regularization, 1e-9, 1e10

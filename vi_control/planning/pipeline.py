@@ -25,7 +25,8 @@ from .gradient import projection_gradient
 from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout
 from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
 
-__all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "initial_inputs", "plan_task"]
+__all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "trajectory_reference",
+           "initial_inputs", "plan_task"]
 
 
 def make_system(task: Task, integrator: str = "midpoint", **options) -> DiscreteSystem:
@@ -89,6 +90,38 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     return X, U
 
 
+def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, positions: np.ndarray,
+                         joints: list[int] | None = None, settle: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """(X_ref, U_ref) from trajectory points (a trajectory_msgs/JointTrajectory, as MoveIt or a script sends
+    a joint_trajectory_controller) resampled onto the integrator's grid t_k = k·Δt.
+
+    ``times`` (m,) > 0, increasing, relative to the plan's start; ``positions`` (m, len(joints)) of the
+    configuration entries ``joints`` (default all nq); other entries stay at x0's. As the JTC does, the
+    motion starts from where the robot is: q(0) = x0's configuration, linear interpolation between points,
+    then the last point held for ``settle`` seconds (the JTC holds it too), so the plan ends at rest, where
+    the hold gain K_final applies: N = ceil((t_m + settle) / Δt) steps. X_ref,k = (q_k, D₂L_d(q_{k−1}, q_k))
+    (seed 000 eq. 1b: the momenta of the sampled path) and U_ref,k the input that holds q_{k+1}: a reference
+    for the cost, made feasible by the optimizer.
+    """
+    x0 = np.asarray(x0, float)
+    nq = vi.nq
+    times = np.asarray(times, float).ravel()
+    joints = list(range(nq)) if joints is None else list(joints)
+    positions = np.asarray(positions, float).reshape(len(times), len(joints))
+    if len(times) == 0 or not np.all(np.isfinite(times)) or times[0] <= 0 or np.any(np.diff(times) <= 0):
+        raise TaskError(f"trajectory: point times must be positive and increasing, got {times.tolist()}")
+    if not np.all(np.isfinite(positions)):
+        raise TaskError("trajectory: positions must be finite")
+    N = int(np.ceil((times[-1] + max(settle, 0.0)) / vi.dt - 1e-9))
+    grid = np.arange(N + 1) * vi.dt
+    Q = np.tile(x0[:nq], (N + 1, 1))
+    for i, j in enumerate(joints):
+        Q[:, j] = np.interp(grid, np.concatenate([[0.0], times]), np.concatenate([[x0[j]], positions[:, i]]))
+    X = np.array([x0] + [vi.state_from_configurations(Q[k - 1], Q[k]) for k in range(1, N + 1)])
+    U = np.array([holding_input(vi, Q[k + 1])[0] for k in range(N)])
+    return X, U
+
+
 def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray,
                    U_ref: np.ndarray) -> np.ndarray:
     """The optimizer's initial inputs (N, nu) by the task's ``initial_guess`` rule."""
@@ -99,19 +132,21 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
         W = [task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx))]
         return feedback_initial_guess(vi, x0, X_ref, U_ref, *W, input_limits=input_limits(task, vi))
     if task.initial_guess == "hold_start":
-        return np.tile(holding_input(vi, x0[: vi.nq])[0], (task.horizon, 1))
+        return np.tile(holding_input(vi, x0[: vi.nq])[0], (len(U_ref), 1))
     return np.zeros_like(U_ref)  # "zero"
 
 
 def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: LogFn = None,
-              U0: np.ndarray | None = None) -> tuple[Plan, OptimizerResult]:
+              U0: np.ndarray | None = None,
+              reference: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Plan, OptimizerResult]:
     """Optimize the task from x0 (measured state; default the task's start), then TV-LQR gains along the
     optimal trajectory (seed 000 eq. 36) and the DLQR hold gain K_final about the final configuration
     with U_final its holding input (gravity compensation). Returns (Plan, OptimizerResult); the plan's
     ``converged`` says whether the optimizer met its tolerance. ``U0`` (N, nu): initial inputs instead of the
     task's ``initial_guess`` rule (e.g. a previous plan's, to warm-start a re-plan; shooting methods). The
     collocation methods (LG/LG2, seed 004) may end before the horizon (free final time) and raise PlanningError
-    when IPOPT fails.
+    when IPOPT fails. ``reference``: (X_ref, U_ref) in place of the task's own (e.g. ``trajectory_reference``);
+    its length sets the horizon, the task the weights.
     """
     require_linearizable(vi, "plan_task")
     if abs(vi.dt - task.dt) > 1e-12:
@@ -120,7 +155,10 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
     if x0.size != nx:
         raise ValueError(f"x0 has size {x0.size}, expected {nx}")
-    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    X_ref, U_ref = reference_trajectory(task, vi, x0) if reference is None else (
+        np.asarray(reference[0], float), np.asarray(reference[1], float))
+    if X_ref.shape != (len(U_ref) + 1, nx) or U_ref.shape[1:] != (nu,):
+        raise ValueError(f"reference: X_ref {X_ref.shape} and U_ref {U_ref.shape} do not fit nx={nx}, nu={nu}")
     Q, R, Qf = (task.weight(w, "weights", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)

@@ -105,11 +105,16 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
     return X, Ua, results
 
 
-def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None):
-    """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results)."""
+def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None,
+                    X_guess: np.ndarray | None = None):
+    """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results).
+
+    ``X_guess``: the trajectory these inputs produced before (a warm start), whose states start Newton at each
+    step, so a replay finds the same roots of the DEL equation rather than possibly others near the predictor.
+    """
     lo, hi = input_bounds(input_limits, vi.nu)
     U = np.clip(np.asarray(U0, float).reshape(N, vi.nu), lo, hi)
-    ro = rollout(vi, np.asarray(x0, float), U)
+    ro = rollout(vi, np.asarray(x0, float), U, X_guess)
     if ro is None:
         raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
     X, U, results = ro

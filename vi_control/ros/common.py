@@ -1,64 +1,206 @@
-"""What the three nodes share: parameter tables, the model from parameters, QoS."""
+"""What the three nodes share: typed parameter tables, the model from parameters or a topic, QoS, logging and
+the entry point (EventsExecutor)."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType, SetParametersResult
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..model.bundled import share_dir
+from ..model.bundled import BUNDLED, bundled_config, share_dir
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
 
-# name -> (default, description). A default of None declares a list parameter that may be empty.
-MODEL_PARAMETERS: dict[str, tuple] = {
-    "model": ("pendulum", "bundled model name (acrobot, cartpole, ...: its URDF and system YAML), erd:<name> "
-                          "(example-robot-data: erd:panda, erd:ur5, ...), or a URDF path; used when urdf_path "
-                          "and robot_description are empty (then it only names the model)"),
-    "urdf_path": ("", "URDF file; overrides `model`"),
-    "robot_description": ("", "URDF XML text; overrides `urdf_path` and `model`"),
-    "system_yaml": ("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
-                        "config/<model>.yaml if present"),
-    "integrator": ("midpoint", "discrete mechanics: 'midpoint' (seed 000), 'gni' (seed 003: models with "
-                               "nonholonomic constraints) or, simulator only, 'linear_time' (seed 001: O(n) DRNEA "
-                               "+ RIQN for long chains)"),
+
+@dataclass(frozen=True)
+class Param:
+    """One node parameter: its default (its type), meaning, allowed values and whether it changes live.
+
+    ``array``: element type of a list parameter ('double' or 'string'; default empty list); ``range``:
+    inclusive (lo, hi) for numbers; ``choices``: allowed strings; ``live``: a change is applied while the node
+    runs (the node's ``apply_parameter``); otherwise the parameter is read-only after start-up.
+    """
+
+    default: Any
+    description: str
+    array: str | None = None
+    range: tuple[float, float] | None = None
+    choices: tuple[str, ...] | None = None
+    live: bool = False
+
+    @property
+    def type(self) -> int:
+        if self.array is not None:
+            return {"double": ParameterType.PARAMETER_DOUBLE_ARRAY,
+                    "string": ParameterType.PARAMETER_STRING_ARRAY}[self.array]
+        return {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
+                float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}[type(self.default)]
+
+    def descriptor(self, name: str) -> ParameterDescriptor:
+        d = ParameterDescriptor(name=name, type=self.type, description=self.description, read_only=not self.live)
+        if self.range is not None:
+            lo, hi = self.range
+            if self.type == ParameterType.PARAMETER_INTEGER:
+                d.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=0)]
+            else:
+                d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
+        if self.choices is not None:
+            d.additional_constraints = f"one of {list(self.choices)}"
+        return d
+
+    def check(self, name: str, value) -> str | None:
+        """Why ``value`` is not allowed (None if it is): the choices; types and ranges ROS checks itself."""
+        if self.choices is not None and value not in self.choices:
+            return f"{name} must be one of {list(self.choices)}, got {value!r}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{name} must be finite, got {value!r}"
+        return None
+
+
+MODEL_PARAMETERS: dict[str, Param] = {
+    "model": Param("pendulum", "bundled model name (acrobot, cartpole, ...: its URDF and system YAML), erd:<name> "
+                               "(example-robot-data: erd:panda, erd:ur5, ...), or a URDF path; with urdf_path, "
+                               "robot_description or robot_description_topic it only names the model (and its "
+                               "bundled system YAML)"),
+    "urdf_path": Param("", "URDF file; overrides `model`"),
+    "robot_description": Param("", "URDF XML text; overrides `urdf_path` and `model`"),
+    "robot_description_topic": Param("", "take the URDF from this (latched) topic, e.g. 'robot_description' as "
+                                         "robot_state_publisher publishes it; overrides the three above"),
+    "system_yaml": Param("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
+                             "config/<model>.yaml if present"),
+    "integrator": Param("midpoint", "discrete mechanics: 'midpoint' (seed 000), 'gni' (seed 003: models with "
+                                    "nonholonomic constraints) or, simulator only, 'linear_time' (seed 001: O(n) "
+                                    "DRNEA + RIQN for long chains)", choices=("midpoint", "gni", "linear_time")),
+    "log_throttle_period": Param(2.0, "each kind of warning is logged at most once per this period [s]",
+                                 range=(0.0, 3600.0), live=True),
 }
 
 # Plans and the URDF are state, not a stream: a late subscriber must still get the latest one.
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-# A controller wants the newest joint state, not a backlog of old ones.
-LATEST_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# Joint states from sensors and drivers are often best effort; a best-effort reader matches both kinds of
+# writer. A controller wants the newest state, not a backlog of old ones (depth 1).
+SENSOR_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+SENSOR_STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 # Publishers of streams someone may record (the simulator's joint states) keep a deeper history, so a slow
-# reliable reader (the main job's recorder during a fast lockstep run) catches up instead of losing samples.
-RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# reliable reader (the main job's recorder during a fast lockstep run) catches up instead of losing samples,
+# and a recorder that discovers the simulator late (seconds under load) still gets the last 1000 samples.
+RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# A recorder of volatile streams (commands): deep, reliable, but no durability a volatile writer cannot offer.
+RECORD_VOLATILE_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
-def declare_parameters(node: Node, table: dict[str, tuple]) -> dict:
-    """Declare every parameter of ``table`` with its description; return their values (None lists -> [])."""
+def declare_parameters(node: Node, table: dict[str, Param]) -> dict:
+    """Declare every parameter of ``table`` with a typed descriptor; return their values (unset lists -> []).
+    A start-up value outside ``choices`` raises ValueError naming the parameter."""
     values = {}
-    for name, (default, description) in table.items():
-        node.declare_parameter(name, default, ParameterDescriptor(description=description, dynamic_typing=True))
-        v = node.get_parameter(name).value
-        values[name] = [] if v is None and default is None else v
+    for name, spec in table.items():
+        default = Parameter.Type.DOUBLE_ARRAY if spec.array == "double" else (
+            Parameter.Type.STRING_ARRAY if spec.array == "string" else spec.default)
+        node.declare_parameter(name, default, spec.descriptor(name))
+        try:
+            v = node.get_parameter(name).value
+        except ParameterUninitializedException:
+            v = []
+        values[name] = list(v) if spec.array is not None else v
+        why = spec.check(name, values[name])
+        if why is not None:
+            raise ValueError(f"parameter {why}")
     return values
 
 
-def model_spec_from_parameters(p: dict, mass_scale: float = 1.0) -> ModelSpec:
-    """The ModelSpec named by the MODEL_PARAMETERS values (vi_control.model.spec: one resolver for all)."""
-    return ModelSpec.from_parameters(model=p["model"], urdf_path=p["urdf_path"],
-                                     robot_description=p["robot_description"], system_yaml=p["system_yaml"],
-                                     mass_scale=mass_scale)
+def watch_parameters(node: Node, table: dict[str, Param], values: dict,
+                     apply: Callable[[str, Any], str | None]) -> None:
+    """On-set callback: validate every parameter of a request (choices, then the node's own ``apply``, which
+    returns a reason to refuse or None after applying the value) and record accepted values in ``values``."""
+
+    def on_set(params: list[Parameter]) -> SetParametersResult:
+        for prm in params:
+            spec = table.get(prm.name)
+            if spec is None:
+                continue  # use_sim_time and other parameters of rclpy's own
+            value = list(prm.value) if spec.array is not None else prm.value
+            why = spec.check(prm.name, value) or apply(prm.name, value)
+            if why is not None:
+                return SetParametersResult(successful=False, reason=why)
+            values[prm.name] = value
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
 
 
-def robot_from_parameters(p: dict, mass_scale: float = 1.0) -> tuple[RobotModel, str]:
-    """RobotModel and its URDF text from the MODEL_PARAMETERS values."""
-    spec = model_spec_from_parameters(p, mass_scale)
+class ThrottledLog:
+    """Warnings throttled per kind (not per call site): a new kind is logged at once, a repeated one at most
+    once per ``period`` seconds with the number suppressed meanwhile."""
+
+    def __init__(self, logger, period: float):
+        self.logger, self.period = logger, float(period)
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def __call__(self, kind: str, text: str, level: str = "warning") -> bool:
+        now = time.monotonic()
+        last, suppressed = self._last.get(kind, (-math.inf, 0))
+        if now - last < self.period:
+            self._last[kind] = (last, suppressed + 1)
+            return False
+        more = f" ({suppressed} more since the last report)" if suppressed else ""
+        getattr(self.logger, level)(text + more)
+        self._last[kind] = (now, 0)
+        return True
+
+
+def model_spec_from_parameters(p: dict, mass_scale: float = 1.0, description: str = "") -> ModelSpec:
+    """The ModelSpec named by the MODEL_PARAMETERS values (vi_control.model.spec: one resolver for all);
+    ``description``: URDF text received on ``robot_description_topic``. A description from text or a file
+    gets the bundled system YAML of the model it is named after (config/<model>.yaml), if there is one."""
+    xml = description or p["robot_description"]
+    system = p["system_yaml"]
+    own_yaml = BUNDLED.get(p["model"], (None, None))[1]
+    if not system and (xml or p["urdf_path"]) and own_yaml:
+        system = bundled_config(own_yaml) or ""
+    return ModelSpec.from_parameters(model=p["model"], urdf_path=p["urdf_path"], robot_description=xml,
+                                     system_yaml=system or "", mass_scale=mass_scale)
+
+
+def robot_from_parameters(p: dict, mass_scale: float = 1.0, description: str = "") -> tuple[RobotModel, str]:
+    """RobotModel and its URDF text from the MODEL_PARAMETERS values (and a received description)."""
+    spec = model_spec_from_parameters(p, mass_scale, description)
     return spec.load(), spec.urdf_text()
+
+
+def parameter_defaults(table: dict[str, Param]) -> dict:
+    """{name: default} of a parameter table (lists empty), as a node would see it without overrides."""
+    return {k: ([] if v.array is not None else v.default) for k, v in table.items()}
+
+
+def tracking_law(plan, vi, gain_scale: float = 1.0):
+    """The controller's law for a plan (control.tracking.TrackingController), as the controller node runs it and
+    the planner predicts it: gains scaled by ``gain_scale``; after the horizon it holds the equilibrium state of
+    q_N (momentum −(Δt/2)∇V), the state U_final and K_final were computed about (planning.pipeline.plan_task:
+    hold_gain), not X_N, whose momentum differs when the plan ends moving."""
+    import dataclasses
+
+    from ..control.hold import equilibrium_state
+    from ..control.tracking import TrackingController
+
+    s, r = float(gain_scale), vi.robot
+    law_plan = dataclasses.replace(plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
+    if plan.K_final is not None:
+        law_plan.X = plan.X.copy()
+        law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])
+    return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask)
 
 
 def command_joints(p: dict, robot: RobotModel) -> list[str]:
@@ -79,19 +221,47 @@ def resolve_config(path: str) -> str:
     raise FileNotFoundError(f"no config file {path!r} (looked in {share_dir() / 'config'})")
 
 
+def make_executor(context=None):
+    """rclpy's EventsExecutor (callbacks dispatched from C++ without the wait-set rebuild of the default
+    executor: what lets a Python controller answer 1 kHz joint states), else the single-threaded one."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:  # an rclpy without it
+        from rclpy.executors import SingleThreadedExecutor
+        return SingleThreadedExecutor(context=context)
+    # It calls faulthandler.enable(), which needs a real stderr (not one captured by pytest or a notebook).
+    stderr = sys.stderr
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        sys.stderr = sys.__stderr__
+    try:
+        return EventsExecutor(context=context)
+    finally:
+        sys.stderr = stderr
+
+
 def run_node(node_cls: type, args: list[str] | None = None) -> None:
-    """Standard entry point: rclpy init with ``--ros-args``, spin until Ctrl-C/SIGTERM, clean shutdown."""
+    """Standard entry point: rclpy init with ``--ros-args``, spin on the EventsExecutor until Ctrl-C/SIGTERM,
+    clean shutdown. A lifecycle node with ``autostart`` configures and activates itself first."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
     rclpy.init(args=sys.argv if args is None else args)
-    node = None
+    node = executor = None
     try:
         node = node_cls()
-        rclpy.spin(node)
+        executor = make_executor()
+        executor.add_node(node)
+        # spin_once in a loop, not spin(): the EventsExecutor's spin() does not return when SIGINT shuts the
+        # context down (rclpy 9.1.2), so a node would ignore Ctrl-C; between spin_once calls it does.
+        while rclpy.ok(context=node.context):
+            executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():

@@ -1,8 +1,13 @@
 """Controller node: joint states + plan in, u = U_k + K_k (X_k ⊖ x) out as effort commands.
 
-The discrete state comes from the last two measured configurations (discrete Legendre transform,
-seed 000 eq. 1b) or from velocities. Stale, non-finite or incomplete joint states give the safe command
-(zero or damping) and a log line. The law itself is vi_control.control.tracking.TrackingController.
+The discrete state comes from the last two measured configurations (discrete Legendre transform, seed 000
+eq. 1b) or from velocities. A joint state is checked before it is used: its stamp against this node's clock
+(stale, from the future, going backwards), its positions and velocities against the model's limits. A bad one
+gives the safe command (zero or damping) and a warning throttled per kind — but nothing is commanded before the
+first valid state (a lockstep simulator steps on every command). A plan starts at its stated time t₀: until then
+the controller keeps its current plan (or commands nothing), then enters at k = 0. Path and goal tolerances abort
+a plan to the safe command. Publishes ``~/controller_state`` (reference, feedback, error, output) and
+``/diagnostics``. A lifecycle node (vi_control.ros.managed); the law is control.tracking.TrackingController.
 """
 
 from __future__ import annotations
@@ -10,217 +15,451 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from rclpy.node import Node
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
 from ..control.plan import Plan, state_error
 from ..control.tracking import StateEstimator, TrackingController, safe_command
 from ..integrators import make_integrator
 from .common import (
     LATCHED_QOS,
-    LATEST_QOS,
     MODEL_PARAMETERS,
+    SENSOR_QOS,
     STREAM_QOS,
+    Param,
     command_joints,
-    declare_parameters,
-    robot_from_parameters,
     run_node,
+    tracking_law,
 )
-from .messages import FLAG_START_ON_RECEIPT, PlanModelMismatch, joint_state_arrays, plan_from_message, stamp_seconds
+from .managed import AUTOSTART, ManagedNode
+from .messages import (
+    FLAG_START_ON_RECEIPT,
+    PlanModelMismatch,
+    RawFloat64MultiArray,
+    RawJointStateReader,
+    plan_from_message,
+)
+from .supervision import ERROR, OK, WARN, ControllerStateMessage, JointLimits, diagnostics
 
-# Kinds of fault that send the safe command; each is logged once per episode (until tracking resumes).
-FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_NO_STATE, FAULT_NONFINITE = (
-    "invalid joint state", "state estimate failed", "joint states stale", "no valid joint state yet",
-    "non-finite control input")
+# Kinds of fault that send the safe command; each kind is logged at once, then at most every log_throttle_period.
+FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_FUTURE, FAULT_BACKWARDS, FAULT_LIMITS, FAULT_NONFINITE, \
+    FAULT_PATH, FAULT_GOAL = (
+        "invalid joint state", "state estimate failed", "joint states stale", "joint state stamp in the future",
+        "joint state stamps went backwards", "joint state beyond the limits", "non-finite control input",
+        "path tolerance violated", "goal tolerance violated")
 
-PARAMETERS: dict[str, tuple] = {
+_LIVE = dict(live=True)
+PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
-    "dt": (0.01, "Δt of the state estimate until a plan arrives (then the plan's Δt is used) [s]"),
-    "controller_name": ("effort_controller", "commands are published on <controller_name>/commands"),
-    "joints": (None, "joint order of the command (default: the model's actuated joints)"),
-    "planner_name": ("vi_planner", "plans arrive on <planner_name>/plan (relative: in the controller's namespace, "
-                                   "where the planner node's ~/ topics are)"),
-    "accept_unconverged": (False, "track plans the planner marked as unconverged (best effort); default: refuse"),
-    "trigger": ("timer", "'timer': command at `rate`; 'joint_state': one command per new joint state (lockstep)"),
-    "rate": (100.0, "timer trigger: command rate [Hz]"),
-    "state_estimate": ("configurations", "'configurations': p from the last two q (discrete Legendre "
-                                         "transform); 'velocities': p from q̇"),
-    "state_timeout": (0.5, "joint states older than this are stale: safe command [s]"),
-    "safe_mode": ("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)"),
-    "safe_damping": (1.0, "damping d of the safe command [N·m·s/rad]"),
+    "dt": Param(0.01, "Δt of the state estimate until a plan arrives (then the plan's Δt is used) [s]",
+                range=(1e-5, 10.0)),
+    "controller_name": Param("effort_controller", "commands are published on <controller_name>/commands"),
+    "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
+    "planner_name": Param("vi_planner", "plans arrive on <planner_name>/plan (relative: in the controller's "
+                                        "namespace, where the planner node's ~/ topics are)"),
+    "accept_unconverged": Param(False, "track plans the planner marked as unconverged (best effort)", **_LIVE),
+    "trigger": Param("timer", "'timer': command at `rate`; 'joint_state': one command per new joint state "
+                              "(lockstep, or a driver that publishes at the control rate)",
+                     choices=("timer", "joint_state")),
+    "rate": Param(100.0, "timer trigger: command rate on this node's clock [Hz]", range=(0.1, 10000.0), **_LIVE),
+    "state_estimate": Param("configurations", "'configurations': p from the last two q (discrete Legendre "
+                                              "transform); 'velocities': p from q̇",
+                            choices=("configurations", "velocities")),
+    "state_timeout": Param(0.5, "a joint state whose stamp is older than this on the node's clock is stale; "
+                                "one this far in the future is refused [s]", range=(1e-4, 3600.0), **_LIVE),
+    "safe_mode": Param("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)",
+                       choices=("zero", "damping"), **_LIVE),
+    "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]", range=(0.0, 1e6), **_LIVE),
+    "retime_tolerance": Param(0.01, "a plan that arrives after its start while the robot is still at its X_0 "
+                                    "(|Δq|, |Δq̇| below this) starts when it arrives instead of skipping steps; 0: "
+                                    "never", range=(0.0, 1e3), **_LIVE),
+    "gain_scale": Param(1.0, "scale of the feedback gains K_k (1: the planner's TV-LQR)", range=(0.0, 10.0),
+                        **_LIVE),
+    "path_tolerance": Param(0.0, "abort the plan (safe command) when |q_ref − q| exceeds this on any joint "
+                                 "during the plan [rad or m]; 0: not checked", range=(0.0, 1e6), **_LIVE),
+    "goal_tolerance": Param(0.0, "abort when |q_N − q| is still above this goal_time_tolerance after the plan's "
+                                 "end [rad or m]; 0: not checked", range=(0.0, 1e6), **_LIVE),
+    "goal_time_tolerance": Param(1.0, "time allowed after the plan's end to reach goal_tolerance [s]",
+                                 range=(0.0, 1e6), **_LIVE),
+    "position_limit_margin": Param(0.25, "joint states beyond the URDF position limits by more than this are "
+                                         "refused [rad or m]", range=(0.0, 1e6), **_LIVE),
+    "max_continuous_position": Param(1e4, "|q| bound of continuous joints (no URDF limit) [rad]",
+                                     range=(0.0, 1e300), **_LIVE),
+    "velocity_limit_factor": Param(1.5, "joint states faster than this × the URDF velocity limit are refused",
+                                   range=(1.0, 1e6), **_LIVE),
+    "max_velocity": Param(1e3, "velocity bound of joints without a URDF velocity limit [rad/s or m/s]",
+                          range=(0.0, 1e300), **_LIVE),
+    "state_publish_rate": Param(50.0, "~/controller_state rate (wall clock) [Hz]; 0: off", range=(0.0, 1e4),
+                                **_LIVE),
+    "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]", range=(0.01, 3600.0)),
+    **AUTOSTART,
 }
+_LIMIT_KEYS = ("position_limit_margin", "max_continuous_position", "velocity_limit_factor", "max_velocity")
 
 
-class ControllerNode(Node):
+class ControllerNode(ManagedNode):
+    PARAMETERS = PARAMETERS
+
     def __init__(self) -> None:
+        self.robot = None
         super().__init__("vi_controller")
-        p = self.p = declare_parameters(self, PARAMETERS)
-        for key, allowed in (("trigger", ("timer", "joint_state")), ("safe_mode", ("zero", "damping"))):
-            if p[key] not in allowed:
-                raise ValueError(f"parameter {key} must be one of {allowed}, got {p[key]!r}")
-        self.robot, _ = robot_from_parameters(p)
-        self._build(float(p["dt"]))
-        r = self.robot
-        joints = command_joints(p, r)
-        nt = len(r.actuated)
-        # published entry i is input index cmd_index[i] (torques in `joints` order, prescribed positions after)
-        self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(nt, self.vi.nu)), int)
-        self.act_q_index = [r.joint_index(n) for n in r.actuated]
-        self.controller: TrackingController | None = None
-        self.plan_seq, self._anchor_pending = None, False
-        self.state = None  # (stamp, x, actuated q̇, receive time)
-        self._held_prescribed: np.ndarray | None = None  # last measured prescribed positions (safe command)
-        self.last_commanded_stamp, self.fault = None, None
 
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def configure(self) -> None:
+        p = self.p
+        self.robot, _ = self.load_robot()
+        r = self.robot
+        self._build(float(p["dt"]))
+        joints = command_joints(p, r)
+        # published entry i is input index cmd_index[i] (torques in `joints` order, prescribed positions after)
+        self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(len(r.actuated), self.vi.nu)),
+                                  int)
+        self.act_q_index = np.array([r.joint_index(n) for n in r.actuated], int)
+        self.reader = RawJointStateReader(r.joint_names)
+        self.limits = self._limits()
+        self.state_msg = ControllerStateMessage(r, list(self.act_q_index))
+        self.cmd = RawFloat64MultiArray(self.vi.nu)  # serialized once; each tick writes its values
+        self.law: TrackingController | None = None
+        self.active_seq = self.last_seq = None
+        self.pending: tuple[int, Plan, int] | None = None
+        self._reset_tracking()
+        self._held_prescribed: np.ndarray | None = None
+        self.counts = dict(states=0, commands=0, safe=0)
+        self.fault_counts: dict[str, int] = {}
+        self._rate_mark = (time.monotonic(), 0, 0)
+        self.rates = (0.0, 0.0)
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
-        self.create_subscription(JointState, "joint_states", self.on_joint_state, LATEST_QOS)
-        self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS)
-        timeout = float(p["state_timeout"])
-        if p["trigger"] == "timer":
-            self.create_timer(1.0 / float(p["rate"]), self.tick)
-        else:  # the watchdog: in lockstep nothing else notices that joint states stopped
-            self.create_timer(max(timeout / 2, 0.01), self.watchdog)
-        self.get_logger().info(f"{r.name}: joints={joints}, trigger={p['trigger']}, safe_mode={p['safe_mode']}")
+        self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
+        # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
+        self.own_subs = [self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS,
+                                                  raw=True),
+                     self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS)]
+        self.wall = Clock(clock_type=ClockType.STEADY_TIME)
+        self.own_timers = [self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics, clock=self.wall)]
+        self.tick_timer = None
+        self.get_logger().info(f"{r.name}: joints={joints}, trigger={p['trigger']}, safe_mode={p['safe_mode']}, "
+                               f"use_sim_time={self.get_parameter('use_sim_time').value}")
+
+    def activate(self) -> None:
+        self._reset_tracking()
+        self._start_tick_timer()
+
+    def deactivate(self) -> None:
+        """The safe command that needs no loop: zero torque (prescribed joints held); then silence."""
+        self._stop_tick_timer()
+        u = self._safe_input("zero") if self.ever_valid else None
+        if u is not None:
+            self.publish(u)
+        self.law, self.pending, self.active_seq = None, None, None
+
+    def cleanup(self) -> None:
+        self._stop_tick_timer()
+        for t in self.own_timers:
+            self.destroy_timer(t)
+        for s in self.own_subs:
+            self.destroy_subscription(s)
+        for pub in (self.pub, self.state_pub, self.diag_pub):
+            self.destroy_publisher(pub)
+        self.robot = None
+
+    def _start_tick_timer(self) -> None:
+        # joint_state trigger: the watchdog (nothing else notices that joint states stopped), on the node's clock
+        period = 1.0 / float(self.p["rate"]) if self.p["trigger"] == "timer" else \
+            max(float(self.p["state_timeout"]) / 2, 0.01)
+        self.tick_timer = self.create_timer(period, (lambda: self.tick()) if self.p["trigger"] == "timer" else
+                                            self.watchdog)  # (rclpy passes a TimerInfo to a callback with arguments)
+
+    def _stop_tick_timer(self) -> None:
+        if self.tick_timer is not None:
+            self.destroy_timer(self.tick_timer)
+            self.tick_timer = None
+
+    def apply_parameter(self, name: str, value) -> str | None:
+        self.p[name] = value
+        if self.robot is None:
+            return None
+        if name in _LIMIT_KEYS:
+            self.limits = self._limits()
+        elif name == "gain_scale" and self.law is not None:
+            self._set_plan(self.active_plan)
+        elif name in ("rate", "state_timeout") and self.tick_timer is not None:
+            self._stop_tick_timer()
+            self._start_tick_timer()
+        return None
+
+    def _limits(self) -> JointLimits:
+        p = self.p
+        return JointLimits(self.robot, p["position_limit_margin"], p["max_continuous_position"],
+                           p["velocity_limit_factor"], p["max_velocity"])
 
     def _build(self, dt: float) -> None:
         self.vi = make_integrator(self.p["integrator"], self.robot, dt)
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
 
-    # ---- plan ------------------------------------------------------------------------------
+    def _reset_tracking(self) -> None:
+        self.state = None  # (stamp, x, q̇ of all joints)
+        self.last_stamp = self.last_commanded_stamp = None
+        self.ever_valid, self.fault, self.aborted, self.goal_reached = False, None, None, False
+        self.estimator.reset()
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # ---- plan --------------------------------------------------------------------------------
     def on_plan(self, msg: UInt8MultiArray) -> None:
         """Accept a new plan (exact, one message); a malformed or foreign one is logged and the current kept."""
         try:
             self._accept_plan(msg)
         except Exception as e:  # a malformed plan must never kill the controller: keep the current one
-            self.get_logger().error(f"plan rejected: {type(e).__name__}: {e}", throttle_duration_sec=5.0)
+            self.warn("plan rejected", f"plan rejected: {type(e).__name__}: {e}", level="error")
 
     def _accept_plan(self, msg: UInt8MultiArray) -> None:
         r = self.robot
+        if r is None:
+            return
         try:
             seq, plan, flags = plan_from_message(msg, r.name, r.hash, r.joint_names,
                                                  list(r.actuated) + list(r.prescribed))
         except PlanModelMismatch as e:
-            self.get_logger().error(f"plan rejected: {e}", throttle_duration_sec=5.0)
+            self.warn("plan rejected", f"plan rejected: {e}", level="error")
             return
-        if seq == self.plan_seq:
-            return  # the planner's periodic re-publish of the plan we already run
+        if seq == self.last_seq:
+            return  # the planner's periodic re-publish of the plan we already have
         if not plan.converged and not self.p["accept_unconverged"]:
-            self.get_logger().error(f"plan {seq} rejected: marked unconverged by the planner (set accept_unconverged "
-                                    "to track best-effort plans)", throttle_duration_sec=5.0)
+            self.warn("plan rejected", f"plan {seq} rejected: marked unconverged by the planner (set "
+                      "accept_unconverged to track best-effort plans)", level="error")
             return
         if plan.X.shape[1] != self.vi.nx or plan.U.shape[1] != self.vi.nu:
-            self.get_logger().error(f"plan {seq} has nx={plan.X.shape[1]}, nu={plan.U.shape[1]}; model has "
-                                    f"nx={self.vi.nx}, nu={self.vi.nu}: rejected")
+            self.warn("plan rejected", f"plan {seq} has nx={plan.X.shape[1]}, nu={plan.U.shape[1]}; model has "
+                      f"nx={self.vi.nx}, nu={self.vi.nu}: rejected", level="error")
             return
         if abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
             self._build(plan.dt)
-        self._set_plan(plan)
-        self.plan_seq = seq
-        self._anchor_pending = bool(flags & FLAG_START_ON_RECEIPT)
-        self.get_logger().info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, "
-                               f"{'starts at the next joint state' if self._anchor_pending else 'time-stamped'}"
+        self.last_seq = seq
+        self.pending = (seq, plan, flags)
+        start = "the next joint state" if flags & FLAG_START_ON_RECEIPT else f"t={plan.times[0]:.4f}"
+        self.get_logger().info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, starts at {start}"
                                f"{'' if plan.converged else ', UNCONVERGED (best effort)'}")
 
     def _set_plan(self, plan: Plan) -> None:
-        r = self.robot
-        self.controller = TrackingController(plan, self.vi.state, r.effort_limits, len(r.actuated),
-                                             continuous_mask=r.continuous_mask)
+        self.law = tracking_law(plan, self.vi, self.p["gain_scale"])
+        self.active_plan = plan  # unscaled: a later gain_scale applies to it
 
-    # ---- measurements ----------------------------------------------------------------------
-    def on_joint_state(self, msg: JointState) -> None:
-        t = stamp_seconds(msg)
+    def _maybe_enter(self, t: float, x: np.ndarray) -> None:
+        """Make the pending plan the active one once its start time has come (or at once: start on receipt)."""
+        seq, plan, flags = self.pending
+        t0, nq = plan.times[0], self.vi.nq
+        if flags & FLAG_START_ON_RECEIPT:
+            plan = plan.shifted(t)
+        elif t < t0 - 0.5 * plan.dt:
+            return  # not yet: the current plan (or nothing) until the stated start
+        late = int(round((t - t0) / plan.dt))
+        retimed, gap_x0 = False, ""
+        if late > 1 and self.p["retime_tolerance"] > 0:
+            # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
+            # rather than skip its first steps.
+            e = np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max()
+            ev = np.abs(self.vi.velocity(plan.X[0]) - self.state[2]).max()
+            if max(e, ev) <= self.p["retime_tolerance"]:
+                plan, retimed = plan.shifted(t), True
+            gap_x0 = f" (the robot is {e:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
+        self._set_plan(plan)
+        self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
+        k = self.law.index(t)
+        self.get_logger().info(f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={t0:.4f})"
+                               + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else ""))
+        if k > 1:
+            self.warn("late plan", f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
+                      f"expected_solve_time is too short for this machine){gap_x0}")
+        gap = float(np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
+        if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
+            self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
+
+    # ---- measurements --------------------------------------------------------------------------
+    def on_joint_state(self, msg: bytes) -> None:
+        """A serialized sensor_msgs/JointState."""
+        if not self.active:
+            return
+        self.counts["states"] += 1
         try:
-            q, qdot = joint_state_arrays(msg, self.robot.joint_names)
+            t, has_v = self.reader.read_raw(msg)
         except ValueError as e:
-            self.state = None
-            self.estimator.reset()
-            self.go_safe(FAULT_INVALID_STATE, str(e))
-            return
-        if self.p["trigger"] == "joint_state" and t == self.last_commanded_stamp:
-            return  # a republished state that was already answered (lockstep idle republish)
-        try:
-            x = self.estimator.update(t, q, qdot)
-            if x is None:
+            return self._refuse(FAULT_INVALID_STATE, str(e))
+        now, tol = self._now(), float(self.p["state_timeout"])
+        if now - t > tol:
+            return self._refuse(FAULT_STALE, f"stamp {t:.4f} is {now - t:.3f} s old on this node's clock "
+                                             f"(state_timeout {tol} s)")
+        if t - now > tol:
+            return self._refuse(FAULT_FUTURE, f"stamp {t:.4f} is {t - now:.3f} s ahead of this node's clock")
+        if self.last_stamp is not None and t <= self.last_stamp:
+            if t == self.last_stamp:  # a republished state (lockstep idle): answer it once
+                if self.p["trigger"] == "joint_state" and t != self.last_commanded_stamp and self.state is not None:
+                    self.tick(now)
                 return
-            v = qdot[self.act_q_index] if qdot is not None else self.vi.velocity(x)[self.act_q_index]
+            if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)
+                return self._refuse(FAULT_BACKWARDS, f"stamp {t:.4f} after {self.last_stamp:.4f}")
+        q = self.reader.q
+        why = self.limits.check(q, self.reader.qdot if has_v else None)
+        if why is not None:
+            return self._refuse(FAULT_LIMITS, why)
+        try:
+            x = self.estimator.update(t, q, self.reader.qdot if has_v else None)
+            if x is None:
+                self.last_stamp = t
+                return
+            qdot = self.reader.qdot.copy() if has_v else self.vi.velocity(x)
         except Exception as e:  # e.g. a singular M(q) in the Legendre transform: never crash the loop
-            self.estimator.reset()
-            self.go_safe(FAULT_ESTIMATE, f"{type(e).__name__}: {e}")
-            return
-        self.state = (t, x, v, time.monotonic())
+            return self._refuse(FAULT_ESTIMATE, f"{type(e).__name__}: {e}")
+        if not has_v:
+            why = self.limits.check(q, qdot)  # a jump between two configurations is a huge velocity
+            if why is not None:
+                return self._refuse(FAULT_LIMITS, why)
+        self.state, self.last_stamp, self.ever_valid = (t, x, qdot), t, True
         if self.p["trigger"] == "joint_state":
-            self.tick()
+            self.tick(now)
+
+    def _refuse(self, kind: str, detail: str) -> None:
+        """A joint state that cannot be used: forget the state, restart the estimate, command safely."""
+        self.state = None
+        self.estimator.reset()
+        self.go_safe(kind, detail)
 
     def watchdog(self) -> None:
-        """Lockstep has no timer tick: notice joint states that stopped arriving."""
-        fault = self._stale_fault() if self.controller is not None else None
-        if fault is not None:
-            self.go_safe(*fault)
+        """joint_state trigger: notice joint states that stopped arriving (their stamps age on this clock)."""
+        if self.active and self.state is not None and self._now() - self.state[0] > float(self.p["state_timeout"]):
+            self.go_safe(FAULT_STALE, f"no joint state for {self._now() - self.state[0]:.3f} s")
 
-    def _stale_fault(self) -> tuple[str, str] | None:
-        """(kind, detail) if there is no fresh valid joint state."""
+    # ---- commands ------------------------------------------------------------------------------
+    def tick(self, now: float | None = None) -> None:
+        """One command from the latest state (``now``: the node's clock, if the caller has read it)."""
+        if not self.active:
+            return
         if self.state is None:
-            return FAULT_NO_STATE, "no joint state received or the last one was invalid"
-        age = time.monotonic() - self.state[3]
-        if age > float(self.p["state_timeout"]):
-            return FAULT_STALE, f"last one {age:.2f} s ago (state_timeout {self.p['state_timeout']} s)"
-        return None
-
-    # ---- commands --------------------------------------------------------------------------
-    def tick(self) -> None:
-        if self.controller is None:
-            self.get_logger().info("waiting for a plan", throttle_duration_sec=5.0)
+            if self.ever_valid and self.fault is not None:
+                self.go_safe(self.fault, "")
             return
-        fault = self._stale_fault()
-        if fault is not None:
-            self.go_safe(*fault)
+        t, x, qdot = self.state
+        age = (self._now() if now is None else now) - t
+        if age > self.p["state_timeout"]:
+            return self.go_safe(FAULT_STALE, f"no joint state for {age:.3f} s")
+        if self.pending is not None:
+            self._maybe_enter(t, x)
+        law = self.law
+        if law is None:
             return
-        t, x, _, _ = self.state
-        if self._anchor_pending:
-            plan = self.controller.plan.shifted(t)
-            self._set_plan(plan)
-            self._anchor_pending = False
-            nq = self.vi.nq
-            gap = float(np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
-            if gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback will fight it
-                self.get_logger().warning(f"plan {self.plan_seq} starts {gap:.3f} away from the measured q")
-        u, clamped = self.controller.command(self.controller.index(t), x)
+        if self.aborted is not None:
+            return self.go_safe(*self.aborted)
+        k = law.index(t)
+        if self._tolerances_violated(law, k, t, x):
+            return self.go_safe(*self.aborted)
+        u, clamped = law.command(k, x)
         if not np.all(np.isfinite(u)):
-            self.go_safe(FAULT_NONFINITE, "check the plan's gains")
-            return
+            return self.go_safe(FAULT_NONFINITE, "check the plan's gains")
         if clamped:
-            self.get_logger().warning("command clamped to the effort limits", throttle_duration_sec=2.0)
+            self.warn("clamped", "command clamped to the effort limits")
         if self.fault is not None:
             self.get_logger().info(f"joint states valid again after: {self.fault}; tracking resumed")
             self.fault = None
         self.last_commanded_stamp = t
         self.publish(u)
+        self._publish_state(law, k, t, x, qdot, u)
+
+    def _tolerances_violated(self, law: TrackingController, k: int, t: float, x: np.ndarray) -> bool:
+        p, nq, mask = self.p, self.vi.nq, self.robot.continuous_mask
+        plan = law.plan
+        if p["path_tolerance"] > 0 and k <= plan.horizon:
+            e = np.abs(state_error(plan.X[k, :nq], x[:nq], mask))
+            if e.max() > p["path_tolerance"]:
+                j = int(np.argmax(e))
+                self.aborted = (FAULT_PATH, f"plan {self.active_seq} aborted at k={k}: |q_ref − q| of "
+                                            f"{self.robot.joint_names[j]} = {e[j]:.4g} > {p['path_tolerance']}")
+                return True
+        if p["goal_tolerance"] > 0 and k >= plan.horizon and not self.goal_reached:
+            e = np.abs(state_error(plan.X[-1, :nq], x[:nq], mask)).max()
+            if e <= p["goal_tolerance"]:
+                self.goal_reached = True
+                self.get_logger().info(f"plan {self.active_seq}: goal reached (|q_N − q| = {e:.4g})")
+            elif t > plan.times[-1] + p["goal_time_tolerance"]:
+                self.aborted = (FAULT_GOAL, f"plan {self.active_seq}: |q_N − q| = {e:.4g} > {p['goal_tolerance']} "
+                                            f"{p['goal_time_tolerance']} s after the plan's end")
+                return True
+        return False
 
     def go_safe(self, kind: str, detail: str = "") -> None:
-        """Publish the safe command; log each fault once per episode, not every tick (a stale state once,
-        whatever its age; an invalid one once per reason)."""
-        key = kind if kind == FAULT_STALE else f"{kind}: {detail}"
-        if self.fault != key:
-            self.get_logger().warning(f"{kind}{': ' + detail if detail else ''} -> safe command "
-                                      f"({self.p['safe_mode']})")
-            self.fault = key
-        v = self.state[2] if self.state is not None else None
+        """Publish the safe command and log the fault (throttled per kind). Nothing before the first valid
+        joint state: there is no velocity to damp, and a lockstep simulator would step on the command."""
+        self.fault_counts[kind] = self.fault_counts.get(kind, 0) + 1
+        # throttled per kind; an invalid state per reason (its detail up to the names or numbers it quotes)
+        key = f"{kind}: {detail.split('(')[0].split('[')[0]}" if kind == FAULT_INVALID_STATE else kind
+        self.warn(key, f"{kind}{': ' + detail if detail else ''} -> safe command ({self.p['safe_mode']})")
+        self.fault = kind
+        if not self.ever_valid:
+            return
+        u = self._safe_input(self.p["safe_mode"])
+        if u is not None:
+            self.counts["safe"] += 1
+            self.publish(u)
+
+    def _safe_input(self, mode: str) -> np.ndarray | None:
         r = self.robot
-        tau = safe_command(self.p["safe_mode"], v, np.full(len(r.actuated), float(self.p["safe_damping"])),
-                           r.effort_limits)
+        v = self.state[2][self.act_q_index] if self.state is not None else None
+        tau = safe_command(mode, v, np.full(len(r.actuated), float(self.p["safe_damping"])), r.effort_limits)
         u = np.zeros(self.vi.nu)
         u[: len(tau)] = tau
         if self.vi.nk:
             if self.state is not None:
                 self._held_prescribed = self.state[1][self.vi.idx_k]
             if self._held_prescribed is None:
-                return  # no measured prescribed positions yet: commanding 0 would move them
+                return None  # no measured prescribed positions yet: commanding 0 would move them
             u[len(tau):] = self._held_prescribed  # prescribed joints stay where they were last measured
-        self.publish(u)
+        return u
 
     def publish(self, u: np.ndarray) -> None:
-        self.pub.publish(Float64MultiArray(data=u[self.cmd_index].tolist()))
+        np.take(u, self.cmd_index, out=self.cmd.data)
+        self.pub.publish(bytes(self.cmd))
+        self.counts["commands"] += 1
+
+    def _publish_state(self, law: TrackingController, k: int, t: float, x, qdot, u) -> None:
+        rate = float(self.p["state_publish_rate"])
+        now = time.monotonic()
+        if rate <= 0 or now < getattr(self, "_next_state", 0.0):
+            return
+        self._next_state = now + 1.0 / rate
+        X, U, _ = law.reference(k)
+        nq = self.vi.nq
+        self.state_pub.publish(self.state_msg.fill(t, k, law.plan.dt, X[:nq].copy(), self.vi.velocity(X), U,
+                                                   x[:nq].copy(), qdot, u))
+
+    def publish_diagnostics(self) -> None:
+        now = time.monotonic()
+        t0, s0, c0 = self._rate_mark
+        span = max(now - t0, 1e-9)
+        self.rates = ((self.counts["states"] - s0) / span, (self.counts["commands"] - c0) / span)
+        self._rate_mark = (now, self.counts["states"], self.counts["commands"])
+        if not self.active:
+            level, state = WARN, "inactive"
+        elif self.fault is not None or self.aborted is not None:
+            level, state = ERROR, f"safe command: {self.aborted[0] if self.aborted else self.fault}"
+        elif self.law is None:
+            level, state = WARN, "waiting for a plan" if self.ever_valid else "waiting for a joint state"
+        elif self.state is not None and self.law.index(self.state[0]) >= self.law.horizon:
+            level, state = OK, f"holding the end of plan {self.active_seq}"
+        else:
+            level, state = OK, f"tracking plan {self.active_seq}"
+        k = self.law.index(self.state[0]) if self.law is not None and self.state is not None else ""
+        values = dict(state=state, plan=self.active_seq if self.active_seq is not None else "",
+                      pending_plan=self.pending[0] if self.pending else "", k=k,
+                      horizon=self.law.horizon if self.law is not None else "",
+                      joint_state_rate_hz=f"{self.rates[0]:.1f}", command_rate_hz=f"{self.rates[1]:.1f}",
+                      joint_states=self.counts["states"], commands=self.counts["commands"],
+                      safe_commands=self.counts["safe"], last_fault=self.fault or "",
+                      **{f"faults: {k}": n for k, n in self.fault_counts.items()})
+        name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
+        self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, state, values))
 
 
 def main(args: list[str] | None = None) -> None:

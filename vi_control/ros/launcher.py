@@ -15,6 +15,9 @@ import yaml
 
 from ..model.bundled import share_dir
 
+# Absolute topics by ROS convention, remapped into a run's namespace (the recorder reads them relative).
+GLOBAL_TOPICS = ("clock", "diagnostics")
+
 
 def run_namespace(key: str) -> str:
     """A namespace of one's own: a run that shares a domain (1 in 100 chance) still does not hear another."""
@@ -51,7 +54,8 @@ class NodeProcess:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         args = [sys.executable, "-m", f"vi_control.ros.{module}", "--ros-args"]
         if namespace:
-            args += ["-r", f"__ns:={namespace}"]
+            # The absolute topics too: two runs that share a domain must not share a clock or diagnostics.
+            args += ["-r", f"__ns:={namespace}"] + [a for t in GLOBAL_TOPICS for a in ("-r", f"/{t}:={namespace}/{t}")]
         for f in params_files:
             args += ["--params-file", str(f if os.path.isfile(f) else share_dir() / "config" / f)]
         if overrides:
@@ -101,3 +105,41 @@ class NodeProcess:
                     pass  # unkillable (e.g. stuck in the kernel): nothing more a parent can do
         self._log.close()
         return self.proc.returncode
+
+
+class Session:
+    """Nodes and in-process recorders of one run: own domain and namespace; ``close`` stops everything
+    (SIGINT to all nodes first, so they shut down in parallel). Tests and benchmarks use it."""
+
+    def __init__(self, key: str, log_dir: str):
+        import rclpy
+
+        self.domain, self.ns, self.log_dir = domain_id_for(key), run_namespace(key), log_dir
+        set_domain(self.domain)
+        rclpy.init(domain_id=self.domain)
+        self.procs: list[NodeProcess] = []
+        self.recorders: list = []
+
+    def start(self, module: str, name: str | None = None, **overrides) -> NodeProcess:
+        p = NodeProcess(module, self.domain, overrides=overrides, log_dir=str(self.log_dir), name=name,
+                        namespace=self.ns)
+        self.procs.append(p)
+        return p
+
+    def recorder(self, joint_names, **kw):
+        from .recorder import Recorder
+
+        r = Recorder(joint_names, namespace=self.ns, **kw)
+        self.recorders.append(r)
+        return r
+
+    def close(self) -> None:
+        import rclpy
+
+        for r in self.recorders:
+            r.close()
+        for p in self.procs:
+            p.signal(signal.SIGINT)
+        for p in self.procs:
+            p.stop()
+        rclpy.try_shutdown()

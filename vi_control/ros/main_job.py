@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     import yaml
 
     from ..model.bundled import share_dir
-    from .common import MODEL_PARAMETERS, robot_from_parameters
+    from .common import MODEL_PARAMETERS, parameter_defaults, robot_from_parameters
     from .launcher import domain_id_for
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
     sim_params = yaml.safe_load((share_dir() / "config" / "ros_simulator.yaml").read_text())
-    params = {k: v[0] for k, v in MODEL_PARAMETERS.items()} | sim_params["/**/vi_simulator"]["ros__parameters"]
+    params = parameter_defaults(MODEL_PARAMETERS) | sim_params["/**/vi_simulator"]["ros__parameters"]
     robot, _ = robot_from_parameters(params)  # the simulated robot, as the simulator node loads it
     domain = domain_id_for("main_job")
     log_dir = str(Path(args.out).parent / "main_job_logs")

@@ -1,52 +1,85 @@
-"""Planner node: a task YAML in, a Plan out (trajectory + gains), at start-up and on ``~/replan``.
+"""Planner node: a task YAML, a goal or a joint trajectory in, a Plan out (trajectory + gains).
 
-Plans from the latest measured joint state when there is one (discrete state from the last two
-configurations, seed 000 eq. 1b), else from the task's initial state. Publishes, both latched:
+Plans at start-up and on ``~/replan`` (the task), on ``~/goal`` (sensor_msgs/JointState: the task toward these
+positions) and on ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, the joint_trajectory_controller topic
+interface: the points become the reference, planning.pipeline.trajectory_reference). Publishes, both latched:
 ``~/plan`` (UInt8MultiArray, the exact plan: layout in vi_control.ros.messages) and ``~/trajectory``
-(JointTrajectory, for other tools). Only converged plans are published unless ``publish_unconverged``
-is set, which publishes them marked as unconverged. The solve runs in a worker thread so joint states
-keep arriving.
+(JointTrajectory, for other tools). Only converged plans are published unless ``publish_unconverged``.
+
+A plan starts at a stated time on the node's clock (``use_sim_time``: the simulator's /clock): the measured state
+at t_m is carried forward to t_start = t_m + the expected solve time (measured in the clock's units: a lockstep
+simulation stands still while it waits, a real-time clock runs), under the law of the plan being executed (the
+planner's previous plan) or, without one, where it was measured; the controller holds its current plan until
+t_start, so no step of the new plan is skipped. The solve runs in a worker thread so joint states keep arriving.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import threading
 import time
 
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import UInt8MultiArray
+from std_msgs.msg import String, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from ..control.plan import Plan
 from ..control.tracking import StateEstimator
 from ..integrators import make_integrator, require_linearizable
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
+    SENSOR_STREAM_QOS,
     STREAM_QOS,
+    Param,
+    ThrottledLog,
     declare_parameters,
     resolve_config,
     robot_from_parameters,
     run_node,
+    tracking_law,
+    watch_parameters,
 )
 from .messages import joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
 
-PARAMETERS: dict[str, tuple] = {
+PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
-    "model": ("", "as for the other nodes; empty (default): the task's own model"),
-    "task": ("task_pendulum_swingup", "task YAML (path, or name in config/) for vi_control.planning.task"),
-    "plan_on_startup": (True, "plan once at start-up"),
-    "startup_wait": (1.0, "at start-up, wait this long for a joint state to plan from [s]"),
-    "state_estimate": ("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0"),
-    "use_measured_state": (True, "plan from the latest joint state when there is one (else the task's x_0)"),
-    "republish_period": (1.0, "re-publish the latest plan this often [s] (0: never): a controller that "
-                              "missed the transient-local sample of a restarted planner still gets the plan"),
-    "publish_unconverged": (False, "publish a plan whose optimizer stopped before its tolerance, marked as "
-                                   "unconverged (controllers refuse it unless told otherwise); default: log and "
-                                   "publish nothing"),
+    "model": Param("", "as for the other nodes; empty (default): the task's own model"),
+    "task": Param("task_pendulum_swingup_bounded", "task YAML (path, or name in config/) for "
+                                                   "vi_control.planning.task: model, Δt, horizon, weights, goal"),
+    "plan_on_startup": Param(True, "plan once at start-up"),
+    "startup_wait": Param(1.0, "at start-up, wait this long for a joint state to plan from [s]", range=(0.0, 3600.0)),
+    "state_estimate": Param("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0",
+                            choices=("configurations", "velocities")),
+    "use_measured_state": Param(True, "plan from the latest joint state when there is one (else the task's x_0)",
+                                live=True),
+    "expected_solve_time": Param(2.0, "wall time a solve is expected to take [s]: a plan starts this much later "
+                                      "(in the clock's units) than the state it was planned from; the planner "
+                                      "uses 1.5 × the longest of its last five solves when that is longer",
+                                 range=(0.0, 3600.0), live=True),
+    "republish_period": Param(1.0, "re-publish the latest plan this often [s] (0: never): a controller that "
+                                   "missed the transient-local sample of a restarted planner still gets the plan",
+                              range=(0.0, 3600.0)),
+    "publish_unconverged": Param(False, "publish a plan whose optimizer stopped before its tolerance, marked as "
+                                        "unconverged (controllers refuse it unless told otherwise); default: log "
+                                        "and publish nothing", live=True),
 }
+
+
+@dataclasses.dataclass
+class Request:
+    """What to plan: the task ('task'), the task toward ``goal`` ('goal'), or trajectory points ('trajectory')."""
+
+    kind: str
+    goal: np.ndarray | None = None
+    times: np.ndarray | None = None  # trajectory: time_from_start of each point [s]
+    positions: np.ndarray | None = None  # trajectory: (points, joints)
+    joints: list[int] | None = None
+    start: float = 0.0  # trajectory: requested start on the node's clock (header.stamp; 0: as soon as possible)
 
 
 class PlannerNode(Node):
@@ -55,95 +88,221 @@ class PlannerNode(Node):
         from ..planning import load_task  # the planner library; imported here so tests can skip cleanly
 
         p = self.p = declare_parameters(self, PARAMETERS)
+        self.warn = ThrottledLog(self.get_logger(), p["log_throttle_period"])
+        watch_parameters(self, PARAMETERS, p, self._apply_parameter)
         self.task = load_task(resolve_config(p["task"]))
-        own = p["model"] or p["urdf_path"] or p["robot_description"]
-        self.robot = robot_from_parameters(p)[0] if own else self.task.load_robot()
-        self.vi = make_integrator(p["integrator"], self.robot, float(self.task.dt))
-        require_linearizable(self.vi, "the planner node")
-        self.estimator = StateEstimator(self.vi, p["state_estimate"])
+        self.robot = None
         self.measured: tuple[float, np.ndarray] | None = None
+        self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
+        self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
+        self.solve_times: list[float] = []  # wall time of the last few solves
         self._lock, self._worker = threading.Lock(), None
+        self._latest: UInt8MultiArray | None = None
         self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", LATCHED_QOS)
-        self.create_subscription(JointState, "joint_states", self.on_joint_state, STREAM_QOS)
-        self.create_service(Trigger, "~/replan", self.on_plan)
-        self._latest: UInt8MultiArray | None = None
+        self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS)
+        self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS)
+        self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS)
+        self.create_service(Trigger, "~/replan", self.on_replan)
         if float(p["republish_period"]) > 0:
             self.create_timer(float(p["republish_period"]), self._republish)
-        self.get_logger().info(f"task {p['task']} on {self.robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
-        if p["plan_on_startup"]:
-            self._start(wait=float(p["startup_wait"]))
+        if p["robot_description_topic"]:
+            self.create_subscription(String, p["robot_description_topic"], self._on_description, LATCHED_QOS)
+        else:
+            own = p["model"] or p["urdf_path"] or p["robot_description"]
+            self._setup(robot_from_parameters(p)[0] if own else self.task.load_robot())
+
+    def _setup(self, robot) -> None:
+        self.robot = robot
+        self.vi = make_integrator(self.p["integrator"], robot, float(self.task.dt))
+        require_linearizable(self.vi, "the planner node")
+        self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
+        self.get_logger().info(f"task {self.p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
+        if self.p["plan_on_startup"]:
+            self._start(Request("task"), wait=float(self.p["startup_wait"]))
+
+    def _on_description(self, msg: String) -> None:
+        if self.robot is None:
+            try:
+                self._setup(robot_from_parameters(self.p, description=msg.data)[0])
+            except Exception as e:
+                self.get_logger().error(f"robot description refused: {type(e).__name__}: {e}")
+
+    def _apply_parameter(self, name: str, value) -> str | None:
+        if name == "log_throttle_period":
+            self.warn.period = float(value)
+        return None  # the others are read from self.p when used
+
+    # ---- inputs ----------------------------------------------------------------------------------
+    def _arrays(self, msg: JointState, what: str, level: str = "warning"):
+        """(q, q̇ or None) of a JointState in the model's joint order, or None (logged) if unusable."""
+        if self.robot is None:
+            return None
+        try:
+            return joint_state_arrays(msg, self.robot.joint_names)
+        except ValueError as e:
+            self.warn(what, f"{what}: {e}", level=level)
+            return None
 
     def on_joint_state(self, msg: JointState) -> None:
-        try:
-            q, qdot = joint_state_arrays(msg, self.robot.joint_names)
-        except ValueError as e:
-            self.get_logger().warning(f"ignoring joint state: {e}", throttle_duration_sec=5.0)
+        arrays = self._arrays(msg, "joint state ignored")
+        if arrays is None:
             return
+        q, qdot = arrays
         t = stamp_seconds(msg)
         try:
             x = self.estimator.update(t, q, qdot)
         except Exception as e:  # never let a state estimate kill the node; plan from the task's x_0 instead
             self.estimator.reset()
-            self.get_logger().warning(f"state estimate failed: {type(e).__name__}: {e}", throttle_duration_sec=5.0)
+            self.warn("estimate", f"state estimate failed: {type(e).__name__}: {e}")
             return
+        now = time.monotonic()
+        self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
         if x is not None:
+            if self.measured is None:
+                self.get_logger().info(f"first joint state to plan from: t={t:g}")
             self.measured = (t, x)
+
+    def on_goal(self, msg: JointState) -> None:
+        arrays = self._arrays(msg, "goal refused", level="error")
+        if arrays is None:
+            return
+        goal = arrays[0]
+        self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: re-planning")
+        if not self._start(Request("goal", goal=goal), wait=0.0):
+            self.warn("busy", "goal dropped: a plan is being computed", level="error")
+
+    def on_joint_trajectory(self, msg: JointTrajectory) -> None:
+        if self.robot is None:
+            return
+        names = list(msg.joint_names)
+        unknown = [n for n in names if n not in self.robot.joint_names]
+        times = np.array([d.time_from_start.sec + 1e-9 * d.time_from_start.nanosec for d in msg.points])
+        if unknown or not names or len(set(names)) != len(names) or not len(msg.points) \
+                or any(len(pt.positions) != len(names) for pt in msg.points):
+            self.warn("trajectory", f"joint trajectory refused: joints {names} (unknown: {unknown}) and "
+                      f"{len(msg.points)} points, each needs one position per joint", level="error")
+            return
+        request = Request("trajectory", times=times, positions=np.array([list(pt.positions) for pt in msg.points]),
+                          joints=[self.robot.joint_index(n) for n in names], start=stamp_seconds(msg))
+        self.get_logger().info(f"joint trajectory: {len(times)} points over {times[-1]:g} s: planning")
+        if not self._start(request, wait=0.0):
+            self.warn("busy", "joint trajectory dropped: a plan is being computed", level="error")
+
+    def on_replan(self, _req, res):
+        res.success = self.robot is not None and self._start(Request("task"), wait=0.0)
+        res.message = "planning started" if res.success else "no model yet, or a plan is already being computed"
+        return res
 
     def _republish(self) -> None:
         latest = self._latest
         if latest is not None:
             self.pub_plan.publish(latest)
 
-    def on_plan(self, _req, res):
-        res.success = self._start(wait=0.0)
-        res.message = "planning started" if res.success else "a plan is already being computed"
-        return res
-
-    def _start(self, wait: float) -> bool:
+    def _start(self, request: Request, wait: float) -> bool:
         with self._lock:
             if self._worker is not None and self._worker.is_alive():
                 return False
-            self._worker = threading.Thread(target=self._plan, args=(wait,), daemon=True)
+            self._worker = threading.Thread(target=self._plan, args=(wait, request), daemon=True)
             self._worker.start()
             return True
 
-    def _plan(self, wait: float) -> None:
+    # ---- timing: where the plan starts ---------------------------------------------------------------
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def clock_rate(self) -> float:
+        """Node-clock seconds per wall second: 1 without sim time; 0 for a lockstep simulation that waits."""
+        if not self.get_parameter("use_sim_time").value:
+            return 1.0
+        samples = list(self.clock_samples)
+        if len(samples) < 2 or samples[-1][0] - samples[0][0] < 0.25:  # too short a window: measure now
+            s0, r0 = time.monotonic(), self._now()
+            time.sleep(0.5)
+            samples = [(s0, r0), (time.monotonic(), self._now())]
+        (s0, r0), (s1, r1) = samples[0], samples[-1]
+        return max(0.0, (r1 - r0) / (s1 - s0))
+
+    def predict(self, t: float, x: np.ndarray, steps: int) -> np.ndarray:
+        """The state ``steps`` Δt after the measurement: under the previous plan's law while that plan runs (what
+        the controller executes until the new plan starts); otherwise where it was measured (at rest or held)."""
+        plan = self.last_plan
+        if plan is None or steps == 0 or t >= plan.times[-1]:
+            return x  # after its end the plan's law holds X_N: where the robot was measured, if it tracks
+        law = tracking_law(plan, self.vi)
+        try:
+            for i in range(steps):
+                x = self.vi.step(x, law.command(law.index(t + i * self.vi.dt), x)[0])
+        except Exception as e:
+            self.get_logger().warning(f"prediction failed ({type(e).__name__}: {e}): planning from the measured state")
+            return x
+        return x
+
+    # ---- planning ------------------------------------------------------------------------------------
+    def _plan(self, wait: float, request: Request | None = None) -> None:
+        """The worker's body: wait up to ``wait`` s for a measured state, plan ``request`` (default: the task),
+        publish."""
+        request = request or Request("task")
         from ..planning import plan_task
+        from ..planning.pipeline import trajectory_reference
 
         log = self.get_logger()
         deadline = time.monotonic() + wait
         while self.p["use_measured_state"] and self.measured is None and time.monotonic() < deadline:
             time.sleep(0.02)
         measured = self.measured if self.p["use_measured_state"] else None
-        x0 = None if measured is None else measured[1]
-        log.info("planning from " + ("the task's x_0" if x0 is None else f"the measured state at t={measured[0]:g}"))
+        vi, task, x0, t_start, steps = self.vi, self.task, None, 0.0, 0
+        if measured is not None:
+            t_m, x_m = measured
+            rate = self.clock_rate()
+            expected = max([float(self.p["expected_solve_time"])] + [1.5 * s for s in self.solve_times])
+            lead = max(self._now() - t_m, 0.0) + rate * expected
+            if request.kind == "trajectory" and request.start > t_m + lead:
+                lead = request.start - t_m
+            steps = int(math.ceil(lead / vi.dt - 1e-9))
+            t_start = t_m + steps * vi.dt
+            x0 = self.predict(t_m, x_m, steps)
+            log.info(f"planning from the measured state at t={t_m:g}, carried {steps} steps to the start "
+                     f"t={t_start:g} (clock rate {rate:.3g}, expected solve {expected:.2f} s)")
+        else:
+            log.info("planning from the task's x_0 (no measured state): the plan starts when the controller "
+                     "receives it")
         t0 = time.monotonic()
         try:
-            plan, result = plan_task(self.vi, self.task, x0=x0, log=log.info)
+            reference = None
+            if request.kind == "goal":
+                task = dataclasses.replace(task, goal_q=request.goal)
+            elif request.kind == "trajectory":
+                from ..planning.pipeline import start_state
+                start = start_state(task, vi) if x0 is None else x0
+                reference = trajectory_reference(vi, start, request.times, request.positions, request.joints)
+            plan, result = plan_task(vi, task, x0=x0, log=log.info, reference=reference)
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             log.error(f"planning failed: {type(e).__name__}: {e}")
             return
+        solve = time.monotonic() - t0
+        self.solve_times = self.solve_times[-4:] + [solve]
         if not result.converged and not self.p["publish_unconverged"]:
             log.error(f"plan not published: the optimizer did not converge ({result}); the controller keeps "
                       "its current plan (set publish_unconverged to publish best-effort plans)")
             return
         try:
-            # Stamped with the measurement's time, the controller knows where in the plan it already is;
-            # without a measurement the plan starts when the controller first answers a joint state.
-            plan = plan.shifted(0.0 if measured is None else measured[0])
+            plan = plan.shifted(t_start)
             seq = time.time_ns() // 1000  # unique across planner restarts
             msg = plan_to_message(plan, seq, start_on_receipt=measured is None)
-            velocities = np.array([self.vi.velocity(x) for x in plan.X])
+            velocities = np.array([vi.velocity(x) for x in plan.X])
             inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
             self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
             self.pub_plan.publish(msg)
             self._latest = msg
+            self.last_plan = plan if measured is not None else None
         except Exception as e:  # in the worker thread: report through the ROS log, not a stderr traceback
             log.error(f"publishing the plan failed: {type(e).__name__}: {e}")
             return
+        late = (self._now() - t_start) / vi.dt if measured is not None else 0.0
         log.info(f"published plan {seq}{'' if plan.converged else ' (UNCONVERGED, best effort)'}: "
-                 f"N={plan.horizon}, solve {time.monotonic() - t0:.2f} s, {result}")
+                 f"N={plan.horizon}, solve {solve:.2f} s, {result}"
+                 + (f"; WARNING: {late:.1f} steps after its start" if late > 0.5 else ""))
 
 
 def main(args: list[str] | None = None) -> None:

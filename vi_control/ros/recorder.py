@@ -14,12 +14,13 @@ import rclpy
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS
-from .messages import joint_state_arrays, plan_from_message, stamp_seconds
+from .common import LATCHED_QOS, RECORD_QOS, RECORD_VOLATILE_QOS, STREAM_QOS
+from .messages import joint_state_arrays, plan_from_message, split_seconds, stamp_seconds
 
 
 class Recorder(Node):
@@ -36,17 +37,19 @@ class Recorder(Node):
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
             self.create_subscription(Odometry, "odom", self._on_odometry, RECORD_QOS)
-        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_QOS)
+        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command,
+                                 RECORD_VOLATILE_QOS)
         self.trajectory: JointTrajectory | None = None
         self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
                                  lambda m: setattr(self, "trajectory", m), LATCHED_QOS)
         self.robot_description: str | None = None
-        self.create_subscription(String, "/robot_description", lambda m: setattr(self, "robot_description", m.data),
+        self.create_subscription(String, "robot_description", lambda m: setattr(self, "robot_description", m.data),
                                  LATCHED_QOS)
         self.create_subscription(UInt8MultiArray, f"{planner_name}/plan",
                                  lambda m: setattr(self, "plan_message", m), LATCHED_QOS)
         self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
-        self.state_pub = self.create_publisher(JointState, "joint_states", STREAM_QOS)
+        self.state_pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
+        self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS)  # a run's /clock (launcher remaps it)
         self._closing = False
         self._executor = SingleThreadedExecutor(context=self.context)
         self._executor.add_node(self)
@@ -100,6 +103,31 @@ class Recorder(Node):
                 return True
             time.sleep(period)
         return bool(predicate())
+
+    def call(self, srv_type, name: str, request, timeout: float = 30.0):
+        """A service call (relative names: in this node's namespace); AssertionError if it does not answer."""
+        client = self.create_client(srv_type, name)
+        try:
+            assert client.wait_for_service(timeout_sec=timeout), f"no service {name}"
+            future = client.call_async(request)
+            assert self.wait_for(future.done, timeout), f"{name} did not answer"
+            return future.result()
+        finally:
+            self.destroy_client(client)
+
+    def transition(self, node: str, transition: int) -> bool:
+        """A lifecycle transition of ``node`` (lifecycle_msgs/Transition id) through its ~/change_state."""
+        from lifecycle_msgs.msg import Transition
+        from lifecycle_msgs.srv import ChangeState
+
+        req = ChangeState.Request(transition=Transition(id=transition))
+        return self.call(ChangeState, f"{node}/change_state", req).success
+
+    def publish_clock(self, t: float) -> None:
+        """Play the simulator: simulation time t on the run's /clock."""
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = split_seconds(t)
+        self.clock_pub.publish(msg)
 
     def publish_command(self, values) -> None:
         self.cmd_pub.publish(Float64MultiArray(data=[float(v) for v in values]))

@@ -1,10 +1,13 @@
 """Simulator node: a discrete system (the midpoint VI by default) stepped at Δt, effort commands in, JointState out.
 
 Topics: sub ``<controller_name>/commands`` (Float64MultiArray: torques on ``joints``, then next positions of
-prescribed joints); pub ``joint_states`` (stamped with simulation time t_k = k·Δt), ``/robot_description``
-(latched) and, for a mobile model, ``odom`` (nav_msgs/Odometry of ``odometry_link`` in ``odom_frame``). Service
-``~/reset`` (Trigger). Modes: 'realtime' (timer at Δt, or as fast as possible with
-``max_speed``) and 'lockstep' (one step per received command).
+prescribed joints); pub ``/clock`` (rosgraph_msgs/Clock: the simulation time t_k = k·Δt, for every node with
+``use_sim_time``), ``joint_states`` (stamped with t_k) and ``robot_description`` (relative, latched: each namespace
+its own). Service ``~/reset`` (Trigger: back to the initial state; the clock keeps running, as Gazebo's
+reset_world — a clock that jumps back breaks every sim-time node). Modes: 'realtime' (timer at Δt, or as fast as
+possible with ``max_speed``) and 'lockstep' (one step per received command). A lifecycle node (vi_control.ros.managed):
+inactive = paused (no steps, no clock, commands ignored). For a mobile model also ``odom`` (nav_msgs/Odometry
+of ``odometry_link`` in ``odom_frame``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import time
 
 import numpy as np
 from nav_msgs.msg import Odometry
-from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
@@ -25,38 +28,55 @@ from .common import (
     MODEL_PARAMETERS,
     RECORD_QOS,
     STREAM_QOS,
+    Param,
     command_joints,
-    declare_parameters,
-    robot_from_parameters,
     run_node,
 )
+from .managed import AUTOSTART, ManagedNode
 from .messages import split_seconds
 
-PARAMETERS: dict[str, tuple] = {
+PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
-    "dt": (0.01, "time step Δt of the variational integrator [s]"),
-    "mode": ("realtime", "'realtime': step on a timer at Δt; 'lockstep': one step per received command"),
-    "max_speed": (False, "realtime mode: step as fast as possible instead of every Δt of wall time"),
-    "controller_name": ("effort_controller", "commands are read from <controller_name>/commands"),
-    "joints": (None, "joint order of the command (default: the model's actuated joints)"),
-    "initial_positions": (None, "q_0 in the model's joint order (default zeros)"),
-    "initial_velocities": (None, "q̇_0 in the model's joint order (default zeros)"),
-    "on_bad_command": ("hold", "NaN or wrong-sized command: 'hold' the last valid one or apply 'zero'"),
-    "position_noise_std": (0.0, "standard deviation of Gaussian noise added to published positions [rad or m]"),
-    "noise_seed": (0, "seed of the measurement noise"),
-    "mass_scale": (1.0, "multiply every link mass and inertia (model mismatch against planner/controller)"),
-    "idle_publish_period": (0.2, "lockstep: republish the current state when no command came for this long [s]"),
-    "odometry_link": ("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile model "
-                          "(nonholonomic constraints or a floating base: its first link with mass), 'none' = off"),
-    "odom_frame": ("odom", "frame_id of the odometry (the world frame of the simulation)"),
+    "dt": Param(0.01, "time step Δt of the variational integrator [s]", range=(1e-5, 10.0)),
+    "mode": Param("realtime", "'realtime': step on a timer at Δt; 'lockstep': one step per received command",
+                  choices=("realtime", "lockstep")),
+    "max_speed": Param(False, "realtime mode: step as fast as possible instead of every Δt of wall time"),
+    "controller_name": Param("effort_controller", "commands are read from <controller_name>/commands"),
+    "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
+    "initial_positions": Param(None, "q_0 in the model's joint order (default zeros)", array="double"),
+    "initial_velocities": Param(None, "q̇_0 in the model's joint order (default zeros)", array="double"),
+    "on_bad_command": Param("hold", "NaN or wrong-sized command: 'hold' the last valid one or apply 'zero'",
+                            choices=("hold", "zero"), live=True),
+    "position_noise_std": Param(0.0, "standard deviation of Gaussian noise added to published positions "
+                                     "[rad or m]", range=(0.0, 10.0), live=True),
+    "noise_seed": Param(0, "seed of the measurement noise (a change restarts the noise sequence)",
+                        range=(0, 2**31 - 1), live=True),
+    "mass_scale": Param(1.0, "multiply every link mass and inertia (model mismatch against planner/controller)",
+                        range=(1e-3, 1e3)),
+    "idle_publish_period": Param(0.2, "lockstep: republish the current state when no command came for this "
+                                      "long [s]", range=(0.001, 60.0), live=True),
+    "publish_clock": Param(True, "publish the simulation time on /clock"),
+    "odometry_link": Param("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile "
+                               "model (nonholonomic constraints or a floating base: its first link with mass), "
+                               "'none' = off"),
+    "odom_frame": Param("odom", "frame_id of the odometry (the world frame of the simulation)"),
+    **AUTOSTART,
 }
 
 
-class SimulatorNode(Node):
+class SimulatorNode(ManagedNode):
+    PARAMETERS = PARAMETERS
+
     def __init__(self) -> None:
+        self.robot = None
         super().__init__("vi_simulator")
-        p = self.p = declare_parameters(self, PARAMETERS)
-        self.robot, urdf = robot_from_parameters(p, mass_scale=float(p["mass_scale"]))
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def configure(self) -> None:
+        p = self.p
+        if self.get_parameter("use_sim_time").value:
+            raise ValueError("use_sim_time must be false for the simulator: it is the clock (/clock)")
+        self.robot, urdf = self.load_robot(mass_scale=float(p["mass_scale"]))
         self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
@@ -65,40 +85,88 @@ class SimulatorNode(Node):
         self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
         q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
         v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
+        if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
+            raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
         # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
         # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
         self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.u_zero = np.zeros(vi.nu)
         self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
+        self.k = 0
         self._reset_state()
-
+        self.state_msg = JointState(name=r.joint_names)
+        self.clock_msg = Clock()
         self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
+        self.clock_pub = self.create_publisher(Clock, "/clock", STREAM_QOS) if p["publish_clock"] else None
+        self.desc_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
+        self.desc_pub.publish(String(data=urdf))
+        self.sub = self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command,
+                                            STREAM_QOS)
+        self.srv = self.create_service(Trigger, "~/reset", self.on_reset)
         link = odometry_link(r, str(p["odometry_link"]))
         self.odometer = Odometer(r, link) if link else None
         self.odom_pub = self.create_publisher(Odometry, "odom", RECORD_QOS) if link else None
-        self.create_publisher(String, "/robot_description", LATCHED_QOS).publish(String(data=urdf))
-        self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS)
-        self.create_service(Trigger, "~/reset", self.on_reset)
         self.lockstep = p["mode"] == "lockstep"
-        if p["mode"] not in ("lockstep", "realtime"):
-            raise ValueError(f"mode must be 'realtime' or 'lockstep', got {p['mode']!r}")
-        period = float(p["idle_publish_period"]) if self.lockstep else (1e-3 if p["max_speed"] else vi.dt)
-        self.create_timer(period, self.on_timer)
+        self.timer = None
         self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}")
+
+    def activate(self) -> None:
+        self.last_command_time = time.monotonic()
+        self._start_timer()
         self.publish_state()
 
+    def deactivate(self) -> None:
+        self._stop_timer()
+        self.u = self.u_zero.copy()  # the safe command: a re-activated simulator applies no stale torque
+        self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]
+
+    def cleanup(self) -> None:
+        self._stop_timer()
+        for e in (self.pub, self.clock_pub, self.desc_pub, self.odom_pub):
+            if e is not None:
+                self.destroy_publisher(e)
+        self.destroy_subscription(self.sub)
+        self.destroy_service(self.srv)
+        self.robot = None
+
+    def _start_timer(self) -> None:
+        p = self.p
+        period = float(p["idle_publish_period"]) if self.lockstep else (1e-3 if p["max_speed"] else self.vi.dt)
+        self.timer = self.create_timer(period, self.on_timer)
+
+    def _stop_timer(self) -> None:
+        if self.timer is not None:
+            self.destroy_timer(self.timer)
+            self.timer = None
+
+    def apply_parameter(self, name: str, value) -> str | None:
+        if name == "noise_seed" and self.robot is not None:
+            self.rng = np.random.default_rng(int(value))
+        elif name == "idle_publish_period" and self.active and self.lockstep:
+            self.p[name] = value
+            self._stop_timer()
+            self._start_timer()
+        return None  # position_noise_std and on_bad_command are read from self.p at each use
+
+    # ---- simulation --------------------------------------------------------------------------
     def _reset_state(self) -> None:
-        self.x, self.k, self.u = self.x0.copy(), 0, self.u_zero.copy()
-        self.last_command_time = self.get_clock().now()
+        self.x, self.u = self.x0.copy(), self.u_zero.copy()
+        self.last_command_time = time.monotonic()
 
     def on_reset(self, _req, res):
+        if self.robot is None:
+            res.success, res.message = False, "not configured"
+            return res
         self._reset_state()
-        self.publish_state()
-        res.success, res.message = True, "state reset to the initial positions/velocities"
+        if self.active:
+            self.publish_state()
+        res.success, res.message = True, "state reset to the initial positions/velocities (the clock runs on)"
         return res
 
     def on_command(self, msg: Float64MultiArray) -> None:
+        if not self.active:
+            return
         u = np.asarray(msg.data, float)
         if u.size != self.vi.nu or not np.all(np.isfinite(u)):
             why = f"size {u.size} != {self.vi.nu}" if u.size != self.vi.nu else "NaN/inf entries"
@@ -106,15 +174,15 @@ class SimulatorNode(Node):
             if fallback == "zero":
                 self.u = self.u_zero.copy()
                 self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]  # prescribed joints stay put
-            self.get_logger().warning(f"rejected command ({why}); applying {'zero' if fallback == 'zero' else 'last'}"
-                                      f" command {np.round(self.u, 4).tolist()}")
+            self.warn(f"bad command {why}", f"rejected command ({why}); applying "
+                      f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}")
         else:
             self.u = u[self.perm]
             tau, lim = self.u[: self.vi.n_torques], self.robot.effort_limits
             if np.any(np.abs(tau) > lim):  # an actuator saturates; it does not pass on any torque asked for
                 self.u[: self.vi.n_torques] = np.clip(tau, -lim, lim)
-                self.get_logger().warning("command beyond the effort limits: saturated", throttle_duration_sec=2.0)
-        self.last_command_time = self.get_clock().now()
+                self.warn("saturated", "command beyond the effort limits: saturated")
+        self.last_command_time = time.monotonic()
         if self.lockstep:
             self.advance()
 
@@ -126,23 +194,25 @@ class SimulatorNode(Node):
             self.advance()
             while time.perf_counter() < end:
                 self.advance()
-        elif (self.get_clock().now() - self.last_command_time).nanoseconds * 1e-9 >= self.p["idle_publish_period"]:
+        elif time.monotonic() - self.last_command_time >= self.p["idle_publish_period"]:
             self.publish_state()
 
     def advance(self) -> None:
         try:
             x_next = self.vi.step(self.x, self.u, step_index=self.k)
         except (StepError, ValueError) as e:
-            self.get_logger().error(f"step {self.k} failed, state held: {e}")
+            self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
             return
         self.x, self.k = x_next, self.k + 1
         self.publish_state()
 
     def publish_state(self) -> None:
-        vi = self.vi
-        msg = JointState()
-        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(self.k * vi.dt)
-        msg.name = self.robot.joint_names
+        vi, msg = self.vi, self.state_msg
+        sec, nsec = split_seconds(self.k * vi.dt)
+        if self.clock_pub is not None:  # the clock first: a sim-time reader never sees a state from its future
+            self.clock_msg.clock.sec, self.clock_msg.clock.nanosec = sec, nsec
+            self.clock_pub.publish(self.clock_msg)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         q = self.x[: vi.nq]
         std = float(self.p["position_noise_std"])
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
