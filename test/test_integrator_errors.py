@@ -81,6 +81,14 @@ def test_spherical_pendulum_singularity_raises_before_output(spherical):
     x1 = vi.step(np.array([0.0, theta, 0.0, -(2 * theta - 0.02) / dt]))
     assert x1[1] + theta == pytest.approx(0.02, abs=1e-3)
     assert x1[0] == 0.0 and np.all(np.isfinite(x1))
+    # chord_root_check=False (both backends) checks M(q_k), regular at θ_k = 0.3, instead of M_{k+1}: the quasi-Newton
+    # iteration converges (p_φ = 0, so its residual has no component along the singular direction) and the step
+    # is returned — the documented blind spot of that mode
+    for compile in (None, False):
+        fast = MidpointVI(spherical, dt, newton="chord", chord_root_check=False, compile=compile)
+        x_fast = fast.step(np.array([0.0, theta, 0.0, -2 * theta / dt]))
+        assert x_fast[1] == pytest.approx(-theta, abs=1e-9)
+        assert abs(eq34_det(np.array([0.0, theta]), x_fast[:2], dt)) < 1e-9
 
 
 def test_spherical_pendulum_at_rest_on_the_pole_raises_singularity_error(spherical):

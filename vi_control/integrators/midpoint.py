@@ -59,12 +59,16 @@ class MidpointVI(SymbolicStepDerivatives):
     ``settings`` (NewtonSettings; or its fields ``tol``, ``max_iterations``, ``rcond_min``, ``step_tol`` as
     keywords) is the root solve's stopping rule; ``wrap_continuous`` keeps continuous joint angles in
     [−π, π) after each step; ``compile`` chooses generated C (mechanics.codegen) or CasADi's VM; ``newton``:
-    'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' factors it once per step
-    at the initial guess, iterates with the residual alone, refreshes the factorization only when an
-    update shrinks by less than ``chord_rate_max``, and ends with one exact update at the root. Both stop
-    at the same tolerance and check the condition of M_{k+1} at the root. Default (None): the faster one
-    for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each extra
-    function call costs more than the Jacobian it saves (docs/performance_step.md).
+    'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' iterates with the residual alone
+    on one factored matrix — Δt⁻¹M(q_k) (seed 001 eq. 25, Cholesky) for an unconstrained step, else M_{k+1} at
+    the guess — refreshed with M_{k+1} only when an update shrinks by less than ``chord_rate_max``; M_{k+1} is
+    evaluated once near the root, checked and used for the last (exact) updates. Both stop at the same tolerance
+    and check the condition of M_{k+1} at the root. ``chord_root_check=False`` (attribute of the same name)
+    skips M_{k+1} in an unconstrained chord step that converged on Δt⁻¹M(q_k) alone: the condition check is then
+    M(q_k)'s, which does not see a singular M_{k+1} at the root (the spherical pendulum through its pole,
+    test_integrator_errors.py); about 1.5× faster at 32 links (docs/performance_step.md). Default ``newton``
+    (None): the faster one for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each
+    extra function call costs more than the Jacobian it saves.
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
@@ -73,7 +77,7 @@ class MidpointVI(SymbolicStepDerivatives):
 
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
                  wrap_continuous: bool = False, compile: bool | None = None, newton: str | None = None,
-                 **setting_overrides):
+                 chord_root_check: bool = True, **setting_overrides):
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
@@ -93,6 +97,7 @@ class MidpointVI(SymbolicStepDerivatives):
         self._newton = s.newton  # compiled whole-step driver, or None (CasADi VM / no compiler)
         self.newton = newton or ("chord" if self._newton is not None else "exact")
         self.chord_rate_max = CHORD_RATE_MAX
+        self.chord_root_check = chord_root_check
         self._zero_input = np.zeros(self.nu)
         self._zero_lam = np.zeros(self.nc)
         self._what = ("M_{k+1}" if self.nc == 0
@@ -213,12 +218,13 @@ class MidpointVI(SymbolicStepDerivatives):
                 raise
             return self._solve_numpy(x, u, step_index, y0, lam0, False)
 
-    def _mass_cholesky(self, x: np.ndarray) -> np.ndarray | None:
-        """Cholesky factor of M(q_k)_dd (LAPACK dpotrf): the chord matrix Δt⁻¹M(q_k)_dd of an unconstrained step;
-        None unless positive definite."""
+    def _mass_cholesky(self, x: np.ndarray) -> tuple[np.ndarray | None, float]:
+        """Cholesky factor of M(q_k)_dd (LAPACK dpotrf), the chord matrix Δt⁻¹M(q_k)_dd of an unconstrained step
+        (None unless positive definite), and the 1-norm of M(q_k)_dd."""
         d = self.idx_d
-        c, info = lapack.dpotrf(self.mass_matrix(x[: self.nq])[np.ix_(d, d)], lower=1)
-        return None if info != 0 else c
+        mdd = self.mass_matrix(x[: self.nq])[np.ix_(d, d)]
+        c, info = lapack.dpotrf(mdd, lower=1)
+        return (None if info != 0 else c), float(np.abs(mdd).sum(axis=0).max())
 
     def _solve_numpy(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
                      lam0: np.ndarray | None, chord: bool) -> StepResult:
@@ -235,7 +241,9 @@ class MidpointVI(SymbolicStepDerivatives):
         pnorm = np.abs(x[self.nq:]).max()
         eta = np.sqrt(st.tol) * (1.0 + pnorm)
         quasi = chord and self.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
+        qonly = quasi and not self.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
         rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None
+        mnorm = 0.0
         near = predicted = False  # M_{k+1} factored near the root; this evaluation includes it for that reason
         for it in range(st.max_iterations + 1):
             if with_jac:
@@ -247,7 +255,7 @@ class MidpointVI(SymbolicStepDerivatives):
             if not np.isfinite(rnorm) or st.accepts(rnorm, pnorm) or it == st.max_iterations:
                 break
             if not with_jac and lu is None and chol is None:  # the quasi-Newton matrix on first use
-                chol = self._mass_cholesky(x)
+                chol, mnorm = self._mass_cholesky(x)
                 if chol is None:  # M(q_k) singular: M_{k+1} instead
                     R, J = res_fn(y, z)
                     j_at_y = with_jac = True
@@ -263,19 +271,31 @@ class MidpointVI(SymbolicStepDerivatives):
             dnorm = np.abs(dy).max()
             first_update = dnorm if it == 0 else first_update
             if dnorm < st.step_tol * (1.0 + np.abs(y).max()):
-                R, J = res_fn(y, z)
-                j_at_y = True
+                j_at_y = not (qonly and lu is None)
+                if j_at_y:
+                    R, J = res_fn(y, z)
+                else:
+                    R = r_fn(y, z)[0]
                 rnorm = float(np.abs(R).max())
                 break
             # Chord: keep the factored matrix while the updates contract by theta_max or better; M_{k+1} once near
             # the root (the next residual predicted below eta, the first contraction ratio taken as theta_max).
             ratio = theta_max if it == 0 else dnorm / dnorm_prev
-            predicted = chord and not near and ratio * rnorm <= eta
+            predicted = chord and not qonly and not near and ratio * rnorm <= eta
             with_jac = not chord or not dnorm <= theta_max * dnorm_prev or predicted
             dnorm_prev = dnorm
         if not np.isfinite(rnorm):
             raise ConvergenceError(step_index, rnorm, it)
-        final_check = not near or j_at_y  # no factorization near y: the floor and the check need M_{k+1} at y
+        # Converged on Δt⁻¹M(q_k)_dd alone: its condition (LAPACK dpocon) stands in for M_{k+1}'s (as the C driver)
+        qfinal = qonly and lu is None and not j_at_y and np.isfinite(rnorm)
+        if qfinal and chol is None and y0 is None:  # converged at the guess: the C driver factored M(q_k) for it
+            chol, mnorm = self._mass_cholesky(x)
+        qfinal = qfinal and chol is not None
+        if qfinal:
+            rcond = lapack.dpocon(chol, mnorm, uplo="L")[0]
+            qfinal, anorm = rcond >= st.rcond_min, mnorm / self.dt
+        final_check = not qfinal and (not near or j_at_y)  # no factorization near y: the floor and the check need
+        # M_{k+1} at y
         if final_check and not j_at_y:
             R, J = res_fn(y, z)
             rnorm = float(np.abs(R).max())
@@ -297,6 +317,13 @@ class MidpointVI(SymbolicStepDerivatives):
                 r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
                 if r_pol <= max(rnorm, floor_r):
                     y, rnorm = y_pol, r_pol
+        for _ in range(2 if qfinal else 0):  # quasi-Newton updates below tol, each kept if not worse (C driver)
+            y_pol = y - lapack.dpotrs(chol, R.ravel(), lower=1)[0] * -self.dt
+            R = r_fn(y_pol, z)[0]
+            r_pol = float(np.abs(R).max())
+            if r_pol > max(rnorm, floor_r):
+                break
+            y, rnorm = y_pol, r_pol
         xn = self.functions["output"](y, z)[0].ravel().copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
@@ -322,7 +349,7 @@ class MidpointVI(SymbolicStepDerivatives):
             nw.y[:] = np.asarray(y0, float).ravel()
         elif self.nc:
             nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
-        nw.use_settings(self.settings, self.chord_rate_max)
+        nw.use_settings(self.settings, self.chord_rate_max, self.chord_root_check)
         chord = self.newton == "chord"
         code = nw.run(y0 is None, chord)
         if code == NEWTON_NOT_CONVERGED and chord:  # exact Newton from the same guess (``solve``)

@@ -66,7 +66,7 @@ class NewtonStepC:
         lib.vi_newton_workspace.restype = ctypes.c_longlong
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(s.nq), ctypes.c_longlong(s.ny))
         self.z, self.y, self.xn = np.zeros(s.nz), np.zeros(s.ny), np.zeros(s.nx)
-        self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0], dtype=np.int64)
+        self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0, 0], dtype=np.int64)
         self.dp = np.array([s.dt, 0.0, 0.0, 0.0])
         self.info = np.zeros(3)
         self._keep = [np.concatenate([s.idx_d, s.idx_k]).astype(np.int64), np.zeros(n_iw, dtype=np.int64),
@@ -75,23 +75,26 @@ class NewtonStepC:
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         self._fn = lib.vi_newton_step_packed
         self._fn.restype = ctypes.c_int
-        self._settings: tuple = (0, 0.0, 0.0, 0.0)  # (max_iterations, tol, rcond_min, theta_max) as in ip, dp
+        # (max_iterations, tol, rcond_min, theta_max, root_check) as in ip, dp
+        self._settings: tuple = (0, 0.0, 0.0, 0.0, False)
         self._source = None  # the NewtonSettings they came from (use_settings)
         self._mode = (True, False)  # (use_guess, chord) as in ip
         self.z_x, self.z_u = self.z[: s.nx], self.z[s.nx:]  # views: x_k and u_k are written here
 
-    def configure(self, max_iterations: int, tol: float, rcond_min: float, theta_max: float) -> None:
+    def configure(self, max_iterations: int, tol: float, rcond_min: float, theta_max: float,
+                  root_check: bool = False) -> None:
         """Copy the Newton settings into the C buffers, if they differ from what the buffers hold."""
-        settings = (max_iterations, tol, rcond_min, theta_max)
+        settings = (max_iterations, tol, rcond_min, theta_max, root_check)
         if settings != self._settings:
-            self.ip[5] = max_iterations
+            self.ip[5], self.ip[8] = max_iterations, root_check
             self.dp[1], self.dp[2], self.dp[3] = tol, rcond_min, theta_max
             self._settings, self._source = settings, None
 
-    def use_settings(self, st, theta_max: float) -> None:
-        """``configure`` from a NewtonSettings (frozen): skipped when the same object and rate were used last."""
-        if st is not self._source or theta_max != self._settings[3]:
-            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max)
+    def use_settings(self, st, theta_max: float, root_check: bool = False) -> None:
+        """``configure`` from a NewtonSettings (frozen): skipped when the same object, rate and check were used
+        last."""
+        if st is not self._source or theta_max != self._settings[3] or root_check != self._settings[4]:
+            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check)
             self._source = st
 
     def run(self, use_guess: bool, chord: bool) -> int:
@@ -102,9 +105,9 @@ class NewtonStepC:
         return self._fn(self._packed)
 
     def __call__(self, max_iterations: int, tol: float, rcond_min: float, use_guess: bool,
-                 chord: bool = False, theta_max: float = 0.0) -> int:
+                 chord: bool = False, theta_max: float = 0.0, root_check: bool = False) -> int:
         """``configure`` and ``run``."""
-        self.configure(max_iterations, tol, rcond_min, theta_max)
+        self.configure(max_iterations, tol, rcond_min, theta_max, root_check)
         return self.run(use_guess, chord)
 
 

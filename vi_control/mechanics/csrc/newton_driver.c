@@ -137,38 +137,46 @@ static double vi_norm1(const double* A, long long n) {
   return m;
 }
 
-/* Reciprocal condition number in the 1-norm from the LU factors: ||A^-1||_1 by Hager's method as
- * refined by Higham (ACM TOMS 14, 1988, Alg. 4.1), the estimator of LAPACK's dlacn2/dgecon. */
+/* A x = b (trans 0) or Aᵀ x = b (trans 1) from P A = L U, or from A = L Lᵀ when piv is 0 (symmetric). */
+static void vi_factor_solve(const double* F, long long n, const long long* piv, double* x, int trans) {
+  if (!piv) vi_chol_solve(F, n, x);
+  else if (trans) vi_lu_solve_t(F, n, piv, x);
+  else vi_lu_solve(F, n, piv, x);
+}
+
+/* Reciprocal condition number in the 1-norm from the LU factors (or the Cholesky factor, piv = 0): ||A^-1||_1 by
+ * Hager's method as refined by Higham (ACM TOMS 14, 1988, Alg. 4.1), the estimator of LAPACK's dlacn2 in
+ * dgecon (dpocon for the Cholesky factor). */
 static double vi_rcond(const double* LU, long long n, const long long* piv, double anorm, double* x, double* sg) {
   if (n == 0) return 1.0;
   if (anorm != anorm) return anorm;
   if (anorm == 0.0) return 0.0;
   double est;
   for (long long i = 0; i < n; i++) x[i] = 1.0 / (double)n;
-  vi_lu_solve(LU, n, piv, x);
+  vi_factor_solve(LU, n, piv, x, 0);
   if (n == 1) { est = fabs(x[0]); goto done; }
   est = vi_asum(x, n);
   for (long long i = 0; i < n; i++) { sg[i] = x[i] >= 0.0 ? 1.0 : -1.0; x[i] = sg[i]; }
-  vi_lu_solve_t(LU, n, piv, x);
+  vi_factor_solve(LU, n, piv, x, 1);
   long long j = vi_iamax(x, n);
   for (int iter = 2;; iter++) {
     for (long long i = 0; i < n; i++) x[i] = 0.0;
     x[j] = 1.0;
-    vi_lu_solve(LU, n, piv, x);
+    vi_factor_solve(LU, n, piv, x, 0);
     double estold = est;
     est = vi_asum(x, n);
     int same = 1;
     for (long long i = 0; i < n; i++) if ((x[i] >= 0.0 ? 1.0 : -1.0) != sg[i]) { same = 0; break; }
     if (same || est <= estold) break;
     for (long long i = 0; i < n; i++) { sg[i] = x[i] >= 0.0 ? 1.0 : -1.0; x[i] = sg[i]; }
-    vi_lu_solve_t(LU, n, piv, x);
+    vi_factor_solve(LU, n, piv, x, 1);
     long long jlast = j;
     j = vi_iamax(x, n);
     if (!(x[jlast] != fabs(x[j]) && iter < 5)) break;
   }
   /* Alternating-sign vector guards against the estimator's known failure cases. */
   for (long long i = 0; i < n; i++) x[i] = (i % 2 ? -1.0 : 1.0) * (1.0 + (double)i / (double)(n - 1));
-  vi_lu_solve(LU, n, piv, x);
+  vi_factor_solve(LU, n, piv, x, 0);
   double temp = 2.0 * vi_asum(x, n) / (double)(3 * n);
   if (temp > est) est = temp;
 done:
@@ -188,7 +196,7 @@ long long vi_newton_workspace(long long nq, long long ny) { return ny * ny + 4 *
  * velocity of the initial guess and the chord matrix of an unconstrained step. 1 if M_dd is not positive definite. */
 static int vi_mass_chol(const double* q, const double* p, long long nq, long long nd, long long nk,
                         const long long* idx_d, const long long* idx_k, double* M, double* Mdd, double* v,
-                        long long* iw, double* w) {
+                        long long* iw, double* w, double* mnorm) {
   const double* arg[1] = {q};
   double* res[1] = {M};
   if (mass(arg, res, iw, w, 0)) return 1;
@@ -198,19 +206,25 @@ static int vi_mass_chol(const double* q, const double* p, long long nq, long lon
     v[a] = s;
     for (long long b = 0; b < nd; b++) Mdd[a + b * nd] = M[idx_d[a] + idx_d[b] * nq];
   }
+  *mnorm = vi_norm1(Mdd, nd);
   if (vi_chol(Mdd, nd)) return 1;
   vi_chol_solve(Mdd, nd, v);
   return 0;
 }
 
-/* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord); dp = (dt, tol, rcond_min, theta_max);
+/* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord, root_check); dp = (dt, tol, rcond_min, theta_max);
  * idx = (idx_d, idx_k).
  * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}.
  *
  * Chord Newton (MidpointVI docstring, docs/performance_step.md): updates with a factored matrix and residual-only
  * evaluations. The matrix is Δt⁻¹ M(q_k)_dd for an unconstrained step (the impulse-based quasi-Newton matrix of
  * seed 001 eq. 25; the guess factored it already), else M_{k+1} at the guess. M_{k+1} is evaluated, checked and
- * factored again when an update contracts by less than theta_max, and once near the root: at the first iterate
+ * factored again when an update contracts by less than theta_max.
+ * Unconstrained step without root_check, converged on Δt⁻¹M(q_k)_dd alone (every update contracted by theta_max):
+ * that matrix's condition is checked (Cholesky, dpocon's estimate) in place of M_{k+1}'s, and up to two more
+ * quasi-Newton updates polish y below tol (each kept if the residual is not larger). If its rcond is below
+ * rcond_min, M_{k+1} is evaluated at y as below.
+ * Otherwise (constraints, root_check, or a refresh) M_{k+1} is evaluated once near the root: at the first iterate
  * whose residual is predicted (last contraction ratio times the last residual) to be below sqrt(tol)·scale, or
  * is below it.
  * From there exact-Newton-like updates end at round-off. If the tolerance is met before that, M_{k+1} is evaluated
@@ -222,6 +236,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   const long long ny = nd + nc;
   const double dt = dp[0], tol = dp[1], rcond_min = dp[2], theta_max = dp[3];
   const int chord = (int)ip[7];
+  const int qonly = chord && nc == 0 && !ip[8]; /* M_{k+1} only if the quasi-Newton iteration needs it */
   const long long *idx_d = idx, *idx_k = idx + nd;
   double *R = ws, *J = R + ny, *ex = J + ny * ny, *sg = ex + ny, *M = sg + ny, *Mdd = M + nq * nq, *v = Mdd + nq * nq;
   double* y0 = v + nq; /* the guess, for the chord's contraction check (ny) */
@@ -233,10 +248,11 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   const double scale = 1.0 + vi_maxabs(p, nq);
   /* 0: no matrix factored yet, 1: Δt⁻¹ M(q_k)_dd in Mdd (quasi-Newton), 2: M_{k+1} in J */
   int mat = 0;
+  double mnorm = 0.0; /* ||M(q_k)_dd||_1 */
   const int quasi = chord && nc == 0;
 
   if (ip[6]) { /* q_{k+1} guess from the continuous Legendre transform: q + dt M^-1 p */
-    if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w)) return 4;
+    if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w, &mnorm)) return 4;
     for (long long a = 0; a < nd; a++) y[a] = q[idx_d[a]] + dt * v[a];
     if (quasi) mat = 1;
   }
@@ -256,7 +272,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     rnorm = vi_maxabs(R, ny);
     if (!isfinite(rnorm) || rnorm <= tol * scale || it == max_it) break;
     if (!with_jac && mat == 0) { /* warm start of an unconstrained step: the quasi-Newton matrix on first use */
-      if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w)) {
+      if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w, &mnorm)) {
         if (residual(arg, res, iw, w, 0)) return 1; /* M(q_k) singular: M_{k+1} instead */
         j_at_y = with_jac = 1;
       } else mat = 1;
@@ -274,20 +290,27 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     const double dnorm = vi_maxabs(R, ny);
     if (it == 0) first_update = dnorm;
     if (dnorm < 1e-15 * (1.0 + vi_maxabs(y, ny))) { /* stalled at round-off */
-      if (residual(arg, res, iw, w, 0)) return 1;
-      j_at_y = 1;
+      j_at_y = !(qonly && mat == 1);
+      if (j_at_y ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
       rnorm = vi_maxabs(R, ny);
       break;
     }
     /* Chord: keep the factored matrix while the updates contract by theta_max or better, and evaluate M_{k+1}
      * once near the root (the residual predicted below eta, the first contraction ratio taken as theta_max). */
     const double ratio = it == 0 ? theta_max : dnorm / dnorm_prev;
-    predicted = chord && !near && ratio * rnorm <= eta;
+    predicted = chord && !qonly && !near && ratio * rnorm <= eta;
     with_jac = !chord || !(dnorm <= theta_max * dnorm_prev) || predicted;
     dnorm_prev = dnorm;
   }
+  /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/performance_step.md). */
+  int qfinal = qonly && mat == 1 && !j_at_y && isfinite(rnorm);
+  if (qfinal) {
+    rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg);
+    qfinal = rc >= rcond_min;
+    anorm = mnorm / dt;
+  }
   /* Without a factorization near the returned y, the acceptance floor and the condition check need M_{k+1} there. */
-  const int final_check = !near || j_at_y;
+  const int final_check = !qfinal && (!near || j_at_y);
   if (final_check && !j_at_y && isfinite(rnorm)) {
     if (residual(arg, res, iw, w, 0)) return 1;
     rnorm = vi_maxabs(R, ny);
@@ -321,7 +344,18 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
       if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
       else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
     }
-  } else info[2] = rc;
+  } else {
+    info[2] = rc;
+    for (int k = 0; qfinal && k < 2; k++) { /* quasi-Newton updates below tol, each kept if not worse */
+      for (long long i = 0; i < nd; i++) ex[i] = R[i];
+      vi_chol_solve(Mdd, nd, ex);
+      for (long long i = 0; i < nd; i++) { ex[i] *= -dt; y[i] -= ex[i]; }
+      if (residual_only(arg, res, iw, w, 0)) return 1;
+      const double rpol = vi_maxabs(R, ny);
+      if (rpol <= fmax(info[0], floor_r)) info[0] = rpol;
+      else { for (long long i = 0; i < nd; i++) y[i] += ex[i]; break; }
+    }
+  }
   res[0] = xn;
   if (output(arg, res, iw, w, 0)) return 1;
   return 0;
