@@ -1,7 +1,8 @@
 """Smoke tests of the benchmark scripts (issue 13): each runs at a small size through the code path that produces
 its published table, so a script cannot rot unnoticed. No timing asserts: the figures themselves are the
 scripts' job (README performance table); here only their structure and the facts that do not depend on speed.
-(benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py.)"""
+(benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py; bench_sweep.py:
+test_sweep_ray.py, which shares one Ray instance across its tests.)"""
 
 import importlib.util
 import sys
@@ -22,7 +23,8 @@ def load(name: str):
 
 def test_every_benchmark_script_has_a_smoke_test():
     covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py",
-               "bench_convergence": "test_planning_convergence.py"}
+               "bench_convergence": "test_planning_convergence.py",
+               "bench_sweep": "test_sweep_ray.py"}  # shares that module's Ray instance
     here = Path(__file__).read_text()
     for script in sorted(BENCH.glob("bench_*.py")):
         name = script.stem
@@ -141,3 +143,35 @@ def test_collocation_benchmark_smoke(tmp_path):
     assert json.loads((tmp_path / "collocation.json").read_text())["rounds"] == 1
     for png in ("collocation.png", "collocation_error_time.png", "collocation_gait.png"):
         assert (tmp_path / png).stat().st_size > 10_000
+
+
+def test_model_load_benchmark_smoke():
+    bench = load("bench_model_load")
+    rows = bench.bench([20, 40], rounds=1, dense_max=20)
+    assert [r["links"] for r in rows] == [20, 40]
+    assert rows[0]["dense"] is not None and rows[1]["dense"] is None and rows[0]["ratio"] > 0
+    assert all(r["load"][0] >= r["load"][1] >= 0 for r in rows)
+    assert "| 40 |" in bench.table(rows)
+
+
+def test_soak_benchmark_smoke(tmp_path, monkeypatch):
+    """bench_soak at 3000 steps on a 4-link chain: structure, bounded energy error, memory figures, files."""
+    bench = load("bench_soak")
+    result = bench.soak(steps=3000, dt=5e-3, n_links=4, sample=10, windows=3)
+    assert result["steps_done"] == 3000 and result["failure"] is None
+    s = result["series"]
+    assert s["t"].shape == s["error"].shape == (301,) and s["t"][-1] == pytest.approx(15.0)
+    # E0 of the chain released at rest (potential only): rods at absolute angles φ_i = q_1 + … + q_i
+    phi = np.cumsum(bench.initial_configuration(4))
+    z = -(np.concatenate([[0.0], np.cumsum(np.cos(phi))[:-1]]) + 0.5 * np.cos(phi))
+    assert result["E0"] == pytest.approx(9.81 * z.sum(), rel=1e-9)
+    assert result["max_abs_error"] < 1e-2 * abs(result["E0"]) and np.isfinite(result["drift"])
+    assert len(result["max_error_per_window"]) == 3 and max(result["max_error_per_window"]) == result["max_abs_error"]
+    assert result["rss_end_mb"] > 0 and result["rss_max_mb"] >= result["rss_start_mb"]
+    assert "max |E − E0| per window" in bench.report(result)
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    bench.save(result, "soak_smoke")
+    assert (tmp_path / "soak_smoke.json").is_file() and (tmp_path / "soak_smoke.png").is_file()
+    # at Δt = 0.5 s the bent chain's step cannot be vouched for: the run ends there, reported, not skipped
+    refused = bench.soak(steps=50, dt=0.5, n_links=4, sample=1, windows=1)
+    assert refused["steps_done"] < 50 and refused["failure"].startswith(f"step {refused['steps_done']}:")

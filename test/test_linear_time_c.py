@@ -6,6 +6,7 @@ import pinocchio as pin
 import pytest
 from test_linear_time import TREE_URDF
 
+from vi_control.integrators.base import UntrustedStepError
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
 from vi_control.mechanics import drnea_c
 from vi_control.model import load_robot
@@ -156,8 +157,8 @@ def test_compiled_failures_raise_convergence_error(robots):
 
 def test_fallback_chain_takes_the_step_on_both_backends(robots, caplog):
     """The same near-π step with the fallback chain (the default): RIQN fails at Δt = 1 s, Newton with the exact
-    Jacobian takes it; both backends log why and agree (same chain, same operations)."""
-    x = None
+    Jacobian finds an aliased root (a joint turning more than max_rotation = π), and substeps take the step; both
+    backends log the same chain and agree (same operations)."""
     results, messages = [], []
     for backend in ("numpy", "c"):
         vi = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", backend=backend)
@@ -168,11 +169,16 @@ def test_fallback_chain_takes_the_step_on_both_backends(robots, caplog):
         assert len(caplog.records) == 1
         messages.append(caplog.records[0].getMessage())
     assert messages[0] == messages[1]
-    assert messages[0].startswith("LinearTimeVI step 4: RIQN did not converge at Δt") and "solved by" in messages[0]
+    assert messages[0].startswith("LinearTimeVI step 4: RIQN did not converge at Δt")
+    assert "Newton with the exact Jacobian neither (its root turns a joint more than max_rotation" in messages[0]
+    assert "substeps (finest Δt/" in messages[0]
     a, b = results
     assert np.allclose(a.x, b.x, rtol=1e-10, atol=1e-10) and a.iterations == b.iterations
-    # Newton took it at Δt: the root of the step's own DEL equation (numpy DRNEA), not of a substep's
-    assert np.abs(vi.residual(x, np.zeros(vi.nu), b.y)).max() < 1e-10 * (1 + np.abs(x[4:]).max())
+    assert np.abs(b.x[:4] - x[:4])[vi._rotational].max() <= np.pi  # not the aliased root (revolute joints)
+    # without the chain, Newton's aliased root is refused as MidpointVI refuses one
+    newton = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", method="newton", fallback=False)
+    with pytest.raises(UntrustedStepError):
+        newton.solve(x, np.zeros(newton.nu))
 
 
 def test_fallback_substeps_are_plain_steps_of_the_finer_map(caplog):

@@ -85,8 +85,8 @@ URDF_CASES = {
                        r"joint 'free' has unsupported type 'floating'.*floating_base: true"),
     "mimic": (robot(("a", ""), ("b", inertial(1)), ("c", inertial(1)),
                     joints=[hinge("j1", "a", "b"),
-                            hinge("j2", "b", "c", extra='<limit effort="1" velocity="1"/><mimic joint="j1"/>')]),
-              r"joint 'j2' uses <mimic>"),
+                            hinge("j2", "b", "c", extra='<limit effort="1" velocity="1"/><mimic joint="nope"/>')]),
+              r"joint 'j2' <mimic>: joint 'nope' is not a joint of this URDF"),
     "revolute without limit": (robot(("a", ""), ("b", inertial(1)),
                                      joints=[hinge("j1", "a", "b", jtype="revolute", extra="")]),
                                r"joint 'j1' \(revolute\) needs a <limit> element"),
@@ -112,7 +112,7 @@ def test_bad_urdf_raises_specific_error(case):
 def test_urdf_error_names_the_file(tmp_path):
     path = tmp_path / "bad.urdf"
     path.write_text(URDF_CASES["mimic"][0])
-    with pytest.raises(URDFError, match=rf"{path}: joint 'j2' uses <mimic>"):
+    with pytest.raises(URDFError, match=rf"{path}: joint 'j2' <mimic>: joint 'nope'"):
         load_robot(path)
 
 

@@ -52,7 +52,7 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     share = prefix / "share" / "vi_control"
     _assert_share(share)
     assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / "vi_control").is_file()
-    for script in ("vi_simulator", "vi_planner", "vi_controller", "vi_inspect", "vi_main_job"):
+    for script in ("vi_simulator", "vi_planner", "vi_controller", "vi_inspect", "vi_main_job", "vi_sweep"):
         assert (prefix / "bin" / script).is_file(), script
     # The installed copy finds its bundled models through the prefix (AMENT_PREFIX_PATH), not the source tree.
     site = next(prefix.glob("lib/python3*/site-packages"))

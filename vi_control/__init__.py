@@ -10,6 +10,8 @@ Everything here is numerical and imports no ROS; the nodes live in ``vi_control.
 
 from .control import (
     Plan,
+    PlanError,
+    PlanFileError,
     StateEstimator,
     TrackingController,
     dlqr,
@@ -28,6 +30,7 @@ from .integrators import (
     State,
     StepError,
     StepResult,
+    UntrustedStepError,
     make_integrator,
 )
 from .integrators.gni import GeometricNonholonomicIntegrator
@@ -62,11 +65,11 @@ def load_robot(model: str | dict | ModelSpec, system: str | dict | None = None, 
 __all__ = [
     "load_robot", "load_bundled", "BUNDLED", "ModelSpec", "RobotModel", "ModelError", "URDFError", "SystemConfigError",
     "DiscreteSystem", "Linearizable", "State", "NewtonSettings", "StepResult", "StepError", "ConvergenceError",
-    "SingularityError", "make_integrator", "MidpointVI", "LinearTimeVI", "GeometricNonholonomicIntegrator",
-    "ReducedDAlembertPontryagin",
+    "SingularityError", "UntrustedStepError", "make_integrator", "MidpointVI", "LinearTimeVI",
+    "GeometricNonholonomicIntegrator", "ReducedDAlembertPontryagin",
     "Linearization", "linearize", "linearize_trajectory", "second_order", "second_order_contraction",
-    "Plan", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input", "hold_gain", "TrackingController",
-    "StateEstimator",
+    "Plan", "PlanError", "PlanFileError", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input",
+    "hold_gain", "TrackingController", "StateEstimator",
     "Task", "TaskError", "load_task", "plan_task", "make_system", "ddp", "QuadraticTrackingCost", "OptimizerResult",
     "simulate_plan", "PlanningError",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,14 +36,39 @@ def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | 
     return e
 
 
+class PlanError(ValueError):
+    """A plan that is inconsistent (shapes, non-finite values, times) or does not fit the system it is bound to."""
+
+
+class PlanFileError(PlanError):
+    """A plan file that cannot be read as a plan; the message names the file and the field."""
+
+
+# Meta fields of a saved plan and their types; arrays and their element limit (a file cannot make us allocate
+# more than this before the shapes have been checked).
+_META = {"dt": float, "model_name": str, "model_hash": str, "joint_names": list, "input_names": list,
+         "weights": dict, "converged": bool}
+_ARRAYS = ("times", "X", "U", "K")
+_OPTIONAL_ARRAYS = ("K_final", "U_final")
+_MAX_VALUES = 50_000_000
+
+
+def _finite(name: str, a: np.ndarray) -> None:
+    if not np.all(np.isfinite(a)):
+        bad = np.argwhere(~np.isfinite(a))[0].tolist()
+        raise PlanError(f"{name}: entry {bad} is {a[tuple(bad)]} (values must be finite)")
+
+
 @dataclass
 class Plan:
     """Reference trajectory with time-varying feedback gains.
 
     ``X``: (N+1, nx) states x_k = (q_k, p_k); ``U``: (N, nu) inputs; ``K``: (N, nu, nx) gains of
-    u_k = U_k + K_k (X_k − x_k) (the controller's sign convention); ``times``: (N+1,) seconds;
+    u_k = U_k + K_k (X_k − x_k) (the controller's sign convention); ``times``: (N+1,) seconds, t_0 + k·Δt;
     ``K_final`` (nu, nx): equilibrium (infinite-horizon) gain to hold X_N after the plan ends, with
     ``U_final`` its input; ``converged``: False for a best-effort plan whose optimizer stopped early.
+    Construction checks everything (PlanError naming the field): shapes, finite values, Δt > 0, times
+    increasing by Δt. ``check_compatible(system)`` checks the model and Δt a plan is run with.
     """
 
     times: np.ndarray
@@ -60,13 +86,72 @@ class Plan:
     converged: bool = True
 
     def __post_init__(self) -> None:
-        self.X, self.U, self.K = (np.asarray(a, float) for a in (self.X, self.U, self.K))
-        self.times = np.asarray(self.times, float)
+        try:
+            self.X, self.U, self.K = (np.asarray(a, float) for a in (self.X, self.U, self.K))
+            self.times = np.asarray(self.times, float)
+            if self.K_final is not None:
+                self.K_final = np.asarray(self.K_final, float)
+            if self.U_final is not None:
+                self.U_final = np.asarray(self.U_final, float)
+        except (TypeError, ValueError) as e:
+            raise PlanError(f"plan arrays must be numeric: {e}") from None
+        if self.X.ndim != 2 or self.U.ndim != 2 or self.times.ndim != 1 or len(self.U) < 1:
+            raise PlanError(f"plan shapes: X {self.X.shape} must be (N+1, nx), U {self.U.shape} (N, nu) with "
+                            f"N >= 1, times {self.times.shape} (N+1,)")
         n = len(self.U)
         if self.X.shape[0] != n + 1 or self.times.shape[0] != n + 1:
-            raise ValueError(f"plan shapes disagree: X {self.X.shape}, U {self.U.shape}, times {self.times.shape}")
-        if self.K.shape != (n, self.U.shape[1], self.X.shape[1]):
-            raise ValueError(f"gains K must have shape {(n, self.U.shape[1], self.X.shape[1])}, got {self.K.shape}")
+            raise PlanError(f"plan shapes disagree: X {self.X.shape}, U {self.U.shape}, times {self.times.shape}")
+        nu, nx = self.U.shape[1], self.X.shape[1]
+        if self.K.shape != (n, nu, nx):
+            raise PlanError(f"gains K must have shape {(n, nu, nx)}, got {self.K.shape}")
+        if self.K_final is not None and self.K_final.shape != (nu, nx):
+            raise PlanError(f"K_final must have shape {(nu, nx)}, got {self.K_final.shape}")
+        if self.U_final is not None and self.U_final.shape != (nu,):
+            raise PlanError(f"U_final must have shape {(nu,)}, got {self.U_final.shape}")
+        if isinstance(self.dt, bool) or not isinstance(self.dt, (int, float, np.floating)) \
+                or not (np.isfinite(self.dt) and self.dt > 0):
+            raise PlanError(f"dt: must be a positive finite number, got {self.dt!r}")
+        self.dt = float(self.dt)
+        for name in ("times", "X", "U", "K", "K_final", "U_final"):
+            if getattr(self, name) is not None:
+                _finite(name, getattr(self, name))
+        steps = np.diff(self.times)
+        off = np.abs(steps - self.dt) > 1e-9 * max(1.0, float(np.abs(self.times).max()))
+        if off.any():
+            k = int(np.flatnonzero(off)[0])
+            raise PlanError(f"times: t[{k + 1}] − t[{k}] = {steps[k]:.9g}, not dt = {self.dt:g} (times must be "
+                            "t_0 + k·dt)")
+        for name in ("model_name", "model_hash"):
+            if not isinstance(getattr(self, name), str):
+                raise PlanError(f"{name}: expected a string, got {getattr(self, name)!r}")
+        for name, size in (("joint_names", None), ("input_names", nu)):  # empty: not known (a recorder's view)
+            v = getattr(self, name)
+            if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v) \
+                    or (size is not None and v and len(v) != size):
+                raise PlanError(f"{name}: expected a list of {size if size is not None else 'joint'} names, got {v!r}")
+        if not isinstance(self.converged, (bool, np.bool_)):
+            raise PlanError(f"converged: expected true or false, got {self.converged!r}")
+        self.converged = bool(self.converged)
+
+    def check_compatible(self, system, allow_mismatch: bool = False) -> None:
+        """PlanError unless this plan was made for ``system`` (a DiscreteSystem): the same model (content
+        hash: URDF, gravity, inputs, constraints, damping, mass scale), Δt, joints and sizes.
+
+        ``allow_mismatch=True`` is the explicit override for running a plan on a deliberately different model
+        (robustness studies: a heavier plant); sizes, joints and Δt must still agree.
+        """
+        robot = system.robot
+        if self.X.shape[1] != system.nx or self.U.shape[1] != system.nu:
+            raise PlanError(f"plan has nx={self.X.shape[1]}, nu={self.U.shape[1]}; the system has nx={system.nx}, "
+                            f"nu={system.nu}")
+        if list(self.joint_names) != list(robot.joint_names):
+            raise PlanError(f"joint_names: plan {list(self.joint_names)}, system {list(robot.joint_names)}")
+        if abs(self.dt - system.dt) > 1e-12 * self.dt:
+            raise PlanError(f"dt: the plan was made with dt = {self.dt:g} s, the system steps dt = {system.dt:g} s")
+        if self.model_hash != robot.hash and not allow_mismatch:
+            raise PlanError(f"model_hash: the plan was made for {self.model_name!r} ({self.model_hash}), the "
+                            f"system runs {robot.name!r} ({robot.hash}) — a different model (pass "
+                            "allow_mismatch=True to run it anyway)")
 
     @property
     def horizon(self) -> int:
@@ -78,7 +163,7 @@ class Plan:
 
     def save(self, path: str) -> None:
         meta = dict(dt=self.dt, model_name=self.model_name, model_hash=self.model_hash,
-                    joint_names=self.joint_names, input_names=self.input_names, weights=self.weights,
+                    joint_names=list(self.joint_names), input_names=list(self.input_names), weights=self.weights,
                     converged=bool(self.converged))
         extra = {}
         if self.K_final is not None:
@@ -89,8 +174,64 @@ class Plan:
 
     @classmethod
     def load(cls, path: str) -> Plan:
-        with np.load(path, allow_pickle=False) as d:
-            meta = json.loads(str(d["meta"]))
-            return cls(times=d["times"], X=d["X"], U=d["U"], K=d["K"],
-                       K_final=d["K_final"] if "K_final" in d else None,
-                       U_final=d["U_final"] if "U_final" in d else None, **meta)
+        """A plan saved by ``save``; PlanFileError naming the file and the field for anything else."""
+        try:
+            arrays, meta = _read_plan_file(path)
+            return cls(**arrays, **meta)
+        except PlanFileError:
+            raise
+        except PlanError as e:
+            raise PlanFileError(f"{path}: {e}") from None
+
+
+def _read_plan_file(path: str) -> tuple[dict, dict]:
+    """Arrays and meta of a plan file, each checked before use (sizes before allocation, types after)."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise PlanFileError(f"{path}: no such file") from None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        raise PlanFileError(f"{path}: not a plan file (.npz): {e}") from None
+    with zf:
+        members = set(zf.namelist())
+        arrays: dict = {}
+        for name in (*_ARRAYS, *_OPTIONAL_ARRAYS, "meta"):
+            if f"{name}.npy" not in members:
+                if name in _OPTIONAL_ARRAYS:
+                    continue
+                raise PlanFileError(f"{path}: {name}: missing")
+            try:
+                with zf.open(f"{name}.npy") as f:
+                    version = np.lib.format.read_magic(f)
+                    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                                   (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                    if read_header is None:
+                        raise ValueError(f".npy format version {version} is not one numpy.savez writes")
+                    shape, _, dtype = read_header(f)
+                    n = int(np.prod(shape)) if shape else 1
+                    if n > _MAX_VALUES or dtype.hasobject:
+                        raise ValueError(f"{shape} of {dtype} is not a plan array")
+                    if name == "meta" and dtype.kind != "U":
+                        raise ValueError(f"expected a JSON string, got {dtype}")
+                    if name != "meta" and dtype != np.dtype("<f8"):
+                        raise ValueError(f"expected float64, got {dtype}")
+                with zf.open(f"{name}.npy") as f:
+                    arrays[name] = np.lib.format.read_array(f, allow_pickle=False)
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, RuntimeError) as e:
+                raise PlanFileError(f"{path}: {name}: {e}") from None
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+    except (ValueError, RecursionError) as e:
+        raise PlanFileError(f"{path}: meta: not valid JSON: {e}") from None
+    if not isinstance(meta, dict):
+        raise PlanFileError(f"{path}: meta: expected a JSON object, got {type(meta).__name__}")
+    for key, kind in _META.items():
+        if key not in meta:
+            raise PlanFileError(f"{path}: meta.{key}: missing")
+        if not isinstance(meta[key], kind) or (kind is float and isinstance(meta[key], bool)):
+            if not (kind is float and isinstance(meta[key], int) and not isinstance(meta[key], bool)):
+                raise PlanFileError(f"{path}: meta.{key}: expected {kind.__name__}, got {meta[key]!r}")
+    unknown = set(meta) - set(_META)
+    if unknown:
+        raise PlanFileError(f"{path}: meta: unknown key(s) {sorted(unknown)}")
+    return arrays, meta

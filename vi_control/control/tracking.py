@@ -19,11 +19,16 @@ class TrackingController:
     ``state``: the discrete system's state manifold, whose ``diff`` gives X_k ⊖ x; ``continuous_mask``
     (nq,): joints whose measured angle is compared modulo 2π (default: the state's own mask, if it has
     one); ``effort_limits`` (n_torques,) clamp the torque part of u (the first ``n_torques`` entries;
-    prescribed-joint positions are not clamped).
+    prescribed-joint positions are not clamped). ``system``: the discrete system the law runs on; if given,
+    the plan must have been made for it (``Plan.check_compatible``: model hash, Δt, joints, sizes) unless
+    ``allow_mismatch`` says the model differs on purpose.
     """
 
     def __init__(self, plan: Plan, state: State, effort_limits: np.ndarray | None = None,
-                 n_torques: int | None = None, continuous_mask: np.ndarray | None = None):
+                 n_torques: int | None = None, continuous_mask: np.ndarray | None = None,
+                 system: DiscreteSystem | None = None, allow_mismatch: bool = False):
+        if system is not None:
+            plan.check_compatible(system, allow_mismatch=allow_mismatch)
         self.plan = plan
         self.state = state
         mask = getattr(state, "continuous_mask", None) if continuous_mask is None else continuous_mask

@@ -19,13 +19,14 @@ from .base import (
     StepDerivatives,
     StepError,
     StepResult,
+    UntrustedStepError,
 )
 
 INTEGRATORS = ("midpoint", "linear_time", "gni")
 
 __all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSystem", "Linearizable", "State",
            "ConfigurationMomentumState", "NewtonSettings", "StepResult", "StepDerivatives", "StepError",
-           "ConvergenceError", "SingularityError"]
+           "ConvergenceError", "SingularityError", "UntrustedStepError"]
 
 
 def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> DiscreteSystem:

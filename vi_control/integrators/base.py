@@ -25,6 +25,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..model.limits import MAX_CONFIGURATION, check_time_step  # noqa: F401  (check_time_step: re-exported)
+from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel, wrap_angle
 
 
@@ -44,6 +46,17 @@ class ConvergenceError(StepError):
         )
 
 
+class UntrustedStepError(StepError):
+    """Newton found a root the integrator cannot vouch for: a joint turning more than ``max_rotation`` in one
+    step (the discrete Euler–Lagrange equations then have several roots, and chord and exact Newton may reach
+    different ones), or a configuration beyond the stated range (``model.limits.MAX_CONFIGURATION``)."""
+
+    def __init__(self, step: int | None, joint: str, what: str):
+        self.step, self.joint, self.what = step, joint, what
+        super().__init__(f"step {step}: joint {joint!r} {what}; the result is refused (reduce dt or check the "
+                         "state and inputs)")
+
+
 class SingularityError(StepError):
     """The Newton matrix (M_{k+1}, or M_{k+1} bordered by constraints) is singular (seed 000 §VII)."""
 
@@ -61,19 +74,31 @@ class NewtonSettings:
     """Stopping rule of every integrator's root solve (one rule, used by the Python and the C loops).
 
     A step is accepted when the residual's ∞-norm is at most ``max(tol·(1 + |p_k|∞), floor)``, where
-    ``floor`` is the residual's rounding floor ``64·eps·‖J‖₁·(1 + |y|∞)`` when the Jacobian J is known
-    (``rounding_floor``). ``step_tol`` (relative to 1 + |y|∞) ends iterations whose updates have stopped
-    contracting: the residual is then judged by the same rule. ``rcond_min`` is the reciprocal condition
-    below which the Newton matrix counts as singular. ``max_iterations`` bounds every loop.
+    ``floor`` is the residual's rounding floor ``64·eps·‖J‖₁·(1 + |q_k|∞)`` when the Jacobian J is known
+    (``rounding_floor``): R contains q_{k+1} − q_k multiplied by M/Δt, so the rounding of configurations of
+    size |q_k| alone leaves ~eps·‖J‖·|q_k| (long chains at small Δt, or joints that turned many times). The
+    floor is the configuration's *before* the step: measured from the root Newton wandered to (|y|, as it
+    once was), it grew with the garbage and excused it (a chain at p = 1e8 was accepted at a residual of
+    2.7e4). ``step_tol`` (relative to 1 + |y|∞) ends iterations whose updates have stopped contracting: the
+    residual is then judged by the same rule. ``rcond_min`` is the reciprocal condition below which the Newton
+    matrix counts as singular. ``max_iterations`` bounds every loop. ``max_rotation`` [rad, default π]: a dynamic
+    revolute joint turning more in one step is refused (UntrustedStepError). Half a turn per step is the sampling
+    limit of a rotation — beyond it sampled angles alias (the controller's state estimate takes joint increments
+    modulo 2π) — and there the DEL equations have further roots whole turns apart, which chord and exact Newton
+    reached differently (hundreds of radians apart on a 10-link chain at p ~ 1e4). (A 1 rad limit also refused
+    the exploratory rollouts of the acrobot swing-up's DDP, which then failed to converge.) Joints whose angle the
+    equations do not see — a wheel on its axle (model.mass_structure.spin_invariant_joints) — have one root
+    however far they turn and are exempt.
     """
 
     tol: float = 1e-12
     max_iterations: int = 30
     rcond_min: float = 1e-13
     step_tol: float = 1e-15
+    max_rotation: float = math.pi
 
     def __post_init__(self) -> None:
-        for name in ("tol", "rcond_min", "step_tol"):
+        for name in ("tol", "rcond_min", "step_tol", "max_rotation"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ValueError(f"NewtonSettings.{name} must be a positive finite number, got {v!r}")
@@ -83,9 +108,9 @@ class NewtonSettings:
                              f"got {self.max_iterations!r}")
 
     @staticmethod
-    def rounding_floor(jacobian_norm1: float, y_norm_inf: float) -> float:
-        """The residual a root rounded to double precision still shows: 64·eps·‖J‖₁·(1 + |y|∞)."""
-        return 64.0 * np.finfo(float).eps * jacobian_norm1 * (1.0 + y_norm_inf)
+    def rounding_floor(jacobian_norm1: float, q_norm_inf: float) -> float:
+        """The residual configurations of size |q_k|∞ leave after rounding: 64·eps·‖J‖₁·(1 + |q_k|∞)."""
+        return 64.0 * np.finfo(float).eps * jacobian_norm1 * (1.0 + q_norm_inf)
 
     def tolerance(self, momentum_norm_inf: float, floor: float = 0.0) -> float:
         """The residual ∞-norm a step must reach: max(tol·(1 + |p_k|∞), floor)."""
@@ -266,7 +291,45 @@ def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | Non
                          f"({system.n_torques} torques + {system.nk} prescribed positions)")
     if finite and not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
         raise ValueError("state or input contains NaN/inf")
+    if finite and not np.abs(x[: system.nq]).max(initial=0.0) <= MAX_CONFIGURATION:
+        raise configuration_range_error(system, x)
     return x, u
+
+
+def configuration_range_error(system: DiscreteSystem, x: np.ndarray) -> ValueError:
+    """The ValueError for a configuration beyond ±MAX_CONFIGURATION, naming the joint."""
+    i = int(np.argmax(np.abs(x[: system.nq])))
+    return ValueError(f"q[{i}] (joint {system.robot.joint_names[i]!r}) = {x[i]:.6g} is beyond the supported range "
+                      f"±{MAX_CONFIGURATION:g} (cos and sin of such an angle carry no digits of it)")
+
+
+def rotational_coordinates(robot: RobotModel, idx_d: np.ndarray) -> np.ndarray:
+    """Mask over the dynamic coordinates ``idx_d``: True for the angles whose per-step rotation is limited —
+    revolute and continuous joints except spin-invariant ones (a wheel: model.mass_structure)."""
+    free = spin_invariant_joints(robot)
+    return np.array([robot.joints[i].type in ("revolute", "continuous") and robot.joints[i].name not in free
+                     for i in idx_d], dtype=bool)
+
+
+def check_step(system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotational: np.ndarray,
+               step_index: int | None) -> None:
+    """UntrustedStepError unless x_{k+1} is finite, within ±MAX_CONFIGURATION, and no dynamic revolute joint
+    turned more than ``settings.max_rotation`` (``rotational``: mask over ``idx_d``)."""
+    nq, d = system.nq, system.idx_d
+    q0, q1 = x[:nq], x_next[:nq]
+    if not np.all(np.isfinite(x_next)):
+        raise UntrustedStepError(step_index, "?", "reached a non-finite state")
+    dq = np.abs(q1[d] - q0[d]) * rotational
+    if len(dq) and dq.max() > system.settings.max_rotation:
+        i = int(d[np.argmax(dq)])
+        raise UntrustedStepError(step_index, system.robot.joint_names[i],
+                                 f"would turn {q1[i] - q0[i]:.4g} rad in one step (more than max_rotation = "
+                                 f"{system.settings.max_rotation:.4g} rad: sampled angles alias and the DEL equations "
+                                 "have several roots there)")
+    if not np.abs(q1).max(initial=0.0) <= MAX_CONFIGURATION:
+        i = int(np.argmax(np.abs(q1)))
+        raise UntrustedStepError(step_index, system.robot.joint_names[i],
+                                 f"would reach q = {q1[i]:.6g}, beyond the supported range ±{MAX_CONFIGURATION:g}")
 
 
 def input_sequence(system: DiscreteSystem, inputs: np.ndarray | None, steps: int | None) -> np.ndarray:

@@ -26,6 +26,7 @@ from ..mechanics import drnea_c
 from ..mechanics.discrete import DiscreteSystemStructure
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
+from ..model.limits import MAX_CONFIGURATION
 from ..model.robot import RobotModel
 from .base import (
     ConfigurationMomentumState,
@@ -35,7 +36,10 @@ from .base import (
     StepError,
     StepResult,
     check_state_input,
+    check_step,
+    check_time_step,
     input_sequence,
+    rotational_coordinates,
 )
 from .implicit import SymbolicStepDerivatives
 from .linear_time_solver import REASONS, fallback_reason, solve_chain
@@ -79,8 +83,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
                  method: str = "riqn", initial_guess: str = "IG3", wrap_continuous: bool = False,
                  backend: str | None = None, jacobian: str = "subtree", fallback: bool = True,
                  **setting_overrides):
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"time step dt must be positive and finite, got {dt}")
+        dt = check_time_step(dt)
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         if jacobian not in JACOBIANS:
@@ -105,6 +108,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self.nx, self.nc, self.nk, self.nd = 2 * self.nq, 0, 0, self.nq
         self.idx_act = np.array([names.index(n) for n in robot.actuated], dtype=int)
         self.idx_d, self.idx_k = np.arange(self.nq), np.zeros(0, dtype=int)
+        self._rotational = rotational_coordinates(robot, self.idx_d)
         self.nu = self.n_torques = len(self.idx_act)
         self.state = ConfigurationMomentumState(self.nq, robot.continuous_mask)
         self.damping = np.asarray(robot.damping, float)
@@ -115,7 +119,8 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self._zero = np.zeros(self.nq)
         self.iteration_history: list[int] = []
         self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, st.tol,
-                                               st.step_tol, st.max_iterations, jacobian, self.fallback)
+                                               st.step_tol, st.max_iterations, jacobian, self.fallback,
+                                               self._rotational, st.max_rotation)
                           if backend == "c" else None)
         self._tau_buf = np.zeros(self.nq)
 
@@ -261,6 +266,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         if code != drnea_c.OK:
             self._raise(code, step_index, rnorm, it, fb)
         self._log_fallback(step_index, fb)
+        check_step(self, x, xn, self._rotational, step_index)
         q1 = xn[: self.nq].copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
@@ -313,4 +319,11 @@ class LinearTimeVI(SymbolicStepDerivatives):
             self._log_fallback(int(j), fbs[j])
         if code != drnea_c.OK:
             self._raise(code, k, rnorm, it, fbs[k])
+        # the checks of ``solve``, vectorized over the rollout: the first refused step is reported
+        dq = np.abs(np.diff(X[:, : self.nq], axis=0)) * self._rotational
+        bad = np.flatnonzero((dq.max(axis=1, initial=0.0) > self.settings.max_rotation)
+                             | ~(np.abs(X[1:, : self.nq]).max(axis=1, initial=0.0) <= MAX_CONFIGURATION))
+        if len(bad):
+            k = int(bad[0])
+            check_step(self, X[k], X[k + 1], self._rotational, k)
         return X, np.zeros((len(inputs), 0))

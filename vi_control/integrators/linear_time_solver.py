@@ -15,6 +15,9 @@ for operation, so both backends give the same states and iteration counts (test_
   Jacobian at the same Δt, which solves the same discrete equation; if that fails too, the step is taken as two
   substeps of Δt/2, each by the same chain without the Newton stage, recursively down to Δt/2^MAX_DEPTH. Substeps
   are a different (finer) discrete map of the same Lagrangian: ``LinearTimeVI`` logs every fallback with its reason.
+  Within the chain a root that turns a revolute joint more than ``max_rotation`` counts as a failure (an aliased
+  root, NewtonSettings), so the finer substeps are tried; without the chain such a root is refused by
+  ``check_step`` (UntrustedStepError), as for MidpointVI.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ REASONS = {
     drnea_c.SINGULAR_JACOBIAN: "singular Jacobian",
     drnea_c.LINE_SEARCH_FAILED: "no decrease of the residual along the update (line search)",
     drnea_c.STAGNATED: "the residual stagnated (less than 2-fold smaller over 3 updates)",
+    drnea_c.ALIASED: "its root turns a joint more than max_rotation, an aliased root",
 }
 
 
@@ -117,6 +121,8 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
         code = drnea_c.NOT_CONVERGED
     if code != drnea_c.OK:
         return code, None, rnorm, it
+    if vi.fallback and np.any(vi._rotational & ~(np.abs(q1 - q0) <= st.max_rotation)):  # C: ltvi_attempt
+        return drnea_c.ALIASED, None, rnorm, it
     # p_{k+1} = D₂L_d(q_k, q_{k+1}): the world momenta are shared with the residual (see BodyTree).
     p1 = tree.project(fk1, mw - 0.5 * dt * tree.gravity_wrenches(fk1))
     return drnea_c.OK, np.concatenate([q1, p1]), rnorm, it

@@ -17,8 +17,10 @@ from scipy.linalg import lapack
 from ..mechanics.discrete import (
     NEWTON_NONFINITE,
     NEWTON_NOT_CONVERGED,
+    NEWTON_OUT_OF_RANGE,
     NEWTON_SINGULAR,
     NEWTON_SINGULAR_MASS,
+    NEWTON_UNTRUSTED,
     DiscreteSystemStructure,
 )
 from ..model.robot import RobotModel
@@ -29,8 +31,12 @@ from .base import (
     SingularityError,
     StepError,
     StepResult,
+    UntrustedStepError,
     check_state_input,
+    check_step,
+    configuration_range_error,
     input_sequence,
+    rotational_coordinates,
 )
 from .implicit import SymbolicStepDerivatives
 
@@ -100,6 +106,7 @@ class MidpointVI(SymbolicStepDerivatives):
         self.chord_root_check = chord_root_check
         self._zero_input = np.zeros(self.nu)
         self._zero_lam = np.zeros(self.nc)
+        self._rotational = rotational_coordinates(robot, self.idx_d)
         self._what = ("M_{k+1}" if self.nc == 0
                       else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
 
@@ -234,6 +241,11 @@ class MidpointVI(SymbolicStepDerivatives):
         """
         x, u = self.check_inputs(x, u)
         z = np.concatenate([x, u])
+        if self.nd + self.nc == 0:  # every joint prescribed, nothing to solve: the step is its output map
+            y = np.zeros(0)
+            xn = self.functions["output"](y, z)[0].ravel().copy()
+            return StepResult(x=self.wrap(xn) if self.wrap_continuous else xn, lam=y.copy(), iterations=0,
+                              residual=0.0, y=y)
         y = self.initial_guess(x, u, lam0) if y0 is None else np.array(y0, float)
         guess, first_update = y.copy(), np.inf
         res_fn, r_fn = self.functions["residual"], self.functions["residual_only"]
@@ -261,7 +273,13 @@ class MidpointVI(SymbolicStepDerivatives):
                     j_at_y = with_jac = True
             if with_jac:
                 anorm = np.abs(J).sum(axis=0).max()
-                lu = _lu_factor_checked(J, st.rcond_min, step_index, what)
+                try:
+                    lu = _lu_factor_checked(J, st.rcond_min, step_index, what)
+                except SingularityError:  # chord, away from the root: not this step's verdict (solve retries exact)
+                    if chord and not (predicted or rnorm <= eta):
+                        raise ConvergenceError(step_index, rnorm, it, "chord matrix singular away from the root") \
+                            from None
+                    raise
                 j_at_y, near = False, near or predicted or rnorm <= eta
             if lu is not None:
                 dy = lapack.dgetrs(*lu, R.ravel())[0]
@@ -302,7 +320,7 @@ class MidpointVI(SymbolicStepDerivatives):
         if final_check:
             anorm = np.abs(J).sum(axis=0).max()
         # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
-        floor_r = st.rounding_floor(anorm, np.abs(y).max())
+        floor_r = st.rounding_floor(anorm, np.abs(x[: self.nq]).max())
         if not st.accepts(rnorm, pnorm, floor_r):
             raise ConvergenceError(step_index, rnorm, it)
         # Chord only (as the C driver): a contracting iteration ends within about its first update of the guess;
@@ -325,6 +343,7 @@ class MidpointVI(SymbolicStepDerivatives):
                 break
             y, rnorm = y_pol, r_pol
         xn = self.functions["output"](y, z)[0].ravel().copy()
+        check_step(self, x, xn, self._rotational, step_index)  # what the C driver checks too
         if self.wrap_continuous:
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
@@ -362,6 +381,14 @@ class MidpointVI(SymbolicStepDerivatives):
             rnorm, it, rcond = nw.info.tolist()
             if code == NEWTON_NONFINITE:
                 raise ValueError("state or input contains NaN/inf")
+            if code == NEWTON_OUT_OF_RANGE:
+                raise configuration_range_error(self, x)
+            if code == NEWTON_UNTRUSTED:  # the C driver refused the root; name the joint as the numpy check does
+                xn = x.copy()
+                xn[self.idx_d] = nw.y[: self.nd]
+                check_step(self, x, xn, self._rotational, step_index)
+                raise UntrustedStepError(step_index, self.robot.joint_names[self.idx_d[int(rcond)]],
+                                         "left the range the step can vouch for")
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
                 return self._drive(x, u, step_index, self.initial_guess(x, u, lam0), None)
             if code == NEWTON_SINGULAR:

@@ -12,7 +12,6 @@ machine is used: same numbers, slower (a step too large for -O1 is first tried a
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ from pathlib import Path
 
 import casadi as ca
 import numpy as np
+
+from . import cache
 
 # Above these sizes gcc time grows fast (DESIGN.md: 150 s at 32 DOF for a dense Jacobian at -O2).
 _COMPILE_LIMIT_OPS = 400_000
@@ -43,9 +44,8 @@ build_stats = {"compiled": 0, "cache_hits": 0}
 
 
 def cache_dir() -> Path:
-    d = Path(os.environ.get("VI_CONTROL_CACHE", Path.home() / ".cache" / "vi_control"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    """The compile cache (mechanics.cache): a private directory, or a private temporary one with a warning."""
+    return cache.private_cache_dir()
 
 
 def compiler() -> str | None:
@@ -124,29 +124,29 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
 def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -> Path | None:
     """``<cache>/<prefix>_<hash>.so`` of C source ``src``, compiled once per (source, flags); None on failure.
 
-    A failed build warns with the compiler's message (never silently slower). The library is copied
-    next to its final name and renamed, so a concurrent process never loads a half-written file.
+    The cache (mechanics.cache) only hands out an entry it verified — a private directory, our own regular
+    file, the content hash recorded when we built it — and rebuilds anything else: a planted, foreign,
+    symlinked, truncated or corrupt entry is never loaded. A failed build warns with the compiler's message
+    (never silently slower).
     """
     cc = compiler()
     if cc is None:
         return None
-    key = hashlib.sha256((" ".join(flags) + "\n" + src).encode()).hexdigest()[:20]
-    so = cache_dir() / f"{prefix}_{key}.so"
-    if so.exists():
+    name = cache.entry_name(prefix, " ".join(flags) + "\n" + src)
+    so = cache.lookup(name)
+    if so is not None:
         build_stats["cache_hits"] += 1
         return so
-    with tempfile.TemporaryDirectory() as tmp:
-        c_file, tmp_so = Path(tmp) / "src.c", Path(tmp) / "lib.so"
-        c_file.write_text(src)
-        res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", str(tmp_so), str(c_file), "-lm"],
-                             capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="vi_control_build_") as tmp:
+        # Relative names, run in the build directory: the library's bytes do not depend on where it was built.
+        Path(tmp, "src.c").write_text(src)
+        res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", "lib.so", "src.c", "-lm"],
+                             capture_output=True, text=True, cwd=tmp)
         if res.returncode != 0:
             warnings.warn(f"vi_control: compiling {what} failed: {res.stderr[-1500:]}", RuntimeWarning,
                           stacklevel=3)
             return None
-        part = so.with_suffix(f".{os.getpid()}.part")
-        shutil.copyfile(tmp_so, part)
-        os.replace(part, so)
+        so = cache.store(name, Path(tmp, "lib.so").read_bytes())
     build_stats["compiled"] += 1
     return so
 

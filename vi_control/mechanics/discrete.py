@@ -37,6 +37,8 @@ from importlib import resources
 import casadi as ca
 import numpy as np
 
+from ..model.limits import MAX_CONFIGURATION, check_time_step
+from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
 from .lagrangians import discrete_lagrangian
@@ -49,7 +51,8 @@ NEWTON_C = (resources.files(__package__) / "csrc" / "newton_driver.c").read_text
 STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
 
 # Return codes of vi_newton_step.
-NEWTON_OK, NEWTON_NOT_CONVERGED, NEWTON_SINGULAR, NEWTON_NONFINITE, NEWTON_SINGULAR_MASS = range(5)
+(NEWTON_OK, NEWTON_NOT_CONVERGED, NEWTON_SINGULAR, NEWTON_NONFINITE, NEWTON_SINGULAR_MASS, NEWTON_OUT_OF_RANGE,
+ NEWTON_UNTRUSTED) = range(7)
 
 
 class NewtonStepC:
@@ -67,34 +70,38 @@ class NewtonStepC:
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(s.nq), ctypes.c_longlong(s.ny))
         self.z, self.y, self.xn = np.zeros(s.nz), np.zeros(s.ny), np.zeros(s.nx)
         self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0, 0], dtype=np.int64)
-        self.dp = np.array([s.dt, 0.0, 0.0, 0.0])
+        self.dp = np.array([s.dt, 0.0, 0.0, 0.0, np.pi, MAX_CONFIGURATION])
         self.info = np.zeros(3)
+        free = spin_invariant_joints(s.robot)  # wheels: no per-step rotation limit (integrators.base)
+        rot = np.array([s.robot.joints[i].type in ("revolute", "continuous") and s.robot.joints[i].name not in free
+                        for i in s.idx_d], dtype=np.int64)
         self._keep = [np.concatenate([s.idx_d, s.idx_k]).astype(np.int64), np.zeros(n_iw, dtype=np.int64),
                       np.zeros(n_w), np.zeros(n_ws), np.zeros(max(s.ny, 1), dtype=np.int64)]
-        bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info]
+        self._rot = np.concatenate([rot, [0]])  # never empty: ctypes needs an address
+        bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info, self._rot]
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         self._fn = lib.vi_newton_step_packed
         self._fn.restype = ctypes.c_int
-        # (max_iterations, tol, rcond_min, theta_max, root_check) as in ip, dp
-        self._settings: tuple = (0, 0.0, 0.0, 0.0, False)
+        # (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation) as in ip, dp
+        self._settings: tuple = (0, 0.0, 0.0, 0.0, False, np.pi)
         self._source = None  # the NewtonSettings they came from (use_settings)
         self._mode = (True, False)  # (use_guess, chord) as in ip
         self.z_x, self.z_u = self.z[: s.nx], self.z[s.nx:]  # views: x_k and u_k are written here
 
     def configure(self, max_iterations: int, tol: float, rcond_min: float, theta_max: float,
-                  root_check: bool = False) -> None:
+                  root_check: bool = False, max_rotation: float = np.pi) -> None:
         """Copy the Newton settings into the C buffers, if they differ from what the buffers hold."""
-        settings = (max_iterations, tol, rcond_min, theta_max, root_check)
+        settings = (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation)
         if settings != self._settings:
             self.ip[5], self.ip[8] = max_iterations, root_check
-            self.dp[1], self.dp[2], self.dp[3] = tol, rcond_min, theta_max
+            self.dp[1], self.dp[2], self.dp[3], self.dp[4] = tol, rcond_min, theta_max, max_rotation
             self._settings, self._source = settings, None
 
     def use_settings(self, st, theta_max: float, root_check: bool = False) -> None:
         """``configure`` from a NewtonSettings (frozen): skipped when the same object, rate and check were used
         last."""
         if st is not self._source or theta_max != self._settings[3] or root_check != self._settings[4]:
-            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check)
+            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check, st.max_rotation)
             self._source = st
 
     def run(self, use_guess: bool, chord: bool) -> int:
@@ -105,9 +112,10 @@ class NewtonStepC:
         return self._fn(self._packed)
 
     def __call__(self, max_iterations: int, tol: float, rcond_min: float, use_guess: bool,
-                 chord: bool = False, theta_max: float = 0.0, root_check: bool = False) -> int:
+                 chord: bool = False, theta_max: float = 0.0, root_check: bool = False,
+                 max_rotation: float = np.pi) -> int:
         """``configure`` and ``run``."""
-        self.configure(max_iterations, tol, rcond_min, theta_max, root_check)
+        self.configure(max_iterations, tol, rcond_min, theta_max, root_check, max_rotation)
         return self.run(use_guess, chord)
 
 
@@ -123,9 +131,7 @@ class DiscreteSystemStructure:
     def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
                  compile: bool | None = None, lagrangian: str = "midpoint", eager: bool = True,
                  nonholonomic: bool = False):
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"time step dt must be positive and finite, got {dt}")
-        self.robot, self.dt = robot, float(dt)
+        self.robot, self.dt = robot, check_time_step(dt)
         self.nonholonomic = bool(nonholonomic)
         names = robot.joint_names
         self.idx_d = np.array([i for i, n in enumerate(names) if n not in robot.prescribed], dtype=int)

@@ -31,7 +31,7 @@ from .codegen import compile_shared_library, compiler
 from .drnea import BodyTree
 
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
-OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN, LINE_SEARCH_FAILED, STAGNATED = 0, 1, 2, 3, 4, 5
+OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN, LINE_SEARCH_FAILED, STAGNATED, ALIASED = range(7)
 MAX_DEPTH = 10  # substeps of the last fallback: Δt/2 … Δt/2^MAX_DEPTH (drnea_step.c)
 _BODY = 72   # doubles per body in the model array
 _WORK = 192  # doubles per body in the work array
@@ -72,16 +72,18 @@ class CompiledStep:
     """Model arrays of a BodyTree packed once; ``step`` is one ctypes call (module docstring)."""
 
     def __init__(self, tree: BodyTree, dt: float, damping: np.ndarray, method: str, initial_guess: str,
-                 tol: float, step_tol: float, max_iterations: int, jacobian: str = "subtree", fallback: bool = True):
+                 tol: float, step_tol: float, max_iterations: int, jacobian: str = "subtree", fallback: bool = True,
+                 rotational: np.ndarray | None = None, max_rotation: float = np.pi):
         self.lib = load_library()
         if self.lib is None:
             raise RuntimeError("no C compiler found for the compiled DRNEA step")
         n = self.n = tree.n
         self._guess_code = {"IG1": 1, "IG2": 2, "IG3": 3}[initial_guess]
         code = 0 if method == "riqn" else (2 if jacobian == "alg4" else 1)
+        rot = np.zeros(n) if rotational is None else np.asarray(rotational)  # joints whose turn per step is limited
         self.ip = np.concatenate([[n, code, self._guess_code, max_iterations], tree.parents,
-                                  [int(fallback), self._guess_code]]).astype(np.int64)
-        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN]).astype(float)
+                                  [int(fallback), self._guess_code], rot]).astype(np.int64)
+        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN, [max_rotation]]).astype(float)
         body = np.zeros((n, _BODY))
         body[:, 0:9] = tree._XR.reshape(n, 9)
         body[:, 9:12] = tree._Xp

@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import URDFError
 from .robot import RobotModel, load_robot, wrap_angle
+from .yaml_io import read_text_file
 
 _PKG = "vi_control"
 
@@ -160,8 +161,11 @@ def lock_joints(xml: str, names: list[str]) -> str:
 def example_robot_urdf(name: str) -> str:
     """URDF XML of an example-robot-data robot, with joints locked as vi_control uses it."""
     if name not in _ERD:
-        raise KeyError(f"unknown example robot {name!r}; known: {sorted(_ERD)}")
+        raise URDFError(f"unknown example robot {name!r}; known: {sorted(_ERD)}")
     rel, locked = _ERD[name]
-    path = example_robot_data_dir() / rel
-    xml = path.read_text(encoding="utf-8")
+    try:
+        path = example_robot_data_dir() / rel
+    except FileNotFoundError as e:
+        raise URDFError(str(e)) from None
+    xml = read_text_file(path, "URDF", URDFError)
     return lock_joints(xml, locked) if locked else xml

@@ -10,15 +10,16 @@ import numpy as np
 import pinocchio as pin
 
 from .constraint_rows import check_constraint_rank
-from .crba import mass_matrix
 from .errors import SystemConfigError, URDFError
-from .system_config import Constraint, NonholonomicConstraint, SystemConfig, load_system_config
+from .mass_structure import check_mass_structure
+from .system_config import INERTIA_POLICIES, Constraint, NonholonomicConstraint, SystemConfig, load_system_config
 from .urdf import (
     FLOATING_BASE_PREFIX,
     JointInfo,
     ParsedURDF,
     add_floating_base,
     build_pinocchio_model,
+    check_inertias,
     parse_urdf,
     read_urdf_text,
 )
@@ -135,8 +136,10 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
         if c.link not in parsed.links:
             raise SystemConfigError(f"nonholonomic[{i}]: link {c.link!r} does not exist "
                                     f"(links: {sorted(parsed.links)})")
-    if cfg.actuated is None:  # a floating base is not actuated unless the YAML says so
-        actuated = tuple(n for n in order if n not in cfg.prescribed
+    # a floating base, and a joint that mimics another (URDF <mimic>), is not actuated unless the YAML says so
+    mimic = set(parsed.mimic)
+    if cfg.actuated is None:
+        actuated = tuple(n for n in order if n not in cfg.prescribed and n not in mimic
                          and not (cfg.floating_base and n.startswith(FLOATING_BASE_PREFIX)))
         limits = [parsed.joints[n].effort_limit for n in actuated]
     else:
@@ -153,39 +156,20 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
                 damping=damping, prescribed=tuple(n for n in order if n in cfg.prescribed))
 
 
-def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple[str, ...]) -> None:
-    """Every dynamic (non-prescribed) joint must move mass, and M(q) of the dynamic joints must be regular.
-
-    A massless link is accepted between moving joints when a massive body follows it (virtual links of a
-    floating base, universal joints); a moving joint with nothing massive beyond it is rejected by name.
-    Degenerate combinations (e.g. a point mass on its own rotation axis, coincident parallel axes) are
-    caught by M(q) = pin.crba being singular at a generic q, where the offending joint is the one
-    dominating the null vector.
-    """
-    order = [model.names[i] for i in range(1, model.njoints)]
-    subtree = parsed.subtree_masses()
-    for name in order:
-        info = parsed.joints[name]
-        if name not in prescribed and subtree[info.child] <= 0.0:
-            raise URDFError(f"link {info.child!r} (child of moving joint {name!r}) has zero mass and nothing "
-                            "massive follows it: a moving body needs a positive <mass>")
-    dyn = [i for i, n in enumerate(order) if n not in prescribed]
-    if not dyn:
-        return
-    q = np.random.default_rng(0).uniform(-1.0, 1.0, model.nq)  # generic: avoids measure-zero singularities
-    M = mass_matrix(model, q)[np.ix_(dyn, dyn)]  # no pinocchio.Data: it is GBs for long chains
-    try:  # Cholesky pivots are the cheap test; the eigen-decomposition only names the culprit
-        pivots = np.diag(np.linalg.cholesky(M)) ** 2
-        if pivots.min() > 1e-12 * np.diag(M).max():
-            return
-    except np.linalg.LinAlgError:
-        pass
-    eig, vec = np.linalg.eigh(M)
-    if eig[0] <= 1e-12 * max(eig[-1], 1e-300):
-        worst = order[dyn[int(np.argmax(np.abs(vec[:, 0])))]]
-        raise URDFError(f"joint {worst!r}: the mass matrix is singular (eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}): "
-                        "the joint is redundant or moves no inertia (two joints moving the same bodies alike, "
-                        "or a point mass on its own axis)")
+def mimic_constraints(parsed: ParsedURDF, cfg: SystemConfig) -> list[Constraint]:
+    """URDF ``<mimic>`` as linear holonomic couplings q_joint − multiplier·q_mimicked = offset (a ``joints``
+    constraint; docs/model.md). A joint the system YAML already couples by a ``joints`` constraint is left to the
+    YAML's (the way around a ``<mimic>`` naming a joint the URDF lacks)."""
+    given = {j for c in cfg.constraints if c.type == "joints" for j in c.joints}
+    for j, (m, _, _) in parsed.mimic.items():
+        if j not in given and m not in parsed.joints:
+            what = "a fixed joint" if m in parsed.fixed_joints else "not a joint of this URDF"
+            raise URDFError(f"joint {j!r} <mimic>: joint {m!r} is {what} (a joints constraint on {j!r} in the "
+                            "system YAML replaces the URDF's)")
+        if j not in given and m == j:
+            raise URDFError(f"joint {j!r} <mimic>: a joint cannot mimic itself")
+    return [Constraint(type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=(j, m), coefficients=(1.0, -a),
+                       offset=b) for j, (m, a, b) in parsed.mimic.items() if j not in given]
 
 
 def scale_inertias(model: pin.Model, scale: float) -> None:
@@ -196,38 +180,53 @@ def scale_inertias(model: pin.Model, scale: float) -> None:
 
 
 def load_robot(urdf: str, system: str | dict | None = None, name: str | None = None,
-               floating_base: bool | None = None, mass_scale: float = 1.0) -> RobotModel:
+               floating_base: bool | None = None, mass_scale: float = 1.0,
+               inertia_policy: str | None = None) -> RobotModel:
     """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict).
 
     ``floating_base`` overrides the YAML key of the same name (6 virtual joints world -> root).
     ``mass_scale`` multiplies every link's mass and inertia (part of the model hash when ≠ 1).
+    ``inertia_policy`` ('strict' | 'repair') overrides the YAML key: 'repair' projects non-physical URDF
+    inertias to the nearest physical ones and logs each change (model.inertia). URDF ``<mimic>`` joints
+    become holonomic ``joints`` constraints q_j − m·q_i = o (docs/model.md).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
     if isinstance(mass_scale, bool) or not (isinstance(mass_scale, (int, float)) and np.isfinite(mass_scale)
-                                            and mass_scale > 0):
-        raise SystemConfigError(f"mass_scale: must be a positive finite number, got {mass_scale!r}")
+                                            and 0 < mass_scale <= 1e6):
+        raise SystemConfigError(f"mass_scale: must be a positive finite number up to 1e6, got {mass_scale!r}")
+    if inertia_policy is not None and inertia_policy not in INERTIA_POLICIES:
+        raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {inertia_policy!r}")
     xml = read_urdf_text(urdf)
-    try:
-        parsed = parse_urdf(xml)
-    except URDFError as e:  # name the file when there is one
-        raise (URDFError(f"{os.fspath(urdf)}: {e}") if xml is not urdf else e) from None
     cfg = load_system_config(system)
     if floating_base is not None:
         cfg.floating_base = bool(floating_base)
+    try:
+        return _build_robot(xml, cfg, inertia_policy or cfg.inertia_policy, name, float(mass_scale))
+    except URDFError as e:  # name the file when there is one
+        if xml is urdf:
+            raise
+        raise URDFError(f"{os.fspath(urdf)}: {e}") from None
+
+
+def _build_robot(xml: str, cfg: SystemConfig, policy: str, name: str | None, mass_scale: float) -> RobotModel:
+    parsed = parse_urdf(xml, policy)
+    xml = parsed.xml  # with repaired inertias, if any
     if cfg.floating_base:
         xml = add_floating_base(parsed)
-        parsed = parse_urdf(xml)
+        parsed = parse_urdf(xml, policy)
+    cfg.constraints = mimic_constraints(parsed, cfg) + list(cfg.constraints)
     model = build_pinocchio_model(parsed)
+    check_inertias(parsed, model)
     model.gravity = pin.Motion(np.asarray(cfg.gravity, float), np.zeros(3))
     if mass_scale != 1.0:
-        scale_inertias(model, float(mass_scale))
+        scale_inertias(model, mass_scale)
     r = _resolve(parsed, model, cfg)
-    check_mass_structure(parsed, model, r["prescribed"])
+    check_mass_structure(parsed, model, r["prescribed"], tuple(cfg.constraints))
     check_constraint_rank(model, [j.name for j in r["joints"]], tuple(cfg.constraints), tuple(cfg.nonholonomic))
     return RobotModel(
         name=name or cfg.name or parsed.name, urdf_xml=xml, pin_model=model, gravity=np.asarray(cfg.gravity, float),
         constraints=tuple(cfg.constraints), nonholonomic=tuple(cfg.nonholonomic), links=tuple(parsed.links),
         root_link=parsed.root,
         floating_base=cfg.floating_base, masses={k: m * mass_scale for k, m in parsed.masses.items()},
-        mass_scale=float(mass_scale), **r,
+        mass_scale=mass_scale, **r,
     )

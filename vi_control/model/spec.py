@@ -7,6 +7,7 @@ A model is a robot description plus what URDF cannot say:
   (a ``robot_description``);
 - ``system``: a system YAML (path, YAML text or mapping); default: the bundled model's own, else none;
 - ``mass_scale``: every link mass and inertia multiplied (a model-mismatch knob); ``floating_base``;
+- ``inertia_policy``: 'strict' or 'repair' (overrides the system YAML's key of that name, model.inertia);
 - ``name``: the model's name in logs and plans (default: the bundled name, the YAML's, or the URDF's).
 
 ``ModelSpec.parse`` accepts a string (any of the above forms) or a task file's mapping
@@ -19,13 +20,15 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from .bundled import BUNDLED, bundled_config, bundled_models, example_robot_urdf, share_dir
 from .errors import ModelError, URDFError
 from .robot import RobotModel, load_robot
+from .system_config import INERTIA_POLICIES
+from .yaml_io import read_text_file
 
-_MAPPING_KEYS = {"bundled", "example", "urdf", "system", "config", "name", "mass_scale", "floating_base"}
+_MAPPING_KEYS = {"bundled", "example", "urdf", "system", "config", "name", "mass_scale", "floating_base",
+                 "inertia_policy"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class ModelSpec:
     mass_scale: float = 1.0
     floating_base: bool | None = None
     base_dir: str | None = None
+    inertia_policy: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():
@@ -44,6 +48,8 @@ class ModelSpec:
         s = self.mass_scale
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s > 0):
             raise ModelError(f"mass_scale: must be a positive finite number, got {s!r}")
+        if self.inertia_policy not in (None, *INERTIA_POLICIES):
+            raise ModelError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {self.inertia_policy!r}")
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
@@ -73,7 +79,7 @@ class ModelSpec:
                     raise ModelError(f"model.config: no bundled system YAML named {value['config']!r}")
             spec = cls(source=source, system=system, name=value.get("name") or value.get("config"),
                        mass_scale=value.get("mass_scale", 1.0), floating_base=value.get("floating_base"),
-                       base_dir=base_dir)
+                       base_dir=base_dir, inertia_policy=value.get("inertia_policy"))
             if key == "bundled" and spec.kind != "bundled":
                 raise ModelError(f"model.bundled: no bundled model named {value[key]!r}; bundled: {sorted(BUNDLED)}")
         else:
@@ -119,10 +125,7 @@ class ModelSpec:
         if kind == "xml":
             return self.source
         if kind == "example":
-            try:
-                return example_robot_urdf(self.source.lstrip()[4:])
-            except (KeyError, FileNotFoundError) as e:
-                raise URDFError(str(e).strip("'\"")) from None
+            return example_robot_urdf(self.source.lstrip()[4:])
         if kind == "bundled":
             return bundled_models()[self.source][0]
         path = self._file(self.source)
@@ -134,7 +137,7 @@ class ModelSpec:
     def urdf_text(self) -> str:
         """URDF XML text (what a simulator publishes as its robot_description)."""
         u = self.urdf()
-        return u if u.lstrip().startswith("<") else Path(u).read_text(encoding="utf-8")
+        return u if u.lstrip().startswith("<") else read_text_file(u, "URDF", URDFError)
 
     def system_source(self) -> str | dict | None:
         """The system YAML (path, text or mapping), the bundled one by default."""
@@ -165,4 +168,5 @@ class ModelSpec:
     def load(self) -> RobotModel:
         """The RobotModel (URDFError / SystemConfigError naming what is wrong)."""
         return load_robot(self.urdf(), self.system_source(), name=self.default_name(),
-                          floating_base=self.floating_base, mass_scale=self.mass_scale)
+                          floating_base=self.floating_base, mass_scale=self.mass_scale,
+                          inertia_policy=self.inertia_policy)

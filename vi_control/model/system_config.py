@@ -24,6 +24,11 @@ Schema (every key optional)::
       - {type: knife_edge, link: body, point: [-0.5, 0, 0], direction: [0, 1, 0]}  # no slip along direction
       - {type: rolling, link: wheel, radius: 0.05, axis: [0, 1, 0], normal: [0, 0, 1],
          components: [longitudinal, lateral]}  # contact point of a disk at rest on the plane ⊥ normal
+    inertia_policy: strict       # 'repair': project non-physical URDF inertias to the nearest physical one
+
+URDF ``<mimic>`` tags become ``joints`` constraints q_j − m·q_i = o automatically (model.robot). Numbers must
+lie in the ranges of ``model.limits`` (a 1e300 distance would overflow inside h(q)). The text is read by
+``model.yaml_io`` (YAML 1.2 core scalars, no base-60 or yes/no surprises).
 """
 
 from __future__ import annotations
@@ -33,11 +38,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import yaml
 
 from .errors import SystemConfigError
+from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH
+from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
-_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "nonholonomic", "name", "floating_base"}
+_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "nonholonomic", "name", "floating_base",
+             "inertia_policy"}
+INERTIA_POLICIES = ("strict", "repair")
 _ROLLING_COMPONENTS = ("longitudinal", "lateral")
 _AXES = {"x": 0, "y": 1, "z": 2}
 
@@ -98,26 +106,41 @@ class SystemConfig:
     nonholonomic: list[NonholonomicConstraint] = field(default_factory=list)
     floating_base: bool = False
     name: str | None = None
+    inertia_policy: str = "strict"
 
 
-def _vec(val: Any, key: str, n: int = 3) -> tuple[float, ...]:
+def _finite(v: Any) -> bool:
+    """A real number (not bool) that is finite; ints too large for a float are not."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    try:
+        return bool(np.isfinite(float(v)))
+    except OverflowError:
+        return False
+
+
+def _vec(val: Any, key: str, n: int = 3, bound: float = MAX_LENGTH) -> tuple[float, ...]:
     if not isinstance(val, list | tuple) or len(val) != n:
         raise SystemConfigError(f"{key}: expected a list of {n} numbers, got {val!r}")
     out = []
     for v in val:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v):
+        if not _finite(v):
             raise SystemConfigError(f"{key}: expected finite numbers, got {val!r}")
+        if abs(v) > bound:
+            raise SystemConfigError(f"{key}: {v!r} is beyond the supported range ±{bound:g} (vi_control.model.limits)")
         out.append(float(v))
     return tuple(out)
 
 
-def _num(val: Any, key: str, positive: bool = False, nonneg: bool = False) -> float:
-    if isinstance(val, bool) or not isinstance(val, int | float) or not np.isfinite(val):
+def _num(val: Any, key: str, positive: bool = False, nonneg: bool = False, bound: float = MAX_LENGTH) -> float:
+    if not _finite(val):
         raise SystemConfigError(f"{key}: expected a finite number, got {val!r}")
     if positive and val <= 0:
         raise SystemConfigError(f"{key}: must be positive, got {val}")
     if nonneg and val < 0:
         raise SystemConfigError(f"{key}: must be non-negative, got {val}")
+    if abs(val) > bound:
+        raise SystemConfigError(f"{key}: {val!r} is beyond the supported range ±{bound:g} (vi_control.model.limits)")
     return float(val)
 
 
@@ -152,11 +175,11 @@ def _constraint(i: int, c: Any) -> Constraint:
         names = tuple(_str(n, f"{key}.joints[{j}]") for j, n in enumerate(names))
         if "coefficients" not in c:
             raise SystemConfigError(f"{key}.coefficients: required for a joints constraint")
-        coef = _vec(c["coefficients"], f"{key}.coefficients", len(names))
+        coef = _vec(c["coefficients"], f"{key}.coefficients", len(names), bound=MAX_COEFFICIENT)
         if not any(coef):
             raise SystemConfigError(f"{key}.coefficients: must not all be zero")
         return Constraint(type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=names, coefficients=coef,
-                          offset=_num(c.get("offset", 0.0), f"{key}.offset"))
+                          offset=_num(c.get("offset", 0.0), f"{key}.offset", bound=MAX_COEFFICIENT))
     if ctype == "plane":
         normal = np.array(_vec(c.get("normal", [0, 0, 1]), f"{key}.normal"))
         if np.linalg.norm(normal) < 1e-12:
@@ -235,8 +258,13 @@ def parse_system_config(data: Any) -> SystemConfig:
         cfg.floating_base = data["floating_base"]
     if "name" in data:
         cfg.name = _str(data["name"], "name")
+    if "inertia_policy" in data:
+        if data["inertia_policy"] not in INERTIA_POLICIES:
+            raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, "
+                                    f"got {data['inertia_policy']!r}")
+        cfg.inertia_policy = data["inertia_policy"]
     if "gravity" in data:
-        cfg.gravity = np.array(_vec(data["gravity"], "gravity"))
+        cfg.gravity = np.array(_vec(data["gravity"], "gravity", bound=MAX_GRAVITY))
     if "actuated" in data:
         act = data["actuated"]
         if not isinstance(act, list):
@@ -251,7 +279,8 @@ def parse_system_config(data: Any) -> SystemConfig:
             elif isinstance(a, dict) and set(a) <= {"joint", "effort_limit"}:
                 name = _str(a.get("joint"), f"actuated[{i}].joint")
                 lim = a.get("effort_limit")
-                cfg.actuated[name] = None if lim is None else _num(lim, f"actuated[{i}].effort_limit", positive=True)
+                cfg.actuated[name] = None if lim is None else _num(lim, f"actuated[{i}].effort_limit", positive=True,
+                                                                 bound=MAX_COEFFICIENT)
             else:
                 raise SystemConfigError(
                     f"actuated[{i}]: expected a joint name or {{joint, effort_limit}}, got {a!r}")
@@ -259,7 +288,8 @@ def parse_system_config(data: Any) -> SystemConfig:
         d = data["damping"]
         if not isinstance(d, dict):
             raise SystemConfigError(f"damping: expected a mapping joint -> value, got {type(d).__name__}")
-        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", nonneg=True) for k, v in d.items()}
+        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", nonneg=True, bound=MAX_COEFFICIENT)
+                       for k, v in d.items()}
     if "prescribed" in data:
         p = data["prescribed"]
         if not isinstance(p, list):
@@ -289,15 +319,12 @@ def load_system_config(source: str | os.PathLike | dict | None) -> SystemConfig:
         raise SystemConfigError(f"system config must be a path, YAML text or a mapping, got {type(source).__name__}")
     text = source
     if is_path or ("\n" not in source and (source.endswith((".yaml", ".yml")) or os.path.sep in source)):
-        if not os.path.isfile(source):
-            raise SystemConfigError(f"system YAML file not found: {source!r}")
-        with open(source, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text_file(source, "system YAML", SystemConfigError)
     where = f"{source}: " if text is not source else ""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise SystemConfigError(f"{where}system YAML is not valid YAML: {e}") from e
+        data = load_yaml(text)
+    except YAMLFormatError as e:
+        raise SystemConfigError(f"{where}system YAML is not valid YAML: {e}") from None
     try:
         return parse_system_config(data)
     except SystemConfigError as e:

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from . import urdf_grammar
 from .errors import URDFError
+from .inertia import check_against_pinocchio, composite_inertias, inertia_problem, link_inertia, repair_inertia
+from .limits import MAX_LINKS
+from .urdf_grammar import keep_attribute_whitespace
+from .yaml_io import read_text_file
 
 SUPPORTED_JOINTS = ("revolute", "continuous", "prismatic", "fixed")
 _UNBOUNDED = 1e6
@@ -55,16 +60,28 @@ class ParsedURDF:
     root: str = ""
     masses: dict[str, float] = field(default_factory=dict)  # link -> URDF <mass> (0 if none)
     edges: list[tuple[str, str, str, str]] = field(default_factory=list)  # (joint, type, parent, child)
+    inertials: dict[str, tuple] = field(default_factory=dict)  # link -> (mass, inertia at CoM, xyz, rpy)
+    placements: dict[str, tuple] = field(default_factory=dict)  # joint -> (xyz, rpy) of its <origin>
+    mimic: dict[str, tuple[str, float, float]] = field(default_factory=dict)  # joint -> (mimicked, mult., offset)
+    repaired: tuple[str, ...] = ()  # links whose inertia the 'repair' policy replaced
+
+    def preorder(self) -> list[str]:
+        """Links from the root, every parent before its children."""
+        below: dict[str, list[str]] = {}
+        for _, _, parent, child in self.edges:
+            below.setdefault(parent, []).append(child)
+        order, stack = [], [self.root]
+        while stack:
+            order.append(stack.pop())
+            stack.extend(below.get(order[-1], []))
+        return order
 
     def subtree_masses(self) -> dict[str, float]:
         """link -> mass of the link and of every link below it (through fixed and moving joints)."""
         below: dict[str, list[str]] = {}
         for _, _, parent, child in self.edges:
             below.setdefault(parent, []).append(child)
-        order, stack = [], [self.root]
-        while stack:  # pre-order from the root; reversed, every child comes before its parent
-            order.append(stack.pop())
-            stack.extend(below.get(order[-1], []))
+        order = self.preorder()
         out: dict[str, float] = {}
         for link in reversed(order):
             out[link] = self.masses.get(link, 0.0) + sum(out[c] for c in below.get(link, []))
@@ -80,80 +97,51 @@ def read_urdf_text(source: str | os.PathLike) -> str:
     text = source.lstrip()
     if text.startswith("<"):
         return source
-    if not os.path.isfile(source):
-        raise URDFError(f"URDF file not found: {source!r}")
-    with open(source, encoding="utf-8") as f:
-        return f.read()
+    if "\x00" in source or len(source) > 4096:
+        raise URDFError("URDF must be a file path or XML text starting with '<'")
+    return read_text_file(source, "URDF", URDFError)
 
 
-def _floats(text: str | None, n: int, what: str, default: list[float]) -> np.ndarray:
-    if text is None:
-        return np.array(default, dtype=float)
+def _fromstring(xml: str) -> ET.Element:
+    if "<!ENTITY" in xml:  # tinyxml2 (the C++ parser) reads no DTD: an entity is text to it; expansion is a risk
+        raise URDFError("URDF declares DTD entities (<!ENTITY ...>), which the URDF parser does not read")
     try:
-        vals = [float(t) for t in text.split()]
-    except ValueError as e:
-        raise URDFError(f"{what}: cannot read numbers from {text!r}") from e
-    if len(vals) != n:
-        raise URDFError(f"{what}: expected {n} numbers, got {len(vals)} ({text!r})")
-    return np.array(vals)
-
-
-def _attr_float(el: ET.Element | None, key: str, what: str, default: float) -> float:
-    if el is None or el.get(key) is None:
-        return default
-    try:
-        return float(el.get(key))
-    except ValueError as e:
-        raise URDFError(f"{what}: attribute {key}={el.get(key)!r} is not a number") from e
-
-
-def _link_mass(link: ET.Element, name: str) -> float:
-    inertial = link.find("inertial")
-    if inertial is None:
-        return 0.0
-    mass = _attr_float(inertial.find("mass"), "value", f"link {name!r} <mass>", 0.0)
-    if not np.isfinite(mass) or mass < 0.0:
-        raise URDFError(f"link {name!r}: mass must be non-negative and finite, got {mass}")
-    el = inertial.find("inertia")
-    if mass == 0.0 and el is not None:
-        moments = [_attr_float(el, k, f"link {name!r} <inertia>", 0.0) for k in ("ixx", "iyy", "izz")]
-        if any(m != 0.0 for m in moments):
-            raise URDFError(f"link {name!r}: zero mass but non-zero rotational inertia {moments}")
-    return mass
-
-
-def _check_inertia(link: ET.Element, name: str) -> None:
-    el = link.find("inertial/inertia")
-    if el is None:
-        raise URDFError(f"link {name!r}: <inertial> has a mass but no <inertia>")
-    keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    v = {k: _attr_float(el, k, f"link {name!r} <inertia>", 0.0) for k in keys}
-    inertia = np.array(
-        [[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]]
-    )
-    if not np.all(np.isfinite(inertia)):
-        raise URDFError(f"link {name!r}: inertia has non-finite entries")
-    eig = np.linalg.eigvalsh(inertia)
-    tol = 1e-12 * max(1.0, float(np.max(np.abs(eig))))
-    # A point mass (zero rotational inertia) is admitted: the seed-000 pendulum is one.
-    if eig[0] < -tol:
-        raise URDFError(
-            f"link {name!r}: inertia matrix is not positive (semi-)definite "
-            f"(eigenvalues {np.array2string(eig, precision=4)})"
-        )
-    a, b, c = eig
-    if a + b < c - tol:
-        raise URDFError(f"link {name!r}: principal moments {eig} violate the triangle inequality")
-
-
-def parse_urdf(xml: str) -> ParsedURDF:
-    """Validate URDF XML and collect joint metadata; raises URDFError naming what is wrong."""
-    try:
-        root = ET.fromstring(xml)
+        return ET.fromstring(keep_attribute_whitespace(xml))
     except ET.ParseError as e:
-        raise URDFError(f"malformed URDF XML: {e}") from e
+        raise URDFError(f"malformed URDF XML: {e}") from None
+
+
+def _link_inertial(link: ET.Element, name: str, policy: str, repairs: list[str]) -> tuple | None:
+    """(mass, inertia about the CoM, xyz, rpy) of a link, physical (checked, or repaired under ``repair``)."""
+    data = urdf_grammar.inertial(link, name)
+    if data is None:
+        return None
+    mass, inertia, xyz, rpy = data
+    problem = inertia_problem(mass, inertia)
+    if problem is not None:
+        if policy != "repair" or mass < 0:
+            hint = " (inertia_policy: repair projects it to the nearest physical inertia)" if mass >= 0 else ""
+            raise URDFError(f"link {name!r}: {problem}{hint}")
+        inertia = repair_inertia(name, mass, inertia)
+        el = link.find("inertial/inertia")
+        for key, (a, b) in zip(urdf_grammar.INERTIA_KEYS, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+            el.set(key, repr(float(inertia[a, b])))
+        repairs.append(name)
+    return mass, inertia, xyz, rpy
+
+
+def parse_urdf(xml: str, inertia_policy: str = "strict") -> ParsedURDF:
+    """Validate URDF XML and collect joint metadata; raises URDFError naming what is wrong.
+
+    Every element the URDF parser reads is checked by its rules (model.urdf_grammar). ``inertia_policy``
+    'repair' replaces non-physical inertias by the nearest physical ones (model.inertia); the returned
+    ``xml`` then carries the repaired values.
+    """
+    root = _fromstring(xml)
     if root.tag != "robot":
         raise URDFError(f"URDF root element must be <robot>, got <{root.tag}>")
+    urdf_grammar.check_robot(root)
+    urdf_grammar.check_materials(root)
     out = ParsedURDF(name=root.get("name", "robot"), xml=xml)
     links = {}
     for link in root.findall("link"):
@@ -163,12 +151,13 @@ def parse_urdf(xml: str) -> ParsedURDF:
         if lname in links:
             raise URDFError(f"link {lname!r} is defined twice")
         links[lname] = link
+        if len(links) > MAX_LINKS:
+            raise URDFError(f"URDF has more than {MAX_LINKS} links, the supported maximum (vi_control.model.limits)")
     if not links:
         raise URDFError("URDF has no <link>")
     out.links = list(links)
     parent_of: dict[str, str] = {}
     children: dict[str, list[tuple[str, str]]] = {}
-    moving_children: set[str] = set()
     seen_joints: set[str] = set()
     for j in root.findall("joint"):
         jname = j.get("name")
@@ -184,6 +173,7 @@ def parse_urdf(xml: str) -> ParsedURDF:
                 + (" (a floating base is added with floating_base: true in the system YAML)"
                    if jtype == "floating" else "")
             )
+        el = urdf_grammar.check_joint_elements(j, jname, jtype)
         pel, cel = j.find("parent"), j.find("child")
         if pel is None or cel is None:
             raise URDFError(f"joint {jname!r} needs both <parent> and <child>")
@@ -200,30 +190,24 @@ def parse_urdf(xml: str) -> ParsedURDF:
         parent_of[child] = parent
         children.setdefault(parent, []).append((jname, child))
         out.edges.append((jname, jtype, parent, child))
+        out.placements[jname] = el["xyz_rpy"]
         if jtype == "fixed":
             out.fixed_joints.append(jname)
             continue
-        if j.find("mimic") is not None:
-            raise URDFError(f"joint {jname!r} uses <mimic>, which is not supported (model it as a "
-                            "holonomic constraint in the system YAML instead)")
-        moving_children.add(child)
-        axis = _floats(j.find("axis").get("xyz") if j.find("axis") is not None else None, 3,
-                       f"joint {jname!r} <axis>", [1.0, 0.0, 0.0])
+        if "mimic" in el:
+            out.mimic[jname] = el["mimic"]
+        axis = np.array([1.0, 0.0, 0.0]) if el["axis"] is None else el["axis"]
         nrm = np.linalg.norm(axis)
         if nrm < 1e-12:
             raise URDFError(f"joint {jname!r}: axis is zero")
-        lim, dyn = j.find("limit"), j.find("dynamics")
-        if jtype in ("revolute", "prismatic") and lim is None:
-            raise URDFError(f"joint {jname!r} ({jtype}) needs a <limit> element")
-        what = f"joint {jname!r} <limit>"
+        lim = el.get("limit", {})
+        dyn = el.get("dynamics", {})
         info = JointInfo(
             name=jname, type=jtype, parent=parent, child=child, axis=axis / nrm,
-            lower=-np.inf if jtype == "continuous" else _attr_float(lim, "lower", what, 0.0),
-            upper=np.inf if jtype == "continuous" else _attr_float(lim, "upper", what, 0.0),
-            velocity_limit=_attr_float(lim, "velocity", what, np.inf),
-            effort_limit=_attr_float(lim, "effort", what, np.inf),
-            damping=_attr_float(dyn, "damping", f"joint {jname!r} <dynamics>", 0.0),
-            friction=_attr_float(dyn, "friction", f"joint {jname!r} <dynamics>", 0.0),
+            lower=-np.inf if jtype == "continuous" else lim.get("lower", 0.0),
+            upper=np.inf if jtype == "continuous" else lim.get("upper", 0.0),
+            velocity_limit=lim.get("velocity", np.inf), effort_limit=lim.get("effort", np.inf),
+            damping=dyn.get("damping", 0.0), friction=dyn.get("friction", 0.0),
         )
         if info.lower > info.upper:
             raise URDFError(f"joint {jname!r}: lower limit {info.lower} > upper limit {info.upper}")
@@ -247,15 +231,36 @@ def parse_urdf(xml: str) -> ParsedURDF:
         raise URDFError(f"URDF joints form a loop among links {sorted(set(links) - seen)}")
     # Every link with mass must have a physical inertia. Whether every moving body carries mass is
     # checked by robot.check_mass_structure once the prescribed (kinematic) joints are known.
+    repairs: list[str] = []
     for lname, link in links.items():
-        out.masses[lname] = _link_mass(link, lname)
-        if out.masses[lname] > 0.0:
-            _check_inertia(link, lname)
+        urdf_grammar.check_link(link, lname)
+        data = _link_inertial(link, lname, inertia_policy, repairs)
+        out.masses[lname] = 0.0 if data is None else data[0]
+        if data is not None:
+            out.inertials[lname] = data
+    out.repaired = tuple(repairs)
+    if repairs:
+        out.xml = ET.tostring(root, encoding="unicode")
     return out
 
 
+def check_inertias(parsed: ParsedURDF, model: pin.Model) -> None:
+    """Pinocchio's body inertias equal the URDF's (model.inertia.check_against_pinocchio)."""
+    bodies = {name: link_inertia(*data) for name, data in parsed.inertials.items()}
+    welded: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
+    child_of_joint = {}
+    for jname, jtype, parent, child in parsed.edges:
+        if jtype == "fixed":
+            xyz, rpy = parsed.placements[jname]
+            welded.setdefault(parent, []).append((child, pin.rpy.rpyToMatrix(*rpy), xyz))
+        else:
+            child_of_joint[jname] = child
+    composites = composite_inertias(bodies, parsed.preorder(), welded)
+    check_against_pinocchio(model, composites, parsed.root, child_of_joint)
+
+
 def _continuous_as_revolute(xml: str) -> str:
-    root = ET.fromstring(xml)
+    root = _fromstring(xml)
     for j in root.findall("joint"):
         if j.get("type") == "continuous":
             j.set("type", "revolute")
@@ -284,7 +289,7 @@ def add_floating_base(parsed: ParsedURDF) -> str:
     """
     if "world" in parsed.links:
         raise URDFError("floating_base: the URDF already has a link named 'world' (its root is fixed to the world)")
-    root = ET.fromstring(parsed.xml)
+    root = _fromstring(parsed.xml)
     parent = "world"
     new = [ET.Element("link", name="world")]
     for i, (suffix, jtype, axis) in enumerate(_FLOATING_BASE):

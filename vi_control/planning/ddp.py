@@ -32,7 +32,7 @@ from scipy.linalg import lapack
 from ..integrators.base import Linearizable
 from ..linearization import linearize, second_order_contraction
 from .cost import QuadraticTrackingCost
-from .shooting import LogFn, OptimizerResult, initial_rollout, progress_line, rollout
+from .shooting import LogFn, OptimizerResult, check_optimizer_options, initial_rollout, progress_line, rollout
 
 
 def _chol_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -157,6 +157,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls below ``tolerance`` (the seed's
     measure, Fig. 3: 1e-6), or when no step decreases J.
     """
+    check_optimizer_options(max_iterations, tolerance, regularization)
     method = method or ("ddp" if second_order else "ilqr")
     armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
     t0 = time.perf_counter()

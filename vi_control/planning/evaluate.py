@@ -10,14 +10,16 @@ from ..integrators.base import DiscreteSystem
 
 
 def simulate_plan(vi: DiscreteSystem, plan: Plan, x0: np.ndarray, feedback: bool = True, extra_steps: int = 0,
-                  clamp: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                  clamp: bool = False, allow_mismatch: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Simulate the plan from x0 with a discrete system (the plant): returns states (N+1+extra, nx) and inputs.
 
     ``feedback``: the plan's tracking law (TrackingController: TV-LQR gains, then K_final about X_N for
     ``extra_steps`` more steps); otherwise the open-loop inputs U_k (then U_final). ``clamp`` applies
-    the model's effort limits to the commanded torques.
+    the model's effort limits to the commanded torques. The plan must have been made for ``vi``'s model and Δt
+    (``Plan.check_compatible``); ``allow_mismatch=True`` runs it on a deliberately different model.
     """
-    ctl = TrackingController(plan, vi.state, vi.robot.effort_limits if clamp else None, n_torques=vi.n_torques)
+    ctl = TrackingController(plan, vi.state, vi.robot.effort_limits if clamp else None, n_torques=vi.n_torques,
+                             system=vi, allow_mismatch=allow_mismatch)
     steps = plan.horizon + extra_steps
     X = np.zeros((steps + 1, vi.nx))
     U = np.zeros((steps, vi.nu))

@@ -26,7 +26,7 @@ from ..integrators.base import Linearizable
 from ..linearization import linearize
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
-from .shooting import LogFn, OptimizerResult, initial_rollout, progress_line, rollout
+from .shooting import LogFn, OptimizerResult, check_optimizer_options, initial_rollout, progress_line, rollout
 
 
 def projection_gradient(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
@@ -55,6 +55,7 @@ def steepest_descent(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarr
                      input_limits: np.ndarray | None = None, max_iterations: int = 1000,
                      tolerance: float = 1e-6, log: LogFn = None, log_every: int = 10) -> OptimizerResult:
     """Projected gradient descent; converged when the directional derivative ‖Π-step‖² < tolerance."""
+    check_optimizer_options(max_iterations, tolerance)
     t0 = time.perf_counter()
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits)
     J = cost.calc(X, U)

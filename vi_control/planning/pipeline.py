@@ -18,6 +18,7 @@ from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
 from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
+from ..model.limits import MAX_CONFIGURATION
 from .augmented import terminal_constrained_ddp
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
@@ -68,8 +69,8 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     goal = parse_vector(list(goal), "goal.q", nq)
     kind = ref.get("type", "goal")
     if kind == "step":  # seed 000 eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
-        qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq)
-        qb = parse_vector(ref.get("q_after", list(goal)), "reference.q_after", nq)
+        qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq, MAX_CONFIGURATION)
+        qb = parse_vector(ref.get("q_after", list(goal)), "reference.q_after", nq, MAX_CONFIGURATION)
         ks = int(ref.get("step_index", N // 2))
         if not 0 <= ks <= N:
             raise TaskError(f"reference.step_index: must be in [0, {N}], got {ks}")

@@ -56,6 +56,22 @@ class OptimizerResult:
 LogFn = Callable[[str], None] | None
 
 
+def check_optimizer_options(max_iterations: int, tolerance: float, regularization: float = 0.0) -> None:
+    """Every solver's options bound its loops: ValueError naming the argument otherwise.
+
+    A NaN regularization never grows past its ceiling (``max(nan·10, …)`` stays NaN) and a NaN tolerance
+    is never met, so without this check DDP's retry loop would never end.
+    """
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) \
+            or not 1 <= max_iterations <= 100_000:
+        raise ValueError(f"max_iterations: must be an integer in [1, 100000], got {max_iterations!r}")
+    for name, v, ok in (("tolerance", tolerance, lambda v: v > 0),
+                        ("regularization", regularization, lambda v: 0 <= v <= 1e10)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v) or not ok(v):
+            raise ValueError(f"{name}: must be a finite number "
+                             f"{'> 0' if name == 'tolerance' else 'in [0, 1e10]'}, got {v!r}")
+
+
 def input_bounds(limits: np.ndarray | None, nu: int) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric box |u_i| ≤ limit_i from effort limits (inf = unbounded); (lo, hi)."""
     if limits is None:

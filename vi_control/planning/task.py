@@ -28,16 +28,24 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-import yaml
 
 from ..model.bundled import share_dir
 from ..model.errors import ModelError
+from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION, MAX_LINKS
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
+from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from .cost import weight_matrix
 
 METHODS = ("ddp", "ilqr", "gradient", "collocation_lg", "collocation_lg2")
 COLLOCATION_METHODS = ("collocation_lg", "collocation_lg2")
+# Stated ranges (docs/reliability.md): every loop of the planner is bounded by these.
+MAX_HORIZON = 100_000  # steps: X, U, K and a linearization per step are held in memory
+MAX_ITERATIONS = 10_000  # optimizer iterations
+MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
+MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
+_MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
+MAX_VECTOR = MAX_LINKS  # entries of any list of numbers (one per joint at most)
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
              "optimizer", "lqr", "hold", "initial_guess", "collocation"}
 
@@ -51,12 +59,16 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
 
 
 def parse_number(v, key: str) -> float:
-    """A float, or a string of arithmetic on numbers and ``pi`` (no other names are evaluated)."""
+    """A finite float, or a string of arithmetic on numbers and ``pi`` (no other names are evaluated)."""
     if isinstance(v, bool):
         raise TaskError(f"{key}: expected a number, got {v!r}")
+    out = None
     if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
+        try:
+            out = float(v)
+        except OverflowError:  # an integer beyond float range
+            out = float("inf")
+    elif isinstance(v, str) and len(v) <= _MAX_EXPRESSION:
         def ev(n):
             if isinstance(n, ast.Expression):
                 return ev(n.body)
@@ -70,20 +82,36 @@ def parse_number(v, key: str) -> float:
                 return _OPS[type(n.op)](ev(n.operand))
             raise ValueError
         try:
-            return float(ev(ast.parse(v, mode="eval")))
-        except (ValueError, SyntaxError, ZeroDivisionError):
+            out = float(ev(ast.parse(v, mode="eval")))
+        except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
             pass
-    raise TaskError(f"{key}: expected a number or an expression of pi, got {v!r}")
+    if out is None:
+        raise TaskError(f"{key}: expected a number or an expression of pi, got {v!r}")
+    if not np.isfinite(out):
+        raise TaskError(f"{key}: must be finite, got {v!r}")
+    return out
 
 
-def parse_vector(v, key: str, n: int | None = None) -> np.ndarray:
+def _integer(v, key: str, lo: int, hi: int) -> int:
+    """An int (not bool) in [lo, hi]; TaskError naming the key."""
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise TaskError(f"{key}: must be an integer in [{lo}, {hi}], got {v!r}")
+    return v
+
+
+def parse_vector(v, key: str, n: int | None = None, bound: float | None = None) -> np.ndarray:
+    """A list of numbers (or one number) as an array; ``n`` entries if given, each within ±``bound``."""
     if not isinstance(v, (list, tuple)):
         v = [v]
-    out = np.array([parse_number(a, f"{key}[{i}]") for i, a in enumerate(v)])
+    if len(v) > MAX_VECTOR:
+        raise TaskError(f"{key}: {len(v)} entries, more than any model has")
+    out = np.array([parse_number(a, f"{key}[{i}]") for i, a in enumerate(v)], dtype=float)
     if n is not None and out.size != n:
         raise TaskError(f"{key}: expected {n} entries, got {out.size}")
     if not np.all(np.isfinite(out)):
         raise TaskError(f"{key}: entries must be finite")
+    if bound is not None and out.size and np.abs(out).max() > bound:
+        raise TaskError(f"{key}: {out[np.argmax(np.abs(out))]:g} is beyond the supported range ±{bound:g}")
     return out
 
 
@@ -159,12 +187,12 @@ class Task:
                 if isinstance(w, dict):  # {q: .., p: ..} for state weights
                     if nq is None or set(w) - {"q", "p"}:
                         raise TaskError(f"{key}: a mapping must have keys q and p (state weights only)")
-                    w = np.concatenate([parse_vector(w.get("q", 0.0), f"{key}.q") * np.ones(nq),
-                                        parse_vector(w.get("p", 0.0), f"{key}.p") * np.ones(nq)])
+                    w = np.concatenate([parse_vector(w.get("q", 0.0), f"{key}.q", bound=MAX_COEFFICIENT) * np.ones(nq),
+                                        parse_vector(w.get("p", 0.0), f"{key}.p", bound=MAX_COEFFICIENT) * np.ones(nq)])
                 elif isinstance(w, (list, tuple)):
-                    w = parse_vector(w, key, n)
+                    w = parse_vector(w, key, n, bound=MAX_COEFFICIENT)
                 else:
-                    w = parse_number(w, key)
+                    w = parse_vector(w, key, bound=MAX_COEFFICIENT)[0]
                 try:
                     return weight_matrix(w, n, key)
                 except ValueError as e:
@@ -172,6 +200,23 @@ class Task:
         if which == "Qf":
             return self.weight("Q", group, n, nq)
         raise TaskError(f"weights.{which}: missing")
+
+
+def config_file(source: str) -> str | None:
+    """``source`` if it is a file, else the YAML of that name in the package's config/ ("task_panda_reach",
+    "sweep_pendulum.yaml"), else None."""
+    if os.path.isfile(source):
+        return source
+    name = os.path.basename(source)
+    cand = share_dir() / "config" / (name if name.endswith((".yaml", ".yml")) else name + ".yaml")
+    return str(cand) if cand.is_file() else None
+
+
+def _yaml(text: str, where: str):
+    try:
+        return load_yaml(text)
+    except YAMLFormatError as e:
+        raise TaskError(f"{where}task YAML is not valid YAML: {e}") from None
 
 
 def load_task(source: str | dict) -> Task:
@@ -182,17 +227,14 @@ def load_task(source: str | dict) -> Task:
     elif isinstance(source, str):
         bare = "\n" not in source and ":" not in source
         if bare and (source.endswith((".yaml", ".yml")) or os.path.isfile(source) or "/" not in source):
-            if not os.path.isfile(source):  # a name in the package's config/ ("task_pendulum_swingup")
-                name = os.path.basename(source)
-                cand = share_dir() / "config" / (name if name.endswith((".yaml", ".yml")) else name + ".yaml")
-                if not cand.is_file():
-                    raise TaskError(f"task file {source!r} not found")
-                source = str(cand)
+            found = config_file(source)
+            if found is None:
+                raise TaskError(f"task file {source!r} not found")
+            source = found
             base_dir = os.path.dirname(os.path.abspath(source))
-            with open(source, encoding="utf-8") as f:
-                d = yaml.safe_load(f)
+            d = _yaml(read_text_file(source, "task", TaskError), f"{source}: ")
         else:
-            d = yaml.safe_load(source)
+            d = _yaml(source, "")
     else:
         raise TaskError(f"task source must be a path, YAML text or dict, got {type(source).__name__}")
     d = _mapping(d, "task", _TOP_KEYS)
@@ -205,14 +247,14 @@ def load_task(source: str | dict) -> Task:
     except ModelError as e:
         raise TaskError(f"model: {e}") from None
     dt = parse_number(d["dt"], "dt")
-    if not dt > 0:
-        raise TaskError(f"dt: must be positive, got {dt}")
-    N = d["horizon"]
-    if isinstance(N, bool) or not isinstance(N, int) or N < 1:
-        raise TaskError(f"horizon: must be a positive integer, got {N!r}")
+    if not 0 < dt <= MAX_DT:
+        raise TaskError(f"dt: must be in (0, {MAX_DT:g}] s, got {dt}")
+    N = _integer(d["horizon"], "horizon", 1, MAX_HORIZON)
     start = _mapping(d.get("start"), "start", {"q", "qdot"})
     goal = _mapping(d.get("goal"), "goal", {"q"})
     ref = _mapping(d.get("reference"), "reference", {"type", "step_index", "q_before", "q_after", "u"})
+    if "step_index" in ref:
+        _integer(ref["step_index"], "reference.step_index", 0, N)
     weights = _mapping(d["weights"], "weights", {"Q", "R", "Qf"})
     for k in ("Q", "R"):
         if k not in weights:
@@ -226,9 +268,14 @@ def load_task(source: str | dict) -> Task:
     if method not in METHODS:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
     colloc_method = method in COLLOCATION_METHODS  # the optimizer is IPOPT: its own defaults
-    max_it = opt.get("max_iterations", 3000 if colloc_method else 100)
-    if isinstance(max_it, bool) or not isinstance(max_it, int) or max_it < 1:
-        raise TaskError(f"optimizer.max_iterations: must be a positive integer, got {max_it!r}")
+    max_it = _integer(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations", 1,
+                      MAX_ITERATIONS)
+    tolerance = parse_number(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance")
+    if not tolerance > 0:
+        raise TaskError(f"optimizer.tolerance: must be positive, got {tolerance}")
+    regularization = parse_number(opt.get("regularization", 1e-6), "optimizer.regularization")
+    if not 0 <= regularization <= MAX_REGULARIZATION:
+        raise TaskError(f"optimizer.regularization: must be in [0, {MAX_REGULARIZATION:g}], got {regularization}")
     lim = d.get("input_limits", "model")
     if lim is None:
         lim = "none"
@@ -236,7 +283,7 @@ def load_task(source: str | dict) -> Task:
         if lim not in ("model", "none"):
             raise TaskError(f"input_limits: expected 'model', 'none' or a list, got {lim!r}")
     else:
-        lim = parse_vector(lim, "input_limits")
+        lim = parse_vector(lim, "input_limits", bound=MAX_COEFFICIENT)
         if np.any(lim <= 0):
             raise TaskError("input_limits: bounds must be positive")
     colloc = _collocation_options(d, method)
@@ -245,12 +292,12 @@ def load_task(source: str | dict) -> Task:
         raise TaskError(f"initial_guess: expected reference, zero, hold_start, feedback or auto, got {guess!r}")
     return Task(
         name=str(d.get("name", "task")), model=model, dt=dt, horizon=N,
-        q0=parse_vector(start["q"], "start.q") if "q" in start else None,
-        qdot0=parse_vector(start["qdot"], "start.qdot") if "qdot" in start else None,
-        goal_q=parse_vector(goal["q"], "goal.q") if "q" in goal else None, reference=ref, weights=weights,
+        q0=parse_vector(start["q"], "start.q", bound=MAX_CONFIGURATION) if "q" in start else None,
+        qdot0=parse_vector(start["qdot"], "start.qdot", bound=MAX_CONFIGURATION) if "qdot" in start else None,
+        goal_q=parse_vector(goal["q"], "goal.q", bound=MAX_CONFIGURATION) if "q" in goal else None, reference=ref,
+        weights=weights,
         input_limits=lim, method=method, max_iterations=max_it,
-        tolerance=parse_number(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance"),
-        regularization=parse_number(opt.get("regularization", 1e-6), "optimizer.regularization"),
+        tolerance=tolerance, regularization=regularization,
         terminal_constraint=terminal,
         constraint_tolerance=_positive(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
         penalty=_positive(opt.get("penalty", 1e4), "optimizer.penalty"),

@@ -263,7 +263,9 @@ class ControllerNode(ManagedNode):
             # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
             # rather than skip its first steps.
             e = np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max()
-            ev = np.abs(self.vi.velocity(plan.X[0]) - self.state[2]).max()
+            # both through the same inverse Legendre map: X_0 and x are discrete states (p_k = D₂L_d), whose
+            # M⁻¹p at rest under gravity is Δt/2·M⁻¹∇V, not the measured q̇ = 0
+            ev = np.abs(self.vi.velocity(plan.X[0]) - self.vi.velocity(x)).max()
             if max(e, ev) <= self.p["retime_tolerance"]:
                 plan, retimed = plan.shifted(t), True
             gap_x0 = f" (the robot is {e:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"

@@ -184,9 +184,8 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    import yaml
-
     from ..model.bundled import share_dir
+    from ..model.yaml_io import load_yaml
     from .common import MODEL_PARAMETERS, parameter_defaults, robot_from_parameters
     from .launcher import domain_id_for
 
@@ -203,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     # processes: they run in sessions of their own and would not get the signal.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
-    sim_params = yaml.safe_load((share_dir() / "config" / "ros_simulator.yaml").read_text())
+    sim_params = load_yaml((share_dir() / "config" / "ros_simulator.yaml").read_text(encoding="utf-8"))
     params = parameter_defaults(MODEL_PARAMETERS) | sim_params["/**/vi_simulator"]["ros__parameters"]
     robot, _ = robot_from_parameters(params)  # the simulated robot, as the simulator node loads it
     domain = domain_id_for("main_job")

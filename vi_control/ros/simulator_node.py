@@ -23,6 +23,7 @@ from std_srvs.srv import Trigger
 
 from ..integrators import StepError, make_integrator
 from ..model.odometry import Odometer, odometry_link
+from ..model.robot import wrap_angle
 from .common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
@@ -90,6 +91,8 @@ class SimulatorNode(ManagedNode):
         # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
         # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
         self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
+        self.q_prev0 = q0 - vi.dt * v0
+        self.continuous = np.asarray(r.continuous_mask, bool)
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.u_zero = np.zeros(vi.nu)
         self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
@@ -152,6 +155,7 @@ class SimulatorNode(ManagedNode):
     # ---- simulation --------------------------------------------------------------------------
     def _reset_state(self) -> None:
         self.x, self.u = self.x0.copy(), self.u_zero.copy()
+        self.q_prev = self.q_prev0.copy()
         self.last_command_time = time.monotonic()
 
     def on_reset(self, _req, res):
@@ -203,7 +207,7 @@ class SimulatorNode(ManagedNode):
         except (StepError, ValueError) as e:
             self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
             return
-        self.x, self.k = x_next, self.k + 1
+        self.q_prev, self.x, self.k = self.x[: self.vi.nq].copy(), x_next, self.k + 1
         self.publish_state()
 
     def publish_state(self) -> None:
@@ -216,7 +220,12 @@ class SimulatorNode(ManagedNode):
         q = self.x[: vi.nq]
         std = float(self.p["position_noise_std"])
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
-        msg.velocity = vi.velocity(self.x).tolist()
+        # the velocity of the last step, (q_k − q_{k−1})/Δt: what a state estimator turns back into the same
+        # x_k = (q_k, D₂L_d(q_{k−1}, q_k)) as from the two configurations. (M⁻¹p_k would report a pendulum held
+        # at rest as moving at −(Δt/2)M⁻¹∇V, and an estimator would apply that impulse twice.)
+        dq = q - self.q_prev
+        dq[self.continuous] = wrap_angle(dq[self.continuous])
+        msg.velocity = (dq / vi.dt).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]
         msg.effort = effort.tolist()

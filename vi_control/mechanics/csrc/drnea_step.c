@@ -404,7 +404,7 @@ static double amax(const double* a, ll n) { /* ∞-norm; NaN propagates like num
 #define MAX_DEPTH 10
 
 /* Return codes (drnea_c.py). */
-enum { LT_OK, LT_NOT_CONVERGED, LT_LOG_NEAR_PI, LT_SINGULAR, LT_LINE_SEARCH, LT_STAGNATED };
+enum { LT_OK, LT_NOT_CONVERGED, LT_LOG_NEAR_PI, LT_SINGULAR, LT_LINE_SEARCH, LT_STAGNATED, LT_ALIASED };
 
 /* Root of f(q1) from the guess in q1 by RIQN (method 0) or Newton (1: subtree Jacobian, 2: Alg. 4). f holds the
    residual at q1 on entry and on exit; the work arrays hold the frames at q1. info = (residual, iterations). */
@@ -473,6 +473,11 @@ static int ltvi_attempt(const Ctx* c, int method, int ig, const double* x, const
   }
   int code = ltvi_iterate(c, method, q0, q1, cst, 1.0 + amax(p0, n), f, info, J, Nw, dq, qt, ft, iwork);
   if (code) return code;
+  /* with the fallback chain, a root with a joint turning more than max_rotation (dp[19]) is an aliased one
+     (NewtonSettings) for the chain to avoid; without it the caller refuses the step (UntrustedStepError) */
+  const ll* rot = c->par + n + 2;
+  if (c->par[n])
+    for (ll i = 0; i < n; i++) if (rot[i] && !(fabs(q1[i] - q0[i]) <= c->dp[19])) return LT_ALIASED;
   /* p_{k+1} = D₂L_d(q_k, q_{k+1}) = Σ J_i(q1)ᵀ (momenta − Δt/2 ∂P_i(T_i^{k+1})) */
   twists(c, 21, 30, 33); gravity(c, 21, 30, 69);
   for (ll i = 0; i < n; i++) for (int r = 0; r < 6; r++) WK(i)[69+r] = WK(i)[57+r] - 0.5*dt*WK(i)[69+r];
@@ -498,7 +503,7 @@ static int ltvi_chain(const Ctx* c, int depth, const double* x, const double* ta
     if (code == LT_OK) return code;
   }
   if (depth == MAX_DEPTH) return code;
-  double dph[6 + 13]; memcpy(dph, c->dp, sizeof dph); dph[0] = 0.5*c->dp[0];
+  double dph[6 + 13 + 1]; memcpy(dph, c->dp, sizeof dph); dph[0] = 0.5*c->dp[0];
   Ctx h = *c; h.dp = dph;
   double* mid = c->w + n*WORK + 6*n + n*n + 48*n + 3*n + 2*n*depth;
   double it = 0.0;
@@ -513,7 +518,8 @@ static int ltvi_chain(const Ctx* c, int depth, const double* x, const double* ta
 }
 
 /* One step. ip = (n, method 0 riqn/1 newton/2 newton with Alg. 4, guess 0 given/1/2/3 = IG1..IG3, max_it, parents[n],
-   fallback, configured guess rule 1/2/3); dp = (dt, tol, step_tol, gravity[3], C_even[13]); x = (q, p); tau full;
+   fallback, configured guess rule 1/2/3, rotational[n]); dp = (dt, tol, step_tol, gravity[3], C_even[13],
+   max_rotation); x = (q, p); tau full;
    guess used when ip[2] == 0.
    xn = (q1, p1); info = (residual, iterations); fb (4, see ltvi_chain). Work: n*WORK + 6n + n² + 48n + 3n
    + 2n MAX_DEPTH doubles, iwork n. */

@@ -5,7 +5,10 @@
  * pivoting, Higham's 1-norm condition estimate (the algorithm LAPACK's dgecon uses) on every
  * factorization and on the Jacobian at the root, then the output map (eq. 2b / 28c).
  * Return codes: 0 ok, 1 not converged, 2 singular Jacobian (info[2] = rcond), 3 non-finite input,
- * 4 singular mass matrix in the initial guess. info = (residual norm, iterations, rcond). */
+ * 4 singular mass matrix in the initial guess, 5 a configuration beyond the stated range (info[2] = its
+ * index), 6 a root that cannot be vouched for: a dynamic revolute joint turning more than max_rotation in
+ * one step, or q_{k+1} beyond the range (info[2] = the dynamic coordinate's index).
+ * info = (residual norm, iterations, rcond). */
 #include <math.h>
 #include <float.h>
 
@@ -212,8 +215,9 @@ static int vi_mass_chol(const double* q, const double* p, long long nq, long lon
   return 0;
 }
 
-/* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord, root_check); dp = (dt, tol, rcond_min, theta_max);
- * idx = (idx_d, idx_k).
+/* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord, root_check);
+ * dp = (dt, tol, rcond_min, theta_max, max_rotation, max_q); idx = (idx_d, idx_k);
+ * rot (nd): 1 for a dynamic coordinate that is an angle (revolute joint).
  * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}.
  *
  * Chord Newton (MidpointVI docstring, docs/performance_step.md): updates with a factored matrix and residual-only
@@ -231,10 +235,12 @@ static int vi_mass_chol(const double* q, const double* p, long long nq, long lon
  * at the returned y for the condition check and one exact update is made with it (as exact Newton checks its
  * last Jacobian). */
 int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, const double* dp,
-                   const long long* idx, long long* iw, double* w, double* ws, long long* piv, double* info) {
+                   const long long* idx, long long* iw, double* w, double* ws, long long* piv, double* info,
+                   const long long* rot) {
   const long long nq = ip[0], nd = ip[1], nk = ip[2], nc = ip[3], nz = ip[4], max_it = ip[5];
   const long long ny = nd + nc;
   const double dt = dp[0], tol = dp[1], rcond_min = dp[2], theta_max = dp[3];
+  const double max_rotation = dp[4], max_q = dp[5];
   const int chord = (int)ip[7];
   const int qonly = chord && nc == 0 && !ip[8]; /* M_{k+1} only if the quasi-Newton iteration needs it */
   const long long *idx_d = idx, *idx_k = idx + nd;
@@ -245,6 +251,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   double* res[2];
   info[0] = INFINITY; info[1] = 0.0; info[2] = 0.0;
   for (long long i = 0; i < nz; i++) if (!isfinite(z[i])) return 3;
+  for (long long i = 0; i < nq; i++) if (!(fabs(q[i]) <= max_q)) { info[2] = (double)i; return 5; }
   const double scale = 1.0 + vi_maxabs(p, nq);
   /* 0: no matrix factored yet, 1: Δt⁻¹ M(q_k)_dd in Mdd (quasi-Newton), 2: M_{k+1} in J */
   int mat = 0;
@@ -280,7 +287,10 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     if (with_jac) {
       rc = vi_factor(J, ny, piv, ex, sg, &anorm);
       j_at_y = 0;
-      if (!(rc >= rcond_min)) { info[0] = rnorm; info[1] = (double)it; info[2] = rc; return 2; }
+      if (!(rc >= rcond_min)) { /* chord, away from the root: not this step's verdict (the caller retries exact) */
+        info[0] = rnorm; info[1] = (double)it; info[2] = rc;
+        return chord && !(predicted || rnorm <= eta) ? 1 : 2;
+      }
       mat = 2;
       if (predicted || rnorm <= eta) near = 1;
     }
@@ -316,10 +326,11 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     rnorm = vi_maxabs(R, ny);
   }
   info[0] = rnorm; info[1] = (double)it;
-  /* Accept at the residual's rounding floor ~ eps |J| |y| too: R sums terms of size |M/dt| |q|, which
-   * exceeds any fixed tolerance on long chains at small dt (seed 001 §4 sizes). */
+  /* Accept at the residual's rounding floor ~ eps |J| |q_k| too: R sums terms of size |M/dt| |q|, which
+   * exceeds any fixed tolerance on long chains at small dt (seed 001 §4 sizes). The configuration before the
+   * step, not the root found: a huge |y| must not excuse its own residual (NewtonSettings). */
   if (final_check) anorm = vi_norm1(J, ny);
-  const double floor_r = 64.0 * DBL_EPSILON * anorm * (1.0 + vi_maxabs(y, ny));
+  const double floor_r = 64.0 * DBL_EPSILON * anorm * (1.0 + vi_maxabs(q, nq));
   if (!(rnorm <= fmax(tol * scale, floor_r))) return 1;
   if (chord) {
     /* A contracting iteration ends within about its first update of the guess; a chord iteration that
@@ -356,14 +367,19 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
       else { for (long long i = 0; i < nd; i++) y[i] += ex[i]; break; }
     }
   }
+  /* A root the step cannot vouch for: a joint turning more than half a turn per step aliases (NewtonSettings). */
+  for (long long a = 0; a < nd; a++) {
+    const double d = y[a] - q[idx_d[a]];
+    if ((rot[a] && !(fabs(d) <= max_rotation)) || !(fabs(y[a]) <= max_q)) { info[2] = (double)a; return 6; }
+  }
   res[0] = xn;
   if (output(arg, res, iw, w, 0)) return 1;
   return 0;
 }
 
-/* All buffers in one pointer array: one ctypes argument to convert per call instead of eleven. */
+/* All buffers in one pointer array: one ctypes argument to convert per call instead of twelve. */
 int vi_newton_step_packed(void** a) {
-  return vi_newton_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
+  return vi_newton_step(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)

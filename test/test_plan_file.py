@@ -1,0 +1,145 @@
+"""Plan files are validated field by field; a plan only runs on the model and Δt it was made for (issue 14 item 6)."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from test_ros_tracking import _hold_upright_plan
+
+from vi_control.control.plan import Plan, PlanError, PlanFileError
+from vi_control.control.tracking import TrackingController
+from vi_control.integrators.midpoint import MidpointVI
+from vi_control.model import load_robot
+from vi_control.model.bundled import bundled_urdf
+from vi_control.planning import simulate_plan
+
+
+@pytest.fixture(scope="module")
+def plan(pendulum_vi):
+    return _hold_upright_plan(pendulum_vi, 20)
+
+
+def _fields(plan: Plan) -> dict:
+    meta = dict(dt=plan.dt, model_name=plan.model_name, model_hash=plan.model_hash, joint_names=plan.joint_names,
+                input_names=plan.input_names, weights=plan.weights, converged=plan.converged)
+    return dict(times=plan.times, X=plan.X, U=plan.U, K=plan.K, K_final=np.zeros((1, 2)), U_final=np.zeros(1),
+                meta=json.dumps(meta))
+
+
+def _write(path, fields: dict):
+    np.savez(path, **fields)
+    return path
+
+
+def _with_meta(plan, **changes):
+    f = _fields(plan)
+    meta = json.loads(f["meta"])
+    for k, v in changes.items():
+        if v is None:
+            meta.pop(k)
+        else:
+            meta[k] = v
+    f["meta"] = json.dumps(meta)
+    return f
+
+
+def _with(plan, name, value):
+    f = _fields(plan)
+    if value is None:
+        f.pop(name)
+    else:
+        f[name] = value
+    return f
+
+
+def _cases(plan):
+    X_nan = plan.X.copy()
+    X_nan[3, 1] = np.nan
+    K_inf = plan.K.copy()
+    K_inf[0, 0, 0] = np.inf
+    times_back = plan.times.copy()
+    times_back[5] = times_back[4] - 0.1
+    return {
+        "dt a string": (_with_meta(plan, dt="abc"), r"meta\.dt: expected float, got 'abc'"),
+        "dt negative": (_with_meta(plan, dt=-0.1), r"dt: must be a positive finite number, got -0\.1"),
+        "dt missing": (_with_meta(plan, dt=None), r"meta\.dt: missing"),
+        "unknown meta key": (_with_meta(plan, evil=1), r"meta: unknown key\(s\) \['evil'\]"),
+        "joint names not strings": (_with_meta(plan, joint_names=[1]), r"joint_names: expected a list"),
+        "converged not bool": (_with_meta(plan, converged="yes"), r"meta\.converged: expected bool"),
+        "NaN in X": (_with(plan, "X", X_nan), r"X: entry \[3, 1\] is nan"),
+        "inf in K": (_with(plan, "K", K_inf), r"K: entry \[0, 0, 0\] is inf"),
+        "times go back": (_with(plan, "times", times_back), r"times: t\[5\] − t\[4\] = -0\.1, not dt = 0\.1"),
+        "K missing": (_with(plan, "K", None), r"K: missing"),
+        "K wrong shape": (_with(plan, "K", plan.K[:, :, :1]), r"gains K must have shape"),
+        "X of integers": (_with(plan, "X", plan.X.astype(int)), r"X: expected float64, got int64"),
+        "X of objects (pickle)": (_with(plan, "X", np.array([object()] * 3, dtype=object)),
+                                  r"X: .*object.* is not a plan array"),
+        "meta not JSON": (_with(plan, "meta", "{not json"), r"meta: not valid JSON"),
+        "meta a list": (_with(plan, "meta", "[1, 2]"), r"meta: expected a JSON object, got list"),
+        "meta an array of floats": (_with(plan, "meta", np.zeros(3)), r"meta: expected a JSON string"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_cases(_hold_upright_plan(MidpointVI(
+    load_robot(bundled_urdf("pendulum")), 0.1), 20))))
+def test_bad_plan_file_is_one_error_naming_the_field(plan, tmp_path, case):
+    fields, message = _cases(plan)[case]
+    if case == "X of objects (pickle)":  # np.savez pickles object arrays; np.load must never unpickle them
+        path = tmp_path / "p.npz"
+        np.savez(path, **fields)
+    else:
+        path = _write(tmp_path / "p.npz", fields)
+    with pytest.raises(PlanFileError, match=rf"{path}: {message}"):
+        Plan.load(str(path))
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "random bytes", "zip without arrays", "missing file",
+                                    "huge declared shape"])
+def test_corrupt_plan_file_is_a_plan_file_error(plan, tmp_path, damage):
+    """EOFError, BadZipFile, KeyError, MemoryError and friends are all one PlanFileError naming the file."""
+    path = tmp_path / "p.npz"
+    plan.save(str(path))
+    data = path.read_bytes()
+    if damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "random bytes":
+        path.write_bytes(np.random.default_rng(0).bytes(4000))
+    elif damage == "zip without arrays":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("readme.txt", "hello")
+    elif damage == "missing file":
+        path = tmp_path / "nowhere.npz"
+    else:  # a header promising 10^12 doubles must be refused before anything is allocated
+        with zipfile.ZipFile(path, "w") as z:
+            header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (1000000, 1000000), }"
+            header += b" " * (118 - len(header)) + b"\n"
+            z.writestr("times.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    with pytest.raises(PlanFileError, match=str(path)):
+        Plan.load(str(path))
+
+
+def test_saved_plan_round_trips(plan, tmp_path):
+    path = tmp_path / "ok.npz"
+    plan.save(str(path))
+    loaded = Plan.load(str(path))
+    assert np.array_equal(loaded.X, plan.X) and loaded.dt == plan.dt and loaded.model_hash == plan.model_hash
+
+
+def test_plan_runs_only_on_its_model_and_dt(plan, pendulum_vi):
+    """The issue's case: a pendulum plan silently ran on a g = 30 pendulum. Now the hash says no, naming both models;
+    the explicit override runs it (a robustness study), and a different Δt is refused even then."""
+    heavy_g = MidpointVI(load_robot(bundled_urdf("pendulum"), {"gravity": [0, 0, -30.0]}), 0.1)
+    x0 = plan.X[0]
+    simulate_plan(pendulum_vi, plan, x0)
+    with pytest.raises(PlanError, match=r"model_hash: the plan was made for 'pendulum' .* a different model"):
+        simulate_plan(heavy_g, plan, x0)
+    with pytest.raises(PlanError, match=r"model_hash"):
+        TrackingController(plan, heavy_g.state, system=heavy_g)
+    X, _ = simulate_plan(heavy_g, plan, x0, allow_mismatch=True)
+    assert np.all(np.isfinite(X))
+    other_dt = MidpointVI(pendulum_vi.robot, 0.05)
+    with pytest.raises(PlanError, match=r"dt: the plan was made with dt = 0\.1 s, the system steps dt = 0\.05 s"):
+        simulate_plan(other_dt, plan, x0, allow_mismatch=True)

@@ -1,0 +1,163 @@
+"""The on-disk cache of compiled libraries, built so that it cannot make us run code we did not compile.
+
+Loading a shared library runs its constructors, so a cache entry is code execution. The threats, each
+tested in test/test_codegen_cache.py:
+
+- **Planted entries.** Entry names are predictable (hashes of our own C source), so anyone who can write
+  into the cache directory can plant a library under the right name. The directory must therefore be
+  private: ``VI_CONTROL_CACHE`` (default ``~/.cache/vi_control``) is created with mode 0700; an existing
+  one must be a real directory (not a symlink), owned by us and not writable by group or others. Otherwise
+  we warn and use a fresh private temporary directory for this process (removed at exit) — never the
+  untrusted one. A directory of ours that others can read but not write is tightened to 0700.
+- **Foreign or modified entries.** Each library ``<name>.so`` has a record ``<name>.sha256`` (its SHA-256
+  and size, written when we built it). Before ``dlopen`` both are opened with ``O_NOFOLLOW`` (a symlink is
+  refused, not followed), must be regular files owned by us and not writable by others, and the library's
+  bytes must hash to the record. Anything else — no record, another owner, a symlink, a truncated or
+  corrupt file (a truncated library used to crash every later run with SIGBUS inside ``dlopen``) — is
+  reported and rebuilt; the rebuilt entry replaces it.
+- **Temporary-file races.** New entries are written to ``tempfile.mkstemp`` files in the cache directory
+  (``O_CREAT | O_EXCL``, random names, mode 0600) and renamed into place, so a symlink planted at a
+  predictable name can neither redirect the write nor be loaded half-written. Builds run in a fresh
+  ``mkdtemp`` directory with relative file names, so the same source gives the same bytes.
+
+Out of scope: an attacker running as the same user (they can write the record too) or as root.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import warnings
+from pathlib import Path
+
+FORMAT = "v2"  # part of every entry name: entries of an older layout (no record) are not looked at
+
+_resolved: dict[str, Path] = {}  # requested directory -> the directory actually used (this process)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"vi_control: {message}", RuntimeWarning, stacklevel=3)
+
+
+def requested_cache_dir() -> Path:
+    return Path(os.environ.get("VI_CONTROL_CACHE") or Path.home() / ".cache" / "vi_control")
+
+
+def _directory_problem(d: Path) -> str | None:
+    """Why ``d`` cannot serve as a private cache directory (None: it can, and now has mode 0700)."""
+    try:
+        d.parent.mkdir(parents=True, exist_ok=True)
+        d.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        return f"cannot be created ({e.strerror})"
+    st = os.lstat(d)
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not by us (uid {os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(d, 0o700)
+    return None
+
+
+def private_cache_dir() -> Path:
+    """The cache directory (module docstring): the requested one if it is private, else a temporary one."""
+    requested = requested_cache_dir()
+    key = str(requested)
+    if key not in _resolved or not _resolved[key].is_dir():
+        problem = _directory_problem(requested)
+        if problem is None:
+            _resolved[key] = requested
+        else:
+            tmp = Path(tempfile.mkdtemp(prefix="vi_control_cache_"))
+            atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+            _warn(f"compile cache {requested} {problem}: not used; compiling into the private temporary "
+                  f"directory {tmp} instead (set VI_CONTROL_CACHE to a directory only you can write)")
+            _resolved[key] = tmp
+    return _resolved[key]
+
+
+def entry_name(prefix: str, key_text: str) -> str:
+    """The entry name for a build described by ``key_text`` (compiler flags and source)."""
+    return f"{prefix}_{FORMAT}_{hashlib.sha256(key_text.encode()).hexdigest()[:20]}"
+
+
+def _read_own_file(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file we own that only we can write, opened without following symlinks."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        if st.st_uid != os.geteuid():
+            raise OSError(f"{path.name} is owned by uid {st.st_uid}, not by us")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise OSError(f"{path.name} is writable by group or others")
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise OSError(f"{path.name} is larger than a record")
+    finally:
+        os.close(fd)
+
+
+def _record(data: bytes) -> str:
+    return f"{hashlib.sha256(data).hexdigest()} {len(data)}\n"
+
+
+def lookup(name: str) -> Path | None:
+    """The verified library of entry ``name``, or None if it must be (re)built (a refused entry is reported)."""
+    d = private_cache_dir()
+    so, rec = d / f"{name}.so", d / f"{name}.sha256"
+    if not os.path.lexists(so) and not os.path.lexists(rec):
+        return None
+    try:
+        expected = _read_own_file(rec, limit=200).decode("ascii", "replace")
+        data = _read_own_file(so)
+        if _record(data) != expected:
+            raise OSError(f"{so.name} does not match the hash recorded when it was built (truncated, corrupt or "
+                          "replaced)")
+    except OSError as e:  # a missing record, ELOOP for a symlink, or one of ours above
+        problem = f"{Path(e.filename).name}: {e.strerror}" if e.filename else str(e)
+    else:
+        return so
+    _warn(f"compile cache entry {so} refused ({problem}); rebuilding it")
+    return None
+
+
+def _write_new(d: Path, name: str, data: bytes) -> None:
+    """Write ``data`` to ``d/name`` through an O_EXCL temporary file with a random name, then rename."""
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, d / name)  # replaces a symlink itself, never its target
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def store(name: str, data: bytes) -> Path:
+    """Enter a library we just built; returns its path in the cache."""
+    d = private_cache_dir()
+    _write_new(d, f"{name}.so", data)
+    _write_new(d, f"{name}.sha256", _record(data).encode())
+    return d / f"{name}.so"

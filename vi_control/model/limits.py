@@ -1,0 +1,33 @@
+"""The stated ranges of every number vi_control accepts (docs/reliability.md lists them with their reasons).
+
+A value outside these ranges is refused with an error naming the element or key, never computed with:
+1e300 in an inertial origin or a constraint distance overflows to inf inside M(q) or h(q) and surfaces much
+later as a generic LinAlgError or OverflowError. The bounds are far beyond any robot (a 1000 km link, a
+million-tonne body) and far inside double precision, so ordinary models never meet them.
+"""
+
+import warnings
+
+import numpy as np
+
+MAX_LINKS = 10_000  # links in one URDF (a 3000-link chain loads in seconds; each link costs O(1))
+MAX_LENGTH = 1.0e6  # m: |coordinate| of any origin, point, distance, offset, mesh scale, geometry size
+MAX_MASS = 1.0e9  # kg per link
+MAX_INERTIA = 1.0e12  # kg·m² per inertia entry
+MAX_GRAVITY = 1.0e4  # m/s² per component (1000 g)
+MAX_COEFFICIENT = 1.0e12  # damping, friction, effort and velocity limits, mimic multiplier/offset
+MAX_CONFIGURATION = 1.0e6  # |q_i| a step accepts (rad or m): cos/sin of 1e20 carry no digits of the angle
+# Δt outside this range is accepted with a warning: no robot's motion is resolved by a step of more than a
+# second, and below a microsecond the p/Δt terms lose the digits the residual is judged by.
+DT_RANGE = (1.0e-6, 1.0)
+
+
+def check_time_step(dt: float) -> float:
+    """Δt as a float: ValueError unless positive and finite; a RuntimeWarning outside DT_RANGE."""
+    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (np.isfinite(dt) and dt > 0):
+        raise ValueError(f"time step dt must be positive and finite, got {dt!r}")
+    if not DT_RANGE[0] <= dt <= DT_RANGE[1]:
+        warnings.warn(f"vi_control: time step dt = {dt:g} s is outside [{DT_RANGE[0]:g}, {DT_RANGE[1]:g}] s: "
+                      "no robot motion is resolved by it (steps will likely fail or be refused)", RuntimeWarning,
+                      stacklevel=3)
+    return float(dt)
