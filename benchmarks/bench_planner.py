@@ -7,17 +7,20 @@ each to |dJ| < 1e-6 from U = 0; "total" = optimization + TV-LQR gains + DLQR hol
 Each figure is the fastest of ``--rounds`` runs (the machine is shared and loaded by other people's
 tests). Baseline row: open-loop steepest descent on the adjoint gradient, capped.
 
-Outside tools (each in a subprocess with its own interpreter, so a crash cannot kill this benchmark):
+Outside tools (each in its own interpreter, so a crash cannot kill this benchmark):
 - Crocoddyl 3.2.0 (with Pinocchio 3.9.0: the release that converges here; 3.2.1 with pin 4.1.0 stops
-  unconverged at maximum regularization) ``SolverFDDP`` on the same problem built from urdf/pendulum.urdf with its
-  C++ action models (free forward dynamics, explicit Euler, Δt = 0.1, the same weights on (q, v), v = p/(ml²));
+  unconverged at maximum regularization) ``SolverFDDP``/``SolverBoxFDDP`` on the same tasks built with its C++
+  action models (benchmarks/crocoddyl_peer.py says exactly how), as a worker process whose solves alternate with
+  ours round by round: every task's plan (ours: ``plan_task`` with the compiled kernel, incl. TV-LQR and hold gains;
+  ours on the numpy path as the baseline; Crocoddyl's solve with its own gains) sees the same machine load;
 - Drake ``DirectCollocation`` (cubic Hermite, 101 knots at fixed Δt = 0.1, quadratic costs on the knots)
   on its ``PendulumPlant`` (m = l = 1, g = 9.8, no damping), then ``FiniteHorizonLinearQuadraticRegulator``.
 They are installed from benchmarks/requirements-bench-planner.txt into a separate venv
-(~/.cache/vi_control/bench-planner-venv): Crocoddyl's wheel pins example-robot-data 5, which would
-downgrade the project venv's pinned 6.0.0. A failed install or a crash is recorded with its error.
+(~/.cache/vi_control/bench-planner-venv): Crocoddyl's wheel pins example-robot-data 5 and Pinocchio 3.9, which
+would replace the project venv's pinned 6.0.0 and 4.1.0. A failed install or a crash is recorded with its error.
 
-Usage: .venv/bin/python benchmarks/bench_planner.py [--rounds 3] [--no-external] [--gradient-iterations 3000]
+Usage: .venv/bin/python benchmarks/bench_planner.py [--rounds 3] [--task-rounds 7] [--no-external]
+       [--gradient-iterations 3000] [--tasks pendulum_swingup cartpole_swingup acrobot_swingup panda_reach]
 Writes benchmarks/results/planner.md, pendulum_swingup.png, pendulum_convergence.png.
 """
 
@@ -85,51 +88,6 @@ def ours(rounds: int, gradient_iterations: int) -> tuple[list[dict], dict]:
     return rows, runs
 
 
-CROCODDYL = textwrap.dedent("""
-    import json, sys, time
-    import numpy as np, pinocchio as pin, crocoddyl
-    urdf, N, dt, Q, R, Qf = sys.argv[1], 100, 0.1, [100.0, 1.0], 1.0, [100.0, 1.0]
-    # continuous -> bounded revolute so q is the angle itself (nq = 1), as in vi_control
-    xml = open(urdf).read().replace('type="continuous"', 'type="revolute"').replace(
-        '<limit effort', '<limit lower="-100" upper="100" effort')
-    model = pin.buildModelFromXML(xml)
-    model.gravity.linear[:] = [0, 0, -9.8]
-    state = crocoddyl.StateMultibody(model)
-    act = crocoddyl.ActuationModelFull(state)
-    def action(xref, terminal):
-        # vi_control's cost is a plain sum over k; the Euler model scales running costs by dt: weight 1/dt.
-        wt = 1.0 if terminal else 1.0 / dt
-        costs = crocoddyl.CostModelSum(state, act.nu)
-        xres = crocoddyl.ResidualModelState(state, np.array(xref), act.nu)
-        w = np.array(Qf if terminal else Q)
-        costs.addCost("x", crocoddyl.CostModelResidual(state, crocoddyl.ActivationModelWeightedQuad(w), xres), wt)
-        if not terminal:
-            ures = crocoddyl.ResidualModelControl(state, act.nu)
-            act_u = crocoddyl.ActivationModelWeightedQuad(np.array([R]))
-            costs.addCost("u", crocoddyl.CostModelResidual(state, act_u, ures), wt)
-        dam = crocoddyl.DifferentialActionModelFreeFwdDynamics(state, act, costs)
-        return crocoddyl.IntegratedActionModelEuler(dam, 0.0 if terminal else dt)
-    running = [action([0.0 if k < 50 else np.pi, 0.0], False) for k in range(N)]
-    terminal = action([np.pi, 0.0], True)
-    problem = crocoddyl.ShootingProblem(np.zeros(2), running, terminal)
-    best, cpus = None, []
-    for _ in range(int(sys.argv[2])):
-        solver = crocoddyl.SolverFDDP(problem)
-        solver.th_stop = 1e-6  # its stop measure is ~ ½·|dJ|, the quantity our tolerance bounds
-        t0, c0 = time.perf_counter(), time.process_time()
-        ok = solver.solve([np.zeros(2)] * (N + 1), [np.zeros(1)] * N, 200)
-        t, c = time.perf_counter() - t0, time.process_time() - c0
-        cpus.append(c)
-        if best is None or t < best[0]:
-            best = (t, ok, solver.iter, solver.cost, float(solver.xs[-1][0]), solver.stop, solver.preg, c)
-    t, ok, it, cost, qf, stop, preg, c = best
-    print(json.dumps(dict(tool="crocoddyl " + crocoddyl.__version__, method="FDDP (Euler, C++ models)",
-        iterations=int(it), converged=bool(ok), optimize_ms=t * 1e3, total_ms=t * 1e3, cpu_ms=min(cpus) * 1e3,
-        cpu_median_ms=float(np.median(cpus)) * 1e3,
-        cost=float(cost),
-        q_final=qf, note=f"stop measure {stop:.1e}, regularization {preg:.0e}; gains = FDDP's own K")))
-""")
-
 DRAKE = textwrap.dedent("""
     import json, sys, time
     import numpy as np
@@ -173,6 +131,179 @@ DRAKE = textwrap.dedent("""
         cpu_ms=cpu * 1e3,
         cost=float(cost) / 2, q_final=qf, note=f"+ FiniteHorizonLQR (continuous Riccati ODE) {t_lqr * 1e3:.0f} ms")))
 """)
+
+
+TASKS = ("pendulum_swingup", "cartpole_swingup", "acrobot_swingup", "panda_reach")
+PEER = ROOT / "benchmarks" / "crocoddyl_peer.py"
+
+
+def task_spec(task, vi) -> dict:
+    """The task as crocoddyl_peer.py builds it: state (q, v) where ours is (q, p), torques on every joint."""
+    from vi_control.planning import input_limits, reference_trajectory, start_state
+    from vi_control.planning.pipeline import initial_inputs
+    from vi_control.planning.task import parse_vector
+
+    nq, N = vi.nq, task.horizon
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    qd0 = np.zeros(nq) if task.qdot0 is None else parse_vector(list(task.qdot0), "start.qdot", nq)
+    lim = input_limits(task, vi)
+    act = vi.idx_act.tolist()
+
+    def torques(U: np.ndarray) -> list:  # the actuated joints' inputs as a torque on every joint
+        T = np.zeros((len(U), nq))
+        T[:, act] = U[:, : vi.n_torques]
+        return T.tolist()
+
+    rest = np.zeros((N + 1, nq))  # our references hold p at the discrete momentum of rest; theirs v = 0
+    R = np.ones(nq)
+    R[act] = np.diag(task.weight("R", "weights", vi.nu, nq))[: vi.n_torques]
+    return dict(urdf_xml=vi.robot.urdf_xml, gravity=vi.robot.gravity.tolist(), N=N, dt=task.dt,
+                x0=np.concatenate([x0[:nq], qd0]).tolist(),
+                goal=np.concatenate([X_ref[-1, :nq], np.zeros(nq)]).tolist(),
+                X_ref=np.hstack([X_ref[:, :nq], rest]).tolist(), u_ref=torques(U_ref),
+                U0=torques(initial_inputs(task, vi, x0, X_ref, U_ref)), actuated=act,
+                limits=(np.full(len(act), np.inf) if lim is None else lim[: vi.n_torques]).tolist(),
+                bounded=lim is not None or len(act) < nq,
+                **{w: np.diag(task.weight(w, "weights", vi.nx, nq)).tolist() for w in ("Q", "Qf")}, R=R.tolist(),
+                terminal_constraint=task.terminal_constraint, tolerance=task.tolerance,
+                constraint_tolerance=task.constraint_tolerance, penalty=task.penalty,
+                max_iterations=task.max_iterations)
+
+
+class Peer:
+    """crocoddyl_peer.py as a worker in the peer venv (one JSON line per request)."""
+
+    def __init__(self, py: Path, specs: dict):
+        self.err = open(RESULTS / "crocoddyl_peer.stderr", "w")  # noqa: SIM115 (closed in close())
+        self.proc = subprocess.Popen([str(py), str(PEER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True,
+                                     env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+        self.info = self.ask(dict(cmd="setup", tasks=specs))
+
+    def ask(self, msg: dict) -> dict:
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.err.flush()
+            tail = (RESULTS / "crocoddyl_peer.stderr").read_text().strip().splitlines()[-1:] or ["no output"]
+            raise RuntimeError(f"crocoddyl worker: {tail[0][:160]}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.write(json.dumps(dict(cmd="quit")) + "\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=60)
+        self.err.close()
+
+
+STIFF_QF = 1e6  # the stiff-terminal-penalty peer's Qf scale: it then ends within ~3e-4 rad of the goal
+
+
+def peer_specs(name: str, spec: dict) -> dict:
+    """Crocoddyl's problems for one task. A terminal-constrained task gets two: ``AL`` — the same method of
+    multipliers as ours (the passive joint's torque penalized, R = 1e8: boxed to [0, 0] the warm-started
+    subproblems stall at maximum regularization) — and ``stiff Qf`` — the goal as a terminal penalty Qf × 1e6, the
+    passive torque boxed to [0, 0], up to 500 iterations: the usual way to reach a goal with Crocoddyl."""
+    if not spec["terminal_constraint"]:
+        return {name: spec}
+    stiff = dict(spec, terminal_constraint=False, Qf=[w * STIFF_QF for w in spec["Qf"]], max_iterations=500)
+    return {f"{name}|AL": dict(spec, passive="penalty"), f"{name}|stiff Qf": stiff}
+
+
+def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_rounds: int = 3) -> tuple[list, str]:
+    """Interleaved rounds per task: our plan (compiled kernel), Crocoddyl's solve(s), our numpy path (first
+    ``numpy_rounds`` rounds). Returns (rows, note on the peer)."""
+    from vi_control.planning import compiled, load_task, make_system, plan_task
+
+    tasks = {n: load_task(n if n.endswith(".yaml") else f"task_{n}") for n in names}
+    systems = {n: make_system(t) for n, t in tasks.items()}
+    for n in names:  # warm-up: the derivative functions and the kernel compile on first use (cache)
+        plan_task(systems[n], tasks[n])
+    peer, note, variants = None, "", {n: [] for n in names}
+    if py is not None:
+        try:
+            specs = {k: v for n in names for k, v in peer_specs(n, task_spec(tasks[n], systems[n])).items()}
+            variants = {n: [k for k in specs if k.split("|")[0] == n] for n in names}
+            peer = Peer(py, specs)
+            note = f"crocoddyl {peer.info['version']} (pinocchio {peer.info['pinocchio']})"
+        except (RuntimeError, OSError, ValueError) as e:
+            note = f"crocoddyl worker failed: {e}"
+    load0 = os.getloadavg()
+    runs: dict = {}
+    try:
+        for r in range(rounds):
+            for n in names:
+                for kind in ("compiled", "crocoddyl", "numpy"):
+                    if kind == "numpy" and r >= numpy_rounds or kind == "crocoddyl" and peer is None:
+                        continue
+                    if kind == "crocoddyl":
+                        for v in variants[n]:
+                            out = peer.ask(dict(cmd="solve", task=v))
+                            runs.setdefault((n, "crocoddyl" + v[len(n):]), []).append(out)
+                        continue
+                    compiled.ENABLED = kind == "compiled"
+                    c0 = time.process_time()
+                    plan, res = plan_task(systems[n], tasks[n])
+                    cpu = time.process_time() - c0
+                    nq = systems[n].nq
+                    runs.setdefault((n, kind), []).append(dict(
+                        cpu_ms=cpu * 1e3, opt_cpu_ms=res.cpu_time * 1e3, iterations=res.iterations,
+                        converged=res.converged,
+                        outer=res.outer_iterations, compiled=res.compiled,
+                        goal_error=float(np.abs(plan.X[-1, :nq] - tasks[n].goal_q).max())))
+    finally:
+        compiled.ENABLED = True
+        if peer is not None:
+            peer.close()
+    return task_rows(names, runs, load0 + os.getloadavg()), note
+
+
+def task_rows(names, runs: dict, load: tuple) -> list[dict]:
+    """One row per (task, path); ours carry the ratio to the fastest converged Crocoddyl configuration (median
+    CPU time; and min / min), or to the fastest one when none converged."""
+    rows = []
+    for n in names:
+        paths = [p for (m, p) in runs if m == n]
+        peers = [p for p in paths if p.startswith("crocoddyl")]
+        ok = [p for p in peers if runs[n, p][-1]["converged"]] or peers
+        best = min(ok, key=lambda p: np.median([x["cpu_ms"] for x in runs[n, p]])) if ok else None
+        for path in sorted(paths, key=lambda p: (p.startswith("crocoddyl"), p != "compiled", p)):
+            rs = runs[n, path]
+            cpu = [x["cpu_ms"] for x in rs]
+            last = rs[-1]
+            its = f"{last['iterations']}" + (f" ({last['outer']})" if last.get("outer") else "")
+            ratio = None
+            if best is not None and not path.startswith("crocoddyl"):
+                pc = [x["cpu_ms"] for x in runs[n, best]]
+                ratio = (float(np.median(cpu) / np.median(pc)), min(cpu) / min(pc), best)
+            opt = [x.get("opt_cpu_ms", x["cpu_ms"]) for x in rs]  # Crocoddyl: the solve is all it does
+            rows.append(dict(task=n, path=path, iterations=its, converged=last["converged"], cpu_min=min(cpu),
+                             cpu_median=float(np.median(cpu)), opt_min=min(opt), opt_median=float(np.median(opt)),
+                             ratio=ratio, goal_error=last["goal_error"], rounds=len(rs), load=load))
+    return rows
+
+
+LABELS = {"compiled": "vi_control DDP, compiled kernel (plan incl. gains)",
+          "numpy": "vi_control DDP, numpy path (before; plan incl. gains)",
+          "crocoddyl": "Crocoddyl (Box)FDDP, Euler, C++ models (solve incl. its K)",
+          "crocoddyl|AL": "Crocoddyl BoxFDDP in our AL loop (passive torque R = 1e8)",
+          "crocoddyl|stiff Qf": "Crocoddyl BoxFDDP, goal as Qf × 1e6 (passive torque boxed to 0)"}
+
+
+def task_table(rows: list[dict]) -> str:
+    out = ["| task | ours / peer | iterations (AL outer) | converged | CPU min [ms] | CPU median [ms] | "
+           "optimizer alone: CPU min / median [ms] | × Crocoddyl (median / min; vs) | q_N − goal (∞) | rounds |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = "-" if r["ratio"] is None else \
+            f"{r['ratio'][0]:.2f} / {r['ratio'][1]:.2f} ({r['ratio'][2].split('|')[-1].replace('crocoddyl', 'FDDP')})"
+        out.append(f"| {r['task']} | {LABELS[r['path']]} | {r['iterations']} | {r['converged']} | {r['cpu_min']:.1f} | "
+                   f"{r['cpu_median']:.1f} | {r['opt_min']:.1f} / {r['opt_median']:.1f} | {ratio} | "
+                   f"{r['goal_error']:.1e} | {r['rounds']} |")
+    return "\n".join(out)
 
 
 def ensure_bench_venv() -> tuple[Path | None, str]:
@@ -268,22 +399,32 @@ def plots(runs: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--task-rounds", type=int, default=7, help="interleaved rounds of the task comparison")
+    ap.add_argument("--tasks", nargs="*", default=list(TASKS))
     ap.add_argument("--no-external", action="store_true")
     ap.add_argument("--gradient-iterations", type=int, default=2000, help="cap for the open-loop baseline")
     a = ap.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    py, err = (None, "") if a.no_external else ensure_bench_venv()
+    task_rows, peer_note = tasks_vs_peer(tuple(a.tasks), a.task_rounds, None if err else py)
     rows, runs = ours(a.rounds, a.gradient_iterations)
-    if not a.no_external:
-        py, err = ensure_bench_venv()
-        if py is None or err:
-            rows.append(dict(tool="crocoddyl / drake", method="-", note=err))
-        if py is not None:
-            rows.append(external(py, "crocoddyl", CROCODDYL, [str(ROOT / "urdf" / "pendulum.urdf"), str(a.rounds)]))
-            rows.append(external(py, "drake", DRAKE, [str(a.rounds)]))
+    if err:
+        rows.append(dict(tool="crocoddyl / drake", method="-", note=err))
+    if py is not None and not err:
+        rows.append(external(py, "drake", DRAKE, [str(a.rounds)]))
     plots(runs)
     ddp = next(r for r in rows if r["method"] == "ddp")
-    lines = [f"Pendulum swing-up (REFERENCE §2), N = 100, Δt = 0.1 s, from U = 0; fastest of {a.rounds} runs "
-             f"(open-loop gradient: one run); CPU min and median over the rounds; {os.cpu_count()} cores, load average "
+    load = task_rows[0]["load"] if task_rows else ()
+    l0, l1 = load[:3], load[3:]
+    lines = [f"## Tasks against Crocoddyl ({peer_note or 'no peer'})", "",
+             f"{a.task_rounds} interleaved rounds (each round: every task by our compiled path, Crocoddyl, and in the "
+             f"first 3 rounds our numpy path), CPU time (process time) of one whole plan; {os.cpu_count()} cores, load "
+             f"average {' / '.join(f'{v:.1f}' for v in l0)} before and {' / '.join(f'{v:.1f}' for v in l1)} after "
+             "(1 / 5 / 15 min). Peer problems: benchmarks/crocoddyl_peer.py (docstring).", "",
+             task_table(task_rows), "",
+             "## Pendulum swing-up (REFERENCE §2) by every method", "",
+             f"N = 100, Δt = 0.1 s, from U = 0; fastest of {a.rounds} runs "
+             f"(open-loop gradient: one run); CPU min and median over the rounds; load average "
              f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())} (1 / 5 / 15 min) at the end of the run.", "",
              table(rows), "",
              f"Target: the swing-up planned with gains in under 100 ms: DDP total {ddp['total_ms']:.0f} ms wall, "

@@ -96,6 +96,33 @@ def test_planner_benchmark_smoke(tmp_path, monkeypatch):
     assert table.count("\n| ") == 5 and "x\\|y" in table
     bench.plots(runs)
     assert (tmp_path / "pendulum_swingup.png").stat().st_size > 1000
+    # The task comparison without its peer (the Crocoddyl venv is the benchmark's, not the suite's).
+    rows, note = bench.tasks_vs_peer(("pendulum_swingup",), rounds=1, py=None, numpy_rounds=1)
+    assert [r["path"] for r in rows] == ["compiled", "numpy"] and note == ""
+    assert rows[0]["iterations"] == rows[1]["iterations"] and rows[0]["converged"]
+    assert 0 < rows[0]["opt_min"] <= rows[0]["cpu_min"] and "| pendulum_swingup |" in bench.task_table(rows)
+
+
+def test_planner_benchmark_peer_problems_are_the_tasks():
+    """What the Crocoddyl worker is given: the task's horizon, weights, bounds and passive joints, and the URDF with
+    continuous joints as revolute ones (one angle each, as in vi_control) — read back here with our Pinocchio."""
+    import pinocchio as pin
+
+    from vi_control.planning import load_task, make_system
+
+    bench = load("bench_planner")
+    peer = load("crocoddyl_peer")
+    task = load_task("task_cartpole_swingup")
+    vi = make_system(task, compile=False)
+    spec = bench.task_spec(task, vi)
+    assert (spec["N"], spec["dt"], spec["actuated"], spec["limits"]) == (60, 0.05, [0], [20.0])
+    assert spec["bounded"] and spec["terminal_constraint"] and np.allclose(spec["goal"], [0, np.pi, 0, 0])
+    assert np.array(spec["X_ref"]).shape == (61, 4) and np.array(spec["U0"]).shape == (60, 2)
+    variants = bench.peer_specs("cartpole_swingup", spec)
+    assert sorted(variants) == ["cartpole_swingup|AL", "cartpole_swingup|stiff Qf"]
+    assert variants["cartpole_swingup|stiff Qf"]["Qf"][0] == spec["Qf"][0] * bench.STIFF_QF
+    model = pin.buildModelFromXML(peer.revolute(spec["urdf_xml"]))
+    assert (model.nq, model.nv) == (2, 2) and list(model.names)[1:] == vi.robot.joint_names
 
 
 def test_nonholonomic_benchmark_smoke(tmp_path):
@@ -175,3 +202,43 @@ def test_soak_benchmark_smoke(tmp_path, monkeypatch):
     # at Δt = 0.5 s the bent chain's step cannot be vouched for: the run ends there, reported, not skipped
     refused = bench.soak(steps=50, dt=0.5, n_links=4, sample=1, windows=1)
     assert refused["steps_done"] < 50 and refused["failure"].startswith(f"step {refused['steps_done']}:")
+
+
+def test_lie_energy_benchmark_smoke(tmp_path):
+    """benchmarks/bench_lie_energy.py (issue 16 item 2): rows, exact momentum and group for the VI, |q| drift."""
+    bench = load("bench_lie_energy")
+    res = bench.run_benchmark(steps=300, dt=0.5)
+    vi, rk, rkn = res["rows"]
+    assert [r["name"] for r in res["rows"]] == ["Lie-group VI (Cayley, SO(3))", "RK4 on quaternions",
+                                                "RK4 on quaternions, renormalized each step"]
+    for r in res["rows"]:
+        assert r["energy"].shape == r["t"].shape == (301,) and r["energy"][0] == 0.0 and r["us_per_step"] > 0
+    assert vi["momentum"] <= 1e-13 and vi["off_group"] <= 1e-13  # Noether and the group, to round-off
+    assert rk["off_group"] > 1e-6 and rkn["off_group"] <= 1e-15  # |q| drifts unless renormalized
+    assert rk["momentum"] > 1e3 * vi["momentum"] and np.isfinite(vi["drift"])
+    assert "| Lie-group VI" in bench._table(res)
+    bench._plot(res, tmp_path / "lie_energy.png")
+    assert (tmp_path / "lie_energy.png").stat().st_size > 1000
+
+
+def test_dmoc_benchmark_smoke(tmp_path):
+    """benchmarks/bench_dmoc.py (issue 16 items 3, 4, 7): one maneuver, one round; rows agree where they must."""
+    bench = load("bench_dmoc")
+    res = bench.run_benchmark(rounds=1, n_maneuvers=1, coast_steps=50)
+    name = res["maneuvers"][0]
+    rows = {m: res["rows"][name, m] for m in ("dmoc-split", "dmoc-hold", "ipopt", "rk4")}
+    assert all(r["converged"] for r in rows.values())
+    assert rows["dmoc-split"]["iterations"] <= 10
+    assert abs(rows["ipopt"]["cost"] - rows["dmoc-split"]["cost"]) <= 1e-8  # the identical problem
+    assert abs(rows["rk4"]["cost"] - rows["dmoc-hold"]["cost"]) <= 0.05 * rows["dmoc-hold"]["cost"]  # same task
+    assert rows["dmoc-hold"]["off_group"] <= 1e-13 and 1e-8 < rows["rk4"]["off_group"] < 1e-2
+    assert 0 < rows["rk4"]["replay"] < 0.1 and 0 < rows["dmoc-hold"]["replay"] < 0.1
+    c = res["coast"]
+    assert c["vi"]["rel"].shape == (51,) and c["vi"]["quat"] <= 1e-13 and c["rk4"]["quat"] > 0
+    text = bench.table(res)
+    assert name in text and "RK4 on quaternions" in text
+    l1 = bench.run_l1()
+    assert l1["bang_fraction"] >= 0.95
+    bench.plot(res, l1, tmp_path)
+    for png in ("dmoc.png", "l1_so3.png", "dmoc_uuv.png"):
+        assert (tmp_path / png).stat().st_size > 1000

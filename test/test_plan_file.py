@@ -71,7 +71,7 @@ def _cases(plan):
         "inf in K": (_with(plan, "K", K_inf), r"K: entry \[0, 0, 0\] is inf"),
         "times go back": (_with(plan, "times", times_back), r"times: t\[5\] − t\[4\] = -0\.1, not dt = 0\.1"),
         "K missing": (_with(plan, "K", None), r"K: missing"),
-        "K wrong shape": (_with(plan, "K", plan.K[:, :, :1]), r"gains K must have shape"),
+        "K wrong shape": (_with(plan, "K", np.concatenate([plan.K, plan.K], axis=2)), r"gains K must have shape"),
         "X of integers": (_with(plan, "X", plan.X.astype(int)), r"X: expected float64, got int64"),
         "X of objects (pickle)": (_with(plan, "X", np.array([object()] * 3, dtype=object)),
                                   r"X: .*object.* is not a plan array"),

@@ -112,7 +112,7 @@ def test_joint_trajectory_and_goal_inputs(ros, pendulum_vi):
     goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
     assert rec.wait_for(lambda: rec.states and traj_pub.get_subscription_count() > 0
                         and goal_pub.get_subscription_count() > 0, DISCOVERY), planner.log()
-    assert planner.wait_for_log("first joint state to plan from", DISCOVERY), planner.log()
+    assert planner.wait_for_log("first state to plan from", DISCOVERY), planner.log()
     msg = JointTrajectory(joint_names=["theta"])
     for t, q in ((1.0, 0.5), (2.0, 1.0)):
         pt = JointTrajectoryPoint(positions=[q])

@@ -60,7 +60,7 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
     # one joint state (with a velocity: the estimate needs no history) to both controllers
     # both controllers and this recorder itself listen to joint_states
     assert rec_no.wait_for(lambda: rec_no.state_pub.get_subscription_count() >= 3, DISCOVERY)
-    q, qdot, t = np.array([0.05]), np.array([0.2]), 3.0
+    q, qdot, t = np.array([0.05]), np.array([0.2]), time.time()  # fresh on the controllers' wall clock
     msg = JointState(name=["theta"], position=q.tolist(), velocity=qdot.tolist())
     msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
     # the plan starts on receipt (no measured state when planned): step 0 at this state

@@ -4,6 +4,8 @@
     robot = vc.load_robot(vc.ModelSpec.parse("pendulum"))        # or vc.load_bundled("pendulum")
     vi = vc.MidpointVI(robot, dt=0.1)
     plan, result = vc.plan_task(vi, vc.load_task("task_pendulum_swingup"))
+    body = vc.load_rigid_body("vehicle_uuv")                      # seed 002: a rigid body on SE(3)
+    plan, dmoc = vc.plan_maneuver(vc.make_integrator("lie_group", body, 10 / 32), goal_pose)
 
 Everything here is numerical and imports no ROS; the nodes live in ``vi_control.ros``.
 """
@@ -34,12 +36,14 @@ from .integrators import (
     make_integrator,
 )
 from .integrators.gni import GeometricNonholonomicIntegrator
+from .integrators.lie_group import LieGroupVI
 from .integrators.linear_time import LinearTimeVI
 from .integrators.midpoint import MidpointVI
 from .integrators.rdp import ReducedDAlembertPontryagin
 from .linearization import Linearization, linearize, linearize_trajectory, second_order, second_order_contraction
 from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFError
 from .model.bundled import BUNDLED, load_bundled
+from .model.rigid_body import RigidBodyConfigError, RigidBodyModel, load_rigid_body
 from .planning import (
     OptimizerResult,
     PlanningError,
@@ -52,6 +56,8 @@ from .planning import (
     plan_task,
     simulate_plan,
 )
+from .planning.dmoc import DMOCProblem, solve_dmoc
+from .planning.vehicle import plan_maneuver
 
 
 def load_robot(model: str | dict | ModelSpec, system: str | dict | None = None, **kwargs) -> RobotModel:
@@ -66,7 +72,8 @@ __all__ = [
     "load_robot", "load_bundled", "BUNDLED", "ModelSpec", "RobotModel", "ModelError", "URDFError", "SystemConfigError",
     "DiscreteSystem", "Linearizable", "State", "NewtonSettings", "StepResult", "StepError", "ConvergenceError",
     "SingularityError", "UntrustedStepError", "make_integrator", "MidpointVI", "LinearTimeVI",
-    "GeometricNonholonomicIntegrator", "ReducedDAlembertPontryagin",
+    "GeometricNonholonomicIntegrator", "ReducedDAlembertPontryagin", "LieGroupVI",
+    "load_rigid_body", "RigidBodyModel", "RigidBodyConfigError", "DMOCProblem", "solve_dmoc", "plan_maneuver",
     "Linearization", "linearize", "linearize_trajectory", "second_order", "second_order_contraction",
     "Plan", "PlanError", "PlanFileError", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input",
     "hold_gain", "TrackingController", "StateEstimator",

@@ -63,9 +63,11 @@ def _finite(name: str, a: np.ndarray) -> None:
 class Plan:
     """Reference trajectory with time-varying feedback gains.
 
-    ``X``: (N+1, nx) states x_k = (q_k, p_k); ``U``: (N, nu) inputs; ``K``: (N, nu, nx) gains of
-    u_k = U_k + K_k (X_k − x_k) (the controller's sign convention); ``times``: (N+1,) seconds, t_0 + k·Δt;
-    ``K_final`` (nu, nx): equilibrium (infinite-horizon) gain to hold X_N after the plan ends, with
+    ``X``: (N+1, nx) states x_k = (q_k, p_k); ``U``: (N, nu) inputs; ``K``: (N, nu, ndx) gains of
+    u_k = U_k + K_k (X_k ⊖ x_k) (the controller's sign convention), acting on tangent vectors of the state
+    manifold (ndx = nx for (q, p) states; 2·dim for a Lie-group state of ``integrators.lie_group``, whose nx
+    stores a rotation matrix); ``times``: (N+1,) seconds;
+    ``K_final`` (nu, ndx): equilibrium (infinite-horizon) gain to hold X_N after the plan ends, with
     ``U_final`` its input; ``converged``: False for a best-effort plan whose optimizer stopped early.
     Construction checks everything (PlanError naming the field): shapes, finite values, Δt > 0, times
     increasing by Δt. ``check_compatible(system)`` checks the model and Δt a plan is run with.
@@ -102,10 +104,11 @@ class Plan:
         if self.X.shape[0] != n + 1 or self.times.shape[0] != n + 1:
             raise PlanError(f"plan shapes disagree: X {self.X.shape}, U {self.U.shape}, times {self.times.shape}")
         nu, nx = self.U.shape[1], self.X.shape[1]
-        if self.K.shape != (n, nu, nx):
-            raise PlanError(f"gains K must have shape {(n, nu, nx)}, got {self.K.shape}")
-        if self.K_final is not None and self.K_final.shape != (nu, nx):
-            raise PlanError(f"K_final must have shape {(nu, nx)}, got {self.K_final.shape}")
+        if self.K.ndim != 3 or self.K.shape[:2] != (n, nu) or not 1 <= self.K.shape[2] <= nx:
+            raise PlanError(f"gains K must have shape ({n}, {nu}, ndx) with 1 ≤ ndx ≤ nx = {nx}, got {self.K.shape}")
+        ndx = self.K.shape[2]
+        if self.K_final is not None and self.K_final.shape != (nu, ndx):
+            raise PlanError(f"K_final must have shape {(nu, ndx)}, got {self.K_final.shape}")
         if self.U_final is not None and self.U_final.shape != (nu,):
             raise PlanError(f"U_final must have shape {(nu,)}, got {self.U_final.shape}")
         if isinstance(self.dt, bool) or not isinstance(self.dt, (int, float, np.floating)) \

@@ -1,12 +1,14 @@
 """Integrators: discrete systems x_{k+1} = f(x_k, u_k) behind one interface (``base.DiscreteSystem``).
 
-``MidpointVI`` (seed 000, ``Linearizable``), ``LinearTimeVI`` (seed 001) and the geometric nonholonomic
-integrator ``GeometricNonholonomicIntegrator`` (seed 003, ``Linearizable``), selectable by name with
-``make_integrator`` — the one factory every entry point (task pipeline, ROS nodes, scripts) uses.
+``MidpointVI`` (seed 000, ``Linearizable``), ``LinearTimeVI`` (seed 001), the geometric nonholonomic
+integrator ``GeometricNonholonomicIntegrator`` (seed 003, ``Linearizable``) and ``LieGroupVI`` (seed 002: one
+rigid body on SO(3)/SE(3), ``Linearizable``), selectable by name with ``make_integrator`` — the one factory
+every entry point (task pipeline, ROS nodes, scripts) uses.
 """
 
 from __future__ import annotations
 
+from ..model.rigid_body import RigidBodyModel
 from ..model.robot import RobotModel
 from .base import (
     ConfigurationMomentumState,
@@ -22,16 +24,17 @@ from .base import (
     UntrustedStepError,
 )
 
-INTEGRATORS = ("midpoint", "linear_time", "gni")
+INTEGRATORS = ("midpoint", "linear_time", "gni", "lie_group")
 
 __all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSystem", "Linearizable", "State",
            "ConfigurationMomentumState", "NewtonSettings", "StepResult", "StepDerivatives", "StepError",
            "ConvergenceError", "SingularityError", "UntrustedStepError"]
 
 
-def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> DiscreteSystem:
-    """The integrator called ``name`` ('midpoint', 'linear_time' or 'gni') for ``robot`` at time step ``dt``;
-    ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``)."""
+def make_integrator(name: str, robot: RobotModel | RigidBodyModel, dt: float, **options) -> DiscreteSystem:
+    """The integrator called ``name`` ('midpoint', 'linear_time', 'gni' or 'lie_group') for ``robot`` at time
+    step ``dt``; ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``,
+    ``retraction='exp'``). 'lie_group' takes a RigidBodyModel (``model.rigid_body``), the others a RobotModel."""
     if name == "midpoint":
         from .midpoint import MidpointVI
 
@@ -44,6 +47,10 @@ def make_integrator(name: str, robot: RobotModel, dt: float, **options) -> Discr
         from .gni import GeometricNonholonomicIntegrator
 
         return GeometricNonholonomicIntegrator(robot, dt, **options)
+    if name == "lie_group":
+        from .lie_group import LieGroupVI
+
+        return LieGroupVI(robot, dt, **options)
     raise ValueError(f"unknown integrator {name!r}; choose one of {INTEGRATORS}")
 
 

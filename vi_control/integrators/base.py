@@ -144,6 +144,21 @@ class StepDerivatives:
     Oz: np.ndarray  # (ndx, ndx + nu)
 
 
+@dataclass(frozen=True)
+class CompiledStage:
+    """An optional capability of a ``Linearizable`` (method ``compiled_stage(second_order)``, else absent or None):
+    its step as compiled C that whole-horizon planners call per stage (planning.compiled). ``kernel`` is the
+    mechanics layer's ``StepKernel`` (addresses of the Newton driver and of the generated 'linearize'/'hessian',
+    work sizes, layout); the rest are the settings ``solve`` uses now. Contract: a step through the kernel with
+    these settings computes what ``solve`` (chord Newton re-solved by exact Newton on non-convergence) and
+    ``step_derivatives``/``step_hessian`` compute, with states on R^nx (``diff`` = subtraction, no wrapping)."""
+
+    kernel: object
+    settings: NewtonSettings
+    chord: bool
+    chord_rate_max: float
+
+
 # ---- states ---------------------------------------------------------------------------------------
 class State:
     """A state manifold (Crocoddyl's StateAbstract): ``nx`` coordinates, ``ndx`` tangent directions.
@@ -346,3 +361,16 @@ def input_sequence(system: DiscreteSystem, inputs: np.ndarray | None, steps: int
     if inputs.ndim != 2 or inputs.shape[1] != system.nu:
         raise ValueError(f"inputs must have shape (N, {system.nu}), got {inputs.shape}")
     return inputs
+
+
+def step_rollout(system: DiscreteSystem, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """States (N+1, nx) of a rollout by ``system.solve`` from x0 under ``inputs`` (N, nu), and Newton's iterations per
+    step: ``simulate`` of a system without multipliers."""
+    X = np.zeros((len(inputs) + 1, system.nx))
+    X[0] = x0
+    iterations = []
+    for k, u in enumerate(inputs):
+        r = system.solve(X[k], u, step_index=k)
+        X[k + 1] = r.x
+        iterations.append(r.iterations)
+    return X, iterations

@@ -40,6 +40,7 @@ from .base import (
     check_time_step,
     input_sequence,
     rotational_coordinates,
+    step_rollout,
 )
 from .implicit import SymbolicStepDerivatives
 from .linear_time_solver import REASONS, fallback_reason, solve_chain
@@ -297,13 +298,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         inputs = input_sequence(self, inputs, steps)
         if self._compiled is not None and not self.wrap_continuous and len(inputs):
             return self._simulate_compiled(x0, inputs)
-        X = np.zeros((len(inputs) + 1, self.nx))
-        X[0] = x0
-        self.iteration_history = []
-        for k, u in enumerate(inputs):
-            r = self.solve(X[k], u, step_index=k)
-            X[k + 1] = r.x
-            self.iteration_history.append(r.iterations)
+        X, self.iteration_history = step_rollout(self, x0, inputs)
         return X, np.zeros((len(inputs), 0))
 
     def _simulate_compiled(self, x0: np.ndarray, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

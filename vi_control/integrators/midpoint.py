@@ -25,6 +25,7 @@ from ..mechanics.discrete import (
 )
 from ..model.robot import RobotModel
 from .base import (
+    CompiledStage,
     ConfigurationMomentumState,
     ConvergenceError,
     NewtonSettings,
@@ -114,6 +115,17 @@ class MidpointVI(SymbolicStepDerivatives):
     def compiled_driver(self) -> bool:
         """True when each step is one call into the generated C Newton driver."""
         return self._newton is not None
+
+    def compiled_stage(self, second_order: bool = True) -> CompiledStage | None:
+        """This step for whole-horizon compiled planning (``base.CompiledStage``, planning.compiled), with the
+        current Newton settings; None where a step is not one call into generated C (CasADi VM, no compiler, a
+        derivative function too large to compile) or its states are wrapped (``wrap_continuous``)."""
+        if self._newton is None or self.wrap_continuous:
+            return None
+        kernel = self.structure.step_kernel(with_hessian=second_order)
+        if kernel is None:
+            return None
+        return CompiledStage(kernel, self.settings, self.newton == "chord", self.chord_rate_max)
 
     # ---- state conversions (discrete Legendre transforms) ------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:

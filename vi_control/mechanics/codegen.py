@@ -73,6 +73,8 @@ class _CFunction:
         self.compiled = True
         self._fn = getattr(lib, name)
         self._fn.restype = ctypes.c_int
+        # For our own C that calls the function directly (the planner's whole-horizon kernel, planning.compiled).
+        self.address: int = ctypes.cast(self._fn, ctypes.c_void_p).value
         work = getattr(lib, name + "_work")
         sz = [ctypes.c_longlong() for _ in range(4)]
         if work(*[ctypes.byref(s) for s in sz]) != 0:
@@ -151,6 +153,14 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
     return so
 
 
+def _size(f: ca.Function) -> int:
+    """Instructions of an SX function; for a function calling others (e.g. a ``map``), those of what it calls,
+    once each: the generated C loops over one copy."""
+    if f.is_a("SXFunction"):
+        return f.n_instructions()
+    return sum(_size(f.get_function(name)) for name in f.get_function())
+
+
 class FunctionSet:
     """Named CasADi functions evaluated compiled where worthwhile (see module docstring).
 
@@ -158,13 +168,15 @@ class FunctionSet:
     compiles unless the environment sets ``VI_CONTROL_NO_COMPILE=1``. ``driver`` is C source of our
     own appended to the eager library when every function in ``driver_needs`` is compiled there;
     ``lib`` is then that library (else None) and ``work_sizes(names)`` sizes its CasADi work buffers.
+    ``flags``: compiler flags of this set (default VI_CONTROL_CFLAGS or -O1).
     """
 
     def __init__(self, tag: str, funcs: dict[str, ca.Function], compile: bool | None = None,
-                 lazy: tuple[str, ...] = (), driver: str = "", driver_needs: tuple[str, ...] = ()):
+                 lazy: tuple[str, ...] = (), driver: str = "", driver_needs: tuple[str, ...] = (),
+                 flags: list[str] | None = None):
         if compile is None:
             compile = os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1"
-        self._compile = compile
+        self._compile, self._flags = compile, flags
         self._tag = "".join(c for c in tag if c.isalnum())[:24]
         self._fns: dict[str, _VMFunction | _CFunction] = {n: _VMFunction(f) for n, f in funcs.items()}
         self._lazy = {n: funcs[n] for n in lazy}
@@ -182,13 +194,13 @@ class FunctionSet:
         """
         if not self._compile:
             return None
-        small = {n: f for n, f in group.items() if f.n_instructions() < _COMPILE_LIMIT_OPS}
+        small = {n: f for n, f in group.items() if _size(f) < _COMPILE_LIMIT_OPS}
         flags = None
         if (driver and all(n in group for n in driver_needs) and not all(n in small for n in driver_needs)
-                and sum(f.n_instructions() for f in group.values()) < _O0_LIMIT_OPS):
+                and sum(_size(f) for f in group.values()) < _O0_LIMIT_OPS):
             small, flags = dict(group), ["-O0"]
         extra = driver if driver and all(n in small for n in driver_needs) else ""
-        lib = _build(list(small.values()), self._tag, extra, flags) if small else None
+        lib = _build(list(small.values()), self._tag, extra, flags or self._flags) if small else None
         if lib is None:
             return None
         for n, f in small.items():

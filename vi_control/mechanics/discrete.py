@@ -32,6 +32,7 @@ derivative of the implicit map (linearization module docstring).
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from importlib import resources
 
 import casadi as ca
@@ -44,8 +45,10 @@ from .codegen import FunctionSet
 from .lagrangians import discrete_lagrangian
 from .symbolic import SymbolicTree, build_tree, constraint_expr, nonholonomic_expr
 
-# Our own C Newton driver, compiled into the same library as the generated residual/output/mass.
-NEWTON_C = (resources.files(__package__) / "csrc" / "newton_driver.c").read_text()
+# Our own C: small dense LU/condition helpers (shared with the planner's kernel, planning.compiled) and the Newton
+# driver, compiled into the same library as the generated residual/output/mass.
+DENSE_LU_C = (resources.files(__package__) / "csrc" / "dense_lu.c").read_text()
+NEWTON_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "newton_driver.c").read_text()
 
 # Generated functions the C driver calls.
 STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
@@ -53,6 +56,32 @@ STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
 # Return codes of vi_newton_step.
 (NEWTON_OK, NEWTON_NOT_CONVERGED, NEWTON_SINGULAR, NEWTON_NONFINITE, NEWTON_SINGULAR_MASS, NEWTON_OUT_OF_RANGE,
  NEWTON_UNTRUSTED) = range(7)
+
+
+@dataclass(frozen=True)
+class StepKernel:
+    """Addresses and layout of one step's compiled pieces, for our own C that loops over whole trajectories
+    (planning.compiled): ``vi_newton_step`` of the model's library and the generated 'linearize' and 'hessian'
+    (0 when not requested), with work-buffer sizes covering all of them (``n_ws``: the Newton driver's own)."""
+
+    newton: int
+    linearize: int
+    hessian: int
+    n_iw: int
+    n_w: int
+    n_ws: int
+    nq: int
+    nd: int
+    nk: int
+    nc: int
+    ny: int
+    nz: int
+    nx: int
+    n_inputs: int
+    dt: float
+    idx: np.ndarray  # (idx_d, idx_k), int64
+    rot: np.ndarray  # (nd + 1,) int64: the driver's revolute flags (untrusted-root check), padded
+    max_configuration: float  # |q_i| the driver accepts
 
 
 class NewtonStepC:
@@ -238,3 +267,24 @@ class DiscreteSystemStructure:
         )
         # Whole Newton step in C when the step functions compiled (else MidpointVI runs Newton in numpy).
         self.newton = NewtonStepC(self) if self.functions.lib is not None else None
+
+    def step_kernel(self, with_hessian: bool = True) -> StepKernel | None:
+        """The compiled step for whole-trajectory C (``StepKernel``), or None unless the Newton driver, 'linearize'
+        and (``with_hessian``) 'hessian' are all generated C. The derivative functions compile here on first use."""
+        if self.newton is None:
+            return None
+        fns = self.functions
+        names = STEP_FUNCTIONS + ("linearize",) + (("hessian",) if with_hessian else ())
+        if not all(fns.compiled(n) for n in names):
+            return None
+        lib = fns.lib
+        lib.vi_newton_workspace.restype = ctypes.c_longlong
+        n_ws = lib.vi_newton_workspace(ctypes.c_longlong(self.nq), ctypes.c_longlong(self.ny))
+        n_iw, n_w = fns.work_sizes(names)
+        return StepKernel(newton=ctypes.cast(lib.vi_newton_step, ctypes.c_void_p).value,
+                          linearize=fns["linearize"].address,
+                          hessian=fns["hessian"].address if with_hessian else 0,
+                          n_iw=n_iw, n_w=n_w, n_ws=int(n_ws), nq=self.nq, nd=self.nd, nk=self.nk, nc=self.nc,
+                          ny=self.ny, nz=self.nz, nx=self.nx, n_inputs=self.n_inputs, dt=self.dt,
+                          idx=np.concatenate([self.idx_d, self.idx_k]).astype(np.int64),
+                          rot=self.newton._rot, max_configuration=MAX_CONFIGURATION)

@@ -39,7 +39,7 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
     ‖x_N − x_goal‖∞; ``penalty`` is the first ρ. The result's ``cost`` is the task's J at the solution, and
     ``converged`` means the constraint holds and the last subproblem met ``tolerance``.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     x_goal = np.asarray(x_goal, float)
     nx = cost.nx
     if x_goal.shape != (nx,):
@@ -92,4 +92,4 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
                            wall_time=time.perf_counter() - t0, method=res.method + "+al",
                            regularization_history=regs, step_history=steps, step_kinds=kinds,
                            linearization=res.linearization, constraint_violation=violation,
-                           outer_iterations=outer + 1)
+                           outer_iterations=outer + 1, compiled=res.compiled, cpu_time=time.process_time() - c0)

@@ -31,8 +31,18 @@ from scipy.linalg import lapack
 
 from ..integrators.base import Linearizable
 from ..linearization import linearize, second_order_contraction
+from .compiled import compiled_stages
 from .cost import QuadraticTrackingCost
-from .shooting import LogFn, OptimizerResult, check_optimizer_options, initial_rollout, progress_line, rollout
+from .shooting import (
+    LogFn,
+    OptimizerResult,
+    check_optimizer_options,
+    initial_rollout,
+    input_bounds,
+    local_model,
+    progress_line,
+    rollout,
+)
 
 
 def _chol_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -97,12 +107,8 @@ def _backward(vi: Linearizable, cost: QuadraticTrackingCost, X, U, results, lins
     N, nx, nu = len(U), vi.state.ndx, vi.nu
     kff = np.zeros((N, nu))
     Kfb = np.zeros((N, nu, nx))
-    Vx, Vxx = cost.calc_diff_terminal(X[N])
     # Curvature of the local model: the cost's own (Newton, Gauss–Newton) or a fixed metric (first order).
-    Wx, Wu = (cost.Q, cost.R) if metric is None else metric
-    if metric is not None:
-        Vxx = Wx
-    LX, LU = cost.calc_diff_all(X, U)
+    LX, LU, Vx, Vxx, Wx, Wu = local_model(cost, X, U, metric)
     d1 = d2 = 0.0
     bounded = bool(np.isfinite(lo).any() or np.isfinite(hi).any())
     for k in range(N - 1, -1, -1):
@@ -146,6 +152,32 @@ def _backward(vi: Linearizable, cost: QuadraticTrackingCost, X, U, results, lins
     return kff, Kfb, d1, d2
 
 
+class _NumpyStages:
+    """The stage passes per stage in Python: the general path for any Linearizable (``compiled.CompiledStages``,
+    the same passes in C, is taken where the system offers a compiled step)."""
+
+    compiled = False
+
+    def __init__(self, vi: Linearizable, lo: np.ndarray, hi: np.ndarray):
+        self.vi, self.lo, self.hi = vi, lo, hi
+
+    def rollout(self, x0, U, X_nom=None, K=None):
+        return rollout(self.vi, x0, U, X_nom, self.lo, self.hi, X_nom, K)
+
+    def linearize(self, X, U, results):
+        return [linearize(self.vi, X[k], U[k], results[k]) for k in range(len(U))]
+
+    def backward(self, cost, X, U, results, lins, mu, second_order, metric=None):
+        try:
+            return _backward(self.vi, cost, X, U, results, lins, self.lo, self.hi, mu, second_order, metric)
+        except _BackwardFailure:
+            return None
+
+    @staticmethod
+    def linearization(lins):
+        return lins
+
+
 def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
         input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
         tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
@@ -160,8 +192,11 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     check_optimizer_options(max_iterations, tolerance, regularization)
     method = method or ("ddp" if second_order else "ilqr")
     armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
-    t0 = time.perf_counter()
-    lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0)
+    t0, c0 = time.perf_counter(), time.process_time()
+    lo, hi = input_bounds(input_limits, vi.nu)
+    # The stage work in C where the system offers a compiled step (planning.compiled), else per stage in Python.
+    stages = compiled_stages(vi, cost.N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
+    lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu, mu_min, mu_max = regularization, 1e-9, 1e10
@@ -170,23 +205,23 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     final_lin = None
     wait = backoff = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
     for it in range(1, max_iterations + 1):
-        lin_list = [linearize(vi, X[k], U[k], results[k]) for k in range(cost.N)]
+        lin_list = stages.linearize(X, U, results)
         newton = second_order and wait == 0
         wait = max(wait - 1, 0)
         while True:
-            try:
-                kff, Kfb, d1, d2 = _backward(vi, cost, X, U, results, lin_list, lo, hi, mu, newton, metric)
+            step = stages.backward(cost, X, U, results, lin_list, mu, newton, metric)
+            if step is not None:
+                kff, Kfb, d1, d2 = step
                 backoff = 0 if newton else backoff
                 break
-            except _BackwardFailure:
-                if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
-                    newton = False  # and skip the Newton attempt for the next 1, 3, then 4 iterations
-                    backoff = min(2 * backoff + 1, 4)
-                    wait = backoff
-                    continue
-                mu = max(mu * 10, 1e-6)
-                if mu > mu_max:
-                    break
+            if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
+                newton = False  # and skip the Newton attempt for the next 1, 3, then 4 iterations
+                backoff = min(2 * backoff + 1, 4)
+                wait = backoff
+                continue
+            mu = max(mu * 10, 1e-6)
+            if mu > mu_max:
+                break
         kinds.append("newton" if newton else "gauss-newton" if metric is None else "metric")
         if mu > mu_max:
             reason, it = "regularization exceeded its maximum in the backward pass", it - 1
@@ -194,11 +229,11 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
         decs.append(d1)
         if abs(d1) < tolerance:
             converged, reason, it = True, f"|dJ| = {abs(d1):.1e} < tolerance", it - 1
-            final_lin = lin_list  # A_k, B_k at the returned trajectory: TV-LQR can reuse them
+            final_lin = stages.linearization(lin_list)  # A_k, B_k at the returned trajectory: TV-LQR reuses them
             break
         alpha, accepted = 1.0, False
         while alpha > (1e-10 if armijo else 1e-4):
-            ro = rollout(vi, X[0], U + alpha * kff, X, lo, hi, X, Kfb)
+            ro = stages.rollout(X[0], U + alpha * kff, X, Kfb)
             if ro is not None:
                 Jn = cost.calc(ro[0], ro[1])
                 expected = alpha * d1 + alpha ** 2 * d2
@@ -225,4 +260,4 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
                            iterations=it, converged=converged, stop_reason=reason,
                            wall_time=time.perf_counter() - t0, method=method,
                            regularization_history=regs, step_history=steps, step_kinds=kinds,
-                           linearization=final_lin)
+                           linearization=final_lin, compiled=stages.compiled, cpu_time=time.process_time() - c0)

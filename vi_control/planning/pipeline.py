@@ -13,13 +13,13 @@ import dataclasses
 import numpy as np
 
 from ..control.hold import equilibrium_state, hold_gain, holding_input
-from ..control.lqr import tv_lqr
 from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
 from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
 from ..model.limits import MAX_CONFIGURATION
 from .augmented import terminal_constrained_ddp
+from .compiled import tv_lqr
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .gradient import projection_gradient
@@ -84,8 +84,9 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     if u_kind == "zero":
         U = np.zeros((N, vi.nu))
         U[:, vi.n_torques:] = X[1:, :nq][:, vi.idx_k]
-    elif u_kind == "hold":
-        U = np.array([holding_input(vi, x[:nq])[0] for x in X[1:]])
+    elif u_kind == "hold":  # one holding input per distinct configuration (a goal reference repeats one)
+        Qd, row = np.unique(X[1:, :nq], axis=0, return_inverse=True)
+        U = np.array([holding_input(vi, q)[0] for q in Qd])[row.ravel()]
     else:
         raise TaskError(f"reference.u: expected 'zero' or 'hold', got {u_kind!r}")
     return X, U
@@ -199,16 +200,17 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     if log is not None:
         log(f"[{res.method}] {res}")
     if res.linearization is not None:  # the optimizer's last A_k, B_k are at the returned trajectory
-        A = np.array([lin.A for lin in res.linearization])
-        B = np.array([lin.B for lin in res.linearization])
-        near = np.flatnonzero(np.array([lin.rcond for lin in res.linearization]) < 1e-8)
+        lins = res.linearization  # (compiled.StageLinearizations carries them stacked)
+        A, B, rcond = (np.asarray(getattr(lins, n)) if hasattr(lins, n) else np.array([getattr(lin, n) for lin in lins])
+                       for n in ("A", "B", "rcond"))
+        near = np.flatnonzero(rcond < 1e-8)
     else:
         tl = linearize_trajectory(vi, res.X, res.U)
         A, B, near = tl.A, tl.B, tl.near_singular
     if len(near) and log is not None:
         log(f"warning: M_k+1 near singular at steps {near.tolist()} (seed 000 §VII)")
     Ql, Rl, Qfl = (task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
-    K, _ = tv_lqr(A, B, Ql, Rl, Qfl)
+    K, _ = tv_lqr(A, B, Ql, Rl, Qfl)  # compiled.tv_lqr: the same Riccati recursion as one C call where it can
     qN = res.X[-1, :nq]
     K_final = U_final = None
     _, residual = holding_input(vi, qN)

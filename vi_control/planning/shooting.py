@@ -46,6 +46,8 @@ class OptimizerResult:
     linearization: list | None = None  # Linearization (A_k, B_k, rcond) at the returned X, U if computed
     constraint_violation: float | None = None  # ‖x_N − goal‖∞ when the goal was a constraint (augmented.py)
     outer_iterations: int = 0  # augmented-Lagrangian multiplier updates (0: an unconstrained solve)
+    compiled: bool = False  # DDP's stage passes ran in the compiled kernel (planning.compiled), not numpy
+    cpu_time: float = 0.0  # process time of the optimization [s] (wall_time counts waits for a core too)
     collocation: object | None = None  # the collocation methods' CollocationSolution (before the VI polish)
 
     def __str__(self) -> str:
@@ -122,19 +124,33 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
 
 
 def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None,
-                    X_guess: np.ndarray | None = None):
+                    X_guess: np.ndarray | None = None, simulate: Callable | None = None):
     """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results).
 
     ``X_guess``: the trajectory these inputs produced before (a warm start), whose states start Newton at each
     step, so a replay finds the same roots of the DEL equation rather than possibly others near the predictor.
+    ``simulate(x0, U, X_guess)``: the rollout to use (default ``rollout``; DDP's compiled stages pass their own).
     """
     lo, hi = input_bounds(input_limits, vi.nu)
     U = np.clip(np.asarray(U0, float).reshape(N, vi.nu), lo, hi)
-    ro = rollout(vi, np.asarray(x0, float), U, X_guess)
+    x0 = np.asarray(x0, float)
+    ro = rollout(vi, x0, U, X_guess) if simulate is None else simulate(x0, U, X_guess)
     if ro is None:
         raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
     X, U, results = ro
     return lo, hi, X, U, results
+
+
+def local_model(cost, X: np.ndarray, U: np.ndarray, metric: tuple[np.ndarray, np.ndarray] | None = None):
+    """What a DDP backward pass takes from a QuadraticTrackingCost along (X, U): (l_x, l_u) of every stage, V_x and
+    V_xx at x_N, and the curvature (W_x, W_u) of the local model — the cost's own Q, R (Newton, Gauss–Newton) or a
+    fixed metric (the first-order projection method, whose V_xx(N) is then W_x too)."""
+    Vx, Vxx = cost.calc_diff_terminal(X[-1])
+    Wx, Wu = (cost.Q, cost.R) if metric is None else metric
+    if metric is not None:
+        Vxx = Wx
+    LX, LU = cost.calc_diff_all(X, U)
+    return LX, LU, Vx, Vxx, Wx, Wu
 
 
 def progress_line(method: str, it: int, cost: float, decrement: float, step: float, reg: float) -> str:

@@ -8,6 +8,12 @@ first valid state (a lockstep simulator steps on every command). A plan starts a
 the controller keeps its current plan (or commands nothing), then enters at k = 0. Path and goal tolerances abort
 a plan to the safe command. Publishes ``~/controller_state`` (reference, feedback, error, output) and
 ``/diagnostics``. A lifecycle node (vi_control.ros.managed); the law is control.tracking.TrackingController.
+
+Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
+(nav_msgs/Odometry: pose and body twist, checked like a joint state's stamp), the same law tracks with
+X_k ⊖ x = −τ⁻¹(X_k⁻¹x) on the group (TV-LQR on the Lie algebra), tolerances apply to τ⁻¹(X_k⁻¹x) (rotation [rad],
+position [m]), and damping acts on each thruster's own velocity Bᵀξ. A tracking error outside the retraction's
+domain (Cayley: half a turn off the plan) is a fault: safe command and a log line.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
@@ -43,13 +50,14 @@ from .messages import (
     plan_from_message,
 )
 from .supervision import ERROR, OK, WARN, ControllerStateMessage, JointLimits, diagnostics
+from .vehicle import POSE_ERROR_NAMES, VEHICLE_PARAMETERS, actuator_velocities, state_from_odometry, vehicle_system
 
 # Kinds of fault that send the safe command; each kind is logged at once, then at most every log_throttle_period.
 FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_FUTURE, FAULT_BACKWARDS, FAULT_LIMITS, FAULT_NONFINITE, \
-    FAULT_PATH, FAULT_GOAL = (
+    FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
         "invalid joint state", "state estimate failed", "joint states stale", "joint state stamp in the future",
         "joint state stamps went backwards", "joint state beyond the limits", "non-finite control input",
-        "path tolerance violated", "goal tolerance violated")
+        "path tolerance violated", "goal tolerance violated", "tracking error undefined")
 
 _LIVE = dict(live=True)
 PARAMETERS: dict[str, Param] = {
@@ -95,6 +103,7 @@ PARAMETERS: dict[str, Param] = {
     "state_publish_rate": Param(50.0, "~/controller_state rate (wall clock) [Hz]; 0: off", range=(0.0, 1e4),
                                 **_LIVE),
     "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]", range=(0.01, 3600.0)),
+    **VEHICLE_PARAMETERS,
     **AUTOSTART,
 }
 _LIMIT_KEYS = ("position_limit_margin", "max_continuous_position", "velocity_limit_factor", "max_velocity")
@@ -110,17 +119,24 @@ class ControllerNode(ManagedNode):
     # ---- lifecycle ---------------------------------------------------------------------------
     def configure(self) -> None:
         p = self.p
-        self.robot, _ = self.load_robot()
-        r = self.robot
+        self.vehicle = bool(p["vehicle"])
+        if not self.vehicle:
+            self.robot, _ = self.load_robot()
         self._build(float(p["dt"]))
+        r = self.robot
         joints = command_joints(p, r)
         # published entry i is input index cmd_index[i] (torques in `joints` order, prescribed positions after)
         self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(len(r.actuated), self.vi.nu)),
                                   int)
-        self.act_q_index = np.array([r.joint_index(n) for n in r.actuated], int)
-        self.reader = RawJointStateReader(r.joint_names)
-        self.limits = self._limits()
-        self.state_msg = ControllerStateMessage(r, list(self.act_q_index))
+        if self.vehicle:  # state[2] holds each thruster's velocity Bᵀξ; limits are the vehicle's
+            self.act_q_index, self.reader, self.limits, self.state_msg = np.arange(self.vi.nu), None, None, None
+            self.error_names = POSE_ERROR_NAMES[: self.vi.dim]
+        else:
+            self.act_q_index = np.array([r.joint_index(n) for n in r.actuated], int)
+            self.reader = RawJointStateReader(r.joint_names)
+            self.limits = self._limits()
+            self.state_msg = ControllerStateMessage(r, list(self.act_q_index))
+            self.error_names = r.joint_names
         self.cmd = RawFloat64MultiArray(self.vi.nu)  # serialized once; each tick writes its values
         self.law: TrackingController | None = None
         self.active_seq = self.last_seq = None
@@ -135,9 +151,10 @@ class ControllerNode(ManagedNode):
         self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
-        self.own_subs = [self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS,
-                                                  raw=True),
-                     self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS)]
+        state_sub = self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS) if self.vehicle else \
+            self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS, raw=True)
+        self.own_subs = [state_sub, self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan",
+                                                             self.on_plan, LATCHED_QOS)]
         self.wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.own_timers = [self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics, clock=self.wall)]
         self.tick_timer = None
@@ -182,7 +199,7 @@ class ControllerNode(ManagedNode):
         self.p[name] = value
         if self.robot is None:
             return None
-        if name in _LIMIT_KEYS:
+        if name in _LIMIT_KEYS and not self.vehicle:
             self.limits = self._limits()
         elif name == "gain_scale" and self.law is not None:
             self._set_plan(self.active_plan)
@@ -197,7 +214,10 @@ class ControllerNode(ManagedNode):
                            p["velocity_limit_factor"], p["max_velocity"])
 
     def _build(self, dt: float) -> None:
-        self.vi = make_integrator(self.p["integrator"], self.robot, dt)
+        if self.vehicle:
+            self.robot, self.vi = vehicle_system(self.p, dt)
+        else:
+            self.vi = make_integrator(self.p["integrator"], self.robot, dt)
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
 
     def _reset_tracking(self) -> None:
@@ -252,7 +272,7 @@ class ControllerNode(ManagedNode):
     def _maybe_enter(self, t: float, x: np.ndarray) -> None:
         """Make the pending plan the active one once its start time has come (or at once: start on receipt)."""
         seq, plan, flags = self.pending
-        t0, nq = plan.times[0], self.vi.nq
+        t0 = plan.times[0]
         if flags & FLAG_START_ON_RECEIPT:
             plan = plan.shifted(t)
         elif t < t0 - 0.5 * plan.dt:
@@ -262,7 +282,7 @@ class ControllerNode(ManagedNode):
         if late > 1 and self.p["retime_tolerance"] > 0:
             # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
             # rather than skip its first steps.
-            e = np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max()
+            e = self._configuration_error(plan.X[0], x).max()
             # both through the same inverse Legendre map: X_0 and x are discrete states (p_k = D₂L_d), whose
             # M⁻¹p at rest under gravity is Δt/2·M⁻¹∇V, not the measured q̇ = 0
             ev = np.abs(self.vi.velocity(plan.X[0]) - self.vi.velocity(x)).max()
@@ -277,7 +297,7 @@ class ControllerNode(ManagedNode):
         if k > 1:
             self.warn("late plan", f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
                       f"expected_solve_time is too short for this machine){gap_x0}")
-        gap = float(np.abs(state_error(plan.X[0, :nq], x[:nq], self.robot.continuous_mask)).max())
+        gap = float(self._configuration_error(plan.X[0], x).max())
         if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
             self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
 
@@ -291,19 +311,9 @@ class ControllerNode(ManagedNode):
             t, has_v = self.reader.read_raw(msg)
         except ValueError as e:
             return self._refuse(FAULT_INVALID_STATE, str(e))
-        now, tol = self._now(), float(self.p["state_timeout"])
-        if now - t > tol:
-            return self._refuse(FAULT_STALE, f"stamp {t:.4f} is {now - t:.3f} s old on this node's clock "
-                                             f"(state_timeout {tol} s)")
-        if t - now > tol:
-            return self._refuse(FAULT_FUTURE, f"stamp {t:.4f} is {t - now:.3f} s ahead of this node's clock")
-        if self.last_stamp is not None and t <= self.last_stamp:
-            if t == self.last_stamp:  # a republished state (lockstep idle): answer it once
-                if self.p["trigger"] == "joint_state" and t != self.last_commanded_stamp and self.state is not None:
-                    self.tick(now)
-                return
-            if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)
-                return self._refuse(FAULT_BACKWARDS, f"stamp {t:.4f} after {self.last_stamp:.4f}")
+        now = self._now()
+        if not self._stamp_ok(t, now):
+            return
         q = self.reader.q
         why = self.limits.check(q, self.reader.qdot if has_v else None)
         if why is not None:
@@ -323,6 +333,54 @@ class ControllerNode(ManagedNode):
         self.state, self.last_stamp, self.ever_valid = (t, x, qdot), t, True
         if self.p["trigger"] == "joint_state":
             self.tick(now)
+
+    def on_odometry(self, msg: Odometry) -> None:
+        """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist, stamp checked as a joint state's."""
+        if not self.active:
+            return
+        self.counts["states"] += 1
+        try:
+            t, x = state_from_odometry(self.vi, msg)
+        except ValueError as e:
+            return self._refuse(FAULT_INVALID_STATE, str(e))
+        now = self._now()
+        if not self._stamp_ok(t, now):
+            return
+        self.state, self.last_stamp, self.ever_valid = (t, x, actuator_velocities(self.robot, self.vi, x)), t, True
+        if self.p["trigger"] == "joint_state":
+            self.tick(now)
+
+    def _stamp_ok(self, t: float, now: float) -> bool:
+        """False if the state stamped ``t`` is not to be used: stale, from the future or going backwards (the
+        safe command sent), or a republished one (answered once, lockstep idle)."""
+        tol = float(self.p["state_timeout"])
+        if now - t > tol:
+            self._refuse(FAULT_STALE, f"stamp {t:.4f} is {now - t:.3f} s old on this node's clock "
+                                      f"(state_timeout {tol} s)")
+            return False
+        if t - now > tol:
+            self._refuse(FAULT_FUTURE, f"stamp {t:.4f} is {t - now:.3f} s ahead of this node's clock")
+            return False
+        if self.last_stamp is not None and t <= self.last_stamp:
+            if t == self.last_stamp:  # a republished state (lockstep idle): answer it once
+                if self.p["trigger"] == "joint_state" and t != self.last_commanded_stamp and self.state is not None:
+                    self.tick(now)
+                return False
+            if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)
+                self._refuse(FAULT_BACKWARDS, f"stamp {t:.4f} after {self.last_stamp:.4f}")
+                return False
+        return True
+
+    def _configuration_error(self, x_ref: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """|configuration of x_ref − that of x| per joint (modulo 2π), or per component of τ⁻¹(g_ref⁻¹g) on a
+        vehicle (∞ where τ⁻¹ is undefined: half a turn off)."""
+        if self.vehicle:
+            try:
+                return np.abs(self.vi.state.diff(x_ref, x)[: self.vi.dim])
+            except ValueError:
+                return np.full(self.vi.dim, np.inf)
+        nq = self.vi.nq
+        return np.abs(state_error(x_ref[:nq], x[:nq], self.robot.continuous_mask))
 
     def _refuse(self, kind: str, detail: str) -> None:
         """A joint state that cannot be used: forget the state, restart the estimate, command safely."""
@@ -358,7 +416,10 @@ class ControllerNode(ManagedNode):
         k = law.index(t)
         if self._tolerances_violated(law, k, t, x):
             return self.go_safe(*self.aborted)
-        u, clamped = law.command(k, x)
+        try:
+            u, clamped = law.command(k, x)
+        except ValueError as e:  # e.g. the Cayley retraction's τ⁻¹ half a turn off the plan (seed 002 §5)
+            return self.go_safe(FAULT_TRACKING, f"{type(e).__name__}: {e}")
         if not np.all(np.isfinite(u)):
             return self.go_safe(FAULT_NONFINITE, "check the plan's gains")
         if clamped:
@@ -371,17 +432,16 @@ class ControllerNode(ManagedNode):
         self._publish_state(law, k, t, x, qdot, u)
 
     def _tolerances_violated(self, law: TrackingController, k: int, t: float, x: np.ndarray) -> bool:
-        p, nq, mask = self.p, self.vi.nq, self.robot.continuous_mask
-        plan = law.plan
+        p, plan = self.p, law.plan
         if p["path_tolerance"] > 0 and k <= plan.horizon:
-            e = np.abs(state_error(plan.X[k, :nq], x[:nq], mask))
+            e = self._configuration_error(plan.X[k], x)
             if e.max() > p["path_tolerance"]:
                 j = int(np.argmax(e))
                 self.aborted = (FAULT_PATH, f"plan {self.active_seq} aborted at k={k}: |q_ref − q| of "
-                                            f"{self.robot.joint_names[j]} = {e[j]:.4g} > {p['path_tolerance']}")
+                                            f"{self.error_names[j]} = {e[j]:.4g} > {p['path_tolerance']}")
                 return True
         if p["goal_tolerance"] > 0 and k >= plan.horizon and not self.goal_reached:
-            e = np.abs(state_error(plan.X[-1, :nq], x[:nq], mask)).max()
+            e = self._configuration_error(plan.X[-1], x).max()
             if e <= p["goal_tolerance"]:
                 self.goal_reached = True
                 self.get_logger().info(f"plan {self.active_seq}: goal reached (|q_N − q| = {e:.4g})")
@@ -428,7 +488,7 @@ class ControllerNode(ManagedNode):
     def _publish_state(self, law: TrackingController, k: int, t: float, x, qdot, u) -> None:
         rate = float(self.p["state_publish_rate"])
         now = time.monotonic()
-        if rate <= 0 or now < getattr(self, "_next_state", 0.0):
+        if rate <= 0 or self.state_msg is None or now < getattr(self, "_next_state", 0.0):
             return
         self._next_state = now + 1.0 / rate
         X, U, _ = law.reference(k)

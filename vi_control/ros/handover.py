@@ -65,7 +65,7 @@ def handover_runs(session, runs: int, discovery: float = 30.0) -> list[dict]:
     rec = session.recorder(["theta"])
     if not rec.wait_for(lambda: rec.states and rec.count_publishers(rec.cmd_pub.topic_name) > 1, discovery):
         raise TimeoutError("nodes not heard\n" + sim.log() + ctrl.log())
-    if not planner.wait_for_log("first joint state to plan from", discovery):
+    if not planner.wait_for_log("first state to plan from", discovery):
         raise TimeoutError("the planner hears no joint state\n" + planner.log())
     out = []
     for _ in range(runs):

@@ -11,6 +11,12 @@ at t_m is carried forward to t_start = t_m + the expected solve time (measured i
 simulation stands still while it waits, a real-time clock runs), under the law of the plan being executed (the
 planner's previous plan) or, without one, where it was measured; the controller holds its current plan until
 t_start, so no step of the new plan is skipped. The solve runs in a worker thread so joint states keep arriving.
+
+Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state comes from ``odom`` (nav_msgs/Odometry), a goal
+pose from ``~/goal`` (geometry_msgs/PoseStamped in ``odom_frame``; or the ``goal`` parameter at start-up) starts a
+DMOC plan to rest there (``planning.vehicle.plan_maneuver``: seed 002 Algorithm 5.2, TV-LQR on the Lie algebra),
+published on the same ``~/plan`` and drawn on ``~/path`` (nav_msgs/Path). A goal that cannot be reached (actuator
+limits, an unactuated direction, a malformed pose) is logged and nothing is published: the controller keeps its plan.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import threading
 import time
 
 import numpy as np
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String, UInt8MultiArray
@@ -45,6 +53,15 @@ from .common import (
     watch_parameters,
 )
 from .messages import joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
+from .vehicle import (
+    ODOM_FRAME_PARAMETER,
+    VEHICLE_PARAMETERS,
+    goal_from_pose_stamped,
+    path_from_plan,
+    pose_parameter,
+    state_from_odometry,
+    vehicle_system,
+)
 
 PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
@@ -67,12 +84,21 @@ PARAMETERS: dict[str, Param] = {
     "publish_unconverged": Param(False, "publish a plan whose optimizer stopped before its tolerance, marked as "
                                         "unconverged (controllers refuse it unless told otherwise); default: log "
                                         "and publish nothing", live=True),
+    **VEHICLE_PARAMETERS,
+    **ODOM_FRAME_PARAMETER,
+    "goal": Param(None, "vehicle mode: a goal pose [x, y, z, qx, qy, qz, qw] to plan toward at start-up (else wait "
+                        "for ~/goal)", array="double"),
+    "horizon": Param(0, "vehicle mode: N steps of the maneuver (0: the vehicle YAML's planning.horizon)",
+                     range=(0, 100000)),
+    "duration": Param(0.0, "vehicle mode: T of the maneuver [s] (0: the vehicle YAML's planning.duration)",
+                      range=(0.0, 1e6)),
 }
 
 
 @dataclasses.dataclass
 class Request:
-    """What to plan: the task ('task'), the task toward ``goal`` ('goal'), or trajectory points ('trajectory')."""
+    """What to plan: the task ('task'), the task toward ``goal`` ('goal'), trajectory points ('trajectory'), or, in
+    vehicle mode, a maneuver to rest at the pose ``goal`` ('pose')."""
 
     kind: str
     goal: np.ndarray | None = None
@@ -90,7 +116,8 @@ class PlannerNode(Node):
         p = self.p = declare_parameters(self, PARAMETERS)
         self.warn = ThrottledLog(self.get_logger(), p["log_throttle_period"])
         watch_parameters(self, PARAMETERS, p, self._apply_parameter)
-        self.task = load_task(resolve_config(p["task"]))
+        self.vehicle = bool(p["vehicle"])
+        self.task = None if self.vehicle else load_task(resolve_config(p["task"]))
         self.robot = None
         self.measured: tuple[float, np.ndarray] | None = None
         self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
@@ -98,14 +125,17 @@ class PlannerNode(Node):
         self.solve_times: list[float] = []  # wall time of the last few solves
         self._lock, self._worker = threading.Lock(), None
         self._latest: UInt8MultiArray | None = None
-        self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", LATCHED_QOS)
-        self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS)
-        self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS)
-        self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS)
         self.create_service(Trigger, "~/replan", self.on_replan)
         if float(p["republish_period"]) > 0:
             self.create_timer(float(p["republish_period"]), self._republish)
+        if self.vehicle:
+            self._setup_vehicle()
+            return
+        self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
+        self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS)
+        self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS)
+        self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS)
         if p["robot_description_topic"]:
             self.create_subscription(String, p["robot_description_topic"], self._on_description, LATCHED_QOS)
         else:
@@ -120,6 +150,52 @@ class PlannerNode(Node):
         self.get_logger().info(f"task {self.p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
         if self.p["plan_on_startup"]:
             self._start(Request("task"), wait=float(self.p["startup_wait"]))
+
+    # ---- vehicle mode ----------------------------------------------------------------------------
+    def _setup_vehicle(self) -> None:
+        from ..model.rigid_body import load_rigid_body
+        from ..planning.vehicle import maneuver_settings
+
+        p = self.p
+        st = maneuver_settings(load_rigid_body(p["vehicle"]))
+        over = {k: v for k, v in (("horizon", int(p["horizon"])), ("duration", float(p["duration"]))) if v}
+        self.settings = dataclasses.replace(st, **over, retraction=p["retraction"])
+        self.robot, self.vi = vehicle_system(p, self.settings.dt)
+        self.goal = pose_parameter(self.vi, p["goal"], "goal") if p["goal"] else None
+        self.pub_path = self.create_publisher(Path, "~/path", LATCHED_QOS)
+        self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_STREAM_QOS)
+        self.create_subscription(PoseStamped, "~/goal", self.on_pose_goal, STREAM_QOS)
+        self.get_logger().info(f"vehicle {p['vehicle']} on {self.robot.name}: dt={self.vi.dt}, nx={self.vi.nx}, "
+                               f"N={self.settings.horizon}")
+        if p["plan_on_startup"] and self.goal is not None:
+            self._start(Request("pose", goal=self.goal), wait=float(p["startup_wait"]))
+
+    def on_odometry(self, msg: Odometry) -> None:
+        try:
+            t, x = state_from_odometry(self.vi, msg)
+        except ValueError as e:
+            self.warn("odometry ignored", f"odometry ignored: {e}")
+            return
+        self._measurement(t, x)
+
+    def on_pose_goal(self, msg: PoseStamped) -> None:
+        try:
+            goal = goal_from_pose_stamped(self.vi, msg, str(self.p["odom_frame"]))
+        except ValueError as e:
+            self.get_logger().error(f"goal rejected: {e}")
+            return
+        self.goal = goal
+        self.get_logger().info(f"goal pose {np.round(goal[:-1, -1], 4).tolist()}: planning")
+        if not self._start(Request("pose", goal=goal), wait=0.0):
+            self.warn("busy", "goal dropped: a plan is being computed", level="error")
+
+    def _measurement(self, t: float, x: np.ndarray) -> None:
+        """A state to plan from, stamped ``t``; the clock samples that measure how fast the clock runs."""
+        now = time.monotonic()
+        self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
+        if self.measured is None:
+            self.get_logger().info(f"first state to plan from: t={t:g}")
+        self.measured = (t, x)
 
     def _on_description(self, msg: String) -> None:
         if self.robot is None:
@@ -156,12 +232,11 @@ class PlannerNode(Node):
             self.estimator.reset()
             self.warn("estimate", f"state estimate failed: {type(e).__name__}: {e}")
             return
-        now = time.monotonic()
-        self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
         if x is not None:
-            if self.measured is None:
-                self.get_logger().info(f"first joint state to plan from: t={t:g}")
-            self.measured = (t, x)
+            self._measurement(t, x)
+        else:
+            now = time.monotonic()
+            self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
 
     def on_goal(self, msg: JointState) -> None:
         arrays = self._arrays(msg, "goal refused", level="error")
@@ -190,7 +265,9 @@ class PlannerNode(Node):
             self.warn("busy", "joint trajectory dropped: a plan is being computed", level="error")
 
     def on_replan(self, _req, res):
-        res.success = self.robot is not None and self._start(Request("task"), wait=0.0)
+        request = Request("task") if not self.vehicle else (Request("pose", goal=self.goal) if self.goal is not None
+                                                             else None)
+        res.success = self.robot is not None and request is not None and self._start(request, wait=0.0)
         res.message = "planning started" if res.success else "no model yet, or a plan is already being computed"
         return res
 
@@ -270,13 +347,18 @@ class PlannerNode(Node):
         t0 = time.monotonic()
         try:
             reference = None
-            if request.kind == "goal":
+            if request.kind == "pose":
+                from ..planning.vehicle import plan_maneuver
+
+                plan, result = plan_maneuver(vi, request.goal, x0, self.settings, log=log.info)
+            elif request.kind == "goal":
                 task = dataclasses.replace(task, goal_q=request.goal)
             elif request.kind == "trajectory":
                 from ..planning.pipeline import start_state
                 start = start_state(task, vi) if x0 is None else x0
                 reference = trajectory_reference(vi, start, request.times, request.positions, request.joints)
-            plan, result = plan_task(vi, task, x0=x0, log=log.info, reference=reference)
+            if request.kind != "pose":
+                plan, result = plan_task(vi, task, x0=x0, log=log.info, reference=reference)
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             log.error(f"planning failed: {type(e).__name__}: {e}")
             return
@@ -290,9 +372,12 @@ class PlannerNode(Node):
             plan = plan.shifted(t_start)
             seq = time.time_ns() // 1000  # unique across planner restarts
             msg = plan_to_message(plan, seq, start_on_receipt=measured is None)
-            velocities = np.array([vi.velocity(x) for x in plan.X])
-            inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
-            self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
+            if self.vehicle:
+                self.pub_path.publish(path_from_plan(vi, plan.X, plan.times[0], str(self.p["odom_frame"])))
+            else:
+                velocities = np.array([vi.velocity(x) for x in plan.X])
+                inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
+                self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
             self.pub_plan.publish(msg)
             self._latest = msg
             self.last_plan = plan if measured is not None else None

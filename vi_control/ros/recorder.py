@@ -26,16 +26,18 @@ from .messages import joint_state_arrays, plan_from_message, split_seconds, stam
 class Recorder(Node):
     def __init__(self, joint_names: list[str], controller_name: str = "effort_controller",
                  planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True,
-                 namespace: str = ""):
+                 namespace: str = "", odometry: bool = False):
         super().__init__(name, namespace=namespace)
         self.joint_names = joint_names
         self.lock = threading.Lock()
         self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
         self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
         self.odometry: list[tuple[float, str, np.ndarray]] = []  # (stamp, child frame, (x, y, z, qx, qy, qz, qw))
+        self.odometry_messages: list[Odometry] = []  # the same messages whole (pose and twist: vehicle mode)
         self.plan_message: UInt8MultiArray | None = None
         if record_states:
             self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
+        if record_states or odometry:
             self.create_subscription(Odometry, "odom", self._on_odometry, RECORD_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command,
                                  RECORD_VOLATILE_QOS)
@@ -81,6 +83,7 @@ class Recorder(Node):
         with self.lock:
             pose = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
             self.odometry.append((stamp_seconds(msg), msg.child_frame_id, pose))
+            self.odometry_messages.append(msg)
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         with self.lock:

@@ -8,6 +8,10 @@ reset_world — a clock that jumps back breaks every sim-time node). Modes: 'rea
 possible with ``max_speed``) and 'lockstep' (one step per received command). A lifecycle node (vi_control.ros.managed):
 inactive = paused (no steps, no clock, commands ignored). For a mobile model also ``odom`` (nav_msgs/Odometry
 of ``odometry_link`` in ``odom_frame``).
+
+Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (seed 002) steps the
+body, thruster efforts arrive on the same command topic, and the state goes out as ``nav_msgs/Odometry`` on
+``odom`` (pose, body twist: the whole state) instead of joint states.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from .common import (
 )
 from .managed import AUTOSTART, ManagedNode
 from .messages import split_seconds
+from .vehicle import BASE_FRAME_PARAMETER, VEHICLE_PARAMETERS, odometry_from_state, pose_parameter, vehicle_system
 
 PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
@@ -61,6 +66,12 @@ PARAMETERS: dict[str, Param] = {
                                "model (nonholonomic constraints or a floating base: its first link with mass), "
                                "'none' = off"),
     "odom_frame": Param("odom", "frame_id of the odometry (the world frame of the simulation)"),
+    **VEHICLE_PARAMETERS,
+    **BASE_FRAME_PARAMETER,
+    "initial_pose": Param(None, "vehicle mode: g_0 as [x, y, z, qx, qy, qz, qw] (default identity)", array="double"),
+    "initial_twist": Param(None, "vehicle mode: body twist ξ_0 = (ω, v) (default rest)", array="double"),
+    "drag_scale": Param(1.0, "vehicle mode: multiply the drag (model mismatch; mass_scale keeps the trim)",
+                        range=(1e-3, 1e3)),
     **AUTOSTART,
 }
 
@@ -77,42 +88,58 @@ class SimulatorNode(ManagedNode):
         p = self.p
         if self.get_parameter("use_sim_time").value:
             raise ValueError("use_sim_time must be false for the simulator: it is the clock (/clock)")
-        self.robot, urdf = self.load_robot(mass_scale=float(p["mass_scale"]))
-        self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
+        vehicle = vehicle_system(p, float(p["dt"]), float(p["mass_scale"]), float(p["drag_scale"]))
+        self.vehicle = vehicle is not None
+        if self.vehicle:
+            self.robot, self.vi = vehicle
+        else:
+            self.robot, urdf = self.load_robot(mass_scale=float(p["mass_scale"]))
+            self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
         self.perm = np.array([joints.index(n) for n in r.actuated] + list(range(len(joints), vi.nu)), int)
-        self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
-        q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
-        v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
-        if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
-            raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
-        # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
-        # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
-        self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
-        self.q_prev0 = q0 - vi.dt * v0
-        self.continuous = np.asarray(r.continuous_mask, bool)
-        self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.u_zero = np.zeros(vi.nu)
-        self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
+        self.q_prev0 = None  # joint mode: q_{−1}, for the published velocity of the last step
+        if self.vehicle:
+            twist = np.asarray(p["initial_twist"] or np.zeros(vi.dim), float)
+            if twist.shape != (vi.dim,):
+                raise ValueError(f"initial_twist needs {vi.dim} entries (ω, v)")
+            self.x0 = vi.state_from_pose(pose_parameter(vi, p["initial_pose"], "initial_pose"), twist)
+        else:
+            self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
+            q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
+            v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
+            if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
+                raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
+            # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
+            # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
+            self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
+            self.q_prev0, self.continuous = q0 - vi.dt * v0, np.asarray(r.continuous_mask, bool)
+            self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
+        self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.k = 0
         self._reset_state()
-        self.state_msg = JointState(name=r.joint_names)
         self.clock_msg = Clock()
-        self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
         self.clock_pub = self.create_publisher(Clock, "/clock", STREAM_QOS) if p["publish_clock"] else None
-        self.desc_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
-        self.desc_pub.publish(String(data=urdf))
         self.sub = self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command,
                                             STREAM_QOS)
         self.srv = self.create_service(Trigger, "~/reset", self.on_reset)
-        link = odometry_link(r, str(p["odometry_link"]))
-        self.odometer = Odometer(r, link) if link else None
-        self.odom_pub = self.create_publisher(Odometry, "odom", RECORD_QOS) if link else None
+        if self.vehicle:  # the body's pose and twist are the whole state: odometry is what is published
+            self.pub = self.create_publisher(Odometry, "odom", RECORD_QOS)
+            self.desc_pub = self.odometer = self.odom_pub = None
+        else:
+            self.state_msg = JointState(name=r.joint_names)
+            self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
+            self.desc_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
+            self.desc_pub.publish(String(data=urdf))
+            link = odometry_link(r, str(p["odometry_link"]))
+            self.odometer = Odometer(r, link) if link else None
+            self.odom_pub = self.create_publisher(Odometry, "odom", RECORD_QOS) if link else None
         self.lockstep = p["mode"] == "lockstep"
         self.timer = None
-        self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}")
+        self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}"
+                               f"{', vehicle mode (odom)' if self.vehicle else ''}")
 
     def activate(self) -> None:
         self.last_command_time = time.monotonic()
@@ -155,7 +182,7 @@ class SimulatorNode(ManagedNode):
     # ---- simulation --------------------------------------------------------------------------
     def _reset_state(self) -> None:
         self.x, self.u = self.x0.copy(), self.u_zero.copy()
-        self.q_prev = self.q_prev0.copy()
+        self.q_prev = None if self.q_prev0 is None else self.q_prev0.copy()
         self.last_command_time = time.monotonic()
 
     def on_reset(self, _req, res):
@@ -207,18 +234,26 @@ class SimulatorNode(ManagedNode):
         except (StepError, ValueError) as e:
             self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
             return
-        self.q_prev, self.x, self.k = self.x[: self.vi.nq].copy(), x_next, self.k + 1
+        if self.q_prev0 is not None:
+            self.q_prev = self.x[: self.vi.nq].copy()
+        self.x, self.k = x_next, self.k + 1
         self.publish_state()
 
     def publish_state(self) -> None:
-        vi, msg = self.vi, self.state_msg
+        vi = self.vi
         sec, nsec = split_seconds(self.k * vi.dt)
         if self.clock_pub is not None:  # the clock first: a sim-time reader never sees a state from its future
             self.clock_msg.clock.sec, self.clock_msg.clock.nanosec = sec, nsec
             self.clock_pub.publish(self.clock_msg)
+        std = float(self.p["position_noise_std"])
+        if self.vehicle:
+            noise = self.rng.normal(0.0, std, 3) if std > 0 else None
+            self.pub.publish(odometry_from_state(vi, self.x, self.k * vi.dt, str(self.p["odom_frame"]),
+                                                 str(self.p["base_frame"]), noise))
+            return
+        msg = self.state_msg
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         q = self.x[: vi.nq]
-        std = float(self.p["position_noise_std"])
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
         # the velocity of the last step, (q_k − q_{k−1})/Δt: what a state estimator turns back into the same
         # x_k = (q_k, D₂L_d(q_{k−1}, q_k)) as from the two configurations. (M⁻¹p_k would report a pendulum held

@@ -1,0 +1,257 @@
+"""Whole-horizon compiled DDP stages (issue 13 item 1): per iteration, one C call per pass over all N stages.
+
+DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
+trajectory (seed 000 eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
+backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
+(``mechanics/csrc/ddp_kernel.c``), which calls the model's generated functions ('linearize', 'hessian') and its
+Newton driver through their addresses. That library is the same for every model: it is compiled once into the
+cache (``mechanics.codegen``) and needs no gcc time per model. Python keeps what ``ddp`` decides: iterations,
+the Newton/Gauss–Newton fallback, regularization updates, line-search acceptance and reporting.
+
+The fast path is chosen by capability, never by class: a system whose ``compiled_stage(second_order)`` returns an
+``integrators.base.CompiledStage`` (today MidpointVI and its subclass, the GNI, when their step is generated C)
+gets ``CompiledStages``; any other ``Linearizable`` takes ddp's numpy path, which stays the general one. The kernel
+computes the numpy path's operations (same algorithm, same branch tests), so the two agree to round-off
+(test/test_planning_compiled.py). Nothing is kept between calls: every pass writes fresh arrays.
+``VI_CONTROL_COMPILED_PLANNER=0`` (or ``ENABLED = False``) forces the numpy path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from ..control import lqr
+from ..integrators.base import CompiledStage, Linearizable, SingularityError
+from ..linearization import Linearization
+from ..mechanics import codegen
+from ..mechanics.discrete import DENSE_LU_C
+from .shooting import local_model, rollout
+
+KERNEL_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "ddp_kernel.c").read_text()
+
+ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
+
+_ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
+_ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
+
+
+@functools.cache
+def kernel_library() -> ctypes.CDLL | None:
+    """The model-independent kernel library (compiled on first use, then loaded from the cache); None without a
+    C compiler (the planner then takes the numpy path)."""
+    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen._DEFAULT_CFLAGS).split()
+    so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", flags, "the planner's compiled kernel (using numpy)")
+    if so is None:
+        return None
+    lib = ctypes.CDLL(str(so))
+    lib.vi_plan_call.restype = ctypes.c_int
+    lib.vi_plan_call.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
+    lib.vi_plan_workspace.restype = ctypes.c_longlong
+    lib.vi_plan_workspace.argtypes = [ctypes.c_longlong] * 4
+    lib.vi_plan_tvlqr.restype = ctypes.c_int
+    lib.vi_plan_tvlqr.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    return lib
+
+
+def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``control.lqr.tv_lqr`` (seed 000 eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
+    constant over the horizon; the numpy version for anything else (stacked weights, no compiler, ``ENABLED``
+    off). Returns (K (N, nu, nx), P (N+1, nx, nx)); LinAlgError if R + BᵀPB is singular, as numpy's solve."""
+    lib = kernel_library() if ENABLED else None
+    A, B = np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float)
+    W = [np.ascontiguousarray(w, dtype=float) for w in (Q, R, Qf)]
+    if lib is None or B.ndim != 3 or A.shape[:1] != B.shape[:1] or any(w.ndim != 2 for w in W):
+        return lqr.tv_lqr(A, B, Q, R, Qf)
+    N, nx, nu = B.shape
+    if A.shape != (N, nx, nx) or W[0].shape != (nx, nx) or W[1].shape != (nu, nu) or W[2].shape != (nx, nx):
+        return lqr.tv_lqr(A, B, Q, R, Qf)  # (its own shape errors)
+    K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
+    scratch, piv = np.empty(3 * nx * nx + 2 * nx * nu + 2 * nu * nu + nu + 1), np.empty(max(nu, 1), np.int64)
+    sizes = np.array([N, nx, nu], np.int64)
+    arrays = [A, B, *W, K, P, scratch, piv]
+    if lib.vi_plan_tvlqr(sizes.ctypes.data, (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])):
+        raise np.linalg.LinAlgError("Singular matrix")
+    return K, P
+
+
+def compiled_stages(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray,
+                    second_order: bool = True) -> CompiledStages | None:
+    """``CompiledStages`` for this system, horizon and input box, or None (numpy path): no capability, a step that
+    is not compiled C, no C compiler, or ``ENABLED`` off."""
+    get = getattr(vi, "compiled_stage", None)
+    if not ENABLED or get is None:
+        return None
+    stage = get(second_order)
+    if not isinstance(stage, CompiledStage) or stage.kernel.ny < 1 or stage.kernel.nx != vi.state.ndx:
+        return None
+    lib = kernel_library()
+    return None if lib is None else CompiledStages(lib, vi, stage, N, lo, hi)
+
+
+class _Arena:
+    """Arrays whose addresses are known without asking numpy: ``.ctypes.data`` costs ~3.6 µs per array here, more
+    than a stage's arithmetic at pendulum size, and every pass passes a dozen arrays. Outputs are carved from
+    chunks whose base address is looked up once; inputs that did not come from here are copied into staging
+    buffers of their own (``np.copyto``, ~0.5 µs). Only addresses are remembered, never values: every pass writes
+    fresh output arrays."""
+
+    CHUNK = 1 << 14  # doubles per chunk (128 KiB)
+
+    def __init__(self):
+        self._known: dict[int, tuple[np.ndarray, int]] = {}
+        self._chunk, self._base, self._used = np.empty(0), 0, 0
+        self._staged: dict[tuple, np.ndarray] = {}
+
+    def carve(self, *shapes: tuple, int_index: int | None = None) -> list[np.ndarray]:
+        """Fresh arrays of these shapes (float64; the one at ``int_index`` int64), never handed out before."""
+        sizes = [math.prod(sh) for sh in shapes]
+        total = sum(sizes)
+        if self._used + total > len(self._chunk):
+            self._chunk = np.empty(max(self.CHUNK, total))
+            self._base, self._used = self._chunk.ctypes.data, 0
+        out, off = [], self._used
+        for i, (sh, n) in enumerate(zip(shapes, sizes)):
+            a = self._chunk[off: off + n]
+            a = (a.view(np.int64) if i == int_index else a).reshape(sh)
+            self._known[id(a)] = (a, self._base + 8 * off)
+            out.append(a)
+            off += n
+        self._used = off
+        return out
+
+    def pointers(self, arrays: list) -> tuple[ctypes.Array, list]:
+        """(void* array, arrays to keep alive during the call). Position i of a call takes arrays carved here as
+        they are; any other array is copied into the staging buffer of (position, shape) (float64)."""
+        ptrs, keep = [], []
+        for i, a in enumerate(arrays):
+            hit = None if a is None else self._known.get(id(a))
+            if hit is not None and hit[0] is a:
+                ptrs.append(hit[1])
+            elif a is None:
+                ptrs.append(None)
+            else:
+                key = (i, np.shape(a))
+                buf = self._staged.get(key)
+                if buf is None:
+                    buf = self._staged[key] = self.carve(key[1])[0]
+                np.copyto(buf, a, casting="same_kind")
+                ptrs.append(self._known[id(buf)][1])
+        return (ctypes.c_void_p * len(ptrs))(*ptrs), keep
+
+
+@dataclass
+class StageLinearization:
+    """A_k, B_k of all stages, rcond of R_y, and what the second-order contraction reuses: R_y's LU, dy/dz, O_y
+    (column-major per stage, as the generated code writes them)."""
+
+    A: np.ndarray  # (N, nx, nx)
+    B: np.ndarray  # (N, nx, nu)
+    rcond: np.ndarray  # (N,)
+    lu: np.ndarray  # (N, ny, ny)
+    piv: np.ndarray  # (N, ny) int64
+    dydz: np.ndarray  # (N, nz, ny): dy/dz transposed
+    Oy: np.ndarray  # (N, ny, nx): O_y transposed
+
+
+class CompiledStages:
+    """DDP's stage passes for one (system, horizon N, input box) in C. Trajectory data are arrays: X (N+1, nx),
+    U (N, nu) and the solved unknowns Y (N, ny) of every step (what ``StepResult.y`` holds on the numpy path).
+
+    ``rollout`` → (X, U_applied, Y) or None (a step failed: the trial is rejected, as ``shooting.rollout``);
+    ``linearize`` → StageLinearization (SingularityError where R_y is singular, as ``linearize``);
+    ``backward`` → (k, K, d1, d2) or None (the regularized Q_uu is not positive definite: ddp changes the model);
+    ``linearization`` → the ``Linearization`` list ``OptimizerResult.linearization`` carries.
+    """
+
+    compiled = True
+
+    def __init__(self, lib: ctypes.CDLL, vi: Linearizable, stage: CompiledStage, N: int, lo: np.ndarray,
+                 hi: np.ndarray):
+        k, st = stage.kernel, stage.settings
+        self.vi, self.N, self.nx, self.nu, self.ny, self.nz = vi, int(N), k.nx, k.n_inputs, k.ny, k.nz
+        self.lo, self.hi = np.array(lo, float), np.array(hi, float)
+        bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
+        self._second_order_ok = k.hessian != 0
+        kp = np.array([N, k.nq, k.nd, k.nk, k.nc, k.ny, k.nx, k.n_inputs, k.nz, st.max_iterations, stage.chord,
+                       bounded], dtype=np.int64)
+        kd = np.array([k.dt, st.tol, st.rcond_min, stage.chord_rate_max, st.max_rotation, k.max_configuration])
+        n_scr = lib.vi_plan_workspace(k.nx, k.n_inputs, k.ny, k.nz)
+        bufs = [kp, kd, k.idx, np.zeros(max(k.n_iw, 1), np.int64), np.zeros(max(k.n_w, 1)), np.zeros(k.n_ws),
+                np.zeros(max(k.ny, 1), np.int64), np.zeros(n_scr), np.zeros(2 * max(k.n_inputs, 1), np.int64),
+                self.lo, self.hi, k.rot]
+        self._keep = bufs  # the context points into these
+        ptrs = [kp, kd, k.newton, k.linearize, k.hessian, *bufs[2:]]
+        self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
+        self._call = lib.vi_plan_call
+        self._arena = _Arena()
+        self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)  # μ, second order
+
+    def _run(self, which: int, arrays: list) -> int:
+        args, _keep = self._arena.pointers(arrays)
+        return self._call(which, self._ctx, args)
+
+    def rollout(self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``shooting.rollout(vi, x0, U, X_nom, lo, hi, X_nom, K)`` over all stages in one call."""
+        N, nx, nu = self.N, self.nx, self.nu
+        if np.shape(x0) != (nx,) or np.shape(U) != (N, nu):
+            raise ValueError(f"rollout: x0 {np.shape(x0)} and U {np.shape(U)}, expected ({nx},) and ({N}, {nu})")
+        X, Ua, Y, info = self._arena.carve((N + 1, nx), (N, nu), (N, self.ny), (2,))
+        code = self._run(_ROLLOUT, [x0, U, X_nom, K, X, Ua, Y, info])
+        if code == 0:
+            return X, Ua, Y
+        if code == _ROLLOUT_NEEDS_PYTHON:  # M(q_k) singular in the driver's own guess: solve's least-squares retry
+            ro = rollout(self.vi, x0, U, X_nom, self.lo, self.hi, X_nom, K)
+            return None if ro is None else (ro[0], ro[1], np.array([r.y for r in ro[2]]))
+        return None
+
+    def linearize(self, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> StageLinearization:
+        N, nx, nu, ny, nz = self.N, self.nx, self.nu, self.ny, self.nz
+        lin = StageLinearization(*self._arena.carve((N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny),
+                                                    (N, nz, ny), (N, ny, nx), int_index=4))
+        info = self._arena.carve((2,))[0]
+        if self._run(_LINEARIZE, [X, U, Y, lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, info]):
+            raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
+        return lin
+
+    def backward(self, cost, X: np.ndarray, U: np.ndarray, Y: np.ndarray, lin: StageLinearization, mu: float,
+                 second_order: bool, metric: tuple[np.ndarray, np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+        """ddp's ``_backward`` (same inputs from the cost: ``shooting.local_model``) over all stages in one call."""
+        if second_order and not self._second_order_ok:
+            raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
+        N, nx, nu = self.N, self.nx, self.nu
+        kff, Kfb, d = self._arena.carve((N, nu), (N, nu, nx), (2,))
+        self._scalars[0], self._flags[0] = mu, 1 if second_order else 0
+        code = self._run(_BACKWARD, [X, U, Y, lin.A, lin.B, lin.lu, lin.piv, lin.dydz, lin.Oy,
+                                     *local_model(cost, X, U, metric), self._scalars, self._flags, kff, Kfb, d])
+        return None if code else (kff, Kfb, float(d[0]), float(d[1]))
+
+    @staticmethod
+    def linearization(lin: StageLinearization) -> StageLinearizations:
+        return StageLinearizations(lin)
+
+
+class StageLinearizations(Sequence):
+    """``OptimizerResult.linearization`` of the compiled path: the ``Linearization`` of stage k on indexing, and the
+    stacked ``A`` (N, nx, nx), ``B`` (N, nx, nu), ``rcond`` (N,) for whoever needs all of them (TV-LQR)."""
+
+    def __init__(self, lin: StageLinearization):
+        self._lin, self.A, self.B, self.rcond = lin, lin.A, lin.B, lin.rcond
+
+    def __len__(self) -> int:
+        return len(self.A)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(len(self))[k]]
+        return Linearization(A=self.A[k], B=self.B[k], dy_dz=self._lin.dydz[k].T, rcond=float(self.rcond[k]))

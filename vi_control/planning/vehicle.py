@@ -1,0 +1,174 @@
+"""Planning a rigid body's maneuver: DMOC to a goal pose at rest, then TV-LQR on the Lie algebra → Plan.
+
+``plan_maneuver(vi, goal)`` is the planner the ROS node wraps in vehicle mode: Algorithm 5.2 (``dmoc``) with
+held inputs (u_k⁻ = u_k⁺: the plan is exactly the ``LieGroupVI`` step the simulator runs), a check of the inputs
+against the actuator limits (an over-limit plan is re-solved with the limits by IPOPT; IPOPT's infeasibility
+verdict is reported as ``GoalUnreachableError``), then the exact linearization of the group step along the plan
+(A, B on tangent vectors, ``linearization.linearize_trajectory``) and the discrete TV-LQR gains (``control.lqr``)
+for the tracking law u = U_k + K_k(X_k ⊖ x), X_k ⊖ x = −τ⁻¹(X_k⁻¹x) on the pose.
+
+The body's YAML ``planning`` section supplies defaults: ``horizon`` N, ``duration`` T, ``retraction``,
+``lqr: {Q, R, Qf}`` (diagonals on (rotation, [position,] momentum) and the inputs) and ``maneuvers`` (named
+boundary pairs: ``{name, start: {position, rpy_deg | quaternion}, goal: {...}}``, start default the origin).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..control.lqr import tv_lqr
+from ..control.plan import Plan
+from ..integrators.lie_group import LieGroupVI
+from ..linearization import linearize_trajectory
+from ..mechanics.groups import get_group, rotation_from_quaternion
+from ..model.rigid_body import RigidBodyModel
+from .dmoc import DMOCError, DMOCProblem, DMOCResult, solve_dmoc
+from .dmoc_nlp import solve_ipopt
+
+__all__ = ["GoalUnreachableError", "ManeuverSettings", "pose_from_spec", "maneuvers", "maneuver_settings",
+           "plan_maneuver", "rotation_from_rpy"]
+
+
+class GoalUnreachableError(DMOCError):
+    """No maneuver reaches the goal within the actuator limits in the planning duration."""
+
+
+def rotation_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """R = R_z(yaw) R_y(pitch) R_x(roll) (fixed-axis x, y, z: the ROS convention)."""
+    cr, sr, cp, sp, cy, sy = (f(a) for a in (roll, pitch, yaw) for f in (math.cos, math.sin))
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def pose_from_spec(spec: dict | None, group: str, key: str = "pose") -> np.ndarray:
+    """A group element from ``{position: [x, y, z], rpy_deg: [r, p, y] | quaternion: [x, y, z, w]}``."""
+    G = get_group(group)
+    spec = spec or {}
+    if not isinstance(spec, dict) or set(spec) - {"position", "rpy_deg", "quaternion"}:
+        raise ValueError(f"{key}: expected {{position, rpy_deg | quaternion}}, got {spec!r}")
+    if "rpy_deg" in spec and "quaternion" in spec:
+        raise ValueError(f"{key}: give rpy_deg or quaternion, not both")
+    R = np.eye(3)
+    if "rpy_deg" in spec:
+        a = np.asarray(spec["rpy_deg"], float)
+        if a.shape != (3,) or not np.all(np.isfinite(a)):
+            raise ValueError(f"{key}.rpy_deg: expected 3 finite angles, got {spec['rpy_deg']!r}")
+        R = rotation_from_rpy(*np.radians(a))
+    elif "quaternion" in spec:
+        try:
+            R = rotation_from_quaternion(np.asarray(spec["quaternion"], float))
+        except ValueError as e:
+            raise ValueError(f"{key}.quaternion: {e}") from None
+    if G.name == "SO3":
+        if "position" in spec:
+            raise ValueError(f"{key}.position: an SO(3) body has no position")
+        return R
+    p = np.asarray(spec.get("position", [0.0, 0.0, 0.0]), float)
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise ValueError(f"{key}.position: expected 3 finite numbers, got {spec.get('position')!r}")
+    g = np.eye(4)
+    g[:3, :3], g[:3, 3] = R, p
+    return g
+
+
+@dataclass(frozen=True)
+class ManeuverSettings:
+    horizon: int = 32
+    duration: float = 8.0
+    retraction: str = "cayley"
+    Q: np.ndarray | float = 10.0
+    R: np.ndarray | float = 1.0
+    Qf: np.ndarray | float = 100.0
+
+    @property
+    def dt(self) -> float:
+        return self.duration / self.horizon
+
+
+def maneuver_settings(body: RigidBodyModel) -> ManeuverSettings:
+    """N, T, retraction and LQR weights from the body's ``planning`` section (defaults otherwise)."""
+    p = body.planning
+    lqr = p.get("lqr", {})
+    n = 2 * body.dim
+    w = {}
+    for k, default in (("Q", 10.0), ("R", 1.0), ("Qf", 100.0)):
+        v = lqr.get(k, default)
+        size = len(body.actuators) if k == "R" else n
+        a = np.asarray(v, float)
+        if a.ndim > 1 or (a.ndim == 1 and a.size != size) or not np.all(np.isfinite(a)) or np.any(a < 0):
+            raise ValueError(f"planning.lqr.{k}: expected a non-negative scalar or {size} diagonal entries, got {v!r}")
+        w[k] = a
+    horizon, duration = p.get("horizon", 32), p.get("duration", 8.0)
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 2:
+        raise ValueError(f"planning.horizon: expected an integer ≥ 2, got {horizon!r}")
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration > 0:
+        raise ValueError(f"planning.duration: expected a positive number of seconds, got {duration!r}")
+    return ManeuverSettings(horizon=horizon, duration=float(duration), retraction=p.get("retraction", "cayley"), **w)
+
+
+def maneuvers(body: RigidBodyModel) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(name, g(0), g(T)) of every maneuver in the body's ``planning.maneuvers``."""
+    out = []
+    for i, m in enumerate(body.planning.get("maneuvers", [])):
+        if not isinstance(m, dict) or "goal" not in m or set(m) - {"name", "start", "goal"}:
+            raise ValueError(f"planning.maneuvers[{i}]: expected {{name, start, goal}}, got {m!r}")
+        out.append((str(m.get("name", f"maneuver_{i}")), pose_from_spec(m.get("start"), body.group,
+                                                                        f"planning.maneuvers[{i}].start"),
+                    pose_from_spec(m["goal"], body.group, f"planning.maneuvers[{i}].goal")))
+    return out
+
+
+def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None,
+                  settings: ManeuverSettings | None = None, log=None) -> tuple[Plan, DMOCResult]:
+    """Plan from ``x0`` (a state of ``vi``; default its identity at rest) to the group element ``goal`` at rest.
+
+    Raises GoalUnreachableError when the limits of the body's actuators make the goal unreachable in the
+    duration (IPOPT finds the bounded problem infeasible), DMOCError when the solve fails otherwise.
+    """
+    body = vi.robot
+    st = settings or maneuver_settings(body)
+    if abs(st.dt - vi.dt) > 1e-12 * st.dt:
+        raise ValueError(f"the integrator's dt = {vi.dt} differs from the maneuver's T/N = {st.dt}")
+    if st.retraction != vi.retraction.kind:
+        raise ValueError(f"the integrator uses the {vi.retraction.kind} retraction, the maneuver {st.retraction}")
+    x0 = vi.state.zero() if x0 is None else np.asarray(x0, float)
+    vi.check_inputs(x0, None)
+    prob = DMOCProblem(body, vi.pose(x0), np.asarray(goal, float), st.horizon, st.duration, st.retraction,
+                       inputs="hold", xi0=vi.velocity(x0))
+    res = solve_dmoc(prob, log=log)
+    if not res.converged:
+        raise DMOCError(f"dmoc: no maneuver found ({res}): the goal may need motion along an unactuated direction "
+                        "that the geodesic guess cannot start (e.g. pure heave); add a turn or a waypoint")
+    X, U = res.states(body), res.u_minus
+    lim = body.effort_limits
+    over = np.abs(U) > lim * (1 + 1e-9)
+    if np.any(over):
+        k, i = np.unravel_index(int(np.argmax(np.abs(U) / lim)), U.shape)
+        need = f"{abs(U[k, i]):.3g} N on {body.actuated[i]} (limit {lim[i]:g}) at t = {k * st.dt:.2f} s"
+        if log is not None:
+            log(f"[plan] minimum-effort maneuver needs {need}: re-solving with the limits (IPOPT)")
+        bounded = solve_ipopt(prob, bounds=lim, xi_guess=res.xi)
+        if not bounded.success:
+            cause = "infeasible" if bounded.infeasible else f"IPOPT: {bounded.status}"
+            raise GoalUnreachableError(
+                f"goal unreachable under the actuator limits: the minimum-effort maneuver needs {need}, and no "
+                f"maneuver within the limits reaches the goal in T = {st.duration:g} s ({cause}); lengthen the "
+                "planning duration, move the goal closer or raise the limits")
+        G = vi.group
+        g = [vi.pose(x0)]
+        for xi in bounded.xi:
+            g.append(g[-1] @ vi.retraction.tau(st.dt * xi))
+        X = np.array([np.concatenate([G.to_coordinates(gk), nu]) for gk, nu in zip(g, bounded.nu)])
+        U = np.clip(bounded.u_minus, -lim, lim)
+    lin = linearize_trajectory(vi, X, U)
+    K, _ = tv_lqr(lin.A, lin.B, st.Q, st.R, st.Qf)
+    plan = Plan(times=np.arange(st.horizon + 1) * st.dt, X=X, U=U, K=K, dt=st.dt, model_name=body.name,
+                model_hash=body.hash, joint_names=body.joint_names, input_names=list(body.actuated),
+                weights={"lqr": {k: np.atleast_1d(getattr(st, k)).tolist() for k in ("Q", "R", "Qf")},
+                         "method": "dmoc"},
+                K_final=K[-1], U_final=np.zeros(vi.nu), converged=True)
+    return plan, res
