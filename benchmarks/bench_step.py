@@ -2,11 +2,16 @@
 
 Everything is measured in this process, interleaved round by round. The machine is shared with other
 people's tests, so step costs are process CPU time (``time.process_time``: time spent descheduled does not
-count), each figure is the fastest of ``--rounds`` batches, and the ratios compare figures of the same rounds:
+count). Each figure is given as the median (and min) over ``--rounds`` batches; a ratio is computed per round
+(the VI's batch against the baseline's batch of the same round) and given as its median (and min). The load
+average (1 min) is recorded before and after each model:
 
-- ``VI exact`` / ``VI chord``: ``MidpointVI.step`` with ``newton='exact'`` (M_{k+1} evaluated and factored in
-  every iteration) and ``newton='chord'`` (factored once per step, residual-only iterations, one exact update
-  at the root; the default with the C driver), whole Newton step in generated C when the model compiles;
+- ``VI exact`` / ``VI chord`` / ``VI quasi``: ``MidpointVI.step`` with ``newton='exact'`` (M_{k+1} evaluated and
+  factored in every iteration), ``newton='chord'`` (residual-only iterations on Δt⁻¹M(q_k), M_{k+1} once near
+  the root for the condition check and the last updates; the default with the C driver) and ``newton='chord'``
+  with ``chord_root_check=False`` (M_{k+1} skipped when the quasi-Newton iteration converges alone), whole Newton
+  step in generated C when the model compiles; timed through ``step`` (what a simulation loop calls), the
+  iteration counts from an untimed ``solve`` pass over the same steps;
 - ``numpy Newton``: the same compiled residual/Jacobian with the Newton loop, LU and dgecon in numpy/LAPACK
   (the path before the C driver; also what runs when the driver is unavailable);
 - ``ABA+Euler``: q̇ += Δt·aba(q, q̇, τ); q += Δt·q̇ with Pinocchio on the same model;
@@ -40,6 +45,8 @@ from vi_control.model.bundled import bundled_config, bundled_urdf, example_robot
 from vi_control.model.generate import planar_chain_urdf
 
 ROOT = Path(__file__).resolve().parent.parent
+# timed variants: (MidpointVI.newton, MidpointVI.chord_root_check)
+VARIANTS = {"exact": ("exact", True), "chord": ("chord", True), "quasi": ("chord", False)}
 BATCH_SECONDS = 0.01  # CPU length of one timed batch
 
 
@@ -119,15 +126,21 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
     x0 = vi.state_from_velocity(q0, v0)
     u = np.zeros(vi.nu)
     tau = np.zeros(nq)
-    iters: dict[str, list[int]] = {m: [] for m in NEWTON_METHODS}
+    iters: dict[str, list[int]] = {m: [] for m in VARIANTS}
 
-    def run_vi(n: int, method: str) -> None:
-        vi.newton = method
+    def run_vi(n: int, variant: str) -> None:
+        vi.newton, vi.chord_root_check = VARIANTS[variant]
+        x = x0
+        for _ in range(n):
+            x = vi.step(x, u)
+
+    def count_iterations(n: int, variant: str) -> None:
+        vi.newton, vi.chord_root_check = VARIANTS[variant]
         x = x0
         for _ in range(n):
             r = vi.solve(x, u)
             x = r.x
-            iters[method].append(r.iterations)
+            iters[variant].append(r.iterations)
 
     newton_c = vi._newton
 
@@ -149,7 +162,7 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
             v = v + dt * pin.aba(pm, pd, q, v, tau)
             q = q + dt * v
 
-    runs = {m: (lambda n, m=m: run_vi(n, m)) for m in NEWTON_METHODS}
+    runs = {m: (lambda n, m=m: run_vi(n, m)) for m in VARIANTS}
     runs["aba"] = run_aba
     if newton_c is not None:
         runs["numpy"] = run_numpy_newton
@@ -174,21 +187,31 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
         run(2)
         sizes[key] = int(np.clip(BATCH_SECONDS / max((time.process_time() - t) / 2, 1e-7), 2, 5000))
     times: dict[str, list[float]] = {k: [] for k in runs}
-    for v in iters.values():
-        v.clear()
+    for variant in VARIANTS:
+        count_iterations(sizes[variant], variant)
+    load = [os.getloadavg()[0]]
     for _ in range(rounds):
         for key, run in runs.items():
             per_step(run, sizes[key], times[key])
+    load.append(os.getloadavg()[0])
     best = {k: min(v) * 1e6 for k, v in times.items()}
+    med = {f"{k}_med": float(np.median(v)) * 1e6 for k, v in times.items()}
+    # per-round ratios of the VI to each baseline (same round: the same machine state)
+    ratios = {f"{m}/{b}": np.array(times[m]) / np.array(times[b]) for m in VARIANTS for b in ("aba", "mj_step")
+              if b in times}
+    ratios["exact/chord"] = np.array(times["exact"]) / np.array(times["chord"])
     return dict(model=name, nq=nq, dt=dt, backend="C Newton" if newton_c is not None else "CasADi VM",
-                **{f"it_{m}": float(np.mean(v)) for m, v in iters.items()}, cold=cold, warm=warm, gcc=gcc, **best)
+                **{f"it_{m}": float(np.mean(v)) for m, v in iters.items()}, cold=cold, warm=warm, gcc=gcc, **best,
+                **med, ratios={k: (float(np.median(v)), float(v.min())) for k, v in ratios.items()}, load=load,
+                rounds=rounds)
 
 
-def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, newton: str) -> str:
+def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, newton: str,
+              root_check: bool = True) -> str:
     """Where one compiled step's time goes: Python wrapper, the C driver with 0, 1, … Newton iterations."""
     robot = load_robot(urdf, yaml)
-    vi = MidpointVI(robot, dt, newton=newton)
-    chord = (vi.newton == "chord", vi.chord_rate_max)
+    vi = MidpointVI(robot, dt, newton=newton, chord_root_check=root_check)
+    chord = (vi.newton == "chord", vi.chord_rate_max, root_check)
     nw = vi._newton
     if nw is None:
         return f"{name}: no compiled driver (CasADi VM)"
@@ -204,7 +227,8 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, ne
     for _ in range(rounds):
         for c, fn in cases.items():
             per_step(lambda n, fn=fn: [fn() for _ in range(n)], 2000, times[c])
-    lines = [f"Breakdown, {name}, Δt = {dt * 1e3:g} ms, {newton} Newton ({its} iterations; µs CPU, best of {rounds}):",
+    lines = [f"Breakdown, {name}, Δt = {dt * 1e3:g} ms, {newton} Newton, root check {root_check} ({its} iterations; "
+             f"µs CPU, best of {rounds}):",
              "",
              "| call | µs |", "|---|---|"]
     lines += [f"| {c} | {min(t) * 1e6:.2f} |" for c, t in times.items()]
@@ -212,25 +236,30 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, ne
 
 
 def table(rows: list[dict]) -> str:
-    """Two markdown tables: step cost (µs CPU per step, ratios) and first-use build time."""
-    def f(v, fmt="{:.1f}"):
-        return "–" if v is None else fmt.format(v)
+    """Two markdown tables: step cost (µs CPU per step and per-round ratios, median (min)) and first-use build time."""
+    def f(row, key):
+        return "–" if row.get(key) is None else f"{row[key + '_med']:.1f} ({row[key]:.1f})"
 
-    def x(a, b):
-        return f(b and a / b, "{:.1f}×")
+    def x(row, key):
+        r = row["ratios"].get(key)
+        return "–" if r is None else f"{r[0]:.1f}× ({r[1]:.1f}×)"
 
-    steps = ["| model | nq | Δt | backend | exact µs | it | chord µs | it | numpy Newton µs | ABA+Euler µs "
-             "| mj_step µs | exact / ABA | chord / ABA | exact / mj | chord / mj | exact / chord |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    steps = ["| model | nq | Δt | backend | load (1 min) | rounds | exact µs | it | chord µs | it | quasi µs | it "
+             "| numpy Newton µs | ABA+Euler µs | mj_step µs | chord / ABA | quasi / ABA | exact / ABA | chord / mj "
+             "| exact / mj | exact / chord |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     builds = ["| model | Δt | cold build s (wall) | gcc CPU s | warm build s (wall) |", "|---|---|---|---|---|"]
     for r in rows:
-        ex, ch, aba, mj, npn = r["exact"], r["chord"], r["aba"], r.get("mj_step"), r.get("numpy")
         head = f"| {r['model']} | {r['nq']} | {r['dt'] * 1e3:g} ms"
-        steps.append(f"{head} | {r['backend']} | {f(ex)} | {r['it_exact']:.2f} | {f(ch)} | {r['it_chord']:.2f} "
-                     f"| {f(npn)} | {f(aba)} | {f(mj)} | {x(ex, aba)} | {x(ch, aba)} | {x(ex, mj)} | {x(ch, mj)} "
-                     f"| {x(ex, ch)} |")
+        steps.append(f"{head} | {r['backend']} | {r['load'][0]:.1f}–{r['load'][1]:.1f} | {r['rounds']} "
+                     f"| {f(r, 'exact')} | {r['it_exact']:.2f} | {f(r, 'chord')} | {r['it_chord']:.2f} "
+                     f"| {f(r, 'quasi')} | {r['it_quasi']:.2f} "
+                     f"| {f(r, 'numpy')} | {f(r, 'aba')} | {f(r, 'mj_step')} | {x(r, 'chord/aba')} "
+                     f"| {x(r, 'quasi/aba')} | {x(r, 'exact/aba')} "
+                     f"| {x(r, 'chord/mj_step')} | {x(r, 'exact/mj_step')} | {x(r, 'exact/chord')} |")
         builds.append(f"| {r['model']} | {r['dt'] * 1e3:g} ms | {r['cold']:.1f} | {r['gcc']:.1f} | {r['warm']:.1f} |")
-    return "\n".join(steps) + "\n\n" + "\n".join(builds)
+    return ("Step cost: median (min) over interleaved rounds; ratios per round, median (min).\n\n"
+            + "\n".join(steps) + "\n\n" + "\n".join(builds))
 
 
 def main() -> None:
@@ -241,10 +270,12 @@ def main() -> None:
     ap.add_argument("--no-mujoco", action="store_true")
     ap.add_argument("--breakdown", action="store_true", help="time split of one compiled step, first model/Δt")
     ap.add_argument("--newton", default="chord", choices=NEWTON_METHODS, help="method for --breakdown")
+    ap.add_argument("--no-root-check", action="store_true", help="chord_root_check=False for --breakdown")
     args = ap.parse_args()
     if args.breakdown:
         name, (urdf, yaml) = next(iter(model_sources(args.models.split(",")).items()))
-        print(breakdown(name, urdf, yaml, float(args.dts.split(",")[0]), args.rounds, args.newton))
+        print(breakdown(name, urdf, yaml, float(args.dts.split(",")[0]), args.rounds, args.newton,
+                        not args.no_root_check))
         return
     mujoco = None if args.no_mujoco else ensure_mujoco()
     rows = []
@@ -259,7 +290,7 @@ def main() -> None:
                 print(f"{name} dt={dt}: {e}", file=sys.stderr)
                 continue
             lines = table(rows[-1:]).splitlines()
-            print(lines[2] + "\n" + lines[-1], file=sys.stderr, flush=True)
+            print(lines[4] + "\n" + lines[-1], file=sys.stderr, flush=True)
     print(table(rows))
 
 

@@ -40,15 +40,22 @@ def test_step_benchmark_smoke():
 
     row = bench.bench_model("chain3", planar_chain_urdf(3), None, 0.01, rounds=2, mujoco=None)
     assert row["nq"] == 3 and row["backend"] in ("C Newton", "CasADi VM")
-    for key in ("exact", "chord", "aba"):
-        assert np.isfinite(row[key]) and row[key] > 0
+    for key in ("exact", "chord", "quasi", "aba"):
+        assert np.isfinite(row[key]) and row[key] > 0 and row[f"{key}_med"] >= row[key]  # min ≤ median
+    for key in ("chord/aba", "quasi/aba", "exact/aba", "exact/chord"):
+        median, least = row["ratios"][key]
+        assert median >= least > 0, key
+    assert len(row["load"]) == 2 and row["rounds"] == 2
     assert 1.0 <= row["it_exact"] <= row["it_chord"] + 1e-12 < 30  # chord needs at least exact's updates
+    assert 1.0 <= row["it_exact"] <= row["it_quasi"] + 1e-12 < 30
     assert row["cold"] > 0 and row["warm"] > 0
     table = bench.table([row])
     assert "| chain3 | 3 | 10 ms |" in table and "cold build" in table
     if row["backend"] == "C Newton":
-        out = bench.breakdown("chain3", planar_chain_urdf(3), None, 0.01, rounds=1, newton="chord")
-        assert "MidpointVI.step" in out and "(= full)" in out
+        for root_check in (True, False):
+            out = bench.breakdown("chain3", planar_chain_urdf(3), None, 0.01, rounds=1, newton="chord",
+                                  root_check=root_check)
+            assert "MidpointVI.step" in out and "(= full)" in out and f"root check {root_check}" in out
 
 
 def test_linearization_benchmark_smoke():

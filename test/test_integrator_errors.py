@@ -81,6 +81,14 @@ def test_spherical_pendulum_singularity_raises_before_output(spherical):
     x1 = vi.step(np.array([0.0, theta, 0.0, -(2 * theta - 0.02) / dt]))
     assert x1[1] + theta == pytest.approx(0.02, abs=1e-3)
     assert x1[0] == 0.0 and np.all(np.isfinite(x1))
+    # chord_root_check=False (both backends) checks M(q_k), regular at θ_k = 0.3, instead of M_{k+1}: the quasi-Newton
+    # iteration converges (p_φ = 0, so its residual has no component along the singular direction) and the step
+    # is returned — the documented blind spot of that mode
+    for compile in (None, False):
+        fast = MidpointVI(spherical, dt, newton="chord", chord_root_check=False, compile=compile)
+        x_fast = fast.step(np.array([0.0, theta, 0.0, -2 * theta / dt]))
+        assert x_fast[1] == pytest.approx(-theta, abs=1e-9)
+        assert abs(eq34_det(np.array([0.0, theta]), x_fast[:2], dt)) < 1e-9
 
 
 def test_spherical_pendulum_at_rest_on_the_pole_raises_singularity_error(spherical):
@@ -150,14 +158,14 @@ def test_linearize_refuses_a_singular_step_given_to_it(spherical):
 
 def test_tolerance_is_honoured_below_1e9(pendulum_robot):
     """A residual above tol (and above the rounding floor) is never reported as converged: the chord loop
-    stopped after two updates (~4e-11 left on this step) raises, and ``solve`` then re-solves by exact Newton,
-    whose two quadratic updates do reach the tolerance."""
-    vi = MidpointVI(pendulum_robot, 0.1, max_iterations=2, newton="chord", compile=False)
+    stopped after two updates (~6e-10 left on this step at Δt = 10 ms) raises, and ``solve`` then re-solves by exact
+    Newton, whose two quadratic updates do reach the tolerance."""
+    vi = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="chord", compile=False)
     x, u = np.array([0.2, 0.5]), np.array([0.0])
     with pytest.raises(ConvergenceError) as info:
         vi._solve_numpy(x, u, 0, None, None, chord=True)  # the chord loop alone, without the exact fallback
     assert 1e-12 < info.value.residual < 1e-9
     r = vi.solve(x, u)
     assert r.residual <= 1e-12 * (1 + 0.5)
-    exact = MidpointVI(pendulum_robot, 0.1, max_iterations=2, newton="exact", compile=False).solve(x, u)
+    exact = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="exact", compile=False).solve(x, u)
     assert np.array_equal(r.x, exact.x)  # the fallback is exact Newton from the same guess

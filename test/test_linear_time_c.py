@@ -6,6 +6,7 @@ import pinocchio as pin
 import pytest
 from test_linear_time import TREE_URDF
 
+from vi_control.integrators.base import UntrustedStepError
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
 from vi_control.mechanics import drnea_c
 from vi_control.model import load_robot
@@ -107,7 +108,7 @@ def test_compiled_rollout_equals_step_by_step(method, robots, rng):
 
 def test_compiled_rollout_reports_the_failing_step(robots):
     chain = load_robot(planar_chain_urdf(5))
-    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c")
+    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c", fallback=False)
     x = vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0))
     with pytest.raises(ConvergenceError) as err:
         vi.simulate(x, np.zeros((10, 5)))
@@ -143,15 +144,80 @@ def test_compiled_articulated_body_algorithm_matches_pinocchio(name, robots, rng
 
 def test_compiled_failures_raise_convergence_error(robots):
     chain = load_robot(planar_chain_urdf(5))
-    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c")
+    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c", fallback=False)
     with pytest.raises(ConvergenceError) as err:
         vi.step(vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0)), np.zeros(5), step_index=7)
     assert err.value.step == 7 and err.value.residual > 1e-6 and err.value.iterations == 3
     # a relative rotation near π in one step: log map not unique (numpy raises the same)
     for backend in ("numpy", "c"):
-        vi = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", backend=backend)
+        vi = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", backend=backend, fallback=False)
         with pytest.raises(ConvergenceError):
             vi.step(vi.state_from_velocity(np.zeros(4), np.array([3.1, 0, 0, 0])), np.zeros(vi.nu))
+
+
+def test_fallback_chain_takes_the_step_on_both_backends(robots, caplog):
+    """The same near-π step with the fallback chain (the default): RIQN fails at Δt = 1 s, Newton with the exact
+    Jacobian finds an aliased root (a joint turning more than max_rotation = π), and substeps take the step; both
+    backends log the same chain and agree (same operations)."""
+    results, messages = [], []
+    for backend in ("numpy", "c"):
+        vi = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", backend=backend)
+        x = vi.state_from_velocity(np.zeros(4), np.array([3.1, 0, 0, 0]))
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="vi_control.integrators.linear_time"):
+            results.append(vi.solve(x, np.zeros(vi.nu), step_index=4))
+        assert len(caplog.records) == 1
+        messages.append(caplog.records[0].getMessage())
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("LinearTimeVI step 4: RIQN did not converge at Δt")
+    assert "Newton with the exact Jacobian neither (its root turns a joint more than max_rotation" in messages[0]
+    assert "substeps (finest Δt/" in messages[0]
+    a, b = results
+    assert np.allclose(a.x, b.x, rtol=1e-10, atol=1e-10) and a.iterations == b.iterations
+    assert np.abs(b.x[:4] - x[:4])[vi._rotational].max() <= np.pi  # not the aliased root (revolute joints)
+    # without the chain, Newton's aliased root is refused as MidpointVI refuses one
+    newton = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", method="newton", fallback=False)
+    with pytest.raises(UntrustedStepError):
+        newton.solve(x, np.zeros(newton.nu))
+
+
+def test_fallback_substeps_are_plain_steps_of_the_finer_map(caplog):
+    """RIQN and Newton capped at 4 iterations fail at Δt = 50 ms; the chain halves down to Δt/256, where every
+    substep converges: the result is exactly 256 plain RIQN steps of Δt/256 (no fallback), on both backends."""
+    chain = load_robot(planar_chain_urdf(5))
+    for backend in ("numpy", "c"):
+        vi = LinearTimeVI(chain, 0.05, max_iterations=4, backend=backend)
+        x = vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0))
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="vi_control.integrators.linear_time"):
+            xn = vi.step(x, np.zeros(5), step_index=7)
+        [record] = caplog.records
+        assert "solved as 256 substeps (finest Δt/256)" in record.getMessage(), record.getMessage()
+        fine = LinearTimeVI(chain, 0.05 / 256, max_iterations=4, backend=backend, fallback=False)
+        assert np.allclose(xn, fine.simulate(x, np.zeros((256, 5)))[0][-1], rtol=1e-12, atol=1e-12), backend
+
+
+def test_200_body_chain_at_10_ms_from_random_states(caplog):
+    """Issue 13 item 4: a 200-body chain, Δt = 10 ms, random configurations and velocities. Every step is taken
+    (RIQN, or a logged fallback); the backends agree; a step taken at Δt is a root of its DEL equation (numpy
+    DRNEA residual, independent of the C solver)."""
+    robot = load_robot(planar_chain_urdf(200))
+    a, b = (LinearTimeVI(robot, 0.01, backend=backend) for backend in ("numpy", "c"))
+    rng = np.random.default_rng(200)
+    u = np.zeros(a.nu)
+    for trial in range(3):
+        x = a.state_from_velocity(rng.uniform(-np.pi, np.pi, 200), rng.uniform(-2, 2, 200))
+        for k in range(2):
+            caplog.clear()
+            with caplog.at_level("WARNING", logger="vi_control.integrators.linear_time"):
+                ra, rb = a.solve(x, u, step_index=k), b.solve(x, u, step_index=k)
+            logs = [r.getMessage() for r in caplog.records]
+            assert len(logs) in (0, 2) and all(m.startswith(f"LinearTimeVI step {k}: RIQN") for m in logs), logs
+            assert np.abs(ra.x - rb.x).max() < 1e-8 * np.abs(ra.x).max(), (trial, k)
+            if not any("substeps" in m for m in logs):
+                f = a.residual(x, u, rb.y)
+                assert np.abs(f).max() < 1e-7 * (1 + np.abs(x[200:]).max()), (trial, k, np.abs(f).max())
+            x = ra.x
 
 
 def test_backend_selection(robots, monkeypatch):

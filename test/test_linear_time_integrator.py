@@ -6,7 +6,7 @@ import pinocchio as pin
 import pytest
 from scipy.integrate import solve_ivp
 
-from vi_control.integrators import make_integrator
+from vi_control.integrators import linear_time_solver, make_integrator
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
@@ -143,11 +143,19 @@ def test_factory_and_guards(pendulum_robot):
         LinearTimeVI(constrained, 0.01)
 
 
-def test_non_convergence_is_reported(chain5):
-    vi = LinearTimeVI(chain5, 0.05, max_iterations=3)
+def test_non_convergence_is_reported(chain5, monkeypatch):
+    vi = LinearTimeVI(chain5, 0.05, max_iterations=3, fallback=False)
+    x = vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0))
     with pytest.raises(ConvergenceError) as err:
-        vi.step(vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0)), np.zeros(5), step_index=7)
+        vi.step(x, np.zeros(5), step_index=7)
     assert err.value.step == 7 and err.value.residual > 1e-6
+    # with the fallback chain cut to its Newton stage (no substeps), the error says what was tried
+    monkeypatch.setattr(linear_time_solver, "MAX_DEPTH", 0)
+    vi = LinearTimeVI(chain5, 0.05, max_iterations=3, backend="numpy")
+    with pytest.raises(ConvergenceError, match="RIQN did not converge at Δt .*; Newton with the exact Jacobian "
+                       "neither") as err:
+        vi.step(x, np.zeros(5), step_index=7)
+    assert err.value.step == 7
 
 
 def test_wrapping_continuous_joints_changes_nothing_physical(pendulum_robot):

@@ -111,17 +111,23 @@ def test_compiled_warm_start_matches_vm(pair, rng, newton, rate):
     assert abs(rc.iterations - rv.iterations) <= 1
 
 
-def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch):
-    """Chord Newton (M_{k+1} factored once per step, then residual-only updates) converges to the root of
-    exact Newton (eq. 2a / 28a-b) to round-off, and on these gentle steps evaluates the Jacobian exactly
-    twice per step (initial guess, and the root for the condition check), where exact Newton needs one
-    per iteration. Counted on the VM path by wrapping the real functions."""
+@pytest.mark.parametrize("root_check", [False, True])
+def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch, root_check):
+    """Chord Newton (residual-only updates with one factored matrix) converges to the root of exact Newton
+    (eq. 2a / 28a-b) to round-off. Unconstrained, the chord matrix is Δt⁻¹M(q_k) (seed 001 eq. 25): on these gentle
+    steps it never evaluates the Jacobian M_{k+1} (its condition check is M(q_k)'s, then 1–2 more quasi-Newton
+    updates below tol), or once near the root with ``chord_root_check`` (condition check, then exact updates). With
+    constraints M_{k+1} is evaluated twice (at the guess as the chord matrix, and near the root). Exact Newton
+    needs one per iteration. Counted on the VM path by wrapping the real functions."""
     name, compiled, vm = pair
     calls = {"residual": 0, "residual_only": 0}
     for fn in calls:
         real = vm.functions[fn]
         monkeypatch.setitem(vm.functions._fns, fn, lambda *a, fn=fn, real=real: calls.__setitem__(fn, calls[fn] + 1)
                             or real(*a))
+    for vi in (compiled, vm):
+        monkeypatch.setattr(vi, "chord_root_check", root_check)
+    quasi_only = compiled.nc == 0 and not root_check
     x = _initial_state(name, compiled, rng)
     for k, u in enumerate(_forced_inputs(compiled, x, rng)):
         with _method("exact", CHORD_RATE_MAX, compiled, vm):
@@ -133,10 +139,12 @@ def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch):
         before = dict(calls)
         with _method("chord", CHORD_RATE_MAX, compiled, vm):
             rc, rvc = compiled.solve(x, u, step_index=k), vm.solve(x, u, step_index=k)
-        assert calls["residual"] - before["residual"] == 2
-        # after the first (Newton) update, one residual-only evaluation per chord update, and one after
-        # the final exact update at the root
-        assert calls["residual_only"] - before["residual_only"] == rvc.iterations + 1
+        n_jac = calls["residual"] - before["residual"]
+        assert n_jac == (0 if quasi_only else 1 if compiled.nc == 0 else 2)
+        # every evaluation is one of the counted iterations, plus the updates below tol of the quasi-Newton finish
+        extra = n_jac + calls["residual_only"] - before["residual_only"] - (rvc.iterations + 1)
+        assert extra in ((1, 2) if quasi_only else (0,)), extra
+        assert rc.iterations == rvc.iterations
         scale = 1.0 + np.abs(re.x).max()
         assert np.abs(rc.x - re.x).max() <= 1e-12 * scale and np.abs(rc.y - re.y).max() <= 1e-12 * scale
         assert np.allclose(rc.lam, re.lam, rtol=1e-10, atol=1e-12)
@@ -162,18 +170,51 @@ def _error_with(vi: MidpointVI, error: type, x, u, step: int, **settings):
     return e.value
 
 
-def test_singularity_error_and_rcond_match_lapack(pair, rng):
-    """rcond_min above every attainable value: both raise at the first factorization, and our
-    condition estimate equals LAPACK dgecon's (same Hager–Higham algorithm)."""
+@pytest.mark.parametrize("newton", ["chord", "exact"])
+def test_singularity_error_and_rcond_match_lapack(pair, rng, newton):
+    """rcond_min above every attainable value: both raise at the first factorization of M_{k+1} (exact: at the
+    guess; chord: near the root, or at the guess with constraints), and our condition estimate equals LAPACK
+    dgecon's (same Hager–Higham algorithm)."""
     name, compiled, vm = pair
     x = _initial_state(name, compiled, rng)
     u = np.zeros(compiled.nu)
     if compiled.nk:
         u[compiled.n_torques:] = x[compiled.idx_k] + 0.01
-    errors = [_error_with(vi, SingularityError, x, u, 7, rcond_min=2.0) for vi in (compiled, vm)]
+    with _method(newton, CHORD_RATE_MAX, compiled, vm):
+        errors = [_error_with(vi, SingularityError, x, u, 7, rcond_min=2.0) for vi in (compiled, vm)]
     assert errors[0].step == errors[1].step == 7 and errors[0].what == errors[1].what
     assert 0 < errors[0].rcond <= 1
     assert errors[0].rcond == pytest.approx(errors[1].rcond, rel=1e-9)
+
+
+def test_quasi_newton_condition_estimate_matches_lapack_dpocon(pair, rng):
+    """chord_root_check=False on an unconstrained step that converges on Δt⁻¹M(q_k) alone: the driver's condition
+    estimate (our Hager–Higham on the Cholesky factor) is LAPACK dpocon's for M(q_k)_dd; with rcond_min above it,
+    M_{k+1} is checked at the root as with the root check (SingularityError about M_{k+1})."""
+    from scipy.linalg import lapack
+
+    name, compiled, vm = pair
+    if compiled.nc:
+        pytest.skip("constrained steps always use M_{k+1}")
+    x = _initial_state(name, compiled, rng)
+    u = np.zeros(compiled.nu)
+    if compiled.nk:
+        u[compiled.n_torques:] = x[compiled.idx_k] + 0.01
+    compiled.chord_root_check = vm.chord_root_check = False
+    try:
+        with _method("chord", CHORD_RATE_MAX, compiled, vm):
+            rc, rv = compiled.solve(x, u), vm.solve(x, u)
+            mdd = compiled.mass_matrix(x[: compiled.nq])[np.ix_(compiled.idx_d, compiled.idx_d)]
+            chol, info = lapack.dpotrf(mdd, lower=1)
+            expected = lapack.dpocon(chol, np.abs(mdd).sum(axis=0).max(), uplo="L")[0]
+            assert info == 0 and compiled._newton.info[2] == pytest.approx(expected, rel=1e-9)
+            assert np.abs(rc.x - rv.x).max() <= 1e-12 * (1.0 + np.abs(rv.x).max())
+            assert rc.iterations == rv.iterations
+            errors = [_error_with(vi, SingularityError, x, u, 3, rcond_min=2.0) for vi in (compiled, vm)]
+        assert errors[0].what == errors[1].what == compiled._what
+        assert errors[0].rcond == pytest.approx(errors[1].rcond, rel=1e-9)
+    finally:
+        compiled.chord_root_check = vm.chord_root_check = True
 
 
 def test_convergence_error_matches(pair, rng):

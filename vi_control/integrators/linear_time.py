@@ -15,6 +15,7 @@ Newton with the exact Jacobian (the derivative of DRNEA, Alg. 4; O(n²) to form,
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from functools import cached_property
 
@@ -42,6 +43,7 @@ from .base import (
     step_rollout,
 )
 from .implicit import SymbolicStepDerivatives
+from .linear_time_solver import REASONS, fallback_reason, solve_chain
 
 __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
 
@@ -50,6 +52,8 @@ BACKENDS = ("c", "numpy")
 INITIAL_GUESSES = ("IG1", "IG2", "IG3")
 JACOBIANS = ("subtree", "alg4")
 JACOBIAN_NAME = "the DRNEA Jacobian ∂f/∂q_{k+1}"
+
+logger = logging.getLogger(__name__)
 
 
 class LinearTimeVI(SymbolicStepDerivatives):
@@ -63,7 +67,11 @@ class LinearTimeVI(SymbolicStepDerivatives):
     continuous dynamics) of §3.3; ``settings`` (NewtonSettings, or its fields as keywords): ``tol`` on the
     residual ∞-norm relative to 1 + |p_k|∞, as MidpointVI, or ``step_tol`` on the last update relative to
     1 + |q|∞ once rounding dominates the residual (RIQN forms no Jacobian whose rounding floor could be
-    estimated); a singular Newton Jacobian raises SingularityError, a log map near π ConvergenceError.
+    estimated). Every update is line-searched (the residual must decrease, and no body's relative rotation may
+    reach π). ``fallback`` (default True): when the step fails, RIQN is followed by Newton at the same Δt and then
+    by substeps of Δt/2, Δt/4, … (linear_time_solver; each fallback is logged with its reason); a step the chain
+    cannot take raises ConvergenceError with what was tried. Without fallback a singular Newton Jacobian raises
+    SingularityError and every other failure ConvergenceError.
     Only unconstrained trees without prescribed joints (seed 001 §5 leaves constraints open).
     ``backend``: 'c' runs the whole step (DRNEA, RIQN/Newton, initial guess, p_{k+1}) as one call into our
     compiled C (mechanics.drnea_c, the same equations); 'numpy' the vectorized numpy/Pinocchio version.
@@ -74,7 +82,8 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
                  method: str = "riqn", initial_guess: str = "IG3", wrap_continuous: bool = False,
-                 backend: str | None = None, jacobian: str = "subtree", **setting_overrides):
+                 backend: str | None = None, jacobian: str = "subtree", fallback: bool = True,
+                 **setting_overrides):
         dt = check_time_step(dt)
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -88,7 +97,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
         self.settings = st = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
-        self.wrap_continuous = wrap_continuous
+        self.wrap_continuous, self.fallback = wrap_continuous, bool(fallback)
         self.tree = BodyTree(robot)
         if backend is None:
             backend = "c" if drnea_c.available() and drnea_c.load_library() is not None else "numpy"
@@ -111,7 +120,9 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self._zero = np.zeros(self.nq)
         self.iteration_history: list[int] = []
         self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, st.tol,
-                                               st.step_tol, st.max_iterations, jacobian) if backend == "c" else None)
+                                               st.step_tol, st.max_iterations, jacobian, self.fallback,
+                                               self._rotational, st.max_rotation)
+                          if backend == "c" else None)
         self._tau_buf = np.zeros(self.nq)
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
@@ -191,17 +202,17 @@ class LinearTimeVI(SymbolicStepDerivatives):
         """f(q_{k+1}) of the forced DEL equation at state x_k, input u_k (DRNEA, O(n))."""
         q0 = x[: self.nq]
         fk = self.tree.frames(q0)
-        return self._residual(fk, self._constant_part(fk, x, u), q0, q1)[0]
+        return self._residual(fk, self._constant_part(fk, x, u, self.dt), q0, q1, self.dt)[0]
 
-    def _constant_part(self, fk: Frames, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    def _constant_part(self, fk: Frames, x: np.ndarray, u: np.ndarray, dt: float) -> np.ndarray:
         """Terms of f independent of q_{k+1}: Δt/2 ∂V(q_k)/∂q − p_k − Δt S τ_k − c q_k."""
         q0, p0 = x[: self.nq], x[self.nq:]
-        return 0.5 * self.dt * self.tree.gravity_torque(fk) - p0 - self.dt * self._torques(u) - self.damping * q0
+        return 0.5 * dt * self.tree.gravity_torque(fk) - p0 - dt * self._torques(u) - self.damping * q0
 
-    def _residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray):
+    def _residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float):
         t = self.tree
         xi, fk1 = t.displacement(fk, q1 - q0)
-        mw = t.world_momenta(fk, xi, self.dt)
+        mw = t.world_momenta(fk, xi, dt)
         return t.project(fk, mw) + const + self.damping * q1, fk1, xi, mw
 
     def jacobian(self, x: np.ndarray, q1: np.ndarray) -> np.ndarray:
@@ -209,12 +220,13 @@ class LinearTimeVI(SymbolicStepDerivatives):
         q0, q1 = x[: self.nq], np.asarray(q1, float)
         fk = self.tree.frames(q0)
         xi, fk1 = self.tree.displacement(fk, q1 - q0)
-        return self._jacobian(fk, fk1, xi, q0, q1)
+        return self._jacobian(fk, fk1, xi, q0, q1, self.dt, self.jacobian_method)
 
-    def _jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        if self.jacobian_method == "alg4":
-            return drnea_derivative_recursive(self.tree, q0, q1, self.dt) + np.diag(self.damping)
-        return self.tree.momentum_jacobian(fk, fk1, xi, self.dt) + np.diag(self.damping)
+    def _jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float,
+                  method: str) -> np.ndarray:
+        if method == "alg4":
+            return drnea_derivative_recursive(self.tree, q0, q1, dt) + np.diag(self.damping)
+        return self.tree.momentum_jacobian(fk, fk1, xi, dt) + np.diag(self.damping)
 
     # ---- one step -------------------------------------------------------------------------------------
     def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -224,87 +236,55 @@ class LinearTimeVI(SymbolicStepDerivatives):
         """y₀ = q_{k+1} of ``x_next`` (no multipliers: unconstrained trees only)."""
         return np.array(x_next[: self.nq], float)
 
-    def initial_guess(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """IG1 / IG2 / IG3 of seed 001 §3.3 (q̇_k from M⁻¹p_k since the state carries p_k)."""
+    def initial_guess(self, x: np.ndarray, u: np.ndarray, dt: float | None = None) -> np.ndarray:
+        """IG1 / IG2 / IG3 of seed 001 §3.3 (q̇_k from M⁻¹p_k since the state carries p_k), for a step of ``dt``
+        (default Δt; substeps of the fallback chain use less)."""
+        dt = self.dt if dt is None else dt
         q = x[: self.nq]
         if self.initial_guess_name == "IG1":
             return q.copy()
         v = self.velocity(x)
         if self.initial_guess_name == "IG2":
-            return q + self.dt * v
+            return q + dt * v
         a = pin.aba(self._model, self._data, q, v, self._torques(u) - self.damping * v)
-        return q + self.dt * (v + self.dt * a)
+        return q + dt * (v + dt * a)
 
     def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
               y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
-        """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1); raises ConvergenceError / SingularityError.
+        """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1), line-searched, with the fallback chain of
+        ``linear_time_solver`` (logged); raises ConvergenceError / SingularityError when the chain fails.
 
         ``y0``: initial guess of q_{k+1} (else the ``initial_guess`` rule); ``lam0`` is ignored (no constraints).
         """
         x, u = self.check_inputs(x, u)
         if self._compiled is not None:
-            return self._solve_compiled(x, u, step_index, y0)
-        q0 = x[: self.nq]
-        fk = self.tree.frames(q0)
-        const = self._constant_part(fk, x, u)
-        q1 = self.initial_guess(x, u) if y0 is None else np.array(y0, float)
-        st, pnorm = self.settings, float(np.abs(x[self.nq:]).max())
-        rnorm, it, converged, prev = np.inf, 0, False, np.inf
-        try:
-            for it in range(st.max_iterations + 1):
-                f, fk1, xi, mw = self._residual(fk, const, q0, q1)
-                rnorm = float(np.abs(f).max())
-                if not np.isfinite(rnorm) or it == st.max_iterations:
-                    break
-                if st.accepts(rnorm, pnorm):
-                    converged = True
-                    break
-                if self.method == "riqn":
-                    dq = self.dt * self._minv(q0, f)  # seed 001 eq. 25
-                else:
-                    dq = np.linalg.solve(self._jacobian(fk, fk1, xi, q0, q1), f)
-                q1 = q1 - dq
-                dqn, qn = float(np.abs(dq).max()), 1.0 + float(np.abs(q1).max())
-                # Newton's quadratic convergence ended in rounding noise: updates below √eps stop contracting
-                stalled = self.method == "newton" and dqn >= 0.5 * prev and dqn <= 1.5e-8 * qn
-                prev = dqn
-                if dqn <= st.step_tol * qn or stalled:
-                    # f is at its rounding floor (≈ eps·|M|/Δt·|q|, above 1e-9 for 100-link chains)
-                    f, fk1, xi, mw = self._residual(fk, const, q0, q1)
-                    rnorm, it, converged = float(np.abs(f).max()), it + 1, True
-                    break
-        except np.linalg.LinAlgError:
-            raise SingularityError(step_index, 0.0, JACOBIAN_NAME) from None
-        except ValueError as exc:  # a body's relative rotation reached the log map's singularity at π
-            raise ConvergenceError(step_index, rnorm, it, str(exc)) from exc
-        if not (converged and np.isfinite(rnorm)):
-            raise ConvergenceError(step_index, rnorm, it)
-        # p_{k+1} = D₂L_d(q_k, q_{k+1}): the world momenta are shared with the residual (see BodyTree).
-        p1 = self.tree.project(fk1, mw - 0.5 * self.dt * self.tree.gravity_wrenches(fk1))
-        xn = np.concatenate([q1, p1])
-        check_step(self, x, xn, self._rotational, step_index)
-        if self.wrap_continuous:
-            xn = self.wrap(xn)
-        return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1.copy())
-
-    def _raise(self, code: int, step_index: int | None, rnorm: float, it: int) -> None:
-        """The numpy path's exceptions for a C return code."""
-        if code == drnea_c.SINGULAR_JACOBIAN:
-            raise SingularityError(step_index, 0.0, JACOBIAN_NAME)
-        raise ConvergenceError(step_index, rnorm, it,
-                               "a relative rotation reached π (log map)" if code == drnea_c.LOG_NEAR_PI else "")
-
-    def _solve_compiled(self, x: np.ndarray, u: np.ndarray, step_index: int | None,
-                        y0: np.ndarray | None) -> StepResult:
-        self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
-        code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)
+            self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
+            code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)
+            fb = self._compiled.fallback
+        else:
+            fb = np.array([0.0, -1.0, 0.0, 1.0])
+            code, xn, rnorm, it = solve_chain(self, x, u, y0, self.dt, fb)
         if code != drnea_c.OK:
-            self._raise(code, step_index, rnorm, it)
+            self._raise(code, step_index, rnorm, it, fb)
+        self._log_fallback(step_index, fb)
         check_step(self, x, xn, self._rotational, step_index)
         q1 = xn[: self.nq].copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1)
+
+    def _log_fallback(self, step_index: int | None, fb: np.ndarray) -> None:
+        if fb[0]:
+            logger.warning("LinearTimeVI step %s: %s", step_index, fallback_reason(self.method, fb))
+
+    def _raise(self, code: int, step_index: int | None, rnorm: float, it: int, fb: np.ndarray) -> None:
+        """The exceptions for a failed step (both backends' return codes), with what the fallback chain tried."""
+        if code == drnea_c.SINGULAR_JACOBIAN and not fb[0]:
+            raise SingularityError(step_index, 0.0, JACOBIAN_NAME)
+        detail = REASONS.get(code, "")
+        if fb[0]:
+            detail = fallback_reason(self.method, fb) + f"; the last substep failed: {detail}"
+        raise ConvergenceError(step_index, rnorm, it, detail)
 
     def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
              lam0: np.ndarray | None = None) -> np.ndarray:
@@ -328,10 +308,12 @@ class LinearTimeVI(SymbolicStepDerivatives):
             raise ValueError("inputs contain NaN/inf")
         taus = np.zeros((len(inputs), self.nq))
         taus[:, self.idx_act] = inputs
-        code, X, iters, rnorm, it, k = self._compiled.rollout(x0, taus)
+        code, X, iters, rnorm, it, k, fbs = self._compiled.rollout(x0, taus)
         self.iteration_history = iters[: k + 1].tolist()
+        for j in np.flatnonzero(fbs[:k, 0] if code != drnea_c.OK else fbs[:, 0]):
+            self._log_fallback(int(j), fbs[j])
         if code != drnea_c.OK:
-            self._raise(code, k, rnorm, it)
+            self._raise(code, k, rnorm, it, fbs[k])
         # the checks of ``solve``, vectorized over the rollout: the first refused step is reported
         dq = np.abs(np.diff(X[:, : self.nq], axis=0)) * self._rotational
         bad = np.flatnonzero((dq.max(axis=1, initial=0.0) > self.settings.max_rotation)

@@ -66,12 +66,16 @@ class MidpointVI(SymbolicStepDerivatives):
     ``settings`` (NewtonSettings; or its fields ``tol``, ``max_iterations``, ``rcond_min``, ``step_tol`` as
     keywords) is the root solve's stopping rule; ``wrap_continuous`` keeps continuous joint angles in
     [−π, π) after each step; ``compile`` chooses generated C (mechanics.codegen) or CasADi's VM; ``newton``:
-    'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' factors it once per step
-    at the initial guess, iterates with the residual alone, refreshes the factorization only when an
-    update shrinks by less than ``chord_rate_max``, and ends with one exact update at the root. Both stop
-    at the same tolerance and check the condition of M_{k+1} at the root. Default (None): the faster one
-    for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each extra
-    function call costs more than the Jacobian it saves (docs/performance_step.md).
+    'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' iterates with the residual alone
+    on one factored matrix — Δt⁻¹M(q_k) (seed 001 eq. 25, Cholesky) for an unconstrained step, else M_{k+1} at
+    the guess — refreshed with M_{k+1} only when an update shrinks by less than ``chord_rate_max``; M_{k+1} is
+    evaluated once near the root, checked and used for the last (exact) updates. Both stop at the same tolerance
+    and check the condition of M_{k+1} at the root. ``chord_root_check=False`` (attribute of the same name)
+    skips M_{k+1} in an unconstrained chord step that converged on Δt⁻¹M(q_k) alone: the condition check is then
+    M(q_k)'s, which does not see a singular M_{k+1} at the root (the spherical pendulum through its pole,
+    test_integrator_errors.py); about 1.5× faster at 32 links (docs/performance_step.md). Default ``newton``
+    (None): the faster one for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each
+    extra function call costs more than the Jacobian it saves.
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
@@ -80,7 +84,7 @@ class MidpointVI(SymbolicStepDerivatives):
 
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
                  wrap_continuous: bool = False, compile: bool | None = None, newton: str | None = None,
-                 **setting_overrides):
+                 chord_root_check: bool = True, **setting_overrides):
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
@@ -100,6 +104,7 @@ class MidpointVI(SymbolicStepDerivatives):
         self._newton = s.newton  # compiled whole-step driver, or None (CasADi VM / no compiler)
         self.newton = newton or ("chord" if self._newton is not None else "exact")
         self.chord_rate_max = CHORD_RATE_MAX
+        self.chord_root_check = chord_root_check
         self._zero_input = np.zeros(self.nu)
         self._zero_lam = np.zeros(self.nc)
         self._rotational = rotational_coordinates(robot, self.idx_d)
@@ -218,17 +223,34 @@ class MidpointVI(SymbolicStepDerivatives):
         guess: both solve the same equations, and a step must not fail only because the cheaper iteration
         contracts too slowly (a planner's line search would otherwise depend on the Newton variant).
         """
-        solve = self._solve_compiled if self._newton is not None else self._solve_numpy
+        if self._newton is not None:
+            it, rnorm = self._drive(x, u, step_index, y0, lam0)
+            nw = self._newton
+            xn = nw.xn.copy()  # the driver's buffers are overwritten by the next step
+            y = nw.y.copy()
+            return StepResult(self.wrap(xn) if self.wrap_continuous else xn,
+                              y[self.nd:].copy() if self.nc else self._zero_lam, it, rnorm, y)
         try:
-            return solve(x, u, step_index, y0, lam0, self.newton == "chord")
+            return self._solve_numpy(x, u, step_index, y0, lam0, self.newton == "chord")
         except ConvergenceError:
             if self.newton != "chord":
                 raise
-            return solve(x, u, step_index, y0, lam0, False)
+            return self._solve_numpy(x, u, step_index, y0, lam0, False)
+
+    def _mass_cholesky(self, x: np.ndarray) -> tuple[np.ndarray | None, float]:
+        """Cholesky factor of M(q_k)_dd (LAPACK dpotrf), the chord matrix Δt⁻¹M(q_k)_dd of an unconstrained step
+        (None unless positive definite), and the 1-norm of M(q_k)_dd."""
+        d = self.idx_d
+        mdd = self.mass_matrix(x[: self.nq])[np.ix_(d, d)]
+        c, info = lapack.dpotrf(mdd, lower=1)
+        return (None if info != 0 else c), float(np.abs(mdd).sum(axis=0).max())
 
     def _solve_numpy(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
                      lam0: np.ndarray | None, chord: bool) -> StepResult:
-        """Newton in numpy over the backend's residual (the CasADi VM, or compiled functions without the driver)."""
+        """Newton in numpy over the backend's residual (the CasADi VM, or compiled functions without the driver).
+
+        The same algorithm as the C driver (vi_newton_step in mechanics/csrc/newton_driver.c), step for step.
+        """
         x, u = self.check_inputs(x, u)
         z = np.concatenate([x, u])
         if self.nd + self.nc == 0:  # every joint prescribed, nothing to solve: the step is its output map
@@ -241,7 +263,12 @@ class MidpointVI(SymbolicStepDerivatives):
         res_fn, r_fn = self.functions["residual"], self.functions["residual_only"]
         st, what, theta_max = self.settings, self._what, self.chord_rate_max
         pnorm = np.abs(x[self.nq:]).max()
-        rnorm, dnorm_prev, with_jac, lu = np.inf, np.inf, True, None
+        eta = np.sqrt(st.tol) * (1.0 + pnorm)
+        quasi = chord and self.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
+        qonly = quasi and not self.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
+        rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None
+        mnorm = 0.0
+        near = predicted = False  # M_{k+1} factored near the root; this evaluation includes it for that reason
         for it in range(st.max_iterations + 1):
             if with_jac:
                 R, J = res_fn(y, z)
@@ -251,65 +278,119 @@ class MidpointVI(SymbolicStepDerivatives):
             rnorm = float(np.abs(R).max())
             if not np.isfinite(rnorm) or st.accepts(rnorm, pnorm) or it == st.max_iterations:
                 break
+            if not with_jac and lu is None and chol is None:  # the quasi-Newton matrix on first use
+                chol, mnorm = self._mass_cholesky(x)
+                if chol is None:  # M(q_k) singular: M_{k+1} instead
+                    R, J = res_fn(y, z)
+                    j_at_y = with_jac = True
             if with_jac:
-                lu = _lu_factor_checked(J, st.rcond_min, step_index, what)
-            dy = lapack.dgetrs(*lu, R.ravel())[0]
+                anorm = np.abs(J).sum(axis=0).max()
+                try:
+                    lu = _lu_factor_checked(J, st.rcond_min, step_index, what)
+                except SingularityError:  # chord, away from the root: not this step's verdict (solve retries exact)
+                    if chord and not (predicted or rnorm <= eta):
+                        raise ConvergenceError(step_index, rnorm, it, "chord matrix singular away from the root") \
+                            from None
+                    raise
+                j_at_y, near = False, near or predicted or rnorm <= eta
+            if lu is not None:
+                dy = lapack.dgetrs(*lu, R.ravel())[0]
+            else:
+                dy = lapack.dpotrs(chol, R.ravel(), lower=1)[0] * -self.dt
             y = y - dy
             dnorm = np.abs(dy).max()
             first_update = dnorm if it == 0 else first_update
             if dnorm < st.step_tol * (1.0 + np.abs(y).max()):
-                R, J = res_fn(y, z)
-                j_at_y = True
+                j_at_y = not (qonly and lu is None)
+                if j_at_y:
+                    R, J = res_fn(y, z)
+                else:
+                    R = r_fn(y, z)[0]
                 rnorm = float(np.abs(R).max())
                 break
-            # Chord: keep the factored Jacobian while the updates contract by theta_max or better.
-            with_jac = not chord or not dnorm <= theta_max * dnorm_prev
+            # Chord: keep the factored matrix while the updates contract by theta_max or better; M_{k+1} once near
+            # the root (the next residual predicted below eta, the first contraction ratio taken as theta_max).
+            ratio = theta_max if it == 0 else dnorm / dnorm_prev
+            predicted = chord and not qonly and not near and ratio * rnorm <= eta
+            with_jac = not chord or not dnorm <= theta_max * dnorm_prev or predicted
             dnorm_prev = dnorm
-        if not j_at_y and np.isfinite(rnorm):  # the floor and the final check need J at the returned y
+        if not np.isfinite(rnorm):
+            raise ConvergenceError(step_index, rnorm, it)
+        # Converged on Δt⁻¹M(q_k)_dd alone: its condition (LAPACK dpocon) stands in for M_{k+1}'s (as the C driver)
+        qfinal = qonly and lu is None and not j_at_y and np.isfinite(rnorm)
+        if qfinal and chol is None and y0 is None:  # converged at the guess: the C driver factored M(q_k) for it
+            chol, mnorm = self._mass_cholesky(x)
+        qfinal = qfinal and chol is not None
+        if qfinal:
+            rcond = lapack.dpocon(chol, mnorm, uplo="L")[0]
+            qfinal, anorm = rcond >= st.rcond_min, mnorm / self.dt
+        final_check = not qfinal and (not near or j_at_y)  # no factorization near y: the floor and the check need
+        # M_{k+1} at y
+        if final_check and not j_at_y:
             R, J = res_fn(y, z)
             rnorm = float(np.abs(R).max())
+        if final_check:
+            anorm = np.abs(J).sum(axis=0).max()
         # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
-        floor_r = st.rounding_floor(np.abs(J).sum(axis=0).max(), np.abs(x[: self.nq]).max())
+        floor_r = st.rounding_floor(anorm, np.abs(x[: self.nq]).max())
         if not st.accepts(rnorm, pnorm, floor_r):
             raise ConvergenceError(step_index, rnorm, it)
         # Chord only (as the C driver): a contracting iteration ends within about its first update of the guess;
         # one that travelled further overshot to another root of the DEL equation (solve retries exact Newton).
         if chord and np.abs(y - guess).max() > 2.0 * first_update + 1e-12 * (1.0 + np.abs(y).max()):
             raise ConvergenceError(step_index, rnorm, it, "chord iteration left the guess's basin")
-        # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
-        lu = _lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
-        if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
-            y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
-            r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
-            if r_pol <= max(rnorm, floor_r):
-                y, rnorm = y_pol, r_pol
+        if final_check:
+            # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
+            lu = _lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
+            if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
+                y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
+                r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
+                if r_pol <= max(rnorm, floor_r):
+                    y, rnorm = y_pol, r_pol
+        for _ in range(2 if qfinal else 0):  # quasi-Newton updates below tol, each kept if not worse (C driver)
+            y_pol = y - lapack.dpotrs(chol, R.ravel(), lower=1)[0] * -self.dt
+            R = r_fn(y_pol, z)[0]
+            r_pol = float(np.abs(R).max())
+            if r_pol > max(rnorm, floor_r):
+                break
+            y, rnorm = y_pol, r_pol
         xn = self.functions["output"](y, z)[0].ravel().copy()
         check_step(self, x, xn, self._rotational, step_index)  # what the C driver checks too
         if self.wrap_continuous:
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
 
-    def _solve_compiled(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None,
-                        y0: np.ndarray | None, lam0: np.ndarray | None, chord: bool) -> StepResult:
-        """Same algorithm as the numpy loop of ``solve``, as one call into the generated library.
+    def _drive(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
+               lam0: np.ndarray | None) -> tuple[int, float]:
+        """The numpy loop's algorithm as one call into the generated library (chord, then exact if chord fails, as
+        ``solve`` documents); leaves x_{k+1} and y in the driver's buffers, returns (iterations, residual).
 
-        Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here.
+        Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here. This is the whole
+        Python cost of a compiled step, kept to buffer copies and one ctypes call (docs/performance_step.md).
         """
-        nw, nx, st = self._newton, self.nx, self.settings
-        x = np.asarray(x, dtype=float)
-        u = self._zero_input if u is None else np.asarray(u, dtype=float)
-        if x.shape != (nx,) or u.shape != (self.nu,):
+        nw = self._newton
+        if u is None:
+            u = self._zero_input
+        if not (type(x) is np.ndarray and type(u) is np.ndarray and x.shape == nw.z_x.shape
+                and u.shape == nw.z_u.shape):
             x, u = check_state_input(self, x, u, finite=False)
-        nw.z[:nx] = x
-        nw.z[nx:] = u
-        if y0 is None:
-            if self.nc:
-                nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
-        else:
+        nw.z_x[...] = x
+        nw.z_u[...] = u
+        if y0 is not None:
             nw.y[:] = np.asarray(y0, float).ravel()
-        code = nw(st.max_iterations, st.tol, st.rcond_min, y0 is None, chord, self.chord_rate_max, st.max_rotation)
-        rnorm, it, rcond = nw.info.tolist()
+        elif self.nc:
+            nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
+        nw.use_settings(self.settings, self.chord_rate_max, self.chord_root_check)
+        chord = self.newton == "chord"
+        code = nw.run(y0 is None, chord)
+        if code == NEWTON_NOT_CONVERGED and chord:  # exact Newton from the same guess (``solve``)
+            if y0 is not None:
+                nw.y[:] = np.asarray(y0, float).ravel()
+            elif self.nc:
+                nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
+            code = nw.run(y0 is None, False)
         if code:
+            rnorm, it, rcond = nw.info.tolist()
             if code == NEWTON_NONFINITE:
                 raise ValueError("state or input contains NaN/inf")
             if code == NEWTON_OUT_OF_RANGE:
@@ -321,21 +402,20 @@ class MidpointVI(SymbolicStepDerivatives):
                 raise UntrustedStepError(step_index, self.robot.joint_names[self.idx_d[int(rcond)]],
                                          "left the range the step can vouch for")
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
-                return self._solve_compiled(x, u, step_index, self.initial_guess(x, u, lam0), None, chord)
+                return self._drive(x, u, step_index, self.initial_guess(x, u, lam0), None)
             if code == NEWTON_SINGULAR:
                 raise SingularityError(step_index, rcond, self._what)
-            assert code == NEWTON_NOT_CONVERGED
             raise ConvergenceError(step_index, rnorm, int(it))
-        xn = nw.xn.copy()  # the buffer is overwritten by the next step
-        if self.wrap_continuous:
-            xn = self.wrap(xn)
-        y = nw.y.copy()
-        return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=int(it), residual=rnorm, y=y)
+        return int(nw.info[1]), float(nw.info[0])
 
     def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
              lam0: np.ndarray | None = None) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k) (multipliers: use ``solve``)."""
-        return self.solve(x, u, step_index, lam0=lam0).x
+        if self._newton is None:
+            return self.solve(x, u, step_index, lam0=lam0).x
+        self._drive(x, u, step_index, None, lam0)
+        xn = self._newton.xn.copy()
+        return self.wrap(xn) if self.wrap_continuous else xn
 
     def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
                  steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -87,9 +87,9 @@ class StepKernel:
 class NewtonStepC:
     """One ctypes call per step into ``vi_newton_step`` with preallocated buffers (DESIGN.md: ~1 µs/call).
 
-    ``z``, ``y`` are written by the caller before ``__call__``; ``xn``, ``y`` and ``info`` (residual
-    norm, iterations, rcond) are read after it. Settings are copied into the C buffers only when they
-    change: each numpy scalar write costs ~0.1 µs, a sizeable share of a ~15 µs step.
+    ``z`` (views ``z_x``, ``z_u``) and ``y`` are written by the caller before ``run``; ``xn``, ``y`` and ``info``
+    (residual norm, iterations, rcond) are read after it. Settings are copied into the C buffers only when they
+    change: each numpy scalar write costs ~0.1 µs, a sizeable share of a ~10 µs step.
     """
 
     def __init__(self, s: DiscreteSystemStructure):
@@ -98,8 +98,8 @@ class NewtonStepC:
         lib.vi_newton_workspace.restype = ctypes.c_longlong
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(s.nq), ctypes.c_longlong(s.ny))
         self.z, self.y, self.xn = np.zeros(s.nz), np.zeros(s.ny), np.zeros(s.nx)
-        self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0], dtype=np.int64)
-        self.dp = np.array([s.dt, 0.0, 0.0, 0.0, 0.0, MAX_CONFIGURATION])
+        self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0, 0], dtype=np.int64)
+        self.dp = np.array([s.dt, 0.0, 0.0, 0.0, np.pi, MAX_CONFIGURATION])
         self.info = np.zeros(3)
         free = spin_invariant_joints(s.robot)  # wheels: no per-step rotation limit (integrators.base)
         rot = np.array([s.robot.joints[i].type in ("revolute", "continuous") and s.robot.joints[i].name not in free
@@ -111,16 +111,41 @@ class NewtonStepC:
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         self._fn = lib.vi_newton_step_packed
         self._fn.restype = ctypes.c_int
-        self._settings: tuple | None = None
+        # (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation) as in ip, dp
+        self._settings: tuple = (0, 0.0, 0.0, 0.0, False, np.pi)
+        self._source = None  # the NewtonSettings they came from (use_settings)
+        self._mode = (True, False)  # (use_guess, chord) as in ip
+        self.z_x, self.z_u = self.z[: s.nx], self.z[s.nx:]  # views: x_k and u_k are written here
+
+    def configure(self, max_iterations: int, tol: float, rcond_min: float, theta_max: float,
+                  root_check: bool = False, max_rotation: float = np.pi) -> None:
+        """Copy the Newton settings into the C buffers, if they differ from what the buffers hold."""
+        settings = (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation)
+        if settings != self._settings:
+            self.ip[5], self.ip[8] = max_iterations, root_check
+            self.dp[1], self.dp[2], self.dp[3], self.dp[4] = tol, rcond_min, theta_max, max_rotation
+            self._settings, self._source = settings, None
+
+    def use_settings(self, st, theta_max: float, root_check: bool = False) -> None:
+        """``configure`` from a NewtonSettings (frozen): skipped when the same object, rate and check were used
+        last."""
+        if st is not self._source or theta_max != self._settings[3] or root_check != self._settings[4]:
+            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check, st.max_rotation)
+            self._source = st
+
+    def run(self, use_guess: bool, chord: bool) -> int:
+        """One step with the configured settings; the return code of vi_newton_step."""
+        if (use_guess, chord) != self._mode:
+            self.ip[6], self.ip[7] = use_guess, chord
+            self._mode = (use_guess, chord)
+        return self._fn(self._packed)
 
     def __call__(self, max_iterations: int, tol: float, rcond_min: float, use_guess: bool,
-                 chord: bool = False, theta_max: float = 0.0, max_rotation: float = np.pi) -> int:
-        settings = (max_iterations, tol, rcond_min, use_guess, chord, theta_max, max_rotation)
-        if settings != self._settings:
-            self.ip[5], self.ip[6], self.ip[7] = max_iterations, use_guess, chord
-            self.dp[1], self.dp[2], self.dp[3], self.dp[4] = tol, rcond_min, theta_max, max_rotation
-            self._settings = settings
-        return self._fn(self._packed)
+                 chord: bool = False, theta_max: float = 0.0, root_check: bool = False,
+                 max_rotation: float = np.pi) -> int:
+        """``configure`` and ``run``."""
+        self.configure(max_iterations, tol, rcond_min, theta_max, root_check, max_rotation)
+        return self.run(use_guess, chord)
 
 
 class DiscreteSystemStructure:

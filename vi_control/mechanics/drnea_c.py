@@ -31,7 +31,8 @@ from .codegen import compile_shared_library, compiler
 from .drnea import BodyTree
 
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
-OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN = 0, 1, 2, 3
+OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN, LINE_SEARCH_FAILED, STAGNATED, ALIASED = range(7)
+MAX_DEPTH = 10  # substeps of the last fallback: Δt/2 … Δt/2^MAX_DEPTH (drnea_step.c)
 _BODY = 72   # doubles per body in the model array
 _WORK = 192  # doubles per body in the work array
 _CFLAGS = ["-O2"]  # no -ffast-math: the same IEEE operations as written
@@ -51,9 +52,9 @@ def load_library() -> ctypes.CDLL | None:
         return None
     lib = ctypes.CDLL(str(so))
     ptr = ctypes.c_void_p
-    lib.ltvi_step.argtypes = [ptr] * 10
+    lib.ltvi_step.argtypes = [ptr] * 11
     lib.ltvi_step.restype = ctypes.c_int
-    lib.ltvi_rollout.argtypes = [ptr] * 4 + [ctypes.c_longlong] + [ptr] * 5
+    lib.ltvi_rollout.argtypes = [ptr] * 4 + [ctypes.c_longlong] + [ptr] * 6
     lib.ltvi_rollout.restype = ctypes.c_int
     lib.ltvi_jacobian.argtypes = [ptr] * 7
     lib.ltvi_jacobian.restype = ctypes.c_int
@@ -71,16 +72,18 @@ class CompiledStep:
     """Model arrays of a BodyTree packed once; ``step`` is one ctypes call (module docstring)."""
 
     def __init__(self, tree: BodyTree, dt: float, damping: np.ndarray, method: str, initial_guess: str,
-                 tol: float, step_tol: float, max_iterations: int, jacobian: str = "subtree"):
+                 tol: float, step_tol: float, max_iterations: int, jacobian: str = "subtree", fallback: bool = True,
+                 rotational: np.ndarray | None = None, max_rotation: float = np.pi):
         self.lib = load_library()
         if self.lib is None:
             raise RuntimeError("no C compiler found for the compiled DRNEA step")
         n = self.n = tree.n
         self._guess_code = {"IG1": 1, "IG2": 2, "IG3": 3}[initial_guess]
         code = 0 if method == "riqn" else (2 if jacobian == "alg4" else 1)
-        self.ip = np.concatenate([[n, code, self._guess_code, max_iterations],
-                                  tree.parents]).astype(np.int64)
-        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN]).astype(float)
+        rot = np.zeros(n) if rotational is None else np.asarray(rotational)  # joints whose turn per step is limited
+        self.ip = np.concatenate([[n, code, self._guess_code, max_iterations], tree.parents,
+                                  [int(fallback), self._guess_code], rot]).astype(np.int64)
+        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN, [max_rotation]]).astype(float)
         body = np.zeros((n, _BODY))
         body[:, 0:9] = tree._XR.reshape(n, 9)
         body[:, 9:12] = tree._Xp
@@ -92,14 +95,16 @@ class CompiledStep:
         body[:, 59] = tree._revolute
         body[:, 60:69] = np.array([tree.model.inertias[i + 1].inertia for i in range(n)]).reshape(n, 9)  # about the CoM
         self.body = np.ascontiguousarray(body)
-        self.work = np.zeros(n * _WORK + 6 * n + n * n + 48 * n)
+        self.work = np.zeros(n * _WORK + 6 * n + n * n + 48 * n + 3 * n + 2 * n * MAX_DEPTH)
         self.iwork = np.zeros(max(n, 1), dtype=np.int64)
         self.info = np.zeros(3)
+        # (first failure code, Newton's code or -1, substeps taken, finest division): ltvi_chain in drnea_step.c
+        self.fallback = np.zeros(4)
         # Preallocated argument buffers and their addresses: the call itself then costs ~2 µs of Python.
         self._x, self._tau, self._xn, self._guess = np.zeros(2 * n), np.zeros(n), np.zeros(2 * n), np.zeros(n)
         self._ptrs = [a.ctypes.data for a in (self.ip, self.dp, self.body)]
         self._args = [*self._ptrs, self._x.ctypes.data, self._tau.ctypes.data, None, self._xn.ctypes.data,
-                      self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data]
+                      self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data, self.fallback.ctypes.data]
         self._args_guess = list(self._args)
         self._args_guess[5] = self._guess.ctypes.data
 
@@ -121,16 +126,19 @@ class CompiledStep:
 
     def rollout(self, x0: np.ndarray, taus: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, float, int, int]:
         """N steps in one call: (return code, states (N+1, 2n), iterations (N,), residual, iterations and
-        index of the last step attempted). Stops at the first failing step; later rows stay zero."""
+        index of the last step attempted, fallback rows (N, 4) as ``fallback``). Stops at the first failing step;
+        later rows stay zero."""
         taus = np.ascontiguousarray(taus, dtype=float).reshape(-1, self.n)
         N = len(taus)
         X = np.zeros((N + 1, 2 * self.n))
         X[0] = x0
         iters = np.zeros(N)
+        fbs = np.zeros((N, 4))
         self.info[:] = (np.nan, 0, N - 1)
         code = self.lib.ltvi_rollout(*self._ptrs, taus.ctypes.data, N, X.ctypes.data, iters.ctypes.data,
-                                     self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data)
-        return code, X, iters.astype(int), float(self.info[0]), int(self.info[1]), int(self.info[2])
+                                     self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data,
+                                     fbs.ctypes.data)
+        return code, X, iters.astype(int), float(self.info[0]), int(self.info[1]), int(self.info[2]), fbs
 
     def jacobian(self, q0: np.ndarray, q1: np.ndarray, alg4: bool = False) -> np.ndarray:
         """∂f/∂q_{k+1} at (q_k, q_{k+1}) by Alg. 4 or by subtree sums (with the damping term)."""

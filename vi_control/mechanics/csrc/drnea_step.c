@@ -4,6 +4,9 @@
  * source hash. */
 #include <math.h>
 #include <string.h>
+#ifdef LTVI_DEBUG
+#include <stdio.h>
+#endif
 #define BODY 72
 #define WORK 192
 typedef long long ll;
@@ -387,65 +390,153 @@ static double amax(const double* a, ll n) { /* ∞-norm; NaN propagates like num
   return m;
 }
 
-/* One step. ip = (n, method 0 riqn/1 newton/2 newton with Alg. 4, guess 0 given/1/2/3 = IG1..IG3, max_it, parents[n]);
-   dp = (dt, tol, step_tol, gravity[3], C_even[13]); x = (q, p); tau full; guess used when ip[2] == 0.
-   xn = (q1, p1); info = (residual, iterations). Work: n*WORK + 6n + n² + 48n doubles, iwork n. */
-int ltvi_step(const ll* ip, const double* dp, const double* body, const double* x, const double* tau,
-              const double* guess, double* xn, double* info, double* work, ll* iwork) {
-  Ctx cx = {ip[0], ip[1], ip[2], ip[3], ip + 4, dp, body, work}; const Ctx* c = &cx;
-  ll n = c->n; double dt = dp[0];
+/* Every update is line-searched on |f|∞ (Armijo backtracking): the full update unless it takes a body's relative
+   rotation out of the log map's domain or fails to decrease the residual; halvings down to 2^-LS_MAX. An update
+   below √eps·(1 + |q|∞) is taken as it is: the residual is then at its rounding noise, where no decrease can be
+   asked for. An iteration that reduces |f|∞ less than STAGNATION-fold over 3 updates (above that noise) gives up:
+   a linear rate worse than 0.79 cannot reach tol within max_iterations, and a damped Newton that slows down like
+   this is sliding into a local minimum of |f|, not towards a root. */
+#define LS_MAX 20
+#define LS_SUFFICIENT 1e-4
+#define NOISE_UPDATE 1.5e-8
+#define STAGNATION 2.0
+/* Substeps of the last fallback: Δt/2 … Δt/2^MAX_DEPTH. */
+#define MAX_DEPTH 10
+
+/* Return codes (drnea_c.py). */
+enum { LT_OK, LT_NOT_CONVERGED, LT_LOG_NEAR_PI, LT_SINGULAR, LT_LINE_SEARCH, LT_STAGNATED, LT_ALIASED };
+
+/* Root of f(q1) from the guess in q1 by RIQN (method 0) or Newton (1: subtree Jacobian, 2: Alg. 4). f holds the
+   residual at q1 on entry and on exit; the work arrays hold the frames at q1. info = (residual, iterations). */
+static int ltvi_iterate(const Ctx* c, int method, const double* q0, double* q1, const double* cst, double scale,
+                        double* f, double* info, double* J, double* Nw, double* dq, double* qt, double* ft, ll* iwork) {
+  ll n = c->n; const double *dp = c->dp; double dt = dp[0];
+  double rnorm = amax(f, n), prev = INFINITY, hist[3] = {INFINITY, INFINITY, INFINITY}; ll it = 0;
+  int code = LT_NOT_CONVERGED;
+  for (it = 0; it <= c->max_it; it++) {
+    if (!isfinite(rnorm) || it == c->max_it) break;
+    if (rnorm <= dp[1]*scale) { code = LT_OK; break; }
+    if (method == 0) { aba_solve(c, 0, f, 0, dq); for (ll i = 0; i < n; i++) dq[i] *= dt; }
+    else { if (method == 2) jacobian_alg4(c, q0, q1, J, Nw); else jacobian(c, J, Nw);
+           memcpy(dq, f, n*sizeof(double)); if (lu_solve(J, n, iwork, dq)) { code = LT_SINGULAR; break; } }
+    double dqn = amax(dq, n), alpha = 1.0, fn = INFINITY; int ok = 0;
+    const double noise = NOISE_UPDATE*(1.0 + amax(q1, n));
+    for (int ls = 0; ls <= LS_MAX; ls++, alpha *= 0.5) {
+      for (ll i = 0; i < n; i++) qt[i] = q1[i] - alpha*dq[i];
+      if (residual(c, q0, qt, cst, ft)) continue;  /* a relative rotation near π: shorter */
+      fn = amax(ft, n);
+      if (fn <= (1.0 - LS_SUFFICIENT*alpha)*rnorm || (alpha*dqn <= noise && isfinite(fn))) { ok = 1; break; }
+    }
+    if (!ok) { code = LT_LINE_SEARCH; break; }
+    memcpy(q1, qt, n*sizeof(double)); memcpy(f, ft, n*sizeof(double));
+    const double r3 = hist[(it + 1) % 3];  /* the residual 3 updates before the new one */
+    hist[it % 3] = rnorm;
+    rnorm = fn; dqn *= alpha;
+    double qn = 1.0 + amax(q1, n);
+    /* f at its rounding floor: accept the update size; for Newton also an update that no longer contracts
+       once it is below √eps (quadratic convergence has ended in rounding noise: long chains, N ≳ 400) */
+    int stalled = method != 0 && dqn >= 0.5*prev && dqn <= NOISE_UPDATE*qn;
+    prev = dqn;
+    if (dqn <= dp[2]*qn || stalled) { it++; code = LT_OK; break; }
+    if (STAGNATION*rnorm > r3 && dqn > noise) { it++; code = LT_STAGNATED; break; }
+  }
+  info[0] = rnorm; info[1] = (double)it;
+  if (code == LT_OK && !isfinite(rnorm)) code = LT_NOT_CONVERGED;
+  return code;
+}
+
+/* One attempt at one step of c->dp[0] with `method`: guess (ig 0 given/1/2/3 = IG1..IG3), iterations, p_{k+1}.
+   A guess outside the log map's domain (a relative rotation near π) is pulled towards q_k (IG1, always inside). */
+static int ltvi_attempt(const Ctx* c, int method, int ig, const double* x, const double* tau, const double* guess,
+                        double* xn, double* info, ll* iwork) {
+  ll n = c->n; double dt = c->dp[0]; double* work = c->w;
   double *cst = work + n*WORK, *f = cst + n, *v = f + n, *dq = v + n, *g = dq + n, *J = g + 2*n, *Nw = J + n*n;
+  double *qt = Nw + 48*n, *ft = qt + n;
   const double *q0 = x, *p0 = x + n; double *q1 = xn, *p1 = xn + n;
   fk(c, q0); aba_setup(c); gravity(c, 0, 9, 57); project(c, 57, 12, g);
   for (ll i = 0; i < n; i++) cst[i] = 0.5*dt*g[i] - p0[i] - dt*tau[i] - BD(i)[58]*q0[i];
-  if (c->ig == 0) memcpy(q1, guess, n*sizeof(double));
-  else if (c->ig == 1) memcpy(q1, q0, n*sizeof(double));
+  if (ig == 0) memcpy(q1, guess, n*sizeof(double));
+  else if (ig == 1) memcpy(q1, q0, n*sizeof(double));
   else {  /* IG2: q + Δt M⁻¹p; IG3: semi-implicit Euler with q̈ = ABA(q, q̇, τ − c q̇) (§3.3) */
     aba_solve(c, 0, p0, 0, v);
-    if (c->ig == 2) for (ll i = 0; i < n; i++) q1[i] = q0[i] + dt*v[i];
+    if (ig == 2) for (ll i = 0; i < n; i++) q1[i] = q0[i] + dt*v[i];
     else {
       for (ll i = 0; i < n; i++) dq[i] = tau[i] - BD(i)[58]*v[i];
       aba_solve(c, v, dq, 1, f);
       for (ll i = 0; i < n; i++) q1[i] = q0[i] + dt*(v[i] + dt*f[i]);
     }
   }
-  double scale = 1.0 + amax(p0, n), rnorm = INFINITY, prev = INFINITY; ll it = 0; int conv = 0, code = 0;
-  for (it = 0; it <= c->max_it; it++) {
-    if (residual(c, q0, q1, cst, f)) { code = 2; break; }
-    rnorm = amax(f, n);
-    if (!isfinite(rnorm) || it == c->max_it) break;
-    if (rnorm <= dp[1]*scale) { conv = 1; break; }
-    if (c->method == 0) { aba_solve(c, 0, f, 0, dq); for (ll i = 0; i < n; i++) dq[i] *= dt; }
-    else { if (c->method == 2) jacobian_alg4(c, q0, q1, J, Nw); else jacobian(c, J, Nw);
-           memcpy(dq, f, n*sizeof(double)); if (lu_solve(J, n, iwork, dq)) { code = 3; break; } }
-    for (ll i = 0; i < n; i++) q1[i] -= dq[i];
-    double dqn = amax(dq, n), qn = 1.0 + amax(q1, n);
-    /* f at its rounding floor: accept the update size; for Newton also an update that no longer contracts
-       once it is below √eps (quadratic convergence has ended in rounding noise: long chains, N ≳ 400) */
-    int stalled = c->method != 0 && dqn >= 0.5*prev && dqn <= 1.5e-8*qn;
-    prev = dqn;
-    if (dqn <= dp[2]*qn || stalled) {
-      if (residual(c, q0, q1, cst, f)) { code = 2; break; }
-      rnorm = amax(f, n); it++; conv = 1; break;
-    }
+  int tries = 0;
+  while (residual(c, q0, q1, cst, f)) {
+    if (++tries > LS_MAX) { info[0] = INFINITY; info[1] = 0.0; return LT_LOG_NEAR_PI; }
+    for (ll i = 0; i < n; i++) q1[i] = q0[i] + 0.5*(q1[i] - q0[i]);
   }
-  info[0] = rnorm; info[1] = (double)it;
+  int code = ltvi_iterate(c, method, q0, q1, cst, 1.0 + amax(p0, n), f, info, J, Nw, dq, qt, ft, iwork);
   if (code) return code;
-  if (!(conv && isfinite(rnorm))) return 1;
+  /* with the fallback chain, a root with a joint turning more than max_rotation (dp[19]) is an aliased one
+     (NewtonSettings) for the chain to avoid; without it the caller refuses the step (UntrustedStepError) */
+  const ll* rot = c->par + n + 2;
+  if (c->par[n])
+    for (ll i = 0; i < n; i++) if (rot[i] && !(fabs(q1[i] - q0[i]) <= c->dp[19])) return LT_ALIASED;
   /* p_{k+1} = D₂L_d(q_k, q_{k+1}) = Σ J_i(q1)ᵀ (momenta − Δt/2 ∂P_i(T_i^{k+1})) */
   twists(c, 21, 30, 33); gravity(c, 21, 30, 69);
   for (ll i = 0; i < n; i++) for (int r = 0; r < 6; r++) WK(i)[69+r] = WK(i)[57+r] - 0.5*dt*WK(i)[69+r];
   project(c, 69, 33, p1);
-  return 0;
+  return LT_OK;
 }
 
-/* N steps from x0 with full joint torques taus (N×n): X ((N+1)×2n), iterations per step; on failure
-   info = (residual, iterations, step index) and the step's return code. */
+/* The step x -> xn over c->dp[0] by the fallback chain (ip[4+n] != 0): the configured method; if RIQN fails, Newton
+   with the exact Jacobian at the same Δt (the same discrete map); if that fails too, two substeps of Δt/2, each by
+   the same chain without the Newton stage, recursively down to Δt/2^MAX_DEPTH. fb = (first failure code, Newton's
+   code (-1 not tried), substeps taken, finest division Δt/substep); info accumulates iterations over substeps. */
+static int ltvi_chain(const Ctx* c, int depth, const double* x, const double* tau, const double* guess, double* xn,
+                      double* info, double* fb, ll* iwork, int fallback) {
+  ll n = c->n;
+  int ig = guess ? 0 : (int)c->par[c->n + 1];  /* substeps (and calls without a guess): the configured rule */
+  int code = ltvi_attempt(c, (int)c->method, ig, x, tau, guess, xn, info, iwork);
+  if (code == LT_OK) { if (depth) fb[2] += 1.0; return code; }
+  if (!fallback) return code;
+  if (depth == 0) fb[0] = code;
+  if (depth == 0 && c->method == 0) {
+    code = ltvi_attempt(c, 1, ig, x, tau, guess, xn, info, iwork);
+    fb[1] = code;
+    if (code == LT_OK) return code;
+  }
+  if (depth == MAX_DEPTH) return code;
+  double dph[6 + 13 + 1]; memcpy(dph, c->dp, sizeof dph); dph[0] = 0.5*c->dp[0];
+  Ctx h = *c; h.dp = dph;
+  double* mid = c->w + n*WORK + 6*n + n*n + 48*n + 3*n + 2*n*depth;
+  double it = 0.0;
+  code = ltvi_chain(&h, depth + 1, x, tau, 0, mid, info, fb, iwork, fallback);
+  it += info[1];
+  if (code) return code;
+  code = ltvi_chain(&h, depth + 1, mid, tau, 0, xn, info, fb, iwork, fallback);
+  info[1] += it;
+  if (code) return code;
+  fb[3] = fmax(fb[3], ldexp(1.0, depth + 1));
+  return LT_OK;
+}
+
+/* One step. ip = (n, method 0 riqn/1 newton/2 newton with Alg. 4, guess 0 given/1/2/3 = IG1..IG3, max_it, parents[n],
+   fallback, configured guess rule 1/2/3, rotational[n]); dp = (dt, tol, step_tol, gravity[3], C_even[13],
+   max_rotation); x = (q, p); tau full;
+   guess used when ip[2] == 0.
+   xn = (q1, p1); info = (residual, iterations); fb (4, see ltvi_chain). Work: n*WORK + 6n + n² + 48n + 3n
+   + 2n MAX_DEPTH doubles, iwork n. */
+int ltvi_step(const ll* ip, const double* dp, const double* body, const double* x, const double* tau,
+              const double* guess, double* xn, double* info, double* work, ll* iwork, double* fb) {
+  Ctx cx = {ip[0], ip[1], ip[2], ip[3], ip + 4, dp, body, work};
+  fb[0] = 0.0; fb[1] = -1.0; fb[2] = 0.0; fb[3] = 1.0;
+  return ltvi_chain(&cx, 0, x, tau, ip[2] == 0 ? guess : 0, xn, info, fb, iwork, (int)ip[4 + ip[0]]);
+}
+
+/* N steps from x0 with full joint torques taus (N×n): X ((N+1)×2n), iterations per step, fb per step (N×4); on
+   failure info = (residual, iterations, step index) and the step's return code. */
 int ltvi_rollout(const ll* ip, const double* dp, const double* body, const double* taus, ll N,
-                 double* X, double* iters, double* info, double* work, ll* iwork) {
+                 double* X, double* iters, double* info, double* work, ll* iwork, double* fbs) {
   ll n = ip[0];
   for (ll k = 0; k < N; k++) {
-    int code = ltvi_step(ip, dp, body, X + 2*n*k, taus + n*k, 0, X + 2*n*(k+1), info, work, iwork);
+    int code = ltvi_step(ip, dp, body, X + 2*n*k, taus + n*k, 0, X + 2*n*(k+1), info, work, iwork, fbs + 4*k);
     iters[k] = info[1];
     if (code) { info[2] = (double)k; return code; }
   }

@@ -13,15 +13,50 @@
 /* The dense helpers (vi_lu, vi_lu_solve, vi_factor, ...) come from dense_lu.c, prepended to this source. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
-#pragma GCC optimize ("O2")
+#pragma GCC optimize ("O3")
 #endif
 
 long long vi_newton_workspace(long long nq, long long ny) { return ny * ny + 4 * ny + 2 * nq * nq + 2 * nq; }
 
-/* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord);
+/* M(q_k) into M, its dynamic block into Mdd (Cholesky-factored in place) and v = Mdd^-1 (p_d - M_dk p_k): the
+ * velocity of the initial guess and the chord matrix of an unconstrained step. 1 if M_dd is not positive definite. */
+static int vi_mass_chol(const double* q, const double* p, long long nq, long long nd, long long nk,
+                        const long long* idx_d, const long long* idx_k, double* M, double* Mdd, double* v,
+                        long long* iw, double* w, double* mnorm) {
+  const double* arg[1] = {q};
+  double* res[1] = {M};
+  if (mass(arg, res, iw, w, 0)) return 1;
+  for (long long a = 0; a < nd; a++) {
+    double s = p[idx_d[a]];
+    for (long long b = 0; b < nk; b++) s -= M[idx_d[a] + idx_k[b] * nq] * p[idx_k[b]];
+    v[a] = s;
+    for (long long b = 0; b < nd; b++) Mdd[a + b * nd] = M[idx_d[a] + idx_d[b] * nq];
+  }
+  *mnorm = vi_norm1(Mdd, nd);
+  if (vi_cholesky(Mdd, nd)) return 1;
+  vi_cholesky_solve(Mdd, nd, v);
+  return 0;
+}
+
+/* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord, root_check);
  * dp = (dt, tol, rcond_min, theta_max, max_rotation, max_q); idx = (idx_d, idx_k);
  * rot (nd): 1 for a dynamic coordinate that is an angle (revolute joint).
- * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}. */
+ * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}.
+ *
+ * Chord Newton (MidpointVI docstring, docs/performance_step.md): updates with a factored matrix and residual-only
+ * evaluations. The matrix is Δt⁻¹ M(q_k)_dd for an unconstrained step (the impulse-based quasi-Newton matrix of
+ * seed 001 eq. 25; the guess factored it already), else M_{k+1} at the guess. M_{k+1} is evaluated, checked and
+ * factored again when an update contracts by less than theta_max.
+ * Unconstrained step without root_check, converged on Δt⁻¹M(q_k)_dd alone (every update contracted by theta_max):
+ * that matrix's condition is checked (Cholesky, dpocon's estimate) in place of M_{k+1}'s, and up to two more
+ * quasi-Newton updates polish y below tol (each kept if the residual is not larger). If its rcond is below
+ * rcond_min, M_{k+1} is evaluated at y as below.
+ * Otherwise (constraints, root_check, or a refresh) M_{k+1} is evaluated once near the root: at the first iterate
+ * whose residual is predicted (last contraction ratio times the last residual) to be below sqrt(tol)·scale, or
+ * is below it.
+ * From there exact-Newton-like updates end at round-off. If the tolerance is met before that, M_{k+1} is evaluated
+ * at the returned y for the condition check and one exact update is made with it (as exact Newton checks its
+ * last Jacobian). */
 int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, const double* dp,
                    const long long* idx, long long* iw, double* w, double* ws, long long* piv, double* info,
                    const long long* rot) {
@@ -30,6 +65,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   const double dt = dp[0], tol = dp[1], rcond_min = dp[2], theta_max = dp[3];
   const double max_rotation = dp[4], max_q = dp[5];
   const int chord = (int)ip[7];
+  const int qonly = chord && nc == 0 && !ip[8]; /* M_{k+1} only if the quasi-Newton iteration needs it */
   const long long *idx_d = idx, *idx_k = idx + nd;
   double *R = ws, *J = R + ny, *ex = J + ny * ny, *sg = ex + ny, *M = sg + ny, *Mdd = M + nq * nq, *v = Mdd + nq * nq;
   double* y0 = v + nq; /* the guess, for the chord's contraction check (ny) */
@@ -40,53 +76,76 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   for (long long i = 0; i < nz; i++) if (!isfinite(z[i])) return 3;
   for (long long i = 0; i < nq; i++) if (!(fabs(q[i]) <= max_q)) { info[2] = (double)i; return 5; }
   const double scale = 1.0 + vi_maxabs(p, nq);
+  /* 0: no matrix factored yet, 1: Δt⁻¹ M(q_k)_dd in Mdd (quasi-Newton), 2: M_{k+1} in J */
+  int mat = 0;
+  double mnorm = 0.0; /* ||M(q_k)_dd||_1 */
+  const int quasi = chord && nc == 0;
 
   if (ip[6]) { /* q_{k+1} guess from the continuous Legendre transform: q + dt M^-1 p */
-    arg[0] = q; res[0] = M;
-    if (mass(arg, res, iw, w, 0)) return 4;
-    for (long long a = 0; a < nd; a++) {
-      double s = p[idx_d[a]];
-      for (long long b = 0; b < nk; b++) s -= M[idx_d[a] + idx_k[b] * nq] * p[idx_k[b]];
-      v[a] = s;
-      for (long long b = 0; b < nd; b++) Mdd[a + b * nd] = M[idx_d[a] + idx_d[b] * nq];
-    }
-    if (vi_lu(Mdd, nd, piv)) return 4;
-    vi_lu_solve(Mdd, nd, piv, v);
+    if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w, &mnorm)) return 4;
     for (long long a = 0; a < nd; a++) y[a] = q[idx_d[a]] + dt * v[a];
+    if (quasi) mat = 1;
   }
 
   arg[0] = y; arg[1] = z; res[0] = R; res[1] = J;
-  double rnorm = INFINITY, dnorm_prev = INFINITY, first_update = INFINITY;
+  double rnorm = INFINITY, dnorm_prev = INFINITY, first_update = INFINITY, anorm = 0.0, rc = 0.0;
+  const double eta = sqrt(tol) * scale;
   for (long long i = 0; i < ny; i++) y0[i] = y[i];
-  int with_jac = 1;  /* next evaluation includes the Jacobian (always in exact Newton) */
-  int j_at_y = 0;    /* J holds the unfactored Jacobian at the current y */
+  int with_jac = !quasi; /* next evaluation includes the Jacobian (always in exact Newton) */
+  int j_at_y = 0;        /* J holds the unfactored Jacobian at the current y */
+  int near = 0;          /* M_{k+1} was factored (and checked) near the root */
+  int predicted = 0;     /* this evaluation includes M_{k+1} because the residual was predicted below eta */
   long long it;
   for (it = 0; it <= max_it; it++) {
     if (with_jac ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
     j_at_y = with_jac;
     rnorm = vi_maxabs(R, ny);
     if (!isfinite(rnorm) || rnorm <= tol * scale || it == max_it) break;
-    if (with_jac) {
-      double rc = vi_factor(J, ny, piv, ex, sg);
-      j_at_y = 0;
-      if (!(rc >= rcond_min)) { info[0] = rnorm; info[1] = (double)it; info[2] = rc; return 2; }
+    if (!with_jac && mat == 0) { /* warm start of an unconstrained step: the quasi-Newton matrix on first use */
+      if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w, &mnorm)) {
+        if (residual(arg, res, iw, w, 0)) return 1; /* M(q_k) singular: M_{k+1} instead */
+        j_at_y = with_jac = 1;
+      } else mat = 1;
     }
-    vi_lu_solve(J, ny, piv, R);
+    if (with_jac) {
+      anorm = vi_norm1(J, ny);
+      rc = vi_factor(J, ny, piv, ex, sg);
+      j_at_y = 0;
+      if (!(rc >= rcond_min)) { /* chord, away from the root: not this step's verdict (the caller retries exact) */
+        info[0] = rnorm; info[1] = (double)it; info[2] = rc;
+        return chord && !(predicted || rnorm <= eta) ? 1 : 2;
+      }
+      mat = 2;
+      if (predicted || rnorm <= eta) near = 1;
+    }
+    if (mat == 2) vi_lu_solve(J, ny, piv, R);
+    else { vi_cholesky_solve(Mdd, nd, R); for (long long i = 0; i < nd; i++) R[i] *= -dt; }
     for (long long i = 0; i < ny; i++) y[i] -= R[i];
     const double dnorm = vi_maxabs(R, ny);
     if (it == 0) first_update = dnorm;
     if (dnorm < 1e-15 * (1.0 + vi_maxabs(y, ny))) { /* stalled at round-off */
-      if (residual(arg, res, iw, w, 0)) return 1;
-      j_at_y = 1;
+      j_at_y = !(qonly && mat == 1);
+      if (j_at_y ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
       rnorm = vi_maxabs(R, ny);
       break;
     }
-    /* Chord: keep the factored Jacobian while the updates contract by theta_max or better. */
-    with_jac = !chord || !(dnorm <= theta_max * dnorm_prev);
+    /* Chord: keep the factored matrix while the updates contract by theta_max or better, and evaluate M_{k+1}
+     * once near the root (the residual predicted below eta, the first contraction ratio taken as theta_max). */
+    const double ratio = it == 0 ? theta_max : dnorm / dnorm_prev;
+    predicted = chord && !qonly && !near && ratio * rnorm <= eta;
+    with_jac = !chord || !(dnorm <= theta_max * dnorm_prev) || predicted;
     dnorm_prev = dnorm;
   }
-  /* The acceptance floor and the final condition check need the Jacobian at the returned y. */
-  if (!j_at_y && isfinite(rnorm)) {
+  /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/performance_step.md). */
+  int qfinal = qonly && mat == 1 && !j_at_y && isfinite(rnorm);
+  if (qfinal) {
+    rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg);
+    qfinal = rc >= rcond_min;
+    anorm = mnorm / dt;
+  }
+  /* Without a factorization near the returned y, the acceptance floor and the condition check need M_{k+1} there. */
+  const int final_check = !qfinal && (!near || j_at_y);
+  if (final_check && !j_at_y && isfinite(rnorm)) {
     if (residual(arg, res, iw, w, 0)) return 1;
     rnorm = vi_maxabs(R, ny);
   }
@@ -94,7 +153,8 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   /* Accept at the residual's rounding floor ~ eps |J| |q_k| too: R sums terms of size |M/dt| |q|, which
    * exceeds any fixed tolerance on long chains at small dt (seed 001 §4 sizes). The configuration before the
    * step, not the root found: a huge |y| must not excuse its own residual (NewtonSettings). */
-  const double floor_r = 64.0 * DBL_EPSILON * vi_norm1(J, ny) * (1.0 + vi_maxabs(q, nq));
+  if (final_check) anorm = vi_norm1(J, ny);
+  const double floor_r = 64.0 * DBL_EPSILON * anorm * (1.0 + vi_maxabs(q, nq));
   if (!(rnorm <= fmax(tol * scale, floor_r))) return 1;
   if (chord) {
     /* A contracting iteration ends within about its first update of the guess; a chord iteration that
@@ -104,19 +164,32 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     for (long long i = 0; i < ny; i++) dist = fmax(dist, fabs(y[i] - y0[i]));
     if (dist > 2.0 * first_update + 1e-12 * (1.0 + vi_maxabs(y, ny))) return 1;
   }
-  /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
-  double rc = vi_factor(J, ny, piv, ex, sg);
-  info[2] = rc;
-  if (!(rc >= rcond_min)) return 2;
-  if (chord) {
-    /* One exact Newton update with the Jacobian just factored at the root: chord stops just below tol
-     * (linear rate), this takes y to the root's round-off like exact Newton's last quadratic step. */
-    vi_lu_solve(J, ny, piv, R);
-    for (long long i = 0; i < ny; i++) { ex[i] = R[i]; y[i] -= R[i]; }
-    if (residual_only(arg, res, iw, w, 0)) return 1;
-    const double rpol = vi_maxabs(R, ny);
-    if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
-    else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
+  if (final_check) {
+    /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
+    rc = vi_factor(J, ny, piv, ex, sg);
+    info[2] = rc;
+    if (!(rc >= rcond_min)) return 2;
+    if (chord) {
+      /* One exact Newton update with the Jacobian just factored at the root: chord stopped just below tol
+       * (linear rate), this takes y to the root's round-off like exact Newton's last quadratic step. */
+      vi_lu_solve(J, ny, piv, R);
+      for (long long i = 0; i < ny; i++) { ex[i] = R[i]; y[i] -= R[i]; }
+      if (residual_only(arg, res, iw, w, 0)) return 1;
+      const double rpol = vi_maxabs(R, ny);
+      if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
+      else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
+    }
+  } else {
+    info[2] = rc;
+    for (int k = 0; qfinal && k < 2; k++) { /* quasi-Newton updates below tol, each kept if not worse */
+      for (long long i = 0; i < nd; i++) ex[i] = R[i];
+      vi_cholesky_solve(Mdd, nd, ex);
+      for (long long i = 0; i < nd; i++) { ex[i] *= -dt; y[i] -= ex[i]; }
+      if (residual_only(arg, res, iw, w, 0)) return 1;
+      const double rpol = vi_maxabs(R, ny);
+      if (rpol <= fmax(info[0], floor_r)) info[0] = rpol;
+      else { for (long long i = 0; i < nd; i++) y[i] += ex[i]; break; }
+    }
   }
   /* A root the step cannot vouch for: a joint turning more than half a turn per step aliases (NewtonSettings). */
   for (long long a = 0; a < nd; a++) {
