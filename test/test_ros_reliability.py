@@ -58,8 +58,8 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
     assert "UNCONVERGED (best effort)" in willing.log()
 
     # one joint state (with a velocity: the estimate needs no history) to both controllers
-    # both controllers and this recorder itself listen to joint_states
-    assert rec_no.wait_for(lambda: rec_no.state_pub.get_subscription_count() >= 3, DISCOVERY)
+    # both controllers, the planner and this recorder itself listen to joint_states (one message: all must match)
+    assert rec_no.wait_for(lambda: rec_no.state_pub.get_subscription_count() >= 4, DISCOVERY)
     q, qdot, t = np.array([0.05]), np.array([0.2]), time.time()  # fresh on the controllers' wall clock
     msg = JointState(name=["theta"], position=q.tolist(), velocity=qdot.tolist())
     msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
@@ -68,11 +68,20 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
     law = TrackingController(plan, pendulum_vi.state, pendulum_vi.robot.effort_limits, system=pendulum_vi)
     expected, _ = law.command(0, x)
     assert abs(expected[0]) > 0.1  # distinguishable from the watchdog's safe commands (zero before any state)
-    rec_no.state_pub.publish(msg)
-    assert rec_yes.wait_for(lambda: any(np.allclose(c, expected, rtol=1e-9, atol=1e-9) for _, c in rec_yes.commands),
-                            DISCOVERY), (expected, rec_yes.commands[-5:], willing.log())
+    # the same state, freshly stamped, until it is answered (a best-effort subscriber may drop a message sent before
+    # it matched the publisher): the copy that arrives first enters the plan at its step 0, whose command is expected
+    answered = lambda: any(np.allclose(c, expected, rtol=1e-9, atol=1e-9) for _, c in rec_yes.commands)  # noqa: E731
+    for _ in range(int(DISCOVERY / 0.5)):
+        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(time.time())
+        rec_no.state_pub.publish(msg)
+        if rec_yes.wait_for(answered, 0.5):
+            break
+    assert answered(), (expected, rec_yes.commands[-5:], willing.log())
     time.sleep(1.0)
-    assert rec_no.commands == []  # the refusing controller has no plan, hence no command at all
+    # the refusing controller never tracks the plan: without one it commands nothing but its watchdog's safe
+    # command once the state goes stale (damping of the last measured q̇, far from the plan's command)
+    assert not any(np.allclose(c, expected, rtol=1e-6, atol=1e-6) for _, c in rec_no.commands), rec_no.commands
+    assert all(abs(c[0]) < 0.5 * abs(expected[0]) for _, c in rec_no.commands), (expected, rec_no.commands)
     assert all(p.alive for p in (planner, refusing, willing))
 
 

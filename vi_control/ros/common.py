@@ -156,7 +156,16 @@ class ThrottledLog:
             self._last[kind] = (last, suppressed + 1)
             return False
         more = f" ({suppressed} more since the last report)" if suppressed else ""
-        getattr(self.logger, level)(text + more)
+        # one call site per severity: rclpy refuses (ValueError) a call site whose severity changes between calls,
+        # which crashed a controller that logged a stale-state error and later a warning through one line
+        if level == "error":
+            self.logger.error(text + more)
+        elif level == "info":
+            self.logger.info(text + more)
+        elif level == "warning":
+            self.logger.warning(text + more)
+        else:
+            raise ValueError(f"ThrottledLog: unknown level {level!r} (error|warning|info)")
         self._last[kind] = (now, 0)
         return True
 

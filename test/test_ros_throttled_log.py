@@ -1,0 +1,25 @@
+"""ThrottledLog over a real rclpy logger: kinds throttled independently, and one instance may log at several
+severities (rclpy refuses a call site whose severity changes; that crashed a controller mid-run)."""
+
+import time
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+from rclpy.logging import get_logger  # noqa: E402
+
+from vi_control.ros.common import ThrottledLog  # noqa: E402
+
+
+def test_one_throttle_logs_errors_warnings_and_info_through_rclpy():
+    log = ThrottledLog(get_logger("vi_test_throttle"), period=0.2)
+    assert log("stale", "stale state", level="error")
+    assert log("late", "late plan")  # a warning right after an error: must not raise
+    assert log("plan", "plan entered", level="info")
+    assert not log("stale", "stale state", level="error")  # the same kind within the period: suppressed
+    assert not log("late", "late plan")
+    time.sleep(0.25)
+    assert log("late", "late plan") and log("stale", "stale again", level="error")
+    with pytest.raises(ValueError, match="unknown level"):
+        log("other", "x", level="critical")
