@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..integrators.base import DiscreteSystem, Linearizable
@@ -32,10 +34,15 @@ def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]
     return np.concatenate([tau, q[vi.idx_k]]), residual
 
 
-def hold_gain(vi: Linearizable, q: np.ndarray, Q, R) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq)."""
+def hold_gain(vi: Linearizable, q: np.ndarray, Q, R, u_eq: np.ndarray | None = None,
+              riccati: Callable = dlqr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq).
+
+    ``u_eq``: holding_input(q) if the caller has it; ``riccati``: a function with ``lqr.dlqr``'s signature (the
+    planner passes the compiled one)."""
     x_eq = equilibrium_state(vi, q)
-    u_eq, _ = holding_input(vi, q)
+    if u_eq is None:
+        u_eq, _ = holding_input(vi, q)
     lin = linearize(vi, x_eq, u_eq)
-    K, _ = dlqr(lin.A, lin.B, Q, R)
+    K, _ = riccati(lin.A, lin.B, Q, R)
     return K, x_eq, u_eq

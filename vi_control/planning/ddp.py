@@ -14,7 +14,9 @@ Regularization (Tassa, Erez, Todorov 2012, their eq. 10): the cost-to-go is shif
 enters as Q_uu + μBᵀB and Q_ux + μBᵀA — scale-aware where a shift of Q_uu alone is not. μ is raised ×10
 when the regularized Q_uu is not positive definite or the line search fails, and lowered ×10 after full
 steps. Where the second-order Q_uu is not positive definite at the current μ, the iteration takes the
-Gauss–Newton (iLQR) step instead and skips the second-order attempt for 1, 3, then 4 iterations.
+Gauss–Newton (iLQR) step instead and skips the second-order attempt for the next iteration (a failed attempt
+stops within the last stages, where V'_x is large, so it costs little; a longer backoff delayed Newton's quadratic
+convergence by up to 4 iterations once the model had become convex).
 Input bounds: each step δu solves the box QP
 min ½δuᵀQ_uuδu + Q_uᵀδu s.t. lo ≤ U_k + δu ≤ hi by projected Newton (Bertsekas 1982, as in Tassa,
 Mansard, Todorov 2014); feedback rows of clamped inputs are zero. The forward pass is the nonlinear
@@ -203,7 +205,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     converged, reason, it = False, "max_iterations", 0
     Kfb = np.zeros((cost.N, vi.nu, vi.state.ndx))
     final_lin = None
-    wait = backoff = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
+    wait = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
     for it in range(1, max_iterations + 1):
         lin_list = stages.linearize(X, U, results)
         newton = second_order and wait == 0
@@ -212,12 +214,9 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
             step = stages.backward(cost, X, U, results, lin_list, mu, newton, metric)
             if step is not None:
                 kff, Kfb, d1, d2 = step
-                backoff = 0 if newton else backoff
                 break
             if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
-                newton = False  # and skip the Newton attempt for the next 1, 3, then 4 iterations
-                backoff = min(2 * backoff + 1, 4)
-                wait = backoff
+                newton, wait = False, 1  # and skip the Newton attempt in the next iteration
                 continue
             mu = max(mu * 10, 1e-6)
             if mu > mu_max:
