@@ -29,7 +29,12 @@ def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]
     q = np.asarray(q, float)
     S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
     rhs = vi.potential_gradient(q)[vi.idx_d]
-    tau = np.linalg.lstsq(S, rhs, rcond=None)[0] if vi.n_torques else np.zeros(0)
+    if not vi.n_torques:
+        tau = np.zeros(0)
+    elif np.array_equal(S.T @ S, np.eye(vi.n_torques)):  # each input drives its own joint: Sᵀ is the LS solution
+        tau = S.T @ rhs
+    else:
+        tau = np.linalg.lstsq(S, rhs, rcond=None)[0]
     residual = float(np.abs(S @ tau - rhs).max()) if len(rhs) else 0.0
     return np.concatenate([tau, q[vi.idx_k]]), residual
 

@@ -136,6 +136,8 @@ class _Arena:
         self._known: dict[int, tuple[np.ndarray, int]] = {}
         self._chunk, self._base, self._used = np.empty(0), 0, 0
         self._staged: dict[tuple, np.ndarray] = {}
+        self._args = np.zeros(32, np.int64)  # the argument vector of a call (pointers)
+        self._args_at = self._args.ctypes.data
 
     def carve(self, *shapes: tuple, int_index: int | None = None) -> list[np.ndarray]:
         """Fresh arrays of these shapes (float64; the one at ``int_index`` int64), never handed out before."""
@@ -154,16 +156,18 @@ class _Arena:
         self._used = off
         return out
 
-    def pointers(self, arrays: list) -> tuple[ctypes.Array, list]:
-        """(void* array, arrays to keep alive during the call). Position i of a call takes arrays carved here as
-        they are; any other array is copied into the staging buffer of (position, shape) (float64)."""
-        ptrs, keep = [], []
+    def pointers(self, arrays: list) -> int:
+        """The address of a void* vector holding the arrays' addresses (NULL for None), valid until the next call
+        (a ctypes array of 20 pointers costs more to build than a pass over a pendulum's stages). Position i of a
+        call takes arrays carved here as they are; any other array is copied into the staging buffer of
+        (position, shape) (float64)."""
+        ptrs = []
         for i, a in enumerate(arrays):
             hit = None if a is None else self._known.get(id(a))
             if hit is not None and hit[0] is a:
                 ptrs.append(hit[1])
             elif a is None:
-                ptrs.append(None)
+                ptrs.append(0)
             else:
                 key = (i, np.shape(a))
                 buf = self._staged.get(key)
@@ -171,7 +175,11 @@ class _Arena:
                     buf = self._staged[key] = self.carve(key[1])[0]
                 np.copyto(buf, a, casting="same_kind")
                 ptrs.append(self._known[id(buf)][1])
-        return (ctypes.c_void_p * len(ptrs))(*ptrs), keep
+        if len(ptrs) > len(self._args):
+            self._args = np.zeros(len(ptrs), np.int64)
+            self._args_at = self._args.ctypes.data
+        self._args[: len(ptrs)] = ptrs
+        return self._args_at
 
 
 @dataclass
@@ -222,8 +230,7 @@ class CompiledStages:
         self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)  # μ, second order
 
     def _run(self, which: int, arrays: list) -> int:
-        args, _keep = self._arena.pointers(arrays)
-        return self._call(which, self._ctx, args)
+        return self._call(which, self._ctx, self._arena.pointers(arrays))
 
     def rollout(self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

@@ -84,7 +84,9 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     if u_kind == "zero":
         U = np.zeros((N, vi.nu))
         U[:, vi.n_torques:] = X[1:, :nq][:, vi.idx_k]
-    elif u_kind == "hold":  # one holding input per distinct configuration (a goal reference repeats one)
+    elif u_kind == "hold" and kind == "goal":  # one configuration throughout
+        U = np.tile(holding_input(vi, goal)[0], (N, 1))
+    elif u_kind == "hold":  # one holding input per distinct configuration (a step reference has two)
         Qd, row = np.unique(X[1:, :nq], axis=0, return_inverse=True)
         U = np.array([holding_input(vi, q)[0] for q in Qd])[row.ravel()]
     else:

@@ -17,7 +17,7 @@
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
-#pragma GCC optimize ("O2")
+#pragma GCC optimize ("O3")
 #endif
 
 typedef int (*vi_casadi_fn)(const double** arg, double** res, long long* iw, double* w, int mem);
@@ -161,6 +161,22 @@ int vi_plan_linearize(void** c, void** a) {
   return 0;
 }
 
+/* Z (n, p) = op(X) Y (+ Z if acc), Y row-major (m, p); op(X) = X (n, m) or, tx, X' with X (m, n). Row updates
+ * (axpy form: contiguous, vectorizable) in the dot form's order: every Z_ij sums l = 0, 1, ... from 0. */
+static void vi_mm(const double* X, const double* Y, double* Z, long long n, long long m, long long p, int tx, int acc) {
+  double* t = Z;
+  for (long long i = 0; i < n; i++) {
+    double* z = t + i * p;
+    if (!acc)
+      for (long long j = 0; j < p; j++) z[j] = 0.0;
+    for (long long l = 0; l < m; l++) {
+      const double x = tx ? X[l * n + i] : X[i * m + l];
+      const double* y = Y + l * p;
+      for (long long j = 0; j < p; j++) z[j] += x * y[j];
+    }
+  }
+}
+
 /* ---------------------------------------------------------------------------------------------------------
  * Cholesky H = R^T R (upper, as LAPACK dpotrf with uplo 'U': the upper triangle of H is read) and solves. */
 static int vi_chol(const double* H, long long n, double* R) {
@@ -281,18 +297,8 @@ int vi_plan_backward(void** c, void** a) {
   for (long long k = N - 1; k >= 0; k--) {
     const double *A = AA + k * nx * nx, *B = BB + k * nx * nu;
     double *kk = KFF + k * nu, *KK = KFB + k * nu * nx;
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += Vxx[i * nx + l] * A[l * nx + j];
-        VA[i * nx + j] = s;
-      }
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nu; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += Vxx[i * nx + l] * B[l * nu + j];
-        VB[i * nu + j] = s;
-      }
+    vi_mm(Vxx, A, VA, nx, nx, nx, 0, 0);
+    vi_mm(Vxx, B, VB, nx, nx, nu, 0, 0);
     for (long long i = 0; i < nx; i++) {
       double s = 0.0;
       for (long long l = 0; l < nx; l++) s += A[l * nx + i] * Vx[l];
@@ -303,24 +309,11 @@ int vi_plan_backward(void** c, void** a) {
       for (long long l = 0; l < nx; l++) s += B[l * nu + i] * Vx[l];
       Qu[i] = LUc[k * nu + i] + s;
     }
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += A[l * nx + i] * VA[l * nx + j];
-        Qxx[i * nx + j] = Wx[i * nx + j] + s;
-      }
-    for (long long i = 0; i < nu; i++) {
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += B[l * nu + i] * VA[l * nx + j];
-        Qux[i * nx + j] = s;
-      }
-      for (long long j = 0; j < nu; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += B[l * nu + i] * VB[l * nu + j];
-        Quu[i * nu + j] = Wu[i * nu + j] + s;
-      }
-    }
+    vi_mm(A, VA, Qxx, nx, nx, nx, 1, 0);
+    for (long long i = 0; i < nx * nx; i++) Qxx[i] = Wx[i] + Qxx[i];
+    vi_mm(B, VA, Qux, nu, nx, nx, 1, 0);
+    vi_mm(B, VB, Quu, nu, nx, nu, 1, 0);
+    for (long long i = 0; i < nu * nu; i++) Quu[i] = Wu[i] + Quu[i];
     if (second) { /* + V'_x . d2f = T' (V'_x' d2O + mu' d2R) T, R_y' mu = -O_y' V'_x (seed 000 eqs. 16-27) */
       const double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
       for (long long j = 0; j < ny; j++) {
@@ -335,20 +328,23 @@ int vi_plan_backward(void** c, void** a) {
       const double* arg[4] = {Y + k * ny, z, Vx, mua};
       double* res[1] = {H};
       if (m.hess(arg, res, m.iw, m.w, 0)) return 1;
-      for (long long j = 0; j < nz; j++) /* W = H_yy dy/dz + H_yz */
-        for (long long i = 0; i < ny; i++) {
-          double s = 0.0;
-          for (long long l = 0; l < ny; l++) s += H[i + l * nw] * dydz[l + j * ny];
-          W[i + j * ny] = s + H[i + (ny + j) * nw];
+      for (long long j = 0; j < nz; j++) { /* W = H_yy dy/dz + H_yz (column-major; column updates) */
+        double* w = W + j * ny;
+        for (long long i = 0; i < ny; i++) w[i] = 0.0;
+        for (long long l = 0; l < ny; l++) {
+          const double d = dydz[l + j * ny], *h = H + l * nw;
+          for (long long i = 0; i < ny; i++) w[i] += h[i] * d;
         }
-      for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz */
-        for (long long q = 0; q < nz; q++) {
+        for (long long i = 0; i < ny; i++) w[i] += H[i + (ny + j) * nw];
+      }
+      for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz: symmetric, its upper triangle */
+        for (long long q = p; q < nz; q++) {
           double s1 = 0.0, s2 = 0.0;
           for (long long i = 0; i < ny; i++) {
             s1 += dydz[i + p * ny] * W[i + q * ny];
             s2 += H[i + (ny + p) * nw] * dydz[i + q * ny];
           }
-          Hz[p * nz + q] = (s1 + s2) + H[(ny + p) + (ny + q) * nw];
+          Hz[p * nz + q] = Hz[q * nz + p] = (s1 + s2) + H[(ny + p) + (ny + q) * nw];
         }
       for (long long i = 0; i < nx; i++)
         for (long long j = 0; j < nx; j++) Qxx[i * nx + j] += Hz[i * nz + j];
@@ -362,18 +358,10 @@ int vi_plan_backward(void** c, void** a) {
       for (long long j = 0; j < nu; j++) Quu_r[i * nu + j] = 0.5 * (Quu[i * nu + j] + Quu[j * nu + i]);
     for (long long i = 0; i < nu * nx; i++) Qux_r[i] = Qux[i];
     if (mu != 0.0) {
-      for (long long i = 0; i < nu; i++) {
-        for (long long j = 0; j < nu; j++) {
-          double s = 0.0;
-          for (long long l = 0; l < nx; l++) s += B[l * nu + i] * B[l * nu + j];
-          Quu_r[i * nu + j] += mu * s;
-        }
-        for (long long j = 0; j < nx; j++) {
-          double s = 0.0;
-          for (long long l = 0; l < nx; l++) s += B[l * nu + i] * A[l * nx + j];
-          Qux_r[i * nx + j] = Qux[i * nx + j] + mu * s;
-        }
-      }
+      vi_mm(B, B, T, nu, nx, nu, 1, 0);
+      for (long long i = 0; i < nu * nu; i++) Quu_r[i] += mu * T[i];
+      vi_mm(B, A, T, nu, nx, nx, 1, 0);
+      for (long long i = 0; i < nu * nx; i++) Qux_r[i] = Qux[i] + mu * T[i];
     }
     if (m.bounded) {
       long long* free_ = m.iscr;
@@ -419,18 +407,11 @@ int vi_plan_backward(void** c, void** a) {
       for (long long l = 0; l < nu; l++) { s += KK[l * nx + i] * (Quu_k[l] + Qu[l]); r += Qux[l * nx + i] * kk[l]; }
       Vn[i] = Qx[i] + s + r;
     }
-    for (long long l = 0; l < nu; l++) /* T = Q_uu K + Q_ux (nu, nx) */
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long p = 0; p < nu; p++) s += Quu[l * nu + p] * KK[p * nx + j];
-        T[l * nx + j] = s + Qux[l * nx + j];
-      }
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0, r = 0.0;
-        for (long long l = 0; l < nu; l++) { s += KK[l * nx + i] * T[l * nx + j]; r += Qux[l * nx + i] * KK[l * nx + j]; }
-        Vxxn[i * nx + j] = Qxx[i * nx + j] + s + r;
-      }
+    vi_mm(Quu, KK, T, nu, nu, nx, 0, 0); /* T = Q_uu K + Q_ux (nu, nx) */
+    for (long long i = 0; i < nu * nx; i++) T[i] += Qux[i];
+    vi_mm(KK, T, Vxxn, nx, nu, nx, 1, 0); /* V'_xx = Q_xx + K'T + Q_ux'K */
+    vi_mm(Qux, KK, VA, nx, nu, nx, 1, 0);
+    for (long long i = 0; i < nx * nx; i++) Vxxn[i] = Qxx[i] + Vxxn[i] + VA[i];
     for (long long i = 0; i < nx; i++) {
       Vx[i] = Vn[i];
       for (long long j = 0; j < nx; j++) Vxx[i * nx + j] = 0.5 * (Vxxn[i * nx + j] + Vxxn[j * nx + i]);
@@ -520,16 +501,6 @@ int vi_plan_tvlqr(const long long* sizes, void** a) {
  * K = [R + B'PB]^-1 B'PA (lqr._gain). sizes = (nx, nu, max_iterations); tol; a: A (nx, nx), B (nx, nu), Q, R |
  * K (nu, nx), P (nx, nx), scratch (9 nx^2 + 2 nx nu + 2 nu^2 + nx + nu), pivots (nx + nu). Row-major like numpy.
  * Returns 0, 1 if R or W is singular, 2 if the iteration did not converge (or blew up: an unstabilizable mode). */
-static void vi_mm(const double* X, const double* Y, double* Z, long long n, long long m, long long p, int tx) {
-  /* Z (n, p) = op(X) Y with Y (m, p); op(X) = X (n, m) or, tx, X' with X (m, n). */
-  for (long long i = 0; i < n; i++)
-    for (long long j = 0; j < p; j++) {
-      double s = 0.0;
-      for (long long l = 0; l < m; l++) s += (tx ? X[l * n + i] : X[i * m + l]) * Y[l * p + j];
-      Z[i * p + j] = s;
-    }
-}
-
 int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
   const long long nx = sizes[0], nu = sizes[1], max_it = sizes[2];
   const double *A = a[0], *B = a[1], *Q = a[2], *R = a[3];
@@ -544,10 +515,10 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
     vi_lu_solve(Rc, nu, piv, col);
     for (long long l = 0; l < nu; l++) RB[l * nx + i] = col[l];
   }
-  vi_mm(B, RB, G, nx, nu, nx, 0);
+  vi_mm(B, RB, G, nx, nu, nx, 0, 0);
   for (long long i = 0; i < nx * nx; i++) { Ak[i] = A[i]; H[i] = Q[i]; }
   for (long long it = 0; it < max_it; it++) {
-    vi_mm(G, H, W, nx, nx, nx, 0);
+    vi_mm(G, H, W, nx, nx, nx, 0, 0);
     for (long long i = 0; i < nx; i++) W[i * nx + i] += 1.0;
     for (long long i = 0; i < nx * nx; i++) Wc[(i % nx) * nx + i / nx] = W[i];
     if (vi_lu(Wc, nx, piv)) return 1;
@@ -561,10 +532,10 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
       vi_lu_solve(Wc, nx, piv, col);
       for (long long i = 0; i < nx; i++) U[i * nx + j] = col[i];
     }
-    vi_mm(H, U, V, nx, nx, nx, 0); /* H' = H + A_k' (H W^-1 A_k) */
-    vi_mm(Ak, V, Hn, nx, nx, nx, 1);
+    vi_mm(H, U, V, nx, nx, nx, 0, 0); /* H' = H + A_k' (H W^-1 A_k) */
+    vi_mm(Ak, V, Hn, nx, nx, nx, 1, 0);
     for (long long i = 0; i < nx * nx; i++) Hn[i] += H[i];
-    vi_mm(T, G, V, nx, nx, nx, 0); /* G' = G + (A_k W^-1 G) A_k' */
+    vi_mm(T, G, V, nx, nx, nx, 0, 0); /* G' = G + (A_k W^-1 G) A_k' */
     for (long long i = 0; i < nx; i++)
       for (long long j = 0; j < nx; j++) {
         double s = 0.0;
@@ -572,7 +543,7 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
         U[i * nx + j] = G[i * nx + j] + s;
       }
     for (long long i = 0; i < nx * nx; i++) G[i] = U[i];
-    vi_mm(T, Ak, U, nx, nx, nx, 0); /* A_k' = A_k W^-1 A_k */
+    vi_mm(T, Ak, U, nx, nx, nx, 0, 0); /* A_k' = A_k W^-1 A_k */
     for (long long i = 0; i < nx * nx; i++) Ak[i] = U[i];
     double dmax = 0.0, hmax = 0.0;
     int finite = 1;
@@ -590,7 +561,7 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
     if (!finite) return 2;
     if (done) {
       for (long long i = 0; i < nx * nx; i++) P[i] = H[i];
-      vi_mm(B, P, BtP, nu, nx, nx, 1); /* K = sym(R + B'PB)^-1 B'PA */
+      vi_mm(B, P, BtP, nu, nx, nx, 1, 0); /* K = sym(R + B'PB)^-1 B'PA */
       for (long long i = 0; i < nu; i++)
         for (long long j = 0; j < nu; j++) {
           double s = 0.0;
