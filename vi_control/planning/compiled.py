@@ -39,7 +39,7 @@ KERNEL_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "ddp
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
-_ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
+_ROLLOUT, _LINEARIZE, _BACKWARD, _ITERATE = 0, 1, 2, 3
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 
 
@@ -269,9 +269,61 @@ class CompiledStages:
                                      *local_model(cost, X, U, metric), self._scalars, self._flags, kff, Kfb, d])
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
+    def iterate(self, cost, X: np.ndarray, U: np.ndarray, Y: np.ndarray, mu: float, tolerance: float,
+                max_iterations: int, second_order: bool) -> CompiledRun | None:
+        """ddp's iterations (metric None) for a QuadraticTrackingCost in one call from the initial rollout (X, U,
+        Y): the same decisions, histories for the result and the log. None where a rollout needs the Python path
+        (ddp then runs its own loop); SingularityError where R_y is singular, as ``linearize``."""
+        if second_order and not self._second_order_ok:
+            raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
+        N, nx, nu, ny, nz, M = self.N, self.nx, self.nu, self.ny, self.nz, int(max_iterations)
+        Xc, Uc, Yc, Xt, Ut, Yt = self._arena.carve((N + 1, nx), (N, nu), (N, ny), (N + 1, nx), (N, nu), (N, ny))
+        Xc[...], Uc[...], Yc[...] = X, U, Y
+        lin = StageLinearization(*self._arena.carve((N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny),
+                                                    (N, nz, ny), (N, ny, nx), int_index=4))
+        kff, Kfb, kff_t, Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps = self._arena.carve(
+            (N, nu), (N, nu, nx), (N, nu), (N, nu, nx), (N, nx), (N, nu), (nx,), (2,), (2,), (M + 1,), (M,), (M,),
+            (M,))
+        kinds, out, ipar = (self._arena.carve((n,), int_index=0)[0] for n in (M, 6, 2))
+        par[:] = mu, tolerance
+        ipar[:] = M, 1 if second_order else 0
+        code = self._run(_ITERATE, [Xc, Uc, Yc, Xt, Ut, Yt, cost.X_ref, cost.U_ref, cost.Q, cost.R, cost.Qf,
+                                    lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, kff, Kfb, kff_t,
+                                    Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps, kinds, out, ipar])
+        if code and out[2] == 5:
+            raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
+        if code:
+            return None
+        it, converged, reason, n_hist, n_kinds, n_dec = (int(v) for v in out)
+        return CompiledRun(X=Xc, U=Uc, Kfb=Kfb, cost=float(J[n_hist]), iterations=it, converged=bool(converged),
+                           reason=reason, cost_history=J[: n_hist + 1].tolist(), decrements=d1[:n_dec].tolist(),
+                           regularization=regs[:n_hist].tolist(), steps=steps[:n_hist].tolist(),
+                           newton=[bool(k) for k in kinds[:n_kinds]], lin=lin)
+
     @staticmethod
     def linearization(lin: StageLinearization) -> StageLinearizations:
         return StageLinearizations(lin)
+
+
+@dataclass
+class CompiledRun:
+    """What ``CompiledStages.iterate`` hands back to ddp: the final trajectory and gains, and the histories
+    (reason: 0 max_iterations, 1 converged, 2 regularization exceeded in the backward pass, 3 line search failed
+    at maximum regularization); ``lin`` is the last linearization (at X, U when converged)."""
+
+    X: np.ndarray
+    U: np.ndarray
+    Kfb: np.ndarray
+    cost: float
+    iterations: int
+    converged: bool
+    reason: int
+    cost_history: list
+    decrements: list
+    regularization: list
+    steps: list
+    newton: list
+    lin: StageLinearization
 
 
 class StageLinearizations(Sequence):

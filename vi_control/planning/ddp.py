@@ -180,6 +180,25 @@ class _NumpyStages:
         return lins
 
 
+_REASONS = ("max_iterations", "converged", "regularization exceeded its maximum in the backward pass",
+            "line search failed at maximum regularization")
+
+
+def _compiled_result(run, stages, method: str, log: LogFn, t0: float, c0: float) -> OptimizerResult:
+    """The OptimizerResult (and the progress lines, after the fact) of ``CompiledStages.iterate``."""
+    reason = f"|dJ| = {abs(run.decrements[-1]):.1e} < tolerance" if run.converged else _REASONS[run.reason]
+    if log is not None:
+        for i, (J, d1, a, mu) in enumerate(zip(run.cost_history[1:], run.decrements, run.steps, run.regularization)):
+            log(progress_line(method, i + 1, J, d1, a, mu))
+    return OptimizerResult(X=run.X, U=run.U, K=-run.Kfb, cost=run.cost, cost_history=run.cost_history,
+                           decrement_history=run.decrements, iterations=run.iterations, converged=run.converged,
+                           stop_reason=reason, wall_time=time.perf_counter() - t0, method=method,
+                           regularization_history=run.regularization, step_history=run.steps,
+                           step_kinds=["newton" if n else "gauss-newton" for n in run.newton],
+                           linearization=stages.linearization(run.lin) if run.converged else None,
+                           compiled=True, cpu_time=time.process_time() - c0)
+
+
 def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
         input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
         tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
@@ -199,6 +218,10 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     # The stage work in C where the system offers a compiled step (planning.compiled), else per stage in Python.
     stages = compiled_stages(vi, cost.N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
+    if stages.compiled and metric is None and type(cost) is QuadraticTrackingCost:  # the whole loop in C
+        run = stages.iterate(cost, X, U, results, regularization, tolerance, max_iterations, second_order)
+        if run is not None:
+            return _compiled_result(run, stages, method, log, t0, c0)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu, mu_min, mu_max = regularization, 1e-9, 1e10
