@@ -76,13 +76,26 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.nd
     N, nx, nu = B.shape
     if A.shape != (N, nx, nx) or W[0].shape != (nx, nx) or W[1].shape != (nu, nu) or W[2].shape != (nx, nx):
         return lqr.tv_lqr(A, B, Q, R, Qf)  # (its own shape errors)
-    K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
-    scratch, piv = np.empty(3 * nx * nx + 2 * nx * nu + 2 * nu * nu + nu + 1), np.empty(max(nu, 1), np.int64)
-    sizes = np.array([N, nx, nu], np.int64)
-    arrays = [A, B, *W, K, P, scratch, piv]
-    if lib.vi_plan_tvlqr(sizes.ctypes.data, (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])):
+    at, (sizes, K, P, _, _) = _packed([A, B, *W], [(3,), (N, nu, nx), (N + 1, nx, nx),
+                                                   (5 * nx * nx + 3 * nx * nu + 2 * nu * nu + nu + 1,), (max(nu, 1),)])
+    sizes.view(np.int64)[:] = N, nx, nu
+    if lib.vi_plan_tvlqr(at[5], (ctypes.c_void_p * 9)(*at[:5], *at[6:])):
         raise np.linalg.LinAlgError("Singular matrix")
     return K, P
+
+
+def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], list[np.ndarray]]:
+    """One buffer for a call's inputs (copied in) and its fresh outputs: one address lookup (``.ctypes.data``, a
+    few µs) instead of one per array. Returns (the addresses of inputs then outputs, the outputs); an output the C
+    code treats as int64 (pivots) is just its 8-byte slots."""
+    sizes = [a.size for a in inputs] + [math.prod(sh) for sh in shapes]
+    buf = np.empty(sum(sizes))
+    offs = np.cumsum([0] + sizes[:-1]).tolist()
+    views = [buf[o: o + n] for o, n in zip(offs, sizes)]
+    for v, a in zip(views, inputs):
+        v[:] = a.ravel()
+    base = buf.ctypes.data
+    return [base + 8 * o for o in offs], [v.reshape(sh) for v, sh in zip(views[len(inputs):], shapes)]
 
 
 def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterations: int = 60,
@@ -96,12 +109,11 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterati
             Q.shape != A.shape or R.shape != (B.shape[1],) * 2:
         return lqr.dlqr(A, B, Q, R, max_iterations, tol)
     nx, nu = B.shape
-    K, P = np.empty((nu, nx)), np.empty((nx, nx))
-    scratch, piv = np.empty(9 * nx * nx + 2 * nx * nu + 2 * nu * nu + nx + nu), np.empty(nx + nu, np.int64)
-    sizes, tol_ = np.array([nx, nu, max_iterations], np.int64), np.array([tol])
-    arrays = [A, B, Q, R, K, P, scratch, piv]
-    code = lib.vi_plan_dlqr(sizes.ctypes.data, tol_.ctypes.data,
-                            (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays]))
+    at, (sizes, K, P, _, _) = _packed([np.array([tol]), A, B, Q, R],
+                                      [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu + nx + nu,),
+                                       (nx + nu,)])
+    sizes.view(np.int64)[:] = nx, nu, max_iterations
+    code = lib.vi_plan_dlqr(at[5], at[0], (ctypes.c_void_p * 8)(*at[1:5], *at[6:]))
     if code == 1:
         raise np.linalg.LinAlgError("Singular matrix")
     if code:

@@ -427,66 +427,37 @@ int vi_plan_backward(void** c, void** a) {
  * Time-varying LQR gains along the planned trajectory (control.lqr.tv_lqr, seed 000 eq. 36, same formulas):
  * K_k = [R + B'P B]^-1 B'P A by LU of the symmetrized matrix, P_k = Q + (A - BK)'P(A - BK) + K'RK, symmetrized.
  * sizes = (N, nx, nu); a: A (N, nx, nx), B (N, nx, nu), Q (nx, nx), R (nu, nu), Qf (nx, nx) | K (N, nu, nx),
- * P (N+1, nx, nx), scratch (3 nx^2 + 2 nx nu + 2 nu^2 + nu), pivots (nu). Returns 0, or 1 if R + B'PB is singular. */
+ * P (N+1, nx, nx), scratch (5 nx^2 + 3 nx nu + 2 nu^2 + nu), pivots (nu). Returns 0, or 1 if R + B'PB is singular. */
 int vi_plan_tvlqr(const long long* sizes, void** a) {
   const long long N = sizes[0], nx = sizes[1], nu = sizes[2];
   const double *AA = a[0], *BB = a[1], *Q = a[2], *R = a[3], *Qf = a[4];
   double *KK = a[5], *PP = a[6], *Sraw = a[7], *S = Sraw + nu * nu, *BtP = S + nu * nu, *Acl = BtP + nu * nx;
-  double *AtP = Acl + nx * nx, *Pk = AtP + nx * nx, *KtR = Pk + nx * nx, *col = KtR + nx * nu;
+  double *AtP = Acl + nx * nx, *Pk = AtP + nx * nx, *KtR = Pk + nx * nx, *BtPA = KtR + nx * nu, *T1 = BtPA + nu * nx;
+  double *T2 = T1 + nx * nx, *col = T2 + nx * nx;
   long long* piv = a[8];
   for (long long i = 0; i < nx * nx; i++) PP[N * nx * nx + i] = Qf[i];
   for (long long k = N - 1; k >= 0; k--) {
     const double *A = AA + k * nx * nx, *B = BB + k * nx * nu, *P = PP + (k + 1) * nx * nx;
     double* K = KK + k * nu * nx;
-    for (long long i = 0; i < nu; i++) /* B'P */
-      for (long long j = 0; j < nx; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += B[l * nu + i] * P[l * nx + j];
-        BtP[i * nx + j] = t;
-      }
-    for (long long i = 0; i < nu; i++) /* S = R + (B'P) B, then symmetrized (column-major for the LU) */
-      for (long long j = 0; j < nu; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += BtP[i * nx + l] * B[l * nu + j];
-        Sraw[i * nu + j] = R[i * nu + j] + t;
-      }
+    vi_mm(B, P, BtP, nu, nx, nx, 1, 0); /* B'P */
+    vi_mm(BtP, B, Sraw, nu, nx, nu, 0, 0); /* S = R + (B'P) B, then symmetrized (column-major for the LU) */
+    for (long long i = 0; i < nu * nu; i++) Sraw[i] = R[i] + Sraw[i];
     for (long long i = 0; i < nu; i++)
       for (long long j = 0; j < nu; j++) S[i + j * nu] = 0.5 * (Sraw[i * nu + j] + Sraw[j * nu + i]);
     if (vi_lu(S, nu, piv)) return 1;
+    vi_mm(BtP, A, BtPA, nu, nx, nx, 0, 0);
     for (long long j = 0; j < nx; j++) { /* K = S^-1 (B'P) A, column by column */
-      for (long long i = 0; i < nu; i++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += BtP[i * nx + l] * A[l * nx + j];
-        col[i] = t;
-      }
+      for (long long i = 0; i < nu; i++) col[i] = BtPA[i * nx + j];
       vi_lu_solve(S, nu, piv, col);
       for (long long i = 0; i < nu; i++) K[i * nx + j] = col[i];
     }
-    for (long long i = 0; i < nx; i++) /* Acl = A - B K */
-      for (long long j = 0; j < nx; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nu; l++) t += B[i * nu + l] * K[l * nx + j];
-        Acl[i * nx + j] = A[i * nx + j] - t;
-      }
-    for (long long i = 0; i < nx; i++) /* Acl'P */
-      for (long long j = 0; j < nx; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += Acl[l * nx + i] * P[l * nx + j];
-        AtP[i * nx + j] = t;
-      }
-    for (long long i = 0; i < nx; i++) /* K'R */
-      for (long long j = 0; j < nu; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nu; l++) t += K[l * nx + i] * R[l * nu + j];
-        KtR[i * nu + j] = t;
-      }
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double t1 = 0.0, t2 = 0.0;
-        for (long long l = 0; l < nx; l++) t1 += AtP[i * nx + l] * Acl[l * nx + j];
-        for (long long l = 0; l < nu; l++) t2 += KtR[i * nu + l] * K[l * nx + j];
-        Pk[i * nx + j] = Q[i * nx + j] + t1 + t2;
-      }
+    vi_mm(B, K, Acl, nx, nu, nx, 0, 0); /* Acl = A - B K */
+    for (long long i = 0; i < nx * nx; i++) Acl[i] = A[i] - Acl[i];
+    vi_mm(Acl, P, AtP, nx, nx, nx, 1, 0); /* Acl'P */
+    vi_mm(K, R, KtR, nx, nu, nu, 1, 0); /* K'R */
+    vi_mm(AtP, Acl, T1, nx, nx, nx, 0, 0);
+    vi_mm(KtR, K, T2, nx, nu, nx, 0, 0);
+    for (long long i = 0; i < nx * nx; i++) Pk[i] = Q[i] + T1[i] + T2[i];
     double* Pout = PP + k * nx * nx;
     for (long long i = 0; i < nx; i++)
       for (long long j = 0; j < nx; j++) Pout[i * nx + j] = 0.5 * (Pk[i * nx + j] + Pk[j * nx + i]);
