@@ -38,3 +38,39 @@ def test_diffdrive_parks_over_dds_from_a_perturbed_start(request, tmp_path):
     k = np.argmin(np.abs(run.stamps - stamp))
     assert pose[:2] == pytest.approx(run.q[k, :2], abs=1e-9) and yaw == pytest.approx(run.q[k, 2], abs=1e-9)
     assert pose[2] == pytest.approx(0.05, abs=1e-12)  # axle height
+
+
+def test_a_sideways_initial_velocity_is_projected_with_a_warning_or_refused(ros):
+    """seed 003 eq. 12 in the node: the diff-drive cannot start sliding sideways. Default: the simulator projects
+    q̇_0 onto A(q)q̇ = 0 (the M-orthogonal projector) and says so; on_constraint_violation:=raise fails configure
+    with the reason."""
+    from vi_control.integrators import make_integrator
+
+    robot = load_bundled("diffdrive")
+    v0 = [0.2, 0.5, 0.0, 0.0, 0.0]  # 0.5 m/s sideways at θ = 0
+    common = dict(model="diffdrive", system_yaml="", integrator="gni", dt=0.05, mode="realtime",
+                  initial_velocities=v0)
+    sim = ros.start("simulator_node", **common)
+    refusing = ros.start("simulator_node", name="refusing", on_constraint_violation="raise", **common)
+    gni = make_integrator("gni", robot, 0.05)
+    expected = gni.projector(np.zeros(5)) @ np.array(v0)
+    assert abs(expected[1]) < 1e-12 and abs(expected[0]) > 0.05  # the projection keeps rolling, drops sliding
+    assert sim.wait_for_log("initial_velocities violate the model's velocity constraints", 60.0), sim.log()
+    assert "projected onto them" in sim.log()
+    logged = sim.log().split("q̇_0 = ")[1].split("]")[0]
+    assert np.allclose(np.array(eval(logged + "]")), expected, atol=2e-6), (logged, expected)
+    assert refusing.wait_for_log("configure failed: ValueError: initial_velocities violate", 60.0), refusing.log()
+    assert "on_constraint_violation:=project" in refusing.log()
+    rec = ros.recorder(robot.joint_names)
+    assert rec.wait_for(lambda: len(rec.states) > 20, 60.0), sim.log()
+    with rec.lock:
+        states = list(rec.states)
+    # the node's motion is the GNI's from the projected velocity (no input): the same discrete map, step by step
+    x = gni.state_from_configurations(-0.05 * expected, np.zeros(5))
+    X = [x]
+    for _ in range(int(round(states[-1][1] / 0.05))):
+        X.append(gni.step(X[-1], np.zeros(gni.nu)))
+    for _, t, q, _ in states:
+        assert np.allclose(q, X[int(round(t / 0.05))][:5], atol=1e-5), (t, q)
+    assert len(states) > 20 and states[-1][2][0] > 0.1  # it rolled, from the projected velocity
+    assert sim.alive  # (the refusing one, autostarted, exits with its reason: a bad start must not idle silently)

@@ -51,6 +51,9 @@ PARAMETERS: dict[str, Param] = {
     "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
     "initial_positions": Param(None, "q_0 in the model's joint order (default zeros)", array="double"),
     "initial_velocities": Param(None, "q̇_0 in the model's joint order (default zeros)", array="double"),
+    "on_constraint_violation": Param("project", "an initial velocity violating the nonholonomic constraints "
+                                     "A(q)q̇ = 0 (GNI): 'project' it onto them with a warning, or 'raise' "
+                                     "(configure fails)", choices=("project", "raise")),
     "on_bad_command": Param("hold", "NaN or wrong-sized command: 'hold' the last valid one or apply 'zero'",
                             choices=("hold", "zero"), live=True),
     "position_noise_std": Param(0.0, "standard deviation of Gaussian noise added to published positions "
@@ -112,6 +115,8 @@ class SimulatorNode(ManagedNode):
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
+            if hasattr(vi, "projector"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
+                v0 = self._allowed_velocity(q0, v0)
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
             # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
             self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
@@ -178,6 +183,20 @@ class SimulatorNode(ManagedNode):
             self._stop_timer()
             self._start_timer()
         return None  # position_noise_std and on_bad_command are read from self.p at each use
+
+    def _allowed_velocity(self, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
+        """v0, or its projection 𝒫(q0)v0 onto the constraints (seed 003 eq. 12) with a warning; ValueError with
+        on_constraint_violation = 'raise'."""
+        vi = self.vi
+        viol = float(np.abs(vi.constraint_rows(q0) @ v0).max(initial=0.0))
+        if viol <= vi.violation_tol * (1.0 + float(np.abs(v0).max(initial=0.0))):
+            return v0
+        what = f"initial_velocities violate the model's velocity constraints (|C(q)q̇|∞ = {viol:.3e})"
+        if self.p["on_constraint_violation"] == "raise":
+            raise ValueError(f"{what}; give an allowed velocity or set on_constraint_violation:=project")
+        v = vi.projector(q0) @ v0
+        self.get_logger().warning(f"{what}: projected onto them, q̇_0 = {np.round(v, 6).tolist()}")
+        return v
 
     # ---- simulation --------------------------------------------------------------------------
     def _reset_state(self) -> None:
