@@ -177,6 +177,27 @@ static void vi_mm(const double* X, const double* Y, double* Z, long long n, long
   }
 }
 
+/* The upper triangle (j >= i) of Z (n, n) = X'Y (+ Z if acc), X and Y (m, n): for products known to be symmetric
+ * (A'V_xx A) or whose sum is (K'T + Q_ux'K); vi_mirror then copies it below the diagonal. Half the work. */
+static void vi_mm_upper(const double* X, const double* Y, double* Z, long long n, long long m, int acc) {
+  if (!acc)
+    for (long long i = 0; i < n; i++)
+      for (long long j = i; j < n; j++) Z[i * n + j] = 0.0;
+  for (long long l = 0; l < m; l++) {
+    const double* y = Y + l * n;
+    for (long long i = 0; i < n; i++) {
+      const double x = X[l * n + i];
+      double* z = Z + i * n;
+      for (long long j = i; j < n; j++) z[j] += x * y[j];
+    }
+  }
+}
+
+static void vi_mirror(double* Z, long long n) {
+  for (long long i = 0; i < n; i++)
+    for (long long j = i + 1; j < n; j++) Z[j * n + i] = Z[i * n + j];
+}
+
 /* ---------------------------------------------------------------------------------------------------------
  * Cholesky H = R^T R (upper, as LAPACK dpotrf with uplo 'U': the upper triangle of H is read) and solves. */
 static int vi_chol(const double* H, long long n, double* R) {
@@ -309,7 +330,8 @@ int vi_plan_backward(void** c, void** a) {
       for (long long l = 0; l < nx; l++) s += B[l * nu + i] * Vx[l];
       Qu[i] = LUc[k * nu + i] + s;
     }
-    vi_mm(A, VA, Qxx, nx, nx, nx, 1, 0);
+    vi_mm_upper(A, VA, Qxx, nx, nx, 0); /* A'V'_xx A: symmetric */
+    vi_mirror(Qxx, nx);
     for (long long i = 0; i < nx * nx; i++) Qxx[i] = Wx[i] + Qxx[i];
     vi_mm(B, VA, Qux, nu, nx, nx, 1, 0);
     vi_mm(B, VB, Quu, nu, nx, nu, 1, 0);
@@ -409,9 +431,11 @@ int vi_plan_backward(void** c, void** a) {
     }
     vi_mm(Quu, KK, T, nu, nu, nx, 0, 0); /* T = Q_uu K + Q_ux (nu, nx) */
     for (long long i = 0; i < nu * nx; i++) T[i] += Qux[i];
-    vi_mm(KK, T, Vxxn, nx, nu, nx, 1, 0); /* V'_xx = Q_xx + K'T + Q_ux'K */
-    vi_mm(Qux, KK, VA, nx, nu, nx, 1, 0);
-    for (long long i = 0; i < nx * nx; i++) Vxxn[i] = Qxx[i] + Vxxn[i] + VA[i];
+    vi_mm_upper(KK, T, Vxxn, nx, nu, 0); /* V'_xx = Q_xx + K'T + Q_ux'K, symmetric: its upper triangle */
+    vi_mm_upper(Qux, KK, Vxxn, nx, nu, 1);
+    for (long long i = 0; i < nx; i++)
+      for (long long j = i; j < nx; j++) Vxxn[i * nx + j] = 0.5 * (Qxx[i * nx + j] + Qxx[j * nx + i]) + Vxxn[i * nx + j];
+    vi_mirror(Vxxn, nx);
     for (long long i = 0; i < nx; i++) {
       Vx[i] = Vn[i];
       for (long long j = 0; j < nx; j++) Vxx[i * nx + j] = 0.5 * (Vxxn[i * nx + j] + Vxxn[j * nx + i]);
