@@ -1,12 +1,15 @@
-"""Whole-horizon compiled DDP stages (issue 13 item 1): per iteration, one C call per pass over all N stages.
+"""Whole-horizon compiled DDP (issue 13 item 1): one C call per pass over all N stages, or for the whole loop.
 
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
 trajectory (seed 000 eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
 backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
-(``mechanics/csrc/ddp_kernel.c``), which calls the model's generated functions ('linearize', 'hessian') and its
-Newton driver through their addresses. That library is the same for every model: it is compiled once into the
-cache (``mechanics.codegen``) and needs no gcc time per model. Python keeps what ``ddp`` decides: iterations,
-the Newton/Gauss–Newton fallback, regularization updates, line-search acceptance and reporting.
+(``mechanics/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``lqr_kernel.c``), which calls the model's
+generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
+same for every model: it is compiled once into the cache (``mechanics.codegen``) and needs no gcc time per model.
+For a QuadraticTrackingCost without a metric, ``CompiledStages.iterate`` runs ddp's iterations themselves in C
+(``ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
+acceptance, stopping rule) and hands back histories, from which ddp builds its result and log; otherwise ddp's
+Python loop drives the compiled passes.
 
 The fast path is chosen by capability, never by class: a system whose ``compiled_stage(second_order)`` returns an
 ``integrators.base.CompiledStage`` (today MidpointVI and its subclass, the GNI, when their step is generated C)
@@ -35,7 +38,8 @@ from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C
 from .shooting import local_model, rollout
 
-KERNEL_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "ddp_kernel.c").read_text()
+KERNEL_C = DENSE_LU_C + "".join((resources.files("vi_control.mechanics") / "csrc" / f).read_text()
+                                 for f in ("ddp_kernel.c", "lqr_kernel.c", "ddp_loop.c"))
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
