@@ -18,7 +18,7 @@ def bench():
 
 
 def test_energy_benchmark_smoke(bench, tmp_path):
-    steps, dt = 200, 5e-3
+    steps, dt = 2000, 5e-3  # 10 s: long enough to tell a trend from an oscillation (under a second of CPU)
     result = bench.run_benchmark(steps=steps, dt=dt, n_links=4)  # the 10-link run is the benchmark's
     names = [r["name"] for r in result["rows"]]
     assert names == ["midpoint VI", "semi-implicit Euler", "RK4, same Δt", "RK4, equal wall time",
@@ -37,7 +37,13 @@ def test_energy_benchmark_smoke(bench, tmp_path):
     assert result["E0"] == pytest.approx(9.81 * z.sum(), rel=1e-12)
     assert vi["max_abs"] < 1e-3 * abs(result["E0"])
     assert 1.5 < vi["iterations"] < 10
-    assert np.isfinite(vi["drift"])
+    # no secular drift (issue 19: finiteness alone was asserted): over 10 s the least-squares trend of E − E0
+    # explains under a third of the error's amplitude (measured 0.09), where semi-implicit Euler on this chain
+    # (M(q) not constant: not symplectic) gains energy steadily (measured 0.23 J/s against the VI's 1.3e-5 J/s)
+    T = steps * dt
+    euler = result["rows"][1]
+    assert abs(vi["drift"]) * T < 0.3 * vi["max_abs"]
+    assert abs(vi["drift"]) < 1e-2 * abs(euler["drift"]) and euler["drift"] * T > 10 * vi["max_abs"]
     lt = result["rows"][4]  # seed 001's integrator on the same chain: bounded too, same E0
     assert lt["E0"] == pytest.approx(result["E0"], rel=1e-12)
     assert lt["max_abs"] < 1e-3 * abs(result["E0"]) and 1.0 <= lt["iterations"] < 10

@@ -121,7 +121,7 @@ def test_given_guess_and_wrapping(robots, rng):
     y0 = x[:4] + 0.01 * a.velocity(x)
     ra, rb = a.solve(x, np.zeros(a.nu), y0=y0), b.solve(x, np.zeros(a.nu), y0=y0)
     assert np.abs(rb.x[0]) <= np.pi and rb.y[0] > np.pi  # joint 1 wrapped, the root itself is not
-    assert np.allclose(ra.x, rb.x, rtol=1e-12, atol=1e-12) and ra.iterations == rb.iterations
+    assert np.allclose(ra.x, rb.x, rtol=1e-12, atol=1e-12) and abs(ra.iterations - rb.iterations) <= 1
 
 
 @pytest.mark.parametrize("name", ["tree", "panda"])

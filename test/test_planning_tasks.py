@@ -46,11 +46,19 @@ def test_underactuated_swingup_reaches_the_upright(name, perturbation):
     x0 = plan.X[0] + np.asarray(perturbation)
     Xc, _ = simulate_plan(vi, plan, x0, feedback=True, clamp=True)
     assert _goal_error(vi, task, Xc[-1]).max() < 0.05
-    try:
-        Xo, _ = simulate_plan(vi, plan, x0, feedback=False)
-        assert _goal_error(vi, task, Xo[-1]).max() > 0.3
-    except StepError:  # open loop tumbles so fast that a midpoint step no longer converges: far from the goal
-        pass
+    # Open loop from the same start leaves the plan: by more than 0.3 rad or m in q before a step may fail (a
+    # tumbling chain can outrun the midpoint step's Newton solve) — not merely "some StepError" — and, if every
+    # step succeeds, away from the goal at the end.
+    x, departed, failed = x0, 0.0, False
+    for k, u in enumerate(plan.U):
+        try:
+            x = vi.step(x, u)
+        except StepError:
+            failed = True
+            break
+        departed = max(departed, np.abs(state_error(plan.X[k + 1], x, vi.robot.continuous_mask)[: vi.nq]).max())
+    assert departed > 0.3, (k, departed)
+    assert failed or _goal_error(vi, task, x).max() > 0.3
 
 
 def test_panda_reaches_a_joint_space_goal_under_gravity():

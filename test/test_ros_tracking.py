@@ -58,7 +58,10 @@ def test_tracking_controller_uses_modular_error_and_clamps(pendulum_vi):
     assert u_wrapped == pytest.approx(u_plain, abs=1e-12)
     u, clamped = ctrl.command(0, np.array([np.pi - 1.0, 0.0]))
     assert clamped and abs(u[0]) == pytest.approx(0.5)
-    assert ctrl.index(ctrl.plan.times[0] + 7.4 * vi.dt) == 7
+    # nearest sample: 7.4·Δt → 7 and 7.6·Δt → 8 (truncation agrees with rounding only at the first), and an
+    # on-grid stamp with round-off below it (0.7 / 0.1 = 6.999…) is still step 7
+    assert ctrl.index(ctrl.plan.times[0] + 7.4 * vi.dt) == 7 and ctrl.index(ctrl.plan.times[0] + 7.6 * vi.dt) == 8
+    assert ctrl.index(ctrl.plan.times[0] + 0.7) == 7
 
 
 def test_state_from_configurations_recovers_simulated_momenta(pendulum_vi, rng):

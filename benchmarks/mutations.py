@@ -1,0 +1,205 @@
+"""The curated mutations of ``benchmarks/mutation.py`` (issue 19): small, plausible bugs, one at a time.
+
+Each names the file, the exact original snippet (it must occur once: ``test/test_mutation_harness.py`` checks
+that every snippet still exists, so the list cannot rot), its replacement, what it models, and the test files
+(or node ids) that ought to kill it — per mutation only those, so a run stays bounded. ``issue`` marks the
+nineteen of issue 19 (the nine that survived the whole suite, the two caught only by accident, and the ones it
+says were caught); the rest are ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str  # relative to the repository root
+    original: str
+    replacement: str
+    description: str
+    tests: tuple[str, ...]
+    issue: bool = False
+    area: str = ""  # default: the subpackage of ``file`` (ros → nodes)
+
+    @property
+    def subpackage(self) -> str:
+        if self.area:
+            return self.area
+        part = self.file.split("/")[1]
+        return "nodes" if part == "ros" else part
+
+
+T_WIRING = "test/test_wiring_references.py"
+T_DDP_REF = "test/test_ddp_second_order_reference.py"
+T_ROS_WIRING = "test/test_ros_wiring.py"
+T_TRACKING = "test/test_ros_tracking.py"
+T_LQR = "test/test_lqr.py"
+T_PENDULUM = "test/test_integrator_pendulum.py"
+T_DYNAMICS = "test/test_model_dynamics.py"
+T_LIN = "test/test_linearization.py"
+T_COMPILED = "test/test_planning_compiled.py"
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # ---- model -------------------------------------------------------------------------------------------------
+    Mutation("gravity_x1.01", "vi_control/model/robot.py",
+             "gravity=np.asarray(cfg.gravity, float)", "gravity=1.01 * np.asarray(cfg.gravity, float)",
+             "gravity 1 % too strong in the robot the integrators build on", (T_DYNAMICS,), issue=True),
+    Mutation("mass_scale_ignored_in_model", "vi_control/model/robot.py",
+             "        scale_inertias(model, mass_scale)", "        pass",
+             "load_robot(mass_scale=s) hashes s but leaves the inertias", (T_ROS_WIRING + "::test_simulator_steps"
+                                                                          "_the_scaled_robot_in_its_joint_order",)),
+    # ---- mechanics (the discrete Lagrangian and the DEL residual, generated C) ----------------------------------
+    Mutation("rectangle_rule", "vi_control/mechanics/lagrangians.py",
+             "dt * L((q0 + q1) / 2, (q1 - q0) / dt)", "dt * L(q0, (q1 - q0) / dt)",
+             "left-rectangle quadrature instead of the midpoint rule (seed 000 eq. 3a)", (T_PENDULUM,)),
+    Mutation("rotational_kinetic_energy_dropped", "vi_control/mechanics/symbolic.py",
+             "0.5 * m * ca.dot(vc, vc) + 0.5 * ca.dot(w, Ic @ w)", "0.5 * m * ca.dot(vc, vc)",
+             "the bodies' rotational kinetic energy left out of L", (T_DYNAMICS,)),
+    Mutation("damping_sign", "vi_control/mechanics/discrete.py",
+             "- c * (q1 - q0)", "+ c * (q1 - q0)", "joint damping pumps energy in",
+             ("test/test_integrator_forcing.py",)),
+    Mutation("constraint_jacobian_off", "vi_control/mechanics/discrete.py",
+             "h0 = h_fn(q0)", "h0 = h_fn(1.01 * q0)", "wrong constraint Jacobian: 1.01·Dh(1.01·q_k) in the DEL rows",
+             ("test/test_integrator_constraints.py",), issue=True),
+    Mutation("prescribed_step_output_p_slot", "vi_control/mechanics/discrete.py",
+             "p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / self.dt",
+             "p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / (2 * self.dt)",
+             "the step writes half the prescribed joints' velocity into their p-slot", (T_WIRING,)),
+    # ---- integrators ---------------------------------------------------------------------------------------------
+    Mutation("prescribed_p_slot_from_velocity", "vi_control/integrators/midpoint.py",
+             "p[self.idx_k] = qdot[self.idx_k]", "p[self.idx_k] = 0.0",
+             "state_from_velocity leaves ∂L/∂q̇ in the prescribed p-slot instead of q̇", (T_WIRING,), issue=True),
+    Mutation("prescribed_p_slot_from_configurations", "vi_control/integrators/midpoint.py",
+             "p[self.idx_k] = (q[self.idx_k] - q_prev[self.idx_k]) / self.dt",
+             "p[self.idx_k] = q[self.idx_k] - q_prev[self.idx_k]",
+             "state_from_configurations: the prescribed p-slot not divided by Δt", (T_WIRING,)),
+    Mutation("velocity_drops_prescribed_coupling", "vi_control/integrators/midpoint.py",
+             "rhs = p[d] - M[np.ix_(d, k)] @ v[k] if len(k) else p[d]", "rhs = p[d]",
+             "velocity() ignores M_dk q̇_k of the prescribed joints", (T_WIRING,), issue=True),
+    Mutation("potential_gradient_sign", "vi_control/integrators/midpoint.py",
+             "return -(self.functions[\"D1Ld\"](q, q)[0].ravel() + self.functions[\"D2Ld\"](q, q)[0].ravel())",
+             "return (self.functions[\"D1Ld\"](q, q)[0].ravel() + self.functions[\"D2Ld\"](q, q)[0].ravel())",
+             "∇V with the wrong sign: holding torques push the wrong way", (T_LQR,)),
+    # ---- linearization -------------------------------------------------------------------------------------------
+    Mutation("second_order_term_dropped", "vi_control/linearization/__init__.py",
+             "return dydz.T @ W + Hyz.T @ dydz + Hzz", "return dydz.T @ W + Hzz",
+             "one cross block of Tᵀ∇²T dropped (seed 000 eqs. 16–27)", (T_LIN,), issue=True),
+    Mutation("implicit_term_sign", "vi_control/linearization/__init__.py",
+             "J = Oz + Oy @ dydz", "J = Oz - Oy @ dydz", "A, B with the implicit function's term negated",
+             (T_LIN,)),
+    Mutation("adjoint_sign", "vi_control/linearization/__init__.py",
+             "mu = -lapack.dgetrs(lu, piv, Oy.T @ cov, trans=1)[0]",
+             "mu = lapack.dgetrs(lu, piv, Oy.T @ cov, trans=1)[0]",
+             "the adjoint multiplier of the contraction with the wrong sign", (T_LIN,)),
+    # ---- control -------------------------------------------------------------------------------------------------
+    Mutation("hold_R_x100", "vi_control/control/hold.py",
+             "K, _ = riccati(lin.A, lin.B, Q, R)", "K, _ = riccati(lin.A, lin.B, Q, 100 * np.asarray(R, float))",
+             "the hold DLQR with R ×100", (T_WIRING,), issue=True),
+    Mutation("riccati_KtRK_dropped", "vi_control/control/lqr.py",
+             "Pk = Qk[k] + Acl.T @ Pn @ Acl + K[k].T @ Rk[k] @ K[k]", "Pk = Qk[k] + Acl.T @ Pn @ Acl",
+             "a dropped Riccati term (numpy TV-LQR)", (T_LQR,), issue=True),
+    Mutation("gain_without_A", "vi_control/control/lqr.py",
+             "return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)", "return np.linalg.solve(0.5 * (S + S.T), B.T @ P)",
+             "the gain after eq. 36 without its A (the paper's typo)", (T_LQR,)),
+    Mutation("feedback_sign", "vi_control/control/tracking.py",
+             "u = u_ref + K @ e", "u = u_ref - K @ e", "a flipped feedback sign", (T_TRACKING,), issue=True),
+    Mutation("tracking_index_truncates", "vi_control/control/tracking.py",
+             "return max(0, int(round((t - self.plan.times[0]) / self.plan.dt)))",
+             "return max(0, int((t - self.plan.times[0]) / self.plan.dt))",
+             "the step index truncated instead of rounded (7.6·Δt → 7, 0.7/0.1 → 6)", (T_WIRING,)),
+    Mutation("safe_damping_saturates", "vi_control/control/tracking.py",
+             "-np.asarray(damping, float) * np.asarray(velocity, float)",
+             "-np.asarray(damping, float) * np.sign(np.asarray(velocity, float))",
+             "damping not proportional to q̇", (T_TRACKING,)),
+    Mutation("estimator_ignores_spacing", "vi_control/control/tracking.py",
+             "if abs((t - t_prev) - self.vi.dt) <= self.tolerance * self.vi.dt:", "if True:",
+             "p from two configurations however far apart their stamps", (T_TRACKING,)),
+    Mutation("estimator_unwrap_dropped", "vi_control/control/tracking.py",
+             "                dq[self.mask] = wrap_angle(dq[self.mask])", "                pass",
+             "a ±π wrap between two samples becomes a huge momentum", (T_TRACKING,)),
+    Mutation("hold_state_at_zero_momentum", "vi_control/control/hold.py",
+             "return vi.state_from_configurations(q, q)", "return np.concatenate([q, np.zeros(len(q))])",
+             "held state with p = 0 instead of the midpoint rule's −(Δt/2)∇V", (T_WIRING, T_LQR)),
+    Mutation("holding_input_sign", "vi_control/control/hold.py",
+             "rhs = vi.potential_gradient(q)[vi.idx_d]", "rhs = -vi.potential_gradient(q)[vi.idx_d]",
+             "gravity compensation pushing the wrong way", (T_WIRING,)),
+    # ---- planning ------------------------------------------------------------------------------------------------
+    Mutation("plan_gains_shifted", "vi_control/planning/pipeline.py",
+             "K, _ = tv_lqr(A, B, W[\"lqr\", \"Q\"], W[\"lqr\", \"R\"], W[\"lqr\", \"Qf\"])",
+             "K, _ = tv_lqr(A, B, W[\"lqr\", \"Q\"], W[\"lqr\", \"R\"], W[\"lqr\", \"Qf\"])\n"
+             "    K = np.concatenate([K[1:], K[-1:]])",
+             "plan gains shifted one step: K_{k+1} used at k", (T_WIRING,), issue=True),
+    Mutation("tvlqr_from_cost_weights", "vi_control/planning/pipeline.py",
+             "tv_lqr(A, B, W[\"lqr\", \"Q\"], W[\"lqr\", \"R\"], W[\"lqr\", \"Qf\"])",
+             "tv_lqr(A, B, W[\"weights\", \"Q\"], W[\"weights\", \"R\"], W[\"weights\", \"Qf\"])",
+             "TV-LQR built from the cost weights instead of the task's lqr weights", (T_WIRING,), issue=True),
+    Mutation("hold_from_lqr_weights", "vi_control/planning/pipeline.py",
+             "W[\"hold\", \"Q\"], W[\"hold\", \"R\"]", "W[\"lqr\", \"Q\"], W[\"lqr\", \"R\"]",
+             "the hold gain from the lqr weights instead of the hold weights", (T_WIRING,)),
+    Mutation("step_reference_off_by_one", "vi_control/planning/pipeline.py",
+             "Q = np.where(np.arange(N + 1)[:, None] < ks, qa, qb)",
+             "Q = np.where(np.arange(N + 1)[:, None] <= ks, qa, qb)",
+             "the step reference switches one step late (seed 000 eq. 35)", (T_WIRING,), issue=True),
+    Mutation("kernel_Hxu_dropped", "vi_control/mechanics/csrc/ddp_kernel.c",
+             "Qux[i * nx + j] += Hz[j * nz + nx + i];", "Qux[i * nx + j] += 0.0 * Hz[j * nz + nx + i];",
+             "DDP's cross term H_xu dropped in the compiled kernel (the default path)", (T_DDP_REF,), issue=True,
+             area="planning"),
+    Mutation("numpy_Hxu_dropped", "vi_control/planning/ddp.py",
+             "Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu", "Qxx, Qux, Quu = Qxx + Hxx, Qux, Quu + Huu",
+             "DDP's cross term H_xu dropped in the numpy fallback", (T_DDP_REF,)),
+    Mutation("kernel_tvlqr_KtRK_dropped", "vi_control/mechanics/csrc/lqr_kernel.c",
+             "Pk[i] = Q[i] + T1[i] + T2[i];", "Pk[i] = Q[i] + T1[i];",
+             "a dropped Riccati term in the compiled TV-LQR (the plans' gains)", (T_WIRING,), area="planning"),
+    Mutation("cost_gradient_doubled", "vi_control/planning/cost.py",
+             "return (X[:-1] - self.X_ref[:-1]) @ self.Q, (U - self.U_ref) @ self.R",
+             "return (X[:-1] - self.X_ref[:-1]) @ self.Q, 2 * (U - self.U_ref) @ self.R",
+             "l_u twice the cost's gradient: DDP descends the wrong function", ("test/test_planning_task.py",)),
+    Mutation("ddp_stops_early", "vi_control/planning/ddp.py",
+             "if abs(d1) < tolerance:", "if abs(d1) < 1e3 * tolerance:",
+             "DDP declares convergence 1000× too early (the Python loop)", ("test/test_planning_task.py",)),
+    Mutation("kernel_ddp_stops_early", "vi_control/mechanics/csrc/ddp_loop.c",
+             "if (fabs(d1) < tol) {", "if (fabs(d1) < 1e3 * tol) {",
+             "DDP declares convergence 1000× too early (the compiled loop, the default path)",
+             ("test/test_planning_task.py",), area="planning"),
+    Mutation("kernel_box_qp_clamps_any_bound", "vi_control/mechanics/csrc/ddp_kernel.c",
+             "const int clamped = (x[i] <= lo[i] && grad[i] > 0) || (x[i] >= hi[i] && grad[i] < 0);",
+             "const int clamped = (x[i] <= lo[i]) || (x[i] >= hi[i]);",
+             "the compiled box QP keeps an input at its bound though the cost pulls it inside",
+             ("test/test_planning_solvers.py",), area="planning"),
+    Mutation("numpy_box_qp_clamps_any_bound", "vi_control/planning/ddp.py",
+             "clamped = ((x <= lo) & (grad > 0)) | ((x >= hi) & (grad < 0))", "clamped = (x <= lo) | (x >= hi)",
+             "the numpy box QP keeps an input at its bound though the cost pulls it inside",
+             ("test/test_planning_solvers.py",)),
+    # ---- nodes ---------------------------------------------------------------------------------------------------
+    Mutation("stale_timeout_doubled", "vi_control/ros/controller_node.py",
+             "tol = float(self.p[\"state_timeout\"])", "tol = 2 * float(self.p[\"state_timeout\"])",
+             "the controller's stale timeout doubled (stamp check)", (T_ROS_WIRING,), issue=True),
+    Mutation("watchdog_timeout_doubled", "vi_control/ros/controller_node.py",
+             "self._now() - self.state[0] > float(self.p[\"state_timeout\"]):",
+             "self._now() - self.state[0] > 2 * float(self.p[\"state_timeout\"]):",
+             "the watchdog's stale timeout doubled", (T_ROS_WIRING,)),
+    Mutation("command_order_reversed", "vi_control/ros/controller_node.py",
+             "np.take(u, self.cmd_index, out=self.cmd.data)", "np.take(u, self.cmd_index[::-1], out=self.cmd.data)",
+             "the controller's command order reversed", (T_ROS_WIRING,), issue=True),
+    Mutation("safe_damping_ignores_measured_velocity", "vi_control/ros/controller_node.py",
+             "qdot = self.reader.qdot.copy() if has_v else self.vi.velocity(x)", "qdot = self.vi.velocity(x)",
+             "safe damping from the estimate's q̇, not the measured one", (T_ROS_WIRING,), issue=True),
+    Mutation("simulator_ignores_mass_scale", "vi_control/ros/simulator_node.py",
+             "self.robot, urdf = self.load_robot(mass_scale=float(p[\"mass_scale\"]))",
+             "self.robot, urdf = self.load_robot()", "the simulator ignores mass_scale", (T_ROS_WIRING,), issue=True),
+    Mutation("simulator_command_order_reversed", "vi_control/ros/simulator_node.py",
+             "self.u = u[self.perm]", "self.u = u[self.perm[::-1]]", "the simulator applies commands reversed",
+             (T_ROS_WIRING,)),
+    Mutation("gain_scale_ignored", "vi_control/ros/common.py",
+             "K=plan.K * s,", "K=plan.K,", "the controller's gain_scale leaves the time-varying gains",
+             ("test/test_ros_interfaces.py::test_goal_tolerance_and_live_gain_scale",)),
+    Mutation("plan_entered_a_step_late", "vi_control/ros/controller_node.py",
+             "elif t < t0 - 0.5 * plan.dt:", "elif t < t0 + 0.5 * plan.dt:",
+             "a plan entered one step after its stated start", (T_ROS_WIRING,)),
+    Mutation("simulator_velocity_not_divided", "vi_control/ros/simulator_node.py",
+             "msg.velocity = (dq / vi.dt).tolist()", "msg.velocity = dq.tolist()",
+             "published joint velocity q_k − q_{k−1} without the 1/Δt",
+             (T_ROS_WIRING,)),
+)
