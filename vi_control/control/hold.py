@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..integrators.base import DiscreteSystem, Linearizable
@@ -27,15 +29,25 @@ def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]
     q = np.asarray(q, float)
     S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
     rhs = vi.potential_gradient(q)[vi.idx_d]
-    tau = np.linalg.lstsq(S, rhs, rcond=None)[0] if vi.n_torques else np.zeros(0)
+    if not vi.n_torques:
+        tau = np.zeros(0)
+    elif np.array_equal(S.T @ S, np.eye(vi.n_torques)):  # each input drives its own joint: Sᵀ is the LS solution
+        tau = S.T @ rhs
+    else:
+        tau = np.linalg.lstsq(S, rhs, rcond=None)[0]
     residual = float(np.abs(S @ tau - rhs).max()) if len(rhs) else 0.0
     return np.concatenate([tau, q[vi.idx_k]]), residual
 
 
-def hold_gain(vi: Linearizable, q: np.ndarray, Q, R) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq)."""
+def hold_gain(vi: Linearizable, q: np.ndarray, Q, R, u_eq: np.ndarray | None = None,
+              riccati: Callable = dlqr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq).
+
+    ``u_eq``: holding_input(q) if the caller has it; ``riccati``: a function with ``lqr.dlqr``'s signature (the
+    planner passes the compiled one)."""
     x_eq = equilibrium_state(vi, q)
-    u_eq, _ = holding_input(vi, q)
+    if u_eq is None:
+        u_eq, _ = holding_input(vi, q)
     lin = linearize(vi, x_eq, u_eq)
-    K, _ = dlqr(lin.A, lin.B, Q, R)
+    K, _ = riccati(lin.A, lin.B, Q, R)
     return K, x_eq, u_eq

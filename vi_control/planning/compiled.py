@@ -1,12 +1,15 @@
-"""Whole-horizon compiled DDP stages (issue 13 item 1): per iteration, one C call per pass over all N stages.
+"""Whole-horizon compiled DDP (issue 13 item 1): one C call per pass over all N stages, or for the whole loop.
 
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
 trajectory (seed 000 eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
 backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
-(``mechanics/csrc/ddp_kernel.c``), which calls the model's generated functions ('linearize', 'hessian') and its
-Newton driver through their addresses. That library is the same for every model: it is compiled once into the
-cache (``mechanics.codegen``) and needs no gcc time per model. Python keeps what ``ddp`` decides: iterations,
-the Newton/Gauss–Newton fallback, regularization updates, line-search acceptance and reporting.
+(``mechanics/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``lqr_kernel.c``), which calls the model's
+generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
+same for every model: it is compiled once into the cache (``mechanics.codegen``) and needs no gcc time per model.
+For a QuadraticTrackingCost without a metric, ``CompiledStages.iterate`` runs ddp's iterations themselves in C
+(``ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
+acceptance, stopping rule) and hands back histories, from which ddp builds its result and log; otherwise ddp's
+Python loop drives the compiled passes.
 
 The fast path is chosen by capability, never by class: a system whose ``compiled_stage(second_order)`` returns an
 ``integrators.base.CompiledStage`` (today MidpointVI and its subclass, the GNI, when their step is generated C)
@@ -35,11 +38,12 @@ from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C
 from .shooting import local_model, rollout
 
-KERNEL_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "ddp_kernel.c").read_text()
+KERNEL_C = DENSE_LU_C + "".join((resources.files("vi_control.mechanics") / "csrc" / f).read_text()
+                                 for f in ("ddp_kernel.c", "lqr_kernel.c", "ddp_loop.c"))
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
-_ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
+_ROLLOUT, _LINEARIZE, _BACKWARD, _ITERATE = 0, 1, 2, 3
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 
 
@@ -58,6 +62,8 @@ def kernel_library() -> ctypes.CDLL | None:
     lib.vi_plan_workspace.argtypes = [ctypes.c_longlong] * 4
     lib.vi_plan_tvlqr.restype = ctypes.c_int
     lib.vi_plan_tvlqr.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.vi_plan_dlqr.restype = ctypes.c_int
+    lib.vi_plan_dlqr.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     return lib
 
 
@@ -74,12 +80,48 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.nd
     N, nx, nu = B.shape
     if A.shape != (N, nx, nx) or W[0].shape != (nx, nx) or W[1].shape != (nu, nu) or W[2].shape != (nx, nx):
         return lqr.tv_lqr(A, B, Q, R, Qf)  # (its own shape errors)
-    K, P = np.empty((N, nu, nx)), np.empty((N + 1, nx, nx))
-    scratch, piv = np.empty(3 * nx * nx + 2 * nx * nu + 2 * nu * nu + nu + 1), np.empty(max(nu, 1), np.int64)
-    sizes = np.array([N, nx, nu], np.int64)
-    arrays = [A, B, *W, K, P, scratch, piv]
-    if lib.vi_plan_tvlqr(sizes.ctypes.data, (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])):
+    at, (sizes, K, P, _, _) = _packed([A, B, *W], [(3,), (N, nu, nx), (N + 1, nx, nx),
+                                                   (5 * nx * nx + 3 * nx * nu + 2 * nu * nu + nu + 1,), (max(nu, 1),)])
+    sizes.view(np.int64)[:] = N, nx, nu
+    if lib.vi_plan_tvlqr(at[5], (ctypes.c_void_p * 9)(*at[:5], *at[6:])):
         raise np.linalg.LinAlgError("Singular matrix")
+    return K, P
+
+
+def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], list[np.ndarray]]:
+    """One buffer for a call's inputs (copied in) and its fresh outputs: one address lookup (``.ctypes.data``, a
+    few µs) instead of one per array. Returns (the addresses of inputs then outputs, the outputs); an output the C
+    code treats as int64 (pivots) is just its 8-byte slots."""
+    sizes = [a.size for a in inputs] + [math.prod(sh) for sh in shapes]
+    buf = np.empty(sum(sizes))
+    offs = np.cumsum([0] + sizes[:-1]).tolist()
+    views = [buf[o: o + n] for o, n in zip(offs, sizes)]
+    for v, a in zip(views, inputs):
+        v[:] = a.ravel()
+    base = buf.ctypes.data
+    return [base + 8 * o for o in offs], [v.reshape(sh) for v, sh in zip(views[len(inputs):], shapes)]
+
+
+def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterations: int = 60,
+         tol: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
+    """``control.lqr.dlqr`` (the same doubling algorithm, stopping test and gain formula) as one C call for matrix
+    weights — in Python its ~18 small solves cost ~0.5 ms, a tenth of a panda plan; the numpy version for anything
+    else (no compiler, ``ENABLED`` off). Returns (K, P); LinAlgError as ``lqr.dlqr``."""
+    lib = kernel_library() if ENABLED else None
+    A, B, Q, R = (np.ascontiguousarray(m, dtype=float) for m in (A, B, Q, R))
+    if lib is None or A.ndim != 2 or B.ndim != 2 or A.shape != (B.shape[0],) * 2 or \
+            Q.shape != A.shape or R.shape != (B.shape[1],) * 2:
+        return lqr.dlqr(A, B, Q, R, max_iterations, tol)
+    nx, nu = B.shape
+    at, (sizes, K, P, _, _) = _packed([np.array([tol]), A, B, Q, R],
+                                      [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu + nx + nu,),
+                                       (nx + nu,)])
+    sizes.view(np.int64)[:] = nx, nu, max_iterations
+    code = lib.vi_plan_dlqr(at[5], at[0], (ctypes.c_void_p * 8)(*at[1:5], *at[6:]))
+    if code == 1:
+        raise np.linalg.LinAlgError("Singular matrix")
+    if code:
+        raise np.linalg.LinAlgError("discrete Riccati (doubling) did not converge: is (A, B) stabilizable?")
     return K, P
 
 
@@ -110,6 +152,8 @@ class _Arena:
         self._known: dict[int, tuple[np.ndarray, int]] = {}
         self._chunk, self._base, self._used = np.empty(0), 0, 0
         self._staged: dict[tuple, np.ndarray] = {}
+        self._args = np.zeros(32, np.int64)  # the argument vector of a call (pointers)
+        self._args_at = self._args.ctypes.data
 
     def carve(self, *shapes: tuple, int_index: int | None = None) -> list[np.ndarray]:
         """Fresh arrays of these shapes (float64; the one at ``int_index`` int64), never handed out before."""
@@ -128,16 +172,18 @@ class _Arena:
         self._used = off
         return out
 
-    def pointers(self, arrays: list) -> tuple[ctypes.Array, list]:
-        """(void* array, arrays to keep alive during the call). Position i of a call takes arrays carved here as
-        they are; any other array is copied into the staging buffer of (position, shape) (float64)."""
-        ptrs, keep = [], []
+    def pointers(self, arrays: list) -> int:
+        """The address of a void* vector holding the arrays' addresses (NULL for None), valid until the next call
+        (a ctypes array of 20 pointers costs more to build than a pass over a pendulum's stages). Position i of a
+        call takes arrays carved here as they are; any other array is copied into the staging buffer of
+        (position, shape) (float64)."""
+        ptrs = []
         for i, a in enumerate(arrays):
             hit = None if a is None else self._known.get(id(a))
             if hit is not None and hit[0] is a:
                 ptrs.append(hit[1])
             elif a is None:
-                ptrs.append(None)
+                ptrs.append(0)
             else:
                 key = (i, np.shape(a))
                 buf = self._staged.get(key)
@@ -145,7 +191,11 @@ class _Arena:
                     buf = self._staged[key] = self.carve(key[1])[0]
                 np.copyto(buf, a, casting="same_kind")
                 ptrs.append(self._known[id(buf)][1])
-        return (ctypes.c_void_p * len(ptrs))(*ptrs), keep
+        if len(ptrs) > len(self._args):
+            self._args = np.zeros(len(ptrs), np.int64)
+            self._args_at = self._args.ctypes.data
+        self._args[: len(ptrs)] = ptrs
+        return self._args_at
 
 
 @dataclass
@@ -196,8 +246,7 @@ class CompiledStages:
         self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)  # μ, second order
 
     def _run(self, which: int, arrays: list) -> int:
-        args, _keep = self._arena.pointers(arrays)
-        return self._call(which, self._ctx, args)
+        return self._call(which, self._ctx, self._arena.pointers(arrays))
 
     def rollout(self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -236,9 +285,61 @@ class CompiledStages:
                                      *local_model(cost, X, U, metric), self._scalars, self._flags, kff, Kfb, d])
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
+    def iterate(self, cost, X: np.ndarray, U: np.ndarray, Y: np.ndarray, mu: float, tolerance: float,
+                max_iterations: int, second_order: bool) -> CompiledRun | None:
+        """ddp's iterations (metric None) for a QuadraticTrackingCost in one call from the initial rollout (X, U,
+        Y): the same decisions, histories for the result and the log. None where a rollout needs the Python path
+        (ddp then runs its own loop); SingularityError where R_y is singular, as ``linearize``."""
+        if second_order and not self._second_order_ok:
+            raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
+        N, nx, nu, ny, nz, M = self.N, self.nx, self.nu, self.ny, self.nz, int(max_iterations)
+        Xc, Uc, Yc, Xt, Ut, Yt = self._arena.carve((N + 1, nx), (N, nu), (N, ny), (N + 1, nx), (N, nu), (N, ny))
+        Xc[...], Uc[...], Yc[...] = X, U, Y
+        lin = StageLinearization(*self._arena.carve((N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny),
+                                                    (N, nz, ny), (N, ny, nx), int_index=4))
+        kff, Kfb, kff_t, Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps = self._arena.carve(
+            (N, nu), (N, nu, nx), (N, nu), (N, nu, nx), (N, nx), (N, nu), (nx,), (2,), (2,), (M + 1,), (M,), (M,),
+            (M,))
+        kinds, out, ipar = (self._arena.carve((n,), int_index=0)[0] for n in (M, 6, 2))
+        par[:] = mu, tolerance
+        ipar[:] = M, 1 if second_order else 0
+        code = self._run(_ITERATE, [Xc, Uc, Yc, Xt, Ut, Yt, cost.X_ref, cost.U_ref, cost.Q, cost.R, cost.Qf,
+                                    lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, kff, Kfb, kff_t,
+                                    Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps, kinds, out, ipar])
+        if code and out[2] == 5:
+            raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
+        if code:
+            return None
+        it, converged, reason, n_hist, n_kinds, n_dec = (int(v) for v in out)
+        return CompiledRun(X=Xc, U=Uc, Kfb=Kfb, cost=float(J[n_hist]), iterations=it, converged=bool(converged),
+                           reason=reason, cost_history=J[: n_hist + 1].tolist(), decrements=d1[:n_dec].tolist(),
+                           regularization=regs[:n_hist].tolist(), steps=steps[:n_hist].tolist(),
+                           newton=[bool(k) for k in kinds[:n_kinds]], lin=lin)
+
     @staticmethod
     def linearization(lin: StageLinearization) -> StageLinearizations:
         return StageLinearizations(lin)
+
+
+@dataclass
+class CompiledRun:
+    """What ``CompiledStages.iterate`` hands back to ddp: the final trajectory and gains, and the histories
+    (reason: 0 max_iterations, 1 converged, 2 regularization exceeded in the backward pass, 3 line search failed
+    at maximum regularization); ``lin`` is the last linearization (at X, U when converged)."""
+
+    X: np.ndarray
+    U: np.ndarray
+    Kfb: np.ndarray
+    cost: float
+    iterations: int
+    converged: bool
+    reason: int
+    cost_history: list
+    decrements: list
+    regularization: list
+    steps: list
+    newton: list
+    lin: StageLinearization
 
 
 class StageLinearizations(Sequence):

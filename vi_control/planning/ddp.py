@@ -14,7 +14,9 @@ Regularization (Tassa, Erez, Todorov 2012, their eq. 10): the cost-to-go is shif
 enters as Q_uu + μBᵀB and Q_ux + μBᵀA — scale-aware where a shift of Q_uu alone is not. μ is raised ×10
 when the regularized Q_uu is not positive definite or the line search fails, and lowered ×10 after full
 steps. Where the second-order Q_uu is not positive definite at the current μ, the iteration takes the
-Gauss–Newton (iLQR) step instead and skips the second-order attempt for 1, 3, then 4 iterations.
+Gauss–Newton (iLQR) step instead and skips the second-order attempt for the next iteration (a failed attempt
+stops within the last stages, where V'_x is large, so it costs little; a longer backoff delayed Newton's quadratic
+convergence by up to 4 iterations once the model had become convex).
 Input bounds: each step δu solves the box QP
 min ½δuᵀQ_uuδu + Q_uᵀδu s.t. lo ≤ U_k + δu ≤ hi by projected Newton (Bertsekas 1982, as in Tassa,
 Mansard, Todorov 2014); feedback rows of clamped inputs are zero. The forward pass is the nonlinear
@@ -178,6 +180,25 @@ class _NumpyStages:
         return lins
 
 
+_REASONS = ("max_iterations", "converged", "regularization exceeded its maximum in the backward pass",
+            "line search failed at maximum regularization")
+
+
+def _compiled_result(run, stages, method: str, log: LogFn, t0: float, c0: float) -> OptimizerResult:
+    """The OptimizerResult (and the progress lines, after the fact) of ``CompiledStages.iterate``."""
+    reason = f"|dJ| = {abs(run.decrements[-1]):.1e} < tolerance" if run.converged else _REASONS[run.reason]
+    if log is not None:
+        for i, (J, d1, a, mu) in enumerate(zip(run.cost_history[1:], run.decrements, run.steps, run.regularization)):
+            log(progress_line(method, i + 1, J, d1, a, mu))
+    return OptimizerResult(X=run.X, U=run.U, K=-run.Kfb, cost=run.cost, cost_history=run.cost_history,
+                           decrement_history=run.decrements, iterations=run.iterations, converged=run.converged,
+                           stop_reason=reason, wall_time=time.perf_counter() - t0, method=method,
+                           regularization_history=run.regularization, step_history=run.steps,
+                           step_kinds=["newton" if n else "gauss-newton" for n in run.newton],
+                           linearization=stages.linearization(run.lin) if run.converged else None,
+                           compiled=True, cpu_time=time.process_time() - c0)
+
+
 def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
         input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
         tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
@@ -197,13 +218,17 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     # The stage work in C where the system offers a compiled step (planning.compiled), else per stage in Python.
     stages = compiled_stages(vi, cost.N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
+    if stages.compiled and metric is None and type(cost) is QuadraticTrackingCost:  # the whole loop in C
+        run = stages.iterate(cost, X, U, results, regularization, tolerance, max_iterations, second_order)
+        if run is not None:
+            return _compiled_result(run, stages, method, log, t0, c0)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu, mu_min, mu_max = regularization, 1e-9, 1e10
     converged, reason, it = False, "max_iterations", 0
     Kfb = np.zeros((cost.N, vi.nu, vi.state.ndx))
     final_lin = None
-    wait = backoff = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
+    wait = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
     for it in range(1, max_iterations + 1):
         lin_list = stages.linearize(X, U, results)
         newton = second_order and wait == 0
@@ -212,12 +237,9 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
             step = stages.backward(cost, X, U, results, lin_list, mu, newton, metric)
             if step is not None:
                 kff, Kfb, d1, d2 = step
-                backoff = 0 if newton else backoff
                 break
             if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
-                newton = False  # and skip the Newton attempt for the next 1, 3, then 4 iterations
-                backoff = min(2 * backoff + 1, 4)
-                wait = backoff
+                newton, wait = False, 1  # and skip the Newton attempt in the next iteration
                 continue
             mu = max(mu * 10, 1e-6)
             if mu > mu_max:

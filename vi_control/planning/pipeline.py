@@ -19,7 +19,7 @@ from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
 from ..model.limits import MAX_CONFIGURATION
 from .augmented import terminal_constrained_ddp
-from .compiled import tv_lqr
+from .compiled import dlqr, tv_lqr
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .gradient import projection_gradient
@@ -84,7 +84,9 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     if u_kind == "zero":
         U = np.zeros((N, vi.nu))
         U[:, vi.n_torques:] = X[1:, :nq][:, vi.idx_k]
-    elif u_kind == "hold":  # one holding input per distinct configuration (a goal reference repeats one)
+    elif u_kind == "hold" and kind == "goal":  # one configuration throughout
+        U = np.tile(holding_input(vi, goal)[0], (N, 1))
+    elif u_kind == "hold":  # one holding input per distinct configuration (a step reference has two)
         Qd, row = np.unique(X[1:, :nq], axis=0, return_inverse=True)
         U = np.array([holding_input(vi, q)[0] for q in Qd])[row.ravel()]
     else:
@@ -161,7 +163,10 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         np.asarray(reference[0], float), np.asarray(reference[1], float))
     if X_ref.shape != (len(U_ref) + 1, nx) or U_ref.shape[1:] != (nu,):
         raise ValueError(f"reference: X_ref {X_ref.shape} and U_ref {U_ref.shape} do not fit nx={nx}, nu={nu}")
-    Q, R, Qf = (task.weight(w, "weights", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
+    # Every weight of the plan parsed once (each parse validates the YAML values: ~50 µs apiece).
+    W = {(g, w): task.weight(w, g, n, nq) for g in ("weights", "lqr", "hold")
+         for w, n in (("Q", nx), ("R", nu), ("Qf", nx)) if not (g == "hold" and w == "Qf")}
+    Q, R, Qf = W["weights", "Q"], W["weights", "R"], W["weights", "Qf"]
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)
     if U0 is not None:
@@ -209,21 +214,21 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         A, B, near = tl.A, tl.B, tl.near_singular
     if len(near) and log is not None:
         log(f"warning: M_k+1 near singular at steps {near.tolist()} (seed 000 §VII)")
-    Ql, Rl, Qfl = (task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
-    K, _ = tv_lqr(A, B, Ql, Rl, Qfl)  # compiled.tv_lqr: the same Riccati recursion as one C call where it can
+    # compiled.tv_lqr / dlqr: the same Riccati recursions as one C call each where they can
+    K, _ = tv_lqr(A, B, W["lqr", "Q"], W["lqr", "R"], W["lqr", "Qf"])
     qN = res.X[-1, :nq]
     K_final = U_final = None
-    _, residual = holding_input(vi, qN)
+    u_hold, residual = holding_input(vi, qN)
     if vi.nc == 0 and residual > 1e-6 and log is not None:  # (with constraints their forces may hold it)
         log(f"warning: the final configuration is no equilibrium (unbalanced gravity {residual:.2e} on "
             "unactuated joints): the hold gain cannot keep it")
     try:
-        K_final, _, U_final = hold_gain(vi, qN, task.weight("Q", "hold", nx, nq), task.weight("R", "hold", nu))
+        K_final, _, U_final = hold_gain(vi, qN, W["hold", "Q"], W["hold", "R"], u_eq=u_hold, riccati=dlqr)
     except (np.linalg.LinAlgError, ValueError) as e:
         if log is not None:
             log(f"warning: no hold gain about the final state ({e})")
-    weights = {g: {w: np.diag(task.weight(w, g, n, nq)).tolist() for w, n in (("Q", nx), ("R", nu), ("Qf", nx))
-                   if not (g == "hold" and w == "Qf")} for g in ("weights", "lqr", "hold")}
+    weights = {g: {w: np.diag(W[g, w]).tolist() for w in ("Q", "R", "Qf") if not (g == "hold" and w == "Qf")}
+               for g in ("weights", "lqr", "hold")}
     weights["task"] = task.name
     weights["method"] = res.method
     robot = vi.robot

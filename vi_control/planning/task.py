@@ -159,6 +159,8 @@ class Task:
     initial_guess: str = "reference"
     base_dir: str | None = None
     collocation: dict = field(default_factory=dict)  # validated options (planning.collocation.planner)
+    # weight(): matrices already resolved, keyed by the raw values they came from (a plan asks for 8 of them)
+    _resolved: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def model_spec(self) -> ModelSpec:
@@ -181,6 +183,16 @@ class Task:
         chain = {"weights": [self.weights], "lqr": [self.lqr, self.weights],
                  "hold": [self.hold, self.lqr, self.weights]}[group]
         key = f"{group}.{which}"
+        memo = (which, group, n, nq, repr([d.get(which) for d in chain]), repr([d.get("Q") for d in chain]))
+        hit = self._resolved.get(memo)
+        if hit is not None:
+            return hit.copy()
+        W = self._resolve_weight(which, group, n, nq, chain, key)
+        if "..." not in memo[4] + memo[5]:  # (numpy abbreviates the repr of large arrays: no key then)
+            self._resolved[memo] = W
+        return W.copy()
+
+    def _resolve_weight(self, which: str, group: str, n: int, nq: int | None, chain: list, key: str) -> np.ndarray:
         for d in chain:
             if which in d:
                 w = d[which]

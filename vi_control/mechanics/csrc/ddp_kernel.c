@@ -17,7 +17,7 @@
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
-#pragma GCC optimize ("O2")
+#pragma GCC optimize ("O3")
 #endif
 
 typedef int (*vi_casadi_fn)(const double** arg, double** res, long long* iw, double* w, int mem);
@@ -161,6 +161,43 @@ int vi_plan_linearize(void** c, void** a) {
   return 0;
 }
 
+/* Z (n, p) = op(X) Y (+ Z if acc), Y row-major (m, p); op(X) = X (n, m) or, tx, X' with X (m, n). Row updates
+ * (axpy form: contiguous, vectorizable) in the dot form's order: every Z_ij sums l = 0, 1, ... from 0. */
+static void vi_mm(const double* X, const double* Y, double* Z, long long n, long long m, long long p, int tx, int acc) {
+  double* t = Z;
+  for (long long i = 0; i < n; i++) {
+    double* z = t + i * p;
+    if (!acc)
+      for (long long j = 0; j < p; j++) z[j] = 0.0;
+    for (long long l = 0; l < m; l++) {
+      const double x = tx ? X[l * n + i] : X[i * m + l];
+      const double* y = Y + l * p;
+      for (long long j = 0; j < p; j++) z[j] += x * y[j];
+    }
+  }
+}
+
+/* The upper triangle (j >= i) of Z (n, n) = X'Y (+ Z if acc), X and Y (m, n): for products known to be symmetric
+ * (A'V_xx A) or whose sum is (K'T + Q_ux'K); vi_mirror then copies it below the diagonal. Half the work. */
+static void vi_mm_upper(const double* X, const double* Y, double* Z, long long n, long long m, int acc) {
+  if (!acc)
+    for (long long i = 0; i < n; i++)
+      for (long long j = i; j < n; j++) Z[i * n + j] = 0.0;
+  for (long long l = 0; l < m; l++) {
+    const double* y = Y + l * n;
+    for (long long i = 0; i < n; i++) {
+      const double x = X[l * n + i];
+      double* z = Z + i * n;
+      for (long long j = i; j < n; j++) z[j] += x * y[j];
+    }
+  }
+}
+
+static void vi_mirror(double* Z, long long n) {
+  for (long long i = 0; i < n; i++)
+    for (long long j = i + 1; j < n; j++) Z[j * n + i] = Z[i * n + j];
+}
+
 /* ---------------------------------------------------------------------------------------------------------
  * Cholesky H = R^T R (upper, as LAPACK dpotrf with uplo 'U': the upper triangle of H is read) and solves. */
 static int vi_chol(const double* H, long long n, double* R) {
@@ -281,18 +318,8 @@ int vi_plan_backward(void** c, void** a) {
   for (long long k = N - 1; k >= 0; k--) {
     const double *A = AA + k * nx * nx, *B = BB + k * nx * nu;
     double *kk = KFF + k * nu, *KK = KFB + k * nu * nx;
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += Vxx[i * nx + l] * A[l * nx + j];
-        VA[i * nx + j] = s;
-      }
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nu; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += Vxx[i * nx + l] * B[l * nu + j];
-        VB[i * nu + j] = s;
-      }
+    vi_mm(Vxx, A, VA, nx, nx, nx, 0, 0);
+    vi_mm(Vxx, B, VB, nx, nx, nu, 0, 0);
     for (long long i = 0; i < nx; i++) {
       double s = 0.0;
       for (long long l = 0; l < nx; l++) s += A[l * nx + i] * Vx[l];
@@ -303,24 +330,12 @@ int vi_plan_backward(void** c, void** a) {
       for (long long l = 0; l < nx; l++) s += B[l * nu + i] * Vx[l];
       Qu[i] = LUc[k * nu + i] + s;
     }
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += A[l * nx + i] * VA[l * nx + j];
-        Qxx[i * nx + j] = Wx[i * nx + j] + s;
-      }
-    for (long long i = 0; i < nu; i++) {
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += B[l * nu + i] * VA[l * nx + j];
-        Qux[i * nx + j] = s;
-      }
-      for (long long j = 0; j < nu; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < nx; l++) s += B[l * nu + i] * VB[l * nu + j];
-        Quu[i * nu + j] = Wu[i * nu + j] + s;
-      }
-    }
+    vi_mm_upper(A, VA, Qxx, nx, nx, 0); /* A'V'_xx A: symmetric */
+    vi_mirror(Qxx, nx);
+    for (long long i = 0; i < nx * nx; i++) Qxx[i] = Wx[i] + Qxx[i];
+    vi_mm(B, VA, Qux, nu, nx, nx, 1, 0);
+    vi_mm(B, VB, Quu, nu, nx, nu, 1, 0);
+    for (long long i = 0; i < nu * nu; i++) Quu[i] = Wu[i] + Quu[i];
     if (second) { /* + V'_x . d2f = T' (V'_x' d2O + mu' d2R) T, R_y' mu = -O_y' V'_x (seed 000 eqs. 16-27) */
       const double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
       for (long long j = 0; j < ny; j++) {
@@ -335,20 +350,23 @@ int vi_plan_backward(void** c, void** a) {
       const double* arg[4] = {Y + k * ny, z, Vx, mua};
       double* res[1] = {H};
       if (m.hess(arg, res, m.iw, m.w, 0)) return 1;
-      for (long long j = 0; j < nz; j++) /* W = H_yy dy/dz + H_yz */
-        for (long long i = 0; i < ny; i++) {
-          double s = 0.0;
-          for (long long l = 0; l < ny; l++) s += H[i + l * nw] * dydz[l + j * ny];
-          W[i + j * ny] = s + H[i + (ny + j) * nw];
+      for (long long j = 0; j < nz; j++) { /* W = H_yy dy/dz + H_yz (column-major; column updates) */
+        double* w = W + j * ny;
+        for (long long i = 0; i < ny; i++) w[i] = 0.0;
+        for (long long l = 0; l < ny; l++) {
+          const double d = dydz[l + j * ny], *h = H + l * nw;
+          for (long long i = 0; i < ny; i++) w[i] += h[i] * d;
         }
-      for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz */
-        for (long long q = 0; q < nz; q++) {
+        for (long long i = 0; i < ny; i++) w[i] += H[i + (ny + j) * nw];
+      }
+      for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz: symmetric, its upper triangle */
+        for (long long q = p; q < nz; q++) {
           double s1 = 0.0, s2 = 0.0;
           for (long long i = 0; i < ny; i++) {
             s1 += dydz[i + p * ny] * W[i + q * ny];
             s2 += H[i + (ny + p) * nw] * dydz[i + q * ny];
           }
-          Hz[p * nz + q] = (s1 + s2) + H[(ny + p) + (ny + q) * nw];
+          Hz[p * nz + q] = Hz[q * nz + p] = (s1 + s2) + H[(ny + p) + (ny + q) * nw];
         }
       for (long long i = 0; i < nx; i++)
         for (long long j = 0; j < nx; j++) Qxx[i * nx + j] += Hz[i * nz + j];
@@ -362,18 +380,10 @@ int vi_plan_backward(void** c, void** a) {
       for (long long j = 0; j < nu; j++) Quu_r[i * nu + j] = 0.5 * (Quu[i * nu + j] + Quu[j * nu + i]);
     for (long long i = 0; i < nu * nx; i++) Qux_r[i] = Qux[i];
     if (mu != 0.0) {
-      for (long long i = 0; i < nu; i++) {
-        for (long long j = 0; j < nu; j++) {
-          double s = 0.0;
-          for (long long l = 0; l < nx; l++) s += B[l * nu + i] * B[l * nu + j];
-          Quu_r[i * nu + j] += mu * s;
-        }
-        for (long long j = 0; j < nx; j++) {
-          double s = 0.0;
-          for (long long l = 0; l < nx; l++) s += B[l * nu + i] * A[l * nx + j];
-          Qux_r[i * nx + j] = Qux[i * nx + j] + mu * s;
-        }
-      }
+      vi_mm(B, B, T, nu, nx, nu, 1, 0);
+      for (long long i = 0; i < nu * nu; i++) Quu_r[i] += mu * T[i];
+      vi_mm(B, A, T, nu, nx, nx, 1, 0);
+      for (long long i = 0; i < nu * nx; i++) Qux_r[i] = Qux[i] + mu * T[i];
     }
     if (m.bounded) {
       long long* free_ = m.iscr;
@@ -419,18 +429,13 @@ int vi_plan_backward(void** c, void** a) {
       for (long long l = 0; l < nu; l++) { s += KK[l * nx + i] * (Quu_k[l] + Qu[l]); r += Qux[l * nx + i] * kk[l]; }
       Vn[i] = Qx[i] + s + r;
     }
-    for (long long l = 0; l < nu; l++) /* T = Q_uu K + Q_ux (nu, nx) */
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0;
-        for (long long p = 0; p < nu; p++) s += Quu[l * nu + p] * KK[p * nx + j];
-        T[l * nx + j] = s + Qux[l * nx + j];
-      }
+    vi_mm(Quu, KK, T, nu, nu, nx, 0, 0); /* T = Q_uu K + Q_ux (nu, nx) */
+    for (long long i = 0; i < nu * nx; i++) T[i] += Qux[i];
+    vi_mm_upper(KK, T, Vxxn, nx, nu, 0); /* V'_xx = Q_xx + K'T + Q_ux'K, symmetric: its upper triangle */
+    vi_mm_upper(Qux, KK, Vxxn, nx, nu, 1);
     for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double s = 0.0, r = 0.0;
-        for (long long l = 0; l < nu; l++) { s += KK[l * nx + i] * T[l * nx + j]; r += Qux[l * nx + i] * KK[l * nx + j]; }
-        Vxxn[i * nx + j] = Qxx[i * nx + j] + s + r;
-      }
+      for (long long j = i; j < nx; j++) Vxxn[i * nx + j] = 0.5 * (Qxx[i * nx + j] + Qxx[j * nx + i]) + Vxxn[i * nx + j];
+    vi_mirror(Vxxn, nx);
     for (long long i = 0; i < nx; i++) {
       Vx[i] = Vn[i];
       for (long long j = 0; j < nx; j++) Vxx[i * nx + j] = 0.5 * (Vxxn[i * nx + j] + Vxxn[j * nx + i]);
@@ -440,87 +445,6 @@ int vi_plan_backward(void** c, void** a) {
   if (!isfinite(d1)) return 1; /* NaN/inf anywhere propagates to here */
   for (long long i = 0; i < nx * nx; i++) if (!isfinite(Vxx[i])) return 1;
   return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------------------
- * Time-varying LQR gains along the planned trajectory (control.lqr.tv_lqr, seed 000 eq. 36, same formulas):
- * K_k = [R + B'P B]^-1 B'P A by LU of the symmetrized matrix, P_k = Q + (A - BK)'P(A - BK) + K'RK, symmetrized.
- * sizes = (N, nx, nu); a: A (N, nx, nx), B (N, nx, nu), Q (nx, nx), R (nu, nu), Qf (nx, nx) | K (N, nu, nx),
- * P (N+1, nx, nx), scratch (3 nx^2 + 2 nx nu + 2 nu^2 + nu), pivots (nu). Returns 0, or 1 if R + B'PB is singular. */
-int vi_plan_tvlqr(const long long* sizes, void** a) {
-  const long long N = sizes[0], nx = sizes[1], nu = sizes[2];
-  const double *AA = a[0], *BB = a[1], *Q = a[2], *R = a[3], *Qf = a[4];
-  double *KK = a[5], *PP = a[6], *Sraw = a[7], *S = Sraw + nu * nu, *BtP = S + nu * nu, *Acl = BtP + nu * nx;
-  double *AtP = Acl + nx * nx, *Pk = AtP + nx * nx, *KtR = Pk + nx * nx, *col = KtR + nx * nu;
-  long long* piv = a[8];
-  for (long long i = 0; i < nx * nx; i++) PP[N * nx * nx + i] = Qf[i];
-  for (long long k = N - 1; k >= 0; k--) {
-    const double *A = AA + k * nx * nx, *B = BB + k * nx * nu, *P = PP + (k + 1) * nx * nx;
-    double* K = KK + k * nu * nx;
-    for (long long i = 0; i < nu; i++) /* B'P */
-      for (long long j = 0; j < nx; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += B[l * nu + i] * P[l * nx + j];
-        BtP[i * nx + j] = t;
-      }
-    for (long long i = 0; i < nu; i++) /* S = R + (B'P) B, then symmetrized (column-major for the LU) */
-      for (long long j = 0; j < nu; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += BtP[i * nx + l] * B[l * nu + j];
-        Sraw[i * nu + j] = R[i * nu + j] + t;
-      }
-    for (long long i = 0; i < nu; i++)
-      for (long long j = 0; j < nu; j++) S[i + j * nu] = 0.5 * (Sraw[i * nu + j] + Sraw[j * nu + i]);
-    if (vi_lu(S, nu, piv)) return 1;
-    for (long long j = 0; j < nx; j++) { /* K = S^-1 (B'P) A, column by column */
-      for (long long i = 0; i < nu; i++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += BtP[i * nx + l] * A[l * nx + j];
-        col[i] = t;
-      }
-      vi_lu_solve(S, nu, piv, col);
-      for (long long i = 0; i < nu; i++) K[i * nx + j] = col[i];
-    }
-    for (long long i = 0; i < nx; i++) /* Acl = A - B K */
-      for (long long j = 0; j < nx; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nu; l++) t += B[i * nu + l] * K[l * nx + j];
-        Acl[i * nx + j] = A[i * nx + j] - t;
-      }
-    for (long long i = 0; i < nx; i++) /* Acl'P */
-      for (long long j = 0; j < nx; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nx; l++) t += Acl[l * nx + i] * P[l * nx + j];
-        AtP[i * nx + j] = t;
-      }
-    for (long long i = 0; i < nx; i++) /* K'R */
-      for (long long j = 0; j < nu; j++) {
-        double t = 0.0;
-        for (long long l = 0; l < nu; l++) t += K[l * nx + i] * R[l * nu + j];
-        KtR[i * nu + j] = t;
-      }
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) {
-        double t1 = 0.0, t2 = 0.0;
-        for (long long l = 0; l < nx; l++) t1 += AtP[i * nx + l] * Acl[l * nx + j];
-        for (long long l = 0; l < nu; l++) t2 += KtR[i * nu + l] * K[l * nx + j];
-        Pk[i * nx + j] = Q[i * nx + j] + t1 + t2;
-      }
-    double* Pout = PP + k * nx * nx;
-    for (long long i = 0; i < nx; i++)
-      for (long long j = 0; j < nx; j++) Pout[i * nx + j] = 0.5 * (Pk[i * nx + j] + Pk[j * nx + i]);
-  }
-  return 0;
-}
-
-/* One ctypes argument per call: (context, arguments). */
-int vi_plan_call(long long which, void** c, void** a) {
-  switch (which) {
-    case 0: return vi_plan_rollout(c, a);
-    case 1: return vi_plan_linearize(c, a);
-    case 2: return vi_plan_backward(c, a);
-    default: return -1;
-  }
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
