@@ -98,6 +98,12 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         return self.nonholonomic_matrix(x[: self.nq]) @ self.mean_velocity(x, x_next)
 
     # ---- states ---------------------------------------------------------------------------------------
+    def velocity_violation(self, q: np.ndarray, qdot: np.ndarray) -> float:
+        """|C(q)q̇|∞ if it exceeds ``violation_tol``·(1 + |q̇|∞) — a velocity the constraints do not allow —
+        else 0.0."""
+        viol = float(np.abs(self.constraint_rows(q) @ qdot).max(initial=0.0))
+        return viol if viol > self.violation_tol * (1.0 + float(np.abs(qdot).max(initial=0.0))) else 0.0
+
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
         """x_0 from q(0), q̇(0) (and the first input ``u``, default no torque), projected onto the constraints if
         q̇ violates them (see the class docstring).
@@ -111,8 +117,8 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         """
         q, qdot = np.asarray(q, float), np.asarray(qdot, float)
         C = self.constraint_rows(q)
-        viol = float(np.abs(C @ qdot).max(initial=0.0))
-        if viol > self.violation_tol * (1.0 + np.abs(qdot).max(initial=0.0)):
+        viol = self.velocity_violation(q, qdot)
+        if viol:
             msg = (f"{self.robot.name}: the initial velocity violates the constraints (|C(q)q̇|∞ = {viol:.3e})")
             if self.on_constraint_violation == "raise":
                 raise ValueError(msg + "; give an allowed velocity or use on_constraint_violation='project'")

@@ -106,8 +106,8 @@ class NewtonStepC:
                         for i in s.idx_d], dtype=np.int64)
         self._keep = [np.concatenate([s.idx_d, s.idx_k]).astype(np.int64), np.zeros(n_iw, dtype=np.int64),
                       np.zeros(n_w), np.zeros(n_ws), np.zeros(max(s.ny, 1), dtype=np.int64)]
-        self._rot = np.concatenate([rot, [0]])  # never empty: ctypes needs an address
-        bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info, self._rot]
+        self.rot = np.concatenate([rot, [0]])  # never empty: ctypes needs an address
+        bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info, self.rot]
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         self._fn = lib.vi_newton_step_packed
         self._fn.restype = ctypes.c_int
@@ -287,4 +287,4 @@ class DiscreteSystemStructure:
                           n_iw=n_iw, n_w=n_w, n_ws=int(n_ws), nq=self.nq, nd=self.nd, nk=self.nk, nc=self.nc,
                           ny=self.ny, nz=self.nz, nx=self.nx, n_inputs=self.n_inputs, dt=self.dt,
                           idx=np.concatenate([self.idx_d, self.idx_k]).astype(np.int64),
-                          rot=self.newton._rot, max_configuration=MAX_CONFIGURATION)
+                          rot=self.newton.rot, max_configuration=MAX_CONFIGURATION)

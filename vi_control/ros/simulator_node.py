@@ -115,7 +115,7 @@ class SimulatorNode(ManagedNode):
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
-            if hasattr(vi, "projector"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
+            if hasattr(vi, "velocity_violation"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
                 v0 = self._allowed_velocity(q0, v0)
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
             # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
@@ -188,8 +188,8 @@ class SimulatorNode(ManagedNode):
         """v0, or its projection 𝒫(q0)v0 onto the constraints (seed 003 eq. 12) with a warning; ValueError with
         on_constraint_violation = 'raise'."""
         vi = self.vi
-        viol = float(np.abs(vi.constraint_rows(q0) @ v0).max(initial=0.0))
-        if viol <= vi.violation_tol * (1.0 + float(np.abs(v0).max(initial=0.0))):
+        viol = vi.velocity_violation(q0, v0)
+        if not viol:
             return v0
         what = f"initial_velocities violate the model's velocity constraints (|C(q)q̇|∞ = {viol:.3e})"
         if self.p["on_constraint_violation"] == "raise":
