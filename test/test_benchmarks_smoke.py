@@ -4,21 +4,12 @@ scripts' job (README performance table); here only their structure and the facts
 (benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py; bench_sweep.py:
 test_sweep_ray.py, which shares one Ray instance across its tests.)"""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from benchmark_scripts import BENCHMARKS, load_benchmark
 
 
 def test_every_benchmark_script_has_a_smoke_test():
@@ -26,16 +17,16 @@ def test_every_benchmark_script_has_a_smoke_test():
                "bench_convergence": "test_planning_convergence.py",
                "bench_sweep": "test_sweep_ray.py"}  # shares that module's Ray instance
     here = Path(__file__).read_text()
-    for script in sorted(BENCH.glob("bench_*.py")):
+    for script in sorted(BENCHMARKS.glob("bench_*.py")):
         name = script.stem
         if name in covered:
             assert (Path(__file__).parent / covered[name]).exists(), name
         else:
-            assert f'load("{name}")' in here, f"{name} has no smoke test"
+            assert f'load_benchmark("{name}")' in here, f"{name} has no smoke test"
 
 
 def test_step_benchmark_smoke():
-    bench = load("bench_step")
+    bench = load_benchmark("bench_step")
     from vi_control.model.generate import planar_chain_urdf
 
     row = bench.bench_model("chain3", planar_chain_urdf(3), None, 0.01, rounds=2, mujoco=None)
@@ -59,7 +50,7 @@ def test_step_benchmark_smoke():
 
 
 def test_linearization_benchmark_smoke():
-    bench = load("bench_linearization")
+    bench = load_benchmark("bench_linearization")
     row = bench.run("pendulum", rounds=1)
     assert (row["nq"], row["nx"], row["nu"], row["nc"]) == (1, 2, 1, 0)
     assert row["fd_err"] < 1e-6  # exact A, B against central differences of the step
@@ -70,7 +61,7 @@ def test_linearization_benchmark_smoke():
 
 
 def test_linear_time_benchmark_smoke(tmp_path, monkeypatch):
-    bench = load("bench_linear_time")
+    bench = load_benchmark("bench_linear_time")
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
     monkeypatch.setattr(sys, "argv", ["bench_linear_time.py", "--steps", "20", "--sizes", "3", "--no-midpoint",
                                       "--backends", "c", "--name", "smoke"])
@@ -82,7 +73,7 @@ def test_linear_time_benchmark_smoke(tmp_path, monkeypatch):
 
 
 def test_planner_benchmark_smoke(tmp_path, monkeypatch):
-    bench = load("bench_planner")
+    bench = load_benchmark("bench_planner")
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
     rows, runs = bench.ours(rounds=1, gradient_iterations=3)
     methods = [r["method"] for r in rows]
@@ -110,8 +101,8 @@ def test_planner_benchmark_peer_problems_are_the_tasks():
 
     from vi_control.planning import load_task, make_system
 
-    bench = load("bench_planner")
-    peer = load("crocoddyl_peer")
+    bench = load_benchmark("bench_planner")
+    peer = load_benchmark("crocoddyl_peer")
     task = load_task("task_cartpole_swingup")
     vi = make_system(task, compile=False)
     spec = bench.task_spec(task, vi)
@@ -126,7 +117,7 @@ def test_planner_benchmark_peer_problems_are_the_tasks():
 
 
 def test_nonholonomic_benchmark_smoke(tmp_path):
-    bench = load("bench_nonholonomic")
+    bench = load_benchmark("bench_nonholonomic")
     result = bench.run(rounds=1, energy_steps=500, sympy=False, out=tmp_path)
     assert [r["what"].split(",")[1].split(":")[0].strip() for r in result["speed"]] == ["sleigh", "diffdrive"]
     assert all(r["us"] > 0 and r["driver_us"] > 0 and r["base_us"] > 0 for r in result["speed"])
@@ -144,7 +135,7 @@ def test_nonholonomic_benchmark_smoke(tmp_path):
 def test_nonholonomic_benchmark_sympy_model_is_the_sleigh():
     """The SymPy KanesMethod sleigh (the side-by-side peer) is the same system as the Lagrange–d'Alembert one."""
     pytest.importorskip("sympy")  # benchmark-only dependency (benchmarks/requirements-bench-nonholonomic.txt)
-    rhs, energy = load("bench_nonholonomic").sympy_sleigh_rhs()
+    rhs, energy = load_benchmark("bench_nonholonomic").sympy_sleigh_rhs()
     z = np.array([0.1, 0.2, 0.3, -1.0, 2.0, 1.0])  # (x, y, θ, u1, ω, u2 = aω)
     dz = rhs(0.0, z)
     c, s = np.cos(0.3), np.sin(0.3)
@@ -157,7 +148,8 @@ def test_collocation_benchmark_smoke(tmp_path):
     the three figures."""
     import json
 
-    res = load("bench_collocation").main(["--quick", "--rounds", "1", "--no-external", "--out", str(tmp_path)])
+    bench = load_benchmark("bench_collocation")
+    res = bench.main(["--quick", "--rounds", "1", "--no-external", "--out", str(tmp_path)])
     for key in ("pendulum", "cartpole", "biped"):
         (row,) = res[key]
         for m in ("lg", "lg2"):
@@ -173,7 +165,7 @@ def test_collocation_benchmark_smoke(tmp_path):
 
 
 def test_model_load_benchmark_smoke():
-    bench = load("bench_model_load")
+    bench = load_benchmark("bench_model_load")
     rows = bench.bench([20, 40], rounds=1, dense_max=20)
     assert [r["links"] for r in rows] == [20, 40]
     assert rows[0]["dense"] is not None and rows[1]["dense"] is None and rows[0]["ratio"] > 0
@@ -183,7 +175,7 @@ def test_model_load_benchmark_smoke():
 
 def test_soak_benchmark_smoke(tmp_path, monkeypatch):
     """bench_soak at 3000 steps on a 4-link chain: structure, bounded energy error, memory figures, files."""
-    bench = load("bench_soak")
+    bench = load_benchmark("bench_soak")
     result = bench.soak(steps=3000, dt=5e-3, n_links=4, sample=10, windows=3)
     assert result["steps_done"] == 3000 and result["failure"] is None
     s = result["series"]
@@ -206,7 +198,7 @@ def test_soak_benchmark_smoke(tmp_path, monkeypatch):
 
 def test_lie_energy_benchmark_smoke(tmp_path):
     """benchmarks/bench_lie_energy.py (issue 16 item 2): rows, exact momentum and group for the VI, |q| drift."""
-    bench = load("bench_lie_energy")
+    bench = load_benchmark("bench_lie_energy")
     res = bench.run_benchmark(steps=300, dt=0.5)
     vi, rk, rkn = res["rows"]
     assert [r["name"] for r in res["rows"]] == ["Lie-group VI (Cayley, SO(3))", "RK4 on quaternions",
@@ -223,7 +215,7 @@ def test_lie_energy_benchmark_smoke(tmp_path):
 
 def test_dmoc_benchmark_smoke(tmp_path):
     """benchmarks/bench_dmoc.py (issue 16 items 3, 4, 7): one maneuver, one round; rows agree where they must."""
-    bench = load("bench_dmoc")
+    bench = load_benchmark("bench_dmoc")
     res = bench.run_benchmark(rounds=1, n_maneuvers=1, coast_steps=50)
     name = res["maneuvers"][0]
     rows = {m: res["rows"][name, m] for m in ("dmoc-split", "dmoc-hold", "ipopt", "rk4")}

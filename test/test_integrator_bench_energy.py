@@ -1,20 +1,13 @@
 """Smoke test of benchmarks/bench_energy.py: structure of its result and bounded VI energy error."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_energy.py"
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_energy", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_energy")
 
 
 def test_energy_benchmark_smoke(bench, tmp_path):

@@ -3,25 +3,15 @@ from a surviving one on a temporary copy while the working tree stays untouched.
 
 import dataclasses
 import hashlib
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("mutation_harness", ROOT / "benchmarks" / "mutation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (dataclasses look their module up)
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load()
+harness = load_benchmark("mutation", "mutation_harness")
 
 
 def test_every_curated_snippet_exists_once_and_its_tests_exist():

@@ -5,20 +5,13 @@ round-off; the planner must reach the goal from every guess with all of them, in
 What made it fragile before, and how each cause was fixed, is in docs/performance_planner.md.
 """
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_convergence.py"
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_convergence", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_convergence")
 
 
 def _check(out: dict, max_spread: int, share: float = 1.0) -> None:

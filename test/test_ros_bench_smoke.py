@@ -1,21 +1,16 @@
 """Smoke test of benchmarks/bench_ros.py: the controller latency and simulator real-time-factor measurements run
 end to end over DDS (nodes as separate processes) at a small size; no timing asserts."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 
 pytest.importorskip("rclpy")
 pytestmark = pytest.mark.ros
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_ros.py"
 
 
 def test_ros_benchmark_smoke():
-    spec = importlib.util.spec_from_file_location("bench_ros", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_ros")
     table, lat, rtf = bench.run(seconds=0.5, rates=(100.0,), models=("arm7",), warmup=0.2)
     (r,) = lat
     assert r["sent"] == 70 and 0 < r["matched"] <= r["sent"] and r["measured"] == 50

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 
 ray = pytest.importorskip("ray")
 from ray import cloudpickle  # noqa: E402
@@ -246,11 +247,7 @@ def test_cli_joins_a_running_cluster_by_address(ray_head, plan, tmp_path):
 
 
 def test_bench_sweep_smoke(local_ray, tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    try:
-        import bench_sweep
-    finally:
-        sys.path.pop(0)
+    bench_sweep = load_benchmark("bench_sweep")  # (registered in sys.modules: its Ray tasks pickle it by value)
     res = bench_sweep.run(n_pendulum=3, n_panda=1, rounds=1, out=tmp_path)
     assert [c["case"] for c in res["cases"]] == ["pendulum", "panda"]
     assert all(c["identical_to_serial"] and c["errors"] == 0 for c in res["cases"])
