@@ -279,16 +279,15 @@ class ControllerNode(ManagedNode):
             return  # not yet: the current plan (or nothing) until the stated start
         late = int(round((t - t0) / plan.dt))
         retimed, gap_x0 = False, ""
+        gap = float(self._configuration_error(plan.X[0], x).max())  # (re-timing keeps X: the same gap after it)
         if late > 1 and self.p["retime_tolerance"] > 0:
             # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
-            # rather than skip its first steps.
-            e = self._configuration_error(plan.X[0], x).max()
-            # both through the same inverse Legendre map: X_0 and x are discrete states (p_k = D₂L_d), whose
-            # M⁻¹p at rest under gravity is Δt/2·M⁻¹∇V, not the measured q̇ = 0
+            # rather than skip its first steps. Velocities both through one inverse Legendre map: X_0 and x are
+            # discrete states (p_k = D₂L_d), whose M⁻¹p at rest under gravity is Δt/2·M⁻¹∇V, not the measured q̇ = 0.
             ev = np.abs(self.vi.velocity(plan.X[0]) - self.vi.velocity(x)).max()
-            if max(e, ev) <= self.p["retime_tolerance"]:
+            if max(gap, ev) <= self.p["retime_tolerance"]:
                 plan, retimed = plan.shifted(t), True
-            gap_x0 = f" (the robot is {e:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
+            gap_x0 = f" (the robot is {gap:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
         self._set_plan(plan)
         self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
         k = self.law.index(t)
@@ -297,7 +296,6 @@ class ControllerNode(ManagedNode):
         if k > 1:
             self.warn("late plan", f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
                       f"expected_solve_time is too short for this machine){gap_x0}")
-        gap = float(self._configuration_error(plan.X[0], x).max())
         if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
             self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
 
