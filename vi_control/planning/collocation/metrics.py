@@ -67,6 +67,20 @@ def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subi
     return DynamicErrors(t=t, eps1=e1, eps2=e2, E1_q=E1_q, E2_q=E2_q, E1=float(E1_q.sum()), E2=float(E2_q.sum()))
 
 
+def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics,
+                subintervals: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """ε^[2] = (q̈ − v̇) + (v̇ − g(q, q̇, u)), integrated per coordinate: (∫|q̈ − v̇| dt, ∫|v̇ − g| dt), each (nq,).
+
+    The first part is LG's velocity inconsistency (seed 004 §I: v ≠ q̇ between the Gauss points, so v̇ ≠ q̈ even at
+    them) — what LG2 removes by construction (zero for LG2); the second is the collocation residual of the
+    first-order system, which both methods leave between the Gauss points. E^[2]_qi ≤ the sum of the two, and LG2's
+    gain over LG on a coordinate is bounded by how much of LG's error the first part carries."""
+    t, w = _quadrature_grid(sol, subintervals)
+    q, qd, qdd, vd = sol.q(t), sol.q(t, 1), sol.q(t, 2), sol.v(t, 1)
+    g = dynamics.acceleration(q, qd, sol.u(t))
+    return w @ np.abs(qdd - vd), w @ np.abs(vd - g)
+
+
 def plot_dynamic_error(ax, sol: CollocationSolution, dynamics: SecondOrderDynamics, coordinate: int | None = None,
                        order: int = 2, label: str | None = None, color=None, samples: int = 2000) -> None:
     """ε^[order](t) over [0, t_f] with the collocation points marked (the style of seed 004's error figures).
