@@ -40,7 +40,7 @@ from vi_control.model.bundled import load_bundled  # noqa: E402
 from vi_control.planning.collocation import SecondOrderDynamics, Transcription  # noqa: E402
 from vi_control.planning.collocation import problems as P  # noqa: E402
 from vi_control.planning.collocation.gait import BipedGait  # noqa: E402
-from vi_control.planning.collocation.metrics import dynamic_errors  # noqa: E402
+from vi_control.planning.collocation.metrics import dynamic_errors, error_split  # noqa: E402
 
 DRAKE_TF_GUESS = 3.0  # from the 2 s guess SNOPT stops infeasible at t_f = 10 s for most N (measured)
 
@@ -64,14 +64,40 @@ def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b:
         row = dict(problem=name, N=N)
         for m, s in sols.items():
             E = dynamic_errors(s, dyn) if s.success else None
+            split = [x.tolist() for x in error_split(s, dyn)] if s.success else [None, None]
             row[m] = dict(success=s.success, status=s.status, iterations=s.iterations, tf=s.tf, objective=s.objective,
-                          E2=E.E2 if E else None, E2_q=E.E2_q.tolist() if E else None,
+                          E2=E.E2 if E else None, E2_q=E.E2_q.tolist() if E else None, E2_split=split,
                           t_med=float(np.median(times[m])), t_min=float(np.min(times[m])))
         ok = all(s.success for s in sols.values())
         row["same_optimum"] = bool(ok and same(sols["lg"], sols["lg2"]))
         rows.append(row)
         print(f"[{name}] N = {N}: " + ", ".join(f"{m} {row[m]['status']} it {row[m]['iterations']} E2 "
                                                  f"{row[m]['E2']} t {row[m]['t_med'] * 1e3:.1f} ms" for m in sols))
+    return rows
+
+
+def multistart(dyn, Ns, rounds: int) -> list[dict]:
+    """Pendulum: both methods from each straight-line start (problems.PENDULUM_START_TIMES), interleaved rounds;
+    E^[2] at each method's lowest-t_f optimum, the iterations of every start, CPU of all starts (median, min)."""
+    rows = []
+    for N in Ns:
+        trs = {m: Transcription(P.pendulum_min_time(dyn, m, N)) for m in ("lg", "lg2")}
+        cpu, out = {m: [] for m in trs}, {}
+        for _ in range(rounds):
+            for m, tr in trs.items():
+                out[m] = P.best_of(tr, P.pendulum_starts(), **P.pendulum_boundary())
+                cpu[m].append(sum(s.solve_time for s in out[m][1]))
+        row = dict(N=N)
+        for m, (best, sols) in out.items():
+            row[m] = dict(tf=None if best is None else best.tf, iterations=[s.iterations for s in sols],
+                          tfs=[round(s.tf, 4) if s.success else None for s in sols],
+                          E2=None if best is None else dynamic_errors(best, dyn).E2,
+                          t_med=float(np.median(cpu[m])), t_min=float(np.min(cpu[m])))
+        a, b = row["lg"]["tf"], row["lg2"]["tf"]
+        row["same_optimum"] = bool(a is not None and b is not None and abs(a - b) < 1e-3)
+        rows.append(row)
+        print(f"[pendulum, starts] N = {N}: " + ", ".join(f"{m} t_f {row[m]['tfs']} its {row[m]['iterations']} "
+                                                          f"E2 {row[m]['E2']}" for m in trs))
     return rows
 
 
@@ -100,6 +126,17 @@ def hermite_simpson_errors(dyn, t, X, U) -> tuple[float, list[float]]:
     return float(E_q.sum()), E_q.tolist()
 
 
+def drake_own_errors(dyn, own: dict) -> tuple[float, list[float]]:
+    """E^[2] (eq. 21) on Drake's own reconstruction (``ReconstructStateTrajectory``: cubic Hermite in x with
+    ẋ_k = f(x_k, u_k); ``ReconstructInputTrajectory``: first-order hold): ε^[2] = q̈ − g(q, q̇, u) with q, q̇, q̈ of the
+    configuration part of Drake's state trajectory, by composite Gauss quadrature on every knot interval."""
+    nq = dyn.nq
+    x, xd, xdd, u = (np.array(own[k]) for k in ("x", "xd", "xdd", "u"))
+    e2 = xdd[:, :nq] - dyn.acceleration(x[:, :nq], xd[:, :nq], u)
+    E_q = np.asarray(own["w"]) @ np.abs(e2)
+    return float(E_q.sum()), E_q.tolist()
+
+
 DRAKE = textwrap.dedent("""
     import json, sys, time
     import numpy as np
@@ -116,8 +153,19 @@ DRAKE = textwrap.dedent("""
             if best is None or cpu < best[0]:
                 best = (cpu, res, dc)
         cpu, res, dc = best
+        t = dc.GetSampleTimes(res)
+        # Drake's own interpolation (ReconstructState/InputTrajectory: cubic Hermite state, first-order hold input)
+        # at 3 Gauss points on 40 pieces of every knot interval, with the quadrature weights
+        x, w = np.polynomial.legendre.leggauss(3)
+        edges = np.concatenate([np.linspace(a, b, 41)[:-1] for a, b in zip(t[:-1], t[1:])] + [t[-1:]])
+        mid, half = 0.5 * (edges[1:] + edges[:-1]), 0.5 * np.diff(edges)
+        ts, ws = (mid[:, None] + half[:, None] * x).ravel(), (half[:, None] * w).ravel()
+        xt, ut = dc.ReconstructStateTrajectory(res), dc.ReconstructInputTrajectory(res)
+        own = dict(t=ts.tolist(), w=ws.tolist(), u=ut.vector_values(ts).T.tolist(),
+                   **{k: xt.derivative(d).vector_values(ts).T.tolist() if d else xt.vector_values(ts).T.tolist()
+                      for k, d in (("x", 0), ("xd", 1), ("xdd", 2))})
         return dict(N=N, success=bool(res.is_success()), solver=res.get_solver_id().name(), cpu=cpu,
-                    t=dc.GetSampleTimes(res).tolist(), X=dc.GetStateSamples(res).T.tolist(),
+                    t=t.tolist(), X=dc.GetStateSamples(res).T.tolist(), own=own,
                     U=dc.GetInputSamples(res).T.tolist(), cost=float(res.get_optimal_cost()))
     def pendulum(plant, ctx, N):
         dc = DirectCollocation(plant, ctx, num_time_samples=N, minimum_time_step=0.1 / (N - 1),
@@ -181,10 +229,12 @@ def drake_rows(pend_dyn, cart_dyn, Ns_p, Ns_c, rounds) -> dict:
                                   ("cartpole", cart_dyn, [1.0, np.pi, 0.0, 0.0], lambda r: 2.0)):
         for r in out[key]:
             t, X, U = np.array(r["t"]), np.array(r["X"]), np.array(r["U"])
+            r["tf"] = float(t[-1])
             if r["success"]:
-                r["E2"], r["E2_q"] = hermite_simpson_errors(dyn, t, X, U)
+                r["E2"], r["E2_q"] = drake_own_errors(dyn, r["own"])
+                r["E2_spline"] = hermite_simpson_errors(dyn, t, X, U)[0]  # our reconstruction: the cross-check
                 r["drift"] = replay_drift(dyn, t, U, X[0], tf_of(r), np.array(goal), kind="foh")
-            for k in ("t", "X", "U"):
+            for k in ("t", "X", "U", "own"):
                 r.pop(k)
     return out
 
@@ -251,11 +301,13 @@ def _f(v, fmt="{:.3g}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = None) -> str:
-    """Markdown rows: E^[2] (or E^[2]_q of one coordinate), ratio, iterations, CPU time (median) per method."""
+def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = None, split: bool = False) -> str:
+    """Markdown rows: E^[2] (or E^[2]_q of one coordinate), ratio, iterations, CPU time (median) per method;
+    ``split``: LG's E^[2] in its two parts (metrics.error_split) and LG2's residual part."""
     dk = {r["N"]: r for r in (drake or {}).get(key, [])} if drake else {}
     head = ("| N | E² LG | E² LG2 | LG/LG2 | iterations LG / LG2 | CPU LG / LG2 [ms] | time LG2/LG | same optimum |"
-            + (" E² Drake HS | CPU Drake [ms] |" if dk else ""))
+            + (" E² Drake HS | t_f / J Drake | CPU Drake [ms] |" if dk else "")
+            + (" LG's E² parts: q̈−v̇ / v̇−g | LG2's v̇−g |" if split else ""))
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         a, b = r["lg"], r["lg2"]
@@ -270,8 +322,27 @@ def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = No
             d = dk.get(r["N"], {})
             Ed = d.get("E2") if coord is None or d.get("E2_q") is None else d["E2_q"][coord]
             cpu = d.get("cpu")
-            line += f" {_f(Ed)} | {_f(None if cpu is None else cpu * 1e3, '{:.1f}')} |"
+            tfJ = None if "tf" not in d else (d["tf"] if key == "pendulum" else d["cost"])
+            line += f" {_f(Ed)} | {_f(tfJ, '{:.4g}')} | {_f(None if cpu is None else cpu * 1e3, '{:.1f}')} |"
+        if split:
+            c = 0 if coord is None else coord
+            pa, pb = a.get("E2_split") or [None, None], b.get("E2_split") or [None, None]
+            line += (f" {_f(pa[0] and pa[0][c])} / {_f(pa[1] and pa[1][c])} | {_f(pb[1] and pb[1][c])} |")
         out.append(line)
+    return "\n".join(out)
+
+
+def starts_table(rows: list[dict]) -> str:
+    head = ("| N | t_f of each start LG | t_f of each start LG2 | E² LG | E² LG2 | LG/LG2 | iterations LG | "
+            "iterations LG2 | CPU of all starts LG / LG2 [ms] | time LG2/LG |")
+    out = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        a, b = r["lg"], r["lg2"]
+        ratio = f"**{a['E2'] / b['E2']:.1f}×**" if r["same_optimum"] else "- (different optima)"
+        out.append(f"| {r['N']} | {' '.join(_f(t, '{:.4f}') for t in a['tfs'])} | "
+                   f"{' '.join(_f(t, '{:.4f}') for t in b['tfs'])} | {_f(a['E2'])} | {_f(b['E2'])} | {ratio} | "
+                   f"{' '.join(map(str, a['iterations']))} | {' '.join(map(str, b['iterations']))} | "
+                   f"{a['t_med'] * 1e3:.1f} / {b['t_med'] * 1e3:.1f} | {b['t_med'] / a['t_med']:.2f} |")
     return "\n".join(out)
 
 
@@ -352,6 +423,7 @@ def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_
     # fixed t_f: the objectives of one optimum differ by the discretization (3 % at N = 10), other optima by more
     res["cartpole"] = sweep("cartpole", cart, P.cartpole_swingup, P.cartpole_boundary(), Ns_c, rounds,
                             same=lambda a, b: abs(a.objective - b.objective) < 0.05 * abs(b.objective))
+    res["pendulum_starts"] = multistart(pend, Ns_p, rounds)
     N20 = 20 if 20 in Ns_p else Ns_p[-1]
     sols = [Transcription(P.pendulum_min_time(pend, m, N20)).solve(**P.pendulum_boundary(), guess=P.pendulum_guess())
             for m in ("lg", "lg2")]
@@ -361,8 +433,14 @@ def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_
     res["ddp"] = ddp_rows(sols[1].tf, rounds, ddp_dt)
     res["drake"] = drake_rows(pend, cart, Ns_p, Ns_c, rounds) if external_tools else None
     res["biped"], replay = gait_rows(Ns_b, max(1, rounds // 2)) if Ns_b else ([], None)
+    if Ns_b is None:  # --skip-biped: keep the previous run's biped rows (marked as such in the report)
+        old = out_dir / "collocation.json"
+        prev = json.loads(old.read_text()) if old.exists() else {}
+        res["biped"], res["biped_from"] = prev.get("biped", []), "carried over from the previous run"
+        res["replay_prev"] = prev.get("replay")
     plots(res, replay, pend, out_dir)
-    res["replay"] = None if replay is None else {k: replay[k] for k in ("N", "mismatch", "deviation", "open_loop")}
+    res["replay"] = (res.pop("replay_prev", None) if replay is None else
+                     {k: replay[k] for k in ("N", "mismatch", "deviation", "open_loop")})
     report(res, out_dir)
     return res
 
@@ -372,12 +450,22 @@ def report(res: dict, out_dir: Path) -> None:
     lines = [f"CPU time of the solver call (median of {res['rounds']} interleaved rounds), load average "
              f"{res['load']:.1f} on {os.cpu_count()} cores. Drake: {dr.get('version', dr.get('error', 'not run'))}.",
              "", "Pendulum minimum-time swing-up (|u| ≤ 5 N·m):", "",
-             table(res["pendulum"], dr, "pendulum"), "",
+             table(res["pendulum"], dr, "pendulum", split=True), "",
+             "Pendulum from each straight-line start (t_g = " + ", ".join(f"{t:g}" for t in P.PENDULUM_START_TIMES)
+             + " s), E² at each method's lowest-t_f optimum:", "", starts_table(res["pendulum_starts"]), "",
              "Cart-pole swing-up (Kelly 2017), E² of q₁ = x (seed 004 plots this one):", "",
-             table(res["cartpole"], dr, "cartpole", coord=0), "",
-             "Cart-pole, E² of q₂ = θ:", "", table(res["cartpole"], None, "cartpole", coord=1), ""]
+             table(res["cartpole"], dr, "cartpole", coord=0, split=True), "",
+             "Cart-pole, E² of q₂ = θ:", "", table(res["cartpole"], None, "cartpole", coord=1, split=True), ""]
+    spl = [(r["N"], r["E2"], r["E2_spline"]) for k in ("pendulum", "cartpole") for r in dr.get(k) or []
+           if r.get("E2_spline")]
+    if spl:
+        lines += ["Drake's E² on its own ReconstructStateTrajectory / ReconstructInputTrajectory; our cubic Hermite "
+                  "spline + first-order hold reconstruction gives the same to a relative "
+                  f"{max(abs(a - b) / a for _, a, b in spl):.1e} (max over all rows).", ""]
     if res["biped"]:
-        lines += ["Five-link biped gait (E² over all seven coordinates):", "", table(res["biped"], None, "biped"), ""]
+        lines += ["Five-link biped gait (E² over all seven coordinates)"
+                  + (f", {res['biped_from']}" if res.get("biped_from") else "") + ":", "",
+                  table(res["biped"], None, "biped"), ""]
     lines += ["Pendulum, open-loop drift (the plan's inputs replayed by RK45 from x₀; ‖x(t_f) − goal‖∞): " + ", ".join(
         f"{k} {v:.3g}" for k, v in res["drift"].items())]
     for r in dr.get("pendulum") or []:
@@ -405,12 +493,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-external", action="store_true")
     ap.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
+    ap.add_argument("--skip-biped", action="store_true", help="keep the previous run's biped rows")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     a = ap.parse_args(argv)
     if a.quick:
         Ns = dict(Ns_p=[6], Ns_c=[6], Ns_b=[4], ddp_dt=0.1)
     else:
         Ns = dict(Ns_p=[10, 15, 20, 25, 30], Ns_c=list(range(10, 41, 5)), Ns_b=[4, 6, 8, 10, 12, 16, 20])
+    if a.skip_biped:
+        Ns["Ns_b"] = None
     return run(a.rounds, **Ns, external_tools=not a.no_external, out_dir=Path(a.out))
 
 
