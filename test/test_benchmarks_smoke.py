@@ -155,10 +155,13 @@ def test_collocation_benchmark_smoke(tmp_path):
         for m in ("lg", "lg2"):
             assert row[m]["iterations"] > 0 and row[m]["t_med"] > 0
     assert res["pendulum"][0]["lg2"]["success"] and res["pendulum"][0]["lg2"]["E2"] > 0
+    (row,) = res["pendulum_starts"]  # every straight-line start solved by both methods
+    assert all(len(row[m]["iterations"]) == len(row[m]["tfs"]) == 5 for m in ("lg", "lg2"))
+    assert res["cartpole"][0]["lg"]["E2_split"][0][0] > 0 == res["cartpole"][0]["lg2"]["E2_split"][0][0]
     assert {r["problem"] for r in res["ddp"]} == {"pendulum", "cartpole"}
     assert len(res["replay"]["deviation"]) == 11
     text = (tmp_path / "collocation.md").read_text()
-    assert "Pendulum minimum-time swing-up" in text and "| N | E² LG |" in text
+    assert "Pendulum minimum-time swing-up" in text and "| N | E² LG |" in text and "each straight-line start" in text
     assert json.loads((tmp_path / "collocation.json").read_text())["rounds"] == 1
     for png in ("collocation.png", "collocation_error_time.png", "collocation_gait.png"):
         assert (tmp_path / png).stat().st_size > 10_000
