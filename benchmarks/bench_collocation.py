@@ -301,13 +301,16 @@ def _f(v, fmt="{:.3g}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = None, split: bool = False) -> str:
+def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = None, split: bool = False,
+          floor: dict | None = None) -> str:
     """Markdown rows: E^[2] (or E^[2]_q of one coordinate), ratio, iterations, CPU time (median) per method;
-    ``split``: LG's E^[2] in its two parts (metrics.error_split) and LG2's residual part."""
+    ``split``: LG's E^[2] in its two parts (metrics.error_split) and LG2's residual part; ``floor`` (N → value):
+    the interpolation error of gravity along the exact bang-bang motion (problems.py)."""
     dk = {r["N"]: r for r in (drake or {}).get(key, [])} if drake else {}
     head = ("| N | E² LG | E² LG2 | LG/LG2 | iterations LG / LG2 | CPU LG / LG2 [ms] | time LG2/LG | same optimum |"
             + (" E² Drake HS | t_f / J Drake | CPU Drake [ms] |" if dk else "")
-            + (" LG's E² parts: q̈−v̇ / v̇−g | LG2's v̇−g |" if split else ""))
+            + (" LG's E² parts: q̈−v̇ / v̇−g | LG2's v̇−g |" if split else "")
+            + (" I_N[a₀] on the exact motion |" if floor else ""))
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         a, b = r["lg"], r["lg2"]
@@ -328,6 +331,8 @@ def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = No
             c = 0 if coord is None else coord
             pa, pb = a.get("E2_split") or [None, None], b.get("E2_split") or [None, None]
             line += (f" {_f(pa[0] and pa[0][c])} / {_f(pa[1] and pa[1][c])} | {_f(pb[1] and pb[1][c])} |")
+        if floor:
+            line += f" {_f(floor.get(r['N']))} |"
         out.append(line)
     return "\n".join(out)
 
@@ -424,6 +429,7 @@ def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_
     res["cartpole"] = sweep("cartpole", cart, P.cartpole_swingup, P.cartpole_boundary(), Ns_c, rounds,
                             same=lambda a, b: abs(a.objective - b.objective) < 0.05 * abs(b.objective))
     res["pendulum_starts"] = multistart(pend, Ns_p, rounds)
+    res["gravity_floor"] = {N: P.bang_bang_gravity_interpolation_error(N) for N in Ns_p}
     N20 = 20 if 20 in Ns_p else Ns_p[-1]
     sols = [Transcription(P.pendulum_min_time(pend, m, N20)).solve(**P.pendulum_boundary(), guess=P.pendulum_guess())
             for m in ("lg", "lg2")]
@@ -450,7 +456,7 @@ def report(res: dict, out_dir: Path) -> None:
     lines = [f"CPU time of the solver call (median of {res['rounds']} interleaved rounds), load average "
              f"{res['load']:.1f} on {os.cpu_count()} cores. Drake: {dr.get('version', dr.get('error', 'not run'))}.",
              "", "Pendulum minimum-time swing-up (|u| ≤ 5 N·m):", "",
-             table(res["pendulum"], dr, "pendulum", split=True), "",
+             table(res["pendulum"], dr, "pendulum", split=True, floor=res.get("gravity_floor")), "",
              "Pendulum from each straight-line start (t_g = " + ", ".join(f"{t:g}" for t in P.PENDULUM_START_TIMES)
              + " s), E² at each method's lowest-t_f optimum:", "", starts_table(res["pendulum_starts"]), "",
              "Cart-pole swing-up (Kelly 2017), E² of q₁ = x (seed 004 plots this one):", "",

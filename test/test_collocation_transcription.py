@@ -11,6 +11,7 @@ from vi_control.model.bundled import load_bundled
 from vi_control.planning.collocation import CollocationProblem, Guess, SecondOrderDynamics, Transcription
 from vi_control.planning.collocation.metrics import dynamic_error_samples, dynamic_errors, error_split
 from vi_control.planning.collocation.problems import (
+    bang_bang_gravity_interpolation_error,
     bang_bang_min_time,
     best_of,
     cartpole_boundary,
@@ -229,3 +230,12 @@ def test_pendulum_best_optimum_of_the_starts_is_shared_and_ten_times_more_accura
     assert lg2.tf < best["lg2"][1][0].tf - 0.01  # the first start (2 s) ends at a worse local optimum
     ratio = dynamic_errors(lg, pendulum).E2 / dynamic_errors(lg2, pendulum).E2
     assert ratio > 10.0, ratio
+
+
+def test_pendulum_lg2_error_is_the_polynomial_floor_of_the_exact_bang_bang_motion(swingups, pendulum):
+    """LG2's E^[2] at N = 15, 20 is within ±50 % of the interpolation error of gravity along the *exact* bang-bang
+    motion (shooting, scipy) through N Gauss points (measured 0.76× and 0.73×): the error a degree-(N − 1) polynomial
+    makes on a motion whose q̈ jumps at the switches — why LG2 cannot be 10× below Hermite–Simpson there."""
+    for N in (15, 20):
+        floor = bang_bang_gravity_interpolation_error(N)
+        assert 0.5 * floor < dynamic_errors(swingups["lg2", N], pendulum).E2 < 1.5 * floor, (N, floor)

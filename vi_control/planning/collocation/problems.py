@@ -76,3 +76,31 @@ def bang_bang_min_time(g: float = 9.8, u_max: float = 5.0) -> tuple[float, float
     best = minimize_scalar(lambda t1: switch(t1)[1], bounds=(0.6, 0.9), method="bounded", options={"xatol": 1e-4})
     t2, tf = switch(best.x)
     return float(best.x), float(t2), float(tf)
+
+
+def bang_bang_gravity_interpolation_error(nodes: int, g: float = 9.8, u_max: float = 5.0,
+                                          samples: int = 100_001) -> float:
+    """∫₀^tf |I_N[a₀](t) − a₀(t)| dt for a₀(t) = −g sin q*(t) on the exact bang-bang motion q* (``bang_bang_min_time``)
+    and I_N its interpolant through the N Gauss points of [0, t_f] (degree N − 1).
+
+    On the pendulum LG2's ε^[2] is exactly this interpolation error, taken along the collocated q(t) instead of q*
+    (the input polynomial cancels: docs/collocation.md), so this is the error LG2 makes when its trajectory is the
+    true optimum — what a single polynomial of that degree can do for a motion whose q̈ jumps at the switches."""
+    from scipy.integrate import solve_ivp
+
+    from .legendre import Interpolant, gauss_points
+
+    t1, t2, tf = bang_bang_min_time(g, u_max)
+    tau = gauss_points(nodes)[0]
+    tc = (tau + 1) * tf / 2
+    ts = np.linspace(0.0, tf, samples)
+    q_ts, q_tc, x = np.empty_like(ts), np.empty_like(tc), np.zeros(2)
+    for a, b, u in ((0.0, t1, -u_max), (t1, t2, u_max), (t2, tf, -u_max)):
+        arc = solve_ivp(lambda t, y, u=u: [y[1], u - g * np.sin(y[0])], (a, b), x, rtol=1e-12, atol=1e-12,
+                        dense_output=True)
+        for t, q in ((ts, q_ts), (tc, q_tc)):
+            m = (t >= a) & (t <= b)
+            q[m] = arc.sol(t[m])[0]
+        x = arc.y[:, -1]
+    interp = Interpolant(tau, -g * np.sin(q_tc)[:, None], 0.0, tf)  # barycentric, degree N − 1
+    return float(np.trapezoid(np.abs(interp(ts)[:, 0] + g * np.sin(q_ts)), ts))
