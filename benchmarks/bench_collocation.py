@@ -505,7 +505,7 @@ def main(argv: list[str] | None = None) -> dict:
     if a.quick:
         Ns = dict(Ns_p=[6], Ns_c=[6], Ns_b=[4], ddp_dt=0.1)
     else:
-        Ns = dict(Ns_p=[10, 15, 20, 25, 30], Ns_c=list(range(10, 41, 5)), Ns_b=[4, 6, 8, 10, 12, 16, 20])
+        Ns = dict(Ns_p=[10, 15, 20, 25, 30], Ns_c=list(range(10, 61, 5)), Ns_b=[4, 6, 8, 10, 12, 16, 20])
     if a.skip_biped:
         Ns["Ns_b"] = None
     return run(a.rounds, **Ns, external_tools=not a.no_external, out_dir=Path(a.out))
