@@ -6,7 +6,12 @@ units), and the same plan is computed with the integrator's three ways of solvin
 compiled driver (the default), exact Newton, and the CasADi virtual machine (no compiler). Reports the success
 rate (converged and at the goal), the iteration counts, and how far the variants' counts lie apart per seed.
 
+``--ulp 1e-16,1e-14`` adds, per seed, chord runs from the same inputs scaled by (1 + ε ξ), ξ ~ N(0, 1): how far
+the iteration count moves when nothing but the last bits of the inputs change (the spread the variants' different
+round-off can cause, measured without them; docs/performance_planner.md). Rows "chord ε" in the table.
+
 Usage: .venv/bin/python benchmarks/bench_convergence.py [--seeds 20] [--sigma 2.0] [--variants chord,exact,vm]
+       [--ulp 1e-16,1e-14] [--first-seed 0] [--name convergence]
 """
 
 from __future__ import annotations
@@ -39,22 +44,29 @@ def goal_error(task, vi, plan) -> float:
     return float(np.abs(plan.X[-1, : vi.nq] - np.asarray(task.goal_q)).max())
 
 
-def run(tasks=TASKS, seeds=20, sigma=2.0, variants=tuple(VARIANTS), goal_tolerance=5e-3, log=print) -> dict:
-    """{task: {variant: [(seed, iterations, converged, at_goal, cost, cpu_s), ...]}}."""
+def run(tasks=TASKS, seeds=20, sigma=2.0, variants=tuple(VARIANTS), goal_tolerance=5e-3, log=print,
+        ulp: tuple[float, ...] = (), first_seed: int = 0) -> dict:
+    """{task: {variant: [(seed, iterations, converged, at_goal, cost, cpu_s), ...]}}; with ``ulp``, also rows
+    "chord ε" (the chord plan from the same inputs scaled by 1 + ε ξ per entry)."""
     out: dict = {}
     for name in tasks:
         task = load_task(f"task_{name}")
         systems = {v: make_system(task, **VARIANTS[v]) for v in variants}
-        rows = out[name] = {v: [] for v in variants}
-        for seed in range(seeds):
+        chord = systems.get("chord") or make_system(task)
+        labels = list(variants) + [f"chord {e:g}" for e in ulp]
+        rows = out[name] = {v: [] for v in labels}
+        for seed in range(first_seed, first_seed + seeds):
             U0 = perturbed_inputs(task, systems[variants[0]], seed, sigma)
-            for v, vi in systems.items():
+            xi = np.random.default_rng(10_000 + seed).standard_normal(U0.shape)
+            runs = [(v, vi, U0) for v, vi in systems.items()]
+            runs += [(f"chord {e:g}", chord, U0 * (1 + e * xi)) for e in ulp]
+            for v, vi, U in runs:
                 t0 = time.process_time()
-                plan, res = plan_task(vi, task, U0=U0)
+                plan, res = plan_task(vi, task, U0=U)
                 rows[v].append((seed, res.iterations, res.converged, goal_error(task, vi, plan) < goal_tolerance,
                                 res.cost, time.process_time() - t0))
             log(f"[bench_convergence] {name} seed {seed}: "
-                + ", ".join(f"{v} {rows[v][-1][1]} it{'' if rows[v][-1][2] else ' (FAILED)'}" for v in variants))
+                + ", ".join(f"{v} {rows[v][-1][1]} it{'' if rows[v][-1][2] else ' (FAILED)'}" for v in labels))
     return out
 
 
@@ -69,12 +81,18 @@ def table(out: dict, sigma: float) -> str:
             ok = sum(1 for x in r if x[2] and x[3])
             lines.append(f"| {name} | {v} | {ok}/{len(r)} | {its.min()} / {np.median(its):g} / {its.max()} | "
                          f"{np.median([x[5] for x in r]):.2f} |")
-        variants = list(rows)
-        if len(variants) > 1:
-            spread = [max(rows[v][i][1] for v in variants) - min(rows[v][i][1] for v in variants)
-                      for i in range(len(rows[variants[0]]))]
-            lines.append(f"| {name} | spread between variants per seed | — | max {max(spread)}, median "
-                         f"{np.median(spread):g} | — |")
+        variants = [v for v in rows if " " not in v]
+        groups = [("variants", variants)]
+        if len(rows) > len(variants):  # the ulp runs: the chord plan and its perturbed replays
+            replays = ["chord"] * ("chord" in rows) + list(rows)[len(variants):]
+            groups.append(("chord runs (inputs × (1 + ε ξ))", replays))
+        for what, labels in groups:
+            if len(labels) < 2:
+                continue
+            spread = [max(rows[v][i][1] for v in labels) - min(rows[v][i][1] for v in labels)
+                      for i in range(len(rows[labels[0]]))]
+            lines.append(f"| {name} | spread between {what} per seed | — | max {max(spread)}, median "
+                         f"{np.median(spread):g}, > 6 on {sum(d > 6 for d in spread)} of {len(spread)} | — |")
     return "\n".join(lines)
 
 
@@ -84,13 +102,18 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--sigma", type=float, default=2.0)
     ap.add_argument("--variants", default="chord,exact,vm")
     ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--ulp", default="", help="comma-separated ε: chord runs from inputs scaled by 1 + ε ξ")
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--name", default="convergence", help="results file <out>/<name>.md")
     args = ap.parse_args(argv)
-    out = run(tuple(args.tasks.split(",")), args.seeds, args.sigma, tuple(args.variants.split(",")))
+    ulp = tuple(float(e) for e in args.ulp.split(",") if e)
+    out = run(tuple(args.tasks.split(",")), args.seeds, args.sigma, tuple(args.variants.split(",")), ulp=ulp,
+              first_seed=args.first_seed)
     text = table(out, args.sigma)
     print(text)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "convergence.md").write_text(text + "\n", encoding="utf-8")
+    (Path(args.out) / f"{args.name}.md").write_text(text + "\n", encoding="utf-8")
     return out
 
 
