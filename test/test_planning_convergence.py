@@ -36,6 +36,18 @@ def test_swingups_converge_from_perturbed_guesses_with_chord_and_exact_newton(be
     assert "| acrobot_swingup | chord | 1/1 |" in text and "| cartpole_swingup | exact | 3/3 |" in text
 
 
+def test_ulp_replays_of_the_chord_plan_reach_the_goal(bench):
+    """The benchmark's --ulp rows: the chord plan from the same inputs scaled by 1 + ε ξ (ε = 1e-16, the last bit)
+    reaches the same optimum (cost to 1e-6) — the iteration counts may differ (docs/performance_planner.md: the
+    count is as sensitive to the inputs' last bits as to the Newton variant)."""
+    out = bench.run(tasks=("cartpole_swingup",), seeds=2, variants=("chord",), ulp=(1e-16,), log=lambda s: None)
+    rows = out["cartpole_swingup"]
+    _check(out, max_spread=8)
+    for a, b in zip(rows["chord"], rows["chord 1e-16"]):
+        assert abs(a[4] - b[4]) <= 1e-6 * abs(a[4]), (a, b)
+    assert "spread between chord runs" in bench.table(out, 2.0)
+
+
 @pytest.mark.slow
 def test_twenty_perturbed_guesses_each_with_every_newton_variant(bench):
     """The issue's figure: 20/20 for every variant, VM included (minutes: benchmarks/bench_convergence.py)."""
