@@ -6,12 +6,15 @@ units), and the same plan is computed with the integrator's three ways of solvin
 compiled driver (the default), exact Newton, and the CasADi virtual machine (no compiler). Reports the success
 rate (converged and at the goal), the iteration counts, and how far the variants' counts lie apart per seed.
 
+``--gains 88`` prints, per iteration k of the first augmented-Lagrangian subproblem of that seed, the gain of one DDP
+iteration ‖ΔU_k+1‖∞ / ‖ΔU_k‖∞ for a perturbation ΔU_k of 1e-9 (how fast round-off grows along the solve).
+
 ``--ulp 1e-16,1e-14`` adds, per seed, chord runs from the same inputs scaled by (1 + ε ξ), ξ ~ N(0, 1): how far
 the iteration count moves when nothing but the last bits of the inputs change (the spread the variants' different
 round-off can cause, measured without them; docs/performance_planner.md). Rows "chord ε" in the table.
 
 Usage: .venv/bin/python benchmarks/bench_convergence.py [--seeds 20] [--sigma 2.0] [--variants chord,exact,vm]
-       [--ulp 1e-16,1e-14] [--first-seed 0] [--name convergence]
+       [--ulp 1e-16,1e-14] [--first-seed 0] [--name convergence] [--gains SEED [--gain-iterations 20]]
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from vi_control.planning import load_task, make_system, plan_task, reference_trajectory, start_state  # noqa: E402
+from vi_control.planning.cost import QuadraticTrackingCost  # noqa: E402
+from vi_control.planning.ddp import ddp  # noqa: E402
+from vi_control.planning.pipeline import input_limits  # noqa: E402
 
 TASKS = ("cartpole_swingup", "acrobot_swingup")
 VARIANTS = {"chord": {}, "exact": {"newton": "exact"}, "vm": {"compile": False}}
@@ -70,6 +76,30 @@ def run(tasks=TASKS, seeds=20, sigma=2.0, variants=tuple(VARIANTS), goal_toleran
     return out
 
 
+def iteration_gains(name: str, seed: int, iterations: int = 20, sigma: float = 2.0, eps: float = 1e-9) -> list:
+    """[(k, J_k, step α of iteration k+1, gain)] for the first augmented-Lagrangian subproblem of the task (terminal
+    weight Qf + ρ₀I, target the goal, λ = 0: what ``terminal_constrained_ddp`` solves first) from the seed's
+    perturbed inputs: gain = ‖U'(U_k + ΔU) − U'(U_k)‖∞ / ‖ΔU‖∞ of one DDP iteration U → U', ‖ΔU‖∞ ~ ``eps``."""
+    task = load_task(f"task_{name}")
+    vi = make_system(task)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    nx, nq = vi.nx, vi.nq
+    Q, R, Qf = (task.weight(w, "weights", n, nq) for w, n in (("Q", nx), ("R", vi.nu), ("Qf", nx)))
+    sub = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf + task.penalty * np.eye(nx))
+    opts = dict(input_limits=input_limits(task, vi), tolerance=1e-1, regularization=task.regularization)
+    U0, out = perturbed_inputs(task, vi, seed, sigma), []
+    dU = eps * np.random.default_rng(seed).standard_normal(U0.shape)
+    for k in range(1, iterations + 1):
+        res = ddp(vi, sub, x0, U0, max_iterations=k, **opts)
+        if res.converged:
+            break
+        a, b = (ddp(vi, sub, x0, U, max_iterations=1, **opts) for U in (res.U, res.U + dU))
+        out.append((k, res.cost, a.step_history[0] if a.step_history else 0.0,
+                    float(np.abs(a.U - b.U).max() / np.abs(dU).max())))
+    return out
+
+
 def table(out: dict, sigma: float) -> str:
     lines = [f"Perturbed initial inputs (σ = {sigma:g}), one plan per seed and Newton variant; "
              f"load average {os.getloadavg()[0]:.1f} at the end.", "",
@@ -106,7 +136,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--name", default="convergence", help="results file <out>/<name>.md")
+    ap.add_argument("--gains", type=int, default=None, help="print one seed's per-iteration gains instead")
+    ap.add_argument("--gain-iterations", type=int, default=20)
     args = ap.parse_args(argv)
+    if args.gains is not None:
+        gains = {}
+        for name in args.tasks.split(","):
+            gains[name] = iteration_gains(name, args.gains, args.gain_iterations, args.sigma)
+            print(f"{name}, seed {args.gains}: " + ", ".join(f"{k}: {g:.2g} (α {a:g})" for k, _, a, g in gains[name]))
+        return gains
     ulp = tuple(float(e) for e in args.ulp.split(",") if e)
     out = run(tuple(args.tasks.split(",")), args.seeds, args.sigma, tuple(args.variants.split(",")), ulp=ulp,
               first_seed=args.first_seed)
