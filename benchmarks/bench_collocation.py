@@ -40,6 +40,7 @@ from vi_control.model.bundled import load_bundled  # noqa: E402
 from vi_control.planning.collocation import SecondOrderDynamics, Transcription  # noqa: E402
 from vi_control.planning.collocation import problems as P  # noqa: E402
 from vi_control.planning.collocation.gait import BipedGait  # noqa: E402
+from vi_control.planning.collocation.gait_pinned import ABSOLUTE, PinnedBipedGait  # noqa: E402
 from vi_control.planning.collocation.metrics import dynamic_errors  # noqa: E402
 
 DRAKE_TF_GUESS = 3.0  # from the 2 s guess SNOPT stops infeasible at t_f = 10 s for most N (measured)
@@ -50,8 +51,10 @@ def _timed(tr: Transcription, rounds: int, kwargs: dict) -> tuple:
     return sols[-1], [s.solve_time for s in sols]
 
 
-def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b: True) -> list[dict]:
-    """LG and LG2 at each N from the same guess: E^[2], iterations, CPU times (interleaved rounds)."""
+def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b: True, coordinates=None
+          ) -> list[dict]:
+    """LG and LG2 at each N from the same guess: E^[2] (of θ = coordinates·q if given), iterations, CPU times
+    (interleaved rounds)."""
     rows = []
     for N in Ns:
         trs = {m: Transcription(make(dyn, m, N)) for m in ("lg", "lg2")}
@@ -63,7 +66,7 @@ def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b:
                 times[m] += t
         row = dict(problem=name, N=N)
         for m, s in sols.items():
-            E = dynamic_errors(s, dyn) if s.success else None
+            E = dynamic_errors(s, dyn, coordinates=coordinates) if s.success else None
             row[m] = dict(success=s.success, status=s.status, iterations=s.iterations, tf=s.tf, objective=s.objective,
                           E2=E.E2 if E else None, E2_q=E.E2_q.tolist() if E else None,
                           t_med=float(np.median(times[m])), t_min=float(np.min(times[m])))
@@ -224,27 +227,35 @@ def colloc_drift(dyn, sol, goal) -> float:
                         u_fn=lambda t: sol.u([t])[0])
 
 
-def gait_rows(Ns, rounds) -> tuple[list[dict], dict]:
+def gait_rows(Ns, rounds) -> tuple[list[dict], list[dict], dict]:
+    """The gait sweep in both formulations (floating base + stance constraint, E^[2] over its 7 coordinates; stance
+    foot as the root, E^[2] over the 5 absolute link angles as in seed 004), and the VI replay."""
     from vi_control.integrators.midpoint import MidpointVI
 
     gait = BipedGait(load_bundled("biped5_stance"))
-    make = lambda dyn, m, N: gait.problem(m, N)  # noqa: E731
-    rows = sweep("biped", gait.dynamics, make, dict(tf=gait.step_time, guess=gait.guess()), Ns, rounds,
-                 same=lambda a, b: abs(a.objective - b.objective) < 0.01 * abs(b.objective))
+    pinned = PinnedBipedGait(load_bundled("biped5_pinned"), floating=gait)
+    same = lambda a, b: abs(a.objective - b.objective) < 0.01 * abs(b.objective)  # noqa: E731
+    rows = {}
+    for name, g, coords in (("biped", gait, None), ("biped_pinned", pinned, ABSOLUTE)):
+        rows[name] = sweep(name, g.dynamics, lambda dyn, m, N, g=g: g.problem(m, N),
+                           dict(tf=g.step_time, guess=g.guess()), Ns, rounds, same=same, coordinates=coords)
     N = 10 if 10 in Ns else Ns[-1]
     sol = gait.solve("lg2", N)
     vi = MidpointVI(gait.robot, 0.01)
     Q, R = np.diag([100.0] * 7 + [1.0] * 7), 0.01 * np.eye(4)
-    X, U, mismatch = gait.vi_step(vi, sol, Q, R, 10 * Q)
-    K = gait.periodic_gains(vi, X, U, Q, R)
-    dev, walked = gait.replay(vi, X, U, K, steps=10)
+    cycle = gait.periodic_step(vi, sol, Q, R, 10 * Q)
+    dev, walked = gait.replay(vi, cycle.X, cycle.U, cycle.K, steps=10)
+    x0 = cycle.X[0].copy()
+    x0[6] += 0.02  # the swing knee 0.02 rad off (the stance foot stays down)
+    dev_perturbed = gait.replay(vi, cycle.X, cycle.U, cycle.K, steps=10, x0=x0)[0].tolist()
     try:
-        dev_open = gait.replay(vi, X, U, None, steps=3)[0].tolist()
+        dev_open = gait.replay(vi, cycle.X, cycle.U, None, steps=3, x0=x0)[0].tolist()
     except Exception as e:  # noqa: BLE001 — the open loop falls off the step's domain
         dev_open = f"fell ({type(e).__name__})"
-    replay = dict(N=N, mismatch=mismatch, deviation=dev.tolist(), open_loop=dev_open, sol=sol, gait=gait,
+    replay = dict(N=N, mismatch=cycle.polish_mismatch, newton=cycle.residuals, shift=cycle.shift,
+                  deviation=dev.tolist(), perturbed=dev_perturbed, open_loop=dev_open, sol=sol, gait=gait,
                   walked=walked, vi=vi)
-    return rows, replay
+    return rows["biped"], rows["biped_pinned"], replay
 
 
 def _f(v, fmt="{:.3g}") -> str:
@@ -297,6 +308,10 @@ def plots(res: dict, replay: dict | None, pend_dyn, out_dir: Path) -> None:
                  else np.nan for r in rows]
             return [np.nan if e is None else e for e in E], [r[m]["t_med"] for r in rows]
         curves = {"LG": col("lg"), "LG2": col("lg2")}
+        if key == "biped" and res.get("biped_pinned"):  # seed 004's formulation beside the floating base
+            curves = {"LG (floating base)": curves["LG"], "LG2 (floating base)": curves["LG2"],
+                      "LG (stance root, abs. angles)": col("lg", None, res["biped_pinned"]),
+                      "LG2 (stance root, abs. angles)": col("lg2", None, res["biped_pinned"])}
         dk = {r["N"]: r for r in (res.get("drake") or {}).get(key, [])}
         if dk:
             curves["Drake Hermite–Simpson"] = (
@@ -329,9 +344,10 @@ def plots(res: dict, replay: dict | None, pend_dyn, out_dir: Path) -> None:
         ax[0].axhline(0, color="k", lw=0.8)
         ax[0].set_aspect("equal")
         ax[0].set_title(f"LG2 gait, N = {replay['N']}: one step ({sol.tf:g} s, {gait.step_length:g} m)")
-        ax[1].semilogy(replay["deviation"], "o-", label="TV-LQR (periodic gains)")
+        ax[1].semilogy(replay["perturbed"], "o-", label="TV-LQR (periodic gains), swing knee 0.02 rad off")
+        ax[1].semilogy(np.maximum(replay["deviation"], 1e-16), "^-", label="TV-LQR from the cycle's start")
         if isinstance(replay["open_loop"], list):
-            ax[1].semilogy(replay["open_loop"], "s--", label="open loop")
+            ax[1].semilogy(replay["open_loop"], "s--", label="open loop, 0.02 rad off")
         ax[1].set_xlabel("step")
         ax[1].set_ylabel("deviation of the step's start state from the plan's")
         ax[1].set_title("replayed in the midpoint VI with the impact map")
@@ -360,9 +376,10 @@ def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_
                                                                                           strict=True)}
     res["ddp"] = ddp_rows(sols[1].tf, rounds, ddp_dt)
     res["drake"] = drake_rows(pend, cart, Ns_p, Ns_c, rounds) if external_tools else None
-    res["biped"], replay = gait_rows(Ns_b, max(1, rounds // 2)) if Ns_b else ([], None)
+    res["biped"], res["biped_pinned"], replay = gait_rows(Ns_b, max(1, rounds // 2)) if Ns_b else ([], [], None)
     plots(res, replay, pend, out_dir)
-    res["replay"] = None if replay is None else {k: replay[k] for k in ("N", "mismatch", "deviation", "open_loop")}
+    res["replay"] = None if replay is None else {k: replay[k] for k in ("N", "mismatch", "newton", "shift", "deviation",
+                                                                        "perturbed", "open_loop")}
     report(res, out_dir)
     return res
 
@@ -377,7 +394,10 @@ def report(res: dict, out_dir: Path) -> None:
              table(res["cartpole"], dr, "cartpole", coord=0), "",
              "Cart-pole, E² of q₂ = θ:", "", table(res["cartpole"], None, "cartpole", coord=1), ""]
     if res["biped"]:
-        lines += ["Five-link biped gait (E² over all seven coordinates):", "", table(res["biped"], None, "biped"), ""]
+        lines += ["Five-link biped gait, floating base + stance constraint (`biped5_stance`; E² over all seven "
+                  "coordinates, base_x and base_z in m):", "", table(res["biped"], None, "biped"), "",
+                  "Five-link biped gait, stance foot as the root (`biped5_pinned`, seed 004's minimal coordinates; E² "
+                  "over the five absolute link angles, eq. 19):", "", table(res["biped_pinned"], None, "biped"), ""]
     lines += ["Pendulum, open-loop drift (the plan's inputs replayed by RK45 from x₀; ‖x(t_f) − goal‖∞): " + ", ".join(
         f"{k} {v:.3g}" for k, v in res["drift"].items())]
     for r in dr.get("pendulum") or []:
@@ -390,9 +410,11 @@ def report(res: dict, out_dir: Path) -> None:
                                                    else "")]
     if res.get("replay"):
         rp = res["replay"]
-        lines += [f"- gait replay (LG2 N = {rp['N']}, VI Δt = 10 ms): step mismatch {rp['mismatch']:.3g}; "
-                  f"start-of-step deviation over 10 steps {np.round(rp['deviation'], 3).tolist()}; open loop "
-                  f"{rp['open_loop'] if isinstance(rp['open_loop'], str) else np.round(rp['open_loop'], 2).tolist()}"]
+        lines += [f"- gait replay (LG2 N = {rp['N']}, VI Δt = 10 ms): polished step mismatch {rp['mismatch']:.3g}, "
+                  f"closed by Newton (‖r‖∞ {', '.join(f'{r:.1e}' for r in rp['newton'])}; start moved "
+                  f"{rp['shift']:.3g}); start-of-step deviation over 10 steps, max {max(rp['deviation']):.1e}; "
+                  f"from the swing knee 0.02 rad off: {', '.join(f'{d:.1e}' for d in rp['perturbed'])}; open loop "
+                  f"from there: {ol if isinstance(ol := rp['open_loop'], str) else np.round(ol, 2).tolist()}"]
     text = "\n".join(lines)
     print(text)
     (out_dir / "collocation.md").write_text(text + "\n", encoding="utf-8")

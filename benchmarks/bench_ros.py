@@ -3,10 +3,14 @@
 1. Controller latency (joint state published -> effort command received) at 500 Hz and 1 kHz on panda
    (7 DOF): the controller node (its own process, EventsExecutor, ``trigger: joint_state``) holds a
    configuration with its equilibrium law; this process publishes joint states stamped with the wall clock at
-   the given rate and receives the commands on an EventsExecutor thread. Each state's joint 1 is offset by
-   i·δ, so each command names the state it answers: latency per answered state, p50/p99, and the share of
-   states answered (after a 1 s warm-up). Baseline in the same process: the compute part of a tick
-   (StateEstimator.update + TrackingController.command).
+   the given rate (serialized before the send is timed, as a C++ driver's Python would not be) and a separate
+   process receives the commands (no GIL shared with the sender; both note CLOCK_MONOTONIC). Each state's
+   joint 1 is offset by i·δ, so each command names the state it answers: latency per answered state,
+   p50/p99/max, the share of states answered (after a 1 s warm-up) and the sender's own period p99 (a late
+   sender bunches two states, and a depth-1 subscriber rightly answers only the newer). Each rate with normal
+   scheduling and with ``--priorities`` (SCHED_FIFO for the controller's ``realtime_priority``, the sender and
+   the receiver, as ros2_control runs its loop and drivers). Baseline in the same process: the compute part
+   of a tick (StateEstimator.update + TrackingController.command).
 2. Simulator real-time factor for arm7 (urdf/arm7.urdf) and panda at Δt = 1 ms, ``mode: realtime`` with
    ``max_speed``: simulated time / wall time from the joint states received here. Baseline in the same
    process: MidpointVI.step in a plain loop (no ROS).
@@ -24,15 +28,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
 import pinocchio as pin
 import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
@@ -46,6 +51,7 @@ from vi_control.ros.common import (
     STREAM_QOS,
     make_executor,
     parameter_defaults,
+    realtime_scheduling,
     robot_from_parameters,
 )
 from vi_control.ros.handover import handover_ok, handover_runs, on_time
@@ -75,56 +81,74 @@ def hold_plan(vi) -> Plan:
                 joint_names=vi.robot.joint_names, input_names=list(vi.robot.actuated), K_final=K, U_final=tau)
 
 
-class CommandClock(Node):
-    """Receives the controller's commands on an EventsExecutor thread, noting perf_counter at arrival."""
+def command_clock(topic: str, capacity: int, out: str, j: int, seconds: float, priority: int) -> None:
+    """Its own process (no GIL shared with the sender): receives the controller's commands raw, notes
+    time.monotonic() (CLOCK_MONOTONIC, the sender's clock too) first, then entry j of the data."""
+    rclpy.init()
+    node = Node("bench_command_clock")
+    times, values, n = np.zeros(capacity), np.zeros(capacity), [0]
 
-    def __init__(self, topic: str, capacity: int):
-        super().__init__("bench_command_clock")
-        self.times = np.zeros(capacity)
-        self.values = np.zeros(capacity)
-        self.n, self.j = 0, 0
-        self.create_subscription(Float64MultiArray, topic, self._on, STREAM_QOS)
-        self.executor_ = make_executor()
-        self.executor_.add_node(self)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
+    def on(buf: bytes) -> None:
+        t = time.monotonic()
+        if n[0] < capacity:
+            times[n[0]] = t
+            values[n[0]] = deserialize_message(buf, Float64MultiArray).data[j]
+            n[0] += 1
 
-    def _spin(self) -> None:
-        try:
-            while rclpy.ok(context=self.context):
-                self.executor_.spin_once(timeout_sec=0.05)
-        except ExternalShutdownException:
-            pass
+    node.create_subscription(Float64MultiArray, topic, on, STREAM_QOS, raw=True)
+    executor = make_executor()
+    executor.add_node(node)
+    if priority:
+        why = realtime_scheduling(priority)
+        if why:
+            print(f"command clock: {why}", flush=True)
+    while node.count_publishers(topic) < 1:
+        executor.spin_once(timeout_sec=0.05)
+    print("ready", flush=True)
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        executor.spin_once(timeout_sec=0.05)
+    np.savez(out, times=times[: n[0]], values=values[: n[0]])
+    node.destroy_node()
+    rclpy.try_shutdown()
 
-    def _on(self, msg: Float64MultiArray) -> None:
-        if self.n < len(self.times):
-            self.times[self.n] = time.perf_counter()
-            self.values[self.n] = msg.data[self.j]
-            self.n += 1
 
-
-def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float = 1.0) -> dict:
+def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float = 1.0, priority: int = 0) -> dict:
+    """Joint states paced at ``rate`` from this process (pre-serialized: the sender's Python is not timed, as a
+    C++ driver's would not be), commands received by a separate process; ``priority`` > 0: the controller node
+    (``realtime_priority``), the sender and the receiver run SCHED_FIFO at that priority."""
     robot, _ = _robot("erd:panda")
     dt = 1.0 / rate
-    session = Session(f"bench_ros_latency_{rate}", log_dir)
+    session = Session(f"bench_ros_latency_{rate}_{priority}", log_dir)
     load_before = _load()
+    clock = node = None
     try:
         vi = make_integrator("midpoint", robot, dt)
         plan = hold_plan(vi)
-        ctrl = session.start("controller_node", name=f"controller_{int(rate)}", model="erd:panda", dt=dt,
-                             trigger="joint_state", state_estimate="velocities", state_timeout=1.0,
-                             state_publish_rate=0.0)
-        rec = session.recorder(robot.joint_names, record_states=False)  # publishes the plan and the states
+        ctrl = session.start("controller_node", name=f"controller_{int(rate)}_{priority}", model="erd:panda",
+                             dt=dt, trigger="joint_state", state_estimate="velocities", state_timeout=1.0,
+                             state_publish_rate=0.0, realtime_priority=priority)
+        node = Node("bench_state_sender", namespace=session.ns)
+        state_pub = node.create_publisher(JointState, "joint_states", STREAM_QOS)
+        plan_pub = node.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
+        cmd_topic = f"{session.ns}/effort_controller/commands"
         n_warm = int(round(warmup * rate))  # warm-up states (discarded)
         n = int(round(seconds * rate)) + n_warm
         j = int(np.argmax(np.abs(plan.K_final[:, 0])))
-        clock = CommandClock(rec.cmd_pub.topic_name, 2 * n)
-        clock.j = j
-        pub = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
-        pub.publish(plan_to_message(plan, 1, start_on_receipt=True))
+        out = os.path.join(log_dir, f"commands_{int(rate)}_{priority}.npz")
+        clock = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--command-clock", cmd_topic,
+                                  str(2 * n), out, str(j), str(n / rate + 30.0), str(priority)],
+                                 stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+        plan_pub.publish(plan_to_message(plan, 1, start_on_receipt=True))
         assert ctrl.wait_for_log("accepted plan", 120.0), ctrl.log()
-        assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, 60.0)
-        assert rec.wait_for(lambda: clock.count_publishers(rec.cmd_pub.topic_name) > 1, 60.0)
+        deadline = time.monotonic() + 60.0
+        while state_pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert clock.stdout.readline().strip() == "ready", "command clock did not start"
+        if priority:
+            why = realtime_scheduling(priority)
+            if why:
+                print(f"sender: {why}")
         # Joint 1 is offset by i·δ in state i; with q̇ = 0 the command's entry j is u_0 − K[j, 0]·i·δ to first
         # order (the law, evaluated here, gives u_0 and the slope), so each command names the state it answers.
         q, delta = plan.X[0, : vi.nq].copy(), 1e-6
@@ -134,21 +158,25 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
         slope = -plan.K_final[j, 0] * delta
         msg = JointState(name=robot.joint_names, velocity=np.zeros(vi.nq).tolist())
         sent = np.zeros(n)
-        t_next = time.perf_counter()
+        t_next = time.monotonic()
         for i in range(n):
             qi = q.copy()
             qi[0] += i * delta
             msg.position = qi.tolist()
             t_next += dt
-            wait = t_next - time.perf_counter()
+            msg.header.stamp = node.get_clock().now().to_msg()  # the controller judges stamps on its clock
+            raw = serialize_message(msg)
+            wait = t_next - time.monotonic()
             if wait > 0:
                 time.sleep(wait)  # not a busy wait: the machine has two cores
-            msg.header.stamp = rec.get_clock().now().to_msg()  # the controller judges stamps on its clock
-            sent[i] = time.perf_counter()
-            rec.state_pub.publish(msg)
-        time.sleep(0.5)
+            sent[i] = time.monotonic()
+            state_pub.publish(raw)
+        if priority:
+            realtime_scheduling(0)
+        clock.wait(timeout=n / rate + 60.0)
+        d = np.load(out)
         lat, unmatched, answered = [], 0, set()
-        for t_recv, u in zip(clock.times[: clock.n], clock.values[: clock.n]):
+        for t_recv, u in zip(d["times"], d["values"]):
             r = (u - u0) / slope
             i = int(round(r))
             if abs(r - i) > 0.05 or not 0 <= i < n:
@@ -157,16 +185,21 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
                 answered.add(i)
                 if i >= n_warm:
                     lat.append((t_recv - sent[i]) * 1e3)
+        gaps = np.diff(sent[n_warm:]) * 1e3
         t0 = time.perf_counter()
         for i in range(2000):
             law.command(5, est.update(i * dt, q, np.zeros(vi.nq)))
         compute = (time.perf_counter() - t0) / 2000 * 1e3
-        return dict(rate=rate, sent=n, received=clock.n, matched=len(answered), measured=n - n_warm,
-                    answered=sum(i >= n_warm for i in answered), unmatched=unmatched,
+        return dict(rate=rate, priority=priority, sent=n, received=len(d["times"]), matched=len(answered),
+                    measured=n - n_warm, answered=sum(i >= n_warm for i in answered), unmatched=unmatched,
                     p50=np.percentile(lat, 50) if lat else np.nan, p99=np.percentile(lat, 99) if lat else np.nan,
-                    compute=compute,
-                    load=f"{load_before} → {_load()}")
+                    max=max(lat) if lat else np.nan, period_p99=np.percentile(gaps, 99) if len(gaps) else np.nan,
+                    compute=compute, load=f"{load_before} → {_load()}")
     finally:
+        if clock is not None and clock.poll() is None:
+            clock.kill()
+        if node is not None:
+            node.destroy_node()
         session.close()
 
 
@@ -216,17 +249,19 @@ def handover(runs: int, log_dir: str) -> list[str]:
 
 
 def run(seconds: float, rates: tuple[float, ...] = (500.0, 1000.0), models: tuple[str, ...] = ("arm7", "erd:panda"),
-        warmup: float = 1.0, handover_count: int = 0) -> tuple[str, list[dict], list[dict]]:
+        warmup: float = 1.0, handover_count: int = 0, priorities: tuple[int, ...] = (0,)
+        ) -> tuple[str, list[dict], list[dict]]:
     """Every measurement; returns (markdown table, latency rows, real-time-factor rows)."""
     log_dir = tempfile.mkdtemp(prefix="bench_ros_")
-    lines = ["| controller (panda, 7 DOF) | states sent (after warm-up) | answered | latency p50 [ms] | "
-             "latency p99 [ms] | compute per tick, same process [ms] | load average (before → after) |",
-             "|---|---|---|---|---|---|---|"]
-    lat = [controller_latency(rate, seconds, log_dir, warmup) for rate in rates]
+    lines = ["| controller (panda, 7 DOF) | scheduling | states sent (after warm-up) | answered | latency p50 [ms] | "
+             "latency p99 [ms] | latency max [ms] | send period p99 [ms] | compute per tick, same process [ms] | "
+             "load average (before → after) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lat = [controller_latency(rate, seconds, log_dir, warmup, prio) for prio in priorities for rate in rates]
     for r in lat:
-        lines.append(f"| {r['rate']:.0f} Hz | {r['measured']} | {r['answered']} "
+        sched = f"SCHED_FIFO {r['priority']}" if r["priority"] else "normal"
+        lines.append(f"| {r['rate']:.0f} Hz | {sched} | {r['measured']} | {r['answered']} "
                      f"({100 * r['answered'] / max(r['measured'], 1):.2f} %) | {r['p50']:.3f} | {r['p99']:.3f} | "
-                     f"{r['compute']:.3f} | {r['load']} |")
+                     f"{r['max']:.3f} | {r['period_p99']:.3f} | {r['compute']:.3f} | {r['load']} |")
     lines += ["", "| simulator, Δt = 1 ms, realtime + max_speed | nq | real-time factor, node | "
                   "real-time factor, MidpointVI.step loop (same process) | node / loop |", "|---|---|---|---|---|"]
     rtf = [simulator_rtf(model, seconds, log_dir) for model in models]
@@ -239,13 +274,20 @@ def run(seconds: float, rates: tuple[float, ...] = (500.0, 1000.0), models: tupl
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--command-clock"]:  # the receiving process of controller_latency
+        topic, capacity, out, j, seconds, priority = argv[1:7]
+        return command_clock(topic, int(capacity), out, int(j), float(seconds), int(priority))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rates", type=float, nargs="*", default=[500.0, 1000.0])
     ap.add_argument("--models", nargs="*", default=["arm7", "erd:panda"])
     ap.add_argument("--handover", type=int, default=0, help="number of hand-over runs (0: skip)")
+    ap.add_argument("--priorities", type=int, nargs="*", default=[0, 80],
+                    help="latency runs with normal scheduling (0) and with SCHED_FIFO at these priorities")
     args = ap.parse_args(argv)
-    print(run(args.seconds, tuple(args.rates), tuple(args.models), handover_count=args.handover)[0])
+    print(run(args.seconds, tuple(args.rates), tuple(args.models), handover_count=args.handover,
+              priorities=tuple(args.priorities))[0])
 
 
 if __name__ == "__main__":

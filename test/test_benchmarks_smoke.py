@@ -150,13 +150,13 @@ def test_collocation_benchmark_smoke(tmp_path):
 
     bench = load_benchmark("bench_collocation")
     res = bench.main(["--quick", "--rounds", "1", "--no-external", "--out", str(tmp_path)])
-    for key in ("pendulum", "cartpole", "biped"):
+    for key in ("pendulum", "cartpole", "biped", "biped_pinned"):
         (row,) = res[key]
         for m in ("lg", "lg2"):
             assert row[m]["iterations"] > 0 and row[m]["t_med"] > 0
     assert res["pendulum"][0]["lg2"]["success"] and res["pendulum"][0]["lg2"]["E2"] > 0
     assert {r["problem"] for r in res["ddp"]} == {"pendulum", "cartpole"}
-    assert len(res["replay"]["deviation"]) == 11
+    assert len(res["replay"]["deviation"]) == 11 and len(res["replay"]["perturbed"]) == 11
     text = (tmp_path / "collocation.md").read_text()
     assert "Pendulum minimum-time swing-up" in text and "| N | E² LG |" in text
     assert json.loads((tmp_path / "collocation.json").read_text())["rounds"] == 1

@@ -62,21 +62,40 @@ def test_lg2_has_the_lower_second_order_error(gait, gaits):
     assert E["lg2"] < 0.5 * E["lg"], E  # measured 2.9× at N = 8 (docs/collocation.md: the paper reports ~10×)
 
 
-def test_vi_replay_walks_ten_steps_under_tv_lqr_and_falls_open_loop(gait, gaits):
-    """The LG2 step resampled onto a 10 ms VI grid and polished there, TV-LQR gains periodic through the impact
-    map: the closed loop settles on a cycle next to the plan's for 10 steps; without feedback it falls."""
+@pytest.fixture(scope="module")
+def cycle(gait, gaits):
+    """The LG2 step on a 10 ms VI grid: polished, closed into an exact cycle, periodic TV-LQR gains (solved once)."""
     vi = MidpointVI(gait.robot, 0.01)
     Q, R = np.diag([100.0] * 7 + [1.0] * 7), 0.01 * np.eye(4)
-    X, U, mismatch = gait.vi_step(vi, gaits["lg2"], Q, R, 10 * Q)
-    assert X.shape == (81, 14)
+    return vi, gait.periodic_step(vi, gaits["lg2"], Q, R, 10 * Q)
+
+
+def test_vi_reference_step_is_feasible_and_periodic_through_the_impact_map(gait, cycle):
+    """Each step of the reference equals ``vi.step`` (a VI rollout), the stance foot stays exactly down, and the
+    impact map applied to the last state gives back the first (the polished step alone misses by ~0.1)."""
+    vi, c = cycle
+    X, U = c.X, c.U
+    assert X.shape == (81, 14) and U.shape == (80, 4) and np.abs(U).max() <= 100.0
     assert max(np.abs(vi.step(X[k], U[k]) - X[k + 1]).max() for k in range(80)) < 1e-8
-    assert np.abs(vi.constraint(X[40, :7])).max() < 1e-10  # the VI keeps the stance foot exactly down
-    K = gait.periodic_gains(vi, X, U, Q, R)
-    dev, walked = gait.replay(vi, X, U, K, steps=10)
-    assert len(walked) == 10 and np.all(np.isfinite(dev))
-    assert dev.max() < 0.5 and abs(dev[-1] - dev[-2]) < 1e-3, dev  # a stable cycle near the planned one
+    assert max(np.abs(vi.constraint(x[:7])).max() for x in X) < 1e-10  # the VI keeps the stance foot exactly down
+    assert c.polish_mismatch > 1e-2  # why the cycle has to be closed: the VI's step differs from the polynomial's
+    assert len(c.residuals) <= 8 and c.residuals[-1] < 1e-10, c.residuals  # Newton, quadratic
+    np.testing.assert_allclose(gait.discrete_impact(vi, X[-1]), X[0], atol=1e-9)
+    assert gait.deviation(vi, gait.discrete_impact(vi, X[-1]), X[0]) < 1e-9
+
+
+def test_vi_replay_stays_on_the_cycle_under_tv_lqr_and_falls_open_loop(gait, cycle):
+    """Ten steps in the VI with the impact map under the periodic TV-LQR gains: from the reference's start the walker
+    stays on the cycle; from a start 0.02 rad off (swing knee) it converges back; without feedback it falls."""
+    vi, c = cycle
+    dev, walked = gait.replay(vi, c.X, c.U, c.K, steps=10)
+    assert len(walked) == 10 and dev.max() < 1e-6, dev
+    x0 = c.X[0].copy()
+    x0[6] += 0.02  # right (swing) knee: the stance foot stays on the ground
+    dev, _ = gait.replay(vi, c.X, c.U, c.K, steps=10, x0=x0)
+    assert dev[0] == pytest.approx(0.02) and dev[-1] < 1e-4 * dev[0] and dev[5] < 1e-1 * dev[0], dev
     try:
-        dev_open, _ = gait.replay(vi, X, U, None, steps=3)
+        dev_open, _ = gait.replay(vi, c.X, c.U, None, steps=3, x0=x0)
         fell = dev_open.max() > 2.0
     except StepError:  # the open-loop walker leaves the step's domain
         fell = True

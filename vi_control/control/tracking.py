@@ -92,8 +92,9 @@ class StateEstimator:
     """Discrete state x_k = (q_k, p_k) from measured joint states (seed 000 eq. 1b, DESIGN principle 3).
 
     ``mode='configurations'``: p_k = D₂L_d(q_{k−1}, q_k) from the last two samples when they are one
-    Δt apart (±``tolerance``·Δt); otherwise, or with ``mode='velocities'``, p = ∂L/∂q̇(q, q̇) from the
-    measured velocity. Continuous joints are unwrapped between samples so a ±π wrap is not a huge p.
+    Δt apart (±``tolerance``·Δt); otherwise, or with ``mode='velocities'``, p_k = D₂L_d(q − Δt q̇, q) from the
+    measured velocity (the discrete state a plan's X_k would have: a held configuration is exact). Continuous
+    joints are unwrapped between samples so a ±π wrap is not a huge p.
     """
 
     def __init__(self, vi: DiscreteSystem, mode: str = "configurations", tolerance: float = 0.25):

@@ -52,6 +52,7 @@ BUNDLED = {
     "chain10": ("chain10", None),
     "biped5": ("biped5", "biped5"),
     "biped5_stance": ("biped5", "biped5_stance"),  # single support: stance foot pinned (seed 004 §V-C gait)
+    "biped5_pinned": ("biped5_pinned", "biped5_pinned"),  # the same, stance foot as the root (minimal coordinates)
     "arm7": ("arm7", None),
     "fourbar": ("fourbar", "fourbar"),
     # Seed 000 systems maintained with their own generators/tests (§VII-A, §VII-B, §VIII-B).

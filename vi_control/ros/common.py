@@ -230,6 +230,29 @@ def resolve_config(path: str) -> str:
     raise FileNotFoundError(f"no config file {path!r} (looked in {share_dir() / 'config'})")
 
 
+def realtime_scheduling(priority: int, pid: int = 0) -> str:
+    """SCHED_FIFO at ``priority`` (1…99; 0: back to SCHED_OTHER) for every thread of process ``pid`` (0: this
+    one) — the DDS threads that deliver a message as well as the executor's — as ros2_control's controller
+    manager runs its loop. Returns '' or why it was refused (Linux without an rtprio limit or CAP_SYS_NICE)."""
+    if not 0 <= priority <= 99:
+        raise ValueError(f"realtime priority {priority} not in 0…99")
+    pid = pid or os.getpid()
+    policy = os.SCHED_FIFO if priority else os.SCHED_OTHER
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError as e:
+        return f"cannot list the threads of process {pid}: {e}"
+    for tid in tids:
+        try:
+            os.sched_setscheduler(tid, policy, os.sched_param(priority))
+        except ProcessLookupError:
+            continue  # the thread ended meanwhile
+        except OSError as e:
+            return (f"SCHED_FIFO priority {priority} refused ({e}); allow it with an rtprio limit "
+                    "(/etc/security/limits.conf: '<user> - rtprio 98') or CAP_SYS_NICE")
+    return ""
+
+
 def make_executor(context=None):
     """rclpy's EventsExecutor (callbacks dispatched from C++ without the wait-set rebuild of the default
     executor: what lets a Python controller answer 1 kHz joint states), else the single-threaded one."""

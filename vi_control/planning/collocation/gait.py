@@ -18,7 +18,7 @@ import casadi as ca
 import numpy as np
 
 from ...control.lqr import tv_lqr
-from ...integrators.base import Linearizable
+from ...integrators.base import Linearizable, StepError
 from ...linearization import linearize_trajectory
 from ...model.robot import RobotModel
 from .dynamics import SecondOrderDynamics
@@ -26,6 +26,26 @@ from .solution import CollocationSolution
 from .transcription import CollocationProblem, Guess, Transcription
 
 LEG_SWAP = (0, 1, 2, 5, 6, 3, 4)  # q indices after relabelling: left (3, 4) <-> right (5, 6)
+
+
+def _diagonal(W, n: int) -> np.ndarray:
+    """The diagonal of a weight given as a scalar, a vector or a matrix."""
+    W = np.asarray(W, float)
+    return np.full(n, float(W)) if W.ndim == 0 else W if W.ndim == 1 else np.diag(W).copy()
+
+
+@dataclass
+class GaitCycle:
+    """A periodic VI step: states X (N+1, nx) with discrete_impact(X_N) = X₀, inputs U (N, nu), periodic TV-LQR
+    gains K; ``polish_mismatch`` how far the polished step was from closing, ``residuals`` the Newton history of
+    ``close_cycle``, ``shift`` the deviation of X₀ from the polished step's start."""
+
+    X: np.ndarray
+    U: np.ndarray
+    K: np.ndarray
+    polish_mismatch: float
+    residuals: list[float]
+    shift: float
 
 
 @dataclass
@@ -167,13 +187,69 @@ class BipedGait:
                   max_iterations=polish_iterations)
         return res.X, res.U, self.deviation(vi, self.discrete_impact(vi, res.X[-1]), res.X[0])
 
+    def close_cycle(self, vi: Linearizable, X: np.ndarray, U: np.ndarray, K: np.ndarray, weights=None,
+                    tol: float = 1e-11, max_iterations: int = 20) -> tuple[np.ndarray, np.ndarray, list[float]]:
+        """The periodic VI step next to the polished (X, U): a VI rollout whose end state maps through
+        ``discrete_impact`` exactly onto its start.
+
+        Newton on r(z, Ū) = x_N − z, z the pre-impact state (nx unknowns) and Ū a feedforward (N·nu unknowns), where
+        x₀ = impact(z) and x_{k+1} = f(x_k, Ū_k + K_k(X_k − x_k)) — the rollout stabilized by the gains K about the
+        polished X (single shooting open loop is hopeless: the step amplifies a 0.1 start error to ~100). The
+        system is underdetermined (nx equations); the correction is the minimum-norm one in the metric ``weights`` =
+        (W_x, W_u) (default identity), δ = −W⁻¹Jᵀ(JW⁻¹Jᵀ)⁻¹r: the smallest change of the polished step that closes the
+        cycle, converging quadratically. z, not x₀, is the unknown because impact(z) is a valid constrained VI state
+        for any z (stance foot re-anchored on the ground, p from D₂L_d), and ∂r/∂z contains −I (full row rank).
+        Returns the rollout X*, the inputs it applied U* (so X*_{k+1} = vi.step(X*_k, U*_k)), and ‖r‖∞ per iteration.
+        """
+        nx, nu, N = vi.nx, vi.nu, len(U)
+        Wx, Wu = (1.0, 1.0) if weights is None else weights
+        Wx_inv, Wu_inv = np.diag(1.0 / _diagonal(Wx, nx)), np.diag(1.0 / _diagonal(Wu, nu))
+        X_ref = np.asarray(X, float)
+
+        def rollout(z, Uff):
+            x, Xs, Us = self.discrete_impact(vi, z), [], []
+            for k in range(N):
+                u = Uff[k] + K[k] @ (X_ref[k] - x)
+                Xs.append(x)
+                Us.append(u)
+                x = vi.step(x, u, step_index=k)
+            return np.array(Xs + [x]), np.array(Us)
+
+        z, Uff = X_ref[-1].copy(), np.array(U, float)
+        Xs, Us = rollout(z, Uff)
+        history = [float(np.abs(Xs[-1] - z).max())]
+        for _ in range(max_iterations):
+            if history[-1] <= tol:
+                break
+            traj = linearize_trajectory(vi, Xs, Us)
+            Phi, JU = np.eye(nx), np.zeros((nx, N, nu))
+            for k in range(N - 1, -1, -1):  # Φ = Π(A_j − B_j K_j) for j > k: ∂x_N/∂Ū_k = Φ B_k
+                JU[:, k] = Phi @ traj.B[k]
+                Phi = Phi @ (traj.A[k] - traj.B[k] @ K[k])
+            Jz = Phi @ self.impact_jacobian(vi, z) - np.eye(nx)
+            JWJ = Jz @ Wx_inv @ Jz.T + np.einsum("ikj,jl,mkl->im", JU, Wu_inv, JU)
+            y = np.linalg.solve(JWJ, z - Xs[-1])
+            dz, dU = Wx_inv @ Jz.T @ y, np.einsum("jl,ikl,i->kj", Wu_inv, JU, y)
+            for alpha in (1.0, 0.5, 0.25, 0.125):
+                try:
+                    trial = rollout(z + alpha * dz, Uff + alpha * dU)
+                except StepError:
+                    continue
+                if np.abs(trial[0][-1] - z - alpha * dz).max() < history[-1]:
+                    z, Uff, (Xs, Us) = z + alpha * dz, Uff + alpha * dU, trial
+                    break
+            else:
+                break
+            history.append(float(np.abs(Xs[-1] - z).max()))
+        return Xs, Us, history
+
     def periodic_gains(self, vi: Linearizable, X: np.ndarray, U: np.ndarray, Q, R, cycles: int = 20
                        ) -> np.ndarray:
         """TV-LQR gains of one step that are optimal over repeated steps: the Riccati recursion (seed 000 eq. 36)
         run backwards through the step and through the impact map's linearization until P₀ is periodic."""
         traj = linearize_trajectory(vi, X, U)
         Dx = self.impact_jacobian(vi, X[-1])
-        P0 = np.asarray(Q, float) * np.eye(vi.nx) if np.ndim(Q) == 0 else np.diag(Q) if np.ndim(Q) == 1 else Q
+        P0 = np.diag(_diagonal(Q, vi.nx)) if np.ndim(Q) < 2 else np.asarray(Q, float)
         for _ in range(cycles):
             K, P = tv_lqr(traj.A, traj.B, Q, R, Dx.T @ P0 @ Dx)
             done = np.abs(P[0] - P0).max() <= 1e-9 * (1.0 + np.abs(P[0]).max())
@@ -181,6 +257,17 @@ class BipedGait:
             if done:
                 break
         return K
+
+    def periodic_step(self, vi: Linearizable, sol: CollocationSolution, Q, R, Qf, polish_iterations: int = 10
+                      ) -> GaitCycle:
+        """The reference the VI walks on: the collocated step polished on the VI (``vi_step``), closed into an exact
+        cycle (``close_cycle``, minimum-norm in the polish's weights diag Q, diag R, rolled out under the polished
+        step's periodic gains), and the periodic TV-LQR gains of the closed cycle."""
+        X, U, mismatch = self.vi_step(vi, sol, Q, R, Qf, polish_iterations)
+        K = self.periodic_gains(vi, X, U, Q, R)
+        Xc, Uc, residuals = self.close_cycle(vi, X, U, K, weights=(_diagonal(Q, vi.nx), _diagonal(R, vi.nu)))
+        return GaitCycle(X=Xc, U=Uc, K=self.periodic_gains(vi, Xc, Uc, Q, R), polish_mismatch=mismatch,
+                         residuals=residuals, shift=self.deviation(vi, Xc[0], X[0]))
 
     def constrained_velocity(self, vi: Linearizable, x: np.ndarray) -> np.ndarray:
         """q̇ of a VI state with the stance foot at rest: M⁻¹(p + (Δt/2)∇V) projected M-orthogonally onto Dh q̇ = 0.

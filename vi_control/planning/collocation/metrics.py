@@ -59,10 +59,16 @@ def dynamic_error_samples(sol: CollocationSolution, dynamics: SecondOrderDynamic
 
 
 def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subintervals: int = 1000,
-                   velocity: str = "qdot") -> DynamicErrors:
-    """ε^[1], ε^[2] and their integrals E (seed 004 eqs. 17–21) of a solution."""
+                   velocity: str = "qdot", coordinates: np.ndarray | None = None) -> DynamicErrors:
+    """ε^[1], ε^[2] and their integrals E (seed 004 eqs. 17–21) of a solution.
+
+    ``coordinates``: a constant matrix T (m, nq) to report the errors of θ = T q instead of q (e.g. the biped's
+    absolute link angles from relative joint angles): ε is linear in q̇, q̈ and g, so ε_θ = T ε_q exactly.
+    """
     t, w = _quadrature_grid(sol, subintervals)
     e1, e2 = dynamic_error_samples(sol, dynamics, t, velocity)
+    if coordinates is not None:
+        e1, e2 = e1 @ np.asarray(coordinates, float).T, e2 @ np.asarray(coordinates, float).T
     E1_q, E2_q = w @ np.abs(e1), w @ np.abs(e2)
     return DynamicErrors(t=t, eps1=e1, eps2=e2, E1_q=E1_q, E2_q=E2_q, E1=float(E1_q.sum()), E2=float(E2_q.sum()))
 
