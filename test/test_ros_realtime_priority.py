@@ -13,7 +13,6 @@ import pytest
 from vi_control.ros.common import realtime_scheduling
 
 pytestmark = pytest.mark.ros
-DISCOVERY = 30.0
 
 CHILD = """
 import os, resource
@@ -55,9 +54,8 @@ def _policies(pid: int) -> set[tuple[int, int]]:
 def test_controller_threads_run_fifo_and_still_answer_states(ros, pendulum_vi):
     from sensor_msgs.msg import JointState
     from std_msgs.msg import UInt8MultiArray
+    from test_ros_dds import DISCOVERY, _pendulum_hold_plan
 
-    from vi_control.control.hold import hold_gain
-    from vi_control.control.plan import Plan
     from vi_control.ros.common import LATCHED_QOS
     from vi_control.ros.messages import plan_to_message
 
@@ -65,10 +63,7 @@ def test_controller_threads_run_fifo_and_still_answer_states(ros, pendulum_vi):
     ctrl = ros.start("controller_node", model="pendulum", dt=vi.dt, trigger="joint_state", state_timeout=5.0,
                      state_estimate="velocities", realtime_priority=30)
     rec = ros.recorder(["theta"])
-    K, x, u_eq = hold_gain(vi, np.array([np.pi]), np.diag([10.0, 1.0]), np.eye(1))
-    plan = Plan(times=np.array([0.0, vi.dt]), X=np.tile(x, (2, 1)), U=u_eq[None], K=K[None], dt=vi.dt,
-                model_name=vi.robot.name, model_hash=vi.robot.hash, joint_names=["theta"], input_names=["theta"],
-                K_final=K, U_final=u_eq)
+    plan = _pendulum_hold_plan(vi, 500, t0=0.0)  # 50 s: the state below arrives during the plan
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(
         plan_to_message(plan, 5, start_on_receipt=True))
     assert ctrl.wait_for_log("accepted plan 5", DISCOVERY), ctrl.log()
@@ -83,7 +78,7 @@ def test_controller_threads_run_fifo_and_still_answer_states(ros, pendulum_vi):
     rec.state_pub.publish(msg)
     assert rec.wait_for(lambda: len(rec.commands) > 0, 10.0), ctrl.log()
     x_meas = vi.state_from_configurations(q, q)  # a state with q̇ = 0: the pair (q − Δt·0, q)
-    u_expected = u_eq + K @ vi.state.diff(x_meas, x)
+    u_expected = plan.K[0] @ vi.state.diff(x_meas, plan.X[0])  # u = U_k + K_k (X_k ⊖ x), U = 0, X and K constant
     assert rec.commands[-1][1][0] == pytest.approx(u_expected[0], abs=1e-9)
     time.sleep(0.1)
     assert ctrl.alive
