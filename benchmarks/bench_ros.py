@@ -172,7 +172,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
             sent[i] = time.monotonic()
             state_pub.publish(raw)
         if priority:
-            realtime_scheduling(0)
+            realtime_scheduling(0)  # the analysis below (and its compute baseline) runs as before the sends
         clock.wait(timeout=n / rate + 60.0)
         d = np.load(out)
         lat, unmatched, answered = [], 0, set()
@@ -196,6 +196,8 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
                     max=max(lat) if lat else np.nan, period_p99=np.percentile(gaps, 99) if len(gaps) else np.nan,
                     compute=compute, load=f"{load_before} → {_load()}")
     finally:
+        if priority:  # also when the run failed: the next case must not inherit SCHED_FIFO
+            realtime_scheduling(0)
         if clock is not None and clock.poll() is None:
             clock.kill()
         if node is not None:
