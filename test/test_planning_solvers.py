@@ -144,3 +144,22 @@ def test_box_qp_lets_an_input_leave_the_bound_the_cost_pulls_it_from(pendulum_vi
     r = ddp(vi, cost, x0, np.full((N, 1), 5.0), input_limits=np.array([5.0]), max_iterations=1)
     assert r.compiled == (path == "compiled") and r.step_history == [1.0]
     assert np.array_equal(r.U, np.full((N, 1), -5.0))
+
+
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+def test_an_initial_guess_that_cannot_be_simulated_is_a_planning_error_naming_the_step(pendulum_vi, problem, path,
+                                                                                         monkeypatch):
+    """Inputs of 1e9 N·m from step 3 on: that step has no solution the Newton iteration can reach. The planner says
+    which step of the guess fails (a PlanningError, caught by the planner node like any failed solve) instead of a
+    bare error; the steps before it are simulated, so the index is the first failing one."""
+    from vi_control.planning import compiled
+    from vi_control.planning.errors import PlanningError
+
+    monkeypatch.setattr(compiled, "ENABLED", path == "compiled")
+    cost, x0 = problem
+    U = np.zeros((cost.N, 1))
+    U[3:] = 1e9
+    with pytest.raises(PlanningError, match=rf"step 3 of {cost.N} failed") as e:
+        ddp(pendulum_vi, cost, x0, U)
+    assert e.value.solver == "initial rollout"
+    ddp(pendulum_vi, cost, x0, np.where(U > 1, 0.0, U), max_iterations=1)  # the same guess without them simulates

@@ -16,6 +16,7 @@ import numpy as np
 from ..control.lqr import tv_lqr
 from ..integrators.base import DiscreteSystem, Linearizable, StepError, StepResult
 from ..linearization import linearize
+from .errors import PlanningError
 
 
 @dataclass
@@ -123,6 +124,19 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
     return X, Ua, results
 
 
+def _first_failing_step(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray) -> int:
+    """Index of the first step of the open-loop rollout from x0 that fails (len(U) if none does)."""
+    x = x0
+    for k, u in enumerate(U):
+        try:
+            x = vi.solve(x, u, step_index=k).x
+        except (StepError, ValueError):
+            return k
+        if not np.abs(x).max() < 1e8:
+            return k
+    return len(U)
+
+
 def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None,
                     X_guess: np.ndarray | None = None, simulate: Callable | None = None):
     """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results).
@@ -135,8 +149,11 @@ def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, 
     U = np.clip(np.asarray(U0, float).reshape(N, vi.nu), lo, hi)
     x0 = np.asarray(x0, float)
     ro = rollout(vi, x0, U, X_guess) if simulate is None else simulate(x0, U, X_guess)
-    if ro is None:
-        raise RuntimeError("the initial guess cannot be simulated (a midpoint step failed)")
+    if ro is None:  # name the step: the user's guess (or x0) is what to fix
+        k = _first_failing_step(vi, x0, U)
+        where = f"step {k} of {N} failed" if k < N else "a step warm-started at X_guess failed"
+        raise PlanningError(f"the initial guess cannot be simulated: {where} (no convergence, a singular step or a "
+                            f"state beyond 1e8); try smaller initial inputs or a shorter Δt", solver="initial rollout")
     X, U, results = ro
     return lo, hi, X, U, results
 
