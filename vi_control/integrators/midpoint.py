@@ -317,7 +317,7 @@ class MidpointVI(SymbolicStepDerivatives):
         if not np.isfinite(rnorm):
             raise ConvergenceError(step_index, rnorm, it)
         # Converged on Δt⁻¹M(q_k)_dd alone: its condition (LAPACK dpocon) stands in for M_{k+1}'s (as the C driver)
-        qfinal = qonly and lu is None and not j_at_y and np.isfinite(rnorm)
+        qfinal = qonly and lu is None and not j_at_y  # (rnorm is finite: checked above)
         if qfinal and chol is None and y0 is None:  # converged at the guess: the C driver factored M(q_k) for it
             chol, mnorm = self._mass_cholesky(x)
         qfinal = qfinal and chol is not None
@@ -360,6 +360,13 @@ class MidpointVI(SymbolicStepDerivatives):
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
 
+    def _seed_driver(self, y0: np.ndarray | None, lam0: np.ndarray | None) -> None:
+        """The driver's starting y: the guess y0, else (the driver predicts q_{k+1}) the multipliers lam0 or zero."""
+        if y0 is not None:
+            self._newton.y[:] = np.asarray(y0, float).ravel()
+        elif self.nc:
+            self._newton.y[self.nd:] = self._zero_lam if lam0 is None else lam0
+
     def _drive(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
                lam0: np.ndarray | None) -> tuple[int, float]:
         """The numpy loop's algorithm as one call into the generated library (chord, then exact if chord fails, as
@@ -376,18 +383,12 @@ class MidpointVI(SymbolicStepDerivatives):
             x, u = check_state_input(self, x, u, finite=False)
         nw.z_x[...] = x
         nw.z_u[...] = u
-        if y0 is not None:
-            nw.y[:] = np.asarray(y0, float).ravel()
-        elif self.nc:
-            nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
+        self._seed_driver(y0, lam0)
         nw.use_settings(self.settings, self.chord_rate_max, self.chord_root_check)
         chord = self.newton == "chord"
         code = nw.run(y0 is None, chord)
         if code == NEWTON_NOT_CONVERGED and chord:  # exact Newton from the same guess (``solve``)
-            if y0 is not None:
-                nw.y[:] = np.asarray(y0, float).ravel()
-            elif self.nc:
-                nw.y[self.nd:] = self._zero_lam if lam0 is None else lam0
+            self._seed_driver(y0, lam0)
             code = nw.run(y0 is None, False)
         if code:
             rnorm, it, rcond = nw.info.tolist()

@@ -86,6 +86,17 @@ def input_bounds(limits: np.ndarray | None, nu: int) -> tuple[np.ndarray, np.nda
     return -hi, hi
 
 
+def _rollout_step(vi: DiscreteSystem, x: np.ndarray, u: np.ndarray, k: int, y0: np.ndarray | None = None,
+                  lam0: np.ndarray | None = None) -> StepResult | None:
+    """Step k of a rollout, or None where it fails: no convergence, a singular step, or a state beyond 1e8 (NaN too)
+    — a rejected trial for the line searches, not a crash."""
+    try:
+        r = vi.solve(x, u, step_index=k, y0=y0, lam0=lam0)
+    except (StepError, ValueError):
+        return None
+    return r if np.abs(r.x).max() < 1e8 else None
+
+
 def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray | None = None,
             lo: np.ndarray | None = None, hi: np.ndarray | None = None,
             X_nom: np.ndarray | None = None, K: np.ndarray | None = None
@@ -113,11 +124,8 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
         # (a trial trajectory far from the nominal one must not start Newton at the nominal next pose).
         y0 = None if X_guess is None else vi.warm_start(
             vi.state.integrate(X_guess[k + 1], vi.state.diff(X_guess[k], X[k])), lam)
-        try:
-            r = vi.solve(X[k], Ua[k], step_index=k, y0=y0, lam0=lam)
-        except (StepError, ValueError):
-            return None
-        if not np.abs(r.x).max() < 1e8:  # also catches NaN
+        r = _rollout_step(vi, X[k], Ua[k], k, y0, lam)
+        if r is None:
             return None
         X[k + 1], lam = r.x, r.lam
         results.append(r)
@@ -128,12 +136,10 @@ def _first_failing_step(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray) -> in
     """Index of the first step of the open-loop rollout from x0 that fails (len(U) if none does)."""
     x = x0
     for k, u in enumerate(U):
-        try:
-            x = vi.solve(x, u, step_index=k).x
-        except (StepError, ValueError):
+        r = _rollout_step(vi, x, u, k)
+        if r is None:
             return k
-        if not np.abs(x).max() < 1e8:
-            return k
+        x = r.x
     return len(U)
 
 
