@@ -21,6 +21,7 @@ from ...control.lqr import tv_lqr
 from ...integrators.base import Linearizable, StepError
 from ...linearization import linearize_trajectory
 from ...model.robot import RobotModel
+from ..cost import weight_matrix
 from .dynamics import SecondOrderDynamics
 from .solution import CollocationSolution
 from .transcription import CollocationProblem, Guess, Transcription
@@ -28,10 +29,9 @@ from .transcription import CollocationProblem, Guess, Transcription
 LEG_SWAP = (0, 1, 2, 5, 6, 3, 4)  # q indices after relabelling: left (3, 4) <-> right (5, 6)
 
 
-def _diagonal(W, n: int) -> np.ndarray:
-    """The diagonal of a weight given as a scalar, a vector or a matrix."""
-    W = np.asarray(W, float)
-    return np.full(n, float(W)) if W.ndim == 0 else W if W.ndim == 1 else np.diag(W).copy()
+def _diagonal(W, n: int, name: str) -> np.ndarray:
+    """The diagonal of a weight given as a scalar, a vector or a matrix (``cost.weight_matrix``'s forms, checked)."""
+    return np.diagonal(weight_matrix(W, n, name)).copy()
 
 
 @dataclass
@@ -203,7 +203,7 @@ class BipedGait:
         """
         nx, nu, N = vi.nx, vi.nu, len(U)
         Wx, Wu = (1.0, 1.0) if weights is None else weights
-        Wx_inv, Wu_inv = np.diag(1.0 / _diagonal(Wx, nx)), np.diag(1.0 / _diagonal(Wu, nu))
+        Wx_inv, Wu_inv = np.diag(1.0 / _diagonal(Wx, nx, "W_x")), np.diag(1.0 / _diagonal(Wu, nu, "W_u"))
         X_ref = np.asarray(X, float)
 
         def rollout(z, Uff):
@@ -249,7 +249,7 @@ class BipedGait:
         run backwards through the step and through the impact map's linearization until P₀ is periodic."""
         traj = linearize_trajectory(vi, X, U)
         Dx = self.impact_jacobian(vi, X[-1])
-        P0 = np.diag(_diagonal(Q, vi.nx)) if np.ndim(Q) < 2 else np.asarray(Q, float)
+        P0 = weight_matrix(Q, vi.nx, "Q")
         for _ in range(cycles):
             K, P = tv_lqr(traj.A, traj.B, Q, R, Dx.T @ P0 @ Dx)
             done = np.abs(P[0] - P0).max() <= 1e-9 * (1.0 + np.abs(P[0]).max())
@@ -265,7 +265,7 @@ class BipedGait:
         step's periodic gains), and the periodic TV-LQR gains of the closed cycle."""
         X, U, mismatch = self.vi_step(vi, sol, Q, R, Qf, polish_iterations)
         K = self.periodic_gains(vi, X, U, Q, R)
-        Xc, Uc, residuals = self.close_cycle(vi, X, U, K, weights=(_diagonal(Q, vi.nx), _diagonal(R, vi.nu)))
+        Xc, Uc, residuals = self.close_cycle(vi, X, U, K, weights=(_diagonal(Q, vi.nx, "Q"), _diagonal(R, vi.nu, "R")))
         return GaitCycle(X=Xc, U=Uc, K=self.periodic_gains(vi, Xc, Uc, Q, R), polish_mismatch=mismatch,
                          residuals=residuals, shift=self.deviation(vi, Xc[0], X[0]))
 
