@@ -237,3 +237,15 @@ def test_dmoc_benchmark_smoke(tmp_path):
     bench.plot(res, l1, tmp_path)
     for png in ("dmoc.png", "l1_so3.png", "dmoc_uuv.png"):
         assert (tmp_path / png).stat().st_size > 1000
+
+
+def test_replan_benchmark_smoke():
+    bench = load_benchmark("bench_replan")
+    rows = bench.run(tasks=("pendulum_swingup",), offsets=(0.0, 0.05), rounds=1, log=lambda s: None)
+    assert [r["offset"] for r in rows] == [0.0, 0.05]
+    for r in rows:
+        for way in ("cold", "warm"):
+            assert r[way]["converged"] and r[way]["cpu_median"] >= r[way]["cpu_min"] > 0
+        assert abs(r["warm"]["cost"] - r["cold"]["cost"]) <= 1e-6 * r["cold"]["cost"]  # the same optimum
+    assert rows[0]["warm"]["iterations"] <= 2  # the first plan itself, followed from its own start
+    assert bench.table(rows).count("| pendulum_swingup |") == 2

@@ -12,6 +12,12 @@ h = x_N − x_goal and DDP solves a sequence of well-conditioned problems
 augmented terms are a quadratic in x_N, so each subproblem is the same QuadraticTrackingCost with terminal
 weight Qf + ρI and a shifted terminal target — DDP itself is unchanged. Early subproblems are solved loosely
 (tolerance ∝ ρ‖h‖²), the last one to the task's tolerance.
+
+A warm start (inputs near a solution, e.g. a previous plan's) also needs the multiplier: from λ = 0 the first
+subproblem's optimum lies off the constraint by ~λ*/ρ and the method of multipliers walks back over several outer
+updates (the acrobot's optimal inputs took 15 DDP iterations in 7 updates to re-converge). ``terminal_multiplier``
+gives the first-order estimate at given inputs, the λ that best satisfies stationarity ∇_U J + (∂x_N/∂U)ᵀλ = 0 on
+the inputs inside their bounds (least squares; exact at a regular solution).
 """
 
 from __future__ import annotations
@@ -21,23 +27,56 @@ import time
 import numpy as np
 
 from ..integrators.base import Linearizable
+from ..linearization import linearize_trajectory
+from .compiled import compiled_stages
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
-from .shooting import LogFn, OptimizerResult
+from .shooting import LogFn, OptimizerResult, input_bounds, rollout
 
 PENALTY_MAX = 1e9
+
+
+def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U: np.ndarray,
+                        input_limits: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares multiplier λ (nx,) of x_N = x_goal at inputs U (N, nu): argmin ‖g + Gᵀλ‖ over the inputs
+    strictly inside their bounds, with g = ∇_U J and G = ∂x_N/∂U by one adjoint sweep along the rollout of U
+    (A_k, B_k of the exact linearization). ValueError if U cannot be simulated or the state is not a vector."""
+    nx = cost.nx
+    if vi.state.ndx != nx:
+        raise ValueError(f"terminal_multiplier: needs a vector state (ndx = nx), got ndx = {vi.state.ndx}, nx = {nx}")
+    lo, hi = input_bounds(input_limits, vi.nu)
+    U = np.asarray(U, float)
+    stages = compiled_stages(vi, len(U), lo, hi, second_order=False)  # one C call each where the step is C
+    ro = rollout(vi, x0, U, lo=lo, hi=hi) if stages is None else stages.rollout(np.asarray(x0, float), U)
+    if ro is None:
+        raise ValueError("terminal_multiplier: the inputs cannot be simulated")
+    X, Ua = ro[0], ro[1]
+    lin = linearize_trajectory(vi, X, Ua) if stages is None else stages.linearize(*ro)
+    lx, lu = cost.calc_diff_all(X, Ua)
+    p, S = cost.calc_diff_terminal(X[-1])[0], np.eye(nx)  # adjoint of J, and ∂x_N/∂x_k
+    g, G = np.zeros_like(Ua), np.zeros((len(Ua), nx, vi.nu))
+    for k in range(len(Ua) - 1, -1, -1):
+        g[k] = lu[k] + lin.B[k].T @ p
+        G[k] = S @ lin.B[k]
+        p = lx[k] + lin.A[k].T @ p
+        S = S @ lin.A[k]
+    free = (Ua > lo + 1e-9) & (Ua < hi - 1e-9)  # an input at its bound need not be stationary
+    Gf = G.transpose(1, 0, 2)[:, free]  # (nx, free inputs)
+    return -np.linalg.lstsq(Gf.T, g[free], rcond=None)[0]
 
 
 def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
                              x_goal: np.ndarray, input_limits: np.ndarray | None = None, second_order: bool = True,
                              max_iterations: int = 150, tolerance: float = 1e-6, regularization: float = 1e-6,
                              constraint_tolerance: float = 1e-6, penalty: float = 1e4, max_outer: int = 30,
-                             log: LogFn = None) -> OptimizerResult:
+                             log: LogFn = None, multiplier: np.ndarray | str | None = None) -> OptimizerResult:
     """min J(U) s.t. x_N(U) = x_goal; ``cost`` is the task's cost (its Qf stays, as a weight on top).
 
     ``max_iterations`` bounds the DDP iterations of all subproblems together; ``constraint_tolerance`` is on
-    ‖x_N − x_goal‖∞; ``penalty`` is the first ρ. The result's ``cost`` is the task's J at the solution, and
-    ``converged`` means the constraint holds and the last subproblem met ``tolerance``.
+    ‖x_N − x_goal‖∞; ``penalty`` is the first ρ; ``multiplier`` the first λ (nx,): None for 0 (a cold start),
+    ``"estimate"`` for ``terminal_multiplier`` at U0 (a warm start). The result's ``cost`` is the task's J at the
+    solution, ``converged`` means the constraint holds and the last subproblem met ``tolerance``, and
+    ``terminal_multiplier`` is the last λ.
     """
     t0, c0 = time.perf_counter(), time.process_time()
     x_goal = np.asarray(x_goal, float)
@@ -46,8 +85,17 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
         raise ValueError(f"x_goal has shape {x_goal.shape}, expected ({nx},)")
     if not (np.isfinite(penalty) and penalty > 0):
         raise ValueError(f"penalty must be positive and finite, got {penalty}")
-    lam, rho = np.zeros(nx), float(penalty)
-    U = np.asarray(U0, float)
+    rho, U = float(penalty), np.asarray(U0, float)
+    if multiplier is None:
+        lam = np.zeros(nx)
+    elif isinstance(multiplier, str):
+        if multiplier != "estimate":
+            raise ValueError(f"multiplier: expected None, 'estimate' or ({nx},) numbers, got {multiplier!r}")
+        lam = terminal_multiplier(vi, cost, x0, U, input_limits)
+    else:
+        lam = np.asarray(multiplier, float)
+        if lam.shape != (nx,) or not np.all(np.isfinite(lam)):
+            raise ValueError(f"multiplier: expected {nx} finite numbers, got {multiplier!r}")
     total, h_prev, hist, decs, regs, steps, kinds = 0, np.inf, [], [], [], [], []
     res, violation, reason, converged = None, np.inf, "max_iterations", False
     for outer in range(max_outer):
@@ -92,4 +140,5 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
                            wall_time=time.perf_counter() - t0, method=res.method + "+al",
                            regularization_history=regs, step_history=steps, step_kinds=kinds,
                            linearization=res.linearization, constraint_violation=violation,
-                           outer_iterations=outer + 1, compiled=res.compiled, cpu_time=time.process_time() - c0)
+                           outer_iterations=outer + 1, compiled=res.compiled, cpu_time=time.process_time() - c0,
+                           terminal_multiplier=lam + rho * (res.X[-1] - x_goal))

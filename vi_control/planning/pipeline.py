@@ -23,7 +23,7 @@ from .compiled import dlqr, tv_lqr
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .gradient import projection_gradient
-from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout
+from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout, warm_start_inputs
 from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
 
 __all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "trajectory_reference",
@@ -142,7 +142,8 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
 
 def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: LogFn = None,
               U0: np.ndarray | None = None,
-              reference: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Plan, OptimizerResult]:
+              reference: tuple[np.ndarray, np.ndarray] | None = None,
+              warm_start: Plan | None = None) -> tuple[Plan, OptimizerResult]:
     """Optimize the task from x0 (measured state; default the task's start), then TV-LQR gains along the
     optimal trajectory (seed 000 eq. 36) and the DLQR hold gain K_final about the final configuration
     with U_final its holding input (gravity compensation). Returns (Plan, OptimizerResult); the plan's
@@ -150,7 +151,10 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     task's ``initial_guess`` rule (e.g. a previous plan's, to warm-start a re-plan; shooting methods). The
     collocation methods (LG/LG2, seed 004) may end before the horizon (free final time) and raise PlanningError
     when IPOPT fails. ``reference``: (X_ref, U_ref) in place of the task's own (e.g. ``trajectory_reference``);
-    its length sets the horizon, the task the weights.
+    its length sets the horizon, the task the weights. ``warm_start``: a previous plan of the same horizon (a
+    re-plan from a nearby start): the initial inputs follow it from x0 under its gains (``warm_start_inputs``) and,
+    with a terminal constraint, the first multiplier is estimated there (``augmented.terminal_multiplier``) — the
+    re-plan then starts near its optimum instead of redoing the multiplier updates (shooting methods).
     """
     require_linearizable(vi, "plan_task")
     if abs(vi.dt - task.dt) > 1e-12:
@@ -173,6 +177,15 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         U0 = np.asarray(U0, float)
         if U0.shape != U_ref.shape:
             raise ValueError(f"U0 has shape {U0.shape}, expected {U_ref.shape} (horizon, inputs)")
+        if warm_start is not None:
+            raise ValueError("warm_start and U0: give one initial guess, not both")
+    elif warm_start is not None:
+        if task.method in COLLOCATION_METHODS:
+            raise TaskError(f"warm_start: only for the shooting methods, not optimizer.method {task.method}")
+        if warm_start.U.shape != U_ref.shape or warm_start.X.shape != X_ref.shape:
+            raise ValueError(f"warm_start: a plan with U {warm_start.U.shape} and X {warm_start.X.shape}, expected "
+                             f"{U_ref.shape} and {X_ref.shape} (the same horizon and model)")
+        U0 = warm_start_inputs(vi, x0, warm_start.X, warm_start.U, warm_start.K, limits)
     elif task.initial_guess == "auto" and task.method not in COLLOCATION_METHODS:
         # the feedback guess only if its rollout costs less than half as much (shooting methods)
         U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
@@ -194,7 +207,8 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         res = terminal_constrained_ddp(vi, cost, x0, U0, X_ref[-1], input_limits=limits,
                                        second_order=task.method == "ddp", max_iterations=task.max_iterations,
                                        tolerance=task.tolerance, regularization=task.regularization,
-                                       constraint_tolerance=task.constraint_tolerance, penalty=task.penalty, log=log)
+                                       constraint_tolerance=task.constraint_tolerance, penalty=task.penalty, log=log,
+                                       multiplier="estimate" if warm_start is not None else None)
     elif task.method == "gradient":
         res = projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
                                   tolerance=task.tolerance, log=log)
