@@ -86,3 +86,17 @@ def test_bad_warm_starts_and_multipliers_are_named(cartpole):
                        (np.full(4, np.nan), "multiplier: expected 4")):
         with pytest.raises(ValueError, match=match):
             terminal_constrained_ddp(vi, cost, x0, plan.U, cost.X_ref[-1], multiplier=bad)
+
+
+def test_a_receded_plan_continues_the_plan_then_holds_its_end(cartpole):
+    _, _, plan, _ = cartpole
+    n, s = plan.horizon, 7
+    r = plan.receded(s)
+    assert r.horizon == n and np.allclose(np.diff(r.times), plan.dt) and r.times[0] == pytest.approx(plan.times[s])
+    assert np.array_equal(r.X[: n + 1 - s], plan.X[s:]) and np.all(r.X[n + 1 - s:] == plan.X[-1])
+    assert np.array_equal(r.U[: n - s], plan.U[s:]) and np.all(r.U[n - s:] == plan.U_final)
+    assert np.array_equal(r.K[: n - s], plan.K[s:]) and np.all(r.K[n - s:] == plan.K_final)
+    assert np.array_equal(plan.receded(0).X, plan.X)
+    for bad in (-1, n, 2.0, True):
+        with pytest.raises(ValueError, match="steps: expected an integer"):
+            plan.receded(bad)

@@ -164,6 +164,21 @@ class Plan:
         """The same plan starting at time ``t0`` (a copy; times keep their spacing)."""
         return dataclasses.replace(self, times=self.times - self.times[0] + float(t0))
 
+    def receded(self, steps: int) -> Plan:
+        """The plan from step ``steps`` on, padded to the same horizon with the hold after its end (X_N, U_final,
+        K_final; the last input and gain where those are missing): a receding-horizon warm start for a re-plan
+        that starts ``steps`` steps into this one. Times start at times[steps]."""
+        n = self.horizon
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 0 <= steps < n:
+            raise ValueError(f"steps: expected an integer in [0, {n}), got {steps!r}")
+        u_hold = self.U[-1] if self.U_final is None else self.U_final
+        k_hold = self.K[-1] if self.K_final is None else self.K_final
+        return dataclasses.replace(
+            self, times=self.times[0] + (np.arange(n + 1) + steps) * self.dt,
+            X=np.concatenate([self.X[steps:], np.repeat(self.X[-1:], steps, axis=0)]),
+            U=np.concatenate([self.U[steps:], np.repeat(u_hold[None], steps, axis=0)]),
+            K=np.concatenate([self.K[steps:], np.repeat(k_hold[None], steps, axis=0)]))
+
     def save(self, path: str) -> None:
         meta = dict(dt=self.dt, model_name=self.model_name, model_hash=self.model_hash,
                     joint_names=list(self.joint_names), input_names=list(self.input_names), weights=self.weights,

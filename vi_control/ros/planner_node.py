@@ -4,7 +4,8 @@ Plans at start-up and on ``~/replan`` (the task), on ``~/goal`` (sensor_msgs/Joi
 positions) and on ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, the joint_trajectory_controller topic
 interface: the points become the reference, planning.pipeline.trajectory_reference). Publishes, both latched:
 ``~/plan`` (UInt8MultiArray, the exact plan: layout in vi_control.ros.messages) and ``~/trajectory``
-(JointTrajectory, for other tools). Only converged plans are published unless ``publish_unconverged``.
+(JointTrajectory, for other tools). Only converged plans are published unless ``publish_unconverged``. A re-plan of
+the task starts from the plan being executed, receded to the new start (``warm_start``; planning.pipeline).
 
 A plan starts at a stated time on the node's clock (``use_sim_time``: the simulator's /clock): the measured state
 at t_m is carried forward to t_start = t_m + the expected solve time (measured in the clock's units: a lockstep
@@ -81,6 +82,9 @@ PARAMETERS: dict[str, Param] = {
     "republish_period": Param(1.0, "re-publish the latest plan this often [s] (0: never): a controller that "
                                    "missed the transient-local sample of a restarted planner still gets the plan",
                               range=(0.0, 3600.0)),
+    "warm_start": Param(True, "re-plans of the task start from the plan being executed, receded to the new start "
+                              "(Plan.receded; plan_task's warm_start: its inputs under its gains, the goal "
+                              "multiplier estimated there) instead of the task's initial guess", live=True),
     "publish_unconverged": Param(False, "publish a plan whose optimizer stopped before its tolerance, marked as "
                                         "unconverged (controllers refuse it unless told otherwise); default: log "
                                         "and publish nothing", live=True),
@@ -122,6 +126,7 @@ class PlannerNode(Node):
         self.measured: tuple[float, np.ndarray] | None = None
         self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
+        self._last_source = None  # (request kind, task) that made last_plan: a warm start re-plans the same
         self.solve_times: list[float] = []  # wall time of the last few solves
         self._lock, self._worker = threading.Lock(), None
         self._latest: UInt8MultiArray | None = None
@@ -315,6 +320,20 @@ class PlannerNode(Node):
             return x
         return x
 
+    def _warm_start(self, request: Request, task, t_start: float) -> Plan | None:
+        """The executed plan receded to ``t_start`` when this is a re-plan of the task that made it (``warm_start``
+        on, same horizon, ``t_start`` inside it), else None (plan cold)."""
+        plan = self.last_plan
+        if not self.p["warm_start"] or plan is None or request.kind != "task" \
+                or self._last_source is None or self._last_source[0] != "task" or self._last_source[1] is not task \
+                or plan.horizon != task.horizon:
+            return None
+        steps = int(round((t_start - plan.times[0]) / plan.dt))
+        if not 0 <= steps < plan.horizon:
+            return None
+        self.get_logger().info(f"warm start: the executed plan from its step {steps} on")
+        return plan.receded(steps)
+
     # ---- planning ------------------------------------------------------------------------------------
     def _plan(self, wait: float, request: Request | None = None) -> None:
         """The worker's body: wait up to ``wait`` s for a measured state, plan ``request`` (default: the task),
@@ -358,7 +377,8 @@ class PlannerNode(Node):
                 start = start_state(task, vi) if x0 is None else x0
                 reference = trajectory_reference(vi, start, request.times, request.positions, request.joints)
             if request.kind != "pose":
-                plan, result = plan_task(vi, task, x0=x0, log=log.info, reference=reference)
+                warm = self._warm_start(request, task, t_start)
+                plan, result = plan_task(vi, task, x0=x0, log=log.info, reference=reference, warm_start=warm)
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             log.error(f"planning failed: {type(e).__name__}: {e}")
             return
@@ -381,6 +401,7 @@ class PlannerNode(Node):
             self.pub_plan.publish(msg)
             self._latest = msg
             self.last_plan = plan if measured is not None else None
+            self._last_source = (request.kind, task)
         except Exception as e:  # in the worker thread: report through the ROS log, not a stderr traceback
             log.error(f"publishing the plan failed: {type(e).__name__}: {e}")
             return

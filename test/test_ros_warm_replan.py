@@ -1,0 +1,66 @@
+"""The planner node re-plans the task warm (in-process through its own planning path, real rclpy): the plan being
+executed, receded to the new start, is the initial guess, and the re-plan reaches the cold plan's optimum from that
+start in fewer iterations; with ``warm_start`` off the node plans cold."""
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from vi_control.ros.launcher import domain_id_for  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+
+def _published(err: str) -> list[tuple[int, float]]:
+    """(iterations, cost) of every 'published plan' line of the planner's log."""
+    return [(int(m.group(1)), float(m.group(2))) for m in
+            re.finditer(r"published plan \d+: .*? in (\d+) iterations .*?, cost ([-0-9.e+]+)", err)]
+
+
+def test_planner_node_replans_the_task_warm_from_the_executed_plan(request, capfd):
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from vi_control.planning import plan_task, start_state
+    from vi_control.ros.launcher import set_domain
+    from vi_control.ros.planner_node import PlannerNode
+
+    domain = domain_id_for(request.node.name)
+    set_domain(domain)
+    rclpy.init(args=["--ros-args", "-p", "task:=task_cartpole_swingup", "-p", "plan_on_startup:=false",
+                     "-p", "expected_solve_time:=0.0", "-p", "republish_period:=0.0", "-r", "__ns:=/warm_replan"],
+               domain_id=domain)
+    node = None
+    try:
+        node = PlannerNode()
+        task, vi = node.task, node.vi
+        node.measured = (node._now(), start_state(task, vi))
+        node._plan(0.0)  # the worker's body, synchronously: the first plan, cold
+        first = node.last_plan
+        assert first is not None and first.converged
+        x1 = first.X[5].copy()
+        x1[0] += 0.02  # the cart 2 cm off the plan, 5 steps in
+        node.measured = (float(first.times[5]), x1)
+        node._plan(0.0)
+        second = node.last_plan
+        err = capfd.readouterr().err
+        assert "warm start: the executed plan from its step" in err
+        assert second is not first and second.converged
+        assert np.abs(second.X[-1, :2] - task.goal_q).max() < 1e-5
+        (it_first, _), (it_warm, cost_warm) = _published(err)
+        cold, res = plan_task(vi, task, x0=second.X[0])  # the same start, cold
+        assert res.converged and abs(cost_warm - res.cost) <= 1e-4 * res.cost, (cost_warm, res.cost)
+        assert it_warm < res.iterations / 2, (it_warm, res.iterations)  # measured 17 against 62
+
+        node.set_parameters([Parameter("warm_start", value=False)])
+        node.measured = (float(second.times[3]), second.X[3].copy())
+        node._plan(0.0)
+        err = capfd.readouterr().err
+        assert "warm start" not in err and len(_published(err)) == 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
