@@ -100,3 +100,31 @@ def test_a_receded_plan_continues_the_plan_then_holds_its_end(cartpole):
     for bad in (-1, n, 2.0, True):
         with pytest.raises(ValueError, match="steps: expected an integer"):
             plan.receded(bad)
+
+
+def test_a_warm_start_that_cannot_be_followed_plans_cold_and_says_so():
+    import dataclasses
+
+    task = load_task("task_pendulum_swingup")  # no input bounds: gains × 1e9 blow a step up from 0.01 rad off
+    vi = make_system(task)
+    plan, _ = plan_task(vi, task)
+    x0 = start_state(task, vi).copy()
+    x0[0] += 0.01
+    logs = []
+    _, res = plan_task(vi, task, x0=x0, warm_start=dataclasses.replace(plan, K=plan.K * 1e9), log=logs.append)
+    _, cold = plan_task(vi, task, x0=x0)
+    assert any("cannot be followed from x0" in m and "planning cold" in m for m in logs), logs
+    assert res.converged and res.iterations == cold.iterations and res.cost == pytest.approx(cold.cost, rel=1e-12)
+
+
+def test_no_multiplier_estimate_at_inputs_that_cannot_be_simulated_falls_back_to_zero():
+    from vi_control.planning.errors import PlanningError
+
+    task = load_task("task_pendulum_swingup")
+    vi = make_system(task)
+    x0, cost = _cost(task, vi)
+    logs = []
+    with pytest.raises(PlanningError, match="initial guess cannot be simulated"):  # DDP's own verdict, not the
+        terminal_constrained_ddp(vi, cost, x0, np.full((cost.N, vi.nu), 1e9), cost.X_ref[-1],  # estimate's
+                                 multiplier="estimate", log=logs.append)
+    assert any("no multiplier estimate" in m and "starting from 0" in m for m in logs), logs

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from ..integrators.base import Linearizable
+from ..integrators.base import Linearizable, StepError
 from ..linearization import linearize_trajectory
 from .compiled import compiled_stages
 from .cost import QuadraticTrackingCost
@@ -91,7 +91,12 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
     elif isinstance(multiplier, str):
         if multiplier != "estimate":
             raise ValueError(f"multiplier: expected None, 'estimate' or ({nx},) numbers, got {multiplier!r}")
-        lam = terminal_multiplier(vi, cost, x0, U, input_limits)
+        try:
+            lam = terminal_multiplier(vi, cost, x0, U, input_limits)
+        except (ValueError, StepError, np.linalg.LinAlgError) as e:  # a warm start that is no help: start at 0
+            lam = np.zeros(nx)
+            if log is not None:
+                log(f"[al] no multiplier estimate at the initial inputs ({e}); starting from 0")
     else:
         lam = np.asarray(multiplier, float)
         if lam.shape != (nx,) or not np.all(np.isfinite(lam)):

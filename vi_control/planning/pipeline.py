@@ -173,19 +173,23 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     Q, R, Qf = W["weights", "Q"], W["weights", "R"], W["weights", "Qf"]
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)
-    if U0 is not None:
-        U0 = np.asarray(U0, float)
-        if U0.shape != U_ref.shape:
-            raise ValueError(f"U0 has shape {U0.shape}, expected {U_ref.shape} (horizon, inputs)")
-        if warm_start is not None:
+    if warm_start is not None:
+        if U0 is not None:
             raise ValueError("warm_start and U0: give one initial guess, not both")
-    elif warm_start is not None:
         if task.method in COLLOCATION_METHODS:
             raise TaskError(f"warm_start: only for the shooting methods, not optimizer.method {task.method}")
         if warm_start.U.shape != U_ref.shape or warm_start.X.shape != X_ref.shape:
             raise ValueError(f"warm_start: a plan with U {warm_start.U.shape} and X {warm_start.X.shape}, expected "
                              f"{U_ref.shape} and {X_ref.shape} (the same horizon and model)")
         U0 = warm_start_inputs(vi, x0, warm_start.X, warm_start.U, warm_start.K, limits)
+        if U0 is None:
+            warm_start = None
+            if log is not None:
+                log("warm start: the previous plan cannot be followed from x0 (a step failed); planning cold")
+    if U0 is not None:
+        U0 = np.asarray(U0, float)
+        if U0.shape != U_ref.shape:
+            raise ValueError(f"U0 has shape {U0.shape}, expected {U_ref.shape} (horizon, inputs)")
     elif task.initial_guess == "auto" and task.method not in COLLOCATION_METHODS:
         # the feedback guess only if its rollout costs less than half as much (shooting methods)
         U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
