@@ -123,6 +123,11 @@ def table(out: dict, sigma: float) -> str:
                       for i in range(len(rows[labels[0]]))]
             lines.append(f"| {name} | spread between {what} per seed | — | max {max(spread)}, median "
                          f"{np.median(spread):g}, > 6 on {sum(d > 6 for d in spread)} of {len(spread)} | — |")
+            # the same optimum? (cost of the seed's runs, relative; two nearby optima of the acrobot differ 3e-4)
+            rel = [(max(rows[v][i][4] for v in labels) - min(rows[v][i][4] for v in labels))
+                   / abs(min(rows[v][i][4] for v in labels)) for i in range(len(rows[labels[0]]))]
+            lines.append(f"| {name} | cost difference between {what} per seed (relative) | — | max {max(rel):.1e}, "
+                         f"> 1e-4 (another optimum) on {sum(d > 1e-4 for d in rel)} of {len(rel)} | — |")
     return "\n".join(lines)
 
 

@@ -2,7 +2,8 @@
 
 Chord Newton with the compiled driver, exact Newton, and (slow run) the CasADi VM solve the same DEL equation to
 round-off; the planner must reach the goal from every guess with all of them, in iteration counts a few apart.
-What made it fragile before, and how each cause was fixed, is in docs/performance_planner.md.
+What made it fragile before, and how each cause was fixed, is in docs/performance_planner.md (for the acrobot:
+continuation in the running state weight, planning.continuation).
 """
 
 import numpy as np
@@ -15,18 +16,18 @@ def bench():
     return load_benchmark("bench_convergence")
 
 
-def _check(out: dict, max_spread: int, share: float = 1.0) -> None:
-    """Every plan converged at the goal, and every run of a seed at the same optimum (cost within 1e-4 relative;
-    measured over 120 seeds × 4 runs: 7e-6 at most, the solution's precision); the variants' iteration counts
-    within ``max_spread`` of each other on at least ``share`` of the seeds (round-off between the variants steers a
-    run onto a longer path on the acrobot — measured: 27 apart on one seed of 20; the cause is in
-    docs/performance_planner.md — but not to another optimum)."""
+def _check(out: dict, max_spread: int, share: float = 1.0, optima: float = 1e-4) -> None:
+    """Every plan converged at the goal, every run of a seed at costs within ``optima`` (relative) of each other
+    (the same optimum to 1e-4: measured over 120 seeds 7e-6 at most, the solution's precision; the acrobot has two
+    nearby optima, J 137.043 and 136.997, 3.3e-4 apart, and its runs may end at either), and the variants'
+    iteration counts within ``max_spread`` of each other on at least ``share`` of the seeds (measured on the
+    acrobot over 120 seeds: ≤ 6 with the task's continuation, up to 54 without; docs/performance_planner.md)."""
     for name, rows in out.items():
         for variant, r in rows.items():
             assert all(conv and at_goal for _, _, conv, at_goal, _, _ in r), (name, variant, r)
         for i in range(len(next(iter(rows.values())))):
             costs = [r[i][4] for r in rows.values()]
-            assert max(costs) - min(costs) <= 1e-4 * min(costs), (name, i, costs)
+            assert max(costs) - min(costs) <= optima * min(costs), (name, i, costs)
         variants = list(rows)
         spreads = [max(rows[v][i][1] for v in variants) - min(rows[v][i][1] for v in variants)
                    for i in range(len(rows[variants[0]]))]
@@ -36,10 +37,12 @@ def _check(out: dict, max_spread: int, share: float = 1.0) -> None:
 
 def test_swingups_converge_from_perturbed_guesses_with_chord_and_exact_newton(bench):
     out = bench.run(tasks=("cartpole_swingup",), seeds=3, variants=("chord", "exact"), log=lambda s: None)
-    out |= bench.run(tasks=("acrobot_swingup",), seeds=1, variants=("chord", "exact"), log=lambda s: None)
-    _check(out, max_spread=8)
-    text = bench.table(out, 2.0)  # the benchmark's table from the same rows
-    assert "| acrobot_swingup | chord | 1/1 |" in text and "| cartpole_swingup | exact | 3/3 |" in text
+    _check(out, max_spread=6)
+    acrobot = bench.run(tasks=("acrobot_swingup",), seeds=4, variants=("chord", "exact"), log=lambda s: None)
+    _check(acrobot, max_spread=6, optima=5e-4)
+    text = bench.table(out | acrobot, 2.0)  # the benchmark's table from the same rows
+    assert "| acrobot_swingup | chord | 4/4 |" in text and "| cartpole_swingup | exact | 3/3 |" in text
+    assert "| acrobot_swingup | cost difference between variants per seed (relative) |" in text
 
 
 def test_ulp_replays_of_the_chord_plan_reach_the_goal(bench):
@@ -57,11 +60,12 @@ def test_ulp_replays_of_the_chord_plan_reach_the_goal(bench):
 @pytest.mark.slow
 def test_twenty_perturbed_guesses_each_with_every_newton_variant(bench):
     """The issue's figure: 20/20 for every variant, VM included (minutes: benchmarks/bench_convergence.py)."""
-    _check(bench.run(seeds=20, log=lambda s: None), max_spread=8, share=0.8)
+    _check(bench.run(seeds=20, log=lambda s: None), max_spread=6, optima=5e-4)
 
 
 def test_one_ddp_iteration_amplifies_input_differences_far_more_on_the_acrobot(bench):
-    """Why the acrobot's iteration count depends on round-off and the cart-pole's hardly does (the benchmark's
+    """Why the acrobot's iteration count depended on round-off without the task's continuation stages and the
+    cart-pole's hardly does (the benchmark's
     --gains): one DDP iteration of the first augmented-Lagrangian subproblem maps an input difference of 1e-9 to
     a difference ~100× larger on the acrobot (a chaotic double pendulum shot over 160 steps) and ~2× on the
     cart-pole (measured medians over seeds 0–1, 12 iterations: 110 and 2.2; over seeds 0–9, 20 iterations: 161

@@ -20,6 +20,7 @@ from ..linearization import linearize_trajectory
 from ..model.limits import MAX_CONFIGURATION
 from .augmented import terminal_constrained_ddp
 from .compiled import dlqr, tv_lqr
+from .continuation import StageSolver, weight_continuation
 from .cost import QuadraticTrackingCost
 from .ddp import ddp
 from .gradient import projection_gradient
@@ -140,6 +141,27 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
     return np.zeros_like(U_ref)  # "zero"
 
 
+def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None,
+                     log: LogFn) -> StageSolver:
+    """The task's shooting method as solve(cost, U0, max_iterations, warm): the augmented Lagrangian around DDP with
+    a terminal constraint (``warm``: its first multiplier estimated at U0), else DDP, iLQR or the projection method."""
+    def solve(cost: QuadraticTrackingCost, U0: np.ndarray, max_iterations: int, warm: bool) -> OptimizerResult:
+        if task.terminal_constraint:  # the reference's final state as an equality constraint (augmented.py)
+            return terminal_constrained_ddp(vi, cost, x0, U0, x_goal, input_limits=limits,
+                                            second_order=task.method == "ddp", max_iterations=max_iterations,
+                                            tolerance=task.tolerance, regularization=task.regularization,
+                                            constraint_tolerance=task.constraint_tolerance, penalty=task.penalty,
+                                            log=log, multiplier="estimate" if warm else None)
+        if task.method == "gradient":
+            return projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=max_iterations,
+                                       tolerance=task.tolerance, log=log)
+        return ddp(vi, cost, x0, U0, input_limits=limits, second_order=task.method == "ddp",
+                   max_iterations=max_iterations, tolerance=task.tolerance, regularization=task.regularization,
+                   log=log)
+
+    return solve
+
+
 def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: LogFn = None,
               U0: np.ndarray | None = None,
               reference: tuple[np.ndarray, np.ndarray] | None = None,
@@ -205,21 +227,15 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         from .collocation.planner import collocate_task
 
         res, _ = collocate_task(vi, task, x0, limits, (Q, R, Qf), log=log)
-    elif task.terminal_constraint:  # the reference's final state as an equality constraint (augmented.py)
-        if task.method == "gradient":
-            raise TaskError("optimizer.terminal_constraint: needs method ddp or ilqr")
-        res = terminal_constrained_ddp(vi, cost, x0, U0, X_ref[-1], input_limits=limits,
-                                       second_order=task.method == "ddp", max_iterations=task.max_iterations,
-                                       tolerance=task.tolerance, regularization=task.regularization,
-                                       constraint_tolerance=task.constraint_tolerance, penalty=task.penalty, log=log,
-                                       multiplier="estimate" if warm_start is not None else None)
-    elif task.method == "gradient":
-        res = projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=task.max_iterations,
-                                  tolerance=task.tolerance, log=log)
     else:
-        res = ddp(vi, cost, x0, U0, input_limits=limits, second_order=task.method == "ddp",
-                  max_iterations=task.max_iterations, tolerance=task.tolerance,
-                  regularization=task.regularization, log=log)
+        if task.terminal_constraint and task.method == "gradient":
+            raise TaskError("optimizer.terminal_constraint: needs method ddp or ilqr")
+        solve = _shooting_solver(vi, task, x0, X_ref[-1], limits, log)
+        if task.continuation and warm_start is None:  # a cold start of a chaotic task (planning.continuation)
+            res = weight_continuation(solve, cost, U0, task.continuation["Q_scale"], task.continuation["iterations"],
+                                      task.max_iterations, log=log)
+        else:
+            res = solve(cost, U0, task.max_iterations, warm_start is not None)
     if log is not None:
         log(f"[{res.method}] {res}")
     if res.linearization is not None:  # the optimizer's last A_k, B_k are at the returned trajectory

@@ -159,6 +159,7 @@ class Task:
     initial_guess: str = "reference"
     base_dir: str | None = None
     collocation: dict = field(default_factory=dict)  # validated options (planning.collocation.planner)
+    continuation: dict = field(default_factory=dict)  # {"Q_scale": (s₁, …), "iterations": n} (planning.continuation)
     # weight(): matrices already resolved, keyed by the raw values they came from (a plan asks for 8 of them)
     _resolved: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -272,7 +273,8 @@ def load_task(source: str | dict) -> Task:
         if k not in weights:
             raise TaskError(f"weights.{k}: missing")
     opt = _mapping(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
-                                                     "terminal_constraint", "constraint_tolerance", "penalty"})
+                                                     "terminal_constraint", "constraint_tolerance", "penalty",
+                                                     "continuation"})
     terminal = opt.get("terminal_constraint", False)
     if not isinstance(terminal, bool):
         raise TaskError(f"optimizer.terminal_constraint: expected true or false, got {terminal!r}")
@@ -314,7 +316,27 @@ def load_task(source: str | dict) -> Task:
         constraint_tolerance=_positive(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
         penalty=_positive(opt.get("penalty", 1e4), "optimizer.penalty"),
         lqr=_mapping(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=_mapping(d.get("hold"), "hold", {"Q", "R"}),
-        initial_guess=guess, base_dir=base_dir, collocation=colloc)
+        initial_guess=guess, base_dir=base_dir, collocation=colloc,
+        continuation=_continuation_options(opt.get("continuation"), method, max_it))
+
+
+def _continuation_options(c, method: str, max_iterations: int) -> dict:
+    """``optimizer.continuation`` validated (keys named in errors); {} when absent."""
+    if c is None:
+        return {}
+    c = _mapping(c, "optimizer.continuation", {"Q_scale", "iterations"})
+    if method not in ("ddp", "ilqr"):
+        raise TaskError(f"optimizer.continuation: only for optimizer.method ddp or ilqr, not {method!r}")
+    if "Q_scale" not in c:
+        raise TaskError("optimizer.continuation.Q_scale: missing (the running state weight's scale per stage)")
+    scales = parse_vector(c["Q_scale"], "optimizer.continuation.Q_scale", bound=MAX_COEFFICIENT)
+    if not scales.size or np.any(scales <= 0):
+        raise TaskError(f"optimizer.continuation.Q_scale: expected positive numbers, got {c['Q_scale']!r}")
+    n = _integer(c.get("iterations", 20), "optimizer.continuation.iterations", 1, MAX_ITERATIONS)
+    if scales.size * n >= max_iterations:
+        raise TaskError(f"optimizer.continuation: {scales.size} stages × {n} iterations leave none of "
+                        f"optimizer.max_iterations = {max_iterations} for the task itself")
+    return {"Q_scale": tuple(float(s) for s in scales), "iterations": n}
 
 
 def _collocation_options(d: dict, method: str) -> dict:
