@@ -15,6 +15,7 @@ Schema (every key is checked; errors name the key) — see docs/planner.md for t
     input_limits: model              # model (default) | none | list of |u| bounds
     optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6, regularization: 1.0e-6}
                                      # method: ddp | ilqr | gradient | collocation_lg | collocation_lg2
+                                     # continuation: {Q_scale: [30, 5], iterations: 20} (planning.continuation)
     collocation: {nodes: 20, final_time: free}   # collocation methods only (planning.collocation.planner)
     lqr: {Q: .., R: .., Qf: ..}      # TV-LQR weights (default: the cost weights)
     hold: {Q: .., R: ..}             # infinite-horizon DLQR about the final state (default: lqr)
