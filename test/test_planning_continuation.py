@@ -49,7 +49,7 @@ def test_the_same_inputs_planned_by_chord_and_exact_newton_take_nearly_the_same_
         assert res.converged
         counts[newton] = (res.iterations, res.cost)
     (n1, J1), (n2, J2) = counts.values()
-    assert abs(n1 - n2) <= 6 and abs(J1 - J2) <= 5e-4 * J1, counts
+    assert abs(n1 - n2) <= 10 and abs(J1 - J2) <= 5e-4 * J1, counts  # measured 4 (margin: other round-off)
 
 
 def test_continuation_options_are_validated_naming_the_key():

@@ -39,7 +39,10 @@ def test_swingups_converge_from_perturbed_guesses_with_chord_and_exact_newton(be
     out = bench.run(tasks=("cartpole_swingup",), seeds=3, variants=("chord", "exact"), log=lambda s: None)
     _check(out, max_spread=6)
     acrobot = bench.run(tasks=("acrobot_swingup",), seeds=4, variants=("chord", "exact"), log=lambda s: None)
-    _check(acrobot, max_spread=6, optima=5e-4)
+    # measured 5, 3, 3, 5 apart; another machine's round-off moves a count by > 6 on ~4 % of seeds (the --ulp
+    # replays: 5 of 120, max 13), so a margin rather than the last iteration
+    _check(acrobot, max_spread=6, share=0.75, optima=5e-4)
+    _check(acrobot, max_spread=15, optima=5e-4)
     text = bench.table(out | acrobot, 2.0)  # the benchmark's table from the same rows
     assert "| acrobot_swingup | chord | 4/4 |" in text and "| cartpole_swingup | exact | 3/3 |" in text
     assert "| acrobot_swingup | cost difference between variants per seed (relative) |" in text
@@ -60,7 +63,9 @@ def test_ulp_replays_of_the_chord_plan_reach_the_goal(bench):
 @pytest.mark.slow
 def test_twenty_perturbed_guesses_each_with_every_newton_variant(bench):
     """The issue's figure: 20/20 for every variant, VM included (minutes: benchmarks/bench_convergence.py)."""
-    _check(bench.run(seeds=20, log=lambda s: None), max_spread=6, optima=5e-4)
+    out = bench.run(seeds=20, log=lambda s: None)  # measured: ≤ 6 apart on all 20 seeds of both tasks
+    _check(out, max_spread=6, share=0.9, optima=5e-4)
+    _check(out, max_spread=15, optima=5e-4)
 
 
 def test_one_ddp_iteration_amplifies_input_differences_far_more_on_the_acrobot(bench):
