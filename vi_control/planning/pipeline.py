@@ -176,7 +176,8 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     its length sets the horizon, the task the weights. ``warm_start``: a previous plan of the same horizon (a
     re-plan from a nearby start): the initial inputs follow it from x0 under its gains (``warm_start_inputs``) and,
     with a terminal constraint, the first multiplier is estimated there (``augmented.terminal_multiplier``) — the
-    re-plan then starts near its optimum instead of redoing the multiplier updates (shooting methods).
+    re-plan then starts near its optimum instead of redoing the multiplier updates (shooting methods). A task with
+    ``optimizer.continuation`` solves a cold start through its heavier-weighted stages first (planning.continuation).
     """
     require_linearizable(vi, "plan_task")
     if abs(vi.dt - task.dt) > 1e-12:
