@@ -80,7 +80,7 @@ def _check_start_up(order, rec, procs) -> None:
     plan = rec.plan()[1]
     t_end = plan.times[-1] + 0.5
     assert rec.wait_for(lambda: rec.states and rec.states[-1][1] >= t_end, 120.0), \
-        f"{order}\n{ctrl.log()[-2000:]}\n{sim.log()[-2000:]}"
+        f"{order}\n{ctrl.report()}\n{sim.report()}\n{planner.report()}"
     assert plan.times[0] == 0.0, order  # planned from the unmoved start
     assert "planning from the measured state at t=0" in planner.log(), order
     assert handover.entries(ctrl.log())[0][1] == 0, order

@@ -103,3 +103,18 @@ def test_a_burst_of_bad_commands_is_not_a_log_flood(ros, burst):
     bound = 2 + int(elapsed / 2.0)  # throttle period 2 s, per kind
     assert all(1 <= len(v) <= bound for v in kinds.values()), (elapsed, lines)
     assert sim.alive
+
+
+def test_a_crashed_node_is_reported_with_its_fatal_error(ros):
+    """NodeProcess.report (what a failed ROS test prints): a node killed by SIGSEGV shows its exit code and the
+    fatal-error section faulthandler wrote (the EventsExecutor enables it), not only the log's last lines."""
+    import signal as sig
+
+    sim = ros.start("simulator_node", model="pendulum")
+    assert sim.wait_for_log("mode=", DISCOVERY), sim.log()
+    assert "(running)" in sim.report()
+    sim.signal(sig.SIGSEGV)
+    sim.proc.wait(10.0)
+    text = sim.report()
+    assert f"exited with {-sig.SIGSEGV}" in text, text
+    assert "Fatal Python error: Segmentation fault" in text and "most recent call first" in text, text

@@ -76,6 +76,15 @@ class NodeProcess:
             self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def report(self, chars: int = 2000) -> str:
+        """For a failed check's message: whether the process still runs (else its exit code) and its log's tail —
+        from a fatal error's first line when there is one (faulthandler writes the crashing thread first)."""
+        text = self.log()
+        i = text.find("Fatal Python error")
+        tail = text[i: i + 2 * chars] if i >= 0 else text[-chars:]
+        state = "running" if self.alive else f"exited with {self.proc.returncode}"
+        return f"--- {self.name} ({state})\n{tail}"
+
     def wait_for_log(self, text: str, timeout: float) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
