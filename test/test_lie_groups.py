@@ -188,3 +188,12 @@ def test_quaternions_round_trip_and_refuse_non_unit(rng):
         rotation_from_quaternion([0.0, 0.0, 0.0, 2.0])
     with pytest.raises(ValueError, match="4 finite"):
         rotation_from_quaternion([0.0, np.nan, 0.0, 1.0])
+
+
+def test_groups_keeps_its_public_names_after_the_so3_maps_split():
+    """The SO(3) closed forms live in ``so3_maps``; ``groups`` re-exports them as the same objects (one
+    ``RetractionDomainError`` class, so ``except`` clauses written against either module catch both)."""
+    from vi_control.mechanics import groups, so3_maps
+
+    assert [n for n in groups.__all__ if not hasattr(groups, n)] == []
+    assert [n for n in so3_maps.__all__ if getattr(groups, n) is not getattr(so3_maps, n)] == []
