@@ -27,11 +27,9 @@ import time
 import numpy as np
 
 from ..integrators.base import Linearizable, StepError
-from ..linearization import linearize_trajectory
-from .compiled import compiled_stages
 from .cost import QuadraticTrackingCost
-from .ddp import ddp
-from .shooting import LogFn, OptimizerResult, input_bounds, rollout
+from .ddp import ddp, stage_passes
+from .shooting import LogFn, OptimizerResult, input_bounds
 
 PENALTY_MAX = 1e9
 
@@ -46,20 +44,21 @@ def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.nd
         raise ValueError(f"terminal_multiplier: needs a vector state (ndx = nx), got ndx = {vi.state.ndx}, nx = {nx}")
     lo, hi = input_bounds(input_limits, vi.nu)
     U = np.asarray(U, float)
-    stages = compiled_stages(vi, len(U), lo, hi, second_order=False)  # one C call each where the step is C
-    ro = rollout(vi, x0, U, lo=lo, hi=hi) if stages is None else stages.rollout(np.asarray(x0, float), U)
+    stages = stage_passes(vi, len(U), lo, hi, second_order=False)
+    ro = stages.rollout(np.asarray(x0, float), U)
     if ro is None:
         raise ValueError("terminal_multiplier: the inputs cannot be simulated")
     X, Ua = ro[0], ro[1]
-    lin = linearize_trajectory(vi, X, Ua) if stages is None else stages.linearize(*ro)
+    lins = stages.linearization(stages.linearize(*ro))
     lx, lu = cost.calc_diff_all(X, Ua)
     p, S = cost.calc_diff_terminal(X[-1])[0], np.eye(nx)  # adjoint of J, and ∂x_N/∂x_k
     g, G = np.zeros_like(Ua), np.zeros((len(Ua), nx, vi.nu))
     for k in range(len(Ua) - 1, -1, -1):
-        g[k] = lu[k] + lin.B[k].T @ p
-        G[k] = S @ lin.B[k]
-        p = lx[k] + lin.A[k].T @ p
-        S = S @ lin.A[k]
+        lin = lins[k]
+        g[k] = lu[k] + lin.B.T @ p
+        G[k] = S @ lin.B
+        p = lx[k] + lin.A.T @ p
+        S = S @ lin.A
     free = (Ua > lo + 1e-9) & (Ua < hi - 1e-9)  # an input at its bound need not be stationary
     Gf = G.transpose(1, 0, 2)[:, free]  # (nx, free inputs)
     return -np.linalg.lstsq(Gf.T, g[free], rcond=None)[0]

@@ -180,6 +180,12 @@ class _NumpyStages:
         return lins
 
 
+def stage_passes(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray, second_order: bool = True):
+    """The stage passes (``rollout``, ``linearize``, ``backward``, ``linearization``) over N stages: in C where the
+    system offers a compiled step (``compiled.CompiledStages``), else per stage in Python (``_NumpyStages``)."""
+    return compiled_stages(vi, N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
+
+
 _REASONS = ("max_iterations", "converged", "regularization exceeded its maximum in the backward pass",
             "line search failed at maximum regularization")
 
@@ -215,8 +221,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
     t0, c0 = time.perf_counter(), time.process_time()
     lo, hi = input_bounds(input_limits, vi.nu)
-    # The stage work in C where the system offers a compiled step (planning.compiled), else per stage in Python.
-    stages = compiled_stages(vi, cost.N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
+    stages = stage_passes(vi, cost.N, lo, hi, second_order)
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
     if stages.compiled and metric is None and type(cost) is QuadraticTrackingCost:  # the whole loop in C
         run = stages.iterate(cost, X, U, results, regularization, tolerance, max_iterations, second_order)

@@ -22,9 +22,9 @@ from .augmented import terminal_constrained_ddp
 from .compiled import dlqr, tv_lqr
 from .continuation import StageSolver, weight_continuation
 from .cost import QuadraticTrackingCost
-from .ddp import ddp
+from .ddp import ddp, stage_passes
 from .gradient import projection_gradient
-from .shooting import LogFn, OptimizerResult, feedback_initial_guess, rollout, warm_start_inputs
+from .shooting import LogFn, OptimizerResult, feedback_initial_guess, input_bounds, rollout
 from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
 
 __all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "trajectory_reference",
@@ -139,6 +139,20 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
     if task.initial_guess == "hold_start":
         return np.tile(holding_input(vi, x0[: vi.nq])[0], (len(U_ref), 1))
     return np.zeros_like(U_ref)  # "zero"
+
+
+def warm_start_inputs(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: np.ndarray, K: np.ndarray,
+                      input_limits: np.ndarray | None = None) -> np.ndarray | None:
+    """Inputs (N, nu) of a previous plan (X (N+1, nx), U (N, nu), K (N, nu, ndx), the controller's convention
+    u = U_k + K_k (X_k ⊖ x)) followed from another start x0 under its own TV-LQR gains: the warm start of a re-plan.
+    Open loop, a swing-up's inputs from a start 0.01 rad away end far from the goal (the acrobot's rollout amplifies
+    a difference 1e3×); tracking the old plan keeps the guess near it. None if a step fails (plan cold then)."""
+    lo, hi = input_bounds(input_limits, vi.nu)
+    U = np.asarray(U, float)
+    # the stage passes' rollout takes DDP's gain convention, u = U + K (x − X)
+    ro = stage_passes(vi, len(U), lo, hi, second_order=False).rollout(np.asarray(x0, float), U, X,
+                                                                      -np.asarray(K, float))
+    return None if ro is None else np.array(ro[1])
 
 
 def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None,

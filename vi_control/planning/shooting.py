@@ -195,17 +195,3 @@ def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, 
     ro = rollout(vi, x0, U_ref, lo=lo, hi=hi, X_nom=X_ref, K=-K)  # rollout's convention: u = U + K (x − X)
     return U_ref.copy() if ro is None else ro[1]
 
-
-def warm_start_inputs(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: np.ndarray, K: np.ndarray,
-                      input_limits: np.ndarray | None = None) -> np.ndarray | None:
-    """Inputs (N, nu) of a previous plan (X (N+1, nx), U (N, nu), K (N, nu, ndx), the controller's convention
-    u = U_k + K_k (X_k ⊖ x)) followed from another start x0 under its own TV-LQR gains: the warm start of a re-plan.
-    Open loop, a swing-up's inputs from a start 0.01 rad away end far from the goal (the acrobot's rollout amplifies
-    a difference 1e3×); tracking the old plan keeps the guess near it. None if a step fails (plan cold then)."""
-    from .compiled import compiled_stages  # (compiled imports this module)
-
-    lo, hi = input_bounds(input_limits, vi.nu)
-    U, x0, K = np.asarray(U, float), np.asarray(x0, float), -np.asarray(K, float)
-    stages = compiled_stages(vi, len(U), lo, hi, second_order=False)
-    ro = rollout(vi, x0, U, lo=lo, hi=hi, X_nom=X, K=K) if stages is None else stages.rollout(x0, U, X, K)
-    return None if ro is None else np.array(ro[1])

@@ -126,7 +126,7 @@ class PlannerNode(Node):
         self.measured: tuple[float, np.ndarray] | None = None
         self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
-        self._last_source = None  # (request kind, task) that made last_plan: a warm start re-plans the same
+        self._warm_task = None  # the task last_plan planned (None after a goal or trajectory request)
         self.solve_times: list[float] = []  # wall time of the last few solves
         self._lock, self._worker = threading.Lock(), None
         self._latest: UInt8MultiArray | None = None
@@ -324,8 +324,7 @@ class PlannerNode(Node):
         """The executed plan receded to ``t_start`` when this is a re-plan of the task that made it (``warm_start``
         on, same horizon, ``t_start`` inside it), else None (plan cold)."""
         plan = self.last_plan
-        if not self.p["warm_start"] or plan is None or request.kind != "task" \
-                or self._last_source is None or self._last_source[0] != "task" or self._last_source[1] is not task \
+        if not self.p["warm_start"] or plan is None or request.kind != "task" or self._warm_task is not task \
                 or plan.horizon != task.horizon:
             return None
         steps = int(round((t_start - plan.times[0]) / plan.dt))
@@ -401,7 +400,7 @@ class PlannerNode(Node):
             self.pub_plan.publish(msg)
             self._latest = msg
             self.last_plan = plan if measured is not None else None
-            self._last_source = (request.kind, task)
+            self._warm_task = task if request.kind == "task" else None
         except Exception as e:  # in the worker thread: report through the ROS log, not a stderr traceback
             log.error(f"publishing the plan failed: {type(e).__name__}: {e}")
             return
