@@ -52,15 +52,29 @@ def test_both_methods_find_the_same_periodic_gait(gait, gaits):
             np.testing.assert_allclose(sol.Q[0], back @ (fl.S @ qF)[2:], atol=1e-8)
             np.testing.assert_allclose(sol.V[0], back @ (fl.S @ v_plus)[2:], atol=1e-7)
             assert min(float(gait.foot("right", q)[1]) for q in sol.Q[1:-1]) >= -1e-7
+            assert sol.q(sol.t_colloc)[:, list(gait.knees)].min() >= -1e-7  # no knee hyperextends
         assert gaits["lg", N].objective == pytest.approx(gaits["lg2", N].objective, rel=1e-3)
+    # one gait at every N: J = 261.557 to 1e-4 between N = 8 and 16 (geometric convergence of both methods)
+    assert gaits["lg2", 8].objective == pytest.approx(gaits["lg2", 16].objective, rel=1e-4)
+
+
+def test_without_the_knee_limit_the_simple_guess_reaches_a_costlier_hyperextended_gait(gait, gaits):
+    """With only the URDF's knee limits (0.5 rad of hyperextension allowed) the straight-line guess at N = 12 lands on
+    a gait whose swing knee hyperextends by ~0.43 rad and which costs ~8 % more than the knee-limited gait every N
+    reaches: why the gait bounds the knees (Kelly 2017's path constraint), and why earlier sweeps mixed optima."""
+    free = PinnedBipedGait(load_bundled("biped5_pinned"), floating=gait.floating, knee_limit=None)
+    sol = free.solve("lg2", 12)
+    assert sol.q(np.linspace(0.0, sol.tf, 200))[:, gait.knees[1]].min() < -0.3
+    assert sol.objective > 1.05 * gaits["lg2", 16].objective
 
 
 def test_lg2_error_over_the_absolute_link_angles(gait, gaits):
-    """E^[2] summed over the five absolute angles (seed 004 eq. 19, all in rad). Measured LG/LG2: 3.2× at N = 8,
-    12.3× at N = 16 (the paper reports ~10× from N = 8 on; docs/collocation.md). LG2's ε^[2] vanishes at its
-    Gauss points in these coordinates too (ε_θ = A ε_q)."""
+    """E^[2] summed over the five absolute angles (seed 004 eq. 19, all in rad). Measured LG/LG2 on the one
+    knee-limited gait: 3.2× at N = 8, 1.45× at N = 16 — both errors fall geometrically, LG's a little slower at small
+    N (the paper reports ~10× from N = 8 on; not reproduced, docs/collocation.md). LG2's ε^[2] vanishes at its Gauss
+    points in these coordinates too (ε_θ = A ε_q)."""
     E = {k: dynamic_errors(s, gait.dynamics, subintervals=200, coordinates=ABSOLUTE).E2 for k, s in gaits.items()}
-    assert E["lg", 8] > 2.0 * E["lg2", 8] and E["lg", 16] > 8.0 * E["lg2", 16], E
+    assert E["lg", 8] > 2.0 * E["lg2", 8] and E["lg", 16] > 1.2 * E["lg2", 16], E
     sol = gaits["lg2", 8]
     t = sol.t_colloc
     g = gait.dynamics.acceleration(sol.q(t), sol.q(t, 1), sol.u(t))

@@ -6,7 +6,8 @@ left_hip, left_knee, right_hip, right_knee), the stance (left) foot pinned at th
 passive ankle, |u| ≤ 100 N·m on hips and knees. A step lasts T; the swing (right) foot lands at (D, 0) with a
 plastic impact (Hurmuzlu–Marghitu: M(q̇⁺ − q̇⁻) = J_swᵀΛ, J_sw q̇⁺ = 0, the trailing foot lifts off), and the legs
 are relabelled: q⁺ = S q + (−D, 0, …), q̇⁺ ← S q̇⁺ with S swapping left and right joints, so one step is the period.
-Cost ∫uᵀu dt (eq. 24); path constraint: the swing foot stays above the ground.
+Cost ∫uᵀu dt (eq. 24); path constraints: the swing foot stays above the ground, and neither knee hyperextends
+(Kelly 2017's knee-joint limit; without it the simple guess reaches hyperextended-swing-knee gaits at some N).
 """
 
 from __future__ import annotations
@@ -50,13 +51,17 @@ class GaitCycle:
 
 @dataclass
 class BipedGait:
-    """The gait problem of one robot: step length D [m], step time T [s], input bound [N·m]."""
+    """The gait problem of one robot: step length D [m], step time T [s], input bound [N·m]; ``knee_limit`` [rad]
+    the smallest knee angle along the step (0: the knees may bend but not hyperextend, as in Kelly 2017's biped and
+    RABBIT; None: only the URDF's limits, which allow 0.5 rad of hyperextension)."""
 
     robot: RobotModel
     step_length: float = 0.5
     step_time: float = 0.8
     input_limit: float = 100.0
     leg_length: float = 0.8
+    knee_limit: float | None = 0.0
+    knees: tuple[int, int] = (4, 6)  # q indices of the stance and swing knee (bent > 0)
 
     def __post_init__(self) -> None:
         if self.robot.joint_names != ["base_x", "base_z", "base_pitch", "left_hip", "left_knee", "right_hip",
@@ -95,12 +100,16 @@ class BipedGait:
     def _clearance(self, q, v, u):
         return self.foot("right", q)[1], 0.0, np.inf
 
+    def _no_hyperextension(self, q, v, u):
+        return ca.vertcat(*(q[i] for i in self.knees)), self.knee_limit, np.inf
+
     def problem(self, method: str, nodes: int, intervals: int = 1, **options) -> CollocationProblem:
         """The periodic gait as a CollocationProblem (all boundary values free: the impact map ties them)."""
         return CollocationProblem(
             self.dynamics, method=method, nodes=nodes, intervals=intervals, cost="effort", fix_q0=False,
             fix_v0=False, fix_qf=False, fix_vf=False, input_limits=np.full(4, self.input_limit),
-            path_constraints=(self._clearance,), boundary_constraints=(self._periodic,), consistent_start=False,
+            path_constraints=(self._clearance,) + (() if self.knee_limit is None else (self._no_hyperextension,)),
+            boundary_constraints=(self._periodic,), consistent_start=False,
             **options)
 
     @cached_property

@@ -37,12 +37,13 @@ ABSOLUTE = np.array([[1, 0, 0, 0, 0], [1, -1, 0, 0, 0], [1, -1, -1, 0, 0], [1, -
 
 @dataclass
 class PinnedBipedGait(BipedGait):
-    """``BipedGait``'s collocation problem (same step, cost, clearance, impact) on ``biped5_pinned``.
+    """``BipedGait``'s collocation problem (same step, cost, clearance, knee limit, impact) on ``biped5_pinned``.
 
     Collocation only: the VI replay runs on the floating-base model (``floating``), where the impact re-anchors.
     """
 
     floating: BipedGait | None = field(default=None, repr=False)
+    knees: tuple[int, int] = (1, 4)
 
     def __post_init__(self) -> None:
         if self.robot.joint_names != PINNED_JOINTS or self.robot.n_constraints:
@@ -51,7 +52,7 @@ class PinnedBipedGait(BipedGait):
         if self.floating is None:
             self.floating = BipedGait(load_bundled("biped5_stance"), step_length=self.step_length,
                                       step_time=self.step_time, input_limit=self.input_limit,
-                                      leg_length=self.leg_length)
+                                      leg_length=self.leg_length, knee_limit=self.knee_limit)
 
     def foot(self, side: str, q):
         """(x, z) of the swing ("right") or stance ("left", at the origin) foot."""
