@@ -1,0 +1,104 @@
+"""The per-step conditions of DMOC (seed 002 §5, eqs. 26–31) as one compiled CasADi function, and the sparsity
+structure of the Newton system they assemble into (``planning.dmoc``'s solver fills it every iteration)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import casadi as ca
+import numpy as np
+
+from ..mechanics.codegen import FunctionSet
+from ..mechanics.euler_poincare import momenta
+from ..mechanics.groups import Retraction, get_group
+
+
+# ---- the per-step conditions (symbolic, compiled once per structure) ------------------------------------------
+def _constraint_size(n: int, r: int, inputs: str) -> int:
+    return 2 * r if inputs == "split" else r + n
+
+
+@cache
+def _step_functions(group_name: str, kind: str, m: int, r: int, inputs: str) -> FunctionSet:
+    """For a = (ν_k, ξ_k, ν_{k+1}, λ_k): out = ((dτ⁻¹_{−hξ})ᵀ∂_ξS, (dτ⁻¹_{hξ})ᵀ∂_ξS, ∂_νS, ∂_{ν'}S, Φ), ∂out/∂a,
+    S₀ (the step's cost), u⁻, u⁺, W⁻, W⁺, μ, μ⁺, τ(hξ) and h·dτ_{hξ} (for the terminal pose and its Jacobian),
+    as one column. Parameters p = (𝕀, B⁺, N_B, H, h) (column-major). One compiled library serves every N."""
+    G = get_group(group_name)
+    ret = Retraction(G, kind)
+    n = G.dim
+    c = _constraint_size(n, r, inputs)
+    nu0, xi, nu1, lam = ca.SX.sym("nu0", n), ca.SX.sym("xi", n), ca.SX.sym("nu1", n), ca.SX.sym("lam", c)
+    sizes = [n * n, m * n, n * r, n * n, 1]
+    p = ca.SX.sym("p", sum(sizes))
+    parts, i = [], 0
+    for s_, shape in zip(sizes, [(n, n), (m, n), (n, r), (n, n), (1, 1)]):
+        parts.append(ca.reshape(p[i:i + s_], *shape))
+        i += s_
+    inertia, Bp, NB, H, h = parts
+    mu, mu_plus = momenta(ret, inertia, h, xi)
+    Wm = (2.0 / h) * (mu - nu0) - H @ xi
+    Wp = (2.0 / h) * (nu1 - mu_plus) - H @ xi
+    um, up = Bp @ Wm, Bp @ Wp
+    C = ca.vertcat(NB.T @ Wm, NB.T @ Wp) if inputs == "split" else ca.vertcat(NB.T @ Wm, Wm - Wp)
+    S0 = 0.25 * h * (ca.dot(um, um) + ca.dot(up, up))
+    S = S0 + ca.dot(lam, C)
+    gx = ca.gradient(S, xi)
+    out = ca.vertcat(ret.dtau_inv(-h * xi).T @ gx, ret.dtau_inv(h * xi).T @ gx, ca.gradient(S, nu0),
+                     ca.gradient(S, nu1), C)
+    a = ca.vertcat(nu0, xi, nu1, lam)
+    # Outputs stacked in one column per step:
+    # out, vec ∂out/∂a, S₀, u⁻, u⁺, W⁻, W⁺, μ, μ⁺, vec τ(hξ), vec h·dτ_{hξ}.
+    col = ca.vertcat(out, ca.vec(ca.densify(ca.jacobian(out, a))), S0, um, up, Wm, Wp, mu, mu_plus,
+                     ca.vec(ret.tau(h * xi)), ca.vec(h * ret.dtau(h * xi)))
+    f = ca.Function("dmoc_step", [a, p], [ca.densify(col)])
+    # -O0: gcc needs ~5 s instead of ~25 s for these 17k instructions (dense second derivatives), and a call costs
+    # ~20 µs instead of ~10 µs, under 1 ms per evaluation of all N steps: small next to the sparse LU.
+    return FunctionSet(f"dmoc{group_name}{kind}{m}{r}{inputs}", {"step": f}, flags=["-O0"])
+
+
+# ---- the Newton system's sparsity -----------------------------------------------------------------------------
+@cache
+def _jacobian_pattern(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """COO rows/cols/signs and positions in the stacked local Jacobians (N, 4n+c, 3n+c) of every entry of J:
+    equations ordered E_1…E_{N−1}, T, V_1…V_{N−1}, Φ_0…Φ_{N−1}; unknowns ξ_0…ξ_{N−1}, ν_1…ν_{N−1}, λ_0…λ_{N−1}."""
+    off_nu, off_lam = N * n, N * n + (N - 1) * n
+    rE = lambda k: np.arange((k - 1) * n, k * n)  # noqa: E731
+    rV = lambda k: N * n + np.arange((k - 1) * n, k * n)  # noqa: E731
+    rC = lambda k: (2 * N - 1) * n + np.arange(k * c, (k + 1) * c)  # noqa: E731
+    nu_idx = lambda k: None if k in (0, N) else off_nu + np.arange((k - 1) * n, k * n)  # noqa: E731
+    rows, cols, local, sign = [], [], [], []
+    nr, nc = 4 * n + c, 3 * n + c
+    for k in range(N):
+        col_blocks = [nu_idx(k), np.arange(k * n, (k + 1) * n), nu_idx(k + 1), off_lam + np.arange(k * c, (k + 1) * c)]
+        row_blocks = [(rE(k + 1), 1.0) if k + 1 <= N - 1 else None, (rE(k), -1.0) if k >= 1 else None,
+                      (rV(k), 1.0) if k >= 1 else None, (rV(k + 1), 1.0) if k + 1 <= N - 1 else None, (rC(k), 1.0)]
+        for bi, rb in enumerate(row_blocks):
+            if rb is None or len(rb[0]) == 0:
+                continue
+            rr, sg = rb
+            lr = np.arange(bi * n, bi * n + len(rr))
+            for bj, cb in enumerate(col_blocks):
+                if cb is None or len(cb) == 0:
+                    continue
+                lc = bj * n + np.arange(len(cb))
+                R_, C_ = np.meshgrid(rr, cb, indexing="ij")
+                LR, LC = np.meshgrid(lr, lc, indexing="ij")
+                rows.append(R_.ravel())
+                cols.append(C_.ravel())
+                local.append(k * nr * nc + (LR * nc + LC).ravel())
+                sign.append(np.full(R_.size, sg))
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(local), np.concatenate(sign)
+
+
+@cache
+def _csc_structure(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(inverse, indices, indptr): CSC data of J (the per-step blocks of ``_jacobian_pattern``, then the dense
+    terminal block, row-major) is bincount(inverse, data) with duplicates summed: each Newton iteration fills a
+    fixed structure instead of sorting."""
+    rows, cols, _, _ = _jacobian_pattern(N, n, c)
+    R_, C_ = np.meshgrid(np.arange((N - 1) * n, N * n), np.arange(N * n), indexing="ij")
+    rows, cols = np.concatenate([rows, R_.ravel()]), np.concatenate([cols, C_.ravel()])
+    size = N * n + (N - 1) * n + N * c
+    uniq, inverse = np.unique(cols.astype(np.int64) * size + rows, return_inverse=True)
+    indptr = np.searchsorted(uniq // size, np.arange(size + 1))
+    return inverse, (uniq % size).astype(np.int32), indptr.astype(np.int32)
