@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import ClassVar
 
 import casadi as ca
 import numpy as np
@@ -61,7 +62,7 @@ class BipedGait:
     input_limit: float = 100.0
     leg_length: float = 0.8
     knee_limit: float | None = 0.0
-    knees: tuple[int, int] = (4, 6)  # q indices of the stance and swing knee (bent > 0)
+    knees: ClassVar[tuple[int, int]] = (4, 6)  # q indices of the stance and swing knee (bent > 0)
 
     def __post_init__(self) -> None:
         if self.robot.joint_names != ["base_x", "base_z", "base_pitch", "left_hip", "left_knee", "right_hip",

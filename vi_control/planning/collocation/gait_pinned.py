@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 import casadi as ca
 import numpy as np
@@ -43,7 +44,7 @@ class PinnedBipedGait(BipedGait):
     """
 
     floating: BipedGait | None = field(default=None, repr=False)
-    knees: tuple[int, int] = (1, 4)
+    knees: ClassVar[tuple[int, int]] = (1, 4)
 
     def __post_init__(self) -> None:
         if self.robot.joint_names != PINNED_JOINTS or self.robot.n_constraints:
