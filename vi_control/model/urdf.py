@@ -9,6 +9,7 @@ coordinates; Pinocchio would otherwise use a (cos, sin) pair).
 
 from __future__ import annotations
 
+import logging
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from .inertia import check_against_pinocchio, composite_inertias, inertia_proble
 from .limits import MAX_LINKS
 from .urdf_grammar import keep_attribute_whitespace
 from .yaml_io import read_text_file
+
+log = logging.getLogger("vi_control.model")
 
 SUPPORTED_JOINTS = ("revolute", "continuous", "prismatic", "fixed")
 _UNBOUNDED = 1e6
@@ -130,6 +133,22 @@ def _link_inertial(link: ET.Element, name: str, policy: str, repairs: list[str])
     return mass, inertia, xyz, rpy
 
 
+def _position_limits(jname: str, jtype: str, lim: dict) -> tuple[float, float]:
+    """(lower, upper) of a moving joint. ``lower == upper`` (CAD exporters such as sw_urdf_exporter write
+    ``lower="0" upper="0"`` for a joint they know no range of; ``<limit>`` is required on revolute and
+    prismatic joints and its bounds default to 0) would pin a *moving* joint to one position — every
+    measurement beyond the controller's margin refused, a collocation problem infeasible — so it means "not
+    given", with a warning naming the joint; a joint that truly cannot move is a ``fixed`` joint."""
+    if jtype == "continuous":
+        return -np.inf, np.inf
+    lower, upper = lim.get("lower", 0.0), lim.get("upper", 0.0)
+    if lower == upper:
+        log.warning("joint %r (%s): <limit lower=%g upper=%g> leaves no range; read as no position limits "
+                    "(make it a fixed joint if it must not move)", jname, jtype, lower, upper)
+        return -np.inf, np.inf
+    return lower, upper
+
+
 def parse_urdf(xml: str, inertia_policy: str = "strict") -> ParsedURDF:
     """Validate URDF XML and collect joint metadata; raises URDFError naming what is wrong.
 
@@ -202,11 +221,11 @@ def parse_urdf(xml: str, inertia_policy: str = "strict") -> ParsedURDF:
             raise URDFError(f"joint {jname!r}: axis is zero")
         lim = el.get("limit", {})
         dyn = el.get("dynamics", {})
+        lower, upper = _position_limits(jname, jtype, lim)
         info = JointInfo(
-            name=jname, type=jtype, parent=parent, child=child, axis=axis / nrm,
-            lower=-np.inf if jtype == "continuous" else lim.get("lower", 0.0),
-            upper=np.inf if jtype == "continuous" else lim.get("upper", 0.0),
-            velocity_limit=lim.get("velocity", np.inf), effort_limit=lim.get("effort", np.inf),
+            name=jname, type=jtype, parent=parent, child=child, axis=axis / nrm, lower=lower, upper=upper,
+            # velocity 0 is "not given", as effort 0 is (robot.actuation): a joint that may not move is fixed
+            velocity_limit=lim.get("velocity", 0.0) or np.inf, effort_limit=lim.get("effort", np.inf),
             damping=dyn.get("damping", 0.0), friction=dyn.get("friction", 0.0),
         )
         if info.lower > info.upper:
