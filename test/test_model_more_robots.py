@@ -1,0 +1,173 @@
+"""Robots vi_control was never tuned to, taken the way the docs tell a new user to (``erd:<name>``, a URDF file
+with ``package://`` meshes, URDF text): load, simulate against Pinocchio's energy, linearize against finite
+differences, plan and track. Short runs on the CasADi VM (no compilation) except the 2-DOF plan-and-track.
+"""
+
+import logging
+import shutil
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import vi_control as vc
+from vi_control.linearization import linearize
+from vi_control.model import ModelSpec, URDFError
+from vi_control.model.bundled import example_robot_data_dir, example_robot_path
+from vi_control.planning import load_task, plan_task
+from vi_control.planning.evaluate import simulate_plan
+
+# name -> a configuration inside its joint limits (baxter's gripper fingers at 0: their <mimic> couplings hold)
+ROBOTS = {
+    "z1": [0.3, 1.0, -1.0, 0.3, 0.2, 0.3, -0.5],
+    "talos_arm": [0.8, 0.3, -1.0, 0.3, 0.2, 0.3, -0.5],
+    "ur3": [0.5, -1.0, 0.5, 0.3, 0.2, 0.3],
+    "ur10": [0.5, -1.0, 0.5, 0.3, 0.2, 0.3],
+    "xarm7": [0.3, 0.4, -0.3, 0.8, 0.2, 0.5, 0.1],
+    "so100": [0.3, 1.0, -1.0, 0.3, 0.2, 0.1],
+    "double_pendulum_continuous": [2.5, -1.0],
+    "baxter": [0.2, 0.3, -0.4, 0.2, 1.0, 0.1, 0.5, -0.2, 0.0, 0.0,
+               -0.3, -0.4, 0.2, 1.0, -0.1, 0.5, 0.2, 0.0, 0.0],
+}
+
+
+def _undamped(name: str) -> vc.RobotModel:
+    """The robot without its URDF <dynamics damping>, so an unforced run conserves energy."""
+    joints = vc.load_robot(f"erd:{name}").joint_names
+    return vc.load_robot(f"erd:{name}", {"damping": {j: 0.0 for j in joints}})
+
+
+def _pinocchio_energy_drift(robot: vc.RobotModel, q0: np.ndarray, dt: float, duration: float
+                            ) -> tuple[float, float]:
+    """max_k |E_k − E_0| of an unforced midpoint-VI run, E = Pinocchio's kinetic + potential energy at
+    (q_k, q̇_k = M(q_k)⁻¹p_k), and the largest kinetic energy of the run (the energy that changed form)."""
+    vi = vc.MidpointVI(robot, dt, compile=False)
+    qdot = 0.5 * np.cos(np.arange(robot.nq))  # the same motion at both Δt
+    if robot.n_constraints:
+        qdot[[robot.joint_index(j) for c in robot.constraints for j in c.joints]] = 0.0
+    X, _ = vi.simulate(vi.state_from_velocity(q0, qdot), np.zeros((round(duration / dt), vi.nu)))
+    model, data = robot.pin_model, robot.pin_model.createData()
+    T = np.array([pin.computeKineticEnergy(model, data, x[:robot.nq], vi.velocity(x)) for x in X])
+    E = T + [pin.computePotentialEnergy(model, data, x[:robot.nq]) for x in X]
+    assert vi.energy(X[-1]) == pytest.approx(E[-1], rel=1e-12, abs=1e-12)
+    return float(np.max(np.abs(E - E[0]))), float(T.max())
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_unforced_run_keeps_pinocchios_energy_to_second_order(name):
+    """The midpoint VI's energy error is O(Δt²) and bounded (seed 000 §II): halving Δt divides the largest
+    deviation of Pinocchio's energy over the same 0.3 s by ≈ 4, and it stays a small fraction of the energy
+    in motion."""
+    robot = _undamped(name)
+    q0 = np.array(ROBOTS[name], float)
+    coarse, kinetic = _pinocchio_energy_drift(robot, q0, 0.01, 0.3)
+    fine, _ = _pinocchio_energy_drift(robot, q0, 0.005, 0.3)
+    assert 3.2 < coarse / fine < 4.8, (coarse, fine)
+    assert coarse < 0.02 * kinetic, (coarse, kinetic)
+
+
+@pytest.mark.parametrize("name", ["z1", "double_pendulum_continuous"])
+def test_linearization_matches_central_differences(name):
+    """A, B of the exact linearization (seed 000 eqs. 8–15) against central differences of ``step``."""
+    robot = _undamped(name)
+    vi = vc.MidpointVI(robot, 0.01, compile=False)
+    q0 = np.array(ROBOTS[name], float)
+    x = vi.state_from_velocity(q0, 0.3 * np.sin(np.arange(robot.nq) + 1.0))
+    u = 0.5 * np.cos(np.arange(vi.nu))
+    lin = linearize(vi, x, u)
+    h = 1e-6
+    A = np.column_stack([(vi.step(x + h * e, u) - vi.step(x - h * e, u)) / (2 * h) for e in np.eye(vi.nx)])
+    B = np.column_stack([(vi.step(x, u + h * e) - vi.step(x, u - h * e)) / (2 * h) for e in np.eye(vi.nu)])
+    assert np.abs(lin.A - A).max() < 1e-6 * max(1.0, np.abs(A).max())
+    assert np.abs(lin.B - B).max() < 1e-6 * max(1.0, np.abs(B).max())
+
+
+def test_erd_resolves_any_example_robot_data_urdf():
+    """``erd:<name>`` reaches every example-robot-data URDF (a unique file name, or its path under robots/),
+    not only the robots vi_control's own tests use; Pinocchio's model of the same file is the reference."""
+    root = example_robot_data_dir()
+    for source, rel in [("erd:baxter", "baxter_description/urdf/baxter.urdf"),
+                        ("erd:so100", "so_arm_description/urdf/so100.urdf"),
+                        ("erd:anymal_b_simple_description/robots/anymal.urdf",
+                         "anymal_b_simple_description/robots/anymal.urdf")]:
+        assert example_robot_path(source[4:]) == root / rel
+        reference = pin.buildModelFromUrdf(str(root / rel))
+        if "anymal" in rel:
+            robot = ModelSpec.parse(source, system="{inertia_policy: repair, floating_base: true}").load()
+            assert robot.nq == reference.nv + 6  # the base: six virtual joints, the legs as in Pinocchio
+        else:
+            robot = ModelSpec.parse(source).load()
+            assert robot.nq == reference.nq
+        assert robot.total_mass == pytest.approx(sum(I.mass for I in reference.inertias), rel=1e-12)  # root too
+    with pytest.raises(URDFError, match=r"'anymal' is ambiguous.*anymal_b_simple.*anymal_c_simple"):
+        vc.load_robot("erd:anymal")
+    with pytest.raises(URDFError, match=r"unknown example robot 'nope'.*baxter"):
+        vc.load_robot("erd:nope")
+    with pytest.raises(URDFError, match="unknown example robot"):
+        vc.load_robot("erd:../../../etc/passwd.urdf")
+
+
+def test_equal_position_limits_are_no_limits(caplog):
+    """example-robot-data's double pendulum (a SolidWorks export) writes ``<limit lower="0" upper="0"
+    effort="0" velocity="0">``: read literally the joints could not move. Equal bounds and a zero velocity
+    limit mean "not given" (as effort 0 already did), with a warning naming each joint; real ranges stay."""
+    with caplog.at_level(logging.WARNING, logger="vi_control.model"):
+        robot = vc.load_robot("erd:double_pendulum")
+    for j in robot.joints:
+        assert (j.lower, j.upper, j.velocity_limit) == (-np.inf, np.inf, np.inf)
+    assert np.all(np.isinf(robot.effort_limits))
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["joint 'joint1'", "joint 'joint2'"]
+    z1 = vc.load_robot("erd:z1")
+    assert z1.joints[1].lower == 0.0 and z1.joints[1].upper == pytest.approx(2.9670597283903604)
+    assert z1.joints[1].velocity_limit == pytest.approx(3.1415)
+
+
+def test_urdf_file_with_package_meshes_and_the_same_xml_text(tmp_path):
+    """A URDF copied to disk (its meshes as package:// URIs that resolve nowhere here) and the same file
+    given as text are one model: dynamics need no meshes; the task file finds the URDF beside itself."""
+    path = tmp_path / "my_z1.urdf"
+    shutil.copy(example_robot_path("z1"), path)
+    assert 'filename="package://example-robot-data/robots/z1_description/meshes/' in path.read_text()
+    from_file, from_text = vc.load_robot(str(path)), vc.load_robot(path.read_text())
+    assert from_file.hash == from_text.hash == vc.load_robot("erd:z1").hash and from_file.nq == 7
+    (tmp_path / "task.yaml").write_text("name: t\nmodel: {urdf: my_z1.urdf}\ndt: 0.05\nhorizon: 5\n"
+                                        "weights: {Q: 1.0, R: 0.01}\n")
+    assert load_task(str(tmp_path / "task.yaml")).load_robot().hash == from_file.hash
+
+
+TASK = """
+name: double_pendulum_reach
+model: {example: double_pendulum}
+dt: 0.05
+horizon: 20
+start: {q: [0.0, 0.0], qdot: [0, 0]}
+goal: {q: [0.8, -0.6]}
+reference: {type: goal, u: hold}
+initial_guess: hold_start
+weights: {Q: {q: 1.0, p: 0.1}, R: 0.01, Qf: {q: 1.0e+4, p: 1.0e+3}}
+optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6}
+lqr: {Q: {q: 100.0, p: 1.0}, R: 0.01, Qf: {q: 100.0, p: 1.0}}
+hold: {Q: {q: 100.0, p: 1.0}, R: 0.01}
+"""
+
+
+def test_double_pendulum_reach_planned_and_tracked_in_closed_loop():
+    """The task written as docs/planner.md says, on example-robot-data's double pendulum (upright at q = 0:
+    the reach holds an inverted pose): DDP converges, the hold input is Pinocchio's gravity torque, and
+    TV-LQR brings a 0.05 rad perturbed start to the goal where the open loop falls away."""
+    task = load_task(TASK)
+    vi = vc.make_integrator("midpoint", task.load_robot(), task.dt)
+    plan, result = plan_task(vi, task)
+    assert result.converged
+    goal = np.array([0.8, -0.6])
+    q_final = plan.X[-1, :2]
+    assert np.abs(q_final - goal).max() < 1e-3
+    robot = vi.robot
+    gravity = pin.computeGeneralizedGravity(robot.pin_model, robot.pin_model.createData(), q_final)
+    assert np.allclose(plan.U_final, gravity, rtol=1e-8, atol=1e-10)
+    x0 = plan.X[0].copy()
+    x0[:2] += 0.05
+    X, _ = simulate_plan(vi, plan, x0, feedback=True, extra_steps=20)
+    X_open, _ = simulate_plan(vi, plan, x0, feedback=False)
+    assert np.abs(X[-1, :2] - q_final).max() < 1e-3
+    assert np.abs(X_open[-1, :2] - q_final).max() > 0.1
