@@ -171,3 +171,37 @@ def test_double_pendulum_reach_planned_and_tracked_in_closed_loop():
     X_open, _ = simulate_plan(vi, plan, x0, feedback=False)
     assert np.abs(X[-1, :2] - q_final).max() < 1e-3
     assert np.abs(X_open[-1, :2] - q_final).max() > 0.1
+
+
+def test_start_off_the_mimic_couplings_is_refused_by_name():
+    """Baxter's gripper fingers are coupled by ``<mimic>`` (q_r = −q_l). From fingers set independently, the first
+    step snaps onto the coupling with an impulse: Pinocchio's energy jumps by an amount growing ≈ 4× when Δt
+    halves (1/Δt²) while from a coupled start it changes by O(Δt²). Such a start is refused, naming the coupling,
+    by the integrator and by a task (the simulator node applies the same check to ``initial_positions``)."""
+    robot = _undamped("baxter")
+    q_ok = np.array(ROBOTS["baxter"], float)
+    i, j = robot.joint_index("l_gripper_l_finger_joint"), robot.joint_index("l_gripper_r_finger_joint")
+    q_bad = q_ok.copy()
+    q_bad[i] = 0.01  # the right finger left at 0: the coupling wants −0.01
+
+    def first_step_energy_jump(q0, dt):
+        vi = vc.MidpointVI(robot, dt, compile=False)
+        x0 = vi.state_from_velocity(q0, np.zeros(robot.nq))
+        x1 = vi.step(x0, np.zeros(vi.nu))
+        model, data = robot.pin_model, robot.pin_model.createData()
+        E = [pin.computeKineticEnergy(model, data, x[:robot.nq], vi.velocity(x))
+             + pin.computePotentialEnergy(model, data, x[:robot.nq]) for x in (x0, x1)]
+        return abs(E[1] - E[0])
+
+    coarse, fine = first_step_energy_jump(q_bad, 0.01), first_step_energy_jump(q_bad, 0.005)
+    assert 3.0 < fine / coarse < 5.0
+    assert first_step_energy_jump(q_ok, 0.01) < 0.05 * coarse, first_step_energy_jump(q_ok, 0.01)
+    vi = vc.MidpointVI(robot, 0.01, compile=False)
+    assert vi.configuration_violation(q_ok) is None
+    coupling = r"joints \['l_gripper_r_finger_joint', 'l_gripper_l_finger_joint'\]"
+    assert "l_gripper_r_finger_joint" in vi.configuration_violation(q_bad)
+    assert vi.configuration_violation(q_bad + np.eye(robot.nq)[j] * -0.01) is None  # coupled again
+    task = load_task(f"name: t\nmodel: {{example: baxter}}\ndt: 0.01\nhorizon: 3\nweights: {{Q: 1.0, R: 0.01}}\n"
+                     f"start: {{q: {q_bad.tolist()}}}\n")
+    with pytest.raises(ValueError, match=rf"start.q violates holonomic constraint \d, {coupling}"):
+        plan_task(vc.make_integrator("midpoint", task.load_robot(), task.dt, compile=False), task)

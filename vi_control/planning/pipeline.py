@@ -43,6 +43,9 @@ def start_state(task: Task, vi: DiscreteSystem) -> np.ndarray:
     """
     q0 = np.zeros(vi.nq) if task.q0 is None else parse_vector(list(task.q0), "start.q", vi.nq)
     qd = np.zeros(vi.nq) if task.qdot0 is None else parse_vector(list(task.qdot0), "start.qdot", vi.nq)
+    why = vi.configuration_violation(q0) if hasattr(vi, "configuration_violation") else None
+    if why:
+        raise TaskError(f"start.q {why}")
     return vi.state_from_configurations(q0 - vi.dt * qd, q0)
 
 

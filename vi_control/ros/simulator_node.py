@@ -115,6 +115,9 @@ class SimulatorNode(ManagedNode):
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
+            why = vi.configuration_violation(q0) if hasattr(vi, "configuration_violation") else None
+            if why:
+                raise ValueError(f"initial_positions {why}")
             if hasattr(vi, "velocity_violation"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
                 v0 = self._allowed_velocity(q0, v0)
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
