@@ -135,27 +135,14 @@ def test_urdf_file_with_package_meshes_and_the_same_xml_text(tmp_path):
     assert load_task(str(tmp_path / "task.yaml")).load_robot().hash == from_file.hash
 
 
-TASK = """
-name: double_pendulum_reach
-model: {example: double_pendulum}
-dt: 0.05
-horizon: 20
-start: {q: [0.0, 0.0], qdot: [0, 0]}
-goal: {q: [0.8, -0.6]}
-reference: {type: goal, u: hold}
-initial_guess: hold_start
-weights: {Q: {q: 1.0, p: 0.1}, R: 0.01, Qf: {q: 1.0e+4, p: 1.0e+3}}
-optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6}
-lqr: {Q: {q: 100.0, p: 1.0}, R: 0.01, Qf: {q: 100.0, p: 1.0}}
-hold: {Q: {q: 100.0, p: 1.0}, R: 0.01}
-"""
 
 
 def test_double_pendulum_reach_planned_and_tracked_in_closed_loop():
-    """The task written as docs/planner.md says, on example-robot-data's double pendulum (upright at q = 0:
-    the reach holds an inverted pose): DDP converges, the hold input is Pinocchio's gravity torque, and
-    TV-LQR brings a 0.05 rad perturbed start to the goal where the open loop falls away."""
-    task = load_task(TASK)
+    """The task (config/task_double_pendulum_reach.yaml, written as docs/planner.md says) on example-robot-data's
+    double pendulum (upright at q = 0: the reach holds an inverted pose): DDP converges, the hold input is
+    Pinocchio's gravity torque, and TV-LQR brings a 0.05 rad perturbed start to the goal
+    where the open loop falls away."""
+    task = load_task("task_double_pendulum_reach")
     vi = vc.make_integrator("midpoint", task.load_robot(), task.dt)
     plan, result = plan_task(vi, task)
     assert result.converged

@@ -1,6 +1,6 @@
 """A robot from example-robot-data through the three node processes over real DDS, configured only as
-docs/ros.md and docs/planner.md say: parameter files written by the user, ``model: erd:<name>``, a task YAML of
-their own (lockstep, own ROS_DOMAIN_ID and namespace, as test_ros_e2e.py)."""
+docs/ros.md and docs/planner.md say: parameter files written by the user with ``model: erd:<name>``, and a task
+YAML (config/task_double_pendulum_reach.yaml); lockstep, own ROS_DOMAIN_ID and namespace, as test_ros_e2e.py."""
 
 import numpy as np
 import pytest
@@ -12,20 +12,6 @@ from vi_control.ros.main_job import run_closed_loop  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
-TASK = """
-name: double_pendulum_reach
-model: {example: double_pendulum}
-dt: 0.05
-horizon: 30
-start: {q: [0.0, 0.0], qdot: [0, 0]}
-goal: {q: [0.8, -0.6]}
-reference: {type: goal, u: hold}
-initial_guess: hold_start
-weights: {Q: {q: 1.0, p: 0.1}, R: 0.01, Qf: {q: 1.0e+4, p: 1.0e+3}}
-optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6}
-lqr: {Q: {q: 100.0, p: 1.0}, R: 0.01, Qf: {q: 100.0, p: 1.0}}
-hold: {Q: {q: 100.0, p: 1.0}, R: 0.01}
-"""
 
 PARAMS = {
     "simulator": """/**/vi_simulator:
@@ -46,7 +32,7 @@ PARAMS = {
     "planner": """/**/vi_planner:
   ros__parameters:
     use_sim_time: true
-    task: {task}
+    task: task_double_pendulum_reach   # config/: a name, or a path
     startup_wait: 5.0
 """,
 }
@@ -57,11 +43,10 @@ def test_example_robot_reach_through_the_three_nodes(request, tmp_path):
     not a joint pinned at 0 whose every measurement beyond 0.25 rad the controller refused — the pendulum then
     fell over under the safe command) reaches an inverted pose: the simulator runs the planner's model, so the
     measured trajectory is the plan to round-off, and the robot ends at the goal."""
-    (tmp_path / "task_dp.yaml").write_text(TASK)
     files = {}
     for node, text in PARAMS.items():
         files[node] = [str(tmp_path / f"{node}.yaml")]
-        (tmp_path / f"{node}.yaml").write_text(text.replace("{task}", str(tmp_path / "task_dp.yaml")))
+        (tmp_path / f"{node}.yaml").write_text(text)
     run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path / "logs"), params_files=files,
                           joint_names=["joint1", "joint2"], hold_time=1.0, timeout=120.0)
     assert not run.error, run.error + "\n".join(f"--- {n}\n{t[-3000:]}" for n, t in run.logs.items())
