@@ -192,3 +192,30 @@ def test_start_off_the_mimic_couplings_is_refused_by_name():
                      f"start: {{q: {q_bad.tolist()}}}\n")
     with pytest.raises(ValueError, match=rf"start.q violates holonomic constraint \d, {coupling}"):
         plan_task(vc.make_integrator("midpoint", task.load_robot(), task.dt, compile=False), task)
+
+
+def test_plan_faster_than_the_urdf_velocity_limits_is_reported(tmp_path):
+    """The optimizer knows no velocity limits, while the controller node refuses joint states beyond 1.5 × the
+    URDF's ``<limit velocity>``: a plan that needs more is reported at plan time, naming the joint, with the peak
+    velocity (checked here against central differences of the planned configurations)."""
+    from vi_control.model.generate import planar_chain_urdf
+
+    xml = planar_chain_urdf(2, joint_type="revolute").replace('velocity="100"', 'velocity="1.5"')
+    path = tmp_path / "slow_arm.urdf"
+    path.write_text(xml)
+    task = load_task(f"name: swing\nmodel: {{urdf: {path}}}\ndt: 0.05\nhorizon: 10\ngoal: {{q: [1.2, -0.8]}}\n"
+                     "weights: {Q: {q: 1.0, p: 0.1}, R: 0.001, Qf: {q: 1.0e+4, p: 1.0e+3}}\n")
+    vi = vc.make_integrator("midpoint", vc.load_robot(xml), task.dt)
+    lines: list[str] = []
+    plan, _ = plan_task(vi, task, log=lines.append)
+    warnings = [ln for ln in lines if "velocity limits" in ln]
+    assert len(warnings) == 1 and "exceeds the URDF velocity limits of ['joint1'" in warnings[0], lines
+    peak = float(warnings[0].split("|q̇| = ")[1].split(" ")[0])
+    q = plan.X[:, :2]
+    central = np.abs(q[2:] - q[:-2]).max() / (2 * task.dt)
+    assert peak == pytest.approx(central, rel=0.1) and peak > 1.5
+    calm = load_task(f"name: swing\nmodel: {{urdf: {path}}}\ndt: 0.05\nhorizon: 40\ngoal: {{q: [0.1, -0.05]}}\n"
+                     "weights: {Q: {q: 1.0, p: 0.1}, R: 1.0, Qf: {q: 1.0e+3, p: 1.0e+2}}\n")
+    lines.clear()
+    plan_task(vi, calm, log=lines.append)
+    assert not [ln for ln in lines if "velocity limits" in ln]
