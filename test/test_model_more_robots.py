@@ -219,3 +219,36 @@ def test_plan_faster_than_the_urdf_velocity_limits_is_reported(tmp_path):
     lines.clear()
     plan_task(vi, calm, log=lines.append)
     assert not [ln for ln in lines if "velocity limits" in ln]
+
+
+def test_locked_joints_equal_pinocchios_reduced_model():
+    """``locked:`` in the system YAML welds joints at given positions (baxter's head, a wrist and both grippers;
+    the mimicking fingers follow their primaries at −θ): mass matrix, gravity torque and gripper frames equal
+    those of Pinocchio's ``buildReducedModel`` of the full URDF at the same reference configuration."""
+    locked = {"head_pan": 0.3, "left_w2": -0.7, "l_gripper_l_finger_joint": 0.01, "r_gripper_l_finger_joint": 0.004}
+    robot = vc.load_robot("erd:baxter", {"locked": locked})
+    assert robot.nq == 13 and robot.n_constraints == 0
+    full = pin.buildModelFromUrdf(str(example_robot_path("baxter")))
+    q_ref = pin.neutral(full)
+    for name, value in {**locked, "l_gripper_r_finger_joint": -0.01, "r_gripper_r_finger_joint": -0.004}.items():
+        q_ref[full.joints[full.getJointId(name)].idx_q] = value
+    reduced = pin.buildReducedModel(full, [full.getJointId(n) for n in (*locked, "l_gripper_r_finger_joint",
+                                                                        "r_gripper_r_finger_joint")], q_ref)
+    assert [reduced.names[i] for i in range(1, reduced.njoints)] == list(robot.joint_names)
+    ours, theirs = robot.pin_model.createData(), reduced.createData()
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q = rng.uniform(-1.0, 1.0, robot.nq)
+        assert np.allclose(pin.crba(robot.pin_model, ours, q), pin.crba(reduced, theirs, q), rtol=1e-12, atol=1e-12)
+        assert np.allclose(pin.computeGeneralizedGravity(robot.pin_model, ours, q),
+                           pin.computeGeneralizedGravity(reduced, theirs, q), rtol=1e-12, atol=1e-12)
+        pin.framesForwardKinematics(robot.pin_model, ours, q)
+        pin.framesForwardKinematics(reduced, theirs, q)
+        for frame in ("l_gripper_r_finger_tip", "r_gripper_l_finger_tip", "head_camera_link"):
+            a = ours.oMf[robot.pin_model.getFrameId(frame)]
+            b = theirs.oMf[reduced.getFrameId(frame)]
+            assert np.allclose(a.homogeneous, b.homogeneous, atol=1e-12), frame
+    with pytest.raises(vc.SystemConfigError, match=r"locked: joint\(s\) \['head_tilt'\] not in the URDF"):
+        vc.load_robot("erd:baxter", {"locked": ["head_tilt"]})
+    with pytest.raises(vc.SystemConfigError, match="locked.head_pan: expected a finite number"):
+        vc.load_robot("erd:baxter", {"locked": {"head_pan": "up"}})

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import os
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
 from .errors import URDFError
 from .robot import RobotModel, load_robot, wrap_angle
+from .urdf import lock_joints
 from .yaml_io import read_text_file
 
 _PKG = "vi_control"
@@ -141,22 +141,6 @@ _ERD = {
     "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", []),
     "z1": ("z1_description/urdf/z1.urdf", []),
 }
-
-
-def lock_joints(xml: str, names: list[str]) -> str:
-    """Rewrite the named joints as fixed (e.g. panda's two finger joints)."""
-    root = ET.fromstring(xml)
-    found = set()
-    for j in root.findall("joint"):
-        if j.get("name") in names:
-            j.set("type", "fixed")
-            for m in j.findall("mimic"):
-                j.remove(m)
-            found.add(j.get("name"))
-    missing = set(names) - found
-    if missing:
-        raise URDFError(f"cannot lock joint(s) {sorted(missing)}: not in the URDF")
-    return ET.tostring(root, encoding="unicode")
 
 
 def example_robot_path(name: str) -> Path:

@@ -20,6 +20,7 @@ from .urdf import (
     add_floating_base,
     build_pinocchio_model,
     check_inertias,
+    lock_joints,
     parse_urdf,
     read_urdf_text,
 )
@@ -211,6 +212,9 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
 def _build_robot(xml: str, cfg: SystemConfig, policy: str, name: str | None, mass_scale: float) -> RobotModel:
     parsed = parse_urdf(xml, policy)
     xml = parsed.xml  # with repaired inertias, if any
+    if cfg.locked:  # welded where the YAML says, after the URDF's own checks
+        xml = lock_joints(xml, cfg.locked, SystemConfigError)
+        parsed = parse_urdf(xml, policy)
     if cfg.floating_base:
         xml = add_floating_base(parsed)
         parsed = parse_urdf(xml, policy)

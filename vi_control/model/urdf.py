@@ -278,6 +278,51 @@ def check_inertias(parsed: ParsedURDF, model: pin.Model) -> None:
     check_against_pinocchio(model, composites, parsed.root, child_of_joint)
 
 
+def lock_joints(xml: str, positions: dict[str, float] | list[str], error: type[ValueError] = URDFError) -> str:
+    """Rewrite the named joints as ``fixed`` at the given positions (a list: at 0), as Pinocchio's
+    ``buildReducedModel`` does: the joint's motion at that position is folded into its origin (revolute and
+    continuous: R_origin·R(axis, θ); prismatic: origin + R_origin·axis·d). A joint whose ``<mimic>`` follows a
+    locked joint is locked too, at multiplier·θ + offset (a gripper's second finger with its first)."""
+    positions = dict.fromkeys(positions, 0.0) if isinstance(positions, list) else dict(positions)
+    root = _fromstring(xml)
+    joints = {j.get("name"): j for j in root.findall("joint")}
+    missing = sorted(set(positions) - set(joints))
+    if missing:
+        moving = [n for n, j in joints.items() if j.get("type") != "fixed"]
+        raise error(f"locked: joint(s) {missing} not in the URDF (moving joints: {moving})")
+    for name, j in joints.items():  # followers of locked joints
+        m = j.find("mimic")
+        if m is not None and m.get("joint") in positions and name not in positions:
+            positions[name] = (float(m.get("multiplier", 1.0)) * positions[m.get("joint")]
+                               + float(m.get("offset", 0.0)))
+    for name, value in positions.items():
+        j = joints[name]
+        jtype = j.get("type")
+        if jtype == "fixed":
+            raise error(f"locked: joint {name!r} is already fixed")
+        if jtype not in ("revolute", "continuous", "prismatic"):
+            raise error(f"locked: joint {name!r} of type {jtype!r} cannot be locked")
+        origin = j.find("origin")
+        if origin is None:
+            origin = ET.SubElement(j, "origin")
+        xyz = np.array([float(v) for v in origin.get("xyz", "0 0 0").split()])
+        R = pin.rpy.rpyToMatrix(*[float(v) for v in origin.get("rpy", "0 0 0").split()])
+        ax = j.find("axis")
+        axis = np.array([float(v) for v in (ax.get("xyz", "1 0 0") if ax is not None else "1 0 0").split()])
+        axis /= np.linalg.norm(axis)
+        if jtype == "prismatic":
+            xyz = xyz + R @ axis * value
+        else:
+            R = R @ pin.AngleAxis(value, axis).matrix()
+        origin.set("xyz", " ".join(repr(float(v)) for v in xyz))
+        origin.set("rpy", " ".join(repr(float(v)) for v in pin.rpy.matrixToRpy(R)))
+        j.set("type", "fixed")
+        for child in [c for c in j if c.tag in ("mimic", "limit", "axis", "dynamics", "safety_controller",
+                                                    "calibration")]:
+            j.remove(child)
+    return ET.tostring(root, encoding="unicode")
+
+
 def _continuous_as_revolute(xml: str) -> str:
     root = _fromstring(xml)
     for j in root.findall("joint"):
