@@ -55,3 +55,18 @@ def test_example_robot_reach_through_the_three_nodes(request, tmp_path):
     assert np.isfinite(err).sum() > 0.8 * err.size
     assert np.nanmax(np.abs(err)) < 1e-8
     assert np.abs(run.q[-1] - [0.8, -0.6]).max() < 1e-3
+
+
+def test_simulator_refuses_initial_positions_off_the_constraints(ros):
+    """The four-bar's loop closure (a holonomic constraint) does not hold at q = 0: the simulator used to take the
+    first step onto it with an impulse. Now configure fails naming the constraint; a closed start is accepted."""
+    from vi_control.model.bundled import fourbar_initial_configuration
+
+    bad = ros.start("simulator_node", name="bad", model="fourbar", dt=0.01, initial_positions=[0.0, 0.0, 0.0])
+    bad.proc.wait(60.0)
+    assert not bad.alive
+    assert "initial_positions violates holonomic constraint 0, coincident" in bad.log(), bad.report()
+    good = ros.start("simulator_node", name="good", model="fourbar", dt=0.01,
+                     initial_positions=fourbar_initial_configuration(0.3).tolist())
+    assert good.wait_for_log("mode=", 60.0), good.report()
+    assert good.alive
