@@ -133,7 +133,7 @@ def _link_inertial(link: ET.Element, name: str, policy: str, repairs: list[str])
     return mass, inertia, xyz, rpy
 
 
-def _position_limits(jname: str, jtype: str, lim: dict) -> tuple[float, float]:
+def _position_limits(jname: str, jtype: str, lim: dict, warn: bool) -> tuple[float, float]:
     """(lower, upper) of a moving joint. ``lower == upper`` (CAD exporters such as sw_urdf_exporter write
     ``lower="0" upper="0"`` for a joint they know no range of; ``<limit>`` is required on revolute and
     prismatic joints and its bounds default to 0) would pin a *moving* joint to one position — every
@@ -143,18 +143,20 @@ def _position_limits(jname: str, jtype: str, lim: dict) -> tuple[float, float]:
         return -np.inf, np.inf
     lower, upper = lim.get("lower", 0.0), lim.get("upper", 0.0)
     if lower == upper:
-        log.warning("joint %r (%s): <limit lower=%g upper=%g> leaves no range; read as no position limits "
-                    "(make it a fixed joint if it must not move)", jname, jtype, lower, upper)
+        if warn:
+            log.warning("joint %r (%s): <limit lower=%g upper=%g> leaves no range; read as no position limits "
+                        "(make it a fixed joint if it must not move)", jname, jtype, lower, upper)
         return -np.inf, np.inf
     return lower, upper
 
 
-def parse_urdf(xml: str, inertia_policy: str = "strict") -> ParsedURDF:
+def parse_urdf(xml: str, inertia_policy: str = "strict", warn: bool = True) -> ParsedURDF:
     """Validate URDF XML and collect joint metadata; raises URDFError naming what is wrong.
 
     Every element the URDF parser reads is checked by its rules (model.urdf_grammar). ``inertia_policy``
     'repair' replaces non-physical inertias by the nearest physical ones (model.inertia); the returned
-    ``xml`` then carries the repaired values.
+    ``xml`` then carries the repaired values. ``warn``: log the joints whose equal limits are read as none
+    (False for re-parses of a URDF already warned about).
     """
     root = _fromstring(xml)
     if root.tag != "robot":
@@ -221,7 +223,7 @@ def parse_urdf(xml: str, inertia_policy: str = "strict") -> ParsedURDF:
             raise URDFError(f"joint {jname!r}: axis is zero")
         lim = el.get("limit", {})
         dyn = el.get("dynamics", {})
-        lower, upper = _position_limits(jname, jtype, lim)
+        lower, upper = _position_limits(jname, jtype, lim, warn)
         info = JointInfo(
             name=jname, type=jtype, parent=parent, child=child, axis=axis / nrm, lower=lower, upper=upper,
             # velocity 0 is "not given", as effort 0 is (robot.actuation): a joint that may not move is fixed
