@@ -70,3 +70,38 @@ def test_simulator_refuses_initial_positions_off_the_constraints(ros):
                      initial_positions=fourbar_initial_configuration(0.3).tolist())
     assert good.wait_for_log("mode=", 60.0), good.report()
     assert good.alive
+
+
+def test_simulator_warns_when_it_starts_outside_the_joint_limits(ros):
+    """Kinova's second joint lives in [0.82, 5.46] rad: the simulator's default initial positions (zeros) lie
+    outside, and a controller would refuse every joint state. The simulator says so at start-up, naming the
+    joint and its limits (a robot given as URDF text with such a joint, to keep the test small)."""
+    from vi_control.model.generate import planar_chain_urdf
+
+    xml = planar_chain_urdf(1, joint_type="revolute").replace('lower="-3.14159"', 'lower="0.82"')
+    sim = ros.start("simulator_node", robot_description=xml, dt=0.01)
+    assert sim.wait_for_log("mode=", 60.0), sim.report()
+    assert "initial_positions outside the URDF joint limits: joint1 = 0 not in [0.82, 3.14159]" in sim.log()
+    inside = ros.start("simulator_node", name="inside", robot_description=xml, dt=0.01, initial_positions=[1.0])
+    assert inside.wait_for_log("mode=", 60.0), inside.report()
+    assert "outside the URDF joint limits" not in inside.log()
+
+
+def test_a_description_gets_the_named_models_yaml_only_if_it_is_that_robot(tmp_path):
+    """``robot_description`` / ``urdf_path`` with ``model`` left at its default ('pendulum') put the pendulum's
+    system YAML (``actuated: [theta]``) on any URDF: "actuated: joint 'theta' does not exist". The bundled
+    model's YAML now applies only to that model's own robot (same ``<robot name>``): the acrobot's description
+    still gets acrobot.yaml (elbow only), example-robot-data's double pendulum gets none."""
+    from vi_control.model.bundled import bundled_urdf, example_robot_path
+    from vi_control.ros.common import MODEL_PARAMETERS, parameter_defaults, robot_from_parameters
+
+    p = parameter_defaults(MODEL_PARAMETERS)
+    assert p["model"] == "pendulum"
+    other = example_robot_path("double_pendulum").read_text()
+    robot, _ = robot_from_parameters({**p, "robot_description": other})
+    assert robot.actuated == ("joint1", "joint2")
+    robot, _ = robot_from_parameters({**p, "urdf_path": str(example_robot_path("double_pendulum"))})
+    assert robot.actuated == ("joint1", "joint2")
+    acrobot, _ = robot_from_parameters({**p, "model": "acrobot",
+                                        "robot_description": open(bundled_urdf("double_pendulum")).read()})
+    assert acrobot.actuated == ("elbow",)
