@@ -304,24 +304,24 @@ def lock_joints(xml: str, positions: dict[str, float] | list[str], error: type[V
             raise error(f"locked: joint {name!r} is already fixed")
         if jtype not in ("revolute", "continuous", "prismatic"):
             raise error(f"locked: joint {name!r} of type {jtype!r} cannot be locked")
-        origin = j.find("origin")
-        if origin is None:
-            origin = ET.SubElement(j, "origin")
-        xyz = np.array([float(v) for v in origin.get("xyz", "0 0 0").split()])
-        R = pin.rpy.rpyToMatrix(*[float(v) for v in origin.get("rpy", "0 0 0").split()])
-        ax = j.find("axis")
-        axis = np.array([float(v) for v in (ax.get("xyz", "1 0 0") if ax is not None else "1 0 0").split()])
-        axis /= np.linalg.norm(axis)
-        if jtype == "prismatic":
-            xyz = xyz + R @ axis * value
-        else:
-            R = R @ pin.AngleAxis(value, axis).matrix()
-        origin.set("xyz", " ".join(repr(float(v)) for v in xyz))
-        origin.set("rpy", " ".join(repr(float(v)) for v in pin.rpy.matrixToRpy(R)))
+        if value != 0.0:  # (at 0 the origin stays as written)
+            origin = j.find("origin")
+            if origin is None:
+                origin = ET.SubElement(j, "origin")
+            xyz = np.array([float(v) for v in origin.get("xyz", "0 0 0").split()])
+            R = pin.rpy.rpyToMatrix(*[float(v) for v in origin.get("rpy", "0 0 0").split()])
+            ax = j.find("axis")
+            axis = np.array([float(v) for v in (ax.get("xyz", "1 0 0") if ax is not None else "1 0 0").split()])
+            axis /= np.linalg.norm(axis)
+            if jtype == "prismatic":
+                xyz = xyz + R @ axis * value
+            else:
+                R = R @ pin.AngleAxis(value, axis).matrix()
+            origin.set("xyz", " ".join(repr(float(v)) for v in xyz))
+            origin.set("rpy", " ".join(repr(float(v)) for v in pin.rpy.matrixToRpy(R)))
         j.set("type", "fixed")
-        for child in [c for c in j if c.tag in ("mimic", "limit", "axis", "dynamics", "safety_controller",
-                                                    "calibration")]:
-            j.remove(child)
+        for m in j.findall("mimic"):
+            j.remove(m)
     return ET.tostring(root, encoding="unicode")
 
 
