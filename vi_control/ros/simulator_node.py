@@ -115,6 +115,15 @@ class SimulatorNode(ManagedNode):
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
+            why = vi.configuration_violation(q0) if hasattr(vi, "configuration_violation") else None
+            if why:
+                raise ValueError(f"initial_positions {why}")
+            lo, hi = (np.array([getattr(j, b) for j in r.joints]) for b in ("lower", "upper"))
+            outside = [f"{n} = {v:g} not in [{a:g}, {b:g}]" for n, v, a, b in zip(r.joint_names, q0, lo, hi)
+                       if not a <= v <= b]
+            if outside:  # (the default zeros lie outside e.g. kinova's [0.82, 5.46] on its second joint)
+                self.get_logger().warning(f"initial_positions outside the URDF joint limits: {'; '.join(outside)} "
+                                          "— a controller refuses such joint states (position_limit_margin)")
             if hasattr(vi, "velocity_violation"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
                 v0 = self._allowed_velocity(q0, v0)
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
