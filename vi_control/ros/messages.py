@@ -153,10 +153,24 @@ def stamp_seconds(msg: JointState) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
-def joint_state_arrays(msg: JointState, joint_names: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
-    """(q, q̇ or None) in ``joint_names`` order; ValueError naming missing joints or non-finite values."""
-    index = {n: i for i, n in enumerate(msg.name)}
+class ForeignJointState(ValueError):
+    """A JointState that names none of the model's joints: another driver on the same topic (a gripper, a mobile
+    base's wheels), not a fault of ours — to be ignored, unlike one that lacks only some of them."""
+
+
+def _missing_joints(names: list[str], index: dict[str, int], joint_names: list[str]) -> list[str]:
+    """The model joints a message with ``names`` lacks; ForeignJointState if it has none of them."""
     missing = [n for n in joint_names if n not in index]
+    if missing and len(missing) == len(joint_names):
+        raise ForeignJointState(f"joint state names none of the model's joints (got {list(names)})")
+    return missing
+
+
+def joint_state_arrays(msg: JointState, joint_names: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+    """(q, q̇ or None) in ``joint_names`` order; ValueError naming missing joints or non-finite values
+    (ForeignJointState if it names none of them)."""
+    index = {n: i for i, n in enumerate(msg.name)}
+    missing = _missing_joints(msg.name, index, joint_names)
     if missing:
         raise ValueError(f"joint state lacks joint(s) {missing} (got {list(msg.name)})")
     if len(msg.position) != len(msg.name):
@@ -178,7 +192,8 @@ class JointStateReader:
 
     The name -> index order is computed once and reused while a message's names equal the previous ones (a
     driver sends the same list every time). ``read`` returns whether the message had usable velocities;
-    ValueError names missing joints, size mismatches and non-finite positions.
+    ValueError names missing joints, size mismatches and non-finite positions; ForeignJointState (a ValueError)
+    a message with none of the model's joints (another driver publishing on the same topic).
     """
 
     def __init__(self, joint_names: list[str]):
@@ -196,7 +211,7 @@ class JointStateReader:
         """The order of ``joint_names`` in a message with these names (cached while they stay the same)."""
         if names != self._names:
             index = {n: i for i, n in enumerate(names)}
-            missing = [n for n in self.joint_names if n not in index]
+            missing = _missing_joints(names, index, self.joint_names)  # (foreign: the cached order stays)
             if missing:
                 self._names = None
                 raise ValueError(f"joint state lacks joint(s) {missing} (got {list(names)})")
@@ -231,6 +246,7 @@ class RawJointStateReader(JointStateReader):
     def __init__(self, joint_names: list[str]):
         super().__init__(joint_names)
         self._name_bytes: bytes | None = None
+        self._foreign_bytes: bytes | None = None  # the last foreign name section (another driver's joints)
 
     def read_raw(self, buf: bytes) -> tuple[float, bool]:
         """(stamp [s], whether usable velocities came) from the serialized JointState; ValueError if malformed."""
@@ -241,9 +257,18 @@ class RawJointStateReader(JointStateReader):
             start = _align(4 + 12 + flen, 4)
             end = start + len(self._name_bytes) if self._name_bytes is not None else -1
             if self._name_bytes is None or buf[start:end] != self._name_bytes:
-                self._name_bytes = None
+                fb = self._foreign_bytes
+                if fb is not None and buf[start:start + len(fb)] == fb:
+                    raise ForeignJointState("joint state names none of the model's joints")
                 end, names = _read_names(buf, start)
-                self.read_names(names)
+                try:
+                    self.read_names(names)
+                except ForeignJointState:
+                    self._foreign_bytes = bytes(buf[start:end])
+                    raise
+                except ValueError:
+                    self._name_bytes = None
+                    raise
                 self._name_bytes = bytes(buf[start:end])
             n = len(self.joint_names_in_message)
             off, q = _read_doubles(buf, end)

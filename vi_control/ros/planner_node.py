@@ -53,7 +53,7 @@ from .common import (
     tracking_law,
     watch_parameters,
 )
-from .messages import joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
+from .messages import ForeignJointState, joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
 from .vehicle import (
     ODOM_FRAME_PARAMETER,
     VEHICLE_PARAMETERS,
@@ -215,22 +215,24 @@ class PlannerNode(Node):
         return None  # the others are read from self.p when used
 
     # ---- inputs ----------------------------------------------------------------------------------
-    def _arrays(self, msg: JointState, what: str, level: str = "warning"):
+    def _arrays(self, msg: JointState, what: str, level: str = "warning", ignore_foreign: bool = False):
         """(q, q̇ or None) of a JointState in the model's joint order, or None (logged) if unusable."""
         if self.robot is None:
             return None
         try:
             return joint_state_arrays(msg, self.robot.joint_names)
         except ValueError as e:
+            if ignore_foreign and isinstance(e, ForeignJointState):
+                return None  # another driver's joints (gripper, wheels) on joint_states: not ours
             self.warn(what, f"{what}: {e}", level=level)
             return None
 
     def on_joint_state(self, msg: JointState) -> None:
-        arrays = self._arrays(msg, "joint state ignored")
+        arrays = self._arrays(msg, "joint state ignored", ignore_foreign=True)
         if arrays is None:
             return
         q, qdot = arrays
-        t = stamp_seconds(msg)
+        t = stamp_seconds(msg) or self._now()  # header.stamp 0: never set by the driver, stamped on receipt
         try:
             x = self.estimator.update(t, q, qdot)
         except Exception as e:  # never let a state estimate kill the node; plan from the task's x_0 instead
