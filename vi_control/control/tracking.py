@@ -117,8 +117,10 @@ class StateEstimator:
     def update(self, t: float, q: np.ndarray, qdot: np.ndarray | None) -> np.ndarray | None:
         """x for the sample (t, q, q̇), or None if neither earlier samples nor a velocity are usable."""
         q, dt, hist = np.array(q, float), self.vi.dt, self._history
-        if hist and t <= hist[-1][0]:  # the same stamp again: the newer sample replaces it; earlier: start afresh
-            hist.pop() if t == hist[-1][0] else hist.clear()
+        if hist and t == hist[-1][0]:  # the same stamp again: the newer sample replaces it
+            hist.pop()
+        elif hist and t < hist[-1][0]:  # a clock that went back (simulator reset): start afresh
+            hist.clear()
         before = self._configuration_before(t, q) if self.mode == "configurations" and hist else None
         hist.append((t, q))
         while len(hist) > 2 and hist[1][0] <= t - dt:  # keep the newest sample at or before the next t − Δt

@@ -152,6 +152,7 @@ class ControllerNode(ManagedNode):
         self._reset_tracking()
         self._held_prescribed: np.ndarray | None = None
         self.counts = dict(states=0, commands=0, safe=0, foreign=0, unstamped=0)
+        self._foreign_seen: set[str] = set()
         self.fault_counts: dict[str, int] = {}
         self._rate_mark = (time.monotonic(), 0, 0)
         self.rates = (0.0, 0.0)
@@ -334,8 +335,10 @@ class ControllerNode(ManagedNode):
             t, has_v = self.reader.read_raw(msg)
         except ForeignJointState as e:  # another driver's joints (gripper, wheels) on the same topic: not ours
             self.counts["foreign"] += 1
-            if self.counts["foreign"] == 1:
-                self.get_logger().info(f"{e}: ignored (another driver publishing on joint_states)")
+            if str(e) not in self._foreign_seen:  # once per name list: visible if these were meant to be ours
+                self._foreign_seen.add(str(e))
+                self.get_logger().info(f"{e}: ignored (another driver's joints on joint_states; if these are the "
+                                       f"robot's, its joint names differ from the model's {self.robot.joint_names})")
             return
         except ValueError as e:
             return self._refuse(FAULT_INVALID_STATE, str(e))
