@@ -246,7 +246,7 @@ class RawJointStateReader(JointStateReader):
     def __init__(self, joint_names: list[str]):
         super().__init__(joint_names)
         self._name_bytes: bytes | None = None
-        self._foreign_bytes: bytes | None = None  # the last foreign name section (another driver's joints)
+        self._foreign: tuple[bytes, str] | None = None  # the last foreign name section and its error
 
     def read_raw(self, buf: bytes) -> tuple[float, bool]:
         """(stamp [s], whether usable velocities came) from the serialized JointState; ValueError if malformed."""
@@ -257,14 +257,13 @@ class RawJointStateReader(JointStateReader):
             start = _align(4 + 12 + flen, 4)
             end = start + len(self._name_bytes) if self._name_bytes is not None else -1
             if self._name_bytes is None or buf[start:end] != self._name_bytes:
-                fb = self._foreign_bytes
-                if fb is not None and buf[start:start + len(fb)] == fb:
-                    raise ForeignJointState("joint state names none of the model's joints")
+                if self._foreign is not None and buf[start:start + len(self._foreign[0])] == self._foreign[0]:
+                    raise ForeignJointState(self._foreign[1])
                 end, names = _read_names(buf, start)
                 try:
                     self.read_names(names)
-                except ForeignJointState:
-                    self._foreign_bytes = bytes(buf[start:end])
+                except ForeignJointState as e:
+                    self._foreign = (bytes(buf[start:end]), str(e))
                     raise
                 except ValueError:
                     self._name_bytes = None
