@@ -169,3 +169,76 @@ def test_controller_with_real_drivers_over_dds(ros, vi_100hz, rng):
     assert "names none of the model's joints (got ['finger_1', 'finger_2']): ignored" in log
     assert log.count("names none of the model's joints") == 1  # said once for that name list
     assert "header.stamp = 0" in log and "safe command" not in log and "lacks joint" not in log
+
+
+def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
+    """A timer controller on a /clock this test plays, tracking a plan from t₀ = 1 with U_k = 0.3: (1) `rate` set
+    live through the parameter service changes the commands per second of the clock; (2) the clock jumps back
+    before t₀ (a simulator reset): zero torque once, then nothing until t₀ — not U_0 + K_0(X_0 − x) held for the
+    whole wait — and the plan is entered again at its start (the first tick from t₀ on); (3) the controller
+    killed (SIGKILL) and restarted while the clock runs: it takes the latched plan and enters it at the clock's
+    step with the law's value."""
+    import signal
+
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import UInt8MultiArray
+    from test_ros_dds import DISCOVERY, _pendulum_hold_plan
+    from test_ros_interfaces import _set
+
+    from vi_control.ros.common import LATCHED_QOS
+    from vi_control.ros.messages import plan_to_message, split_seconds
+
+    vi = vi_100hz
+    params = dict(model="pendulum", dt=DT, trigger="timer", rate=20.0, state_timeout=0.5, use_sim_time=True,
+                  state_estimate="velocities", log_throttle_period=30.0)
+    ctrl = ros.start("controller_node", **params)
+    rec = ros.recorder(["theta"], record_states=False)
+    plan = _pendulum_hold_plan(vi, 2000, t0=1.0)
+    plan.U[:] = 0.3
+    rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 5))
+    assert ctrl.wait_for_log("accepted plan 5", DISCOVERY), ctrl.report()
+    assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
+    q = np.array([np.pi - 0.02])
+    u_law = 0.3 + float((plan.K[0] @ (plan.X[0] - vi.state_from_configurations(q, q)))[0])
+
+    def play(t_from: float, t_to: float) -> list[float]:
+        """The clock and a joint state (at rest at q) every 10 ms of sim time; the commands that came meanwhile."""
+        n0 = len(rec.commands)
+        for i in range(int(round((t_to - t_from) / 0.01))):
+            t = _ns(t_from + 0.01 * i)
+            rec.publish_clock(t)
+            msg = JointState(name=["theta"], position=q.tolist(), velocity=[0.0])
+            msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
+            rec.state_pub.publish(msg)
+            time.sleep(0.005)
+        time.sleep(0.3)
+        return [c[1][0] for c in rec.commands[n0:]]
+
+    at_20 = play(1.0, 2.0)
+    assert ctrl.wait_for_log("entered plan 5 at k=", 5.0), ctrl.report()
+    assert _set(rec, "vi_controller", rate=50.0) == [(True, "")]
+    at_50 = play(2.0, 3.0)
+    assert 10 <= len(at_20) <= 25 and 30 <= len(at_50) <= 60, (len(at_20), len(at_50))
+    assert at_50 == pytest.approx([u_law] * len(at_50), abs=1e-9)
+    # (2) a simulator reset takes the clock back to 0.3 s: zero once, then silence until the plan's start
+    waiting = play(0.3, 0.9)
+    assert waiting == [0.0], ctrl.report()
+    assert ctrl.wait_for_log("the clock went back: state t=0.3000 after t=2.9900", 5.0), ctrl.report()
+    assert ctrl.wait_for_log("plan 5 starts at t=1.0000 again", 5.0)
+    again = play(0.9, 1.5)
+    entries = [int(e.split()[0]) for e in ctrl.log().split("entered plan 5 at k=")[1:]]
+    assert len(entries) == 2 and entries[1] <= 6, ctrl.report()  # at the first 20 Hz tick from t₀ on
+    assert len(again) >= 10 and again == pytest.approx([u_law] * len(again), abs=1e-9)
+    # (3) the controller dies and comes back while the clock runs on: the latched plan, entered at the clock's k
+    ctrl.signal(signal.SIGKILL)
+    ctrl2 = ros.start("controller_node", **params)
+    t = 1.5
+    deadline = time.monotonic() + DISCOVERY
+    while "entered plan 5" not in ctrl2.log() and time.monotonic() < deadline:
+        play(t, t + 0.1)
+        t += 0.1
+    assert "entered plan 5 at k=" in ctrl2.log(), ctrl2.report()
+    k = int(ctrl2.log().split("entered plan 5 at k=")[1].split()[0])
+    assert 50 <= k <= round((t - 1.0) / DT)  # late: at the clock's step, not from the start
+    resumed = play(t, t + 0.5)
+    assert len(resumed) >= 10 and resumed == pytest.approx([u_law] * len(resumed), abs=1e-9)

@@ -412,7 +412,27 @@ class ControllerNode(ManagedNode):
             if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)
                 self._refuse(FAULT_BACKWARDS, f"stamp {t:.4f} after {self.last_stamp:.4f}")
                 return False
+            self._clock_went_back(t)
         return True
+
+    def _clock_went_back(self, t: float) -> None:
+        """Stamps and this node's clock went back together (a simulator reset with its time): an active plan that
+        starts after ``t`` waits for its start again, as a newly received one (re-entered at k = 0 then) — not
+        its U_0 held until then; zero torque once meanwhile, the command that needs no loop (as on deactivate)."""
+        msg = f"the clock went back: state t={t:.4f} after t={self.last_stamp:.4f} (a simulator reset?)"
+        plan = self.active_plan if self.law is not None else None
+        if plan is None or t >= plan.times[0] - 0.5 * plan.dt:
+            self.get_logger().warning(msg)
+            return
+        if self.pending is None:
+            self.pending = (self.active_seq, plan, 0)
+            self.get_logger().warning(f"{msg}: plan {self.active_seq} starts at t={plan.times[0]:.4f} again")
+        else:  # a newer plan waits for its own start
+            self.get_logger().warning(f"{msg}: plan {self.active_seq} dropped; plan {self.pending[0]} is next")
+        self.law, self.active_seq = None, None
+        u = self._safe_input("zero")
+        if u is not None:
+            self.publish(u)
 
     def _configuration_error(self, x_ref: np.ndarray, x: np.ndarray) -> np.ndarray:
         """|configuration of x_ref − that of x| per joint (modulo 2π), or per component of τ⁻¹(g_ref⁻¹g) on a
