@@ -242,3 +242,32 @@ def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     assert 50 <= k <= round((t - 1.0) / DT)  # late: at the clock's step, not from the start
     resumed = play(t, t + 0.5)
     assert len(resumed) >= 10 and resumed == pytest.approx([u_law] * len(resumed), abs=1e-9)
+
+
+def test_goal_sent_before_any_joint_state_waits_for_one(ros):
+    """An operator's goal on ~/goal before the driver's first joint state (wall clock): the planner waits
+    startup_wait for a state and plans from it (q = 0.3 at rest), not from the task's x₀ (q = 0)."""
+    from sensor_msgs.msg import JointState
+    from test_ros_dds import DISCOVERY
+
+    from vi_control.ros.common import STREAM_QOS
+    from vi_control.ros.messages import split_seconds
+
+    planner = ros.start("planner_node", model="pendulum", task="task_pendulum_swingup", plan_on_startup=False,
+                        startup_wait=20.0, expected_solve_time=3.0)
+    rec = ros.recorder(["theta"], record_states=False)
+    goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
+    assert rec.wait_for(lambda: goal_pub.get_subscription_count() > 0 and rec.state_pub.get_subscription_count() > 0,
+                        DISCOVERY), planner.report()
+    assert planner.wait_for_log("task task_pendulum_swingup on pendulum", DISCOVERY), planner.report()
+    goal_pub.publish(JointState(name=["theta"], position=[np.pi]))
+    assert planner.wait_for_log("re-planning", 10.0), planner.report()
+    time.sleep(0.5)  # the driver comes up after the goal
+    deadline = time.monotonic() + 20.0
+    while "planning from" not in planner.log() and time.monotonic() < deadline:
+        msg = JointState(name=["theta"], position=[0.3], velocity=[0.0])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(time.time())
+        rec.state_pub.publish(msg)
+        time.sleep(0.05)
+    log = planner.log()
+    assert "planning from the measured state" in log and "task's x_0" not in log, log
