@@ -100,7 +100,8 @@ class StateEstimator:
     a plan's X_k would have: a held configuration is exact), also with ``mode='velocities'``. A driver without
     velocities slower than 1/Δt (samples up to ``max_gap`` apart) gets the same interpolation: the finite
     difference of its last two samples. Continuous joints are unwrapped between samples so a ±π wrap is not a
-    huge p. A stamp not after the last one (a clock that jumped back) starts the history afresh.
+    huge p. A stamp before the last one (a clock that jumped back) starts the history afresh; the same stamp
+    again replaces its sample.
     """
 
     def __init__(self, vi: DiscreteSystem, mode: str = "configurations", tolerance: float = 0.25,
