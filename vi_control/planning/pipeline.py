@@ -27,8 +27,8 @@ from .gradient import projection_gradient
 from .shooting import LogFn, OptimizerResult, feedback_initial_guess, input_bounds, rollout
 from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
 
-__all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "trajectory_reference",
-           "initial_inputs", "plan_task"]
+__all__ = ["make_system", "start_state", "check_joint_limits", "input_limits", "reference_trajectory",
+           "trajectory_reference", "initial_inputs", "plan_task"]
 
 
 def make_system(task: Task, integrator: str = "midpoint", **options) -> DiscreteSystem:
@@ -42,8 +42,23 @@ def start_state(task: Task, vi: DiscreteSystem) -> np.ndarray:
     momentum under gravity is −(Δt/2)∇V — p = M q̇ = 0 would instead kick the robot by that impulse.
     """
     q0 = np.zeros(vi.nq) if task.q0 is None else parse_vector(list(task.q0), "start.q", vi.nq)
+    if task.q0 is not None:
+        check_joint_limits(vi, q0, "start.q")
     qd = np.zeros(vi.nq) if task.qdot0 is None else parse_vector(list(task.qdot0), "start.qdot", vi.nq)
     return vi.state_from_configurations(q0 - vi.dt * qd, q0)
+
+
+def check_joint_limits(vi: DiscreteSystem, q: np.ndarray, key: str) -> None:
+    """TaskError naming the joint if a configuration the task states lies beyond the URDF's position limits: the
+    integrator does not enforce them, so a plan would lead the robot through its end stops (DDP) or be infeasible
+    (collocation bounds q by them)."""
+    joints = vi.robot.joints
+    if len(joints) != len(q):  # a floating base: its coordinates are no joints of the URDF
+        return
+    for i, j in enumerate(joints):
+        slack = 1e-9 * max(1.0, abs(j.lower), abs(j.upper))
+        if not j.lower - slack <= q[i] <= j.upper + slack:
+            raise TaskError(f"{key}[{i}]: {q[i]:g} is outside joint {j.name!r}'s limits [{j.lower:g}, {j.upper:g}]")
 
 
 def input_limits(task: Task, vi: DiscreteSystem) -> np.ndarray | None:
@@ -68,10 +83,15 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float)
     goal = task.goal_q if task.goal_q is not None else x0[:nq]
     goal = parse_vector(list(goal), "goal.q", nq)
+    if task.goal_q is not None:
+        check_joint_limits(vi, goal, "goal.q")
     kind = ref.get("type", "goal")
     if kind == "step":  # seed 000 eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
         qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq, MAX_CONFIGURATION)
         qb = parse_vector(ref.get("q_after", list(goal)), "reference.q_after", nq, MAX_CONFIGURATION)
+        for key in ("q_before", "q_after"):
+            if key in ref:
+                check_joint_limits(vi, qa if key == "q_before" else qb, f"reference.{key}")
         ks = int(ref.get("step_index", N // 2))
         if not 0 <= ks <= N:
             raise TaskError(f"reference.step_index: must be in [0, {N}], got {ks}")

@@ -24,6 +24,7 @@ Schema (every key is checked; errors name the key) — see docs/planner.md for t
 from __future__ import annotations
 
 import ast
+import difflib
 import operator
 import os
 from dataclasses import dataclass, field
@@ -47,6 +48,13 @@ MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start cou
 MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
 _MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
 MAX_VECTOR = MAX_LINKS  # entries of any list of numbers (one per joint at most)
+# Collocation sizes: the transcription holds a dense (nodes × nodes) differentiation matrix per interval and a CasADi
+# expression graph per point; beyond these it would exhaust memory long before IPOPT starts (docs/collocation.md
+# uses 15…30 nodes, the h-p gaits a few hundred points).
+MAX_COLLOCATION_NODES = 200  # Gauss points per interval
+MAX_COLLOCATION_POINTS = 10_000  # nodes × intervals
+# optimizer keys that only the shooting methods with a terminal constraint read (planning.augmented)
+_TERMINAL_KEYS = ("constraint_tolerance", "penalty")
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
              "optimizer", "lqr", "hold", "initial_guess", "collocation"}
 
@@ -128,10 +136,21 @@ def _mapping(d, key: str, allowed: set[str]) -> dict:
         return {}
     if not isinstance(d, dict):
         raise TaskError(f"{key}: expected a mapping, got {type(d).__name__}")
-    unknown = set(d) - allowed
+    unknown = sorted(set(d) - allowed, key=str)
     if unknown:
-        raise TaskError(f"{key}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        raise TaskError(f"{key}: unknown key(s) {unknown}{_did_you_mean(unknown, allowed)}; allowed: {sorted(allowed)}")
     return d
+
+
+def _did_you_mean(unknown: list, allowed: set[str]) -> str:
+    """' (did you mean 'horizon'?)' for the typos among ``unknown`` that are close to an allowed key, else ''."""
+    folded = {a.lower(): a for a in allowed}  # 'q' for 'Q' is a typo difflib's ratio does not see
+    hints = [(k, m[0]) for k in unknown if isinstance(k, str)
+             for m in [[folded[k.lower()]] if k.lower() in folded else
+                       difflib.get_close_matches(k, allowed, n=1, cutoff=0.6)] if m]
+    if not hints:
+        return ""
+    return " (did you mean " + ", ".join(f"{m!r}" if len(unknown) == 1 else f"{m!r} for {k!r}" for k, m in hints) + "?)"
 
 
 @dataclass
@@ -201,8 +220,7 @@ class Task:
                 if isinstance(w, dict):  # {q: .., p: ..} for state weights
                     if nq is None or set(w) - {"q", "p"}:
                         raise TaskError(f"{key}: a mapping must have keys q and p (state weights only)")
-                    w = np.concatenate([parse_vector(w.get("q", 0.0), f"{key}.q", bound=MAX_COEFFICIENT) * np.ones(nq),
-                                        parse_vector(w.get("p", 0.0), f"{key}.p", bound=MAX_COEFFICIENT) * np.ones(nq)])
+                    w = np.concatenate([_per_coordinate(w.get(part, 0.0), f"{key}.{part}", nq) for part in "qp"])
                 elif isinstance(w, (list, tuple)):
                     w = parse_vector(w, key, n, bound=MAX_COEFFICIENT)
                 else:
@@ -214,6 +232,14 @@ class Task:
         if which == "Qf":
             return self.weight("Q", group, n, nq)
         raise TaskError(f"weights.{which}: missing")
+
+
+def _per_coordinate(v, key: str, nq: int) -> np.ndarray:
+    """One weight per configuration coordinate: a list of nq numbers, or one number for all of them."""
+    w = parse_vector(v, key, bound=MAX_COEFFICIENT)
+    if w.size not in (1, nq):
+        raise TaskError(f"{key}: expected one number or {nq} entries (one per coordinate), got {w.size}")
+    return w * np.ones(nq)
 
 
 def config_file(source: str) -> str | None:
@@ -283,6 +309,7 @@ def load_task(source: str | dict) -> Task:
     if method not in METHODS:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
     colloc_method = method in COLLOCATION_METHODS  # the optimizer is IPOPT: its own defaults
+    _check_method_keys(d, opt, method, terminal)
     max_it = _integer(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations", 1,
                       MAX_ITERATIONS)
     tolerance = parse_number(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance")
@@ -301,12 +328,15 @@ def load_task(source: str | dict) -> Task:
         lim = parse_vector(lim, "input_limits", bound=MAX_COEFFICIENT)
         if np.any(lim <= 0):
             raise TaskError("input_limits: bounds must be positive")
-    colloc = _collocation_options(d, method)
+    colloc = _collocation_options(d, method, N, dt)
     guess = d.get("initial_guess", "reference")
     if guess not in ("reference", "zero", "hold_start", "feedback", "auto"):
         raise TaskError(f"initial_guess: expected reference, zero, hold_start, feedback or auto, got {guess!r}")
+    name = d.get("name", "task")
+    if not isinstance(name, str):
+        raise TaskError(f"name: expected text, got {type(name).__name__} {name!r}")
     return Task(
-        name=str(d.get("name", "task")), model=model, dt=dt, horizon=N,
+        name=name, model=model, dt=dt, horizon=N,
         q0=parse_vector(start["q"], "start.q", bound=MAX_CONFIGURATION) if "q" in start else None,
         qdot0=parse_vector(start["qdot"], "start.qdot", bound=MAX_CONFIGURATION) if "qdot" in start else None,
         goal_q=parse_vector(goal["q"], "goal.q", bound=MAX_CONFIGURATION) if "q" in goal else None, reference=ref,
@@ -340,8 +370,28 @@ def _continuation_options(c, method: str, max_iterations: int) -> dict:
     return {"Q_scale": tuple(float(s) for s in scales), "iterations": n}
 
 
-def _collocation_options(d: dict, method: str) -> dict:
-    """The ``collocation`` block, validated (keys named in errors); {} for the shooting methods."""
+def _check_method_keys(d: dict, opt: dict, method: str, terminal: bool) -> None:
+    """A key the chosen method would silently ignore is an error naming it (it was meant for another method)."""
+    if method == "gradient" and terminal:
+        raise TaskError("optimizer.terminal_constraint: needs optimizer.method ddp or ilqr, not 'gradient'")
+    if method in COLLOCATION_METHODS:  # IPOPT from a straight line (collocation.t_guess), then a plain DDP polish
+        unused = [f"optimizer.{k}" for k in ("terminal_constraint",) + _TERMINAL_KEYS if k in opt]
+        unused += [k for k in ("reference", "initial_guess") if k in d]  # (its reference: the collocated path)
+        why = f"not used by optimizer.method {method!r}"
+    elif not terminal:
+        unused = [f"optimizer.{k}" for k in _TERMINAL_KEYS if k in opt]
+        why = "only used with optimizer.terminal_constraint: true"
+    else:
+        unused = []
+    if method == "gradient" and "regularization" in opt:
+        unused, why = ["optimizer.regularization"], "not used by optimizer.method 'gradient' (no Hessian to damp)"
+    if unused:
+        raise TaskError(f"{', '.join(unused)}: {why}")
+
+
+def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
+    """The ``collocation`` block, validated (keys named in errors); {} for the shooting methods. horizon·dt is the
+    fixed final time, or the upper bound of a free one (whose lower bound t_min defaults to 2·dt)."""
     if method not in COLLOCATION_METHODS:
         if "collocation" in d:
             raise TaskError(f"collocation: only used by optimizer.method {COLLOCATION_METHODS}, not {method!r}")
@@ -354,10 +404,14 @@ def _collocation_options(d: dict, method: str) -> dict:
     if "nodes" not in c:
         raise TaskError("collocation.nodes: missing (Gauss points per interval, at least 3)")
     out = {**COLLOCATION_DEFAULTS, **c}
-    for key, low in (("nodes", 3), ("intervals", 1), ("polish_iterations", 1)):
+    for key, low, high in (("nodes", 3, MAX_COLLOCATION_NODES), ("intervals", 1, MAX_COLLOCATION_POINTS),
+                           ("polish_iterations", 1, MAX_ITERATIONS)):
         v = out[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise TaskError(f"collocation.{key}: must be an integer ≥ {low}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise TaskError(f"collocation.{key}: must be an integer in [{low}, {high}], got {v!r}")
+    if out["nodes"] * out["intervals"] > MAX_COLLOCATION_POINTS:
+        raise TaskError(f"collocation: nodes × intervals = {out['nodes'] * out['intervals']} points, more than the "
+                        f"supported {MAX_COLLOCATION_POINTS}")
     for key, allowed in (("final_time", ("fixed", "free")), ("cost", ("effort", "time")),
                          ("dynamics", ("implicit", "explicit"))):
         if out[key] not in allowed:
@@ -367,11 +421,30 @@ def _collocation_options(d: dict, method: str) -> dict:
     for key in ("t_min", "t_guess", "effort_weight"):
         if out[key] is not None:
             out[key] = parse_number(out[key], f"collocation.{key}")
-            if not out[key] > 0:
-                raise TaskError(f"collocation.{key}: must be positive, got {out[key]}")
+            if not 0 < out[key] <= MAX_COEFFICIENT:
+                raise TaskError(f"collocation.{key}: must be positive (at most {MAX_COEFFICIENT:g}), got {out[key]}")
+    _check_final_time(c, out, horizon * dt, 2 * dt)
     if not isinstance(out["joint_limits"], bool):
         raise TaskError(f"collocation.joint_limits: expected true or false, got {out['joint_limits']!r}")
     return out
+
+
+def _check_final_time(given: dict, out: dict, horizon_time: float, default_t_min: float) -> None:
+    """t_min < t_guess ≤ horizon·dt for a free final time; neither key with a fixed one (it would be ignored)."""
+    if out["final_time"] == "fixed":
+        for key in ("t_min", "t_guess"):
+            if key in given:
+                raise TaskError(f"collocation.{key}: only used with collocation.final_time: free (a fixed final time "
+                                f"is horizon·dt = {horizon_time:g} s)")
+        return
+    t_min = out["t_min"] if out["t_min"] is not None else default_t_min
+    if not t_min < horizon_time:
+        raise TaskError(f"collocation.t_min: must be below horizon·dt = {horizon_time:g} s (the upper bound of the "
+                        f"free final time), got {t_min:g}")
+    t_guess = out["t_guess"]
+    if t_guess is not None and not t_min <= t_guess <= horizon_time:
+        raise TaskError(f"collocation.t_guess: must be in [t_min, horizon·dt] = [{t_min:g}, {horizon_time:g}] s, got "
+                        f"{t_guess:g}")
 
 
 # Options of the ``collocation`` block (``nodes`` is required): see docs/collocation.md.
