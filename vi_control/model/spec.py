@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, replace
 
 from .bundled import BUNDLED, bundled_config, bundled_models, example_robot_urdf, share_dir
-from .errors import ModelError, URDFError
+from .errors import ModelError, URDFError, unknown_keys
 from .robot import RobotModel, load_robot
 from .system_config import INERTIA_POLICIES
 from .yaml_io import read_text_file
@@ -62,7 +62,7 @@ class ModelSpec:
         elif isinstance(value, dict):
             unknown = set(value) - _MAPPING_KEYS
             if unknown:
-                raise ModelError(f"model: unknown key(s) {sorted(unknown)}; allowed: {sorted(_MAPPING_KEYS)}")
+                raise ModelError(f"model: {unknown_keys(unknown, _MAPPING_KEYS)}; allowed: {sorted(_MAPPING_KEYS)}")
             given = [k for k in ("bundled", "example", "urdf") if k in value]
             if len(given) != 1:
                 raise ModelError("model: give exactly one of bundled, example, urdf")

@@ -24,7 +24,6 @@ Schema (every key is checked; errors name the key) — see docs/planner.md for t
 from __future__ import annotations
 
 import ast
-import difflib
 import operator
 import os
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.bundled import share_dir
-from ..model.errors import ModelError
+from ..model.errors import ModelError, unknown_keys
 from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION, MAX_LINKS
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
@@ -138,19 +137,8 @@ def _mapping(d, key: str, allowed: set[str]) -> dict:
         raise TaskError(f"{key}: expected a mapping, got {type(d).__name__}")
     unknown = sorted(set(d) - allowed, key=str)
     if unknown:
-        raise TaskError(f"{key}: unknown key(s) {unknown}{_did_you_mean(unknown, allowed)}; allowed: {sorted(allowed)}")
+        raise TaskError(f"{key}: {unknown_keys(unknown, allowed)}; allowed: {sorted(allowed)}")
     return d
-
-
-def _did_you_mean(unknown: list, allowed: set[str]) -> str:
-    """' (did you mean 'horizon'?)' for the typos among ``unknown`` that are close to an allowed key, else ''."""
-    folded = {a.lower(): a for a in allowed}  # 'q' for 'Q' is a typo difflib's ratio does not see
-    hints = [(k, m[0]) for k in unknown if isinstance(k, str)
-             for m in [[folded[k.lower()]] if k.lower() in folded else
-                       difflib.get_close_matches(k, allowed, n=1, cutoff=0.6)] if m]
-    if not hints:
-        return ""
-    return " (did you mean " + ", ".join(f"{m!r}" if len(unknown) == 1 else f"{m!r} for {k!r}" for k, m in hints) + "?)"
 
 
 @dataclass
