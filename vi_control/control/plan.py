@@ -147,6 +147,9 @@ class Plan:
         if self.X.shape[1] != system.nx or self.U.shape[1] != system.nu:
             raise PlanError(f"plan has nx={self.X.shape[1]}, nu={self.U.shape[1]}; the system has nx={system.nx}, "
                             f"nu={system.nu}")
+        if self.K.shape[2] != system.state.ndx:
+            raise PlanError(f"K: the plan's gains act on {self.K.shape[2]} state-tangent entries, the system's "
+                            f"state has ndx = {system.state.ndx}")
         if list(self.joint_names) != list(robot.joint_names):
             raise PlanError(f"joint_names: plan {list(self.joint_names)}, system {list(robot.joint_names)}")
         if abs(self.dt - system.dt) > 1e-12 * self.dt:
