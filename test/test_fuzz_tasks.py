@@ -20,7 +20,7 @@ from vi_control.control.plan import Plan, PlanError
 from vi_control.model import SystemConfigError, URDFError, load_robot
 from vi_control.model.bundled import bundled_urdf, share_dir
 from vi_control.planning import TaskError, load_task, make_system
-from vi_control.planning.pipeline import reference_trajectory, start_state
+from vi_control.planning.pipeline import reference_trajectory, start_state, trajectory_reference
 from vi_control.planning.task import MAX_COLLOCATION_NODES
 
 
@@ -191,3 +191,17 @@ def test_joint_states_naming_a_joint_twice_are_refused():
         joint_state_arrays(msg, ["theta"])
     q, _ = joint_state_arrays(JointState(name=["other", "theta"], position=[9.0, 0.1]), ["theta"])
     assert q.tolist() == [0.1]  # extra joints are fine
+
+
+def test_joint_trajectories_beyond_the_limits_or_the_horizon_are_refused():
+    """A JointTrajectory (planner node's ~/joint_trajectory) → trajectory_reference. Before: a point beyond the
+    slider's ±2 m was planned through the end stop, and a last point at 10⁹ s allocated 2·10¹⁰ steps (hang)."""
+    task = load_task(_task("task_cartpole_swingup"))
+    vi = make_system(task)
+    x0 = start_state(task, vi)
+    with pytest.raises(TaskError, match=r"trajectory point 1: positions\[0\]: 2\.5 is outside joint 'slider''s"):
+        trajectory_reference(vi, x0, [0.5, 1.0], [[1.0], [2.5]], joints=[0])
+    with pytest.raises(TaskError, match=r"trajectory: its last point at 1e\+09 s needs 20000000010 steps"):
+        trajectory_reference(vi, x0, [1e9], [[0.5]], joints=[0])
+    X, U = trajectory_reference(vi, x0, [0.5], [[2.0]], joints=[0])  # at the limit: fine
+    assert X[-1, 0] == pytest.approx(2.0) and len(U) == round((0.5 + 0.5) / vi.dt)  # point + 0.5 s settle

@@ -25,7 +25,7 @@ from .cost import QuadraticTrackingCost
 from .ddp import ddp, stage_passes
 from .gradient import projection_gradient
 from .shooting import LogFn, OptimizerResult, feedback_initial_guess, input_bounds, rollout
-from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
+from .task import COLLOCATION_METHODS, MAX_HORIZON, Task, TaskError, parse_vector
 
 __all__ = ["make_system", "start_state", "check_joint_limits", "input_limits", "reference_trajectory",
            "trajectory_reference", "initial_inputs", "plan_task"]
@@ -48,14 +48,15 @@ def start_state(task: Task, vi: DiscreteSystem) -> np.ndarray:
     return vi.state_from_configurations(q0 - vi.dt * qd, q0)
 
 
-def check_joint_limits(vi: DiscreteSystem, q: np.ndarray, key: str) -> None:
+def check_joint_limits(vi: DiscreteSystem, q: np.ndarray, key: str, entries: list[int] | None = None) -> None:
     """TaskError naming the joint if a configuration the task states lies beyond the URDF's position limits: the
     integrator does not enforce them, so a plan would lead the robot through its end stops (DDP) or be infeasible
-    (collocation bounds q by them)."""
+    (collocation bounds q by them). ``entries``: the configuration indices ``q`` holds (default all nq)."""
     joints = vi.robot.joints
-    if len(joints) != len(q):  # a floating base: its coordinates are no joints of the URDF
+    if len(joints) != vi.nq:  # a floating base: its coordinates are no joints of the URDF
         return
-    for i, j in enumerate(joints):
+    for i, e in enumerate(range(vi.nq) if entries is None else entries):
+        j = joints[e]
         slack = 1e-9 * max(1.0, abs(j.lower), abs(j.upper))
         if not j.lower - slack <= q[i] <= j.upper + slack:
             raise TaskError(f"{key}[{i}]: {q[i]:g} is outside joint {j.name!r}'s limits [{j.lower:g}, {j.upper:g}]")
@@ -137,7 +138,12 @@ def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, 
         raise TaskError(f"trajectory: point times must be positive and increasing, got {times.tolist()}")
     if not np.all(np.isfinite(positions)):
         raise TaskError("trajectory: positions must be finite")
+    for k, q in enumerate(positions):
+        check_joint_limits(vi, q, f"trajectory point {k}: positions", joints)
     N = int(np.ceil((times[-1] + max(settle, 0.0)) / vi.dt - 1e-9))
+    if N > MAX_HORIZON:  # (X, U, K and a linearization per step are held in memory)
+        raise TaskError(f"trajectory: its last point at {times[-1]:g} s needs {N} steps of {vi.dt:g} s, more than "
+                        f"the supported horizon of {MAX_HORIZON}")
     grid = np.arange(N + 1) * vi.dt
     Q = np.tile(x0[:nq], (N + 1, 1))
     for i, j in enumerate(joints):
