@@ -205,3 +205,26 @@ def test_joint_trajectories_beyond_the_limits_or_the_horizon_are_refused():
         trajectory_reference(vi, x0, [1e9], [[0.5]], joints=[0])
     X, U = trajectory_reference(vi, x0, [0.5], [[2.0]], joints=[0])  # at the limit: fine
     assert X[-1, 0] == pytest.approx(2.0) and len(U) == round((0.5 + 0.5) / vi.dt)  # point + 0.5 s settle
+
+
+UUV = yaml.safe_load((share_dir() / "config" / "vehicle_uuv.yaml").read_text())
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("planning.horizn", 16, r"planning: unknown key\(s\) \['horizn'\] \(did you mean 'horizon'\?\)"),
+    ("planning.lqr.q", 1.0, r"planning\.lqr: unknown key\(s\) \['q'\] \(did you mean 'Q'\?\)"),
+    ("planning.horizon", 10**9, r"planning\.horizon: expected an integer in \[2, 100000\]"),
+    ("planning.duration", float("inf"), r"planning\.duration: .*at most 10 s per step"),
+    ("planning.retraction", "euler", r"planning\.retraction: expected one of \('cayley', 'exp'\)"),
+])
+def test_vehicle_planning_section_attacks_name_the_key(key, value, message):
+    """config/vehicle_uuv.yaml's ``planning`` section (DMOC, seed 002). Before: a typo fell back to the default
+    silently, an infinite duration gave Δt = inf, 10⁹ steps built an NLP that never finished, a retraction
+    name was only refused when the integrator was built."""
+    from vi_control.model.rigid_body import load_rigid_body
+    from vi_control.planning.vehicle import maneuver_settings
+
+    body = load_rigid_body(_edit(UUV, key, value))
+    with pytest.raises(ValueError, match=message):
+        maneuver_settings(body)
+    assert maneuver_settings(load_rigid_body(UUV)).horizon == 32  # the shipped section is valid
