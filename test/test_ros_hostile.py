@@ -106,3 +106,16 @@ def test_planner_keeps_its_plan_when_a_goal_is_beyond_the_limits_or_names_a_join
     time.sleep(1.5)  # the latched plan is re-published every second: still the first one
     assert rec.plan()[0] == seq and planner.log().count("published plan") == 1
     assert planner.alive
+
+
+@pytest.mark.parametrize("initial, message", [
+    ([5.0, 0.0], "initial_positions[0]: 5 is outside joint 'slider''s limits [-2, 2]"),
+    ([float("nan"), 0.0], "initial_positions [nan, 0.0] and initial_velocities [0.0, 0.0] must be finite"),
+])
+def test_simulator_refuses_an_initial_state_beyond_the_limits_or_not_finite(ros, initial, message):
+    """Before: the cart-pole simulator started 3 m past its end stop, or published NaN joint states. Now configure
+    fails with the reason, and autostart ends the process (a node started with a bad state must not idle)."""
+    sim = ros.start("simulator_node", model="cartpole", dt=0.01, mode="lockstep", initial_positions=initial)
+    assert sim.wait_for_log(f"configure failed: ValueError: {message}", DISCOVERY), sim.log()
+    sim.proc.wait(DISCOVERY)
+    assert not sim.alive

@@ -31,3 +31,16 @@ def check_time_step(dt: float) -> float:
                       "no robot motion is resolved by it (steps will likely fail or be refused)", RuntimeWarning,
                       stacklevel=3)
     return float(dt)
+
+
+def position_limit_violation(joints, q, key: str, entries=None) -> str | None:
+    """Why configuration ``q`` lies beyond the URDF's position limits ("goal.q[0]: 5 is outside joint 'slider''s
+    limits [-2, 2]"), or None. ``joints``: the model's ``JointInfo`` in configuration order (continuous joints are
+    unbounded); ``entries``: the configuration indices ``q`` holds (default all). The bounds are inclusive, with
+    a relative slack of 1e-9 for values read back from text."""
+    for i, e in enumerate(range(len(joints)) if entries is None else entries):
+        j = joints[e]
+        slack = 1e-9 * max(1.0, abs(j.lower), abs(j.upper))
+        if not j.lower - slack <= q[i] <= j.upper + slack:
+            return f"{key}[{i}]: {q[i]:g} is outside joint {j.name!r}'s limits [{j.lower:g}, {j.upper:g}]"
+    return None

@@ -17,7 +17,7 @@ from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
 from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
-from ..model.limits import MAX_CONFIGURATION
+from ..model.limits import MAX_CONFIGURATION, position_limit_violation
 from .augmented import terminal_constrained_ddp
 from .compiled import dlqr, tv_lqr
 from .continuation import StageSolver, weight_continuation
@@ -52,14 +52,11 @@ def check_joint_limits(vi: DiscreteSystem, q: np.ndarray, key: str, entries: lis
     """TaskError naming the joint if a configuration the task states lies beyond the URDF's position limits: the
     integrator does not enforce them, so a plan would lead the robot through its end stops (DDP) or be infeasible
     (collocation bounds q by them). ``entries``: the configuration indices ``q`` holds (default all nq)."""
-    joints = vi.robot.joints
-    if len(joints) != vi.nq:  # a floating base: its coordinates are no joints of the URDF
+    if len(vi.robot.joints) != vi.nq:  # a floating base: its coordinates are no joints of the URDF
         return
-    for i, e in enumerate(range(vi.nq) if entries is None else entries):
-        j = joints[e]
-        slack = 1e-9 * max(1.0, abs(j.lower), abs(j.upper))
-        if not j.lower - slack <= q[i] <= j.upper + slack:
-            raise TaskError(f"{key}[{i}]: {q[i]:g} is outside joint {j.name!r}'s limits [{j.lower:g}, {j.upper:g}]")
+    why = position_limit_violation(vi.robot.joints, q, key, entries)
+    if why is not None:
+        raise TaskError(why)
 
 
 def input_limits(task: Task, vi: DiscreteSystem) -> np.ndarray | None:

@@ -26,6 +26,7 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
 from ..integrators import StepError, make_integrator
+from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
 from ..model.robot import wrap_angle
 from .common import (
@@ -115,6 +116,11 @@ class SimulatorNode(ManagedNode):
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
+            if not (np.all(np.isfinite(q0)) and np.all(np.isfinite(v0))):  # (a NaN state would be published)
+                raise ValueError(f"initial_positions {q0.tolist()} and initial_velocities {v0.tolist()} must be finite")
+            why = position_limit_violation(r.joints, q0, "initial_positions") if len(r.joints) == vi.nq else None
+            if why is not None:
+                raise ValueError(why)
             if hasattr(vi, "velocity_violation"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
                 v0 = self._allowed_velocity(q0, v0)
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
