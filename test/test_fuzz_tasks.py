@@ -228,3 +228,29 @@ def test_vehicle_planning_section_attacks_name_the_key(key, value, message):
     with pytest.raises(ValueError, match=message):
         maneuver_settings(body)
     assert maneuver_settings(load_rigid_body(UUV)).horizon == 32  # the shipped section is valid
+
+
+@pytest.mark.parametrize("reader", ["urdf", "system", "task", "plan"])
+def test_device_files_fifos_and_oversized_files_are_refused_without_reading_them(reader, tmp_path):
+    """Every file the package reads by path (URDF, system YAML, task YAML, plan). Before: /dev/zero was read until
+    memory ran out (MemoryError under a 4 GB limit), a FIFO blocked the process forever in open()."""
+    import os
+
+    from vi_control.control.plan import PlanFileError
+    from vi_control.model.limits import MAX_TEXT_BYTES
+
+    read, error = {"urdf": (lambda p: load_robot(p), URDFError),
+                   "system": (lambda p: load_robot(bundled_urdf("pendulum"), p), SystemConfigError),
+                   "task": (load_task, TaskError),
+                   "plan": (Plan.load, PlanFileError)}[reader]
+    fifo = tmp_path / "model.fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo), str(tmp_path)):
+        with pytest.raises(error, match="is not a regular file"):
+            read(path)
+    if reader != "plan":  # (a plan file's members are bounded by their headers instead)
+        big = tmp_path / "big.yaml"
+        with open(big, "wb") as f:
+            f.truncate(MAX_TEXT_BYTES + 1)  # sparse: no disk space used
+        with pytest.raises(error, match=r"is larger than the supported 64 MiB"):
+            read(str(big))

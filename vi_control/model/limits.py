@@ -16,6 +16,7 @@ MAX_MASS = 1.0e9  # kg per link
 MAX_INERTIA = 1.0e12  # kg·m² per inertia entry
 MAX_GRAVITY = 1.0e4  # m/s² per component (1000 g)
 MAX_COEFFICIENT = 1.0e12  # damping, friction, effort and velocity limits, mimic multiplier/offset
+MAX_TEXT_BYTES = 64 * 2**20  # a URDF or YAML file (10 000 links of URDF are a few MB)
 MAX_CONFIGURATION = 1.0e6  # |q_i| a step accepts (rad or m): cos/sin of 1e20 carry no digits of the angle
 # Δt outside this range is accepted with a warning: no robot's motion is resolved by a step of more than a
 # second, and below a microsecond the p/Δt terms lose the digits the residual is judged by.

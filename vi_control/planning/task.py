@@ -253,9 +253,9 @@ def load_task(source: str | dict) -> Task:
     if isinstance(source, dict):
         d = source
     elif isinstance(source, str):
-        bare = "\n" not in source and ":" not in source
-        if bare and (source.endswith((".yaml", ".yml")) or os.path.isfile(source) or "/" not in source):
-            found = config_file(source)
+        if "\n" not in source and ":" not in source:  # a path or a name in config/ (task YAML text has a colon)
+            # (an existing non-file — /dev/zero, a FIFO — is refused by read_text_file, not taken for YAML text)
+            found = source if os.path.exists(source) else config_file(source)
             if found is None:
                 raise TaskError(f"task file {source!r} not found")
             source = found
