@@ -12,11 +12,11 @@ pytest.importorskip("rclpy")
 
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
-from test_ros_dds import DISCOVERY, _pendulum_hold_plan  # noqa: E402
+from test_ros_dds import DISCOVERY, _pendulum_hold_plan, send_state  # noqa: E402
 
 from vi_control.control.plan import Plan  # noqa: E402
 from vi_control.ros.common import LATCHED_QOS, STREAM_QOS  # noqa: E402
-from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
+from vi_control.ros.messages import plan_to_message  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -49,13 +49,7 @@ def test_controller_refuses_plans_that_do_not_fit_and_joint_states_naming_a_join
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
 
     def send(t, q, v, names=("theta",)):
-        msg = JointState(name=list(names), position=list(q), velocity=list(v))
-        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
-        n0 = len(rec.commands)
-        rec.publish_clock(t)
-        rec.state_pub.publish(msg)
-        assert rec.wait_for(lambda: len(rec.commands) > n0, 10.0), ctrl.log()
-        return rec.commands[-1][1]
+        return send_state(rec, ctrl, t, q, v, names)
 
     # plan 42 is still the one tracked: u = U_k + K_k (X_k − x) with x from two configurations one Δt apart
     q_prev, q = np.array([np.pi - 0.1]), np.array([np.pi - 0.08])
