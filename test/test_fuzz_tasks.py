@@ -254,3 +254,10 @@ def test_device_files_fifos_and_oversized_files_are_refused_without_reading_them
             f.truncate(MAX_TEXT_BYTES + 1)  # sparse: no disk space used
         with pytest.raises(error, match=r"is larger than the supported 64 MiB"):
             read(str(big))
+
+
+def test_a_typo_in_a_robustness_sweep_config_gets_the_close_key():
+    from vi_control.sweep.config import SweepConfigError, load_robustness_config
+
+    with pytest.raises(SweepConfigError, match=r"unknown key\(s\) \['sample'\] \(did you mean 'samples'\?\)"):
+        load_robustness_config("sample: 3")
