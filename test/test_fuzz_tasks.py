@@ -261,3 +261,15 @@ def test_a_typo_in_a_robustness_sweep_config_gets_the_close_key():
 
     with pytest.raises(SweepConfigError, match=r"unknown key\(s\) \['sample'\] \(did you mean 'samples'\?\)"):
         load_robustness_config("sample: 3")
+
+
+def test_an_overconstrained_collocation_reports_no_iterations_not_garbage():
+    """LG2 with 3 nodes on the cart-pole: 26 equality constraints for 25 variables (CasADi says so), IPOPT stops
+    before iterating. Before: the error read "-1305018176 iterations" (CasADi's uninitialized count)."""
+    from vi_control.planning import plan_task
+    from vi_control.planning.errors import PlanningError
+
+    task = load_task(_edit(_task(CARTPOLE_LG2), "collocation.nodes", 3))
+    with pytest.raises(PlanningError, match=r"status Not_Enough_Degrees_Of_Freedom, 0 iterations") as e:
+        plan_task(make_system(task), task)
+    assert e.value.iterations == 0
