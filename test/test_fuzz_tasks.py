@@ -273,3 +273,16 @@ def test_an_overconstrained_collocation_reports_no_iterations_not_garbage():
     with pytest.raises(PlanningError, match=r"status Not_Enough_Degrees_Of_Freedom, 0 iterations") as e:
         plan_task(make_system(task), task)
     assert e.value.iterations == 0
+
+
+@pytest.mark.parametrize("reference, message", [
+    ({"type": "goal", "step_index": 10}, r"^reference\.step_index: only used with reference\.type: step"),
+    ({"q_after": [1.0]}, r"^reference\.q_after: only used with reference\.type: step"),  # (type goal by default)
+    ({"type": "ramp"}, r"^reference\.type: expected 'step' or 'goal', got 'ramp'"),
+    ({"type": "step", "u": "full"}, r"^reference\.u: expected 'zero' or 'hold', got 'full'"),
+])
+def test_reference_keys_a_goal_reference_would_ignore_are_refused_at_load(reference, message):
+    """Before: a goal reference silently ignored step_index/q_before/q_after, and a wrong type or u was only found
+    when the task met a model."""
+    with pytest.raises(TaskError, match=message):
+        load_task(_edit(_task(SWINGUP), "reference", reference))

@@ -23,20 +23,22 @@ Schema (every key is checked; errors name the key) — see docs/planner.md for t
 
 from __future__ import annotations
 
-import ast
-import operator
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..model.bundled import share_dir
-from ..model.errors import ModelError, unknown_keys
-from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION, MAX_LINKS
+from ..model.errors import ModelError
+from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from .cost import weight_matrix
+from .task_values import TaskError, integer_in, mapping_of, parse_number, parse_vector, positive_number
+
+# (TaskError, parse_number and parse_vector: the value parsers, planning.task_values, imported from here too)
+__all__ = ["Task", "TaskError", "load_task", "config_file", "parse_number", "parse_vector"]
 
 METHODS = ("ddp", "ilqr", "gradient", "collocation_lg", "collocation_lg2")
 COLLOCATION_METHODS = ("collocation_lg", "collocation_lg2")
@@ -45,8 +47,6 @@ MAX_HORIZON = 100_000  # steps: X, U, K and a linearization per step are held in
 MAX_ITERATIONS = 10_000  # optimizer iterations
 MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
 MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
-_MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
-MAX_VECTOR = MAX_LINKS  # entries of any list of numbers (one per joint at most)
 # Collocation sizes: the transcription holds a dense (nodes × nodes) differentiation matrix per interval and a CasADi
 # expression graph per point; beyond these it would exhaust memory long before IPOPT starts (docs/collocation.md
 # uses 15…30 nodes, the h-p gaits a few hundred points).
@@ -56,89 +56,6 @@ MAX_COLLOCATION_POINTS = 10_000  # nodes × intervals
 _TERMINAL_KEYS = ("constraint_tolerance", "penalty")
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
              "optimizer", "lqr", "hold", "initial_guess", "collocation"}
-
-
-class TaskError(ValueError):
-    """A task file is invalid; the message names the key."""
-
-
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
-def parse_number(v, key: str) -> float:
-    """A finite float, or a string of arithmetic on numbers and ``pi`` (no other names are evaluated)."""
-    if isinstance(v, bool):
-        raise TaskError(f"{key}: expected a number, got {v!r}")
-    out = None
-    if isinstance(v, (int, float)):
-        try:
-            out = float(v)
-        except OverflowError:  # an integer beyond float range
-            out = float("inf")
-    elif isinstance(v, str) and len(v) <= _MAX_EXPRESSION:
-        def ev(n):
-            if isinstance(n, ast.Expression):
-                return ev(n.body)
-            if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
-                return float(n.value)
-            if isinstance(n, ast.Name) and n.id == "pi":
-                return np.pi
-            if isinstance(n, ast.BinOp) and type(n.op) in _OPS:
-                return _OPS[type(n.op)](ev(n.left), ev(n.right))
-            if isinstance(n, ast.UnaryOp) and type(n.op) in _OPS:
-                return _OPS[type(n.op)](ev(n.operand))
-            raise ValueError
-        try:
-            out = float(ev(ast.parse(v, mode="eval")))
-        except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
-            pass
-    if out is None:
-        raise TaskError(f"{key}: expected a number or an expression of pi, got {v!r}")
-    if not np.isfinite(out):
-        raise TaskError(f"{key}: must be finite, got {v!r}")
-    return out
-
-
-def _integer(v, key: str, lo: int, hi: int) -> int:
-    """An int (not bool) in [lo, hi]; TaskError naming the key."""
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise TaskError(f"{key}: must be an integer in [{lo}, {hi}], got {v!r}")
-    return v
-
-
-def parse_vector(v, key: str, n: int | None = None, bound: float | None = None) -> np.ndarray:
-    """A list of numbers (or one number) as an array; ``n`` entries if given, each within ±``bound``."""
-    if not isinstance(v, (list, tuple)):
-        v = [v]
-    if len(v) > MAX_VECTOR:
-        raise TaskError(f"{key}: {len(v)} entries, more than any model has")
-    out = np.array([parse_number(a, f"{key}[{i}]") for i, a in enumerate(v)], dtype=float)
-    if n is not None and out.size != n:
-        raise TaskError(f"{key}: expected {n} entries, got {out.size}")
-    if not np.all(np.isfinite(out)):
-        raise TaskError(f"{key}: entries must be finite")
-    if bound is not None and out.size and np.abs(out).max() > bound:
-        raise TaskError(f"{key}: {out[np.argmax(np.abs(out))]:g} is beyond the supported range ±{bound:g}")
-    return out
-
-
-def _positive(v, key: str) -> float:
-    x = parse_number(v, key)
-    if not (np.isfinite(x) and x > 0):
-        raise TaskError(f"{key}: must be a positive finite number, got {v!r}")
-    return x
-
-
-def _mapping(d, key: str, allowed: set[str]) -> dict:
-    if d is None:
-        return {}
-    if not isinstance(d, dict):
-        raise TaskError(f"{key}: expected a mapping, got {type(d).__name__}")
-    unknown = sorted(set(d) - allowed, key=str)
-    if unknown:
-        raise TaskError(f"{key}: {unknown_keys(unknown, allowed)}; allowed: {sorted(allowed)}")
-    return d
 
 
 @dataclass
@@ -265,7 +182,7 @@ def load_task(source: str | dict) -> Task:
             d = _yaml(source, "")
     else:
         raise TaskError(f"task source must be a path, YAML text or dict, got {type(source).__name__}")
-    d = _mapping(d, "task", _TOP_KEYS)
+    d = mapping_of(d, "task", _TOP_KEYS)
     for k in ("model", "dt", "horizon", "weights"):
         if k not in d:
             raise TaskError(f"{k}: missing (required keys: model, dt, horizon, weights)")
@@ -277,17 +194,16 @@ def load_task(source: str | dict) -> Task:
     dt = parse_number(d["dt"], "dt")
     if not 0 < dt <= MAX_DT:
         raise TaskError(f"dt: must be in (0, {MAX_DT:g}] s, got {dt}")
-    N = _integer(d["horizon"], "horizon", 1, MAX_HORIZON)
-    start = _mapping(d.get("start"), "start", {"q", "qdot"})
-    goal = _mapping(d.get("goal"), "goal", {"q"})
-    ref = _mapping(d.get("reference"), "reference", {"type", "step_index", "q_before", "q_after", "u"})
-    if "step_index" in ref:
-        _integer(ref["step_index"], "reference.step_index", 0, N)
-    weights = _mapping(d["weights"], "weights", {"Q", "R", "Qf"})
+    N = integer_in(d["horizon"], "horizon", 1, MAX_HORIZON)
+    start = mapping_of(d.get("start"), "start", {"q", "qdot"})
+    goal = mapping_of(d.get("goal"), "goal", {"q"})
+    ref = mapping_of(d.get("reference"), "reference", {"type", "step_index", "q_before", "q_after", "u"})
+    _check_reference(ref, N)
+    weights = mapping_of(d["weights"], "weights", {"Q", "R", "Qf"})
     for k in ("Q", "R"):
         if k not in weights:
             raise TaskError(f"weights.{k}: missing")
-    opt = _mapping(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
+    opt = mapping_of(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
                                                      "terminal_constraint", "constraint_tolerance", "penalty",
                                                      "continuation"})
     terminal = opt.get("terminal_constraint", False)
@@ -298,7 +214,7 @@ def load_task(source: str | dict) -> Task:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
     colloc_method = method in COLLOCATION_METHODS  # the optimizer is IPOPT: its own defaults
     _check_method_keys(d, opt, method, terminal)
-    max_it = _integer(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations", 1,
+    max_it = integer_in(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations", 1,
                       MAX_ITERATIONS)
     tolerance = parse_number(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance")
     if not tolerance > 0:
@@ -332,9 +248,9 @@ def load_task(source: str | dict) -> Task:
         input_limits=lim, method=method, max_iterations=max_it,
         tolerance=tolerance, regularization=regularization,
         terminal_constraint=terminal,
-        constraint_tolerance=_positive(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
-        penalty=_positive(opt.get("penalty", 1e4), "optimizer.penalty"),
-        lqr=_mapping(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=_mapping(d.get("hold"), "hold", {"Q", "R"}),
+        constraint_tolerance=positive_number(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
+        penalty=positive_number(opt.get("penalty", 1e4), "optimizer.penalty"),
+        lqr=mapping_of(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=mapping_of(d.get("hold"), "hold", {"Q", "R"}),
         initial_guess=guess, base_dir=base_dir, collocation=colloc,
         continuation=_continuation_options(opt.get("continuation"), method, max_it))
 
@@ -343,7 +259,7 @@ def _continuation_options(c, method: str, max_iterations: int) -> dict:
     """``optimizer.continuation`` validated (keys named in errors); {} when absent."""
     if c is None:
         return {}
-    c = _mapping(c, "optimizer.continuation", {"Q_scale", "iterations"})
+    c = mapping_of(c, "optimizer.continuation", {"Q_scale", "iterations"})
     if method not in ("ddp", "ilqr"):
         raise TaskError(f"optimizer.continuation: only for optimizer.method ddp or ilqr, not {method!r}")
     if "Q_scale" not in c:
@@ -351,11 +267,27 @@ def _continuation_options(c, method: str, max_iterations: int) -> dict:
     scales = parse_vector(c["Q_scale"], "optimizer.continuation.Q_scale", bound=MAX_COEFFICIENT)
     if not scales.size or np.any(scales <= 0):
         raise TaskError(f"optimizer.continuation.Q_scale: expected positive numbers, got {c['Q_scale']!r}")
-    n = _integer(c.get("iterations", 20), "optimizer.continuation.iterations", 1, MAX_ITERATIONS)
+    n = integer_in(c.get("iterations", 20), "optimizer.continuation.iterations", 1, MAX_ITERATIONS)
     if scales.size * n >= max_iterations:
         raise TaskError(f"optimizer.continuation: {scales.size} stages × {n} iterations leave none of "
                         f"optimizer.max_iterations = {max_iterations} for the task itself")
     return {"Q_scale": tuple(float(s) for s in scales), "iterations": n}
+
+
+def _check_reference(ref: dict, horizon: int) -> None:
+    """reference.type and .u among the choices (planning.pipeline.reference_trajectory), the step keys only with a
+    step (a goal reference would ignore them)."""
+    kind = ref.get("type", "goal")
+    if kind not in ("step", "goal"):
+        raise TaskError(f"reference.type: expected 'step' or 'goal', got {kind!r}")
+    if ref.get("u", "zero") not in ("zero", "hold"):
+        raise TaskError(f"reference.u: expected 'zero' or 'hold', got {ref['u']!r}")
+    if kind == "goal":
+        unused = [f"reference.{k}" for k in ("step_index", "q_before", "q_after") if k in ref]
+        if unused:
+            raise TaskError(f"{', '.join(unused)}: only used with reference.type: step (a goal reference holds goal.q)")
+    if "step_index" in ref:
+        integer_in(ref["step_index"], "reference.step_index", 0, horizon)
 
 
 def _check_method_keys(d: dict, opt: dict, method: str, terminal: bool) -> None:
@@ -388,7 +320,7 @@ def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
         raise TaskError(f"collocation: missing (optimizer.method {method} needs at least collocation.nodes)")
     if "q" not in (d.get("goal") or {}):
         raise TaskError(f"goal.q: missing (optimizer.method {method} plans to the goal configuration)")
-    c = _mapping(d["collocation"], "collocation", set(COLLOCATION_DEFAULTS) | {"nodes"})
+    c = mapping_of(d["collocation"], "collocation", set(COLLOCATION_DEFAULTS) | {"nodes"})
     if "nodes" not in c:
         raise TaskError("collocation.nodes: missing (Gauss points per interval, at least 3)")
     out = {**COLLOCATION_DEFAULTS, **c}
