@@ -113,3 +113,25 @@ def test_simulator_refuses_an_initial_state_beyond_the_limits_or_not_finite(ros,
     assert sim.wait_for_log(f"configure failed: ValueError: {message}", DISCOVERY), sim.log()
     sim.proc.wait(DISCOVERY)
     assert not sim.alive
+
+
+def test_a_node_refusing_a_broken_robot_description_configures_from_the_corrected_one(ros):
+    """robot_description_topic: a URDF with a negative effort limit is refused (configure fails, logged with the
+    joint); the corrected description published next configures and activates the node. Before: only the first
+    description was ever tried — the node idled unconfigured with a good model on the topic."""
+    from std_msgs.msg import String
+
+    from vi_control.model.bundled import bundled_urdf
+
+    good = open(bundled_urdf("pendulum")).read()
+    bad = good.replace('effort="', 'effort="-', 1)
+    assert bad != good
+    ctrl = ros.start("controller_node", model="pendulum", robot_description_topic="my_description",
+                     trigger="joint_state")
+    rec = ros.recorder(["theta"])
+    pub = rec.create_publisher(String, "my_description", LATCHED_QOS)
+    pub.publish(String(data=bad))
+    assert ctrl.wait_for_log("configure failed: URDFError: joint 'theta' <limit>: effort=", DISCOVERY), ctrl.log()
+    pub.publish(String(data=good))
+    assert ctrl.wait_for_log("pendulum: joints=['theta']", DISCOVERY), ctrl.log()
+    assert ctrl.alive
