@@ -74,14 +74,15 @@ start: {q: [0.0, 0.0], qdot: [0.0, 0.0]}
 goal: {q: [0.2, 0.0]}
 reference: {type: goal}
 weights: {Q: [10.0, 10.0, 1.0, 1.0], R: 0.1}
-optimizer: {method: ddp, max_iterations: 50}
-"""
+optimizer: {method: ddp, max_iterations: 3}
+"""  # the 0.2 m shift converges in 2 iterations (|dJ| ~ 1e-17); a swing-up to the upright cannot in 3
 
 
-def test_planner_keeps_its_plan_when_a_goal_is_beyond_the_limits_or_names_a_joint_twice(ros, tmp_path):
+def test_planner_keeps_its_plan_when_a_goal_is_beyond_the_limits_names_a_joint_twice_or_diverges(ros, tmp_path):
     """The cart-pole's slider is limited to ±2 m (urdf/cartpole.urdf): a goal at 5 m was planned through the end
-    stop before (DDP on the VI, which does not enforce limits). Now the re-plan fails naming the joint, and the
-    plan on the wire stays the first one."""
+    stop before (DDP on the VI, which does not enforce limits). Now the re-plan fails naming the joint; a goal
+    naming the slider twice is refused; a swing-up DDP cannot finish in 3 iterations is not published — and the
+    plan on the wire stays the first one throughout."""
     path = tmp_path / "task_cartpole_shift.yaml"
     path.write_text(TASK)
     planner = ros.start("planner_node", task=str(path), startup_wait=0.0, use_measured_state=False)
@@ -97,6 +98,8 @@ def test_planner_keeps_its_plan_when_a_goal_is_beyond_the_limits_or_names_a_join
     goals.publish(JointState(name=["slider", "hinge", "slider"], position=[0.5, 0.0, 1.5]))
     assert planner.wait_for_log("goal refused: joint state names joint(s) ['slider'] more than once", 10.0), \
         planner.log()
+    goals.publish(JointState(name=["slider", "hinge"], position=[0.0, np.pi]))
+    assert planner.wait_for_log("plan not published: the optimizer did not converge", 30.0), planner.log()
     time.sleep(1.5)  # the latched plan is re-published every second: still the first one
     assert rec.plan()[0] == seq and planner.log().count("published plan") == 1
     assert planner.alive
