@@ -24,7 +24,10 @@ pytestmark = pytest.mark.ros
 def test_controller_refuses_plans_that_do_not_fit_and_joint_states_naming_a_joint_twice(ros, pendulum_vi):
     vi = pendulum_vi
     ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", state_timeout=0.6,
-                     safe_mode="zero", use_sim_time=True, log_throttle_period=0.0)  # every refusal logged
+                     safe_mode="zero", use_sim_time=True, log_throttle_period=0.0,  # every refusal logged
+                     safe_dampin=3.0)  # a typo: rclpy drops undeclared parameters silently
+    assert ctrl.wait_for_log("ignored parameters: unknown key(s) ['safe_dampin'] (did you mean 'safe_damping'?)",
+                             DISCOVERY), ctrl.log()
     rec = ros.recorder(["theta"])
     good = _pendulum_hold_plan(vi, 50, t0=1.0)
     plans = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
