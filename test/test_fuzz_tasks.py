@@ -286,3 +286,10 @@ def test_reference_keys_a_goal_reference_would_ignore_are_refused_at_load(refere
     when the task met a model."""
     with pytest.raises(TaskError, match=message):
         load_task(_edit(_task(SWINGUP), "reference", reference))
+
+
+def test_a_misspelt_model_name_gets_the_close_bundled_name():
+    from vi_control.model.spec import ModelSpec
+
+    with pytest.raises(URDFError, match=r"model 'pendullum' is not a bundled model .* \(did you mean 'pendulum'\?\)"):
+        ModelSpec.parse("pendullum").load()

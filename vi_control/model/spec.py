@@ -17,6 +17,7 @@ looked up next to the file that named them (``base_dir``), then in the package's
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from dataclasses import dataclass, replace
@@ -130,8 +131,10 @@ class ModelSpec:
             return bundled_models()[self.source][0]
         path = self._file(self.source)
         if not os.path.isfile(path):
+            close = difflib.get_close_matches(self.source, sorted(BUNDLED), n=1)
             raise URDFError(f"model {self.source!r} is not a bundled model ({', '.join(sorted(BUNDLED))}), "
-                            "erd:<name>, URDF XML, or an existing URDF file")
+                            "erd:<name>, URDF XML, or an existing URDF file"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""))
         return path
 
     def urdf_text(self) -> str:
