@@ -189,6 +189,28 @@ class MidpointVI(SymbolicStepDerivatives):
     def constraint(self, q: np.ndarray) -> np.ndarray:
         return self.functions["h"](np.asarray(q, float))[0].ravel().copy()
 
+    def configuration_violation(self, q: np.ndarray, tol: float = 1e-6) -> str | None:
+        """Which holonomic constraint h(q) = 0 (seed 000 eq. 28b; URDF ``<mimic>`` couplings included) q misses
+        by more than ``tol``·(1 + |q|∞), or None. A step from q_k off the constraints solves eq. 28 anyway: it
+        lands on them at q_{k+1} with an impulse ~ M·h/Δt, an energy kick growing like 1/Δt² (baxter's gripper
+        fingers set independently, test_model_more_robots.py) — so a start state must satisfy them."""
+        robot = self.robot
+        if not robot.constraints:
+            return None
+        q = np.asarray(q, float)
+        h = self.constraint(q)
+        bound = tol * (1.0 + float(np.abs(q).max(initial=0.0)))
+        row = 0
+        for i, c in enumerate(robot.constraints):
+            worst = float(np.abs(h[row:row + c.size]).max())
+            row += c.size
+            if worst > bound:
+                what = (f"joints {list(c.joints)} (coefficients {list(c.coefficients)}, offset {c.offset:g})"
+                        if c.type == "joints" else f"{c.type} {c.link_a}/{c.link_b}")
+                return (f"violates holonomic constraint {i}, {what}: |h| = {worst:.3g} > {bound:.3g}; give a "
+                        "configuration that satisfies it")
+        return None
+
     def wrap(self, x: np.ndarray) -> np.ndarray:
         """Continuous joint angles to [−π, π) — L_d only sees differences and cos/sin."""
         return self.state.wrap(x)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import os
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
 from .errors import URDFError
 from .robot import RobotModel, load_robot, wrap_angle
+from .urdf import lock_joints
 from .yaml_io import read_text_file
 
 _PKG = "vi_control"
@@ -143,30 +143,33 @@ _ERD = {
 }
 
 
-def lock_joints(xml: str, names: list[str]) -> str:
-    """Rewrite the named joints as fixed (e.g. panda's two finger joints)."""
-    root = ET.fromstring(xml)
-    found = set()
-    for j in root.findall("joint"):
-        if j.get("name") in names:
-            j.set("type", "fixed")
-            for m in j.findall("mimic"):
-                j.remove(m)
-            found.add(j.get("name"))
-    missing = set(names) - found
-    if missing:
-        raise URDFError(f"cannot lock joint(s) {sorted(missing)}: not in the URDF")
-    return ET.tostring(root, encoding="unicode")
+def example_robot_path(name: str) -> Path:
+    """The URDF file of ``erd:<name>``: a name of ``_ERD`` (the robots vi_control's tests use), else the one
+    file ``<name>.urdf`` anywhere in example-robot-data (``baxter``, ``xarm7``, ``so100``,
+    ``double_pendulum_continuous``), else a path relative to its robots/ directory
+    (``anymal_c_simple_description/urdf/anymal.urdf``, for names that occur twice)."""
+    try:
+        root = example_robot_data_dir()
+    except FileNotFoundError as e:
+        raise URDFError(str(e)) from None
+    if name in _ERD:
+        return root / _ERD[name][0]
+    rel = root / name
+    if name.endswith(".urdf") and rel.is_file() and root.resolve() in rel.resolve().parents:
+        return rel
+    found = sorted(root.rglob(f"{name}.urdf")) if name and "/" not in name and "*" not in name else []
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise URDFError(f"example robot {name!r} is ambiguous: erd:<path> with one of "
+                        f"{[str(f.relative_to(root)) for f in found]}")
+    names = sorted(set(_ERD) | {f.stem for f in root.rglob("*.urdf")})
+    raise URDFError(f"unknown example robot {name!r}: erd:<name> takes one of {names}, or a .urdf path "
+                    f"relative to {root}")
 
 
 def example_robot_urdf(name: str) -> str:
-    """URDF XML of an example-robot-data robot, with joints locked as vi_control uses it."""
-    if name not in _ERD:
-        raise URDFError(f"unknown example robot {name!r}; known: {sorted(_ERD)}")
-    rel, locked = _ERD[name]
-    try:
-        path = example_robot_data_dir() / rel
-    except FileNotFoundError as e:
-        raise URDFError(str(e)) from None
-    xml = read_text_file(path, "URDF", URDFError)
+    """URDF XML of an example-robot-data robot, with joints locked as vi_control uses it (``_ERD``)."""
+    xml = read_text_file(example_robot_path(name), "URDF", URDFError)
+    locked = _ERD[name][1] if name in _ERD else []
     return lock_joints(xml, locked) if locked else xml

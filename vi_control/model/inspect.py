@@ -34,7 +34,7 @@ def _vec(v: Sequence[float]) -> str:
 def _children(robot: RobotModel) -> dict[str, list[tuple[str, str, str]]]:
     """parent link -> [(joint, type, child link)] for every joint of the URDF, fixed ones included."""
     children: dict[str, list[tuple[str, str, str]]] = {}
-    for jname, jtype, parent, child in parse_urdf(robot.urdf_xml).edges:
+    for jname, jtype, parent, child in parse_urdf(robot.urdf_xml, warn=False).edges:
         children.setdefault(parent, []).append((jname, jtype, child))
     return children
 

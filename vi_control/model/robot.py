@@ -20,6 +20,7 @@ from .urdf import (
     add_floating_base,
     build_pinocchio_model,
     check_inertias,
+    lock_joints,
     parse_urdf,
     read_urdf_text,
 )
@@ -211,9 +212,12 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
 def _build_robot(xml: str, cfg: SystemConfig, policy: str, name: str | None, mass_scale: float) -> RobotModel:
     parsed = parse_urdf(xml, policy)
     xml = parsed.xml  # with repaired inertias, if any
+    if cfg.locked:  # welded where the YAML says, after the URDF's own checks
+        xml = lock_joints(xml, cfg.locked, SystemConfigError)
+        parsed = parse_urdf(xml, policy, warn=False)  # (warned once above)
     if cfg.floating_base:
         xml = add_floating_base(parsed)
-        parsed = parse_urdf(xml, policy)
+        parsed = parse_urdf(xml, policy, warn=False)
     cfg.constraints = mimic_constraints(parsed, cfg) + list(cfg.constraints)
     model = build_pinocchio_model(parsed)
     check_inertias(parsed, model)

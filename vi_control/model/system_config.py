@@ -10,6 +10,7 @@ Schema (every key optional)::
         effort_limit: 5.0        # optional, overrides the URDF <limit effort>
     damping: {shoulder: 0.1}     # viscous joint damping, overrides URDF <dynamics damping>
     prescribed: [string_left]    # kinematic joints: their next value is an input (seed 000 §VIII-B)
+    locked: {head_pan: 0.3, gripper: 0.0}   # or a list (at 0): welded at that position (joints mimicking them too)
     constraints:                 # holonomic constraints h(q) = 0 (seed 000 eq. 28)
       - type: coincident         # point_a on link_a == point_b on link_b ("world" allowed)
         link_a: l3
@@ -44,7 +45,7 @@ from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
 _TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "nonholonomic", "name", "floating_base",
-             "inertia_policy"}
+             "inertia_policy", "locked"}
 INERTIA_POLICIES = ("strict", "repair")
 _ROLLING_COMPONENTS = ("longitudinal", "lateral")
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -102,6 +103,7 @@ class SystemConfig:
     actuated: dict[str, float | None] | None = None  # joint -> effort limit override (None: URDF)
     damping: dict[str, float] = field(default_factory=dict)
     prescribed: list[str] = field(default_factory=list)
+    locked: dict[str, float] = field(default_factory=dict)  # joint -> position it is welded at (model.urdf)
     constraints: list[Constraint] = field(default_factory=list)
     nonholonomic: list[NonholonomicConstraint] = field(default_factory=list)
     floating_base: bool = False
@@ -295,6 +297,15 @@ def parse_system_config(data: Any) -> SystemConfig:
         if not isinstance(p, list):
             raise SystemConfigError(f"prescribed: expected a list of joint names, got {type(p).__name__}")
         cfg.prescribed = [_str(v, f"prescribed[{i}]") for i, v in enumerate(p)]
+    if "locked" in data:
+        lk = data["locked"]
+        if isinstance(lk, list):
+            cfg.locked = {_str(v, f"locked[{i}]"): 0.0 for i, v in enumerate(lk)}
+        elif isinstance(lk, dict):
+            cfg.locked = {_str(k, "locked key"): _num(v, f"locked.{k}", bound=MAX_LENGTH) for k, v in lk.items()}
+        else:
+            raise SystemConfigError(f"locked: expected a list of joint names or a mapping joint -> position, "
+                                    f"got {type(lk).__name__}")
     if "constraints" in data:
         cs = data["constraints"]
         if not isinstance(cs, list):

@@ -9,6 +9,7 @@ coordinates; Pinocchio would otherwise use a (cos, sin) pair).
 
 from __future__ import annotations
 
+import logging
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from .inertia import check_against_pinocchio, composite_inertias, inertia_proble
 from .limits import MAX_LINKS
 from .urdf_grammar import keep_attribute_whitespace
 from .yaml_io import read_text_file
+
+log = logging.getLogger("vi_control.model")
 
 SUPPORTED_JOINTS = ("revolute", "continuous", "prismatic", "fixed")
 _UNBOUNDED = 1e6
@@ -130,12 +133,30 @@ def _link_inertial(link: ET.Element, name: str, policy: str, repairs: list[str])
     return mass, inertia, xyz, rpy
 
 
-def parse_urdf(xml: str, inertia_policy: str = "strict") -> ParsedURDF:
+def _position_limits(jname: str, jtype: str, lim: dict, warn: bool) -> tuple[float, float]:
+    """(lower, upper) of a moving joint. ``lower == upper`` (CAD exporters such as sw_urdf_exporter write
+    ``lower="0" upper="0"`` for a joint they know no range of; ``<limit>`` is required on revolute and
+    prismatic joints and its bounds default to 0) would pin a *moving* joint to one position — every
+    measurement beyond the controller's margin refused, a collocation problem infeasible — so it means "not
+    given", with a warning naming the joint; a joint that truly cannot move is a ``fixed`` joint."""
+    if jtype == "continuous":
+        return -np.inf, np.inf
+    lower, upper = lim.get("lower", 0.0), lim.get("upper", 0.0)
+    if lower == upper:
+        if warn:
+            log.warning("joint %r (%s): <limit lower=%g upper=%g> leaves no range; read as no position limits "
+                        "(make it a fixed joint if it must not move)", jname, jtype, lower, upper)
+        return -np.inf, np.inf
+    return lower, upper
+
+
+def parse_urdf(xml: str, inertia_policy: str = "strict", warn: bool = True) -> ParsedURDF:
     """Validate URDF XML and collect joint metadata; raises URDFError naming what is wrong.
 
     Every element the URDF parser reads is checked by its rules (model.urdf_grammar). ``inertia_policy``
     'repair' replaces non-physical inertias by the nearest physical ones (model.inertia); the returned
-    ``xml`` then carries the repaired values.
+    ``xml`` then carries the repaired values. ``warn``: log the joints whose equal limits are read as none
+    (False for re-parses of a URDF already warned about).
     """
     root = _fromstring(xml)
     if root.tag != "robot":
@@ -202,11 +223,11 @@ def parse_urdf(xml: str, inertia_policy: str = "strict") -> ParsedURDF:
             raise URDFError(f"joint {jname!r}: axis is zero")
         lim = el.get("limit", {})
         dyn = el.get("dynamics", {})
+        lower, upper = _position_limits(jname, jtype, lim, warn)
         info = JointInfo(
-            name=jname, type=jtype, parent=parent, child=child, axis=axis / nrm,
-            lower=-np.inf if jtype == "continuous" else lim.get("lower", 0.0),
-            upper=np.inf if jtype == "continuous" else lim.get("upper", 0.0),
-            velocity_limit=lim.get("velocity", np.inf), effort_limit=lim.get("effort", np.inf),
+            name=jname, type=jtype, parent=parent, child=child, axis=axis / nrm, lower=lower, upper=upper,
+            # velocity 0 is "not given", as effort 0 is (robot.actuation): a joint that may not move is fixed
+            velocity_limit=lim.get("velocity", 0.0) or np.inf, effort_limit=lim.get("effort", np.inf),
             damping=dyn.get("damping", 0.0), friction=dyn.get("friction", 0.0),
         )
         if info.lower > info.upper:
@@ -260,6 +281,51 @@ def check_inertias(parsed: ParsedURDF, model: pin.Model) -> None:
             child_of_joint[jname] = child
     composites = composite_inertias(bodies, parsed.preorder(), welded)
     check_against_pinocchio(model, composites, parsed.root, child_of_joint)
+
+
+def lock_joints(xml: str, positions: dict[str, float] | list[str], error: type[ValueError] = URDFError) -> str:
+    """Rewrite the named joints as ``fixed`` at the given positions (a list: at 0), as Pinocchio's
+    ``buildReducedModel`` does: the joint's motion at that position is folded into its origin (revolute and
+    continuous: R_origin·R(axis, θ); prismatic: origin + R_origin·axis·d). A joint whose ``<mimic>`` follows a
+    locked joint is locked too, at multiplier·θ + offset (a gripper's second finger with its first)."""
+    positions = dict.fromkeys(positions, 0.0) if isinstance(positions, list) else dict(positions)
+    root = _fromstring(xml)
+    joints = {j.get("name"): j for j in root.findall("joint")}
+    missing = sorted(set(positions) - set(joints))
+    if missing:
+        moving = [n for n, j in joints.items() if j.get("type") != "fixed"]
+        raise error(f"locked: joint(s) {missing} not in the URDF (moving joints: {moving})")
+    for name, j in joints.items():  # followers of locked joints
+        m = j.find("mimic")
+        if m is not None and m.get("joint") in positions and name not in positions:
+            positions[name] = (float(m.get("multiplier", 1.0)) * positions[m.get("joint")]
+                               + float(m.get("offset", 0.0)))
+    for name, value in positions.items():
+        j = joints[name]
+        jtype = j.get("type")
+        if jtype == "fixed":
+            raise error(f"locked: joint {name!r} is already fixed")
+        if jtype not in ("revolute", "continuous", "prismatic"):
+            raise error(f"locked: joint {name!r} of type {jtype!r} cannot be locked")
+        if value != 0.0:  # (at 0 the origin stays as written)
+            origin = j.find("origin")
+            if origin is None:
+                origin = ET.SubElement(j, "origin")
+            xyz = np.array([float(v) for v in origin.get("xyz", "0 0 0").split()])
+            R = pin.rpy.rpyToMatrix(*[float(v) for v in origin.get("rpy", "0 0 0").split()])
+            ax = j.find("axis")
+            axis = np.array([float(v) for v in (ax.get("xyz", "1 0 0") if ax is not None else "1 0 0").split()])
+            axis /= np.linalg.norm(axis)
+            if jtype == "prismatic":
+                xyz = xyz + R @ axis * value
+            else:
+                R = R @ pin.AngleAxis(value, axis).matrix()
+            origin.set("xyz", " ".join(repr(float(v)) for v in xyz))
+            origin.set("rpy", " ".join(repr(float(v)) for v in pin.rpy.matrixToRpy(R)))
+        j.set("type", "fixed")
+        for m in j.findall("mimic"):
+            j.remove(m)
+    return ET.tostring(root, encoding="unicode")
 
 
 def _continuous_as_revolute(xml: str) -> str:

@@ -45,6 +45,9 @@ def start_state(task: Task, vi: DiscreteSystem) -> np.ndarray:
     if task.q0 is not None:
         check_joint_limits(vi, q0, "start.q")
     qd = np.zeros(vi.nq) if task.qdot0 is None else parse_vector(list(task.qdot0), "start.qdot", vi.nq)
+    why = vi.configuration_violation(q0) if hasattr(vi, "configuration_violation") else None
+    if why:
+        raise TaskError(f"start.q {why}")
     return vi.state_from_configurations(q0 - vi.dt * qd, q0)
 
 
@@ -199,6 +202,30 @@ def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.nd
     return solve
 
 
+def velocity_limit_excess(vi: DiscreteSystem, X: np.ndarray) -> str | None:
+    """Where a trajectory's velocities q̇_k = M(q_k)⁻¹p_k exceed the URDF ``<limit velocity>``, or None.
+
+    The optimizer does not know velocity limits; the controller node refuses joint states faster than
+    ``velocity_limit_factor`` (1.5) × the limit and applies its safe command instead, so such a plan is aborted
+    mid-run — the log says it at plan time (a light wrist with a small R turns tens of rad/s)."""
+    joints = getattr(getattr(vi, "robot", None), "joints", None)
+    if not joints or X.shape[1] != 2 * len(joints):
+        return None  # Lie-group and vehicle states: no joint velocity limits
+    limit = np.array([j.velocity_limit for j in joints], float)
+    if not np.isfinite(limit).any():
+        return None
+    V = np.abs(np.array([vi.velocity(x) for x in X]))
+    over = V > limit
+    if not over.any():
+        return None
+    ratio = np.where(over, V / limit, 0.0)
+    k, i = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    names = [joints[j].name for j in np.flatnonzero(over.any(axis=0))]
+    return (f"the plan exceeds the URDF velocity limits of {names}: {joints[i].name} at |q̇| = {V[k, i]:.4g} "
+            f"(limit {limit[i]:.4g}) at t = {k * vi.dt:.4g} s; a controller refuses joint states beyond "
+            "velocity_limit_factor × the limit — lengthen the horizon or weight p (Q) or the inputs (R) more")
+
+
 def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: LogFn = None,
               U0: np.ndarray | None = None,
               reference: tuple[np.ndarray, np.ndarray] | None = None,
@@ -286,6 +313,9 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         A, B, near = tl.A, tl.B, tl.near_singular
     if len(near) and log is not None:
         log(f"warning: M_k+1 near singular at steps {near.tolist()} (seed 000 §VII)")
+    too_fast = velocity_limit_excess(vi, res.X)
+    if too_fast and log is not None:
+        log(f"warning: {too_fast}")
     # compiled.tv_lqr / dlqr: the same Riccati recursions as one C call each where they can
     K, _ = tv_lqr(A, B, W["lqr", "Q"], W["lqr", "R"], W["lqr", "Qf"])
     qN = res.X[-1, :nq]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from ..model.bundled import BUNDLED, bundled_config, share_dir
+from ..model.bundled import BUNDLED, bundled_config, bundled_urdf, share_dir
 from ..model.errors import unknown_keys
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
@@ -182,14 +183,26 @@ class ThrottledLog:
         return True
 
 
+def _robot_name(urdf: str) -> str | None:
+    """The ``<robot name>`` of URDF text or a file (None if it cannot be read: loading reports why)."""
+    try:
+        m = re.search(r"<robot\b[^>]*?\bname\s*=\s*[\"']([^\"']*)[\"']", ModelSpec(source=urdf).urdf_text())
+    except (ValueError, OSError):
+        return None
+    return m.group(1) if m else None
+
+
 def model_spec_from_parameters(p: dict, mass_scale: float = 1.0, description: str = "") -> ModelSpec:
     """The ModelSpec named by the MODEL_PARAMETERS values (vi_control.model.spec: one resolver for all);
     ``description``: URDF text received on ``robot_description_topic``. A description from text or a file
-    gets the bundled system YAML of the model it is named after (config/<model>.yaml), if there is one."""
+    gets the bundled system YAML of the model it is named after (config/<model>.yaml), if there is one and the
+    description is that model's robot (the same ``<robot name>``): another robot's URDF given with the default
+    ``model: pendulum`` used to get the pendulum's ``actuated: [theta]`` ("joint 'theta' does not exist")."""
     xml = description or p["robot_description"]
     system = p["system_yaml"]
-    own_yaml = BUNDLED.get(p["model"], (None, None))[1]
-    if not system and (xml or p["urdf_path"]) and own_yaml:
+    urdf, own_yaml = BUNDLED.get(p["model"], (None, None))
+    if not system and (xml or p["urdf_path"]) and own_yaml \
+            and _robot_name(xml or p["urdf_path"]) in (None, _robot_name(bundled_urdf(urdf))):
         system = bundled_config(own_yaml) or ""
     return ModelSpec.from_parameters(model=p["model"], urdf_path=p["urdf_path"], robot_description=xml,
                                      system_yaml=system or "", mass_scale=mass_scale)

@@ -118,9 +118,20 @@ class SimulatorNode(ManagedNode):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
             if not (np.all(np.isfinite(q0)) and np.all(np.isfinite(v0))):  # (a NaN state would be published)
                 raise ValueError(f"initial_positions {q0.tolist()} and initial_velocities {v0.tolist()} must be finite")
+            why = vi.configuration_violation(q0) if hasattr(vi, "configuration_violation") else None
+            if why:
+                raise ValueError(f"initial_positions {why}")
+            # Given positions beyond the limits are refused (a start past an end stop); the default zeros only warn:
+            # they lie outside e.g. kinova's [0.82, 5.46] on its second joint, a model that must still start.
             why = position_limit_violation(r.joints, q0, "initial_positions") if len(r.joints) == vi.nq else None
-            if why is not None:
+            if why is not None and p["initial_positions"]:
                 raise ValueError(why)
+            lo, hi = (np.array([getattr(j, b) for j in r.joints]) for b in ("lower", "upper"))
+            outside = [f"{n} = {v:g} not in [{a:g}, {b:g}]" for n, v, a, b in zip(r.joint_names, q0, lo, hi)
+                       if not a <= v <= b]
+            if outside:
+                self.get_logger().warning(f"initial_positions outside the URDF joint limits: {'; '.join(outside)} "
+                                          "— a controller refuses such joint states (position_limit_margin)")
             if hasattr(vi, "velocity_violation"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
                 v0 = self._allowed_velocity(q0, v0)
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
