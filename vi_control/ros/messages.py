@@ -143,6 +143,15 @@ def plan_to_trajectory(plan: Plan, velocities: np.ndarray, input_joints: list[in
     return msg
 
 
+def _name_index(names) -> dict[str, int]:
+    """{joint name: its entry in a message}; ValueError if a name repeats (which of its values would be meant?)."""
+    index = {n: i for i, n in enumerate(names)}
+    if len(index) != len(names):
+        twice = sorted({n for n in names if list(names).count(n) > 1})
+        raise ValueError(f"joint state names joint(s) {twice} more than once (got {list(names)})")
+    return index
+
+
 def split_seconds(t: float) -> tuple[int, int]:
     """(sec, nanosec) of a time in seconds, for stamps and durations."""
     sec, nsec = divmod(int(round(t * 1e9)), 10**9)
@@ -155,7 +164,7 @@ def stamp_seconds(msg: JointState) -> float:
 
 def joint_state_arrays(msg: JointState, joint_names: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
     """(q, q̇ or None) in ``joint_names`` order; ValueError naming missing joints or non-finite values."""
-    index = {n: i for i, n in enumerate(msg.name)}
+    index = _name_index(msg.name)
     missing = [n for n in joint_names if n not in index]
     if missing:
         raise ValueError(f"joint state lacks joint(s) {missing} (got {list(msg.name)})")
@@ -195,7 +204,7 @@ class JointStateReader:
     def read_names(self, names: list[str]) -> None:
         """The order of ``joint_names`` in a message with these names (cached while they stay the same)."""
         if names != self._names:
-            index = {n: i for i, n in enumerate(names)}
+            index = _name_index(names)
             missing = [n for n in self.joint_names if n not in index]
             if missing:
                 self._names = None
