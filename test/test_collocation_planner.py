@@ -114,6 +114,7 @@ def test_infeasible_task_raises_planning_error_with_the_ipopt_status():
     d = _task_dict("task_pendulum_mintime_lg2")
     d.update(horizon=20)  # 0.4 s
     d["collocation"].update(final_time="fixed", cost="effort", nodes=8)
+    del d["collocation"]["t_guess"]  # (a guess of the free final time: refused with a fixed one)
     d["optimizer"]["max_iterations"] = 150
     task = load_task(d)
     with pytest.raises(PlanningError) as e:

@@ -81,6 +81,18 @@ def _pendulum_hold_plan(vi, N: int, t0: float):
     return plan
 
 
+def send_state(rec, node, t: float, q, v, names=("theta",)) -> np.ndarray:
+    """Publish /clock at t and a JointState stamped t through the recorder; the command the controller ``node``
+    answered it with (a joint_state-triggered controller answers every state, a refused one with its safe command)."""
+    msg = JointState(name=list(names), position=list(q), velocity=list(v))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
+    n0 = len(rec.commands)
+    rec.publish_clock(t)
+    rec.state_pub.publish(msg)
+    assert rec.wait_for(lambda: len(rec.commands) > n0, 10.0), node.log()
+    return rec.commands[-1][1]
+
+
 def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendulum_vi):
     vi = pendulum_vi
     # on simulation time: the test plays the simulator's /clock, and joint-state stamps are judged on it
@@ -93,13 +105,7 @@ def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendul
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
 
     def send(t, q, v, names=("theta",)):
-        msg = JointState(name=list(names), position=list(q), velocity=list(v))
-        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
-        n0 = len(rec.commands)
-        rec.publish_clock(t)
-        rec.state_pub.publish(msg)
-        assert rec.wait_for(lambda: len(rec.commands) > n0, 10.0), ctrl.log()
-        return rec.commands[-1][1]
+        return send_state(rec, ctrl, t, q, v, names)
 
     # two configurations one Δt apart: x from the discrete Legendre transform, then u = U_k + K_k (X_k − x)
     q_prev, q = np.array([np.pi - 0.1]), np.array([np.pi - 0.08])

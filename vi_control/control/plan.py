@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.robot import wrap_angle
+from ..model.yaml_io import open_regular_file
 
 
 def state_error(x_ref: np.ndarray, x: np.ndarray, continuous_mask: np.ndarray | None = None) -> np.ndarray:
@@ -147,6 +148,9 @@ class Plan:
         if self.X.shape[1] != system.nx or self.U.shape[1] != system.nu:
             raise PlanError(f"plan has nx={self.X.shape[1]}, nu={self.U.shape[1]}; the system has nx={system.nx}, "
                             f"nu={system.nu}")
+        if self.K.shape[2] != system.state.ndx:
+            raise PlanError(f"K: the plan's gains act on {self.K.shape[2]} state-tangent entries, the system's "
+                            f"state has ndx = {system.state.ndx}")
         if list(self.joint_names) != list(robot.joint_names):
             raise PlanError(f"joint_names: plan {list(self.joint_names)}, system {list(robot.joint_names)}")
         if abs(self.dt - system.dt) > 1e-12 * self.dt:
@@ -204,10 +208,30 @@ class Plan:
 
 def _read_plan_file(path: str) -> tuple[dict, dict]:
     """Arrays and meta of a plan file, each checked before use (sizes before allocation, types after)."""
+    with open_regular_file(path, "plan", PlanFileError) as file:  # (not /dev/zero, a FIFO or a directory)
+        arrays = _read_plan_arrays(file, path)
     try:
-        zf = zipfile.ZipFile(path)
-    except FileNotFoundError:
-        raise PlanFileError(f"{path}: no such file") from None
+        meta = json.loads(str(arrays.pop("meta")))
+    except (ValueError, RecursionError) as e:
+        raise PlanFileError(f"{path}: meta: not valid JSON: {e}") from None
+    if not isinstance(meta, dict):
+        raise PlanFileError(f"{path}: meta: expected a JSON object, got {type(meta).__name__}")
+    for key, kind in _META.items():
+        if key not in meta:
+            raise PlanFileError(f"{path}: meta.{key}: missing")
+        if not isinstance(meta[key], kind) or (kind is float and isinstance(meta[key], bool)):
+            if not (kind is float and isinstance(meta[key], int) and not isinstance(meta[key], bool)):
+                raise PlanFileError(f"{path}: meta.{key}: expected {kind.__name__}, got {meta[key]!r}")
+    unknown = set(meta) - set(_META)
+    if unknown:
+        raise PlanFileError(f"{path}: meta: unknown key(s) {sorted(unknown)}")
+    return arrays, meta
+
+
+def _read_plan_arrays(file, path: str) -> dict:
+    """The members of a plan file's zip, each header read before its array is allocated."""
+    try:
+        zf = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
         raise PlanFileError(f"{path}: not a plan file (.npz): {e}") from None
     with zf:
@@ -237,19 +261,4 @@ def _read_plan_file(path: str) -> tuple[dict, dict]:
                     arrays[name] = np.lib.format.read_array(f, allow_pickle=False)
             except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, RuntimeError) as e:
                 raise PlanFileError(f"{path}: {name}: {e}") from None
-    try:
-        meta = json.loads(str(arrays.pop("meta")))
-    except (ValueError, RecursionError) as e:
-        raise PlanFileError(f"{path}: meta: not valid JSON: {e}") from None
-    if not isinstance(meta, dict):
-        raise PlanFileError(f"{path}: meta: expected a JSON object, got {type(meta).__name__}")
-    for key, kind in _META.items():
-        if key not in meta:
-            raise PlanFileError(f"{path}: meta.{key}: missing")
-        if not isinstance(meta[key], kind) or (kind is float and isinstance(meta[key], bool)):
-            if not (kind is float and isinstance(meta[key], int) and not isinstance(meta[key], bool)):
-                raise PlanFileError(f"{path}: meta.{key}: expected {kind.__name__}, got {meta[key]!r}")
-    unknown = set(meta) - set(_META)
-    if unknown:
-        raise PlanFileError(f"{path}: meta: unknown key(s) {sorted(unknown)}")
-    return arrays, meta
+    return arrays

@@ -102,29 +102,31 @@ def nonholonomic_rows(model: pin.Model, nonholonomic: tuple[NonholonomicConstrai
 
 def check_constraint_rank(model: pin.Model, joint_names: list[str], constraints: tuple[Constraint, ...],
                           nonholonomic: tuple[NonholonomicConstraint, ...]) -> None:
-    """SystemConfigError naming the first nonholonomic row that depends on the rows before it at a generic q.
+    """SystemConfigError naming the first constraint row (holonomic, then nonholonomic) that depends on the rows
+    before it at a generic q.
 
-    [Dh(q); A(q)] must have full row rank (seed 003 §4.2: "μ is full rank"), or the multipliers are not
-    determined; configurations where it drops (the snakeboard's φ = ±π/2) are measure-zero and are reported by
-    the integrator as a SingularityError at the step.
+    [Dh(q); A(q)] must have full row rank (seed 000 §VII for Dh, seed 003 §4.2: "μ is full rank"), or the
+    multipliers are not determined and every step fails as singular; configurations where it drops (the
+    snakeboard's φ = ±π/2, a four-bar folded flat) are measure-zero and are reported by the integrator as a
+    SingularityError at the step. A redundant row at a generic q is one at every q: a constraint stated twice, an
+    axis along which a planar loop cannot move (the four-bar needs ``axes: [x, z]``), a link welded to the world.
     """
-    if not nonholonomic:
+    if not constraints and not nonholonomic:
         return
     q = np.random.default_rng(1).uniform(-1.0, 1.0, model.nq)  # generic: avoids measure-zero singularities
     H = holonomic_rows(model, joint_names, constraints, q)
-    A = nonholonomic_rows(model, nonholonomic, q)
-    owner = [(i, comp) for i, c in enumerate(nonholonomic)
-             for comp in (c.components if c.type == "rolling" else ("",))]
-    scale = max(np.abs(np.vstack([H, A])).max(initial=0.0), 1e-300)
-    rank_h = np.linalg.matrix_rank(H, tol=1e-9 * scale) if len(H) else 0
-    stack, rank = H, rank_h
-    for row, (i, comp) in zip(A, owner):
-        stack = np.vstack([stack, row])
-        new = np.linalg.matrix_rank(stack, tol=1e-9 * scale)
-        if new == rank:
-            what = f" (component {comp})" if comp else ""
+    A = nonholonomic_rows(model, nonholonomic, q) if nonholonomic else np.zeros((0, model.nv))
+    owner = [f"constraints[{i}]" + (f" (axis {'xyz'[k]})" if c.type == "coincident" else "")
+             for i, c in enumerate(constraints) for k in (c.axes if c.type == "coincident" else (0,))]
+    owner += [f"nonholonomic[{i}]" + (f" (component {comp})" if comp else "") for i, c in enumerate(nonholonomic)
+              for comp in (c.components if c.type == "rolling" else ("",))]
+    rows = np.vstack([H, A])
+    scale = max(np.abs(rows).max(initial=0.0), 1e-300)
+    for n, who in enumerate(owner, start=1):
+        if np.linalg.matrix_rank(rows[:n], tol=1e-9 * scale) < n:
+            of = "A(q)" if who.startswith("non") else "Dh(q)"
             raise SystemConfigError(
-                f"nonholonomic[{i}]{what}: its row of A(q) is a combination of the constraint rows before it "
-                f"(rank {rank} < {len(stack)} at a generic q): the constraints are rank-deficient; remove the "
-                "redundant one (two wheels on one axle need the lateral component only once)")
-        rank = new
+                f"{who}: its row of {of} is a combination of the constraint rows before it (rank {n - 1} < {n} at "
+                f"a generic q; {model.nv} coordinates): the constraints are rank-deficient; remove the redundant "
+                "one (two wheels on one axle need the lateral component only once; a planar loop closes with two "
+                "axes; a link fixed to the world needs no constraint)")

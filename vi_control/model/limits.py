@@ -16,6 +16,7 @@ MAX_MASS = 1.0e9  # kg per link
 MAX_INERTIA = 1.0e12  # kg·m² per inertia entry
 MAX_GRAVITY = 1.0e4  # m/s² per component (1000 g)
 MAX_COEFFICIENT = 1.0e12  # damping, friction, effort and velocity limits, mimic multiplier/offset
+MAX_TEXT_BYTES = 64 * 2**20  # a URDF or YAML file (10 000 links of URDF are a few MB)
 MAX_CONFIGURATION = 1.0e6  # |q_i| a step accepts (rad or m): cos/sin of 1e20 carry no digits of the angle
 # Δt outside this range is accepted with a warning: no robot's motion is resolved by a step of more than a
 # second, and below a microsecond the p/Δt terms lose the digits the residual is judged by.
@@ -31,3 +32,16 @@ def check_time_step(dt: float) -> float:
                       "no robot motion is resolved by it (steps will likely fail or be refused)", RuntimeWarning,
                       stacklevel=3)
     return float(dt)
+
+
+def position_limit_violation(joints, q, key: str, entries=None) -> str | None:
+    """Why configuration ``q`` lies beyond the URDF's position limits ("goal.q[0]: 5 is outside joint 'slider''s
+    limits [-2, 2]"), or None. ``joints``: the model's ``JointInfo`` in configuration order (continuous joints are
+    unbounded); ``entries``: the configuration indices ``q`` holds (default all). The bounds are inclusive, with
+    a relative slack of 1e-9 for values read back from text."""
+    for i, e in enumerate(range(len(joints)) if entries is None else entries):
+        j = joints[e]
+        slack = 1e-9 * max(1.0, abs(j.lower), abs(j.upper))
+        if not j.lower - slack <= q[i] <= j.upper + slack:
+            return f"{key}[{i}]: {q[i]:g} is outside joint {j.name!r}'s limits [{j.lower:g}, {j.upper:g}]"
+    return None

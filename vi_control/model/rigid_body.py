@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bundled import share_dir
-from .errors import ModelError
+from .errors import ModelError, unknown_keys
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
 __all__ = ["RigidBodyConfigError", "Actuator", "RigidBodyModel", "load_rigid_body", "is_rigid_body_source",
@@ -42,6 +42,7 @@ __all__ = ["RigidBodyConfigError", "Actuator", "RigidBodyModel", "load_rigid_bod
 
 _TOP_KEYS = {"name", "group", "mass", "inertia", "actuators", "thruster_layout", "drag", "gravity", "buoyancy",
              "planning"}
+_ACTUATOR_KEYS = {"name", "type", "direction", "position", "limit"}
 _DIMS = {"SO3": 3, "SE3": 6}
 
 
@@ -274,9 +275,9 @@ def _actuators(cfg: dict, group: str) -> tuple[Actuator, ...]:
         key = f"actuators[{i}]"
         if not isinstance(a, dict):
             raise RigidBodyConfigError(f"{key}: expected a mapping, got {a!r}")
-        unknown = set(a) - {"name", "type", "direction", "position", "limit"}
+        unknown = set(a) - _ACTUATOR_KEYS
         if unknown:
-            raise RigidBodyConfigError(f"{key}: unknown key(s) {sorted(unknown)}")
+            raise RigidBodyConfigError(f"{key}: {unknown_keys(unknown, _ACTUATOR_KEYS)}")
         name = a.get("name")
         if not isinstance(name, str) or not name or name in names:
             raise RigidBodyConfigError(f"{key}.name: expected a unique non-empty string, got {name!r}")
@@ -300,7 +301,7 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
         raise RigidBodyConfigError(f"rigid body: expected a mapping, got {type(cfg).__name__}")
     unknown = set(cfg) - _TOP_KEYS
     if unknown:
-        raise RigidBodyConfigError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_TOP_KEYS)}")
+        raise RigidBodyConfigError(f"{unknown_keys(unknown, _TOP_KEYS)}; allowed: {sorted(_TOP_KEYS)}")
     group = cfg.get("group")
     if group not in _DIMS:
         raise RigidBodyConfigError(f"group: expected one of {sorted(_DIMS)}, got {group!r}")

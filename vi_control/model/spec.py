@@ -17,12 +17,13 @@ looked up next to the file that named them (``base_dir``), then in the package's
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from dataclasses import dataclass, replace
 
 from .bundled import BUNDLED, bundled_config, bundled_models, example_robot_urdf, share_dir
-from .errors import ModelError, URDFError
+from .errors import ModelError, URDFError, unknown_keys
 from .robot import RobotModel, load_robot
 from .system_config import INERTIA_POLICIES
 from .yaml_io import read_text_file
@@ -62,7 +63,7 @@ class ModelSpec:
         elif isinstance(value, dict):
             unknown = set(value) - _MAPPING_KEYS
             if unknown:
-                raise ModelError(f"model: unknown key(s) {sorted(unknown)}; allowed: {sorted(_MAPPING_KEYS)}")
+                raise ModelError(f"model: {unknown_keys(unknown, _MAPPING_KEYS)}; allowed: {sorted(_MAPPING_KEYS)}")
             given = [k for k in ("bundled", "example", "urdf") if k in value]
             if len(given) != 1:
                 raise ModelError("model: give exactly one of bundled, example, urdf")
@@ -130,8 +131,10 @@ class ModelSpec:
             return bundled_models()[self.source][0]
         path = self._file(self.source)
         if not os.path.isfile(path):
+            close = difflib.get_close_matches(self.source, sorted(BUNDLED), n=1)
             raise URDFError(f"model {self.source!r} is not a bundled model ({', '.join(sorted(BUNDLED))}), "
-                            "erd:<name>, URDF XML, or an existing URDF file")
+                            "erd:<name>, URDF XML, or an existing URDF file"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""))
         return path
 
     def urdf_text(self) -> str:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SystemConfigError
+from .errors import SystemConfigError, unknown_keys
 from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
@@ -169,7 +169,7 @@ def _constraint(i: int, c: Any) -> Constraint:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
-        raise SystemConfigError(f"{key}: unknown key(s) {sorted(extra)} for a {ctype} constraint")
+        raise SystemConfigError(f"{key}: {unknown_keys(extra, allowed[ctype])} for a {ctype} constraint")
     if ctype == "joints":
         names = c.get("joints")
         if not isinstance(names, list) or not names or len(set(map(str, names))) != len(names):
@@ -227,7 +227,7 @@ def _nonholonomic(i: int, c: Any) -> NonholonomicConstraint:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
-        raise SystemConfigError(f"{key}: unknown key(s) {sorted(extra)} for a {ctype} constraint")
+        raise SystemConfigError(f"{key}: {unknown_keys(extra, allowed[ctype])} for a {ctype} constraint")
     common = dict(type=ctype, link=_str(c.get("link"), f"{key}.link"),
                   point=_vec(c.get("point", [0, 0, 0]), f"{key}.point"))
     if ctype == "knife_edge":
@@ -252,7 +252,7 @@ def parse_system_config(data: Any) -> SystemConfig:
         raise SystemConfigError(f"system YAML must be a mapping at top level, got {type(data).__name__}")
     unknown = set(data) - _TOP_KEYS
     if unknown:
-        raise SystemConfigError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_TOP_KEYS)}")
+        raise SystemConfigError(f"{unknown_keys(unknown, _TOP_KEYS)}; allowed: {sorted(_TOP_KEYS)}")
     cfg = SystemConfig()
     if "floating_base" in data:
         if not isinstance(data["floating_base"], bool):

@@ -234,6 +234,9 @@ def parse_urdf(xml: str, inertia_policy: str = "strict", warn: bool = True) -> P
             raise URDFError(f"joint {jname!r}: lower limit {info.lower} > upper limit {info.upper}")
         if info.damping < 0 or info.friction < 0:
             raise URDFError(f"joint {jname!r}: damping and friction must be non-negative")
+        for k in ("effort", "velocity"):  # (Pinocchio's own refusal names neither the joint nor the attribute)
+            if lim.get(k, 0.0) < 0:
+                raise URDFError(f"joint {jname!r} <limit>: {k}={lim[k]:g} must be non-negative (0: unbounded)")
         out.joints[jname] = info
     roots = [name for name in links if name not in parent_of]
     if len(roots) != 1:

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+import stat
+from typing import Any, BinaryIO
 
 import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, SequenceNode
+
+from .limits import MAX_TEXT_BYTES
 
 __all__ = ["YAMLFormatError", "load_yaml", "read_text_file", "MAX_DEPTH"]
 
@@ -215,16 +218,30 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def read_text_file(path: str | os.PathLike, what: str, error: type[ValueError]) -> str:
-    """The UTF-8 text of a file; ``error`` naming the file (and the byte) when it is missing or not UTF-8."""
+def open_regular_file(path: str | os.PathLike, what: str, error: type[ValueError]) -> BinaryIO:
+    """``path`` opened for binary reading; ``error`` naming the file unless it exists and is a regular file —
+    /dev/zero, /dev/urandom or a FIFO would be read until memory runs out, or wait for a writer forever."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # (a FIFO's open would block)
     except FileNotFoundError:
         raise error(f"{what} file not found: {path!r}") from None
     except OSError as e:
         raise error(f"{what} file {path!r} cannot be read: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise error(f"{what} file {path!r} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def read_text_file(path: str | os.PathLike, what: str, error: type[ValueError]) -> str:
+    """The UTF-8 text of a file; ``error`` naming the file (and the byte) when it is missing, not a regular file,
+    larger than model.limits.MAX_TEXT_BYTES or not UTF-8."""
+    path = os.fspath(path)
+    with open_regular_file(path, what, error) as f:
+        raw = f.read(MAX_TEXT_BYTES + 1)
+    if len(raw) > MAX_TEXT_BYTES:
+        raise error(f"{what} file {path!r} is larger than the supported {MAX_TEXT_BYTES // 2**20} MiB")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -24,6 +24,7 @@ import numpy as np
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction
 from .dmoc import DMOCProblem, geodesic_guess, input_split
+from .errors import ipopt_iterations
 
 __all__ = ["IpoptResult", "solve_ipopt", "multipliers_for_newton"]
 
@@ -150,7 +151,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     per = 2 * n + G.nq  # constraints per step k < N − 1: W⁻, W⁺, pose
     y = np.array([lam_g[k * per:k * per + 2 * n] for k in range(N)]).reshape(N, 2, n)
     return IpoptResult(xi=xi, nu=nu_v, u_minus=u_minus.copy(), u_plus=u_plus.copy(), y_minus=y[:, 0].copy(),
-                       y_plus=y[:, 1].copy(), cost=float(sol["f"]), iterations=int(st["iter_count"]),
+                       y_plus=y[:, 1].copy(), cost=float(sol["f"]), iterations=ipopt_iterations(st, max_iterations),
                        status=str(st["return_status"]), success=bool(st["success"]), solve_time=t_solve,
                        build_time=t_build)
 

@@ -15,3 +15,11 @@ class PlanningError(RuntimeError):
         detail = ", ".join(s for s in (f"status {status}" if status else "",
                                        f"{iterations} iterations" if iterations is not None else "") if s)
         super().__init__(f"{solver + ': ' if solver else ''}{message}" + (f" ({detail})" if detail else ""))
+
+
+def ipopt_iterations(stats: dict, max_iterations: int) -> int:
+    """IPOPT's iteration count from CasADi's solver stats. When IPOPT stops before its first iteration (e.g.
+    ``Not_Enough_Degrees_Of_Freedom``: more equality constraints than variables) CasADi reports an uninitialized
+    count (−1305018176 was seen): anything outside [0, max_iterations] ran no iteration."""
+    n = int(stats.get("iter_count", 0))
+    return n if 0 <= n <= max_iterations else 0

@@ -17,7 +17,7 @@ from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
 from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
-from ..model.limits import MAX_CONFIGURATION
+from ..model.limits import MAX_CONFIGURATION, position_limit_violation
 from .augmented import terminal_constrained_ddp
 from .compiled import dlqr, tv_lqr
 from .continuation import StageSolver, weight_continuation
@@ -25,10 +25,10 @@ from .cost import QuadraticTrackingCost
 from .ddp import ddp, stage_passes
 from .gradient import projection_gradient
 from .shooting import LogFn, OptimizerResult, feedback_initial_guess, input_bounds, rollout
-from .task import COLLOCATION_METHODS, Task, TaskError, parse_vector
+from .task import COLLOCATION_METHODS, MAX_HORIZON, Task, TaskError, parse_vector
 
-__all__ = ["make_system", "start_state", "input_limits", "reference_trajectory", "trajectory_reference",
-           "initial_inputs", "plan_task"]
+__all__ = ["make_system", "start_state", "check_joint_limits", "input_limits", "reference_trajectory",
+           "trajectory_reference", "initial_inputs", "plan_task"]
 
 
 def make_system(task: Task, integrator: str = "midpoint", **options) -> DiscreteSystem:
@@ -42,11 +42,24 @@ def start_state(task: Task, vi: DiscreteSystem) -> np.ndarray:
     momentum under gravity is −(Δt/2)∇V — p = M q̇ = 0 would instead kick the robot by that impulse.
     """
     q0 = np.zeros(vi.nq) if task.q0 is None else parse_vector(list(task.q0), "start.q", vi.nq)
+    if task.q0 is not None:
+        check_joint_limits(vi, q0, "start.q")
     qd = np.zeros(vi.nq) if task.qdot0 is None else parse_vector(list(task.qdot0), "start.qdot", vi.nq)
     why = vi.configuration_violation(q0) if hasattr(vi, "configuration_violation") else None
     if why:
         raise TaskError(f"start.q {why}")
     return vi.state_from_configurations(q0 - vi.dt * qd, q0)
+
+
+def check_joint_limits(vi: DiscreteSystem, q: np.ndarray, key: str, entries: list[int] | None = None) -> None:
+    """TaskError naming the joint if a configuration the task states lies beyond the URDF's position limits: the
+    integrator does not enforce them, so a plan would lead the robot through its end stops (DDP) or be infeasible
+    (collocation bounds q by them). ``entries``: the configuration indices ``q`` holds (default all nq)."""
+    if len(vi.robot.joints) != vi.nq:  # a floating base: its coordinates are no joints of the URDF
+        return
+    why = position_limit_violation(vi.robot.joints, q, key, entries)
+    if why is not None:
+        raise TaskError(why)
 
 
 def input_limits(task: Task, vi: DiscreteSystem) -> np.ndarray | None:
@@ -71,10 +84,15 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float)
     goal = task.goal_q if task.goal_q is not None else x0[:nq]
     goal = parse_vector(list(goal), "goal.q", nq)
+    if task.goal_q is not None:
+        check_joint_limits(vi, goal, "goal.q")
     kind = ref.get("type", "goal")
     if kind == "step":  # seed 000 eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
         qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq, MAX_CONFIGURATION)
         qb = parse_vector(ref.get("q_after", list(goal)), "reference.q_after", nq, MAX_CONFIGURATION)
+        for key in ("q_before", "q_after"):
+            if key in ref:
+                check_joint_limits(vi, qa if key == "q_before" else qb, f"reference.{key}")
         ks = int(ref.get("step_index", N // 2))
         if not 0 <= ks <= N:
             raise TaskError(f"reference.step_index: must be in [0, {N}], got {ks}")
@@ -120,7 +138,12 @@ def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, 
         raise TaskError(f"trajectory: point times must be positive and increasing, got {times.tolist()}")
     if not np.all(np.isfinite(positions)):
         raise TaskError("trajectory: positions must be finite")
+    for k, q in enumerate(positions):
+        check_joint_limits(vi, q, f"trajectory point {k}: positions", joints)
     N = int(np.ceil((times[-1] + max(settle, 0.0)) / vi.dt - 1e-9))
+    if N > MAX_HORIZON:  # (X, U, K and a linearization per step are held in memory)
+        raise TaskError(f"trajectory: its last point at {times[-1]:g} s needs {N} steps of {vi.dt:g} s, more than "
+                        f"the supported horizon of {MAX_HORIZON}")
     grid = np.arange(N + 1) * vi.dt
     Q = np.tile(x0[:nq], (N + 1, 1))
     for i, j in enumerate(joints):

@@ -23,8 +23,6 @@ Schema (every key is checked; errors name the key) — see docs/planner.md for t
 
 from __future__ import annotations
 
-import ast
-import operator
 import os
 from dataclasses import dataclass, field
 
@@ -32,11 +30,15 @@ import numpy as np
 
 from ..model.bundled import share_dir
 from ..model.errors import ModelError
-from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION, MAX_LINKS
+from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from .cost import weight_matrix
+from .task_values import TaskError, integer_in, mapping_of, parse_number, parse_vector, positive_number
+
+# (TaskError, parse_number and parse_vector: the value parsers, planning.task_values, imported from here too)
+__all__ = ["Task", "TaskError", "load_task", "config_file", "parse_number", "parse_vector"]
 
 METHODS = ("ddp", "ilqr", "gradient", "collocation_lg", "collocation_lg2")
 COLLOCATION_METHODS = ("collocation_lg", "collocation_lg2")
@@ -45,93 +47,15 @@ MAX_HORIZON = 100_000  # steps: X, U, K and a linearization per step are held in
 MAX_ITERATIONS = 10_000  # optimizer iterations
 MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
 MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
-_MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
-MAX_VECTOR = MAX_LINKS  # entries of any list of numbers (one per joint at most)
+# Collocation sizes: the transcription holds a dense (nodes × nodes) differentiation matrix per interval and a CasADi
+# expression graph per point; beyond these it would exhaust memory long before IPOPT starts (docs/collocation.md
+# uses 15…30 nodes, the h-p gaits a few hundred points).
+MAX_COLLOCATION_NODES = 200  # Gauss points per interval
+MAX_COLLOCATION_POINTS = 10_000  # nodes × intervals
+# optimizer keys that only the shooting methods with a terminal constraint read (planning.augmented)
+_TERMINAL_KEYS = ("constraint_tolerance", "penalty")
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
              "optimizer", "lqr", "hold", "initial_guess", "collocation"}
-
-
-class TaskError(ValueError):
-    """A task file is invalid; the message names the key."""
-
-
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
-def parse_number(v, key: str) -> float:
-    """A finite float, or a string of arithmetic on numbers and ``pi`` (no other names are evaluated)."""
-    if isinstance(v, bool):
-        raise TaskError(f"{key}: expected a number, got {v!r}")
-    out = None
-    if isinstance(v, (int, float)):
-        try:
-            out = float(v)
-        except OverflowError:  # an integer beyond float range
-            out = float("inf")
-    elif isinstance(v, str) and len(v) <= _MAX_EXPRESSION:
-        def ev(n):
-            if isinstance(n, ast.Expression):
-                return ev(n.body)
-            if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
-                return float(n.value)
-            if isinstance(n, ast.Name) and n.id == "pi":
-                return np.pi
-            if isinstance(n, ast.BinOp) and type(n.op) in _OPS:
-                return _OPS[type(n.op)](ev(n.left), ev(n.right))
-            if isinstance(n, ast.UnaryOp) and type(n.op) in _OPS:
-                return _OPS[type(n.op)](ev(n.operand))
-            raise ValueError
-        try:
-            out = float(ev(ast.parse(v, mode="eval")))
-        except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):
-            pass
-    if out is None:
-        raise TaskError(f"{key}: expected a number or an expression of pi, got {v!r}")
-    if not np.isfinite(out):
-        raise TaskError(f"{key}: must be finite, got {v!r}")
-    return out
-
-
-def _integer(v, key: str, lo: int, hi: int) -> int:
-    """An int (not bool) in [lo, hi]; TaskError naming the key."""
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise TaskError(f"{key}: must be an integer in [{lo}, {hi}], got {v!r}")
-    return v
-
-
-def parse_vector(v, key: str, n: int | None = None, bound: float | None = None) -> np.ndarray:
-    """A list of numbers (or one number) as an array; ``n`` entries if given, each within ±``bound``."""
-    if not isinstance(v, (list, tuple)):
-        v = [v]
-    if len(v) > MAX_VECTOR:
-        raise TaskError(f"{key}: {len(v)} entries, more than any model has")
-    out = np.array([parse_number(a, f"{key}[{i}]") for i, a in enumerate(v)], dtype=float)
-    if n is not None and out.size != n:
-        raise TaskError(f"{key}: expected {n} entries, got {out.size}")
-    if not np.all(np.isfinite(out)):
-        raise TaskError(f"{key}: entries must be finite")
-    if bound is not None and out.size and np.abs(out).max() > bound:
-        raise TaskError(f"{key}: {out[np.argmax(np.abs(out))]:g} is beyond the supported range ±{bound:g}")
-    return out
-
-
-def _positive(v, key: str) -> float:
-    x = parse_number(v, key)
-    if not (np.isfinite(x) and x > 0):
-        raise TaskError(f"{key}: must be a positive finite number, got {v!r}")
-    return x
-
-
-def _mapping(d, key: str, allowed: set[str]) -> dict:
-    if d is None:
-        return {}
-    if not isinstance(d, dict):
-        raise TaskError(f"{key}: expected a mapping, got {type(d).__name__}")
-    unknown = set(d) - allowed
-    if unknown:
-        raise TaskError(f"{key}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-    return d
 
 
 @dataclass
@@ -201,8 +125,7 @@ class Task:
                 if isinstance(w, dict):  # {q: .., p: ..} for state weights
                     if nq is None or set(w) - {"q", "p"}:
                         raise TaskError(f"{key}: a mapping must have keys q and p (state weights only)")
-                    w = np.concatenate([parse_vector(w.get("q", 0.0), f"{key}.q", bound=MAX_COEFFICIENT) * np.ones(nq),
-                                        parse_vector(w.get("p", 0.0), f"{key}.p", bound=MAX_COEFFICIENT) * np.ones(nq)])
+                    w = np.concatenate([_per_coordinate(w.get(part, 0.0), f"{key}.{part}", nq) for part in "qp"])
                 elif isinstance(w, (list, tuple)):
                     w = parse_vector(w, key, n, bound=MAX_COEFFICIENT)
                 else:
@@ -214,6 +137,14 @@ class Task:
         if which == "Qf":
             return self.weight("Q", group, n, nq)
         raise TaskError(f"weights.{which}: missing")
+
+
+def _per_coordinate(v, key: str, nq: int) -> np.ndarray:
+    """One weight per configuration coordinate: a list of nq numbers, or one number for all of them."""
+    w = parse_vector(v, key, bound=MAX_COEFFICIENT)
+    if w.size not in (1, nq):
+        raise TaskError(f"{key}: expected one number or {nq} entries (one per coordinate), got {w.size}")
+    return w * np.ones(nq)
 
 
 def config_file(source: str) -> str | None:
@@ -239,9 +170,9 @@ def load_task(source: str | dict) -> Task:
     if isinstance(source, dict):
         d = source
     elif isinstance(source, str):
-        bare = "\n" not in source and ":" not in source
-        if bare and (source.endswith((".yaml", ".yml")) or os.path.isfile(source) or "/" not in source):
-            found = config_file(source)
+        if "\n" not in source and ":" not in source:  # a path or a name in config/ (task YAML text has a colon)
+            # (an existing non-file — /dev/zero, a FIFO — is refused by read_text_file, not taken for YAML text)
+            found = source if os.path.exists(source) else config_file(source)
             if found is None:
                 raise TaskError(f"task file {source!r} not found")
             source = found
@@ -251,7 +182,7 @@ def load_task(source: str | dict) -> Task:
             d = _yaml(source, "")
     else:
         raise TaskError(f"task source must be a path, YAML text or dict, got {type(source).__name__}")
-    d = _mapping(d, "task", _TOP_KEYS)
+    d = mapping_of(d, "task", _TOP_KEYS)
     for k in ("model", "dt", "horizon", "weights"):
         if k not in d:
             raise TaskError(f"{k}: missing (required keys: model, dt, horizon, weights)")
@@ -263,17 +194,16 @@ def load_task(source: str | dict) -> Task:
     dt = parse_number(d["dt"], "dt")
     if not 0 < dt <= MAX_DT:
         raise TaskError(f"dt: must be in (0, {MAX_DT:g}] s, got {dt}")
-    N = _integer(d["horizon"], "horizon", 1, MAX_HORIZON)
-    start = _mapping(d.get("start"), "start", {"q", "qdot"})
-    goal = _mapping(d.get("goal"), "goal", {"q"})
-    ref = _mapping(d.get("reference"), "reference", {"type", "step_index", "q_before", "q_after", "u"})
-    if "step_index" in ref:
-        _integer(ref["step_index"], "reference.step_index", 0, N)
-    weights = _mapping(d["weights"], "weights", {"Q", "R", "Qf"})
+    N = integer_in(d["horizon"], "horizon", 1, MAX_HORIZON)
+    start = mapping_of(d.get("start"), "start", {"q", "qdot"})
+    goal = mapping_of(d.get("goal"), "goal", {"q"})
+    ref = mapping_of(d.get("reference"), "reference", {"type", "step_index", "q_before", "q_after", "u"})
+    _check_reference(ref, N)
+    weights = mapping_of(d["weights"], "weights", {"Q", "R", "Qf"})
     for k in ("Q", "R"):
         if k not in weights:
             raise TaskError(f"weights.{k}: missing")
-    opt = _mapping(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
+    opt = mapping_of(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
                                                      "terminal_constraint", "constraint_tolerance", "penalty",
                                                      "continuation"})
     terminal = opt.get("terminal_constraint", False)
@@ -283,7 +213,8 @@ def load_task(source: str | dict) -> Task:
     if method not in METHODS:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
     colloc_method = method in COLLOCATION_METHODS  # the optimizer is IPOPT: its own defaults
-    max_it = _integer(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations", 1,
+    _check_method_keys(d, opt, method, terminal)
+    max_it = integer_in(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations", 1,
                       MAX_ITERATIONS)
     tolerance = parse_number(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance")
     if not tolerance > 0:
@@ -301,12 +232,15 @@ def load_task(source: str | dict) -> Task:
         lim = parse_vector(lim, "input_limits", bound=MAX_COEFFICIENT)
         if np.any(lim <= 0):
             raise TaskError("input_limits: bounds must be positive")
-    colloc = _collocation_options(d, method)
+    colloc = _collocation_options(d, method, N, dt)
     guess = d.get("initial_guess", "reference")
     if guess not in ("reference", "zero", "hold_start", "feedback", "auto"):
         raise TaskError(f"initial_guess: expected reference, zero, hold_start, feedback or auto, got {guess!r}")
+    name = d.get("name", "task")
+    if not isinstance(name, str):
+        raise TaskError(f"name: expected text, got {type(name).__name__} {name!r}")
     return Task(
-        name=str(d.get("name", "task")), model=model, dt=dt, horizon=N,
+        name=name, model=model, dt=dt, horizon=N,
         q0=parse_vector(start["q"], "start.q", bound=MAX_CONFIGURATION) if "q" in start else None,
         qdot0=parse_vector(start["qdot"], "start.qdot", bound=MAX_CONFIGURATION) if "qdot" in start else None,
         goal_q=parse_vector(goal["q"], "goal.q", bound=MAX_CONFIGURATION) if "q" in goal else None, reference=ref,
@@ -314,9 +248,9 @@ def load_task(source: str | dict) -> Task:
         input_limits=lim, method=method, max_iterations=max_it,
         tolerance=tolerance, regularization=regularization,
         terminal_constraint=terminal,
-        constraint_tolerance=_positive(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
-        penalty=_positive(opt.get("penalty", 1e4), "optimizer.penalty"),
-        lqr=_mapping(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=_mapping(d.get("hold"), "hold", {"Q", "R"}),
+        constraint_tolerance=positive_number(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
+        penalty=positive_number(opt.get("penalty", 1e4), "optimizer.penalty"),
+        lqr=mapping_of(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=mapping_of(d.get("hold"), "hold", {"Q", "R"}),
         initial_guess=guess, base_dir=base_dir, collocation=colloc,
         continuation=_continuation_options(opt.get("continuation"), method, max_it))
 
@@ -325,7 +259,7 @@ def _continuation_options(c, method: str, max_iterations: int) -> dict:
     """``optimizer.continuation`` validated (keys named in errors); {} when absent."""
     if c is None:
         return {}
-    c = _mapping(c, "optimizer.continuation", {"Q_scale", "iterations"})
+    c = mapping_of(c, "optimizer.continuation", {"Q_scale", "iterations"})
     if method not in ("ddp", "ilqr"):
         raise TaskError(f"optimizer.continuation: only for optimizer.method ddp or ilqr, not {method!r}")
     if "Q_scale" not in c:
@@ -333,15 +267,51 @@ def _continuation_options(c, method: str, max_iterations: int) -> dict:
     scales = parse_vector(c["Q_scale"], "optimizer.continuation.Q_scale", bound=MAX_COEFFICIENT)
     if not scales.size or np.any(scales <= 0):
         raise TaskError(f"optimizer.continuation.Q_scale: expected positive numbers, got {c['Q_scale']!r}")
-    n = _integer(c.get("iterations", 20), "optimizer.continuation.iterations", 1, MAX_ITERATIONS)
+    n = integer_in(c.get("iterations", 20), "optimizer.continuation.iterations", 1, MAX_ITERATIONS)
     if scales.size * n >= max_iterations:
         raise TaskError(f"optimizer.continuation: {scales.size} stages × {n} iterations leave none of "
                         f"optimizer.max_iterations = {max_iterations} for the task itself")
     return {"Q_scale": tuple(float(s) for s in scales), "iterations": n}
 
 
-def _collocation_options(d: dict, method: str) -> dict:
-    """The ``collocation`` block, validated (keys named in errors); {} for the shooting methods."""
+def _check_reference(ref: dict, horizon: int) -> None:
+    """reference.type and .u among the choices (planning.pipeline.reference_trajectory), the step keys only with a
+    step (a goal reference would ignore them)."""
+    kind = ref.get("type", "goal")
+    if kind not in ("step", "goal"):
+        raise TaskError(f"reference.type: expected 'step' or 'goal', got {kind!r}")
+    if ref.get("u", "zero") not in ("zero", "hold"):
+        raise TaskError(f"reference.u: expected 'zero' or 'hold', got {ref['u']!r}")
+    if kind == "goal":
+        unused = [f"reference.{k}" for k in ("step_index", "q_before", "q_after") if k in ref]
+        if unused:
+            raise TaskError(f"{', '.join(unused)}: only used with reference.type: step (a goal reference holds goal.q)")
+    if "step_index" in ref:
+        integer_in(ref["step_index"], "reference.step_index", 0, horizon)
+
+
+def _check_method_keys(d: dict, opt: dict, method: str, terminal: bool) -> None:
+    """A key the chosen method would silently ignore is an error naming it (it was meant for another method)."""
+    if method == "gradient" and terminal:
+        raise TaskError("optimizer.terminal_constraint: needs optimizer.method ddp or ilqr, not 'gradient'")
+    if method in COLLOCATION_METHODS:  # IPOPT from a straight line (collocation.t_guess), then a plain DDP polish
+        unused = [f"optimizer.{k}" for k in ("terminal_constraint",) + _TERMINAL_KEYS if k in opt]
+        unused += [k for k in ("reference", "initial_guess") if k in d]  # (its reference: the collocated path)
+        why = f"not used by optimizer.method {method!r}"
+    elif not terminal:
+        unused = [f"optimizer.{k}" for k in _TERMINAL_KEYS if k in opt]
+        why = "only used with optimizer.terminal_constraint: true"
+    else:
+        unused = []
+    if method == "gradient" and "regularization" in opt:
+        unused, why = ["optimizer.regularization"], "not used by optimizer.method 'gradient' (no Hessian to damp)"
+    if unused:
+        raise TaskError(f"{', '.join(unused)}: {why}")
+
+
+def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
+    """The ``collocation`` block, validated (keys named in errors); {} for the shooting methods. horizon·dt is the
+    fixed final time, or the upper bound of a free one (whose lower bound t_min defaults to 2·dt)."""
     if method not in COLLOCATION_METHODS:
         if "collocation" in d:
             raise TaskError(f"collocation: only used by optimizer.method {COLLOCATION_METHODS}, not {method!r}")
@@ -350,14 +320,18 @@ def _collocation_options(d: dict, method: str) -> dict:
         raise TaskError(f"collocation: missing (optimizer.method {method} needs at least collocation.nodes)")
     if "q" not in (d.get("goal") or {}):
         raise TaskError(f"goal.q: missing (optimizer.method {method} plans to the goal configuration)")
-    c = _mapping(d["collocation"], "collocation", set(COLLOCATION_DEFAULTS) | {"nodes"})
+    c = mapping_of(d["collocation"], "collocation", set(COLLOCATION_DEFAULTS) | {"nodes"})
     if "nodes" not in c:
         raise TaskError("collocation.nodes: missing (Gauss points per interval, at least 3)")
     out = {**COLLOCATION_DEFAULTS, **c}
-    for key, low in (("nodes", 3), ("intervals", 1), ("polish_iterations", 1)):
+    for key, low, high in (("nodes", 3, MAX_COLLOCATION_NODES), ("intervals", 1, MAX_COLLOCATION_POINTS),
+                           ("polish_iterations", 1, MAX_ITERATIONS)):
         v = out[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise TaskError(f"collocation.{key}: must be an integer ≥ {low}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise TaskError(f"collocation.{key}: must be an integer in [{low}, {high}], got {v!r}")
+    if out["nodes"] * out["intervals"] > MAX_COLLOCATION_POINTS:
+        raise TaskError(f"collocation: nodes × intervals = {out['nodes'] * out['intervals']} points, more than the "
+                        f"supported {MAX_COLLOCATION_POINTS}")
     for key, allowed in (("final_time", ("fixed", "free")), ("cost", ("effort", "time")),
                          ("dynamics", ("implicit", "explicit"))):
         if out[key] not in allowed:
@@ -367,11 +341,30 @@ def _collocation_options(d: dict, method: str) -> dict:
     for key in ("t_min", "t_guess", "effort_weight"):
         if out[key] is not None:
             out[key] = parse_number(out[key], f"collocation.{key}")
-            if not out[key] > 0:
-                raise TaskError(f"collocation.{key}: must be positive, got {out[key]}")
+            if not 0 < out[key] <= MAX_COEFFICIENT:
+                raise TaskError(f"collocation.{key}: must be positive (at most {MAX_COEFFICIENT:g}), got {out[key]}")
+    _check_final_time(c, out, horizon * dt, 2 * dt)
     if not isinstance(out["joint_limits"], bool):
         raise TaskError(f"collocation.joint_limits: expected true or false, got {out['joint_limits']!r}")
     return out
+
+
+def _check_final_time(given: dict, out: dict, horizon_time: float, default_t_min: float) -> None:
+    """t_min < t_guess ≤ horizon·dt for a free final time; neither key with a fixed one (it would be ignored)."""
+    if out["final_time"] == "fixed":
+        for key in ("t_min", "t_guess"):
+            if key in given:
+                raise TaskError(f"collocation.{key}: only used with collocation.final_time: free (a fixed final time "
+                                f"is horizon·dt = {horizon_time:g} s)")
+        return
+    t_min = out["t_min"] if out["t_min"] is not None else default_t_min
+    if not t_min < horizon_time:
+        raise TaskError(f"collocation.t_min: must be below horizon·dt = {horizon_time:g} s (the upper bound of the "
+                        f"free final time), got {t_min:g}")
+    t_guess = out["t_guess"]
+    if t_guess is not None and not t_min <= t_guess <= horizon_time:
+        raise TaskError(f"collocation.t_guess: must be in [t_min, horizon·dt] = [{t_min:g}, {horizon_time:g}] s, got "
+                        f"{t_guess:g}")
 
 
 # Options of the ``collocation`` block (``nodes`` is required): see docs/collocation.md.

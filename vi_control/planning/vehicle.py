@@ -23,10 +23,12 @@ from ..control.lqr import tv_lqr
 from ..control.plan import Plan
 from ..integrators.lie_group import LieGroupVI
 from ..linearization import linearize_trajectory
-from ..mechanics.groups import get_group, rotation_from_quaternion
+from ..mechanics.groups import RETRACTIONS, get_group, rotation_from_quaternion
+from ..model.errors import unknown_keys
 from ..model.rigid_body import RigidBodyModel
 from .dmoc import DMOCError, DMOCProblem, DMOCResult, solve_dmoc
 from .dmoc_nlp import solve_ipopt
+from .task import MAX_DT, MAX_HORIZON
 
 __all__ = ["GoalUnreachableError", "ManeuverSettings", "pose_from_spec", "maneuvers", "maneuver_settings",
            "plan_maneuver", "rotation_from_rpy"]
@@ -89,9 +91,17 @@ class ManeuverSettings:
         return self.duration / self.horizon
 
 
+_PLANNING_KEYS = {"horizon", "duration", "retraction", "lqr", "maneuvers"}
+
+
 def maneuver_settings(body: RigidBodyModel) -> ManeuverSettings:
     """N, T, retraction and LQR weights from the body's ``planning`` section (defaults otherwise)."""
     p = body.planning
+    for key, d, allowed in (("planning", p, _PLANNING_KEYS), ("planning.lqr", p.get("lqr", {}), {"Q", "R", "Qf"})):
+        if not isinstance(d, dict):
+            raise ValueError(f"{key}: expected a mapping, got {d!r}")
+        if set(d) - allowed:  # a typo would silently fall back to the default
+            raise ValueError(f"{key}: {unknown_keys(set(d) - allowed, allowed)}; allowed: {sorted(allowed)}")
     lqr = p.get("lqr", {})
     n = 2 * body.dim
     w = {}
@@ -103,11 +113,15 @@ def maneuver_settings(body: RigidBodyModel) -> ManeuverSettings:
             raise ValueError(f"planning.lqr.{k}: expected a non-negative scalar or {size} diagonal entries, got {v!r}")
         w[k] = a
     horizon, duration = p.get("horizon", 32), p.get("duration", 8.0)
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 2:
-        raise ValueError(f"planning.horizon: expected an integer ≥ 2, got {horizon!r}")
-    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration > 0:
-        raise ValueError(f"planning.duration: expected a positive number of seconds, got {duration!r}")
-    return ManeuverSettings(horizon=horizon, duration=float(duration), retraction=p.get("retraction", "cayley"), **w)
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or not 2 <= horizon <= MAX_HORIZON:
+        raise ValueError(f"planning.horizon: expected an integer in [2, {MAX_HORIZON}], got {horizon!r}")
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 < duration / horizon <= MAX_DT:
+        raise ValueError(f"planning.duration: expected a positive number of seconds, at most {MAX_DT:g} s per step "
+                         f"(horizon {horizon}), got {duration!r}")
+    retraction = p.get("retraction", "cayley")
+    if retraction not in RETRACTIONS:
+        raise ValueError(f"planning.retraction: expected one of {RETRACTIONS}, got {retraction!r}")
+    return ManeuverSettings(horizon=horizon, duration=float(duration), retraction=retraction, **w)
 
 
 def maneuvers(body: RigidBodyModel) -> list[tuple[str, np.ndarray, np.ndarray]]:

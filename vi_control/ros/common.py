@@ -19,6 +19,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..model.bundled import BUNDLED, bundled_config, bundled_urdf, share_dir
+from ..model.errors import unknown_keys
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
 
@@ -119,7 +120,18 @@ def declare_parameters(node: Node, table: dict[str, Param]) -> dict:
         why = spec.check(name, values[name])
         if why is not None:
             raise ValueError(f"parameter {why}")
+    _report_undeclared(node, table)
     return values
+
+
+def _report_undeclared(node: Node, table: dict[str, Param]) -> None:
+    """Warn about parameters given to this node (params file, --ros-args -p) that it does not declare: rclpy
+    drops them silently, so a typo (`state_timout`) would leave the default in force unnoticed."""
+    given = getattr(node, "_parameter_overrides", {})  # (rclpy keeps them there; no public accessor)
+    unknown = [n for n in given if not node.has_parameter(n) and not n.startswith("qos_overrides.")]
+    if unknown:
+        node.get_logger().warning(f"ignored parameters: {unknown_keys(unknown, set(table))} for this node "
+                                  "(a params file shared by several nodes may hold other nodes' parameters)")
 
 
 def watch_parameters(node: Node, table: dict[str, Param], values: dict,

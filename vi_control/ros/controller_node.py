@@ -279,9 +279,15 @@ class ControllerNode(ManagedNode):
             self.warn("plan rejected", f"plan {seq} rejected: marked unconverged by the planner (set "
                       "accept_unconverged to track best-effort plans)", level="error")
             return
-        if plan.X.shape[1] != self.vi.nx or plan.U.shape[1] != self.vi.nu:
-            self.warn("plan rejected", f"plan {seq} has nx={plan.X.shape[1]}, nu={plan.U.shape[1]}; model has "
-                      f"nx={self.vi.nx}, nu={self.vi.nu}: rejected", level="error")
+        sizes = (plan.X.shape[1], plan.U.shape[1], plan.K.shape[2])
+        if sizes != (self.vi.nx, self.vi.nu, self.vi.state.ndx):
+            self.warn("plan rejected", f"plan {seq} has nx, nu, ndx = {sizes}; model has "
+                      f"{(self.vi.nx, self.vi.nu, self.vi.state.ndx)}: rejected", level="error")
+            return
+        lo, hi = PARAMETERS["dt"].range  # (the plan's Δt becomes the state estimate's: the same bounds as `dt`)
+        if not lo <= plan.dt <= hi:
+            self.warn("plan rejected", f"plan {seq} has dt = {plan.dt:g} s, outside [{lo:g}, {hi:g}] s: rejected",
+                      level="error")
             return
         if abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
             self._build(plan.dt)

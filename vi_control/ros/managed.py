@@ -50,12 +50,13 @@ class ManagedNode(LifecycleNode):
         return robot_from_parameters(self.p, mass_scale, self.description or "")
 
     def _on_description(self, msg: String) -> None:
-        first = self.description is None
-        self.description = msg.data
-        if first:
+        unconfigured = self._state_machine.current_state[1] == "unconfigured"
+        if self.description is None or unconfigured:  # (configured: the model in use stays until a cleanup)
             self.get_logger().info(f"robot description received ({len(msg.data)} characters)")
-            if self.p["autostart"] and self._state_machine.current_state[1] == "unconfigured":
-                self._autostart(fail_loudly=False)
+        self.description = msg.data
+        # Also after a refused description: a corrected one must not be ignored because it is not the first.
+        if self.p["autostart"] and unconfigured:
+            self._autostart(fail_loudly=False)
 
     def _autostart(self, fail_loudly: bool) -> None:
         if self.trigger_configure() != TransitionCallbackReturn.SUCCESS or \

@@ -143,6 +143,15 @@ def plan_to_trajectory(plan: Plan, velocities: np.ndarray, input_joints: list[in
     return msg
 
 
+def _name_index(names) -> dict[str, int]:
+    """{joint name: its entry in a message}; ValueError if a name repeats (which of its values would be meant?)."""
+    index = {n: i for i, n in enumerate(names)}
+    if len(index) != len(names):
+        twice = sorted({n for n in names if list(names).count(n) > 1})
+        raise ValueError(f"joint state names joint(s) {twice} more than once (got {list(names)})")
+    return index
+
+
 def split_seconds(t: float) -> tuple[int, int]:
     """(sec, nanosec) of a time in seconds, for stamps and durations."""
     sec, nsec = divmod(int(round(t * 1e9)), 10**9)
@@ -158,19 +167,19 @@ class ForeignJointState(ValueError):
     base's wheels), not a fault of ours — to be ignored, unlike one that lacks only some of them."""
 
 
-def _missing_joints(names: list[str], index: dict[str, int], joint_names: list[str]) -> list[str]:
-    """The model joints a message with ``names`` lacks; ForeignJointState if it has none of them."""
-    missing = [n for n in joint_names if n not in index]
-    if missing and len(missing) == len(joint_names):
+def _index_of_ours(names: list[str], joint_names: list[str]) -> tuple[dict[str, int], list[str]]:
+    """({name: entry}, the model joints the message lacks); ForeignJointState if it names none of them (checked
+    first: another driver's message is not ours to judge), ValueError if a name repeats."""
+    if not any(n in names for n in joint_names):
         raise ForeignJointState(f"joint state names none of the model's joints (got {list(names)})")
-    return missing
+    index = _name_index(names)
+    return index, [n for n in joint_names if n not in index]
 
 
 def joint_state_arrays(msg: JointState, joint_names: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
     """(q, q̇ or None) in ``joint_names`` order; ValueError naming missing joints or non-finite values
     (ForeignJointState if it names none of them)."""
-    index = {n: i for i, n in enumerate(msg.name)}
-    missing = _missing_joints(msg.name, index, joint_names)
+    index, missing = _index_of_ours(msg.name, joint_names)
     if missing:
         raise ValueError(f"joint state lacks joint(s) {missing} (got {list(msg.name)})")
     if len(msg.position) != len(msg.name):
@@ -210,8 +219,7 @@ class JointStateReader:
     def read_names(self, names: list[str]) -> None:
         """The order of ``joint_names`` in a message with these names (cached while they stay the same)."""
         if names != self._names:
-            index = {n: i for i, n in enumerate(names)}
-            missing = _missing_joints(names, index, self.joint_names)  # (foreign: the cached order stays)
+            index, missing = _index_of_ours(names, self.joint_names)  # (foreign: the cached order stays)
             if missing:
                 self._names = None
                 raise ValueError(f"joint state lacks joint(s) {missing} (got {list(names)})")

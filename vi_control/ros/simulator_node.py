@@ -26,6 +26,7 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
 from ..integrators import StepError, make_integrator
+from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
 from ..model.robot import wrap_angle
 from .common import (
@@ -115,13 +116,20 @@ class SimulatorNode(ManagedNode):
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
+            if not (np.all(np.isfinite(q0)) and np.all(np.isfinite(v0))):  # (a NaN state would be published)
+                raise ValueError(f"initial_positions {q0.tolist()} and initial_velocities {v0.tolist()} must be finite")
             why = vi.configuration_violation(q0) if hasattr(vi, "configuration_violation") else None
             if why:
                 raise ValueError(f"initial_positions {why}")
+            # Given positions beyond the limits are refused (a start past an end stop); the default zeros only warn:
+            # they lie outside e.g. kinova's [0.82, 5.46] on its second joint, a model that must still start.
+            why = position_limit_violation(r.joints, q0, "initial_positions") if len(r.joints) == vi.nq else None
+            if why is not None and p["initial_positions"]:
+                raise ValueError(why)
             lo, hi = (np.array([getattr(j, b) for j in r.joints]) for b in ("lower", "upper"))
             outside = [f"{n} = {v:g} not in [{a:g}, {b:g}]" for n, v, a, b in zip(r.joint_names, q0, lo, hi)
                        if not a <= v <= b]
-            if outside:  # (the default zeros lie outside e.g. kinova's [0.82, 5.46] on its second joint)
+            if outside:
                 self.get_logger().warning(f"initial_positions outside the URDF joint limits: {'; '.join(outside)} "
                                           "— a controller refuses such joint states (position_limit_margin)")
             if hasattr(vi, "velocity_violation"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model.errors import unknown_keys
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from ..planning.task import TaskError, config_file, parse_number
 
@@ -120,7 +121,7 @@ def _mapping(d, key: str, allowed) -> dict:
         raise SweepConfigError(f"{key}: expected a mapping, got {type(d).__name__}")
     unknown = set(d) - set(allowed)
     if unknown:
-        raise SweepConfigError(f"{key}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        raise SweepConfigError(f"{key}: {unknown_keys(unknown, set(allowed))}; allowed: {sorted(allowed)}")
     return d
 
 

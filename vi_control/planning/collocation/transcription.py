@@ -29,7 +29,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ..errors import PlanningError
+from ..errors import PlanningError, ipopt_iterations
 from .dynamics import SecondOrderDynamics
 from .legendre import Interpolant, differentiation_matrix, gauss_points, interpolation_matrix, lg2_nodes, lg_nodes
 from .solution import CollocationSolution, Segment, input_interpolant
@@ -361,4 +361,4 @@ class Transcription:
             method=self.problem.method, nodes=N, intervals=K, tf=tf, segments=segs, t_nodes=self.node_times(tf), Q=Q,
             V=Vn, t_colloc=self.colloc_times(tf), U=U, lam=lam, objective=objective,
             success=bool(st.get("success", False)), status=str(st.get("return_status", "unknown")),
-            iterations=int(st.get("iter_count", -1)), solve_time=cpu, wall_time=wall, w=w)
+            iterations=ipopt_iterations(st, self.problem.max_iterations), solve_time=cpu, wall_time=wall, w=w)
