@@ -124,8 +124,13 @@ def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendul
     u = send(1.0 + 4 * vi.dt + 1.3, [np.nan], [0.0])
     assert u[0] == 0.0  # no trustworthy velocity: damping degrades to zero torque
     assert ctrl.wait_for_log("invalid joint state: joint state positions contain NaN", 5.0)
-    send(1.0 + 4 * vi.dt + 1.4, [np.pi], [0.3], names=("elbow",))
-    assert ctrl.wait_for_log("lacks joint(s) ['theta']", 5.0)
+    # a message with none of the model's joints (another driver's, or misnamed): ignored, its names logged once
+    msg = JointState(name=["elbow"], position=[np.pi], velocity=[0.3])
+    msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(1.0 + 4 * vi.dt + 1.4)
+    n0 = len(rec.commands)
+    rec.state_pub.publish(msg)
+    assert ctrl.wait_for_log("names none of the model's joints (got ['elbow']): ignored", 5.0), ctrl.log()
+    assert len(rec.commands) == n0
     assert ctrl.alive
     # valid states again: tracking resumes
     send(1.0 + 17 * vi.dt, q_prev, [0.0])

@@ -6,6 +6,8 @@ x = (q, p) and the returned input into a command. Nothing here imports ROS.
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from ..integrators.base import DiscreteSystem, State
@@ -91,31 +93,66 @@ def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, ef
 class StateEstimator:
     """Discrete state x_k = (q_k, p_k) from measured joint states (seed 000 eq. 1b, DESIGN principle 3).
 
-    ``mode='configurations'``: p_k = D₂L_d(q_{k−1}, q_k) from the last two samples when they are one
-    Δt apart (±``tolerance``·Δt); otherwise, or with ``mode='velocities'``, p_k = D₂L_d(q − Δt q̇, q) from the
-    measured velocity (the discrete state a plan's X_k would have: a held configuration is exact). Continuous
-    joints are unwrapped between samples so a ±π wrap is not a huge p.
+    ``mode='configurations'``: p_k = D₂L_d(q(t − Δt), q_k), with q(t − Δt) the sample one Δt before (exact
+    when the samples are Δt apart, as a lockstep simulator's) or the linear interpolation between the two
+    samples around t − Δt — a driver faster than 1/Δt, or with jitter, as long as those two are at most
+    (1 + ``tolerance``)·Δt apart. Otherwise the measured velocity: p_k = D₂L_d(q − Δt q̇, q) (the discrete state
+    a plan's X_k would have: a held configuration is exact), also with ``mode='velocities'``. A driver without
+    velocities slower than 1/Δt (samples up to ``max_gap`` apart) gets the same interpolation: the finite
+    difference of its last two samples. Continuous joints are unwrapped between samples so a ±π wrap is not a
+    huge p. A stamp before the last one (a clock that jumped back) starts the history afresh; the same stamp
+    again replaces its sample.
     """
 
-    def __init__(self, vi: DiscreteSystem, mode: str = "configurations", tolerance: float = 0.25):
+    def __init__(self, vi: DiscreteSystem, mode: str = "configurations", tolerance: float = 0.25,
+                 max_gap: float = 0.05):
         if mode not in ("configurations", "velocities"):
             raise ValueError(f"unknown state estimate {mode!r} (configurations|velocities)")
-        self.vi, self.mode, self.tolerance = vi, mode, tolerance
+        self.vi, self.mode, self.tolerance, self.max_gap = vi, mode, tolerance, max_gap
         self.mask = vi.robot.continuous_mask
-        self._prev: tuple[float, np.ndarray] | None = None
+        self._history: deque[tuple[float, np.ndarray]] = deque()  # (t, q), oldest: the newest ≤ t_last − Δt
 
     def reset(self) -> None:
-        self._prev = None
+        self._history.clear()
 
     def update(self, t: float, q: np.ndarray, qdot: np.ndarray | None) -> np.ndarray | None:
-        """x for the sample (t, q, q̇), or None if neither a previous sample nor a velocity is usable."""
-        prev, self._prev = self._prev, (t, np.array(q, float))
-        if self.mode == "configurations" and prev is not None:
-            t_prev, q_prev = prev
-            if abs((t - t_prev) - self.vi.dt) <= self.tolerance * self.vi.dt:
-                dq = q - q_prev
-                dq[self.mask] = wrap_angle(dq[self.mask])
-                return self.vi.state_from_configurations(q - dq, q)
+        """x for the sample (t, q, q̇), or None if neither earlier samples nor a velocity are usable."""
+        q, dt, hist = np.array(q, float), self.vi.dt, self._history
+        if hist and t == hist[-1][0]:  # the same stamp again: the newer sample replaces it
+            hist.pop()
+        elif hist and t < hist[-1][0]:  # a clock that went back (simulator reset): start afresh
+            hist.clear()
+        before = self._configuration_before(t, q) if self.mode == "configurations" and hist else None
+        hist.append((t, q))
+        while len(hist) > 2 and hist[1][0] <= t - dt:  # keep the newest sample at or before the next t − Δt
+            hist.popleft()
+        if before is not None and (before[1] <= (1 + self.tolerance) * dt or qdot is None):
+            return self.vi.state_from_configurations(before[0], q)
         if qdot is not None:  # the discrete state of the pair (q − Δt q̇, q), as the plan's X_k are
-            return self.vi.state_from_configurations(q - self.vi.dt * np.asarray(qdot, float), q)
+            return self.vi.state_from_configurations(q - dt * np.asarray(qdot, float), q)
         return None
+
+    def _configuration_before(self, t: float, q: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """(q(t − Δt) on the piecewise-linear path through the samples and (t, q), spacing of the two samples it
+        lies between), or None: the history does not reach back to t − Δt, or with a gap over ``max_gap``."""
+        hist, dt = self._history, self.vi.dt
+        tau = t - dt
+        snap = 1e-6 * dt  # stamps k·Δt in floating point: the sample at t − Δt itself, bit for bit
+        i = 0
+        while i + 1 < len(hist) and hist[i + 1][0] <= tau + snap:
+            i += 1
+        t_a, q_a = hist[i]
+        if t_a > tau + snap:
+            return None
+        t_b, q_b = hist[i + 1] if i + 1 < len(hist) else (t, q)
+        gap = t_b - t_a
+        if gap > max(self.max_gap, (1 + self.tolerance) * dt):
+            return None
+        q_tau = q_a
+        if tau - t_a > snap:
+            d = q_b - q_a
+            d[self.mask] = wrap_angle(d[self.mask])
+            q_tau = q_a + (tau - t_a) / gap * d
+        dq = q - q_tau
+        dq[self.mask] = wrap_angle(dq[self.mask])
+        return q - dq, gap

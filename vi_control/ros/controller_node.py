@@ -47,6 +47,7 @@ from .common import (
 from .managed import AUTOSTART, ManagedNode
 from .messages import (
     FLAG_START_ON_RECEIPT,
+    ForeignJointState,
     PlanModelMismatch,
     RawFloat64MultiArray,
     RawJointStateReader,
@@ -150,7 +151,8 @@ class ControllerNode(ManagedNode):
         self.pending: tuple[int, Plan, int] | None = None
         self._reset_tracking()
         self._held_prescribed: np.ndarray | None = None
-        self.counts = dict(states=0, commands=0, safe=0)
+        self.counts = dict(states=0, commands=0, safe=0, foreign=0, unstamped=0)
+        self._foreign_seen: set[str] = set()
         self.fault_counts: dict[str, int] = {}
         self._rate_mark = (time.monotonic(), 0, 0)
         self.rates = (0.0, 0.0)
@@ -337,9 +339,18 @@ class ControllerNode(ManagedNode):
         self.counts["states"] += 1
         try:
             t, has_v = self.reader.read_raw(msg)
+        except ForeignJointState as e:  # another driver's joints (gripper, wheels) on the same topic: not ours
+            self.counts["foreign"] += 1
+            if str(e) not in self._foreign_seen:  # once per name list: visible if these were meant to be ours
+                self._foreign_seen.add(str(e))
+                self.get_logger().info(f"{e}: ignored (another driver's joints on joint_states; if these are the "
+                                       f"robot's, its joint names differ from the model's {self.robot.joint_names})")
+            return
         except ValueError as e:
             return self._refuse(FAULT_INVALID_STATE, str(e))
         now = self._now()
+        if t == 0.0:  # header.stamp never set (some drivers): the time of receipt on this node's clock
+            t = self._receipt_stamp(now)
         if not self._stamp_ok(t, now):
             return
         q = self.reader.q
@@ -361,6 +372,16 @@ class ControllerNode(ManagedNode):
         self.state, self.last_stamp, self.ever_valid = (t, x, qdot), t, True
         if self.p["trigger"] == "joint_state":
             self.tick(now)
+
+    def _receipt_stamp(self, now: float) -> float:
+        """The stamp of an unstamped joint state: ``now``; said once (on a clock that stands at 0, as a lockstep
+        simulation's first state, a zero stamp is a true one and nothing is said)."""
+        self.counts["unstamped"] += 1
+        if self.counts["unstamped"] == 1 and now > 0.0:
+            self.get_logger().warning("joint states have header.stamp = 0 (the driver does not stamp them): "
+                                      "stamped on receipt with this node's clock, transport delay and jitter "
+                                      "included")
+        return now
 
     def on_odometry(self, msg: Odometry) -> None:
         """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist, stamp checked as a joint state's."""
@@ -397,7 +418,27 @@ class ControllerNode(ManagedNode):
             if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)
                 self._refuse(FAULT_BACKWARDS, f"stamp {t:.4f} after {self.last_stamp:.4f}")
                 return False
+            self._clock_went_back(t)
         return True
+
+    def _clock_went_back(self, t: float) -> None:
+        """Stamps and this node's clock went back together (a simulator reset with its time): an active plan that
+        starts after ``t`` waits for its start again, as a newly received one (re-entered at k = 0 then) — not
+        its U_0 held until then; zero torque once meanwhile, the command that needs no loop (as on deactivate)."""
+        msg = f"the clock went back: state t={t:.4f} after t={self.last_stamp:.4f} (a simulator reset?)"
+        plan = self.active_plan if self.law is not None else None
+        if plan is None or t >= plan.times[0] - 0.5 * plan.dt:
+            self.get_logger().warning(msg)
+            return
+        if self.pending is None:
+            self.pending = (self.active_seq, plan, 0)
+            self.get_logger().warning(f"{msg}: plan {self.active_seq} starts at t={plan.times[0]:.4f} again")
+        else:  # a newer plan waits for its own start
+            self.get_logger().warning(f"{msg}: plan {self.active_seq} dropped; plan {self.pending[0]} is next")
+        self.law, self.active_seq = None, None
+        u = self._safe_input("zero")
+        if u is not None:
+            self.publish(u)
 
     def _configuration_error(self, x_ref: np.ndarray, x: np.ndarray) -> np.ndarray:
         """|configuration of x_ref − that of x| per joint (modulo 2π), or per component of τ⁻¹(g_ref⁻¹g) on a
@@ -547,6 +588,7 @@ class ControllerNode(ManagedNode):
                       joint_state_rate_hz=f"{self.rates[0]:.1f}", command_rate_hz=f"{self.rates[1]:.1f}",
                       joint_states=self.counts["states"], commands=self.counts["commands"],
                       safe_commands=self.counts["safe"], last_fault=self.fault or "",
+                      foreign_joint_states=self.counts["foreign"], unstamped_joint_states=self.counts["unstamped"],
                       **{f"faults: {k}": n for k, n in self.fault_counts.items()})
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, state, values))

@@ -162,10 +162,24 @@ def stamp_seconds(msg: JointState) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
+class ForeignJointState(ValueError):
+    """A JointState that names none of the model's joints: another driver on the same topic (a gripper, a mobile
+    base's wheels), not a fault of ours — to be ignored, unlike one that lacks only some of them."""
+
+
+def _index_of_ours(names: list[str], joint_names: list[str]) -> tuple[dict[str, int], list[str]]:
+    """({name: entry}, the model joints the message lacks); ForeignJointState if it names none of them (checked
+    first: another driver's message is not ours to judge), ValueError if a name repeats."""
+    if not any(n in names for n in joint_names):
+        raise ForeignJointState(f"joint state names none of the model's joints (got {list(names)})")
+    index = _name_index(names)
+    return index, [n for n in joint_names if n not in index]
+
+
 def joint_state_arrays(msg: JointState, joint_names: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
-    """(q, q̇ or None) in ``joint_names`` order; ValueError naming missing joints or non-finite values."""
-    index = _name_index(msg.name)
-    missing = [n for n in joint_names if n not in index]
+    """(q, q̇ or None) in ``joint_names`` order; ValueError naming missing joints or non-finite values
+    (ForeignJointState if it names none of them)."""
+    index, missing = _index_of_ours(msg.name, joint_names)
     if missing:
         raise ValueError(f"joint state lacks joint(s) {missing} (got {list(msg.name)})")
     if len(msg.position) != len(msg.name):
@@ -187,7 +201,8 @@ class JointStateReader:
 
     The name -> index order is computed once and reused while a message's names equal the previous ones (a
     driver sends the same list every time). ``read`` returns whether the message had usable velocities;
-    ValueError names missing joints, size mismatches and non-finite positions.
+    ValueError names missing joints, size mismatches and non-finite positions; ForeignJointState (a ValueError)
+    a message with none of the model's joints (another driver publishing on the same topic).
     """
 
     def __init__(self, joint_names: list[str]):
@@ -204,8 +219,7 @@ class JointStateReader:
     def read_names(self, names: list[str]) -> None:
         """The order of ``joint_names`` in a message with these names (cached while they stay the same)."""
         if names != self._names:
-            index = _name_index(names)
-            missing = [n for n in self.joint_names if n not in index]
+            index, missing = _index_of_ours(names, self.joint_names)  # (foreign: the cached order stays)
             if missing:
                 self._names = None
                 raise ValueError(f"joint state lacks joint(s) {missing} (got {list(names)})")
@@ -240,6 +254,7 @@ class RawJointStateReader(JointStateReader):
     def __init__(self, joint_names: list[str]):
         super().__init__(joint_names)
         self._name_bytes: bytes | None = None
+        self._foreign: tuple[bytes, str] | None = None  # the last foreign name section and its error
 
     def read_raw(self, buf: bytes) -> tuple[float, bool]:
         """(stamp [s], whether usable velocities came) from the serialized JointState; ValueError if malformed."""
@@ -250,9 +265,17 @@ class RawJointStateReader(JointStateReader):
             start = _align(4 + 12 + flen, 4)
             end = start + len(self._name_bytes) if self._name_bytes is not None else -1
             if self._name_bytes is None or buf[start:end] != self._name_bytes:
-                self._name_bytes = None
+                if self._foreign is not None and buf[start:start + len(self._foreign[0])] == self._foreign[0]:
+                    raise ForeignJointState(self._foreign[1])
                 end, names = _read_names(buf, start)
-                self.read_names(names)
+                try:
+                    self.read_names(names)
+                except ForeignJointState as e:
+                    self._foreign = (bytes(buf[start:end]), str(e))
+                    raise
+                except ValueError:
+                    self._name_bytes = None
+                    raise
                 self._name_bytes = bytes(buf[start:end])
             n = len(self.joint_names_in_message)
             off, q = _read_doubles(buf, end)

@@ -53,7 +53,7 @@ from .common import (
     tracking_law,
     watch_parameters,
 )
-from .messages import joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
+from .messages import ForeignJointState, joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
 from .vehicle import (
     ODOM_FRAME_PARAMETER,
     VEHICLE_PARAMETERS,
@@ -70,7 +70,8 @@ PARAMETERS: dict[str, Param] = {
     "task": Param("task_pendulum_swingup_bounded", "task YAML (path, or name in config/) for "
                                                    "vi_control.planning.task: model, Δt, horizon, weights, goal"),
     "plan_on_startup": Param(True, "plan once at start-up"),
-    "startup_wait": Param(1.0, "at start-up, wait this long for a joint state to plan from [s]", range=(0.0, 3600.0)),
+    "startup_wait": Param(1.0, "at start-up (and for a goal or trajectory before any joint state), wait this long "
+                               "for a joint state to plan from [s]", range=(0.0, 3600.0)),
     "state_estimate": Param("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0",
                             choices=("configurations", "velocities")),
     "use_measured_state": Param(True, "plan from the latest joint state when there is one (else the task's x_0)",
@@ -215,22 +216,24 @@ class PlannerNode(Node):
         return None  # the others are read from self.p when used
 
     # ---- inputs ----------------------------------------------------------------------------------
-    def _arrays(self, msg: JointState, what: str, level: str = "warning"):
+    def _arrays(self, msg: JointState, what: str, level: str = "warning", ignore_foreign: bool = False):
         """(q, q̇ or None) of a JointState in the model's joint order, or None (logged) if unusable."""
         if self.robot is None:
             return None
         try:
             return joint_state_arrays(msg, self.robot.joint_names)
         except ValueError as e:
+            if ignore_foreign and isinstance(e, ForeignJointState):
+                return None  # another driver's joints (gripper, wheels) on joint_states: not ours
             self.warn(what, f"{what}: {e}", level=level)
             return None
 
     def on_joint_state(self, msg: JointState) -> None:
-        arrays = self._arrays(msg, "joint state ignored")
+        arrays = self._arrays(msg, "joint state ignored", ignore_foreign=True)
         if arrays is None:
             return
         q, qdot = arrays
-        t = stamp_seconds(msg)
+        t = stamp_seconds(msg) or self._now()  # header.stamp 0: never set by the driver, stamped on receipt
         try:
             x = self.estimator.update(t, q, qdot)
         except Exception as e:  # never let a state estimate kill the node; plan from the task's x_0 instead
@@ -249,7 +252,7 @@ class PlannerNode(Node):
             return
         goal = arrays[0]
         self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: re-planning")
-        if not self._start(Request("goal", goal=goal), wait=0.0):
+        if not self._start(Request("goal", goal=goal), wait=self._first_state_wait()):
             self.warn("busy", "goal dropped: a plan is being computed", level="error")
 
     def on_joint_trajectory(self, msg: JointTrajectory) -> None:
@@ -266,7 +269,7 @@ class PlannerNode(Node):
         request = Request("trajectory", times=times, positions=np.array([list(pt.positions) for pt in msg.points]),
                           joints=[self.robot.joint_index(n) for n in names], start=stamp_seconds(msg))
         self.get_logger().info(f"joint trajectory: {len(times)} points over {times[-1]:g} s: planning")
-        if not self._start(request, wait=0.0):
+        if not self._start(request, wait=self._first_state_wait()):
             self.warn("busy", "joint trajectory dropped: a plan is being computed", level="error")
 
     def on_replan(self, _req, res):
@@ -280,6 +283,11 @@ class PlannerNode(Node):
         latest = self._latest
         if latest is not None:
             self.pub_plan.publish(latest)
+
+    def _first_state_wait(self) -> float:
+        """A goal or trajectory sent before any joint state (just after launch, a driver still starting) waits
+        ``startup_wait`` for one, as the start-up plan does, rather than planning from the task's x_0 at once."""
+        return float(self.p["startup_wait"]) if self.measured is None else 0.0
 
     def _start(self, request: Request, wait: float) -> bool:
         with self._lock:

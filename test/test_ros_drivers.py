@@ -1,0 +1,286 @@
+"""Joint states as real robot drivers publish them (the operator's audit): extra joints in any order, another
+driver's joints on the same topic, positions only at rates other than 1/Δt and with jitter, effort filled,
+header stamps never set.
+
+References: the discrete Legendre transform of configurations on an analytic (linear) path q(t) = a + b·t,
+where the interpolated q(t − Δt) is exact; the law u = U_k + K_k (X_k − x) in numpy.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+from vi_control.control.tracking import StateEstimator
+from vi_control.integrators.midpoint import MidpointVI
+
+DT = 0.01  # the plan's Δt: a 100 Hz plan
+A, B = np.pi - 0.05, 0.02  # q(t) = A + B·t: a slow drift through the upright position (|u| well below 5 N·m)
+
+
+def _q(t: float) -> np.ndarray:
+    return np.array([A + B * t])
+
+
+@pytest.fixture(scope="module")
+def vi_100hz(pendulum_robot):
+    return MidpointVI(pendulum_robot, DT)
+
+
+def _ns(t: float) -> float:
+    """t on a whole nanosecond: a stamp (sec, nanosec) carries it unchanged (the law's reference at 1e-9)."""
+    return round(t * 1e9) * 1e-9
+
+
+def _exact(vi, t: float) -> np.ndarray:
+    """The discrete state of the pair (q(t − Δt), q(t)) (seed 000 eq. 1b)."""
+    return vi.state_from_configurations(_q(t - DT), _q(t))
+
+
+def test_configuration_estimate_at_driver_rates_other_than_the_plan(vi_100hz, rng):
+    """A positions-only driver at 500 Hz with ±30 % jitter, then at 50 Hz, against a Δt = 10 ms plan: the estimate
+    is the discrete state of (q(t − Δt), q(t)) (it used to be None: no command at all); with a measured velocity
+    a slow driver's q̇ is used; a gap beyond max_gap or a clock that went back gives nothing to guess from."""
+    vi = vi_100hz
+    est = StateEstimator(vi, "configurations")
+    t, n_estimates = 1.0, 0
+    for _ in range(60):  # 500 Hz ± 30 %: five or so samples per Δt
+        t += 0.002 * (1.0 + 0.3 * rng.uniform(-1.0, 1.0))
+        x = est.update(t, _q(t), None)
+        if x is not None:
+            n_estimates += 1
+            assert x == pytest.approx(_exact(vi, t), abs=1e-10)
+    assert n_estimates >= 54  # all but the first Δt
+    for _ in range(10):  # 50 Hz (2Δt apart), positions only: the finite difference of the last two samples
+        t += 0.02
+        assert est.update(t, _q(t), None) == pytest.approx(_exact(vi, t), abs=1e-10)
+    t += 0.02
+    v_meas = np.array([B + 0.1])  # a measured velocity (here deliberately not the path's): used when slower
+    assert est.update(t, _q(t), v_meas) == pytest.approx(
+        vi.state_from_configurations(_q(t) - DT * v_meas, _q(t)), abs=1e-12)
+    t += 0.0095  # t − Δt lies between samples 2Δt apart: the measured velocity still wins
+    assert est.update(t, _q(t), v_meas) == pytest.approx(
+        vi.state_from_configurations(_q(t) - DT * v_meas, _q(t)), abs=1e-12)
+    t += 0.0095  # now between samples 0.95Δt apart: the configurations win over the measured velocity
+    assert est.update(t, _q(t), v_meas) == pytest.approx(_exact(vi, t), abs=1e-10)
+    t += 0.2  # a drop-out longer than max_gap: no finite difference across it
+    assert est.update(t, _q(t), None) is None
+    assert est.update(t - 1.0, _q(t - 1.0), None) is None  # the clock went back: the history starts afresh
+    assert est.update(t - 1.0 + DT, _q(t - 1.0 + DT), None) == pytest.approx(_exact(vi, t - 1.0 + DT), abs=1e-10)
+
+
+def test_raw_reader_ignores_other_drivers_and_keeps_its_cache(rng):
+    """Arm and gripper drivers alternating on one topic: the gripper's message is a ForeignJointState (ignored by
+    the nodes), the arm's are read correctly before and after it; a message with only some joints stays an error."""
+    pytest.importorskip("rclpy")
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from vi_control.ros.messages import ForeignJointState, RawJointStateReader
+
+    arm = ["j1", "j2", "j3"]
+    raw = RawJointStateReader(arm)
+    for trial in range(20):
+        q = rng.normal(size=3)
+        names = ["wheel_left", "j3", "j1", "finger", "j2"]  # extra joints, another order
+        m = JointState(name=names, position=[0.5, q[2], q[0], 0.01, q[1]], effort=[1.0] * 5)
+        m.header.stamp.sec = 10 + trial
+        assert raw.read_raw(serialize_message(m)) == (10.0 + trial, False) and np.array_equal(raw.q, q)
+        gripper = JointState(name=["finger", "finger_2"], position=[0.01, 0.02])
+        with pytest.raises(ForeignJointState, match="none of the model's joints"):
+            raw.read_raw(serialize_message(gripper))
+    with pytest.raises(ValueError, match=r"lacks joint\(s\) \['j3'\]") as info:
+        raw.read_raw(serialize_message(JointState(name=["j1", "j2", "finger"], position=[0.0, 0.0, 0.0])))
+    assert not isinstance(info.value, ForeignJointState)
+
+
+def test_controller_with_real_drivers_over_dds(ros, vi_100hz, rng):
+    """One controller process on a /clock this test plays, a Δt = 10 ms hold plan (constant K: u = K (X − x)):
+    (1) an arm driver at ~500 Hz ± 30 % with positions only, extra joints in another order, efforts filled, and
+    a gripper driver on the same topic with its own joints only: every arm state after the first Δt answered with
+    the law's value, no safe command; (2) the arm driver at 50 Hz; (3) header stamps never set (0): stamped on
+    receipt, the law's value instead of "stale" safe commands."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import UInt8MultiArray
+    from test_ros_dds import DISCOVERY, _pendulum_hold_plan
+
+    from vi_control.ros.common import LATCHED_QOS, RECORD_QOS
+    from vi_control.ros.messages import plan_to_message, split_seconds
+
+    vi = vi_100hz
+    ctrl = ros.start("controller_node", model="pendulum", dt=DT, trigger="joint_state", state_timeout=0.5,
+                     safe_mode="damping", safe_damping=2.0, use_sim_time=True, log_throttle_period=30.0)
+    rec = ros.recorder(["theta"], record_states=False)
+    plan = _pendulum_hold_plan(vi, 2000, t0=1.0)
+    rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 5))
+    gripper = rec.create_publisher(JointState, "joint_states", RECORD_QOS)  # a second driver, its own writer
+    assert ctrl.wait_for_log("accepted plan 5", DISCOVERY), ctrl.report()
+    assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0 and gripper.get_subscription_count() > 0,
+                        DISCOVERY)
+
+    def law(x):
+        return float((plan.K[0] @ (plan.X[0] - x))[0])
+
+    def arm(t: float, stamp: float, v=()):
+        msg = JointState(name=["wheel_left", "theta", "finger_2"], position=[0.3, float(_q(t)[0]), 0.01],
+                         velocity=list(v), effort=[0.0, 1.5, 0.0])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(stamp)
+        return msg
+
+    def send(t: float, msg, answered: bool = True):
+        n0 = len(rec.commands)
+        rec.publish_clock(t)
+        rec.state_pub.publish(msg)
+        if not answered:
+            return None
+        assert rec.wait_for(lambda: len(rec.commands) > n0, 10.0), ctrl.report()
+        return rec.commands[-1][1][0]
+
+    def gripper_state(t: float) -> JointState:
+        g = JointState(name=["finger_1", "finger_2"], position=[0.01, 0.01], velocity=[0.0, 0.0])
+        g.header.stamp.sec, g.header.stamp.nanosec = split_seconds(t)
+        return g
+
+    # the gripper's driver first, until the controller has heard it (its reader may match the writer later than
+    # the writer matches it): ignored, its names logged once, nothing commanded
+    deadline = time.monotonic() + DISCOVERY
+    while "names none of the model's joints" not in ctrl.log() and time.monotonic() < deadline:
+        gripper.publish(gripper_state(1.0))
+        time.sleep(0.05)
+    assert "names none of the model's joints (got ['finger_1', 'finger_2']): ignored" in ctrl.log(), ctrl.report()
+    assert not rec.commands
+    # (1) ~500 Hz with jitter, positions only; the gripper's driver in between
+    t, stamps, n_answered = 1.0, [], 0
+    for i in range(40):
+        t = _ns(t + 0.002 * (1.0 + 0.3 * rng.uniform(-1.0, 1.0)))
+        has_before = any(s <= t - DT for s in stamps)  # the history reaches back one Δt
+        stamps.append(t)
+        u = send(t, arm(t, t), answered=has_before)
+        if has_before:
+            n_answered += 1
+            assert u == pytest.approx(law(_exact(vi, t)), abs=1e-9), ctrl.report()
+        else:
+            time.sleep(0.02)
+        if i % 3 == 0:
+            gripper.publish(gripper_state(t - 0.001))
+    assert n_answered >= 30
+    # (2) the same driver at 50 Hz, still positions only: the finite difference of its samples
+    for _ in range(10):
+        t = _ns(t + 0.02)
+        assert send(t, arm(t, t)) == pytest.approx(law(_exact(vi, t)), abs=1e-9), ctrl.report()
+    # (3) stamps never set: the receipt time on the controller's clock (velocities given; the clock set first)
+    for i in range(3):
+        t = _ns(t + (0.2 if i == 0 else DT))  # (0.2 s: beyond max_gap, within state_timeout)
+        rec.publish_clock(t)
+        time.sleep(0.3)
+        assert send(t, arm(t, 0.0, v=[0.0, B, 0.0])) == pytest.approx(law(_exact(vi, t)), abs=1e-9), ctrl.report()
+    time.sleep(0.3)
+    log = ctrl.log()
+    assert len(rec.commands) == n_answered + 13, log  # one command per arm state: no safe command in between
+    assert log.count("names none of the model's joints") == 1  # said once for that name list
+    assert "header.stamp = 0" in log and "safe command" not in log and "lacks joint" not in log
+
+
+def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
+    """A timer controller on a /clock this test plays, tracking a plan from t₀ = 1 with U_k = 0.3: (1) `rate` set
+    live through the parameter service changes the commands per second of the clock; (2) the clock jumps back
+    before t₀ (a simulator reset): zero torque once, then nothing until t₀ — not U_0 + K_0(X_0 − x) held for the
+    whole wait — and the plan is entered again at its start (the first tick from t₀ on); (3) the controller
+    killed (SIGKILL) and restarted while the clock runs: it takes the latched plan and enters it at the clock's
+    step with the law's value."""
+    import signal
+
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import UInt8MultiArray
+    from test_ros_dds import DISCOVERY, _pendulum_hold_plan
+    from test_ros_interfaces import _set
+
+    from vi_control.ros.common import LATCHED_QOS
+    from vi_control.ros.messages import plan_to_message, split_seconds
+
+    vi = vi_100hz
+    params = dict(model="pendulum", dt=DT, trigger="timer", rate=20.0, state_timeout=0.5, use_sim_time=True,
+                  state_estimate="velocities", log_throttle_period=30.0)
+    ctrl = ros.start("controller_node", **params)
+    rec = ros.recorder(["theta"], record_states=False)
+    plan = _pendulum_hold_plan(vi, 2000, t0=1.0)
+    plan.U[:] = 0.3
+    rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 5))
+    assert ctrl.wait_for_log("accepted plan 5", DISCOVERY), ctrl.report()
+    assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
+    q = np.array([np.pi - 0.02])
+    u_law = 0.3 + float((plan.K[0] @ (plan.X[0] - vi.state_from_configurations(q, q)))[0])
+
+    def play(t_from: float, t_to: float) -> list[float]:
+        """The clock and a joint state (at rest at q) every 10 ms of sim time; the commands that came meanwhile."""
+        n0 = len(rec.commands)
+        for i in range(int(round((t_to - t_from) / 0.01))):
+            t = _ns(t_from + 0.01 * i)
+            rec.publish_clock(t)
+            msg = JointState(name=["theta"], position=q.tolist(), velocity=[0.0])
+            msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
+            rec.state_pub.publish(msg)
+            time.sleep(0.005)
+        time.sleep(0.3)
+        return [c[1][0] for c in rec.commands[n0:]]
+
+    at_20 = play(1.0, 2.0)
+    assert ctrl.wait_for_log("entered plan 5 at k=", 5.0), ctrl.report()
+    assert _set(rec, "vi_controller", rate=50.0) == [(True, "")]
+    at_50 = play(2.0, 3.0)
+    assert 10 <= len(at_20) <= 25 and 30 <= len(at_50) <= 60, (len(at_20), len(at_50))
+    assert at_50 == pytest.approx([u_law] * len(at_50), abs=1e-9)
+    # (2) a simulator reset takes the clock back to 0.3 s: zero once, then silence until the plan's start
+    waiting = play(0.3, 0.9)
+    assert waiting == [0.0], ctrl.report()
+    assert ctrl.wait_for_log("the clock went back: state t=0.3000 after t=2.9900", 5.0), ctrl.report()
+    assert ctrl.wait_for_log("plan 5 starts at t=1.0000 again", 5.0)
+    again = play(0.9, 1.5)
+    entries = [int(e.split()[0]) for e in ctrl.log().split("entered plan 5 at k=")[1:]]
+    assert len(entries) == 2 and entries[1] <= 6, ctrl.report()  # at the first 20 Hz tick from t₀ on
+    assert len(again) >= 10 and again == pytest.approx([u_law] * len(again), abs=1e-9)
+    # (3) the controller dies and comes back while the clock runs on: the latched plan, entered at the clock's k
+    ctrl.signal(signal.SIGKILL)
+    ctrl2 = ros.start("controller_node", **params)
+    t = 1.5
+    deadline = time.monotonic() + DISCOVERY
+    while "entered plan 5" not in ctrl2.log() and time.monotonic() < deadline:
+        play(t, t + 0.1)
+        t += 0.1
+    assert "entered plan 5 at k=" in ctrl2.log(), ctrl2.report()
+    k = int(ctrl2.log().split("entered plan 5 at k=")[1].split()[0])
+    assert 50 <= k <= round((t - 1.0) / DT)  # late: at the clock's step, not from the start
+    resumed = play(t, t + 0.5)
+    assert len(resumed) >= 10 and resumed == pytest.approx([u_law] * len(resumed), abs=1e-9)
+
+
+def test_goal_sent_before_any_joint_state_waits_for_one(ros):
+    """An operator's goal on ~/goal before the driver's first joint state (wall clock): the planner waits
+    startup_wait for a state and plans from it (q = 0.3 at rest), not from the task's x₀ (q = 0)."""
+    from sensor_msgs.msg import JointState
+    from test_ros_dds import DISCOVERY
+
+    from vi_control.ros.common import STREAM_QOS
+    from vi_control.ros.messages import split_seconds
+
+    planner = ros.start("planner_node", model="pendulum", task="task_pendulum_swingup", plan_on_startup=False,
+                        startup_wait=20.0, expected_solve_time=3.0)
+    rec = ros.recorder(["theta"], record_states=False)
+    goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
+    assert rec.wait_for(lambda: goal_pub.get_subscription_count() > 0 and rec.state_pub.get_subscription_count() > 0,
+                        DISCOVERY), planner.report()
+    assert planner.wait_for_log("task task_pendulum_swingup on pendulum", DISCOVERY), planner.report()
+    for _ in range(10):  # (until heard: the planner's reader may match this writer later than it matches them)
+        goal_pub.publish(JointState(name=["theta"], position=[np.pi]))
+        if planner.wait_for_log("re-planning", 1.0):
+            break
+    assert planner.wait_for_log("re-planning", 1.0), planner.report()
+    time.sleep(0.5)  # the driver comes up after the goal
+    deadline = time.monotonic() + 20.0
+    while "planning from" not in planner.log() and time.monotonic() < deadline:
+        msg = JointState(name=["theta"], position=[0.3], velocity=[0.0])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(time.time())
+        rec.state_pub.publish(msg)
+        time.sleep(0.05)
+    log = planner.log()
+    assert "planning from the measured state" in log and "task's x_0" not in log, log
