@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,9 @@ def hold_plan(vi) -> Plan:
                 joint_names=vi.robot.joint_names, input_names=list(vi.robot.actuated), K_final=K, U_final=tau)
 
 
+_GRACE = 2.0  # s after the last state sent until the command receiver stops: 1000× the p99 latency measured
+
+
 def command_clock(topic: str, capacity: int, out: str, j: int, seconds: float, priority: int) -> None:
     """Its own process (no GIL shared with the sender): receives the controller's commands raw, notes
     time.monotonic() (CLOCK_MONOTONIC, the sender's clock too) first, then entry j of the data."""
@@ -105,8 +109,8 @@ def command_clock(topic: str, capacity: int, out: str, j: int, seconds: float, p
     while node.count_publishers(topic) < 1:
         executor.spin_once(timeout_sec=0.05)
     print("ready", flush=True)
-    t_end = time.monotonic() + seconds
-    while time.monotonic() < t_end:
+    t_end = time.monotonic() + seconds  # a backstop: the sender says "stop" on stdin once its last state is answered
+    while time.monotonic() < t_end and not select.select([sys.stdin], [], [], 0)[0]:
         executor.spin_once(timeout_sec=0.05)
     np.savez(out, times=times[: n[0]], values=values[: n[0]])
     node.destroy_node()
@@ -138,7 +142,7 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
         out = os.path.join(log_dir, f"commands_{int(rate)}_{priority}.npz")
         clock = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--command-clock", cmd_topic,
                                   str(2 * n), out, str(j), str(n / rate + 30.0), str(priority)],
-                                 stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
         plan_pub.publish(plan_to_message(plan, 1, start_on_receipt=True))
         assert ctrl.wait_for_log("accepted plan", 120.0), ctrl.log()
         deadline = time.monotonic() + 60.0
@@ -173,7 +177,8 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
             state_pub.publish(raw)
         if priority:
             realtime_scheduling(0)  # the analysis below (and its compute baseline) runs as before the sends
-        clock.wait(timeout=n / rate + 60.0)
+        time.sleep(_GRACE)  # the last commands in flight; then the receiver stops (it waited 30 s more before)
+        clock.communicate("stop\n", timeout=n / rate + 60.0)
         d = np.load(out)
         lat, unmatched, answered = [], 0, set()
         for t_recv, u in zip(d["times"], d["values"]):
