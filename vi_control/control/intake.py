@@ -123,10 +123,18 @@ class StateIntake:
 
     # ---- verdicts ------------------------------------------------------------------------------------------------
     def joint_state(self, t: float, q: np.ndarray, qdot: np.ndarray | None, now: float) -> Verdict:
-        """A joint state in the model's joint order: stamp ``t`` (0: never set), positions ``q``, measured
-        velocities ``qdot`` (None: none usable), on the clock reading ``now``. None: accepted, but no estimate yet
-        (the first configuration of a positions-only driver)."""
+        """A joint state in the model's joint order: stamp ``t`` (0: never set), positions ``q`` (nq,), measured
+        velocities ``qdot`` (None, or not nq finite values: none usable, as a driver without them), on the clock
+        reading ``now``. None: accepted, but no estimate yet (the first configuration of a positions-only driver).
+        ``q`` and ``qdot`` may be buffers the caller reuses: nothing kept refers to them."""
         self.counts["states"] += 1
+        nq = self.vi.nq
+        if np.shape(q) != (nq,):
+            return self.refuse(FAULT_INVALID_STATE, f"joint state has {np.size(q)} positions for the model's {nq}")
+        if not np.isfinite(q).all():
+            return self.refuse(FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
+        if qdot is not None and (np.shape(qdot) != (nq,) or not np.isfinite(qdot).all()):
+            qdot = None
         if t == 0.0:  # header.stamp never set (some drivers): the time of receipt on the caller's clock
             t = self._receipt_stamp(now)
         verdict = self._check_stamp(t, now)
