@@ -1,13 +1,12 @@
 """Controller node: joint states + plan in, u = U_k + K_k (X_k ⊖ x) out as effort commands.
 
-The discrete state comes from the last two measured configurations (discrete Legendre transform, seed 000
-eq. 1b) or from velocities. A joint state is checked before it is used: its stamp against this node's clock
-(stale, from the future, going backwards), its positions and velocities against the model's limits. A bad one
-gives the safe command (zero or damping) and a warning throttled per kind — but nothing is commanded before the
-first valid state (a lockstep simulator steps on every command). A plan starts at its stated time t₀: until then
-the controller keeps its current plan (or commands nothing), then enters at k = 0. Path and goal tolerances abort
-a plan to the safe command. Publishes ``~/controller_state`` (reference, feedback, error, output) and
-``/diagnostics``. A lifecycle node (vi_control.ros.managed); the law is control.tracking.TrackingController.
+A thin ROS adapter (a lifecycle node, vi_control.ros.managed) around two ROS-free objects. The intake
+(``control.intake.StateIntake``) makes each joint state the discrete state (last two configurations or velocities,
+seed 000 eq. 1b) or refuses it (stamp against this node's clock: stale, future, backwards; the model's limits). The
+runner (``control.runner.PlanRunner``) starts a plan at its stated t₀ (at k = 0), gives each tick's command (the law
+``control.tracking.TrackingController``) and aborts a plan on path and goal tolerances. A refusal or fault gives the
+safe command (zero or damping) and a warning throttled per kind — but nothing before the first valid state (a
+lockstep simulator steps on every command). Publishes ``~/controller_state`` and ``/diagnostics``.
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
 (nav_msgs/Odometry: pose and body twist, checked like a joint state's stamp), the same law tracks with
@@ -111,9 +110,6 @@ _LIMIT_KEYS = ("position_limit_margin", "max_continuous_position", "velocity_lim
 
 
 class ControllerNode(ManagedNode):
-    """The ROS adapter of a ``StateIntake`` (measurements → state estimate or refusal) and a ``PlanRunner`` (plans,
-    commands, faults): subscriptions, the node's clock and timers, publishing and logging."""
-
     PARAMETERS = PARAMETERS
 
     def __init__(self) -> None:
