@@ -55,8 +55,9 @@ class PlanRunner:
         self._held_prescribed: np.ndarray | None = None
         self.reset()
 
-    def set_system(self, vi: DiscreteSystem) -> None:
-        self.vi = vi
+    def set_system(self, robot: RobotModel, vi: DiscreteSystem) -> None:
+        """Run plans on ``vi`` (a plan's Δt) from now on; the active plan's law stays until the next plan."""
+        self.robot, self.vi = robot, vi
 
     def reset(self) -> None:
         """No fault, no abort, nothing commanded yet (a controller that (re)starts; its plans stay)."""

@@ -237,7 +237,7 @@ class ControllerNode(ManagedNode):
             self.vi = make_integrator(self.p["integrator"], self.robot, dt)
         if self.intake is not None:  # a plan's Δt: the estimate and the law on the new system
             self.intake.set_system(self.vi)
-            self.runner.set_system(self.vi)
+            self.runner.set_system(self.robot, self.vi)
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
