@@ -2,8 +2,8 @@
 
 A block is a fence (``` or ~~~) with a language: python blocks are executed, yaml blocks loaded by the loader
 that reads such a file in real use (chosen from the top-level keys by ``classify_yaml``), bash/sh commands checked
-against the repository (``shell_problems``), xml parsed; text blocks (output, diagrams) are prose. A line
-``<!-- docs-test: skip (reason) -->`` directly above a fence skips that block.
+against the repository (``shell_problems``), xml parsed; text blocks (output, diagrams) are prose. A line of its
+own ``<!-- docs-test: skip (reason) -->`` directly above a fence skips that block.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def blocks(path: Path) -> list[Block]:
         if open_fence is None and m:
             open_fence, lang, start = m.group(1), m.group(2), i
         elif open_fence is not None and line.strip().startswith(open_fence) and not line.strip(open_fence[0]).strip():
-            marker = MARKER.search(lines[start - 1]) if start else None
+            marker = MARKER.fullmatch(lines[start - 1].strip()) if start else None
             skip = SKIP.match(marker.group(1).strip()) if marker else None
             out.append(Block(path, start + 1, lang, "\n".join(lines[start + 1:i]),
                              (skip.group(1).strip() if skip else "") if marker else None))
@@ -59,15 +59,16 @@ def blocks(path: Path) -> list[Block]:
     return out
 
 
-def markers() -> list[tuple[str, str, bool]]:
+def markers(paths: list[Path] = DOC_FILES) -> list[tuple[str, str, bool]]:
     """(file:line, the marker's text, whether a fence follows directly) of every docs-test marker."""
     out = []
-    for path in DOC_FILES:
+    for path in paths:
         lines = path.read_text().split("\n")
         for i, line in enumerate(lines):
-            for m in MARKER.finditer(line):
+            m = MARKER.fullmatch(line.strip())  # a line of its own (one quoted in prose is not a marker)
+            if m:
                 fence_next = i + 1 < len(lines) and FENCE.match(lines[i + 1]) is not None
-                out.append((f"{path.relative_to(ROOT)}:{i + 1}", m.group(1).strip(), fence_next))
+                out.append((f"{path.name}:{i + 1}", m.group(1).strip(), fence_next))
     return out
 
 
@@ -94,10 +95,10 @@ def classify_yaml(data) -> str:
         return "ros_params"
     keys = set(data) if isinstance(data, dict) else set()
     kinds = [k for k, sig in YAML_SIGNATURES.items() if keys & sig]
-    assert len(kinds) == 1, (
-        f"YAML block with top-level keys {sorted(keys, key=str)} is {'ambiguous: ' + str(kinds) if kinds else 'of no '}"
-        f"known kind: add it to YAML_SIGNATURES / YAML_LOADERS in test/docs_blocks.py (with the loader that "
-        f"reads such a file in real use)")
+    what = f"ambiguous between {kinds}" if kinds else "of no known kind"
+    assert len(kinds) == 1, (f"YAML block with top-level keys {sorted(keys, key=str)} is {what}: add its kind to "
+                             "YAML_SIGNATURES and _loaders() in test/docs_blocks.py, with the loader that reads such "
+                             "a file in real use")
     return kinds[0]
 
 
@@ -186,7 +187,7 @@ def commands(text: str) -> list[list[str]]:
     return out
 
 
-def _help_text(entry: str, argv: list[str]) -> str:
+def help_text(entry: str, argv: list[str]) -> str:
     module, func = entry.split(":")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
@@ -270,6 +271,6 @@ def shell_problems(argv: list[str]) -> list[str]:
         return problems + _ros_args(args, module)  # a node: its --help would start it
     positional = [a for a in args[: next((i for i, a in enumerate(args) if a.startswith("-")), len(args))]
                   if a != "..."]
-    text = _help_text(entry, positional)
+    text = help_text(entry, positional)
     return problems + [f"{name} {' '.join(positional)}: no option {o} in its --help"
                        for o in _options(args) if not re.search(rf"(?<![\w-]){o}(?![\w-])", text)]

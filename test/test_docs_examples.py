@@ -25,6 +25,8 @@ from docs_blocks import (
     check_yaml,
     classify_yaml,
     commands,
+    console_scripts,
+    help_text,
     markers,
     shell_problems,
 )
@@ -41,7 +43,7 @@ class _FileRun:
     """The namespace and working directory one Markdown file's python blocks share, and which have run."""
 
     def __init__(self, cwd: Path) -> None:
-        self.ns: dict = {"__name__": "__docs__"}
+        self.ns: dict = {"__name__": "__main__"}  # as when the user runs it
         self.cwd, self.done, self.failed = cwd, set(), None
 
 
@@ -58,7 +60,7 @@ def execute(block: Block, run: _FileRun, monkeypatch) -> None:
     run.done.add(block.line)
     try:
         exec(code, run.ns)
-    except Exception as e:  # noqa: BLE001 — any exception of an example is the failure reported
+    except Exception as e:  # any exception of an example is the failure reported
         run.failed = block.where
         tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))  # from the block's frame on
     if run.failed == block.where:
@@ -109,10 +111,14 @@ def test_every_block_names_a_language_the_checks_know():
                          f"diagrams: text): {unknown}")
 
 
+def _bad_markers(found: list[tuple[str, str, bool]]) -> list[str]:
+    return [f"{where}: {text!r}" for where, text, fence_next in found
+            if not fence_next or not text.startswith("skip (") or not text.endswith(")") or not text[6:-1].strip()]
+
+
 def test_skip_markers_have_reasons_sit_on_a_block_and_are_few():
     found = markers()
-    bad = [f"{where}: {text!r}" for where, text, fence_next in found
-           if not fence_next or not text.startswith("skip (") or not text.endswith(")") or not text[6:-1].strip()]
+    bad = _bad_markers(found)
     assert not bad, f"markers must read `<!-- docs-test: skip (reason) -->` directly above a fence: {bad}"
     assert len(found) <= MAX_SKIPS, f"{len(found)} skipped examples: make them faster instead ({found})"
 
@@ -149,7 +155,7 @@ def test_yaml_classifier_reads_every_config_file_as_its_kind(path):
     ("/**/vi_controller:\n  ros__parameters: {rate: 500}\n", "rate"),      # an integer for a double
     ("/**/vi_planner:\n  ros__parameters: {expected_solve_time: -1.0}\n", "expected_solve_time"),
     ("horizon: 10\nactuated: [theta]\n", "ambiguous"),
-    ("launch: {arguments: 1}\n", "add it to YAML_SIGNATURES"),
+    ("launch: {arguments: 1}\n", "of no known kind: add its kind to YAML_SIGNATURES"),
 ])
 def test_yaml_check_refuses_a_wrong_block(text, error):
     with pytest.raises((AssertionError, ValueError), match=error):
@@ -181,6 +187,12 @@ def test_shell_check_passes_the_real_commands_and_splits_lists():
         assert shell_problems(cmd) == [], cmd
 
 
+@pytest.mark.parametrize("script", [s for s, e in console_scripts().items() if not e.split(":")[0].endswith("_node")])
+def test_console_script_help_runs(script):
+    """The docs point at `<script> --help` for the options (the nodes take --ros-args instead)."""
+    assert "usage:" in help_text(console_scripts()[script], [])
+
+
 def test_a_failing_python_block_is_reported_at_its_markdown_line(tmp_path, monkeypatch):
     md = tmp_path / "page.md"
     md.write_text("# page\n\n```python\nx = 1\ny = x / 0\n```\n")
@@ -192,7 +204,11 @@ def test_a_failing_python_block_is_reported_at_its_markdown_line(tmp_path, monke
     assert run.ns["x"] == 1 and run.failed is not None
 
 
-def test_skip_marker_is_read_from_the_line_above(tmp_path):
+def test_skip_marker_is_read_from_the_line_above_and_needs_a_reason(tmp_path):
     md = tmp_path / "page.md"
-    md.write_text("<!-- docs-test: skip (a 5 min benchmark) -->\n```bash\nx\n```\n\n```yaml\na: 1\n```\n")
-    assert [b.skip for b in blocks(md)] == ["a 5 min benchmark", None]
+    md.write_text("<!-- docs-test: skip (a 5 min benchmark) -->\n```bash\nx\n```\n\n```yaml\na: 1\n```\n"
+                  "<!-- docs-test: skip -->\n```text\n```\n<!-- docs-test: skip (not above a block) -->\n\n"
+                  "quoted in prose: `<!-- docs-test: skip (reason) -->`\n")
+    assert [b.skip for b in blocks(md)] == ["a 5 min benchmark", None, ""]
+    assert len(markers([md])) == 3 and _bad_markers(markers([md])) == [
+        "page.md:9: 'skip'", "page.md:12: 'skip (not above a block)'"]
