@@ -185,3 +185,37 @@ def assert_second_order(errors: list[float], finest: float) -> None:
     """Errors at Δt, Δt/2, Δt/4 fall by 4 ± 0.5 each (second order), the finest below ``finest``."""
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     assert errors[-1] < finest and np.all((ratios > 3.5) & (ratios < 4.5)), errors
+
+
+def _trajectory_errors(robot, u: float, c: float, half_impulse_start: bool, dts=(0.02, 0.01, 0.005)):
+    """|θ_N − θ(T)| at T = 2 s against DOP853 on Pinocchio's ABA, released from θ₀ = 0.3 at rest."""
+    T, model = 2.0, robot.pin_model
+    data = model.createData()
+
+    def f(_t, y):
+        return np.r_[y[1:], pin.aba(model, data, y[:1], y[1:], np.array([u]) - c * y[1:])]
+
+    exact = solve_ivp(f, (0.0, T), [0.3, 0.0], method="DOP853", rtol=1e-12, atol=1e-12).y[0, -1]
+    errors = []
+    for dt in dts:
+        vi = MidpointVI(robot, dt, compile=False)
+        x0 = vi.state_from_velocity(np.array([0.3]), np.array([0.0]))
+        if half_impulse_start:  # the start of a symmetric split, p_0 = M q̇_0 − (Δt/2)u
+            x0[1] -= u * dt / 2
+        X, _ = vi.simulate(x0, np.full((round(T / dt), 1), u))
+        errors.append(abs(X[-1, 0] - exact))
+    errors = np.array(errors)
+    return errors[:-1] / errors[1:]
+
+
+@pytest.mark.parametrize("u, c, half_impulse_start, order", [
+    (0.0, 0.0, False, 2),  # unforced: the midpoint rule's second order
+    (1.0, 0.0, False, 1),  # constant torque: F⁺_d = 0 starts one half impulse uΔt/2 off …
+    (1.0, 0.0, True, 2),  # … and is otherwise the symmetric split (the interior DEL equations are the same)
+    (0.0, 0.5, False, 1),  # damping −c(q_{k+1} − q_k)/Δt: the velocity of t_k + Δt/2 damps t_k's momentum
+])
+def test_trajectory_convergence_order_with_forcing(u, c, half_impulse_start, order):
+    """The order in Δt of the configuration trajectory (README known limits: with damping, first order)."""
+    robot = load_robot(bundled_urdf("pendulum"), {"gravity": [0, 0, -G], "damping": {"theta": c}})
+    ratios = _trajectory_errors(robot, u, c, half_impulse_start)
+    assert np.all(np.abs(ratios - 2.0 ** order) < 0.25 * 2.0 ** order), ratios

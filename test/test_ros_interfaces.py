@@ -274,3 +274,33 @@ def test_goal_tolerance_and_live_gain_scale(ros, pendulum_vi):
         send(t, q)
     assert send(1.9, q) == 0.0
     assert ctrl.wait_for_log("goal tolerance violated: plan 9", 5.0), ctrl.log()
+
+
+def test_simulator_stops_stepping_at_end_time_and_can_be_extended_live(ros, pendulum_vi):
+    """end_time: a lockstep run of fixed length — commands past it step nothing (the state, its stamp and the
+    discrete map up to it as vi.step), the last state is republished while stopped, and a live extension
+    steps on from where it stopped."""
+    vi = pendulum_vi
+    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", initial_positions=[0.2],
+                    end_time=0.3, idle_publish_period=0.1)
+    rec = ros.recorder(["theta"])
+    assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
+    x = vi.state_from_configurations(np.array([0.2]), np.array([0.2]))
+    for k in range(5):
+        n0 = len(rec.states)
+        rec.publish_command([1.0])
+        assert rec.wait_for(lambda n0=n0: len(rec.states) > n0, 10.0), sim.log()
+        if k < 3:
+            x = vi.step(x, np.array([1.0]))
+            assert rec.states[-1][1] == pytest.approx(0.1 * (k + 1))
+            assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)
+    assert sim.wait_for_log("end_time 0.3 s reached at step 3", 5.0), sim.log()
+    assert max(s[1] for s in rec.states) == pytest.approx(0.3)  # nothing stepped past it
+    assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)  # republished while stopped
+    assert _set(rec, "vi_simulator", end_time=0.4) == [(True, "")]
+    n0 = len(rec.states)
+    rec.publish_command([1.0])
+    x = vi.step(x, np.array([1.0]))
+    assert rec.wait_for(lambda: any(s[1] > 0.35 for s in rec.states[n0:]), 10.0), sim.log()
+    assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)
+    assert sim.wait_for_log("end_time 0.4 s reached at step 4", 5.0), sim.log()

@@ -44,7 +44,10 @@ def test_start_up_order_never_matters(ros, tmp_path, pendulum_vi):
     simulator never steps before the plan (nothing is commanded before a first valid state), the plan is
     made from the measured state at t = 0 and entered at k = 0, and the closed loop tracks it to round-off."""
     model = dict(model="pendulum", system_yaml=STRONG)
-    over = {"simulator_node": dict(model, dt=0.1, mode="lockstep"),
+    # A lockstep run steps as fast as the controller answers, and the simulator keeps its last 1000 states for
+    # late or slow readers: an unbounded run overwrote the plan phase before a recorder starved under load had
+    # read it (1 sample of it, once). end_time makes the run 120 steps: the recorder always gets all of them.
+    over = {"simulator_node": dict(model, dt=0.1, mode="lockstep", end_time=12.0),
             "planner_node": dict(model, task="task_pendulum_swingup", use_sim_time=True, startup_wait=60.0),
             "controller_node": dict(model, dt=0.1, trigger="joint_state", use_sim_time=True)}
     orders = list(itertools.permutations(over))

@@ -65,6 +65,9 @@ PARAMETERS: dict[str, Param] = {
                         range=(1e-3, 1e3)),
     "idle_publish_period": Param(0.2, "lockstep: republish the current state when no command came for this "
                                       "long [s]", range=(0.001, 60.0), live=True),
+    "end_time": Param(0.0, "stop stepping once the simulation time reaches this [s] (0: never); the node stays "
+                           "active and republishes its last state every idle_publish_period (a run of fixed length "
+                           "that a recorder can keep whole)", range=(0.0, 1e9), live=True),
     "publish_clock": Param(True, "publish the simulation time on /clock"),
     "odometry_link": Param("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile "
                                "model (nonholonomic constraints or a floating base: its first link with mass), "
@@ -140,7 +143,7 @@ class SimulatorNode(ManagedNode):
             self.q_prev0, self.continuous = q0 - vi.dt * v0, np.asarray(r.continuous_mask, bool)
             self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
         self.rng = np.random.default_rng(int(p["noise_seed"]))
-        self.k = 0
+        self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
         self._reset_state()
         self.clock_msg = Clock()
         self.clock_pub = self.create_publisher(Clock, "/clock", STREAM_QOS) if p["publish_clock"] else None
@@ -199,6 +202,8 @@ class SimulatorNode(ManagedNode):
             self.p[name] = value
             self._stop_timer()
             self._start_timer()
+        elif name == "end_time":
+            self.end_logged = False  # an extended run logs its new end
         return None  # position_noise_std and on_bad_command are read from self.p at each use
 
     def _allowed_velocity(self, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
@@ -253,8 +258,22 @@ class SimulatorNode(ManagedNode):
         if self.lockstep:
             self.advance()
 
+    def ended(self) -> bool:
+        """True once the simulation time has reached a nonzero ``end_time`` (logged once)."""
+        end = float(self.p["end_time"])
+        if end <= 0.0 or self.k * self.vi.dt < end - 1e-9 * self.vi.dt:
+            return False
+        if not self.end_logged:
+            self.end_logged = True
+            self.get_logger().info(f"end_time {end:g} s reached at step {self.k}: stepping stopped")
+        return True
+
     def on_timer(self) -> None:
-        if not self.lockstep:
+        if self.ended():  # commands may keep coming (a controller on its own timer): republish on the period
+            if time.monotonic() - self.end_publish_time >= self.p["idle_publish_period"]:
+                self.end_publish_time = time.monotonic()
+                self.publish_state()
+        elif not self.lockstep:
             # max_speed: batches of steps (~5 ms of wall time) between executor rounds, whose overhead
             # would otherwise dominate a step of a few tens of µs; commands are read between batches.
             end = time.perf_counter() + (5e-3 if self.p["max_speed"] else 0.0)
@@ -265,6 +284,8 @@ class SimulatorNode(ManagedNode):
             self.publish_state()
 
     def advance(self) -> None:
+        if self.ended():
+            return
         try:
             x_next = self.vi.step(self.x, self.u, step_index=self.k)
         except (StepError, ValueError) as e:
