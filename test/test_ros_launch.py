@@ -39,22 +39,12 @@ def _declared(module: str) -> set[str]:
 
 
 def _check_types(section: dict, module: str, where: str) -> None:
-    """A YAML value of another type than the declared one is refused by rclpy at start-up (500 for a double)."""
-    from rcl_interfaces.msg import ParameterType as T
+    """A YAML value of another type than the declared one, or outside its range or choices, is refused at start-up
+    (500 for a double: rclpy converts nothing)."""
+    from vi_control.ros.param_files import section_errors
 
-    table = _table(module)
-    for key, value in section.items():
-        if key in BUILTIN:
-            assert isinstance(value, bool), f"{where}: {key} must be a bool"
-            continue
-        want = table[key].type
-        ok = {T.PARAMETER_BOOL: lambda v: isinstance(v, bool),
-              T.PARAMETER_INTEGER: lambda v: isinstance(v, int) and not isinstance(v, bool),
-              T.PARAMETER_DOUBLE: lambda v: isinstance(v, float),
-              T.PARAMETER_STRING: lambda v: isinstance(v, str),
-              T.PARAMETER_DOUBLE_ARRAY: lambda v: isinstance(v, list) and all(isinstance(a, float) for a in v),
-              T.PARAMETER_STRING_ARRAY: lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v)}[want]
-        assert ok(value), f"{where}: {key} = {value!r} is not of the declared type {want}"
+    errors = section_errors(section, _table(module), where)
+    assert not errors, "\n".join(errors)
 
 
 def _launched_nodes(path: Path) -> list[dict]:

@@ -24,6 +24,22 @@ from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
 
 
+def _is_float(v) -> bool:
+    return isinstance(v, float)
+
+
+def _is_str(v) -> bool:
+    return isinstance(v, str)
+
+
+# A YAML or `-p` value of each declared kind, as rcl parses it (an integer is not a double, a bool not an integer).
+_VALUE_TYPES: dict[str, Callable[[Any], bool]] = {
+    "bool": lambda v: isinstance(v, bool), "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": _is_float, "str": _is_str,
+    "double": lambda v: isinstance(v, list) and all(map(_is_float, v)),
+    "string": lambda v: isinstance(v, list) and all(map(_is_str, v))}
+
+
 @dataclass(frozen=True)
 class Param:
     """One node parameter: its default (its type), meaning, allowed values and whether it changes live.
@@ -59,6 +75,18 @@ class Param:
         if self.choices is not None:
             d.additional_constraints = f"one of {list(self.choices)}"
         return d
+
+    def refusal(self, name: str, value) -> str | None:
+        """Why a start-up value (a params file's YAML value, a ``-p name:=value``) would be refused, checked
+        without a node: its type against the declared one (rclpy converts none: 500 for a double is refused),
+        the range rclpy enforces at declaration, then ``check``."""
+        kind = self.array or type(self.default).__name__
+        if not _VALUE_TYPES[kind](value):
+            want = {"double": "a list of doubles", "string": "a list of strings"}.get(kind, kind)
+            return f"{name} must be of the declared type {want}, got {value!r}"
+        if self.range is not None and not self.range[0] <= value <= self.range[1]:
+            return f"{name} must be in [{self.range[0]:g}, {self.range[1]:g}], got {value!r}"
+        return self.check(name, value)
 
     def check(self, name: str, value) -> str | None:
         """Why ``value`` is not allowed (None if it is): the choices; types and ranges ROS checks itself."""
