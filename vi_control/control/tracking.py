@@ -6,12 +6,14 @@ x = (q, p) and the returned input into a command. Nothing here imports ROS.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 import numpy as np
 
 from ..integrators.base import DiscreteSystem, State
 from ..model.robot import wrap_angle
+from .hold import equilibrium_state
 from .plan import Plan
 
 
@@ -75,6 +77,19 @@ class TrackingController:
         hit = bool(np.any(clamped != tau))
         u[: self.n_torques] = clamped
         return u, hit
+
+
+def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0) -> TrackingController:
+    """The controller's law for a plan, as the controller node runs it and the planner predicts it: gains scaled by
+    ``gain_scale``; after the horizon it holds the equilibrium state of q_N (momentum −(Δt/2)∇V), the state U_final
+    and K_final were computed about (planning.pipeline.plan_task: hold_gain), not X_N, whose momentum differs when
+    the plan ends moving."""
+    s, r = float(gain_scale), vi.robot
+    law_plan = dataclasses.replace(plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
+    if plan.K_final is not None:
+        law_plan.X = plan.X.copy()
+        law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])
+    return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask)
 
 
 def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, effort_limits: np.ndarray) -> np.ndarray:

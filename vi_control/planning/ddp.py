@@ -31,6 +31,7 @@ import time
 import numpy as np
 from scipy.linalg import lapack
 
+from ..control.lqr import tv_lqr
 from ..integrators.base import Linearizable
 from ..linearization import linearize, second_order_contraction
 from .compiled import compiled_stages
@@ -184,6 +185,36 @@ def stage_passes(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray, secon
     """The stage passes (``rollout``, ``linearize``, ``backward``, ``linearization``) over N stages: in C where the
     system offers a compiled step (``compiled.CompiledStages``), else per stage in Python (``_NumpyStages``)."""
     return compiled_stages(vi, N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
+
+
+def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: np.ndarray, K: np.ndarray | None = None,
+                           weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                           input_limits: np.ndarray | None = None) -> np.ndarray | None:
+    """Initial inputs (N, nu) of a closed-loop rollout from x0 that follows (X, U) under TV-LQR gains:
+    u_k = clip(U_k + K_k (X_k ⊖ x_k)), the controller's law (seed 000 §VIII). Open loop, such a guess falls away
+    from an unstable trajectory before the optimizer starts (a pendulum held at the top), or, from a start 0.01 rad
+    off, ends far from a swing-up's goal (the acrobot's rollout amplifies a difference ~1e3×). None if a step fails.
+
+    The gains, exactly one of:
+
+    - ``K`` (N, nu, ndx): a plan's own (the warm start of a re-plan). X is then a trajectory of this system:
+      Newton starts each step at X's next state shifted by x_k ⊖ X_k, and the rollout runs in C where the system
+      has compiled stages (``stage_passes``).
+    - ``weights`` = (Q, R, Qf): TV-LQR (seed 000 eq. 36) of (X, U) itself, a reference that need not satisfy the
+      dynamics (a step, seed 000 eq. 35; a resampled collocation): Newton starts at the step's own predictor, as
+      X's states may be far from any solution (the task's ``initial_guess: feedback``, the collocation polish).
+    """
+    if (K is None) == (weights is None):
+        raise ValueError("feedback_initial_guess: give the gains K or the weights (Q, R, Qf) to compute them, one")
+    lo, hi = input_bounds(input_limits, vi.nu)
+    x0, U = np.asarray(x0, float), np.asarray(U, float)
+    if K is None:
+        lins = [linearize(vi, X[k], U[k]) for k in range(len(U))]
+        K, _ = tv_lqr(np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins]), *weights)
+        ro = rollout(vi, x0, U, lo=lo, hi=hi, X_nom=X, K=-K)  # rollout's convention: u = U + K (x − X)
+    else:
+        ro = stage_passes(vi, len(U), lo, hi, second_order=False).rollout(x0, U, X, -np.asarray(K, float))
+    return None if ro is None else np.array(ro[1])
 
 
 _REASONS = ("max_iterations", "converged", "regularization exceeded its maximum in the backward pass",

@@ -36,7 +36,7 @@ from scipy.sparse.linalg import splu
 from ..mechanics import lie
 from ..mechanics.groups import Retraction, get_group
 from ..model.rigid_body import RigidBodyModel
-from .dmoc_conditions import _constraint_size, _csc_structure, _jacobian_pattern, _step_functions
+from .dmoc_conditions import constraint_size, csc_structure, jacobian_pattern, step_conditions
 
 __all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_guess", "input_split",
            "INPUT_MODES"]
@@ -139,8 +139,8 @@ class _Conditions:
         self.m = B.shape[1]
         Bp, NB = input_split(B)
         self.r = NB.shape[1]
-        self.c = _constraint_size(self.n, self.r, prob.inputs)
-        self.fn = _step_functions(G.name, prob.retraction, self.m, self.r, prob.inputs)["step"]
+        self.c = constraint_size(self.n, self.r, prob.inputs)
+        self.fn = step_conditions(G.name, prob.retraction, self.m, self.r, prob.inputs)["step"]
         I = body.spatial_inertia
         self.p = np.concatenate([a.ravel(order="F") for a in (I, Bp, NB, body.drag_matrix, np.array([self.h]))])
         zero = np.zeros(self.n)
@@ -161,14 +161,14 @@ class _Conditions:
         return None if k in (0, self.N) else self.off_nu + np.arange((k - 1) * self.n, k * self.n)
 
     def _pattern(self) -> None:
-        self.rows, self.cols, self.local, self.sign = _jacobian_pattern(self.N, self.n, self.c)
+        self.rows, self.cols, self.local, self.sign = jacobian_pattern(self.N, self.n, self.c)
         n, N, c = self.n, self.N, self.c
         self.rT = np.arange((N - 1) * n, N * n)
         self.rE = lambda k: np.arange((k - 1) * n, k * n)  # noqa: E731  E_k, k = 1…N−1
         self.rV = lambda k: N * n + np.arange((k - 1) * n, k * n)  # noqa: E731  V_k, k = 1…N−1
         self.rC = lambda k: (2 * N - 1) * n + np.arange(k * c, (k + 1) * c)  # noqa: E731  Φ_k, k = 0…N−1
         # the terminal block: rows T, columns ξ_0 … ξ_{N−1}, dense (row-major over the (n, N·n) block)
-        self._csc = _csc_structure(N, n, c)
+        self._csc = csc_structure(N, n, c)
 
     def unpack(self, w: np.ndarray):
         n, N, c = self.n, self.N, self.c

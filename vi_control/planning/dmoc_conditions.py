@@ -12,21 +12,29 @@ from ..mechanics.codegen import FunctionSet
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction, get_group
 
+__all__ = ["constraint_size", "step_conditions", "jacobian_pattern", "csc_structure"]
+
 
 # ---- the per-step conditions (symbolic, compiled once per structure) ------------------------------------------
-def _constraint_size(n: int, r: int, inputs: str) -> int:
+def constraint_size(n: int, r: int, inputs: str) -> int:
+    """c, the size of the step's constraint Φ_k and of its multiplier λ_k on an n-dimensional group with r
+    unactuated directions: (Φ_k⁻, Φ_k⁺) = N_Bᵀ(W_k⁻, W_k⁺) for ``inputs='split'`` (seed 002 eq. 23), (Φ_k⁻,
+    W_k⁻ − W_k⁺) for ``'hold'`` (u_k⁻ = u_k⁺)."""
     return 2 * r if inputs == "split" else r + n
 
 
 @cache
-def _step_functions(group_name: str, kind: str, m: int, r: int, inputs: str) -> FunctionSet:
-    """For a = (ν_k, ξ_k, ν_{k+1}, λ_k): out = ((dτ⁻¹_{−hξ})ᵀ∂_ξS, (dτ⁻¹_{hξ})ᵀ∂_ξS, ∂_νS, ∂_{ν'}S, Φ), ∂out/∂a,
+def step_conditions(group_name: str, kind: str, m: int, r: int, inputs: str) -> FunctionSet:
+    """The compiled per-step conditions of DMOC (seed 002 eqs. 26–31) for a group, retraction ``kind``, m inputs,
+    r unactuated directions and the ``inputs`` mode; its function ``"step"`` maps (a, p) to one column.
+
+    For a = (ν_k, ξ_k, ν_{k+1}, λ_k): out = ((dτ⁻¹_{−hξ})ᵀ∂_ξS, (dτ⁻¹_{hξ})ᵀ∂_ξS, ∂_νS, ∂_{ν'}S, Φ), ∂out/∂a,
     S₀ (the step's cost), u⁻, u⁺, W⁻, W⁺, μ, μ⁺, τ(hξ) and h·dτ_{hξ} (for the terminal pose and its Jacobian),
     as one column. Parameters p = (𝕀, B⁺, N_B, H, h) (column-major). One compiled library serves every N."""
     G = get_group(group_name)
     ret = Retraction(G, kind)
     n = G.dim
-    c = _constraint_size(n, r, inputs)
+    c = constraint_size(n, r, inputs)
     nu0, xi, nu1, lam = ca.SX.sym("nu0", n), ca.SX.sym("xi", n), ca.SX.sym("nu1", n), ca.SX.sym("lam", c)
     sizes = [n * n, m * n, n * r, n * n, 1]
     p = ca.SX.sym("p", sum(sizes))
@@ -58,8 +66,10 @@ def _step_functions(group_name: str, kind: str, m: int, r: int, inputs: str) -> 
 
 # ---- the Newton system's sparsity -----------------------------------------------------------------------------
 @cache
-def _jacobian_pattern(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """COO rows/cols/signs and positions in the stacked local Jacobians (N, 4n+c, 3n+c) of every entry of J:
+def jacobian_pattern(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where the N steps' local Jacobians ∂out/∂a (``step_conditions``) go in the Newton system's Jacobian J of the
+    conditions (31) on an n-dimensional group with c = ``constraint_size`` per step (the terminal block T apart):
+    COO rows/cols/signs and positions in the stacked local Jacobians (N, 4n+c, 3n+c) of every entry of J:
     equations ordered E_1…E_{N−1}, T, V_1…V_{N−1}, Φ_0…Φ_{N−1}; unknowns ξ_0…ξ_{N−1}, ν_1…ν_{N−1}, λ_0…λ_{N−1}."""
     off_nu, off_lam = N * n, N * n + (N - 1) * n
     rE = lambda k: np.arange((k - 1) * n, k * n)  # noqa: E731
@@ -91,11 +101,12 @@ def _jacobian_pattern(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, n
 
 
 @cache
-def _csc_structure(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(inverse, indices, indptr): CSC data of J (the per-step blocks of ``_jacobian_pattern``, then the dense
+def csc_structure(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fixed sparsity of the Newton system's Jacobian J as (inverse, indices, indptr): CSC data of J (the
+    per-step blocks of ``jacobian_pattern``, then the dense
     terminal block, row-major) is bincount(inverse, data) with duplicates summed: each Newton iteration fills a
     fixed structure instead of sorting."""
-    rows, cols, _, _ = _jacobian_pattern(N, n, c)
+    rows, cols, _, _ = jacobian_pattern(N, n, c)
     R_, C_ = np.meshgrid(np.arange((N - 1) * n, N * n), np.arange(N * n), indexing="ij")
     rows, cols = np.concatenate([rows, R_.ravel()]), np.concatenate([cols, C_.ravel()])
     size = N * n + (N - 1) * n + N * c

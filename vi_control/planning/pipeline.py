@@ -22,9 +22,9 @@ from .augmented import terminal_constrained_ddp
 from .compiled import dlqr, tv_lqr
 from .continuation import StageSolver, weight_continuation
 from .cost import QuadraticTrackingCost
-from .ddp import ddp, stage_passes
+from .ddp import ddp, feedback_initial_guess
 from .gradient import projection_gradient
-from .shooting import LogFn, OptimizerResult, feedback_initial_guess, input_bounds, rollout
+from .shooting import LogFn, OptimizerResult, rollout
 from .task import COLLOCATION_METHODS, MAX_HORIZON, Task, TaskError, parse_vector
 
 __all__ = ["make_system", "start_state", "check_joint_limits", "input_limits", "reference_trajectory",
@@ -160,25 +160,12 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
         return U_ref.copy()
     if task.initial_guess == "feedback":
         nx, nu, nq = vi.nx, vi.nu, vi.nq
-        W = [task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx))]
-        return feedback_initial_guess(vi, x0, X_ref, U_ref, *W, input_limits=input_limits(task, vi))
+        W = tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
+        U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=input_limits(task, vi))
+        return U_ref.copy() if U0 is None else U0  # a step of the rollout failed: open loop
     if task.initial_guess == "hold_start":
         return np.tile(holding_input(vi, x0[: vi.nq])[0], (len(U_ref), 1))
     return np.zeros_like(U_ref)  # "zero"
-
-
-def warm_start_inputs(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: np.ndarray, K: np.ndarray,
-                      input_limits: np.ndarray | None = None) -> np.ndarray | None:
-    """Inputs (N, nu) of a previous plan (X (N+1, nx), U (N, nu), K (N, nu, ndx), the controller's convention
-    u = U_k + K_k (X_k ⊖ x)) followed from another start x0 under its own TV-LQR gains: the warm start of a re-plan.
-    Open loop, a swing-up's inputs from a start 0.01 rad away end far from the goal (the acrobot's rollout amplifies
-    a difference 1e3×); tracking the old plan keeps the guess near it. None if a step fails (plan cold then)."""
-    lo, hi = input_bounds(input_limits, vi.nu)
-    U = np.asarray(U, float)
-    # the stage passes' rollout takes DDP's gain convention, u = U + K (x − X)
-    ro = stage_passes(vi, len(U), lo, hi, second_order=False).rollout(np.asarray(x0, float), U, X,
-                                                                      -np.asarray(K, float))
-    return None if ro is None else np.array(ro[1])
 
 
 def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None,
@@ -238,8 +225,8 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     collocation methods (LG/LG2, seed 004) may end before the horizon (free final time) and raise PlanningError
     when IPOPT fails. ``reference``: (X_ref, U_ref) in place of the task's own (e.g. ``trajectory_reference``);
     its length sets the horizon, the task the weights. ``warm_start``: a previous plan of the same horizon (a
-    re-plan from a nearby start): the initial inputs follow it from x0 under its gains (``warm_start_inputs``) and,
-    with a terminal constraint, the first multiplier is estimated there (``augmented.terminal_multiplier``) — the
+    re-plan from a nearby start): the initial inputs follow it from x0 under its gains (``ddp.feedback_initial_guess``)
+    and, with a terminal constraint, the first multiplier is estimated there (``augmented.terminal_multiplier``) — the
     re-plan then starts near its optimum instead of redoing the multiplier updates (shooting methods). A task with
     ``optimizer.continuation`` solves a cold start through its heavier-weighted stages first (planning.continuation).
     """
@@ -268,7 +255,7 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         if warm_start.U.shape != U_ref.shape or warm_start.X.shape != X_ref.shape:
             raise ValueError(f"warm_start: a plan with U {warm_start.U.shape} and X {warm_start.X.shape}, expected "
                              f"{U_ref.shape} and {X_ref.shape} (the same horizon and model)")
-        U0 = warm_start_inputs(vi, x0, warm_start.X, warm_start.U, warm_start.K, limits)
+        U0 = feedback_initial_guess(vi, x0, warm_start.X, warm_start.U, K=warm_start.K, input_limits=limits)
         if U0 is None:
             warm_start = None
             if log is not None:

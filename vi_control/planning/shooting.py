@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..control.lqr import tv_lqr
-from ..integrators.base import DiscreteSystem, Linearizable, StepError, StepResult
-from ..linearization import linearize
+from ..integrators.base import DiscreteSystem, StepError, StepResult
 from .errors import PlanningError
 
 
@@ -179,19 +177,3 @@ def local_model(cost, X: np.ndarray, U: np.ndarray, metric: tuple[np.ndarray, np
 
 def progress_line(method: str, it: int, cost: float, decrement: float, step: float, reg: float) -> str:
     return f"[{method}] iter {it:4d}  cost {cost:.6e}  dJ {decrement:+.3e}  step {step:.3g}  reg {reg:.1e}"
-
-
-def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
-                           Q: np.ndarray, R: np.ndarray, Qf: np.ndarray,
-                           input_limits: np.ndarray | None = None) -> np.ndarray:
-    """Inputs of a closed-loop rollout that tracks the (possibly infeasible) reference with TV-LQR gains of
-    the reference itself: u_k = clip(U_ref,k + K_k (X_ref,k − x_k)). An open-loop initial guess through an
-    unstable reference (a pendulum held at the top) falls away before the optimizer starts; this does not.
-    Falls back to U_ref if a step of the rollout fails.
-    """
-    lins = [linearize(vi, X_ref[k], U_ref[k]) for k in range(len(U_ref))]
-    K, _ = tv_lqr(np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins]), Q, R, Qf)
-    lo, hi = input_bounds(input_limits, vi.nu)
-    ro = rollout(vi, x0, U_ref, lo=lo, hi=hi, X_nom=X_ref, K=-K)  # rollout's convention: u = U + K (x − X)
-    return U_ref.copy() if ro is None else ro[1]
-

@@ -247,24 +247,6 @@ def parameter_defaults(table: dict[str, Param]) -> dict:
     return {k: ([] if v.array is not None else v.default) for k, v in table.items()}
 
 
-def tracking_law(plan, vi, gain_scale: float = 1.0):
-    """The controller's law for a plan (control.tracking.TrackingController), as the controller node runs it and
-    the planner predicts it: gains scaled by ``gain_scale``; after the horizon it holds the equilibrium state of
-    q_N (momentum −(Δt/2)∇V), the state U_final and K_final were computed about (planning.pipeline.plan_task:
-    hold_gain), not X_N, whose momentum differs when the plan ends moving."""
-    import dataclasses
-
-    from ..control.hold import equilibrium_state
-    from ..control.tracking import TrackingController
-
-    s, r = float(gain_scale), vi.robot
-    law_plan = dataclasses.replace(plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
-    if plan.K_final is not None:
-        law_plan.X = plan.X.copy()
-        law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])
-    return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask)
-
-
 def command_joints(p: dict, robot: RobotModel) -> list[str]:
     """The `joints` parameter (command entry order), default the actuated joints; must be a permutation."""
     joints = list(p["joints"]) or list(robot.actuated)

@@ -37,7 +37,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control.plan import Plan
-from ..control.tracking import StateEstimator
+from ..control.tracking import StateEstimator, tracking_law
 from ..integrators import make_integrator, require_linearizable
 from .common import (
     LATCHED_QOS,
@@ -50,7 +50,6 @@ from .common import (
     resolve_config,
     robot_from_parameters,
     run_node,
-    tracking_law,
     watch_parameters,
 )
 from .messages import ForeignJointState, joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds

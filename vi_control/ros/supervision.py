@@ -1,5 +1,5 @@
-"""What the controller node reports and checks besides its control law: joint-state sanity against the model's
-limits, the JTC-style ``~/controller_state`` message and its ``/diagnostics`` status."""
+"""What the controller node reports besides its commands: the JTC-style ``~/controller_state`` message and its
+``/diagnostics`` status. (The joint-state limits it checks are ``control.intake.JointLimits``.)"""
 
 from __future__ import annotations
 
@@ -13,36 +13,6 @@ from .messages import split_seconds
 # ~/controller_state is a trajectory_msgs/JointTrajectory whose four points are, in this order (control_msgs'
 # JointTrajectoryControllerState is not installable here; the fields are the same):
 STATE_POINTS = ("reference", "feedback", "error", "output")
-
-
-class JointLimits:
-    """Bounds a measured joint state must respect: the URDF position limits widened by ``position_margin``
-    (joint units), ``max_continuous_position`` on continuous joints (a multi-turn count, not a limit), and
-    ``velocity_factor`` × the URDF velocity limit (``max_velocity`` where the URDF gives none)."""
-
-    def __init__(self, robot: RobotModel, position_margin: float, max_continuous_position: float,
-                 velocity_factor: float, max_velocity: float):
-        self.names = robot.joint_names
-        lo = np.array([j.lower for j in robot.joints], float) - position_margin
-        hi = np.array([j.upper for j in robot.joints], float) + position_margin
-        cont = robot.continuous_mask | ~np.isfinite(lo) | ~np.isfinite(hi)
-        self.lo = np.where(cont, -max_continuous_position, lo)
-        self.hi = np.where(cont, max_continuous_position, hi)
-        vlim = np.array([j.velocity_limit for j in robot.joints], float)
-        self.vmax = np.where(np.isfinite(vlim) & (vlim > 0), velocity_factor * vlim, max_velocity)
-
-    def check(self, q: np.ndarray, qdot: np.ndarray | None) -> str | None:
-        """Why (q, q̇) cannot be a measurement of this robot, or None."""
-        bad = (q < self.lo) | (q > self.hi)
-        if bad.any():
-            j = int(np.argmax(bad))
-            return f"position of {self.names[j]} = {q[j]:.6g} outside [{self.lo[j]:.6g}, {self.hi[j]:.6g}]"
-        if qdot is not None:
-            bad = np.abs(qdot) > self.vmax
-            if bad.any():
-                j = int(np.argmax(bad))
-                return f"velocity of {self.names[j]} = {qdot[j]:.6g} beyond ±{self.vmax[j]:.6g}"
-        return None
 
 
 class ControllerStateMessage:

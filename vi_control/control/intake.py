@@ -1,0 +1,218 @@
+"""State intake of the tracking controller: measured states (decoded arrays and their stamps) in, the discrete state
+x_k = (q_k, p_k) out (seed 000 eq. 1b, ``StateEstimator``) — or the reason the measurement cannot be used.
+
+What real drivers send, checked in this order: a header stamp never set (0) is replaced by the time of receipt; the
+stamp against the controller's clock (stale, from the future, going backwards), where the last stamp again is a
+republished state (a lockstep simulator idling) and stamps that went back together with the clock are a simulator
+reset (``on_clock_back``); positions and measured velocities against the model's limits (``JointLimits``), then the
+estimate's velocity when the driver sends none (a jump between two configurations is a huge velocity). Another
+driver's joint states on the same topic are counted, never refused. A refusal forgets the state and restarts the
+estimate. Nothing here imports ROS: the controller node decodes the messages, reads its clock and acts on the
+verdict (``Estimate``: command from it; ``Fault``: refused, the safe command; ``Republished``: answer it once; None: no
+estimate yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from ..integrators.base import DiscreteSystem
+from ..model.robot import RobotModel
+from .tracking import StateEstimator
+
+# Kinds of refusal (the controller logs each kind at once, then throttled, and sends the safe command).
+FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_FUTURE, FAULT_BACKWARDS, FAULT_LIMITS = (
+    "invalid joint state", "state estimate failed", "joint states stale", "joint state stamp in the future",
+    "joint state stamps went backwards", "joint state beyond the limits")
+
+
+class JointLimits:
+    """Bounds a measured joint state must respect: the URDF position limits widened by ``position_margin``
+    (joint units), ``max_continuous_position`` on continuous joints (a multi-turn count, not a limit), and
+    ``velocity_factor`` × the URDF velocity limit (``max_velocity`` where the URDF gives none)."""
+
+    def __init__(self, robot: RobotModel, position_margin: float, max_continuous_position: float,
+                 velocity_factor: float, max_velocity: float):
+        self.names = robot.joint_names
+        lo = np.array([j.lower for j in robot.joints], float) - position_margin
+        hi = np.array([j.upper for j in robot.joints], float) + position_margin
+        cont = robot.continuous_mask | ~np.isfinite(lo) | ~np.isfinite(hi)
+        self.lo = np.where(cont, -max_continuous_position, lo)
+        self.hi = np.where(cont, max_continuous_position, hi)
+        vlim = np.array([j.velocity_limit for j in robot.joints], float)
+        self.vmax = np.where(np.isfinite(vlim) & (vlim > 0), velocity_factor * vlim, max_velocity)
+
+    def check(self, q: np.ndarray, qdot: np.ndarray | None) -> str | None:
+        """Why (q, q̇) cannot be a measurement of this robot, or None."""
+        bad = (q < self.lo) | (q > self.hi)
+        if bad.any():
+            j = int(np.argmax(bad))
+            return f"position of {self.names[j]} = {q[j]:.6g} outside [{self.lo[j]:.6g}, {self.hi[j]:.6g}]"
+        if qdot is not None:
+            bad = np.abs(qdot) > self.vmax
+            if bad.any():
+                j = int(np.argmax(bad))
+                return f"velocity of {self.names[j]} = {qdot[j]:.6g} beyond ±{self.vmax[j]:.6g}"
+        return None
+
+
+class Estimate(NamedTuple):
+    """An accepted measurement: its stamp t [s], the discrete state x and the velocities the safe command damps
+    (q̇ of every joint, measured or the estimate's; a vehicle's: each actuator's own, Bᵀξ)."""
+
+    t: float
+    x: np.ndarray
+    qdot: np.ndarray
+
+
+class Fault(NamedTuple):
+    """Why the safe command is due instead of the law's: its kind (a refused measurement: one of the FAULT_* above)
+    and the detail for the log."""
+
+    kind: str
+    detail: str
+
+
+class Republished(NamedTuple):
+    """The last accepted stamp t again: the same state republished (answered once by a per-state trigger)."""
+
+    t: float
+
+
+Verdict = Estimate | Fault | Republished | None
+
+
+class StateIntake:
+    """Measured states → ``Estimate`` or the reason not to use them (module docstring for the checks).
+
+    ``vi``: the discrete system (its Δt is the estimate's; ``set_system`` when a plan brings another Δt);
+    ``limits``: the robot's ``JointLimits`` (None for a vehicle's poses: ``pose_state`` only); ``timeout`` [s]: a
+    stamp older than this on the caller's clock is stale, one this far ahead is refused (assign it to change it);
+    ``estimate``: the ``StateEstimator`` mode; ``notice(text)``: what is worth one log line (states without
+    stamps); ``on_clock_back(t, last_stamp)``: stamps and the clock went back together (a simulator reset), called
+    before the new state is used. ``state`` is the last accepted ``Estimate`` (None after a refusal), ``ever_valid``
+    whether there was one since ``reset``, ``counts`` the states received (``states``), another driver's
+    (``foreign``) and unstamped ones (``unstamped``), for diagnostics.
+    """
+
+    def __init__(self, vi: DiscreteSystem, limits: JointLimits | None, timeout: float,
+                 estimate: str = "configurations", notice: Callable[[str], None] | None = None,
+                 on_clock_back: Callable[[float, float], None] | None = None):
+        self.limits, self.timeout, self.mode = limits, float(timeout), estimate
+        self.notice = notice if notice is not None else lambda text: None
+        self.on_clock_back = on_clock_back if on_clock_back is not None else lambda t, last: None
+        self.counts = dict(states=0, foreign=0, unstamped=0)
+        self._foreign_seen: set[str] = set()
+        self.set_system(vi)
+        self.reset()
+
+    def set_system(self, vi: DiscreteSystem) -> None:
+        """Estimate on ``vi`` from now on (its Δt): the history of samples starts afresh."""
+        self.vi = vi
+        self.estimator = StateEstimator(vi, self.mode)
+
+    def reset(self) -> None:
+        """Forget every state and stamp (a node that (re)starts)."""
+        self.state: Estimate | None = None
+        self.last_stamp: float | None = None
+        self.ever_valid = False
+        self.estimator.reset()
+
+    # ---- verdicts ------------------------------------------------------------------------------------------------
+    def joint_state(self, t: float, q: np.ndarray, qdot: np.ndarray | None, now: float) -> Verdict:
+        """A joint state in the model's joint order: stamp ``t`` (0: never set), positions ``q`` (nq,), measured
+        velocities ``qdot`` (None, or not nq finite values: none usable, as a driver without them), on the clock
+        reading ``now``. None: accepted, but no estimate yet (the first configuration of a positions-only driver).
+        ``q`` and ``qdot`` may be buffers the caller reuses: nothing kept refers to them."""
+        self.counts["states"] += 1
+        nq = self.vi.nq
+        if np.shape(q) != (nq,):
+            return self.refuse(FAULT_INVALID_STATE, f"joint state has {np.size(q)} positions for the model's {nq}")
+        if not np.isfinite(q).all():
+            return self.refuse(FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
+        if qdot is not None and (np.shape(qdot) != (nq,) or not np.isfinite(qdot).all()):
+            qdot = None
+        if t == 0.0:  # header.stamp never set (some drivers): the time of receipt on the caller's clock
+            t = self._receipt_stamp(now)
+        verdict = self._check_stamp(t, now)
+        if verdict is not None:
+            return verdict
+        why = self.limits.check(q, qdot)
+        if why is not None:
+            return self.refuse(FAULT_LIMITS, why)
+        try:
+            x = self.estimator.update(t, q, qdot)
+            if x is None:
+                self.last_stamp = t
+                return None
+            velocity = qdot.copy() if qdot is not None else self.vi.velocity(x)
+        except Exception as e:  # e.g. a singular M(q) in the Legendre transform: never crash the loop
+            return self.refuse(FAULT_ESTIMATE, f"{type(e).__name__}: {e}")
+        if qdot is None:
+            why = self.limits.check(q, velocity)  # a jump between two configurations is a huge velocity
+            if why is not None:
+                return self.refuse(FAULT_LIMITS, why)
+        return self._accept(t, x, velocity)
+
+    def pose_state(self, t: float, x: np.ndarray, velocity: np.ndarray, now: float) -> Verdict:
+        """A vehicle's state x = (g, 𝕀ξ) stamped ``t``, with its actuators' velocities: checked as a joint state's
+        stamp (no limits, no estimate: the pose and twist are the state)."""
+        self.counts["states"] += 1
+        verdict = self._check_stamp(t, now)
+        return verdict if verdict is not None else self._accept(t, x, velocity)
+
+    def invalid(self, detail: str) -> Fault:
+        """A message that is no usable state (malformed, joints missing, NaN): refused."""
+        self.counts["states"] += 1
+        return self.refuse(FAULT_INVALID_STATE, detail)
+
+    def foreign(self, reason: str) -> bool:
+        """Another driver's joint state (none of the model's joints): counted, not refused. True the first time
+        this ``reason`` (its name list) comes: worth a log line, in case these are the robot's under other names."""
+        self.counts["states"] += 1
+        self.counts["foreign"] += 1
+        if reason in self._foreign_seen:
+            return False
+        self._foreign_seen.add(reason)
+        return True
+
+    def refuse(self, kind: str, detail: str) -> Fault:
+        """Forget the state and restart the estimate (the next one needs fresh samples)."""
+        self.state = None
+        self.estimator.reset()
+        return Fault(kind, detail)
+
+    # ---- stamps --------------------------------------------------------------------------------------------------
+    def _receipt_stamp(self, now: float) -> float:
+        """The stamp of an unstamped state: ``now``; said once (on a clock that stands at 0, as a lockstep
+        simulation's first state, a zero stamp is a true one and nothing is said)."""
+        self.counts["unstamped"] += 1
+        if self.counts["unstamped"] == 1 and now > 0.0:
+            self.notice("joint states have header.stamp = 0 (the driver does not stamp them): stamped on receipt "
+                        "with this node's clock, transport delay and jitter included")
+        return now
+
+    def _check_stamp(self, t: float, now: float) -> Fault | Republished | None:
+        """None if the state stamped ``t`` may be used; else stale, from the future or going backwards, or the last
+        stamp again."""
+        tol = self.timeout
+        if now - t > tol:
+            return self.refuse(FAULT_STALE, f"stamp {t:.4f} is {now - t:.3f} s old on this node's clock "
+                                            f"(state_timeout {tol} s)")
+        if t - now > tol:
+            return self.refuse(FAULT_FUTURE, f"stamp {t:.4f} is {t - now:.3f} s ahead of this node's clock")
+        if self.last_stamp is not None and t <= self.last_stamp:
+            if t == self.last_stamp:
+                return Republished(t)
+            if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)
+                return self.refuse(FAULT_BACKWARDS, f"stamp {t:.4f} after {self.last_stamp:.4f}")
+            self.on_clock_back(t, self.last_stamp)
+        return None
+
+    def _accept(self, t: float, x: np.ndarray, velocity: np.ndarray) -> Estimate:
+        self.state = Estimate(t, x, velocity)
+        self.last_stamp, self.ever_valid = t, True
+        return self.state

@@ -1,0 +1,236 @@
+"""Which plan the controller follows and what it commands at each tick: the plan side of the controller node,
+ROS-free (the node decodes plans, reads its clock, publishes and logs through the ``logger`` and ``warn`` it
+passes in).
+
+A plan is admitted (converged unless ``accept_unconverged``, sizes and Δt of this system), waits until its stated
+start t₀ (the current plan, or nothing, until then) and is entered at k = 0 — at once if it says so (start on
+receipt), re-timed to now if it comes late while the robot is still at its X_0. Each tick gives the law's command
+u = U_k + K_k (X_k ⊖ x) (``tracking_law``) or the fault that calls for the safe command instead: path and goal
+tolerances abort a plan, a tracking error outside the retraction's domain and a non-finite command are faults.
+The safe command itself is ``safe_input``. Stamps and clock that went back together (a simulator reset) re-queue
+the active plan for its start (``clock_went_back``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..integrators.base import DiscreteSystem
+from ..model.robot import RobotModel
+from .intake import FAULT_INVALID_STATE, Estimate, Fault
+from .plan import Plan, state_error
+from .tracking import TrackingController, safe_command, tracking_law
+
+# Kinds of fault of the plan side (the measurements' are control.intake's FAULT_*).
+FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
+    "non-finite control input", "path tolerance violated", "goal tolerance violated", "tracking error undefined")
+
+
+class PlanRunner:
+    """The plan being tracked (``law``, ``active_seq``), the next one (``pending``: (seq, plan, start on receipt))
+    and the fault state (``fault``: the last fault's kind until a command succeeds again, ``aborted``: (kind,
+    detail) of an aborted plan, ``fault_counts`` per kind) of one controller.
+
+    ``settings``: the controller's live parameters (read at each use): ``accept_unconverged``, ``gain_scale``,
+    ``retime_tolerance``, ``path_tolerance``, ``goal_tolerance``, ``goal_time_tolerance``, ``safe_mode``,
+    ``safe_damping``. ``robot``, ``vi``: the model and its discrete system (``set_system`` for a plan's Δt);
+    ``vehicle``: tolerances on τ⁻¹(X_k⁻¹x) (a Lie-group state) instead of joint angles; ``error_names``: what the
+    tolerance messages call each error component; ``act_q_index``: where the actuated joints' velocities are in an
+    ``Estimate``'s q̇. ``logger``: .info/.warning (a ROS or ``logging`` logger); ``warn(kind, text, level)``: the
+    log throttled per kind.
+    """
+
+    def __init__(self, robot: RobotModel, vi: DiscreteSystem, settings: Mapping[str, Any], vehicle: bool,
+                 error_names, act_q_index: np.ndarray, logger, warn: Callable[..., Any]):
+        self.robot, self.vi, self.p, self.vehicle = robot, vi, settings, vehicle
+        self.error_names, self.act_q_index, self.logger, self.warn = error_names, act_q_index, logger, warn
+        self.law: TrackingController | None = None
+        self.active_plan: Plan | None = None
+        self.active_seq = self.last_seq = None
+        self.pending: tuple[int, Plan, bool] | None = None
+        self.fault_counts: dict[str, int] = {}
+        self._held_prescribed: np.ndarray | None = None
+        self.reset()
+
+    def set_system(self, robot: RobotModel, vi: DiscreteSystem) -> None:
+        """Run plans on ``vi`` (a plan's Δt) from now on; the active plan's law stays until the next plan."""
+        self.robot, self.vi = robot, vi
+
+    def reset(self) -> None:
+        """No fault, no abort, nothing commanded yet (a controller that (re)starts; its plans stay)."""
+        self.last_commanded_stamp: float | None = None
+        self.fault, self.aborted, self.goal_reached = None, None, False
+
+    def stop(self) -> None:
+        """Forget the active and the pending plan (a controller that stops)."""
+        self.law, self.pending, self.active_seq = None, None, None
+
+    # ---- plans ---------------------------------------------------------------------------------------------------
+    def admit(self, seq: int, plan: Plan, dt_range: tuple[float, float]) -> bool:
+        """Whether plan ``seq`` may be queued on this system (``dt_range``: the Δt the estimate accepts); a refusal
+        is logged. The same ``seq`` again (the planner's periodic re-publish) is silently not admitted."""
+        if seq == self.last_seq:
+            return False
+        if not plan.converged and not self.p["accept_unconverged"]:
+            self.warn("plan rejected", f"plan {seq} rejected: marked unconverged by the planner (set "
+                      "accept_unconverged to track best-effort plans)", level="error")
+            return False
+        sizes = (plan.X.shape[1], plan.U.shape[1], plan.K.shape[2])
+        if sizes != (self.vi.nx, self.vi.nu, self.vi.state.ndx):
+            self.warn("plan rejected", f"plan {seq} has nx, nu, ndx = {sizes}; model has "
+                      f"{(self.vi.nx, self.vi.nu, self.vi.state.ndx)}: rejected", level="error")
+            return False
+        lo, hi = dt_range
+        if not lo <= plan.dt <= hi:
+            self.warn("plan rejected", f"plan {seq} has dt = {plan.dt:g} s, outside [{lo:g}, {hi:g}] s: rejected",
+                      level="error")
+            return False
+        return True
+
+    def queue(self, seq: int, plan: Plan, start_on_receipt: bool) -> None:
+        """An admitted plan becomes the pending one (entered by ``command`` when its start comes)."""
+        self.last_seq = seq
+        self.pending = (seq, plan, start_on_receipt)
+        start = "the next joint state" if start_on_receipt else f"t={plan.times[0]:.4f}"
+        self.logger.info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, starts at {start}"
+                         f"{'' if plan.converged else ', UNCONVERGED (best effort)'}")
+
+    def set_plan(self, plan: Plan) -> None:
+        """Track ``plan`` with the current gain_scale (also to apply a new gain_scale to the active plan)."""
+        self.law = tracking_law(plan, self.vi, self.p["gain_scale"])
+        self.active_plan = plan  # unscaled: a later gain_scale applies to it
+
+    def _maybe_enter(self, t: float, x: np.ndarray) -> None:
+        """Make the pending plan the active one once its start time has come (or at once: start on receipt)."""
+        seq, plan, on_receipt = self.pending
+        t0 = plan.times[0]
+        if on_receipt:
+            plan = plan.shifted(t)
+        elif t < t0 - 0.5 * plan.dt:
+            return  # not yet: the current plan (or nothing) until the stated start
+        late = int(round((t - t0) / plan.dt))
+        retimed, gap_x0 = False, ""
+        gap = float(self.configuration_error(plan.X[0], x).max())  # (re-timing keeps X: the same gap after it)
+        if late > 1 and self.p["retime_tolerance"] > 0:
+            # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
+            # rather than skip its first steps. Velocities both through one inverse Legendre map: X_0 and x are
+            # discrete states (p_k = D₂L_d), whose M⁻¹p at rest under gravity is Δt/2·M⁻¹∇V, not the measured q̇ = 0.
+            ev = np.abs(self.vi.velocity(plan.X[0]) - self.vi.velocity(x)).max()
+            if max(gap, ev) <= self.p["retime_tolerance"]:
+                plan, retimed = plan.shifted(t), True
+            gap_x0 = f" (the robot is {gap:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
+        self.set_plan(plan)
+        self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
+        k = self.law.index(t)
+        self.logger.info(f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={t0:.4f})"
+                         + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else ""))
+        if k > 1:
+            self.warn("late plan", f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
+                      f"expected_solve_time is too short for this machine){gap_x0}")
+        if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
+            self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
+
+    def clock_went_back(self, t: float, last_stamp: float) -> bool:
+        """Stamps and the clock went back together (a simulator reset with its time): an active plan that starts
+        after ``t`` waits for its start again, as a newly received one (re-entered at k = 0 then) — not its U_0
+        held until then. True if so: the caller commands zero torque once meanwhile, the command that needs no loop
+        (as on deactivate)."""
+        msg = f"the clock went back: state t={t:.4f} after t={last_stamp:.4f} (a simulator reset?)"
+        plan = self.active_plan if self.law is not None else None
+        if plan is None or t >= plan.times[0] - 0.5 * plan.dt:
+            self.logger.warning(msg)
+            return False
+        if self.pending is None:
+            self.pending = (self.active_seq, plan, False)
+            self.logger.warning(f"{msg}: plan {self.active_seq} starts at t={plan.times[0]:.4f} again")
+        else:  # a newer plan waits for its own start
+            self.logger.warning(f"{msg}: plan {self.active_seq} dropped; plan {self.pending[0]} is next")
+        self.law, self.active_seq = None, None
+        return True
+
+    # ---- commands ------------------------------------------------------------------------------------------------
+    def command(self, t: float, x: np.ndarray) -> tuple[int, np.ndarray] | Fault | None:
+        """(k, u) for the state x stamped t, entering the pending plan if its start has come; a ``Fault`` where the
+        safe command is due instead; None without a plan."""
+        if self.pending is not None:
+            self._maybe_enter(t, x)
+        law = self.law
+        if law is None:
+            return None
+        if self.aborted is not None:
+            return Fault(*self.aborted)
+        k = law.index(t)
+        if self._tolerances_violated(law, k, t, x):
+            return Fault(*self.aborted)
+        try:
+            u, clamped = law.command(k, x)
+        except ValueError as e:  # e.g. the Cayley retraction's τ⁻¹ half a turn off the plan (seed 002 §5)
+            return Fault(FAULT_TRACKING, f"{type(e).__name__}: {e}")
+        if not np.all(np.isfinite(u)):
+            return Fault(FAULT_NONFINITE, "check the plan's gains")
+        if clamped:
+            self.warn("clamped", "command clamped to the effort limits")
+        if self.fault is not None:
+            self.logger.info(f"joint states valid again after: {self.fault}; tracking resumed")
+            self.fault = None
+        self.last_commanded_stamp = t
+        return k, u
+
+    def _tolerances_violated(self, law: TrackingController, k: int, t: float, x: np.ndarray) -> bool:
+        p, plan = self.p, law.plan
+        if p["path_tolerance"] > 0 and k <= plan.horizon:
+            e = self.configuration_error(plan.X[k], x)
+            if e.max() > p["path_tolerance"]:
+                j = int(np.argmax(e))
+                self.aborted = (FAULT_PATH, f"plan {self.active_seq} aborted at k={k}: |q_ref − q| of "
+                                            f"{self.error_names[j]} = {e[j]:.4g} > {p['path_tolerance']}")
+                return True
+        if p["goal_tolerance"] > 0 and k >= plan.horizon and not self.goal_reached:
+            e = self.configuration_error(plan.X[-1], x).max()
+            if e <= p["goal_tolerance"]:
+                self.goal_reached = True
+                self.logger.info(f"plan {self.active_seq}: goal reached (|q_N − q| = {e:.4g})")
+            elif t > plan.times[-1] + p["goal_time_tolerance"]:
+                self.aborted = (FAULT_GOAL, f"plan {self.active_seq}: |q_N − q| = {e:.4g} > {p['goal_tolerance']} "
+                                            f"{p['goal_time_tolerance']} s after the plan's end")
+                return True
+        return False
+
+    def configuration_error(self, x_ref: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """|configuration of x_ref − that of x| per joint (modulo 2π), or per component of τ⁻¹(g_ref⁻¹g) on a
+        vehicle (∞ where τ⁻¹ is undefined: half a turn off)."""
+        if self.vehicle:
+            try:
+                return np.abs(self.vi.state.diff(x_ref, x)[: self.vi.dim])
+            except ValueError:
+                return np.full(self.vi.dim, np.inf)
+        nq = self.vi.nq
+        return np.abs(state_error(x_ref[:nq], x[:nq], self.robot.continuous_mask))
+
+    # ---- faults --------------------------------------------------------------------------------------------------
+    def record_fault(self, kind: str, detail: str = "") -> None:
+        """Count and log the fault (throttled per kind; an invalid state per reason, its detail up to the names or
+        numbers it quotes) that sends the safe command."""
+        self.fault_counts[kind] = self.fault_counts.get(kind, 0) + 1
+        key = f"{kind}: {detail.split('(')[0].split('[')[0]}" if kind == FAULT_INVALID_STATE else kind
+        self.warn(key, f"{kind}{': ' + detail if detail else ''} -> safe command ({self.p['safe_mode']})")
+        self.fault = kind
+
+    def safe_input(self, mode: str, state: Estimate | None) -> np.ndarray | None:
+        """The safe command's input u (``mode`` 'zero' or 'damping' −d·q̇ on the actuated joints, prescribed joints
+        held where they were last measured), or None before any prescribed position was measured."""
+        r = self.robot
+        v = state.qdot[self.act_q_index] if state is not None else None
+        tau = safe_command(mode, v, np.full(len(r.actuated), float(self.p["safe_damping"])), r.effort_limits)
+        u = np.zeros(self.vi.nu)
+        u[: len(tau)] = tau
+        if self.vi.nk:
+            if state is not None:
+                self._held_prescribed = state.x[self.vi.idx_k]
+            if self._held_prescribed is None:
+                return None  # no measured prescribed positions yet: commanding 0 would move them
+            u[len(tau):] = self._held_prescribed  # prescribed joints stay where they were last measured
+        return u
