@@ -68,11 +68,17 @@ def _load() -> str:
     return " / ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
-def hold_plan(vi) -> Plan:
-    """Two-step plan at a bent configuration at rest (mid-range of bounded joints), held by the static torque."""
+def bent_configuration(vi) -> np.ndarray:
+    """Mid-range of bounded joints (0 for unbounded ones), slightly bent: within every URDF limit (the simulator
+    refuses initial positions beyond them, e.g. panda's joint 4 at 0)."""
     lo = np.array([j.lower for j in vi.robot.joints])
     hi = np.array([j.upper for j in vi.robot.joints])
-    q = np.where(np.isfinite(lo) & np.isfinite(hi), (lo + hi) / 2, 0.0) + np.linspace(0.1, 0.7, vi.nq) * 0.1
+    return np.where(np.isfinite(lo) & np.isfinite(hi), (lo + hi) / 2, 0.0) + np.linspace(0.1, 0.7, vi.nq) * 0.1
+
+
+def hold_plan(vi) -> Plan:
+    """Two-step plan at a bent configuration at rest, held by the static torque."""
+    q = bent_configuration(vi)
     x = equilibrium_state(vi, q)
     tau = pin.computeGeneralizedGravity(vi.robot.pin_model, vi.robot.create_data(), q)[: vi.nu].copy()
     # A dense gain (its cost is what is timed) with 50·I on q, so each command identifies its state.
@@ -213,7 +219,8 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
 def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) -> dict:
     robot, _ = _robot(model)
     vi = make_integrator("midpoint", robot, dt)
-    x = vi.state_from_velocity(np.linspace(0.1, 0.7, vi.nq), np.zeros(vi.nq))
+    q0 = bent_configuration(vi)  # released at rest, the node from the same configuration
+    x = vi.state_from_velocity(q0, np.zeros(vi.nq))
     u = np.zeros(vi.nu)
     t0, k = time.perf_counter(), 0
     while time.perf_counter() - t0 < min(seconds, 2.0):
@@ -223,7 +230,7 @@ def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) ->
     session = Session(f"bench_ros_rtf_{model}", log_dir)
     try:
         sim = session.start("simulator_node", name=f"sim_{model}", model=model, system_yaml="", dt=dt,
-                            mode="realtime", max_speed=True, initial_positions=[0.0] * vi.nq,
+                            mode="realtime", max_speed=True, initial_positions=q0.tolist(),
                             initial_velocities=[0.0] * vi.nq)
         rec = session.recorder(robot.joint_names)
         assert rec.wait_for(lambda: len(rec.states) > 100, 120.0), sim.log()

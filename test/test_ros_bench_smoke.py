@@ -11,7 +11,7 @@ pytestmark = pytest.mark.ros
 
 def test_ros_benchmark_smoke():
     bench = load_benchmark("bench_ros")
-    table, lat, rtf = bench.run(seconds=0.5, rates=(100.0,), models=("arm7",), warmup=0.2, priorities=(0, 20))
+    table, lat, rtf = bench.run(seconds=0.5, rates=(100.0,), models=("erd:panda",), warmup=0.2, priorities=(0, 20))
     r, r_fifo = lat
     assert r_fifo["priority"] == 20 and r_fifo["measured"] == 50 and 0 < r_fifo["matched"] <= r_fifo["sent"]
     assert r["sent"] == 70 and 0 < r["matched"] <= r["sent"] and r["measured"] == 50
@@ -19,6 +19,6 @@ def test_ros_benchmark_smoke():
     assert r["unmatched"] <= r["received"] - r["matched"] + 5
     assert np.isfinite(r["p50"]) and r["p99"] >= r["p50"] > 0 and r["compute"] > 0
     (s,) = rtf
-    assert s["model"] == "arm7" and s["nq"] == 7 and s["node"] > 0 and s["core"] > 0
+    assert s["model"] == "erd:panda" and s["nq"] == 7 and s["node"] > 0 and s["core"] > 0
     assert "| 100 Hz | normal |" in table and "| 100 Hz | SCHED_FIFO 20 |" in table
-    assert "| arm7 | 7 |" in table and "load average" in table
+    assert "| erd:panda | 7 |" in table and "load average" in table
