@@ -284,3 +284,29 @@ def test_goal_sent_before_any_joint_state_waits_for_one(ros):
         time.sleep(0.05)
     log = planner.log()
     assert "planning from the measured state" in log and "task's x_0" not in log, log
+
+
+def test_planner_stamps_unstamped_joint_states_on_receipt(ros):
+    """A driver that never sets header.stamp (0): the planner stamps its states on receipt with its own (wall)
+    clock, so it plans from them — not from the task's x₀, and not from a state 'stamped' in 1970 — and the plan
+    starts on that clock, at the measured q = 0.3."""
+    from sensor_msgs.msg import JointState
+    from test_ros_dds import DISCOVERY
+
+    planner = ros.start("planner_node", model="pendulum", task="task_pendulum_swingup", startup_wait=20.0,
+                        expected_solve_time=3.0)
+    rec = ros.recorder(["theta"], record_states=False)
+    assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY), planner.report()
+    t_sent = time.time()
+    deadline = time.monotonic() + 30.0
+    while "planning from" not in planner.log() and time.monotonic() < deadline:
+        rec.state_pub.publish(JointState(name=["theta"], position=[0.3], velocity=[0.0]))  # stamp 0
+        time.sleep(0.05)
+    log = planner.log()
+    assert "planning from the measured state at t=" in log and "task's x_0" not in log, log
+    t_m = float(log.split("planning from the measured state at t=")[1].split(",")[0])
+    assert t_sent - 5.0 < t_m < time.time() + 1.0, (t_m, t_sent)  # the time of receipt, on the wall clock
+    assert rec.wait_for(lambda: rec.plan() is not None, 60.0), planner.report()
+    plan = rec.plan()[1]
+    assert t_m < plan.times[0] < t_m + 30.0
+    assert plan.X[0, 0] == pytest.approx(0.3, abs=1e-6)

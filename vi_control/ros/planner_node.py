@@ -199,7 +199,7 @@ class PlannerNode(Node):
         now = time.monotonic()
         self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
         if self.measured is None:
-            self.get_logger().info(f"first state to plan from: t={t:g}")
+            self.get_logger().info(f"first state to plan from: t={t:.6f}")
         self.measured = (t, x)
 
     def _on_description(self, msg: String) -> None:
@@ -364,8 +364,8 @@ class PlannerNode(Node):
             steps = int(math.ceil(lead / vi.dt - 1e-9))
             t_start = t_m + steps * vi.dt
             x0 = self.predict(t_m, x_m, steps)
-            log.info(f"planning from the measured state at t={t_m:g}, carried {steps} steps to the start "
-                     f"t={t_start:g} (clock rate {rate:.3g}, expected solve {expected:.2f} s)")
+            log.info(f"planning from the measured state at t={t_m:.6f}, carried {steps} steps to the start "
+                     f"t={t_start:.6f} (clock rate {rate:.3g}, expected solve {expected:.2f} s)")
         else:
             log.info("planning from the task's x_0 (no measured state): the plan starts when the controller "
                      "receives it")
