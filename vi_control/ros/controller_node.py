@@ -399,6 +399,7 @@ class ControllerNode(ManagedNode):
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))
 
+
 def main(args: list[str] | None = None) -> None:
     run_node(ControllerNode, args)
 

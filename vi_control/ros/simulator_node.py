@@ -275,26 +275,29 @@ class SimulatorNode(ManagedNode):
                 self.publish_state()
         elif not self.lockstep:
             # max_speed: batches of steps (~5 ms of wall time) between executor rounds, whose overhead
-            # would otherwise dominate a step of a few tens of µs; commands are read between batches.
+            # would otherwise dominate a step of a few tens of µs; commands are read between batches. A batch
+            # ends early when nothing steps (end_time reached, or a failed step: the same x and u fail again).
             end = time.perf_counter() + (5e-3 if self.p["max_speed"] else 0.0)
-            self.advance()
-            while time.perf_counter() < end:
-                self.advance()
+            stepped = self.advance()
+            while stepped and time.perf_counter() < end:
+                stepped = self.advance()
         elif time.monotonic() - self.last_command_time >= self.p["idle_publish_period"]:
             self.publish_state()
 
-    def advance(self) -> None:
+    def advance(self) -> bool:
+        """One step under the current command, published; False if none was taken (end_time, a failed step)."""
         if self.ended():
-            return
+            return False
         try:
             x_next = self.vi.step(self.x, self.u, step_index=self.k)
         except (StepError, ValueError) as e:
             self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
-            return
+            return False
         if self.q_prev0 is not None:
             self.q_prev = self.x[: self.vi.nq].copy()
         self.x, self.k = x_next, self.k + 1
         self.publish_state()
+        return True
 
     def publish_state(self) -> None:
         vi = self.vi
