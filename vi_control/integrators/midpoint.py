@@ -23,6 +23,7 @@ from ..mechanics.discrete import (
     NEWTON_UNTRUSTED,
     DiscreteSystemStructure,
 )
+from ..model.limits import MAX_CONFIGURATION
 from ..model.robot import RobotModel
 from .base import (
     CompiledStage,
@@ -227,9 +228,19 @@ class MidpointVI(SymbolicStepDerivatives):
         At a coordinate singularity of q_k (seed 000 §VII-A: the spherical pendulum's pole) M(q_k) has
         no inverse, yet M_{k+1} may be regular: the step must still be attempted, and it raises
         SingularityError only if the Newton matrix itself is singular.
+
+        Beside such a singularity M(q_k)⁻¹p_k can be huge while the step is not (the shoulder of a folded arm whose
+        elbow mass sits on its axis; icub's neck at q = 0): a predicted turn beyond ``max_rotation`` (or beyond the
+        configuration range) cannot lead to a root the step would accept, and Newton started there found none
+        or a spurious singular M_{k+1}. The stationary guess q_{k+1} = q_k is used instead (the C driver alike).
         """
-        q1 = x[: self.nq] + self.dt * self.velocity(x)
-        return self.warm_start(np.concatenate([q1, x[self.nq:]]), lam0)
+        q = x[: self.nq]
+        dq = self.dt * self.velocity(x)
+        d = self.idx_d
+        if not (np.abs(dq[d][self._rotational]).max(initial=0.0) <= self.settings.max_rotation
+                and np.abs(q[d] + dq[d]).max(initial=0.0) <= MAX_CONFIGURATION):
+            dq = np.zeros(self.nq)
+        return self.warm_start(np.concatenate([q + dq, x[self.nq:]]), lam0)
 
     def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
         """y₀ = (q_{k+1}[dynamic] of ``x_next``, λ or 0): Newton's start for a step predicted to end there."""

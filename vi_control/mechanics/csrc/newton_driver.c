@@ -83,7 +83,12 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
 
   if (ip[6]) { /* q_{k+1} guess from the continuous Legendre transform: q + dt M^-1 p */
     if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w, &mnorm)) return 4;
-    for (long long a = 0; a < nd; a++) y[a] = q[idx_d[a]] + dt * v[a];
+    /* Beside a singularity of M(q_k) the predicted turn can be huge where the root is not: a guess no accepted
+     * root can be near (a turn beyond max_rotation, q beyond max_q, NaN) is replaced by q_k (MidpointVI.initial_guess). */
+    double keep = 1.0;
+    for (long long a = 0; a < nd; a++)
+      if ((rot[a] && !(fabs(dt * v[a]) <= max_rotation)) || !(fabs(q[idx_d[a]] + dt * v[a]) <= max_q)) keep = 0.0;
+    for (long long a = 0; a < nd; a++) y[a] = q[idx_d[a]] + keep * dt * v[a];
     if (quasi) mat = 1;
   }
 
