@@ -44,3 +44,39 @@ def test_step_beside_a_mass_matrix_singularity_is_not_refused_for_its_guess(comp
     assert np.abs(r.x[:2] - x[:2]).max() < 0.01  # a damped creep, not a whirl
     X, _ = vi.simulate(x, np.tile(u, (20, 1)))  # and on from there
     assert np.all(np.isfinite(X)) and abs(X[-1, 0]) < 0.1
+
+
+@pytest.mark.parametrize("kind", ["midpoint", "linear_time", "gni"])
+def test_state_functions_refuse_a_state_of_the_wrong_size(kind):
+    """energy, velocity and warm_start slice their argument by nq: the acrobot's energy of a 5-vector was returned
+    (-19.62 J, the energy of the first four entries), velocity and warm_start of any longer vector too; solve's
+    guesses y0/lam0 of the wrong size ended in numpy's broadcast error (or were silently dropped), a NaN guess as
+    "Newton did not converge after 0 iterations"; simulate(steps=-1) as numpy's "negative dimensions". Each is now
+    a ValueError naming the argument and the size the interface states."""
+    robot = vc.load_robot("sleigh" if kind == "gni" else "acrobot")
+    vi = vc.make_integrator(kind, robot, 0.01)
+    long, q = np.zeros(vi.nx + 1), np.zeros(vi.nq)
+    for call, what in [(lambda: vi.energy(long), "state x"), (lambda: vi.energy(long[:-2]), "state x"),
+                       (lambda: vi.velocity(long), "state x"), (lambda: vi.warm_start(long), "state x_next"),
+                       (lambda: vi.state_from_velocity(np.zeros(vi.nq + 1), q), "q"),
+                       (lambda: vi.state_from_configurations(q, np.zeros(vi.nq + 1)), "q"),
+                       (lambda: vi.potential_gradient(np.zeros(vi.nq + 1)), "q"),
+                       (lambda: vi.wrap(long), "wrap"),
+                       (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), y0=np.zeros(50)), "y0"),
+                       (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), y0=np.full(vi.nd + vi.nc, np.nan)), "y0"),
+                       (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), lam0=np.zeros(vi.nc + 3)), "lam0"),
+                       (lambda: vi.simulate(np.zeros(vi.nx), np.zeros((2, vi.nu)), steps=-1), "steps")]:
+        with pytest.raises(ValueError, match=what):
+            call()
+    x = vi.state_from_velocity(q, q)  # the right sizes still work, stacks of states in wrap too
+    assert np.isfinite(vi.energy(x)) and vi.wrap(np.stack([x, x])).shape == (2, vi.nx)
+
+
+def test_a_directory_or_device_as_the_model_is_named_as_such(tmp_path):
+    """A directory (or /dev/null) given as the model was answered "is not a bundled model (acrobot, …), erd:<name>,
+    URDF XML, or an existing URDF file" — it exists; what is wrong is that it is not a regular file."""
+    for path in (str(tmp_path), "/dev/null"):
+        with pytest.raises(vc.URDFError, match="is not a regular file"):
+            vc.load_robot(path)
+    with pytest.raises(vc.URDFError, match="not a bundled model"):  # a missing file still lists the choices
+        vc.load_robot(str(tmp_path / "missing.urdf"))

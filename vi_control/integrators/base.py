@@ -209,6 +209,8 @@ class ConfigurationMomentumState(State):
 
     def wrap(self, x: np.ndarray) -> np.ndarray:
         """Continuous joint angles of x to [−π, π) (a copy); other entries unchanged."""
+        if np.shape(x)[-1:] != (self.nx,):
+            raise ValueError(f"wrap: a state has {self.nx} entries (last axis), got shape {np.shape(x)}")
         if not self.continuous_mask.any():
             return x
         x = np.array(x, float, copy=True)
@@ -311,6 +313,33 @@ def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | Non
     return x, u
 
 
+def as_vector(system: DiscreteSystem, v: np.ndarray, size: int, what: str) -> np.ndarray:
+    """``v`` as a flat float array of ``size`` entries; ValueError naming ``what`` and the expected size otherwise.
+
+    The Legendre transforms, ``energy`` and ``warm_start`` slice their argument by ``nq``: a state of the wrong size
+    returned a number for the wrong coordinates (the pendulum's energy of a 3-vector), so they check it here."""
+    v = np.asarray(v, float).ravel()
+    if v.size != size:
+        raise ValueError(f"{what} has size {v.size}, expected {size} for {system.robot.name!r} (nq = {system.nq})")
+    return v
+
+
+def check_guess(system: DiscreteSystem, y0: np.ndarray | None, lam0: np.ndarray | None, ny: int
+                ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``solve``'s optional guesses as flat finite arrays of sizes ny and nc (ValueError naming the argument): a NaN
+    guess ended as "Newton did not converge after 0 iterations", a wrong size as numpy's broadcast error."""
+    out = []
+    for v, size, what in ((y0, ny, "y0 (the unknowns' guess)"), (lam0, system.nc, "lam0 (the multipliers' guess)")):
+        if v is not None:
+            v = np.asarray(v, float).ravel()
+            if v.size != size:
+                raise ValueError(f"{what} has size {v.size}, expected {size}")
+            if not np.all(np.isfinite(v)):
+                raise ValueError(f"{what} contains NaN/inf")
+        out.append(v)
+    return out[0], out[1]
+
+
 def configuration_range_error(system: DiscreteSystem, x: np.ndarray) -> ValueError:
     """The ValueError for a configuration beyond ±MAX_CONFIGURATION, naming the joint."""
     i = int(np.argmax(np.abs(x[: system.nq])))
@@ -349,6 +378,8 @@ def check_step(system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotati
 
 def input_sequence(system: DiscreteSystem, inputs: np.ndarray | None, steps: int | None) -> np.ndarray:
     """``simulate``'s inputs as (N, nu); a system without inputs (nu = 0) may give ``steps=N`` instead."""
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0):
+        raise ValueError(f"simulate: steps must be a non-negative integer, got {steps!r}")
     if inputs is None:
         if steps is None:
             raise ValueError("simulate needs inputs (N, nu) or, without inputs, steps=N")

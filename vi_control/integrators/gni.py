@@ -25,7 +25,7 @@ import logging
 import numpy as np
 
 from ..model.robot import RobotModel
-from .base import NewtonSettings
+from .base import NewtonSettings, as_vector
 from .midpoint import MidpointVI
 
 __all__ = ["GeometricNonholonomicIntegrator", "CONSTRAINT_VIOLATION"]
@@ -115,7 +115,7 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         scheme's alternating (reflected) mode: the multipliers then zig-zag about the force by ~100 %, though the
         configuration stays second-order accurate.
         """
-        q, qdot = np.asarray(q, float), np.asarray(qdot, float)
+        q, qdot = as_vector(self, q, self.nq, "q"), as_vector(self, qdot, self.nq, "qdot")
         C = self.constraint_rows(q)
         viol = self.velocity_violation(q, qdot)
         if viol:

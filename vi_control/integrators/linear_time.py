@@ -35,6 +35,8 @@ from .base import (
     SingularityError,
     StepError,
     StepResult,
+    as_vector,
+    check_guess,
     check_state_input,
     check_step,
     check_time_step,
@@ -155,7 +157,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
     # ---- state conversions ---------------------------------------------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
         """x_0 = (q, M(q) q̇): the continuous Legendre transform, as MidpointVI."""
-        q, qdot = np.asarray(q, float), np.asarray(qdot, float)
+        q, qdot = as_vector(self, q, self.nq, "q"), as_vector(self, qdot, self.nq, "qdot")
         if self._compiled is not None:  # no pinocchio.Data on the compiled path (module note on _data)
             p = mass_matrix(self._model, q) @ qdot
         else:
@@ -172,23 +174,25 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
         """x_k from two configurations: p_k = D₂L_d(q_{k−1}, q_k) (F⁺_d = 0)."""
-        q_prev, q = np.asarray(q_prev, float), np.asarray(q, float)
+        q_prev, q = as_vector(self, q_prev, self.nq, "q_prev"), as_vector(self, q, self.nq, "q")
         return np.concatenate([q, self.discrete_momentum(q_prev, q)])
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """q̇ = M(q)⁻¹ p (continuous Legendre transform inverted, by ABA: our compiled one, or Pinocchio's)."""
+        x = as_vector(self, x, self.nx, "state x")
         if self._compiled is not None:
             return self._compiled.aba(x[: self.nq], self._zero, x[self.nq:], gravity=False)
         return self._minv(x[: self.nq], np.ascontiguousarray(x[self.nq:]))
 
     def energy(self, x: np.ndarray) -> float:
         """½ q̇ᵀp + V(q), V = −Σ m_i gᵀ x_{c,i} (Pinocchio's potential, from the tree's own kinematics)."""
+        x = as_vector(self, x, self.nx, "state x")
         q, p = x[: self.nq], x[self.nq:]
         return float(0.5 * self.velocity(x) @ p + self.tree.potential_energy(self.tree.frames(q)))
 
     def potential_gradient(self, q: np.ndarray) -> np.ndarray:
         """∇V(q) from the tree's gravity wrenches (O(n))."""
-        return self.tree.gravity_torque(self.tree.frames(np.asarray(q, float)))
+        return self.tree.gravity_torque(self.tree.frames(as_vector(self, q, self.nq, "q")))
 
     def constraint(self, q: np.ndarray) -> np.ndarray:
         return np.zeros(0)
@@ -234,7 +238,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
         """y₀ = q_{k+1} of ``x_next`` (no multipliers: unconstrained trees only)."""
-        return np.array(x_next[: self.nq], float)
+        return as_vector(self, x_next, self.nx, "state x_next")[: self.nq].copy()
 
     def initial_guess(self, x: np.ndarray, u: np.ndarray, dt: float | None = None) -> np.ndarray:
         """IG1 / IG2 / IG3 of seed 001 §3.3 (q̇_k from M⁻¹p_k since the state carries p_k), for a step of ``dt``
@@ -257,6 +261,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         ``y0``: initial guess of q_{k+1} (else the ``initial_guess`` rule); ``lam0`` is ignored (no constraints).
         """
         x, u = self.check_inputs(x, u)
+        y0, _ = check_guess(self, y0, lam0, self.nq)
         if self._compiled is not None:
             self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
             code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)

@@ -34,6 +34,8 @@ from .base import (
     StepError,
     StepResult,
     UntrustedStepError,
+    as_vector,
+    check_guess,
     check_state_input,
     check_step,
     configuration_range_error,
@@ -131,7 +133,7 @@ class MidpointVI(SymbolicStepDerivatives):
     # ---- state conversions (discrete Legendre transforms) ------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
         """x_0 = (q, ∂L/∂q̇(q, q̇)); for prescribed joints the p-slot holds q̇."""
-        q, qdot = np.asarray(q, float), np.asarray(qdot, float)
+        q, qdot = as_vector(self, q, self.nq, "q"), as_vector(self, qdot, self.nq, "qdot")
         p = self.functions["momentum"](q, qdot)[0].ravel().copy()
         p[self.idx_k] = qdot[self.idx_k]
         return np.concatenate([q, p])
@@ -150,7 +152,7 @@ class MidpointVI(SymbolicStepDerivatives):
         Inputs between the samples do not enter: with F⁺_d = 0 the right Legendre transform is
         force-free. This is how a controller works from configurations alone.
         """
-        q_prev, q = np.asarray(q_prev, float), np.asarray(q, float)
+        q_prev, q = as_vector(self, q_prev, self.nq, "q_prev"), as_vector(self, q, self.nq, "q")
         p = self.discrete_momentum(q_prev, q)
         p[self.idx_k] = (q[self.idx_k] - q_prev[self.idx_k]) / self.dt
         return np.concatenate([q, p])
@@ -162,6 +164,7 @@ class MidpointVI(SymbolicStepDerivatives):
         returned: the minimum-norm q̇ with M q̇ = p, so callers (initial guess, published joint states) never
         fail on a configuration the step itself handles.
         """
+        x = as_vector(self, x, self.nx, "state x")
         q, p = x[: self.nq], x[self.nq:]
         M = self.mass_matrix(q)
         v = np.zeros(self.nq)
@@ -180,11 +183,12 @@ class MidpointVI(SymbolicStepDerivatives):
         return np.array(self.functions["mass"](np.asarray(q, float))[0])
 
     def energy(self, x: np.ndarray) -> float:
+        x = as_vector(self, x, self.nx, "state x")
         return float(self.functions["energy"](x[: self.nq], self.velocity(x))[0].item())
 
     def potential_gradient(self, q: np.ndarray) -> np.ndarray:
         """∇V(q) = −(D₁L_d(q, q) + D₂L_d(q, q))/Δt: at rest the midpoint rule's discrete forces are exact."""
-        q = np.asarray(q, float)
+        q = as_vector(self, q, self.nq, "q")
         return -(self.functions["D1Ld"](q, q)[0].ravel() + self.functions["D2Ld"](q, q)[0].ravel()) / self.dt
 
     def constraint(self, q: np.ndarray) -> np.ndarray:
@@ -244,8 +248,8 @@ class MidpointVI(SymbolicStepDerivatives):
 
     def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
         """y₀ = (q_{k+1}[dynamic] of ``x_next``, λ or 0): Newton's start for a step predicted to end there."""
-        lam = self._zero_lam if lam is None else np.asarray(lam, float).ravel()
-        return np.concatenate([np.asarray(x_next, float)[: self.nq][self.idx_d], lam])
+        lam = self._zero_lam if lam is None else as_vector(self, lam, self.nc, "lam")
+        return np.concatenate([as_vector(self, x_next, self.nx, "state x_next")[: self.nq][self.idx_d], lam])
 
     def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
               y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
@@ -256,6 +260,7 @@ class MidpointVI(SymbolicStepDerivatives):
         guess: both solve the same equations, and a step must not fail only because the cheaper iteration
         contracts too slowly (a planner's line search would otherwise depend on the Newton variant).
         """
+        y0, lam0 = check_guess(self, y0, lam0, self.nd + self.nc)
         if self._newton is not None:
             it, rnorm = self._drive(x, u, step_index, y0, lam0)
             nw = self._newton
@@ -447,6 +452,8 @@ class MidpointVI(SymbolicStepDerivatives):
         """x_{k+1} = f(x_k, u_k) (multipliers: use ``solve``)."""
         if self._newton is None:
             return self.solve(x, u, step_index, lam0=lam0).x
+        if lam0 is not None:
+            lam0 = check_guess(self, None, lam0, 0)[1]
         self._drive(x, u, step_index, None, lam0)
         xn = self._newton.xn.copy()
         return self.wrap(xn) if self.wrap_continuous else xn

@@ -130,6 +130,8 @@ class ModelSpec:
         if kind == "bundled":
             return bundled_models()[self.source][0]
         path = self._file(self.source)
+        if os.path.exists(path) and not os.path.isfile(path):  # a directory, device or FIFO: say so, not "no model"
+            raise URDFError(f"model {self.source!r}: URDF file {path!r} is not a regular file")
         if not os.path.isfile(path):
             close = difflib.get_close_matches(self.source, sorted(BUNDLED), n=1)
             raise URDFError(f"model {self.source!r} is not a bundled model ({', '.join(sorted(BUNDLED))}), "
