@@ -80,3 +80,14 @@ def test_a_directory_or_device_as_the_model_is_named_as_such(tmp_path):
             vc.load_robot(path)
     with pytest.raises(vc.URDFError, match="not a bundled model"):  # a missing file still lists the choices
         vc.load_robot(str(tmp_path / "missing.urdf"))
+
+
+def test_an_initial_guess_that_cannot_be_simulated_says_why():
+    """A start the integrator refuses (the pendulum at 1000 rad/s with Δt = 0.1: 100 rad per step) was reported as
+    "step 0 of 100 failed (no convergence, a singular step or a state beyond 1e8)" — three guesses, none naming
+    the joint. The step's own refusal is now in the PlanningError."""
+    task = vc.load_task("task_pendulum_swingup")
+    task.q0, task.qdot0 = np.array([0.0]), np.array([1000.0])
+    vi = vc.MidpointVI(vc.load_robot("pendulum"), task.dt)
+    with pytest.raises(vc.PlanningError, match=r"step 0 of 100 failed .*joint 'theta' would turn"):
+        vc.plan_task(vi, task)

@@ -131,15 +131,19 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
     return X, Ua, results
 
 
-def _first_failing_step(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray) -> int:
-    """Index of the first step of the open-loop rollout from x0 that fails (len(U) if none does)."""
+def _first_failing_step(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray) -> tuple[int, str]:
+    """Index of the first step of the open-loop rollout from x0 that fails (len(U) if none does) and why (the step's
+    own error: the joint that would turn too far, the residual Newton stopped at, ...)."""
     x = x0
     for k, u in enumerate(U):
-        r = _rollout_step(vi, x, u, k)
-        if r is None:
-            return k
+        try:
+            r = vi.solve(x, u, step_index=k)
+        except (StepError, ValueError) as e:
+            return k, str(e)
+        if not np.abs(r.x).max() < 1e8:
+            return k, f"the state reached |x| = {np.abs(r.x).max():.3g}, beyond 1e8"
         x = r.x
-    return len(U)
+    return len(U), ""
 
 
 def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None,
@@ -155,10 +159,11 @@ def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, 
     x0 = np.asarray(x0, float)
     ro = rollout(vi, x0, U, X_guess) if simulate is None else simulate(x0, U, X_guess)
     if ro is None:  # name the step: the user's guess (or x0) is what to fix
-        k = _first_failing_step(vi, x0, U)
-        where = f"step {k} of {N} failed" if k < N else "a step warm-started at X_guess failed"
-        raise PlanningError(f"the initial guess cannot be simulated: {where} (no convergence, a singular step or a "
-                            f"state beyond 1e8); try smaller initial inputs or a shorter Δt", solver="initial rollout")
+        k, why = _first_failing_step(vi, x0, U)
+        where = (f"step {k} of {N} failed ({why})" if k < N else "a step warm-started at X_guess failed (no "
+                 "convergence, a singular step or a state beyond 1e8)")
+        raise PlanningError(f"the initial guess cannot be simulated: {where}; try smaller initial inputs or a shorter "
+                            "Δt", solver="initial rollout")
     X, U, results = ro
     return lo, hi, X, U, results
 
