@@ -91,3 +91,20 @@ def test_an_initial_guess_that_cannot_be_simulated_says_why():
     vi = vc.MidpointVI(vc.load_robot("pendulum"), task.dt)
     with pytest.raises(vc.PlanningError, match=r"step 0 of 100 failed .*joint 'theta' would turn"):
         vc.plan_task(vi, task)
+
+
+def test_a_goal_off_the_holonomic_constraints_is_refused_by_name():
+    """The four-bar's goal (0.8, 0.8, 0.8) does not close the loop: it was planned, "converged", and the plan ended
+    where the loop allows — not at the goal (baxter's mimic fingers given independent goals alike, 0.01 rad off).
+    A start off the constraints was already refused; the goal now is too, naming the constraint. A goal on the
+    loop (the closed-form configuration of bundled.fourbar_initial_configuration) is planned."""
+    from vi_control.model.bundled import fourbar_initial_configuration
+    from vi_control.planning.pipeline import reference_trajectory
+    vi = vc.MidpointVI(vc.load_robot("fourbar"), 0.05, compile=False)
+    text = ("name: reach\nmodel: fourbar\ndt: 0.05\nhorizon: 5\ngoal: {{q: {}}}\nreference: {{type: goal}}\n"
+            "weights: {{Q: 1, R: 0.1, Qf: 10}}\n")
+    x0 = vi.state_from_configurations(*[fourbar_initial_configuration(0.0)] * 2)
+    with pytest.raises(vc.TaskError, match=r"goal.q violates holonomic constraint 0, coincident rocker/world"):
+        reference_trajectory(vc.load_task(text.format([0.8, 0.8, 0.8])), vi, x0)
+    X, _ = reference_trajectory(vc.load_task(text.format(fourbar_initial_configuration(0.8).tolist())), vi, x0)
+    assert np.allclose(X[-1, :3], fourbar_initial_configuration(0.8))

@@ -31,6 +31,10 @@ __all__ = ["make_system", "start_state", "check_joint_limits", "input_limits", "
            "trajectory_reference", "initial_inputs", "plan_task"]
 
 
+# |h(goal)| a goal may leave (relative to 1 + |q|∞): hand-written goals carry a few digits, the step keeps h to 1e-12.
+GOAL_CONSTRAINT_TOL = 1e-3
+
+
 def make_system(task: Task, integrator: str = "midpoint", **options) -> DiscreteSystem:
     """The task's model as a discrete system at the task's Δt (``options`` go to the integrator)."""
     return make_integrator(integrator, task.load_robot(), task.dt, **options)
@@ -86,6 +90,11 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     goal = parse_vector(list(goal), "goal.q", nq)
     if task.goal_q is not None:
         check_joint_limits(vi, goal, "goal.q")
+        # A goal off the holonomic constraints (a mimic finger set on its own, a four-bar not closed) cannot be
+        # reached: the plan "converged" a violation's width away from it. Refused beyond GOAL_CONSTRAINT_TOL.
+        why = vi.configuration_violation(goal, GOAL_CONSTRAINT_TOL) if hasattr(vi, "configuration_violation") else None
+        if why:
+            raise TaskError(f"goal.q {why}")
     kind = ref.get("type", "goal")
     if kind == "step":  # seed 000 eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
         qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq, MAX_CONFIGURATION)
