@@ -108,3 +108,16 @@ def test_a_goal_off_the_holonomic_constraints_is_refused_by_name():
         reference_trajectory(vc.load_task(text.format([0.8, 0.8, 0.8])), vi, x0)
     X, _ = reference_trajectory(vc.load_task(text.format(fourbar_initial_configuration(0.8).tolist())), vi, x0)
     assert np.allclose(X[-1, :3], fourbar_initial_configuration(0.8))
+
+
+def test_locked_joints_beyond_their_limits_or_listed_twice_are_refused():
+    """``locked: {slider: 5.0}`` welded the cart-pole's cart 3 m past its end stop (URDF limits [-2, 2]) without a
+    word, where a start or goal there is refused; ``locked: [elbow, elbow]`` was accepted where ``prescribed`` with
+    a repeated joint is not. Both are now SystemConfigErrors naming the key; a weld inside the limits (and at a
+    limit, inclusive) still loads."""
+    with pytest.raises(vc.SystemConfigError, match=r"locked.slider: 5 is outside joint 'slider''s limits \[-2, 2\]"):
+        vc.load_robot("cartpole", {"locked": {"slider": 5.0}})
+    with pytest.raises(vc.SystemConfigError, match="locked: a joint is listed twice"):
+        vc.load_robot("double_pendulum", {"locked": ["elbow", "elbow"]})
+    assert vc.load_robot("cartpole", {"locked": {"slider": 2.0}}).joint_names == ["hinge"]
+    assert vc.load_robot("cartpole", {"locked": {"hinge": 10.0}}).joint_names == ["slider"]  # continuous: no limits

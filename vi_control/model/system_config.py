@@ -301,6 +301,8 @@ def parse_system_config(data: Any) -> SystemConfig:
         lk = data["locked"]
         if isinstance(lk, list):
             cfg.locked = {_str(v, f"locked[{i}]"): 0.0 for i, v in enumerate(lk)}
+            if len(cfg.locked) < len(lk):
+                raise SystemConfigError("locked: a joint is listed twice")
         elif isinstance(lk, dict):
             cfg.locked = {_str(k, "locked key"): _num(v, f"locked.{k}", bound=MAX_LENGTH) for k, v in lk.items()}
         else:
