@@ -121,3 +121,23 @@ def test_locked_joints_beyond_their_limits_or_listed_twice_are_refused():
         vc.load_robot("double_pendulum", {"locked": ["elbow", "elbow"]})
     assert vc.load_robot("cartpole", {"locked": {"slider": 2.0}}).joint_names == ["hinge"]
     assert vc.load_robot("cartpole", {"locked": {"hinge": 10.0}}).joint_names == ["slider"]  # continuous: no limits
+
+
+@pytest.mark.parametrize("compile", [False, None])
+def test_a_complex_state_or_input_is_refused(compile):
+    """A complex x (an eigenvector of A, say) was stepped after numpy dropped its imaginary part with a
+    ComplexWarning: the step of a different state, returned as if of this one. Now a ValueError; real arrays of
+    other dtypes (integers, float32, Fortran order, strided views) still step as their float64 values do."""
+    vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1, compile=compile)
+    x, u = np.array([0.2, 0.5]), np.array([0.8])
+    with pytest.raises(ValueError, match="state is complex"):
+        vi.step(x + 0.1j, u)
+    with pytest.raises(ValueError, match="input is complex"):
+        vi.step(x, u.astype(complex))
+    with pytest.raises(ValueError, match="state x is complex"):
+        vi.energy(x + 0.1j)
+    ref = vi.step(x, u)
+    for xs, us in [(np.array([0, 1]), np.array([1])), (x.astype(np.float32), u.astype(np.float32)),
+                   (np.array([0.2, 9.0, 0.5, 9.0])[::2], u), (x.reshape(2, 1, order="F"), list(u))]:
+        assert np.array_equal(vi.step(xs, us), vi.step(np.asarray(xs, float).ravel(), np.asarray(us, float)))
+    assert np.array_equal(vi.step(np.array([0.2, 9.0, 0.5, 9.0])[::2], u), ref)

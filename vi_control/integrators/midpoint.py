@@ -49,6 +49,7 @@ __all__ = ["MidpointVI", "ConvergenceError", "SingularityError", "StepError", "S
 NEWTON_METHODS = ("exact", "chord")
 # Chord Newton refreshes M_{k+1} when an update is not at least this much smaller than the previous one.
 CHORD_RATE_MAX = 0.25
+_F64 = np.dtype(np.float64)  # the dtype the compiled step's fast path takes as is (others go through check_state_input)
 
 
 def _lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -417,7 +418,7 @@ class MidpointVI(SymbolicStepDerivatives):
         if u is None:
             u = self._zero_input
         if not (type(x) is np.ndarray and type(u) is np.ndarray and x.shape == nw.z_x.shape
-                and u.shape == nw.z_u.shape):
+                and u.shape == nw.z_u.shape and x.dtype is _F64 and u.dtype is _F64):  # (else checked, cast or refused)
             x, u = check_state_input(self, x, u, finite=False)
         nw.z_x[...] = x
         nw.z_u[...] = u
