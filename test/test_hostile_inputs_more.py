@@ -141,3 +141,24 @@ def test_a_complex_state_or_input_is_refused(compile):
                    (np.array([0.2, 9.0, 0.5, 9.0])[::2], u), (x.reshape(2, 1, order="F"), list(u))]:
         assert np.array_equal(vi.step(xs, us), vi.step(np.asarray(xs, float).ravel(), np.asarray(us, float)))
     assert np.array_equal(vi.step(np.array([0.2, 9.0, 0.5, 9.0])[::2], u), ref)
+
+
+def test_tracking_command_refuses_a_negative_step_or_a_bad_state():
+    """TrackingController.command(-1, x) returned the command about the plan's *last* stage (numpy's negative
+    index), command(k, NaN state) NaN torques, a state of the wrong size numpy's broadcast error. Each is now a
+    ValueError (which the controller's runner turns into its safe command); a valid call still gives
+    U_k + K_k(X_k − x), the law of seed 000 eq. 36 checked by hand here."""
+    rng = np.random.default_rng(3)
+    N, nx, nu = 4, 2, 1
+    plan = vc.Plan(times=0.1 * np.arange(N + 1), X=rng.normal(size=(N + 1, nx)), U=rng.normal(size=(N, nu)),
+                   K=rng.normal(size=(N, nu, nx)), dt=0.1, model_name="pendulum", model_hash="0", joint_names=["theta"],
+                   input_names=["theta"])
+    ctl = vc.TrackingController(plan, vc.MidpointVI(vc.load_robot("pendulum"), 0.1).state)
+    x = np.array([0.3, -0.2])
+    u, _ = ctl.command(2, x)
+    assert np.allclose(u, plan.U[2] + plan.K[2] @ (plan.X[2] - x))
+    for k, xs, what in [(-1, x, "non-negative integer"), (1.0, x, "non-negative integer"),
+                        (1, np.array([np.nan, 0.0]), "finite"), (1, np.zeros(3), "shape"),
+                        (1, x + 0j, "complex")]:
+        with pytest.raises(ValueError, match=what):
+            ctl.command(k, xs)

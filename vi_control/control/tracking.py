@@ -66,7 +66,16 @@ class TrackingController:
         return self.plan.X[k], self.plan.U[k], self.plan.K[k]
 
     def command(self, k: int, x: np.ndarray) -> tuple[np.ndarray, bool]:
-        """Input u for step k at measured state x, and whether the torque part was clamped."""
+        """Input u for step k at measured state x, and whether the torque part was clamped.
+
+        ValueError for a negative or non-integer k (``plan.X[-1]`` would silently be the last stage's reference) or
+        an x that is not a finite state of the plan's size (NaN torques, or numpy's broadcast error, before)."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"command: step index k must be a non-negative integer, got {k!r}")
+        x = np.asarray(x)
+        if x.shape != self.plan.X.shape[1:] or np.iscomplexobj(x) or not np.all(np.isfinite(x)):
+            raise ValueError(f"command: the state must be {self.plan.X.shape[1]} finite real numbers, got "
+                             f"{'shape ' + str(x.shape) if x.shape != self.plan.X.shape[1:] else 'NaN/inf or complex'}")
         x_ref, u_ref, K = self.reference(k)
         e = self.state.diff(x, x_ref)
         if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
