@@ -162,3 +162,24 @@ def test_tracking_command_refuses_a_negative_step_or_a_bad_state():
                         (1, x + 0j, "complex")]:
         with pytest.raises(ValueError, match=what):
             ctl.command(k, xs)
+
+
+def test_pathlib_paths_and_typed_model_keywords(tmp_path):
+    """``vc.load_robot(Path("robot.urdf"))`` and ``vc.load_task(Path(...))`` were refused ("expected a name, a URDF
+    path or a mapping, got PosixPath") although a Path is the path they ask for; ``floating_base="no"`` was taken
+    as true (a truthy string) and ended in a singular-mass-matrix error about a virtual joint; ``name=5`` made a
+    model named 5. Paths are now accepted (a task path with a colon in it too); wrong types are named."""
+    from pathlib import Path
+
+    from vi_control.model.bundled import bundled_urdf
+    robot = vc.load_robot(Path(bundled_urdf("pendulum")), Path("config/pendulum.yaml"))
+    assert robot.joint_names == ["theta"] and robot.actuated == ("theta",)
+    task_file = tmp_path / "a:b.yaml"  # a colon: the text rule would have read the name as YAML
+    task_file.write_text(Path(vc.planning.task.config_file("task_pendulum_swingup")).read_text())
+    assert vc.load_task(task_file).horizon == 100
+    for kwargs, what in [({"floating_base": "no"}, "floating_base"), ({"name": 5}, "name"), ({"name": ""}, "name")]:
+        with pytest.raises(ValueError, match=what):
+            vc.load_robot("pendulum", **kwargs)
+        with pytest.raises(ValueError, match=what):
+            from vi_control.model import load_robot
+            load_robot(bundled_urdf("pendulum"), **kwargs)

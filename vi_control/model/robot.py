@@ -197,6 +197,10 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
         raise SystemConfigError(f"mass_scale: must be a positive finite number up to 1e6, got {mass_scale!r}")
     if inertia_policy is not None and inertia_policy not in INERTIA_POLICIES:
         raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {inertia_policy!r}")
+    if name is not None and (not isinstance(name, str) or not name.strip()):  # (it names plans and logs)
+        raise SystemConfigError(f"name: expected a non-empty string, got {name!r}")
+    if floating_base is not None and not isinstance(floating_base, (bool, np.bool_)):  # ("no" is truthy)
+        raise SystemConfigError(f"floating_base: expected True or False, got {floating_base!r}")
     xml = read_urdf_text(urdf)
     cfg = load_system_config(system)
     if floating_base is not None:

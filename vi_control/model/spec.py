@@ -49,6 +49,10 @@ class ModelSpec:
         s = self.mass_scale
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s > 0):
             raise ModelError(f"mass_scale: must be a positive finite number, got {s!r}")
+        if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
+            raise ModelError(f"model name: expected a non-empty string, got {self.name!r}")
+        if self.floating_base is not None and not isinstance(self.floating_base, bool):
+            raise ModelError(f"floating_base: expected true or false, got {self.floating_base!r}")
         if self.inertia_policy not in (None, *INERTIA_POLICIES):
             raise ModelError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {self.inertia_policy!r}")
 
@@ -58,8 +62,8 @@ class ModelSpec:
         """A spec from a string, a task-file mapping or another spec; ``overrides`` replace fields."""
         if isinstance(value, ModelSpec):
             spec = value
-        elif isinstance(value, str):
-            spec = cls(source=value, base_dir=base_dir)
+        elif isinstance(value, (str, os.PathLike)):  # (a pathlib.Path is a URDF path)
+            spec = cls(source=os.fspath(value), base_dir=base_dir)
         elif isinstance(value, dict):
             unknown = set(value) - _MAPPING_KEYS
             if unknown:

@@ -164,13 +164,16 @@ def _yaml(text: str, where: str):
         raise TaskError(f"{where}task YAML is not valid YAML: {e}") from None
 
 
-def load_task(source: str | dict) -> Task:
+def load_task(source: str | os.PathLike | dict) -> Task:
     """Load and validate a task from a YAML path, YAML text, or a dict; raises TaskError naming the key."""
     base_dir = None
+    path_like = isinstance(source, os.PathLike)  # (a pathlib.Path is a path, whatever characters it holds)
+    if path_like:
+        source = os.fspath(source)
     if isinstance(source, dict):
         d = source
     elif isinstance(source, str):
-        if "\n" not in source and ":" not in source:  # a path or a name in config/ (task YAML text has a colon)
+        if path_like or ("\n" not in source and ":" not in source):  # a path or a name in config/ (YAML has a colon)
             # (an existing non-file — /dev/zero, a FIFO — is refused by read_text_file, not taken for YAML text)
             found = source if os.path.exists(source) else config_file(source)
             if found is None:
