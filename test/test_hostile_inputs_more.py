@@ -183,3 +183,27 @@ def test_pathlib_paths_and_typed_model_keywords(tmp_path):
         with pytest.raises(ValueError, match=what):
             from vi_control.model import load_robot
             load_robot(bundled_urdf("pendulum"), **kwargs)
+
+
+def test_linearization_arguments_are_checked_by_name():
+    """second_order_contraction with a covector of the wrong size ended in numpy's "matmul: Input operand 1 has a
+    mismatch in its core dimension", with a NaN covector it returned NaN Hessians; linearize_trajectory with one
+    input too few "cannot reshape array of size 4 into shape (5,1)"; a NaN trajectory was reported as a bad y0
+    guess the caller never gave. Each now names the argument; valid calls agree with central differences of A."""
+    from vi_control.linearization import linearize, linearize_trajectory, second_order_contraction
+    vi = vc.MidpointVI(vc.load_robot("acrobot"), 0.05, compile=False)
+    x, u = np.array([0.1, 0.2, 0.3, -0.1]), np.array([0.1])
+    with pytest.raises(ValueError, match="covector must be 4 finite numbers"):
+        second_order_contraction(vi, x, u, np.ones(3))
+    with pytest.raises(ValueError, match="with NaN/inf"):
+        second_order_contraction(vi, x, u, np.array([np.nan, 0.0, 0.0, 0.0]))
+    X = vi.simulate(x, np.zeros((3, 1)))[0]
+    with pytest.raises(ValueError, match=r"U \(N, 1\)"):
+        linearize_trajectory(vi, X, np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="state or input contains NaN"):
+        linearize_trajectory(vi, X * np.nan, np.zeros((3, 1)))
+    c, h = np.array([1.0, -2.0, 0.5, 0.3]), 1e-5  # Σ cᵢ ∂²fᵢ/∂x∂x against differences of cᵀA
+    Hxx = second_order_contraction(vi, x, u, c)[0]
+    fd = np.column_stack([(c @ linearize(vi, x + h * e, u).A - c @ linearize(vi, x - h * e, u).A) / (2 * h)
+                          for e in np.eye(4)])
+    assert np.allclose(Hxx, fd, rtol=1e-5, atol=1e-6)

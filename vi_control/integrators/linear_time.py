@@ -261,7 +261,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         ``y0``: initial guess of q_{k+1} (else the ``initial_guess`` rule); ``lam0`` is ignored (no constraints).
         """
         x, u = self.check_inputs(x, u)
-        y0, _ = check_guess(self, y0, lam0, self.nq)
+        y0, _ = check_guess(self, y0, lam0, self.nq)  # (after the state: a bad state is the first thing to name)
         if self._compiled is not None:
             self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
             code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)

@@ -261,7 +261,11 @@ class MidpointVI(SymbolicStepDerivatives):
         guess: both solve the same equations, and a step must not fail only because the cheaper iteration
         contracts too slowly (a planner's line search would otherwise depend on the Newton variant).
         """
-        y0, lam0 = check_guess(self, y0, lam0, self.nd + self.nc)
+        try:
+            y0, lam0 = check_guess(self, y0, lam0, self.nd + self.nc)
+        except ValueError:  # a guess built from a bad state (linearize_trajectory's X[k+1]): name the state first
+            check_state_input(self, x, u)
+            raise
         if self._newton is not None:
             it, rnorm = self._drive(x, u, step_index, y0, lam0)
             nw = self._newton

@@ -100,6 +100,10 @@ def second_order_contraction(vi: Linearizable, x: np.ndarray, u: np.ndarray, cov
         lu, piv, _ = _factor(Ry)
         dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     cov = np.asarray(cov, float).ravel()
+    if cov.size != vi.state.ndx or not np.all(np.isfinite(cov)):  # (numpy's matmul error, or NaN terms, before)
+        got = f"{cov.size}" + ("" if cov.size != vi.state.ndx else " with NaN/inf")
+        raise ValueError(f"second_order_contraction: the covector must be {vi.state.ndx} finite numbers (one per "
+                         f"tangent direction of the state), got {got}")
     # Adjoint of the DEL equations: R_yᵀ μ = −O_yᵀ c (the multiplier of eqs. 16–27's implicit terms).
     mu = -lapack.dgetrs(lu, piv, Oy.T @ cov, trans=1)[0]
     Hz = _project(vi.step_hessian(r, x, u, cov, mu), dydz)
@@ -144,7 +148,11 @@ class TrajectoryLinearization:
 def linearize_trajectory(vi: Linearizable, X: np.ndarray, U: np.ndarray,
                          rcond_warn: float = 1e-8) -> TrajectoryLinearization:
     """A_k, B_k along a trajectory (X: (N+1, nx), U: (N, nu)); flags near-singular steps (§VII)."""
-    X, U = np.asarray(X, float), np.asarray(U, float).reshape(len(X) - 1, vi.nu)
+    X, U = np.asarray(X, float), np.asarray(U, float)
+    if X.ndim != 2 or X.shape[1] != vi.nx or U.size != (len(X) - 1) * vi.nu:
+        raise ValueError(f"linearize_trajectory: X must be (N+1, {vi.nx}) and U (N, {vi.nu}), "
+                         f"got {X.shape} and {U.shape}")
+    U = U.reshape(len(X) - 1, vi.nu)
     N, ndx = len(U), vi.state.ndx
     A, B, rc = np.zeros((N, ndx, ndx)), np.zeros((N, ndx, vi.nu)), np.zeros(N)
     lam = None
