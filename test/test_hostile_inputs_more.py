@@ -207,3 +207,18 @@ def test_linearization_arguments_are_checked_by_name():
     fd = np.column_stack([(c @ linearize(vi, x + h * e, u).A - c @ linearize(vi, x - h * e, u).A) / (2 * h)
                           for e in np.eye(4)])
     assert np.allclose(Hxx, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_a_horizon_the_memory_cannot_hold_is_refused_before_planning():
+    """``horizon: 10000`` is inside the task schema's range [1, 100000], which bounds the pendulum's memory, not a
+    large robot's: a plan holds about four (ndx + nu)² matrices per stage (9 kB a stage measured on panda), so a
+    50-link chain (ndx = 100, nu = 50) needs ~6.7 GiB and tiago_dual's 100 000 steps ~290 GB — the process was
+    killed for memory. plan_task now refuses it first, naming the horizon and the largest one that fits."""
+    from vi_control.model.generate import planar_chain_urdf
+    from vi_control.planning.pipeline import MAX_PLAN_BYTES
+    vi = vc.MidpointVI(vc.load_robot(planar_chain_urdf(50)), 0.01, compile=False)
+    task = vc.load_task("name: long\nmodel: chain10\ndt: 0.01\nhorizon: 10000\nreference: {type: goal}\n"
+                        "weights: {Q: 1, R: 0.1, Qf: 10}\n")
+    n_max = MAX_PLAN_BYTES // (4 * 8 * 150**2)
+    with pytest.raises(vc.TaskError, match=rf"horizon: 10000 steps .* at most {n_max} steps"):
+        vc.plan_task(vi, task)

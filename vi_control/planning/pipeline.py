@@ -31,6 +31,24 @@ __all__ = ["make_system", "start_state", "check_joint_limits", "input_limits", "
            "trajectory_reference", "initial_inputs", "plan_task"]
 
 
+# Memory a plan may take (bytes): per stage the planner holds A_k, B_k, the gains, the Riccati cost-to-go and the step's
+# implicit-function factors, about PLAN_MATRICES_PER_STAGE matrices of (ndx + nu)² doubles (measured on panda:
+# 9 kB per stage against 14 kB estimated). MAX_HORIZON alone bounds the pendulum, not a 101-joint tiago_dual, whose
+# 100 000 steps would need ~290 GB.
+MAX_PLAN_BYTES = 4 * 2**30
+PLAN_MATRICES_PER_STAGE = 4
+
+
+def check_plan_memory(vi: DiscreteSystem, N: int) -> None:
+    """TaskError naming the horizon if N stages of this system would need more than MAX_PLAN_BYTES."""
+    per_stage = PLAN_MATRICES_PER_STAGE * 8 * (vi.state.ndx + vi.nu) ** 2
+    if N * per_stage > MAX_PLAN_BYTES:
+        raise TaskError(f"horizon: {N} steps of a system with {vi.state.ndx} state directions and {vi.nu} inputs "
+                        f"need about {N * per_stage / 2**30:.3g} GiB for the linearizations and gains along the plan "
+                        f"(limit {MAX_PLAN_BYTES / 2**30:g} GiB: at most {MAX_PLAN_BYTES // per_stage} steps); "
+                        "shorten the horizon or lengthen dt")
+
+
 # |h(goal)| a goal may leave (relative to 1 + |q|∞): hand-written goals carry a few digits, the step keeps h to 1e-12.
 GOAL_CONSTRAINT_TOL = 1e-3
 
@@ -250,6 +268,7 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         np.asarray(reference[0], float), np.asarray(reference[1], float))
     if X_ref.shape != (len(U_ref) + 1, nx) or U_ref.shape[1:] != (nu,):
         raise ValueError(f"reference: X_ref {X_ref.shape} and U_ref {U_ref.shape} do not fit nx={nx}, nu={nu}")
+    check_plan_memory(vi, len(U_ref))
     # Every weight of the plan parsed once (each parse validates the YAML values: ~50 µs apiece).
     W = {(g, w): task.weight(w, g, n, nq) for g in ("weights", "lqr", "hold")
          for w, n in (("Q", nx), ("R", nu), ("Qf", nx)) if not (g == "hold" and w == "Qf")}
