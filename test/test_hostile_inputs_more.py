@@ -222,3 +222,23 @@ def test_a_horizon_the_memory_cannot_hold_is_refused_before_planning():
     n_max = MAX_PLAN_BYTES // (4 * 8 * 150**2)
     with pytest.raises(vc.TaskError, match=rf"horizon: 10000 steps .* at most {n_max} steps"):
         vc.plan_task(vi, task)
+
+
+def test_state_estimator_refuses_a_sample_it_would_keep_as_poison():
+    """A NaN configuration given to StateEstimator.update was stored in its history (the call returned None) and
+    made the next, valid sample's momentum NaN; a 3-vector for the acrobot was stored too and the next call died in
+    numpy's broadcast. Such samples are now ValueErrors and the history stays clean: the next valid pair gives the
+    discrete Legendre transform of the two configurations (seed 000 eq. 1b) exactly. NaN velocities are ignored
+    (positions only), as ros2_control's missing velocities are."""
+    vi = vc.MidpointVI(vc.load_robot("acrobot"), 0.05, compile=False)
+    est = vc.StateEstimator(vi)
+    q0, q1 = np.array([0.1, -0.2]), np.array([0.12, -0.19])
+    assert est.update(0.0, q0, None) is None
+    for t, q, qdot in [(0.05, np.array([np.nan, 0.0]), None), (0.05, np.zeros(3), None),
+                       (float("nan"), q1, None), (0.05, q1, np.zeros(3))]:
+        with pytest.raises(ValueError, match="StateEstimator.update"):
+            est.update(t, q, qdot)
+    x = est.update(0.05, q1, np.array([np.nan, np.nan]))
+    assert np.array_equal(x, vi.state_from_configurations(q0, q1))
+    with pytest.raises(ValueError, match="tolerance"):
+        vc.StateEstimator(vi, tolerance=float("nan"))

@@ -7,6 +7,7 @@ x = (q, p) and the returned input into a command. Nothing here imports ROS.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 
 import numpy as np
@@ -132,6 +133,9 @@ class StateEstimator:
                  max_gap: float = 0.05):
         if mode not in ("configurations", "velocities"):
             raise ValueError(f"unknown state estimate {mode!r} (configurations|velocities)")
+        for name, v in (("tolerance", tolerance), ("max_gap", max_gap)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"StateEstimator {name}: expected a finite number >= 0, got {v!r}")
         self.vi, self.mode, self.tolerance, self.max_gap = vi, mode, tolerance, max_gap
         self.mask = vi.robot.continuous_mask
         self._history: deque[tuple[float, np.ndarray]] = deque()  # (t, q), oldest: the newest ≤ t_last − Δt
@@ -140,8 +144,20 @@ class StateEstimator:
         self._history.clear()
 
     def update(self, t: float, q: np.ndarray, qdot: np.ndarray | None) -> np.ndarray | None:
-        """x for the sample (t, q, q̇), or None if neither earlier samples nor a velocity are usable."""
+        """x for the sample (t, q, q̇), or None if neither earlier samples nor a velocity are usable.
+
+        ValueError for a stamp that is not finite or positions that are not nq finite numbers: kept in the history,
+        such a sample made the *next* estimate NaN (or numpy's broadcast error). Velocities that are not finite
+        are not used (ros2_control fills the velocities a joint lacks with NaN); of the wrong size: ValueError."""
         q, dt, hist = np.array(q, float), self.vi.dt, self._history
+        if not math.isfinite(t) or q.shape != (self.vi.nq,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"StateEstimator.update: expected a finite stamp and {self.vi.nq} finite positions, got "
+                             f"t = {t!r}, q of shape {q.shape}{' with NaN/inf' if q.shape == (self.vi.nq,) else ''}")
+        if qdot is not None:
+            if np.shape(qdot) != (self.vi.nq,):
+                raise ValueError(f"StateEstimator.update: expected {self.vi.nq} velocities, got shape {np.shape(qdot)}")
+            if not np.all(np.isfinite(qdot)):
+                qdot = None
         if hist and t == hist[-1][0]:  # the same stamp again: the newer sample replaces it
             hist.pop()
         elif hist and t < hist[-1][0]:  # a clock that went back (simulator reset): start afresh
