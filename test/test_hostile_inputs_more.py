@@ -242,3 +242,22 @@ def test_state_estimator_refuses_a_sample_it_would_keep_as_poison():
     assert np.array_equal(x, vi.state_from_configurations(q0, q1))
     with pytest.raises(ValueError, match="tolerance"):
         vc.StateEstimator(vi, tolerance=float("nan"))
+
+
+@pytest.mark.parametrize("compile", [False, None])
+def test_ddp_refuses_arguments_that_do_not_fit_the_system(compile):
+    """vc.ddp with a cost made for a 2-dimensional state on the acrobot (nx = 4), or a warm start X0 two states
+    short, returned "converged" on the compiled path — its C loop read the cost's and X0's arrays beyond their
+    ends — and failed in numpy's broadcast on the numpy path; a U0 of the wrong shape ended in numpy's reshape
+    error, two input limits for one input in its broadcast error. Each is now a ValueError naming the argument."""
+    vi = vc.MidpointVI(vc.load_robot("acrobot"), 0.05, compile=compile)
+    N, x0, U0 = 3, np.array([0.1, 0.0, 0.0, 0.0]), np.zeros((3, 1))
+    cost = vc.QuadraticTrackingCost(np.zeros((N + 1, 4)), np.zeros((N, 1)), np.eye(4), np.eye(1), np.eye(4))
+    small = vc.QuadraticTrackingCost(np.zeros((N + 1, 2)), np.zeros((N, 1)), np.eye(2), np.eye(1), np.eye(2))
+    for kwargs, what in [(dict(cost=small), "cost: made for nx = 2"), (dict(X0=np.zeros((2, 4))), "X0 has shape"),
+                         (dict(U0=np.zeros((3, 2))), "U0 has shape"), (dict(x0=np.zeros(3)), "x0 has 3 entries"),
+                         (dict(input_limits=np.array([1.0, 2.0])), "input limits: expected one bound or 1")]:
+        args = dict(cost=cost, x0=x0, U0=U0) | kwargs
+        with pytest.raises(ValueError, match=what):
+            vc.ddp(vi, args.pop("cost"), args.pop("x0"), args.pop("U0"), **args)
+    assert vc.ddp(vi, cost, x0, U0).converged

@@ -40,6 +40,7 @@ from .shooting import (
     LogFn,
     OptimizerResult,
     check_optimizer_options,
+    check_problem,
     initial_rollout,
     input_bounds,
     local_model,
@@ -248,6 +249,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     measure, Fig. 3: 1e-6), or when no step decreases J.
     """
     check_optimizer_options(max_iterations, tolerance, regularization)
+    check_problem(vi, cost, x0, U0, X0)
     method = method or ("ddp" if second_order else "ilqr")
     armijo = metric is not None  # a first-order model's d2 is no prediction: plain Armijo on d1
     t0, c0 = time.perf_counter(), time.process_time()

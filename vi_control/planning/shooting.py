@@ -74,11 +74,28 @@ def check_optimizer_options(max_iterations: int, tolerance: float, regularizatio
                              f"{'> 0' if name == 'tolerance' else 'in [0, 1e10]'}, got {v!r}")
 
 
+def check_problem(vi: DiscreteSystem, cost, x0: np.ndarray, U0: np.ndarray, X0: np.ndarray | None = None) -> None:
+    """ValueError naming the argument whose size does not fit the system and the cost's horizon. A cost made for
+    another state size, or a warm start X0 of another horizon, was read by the compiled DDP loop beyond the end
+    of its arrays (and "converged"); a wrong U0 ended in numpy's reshape error."""
+    N = cost.N
+    if (cost.nx, cost.nu) != (vi.nx, vi.nu):
+        raise ValueError(f"cost: made for nx = {cost.nx}, nu = {cost.nu}; the system has nx = {vi.nx}, nu = {vi.nu}")
+    if np.size(x0) != vi.nx:
+        raise ValueError(f"x0 has {np.size(x0)} entries, expected nx = {vi.nx}")
+    if np.size(U0) != N * vi.nu:
+        raise ValueError(f"U0 has shape {np.shape(U0)}, expected ({N}, {vi.nu}): the cost's horizon and the inputs")
+    if X0 is not None and np.shape(X0) != (N + 1, vi.nx):
+        raise ValueError(f"X0 has shape {np.shape(X0)}, expected ({N + 1}, {vi.nx})")
+
+
 def input_bounds(limits: np.ndarray | None, nu: int) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric box |u_i| ≤ limit_i from effort limits (inf = unbounded); (lo, hi)."""
     if limits is None:
         hi = np.full(nu, np.inf)
     else:
+        if np.size(limits) not in (1, nu):
+            raise ValueError(f"input limits: expected one bound or {nu} (one per input), got {np.size(limits)}")
         hi = np.broadcast_to(np.asarray(limits, float), (nu,)).copy()
         if np.any(hi <= 0) or np.any(np.isnan(hi)):
             raise ValueError(f"input limits must be positive (inf for none), got {hi}")
