@@ -261,3 +261,22 @@ def test_ddp_refuses_arguments_that_do_not_fit_the_system(compile):
         with pytest.raises(ValueError, match=what):
             vc.ddp(vi, args.pop("cost"), args.pop("x0"), args.pop("U0"), **args)
     assert vc.ddp(vi, cost, x0, U0).converged
+
+
+def test_simulations_name_a_start_state_of_the_wrong_size():
+    """MidpointVI.simulate, step_rollout (GNI, RDP) and simulate_plan stored x0 with ``X[0] = x0``: a start of the
+    wrong size ended in numpy's "could not broadcast input array from shape (3,) into shape (2,)"; simulate_plan's
+    extra_steps = -5 silently cut the run short. ValueErrors naming x0 / extra_steps now."""
+    vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
+    with pytest.raises(ValueError, match="x0 has size 3"):
+        vi.simulate(np.zeros(3), np.zeros((2, 1)))
+    task = vc.load_task("task_pendulum_swingup")
+    task.max_iterations, task.horizon = 2, 10
+    task.reference = {"type": "goal"}
+    plan, _ = vc.plan_task(vi, task)
+    with pytest.raises(ValueError, match="x0 has size 3"):
+        vc.simulate_plan(vi, plan, np.zeros(3))
+    with pytest.raises(ValueError, match="extra_steps"):
+        vc.simulate_plan(vi, plan, plan.X[0], extra_steps=-5)
+    X, _ = vc.simulate_plan(vi, plan, plan.X[0], extra_steps=2)
+    assert X.shape == (13, 2) and np.allclose(X[:11], plan.X, atol=1e-9)  # the plan replays on its own model

@@ -405,7 +405,7 @@ def step_rollout(system: DiscreteSystem, x0: np.ndarray, inputs: np.ndarray) -> 
     """States (N+1, nx) of a rollout by ``system.solve`` from x0 under ``inputs`` (N, nu), and Newton's iterations per
     step: ``simulate`` of a system without multipliers."""
     X = np.zeros((len(inputs) + 1, system.nx))
-    X[0] = x0
+    X[0] = as_vector(system, x0, system.nx, "x0")
     iterations = []
     for k, u in enumerate(inputs):
         r = system.solve(X[k], u, step_index=k)

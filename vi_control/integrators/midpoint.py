@@ -473,7 +473,7 @@ class MidpointVI(SymbolicStepDerivatives):
         inputs = input_sequence(self, inputs, steps)
         X = np.zeros((len(inputs) + 1, self.nx))
         lams = np.zeros((len(inputs), self.nc))
-        X[0] = x0
+        X[0] = as_vector(self, x0, self.nx, "x0")
         lam = None
         for k, u in enumerate(inputs):
             r = self.solve(X[k], u, step_index=k, lam0=lam)
