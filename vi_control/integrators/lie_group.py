@@ -28,6 +28,8 @@ from .base import (
     State,
     StepDerivatives,
     StepResult,
+    as_vector,
+    check_guess,
     input_sequence,
     step_rollout,
 )
@@ -128,7 +130,8 @@ class LieGroupVI:
 
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
         """x = (q, 𝕀ξ): q the stored coordinates of g, ``qdot`` the body twist ξ (seed 002 §5: ν = ∂l/∂ξ)."""
-        return np.concatenate([np.asarray(q, float), self.inertia @ np.asarray(qdot, float)])
+        q, qdot = as_vector(self, q, self.nq, "q"), as_vector(self, qdot, self.dim, "qdot (the body twist)")
+        return np.concatenate([q, self.inertia @ qdot])
 
     def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Discrete Legendre transform from two configurations Δt apart: ξ = τ⁻¹(g_prev⁻¹g)/h and
@@ -142,11 +145,12 @@ class LieGroupVI:
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """Body twist ξ = 𝕀⁻¹ν."""
-        return self._inertia_inv @ np.asarray(x, float)[self.nq:]
+        return self._inertia_inv @ as_vector(self, x, self.nx, "state x")[self.nq:]
 
     def energy(self, x: np.ndarray) -> float:
         """½⟨ν, 𝕀⁻¹ν⟩ + V(g) (gravity and buoyancy)."""
-        nu = np.asarray(x, float)[self.nq:]
+        x = as_vector(self, x, self.nx, "state x")
+        nu = x[self.nq:]
         b = self.robot
         return float(0.5 * nu @ self._inertia_inv @ nu
                      + potential_energy(self.group, self.pose(x), b.weight, b.buoyancy, b.buoyancy_center))
@@ -170,6 +174,9 @@ class LieGroupVI:
     # ---- one step --------------------------------------------------------------------------------------------
     def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(x, u) as flat float arrays; ValueError naming a wrong size, NaN/inf, or a rotation off SO(3)."""
+        for v, what in ((x, "state"), (u, "input")):
+            if np.iscomplexobj(v):
+                raise ValueError(f"{what} is complex (pass .real if the imaginary part is zero)")
         x = np.asarray(x, float).ravel()
         u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
         if x.size != self.nx:
@@ -200,8 +207,9 @@ class LieGroupVI:
         convergence makes it nearly free): the discrete Noether theorem then holds to round-off over 10⁴ steps.
         """
         x, u = self.check_inputs(x, u)
+        y0, _ = check_guess(self, y0, lam0, self.dim)
         st, P, res = self.settings, self.params, self.functions["residual"]
-        xi = self.initial_guess(x) if y0 is None else np.array(y0, float).ravel()
+        xi = self.initial_guess(x) if y0 is None else y0
         pnorm = float(np.abs(x[self.nq:]).max())
         rnorm, it = np.inf, 0
         for it in range(st.max_iterations + 1):
