@@ -295,3 +295,18 @@ def test_lie_group_integrator_checks_like_the_others():
         with pytest.raises(ValueError, match=what):
             call()
     assert np.allclose(vi.step(x), x, atol=1e-12)
+
+
+@pytest.mark.parametrize("system, what", [({"actuated": []}, "no inputs"),
+                                          ({"prescribed": ["shoulder", "elbow"]}, "no dynamic coordinates")])
+def test_planning_a_model_with_nothing_to_plan_says_so(system, what):
+    """A passive double pendulum (actuated: []) — or a robot without joints, erd:iris_simple — was answered
+    "TaskError: zero-size array to reduction operation minimum which has no identity"; with every joint prescribed
+    LAPACK printed "On entry to DGETRF parameter number 4 had an illegal value" and numpy raised the same
+    zero-size error. plan_task now says what the model lacks."""
+    robot = vc.load_robot("double_pendulum", system)
+    vi = vc.MidpointVI(robot, 0.05, compile=False)
+    task = vc.load_task("name: x\nmodel: double_pendulum\ndt: 0.05\nhorizon: 5\nreference: {type: goal}\n"
+                        "weights: {Q: 1, R: 0.1, Qf: 10}\n")
+    with pytest.raises(vc.TaskError, match=what):
+        vc.plan_task(vi, task)

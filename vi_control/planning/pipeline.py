@@ -258,6 +258,10 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     ``optimizer.continuation`` solves a cold start through its heavier-weighted stages first (planning.continuation).
     """
     require_linearizable(vi, "plan_task")
+    if vi.nu == 0 or vi.nd == 0:  # (numpy's "zero-size array to reduction" or LAPACK's DGETRF complaint before)
+        raise TaskError(f"model: {vi.robot.name!r} has " + ("no inputs (no actuated or prescribed joint): nothing "
+                        "to plan" if vi.nu == 0 else "no dynamic coordinates (every joint prescribed): its motion "
+                        "is the input itself, nothing to plan"))
     if abs(vi.dt - task.dt) > 1e-12:
         raise TaskError(f"dt: the task has dt = {task.dt} but the integrator uses {vi.dt}")
     nx, nu, nq = vi.nx, vi.nu, vi.nq
