@@ -310,3 +310,26 @@ def test_planning_a_model_with_nothing_to_plan_says_so(system, what):
                         "weights: {Q: 1, R: 0.1, Qf: 10}\n")
     with pytest.raises(vc.TaskError, match=what):
         vc.plan_task(vi, task)
+
+
+def test_plan_save_writes_exactly_the_path_it_is_given(tmp_path):
+    """Plan.save went through np.savez, which appends ".npz" to any other name: save(p) then Plan.load(p) failed
+    with "plan file not found", save("/tmp") wrote /tmp.npz beside the directory, save("/dev/null") created
+    /dev/null.npz. The file is now written to exactly the path (through a temporary file renamed into place, so an
+    existing plan is replaced whole), a directory or device is refused, and the round trip is exact."""
+    import os
+    vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
+    task = vc.load_task("task_pendulum_swingup")
+    task.max_iterations, task.horizon, task.reference = 2, 5, {"type": "goal"}
+    plan, _ = vc.plan_task(vi, task)
+    path = tmp_path / "plan_without_suffix"
+    plan.save(path)
+    assert sorted(os.listdir(tmp_path)) == ["plan_without_suffix"]  # no .npz added, no temporary left
+    back = vc.Plan.load(str(path))
+    assert np.array_equal(back.X, plan.X) and np.array_equal(back.K, plan.K) and back.model_hash == plan.model_hash
+    for bad in (tmp_path, "/dev/null"):
+        with pytest.raises(vc.PlanFileError, match="is not a regular file"):
+            plan.save(bad)
+    with pytest.raises(vc.PlanFileError, match="does not exist"):
+        plan.save(tmp_path / "missing" / "p.npz")
+    assert not os.path.exists(str(tmp_path) + ".npz") and not os.path.exists("/dev/null.npz")

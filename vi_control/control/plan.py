@@ -7,8 +7,11 @@ measured state" that planner and controller share.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 
@@ -183,7 +186,17 @@ class Plan:
             U=np.concatenate([self.U[steps:], np.repeat(u_hold[None], steps, axis=0)]),
             K=np.concatenate([self.K[steps:], np.repeat(k_hold[None], steps, axis=0)]))
 
-    def save(self, path: str) -> None:
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the plan to exactly ``path`` (numpy's savez appended ".npz" to any other name, so ``save(p)`` then
+        ``load(p)`` failed, and ``save("/tmp")`` wrote /tmp.npz). Written to a temporary file beside it and renamed
+        into place: an interrupted save leaves the previous file whole. PlanFileError for a directory or another
+        non-regular file (a device or FIFO would be replaced by the rename) or a directory that does not exist."""
+        path = os.fspath(path)
+        if os.path.lexists(path) and not os.path.isfile(path):
+            raise PlanFileError(f"plan file {path!r} is not a regular file")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise PlanFileError(f"plan file {path!r}: directory {folder!r} does not exist")
         meta = dict(dt=self.dt, model_name=self.model_name, model_hash=self.model_hash,
                     joint_names=list(self.joint_names), input_names=list(self.input_names), weights=self.weights,
                     converged=bool(self.converged))
@@ -192,7 +205,16 @@ class Plan:
             extra["K_final"] = self.K_final
         if self.U_final is not None:
             extra["U_final"] = self.U_final
-        np.savez(path, times=self.times, X=self.X, U=self.U, K=self.K, meta=json.dumps(meta), **extra)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".plan-", suffix=".npz.part")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, times=self.times, X=self.X, U=self.U, K=self.K, meta=json.dumps(meta), **extra)
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     @classmethod
     def load(cls, path: str) -> Plan:
@@ -204,6 +226,16 @@ class Plan:
             raise
         except PlanError as e:
             raise PlanFileError(f"{path}: {e}") from None
+
+
+def _umask() -> int:
+    """The process umask, read from /proc (os.umask would change it for every thread while it reads it); 0o022
+    where /proc does not tell. mkstemp creates 0600: a plan file gets the mode a plain open() would give it."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return 0o022
 
 
 def _read_plan_file(path: str) -> tuple[dict, dict]:
