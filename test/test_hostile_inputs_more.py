@@ -333,3 +333,21 @@ def test_plan_save_writes_exactly_the_path_it_is_given(tmp_path):
     with pytest.raises(vc.PlanFileError, match="does not exist"):
         plan.save(tmp_path / "missing" / "p.npz")
     assert not os.path.exists(str(tmp_path) + ".npz") and not os.path.exists("/dev/null.npz")
+
+
+def test_sweep_config_bounds_its_loops():
+    """A robustness config with samples: 1000000000 or success.hold_time: 1e12 s was accepted — a sweep that never
+    ends — and mass_scale: [1, 1e9] drew plants load_robot refuses (mass_scale ≤ 1e6), so every sample failed one
+    by one. Each is now refused when the config is read, naming the key; the bundled config still loads."""
+    import yaml
+
+    from vi_control.planning.task import config_file
+    from vi_control.sweep.config import SweepConfigError, load_robustness_config
+    base = yaml.safe_load(open(config_file("sweep_pendulum")))
+    assert load_robustness_config(base).samples == base["samples"]
+    for change, key in [({"samples": 10**9}, "samples"), ({"success": {"hold_time": 1e12}}, "success.hold_time"),
+                        ({"perturbations": {"mass_scale": [1.0, 1e9]}}, "perturbations.mass_scale")]:
+        with pytest.raises(SweepConfigError, match=key):
+            load_robustness_config(base | change)
+    with pytest.raises(SweepConfigError, match="samples"):
+        load_robustness_config(base, samples=10**9)  # the command line's --samples too

@@ -43,6 +43,10 @@ VECTOR_PARAMETERS = ("q0_offset", "qdot0_offset")  # drawn once per joint
 NOMINAL = {"mass_scale": 1.0, "damping": 0.0, "actuator_gain": 1.0, "sensor_noise": 0.0,
            "q0_offset": 0.0, "qdot0_offset": 0.0}
 _POSITIVE = {"mass_scale"}
+# Stated ranges (docs/reliability.md): every sweep loop is bounded. A sample is one closed-loop rollout and one record.
+MAX_SAMPLES = 1_000_000
+MAX_HOLD_TIME = 3600.0  # s simulated under the hold gain after the plan, per sample
+MAX_MASS_SCALE = 1.0e6  # load_robot's mass_scale range (0, 1e6]: beyond it every sample would fail to load
 _NONNEGATIVE = {"damping", "actuator_gain", "sensor_noise"}
 DISTRIBUTIONS = ("uniform", "normal", "loguniform")
 PLANT_BACKENDS = ("auto", "compiled", "vm")
@@ -218,6 +222,8 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
                  {"samples", "seed", "perturbations", "success", "plant"})
     d = {**d, **{k: v for k, v in overrides.items() if v is not None}}
     samples = _int(d.get("samples", 32), "samples", 1)
+    if samples > MAX_SAMPLES:  # (10⁹ rollouts were accepted: a sweep that never ends)
+        raise SweepConfigError(f"samples: at most {MAX_SAMPLES}, got {samples}")
     seed = _int(d.get("seed", 0), "seed", 0)
     pert = {}
     for name, v in _mapping(d.get("perturbations"), "perturbations", NOMINAL).items():
@@ -227,6 +233,9 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
         if name in _POSITIVE and not lo > 0:
             raise SweepConfigError(f"{key}: must stay positive (a range above 0; a normal's mean − 6σ above 0), "
                                    f"got {v!r}")
+        if name == "mass_scale" and not hi <= MAX_MASS_SCALE:
+            raise SweepConfigError(f"{key}: must stay within (0, {MAX_MASS_SCALE:g}] (the model's mass_scale range), "
+                                   f"got {v!r}")
         if name in _NONNEGATIVE and not lo >= 0:
             raise SweepConfigError(f"{key}: must stay non-negative (a normal's mean − 6σ too), got {v!r}")
         pert[name] = dist
@@ -235,8 +244,8 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
     if not tol > 0:
         raise SweepConfigError(f"success.tolerance: must be positive, got {tol}")
     hold = _number(succ.get("hold_time", 2.0), "success.hold_time")
-    if not (np.isfinite(hold) and hold >= 0):
-        raise SweepConfigError(f"success.hold_time: must be a non-negative number of seconds, got {hold}")
+    if not (np.isfinite(hold) and 0 <= hold <= MAX_HOLD_TIME):
+        raise SweepConfigError(f"success.hold_time: must be a number of seconds in [0, {MAX_HOLD_TIME:g}], got {hold}")
     return RobustnessConfig(samples=samples, seed=seed, perturbations=pert, tolerance=tol, hold_time=hold,
                             clamp=_choice(succ.get("clamp", True), "success.clamp", (True, False)),
                             plant=_choice(d.get("plant", "auto"), "plant", PLANT_BACKENDS))
