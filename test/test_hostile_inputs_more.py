@@ -351,3 +351,17 @@ def test_sweep_config_bounds_its_loops():
             load_robustness_config(base | change)
     with pytest.raises(SweepConfigError, match="samples"):
         load_robustness_config(base, samples=10**9)  # the command line's --samples too
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_linear_time_step_beside_a_mass_matrix_singularity(backend):
+    """The linear-time VI's default guess IG3 (semi-implicit Euler, seed 001 §3.3) predicted a shoulder turn of
+    ~4e9 rad beside the fold (and 2.4e5 rad for icub's neck at q = 0): RIQN, Newton and every substep of the
+    fallback chain then failed ("residual norm 1.5e16"). As in the midpoint VI, a guess beyond max_rotation is
+    replaced by q_k (IG1). The root agrees with the midpoint VI's on this model to O(Δt²) of the motion."""
+    robot = vc.load_robot(FOLDED)
+    vi = vc.make_integrator("linear_time", robot, 0.01, backend=backend)
+    x, u = np.array([0.0, 1e-7, 1e-3, 0.0]), np.array([0.1, 0.0])
+    r = vi.solve(x, u)
+    mid = vc.MidpointVI(robot, 0.01, compile=False).step(x, u)
+    assert np.abs(r.x[:2] - mid[:2]).max() < 1e-6 and abs(r.x[0] - x[0]) < 0.01

@@ -249,9 +249,16 @@ class LinearTimeVI(SymbolicStepDerivatives):
             return q.copy()
         v = self.velocity(x)
         if self.initial_guess_name == "IG2":
-            return q + dt * v
-        a = pin.aba(self._model, self._data, q, v, self._torques(u) - self.damping * v)
-        return q + dt * (v + dt * a)
+            q1 = q + dt * v
+        else:
+            a = pin.aba(self._model, self._data, q, v, self._torques(u) - self.damping * v)
+            q1 = q + dt * (v + dt * a)
+        # Beside a singularity of M(q_k) the predicted turn can be huge where the root is not (icub's neck at
+        # q = 0: 2.4e5 rad): a guess no accepted root can be near is replaced by q_k (IG1), in the C driver alike.
+        if not np.abs(q1 - q)[self._rotational].max(initial=0.0) <= self.settings.max_rotation \
+                or not np.all(np.isfinite(q1)):
+            return q.copy()
+        return q1
 
     def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
               y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:

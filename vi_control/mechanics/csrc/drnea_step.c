@@ -465,6 +465,15 @@ static int ltvi_attempt(const Ctx* c, int method, int ig, const double* x, const
       aba_solve(c, v, dq, 1, f);
       for (ll i = 0; i < n; i++) q1[i] = q0[i] + dt*(v[i] + dt*f[i]);
     }
+    /* Beside a singularity of M(q_k) the predicted turn can be huge where the root is not (icub's neck at q = 0):
+       a guess no accepted root can be near (a turn beyond max_rotation, NaN) is replaced by q_k (IG1), as in the
+       midpoint VI's driver (LinearTimeVI.initial_guess alike). */
+    const ll* rot_ = c->par + n + 2;
+    for (ll i = 0; i < n; i++)
+      if ((rot_[i] && !(fabs(q1[i] - q0[i]) <= c->dp[19])) || !isfinite(q1[i])) {
+        memcpy(q1, q0, n*sizeof(double));
+        break;
+      }
   }
   int tries = 0;
   while (residual(c, q0, q1, cst, f)) {
