@@ -182,3 +182,17 @@ def test_task_models_the_nodes_cannot_express_are_refused():
 
     with pytest.raises(ModelError, match="mass_scale, floating_base and inertia_policy have no node parameter"):
         model_parameters(ModelSpec.parse({"bundled": "acrobot", "mass_scale": 2.0}))
+
+
+def test_task_overrides_configure_all_three_nodes_alike():
+    """The simulator starts at the task's start on the task's Δt; a nonholonomic model (the diff-drive) runs the
+    GNI (seed 003) in all three nodes, a model with joints only the midpoint VI (the nodes' default)."""
+    from vi_control.ros.main_job import task_overrides
+
+    over, robot = task_overrides("task_diffdrive_parking")
+    assert robot.n_nonholonomic > 0 and {over[n].get("integrator") for n in over} == {"gni"}
+    assert over["simulator"]["dt"] == over["controller"]["dt"] == 0.05
+    assert over["planner"]["task"].endswith("config/task_diffdrive_parking.yaml")
+    over, robot = task_overrides("task_panda_reach")
+    assert not any("integrator" in o for o in over.values()) and robot.nq == 7
+    assert over["simulator"]["initial_positions"] == [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]

@@ -205,7 +205,8 @@ def model_parameters(spec) -> dict:
 def task_overrides(task_source: str) -> tuple[dict[str, dict], object]:
     """Per node, the parameters that run a task YAML (a name in config/ or a path) through the nodes in lockstep:
     the task's model, Δt and start for the simulator and controller, the task (as an absolute path) for the
-    planner; and the simulated robot. Vehicles (a free-floating body, vehicle mode) are not covered."""
+    planner, and the GNI (seed 003) on all three for a model with nonholonomic constraints; and the simulated
+    robot. Vehicles (a free-floating body, vehicle mode) are not covered."""
     import os
 
     from ..planning.task import load_task
@@ -215,11 +216,12 @@ def task_overrides(task_source: str) -> tuple[dict[str, dict], object]:
     task = load_task(path)
     spec = task.model_spec
     robot = spec.load()
-    model = model_parameters(spec)
+    model = model_parameters(spec) | ({"integrator": "gni"} if robot.n_nonholonomic else {})  # seed 003
     q0 = np.zeros(robot.nq) if task.q0 is None else task.q0
     qdot0 = np.zeros(robot.nq) if task.qdot0 is None else task.qdot0
     sim = model | {"dt": task.dt, "initial_positions": q0.tolist(), "initial_velocities": qdot0.tolist()}
-    return {"simulator": sim, "controller": model | {"dt": task.dt}, "planner": {"task": path}}, robot
+    planner = {"task": path} | ({"integrator": "gni"} if robot.n_nonholonomic else {})
+    return {"simulator": sim, "controller": model | {"dt": task.dt}, "planner": planner}, robot
 
 
 def main(argv: list[str] | None = None) -> int:
