@@ -45,6 +45,12 @@ class JointStops:
             if j.type in ("revolute", "prismatic") and j.lower < j.upper and j.name not in coupled:
                 self.lower[i], self.upper[i] = j.lower, j.upper
         self.stopped = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+        # The common case (nothing near a limit) in one test of |q − mid| ≤ half; a one-sided limit takes the full test.
+        finite = np.isfinite(self.lower) & np.isfinite(self.upper)
+        one_sided = np.isfinite(self.lower) != np.isfinite(self.upper)
+        lo, hi = np.where(finite, self.lower, 0.0), np.where(finite, self.upper, 0.0)
+        self._mid = 0.5 * (lo + hi)
+        self._half = np.where(finite, 0.5 * (hi - lo) + STOP_TOLERANCE, np.where(one_sided, -1.0, np.inf))
         self._held: dict[tuple[tuple[int, float], ...], MidpointVI] = {}
         self.active: tuple[tuple[int, float], ...] = ()  # (joint index, bound) held in the last step
 
@@ -70,12 +76,12 @@ class JointStops:
         """x_{k+1} from x_k under u_k with the stops (StepError as ``MidpointVI.step``)."""
         x1 = self.vi.step(x, u, step_index=step_index)
         active: set[tuple[int, float]] = set()
-        if self.stopped:
+        if self.stopped and not (np.abs(x1[: self.vi.nq] - self._mid) <= self._half).all():  # (cheap when inside)
             q0 = np.asarray(x, float)[: self.vi.nq]
             crossed = self._crossed(q0, x1[: self.vi.nq])
             while crossed - active:  # a held joint can push another one beyond its limit
                 active |= crossed
                 x1 = self.held_system(tuple(sorted(active))).step(x, u, step_index=step_index)
                 crossed = self._crossed(q0, x1[: self.vi.nq])
-        self.active = tuple(sorted(active))
+        self.active = tuple(sorted(active)) if active else ()
         return x1
