@@ -365,3 +365,18 @@ def test_linear_time_step_beside_a_mass_matrix_singularity(backend):
     r = vi.solve(x, u)
     mid = vc.MidpointVI(robot, 0.01, compile=False).step(x, u)
     assert np.abs(r.x[:2] - mid[:2]).max() < 1e-6 and abs(r.x[0] - x[0]) < 0.01
+
+
+def test_feedback_guess_about_a_reference_the_system_cannot_step_from_is_none():
+    """feedback_initial_guess promises None when a step fails (its callers — the collocation polish, the task's
+    ``initial_guess: feedback`` — then start open loop), but a reference stage the VI cannot step from (so100's
+    LG2 reach resampled onto Δt = 0.05 s: its wrist turning 5.6 rad a step) raised the step's error out of
+    plan_task ("Newton did not converge at step None"). The linearization about such a stage is now a failed guess."""
+    from vi_control.planning.ddp import feedback_initial_guess
+    vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
+    X = np.array([[0.0, 0.0], [0.1, 1e3], [0.2, 0.0]])  # 1000 N·m·s: a turn of ~100 rad in one step
+    U = np.zeros((2, 1))
+    weights = (np.eye(2), np.eye(1), np.eye(2))
+    assert feedback_initial_guess(vi, X[0], X, U, weights=weights) is None
+    X[1, 1] = 0.1  # a reference it can step from: a guess, finite
+    assert np.all(np.isfinite(feedback_initial_guess(vi, X[0], X, U, weights=weights)))

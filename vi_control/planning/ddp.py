@@ -32,7 +32,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ..control.lqr import tv_lqr
-from ..integrators.base import Linearizable
+from ..integrators.base import Linearizable, StepError
 from ..linearization import linearize, second_order_contraction
 from .compiled import compiled_stages
 from .cost import QuadraticTrackingCost
@@ -210,7 +210,10 @@ def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: n
     lo, hi = input_bounds(input_limits, vi.nu)
     x0, U = np.asarray(x0, float), np.asarray(U, float)
     if K is None:
-        lins = [linearize(vi, X[k], U[k]) for k in range(len(U))]
+        try:  # (a reference stage the system cannot step from — a resampled collocation too fast for the VI — is a
+            lins = [linearize(vi, X[k], U[k]) for k in range(len(U))]  # failed guess: callers fall back to open loop)
+        except StepError:
+            return None
         K, _ = tv_lqr(np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins]), *weights)
         ro = rollout(vi, x0, U, lo=lo, hi=hi, X_nom=X, K=-K)  # rollout's convention: u = U + K (x − X)
     else:
