@@ -261,7 +261,7 @@ class ControllerNode(ManagedNode):
             self.warn("plan rejected", f"plan rejected: {e}", level="error")
             return
         # (the plan's Δt becomes the state estimate's: the same bounds as `dt`)
-        if not self.runner.admit(seq, plan, PARAMETERS["dt"].range):
+        if not self.runner.admit(seq, plan, PARAMETERS["dt"].range, self.intake.limits):
             return
         if abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
             self._build(plan.dt)
