@@ -380,3 +380,14 @@ def test_feedback_guess_about_a_reference_the_system_cannot_step_from_is_none():
     assert feedback_initial_guess(vi, X[0], X, U, weights=weights) is None
     X[1, 1] = 0.1  # a reference it can step from: a guess, finite
     assert np.all(np.isfinite(feedback_initial_guess(vi, X[0], X, U, weights=weights)))
+
+
+def test_make_integrator_names_a_model_of_the_wrong_kind():
+    """make_integrator("midpoint", "pendulum", 0.1) — a model's name where the model goes — ended in
+    "AttributeError: 'str' object has no attribute 'nonholonomic'"; a RobotModel given to the Lie-group VI, in
+    another AttributeError. A TypeError now says what to pass."""
+    with pytest.raises(TypeError, match=r"must be a RobotModel \(vc.load_robot"):
+        vc.make_integrator("midpoint", "pendulum", 0.1)
+    with pytest.raises(TypeError, match="must be a RigidBodyModel"):
+        vc.make_integrator("lie_group", vc.load_robot("pendulum"), 0.1)
+    assert vc.make_integrator("gni", vc.load_robot("pendulum"), 0.1).nx == 2

@@ -35,6 +35,11 @@ def make_integrator(name: str, robot: RobotModel | RigidBodyModel, dt: float, **
     """The integrator called ``name`` ('midpoint', 'linear_time', 'gni' or 'lie_group') for ``robot`` at time
     step ``dt``; ``options`` go to its constructor (e.g. ``settings=NewtonSettings(...)``, ``method='riqn'``,
     ``retraction='exp'``). 'lie_group' takes a RigidBodyModel (``model.rigid_body``), the others a RobotModel."""
+    wanted = RigidBodyModel if name == "lie_group" else RobotModel
+    if name in INTEGRATORS and not isinstance(robot, wanted):  # (a model's name gave "'str' object has no attribute")
+        how = "vc.load_rigid_body(...)" if name == "lie_group" else "vc.load_robot(...)"
+        raise TypeError(f"make_integrator({name!r}): the model must be a {wanted.__name__} ({how}), "
+                        f"got {type(robot).__name__} {robot!r:.60}")
     if name == "midpoint":
         from .midpoint import MidpointVI
 
