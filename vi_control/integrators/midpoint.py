@@ -262,7 +262,8 @@ class MidpointVI(SymbolicStepDerivatives):
         contracts too slowly (a planner's line search would otherwise depend on the Newton variant).
         """
         try:
-            y0, lam0 = check_guess(self, y0, lam0, self.nd + self.nc)
+            if y0 is not None or lam0 is not None:  # (the common call has neither: no cost then)
+                y0, lam0 = check_guess(self, y0, lam0, self.nd + self.nc)
         except ValueError:  # a guess built from a bad state (linearize_trajectory's X[k+1]): name the state first
             check_state_input(self, x, u)
             raise
