@@ -35,6 +35,7 @@ class PlanRunner:
     detail) of an aborted plan, ``fault_counts`` per kind) of one controller.
 
     ``settings``: the controller's live parameters (read at each use): ``accept_unconverged``, ``gain_scale``,
+    ``hold_integral_gain``,
     ``retime_tolerance``, ``path_tolerance``, ``goal_tolerance``, ``goal_time_tolerance``, ``safe_mode``,
     ``safe_damping``. ``robot``, ``vi``: the model and its discrete system (``set_system`` for a plan's Δt);
     ``vehicle``: tolerances on τ⁻¹(X_k⁻¹x) (a Lie-group state) instead of joint angles; ``error_names``: what the
@@ -117,7 +118,8 @@ class PlanRunner:
 
     def set_plan(self, plan: Plan) -> None:
         """Track ``plan`` with the current gain_scale (also to apply a new gain_scale to the active plan)."""
-        self.law = tracking_law(plan, self.vi, self.p["gain_scale"])
+        ki = 0.0 if self.vehicle else self.p.get("hold_integral_gain", 0.0)  # (on joint positions only)
+        self.law = tracking_law(plan, self.vi, self.p["gain_scale"], ki)
         self.active_plan = plan  # unscaled: a later gain_scale applies to it
 
     def _maybe_enter(self, t: float, x: np.ndarray) -> None:
