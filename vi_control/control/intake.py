@@ -11,9 +11,9 @@ joints (one of several drivers: an arm and a wrist, a base and an arm) goes thro
 first: at its stamp the other drivers' joints are interpolated (or extrapolated) from their own recent samples;
 joints with none within ``merge_age`` are a stale state ("waiting for joint(s) [...]"), a message older than the
 last merged one is only recorded. A message with every joint passes through unchanged while no partial one came.
-A refusal forgets the state and restarts the estimate. Nothing here imports ROS: the controller node decodes the messages, reads its clock and acts on the
-verdict (``Estimate``: command from it; ``Fault``: refused, the safe command; ``Republished``: answer it once; None: no
-estimate yet).
+A refusal forgets the state and restarts the estimate. Nothing here imports ROS: the controller node decodes the
+messages, reads its clock and acts on the verdict (``Estimate``: command from it; ``Fault``: refused, the safe
+command; ``Republished``: answer it once; None: no estimate yet).
 """
 
 from __future__ import annotations

@@ -74,6 +74,10 @@ PARAMETERS: dict[str, Param] = {
                             choices=("configurations", "velocities")),
     "state_timeout": Param(0.5, "a joint state whose stamp is older than this on the node's clock is stale; "
                                 "one this far in the future is refused [s]", range=(1e-4, 3600.0), **_LIVE),
+    "joint_state_merge_age": Param(0.05, "joints split over several drivers' joint_states: another driver's joints "
+                                         "are interpolated (or extrapolated) to a message's stamp from two of its "
+                                         "samples at most this far apart and old; older: a stale state [s]",
+                                   range=(1e-4, 10.0), **_LIVE),
     "safe_mode": Param("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)",
                        choices=("zero", "damping"), **_LIVE),
     "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]", range=(0.0, 1e6), **_LIVE),
@@ -133,13 +137,14 @@ class ControllerNode(ManagedNode):
             error_names = POSE_ERROR_NAMES[: self.vi.dim]
         else:
             act_q_index = np.array([r.joint_index(n) for n in r.actuated], int)
-            self.reader = RawJointStateReader(r.joint_names)
+            self.reader = RawJointStateReader(r.joint_names, partial=True)
             limits = self._limits()
             self.state_msg = ControllerStateMessage(r, list(act_q_index))
             error_names = r.joint_names
         self.cmd = RawFloat64MultiArray(self.vi.nu)  # serialized once; each tick writes its values
         self.intake = StateIntake(self.vi, limits, p["state_timeout"], p["state_estimate"],
-                                  notice=self.get_logger().warning, on_clock_back=self._clock_went_back)
+                                  notice=self.get_logger().warning, on_clock_back=self._clock_went_back,
+                                  merge_age=p["joint_state_merge_age"])
         self.runner = PlanRunner(r, self.vi, p, self.vehicle, error_names, act_q_index, self.get_logger(), self.warn)
         self.counts = dict(commands=0, safe=0)
         self._rate_mark = (time.monotonic(), 0, 0)
@@ -216,6 +221,8 @@ class ControllerNode(ManagedNode):
             return None
         if name == "state_timeout":
             self.intake.timeout = float(value)
+        if name == "joint_state_merge_age" and not self.vehicle:
+            self.intake.merger.max_age = float(value)
         if name in _LIMIT_KEYS and not self.vehicle:
             self.intake.limits = self._limits()
         elif name == "gain_scale" and self.runner.law is not None:
@@ -289,7 +296,8 @@ class ControllerNode(ManagedNode):
         except ValueError as e:
             return self._use(self.intake.invalid(str(e)))
         now = self._now()
-        self._use(self.intake.joint_state(t, self.reader.q, self.reader.qdot if has_v else None, now), now)
+        reader = self.reader
+        self._use(self.intake.joint_state(t, reader.q, reader.qdot if has_v else None, now, reader.carried), now)
 
     def on_odometry(self, msg: Odometry) -> None:
         """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist, stamp checked as a joint state's."""
@@ -375,7 +383,7 @@ class ControllerNode(ManagedNode):
         span = max(now - t0, 1e-9)
         self.rates = ((states - s0) / span, (self.counts["commands"] - c0) / span)
         self._rate_mark = (now, states, self.counts["commands"])
-        law, state = run.law, self.intake.state
+        law, state, merger = run.law, self.intake.state, self.intake.merger
         if not self.active:
             level, status = WARN, "inactive"
         elif run.fault is not None or run.aborted is not None:
@@ -395,6 +403,7 @@ class ControllerNode(ManagedNode):
                       safe_commands=self.counts["safe"], last_fault=run.fault or "",
                       foreign_joint_states=self.intake.counts["foreign"],
                       unstamped_joint_states=self.intake.counts["unstamped"],
+                      **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
                       **{f"faults: {k}": n for k, n in run.fault_counts.items()})
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))
