@@ -66,7 +66,7 @@ def _merge(stream, max_age: float = 0.05):
             merger.missing_at = getattr(merger, "missing_at", []) + [t]
         if not isinstance(out, Sample):
             continue
-        factor, extrapolated, hold = np.zeros(2), False, np.zeros(2)
+        factor, hold = np.zeros(2), np.zeros(2)
         other = ~mask
         s = sorted(seen[other.tobytes()])
         after = [x for x in s if x >= t]
@@ -123,3 +123,110 @@ def test_interpolation_out_of_order_and_the_same_stamp_again():
     assert again.t == 1.010 and np.array_equal(again.q, s.q)
     later = m.add(1.030, ARM, q_of(1.030), None)  # past the wrist's newest: extrapolated from its last two
     assert later.q[1] == pytest.approx(q_of(1.0)[1] + (q_of(1.025)[1] - q_of(1.0)[1]) * 1.2, abs=1e-15)
+
+
+def test_configuration_estimate_from_merged_states_is_a_full_rate_drivers(vi, rng):
+    """Positions only: the configurations estimate (seed 000 eq. 1b) of the merged stream against the same estimate
+    fed the exact q(t) at the same stamps (one full-rate driver): p differs by at most the merge errors ε of q(t)
+    and of the samples q(t − Δt) is interpolated from, through ∂p/∂q ≈ M/Δt (1.5 (ε_t + ε_{t−Δt}) ‖M‖∞ / Δt);
+    the full-rate driver's p is M(q) q̇ of the analytic motion to O(Δt)."""
+    model = vi.robot.pin_model
+    data = model.createData()
+    _, emitted = _merge(_stream(rng, 1.0, velocities=False))
+    merged, single = StateEstimator(vi, "configurations"), StateEstimator(vi, "configurations")
+    eps = [(s.t, float(np.max(Q2 * f))) for s, f, _, _ in emitted]  # each merged sample's error bound
+    n, worst_single, ratio = 0, 0.0, 0.0
+    for (s, _, _, _), (_, eps_t) in zip(emitted, eps):
+        assert s.qdot is None
+        x, x_ref = merged.update(s.t, s.q, None), single.update(s.t, q_of(s.t), None)
+        assert (x is None) == (x_ref is None)
+        if x is None:
+            continue
+        n += 1
+        M = pin.crba(model, data, q_of(s.t))
+        M = np.triu(M) + np.triu(M, 1).T
+        # q(t − Δt) lies between merged samples up to max_gap (50 ms) before it
+        eps_before = max(e for t, e in eps if s.t - DT - 0.05 <= t <= s.t)
+        bound = 1.5 * (eps_t + eps_before) * np.abs(M).sum(axis=1).max() / DT
+        gap = float(np.abs(x[2:] - x_ref[2:]).max())
+        assert gap <= bound, (s.t, gap, bound)
+        ratio = max(ratio, gap / bound)
+        worst_single = max(worst_single, float(np.abs(x_ref[2:] - M @ qdot_of(s.t)).max()))
+    assert n > 300 and ratio > 0.1  # (the bound is not vacuous)
+    assert worst_single < 0.05
+
+
+def test_a_silent_driver_gives_no_state_and_names_its_joints():
+    """The wrist's driver stops: within max_age its joint is extrapolated, beyond it nothing is emitted and Missing
+    names the joint and when it was last seen; the driver back, states resume at once."""
+    m = JointStateMerger(NAMES, 0.05)
+    for t in (1.00, 1.02):
+        m.add(t, WRIST, q_of(t), None)
+    assert isinstance(m.add(1.069, ARM, q_of(1.069), None), Sample)  # 49 ms past the newest: extrapolated
+    out = m.add(1.0712, ARM, q_of(1.0712), None)
+    assert isinstance(out, Missing) and out.joints == ["elbow"] and out.last_seen == pytest.approx(0.0512)
+    assert str(out) == "waiting for joint(s) ['elbow'] (last seen 0.051 s ago)"
+    assert m.counts == dict(partial=4, waiting=3)  # (the wrist's first two: no arm yet)
+    m.add(1.08, WRIST, q_of(1.08), None)  # back, but 60 ms after its previous sample: no slope to go on
+    assert isinstance(m.add(1.081, ARM, q_of(1.081), None), Missing)
+    m.add(1.09, WRIST, q_of(1.09), None)
+    assert isinstance(m.add(1.091, ARM, q_of(1.091), None), Sample)
+
+
+def test_overlapping_drivers_the_newest_sample_wins_and_full_messages():
+    """Two drivers both publishing the elbow: at a stamp the elbow comes from the driver whose sample of it is
+    newest. A message with every joint passes through unchanged (the same arrays) while no partial one came; after
+    that it is one more group of the merge."""
+    m = JointStateMerger(NAMES, 0.05)
+    q, v = q_of(0.5), qdot_of(0.5)
+    out = m.add(0.5, None, q, v)
+    assert out.q is q and out.qdot is v and not m.active
+    both = np.array([True, True])
+    m.add(1.000, WRIST, np.array([np.nan, 0.30]), None)  # (partial: from now on a full message is one more group)
+    assert m.add(1.001, both, np.array([0.10, 0.41]), None).q.tolist() == [0.10, 0.41]
+    m.add(1.010, WRIST, np.array([np.nan, 0.31]), None)
+    s = m.add(1.011, both, np.array([0.11, 0.40]), None)  # the arm driver's elbow differs (a miscalibration)
+    assert s.q.tolist() == [0.11, 0.40]  # its own sample at 1.011 is the newest elbow
+    s = m.add(1.013, WRIST, np.array([np.nan, 0.33]), None)  # now the wrist's is the newest elbow
+    assert s.q[1] == 0.33 and s.q[0] == pytest.approx(0.11 + 0.01 * 0.2, abs=1e-14)  # shoulder extrapolated
+
+
+def test_state_intake_merges_partial_joint_states(vi):
+    """The controller's intake on two drivers' messages: a state from the arm and wrist together (the discrete state
+    of the merged q − Δt q̇, q), the other joint's entries never read; NaN in a carried joint, wrong sizes: refused
+    as before; unstamped: stamped on receipt; the wrist silent beyond the merge age: a stale state naming it; both
+    drivers' stamps and the clock back together (a simulator reset): the clock-reset path, then estimates again."""
+    resets = []
+    it = StateIntake(vi, JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3), 0.5, merge_age=0.05,
+                     on_clock_back=lambda t, last: resets.append(t))
+
+    def arm(t):  # (the elbow's entries are never read: NaN and a huge velocity prove it)
+        return np.array([q_of(t)[0], np.nan]), np.array([qdot_of(t)[0], 9e9])
+
+    def wrist(t):
+        return np.array([np.nan, q_of(t)[1]]), np.array([np.nan, qdot_of(t)[1]])
+
+    v = it.joint_state(2.000, *arm(2.000), now=2.0, carried=ARM)
+    assert isinstance(v, Fault) and v == Fault(FAULT_STALE, "waiting for joint(s) ['elbow'] (not seen in time)")
+    assert it.joint_state(2.000, *wrist(2.000), now=2.0, carried=WRIST).t == 2.000  # both at 2.000: exact
+    est = it.joint_state(2.010, *arm(2.010), now=2.01, carried=ARM)
+    assert isinstance(est, Fault)  # the elbow's only sample, at 2.000: one is not enough to extrapolate
+    it.joint_state(2.010, *wrist(2.010), now=2.01, carried=WRIST)
+    est = it.joint_state(2.015, *arm(2.015), now=2.02, carried=ARM)
+    assert isinstance(est, Estimate) and est.t == 2.015
+    q1 = np.array([q_of(2.015)[0], q_of(2.000)[1] + 1.5 * (q_of(2.010)[1] - q_of(2.000)[1])])
+    v1 = np.array([qdot_of(2.015)[0], qdot_of(2.000)[1] + 1.5 * (qdot_of(2.010)[1] - qdot_of(2.000)[1])])
+    assert est.x == pytest.approx(vi.state_from_configurations(q1 - DT * v1, q1), abs=1e-12)
+    assert it.joint_state(2.016, np.array([0.1, np.nan]), None, now=2.02, carried=WRIST) == Fault(
+        FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
+    assert it.joint_state(2.016, np.zeros(3), None, now=2.02, carried=WRIST) == Fault(
+        FAULT_INVALID_STATE, "joint state has 3 positions for the model's 2")
+    assert isinstance(it.joint_state(0.0, *arm(2.02), now=2.02, carried=ARM), Estimate)  # stamped on receipt
+    assert it.counts["unstamped"] == 1 and it.state.t == 2.02
+    stale = it.joint_state(2.070, *arm(2.070), now=2.07, carried=ARM)  # the wrist's newest is 60 ms old
+    assert stale == Fault(FAULT_STALE, "waiting for joint(s) ['elbow'] (last seen 0.060 s ago)")
+    for t in (0.5, 0.51):  # a simulator reset: every driver's stamps and the clock back to 0.5 s
+        it.joint_state(t, *wrist(t), now=t, carried=WRIST)
+        est = it.joint_state(t, *arm(t), now=t, carried=ARM)
+    assert resets == [0.5] and isinstance(est, Estimate) and est.t == 0.51
+    assert it.merger.counts["partial"] == 11  # (the two refused before the merge: not counted)

@@ -124,12 +124,12 @@ class JointStateMerger:
             self.counts["partial"] += 1
         key = carried.tobytes()
         group = self._groups.get(key)
+        if group is not None and t < group.newest - self.max_age:  # its stamps went back: a reset, all afresh
+            self.reset()
+            group = None
         if group is None:
             idx = np.flatnonzero(carried)
             group = self._groups[key] = _Group(idx, self.continuous[idx])
-        elif t < group.newest - self.max_age:  # this driver's stamps went back: a reset, every group afresh
-            self.reset()
-            return self.add(t, carried, q, qdot)
         group.record(t, q[group.idx].copy(), None if qdot is None else qdot[group.idx].copy())
         if self.last is not None and t < self.last:
             return None
