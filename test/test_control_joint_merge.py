@@ -9,7 +9,15 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from vi_control.control.intake import FAULT_INVALID_STATE, FAULT_STALE, Estimate, Fault, JointLimits, StateIntake
+from vi_control.control.intake import (
+    FAULT_INVALID_STATE,
+    FAULT_STALE,
+    Estimate,
+    Fault,
+    JointLimits,
+    Republished,
+    StateIntake,
+)
 from vi_control.control.joint_merge import JointStateMerger, Missing, Sample
 from vi_control.control.tracking import StateEstimator
 from vi_control.integrators.midpoint import MidpointVI
@@ -54,8 +62,8 @@ def _stream(rng, duration: float, velocities: bool):
 def _merge(stream, max_age: float = 0.05):
     """Feed the stream; the emitted samples with, per joint, |t − a| |t − b| / 2 for the pair (a, b) of its driver's
     samples the merger must use — the two around t, else the last two (0 where the message itself carried it) —,
-    whether that was an extrapolation, and the error a zero-order hold of the newest sample at or before t would
-    have had."""
+    whether that was an extrapolation, the error a zero-order hold of the newest sample at or before t would have
+    had, and the bound of the velocity's error."""
     merger = JointStateMerger(NAMES, max_age, np.array([True, True]))
     seen = {ARM.tobytes(): [], WRIST.tobytes(): []}
     emitted = []
@@ -66,14 +74,16 @@ def _merge(stream, max_age: float = 0.05):
             merger.missing_at = getattr(merger, "missing_at", []) + [t]
         if not isinstance(out, Sample):
             continue
-        factor, hold = np.zeros(2), np.zeros(2)
+        factor, hold, v_bound = np.zeros(2), np.zeros(2), np.zeros(2)
         other = ~mask
         s = sorted(seen[other.tobytes()])
         after = [x for x in s if x >= t]
-        a, b = (max(x for x in s if x <= t), after[0]) if after else (s[-2], s[-1])
+        # (one sample only, at the start: extrapolated with its velocity — Taylor's bound with a = b)
+        a, b = (max(x for x in s if x <= t), after[0]) if after else (s[-2], s[-1]) if len(s) > 1 else (s[0], s[0])
         factor[other] = abs(t - a) * abs(t - b) / 2
+        v_bound[other] = (Q3 * factor)[other] if a != b else (Q2 * abs(t - a))[other]
         hold[other] = np.abs(q_of(t) - q_of(max(x for x in s if x <= t)))[other]
-        emitted.append((out, factor, not after, hold))
+        emitted.append((out, factor, not after, hold, v_bound))
     return merger, emitted
 
 
@@ -87,10 +97,10 @@ def test_merged_joint_states_are_the_motion_to_the_linear_interpolation_bound(rn
     assert len(emitted) > 0.6 * sum(1 for m in stream if m[2][0])
     assert np.all(np.diff([e[0].t for e in emitted]) > 0)
     errors, bounds = [], []
-    for s, factor, _, _ in emitted:
+    for s, factor, _, _, v_bound in emitted:
         err, bound = np.abs(s.q - q_of(s.t)), Q2 * factor
         assert np.all(err <= 1.01 * bound + 1e-12), (s.t, err, bound)
-        assert np.all(np.abs(s.qdot - qdot_of(s.t)) <= 1.01 * Q3 * factor + 1e-12)
+        assert np.all(np.abs(s.qdot - qdot_of(s.t)) <= 1.01 * v_bound + 1e-12)
         errors.append(err[1])
         bounds.append(bound[1])
     # streaming, the wrist's joint is mostly extrapolated (its newer sample has not come yet), sometimes interpolated
@@ -134,9 +144,9 @@ def test_configuration_estimate_from_merged_states_is_a_full_rate_drivers(vi, rn
     data = model.createData()
     _, emitted = _merge(_stream(rng, 1.0, velocities=False))
     merged, single = StateEstimator(vi, "configurations"), StateEstimator(vi, "configurations")
-    eps = [(s.t, float(np.max(Q2 * f))) for s, f, _, _ in emitted]  # each merged sample's error bound
+    eps = [(s.t, float(np.max(Q2 * f))) for s, f, _, _, _ in emitted]  # each merged sample's error bound
     n, worst_single, ratio = 0, 0.0, 0.0
-    for (s, _, _, _), (_, eps_t) in zip(emitted, eps):
+    for (s, _, _, _, _), (_, eps_t) in zip(emitted, eps):
         assert s.qdot is None
         x, x_ref = merged.update(s.t, s.q, None), single.update(s.t, q_of(s.t), None)
         assert (x is None) == (x_ref is None)
@@ -171,6 +181,9 @@ def test_a_silent_driver_gives_no_state_and_names_its_joints():
     assert isinstance(m.add(1.081, ARM, q_of(1.081), None), Missing)
     m.add(1.09, WRIST, q_of(1.09), None)
     assert isinstance(m.add(1.091, ARM, q_of(1.091), None), Sample)
+    m.add(1.20, WRIST, q_of(1.20), qdot_of(1.20))  # after a gap, with its velocity: extrapolated with that
+    s = m.add(1.21, ARM, q_of(1.21), None)
+    assert s.q[1] == q_of(1.20)[1] + 0.01 * qdot_of(1.20)[1] and s.qdot is None  # (the arm gave no velocity)
 
 
 def test_overlapping_drivers_the_newest_sample_wins_and_full_messages():
@@ -209,14 +222,15 @@ def test_state_intake_merges_partial_joint_states(vi):
     v = it.joint_state(2.000, *arm(2.000), now=2.0, carried=ARM)
     assert isinstance(v, Fault) and v == Fault(FAULT_STALE, "waiting for joint(s) ['elbow'] (not seen in time)")
     assert it.joint_state(2.000, *wrist(2.000), now=2.0, carried=WRIST).t == 2.000  # both at 2.000: exact
-    est = it.joint_state(2.010, *arm(2.010), now=2.01, carried=ARM)
-    assert isinstance(est, Fault)  # the elbow's only sample, at 2.000: one is not enough to extrapolate
-    it.joint_state(2.010, *wrist(2.010), now=2.01, carried=WRIST)
+    est = it.joint_state(2.010, *arm(2.010), now=2.01, carried=ARM)  # the elbow's only sample: with its velocity
+    q1 = np.array([q_of(2.010)[0], q_of(2.000)[1] + 0.01 * qdot_of(2.000)[1]])
+    assert est.x == pytest.approx(vi.state_from_configurations(q_of(2.000), q1), abs=1e-12)  # (Δt after 2.000)
+    # the wrist's 2.010 after the arm's: 2.010 again, a republished state (the estimate keeps its first 2.010)
+    assert isinstance(it.joint_state(2.010, *wrist(2.010), now=2.01, carried=WRIST), Republished)
     est = it.joint_state(2.015, *arm(2.015), now=2.02, carried=ARM)
     assert isinstance(est, Estimate) and est.t == 2.015
-    q1 = np.array([q_of(2.015)[0], q_of(2.000)[1] + 1.5 * (q_of(2.010)[1] - q_of(2.000)[1])])
-    v1 = np.array([qdot_of(2.015)[0], qdot_of(2.000)[1] + 1.5 * (qdot_of(2.010)[1] - qdot_of(2.000)[1])])
-    assert est.x == pytest.approx(vi.state_from_configurations(q1 - DT * v1, q1), abs=1e-12)
+    q2 = np.array([q_of(2.015)[0], q_of(2.000)[1] + 1.5 * (q_of(2.010)[1] - q_of(2.000)[1])])
+    assert est.x == pytest.approx(vi.state_from_configurations((q_of(2.000) + q1) / 2, q2), abs=1e-12)
     assert it.joint_state(2.016, np.array([0.1, np.nan]), None, now=2.02, carried=WRIST) == Fault(
         FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
     assert it.joint_state(2.016, np.zeros(3), None, now=2.02, carried=WRIST) == Fault(
@@ -226,7 +240,7 @@ def test_state_intake_merges_partial_joint_states(vi):
     stale = it.joint_state(2.070, *arm(2.070), now=2.07, carried=ARM)  # the wrist's newest is 60 ms old
     assert stale == Fault(FAULT_STALE, "waiting for joint(s) ['elbow'] (last seen 0.060 s ago)")
     for t in (0.5, 0.51):  # a simulator reset: every driver's stamps and the clock back to 0.5 s
-        it.joint_state(t, *wrist(t), now=t, carried=WRIST)
         est = it.joint_state(t, *arm(t), now=t, carried=ARM)
+        it.joint_state(t, *wrist(t), now=t, carried=WRIST)
     assert resets == [0.5] and isinstance(est, Estimate) and est.t == 0.51
     assert it.merger.counts["partial"] == 11  # (the two refused before the merge: not counted)

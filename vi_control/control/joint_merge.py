@@ -6,8 +6,9 @@ joints one message carries. At the stamp t of each message the other groups' joi
 their two samples that bracket t, or extrapolated linearly from their last two samples when t is past their newest:
 a zero-order hold of a slow driver's joints would put steps into the finite difference of q(t) and q(t − Δt) that
 the configurations estimate takes (``tracking.StateEstimator``). The two samples used must be at most ``max_age``
-apart and t at most ``max_age`` past the newer one; otherwise the joint is missing and nothing is emitted
-(``Missing`` names the joints and how long ago they were last seen). Velocities are merged only if every group used
+apart and t at most ``max_age`` past the newer one; a driver with only one such sample (its first, or its first
+after a gap) is extrapolated with the velocity it measured, if it sends velocities. Otherwise the joint is missing
+and nothing is emitted (``Missing`` names the joints and how long ago they were last seen). Velocities are merged only if every group used
 gives them (else None: the estimate takes positions). A joint carried by several groups (two drivers publishing
 it) takes the value of the group with the newest sample. Continuous joints are interpolated on the circle.
 
@@ -75,16 +76,19 @@ class _Group:
         i = next((k for k in range(len(s) - 1, -1, -1) if s[k][0] <= t), None)
         if i is None:
             return None
-        if s[i][0] == t:
-            return s[i][1], s[i][2]
+        t_i, q_i, v_i = s[i]
+        if t_i == t:
+            return q_i, v_i
         a, b = (s[i], s[i + 1]) if i + 1 < len(s) else (s[i - 1], s[i]) if i > 0 else (None, None)
-        if a is None or b[0] - a[0] > max_age or t - b[0] > max_age:
-            return None
-        w = (t - a[0]) / (b[0] - a[0])  # > 1: extrapolated past the newest sample
-        d = b[1] - a[1]
-        d[self.mask] = wrap_angle(d[self.mask])
-        qdot = a[2] + w * (b[2] - a[2]) if a[2] is not None and b[2] is not None else None
-        return a[1] + w * d, qdot
+        if a is not None and b[0] - a[0] <= max_age and t - b[0] <= max_age:
+            w = (t - a[0]) / (b[0] - a[0])  # > 1: extrapolated past the newest sample
+            d = b[1] - a[1]
+            d[self.mask] = wrap_angle(d[self.mask])
+            qdot = a[2] + w * (b[2] - a[2]) if a[2] is not None and b[2] is not None else None
+            return a[1] + w * d, qdot
+        if v_i is not None and t - t_i <= max_age:  # one recent sample (a driver's first): its own velocity
+            return q_i + (t - t_i) * v_i, v_i
+        return None
 
 
 class JointStateMerger:
