@@ -1,22 +1,22 @@
 """One robot's joints from several drivers' joint states: partial messages merged into full samples (t, q, q̇).
 
-Real robots often publish their joints from two drivers on one ``joint_states`` topic (an arm and a wrist or
-gripper driver, a mobile base and an arm), each at its own rate with its own stamps. A *group* is the set of model
-joints one message carries. At the stamp t of each message the other groups' joints are *interpolated* between
-their two samples that bracket t, or extrapolated linearly from their last two samples when t is past their newest:
-a zero-order hold of a slow driver's joints would put steps into the finite difference of q(t) and q(t − Δt) that
-the configurations estimate takes (``tracking.StateEstimator``). The two samples used must be at most ``max_age``
-apart and t at most ``max_age`` past the newer one; a driver with only one such sample (its first, or its first
-after a gap) is extrapolated with the velocity it measured, if it sends velocities. Otherwise the joint is missing
-and nothing is emitted (``Missing`` names the joints and how long ago they were last seen). Velocities are merged only if every group used
-gives them (else None: the estimate takes positions). A joint carried by several groups (two drivers publishing
-it) takes the value of the group with the newest sample. Continuous joints are interpolated on the circle.
+Real robots often publish their joints from two drivers on one ``joint_states`` topic (an arm and a wrist or gripper
+driver, a mobile base and an arm), each at its own rate with its own stamps. A *group* is the set of model joints one
+message carries. At the stamp t of each message the other groups' joints are *interpolated* between their two samples
+that bracket t, or extrapolated linearly from their last two samples when t is past their newest: a zero-order hold of a
+slow driver's joints would put steps into the finite difference of q(t) and q(t − Δt) that the configurations estimate
+takes (``tracking.StateEstimator``). The two samples used must be at most ``max_age`` apart and t at most ``max_age``
+past the newer one; a driver with only one such sample (its first, or its first after a gap) is extrapolated with the
+velocity it measured, if it sends velocities. Otherwise the joint is missing and nothing is emitted (``Missing`` names
+the joints and how long ago they were last seen). Velocities are merged only if every group used gives them (else None:
+the estimate takes positions). A joint carried by several groups (two drivers publishing it) takes the value of the
+group with the newest sample. Continuous joints are interpolated on the circle.
 
-Emitted stamps never go back: a message older than the last emitted stamp (drivers' messages arrive out of stamp
-order) is only recorded; one at that stamp again gives that stamp again (a republished state). A group whose own
-stamps go back by more than ``max_age`` (a simulator reset) starts every group afresh. While no partial message has
-come, a message with every joint passes through unchanged (the same arrays: bit-identical to no merger at all).
-ROS-free: the controller's ``intake.StateIntake`` and the planner node feed it decoded messages.
+Emitted stamps never go back: a message older than the last emitted stamp (drivers' messages arrive out of stamp order)
+is only recorded; one at that stamp again gives that stamp again (a republished state). A group whose own stamps go back
+by more than ``max_age`` (a simulator reset) starts every group afresh. While no partial message has come, a message
+with every joint passes through unchanged (the same arrays: bit-identical to no merger at all). ROS-free: the
+controller's ``intake.StateIntake`` and the planner node feed it decoded messages.
 """
 
 from __future__ import annotations
