@@ -71,7 +71,8 @@ def test_configuration_estimate_at_driver_rates_other_than_the_plan(vi_100hz, rn
 
 def test_raw_reader_ignores_other_drivers_and_keeps_its_cache(rng):
     """Arm and gripper drivers alternating on one topic: the gripper's message is a ForeignJointState (ignored by
-    the nodes), the arm's are read correctly before and after it; a message with only some joints stays an error."""
+    the nodes), the arm's are read correctly before and after it. A message with only some joints is an error for a
+    reader that needs them all (a goal); one reading a driver of several (``partial``) reads them and says which."""
     pytest.importorskip("rclpy")
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
@@ -89,9 +90,18 @@ def test_raw_reader_ignores_other_drivers_and_keeps_its_cache(rng):
         gripper = JointState(name=["finger", "finger_2"], position=[0.01, 0.02])
         with pytest.raises(ForeignJointState, match="none of the model's joints"):
             raw.read_raw(serialize_message(gripper))
+    wrist = serialize_message(JointState(name=["j1", "j2", "finger"], position=[0.5, 0.25, 0.0], velocity=[1.0] * 3))
     with pytest.raises(ValueError, match=r"lacks joint\(s\) \['j3'\]") as info:
-        raw.read_raw(serialize_message(JointState(name=["j1", "j2", "finger"], position=[0.0, 0.0, 0.0])))
+        raw.read_raw(wrist)
     assert not isinstance(info.value, ForeignJointState)
+    partial = RawJointStateReader(arm, partial=True)
+    for _ in range(2):  # (the cached order too)
+        assert partial.read_raw(wrist) == (0.0, True) and partial.carried.tolist() == [True, True, False]
+        assert partial.q[:2].tolist() == [0.5, 0.25]
+        nan_in_j3 = JointState(name=["j1", "j2", "j3"], position=[0.1, 0.2, np.nan])
+        with pytest.raises(ValueError, match="positions contain NaN"):  # a joint it carries: refused as before
+            partial.read_raw(serialize_message(nan_in_j3))
+    assert partial.carried is None and partial.q[:2].tolist() == [0.1, 0.2]  # all carried (the NaN one refused)
 
 
 def test_controller_with_real_drivers_over_dds(ros, vi_100hz, rng):
@@ -310,3 +320,108 @@ def test_planner_stamps_unstamped_joint_states_on_receipt(ros):
     plan = rec.plan()[1]
     assert t_m < plan.times[0] < t_m + 30.0
     assert plan.X[0, 0] == pytest.approx(0.3, abs=1e-6)
+
+
+def _split_driver(domain: int, namespace: str, joints: str, every: int, dt: float, log_dir):
+    """test/split_driver.py as its own process: one driver publishing ``joints`` every ``every``-th step."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from vi_control.ros.launcher import ros_environment
+
+    log = open(Path(log_dir) / f"driver_{joints.replace(',', '_')}.log", "w")
+    return subprocess.Popen([sys.executable, str(Path(__file__).with_name("split_driver.py")), namespace, joints,
+                             str(every), str(dt)], stdout=log, stderr=subprocess.STDOUT,
+                            env=ros_environment(domain), start_new_session=True)
+
+
+def _stop(proc) -> None:
+    import os
+    import signal
+    import subprocess
+
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5.0)
+
+
+GENTLE_REACH = """name: double_pendulum_reach_100hz
+model: {bundled: double_pendulum}
+dt: 0.01
+horizon: 150
+start: {q: [0.0, 0.0], qdot: [0, 0]}
+goal: {q: [0.6, -0.4]}
+reference: {type: goal, u: hold}
+initial_guess: hold_start
+weights: {Q: {q: 1.0, p: 0.1}, R: 1.0, Qf: {q: 1.0e+4, p: 1.0e+3}}
+optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6}
+lqr: {Q: {q: 100.0, p: 1.0}, R: 0.01, Qf: {q: 100.0, p: 1.0}}
+hold: {Q: {q: 100.0, p: 1.0}, R: 0.01}
+"""
+
+
+def test_two_drivers_split_the_joints_planner_and_controller_merge_them(request, tmp_path):
+    """The bundled double pendulum in lockstep (a 1.5 s reach at Δt = 10 ms; |q̈| up to 30 rad/s²) with its joint
+    states split over two driver processes on one topic: shoulder every step (100 Hz), elbow every other step
+    (50 Hz), each with the simulator's stamps, arriving in either order. The planner plans from the merged start
+    (q = (0.1, −0.1), where the simulator starts, not the task's 0); the controller tracks the plan with the elbow
+    extrapolated between its samples — to 3e-2 rad (measured 1.1–1.4e-2 in-process; the full message: 2e-4,
+    both drivers every step: 2–3e-3) — and holds the goal. Then the elbow's driver stops: the controller names the
+    missing joint and sends the safe command."""
+    pytest.importorskip("rclpy")
+    import threading
+
+    from vi_control.ros.launcher import domain_id_for, run_namespace
+    from vi_control.ros.main_job import run_closed_loop
+
+    domain, ns, dt = domain_id_for(request.node.name), run_namespace(request.node.name), 0.01
+    task = tmp_path / "task.yaml"
+    task.write_text(GENTLE_REACH)
+    model = dict(model="double_pendulum", system_yaml="", dt=dt)
+    overrides = {"simulator": dict(model, mode="lockstep", initial_positions=[0.1, -0.1],
+                                   initial_velocities=[0.0, 0.0]),
+                 "controller": dict(model, trigger="joint_state"),
+                 "planner": dict(model, task=str(task))}
+    split = {"joint_states": "split_joint_states"}  # the nodes hear only the two drivers
+    drivers = [_split_driver(domain, ns, "shoulder", 1, dt, tmp_path),
+               _split_driver(domain, ns, "elbow", 2, dt, tmp_path)]
+    stopped_at: list[float] = []
+
+    def stop_elbow_after_the_plan(procs, rec):
+        def watch():
+            end = rec.plan()[1].times[-1] + 0.3
+            while rec.wait_for(lambda: rec.states and rec.states[-1][1] >= end, 0.5) is False:
+                if drivers[1].poll() is not None or not procs["controller"].alive:
+                    return
+            stopped_at.append(rec.states[-1][1])
+            _stop(drivers[1])
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    try:
+        run = run_closed_loop(domain, str(tmp_path / "logs"), overrides=overrides, joint_names=["shoulder", "elbow"],
+                              hold_time=1.0, timeout=150.0, namespace=ns, on_start=stop_elbow_after_the_plan,
+                              remaps={"controller": split, "planner": split})
+    finally:
+        for d in drivers:
+            _stop(d)
+    logs = "\n".join(f"--- {n}\n{t[-3000:]}" for n, t in run.logs.items())
+    assert not run.error, run.error + logs
+    planner, controller = run.logs["planner"], run.logs["controller"]
+    assert "planning from the measured state" in planner and "task's x_0" not in planner, logs
+    plan = run.first_plan
+    assert plan.X[0, :2] == pytest.approx([0.1, -0.1], abs=1e-9)  # both joints, from two drivers
+    err = run.tracking_error(np.ones(2, bool))
+    assert np.isfinite(err).sum() > 0.8 * err.size, logs
+    print(f"split drivers: max tracking error {np.nanmax(np.abs(err)):.3g} rad")
+    assert np.nanmax(np.abs(err)) < 3e-2, logs
+    held = (run.stamps > plan.times[-1] + 0.1) & (run.stamps < plan.times[-1] + 0.3)  # before the elbow stopped
+    assert held.any() and np.abs(run.q[held] - plan.X[-1, :2]).max() < 3e-2
+    assert stopped_at, logs
+    assert "joint states stale: waiting for joint(s) ['elbow'] (last seen" in controller, logs
+    assert "-> safe command (damping)" in controller
