@@ -34,6 +34,7 @@ from ..control.runner import PlanRunner
 from ..control.tracking import TrackingController
 from ..integrators import make_integrator
 from .common import (
+    JOINT_STATES_QOS,
     LATCHED_QOS,
     MODEL_PARAMETERS,
     SENSOR_QOS,
@@ -154,7 +155,8 @@ class ControllerNode(ManagedNode):
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
         state_sub = self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS) if self.vehicle else \
-            self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS, raw=True)
+            self.create_subscription(JointState, "joint_states", self.on_joint_state, JOINT_STATES_QOS,
+                                     raw=True)
         self.own_subs = [state_sub, self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan",
                                                              self.on_plan, LATCHED_QOS)]
         self.wall = Clock(clock_type=ClockType.STEADY_TIME)
