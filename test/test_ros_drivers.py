@@ -371,9 +371,13 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     processes onto the topic the planner and controller hear: ``one`` driver with both joints every step (the
     reference), or ``two``: the shoulder every step (100 Hz) and the elbow every other step (50 Hz), each with the
     simulator's stamps, arriving in either order. The planner plans from the merged state (the simulator's q = 0
-    at rest, not the task's start (0.3, 0.2)); the controller tracks the 1.5 s reach (|q̈| up to 30 rad/s²) to the
-    same tolerance either way, 0.03 rad (measured: one driver 1.8e-3–2.6e-3 rad, two 5.4e-3–8.9e-3), and holds
-    the goal. Then the elbow's driver stops: the controller names the missing joint and sends the safe command."""
+    at rest, not the task's start (0.3, 0.2)); the controller tracks the 1.5 s reach (|q̈| up to 30 rad/s²) to one
+    tolerance either way, 0.04 rad, and holds the goal. Measured (max |q − X_k| over the plan, on a loaded 2-core
+    machine): one driver 3e-14 to 1.5e-3 rad in four runs (a command that missed its step), two drivers 1.2e-2 to
+    1.9e-2 rad in six — the elbow extrapolated over 10 ms from samples 20 ms apart, its error entering p through
+    ∂p/∂q ≈ M/Δt (in-process lockstep: 1.1–1.4e-2). Then, `joint_state_merge_age` set to 0.2 s live, the elbow's
+    driver stops: the controller names the missing joint once 0.2 s have passed and sends the safe command;
+    /diagnostics counts the partial messages and those that found the elbow missing."""
     pytest.importorskip("rclpy")
     import threading
 
@@ -385,22 +389,30 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     task.write_text(REACH_100HZ)
     model = dict(model="double_pendulum", system_yaml="", dt=dt)
     overrides = {"simulator": dict(model, mode="realtime", initial_positions=[0.0, 0.0], initial_velocities=[0.0, 0.0]),
-                 "controller": dict(model, trigger="joint_state"),
-                 "planner": dict(model, task=str(task), expected_solve_time=1.0)}
+                 "controller": dict(model, trigger="joint_state", log_throttle_period=0.0),
+                 "planner": dict(model, task=str(task))}
     split = {"joint_states": "split_joint_states"}  # the nodes hear only the drivers
     procs = [_split_driver(domain, ns, "shoulder,elbow", 1, dt, tmp_path)] if drivers == "one" else \
         [_split_driver(domain, ns, "shoulder", 1, dt, tmp_path), _split_driver(domain, ns, "elbow", 2, dt, tmp_path)]
     stopped_at: list[float] = []
+    diagnostics: list[dict] = []
 
     def stop_elbow_after_the_plan(nodes, rec):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from test_ros_interfaces import _set
+
         def watch():
             end = rec.plan()[1].times[-1] + 0.3
             while not rec.wait_for(lambda: rec.states and rec.states[-1][1] >= end, 0.5):
                 if not nodes["controller"].alive:
                     return
-            stopped_at.append(rec.states[-1][1])
+            # live: the controller waits longer for the elbow from now on (its log says when it gave up)
+            stopped_at.append(_set(rec, "vi_controller", joint_state_merge_age=0.2))
+            stopped_at.append(time.time())
             _stop(procs[1])
 
+        rec.create_subscription(DiagnosticArray, "diagnostics", lambda m: diagnostics.extend(
+            {v.key: v.value for v in st.values} for st in m.status if st.name.endswith("vi_controller")), 10)
         if drivers == "two":
             threading.Thread(target=watch, daemon=True).start()
 
@@ -417,13 +429,21 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     assert "planning from the measured state" in planner and "task's x_0" not in planner, logs
     plan = run.first_plan
     assert plan.X[0, :2] == pytest.approx([0.0, 0.0], abs=1e-3)  # both joints as measured, at rest
-    err = run.tracking_error(np.ones(2, bool))
+    if ", re-timed:" in controller:  # (the plan came late, the simulator starved of CPU: it starts when it came)
+        plan = plan.shifted(float(controller.split("at k=0 (state t=")[1].split(",")[0]))
+    err = run.tracking_error(np.ones(2, bool), plan)
     assert np.isfinite(err).sum() > 0.8 * err.size, logs
     print(f"{drivers} driver(s): max tracking error {np.nanmax(np.abs(err)):.3g} rad")
-    assert np.nanmax(np.abs(err)) < 3e-2, logs
+    assert np.nanmax(np.abs(err)) < 4e-2, logs
     held = (run.stamps > plan.times[-1] + 0.1) & (run.stamps < plan.times[-1] + 0.3)  # (before the elbow stops)
-    assert held.any() and np.abs(run.q[held] - plan.X[-1, :2]).max() < 3e-2
-    if drivers == "two":
-        assert stopped_at, logs
-        assert "joint states stale: waiting for joint(s) ['elbow'] (last seen" in controller, logs
-        assert "-> safe command (damping)" in controller
+    assert held.any() and np.abs(run.q[held] - plan.X[-1, :2]).max() < 4e-2
+    counts = diagnostics[-1] if diagnostics else {}
+    if drivers == "one":
+        assert counts.get("partial_joint_states") == "0" and "waiting for joint" not in controller, (counts, logs)
+        return
+    assert stopped_at[0] == [(True, "")], logs
+    after = [line for line in controller.splitlines() if "waiting for joint(s) ['elbow'] (last seen" in line
+             and float(line.split("] [")[1]) > stopped_at[1]]  # (the log's wall-clock stamps)
+    assert after and "-> safe command (damping)" in after[0], logs
+    assert 0.2 <= float(after[0].split("(last seen ")[1].split()[0]) < 0.3, logs  # the live-set 0.2 s had passed
+    assert int(counts["partial_joint_states"]) > 300 and int(counts["waiting_joint_states"]) > 0, counts
