@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LANGUAGES = {"python", "yaml", "bash", "sh", "xml", "text"}
@@ -57,6 +59,54 @@ def blocks(path: Path) -> list[Block]:
             open_fence = None
     assert open_fence is None, f"{path.name}:{start + 1}: a fence is never closed"
     return out
+
+
+# What an example says it gives, checked after it runs: ``name = ...  # -> [0.247, 0.363]`` (the value to the
+# digits shown) and ``print(...)  # text`` (the text's words and its numbers of three or more significant digits appear
+# in what the block printed; one-digit figures like "9 iterations" or "5e-20" are orders of magnitude, not claims).
+VALUE_CLAIM = re.compile(r"^(\w+)\s*=.*#\s*->\s*(\[[^\]]*\]|[-+]?[\d.]+(?:e[-+]?\d+)?)")
+PRINT_CLAIM = re.compile(r"^print\(.*\)\s*#\s*(.+)$")
+CLAIM_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+
+
+@dataclass(frozen=True)
+class Claim:
+    line: int  # in the Markdown file
+    name: str  # the variable a value claim is about ("" for a print)
+    text: str  # the claimed value or printed text
+
+
+def claims(block: Block) -> list[Claim]:
+    """The value and print claims of a python block (see VALUE_CLAIM, PRINT_CLAIM)."""
+    out = []
+    for i, line in enumerate(block.text.split("\n")):
+        if m := VALUE_CLAIM.match(line):
+            out.append(Claim(block.line + 1 + i, m.group(1), m.group(2)))
+        elif m := PRINT_CLAIM.match(line):
+            out.append(Claim(block.line + 1 + i, "", m.group(1).strip()))
+    return out
+
+
+def _significant(number: str) -> int:
+    mantissa = number.lstrip("+-").split("e")[0].replace(".", "").lstrip("0")
+    return len(mantissa)
+
+
+def claim_problems(claim: Claim, namespace: dict, printed: str) -> list[str]:
+    """Why the block's result contradicts its claim (empty: it holds)."""
+    if claim.name:
+        want = np.array([float(v) for v in CLAIM_NUMBER.findall(claim.text)])
+        decimals = max((len(v.split(".")[1]) for v in CLAIM_NUMBER.findall(claim.text) if "." in v and "e" not in v),
+                       default=0)
+        got = np.atleast_1d(np.asarray(namespace.get(claim.name), dtype=float))
+        if got.shape != want.shape or not np.allclose(got, want, rtol=0, atol=0.5 * 10.0**-decimals + 1e-15):
+            return [f"line {claim.line}: {claim.name} = {got.tolist()}, the comment says {claim.text}"]
+        return []
+    text = re.sub(r"\(.*?\)", "", claim.text)  # a parenthesis explains, it is not printed verbatim
+    words = re.findall(r"[A-Za-z]{4,}", text)
+    numbers = [v for v in CLAIM_NUMBER.findall(text) if "e" not in v and _significant(v) >= 3]
+    return [f"line {claim.line}: printed {printed.strip()!r}, the comment claims {w!r}"
+            for w in words + numbers if w not in printed]
 
 
 def markers(paths: list[Path] = DOC_FILES) -> list[tuple[str, str, bool]]:

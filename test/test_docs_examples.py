@@ -4,11 +4,15 @@ that reads them in real use, shell commands checked against the repository (test
 The python blocks of one file run in order in one namespace (later blocks use earlier blocks' names), in a
 temporary working directory, with single-threaded BLAS. A failure names the file and the block's line, and the
 traceback points at the line of the Markdown file. ``<!-- docs-test: skip (reason) -->`` directly above a block
-skips it (at most MAX_SKIPS in the whole docs tree, each with its reason).
+skips it (at most MAX_SKIPS in the whole docs tree, each with its reason). What a block's comments say it gives is
+checked after it runs: ``x = ...  # -> [values]`` to the digits shown, ``print(...)  # text`` against what it printed
+(docs_blocks.claims).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import traceback
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -23,6 +27,8 @@ from docs_blocks import (
     all_blocks,
     blocks,
     check_yaml,
+    claim_problems,
+    claims,
     classify_yaml,
     commands,
     console_scripts,
@@ -58,13 +64,17 @@ def execute(block: Block, run: _FileRun, monkeypatch) -> None:
     monkeypatch.setenv("MPLBACKEND", "Agg")
     code = compile("\n" * block.line + block.text, str(block.path), "exec")
     run.done.add(block.line)
+    printed = io.StringIO()
     try:
-        exec(code, run.ns)
+        with contextlib.redirect_stdout(printed):
+            exec(code, run.ns)
     except Exception as e:  # any exception of an example is the failure reported
         run.failed = block.where
         tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))  # from the block's frame on
     if run.failed == block.where:
         pytest.fail(f"{block.where}: the python block failed\n{tb}", pytrace=False)
+    problems = [p for c in claims(block) for p in claim_problems(c, run.ns, printed.getvalue())]
+    assert not problems, f"{block.where}: the example does not give what its comments say\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=_id)
@@ -212,3 +222,27 @@ def test_skip_marker_is_read_from_the_line_above_and_needs_a_reason(tmp_path):
     assert [b.skip for b in blocks(md)] == ["a 5 min benchmark", None, ""]
     assert len(markers([md])) == 3 and _bad_markers(markers([md])) == [
         "page.md:9: 'skip'", "page.md:12: 'skip (not above a block)'"]
+
+
+def test_docs_make_claims_the_checks_read():
+    """The claims checked are there: README's step value (REFERENCE §1) and planner.md's printed result."""
+    found = {(c.name, b.path.name) for b in PYTHON for c in claims(b)}
+    assert ("x1", "README.md") in found and ("", "planner.md") in found
+
+
+@pytest.mark.parametrize("line, value, printed, problem", [
+    ("x = f()  # -> [0.24713619, 0.36272388]", [0.24713619, 0.36272388], "", None),
+    ("x = f()  # -> [0.24713619, 0.36272388]", [0.2471362, 0.36272388], "", "x = "),  # off in the 8th decimal
+    ("x = f()  # -> [0.25, 0.36]", [0.2471, 0.3627], "", None),  # to the digits shown
+    ("x = f()  # -> 1.5", [1.5, 2.0], "", "x = "),  # shape
+    ("print(r)  # ddp: converged in 9 iterations (|dJ| = 5e-20), cost 691.647, a few ms", None,
+     "ddp: converged in 7 iterations (|dJ| = 4.7e-20 < tolerance), cost 691.647, 5 ms", None),
+    ("print(r)  # ddp: converged in 9 iterations, cost 691.647", None, "ddp: converged in 9 iterations, cost 691.648",
+     "'691.647'"),
+    ("print(r)  # ddp: converged, cost 691.647", None, "ddp: stopped at the cap, cost 691.647", "'converged'"),
+])
+def test_claim_check_holds_the_shown_digits_and_words(line, value, printed, problem):
+    block = Block(Path("doc.md"), 1, "python", line, None)
+    (claim,) = claims(block)
+    problems = claim_problems(claim, {"x": value}, printed)
+    assert (problem is None and not problems) or (problem is not None and len(problems) == 1 and problem in problems[0])

@@ -126,3 +126,73 @@ def test_main_job_reaches_the_goal_and_writes_its_plot(tmp_path, capsys):
     assert out.stat().st_size > 10_000
     # an impossible tolerance makes the job fail, with exit code 1
     assert main(["--out", str(tmp_path / "again.png"), "--hold-time", "0.5", "--tolerance", "-1"]) == 1
+
+
+def test_main_job_runs_a_task_of_another_robot(tmp_path, capsys):
+    """``--task``: example-robot-data's panda (7 joints, a real URDF) reaches its goal through the three nodes
+    under the job's default 5 % heavier simulated arm and 1 mrad noise — the task's model, Δt and start configure
+    simulator and controller, nothing else is written by hand. (Before the task's per-joint R, the plan turned
+    joint 7 at 1.9× its URDF velocity limit, the controller refused that measured state and the arm fell.)"""
+    from vi_control.ros.main_job import main
+
+    out = tmp_path / "panda.png"
+    assert main(["--task", "task_panda_reach", "--out", str(out), "--hold-time", "1.0", "--timeout", "150"]) == 0
+    text = capsys.readouterr().out
+    assert "goal REACHED" in text and "panda_reach.yaml" in text, text
+    final = [float(v) for v in text.split("final q − goal (after 1 s hold) | [")[1].split("]")[0].split(",")]
+    assert len(final) == 7 and max(map(abs, final)) < 0.05
+    assert "beyond the limits" not in (tmp_path / "main_job_logs" / "controller.log").read_text()
+    assert out.stat().st_size > 10_000
+    # a task that does not exist: a clear message, exit code 2, no node started
+    assert main(["--task", "task_no_such", "--out", str(tmp_path / "x.png")]) == 2
+    assert "--task task_no_such: no config file 'task_no_such'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("model, kind", [
+    ("cartpole", "model"), ({"example": "panda"}, "model"), ({"bundled": "acrobot", "system": {
+        "gravity": [0.0, 0.0, -9.8], "actuated": [{"joint": "elbow", "effort_limit": 7.0}]}}, "system_yaml"),
+    ({"urdf": "urdf/double_pendulum.urdf", "config": "acrobot"}, "urdf_path"), ("XML", "robot_description")])
+def test_task_models_become_the_parameters_that_load_the_same_robot(model, kind):
+    """main_job.model_parameters: the nodes' resolver (common.robot_from_parameters) loads from them the robot the
+    task's own ModelSpec loads — same joints, actuators, effort limits, and mass matrix at a random q."""
+    import pinocchio as pin
+
+    from vi_control.model import ModelSpec
+    from vi_control.model.bundled import bundled_urdf
+    from vi_control.ros.common import MODEL_PARAMETERS, parameter_defaults, robot_from_parameters
+    from vi_control.ros.main_job import model_parameters
+
+    if model == "XML":
+        model = open(bundled_urdf("double_pendulum")).read()
+    spec = ModelSpec.parse(model)
+    params = model_parameters(spec)
+    assert params[kind]
+    mine, _ = robot_from_parameters(parameter_defaults(MODEL_PARAMETERS) | params)
+    theirs = spec.load()
+    assert mine.joint_names == theirs.joint_names and mine.actuated == theirs.actuated
+    assert np.array_equal(mine.effort_limits, theirs.effort_limits) and np.array_equal(mine.gravity, theirs.gravity)
+    q = np.random.default_rng(3).uniform(-1, 1, theirs.nq)
+    M = [pin.crba(r.pin_model, r.create_data(), q) for r in (mine, theirs)]
+    assert np.allclose(M[0], M[1], rtol=0, atol=1e-12)
+
+
+def test_task_models_the_nodes_cannot_express_are_refused():
+    from vi_control.model import ModelError, ModelSpec
+    from vi_control.ros.main_job import model_parameters
+
+    with pytest.raises(ModelError, match="mass_scale, floating_base and inertia_policy have no node parameter"):
+        model_parameters(ModelSpec.parse({"bundled": "acrobot", "mass_scale": 2.0}))
+
+
+def test_task_overrides_configure_all_three_nodes_alike():
+    """The simulator starts at the task's start on the task's Δt; a nonholonomic model (the diff-drive) runs the
+    GNI (seed 003) in all three nodes, a model with joints only the midpoint VI (the nodes' default)."""
+    from vi_control.ros.main_job import task_overrides
+
+    over, robot = task_overrides("task_diffdrive_parking")
+    assert robot.n_nonholonomic > 0 and {over[n].get("integrator") for n in over} == {"gni"}
+    assert over["simulator"]["dt"] == over["controller"]["dt"] == 0.05
+    assert over["planner"]["task"].endswith("config/task_diffdrive_parking.yaml")
+    over, robot = task_overrides("task_panda_reach")
+    assert not any("integrator" in o for o in over.values()) and robot.nq == 7
+    assert over["simulator"]["initial_positions"] == [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]

@@ -3,7 +3,9 @@
 Starts ``vi_control.ros.{simulator,planner,controller}_node`` with config/ros_*.yaml on a ROS_DOMAIN_ID of
 its own (localhost discovery), records joint states and commands, prints a summary (RMS tracking error,
 final state vs goal, max torque, wall time), writes out/main_job.png, stops the nodes and exits non-zero
-if the goal was not reached. ``run_closed_loop`` is the same run as a function (the end-to-end tests).
+if the goal was not reached. ``--task`` runs any task YAML of a robot with joints the same way (its model, Δt
+and start go to the simulator and controller: ``task_overrides``). ``run_closed_loop`` is the same run as a
+function (the end-to-end tests).
 """
 
 from __future__ import annotations
@@ -185,6 +187,45 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
     plt.close(fig)
 
 
+def model_parameters(spec) -> dict:
+    """The nodes' MODEL_PARAMETERS values that load the model of a ``ModelSpec`` (a task's ``model``)."""
+    import yaml
+
+    from ..model.errors import ModelError
+
+    if spec.mass_scale != 1.0 or spec.floating_base is not None or spec.inertia_policy is not None:
+        raise ModelError("model: mass_scale, floating_base and inertia_policy have no node parameter; put the "
+                         "model in a system YAML (system_yaml) to run it through the nodes")
+    system = spec.system_source() if spec.system is not None else ""
+    if isinstance(system, dict):
+        system = yaml.safe_dump(system)
+    kind = spec.kind
+    source = {"xml": {"robot_description": spec.source}, "path": {"urdf_path": spec.urdf()}}.get(kind, {})
+    return {"model": (spec.default_name() or "") if source else spec.source, "system_yaml": system or ""} | source
+
+
+def task_overrides(task_source: str) -> tuple[dict[str, dict], object]:
+    """Per node, the parameters that run a task YAML (a name in config/ or a path) through the nodes in lockstep:
+    the task's model, Δt and start for the simulator and controller, the task (as an absolute path) for the
+    planner, and the GNI (seed 003) on all three for a model with nonholonomic constraints; and the simulated
+    robot. Vehicles (a free-floating body, vehicle mode) are not covered."""
+    import os
+
+    from ..planning.task import load_task
+    from .common import resolve_config
+
+    path = os.path.abspath(resolve_config(task_source))
+    task = load_task(path)
+    spec = task.model_spec
+    robot = spec.load()
+    model = model_parameters(spec) | ({"integrator": "gni"} if robot.n_nonholonomic else {})  # seed 003
+    q0 = np.zeros(robot.nq) if task.q0 is None else task.q0
+    qdot0 = np.zeros(robot.nq) if task.qdot0 is None else task.qdot0
+    sim = model | {"dt": task.dt, "initial_positions": q0.tolist(), "initial_velocities": qdot0.tolist()}
+    planner = {"task": path} | ({"integrator": "gni"} if robot.n_nonholonomic else {})
+    return {"simulator": sim, "controller": model | {"dt": task.dt}, "planner": planner}, robot
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..model.bundled import share_dir
     from ..model.yaml_io import load_yaml
@@ -199,22 +240,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mass-scale", type=float, default=1.05,
                     help="simulated masses / the planner's model (default: a 5 %% heavier real pendulum)")
     ap.add_argument("--noise", type=float, default=0.001, help="joint position noise std of the simulator [rad]")
+    ap.add_argument("--task", default="",
+                    help="a task YAML (name in config/, e.g. task_cartpole_swingup, or a path) to run instead of the "
+                         "pendulum swing-up: its model, Δt and start configure the simulator and controller")
     args = ap.parse_args(argv)
     # SIGTERM (e.g. a CI timeout) must unwind through run_closed_loop's finally, which stops the node
     # processes: they run in sessions of their own and would not get the signal.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("AMENT_PREFIX_PATH", sys.prefix)
-    sim_params = load_yaml((share_dir() / "config" / "ros_simulator.yaml").read_text(encoding="utf-8"))
-    params = parameter_defaults(MODEL_PARAMETERS) | sim_params["/**/vi_simulator"]["ros__parameters"]
-    robot, _ = robot_from_parameters(params)  # the simulated robot, as the simulator node loads it
+    overrides: dict[str, dict] = {"simulator": {}, "controller": {}, "planner": {}}
+    if args.task:
+        from ..model.errors import ModelError
+        from ..planning.task import TaskError
+
+        try:
+            overrides, robot = task_overrides(args.task)
+        except (TaskError, ModelError, ValueError, OSError) as e:
+            print(f"[main_job] --task {args.task}: {e}")
+            return 2
+        print(f"[main_job] task {overrides['planner']['task']}")
+    else:
+        sim_params = load_yaml((share_dir() / "config" / "ros_simulator.yaml").read_text(encoding="utf-8"))
+        params = parameter_defaults(MODEL_PARAMETERS) | sim_params["/**/vi_simulator"]["ros__parameters"]
+        robot, _ = robot_from_parameters(params)  # the simulated robot, as the simulator node loads it
     domain = domain_id_for("main_job")
     log_dir = str(Path(args.out).parent / "main_job_logs")
     print(f"[main_job] ROS_DOMAIN_ID={domain}, node logs in {log_dir}")
     # A model mismatch and measurement noise, so the TV-LQR feedback has something to correct.
-    sim_overrides = {"mass_scale": args.mass_scale, "position_noise_std": args.noise}
+    overrides["simulator"] |= {"mass_scale": args.mass_scale, "position_noise_std": args.noise}
     print(f"[main_job] simulator: mass_scale={args.mass_scale}, position noise std={args.noise} rad")
     run = run_closed_loop(domain, log_dir, hold_time=args.hold_time, timeout=args.timeout,
-                          joint_names=robot.joint_names, overrides={"simulator": sim_overrides})
+                          joint_names=robot.joint_names, overrides=overrides)
     if run.error or run.plan is None or len(run.q) == 0:
         print(f"[main_job] FAILED: {run.error or 'no data'}")
         for name, text in run.logs.items():
