@@ -9,15 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from vi_control.control.intake import (
-    FAULT_INVALID_STATE,
-    FAULT_STALE,
-    Estimate,
-    Fault,
-    JointLimits,
-    Republished,
-    StateIntake,
-)
+from vi_control.control import intake
 from vi_control.control.joint_merge import JointStateMerger, Missing, Sample
 from vi_control.control.tracking import StateEstimator
 from vi_control.integrators.midpoint import MidpointVI
@@ -210,7 +202,7 @@ def test_state_intake_merges_partial_joint_states(vi):
     as before; unstamped: stamped on receipt; the wrist silent beyond the merge age: a stale state naming it; both
     drivers' stamps and the clock back together (a simulator reset): the clock-reset path, then estimates again."""
     resets = []
-    it = StateIntake(vi, JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3), 0.5, merge_age=0.05,
+    it = intake.StateIntake(vi, intake.JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3), 0.5, merge_age=0.05,
                      on_clock_back=lambda t, last: resets.append(t))
 
     def arm(t):  # (the elbow's entries are never read: NaN and a huge velocity prove it)
@@ -220,27 +212,27 @@ def test_state_intake_merges_partial_joint_states(vi):
         return np.array([np.nan, q_of(t)[1]]), np.array([np.nan, qdot_of(t)[1]])
 
     v = it.joint_state(2.000, *arm(2.000), now=2.0, carried=ARM)
-    assert isinstance(v, Fault) and v == Fault(FAULT_STALE, "waiting for joint(s) ['elbow'] (not seen in time)")
+    assert v == intake.Fault(intake.FAULT_STALE, "waiting for joint(s) ['elbow'] (not seen in time)")
     assert it.joint_state(2.000, *wrist(2.000), now=2.0, carried=WRIST).t == 2.000  # both at 2.000: exact
     est = it.joint_state(2.010, *arm(2.010), now=2.01, carried=ARM)  # the elbow's only sample: with its velocity
     q1 = np.array([q_of(2.010)[0], q_of(2.000)[1] + 0.01 * qdot_of(2.000)[1]])
     assert est.x == pytest.approx(vi.state_from_configurations(q_of(2.000), q1), abs=1e-12)  # (Δt after 2.000)
     # the wrist's 2.010 after the arm's: 2.010 again, a republished state (the estimate keeps its first 2.010)
-    assert isinstance(it.joint_state(2.010, *wrist(2.010), now=2.01, carried=WRIST), Republished)
+    assert isinstance(it.joint_state(2.010, *wrist(2.010), now=2.01, carried=WRIST), intake.Republished)
     est = it.joint_state(2.015, *arm(2.015), now=2.02, carried=ARM)
-    assert isinstance(est, Estimate) and est.t == 2.015
+    assert isinstance(est, intake.Estimate) and est.t == 2.015
     q2 = np.array([q_of(2.015)[0], q_of(2.000)[1] + 1.5 * (q_of(2.010)[1] - q_of(2.000)[1])])
     assert est.x == pytest.approx(vi.state_from_configurations((q_of(2.000) + q1) / 2, q2), abs=1e-12)
-    assert it.joint_state(2.016, np.array([0.1, np.nan]), None, now=2.02, carried=WRIST) == Fault(
-        FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
-    assert it.joint_state(2.016, np.zeros(3), None, now=2.02, carried=WRIST) == Fault(
-        FAULT_INVALID_STATE, "joint state has 3 positions for the model's 2")
-    assert isinstance(it.joint_state(0.0, *arm(2.02), now=2.02, carried=ARM), Estimate)  # stamped on receipt
+    assert it.joint_state(2.016, np.array([0.1, np.nan]), None, now=2.02, carried=WRIST) == intake.Fault(
+        intake.FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
+    assert it.joint_state(2.016, np.zeros(3), None, now=2.02, carried=WRIST) == intake.Fault(
+        intake.FAULT_INVALID_STATE, "joint state has 3 positions for the model's 2")
+    assert isinstance(it.joint_state(0.0, *arm(2.02), now=2.02, carried=ARM), intake.Estimate)  # stamped on receipt
     assert it.counts["unstamped"] == 1 and it.state.t == 2.02
     stale = it.joint_state(2.070, *arm(2.070), now=2.07, carried=ARM)  # the wrist's newest is 60 ms old
-    assert stale == Fault(FAULT_STALE, "waiting for joint(s) ['elbow'] (last seen 0.060 s ago)")
+    assert stale == intake.Fault(intake.FAULT_STALE, "waiting for joint(s) ['elbow'] (last seen 0.060 s ago)")
     for t in (0.5, 0.51):  # a simulator reset: every driver's stamps and the clock back to 0.5 s
         est = it.joint_state(t, *arm(t), now=t, carried=ARM)
         it.joint_state(t, *wrist(t), now=t, carried=WRIST)
-    assert resets == [0.5] and isinstance(est, Estimate) and est.t == 0.51
+    assert resets == [0.5] and isinstance(est, intake.Estimate) and est.t == 0.51
     assert it.merger.counts["partial"] == 11  # (the two refused before the merge: not counted)
