@@ -230,16 +230,6 @@ class PlannerNode(Node):
         return None  # the others are read from self.p when used
 
     # ---- inputs ----------------------------------------------------------------------------------
-    def _arrays(self, msg: JointState, what: str, level: str = "warning"):
-        """(q, q̇ or None) of a JointState with every model joint in their order, or None (logged) if unusable."""
-        if self.robot is None:
-            return None
-        try:
-            return joint_state_arrays(msg, self.robot.joint_names)
-        except ValueError as e:
-            self.warn(what, f"{what}: {e}", level=level)
-            return None
-
     def on_joint_state(self, msg: JointState) -> None:
         """A state to plan from: a partial message (one driver of several) through the merger, as the controller."""
         if self.robot is None:
@@ -272,10 +262,14 @@ class PlannerNode(Node):
             self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
 
     def on_goal(self, msg: JointState) -> None:
-        arrays = self._arrays(msg, "goal refused", level="error")
-        if arrays is None:
+        """Goal positions: every model joint must be named (unlike a joint state from one driver of several)."""
+        if self.robot is None:
             return
-        goal = arrays[0]
+        try:
+            goal = joint_state_arrays(msg, self.robot.joint_names)[0]
+        except ValueError as e:
+            self.warn("goal refused", f"goal refused: {e}", level="error")
+            return
         self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: re-planning")
         if not self._start(Request("goal", goal=goal), wait=self._first_state_wait()):
             self.warn("busy", "goal dropped: a plan is being computed", level="error")
