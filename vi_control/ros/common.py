@@ -124,8 +124,8 @@ STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=R
 SENSOR_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 # The controller's joint states: several drivers may publish on one topic (an arm and a wrist driver), and a depth-1
 # cache lets one driver's message displace another's before the executor takes it (measured over DDS: a 50 Hz elbow
-# driver beside a 100 Hz shoulder driver lost a sample in three). Depth 4 holds a few drivers' simultaneous messages;
-# a controller that fell behind works through at most three older states.
+# driver beside a 100 Hz shoulder driver lost samples: 60 ms gaps, safe commands). Depth 4 holds a few drivers'
+# messages; a controller that fell behind works through at most three older states.
 JOINT_STATES_QOS = QoSProfile(depth=4, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 SENSOR_STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 # Publishers of streams someone may record (the simulator's joint states) keep a deeper history, so a slow
