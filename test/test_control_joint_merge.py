@@ -199,8 +199,9 @@ def test_overlapping_drivers_the_newest_sample_wins_and_full_messages():
 def test_state_intake_merges_partial_joint_states(vi):
     """The controller's intake on two drivers' messages: a state from the arm and wrist together (the discrete state
     of the merged q − Δt q̇, q), the other joint's entries never read; NaN in a carried joint, wrong sizes: refused
-    as before; unstamped: stamped on receipt; the wrist silent beyond the merge age: a stale state naming it; both
-    drivers' stamps and the clock back together (a simulator reset): the clock-reset path, then estimates again."""
+    as before; unstamped: stamped on receipt; the wrist silent beyond the merge age: no new state (Waiting) naming
+    it; both drivers' stamps and the clock back together (a simulator reset): the clock-reset path, then estimates
+    again."""
     resets = []
     it = intake.StateIntake(vi, intake.JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3), 0.5, merge_age=0.05,
                      on_clock_back=lambda t, last: resets.append(t))
@@ -212,7 +213,7 @@ def test_state_intake_merges_partial_joint_states(vi):
         return np.array([np.nan, q_of(t)[1]]), np.array([np.nan, qdot_of(t)[1]])
 
     v = it.joint_state(2.000, *arm(2.000), now=2.0, carried=ARM)
-    assert v == intake.Fault(intake.FAULT_STALE, "waiting for joint(s) ['elbow'] (not seen in time)")
+    assert v == intake.Waiting(2.000, "waiting for joint(s) ['elbow'] (not seen in time)")
     assert it.joint_state(2.000, *wrist(2.000), now=2.0, carried=WRIST).t == 2.000  # both at 2.000: exact
     est = it.joint_state(2.010, *arm(2.010), now=2.01, carried=ARM)  # the elbow's only sample: with its velocity
     q1 = np.array([q_of(2.010)[0], q_of(2.000)[1] + 0.01 * qdot_of(2.000)[1]])
@@ -230,7 +231,8 @@ def test_state_intake_merges_partial_joint_states(vi):
     assert isinstance(it.joint_state(0.0, *arm(2.02), now=2.02, carried=ARM), intake.Estimate)  # stamped on receipt
     assert it.counts["unstamped"] == 1 and it.state.t == 2.02
     stale = it.joint_state(2.070, *arm(2.070), now=2.07, carried=ARM)  # the wrist's newest is 60 ms old
-    assert stale == intake.Fault(intake.FAULT_STALE, "waiting for joint(s) ['elbow'] (last seen 0.060 s ago)")
+    assert stale == intake.Waiting(2.070, "waiting for joint(s) ['elbow'] (last seen 0.060 s ago)")
+    assert it.state.t == 2.02  # no new state: the last one ages (the controller's state_timeout makes it stale)
     for t in (0.5, 0.51):  # a simulator reset: every driver's stamps and the clock back to 0.5 s
         est = it.joint_state(t, *arm(t), now=t, carried=ARM)
         it.joint_state(t, *wrist(t), now=t, carried=WRIST)

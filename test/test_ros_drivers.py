@@ -376,8 +376,9 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     machine): one driver 3e-14 to 1.5e-3 rad in four runs (a command that missed its step), two drivers 1.2e-2 to
     1.9e-2 rad in six — the elbow extrapolated over 10 ms from samples 20 ms apart, its error entering p through
     ∂p/∂q ≈ M/Δt (in-process lockstep: 1.1–1.4e-2). Then, `joint_state_merge_age` set to 0.2 s live, the elbow's
-    driver stops: the controller names the missing joint once 0.2 s have passed and sends the safe command;
-    /diagnostics counts the partial messages and those that found the elbow missing."""
+    driver stops: the controller names the missing joint once 0.2 s have passed and commands nothing new; its last
+    state ages into a stale one (state_timeout), the safe command; /diagnostics counts the partial messages and
+    those that found the elbow missing."""
     pytest.importorskip("rclpy")
     import threading
 
@@ -418,7 +419,7 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
 
     try:
         run = run_closed_loop(domain, str(tmp_path / "logs"), overrides=overrides, joint_names=["shoulder", "elbow"],
-                              hold_time=1.0, timeout=150.0, namespace=ns, on_start=stop_elbow_after_the_plan,
+                              hold_time=1.5, timeout=150.0, namespace=ns, on_start=stop_elbow_after_the_plan,
                               remaps={"controller": split, "planner": split})
     finally:
         for d in procs:
@@ -442,8 +443,12 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
         assert counts.get("partial_joint_states") == "0" and "waiting for joint" not in controller, (counts, logs)
         return
     assert stopped_at[0] == [(True, "")], logs
-    after = [line for line in controller.splitlines() if "waiting for joint(s) ['elbow'] (last seen" in line
-             and float(line.split("] [")[1]) > stopped_at[1]]  # (the log's wall-clock stamps)
-    assert after and "-> safe command (damping)" in after[0], logs
-    assert 0.2 <= float(after[0].split("(last seen ")[1].split()[0]) < 0.3, logs  # the live-set 0.2 s had passed
+    after = [line for line in controller.splitlines() if float(line.split("] [")[1] if "] [" in line else 0)
+             > stopped_at[1]]  # (the log's wall-clock stamps)
+    waiting = [line for line in after if "joint state incomplete: waiting for joint(s) ['elbow'] (last seen" in line]
+    assert waiting, logs
+    assert 0.2 <= float(waiting[0].split("(last seen ")[1].split()[0]) < 0.3, logs  # the live-set 0.2 s had passed
+    # no new state since: it ages into a stale one (state_timeout 0.5 s), the safe command
+    assert any("joint states stale: no joint state for" in line and "-> safe command (damping)" in line
+               for line in after), logs
     assert int(counts["partial_joint_states"]) > 300 and int(counts["waiting_joint_states"]) > 0, counts

@@ -3,17 +3,17 @@ x_k = (q_k, p_k) out (seed 000 eq. 1b, ``StateEstimator``) — or the reason the
 
 What real drivers send, checked in this order: a header stamp never set (0) is replaced by the time of receipt; the
 stamp against the controller's clock (stale, from the future, going backwards), where the last stamp again is a
-republished state (a lockstep simulator idling) and stamps that went back together with the clock are a simulator
-reset (``on_clock_back``); positions and measured velocities against the model's limits (``JointLimits``), then the
-estimate's velocity when the driver sends none (a jump between two configurations is a huge velocity). Another
-driver's joint states on the same topic are counted, never refused. A message with only some of the model's
-joints (one of several drivers: an arm and a wrist, a base and an arm) goes through ``joint_merge.JointStateMerger``
-first: at its stamp the other drivers' joints are interpolated (or extrapolated) from their own recent samples;
-joints with none within ``merge_age`` are a stale state ("waiting for joint(s) [...]"), a message older than the
-last merged one is only recorded. A message with every joint passes through unchanged while no partial one came.
-A refusal forgets the state and restarts the estimate. Nothing here imports ROS: the controller node decodes the
-messages, reads its clock and acts on the verdict (``Estimate``: command from it; ``Fault``: refused, the safe
-command; ``Republished``: answer it once; None: no estimate yet).
+republished state (a lockstep simulator idling) and stamps that went back together with the clock are a simulator reset
+(``on_clock_back``); positions and measured velocities against the model's limits (``JointLimits``), then the estimate's
+velocity when the driver sends none (a jump between two configurations is a huge velocity). Another driver's joint
+states on the same topic are counted, never refused. A message with only some of the model's joints (one of several
+drivers: an arm and a wrist, a base and an arm) goes through ``joint_merge.JointStateMerger`` first: at its stamp the
+other drivers' joints are interpolated (or extrapolated) from their own recent samples; joints with none within
+``merge_age`` give no new state (``Waiting``: "waiting for joint(s) [...]"; the last state then ages into a stale one),
+a message older than the last merged one is only recorded. A message with every joint passes through unchanged while no
+partial one came. A refusal forgets the state and restarts the estimate. Nothing here imports ROS: the controller node
+decodes the messages, reads its clock and acts on the verdict (``Estimate``: command from it; ``Fault``: refused, the
+safe command; ``Republished``: answer it once; ``Waiting``: log it; None: no estimate yet).
 """
 
 from __future__ import annotations
@@ -87,7 +87,15 @@ class Republished(NamedTuple):
     t: float
 
 
-Verdict = Estimate | Fault | Republished | None
+class Waiting(NamedTuple):
+    """One driver's message at t, but other drivers' joints have no recent samples (``joint_merge.Missing``): no new
+    state — as when joint states stop, the state ages until ``state_timeout`` makes it stale."""
+
+    t: float
+    detail: str
+
+
+Verdict = Estimate | Fault | Republished | Waiting | None
 
 
 class StateIntake:
@@ -155,8 +163,8 @@ class StateIntake:
             merged = self.merger.add(t, carried, q, qdot)
             if merged is None:  # older than the last merged state: recorded for the interpolation only
                 return None
-            if isinstance(merged, Missing):  # another driver's joints have no recent samples: a stale state
-                return self.refuse(FAULT_STALE, str(merged))
+            if isinstance(merged, Missing):  # another driver's joints have no recent samples: no new state
+                return Waiting(t, str(merged))
             t, q, qdot = merged
         verdict = self._check_stamp(t, now)
         if verdict is not None:

@@ -29,7 +29,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control.intake import FAULT_STALE, Fault, JointLimits, Republished, StateIntake, Verdict
+from ..control.intake import FAULT_STALE, Fault, JointLimits, Republished, StateIntake, Verdict, Waiting
 from ..control.runner import PlanRunner
 from ..control.tracking import TrackingController
 from ..integrators import make_integrator
@@ -155,8 +155,8 @@ class ControllerNode(ManagedNode):
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
         state_sub = self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS) if self.vehicle else \
-            self.create_subscription(JointState, "joint_states", self.on_joint_state, JOINT_STATES_QOS,
-                                     raw=True)
+            self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS, raw=True)
+        self.several_drivers = False  # (until a message with only some of the model's joints comes)
         self.own_subs = [state_sub, self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan",
                                                              self.on_plan, LATCHED_QOS)]
         self.wall = Clock(clock_type=ClockType.STEADY_TIME)
@@ -299,7 +299,25 @@ class ControllerNode(ManagedNode):
             return self._use(self.intake.invalid(str(e)))
         now = self._now()
         reader = self.reader
+        if reader.carried is not None and not self.several_drivers:
+            self._deepen_joint_states()
         self._use(self.intake.joint_state(t, reader.q, reader.qdot if has_v else None, now, reader.carried), now)
+
+    def _deepen_joint_states(self) -> None:
+        """The first message of one driver of several: from now on read joint states with depth 4
+        (common.JOINT_STATES_QOS), so one driver's message cannot displace another's; the depth-1 reader (the newest
+        state only, right for one driver) goes once this callback has returned."""
+        self.several_drivers, old = True, self.own_subs[0]
+        self.own_subs[0] = self.create_subscription(JointState, "joint_states", self.on_joint_state,
+                                                    JOINT_STATES_QOS, raw=True)
+
+        def drop() -> None:
+            self.destroy_timer(timer)
+            self.destroy_subscription(old)
+
+        timer = self.create_timer(0.0, drop, clock=self.wall)
+        self.get_logger().info("joint states from several drivers (this one has only some of the model's joints): "
+                               "merged, read with depth 4 from now on")
 
     def on_odometry(self, msg: Odometry) -> None:
         """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist, stamp checked as a joint state's."""
@@ -317,6 +335,9 @@ class ControllerNode(ManagedNode):
         commanded at once, a republished one (lockstep idle) once if it was not yet."""
         if isinstance(verdict, Fault):
             return self.go_safe(*verdict)
+        if isinstance(verdict, Waiting):  # (no new state: the last one ages into a stale one, the safe command)
+            self.warn("waiting", f"joint state incomplete: {verdict.detail}")
+            return
         if verdict is None or self.p["trigger"] != "joint_state":
             return
         if not isinstance(verdict, Republished) or (verdict.t != self.runner.last_commanded_stamp
