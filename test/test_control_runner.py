@@ -146,3 +146,30 @@ def test_faults_are_counted_until_a_command_succeeds_and_the_safe_input(runner, 
     assert runner.safe_input("damping", state._replace(qdot=np.array([10.0]))) == pytest.approx([-5.0])  # clamped
     assert runner.safe_input("zero", state) == pytest.approx([0.0])
     assert runner.safe_input("damping", None) == pytest.approx([0.0])  # no velocity known
+
+
+def test_a_plan_whose_own_states_the_intake_would_refuse_is_rejected_before_the_robot_moves():
+    """The panda reach with R = 0.01 on every joint (the bundled task before its per-joint R) turns joint 7 at
+    4.9 rad/s, beyond 1.5 × its URDF limit of 2.61: the controller would take the safe command mid-motion at the
+    first measured state of that step, so the plan is refused at admission naming the joint and the time. The
+    bundled task's plan (per-joint R) is admitted under the same limits."""
+    import vi_control as vc
+    from vi_control.control.intake import JointLimits
+    from vi_control.planning import load_task, make_system
+
+    task = load_task("task_panda_reach")
+    vi = make_system(task)
+    log = Log()
+    logger = type("Logger", (), {"info": lambda self, m: None, "warning": lambda self, m: None})()
+    runner = PlanRunner(vi.robot, vi, dict(accept_unconverged=False), False, vi.robot.joint_names,
+                        np.arange(7), logger, log)
+    limits = JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3)  # the controller's defaults
+    plan, _ = vc.plan_task(vi, task)
+    assert runner.admit(1, plan, DT_RANGE, limits)
+    fast = dataclasses.replace(task, weights={**task.weights, "R": 0.01})
+    plan, _ = vc.plan_task(vi, fast)
+    assert not runner.admit(2, plan, DT_RANGE, limits)
+    text = log.throttled[-1][1]
+    assert "plan 2 rejected: its state at t = 0.05 s (k = 1) has velocity of panda_joint7" in text, text
+    speed = float(text.split("panda_joint7 = ")[1].split(" ")[0])
+    assert abs(speed) > 1.5 * 2.61 and speed == pytest.approx(vi.velocity(plan.X[1])[6])

@@ -196,3 +196,34 @@ def test_task_overrides_configure_all_three_nodes_alike():
     over, robot = task_overrides("task_panda_reach")
     assert not any("integrator" in o for o in over.values()) and robot.nq == 7
     assert over["simulator"]["initial_positions"] == [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+
+
+def test_hold_integral_gain_removes_the_offset_of_a_heavier_pendulum_over_dds(request, tmp_path):
+    """The pendulum reaching 0.4 rad and holding it there (gravity's torque 3.8 N·m, limit 5) with a 10 % heavier
+    simulated pendulum: the proportional hold sags (the extra 10 % of gravity against the DLQR stiffness); with
+    ``hold_integral_gain`` the controller node ends at the plan's last pose q_N and applies the heavier pendulum's
+    own holding torque there, 1.1 m g l sin q_N (Pinocchio's rnea of the simulated model)."""
+    import pinocchio as pin
+
+    import vi_control as vc
+
+    task = tmp_path / "reach.yaml"
+    task.write_text("name: reach\nmodel: pendulum\ndt: 0.05\nhorizon: 30\nstart: {q: [0.0], qdot: [0.0]}\n"
+                    "goal: {q: [0.4]}\nreference: {type: goal, u: hold}\ninput_limits: model\n"
+                    "weights: {Q: {q: 1.0, p: 0.1}, R: 0.1, Qf: {q: 1.0e+3, p: 1.0e+2}}\n"
+                    "lqr: {Q: {q: 100.0, p: 10.0}, R: 0.1, Qf: {q: 100.0, p: 10.0}}\n"
+                    "hold: {Q: {q: 100.0, p: 10.0}, R: 0.1}\n")
+    model = dict(model="pendulum", system_yaml="", dt=0.05)
+    finals, torques = {}, {}
+    for ki in (0.0, 40.0):
+        over = {"simulator": dict(model, mode="lockstep", mass_scale=1.1),
+                "planner": dict(task=str(task)), "controller": dict(model, hold_integral_gain=ki)}
+        run = run_closed_loop(domain_id_for(f"{request.node.name}{ki}"), str(tmp_path / str(ki)), overrides=over,
+                              hold_time=15.0, timeout=150.0)
+        assert not run.error, _report(run)
+        q_N = run.plan.X[-1, :1]  # the plan's last pose (0.4 rad to the terminal weight's accuracy) is held
+        finals[ki], torques[ki] = float(run.q[-1, 0] - q_N[0]), float(run.effort[-1, 0])
+    heavy = vc.load_robot("pendulum", mass_scale=1.1)
+    tau = pin.rnea(heavy.pin_model, heavy.create_data(), q_N, np.zeros(1), np.zeros(1))[0]
+    assert abs(finals[40.0]) < 1e-4 < 0.05 * abs(finals[0.0]), finals
+    assert torques[40.0] == pytest.approx(tau, rel=1e-3) and torques[0.0] != pytest.approx(tau, rel=1e-2)

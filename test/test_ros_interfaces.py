@@ -304,3 +304,31 @@ def test_simulator_stops_stepping_at_end_time_and_can_be_extended_live(ros, pend
     assert rec.wait_for(lambda: any(s[1] > 0.35 for s in rec.states[n0:]), 10.0), sim.log()
     assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)
     assert sim.wait_for_log("end_time 0.4 s reached at step 4", 5.0), sim.log()
+
+
+@pytest.mark.parametrize("stops", [True, False])
+def test_simulator_holds_joints_at_their_end_stops(ros, stops):
+    """joint_stops (default on): the cart-pole's cart pushed at 20 N into its +2 m URDF limit stops there exactly,
+    stays while pushed (the simulator says which joint its stop holds), and every published state is the one of
+    vi_control's JointStops step; off, the cart runs through the limit as the plain VI does."""
+    import vi_control as vc
+
+    sim = ros.start("simulator_node", name=f"stops_{stops}", model="cartpole", dt=0.05, mode="lockstep",
+                    initial_positions=[1.5, 0.0], joint_stops=stops)
+    rec = ros.recorder(["slider", "hinge"])
+    assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
+    vi = vc.MidpointVI(vc.load_robot("cartpole"), 0.05)
+    stepper = vc.JointStops(vi) if stops else vi
+    x = vi.state_from_configurations(np.array([1.5, 0.0]), np.array([1.5, 0.0]))
+    for k in range(25):
+        n0 = len(rec.states)
+        rec.publish_command([20.0])
+        assert rec.wait_for(lambda n0=n0: len(rec.states) > n0, 10.0), sim.log()
+        x = stepper.step(x, np.array([20.0]), step_index=k)
+        assert rec.states[-1][2] == pytest.approx(x[:2], abs=1e-9)
+    slider = np.array([s[2][0] for s in rec.states])
+    if stops:
+        assert slider.max() == pytest.approx(2.0, abs=1e-12) and slider[-1] == pytest.approx(2.0, abs=1e-12)
+        assert sim.wait_for_log("held by its end stop: slider at 2", 5.0), sim.log()
+    else:
+        assert slider[-1] > 2.5 and "end stop" not in sim.log()

@@ -40,6 +40,7 @@ from .integrators.lie_group import LieGroupVI
 from .integrators.linear_time import LinearTimeVI
 from .integrators.midpoint import MidpointVI
 from .integrators.rdp import ReducedDAlembertPontryagin
+from .integrators.stops import JointStops
 from .linearization import Linearization, linearize, linearize_trajectory, second_order, second_order_contraction
 from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFError
 from .model.bundled import BUNDLED, load_bundled
@@ -72,7 +73,7 @@ __all__ = [
     "load_robot", "load_bundled", "BUNDLED", "ModelSpec", "RobotModel", "ModelError", "URDFError", "SystemConfigError",
     "DiscreteSystem", "Linearizable", "State", "NewtonSettings", "StepResult", "StepError", "ConvergenceError",
     "SingularityError", "UntrustedStepError", "make_integrator", "MidpointVI", "LinearTimeVI",
-    "GeometricNonholonomicIntegrator", "ReducedDAlembertPontryagin", "LieGroupVI",
+    "GeometricNonholonomicIntegrator", "ReducedDAlembertPontryagin", "LieGroupVI", "JointStops",
     "load_rigid_body", "RigidBodyModel", "RigidBodyConfigError", "DMOCProblem", "solve_dmoc", "plan_maneuver",
     "Linearization", "linearize", "linearize_trajectory", "second_order", "second_order_contraction",
     "Plan", "PlanError", "PlanFileError", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input",

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..integrators.base import DiscreteSystem
 from ..model.robot import RobotModel
-from .intake import FAULT_INVALID_STATE, Estimate, Fault
+from .intake import FAULT_INVALID_STATE, Estimate, Fault, JointLimits
 from .plan import Plan, state_error
 from .tracking import TrackingController, safe_command, tracking_law
 
@@ -35,6 +35,7 @@ class PlanRunner:
     detail) of an aborted plan, ``fault_counts`` per kind) of one controller.
 
     ``settings``: the controller's live parameters (read at each use): ``accept_unconverged``, ``gain_scale``,
+    ``hold_integral_gain``,
     ``retime_tolerance``, ``path_tolerance``, ``goal_tolerance``, ``goal_time_tolerance``, ``safe_mode``,
     ``safe_damping``. ``robot``, ``vi``: the model and its discrete system (``set_system`` for a plan's Δt);
     ``vehicle``: tolerances on τ⁻¹(X_k⁻¹x) (a Lie-group state) instead of joint angles; ``error_names``: what the
@@ -69,9 +70,11 @@ class PlanRunner:
         self.law, self.pending, self.active_seq = None, None, None
 
     # ---- plans ---------------------------------------------------------------------------------------------------
-    def admit(self, seq: int, plan: Plan, dt_range: tuple[float, float]) -> bool:
-        """Whether plan ``seq`` may be queued on this system (``dt_range``: the Δt the estimate accepts); a refusal
-        is logged. The same ``seq`` again (the planner's periodic re-publish) is silently not admitted."""
+    def admit(self, seq: int, plan: Plan, dt_range: tuple[float, float], limits: JointLimits | None = None) -> bool:
+        """Whether plan ``seq`` may be queued on this system (``dt_range``: the Δt the estimate accepts; ``limits``:
+        the bounds measured states are held to — a plan whose own states break them would be aborted mid-motion by
+        the safe command, so it is refused before the robot moves); a refusal is logged. The same ``seq`` again
+        (the planner's periodic re-publish) is silently not admitted."""
         if seq == self.last_seq:
             return False
         if not plan.converged and not self.p["accept_unconverged"]:
@@ -88,7 +91,22 @@ class PlanRunner:
             self.warn("plan rejected", f"plan {seq} has dt = {plan.dt:g} s, outside [{lo:g}, {hi:g}] s: rejected",
                       level="error")
             return False
+        why = self.beyond_limits(plan, limits) if limits is not None else None
+        if why is not None:
+            self.warn("plan rejected", f"plan {seq} rejected: {why}, which this controller refuses as a measured "
+                      "state (position_limit_margin, velocity_limit_factor): re-plan within the URDF limits",
+                      level="error")
+            return False
         return True
+
+    def beyond_limits(self, plan: Plan, limits: JointLimits) -> str | None:
+        """Where the plan's own states break ``limits`` (positions, q̇ = M(q)⁻¹p as for a measured state), or None."""
+        nq = self.vi.nq
+        for k, x in enumerate(plan.X):
+            why = limits.check(x[:nq], self.vi.velocity(x))
+            if why is not None:
+                return f"its state at t = {plan.times[k]:.4g} s (k = {k}) has {why}"
+        return None
 
     def queue(self, seq: int, plan: Plan, start_on_receipt: bool) -> None:
         """An admitted plan becomes the pending one (entered by ``command`` when its start comes)."""
@@ -100,7 +118,8 @@ class PlanRunner:
 
     def set_plan(self, plan: Plan) -> None:
         """Track ``plan`` with the current gain_scale (also to apply a new gain_scale to the active plan)."""
-        self.law = tracking_law(plan, self.vi, self.p["gain_scale"])
+        ki = 0.0 if self.vehicle else self.p.get("hold_integral_gain", 0.0)  # (on joint positions only)
+        self.law = tracking_law(plan, self.vi, self.p["gain_scale"], ki)
         self.active_plan = plan  # unscaled: a later gain_scale applies to it
 
     def _maybe_enter(self, t: float, x: np.ndarray) -> None:

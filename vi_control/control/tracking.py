@@ -18,7 +18,10 @@ from .plan import Plan
 
 
 class TrackingController:
-    """Feedback about a Plan: u_k = U_k + K_k (X_k ⊖ x); after the horizon U_final + K_final (X_N ⊖ x).
+    """Feedback about a Plan: u_k = U_k + K_k (X_k ⊖ x); after the horizon U_final + K_final (X_N ⊖ x), plus
+    ``hold_integral_gain`` k_i × z with z = Σ (q_N − q)_act Δt over the hold's steps (``actuated_q``: the
+    configuration index of each torque) — the integral action that removes the offset a model or payload error
+    leaves under a proportional law; z is clamped so that k_i z stays within the effort limits (anti-windup).
 
     ``state``: the discrete system's state manifold, whose ``diff`` gives X_k ⊖ x; ``continuous_mask``
     (nq,): joints whose measured angle is compared modulo 2π (default: the state's own mask, if it has
@@ -30,7 +33,8 @@ class TrackingController:
 
     def __init__(self, plan: Plan, state: State, effort_limits: np.ndarray | None = None,
                  n_torques: int | None = None, continuous_mask: np.ndarray | None = None,
-                 system: DiscreteSystem | None = None, allow_mismatch: bool = False):
+                 system: DiscreteSystem | None = None, allow_mismatch: bool = False,
+                 hold_integral_gain: float = 0.0, actuated_q: np.ndarray | None = None):
         if system is not None:
             plan.check_compatible(system, allow_mismatch=allow_mismatch)
         self.plan = plan
@@ -50,6 +54,13 @@ class TrackingController:
         # Without an equilibrium gain the last time-varying gain is the best available hold law.
         self.K_final = plan.K[-1] if plan.K_final is None else np.asarray(plan.K_final, float)
         self.U_final = plan.U[-1] if plan.U_final is None else np.asarray(plan.U_final, float)
+        if hold_integral_gain < 0 or not np.isfinite(hold_integral_gain):
+            raise ValueError(f"hold_integral_gain must be ≥ 0, got {hold_integral_gain}")
+        if hold_integral_gain and (actuated_q is None or len(actuated_q) != self.n_torques):
+            raise ValueError("hold_integral_gain needs actuated_q: the configuration index of each torque")
+        self.ki, self.actuated_q = float(hold_integral_gain), actuated_q
+        self.z = np.zeros(self.n_torques)  # Σ (q_N − q)_act Δt over the hold's steps so far
+        self._integrated_k = -1
 
     @property
     def horizon(self) -> int:
@@ -72,6 +83,12 @@ class TrackingController:
         if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
             e[self._wrap] = wrap_angle(e[self._wrap])
         u = u_ref + K @ e
+        if self.ki and k >= self.horizon:
+            if k > self._integrated_k:  # once per step of the plan's grid (a faster timer repeats k)
+                self._integrated_k = k
+                bound = self.effort_limits / self.ki
+                self.z = np.clip(self.z + e[self.actuated_q] * self.plan.dt, -bound, bound)
+            u[: self.n_torques] += self.ki * self.z
         tau = u[: self.n_torques]
         clamped = np.clip(tau, -self.effort_limits, self.effort_limits)
         hit = bool(np.any(clamped != tau))
@@ -79,17 +96,20 @@ class TrackingController:
         return u, hit
 
 
-def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0) -> TrackingController:
+def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0,
+                 hold_integral_gain: float = 0.0) -> TrackingController:
     """The controller's law for a plan, as the controller node runs it and the planner predicts it: gains scaled by
     ``gain_scale``; after the horizon it holds the equilibrium state of q_N (momentum −(Δt/2)∇V), the state U_final
     and K_final were computed about (planning.pipeline.plan_task: hold_gain), not X_N, whose momentum differs when
-    the plan ends moving."""
+    the plan ends moving, with integral action ``hold_integral_gain`` on the actuated joints (robots with joints)."""
     s, r = float(gain_scale), vi.robot
+    act_q = np.array([r.joint_index(n) for n in r.actuated], int) if hold_integral_gain else None
     law_plan = dataclasses.replace(plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
     if plan.K_final is not None:
         law_plan.X = plan.X.copy()
         law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])
-    return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask)
+    return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask,
+                              hold_integral_gain=hold_integral_gain, actuated_q=act_q)
 
 
 def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, effort_limits: np.ndarray) -> np.ndarray:

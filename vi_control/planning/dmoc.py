@@ -163,10 +163,7 @@ class _Conditions:
     def _pattern(self) -> None:
         self.rows, self.cols, self.local, self.sign = jacobian_pattern(self.N, self.n, self.c)
         n, N, c = self.n, self.N, self.c
-        self.rT = np.arange((N - 1) * n, N * n)
-        self.rE = lambda k: np.arange((k - 1) * n, k * n)  # noqa: E731  E_k, k = 1…N−1
-        self.rV = lambda k: N * n + np.arange((k - 1) * n, k * n)  # noqa: E731  V_k, k = 1…N−1
-        self.rC = lambda k: (2 * N - 1) * n + np.arange(k * c, (k + 1) * c)  # noqa: E731  Φ_k, k = 0…N−1
+        self.rT = np.arange((N - 1) * n, N * n)  # the terminal rows T (the row layout: jacobian_pattern)
         # the terminal block: rows T, columns ξ_0 … ξ_{N−1}, dense (row-major over the (n, N·n) block)
         self._csc = csc_structure(N, n, c)
 

@@ -87,6 +87,10 @@ PARAMETERS: dict[str, Param] = {
                                     "never", range=(0.0, 1e3), **_LIVE),
     "gain_scale": Param(1.0, "scale of the feedback gains K_k (1: the planner's TV-LQR)", range=(0.0, 10.0),
                         **_LIVE),
+    "hold_integral_gain": Param(0.0, "integral action once the plan has ended: u += k_i Σ(q_N − q)Δt on the actuated "
+                                     "joints, clamped to the effort limits; removes the offset a model or payload "
+                                     "error leaves (joint robots; a change restarts the sum) [N·m/(rad·s)]",
+                                range=(0.0, 1e6), **_LIVE),
     "path_tolerance": Param(0.0, "abort the plan (safe command) when |q_ref − q| exceeds this on any joint "
                                  "during the plan [rad or m]; 0: not checked", range=(0.0, 1e6), **_LIVE),
     "goal_tolerance": Param(0.0, "abort when |q_N − q| is still above this goal_time_tolerance after the plan's "
@@ -227,7 +231,7 @@ class ControllerNode(ManagedNode):
             self.intake.merger.max_age = float(value)
         if name in _LIMIT_KEYS and not self.vehicle:
             self.intake.limits = self._limits()
-        elif name == "gain_scale" and self.runner.law is not None:
+        elif name in ("gain_scale", "hold_integral_gain") and self.runner.law is not None:
             self.runner.set_plan(self.runner.active_plan)
         elif name in ("rate", "state_timeout") and self.tick_timer is not None:
             self._stop_tick_timer()
@@ -270,7 +274,7 @@ class ControllerNode(ManagedNode):
             self.warn("plan rejected", f"plan rejected: {e}", level="error")
             return
         # (the plan's Δt becomes the state estimate's: the same bounds as `dt`)
-        if not self.runner.admit(seq, plan, PARAMETERS["dt"].range):
+        if not self.runner.admit(seq, plan, PARAMETERS["dt"].range, self.intake.limits):
             return
         if abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
             self._build(plan.dt)

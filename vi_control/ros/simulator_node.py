@@ -26,6 +26,8 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
 from ..integrators import StepError, make_integrator
+from ..integrators.midpoint import MidpointVI
+from ..integrators.stops import JointStops
 from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
 from ..model.robot import wrap_angle
@@ -52,6 +54,8 @@ PARAMETERS: dict[str, Param] = {
     "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
     "initial_positions": Param(None, "q_0 in the model's joint order (default zeros)", array="double"),
     "initial_velocities": Param(None, "q̇_0 in the model's joint order (default zeros)", array="double"),
+    "joint_stops": Param(True, "hold joints at their URDF position limits as inelastic end stops, as hardware and "
+                               "Gazebo do (midpoint integrator; vi_control.integrators.stops)"),
     "on_constraint_violation": Param("project", "an initial velocity violating the nonholonomic constraints "
                                      "A(q)q̇ = 0 (GNI): 'project' it onto them with a warning, or 'raise' "
                                      "(configure fails)", choices=("project", "raise")),
@@ -102,6 +106,10 @@ class SimulatorNode(ManagedNode):
         else:
             self.robot, urdf = self.load_robot(mass_scale=float(p["mass_scale"]))
             self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
+        self.stops = JointStops(self.vi) if p["joint_stops"] and type(self.vi) is MidpointVI else None
+        if p["joint_stops"] and self.stops is None and not self.vehicle:
+            self.get_logger().info(f"joint_stops: only with the midpoint integrator, not {p['integrator']}: the "
+                                   "URDF position limits are not enforced")
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
@@ -289,10 +297,13 @@ class SimulatorNode(ManagedNode):
         if self.ended():
             return False
         try:
-            x_next = self.vi.step(self.x, self.u, step_index=self.k)
+            x_next = (self.stops or self.vi).step(self.x, self.u, step_index=self.k)
         except (StepError, ValueError) as e:
             self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
             return False
+        if self.stops is not None and self.stops.active:
+            held = ", ".join(f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active)
+            self.warn("joint stop", f"at step {self.k + 1} held by its end stop: {held}", level="info")
         if self.q_prev0 is not None:
             self.q_prev = self.x[: self.vi.nq].copy()
         self.x, self.k = x_next, self.k + 1
