@@ -3,13 +3,17 @@ x_k = (q_k, p_k) out (seed 000 eq. 1b, ``StateEstimator``) — or the reason the
 
 What real drivers send, checked in this order: a header stamp never set (0) is replaced by the time of receipt; the
 stamp against the controller's clock (stale, from the future, going backwards), where the last stamp again is a
-republished state (a lockstep simulator idling) and stamps that went back together with the clock are a simulator
-reset (``on_clock_back``); positions and measured velocities against the model's limits (``JointLimits``), then the
-estimate's velocity when the driver sends none (a jump between two configurations is a huge velocity). Another
-driver's joint states on the same topic are counted, never refused. A refusal forgets the state and restarts the
-estimate. Nothing here imports ROS: the controller node decodes the messages, reads its clock and acts on the
-verdict (``Estimate``: command from it; ``Fault``: refused, the safe command; ``Republished``: answer it once; None: no
-estimate yet).
+republished state (a lockstep simulator idling) and stamps that went back together with the clock are a simulator reset
+(``on_clock_back``); positions and measured velocities against the model's limits (``JointLimits``), then the estimate's
+velocity when the driver sends none (a jump between two configurations is a huge velocity). Another driver's joint
+states on the same topic are counted, never refused. A message with only some of the model's joints (one of several
+drivers: an arm and a wrist, a base and an arm) goes through ``joint_merge.JointStateMerger`` first: at its stamp the
+other drivers' joints are interpolated (or extrapolated) from their own recent samples; joints with none within
+``merge_age`` give no new state (``Waiting``: "waiting for joint(s) [...]"; the last state then ages into a stale one),
+a message older than the last merged one is only recorded. A message with every joint passes through unchanged while no
+partial one came. A refusal forgets the state and restarts the estimate. Nothing here imports ROS: the controller node
+decodes the messages, reads its clock and acts on the verdict (``Estimate``: command from it; ``Fault``: refused, the
+safe command; ``Republished``: answer it once; ``Waiting``: log it; None: no estimate yet).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 
 from ..integrators.base import DiscreteSystem
 from ..model.robot import RobotModel
+from .joint_merge import JointStateMerger, Missing
 from .tracking import StateEstimator
 
 # Kinds of refusal (the controller logs each kind at once, then throttled, and sends the safe command).
@@ -82,7 +87,15 @@ class Republished(NamedTuple):
     t: float
 
 
-Verdict = Estimate | Fault | Republished | None
+class Waiting(NamedTuple):
+    """One driver's message at t, but other drivers' joints have no recent samples (``joint_merge.Missing``): no new
+    state — as when joint states stop, the state ages until ``state_timeout`` makes it stale."""
+
+    t: float
+    detail: str
+
+
+Verdict = Estimate | Fault | Republished | Waiting | None
 
 
 class StateIntake:
@@ -95,17 +108,20 @@ class StateIntake:
     stamps); ``on_clock_back(t, last_stamp)``: stamps and the clock went back together (a simulator reset), called
     before the new state is used. ``state`` is the last accepted ``Estimate`` (None after a refusal), ``ever_valid``
     whether there was one since ``reset``, ``counts`` the states received (``states``), another driver's
-    (``foreign``) and unstamped ones (``unstamped``), for diagnostics.
+    (``foreign``) and unstamped ones (``unstamped``), for diagnostics; ``merger`` the ``JointStateMerger`` of
+    partial joint states (``merge_age``: its ``max_age``; its own ``counts``), None for a vehicle.
     """
 
     def __init__(self, vi: DiscreteSystem, limits: JointLimits | None, timeout: float,
                  estimate: str = "configurations", notice: Callable[[str], None] | None = None,
-                 on_clock_back: Callable[[float, float], None] | None = None):
+                 on_clock_back: Callable[[float, float], None] | None = None, merge_age: float = 0.05):
         self.limits, self.timeout, self.mode = limits, float(timeout), estimate
         self.notice = notice if notice is not None else lambda text: None
         self.on_clock_back = on_clock_back if on_clock_back is not None else lambda t, last: None
         self.counts = dict(states=0, foreign=0, unstamped=0)
         self._foreign_seen: set[str] = set()
+        r = vi.robot
+        self.merger = JointStateMerger(r.joint_names, merge_age, r.continuous_mask) if limits is not None else None
         self.set_system(vi)
         self.reset()
 
@@ -120,23 +136,36 @@ class StateIntake:
         self.last_stamp: float | None = None
         self.ever_valid = False
         self.estimator.reset()
+        if self.merger is not None:
+            self.merger.reset()
 
     # ---- verdicts ------------------------------------------------------------------------------------------------
-    def joint_state(self, t: float, q: np.ndarray, qdot: np.ndarray | None, now: float) -> Verdict:
+    def joint_state(self, t: float, q: np.ndarray, qdot: np.ndarray | None, now: float,
+                    carried: np.ndarray | None = None) -> Verdict:
         """A joint state in the model's joint order: stamp ``t`` (0: never set), positions ``q`` (nq,), measured
         velocities ``qdot`` (None, or not nq finite values: none usable, as a driver without them), on the clock
-        reading ``now``. None: accepted, but no estimate yet (the first configuration of a positions-only driver).
-        ``q`` and ``qdot`` may be buffers the caller reuses: nothing kept refers to them."""
+        reading ``now``; ``carried``: mask of the joints the message has (None: all; else only those entries are
+        read and the merger completes the state). None: accepted, but no estimate yet (the first configuration of a
+        positions-only driver, or a partial message older than the last merged state). ``q`` and ``qdot`` may be
+        buffers the caller reuses: nothing kept refers to them."""
         self.counts["states"] += 1
         nq = self.vi.nq
         if np.shape(q) != (nq,):
             return self.refuse(FAULT_INVALID_STATE, f"joint state has {np.size(q)} positions for the model's {nq}")
-        if not np.isfinite(q).all():
+        ours = slice(None) if carried is None else carried
+        if not np.isfinite(q[ours]).all():
             return self.refuse(FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
-        if qdot is not None and (np.shape(qdot) != (nq,) or not np.isfinite(qdot).all()):
+        if qdot is not None and (np.shape(qdot) != (nq,) or not np.isfinite(qdot[ours]).all()):
             qdot = None
         if t == 0.0:  # header.stamp never set (some drivers): the time of receipt on the caller's clock
             t = self._receipt_stamp(now)
+        if carried is not None or self.merger.active:
+            merged = self.merger.add(t, carried, q, qdot)
+            if merged is None:  # older than the last merged state: recorded for the interpolation only
+                return None
+            if isinstance(merged, Missing):  # another driver's joints have no recent samples: no new state
+                return Waiting(t, str(merged))
+            t, q, qdot = merged
         verdict = self._check_stamp(t, now)
         if verdict is not None:
             return verdict

@@ -29,11 +29,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control.intake import FAULT_STALE, Fault, JointLimits, Republished, StateIntake, Verdict
+from ..control.intake import FAULT_STALE, Fault, JointLimits, Republished, StateIntake, Verdict, Waiting
 from ..control.runner import PlanRunner
 from ..control.tracking import TrackingController
 from ..integrators import make_integrator
 from .common import (
+    JOINT_STATES_QOS,
     LATCHED_QOS,
     MODEL_PARAMETERS,
     SENSOR_QOS,
@@ -74,6 +75,10 @@ PARAMETERS: dict[str, Param] = {
                             choices=("configurations", "velocities")),
     "state_timeout": Param(0.5, "a joint state whose stamp is older than this on the node's clock is stale; "
                                 "one this far in the future is refused [s]", range=(1e-4, 3600.0), **_LIVE),
+    "joint_state_merge_age": Param(0.05, "joints split over several drivers' joint_states: another driver's joints "
+                                         "are interpolated (or extrapolated) to a message's stamp from two of its "
+                                         "samples at most this far apart and old; older: a stale state [s]",
+                                   range=(1e-4, 10.0), **_LIVE),
     "safe_mode": Param("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)",
                        choices=("zero", "damping"), **_LIVE),
     "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]", range=(0.0, 1e6), **_LIVE),
@@ -137,13 +142,14 @@ class ControllerNode(ManagedNode):
             error_names = POSE_ERROR_NAMES[: self.vi.dim]
         else:
             act_q_index = np.array([r.joint_index(n) for n in r.actuated], int)
-            self.reader = RawJointStateReader(r.joint_names)
+            self.reader = RawJointStateReader(r.joint_names, partial=True)
             limits = self._limits()
             self.state_msg = ControllerStateMessage(r, list(act_q_index))
             error_names = r.joint_names
         self.cmd = RawFloat64MultiArray(self.vi.nu)  # serialized once; each tick writes its values
         self.intake = StateIntake(self.vi, limits, p["state_timeout"], p["state_estimate"],
-                                  notice=self.get_logger().warning, on_clock_back=self._clock_went_back)
+                                  notice=self.get_logger().warning, on_clock_back=self._clock_went_back,
+                                  merge_age=p["joint_state_merge_age"])
         self.runner = PlanRunner(r, self.vi, p, self.vehicle, error_names, act_q_index, self.get_logger(), self.warn)
         self.counts = dict(commands=0, safe=0)
         self._rate_mark = (time.monotonic(), 0, 0)
@@ -154,6 +160,7 @@ class ControllerNode(ManagedNode):
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
         state_sub = self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS) if self.vehicle else \
             self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS, raw=True)
+        self.several_drivers = False  # (until a message with only some of the model's joints comes)
         self.own_subs = [state_sub, self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan",
                                                              self.on_plan, LATCHED_QOS)]
         self.wall = Clock(clock_type=ClockType.STEADY_TIME)
@@ -220,6 +227,8 @@ class ControllerNode(ManagedNode):
             return None
         if name == "state_timeout":
             self.intake.timeout = float(value)
+        if name == "joint_state_merge_age" and not self.vehicle:
+            self.intake.merger.max_age = float(value)
         if name in _LIMIT_KEYS and not self.vehicle:
             self.intake.limits = self._limits()
         elif name in ("gain_scale", "hold_integral_gain") and self.runner.law is not None:
@@ -293,7 +302,26 @@ class ControllerNode(ManagedNode):
         except ValueError as e:
             return self._use(self.intake.invalid(str(e)))
         now = self._now()
-        self._use(self.intake.joint_state(t, self.reader.q, self.reader.qdot if has_v else None, now), now)
+        reader = self.reader
+        if reader.carried is not None and not self.several_drivers:
+            self._deepen_joint_states()
+        self._use(self.intake.joint_state(t, reader.q, reader.qdot if has_v else None, now, reader.carried), now)
+
+    def _deepen_joint_states(self) -> None:
+        """The first message of one driver of several: from now on read joint states with depth 4
+        (common.JOINT_STATES_QOS), so one driver's message cannot displace another's; the depth-1 reader (the newest
+        state only, right for one driver) goes once this callback has returned."""
+        self.several_drivers, old = True, self.own_subs[0]
+        self.own_subs[0] = self.create_subscription(JointState, "joint_states", self.on_joint_state,
+                                                    JOINT_STATES_QOS, raw=True)
+
+        def drop() -> None:
+            self.destroy_timer(timer)
+            self.destroy_subscription(old)
+
+        timer = self.create_timer(0.0, drop, clock=self.wall)
+        self.get_logger().info("joint states from several drivers (this one has only some of the model's joints): "
+                               "merged, read with depth 4 from now on")
 
     def on_odometry(self, msg: Odometry) -> None:
         """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist, stamp checked as a joint state's."""
@@ -311,6 +339,9 @@ class ControllerNode(ManagedNode):
         commanded at once, a republished one (lockstep idle) once if it was not yet."""
         if isinstance(verdict, Fault):
             return self.go_safe(*verdict)
+        if isinstance(verdict, Waiting):  # (no new state: the last one ages into a stale one, the safe command)
+            self.warn("waiting", f"joint state incomplete: {verdict.detail}")
+            return
         if verdict is None or self.p["trigger"] != "joint_state":
             return
         if not isinstance(verdict, Republished) or (verdict.t != self.runner.last_commanded_stamp
@@ -379,7 +410,7 @@ class ControllerNode(ManagedNode):
         span = max(now - t0, 1e-9)
         self.rates = ((states - s0) / span, (self.counts["commands"] - c0) / span)
         self._rate_mark = (now, states, self.counts["commands"])
-        law, state = run.law, self.intake.state
+        law, state, merger = run.law, self.intake.state, self.intake.merger
         if not self.active:
             level, status = WARN, "inactive"
         elif run.fault is not None or run.aborted is not None:
@@ -399,6 +430,7 @@ class ControllerNode(ManagedNode):
                       safe_commands=self.counts["safe"], last_fault=run.fault or "",
                       foreign_joint_states=self.intake.counts["foreign"],
                       unstamped_joint_states=self.intake.counts["unstamped"],
+                      **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
                       **{f"faults: {k}": n for k, n in run.fault_counts.items()})
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))

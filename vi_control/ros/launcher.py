@@ -45,10 +45,12 @@ def set_domain(domain_id: int) -> None:
 
 
 class NodeProcess:
-    """One node (``python -m vi_control.ros.<module>``) with params files plus overrides; output in a log file."""
+    """One node (``python -m vi_control.ros.<module>``) with params files plus overrides and topic remappings
+    (``remaps``: {from: to}, as ``-r from:=to``); output in a log file."""
 
     def __init__(self, module: str, domain_id: int, params_files: list[str] = (), overrides: dict | None = None,
-                 log_dir: str | None = None, name: str | None = None, namespace: str = ""):
+                 log_dir: str | None = None, name: str | None = None, namespace: str = "",
+                 remaps: dict[str, str] | None = None):
         self.module, self.name = module, name or module
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="vi_control_"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -56,6 +58,8 @@ class NodeProcess:
         if namespace:
             # The absolute topics too: two runs that share a domain must not share a clock or diagnostics.
             args += ["-r", f"__ns:={namespace}"] + [a for t in GLOBAL_TOPICS for a in ("-r", f"/{t}:={namespace}/{t}")]
+        for src, dst in (remaps or {}).items():
+            args += ["-r", f"{src}:={dst}"]
         for f in params_files:
             args += ["--params-file", str(f if os.path.isfile(f) else share_dir() / "config" / f)]
         if overrides:

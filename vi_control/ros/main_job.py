@@ -57,11 +57,13 @@ class ClosedLoopRun:
 
 def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[str]] | None = None,
                     overrides: dict[str, dict] | None = None, hold_time: float = 1.0, timeout: float = 180.0,
-                    joint_names: list[str] | None = None, on_start=None, namespace: str | None = None) -> ClosedLoopRun:
+                    joint_names: list[str] | None = None, on_start=None, namespace: str | None = None,
+                    remaps: dict[str, dict[str, str]] | None = None) -> ClosedLoopRun:
     """Start the three nodes, wait for a plan and its execution plus ``hold_time`` s, stop everything.
 
     ``on_start(procs, recorder)`` (optional) runs once the plan is being executed (fault injection in tests).
-    Every node runs in ``namespace`` (default: one of this run's own), the recorder too.
+    Every node runs in ``namespace`` (default: one of this run's own), the recorder too; ``remaps``: per node,
+    its topic remappings.
     """
     import rclpy
 
@@ -81,7 +83,7 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     def start_nodes(*names: str) -> None:
         for n in names:
             procs[n] = NodeProcess(NODES[n], domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n,
-                                   namespace=ns)
+                                   namespace=ns, remaps=(remaps or {}).get(n))
 
     error, plan, first, first_flags, flags = "", None, None, 0, 0
     try:

@@ -202,13 +202,16 @@ class JointStateReader:
     The name -> index order is computed once and reused while a message's names equal the previous ones (a
     driver sends the same list every time). ``read`` returns whether the message had usable velocities;
     ValueError names missing joints, size mismatches and non-finite positions; ForeignJointState (a ValueError)
-    a message with none of the model's joints (another driver publishing on the same topic).
+    a message with none of the model's joints (another driver publishing on the same topic). With ``partial``, a
+    message with only some of them is read too: ``carried`` is then the mask of those (None: all), and only their
+    entries of ``q`` and ``qdot`` are meaningful (one driver of several: ``control.joint_merge``).
     """
 
-    def __init__(self, joint_names: list[str]):
-        self.joint_names = list(joint_names)
+    def __init__(self, joint_names: list[str], partial: bool = False):
+        self.joint_names, self.partial = list(joint_names), partial
         self.q = np.zeros(len(joint_names))
         self.qdot = np.zeros(len(joint_names))
+        self.carried: np.ndarray | None = None
         self._names: list[str] | None = None
         self._order = np.zeros(len(joint_names), int)
 
@@ -220,11 +223,16 @@ class JointStateReader:
         """The order of ``joint_names`` in a message with these names (cached while they stay the same)."""
         if names != self._names:
             index, missing = _index_of_ours(names, self.joint_names)  # (foreign: the cached order stays)
-            if missing:
+            if missing and not self.partial:
                 self._names = None
                 raise ValueError(f"joint state lacks joint(s) {missing} (got {list(names)})")
-            self._order[:] = [index[n] for n in self.joint_names]
+            # (a joint the message lacks reads entry 0: a value nobody uses, see `carried`)
+            self._order[:] = [index.get(n, 0) for n in self.joint_names]
+            self.carried = np.array([n in index for n in self.joint_names]) if missing else None
             self._names = list(names)
+
+    def _finite(self, values: np.ndarray) -> bool:
+        return bool(np.isfinite(values if self.carried is None else values[self.carried]).all())
 
     def read(self, msg: JointState) -> bool:
         names = msg.name
@@ -233,12 +241,12 @@ class JointStateReader:
         if len(msg.position) != n:
             raise ValueError(f"joint state has {len(msg.position)} positions for {n} names")
         np.frombuffer(msg.position, float).take(self._order, out=self.q)
-        if not np.isfinite(self.q).all():
+        if not self._finite(self.q):
             raise ValueError("joint state positions contain NaN/inf")
         if len(msg.velocity) != n:
             return False
         np.frombuffer(msg.velocity, float).take(self._order, out=self.qdot)
-        return bool(np.isfinite(self.qdot).all())
+        return self._finite(self.qdot)
 
 
 class RawJointStateReader(JointStateReader):
@@ -251,8 +259,8 @@ class RawJointStateReader(JointStateReader):
 
     _HEAD = struct.Struct("<iII")
 
-    def __init__(self, joint_names: list[str]):
-        super().__init__(joint_names)
+    def __init__(self, joint_names: list[str], partial: bool = False):
+        super().__init__(joint_names, partial)
         self._name_bytes: bytes | None = None
         self._foreign: tuple[bytes, str] | None = None  # the last foreign name section and its error
 
@@ -282,7 +290,7 @@ class RawJointStateReader(JointStateReader):
             if len(q) != n:
                 raise ValueError(f"joint state has {len(q)} positions for {n} names")
             q.take(self._order, out=self.q)
-            if not np.isfinite(self.q).all():
+            if not self._finite(self.q):
                 raise ValueError("joint state positions contain NaN/inf")
             _, v = _read_doubles(buf, off)
         except (struct.error, IndexError, UnicodeDecodeError) as e:
@@ -291,7 +299,7 @@ class RawJointStateReader(JointStateReader):
         if len(v) != n:
             return t, False
         v.take(self._order, out=self.qdot)
-        return t, bool(np.isfinite(self.qdot).all())
+        return t, self._finite(self.qdot)
 
 
 def _align(offset: int, n: int) -> int:

@@ -36,6 +36,7 @@ from std_msgs.msg import String, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
 from ..control.tracking import StateEstimator, tracking_law
 from ..integrators import make_integrator, require_linearizable
@@ -52,7 +53,14 @@ from .common import (
     run_node,
     watch_parameters,
 )
-from .messages import ForeignJointState, joint_state_arrays, plan_to_message, plan_to_trajectory, stamp_seconds
+from .messages import (
+    ForeignJointState,
+    JointStateReader,
+    joint_state_arrays,
+    plan_to_message,
+    plan_to_trajectory,
+    stamp_seconds,
+)
 from .vehicle import (
     ODOM_FRAME_PARAMETER,
     VEHICLE_PARAMETERS,
@@ -73,6 +81,9 @@ PARAMETERS: dict[str, Param] = {
                                "for a joint state to plan from [s]", range=(0.0, 3600.0)),
     "state_estimate": Param("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0",
                             choices=("configurations", "velocities")),
+    "joint_state_merge_age": Param(0.05, "joints split over several drivers' joint_states: merged as the "
+                                         "controller does (its parameter of this name) [s]", range=(1e-4, 10.0),
+                                   live=True),
     "use_measured_state": Param(True, "plan from the latest joint state when there is one (else the task's x_0)",
                                 live=True),
     "expected_solve_time": Param(2.0, "wall time a solve is expected to take [s]: a plan starts this much later "
@@ -152,6 +163,8 @@ class PlannerNode(Node):
         self.vi = make_integrator(self.p["integrator"], robot, float(self.task.dt))
         require_linearizable(self.vi, "the planner node")
         self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
+        self.reader = JointStateReader(robot.joint_names, partial=True)  # one driver's joints: merged
+        self.merger = JointStateMerger(robot.joint_names, self.p["joint_state_merge_age"], robot.continuous_mask)
         self.get_logger().info(f"task {self.p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
         if self.p["plan_on_startup"]:
             self._start(Request("task"), wait=float(self.p["startup_wait"]))
@@ -212,27 +225,30 @@ class PlannerNode(Node):
     def _apply_parameter(self, name: str, value) -> str | None:
         if name == "log_throttle_period":
             self.warn.period = float(value)
+        if name == "joint_state_merge_age" and getattr(self, "merger", None) is not None:
+            self.merger.max_age = float(value)
         return None  # the others are read from self.p when used
 
     # ---- inputs ----------------------------------------------------------------------------------
-    def _arrays(self, msg: JointState, what: str, level: str = "warning", ignore_foreign: bool = False):
-        """(q, q̇ or None) of a JointState in the model's joint order, or None (logged) if unusable."""
-        if self.robot is None:
-            return None
-        try:
-            return joint_state_arrays(msg, self.robot.joint_names)
-        except ValueError as e:
-            if ignore_foreign and isinstance(e, ForeignJointState):
-                return None  # another driver's joints (gripper, wheels) on joint_states: not ours
-            self.warn(what, f"{what}: {e}", level=level)
-            return None
-
     def on_joint_state(self, msg: JointState) -> None:
-        arrays = self._arrays(msg, "joint state ignored", ignore_foreign=True)
-        if arrays is None:
+        """A state to plan from: a partial message (one driver of several) through the merger, as the controller."""
+        if self.robot is None:
             return
-        q, qdot = arrays
+        try:
+            has_v = self.reader.read(msg)
+        except ForeignJointState:
+            return  # another driver's joints (gripper, wheels) on joint_states: not ours
+        except ValueError as e:
+            self.warn("joint state ignored", f"joint state ignored: {e}")
+            return
         t = stamp_seconds(msg) or self._now()  # header.stamp 0: never set by the driver, stamped on receipt
+        merged = self.merger.add(t, self.reader.carried, self.reader.q, self.reader.qdot if has_v else None)
+        if merged is None:  # older than the last merged state
+            return
+        if isinstance(merged, Missing):
+            self.warn("waiting", f"joint state ignored: {merged}")
+            return
+        t, q, qdot = merged
         try:
             x = self.estimator.update(t, q, qdot)
         except Exception as e:  # never let a state estimate kill the node; plan from the task's x_0 instead
@@ -246,10 +262,14 @@ class PlannerNode(Node):
             self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
 
     def on_goal(self, msg: JointState) -> None:
-        arrays = self._arrays(msg, "goal refused", level="error")
-        if arrays is None:
+        """Goal positions: every model joint must be named (unlike a joint state from one driver of several)."""
+        if self.robot is None:
             return
-        goal = arrays[0]
+        try:
+            goal = joint_state_arrays(msg, self.robot.joint_names)[0]
+        except ValueError as e:
+            self.warn("goal refused", f"goal refused: {e}", level="error")
+            return
         self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: re-planning")
         if not self._start(Request("goal", goal=goal), wait=self._first_state_wait()):
             self.warn("busy", "goal dropped: a plan is being computed", level="error")
