@@ -113,13 +113,12 @@ def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0,
     and K_final were computed about (planning.pipeline.plan_task: hold_gain), not X_N, whose momentum differs when
     the plan ends moving, with integral action ``hold_integral_gain`` on the actuated joints (robots with joints)."""
     s, r = float(gain_scale), vi.robot
-    act_q = np.array([r.joint_index(n) for n in r.actuated], int) if hold_integral_gain else None
     law_plan = dataclasses.replace(plan, K=plan.K * s, K_final=None if plan.K_final is None else plan.K_final * s)
     if plan.K_final is not None:
         law_plan.X = plan.X.copy()
         law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])
     return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask,
-                              hold_integral_gain=hold_integral_gain, actuated_q=act_q)
+                              hold_integral_gain=hold_integral_gain, actuated_q=vi.idx_act)
 
 
 def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, effort_limits: np.ndarray) -> np.ndarray:

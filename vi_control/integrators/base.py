@@ -296,14 +296,20 @@ class Linearizable(DiscreteSystem, Protocol):
         """Indices i of the output map with ∂²Oᵢ ≠ 0 (the others are linear in (y, z))."""
 
 
+def refuse_complex(v, what: str) -> None:
+    """ValueError naming ``what`` for a complex array: the cast to float dropped its imaginary part with only a
+    numpy warning (a state, an input, a guess are real)."""
+    if np.iscomplexobj(v):
+        raise ValueError(f"{what} is complex (a state and an input are real; pass .real if the imaginary part "
+                         "is zero)")
+
+
 def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | None,
                       finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The one input check of every integrator: sizes (naming the expected layout) and, if ``finite``, NaN/inf.
-    Complex arrays are refused: the cast to float dropped their imaginary parts with only a numpy warning."""
-    for v, what in ((x, "state"), (u, "input")):
-        if np.iscomplexobj(v):
-            raise ValueError(f"{what} is complex (a state and an input are real; pass .real if the imaginary part "
-                             "is zero)")
+    Complex arrays are refused (``refuse_complex``)."""
+    refuse_complex(x, "state")
+    refuse_complex(u, "input")
     x = np.asarray(x, float).ravel()
     u = np.zeros(system.nu) if u is None else np.asarray(u, float).ravel()
     if x.size != system.nx:
@@ -323,8 +329,7 @@ def as_vector(system: DiscreteSystem, v: np.ndarray, size: int, what: str) -> np
 
     The Legendre transforms, ``energy`` and ``warm_start`` slice their argument by ``nq``: a state of the wrong size
     returned a number for the wrong coordinates (the pendulum's energy of a 3-vector), so they check it here."""
-    if np.iscomplexobj(v):
-        raise ValueError(f"{what} is complex (pass .real if the imaginary part is zero)")
+    refuse_complex(v, what)
     v = np.asarray(v, float).ravel()
     if v.size != size:
         raise ValueError(f"{what} has size {v.size}, expected {size} for {system.robot.name!r} (nq = {system.nq})")

@@ -31,6 +31,7 @@ from .base import (
     as_vector,
     check_guess,
     input_sequence,
+    refuse_complex,
     step_rollout,
 )
 
@@ -174,9 +175,8 @@ class LieGroupVI:
     # ---- one step --------------------------------------------------------------------------------------------
     def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(x, u) as flat float arrays; ValueError naming a wrong size, NaN/inf, or a rotation off SO(3)."""
-        for v, what in ((x, "state"), (u, "input")):
-            if np.iscomplexobj(v):
-                raise ValueError(f"{what} is complex (pass .real if the imaginary part is zero)")
+        refuse_complex(x, "state")
+        refuse_complex(u, "input")
         x = np.asarray(x, float).ravel()
         u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
         if x.size != self.nx:

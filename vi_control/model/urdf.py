@@ -298,8 +298,9 @@ def lock_joints(xml: str, positions: dict[str, float] | list[str], error: type[V
     for name, value in positions.items():  # (the user's positions: a weld beyond the end stops is no robot's pose)
         lim = joints[name].find("limit")
         lo, hi = (0.0, 0.0) if lim is None else (float(lim.get("lower", 0.0)), float(lim.get("upper", 0.0)))
+        slack = 1e-9 * max(1.0, abs(lo), abs(hi))
         if joints[name].get("type") in ("revolute", "prismatic") and (lo, hi) != (0.0, 0.0) \
-                and not lo - 1e-9 * max(1.0, abs(lo), abs(hi)) <= value <= hi + 1e-9 * max(1.0, abs(lo), abs(hi)):
+                and not lo - slack <= value <= hi + slack:
             raise error(f"locked.{name}: {value:g} is outside joint {name!r}'s limits [{lo:g}, {hi:g}]")
     for name, j in joints.items():  # followers of locked joints
         m = j.find("mimic")

@@ -218,12 +218,12 @@ def task_overrides(task_source: str) -> tuple[dict[str, dict], object]:
     task = load_task(path)
     spec = task.model_spec
     robot = spec.load()
-    model = model_parameters(spec) | ({"integrator": "gni"} if robot.n_nonholonomic else {})  # seed 003
+    integrator = {"integrator": "gni"} if robot.n_nonholonomic else {}  # seed 003, in all three nodes
+    model = model_parameters(spec) | integrator
     q0 = np.zeros(robot.nq) if task.q0 is None else task.q0
     qdot0 = np.zeros(robot.nq) if task.qdot0 is None else task.qdot0
     sim = model | {"dt": task.dt, "initial_positions": q0.tolist(), "initial_velocities": qdot0.tolist()}
-    planner = {"task": path} | ({"integrator": "gni"} if robot.n_nonholonomic else {})
-    return {"simulator": sim, "controller": model | {"dt": task.dt}, "planner": planner}, robot
+    return {"simulator": sim, "controller": model | {"dt": task.dt}, "planner": {"task": path} | integrator}, robot
 
 
 def main(argv: list[str] | None = None) -> int:
