@@ -98,6 +98,45 @@ def _check_start_up(order, rec, procs) -> None:
                                                sim.log()[-2000:])  # the same discrete map
 
 
+def test_a_command_reader_found_late_gets_the_republished_state_answered(ros):
+    """The start-up race behind a lockstep loop that stood still (CI, 2026-11-23, order planner, simulator,
+    controller): the controller answered the simulator's state before its command writer had matched the simulator's
+    reader, the command went nowhere (volatile), and the republished state was not answered again (answered once).
+    Here the test plays the lockstep simulator: state t = 1 (republished until answered), then a second command reader
+    appears and t = 1 is republished: the new reader gets the same command, once."""
+    model = dict(model="pendulum", system_yaml=STRONG)
+    planner = ros.start("planner_node", **model, task="task_pendulum_swingup", use_sim_time=True)
+    ctrl = ros.start("controller_node", **model, dt=0.1, trigger="joint_state", use_sim_time=True)
+    rec = ros.recorder(["theta"])
+    state_pub = rec.create_publisher(JointState, "joint_states", STREAM_QOS)  # volatile, as the simulator's idle one
+
+    def republish() -> None:
+        rec.publish_clock(1.0)
+        msg = JointState(name=["theta"], position=[0.0], velocity=[0.0])
+        msg.header.stamp.sec = 1
+        state_pub.publish(msg)
+
+    def answered(r, n: int) -> bool:
+        republish()
+        time.sleep(0.2)  # the simulator's idle_publish_period
+        return len(r.commands) >= n
+
+    assert rec.wait_for(lambda: answered(rec, 1), 60.0), (ctrl.report(), planner.report())
+    assert "entered plan" in ctrl.log(), ctrl.log()
+    time.sleep(0.5)
+    first = [c[1] for c in rec.commands]
+    assert len(first) == 1, first  # the state answered once (a republish is not a new state)
+    late = ros.recorder(["theta"], name="late_reader", record_states=False)
+    assert late.wait_for(lambda: late.count_publishers("effort_controller/commands") > 1, DISCOVERY)
+    time.sleep(0.5)  # (the controller's side of the match: its event)
+    assert late.wait_for(lambda: answered(late, 1), 10.0), ctrl.log()
+    time.sleep(0.5)
+    for _ in range(3):  # answered once more, not on every republish
+        answered(late, 1)
+    assert len(late.commands) == 1 and np.array_equal(late.commands[0][1], first[0]), (late.commands, first)
+    assert len(rec.commands) == 2, rec.commands
+
+
 def _settled(rec, rate: float) -> bool:
     """The recorded joint has moved less than ``rate`` rad/s over the last second of stamps."""
     with rec.lock:

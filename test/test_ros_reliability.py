@@ -105,6 +105,22 @@ def test_a_burst_of_bad_commands_is_not_a_log_flood(ros, burst):
     assert sim.alive
 
 
+def test_a_node_that_crashes_while_constructing_leaves_its_traceback(tmp_path):
+    """run_node enables faulthandler before the node exists (the EventsExecutor enables it only once made: a node
+    killed between its first log line and its executor left no traceback, so the next test's report had none)."""
+    import signal as sig
+    import subprocess
+    import sys
+
+    script = tmp_path / "crash.py"
+    script.write_text("import os, signal\nfrom vi_control.ros.common import run_node\n\n"
+                      "class Crashing:\n    def __init__(self):\n        os.kill(os.getpid(), signal.SIGSEGV)\n\n"
+                      "run_node(Crashing, [])\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == -sig.SIGSEGV, (out.returncode, out.stderr)
+    assert "Fatal Python error: Segmentation fault" in out.stderr and "in __init__" in out.stderr, out.stderr
+
+
 def test_a_crashed_node_is_reported_with_its_fatal_error(ros):
     """NodeProcess.report (what a failed ROS test prints): a node killed by SIGSEGV shows its exit code and the
     fatal-error section faulthandler wrote (the EventsExecutor enables it), not only the log's last lines."""

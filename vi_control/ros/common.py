@@ -3,6 +3,7 @@ the entry point (EventsExecutor)."""
 
 from __future__ import annotations
 
+import faulthandler
 import math
 import os
 import re
@@ -319,6 +320,9 @@ def run_node(node_cls: type, args: list[str] | None = None) -> None:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    # A fatal error's traceback from the first moment, not only once the EventsExecutor enables it (a node killed
+    # while still constructing itself left no traceback: CI, 2026-11-23).
+    faulthandler.enable(file=sys.__stderr__)
     rclpy.init(args=sys.argv if args is None else args)
     node = executor = None
     try:

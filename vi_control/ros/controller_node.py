@@ -25,6 +25,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import PublisherEventCallbacks
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -154,7 +155,9 @@ class ControllerNode(ManagedNode):
         self.counts = dict(commands=0, safe=0)
         self._rate_mark = (time.monotonic(), 0, 0)
         self.rates = (0.0, 0.0)
-        self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
+        self.readers_at_command = 0  # command readers matched when the last command went out
+        self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS,
+                                         event_callbacks=PublisherEventCallbacks(matched=self._on_command_reader))
         self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
@@ -348,6 +351,13 @@ class ControllerNode(ManagedNode):
                                                     and self.intake.state is not None):
             self.tick(now)
 
+    def _on_command_reader(self, info) -> None:
+        """A reader of the commands matched: it missed every command before (volatile). If that reader is a lockstep
+        simulator discovered only after the state was answered, it still waits for that state's command and
+        republishes the state: answer it again (else the loop stands still; measured at start-up under load)."""
+        if info.current_count > self.readers_at_command:  # (one matched before the command is queued after it)
+            self.runner.last_commanded_stamp = None
+
     def watchdog(self) -> None:
         """joint_state trigger: notice joint states that stopped arriving (their stamps age on this clock)."""
         state = self.intake.state
@@ -389,6 +399,7 @@ class ControllerNode(ManagedNode):
 
     def publish(self, u: np.ndarray) -> None:
         np.take(u, self.cmd_index, out=self.cmd.data)
+        self.readers_at_command = self.pub.get_subscription_count()  # (1 µs)
         self.pub.publish(bytes(self.cmd))
         self.counts["commands"] += 1
 
