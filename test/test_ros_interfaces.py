@@ -17,7 +17,7 @@ from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
-from test_ros_dds import DISCOVERY, _pendulum_hold_plan  # noqa: E402
+from test_ros_dds import DISCOVERY, _pendulum_hold_plan, lockstep_step  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS, SENSOR_QOS, STREAM_QOS  # noqa: E402
@@ -52,11 +52,13 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", log_throttle_period=30.0)
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
-    # issue 14 item 5: warnings are throttled: 50 NaN commands, one line
-    n_nan = len(rec.states) + 50
-    for _ in range(50):
+    # issue 14 item 5: warnings are throttled: 10 NaN commands, one line. Each steps (with the held command): wait
+    # for all ten steps, not for ten states (the idle republishes count too). (No more than the command queue's depth
+    # of 10 at once: a reliable KEEP_LAST writer overwrites what its reader has not yet taken.)
+    t_nan = max(s[1] for s in rec.states) + 10 * 0.1 - 1e-9
+    for _ in range(10):
         rec.publish_command([float("nan")])
-    assert rec.wait_for(lambda: len(rec.states) >= n_nan, 10.0)
+    assert rec.wait_for(lambda: rec.states[-1][1] >= t_nan, 10.0), sim.log()
     assert sim.log().count("rejected command") == 1, sim.log()
     tries = dict(dt="abc", mode=3, position_noise_std="abc", on_bad_command=1.0)
     results = [_set(rec, "vi_simulator", **{k: v})[0] for k, v in tries.items()]
@@ -71,24 +73,22 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     assert _get(rec, "vi_simulator", "dt", "mode") == [0.1, "lockstep"]  # nothing changed
     # issue 12 item 1: /clock carries the simulation time the joint states are stamped with
     clocks = []
-    rec.create_subscription(Clock, "clock", clocks.append, STREAM_QOS)
-    n0 = len(rec.states)
-    rec.publish_command([0.0])
-    assert rec.wait_for(lambda: clocks and len(rec.states) > n0, 10.0)
-    stamp = rec.states[-1][1]
-    assert stamp > 0 and clocks[-1].clock.sec + 1e-9 * clocks[-1].clock.nanosec == pytest.approx(stamp, abs=1e-9)
+    rec.create_subscription(Clock, "clock", lambda m: clocks.append(m.clock.sec + 1e-9 * m.clock.nanosec),
+                            STREAM_QOS)
+    _, stamp, q, _ = lockstep_step(rec, [0.0], sim)
+    # (the step's clock, or, if this new reader matched only after it, the same time republished while idle)
+    assert stamp > 0 and rec.wait_for(lambda: any(c == pytest.approx(stamp, abs=1e-9) for c in clocks), 10.0)
+    assert all(c <= stamp + 1e-9 for c in clocks)
     assert _set(rec, "vi_simulator", position_noise_std=0.5) == [(True, "")]
     assert _get(rec, "vi_simulator", "position_noise_std") == [0.5]
     # ... and applies: published positions now scatter by 0.5 rad around the exact (noise-free) states
-    x = rec.states[-1][2][0]
-    x = pendulum_vi.state_from_configurations(np.array([x]), np.array([x]))  # at rest, then 50 × zero torque
+    # (that step's state, noise-free: a state republished since may carry the noise)
+    x = pendulum_vi.state_from_configurations(q, q)  # at rest, then 40 × zero torque
     errors = []
     for _ in range(40):
-        n0 = len(rec.states)
-        rec.publish_command([0.0])
-        assert rec.wait_for(lambda n=n0: len(rec.states) > n, 10.0), sim.log()
+        q = lockstep_step(rec, [0.0], sim)[2][0]
         x = pendulum_vi.step(x, np.zeros(1))
-        errors.append(rec.states[-1][2][0] - x[0])
+        errors.append(q - x[0])
     assert 0.3 < np.std(errors) < 0.7  # sample std of 40 N(0, 0.25) draws: 0.5 ± 0.06
 
 
@@ -286,14 +286,15 @@ def test_simulator_stops_stepping_at_end_time_and_can_be_extended_live(ros, pend
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     x = vi.state_from_configurations(np.array([0.2]), np.array([0.2]))
-    for k in range(5):
+    for k in range(3):
+        state = lockstep_step(rec, [1.0], sim)
+        x = vi.step(x, np.array([1.0]))
+        assert state[1] == pytest.approx(0.1 * (k + 1))
+        assert state[2][0] == pytest.approx(x[0], abs=1e-12)
+    for _ in range(2):  # past end_time: a command steps nothing; the state is republished (idle_publish_period)
         n0 = len(rec.states)
         rec.publish_command([1.0])
         assert rec.wait_for(lambda n0=n0: len(rec.states) > n0, 10.0), sim.log()
-        if k < 3:
-            x = vi.step(x, np.array([1.0]))
-            assert rec.states[-1][1] == pytest.approx(0.1 * (k + 1))
-            assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)
     assert sim.wait_for_log("end_time 0.3 s reached at step 3", 5.0), sim.log()
     assert max(s[1] for s in rec.states) == pytest.approx(0.3)  # nothing stepped past it
     assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)  # republished while stopped
@@ -321,11 +322,9 @@ def test_simulator_holds_joints_at_their_end_stops(ros, stops):
     stepper = vc.JointStops(vi) if stops else vi
     x = vi.state_from_configurations(np.array([1.5, 0.0]), np.array([1.5, 0.0]))
     for k in range(25):
-        n0 = len(rec.states)
-        rec.publish_command([20.0])
-        assert rec.wait_for(lambda n0=n0: len(rec.states) > n0, 10.0), sim.log()
+        state = lockstep_step(rec, [20.0], sim)
         x = stepper.step(x, np.array([20.0]), step_index=k)
-        assert rec.states[-1][2] == pytest.approx(x[:2], abs=1e-9)
+        assert state[2] == pytest.approx(x[:2], abs=1e-9), k
     slider = np.array([s[2][0] for s in rec.states])
     if stops:
         assert slider.max() == pytest.approx(2.0, abs=1e-12) and slider[-1] == pytest.approx(2.0, abs=1e-12)
