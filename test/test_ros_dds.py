@@ -15,20 +15,32 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS  # noqa: E402
-from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
+from vi_control.ros.messages import RawFloat64MultiArray, plan_to_message, split_seconds  # noqa: E402
 
 pytestmark = pytest.mark.ros
 DISCOVERY = 30.0  # s: process start-up (imports, model build) plus DDS discovery on a loaded 2-core machine
 
 
-def lockstep_step(rec, u, node=None, timeout: float = 10.0) -> tuple:
-    """Command a lockstep simulator once through the recorder ``rec``: the (receive, stamp, q, effort) of the state
-    that step published — the first one recorded with a later stamp, not simply the next one recorded: an idle
-    simulator republishes its current state every idle_publish_period, and a republish sent just before the
-    command was handled arrives after it was sent (flakehunt: the next state was such a republish under load)."""
+def stamped_command(u, t: float) -> bytes:
+    """A serialized command with the values ``u`` that answers the joint state stamped ``t`` (as a controller's)."""
+    cmd = RawFloat64MultiArray(len(u))
+    cmd.data[:] = u
+    cmd.set_stamp(*split_seconds(t))
+    return bytes(cmd)
+
+
+def lockstep_step(rec, u, node=None, timeout: float = 10.0, answers: float | None = None) -> tuple:
+    """Command a lockstep simulator once through the recorder ``rec`` (``answers``: the command names the state of
+    that stamp, as a controller's): the (receive, stamp, q, effort) of the state that step published — the first one
+    recorded with a later stamp, not simply the next one recorded: an idle simulator republishes its current state
+    every idle_publish_period, and a republish sent just before the command was handled arrives after it was sent
+    (flakehunt: the next state was such a republish under load)."""
     with rec.lock:
         last = max(s[1] for s in rec.states)
-    rec.publish_command(u)
+    if answers is None:
+        rec.publish_command(u)
+    else:
+        rec.cmd_pub.publish(stamped_command(u, answers))
     assert rec.wait_for(lambda: rec.states[-1][1] > last, timeout), node.log()[-2000:] if node else last
     with rec.lock:
         return next(s for s in rec.states if s[1] > last)

@@ -17,7 +17,7 @@ from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
-from test_ros_dds import DISCOVERY, _pendulum_hold_plan, lockstep_step  # noqa: E402
+from test_ros_dds import DISCOVERY, _pendulum_hold_plan, lockstep_step, stamped_command  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS, SENSOR_QOS, STREAM_QOS  # noqa: E402
@@ -305,6 +305,34 @@ def test_simulator_stops_stepping_at_end_time_and_can_be_extended_live(ros, pend
     assert rec.wait_for(lambda: any(s[1] > 0.35 for s in rec.states[n0:]), 10.0), sim.log()
     assert rec.states[-1][2][0] == pytest.approx(x[0], abs=1e-12)
     assert sim.wait_for_log("end_time 0.4 s reached at step 4", 5.0), sim.log()
+
+
+def test_lockstep_simulator_steps_once_per_state_whatever_answers_it(ros, pendulum_vi):
+    """A controller answers a state again each time it is republished (its first answer may have been lost: commands
+    are volatile), so two answers to one state can reach a lockstep simulator. It steps on the one naming the state it
+    is at (messages.command_stamp) and ignores the others, with a log line — before, the second answer stepped again
+    with the first state's command (one such step off the swing-up plan of test_start_up_order_never_matters: 4.5e-5
+    rad). A command naming no state (from another tool) steps as before."""
+    vi = pendulum_vi
+    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", initial_positions=[0.2],
+                    idle_publish_period=0.05, log_throttle_period=0.0)  # (every ignored command logged)
+    rec = ros.recorder(["theta"])
+    assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
+    x = vi.state_from_configurations(np.array([0.2]), np.array([0.2]))
+    state = lockstep_step(rec, [1.0], sim, answers=0.0)  # the answer to t = 0: a step
+    x = vi.step(x, np.array([1.0]))
+    assert state[1] == pytest.approx(0.1) and state[2][0] == pytest.approx(x[0], abs=1e-12)
+    rec.cmd_pub.publish(stamped_command([1.0], 0.0))  # that answer again (it crossed the first): no step
+    rec.cmd_pub.publish(stamped_command([-3.0], 5.0))  # an answer to a state the simulation never reached: none
+    state = lockstep_step(rec, [0.5], sim, answers=0.1)  # the answer to t = 0.1: the step after the first
+    x = vi.step(x, np.array([0.5]))
+    assert state[1] == pytest.approx(0.2) and state[2][0] == pytest.approx(x[0], abs=1e-12), sim.log()
+    assert "command answering the state of t=0 ignored: the simulation is at t=0.1" in sim.log(), sim.log()
+    assert "command answering the state of t=5 ignored: the simulation is at t=0.1" in sim.log(), sim.log()
+    state = lockstep_step(rec, [-0.5], sim)  # a command naming no state: a step
+    x = vi.step(x, np.array([-0.5]))
+    assert state[1] == pytest.approx(0.3) and state[2][0] == pytest.approx(x[0], abs=1e-12)
+    assert max(s[1] for s in rec.states) == pytest.approx(0.3)  # three steps for five commands
 
 
 @pytest.mark.parametrize("stops", [True, False])

@@ -14,12 +14,14 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from vi_control.ros import handover  # noqa: E402
-from vi_control.ros.common import STREAM_QOS  # noqa: E402
+from vi_control.ros.common import RECORD_VOLATILE_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.launcher import NodeProcess  # noqa: E402
+from vi_control.ros.messages import command_stamp  # noqa: E402
 from vi_control.ros.recorder import Recorder  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -98,16 +100,21 @@ def _check_start_up(order, rec, procs) -> None:
                                                sim.log()[-2000:])  # the same discrete map
 
 
-def test_a_command_reader_found_late_gets_the_republished_state_answered(ros):
-    """The start-up race behind a lockstep loop that stood still (CI, 2026-11-23, order planner, simulator,
-    controller): the controller answered the simulator's state before its command writer had matched the simulator's
-    reader, the command went nowhere (volatile), and the republished state was not answered again (answered once).
-    Here the test plays the lockstep simulator: state t = 1 (republished until answered), then a second command reader
-    appears and t = 1 is republished: the new reader gets the same command, once."""
+def test_a_republished_state_is_answered_again_with_a_command_naming_it(ros):
+    """The lockstep start-up race (CI, 2026-11-23, order planner, simulator, controller): the controller answered the
+    simulator's state before its command writer had matched the simulator's reader, the command went nowhere
+    (volatile), and a republished state was answered only once: the loop stood still. Now every republish is
+    answered, with the same command naming the state's stamp (messages.command_stamp), so a reader that matched late
+    gets it, and a lockstep simulator steps once per state however many answers cross
+    (test_ros_interfaces::test_lockstep_simulator_steps_once_per_state_whatever_answers_it). Here the test plays the
+    lockstep simulator: state t = 1 republished until answered, then again; a second command reader appears."""
     model = dict(model="pendulum", system_yaml=STRONG)
     planner = ros.start("planner_node", **model, task="task_pendulum_swingup", use_sim_time=True)
     ctrl = ros.start("controller_node", **model, dt=0.1, trigger="joint_state", use_sim_time=True)
     rec = ros.recorder(["theta"])
+    stamps: list = []  # the state each command received by `rec` names
+    rec.create_subscription(Float64MultiArray, "effort_controller/commands",
+                            lambda m: stamps.append(command_stamp(m)), RECORD_VOLATILE_QOS)
     state_pub = rec.create_publisher(JointState, "joint_states", STREAM_QOS)  # volatile, as the simulator's idle one
 
     def republish() -> None:
@@ -118,23 +125,19 @@ def test_a_command_reader_found_late_gets_the_republished_state_answered(ros):
 
     def answered(r, n: int) -> bool:
         republish()
-        time.sleep(0.2)  # the simulator's idle_publish_period
-        return len(r.commands) >= n
+        return r.wait_for(lambda: len(r.commands) >= n, 0.2)  # (0.2 s: the simulator's idle_publish_period)
 
     assert rec.wait_for(lambda: answered(rec, 1), 60.0), (ctrl.report(), planner.report())
     assert "entered plan" in ctrl.log(), ctrl.log()
-    time.sleep(0.5)
-    first = [c[1] for c in rec.commands]
-    assert len(first) == 1, first  # the state answered once (a republish is not a new state)
+    first = rec.commands[0][1]
+    for n in (2, 3):  # the same state again: the same command again
+        assert answered(rec, n), ctrl.log()
     late = ros.recorder(["theta"], name="late_reader", record_states=False)
     assert late.wait_for(lambda: late.count_publishers("effort_controller/commands") > 1, DISCOVERY)
-    time.sleep(0.5)  # (the controller's side of the match: its event)
     assert late.wait_for(lambda: answered(late, 1), 10.0), ctrl.log()
-    time.sleep(0.5)
-    for _ in range(3):  # answered once more, not on every republish
-        answered(late, 1)
-    assert len(late.commands) == 1 and np.array_equal(late.commands[0][1], first[0]), (late.commands, first)
-    assert len(rec.commands) == 2, rec.commands
+    assert all(np.array_equal(c, first) for _, c in rec.commands + late.commands), (rec.commands, late.commands)
+    assert rec.wait_for(lambda: len(stamps) == len(rec.commands), 5.0)
+    assert set(stamps) == {(1, 0)}, stamps  # each names the state t = 1 it answers
 
 
 def _settled(rec, rate: float) -> bool:

@@ -149,7 +149,7 @@ def test_raw_joint_state_reader_equals_rclpy_deserialization(rng):
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from vi_control.ros.messages import JointStateReader, RawFloat64MultiArray, RawJointStateReader
+    from vi_control.ros.messages import JointStateReader, RawFloat64MultiArray, RawJointStateReader, command_stamp
 
     joints = ["a", "elbow", "wrist_3_joint"]
     raw, ref = RawJointStateReader(joints), JointStateReader(joints)
@@ -167,11 +167,17 @@ def test_raw_joint_state_reader_equals_rclpy_deserialization(rng):
         assert has_v == ref.read(deserialize_message(buf, JointState)), trial
         assert np.array_equal(raw.q, ref.q) and (not has_v or np.array_equal(raw.qdot, ref.qdot)), trial
         assert t == m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+        assert raw.stamp == (m.header.stamp.sec, m.header.stamp.nanosec)  # exact: what a command answering it names
     with pytest.raises(ValueError, match="lacks joint"):
         raw.read_raw(serialize_message(JointState(name=["a"], position=[0.0])))
     with pytest.raises(ValueError, match="malformed"):
         raw.read_raw(buf[:30])
-    for n in (0, 1, 7):  # the preserialized command message
+    for n in (0, 1, 7):  # the preserialized command message, naming the joint state it answers
         cmd = RawFloat64MultiArray(n)
         cmd.data[:] = np.arange(n) + 0.5
-        assert deserialize_message(bytes(cmd), Float64MultiArray).data.tolist() == (np.arange(n) + 0.5).tolist()
+        for sec, nsec in ((12, 300_000_000), (1_795_469_000, 5), (-(2**31), 999_999_999), (0, 0)):
+            cmd.set_stamp(sec, nsec)
+            msg = deserialize_message(bytes(cmd), Float64MultiArray)
+            assert msg.data.tolist() == (np.arange(n) + 0.5).tolist()
+            assert command_stamp(msg) == (sec, nsec) and (msg.layout.dim[0].size, msg.layout.dim[0].stride) == (n, n)
+    assert command_stamp(Float64MultiArray(data=[1.0])) is None  # a command from another tool names no state

@@ -13,7 +13,7 @@ other drivers' joints are interpolated (or extrapolated) from their own recent s
 a message older than the last merged one is only recorded. A message with every joint passes through unchanged while no
 partial one came. A refusal forgets the state and restarts the estimate. Nothing here imports ROS: the controller node
 decodes the messages, reads its clock and acts on the verdict (``Estimate``: command from it; ``Fault``: refused, the
-safe command; ``Republished``: answer it once; ``Waiting``: log it; None: no estimate yet).
+safe command; ``Republished``: the last state again, answered again; ``Waiting``: log it; None: no estimate yet).
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ class Fault(NamedTuple):
 
 
 class Republished(NamedTuple):
-    """The last accepted stamp t again: the same state republished (answered once by a per-state trigger)."""
+    """The last accepted stamp t again: the same state republished (a per-state trigger answers it again with the
+    same command: a lockstep simulator that republishes it is still waiting for it)."""
 
     t: float
 

@@ -61,8 +61,7 @@ class PlanRunner:
         self.robot, self.vi = robot, vi
 
     def reset(self) -> None:
-        """No fault, no abort, nothing commanded yet (a controller that (re)starts; its plans stay)."""
-        self.last_commanded_stamp: float | None = None
+        """No fault, no abort (a controller that (re)starts; its plans stay)."""
         self.fault, self.aborted, self.goal_reached = None, None, False
 
     def stop(self) -> None:
@@ -195,7 +194,6 @@ class PlanRunner:
         if self.fault is not None:
             self.logger.info(f"joint states valid again after: {self.fault}; tracking resumed")
             self.fault = None
-        self.last_commanded_stamp = t
         return k, u
 
     def _tolerances_violated(self, law: TrackingController, k: int, t: float, x: np.ndarray) -> bool:

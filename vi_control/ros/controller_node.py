@@ -25,12 +25,11 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
-from rclpy.event_handler import PublisherEventCallbacks
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control.intake import FAULT_STALE, Fault, JointLimits, Republished, StateIntake, Verdict, Waiting
+from ..control.intake import FAULT_STALE, Fault, JointLimits, StateIntake, Verdict, Waiting
 from ..control.runner import PlanRunner
 from ..control.tracking import TrackingController
 from ..integrators import make_integrator
@@ -155,9 +154,7 @@ class ControllerNode(ManagedNode):
         self.counts = dict(commands=0, safe=0)
         self._rate_mark = (time.monotonic(), 0, 0)
         self.rates = (0.0, 0.0)
-        self.readers_at_command = 0  # command readers matched when the last command went out
-        self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS,
-                                         event_callbacks=PublisherEventCallbacks(matched=self._on_command_reader))
+        self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
@@ -303,9 +300,11 @@ class ControllerNode(ManagedNode):
                                        f"robot's, its joint names differ from the model's {self.robot.joint_names})")
             return
         except ValueError as e:
+            self.cmd.set_stamp(*self.reader.stamp)  # (its stamp, if its joints are ours: the safe command answers it)
             return self._use(self.intake.invalid(str(e)))
         now = self._now()
         reader = self.reader
+        self.cmd.set_stamp(*reader.stamp)  # what every command from now on answers (messages.command_stamp)
         if reader.carried is not None and not self.several_drivers:
             self._deepen_joint_states()
         self._use(self.intake.joint_state(t, reader.q, reader.qdot if has_v else None, now, reader.carried), now)
@@ -330,6 +329,7 @@ class ControllerNode(ManagedNode):
         """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist, stamp checked as a joint state's."""
         if not self.active:
             return
+        self.cmd.set_stamp(msg.header.stamp.sec, msg.header.stamp.nanosec)
         try:
             t, x = state_from_odometry(self.vi, msg)
         except ValueError as e:
@@ -338,8 +338,11 @@ class ControllerNode(ManagedNode):
         self._use(self.intake.pose_state(t, x, actuator_velocities(self.robot, self.vi, x), now), now)
 
     def _use(self, verdict: Verdict, now: float = 0.0) -> None:
-        """The intake's verdict: a refusal sends the safe command; with the joint_state trigger a new state is
-        commanded at once, a republished one (lockstep idle) once if it was not yet."""
+        """The intake's verdict: a refusal sends the safe command; with the joint_state trigger a state is commanded
+        at once — a republished one (a lockstep simulator idling) again: the simulator republishes while it waits for
+        that state's command, which may have been lost (commands are volatile: a reader matched after the command
+        never gets it) or be on its way. Each command names the state it answers (``messages.command_stamp``), and
+        the simulator steps once per state: a second answer crossing the first is ignored, not a second step."""
         if isinstance(verdict, Fault):
             return self.go_safe(*verdict)
         if isinstance(verdict, Waiting):  # (no new state: the last one ages into a stale one, the safe command)
@@ -347,16 +350,8 @@ class ControllerNode(ManagedNode):
             return
         if verdict is None or self.p["trigger"] != "joint_state":
             return
-        if not isinstance(verdict, Republished) or (verdict.t != self.runner.last_commanded_stamp
-                                                    and self.intake.state is not None):
+        if self.intake.state is not None:  # (a new state, or the last one republished)
             self.tick(now)
-
-    def _on_command_reader(self, info) -> None:
-        """A reader of the commands matched: it missed every command before (volatile). If that reader is a lockstep
-        simulator discovered only after the state was answered, it still waits for that state's command and
-        republishes the state: answer it again (else the loop stands still; measured at start-up under load)."""
-        if info.current_count > self.readers_at_command:  # (one matched before the command is queued after it)
-            self.runner.last_commanded_stamp = None
 
     def watchdog(self) -> None:
         """joint_state trigger: notice joint states that stopped arriving (their stamps age on this clock)."""
@@ -399,7 +394,6 @@ class ControllerNode(ManagedNode):
 
     def publish(self, u: np.ndarray) -> None:
         np.take(u, self.cmd_index, out=self.cmd.data)
-        self.readers_at_command = self.pub.get_subscription_count()  # (1 µs)
         self.pub.publish(bytes(self.cmd))
         self.counts["commands"] += 1
 

@@ -263,6 +263,7 @@ class RawJointStateReader(JointStateReader):
         super().__init__(joint_names, partial)
         self._name_bytes: bytes | None = None
         self._foreign: tuple[bytes, str] | None = None  # the last foreign name section and its error
+        self.stamp: tuple[int, int] = (0, 0)  # header stamp (sec, nanosec) of the last message with our joints
 
     def read_raw(self, buf: bytes) -> tuple[float, bool]:
         """(stamp [s], whether usable velocities came) from the serialized JointState; ValueError if malformed."""
@@ -285,6 +286,7 @@ class RawJointStateReader(JointStateReader):
                     self._name_bytes = None
                     raise
                 self._name_bytes = bytes(buf[start:end])
+            self.stamp = (sec, nsec)  # (a message of ours: a command answering it names this stamp)
             n = len(self.joint_names_in_message)
             off, q = _read_doubles(buf, end)
             if len(q) != n:
@@ -326,14 +328,47 @@ def _read_doubles(buf: bytes, offset: int) -> tuple[int, np.ndarray]:
     return offset + 8 * count, np.frombuffer(buf, float, count, offset)
 
 
+# A controller's command names the joint state it answers: layout.dim[0].label = "answers t=<sec>.<nanosec>" (sec as
+# 11 digits with sign, nanosec as 9: a fixed width, written in place per command), size = stride = the value count,
+# so the layout stays a plain vector's. Tools that read only ``data`` (ros2_control's forward_command_controller)
+# see an ordinary command; a lockstep simulator steps only on the answer to the state it is at (simulator_node).
+COMMAND_STAMP_PREFIX = "answers t="
+_STAMP_TEXT = "{:011d}.{:09d}"
+
+
+def command_stamp(msg) -> tuple[int, int] | None:
+    """(sec, nanosec) of the joint state a Float64MultiArray command answers, or None if it names none (a command
+    from another tool) or names it in another form."""
+    for d in msg.layout.dim:
+        if d.label.startswith(COMMAND_STAMP_PREFIX):
+            sec, _, nsec = d.label[len(COMMAND_STAMP_PREFIX):].partition(".")
+            try:
+                return int(sec), int(nsec)
+            except ValueError:
+                return None
+    return None
+
+
 class RawFloat64MultiArray:
-    """A std_msgs/Float64MultiArray of ``n`` values (no layout dimensions) serialized once; ``data`` is a numpy
-    view on its values: fill it and publish ``bytes(message)`` with no per-tick serialization."""
+    """A std_msgs/Float64MultiArray of ``n`` values serialized once; ``data`` is a numpy view on its values: fill
+    it (and ``set_stamp``: the joint state it answers, ``COMMAND_STAMP_PREFIX``) and publish ``bytes(message)``
+    with no per-tick serialization."""
 
     def __init__(self, n: int):
-        # encapsulation (CDR little endian), layout.dim = [], data_offset = 0, data: count n, pad to 8, values
-        self.buf = bytearray(b"\x00\x01\x00\x00" + struct.pack("<III", 0, 0, n) + bytes(4) + bytes(8 * n))
-        self.data = np.frombuffer(self.buf, float, n, 20)
+        # CDR little endian: encapsulation; layout.dim: count 1, {label: length incl. NUL, chars, NUL, pad to 4;
+        # size; stride}; data_offset = 0; data: count n, pad to 8, values
+        label = (COMMAND_STAMP_PREFIX + _STAMP_TEXT.format(0, 0)).encode() + b"\0"
+        head = b"\x00\x01\x00\x00" + struct.pack("<II", 1, len(label)) + label
+        head += bytes(-(len(head) - 4) % 4) + struct.pack("<IIII", n, n, 0, n)
+        head += bytes(-(len(head) - 4) % 8 if n else 0)
+        self._stamp_at = 12 + len(COMMAND_STAMP_PREFIX)
+        self.buf = bytearray(head + bytes(8 * n))
+        self.data = np.frombuffer(self.buf, float, n, len(head))
+
+    def set_stamp(self, sec: int, nanosec: int) -> None:
+        """Name the joint state stamped (sec, nanosec) as the one this command answers."""
+        sec, nanosec = sec + nanosec // 10**9, nanosec % 10**9  # (a malformed stamp must not widen the label)
+        self.buf[self._stamp_at: self._stamp_at + 21] = _STAMP_TEXT.format(sec, nanosec).encode()[:21]
 
     def __bytes__(self) -> bytes:
         return bytes(self.buf)

@@ -41,14 +41,15 @@ from .common import (
     run_node,
 )
 from .managed import AUTOSTART, ManagedNode
-from .messages import split_seconds
+from .messages import command_stamp, split_seconds
 from .vehicle import BASE_FRAME_PARAMETER, VEHICLE_PARAMETERS, odometry_from_state, pose_parameter, vehicle_system
 
 PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
     "dt": Param(0.01, "time step Δt of the variational integrator [s]", range=(1e-5, 10.0)),
-    "mode": Param("realtime", "'realtime': step on a timer at Δt; 'lockstep': one step per received command",
-                  choices=("realtime", "lockstep")),
+    "mode": Param("realtime", "'realtime': step on a timer at Δt; 'lockstep': one step per received command (one "
+                              "that names another joint state than the current one, a controller's repeated answer, is "
+                              "ignored)", choices=("realtime", "lockstep")),
     "max_speed": Param(False, "realtime mode: step as fast as possible instead of every Δt of wall time"),
     "controller_name": Param("effort_controller", "commands are read from <controller_name>/commands"),
     "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
@@ -151,7 +152,7 @@ class SimulatorNode(ManagedNode):
             self.q_prev0, self.continuous = q0 - vi.dt * v0, np.asarray(r.continuous_mask, bool)
             self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
         self.rng = np.random.default_rng(int(p["noise_seed"]))
-        self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
+        self.k, self.end_logged, self.end_publish_time, self.ignored_answers = 0, False, 0.0, 0
         self._reset_state()
         self.clock_msg = Clock()
         self.clock_pub = self.create_publisher(Clock, "/clock", STREAM_QOS) if p["publish_clock"] else None
@@ -247,6 +248,8 @@ class SimulatorNode(ManagedNode):
     def on_command(self, msg: Float64MultiArray) -> None:
         if not self.active:
             return
+        if self.lockstep and not self._answers_this_state(msg):
+            return
         u = np.asarray(msg.data, float)
         if u.size != self.vi.nu or not np.all(np.isfinite(u)):
             why = f"size {u.size} != {self.vi.nu}" if u.size != self.vi.nu else "NaN/inf entries"
@@ -265,6 +268,21 @@ class SimulatorNode(ManagedNode):
         self.last_command_time = time.monotonic()
         if self.lockstep:
             self.advance()
+
+    def _answers_this_state(self, msg: Float64MultiArray) -> bool:
+        """Lockstep: whether a command may step — one that names no state (another tool's), or answers the state the
+        simulation is at (``messages.command_stamp``). A controller answers a state again when it is republished
+        (its first answer may have been lost), so a second answer can cross the first: stepping on it would apply the
+        command of t_k at t_{k+1} (measured: 4.5e-5 rad off the pendulum's swing-up plan)."""
+        stamp = command_stamp(msg)
+        now = split_seconds(self.k * self.vi.dt)
+        if stamp is None or stamp == now:
+            return True
+        self.ignored_answers += 1
+        self.warn("answer to another state", f"command answering the state of t={stamp[0] + 1e-9 * stamp[1]:.9g} "
+                  f"ignored: the simulation is at t={now[0] + 1e-9 * now[1]:.9g} (a second answer to a republished "
+                  f"state; {self.ignored_answers} so far)", level="info")
+        return False
 
     def ended(self) -> bool:
         """True once the simulation time has reached a nonzero ``end_time`` (logged once)."""
