@@ -113,8 +113,19 @@ def test_unstamped_states_are_stamped_on_receipt_and_said_once(intake):
 
 
 def test_a_zero_stamp_on_a_clock_at_zero_is_a_true_one(intake):
-    """A lockstep simulation's first state: stamp 0 on a clock at 0, nothing to say."""
-    assert intake.joint_state(0.0, _q(0.3), _q(0.0), now=0.0).t == 0.0 and not intake.rec.notices
+    """A lockstep simulation's first state: stamp 0 on a clock at 0, nothing to say. Republished before the first
+    step, it can arrive after that step's clock: still the first state (not a new one stamped on receipt, which the
+    real state of that step would then have been taken for a republish of) — while the clock is within the timeout
+    of 0; later a zero stamp is a driver's that does not stamp."""
+    first = intake.joint_state(0.0, _q(0.3), _q(0.0), now=0.0)
+    assert first.t == 0.0 and not intake.rec.notices
+    assert intake.joint_state(0.0, _q(0.3), _q(0.0), now=DT) == Republished(0.0) and intake.state is first
+    step = intake.joint_state(DT, _q(0.31), _q(1.0), now=DT)  # the first step's state: new, from both samples
+    assert np.allclose(step.x, intake.vi.state_from_configurations(_q(0.3), _q(0.31)), rtol=0, atol=1e-12)
+    assert intake.counts["unstamped"] == 1  # (the one on the clock at 0)
+    intake.reset()
+    assert intake.joint_state(0.0, _q(0.3), _q(0.0), now=0.0).t == 0.0
+    assert intake.joint_state(0.0, _q(0.3), _q(0.0), now=TIMEOUT + DT).t == TIMEOUT + DT  # stamped on receipt
 
 
 def test_another_drivers_joints_are_counted_and_said_once_per_name_list(intake):

@@ -158,8 +158,8 @@ class StateIntake:
             return self.refuse(FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
         if qdot is not None and (np.shape(qdot) != (nq,) or not np.isfinite(qdot[ours]).all()):
             qdot = None
-        if t == 0.0:  # header.stamp never set (some drivers): the time of receipt on the caller's clock
-            t = self._receipt_stamp(now)
+        if t == 0.0 and not (self.last_stamp == 0.0 and now <= self.timeout):
+            t = self._receipt_stamp(now)  # header.stamp never set (some drivers): the time of receipt on our clock
         if carried is not None or self.merger.active:
             merged = self.merger.add(t, carried, q, qdot)
             if merged is None:  # older than the last merged state: recorded for the interpolation only
@@ -218,7 +218,11 @@ class StateIntake:
     # ---- stamps --------------------------------------------------------------------------------------------------
     def _receipt_stamp(self, now: float) -> float:
         """The stamp of an unstamped state: ``now``; said once (on a clock that stands at 0, as a lockstep
-        simulation's first state, a zero stamp is a true one and nothing is said)."""
+        simulation's first state, a zero stamp is a true one and nothing is said). Not called for a zero stamp right
+        after a state of t = 0, the clock still within ``timeout`` of 0: that is a simulation's first state again —
+        republished before the first step, it can arrive after that step's clock (DDS orders one writer's samples,
+        not two topics'), and stamped on receipt it was a new state at t = Δt with the first state's positions, whose
+        command a lockstep simulator then took for that of its real state of t = Δt."""
         self.counts["unstamped"] += 1
         if self.counts["unstamped"] == 1 and now > 0.0:
             self.notice("joint states have header.stamp = 0 (the driver does not stamp them): stamped on receipt "
