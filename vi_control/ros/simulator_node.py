@@ -273,7 +273,7 @@ class SimulatorNode(ManagedNode):
         """Lockstep: whether a command may step — one that names no state (another tool's), or answers the state the
         simulation is at (``messages.command_stamp``). A controller answers a state again when it is republished
         (its first answer may have been lost), so a second answer can cross the first: stepping on it would apply the
-        command of t_k at t_{k+1} (measured: 4.5e-5 rad off the pendulum's swing-up plan)."""
+        command of t_k at t_{k+1} (at the pendulum swing-up's first state 4.5e-5 rad off the plan, computed)."""
         stamp = command_stamp(msg)
         now = split_seconds(self.k * self.vi.dt)
         if stamp is None or stamp == now:
