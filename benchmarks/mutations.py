@@ -202,4 +202,15 @@ MUTATIONS: tuple[Mutation, ...] = (
              "msg.velocity = (dq / vi.dt).tolist()", "msg.velocity = dq.tolist()",
              "published joint velocity q_k − q_{k−1} without the 1/Δt",
              (T_ROS_WIRING,)),
+    Mutation("lockstep_steps_on_any_answer", "vi_control/ros/simulator_node.py",
+             "if self.lockstep and not self._answers_this_state(msg):", "if False:",
+             "a lockstep simulator steps on every command, also a second answer to a republished state",
+             ("test/test_ros_interfaces.py::test_lockstep_simulator_steps_once_per_state_whatever_answers_it",
+              "test/test_ros_lockstep.py")),
+    Mutation("first_state_republish_stamped_on_receipt", "vi_control/control/intake.py",
+             "if t == 0.0 and not (self.last_stamp == 0.0 and now <= self.timeout):", "if t == 0.0:",
+             "a lockstep simulator's first state, republished after its first step's clock, stamped on receipt",
+             ("test/test_control_intake.py::test_a_zero_stamp_on_a_clock_at_zero_is_a_true_one",
+              "test/test_ros_realtime.py::test_the_first_state_republished_after_the_clock_moved_on_is_still_the_"
+              "first_state"), area="nodes"),
 )
