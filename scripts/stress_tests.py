@@ -15,6 +15,7 @@ failed test ids).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import signal
@@ -76,6 +77,27 @@ def starve(root: int, pause: tuple[float, float], done: threading.Event, rng: ra
     return stops
 
 
+def stop_tree(proc: subprocess.Popen) -> None:
+    """End a pytest run and the processes below it: continued (none left stopped), pytest ended (it may not
+    heed SIGINT: rclpy takes that signal to shut its context down), its node processes then SIGINTed, SIGKILLed
+    after 5 s."""
+    below = descendants(proc.pid)
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    proc.kill()
+    proc.wait()
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        alive = [p for p in below if Path(f"/proc/{p}").exists()]
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 5.0
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in alive if Path(f"/proc/{p}").exists()]
+
+
 def run_once(target: str, basetemp: Path, pause: tuple[float, float] | None, rng: random.Random) -> dict:
     """One pytest run of ``target``: return code, wall time, load, failed ids, stops."""
     t0 = time.monotonic()
@@ -89,14 +111,22 @@ def run_once(target: str, basetemp: Path, pause: tuple[float, float] | None, rng
                                    daemon=True) if pause else None
         if starver:
             starver.start()
-        rc = proc.wait()
-        done.set()
-        if starver:
-            starver.join()
+        try:
+            rc = proc.wait()
+        finally:
+            done.set()
+            if starver:
+                starver.join()
+            if proc.poll() is None:  # interrupted: this run's processes go too, none left stopped
+                stop_tree(proc)
     failed = [ln.split()[1] for ln in log.read_text(errors="replace").splitlines()
               if ln.startswith(("FAILED ", "ERROR "))]
     return dict(rc=rc, seconds=time.monotonic() - t0, load=os.getloadavg()[0], failed=failed, stops=stops[0],
                 log=str(log))
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     out = Path(a.out or tempfile.mkdtemp(prefix="stress_tests_"))
     out.mkdir(parents=True, exist_ok=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # (as Ctrl-C: the current run's processes end too)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
     rng, results = random.Random(a.seed), defaultdict(list)
     try:
@@ -127,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in busy:
             p.kill()
             p.wait()
+        signal.signal(signal.SIGTERM, previous)
     print("\n| target | runs | failed runs | failed tests |\n|---|---|---|---|")
     for target, rs in results.items():
         failed = sorted({t for r in rs for t in r["failed"]})
