@@ -1,0 +1,112 @@
+"""How large a collocation NLP can be built here: build time and memory against the model and the node count.
+
+Each configuration (model, LG or LG2, nodes N per interval, K intervals) is built in a fresh subprocess — CasADi's
+symbolic NLP, then ``nlpsol`` (IPOPT's exact Hessian of the Lagrangian, its sparsity, MUMPS set-up) — and measured:
+CPU and wall time of ``Transcription(problem)``, the process's peak resident memory, the NLP's variables and
+constraints, and the size estimate the planner bounds (``transcription.nlp_size``: Gauss points × operations of one
+dynamics row, × the interval's nodes where the row reads every node of it). A series stops after its first build
+beyond ``--stop`` seconds of CPU.
+
+    .venv/bin/python benchmarks/bench_collocation_size.py                # the README's table
+    .venv/bin/python benchmarks/bench_collocation_size.py --quick        # two small builds (the smoke test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (model, method, N, K): two models of the same nq far apart in work per row (ur5 / panda), two cheap ones, and
+# each transcription's coupling (LG2 lifted: node-local rows; LG and the pendulum's plain LG2: rows of a whole interval)
+SERIES = {
+    "panda lg2": [("erd:panda", "lg2", 10, k) for k in (1, 2, 4, 8)],
+    "panda lg": [("erd:panda", "lg", n, 1) for n in (5, 10, 20)],
+    "ur5 lg2": [("erd:ur5", "lg2", 10, k) for k in (1, 4, 16)],
+    "cartpole lg2": [("cartpole", "lg2", 20, k) for k in (2, 8, 32, 128)],
+    "cartpole lg": [("cartpole", "lg", n, k) for n, k in ((20, 2), (20, 8), (40, 8), (20, 32))],
+    "pendulum lg2": [("pendulum", "lg2", n, k) for n, k in ((50, 4), (200, 1), (50, 40), (25, 400))],
+}
+QUICK = {"quick": [("pendulum", "lg2", 10, 2), ("cartpole", "lg", 5, 2)]}
+
+WORKER = """
+import json, resource, sys, time
+from vi_control.model.spec import ModelSpec
+from vi_control.planning.collocation import CollocationProblem, SecondOrderDynamics, Transcription
+from vi_control.planning.collocation.size import nlp_size
+model, method, N, K = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+problem = CollocationProblem(SecondOrderDynamics(ModelSpec(source=model).load()), method=method, nodes=N, intervals=K,
+                             size_limit=None)
+size = nlp_size(problem)
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+c0, w0 = time.process_time(), time.perf_counter()
+tr = Transcription(problem)
+cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+print(json.dumps(dict(model=model, nq=problem.dynamics.nq, method=method, N=N, K=K, variables=tr.n_variables,
+                      constraints=tr.n_constraints, row_ops=size.row_operations, size=size.work,
+                      predicted_variables=size.variables, cpu=cpu, wall=wall, rss0_mb=rss0 / 1024,
+                      rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+"""
+
+
+def measure(model: str, method: str, N: int, K: int, timeout: float = 900.0) -> dict:
+    """One build in a fresh interpreter (its peak memory is the build's own); None fields if it timed out."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    try:
+        out = subprocess.run([sys.executable, "-c", WORKER, model, method, str(N), str(K)], capture_output=True,
+                             text=True, timeout=timeout, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return dict(model=model, method=method, N=N, K=K, cpu=None, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"{model} {method} N={N} K={K}: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(series: dict, stop: float) -> list[dict]:
+    rows = []
+    for name, configs in series.items():
+        for cfg in configs:
+            row = measure(*cfg)
+            row["series"] = name
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if row["cpu"] is None or row["cpu"] > stop:
+                break
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| model (nq) | method | N × K | variables | ops per row | size (ops) | build CPU s | wall s | peak RSS MB "
+           "| CPU µs per 1000 ops |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["cpu"] is None:
+            out.append(f"| {r['model']} | {r['method']} | {r['N']} × {r['K']} | | | | > {r['timeout']:.0f} | | | |")
+            continue
+        out.append(f"| {r['model']} ({r['nq']}) | {r['method']} | {r['N']} × {r['K']} | {r['variables']} | "
+                   f"{r['row_ops']} | {r['size']:.3g} | {r['cpu']:.2f} | {r['wall']:.2f} | {r['rss_mb']:.0f} | "
+                   f"{1e9 * r['cpu'] / r['size']:.0f} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--stop", type=float, default=60.0, help="end a series after a build above this CPU time")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    rows = run(QUICK if args.quick else SERIES, args.stop)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
