@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-# Relative tolerance of the weight checks: eigenvalues of a PSD weight may be −WEIGHT_TOL·‖W‖ (round-off of a
-# weight computed as a product, e.g. DxᵀPDx), a PD one must exceed +WEIGHT_TOL·‖W‖; asymmetry up to WEIGHT_TOL·‖W‖.
+# Tolerances of the weight checks, relative to the weight's norm: a PSD weight's eigenvalues may reach −WEIGHT_TOL·‖W‖
+# (round-off of a weight computed as a product, e.g. DxᵀPDx) and its entries be asymmetric by WEIGHT_TOL·max|W|; a
+# PD weight's smallest eigenvalue must exceed DEFINITE_TOL·‖W‖ (~64 eps: what eigvalsh resolves — so R = diag(1e-6,
+# 1e6) is accepted, R = 0 or a rank-deficient R is not).
 WEIGHT_TOL = 1e-10
+DEFINITE_TOL = 64 * np.finfo(float).eps
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -61,7 +64,7 @@ def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = Fals
     else:  # diagonal weights (the usual ones): their eigenvalues are their diagonals, no eigvalsh (~50 µs each)
         eig = np.sort(diagonals, axis=1)
     lowest, norm = eig[:, 0], np.abs(eig).max(axis=1)  # (norm: the spectral norm of a symmetric matrix)
-    k = _first(~(lowest > WEIGHT_TOL * norm) if definite else lowest < -WEIGHT_TOL * norm)
+    k = _first(~(lowest > DEFINITE_TOL * norm) if definite else lowest < -WEIGHT_TOL * norm)
     if k is not None:
         why = ("an indefinite weight makes the LQ cost unbounded below: the Riccati recursion would return a "
                "saddle point's gains, not a minimum's" if lowest[k] < -WEIGHT_TOL * norm[k] else
