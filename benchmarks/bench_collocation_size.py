@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--stop", type=float, default=60.0, help="end a series after a build above this CPU time")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--series", default=None, help=f"comma-separated subset of {list(SERIES)}")
     args = ap.parse_args(argv)
-    rows = run(QUICK if args.quick else SERIES, args.stop)
+    series = QUICK if args.quick else {k: v for k, v in SERIES.items() if args.series is None or k in args.series}
+    rows = run(series, args.stop)
     print(f"load average {os.getloadavg()[0]:.1f}")
     print(table(rows))
     if args.json:
