@@ -31,6 +31,9 @@ SERIES = {
     "cartpole lg2": [("cartpole", "lg2", 20, k) for k in (2, 8, 32, 128)],
     "cartpole lg": [("cartpole", "lg", n, k) for n, k in ((20, 2), (20, 8), (40, 8), (20, 32))],
     "pendulum lg2": [("pendulum", "lg2", n, k) for n, k in ((50, 4), (200, 1), (50, 40), (25, 400))],
+    "panda lg2 free": [("erd:panda", "lg2", 10, k, True) for k in (1, 2, 4)],  # t_f a variable every row reads
+    "cartpole lg free": [("cartpole", "lg", 20, k, True) for k in (8, 32)],
+    "at the bound": [("erd:panda", "lg2", 10, 11), ("erd:panda", "lg", 10, 3)],
 }
 QUICK = {"quick": [("pendulum", "lg2", 10, 2), ("cartpole", "lg", 5, 2)]}
 
@@ -39,29 +42,29 @@ import json, resource, sys, time
 from vi_control.model.spec import ModelSpec
 from vi_control.planning.collocation import CollocationProblem, SecondOrderDynamics, Transcription
 from vi_control.planning.collocation.size import nlp_size
-model, method, N, K = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+model, method, N, K, free = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "free"
 problem = CollocationProblem(SecondOrderDynamics(ModelSpec(source=model).load()), method=method, nodes=N, intervals=K,
-                             size_limit=None)
+                             free_time=free, cost="time" if free else "effort", size_limit=None)
 size = nlp_size(problem)
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 c0, w0 = time.process_time(), time.perf_counter()
 tr = Transcription(problem)
 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-print(json.dumps(dict(model=model, nq=problem.dynamics.nq, method=method, N=N, K=K, variables=tr.n_variables,
+print(json.dumps(dict(model=model, nq=problem.dynamics.nq, method=method, N=N, K=K, free=free, variables=tr.n_variables,
                       constraints=tr.n_constraints, row_ops=size.row_operations, size=size.work,
                       predicted_variables=size.variables, cpu=cpu, wall=wall, rss0_mb=rss0 / 1024,
                       rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 """
 
 
-def measure(model: str, method: str, N: int, K: int, timeout: float = 900.0) -> dict:
+def measure(model: str, method: str, N: int, K: int, free: bool = False, timeout: float = 900.0) -> dict:
     """One build in a fresh interpreter (its peak memory is the build's own); None fields if it timed out."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     try:
-        out = subprocess.run([sys.executable, "-c", WORKER, model, method, str(N), str(K)], capture_output=True,
-                             text=True, timeout=timeout, env=env, cwd=ROOT)
+        out = subprocess.run([sys.executable, "-c", WORKER, model, method, str(N), str(K), "free" if free else "fixed"],
+                             capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     except subprocess.TimeoutExpired:
-        return dict(model=model, method=method, N=N, K=K, cpu=None, timeout=timeout)
+        return dict(model=model, method=method, N=N, K=K, free=free, cpu=None, timeout=timeout)
     if out.returncode:
         raise RuntimeError(f"{model} {method} N={N} K={K}: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -101,7 +104,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--series", default=None, help=f"comma-separated subset of {list(SERIES)}")
     args = ap.parse_args(argv)
-    series = QUICK if args.quick else {k: v for k, v in SERIES.items() if args.series is None or k in args.series}
+    chosen = None if args.series is None else [n.strip() for n in args.series.split(",")]
+    series = QUICK if args.quick else {k: v for k, v in SERIES.items() if chosen is None or k in chosen}
     rows = run(series, args.stop)
     print(f"load average {os.getloadavg()[0]:.1f}")
     print(table(rows))

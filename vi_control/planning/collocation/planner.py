@@ -27,6 +27,7 @@ from ..ddp import ddp, feedback_initial_guess
 from ..shooting import LogFn, OptimizerResult
 from ..task import Task, TaskError
 from .dynamics import SecondOrderDynamics
+from .size import NLPSizeError
 from .solution import CollocationSolution
 from .transcription import CollocationProblem, Guess, Transcription
 
@@ -57,7 +58,10 @@ def transcription_for(vi: Linearizable, task: Task, limits: np.ndarray | None) -
         effort_weight=c["effort_weight"], input_limits=np.full(dyn.nu, np.inf) if limits is None else limits,
         joint_limits=c["joint_limits"], dynamics_form=c["dynamics"],
         max_iterations=task.max_iterations, tolerance=task.tolerance)
-    tr = Transcription(problem)
+    try:
+        tr = Transcription(problem)  # (its size checked before anything is built)
+    except NLPSizeError as e:
+        raise TaskError(f"collocation.nodes × collocation.intervals: {e.detail}") from None
     _CACHE[key] = tr
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

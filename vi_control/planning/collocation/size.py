@@ -1,11 +1,13 @@
 """How large a collocation NLP is before it is built, and the bound the planner keeps it under.
 
 Building a transcription (CasADi SX of every Gauss point's dynamics row, then IPOPT's exact Hessian of the
-Lagrangian and its sparsity) costs time and memory in proportion to the operations of the rows, not to the
-number of variables: at the same nq and node count the panda's row has 3.4× the operations of the ur5's and
-builds 3.5× slower (benchmarks/bench_collocation_size.py). So the bound is on ``work``: Gauss points × operations of
-one dynamics row (CasADi instructions) — what the planner refuses beyond ``MAX_WORK`` — with the variables reported
-beside it.
+Lagrangian and its sparsity) costs time and memory in proportion to the operations of those rows, not to the
+number of variables: at the same nq and node count the panda's dynamics row has 3.4× the operations of the ur5's and
+builds 3.4× slower, and per variable the measured CPU time spans 0.6 ms (a pendulum) to 32 ms (the panda by LG)
+(benchmarks/bench_collocation_size.py; README). ``NLPSize.work`` counts, per Gauss point, the row's operations plus
+terms fitted to those measurements: the rows besides the dynamics (~nq² operations' worth) and, where the dynamics
+row reads every node of its interval (LG's v̇ = D·V, LG2 without lifting), a per-node share of both. One unit of
+work took 27 µs of CPU here (±2.5×, on the safe side for the cheap models); the planner refuses beyond ``MAX_WORK``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ import casadi as ca
 
 from .dynamics import SecondOrderDynamics
 
-# Operations of all dynamics rows together (Gauss points × one row's CasADi instructions). Measured here
-# (bench_collocation_size, README): about 30 s of CPU and 2 GB of memory to build at this size.
+# Work model, in operations of the dynamics row per Gauss point (fitted on pendulum, cart-pole, ur5 and panda, LG and
+# LG2, N = 5…200): ops + NQ2·nq² + coupled·N·(COUPLED_NQ2·nq² + COUPLED_OPS·ops).
+NQ2, COUPLED_NQ2, COUPLED_OPS = 18.0, 1.7, 0.14
+SECONDS_PER_WORK = 2.7e-5  # CPU seconds per unit measured here (median of the panda, ur5 and cart-pole LG2 series)
+BYTES_PER_WORK = 2000  # peak memory per unit (the largest measured: the panda, 1.9 KB)
+# The largest NLP built: about 27 s of CPU and 2 GB of memory here.
 MAX_WORK = 1_000_000
 
 
@@ -46,18 +52,22 @@ class NLPSize:
     variables: int
     points: int  # Gauss points, K·N
     row_operations: int  # one point's dynamics row
+    nq: int
+    coupled_nodes: int  # nodes every dynamics row reads (LG, LG2 without lifting: the interval's), else 0
 
     @property
     def work(self) -> int:
-        return self.points * self.row_operations
+        """Build cost in operations of the dynamics row (module docstring)."""
+        ops, nq2 = self.row_operations, self.nq ** 2
+        return int(self.points * (ops + NQ2 * nq2 + self.coupled_nodes * (COUPLED_NQ2 * nq2 + COUPLED_OPS * ops)))
 
 
 class NLPSizeError(ValueError):
     """The NLP would exceed the size bound (``CollocationProblem.size_limit``); carries its ``NLPSize``."""
 
-    def __init__(self, message: str, size: NLPSize, limit: int):
-        super().__init__(message)
-        self.size, self.limit = size, limit
+    def __init__(self, detail: str, size: NLPSize, limit: int):
+        super().__init__(f"nodes × intervals: {detail}")
+        self.detail, self.size, self.limit = detail, size, limit
 
 
 def nlp_size(problem) -> NLPSize:
@@ -65,8 +75,10 @@ def nlp_size(problem) -> NLPSize:
     shapes = variable_shapes(problem.dynamics, problem.method, problem.nodes, problem.intervals,
                              problem.method == "lg2" and bool(problem.lifted), problem.dynamics_form == "implicit",
                              problem.free_time)
+    lifted = problem.method == "lg2" and bool(problem.lifted)
     return NLPSize(variables=sum(a * b for a, b in shapes.values()), points=problem.nodes * problem.intervals,
-                   row_operations=row_operations(problem.dynamics, problem.dynamics_form == "implicit"))
+                   row_operations=row_operations(problem.dynamics, problem.dynamics_form == "implicit"),
+                   nq=problem.dynamics.nq, coupled_nodes=0 if lifted else problem.nodes)
 
 
 def check_size(problem) -> NLPSize:
@@ -76,10 +88,14 @@ def check_size(problem) -> NLPSize:
     limit = problem.size_limit
     if limit is not None and size.work > limit:
         robot = problem.dynamics.robot
-        fits = limit // size.row_operations
+        k_max = int(limit // (size.work / problem.intervals))
+        fits = (f"at most {k_max} interval(s) of {problem.nodes} nodes" if k_max else
+                f"not even one interval of {problem.nodes} nodes fits: fewer nodes")
         raise NLPSizeError(
-            f"nodes × intervals: {problem.nodes} × {problem.intervals} = {size.points} Gauss points on "
-            f"{robot.name!r} (nq = {robot.nq}) make an NLP of {size.variables} variables whose dynamics rows have "
-            f"{size.work:,} operations ({size.row_operations:,} per point), more than the supported {limit:,} (about "
-            f"30 s and 2 GB to build here): at most {fits} Gauss points for this model and method", size, limit)
+            f"{problem.nodes} × {problem.intervals} = {size.points} Gauss points of "
+            f"{problem.method.upper()} on {robot.name!r} (nq = {robot.nq}, {size.row_operations:,} operations per "
+            f"dynamics row) make an NLP of {size.variables:,} variables and build work {size.work:,} (about "
+            f"{size.work * SECONDS_PER_WORK:.0f} s of CPU and {size.work * BYTES_PER_WORK / 2**30:.1f} GB to build "
+            f"here), more than the supported {limit:,} (~{limit * SECONDS_PER_WORK:.0f} s): {fits} for this model "
+            "and method", size, limit)
     return size
