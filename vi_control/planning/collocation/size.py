@@ -56,10 +56,14 @@ class NLPSize:
     coupled_nodes: int  # nodes every dynamics row reads (LG, LG2 without lifting: the interval's), else 0
 
     @property
+    def work_per_point(self) -> float:
+        ops, nq2 = self.row_operations, self.nq ** 2
+        return ops + NQ2 * nq2 + self.coupled_nodes * (COUPLED_NQ2 * nq2 + COUPLED_OPS * ops)
+
+    @property
     def work(self) -> int:
         """Build cost in operations of the dynamics row (module docstring)."""
-        ops, nq2 = self.row_operations, self.nq ** 2
-        return int(self.points * (ops + NQ2 * nq2 + self.coupled_nodes * (COUPLED_NQ2 * nq2 + COUPLED_OPS * ops)))
+        return int(self.points * self.work_per_point)
 
 
 class NLPSizeError(ValueError):
@@ -88,7 +92,10 @@ def check_size(problem) -> NLPSize:
     limit = problem.size_limit
     if limit is not None and size.work > limit:
         robot = problem.dynamics.robot
-        k_max = int(limit // (size.work / problem.intervals))
+        per_interval = problem.nodes * size.work_per_point
+        k_max = int(limit // per_interval) + 1
+        while k_max and int(k_max * per_interval) > limit:  # (the work of k intervals, rounded as ``work``)
+            k_max -= 1
         fits = (f"at most {k_max} interval(s) of {problem.nodes} nodes" if k_max else
                 f"not even one interval of {problem.nodes} nodes fits: fewer nodes")
         raise NLPSizeError(
