@@ -7,7 +7,8 @@ builds 3.4× slower, and per variable the measured CPU time spans 0.6 ms (a pend
 (benchmarks/bench_collocation_size.py; README). ``NLPSize.work`` counts, per Gauss point, the row's operations plus
 terms fitted to those measurements: the rows besides the dynamics (~nq² operations' worth) and, where the dynamics
 row reads every node of its interval (LG's v̇ = D·V, LG2 without lifting), a per-node share of both. One unit of
-work took 27 µs of CPU here (±2.5×, on the safe side for the cheap models); the planner refuses beyond ``MAX_WORK``.
+work took 27 µs of CPU here (measured/predicted 0.46–1.29: the cheap coupled cases are overestimated, on the safe
+side); ``Transcription`` and the planner refuse beyond ``MAX_WORK``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from .dynamics import SecondOrderDynamics
 # Work model, in operations of the dynamics row per Gauss point (fitted on pendulum, cart-pole, ur5 and panda, LG and
 # LG2, N = 5…200): ops + NQ2·nq² + coupled·N·(COUPLED_NQ2·nq² + COUPLED_OPS·ops).
 NQ2, COUPLED_NQ2, COUPLED_OPS = 18.0, 1.7, 0.14
-SECONDS_PER_WORK = 2.7e-5  # CPU seconds per unit measured here (median of the panda, ur5 and cart-pole LG2 series)
-BYTES_PER_WORK = 2000  # peak memory per unit (the largest measured: the panda, 1.9 KB)
-# The largest NLP built: about 27 s of CPU and 2 GB of memory here.
+SECONDS_PER_WORK = 2.7e-5  # CPU seconds per unit (fitted; measured/predicted 0.46–1.29 over 29 builds, median 0.83)
+BYTES_PER_WORK = 2100  # peak memory per unit (the largest measured: the panda by LG2, 2.06 KB; median 0.9 KB)
+# The largest NLP built: about 27 s of CPU (measured at the bound on the panda: 21.6 s by LG2, 23.0 s by LG) and at
+# most ~2 GB of memory here.
 MAX_WORK = 1_000_000
 
 
