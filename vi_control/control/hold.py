@@ -8,6 +8,7 @@ import numpy as np
 
 from ..integrators.base import DiscreteSystem, Linearizable, SingularityError, StepError
 from ..linearization import linearize
+from ..model.robot import RobotModel
 from ..model.singular_pose import singular_direction
 from .lqr import check_weight, dlqr
 
@@ -72,8 +73,11 @@ def hold_gain(vi: Linearizable, q: np.ndarray, Q, R, u_eq: np.ndarray | None = N
 
 def _singular_pose_message(vi: Linearizable, q: np.ndarray, e: SingularityError) -> str:
     robot = getattr(vi, "robot", None)
-    pose = ", ".join(f"{n} = {v:.6g}" for n, v in zip(robot.joint_names, q)) if robot else np.array2string(q)
-    why = singular_direction(robot, q) if robot is not None else None
+    if not isinstance(robot, RobotModel):  # (a rigid body on a Lie group: no joints to name)
+        return (f"hold_gain: no hold gain at q = {np.array2string(q)}: the one-step map is singular there ({e.what}, "
+                f"reciprocal condition {e.rcond:.2e}): hold a pose away from it")
+    pose = ", ".join(f"{n} = {v:.6g}" for n, v in zip(robot.joint_names, q))
+    why = singular_direction(robot, q)
     return (f"hold_gain: no hold gain at the pose ({pose}): the one-step map is singular there ({e.what}, reciprocal "
             f"condition {e.rcond:.2e}; seed 000 §VII), so it has no linearization to compute a gain from"
             + (f". {why}" if why else ": hold a pose away from it"))

@@ -45,9 +45,7 @@ def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = Fals
     want = (n, n) if stack is None or W.ndim < 3 else (stack, n, n)
     if W.shape != want:
         raise ValueError(f"{name}: expected a scalar, {n} diagonal entries or a {want} array, got shape {W.shape}")
-    bad = np.argwhere(~np.isfinite(W))
-    if len(bad):
-        raise ValueError(f"{name}: entries must be finite, got {W[tuple(bad[0])]} at index {tuple(bad[0].tolist())}")
+    _check_finite(W, name)
     if n == 0:  # no inputs (or no state): nothing to weigh
         return W
     Ws = W.reshape(-1, n, n)  # one check for a stack: a horizon of 10⁵ weights costs one batched eigvalsh
@@ -84,12 +82,15 @@ def check_system(A: np.ndarray, B: np.ndarray, stacked: bool) -> tuple[np.ndarra
         raise ValueError(f"A, B: expected {ndim}-D arrays {shapes}, got shapes {A.shape} and {B.shape}")
     if A.shape != B.shape[:-1] + (B.shape[-2],):
         raise ValueError(f"A: expected shape {B.shape[:-1] + (B.shape[-2],)} to match B {B.shape}, got {A.shape}")
-    for name, M in (("A", A), ("B", B)):
-        bad = np.argwhere(~np.isfinite(M))
-        if len(bad):
-            raise ValueError(f"{name}: entries must be finite, got {M[tuple(bad[0])]} at index "
-                             f"{tuple(bad[0].tolist())}")
+    _check_finite(A, "A")
+    _check_finite(B, "B")
     return A, B
+
+
+def _check_finite(M: np.ndarray, name: str) -> None:
+    bad = np.argwhere(~np.isfinite(M))
+    if len(bad):
+        raise ValueError(f"{name}: entries must be finite, got {M[tuple(bad[0])]} at index {tuple(bad[0].tolist())}")
 
 
 def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
