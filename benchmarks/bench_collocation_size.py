@@ -38,7 +38,7 @@ SERIES = {
 QUICK = {"quick": [("pendulum", "lg2", 10, 2), ("cartpole", "lg", 5, 2)]}
 
 WORKER = """
-import json, resource, sys, time
+import json, sys, time
 from vi_control.model.spec import ModelSpec
 from vi_control.planning.collocation import CollocationProblem, SecondOrderDynamics, Transcription
 from vi_control.planning.collocation.size import nlp_size
@@ -46,14 +46,20 @@ model, method, N, K, free = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.
 problem = CollocationProblem(SecondOrderDynamics(ModelSpec(source=model).load()), method=method, nodes=N, intervals=K,
                              free_time=free, cost="time" if free else "effort", size_limit=None)
 size = nlp_size(problem)
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def peak_mb():  # VmHWM: this process's own peak (ru_maxrss would carry a larger parent's over exec)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+
+
+rss0 = peak_mb()
 c0, w0 = time.process_time(), time.perf_counter()
 tr = Transcription(problem)
 cpu, wall = time.process_time() - c0, time.perf_counter() - w0
 print(json.dumps(dict(model=model, nq=problem.dynamics.nq, method=method, N=N, K=K, free=free, variables=tr.n_variables,
                       constraints=tr.n_constraints, row_ops=size.row_operations, size=size.work,
-                      predicted_variables=size.variables, cpu=cpu, wall=wall, rss0_mb=rss0 / 1024,
-                      rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+                      predicted_variables=size.variables, cpu=cpu, wall=wall, rss0_mb=rss0, rss_mb=peak_mb())))
 """
 
 

@@ -183,7 +183,7 @@ def test_collocation_size_benchmark_smoke(tmp_path):
     rows = bench.main(["--quick", "--json", str(tmp_path / "rows.json")])
     assert [(r["model"], r["method"]) for r in rows] == [("pendulum", "lg2"), ("cartpole", "lg")]
     assert all(r["variables"] == r["predicted_variables"] and r["cpu"] >= 0 and r["rss_mb"] > 0 for r in rows)
-    assert "| cartpole (2) | lg | 5 × 2 |" in bench.table(rows) and (tmp_path / "rows.json").exists()
+    assert "| cartpole (2) | LG | 5 × 2 |" in bench.table(rows) and (tmp_path / "rows.json").exists()
 
 
 def test_soak_benchmark_smoke(tmp_path, monkeypatch):
