@@ -22,6 +22,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..model.bundled import BUNDLED, bundled_config, bundled_urdf, share_dir
 from ..model.errors import unknown_keys
 from ..model.robot import RobotModel
+from ..model.scalars import is_integer
 from ..model.spec import ModelSpec
 
 
@@ -35,7 +36,7 @@ def _is_str(v) -> bool:
 
 # A YAML or `-p` value of each declared kind, as rcl parses it (an integer is not a double, a bool not an integer).
 _VALUE_TYPES: dict[str, Callable[[Any], bool]] = {
-    "bool": lambda v: isinstance(v, bool), "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool), "int": is_integer,
     "float": _is_float, "str": _is_str,
     "double": lambda v: isinstance(v, list) and all(map(_is_float, v)),
     "string": lambda v: isinstance(v, list) and all(map(_is_str, v))}
