@@ -191,18 +191,21 @@ def watch_parameters(node: Node, table: dict[str, Param], values: dict,
 
 class ThrottledLog:
     """Warnings throttled per kind (not per call site): a new kind is logged at once, a repeated one at most
-    once per ``period`` seconds with the number suppressed meanwhile."""
+    once per ``period`` seconds with the number suppressed meanwhile. ``text`` may be a function that builds it,
+    called only when the message is logged (a per-step text on a hot path costs nothing while suppressed)."""
 
     def __init__(self, logger, period: float):
         self.logger, self.period = logger, float(period)
         self._last: dict[str, tuple[float, int]] = {}
 
-    def __call__(self, kind: str, text: str, level: str = "warning") -> bool:
+    def __call__(self, kind: str, text: str | Callable[[], str], level: str = "warning") -> bool:
         now = time.monotonic()
         last, suppressed = self._last.get(kind, (-math.inf, 0))
         if now - last < self.period:
             self._last[kind] = (last, suppressed + 1)
             return False
+        if callable(text):
+            text = text()
         more = f" ({suppressed} more since the last report)" if suppressed else ""
         # one call site per severity: rclpy refuses (ValueError) a call site whose severity changes between calls,
         # which crashed a controller that logged a stale-state error and later a warning through one line
