@@ -76,7 +76,7 @@ class PlannerNode(Node):
         watch_parameters(self, PARAMETERS, p, self._apply_parameter)
         self.vehicle = bool(p["vehicle"])
         self.task = None if self.vehicle else load_task(resolve_config(p["task"]))
-        self.robot = None
+        self.robot = self.settings = None  # (settings: vehicle mode's maneuver settings)
         self.measured: tuple[float, np.ndarray] | None = None
         self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
@@ -331,7 +331,7 @@ class PlannerNode(Node):
         t0 = time.monotonic()
         try:
             warm = self._warm_start(request, task, t_start)
-            plan, result = solve_request(request, vi, task, x0, warm, getattr(self, "settings", None), log.info)
+            plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info)
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             log.error(f"planning failed: {type(e).__name__}: {e}")
             return
