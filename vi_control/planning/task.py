@@ -33,6 +33,7 @@ from ..model.bundled import share_dir
 from ..model.errors import ModelError
 from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION
 from ..model.robot import RobotModel
+from ..model.scalars import is_integer
 from ..model.spec import ModelSpec
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from .cost import weight_matrix
@@ -341,7 +342,7 @@ def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
     for key, low, high in (("nodes", 3, MAX_COLLOCATION_NODES), ("intervals", 1, MAX_COLLOCATION_POINTS),
                            ("polish_iterations", 1, MAX_ITERATIONS)):
         v = out[key]
-        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        if not is_integer(v) or not low <= v <= high:
             raise TaskError(f"collocation.{key}: must be an integer in [{low}, {high}], got {v!r}")
     if out["nodes"] * out["intervals"] > MAX_COLLOCATION_POINTS:
         raise TaskError(f"collocation: nodes × intervals = {out['nodes'] * out['intervals']} points, more than the "

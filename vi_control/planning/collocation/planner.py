@@ -23,7 +23,7 @@ import numpy as np
 from ...control.hold import equilibrium_state, holding_input
 from ...integrators.base import Linearizable
 from ..cost import QuadraticTrackingCost
-from ..ddp import ddp, feedback_initial_guess
+from ..ddp import ddp, reference_feedback_guess
 from ..shooting import LogFn, OptimizerResult
 from ..task import Task, TaskError
 from .dynamics import SecondOrderDynamics
@@ -131,8 +131,7 @@ def collocate_task(vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndar
     Q, R, Qf = weights
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     # From a TV-LQR-stabilized rollout about the resampled trajectory: open loop, a swing-up falls away from it.
-    U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=(Q, R, Qf), input_limits=limits)
-    U0 = U_ref if U0 is None else U0  # a step of the closed-loop rollout failed: open loop
+    U0 = reference_feedback_guess(vi, x0, X_ref, U_ref, (Q, R, Qf), limits)
     res = ddp(vi, cost, x0, U0, input_limits=limits, max_iterations=c["polish_iterations"],
               tolerance=1e-6, regularization=task.regularization, log=log, method=task.method)
     res.converged = sol.success and res.converged  # a plan off the collocated one by the polish's limit is not

@@ -29,6 +29,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from ...model.scalars import is_integer
 from ..errors import PlanningError, ipopt_iterations
 from .dynamics import SecondOrderDynamics
 from .legendre import Interpolant, differentiation_matrix, gauss_points, interpolation_matrix, lg2_nodes, lg_nodes
@@ -107,7 +108,7 @@ class CollocationProblem:
             raise ValueError(f"method: expected one of {METHODS}, got {self.method!r}")
         for key in ("nodes", "intervals", "max_iterations"):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (3 if key == "nodes" else 1):
+            if not is_integer(v) or v < (3 if key == "nodes" else 1):
                 raise ValueError(f"{key}: must be an integer ≥ {3 if key == 'nodes' else 1}, got {v!r}")
         if self.cost not in COSTS:
             raise ValueError(f"cost: expected one of {COSTS}, got {self.cost!r}")
