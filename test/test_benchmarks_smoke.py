@@ -176,6 +176,16 @@ def test_model_load_benchmark_smoke():
     assert "| 40 |" in bench.table(rows)
 
 
+def test_collocation_size_benchmark_smoke(tmp_path):
+    """bench_collocation_size --quick: two small builds in subprocesses, each row with the estimate's variables equal
+    to the built NLP's, and the table."""
+    bench = load_benchmark("bench_collocation_size")
+    rows = bench.main(["--quick", "--json", str(tmp_path / "rows.json")])
+    assert [(r["model"], r["method"]) for r in rows] == [("pendulum", "lg2"), ("cartpole", "lg")]
+    assert all(r["variables"] == r["predicted_variables"] and r["cpu"] >= 0 and r["rss_mb"] > 0 for r in rows)
+    assert "| cartpole (2) | LG | 5 × 2 |" in bench.table(rows) and (tmp_path / "rows.json").exists()
+
+
 def test_soak_benchmark_smoke(tmp_path, monkeypatch):
     """bench_soak at 3000 steps on a 4-link chain: structure, bounded energy error, memory figures, files."""
     bench = load_benchmark("bench_soak")

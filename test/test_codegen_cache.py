@@ -43,9 +43,12 @@ VICTIM = textwrap.dedent("""
 """)
 
 
-def _victim(*cache_dirs: Path) -> dict:
+def _victim(*cache_dirs: Path, tmpdir: Path | None = None) -> dict:
+    """One victim process over these cache directories; ``tmpdir`` its TMPDIR (where the fallback cache goes)."""
     env = dict(os.environ)
     env.pop("VI_CONTROL_NO_COMPILE", None)
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     out = subprocess.run([sys.executable, "-c", VICTIM, SRC, *map(str, cache_dirs)], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, (out.returncode, out.stderr[-3000:])
@@ -117,8 +120,10 @@ def attacks(tmp_path_factory) -> dict:
         scenarios[tag] = (d, marker)
     listing = {tag: sorted(p.name for p in d.iterdir()) for tag, (d, _) in scenarios.items()}
     clean = root / "fresh" / "cache"
-    results = _victim(clean, clean, *(d for d, _ in scenarios.values()))
-    return {"clean": (clean, results), "listing": listing,
+    tmpdir = root / "tmp"  # the victim's TMPDIR: the fallback cache of the untrusted directories goes there
+    tmpdir.mkdir(mode=0o700)
+    results = _victim(clean, clean, *(d for d, _ in scenarios.values()), tmpdir=tmpdir)
+    return {"clean": (clean, results), "listing": listing, "tmpdir": tmpdir,
             **{tag: (d, marker, results[str(d)]) for tag, (d, marker) in scenarios.items()}}
 
 
@@ -128,12 +133,12 @@ def _private(tmp_path: Path) -> Path:
     return d
 
 
-def _check_clean(attacks: dict, tag: str, refusal: str) -> dict:
+def _check_clean(attacks: dict, tag: str, refusal: str, rebuilt: bool = True) -> dict:
     if tag not in attacks:
         pytest.skip("planting a file owned by another user needs root")
     d, marker, result = attacks[tag]
     assert not marker.exists(), "the planted library's constructor ran"
-    assert result["answer"] == 42.0 and result["compiled"] == 1  # rebuilt, and ours is what ran
+    assert result["answer"] == 42.0 and result["compiled"] == (1 if rebuilt else result["compiled"])  # ours ran
     assert any(refusal in w for w in result["warnings"]), result["warnings"]
     return result
 
@@ -178,9 +183,48 @@ def test_symlinked_entry_is_refused_and_its_target_untouched(attacks):
 def test_untrusted_cache_directory_is_not_used(attacks, tag, refusal):
     """Anyone may have planted anything there, records included: the victim warns and builds elsewhere,
     writing nothing into it."""
-    result = _check_clean(attacks, tag, refusal)
+    result = _check_clean(attacks, tag, refusal, rebuilt=False)  # (built once into the fallback, then found there)
     d = attacks[tag][0]
     assert not result["so"].startswith(str(d)) and sorted(p.name for p in d.iterdir()) == attacks["listing"][tag]
+    fallback = attacks["tmpdir"] / f"vi_control_cache_{os.geteuid()}"
+    assert result["so"] == str(fallback / f"{NAME}.so") and f"fallback cache {fallback}" in " ".join(result["warnings"])
+
+
+def test_the_fallback_cache_is_one_directory_that_later_processes_reuse(tmp_path):
+    """An unusable cache directory sends every process to this user's one fallback directory (not a new temporary
+    directory per process, left behind by a killed node and rebuilt by each): the second process finds the entry
+    the first built there, and the temporary directory holds that one directory afterwards."""
+    untrusted = tmp_path / "shared"
+    untrusted.mkdir()
+    untrusted.chmod(0o777)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir(mode=0o700)
+    fallback = tmpdir / f"vi_control_cache_{os.geteuid()}"
+    first = _victim(untrusted, tmpdir=tmpdir)[str(untrusted)]
+    second = _victim(untrusted, tmpdir=tmpdir)[str(untrusted)]
+    assert first["answer"] == second["answer"] == 42.0
+    assert (first["compiled"], second["compiled"]) == (1, 0)  # built once, then reused by the next process
+    assert first["so"] == second["so"] == str(fallback / f"{NAME}.so")
+    assert [p.name for p in tmpdir.iterdir()] == [fallback.name]  # nothing else accumulated
+    assert stat.S_IMODE(fallback.stat().st_mode) == 0o700 and list(untrusted.iterdir()) == []
+
+
+def test_a_squatted_fallback_leaves_only_a_temporary_directory_removed_at_exit(tmp_path):
+    """Someone planted the fallback's name as a symlink: not followed; this process builds in a fresh private
+    directory, which is gone when it exits."""
+    untrusted = tmp_path / "shared"
+    untrusted.mkdir()
+    untrusted.chmod(0o777)
+    tmpdir, elsewhere = tmp_path / "tmp", tmp_path / "elsewhere"
+    tmpdir.mkdir(mode=0o700)
+    elsewhere.mkdir()
+    (tmpdir / f"vi_control_cache_{os.geteuid()}").symlink_to(elsewhere)
+    result = _victim(untrusted, tmpdir=tmpdir)[str(untrusted)]
+    assert result["answer"] == 42.0 and result["compiled"] == 1
+    assert Path(result["so"]).parent.parent == tmpdir and "removed at exit" in " ".join(result["warnings"])
+    assert "is a symbolic link" in " ".join(result["warnings"])
+    assert [p.name for p in tmpdir.iterdir()] == [f"vi_control_cache_{os.geteuid()}"]  # the temporary one: gone
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_predictable_temporary_name_cannot_redirect_the_write(tmp_path, monkeypatch):

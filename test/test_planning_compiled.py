@@ -258,7 +258,7 @@ def test_compiled_tv_lqr_is_the_riccati_recursion(rng):
     K, P = compiled.tv_lqr(A, B, Q, R, Qf)
     K_n, P_n = tv_lqr(A, B, Q, R, Qf)
     assert _rel(K, K_n) < TOL and _rel(P, P_n) < TOL
-    with pytest.raises(np.linalg.LinAlgError):
+    with pytest.raises(ValueError, match="R: must be symmetric positive definite"):  # (R + BᵀPB singular)
         compiled.tv_lqr(A, np.zeros_like(B), Q, np.zeros((nu, nu)), Qf)
 
 
@@ -281,8 +281,10 @@ def test_compiled_dlqr_is_the_doubling_algorithm(rng):
     A_bad[0, 0] = 1.5  # an unstable mode no input reaches
     B_bad = B.copy()
     B_bad[0] = 0.0
-    for args in ((A_bad, B_bad, Q, R), (A, B, Q, np.zeros((nu, nu)))):
-        with pytest.raises(np.linalg.LinAlgError):
-            compiled.dlqr(*args)
-        with pytest.raises(np.linalg.LinAlgError):
-            dlqr(*args)
+    with pytest.raises(np.linalg.LinAlgError):
+        compiled.dlqr(A_bad, B_bad, Q, R)
+    with pytest.raises(np.linalg.LinAlgError):
+        dlqr(A_bad, B_bad, Q, R)
+    for solver in (compiled.dlqr, dlqr):  # a singular R: refused by the shared weight check, before any C runs
+        with pytest.raises(ValueError, match="R: must be symmetric positive definite"):
+            solver(A, B, Q, np.zeros((nu, nu)))

@@ -81,3 +81,23 @@ def test_a_step_that_fails_gives_none_and_the_gains_come_one_way(case):
     for gains in (dict(), dict(K=plan.K, weights=W)):
         with pytest.raises(ValueError, match="the gains K or the weights"):
             feedback_initial_guess(vi, x0, X_ref, U_ref, **gains)
+
+
+def test_reference_guess_is_the_feedback_guess_or_else_the_reference_open_loop(case):
+    """``ddp.reference_feedback_guess``, the one fallback of the task's feedback guess and the collocation polishes:
+    the feedback guess when its rollout succeeds, else a copy of U_ref (a start the reference's gains cannot hold:
+    the rollout from x0 displaced by 1e3 in every momentum fails a step)."""
+    from vi_control.integrators.base import StepError
+    from vi_control.planning.ddp import reference_feedback_guess
+
+    task, vi, x0, _, X_ref, U_ref, W, _ = case
+    limits = input_limits(task, vi)
+    got = reference_feedback_guess(vi, x0, X_ref, U_ref, W, limits)
+    assert np.array_equal(got, feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits))
+    far = x0.copy()
+    far[vi.nq:] += 1e3
+    with pytest.raises(StepError):
+        vi.step(far, U_ref[0])  # (the first step of the rollout already fails)
+    assert feedback_initial_guess(vi, far, X_ref, U_ref, weights=W, input_limits=limits) is None
+    fallback = reference_feedback_guess(vi, far, X_ref, U_ref, W, limits)
+    assert np.array_equal(fallback, U_ref) and not np.shares_memory(fallback, U_ref)

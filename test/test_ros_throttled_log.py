@@ -30,3 +30,24 @@ def test_one_throttle_logs_errors_warnings_and_info_through_rclpy():
     with pytest.raises(ValueError, match="unknown level"):
         log("other", "x", level="critical")
     assert not log("stale", "stale state", level="error")  # the same kind within the period: suppressed
+
+
+def test_a_text_builder_runs_only_when_its_message_is_logged(capfd):
+    """The simulator's end-stop notice is built on every held step; given as a function, the text is built only for
+    the messages the throttle lets through, and those say what it built."""
+    log = ThrottledLog(get_logger("vi_test_throttle_lazy"), period=PERIOD)
+    built = []
+
+    def text() -> str:
+        built.append(len(built) + 1)
+        return f"held by its end stop, text {len(built)}"
+
+    assert log("joint stop", text, level="info") and built == [1]
+    assert not any(log("joint stop", text, level="info") for _ in range(100))
+    assert built == [1]  # 100 suppressed, none built
+    log.period = 0.05  # then wait it out (suppression above: within PERIOD, whatever the load)
+    time.sleep(0.1)
+    assert log("joint stop", text, level="info") and built == [1, 2]
+    err = capfd.readouterr().err
+    assert "held by its end stop, text 1" in err and "held by its end stop, text 2 (100 more since the last report)" \
+        in err

@@ -6,9 +6,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..integrators.base import DiscreteSystem, Linearizable
+from ..integrators.base import DiscreteSystem, Linearizable, SingularityError, StepError
 from ..linearization import linearize
-from .lqr import dlqr
+from ..model.robot import RobotModel
+from ..model.singular_pose import singular_direction
+from .lqr import check_weight, dlqr
 
 
 def equilibrium_state(vi: DiscreteSystem, q: np.ndarray) -> np.ndarray:
@@ -39,15 +41,43 @@ def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]
     return np.concatenate([tau, q[vi.idx_k]]), residual
 
 
+class SingularPoseError(SingularityError):
+    """No hold gain: the step is singular at the pose to hold (seed 000 §VII), so it has no linearization there.
+    A ``SingularityError`` (its ``step``, ``rcond``, ``what``) whose message names the pose, the joint or
+    constraint, why, and what to do."""
+
+    def __init__(self, message: str, cause: SingularityError):
+        StepError.__init__(self, message)
+        self.step, self.rcond, self.what = cause.step, cause.rcond, cause.what
+
+
 def hold_gain(vi: Linearizable, q: np.ndarray, Q, R, u_eq: np.ndarray | None = None,
               riccati: Callable = dlqr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq).
 
     ``u_eq``: holding_input(q) if the caller has it; ``riccati``: a function with ``lqr.dlqr``'s signature (the
-    planner passes the compiled one)."""
+    planner passes the compiled one). ValueError for weights ``lqr.check_weight`` refuses (Q ⪰ 0, R ≻ 0, both
+    symmetric), before anything is computed; ``SingularPoseError`` if the step is singular at q."""
+    Q = check_weight(Q, vi.state.ndx, "Q")
+    R = check_weight(R, vi.nu, "R", definite=True)
     x_eq = equilibrium_state(vi, q)
     if u_eq is None:
         u_eq, _ = holding_input(vi, q)
-    lin = linearize(vi, x_eq, u_eq)
+    try:
+        lin = linearize(vi, x_eq, u_eq)
+    except SingularityError as e:
+        raise SingularPoseError(_singular_pose_message(vi, np.asarray(q, float), e), e) from e
     K, _ = riccati(lin.A, lin.B, Q, R)
     return K, x_eq, u_eq
+
+
+def _singular_pose_message(vi: Linearizable, q: np.ndarray, e: SingularityError) -> str:
+    robot = getattr(vi, "robot", None)
+    if not isinstance(robot, RobotModel):  # (a rigid body on a Lie group: no joints to name)
+        return (f"hold_gain: no hold gain at q = {np.array2string(q)}: the one-step map is singular there ({e.what}, "
+                f"reciprocal condition {e.rcond:.2e}): hold a pose away from it")
+    pose = ", ".join(f"{n} = {v:.6g}" for n, v in zip(robot.joint_names, q))
+    why = singular_direction(robot, q)
+    return (f"hold_gain: no hold gain at the pose ({pose}): the one-step map is singular there ({e.what}, reciprocal "
+            f"condition {e.rcond:.2e}; seed 000 §VII), so it has no linearization to compute a gain from"
+            + (f". {why}" if why else ": hold a pose away from it"))

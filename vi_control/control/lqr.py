@@ -9,19 +9,93 @@ from __future__ import annotations
 
 import numpy as np
 
+# Tolerances of the weight checks, relative to the weight's norm: a PSD weight's eigenvalues may reach −WEIGHT_TOL·‖W‖
+# (round-off of a weight computed as a product, e.g. DxᵀPDx) and its entries be asymmetric by WEIGHT_TOL·max|W|; a
+# PD weight's smallest eigenvalue must exceed DEFINITE_TOL·‖W‖ (~64 eps: what eigvalsh resolves — so R = diag(1e-6,
+# 1e6) is accepted, R = 0 or a rank-deficient R is not).
+WEIGHT_TOL = 1e-10
+DEFINITE_TOL = 64 * np.finfo(float).eps
 
-def _as_weight(W: np.ndarray | float, n: int) -> np.ndarray:
-    W = np.asarray(W, float)
+
+def _first(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if len(hits) else None
+
+
+def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = False, stack: int | None = None
+                 ) -> np.ndarray:
+    """A weight as an (n, n) matrix — or (stack, n, n) if ``stack`` and W is 3-D — checked for what the Riccati
+    recursion (seed 000 eq. 36) needs: finite, symmetric, positive semidefinite (Q, Q_f) or positive definite (R:
+    R + BᵀPB must be invertible for any P ⪰ 0, and DLQR inverts R itself). Scalar → w·I, vector → diag(w).
+
+    An indefinite weight makes the LQ problem unbounded below: the recursion would still return gains — of a saddle
+    point, not of a minimum — so it is refused here. ValueError naming ``name``, what it must be and what it got.
+    """
+    W = np.asarray(W)
+    if W.dtype.kind not in "biuf":
+        raise ValueError(f"{name}: expected real numbers, got dtype {W.dtype}")
+    W = W.astype(float)
     if W.ndim == 0:
-        return float(W) * np.eye(n)
-    if W.ndim == 1:
-        return np.diag(W)
+        W = float(W) * np.eye(n)
+    elif W.ndim == 1:
+        if W.size != n:
+            raise ValueError(f"{name}: expected {n} diagonal entries (or a scalar, or an ({n}, {n}) matrix), got "
+                             f"{W.size}")
+        W = np.diag(W)
+    want = (n, n) if stack is None or W.ndim < 3 else (stack, n, n)
+    if W.shape != want:
+        raise ValueError(f"{name}: expected a scalar, {n} diagonal entries or a {want} array, got shape {W.shape}")
+    _check_finite(W, name)
+    if n == 0:  # no inputs (or no state): nothing to weigh
+        return W
+    Ws = W.reshape(-1, n, n)  # one check for a stack: a horizon of 10⁵ weights costs one batched eigvalsh
+    which = (lambda k: name) if W.ndim == 2 else (lambda k: f"{name}[{k}]")
+    asym = np.abs(Ws - Ws.transpose(0, 2, 1))
+    k = _first(asym.max(axis=(1, 2)) > WEIGHT_TOL * np.abs(Ws).max(axis=(1, 2)))
+    if k is not None:
+        i, j = np.unravel_index(int(np.argmax(asym[k])), (n, n))
+        raise ValueError(f"{which(k)}: must be symmetric, got entry [{i}, {j}] = {Ws[k, i, j]:.6g} but "
+                         f"[{j}, {i}] = {Ws[k, j, i]:.6g}")
+    diagonals = np.einsum("kii->ki", Ws)
+    if np.any(Ws - diagonals[:, :, None] * np.eye(n)):
+        eig = np.linalg.eigvalsh(Ws)
+    else:  # diagonal weights (the usual ones): their eigenvalues are their diagonals, no eigvalsh (~50 µs each)
+        eig = np.sort(diagonals, axis=1)
+    lowest, norm = eig[:, 0], np.abs(eig).max(axis=1)  # (norm: the spectral norm of a symmetric matrix)
+    k = _first(~(lowest > DEFINITE_TOL * norm) if definite else lowest < -WEIGHT_TOL * norm)
+    if k is not None:
+        why = ("an indefinite weight makes the LQ cost unbounded below: the Riccati recursion would return a "
+               "saddle point's gains, not a minimum's" if lowest[k] < -WEIGHT_TOL * norm[k] else
+               "a singular input weight leaves R + BᵀPB singular wherever B loses rank, and DLQR inverts R")
+        must = "positive definite" if definite else "positive semidefinite"
+        raise ValueError(f"{which(k)}: must be symmetric {must}, got smallest eigenvalue {lowest[k]:.6g} (norm "
+                         f"{norm[k]:.6g}): {why}")
     return W
 
 
+def check_system(A: np.ndarray, B: np.ndarray, stacked: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(A, B) as float arrays of shapes (N, nx, nx), (N, nx, nu) if ``stacked`` else (nx, nx), (nx, nu), finite."""
+    A, B = np.asarray(A, float), np.asarray(B, float)
+    ndim = 3 if stacked else 2
+    if B.ndim != ndim or A.ndim != ndim:
+        shapes = "(N, nx, nx) and (N, nx, nu)" if stacked else "(nx, nx) and (nx, nu)"
+        raise ValueError(f"A, B: expected {ndim}-D arrays {shapes}, got shapes {A.shape} and {B.shape}")
+    if A.shape != B.shape[:-1] + (B.shape[-2],):
+        raise ValueError(f"A: expected shape {B.shape[:-1] + (B.shape[-2],)} to match B {B.shape}, got {A.shape}")
+    _check_finite(A, "A")
+    _check_finite(B, "B")
+    return A, B
+
+
+def _check_finite(M: np.ndarray, name: str) -> None:
+    bad = np.argwhere(~np.isfinite(M))
+    if len(bad):
+        raise ValueError(f"{name}: entries must be finite, got {M[tuple(bad[0])]} at index {tuple(bad[0].tolist())}")
+
+
 def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (seed 000, gain after eq. 36), by an LU solve of the symmetrized R + BᵀPB
-    (positive definite for R ≻ 0; a Cholesky would refuse the PSD R = 0 case that LU still solves)."""
+    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (seed 000, gain after eq. 36), by an LU solve of the symmetrized R + BᵀPB (positive
+    definite: R ≻ 0 is checked, P ⪰ 0 by the Joseph form)."""
     S = R + B.T @ P @ B
     return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)
 
@@ -34,15 +108,14 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | 
     stack (N, n, n); Qf terminal. Returns K (N, nu, nx) with u = u_ref + K (x_ref − x) and the
     cost-to-go P (N+1, nx, nx), P_N = Qf.
     """
-    A, B = np.asarray(A, float), np.asarray(B, float)
+    A, B = check_system(A, B, stacked=True)
     N, nx, nu = B.shape
-    Qs = np.asarray(Q, float)
-    Rs = np.asarray(R, float)
-    Qk = Qs if Qs.ndim == 3 else np.broadcast_to(_as_weight(Qs, nx), (N, nx, nx))
-    Rk = Rs if Rs.ndim == 3 else np.broadcast_to(_as_weight(Rs, nu), (N, nu, nu))
+    Qs, Rs = check_weight(Q, nx, "Q", stack=N), check_weight(R, nu, "R", definite=True, stack=N)
+    Qk = Qs if Qs.ndim == 3 else np.broadcast_to(Qs, (N, nx, nx))
+    Rk = Rs if Rs.ndim == 3 else np.broadcast_to(Rs, (N, nu, nu))
     P = np.zeros((N + 1, nx, nx))
     K = np.zeros((N, nu, nx))
-    P[N] = _as_weight(Qf, nx)
+    P[N] = check_weight(Qf, nx, "Qf")
     for k in range(N - 1, -1, -1):
         Pn, Ak, Bk = P[k + 1], A[k], B[k]
         K[k] = _gain(Ak, Bk, Rk[k], Pn)
@@ -62,9 +135,9 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | fl
     cost-to-go, so it converges quadratically for stabilizable (A, B) and detectable (A, Q^½).
     Returns (K, P); raises LinAlgError if it does not converge.
     """
-    A, B = np.asarray(A, float), np.asarray(B, float)
+    A, B = check_system(A, B, stacked=False)
     nx, nu = B.shape
-    Qm, Rm = _as_weight(Q, nx), _as_weight(R, nu)
+    Qm, Rm = check_weight(Q, nx, "Q"), check_weight(R, nu, "R", definite=True)
     Ak, Gk, Hk = A.copy(), B @ np.linalg.solve(Rm, B.T), Qm.copy()
     eye = np.eye(nx)
     for _ in range(max_iterations):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.robot import wrap_angle
+from ..model.scalars import is_integer, is_real
 from ..model.yaml_io import open_regular_file
 
 
@@ -115,8 +116,7 @@ class Plan:
             raise PlanError(f"K_final must have shape {(nu, ndx)}, got {self.K_final.shape}")
         if self.U_final is not None and self.U_final.shape != (nu,):
             raise PlanError(f"U_final must have shape {(nu,)}, got {self.U_final.shape}")
-        if isinstance(self.dt, bool) or not isinstance(self.dt, (int, float, np.floating)) \
-                or not (np.isfinite(self.dt) and self.dt > 0):
+        if not is_real(self.dt) or not (np.isfinite(self.dt) and self.dt > 0):
             raise PlanError(f"dt: must be a positive finite number, got {self.dt!r}")
         self.dt = float(self.dt)
         for name in ("times", "X", "U", "K", "K_final", "U_final"):
@@ -176,7 +176,7 @@ class Plan:
         K_final; the last input and gain where those are missing): a receding-horizon warm start for a re-plan
         that starts ``steps`` steps into this one. Times start at times[steps]."""
         n = self.horizon
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 0 <= steps < n:
+        if not is_integer(steps) or not 0 <= steps < n:
             raise ValueError(f"steps: expected an integer in [0, {n}), got {steps!r}")
         u_hold = self.U[-1] if self.U_final is None else self.U_final
         k_hold = self.K[-1] if self.K_final is None else self.K_final
@@ -251,9 +251,8 @@ def _read_plan_file(path: str) -> tuple[dict, dict]:
     for key, kind in _META.items():
         if key not in meta:
             raise PlanFileError(f"{path}: meta.{key}: missing")
-        if not isinstance(meta[key], kind) or (kind is float and isinstance(meta[key], bool)):
-            if not (kind is float and isinstance(meta[key], int) and not isinstance(meta[key], bool)):
-                raise PlanFileError(f"{path}: meta.{key}: expected {kind.__name__}, got {meta[key]!r}")
+        if not (is_real(meta[key]) if kind is float else isinstance(meta[key], kind)):  # (an int is a float here)
+            raise PlanFileError(f"{path}: meta.{key}: expected {kind.__name__}, got {meta[key]!r}")
     unknown = set(meta) - set(_META)
     if unknown:
         raise PlanFileError(f"{path}: meta: unknown key(s) {sorted(unknown)}")

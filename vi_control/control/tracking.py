@@ -14,6 +14,7 @@ import numpy as np
 
 from ..integrators.base import DiscreteSystem, State
 from ..model.robot import wrap_angle
+from ..model.scalars import is_integer, is_real
 from .hold import equilibrium_state
 from .plan import Plan
 
@@ -82,7 +83,7 @@ class TrackingController:
 
         ValueError for a negative or non-integer k (``plan.X[-1]`` would silently be the last stage's reference) or
         an x that is not a finite state of the plan's size (NaN torques, or numpy's broadcast error, before)."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        if not is_integer(k) or k < 0:
             raise ValueError(f"command: step index k must be a non-negative integer, got {k!r}")
         x = np.asarray(x)
         if x.shape != self.plan.X.shape[1:] or np.iscomplexobj(x) or not np.all(np.isfinite(x)):
@@ -153,7 +154,7 @@ class StateEstimator:
         if mode not in ("configurations", "velocities"):
             raise ValueError(f"unknown state estimate {mode!r} (configurations|velocities)")
         for name, v in (("tolerance", tolerance), ("max_gap", max_gap)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+            if not is_real(v) or not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"StateEstimator {name}: expected a finite number >= 0, got {v!r}")
         self.vi, self.mode, self.tolerance, self.max_gap = vi, mode, tolerance, max_gap
         self.mask = vi.robot.continuous_mask

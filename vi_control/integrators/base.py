@@ -28,6 +28,7 @@ import numpy as np
 from ..model.limits import MAX_CONFIGURATION, check_time_step  # noqa: F401  (check_time_step: re-exported)
 from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel, wrap_angle
+from ..model.scalars import is_integer, is_real
 
 
 # ---- errors ---------------------------------------------------------------------------------------
@@ -100,10 +101,9 @@ class NewtonSettings:
     def __post_init__(self) -> None:
         for name in ("tol", "rcond_min", "step_tol", "max_rotation"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            if not (is_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"NewtonSettings.{name} must be a positive finite number, got {v!r}")
-        if isinstance(self.max_iterations, bool) or not isinstance(self.max_iterations, int) \
-                or not 1 <= self.max_iterations <= 10_000:
+        if not is_integer(self.max_iterations) or not 1 <= self.max_iterations <= 10_000:
             raise ValueError(f"NewtonSettings.max_iterations must be an integer in [1, 10000], "
                              f"got {self.max_iterations!r}")
 
@@ -390,7 +390,7 @@ def check_step(system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotati
 
 def input_sequence(system: DiscreteSystem, inputs: np.ndarray | None, steps: int | None) -> np.ndarray:
     """``simulate``'s inputs as (N, nu); a system without inputs (nu = 0) may give ``steps=N`` instead."""
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0):
+    if steps is not None and (not is_integer(steps) or steps < 0):
         raise ValueError(f"simulate: steps must be a non-negative integer, got {steps!r}")
     if inputs is None:
         if steps is None:

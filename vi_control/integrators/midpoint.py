@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from scipy.linalg import lapack
 
 from ..mechanics.discrete import (
     NEWTON_NONFINITE,
@@ -43,6 +42,7 @@ from .base import (
     rotational_coordinates,
 )
 from .implicit import SymbolicStepDerivatives
+from .midpoint_newton import solve_numpy
 
 __all__ = ["MidpointVI", "ConvergenceError", "SingularityError", "StepError", "StepResult", "NEWTON_METHODS"]
 
@@ -50,18 +50,6 @@ NEWTON_METHODS = ("exact", "chord")
 # Chord Newton refreshes M_{k+1} when an update is not at least this much smaller than the previous one.
 CHORD_RATE_MAX = 0.25
 _F64 = np.dtype(np.float64)  # the dtype the compiled step's fast path takes as is (others go through check_state_input)
-
-
-def _lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min."""
-    lu, piv, info = lapack.dgetrf(J)
-    if info > 0:
-        raise SingularityError(step, 0.0, what)
-    anorm = np.abs(J).sum(axis=0).max()
-    rcond, _ = lapack.dgecon(lu, anorm, norm="1")
-    if not rcond >= rcond_min:  # also catches NaN
-        raise SingularityError(step, float(rcond), what)
-    return lu, piv
 
 
 class MidpointVI(SymbolicStepDerivatives):
@@ -281,128 +269,10 @@ class MidpointVI(SymbolicStepDerivatives):
                 raise
             return self._solve_numpy(x, u, step_index, y0, lam0, False)
 
-    def _mass_cholesky(self, x: np.ndarray) -> tuple[np.ndarray | None, float]:
-        """Cholesky factor of M(q_k)_dd (LAPACK dpotrf), the chord matrix Δt⁻¹M(q_k)_dd of an unconstrained step
-        (None unless positive definite), and the 1-norm of M(q_k)_dd."""
-        d = self.idx_d
-        mdd = self.mass_matrix(x[: self.nq])[np.ix_(d, d)]
-        c, info = lapack.dpotrf(mdd, lower=1)
-        return (None if info != 0 else c), float(np.abs(mdd).sum(axis=0).max())
-
     def _solve_numpy(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
                      lam0: np.ndarray | None, chord: bool) -> StepResult:
-        """Newton in numpy over the backend's residual (the CasADi VM, or compiled functions without the driver).
-
-        The same algorithm as the C driver (vi_newton_step in mechanics/csrc/newton_driver.c), step for step.
-        """
-        x, u = self.check_inputs(x, u)
-        z = np.concatenate([x, u])
-        if self.nd + self.nc == 0:  # every joint prescribed, nothing to solve: the step is its output map
-            y = np.zeros(0)
-            xn = self.functions["output"](y, z)[0].ravel().copy()
-            return StepResult(x=self.wrap(xn) if self.wrap_continuous else xn, lam=y.copy(), iterations=0,
-                              residual=0.0, y=y)
-        y = self.initial_guess(x, u, lam0) if y0 is None else np.array(y0, float)
-        guess, first_update = y.copy(), np.inf
-        res_fn, r_fn = self.functions["residual"], self.functions["residual_only"]
-        st, what, theta_max = self.settings, self._what, self.chord_rate_max
-        pnorm = np.abs(x[self.nq:]).max()
-        eta = np.sqrt(st.tol) * (1.0 + pnorm)
-        quasi = chord and self.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
-        qonly = quasi and not self.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
-        rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None
-        mnorm = 0.0
-        near = predicted = False  # M_{k+1} factored near the root; this evaluation includes it for that reason
-        for it in range(st.max_iterations + 1):
-            if with_jac:
-                R, J = res_fn(y, z)
-            else:
-                R = r_fn(y, z)[0]
-            j_at_y = with_jac
-            rnorm = float(np.abs(R).max())
-            if not np.isfinite(rnorm) or st.accepts(rnorm, pnorm) or it == st.max_iterations:
-                break
-            if not with_jac and lu is None and chol is None:  # the quasi-Newton matrix on first use
-                chol, mnorm = self._mass_cholesky(x)
-                if chol is None:  # M(q_k) singular: M_{k+1} instead
-                    R, J = res_fn(y, z)
-                    j_at_y = with_jac = True
-            if with_jac:
-                anorm = np.abs(J).sum(axis=0).max()
-                try:
-                    lu = _lu_factor_checked(J, st.rcond_min, step_index, what)
-                except SingularityError:  # chord, away from the root: not this step's verdict (solve retries exact)
-                    if chord and not (predicted or rnorm <= eta):
-                        raise ConvergenceError(step_index, rnorm, it, "chord matrix singular away from the root") \
-                            from None
-                    raise
-                j_at_y, near = False, near or predicted or rnorm <= eta
-            if lu is not None:
-                dy = lapack.dgetrs(*lu, R.ravel())[0]
-            else:
-                dy = lapack.dpotrs(chol, R.ravel(), lower=1)[0] * -self.dt
-            y = y - dy
-            dnorm = np.abs(dy).max()
-            first_update = dnorm if it == 0 else first_update
-            if dnorm < st.step_tol * (1.0 + np.abs(y).max()):
-                j_at_y = not (qonly and lu is None)
-                if j_at_y:
-                    R, J = res_fn(y, z)
-                else:
-                    R = r_fn(y, z)[0]
-                rnorm = float(np.abs(R).max())
-                break
-            # Chord: keep the factored matrix while the updates contract by theta_max or better; M_{k+1} once near
-            # the root (the next residual predicted below eta, the first contraction ratio taken as theta_max).
-            ratio = theta_max if it == 0 else dnorm / dnorm_prev
-            predicted = chord and not qonly and not near and ratio * rnorm <= eta
-            with_jac = not chord or not dnorm <= theta_max * dnorm_prev or predicted
-            dnorm_prev = dnorm
-        if not np.isfinite(rnorm):
-            raise ConvergenceError(step_index, rnorm, it)
-        # Converged on Δt⁻¹M(q_k)_dd alone: its condition (LAPACK dpocon) stands in for M_{k+1}'s (as the C driver)
-        qfinal = qonly and lu is None and not j_at_y  # (rnorm is finite: checked above)
-        if qfinal and chol is None and y0 is None:  # converged at the guess: the C driver factored M(q_k) for it
-            chol, mnorm = self._mass_cholesky(x)
-        qfinal = qfinal and chol is not None
-        if qfinal:
-            rcond = lapack.dpocon(chol, mnorm, uplo="L")[0]
-            qfinal, anorm = rcond >= st.rcond_min, mnorm / self.dt
-        final_check = not qfinal and (not near or j_at_y)  # no factorization near y: the floor and the check need
-        # M_{k+1} at y
-        if final_check and not j_at_y:
-            R, J = res_fn(y, z)
-            rnorm = float(np.abs(R).max())
-        if final_check:
-            anorm = np.abs(J).sum(axis=0).max()
-        # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
-        floor_r = st.rounding_floor(anorm, np.abs(x[: self.nq]).max())
-        if not st.accepts(rnorm, pnorm, floor_r):
-            raise ConvergenceError(step_index, rnorm, it)
-        # Chord only (as the C driver): a contracting iteration ends within about its first update of the guess;
-        # one that travelled further overshot to another root of the DEL equation (solve retries exact Newton).
-        if chord and np.abs(y - guess).max() > 2.0 * first_update + 1e-12 * (1.0 + np.abs(y).max()):
-            raise ConvergenceError(step_index, rnorm, it, "chord iteration left the guess's basin")
-        if final_check:
-            # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
-            lu = _lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
-            if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
-                y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
-                r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
-                if r_pol <= max(rnorm, floor_r):
-                    y, rnorm = y_pol, r_pol
-        for _ in range(2 if qfinal else 0):  # quasi-Newton updates below tol, each kept if not worse (C driver)
-            y_pol = y - lapack.dpotrs(chol, R.ravel(), lower=1)[0] * -self.dt
-            R = r_fn(y_pol, z)[0]
-            r_pol = float(np.abs(R).max())
-            if r_pol > max(rnorm, floor_r):
-                break
-            y, rnorm = y_pol, r_pol
-        xn = self.functions["output"](y, z)[0].ravel().copy()
-        check_step(self, x, xn, self._rotational, step_index)  # what the C driver checks too
-        if self.wrap_continuous:
-            xn = self.wrap(xn)
-        return StepResult(x=xn, lam=y[self.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
+        """Newton in numpy over the backend's residual, the C driver's algorithm (``midpoint_newton``)."""
+        return solve_numpy(self, x, u, step_index, y0, lam0, chord)
 
     def _seed_driver(self, y0: np.ndarray | None, lam0: np.ndarray | None) -> None:
         """The driver's starting y: the guess y0, else (the driver predicts q_{k+1}) the multipliers lam0 or zero."""

@@ -6,9 +6,12 @@ tested in test/test_codegen_cache.py:
 - **Planted entries.** Entry names are predictable (hashes of our own C source), so anyone who can write
   into the cache directory can plant a library under the right name. The directory must therefore be
   private: ``VI_CONTROL_CACHE`` (default ``~/.cache/vi_control``) is created with mode 0700; an existing
-  one must be a real directory (not a symlink), owned by us and not writable by group or others. Otherwise
-  we warn and use a fresh private temporary directory for this process (removed at exit) — never the
-  untrusted one. A directory of ours that others can read but not write is tightened to 0700.
+  one must be a real directory (not a symlink), owned by us, writable by us and by no one else. Otherwise we
+  warn and use this user's fallback ``$TMPDIR/vi_control_cache_<uid>`` under the same rules (its parent must be
+  sticky or private, so no one else can swap it) — one directory that later processes reuse, so nothing
+  accumulates in /tmp and nothing is rebuilt per process; only if that one is unusable too (another user
+  squatting the name), a fresh ``mkdtemp`` directory for this process, removed at exit. Never the untrusted
+  one. A directory of ours that others can read but not write is tightened to 0700.
 - **Foreign or modified entries.** Each library ``<name>.so`` has a record ``<name>.sha256`` (its SHA-256
   and size, written when we built it). Before ``dlopen`` both are opened with ``O_NOFOLLOW`` (a symlink is
   refused, not followed), must be regular files owned by us and not writable by others, and the library's
@@ -65,24 +68,56 @@ def _directory_problem(d: Path) -> str | None:
         return f"is owned by uid {st.st_uid}, not by us (uid {os.geteuid()})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    if stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(d, 0o700)
+    try:
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.chmod(d, 0o700)
+    except OSError as e:
+        return f"cannot be made private ({e.strerror})"
+    if not os.access(d, os.W_OK | os.X_OK):  # (a read-only file system: every build would fail to store)
+        return "is not writable"
+    return None
+
+
+def fallback_cache_dir() -> Path:
+    """This user's fallback cache: one fixed directory under the temporary directory, reused by every process."""
+    return Path(tempfile.gettempdir()) / f"vi_control_cache_{os.geteuid()}"
+
+
+def _parent_problem(parent: Path) -> str | None:
+    """Why entries of a directory in ``parent`` could be swapped by someone else (None: they cannot)."""
+    try:
+        st = os.stat(parent)
+    except OSError as e:
+        return f"its parent {parent} cannot be read ({e.strerror})"
+    if st.st_uid not in (0, os.geteuid()):  # its owner could rename our directory away and put theirs there
+        return f"its parent {parent} is owned by uid {st.st_uid}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        return f"its parent {parent} is writable by others without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})"
     return None
 
 
 def private_cache_dir() -> Path:
-    """The cache directory (module docstring): the requested one if it is private, else a temporary one."""
+    """The cache directory (module docstring): the requested one if it is private, else this user's fallback,
+    else a temporary one for this process."""
     requested = requested_cache_dir()
     key = str(requested)
     if key not in _resolved or not _resolved[key].is_dir():
         problem = _directory_problem(requested)
         if problem is None:
             _resolved[key] = requested
+            return requested
+        advice = "set VI_CONTROL_CACHE to a directory only you can write"
+        fallback = fallback_cache_dir()
+        fallback_problem = _parent_problem(fallback.parent) or _directory_problem(fallback)
+        if fallback_problem is None:
+            _warn(f"compile cache {requested} {problem}: not used; compiling into this user's fallback cache "
+                  f"{fallback} instead (shared by later processes; {advice})")
+            _resolved[key] = fallback
         else:
             tmp = Path(tempfile.mkdtemp(prefix="vi_control_cache_"))
             atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-            _warn(f"compile cache {requested} {problem}: not used; compiling into the private temporary "
-                  f"directory {tmp} instead (set VI_CONTROL_CACHE to a directory only you can write)")
+            _warn(f"compile cache {requested} {problem}, and the fallback {fallback} {fallback_problem}: neither "
+                  f"is used; compiling into the private temporary directory {tmp} instead, removed at exit ({advice})")
             _resolved[key] = tmp
     return _resolved[key]
 

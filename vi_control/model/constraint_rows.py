@@ -116,17 +116,32 @@ def check_constraint_rank(model: pin.Model, joint_names: list[str], constraints:
     q = np.random.default_rng(1).uniform(-1.0, 1.0, model.nq)  # generic: avoids measure-zero singularities
     H = holonomic_rows(model, joint_names, constraints, q)
     A = nonholonomic_rows(model, nonholonomic, q) if nonholonomic else np.zeros((0, model.nv))
+    n = first_dependent_row(np.vstack([H, A]))
+    if n is not None:
+        who = constraint_row_owners(constraints, nonholonomic)[n]
+        of = "A(q)" if who.startswith("non") else "Dh(q)"
+        raise SystemConfigError(
+            f"{who}: its row of {of} is a combination of the constraint rows before it (rank {n} < {n + 1} at "
+            f"a generic q; {model.nv} coordinates): the constraints are rank-deficient; remove the redundant "
+            "one (two wheels on one axle need the lateral component only once; a planar loop closes with two "
+            "axes; a link fixed to the world needs no constraint)")
+
+
+def constraint_row_owners(constraints: tuple[Constraint, ...], nonholonomic: tuple[NonholonomicConstraint, ...] = ()
+                          ) -> list[str]:
+    """The YAML entry of each row of [Dh(q); A(q)]: ``constraints[i]`` (``(axis x)`` of a coincident one),
+    ``nonholonomic[i]`` (``(component c)`` of a rolling one)."""
     owner = [f"constraints[{i}]" + (f" (axis {'xyz'[k]})" if c.type == "coincident" else "")
              for i, c in enumerate(constraints) for k in (c.axes if c.type == "coincident" else (0,))]
     owner += [f"nonholonomic[{i}]" + (f" (component {comp})" if comp else "") for i, c in enumerate(nonholonomic)
               for comp in (c.components if c.type == "rolling" else ("",))]
-    rows = np.vstack([H, A])
+    return owner
+
+
+def first_dependent_row(rows: np.ndarray, tol: float = 1e-9) -> int | None:
+    """Index of the first row that is a combination of the rows before it (rank relative to the largest entry)."""
     scale = max(np.abs(rows).max(initial=0.0), 1e-300)
-    for n, who in enumerate(owner, start=1):
-        if np.linalg.matrix_rank(rows[:n], tol=1e-9 * scale) < n:
-            of = "A(q)" if who.startswith("non") else "Dh(q)"
-            raise SystemConfigError(
-                f"{who}: its row of {of} is a combination of the constraint rows before it (rank {n - 1} < {n} at "
-                f"a generic q; {model.nv} coordinates): the constraints are rank-deficient; remove the redundant "
-                "one (two wheels on one axle need the lateral component only once; a planar loop closes with two "
-                "axes; a link fixed to the world needs no constraint)")
+    for n in range(1, len(rows) + 1):
+        if np.linalg.matrix_rank(rows[:n], tol=tol * scale) < n:
+            return n - 1
+    return None

@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+from .scalars import is_real
+
 MAX_LINKS = 10_000  # links in one URDF (a 3000-link chain loads in seconds; each link costs O(1))
 MAX_LENGTH = 1.0e6  # m: |coordinate| of any origin, point, distance, offset, mesh scale, geometry size
 MAX_MASS = 1.0e9  # kg per link
@@ -25,7 +27,7 @@ DT_RANGE = (1.0e-6, 1.0)
 
 def check_time_step(dt: float) -> float:
     """Δt as a float: ValueError unless positive and finite; a RuntimeWarning outside DT_RANGE."""
-    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating)) or not (np.isfinite(dt) and dt > 0):
+    if not is_real(dt) or not (np.isfinite(dt) and dt > 0):
         raise ValueError(f"time step dt must be positive and finite, got {dt!r}")
     if not DT_RANGE[0] <= dt <= DT_RANGE[1]:
         warnings.warn(f"vi_control: time step dt = {dt:g} s is outside [{DT_RANGE[0]:g}, {DT_RANGE[1]:g}] s: "

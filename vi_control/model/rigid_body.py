@@ -35,6 +35,7 @@ import numpy as np
 
 from .bundled import share_dir
 from .errors import ModelError, unknown_keys
+from .scalars import is_real
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
 __all__ = ["RigidBodyConfigError", "Actuator", "RigidBodyModel", "load_rigid_body", "is_rigid_body_source",
@@ -196,9 +197,9 @@ class RigidBodyModel:
 
 # ---- loading and validation ------------------------------------------------------------------------------
 def _vec(v, key: str, n: int | None = None) -> np.ndarray:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
+    if is_real(v):
         v = [v]
-    if not isinstance(v, (list, tuple)) or any(isinstance(a, bool) or not isinstance(a, (int, float)) for a in v):
+    if not isinstance(v, (list, tuple)) or not all(map(is_real, v)):
         raise RigidBodyConfigError(f"{key}: expected a list of numbers, got {v!r}")
     a = np.array(v, float)
     if n is not None and a.size != n:
@@ -211,7 +212,7 @@ def _vec(v, key: str, n: int | None = None) -> np.ndarray:
 def _positive(v, key: str, allow_inf: bool = False) -> float:
     if isinstance(v, str) and allow_inf and v.strip().lower() in ("inf", ".inf"):
         return math.inf
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0) or (math.isinf(v) and not allow_inf) \
+    if not is_real(v) or not (v > 0) or (math.isinf(v) and not allow_inf) \
             or math.isnan(v):
         raise RigidBodyConfigError(f"{key}: must be a positive {'number' if allow_inf else 'finite number'}, got {v!r}")
     return float(v)
@@ -324,7 +325,7 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     if not isinstance(buoy, dict) or set(buoy) - {"force", "center"}:
         raise RigidBodyConfigError(f"buoyancy: expected {{force, center}}, got {buoy!r}")
     bf = buoy.get("force", 0.0)
-    if isinstance(bf, bool) or not isinstance(bf, (int, float)) or not (math.isfinite(bf) and bf >= 0):
+    if not is_real(bf) or not (math.isfinite(bf) and bf >= 0):
         raise RigidBodyConfigError(f"buoyancy.force: must be a non-negative finite number, got {bf!r}")
     bc = _vec(buoy.get("center", [0.0, 0.0, 0.0]), "buoyancy.center", 3)
     if group == "SO3" and (np.any(grav != 0) or bf):
@@ -338,7 +339,7 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
         raise RigidBodyConfigError(f"name: expected a non-empty string, got {name!r}")
     buoyancy_scale = mass_scale if buoyancy_scale is None else buoyancy_scale
     for key, s in (("mass_scale", mass_scale), ("drag_scale", drag_scale), ("buoyancy_scale", buoyancy_scale)):
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s > 0):
+        if not is_real(s) or not (math.isfinite(s) and s > 0):
             raise RigidBodyConfigError(f"{key}: must be a positive finite number, got {s!r}")
     source = json.dumps(cfg, sort_keys=True, default=str)
     return RigidBodyModel(name=name, group=group, mass=mass * mass_scale, inertia=J * mass_scale, actuators=acts,

@@ -12,6 +12,7 @@ import pinocchio as pin
 from .constraint_rows import check_constraint_rank
 from .errors import SystemConfigError, URDFError
 from .mass_structure import check_mass_structure
+from .scalars import is_real
 from .system_config import INERTIA_POLICIES, Constraint, NonholonomicConstraint, SystemConfig, load_system_config
 from .urdf import (
     FLOATING_BASE_PREFIX,
@@ -192,8 +193,7 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
     become holonomic ``joints`` constraints q_j − m·q_i = o (docs/model.md).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
-    if isinstance(mass_scale, bool) or not (isinstance(mass_scale, (int, float)) and np.isfinite(mass_scale)
-                                            and 0 < mass_scale <= 1e6):
+    if not (is_real(mass_scale) and np.isfinite(mass_scale) and 0 < mass_scale <= 1e6):
         raise SystemConfigError(f"mass_scale: must be a positive finite number up to 1e6, got {mass_scale!r}")
     if inertia_policy is not None and inertia_policy not in INERTIA_POLICIES:
         raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {inertia_policy!r}")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from .bundled import BUNDLED, bundled_config, bundled_models, example_robot_urdf, share_dir
 from .errors import ModelError, URDFError, unknown_keys
 from .robot import RobotModel, load_robot
+from .scalars import is_real
 from .system_config import INERTIA_POLICIES
 from .yaml_io import read_text_file
 
@@ -47,7 +48,7 @@ class ModelSpec:
             raise ModelError("model: expected a bundled name, erd:<name>, a URDF path or URDF XML, "
                              f"got {self.source!r}")
         s = self.mass_scale
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s > 0):
+        if not is_real(s) or not (math.isfinite(s) and s > 0):
             raise ModelError(f"mass_scale: must be a positive finite number, got {s!r}")
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise ModelError(f"model name: expected a non-empty string, got {self.name!r}")

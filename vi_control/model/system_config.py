@@ -42,6 +42,7 @@ import numpy as np
 
 from .errors import SystemConfigError, unknown_keys
 from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH
+from .scalars import is_real
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
 _TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "nonholonomic", "name", "floating_base",
@@ -113,7 +114,7 @@ class SystemConfig:
 
 def _finite(v: Any) -> bool:
     """A real number (not bool) that is finite; ints too large for a float are not."""
-    if isinstance(v, bool) or not isinstance(v, int | float):
+    if not is_real(v):
         return False
     try:
         return bool(np.isfinite(float(v)))

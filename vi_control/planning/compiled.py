@@ -71,15 +71,15 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.nd
            ) -> tuple[np.ndarray, np.ndarray]:
     """``control.lqr.tv_lqr`` (seed 000 eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
     constant over the horizon; the numpy version for anything else (stacked weights, no compiler, ``ENABLED``
-    off). Returns (K (N, nu, nx), P (N+1, nx, nx)); LinAlgError if R + BᵀPB is singular, as numpy's solve."""
-    lib = kernel_library() if ENABLED else None
-    A, B = np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float)
-    W = [np.ascontiguousarray(w, dtype=float) for w in (Q, R, Qf)]
-    if lib is None or B.ndim != 3 or A.shape[:1] != B.shape[:1] or any(w.ndim != 2 for w in W):
-        return lqr.tv_lqr(A, B, Q, R, Qf)
+    off). Returns (K (N, nu, nx), P (N+1, nx, nx)); ValueError for what ``lqr.check_weight``/``check_system`` refuse
+    (R must be positive definite, so R + BᵀPB is), LinAlgError if the C solve still meets a singular pivot."""
+    A, B = lqr.check_system(A, B, stacked=True)  # the numpy version's checks: ValueError naming the argument
     N, nx, nu = B.shape
-    if A.shape != (N, nx, nx) or W[0].shape != (nx, nx) or W[1].shape != (nu, nu) or W[2].shape != (nx, nx):
-        return lqr.tv_lqr(A, B, Q, R, Qf)  # (its own shape errors)
+    W = [lqr.check_weight(Q, nx, "Q", stack=N), lqr.check_weight(R, nu, "R", definite=True, stack=N),
+         lqr.check_weight(Qf, nx, "Qf")]
+    lib = kernel_library() if ENABLED else None
+    if lib is None or any(w.ndim != 2 for w in W):
+        return lqr.tv_lqr(A, B, *W)
     at, (sizes, K, P, _, _) = _packed([A, B, *W], [(3,), (N, nu, nx), (N + 1, nx, nx),
                                                    (5 * nx * nx + 3 * nx * nu + 2 * nu * nu + nu + 1,), (max(nu, 1),)])
     sizes.view(np.int64)[:] = N, nx, nu
@@ -107,12 +107,12 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterati
     """``control.lqr.dlqr`` (the same doubling algorithm, stopping test and gain formula) as one C call for matrix
     weights — in Python its ~18 small solves cost ~0.5 ms, a tenth of a panda plan; the numpy version for anything
     else (no compiler, ``ENABLED`` off). Returns (K, P); LinAlgError as ``lqr.dlqr``."""
-    lib = kernel_library() if ENABLED else None
-    A, B, Q, R = (np.ascontiguousarray(m, dtype=float) for m in (A, B, Q, R))
-    if lib is None or A.ndim != 2 or B.ndim != 2 or A.shape != (B.shape[0],) * 2 or \
-            Q.shape != A.shape or R.shape != (B.shape[1],) * 2:
-        return lqr.dlqr(A, B, Q, R, max_iterations, tol)
+    A, B = lqr.check_system(A, B, stacked=False)
     nx, nu = B.shape
+    Q, R = lqr.check_weight(Q, nx, "Q"), lqr.check_weight(R, nu, "R", definite=True)
+    lib = kernel_library() if ENABLED else None
+    if lib is None:
+        return lqr.dlqr(A, B, Q, R, max_iterations, tol)
     at, (sizes, K, P, _, _) = _packed([np.array([tol]), A, B, Q, R],
                                       [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu + nx + nu,),
                                        (nx + nu,)])

@@ -221,6 +221,17 @@ def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: n
     return None if ro is None else np.array(ro[1])
 
 
+def reference_feedback_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
+                             weights: tuple[np.ndarray, np.ndarray, np.ndarray],
+                             input_limits: np.ndarray | None = None) -> np.ndarray:
+    """Initial inputs (N, nu) about a reference (X_ref, U_ref): ``feedback_initial_guess`` under TV-LQR of
+    ``weights`` = (Q, R, Qf), or, when a step of that closed-loop rollout fails, a copy of U_ref (open loop). The
+    guess of the task's ``initial_guess: feedback`` and of the collocation polishes (a resampled collocation the
+    VI cannot step from is such a failure)."""
+    U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=weights, input_limits=input_limits)
+    return np.array(U_ref, float) if U0 is None else U0
+
+
 _REASONS = ("max_iterations", "converged", "regularization exceeded its maximum in the backward pass",
             "line search failed at maximum regularization")
 

@@ -36,6 +36,7 @@ from scipy.sparse.linalg import splu
 from ..mechanics import lie
 from ..mechanics.groups import Retraction, get_group
 from ..model.rigid_body import RigidBodyModel
+from ..model.scalars import is_integer
 from .dmoc_conditions import constraint_size, csc_structure, jacobian_pattern, step_conditions
 
 __all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_guess", "input_split",
@@ -73,7 +74,7 @@ class DMOCProblem:
     def __post_init__(self) -> None:
         if self.inputs not in INPUT_MODES:
             raise ValueError(f"inputs must be one of {INPUT_MODES}, got {self.inputs!r}")
-        if not (isinstance(self.horizon, int) and self.horizon >= 2):
+        if not (is_integer(self.horizon) and self.horizon >= 2):
             raise ValueError(f"horizon must be an integer ≥ 2, got {self.horizon!r}")
         if not (math.isfinite(self.duration) and self.duration > 0):
             raise ValueError(f"duration must be positive and finite, got {self.duration!r}")

@@ -7,6 +7,7 @@ import numpy as np
 from ..control.plan import Plan, state_error
 from ..control.tracking import TrackingController
 from ..integrators.base import DiscreteSystem, as_vector
+from ..model.scalars import is_integer
 
 
 def simulate_plan(vi: DiscreteSystem, plan: Plan, x0: np.ndarray, feedback: bool = True, extra_steps: int = 0,
@@ -20,7 +21,7 @@ def simulate_plan(vi: DiscreteSystem, plan: Plan, x0: np.ndarray, feedback: bool
     """
     ctl = TrackingController(plan, vi.state, vi.robot.effort_limits if clamp else None, n_torques=vi.n_torques,
                              system=vi, allow_mismatch=allow_mismatch)
-    if isinstance(extra_steps, bool) or not isinstance(extra_steps, (int, np.integer)) or extra_steps < 0:
+    if not is_integer(extra_steps) or extra_steps < 0:
         raise ValueError(f"simulate_plan: extra_steps must be a non-negative integer, got {extra_steps!r}")
     steps = plan.horizon + extra_steps
     X = np.zeros((steps + 1, vi.nx))

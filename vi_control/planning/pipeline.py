@@ -22,7 +22,7 @@ from .augmented import terminal_constrained_ddp
 from .compiled import dlqr, tv_lqr
 from .continuation import StageSolver, weight_continuation
 from .cost import QuadraticTrackingCost
-from .ddp import ddp, feedback_initial_guess
+from .ddp import ddp, feedback_initial_guess, reference_feedback_guess
 from .gradient import projection_gradient
 from .shooting import LogFn, OptimizerResult, rollout
 from .task import COLLOCATION_METHODS, MAX_HORIZON, Task, TaskError, parse_vector
@@ -188,8 +188,7 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
     if task.initial_guess == "feedback":
         nx, nu, nq = vi.nx, vi.nu, vi.nq
         W = tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
-        U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=input_limits(task, vi))
-        return U_ref.copy() if U0 is None else U0  # a step of the rollout failed: open loop
+        return reference_feedback_guess(vi, x0, X_ref, U_ref, W, input_limits(task, vi))
     if task.initial_guess == "hold_start":
         return np.tile(holding_input(vi, x0[: vi.nq])[0], (len(U_ref), 1))
     return np.zeros_like(U_ref)  # "zero"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..integrators.base import DiscreteSystem, StepError, StepResult
+from ..model.scalars import is_integer, is_real
 from .errors import PlanningError
 
 
@@ -64,12 +65,11 @@ def check_optimizer_options(max_iterations: int, tolerance: float, regularizatio
     A NaN regularization never grows past its ceiling (``max(nan·10, …)`` stays NaN) and a NaN tolerance
     is never met, so without this check DDP's retry loop would never end.
     """
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) \
-            or not 1 <= max_iterations <= 100_000:
+    if not is_integer(max_iterations) or not 1 <= max_iterations <= 100_000:
         raise ValueError(f"max_iterations: must be an integer in [1, 100000], got {max_iterations!r}")
     for name, v, ok in (("tolerance", tolerance, lambda v: v > 0),
                         ("regularization", regularization, lambda v: 0 <= v <= 1e10)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not np.isfinite(v) or not ok(v):
+        if not is_real(v) or not np.isfinite(v) or not ok(v):
             raise ValueError(f"{name}: must be a finite number "
                              f"{'> 0' if name == 'tolerance' else 'in [0, 1e10]'}, got {v!r}")
 

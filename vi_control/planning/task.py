@@ -28,10 +28,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..control.lqr import check_weight
 from ..model.bundled import share_dir
 from ..model.errors import ModelError
 from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION
 from ..model.robot import RobotModel
+from ..model.scalars import is_integer
 from ..model.spec import ModelSpec
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from .cost import weight_matrix
@@ -119,24 +121,34 @@ class Task:
         return W.copy()
 
     def _resolve_weight(self, which: str, group: str, n: int, nq: int | None, chain: list, key: str) -> np.ndarray:
-        for d in chain:
+        for d, name in zip(chain, [group, *{"lqr": ["weights"], "hold": ["lqr", "weights"]}.get(group, [])]):
             if which in d:
-                w = d[which]
-                if isinstance(w, dict):  # {q: .., p: ..} for state weights
-                    if nq is None or set(w) - {"q", "p"}:
-                        raise TaskError(f"{key}: a mapping must have keys q and p (state weights only)")
-                    w = np.concatenate([_per_coordinate(w.get(part, 0.0), f"{key}.{part}", nq) for part in "qp"])
-                elif isinstance(w, (list, tuple)):
-                    w = parse_vector(w, key, n, bound=MAX_COEFFICIENT)
-                else:
-                    w = parse_vector(w, key, bound=MAX_COEFFICIENT)[0]
-                try:
-                    return weight_matrix(w, n, key)
-                except ValueError as e:
-                    raise TaskError(str(e)) from None
+                W = self._parse_weight(d[which], which, n, nq, key if name == group else f"{key} (from {name}.{which})")
+                if which == "R" and group != "weights":  # the Riccati gains invert R (control.lqr.check_weight)
+                    try:
+                        check_weight(W, n, key if name == group else f"{key} (from {name}.R)", definite=True)
+                    except ValueError as e:
+                        raise TaskError(str(e)) from None
+                return W
         if which == "Qf":
             return self.weight("Q", group, n, nq)
         raise TaskError(f"weights.{which}: missing")
+
+    @staticmethod
+    def _parse_weight(w, which: str, n: int, nq: int | None, key: str) -> np.ndarray:
+        """One weight value of the YAML (scalar, list, or {q: .., p: ..} for state weights) as an (n, n) matrix."""
+        if isinstance(w, dict):  # {q: .., p: ..} for state weights
+            if nq is None or set(w) - {"q", "p"}:
+                raise TaskError(f"{key}: a mapping must have keys q and p (state weights only)")
+            w = np.concatenate([_per_coordinate(w.get(part, 0.0), f"{key}.{part}", nq) for part in "qp"])
+        elif isinstance(w, (list, tuple)):
+            w = parse_vector(w, key, n, bound=MAX_COEFFICIENT)
+        else:
+            w = parse_vector(w, key, bound=MAX_COEFFICIENT)[0]
+        try:
+            return weight_matrix(w, n, key)
+        except ValueError as e:
+            raise TaskError(str(e)) from None
 
 
 def _per_coordinate(v, key: str, nq: int) -> np.ndarray:
@@ -330,7 +342,7 @@ def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
     for key, low, high in (("nodes", 3, MAX_COLLOCATION_NODES), ("intervals", 1, MAX_COLLOCATION_POINTS),
                            ("polish_iterations", 1, MAX_ITERATIONS)):
         v = out[key]
-        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        if not is_integer(v) or not low <= v <= high:
             raise TaskError(f"collocation.{key}: must be an integer in [{low}, {high}], got {v!r}")
     if out["nodes"] * out["intervals"] > MAX_COLLOCATION_POINTS:
         raise TaskError(f"collocation: nodes × intervals = {out['nodes'] * out['intervals']} points, more than the "

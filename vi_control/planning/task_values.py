@@ -10,6 +10,7 @@ import numpy as np
 
 from ..model.errors import unknown_keys
 from ..model.limits import MAX_LINKS
+from ..model.scalars import is_integer
 
 _MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
 MAX_VECTOR = MAX_LINKS  # entries of any list of numbers (one per joint at most)
@@ -59,7 +60,7 @@ def parse_number(v, key: str) -> float:
 
 def integer_in(v, key: str, lo: int, hi: int) -> int:
     """An int (not bool) in [lo, hi]; TaskError naming the key."""
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+    if not is_integer(v) or not lo <= v <= hi:
         raise TaskError(f"{key}: must be an integer in [{lo}, {hi}], got {v!r}")
     return v
 

@@ -26,6 +26,7 @@ from ..linearization import linearize_trajectory
 from ..mechanics.groups import RETRACTIONS, get_group, rotation_from_quaternion
 from ..model.errors import unknown_keys
 from ..model.rigid_body import RigidBodyModel
+from ..model.scalars import is_integer, is_real
 from .dmoc import DMOCError, DMOCProblem, DMOCResult, solve_dmoc
 from .dmoc_nlp import solve_ipopt
 from .task import MAX_DT, MAX_HORIZON
@@ -113,9 +114,9 @@ def maneuver_settings(body: RigidBodyModel) -> ManeuverSettings:
             raise ValueError(f"planning.lqr.{k}: expected a non-negative scalar or {size} diagonal entries, got {v!r}")
         w[k] = a
     horizon, duration = p.get("horizon", 32), p.get("duration", 8.0)
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or not 2 <= horizon <= MAX_HORIZON:
+    if not is_integer(horizon) or not 2 <= horizon <= MAX_HORIZON:
         raise ValueError(f"planning.horizon: expected an integer in [2, {MAX_HORIZON}], got {horizon!r}")
-    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 < duration / horizon <= MAX_DT:
+    if not is_real(duration) or not 0 < duration / horizon <= MAX_DT:
         raise ValueError(f"planning.duration: expected a positive number of seconds, at most {MAX_DT:g} s per step "
                          f"(horizon {horizon}), got {duration!r}")
     retraction = p.get("retraction", "cayley")

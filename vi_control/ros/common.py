@@ -22,6 +22,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..model.bundled import BUNDLED, bundled_config, bundled_urdf, share_dir
 from ..model.errors import unknown_keys
 from ..model.robot import RobotModel
+from ..model.scalars import is_integer
 from ..model.spec import ModelSpec
 
 
@@ -35,7 +36,7 @@ def _is_str(v) -> bool:
 
 # A YAML or `-p` value of each declared kind, as rcl parses it (an integer is not a double, a bool not an integer).
 _VALUE_TYPES: dict[str, Callable[[Any], bool]] = {
-    "bool": lambda v: isinstance(v, bool), "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool), "int": is_integer,
     "float": _is_float, "str": _is_str,
     "double": lambda v: isinstance(v, list) and all(map(_is_float, v)),
     "string": lambda v: isinstance(v, list) and all(map(_is_str, v))}
@@ -190,18 +191,21 @@ def watch_parameters(node: Node, table: dict[str, Param], values: dict,
 
 class ThrottledLog:
     """Warnings throttled per kind (not per call site): a new kind is logged at once, a repeated one at most
-    once per ``period`` seconds with the number suppressed meanwhile."""
+    once per ``period`` seconds with the number suppressed meanwhile. ``text`` may be a function that builds it,
+    called only when the message is logged (a per-step text on a hot path costs nothing while suppressed)."""
 
     def __init__(self, logger, period: float):
         self.logger, self.period = logger, float(period)
         self._last: dict[str, tuple[float, int]] = {}
 
-    def __call__(self, kind: str, text: str, level: str = "warning") -> bool:
+    def __call__(self, kind: str, text: str | Callable[[], str], level: str = "warning") -> bool:
         now = time.monotonic()
         last, suppressed = self._last.get(kind, (-math.inf, 0))
         if now - last < self.period:
             self._last[kind] = (last, suppressed + 1)
             return False
+        if callable(text):
+            text = text()
         more = f" ({suppressed} more since the last report)" if suppressed else ""
         # one call site per severity: rclpy refuses (ValueError) a call site whose severity changes between calls,
         # which crashed a controller that logged a stale-state error and later a warning through one line

@@ -6,7 +6,8 @@ seed 000 eq. 1b) or refuses it (stamp against this node's clock: stale, future, 
 runner (``control.runner.PlanRunner``) starts a plan at its stated t₀ (at k = 0), gives each tick's command (the law
 ``control.tracking.TrackingController``) and aborts a plan on path and goal tolerances. A refusal or fault gives the
 safe command (zero or damping) and a warning throttled per kind — but nothing before the first valid state (a
-lockstep simulator steps on every command). Publishes ``~/controller_state`` and ``/diagnostics``.
+lockstep simulator steps on every command). Publishes ``~/controller_state`` and ``/diagnostics`` (built in
+vi_control.ros.supervision). The parameters: vi_control.ros.controller_parameters.
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
 (nav_msgs/Odometry: pose and body twist, checked like a joint state's stamp), the same law tracks with
@@ -29,22 +30,21 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control.intake import FAULT_STALE, Fault, JointLimits, StateIntake, Verdict, Waiting
+from ..control.intake import FAULT_STALE, Fault, StateIntake, Verdict, Waiting
 from ..control.runner import PlanRunner
 from ..control.tracking import TrackingController
 from ..integrators import make_integrator
 from .common import (
     JOINT_STATES_QOS,
     LATCHED_QOS,
-    MODEL_PARAMETERS,
     SENSOR_QOS,
     STREAM_QOS,
-    Param,
     command_joints,
     realtime_scheduling,
     run_node,
 )
-from .managed import AUTOSTART, ManagedNode
+from .controller_parameters import LIMIT_KEYS, PARAMETERS, joint_limits
+from .managed import ManagedNode
 from .messages import (
     FLAG_START_ON_RECEIPT,
     ForeignJointState,
@@ -53,69 +53,8 @@ from .messages import (
     RawJointStateReader,
     plan_from_message,
 )
-from .supervision import ERROR, OK, WARN, ControllerStateMessage, diagnostics
-from .vehicle import POSE_ERROR_NAMES, VEHICLE_PARAMETERS, actuator_velocities, state_from_odometry, vehicle_system
-
-_LIVE = dict(live=True)
-PARAMETERS: dict[str, Param] = {
-    **MODEL_PARAMETERS,
-    "dt": Param(0.01, "Δt of the state estimate until a plan arrives (then the plan's Δt is used) [s]",
-                range=(1e-5, 10.0)),
-    "controller_name": Param("effort_controller", "commands are published on <controller_name>/commands"),
-    "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
-    "planner_name": Param("vi_planner", "plans arrive on <planner_name>/plan (relative: in the controller's "
-                                        "namespace, where the planner node's ~/ topics are)"),
-    "accept_unconverged": Param(False, "track plans the planner marked as unconverged (best effort)", **_LIVE),
-    "trigger": Param("timer", "'timer': command at `rate`; 'joint_state': one command per new joint state "
-                              "(lockstep, or a driver that publishes at the control rate)",
-                     choices=("timer", "joint_state")),
-    "rate": Param(100.0, "timer trigger: command rate on this node's clock [Hz]", range=(0.1, 10000.0), **_LIVE),
-    "state_estimate": Param("configurations", "'configurations': p from the last two q (discrete Legendre "
-                                              "transform); 'velocities': p from q̇",
-                            choices=("configurations", "velocities")),
-    "state_timeout": Param(0.5, "a joint state whose stamp is older than this on the node's clock is stale; "
-                                "one this far in the future is refused [s]", range=(1e-4, 3600.0), **_LIVE),
-    "joint_state_merge_age": Param(0.05, "joints split over several drivers' joint_states: another driver's joints "
-                                         "are interpolated (or extrapolated) to a message's stamp from two of its "
-                                         "samples at most this far apart and old; older: a stale state [s]",
-                                   range=(1e-4, 10.0), **_LIVE),
-    "safe_mode": Param("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)",
-                       choices=("zero", "damping"), **_LIVE),
-    "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]", range=(0.0, 1e6), **_LIVE),
-    "retime_tolerance": Param(0.01, "a plan that arrives after its start while the robot is still at its X_0 "
-                                    "(|Δq|, |Δq̇| below this) starts when it arrives instead of skipping steps; 0: "
-                                    "never", range=(0.0, 1e3), **_LIVE),
-    "gain_scale": Param(1.0, "scale of the feedback gains K_k (1: the planner's TV-LQR)", range=(0.0, 10.0),
-                        **_LIVE),
-    "hold_integral_gain": Param(0.0, "integral action once the plan has ended: u += k_i Σ(q_N − q)Δt on the actuated "
-                                     "joints, clamped to the effort limits; removes the offset a model or payload "
-                                     "error leaves (joint robots; a change restarts the sum) [N·m/(rad·s)]",
-                                range=(0.0, 1e6), **_LIVE),
-    "path_tolerance": Param(0.0, "abort the plan (safe command) when |q_ref − q| exceeds this on any joint "
-                                 "during the plan [rad or m]; 0: not checked", range=(0.0, 1e6), **_LIVE),
-    "goal_tolerance": Param(0.0, "abort when |q_N − q| is still above this goal_time_tolerance after the plan's "
-                                 "end [rad or m]; 0: not checked", range=(0.0, 1e6), **_LIVE),
-    "goal_time_tolerance": Param(1.0, "time allowed after the plan's end to reach goal_tolerance [s]",
-                                 range=(0.0, 1e6), **_LIVE),
-    "position_limit_margin": Param(0.25, "joint states beyond the URDF position limits by more than this are "
-                                         "refused [rad or m]", range=(0.0, 1e6), **_LIVE),
-    "max_continuous_position": Param(1e4, "|q| bound of continuous joints (no URDF limit) [rad]",
-                                     range=(0.0, 1e300), **_LIVE),
-    "velocity_limit_factor": Param(1.5, "joint states faster than this × the URDF velocity limit are refused",
-                                   range=(1.0, 1e6), **_LIVE),
-    "max_velocity": Param(1e3, "velocity bound of joints without a URDF velocity limit [rad/s or m/s]",
-                          range=(0.0, 1e300), **_LIVE),
-    "state_publish_rate": Param(50.0, "~/controller_state rate (wall clock) [Hz]; 0: off", range=(0.0, 1e4),
-                                **_LIVE),
-    "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]", range=(0.01, 3600.0)),
-    "realtime_priority": Param(0, "while active, every thread of the node's process (DDS delivery and executor) "
-                                  "runs SCHED_FIFO at this priority, as ros2_control's thread_priority (1…99); "
-                                  "0: normal scheduling. Refused by the OS (no rtprio limit or CAP_SYS_NICE): a "
-                                  "warning, normal scheduling", range=(0, 99)),
-    **VEHICLE_PARAMETERS,
-    **AUTOSTART,
-}
-_LIMIT_KEYS = ("position_limit_margin", "max_continuous_position", "velocity_limit_factor", "max_velocity")
+from .supervision import ControllerStateMessage, controller_diagnostics, diagnostics
+from .vehicle import POSE_ERROR_NAMES, actuator_velocities, state_from_odometry, vehicle_system
 
 
 class ControllerNode(ManagedNode):
@@ -143,7 +82,7 @@ class ControllerNode(ManagedNode):
         else:
             act_q_index = np.array([r.joint_index(n) for n in r.actuated], int)
             self.reader = RawJointStateReader(r.joint_names, partial=True)
-            limits = self._limits()
+            limits = joint_limits(p, r)
             self.state_msg = ControllerStateMessage(r, list(act_q_index))
             error_names = r.joint_names
         self.cmd = RawFloat64MultiArray(self.vi.nu)  # serialized once; each tick writes its values
@@ -229,19 +168,14 @@ class ControllerNode(ManagedNode):
             self.intake.timeout = float(value)
         if name == "joint_state_merge_age" and not self.vehicle:
             self.intake.merger.max_age = float(value)
-        if name in _LIMIT_KEYS and not self.vehicle:
-            self.intake.limits = self._limits()
+        if name in LIMIT_KEYS and not self.vehicle:
+            self.intake.limits = joint_limits(self.p, self.robot)
         elif name in ("gain_scale", "hold_integral_gain") and self.runner.law is not None:
             self.runner.set_plan(self.runner.active_plan)
         elif name in ("rate", "state_timeout") and self.tick_timer is not None:
             self._stop_tick_timer()
             self._start_tick_timer()
         return None
-
-    def _limits(self) -> JointLimits:
-        p = self.p
-        return JointLimits(self.robot, p["position_limit_margin"], p["max_continuous_position"],
-                           p["velocity_limit_factor"], p["max_velocity"])
 
     def _build(self, dt: float) -> None:
         if self.vehicle:
@@ -409,34 +343,12 @@ class ControllerNode(ManagedNode):
                                                    x[:nq].copy(), qdot, u))
 
     def publish_diagnostics(self) -> None:
-        now = time.monotonic()
-        run, states = self.runner, self.intake.counts["states"]
+        now, states, commands = time.monotonic(), self.intake.counts["states"], self.counts["commands"]
         t0, s0, c0 = self._rate_mark
         span = max(now - t0, 1e-9)
-        self.rates = ((states - s0) / span, (self.counts["commands"] - c0) / span)
-        self._rate_mark = (now, states, self.counts["commands"])
-        law, state, merger = run.law, self.intake.state, self.intake.merger
-        if not self.active:
-            level, status = WARN, "inactive"
-        elif run.fault is not None or run.aborted is not None:
-            level, status = ERROR, f"safe command: {run.aborted[0] if run.aborted else run.fault}"
-        elif law is None:
-            level, status = WARN, "waiting for a plan" if self.intake.ever_valid else "waiting for a joint state"
-        elif state is not None and law.index(state.t) >= law.horizon:
-            level, status = OK, f"holding the end of plan {run.active_seq}"
-        else:
-            level, status = OK, f"tracking plan {run.active_seq}"
-        values = dict(state=status, plan=run.active_seq if run.active_seq is not None else "",
-                      pending_plan=run.pending[0] if run.pending else "",
-                      k=law.index(state.t) if law is not None and state is not None else "",
-                      horizon=law.horizon if law is not None else "",
-                      joint_state_rate_hz=f"{self.rates[0]:.1f}", command_rate_hz=f"{self.rates[1]:.1f}",
-                      joint_states=states, commands=self.counts["commands"],
-                      safe_commands=self.counts["safe"], last_fault=run.fault or "",
-                      foreign_joint_states=self.intake.counts["foreign"],
-                      unstamped_joint_states=self.intake.counts["unstamped"],
-                      **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
-                      **{f"faults: {k}": n for k, n in run.fault_counts.items()})
+        self.rates = ((states - s0) / span, (commands - c0) / span)
+        self._rate_mark = (now, states, commands)
+        level, status, values = controller_diagnostics(self.active, self.runner, self.intake, self.counts, self.rates)
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))
 

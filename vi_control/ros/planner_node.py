@@ -18,6 +18,8 @@ pose from ``~/goal`` (geometry_msgs/PoseStamped in ``odom_frame``; or the ``goal
 DMOC plan to rest there (``planning.vehicle.plan_maneuver``: seed 002 Algorithm 5.2, TV-LQR on the Lie algebra),
 published on the same ``~/plan`` and drawn on ``~/path`` (nav_msgs/Path). A goal that cannot be reached (actuator
 limits, an unactuated direction, a malformed pose) is logged and nothing is published: the controller keeps its plan.
+
+The requests and how each becomes a plan: vi_control.ros.planner_requests; the parameters: planner_parameters.
 """
 
 from __future__ import annotations
@@ -42,10 +44,8 @@ from ..control.tracking import StateEstimator, tracking_law
 from ..integrators import make_integrator, require_linearizable
 from .common import (
     LATCHED_QOS,
-    MODEL_PARAMETERS,
     SENSOR_STREAM_QOS,
     STREAM_QOS,
-    Param,
     ThrottledLog,
     declare_parameters,
     resolve_config,
@@ -61,66 +61,9 @@ from .messages import (
     plan_to_trajectory,
     stamp_seconds,
 )
-from .vehicle import (
-    ODOM_FRAME_PARAMETER,
-    VEHICLE_PARAMETERS,
-    goal_from_pose_stamped,
-    path_from_plan,
-    pose_parameter,
-    state_from_odometry,
-    vehicle_system,
-)
-
-PARAMETERS: dict[str, Param] = {
-    **MODEL_PARAMETERS,
-    "model": Param("", "as for the other nodes; empty (default): the task's own model"),
-    "task": Param("task_pendulum_swingup_bounded", "task YAML (path, or name in config/) for "
-                                                   "vi_control.planning.task: model, Δt, horizon, weights, goal"),
-    "plan_on_startup": Param(True, "plan once at start-up"),
-    "startup_wait": Param(1.0, "at start-up (and for a goal or trajectory before any joint state), wait this long "
-                               "for a joint state to plan from [s]", range=(0.0, 3600.0)),
-    "state_estimate": Param("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0",
-                            choices=("configurations", "velocities")),
-    "joint_state_merge_age": Param(0.05, "joints split over several drivers' joint_states: merged as the "
-                                         "controller does (its parameter of this name) [s]", range=(1e-4, 10.0),
-                                   live=True),
-    "use_measured_state": Param(True, "plan from the latest joint state when there is one (else the task's x_0)",
-                                live=True),
-    "expected_solve_time": Param(2.0, "wall time a solve is expected to take [s]: a plan starts this much later "
-                                      "(in the clock's units) than the state it was planned from; the planner "
-                                      "uses 1.5 × the longest of its last five solves when that is longer",
-                                 range=(0.0, 3600.0), live=True),
-    "republish_period": Param(1.0, "re-publish the latest plan this often [s] (0: never): a controller that "
-                                   "missed the transient-local sample of a restarted planner still gets the plan",
-                              range=(0.0, 3600.0)),
-    "warm_start": Param(True, "re-plans of the task start from the plan being executed, receded to the new start "
-                              "(Plan.receded; plan_task's warm_start: its inputs under its gains, the goal "
-                              "multiplier estimated there) instead of the task's initial guess", live=True),
-    "publish_unconverged": Param(False, "publish a plan whose optimizer stopped before its tolerance, marked as "
-                                        "unconverged (controllers refuse it unless told otherwise); default: log "
-                                        "and publish nothing", live=True),
-    **VEHICLE_PARAMETERS,
-    **ODOM_FRAME_PARAMETER,
-    "goal": Param(None, "vehicle mode: a goal pose [x, y, z, qx, qy, qz, qw] to plan toward at start-up (else wait "
-                        "for ~/goal)", array="double"),
-    "horizon": Param(0, "vehicle mode: N steps of the maneuver (0: the vehicle YAML's planning.horizon)",
-                     range=(0, 100000)),
-    "duration": Param(0.0, "vehicle mode: T of the maneuver [s] (0: the vehicle YAML's planning.duration)",
-                      range=(0.0, 1e6)),
-}
-
-
-@dataclasses.dataclass
-class Request:
-    """What to plan: the task ('task'), the task toward ``goal`` ('goal'), trajectory points ('trajectory'), or, in
-    vehicle mode, a maneuver to rest at the pose ``goal`` ('pose')."""
-
-    kind: str
-    goal: np.ndarray | None = None
-    times: np.ndarray | None = None  # trajectory: time_from_start of each point [s]
-    positions: np.ndarray | None = None  # trajectory: (points, joints)
-    joints: list[int] | None = None
-    start: float = 0.0  # trajectory: requested start on the node's clock (header.stamp; 0: as soon as possible)
+from .planner_parameters import PARAMETERS
+from .planner_requests import Request, solve_request, trajectory_request
+from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, state_from_odometry, vehicle_system
 
 
 class PlannerNode(Node):
@@ -133,7 +76,7 @@ class PlannerNode(Node):
         watch_parameters(self, PARAMETERS, p, self._apply_parameter)
         self.vehicle = bool(p["vehicle"])
         self.task = None if self.vehicle else load_task(resolve_config(p["task"]))
-        self.robot = None
+        self.robot = self.settings = None  # (settings: vehicle mode's maneuver settings)
         self.measured: tuple[float, np.ndarray] | None = None
         self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
@@ -209,8 +152,7 @@ class PlannerNode(Node):
 
     def _measurement(self, t: float, x: np.ndarray) -> None:
         """A state to plan from, stamped ``t``; the clock samples that measure how fast the clock runs."""
-        now = time.monotonic()
-        self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
+        self._sample_clock()
         if self.measured is None:
             self.get_logger().info(f"first state to plan from: t={t:.6f}")
         self.measured = (t, x)
@@ -258,8 +200,7 @@ class PlannerNode(Node):
         if x is not None:
             self._measurement(t, x)
         else:
-            now = time.monotonic()
-            self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
+            self._sample_clock()
 
     def on_goal(self, msg: JointState) -> None:
         """Goal positions: every model joint must be named (unlike a joint state from one driver of several)."""
@@ -277,16 +218,12 @@ class PlannerNode(Node):
     def on_joint_trajectory(self, msg: JointTrajectory) -> None:
         if self.robot is None:
             return
-        names = list(msg.joint_names)
-        unknown = [n for n in names if n not in self.robot.joint_names]
-        times = np.array([d.time_from_start.sec + 1e-9 * d.time_from_start.nanosec for d in msg.points])
-        if unknown or not names or len(set(names)) != len(names) or not len(msg.points) \
-                or any(len(pt.positions) != len(names) for pt in msg.points):
-            self.warn("trajectory", f"joint trajectory refused: joints {names} (unknown: {unknown}) and "
-                      f"{len(msg.points)} points, each needs one position per joint", level="error")
+        try:
+            request = trajectory_request(msg, self.robot)
+        except ValueError as e:
+            self.warn("trajectory", f"joint trajectory refused: {e}", level="error")
             return
-        request = Request("trajectory", times=times, positions=np.array([list(pt.positions) for pt in msg.points]),
-                          joints=[self.robot.joint_index(n) for n in names], start=stamp_seconds(msg))
+        times = request.times
         self.get_logger().info(f"joint trajectory: {len(times)} points over {times[-1]:g} s: planning")
         if not self._start(request, wait=self._first_state_wait()):
             self.warn("busy", "joint trajectory dropped: a plan is being computed", level="error")
@@ -319,6 +256,11 @@ class PlannerNode(Node):
     # ---- timing: where the plan starts ---------------------------------------------------------------
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
+
+    def _sample_clock(self) -> None:
+        """A (steady, node clock) sample for ``clock_rate``; samples older than 2 s are dropped."""
+        now = time.monotonic()
+        self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
 
     def clock_rate(self) -> float:
         """Node-clock seconds per wall second: 1 without sim time; 0 for a lockstep simulation that waits."""
@@ -365,9 +307,6 @@ class PlannerNode(Node):
         """The worker's body: wait up to ``wait`` s for a measured state, plan ``request`` (default: the task),
         publish."""
         request = request or Request("task")
-        from ..planning import plan_task
-        from ..planning.pipeline import trajectory_reference
-
         log = self.get_logger()
         deadline = time.monotonic() + wait
         while self.p["use_measured_state"] and self.measured is None and time.monotonic() < deadline:
@@ -391,20 +330,8 @@ class PlannerNode(Node):
                      "receives it")
         t0 = time.monotonic()
         try:
-            reference = None
-            if request.kind == "pose":
-                from ..planning.vehicle import plan_maneuver
-
-                plan, result = plan_maneuver(vi, request.goal, x0, self.settings, log=log.info)
-            elif request.kind == "goal":
-                task = dataclasses.replace(task, goal_q=request.goal)
-            elif request.kind == "trajectory":
-                from ..planning.pipeline import start_state
-                start = start_state(task, vi) if x0 is None else x0
-                reference = trajectory_reference(vi, start, request.times, request.positions, request.joints)
-            if request.kind != "pose":
-                warm = self._warm_start(request, task, t_start)
-                plan, result = plan_task(vi, task, x0=x0, log=log.info, reference=reference, warm_start=warm)
+            warm = self._warm_start(request, task, t_start)
+            plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info)
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             log.error(f"planning failed: {type(e).__name__}: {e}")
             return

@@ -319,9 +319,9 @@ class SimulatorNode(ManagedNode):
         except (StepError, ValueError) as e:
             self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
             return False
-        if self.stops is not None and self.stops.active:
-            held = ", ".join(f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active)
-            self.warn("joint stop", f"at step {self.k + 1} held by its end stop: {held}", level="info")
+        if self.stops is not None and self.stops.active:  # (the text is built only when the throttle logs it)
+            self.warn("joint stop", lambda: f"at step {self.k + 1} held by its end stop: " + ", ".join(
+                f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active), level="info")
         if self.q_prev0 is not None:
             self.q_prev = self.x[: self.vi.nq].copy()
         self.x, self.k = x_next, self.k + 1

@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..model.robot import RobotModel, wrap_angle
 from .messages import split_seconds
+
+if TYPE_CHECKING:
+    from ..control.intake import StateIntake
+    from ..control.runner import PlanRunner
 
 # ~/controller_state is a trajectory_msgs/JointTrajectory whose four points are, in this order (control_msgs'
 # JointTrajectoryControllerState is not installable here; the fields are the same):
@@ -58,3 +64,33 @@ def diagnostics(name: str, stamp, level: int, message: str, values: dict) -> Dia
 
 OK, WARN, ERROR = (int.from_bytes(b, "little") for b in (DiagnosticStatus.OK, DiagnosticStatus.WARN,
                                                          DiagnosticStatus.ERROR))
+
+
+def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake, counts: dict[str, int],
+                           rates: tuple[float, float]) -> tuple[int, str, dict]:
+    """The controller's /diagnostics (level, message, values): inactive, on the safe command (a fault or an aborted
+    plan), waiting, holding the end of a plan, or tracking one; with the plan, the step, the rates (joint states and
+    commands per second), and the counts of states, commands, safe commands, refusals and faults by kind."""
+    law, state, merger = runner.law, intake.state, intake.merger
+    if not active:
+        level, status = WARN, "inactive"
+    elif runner.fault is not None or runner.aborted is not None:
+        level, status = ERROR, f"safe command: {runner.aborted[0] if runner.aborted else runner.fault}"
+    elif law is None:
+        level, status = WARN, "waiting for a plan" if intake.ever_valid else "waiting for a joint state"
+    elif state is not None and law.index(state.t) >= law.horizon:
+        level, status = OK, f"holding the end of plan {runner.active_seq}"
+    else:
+        level, status = OK, f"tracking plan {runner.active_seq}"
+    values = dict(state=status, plan=runner.active_seq if runner.active_seq is not None else "",
+                  pending_plan=runner.pending[0] if runner.pending else "",
+                  k=law.index(state.t) if law is not None and state is not None else "",
+                  horizon=law.horizon if law is not None else "",
+                  joint_state_rate_hz=f"{rates[0]:.1f}", command_rate_hz=f"{rates[1]:.1f}",
+                  joint_states=intake.counts["states"], commands=counts["commands"],
+                  safe_commands=counts["safe"], last_fault=runner.fault or "",
+                  foreign_joint_states=intake.counts["foreign"],
+                  unstamped_joint_states=intake.counts["unstamped"],
+                  **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
+                  **{f"faults: {k}": n for k, n in runner.fault_counts.items()})
+    return level, status, values

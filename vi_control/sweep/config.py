@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.errors import unknown_keys
+from ..model.scalars import is_integer
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from ..planning.task import TaskError, config_file, parse_number
 
@@ -137,7 +138,7 @@ def _choice(v, key: str, options: tuple):
 
 
 def _int(v, key: str, minimum: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+    if not is_integer(v) or v < minimum:
         raise SweepConfigError(f"{key}: must be an integer ≥ {minimum}, got {v!r}")
     return v
 

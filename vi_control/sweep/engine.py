@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..model.scalars import is_integer
 from .rollout import SweepError
 
 BACKENDS = ("ray", "serial")
@@ -171,7 +172,7 @@ def run_tasks(fn: Callable[[dict, dict], dict], items: Iterable[tuple], shared: 
     new record before it is stored and may return a replacement (e.g. with a plan written to a file)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+    if not is_integer(max_retries) or max_retries < 0:
         raise ValueError(f"max_retries must be a non-negative integer, got {max_retries!r}")
     items = list(items)
     keys = [_key(k) for k, _ in items]

@@ -182,7 +182,7 @@ class BipedGait:
         Returns (X, U, mismatch): mismatch = ``deviation`` of impact(X_N) from X₀, how far the VI step is from
         closing the cycle by itself."""
         from ..cost import QuadraticTrackingCost
-        from ..ddp import ddp, feedback_initial_guess
+        from ..ddp import ddp, reference_feedback_guess
         from .planner import resample
 
         steps = int(round(sol.tf / vi.dt))
@@ -191,8 +191,7 @@ class BipedGait:
         limits = np.full(4, self.input_limit)
         x0 = vi.state_from_configurations(sol.q([-vi.dt])[0], sol.q([0.0])[0])
         X_ref, U_ref = resample(vi, sol, x0, steps, limits, sol.Q[-1], rest_at_end=False)  # it ends in a stride
-        U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=(Q, R, Qf), input_limits=limits)
-        U0 = U_ref if U0 is None else U0  # a step of the closed-loop rollout failed: open loop
+        U0 = reference_feedback_guess(vi, x0, X_ref, U_ref, (Q, R, Qf), limits)
         res = ddp(vi, QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf), x0, U0, input_limits=limits,
                   max_iterations=polish_iterations)
         return res.X, res.U, self.deviation(vi, self.discrete_impact(vi, res.X[-1]), res.X[0])

@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...model.scalars import is_integer
+
 
 @lru_cache(maxsize=64)
 def gauss_points(N: int) -> tuple[np.ndarray, np.ndarray]:
@@ -23,7 +25,7 @@ def gauss_points(N: int) -> tuple[np.ndarray, np.ndarray]:
 
     The rule integrates polynomials of degree ≤ 2N − 1 exactly on [−1, 1]. Read-only arrays (cached).
     """
-    if isinstance(N, bool) or not isinstance(N, (int, np.integer)) or N < 1:
+    if not is_integer(N) or N < 1:
         raise ValueError(f"the number of Gauss points must be a positive integer, got {N!r}")
     tau, w = np.polynomial.legendre.leggauss(int(N))
     tau.flags.writeable = w.flags.writeable = False

@@ -23,10 +23,11 @@ import numpy as np
 from ...control.hold import equilibrium_state, holding_input
 from ...integrators.base import Linearizable
 from ..cost import QuadraticTrackingCost
-from ..ddp import ddp, feedback_initial_guess
+from ..ddp import ddp, reference_feedback_guess
 from ..shooting import LogFn, OptimizerResult
 from ..task import Task, TaskError
 from .dynamics import SecondOrderDynamics
+from .size import NLPSizeError
 from .solution import CollocationSolution
 from .transcription import CollocationProblem, Guess, Transcription
 
@@ -57,7 +58,10 @@ def transcription_for(vi: Linearizable, task: Task, limits: np.ndarray | None) -
         effort_weight=c["effort_weight"], input_limits=np.full(dyn.nu, np.inf) if limits is None else limits,
         joint_limits=c["joint_limits"], dynamics_form=c["dynamics"],
         max_iterations=task.max_iterations, tolerance=task.tolerance)
-    tr = Transcription(problem)
+    try:
+        tr = Transcription(problem)  # (its size checked before anything is built)
+    except NLPSizeError as e:
+        raise TaskError(f"collocation.nodes × collocation.intervals: {e.detail}") from None
     _CACHE[key] = tr
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
@@ -127,8 +131,7 @@ def collocate_task(vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndar
     Q, R, Qf = weights
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     # From a TV-LQR-stabilized rollout about the resampled trajectory: open loop, a swing-up falls away from it.
-    U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=(Q, R, Qf), input_limits=limits)
-    U0 = U_ref if U0 is None else U0  # a step of the closed-loop rollout failed: open loop
+    U0 = reference_feedback_guess(vi, x0, X_ref, U_ref, (Q, R, Qf), limits)
     res = ddp(vi, cost, x0, U0, input_limits=limits, max_iterations=c["polish_iterations"],
               tolerance=1e-6, regularization=task.regularization, log=log, method=task.method)
     res.converged = sol.success and res.converged  # a plan off the collocated one by the polish's limit is not

@@ -29,9 +29,11 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from ...model.scalars import is_integer
 from ..errors import PlanningError, ipopt_iterations
 from .dynamics import SecondOrderDynamics
 from .legendre import Interpolant, differentiation_matrix, gauss_points, interpolation_matrix, lg2_nodes, lg_nodes
+from .size import MAX_WORK, check_size, variable_shapes
 from .solution import CollocationSolution, Segment, input_interpolant
 
 METHODS = ("lg", "lg2")
@@ -73,7 +75,9 @@ class CollocationProblem:
     (LG2): q̇ and q̈ at the Gauss points are variables tied to Q by eqs. 14–15 (same solutions, sparser Hessian);
     ``lifted=None`` lifts when the dynamics depend on q̇ (Coriolis, damping, constraints); ``consistent_start`` (with
     holonomic constraints) adds h(q(0)) = 0 and Dh q̇(0) = 0 where the fixed boundary
-    values do not imply them — off when ``boundary_constraints`` already do (a gait's impact map)."""
+    values do not imply them — off when ``boundary_constraints`` already do (a gait's impact map); ``size_limit``:
+    the largest NLP ``Transcription`` builds (``size.MAX_WORK``: Gauss points × operations of a dynamics row; None:
+    no bound), beyond it ``size.NLPSizeError``."""
 
     dynamics: SecondOrderDynamics
     method: str = "lg2"
@@ -94,6 +98,7 @@ class CollocationProblem:
     dynamics_form: str | None = None
     lifted: bool | None = None
     consistent_start: bool = True
+    size_limit: int | None = MAX_WORK
     max_iterations: int = 3000
     tolerance: float = 1e-8
     ipopt: dict = field(default_factory=dict)
@@ -103,7 +108,7 @@ class CollocationProblem:
             raise ValueError(f"method: expected one of {METHODS}, got {self.method!r}")
         for key in ("nodes", "intervals", "max_iterations"):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (3 if key == "nodes" else 1):
+            if not is_integer(v) or v < (3 if key == "nodes" else 1):
                 raise ValueError(f"{key}: must be an integer ≥ {3 if key == 'nodes' else 1}, got {v!r}")
         if self.cost not in COSTS:
             raise ValueError(f"cost: expected one of {COSTS}, got {self.cost!r}")
@@ -156,6 +161,7 @@ class Transcription:
     def __init__(self, problem: CollocationProblem):
         self.problem = p = problem
         dyn = p.dynamics
+        self.size = check_size(p)
         self.nq, self.nu, self.nc = nq, nu, nc = dyn.nq, dyn.nu, dyn.nc
         N, K = self.N, self.K = p.nodes, p.intervals
         lg2 = self.lg2 = p.method == "lg2"
@@ -164,11 +170,9 @@ class Transcription:
         Dn = differentiation_matrix(self.tau)
         self._D, self._D2c = Dn, (Dn @ Dn)[1:N + 1]  # D2c: rows of D*² at the Gauss points (LG2)
         D, D2c = ca.DM(Dn), ca.DM(self._D2c)
-        self.n_nodes = n_nodes = K * (N + 1) + 1  # LG2: shared interval ends; LG: N + 1 per interval + the end
+        self.n_nodes = K * (N + 1) + 1  # LG2: shared interval ends; LG: N + 1 per interval + the end
         implicit = p.dynamics_form == "implicit"
-        sizes = {"Q": (nq, n_nodes), "V": (nq, n_nodes) if not lg2 else (nq, 0),
-                 "Vc": (nq, K * N if self.lifted else 0), "Ac": (nq, K * N if self.lifted else 0),
-                 "U": (nu, K * N), "lam": (nc if implicit else 0, K * N), "tf": (1 if p.free_time else 0, 1)}
+        sizes = variable_shapes(dyn, p.method, N, K, self.lifted, implicit, p.free_time)
         X = {name: ca.SX.sym(name, *shape) for name, shape in sizes.items()}
         self._sizes = {name: int(np.prod(shape)) for name, shape in sizes.items()}
         Q, V, U, Lam = X["Q"], X["V"], X["U"], X["lam"]

@@ -1,0 +1,49 @@
+"""The planner node's parameters (``ros__parameters`` of ``vi_planner``; docs/ros.md's table is generated from
+``PARAMETERS``, vi_control.ros.param_docs).
+
+Declared, type-checked and range-checked by ``common.declare_parameters``; those marked live take effect while the
+node runs (read when used, or through ``PlannerNode._apply_parameter``).
+"""
+
+from __future__ import annotations
+
+from .common import MODEL_PARAMETERS, Param
+from .vehicle import ODOM_FRAME_PARAMETER, VEHICLE_PARAMETERS
+
+PARAMETERS: dict[str, Param] = {
+    **MODEL_PARAMETERS,
+    "model": Param("", "as for the other nodes; empty (default): the task's own model"),
+    "task": Param("task_pendulum_swingup_bounded", "task YAML (path, or name in config/) for "
+                                                   "vi_control.planning.task: model, Δt, horizon, weights, goal"),
+    "plan_on_startup": Param(True, "plan once at start-up"),
+    "startup_wait": Param(1.0, "at start-up (and for a goal or trajectory before any joint state), wait this long "
+                               "for a joint state to plan from [s]", range=(0.0, 3600.0)),
+    "state_estimate": Param("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0",
+                            choices=("configurations", "velocities")),
+    "joint_state_merge_age": Param(0.05, "joints split over several drivers' joint_states: merged as the "
+                                         "controller does (its parameter of this name) [s]", range=(1e-4, 10.0),
+                                   live=True),
+    "use_measured_state": Param(True, "plan from the latest joint state when there is one (else the task's x_0)",
+                                live=True),
+    "expected_solve_time": Param(2.0, "wall time a solve is expected to take [s]: a plan starts this much later "
+                                      "(in the clock's units) than the state it was planned from; the planner "
+                                      "uses 1.5 × the longest of its last five solves when that is longer",
+                                 range=(0.0, 3600.0), live=True),
+    "republish_period": Param(1.0, "re-publish the latest plan this often [s] (0: never): a controller that "
+                                   "missed the transient-local sample of a restarted planner still gets the plan",
+                              range=(0.0, 3600.0)),
+    "warm_start": Param(True, "re-plans of the task start from the plan being executed, receded to the new start "
+                              "(Plan.receded; plan_task's warm_start: its inputs under its gains, the goal "
+                              "multiplier estimated there) instead of the task's initial guess", live=True),
+    "publish_unconverged": Param(False, "publish a plan whose optimizer stopped before its tolerance, marked as "
+                                        "unconverged (controllers refuse it unless told otherwise); default: log "
+                                        "and publish nothing", live=True),
+    **VEHICLE_PARAMETERS,
+    **ODOM_FRAME_PARAMETER,
+    "goal": Param(None, "vehicle mode: a goal pose [x, y, z, qx, qy, qz, qw] to plan toward at start-up (else wait "
+                        "for ~/goal)", array="double"),
+    "horizon": Param(0, "vehicle mode: N steps of the maneuver (0: the vehicle YAML's planning.horizon)",
+                     range=(0, 100000)),
+    "duration": Param(0.0, "vehicle mode: T of the maneuver [s] (0: the vehicle YAML's planning.duration)",
+                      range=(0.0, 1e6)),
+}
