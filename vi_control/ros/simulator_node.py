@@ -279,9 +279,9 @@ class SimulatorNode(ManagedNode):
         if stamp is None or stamp == now:
             return True
         self.ignored_answers += 1
-        self.warn("answer to another state", f"command answering the state of t={stamp[0] + 1e-9 * stamp[1]:.9g} "
-                  f"ignored: the simulation is at t={now[0] + 1e-9 * now[1]:.9g} (a second answer to a republished "
-                  f"state; {self.ignored_answers} so far)", level="info")
+        self.warn("answer to another state", lambda: f"command answering the state of t="
+                  f"{stamp[0] + 1e-9 * stamp[1]:.9g} ignored: the simulation is at t={now[0] + 1e-9 * now[1]:.9g} "
+                  f"(a second answer to a republished state; {self.ignored_answers} so far)", level="info")
         return False
 
     def ended(self) -> bool:
