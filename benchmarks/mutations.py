@@ -208,9 +208,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("test/test_ros_interfaces.py::test_lockstep_simulator_steps_once_per_state_whatever_answers_it",
               "test/test_ros_lockstep.py")),
     Mutation("first_state_republish_stamped_on_receipt", "vi_control/control/intake.py",
-             "if t == 0.0 and not (self.last_stamp == 0.0 and now <= self.timeout):", "if t == 0.0:",
-             "a lockstep simulator's first state, republished after its first step's clock, stamped on receipt",
+             "return t == 0.0 and not (last_stamp == 0.0 and now <= window)", "return t == 0.0",
+             "a lockstep simulator's first state, republished after its first step's clock, stamped on receipt (by "
+             "the controller's intake and the planner: one rule)",
              ("test/test_control_intake.py::test_a_zero_stamp_on_a_clock_at_zero_is_a_true_one",
               "test/test_ros_realtime.py::test_the_first_state_republished_after_the_clock_moved_on_is_still_the_"
-              "first_state"), area="nodes"),
+              "first_state",
+              "test/test_ros_lockstep.py::test_the_planner_takes_the_first_state_republished_after_the_clock_moved_"
+              "on_for_the_first_state"), area="nodes"),
 )

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
+from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY  # noqa: E402
 from test_ros_tracking import _hold_upright_plan  # noqa: E402
@@ -17,9 +18,9 @@ from test_ros_tracking import _hold_upright_plan  # noqa: E402
 from vi_control.control.tracking import tracking_law  # noqa: E402
 from vi_control.integrators.midpoint import MidpointVI  # noqa: E402
 from vi_control.model import ModelSpec  # noqa: E402
-from vi_control.ros.common import LATCHED_QOS, RECORD_VOLATILE_QOS  # noqa: E402
+from vi_control.ros.common import LATCHED_QOS, RECORD_VOLATILE_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.handover import STRONG  # noqa: E402
-from vi_control.ros.messages import plan_to_message  # noqa: E402
+from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -64,3 +65,49 @@ def test_crossing_answers_and_late_command_readers_never_step_the_simulator_twic
     worst = int(np.argmax(err))
     assert len(err) > T / dt and max(err) < 1e-10, (len(err), max(err), worst, states[max(worst - 3, 0): worst + 2],
                                                    readers, ctrl.report(), sim.report())
+
+
+def test_the_planner_takes_the_first_state_republished_after_the_clock_moved_on_for_the_first_state(ros):
+    """The planner's twin of test_ros_realtime::test_the_first_state_republished_after_the_clock_moved_on_is_still_
+    the_first_state: a lockstep simulation's first state (stamp 0, clock 0) republished after the first step's /clock
+    is that state again (``intake.stamped_on_receipt``), not a state at t = Δt to plan from; a zero stamp later (the
+    clock beyond the window) is a driver's that never stamps: stamped on receipt. The test plays the simulator and
+    asks for plans on ~/replan; the planner logs the stamp of the state it plans from."""
+    from std_srvs.srv import Trigger
+
+    planner = ros.start("planner_node", task="task_pendulum_swingup_bounded", plan_on_startup=False,
+                        use_sim_time=True, state_estimate="velocities", expected_solve_time=0.0, republish_period=0.0)
+    rec = ros.recorder(["theta"])
+    state_pub = rec.create_publisher(JointState, "joint_states", STREAM_QOS)
+    replan = rec.create_client(Trigger, "vi_planner/replan")
+
+    def send(clock: float, q: float) -> None:
+        """The clock at ``clock``, then a joint state stamped 0 (set by a simulation at t = 0, or never)."""
+        rec.publish_clock(clock)
+        time.sleep(0.1)  # the clock first: the order the race needs
+        msg = JointState(name=["theta"], position=[q], velocity=[0.0])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(0.0)
+        state_pub.publish(msg)
+
+    def planned_from() -> str:
+        """The stamp the next plan starts from, as the planner logs it (asked until no plan is being computed)."""
+        n = planner.log().count("planning from the measured state at")
+        assert replan.wait_for_service(timeout_sec=DISCOVERY)
+        deadline = time.monotonic() + 60.0
+        while True:
+            future = replan.call_async(Trigger.Request())
+            assert rec.wait_for(future.done, 10.0), planner.report()
+            if future.result().success or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert rec.wait_for(lambda: planner.log().count("planning from the measured state at") > n, 10.0)
+        return planner.log().split("planning from the measured state at t=")[n + 1].split(",")[0]
+
+    assert rec.wait_for(lambda: send(0.0, 0.1) or "first state to plan from: t=0.000000" in planner.log(),
+                        DISCOVERY, period=0.2), planner.report()
+    for _ in range(3):
+        send(0.05, 0.1)  # the first step's clock, then the first state republished
+    assert planned_from() == "0.000000", planner.report()
+    send(2.0, 0.2)  # the clock beyond the window: a driver that does not stamp
+    time.sleep(0.3)
+    assert planned_from() == "2.000000", planner.report()

@@ -99,6 +99,15 @@ class Waiting(NamedTuple):
 Verdict = Estimate | Fault | Republished | Waiting | None
 
 
+def stamped_on_receipt(t: float, last_stamp: float | None, now: float, window: float) -> bool:
+    """Whether a joint state stamped ``t`` is to be stamped with the time of receipt ``now``: its header stamp was
+    never set (0, some drivers) — unless the last state was stamped 0 too and the clock is still within ``window`` of
+    0: then it is a simulation's first state again. Republished before the first step, that state can arrive after
+    the step's /clock (DDS orders one writer's samples, not two topics'); stamped on receipt it was a phantom state at
+    t = Δt with the first state's positions. The one rule of the controller's intake and the planner."""
+    return t == 0.0 and not (last_stamp == 0.0 and now <= window)
+
+
 class StateIntake:
     """Measured states → ``Estimate`` or the reason not to use them (module docstring for the checks).
 
@@ -158,7 +167,7 @@ class StateIntake:
             return self.refuse(FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
         if qdot is not None and (np.shape(qdot) != (nq,) or not np.isfinite(qdot[ours]).all()):
             qdot = None
-        if t == 0.0 and not (self.last_stamp == 0.0 and now <= self.timeout):
+        if stamped_on_receipt(t, self.last_stamp, now, self.timeout):
             t = self._receipt_stamp(now)  # header.stamp never set (some drivers): the time of receipt on our clock
         if carried is not None or self.merger.active:
             merged = self.merger.add(t, carried, q, qdot)
@@ -218,11 +227,9 @@ class StateIntake:
     # ---- stamps --------------------------------------------------------------------------------------------------
     def _receipt_stamp(self, now: float) -> float:
         """The stamp of an unstamped state: ``now``; said once (on a clock that stands at 0, as a lockstep
-        simulation's first state, a zero stamp is a true one and nothing is said). Not called for a zero stamp right
-        after a state of t = 0, the clock still within ``timeout`` of 0: that is a simulation's first state again —
-        republished before the first step, it can arrive after that step's clock (DDS orders one writer's samples,
-        not two topics'), and stamped on receipt it was a new state at t = Δt with the first state's positions, whose
-        command a lockstep simulator then took for that of its real state of t = Δt."""
+        simulation's first state, a zero stamp is a true one and nothing is said). Not called for a simulation's
+        first state again (``stamped_on_receipt``, window ``timeout``): its command was taken by a lockstep
+        simulator for that of its real state of t = Δt."""
         self.counts["unstamped"] += 1
         if self.counts["unstamped"] == 1 and now > 0.0:
             self.notice("joint states have header.stamp = 0 (the driver does not stamp them): stamped on receipt "

@@ -38,6 +38,7 @@ from std_msgs.msg import String, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from ..control.intake import stamped_on_receipt
 from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
 from ..control.tracking import StateEstimator, tracking_law
@@ -64,6 +65,10 @@ from .messages import (
 from .planner_parameters import PARAMETERS
 from .planner_requests import Request, solve_request, trajectory_request
 from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, state_from_odometry, vehicle_system
+
+# A zero-stamped state right after one of t = 0, the clock within this of 0, is a simulation's first state again
+# (``stamped_on_receipt``): the controller's default state_timeout, beyond which the controller would call it stale.
+FIRST_STATE_WINDOW = 0.5
 
 
 class PlannerNode(Node):
@@ -183,7 +188,9 @@ class PlannerNode(Node):
         except ValueError as e:
             self.warn("joint state ignored", f"joint state ignored: {e}")
             return
-        t = stamp_seconds(msg) or self._now()  # header.stamp 0: never set by the driver, stamped on receipt
+        t, now = stamp_seconds(msg), self._now()
+        if stamped_on_receipt(t, self.merger.last, now, FIRST_STATE_WINDOW):
+            t = now  # header.stamp 0: never set by the driver
         merged = self.merger.add(t, self.reader.carried, self.reader.q, self.reader.qdot if has_v else None)
         if merged is None:  # older than the last merged state
             return
