@@ -207,6 +207,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              "a lockstep simulator steps on every command, also a second answer to a republished state",
              ("test/test_ros_interfaces.py::test_lockstep_simulator_steps_once_per_state_whatever_answers_it",
               "test/test_ros_lockstep.py")),
+    Mutation("newton_tolerance_absolute_again", "vi_control/integrators/base.py",
+             "return self.p_unit + momentum_norm_inf", "return 1.0 + momentum_norm_inf",
+             "the Python Newton loops stop on an absolute momentum residual (a milligram model stops early)",
+             ("test/test_integrator_units.py",)),
     Mutation("first_state_republish_stamped_on_receipt", "vi_control/control/intake.py",
              "return t == 0.0 and not (last_stamp == 0.0 and now <= window)", "return t == 0.0",
              "a lockstep simulator's first state, republished after its first step's clock, stamped on receipt (by "

@@ -27,6 +27,7 @@ from ..mechanics.discrete import DiscreteSystemStructure
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
 from ..model.limits import MAX_CONFIGURATION
+from ..model.mass_structure import unit_momentum
 from ..model.robot import RobotModel
 from .base import (
     ConfigurationMomentumState,
@@ -98,7 +99,8 @@ class LinearTimeVI(SymbolicStepDerivatives):
                                       "(seed 001 §5); use MidpointVI (or 'gni' for nonholonomic constraints)")
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
-        self.settings = st = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
+        self.settings = st = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
+            unit_momentum(robot))
         self.wrap_continuous, self.fallback = wrap_continuous, bool(fallback)
         self.tree = BodyTree(robot)
         if backend is None:
@@ -123,7 +125,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self.iteration_history: list[int] = []
         self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, st.tol,
                                                st.step_tol, st.max_iterations, jacobian, self.fallback,
-                                               self._rotational, st.max_rotation)
+                                               self._rotational, st.max_rotation, st.p_unit)
                           if backend == "c" else None)
         self._tau_buf = np.zeros(self.nq)
 

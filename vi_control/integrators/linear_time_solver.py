@@ -70,7 +70,7 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
             if tries == LS_MAX:
                 return drnea_c.LOG_NEAR_PI, None, np.inf, 0
             q1 = q0 + 0.5 * (q1 - q0)
-    scale = 1.0 + float(np.abs(x[nq:]).max())
+    scale = st.scale(float(np.abs(x[nq:]).max()))
     rnorm, prev, hist, code, it = float(np.abs(f).max()), np.inf, [np.inf] * 3, drnea_c.NOT_CONVERGED, 0
     for it in range(st.max_iterations + 1):
         if not np.isfinite(rnorm) or it == st.max_iterations:

@@ -23,6 +23,7 @@ from ..mechanics.discrete import (
     DiscreteSystemStructure,
 )
 from ..model.limits import MAX_CONFIGURATION
+from ..model.mass_structure import unit_momentum
 from ..model.robot import RobotModel
 from .base import (
     CompiledStage,
@@ -79,7 +80,8 @@ class MidpointVI(SymbolicStepDerivatives):
                  chord_root_check: bool = True, **setting_overrides):
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
-        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides)
+        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
+            unit_momentum(robot))
         if robot.nonholonomic and not self.NONHOLONOMIC:
             raise ValueError(f"{robot.name} has nonholonomic constraints, which the midpoint VI would ignore: use the "
                              "geometric nonholonomic integrator (make_integrator('gni', ...), seed 003)")

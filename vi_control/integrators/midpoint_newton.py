@@ -57,7 +57,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
     res_fn, r_fn = vi.functions["residual"], vi.functions["residual_only"]
     st, what, theta_max = vi.settings, vi._what, vi.chord_rate_max
     pnorm = np.abs(x[vi.nq:]).max()
-    eta = np.sqrt(st.tol) * (1.0 + pnorm)
+    eta = np.sqrt(st.tol) * st.scale(pnorm)
     quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
     qonly = quasi and not vi.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
     rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None

@@ -162,7 +162,7 @@ class ReducedDAlembertPontryagin:
         P = self._P
         for k in range(N):
             P[:ns], P[ns:2 * ns], P[2 * ns:2 * ns + 3], P[2 * ns + 3:] = Rr[k], pi_p, mu_p, forces[k]
-            scale = 1.0 + np.abs(P[ns:2 * ns + 3]).max(initial=0.0)
+            scale = st.scale(np.abs(P[ns:2 * ns + 3]).max(initial=0.0))
             for it in range(st.max_iterations + 1):
                 Rv, Jv = res_fn(z, P)
                 rnorm = float(np.abs(Rv).max())

@@ -99,7 +99,7 @@ class NewtonStepC:
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(s.nq), ctypes.c_longlong(s.ny))
         self.z, self.y, self.xn = np.zeros(s.nz), np.zeros(s.ny), np.zeros(s.nx)
         self.ip = np.array([s.nq, s.nd, s.nk, s.nc, s.nz, 0, 1, 0, 0], dtype=np.int64)
-        self.dp = np.array([s.dt, 0.0, 0.0, 0.0, np.pi, MAX_CONFIGURATION])
+        self.dp = np.array([s.dt, 0.0, 0.0, 0.0, np.pi, MAX_CONFIGURATION, 1.0])
         self.info = np.zeros(3)
         free = spin_invariant_joints(s.robot)  # wheels: no per-step rotation limit (integrators.base)
         rot = np.array([s.robot.joints[i].type in ("revolute", "continuous") and s.robot.joints[i].name not in free
@@ -111,26 +111,28 @@ class NewtonStepC:
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         self._fn = lib.vi_newton_step_packed
         self._fn.restype = ctypes.c_int
-        # (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation) as in ip, dp
-        self._settings: tuple = (0, 0.0, 0.0, 0.0, False, np.pi)
+        # (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation, momentum_scale) as in ip, dp
+        self._settings: tuple = (0, 0.0, 0.0, 0.0, False, np.pi, 1.0)
         self._source = None  # the NewtonSettings they came from (use_settings)
         self._mode = (True, False)  # (use_guess, chord) as in ip
         self.z_x, self.z_u = self.z[: s.nx], self.z[s.nx:]  # views: x_k and u_k are written here
 
     def configure(self, max_iterations: int, tol: float, rcond_min: float, theta_max: float,
-                  root_check: bool = False, max_rotation: float = np.pi) -> None:
+                  root_check: bool = False, max_rotation: float = np.pi, momentum_scale: float = 1.0) -> None:
         """Copy the Newton settings into the C buffers, if they differ from what the buffers hold."""
-        settings = (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation)
+        settings = (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation, momentum_scale)
         if settings != self._settings:
             self.ip[5], self.ip[8] = max_iterations, root_check
             self.dp[1], self.dp[2], self.dp[3], self.dp[4] = tol, rcond_min, theta_max, max_rotation
+            self.dp[6] = momentum_scale
             self._settings, self._source = settings, None
 
     def use_settings(self, st, theta_max: float, root_check: bool = False) -> None:
         """``configure`` from a NewtonSettings (frozen): skipped when the same object, rate and check were used
         last."""
         if st is not self._source or theta_max != self._settings[3] or root_check != self._settings[4]:
-            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check, st.max_rotation)
+            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check, st.max_rotation,
+                           st.p_unit)
             self._source = st
 
     def run(self, use_guess: bool, chord: bool) -> int:

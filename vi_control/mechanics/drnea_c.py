@@ -73,7 +73,7 @@ class CompiledStep:
 
     def __init__(self, tree: BodyTree, dt: float, damping: np.ndarray, method: str, initial_guess: str,
                  tol: float, step_tol: float, max_iterations: int, jacobian: str = "subtree", fallback: bool = True,
-                 rotational: np.ndarray | None = None, max_rotation: float = np.pi):
+                 rotational: np.ndarray | None = None, max_rotation: float = np.pi, momentum_scale: float = 1.0):
         self.lib = load_library()
         if self.lib is None:
             raise RuntimeError("no C compiler found for the compiled DRNEA step")
@@ -83,7 +83,8 @@ class CompiledStep:
         rot = np.zeros(n) if rotational is None else np.asarray(rotational)  # joints whose turn per step is limited
         self.ip = np.concatenate([[n, code, self._guess_code, max_iterations], tree.parents,
                                   [int(fallback), self._guess_code], rot]).astype(np.int64)
-        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN, [max_rotation]]).astype(float)
+        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN,
+                                  [max_rotation, momentum_scale]]).astype(float)
         body = np.zeros((n, _BODY))
         body[:, 0:9] = tree._XR.reshape(n, 9)
         body[:, 9:12] = tree._Xp

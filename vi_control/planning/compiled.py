@@ -233,7 +233,8 @@ class CompiledStages:
         self._second_order_ok = k.hessian != 0
         kp = np.array([N, k.nq, k.nd, k.nk, k.nc, k.ny, k.nx, k.n_inputs, k.nz, st.max_iterations, stage.chord,
                        bounded], dtype=np.int64)
-        kd = np.array([k.dt, st.tol, st.rcond_min, stage.chord_rate_max, st.max_rotation, k.max_configuration])
+        kd = np.array([k.dt, st.tol, st.rcond_min, stage.chord_rate_max, st.max_rotation, k.max_configuration,
+                       st.p_unit])
         n_scr = lib.vi_plan_workspace(k.nx, k.n_inputs, k.ny, k.nz)
         bufs = [kp, kd, k.idx, np.zeros(max(k.n_iw, 1), np.int64), np.zeros(max(k.n_w, 1)), np.zeros(k.n_ws),
                 np.zeros(max(k.ny, 1), np.int64), np.zeros(n_scr), np.zeros(2 * max(k.n_inputs, 1), np.int64),

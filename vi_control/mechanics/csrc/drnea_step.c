@@ -480,7 +480,8 @@ static int ltvi_attempt(const Ctx* c, int method, int ig, const double* x, const
     if (++tries > LS_MAX) { info[0] = INFINITY; info[1] = 0.0; return LT_LOG_NEAR_PI; }
     for (ll i = 0; i < n; i++) q1[i] = q0[i] + 0.5*(q1[i] - q0[i]);
   }
-  int code = ltvi_iterate(c, method, q0, q1, cst, 1.0 + amax(p0, n), f, info, J, Nw, dq, qt, ft, iwork);
+  /* the residual is a momentum: measured against p₁ + |p_k|∞, p₁ = dp[20] (NewtonSettings.momentum_scale) */
+  int code = ltvi_iterate(c, method, q0, q1, cst, c->dp[20] + amax(p0, n), f, info, J, Nw, dq, qt, ft, iwork);
   if (code) return code;
   /* with the fallback chain, a root with a joint turning more than max_rotation (dp[19]) is an aliased one
      (NewtonSettings) for the chain to avoid; without it the caller refuses the step (UntrustedStepError) */
@@ -512,7 +513,7 @@ static int ltvi_chain(const Ctx* c, int depth, const double* x, const double* ta
     if (code == LT_OK) return code;
   }
   if (depth == MAX_DEPTH) return code;
-  double dph[6 + 13 + 1]; memcpy(dph, c->dp, sizeof dph); dph[0] = 0.5*c->dp[0];
+  double dph[6 + 13 + 2]; memcpy(dph, c->dp, sizeof dph); dph[0] = 0.5*c->dp[0];
   Ctx h = *c; h.dp = dph;
   double* mid = c->w + n*WORK + 6*n + n*n + 48*n + 3*n + 2*n*depth;
   double it = 0.0;
@@ -528,7 +529,7 @@ static int ltvi_chain(const Ctx* c, int depth, const double* x, const double* ta
 
 /* One step. ip = (n, method 0 riqn/1 newton/2 newton with Alg. 4, guess 0 given/1/2/3 = IG1..IG3, max_it, parents[n],
    fallback, configured guess rule 1/2/3, rotational[n]); dp = (dt, tol, step_tol, gravity[3], C_even[13],
-   max_rotation); x = (q, p); tau full;
+   max_rotation, p₁); x = (q, p); tau full;
    guess used when ip[2] == 0.
    xn = (q1, p1); info = (residual, iterations); fb (4, see ltvi_chain). Work: n*WORK + 6n + n² + 48n + 3n
    + 2n MAX_DEPTH doubles, iwork n. */

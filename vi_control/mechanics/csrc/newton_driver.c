@@ -39,7 +39,7 @@ static int vi_mass_chol(const double* q, const double* p, long long nq, long lon
 }
 
 /* ip = (nq, nd, nk, nc, nz, max_iterations, use_guess, chord, root_check);
- * dp = (dt, tol, rcond_min, theta_max, max_rotation, max_q); idx = (idx_d, idx_k);
+ * dp = (dt, tol, rcond_min, theta_max, max_rotation, max_q, p₁); idx = (idx_d, idx_k);
  * rot (nd): 1 for a dynamic coordinate that is an angle (revolute joint).
  * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}.
  *
@@ -75,7 +75,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   info[0] = INFINITY; info[1] = 0.0; info[2] = 0.0;
   for (long long i = 0; i < nz; i++) if (!isfinite(z[i])) return 3;
   for (long long i = 0; i < nq; i++) if (!(fabs(q[i]) <= max_q)) { info[2] = (double)i; return 5; }
-  const double scale = 1.0 + vi_maxabs(p, nq);
+  const double scale = dp[6] + vi_maxabs(p, nq); /* p₁ + |p_k|∞ (NewtonSettings.momentum_scale) */
   /* 0: no matrix factored yet, 1: Δt⁻¹ M(q_k)_dd in Mdd (quasi-Newton), 2: M_{k+1} in J */
   int mat = 0;
   double mnorm = 0.0; /* ||M(q_k)_dd||_1 */
