@@ -64,6 +64,22 @@ def test_dlqr_matches_scipy_dare(rng, nx, nu):
     assert np.abs(np.linalg.eigvals(A - B @ K)).max() < 1.0
 
 
+@pytest.mark.parametrize("scale", [2.0 ** -60, 2.0 ** -30, 2.0 ** 30])
+def test_dlqr_gain_does_not_depend_on_the_unit_of_the_cost(rng, scale):
+    """K depends on Q and R only through their ratio: weights × s give the same K and P × s (numpy and compiled).
+    With the absolute floor of before (tol·(1 + |P|)) weights of 2⁻⁶⁰ stopped after one sweep, K wrong by 100 %."""
+    from vi_control.planning.compiled import dlqr as compiled_dlqr
+
+    A = np.eye(4) + 0.4 * rng.standard_normal((4, 4))
+    B = rng.standard_normal((4, 2))
+    Q, R = np.diag(rng.uniform(0.1, 10, 4)), np.diag(rng.uniform(0.1, 2, 2))
+    K1, P1 = dlqr(A, B, Q, R)
+    for solve in (dlqr, compiled_dlqr):
+        K, P = solve(A, B, scale * Q, scale * R)
+        assert np.abs(K - K1).max() <= 1e-10 * np.abs(K1).max(), solve
+        assert np.abs(P / scale - P1).max() <= 1e-10 * np.abs(P1).max(), solve
+
+
 def test_long_horizon_tv_lqr_approaches_dlqr(rng):
     A1 = np.array([[1.1, 0.1], [0.0, 0.95]])
     B1 = np.array([[0.0], [0.1]])

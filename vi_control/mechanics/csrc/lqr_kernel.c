@@ -51,7 +51,7 @@ int vi_plan_tvlqr(const long long* sizes, void** a) {
 /* ---------------------------------------------------------------------------------------------------------
  * Infinite-horizon discrete LQR (control.lqr.dlqr, the same algorithm and tests): P by the structure-preserving
  * doubling algorithm (Chu, Fan, Lin 2005) — A_0 = A, G_0 = B R^-1 B', H_0 = Q; W = I + G H,
- * H' = H + A' H W^-1 A, G' = G + A W^-1 G A', A' = A W^-1 A, until max|H' - H| <= tol (1 + max|H'|) — then
+ * H' = H + A' H W^-1 A, G' = G + A W^-1 G A', A' = A W^-1 A, until max|H' - H| <= tol max|H'| — then
  * K = [R + B'PB]^-1 B'PA (lqr._gain). sizes = (nx, nu, max_iterations); tol; a: A (nx, nx), B (nx, nu), Q, R |
  * K (nu, nx), P (nx, nx), scratch (9 nx^2 + 2 nx nu + 2 nu^2 + nx + nu), pivots (nx + nu). Row-major like numpy.
  * Returns 0, 1 if R or W is singular, 2 if the iteration did not converge (or blew up: an unstabilizable mode). */
@@ -106,7 +106,7 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
       if (d > dmax || d != d) dmax = d;
       if (h > hmax || h != h) hmax = h;
     }
-    const int done = dmax <= *tol * (1.0 + hmax);
+    const int done = dmax <= *tol * hmax; /* relative (lqr.dlqr): K is invariant under (sQ, sR) */
     for (long long i = 0; i < nx; i++)
       for (long long j = 0; j < nx; j++) {
         H[i * nx + j] = 0.5 * (Hn[i * nx + j] + Hn[j * nx + i]);
