@@ -31,7 +31,12 @@ from .cost import QuadraticTrackingCost
 from .ddp import ddp, stage_passes
 from .shooting import LogFn, OptimizerResult, input_bounds
 
-PENALTY_MAX = 1e9
+# ρ and the loosest inner tolerance are bounded relative to the caller's own options in units of the cost (ρ₀ =
+# ``penalty``, ``tolerance``), not absolutely: weights, penalty and tolerance all × 2^20 (cart-pole swing-up) hit an
+# absolute ρ cap of 1e9 at the first update and ended after 30 updates unconverged; for the defaults (ρ₀ = 1e4,
+# tolerance 1e-6) the bounds are the absolute 1e9 and 1e-1 of before.
+PENALTY_RANGE = 1e5  # ρ ≤ PENALTY_RANGE·ρ₀
+INNER_TOLERANCE_RANGE = 1e5  # early subproblems stop at |dJ| ≤ INNER_TOLERANCE_RANGE·tolerance at the loosest
 
 
 def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U: np.ndarray,
@@ -85,6 +90,7 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
     if not (np.isfinite(penalty) and penalty > 0):
         raise ValueError(f"penalty must be positive and finite, got {penalty}")
     rho, U = float(penalty), np.asarray(U0, float)
+    rho_max, loosest = PENALTY_RANGE * rho, INNER_TOLERANCE_RANGE * tolerance
     if multiplier is None:
         lam = np.zeros(nx)
     elif isinstance(multiplier, str):
@@ -108,7 +114,7 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
         X_ref[-1] = x_goal - np.linalg.solve(W, lam)  # λᵀh + ρ/2‖h‖² + ½‖h‖²_Qf as one quadratic about a target
         sub = QuadraticTrackingCost(X_ref, cost.U_ref, cost.Q, cost.R, W)
         final = violation <= 10 * constraint_tolerance
-        inner_tol = tolerance if final else float(np.clip(1e-2 * rho * h_prev**2, tolerance, 1e-1))
+        inner_tol = tolerance if final else float(np.clip(1e-2 * rho * h_prev**2, tolerance, loosest))
         budget = max_iterations - total
         if budget < 1:
             reason = "max_iterations (all subproblems together)"
@@ -135,7 +141,7 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
             break
         lam = lam + rho * h
         if violation > 0.25 * h_prev:
-            rho = min(10 * rho, PENALTY_MAX)
+            rho = min(10 * rho, rho_max)
         h_prev = violation
     else:
         reason = f"max_outer ({max_outer}) augmented-Lagrangian updates"
