@@ -35,8 +35,9 @@ from .shooting import LogFn, OptimizerResult, input_bounds
 # ``penalty``, ``tolerance``), not absolutely: weights, penalty and tolerance all × 2^20 (cart-pole swing-up) hit an
 # absolute ρ cap of 1e9 at the first update and ended after 30 updates unconverged; for the defaults (ρ₀ = 1e4,
 # tolerance 1e-6) the bounds are the absolute 1e9 and 1e-1 of before.
-PENALTY_RANGE = 1e5  # ρ ≤ PENALTY_RANGE·ρ₀
-INNER_TOLERANCE_RANGE = 1e5  # early subproblems stop at |dJ| ≤ INNER_TOLERANCE_RANGE·tolerance at the loosest
+# (written as ratios to the defaults so that these give exactly 1e9 and 1e-1: 1e5·1e-6 is 0.09999999999999999)
+PENALTY_MAX, DEFAULT_PENALTY = 1e9, 1e4  # ρ ≤ PENALTY_MAX·ρ₀/DEFAULT_PENALTY
+LOOSEST_INNER_TOLERANCE, DEFAULT_TOLERANCE = 1e-1, 1e-6  # early subproblems: |dJ| ≤ 1e-1·tolerance/1e-6 at most
 
 
 def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U: np.ndarray,
@@ -90,7 +91,8 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
     if not (np.isfinite(penalty) and penalty > 0):
         raise ValueError(f"penalty must be positive and finite, got {penalty}")
     rho, U = float(penalty), np.asarray(U0, float)
-    rho_max, loosest = PENALTY_RANGE * rho, INNER_TOLERANCE_RANGE * tolerance
+    rho_max = PENALTY_MAX * (rho / DEFAULT_PENALTY)
+    loosest = LOOSEST_INNER_TOLERANCE * (tolerance / DEFAULT_TOLERANCE)
     if multiplier is None:
         lam = np.zeros(nx)
     elif isinstance(multiplier, str):
