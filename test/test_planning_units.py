@@ -1,8 +1,10 @@
-"""The planner does not depend on the unit of the cost.
+"""The planner does not depend on the units of the cost and of mass.
 
 Multiplying every cost weight by s — with the options given in units of the cost, ``optimizer.tolerance`` (|dJ|) and
-``optimizer.penalty`` (ρ₀), × s as well — leaves the optimal plan and the convergence decision unchanged. Each test
-plans a bundled task scaled by a power of two against the unscaled task as the reference.
+``optimizer.penalty`` (ρ₀), × s as well — leaves the optimal plan and the convergence decision unchanged; so does
+multiplying the masses and the input limits by s with the cost in the same units (momentum and input weights ÷ s²:
+the plan's q is the same, its inputs × s). Each test plans a bundled task scaled by a power of two against the
+unscaled task as the reference.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from vi_control.planning import load_task, make_system, plan_task
@@ -53,3 +56,44 @@ def test_terminal_constraint_converges_with_heavy_weights():
     assert abs(r.cost / s - r1.cost) < 1e-5 * r1.cost  # (both solves stop within their tolerances)
     assert np.abs(p.U - p1.U).max() < 1e-3 * np.abs(p1.U).max()
     assert np.abs(p.X[-1] - p1.X[-1]).max() < 1e-5
+
+
+def _mass_scaled(name: str, s: float, cost_scale: float = 1.0) -> dict:
+    """The task ``name`` (a one-joint pendulum, x = (q, p)) with masses and input limits × s and the weights in the
+    same units: momentum and input weights ÷ s², then every weight and the tolerance × ``cost_scale``. The optimal
+    plan has the same q and inputs × s."""
+    d = yaml.safe_load((CONFIG / f"{name}.yaml").read_text())
+    d["model"] = {"bundled": d["model"], "mass_scale": s}
+    d["input_limits"] = [5.0 * s]  # (config/pendulum.yaml's 5 N·m)
+    for group in ("weights", "lqr", "hold"):
+        for key, w in d[group].items():
+            d[group][key] = ([w[0] * cost_scale, w[1] / s**2 * cost_scale] if key != "R"
+                             else float(w) / s**2 * cost_scale)
+    d["optimizer"]["tolerance"] = float(d["optimizer"]["tolerance"]) * cost_scale
+    return d
+
+
+def test_ddp_plan_does_not_depend_on_the_unit_of_the_cost():
+    """Pendulum swing-up, weights × 2⁻⁴⁰: DDP's regularization is in units of the cost (``ddp.regularization_unit``);
+    with absolute bounds (μ ≥ 1e-9 against weights ~1e-10) it ended unconverged after 50 iterations, J 25 % high."""
+    s = 2.0 ** -40
+    p1, r1 = _plan(_scaled("task_pendulum_swingup", 1.0))
+    p, r = _plan(_scaled("task_pendulum_swingup", s))
+    assert r1.converged and r.converged, r.stop_reason
+    assert abs(r.cost / s - r1.cost) < 1e-10 * r1.cost
+    assert np.abs(p.U - p1.U).max() < 1e-9 * np.abs(p1.U).max()
+    assert np.abs(p.K - p1.K).max() < 1e-9 * np.abs(p1.K).max()
+    assert np.abs(p.K_final - p1.K_final).max() < 1e-9 * np.abs(p1.K_final).max()
+
+
+@pytest.mark.parametrize("s, cost_scale", [(2.0 ** 19, 1.0), (2.0 ** -20, 2.0 ** -40)],
+                         ids=["heavy", "milligram-cost-in-its-units"])
+def test_ddp_plan_does_not_depend_on_the_unit_of_mass(s, cost_scale):
+    """Bounded pendulum swing-up (|u| ≤ 5 N·m × s) with masses × s and its cost in the same units. With absolute
+    bounds on μ: × 2¹⁹ ended after 100 iterations 0.15 rad off; × 2⁻²⁰ with the cost × 2⁻⁴⁰ (angle weights
+    ~1e-10 against μ ≥ 1e-9) reported convergence at a plan 3.9 rad off."""
+    p1, r1 = _plan(_mass_scaled("task_pendulum_swingup_bounded", 1.0))
+    p, r = _plan(_mass_scaled("task_pendulum_swingup_bounded", s, cost_scale))
+    assert r1.converged and r.converged, r.stop_reason
+    assert np.abs(p.X[:, 0] - p1.X[:, 0]).max() < 1e-9
+    assert np.abs(p.U / s - p1.U).max() < 1e-9 * np.abs(p1.U).max()
