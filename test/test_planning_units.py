@@ -97,3 +97,16 @@ def test_ddp_plan_does_not_depend_on_the_unit_of_mass(s, cost_scale):
     assert r1.converged and r.converged, r.stop_reason
     assert np.abs(p.X[:, 0] - p1.X[:, 0]).max() < 1e-9
     assert np.abs(p.U / s - p1.U).max() < 1e-9 * np.abs(p1.U).max()
+
+
+@pytest.mark.parametrize("s", [1.0, 2.0 ** -20])
+def test_an_unbalanced_final_configuration_is_reported_at_any_mass(s):
+    """The acrobot (unactuated shoulder) ending 1 mrad off upright is no equilibrium: unbalanced gravity 0.02 N·m, or
+    1.9e-8 N·m with masses × 2⁻²⁰ — which an absolute threshold of 1e-6 N·m took for an equilibrium."""
+    d = yaml.safe_load((CONFIG / "task_acrobot_swingup.yaml").read_text())
+    d["model"] = {**d["model"], "mass_scale": s}
+    d.update(horizon=2, start={"q": [float(np.pi) - 1e-3, 0.0], "qdot": [0.0, 0.0]}, input_limits="none",
+             optimizer={"method": "ddp", "max_iterations": 1})
+    task, lines = load_task(d), []
+    plan_task(make_system(task), task, log=lines.append)
+    assert any("no equilibrium" in line for line in lines), lines
