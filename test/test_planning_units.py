@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from vi_control.planning import load_task, make_system, plan_task
+from vi_control.planning import load_task, make_system, plan_task, weight_matrix
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
 
@@ -110,3 +110,12 @@ def test_an_unbalanced_final_configuration_is_reported_at_any_mass(s):
     task, lines = load_task(d), []
     plan_task(make_system(task), task, log=lines.append)
     assert any("no equilibrium" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("s", [1.0, 2.0 ** -40])
+@pytest.mark.parametrize("W", [[1.0, -1e-3], [[1.0, 2.0], [2.0, 1.0]]], ids=["negative-entry", "indefinite"])
+def test_an_indefinite_cost_weight_is_refused_at_any_scale(W, s):
+    """The planner's weight check allows round-off relative to the weight (it allowed 1e-12 absolute, so these
+    weights × 2⁻⁴⁰ were accepted)."""
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        weight_matrix(np.asarray(W) * s, 2, "Q")
