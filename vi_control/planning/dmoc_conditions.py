@@ -113,3 +113,13 @@ def csc_structure(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np.nd
     uniq, inverse = np.unique(cols.astype(np.int64) * size + rows, return_inverse=True)
     indptr = np.searchsorted(uniq // size, np.arange(size + 1))
     return inverse, (uniq % size).astype(np.int32), indptr.astype(np.int32)
+
+
+def unit_scales(N: int, n: int, c: int, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) scales of the Newton system for a body whose momentum at unit velocity is p (kg or kg·m²): the
+    size of each equation and unknown when every mass and inertia is × p. Rows (``jacobian_pattern``'s order): E_k
+    (∂_ξS, with S ∝ ‖u‖², u ∝ p) p², T (a pose) 1, V_k (∂_νS) p, Φ_k (a wrench) p; unknowns ξ 1, ν (a momentum) p,
+    λ p. F/rows and w/columns are the same at every p."""
+    rows = np.concatenate([np.full((N - 1) * n, p * p), np.ones(n), np.full((N - 1) * n, p), np.full(N * c, p)])
+    cols = np.concatenate([np.ones(N * n), np.full((N - 1) * n + N * c, p)])
+    return rows, cols
