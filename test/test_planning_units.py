@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from vi_control.planning import load_task, make_system, plan_task, weight_matrix
+from vi_control.planning import compiled, load_task, make_system, plan_task, weight_matrix
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
 
@@ -73,9 +73,12 @@ def _mass_scaled(name: str, s: float, cost_scale: float = 1.0) -> dict:
     return d
 
 
-def test_ddp_plan_does_not_depend_on_the_unit_of_the_cost():
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+def test_ddp_plan_does_not_depend_on_the_unit_of_the_cost(path, monkeypatch):
     """Pendulum swing-up, weights × 2⁻⁴⁰: DDP's regularization is in units of the cost (``ddp.regularization_unit``);
-    with absolute bounds (μ ≥ 1e-9 against weights ~1e-10) it ended unconverged after 50 iterations, J 25 % high."""
+    with absolute bounds (μ ≥ 1e-9 against weights ~1e-10) it ended unconverged after 50 iterations, J 25 % high.
+    Both loops: the compiled one and ddp's own."""
+    monkeypatch.setattr(compiled, "ENABLED", path == "compiled")
     s = 2.0 ** -40
     p1, r1 = _plan(_scaled("task_pendulum_swingup", 1.0))
     p, r = _plan(_scaled("task_pendulum_swingup", s))
