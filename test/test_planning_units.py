@@ -16,6 +16,9 @@ import pytest
 import yaml
 
 from vi_control.planning import compiled, load_task, make_system, plan_task, weight_matrix
+from vi_control.planning.augmented import terminal_multiplier
+from vi_control.planning.cost import QuadraticTrackingCost
+from vi_control.planning.pipeline import input_limits, reference_trajectory, start_state
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
 
@@ -122,3 +125,24 @@ def test_an_indefinite_cost_weight_is_refused_at_any_scale(W, s):
     weights × 2⁻⁴⁰ were accepted)."""
     with pytest.raises(ValueError, match="positive semidefinite"):
         weight_matrix(np.asarray(W) * s, 2, "Q")
+
+
+def test_terminal_multiplier_estimate_does_not_depend_on_the_unit_of_mass():
+    """``augmented.terminal_multiplier`` at the bounded pendulum's optimal inputs, masses and limits × 2⁻³⁰ and the cost
+    in the same units: λ (its momentum part × s) as unscaled. Gᵀ's columns mix units (∂q_N/∂u ∝ 1/s, ∂p_N/∂u ∝ 1);
+    without equilibrating them the least squares lost λ_p and λ came out 29 % off."""
+    name = "task_pendulum_swingup_bounded"
+    task1 = load_task(_mass_scaled(name, 1.0))
+    vi1 = make_system(task1)
+    p1, _ = plan_task(vi1, task1)
+    lams = []
+    for s in (1.0, 2.0 ** -30):
+        task = load_task(_mass_scaled(name, s))
+        vi = make_system(task)
+        X_ref, U_ref = reference_trajectory(task, vi)
+        W = [np.diag(w) for w in (task1.weight(k, "weights", n, 1) for k, n in (("Q", 2), ("R", 1), ("Qf", 2)))]
+        unit = np.array([1.0, 1.0 / s])  # (the weights in the units of the scaled model; beyond the task's range)
+        cost = QuadraticTrackingCost(X_ref, U_ref, np.diag(W[0] * unit**2), W[1] / s**2, np.diag(W[2] * unit**2))
+        lam = terminal_multiplier(vi, cost, start_state(task, vi), p1.U * s, input_limits(task, vi))
+        lams.append(lam * np.array([1.0, s]))
+    assert np.abs(lams[1] - lams[0]).max() < 1e-10 * np.abs(lams[0]).max()

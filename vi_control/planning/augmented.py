@@ -67,7 +67,11 @@ def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.nd
         S = S @ lin.A
     free = (Ua > lo + 1e-9) & (Ua < hi - 1e-9)  # an input at its bound need not be stationary
     Gf = G.transpose(1, 0, 2)[:, free]  # (nx, free inputs)
-    return -np.linalg.lstsq(Gf.T, g[free], rcond=None)[0]
+    # columns of Gᵀ equilibrated: x_N's rows mix units (positions ∝ 1/mass, momenta ∝ 1 per unit input), and the least
+    # squares cut off at the ill-conditioning of that mix (the bounded pendulum × 2⁻³⁰: λ 29 % off, λ_p lost)
+    d = np.linalg.norm(Gf, axis=1)
+    d = np.where(d > 0.0, d, 1.0)
+    return -np.linalg.lstsq(Gf.T / d, g[free], rcond=None)[0] / d
 
 
 def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
