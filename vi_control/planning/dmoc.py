@@ -37,7 +37,14 @@ from ..mechanics import lie
 from ..mechanics.groups import Retraction, get_group
 from ..model.rigid_body import RigidBodyModel
 from ..model.scalars import is_integer
-from .dmoc_conditions import constraint_size, csc_structure, jacobian_pattern, step_conditions, unit_scales
+from .dmoc_conditions import (
+    constraint_size,
+    csc_structure,
+    jacobian_pattern,
+    scaled_evaluation,
+    step_conditions,
+    unit_scales,
+)
 
 __all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_guess", "input_split",
            "INPUT_MODES"]
@@ -156,12 +163,8 @@ class _Conditions:
 
     @property
     def scales(self) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """(rows, columns) of ``unit_scales`` for p = the body's largest spatial inertia if below 1, else (None, None):
-        ‖F‖∞ ≤ tol in SI units took a 0.9 µg·m² spacecraft (× 2⁻³⁰) for solved at its initial guess, 93 % off."""
-        p = float(np.max(np.diag(self.prob.body.spatial_inertia)))
-        if not (0.0 < p < 1.0):  # (capped at 1 as NewtonSettings.momentum_scale: unit bodies keep their numbers)
-            return None, None
-        return unit_scales(self.N, self.n, self.c, p)
+        """``unit_scales`` of this body (p = its largest spatial inertia)."""
+        return unit_scales(self.N, self.n, self.c, float(np.max(np.diag(self.prob.body.spatial_inertia))))
 
     # index helpers
     def xi_idx(self, k: int) -> np.ndarray:
@@ -340,7 +343,7 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
             alpha, limit = 1.0, (1.0 - 1e-4 if monotone else _WATCHDOG) * f2
             while alpha >= 1.0 / 64:
                 w_try = w + alpha * step
-                trial = _scaled(cond.evaluate(w_try, jacobian=False), rs)
+                trial = scaled_evaluation(cond.evaluate(w_try, jacobian=False), rs)
                 if np.all(np.isfinite(trial[0])) and merit(trial[0]) <= limit:
                     accepted = True
                     break
@@ -354,7 +357,7 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
             for _ in range(30):
                 d = splu((JtJ + mu_lm * M).tocsc()).solve(-g)
                 w_try = w + (d if rs is None else cs * d)
-                trial = _scaled(cond.evaluate(w_try, jacobian=False), rs)
+                trial = scaled_evaluation(cond.evaluate(w_try, jacobian=False), rs)
                 if np.all(np.isfinite(trial[0])) and merit(trial[0]) < f2:
                     mu_lm, accepted = max(mu_lm / 3.0, 1e-12), True
                     break
@@ -370,10 +373,6 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
             log(f"[dmoc] iteration {stats.iterations}: ‖F‖∞ = {fn:.3e}")
     return w, fn, bool(fn <= tol), (F if rs is None else F * rs, parts)
 
-
-def _scaled(trial: tuple, rs: np.ndarray | None) -> tuple:
-    """An evaluation (F, parts) with F in the units of ``_newton``'s Newton system."""
-    return trial if rs is None else (trial[0] / rs, trial[1])
 
 
 # A full Newton step may raise ‖F‖₂² this much before it is damped (quadratic convergence often passes through one
