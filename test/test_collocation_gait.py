@@ -102,3 +102,14 @@ def test_vi_replay_stays_on_the_cycle_under_tv_lqr_and_falls_open_loop(gait, cyc
     except StepError:  # the open-loop walker leaves the step's domain
         fell = True
     assert fell
+
+
+def test_periodic_gains_do_not_depend_on_the_unit_of_the_cost(gait, cycle):
+    """The periodic Riccati recursion stops on a change of P₀ relative to P₀: with 1e-9·(1 + |P₀|) the weights × 2⁻⁴⁰
+    stopped early, the gains 1.6e-5 off."""
+    vi, cyc = cycle
+    Q, R = np.diag([100.0] * 7 + [1.0] * 7), 0.01 * np.eye(4)
+    K1 = gait.periodic_gains(vi, cyc.X, cyc.U, Q, R)
+    s = 2.0 ** -40
+    K = gait.periodic_gains(vi, cyc.X, cyc.U, s * Q, s * R)
+    assert np.abs(K - K1).max() < 1e-12 * np.abs(K1).max()

@@ -158,7 +158,9 @@ class RigidBodyModel:
         if self.group == "SO3":
             return False
         net = self.weight + self.buoyancy
-        scale = 1e-12 * max(1.0, float(np.abs(self.weight).max()))  # a trim by scaled numbers is exact to round-off
+        # a trim by scaled numbers is exact to round-off, relative to the weight (a floor of 1e-12 N took a 3 kg
+        # vehicle 1 % off trim, masses × 2⁻⁴⁰, for trimmed)
+        scale = 1e-12 * float(np.abs(self.weight).max())
         return bool(np.abs(net).max() > scale or (np.any(self.buoyancy != 0.0) and np.any(self.buoyancy_center != 0.0)))
 
     # ---- what nodes and plans ask of a model ------------------------------------------------------------
@@ -224,7 +226,7 @@ def _matrix(v, key: str, n: int) -> np.ndarray:
         if len(rows) != n:
             raise RigidBodyConfigError(f"{key}: expected a {n}×{n} matrix, got {len(rows)} rows")
         M = np.array(rows)
-        if np.abs(M - M.T).max() > 1e-12 * max(1.0, np.abs(M).max()):
+        if np.abs(M - M.T).max() > 1e-12 * np.abs(M).max():  # (round-off relative to M, whatever its unit)
             raise RigidBodyConfigError(f"{key}: matrix must be symmetric")
         return 0.5 * (M + M.T)
     return np.diag(_vec(v, key, n))
@@ -317,7 +319,7 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
         raise RigidBodyConfigError(f"actuators: the {len(acts)} input directions are linearly dependent "
                                    f"(rank {np.linalg.matrix_rank(B)}); each input must act independently")
     D = _matrix(cfg.get("drag", [0.0] * n), "drag", n)
-    if np.linalg.eigvalsh(D).min() < -1e-12 * max(1.0, np.abs(D).max()):
+    if np.linalg.eigvalsh(D).min() < -1e-12 * np.abs(D).max():  # (relative: −1e-13 of a drag of 1e-13 is no round-off)
         raise RigidBodyConfigError("drag: the damping −H must be positive semidefinite (seed 002 §6.1: H negative "
                                    "definite); negative entries would add energy")
     grav = _vec(cfg.get("gravity", [0.0, 0.0, 0.0]), "gravity", 3)

@@ -31,7 +31,13 @@ from .cost import QuadraticTrackingCost
 from .ddp import ddp, stage_passes
 from .shooting import LogFn, OptimizerResult, input_bounds
 
-PENALTY_MAX = 1e9
+# ρ and the loosest inner tolerance are bounded relative to the caller's own options in units of the cost (ρ₀ =
+# ``penalty``, ``tolerance``), not absolutely: weights, penalty and tolerance all × 2^20 (cart-pole swing-up) hit an
+# absolute ρ cap of 1e9 at the first update and ended after 30 updates unconverged; for the defaults (ρ₀ = 1e4,
+# tolerance 1e-6) the bounds are the absolute 1e9 and 1e-1 of before.
+# (written as ratios to the defaults so that these give exactly 1e9 and 1e-1: 1e5·1e-6 is 0.09999999999999999)
+PENALTY_MAX, DEFAULT_PENALTY = 1e9, 1e4  # ρ ≤ PENALTY_MAX·ρ₀/DEFAULT_PENALTY
+LOOSEST_INNER_TOLERANCE, DEFAULT_TOLERANCE = 1e-1, 1e-6  # early subproblems: |dJ| ≤ 1e-1·tolerance/1e-6 at most
 
 
 def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U: np.ndarray,
@@ -61,7 +67,11 @@ def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.nd
         S = S @ lin.A
     free = (Ua > lo + 1e-9) & (Ua < hi - 1e-9)  # an input at its bound need not be stationary
     Gf = G.transpose(1, 0, 2)[:, free]  # (nx, free inputs)
-    return -np.linalg.lstsq(Gf.T, g[free], rcond=None)[0]
+    # columns of Gᵀ equilibrated: x_N's rows mix units (positions ∝ 1/mass, momenta ∝ 1 per unit input), and the least
+    # squares cut off at the ill-conditioning of that mix (the bounded pendulum × 2⁻³⁰: λ 29 % off, λ_p lost)
+    d = np.linalg.norm(Gf, axis=1)
+    d = np.where(d > 0.0, d, 1.0)
+    return -np.linalg.lstsq(Gf.T / d, g[free], rcond=None)[0] / d
 
 
 def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
@@ -85,6 +95,8 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
     if not (np.isfinite(penalty) and penalty > 0):
         raise ValueError(f"penalty must be positive and finite, got {penalty}")
     rho, U = float(penalty), np.asarray(U0, float)
+    rho_max = PENALTY_MAX * (rho / DEFAULT_PENALTY)
+    loosest = LOOSEST_INNER_TOLERANCE * (tolerance / DEFAULT_TOLERANCE)
     if multiplier is None:
         lam = np.zeros(nx)
     elif isinstance(multiplier, str):
@@ -108,7 +120,7 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
         X_ref[-1] = x_goal - np.linalg.solve(W, lam)  # λᵀh + ρ/2‖h‖² + ½‖h‖²_Qf as one quadratic about a target
         sub = QuadraticTrackingCost(X_ref, cost.U_ref, cost.Q, cost.R, W)
         final = violation <= 10 * constraint_tolerance
-        inner_tol = tolerance if final else float(np.clip(1e-2 * rho * h_prev**2, tolerance, 1e-1))
+        inner_tol = tolerance if final else float(np.clip(1e-2 * rho * h_prev**2, tolerance, loosest))
         budget = max_iterations - total
         if budget < 1:
             reason = "max_iterations (all subproblems together)"
@@ -135,7 +147,7 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
             break
         lam = lam + rho * h
         if violation > 0.25 * h_prev:
-            rho = min(10 * rho, PENALTY_MAX)
+            rho = min(10 * rho, rho_max)
         h_prev = violation
     else:
         reason = f"max_outer ({max_outer}) augmented-Lagrangian updates"

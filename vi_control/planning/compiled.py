@@ -287,9 +287,10 @@ class CompiledStages:
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
     def iterate(self, cost, X: np.ndarray, U: np.ndarray, Y: np.ndarray, mu: float, tolerance: float,
-                max_iterations: int, second_order: bool) -> CompiledRun | None:
+                max_iterations: int, second_order: bool, mu_unit: float = 1.0) -> CompiledRun | None:
         """ddp's iterations (metric None) for a QuadraticTrackingCost in one call from the initial rollout (X, U,
-        Y): the same decisions, histories for the result and the log. None where a rollout needs the Python path
+        Y): the same decisions, histories for the result and the log (``mu_unit``: ddp's unit c of the regularization's
+        bounds). None where a rollout needs the Python path
         (ddp then runs its own loop); SingularityError where R_y is singular, as ``linearize``."""
         if second_order and not self._second_order_ok:
             raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
@@ -299,10 +300,10 @@ class CompiledStages:
         lin = StageLinearization(*self._arena.carve((N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny),
                                                     (N, nz, ny), (N, ny, nx), int_index=4))
         kff, Kfb, kff_t, Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps = self._arena.carve(
-            (N, nu), (N, nu, nx), (N, nu), (N, nu, nx), (N, nx), (N, nu), (nx,), (2,), (2,), (M + 1,), (M,), (M,),
+            (N, nu), (N, nu, nx), (N, nu), (N, nu, nx), (N, nx), (N, nu), (nx,), (2,), (3,), (M + 1,), (M,), (M,),
             (M,))
         kinds, out, ipar = (self._arena.carve((n,), int_index=0)[0] for n in (M, 6, 2))
-        par[:] = mu, tolerance
+        par[:] = mu, tolerance, mu_unit
         ipar[:] = M, 1 if second_order else 0
         code = self._run(_ITERATE, [Xc, Uc, Yc, Xt, Ut, Yt, cost.X_ref, cost.U_ref, cost.Q, cost.R, cost.Qf,
                                     lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, kff, Kfb, kff_t,

@@ -29,7 +29,8 @@ def weight_matrix(w: np.ndarray | float | list, n: int, name: str = "weight") ->
         raise ValueError(f"{name}: entries must be finite")
     Ws = 0.5 * (W + W.T)
     diagonal = not np.any(Ws - np.diag(np.diagonal(Ws)))  # its eigenvalues are its diagonal: no eigvalsh (~50 µs)
-    if (np.diagonal(Ws) if diagonal else np.linalg.eigvalsh(Ws)).min() < -1e-12 * max(1.0, np.abs(W).max()):
+    # round-off slack relative to the weight (a floor of 1e-12 let Q = [1, −1e-3] × 2⁻⁴⁰ through)
+    if (np.diagonal(Ws) if diagonal else np.linalg.eigvalsh(Ws)).min() < -1e-12 * np.abs(W).max():
         raise ValueError(f"{name}: weight must be positive semidefinite")
     return Ws
 

@@ -11,7 +11,8 @@ V'_x = V_x(k+1):
 The Σᵢ terms are the second-order linearization of seed 000 (eqs. 16–27) contracted with the
 covector V'_x — exactly ``second_order_contraction(vi, x, u, V'_x)``; iLQR drops them.
 Regularization (Tassa, Erez, Todorov 2012, their eq. 10): the cost-to-go is shifted, V'_xx + μI, which
-enters as Q_uu + μBᵀB and Q_ux + μBᵀA — scale-aware where a shift of Q_uu alone is not. μ is raised ×10
+enters as Q_uu + μBᵀB and Q_ux + μBᵀA — scale-aware where a shift of Q_uu alone is not; μ in multiples of
+``regularization_unit`` (the plan must not depend on the units of the cost and of the momenta). μ is raised ×10
 when the regularized Q_uu is not positive definite or the line search fails, and lowered ×10 after full
 steps. Where the second-order Q_uu is not positive definite at the current μ, the iteration takes the
 Gauss–Newton (iLQR) step instead and skips the second-order attempt for the next iteration (a failed attempt
@@ -232,6 +233,28 @@ def reference_feedback_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray
     return np.array(U_ref, float) if U0 is None else U0
 
 
+def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.ndarray, u: np.ndarray) -> float:
+    """c = min(1, ‖R + Bᵀ(Q + Q_f)B‖₂ / ‖B‖₂²) at the first stage: the unit of ddp's regularization μ (its bounds
+    1e-9, 1e-6 and 1e10 and the ``regularization`` option are multiples of c).
+
+    μ shifts V'_xx by μI, so it enters Q_uu as μBᵀB against the Gauss–Newton curvature R + BᵀV'_xxB: the ratio above
+    is the shift at which the two compare, in the cost's units and the state's. Fixed bounds broke the invariances of
+    the optimal plan (weights × s; masses, torques and momentum weights in consistent units): a pendulum in
+    milligrams planned with its cost in the same units (weights ~2⁻⁴⁰) reported convergence 3.9 rad off the plan in
+    kilograms; with weights × 2⁻⁴⁰ it ended unconverged. Capped at 1, so that unit-scale problems (c ≥ 1: R ≳ ‖B‖²)
+    keep the absolute μ they were tuned with, as ``NewtonSettings.momentum_scale`` does for momenta.
+    """
+    try:
+        B = linearize(vi, x, u).B
+    except StepError:  # (the iterations will meet it themselves)
+        return 1.0
+    bb = float(np.linalg.norm(B, 2)) ** 2
+    w = float(np.linalg.norm(cost.R + B.T @ (cost.Q + cost.Qf) @ B, 2))
+    c = w / bb if bb > 0.0 else 1.0
+    # (no lower cap in use: 1e-250 only keeps 1e-9·c a normal number, so that a failed pass always raises μ)
+    return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
+
+
 _REASONS = ("max_iterations", "converged", "regularization exceeded its maximum in the backward pass",
             "line search failed at maximum regularization")
 
@@ -270,13 +293,14 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     lo, hi = input_bounds(input_limits, vi.nu)
     stages = stage_passes(vi, cost.N, lo, hi, second_order)
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
+    c = regularization_unit(vi, cost, X[0], U[0]) if metric is None else 1.0  # (a metric sets its own curvature)
     if stages.compiled and metric is None and type(cost) is QuadraticTrackingCost:  # the whole loop in C
-        run = stages.iterate(cost, X, U, results, regularization, tolerance, max_iterations, second_order)
+        run = stages.iterate(cost, X, U, results, regularization * c, tolerance, max_iterations, second_order, c)
         if run is not None:
             return _compiled_result(run, stages, method, log, t0, c0)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
-    mu, mu_min, mu_max = regularization, 1e-9, 1e10
+    mu, mu_min, mu_max, mu_floor = regularization * c, 1e-9 * c, 1e10 * c, 1e-6 * c
     converged, reason, it = False, "max_iterations", 0
     Kfb = np.zeros((cost.N, vi.nu, vi.state.ndx))
     final_lin = None
@@ -293,7 +317,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
             if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
                 newton, wait = False, 1  # and skip the Newton attempt in the next iteration
                 continue
-            mu = max(mu * 10, 1e-6)
+            mu = max(mu * 10, mu_floor)
             if mu > mu_max:
                 break
         kinds.append("newton" if newton else "gauss-newton" if metric is None else "metric")
@@ -321,7 +345,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
             J = Jn
             mu = max(mu / 10, mu_min) if alpha == 1.0 else mu
         else:
-            mu = max(mu * 10, 1e-6)
+            mu = max(mu * 10, mu_floor)
             if mu > mu_max:
                 reason = "line search failed at maximum regularization"
                 break

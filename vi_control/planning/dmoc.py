@@ -37,7 +37,14 @@ from ..mechanics import lie
 from ..mechanics.groups import Retraction, get_group
 from ..model.rigid_body import RigidBodyModel
 from ..model.scalars import is_integer
-from .dmoc_conditions import constraint_size, csc_structure, jacobian_pattern, step_conditions
+from .dmoc_conditions import (
+    constraint_size,
+    csc_structure,
+    jacobian_pattern,
+    scaled_evaluation,
+    step_conditions,
+    unit_scales,
+)
 
 __all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_guess", "input_split",
            "INPUT_MODES"]
@@ -153,6 +160,11 @@ class _Conditions:
         self.off_nu, self.off_lam = N * n, N * n + (N - 1) * n
         self.size = self.off_lam + N * c
         self._pattern()
+
+    @property
+    def scales(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``unit_scales`` of this body (p = its largest spatial inertia)."""
+        return unit_scales(self.N, self.n, self.c, float(np.max(np.diag(self.prob.body.spatial_inertia))))
 
     # index helpers
     def xi_idx(self, k: int) -> np.ndarray:
@@ -293,7 +305,8 @@ class _NewtonStats:
 
 def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: _NewtonStats,
             log=None) -> tuple[np.ndarray, float, bool, tuple]:
-    """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged, (F, parts) at w).
+    """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged, (F, parts) at w), ‖F‖∞ and the steps in the units of
+    a body whose momentum at unit velocity is at most 1 (``_Conditions.scales``).
 
     Full Newton steps are taken while the merit ‖DF‖₂ does not grow more than ``_WATCHDOG``-fold (quadratic
     convergence often passes through one larger residual); else backtracking, and where that fails a
@@ -301,6 +314,13 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
     D equilibrates the rows of J at the start (the conditions mix momenta, forces and poses).
     """
     F, J, parts = cond.evaluate(w)
+    rs, cs = cond.scales
+    if rs is not None:  # equations and unknowns in the units of a unit body: F/rs, J·diag(cs)/rs, w = cs·w̃
+        unscaled_J, Rinv, C = cond.jacobian, sp.diags(1.0 / rs), sp.diags(cs)
+        cond_jacobian = lambda parts: (Rinv @ unscaled_J(parts) @ C).tocsc()  # noqa: E731
+        J, F = cond_jacobian(parts), F / rs
+    else:
+        cond_jacobian = cond.jacobian
     D = sp.diags(1.0 / np.maximum(abs(J).max(axis=1).toarray().ravel(), 1e-300))
     fn = float(np.abs(F).max())
     stats.history.append(fn)
@@ -316,13 +336,14 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
         f2, accepted, trial = merit(F), False, None
         try:
             step = splu(J).solve(-F)
+            step = step if rs is None else cs * step
         except RuntimeError:  # exactly singular Jacobian
             step = None
         if step is not None and np.all(np.isfinite(step)):
             alpha, limit = 1.0, (1.0 - 1e-4 if monotone else _WATCHDOG) * f2
             while alpha >= 1.0 / 64:
                 w_try = w + alpha * step
-                trial = cond.evaluate(w_try, jacobian=False)
+                trial = scaled_evaluation(cond.evaluate(w_try, jacobian=False), rs)
                 if np.all(np.isfinite(trial[0])) and merit(trial[0]) <= limit:
                     accepted = True
                     break
@@ -334,8 +355,9 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
             JtJ, g = (Js.T @ Js).tocsc(), Js.T @ (D @ F)
             M = sp.diags(np.maximum(JtJ.diagonal(), 1e-12))
             for _ in range(30):
-                w_try = w + splu((JtJ + mu_lm * M).tocsc()).solve(-g)
-                trial = cond.evaluate(w_try, jacobian=False)
+                d = splu((JtJ + mu_lm * M).tocsc()).solve(-g)
+                w_try = w + (d if rs is None else cs * d)
+                trial = scaled_evaluation(cond.evaluate(w_try, jacobian=False), rs)
                 if np.all(np.isfinite(trial[0])) and merit(trial[0]) < f2:
                     mu_lm, accepted = max(mu_lm / 3.0, 1e-12), True
                     break
@@ -344,12 +366,13 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
             break
         # The accepted trial already holds every step's Jacobian (the compiled step computes them): only assemble.
         w, (F, parts) = w_try, trial
-        J = cond.jacobian(parts)
+        J = cond_jacobian(parts)
         fn = float(np.abs(F).max())
         stats.history.append(fn)
         if log is not None:
             log(f"[dmoc] iteration {stats.iterations}: ‖F‖∞ = {fn:.3e}")
-    return w, fn, bool(fn <= tol), (F, parts)
+    return w, fn, bool(fn <= tol), (F if rs is None else F * rs, parts)
+
 
 
 # A full Newton step may raise ‖F‖₂² this much before it is damped (quadratic convergence often passes through one

@@ -15,7 +15,7 @@
  * loop of record for every other case and builds the result (and the log) from the histories written here.
  * a: X, U, Y (in: the initial rollout; out: the result), Xt, Ut, Yt (trial), X_ref, U_ref, Q, R, Qf,
  * A, B, rcond, LU, piv, dy/dz, O_y (the last linearization), kff, K, kff_t, K_t (N, nu[, nx]), l_x, l_u, V_x,
- * scratch info (2), par = (mu, tol; out: the last mu) | histories: J (max_it + 1), d1, mu, alpha (max_it), kind
+ * scratch info (2), par = (mu, tol, the unit of mu (ddp.regularization_unit); out: the last mu) | histories: J (max_it + 1), d1, mu, alpha (max_it), kind
  * (max_it; 1 Newton, 0 Gauss-Newton), out = (iterations, converged, reason, entries of the J/mu/alpha, kind and d1
  * histories) (6); ipar = (max_it, second order).
  * reason: 0 max_iterations, 1 converged, 2 regularization exceeded in the backward pass, 3 line search failed at
@@ -59,7 +59,7 @@ int vi_plan_ddp(void** c, void** a) {
   long long *kind = a[31], *out = a[32];
   const long long* ipar = a[33];
   const long long max_it = ipar[0], second_order = ipar[1];
-  const double tol = par[1], mu_min = 1e-9, mu_max = 1e10;
+  const double tol = par[1], unit = par[2], mu_min = 1e-9 * unit, mu_max = 1e10 * unit, mu_floor = 1e-6 * unit;
   double mu = par[0], d[2] = {0.0, 0.0};
   double* tt = m.scr; /* the cost's scratch, free between the passes */
   long long secflag = 0, wait = 0, it = 0, n_kinds = 0, n_hist = 0, n_dec = 0, reason = 0, converged = 0;
@@ -95,7 +95,7 @@ int vi_plan_ddp(void** c, void** a) {
       secflag = newton;
       if (!vi_plan_backward(c, ba)) { ok = 1; break; }
       if (newton) { newton = 0; wait = 1; continue; }
-      mu = mu * 10 > 1e-6 ? mu * 10 : 1e-6;
+      mu = mu * 10 > mu_floor ? mu * 10 : mu_floor;
       if (mu > mu_max) break;
     }
     kind[n_kinds++] = newton;
@@ -126,7 +126,7 @@ int vi_plan_ddp(void** c, void** a) {
       J = Jn;
       if (alpha == 1.0) mu = mu / 10 > mu_min ? mu / 10 : mu_min;
     } else {
-      mu = mu * 10 > 1e-6 ? mu * 10 : 1e-6;
+      mu = mu * 10 > mu_floor ? mu * 10 : mu_floor;
       if (mu > mu_max) { reason = 3; break; }
     }
     Jh[1 + n_hist] = J;

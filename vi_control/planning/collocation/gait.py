@@ -261,7 +261,7 @@ class BipedGait:
         P0 = weight_matrix(Q, vi.nx, "Q")
         for _ in range(cycles):
             K, P = tv_lqr(traj.A, traj.B, Q, R, Dx.T @ P0 @ Dx)
-            done = np.abs(P[0] - P0).max() <= 1e-9 * (1.0 + np.abs(P[0]).max())
+            done = np.abs(P[0] - P0).max() <= 1e-9 * np.abs(P[0]).max()  # (relative: P is in units of the cost)
             P0 = P[0]
             if done:
                 break
