@@ -207,7 +207,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "a lockstep simulator steps on every command, also a second answer to a republished state",
              ("test/test_ros_interfaces.py::test_lockstep_simulator_steps_once_per_state_whatever_answers_it",
               "test/test_ros_lockstep.py")),
-    Mutation("newton_tolerance_absolute_again", "vi_control/integrators/base.py",
+    Mutation("newton_tolerance_absolute_again", "vi_control/integrators/newton_settings.py",
              "return self.p_unit + momentum_norm_inf", "return 1.0 + momentum_norm_inf",
              "the Python Newton loops stop on an absolute momentum residual (a milligram model stops early)",
              ("test/test_integrator_units.py",)),
