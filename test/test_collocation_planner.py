@@ -94,6 +94,7 @@ def test_resampling_holds_the_goal_after_the_final_time(pendulum_plan):
     (lambda d: d["collocation"].update(t_guess=-1.0), "collocation.t_guess"),
     (lambda d: d["collocation"].update(dynamics="index3"), "collocation.dynamics"),
     (lambda d: d.pop("goal"), "goal.q"),
+    (lambda d: d["collocation"].update(polish_tolerance=0.0), "collocation.polish_tolerance"),
 ])
 def test_bad_collocation_tasks_name_the_key(edit, key):
     d = copy.deepcopy(_task_dict("task_pendulum_mintime_lg2"))
@@ -120,3 +121,24 @@ def test_infeasible_task_raises_planning_error_with_the_ipopt_status():
     with pytest.raises(PlanningError) as e:
         plan_task(make_system(task), task)
     assert e.value.status and e.value.iterations > 0 and e.value.solver == "ipopt"
+
+
+def test_polish_tolerance_is_in_the_units_of_the_cost(pendulum_plan):
+    """The VI polish stops on |dJ| < collocation.polish_tolerance, in the cost's units like optimizer.tolerance: the
+    minimum-time pendulum with every weight × 2⁻³⁰ and the tolerance with it plans what the unscaled task plans. A
+    fixed 1e-6 (before the option) stopped the scaled polish at once, reported converged, 3.7e-2 rad off the goal."""
+    _, _, plan1, res1 = pendulum_plan
+    d = copy.deepcopy(_task_dict("task_pendulum_mintime_lg2"))
+    s = 2.0 ** -30
+    for group in ("weights", "lqr", "hold"):
+        d[group] = {k: (np.asarray(v, float) * s).tolist() for k, v in d[group].items()}
+    for tol, expect_same in ((1e-6 * s, True), (1e-6, False)):
+        d["collocation"]["polish_tolerance"] = tol
+        task = load_task(d)
+        plan, res = plan_task(make_system(task), task)
+        off = float(np.abs(plan.X[:, 0] - plan1.X[:, 0]).max())
+        assert res.converged
+        if expect_same:
+            assert res.iterations == res1.iterations and off < 1e-9, (res.iterations, res1.iterations, off)
+        else:  # the unscaled tolerance is met before the polish moves: a plan off the unscaled one
+            assert res.iterations < res1.iterations and off > 1e-3, (res.iterations, off)

@@ -353,7 +353,7 @@ def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
             raise TaskError(f"collocation.{key}: expected one of {allowed}, got {out[key]!r}")
     if out["cost"] == "time" and out["final_time"] != "free":
         raise TaskError("collocation.cost: 'time' (minimum time) needs collocation.final_time: free")
-    for key in ("t_min", "t_guess", "effort_weight"):
+    for key in ("t_min", "t_guess", "effort_weight", "polish_tolerance"):
         if out[key] is not None:
             out[key] = parse_number(out[key], f"collocation.{key}")
             if not 0 < out[key] <= MAX_COEFFICIENT:
@@ -393,4 +393,5 @@ COLLOCATION_DEFAULTS = {
     "dynamics": "implicit",      # implicit M q̈ + b = Bu (+ Dhᵀλ) | explicit q̈ = g(q, q̇, u) (same solutions)
     "joint_limits": True,        # bound q by the URDF limits at every node
     "polish_iterations": 30,     # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
+    "polish_tolerance": 1e-6,    # the polish's |dJ| stop, in the units of the task's cost (as optimizer.tolerance)
 }

@@ -133,7 +133,7 @@ def collocate_task(vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndar
     # From a TV-LQR-stabilized rollout about the resampled trajectory: open loop, a swing-up falls away from it.
     U0 = reference_feedback_guess(vi, x0, X_ref, U_ref, (Q, R, Qf), limits)
     res = ddp(vi, cost, x0, U0, input_limits=limits, max_iterations=c["polish_iterations"],
-              tolerance=1e-6, regularization=task.regularization, log=log, method=task.method)
+              tolerance=c["polish_tolerance"], regularization=task.regularization, log=log, method=task.method)
     res.converged = sol.success and res.converged  # a plan off the collocated one by the polish's limit is not
     res.stop_reason = f"IPOPT {sol.status}; VI polish: {res.stop_reason}"
     res.collocation = sol
