@@ -107,9 +107,8 @@ class LieGroupVI:
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"time step dt must be positive and finite, got {dt}")
         self.robot, self.dt = robot, float(dt)
-        # p₁ of the stopping rule: the largest entry of the body's spatial inertia (mass, or inertia about an axis)
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
-            float(np.abs(np.diag(robot.spatial_inertia)).max()))
+            robot.unit_momentum)
         self.state = LieGroupState(robot.group, retraction)
         self.group, self.retraction = self.state.group, self.state.retraction
         self.dim, self.nq, self.nx = self.state.dim, self.state.nq, self.state.nx

@@ -130,6 +130,12 @@ class RigidBodyModel:
         return out
 
     @property
+    def unit_momentum(self) -> float:
+        """The body's momentum at unit velocity: the largest diagonal entry of 𝕀 (its mass, or a principal moment)
+        [kg or kg·m²]; the scale of the stopping rules (``NewtonSettings.for_model``, DMOC's unit body)."""
+        return float(np.max(np.diag(self.spatial_inertia)))
+
+    @property
     def input_matrix(self) -> np.ndarray:
         """B (n, m): the body wrench of input u is B u (seed 002 §6.1's b(W, u))."""
         return np.column_stack([a.column(self.dim) for a in self.actuators]) if self.actuators \

@@ -164,7 +164,7 @@ class _Conditions:
     @property
     def scales(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """``unit_scales`` of this body (p = its largest spatial inertia)."""
-        return unit_scales(self.N, self.n, self.c, float(np.max(np.diag(self.prob.body.spatial_inertia))))
+        return unit_scales(self.N, self.n, self.c, self.prob.body.unit_momentum)
 
     # index helpers
     def xi_idx(self, k: int) -> np.ndarray:
