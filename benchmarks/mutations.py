@@ -216,9 +216,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              "DDP's regularization bounds in absolute units again (a cost in other units stops off the optimum)",
              ("test/test_planning_units.py",)),
     Mutation("dmoc_newton_in_si_units", "vi_control/planning/dmoc_conditions.py",
-             "    if not 0.0 < p < 1.0:", "    if True:",
-             "DMOC's Newton judged in SI units again (a light spacecraft 'converged' at its initial guess)",
+             "    if not (p > 0.0 and p != 1.0):", "    if True:",
+             "DMOC's Newton judged in SI units again (a light spacecraft 'converged' at its initial guess, a heavy "
+             "one is reported unconverged)",
              ("test/test_dmoc_units.py",)),
+    Mutation("dmoc_scaled_jacobian_by_sparse_products", "vi_control/planning/dmoc.py",
+             "            Js.data *= factor\n            return Js",
+             "            return (sp.diags(1.0 / rs) @ Js @ sp.diags(cs)).tocsc()",
+             "DMOC's scaled Newton matrix built by sparse products (drops zero entries: structurally singular at a "
+             "heave goal, where SuperLU can crash the process)",
+             ("test/test_dmoc_units.py::test_the_scaled_newton_matrix_keeps_its_structure",)),
     Mutation("first_state_republish_stamped_on_receipt", "vi_control/control/intake.py",
              "return t == 0.0 and not (last_stamp == 0.0 and now <= window)", "return t == 0.0",
              "a lockstep simulator's first state, republished after its first step's clock, stamped on receipt (by "

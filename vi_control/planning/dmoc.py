@@ -40,6 +40,7 @@ from ..model.scalars import is_integer
 from .dmoc_conditions import (
     constraint_size,
     csc_structure,
+    entry_scales,
     jacobian_pattern,
     scaled_evaluation,
     step_conditions,
@@ -316,8 +317,13 @@ def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, l
     F, J, parts = cond.evaluate(w)
     rs, cs = cond.scales
     if rs is not None:  # equations and unknowns in the units of a unit body: F/rs, J·diag(cs)/rs, w = cs·w̃
-        unscaled_J, Rinv, C = cond.jacobian, sp.diags(1.0 / rs), sp.diags(cs)
-        cond_jacobian = lambda parts: (Rinv @ unscaled_J(parts) @ C).tocsc()  # noqa: E731
+        unscaled_J, factor = cond.jacobian, entry_scales(cond._csc, rs, cs)
+
+        def cond_jacobian(parts):
+            Js = unscaled_J(parts)
+            Js.data *= factor
+            return Js
+
         J, F = cond_jacobian(parts), F / rs
     else:
         cond_jacobian = cond.jacobian

@@ -12,7 +12,7 @@ from ..mechanics.codegen import FunctionSet
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction, get_group
 
-__all__ = ["constraint_size", "step_conditions", "jacobian_pattern", "csc_structure"]
+__all__ = ["constraint_size", "step_conditions", "jacobian_pattern", "csc_structure", "unit_scales", "entry_scales"]
 
 
 # ---- the per-step conditions (symbolic, compiled once per structure) ------------------------------------------
@@ -119,14 +119,25 @@ def unit_scales(N: int, n: int, c: int, p: float) -> tuple[np.ndarray | None, np
     """(row, column) scales of the Newton system for a body whose momentum at unit velocity is p (kg or kg·m²): the
     size of each equation and unknown when every mass and inertia is × p. Rows (``jacobian_pattern``'s order): E_k
     (∂_ξS, with S ∝ ‖u‖², u ∝ p) p², T (a pose) 1, V_k (∂_νS) p, Φ_k (a wrench) p; unknowns ξ 1, ν (a momentum) p,
-    λ p. F/rows and w/columns are the same at every p. (None, None) for p ≥ 1 — capped as
-    ``NewtonSettings.momentum_scale``, so that unit bodies keep their numbers: ‖F‖∞ ≤ tol in SI units took a
-    0.9 µg·m² spacecraft (× 2⁻³⁰) for solved at its initial guess, 93 % off."""
-    if not 0.0 < p < 1.0:
+    λ p. F/rows and w/columns are the same at every p, so ‖F/rows‖∞ ≤ tol is one test for every body: in SI units a
+    0.9 µg·m² spacecraft (× 2⁻³⁰) was taken for solved at its initial guess (93 % off), and a 1–2.5 t·m² one (× 2¹⁰)
+    was reported unconverged after 30 iterations with the plan right to 1e-15 (E_k ∝ p² cannot reach 1e-11).
+    (None, None) for p = 1."""
+    if not (p > 0.0 and p != 1.0):
         return None, None
     rows = np.concatenate([np.full((N - 1) * n, p * p), np.ones(n), np.full((N - 1) * n, p), np.full(N * c, p)])
     cols = np.concatenate([np.ones(N * n), np.full((N - 1) * n + N * c, p)])
     return rows, cols
+
+
+def entry_scales(structure: tuple[np.ndarray, np.ndarray, np.ndarray], rs: np.ndarray, cs: np.ndarray) -> np.ndarray:
+    """cs[j]/rs[i] for every stored entry (i, j) of the CSC ``structure`` (``csc_structure``): diag(1/rs)·J·diag(cs)
+    by scaling J's data in place. Sparse products would drop the entries that happen to be zero and can leave a
+    structurally singular matrix (rank 600 of 602 on a heave goal), on which SuperLU's factorization reads
+    uninitialized memory and crashed the process (1 run in 4); the fixed structure keeps it on the numerically
+    singular path, which reports the singularity."""
+    _, indices, indptr = structure
+    return cs[np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))] / rs[indices]
 
 
 def scaled_evaluation(trial: tuple, rs: np.ndarray | None) -> tuple:
