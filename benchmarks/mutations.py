@@ -220,7 +220,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "DMOC's Newton judged in SI units again (a light spacecraft 'converged' at its initial guess, a heavy "
              "one is reported unconverged)",
              ("test/test_dmoc_units.py",)),
-    Mutation("dmoc_scaled_jacobian_by_sparse_products", "vi_control/planning/dmoc.py",
+    Mutation("dmoc_scaled_jacobian_by_sparse_products", "vi_control/planning/dmoc_newton.py",
              "            Js.data *= factor\n            return Js",
              "            return (sp.diags(1.0 / rs) @ Js @ sp.diags(cs)).tocsc()",
              "DMOC's scaled Newton matrix built by sparse products (drops zero entries: structurally singular at a "

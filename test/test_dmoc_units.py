@@ -54,7 +54,7 @@ def test_the_scaled_newton_matrix_keeps_its_structure(s, monkeypatch):
     uninitialized memory and crashed the process in 1 run of 4. Every matrix Newton factors there is structurally
     regular, and the goal is refused with its cause at every s."""
     from vi_control.integrators import make_integrator
-    from vi_control.planning import dmoc
+    from vi_control.planning import dmoc_newton
     from vi_control.planning.vehicle import plan_maneuver
 
     body = load_rigid_body("vehicle_uuv", mass_scale=s, drag_scale=s)
@@ -69,8 +69,8 @@ def test_the_scaled_newton_matrix_keeps_its_structure(s, monkeypatch):
     Js.data *= entry_scales(cond._csc, rs, cs)
     assert (J.data == 0).sum() > 0  # the case: entries zero at this point, kept in the structure
     np.testing.assert_allclose(Js.toarray(), (J.toarray() / rs[:, None]) * cs[None, :], rtol=1e-14, atol=0)
-    ranks, splu = [], dmoc.splu
-    monkeypatch.setattr(dmoc, "splu", lambda A: (ranks.append((structural_rank(A), A.shape[0])), splu(A))[1])
+    ranks, splu = [], dmoc_newton.splu
+    monkeypatch.setattr(dmoc_newton, "splu", lambda A: (ranks.append((structural_rank(A), A.shape[0])), splu(A))[1])
     with pytest.raises(DMOCError, match="unactuated direction"):
         plan_maneuver(make_integrator("lie_group", body, st.dt), up)
     assert ranks and all(r == n for r, n in ranks), ranks

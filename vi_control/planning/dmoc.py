@@ -31,21 +31,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import splu
 
 from ..mechanics import lie
 from ..mechanics.groups import Retraction, get_group
 from ..model.rigid_body import RigidBodyModel
 from ..model.scalars import is_integer
-from .dmoc_conditions import (
-    constraint_size,
-    csc_structure,
-    entry_scales,
-    jacobian_pattern,
-    scaled_evaluation,
-    step_conditions,
-    unit_scales,
-)
+from .dmoc_conditions import constraint_size, csc_structure, jacobian_pattern, step_conditions, unit_scales
+from .dmoc_newton import NewtonStats, newton_lm
 
 __all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_guess", "input_split",
            "INPUT_MODES"]
@@ -297,95 +289,6 @@ def _unactuated_wrench(cond: _Conditions, parts: dict) -> float:
     return float(max(np.abs(parts["Wm"] @ NB).max(), np.abs(parts["Wp"] @ NB).max()))
 
 
-@dataclass
-class _NewtonStats:
-    iterations: int = 0
-    lm_iterations: int = 0
-    history: list[float] = field(default_factory=list)
-
-
-def _newton(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: _NewtonStats,
-            log=None) -> tuple[np.ndarray, float, bool, tuple]:
-    """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged, (F, parts) at w), ‖F‖∞ and the steps in the units of
-    a body whose momentum at unit velocity is at most 1 (``_Conditions.scales``).
-
-    Full Newton steps are taken while the merit ‖DF‖₂ does not grow more than ``_WATCHDOG``-fold (quadratic
-    convergence often passes through one larger residual); else backtracking, and where that fails a
-    Levenberg–Marquardt step (JᵀD²J + μ diag JᵀD²J) d = −JᵀD²F, after which Newton steps must decrease the merit.
-    D equilibrates the rows of J at the start (the conditions mix momenta, forces and poses).
-    """
-    F, J, parts = cond.evaluate(w)
-    rs, cs = cond.scales
-    if rs is not None:  # equations and unknowns in the units of a unit body: F/rs, J·diag(cs)/rs, w = cs·w̃
-        unscaled_J, factor = cond.jacobian, entry_scales(cond._csc, rs, cs)
-
-        def cond_jacobian(parts):
-            Js = unscaled_J(parts)
-            Js.data *= factor
-            return Js
-
-        J, F = cond_jacobian(parts), F / rs
-    else:
-        cond_jacobian = cond.jacobian
-    D = sp.diags(1.0 / np.maximum(abs(J).max(axis=1).toarray().ravel(), 1e-300))
-    fn = float(np.abs(F).max())
-    stats.history.append(fn)
-    mu_lm, it, monotone = 1e-3, 0, False
-
-    def merit(Fv):
-        Fs = D @ Fv
-        return float(Fs @ Fs)
-
-    while fn > tol and it < max_iterations and np.isfinite(fn):
-        it += 1
-        stats.iterations += 1
-        f2, accepted, trial = merit(F), False, None
-        try:
-            step = splu(J).solve(-F)
-            step = step if rs is None else cs * step
-        except RuntimeError:  # exactly singular Jacobian
-            step = None
-        if step is not None and np.all(np.isfinite(step)):
-            alpha, limit = 1.0, (1.0 - 1e-4 if monotone else _WATCHDOG) * f2
-            while alpha >= 1.0 / 64:
-                w_try = w + alpha * step
-                trial = scaled_evaluation(cond.evaluate(w_try, jacobian=False), rs)
-                if np.all(np.isfinite(trial[0])) and merit(trial[0]) <= limit:
-                    accepted = True
-                    break
-                alpha, limit = 0.5 * alpha, (1.0 - 1e-4 * alpha) * f2
-        if not accepted and lm:
-            stats.lm_iterations += 1
-            monotone = True
-            Js = (D @ J).tocsc()
-            JtJ, g = (Js.T @ Js).tocsc(), Js.T @ (D @ F)
-            M = sp.diags(np.maximum(JtJ.diagonal(), 1e-12))
-            for _ in range(30):
-                d = splu((JtJ + mu_lm * M).tocsc()).solve(-g)
-                w_try = w + (d if rs is None else cs * d)
-                trial = scaled_evaluation(cond.evaluate(w_try, jacobian=False), rs)
-                if np.all(np.isfinite(trial[0])) and merit(trial[0]) < f2:
-                    mu_lm, accepted = max(mu_lm / 3.0, 1e-12), True
-                    break
-                mu_lm *= 4.0
-        if not accepted:
-            break
-        # The accepted trial already holds every step's Jacobian (the compiled step computes them): only assemble.
-        w, (F, parts) = w_try, trial
-        J = cond_jacobian(parts)
-        fn = float(np.abs(F).max())
-        stats.history.append(fn)
-        if log is not None:
-            log(f"[dmoc] iteration {stats.iterations}: ‖F‖∞ = {fn:.3e}")
-    return w, fn, bool(fn <= tol), (F if rs is None else F * rs, parts)
-
-
-
-# A full Newton step may raise ‖F‖₂² this much before it is damped (quadratic convergence often passes through one
-# larger residual: measured 10²–10³ on the vehicle's maneuvers, where a monotone line search took twice the steps).
-_WATCHDOG = 1e4
-
-
 def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float = 1e-11,
                max_iterations: int = 30, lm: bool = True, fallback: str | None = "ipopt", log=None) -> DMOCResult:
     """Algorithm 5.2: Newton (exact Jacobian, sparse LU) with Levenberg–Marquardt steps where the Newton direction
@@ -399,8 +302,8 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     t0 = time.process_time()
     cond = _Conditions(prob)
     xi0 = geodesic_guess(prob) if xi_guess is None else np.asarray(xi_guess, float).reshape(prob.horizon, -1)
-    stats = _NewtonStats()
-    w, fn, ok, last = _newton(cond, _initial_point(cond, xi0), tol, max_iterations, lm, stats, log)
+    stats = NewtonStats()
+    w, fn, ok, last = newton_lm(cond, _initial_point(cond, xi0), tol, max_iterations, lm, stats, log)
     fb_it = 0
     if not ok and fallback == "ipopt":
         from .dmoc_nlp import multipliers_for_newton, solve_ipopt
@@ -411,7 +314,7 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
         fb_it = res.iterations
         if res.success:
             w = np.concatenate([res.xi.ravel(), res.nu[1:-1].ravel(), multipliers_for_newton(prob, res).ravel()])
-            w, fn, ok, last = _newton(cond, w, tol, max_iterations, lm, stats, log)
+            w, fn, ok, last = newton_lm(cond, w, tol, max_iterations, lm, stats, log)
     elif fallback not in (None, "ipopt"):
         raise ValueError(f"fallback must be 'ipopt' or None, got {fallback!r}")
     F, parts = last
