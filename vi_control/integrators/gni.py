@@ -79,6 +79,10 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         """q̇ = 𝒫(q)M(q)⁻¹p: the allowed velocity of the momentum p (eq. 15 without the ½Δt force term)."""
         return self.projector(x[: self.nq]) @ super().velocity(x)
 
+    def velocities(self, X: np.ndarray) -> np.ndarray:
+        """``velocity`` of every state of X (K, nx) → (K, nq)."""
+        return np.array([self.velocity(x) for x in np.asarray(X, float)]).reshape(len(X), self.nq)
+
     def energy(self, x: np.ndarray) -> float:
         """T(q, M⁻¹p) + V(q) of the state's momentum p_k = p_{k−1/2}: the quantity ⟨M v_{k−1/2}, v_{k−1/2}⟩/2
         that the GNI preserves exactly on the sleigh and the snakeboard (seed 003 §6.1, Theorem 1)."""

@@ -238,7 +238,8 @@ def velocity_limit_excess(vi: DiscreteSystem, X: np.ndarray) -> str | None:
     limit = np.array([j.velocity_limit for j in joints], float)
     if not np.isfinite(limit).any():
         return None
-    V = np.abs(np.array([vi.velocity(x) for x in X]))
+    batch = getattr(vi, "velocities", None)
+    V = np.abs(batch(X) if batch is not None else np.array([vi.velocity(x) for x in X]))
     over = V > limit
     if not over.any():
         return None
