@@ -15,20 +15,20 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .base import ConvergenceError, SingularityError, StepResult, check_step
+from .bordered import lu_rcond
 
 if TYPE_CHECKING:
     from .midpoint import MidpointVI
 
 
-def lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min."""
-    lu, piv, info = lapack.dgetrf(J)
-    if info > 0:
-        raise SingularityError(step, 0.0, what)
-    anorm = np.abs(J).sum(axis=0).max()
-    rcond, _ = lapack.dgecon(lu, anorm, norm="1")
+def lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str, nd: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min. With ``nd`` < n
+    (J bordered by constraint rows, seed 000 eq. 28a–b) the condition judged is the unit-free one of the equilibrated
+    D J D (``integrators.bordered``); J's own LU is returned either way."""
+    lu, piv, rcond = lu_rcond(J, J.shape[0] if nd is None else nd)
     if not rcond >= rcond_min:  # also catches NaN
-        raise SingularityError(step, float(rcond), what)
+        raise SingularityError(step, rcond, what)
     return lu, piv
 
 
@@ -80,7 +80,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
         if with_jac:
             anorm = np.abs(J).sum(axis=0).max()
             try:
-                lu = lu_factor_checked(J, st.rcond_min, step_index, what)
+                lu = lu_factor_checked(J, st.rcond_min, step_index, what, vi.nd)
             except SingularityError:  # chord, away from the root: not this step's verdict (solve retries exact)
                 if chord and not (predicted or rnorm <= eta):
                     raise ConvergenceError(step_index, rnorm, it, "chord matrix singular away from the root") \
@@ -135,7 +135,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
         raise ConvergenceError(step_index, rnorm, it, "chord iteration left the guess's basin")
     if final_check:
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
-        lu = lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
+        lu = lu_factor_checked(np.array(J), st.rcond_min, step_index, what, vi.nd)
         if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
             y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
             r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())

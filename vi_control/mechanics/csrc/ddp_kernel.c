@@ -140,7 +140,7 @@ int vi_plan_linearize(void** c, void** a) {
     const double* arg[2] = {Y + k * ny, z};
     double* res[4] = {lu, Rz, Oy, Oz};
     if (m.lin(arg, res, m.iw, m.w, 0)) { info[0] = (double)k; return 1; }
-    const double r = vi_factor(lu, ny, piv, ex, sg);
+    const double r = vi_factor(lu, ny, m.nd, piv, ex, sg);
     rc[k] = r;
     if (!(r >= m.rcond_min)) { info[0] = (double)k; info[1] = r; return 1; }
     for (long long j = 0; j < nz; j++) { /* dy/dz = -R_y^-1 R_z, column by column */

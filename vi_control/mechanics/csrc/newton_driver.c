@@ -114,7 +114,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     }
     if (with_jac) {
       anorm = vi_norm1(J, ny);
-      rc = vi_factor(J, ny, piv, ex, sg);
+      rc = vi_factor(J, ny, nd, piv, ex, sg);
       j_at_y = 0;
       if (!(rc >= rcond_min)) { /* chord, away from the root: not this step's verdict (the caller retries exact) */
         info[0] = rnorm; info[1] = (double)it; info[2] = rc;
@@ -144,7 +144,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/performance_step.md). */
   int qfinal = qonly && mat == 1 && !j_at_y && isfinite(rnorm);
   if (qfinal) {
-    rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg);
+    rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg, nd, 0);
     qfinal = rc >= rcond_min;
     anorm = mnorm / dt;
   }
@@ -171,7 +171,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   }
   if (final_check) {
     /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
-    rc = vi_factor(J, ny, piv, ex, sg);
+    rc = vi_factor(J, ny, nd, piv, ex, sg);
     info[2] = rc;
     if (!(rc >= rcond_min)) return 2;
     if (chord) {
