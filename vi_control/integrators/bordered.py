@@ -13,6 +13,12 @@ J itself is still factored and solved (the iterates do not change); ‖(DJD)⁻�
 LAPACK dgecon on J's LU factors rescaled exactly: P·DJD = (D_P L D_P⁻¹)(D_P U D) with D_P = P D Pᵀ, an LU
 factorization of DJD with the same pivots. The C driver applies D⁻¹ to the estimator's vectors instead (the same
 numbers).
+
+The residual is mixed the same way: R = [R_dyn (momentum); h(q_{k+1}) (length; the GNI's rows in velocity)], and
+the stopping rule tol·(p₁ + |p_k|∞) is a momentum. ``residual_norm`` weighs the constraint rows by 2^{2e} (the
+relative scaling of DJD's rows, from the step's first Jacobian): measured in momentum, they are asked the same at
+any unit of mass. (Unweighted, masses × 2¹⁹ loosened the h rows by 2¹⁹: on a near double root of the DEL equations,
+seed 000 §VII-B, Newton stopped 1.1e-3 from the root instead of 3e-6.)
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["EXPONENT_MAX", "border_exponent", "border_scaling", "bordered_rcond", "lu_rcond"]
+__all__ = ["EXPONENT_MAX", "border_exponent", "border_scaling", "bordered_rcond", "lu_rcond", "residual_weight",
+           "residual_norm"]
 
 EXPONENT_MAX = 256  # |e| bound (VI_BORDER_EXP_MAX): 2^{±e} and the scaled solves stay far from overflow
 
@@ -65,3 +72,15 @@ def lu_rcond(J: np.ndarray, nd: int) -> tuple[np.ndarray, np.ndarray, float]:
     """dgetrf(J) and ``bordered_rcond`` (0 for an exactly zero pivot)."""
     lu, piv, info = lapack.dgetrf(J)
     return lu, piv, (0.0 if info > 0 else bordered_rcond(J, lu, piv, nd))
+
+
+def residual_weight(J: np.ndarray, nd: int) -> float:
+    """2^{2e} (``border_exponent``): the weight of the constraint rows in ``residual_norm``; 1 without a border."""
+    return float(np.ldexp(1.0, 2 * border_exponent(J, nd)))
+
+
+def residual_norm(R: np.ndarray, nd: int, weight: float) -> float:
+    """max(|R_dyn|∞, weight·|R_c|∞) of R = (R_dyn (nd rows), R_c): NaN if any entry is NaN (vi_residual_norm)."""
+    r = np.abs(np.ravel(R))
+    a, b = float(r[:nd].max(initial=0.0)), weight * float(r[nd:].max(initial=0.0))
+    return a if a != a or a > b else b

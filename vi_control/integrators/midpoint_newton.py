@@ -15,7 +15,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .base import ConvergenceError, SingularityError, StepResult, check_step
-from .bordered import lu_rcond
+from .bordered import lu_rcond, residual_norm, residual_weight
 
 if TYPE_CHECKING:
     from .midpoint import MidpointVI
@@ -61,7 +61,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
     quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
     qonly = quasi and not vi.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
     rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None
-    mnorm = 0.0
+    mnorm, wc, nd = 0.0, None, vi.nd
     near = predicted = False  # M_{k+1} factored near the root; this evaluation includes it for that reason
     for it in range(st.max_iterations + 1):
         if with_jac:
@@ -69,7 +69,9 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
         else:
             R = r_fn(y, z)[0]
         j_at_y = with_jac
-        rnorm = float(np.abs(R).max())
+        if wc is None:  # the constraint rows' weight (integrators.bordered), from the step's first Jacobian
+            wc = residual_weight(np.asarray(J), nd) if vi.nc and with_jac else 1.0
+        rnorm = residual_norm(R, nd, wc)
         if not np.isfinite(rnorm) or st.accepts(rnorm, pnorm) or it == st.max_iterations:
             break
         if not with_jac and lu is None and chol is None:  # the quasi-Newton matrix on first use
@@ -100,7 +102,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
                 R, J = res_fn(y, z)
             else:
                 R = r_fn(y, z)[0]
-            rnorm = float(np.abs(R).max())
+            rnorm = residual_norm(R, nd, wc)
             break
         # Chord: keep the factored matrix while the updates contract by theta_max or better; M_{k+1} once near
         # the root (the next residual predicted below eta, the first contraction ratio taken as theta_max).
@@ -122,7 +124,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
     # M_{k+1} at y
     if final_check and not j_at_y:
         R, J = res_fn(y, z)
-        rnorm = float(np.abs(R).max())
+        rnorm = residual_norm(R, nd, wc)
     if final_check:
         anorm = np.abs(J).sum(axis=0).max()
     # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
@@ -138,13 +140,13 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
         lu = lu_factor_checked(np.array(J), st.rcond_min, step_index, what, vi.nd)
         if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
             y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
-            r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
+            r_pol = residual_norm(r_fn(y_pol, z)[0], nd, wc)
             if r_pol <= max(rnorm, floor_r):
                 y, rnorm = y_pol, r_pol
     for _ in range(2 if qfinal else 0):  # quasi-Newton updates below tol, each kept if not worse (C driver)
         y_pol = y - lapack.dpotrs(chol, R.ravel(), lower=1)[0] * -vi.dt
         R = r_fn(y_pol, z)[0]
-        r_pol = float(np.abs(R).max())
+        r_pol = residual_norm(R, nd, wc)
         if r_pol > max(rnorm, floor_r):
             break
         y, rnorm = y_pol, r_pol

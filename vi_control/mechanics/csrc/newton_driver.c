@@ -18,6 +18,14 @@
 
 long long vi_newton_workspace(long long nq, long long ny) { return ny * ny + 4 * ny + 2 * nq * nq + 2 * nq; }
 
+/* The residual's infinity-norm with its constraint rows (nd..ny: h(q_{k+1}) in metres, eq. 28b; the GNI's rows in
+ * velocity, seed 003 eq. 5b) x w = 2^2e (vi_border_exponent of the step's first Jacobian): in the momentum units of the
+ * dynamic rows (eq. 28a), so the stopping rule tol (p1 + |p_k|) asks the same of them at any unit of mass. */
+static double vi_residual_norm(const double* R, long long nd, long long ny, double w) {
+  const double a = vi_maxabs(R, nd), b = w * vi_maxabs(R + nd, ny - nd);
+  return a != a || a > b ? a : b;
+}
+
 /* M(q_k) into M, its dynamic block into Mdd (Cholesky-factored in place) and v = Mdd^-1 (p_d - M_dk p_k): the
  * velocity of the initial guess and the chord matrix of an unconstrained step. 1 if M_dd is not positive definite. */
 static int vi_mass_chol(const double* q, const double* p, long long nq, long long nd, long long nk,
@@ -94,6 +102,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
 
   arg[0] = y; arg[1] = z; res[0] = R; res[1] = J;
   double rnorm = INFINITY, dnorm_prev = INFINITY, first_update = INFINITY, anorm = 0.0, rc = 0.0;
+  double wc = 0.0; /* the constraint rows' weight (vi_residual_norm), from the step's first Jacobian */
   const double eta = sqrt(tol) * scale;
   for (long long i = 0; i < ny; i++) y0[i] = y[i];
   int with_jac = !quasi; /* next evaluation includes the Jacobian (always in exact Newton) */
@@ -104,7 +113,8 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   for (it = 0; it <= max_it; it++) {
     if (with_jac ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
     j_at_y = with_jac;
-    rnorm = vi_maxabs(R, ny);
+    if (wc == 0.0) wc = nc && with_jac ? ldexp(1.0, 2 * vi_border_exponent(J, ny, nd)) : 1.0;
+    rnorm = vi_residual_norm(R, nd, ny, wc);
     if (!isfinite(rnorm) || rnorm <= tol * scale || it == max_it) break;
     if (!with_jac && mat == 0) { /* warm start of an unconstrained step: the quasi-Newton matrix on first use */
       if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w, &mnorm)) {
@@ -131,7 +141,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     if (dnorm < 1e-15 * (1.0 + vi_maxabs(y, ny))) { /* stalled at round-off */
       j_at_y = !(qonly && mat == 1);
       if (j_at_y ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
-      rnorm = vi_maxabs(R, ny);
+      rnorm = vi_residual_norm(R, nd, ny, wc);
       break;
     }
     /* Chord: keep the factored matrix while the updates contract by theta_max or better, and evaluate M_{k+1}
@@ -152,7 +162,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   const int final_check = !qfinal && (!near || j_at_y);
   if (final_check && !j_at_y && isfinite(rnorm)) {
     if (residual(arg, res, iw, w, 0)) return 1;
-    rnorm = vi_maxabs(R, ny);
+    rnorm = vi_residual_norm(R, nd, ny, wc);
   }
   info[0] = rnorm; info[1] = (double)it;
   /* Accept at the residual's rounding floor ~ eps |J| |q_k| too: R sums terms of size |M/dt| |q|, which
@@ -180,7 +190,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
       vi_lu_solve(J, ny, piv, R);
       for (long long i = 0; i < ny; i++) { ex[i] = R[i]; y[i] -= R[i]; }
       if (residual_only(arg, res, iw, w, 0)) return 1;
-      const double rpol = vi_maxabs(R, ny);
+      const double rpol = vi_residual_norm(R, nd, ny, wc);
       if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
       else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
     }
@@ -191,7 +201,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
       vi_cholesky_solve(Mdd, nd, ex);
       for (long long i = 0; i < nd; i++) { ex[i] *= -dt; y[i] -= ex[i]; }
       if (residual_only(arg, res, iw, w, 0)) return 1;
-      const double rpol = vi_maxabs(R, ny);
+      const double rpol = vi_residual_norm(R, nd, ny, wc);
       if (rpol <= fmax(info[0], floor_r)) info[0] = rpol;
       else { for (long long i = 0; i < nd; i++) y[i] += ex[i]; break; }
     }
