@@ -23,49 +23,57 @@ seed 000 §VII-B, Newton stopped 1.1e-3 from the root instead of 3e-6.)
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["EXPONENT_MAX", "border_exponent", "border_scaling", "bordered_rcond", "lu_rcond", "residual_weight",
-           "residual_norm"]
+__all__ = ["EXPONENT_MAX", "border_exponent", "bordered_rcond", "lu_rcond", "residual_weight", "residual_norm"]
 
 EXPONENT_MAX = 256  # |e| bound (VI_BORDER_EXP_MAX): 2^{±e} and the scaled solves stay far from overflow
+
+
+def _exponent(A: np.ndarray, nd: int) -> int:
+    """``border_exponent`` of a matrix from its entries' magnitudes A = |J|."""
+    n = A.shape[0]
+    if nd <= 0 or nd >= n:
+        return 0
+    a, b = float(A[:nd, :nd].max()), max(float(A[:nd, nd:].max()), float(A[nd:, :nd].max()))
+    if not (0.0 < a < math.inf and 0.0 < b < math.inf):  # (NaN fails too)
+        return 0
+    e = (math.frexp(a)[1] - math.frexp(b)[1]) // 2
+    return max(-EXPONENT_MAX, min(EXPONENT_MAX, e))
 
 
 def border_exponent(J: np.ndarray, nd: int) -> int:
     """e = ⌊(E_dd − E_b)/2⌋ from the binary exponents of max|J_dd| (the first ``nd`` rows and columns) and of the
     border's max|·| (the rest but the zero block): 2^{−2e}·J_dd is then within a factor 4 of the border. 0 without
     a border (nd = n) or when either block is zero or not finite."""
-    n = J.shape[0]
-    if nd <= 0 or nd >= n:
-        return 0
-    a = float(np.abs(J[:nd, :nd]).max())
-    b = float(max(np.abs(J[:nd, nd:]).max(), np.abs(J[nd:, :nd]).max()))
-    if not (0.0 < a < np.inf and 0.0 < b < np.inf):  # (NaN fails too)
-        return 0
-    e = (int(np.frexp(a)[1]) - int(np.frexp(b)[1])) // 2
-    return max(-EXPONENT_MAX, min(EXPONENT_MAX, e))
+    return _exponent(np.abs(J), nd)
 
 
-def border_scaling(n: int, nd: int, e: int) -> np.ndarray:
-    """The diagonal of D = diag(2^{−e} I_nd, 2^{e} I_{n−nd})."""
-    return np.concatenate([np.full(nd, np.ldexp(1.0, -e)), np.full(n - nd, np.ldexp(1.0, e))])
+@lru_cache(maxsize=64)
+def _layout(n: int, nd: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(σ, σ_i + σ_j, strictly lower mask) with D = diag(2^{eσ}): σ = −1 on the nd dynamic rows, +1 on the border."""
+    sigma = np.r_[np.full(nd, -1), np.ones(n - nd, int)]
+    return sigma, sigma[:, None] + sigma[None, :], np.tri(n, k=-1, dtype=bool)
 
 
 def bordered_rcond(J: np.ndarray, lu: np.ndarray, piv: np.ndarray, nd: int) -> float:
     """LAPACK dgecon's 1-norm reciprocal condition of D J D (module docstring) from ``lu``, ``piv`` = dgetrf(J);
     that of J itself when e = 0 (unconstrained: nd = n)."""
-    e = border_exponent(J, nd)
+    A = np.abs(J)
+    e = _exponent(A, nd)
     if e == 0:
-        return float(lapack.dgecon(lu, np.abs(J).sum(axis=0).max(), norm="1")[0])
-    n = J.shape[0]
-    d = border_scaling(n, nd, e)
-    perm = np.arange(n)
-    for i, p in enumerate(piv):  # LAPACK's row interchanges, in order: row i of P·J is row perm[i] of J
+        return float(lapack.dgecon(lu, A.sum(axis=0).max(), norm="1")[0])
+    sigma, pair, lower = _layout(J.shape[0], nd)
+    perm = list(range(J.shape[0]))
+    for i, p in enumerate(piv.tolist()):  # LAPACK's row interchanges, in order: row i of P·J is row perm[i] of J
         perm[i], perm[p] = perm[p], perm[i]
-    dp = d[perm]
-    scale = np.where(np.tri(n, k=-1, dtype=bool), dp[:, None] / dp[None, :], dp[:, None] * d[None, :])
-    return float(lapack.dgecon(lu * scale, np.abs(J * np.outer(d, d)).sum(axis=0).max(), norm="1")[0])
+    sp = sigma[perm]  # D_P = P D Pᵀ: L' = D_P L D_P⁻¹, U' = D_P U D
+    E = e * np.where(lower, sp[:, None] - sp[None, :], sp[:, None] + sigma[None, :])
+    return float(lapack.dgecon(np.ldexp(lu, E), np.ldexp(A, e * pair).sum(axis=0).max(), norm="1")[0])
 
 
 def lu_rcond(J: np.ndarray, nd: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -76,11 +84,12 @@ def lu_rcond(J: np.ndarray, nd: int) -> tuple[np.ndarray, np.ndarray, float]:
 
 def residual_weight(J: np.ndarray, nd: int) -> float:
     """2^{2e} (``border_exponent``): the weight of the constraint rows in ``residual_norm``; 1 without a border."""
-    return float(np.ldexp(1.0, 2 * border_exponent(J, nd)))
+    return math.ldexp(1.0, 2 * border_exponent(J, nd))
 
 
 def residual_norm(R: np.ndarray, nd: int, weight: float) -> float:
-    """max(|R_dyn|∞, weight·|R_c|∞) of R = (R_dyn (nd rows), R_c): NaN if any entry is NaN (vi_residual_norm)."""
-    r = np.abs(np.ravel(R))
-    a, b = float(r[:nd].max(initial=0.0)), weight * float(r[nd:].max(initial=0.0))
-    return a if a != a or a > b else b
+    """max(|R_dyn|∞, weight·|R_c|∞) of R = (R_dyn (nd rows), R_c), NaN if any entry is NaN (as vi_residual_norm)."""
+    r = np.abs(R).ravel()
+    if weight != 1.0:
+        r[nd:] *= weight  # (a power of two: exact, and the max of the scaled entries is the scaled max)
+    return float(r.max(initial=0.0))

@@ -151,13 +151,13 @@ static void vi_factor_solve(const double* F, long long n, const long long* piv, 
 static int vi_border_exponent(const double* J, long long n, long long nd) {
   if (nd <= 0 || nd >= n) return 0;
   double a = 0.0, b = 0.0;
-  for (long long j = 0; j < n; j++)
-    for (long long i = 0; i < (j < nd ? n : nd); i++) {
-      const double v = fabs(J[i + j * n]);
-      if (v != v) return 0;
-      if (i < nd && j < nd) { if (v > a) a = v; }
-      else if (v > b) b = v;
-    }
+  for (long long j = 0; j < n; j++) { /* a: max|J_dd|; b: max|border| (the zero block skipped); 0 on NaN */
+    const double* c = J + j * n;
+    double* m = j < nd ? &a : &b;
+    for (long long i = 0; i < nd; i++) { const double v = fabs(c[i]); if (!(v <= *m)) { if (v != v) return 0; *m = v; } }
+    if (j < nd)
+      for (long long i = nd; i < n; i++) { const double v = fabs(c[i]); if (!(v <= b)) { if (v != v) return 0; b = v; } }
+  }
   if (!(a > 0.0 && b > 0.0 && a <= DBL_MAX && b <= DBL_MAX)) return 0;
   int ea, eb;
   frexp(a, &ea);
@@ -169,30 +169,33 @@ static int vi_border_exponent(const double* J, long long n, long long nd) {
 /* 1-norm of D A D, D = diag(2^-e I_nd, 2^e I_(n-nd)) (vi_border_exponent), NaN-propagating. */
 static double vi_norm1_scaled(const double* A, long long n, long long nd, int e) {
   if (!e) return vi_norm1(A, n);
-  const double sd = ldexp(1.0, -e), sc = ldexp(1.0, e);
+  const double dn = ldexp(1.0, -e), up = ldexp(1.0, e);
   double m = 0.0;
   for (long long j = 0; j < n; j++) {
+    const double* c = A + j * n;
     double s = 0.0;
-    for (long long i = 0; i < n; i++) s += fabs(A[i + j * n]) * (i < nd ? sd : sc);
-    s *= j < nd ? sd : sc;
+    for (long long i = 0; i < nd; i++) s += fabs(c[i]) * dn;
+    for (long long i = nd; i < n; i++) s += fabs(c[i]) * up;
+    s *= j < nd ? dn : up;
     if (s != s) return s;
     if (s > m) m = s;
   }
   return m;
 }
 
-/* x <- D^-1 x, D = diag(2^-e I_nd, 2^e I_(n-nd)): exact (powers of two). */
-static void vi_unscale(double* x, long long n, long long nd, int e) {
-  const double sd = ldexp(1.0, e), sc = ldexp(1.0, -e);
-  for (long long i = 0; i < n; i++) x[i] *= i < nd ? sd : sc;
-}
-
-/* (D A D)^-1 x = D^-1 A^-1 D^-1 x (trans: the transpose's, D^-1 A^-T D^-1 x) from A's factors (vi_factor_solve). */
+/* (D A D)^-1 x = D^-1 A^-1 D^-1 x (trans: D^-1 A^-T D^-1 x) from A's factors (vi_factor_solve); D^-1 =
+ * diag(up I_nd, dn I_(n-nd)), up = 2^e = 1/dn: exact. up = 1: A's own solve. */
 static void vi_scaled_solve(const double* F, long long n, const long long* piv, double* x, int trans, long long nd,
-                            int e) {
-  if (e) vi_unscale(x, n, nd, e);
+                            double up, double dn) {
+  if (up != 1.0) {
+    for (long long i = 0; i < nd; i++) x[i] *= up;
+    for (long long i = nd; i < n; i++) x[i] *= dn;
+  }
   vi_factor_solve(F, n, piv, x, trans);
-  if (e) vi_unscale(x, n, nd, e);
+  if (up != 1.0) {
+    for (long long i = 0; i < nd; i++) x[i] *= up;
+    for (long long i = nd; i < n; i++) x[i] *= dn;
+  }
 }
 
 /* Reciprocal condition number in the 1-norm from the LU factors (or the Cholesky factor, piv = 0): ||A^-1||_1 by
@@ -205,32 +208,33 @@ static double vi_rcond(const double* LU, long long n, const long long* piv, doub
   if (n == 0) return 1.0;
   if (anorm != anorm) return anorm;
   if (anorm == 0.0) return 0.0;
+  const double up = ldexp(1.0, e), dn = ldexp(1.0, -e);
   double est;
   for (long long i = 0; i < n; i++) x[i] = 1.0 / (double)n;
-  vi_scaled_solve(LU, n, piv, x, 0, nd, e);
+  vi_scaled_solve(LU, n, piv, x, 0, nd, up, dn);
   if (n == 1) { est = fabs(x[0]); goto done; }
   est = vi_asum(x, n);
   for (long long i = 0; i < n; i++) { sg[i] = x[i] >= 0.0 ? 1.0 : -1.0; x[i] = sg[i]; }
-  vi_scaled_solve(LU, n, piv, x, 1, nd, e);
+  vi_scaled_solve(LU, n, piv, x, 1, nd, up, dn);
   long long j = vi_iamax(x, n);
   for (int iter = 2;; iter++) {
     for (long long i = 0; i < n; i++) x[i] = 0.0;
     x[j] = 1.0;
-    vi_scaled_solve(LU, n, piv, x, 0, nd, e);
+    vi_scaled_solve(LU, n, piv, x, 0, nd, up, dn);
     double estold = est;
     est = vi_asum(x, n);
     int same = 1;
     for (long long i = 0; i < n; i++) if ((x[i] >= 0.0 ? 1.0 : -1.0) != sg[i]) { same = 0; break; }
     if (same || est <= estold) break;
     for (long long i = 0; i < n; i++) { sg[i] = x[i] >= 0.0 ? 1.0 : -1.0; x[i] = sg[i]; }
-    vi_scaled_solve(LU, n, piv, x, 1, nd, e);
+    vi_scaled_solve(LU, n, piv, x, 1, nd, up, dn);
     long long jlast = j;
     j = vi_iamax(x, n);
     if (!(x[jlast] != fabs(x[j]) && iter < 5)) break;
   }
   /* Alternating-sign vector guards against the estimator's known failure cases. */
   for (long long i = 0; i < n; i++) x[i] = (i % 2 ? -1.0 : 1.0) * (1.0 + (double)i / (double)(n - 1));
-  vi_scaled_solve(LU, n, piv, x, 0, nd, e);
+  vi_scaled_solve(LU, n, piv, x, 0, nd, up, dn);
   double temp = 2.0 * vi_asum(x, n) / (double)(3 * n);
   if (temp > est) est = temp;
 done:
