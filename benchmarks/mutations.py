@@ -217,7 +217,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "four-bar × 2¹⁹ refused as singular)",
              ("test/test_constrained_units.py", "test/test_step_backends.py"), area="integrators"),
     Mutation("bordered_condition_in_mixed_units_numpy", "vi_control/integrators/bordered.py",
-             "    e = border_exponent(J, nd)\n    if e == 0:", "    e = 0\n    if e == 0:",
+             "    e = _exponent(A, nd)\n    if e == 0:", "    e = 0\n    if e == 0:",
              "the numpy Newton loop and linearize judge the bordered matrix unequilibrated again",
              ("test/test_constrained_units.py",)),
     Mutation("constraint_rows_in_metres_again", "vi_control/mechanics/csrc/newton_driver.c",

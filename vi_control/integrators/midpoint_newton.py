@@ -4,7 +4,8 @@ a step is not one call into the generated C driver (the CasADi VM, or compiled f
 The same algorithm as the C driver (vi_newton_step in mechanics/csrc/newton_driver.c), step for step: exact Newton
 on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (seed 001 eq. 25, Cholesky) for an unconstrained
 step, else M_{k+1} at the guess — with M_{k+1} evaluated once near the root, the rounding-floor acceptance, the basin
-check and the condition check at the root (``MidpointVI``'s docstring has the options).
+check and the condition check at the root (``MidpointVI``'s docstring has the options). With constraints, the
+condition judged and the residual's norm are unit-free as the driver's (``integrators.bordered``).
 """
 
 from __future__ import annotations

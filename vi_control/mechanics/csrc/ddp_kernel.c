@@ -121,7 +121,8 @@ int vi_plan_rollout(void** c, void** a) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * Linearization along the trajectory. a: X, U, Y | A (N, nx, nx), B (N, nx, nu), rcond (N), LU of R_y (N, ny, ny),
+ * Linearization along the trajectory. a: X, U, Y | A (N, nx, nx), B (N, nx, nu), rcond (N: of the equilibrated
+ * R_y with constraints, vi_factor), LU of R_y (N, ny, ny),
  * pivots (N, ny), dy/dz (N, ny, nz), O_y (N, nx, ny), info (stage, rcond). Returns 0, or 1 where R_y is singular
  * to rcond_min (linearize raises SingularityError there: the map has no derivative, seed 000 §VII). */
 int vi_plan_linearize(void** c, void** a) {

@@ -3,7 +3,9 @@
  * bordered by constraint Jacobians) or chord Newton (that Jacobian factored once, refreshed only when
  * the updates contract slower than theta_max, residual-only evaluations in between), LU with partial
  * pivoting, Higham's 1-norm condition estimate (the algorithm LAPACK's dgecon uses) on every
- * factorization and on the Jacobian at the root, then the output map (eq. 2b / 28c).
+ * factorization and on the Jacobian at the root, then the output map (eq. 2b / 28c). With constraints the
+ * estimate is that of the equilibrated bordered matrix and the residual's constraint rows count in momentum units
+ * (vi_border_exponent, vi_residual_norm): neither depends on the unit of mass.
  * Return codes: 0 ok, 1 not converged, 2 singular Jacobian (info[2] = rcond), 3 non-finite input,
  * 4 singular mass matrix in the initial guess, 5 a configuration beyond the stated range (info[2] = its
  * index), 6 a root that cannot be vouched for: a dynamic revolute joint turning more than max_rotation in
