@@ -85,7 +85,7 @@ def test_the_fourbar_runs_in_any_unit_of_mass(options):
 @pytest.mark.parametrize("compile", [None, False], ids=["compiled", "numpy"])
 def test_the_sleigh_runs_in_any_unit_of_mass(compile):
     """The GNI (seed 003 eqs. 5, 16) on the Chaplygin sleigh, masses × 2^±10, 2^±19, 100 steps: the unscaled run, and
-    the condition of its Newton matrix (bordered by the nonholonomic row) within 1.5× (was 2e-8 at × 2¹⁰; × 2¹⁹
+    the condition of its Newton matrix (bordered by the nonholonomic row) within 1.6× (was 2e-8 at × 2¹⁰; × 2¹⁹
     refused)."""
     qdot0 = np.array([-1.0, 0.5 * 2.0, 2.0])  # test_gni_sleigh.py: an allowed velocity (ẏ = a θ̇ at θ = 0)
 
