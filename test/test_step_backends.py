@@ -27,6 +27,8 @@ def _models():
         "chain10": lambda: load_robot(planar_chain_urdf(10, damping=0.05)),
         # Holonomic constraints (λ unknowns, bordered Jacobian) and prescribed joints (idx_k path).
         "fourbar": lambda: load_robot(bundled_urdf("fourbar"), bundled_config("fourbar")),
+        # Masses × 2¹⁹: the bordered matrix's blocks 2¹⁹ further apart (its own rcond ~4e-17: test_constrained_units)
+        "fourbar_heavy": lambda: load_robot(bundled_urdf("fourbar"), bundled_config("fourbar"), mass_scale=2.0 ** 19),
         "prescribed": lambda: load_robot(bundled_urdf("double_pendulum"),
                                          {"gravity": [0, 0, -9.81], "prescribed": ["elbow"]}),
     }
@@ -44,7 +46,7 @@ def pair(request):
 
 
 def _initial_state(name: str, vi: MidpointVI, rng) -> np.ndarray:
-    if name == "fourbar":
+    if name.startswith("fourbar"):
         q = fourbar_initial_configuration(0.3)
         return vi.state_from_configurations(q, q)  # at rest on the constraint manifold
     q, qdot = rng.uniform(-1, 1, vi.nq), rng.uniform(-1, 1, vi.nq)
@@ -185,6 +187,34 @@ def test_singularity_error_and_rcond_match_lapack(pair, rng, newton):
     assert errors[0].step == errors[1].step == 7 and errors[0].what == errors[1].what
     assert 0 < errors[0].rcond <= 1
     assert errors[0].rcond == pytest.approx(errors[1].rcond, rel=1e-9)
+
+
+def test_bordered_condition_is_lapacks_of_the_equilibrated_matrix(pair, rng):
+    """With constraints both backends judge D J D, D = diag(2^-e I_nd, 2^e I_nc) with e = ⌊(E_dd − E_b)/2⌋ of the binary
+    exponents of the largest |entry| of M_{k+1}'s block and of the border (integrators.bordered): their estimates
+    equal LAPACK dgecon on dgetrf of D J D formed here, at the guess where exact Newton factors first. The heavy
+    four-bar's J itself is near singular to LAPACK (rcond < rcond_min: what the step reported before)."""
+    from scipy.linalg import lapack
+
+    name, compiled, vm = pair
+    if not compiled.nc:
+        pytest.skip("no border: the condition of J itself (test_singularity_error_and_rcond_match_lapack)")
+    x = _initial_state(name, compiled, rng)
+    u = np.zeros(compiled.nu)
+    with _method("exact", CHORD_RATE_MAX, compiled, vm):
+        got = [_error_with(vi, SingularityError, x, u, 0, rcond_min=2.0).rcond for vi in (compiled, vm)]
+    J = np.array(vm.functions["residual"](vm.initial_guess(x, u, None), np.concatenate([x, u]))[1])
+    nd = compiled.nd
+    e = (np.frexp(np.abs(J[:nd, :nd]).max())[1] - np.frexp(max(np.abs(J[:nd, nd:]).max(),
+                                                                  np.abs(J[nd:, :nd]).max()))[1]) // 2
+    d = np.r_[np.full(nd, 2.0 ** -e), np.full(compiled.nc, 2.0 ** e)]
+    DJD = J * np.outer(d, d)
+    lu, _, info = lapack.dgetrf(DJD)
+    expected = lapack.dgecon(lu, np.abs(DJD).sum(axis=0).max(), norm="1")[0]
+    assert info == 0 and got == pytest.approx([expected, expected], rel=1e-9)
+    lu, _, _ = lapack.dgetrf(J)
+    unscaled = lapack.dgecon(lu, np.abs(J).sum(axis=0).max(), norm="1")[0]
+    assert (unscaled < compiled.settings.rcond_min) == (name == "fourbar_heavy"), unscaled
 
 
 def test_quasi_newton_condition_estimate_matches_lapack_dpocon(pair, rng):

@@ -4,7 +4,8 @@ a step is not one call into the generated C driver (the CasADi VM, or compiled f
 The same algorithm as the C driver (vi_newton_step in mechanics/csrc/newton_driver.c), step for step: exact Newton
 on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (seed 001 eq. 25, Cholesky) for an unconstrained
 step, else M_{k+1} at the guess — with M_{k+1} evaluated once near the root, the rounding-floor acceptance, the basin
-check and the condition check at the root (``MidpointVI``'s docstring has the options).
+check and the condition check at the root (``MidpointVI``'s docstring has the options). With constraints, the
+condition judged and the residual's norm are unit-free as the driver's (``integrators.bordered``).
 """
 
 from __future__ import annotations
@@ -15,20 +16,20 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .base import ConvergenceError, SingularityError, StepResult, check_step
+from .bordered import lu_rcond, residual_norm, residual_weight
 
 if TYPE_CHECKING:
     from .midpoint import MidpointVI
 
 
-def lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min."""
-    lu, piv, info = lapack.dgetrf(J)
-    if info > 0:
-        raise SingularityError(step, 0.0, what)
-    anorm = np.abs(J).sum(axis=0).max()
-    rcond, _ = lapack.dgecon(lu, anorm, norm="1")
+def lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str, nd: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min. With ``nd`` < n
+    (J bordered by constraint rows, seed 000 eq. 28a–b) the condition judged is the unit-free one of the equilibrated
+    D J D (``integrators.bordered``); J's own LU is returned either way."""
+    lu, piv, rcond = lu_rcond(J, J.shape[0] if nd is None else nd)
     if not rcond >= rcond_min:  # also catches NaN
-        raise SingularityError(step, float(rcond), what)
+        raise SingularityError(step, rcond, what)
     return lu, piv
 
 
@@ -61,7 +62,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
     quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
     qonly = quasi and not vi.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
     rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None
-    mnorm = 0.0
+    mnorm, wc, nd = 0.0, None, vi.nd
     near = predicted = False  # M_{k+1} factored near the root; this evaluation includes it for that reason
     for it in range(st.max_iterations + 1):
         if with_jac:
@@ -69,7 +70,9 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
         else:
             R = r_fn(y, z)[0]
         j_at_y = with_jac
-        rnorm = float(np.abs(R).max())
+        if wc is None:  # the constraint rows' weight (integrators.bordered), from the step's first Jacobian
+            wc = residual_weight(np.asarray(J), nd) if vi.nc and with_jac else 1.0
+        rnorm = residual_norm(R, nd, wc)
         if not np.isfinite(rnorm) or st.accepts(rnorm, pnorm) or it == st.max_iterations:
             break
         if not with_jac and lu is None and chol is None:  # the quasi-Newton matrix on first use
@@ -80,7 +83,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
         if with_jac:
             anorm = np.abs(J).sum(axis=0).max()
             try:
-                lu = lu_factor_checked(J, st.rcond_min, step_index, what)
+                lu = lu_factor_checked(J, st.rcond_min, step_index, what, vi.nd)
             except SingularityError:  # chord, away from the root: not this step's verdict (solve retries exact)
                 if chord and not (predicted or rnorm <= eta):
                     raise ConvergenceError(step_index, rnorm, it, "chord matrix singular away from the root") \
@@ -100,7 +103,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
                 R, J = res_fn(y, z)
             else:
                 R = r_fn(y, z)[0]
-            rnorm = float(np.abs(R).max())
+            rnorm = residual_norm(R, nd, wc)
             break
         # Chord: keep the factored matrix while the updates contract by theta_max or better; M_{k+1} once near
         # the root (the next residual predicted below eta, the first contraction ratio taken as theta_max).
@@ -122,7 +125,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
     # M_{k+1} at y
     if final_check and not j_at_y:
         R, J = res_fn(y, z)
-        rnorm = float(np.abs(R).max())
+        rnorm = residual_norm(R, nd, wc)
     if final_check:
         anorm = np.abs(J).sum(axis=0).max()
     # Also accept at the residual's rounding floor ~ eps·|J|·|y| (same rule as the C driver).
@@ -135,16 +138,16 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
         raise ConvergenceError(step_index, rnorm, it, "chord iteration left the guess's basin")
     if final_check:
         # The converged Jacobian must be well-conditioned too, or the linearization is garbage.
-        lu = lu_factor_checked(np.array(J), st.rcond_min, step_index, what)
+        lu = lu_factor_checked(np.array(J), st.rcond_min, step_index, what, vi.nd)
         if chord:  # one exact Newton update at the root, as the C driver does (chord stops just below tol)
             y_pol = y - lapack.dgetrs(*lu, np.ravel(R))[0]
-            r_pol = float(np.abs(r_fn(y_pol, z)[0]).max())
+            r_pol = residual_norm(r_fn(y_pol, z)[0], nd, wc)
             if r_pol <= max(rnorm, floor_r):
                 y, rnorm = y_pol, r_pol
     for _ in range(2 if qfinal else 0):  # quasi-Newton updates below tol, each kept if not worse (C driver)
         y_pol = y - lapack.dpotrs(chol, R.ravel(), lower=1)[0] * -vi.dt
         R = r_fn(y_pol, z)[0]
-        r_pol = float(np.abs(R).max())
+        r_pol = residual_norm(R, nd, wc)
         if r_pol > max(rnorm, floor_r):
             break
         y, rnorm = y_pol, r_pol

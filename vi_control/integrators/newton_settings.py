@@ -27,8 +27,11 @@ class NewtonSettings:
     floor is the configuration's *before* the step: measured from the root Newton wandered to (|y|, as it
     once was), it grew with the garbage and excused it (a chain at p = 1e8 was accepted at a residual of
     2.7e4). ``step_tol`` (relative to 1 + |y|∞) ends iterations whose updates have stopped contracting: the
-    residual is then judged by the same rule. ``rcond_min`` is the reciprocal condition below which the Newton
-    matrix counts as singular. ``max_iterations`` bounds every loop. ``max_rotation`` [rad, default π]: a dynamic
+    residual is then judged by the same rule. With constraints the residual's rows h(q_{k+1}) (length; the GNI's
+    velocity rows) count × 2^{2e}, the bordered matrix's equilibration (``integrators.bordered``): in momentum, as
+    the rule is. ``rcond_min`` is the reciprocal condition below which the Newton matrix counts as singular (with
+    constraints: the equilibrated one's, whose condition does not change with the unit of mass).
+    ``max_iterations`` bounds every loop. ``max_rotation`` [rad, default π]: a dynamic
     revolute joint turning more in one step is refused (UntrustedStepError). Half a turn per step is the sampling
     limit of a rotation — beyond it sampled angles alias (the controller's state estimate takes joint increments
     modulo 2π) — and there the DEL equations have further roots whole turns apart, which chord and exact Newton

@@ -13,7 +13,9 @@ The second formula is the covector contraction a second-order optimizer needs, w
 the (nx, nz, nz) tensor; ``second_order`` forms the full tensor from one projected Hessian per
 curved output row and per residual row (the contraction is linear in (c, μ)).
 The rcond of R_y is reported with every linearization: seed 000 §VII's two singularities (M_{k+1},
-and the constraint term Dh(q_{k+1}) M_{k+1}⁻¹ Dh(q_k)ᵀ, its Schur complement) both make R_y singular.
+and the constraint term Dh(q_{k+1}) M_{k+1}⁻¹ Dh(q_k)ᵀ, its Schur complement) both make R_y singular. With
+constraints it is the rcond of the equilibrated bordered matrix (``integrators.bordered``): M_{k+1} is in units of
+mass and the border is not, so R_y's own condition would change with the unit of mass.
 
 Every function here takes any ``Linearizable`` system (integrators.base): it asks the system only for
 ``solve``, ``step_derivatives``, ``step_hessian``, ``curved_outputs`` and ``warm_start``.
@@ -27,6 +29,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ..integrators.base import Linearizable, SingularityError, StepResult
+from ..integrators.bordered import lu_rcond
 
 __all__ = ["Linearization", "TrajectoryLinearization", "linearize", "second_order_contraction", "second_order",
            "linearize_trajectory"]
@@ -37,7 +40,7 @@ class Linearization:
     A: np.ndarray  # ∂f/∂x (nx, nx)
     B: np.ndarray  # ∂f/∂u (nx, nu)
     dy_dz: np.ndarray  # derivative of the step unknowns (q_{k+1}, λ_k), used by second order
-    rcond: float  # reciprocal condition number of R_y (M_{k+1} bordered by constraints)
+    rcond: float  # reciprocal condition number of R_y (M_{k+1} bordered by constraints: equilibrated)
     # (step result, z, O_y, LU of R_y): lets second_order_contraction(..., lin=) skip re-evaluating them
     parts: tuple | None = field(default=None, repr=False, compare=False)
 
@@ -48,12 +51,10 @@ def _parts(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | 
     return r, d.Ry, d.Rz, d.Oy, d.Oz
 
 
-def _factor(Ry: np.ndarray):
-    lu, piv, info = lapack.dgetrf(Ry)
-    if info > 0:
-        return lu, piv, 0.0
-    rcond, _ = lapack.dgecon(lu, np.abs(Ry).sum(axis=0).max(), norm="1")
-    return lu, piv, float(rcond)
+def _factor(Ry: np.ndarray, nc: int = 0):
+    """LU of R_y, and its rcond: with ``nc`` constraint rows the unit-free one of the equilibrated bordered matrix
+    (``integrators.bordered``, as the step's verdict)."""
+    return lu_rcond(Ry, Ry.shape[0] - nc)
 
 
 def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | None = None) -> Linearization:
@@ -64,7 +65,7 @@ def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult
     the integrator's own threshold ``vi.settings.rcond_min``: the map has no derivative there (seed 000 §VII).
     """
     r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
-    lu, piv, rcond = _factor(Ry)
+    lu, piv, rcond = _factor(Ry, vi.nc)
     if not rcond >= vi.settings.rcond_min:
         raise SingularityError(None, rcond, "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]

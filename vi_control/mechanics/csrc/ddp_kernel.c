@@ -121,7 +121,8 @@ int vi_plan_rollout(void** c, void** a) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * Linearization along the trajectory. a: X, U, Y | A (N, nx, nx), B (N, nx, nu), rcond (N), LU of R_y (N, ny, ny),
+ * Linearization along the trajectory. a: X, U, Y | A (N, nx, nx), B (N, nx, nu), rcond (N: of the equilibrated
+ * R_y with constraints, vi_factor), LU of R_y (N, ny, ny),
  * pivots (N, ny), dy/dz (N, ny, nz), O_y (N, nx, ny), info (stage, rcond). Returns 0, or 1 where R_y is singular
  * to rcond_min (linearize raises SingularityError there: the map has no derivative, seed 000 §VII). */
 int vi_plan_linearize(void** c, void** a) {
@@ -140,7 +141,7 @@ int vi_plan_linearize(void** c, void** a) {
     const double* arg[2] = {Y + k * ny, z};
     double* res[4] = {lu, Rz, Oy, Oz};
     if (m.lin(arg, res, m.iw, m.w, 0)) { info[0] = (double)k; return 1; }
-    const double r = vi_factor(lu, ny, piv, ex, sg);
+    const double r = vi_factor(lu, ny, m.nd, piv, ex, sg);
     rc[k] = r;
     if (!(r >= m.rcond_min)) { info[0] = (double)k; info[1] = r; return 1; }
     for (long long j = 0; j < nz; j++) { /* dy/dz = -R_y^-1 R_z, column by column */

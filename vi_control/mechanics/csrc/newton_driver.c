@@ -3,7 +3,9 @@
  * bordered by constraint Jacobians) or chord Newton (that Jacobian factored once, refreshed only when
  * the updates contract slower than theta_max, residual-only evaluations in between), LU with partial
  * pivoting, Higham's 1-norm condition estimate (the algorithm LAPACK's dgecon uses) on every
- * factorization and on the Jacobian at the root, then the output map (eq. 2b / 28c).
+ * factorization and on the Jacobian at the root, then the output map (eq. 2b / 28c). With constraints the
+ * estimate is that of the equilibrated bordered matrix and the residual's constraint rows count in momentum units
+ * (vi_border_exponent, vi_residual_norm): neither depends on the unit of mass.
  * Return codes: 0 ok, 1 not converged, 2 singular Jacobian (info[2] = rcond), 3 non-finite input,
  * 4 singular mass matrix in the initial guess, 5 a configuration beyond the stated range (info[2] = its
  * index), 6 a root that cannot be vouched for: a dynamic revolute joint turning more than max_rotation in
@@ -17,6 +19,14 @@
 #endif
 
 long long vi_newton_workspace(long long nq, long long ny) { return ny * ny + 4 * ny + 2 * nq * nq + 2 * nq; }
+
+/* The residual's infinity-norm with its constraint rows (nd..ny: h(q_{k+1}) in metres, eq. 28b; the GNI's rows in
+ * velocity, seed 003 eq. 5b) x w = 2^2e (vi_border_exponent of the step's first Jacobian): in the momentum units of the
+ * dynamic rows (eq. 28a), so the stopping rule tol (p1 + |p_k|) asks the same of them at any unit of mass. */
+static double vi_residual_norm(const double* R, long long nd, long long ny, double w) {
+  const double a = vi_maxabs(R, nd), b = w * vi_maxabs(R + nd, ny - nd);
+  return a != a || a > b ? a : b;
+}
 
 /* M(q_k) into M, its dynamic block into Mdd (Cholesky-factored in place) and v = Mdd^-1 (p_d - M_dk p_k): the
  * velocity of the initial guess and the chord matrix of an unconstrained step. 1 if M_dd is not positive definite. */
@@ -94,6 +104,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
 
   arg[0] = y; arg[1] = z; res[0] = R; res[1] = J;
   double rnorm = INFINITY, dnorm_prev = INFINITY, first_update = INFINITY, anorm = 0.0, rc = 0.0;
+  double wc = 0.0; /* the constraint rows' weight (vi_residual_norm), from the step's first Jacobian */
   const double eta = sqrt(tol) * scale;
   for (long long i = 0; i < ny; i++) y0[i] = y[i];
   int with_jac = !quasi; /* next evaluation includes the Jacobian (always in exact Newton) */
@@ -104,7 +115,8 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   for (it = 0; it <= max_it; it++) {
     if (with_jac ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
     j_at_y = with_jac;
-    rnorm = vi_maxabs(R, ny);
+    if (wc == 0.0) wc = nc && with_jac ? ldexp(1.0, 2 * vi_border_exponent(J, ny, nd)) : 1.0;
+    rnorm = vi_residual_norm(R, nd, ny, wc);
     if (!isfinite(rnorm) || rnorm <= tol * scale || it == max_it) break;
     if (!with_jac && mat == 0) { /* warm start of an unconstrained step: the quasi-Newton matrix on first use */
       if (vi_mass_chol(q, p, nq, nd, nk, idx_d, idx_k, M, Mdd, v, iw, w, &mnorm)) {
@@ -114,7 +126,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     }
     if (with_jac) {
       anorm = vi_norm1(J, ny);
-      rc = vi_factor(J, ny, piv, ex, sg);
+      rc = vi_factor(J, ny, nd, piv, ex, sg);
       j_at_y = 0;
       if (!(rc >= rcond_min)) { /* chord, away from the root: not this step's verdict (the caller retries exact) */
         info[0] = rnorm; info[1] = (double)it; info[2] = rc;
@@ -131,7 +143,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     if (dnorm < 1e-15 * (1.0 + vi_maxabs(y, ny))) { /* stalled at round-off */
       j_at_y = !(qonly && mat == 1);
       if (j_at_y ? residual(arg, res, iw, w, 0) : residual_only(arg, res, iw, w, 0)) return 1;
-      rnorm = vi_maxabs(R, ny);
+      rnorm = vi_residual_norm(R, nd, ny, wc);
       break;
     }
     /* Chord: keep the factored matrix while the updates contract by theta_max or better, and evaluate M_{k+1}
@@ -144,7 +156,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/performance_step.md). */
   int qfinal = qonly && mat == 1 && !j_at_y && isfinite(rnorm);
   if (qfinal) {
-    rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg);
+    rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg, nd, 0);
     qfinal = rc >= rcond_min;
     anorm = mnorm / dt;
   }
@@ -152,7 +164,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   const int final_check = !qfinal && (!near || j_at_y);
   if (final_check && !j_at_y && isfinite(rnorm)) {
     if (residual(arg, res, iw, w, 0)) return 1;
-    rnorm = vi_maxabs(R, ny);
+    rnorm = vi_residual_norm(R, nd, ny, wc);
   }
   info[0] = rnorm; info[1] = (double)it;
   /* Accept at the residual's rounding floor ~ eps |J| |q_k| too: R sums terms of size |M/dt| |q|, which
@@ -171,7 +183,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   }
   if (final_check) {
     /* The converged Jacobian must be well-conditioned too, or the linearization is garbage. */
-    rc = vi_factor(J, ny, piv, ex, sg);
+    rc = vi_factor(J, ny, nd, piv, ex, sg);
     info[2] = rc;
     if (!(rc >= rcond_min)) return 2;
     if (chord) {
@@ -180,7 +192,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
       vi_lu_solve(J, ny, piv, R);
       for (long long i = 0; i < ny; i++) { ex[i] = R[i]; y[i] -= R[i]; }
       if (residual_only(arg, res, iw, w, 0)) return 1;
-      const double rpol = vi_maxabs(R, ny);
+      const double rpol = vi_residual_norm(R, nd, ny, wc);
       if (rpol <= fmax(rnorm, floor_r)) info[0] = rpol;
       else for (long long i = 0; i < ny; i++) y[i] += ex[i]; /* keep the accepted iterate */
     }
@@ -191,7 +203,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
       vi_cholesky_solve(Mdd, nd, ex);
       for (long long i = 0; i < nd; i++) { ex[i] *= -dt; y[i] -= ex[i]; }
       if (residual_only(arg, res, iw, w, 0)) return 1;
-      const double rpol = vi_maxabs(R, ny);
+      const double rpol = vi_residual_norm(R, nd, ny, wc);
       if (rpol <= fmax(info[0], floor_r)) info[0] = rpol;
       else { for (long long i = 0; i < nd; i++) y[i] += ex[i]; break; }
     }
