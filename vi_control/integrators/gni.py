@@ -68,12 +68,15 @@ class GeometricNonholonomicIntegrator(MidpointVI):
 
     def projector(self, q: np.ndarray) -> np.ndarray:
         """𝒫(q) = I − M⁻¹Cᵀ(CM⁻¹Cᵀ)⁻¹C (eq. 12b with μ = C): the M-orthogonal projector onto the allowed
-        velocities; 𝒫ᵀ projects momenta (𝒬 = I − 𝒫 is eq. 12a)."""
+        velocities; 𝒫ᵀ projects momenta (𝒬 = I − 𝒫 is eq. 12a). Where M or CM⁻¹Cᵀ is singular (constraints that
+        coincide: the snakeboard's wheels parallel) the least-squares solutions, as ``velocity``: the step's guess
+        must not fail there — its Newton matrix decides (SingularityError; the numpy loop raised numpy's
+        LinAlgError from the guess, the C driver a SingularityError)."""
         M, C = self.mass_matrix(q), self.constraint_rows(q)
         if not len(C):
             return np.eye(self.nq)
-        MiCt = np.linalg.solve(M, C.T)
-        return np.eye(self.nq) - MiCt @ np.linalg.solve(C @ MiCt, C)
+        MiCt = _solve_or_lstsq(M, C.T)
+        return np.eye(self.nq) - MiCt @ _solve_or_lstsq(C @ MiCt, C)
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """q̇ = 𝒫(q)M(q)⁻¹p: the allowed velocity of the momentum p (eq. 15 without the ½Δt force term)."""
@@ -138,3 +141,11 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         lam = np.linalg.solve(C @ np.linalg.solve(M, C.T), rhs) if len(C) else np.zeros(0)
         p = M @ qdot - 0.5 * self.dt * (f + C.T @ lam)
         return np.concatenate([q, p])
+
+
+def _solve_or_lstsq(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A⁻¹B, or the least-squares solution where A is singular."""
+    try:
+        return np.linalg.solve(A, B)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(A, B, rcond=None)[0]
