@@ -54,6 +54,7 @@ from .common import (
     run_node,
     watch_parameters,
 )
+from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
 from .messages import (
     ForeignJointState,
     JointStateReader,
@@ -68,7 +69,7 @@ from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, sta
 
 # A zero-stamped state right after one of t = 0, the clock within this of 0, is a simulation's first state again
 # (``stamped_on_receipt``): the controller's default state_timeout, beyond which the controller would call it stale.
-FIRST_STATE_WINDOW = 0.5
+FIRST_STATE_WINDOW = float(CONTROLLER_PARAMETERS["state_timeout"].default)
 
 
 class PlannerNode(Node):
