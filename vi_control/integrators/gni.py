@@ -26,7 +26,7 @@ import numpy as np
 
 from ..model.robot import RobotModel
 from .base import NewtonSettings, as_vector
-from .midpoint import MidpointVI
+from .midpoint import MidpointVI, solve_or_lstsq
 
 __all__ = ["GeometricNonholonomicIntegrator", "CONSTRAINT_VIOLATION"]
 
@@ -75,8 +75,8 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         M, C = self.mass_matrix(q), self.constraint_rows(q)
         if not len(C):
             return np.eye(self.nq)
-        MiCt = _solve_or_lstsq(M, C.T)
-        return np.eye(self.nq) - MiCt @ _solve_or_lstsq(C @ MiCt, C)
+        MiCt = solve_or_lstsq(M, C.T)
+        return np.eye(self.nq) - MiCt @ solve_or_lstsq(C @ MiCt, C)
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """q̇ = 𝒫(q)M(q)⁻¹p: the allowed velocity of the momentum p (eq. 15 without the ½Δt force term)."""
@@ -142,10 +142,3 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         p = M @ qdot - 0.5 * self.dt * (f + C.T @ lam)
         return np.concatenate([q, p])
 
-
-def _solve_or_lstsq(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """A⁻¹B, or the least-squares solution where A is singular."""
-    try:
-        return np.linalg.solve(A, B)
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(A, B, rcond=None)[0]

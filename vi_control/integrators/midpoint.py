@@ -53,6 +53,14 @@ CHORD_RATE_MAX = 0.25
 _F64 = np.dtype(np.float64)  # the dtype the compiled step's fast path takes as is (others go through check_state_input)
 
 
+def solve_or_lstsq(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A⁻¹B, or the least-squares (minimum-norm) solution where A is singular."""
+    try:
+        return np.linalg.solve(A, B)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(A, B, rcond=None)[0]
+
+
 class MidpointVI(SymbolicStepDerivatives):
     """Midpoint variational integrator for a RobotModel at time step ``dt`` (a ``Linearizable`` system).
 
@@ -163,10 +171,7 @@ class MidpointVI(SymbolicStepDerivatives):
         d, k = self.idx_d, self.idx_k
         rhs = p[d] - M[np.ix_(d, k)] @ v[k] if len(k) else p[d]
         Mdd = M[np.ix_(d, d)]
-        try:
-            v[d] = np.linalg.solve(Mdd, rhs)
-        except np.linalg.LinAlgError:
-            v[d] = np.linalg.lstsq(Mdd, rhs, rcond=None)[0]
+        v[d] = solve_or_lstsq(Mdd, rhs)
         return v
 
     def velocities(self, X: np.ndarray) -> np.ndarray:
