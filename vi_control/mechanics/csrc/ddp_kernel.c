@@ -62,6 +62,57 @@ long long vi_plan_workspace(long long nx, long long nu, long long ny, long long 
          + 4 * ny * ny + 10 * (nx + nu + ny + nz) + 64;
 }
 
+/* A X = B (trans = 0) or A^T X = B (trans = 1) with P A = L U (vi_lu), for m right-hand sides at once, B row-major
+ * (n, m): vi_lu_solve's / vi_lu_solve_t's operations on every system in their order, vectorized across them (their
+ * skip of zero entries aside, which changes at most the sign of a zero). */
+static void vi_lu_solve_rows(const double* LU, long long n, const long long* piv, double* B, long long m, int trans) {
+  if (!trans) {
+    for (long long k = 0; k < n; k++)
+      if (piv[k] != k)
+        for (long long c = 0; c < m; c++) { double t = B[k * m + c]; B[k * m + c] = B[piv[k] * m + c]; B[piv[k] * m + c] = t; }
+    for (long long j = 0; j < n; j++) {
+      const double* bj = B + j * m;
+      for (long long i = j + 1; i < n; i++) {
+        const double l = LU[i + j * n];
+        double* bi = B + i * m;
+        for (long long c = 0; c < m; c++) bi[c] -= l * bj[c];
+      }
+    }
+    for (long long j = n - 1; j >= 0; j--) {
+      double* bj = B + j * m;
+      const double d = LU[j + j * n];
+      for (long long c = 0; c < m; c++) bj[c] /= d;
+      for (long long i = 0; i < j; i++) {
+        const double u = LU[i + j * n];
+        double* bi = B + i * m;
+        for (long long c = 0; c < m; c++) bi[c] -= u * bj[c];
+      }
+    }
+    return;
+  }
+  for (long long i = 0; i < n; i++) {
+    double* bi = B + i * m;
+    const double d = LU[i + i * n];
+    for (long long c = 0; c < m; c++) bi[c] /= d;
+    for (long long j = i + 1; j < n; j++) {
+      const double u = LU[i + j * n];
+      double* bj = B + j * m;
+      for (long long c = 0; c < m; c++) bj[c] -= u * bi[c];
+    }
+  }
+  for (long long i = n - 1; i >= 0; i--) {
+    const double* bi = B + i * m;
+    for (long long j = 0; j < i; j++) {
+      const double l = LU[i + j * n];
+      double* bj = B + j * m;
+      for (long long c = 0; c < m; c++) bj[c] -= l * bi[c];
+    }
+  }
+  for (long long k = n - 1; k >= 0; k--)
+    if (piv[k] != k)
+      for (long long c = 0; c < m; c++) { double t = B[k * m + c]; B[k * m + c] = B[piv[k] * m + c]; B[piv[k] * m + c] = t; }
+}
+
 /* numpy's clip: NaN stays NaN (the step then reports a non-finite input). */
 static double vi_clip(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -120,48 +171,6 @@ int vi_plan_rollout(void** c, void** a) {
   return 0;
 }
 
-/* ---------------------------------------------------------------------------------------------------------
- * Linearization along the trajectory. a: X, U, Y | A (N, nx, nx), B (N, nx, nu), rcond (N: of the equilibrated
- * R_y with constraints, vi_factor), LU of R_y (N, ny, ny),
- * pivots (N, ny), dy/dz (N, ny, nz), O_y (N, nx, ny), info (stage, rcond). Returns 0, or 1 where R_y is singular
- * to rcond_min (linearize raises SingularityError there: the map has no derivative, seed 000 §VII). */
-int vi_plan_linearize(void** c, void** a) {
-  vi_plan_ctx m = vi_plan_unpack(c);
-  const long long N = m.N, nx = m.nx, nu = m.nu, ny = m.ny, nz = m.nz;
-  const double *X = a[0], *U = a[1], *Y = a[2];
-  double *A = a[3], *B = a[4], *rc = a[5], *LU = a[6], *DY = a[8], *OY = a[9], *info = a[10];
-  long long* PIV = a[7];
-  double *z = m.scr, *Rz = z + nz, *Oz = Rz + ny * nz, *ex = Oz + nx * nz, *sg = ex + ny;
-  info[0] = -1.0; info[1] = 0.0;
-  for (long long k = 0; k < N; k++) {
-    double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
-    long long* piv = PIV + k * ny;
-    for (long long i = 0; i < nx; i++) z[i] = X[k * nx + i];
-    for (long long i = 0; i < nu; i++) z[nx + i] = U[k * nu + i];
-    const double* arg[2] = {Y + k * ny, z};
-    double* res[4] = {lu, Rz, Oy, Oz};
-    if (m.lin(arg, res, m.iw, m.w, 0)) { info[0] = (double)k; return 1; }
-    const double r = vi_factor(lu, ny, m.nd, piv, ex, sg);
-    rc[k] = r;
-    if (!(r >= m.rcond_min)) { info[0] = (double)k; info[1] = r; return 1; }
-    for (long long j = 0; j < nz; j++) { /* dy/dz = -R_y^-1 R_z, column by column */
-      double* col = dydz + j * ny;
-      for (long long i = 0; i < ny; i++) col[i] = Rz[i + j * ny];
-      vi_lu_solve(lu, ny, piv, col);
-      for (long long i = 0; i < ny; i++) col[i] = -col[i];
-    }
-    for (long long i = 0; i < nx; i++) /* df/dz = O_z + O_y dy/dz = [A B] */
-      for (long long j = 0; j < nz; j++) {
-        double s = 0.0;
-        for (long long l = 0; l < ny; l++) s += Oy[i + l * nx] * dydz[l + j * ny];
-        const double v = Oz[i + j * nx] + s;
-        if (j < nx) A[(k * nx + i) * nx + j] = v;
-        else B[(k * nx + i) * nu + (j - nx)] = v;
-      }
-  }
-  return 0;
-}
-
 /* Z (n, p) = op(X) Y (+ Z if acc), Y row-major (m, p); op(X) = X (n, m) or, tx, X' with X (m, n). Row updates
  * (axpy form: contiguous, vectorizable) in the dot form's order: every Z_ij sums l = 0, 1, ... from 0. */
 static void vi_mm(const double* X, const double* Y, double* Z, long long n, long long m, long long p, int tx, int acc) {
@@ -200,6 +209,47 @@ static void vi_mirror(double* Z, long long n) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
+ * Linearization along the trajectory. a: X, U, Y | A (N, nx, nx), B (N, nx, nu), rcond (N: of the equilibrated
+ * R_y with constraints, vi_factor), LU of R_y (N, ny, ny),
+ * pivots (N, ny), dy/dz (N, ny, nz), O_y (N, nx, ny), info (stage, rcond). Returns 0, or 1 where R_y is singular
+ * to rcond_min (linearize raises SingularityError there: the map has no derivative, seed 000 §VII). */
+int vi_plan_linearize(void** c, void** a) {
+  vi_plan_ctx m = vi_plan_unpack(c);
+  const long long N = m.N, nx = m.nx, nu = m.nu, ny = m.ny, nz = m.nz;
+  const double *X = a[0], *U = a[1], *Y = a[2];
+  double *A = a[3], *B = a[4], *rc = a[5], *LU = a[6], *DY = a[8], *OY = a[9], *info = a[10];
+  long long* PIV = a[7];
+  double *z = m.scr, *Rz = z + nz, *Oz = Rz + ny * nz, *ex = Oz + nx * nz, *sg = ex + ny, *D = sg + ny;
+  double* F = D + ny * nz;
+  info[0] = -1.0; info[1] = 0.0;
+  for (long long k = 0; k < N; k++) {
+    double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
+    long long* piv = PIV + k * ny;
+    for (long long i = 0; i < nx; i++) z[i] = X[k * nx + i];
+    for (long long i = 0; i < nu; i++) z[nx + i] = U[k * nu + i];
+    const double* arg[2] = {Y + k * ny, z};
+    double* res[4] = {lu, Rz, Oy, Oz};
+    if (m.lin(arg, res, m.iw, m.w, 0)) { info[0] = (double)k; return 1; }
+    const double r = vi_factor(lu, ny, m.nd, piv, ex, sg);
+    rc[k] = r;
+    if (!(r >= m.rcond_min)) { info[0] = (double)k; info[1] = r; return 1; }
+    for (long long i = 0; i < ny; i++) /* dy/dz = -R_y^-1 R_z, all nz columns at once (D: row-major) */
+      for (long long j = 0; j < nz; j++) D[i * nz + j] = Rz[i + j * ny];
+    vi_lu_solve_rows(lu, ny, piv, D, nz, 0);
+    for (long long i = 0; i < ny; i++)
+      for (long long j = 0; j < nz; j++) { D[i * nz + j] = -D[i * nz + j]; dydz[i + j * ny] = D[i * nz + j]; }
+    vi_mm(Oy, D, F, nx, ny, nz, 1, 0); /* df/dz = O_z + O_y dy/dz = [A B] */
+    for (long long i = 0; i < nx; i++)
+      for (long long j = 0; j < nz; j++) {
+        const double v = Oz[i + j * nx] + F[i * nz + j];
+        if (j < nx) A[(k * nx + i) * nx + j] = v;
+        else B[(k * nx + i) * nu + (j - nx)] = v;
+      }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
  * Cholesky H = R^T R (upper, as LAPACK dpotrf with uplo 'U': the upper triangle of H is read) and solves. */
 static int vi_chol(const double* H, long long n, double* R) {
   for (long long j = 0; j < n; j++) {
@@ -228,6 +278,29 @@ static void vi_chol_solve(const double* R, long long n, double* b, long long str
     double s = b[i * stride];
     for (long long k = i + 1; k < n; k++) s -= R[i * n + k] * b[k * stride];
     b[i * stride] = s / R[i * n + i];
+  }
+}
+
+/* R^T R X = B for m right-hand sides at once, B row-major (n, m): row i holds entry i of every system. Every
+ * system gets vi_chol_solve's operations in its order (the loops interchanged), vectorized across the systems. */
+static void vi_chol_solve_rows(const double* R, long long n, double* B, long long m) {
+  for (long long i = 0; i < n; i++) {
+    double* bi = B + i * m;
+    for (long long k = 0; k < i; k++) {
+      const double r = R[k * n + i], *bk = B + k * m;
+      for (long long c = 0; c < m; c++) bi[c] -= r * bk[c];
+    }
+    const double d = R[i * n + i];
+    for (long long c = 0; c < m; c++) bi[c] /= d;
+  }
+  for (long long i = n - 1; i >= 0; i--) {
+    double* bi = B + i * m;
+    for (long long k = i + 1; k < n; k++) {
+      const double r = R[i * n + k], *bk = B + k * m;
+      for (long long c = 0; c < m; c++) bi[c] -= r * bk[c];
+    }
+    const double d = R[i * n + i];
+    for (long long c = 0; c < m; c++) bi[c] /= d;
   }
 }
 
@@ -398,22 +471,20 @@ int vi_plan_backward(void** c, void** a) {
         for (long long p = 0; p < nf; p++)
           for (long long q = 0; q < nf; q++) T[p * nf + q] = Quu_r[fi[p] * nu + fi[q]];
         if (vi_chol(T, nf, R)) return 1;
-        for (long long j = 0; j < nx; j++) {
-          for (long long p = 0; p < nf; p++) rhs[p] = Qux_r[fi[p] * nx + j];
-          vi_chol_solve(R, nf, rhs, 1);
-          for (long long p = 0; p < nf; p++) KK[fi[p] * nx + j] = -rhs[p];
-        }
+        for (long long p = 0; p < nf; p++)
+          for (long long j = 0; j < nx; j++) rhs[p * nx + j] = Qux_r[fi[p] * nx + j];
+        vi_chol_solve_rows(R, nf, rhs, nx);
+        for (long long p = 0; p < nf; p++)
+          for (long long j = 0; j < nx; j++) KK[fi[p] * nx + j] = -rhs[p * nx + j];
       }
     } else {
       if (vi_chol(Quu_r, nu, R)) return 1;
       for (long long i = 0; i < nu; i++) kk[i] = Qu[i];
       vi_chol_solve(R, nu, kk, 1);
       for (long long i = 0; i < nu; i++) kk[i] = -kk[i];
-      for (long long j = 0; j < nx; j++) {
-        for (long long i = 0; i < nu; i++) rhs[i] = Qux_r[i * nx + j];
-        vi_chol_solve(R, nu, rhs, 1);
-        for (long long i = 0; i < nu; i++) KK[i * nx + j] = -rhs[i];
-      }
+      for (long long i = 0; i < nu * nx; i++) rhs[i] = Qux_r[i];
+      vi_chol_solve_rows(R, nu, rhs, nx);
+      for (long long i = 0; i < nu * nx; i++) KK[i] = -rhs[i];
     }
     /* Expected decrease and the cost-to-go with the unregularized Q (ddp._backward). */
     for (long long i = 0; i < nu; i++) {

@@ -15,8 +15,7 @@ int vi_plan_tvlqr(const long long* sizes, void** a) {
   const long long N = sizes[0], nx = sizes[1], nu = sizes[2];
   const double *AA = a[0], *BB = a[1], *Q = a[2], *R = a[3], *Qf = a[4];
   double *KK = a[5], *PP = a[6], *Sraw = a[7], *S = Sraw + nu * nu, *BtP = S + nu * nu, *Acl = BtP + nu * nx;
-  double *AtP = Acl + nx * nx, *Pk = AtP + nx * nx, *KtR = Pk + nx * nx, *BtPA = KtR + nx * nu, *T1 = BtPA + nu * nx;
-  double *T2 = T1 + nx * nx, *col = T2 + nx * nx;
+  double *AtP = Acl + nx * nx, *Pk = AtP + nx * nx, *KtR = Pk + nx * nx, *T1 = KtR + 2 * nx * nu, *T2 = T1 + nx * nx;
   long long* piv = a[8];
   for (long long i = 0; i < nx * nx; i++) PP[N * nx * nx + i] = Qf[i];
   for (long long k = N - 1; k >= 0; k--) {
@@ -28,12 +27,8 @@ int vi_plan_tvlqr(const long long* sizes, void** a) {
     for (long long i = 0; i < nu; i++)
       for (long long j = 0; j < nu; j++) S[i + j * nu] = 0.5 * (Sraw[i * nu + j] + Sraw[j * nu + i]);
     if (vi_lu(S, nu, piv)) return 1;
-    vi_mm(BtP, A, BtPA, nu, nx, nx, 0, 0);
-    for (long long j = 0; j < nx; j++) { /* K = S^-1 (B'P) A, column by column */
-      for (long long i = 0; i < nu; i++) col[i] = BtPA[i * nx + j];
-      vi_lu_solve(S, nu, piv, col);
-      for (long long i = 0; i < nu; i++) K[i * nx + j] = col[i];
-    }
+    vi_mm(BtP, A, K, nu, nx, nx, 0, 0); /* K = S^-1 (B'P) A, all columns at once */
+    vi_lu_solve_rows(S, nu, piv, K, nx, 0);
     vi_mm(B, K, Acl, nx, nu, nx, 0, 0); /* Acl = A - B K */
     for (long long i = 0; i < nx * nx; i++) Acl[i] = A[i] - Acl[i];
     vi_mm(Acl, P, AtP, nx, nx, nx, 1, 0); /* Acl'P */
@@ -60,15 +55,13 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
   const double *A = a[0], *B = a[1], *Q = a[2], *R = a[3];
   double *K = a[4], *P = a[5], *Ak = a[6], *G = Ak + nx * nx, *H = G + nx * nx, *W = H + nx * nx, *T = W + nx * nx;
   double *U = T + nx * nx, *V = U + nx * nx, *Hn = V + nx * nx, *Wc = Hn + nx * nx, *RB = Wc + nx * nx;
-  double *Rc = RB + nx * nu, *col = Rc + nu * nu, *BtP = col + nx + nu, *S = BtP + nx * nu;
+  double *Rc = RB + nx * nu, *BtP = Rc + nu * nu + nx + nu, *S = BtP + nx * nu;
   long long* piv = a[7];
   for (long long i = 0; i < nu * nu; i++) Rc[(i % nu) * nu + i / nu] = R[i]; /* column-major */
   if (vi_lu(Rc, nu, piv)) return 1;
-  for (long long i = 0; i < nx; i++) { /* RB = R^-1 B' (nu, nx), column i = R^-1 (row i of B) */
-    for (long long l = 0; l < nu; l++) col[l] = B[i * nu + l];
-    vi_lu_solve(Rc, nu, piv, col);
-    for (long long l = 0; l < nu; l++) RB[l * nx + i] = col[l];
-  }
+  for (long long i = 0; i < nx; i++) /* RB = R^-1 B' (nu, nx) */
+    for (long long l = 0; l < nu; l++) RB[l * nx + i] = B[i * nu + l];
+  vi_lu_solve_rows(Rc, nu, piv, RB, nx, 0);
   vi_mm(B, RB, G, nx, nu, nx, 0, 0);
   for (long long i = 0; i < nx * nx; i++) { Ak[i] = A[i]; H[i] = Q[i]; }
   for (long long it = 0; it < max_it; it++) {
@@ -76,16 +69,13 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
     for (long long i = 0; i < nx; i++) W[i * nx + i] += 1.0;
     for (long long i = 0; i < nx * nx; i++) Wc[(i % nx) * nx + i / nx] = W[i];
     if (vi_lu(Wc, nx, piv)) return 1;
-    for (long long i = 0; i < nx; i++) { /* T = A_k W^-1: row i solves W' t = (row i of A_k) */
-      for (long long j = 0; j < nx; j++) col[j] = Ak[i * nx + j];
-      vi_lu_solve_t(Wc, nx, piv, col);
-      for (long long j = 0; j < nx; j++) T[i * nx + j] = col[j];
-    }
-    for (long long j = 0; j < nx; j++) { /* U = W^-1 A_k, column by column */
-      for (long long i = 0; i < nx; i++) col[i] = Ak[i * nx + j];
-      vi_lu_solve(Wc, nx, piv, col);
-      for (long long i = 0; i < nx; i++) U[i * nx + j] = col[i];
-    }
+    for (long long i = 0; i < nx; i++) /* T = A_k W^-1: T' = W'^-1 A_k', every row of A_k at once */
+      for (long long j = 0; j < nx; j++) V[j * nx + i] = Ak[i * nx + j];
+    vi_lu_solve_rows(Wc, nx, piv, V, nx, 1);
+    for (long long i = 0; i < nx; i++)
+      for (long long j = 0; j < nx; j++) T[i * nx + j] = V[j * nx + i];
+    for (long long i = 0; i < nx * nx; i++) U[i] = Ak[i]; /* U = W^-1 A_k, every column at once */
+    vi_lu_solve_rows(Wc, nx, piv, U, nx, 0);
     vi_mm(H, U, V, nx, nx, nx, 0, 0); /* H' = H + A_k' (H W^-1 A_k) */
     vi_mm(Ak, V, Hn, nx, nx, nx, 1, 0);
     for (long long i = 0; i < nx * nx; i++) Hn[i] += H[i];
@@ -125,15 +115,8 @@ int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
       for (long long i = 0; i < nu; i++)
         for (long long j = 0; j < nu; j++) Rc[i + j * nu] = 0.5 * (S[i * nu + j] + S[j * nu + i]);
       if (vi_lu(Rc, nu, piv)) return 1;
-      for (long long j = 0; j < nx; j++) {
-        for (long long i = 0; i < nu; i++) {
-          double s = 0.0;
-          for (long long l = 0; l < nx; l++) s += BtP[i * nx + l] * A[l * nx + j];
-          col[i] = s;
-        }
-        vi_lu_solve(Rc, nu, piv, col);
-        for (long long i = 0; i < nu; i++) K[i * nx + j] = col[i];
-      }
+      vi_mm(BtP, A, K, nu, nx, nx, 0, 0);
+      vi_lu_solve_rows(Rc, nu, piv, K, nx, 0);
       return 0;
     }
   }
