@@ -171,36 +171,42 @@ int vi_plan_rollout(void** c, void** a) {
   return 0;
 }
 
-/* Z (n, p) = op(X) Y (+ Z if acc), Y row-major (m, p); op(X) = X (n, m) or, tx, X' with X (m, n). Row updates
- * (axpy form: contiguous, vectorizable) in the dot form's order: every Z_ij sums l = 0, 1, ... from 0. */
+/* z[c] (+)= sum_l x[l xs] y[l p + c], c < w: w sums (w constant after inlining: 8, 4 or 1) kept in registers over
+ * l — independent chains, and one load of x per l instead of a load and a store of every z per l, as an axpy
+ * loop over z did — each still summed l = 0, 1, ... from 0 (or from z), so the numbers are the axpy loop's. */
+static inline __attribute__((always_inline)) void vi_row_block(const double* x, long long xs, const double* y,
+                                                             long long p, long long m, double* z, int acc, const int w) {
+  double s[8];
+  for (int c = 0; c < w; c++) s[c] = acc ? z[c] : 0.0;
+  for (long long l = 0; l < m; l++) {
+    const double xl = x[l * xs], *yl = y + l * p;
+    for (int c = 0; c < w; c++) s[c] += xl * yl[c];
+  }
+  for (int c = 0; c < w; c++) z[c] = s[c];
+}
+
+/* z[j0 .. p) of one row of a product, by blocks of 8, 4 and 1 columns. */
+static inline __attribute__((always_inline)) void vi_row(const double* x, long long xs, const double* Y, long long p,
+                                                         long long m, double* z, int acc, long long j0) {
+  long long j = j0;
+  for (; j + 8 <= p; j += 8) vi_row_block(x, xs, Y + j, p, m, z + j, acc, 8);
+  for (; j + 4 <= p; j += 4) vi_row_block(x, xs, Y + j, p, m, z + j, acc, 4);
+  for (; j < p; j++) vi_row_block(x, xs, Y + j, p, m, z + j, acc, 1);
+}
+
+/* Z (n, p) = op(X) Y (+ Z if acc), Y row-major (m, p); op(X) = X (n, m) or, tx, X' with X (m, n). Every Z_ij sums
+ * l = 0, 1, ... from 0 (the dot form's order). Z must not overlap X or Y. */
 static void vi_mm(const double* X, const double* Y, double* Z, long long n, long long m, long long p, int tx, int acc) {
-  double* t = Z;
   for (long long i = 0; i < n; i++) {
-    double* z = t + i * p;
-    if (!acc)
-      for (long long j = 0; j < p; j++) z[j] = 0.0;
-    for (long long l = 0; l < m; l++) {
-      const double x = tx ? X[l * n + i] : X[i * m + l];
-      const double* y = Y + l * p;
-      for (long long j = 0; j < p; j++) z[j] += x * y[j];
-    }
+    if (tx) vi_row(X + i, n, Y, p, m, Z + i * p, acc, 0);
+    else vi_row(X + i * m, 1, Y, p, m, Z + i * p, acc, 0);
   }
 }
 
 /* The upper triangle (j >= i) of Z (n, n) = X'Y (+ Z if acc), X and Y (m, n): for products known to be symmetric
  * (A'V_xx A) or whose sum is (K'T + Q_ux'K); vi_mirror then copies it below the diagonal. Half the work. */
 static void vi_mm_upper(const double* X, const double* Y, double* Z, long long n, long long m, int acc) {
-  if (!acc)
-    for (long long i = 0; i < n; i++)
-      for (long long j = i; j < n; j++) Z[i * n + j] = 0.0;
-  for (long long l = 0; l < m; l++) {
-    const double* y = Y + l * n;
-    for (long long i = 0; i < n; i++) {
-      const double x = X[l * n + i];
-      double* z = Z + i * n;
-      for (long long j = i; j < n; j++) z[j] += x * y[j];
-    }
-  }
+  for (long long i = 0; i < n; i++) vi_row(X + i, n, Y, n, m, Z + i * n, acc, i);
 }
 
 static void vi_mirror(double* Z, long long n) {
