@@ -231,7 +231,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the numpy Newton loop's stopping rule reads h(q_{k+1}) in metres again",
              ("test/test_constrained_units.py::test_a_near_singular_constraint_term_is_flagged_at_any_scale",)),
     Mutation("ddp_regularization_absolute_again", "vi_control/planning/ddp.py",
-             "c = regularization_unit(vi, cost, X[0], U[0]) if metric is None else 1.0", "c = 1.0",
+             ("c = regularization_unit(vi, cost, X[0], U[0], stages.step_result(X, results, 0)) if metric is None "
+              "else 1.0"), "c = 1.0",
              "DDP's regularization bounds in absolute units again (a cost in other units stops off the optimum)",
              ("test/test_planning_units.py",)),
     Mutation("dmoc_newton_in_si_units", "vi_control/planning/dmoc_conditions.py",

@@ -180,3 +180,25 @@ def test_public_api_quick_start():
     assert heavy.total_mass == pytest.approx(1.05 * robot.total_mass) and heavy.hash != robot.hash
     missing = [n for n in vc.__all__ if not hasattr(vc, n)]
     assert not missing
+
+
+def test_the_linearizable_check_is_remembered_per_class_but_not_for_wrappers(pendulum_vi):
+    """require_linearizable remembers classes that passed (the Protocol check costs ~40 µs); a wrapper computing its
+    attributes per instance is checked every time: one that hid nothing must not let a later one through."""
+    from vi_control.integrators import _LINEARIZABLE_CLASSES, require_linearizable
+
+    class Wrapper:
+        def __init__(self, inner, hidden=()):
+            self._inner, self._hidden = inner, hidden
+
+        def __getattr__(self, name):
+            if name in self._hidden:
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    require_linearizable(pendulum_vi)
+    assert type(pendulum_vi) in _LINEARIZABLE_CLASSES
+    require_linearizable(Wrapper(pendulum_vi))  # passes, and is not remembered
+    assert Wrapper not in _LINEARIZABLE_CLASSES
+    with pytest.raises(TypeError, match="not Linearizable"):
+        require_linearizable(Wrapper(pendulum_vi, hidden=("step_derivatives",)))

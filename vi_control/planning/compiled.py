@@ -32,7 +32,7 @@ from importlib import resources
 import numpy as np
 
 from ..control import lqr
-from ..integrators.base import CompiledStage, Linearizable, SingularityError
+from ..integrators.base import CompiledStage, Linearizable, SingularityError, StepResult
 from ..linearization import Linearization
 from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C
@@ -227,7 +227,7 @@ class CompiledStages:
     def __init__(self, lib: ctypes.CDLL, vi: Linearizable, stage: CompiledStage, N: int, lo: np.ndarray,
                  hi: np.ndarray):
         k, st = stage.kernel, stage.settings
-        self.vi, self.N, self.nx, self.nu, self.ny, self.nz = vi, int(N), k.nx, k.n_inputs, k.ny, k.nz
+        self.vi, self.N, self.nx, self.nu, self.ny, self.nz, self.nd = vi, int(N), k.nx, k.n_inputs, k.ny, k.nz, k.nd
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
         self._second_order_ok = k.hessian != 0
@@ -263,6 +263,10 @@ class CompiledStages:
             ro = rollout(self.vi, x0, U, X_nom, self.lo, self.hi, X_nom, K)
             return None if ro is None else (ro[0], ro[1], np.array([r.y for r in ro[2]]))
         return None
+
+    def step_result(self, X: np.ndarray, Y: np.ndarray, k: int) -> StepResult:
+        """Step k of a rollout as ``MidpointVI.solve`` returns it (its Newton count and residual are not kept here)."""
+        return StepResult(x=X[k + 1], lam=Y[k, self.nd:].copy(), iterations=0, residual=0.0, y=Y[k].copy())
 
     def linearize(self, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> StageLinearization:
         N, nx, nu, ny, nz = self.N, self.nx, self.nu, self.ny, self.nz

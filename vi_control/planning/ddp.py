@@ -33,7 +33,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ..control.lqr import tv_lqr
-from ..integrators.base import Linearizable, StepError
+from ..integrators.base import Linearizable, StepError, StepResult
 from ..linearization import linearize, second_order_contraction
 from .compiled import compiled_stages
 from .cost import QuadraticTrackingCost
@@ -172,6 +172,10 @@ class _NumpyStages:
     def linearize(self, X, U, results):
         return [linearize(self.vi, X[k], U[k], results[k]) for k in range(len(U))]
 
+    @staticmethod
+    def step_result(X, results, k: int):
+        return results[k]
+
     def backward(self, cost, X, U, results, lins, mu, second_order, metric=None):
         try:
             return _backward(self.vi, cost, X, U, results, lins, self.lo, self.hi, mu, second_order, metric)
@@ -233,7 +237,8 @@ def reference_feedback_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray
     return np.array(U_ref, float) if U0 is None else U0
 
 
-def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.ndarray, u: np.ndarray) -> float:
+def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.ndarray, u: np.ndarray,
+                        result: StepResult | None = None) -> float:
     """c = min(1, ‖R + Bᵀ(Q + Q_f)B‖₂ / ‖B‖₂²) at the first stage: the unit of ddp's regularization μ (its bounds
     1e-9, 1e-6 and 1e10 and the ``regularization`` option are multiples of c).
 
@@ -242,10 +247,11 @@ def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.nda
     the optimal plan (weights × s; masses, torques and momentum weights in consistent units): a pendulum in
     milligrams planned with its cost in the same units (weights ~2⁻⁴⁰) reported convergence 3.9 rad off the plan in
     kilograms; with weights × 2⁻⁴⁰ it ended unconverged. Capped at 1, so that unit-scale problems (c ≥ 1: R ≳ ‖B‖²)
-    keep the absolute μ they were tuned with, as ``NewtonSettings.momentum_scale`` does for momenta.
+    keep the absolute μ they were tuned with, as ``NewtonSettings.momentum_scale`` does for momenta. ``result``: the
+    step at (x, u) if the caller has solved it (the initial rollout has), else it is solved here.
     """
     try:
-        B = linearize(vi, x, u).B
+        B = linearize(vi, x, u, result).B
     except StepError:  # (the iterations will meet it themselves)
         return 1.0
     bb = float(np.linalg.norm(B, 2)) ** 2
@@ -293,7 +299,8 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
     lo, hi = input_bounds(input_limits, vi.nu)
     stages = stage_passes(vi, cost.N, lo, hi, second_order)
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
-    c = regularization_unit(vi, cost, X[0], U[0]) if metric is None else 1.0  # (a metric sets its own curvature)
+    # (a metric sets its own curvature)
+    c = regularization_unit(vi, cost, X[0], U[0], stages.step_result(X, results, 0)) if metric is None else 1.0
     if stages.compiled and metric is None and type(cost) is QuadraticTrackingCost:  # the whole loop in C
         run = stages.iterate(cost, X, U, results, regularization * c, tolerance, max_iterations, second_order, c)
         if run is not None:
