@@ -98,7 +98,7 @@ def second_order_contraction(vi: Linearizable, x: np.ndarray, u: np.ndarray, cov
         (r, Oy, lu, piv), dydz = lin.parts, lin.dy_dz
     else:
         r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
-        lu, piv, _ = _factor(Ry)
+        lu, piv, _ = lapack.dgetrf(Ry)  # (no condition estimate: nothing here would use it)
         dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     cov = np.asarray(cov, float).ravel()
     if cov.size != vi.state.ndx or not np.all(np.isfinite(cov)):  # (numpy's matmul error, or NaN terms, before)
@@ -120,7 +120,7 @@ def second_order(vi: Linearizable, x: np.ndarray, u: np.ndarray,
     combined by one tensor product, gives every fᵢ's second derivative.
     """
     r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
-    lu, piv, _ = _factor(Ry)
+    lu, piv, _ = lapack.dgetrf(Ry)
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]
     ny, nz, nx = Ry.shape[0], Rz.shape[1], vi.state.ndx
     Mu = -lapack.dgetrs(lu, piv, Oy.T, trans=1)[0]  # column i is μ⁽ⁱ⁾, (ny, nx)
