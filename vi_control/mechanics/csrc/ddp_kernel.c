@@ -62,6 +62,10 @@ long long vi_plan_workspace(long long nx, long long nu, long long ny, long long 
          + 4 * ny * ny + 10 * (nx + nu + ny + nz) + 64;
 }
 
+static void vi_swap_rows(double* B, long long m, long long a, long long b) {
+  for (long long c = 0; c < m; c++) { const double t = B[a * m + c]; B[a * m + c] = B[b * m + c]; B[b * m + c] = t; }
+}
+
 /* A X = B (trans = 0) or A^T X = B (trans = 1) with P A = L U (vi_lu), for m right-hand sides at once, B row-major
  * (n, m): vi_lu_solve's / vi_lu_solve_t's operations on every system in their order, vectorized across them (their
  * skip of zero entries aside, which changes at most the sign of a zero). */
@@ -69,7 +73,7 @@ static void vi_lu_solve_rows(const double* LU, long long n, const long long* piv
   if (!trans) {
     for (long long k = 0; k < n; k++)
       if (piv[k] != k)
-        for (long long c = 0; c < m; c++) { double t = B[k * m + c]; B[k * m + c] = B[piv[k] * m + c]; B[piv[k] * m + c] = t; }
+        vi_swap_rows(B, m, k, piv[k]);
     for (long long j = 0; j < n; j++) {
       const double* bj = B + j * m;
       for (long long i = j + 1; i < n; i++) {
@@ -110,7 +114,7 @@ static void vi_lu_solve_rows(const double* LU, long long n, const long long* piv
   }
   for (long long k = n - 1; k >= 0; k--)
     if (piv[k] != k)
-      for (long long c = 0; c < m; c++) { double t = B[k * m + c]; B[k * m + c] = B[piv[k] * m + c]; B[piv[k] * m + c] = t; }
+      vi_swap_rows(B, m, k, piv[k]);
 }
 
 /* numpy's clip: NaN stays NaN (the step then reports a non-finite input). */
@@ -175,7 +179,8 @@ int vi_plan_rollout(void** c, void** a) {
  * l — independent chains, and one load of x per l instead of a load and a store of every z per l, as an axpy
  * loop over z did — each still summed l = 0, 1, ... from 0 (or from z), so the numbers are the axpy loop's. */
 static inline __attribute__((always_inline)) void vi_row_block(const double* x, long long xs, const double* y,
-                                                             long long p, long long m, double* z, int acc, const int w) {
+                                                               long long p, long long m, double* z, int acc,
+                                                               const int w) {
   double s[8];
   for (int c = 0; c < w; c++) s[c] = acc ? z[c] : 0.0;
   for (long long l = 0; l < m; l++) {
