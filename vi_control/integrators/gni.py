@@ -141,4 +141,3 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         lam = np.linalg.solve(C @ np.linalg.solve(M, C.T), rhs) if len(C) else np.zeros(0)
         p = M @ qdot - 0.5 * self.dt * (f + C.T @ lam)
         return np.concatenate([q, p])
-

@@ -278,23 +278,10 @@ static int vi_chol(const double* H, long long n, double* R) {
   return 0;
 }
 
-/* R^T R x = b in place (b strided by `stride`). */
-static void vi_chol_solve(const double* R, long long n, double* b, long long stride) {
-  for (long long i = 0; i < n; i++) {
-    double s = b[i * stride];
-    for (long long k = 0; k < i; k++) s -= R[k * n + i] * b[k * stride];
-    b[i * stride] = s / R[i * n + i];
-  }
-  for (long long i = n - 1; i >= 0; i--) {
-    double s = b[i * stride];
-    for (long long k = i + 1; k < n; k++) s -= R[i * n + k] * b[k * stride];
-    b[i * stride] = s / R[i * n + i];
-  }
-}
-
-/* R^T R X = B for m right-hand sides at once, B row-major (n, m): row i holds entry i of every system. Every
- * system gets vi_chol_solve's operations in its order (the loops interchanged), vectorized across the systems. */
-static void vi_chol_solve_rows(const double* R, long long n, double* B, long long m) {
+/* R^T R X = B in place for m right-hand sides at once (m = 1: a vector), B row-major (n, m): row i holds entry i of
+ * every system, each solved by forward then back substitution, its terms in ascending order; the loop over the
+ * systems innermost, so it vectorizes across them. */
+static void vi_chol_solve(const double* R, long long n, double* B, long long m) {
   for (long long i = 0; i < n; i++) {
     double* bi = B + i * m;
     for (long long k = 0; k < i; k++) {
@@ -484,7 +471,7 @@ int vi_plan_backward(void** c, void** a) {
         if (vi_chol(T, nf, R)) return 1;
         for (long long p = 0; p < nf; p++)
           for (long long j = 0; j < nx; j++) rhs[p * nx + j] = Qux_r[fi[p] * nx + j];
-        vi_chol_solve_rows(R, nf, rhs, nx);
+        vi_chol_solve(R, nf, rhs, nx);
         for (long long p = 0; p < nf; p++)
           for (long long j = 0; j < nx; j++) KK[fi[p] * nx + j] = -rhs[p * nx + j];
       }
@@ -494,7 +481,7 @@ int vi_plan_backward(void** c, void** a) {
       vi_chol_solve(R, nu, kk, 1);
       for (long long i = 0; i < nu; i++) kk[i] = -kk[i];
       for (long long i = 0; i < nu * nx; i++) rhs[i] = Qux_r[i];
-      vi_chol_solve_rows(R, nu, rhs, nx);
+      vi_chol_solve(R, nu, rhs, nx);
       for (long long i = 0; i < nu * nx; i++) KK[i] = -rhs[i];
     }
     /* Expected decrease and the cost-to-go with the unregularized Q (ddp._backward). */
