@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NewtonStats", "newton_lm"]
 
+
 @dataclass
 class NewtonStats:
     iterations: int = 0
@@ -25,7 +26,7 @@ class NewtonStats:
 
 
 def newton_lm(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
-            log=None) -> tuple[np.ndarray, float, bool, tuple]:
+              log=None) -> tuple[np.ndarray, float, bool, tuple]:
     """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged, (F, parts) at w), ‖F‖∞ and the steps in the units of
     a body whose momentum at unit velocity is at most 1 (``_Conditions.scales``).
 
@@ -98,7 +99,6 @@ def newton_lm(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int,
         if log is not None:
             log(f"[dmoc] iteration {stats.iterations}: ‖F‖∞ = {fn:.3e}")
     return w, fn, bool(fn <= tol), (F if rs is None else F * rs, parts)
-
 
 
 # A full Newton step may raise ‖F‖₂² this much before it is damped (quadratic convergence often passes through one
