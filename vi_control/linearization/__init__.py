@@ -51,12 +51,6 @@ def _parts(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | 
     return r, d.Ry, d.Rz, d.Oy, d.Oz
 
 
-def _factor(Ry: np.ndarray, nc: int = 0):
-    """LU of R_y, and its rcond: with ``nc`` constraint rows the unit-free one of the equilibrated bordered matrix
-    (``integrators.bordered``, as the step's verdict)."""
-    return lu_rcond(Ry, Ry.shape[0] - nc)
-
-
 def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | None = None) -> Linearization:
     """A_k, B_k of the one-step map at (x_k, u_k) (seed 000 eqs. 8–15; constrained 29–30).
 
@@ -65,7 +59,8 @@ def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult
     the integrator's own threshold ``vi.settings.rcond_min``: the map has no derivative there (seed 000 §VII).
     """
     r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
-    lu, piv, rcond = _factor(Ry, vi.nc)
+    # with constraint rows, the unit-free rcond of the equilibrated bordered matrix (the step's own verdict)
+    lu, piv, rcond = lu_rcond(Ry, Ry.shape[0] - vi.nc)
     if not rcond >= vi.settings.rcond_min:
         raise SingularityError(None, rcond, "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
     dydz = -lapack.dgetrs(lu, piv, Rz)[0]
