@@ -66,7 +66,7 @@ def test_the_scaled_newton_matrix_keeps_its_structure(s, monkeypatch):
     J = cond.jacobian(parts)
     rs, cs = unit_scales(cond.N, cond.n, cond.c, body.unit_momentum)
     Js = J.copy()
-    Js.data *= entry_scales(cond._csc, rs, cs)
+    Js.data *= entry_scales(cond.structure, rs, cs)
     assert (J.data == 0).sum() > 0  # the case: entries zero at this point, kept in the structure
     np.testing.assert_allclose(Js.toarray(), (J.toarray() / rs[:, None]) * cs[None, :], rtol=1e-14, atol=0)
     ranks, splu = [], dmoc_newton.splu

@@ -171,7 +171,7 @@ class _Conditions:
         n, N, c = self.n, self.N, self.c
         self.rT = np.arange((N - 1) * n, N * n)  # the terminal rows T (the row layout: jacobian_pattern)
         # the terminal block: rows T, columns ξ_0 … ξ_{N−1}, dense (row-major over the (n, N·n) block)
-        self._csc = csc_structure(N, n, c)
+        self.structure = csc_structure(N, n, c)  # the Jacobian's CSC layout (dmoc_newton scales its data)
 
     def unpack(self, w: np.ndarray):
         n, N, c = self.n, self.N, self.c
@@ -234,7 +234,7 @@ class _Conditions:
         Ad = A if G.name == "SO3" else lie.adjoint(A[:, :3, :3], A[:, :3, 3])
         blocks = self.ret.dtau_inv(parts["T"]) @ Ad @ parts["dtau"]  # (N, n, n)
         data = np.concatenate([self.sign * parts["J"].ravel()[self.local], blocks.transpose(1, 0, 2).ravel()])
-        inverse, indices, indptr = self._csc
+        inverse, indices, indptr = self.structure
         return sp.csc_matrix((np.bincount(inverse, weights=data, minlength=len(indices)), indices, indptr),
                              shape=(self.size, self.size))
 

@@ -38,7 +38,7 @@ def newton_lm(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int,
     F, J, parts = cond.evaluate(w)
     rs, cs = cond.scales
     if rs is not None:  # equations and unknowns in the units of a unit body: F/rs, J·diag(cs)/rs, w = cs·w̃
-        unscaled_J, factor = cond.jacobian, entry_scales(cond._csc, rs, cs)
+        unscaled_J, factor = cond.jacobian, entry_scales(cond.structure, rs, cs)
 
         def cond_jacobian(parts):
             Js = unscaled_J(parts)
