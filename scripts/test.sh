@@ -7,8 +7,10 @@ cd "$repo"
 # Keep DDS traffic on this machine; each ROS test also picks its own ROS_DOMAIN_ID.
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export MPLBACKEND=Agg
+# Two workers (pytest-xdist): the tests that start node processes or a Ray cluster run one at a time on one of
+# them (test/conftest.py groups them), the rest beside. VI_CONTROL_TEST_WORKERS=0 runs everything in this process.
 set +e
-"$VI_CONTROL_VENV/bin/python" -m pytest "$@"
+"$VI_CONTROL_VENV/bin/python" -m pytest -n "${VI_CONTROL_TEST_WORKERS:-2}" --dist loadgroup "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi

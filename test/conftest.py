@@ -40,3 +40,18 @@ def ros(request, tmp_path):
         yield h
     finally:
         h.close()
+
+
+def _serial(item) -> bool:
+    """Runs node processes over DDS or a Ray cluster: timing-bound, and each starts several processes."""
+    return (item.get_closest_marker("ros") is not None or item.path.name.startswith("test_ros_")
+            or item.path.name == "test_sweep_ray.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With pytest-xdist (scripts/test.sh runs two workers): every DDS/Ray test in one group, so they run one at a
+    time on one worker while the other worker takes the computational tests — never two node launches competing
+    for the 2 cores with each other. Without xdist the mark does nothing."""
+    for item in items:
+        if _serial(item):
+            item.add_marker(pytest.mark.xdist_group("processes"))
