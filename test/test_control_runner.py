@@ -145,6 +145,8 @@ def test_faults_are_counted_until_a_command_succeeds_and_the_safe_input(runner, 
     assert runner.safe_input("damping", state._replace(qdot=np.array([10.0]))) == pytest.approx([-5.0])  # clamped
     assert runner.safe_input("zero", state) == pytest.approx([0.0])
     assert runner.safe_input("damping", None) == pytest.approx([0.0])  # no velocity known
+    # a stale state's q̇ is no feedback (a constant torque the watchdog would repeat): zero torque
+    assert runner.safe_input("damping", state, fresh=False) == pytest.approx([0.0], abs=0)
 
 
 def test_a_plan_whose_own_states_the_intake_would_refuse_is_rejected_before_the_robot_moves():

@@ -1,5 +1,6 @@
 """Node wiring over real DDS with two actuators (issue 19): command order against joint names, the stale timeout
-within one watchdog period of its parameter, safe damping from the measured q̇, the simulator's mass_scale.
+within one watchdog period of its parameter (zero torque: a stale q̇ is not damped), safe damping from the measured q̇
+on a fresh state, the simulator's mass_scale.
 
 References are computed here: the tracking law u = U_k + K_k (X_k − x) in numpy, the heavier robot from a URDF
 whose masses and inertias this test scales itself.
@@ -47,7 +48,7 @@ def _plan(vi, N: int = 60) -> Plan:
 def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros, double_vi):
     vi, plan = double_vi, _plan(double_vi)
     common = dict(model="double_pendulum", dt=DT, trigger="joint_state", state_timeout=TIMEOUT, use_sim_time=True,
-                  safe_mode="damping", safe_damping=3.0)
+                  safe_mode="damping", safe_damping=3.0, path_tolerance=1.0)
     names = {"default": [], "reversed": JOINTS[::-1]}
     ctrls = {k: ros.start("controller_node", name=k, controller_name=f"{k}_controller", **common,
                           **({"joints": j} if j else {})) for k, j in names.items()}
@@ -97,8 +98,9 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
     assert u["default"] == pytest.approx(expected, abs=1e-9)  # entries in the model's actuated order
     assert u["reversed"] == pytest.approx(expected[::-1], abs=1e-9)  # entries in the `joints` order
 
-    # joint states stop while the clock runs on: no fault up to 0.9 × state_timeout of age, the watchdog's
-    # damping −d·q̇ (measured q̇) at the latest one watchdog period (state_timeout / 2) after the timeout
+    # joint states stop while the clock runs on: no fault up to 0.9 × state_timeout of age, the watchdog's safe
+    # command at the latest one watchdog period (state_timeout / 2) after the timeout: zero torque, as the last q̇ is
+    # stale (damping it would be a constant torque repeated for as long as states stay away)
     t_last = T0 + 3 * DT
     n0 = {k: len(r.commands) for k, r in recs.items()}
     for age in np.arange(0.05, 0.9 * TIMEOUT + 1e-9, 0.05):
@@ -112,8 +114,7 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
         time.sleep(0.05)
     for k, r in recs.items():
         assert r.wait_for(lambda r=r, k=k: len(r.commands) > n0[k], 5.0), ctrls[k].log()[-2000:]
-        damping = -3.0 * v_meas
-        assert r.commands[n0[k]][1] == pytest.approx(damping if k == "default" else damping[::-1], abs=1e-9)
+        assert not r.commands[n0[k]][1].any()
         assert ctrls[k].wait_for_log("joint states stale", 5.0)
 
     # a state whose stamp is 0.7 × state_timeout old is tracked (the one before it then 0.95 × old); one 1.2 × old
@@ -125,6 +126,14 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
     later = t_s + 1.0
     u = send(later - 1.2 * TIMEOUT, q, v_meas, clock=later)
     assert not u["default"].any() and not u["reversed"].any()  # refused: the safe command, no velocity to damp
+
+    # a fresh, valid state 1.4 rad off the plan (path_tolerance 1 rad): the plan is aborted and the safe command
+    # damps the measured q̇ (not the configurations' difference quotient), −d·q̇ in each controller's joint order
+    send(later, q, v_meas)
+    u = send(later + DT, q + [1.4, 0.0], v_meas)
+    damping = -3.0 * v_meas
+    assert u["default"] == pytest.approx(damping, abs=1e-9) and u["reversed"] == pytest.approx(damping[::-1], abs=1e-9)
+    assert all(c.wait_for_log("path tolerance violated", 5.0) for c in ctrls.values())
     assert all(c.alive for c in ctrls.values())
 
 

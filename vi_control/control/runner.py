@@ -236,11 +236,17 @@ class PlanRunner:
         self.warn(key, f"{kind}{': ' + detail if detail else ''} -> safe command ({self.p['safe_mode']})")
         self.fault = kind
 
-    def safe_input(self, mode: str, state: Estimate | None) -> np.ndarray | None:
+    def safe_input(self, mode: str, state: Estimate | None, fresh: bool = True) -> np.ndarray | None:
         """The safe command's input u (``mode`` 'zero' or 'damping' −d·q̇ on the actuated joints, prescribed joints
-        held where they were last measured), or None before any prescribed position was measured."""
+        held where they were last measured), or None before any prescribed position was measured.
+
+        ``fresh``: whether ``state`` is recent enough to damp with (the node: its stamp within ``state_timeout``).
+        A stale state's q̇ is no feedback: −d·q̇ from it is a constant torque, which the watchdog would repeat for as
+        long as states stay away — the joint decelerates, stops, and is then driven backwards. So damping needs a
+        fresh q̇ (a fault of the plan side on a valid state: path or goal tolerance, a non-finite command); a stale
+        or refused state gets zero torque, as a NaN velocity does."""
         r = self.robot
-        v = state.qdot[self.act_q_index] if state is not None else None
+        v = state.qdot[self.act_q_index] if state is not None and fresh else None
         tau = safe_command(mode, v, np.full(len(r.actuated), float(self.p["safe_damping"])), r.effort_limits)
         u = np.zeros(self.vi.nu)
         u[: len(tau)] = tau

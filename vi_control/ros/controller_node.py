@@ -321,7 +321,9 @@ class ControllerNode(ManagedNode):
         self.runner.record_fault(kind, detail)
         if not self.intake.ever_valid:
             return
-        u = self.runner.safe_input(self.p["safe_mode"], self.intake.state)
+        state = self.intake.state  # (damped only while fresh: PlanRunner.safe_input)
+        fresh = state is not None and self._now() - state.t <= float(self.p["state_timeout"])
+        u = self.runner.safe_input(self.p["safe_mode"], state, fresh)
         if u is not None:
             self.counts["safe"] += 1
             self.publish(u)

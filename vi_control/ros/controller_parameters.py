@@ -36,7 +36,8 @@ PARAMETERS: dict[str, Param] = {
                                          "are interpolated (or extrapolated) to a message's stamp from two of its "
                                          "samples at most this far apart and old; older: a stale state [s]",
                                    range=(1e-4, 10.0), **_LIVE),
-    "safe_mode": Param("damping", "command on stale/invalid joint states: 'zero' or 'damping' (−d·q̇)",
+    "safe_mode": Param("damping", "command on stale/invalid joint states and plan faults: 'zero' or 'damping' "
+                                  "(−d·q̇ of a fresh state; a stale or refused one's: zero)",
                        choices=("zero", "damping"), **_LIVE),
     "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]", range=(0.0, 1e6), **_LIVE),
     "retime_tolerance": Param(0.01, "a plan that arrives after its start while the robot is still at its X_0 "
