@@ -126,6 +126,13 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
     later = t_s + 1.0
     u = send(later - 1.2 * TIMEOUT, q, v_meas, clock=later)
     assert not u["default"].any() and not u["reversed"].any()  # refused: the safe command, no velocity to damp
+    # ... and refused by the stamp check, which resets the estimate: the next state (0.38 s old: fresh) takes p from its
+    # measured q̇. (Let in, the old state would have been the zero of the tick's own stale check — the same command —
+    # and this one's p would come from the two configurations one Δt apart.)
+    t2 = later - 1.2 * TIMEOUT + DT
+    u = send(t2, q, v_meas, clock=later)
+    x_measured = vi.state_from_configurations(q - DT * v_meas, q)
+    assert u["default"] == pytest.approx(law(int(round((t2 - T0) / DT)), x_measured), abs=1e-9)
 
     # a fresh, valid state 1.4 rad off the plan (path_tolerance 1 rad): the plan is aborted and the safe command
     # damps the measured q̇ (not the configurations' difference quotient), −d·q̇ in each controller's joint order
