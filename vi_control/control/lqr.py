@@ -96,9 +96,8 @@ def check_system(A: np.ndarray, B: np.ndarray, stacked: bool) -> tuple[np.ndarra
 def _check_finite(M: np.ndarray, name: str) -> None:
     if np.isfinite(M).all():
         return
-    bad = np.argwhere(~np.isfinite(M))
-    if len(bad):
-        raise ValueError(f"{name}: entries must be finite, got {M[tuple(bad[0])]} at index {tuple(bad[0].tolist())}")
+    bad = np.argwhere(~np.isfinite(M))[0]
+    raise ValueError(f"{name}: entries must be finite, got {M[tuple(bad)]} at index {tuple(bad.tolist())}")
 
 
 def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:

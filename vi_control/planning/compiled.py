@@ -81,7 +81,7 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.nd
     if lib is None or any(w.ndim != 2 for w in W):
         return lqr.tv_lqr(A, B, *W)
     at, (sizes, K, P, _, _) = _packed([A, B, *W], [(3,), (N, nu, nx), (N + 1, nx, nx),
-                                                   (5 * nx * nx + 3 * nx * nu + 2 * nu * nu + nu + 1,), (max(nu, 1),)])
+                                                   (5 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (max(nu, 1),)])
     sizes.view(np.int64)[:] = N, nx, nu
     if lib.vi_plan_tvlqr(at[5], (ctypes.c_void_p * 9)(*at[:5], *at[6:])):
         raise np.linalg.LinAlgError("Singular matrix")
@@ -114,7 +114,7 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterati
     if lib is None:
         return lqr.dlqr(A, B, Q, R, max_iterations, tol)
     at, (sizes, K, P, _, _) = _packed([np.array([tol]), A, B, Q, R],
-                                      [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu + nx + nu,),
+                                      [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu,),
                                        (nx + nu,)])
     sizes.view(np.int64)[:] = nx, nu, max_iterations
     code = lib.vi_plan_dlqr(at[5], at[0], (ctypes.c_void_p * 8)(*at[1:5], *at[6:]))

@@ -10,12 +10,12 @@
  * Time-varying LQR gains along the planned trajectory (control.lqr.tv_lqr, seed 000 eq. 36, same formulas):
  * K_k = [R + B'P B]^-1 B'P A by LU of the symmetrized matrix, P_k = Q + (A - BK)'P(A - BK) + K'RK, symmetrized.
  * sizes = (N, nx, nu); a: A (N, nx, nx), B (N, nx, nu), Q (nx, nx), R (nu, nu), Qf (nx, nx) | K (N, nu, nx),
- * P (N+1, nx, nx), scratch (5 nx^2 + 3 nx nu + 2 nu^2 + nu), pivots (nu). Returns 0, or 1 if R + B'PB is singular. */
+ * P (N+1, nx, nx), scratch (5 nx^2 + 2 nx nu + 2 nu^2), pivots (nu). Returns 0, or 1 if R + B'PB is singular. */
 int vi_plan_tvlqr(const long long* sizes, void** a) {
   const long long N = sizes[0], nx = sizes[1], nu = sizes[2];
   const double *AA = a[0], *BB = a[1], *Q = a[2], *R = a[3], *Qf = a[4];
   double *KK = a[5], *PP = a[6], *Sraw = a[7], *S = Sraw + nu * nu, *BtP = S + nu * nu, *Acl = BtP + nu * nx;
-  double *AtP = Acl + nx * nx, *Pk = AtP + nx * nx, *KtR = Pk + nx * nx, *T1 = KtR + 2 * nx * nu, *T2 = T1 + nx * nx;
+  double *AtP = Acl + nx * nx, *Pk = AtP + nx * nx, *KtR = Pk + nx * nx, *T1 = KtR + nx * nu, *T2 = T1 + nx * nx;
   long long* piv = a[8];
   for (long long i = 0; i < nx * nx; i++) PP[N * nx * nx + i] = Qf[i];
   for (long long k = N - 1; k >= 0; k--) {
@@ -48,14 +48,14 @@ int vi_plan_tvlqr(const long long* sizes, void** a) {
  * doubling algorithm (Chu, Fan, Lin 2005) — A_0 = A, G_0 = B R^-1 B', H_0 = Q; W = I + G H,
  * H' = H + A' H W^-1 A, G' = G + A W^-1 G A', A' = A W^-1 A, until max|H' - H| <= tol max|H'| — then
  * K = [R + B'PB]^-1 B'PA (lqr._gain). sizes = (nx, nu, max_iterations); tol; a: A (nx, nx), B (nx, nu), Q, R |
- * K (nu, nx), P (nx, nx), scratch (9 nx^2 + 2 nx nu + 2 nu^2 + nx + nu), pivots (nx + nu). Row-major like numpy.
+ * K (nu, nx), P (nx, nx), scratch (9 nx^2 + 2 nx nu + 2 nu^2), pivots (nx + nu). Row-major like numpy.
  * Returns 0, 1 if R or W is singular, 2 if the iteration did not converge (or blew up: an unstabilizable mode). */
 int vi_plan_dlqr(const long long* sizes, const double* tol, void** a) {
   const long long nx = sizes[0], nu = sizes[1], max_it = sizes[2];
   const double *A = a[0], *B = a[1], *Q = a[2], *R = a[3];
   double *K = a[4], *P = a[5], *Ak = a[6], *G = Ak + nx * nx, *H = G + nx * nx, *W = H + nx * nx, *T = W + nx * nx;
   double *U = T + nx * nx, *V = U + nx * nx, *Hn = V + nx * nx, *Wc = Hn + nx * nx, *RB = Wc + nx * nx;
-  double *Rc = RB + nx * nu, *BtP = Rc + nu * nu + nx + nu, *S = BtP + nx * nu;
+  double *Rc = RB + nx * nu, *BtP = Rc + nu * nu, *S = BtP + nx * nu;
   long long* piv = a[7];
   for (long long i = 0; i < nu * nu; i++) Rc[(i % nu) * nu + i / nu] = R[i]; /* column-major */
   if (vi_lu(Rc, nu, piv)) return 1;
