@@ -49,6 +49,7 @@ from vi_control.integrators import make_integrator
 from vi_control.ros.common import (
     LATCHED_QOS,
     MODEL_PARAMETERS,
+    SENSOR_STREAM_QOS,
     STREAM_QOS,
     make_executor,
     parameter_defaults,
@@ -235,12 +236,16 @@ def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) ->
                             # like for like with the bare loop: the released arm falls onto its end stops, and
                             # held steps are another workload (docs/integrator.md, joint stops)
                             joint_stops=False)
-        rec = session.recorder(robot.joint_names)
+        # best effort: the newest states, not every one (a reliable reader that lost one of the ~10⁴ per second
+        # delivers nothing newer until Fast DDS's heartbeat repairs the gap; CI once saw 0.5 s of silence)
+        rec = session.recorder(robot.joint_names, state_qos=SENSOR_STREAM_QOS)
         assert rec.wait_for(lambda: len(rec.states) > 100, 120.0), sim.log()
         time.sleep(1.0)  # warm-up
         with rec.lock:
             a = rec.states[-1]
-        time.sleep(seconds)
+        # the window ends on the first state received `seconds` after a's receipt
+        assert rec.wait_for(lambda: rec.states[-1][0] >= a[0] + seconds, seconds + 30.0), \
+            f"no joint state for {seconds + 30.0:g} s after the warm-up\n{sim.log()}"
         with rec.lock:
             b = rec.states[-1]
         return dict(model=model, nq=vi.nq, core=core_rtf, node=(b[1] - a[1]) / (b[0] - a[0]))

@@ -26,7 +26,10 @@ from .messages import joint_state_arrays, plan_from_message, split_seconds, stam
 class Recorder(Node):
     def __init__(self, joint_names: list[str], controller_name: str = "effort_controller",
                  planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True,
-                 namespace: str = "", odometry: bool = False):
+                 namespace: str = "", odometry: bool = False, state_qos=RECORD_QOS):
+        """``state_qos``: the joint-state subscription's QoS; RECORD_QOS (reliable, the last 1000 on joining)
+        records every sample, a best-effort one only the newest (a rate measurement: a reliable reader that
+        lost a sample delivers nothing newer until the writer's heartbeat repairs it)."""
         super().__init__(name, namespace=namespace)
         self.joint_names = joint_names
         self.lock = threading.Lock()
@@ -36,7 +39,7 @@ class Recorder(Node):
         self.odometry_messages: list[Odometry] = []  # the same messages whole (pose and twist: vehicle mode)
         self.plan_message: UInt8MultiArray | None = None
         if record_states:
-            self.create_subscription(JointState, "joint_states", self._on_state, RECORD_QOS)
+            self.create_subscription(JointState, "joint_states", self._on_state, state_qos)
         if record_states or odometry:
             self.create_subscription(Odometry, "odom", self._on_odometry, RECORD_QOS)
         self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command,
