@@ -10,6 +10,7 @@ import re
 import time
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 pytest.importorskip("rclpy")
@@ -48,7 +49,7 @@ def _plan(vi, N: int = 60) -> Plan:
 def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros, double_vi):
     vi, plan = double_vi, _plan(double_vi)
     common = dict(model="double_pendulum", dt=DT, trigger="joint_state", state_timeout=TIMEOUT, use_sim_time=True,
-                  safe_mode="damping", safe_damping=3.0, path_tolerance=1.0)
+                  safe_mode="damping", safe_damping=1.0, path_tolerance=1.0)
     names = {"default": [], "reversed": JOINTS[::-1]}
     ctrls = {k: ros.start("controller_node", name=k, controller_name=f"{k}_controller", **common,
                           **({"joints": j} if j else {})) for k, j in names.items()}
@@ -135,10 +136,16 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
     assert u["default"] == pytest.approx(law(int(round((t2 - T0) / DT)), x_measured), abs=1e-9)
 
     # a fresh, valid state 1.4 rad off the plan (path_tolerance 1 rad): the plan is aborted and the safe command
-    # damps the measured q̇ (not the configurations' difference quotient), −d·q̇ in each controller's joint order
+    # damps the measured q̇ (not the configurations' difference quotient), −d·q̇ in each controller's joint order,
+    # d capped per joint to 1/(T·Σ_j |(M⁻¹)_ij|) for the hold T = the states' interval Δt (Pinocchio's M here):
+    # the light elbow's below d = 1 (held 0.1 s, d = 1 would reverse its velocity), the shoulder's above
     send(later, q, v_meas)
-    u = send(later + DT, q + [1.4, 0.0], v_meas)
-    damping = -3.0 * v_meas
+    q_off = q + [1.4, 0.0]
+    u = send(later + DT, q_off, v_meas)
+    M = pin.crba(vi.robot.pin_model, vi.robot.create_data(), q_off)
+    cap = 1.0 / (DT * np.abs(np.linalg.inv(np.triu(M) + np.triu(M, 1).T)).sum(axis=1))
+    assert cap[1] < 0.9 and cap[0] > 1.1
+    damping = -np.minimum(1.0, cap) * v_meas
     assert u["default"] == pytest.approx(damping, abs=1e-9) and u["reversed"] == pytest.approx(damping[::-1], abs=1e-9)
     assert all(c.wait_for_log("path tolerance violated", 5.0) for c in ctrls.values())
     assert all(c.alive for c in ctrls.values())

@@ -144,6 +144,7 @@ class StateIntake:
         """Forget every state and stamp (a node that (re)starts)."""
         self.state: Estimate | None = None
         self.last_stamp: float | None = None
+        self.state_interval: float | None = None  # between the last two accepted states (the safe command's hold)
         self.ever_valid = False
         self.estimator.reset()
         if self.merger is not None:
@@ -254,6 +255,8 @@ class StateIntake:
         return None
 
     def _accept(self, t: float, x: np.ndarray, velocity: np.ndarray) -> Estimate:
+        if self.state is not None and t > self.state.t:
+            self.state_interval = t - self.state.t
         self.state = Estimate(t, x, velocity)
         self.last_stamp, self.ever_valid = t, True
         return self.state

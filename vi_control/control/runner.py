@@ -29,6 +29,15 @@ FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
     "non-finite control input", "path tolerance violated", "goal tolerance violated", "tracking error undefined")
 
 
+def command_hold(trigger: str, rate: float, dt: float, state_interval: float | None) -> float:
+    """How long a controller's command is held: the timer's period 1/``rate``, or (``trigger`` 'joint_state': one
+    command per state) the interval between the last two states, at least the plan's ``dt`` (a lockstep simulator
+    steps Δt per command; jitter or a second driver's messages do not shorten it)."""
+    if trigger == "timer":
+        return 1.0 / rate
+    return max(dt, state_interval or 0.0)
+
+
 class PlanRunner:
     """The plan being tracked (``law``, ``active_seq``), the next one (``pending``: (seq, plan, start on receipt))
     and the fault state (``fault``: the last fault's kind until a command succeeds again, ``aborted``: (kind,
@@ -236,7 +245,8 @@ class PlanRunner:
         self.warn(key, f"{kind}{': ' + detail if detail else ''} -> safe command ({self.p['safe_mode']})")
         self.fault = kind
 
-    def safe_input(self, mode: str, state: Estimate | None, fresh: bool = True) -> np.ndarray | None:
+    def safe_input(self, mode: str, state: Estimate | None, fresh: bool = True,
+                   period: float | None = None) -> np.ndarray | None:
         """The safe command's input u (``mode`` 'zero' or 'damping' −d·q̇ on the actuated joints, prescribed joints
         held where they were last measured), or None before any prescribed position was measured.
 
@@ -244,10 +254,16 @@ class PlanRunner:
         A stale state's q̇ is no feedback: −d·q̇ from it is a constant torque, which the watchdog would repeat for as
         long as states stay away — the joint decelerates, stops, and is then driven backwards. So damping needs a
         fresh q̇ (a fault of the plan side on a valid state: path or goal tolerance, a non-finite command); a stale
-        or refused state gets zero torque, as a NaN velocity does."""
+        or refused state gets zero torque, as a NaN velocity does.
+
+        ``period``: how long the command is held (the node: 1/rate, or the joint states' interval); d is capped by
+        ``damping_cap`` per joint so the held torque never reverses a velocity. None: d as set."""
         r = self.robot
         v = state.qdot[self.act_q_index] if state is not None and fresh else None
-        tau = safe_command(mode, v, np.full(len(r.actuated), float(self.p["safe_damping"])), r.effort_limits)
+        d = np.full(len(r.actuated), float(self.p["safe_damping"]))
+        if v is not None and mode == "damping" and period is not None and not self.vehicle:
+            d = np.minimum(d, self.damping_cap(state.x, period))
+        tau = safe_command(mode, v, d, r.effort_limits)
         u = np.zeros(self.vi.nu)
         u[: len(tau)] = tau
         if self.vi.nk:
@@ -257,3 +273,25 @@ class PlanRunner:
                 return None  # no measured prescribed positions yet: commanding 0 would move them
             u[len(tau):] = self._held_prescribed  # prescribed joints stay where they were last measured
         return u
+
+    def damping_cap(self, x: np.ndarray, period: float) -> np.ndarray:
+        """Per actuated joint, the largest d_i for which −D·q̇ held over ``period`` T never reverses a velocity.
+
+        Over the hold q̇ ← (I − T·D·A) q̇, with A = (M⁻¹)_aa the inverse inertia the actuated joints see (prescribed
+        joints held: M_dd⁻¹). DA is similar to D^½AD^½, so its eigenvalues are real, ≥ 0 and at most its largest
+        absolute row sum: d_i ≤ 1/(T·Σ_j |A_ij|) keeps them ≤ 1 (every mode decays without reversing; beyond 2 one
+        grows), while a heavy joint keeps the full d a light wrist would not allow. Holonomic constraints only
+        shrink A: the cap is then conservative. Zeros if A cannot be evaluated at x (zero torque is passive)."""
+        vi, act = self.vi, self.act_q_index
+        X = np.zeros((len(act), vi.nx))
+        X[:, : vi.nq] = x[: vi.nq]
+        X[np.arange(len(act)), vi.nq + act] = 1.0  # p = e_j: q̇ = M⁻¹e_j, column j of M⁻¹
+        try:
+            V = vi.velocities(X) if hasattr(vi, "velocities") else np.array([vi.velocity(xj) for xj in X])
+        except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+            return np.zeros(len(act))
+        rows = np.abs(V[:, act]).sum(axis=0)
+        if not np.all(np.isfinite(rows)):
+            return np.zeros(len(act))
+        with np.errstate(divide="ignore"):
+            return 1.0 / (period * rows)

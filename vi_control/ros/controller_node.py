@@ -31,7 +31,7 @@ from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control.intake import FAULT_STALE, Fault, StateIntake, Verdict, Waiting
-from ..control.runner import PlanRunner
+from ..control.runner import PlanRunner, command_hold
 from ..control.tracking import TrackingController
 from ..integrators import make_integrator
 from .common import (
@@ -323,10 +323,13 @@ class ControllerNode(ManagedNode):
             return
         state = self.intake.state  # (damped only while fresh: PlanRunner.safe_input)
         fresh = state is not None and self._now() - state.t <= float(self.p["state_timeout"])
-        u = self.runner.safe_input(self.p["safe_mode"], state, fresh)
+        u = self.runner.safe_input(self.p["safe_mode"], state, fresh, self.command_period())
         if u is not None:
             self.counts["safe"] += 1
             self.publish(u)
+
+    def command_period(self) -> float:
+        return command_hold(self.p["trigger"], float(self.p["rate"]), self.runner.vi.dt, self.intake.state_interval)
 
     def publish(self, u: np.ndarray) -> None:
         np.take(u, self.cmd_index, out=self.cmd.data)

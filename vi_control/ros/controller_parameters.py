@@ -39,7 +39,9 @@ PARAMETERS: dict[str, Param] = {
     "safe_mode": Param("damping", "command on stale/invalid joint states and plan faults: 'zero' or 'damping' "
                                   "(−d·q̇ of a fresh state; a stale or refused one's: zero)",
                        choices=("zero", "damping"), **_LIVE),
-    "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]", range=(0.0, 1e6), **_LIVE),
+    "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]; each joint's capped to "
+                          "1/(T·Σ_j |(M⁻¹)_ij|), T its hold (1/rate, or the joint states' interval, at least dt), so "
+                          "a held −d·q̇ never reverses a light joint's velocity", range=(0.0, 1e6), **_LIVE),
     "retime_tolerance": Param(0.01, "a plan that arrives after its start while the robot is still at its X_0 "
                                     "(|Δq|, |Δq̇| below this) starts when it arrives instead of skipping steps; 0: "
                                     "never", range=(0.0, 1e3), **_LIVE),
