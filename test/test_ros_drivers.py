@@ -373,14 +373,15 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     to 30 rad/s²) within 0.04 rad, and holds the goal. Measured (max |q − X_k| over the plan, on a loaded 2-core
     machine): one relay with both joints (the same test with one `_split_driver` of "shoulder,elbow"; by hand, to
     keep the suite short) 3e-14 to 1.5e-3 rad in four runs (a command that missed its step), two drivers 1.2e-2 to
-    1.9e-2 rad in six — the elbow extrapolated over 10 ms from samples 20 ms apart, its error entering p through
-    ∂p/∂q ≈ M/Δt (in-process lockstep: 1.1–1.4e-2). Then, `joint_state_merge_age` set to 0.1 s and `state_timeout` to
-    0.25 s live, the elbow's driver stops: the controller names the missing joint once 0.1 s have passed and commands
+    1.9e-2 rad in six (the simulator at real_time_factor 0.5, beside two busy loops: 0.7e-2 to 1.9e-2 in four) —
+    the elbow extrapolated over 10 ms from samples 20 ms apart, its error entering p through ∂p/∂q ≈ M/Δt
+    (in-process lockstep: 1.1–1.4e-2). Then, `joint_state_merge_age` set to 0.1 s and `state_timeout` to 0.25 s live,
+    the elbow's driver stops: the controller names the missing joint once 0.1 s have passed and commands
     nothing new; its last state ages into a stale one (state_timeout), the safe command. (Kept short on purpose: until
     the elbow is missing the law tracks an extrapolated elbow, blind, at up to 20 N·m, and the simulator holds the last
     command until the safe one. With 0.2 s and the default 0.5 s, a CI run under load — two more test processes
-    on its 2 cores — drove the elbow past 300 rad/s, where the Δt = 10 ms step is refused.) /diagnostics counts the partial messages and
-    those that found the elbow missing."""
+    on its 2 cores — drove the elbow past 300 rad/s, where the Δt = 10 ms step is refused.) /diagnostics counts the
+    partial messages and those that found the elbow missing."""
     pytest.importorskip("rclpy")
     import threading
 
@@ -392,7 +393,11 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     task = tmp_path / "task.yaml"
     task.write_text(REACH_100HZ)
     model = dict(model="double_pendulum", system_yaml="", dt=dt)
-    overrides = {"simulator": dict(model, mode="realtime", initial_positions=[0.0, 0.0], initial_velocities=[0.0, 0.0]),
+    # at half speed: the state's round trip through a driver and the controller back to the simulator has 20 ms of
+    # wall time per step, not 10 (at 1×, two CI runs beside the other test worker tracked to 0.042 and 0.051 rad,
+    # a command that came after the step it was for applied one step late)
+    overrides = {"simulator": dict(model, mode="realtime", real_time_factor=0.5, initial_positions=[0.0, 0.0],
+                                   initial_velocities=[0.0, 0.0]),
                  "controller": dict(model, trigger="joint_state", log_throttle_period=0.0),
                  "planner": dict(model, task=str(task))}
     split = {"joint_states": "split_joint_states"}  # the nodes hear only the drivers

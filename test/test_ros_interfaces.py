@@ -307,6 +307,28 @@ def test_simulator_stops_stepping_at_end_time_and_can_be_extended_live(ros, pend
     assert sim.wait_for_log("end_time 0.4 s reached at step 4", 5.0), sim.log()
 
 
+def test_simulator_real_time_factor_paces_its_clock_and_is_set_live(ros):
+    """real_time_factor: a realtime simulator steps every Δt/real_time_factor of wall time (simulated seconds per
+    wall second, as Gazebo's). The timer never fires early, so the measured factor's upper bound is sharp; the
+    live change to 1 is checked against a floor far above 0.25 (a pendulum step takes well under 1 ms)."""
+    sim = ros.start("simulator_node", model="pendulum", dt=0.01, mode="realtime", real_time_factor=0.25)
+    rec = ros.recorder(["theta"])
+    assert rec.wait_for(lambda: len(rec.states) > 5, DISCOVERY), sim.log()
+
+    def factor(seconds=1.5):
+        n0 = len(rec.states)
+        time.sleep(seconds)
+        with rec.lock:
+            window = rec.states[n0:]
+        return (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+
+    slow = factor()
+    assert 0.05 < slow <= 0.25 * 1.05, slow
+    assert _set(rec, "vi_simulator", real_time_factor=1.0) == [(True, "")]
+    time.sleep(0.2)
+    assert 0.5 < factor() <= 1.05, sim.log()
+
+
 def test_lockstep_simulator_steps_once_per_state_whatever_answers_it(ros, pendulum_vi):
     """A controller answers a state again each time it is republished (its first answer may have been lost: commands
     are volatile), so two answers to one state can reach a lockstep simulator. It steps on the one naming the state it

@@ -146,7 +146,8 @@ class SimulatorNode(ManagedNode):
 
     def _start_timer(self) -> None:
         p = self.p
-        period = float(p["idle_publish_period"]) if self.lockstep else (1e-3 if p["max_speed"] else self.vi.dt)
+        period = (float(p["idle_publish_period"]) if self.lockstep else
+                  1e-3 if p["max_speed"] else self.vi.dt / float(p["real_time_factor"]))
         self.timer = self.create_timer(period, self.on_timer)
 
     def _stop_timer(self) -> None:
@@ -157,7 +158,8 @@ class SimulatorNode(ManagedNode):
     def apply_parameter(self, name: str, value) -> str | None:
         if name == "noise_seed" and self.robot is not None:
             self.rng = np.random.default_rng(int(value))
-        elif name == "idle_publish_period" and self.active and self.lockstep:
+        elif (name == "idle_publish_period" and self.lockstep or name == "real_time_factor" and not self.lockstep
+              and not self.p["max_speed"]) and self.active:
             self.p[name] = value
             self._stop_timer()
             self._start_timer()

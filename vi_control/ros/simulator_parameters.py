@@ -18,6 +18,9 @@ PARAMETERS: dict[str, Param] = {
                               "that names another joint state than the current one, a controller's repeated answer, is "
                               "ignored)", choices=("realtime", "lockstep")),
     "max_speed": Param(False, "realtime mode: step as fast as possible instead of every Δt of wall time"),
+    "real_time_factor": Param(1.0, "realtime mode: simulated seconds per wall-clock second, a step every "
+                                   "Δt/real_time_factor (as Gazebo's; < 1 gives the other nodes more wall time per "
+                                   "step: a slow or shared machine, debugging)", range=(0.01, 100.0), live=True),
     "controller_name": Param("effort_controller", "commands are read from <controller_name>/commands"),
     "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
     "initial_positions": Param(None, "q_0 in the model's joint order (default zeros)", array="double"),
