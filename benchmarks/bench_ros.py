@@ -236,8 +236,9 @@ def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) ->
                             # like for like with the bare loop: the released arm falls onto its end stops, and
                             # held steps are another workload (docs/integrator.md, joint stops)
                             joint_stops=False)
-        # best effort: the newest states, not every one (a reliable reader that lost one of the ~10⁴ per second
-        # delivers nothing newer until Fast DDS's heartbeat repairs the gap; CI once saw 0.5 s of silence)
+        # best effort: the newest states, not every one (CI once saw 0.5 s without a state on a reliable reader —
+        # likely one of the ~10⁴ per second lost, nothing newer delivered until the writer's heartbeat repaired
+        # the gap; and a reliable reader slows the node: panda 9.0–11.4 against 14.3–14.7, docs/ros.md)
         rec = session.recorder(robot.joint_names, state_qos=SENSOR_STREAM_QOS)
         assert rec.wait_for(lambda: len(rec.states) > 100, 120.0), sim.log()
         time.sleep(1.0)  # warm-up

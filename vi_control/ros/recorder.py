@@ -28,8 +28,8 @@ class Recorder(Node):
                  planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True,
                  namespace: str = "", odometry: bool = False, state_qos=RECORD_QOS):
         """``state_qos``: the joint-state subscription's QoS; RECORD_QOS (reliable, the last 1000 on joining)
-        records every sample, a best-effort one only the newest (a rate measurement: a reliable reader that
-        lost a sample delivers nothing newer until the writer's heartbeat repairs it)."""
+        records every sample, a best-effort one only the newest (a rate measurement: a reliable reader slows a
+        fast writer, and one that lost a sample delivers nothing newer until the writer's heartbeat repairs it)."""
         super().__init__(name, namespace=namespace)
         self.joint_names = joint_names
         self.lock = threading.Lock()
