@@ -20,7 +20,7 @@ from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY, _pendulum_hold_plan, lockstep_step, stamped_command  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from vi_control.ros.common import LATCHED_QOS, SENSOR_QOS, STREAM_QOS  # noqa: E402
+from vi_control.ros.common import LATCHED_QOS, SENSOR_QOS, SENSOR_STREAM_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -312,7 +312,9 @@ def test_simulator_real_time_factor_paces_its_clock_and_is_set_live(ros):
     wall second, as Gazebo's). The timer never fires early, so the measured factor's upper bound is sharp; the
     live change to 1 is checked against a floor far above 0.25 (a pendulum step takes well under 1 ms)."""
     sim = ros.start("simulator_node", model="pendulum", dt=0.01, mode="realtime", real_time_factor=0.25)
-    rec = ros.recorder(["theta"])
+    # best effort, volatile: live states only. (The reliable reader's transient-local history arrived as a burst of
+    # old stamps inside the first window under load: 0.667 measured at 0.25.)
+    rec = ros.recorder(["theta"], state_qos=SENSOR_STREAM_QOS)
     assert rec.wait_for(lambda: len(rec.states) > 5, DISCOVERY), sim.log()
 
     def factor(seconds=1.5):
