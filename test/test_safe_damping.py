@@ -23,7 +23,8 @@ def _runner(vi, d, act_q_index):
                       np.asarray(act_q_index), logger, lambda *a, **k: None)
 
 
-def _crba(robot, q):
+def pinocchio_mass_matrix(robot, q):
+    """M(q) by Pinocchio's crba (independent of our mass matrices), symmetrized."""
     M = pin.crba(robot.pin_model, robot.create_data(), q)  # (upper triangle)
     return np.triu(M) + np.triu(M, 1).T
 
@@ -37,7 +38,7 @@ def panda():
 def test_the_cap_is_the_row_sum_bound_of_pinocchios_inverse_inertia(panda):
     r = _runner(panda, 1.0, np.arange(7))
     x = panda.state_from_velocity(Q_PANDA, np.zeros(7))
-    A = np.linalg.inv(_crba(panda.robot, Q_PANDA))
+    A = np.linalg.inv(pinocchio_mass_matrix(panda.robot, Q_PANDA))
     cap = r.damping_cap(x, T)
     assert cap == pytest.approx(1.0 / (T * np.abs(A).sum(axis=1)), rel=1e-9)
     d = np.minimum(1.0, cap)
@@ -57,12 +58,12 @@ def test_the_cap_sees_the_inertia_of_the_actuated_joints_with_prescribed_ones_he
     q = np.array([0.3, -0.7])
     acrobot = vc.make_integrator("midpoint", vc.load_robot(bundled_urdf("double_pendulum"),
                                                            {"actuated": ["elbow"]}), 0.1)
-    A = np.linalg.inv(_crba(acrobot.robot, q))
+    A = np.linalg.inv(pinocchio_mass_matrix(acrobot.robot, q))
     x = acrobot.state_from_velocity(q, np.zeros(2))
     assert _runner(acrobot, 1.0, [1]).damping_cap(x, 0.1) == pytest.approx([1.0 / (0.1 * A[1, 1])], rel=1e-9)
     held = vc.make_integrator("midpoint", vc.load_robot(bundled_urdf("double_pendulum"), {
         "prescribed": ["shoulder"], "actuated": ["elbow"]}), 0.1)
-    M = _crba(held.robot, q)
+    M = pinocchio_mass_matrix(held.robot, q)
     x = np.concatenate([q, np.zeros(2)])
     r = _runner(held, 1.0, [1])
     assert r.damping_cap(x, 0.1) == pytest.approx([M[1, 1] / 0.1], rel=1e-9)  # M_dd⁻¹ = 1/M₂₂, not (M⁻¹)₂₂

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..integrators.base import DiscreteSystem
+from ..integrators.base import DiscreteSystem, state_velocities
 from ..model.robot import RobotModel
 from .intake import FAULT_INVALID_STATE, Estimate, Fault, JointLimits
 from .plan import Plan, state_error
@@ -287,7 +287,7 @@ class PlanRunner:
         X[:, : vi.nq] = x[: vi.nq]
         X[np.arange(len(act)), vi.nq + act] = 1.0  # p = e_j: q̇ = M⁻¹e_j, column j of M⁻¹
         try:
-            V = vi.velocities(X) if hasattr(vi, "velocities") else np.array([vi.velocity(xj) for xj in X])
+            V = state_velocities(vi, X)
         except (np.linalg.LinAlgError, ValueError, ArithmeticError):
             return np.zeros(len(act))
         rows = np.abs(V[:, act]).sum(axis=0)

@@ -273,6 +273,13 @@ def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | Non
     return x, u
 
 
+def state_velocities(system: DiscreteSystem, X: np.ndarray) -> np.ndarray:
+    """q̇ of every state of X (K, nx) → (K, nq): the system's batched ``velocities`` where it has one (MidpointVI:
+    one solve for all), else ``velocity`` state by state."""
+    batch = getattr(system, "velocities", None)
+    return batch(X) if batch is not None else np.array([system.velocity(x) for x in X])
+
+
 def as_vector(system: DiscreteSystem, v: np.ndarray, size: int, what: str) -> np.ndarray:
     """``v`` as a flat float array of ``size`` entries; ValueError naming ``what`` and the expected size otherwise.
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..control.hold import equilibrium_state, hold_gain, holding_input
 from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
-from ..integrators.base import DiscreteSystem, Linearizable
+from ..integrators.base import DiscreteSystem, Linearizable, state_velocities
 from ..linearization import linearize_trajectory
 from ..model.limits import MAX_CONFIGURATION, position_limit_violation
 from .augmented import terminal_constrained_ddp
@@ -238,8 +238,7 @@ def velocity_limit_excess(vi: DiscreteSystem, X: np.ndarray) -> str | None:
     limit = np.array([j.velocity_limit for j in joints], float)
     if not np.isfinite(limit).any():
         return None
-    batch = getattr(vi, "velocities", None)
-    V = np.abs(batch(X) if batch is not None else np.array([vi.velocity(x) for x in X]))
+    V = np.abs(state_velocities(vi, X))
     over = V > limit
     if not over.any():
         return None

@@ -30,7 +30,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control.intake import FAULT_STALE, Fault, StateIntake, Verdict, Waiting
+from ..control.intake import FAULT_STALE, Estimate, Fault, StateIntake, Verdict, Waiting
 from ..control.runner import PlanRunner, command_hold
 from ..control.tracking import TrackingController
 from ..integrators import make_integrator
@@ -290,8 +290,9 @@ class ControllerNode(ManagedNode):
     def watchdog(self) -> None:
         """joint_state trigger: notice joint states that stopped arriving (their stamps age on this clock)."""
         state = self.intake.state
-        if self.active and state is not None and self._now() - state.t > float(self.p["state_timeout"]):
-            self.go_safe(FAULT_STALE, f"no joint state for {self._now() - state.t:.3f} s")
+        age = self._stale_age(state) if self.active and state is not None else None
+        if age is not None:
+            self.go_safe(FAULT_STALE, f"no joint state for {age:.3f} s")
 
     # ---- commands ------------------------------------------------------------------------------
     def tick(self, now: float | None = None) -> None:
@@ -304,8 +305,8 @@ class ControllerNode(ManagedNode):
                 self.go_safe(self.runner.fault, "")
             return
         t, x, qdot = state
-        age = (self._now() if now is None else now) - t
-        if age > self.p["state_timeout"]:
+        age = self._stale_age(state, now)
+        if age is not None:
             return self.go_safe(FAULT_STALE, f"no joint state for {age:.3f} s")
         out = self.runner.command(t, x)
         if isinstance(out, Fault):
@@ -315,6 +316,12 @@ class ControllerNode(ManagedNode):
             self.publish(u)
             self._publish_state(self.runner.law, k, t, x, qdot, u)
 
+    def _stale_age(self, state: Estimate, now: float | None = None) -> float | None:
+        """The state's age on this node's clock (``now`` if the caller has read it) if beyond ``state_timeout``:
+        stale; None while it is fresh."""
+        age = (self._now() if now is None else now) - state.t
+        return age if age > float(self.p["state_timeout"]) else None
+
     def go_safe(self, kind: str, detail: str = "") -> None:
         """Publish the safe command and log the fault (throttled per kind). Nothing before the first valid
         joint state: there is no velocity to damp, and a lockstep simulator would step on the command."""
@@ -322,7 +329,7 @@ class ControllerNode(ManagedNode):
         if not self.intake.ever_valid:
             return
         state = self.intake.state  # (damped only while fresh: PlanRunner.safe_input)
-        fresh = state is not None and self._now() - state.t <= float(self.p["state_timeout"])
+        fresh = state is not None and self._stale_age(state) is None
         u = self.runner.safe_input(self.p["safe_mode"], state, fresh, self.command_period())
         if u is not None:
             self.counts["safe"] += 1

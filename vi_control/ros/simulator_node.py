@@ -144,11 +144,13 @@ class SimulatorNode(ManagedNode):
         self.destroy_service(self.srv)
         self.robot = None
 
-    def _start_timer(self) -> None:
+    def _timer_period(self) -> float:
         p = self.p
-        period = (float(p["idle_publish_period"]) if self.lockstep else
-                  1e-3 if p["max_speed"] else self.vi.dt / float(p["real_time_factor"]))
-        self.timer = self.create_timer(period, self.on_timer)
+        return (float(p["idle_publish_period"]) if self.lockstep else
+                1e-3 if p["max_speed"] else self.vi.dt / float(p["real_time_factor"]))
+
+    def _start_timer(self) -> None:
+        self.timer = self.create_timer(self._timer_period(), self.on_timer)
 
     def _stop_timer(self) -> None:
         if self.timer is not None:
@@ -158,11 +160,12 @@ class SimulatorNode(ManagedNode):
     def apply_parameter(self, name: str, value) -> str | None:
         if name == "noise_seed" and self.robot is not None:
             self.rng = np.random.default_rng(int(value))
-        elif (name == "idle_publish_period" and self.lockstep or name == "real_time_factor" and not self.lockstep
-              and not self.p["max_speed"]) and self.active:
+        elif name in ("idle_publish_period", "real_time_factor") and self.active:
+            period = self._timer_period()
             self.p[name] = value
-            self._stop_timer()
-            self._start_timer()
+            if self._timer_period() != period:  # (each matters in one mode only: _timer_period)
+                self._stop_timer()
+                self._start_timer()
         elif name == "end_time":
             self.end_logged = False  # an extended run logs its new end
         return None  # position_noise_std and on_bad_command are read from self.p at each use
