@@ -67,7 +67,7 @@ def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b:
         row = dict(problem=name, N=N)
         for m, s in sols.items():
             E = dynamic_errors(s, dyn, coordinates=coordinates) if s.success else None
-            split = ([x.tolist() for x in error_split(s, dyn)] if s.success and coordinates is None
+            split = ([x.tolist() for x in error_split(s, dyn, coordinates=coordinates)] if s.success
                      else [None, None])
             row[m] = dict(success=s.success, status=s.status, iterations=s.iterations, tf=s.tf, objective=s.objective,
                           E2=E.E2 if E else None, E2_q=E.E2_q.tolist() if E else None, E2_split=split,
@@ -313,6 +313,13 @@ def _f(v, fmt="{:.3g}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
+def _part(split: list | None, k: int, coord: int | None) -> float | None:
+    """Part k of error_split's (q̈ − v̇, v̇ − g): of one coordinate, or summed over them as E^[2] (eq. 19)."""
+    if split is None or split[k] is None:
+        return None
+    return sum(split[k]) if coord is None else split[k][coord]
+
+
 def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = None, split: bool = False,
           floor: dict | None = None) -> str:
     """Markdown rows: E^[2] (or E^[2]_q of one coordinate), ratio, iterations, CPU time (median) per method;
@@ -340,9 +347,8 @@ def table(rows: list[dict], drake: dict | None, key: str, coord: int | None = No
             tfJ = None if "tf" not in d else (d["tf"] if key == "pendulum" else d["cost"])
             line += f" {_f(Ed)} | {_f(tfJ, '{:.4g}')} | {_f(None if cpu is None else cpu * 1e3, '{:.1f}')} |"
         if split:
-            c = 0 if coord is None else coord
-            pa, pb = a.get("E2_split") or [None, None], b.get("E2_split") or [None, None]
-            line += (f" {_f(pa[0] and pa[0][c])} / {_f(pa[1] and pa[1][c])} | {_f(pb[1] and pb[1][c])} |")
+            pa, pb = a.get("E2_split"), b.get("E2_split")
+            line += f" {_f(_part(pa, 0, coord))} / {_f(_part(pa, 1, coord))} | {_f(_part(pb, 1, coord))} |"
         if floor:
             line += f" {_f(floor.get(r['N']))} |"
         out.append(line)
@@ -489,10 +495,11 @@ def report(res: dict, out_dir: Path) -> None:
     if res["biped"]:
         carried = f" ({res['biped_from']})" if res.get("biped_from") else ""
         lines += ["Five-link biped gait, floating base + stance constraint (`biped5_stance`; E² over all seven "
-                  f"coordinates, base_x and base_z in m){carried}:", "", table(res["biped"], None, "biped"), "",
+                  f"coordinates, base_x and base_z in m){carried}:", "",
+                  table(res["biped"], None, "biped", split=True), "",
                   "Five-link biped gait, stance foot as the root (`biped5_pinned`, seed 004's minimal coordinates; E² "
                   f"over the five absolute link angles, eq. 19){carried}:", "",
-                  table(res["biped_pinned"], None, "biped"), ""]
+                  table(res["biped_pinned"], None, "biped", split=True), ""]
     lines += ["Pendulum, open-loop drift (the plan's inputs replayed by RK45 from x₀; ‖x(t_f) − goal‖∞): " + ", ".join(
         f"{k} {v:.3g}" for k, v in res["drift"].items())]
     for r in dr.get("pendulum") or []:

@@ -73,9 +73,10 @@ def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subi
     return DynamicErrors(t=t, eps1=e1, eps2=e2, E1_q=E1_q, E2_q=E2_q, E1=float(E1_q.sum()), E2=float(E2_q.sum()))
 
 
-def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics,
-                subintervals: int = 1000) -> tuple[np.ndarray, np.ndarray]:
-    """ε^[2] = (q̈ − v̇) + (v̇ − g(q, q̇, u)), integrated per coordinate: (∫|q̈ − v̇| dt, ∫|v̇ − g| dt), each (nq,).
+def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics, subintervals: int = 1000,
+                coordinates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """ε^[2] = (q̈ − v̇) + (v̇ − g(q, q̇, u)), integrated per coordinate: (∫|q̈ − v̇| dt, ∫|v̇ − g| dt), each (nq,)
+    — or (m,) for θ = T q with ``coordinates`` T (m, nq), as in `dynamic_errors` (both parts are linear in q̈, v̇, g).
 
     The first part is LG's velocity inconsistency (seed 004 §I: v ≠ q̇ between the Gauss points, so v̇ ≠ q̈ even at
     them) — what LG2 removes by construction (zero for LG2); the second is the collocation residual of the
@@ -84,7 +85,11 @@ def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics,
     t, w = _quadrature_grid(sol, subintervals)
     q, qd, qdd, vd = sol.q(t), sol.q(t, 1), sol.q(t, 2), sol.v(t, 1)
     g = dynamics.acceleration(q, qd, sol.u(t))
-    return w @ np.abs(qdd - vd), w @ np.abs(vd - g)
+    a, b = qdd - vd, vd - g
+    if coordinates is not None:
+        T = np.asarray(coordinates, float)
+        a, b = a @ T.T, b @ T.T
+    return w @ np.abs(a), w @ np.abs(b)
 
 
 def plot_dynamic_error(ax, sol: CollocationSolution, dynamics: SecondOrderDynamics, coordinate: int | None = None,
