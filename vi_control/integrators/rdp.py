@@ -17,8 +17,10 @@ vanishes (the paper's remark before the snakeboard's simplified equations).
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 
 import casadi as ca
 import numpy as np
@@ -26,7 +28,11 @@ from scipy.linalg import lapack
 
 from ..mechanics import se2
 from ..mechanics.codegen import FunctionSet
+from ..mechanics.discrete import DENSE_LU_C
 from .base import ConvergenceError, NewtonSettings, SingularityError
+
+# The whole simulation as one C call (csrc/rdp_driver.c), compiled into the library of the generated functions.
+RDP_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "rdp_driver.c").read_text()
 
 __all__ = ["ReducedSystem", "ReducedDAlembertPontryagin", "sleigh_system", "snakeboard_system"]
 
@@ -123,7 +129,7 @@ class ReducedDAlembertPontryagin:
              "momentum": ca.Function("rdp_momentum", [r, rdot, xi0],
                                      [ca.densify(dl0[:ns]), ca.densify(dl0[ns:]),
                                       ca.densify(ca.mtimes(system.basis(r).T, dl0[ns:]))])},
-            compile=compile)
+            compile=compile, driver=RDP_C, driver_needs=("residual", "update"))
         self._P = np.zeros(3 * ns + 3)
         rr = ca.SX.sym("r", ns)
         self._basis = ca.Function("E", [rr], [system.basis(rr)])
@@ -134,11 +140,17 @@ class ReducedDAlembertPontryagin:
         return np.array(self.functions["momentum"](np.asarray(r, float), np.asarray(rdot, float),
                                                    np.asarray(xi, float))[2]).ravel()
 
+    @property
+    def compiled(self) -> bool:
+        """True if ``simulate`` runs as one C call (csrc/rdp_driver.c); else the numpy Newton loop."""
+        return self.functions.lib is not None
+
     def simulate(self, g0: np.ndarray, r0: np.ndarray, rdot0: np.ndarray, xi0: np.ndarray,
                  forces: np.ndarray | None = None, steps: int | None = None) -> RDPTrajectory:
         """N steps from the continuous state (g₀, r₀, ṙ₀, ξ₀) under shape forces ``forces`` (N, n_shape)
-        (f_k applied at t_k, as eq. 16); raises ConvergenceError / SingularityError with the step index."""
-        ns, st = self.n_shape, self.settings
+        (f_k applied at t_k, as eq. 16); raises ConvergenceError / SingularityError with the step index.
+        One C call where the functions compiled, else the same Newton loop in numpy (roots equal to round-off)."""
+        ns = self.n_shape
         if forces is None:
             if steps is None:
                 raise ValueError("simulate needs forces (N, n_shape) or steps=N")
@@ -148,19 +160,45 @@ class ReducedDAlembertPontryagin:
             raise ValueError(f"forces must have shape (N, {ns}), got {forces.shape}")
         N = len(forces)
         G, Rr = np.zeros((N + 1, 3)), np.zeros((N + 1, ns))
-        U, XI, its = np.zeros((N, ns)), np.zeros((N, 3)), np.zeros(N, int)
+        U, XI, its = np.zeros((N, ns)), np.zeros((N, 3)), np.zeros(N, np.int64)
         G[0], Rr[0] = g0, r0
         dl_u, dl_xi, _ = self.functions["momentum"](np.asarray(r0, float), np.asarray(rdot0, float),
                                                     np.asarray(xi0, float))
         pi_p = np.array(dl_u).ravel() - 0.5 * self.dt * forces[0] if N else np.array(dl_u).ravel()
         mu_p = np.array(dl_xi).ravel()
-        res_fn, upd = self.functions["residual"], self.functions["update"]
         z = np.concatenate([np.asarray(rdot0, float), np.zeros(self.n_basis)])
         r0 = np.asarray(r0, float)
         omega0 = np.asarray(xi0, float) + (np.array(self._connection(r0)) @ np.asarray(rdot0, float) if ns else 0)
         z[ns:] = np.linalg.lstsq(np.array(self._basis(r0)).reshape(3, -1), omega0, rcond=None)[0]
         P = self._P
-        for k in range(N):
+        P[ns:2 * ns], P[2 * ns:2 * ns + 3] = pi_p, mu_p
+        run = self._simulate_c if self.compiled else self._simulate_numpy
+        run(np.ascontiguousarray(forces), z, P, G, Rr, U, XI, its)
+        return RDPTrajectory(g=G, r=Rr, u=U, xi=XI, iterations=its)
+
+    def _simulate_c(self, forces, z, P, G, Rr, U, XI, its) -> None:
+        lib, st, nz = self.functions.lib, self.settings, len(z)
+        iw_n, w_n = self.functions.work_sizes(("residual", "update"))
+        lib.vi_rdp_workspace.restype = ctypes.c_longlong
+        n_ws = lib.vi_rdp_workspace(ctypes.c_longlong(self.n_shape), ctypes.c_longlong(nz))
+        iw, w, info = np.zeros(nz + iw_n, np.int64), np.zeros(n_ws + w_n), np.zeros(3)
+        ip = np.array([len(forces), self.n_shape, nz, st.max_iterations], np.int64)
+        dp = np.array([st.tol, st.p_unit])
+        lib.vi_rdp_simulate.restype = ctypes.c_int
+        code = lib.vi_rdp_simulate(*(a.ctypes.data_as(ctypes.c_void_p)
+                                     for a in (ip, dp, P, forces, z, G, Rr, U, XI, its, iw, w, info)))
+        k, rnorm, it = int(info[0]), float(info[1]), int(info[2])
+        if code == 2:
+            raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)")
+        if code != 0:
+            raise ConvergenceError(k, rnorm, it, "RDP (seed 003 eq. 27)"
+                                   + (": a generated function failed" if code == 3 else ""))
+
+    def _simulate_numpy(self, forces, z, P, G, Rr, U, XI, its) -> None:
+        ns, st = self.n_shape, self.settings
+        res_fn, upd = self.functions["residual"], self.functions["update"]
+        pi_p, mu_p = P[ns:2 * ns].copy(), P[2 * ns:2 * ns + 3].copy()
+        for k in range(len(forces)):
             P[:ns], P[ns:2 * ns], P[2 * ns:2 * ns + 3], P[2 * ns + 3:] = Rr[k], pi_p, mu_p, forces[k]
             scale = st.scale(np.abs(P[ns:2 * ns + 3]).max(initial=0.0))
             for it in range(st.max_iterations + 1):
@@ -179,7 +217,6 @@ class ReducedDAlembertPontryagin:
             G[k + 1], Rr[k + 1] = out[:3], out[3:3 + ns]
             pi_p, mu_p = out[3 + ns:3 + 2 * ns].copy(), out[3 + 2 * ns:6 + 2 * ns].copy()
             U[k], XI[k] = z[:ns], out[6 + 2 * ns:]
-        return RDPTrajectory(g=G, r=Rr, u=U, xi=XI, iterations=its)
 
 
 # The bundled snakeboard (urdf/snakeboard.urdf) and seed 003 §6.2's initial state and inputs.
