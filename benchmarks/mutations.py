@@ -268,6 +268,15 @@ MUTATIONS: tuple[Mutation, ...] = (
              "DMOC's scaled Newton matrix built by sparse products (drops zero entries: structurally singular at a "
              "heave goal, where SuperLU can crash the process)",
              ("test/test_dmoc_units.py::test_the_scaled_newton_matrix_keeps_its_structure",)),
+    Mutation("rdp_c_group_momentum_not_carried", "vi_control/mechanics/csrc/rdp_driver.c",
+             "    for (long long i = 0; i < 3; i++) P[2 * ns + i] = out[3 + 2 * ns + i];\n", "",
+             "the compiled RDP keeps μ⁺_0 in eq. 27's momentum jump instead of carrying μ⁺_k from step to step",
+             ("test/test_rdp_compiled.py",)),
+    Mutation("rdp_c_stopping_rule_absolute", "vi_control/mechanics/csrc/rdp_driver.c",
+             "const double scale = p1 + vi_maxabs(P + ns, ns + 3);", "const double scale = p1;",
+             "the compiled RDP's stopping rule without the step's momentum (not NewtonSettings' rule: the C and numpy "
+             "paths stop at different iterates)",
+             ("test/test_rdp_compiled.py",)),
     Mutation("first_state_republish_stamped_on_receipt", "vi_control/control/intake.py",
              "return t == 0.0 and not (last_stamp == 0.0 and now <= window)", "return t == 0.0",
              "a lockstep simulator's first state, republished after its first step's clock, stamped on receipt (by "
