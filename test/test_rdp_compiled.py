@@ -108,3 +108,20 @@ def test_sleigh_second_order_against_dop853(retraction):
         err.append(np.abs(g[[1, 2, 0]] - ref).max())
     order = np.log2(np.array(err[:-1]) / np.array(err[1:]))
     assert np.all(np.abs(order - 2.0) < 0.05), (err, order)
+
+
+def test_bad_start_and_step_count_are_refused_by_name(board):
+    system, start, U = board
+    rdp = ReducedDAlembertPontryagin(system, H)
+    g0, r0, rdot0, xi0 = start
+    for args, kwargs, word in (((g0[:2], r0, rdot0, xi0), dict(forces=U), "g0 must have 3 entries"),
+                               ((g0, r0, rdot0[:1], xi0), dict(forces=U), "rdot0 must have 2 entries"),
+                               ((g0, r0, rdot0, [np.nan, 0, 0]), dict(forces=U), "xi0 must be finite"),
+                               ((g0, r0, rdot0, xi0), dict(forces=U[:, :1]), "forces must have shape (N, 2)"),
+                               ((g0, r0, rdot0, xi0), dict(steps=-1), "steps must be a non-negative integer"),
+                               ((g0, r0, rdot0, xi0), dict(steps=2.5), "steps must be a non-negative integer"),
+                               ((g0, r0, rdot0, xi0), {}, "needs forces")):
+        with pytest.raises(ValueError) as e:
+            rdp.simulate(*args, **kwargs)
+        assert word in str(e.value), (word, str(e.value))
+    assert rdp.simulate(*start, steps=0).g.shape == (1, 3)  # no step: the start alone

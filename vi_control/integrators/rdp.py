@@ -29,6 +29,7 @@ from scipy.linalg import lapack
 from ..mechanics import se2
 from ..mechanics.codegen import FunctionSet
 from ..mechanics.discrete import DENSE_LU_C
+from ..model.scalars import is_integer
 from .base import ConvergenceError, NewtonSettings, SingularityError
 
 # The whole simulation as one C call (csrc/rdp_driver.c), compiled into the library of the generated functions.
@@ -151,6 +152,8 @@ class ReducedDAlembertPontryagin:
         (f_k applied at t_k, as eq. 16); raises ConvergenceError / SingularityError with the step index.
         One C call where the functions compiled, else the same Newton loop in numpy (roots equal to round-off)."""
         ns = self.n_shape
+        if steps is not None and (not is_integer(steps) or steps < 0):
+            raise ValueError(f"simulate: steps must be a non-negative integer, got {steps!r}")
         if forces is None:
             if steps is None:
                 raise ValueError("simulate needs forces (N, n_shape) or steps=N")
@@ -158,17 +161,17 @@ class ReducedDAlembertPontryagin:
         forces = np.asarray(forces, float)
         if forces.ndim != 2 or forces.shape[1] != ns:
             raise ValueError(f"forces must have shape (N, {ns}), got {forces.shape}")
+        g0, r0, rdot0, xi0 = (_start_vector(name, v, n) for name, v, n in
+                              (("g0", g0, 3), ("r0", r0, ns), ("rdot0", rdot0, ns), ("xi0", xi0, 3)))
         N = len(forces)
         G, Rr = np.zeros((N + 1, 3)), np.zeros((N + 1, ns))
         U, XI, its = np.zeros((N, ns)), np.zeros((N, 3)), np.zeros(N, np.int64)
         G[0], Rr[0] = g0, r0
-        dl_u, dl_xi, _ = self.functions["momentum"](np.asarray(r0, float), np.asarray(rdot0, float),
-                                                    np.asarray(xi0, float))
+        dl_u, dl_xi, _ = self.functions["momentum"](r0, rdot0, xi0)
         pi_p = np.array(dl_u).ravel() - 0.5 * self.dt * forces[0] if N else np.array(dl_u).ravel()
         mu_p = np.array(dl_xi).ravel()
-        z = np.concatenate([np.asarray(rdot0, float), np.zeros(self.n_basis)])
-        r0 = np.asarray(r0, float)
-        omega0 = np.asarray(xi0, float) + (np.array(self._connection(r0)) @ np.asarray(rdot0, float) if ns else 0)
+        z = np.concatenate([rdot0, np.zeros(self.n_basis)])
+        omega0 = xi0 + (np.array(self._connection(r0)) @ rdot0 if ns else 0)
         z[ns:] = np.linalg.lstsq(np.array(self._basis(r0)).reshape(3, -1), omega0, rcond=None)[0]
         P = self._P
         P[ns:2 * ns], P[2 * ns:2 * ns + 3] = pi_p, mu_p
@@ -217,6 +220,16 @@ class ReducedDAlembertPontryagin:
             G[k + 1], Rr[k + 1] = out[:3], out[3:3 + ns]
             pi_p, mu_p = out[3 + ns:3 + 2 * ns].copy(), out[3 + 2 * ns:6 + 2 * ns].copy()
             U[k], XI[k] = z[:ns], out[6 + 2 * ns:]
+
+
+def _start_vector(name: str, value, n: int) -> np.ndarray:
+    """A start vector of length n, finite: the RDP's (g₀, r₀, ṙ₀, ξ₀)."""
+    v = np.asarray(value, float).ravel()
+    if v.size != n:
+        raise ValueError(f"simulate: {name} must have {n} entries, got shape {np.shape(value)}")
+    if not np.isfinite(v).all():
+        raise ValueError(f"simulate: {name} must be finite, got {v}")
+    return v
 
 
 # The bundled snakeboard (urdf/snakeboard.urdf) and seed 003 §6.2's initial state and inputs.
