@@ -158,6 +158,9 @@ def test_collocation_benchmark_smoke(tmp_path):
     (row,) = res["pendulum_starts"]  # every straight-line start solved by both methods
     assert all(len(row[m]["iterations"]) == len(row[m]["tfs"]) == 5 for m in ("lg", "lg2"))
     assert res["cartpole"][0]["lg"]["E2_split"][0][0] > 0 == res["cartpole"][0]["lg2"]["E2_split"][0][0]
+    for key, m in (("biped", 7), ("biped_pinned", 5)):  # the split over the table's coordinates (absolute angles)
+        lg, lg2 = res[key][0]["lg"]["E2_split"], res[key][0]["lg2"]["E2_split"]
+        assert len(lg[0]) == len(lg2[1]) == m and sum(lg[0]) > 0 == sum(lg2[0])
     assert {r["problem"] for r in res["ddp"]} == {"pendulum", "cartpole"}
     assert len(res["replay"]["deviation"]) == 11 and len(res["replay"]["perturbed"]) == 11
     text = (tmp_path / "collocation.md").read_text()
