@@ -19,9 +19,11 @@ from vi_control.integrators.rdp import (
     snakeboard_start,
     snakeboard_system,
 )
+from vi_control.mechanics import codegen
 from vi_control.mechanics.lagrange_dalembert import NonholonomicODE
 from vi_control.model.bundled import load_bundled
 
+pytestmark = pytest.mark.skipif(codegen.compiler() is None, reason="the RDP's C driver needs a C compiler")
 H = 10.0 / 128  # seed 003 §6.2: N = 128 over T = 10 s
 
 
