@@ -100,3 +100,11 @@ def test_lg2_error_is_lg_first_order_residual_which_bounds_the_gain(gait, gaits)
         assert E_lg <= a + b * (1 + 1e-9)
         bound = (a + b) / E_lg2
         assert E_lg / E_lg2 <= bound < most, (N, E_lg / E_lg2, bound)
+
+
+def test_coordinates_of_the_wrong_shape_are_refused_by_name(gait, gaits):
+    sol = gaits["lg2", 8]
+    for T in (ABSOLUTE[:, :4], ABSOLUTE[0], np.full((5, 5), np.nan)):
+        for f in (dynamic_errors, error_split):
+            with pytest.raises(ValueError, match=r"coordinates: a finite matrix T \(m, 5\)"):
+                f(sol, gait.dynamics, 10, coordinates=T)

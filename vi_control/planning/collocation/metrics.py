@@ -34,6 +34,16 @@ class DynamicErrors:
     E2: float
 
 
+def _coordinates(coordinates, nq: int) -> np.ndarray | None:
+    """``coordinates`` as a finite (m, nq) matrix T (θ = T q), or None."""
+    if coordinates is None:
+        return None
+    T = np.asarray(coordinates, float)
+    if T.ndim != 2 or T.shape[1] != nq or not np.isfinite(T).all():
+        raise ValueError(f"coordinates: a finite matrix T (m, {nq}) with θ = T q, got shape {T.shape}")
+    return T
+
+
 def _quadrature_grid(sol: CollocationSolution, subintervals: int) -> tuple[np.ndarray, np.ndarray]:
     x, w = np.polynomial.legendre.leggauss(3)
     ts, ws = [], []
@@ -65,10 +75,11 @@ def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subi
     ``coordinates``: a constant matrix T (m, nq) to report the errors of θ = T q instead of q (e.g. the biped's
     absolute link angles from relative joint angles): ε is linear in q̇, q̈ and g, so ε_θ = T ε_q exactly.
     """
+    T = _coordinates(coordinates, dynamics.nq)
     t, w = _quadrature_grid(sol, subintervals)
     e1, e2 = dynamic_error_samples(sol, dynamics, t, velocity)
-    if coordinates is not None:
-        e1, e2 = e1 @ np.asarray(coordinates, float).T, e2 @ np.asarray(coordinates, float).T
+    if T is not None:
+        e1, e2 = e1 @ T.T, e2 @ T.T
     E1_q, E2_q = w @ np.abs(e1), w @ np.abs(e2)
     return DynamicErrors(t=t, eps1=e1, eps2=e2, E1_q=E1_q, E2_q=E2_q, E1=float(E1_q.sum()), E2=float(E2_q.sum()))
 
@@ -82,12 +93,12 @@ def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics, subinte
     them) — what LG2 removes by construction (zero for LG2); the second is the collocation residual of the
     first-order system, which both methods leave between the Gauss points. E^[2]_qi ≤ the sum of the two, and LG2's
     gain over LG on a coordinate is bounded by how much of LG's error the first part carries."""
+    T = _coordinates(coordinates, dynamics.nq)
     t, w = _quadrature_grid(sol, subintervals)
     q, qd, qdd, vd = sol.q(t), sol.q(t, 1), sol.q(t, 2), sol.v(t, 1)
     g = dynamics.acceleration(q, qd, sol.u(t))
     a, b = qdd - vd, vd - g
-    if coordinates is not None:
-        T = np.asarray(coordinates, float)
+    if T is not None:
         a, b = a @ T.T, b @ T.T
     return w @ np.abs(a), w @ np.abs(b)
 
