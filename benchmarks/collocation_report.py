@@ -107,6 +107,12 @@ def plots(res: dict, replay: dict | None, pend_dyn, out_dir: Path) -> None:
                 [(dk[n].get("E2") if coord is None else (dk[n].get("E2_q") or [np.nan])[coord]) if n in dk
                  and dk[n]["success"] else np.nan for n in Ns], [dk[n]["cpu"] if n in dk else np.nan for n in Ns])
         plot_error_sweep(ax[i, 0], ax[i, 1], Ns, curves, title=title)
+        if key == "biped" and res.get("biped_pinned"):  # why LG2 cannot be 10× below LG there (docs/collocation.md)
+            pinned = res["biped_pinned"]
+            resid = [_part(r["lg"].get("E2_split"), 1, None) if r["same_optimum"] else None for r in pinned]
+            ax[i, 0].semilogy([r["N"] for r in pinned], [np.nan if v is None else v for v in resid],
+                              "k--", lw=1, label="LG's part $\\int|\\dot v - g|$ (stance root) = LG2's $E^{[2]}$")
+            ax[i, 0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out_dir / "collocation.png", dpi=100)
     plt.close(fig)
