@@ -116,9 +116,12 @@ def snakeboard_runs(N: int, ref=None) -> dict:
     gni = make_integrator("gni", robot, h)
     ode = NonholonomicODE(robot, torque=lambda t: snakeboard_inputs(t)[::-1])
     rdp = {ret: ReducedDAlembertPontryagin(system, h, ret) for ret in ("exp", "cay")}
+    loop = ReducedDAlembertPontryagin(system, h, "exp")  # baseline: the numpy Newton loop, compiled functions
+    loop.use_driver = False
     out = {"gni": lambda: gni.simulate(gni.state_from_velocity(q0, qd0, U[0, ::-1]), U[:, ::-1])[0][:, :2],
            "rdp exp": lambda: rdp["exp"].simulate(*start, forces=U).g[:, 1:],
            "rdp cay": lambda: rdp["cay"].simulate(*start, forces=U).g[:, 1:],
+           "rdp exp, numpy Newton loop": lambda: loop.simulate(*start, forces=U).g[:, 1:],
            "rk2": lambda: rk2_midpoint(ode.rhs, np.concatenate([q0, qd0]), h, N)[:, :2]}
     if ref is None:
         ref = solve_ivp(ode.rhs, (0, T), np.concatenate([q0, qd0]), method="DOP853", rtol=1e-12, atol=1e-12,

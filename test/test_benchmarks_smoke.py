@@ -125,6 +125,9 @@ def test_nonholonomic_benchmark_smoke(tmp_path):
     e_rk2 = errors["snakeboard, 128 steps (T = 10 s), rk2"]
     for k in ("gni", "rdp exp", "rdp cay"):  # seed 003 Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
         assert errors[f"snakeboard, 128 steps (T = 10 s), {k}"] < e_rk2 / 10
+    # the RDP's in-process baseline (its numpy Newton loop) ends where the C driver does
+    base = errors["snakeboard, 128 steps (T = 10 s), rdp exp, numpy Newton loop"]
+    assert base == pytest.approx(errors["snakeboard, 128 steps (T = 10 s), rdp exp"], rel=1e-9)
     assert result["energy"]["energy_rel"] < 1e-13 and result["energy"]["constraint"] < 1e-13
     assert "| GNI step, sleigh" in result["table"] and "snakeboard, 512 steps, gni" in result["table"]
     for f in result["files"]:

@@ -59,6 +59,18 @@ def test_snakeboard_c_equals_the_numpy_loop(board, retraction):
     assert np.isfinite(a.g).all() and np.abs(a.g[-1, 1:]).max() > 0.1  # the board moved
 
 
+def test_use_driver_false_runs_the_numpy_loop_around_the_compiled_functions(board):
+    """The benchmark's in-process baseline: the same compiled residual and update, stepped by the numpy loop."""
+    system, start, U = board
+    rdp = ReducedDAlembertPontryagin(system, H)
+    a = rdp.simulate(*start, forces=U)
+    rdp.use_driver = False
+    assert not rdp.compiled and rdp.functions.compiled("residual")
+    b = rdp.simulate(*start, forces=U)
+    np.testing.assert_allclose(a.g, b.g, rtol=0, atol=1e-12)
+    _same_counts(a.iterations, b.iterations)
+
+
 def test_sleigh_c_equals_the_numpy_loop():
     """No shape variables (n_shape = 0): the C loop's empty shape arrays."""
     c, v = _both(sleigh_system(I=1.0, m=1.0, a=0.5), 0.05)

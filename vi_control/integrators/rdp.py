@@ -132,6 +132,7 @@ class ReducedDAlembertPontryagin:
                                       ca.densify(ca.mtimes(system.basis(r).T, dl0[ns:]))])},
             compile=compile, driver=RDP_C, driver_needs=("residual", "update"))
         self._P = np.zeros(3 * ns + 3)
+        self.use_driver = True  # False: the numpy loop around the compiled functions (the benchmark's baseline)
         rr = ca.SX.sym("r", ns)
         self._basis = ca.Function("E", [rr], [system.basis(rr)])
         self._connection = ca.Function("A", [rr], [system.connection(rr)])
@@ -143,8 +144,9 @@ class ReducedDAlembertPontryagin:
 
     @property
     def compiled(self) -> bool:
-        """True if ``simulate`` runs as one C call (csrc/rdp_driver.c); else the numpy Newton loop."""
-        return self.functions.lib is not None
+        """True if ``simulate`` runs as one C call (csrc/rdp_driver.c): the driver compiled and ``use_driver`` set;
+        else the numpy Newton loop (around compiled functions where they compiled)."""
+        return self.functions.lib is not None and self.use_driver
 
     def simulate(self, g0: np.ndarray, r0: np.ndarray, rdot0: np.ndarray, xi0: np.ndarray,
                  forces: np.ndarray | None = None, steps: int | None = None) -> RDPTrajectory:
