@@ -104,7 +104,7 @@ def run_benchmark(steps: int = 100_000, dt: float = 0.5) -> dict:
 def _table(res: dict) -> str:
     lines = [f"{res['steps']} steps at Δt = {res['dt']} s ({res['steps'] * res['dt']:g} s simulated); machine load "
              f"{res['load'][0]:.1f}", "",
-             "| integrator | max |ΔE|/E₀ | drift [1/s] | max ‖π − π₀‖ | off the group | CPU µs/step |",
+             "| integrator | max \\|ΔE\\|/E₀ | drift [1/s] | max ‖π − π₀‖ | off the group | CPU µs/step |",
              "|---|---|---|---|---|---|"]
     for r in res["rows"]:
         lines.append(f"| {r['name']} | {r['max_energy']:.2e} | {r['drift']:+.1e} | {r['momentum']:.1e} | "
