@@ -3,6 +3,8 @@ iterates to round-off (bit for bit on the development machine: both solve 2×2 /
 pivoting), the same iteration counts, and the same errors with the same step index — not converged, a singular
 Jacobian, a NaN input."""
 
+import re
+
 import casadi as ca
 import numpy as np
 import pytest
@@ -147,3 +149,15 @@ def test_bad_start_and_step_count_are_refused_by_name(board):
             rdp.simulate(*args, **kwargs)
         assert word in str(e.value), (word, str(e.value))
     assert rdp.simulate(*start, steps=0).g.shape == (1, 3)  # no step: the start alone
+
+
+def test_reduced_system_inertia_is_validated():
+    """ℓ = ½ wᵀ𝕄w must be a kinetic energy: a wrong size, an asymmetric or indefinite 𝕄 is refused by name."""
+    zero3 = lambda r: ca.SX.zeros(3, 1)  # noqa: E731
+    for M, n, word in ((np.eye(3), 1, "finite (4, 4) matrix"), (np.diag([1.0, 1, 1, np.inf]), 1, "finite"),
+                       (np.eye(4) + np.triu(np.ones((4, 4)), 1), 1, "symmetric"),
+                       (np.diag([1.0, -1, 1, 1]), 1, "positive definite"), (np.eye(3), -1, "n_shape")):
+        with pytest.raises(ValueError, match=re.escape(word)):
+            ReducedSystem("bad", M, n, basis=lambda r: ca.vertcat(1, 0, 0), connection=zero3)
+    assert ReducedSystem("ok", np.eye(4), 1, basis=lambda r: ca.vertcat(1, 0, 0), connection=zero3).inertia.shape \
+        == (4, 4)

@@ -49,6 +49,25 @@ class ReducedSystem:
     basis: Callable[[ca.SX], ca.SX]
     connection: Callable[[ca.SX], ca.SX]
 
+    def __post_init__(self) -> None:
+        """ℓ must be a kinetic energy: 𝕄 finite, symmetric and positive definite, of size n_shape + 3."""
+        if not is_integer(self.n_shape) or self.n_shape < 0:
+            raise ValueError(f"ReducedSystem {self.name!r}: n_shape must be a non-negative integer, "
+                             f"got {self.n_shape!r}")
+        n = self.n_shape + 3
+        M = np.asarray(self.inertia, float)
+        if M.shape != (n, n) or not np.isfinite(M).all():
+            raise ValueError(f"ReducedSystem {self.name!r}: inertia must be a finite ({n}, {n}) matrix (shape "
+                             f"variables u, then ξ = (ω, v_x, v_y)), got shape {M.shape}")
+        if not np.allclose(M, M.T, rtol=1e-12, atol=0.0):
+            raise ValueError(f"ReducedSystem {self.name!r}: inertia must be symmetric")
+        try:
+            np.linalg.cholesky(M)
+        except np.linalg.LinAlgError:
+            raise ValueError(f"ReducedSystem {self.name!r}: inertia must be positive definite (eigenvalues "
+                             f"{np.linalg.eigvalsh(M)})") from None
+        object.__setattr__(self, "inertia", M)
+
 
 def sleigh_system(I: float, m: float, a: float) -> ReducedSystem:
     """Chaplygin sleigh (seed 003 §6.1): no shape, 𝕄 = diag(I, m, m) at the centre of mass, skate at distance a
