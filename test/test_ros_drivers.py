@@ -336,6 +336,21 @@ def _split_driver(domain: int, namespace: str, joints: str, every: int, dt: floa
                             env=ros_environment(domain), start_new_session=True)
 
 
+def _late_commands(snapshots: list[dict], t0: float, t1: float) -> tuple[int, int]:
+    """(steps on a late command, largest lag in steps) of the simulator between sim times t0 and t1, from its
+    /diagnostics snapshots (cumulative counts; the window is widened to the snapshots around it, back to the
+    simulator's start if none came before t0: a subscription that matched late)."""
+    times = [float(s["sim_time"]) for s in snapshots]
+    after = [i for i, t in enumerate(times) if t >= t1]
+    assert after, f"no simulator /diagnostics after t = {t1}: {times}"
+    j, before = after[0], [i for i, t in enumerate(times) if t <= t0]
+    if not before:
+        return int(snapshots[j]["late_command_steps"]), int(snapshots[j]["max_command_lag_steps"])
+    i = before[-1]
+    late = int(snapshots[j]["late_command_steps"]) - int(snapshots[i]["late_command_steps"])
+    return late, max(int(s["max_command_lag_steps_in_period"]) for s in snapshots[i + 1: j + 1])
+
+
 def _stop(proc) -> None:
     import os
     import signal
@@ -397,7 +412,7 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     # wall time per step, not 10 (at 1×, two CI runs beside the other test worker tracked to 0.042 and 0.051 rad,
     # a command that came after the step it was for applied one step late)
     overrides = {"simulator": dict(model, mode="realtime", real_time_factor=0.5, initial_positions=[0.0, 0.0],
-                                   initial_velocities=[0.0, 0.0]),
+                                   initial_velocities=[0.0, 0.0], diagnostics_period=0.05),
                  "controller": dict(model, trigger="joint_state", log_throttle_period=0.0),
                  "planner": dict(model, task=str(task))}
     split = {"joint_states": "split_joint_states"}  # the nodes hear only the drivers
@@ -405,6 +420,7 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
              _split_driver(domain, ns, "elbow", 2, dt, tmp_path)]
     stopped_at: list[float] = []
     diagnostics: list[dict] = []
+    sim_diagnostics: list[dict] = []
 
     def stop_elbow_after_the_plan(nodes, rec):
         from diagnostic_msgs.msg import DiagnosticArray
@@ -431,8 +447,13 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
             stopped_at.append(time.time())
             _stop(procs[1])
 
-        rec.create_subscription(DiagnosticArray, "diagnostics", lambda m: diagnostics.extend(
-            {v.key: v.value for v in st.values} for st in m.status if st.name.endswith("vi_controller")), 10)
+        def on_diagnostics(m):
+            for st in m.status:
+                for suffix, out in (("vi_controller", diagnostics), ("vi_simulator", sim_diagnostics)):
+                    if st.name.endswith(suffix):
+                        out.append({v.key: v.value for v in st.values})
+
+        rec.create_subscription(DiagnosticArray, "diagnostics", on_diagnostics, 10)
         threading.Thread(target=watch, daemon=True).start()
 
     try:
@@ -452,7 +473,8 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
         plan = plan.shifted(float(controller.split("at k=0 (state t=")[1].split(",")[0]))
     err = run.tracking_error(np.ones(2, bool), plan)
     assert np.isfinite(err).sum() > 0.8 * err.size, logs
-    print(f"two drivers: max tracking error {np.nanmax(np.abs(err)):.3g} rad")
+    late = _late_commands(sim_diagnostics, plan.times[0], plan.times[-1])
+    print(f"two drivers: max tracking error {np.nanmax(np.abs(err)):.3g} rad, late commands in the plan {late}")
     assert np.nanmax(np.abs(err)) < 4e-2, logs
     held = (run.stamps > plan.times[-1] + 0.1) & (run.stamps < plan.times[-1] + 0.3)  # (before the elbow stops)
     assert held.any() and np.abs(run.q[held] - plan.X[-1, :2]).max() < 4e-2

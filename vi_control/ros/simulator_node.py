@@ -12,6 +12,10 @@ of ``odometry_link`` in ``odom_frame``).
 Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (seed 002) steps the
 body, thruster efforts arrive on the same command topic, and the state goes out as ``nav_msgs/Odometry`` on
 ``odom`` (pose, body twist: the whole state) instead of joint states.
+
+``/diagnostics`` every ``diagnostics_period`` (wall clock): the measured real-time factor (WARN below 80 % of the
+asked one) and, on a running clock, the steps taken on a *late* command — one that answered an older state than the
+step's (``supervision.CommandTiming``): the control loop did not close within the step's wall time.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
+from rclpy.clock import Clock as WallClock
+from rclpy.clock import ClockType
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -35,6 +42,7 @@ from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS, command_joints, run_nod
 from .managed import ManagedNode
 from .messages import command_stamp, split_seconds
 from .simulator_parameters import PARAMETERS
+from .supervision import CommandTiming, diagnostics, simulator_diagnostics
 from .vehicle import odometry_from_state, pose_parameter, vehicle_system
 
 
@@ -102,7 +110,9 @@ class SimulatorNode(ManagedNode):
             self.q_prev0, self.continuous = q0 - vi.dt * v0, np.asarray(r.continuous_mask, bool)
             self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
         self.rng = np.random.default_rng(int(p["noise_seed"]))
-        self.k, self.end_logged, self.end_publish_time, self.ignored_answers = 0, False, 0.0, 0
+        self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
+        self.counts = dict(rejected_commands=0, saturated_commands=0, ignored_answers=0)
+        self.timing = CommandTiming(vi.dt)
         self._reset_state()
         self.clock_msg = Clock()
         self.clock_pub = self.create_publisher(Clock, "/clock", STREAM_QOS) if p["publish_clock"] else None
@@ -122,6 +132,9 @@ class SimulatorNode(ManagedNode):
             self.odom_pub = self.create_publisher(Odometry, "odom", RECORD_QOS) if link else None
         self.lockstep = p["mode"] == "lockstep"
         self.timer = None
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
+        self.diag_timer = self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics,
+                                            clock=WallClock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}"
                                f"{', vehicle mode (odom)' if self.vehicle else ''}")
 
@@ -134,10 +147,12 @@ class SimulatorNode(ManagedNode):
         self._stop_timer()
         self.u = self.u_zero.copy()  # the safe command: a re-activated simulator applies no stale torque
         self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]
+        self.timing.command(None)
 
     def cleanup(self) -> None:
         self._stop_timer()
-        for e in (self.pub, self.clock_pub, self.desc_pub, self.odom_pub):
+        self.destroy_timer(self.diag_timer)
+        for e in (self.pub, self.clock_pub, self.desc_pub, self.odom_pub, self.diag_pub):
             if e is not None:
                 self.destroy_publisher(e)
         self.destroy_subscription(self.sub)
@@ -166,6 +181,10 @@ class SimulatorNode(ManagedNode):
             if self._timer_period() != period:  # (each matters in one mode only: _timer_period)
                 self._stop_timer()
                 self._start_timer()
+        elif name == "diagnostics_period" and self.robot is not None:
+            self.destroy_timer(self.diag_timer)
+            self.diag_timer = self.create_timer(float(value), self.publish_diagnostics,
+                                                clock=WallClock(clock_type=ClockType.STEADY_TIME))
         elif name == "end_time":
             self.end_logged = False  # an extended run logs its new end
         return None  # position_noise_std and on_bad_command are read from self.p at each use
@@ -187,6 +206,7 @@ class SimulatorNode(ManagedNode):
     # ---- simulation --------------------------------------------------------------------------
     def _reset_state(self) -> None:
         self.x, self.u = self.x0.copy(), self.u_zero.copy()
+        self.timing.command(None)
         self.q_prev = None if self.q_prev0 is None else self.q_prev0.copy()
         self.last_command_time = time.monotonic()
 
@@ -209,16 +229,20 @@ class SimulatorNode(ManagedNode):
         if u.size != self.vi.nu or not np.all(np.isfinite(u)):
             why = f"size {u.size} != {self.vi.nu}" if u.size != self.vi.nu else "NaN/inf entries"
             fallback = self.p["on_bad_command"]
+            self.counts["rejected_commands"] += 1
             if fallback == "zero":
                 self.u = self.u_zero.copy()
                 self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]  # prescribed joints stay put
+                self.timing.command(None)
             self.warn(f"bad command {why}", f"rejected command ({why}); applying "
                       f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}")
         else:
             self.u = u[self.perm]
+            self.timing.command(command_stamp(msg))
             tau, lim = self.u[: self.vi.n_torques], self.robot.effort_limits
             if np.any(np.abs(tau) > lim):  # an actuator saturates; it does not pass on any torque asked for
                 self.u[: self.vi.n_torques] = np.clip(tau, -lim, lim)
+                self.counts["saturated_commands"] += 1
                 self.warn("saturated", "command beyond the effort limits: saturated")
         self.last_command_time = time.monotonic()
         if self.lockstep:
@@ -233,10 +257,10 @@ class SimulatorNode(ManagedNode):
         now = split_seconds(self.k * self.vi.dt)
         if stamp is None or stamp == now:
             return True
-        self.ignored_answers += 1
+        self.counts["ignored_answers"] += 1
         self.warn("answer to another state", lambda: f"command answering the state of t="
                   f"{stamp[0] + 1e-9 * stamp[1]:.9g} ignored: the simulation is at t={now[0] + 1e-9 * now[1]:.9g} "
-                  f"(a second answer to a republished state; {self.ignored_answers} so far)", level="info")
+                  f"(a second answer to a republished state; {self.counts['ignored_answers']} so far)", level="info")
         return False
 
     def ended(self) -> bool:
@@ -279,9 +303,20 @@ class SimulatorNode(ManagedNode):
                 f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active), level="info")
         if self.q_prev0 is not None:
             self.q_prev = self.x[: self.vi.nq].copy()
+        if not self.lockstep:
+            self.timing.step(self.k)
         self.x, self.k = x_next, self.k + 1
         self.publish_state()
         return True
+
+    def publish_diagnostics(self) -> None:
+        p = self.p
+        rtf = None if self.lockstep or p["max_speed"] else float(p["real_time_factor"])
+        level, status, values = simulator_diagnostics(
+            self.active, self.ended(), "lockstep" if self.lockstep else "max_speed" if p["max_speed"] else "realtime",
+            rtf, self.k, self.vi.dt, self.timing.window(self.k), self.timing, self.counts)
+        name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
+        self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))
 
     def publish_state(self) -> None:
         vi = self.vi

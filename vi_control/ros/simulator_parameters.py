@@ -43,6 +43,8 @@ PARAMETERS: dict[str, Param] = {
     "end_time": Param(0.0, "stop stepping once the simulation time reaches this [s] (0: never); the node stays "
                            "active and republishes its last state every idle_publish_period (a run of fixed length "
                            "that a recorder can keep whole)", range=(0.0, 1e9), live=True),
+    "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]: real-time factor, late commands",
+                                range=(0.01, 3600.0), live=True),
     "publish_clock": Param(True, "publish the simulation time on /clock"),
     "odometry_link": Param("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile "
                                "model (nonholonomic constraints or a floating base: its first link with mass), "

@@ -1,8 +1,10 @@
-"""What the controller node reports besides its commands: the JTC-style ``~/controller_state`` message and its
-``/diagnostics`` status. (The joint-state limits it checks are ``control.intake.JointLimits``.)"""
+"""What the nodes report besides their outputs: the controller's JTC-style ``~/controller_state`` message and its
+``/diagnostics`` status, and the simulator's step timing (``CommandTiming``) and status. (The joint-state limits
+the controller checks are ``control.intake.JointLimits``.)"""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,4 +95,68 @@ def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake
                   unstamped_joint_states=intake.counts["unstamped"],
                   **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
                   **{f"faults: {k}": n for k, n in runner.fault_counts.items()})
+    return level, status, values
+
+
+class CommandTiming:
+    """On a running clock, which state each step's command answered (the command names it: ``COMMAND_STAMP_PREFIX``).
+
+    A step from state k on the command that answered state j < k ran on a command k − j steps *late*: the loop
+    state → controller → command took longer than the step's wall time (Δt / real_time_factor), and the simulator,
+    as hardware does, applied the last command it had. A command naming no state (another tool's) is never late.
+    Counts are kept in total and per window (``window()``, once per diagnostics period), with the measured
+    real-time factor of the window.
+    """
+
+    def __init__(self, dt: float):
+        self.dt = float(dt)
+        self.answered: int | None = None  # the state index the command in force answered
+        self.late_steps = self.max_lag = 0
+        self._window = (time.monotonic(), None, 0, 0)  # (wall, first step index, late steps, max lag) of the window
+
+    def command(self, stamp: tuple[int, int] | None) -> None:
+        """A command came that answers the state of ``stamp`` (``messages.command_stamp``), or names none."""
+        self.answered = None if stamp is None else round((stamp[0] + 1e-9 * stamp[1]) / self.dt)
+
+    def step(self, k: int) -> None:
+        """Step k → k + 1 is taken under the command in force."""
+        wall, k0, late, lag_max = self._window
+        lag = 0 if self.answered is None else k - self.answered
+        if lag > 0:
+            self.late_steps += 1
+            self.max_lag = max(self.max_lag, lag)
+            late, lag_max = late + 1, max(lag_max, lag)
+        self._window = (wall, k if k0 is None else k0, late, lag_max)
+
+    def window(self, k: int) -> tuple[int, int, int, float]:
+        """(steps, late steps, largest lag, simulated seconds per wall second) since the last call; k = the state
+        index now. Starts the next window."""
+        now = time.monotonic()
+        wall, k0, late, lag_max = self._window
+        steps = 0 if k0 is None else k - k0
+        self._window = (now, k, 0, 0)
+        return steps, late, lag_max, steps * self.dt / max(now - wall, 1e-9)
+
+
+def simulator_diagnostics(active: bool, ended: bool, mode: str, requested_rtf: float | None, k: int, dt: float,
+                          window: tuple[int, int, int, float], timing: CommandTiming,
+                          counts: dict[str, int]) -> tuple[int, str, dict]:
+    """The simulator's /diagnostics (level, message, values). WARN when inactive, or when a realtime run keeps less
+    than 80 % of the requested real-time factor over a window (the machine cannot step at Δt: every node that
+    paces itself on /clock slows with it). ``requested_rtf`` is None for max_speed and lockstep."""
+    steps, late, lag, rtf = window
+    if not active:
+        level, status = WARN, "inactive"
+    elif ended:
+        level, status = OK, "end_time reached"
+    elif mode == "lockstep":
+        level, status = OK, f"lockstep, {steps} steps"
+    elif requested_rtf is not None and steps and rtf < 0.8 * requested_rtf:
+        level, status = WARN, f"{rtf:.2f}x real time, {requested_rtf:g}x asked: the simulator cannot keep pace"
+    else:
+        level, status = OK, f"{rtf:.2f}x real time, {late} of {steps} steps on a late command"
+    values = dict(state=status, mode=mode, step=k, sim_time=f"{k * dt:.9g}", steps_in_period=steps,
+                  real_time_factor=f"{rtf:.3f}", late_command_steps=timing.late_steps,
+                  late_command_steps_in_period=late, max_command_lag_steps=timing.max_lag,
+                  max_command_lag_steps_in_period=lag, **counts)
     return level, status, values
