@@ -75,7 +75,7 @@ def _merge(stream, max_age: float = 0.05):
         factor[other] = abs(t - a) * abs(t - b) / 2
         v_bound[other] = (Q3 * factor)[other] if a != b else (Q2 * abs(t - a))[other]
         hold[other] = np.abs(q_of(t) - q_of(max(x for x in s if x <= t)))[other]
-        emitted.append((out, factor, not after, hold, v_bound))
+        emitted.append((out, factor, not after, hold, v_bound, max(0.0, t - s[-1])))
     return merger, emitted
 
 
@@ -89,7 +89,7 @@ def test_merged_joint_states_are_the_motion_to_the_linear_interpolation_bound(rn
     assert len(emitted) > 0.6 * sum(1 for m in stream if m[2][0])
     assert np.all(np.diff([e[0].t for e in emitted]) > 0)
     errors, bounds = [], []
-    for s, factor, _, _, v_bound in emitted:
+    for s, factor, _, _, v_bound, _ in emitted:
         err, bound = np.abs(s.q - q_of(s.t)), Q2 * factor
         assert np.all(err <= 1.01 * bound + 1e-12), (s.t, err, bound)
         assert np.all(np.abs(s.qdot - qdot_of(s.t)) <= 1.01 * v_bound + 1e-12)
@@ -100,6 +100,8 @@ def test_merged_joint_states_are_the_motion_to_the_linear_interpolation_bound(rn
     assert max(errors) > 0.1 * max(bounds)  # the bound is not vacuous
     assert max(errors) < 0.25 * max(e[3][1] for e in emitted)  # a zero-order hold: several times worse
     assert merger.counts["partial"] == len(stream)
+    # the longest extrapolation: past the wrist's newest sample by up to its period and delay (25 ms ± 20 %, 0–8 ms)
+    assert merger.max_extrapolation == max(e[5] for e in emitted) and 0.02 < merger.max_extrapolation < 0.05
     second_wrist = sorted(t for _, t, m, _, _ in stream if m[1])[1]
     assert len(merger.missing_at) == merger.counts["waiting"] > 0
     assert max(merger.missing_at) < second_wrist  # only until the wrist's driver had spoken twice
@@ -123,8 +125,11 @@ def test_interpolation_out_of_order_and_the_same_stamp_again():
     assert m.add(1.005, ARM, q_of(1.005), None) is None
     again = m.add(1.010, ARM, q_of(1.010), None)
     assert again.t == 1.010 and np.array_equal(again.q, s.q)
+    assert m.max_extrapolation == 0.0  # (interpolated so far)
     later = m.add(1.030, ARM, q_of(1.030), None)  # past the wrist's newest: extrapolated from its last two
     assert later.q[1] == pytest.approx(q_of(1.0)[1] + (q_of(1.025)[1] - q_of(1.0)[1]) * 1.2, abs=1e-15)
+    assert m.max_extrapolation == pytest.approx(0.005, abs=1e-15)  # 5 ms past the wrist's newest sample
+    assert m.take_extrapolation() == m.max_extrapolation and m.take_extrapolation() == 0.0  # (a new period)
 
 
 def test_configuration_estimate_from_merged_states_is_a_full_rate_drivers(vi, rng):
@@ -136,9 +141,9 @@ def test_configuration_estimate_from_merged_states_is_a_full_rate_drivers(vi, rn
     data = model.createData()
     _, emitted = _merge(_stream(rng, 1.0, velocities=False))
     merged, single = StateEstimator(vi, "configurations"), StateEstimator(vi, "configurations")
-    eps = [(s.t, float(np.max(Q2 * f))) for s, f, _, _, _ in emitted]  # each merged sample's error bound
+    eps = [(s.t, float(np.max(Q2 * f))) for s, f, *_ in emitted]  # each merged sample's error bound
     n, worst_single, ratio = 0, 0.0, 0.0
-    for (s, _, _, _, _), (_, eps_t) in zip(emitted, eps):
+    for (s, *_), (_, eps_t) in zip(emitted, eps):
         assert s.qdot is None
         x, x_ref = merged.update(s.t, s.q, None), single.update(s.t, q_of(s.t), None)
         assert (x is None) == (x_ref is None)

@@ -95,19 +95,27 @@ class JointStateMerger:
     """Partial joint states → full samples (module docstring). ``joint_names``: the model's joints (its order);
     ``max_age`` [s]: bound on the samples an interpolation or extrapolation uses (assign it to change it);
     ``continuous``: mask of continuous joints (interpolated modulo 2π). ``counts``: partial messages received
-    (``partial``) and those that found a joint missing (``waiting``), for diagnostics."""
+    (``partial``) and those that found a joint missing (``waiting``), for diagnostics; ``max_extrapolation`` [s]:
+    the longest a merged sample's joints were extrapolated past their group's newest sample (the timeliness of the
+    slowest driver: its own period, plus its delay), in total and since ``take_extrapolation()``."""
 
     def __init__(self, joint_names: list[str], max_age: float = 0.05, continuous: np.ndarray | None = None):
         self.names = list(joint_names)
         self.max_age = float(max_age)
         self.continuous = np.zeros(len(self.names), bool) if continuous is None else np.asarray(continuous, bool)
         self.counts = dict(partial=0, waiting=0)
+        self.max_extrapolation = self._period_extrapolation = 0.0
         self.reset()
 
     def reset(self) -> None:
         """Forget every sample (a node that (re)starts)."""
         self._groups: dict[bytes, _Group] = {}
         self.last: float | None = None
+
+    def take_extrapolation(self) -> float:
+        """The longest extrapolation [s] since the last call (0: none), and start the next period."""
+        out, self._period_extrapolation = self._period_extrapolation, 0.0
+        return out
 
     @property
     def active(self) -> bool:
@@ -142,13 +150,13 @@ class JointStateMerger:
     def _compose(self, t: float, trigger: _Group) -> Sample | Missing:
         nq = len(self.names)
         q, qdot = np.empty(nq), np.empty(nq)
-        covered, velocities = np.zeros(nq, bool), True
+        covered, velocities, ahead = np.zeros(nq, bool), True, np.zeros(nq)  # ahead: t − its group's newest stamp
         # the newest sample of a joint wins: groups in order of their newest stamp, the message's own last
         for g in sorted(self._groups.values(), key=lambda g: (g.newest, g is trigger)):
             value = g.at(t, self.max_age)
             if value is None:
                 continue
-            q[g.idx], covered[g.idx] = value[0], True
+            q[g.idx], covered[g.idx], ahead[g.idx] = value[0], True, t - g.newest
             if value[1] is None:
                 velocities = False
             else:
@@ -159,4 +167,8 @@ class JointStateMerger:
             seen = [t - g.newest for g in self._groups.values() if missing[g.idx].any() and g.newest <= t]
             return Missing(t, [n for n, m in zip(self.names, missing) if m], min(seen) if seen else None)
         self.last = t
+        longest = float(ahead.max())
+        if longest > self._period_extrapolation:
+            self._period_extrapolation = longest
+            self.max_extrapolation = max(self.max_extrapolation, longest)
         return Sample(t, q, qdot if velocities else None)

@@ -360,7 +360,9 @@ class ControllerNode(ManagedNode):
         span = max(now - t0, 1e-9)
         self.rates = ((states - s0) / span, (commands - c0) / span)
         self._rate_mark = (now, states, commands)
-        level, status, values = controller_diagnostics(self.active, self.runner, self.intake, self.counts, self.rates)
+        merger = self.intake.merger
+        level, status, values = controller_diagnostics(self.active, self.runner, self.intake, self.counts, self.rates,
+                                                       merger.take_extrapolation() if merger else 0.0)
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))
 

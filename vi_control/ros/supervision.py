@@ -69,10 +69,11 @@ OK, WARN, ERROR = (int.from_bytes(b, "little") for b in (DiagnosticStatus.OK, Di
 
 
 def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake, counts: dict[str, int],
-                           rates: tuple[float, float]) -> tuple[int, str, dict]:
+                           rates: tuple[float, float], extrapolation: float = 0.0) -> tuple[int, str, dict]:
     """The controller's /diagnostics (level, message, values): inactive, on the safe command (a fault or an aborted
     plan), waiting, holding the end of a plan, or tracking one; with the plan, the step, the rates (joint states and
-    commands per second), and the counts of states, commands, safe commands, refusals and faults by kind."""
+    commands per second), and the counts of states, commands, safe commands, refusals and faults by kind. With
+    several drivers also how far their joints were extrapolated (in total, and ``extrapolation`` in the period)."""
     law, state, merger = runner.law, intake.state, intake.merger
     if not active:
         level, status = WARN, "inactive"
@@ -94,6 +95,8 @@ def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake
                   foreign_joint_states=intake.counts["foreign"],
                   unstamped_joint_states=intake.counts["unstamped"],
                   **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
+                  **(dict(max_extrapolation_s=f"{merger.max_extrapolation:.4f}",
+                          max_extrapolation_s_in_period=f"{extrapolation:.4f}") if merger else {}),
                   **{f"faults: {k}": n for k, n in runner.fault_counts.items()})
     return level, status, values
 
