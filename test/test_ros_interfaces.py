@@ -9,7 +9,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import GetState  # noqa: E402
 from rcl_interfaces.srv import GetParameters, SetParameters  # noqa: E402
@@ -93,12 +93,17 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
 
 
 def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
-    """issue 12 item 5: configure = model and compile, activate = step/command, deactivate = safe command."""
+    """issue 12 item 5: configure = model and compile, activate = step/command, deactivate = safe command. The
+    simulator's /diagnostics say inactive (WARN), then lockstep with its steps (OK)."""
     vi = pendulum_vi
-    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", autostart=False)
+    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", autostart=False,
+                    diagnostics_period=0.1)
     ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", autostart=False,
                      use_sim_time=True)
     rec = ros.recorder(["theta"])
+    statuses = []
+    rec.create_subscription(DiagnosticArray, "diagnostics", lambda m: statuses.extend(
+        (st.level, st.message) for st in m.status if st.name.endswith("vi_simulator")), STREAM_QOS)
     assert _state(rec, "vi_simulator") == "unconfigured" and _state(rec, "vi_controller") == "unconfigured"
     time.sleep(0.5)
     assert rec.robot_description is None and not rec.states  # nothing loaded, nothing published
@@ -108,6 +113,7 @@ def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
     rec.publish_command([1.0])
     time.sleep(0.5)
     assert not rec.states  # inactive: paused, commands ignored
+    assert rec.wait_for(lambda: (DiagnosticStatus.WARN, "inactive") in statuses, DISCOVERY), statuses
     assert rec.transition("vi_simulator", Transition.TRANSITION_ACTIVATE)
     assert rec.wait_for(lambda: rec.states, 10.0), sim.log()
     for t in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
@@ -117,6 +123,8 @@ def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
     pub.publish(plan_to_message(_pendulum_hold_plan(vi, 30, 0.0), 5, start_on_receipt=True))
     assert rec.wait_for(lambda: len(rec.commands) > 3, DISCOVERY), ctrl.log()  # the closed loop runs
     assert ctrl.wait_for_log("entered plan 5 at k=0", 5.0)
+    assert rec.wait_for(lambda: any(level == DiagnosticStatus.OK and text.startswith("lockstep, ")
+                                    and int(text.split()[1]) > 0 for level, text in statuses), 10.0), statuses
     assert rec.transition("vi_controller", Transition.TRANSITION_DEACTIVATE)
     assert _state(rec, "vi_controller") == "inactive"
     time.sleep(0.5)

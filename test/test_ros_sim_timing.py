@@ -60,6 +60,8 @@ def test_simulator_diagnostics_levels():
     assert level == WARN and "cannot keep pace" in status, status
     level, status, _ = simulator_diagnostics(True, True, window=(0, 0, 0, 0.0), **args)
     assert (level, status) == (OK, "end_time reached")
+    level, status, _ = simulator_diagnostics(True, False, window=(0, 0, 0, 0.0), **args)
+    assert level == WARN and status.startswith("not stepping"), status
     args.update(mode="lockstep", requested_rtf=None)
     level, status, _ = simulator_diagnostics(True, False, window=(7, 0, 0, 0.01), **args)
     assert (level, status) == (OK, "lockstep, 7 steps")

@@ -140,6 +140,7 @@ class SimulatorNode(ManagedNode):
 
     def activate(self) -> None:
         self.last_command_time = time.monotonic()
+        self.timing.window(self.k)  # (the paused time is no slow stepping)
         self._start_timer()
         self.publish_state()
 

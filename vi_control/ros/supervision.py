@@ -154,7 +154,9 @@ def simulator_diagnostics(active: bool, ended: bool, mode: str, requested_rtf: f
         level, status = OK, "end_time reached"
     elif mode == "lockstep":
         level, status = OK, f"lockstep, {steps} steps"
-    elif requested_rtf is not None and steps and rtf < 0.8 * requested_rtf:
+    elif requested_rtf is not None and not steps:
+        level, status = WARN, "not stepping (a failed step is held: see the log)"
+    elif requested_rtf is not None and rtf < 0.8 * requested_rtf:
         level, status = WARN, f"{rtf:.2f}x real time, {requested_rtf:g}x asked: the simulator cannot keep pace"
     else:
         level, status = OK, f"{rtf:.2f}x real time, {late} of {steps} steps on a late command"
