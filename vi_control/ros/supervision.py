@@ -115,7 +115,8 @@ class CommandTiming:
         self.dt = float(dt)
         self.answered: int | None = None  # the state index the command in force answered
         self.late_steps = self.max_lag = 0
-        self._window = (time.monotonic(), None, 0, 0)  # (wall, first step index, late steps, max lag) of the window
+        # the current window: its start (wall), first step index (None: no step yet), late steps, largest lag
+        self._wall, self._k0, self._late, self._lag = time.monotonic(), None, 0, 0
 
     def command(self, stamp: tuple[int, int] | None) -> None:
         """A command came that answers the state of ``stamp`` (``messages.command_stamp``), or names none."""
@@ -123,22 +124,23 @@ class CommandTiming:
 
     def step(self, k: int) -> None:
         """Step k → k + 1 is taken under the command in force."""
-        wall, k0, late, lag_max = self._window
+        if self._k0 is None:
+            self._k0 = k
         lag = 0 if self.answered is None else k - self.answered
         if lag > 0:
             self.late_steps += 1
             self.max_lag = max(self.max_lag, lag)
-            late, lag_max = late + 1, max(lag_max, lag)
-        self._window = (wall, k if k0 is None else k0, late, lag_max)
+            self._late += 1
+            self._lag = max(self._lag, lag)
 
     def window(self, k: int) -> tuple[int, int, int, float]:
         """(steps, late steps, largest lag, simulated seconds per wall second) since the last call; k = the state
         index now. Starts the next window."""
         now = time.monotonic()
-        wall, k0, late, lag_max = self._window
-        steps = 0 if k0 is None else k - k0
-        self._window = (now, k, 0, 0)
-        return steps, late, lag_max, steps * self.dt / max(now - wall, 1e-9)
+        steps = 0 if self._k0 is None else k - self._k0
+        out = steps, self._late, self._lag, steps * self.dt / max(now - self._wall, 1e-9)
+        self._wall, self._k0, self._late, self._lag = now, k, 0, 0
+        return out
 
 
 def simulator_diagnostics(active: bool, ended: bool, mode: str, requested_rtf: float | None, k: int, dt: float,
