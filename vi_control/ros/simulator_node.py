@@ -133,8 +133,7 @@ class SimulatorNode(ManagedNode):
         self.lockstep = p["mode"] == "lockstep"
         self.timer = None
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
-        self.diag_timer = self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics,
-                                            clock=WallClock(clock_type=ClockType.STEADY_TIME))
+        self.diag_timer = self._diagnostics_timer(float(p["diagnostics_period"]))
         self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}"
                                f"{', vehicle mode (odom)' if self.vehicle else ''}")
 
@@ -168,6 +167,9 @@ class SimulatorNode(ManagedNode):
     def _start_timer(self) -> None:
         self.timer = self.create_timer(self._timer_period(), self.on_timer)
 
+    def _diagnostics_timer(self, period: float):
+        return self.create_timer(period, self.publish_diagnostics, clock=WallClock(clock_type=ClockType.STEADY_TIME))
+
     def _stop_timer(self) -> None:
         if self.timer is not None:
             self.destroy_timer(self.timer)
@@ -184,8 +186,7 @@ class SimulatorNode(ManagedNode):
                 self._start_timer()
         elif name == "diagnostics_period" and self.robot is not None:
             self.destroy_timer(self.diag_timer)
-            self.diag_timer = self.create_timer(float(value), self.publish_diagnostics,
-                                                clock=WallClock(clock_type=ClockType.STEADY_TIME))
+            self.diag_timer = self._diagnostics_timer(float(value))
         elif name == "end_time":
             self.end_logged = False  # an extended run logs its new end
         return None  # position_noise_std and on_bad_command are read from self.p at each use
