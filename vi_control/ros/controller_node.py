@@ -327,7 +327,7 @@ class ControllerNode(ManagedNode):
             k, u = out
             self.publish(u)
             self._publish_state(self.runner.law, k, t, x, qdot, u)
-        elif self.p["safe_mode"] == "hold" and not self.vehicle:  # no plan yet (or it was dropped): hold
+        elif self.p["safe_mode"] == "hold" and not self.vehicle and not self.lockstep():  # no plan (yet): hold
             if self.runner.fault is not None:
                 self.get_logger().info(f"joint states valid again after: {self.runner.fault}; holding")
                 self.runner.fault = None
@@ -335,6 +335,11 @@ class ControllerNode(ManagedNode):
             if u is not None:
                 self.counts["hold"] += 1
                 self.publish(u)
+
+    def lockstep(self) -> bool:
+        """One command per state on a simulation clock: a lockstep simulator, which steps only on a command — it
+        waits for the first plan uncommanded (nothing falls meanwhile), where any other plant is held."""
+        return self.p["trigger"] == "joint_state" and bool(self.get_parameter("use_sim_time").value)
 
     def _stale_age(self, state: Estimate, now: float | None = None) -> float | None:
         """The state's age on this node's clock (``now`` if the caller has read it) if beyond ``state_timeout``:
