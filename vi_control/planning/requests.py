@@ -1,0 +1,99 @@
+"""MoveIt-style requests as plans: timed joint-space paths (a JointTrajectory's points) and goals, from a measured,
+moving start, verified against the controller's limits before they are returned.
+
+How a request becomes a plan (docs/planner.md, "Requests"):
+
+- **Reference.** The points resampled on the task's grid t_k = k·Δt from the start's configuration, the last point
+  then held for a settling time (``pipeline.trajectory_reference``: the sampled path's momenta, seed 000 eq. 1b): the
+  request's timing sets the horizon, the task the weights and the optimizer.
+- **Initial guess.** The reference tracked under its own TV-LQR gains from the measured start (seed 000 eq. 36:
+  ``ddp.reference_feedback_guess``). The task's own rule (the panda reach's ``hold_start``: the start's gravity
+  torque, open loop) is exact only from rest: from a start moving at 2e-8 rad/s the open-loop arm drifts, falls
+  under gravity over a few seconds and a step of Δt = 50 ms no longer converges ("the initial guess cannot be
+  simulated"). Under feedback the guess stays on the path the request describes, so it simulates wherever the path
+  is feasible, and the optimizer starts next to its optimum (3 DDP iterations on the panda).
+- **Goals.** A goal without timing becomes a one-point path (the task's reference type ``goal``): the motion lasts
+  ``goal_duration`` — the task's horizon, lengthened so that no joint's straight-line speed exceeds
+  ``GOAL_SPEED_FRACTION`` of its URDF velocity limit — or the duration the request asks for. Holding the goal from
+  the first step instead (the task's own goal reference) asks for the fastest way there: the reach back to the panda's
+  start turned joint 4 at 6.16 rad/s against its 2.175 rad/s limit. A task whose reference is a ``step`` (a swing-up)
+  keeps it: its goal is reached by the optimizer's own path.
+- **Limits.** Every plan is verified (``limits.check_plan_limits``): velocities within ``velocity_limit_factor`` ×
+  the URDF limits (what the controller enforces), inputs within the effort limits; else ``PlanLimitsError`` says which
+  joint, when, by how much, and how much longer the motion should last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..control.plan import Plan
+from ..integrators.base import Linearizable
+from .limits import VELOCITY_LIMIT_FACTOR, check_plan_limits
+from .pipeline import check_goal, plan_task, start_state, trajectory_reference
+from .shooting import LogFn, OptimizerResult
+from .task import COLLOCATION_METHODS, Task, parse_vector
+
+# A goal's straight-line path runs each joint at most at this fraction of its URDF velocity limit (goal_duration).
+# Measured on the panda's reach and its reverse: the plan's peak |q̇| = M⁻¹p is the path's speed × 1.2–1.9 (the
+# optimizer rounds the path's corners) plus the held state's own M⁻¹p = −(Δt/2)M⁻¹∇V (0.89 rad/s, 0.41 of joint 4's
+# limit, at Δt = 50 ms); at a quarter of the limit the plan peaks at 0.73 of it, half of what the controller accepts.
+GOAL_SPEED_FRACTION = 0.25
+# Seconds the last point of a request's path is held at the end of its plan (pipeline.trajectory_reference's settle).
+SETTLE_TIME = 0.5
+
+
+def goal_duration(vi: Linearizable, q_from: np.ndarray, q_to: np.ndarray, minimum: float = 0.0) -> float:
+    """The duration [s] of the straight joint-space path from ``q_from`` to ``q_to``: at least ``minimum`` (the task's
+    horizon), and long enough that every joint with a finite velocity limit v_j moves at most at
+    GOAL_SPEED_FRACTION · v_j: max(minimum, max_j |Δq_j| / (GOAL_SPEED_FRACTION · v_j)), rounded up to whole steps."""
+    vlim = np.array([j.velocity_limit for j in vi.robot.joints], float)
+    if len(vlim) != vi.nq:  # a floating base: no joint limits for its coordinates
+        vlim = np.full(vi.nq, np.inf)
+    dq = np.abs(np.asarray(q_to, float) - np.asarray(q_from, float))
+    bounded = np.isfinite(vlim) & (vlim > 0)
+    need = np.max(dq[bounded] / (GOAL_SPEED_FRACTION * vlim[bounded]), initial=0.0)
+    return float(np.ceil(max(minimum, need, vi.dt) / vi.dt - 1e-9) * vi.dt)
+
+
+def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: np.ndarray, positions: np.ndarray,
+                    joints: list[int] | None = None, velocity_limit_factor: float | None = VELOCITY_LIMIT_FACTOR,
+                    log: LogFn = None, advice: str = "") -> tuple[Plan, OptimizerResult]:
+    """(plan, optimizer result) of trajectory points (``trajectory_reference``'s arguments: times relative to the
+    start, positions of the configuration entries ``joints``) from the measured state ``x0`` (None: the task's
+    start), the task's weights and optimizer, the reference tracked under TV-LQR as the initial guess (module doc).
+    PlanLimitsError when the plan exceeds the limits (``velocity_limit_factor`` × the URDF velocity limits, the
+    effort limits; None: not verified), with ``advice`` (default: how much longer); TaskError for points beyond the
+    joint limits; the optimizer's errors pass through."""
+    x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
+    reference = trajectory_reference(vi, x0, times, positions, joints, settle=SETTLE_TIME)
+    plan, res = plan_task(vi, dataclasses.replace(task, initial_guess="feedback"), x0=x0, log=log, reference=reference)
+    if velocity_limit_factor is not None:
+        check_plan_limits(vi, plan, velocity_limit_factor, advice)
+    return plan, res
+
+
+def plan_goal(vi: Linearizable, task: Task, x0: np.ndarray | None, goal: np.ndarray, duration: float | None = None,
+              velocity_limit_factor: float | None = VELOCITY_LIMIT_FACTOR, log: LogFn = None
+              ) -> tuple[Plan, OptimizerResult]:
+    """(plan, optimizer result) of the task toward ``goal`` (nq) from ``x0`` (None: the task's start): a straight path
+    of ``duration`` s (None: ``goal_duration`` from the task's horizon and the velocity limits), then held, planned as
+    ``plan_trajectory``; a task whose reference is a step, or a collocation method, plans its own reference to the goal
+    (plan_task). Verified as ``plan_trajectory``; a refusal says the duration the rule would choose."""
+    goal = parse_vector(list(np.ravel(goal)), "goal.q", vi.nq)
+    x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
+    if task.reference.get("type", "goal") != "goal" or task.method in COLLOCATION_METHODS:
+        plan, res = plan_task(vi, dataclasses.replace(task, goal_q=goal), x0=x0, log=log)
+        if velocity_limit_factor is not None:
+            check_plan_limits(vi, plan, velocity_limit_factor)
+        return plan, res
+    check_goal(vi, goal)
+    rule = goal_duration(vi, x0[: vi.nq], goal, task.horizon * task.dt)
+    T = rule if duration is None else float(duration)
+    if not (np.isfinite(T) and T > 0):
+        raise ValueError(f"goal duration: expected a positive number of seconds, got {duration!r}")
+    advice = (f"give the goal more time: at least {rule:.4g} s (the duration chosen from the velocity limits when none "
+              f"is given; this one lasts {T:.4g} s)" if T < rule else "")
+    return plan_trajectory(vi, task, x0, np.array([T]), goal[None], None, velocity_limit_factor, log, advice)
