@@ -24,14 +24,15 @@ EFFORT_TOLERANCE = 1e-9
 
 
 def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None = None,
-                         velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,
-                         advice: str = "") -> PlanLimitsError | None:
+                         velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR, advice: str = "",
+                         subject: str = "the plan") -> PlanLimitsError | None:
     """The worst excess of the trajectory (X, U) of ``vi`` (states k·Δt apart) over the limits, as a PlanLimitsError,
     or None when within them: velocities q̇_k = M(q_k)⁻¹p_k against ``velocity_limit_factor`` × each joint's URDF
     velocity limit (joints without a finite positive limit are not checked, as the controller bounds them by its
     ``max_velocity`` only), inputs of the actuated joints against the model's effort limits (inf: none). The error
     compares |value| / limit across both and names the largest. ``advice``: what to do, appended to the message
-    (default: slow the motion down by the ratio). Lie-group and vehicle states (no joint limits): None."""
+    (default: slow the motion down by the ratio); ``subject``: what (X, U) is, for the message (e.g. a request's
+    reference). Lie-group and vehicle states (no joint limits): None."""
     robot = getattr(vi, "robot", None)
     joints = getattr(robot, "joints", None)
     X = np.asarray(X, float)
@@ -56,11 +57,11 @@ def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None
     what = (f"velocity_limit_factor {velocity_limit_factor:g} × its URDF velocity limit "
             f"{limits[i] / velocity_limit_factor:.4g} {unit}" if quantity == "velocity" else "its effort limit")
     duration = (len(X) - 1) * vi.dt
-    advice = advice or (f"slow the motion down: about {ratio:.3g}× its duration (the plan lasts {duration:.4g} s)"
+    advice = advice or (f"slow the motion down: about {ratio:.3g}× its duration ({duration:.4g} s)"
                         if quantity == "velocity" else "slow the motion down (lower accelerations) or choose "
                         "configurations the actuators can hold")
     return PlanLimitsError(
-        f"the plan exceeds the {quantity} limits the controller enforces ({', '.join(over)}): {names[i]} at "
+        f"{subject} exceeds the {quantity} limits the controller enforces ({', '.join(over)}): {names[i]} at "
         f"|{'q̇' if quantity == 'velocity' else 'u'}| = {abs(values[k, i]):.4g} {unit} at t = {t:.4g} s (k = {k}), "
         f"{100 * (ratio - 1):.3g} % beyond {limits[i]:.4g} {unit} ({what}); {advice}",
         names[i], t, float(values[k, i]), float(limits[i]), quantity)

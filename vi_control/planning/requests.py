@@ -11,16 +11,18 @@ How a request becomes a plan (docs/planner.md, "Requests"):
   torque, open loop) is exact only from rest: from a start moving at 2e-8 rad/s the open-loop arm drifts, falls
   under gravity over a few seconds and a step of Δt = 50 ms no longer converges ("the initial guess cannot be
   simulated"). Under feedback the guess stays on the path the request describes, so it simulates wherever the path
-  is feasible, and the optimizer starts next to its optimum (3 DDP iterations on the panda).
+  is feasible, and the optimizer starts next to its optimum (3 DDP iterations on the panda). Where the points
+  cannot be followed (faster than the actuators allow), the start held under the same law (``request_guess``).
 - **Goals.** A goal without timing becomes a one-point path (the task's reference type ``goal``): the motion lasts
   ``goal_duration`` — the task's horizon, lengthened so that no joint's straight-line speed exceeds
   ``GOAL_SPEED_FRACTION`` of its URDF velocity limit — or the duration the request asks for. Holding the goal from
   the first step instead (the task's own goal reference) asks for the fastest way there: the reach back to the panda's
   start turned joint 4 at 6.16 rad/s against its 2.175 rad/s limit. A task whose reference is a ``step`` (a swing-up)
   keeps it: its goal is reached by the optimizer's own path.
-- **Limits.** Every plan is verified (``limits.check_plan_limits``): velocities within ``velocity_limit_factor`` ×
-  the URDF limits (what the controller enforces), inputs within the effort limits; else ``PlanLimitsError`` says which
-  joint, when, by how much, and how much longer the motion should last.
+- **Limits.** The path through the points is checked before planning and every plan after it
+  (``limits.plan_limit_violation``): velocities within ``velocity_limit_factor`` × the URDF limits (what the
+  controller enforces), inputs (the path's: its holding inputs) within the effort limits; else ``PlanLimitsError``
+  says which joint, when, by how much, and how much longer the motion should last.
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ import dataclasses
 
 import numpy as np
 
+from ..control.hold import equilibrium_state, holding_input
 from ..control.plan import Plan
 from ..integrators.base import Linearizable
-from .limits import VELOCITY_LIMIT_FACTOR, check_plan_limits
-from .pipeline import check_goal, plan_task, start_state, trajectory_reference
+from .ddp import feedback_initial_guess
+from .errors import PlanningError
+from .limits import VELOCITY_LIMIT_FACTOR, check_plan_limits, plan_limit_violation
+from .pipeline import check_goal, input_limits, plan_task, start_state, trajectory_reference
 from .shooting import LogFn, OptimizerResult
 from .task import COLLOCATION_METHODS, Task, parse_vector
 
@@ -58,18 +63,52 @@ def goal_duration(vi: Linearizable, q_from: np.ndarray, q_to: np.ndarray, minimu
     return float(np.ceil(max(minimum, need, vi.dt) / vi.dt - 1e-9) * vi.dt)
 
 
+def request_guess(vi: Linearizable, task: Task, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
+                  log: LogFn = None) -> np.ndarray:
+    """The initial inputs (N, nu) of a request's plan: the reference (X_ref, U_ref) tracked from ``x0`` under its
+    TV-LQR gains with the task's ``lqr`` weights (seed 000 eq. 36; ``ddp.feedback_initial_guess``). Where a step of
+    that rollout fails (points faster than the actuators can follow: the clipped inputs fall behind and a step no
+    longer converges), the start's configuration held under the same law about its equilibrium instead — a guess
+    the optimizer can start from, whose plan is then verified like any other. PlanningError naming the start when
+    neither can be simulated (a start no law of the model holds, e.g. moving far beyond its velocity limits)."""
+    nx, nu, nq = vi.nx, vi.nu, vi.nq
+    W = tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
+    limits = input_limits(task, vi)
+    U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
+    if U0 is not None:
+        return U0
+    if log is not None:
+        log("the request's points cannot be followed from the start under TV-LQR (a step of that rollout fails): "
+            "the initial guess holds the start's configuration instead")
+    q0 = np.asarray(x0, float)[:nq]
+    X_hold = np.tile(equilibrium_state(vi, q0), (len(X_ref), 1))
+    U_hold = np.tile(holding_input(vi, q0)[0], (len(U_ref), 1))
+    U0 = feedback_initial_guess(vi, x0, X_hold, U_hold, weights=W, input_limits=limits)
+    if U0 is None:
+        raise PlanningError("no initial guess can be simulated from this start: neither the request's points nor the "
+                            "start's configuration can be followed under TV-LQR from it (the start moves too fast "
+                            "for the model's inputs); plan again from a slower start", solver="initial guess")
+    return U0
+
+
 def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: np.ndarray, positions: np.ndarray,
                     joints: list[int] | None = None, velocity_limit_factor: float | None = VELOCITY_LIMIT_FACTOR,
                     log: LogFn = None, advice: str = "") -> tuple[Plan, OptimizerResult]:
     """(plan, optimizer result) of trajectory points (``trajectory_reference``'s arguments: times relative to the
     start, positions of the configuration entries ``joints``) from the measured state ``x0`` (None: the task's
-    start), the task's weights and optimizer, the reference tracked under TV-LQR as the initial guess (module doc).
-    PlanLimitsError when the plan exceeds the limits (``velocity_limit_factor`` × the URDF velocity limits, the
-    effort limits; None: not verified), with ``advice`` (default: how much longer); TaskError for points beyond the
-    joint limits; the optimizer's errors pass through."""
+    start), with the task's weights and optimizer and ``request_guess`` as the initial guess (module doc).
+    PlanLimitsError when the points themselves, or the plan, exceed the limits (``velocity_limit_factor`` × the URDF
+    velocity limits, the effort limits — the points: their holding inputs; None: not verified), with ``advice``
+    (default: how much longer); TaskError for points beyond the joint limits; the optimizer's errors pass through."""
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
-    reference = trajectory_reference(vi, x0, times, positions, joints, settle=SETTLE_TIME)
-    plan, res = plan_task(vi, dataclasses.replace(task, initial_guess="feedback"), x0=x0, log=log, reference=reference)
+    X_ref, U_ref = trajectory_reference(vi, x0, times, positions, joints, settle=SETTLE_TIME)
+    if velocity_limit_factor is not None:  # points no plan can follow within the limits: refused before planning
+        err = plan_limit_violation(vi, X_ref, U_ref, velocity_limit_factor, advice,
+                                   subject="the path through the requested points")
+        if err is not None:
+            raise err
+    U0 = request_guess(vi, task, x0, X_ref, U_ref, log)
+    plan, res = plan_task(vi, task, x0=x0, log=log, U0=U0, reference=(X_ref, U_ref))
     if velocity_limit_factor is not None:
         check_plan_limits(vi, plan, velocity_limit_factor, advice)
     return plan, res
