@@ -25,14 +25,14 @@ EFFORT_TOLERANCE = 1e-9
 
 def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None = None,
                          velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR, advice: str = "",
-                         subject: str = "the plan") -> PlanLimitsError | None:
+                         effort_limits: np.ndarray | None = None) -> PlanLimitsError | None:
     """The worst excess of the trajectory (X, U) of ``vi`` (states k·Δt apart) over the limits, as a PlanLimitsError,
     or None when within them: velocities q̇_k = M(q_k)⁻¹p_k against ``velocity_limit_factor`` × each joint's URDF
     velocity limit (joints without a finite positive limit are not checked, as the controller bounds them by its
-    ``max_velocity`` only), inputs of the actuated joints against the model's effort limits (inf: none). The error
+    ``max_velocity`` only), inputs of the actuated joints against ``effort_limits`` (one per actuated joint; default
+    the model's; inf or 0: none — a task planned with ``input_limits: none`` passes its own, infinite). The error
     compares |value| / limit across both and names the largest. ``advice``: what to do, appended to the message
-    (default: slow the motion down by the ratio); ``subject``: what (X, U) is, for the message (e.g. a request's
-    reference). Lie-group and vehicle states (no joint limits): None."""
+    (default: slow the motion down by the ratio). Lie-group and vehicle states (no joint limits): None."""
     robot = getattr(vi, "robot", None)
     joints = getattr(robot, "joints", None)
     X = np.asarray(X, float)
@@ -43,7 +43,7 @@ def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None
     V = state_velocities(vi, X)
     ratios = [(np.abs(V) / vmax, V, vmax, [j.name for j in joints], "velocity", "rad/s")]
     if U is not None and vi.n_torques:
-        elim = np.asarray(robot.effort_limits, float)
+        elim = np.asarray(robot.effort_limits if effort_limits is None else effort_limits, float)[: vi.n_torques]
         elim = np.where(elim > 0, elim * (1 + EFFORT_TOLERANCE), np.inf)
         Ut = np.asarray(U, float)[:, : vi.n_torques]
         ratios.append((np.abs(Ut) / elim, Ut, elim, list(robot.actuated), "effort", "N·m"))
@@ -61,16 +61,16 @@ def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None
                         if quantity == "velocity" else "slow the motion down (lower accelerations) or choose "
                         "configurations the actuators can hold")
     return PlanLimitsError(
-        f"{subject} exceeds the {quantity} limits the controller enforces ({', '.join(over)}): {names[i]} at "
+        f"the plan exceeds the {quantity} limits the controller enforces ({', '.join(over)}): {names[i]} at "
         f"|{'q̇' if quantity == 'velocity' else 'u'}| = {abs(values[k, i]):.4g} {unit} at t = {t:.4g} s (k = {k}), "
         f"{100 * (ratio - 1):.3g} % beyond {limits[i]:.4g} {unit} ({what}); {advice}",
         names[i], t, float(values[k, i]), float(limits[i]), quantity)
 
 
 def check_plan_limits(vi: DiscreteSystem, plan: Plan, velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,
-                      advice: str = "") -> None:
+                      advice: str = "", effort_limits: np.ndarray | None = None) -> None:
     """Raise the ``plan_limit_violation`` of ``plan`` (its states and inputs), if any: the check a planner runs
     before it publishes, so that what the controller would refuse is refused here with the reason."""
-    err = plan_limit_violation(vi, plan.X, plan.U, velocity_limit_factor, advice)
+    err = plan_limit_violation(vi, plan.X, plan.U, velocity_limit_factor, advice, effort_limits)
     if err is not None:
         raise err

@@ -19,10 +19,9 @@ How a request becomes a plan (docs/planner.md, "Requests"):
   the first step instead (the task's own goal reference) asks for the fastest way there: the reach back to the panda's
   start turned joint 4 at 6.16 rad/s against its 2.175 rad/s limit. A task whose reference is a ``step`` (a swing-up)
   keeps it: its goal is reached by the optimizer's own path.
-- **Limits.** The path through the points is checked before planning and every plan after it
-  (``limits.plan_limit_violation``): velocities within ``velocity_limit_factor`` × the URDF limits (what the
-  controller enforces), inputs (the path's: its holding inputs) within the effort limits; else ``PlanLimitsError``
-  says which joint, when, by how much, and how much longer the motion should last.
+- **Limits.** Every plan is verified (``verify_plan``): velocities within ``velocity_limit_factor`` × the URDF
+  limits (what the controller enforces), inputs within the effort limits the task plans under; else
+  ``PlanLimitsError`` says which joint, when, by how much, and how much longer the motion should last.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from ..control.plan import Plan
 from ..integrators.base import Linearizable
 from .ddp import feedback_initial_guess
 from .errors import PlanningError
-from .limits import VELOCITY_LIMIT_FACTOR, check_plan_limits, plan_limit_violation
+from .limits import VELOCITY_LIMIT_FACTOR, check_plan_limits
 from .pipeline import check_goal, input_limits, plan_task, start_state, trajectory_reference
 from .shooting import LogFn, OptimizerResult
 from .task import COLLOCATION_METHODS, Task, parse_vector
@@ -61,6 +60,17 @@ def goal_duration(vi: Linearizable, q_from: np.ndarray, q_to: np.ndarray, minimu
     bounded = np.isfinite(vlim) & (vlim > 0)
     need = np.max(dq[bounded] / (GOAL_SPEED_FRACTION * vlim[bounded]), initial=0.0)
     return float(np.ceil(max(minimum, need, vi.dt) / vi.dt - 1e-9) * vi.dt)
+
+
+def verify_plan(vi: Linearizable, task: Task, plan: Plan, velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,
+                advice: str = "") -> None:
+    """PlanLimitsError if ``plan`` (of ``task`` on ``vi``) is one the controller would refuse or clamp: a state faster
+    than ``velocity_limit_factor`` × a URDF velocity limit, an input beyond the effort limits the task plans under
+    (``input_limits``: the model's by default; a task with ``input_limits: none`` chose none). The check every
+    request's plan passes (``solve_request``); ``advice``: what to do, for the message (default: how much longer)."""
+    limits = input_limits(task, vi)
+    effort = np.full(vi.n_torques, np.inf) if limits is None else limits[: vi.n_torques]
+    check_plan_limits(vi, plan, velocity_limit_factor, advice, effort)
 
 
 def request_guess(vi: Linearizable, task: Task, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
@@ -97,20 +107,16 @@ def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: 
     """(plan, optimizer result) of trajectory points (``trajectory_reference``'s arguments: times relative to the
     start, positions of the configuration entries ``joints``) from the measured state ``x0`` (None: the task's
     start), with the task's weights and optimizer and ``request_guess`` as the initial guess (module doc).
-    PlanLimitsError when the points themselves, or the plan, exceed the limits (``velocity_limit_factor`` × the URDF
-    velocity limits, the effort limits — the points: their holding inputs; None: not verified), with ``advice``
-    (default: how much longer); TaskError for points beyond the joint limits; the optimizer's errors pass through."""
+    PlanLimitsError when the plan exceeds the limits (``velocity_limit_factor`` × the URDF velocity limits, the effort
+    limits; None: not verified), with ``advice`` (default: how much longer); TaskError for points beyond the joint
+    limits; the optimizer's errors pass through. (The path through the points is not refused by itself: the plan
+    rounds its corners, 1.13× the panda's limit where the path asks 1.24×.)"""
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
     X_ref, U_ref = trajectory_reference(vi, x0, times, positions, joints, settle=SETTLE_TIME)
-    if velocity_limit_factor is not None:  # points no plan can follow within the limits: refused before planning
-        err = plan_limit_violation(vi, X_ref, U_ref, velocity_limit_factor, advice,
-                                   subject="the path through the requested points")
-        if err is not None:
-            raise err
     U0 = request_guess(vi, task, x0, X_ref, U_ref, log)
     plan, res = plan_task(vi, task, x0=x0, log=log, U0=U0, reference=(X_ref, U_ref))
     if velocity_limit_factor is not None:
-        check_plan_limits(vi, plan, velocity_limit_factor, advice)
+        verify_plan(vi, task, plan, velocity_limit_factor, advice)
     return plan, res
 
 
@@ -126,7 +132,7 @@ def plan_goal(vi: Linearizable, task: Task, x0: np.ndarray | None, goal: np.ndar
     if task.reference.get("type", "goal") != "goal" or task.method in COLLOCATION_METHODS:
         plan, res = plan_task(vi, dataclasses.replace(task, goal_q=goal), x0=x0, log=log)
         if velocity_limit_factor is not None:
-            check_plan_limits(vi, plan, velocity_limit_factor)
+            verify_plan(vi, task, plan, velocity_limit_factor)
         return plan, res
     check_goal(vi, goal)
     rule = goal_duration(vi, x0[: vi.nq], goal, task.horizon * task.dt)

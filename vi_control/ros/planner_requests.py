@@ -65,13 +65,12 @@ def solve_request(request: Request, vi: Linearizable, task: Task | None, x0: np.
     """(plan, optimizer result) of ``request`` from ``x0`` (None: the task's own x_0): ``plan_task`` for the task
     (``warm_start``: a plan to start from, plan_task's), ``plan_goal`` for a goal, ``plan_trajectory`` for trajectory
     points (planning.requests: the timed path, the initial guess under feedback), ``plan_maneuver`` with the vehicle's
-    ``settings`` (planning.vehicle.maneuver_settings) for a pose. A joint-space plan is verified against
-    ``velocity_limit_factor`` × the URDF velocity limits and the effort limits (the controller's
-    ``velocity_limit_factor``; None: not verified): planning.errors.PlanLimitsError, whose message says which joint,
-    when, by how much and what to do. The planner library's errors pass through."""
+    ``settings`` (planning.vehicle.maneuver_settings) for a pose. A joint-space plan is verified
+    (planning.requests.verify_plan) against ``velocity_limit_factor`` × the URDF velocity limits (the controller's
+    parameter of that name; None: not verified) and the task's effort limits: planning.errors.PlanLimitsError, whose
+    message says which joint, when, by how much and what to do. The planner library's errors pass through."""
     from ..planning import plan_task  # the planner library, imported when first used (as the node does)
-    from ..planning.limits import check_plan_limits
-    from ..planning.requests import plan_goal, plan_trajectory
+    from ..planning.requests import plan_goal, plan_trajectory, verify_plan
 
     if request.kind == "pose":
         from ..planning.vehicle import plan_maneuver
@@ -84,5 +83,5 @@ def solve_request(request: Request, vi: Linearizable, task: Task | None, x0: np.
                                log)
     plan, result = plan_task(vi, task, x0=x0, log=log, warm_start=warm_start)
     if velocity_limit_factor is not None:
-        check_plan_limits(vi, plan, velocity_limit_factor)
+        verify_plan(vi, task, plan, velocity_limit_factor)
     return plan, result
