@@ -158,15 +158,15 @@ def table(summary: dict) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=34)
-    a = ap.parse_args(argv)
-    summary = run(a.requests, a.seed)
-    text = (f"Random MoveIt-style requests (`bench_requests.py --requests {a.requests} --seed {a.seed}`; load average "
-            f"{os.getloadavg()[0]:.1f}):\n\n{table(summary)}\n")
+    ap.add_argument("--requests", type=int, default=50, help="how many random requests")
+    ap.add_argument("--seed", type=int, default=34, help="their seed")
+    args = ap.parse_args(argv)
+    summary = run(args.requests, args.seed)
+    command = f"bench_requests.py --requests {args.requests} --seed {args.seed}"
+    report = f"Random MoveIt-style requests (`{command}`; load average {os.getloadavg()[0]:.1f}):\n\n{table(summary)}\n"
+    print(report)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "requests.md").write_text(text)
-    print(text)
+    (RESULTS / "requests.md").write_text(report)
     return summary
 
 

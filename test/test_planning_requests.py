@@ -208,3 +208,27 @@ def test_other_bundled_arms_plan_random_requests(arm):
     for d in bench.random_requests(vi, 8, seed=3):
         plan, _ = solve_request(d.request, vi, task, d.x0)
         _check_plan(vi, d.request, plan)
+
+
+def test_points_the_actuators_cannot_follow_start_from_the_start_held():
+    """Points far faster than the bundled double pendulum's 20 N·m can follow (±20 rad, a second apart): the reference's
+    TV-LQR rollout fails a step, so request_guess holds the start under the same law instead (logged), a guess that
+    simulates; the optimizer then runs from it (whatever it reaches, the node publishes only converged plans)."""
+    from vi_control.planning.requests import plan_trajectory, request_guess
+    from vi_control.planning.shooting import rollout
+
+    spec = ARMS["double_pendulum"]
+    task = load_task(dict(name=spec["name"], model=spec["model"], dt=0.05, horizon=20,
+                          reference={"type": "goal", "u": "hold"}, weights=dict(ARM_WEIGHTS, R=spec["R"]),
+                          optimizer={"method": "ddp", "max_iterations": 50}, **LQR))
+    vi = make_system(task)
+    x0 = bench.measured_state(vi, np.zeros(2), np.array([0.1, -0.1]), np.random.default_rng(5))
+    times, points = np.array([1.0, 2.0, 3.0, 4.0]), np.array([[20.0, -20.0], [-20.0, 20.0], [20.0, -20.0], [0.0, 0.0]])
+    X_ref, U_ref = trajectory_reference(vi, x0, times, points)
+    lines: list[str] = []
+    U0 = request_guess(vi, task, x0, X_ref, U_ref, log=lines.append)
+    assert lines == ["the request's points cannot be followed from the start under TV-LQR (a step of that rollout "
+                     "fails): the initial guess holds the start's configuration instead"]
+    assert rollout(vi, x0, U0) is not None
+    plan, res = plan_trajectory(vi, task, x0, times, points)
+    assert res.iterations > 0 and np.abs(vi.step(plan.X[0], plan.U[0]) - plan.X[1]).max() < 1e-6
