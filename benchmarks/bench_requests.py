@@ -8,7 +8,8 @@ plans each as the planner node does (``ros.planner_requests.solve_request`` on t
   and 1e-3 rad/s velocity noise through ``StateEstimator`` (the node's default ``state_estimate: configurations``);
 - ``JointTrajectory`` requests (4 of 5): 1–10 points over 0.5–10 s, a random subset of the joints (all of them in
   half the draws), each segment a random walk from the start at up to ``SEGMENT_SPEED`` × each joint's URDF velocity
-  limit (and 1 rad/s), kept inside the limits — feasible by construction;
+  limit (and 1 rad/s), kept inside the limits — feasible by construction; in 1 of 4 the start state as a first
+  point at t = 0 as well, as MoveIt sends it;
 - goals (1 of 5): a random configuration inside the limits, no duration (``planning.requests.goal_duration``).
 
 A request plans when ``solve_request`` returns a converged plan (it has verified the plan against the controller's
@@ -77,7 +78,8 @@ class Drawn:
         r = self.request
         if r.kind == "goal":
             return "goal"
-        return f"{len(r.times)} points, {r.times[-1]:.2f} s, {len(r.joints)} joints"
+        start = " (+ the start at t = 0)" if r.times[0] == 0.0 else ""
+        return f"{len(r.times) - bool(start)} points{start}, {r.times[-1]:.2f} s, {len(r.joints)} joints"
 
 
 def random_requests(vi: DiscreteSystem, n: int, seed: int = 34, max_speed: float = 0.2,
@@ -109,6 +111,8 @@ def random_requests(vi: DiscreteSystem, n: int, seed: int = 34, max_speed: float
                 prev = np.clip(prev + step, lo[joints], hi[joints])
                 points.append(prev)
                 t_prev = t
+            if rng.uniform() < 0.25:  # as MoveIt sends it: the start state it planned from as a point at t = 0
+                times, points = np.concatenate([[0.0], times]), [q[joints]] + points
             request = Request("trajectory", times=times, positions=np.array(points), joints=joints)
         out.append(Drawn(request, x0, float(np.abs(qdot).max())))
     return out

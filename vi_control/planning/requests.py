@@ -73,6 +73,21 @@ def verify_plan(vi: Linearizable, task: Task, plan: Plan, velocity_limit_factor:
     check_plan_limits(vi, plan, velocity_limit_factor, advice, effort)
 
 
+def path_task(task: Task) -> Task:
+    """The task as a request's path is planned with: its ``lqr`` weights Q and R as the running cost (each falling
+    back to ``weights``, as the TV-LQR gains do), and its ``weights.Qf`` at the end.
+
+    A task's ``weights`` are tuned for its own reference, which a goal reference makes infeasible on purpose (the
+    goal held from the first step: soft tracking lets the optimizer find the way, panda q 1, p 0.1, R 0.01–1). A
+    request's path is the motion wanted, and tracking it that softly let the optimizer trade the path for cheap
+    detours: near the panda's shoulder singularity (joint 2 ≈ 0, joints 1 and 3 on one axis, M's smallest
+    eigenvalue 0.005 kg·m²) it spun the light link between them at 3.9–6.5 rad/s in the first step of two slow random
+    requests (2 of 50), where the TV-LQR weights (q 100, p 1, R 0.01) follow the path within 0.73 of the limits."""
+    running = {k: task.lqr.get(k, task.weights[k]) for k in ("Q", "R")}
+    weights = {**running, "Qf": task.weights.get("Qf", task.weights["Q"])}
+    return dataclasses.replace(task, weights=weights)
+
+
 def request_guess(vi: Linearizable, task: Task, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
                   log: LogFn = None) -> np.ndarray:
     """The initial inputs (N, nu) of a request's plan: the reference (X_ref, U_ref) tracked from ``x0`` under its
@@ -106,15 +121,27 @@ def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: 
                     log: LogFn = None, advice: str = "") -> tuple[Plan, OptimizerResult]:
     """(plan, optimizer result) of trajectory points (``trajectory_reference``'s arguments: times relative to the
     start, positions of the configuration entries ``joints``) from the measured state ``x0`` (None: the task's
-    start), with the task's weights and optimizer and ``request_guess`` as the initial guess (module doc).
+    start), with the task's weights and optimizer and ``request_guess`` as the initial guess (module doc). A first
+    point at t = 0 (MoveIt sends the start state it planned from there) is dropped: the motion starts from x0, as
+    a joint_trajectory_controller's starts from the current state.
     PlanLimitsError when the plan exceeds the limits (``velocity_limit_factor`` × the URDF velocity limits, the effort
     limits; None: not verified), with ``advice`` (default: how much longer); TaskError for points beyond the joint
     limits; the optimizer's errors pass through. (The path through the points is not refused by itself: the plan
     rounds its corners, 1.13× the panda's limit where the path asks 1.24×.)"""
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
+    times = np.asarray(times, float).ravel()
+    if len(times) > 1 and times[0] == 0.0:  # MoveIt's first point: the start state it planned from
+        cols = list(range(vi.nq)) if joints is None else list(joints)
+        positions = np.asarray(positions, float).reshape(len(times), len(cols))
+        if log is not None:
+            off = np.abs(positions[0] - x0[cols]).max()
+            log(f"trajectory: its point at t = 0 (the start it was planned from, {off:.3g} from the measured "
+                "configuration) is dropped: the plan starts from the measured state")
+        times, positions = times[1:], positions[1:]
     X_ref, U_ref = trajectory_reference(vi, x0, times, positions, joints, settle=SETTLE_TIME)
-    U0 = request_guess(vi, task, x0, X_ref, U_ref, log)
-    plan, res = plan_task(vi, task, x0=x0, log=log, U0=U0, reference=(X_ref, U_ref))
+    path = path_task(task)
+    U0 = request_guess(vi, path, x0, X_ref, U_ref, log)
+    plan, res = plan_task(vi, path, x0=x0, log=log, U0=U0, reference=(X_ref, U_ref))
     if velocity_limit_factor is not None:
         verify_plan(vi, task, plan, velocity_limit_factor, advice)
     return plan, res
