@@ -6,6 +6,7 @@ How a request becomes a plan (docs/planner.md, "Requests"):
 - **Reference.** The points resampled on the task's grid t_k = k·Δt from the start's configuration, the last point
   then held for a settling time (``pipeline.trajectory_reference``: the sampled path's momenta, seed 000 eq. 1b): the
   request's timing sets the horizon, the task the weights and the optimizer.
+- **Weights.** The task's TV-LQR weights as the running cost (``path_task``): a path is tracked, not a goal sought.
 - **Initial guess.** The reference tracked under its own TV-LQR gains from the measured start (seed 000 eq. 36:
   ``ddp.reference_feedback_guess``). The task's own rule (the panda reach's ``hold_start``: the start's gravity
   torque, open loop) is exact only from rest: from a start moving at 2e-8 rad/s the open-loop arm drifts, falls
@@ -41,9 +42,10 @@ from .shooting import LogFn, OptimizerResult
 from .task import COLLOCATION_METHODS, Task, parse_vector
 
 # A goal's straight-line path runs each joint at most at this fraction of its URDF velocity limit (goal_duration).
-# Measured on the panda's reach and its reverse: the plan's peak |q̇| = M⁻¹p is the path's speed × 1.2–1.9 (the
-# optimizer rounds the path's corners) plus the held state's own M⁻¹p = −(Δt/2)M⁻¹∇V (0.89 rad/s, 0.41 of joint 4's
-# limit, at Δt = 50 ms); at a quarter of the limit the plan peaks at 0.73 of it, half of what the controller accepts.
+# The plan's peak |q̇| = M⁻¹p is above the path's speed: the held state's own M⁻¹p = −(Δt/2)M⁻¹∇V adds to it (0.89
+# rad/s, 0.41 of the panda joint 4's limit, at Δt = 50 ms) and the start and end of the path are rounded. Measured:
+# the reach back to the panda's start at a quarter of the limits (1.05 s) peaks at 0.68 of the URDF limit, under
+# half of what the controller accepts (1.5×); at 0.3 s (joint 4's path at 1.85 rad/s) at 1.36.
 GOAL_SPEED_FRACTION = 0.25
 # Seconds the last point of a request's path is held at the end of its plan (pipeline.trajectory_reference's settle).
 SETTLE_TIME = 0.5
@@ -82,7 +84,8 @@ def path_task(task: Task) -> Task:
     request's path is the motion wanted, and tracking it that softly let the optimizer trade the path for cheap
     detours: near the panda's shoulder singularity (joint 2 ≈ 0, joints 1 and 3 on one axis, M's smallest
     eigenvalue 0.005 kg·m²) it spun the light link between them at 3.9–6.5 rad/s in the first step of two slow random
-    requests (2 of 50), where the TV-LQR weights (q 100, p 1, R 0.01) follow the path within 0.73 of the limits."""
+    requests (2 of 50), where the TV-LQR weights (q 100, p 1, R 0.01) follow the path within 0.73 of the URDF
+    limits."""
     running = {k: task.lqr.get(k, task.weights[k]) for k in ("Q", "R")}
     weights = {**running, "Qf": task.weights.get("Qf", task.weights["Q"])}
     return dataclasses.replace(task, weights=weights)
@@ -126,8 +129,8 @@ def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: 
     a joint_trajectory_controller's starts from the current state.
     PlanLimitsError when the plan exceeds the limits (``velocity_limit_factor`` × the URDF velocity limits, the effort
     limits; None: not verified), with ``advice`` (default: how much longer); TaskError for points beyond the joint
-    limits; the optimizer's errors pass through. (The path through the points is not refused by itself: the plan
-    rounds its corners, 1.13× the panda's limit where the path asks 1.24×.)"""
+    limits; the optimizer's errors pass through. (The path through the points is not checked by itself: the plan's
+    peak velocity is not the path's, see GOAL_SPEED_FRACTION.)"""
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
     times = np.asarray(times, float).ravel()
     if len(times) > 1 and times[0] == 0.0:  # MoveIt's first point: the start state it planned from
