@@ -252,3 +252,35 @@ def test_moveits_first_point_at_time_zero_is_the_start(panda):
     without = solve_request(dataclasses.replace(with_start, times=np.array([2.0]), positions=goal[None]), vi, task,
                             x0)[0]
     assert np.array_equal(plan.X, without.X) and plan.horizon == 50
+
+
+def test_requests_during_a_motion_plan_from_the_nodes_predicted_start(panda):
+    """As the planner node plans while a plan runs: the robot (here the panda with 5 % weaker actuators) executes a
+    3 s trajectory under its TV-LQR law; 0.5 s in, the joint states (one per Δt, through the node's StateEstimator)
+    give the measured state, which the node carries 20 steps (an expected solve time of 1 s) forward under the
+    running plan's law (PlannerNode.predict) to the new plan's start, mid-motion. A goal back to the start and a new
+    2-point trajectory both plan from it, within the controller's limits."""
+    from vi_control.control.hold import equilibrium_state
+    from vi_control.control.tracking import StateEstimator, tracking_law
+
+    task, vi = panda
+    q_start, q_goal = np.asarray(task.q0), np.asarray(task.goal_q)
+    x = bench.measured_state(vi, q_start, np.zeros(7), np.random.default_rng(2))
+    first = Request("trajectory", times=np.array([1.0, 2.0, 3.0]),
+                    positions=np.array([0.5 * (q_start + q_goal), q_goal, q_goal]), joints=list(range(7)))
+    running, _ = solve_request(first, vi, task, x)
+    law, est = tracking_law(running, vi), StateEstimator(vi)
+    for k in range(11):  # the robot: 0.95 × the commanded torque
+        x_m = est.update(k * vi.dt, x[: vi.nq], None)
+        x = vi.step(x, 0.95 * law.command(k, x)[0])
+    assert x_m is not None and np.abs(x_m[: vi.nq] - running.X[10, : vi.nq]).max() > 1e-3  # off the plan
+    x0 = x_m
+    for i in range(20):  # PlannerNode.predict: the running plan's law from the measured state at t_m = 0.5 s
+        x0 = vi.step(x0, law.command(law.index(0.5 + i * vi.dt), x0)[0])
+    moving = vi.velocity(x0) - vi.velocity(equilibrium_state(vi, x0[: vi.nq]))  # (less the held state's M⁻¹p)
+    assert np.abs(moving).max() > 0.2, moving  # (0.27 rad/s measured)
+    for request in (Request("goal", goal=q_start),
+                    Request("trajectory", times=np.array([1.5, 4.0]), positions=np.array([q_goal, q_start]),
+                            joints=list(range(7)))):
+        plan, _ = solve_request(request, vi, task, x0)
+        _check_plan(vi, request, plan)
