@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ import numpy as np  # noqa: E402
 
 from vi_control.control.tracking import StateEstimator  # noqa: E402
 from vi_control.integrators.base import DiscreteSystem  # noqa: E402
-from vi_control.planning import load_task, make_system  # noqa: E402
+from vi_control.planning import Task, load_task, make_system  # noqa: E402
 from vi_control.ros.planner_requests import Request, solve_request  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -118,7 +119,7 @@ def random_requests(vi: DiscreteSystem, n: int, seed: int = 34, max_speed: float
     return out
 
 
-def plan_all(vi, task, drawn: list[Drawn], log=print) -> list[dict]:
+def plan_all(vi: DiscreteSystem, task: Task, drawn: list[Drawn], log: Callable[[str], None] = print) -> list[dict]:
     """Each request through ``solve_request``: one row per request (planned or the reason, iterations, CPU s)."""
     rows = []
     for i, d in enumerate(drawn):
@@ -136,7 +137,7 @@ def plan_all(vi, task, drawn: list[Drawn], log=print) -> list[dict]:
     return rows
 
 
-def run(n: int = 50, seed: int = 34, task_name: str = "task_panda_reach", log=print) -> dict:
+def run(n: int = 50, seed: int = 34, task_name: str = "task_panda_reach", log: Callable[[str], None] = print) -> dict:
     """The benchmark: the rows and their summary (success rate, CPU per request median / min / max)."""
     task = load_task(task_name)
     vi = make_system(task)
