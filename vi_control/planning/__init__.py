@@ -7,7 +7,7 @@ functions over (system, cost).
 
 from .cost import QuadraticTrackingCost, weight_matrix
 from .ddp import ddp
-from .errors import PlanningError
+from .errors import PlanLimitsError, PlanningError
 from .evaluate import simulate_plan, tracking_error
 from .gradient import projection_gradient, steepest_descent
 from .pipeline import initial_inputs, input_limits, make_system, plan_task, reference_trajectory, start_state
@@ -16,5 +16,5 @@ from .task import Task, TaskError, load_task
 
 __all__ = ["QuadraticTrackingCost", "weight_matrix", "ddp", "projection_gradient", "steepest_descent",
            "simulate_plan", "tracking_error", "OptimizerResult", "rollout", "Task", "TaskError", "load_task",
-           "plan_task", "PlanningError", "make_system", "start_state", "input_limits", "reference_trajectory",
-           "initial_inputs"]
+           "plan_task", "PlanningError", "PlanLimitsError", "make_system", "start_state", "input_limits",
+           "reference_trajectory", "initial_inputs"]
