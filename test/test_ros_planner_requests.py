@@ -191,3 +191,32 @@ def test_sigint_ends_a_busy_node_without_a_traceback(ros, module):
         if driver is not None:
             driver.send_signal(signal.SIGINT)
             driver.wait(10)
+
+
+def test_a_request_the_controller_would_refuse_is_refused_by_the_planner_with_the_reason(ros):
+    """The panda told to cross 1.5 rad of its elbow in 0.3 s: no plan within the controller's velocity limits exists,
+    so nothing is published and the sender reads the joint, the ratio and what to do on ~/request_status; a feasible
+    request after it is accepted."""
+    planner = ros.start("planner_node", task="task_panda_reach", plan_on_startup=False)
+    rec = ros.recorder(["theta"], record_states=False)
+    out = Outcomes(rec)
+    traj_pub = rec.create_publisher(JointTrajectory, "vi_planner/joint_trajectory", STREAM_QOS)
+    assert rec.wait_for(lambda: traj_pub.get_subscription_count() > 0, DISCOVERY), planner.log()
+
+    def request(marker, q4, seconds):
+        point = JointTrajectoryPoint(positions=[q4])
+        point.time_from_start.sec, point.time_from_start.nanosec = int(seconds), int(round((seconds % 1) * 1e9))
+        msg = JointTrajectory(joint_names=["panda_joint4"], points=[point])
+        msg.header.stamp.sec = marker
+        traj_pub.publish(msg)
+        assert rec.wait_for(lambda: out.final(float(marker)) is not None, 60.0), planner.log()[-2000:]
+        return out.final(float(marker))
+
+    fast = request(1, -0.85, 0.3)  # from the task's start q4 = −2.356
+    assert fast["state"] == "refused" and "velocity" in fast["reason"] and fast["joint"].startswith("panda_joint"), \
+        fast
+    assert float(fast["limit_ratio"]) > 1.0, fast["reason"]
+    assert rec.plan_message is None  # nothing published
+    slow = request(2, -2.0, 2.0)
+    assert slow["state"] == "accepted", (slow, planner.log()[-2000:])
+    assert planner.alive

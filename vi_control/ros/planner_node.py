@@ -6,7 +6,10 @@ task and the model and creates the topics, activate plans the task once (``plan_
 activation) and accepts requests, deactivate refuses them (a solve under way is not published), shutdown ends the
 process. Requests: ``~/replan`` (std_srvs/Trigger: the task), ``~/goal`` (sensor_msgs/JointState: the task toward
 these positions) and ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, the joint_trajectory_controller topic
-interface: the points become the reference, planning.pipeline.trajectory_reference). One request is solved at a time
+interface: a timed path, planning.requests.plan_trajectory; a goal: planning.requests.plan_goal). Every joint-space
+plan is verified against ``velocity_limit_factor`` × the URDF velocity limits and the effort limits (the states and
+inputs the controller accepts) before it is published; one beyond them is refused with the joint, the time and the
+duration that would do. One request is solved at a time
 in a worker thread; one more waits, and a newer request replaces the waiting one (it is *superseded*), as a
 joint_trajectory_controller's newest goal wins. Publishes, latched: ``~/plan`` (UInt8MultiArray, the exact plan:
 layout in vi_control.ros.messages), ``~/trajectory`` (JointTrajectory for other tools, header.stamp = the plan's
@@ -440,6 +443,8 @@ class PlannerNode(ManagedNode):
     # ---- planning ------------------------------------------------------------------------------------
     def _plan(self, job: Job) -> None:
         """Wait up to ``job.wait`` s for a measured state, plan the request from it, publish, report."""
+        from ..planning.errors import PlanLimitsError  # (the planner library: loaded with the task at configure)
+
         request, log = job.request, self.get_logger()
         self._status(job, "planning", "")
         measured = None
@@ -471,7 +476,11 @@ class PlannerNode(ManagedNode):
         t0 = time.monotonic()
         try:
             warm = self._warm_start(request, task, t_start) if moving else None
-            plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info)
+            plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info,
+                                         velocity_limit_factor=float(self.p["velocity_limit_factor"]))
+        except PlanLimitsError as e:  # a plan the controller would refuse: the sender hears why and what to do
+            self._status(job, "refused", f"plan beyond the limits: {e}", joint=e.joint, limit_ratio=f"{e.ratio:.4g}")
+            return
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             self._status(job, "failed", f"planning failed: {type(e).__name__}: {e}")
             return
