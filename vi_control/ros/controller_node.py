@@ -5,8 +5,11 @@ A thin ROS adapter (a lifecycle node, vi_control.ros.managed) around two ROS-fre
 seed 000 eq. 1b) or refuses it (stamp against this node's clock: stale, future, backwards; the model's limits). The
 runner (``control.runner.PlanRunner``) starts a plan at its stated t₀ (at k = 0), gives each tick's command (the law
 ``control.tracking.TrackingController``) and aborts a plan on path and goal tolerances. A refusal or fault gives the
-safe command (zero or damping) and a warning throttled per kind — but nothing before the first valid state (a
-lockstep simulator steps on every command). Publishes ``~/controller_state`` and ``/diagnostics`` (built in
+safe command (``safe_mode``: hold, zero or damping) and a warning throttled per kind — but nothing before the first
+valid state (a lockstep simulator steps on every command). With ``hold`` (the default) an arm is never left to
+gravity: without a plan (before the first, after activate) and on a plan-side fault it holds the configuration
+measured when the hold began (``control.tracking.HoldLaw``: gravity compensation and the DLQR hold gain), on stale or
+refused states it commands that configuration's gravity torque for ``stale_hold_time``, then zero. Publishes ``~/controller_state`` and ``/diagnostics`` (built in
 vi_control.ros.supervision). The parameters: vi_control.ros.controller_parameters.
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
