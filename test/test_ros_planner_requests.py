@@ -23,7 +23,7 @@ from test_ros_dds import DISCOVERY  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from vi_control.ros.common import LATCHED_QOS, STREAM_QOS  # noqa: E402
-from vi_control.ros.launcher import NodeProcess, ros_environment  # noqa: E402
+from vi_control.ros.launcher import NodeProcess, die_with_parent, ros_environment  # noqa: E402
 from vi_control.ros.planner_node import STATUS_QOS  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -62,7 +62,7 @@ class Outcomes:
 def _driver(ns: str, domain: int, joints, q, rate: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(HERE / "steady_driver.py"), ns, ",".join(joints),
                              ",".join(f"{v:.17g}" for v in q), str(rate)], env=ros_environment(domain),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
 
 
 def _goal(marker: float, names, q) -> JointState:

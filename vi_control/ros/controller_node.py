@@ -9,8 +9,9 @@ safe command (``safe_mode``: hold, zero or damping) and a warning throttled per 
 valid state (a lockstep simulator steps on every command). With ``hold`` (the default) an arm is never left to
 gravity: without a plan (before the first, after activate) and on a plan-side fault it holds the configuration
 measured when the hold began (``control.tracking.HoldLaw``: gravity compensation and the DLQR hold gain), on stale or
-refused states it commands that configuration's gravity torque for ``stale_hold_time``, then zero. Publishes ``~/controller_state`` and ``/diagnostics`` (built in
-vi_control.ros.supervision). The parameters: vi_control.ros.controller_parameters.
+refused states it commands that configuration's gravity torque for ``stale_hold_time``, then zero. Publishes
+``~/controller_state`` and ``/diagnostics`` (built in vi_control.ros.supervision). The parameters:
+vi_control.ros.controller_parameters.
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
 (nav_msgs/Odometry: pose and body twist, checked like a joint state's stamp), the same law tracks with
