@@ -16,9 +16,11 @@ from vi_control.control.plan import Plan
 from vi_control.view import RobotView, load_replay, write_html
 from vi_control.view.browser import dump_dom, find_chromium, screenshot_pages
 
-pytestmark = pytest.mark.skipif(find_chromium() is None,
-                                reason="no chromium on PATH: apt-get install chromium (Debian), as "
-                                       "scripts/setup_env.sh does when run as root")
+pytestmark = [pytest.mark.skipif(find_chromium() is None,
+                                 reason="no chromium on PATH: apt-get install chromium (Debian), as "
+                                        "scripts/setup_env.sh does when run as root"),
+              # a browser's software renderer takes a core: with the DDS tests, one at a time (conftest.py)
+              pytest.mark.xdist_group("processes")]
 
 THRESHOLD = 40  # a pixel "differs" when a channel differs by more than this (of 255)
 
