@@ -99,10 +99,10 @@ class RobotView:
         for root in self._vizs:
             self.viewer[root].set_transform(shift)
         # The camera's offset from its target, in three.js's y-up frame: world (x, y, z) is (x, z, −y) there.
-        offset = np.array([0.25, -1.05, 0.18]) * size
+        offset = np.array([0.2, -0.9, 0.15]) * size
         self.viewer["/Cameras/default/rotated/<object>"].set_property("position",
                                                                      [offset[0], offset[2], -offset[1]])
-        grid = np.eye(4)
+        grid = np.diag([1.5 * size / 20] * 3 + [1.0])  # meshcat's grid is 20 m wide: 1.5 robot sizes
         grid[2, 3] = lo[2] - center[2]
         self.viewer["/Grid"].set_transform(grid)
 
