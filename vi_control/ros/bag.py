@@ -6,8 +6,8 @@ ROS names them (``sensor_msgs/msg/JointState``) in the ``ros2msg`` encoding, bui
 message packages install. ``ros2 bag play run.mcap`` on a full install plays it; ``rosbags`` and
 ``mcap-ros2-support`` read it. A thin adapter: no decoding, one write per message, log time = receive time.
 
-``vi_recorder`` runs it as a node of its own (``--ros-args -p path:=run.mcap -r __ns:=/run``); the main job and the
-tests compose it in their process.
+``vi_recorder`` (``recorder_node``) runs it as a node of its own (``--ros-args -p path:=run.mcap -r __ns:=/run``);
+the main job and the tests compose it in their process.
 """
 
 from __future__ import annotations
@@ -147,14 +147,14 @@ class BagRecorder(Node):
     """Records a run's topics (``TOPICS``, in this node's namespace) into an MCAP file, raw.
 
     Composed in a process (``BagRecorder(path, namespace=ns)``, spun by the caller's executor) or run alone as
-    ``vi_recorder`` (parameters ``path``, ``controller_name``, ``planner_name``). ``close()`` finishes the file."""
+    ``vi_recorder`` (``recorder_node``: its parameters name them). ``close()`` finishes the file."""
 
-    def __init__(self, path: str | None = None, namespace: str = "", controller_name: str = "effort_controller",
+    def __init__(self, path: str, namespace: str = "", controller_name: str = "effort_controller",
                  planner_name: str = "vi_planner", name: str = "vi_bag_recorder", context=None):
         super().__init__(name, namespace=namespace, context=context)
-        path = path or self.declare_parameter("path", "run.mcap").value
-        controller_name = self.declare_parameter("controller_name", controller_name).value
-        planner_name = self.declare_parameter("planner_name", planner_name).value
+        self._open(path, controller_name, planner_name)
+
+    def _open(self, path: str, controller_name: str, planner_name: str) -> None:
         self.file = McapFile(path)
         for rel, type_name, qos in TOPICS:
             topic = rel.format(c=controller_name, p=planner_name)
@@ -179,14 +179,3 @@ def _import_type(type_name: str):
 
     pkg, sub, name = type_name.split("/")
     return getattr(importlib.import_module(f"{pkg}.{sub}"), name)
-
-
-def main(args: list[str] | None = None) -> None:
-    """``vi_recorder``: record a run's topics to an MCAP file until Ctrl-C."""
-    from .common import run_node
-
-    run_node(BagRecorder, args)
-
-
-if __name__ == "__main__":
-    main()
