@@ -66,9 +66,12 @@ def _frame_with_z(axis: np.ndarray) -> np.ndarray:
     return np.column_stack([x, np.cross(z, x), z])
 
 
-def _body_shape(mass: float, inertia: np.ndarray) -> tuple[str, str, np.ndarray, np.ndarray]:
+def _body_shape(mass: float, inertia: np.ndarray, cap: float) -> tuple[str, str, np.ndarray, np.ndarray]:
     """(kind, geometry element, rotation in the inertial frame, half extents) of a uniform solid with this
-    mass and inertia: a sphere (three equal moments), a cylinder (two), a box (none), a sphere for a point."""
+    mass and inertia: a sphere (three equal moments), a cylinder (two), a box (none), a sphere for a point.
+
+    A solid longer than ``cap`` (an inertia that no body of the link's size has, e.g. a paper's lumped values)
+    is scaled down uniformly to that length: the same shape and proportions, so its inertia stays proportional."""
     lam, V = np.linalg.eigh(inertia)
     if np.linalg.det(V) < 0:
         V[:, 0] = -V[:, 0]
@@ -77,17 +80,20 @@ def _body_shape(mass: float, inertia: np.ndarray) -> tuple[str, str, np.ndarray,
         return "sphere", f'<sphere radius="{_num(r)}"/>', np.eye(3), np.full(3, r)
     close = [abs(lam[i] - lam[j]) <= 0.02 * lam.max() for i, j in ((0, 1), (1, 2), (0, 2))]
     if all(close):
-        r = max(float(np.sqrt(2.5 * lam.mean() / mass)), MIN_SIZE)
+        r = float(np.sqrt(2.5 * lam.mean() / mass))
+        r = max(min(r, cap / 2), MIN_SIZE)
         return "sphere", f'<sphere radius="{_num(r)}"/>', np.eye(3), np.full(3, r)
     if any(close):
         k = 2 if close[0] else 0  # the odd moment: the cylinder's axis
-        other = lam[1]
-        r = max(float(np.sqrt(2 * lam[k] / mass)), MIN_SIZE / 2)
-        h = max(float(np.sqrt(max(12 * other / mass - 3 * r * r, 0.0))), MIN_SIZE)
+        r = float(np.sqrt(2 * lam[k] / mass))
+        h = float(np.sqrt(max(12 * lam[1] / mass - 3 * r * r, 0.0)))
+        scale = min(1.0, cap / max(2 * r, h))
+        r, h = max(scale * r, MIN_SIZE / 2), max(scale * h, MIN_SIZE)
         R = _frame_with_z(V[:, k])
         return "cylinder", f'<cylinder radius="{_num(r)}" length="{_num(h)}"/>', R, np.array([r, r, h / 2])
-    dims = [max(float(np.sqrt(max(6 * (lam.sum() - 2 * lam[i]) / mass, 0.0))), MIN_SIZE) for i in range(3)]
-    return "box", f'<box size="{" ".join(_num(d) for d in dims)}"/>', V, np.array(dims) / 2
+    dims = np.array([float(np.sqrt(max(6 * (lam.sum() - 2 * lam[i]) / mass, 0.0))) for i in range(3)])
+    dims = np.maximum(dims * min(1.0, cap / dims.max()), MIN_SIZE)
+    return "box", f'<box size="{" ".join(_num(d) for d in dims)}"/>', V, dims / 2
 
 
 def _visual(geometry: str, xyz: np.ndarray, R: np.ndarray, color: str, material: str, collision: bool) -> str:
@@ -99,7 +105,7 @@ def _visual(geometry: str, xyz: np.ndarray, R: np.ndarray, color: str, material:
 
 
 def link_visuals(link: ET.Element, child_offsets: list[np.ndarray], color: str, material: str,
-                 collision: bool = False) -> list[str]:
+                 collision: bool = False, fit: bool = False) -> list[str]:
     """The ``<visual>`` (and ``<collision>``) elements drawn for one link with an ``<inertial>``, as text."""
     inertial = link.find("inertial")
     origin = inertial.find("origin")
@@ -110,7 +116,9 @@ def link_visuals(link: ET.Element, child_offsets: list[np.ndarray], color: str, 
     g = {k: float(i.get(k, "0")) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
     inertia = np.array([[g["ixx"], g["ixy"], g["ixz"]], [g["ixy"], g["iyy"], g["iyz"]],
                         [g["ixz"], g["iyz"], g["izz"]]])
-    kind, geometry, R_shape, half = _body_shape(mass, inertia)
+    # fit: no longer than the link's reach to its joints and centre of mass (at least 0.3 m).
+    reach = [np.linalg.norm(p) for p in child_offsets] + [2 * np.linalg.norm(com)]
+    kind, geometry, R_shape, half = _body_shape(mass, inertia, cap=max(1.2 * max(reach), 0.3) if fit else np.inf)
     R = R_in @ R_shape
     out = [_visual(geometry, com, R, color, material, collision)]
     targets = [p for p in child_offsets if np.linalg.norm(p) > 1e-9]
@@ -131,9 +139,12 @@ def link_visuals(link: ET.Element, child_offsets: list[np.ndarray], color: str, 
     return out
 
 
-def add_visuals(xml: str, collision: bool = False) -> str:
+def add_visuals(xml: str, collision: bool = False, fit: bool = False) -> str:
     """``xml`` with visual geometry (and, if ``collision``, the same collision geometry) on every link that has an
-    ``<inertial>`` with mass and no ``<visual>`` yet. ``dynamics_text`` of the result is ``dynamics_text(xml)``."""
+    ``<inertial>`` with mass and no ``<visual>`` yet. ``dynamics_text`` of the result is ``dynamics_text(xml)``.
+
+    ``fit``: for lumped inertias that no solid of the link's size has (a paper's values: RABBIT, the snakeboard's
+    wheels), each solid is scaled down, keeping its proportions, to the link's reach."""
     root = ET.fromstring(xml.encode())
     offsets: dict[str, list[np.ndarray]] = {}
     for j in root.findall("joint"):
@@ -144,7 +155,7 @@ def add_visuals(xml: str, collision: bool = False) -> str:
         if link.find("visual") is None and float(link.find("inertial/mass").get("value", "0")) > 0:
             blocks[link.get("name")] = link_visuals(link, offsets.get(link.get("name"), []),
                                                     PALETTE[n % len(PALETTE)], f"vi_color{n % len(PALETTE)}",
-                                                    collision)
+                                                    collision, fit)
     out, pos = [], 0
     masked = _COMMENT.sub(lambda c: " " * len(c.group(0)), xml)  # find elements outside comments only
     for m in re.finditer(r'<link\s+name\s*=\s*"([^"]*)"[^>]*?(/?)>', masked):
@@ -159,3 +170,41 @@ def add_visuals(xml: str, collision: bool = False) -> str:
         pos = at
     out.append(xml[pos:])
     return "".join(out)
+
+
+# How the bundled URDFs (urdf/, those not written by a generator) got their visuals: ``add_visuals`` options per
+# file. Wheeled robots carry collisions too (Gazebo's contacts with the ground).
+BUNDLED_VISUALS = {"biped5": dict(fit=True), "biped5_pinned": dict(fit=True),
+                   "snakeboard": dict(fit=True, collision=True),
+                   "diffdrive": dict(collision=True), "rolling_disk": dict(collision=True),
+                   "sleigh": dict(collision=True)}
+
+
+def bundled_visuals(stem: str, xml: str) -> str:
+    """A bundled URDF (by file stem) with its visuals drawn afresh: what urdf/<stem>.urdf holds."""
+    return add_visuals(dynamics_text(xml), **BUNDLED_VISUALS.get(stem, {}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vi_control.model.visuals [--check]``: redraw the visuals of the bundled URDFs in urdf/."""
+    import sys
+
+    from .bundled import GENERATED, share_dir
+
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
+    stale = []
+    for path in sorted((share_dir() / "urdf").glob("*.urdf")):
+        if path.stem in GENERATED or path.stem == "marionette":  # their generators draw them
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = bundled_visuals(path.stem, text)
+        if new != text:
+            stale.append(path.name)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    print(("stale: " if check else "redrawn: ") + (", ".join(stale) or "none"))
+    return 1 if check and stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
