@@ -110,7 +110,8 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                             or not all(p.alive for p in procs.values()), timeout):
             raise TimeoutError(f"simulator/controller not heard within {timeout} s")
         start_nodes("planner")
-        if not rec.wait_for(lambda: rec.plan() is not None or not all(p.alive for p in procs.values()), timeout):
+        if not _wait_reporting(rec, lambda: rec.plan() is not None or not all(p.alive for p in procs.values()),
+                               timeout, "the planner's plan"):
             raise TimeoutError(f"no plan within {timeout} s")
         dead = [n for n, p in procs.items() if not p.alive]
         if dead:
@@ -139,7 +140,8 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                 t_end = max(t_end, latest[1].times[-1] + hold_time)
             return stamps[-1] >= t_end
 
-        if not rec.wait_for(done, timeout):
+        if not _wait_reporting(rec, done, timeout, "the closed loop",
+                               lambda: f"simulated t = {rec.states[-1][1]:.2f} s" if rec.states else ""):
             raise TimeoutError(f"the closed loop did not reach t = {duration:g} s of simulation within {timeout} s")
         _, plan, flags = rec.plan()  # the latest plan (it may have been replaced during the run)
     except (TimeoutError, RuntimeError) as e:
@@ -172,6 +174,20 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     return ClosedLoopRun(plan=plan, first_plan=first, trajectory=trajectory, stamps=np.array([s[1] for s in states]),
                          q=column(2), effort=column(3), wall_time=wall, logs={n: p.log() for n, p in procs.items()},
                          error=error, odometry=odometry, recording=record or None, view=live_view)
+
+
+def _wait_reporting(rec, predicate, timeout: float, what: str, status=lambda: "", period: float = 5.0) -> bool:
+    """``rec.wait_for(predicate, timeout)`` that says every ``period`` s what it is waiting for: long work is
+    never silent for more than 10 s."""
+    start = time.monotonic()
+    end = start + timeout
+    while time.monotonic() < end:
+        if rec.wait_for(predicate, min(period, end - time.monotonic())):
+            return True
+        extra = status()
+        print(f"[main_job] waiting for {what} ({time.monotonic() - start:.0f} s{', ' + extra if extra else ''})",
+              flush=True)
+    return bool(predicate())
 
 
 class BackgroundSpinner:
@@ -392,6 +408,9 @@ def _report(args, run: ClosedLoopRun, robot) -> int:
             print(f"[main_job] replay: open {run.view.url} (Controls > Animations)")
             if sys.stdin.isatty():
                 input("[main_job] press Enter to stop the view ")
+            else:
+                print("[main_job] (no terminal to wait on: the view stops with the job; vi_view replays the "
+                      "recording)")
     print(f"[main_job] goal {'REACHED' if ok else 'NOT reached'} (tolerance {args.tolerance} rad)")
     return 0 if ok else 1
 
