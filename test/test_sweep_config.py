@@ -176,10 +176,3 @@ def test_vi_sweep_refuses_an_out_that_is_a_file(tmp_path, capsys):
     assert main(["robustness", "--task", "task_pendulum_swingup", "--out", str(f), "--serial"]) == 2
     assert "exists and is not a directory" in capsys.readouterr().err and f.read_text() == "root:x:0:0"
 
-
-def test_a_sweep_where_no_sample_ran_reports_zero_not_nan():
-    from vi_control.sweep.config import RobustnessConfig
-    from vi_control.sweep.robustness import summarize
-
-    s = summarize([{"error": "boom"}, {"error": "boom"}], RobustnessConfig(samples=2), nq=1)
-    assert s["success_rate"] == 0.0 and s["errors"] == s["samples"] == 2 and s["error_messages"] == ["boom"]
