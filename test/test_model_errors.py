@@ -225,3 +225,28 @@ def test_a_deep_chain_loads_without_overflowing_the_parsers_stack(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert out.stdout.strip().splitlines()[-1] == str(n - 1)
+
+
+def test_mass_scale_and_time_step_at_the_bounds_the_arithmetic_carries():
+    """mass_scale in [1e-6, 1e6] (1e-300 overflowed in the planner's regularization), Δt in [1e-12, 1e3] s (1e300 was
+    accepted with a warning): each bound accepted, the next double beyond it refused with the range named."""
+    import warnings
+
+    import vi_control as vc
+    from vi_control.model.errors import ModelError, SystemConfigError
+    from vi_control.model.limits import DT_BOUNDS, MASS_SCALE_RANGE
+
+    lo, hi = MASS_SCALE_RANGE
+    for ok in (lo, hi):
+        assert vc.load_robot("pendulum", mass_scale=ok).mass_scale == ok
+    for bad in (np.nextafter(lo, 0.0), np.nextafter(hi, np.inf), 1e-300):
+        with pytest.raises((ModelError, SystemConfigError), match=r"mass_scale: must be a number in \[1e-06, 1e\+06\]"):
+            vc.load_robot("pendulum", mass_scale=float(bad))
+    robot = vc.load_robot("pendulum")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (outside DT_RANGE: warned, not refused)
+        for ok in DT_BOUNDS:
+            assert vc.MidpointVI(robot, ok).dt == ok
+    for bad in (np.nextafter(DT_BOUNDS[0], 0.0), np.nextafter(DT_BOUNDS[1], np.inf), 1e300):
+        with pytest.raises(ValueError, match=r"outside \[1e-12, 1000\] s"):
+            vc.MidpointVI(robot, float(bad))

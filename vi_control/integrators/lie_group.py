@@ -30,6 +30,7 @@ from .base import (
     StepResult,
     as_vector,
     check_guess,
+    check_time_step,
     input_sequence,
     refuse_complex,
     step_rollout,
@@ -104,9 +105,7 @@ class LieGroupVI:
         if not isinstance(robot, RigidBodyModel):
             raise TypeError(f"LieGroupVI needs a RigidBodyModel (vi_control.model.rigid_body), got "
                             f"{type(robot).__name__}")
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"time step dt must be positive and finite, got {dt}")
-        self.robot, self.dt = robot, float(dt)
+        self.robot, self.dt = robot, check_time_step(dt)
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
             robot.unit_momentum)
         self.state = LieGroupState(robot.group, retraction)

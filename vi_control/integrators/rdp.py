@@ -31,7 +31,7 @@ from ..mechanics import se2
 from ..mechanics.codegen import FunctionSet
 from ..mechanics.discrete import DENSE_LU_C
 from ..model.scalars import is_integer
-from .base import ConvergenceError, NewtonSettings, SingularityError
+from .base import ConvergenceError, NewtonSettings, SingularityError, check_time_step
 
 # The whole simulation as one C call (csrc/rdp_driver.c), compiled into the library of the generated functions.
 RDP_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "rdp_driver.c").read_text()
@@ -113,8 +113,7 @@ class ReducedDAlembertPontryagin:
 
     def __init__(self, system: ReducedSystem, dt: float, retraction: str = "exp", alpha: float = 0.5,
                  settings: NewtonSettings | None = None, compile: bool | None = None):
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"time step dt must be positive and finite, got {dt}")
+        dt = check_time_step(dt)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha}")
         tau, dtau_inv = se2.retraction(retraction)

@@ -23,12 +23,22 @@ MAX_CONFIGURATION = 1.0e6  # |q_i| a step accepts (rad or m): cos/sin of 1e20 ca
 # Δt outside this range is accepted with a warning: no robot's motion is resolved by a step of more than a
 # second, and below a microsecond the p/Δt terms lose the digits the residual is judged by.
 DT_RANGE = (1.0e-6, 1.0)
+# Δt outside this range is refused: Δt² and 1/Δt of the discrete Lagrangian's terms leave double precision long
+# before (1e300 s was accepted with a warning, and every step then failed or returned inf).
+DT_BOUNDS = (1.0e-12, 1.0e3)
+# mass_scale of a model: a 1e-300 scale gave an OverflowError in the planner's regularization; a millionth of a robot's
+# mass is far below any payload error studied with it.
+MASS_SCALE_RANGE = (1.0e-6, 1.0e6)
 
 
 def check_time_step(dt: float) -> float:
-    """Δt as a float: ValueError unless positive and finite; a RuntimeWarning outside DT_RANGE."""
+    """Δt as a float: ValueError unless in DT_BOUNDS (positive, finite, what the arithmetic carries); a
+    RuntimeWarning outside DT_RANGE."""
     if not is_real(dt) or not (np.isfinite(dt) and dt > 0):
         raise ValueError(f"time step dt must be positive and finite, got {dt!r}")
+    if not DT_BOUNDS[0] <= dt <= DT_BOUNDS[1]:
+        raise ValueError(f"time step dt = {dt:g} s is outside [{DT_BOUNDS[0]:g}, {DT_BOUNDS[1]:g}] s, the range the "
+                         "discrete Lagrangian's arithmetic carries")
     if not DT_RANGE[0] <= dt <= DT_RANGE[1]:
         warnings.warn(f"vi_control: time step dt = {dt:g} s is outside [{DT_RANGE[0]:g}, {DT_RANGE[1]:g}] s: "
                       "no robot motion is resolved by it (steps will likely fail or be refused)", RuntimeWarning,

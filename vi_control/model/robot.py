@@ -11,6 +11,7 @@ import pinocchio as pin
 
 from .constraint_rows import check_constraint_rank
 from .errors import SystemConfigError, URDFError
+from .limits import MASS_SCALE_RANGE
 from .mass_structure import check_mass_structure
 from .scalars import is_real
 from .system_config import INERTIA_POLICIES, Constraint, NonholonomicConstraint, SystemConfig, load_system_config
@@ -197,8 +198,9 @@ def load_robot(urdf: str, system: str | dict | None = None, name: str | None = N
     become holonomic ``joints`` constraints q_j − m·q_i = o (docs/model.md).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
-    if not (is_real(mass_scale) and np.isfinite(mass_scale) and 0 < mass_scale <= 1e6):
-        raise SystemConfigError(f"mass_scale: must be a positive finite number up to 1e6, got {mass_scale!r}")
+    lo, hi = MASS_SCALE_RANGE
+    if not (is_real(mass_scale) and np.isfinite(mass_scale) and lo <= mass_scale <= hi):
+        raise SystemConfigError(f"mass_scale: must be a number in [{lo:g}, {hi:g}], got {mass_scale!r}")
     if inertia_policy is not None and inertia_policy not in INERTIA_POLICIES:
         raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {inertia_policy!r}")
     if name is not None and (not isinstance(name, str) or not name.strip()):  # (it names plans and logs)

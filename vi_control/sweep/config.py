@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.errors import unknown_keys
+from ..model.limits import MASS_SCALE_RANGE
 from ..model.scalars import is_integer
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from ..planning.task import TaskError, config_file, parse_number
@@ -48,7 +49,7 @@ _POSITIVE = {"mass_scale"}
 # Stated ranges (docs/reliability.md): every sweep loop is bounded. A sample is one closed-loop rollout and one record.
 MAX_SAMPLES = 1_000_000
 MAX_HOLD_TIME = 3600.0  # s simulated under the hold gain after the plan, per sample
-MAX_MASS_SCALE = 1.0e6  # load_robot's mass_scale range (0, 1e6]: beyond it every sample would fail to load
+MIN_MASS_SCALE, MAX_MASS_SCALE = MASS_SCALE_RANGE  # load_robot's mass_scale range: beyond it every sample would fail
 MAX_LIBRARY_GOALS = 100_000  # goals of one library (a grid's points multiplied out): each is a plan
 # success.tolerance [rad or m]: beyond half a turn any final angle of a continuous joint is within it (a dead actuator
 # was a 100 % success at 1e300)
@@ -239,8 +240,9 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
         if name in _POSITIVE and not lo > 0:
             raise SweepConfigError(f"{key}: must stay positive (a range above 0; a normal's mean − 6σ above 0), "
                                    f"got {v!r}")
-        if name == "mass_scale" and not hi <= MAX_MASS_SCALE:
-            raise SweepConfigError(f"{key}: must stay within (0, {MAX_MASS_SCALE:g}] (the model's mass_scale range), "
+        if name == "mass_scale" and not MIN_MASS_SCALE <= lo <= hi <= MAX_MASS_SCALE:
+            raise SweepConfigError(f"{key}: must stay within [{MIN_MASS_SCALE:g}, {MAX_MASS_SCALE:g}] (the model's "
+                                   "mass_scale range; a normal's mean ± 6σ too), "
                                    f"got {v!r}")
         if name in _NONNEGATIVE and not lo >= 0:
             raise SweepConfigError(f"{key}: must stay non-negative (a normal's mean − 6σ too), got {v!r}")
