@@ -41,11 +41,27 @@ def test_vehicle_maneuvers_converge_in_at_most_10_newton_iterations(inputs):
             assert np.array_equal(res.u_minus, res.u_plus) or np.abs(res.u_minus - res.u_plus).max() <= 1e-10
 
 
-def test_spacecraft_maneuvers_converge_in_at_most_10_newton_iterations():
+def test_spacecraft_maneuvers_are_verified_minima_and_the_flip_is_a_saddle_newton_alone_cannot_leave():
+    """Four of five maneuvers: Newton from the geodesic, ≤ 10 iterations, a verified minimum. The 170° yaw about the
+    largest principal axis: Newton converges (3 iterations, residual at round-off) to the pure yaw, which is a
+    saddle of the discrete problem (one negative reduced curvature): the maneuver tilts towards the smaller axes
+    on the way. It is not returned as converged; Newton's restarts along the negative curvature fall back to the
+    saddle, IPOPT from there finds the minimum, 0.2 % cheaper, verified."""
     for name, prob in _problems(SPACECRAFT):
         res = solve_dmoc(prob, fallback=None)
-        assert res.converged and res.iterations <= 10 and res.residual <= 1e-10, (name, str(res))
         assert res.unactuated == 0.0  # three torques: fully actuated
+        if name != "flip":
+            assert res.converged and res.path == "newton" and res.iterations <= 10, (name, str(res))
+            assert res.residual <= 1e-10 and res.check.min_eigenvalue > 0 and not res.rejected, name
+            continue
+        assert res.stationary and not res.converged and res.status == "stationary only", str(res)
+        assert res.check.inertia[1] == 1 and res.check.min_eigenvalue < -1e-4, str(res.check)
+        saddle = res.cost
+        assert np.abs(res.xi[:, :2]).max() == 0.0  # the pure yaw (by symmetry)
+        rescued = solve_dmoc(prob)
+        assert rescued.converged and rescued.path == "ipopt-curvature" and rescued.check.inertia[1:] == (0, 0)
+        assert rescued.cost < saddle * (1 - 1e-3) and len(rescued.rejected) == 1
+        assert np.abs(rescued.xi[:, :2]).max() > 1e-2  # it tilts
 
 
 @pytest.mark.parametrize("body, inputs, picks", [(VEHICLE, "split", (0, 2, 4)), (VEHICLE, "hold", (1, 3)),

@@ -141,8 +141,11 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
                   settings: ManeuverSettings | None = None, log=None) -> tuple[Plan, DMOCResult]:
     """Plan from ``x0`` (a state of ``vi``; default its identity at rest) to the group element ``goal`` at rest.
 
-    Raises GoalUnreachableError when the limits of the body's actuators make the goal unreachable in the
-    duration (IPOPT finds the bounded problem infeasible), DMOCError when the solve fails otherwise.
+    The plan's ``converged`` is the DMOC result's: a verified local minimum (``solve_dmoc``'s second-order check);
+    a stationary point that is not one (a saddle no restart could leave) gives a plan marked unconverged, which the
+    planner node publishes only on the same opt-in as other unconverged plans. Raises GoalUnreachableError when the
+    limits of the body's actuators make the goal unreachable in the duration (IPOPT finds the bounded problem
+    infeasible), DMOCError when the solve fails otherwise.
     """
     body = vi.robot
     st = settings or maneuver_settings(body)
@@ -155,9 +158,11 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
     prob = DMOCProblem(body, vi.pose(x0), np.asarray(goal, float), st.horizon, st.duration, st.retraction,
                        inputs="hold", xi0=vi.velocity(x0))
     res = solve_dmoc(prob, log=log)
-    if not res.converged:
+    if not res.stationary:
         raise DMOCError(f"dmoc: no maneuver found ({res}): the goal may need motion along an unactuated direction "
                         "that the geodesic guess cannot start (e.g. pure heave); add a turn or a waypoint")
+    if not res.converged and log is not None:  # the plan is marked unconverged: published only on opt-in
+        log(f"[plan] the maneuver is stationary only, not a verified minimum ({res}): marked unconverged")
     X, U = res.states(body), res.u_minus
     lim = body.effort_limits
     over = np.abs(U) > lim * (1 + 1e-9)
@@ -185,5 +190,5 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
                 model_hash=body.hash, joint_names=body.joint_names, input_names=list(body.actuated),
                 weights={"lqr": {k: np.atleast_1d(getattr(st, k)).tolist() for k in ("Q", "R", "Qf")},
                          "method": "dmoc"},
-                K_final=K[-1], U_final=np.zeros(vi.nu), converged=True)
+                K_final=K[-1], U_final=np.zeros(vi.nu), converged=res.converged)
     return plan, res
