@@ -90,8 +90,8 @@ def test_levenberg_marquardt_rescues_a_guess_that_breaks_the_dynamics(rng):
     (geodesic + noise, terminal pose no longer met) defeats Newton's line search; LM steps bring it back."""
     _, prob = _problems(VEHICLE)[0]
     guess = geodesic_guess(prob) + 0.2 * np.random.default_rng(2).normal(size=(32, 6))
-    plain = solve_dmoc(prob, xi_guess=guess, lm=False, fallback=None)
-    rescued = solve_dmoc(prob, xi_guess=guess, lm=True, fallback=None)
+    plain = solve_dmoc(prob, xi_guess=guess, lm=False, continuation=False, fallback=None)
+    rescued = solve_dmoc(prob, xi_guess=guess, lm=True, continuation=False, fallback=None)
     assert not plain.converged
     assert rescued.converged and rescued.lm_iterations >= 1
     assert abs(rescued.cost - solve_dmoc(prob).cost) <= 1e-9

@@ -102,7 +102,7 @@ class DMOCProblem:
 
 
 # How a result was produced (``DMOCResult.path``).
-PATHS = ("newton", "ipopt", "newton-curvature", "ipopt-curvature")
+PATHS = ("newton", "newton-continuation", "ipopt", "newton-curvature", "ipopt-curvature")
 
 
 @dataclass
@@ -319,22 +319,25 @@ def _unactuated_wrench(cond: _Conditions, parts: dict) -> float:
 
 
 def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float = 1e-11,
-               max_iterations: int = 30, lm: bool = True, fallback: str | None = "ipopt", check: bool = True,
-               log=None) -> DMOCResult:
+               max_iterations: int = 30, lm: bool = True, continuation: bool = True, fallback: str | None = "ipopt",
+               check: bool = True, log=None) -> DMOCResult:
     """Algorithm 5.2: Newton (exact Jacobian, sparse LU) with Levenberg–Marquardt steps where the Newton direction
     fails; stops at ‖F‖∞ ≤ ``tol``. ``xi_guess`` (N, n): initial velocities (default ``geodesic_guess``).
 
-    ``fallback='ipopt'``: if Newton/LM do not converge from the guess (underactuated goals whose geodesic asks for
-    motion along the unactuated direction, e.g. pure heave: the Jacobian is singular there by symmetry), the
-    identical problem is solved by IPOPT (``dmoc_nlp``) and Newton polishes its point on conditions (31); the
-    result's ``path`` and ``fallback_iterations`` say so. None: report the failure.
+    ``continuation``: if Newton/LM do not converge from the guess, Newton along a homotopy from a relaxed, fully
+    actuated body on a shorter maneuver (``dmoc_continuation``); ``path`` 'newton-continuation'.
+
+    ``fallback='ipopt'``: if Newton/LM do not converge from the guess nor by continuation (e.g. pure heave of an
+    underactuated body: the Jacobian is singular there by symmetry), the identical problem is solved by IPOPT
+    (``dmoc_nlp``) and Newton polishes its point on conditions (31); the result's ``path`` and
+    ``fallback_iterations`` say so. None: report the failure.
 
     ``check``: the second-order check (``dmoc_check``) at the stationary point; a point that is not a strict local
     minimum (a saddle of the discrete problem: conditions (31) are only necessary) is not returned as converged.
     From a saddle, Newton restarts along its direction of negative curvature d (w ± s·d, s = 0.03, 0.1 of ‖ξ‖∞),
-    then (with ``fallback``) IPOPT from ξ ± 0.1·d polished by Newton; the first verified minimum of lower cost is the
-    answer, and every point tried is checked again. ``check=False``: ``converged`` stays False (``stationary``
-    tells the first-order verdict), for timing Newton alone.
+    then by continuation, then (with ``fallback``) IPOPT from ξ ± 0.1·d polished by Newton; the first verified
+    minimum of lower cost is the answer, and every point tried is checked again. ``check=False``: ``converged``
+    stays False (``stationary`` tells the first-order verdict), for timing Newton alone.
     """
     if fallback not in (None, "ipopt"):
         raise ValueError(f"fallback must be 'ipopt' or None, got {fallback!r}")
@@ -344,6 +347,14 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     stats = NewtonStats()
     w, fn, ok, last = newton_lm(cond, _initial_point(cond, xi0), tol, max_iterations, lm, stats, log)
     path, fb_it = "newton", 0
+    if not ok and continuation:
+        from .dmoc_continuation import continuation_solve
+
+        if log is not None:
+            log(f"[dmoc] Newton/LM stopped at ‖F‖∞ = {fn:.2e}: continuation from a relaxed body")
+        out = continuation_solve(cond, tol, lm, stats, log)
+        if out is not None:
+            (w, fn, ok, last), path = out, "newton-continuation"
     if not ok and fallback == "ipopt":
         if log is not None:
             log(f"[dmoc] Newton/LM stopped at ‖F‖∞ = {fn:.2e}: solving the identical problem by IPOPT")
@@ -367,7 +378,8 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
             if log is not None:
                 log(f"[dmoc] {path}'s stationary point is not a minimum ({chk}): restarting along the negative "
                     "curvature")
-            found, it = _from_saddle(cond, w, last, chk, verify, tol, max_iterations, lm, fallback, stats, log)
+            found, it = _from_saddle(cond, w, last, chk, verify, tol, max_iterations, lm, continuation, fallback,
+                                     stats, log)
             fb_it += it
             if found is not None:
                 (w, fn, ok, last), chk, path = found
@@ -403,10 +415,12 @@ _CURVATURE_STEPS = {"newton-curvature": (0.03, 0.1), "ipopt-curvature": (0.1,)}
 
 
 def _from_saddle(cond: _Conditions, w: np.ndarray, last: tuple, chk, verify, tol: float, max_iterations: int,
-                 lm: bool, fallback: str | None, stats: NewtonStats, log) -> tuple[tuple | None, int]:
+                 lm: bool, continuation: bool, fallback: str | None, stats: NewtonStats,
+                 log) -> tuple[tuple | None, int]:
     """Restarts from the saddle (w, its evaluation ``last``) along ±d, d = ``chk.direction`` (ξ and ν parts of the
-    NLP's variables): Newton from w ± s·d, then IPOPT from ξ ± s·d_ξ. ((Newton's output, check, path) of the first
-    verified minimum below the saddle's cost, or None; IPOPT iterations)."""
+    NLP's variables): Newton from w ± s·d, then the continuation (``dmoc_continuation``), then IPOPT from ξ ± s·d_ξ.
+    ((Newton's output, check, path) of the first verified minimum below the saddle's cost, or None; IPOPT
+    iterations)."""
     N, n = cond.N, cond.n
     d = np.zeros_like(w)
     d[:cond.off_lam] = chk.direction[:cond.off_lam]  # (ξ, ν) come first in both; multipliers kept
@@ -415,11 +429,19 @@ def _from_saddle(cond: _Conditions, w: np.ndarray, last: tuple, chk, verify, tol
     d *= size / max(float(np.abs(d[:N * n]).max()), 1e-300)
     cost0 = float(last[1]["S0"].sum())
     fb_it = 0
-    trials = [(path, s * sign) for path in PATHS[2:] if path == "newton-curvature" or fallback == "ipopt"
-              for s in _CURVATURE_STEPS[path] for sign in (1.0, -1.0)]
+    trials = [("newton-curvature", s * sign) for s in _CURVATURE_STEPS["newton-curvature"] for sign in (1.0, -1.0)]
+    trials += [("newton-continuation", 0.0)] if continuation else []
+    trials += [("ipopt-curvature", s * sign) for s in _CURVATURE_STEPS["ipopt-curvature"] for sign in (1.0, -1.0)
+               if fallback == "ipopt"]
     for path, s in trials:
         if path == "newton-curvature":
             out = newton_lm(cond, w + s * d, tol, max_iterations, lm, stats, log)
+        elif path == "newton-continuation":
+            from .dmoc_continuation import continuation_solve
+
+            out = continuation_solve(cond, tol, lm, stats, log)
+            if out is None:
+                continue
         else:
             out, it = _ipopt_then_newton(cond, xi + s * d[:N * n].reshape(N, n), tol, max_iterations, lm, stats, log)
             fb_it += it
