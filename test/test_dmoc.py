@@ -107,3 +107,28 @@ def test_untrimmed_bodies_and_degenerate_goals_are_refused_with_the_cause():
     up[2, 3] = 1.0  # pure heave along the unactuated body z: the geodesic guess asks for Φ ≠ 0 everywhere
     res = solve_dmoc(DMOCProblem(VEHICLE, np.eye(4), up, 32, 10.0), fallback=None, max_iterations=8)
     assert not res.converged and res.unactuated > 1e-3
+
+
+def test_plan_maneuver_takes_the_horizon_or_the_duration_and_steps_at_the_integrators_dt():
+    """Issue 35 item 5: an integrator at dt = 0.25 s with the YAML's N = 32, T = 10 s was refused ("dt = 0.25
+    differs from the maneuver's T/N = 0.3125"). The integrator's dt is the step; the YAML's duration gives N = 40, a
+    horizon gives T = N·dt; a pair that disagrees with dt, or a duration that is no whole number of steps, is
+    refused naming the numbers. The plan is the integrator's own rollout to the goal."""
+    import vi_control as vc
+    from vi_control.planning.vehicle import maneuver_settings, maneuver_timing, pose_from_spec
+
+    vi = make_integrator("lie_group", VEHICLE, 0.25)
+    goal = pose_from_spec({"position": [1.0, 0.5, 0.0], "rpy_deg": [0.0, 0.0, 30.0]}, "SE3")
+    plan, res = vc.plan_maneuver(vi, goal)
+    assert plan.horizon == 40 and plan.times[-1] == 10.0 and res.converged, str(res)
+    Xs, _ = vi.simulate(plan.X[0], plan.U)
+    assert np.abs(vi.state.diff(plan.X, Xs)).max() <= 1e-9
+    assert np.abs(vi.group.log(np.linalg.inv(goal) @ vi.pose(Xs[-1]))).max() <= 1e-9
+    st = maneuver_settings(VEHICLE)
+    assert (maneuver_timing(st, 0.25, horizon=20).horizon, maneuver_timing(st, 0.25, horizon=20).duration) == (20, 5.0)
+    assert maneuver_timing(st, 0.25, duration=6.0).horizon == 24
+    assert maneuver_timing(st, st.dt) == st  # the YAML's own N, T at its own dt: unchanged
+    with pytest.raises(ValueError, match="horizon 20 and duration 6 s give T/N = 0.3 s.*dt = 0.25 s"):
+        vc.plan_maneuver(vi, goal, horizon=20, duration=6.0)
+    with pytest.raises(ValueError, match="duration = 10.1 s is not a whole number"):
+        maneuver_timing(st, 0.25, duration=10.1)

@@ -27,7 +27,7 @@ from ..mechanics.groups import Retraction, get_group
 from .dmoc import DMOCProblem, geodesic_guess, input_split
 from .errors import ipopt_iterations
 
-__all__ = ["IpoptResult", "solve_ipopt", "multipliers_for_newton", "Transcription", "transcription",
+__all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "Transcription", "transcription",
            "nlp_parameters", "nlp_point"]
 
 
@@ -238,6 +238,15 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
                        y_plus=y[:, 1].copy(), cost=float(sol["f"]), iterations=ipopt_iterations(st, max_iterations),
                        status=str(st["return_status"]), success=bool(st["success"]), solve_time=t_solve,
                        build_time=t_build)
+
+
+def solve_l1(prob: DMOCProblem, bounds: np.ndarray | None = None, xi_guess: np.ndarray | None = None,
+             tol: float = 1e-10, max_iterations: int = 500) -> IpoptResult:
+    """L1 control (seed 002 §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
+    ``bounds_i`` (default the body's effort limits; an infinite limit leaves u_i free), u_k⁻ and u_k⁺
+    separate with ``inputs='split'`` so the control can switch inside a step: ``solve_ipopt(prob, cost='l1')``."""
+    lim = prob.body.effort_limits if bounds is None else np.asarray(bounds, float)
+    return solve_ipopt(prob, cost="l1", bounds=lim, xi_guess=xi_guess, tol=tol, max_iterations=max_iterations)
 
 
 def multipliers_for_newton(prob: DMOCProblem, res: IpoptResult) -> np.ndarray:
