@@ -255,6 +255,27 @@ def test_dmoc_benchmark_smoke(tmp_path):
         assert (tmp_path / png).stat().st_size > 1000
 
 
+def test_dmoc_scan_smoke():
+    """benchmarks/bench_dmoc.py's scan (issue 35 item 2) on two goals, held inputs, the other body only: the shares
+    add up, every answer is a verified minimum, the goals are within the scan's ranges, the table names its rows."""
+    bench = load_benchmark("bench_dmoc")
+    goals = bench.random_goals(200, seed=3)
+    t = np.array([np.linalg.norm(g[:3, 3]) for g in goals])
+    ang = np.array([np.degrees(np.arccos(np.clip((np.trace(g[:3, :3]) - 1) / 2, -1, 1))) for g in goals])
+    assert t.max() <= 2.0 and ang.max() <= 60.0 + 1e-9 and t.max() > 1.8 and ang.max() > 55.0
+    other = bench.load_rigid_body(bench.OTHER_BODY)
+    assert np.abs(other.inertia - np.diag(np.diag(other.inertia))).max() > 0  # a full tensor
+    assert np.abs(other.damping - np.diag(np.diag(other.damping))).max() > 0  # a full drag matrix
+    assert all(np.linalg.norm(a.position) > 0.1 for a in other.actuators)  # off the centre
+    scan = bench.run_scan(count=2, seed=0, modes=("hold",), bodies={"skewed_auv": other}, log=None)
+    r = scan["rows"]["skewed_auv", "hold"]
+    assert r["n"] == 2 and abs(r["newton_alone"] + r["ipopt"] - 1.0) < 1e-12
+    assert abs(r["geodesic"] + r["continuation"] - r["newton_alone"]) < 1e-12
+    assert r["verified"] == 1.0 and all(x.converged and x.check.min_eigenvalue > 0
+                                        for x in scan["results"]["skewed_auv", "hold"])
+    assert "| skewed_auv | hold |" in bench.scan_table(scan)
+
+
 def test_replan_benchmark_smoke():
     bench = load_benchmark("bench_replan")
     rows = bench.run(tasks=("pendulum_swingup",), offsets=(0.0, 0.05), rounds=1, log=lambda s: None)
