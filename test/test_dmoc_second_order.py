@@ -180,3 +180,26 @@ def test_a_planted_saddle_is_not_returned_as_converged():
     rescued = solve_dmoc(prob, xi_guess=first.xi)
     assert rescued.converged and rescued.cost < planted.cost and rescued.path != "newton"
     assert len(rescued.rejected) == 1 and "negative curvature" in rescued.rejected[0]
+
+
+def test_plan_maneuver_marks_a_stationary_only_plan_unconverged_and_says_so(monkeypatch):
+    """Issue 35 item 4: the planner node publishes a plan only if ``plan.converged`` (else on its
+    ``publish_unconverged`` opt-in, marked unconverged) and logs the result's text. With the recoveries switched off
+    the spacecraft's 170° yaw stays at its saddle: the plan is marked unconverged and the log and the result's text
+    say 'stationary only' with the check's numbers; with the defaults it is a verified minimum and says so."""
+    import functools
+
+    from vi_control.integrators import make_integrator
+    from vi_control.planning import dmoc, vehicle
+
+    st = maneuver_settings(SPACECRAFT)
+    _, _, gT = maneuvers(SPACECRAFT)[3]
+    vi = make_integrator("lie_group", SPACECRAFT, st.dt)
+    logs = []
+    plan, res = vehicle.plan_maneuver(vi, gT, log=logs.append)
+    assert plan.converged and res.converged and str(res).startswith("verified minimum by "), str(res)
+    monkeypatch.setattr(vehicle, "solve_dmoc", functools.partial(dmoc.solve_dmoc, continuation=False, fallback=None))
+    plan, res = vehicle.plan_maneuver(vi, gT, log=logs.append)
+    assert not plan.converged and res.stationary and not res.converged
+    assert str(res).startswith("STATIONARY ONLY by newton") and "1 negative" in str(res)
+    assert any(line.startswith("[plan] the maneuver is stationary only") for line in logs)
