@@ -203,3 +203,49 @@ def test_plan_maneuver_marks_a_stationary_only_plan_unconverged_and_says_so(monk
     assert not plan.converged and res.stationary and not res.converged
     assert str(res).startswith("STATIONARY ONLY by newton") and "1 negative" in str(res)
     assert any(line.startswith("[plan] the maneuver is stationary only") for line in logs)
+
+
+def _dense_reduced_hessian(prob, res):
+    """Test oracle of ``dmoc_check``: the reduced Hessian from a dense pivoted QR of the whole constraint Jacobian
+    (orthonormal null-space basis, least-squares multipliers), in the check's unit-body scaling."""
+    import scipy.linalg as sla
+
+    from vi_control.planning.dmoc_check import _scales
+    from vi_control.planning.dmoc_nlp import nlp_parameters, nlp_point, transcription
+
+    tr = transcription(prob.body.group, prob.retraction, prob.horizon, prob.body.input_matrix.shape[1], prob.inputs)
+    w, p = nlp_point(prob, res.xi, res.nu, res.g, res.u_minus, res.u_plus), nlp_parameters(prob)
+    kkt = tr.function("kkt")
+    D, E = _scales(tr, prob.body.unit_momentum)
+    pp = prob.body.unit_momentum ** 2
+    grad, J = kkt(w, 0.0, p)[:2]
+    grad, J = np.array(grad).ravel() * D / pp, J.sparse().toarray() * D / E[:, None]
+    Q, R, _ = sla.qr(J.T, pivoting=True)
+    rank = int((np.abs(np.diag(R)) > 1e-10 * np.abs(R[0, 0])).sum())
+    y = sla.lstsq(J.T, -grad)[0]
+    H = kkt(w, y * pp / E, p)[2].sparse().toarray() * np.outer(D, D) / pp
+    Z = Q[:, rank:]
+    return rank, J.shape[0], np.linalg.eigvalsh(Z.T @ H @ Z)
+
+
+@pytest.mark.parametrize("case", ["saddle", "vehicle-hold"])
+def test_the_structured_check_equals_a_dense_qr_of_the_whole_jacobian(case):
+    """The check's null space comes from the problem's structure (dynamics rows by a sparse LU, the 2n terminal rows
+    by an SVD) and its eigenvalues from ZᵀHZ v = λZᵀZ v; a dense pivoted QR of the whole Jacobian (the oracle above,
+    0.5 s at N = 32, 12 s at N = 128 against 0.06 and 0.25 s) gives an orthonormal basis directly: same rank, same
+    eigenvalues to 1e-9 of the largest, on a saddle and on a minimum."""
+    if case == "saddle":
+        st = maneuver_settings(SPACECRAFT)
+        _, g0, gT = maneuvers(SPACECRAFT)[3]
+        prob = DMOCProblem(SPACECRAFT, g0, gT, st.horizon, st.duration, st.retraction, inputs="split")
+    else:
+        st = maneuver_settings(VEHICLE)
+        _, g0, gT = maneuvers(VEHICLE)[2]
+        prob = DMOCProblem(VEHICLE, g0, gT, st.horizon, st.duration, st.retraction, inputs="hold")
+    res = solve_dmoc(prob, continuation=False, fallback=None)
+    rank, m_c, ev = _dense_reduced_hessian(prob, res)
+    chk = res.check
+    assert rank == m_c and chk.rank_deficiency == 0 and chk.kkt_inertia[1] == m_c + chk.inertia[1]
+    assert len(ev) == sum(chk.inertia) and (ev < 0).sum() == chk.inertia[1] == (1 if case == "saddle" else 0)
+    assert abs(ev[0] - chk.min_eigenvalue) <= 1e-9 * np.abs(ev).max()
+    assert abs(np.abs(ev).max() - chk.max_eigenvalue) <= 1e-9 * np.abs(ev).max()

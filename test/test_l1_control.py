@@ -53,7 +53,7 @@ def test_l1_solution_satisfies_the_discrete_dynamics_and_reaches_the_goal(l1):
 
 def test_l1_uses_less_fuel_than_the_minimum_effort_plan(l1):
     prob, res = l1
-    l2 = solve_dmoc(prob, fallback="ipopt")
+    l2 = solve_dmoc(prob, continuation=False, fallback="ipopt")
     assert l2.converged
     fuel = lambda um, up: 0.5 * prob.dt * (np.abs(um).sum() + np.abs(up).sum())  # noqa: E731
     assert res.cost == pytest.approx(fuel(res.u_minus, res.u_plus), rel=1e-6)

@@ -5,10 +5,13 @@ discrete problem satisfy them too (issue 35: a vehicle maneuver whose Newton poi
 curvatures and a cost 34 % above a nearby minimum). The check works on the same discrete problem written as a
 nonlinear program, ``dmoc_nlp.transcription`` (min f(w) s.t. c(w) = 0, w = (ξ, ν, g, u)): at Newton's point w*
 
-- multipliers y from least squares on ∇f + (∂c/∂w)ᵀy = 0, whose residual re-checks first-order stationarity;
-- Z, an orthonormal basis of the null space of ∂c/∂w (LICQ checked by the rank), and the reduced Hessian
-  Zᵀ∇²_w(f + yᵀc)Z: w* is a strict local minimum iff all its eigenvalues are positive (second-order sufficient
-  conditions, e.g. Nocedal & Wright Thm. 12.6). The inertia of the KKT matrix [[∇²L, Jᵀ], [J, 0]] follows by
+- Z, a basis of the null space of J = ∂c/∂w, from the problem's structure: the dynamics rows determine the
+  trajectory y = (ξ, ν, g) from the inputs u (a square, sparse, block-triangular Jacobian: the integrator's steps),
+  dy = S du, and the 2n terminal rows leave G du = 0 (LICQ: G has full rank); Z = [S Z_u; Z_u];
+- multipliers y of ∇f + Jᵀy = 0 by the same partition, whose residual re-checks first-order stationarity;
+- the eigenvalues of the reduced Hessian Zᵀ∇²_w(f + yᵀc)Z in the metric ZᵀZ (i.e. in an orthonormal basis of the
+  null space): w* is a strict local minimum iff all are positive (second-order sufficient conditions, e.g. Nocedal
+  & Wright Thm. 12.6). The inertia of the KKT matrix [[∇²L, Jᵀ], [J, 0]] follows by
   Gould's theorem, In(K) = In(ZᵀHZ) + (m, m, 0): a minimum has (dim w positive, m negative, 0 zero).
 
 The eigenvector of the smallest eigenvalue, Zv, is a direction of negative curvature: where the check fails,
@@ -21,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
+from scipy.sparse.linalg import splu
 
 from .dmoc import DMOCProblem
 from .dmoc_nlp import nlp_parameters, nlp_point, transcription
@@ -28,7 +33,7 @@ from .dmoc_nlp import nlp_parameters, nlp_point, transcription
 __all__ = ["SecondOrderCheck", "second_order_check", "EIGENVALUE_RTOL"]
 
 # An eigenvalue of the reduced Hessian counts as zero below this fraction of the largest |eigenvalue| (round-off in
-# a ~10³-dimensional dense eigenproblem is ~1e-13 of it; the vehicle's smallest positive curvatures are ~1e-3).
+# a ~10²–10³-dimensional dense eigenproblem is ~1e-13 of it; the vehicle's smallest positive curvatures are ~1e-3).
 EIGENVALUE_RTOL = 1e-8
 
 
@@ -41,8 +46,8 @@ class SecondOrderCheck:
     inertia: tuple[int, int, int]  # (positive, negative, zero) eigenvalues of the reduced Hessian
     kkt_inertia: tuple[int, int, int] | None  # (positive, negative, zero) of the KKT matrix (Gould; None: no LICQ)
     stationarity: float  # ‖∇f + Jᵀy‖∞ / max(1, ‖∇f‖∞) with the least-squares multipliers y
-    rank_deficiency: int  # rows of the constraint Jacobian J minus its numerical rank (LICQ: 0)
-    direction: np.ndarray  # Zv of the smallest eigenvalue, in the NLP's variables w (the descent of a saddle)
+    rank_deficiency: int  # 2n minus the rank of the terminal block G (LICQ: 0; all rows if the steps are singular)
+    direction: np.ndarray  # Zv of the smallest eigenvalue in the NLP's variables w, max-norm 1 (a saddle's descent)
 
     @property
     def minimum(self) -> bool:
@@ -73,26 +78,46 @@ def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.
     D, E = _scales(tr, prob.body.unit_momentum)
     pp = prob.body.unit_momentum ** 2
     grad = np.array(grad).ravel() * D / pp
-    J = J.sparse().toarray() * D / E[:, None]  # (DM.full() of a sparse J: ~10× slower)
+    J = (sp.diags(1.0 / E) @ J.sparse() @ sp.diags(D)).tocsr()
     m_c, n_w = J.shape
-    # Jᵀ P = Q R: the rank from R's diagonal, the null space of J from Q's trailing columns, and the least-squares
-    # multipliers from Jᵀy = Q R Pᵀy = −∇f
-    Q, R, piv = sla.qr(J.T, pivoting=True)
-    d = np.abs(np.diag(R))
-    rank = int((d > 1e-10 * d.max()).sum())
+    nz, n2 = tr.nz, 2 * tr.n
+    # The dynamics rows (every W_k^±, pose row, but W_{N−1}⁺) determine y = (ξ, ν, g) from the inputs u: their
+    # Jacobian in y is square and block-triangular in time (the integrator's steps), so dy = S du with
+    # S = −J_yᴰ⁻¹J_uᴰ (sparse LU); the 2n terminal rows T (W_{N−1}⁺ with ν_N fixed, the pose) leave G du = 0 with
+    # G = J_yᵀS + J_uᵀ (2n × dim u). Null space of J: Z = [S Z_u; Z_u], Z_u that of G (SVD).
+    last = (tr.N - 1) * (n2 + tr.nq)
+    T = np.r_[last + tr.n:last + n2, m_c - tr.n:m_c]
+    Drows = np.setdiff1d(np.arange(m_c), T)
+    JD, JT = J[Drows], J[T]
+    try:
+        lu = splu(JD[:, :nz].tocsc())
+    except RuntimeError:  # singular step Jacobian: no LICQ by this partition
+        return SecondOrderCheck(np.nan, np.nan, (0, 0, 0), None, np.inf, m_c, np.zeros(n_w))
+    S = -lu.solve(JD[:, nz:].toarray())
+    G = JT[:, :nz] @ S + JT[:, nz:].toarray()
+    _, sv, Vt = np.linalg.svd(G)
+    rank_G = int((sv > 1e-10 * sv.max()).sum())
+    Zu = Vt[rank_G:].T
+    # multipliers: Jᵀy = −∇f by the same partition (yᵀ from least squares on Gᵀ, yᴰ by one transposed solve)
+    g_red = grad[nz:] + S.T @ grad[:nz]
     y = np.zeros(m_c)
-    y[piv[:rank]] = sla.solve_triangular(R[:rank, :rank], -(Q[:, :rank].T @ grad))
+    y[T] = np.linalg.lstsq(G.T, -g_red, rcond=None)[0]
+    y[Drows] = -lu.solve(grad[:nz] + JT[:, :nz].T @ y[T], trans="T")
     stat = float(np.abs(grad + J.T @ y).max() / max(1.0, np.abs(grad).max()))
-    H = kkt(w, y * pp / E, p)[2].sparse().toarray() * np.outer(D, D) / pp
-    Z = Q[:, rank:]
-    ev, V = np.linalg.eigh(Z.T @ H @ Z)
+    H = sp.diags(D) @ kkt(w, y * pp / E, p)[2].sparse() @ sp.diags(D) / pp
+    Z = np.vstack([S @ Zu, Zu])
+    # eigenvalues of the reduced Hessian in an orthonormal basis of the null space: Zᵀ H Z v = λ ZᵀZ v (the same
+    # as QᵀHQ for Z = QR)
+    ev, V = sla.eigh(Z.T @ (H @ Z), Z.T @ Z)
     scale = float(np.abs(ev).max()) if ev.size else 0.0
     tiny = EIGENVALUE_RTOL * scale
     inertia = (int((ev > tiny).sum()), int((ev < -tiny).sum()), int((np.abs(ev) <= tiny).sum()))
-    kkt_inertia = (inertia[0] + m_c, inertia[1] + m_c, inertia[2]) if rank == m_c else None
+    rank_deficiency = n2 - rank_G
+    kkt_inertia = (inertia[0] + m_c, inertia[1] + m_c, inertia[2]) if rank_deficiency == 0 else None
+    direction = D * (Z @ V[:, 0]) if ev.size else np.zeros(n_w)
     return SecondOrderCheck(min_eigenvalue=float(ev[0]) if ev.size else np.inf, max_eigenvalue=scale,
                             inertia=inertia, kkt_inertia=kkt_inertia, stationarity=stat,
-                            rank_deficiency=m_c - rank, direction=D * (Z @ V[:, 0]) if ev.size else np.zeros(n_w))
+                            rank_deficiency=rank_deficiency, direction=direction / np.abs(direction).max())
 
 
 def _scales(tr, p: float) -> tuple[np.ndarray, np.ndarray]:
