@@ -101,8 +101,9 @@ class DMOCProblem:
         return get_group(self.body.group)
 
 
-# How a result was produced (``DMOCResult.path``).
-PATHS = ("newton", "newton-continuation", "ipopt", "newton-curvature", "ipopt-curvature")
+# How a result was produced (``DMOCResult.path``); the warm starts Newton tries, in order, when the guess fails.
+PATHS = ("newton", "newton-coarse", "newton-continuation", "ipopt", "newton-curvature", "ipopt-curvature")
+_WARM_STARTS = PATHS[1:3]
 
 
 @dataclass
@@ -324,8 +325,9 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     """Algorithm 5.2: Newton (exact Jacobian, sparse LU) with Levenberg–Marquardt steps where the Newton direction
     fails; stops at ‖F‖∞ ≤ ``tol``. ``xi_guess`` (N, n): initial velocities (default ``geodesic_guess``).
 
-    ``continuation``: if Newton/LM do not converge from the guess, Newton along a homotopy from a relaxed, fully
-    actuated body on a shorter maneuver (``dmoc_continuation``); ``path`` 'newton-continuation'.
+    ``continuation``: if Newton/LM do not converge from the guess, Newton from the solution at N/2 (``path``
+    'newton-coarse'), then along a homotopy from a relaxed, fully actuated body on a shorter maneuver
+    ('newton-continuation'; both in ``dmoc_continuation``).
 
     ``fallback='ipopt'``: if Newton/LM do not converge from the guess nor by continuation (e.g. pure heave of an
     underactuated body: the Jacobian is singular there by symmetry), the identical problem is solved by IPOPT
@@ -335,9 +337,10 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     ``check``: the second-order check (``dmoc_check``) at the stationary point; a point that is not a strict local
     minimum (a saddle of the discrete problem: conditions (31) are only necessary) is not returned as converged.
     From a saddle, Newton restarts along its direction of negative curvature d (w ± s·d, s = 0.03, 0.1 of ‖ξ‖∞),
-    then by continuation, then (with ``fallback``) IPOPT from ξ ± 0.1·d polished by Newton; the first verified
-    minimum of lower cost is the answer, and every point tried is checked again. ``check=False``: ``converged``
-    stays False (``stationary`` tells the first-order verdict), for timing Newton alone.
+    then by the warm starts of ``continuation``, then (with ``fallback``) IPOPT from ξ ± 0.1·d polished by Newton;
+    the first verified minimum of lower cost is the answer, and every point tried is checked again.
+    ``check=False``: ``converged`` stays False (``stationary`` tells the first-order verdict), for timing Newton
+    alone.
     """
     if fallback not in (None, "ipopt"):
         raise ValueError(f"fallback must be 'ipopt' or None, got {fallback!r}")
@@ -348,13 +351,13 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     w, fn, ok, last = newton_lm(cond, _initial_point(cond, xi0), tol, max_iterations, lm, stats, log)
     path, fb_it = "newton", 0
     if not ok and continuation:
-        from .dmoc_continuation import continuation_solve
-
         if log is not None:
-            log(f"[dmoc] Newton/LM stopped at ‖F‖∞ = {fn:.2e}: continuation from a relaxed body")
-        out = continuation_solve(cond, tol, lm, stats, log)
-        if out is not None:
-            (w, fn, ok, last), path = out, "newton-continuation"
+            log(f"[dmoc] Newton/LM stopped at ‖F‖∞ = {fn:.2e}: warm starts from N/2, then from a relaxed body")
+        for kind in _WARM_STARTS:
+            out = _warm_start(kind, cond, tol, max_iterations, lm, stats, log)
+            if out is not None and out[2]:
+                (w, fn, ok, last), path = out, kind
+                break
     if not ok and fallback == "ipopt":
         if log is not None:
             log(f"[dmoc] Newton/LM stopped at ‖F‖∞ = {fn:.2e}: solving the identical problem by IPOPT")
@@ -393,6 +396,17 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
                       rejected=rejected, check_time=t_check)
 
 
+def _warm_start(kind: str, cond: _Conditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
+                log) -> tuple | None:
+    """Newton's output from the warm start ``kind`` (``dmoc_continuation``): 'newton-coarse' from the solution at
+    N/2, 'newton-continuation' along the relaxed-body homotopy; None if it broke off."""
+    from .dmoc_continuation import coarse_solve, continuation_solve
+
+    if kind == "newton-coarse":
+        return coarse_solve(cond, tol, max_iterations, lm, stats, log)
+    return continuation_solve(cond, tol, lm, stats, log)
+
+
 def _ipopt_then_newton(cond: _Conditions, xi0: np.ndarray, tol: float, max_iterations: int, lm: bool,
                        stats: NewtonStats, log) -> tuple[tuple, int]:
     """IPOPT on the identical problem from ξ = ``xi0``, its point polished by Newton on conditions (31): (Newton's
@@ -418,7 +432,7 @@ def _from_saddle(cond: _Conditions, w: np.ndarray, last: tuple, chk, verify, tol
                  lm: bool, continuation: bool, fallback: str | None, stats: NewtonStats,
                  log) -> tuple[tuple | None, int]:
     """Restarts from the saddle (w, its evaluation ``last``) along ±d, d = ``chk.direction`` (ξ and ν parts of the
-    NLP's variables): Newton from w ± s·d, then the continuation (``dmoc_continuation``), then IPOPT from ξ ± s·d_ξ.
+    NLP's variables): Newton from w ± s·d, then the warm starts (``dmoc_continuation``), then IPOPT from ξ ± s·d_ξ.
     ((Newton's output, check, path) of the first verified minimum below the saddle's cost, or None; IPOPT
     iterations)."""
     N, n = cond.N, cond.n
@@ -430,16 +444,14 @@ def _from_saddle(cond: _Conditions, w: np.ndarray, last: tuple, chk, verify, tol
     cost0 = float(last[1]["S0"].sum())
     fb_it = 0
     trials = [("newton-curvature", s * sign) for s in _CURVATURE_STEPS["newton-curvature"] for sign in (1.0, -1.0)]
-    trials += [("newton-continuation", 0.0)] if continuation else []
+    trials += [(kind, 0.0) for kind in _WARM_STARTS] if continuation else []
     trials += [("ipopt-curvature", s * sign) for s in _CURVATURE_STEPS["ipopt-curvature"] for sign in (1.0, -1.0)
                if fallback == "ipopt"]
     for path, s in trials:
         if path == "newton-curvature":
             out = newton_lm(cond, w + s * d, tol, max_iterations, lm, stats, log)
-        elif path == "newton-continuation":
-            from .dmoc_continuation import continuation_solve
-
-            out = continuation_solve(cond, tol, lm, stats, log)
+        elif path in _WARM_STARTS:
+            out = _warm_start(path, cond, tol, max_iterations, lm, stats, log)
             if out is None:
                 continue
         else:

@@ -13,7 +13,12 @@ vehicle), and large maneuvers with strong drag are far from the geodesic. Two ho
    extra input is (h/4)‖u_e‖², u_e = N_BᵀW/ε, so λ = (h/2)u_e/ε; with held inputs the constraint (Φ⁻, W⁻ − W⁺)
    gets (a⁻ + a⁺, λ_hold − N_B a⁺)).
 
-Steps along the path adapt (halved on a failure, × 1.5 on a success). Every Newton solve is the package's
+Steps along the path adapt (halved on a failure, × 1.5 on a success).
+
+``coarse_solve`` is the other warm start: the same maneuver at N/2 (solved by ``solve_dmoc`` without IPOPT: from
+its geodesic, its own coarser level, its continuation), its ξ_k repeated twice and its multipliers halved (a step's
+constraint multiplier scales with h) as the guess at N. On the skewed body of the scan, Newton converged at N = 8
+on 5 of the 7 maneuvers where the continuation at N = 32 broke off. Every Newton solve is the package's
 ``newton_lm``; nothing here minimizes by another method, so an answer found this way is "Newton alone" in the scan
 (benchmarks/bench_dmoc.py).
 """
@@ -30,7 +35,7 @@ from .dmoc_newton import NewtonStats, newton_lm
 if TYPE_CHECKING:
     from .dmoc import _Conditions
 
-__all__ = ["continuation_solve"]
+__all__ = ["continuation_solve", "coarse_solve"]
 
 _S0 = 0.05  # the first maneuver scale of phase 1
 _EPS_MIN = 1e-4  # the smallest relaxation of phase 2
@@ -90,6 +95,31 @@ def continuation_solve(cond: _Conditions, tol: float, lm: bool, stats: NewtonSta
         step *= 1.5
         theta = min(theta + step, theta_end)
     return None
+
+
+_COARSEST = 8  # no coarser level below this N
+
+
+def coarse_solve(cond: _Conditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
+                 log=None) -> tuple | None:
+    """Newton's output on the problem of ``cond`` from the solution at N/2 (module docstring), or None when N/2 is
+    below ``_COARSEST``, N is odd, or the coarse problem is not solved."""
+    from .dmoc import _initial_point, solve_dmoc
+
+    N = cond.N
+    if N % 2 or N // 2 < _COARSEST:
+        return None
+    coarse = solve_dmoc(dataclasses.replace(cond.prob, horizon=N // 2), tol=tol, max_iterations=max_iterations,
+                        lm=lm, fallback=None, check=False)
+    stats.iterations += coarse.iterations
+    stats.lm_iterations += coarse.lm_iterations
+    if not coarse.stationary:
+        return None
+    if log is not None:
+        log(f"[dmoc] coarse level N = {N // 2} solved by {coarse.path}: its solution as the guess at N = {N}")
+    w0 = _initial_point(cond, np.repeat(coarse.xi, 2, axis=0))
+    w0[cond.off_lam:] = 0.5 * np.repeat(coarse.lam, 2, axis=0).ravel()
+    return newton_lm(cond, w0, tol, max_iterations, lm, stats, log)
 
 
 def _to_real(cond: _Conditions, relaxed: _Conditions, w: np.ndarray, parts: dict, eps: float, NB: np.ndarray,
