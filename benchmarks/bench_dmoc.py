@@ -15,9 +15,11 @@ The scan (issue 35): random rest-to-rest maneuvers from the origin (translation 
 up to 2 m, rotation up to 60° about a uniformly random axis; N = 32, T = 10 s, Cayley), split and held inputs,
 on the bundled vehicle and on ``OTHER_BODY`` (a body no test or config was tuned on: full inertia tensor, full drag
 matrix, five thrusters off the centre and off the axes, one unactuated wrench direction that is no body axis).
-Per body and mode: the share solved by Newton from the geodesic guess, by Newton through the continuation
-(``planning.dmoc_continuation``), by IPOPT (fallback, or the recovery from a saddle), the share whose answer is a
-verified minimum (``planning.dmoc_check``), the saddles rejected on the way, and the CPU time.
+Per body and mode: the share solved by Newton from the geodesic guess, by Newton from the solution at N/2, by Newton
+through the relaxed-body continuation (both ``planning.dmoc_continuation``), by IPOPT (fallback, or the recovery
+from a saddle), the share whose answer is a verified minimum (``planning.dmoc_check``), the saddles rejected on the
+way, how the answer's cost compares with IPOPT's from the same geodesic (both are local minima; which one a method
+reaches depends on its path), and the CPU time.
 
     .venv/bin/python benchmarks/bench_dmoc.py      # 5 rounds; writes results/dmoc.{md,png}, dmoc_uuv.png, l1_so3.png
     .venv/bin/python benchmarks/bench_dmoc.py --rounds 1 --maneuvers 2 --coast 200   # quick look
@@ -257,13 +259,17 @@ def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", 
     results, rows = {}, {}
     for bname, body in bodies.items():
         for mode in modes:
-            rs = []
+            rs, excess = [], []
             for i, gT in enumerate(goals):
-                r = solve_dmoc(DMOCProblem(body, np.eye(4), gT, 32, 10.0, "cayley", inputs=mode))
+                prob = DMOCProblem(body, np.eye(4), gT, 32, 10.0, "cayley", inputs=mode)
+                r = solve_dmoc(prob)
+                ip = solve_ipopt(prob, tol=1e-10)  # IPOPT from the same geodesic: which local minimum it finds
+                excess.append(r.cost / ip.cost - 1.0 if ip.success else np.nan)
                 rs.append(r)
                 if log is not None:
-                    log(f"[scan] {bname} {mode} {i}: {r.status} by {r.path}, cost {r.cost:.4g}, {r.iterations} "
-                        f"Newton + {r.fallback_iterations} IPOPT iterations, {r.solve_time:.2f} s")
+                    log(f"[scan] {bname} {mode} {i}: {r.status} by {r.path}, cost {r.cost:.4g} (IPOPT from the "
+                        f"geodesic {ip.cost:.4g}), {r.iterations} Newton + {r.fallback_iterations} IPOPT iterations, "
+                        f"{r.solve_time:.2f} s")
             results[bname, mode] = rs
             n = len(rs)
 
@@ -271,13 +277,15 @@ def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", 
                 return sum(map(pred, rs)) / n
 
             rows[bname, mode] = dict(
-                n=n, geodesic=share(lambda r: r.path == "newton"),
+                n=n, geodesic=share(lambda r: r.path == "newton"), coarse=share(lambda r: r.path == "newton-coarse"),
                 continuation=share(lambda r: r.path == "newton-continuation"),
                 newton_alone=share(lambda r: r.path.startswith("newton")),
                 ipopt=share(lambda r: r.path.startswith("ipopt")), verified=share(lambda r: r.converged),
                 saddles=sum(len(r.rejected) for r in rs), cpu_median=float(np.median([r.solve_time for r in rs])),
                 cpu_max=float(np.max([r.solve_time for r in rs])),
-                check_median=float(np.median([r.check_time for r in rs])))
+                check_median=float(np.median([r.check_time for r in rs])),
+                dearer=float(np.mean(np.array(excess) > 1e-3)), cheaper=float(np.mean(np.array(excess) < -1e-3)),
+                worst=float(np.nanmax(excess)))
     return dict(rows=rows, results=results, count=count, seed=seed, load=os.getloadavg())
 
 
@@ -285,13 +293,15 @@ def scan_table(scan: dict) -> str:
     lines = [f"Random rest-to-rest maneuvers (seed {scan['seed']}, {scan['count']} per body and mode; translation "
              "≤ 2 m, rotation ≤ 60°; N = 32, T = 10 s, Cayley); machine load "
              f"{scan['load'][0]:.1f}", "",
-             "| body | inputs | Newton from the geodesic | Newton by continuation | Newton alone | IPOPT (fallback "
-             "or from a saddle) | verified minima | saddles rejected | CPU s median (max) | check s median |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton by continuation | Newton alone "
+             "| IPOPT (fallback or from a saddle) | verified minima | saddles rejected | cost vs IPOPT from the "
+             "geodesic: dearer / cheaper (> 0.1 %), worst | CPU s median (max) | check s median |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731
     for (bname, mode), r in scan["rows"].items():
-        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['continuation'])} | "
+        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['continuation'])} | "
                      f"**{pct(r['newton_alone'])}** | {pct(r['ipopt'])} | **{pct(r['verified'])}** | {r['saddles']} | "
+                     f"{pct(r['dearer'])} / {pct(r['cheaper'])}, {100 * r['worst']:+.1f} % | "
                      f"{r['cpu_median']:.2f} ({r['cpu_max']:.2f}) | {r['check_median']:.2f} |")
     return "\n".join(lines)
 

@@ -270,9 +270,10 @@ def test_dmoc_scan_smoke():
     scan = bench.run_scan(count=2, seed=0, modes=("hold",), bodies={"skewed_auv": other}, log=None)
     r = scan["rows"]["skewed_auv", "hold"]
     assert r["n"] == 2 and abs(r["newton_alone"] + r["ipopt"] - 1.0) < 1e-12
-    assert abs(r["geodesic"] + r["continuation"] - r["newton_alone"]) < 1e-12
+    assert abs(r["geodesic"] + r["coarse"] + r["continuation"] - r["newton_alone"]) < 1e-12
     assert r["verified"] == 1.0 and all(x.converged and x.check.min_eigenvalue > 0
                                         for x in scan["results"]["skewed_auv", "hold"])
+    assert r["dearer"] + r["cheaper"] <= 1.0 and np.isfinite(r["worst"])
     assert "| skewed_auv | hold |" in bench.scan_table(scan)
 
 
