@@ -3,8 +3,9 @@
 The discrete problem of seed 002 §5 (eqs. 26–27, Cayley retraction, cost (h/4)Σ‖u_k^±‖²) is written below from
 the paper's *definitions* alone: cay(ξ) = (e − ξ/2)⁻¹(e + ξ/2) and dcay⁻¹_x y = (e − x/2) y (e + x/2) as 4×4
 matrices (seed 002 §5 b), the poses' top rows as variables (column-major) tied by g_{k+1} = g_k cay(hξ_k), the
-terminal pose as the skew part of R(T)ᵀR_N and the position difference. Nothing of ``mechanics.groups``, ``euler_poincare`` or ``dmoc_nlp`` is
-used. IPOPT on it is the reference: the package's verified minimum is no more expensive than IPOPT's answer (or the
+terminal pose as the skew part of R(T)ᵀR_N and the position difference. Nothing of ``mechanics.groups``,
+``euler_poincare`` or ``dmoc_nlp`` is used (the package's ``geodesic_guess`` only as IPOPT's starting ξ). IPOPT on
+it is the reference: the package's verified minimum is no more expensive than IPOPT's answer (or the
 two are distinct local minima, each verified); a planted saddle is not returned as converged, and the direction of
 negative curvature the check reports lowers the independent cost to second order along a feasible curve.
 """
@@ -111,7 +112,7 @@ def _ipopt(name, prob, xi0):
     m = prob.body.input_matrix.shape[1]
     e, g, poses = np.eye(len(prob.g0)), np.asarray(prob.g0, float), []
     for x in xi0[:-1]:
-        X = prob.group.hat(prob.dt * x)
+        X = np.array(ca.DM(_hat(ca.DM(prob.dt * x), n)))
         g = g @ np.linalg.solve(e - 0.5 * X, e + 0.5 * X)
         poses.append(np.ravel(g[:3], order="F"))
     x0 = np.concatenate([xi0.ravel(), nu.ravel(), np.concatenate(poses),
