@@ -11,8 +11,19 @@ and the terminal pose error when the plan's inputs drive the continuous dynamics
 Energy behaviour: from the forward_yaw plan's fastest state, drag and thrust off, 10⁴ steps at the plan's
 Δt by each method's integrator. Also the L1 problem of §6.2 (Fig. 3) and plots of both.
 
+The scan (issue 35): random rest-to-rest maneuvers from the origin (translation uniform in direction and in length
+up to 2 m, rotation up to 60° about a uniformly random axis; N = 32, T = 10 s, Cayley), split and held inputs,
+on the bundled vehicle and on ``OTHER_BODY`` (a body no test or config was tuned on: full inertia tensor, full drag
+matrix, five thrusters off the centre and off the axes, one unactuated wrench direction that is no body axis).
+Per body and mode: the share solved by Newton from the geodesic guess, by Newton from the solution at N/2, by Newton
+through the relaxed-body continuation (both ``planning.dmoc_continuation``), by IPOPT (fallback, or the recovery
+from a saddle), the share whose answer is a verified minimum (``planning.dmoc_check``), the saddles rejected on the
+way, how the answer's cost compares with IPOPT's from the same geodesic (both are local minima; which one a method
+reaches depends on its path), and the CPU time.
+
     .venv/bin/python benchmarks/bench_dmoc.py      # 5 rounds; writes results/dmoc.{md,png}, dmoc_uuv.png, l1_so3.png
     .venv/bin/python benchmarks/bench_dmoc.py --rounds 1 --maneuvers 2 --coast 200   # quick look
+    .venv/bin/python benchmarks/bench_dmoc.py --scan 25 --only-scan                   # the scan: results/dmoc_scan.md
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ from scipy.integrate import solve_ivp
 
 from vi_control.integrators import make_integrator
 from vi_control.mechanics.groups import SE3, SO3, quaternion_from_rotation, rotation_from_quaternion
-from vi_control.model.rigid_body import load_rigid_body
+from vi_control.model.rigid_body import RigidBodyModel, load_rigid_body
 from vi_control.planning.dmoc import DMOCProblem, geodesic_guess, solve_dmoc
 from vi_control.planning.dmoc_nlp import solve_ipopt
 from vi_control.planning.vehicle import maneuver_settings, maneuvers
@@ -135,9 +146,10 @@ def run_benchmark(rounds: int = 5, n_maneuvers: int | None = None, coast_steps: 
     for _ in range(rounds):
         for name, _, _ in chosen:
             for mode in ("split", "hold"):
-                r = solve_dmoc(probs[name, mode], fallback=None)
+                # Newton alone, timed without the second-order check (the scan times the checked solve)
+                r = solve_dmoc(probs[name, mode], continuation=False, fallback=None, check=False)
                 times.setdefault((name, f"dmoc-{mode}"), []).append(r.solve_time)
-                rows[name, f"dmoc-{mode}"] = dict(iterations=r.iterations, cost=r.cost, converged=r.converged,
+                rows[name, f"dmoc-{mode}"] = dict(iterations=r.iterations, cost=r.cost, converged=r.stationary,
                                                   residual=r.residual, pose=r.pose_error, unactuated=r.unactuated,
                                                   off_group=max(SE3.distance_from_group(g) for g in r.g),
                                                   U=r.u_minus)
@@ -202,6 +214,96 @@ def run_l1() -> dict:
     for xi in r.xi:
         g.append(g[-1] @ SO3.cay(prob.dt * xi))
     return dict(result=r, prob=prob, bang_fraction=frac, R=np.array(g), limit=lim)
+
+
+# ---- the scan (issue 35) -------------------------------------------------------------------------------------
+def _unit(v) -> list[float]:
+    v = np.asarray(v, float)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+# A body no test or YAML was tuned on: full inertia tensor (principal axes off the body axes), full drag matrix,
+# five thrusters off the centre with tilted directions; the unactuated wrench direction is a mix of all six.
+OTHER_BODY = dict(
+    name="skewed_auv", group="SE3", mass=5.0,
+    inertia=[[0.08, 0.012, -0.006], [0.012, 0.22, 0.009], [-0.006, 0.009, 0.25]],
+    drag=[[0.3, 0.02, 0.0, 0.01, 0.0, 0.0], [0.02, 0.5, 0.03, 0.0, 0.02, 0.0], [0.0, 0.03, 0.5, 0.0, 0.0, 0.02],
+          [0.01, 0.0, 0.0, 3.0, 0.2, 0.1], [0.0, 0.02, 0.0, 0.2, 6.0, 0.3], [0.0, 0.0, 0.02, 0.1, 0.3, 6.0]],
+    actuators=[dict(name="surge_l", direction=[1.0, 0.0, 0.0], position=[-0.3, 0.12, 0.02], limit=5.0),
+               dict(name="surge_r", direction=[1.0, 0.0, 0.0], position=[-0.3, -0.12, -0.02], limit=5.0),
+               dict(name="vert_f", direction=_unit([0.0, 0.2, 0.98]), position=[0.25, 0.0, 0.05], limit=5.0),
+               dict(name="vert_r", direction=_unit([0.0, -0.2, 0.98]), position=[-0.25, 0.03, 0.0], limit=5.0),
+               dict(name="lateral", direction=[0.0, 1.0, 0.0], position=[0.2, 0.0, -0.04], limit=5.0)])
+
+
+def random_goals(count: int, seed: int = 0, max_translation: float = 2.0, max_angle_deg: float = 60.0) -> list:
+    """Goal poses (4×4) from the origin: translation uniform in direction and length ≤ ``max_translation``,
+    rotation by an angle uniform in [0, ``max_angle_deg``] about a uniformly random axis."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        d, a = rng.normal(size=3), rng.normal(size=3)
+        g = np.eye(4)
+        g[:3, 3] = d / np.linalg.norm(d) * rng.uniform(0.0, max_translation)
+        g[:3, :3] = SO3.exp(a / np.linalg.norm(a) * np.radians(rng.uniform(0.0, max_angle_deg)))
+        out.append(g)
+    return out
+
+
+def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", "hold"),
+             bodies: dict[str, RigidBodyModel] | None = None, log=print) -> dict:
+    """``solve_dmoc`` (defaults: continuation, IPOPT fallback, second-order check) on ``count`` random goals per
+    body and mode (module docstring); rows per (body, mode) and every result."""
+    bodies = bodies or {"vehicle_uuv": load_rigid_body("vehicle_uuv"), "skewed_auv": load_rigid_body(OTHER_BODY)}
+    goals = random_goals(count, seed)
+    results, rows = {}, {}
+    for bname, body in bodies.items():
+        for mode in modes:
+            rs, excess = [], []
+            for i, gT in enumerate(goals):
+                prob = DMOCProblem(body, np.eye(4), gT, 32, 10.0, "cayley", inputs=mode)
+                r = solve_dmoc(prob)
+                ip = solve_ipopt(prob, tol=1e-10)  # IPOPT from the same geodesic: which local minimum it finds
+                excess.append(r.cost / ip.cost - 1.0 if ip.success else np.nan)
+                rs.append(r)
+                if log is not None:
+                    log(f"[scan] {bname} {mode} {i}: {r.status} by {r.path}, cost {r.cost:.4g} (IPOPT from the "
+                        f"geodesic {ip.cost:.4g}), {r.iterations} Newton + {r.fallback_iterations} IPOPT iterations, "
+                        f"{r.solve_time:.2f} s")
+            results[bname, mode] = rs
+            n = len(rs)
+
+            def share(pred, rs=rs, n=n) -> float:
+                return sum(map(pred, rs)) / n
+
+            rows[bname, mode] = dict(
+                n=n, geodesic=share(lambda r: r.path == "newton"), coarse=share(lambda r: r.path == "newton-coarse"),
+                continuation=share(lambda r: r.path == "newton-continuation"),
+                newton_alone=share(lambda r: r.path.startswith("newton")),
+                ipopt=share(lambda r: r.path.startswith("ipopt")), verified=share(lambda r: r.converged),
+                saddles=sum(len(r.rejected) for r in rs), cpu_median=float(np.median([r.solve_time for r in rs])),
+                cpu_max=float(np.max([r.solve_time for r in rs])),
+                check_median=float(np.median([r.check_time for r in rs])),
+                dearer=float(np.mean(np.array(excess) > 1e-3)), cheaper=float(np.mean(np.array(excess) < -1e-3)),
+                worst=float(np.nanmax(excess)))
+    return dict(rows=rows, results=results, count=count, seed=seed, load=os.getloadavg())
+
+
+def scan_table(scan: dict) -> str:
+    lines = [f"Random rest-to-rest maneuvers (seed {scan['seed']}, {scan['count']} per body and mode; translation "
+             "≤ 2 m, rotation ≤ 60°; N = 32, T = 10 s, Cayley); machine load "
+             f"{scan['load'][0]:.1f}", "",
+             "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton by continuation | Newton alone "
+             "| IPOPT (fallback or from a saddle) | verified minima | saddles rejected | cost vs IPOPT from the "
+             "geodesic: dearer / cheaper (> 0.1 %), worst | CPU s median (max) | check s median |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731
+    for (bname, mode), r in scan["rows"].items():
+        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['continuation'])} | "
+                     f"**{pct(r['newton_alone'])}** | {pct(r['ipopt'])} | **{pct(r['verified'])}** | {r['saddles']} | "
+                     f"{pct(r['dearer'])} / {pct(r['cheaper'])}, {100 * r['worst']:+.1f} % | "
+                     f"{r['cpu_median']:.2f} ({r['cpu_max']:.2f}) | {r['check_median']:.2f} |")
+    return "\n".join(lines)
 
 
 def table(res: dict) -> str:
@@ -290,7 +392,18 @@ def main() -> None:
     ap.add_argument("--maneuvers", type=int, default=None)
     ap.add_argument("--coast", type=int, default=10_000)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--scan", type=int, default=25, help="random maneuvers per body and mode (0: no scan)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only-scan", action="store_true")
     a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if a.scan:
+        text = scan_table(run_scan(a.scan, a.seed))
+        print(text)
+        (out / "dmoc_scan.md").write_text(text + "\n")
+    if a.only_scan:
+        return
     res = run_benchmark(a.rounds, a.maneuvers, a.coast)
     l1 = run_l1()
     text = table(res) + (f"\n\nL1 on SO(3) (config/spacecraft_l1.yaml, N = {l1['prob'].horizon}): IPOPT "
@@ -298,8 +411,6 @@ def main() -> None:
                          f"{100 * l1['bang_fraction']:.1f} % of the 2N·m input samples within 1e-6 of "
                          f"{{−u_max, 0, u_max}}")
     print(text)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "dmoc.md").write_text(text + "\n")
     plot(res, l1, out)
 

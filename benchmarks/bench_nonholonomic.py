@@ -115,12 +115,12 @@ def snakeboard_runs(N: int, ref=None) -> dict:
     U = snakeboard_inputs(np.arange(N) * h)
     gni = make_integrator("gni", robot, h)
     ode = NonholonomicODE(robot, torque=lambda t: snakeboard_inputs(t)[::-1])
-    rdp = {ret: ReducedDAlembertPontryagin(system, h, ret) for ret in ("exp", "cay")}
+    rdp = {ret: ReducedDAlembertPontryagin(system, h, ret) for ret in ("exp", "cayley")}
     loop = ReducedDAlembertPontryagin(system, h, "exp")  # baseline: the numpy Newton loop, compiled functions
     loop.use_driver = False
     out = {"gni": lambda: gni.simulate(gni.state_from_velocity(q0, qd0, U[0, ::-1]), U[:, ::-1])[0][:, :2],
            "rdp exp": lambda: rdp["exp"].simulate(*start, forces=U).g[:, 1:],
-           "rdp cay": lambda: rdp["cay"].simulate(*start, forces=U).g[:, 1:],
+           "rdp cayley": lambda: rdp["cayley"].simulate(*start, forces=U).g[:, 1:],
            "rdp exp, numpy Newton loop": lambda: loop.simulate(*start, forces=U).g[:, 1:],
            "rk2": lambda: rk2_midpoint(ode.rhs, np.concatenate([q0, qd0]), h, N)[:, :2]}
     if ref is None:

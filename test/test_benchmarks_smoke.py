@@ -123,7 +123,7 @@ def test_nonholonomic_benchmark_smoke(tmp_path):
     assert all(r["us"] > 0 and r["driver_us"] > 0 and r["base_us"] > 0 for r in result["speed"])
     errors = {r["what"]: r["error"] for r in result["snake"]}
     e_rk2 = errors["snakeboard, 128 steps (T = 10 s), rk2"]
-    for k in ("gni", "rdp exp", "rdp cay"):  # seed 003 Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
+    for k in ("gni", "rdp exp", "rdp cayley"):  # seed 003 Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
         assert errors[f"snakeboard, 128 steps (T = 10 s), {k}"] < e_rk2 / 10
     # the RDP's in-process baseline (its numpy Newton loop) ends where the C driver does
     base = errors["snakeboard, 128 steps (T = 10 s), rdp exp, numpy Newton loop"]
@@ -253,6 +253,28 @@ def test_dmoc_benchmark_smoke(tmp_path):
     bench.plot(res, l1, tmp_path)
     for png in ("dmoc.png", "l1_so3.png", "dmoc_uuv.png"):
         assert (tmp_path / png).stat().st_size > 1000
+
+
+def test_dmoc_scan_smoke():
+    """benchmarks/bench_dmoc.py's scan (issue 35 item 2) on two goals, held inputs, the other body only: the shares
+    add up, every answer is a verified minimum, the goals are within the scan's ranges, the table names its rows."""
+    bench = load_benchmark("bench_dmoc")
+    goals = bench.random_goals(200, seed=3)
+    t = np.array([np.linalg.norm(g[:3, 3]) for g in goals])
+    ang = np.array([np.degrees(np.arccos(np.clip((np.trace(g[:3, :3]) - 1) / 2, -1, 1))) for g in goals])
+    assert t.max() <= 2.0 and ang.max() <= 60.0 + 1e-9 and t.max() > 1.8 and ang.max() > 55.0
+    other = bench.load_rigid_body(bench.OTHER_BODY)
+    assert np.abs(other.inertia - np.diag(np.diag(other.inertia))).max() > 0  # a full tensor
+    assert np.abs(other.damping - np.diag(np.diag(other.damping))).max() > 0  # a full drag matrix
+    assert all(np.linalg.norm(a.position) > 0.1 for a in other.actuators)  # off the centre
+    scan = bench.run_scan(count=2, seed=0, modes=("hold",), bodies={"skewed_auv": other}, log=None)
+    r = scan["rows"]["skewed_auv", "hold"]
+    assert r["n"] == 2 and abs(r["newton_alone"] + r["ipopt"] - 1.0) < 1e-12
+    assert abs(r["geodesic"] + r["coarse"] + r["continuation"] - r["newton_alone"]) < 1e-12
+    assert r["verified"] == 1.0 and all(x.converged and x.check.min_eigenvalue > 0
+                                        for x in scan["results"]["skewed_auv", "hold"])
+    assert r["dearer"] + r["cheaper"] <= 1.0 and np.isfinite(r["worst"])
+    assert "| skewed_auv | hold |" in bench.scan_table(scan)
 
 
 def test_replan_benchmark_smoke():

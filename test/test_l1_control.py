@@ -4,11 +4,11 @@ problem with separate u_k⁻, u_k⁺ so the input can switch inside a step."""
 import numpy as np
 import pytest
 
+import vi_control as vc
 from vi_control.mechanics.euler_poincare import momenta
 from vi_control.mechanics.groups import Retraction
 from vi_control.model.rigid_body import load_rigid_body
 from vi_control.planning.dmoc import DMOCProblem, solve_dmoc
-from vi_control.planning.dmoc_nlp import solve_ipopt
 from vi_control.planning.vehicle import maneuver_settings, maneuvers
 
 BODY = load_rigid_body("spacecraft_l1")
@@ -19,7 +19,8 @@ def l1():
     st = maneuver_settings(BODY)
     _, g0, gT = maneuvers(BODY)[0]
     prob = DMOCProblem(BODY, g0, gT, st.horizon, st.duration, st.retraction, inputs="split")
-    return prob, solve_ipopt(prob, cost="l1", bounds=BODY.effort_limits, tol=1e-10)
+    res = vc.solve_l1(prob)  # the public API (issue 35): solve_ipopt(cost='l1') at the body's effort limits
+    return prob, res
 
 
 def test_l1_solution_is_bang_off_bang_within_the_bounds(l1):
@@ -52,7 +53,7 @@ def test_l1_solution_satisfies_the_discrete_dynamics_and_reaches_the_goal(l1):
 
 def test_l1_uses_less_fuel_than_the_minimum_effort_plan(l1):
     prob, res = l1
-    l2 = solve_dmoc(prob, fallback="ipopt")
+    l2 = solve_dmoc(prob, continuation=False, fallback="ipopt")
     assert l2.converged
     fuel = lambda um, up: 0.5 * prob.dt * (np.abs(um).sum() + np.abs(up).sum())  # noqa: E731
     assert res.cost == pytest.approx(fuel(res.u_minus, res.u_plus), rel=1e-6)

@@ -197,3 +197,21 @@ def test_groups_keeps_its_public_names_after_the_so3_maps_split():
 
     assert [n for n in groups.__all__ if not hasattr(groups, n)] == []
     assert [n for n in so3_maps.__all__ if getattr(groups, n) is not getattr(so3_maps, n)] == []
+
+
+def test_the_cayley_retraction_has_one_name_everywhere():
+    """Issue 35: 'cay' (the RDP's old name) and 'cayley' (groups, YAML) named the same map. 'cayley' everywhere;
+    'cay' is refused by every entry point with the name to use, and SE(2)'s τ is the same map under both APIs."""
+    import casadi as ca
+
+    from vi_control.mechanics import se2
+    from vi_control.mechanics.groups import SE2, Retraction
+
+    for make in (lambda k: Retraction(SE2, k), se2.retraction):
+        with pytest.raises(ValueError, match="named 'cayley'"):
+            make("cay")
+    v = np.array([0.7, -0.3, 1.1])
+    tau, _ = se2.retraction("cayley")
+    theta, x, y = np.array(ca.DM(tau(ca.DM(v)))).ravel()
+    g = SE2.cay(v)  # the matrix Cayley map of groups.py: the same element
+    assert np.allclose([np.arctan2(g[1, 0], g[0, 0]), g[0, 2], g[1, 2]], [theta, x, y], atol=1e-14)

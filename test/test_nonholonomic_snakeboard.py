@@ -66,7 +66,7 @@ def test_gni_and_rdp_beat_rk2_at_N128(board):
     S = rk2_midpoint(ode.rhs, np.concatenate([board["q0"], board["qd0"]]), T / N, N)
     err_rk2 = np.linalg.norm(S[-1, :2] - board["ref"])
     errs = {"gni": np.linalg.norm(X[-1, :2] - board["ref"])}
-    for ret in ("exp", "cay"):
+    for ret in ("exp", "cayley"):
         errs[ret] = np.linalg.norm(_rdp(board, N, ret).g[-1, 1:] - board["ref"])
     for name, e in errs.items():
         assert err_rk2 >= 10 * e, (name, e, err_rk2)

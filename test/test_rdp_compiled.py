@@ -49,7 +49,7 @@ def _both(system, dt, retraction="exp", settings=None):
     return c, v
 
 
-@pytest.mark.parametrize("retraction", ["exp", "cay"])
+@pytest.mark.parametrize("retraction", ["exp", "cayley"])
 def test_snakeboard_c_equals_the_numpy_loop(board, retraction):
     system, start, U = board
     c, v = _both(system, H, retraction)
@@ -114,7 +114,7 @@ def test_singular_jacobian_names_the_step_on_both_paths():
         assert e.value.step == 0 and "RDP Jacobian" in str(e.value)
 
 
-@pytest.mark.parametrize("retraction", ["exp", "cay"])
+@pytest.mark.parametrize("retraction", ["exp", "cayley"])
 def test_sleigh_second_order_against_dop853(retraction):
     """The compiled RDP on the bundled sleigh (I = 0.2, m = 1, a = 0.5: urdf/sleigh.urdf) from test_gni_sleigh's
     start — body backing up at 1 m/s, turning at 2 rad/s — converges with order 2.00 ± 0.05 at T = 2 s to SciPy's

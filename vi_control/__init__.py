@@ -5,7 +5,8 @@
     vi = vc.MidpointVI(robot, dt=0.1)
     plan, result = vc.plan_task(vi, vc.load_task("task_pendulum_swingup"))
     body = vc.load_rigid_body("vehicle_uuv")                      # seed 002: a rigid body on SE(3)
-    plan, dmoc = vc.plan_maneuver(vc.make_integrator("lie_group", body, 10 / 32), goal_pose)
+    plan, dmoc = vc.plan_maneuver(vc.make_integrator("lie_group", body, 0.25), goal_pose, horizon=40)  # T = N·dt
+    l1 = vc.solve_l1(vc.DMOCProblem(vc.load_rigid_body("spacecraft_l1"), R0, RT, 40, 6.0))   # seed 002 §6.2
 
 Everything here is numerical and imports no ROS; the nodes live in ``vi_control.ros``.
 """
@@ -60,7 +61,9 @@ from .planning import (
     plan_task,
     simulate_plan,
 )
-from .planning.dmoc import DMOCProblem, solve_dmoc
+from .planning.dmoc import DMOCProblem, DMOCResult, solve_dmoc
+from .planning.dmoc_check import SecondOrderCheck
+from .planning.dmoc_nlp import IpoptResult, solve_ipopt, solve_l1
 from .planning.vehicle import plan_maneuver
 
 
@@ -77,7 +80,8 @@ __all__ = [
     "DiscreteSystem", "Linearizable", "State", "NewtonSettings", "StepResult", "StepError", "ConvergenceError",
     "SingularityError", "UntrustedStepError", "make_integrator", "MidpointVI", "LinearTimeVI",
     "GeometricNonholonomicIntegrator", "ReducedDAlembertPontryagin", "LieGroupVI", "JointStops",
-    "load_rigid_body", "RigidBodyModel", "RigidBodyConfigError", "DMOCProblem", "solve_dmoc", "plan_maneuver",
+    "load_rigid_body", "RigidBodyModel", "RigidBodyConfigError", "DMOCProblem", "DMOCResult", "solve_dmoc",
+    "SecondOrderCheck", "solve_ipopt", "solve_l1", "IpoptResult", "plan_maneuver",
     "Linearization", "linearize", "linearize_trajectory", "second_order", "second_order_contraction",
     "Plan", "PlanError", "PlanFileError", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input",
     "hold_gain", "TrackingController", "StateEstimator",

@@ -9,9 +9,9 @@ for u_k and Ω_k = Σ_b s_b e_b(r_{k+α}), with ξ_k = Ω_k − A(r_{k+α})u_k,
     μ⁻_k = [dτ⁻¹_{Δtξ_k}]ᵀ∂_ξℓ_k,  μ⁺_k = [dτ⁻¹_{−Δtξ_{k−1}}]ᵀ∂_ξℓ_{k−1}
     g_{k+1} = g_k τ(Δt ξ_k),  r_{k+1} = r_k + Δt u_k                                          (eq. 28)
 
-with τ = exp or cay (exact dτ⁻¹ of ``mechanics.se2``) by Newton on the exact (AD) Jacobian; the whole rollout is one
-C call (``mechanics/csrc/rdp_driver.c``) where the generated functions compile, else a numpy loop around them. The
-carried state (g_k, r_k, π⁺_k = ∂_uℓ_{k−1}, μ⁺_k) starts from a continuous state as eq. 16
+with τ = exp or cay ('cayley'; exact dτ⁻¹ of ``mechanics.se2``) by Newton on the exact (AD) Jacobian; the whole
+rollout is one C call (``mechanics/csrc/rdp_driver.c``) where the generated functions compile, else a numpy loop
+around them. The carried state (g_k, r_k, π⁺_k = ∂_uℓ_{k−1}, μ⁺_k) starts from a continuous state as eq. 16
 does: μ⁺_0 = ∂_ξℓ(0), π⁺_0 = ∂_uℓ(0) − (Δt/2) f_0. For both bundled systems A(r)δ ∥ e₁(r), so the A(r_k)ᵀ term
 vanishes (the paper's remark before the snakeboard's simplified equations).
 """
@@ -109,7 +109,7 @@ class RDPTrajectory:
 
 
 class ReducedDAlembertPontryagin:
-    """RDP (eqs. 27–28) of a ReducedSystem at time step ``dt`` with retraction 'exp' or 'cay' and α ∈ [0, 1]."""
+    """RDP (eqs. 27–28) of a ReducedSystem at time step ``dt`` with retraction 'exp' or 'cayley' and α ∈ [0, 1]."""
 
     def __init__(self, system: ReducedSystem, dt: float, retraction: str = "exp", alpha: float = 0.5,
                  settings: NewtonSettings | None = None, compile: bool | None = None):

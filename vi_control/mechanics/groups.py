@@ -53,9 +53,20 @@ from .so3_maps import (
 )
 
 __all__ = ["RetractionDomainError", "LieGroup", "SO3", "SE2", "SE3", "GROUPS", "Retraction", "RETRACTIONS",
+           "check_retraction",
            "get_group", "quaternion_from_rotation", "rotation_from_quaternion"]
 
 RETRACTIONS = ("cayley", "exp")
+
+
+def check_retraction(kind: str) -> str:
+    """``kind`` if it names a retraction (``RETRACTIONS``), else ValueError. One name for the Cayley map everywhere
+    (issue 35: 'cay' in the RDP, 'cayley' here and in the YAML): 'cay' is refused with the name to use."""
+    if kind == "cay":
+        raise ValueError("retraction 'cay': the Cayley retraction is named 'cayley' throughout vi_control")
+    if kind not in RETRACTIONS:
+        raise ValueError(f"retraction must be one of {RETRACTIONS}, got {kind!r}")
+    return kind
 
 
 # ---- the group objects ----------------------------------------------------------------------------------
@@ -385,9 +396,7 @@ class Retraction:
     """τ with τ⁻¹, dτ, dτ⁻¹ on one group: ``Retraction(SE3, 'cayley')`` (seed 002 §5, Definition 5.1)."""
 
     def __init__(self, group: LieGroup, kind: str = "cayley"):
-        if kind not in RETRACTIONS:
-            raise ValueError(f"retraction must be one of {RETRACTIONS}, got {kind!r}")
-        self.group, self.kind = group, kind
+        self.group, self.kind = group, check_retraction(kind)
         if kind == "cayley":
             self.tau, self.tau_inv, self.dtau, self.dtau_inv = group.cay, group.cay_inv, group.dcay, group.dcay_inv
         else:

@@ -1,5 +1,6 @@
-"""SE(2) in the coordinates of seed 003 App. B: the retractions τ = exp, cay and their inverse right-trivialized
-tangents dτ⁻¹ (eqs. 36–37, 41–44), in CasADi SX so the reduced integrator's residual has exact derivatives.
+"""SE(2) in the coordinates of seed 003 App. B: the retractions τ = exp, cay (named 'cayley') and their inverse
+right-trivialized tangents dτ⁻¹ (eqs. 36–37, 41–44), in CasADi SX so the reduced integrator's residual has exact
+derivatives.
 
 An element is g = (θ, x, y); an algebra element v = (v¹, v², v³) = (angular, translation), v̂ as in App. B.
 """
@@ -9,7 +10,8 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-RETRACTIONS = ("exp", "cay")
+from .groups import RETRACTIONS, check_retraction  # noqa: F401 (se2.RETRACTIONS: the names RDP takes)
+
 _SMALL = 1e-4  # below |v¹| this, the series of sin v/v, (1 − cos v)/v and (v/2)cot(v/2) are exact to ~1e-17
 
 
@@ -64,12 +66,8 @@ def dcay_inv(v: ca.SX) -> ca.SX:
 
 
 def retraction(name: str):
-    """(τ, dτ⁻¹) for 'exp' or 'cay'."""
-    if name == "exp":
-        return exp, dexp_inv
-    if name == "cay":
-        return cay, dcay_inv
-    raise ValueError(f"retraction must be one of {RETRACTIONS}, got {name!r}")
+    """(τ, dτ⁻¹) for 'exp' or 'cayley' (``RETRACTIONS``; 'cay' is refused naming 'cayley')."""
+    return (exp, dexp_inv) if check_retraction(name) == "exp" else (cay, dcay_inv)
 
 
 def compose(g: ca.SX, h: ca.SX) -> ca.SX:

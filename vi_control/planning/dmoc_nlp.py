@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cache
 
 import casadi as ca
 import numpy as np
 
 from ..mechanics.euler_poincare import momenta
-from ..mechanics.groups import Retraction
+from ..mechanics.groups import Retraction, get_group
 from .dmoc import DMOCProblem, geodesic_guess, input_split
 from .errors import ipopt_iterations
 
-__all__ = ["IpoptResult", "solve_ipopt", "multipliers_for_newton"]
+__all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "Transcription", "transcription",
+           "nlp_parameters", "nlp_point"]
 
 
 @dataclass
@@ -49,26 +51,61 @@ class IpoptResult:
         return self.status in ("Infeasible_Problem_Detected", "Restoration_Failed")
 
 
-def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None = None,
-                xi_guess: np.ndarray | None = None, tol: float = 1e-12, max_iterations: int = 500,
-                print_level: int = 0) -> IpoptResult:
-    """IPOPT on the discrete problem of ``prob`` (module docstring). ``bounds``: |u_i| ≤ bounds_i (or None)."""
-    if cost not in ("l2", "l1"):
-        raise ValueError(f"cost must be 'l2' or 'l1', got {cost!r}")
-    t_build = time.process_time()
-    body, G, N, h = prob.body, prob.group, prob.horizon, prob.dt
-    ret = Retraction(G, prob.retraction)
-    n, B = G.dim, body.input_matrix
-    m = B.shape[1]
-    I, H = body.spatial_inertia, body.drag_matrix
-    zero = np.zeros(n)
-    nu0 = I @ (zero if prob.xi0 is None else np.asarray(prob.xi0, float))
-    nuN = I @ (zero if prob.xiT is None else np.asarray(prob.xiT, float))
-    hold = prob.inputs == "hold"
+@dataclass(frozen=True, eq=False)  # hashed by identity: one object per structure (``transcription``)
+class Transcription:
+    """The discrete problem as a parametric NLP: min f(w; p) s.t. g(w; p) = 0 (module docstring), one per structure
+    (group, retraction, N, m, inputs, cost) and cached; the body, boundary states and h are the parameters p
+    (``nlp_parameters``). Variables w = (ξ_0…ξ_{N−1}, ν_1…ν_{N−1}, g_1…g_{N−1} as coordinates, inputs)."""
+
+    w: ca.SX
+    p: ca.SX
+    f: ca.SX
+    g: ca.SX
+    N: int
+    n: int
+    m: int
+    nq: int
+    n_u: int  # inputs per step: 2 (u⁻, u⁺) or 1 (held)
+    cost: str
+
+    @property
+    def nz(self) -> int:
+        """Offset of the inputs in w."""
+        return self.n * self.N + self.n * (self.N - 1) + self.nq * (self.N - 1)
+
+    def function(self, name: str) -> ca.Function:
+        """``'kkt'``: (w, y, p) → (∇f, ∂g/∂w, ∇²_w(f + yᵀg)), the first- and second-order terms of the Lagrangian
+        (``dmoc_check``); built on first use and kept."""
+        return _functions(self)[name]
+
+
+@cache
+def _functions(tr: Transcription) -> dict[str, ca.Function]:
+    y = ca.SX.sym("y", tr.g.shape[0])
+    lag = tr.f + ca.dot(y, tr.g)
+    return {"kkt": ca.Function("dmoc_kkt", [tr.w, y, tr.p], [ca.gradient(tr.f, tr.w), ca.jacobian(tr.g, tr.w),
+                                                            ca.hessian(lag, tr.w)[0]])}
+
+
+@cache
+def transcription(group_name: str, kind: str, N: int, m: int, inputs: str, cost: str = "l2") -> Transcription:
+    """The NLP of every problem with this structure (``Transcription``)."""
+    G = get_group(group_name)
+    ret = Retraction(G, kind)
+    n, nq = G.dim, G.nq
+    hold = inputs == "hold"
+    n_u = 1 if hold else 2
+    sizes = [n * n, n * m, n * n, 1, nq, nq, n, n]
+    P = ca.SX.sym("p", sum(sizes))
+    parts, i = [], 0
+    for s_ in sizes:
+        parts.append(P[i:i + s_])
+        i += s_
+    I, B, H = ca.reshape(parts[0], n, n), ca.reshape(parts[1], n, m), ca.reshape(parts[2], n, n)
+    h, g0, gT_inv, nu0, nuN = parts[3], G.from_coordinates(parts[4]), G.from_coordinates(parts[5]), parts[6], parts[7]
     XI = ca.SX.sym("xi", n, N)
     NU = ca.SX.sym("nu", n, N - 1)
-    nu = [ca.DM(nu0)] + [NU[:, k] for k in range(N - 1)] + [ca.DM(nuN)]
-    n_u = 1 if hold else 2
+    nu = [nu0] + [NU[:, k] for k in range(N - 1)] + [nuN]
     if cost == "l1":  # u = pos − neg, both ≥ 0
         POS, NEG = ca.SX.sym("pos", m, n_u * N), ca.SX.sym("neg", m, n_u * N)
         U = POS - NEG
@@ -78,16 +115,16 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
         u_vars = [ca.vec(U)]
     # Poses as variables with g_{k+1} = g_k τ(hξ_k) as constraints: the same feasible set as the reconstruction of
     # Alg. 5.2 step 5, but with local (sparse) second derivatives instead of a dense chain through all N steps.
-    POSE = ca.SX.sym("g", G.nq, N - 1)
-    g_eq, J = [], 0
-    gk = ca.DM(np.asarray(prob.g0, float))
+    POSE = ca.SX.sym("g", nq, N - 1)
+    g_eq = []
+    gk = g0
     for k in range(N):
         xi = XI[:, k]
-        mu, mup = momenta(ret, ca.DM(I), h, xi)
-        Wm = (2.0 / h) * (mu - nu[k]) - ca.DM(H) @ xi
-        Wp = (2.0 / h) * (nu[k + 1] - mup) - ca.DM(H) @ xi
+        mu, mup = momenta(ret, I, h, xi)
+        Wm = (2.0 / h) * (mu - nu[k]) - H @ xi
+        Wp = (2.0 / h) * (nu[k + 1] - mup) - H @ xi
         um, up = (U[:, k], U[:, k]) if hold else (U[:, 2 * k], U[:, 2 * k + 1])
-        g_eq += [Wm - ca.DM(B) @ um, Wp - ca.DM(B) @ up]
+        g_eq += [Wm - B @ um, Wp - B @ up]
         g_next = gk @ ret.tau(h * xi)
         if k < N - 1:
             g_eq.append(G.to_coordinates(g_next) - POSE[:, k])
@@ -95,12 +132,62 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
         else:
             gk = g_next
     if cost == "l1":
-        per = ca.sum1(ca.vec(POS + NEG))  # ‖u‖₁ at the optimum (pos·neg = 0)
-        J = (h if hold else 0.5 * h) * per
+        f = (h if hold else 0.5 * h) * ca.sum1(ca.vec(POS + NEG))  # ‖u‖₁ at the optimum (pos·neg = 0)
     else:
-        J = (0.5 * h if hold else 0.25 * h) * ca.sumsqr(U)
-    g_eq.append(ret.tau_inv(ca.DM(G.inverse(np.asarray(prob.gT, float))) @ gk))
+        f = (0.5 * h if hold else 0.25 * h) * ca.sumsqr(U)
+    g_eq.append(ret.tau_inv(gT_inv @ gk))
     w = ca.vertcat(ca.vec(XI), ca.vec(NU), ca.vec(POSE), *u_vars)
+    return Transcription(w=w, p=P, f=f, g=ca.vertcat(*g_eq), N=N, n=n, m=m, nq=nq, n_u=n_u, cost=cost)
+
+
+def _transcription_of(prob: DMOCProblem, cost: str) -> Transcription:
+    return transcription(prob.body.group, prob.retraction, prob.horizon, prob.body.input_matrix.shape[1],
+                         prob.inputs, cost)
+
+
+def nlp_parameters(prob: DMOCProblem) -> np.ndarray:
+    """p of ``Transcription`` for ``prob``: (𝕀, B, H, h, g(0), g(T)⁻¹, ν_0, ν_N), matrices column-major."""
+    body, G = prob.body, prob.group
+    I = body.spatial_inertia
+    zero = np.zeros(G.dim)
+    nu0 = I @ (zero if prob.xi0 is None else np.asarray(prob.xi0, float))
+    nuN = I @ (zero if prob.xiT is None else np.asarray(prob.xiT, float))
+    return np.concatenate([I.ravel(order="F"), body.input_matrix.ravel(order="F"),
+                           body.drag_matrix.ravel(order="F"), [prob.dt], G.to_coordinates(np.asarray(prob.g0, float)),
+                           G.to_coordinates(G.inverse(np.asarray(prob.gT, float))), nu0, nuN])
+
+
+def nlp_point(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.ndarray, u_minus: np.ndarray,
+              u_plus: np.ndarray) -> np.ndarray:
+    """w of the ``'l2'`` transcription at a trajectory: ξ_k (N, n), ν_k (N+1, n), g_k (N+1, s, s), u_k^± (N, m)."""
+    G = prob.group
+    U = u_minus if prob.inputs == "hold" else np.stack([u_minus, u_plus], axis=1).reshape(-1, u_minus.shape[1])
+    return np.concatenate([np.ravel(xi), np.ravel(nu[1:-1]), np.concatenate([G.to_coordinates(gk) for gk in g[1:-1]]),
+                           np.ravel(U)])
+
+
+@cache
+def _solver(tr: Transcription, tol: float, max_iterations: int, print_level: int) -> ca.Function:
+    opts = {"ipopt.print_level": print_level, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": tol,
+            "ipopt.max_iter": max_iterations, "ipopt.bound_relax_factor": 0.0}
+    return ca.nlpsol("dmoc_ipopt", "ipopt", {"x": tr.w, "p": tr.p, "f": tr.f, "g": tr.g}, opts)
+
+
+def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None = None,
+                xi_guess: np.ndarray | None = None, tol: float = 1e-12, max_iterations: int = 500,
+                print_level: int = 0) -> IpoptResult:
+    """IPOPT on the discrete problem of ``prob`` (module docstring). ``bounds``: |u_i| ≤ bounds_i (or None)."""
+    if cost not in ("l2", "l1"):
+        raise ValueError(f"cost must be 'l2' or 'l1', got {cost!r}")
+    t_build = time.process_time()
+    body, G, N, h = prob.body, prob.group, prob.horizon, prob.dt
+    ret = Retraction(G, prob.retraction)
+    tr = _transcription_of(prob, cost)
+    n, m, n_u, nz = tr.n, tr.m, tr.n_u, tr.nz
+    B, I, H = body.input_matrix, body.spatial_inertia, body.drag_matrix
+    pv = nlp_parameters(prob)
+    nu0, nuN = pv[-2 * n:-n], pv[-n:]
+    hold = n_u == 1
     # the guess: the geodesic's ξ, ν from eq. 32, u from its W (least squares)
     xi0 = geodesic_guess(prob) if xi_guess is None else np.asarray(xi_guess, float).reshape(N, n)
     mus = [momenta(ret, I, h, x) for x in xi0]
@@ -116,8 +203,8 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     for x in xi0[:-1]:
         poses.append(poses[-1] @ ret.tau(h * x))
     pose0 = np.concatenate([G.to_coordinates(gp) for gp in poses[1:]])
-    lbw, ubw = np.full(w.shape[0], -np.inf), np.full(w.shape[0], np.inf)
-    nz = n * N + n * (N - 1) + G.nq * (N - 1)
+    size = tr.w.shape[0]
+    lbw, ubw = np.full(size, -np.inf), np.full(size, np.inf)
     if cost == "l1":
         guess_u = np.concatenate([np.maximum(Us, 0).ravel(order="F"), np.maximum(-Us, 0).ravel(order="F")])
         lbw[nz:] = 0.0
@@ -131,13 +218,10 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
             lbw[nz:], ubw[nz:] = -lim, lim
             guess_u = np.clip(guess_u, -lim, lim)
     w0 = np.concatenate([xi0.ravel(), np.concatenate(nus[1:-1]), pose0, guess_u])
-    g = ca.vertcat(*g_eq)
-    opts = {"ipopt.print_level": print_level, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": tol,
-            "ipopt.max_iter": max_iterations, "ipopt.bound_relax_factor": 0.0}
-    solver = ca.nlpsol("dmoc_ipopt", "ipopt", {"x": w, "f": J, "g": g}, opts)
+    solver = _solver(tr, float(tol), int(max_iterations), int(print_level))
     t_build = time.process_time() - t_build
     t0 = time.process_time()
-    sol = solver(x0=w0, lbx=lbw, ubx=ubw, lbg=0.0, ubg=0.0)
+    sol = solver(x0=w0, p=pv, lbx=lbw, ubx=ubw, lbg=0.0, ubg=0.0)
     t_solve = time.process_time() - t0
     st = solver.stats()
     wv, lam_g = np.array(sol["x"]).ravel(), np.array(sol["lam_g"]).ravel()
@@ -154,6 +238,15 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
                        y_plus=y[:, 1].copy(), cost=float(sol["f"]), iterations=ipopt_iterations(st, max_iterations),
                        status=str(st["return_status"]), success=bool(st["success"]), solve_time=t_solve,
                        build_time=t_build)
+
+
+def solve_l1(prob: DMOCProblem, bounds: np.ndarray | None = None, xi_guess: np.ndarray | None = None,
+             tol: float = 1e-10, max_iterations: int = 500) -> IpoptResult:
+    """L1 control (seed 002 §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
+    ``bounds_i`` (default the body's effort limits; an infinite limit leaves u_i free), u_k⁻ and u_k⁺
+    separate with ``inputs='split'`` so the control can switch inside a step: ``solve_ipopt(prob, cost='l1')``."""
+    lim = prob.body.effort_limits if bounds is None else np.asarray(bounds, float)
+    return solve_ipopt(prob, cost="l1", bounds=lim, xi_guess=xi_guess, tol=tol, max_iterations=max_iterations)
 
 
 def multipliers_for_newton(prob: DMOCProblem, res: IpoptResult) -> np.ndarray:

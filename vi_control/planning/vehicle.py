@@ -14,6 +14,7 @@ boundary pairs: ``{name, start: {position, rpy_deg | quaternion}, goal: {...}}``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ from .dmoc_nlp import solve_ipopt
 from .task import MAX_DT, MAX_HORIZON
 
 __all__ = ["GoalUnreachableError", "ManeuverSettings", "pose_from_spec", "maneuvers", "maneuver_settings",
+           "maneuver_timing",
            "plan_maneuver", "rotation_from_rpy"]
 
 
@@ -125,6 +127,35 @@ def maneuver_settings(body: RigidBodyModel) -> ManeuverSettings:
     return ManeuverSettings(horizon=horizon, duration=float(duration), retraction=retraction, **w)
 
 
+def maneuver_timing(settings: ManeuverSettings, dt: float, horizon: int | None = None,
+                    duration: float | None = None) -> ManeuverSettings:
+    """``settings`` with N and T for an integrator stepping ``dt``: from ``horizon`` (T = N·dt), from ``duration``
+    (N = T/dt, which must be a whole number of steps), from both (which must agree with dt), or, with neither, from
+    the settings' duration (their horizon follows). ValueError naming the numbers otherwise."""
+    if horizon is not None and (not is_integer(horizon) or not 2 <= horizon <= MAX_HORIZON):
+        raise ValueError(f"horizon: expected an integer in [2, {MAX_HORIZON}], got {horizon!r}")
+    if duration is not None and not (is_real(duration) and math.isfinite(duration) and duration > 0):
+        raise ValueError(f"duration: expected a positive number of seconds, got {duration!r}")
+    if horizon is not None and duration is not None:
+        if abs(duration / horizon - dt) > 1e-12 * dt:
+            raise ValueError(f"horizon {horizon} and duration {duration:g} s give T/N = {duration / horizon:g} s, but "
+                             f"the integrator steps dt = {dt:g} s: give one of them, the other follows from dt")
+        N, T = int(horizon), float(duration)
+    elif horizon is not None:
+        N, T = int(horizon), horizon * dt
+    else:
+        T = float(settings.duration if duration is None else duration)
+        N = int(round(T / dt))
+        if N < 2 or abs(N * dt - T) > 1e-9 * T:
+            src = "duration" if duration is not None else "planning.duration"
+            raise ValueError(f"{src} = {T:g} s is not a whole number (≥ 2) of the integrator's steps dt = {dt:g} s "
+                             f"({T / dt:.6g}); give a horizon, or a duration that is a multiple of dt")
+        if N > MAX_HORIZON:
+            raise ValueError(f"duration {T:g} s at dt = {dt:g} s is {N} steps, over the {MAX_HORIZON} allowed")
+        T = T if abs(T / N - dt) <= 1e-12 * dt else N * dt
+    return dataclasses.replace(settings, horizon=N, duration=T)
+
+
 def maneuvers(body: RigidBodyModel) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(name, g(0), g(T)) of every maneuver in the body's ``planning.maneuvers``."""
     out = []
@@ -138,16 +169,21 @@ def maneuvers(body: RigidBodyModel) -> list[tuple[str, np.ndarray, np.ndarray]]:
 
 
 def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None,
-                  settings: ManeuverSettings | None = None, log=None) -> tuple[Plan, DMOCResult]:
+                  settings: ManeuverSettings | None = None, log=None, *, horizon: int | None = None,
+                  duration: float | None = None) -> tuple[Plan, DMOCResult]:
     """Plan from ``x0`` (a state of ``vi``; default its identity at rest) to the group element ``goal`` at rest.
 
-    Raises GoalUnreachableError when the limits of the body's actuators make the goal unreachable in the
-    duration (IPOPT finds the bounded problem infeasible), DMOCError when the solve fails otherwise.
+    The plan steps at the integrator's Δt; ``horizon`` N or ``duration`` T (else the settings', i.e. the YAML's,
+    duration) fixes the other by T = N·Δt (``maneuver_timing``): nobody keeps Δt = T/N in sync by hand.
+
+    The plan's ``converged`` is the DMOC result's: a verified local minimum (``solve_dmoc``'s second-order check);
+    a stationary point that is not one (a saddle no restart could leave) gives a plan marked unconverged, which the
+    planner node publishes only on the same opt-in as other unconverged plans. Raises GoalUnreachableError when the
+    limits of the body's actuators make the goal unreachable in the duration (IPOPT finds the bounded problem
+    infeasible), DMOCError when the solve fails otherwise.
     """
     body = vi.robot
-    st = settings or maneuver_settings(body)
-    if abs(st.dt - vi.dt) > 1e-12 * st.dt:
-        raise ValueError(f"the integrator's dt = {vi.dt} differs from the maneuver's T/N = {st.dt}")
+    st = maneuver_timing(settings or maneuver_settings(body), vi.dt, horizon, duration)
     if st.retraction != vi.retraction.kind:
         raise ValueError(f"the integrator uses the {vi.retraction.kind} retraction, the maneuver {st.retraction}")
     x0 = vi.state.zero() if x0 is None else np.asarray(x0, float)
@@ -155,9 +191,11 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
     prob = DMOCProblem(body, vi.pose(x0), np.asarray(goal, float), st.horizon, st.duration, st.retraction,
                        inputs="hold", xi0=vi.velocity(x0))
     res = solve_dmoc(prob, log=log)
-    if not res.converged:
+    if not res.stationary:
         raise DMOCError(f"dmoc: no maneuver found ({res}): the goal may need motion along an unactuated direction "
                         "that the geodesic guess cannot start (e.g. pure heave); add a turn or a waypoint")
+    if not res.converged and log is not None:  # the plan is marked unconverged: published only on opt-in
+        log(f"[plan] the maneuver is stationary only, not a verified minimum ({res}): marked unconverged")
     X, U = res.states(body), res.u_minus
     lim = body.effort_limits
     over = np.abs(U) > lim * (1 + 1e-9)
@@ -185,5 +223,5 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
                 model_hash=body.hash, joint_names=body.joint_names, input_names=list(body.actuated),
                 weights={"lqr": {k: np.atleast_1d(getattr(st, k)).tolist() for k in ("Q", "R", "Qf")},
                          "method": "dmoc"},
-                K_final=K[-1], U_final=np.zeros(vi.nu), converged=True)
+                K_final=K[-1], U_final=np.zeros(vi.nu), converged=res.converged)
     return plan, res

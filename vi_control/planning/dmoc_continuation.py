@@ -1,0 +1,134 @@
+"""A guess Newton converges from: continuation for DMOC (seed 002 Alg. 5.2) when the geodesic guess fails.
+
+Newton on the conditions (31) from ``geodesic_guess`` fails on many rest-to-rest maneuvers of underactuated bodies
+(issue 35: 1 in 10 random maneuvers of the bundled vehicle solved by Newton alone): the geodesic asks for a wrench
+along the unactuated directions N_B, where the linearization at rest is not controllable (heave of the §6.1
+vehicle), and large maneuvers with strong drag are far from the geodesic. Two homotopies, both solved by Newton:
+
+1. the *relaxed* body, with an extra input along every unactuated direction, B_ε = [B, ε N_B] (fully actuated,
+   the extra input penalized as 1/ε² in the cost), on the maneuver scaled to g(0)exp(s·log(g(0)⁻¹g(T))), s from
+   ``_S0`` to 1 (each solution, scaled by the ratio of s, the predictor of the next);
+2. ε from 1 down to ``_EPS_MIN`` on the full maneuver; after every step, the real problem from the relaxed point:
+   ξ, ν as they are, and the multipliers of Φ = N_Bᵀ W = 0 from the relaxed extra inputs u_e (the cost of the
+   extra input is (h/4)‖u_e‖², u_e = N_BᵀW/ε, so λ = (h/2)u_e/ε; with held inputs the constraint (Φ⁻, W⁻ − W⁺)
+   gets (a⁻ + a⁺, λ_hold − N_B a⁺)).
+
+Steps along the path adapt (halved on a failure, × 1.5 on a success).
+
+``coarse_solve`` is the other warm start: the same maneuver at N/2 (solved by ``solve_dmoc`` without IPOPT: from
+its geodesic, its own coarser level, its continuation), its ξ_k repeated twice and its multipliers halved (a step's
+constraint multiplier scales with h) as the guess at N. On the skewed body of the scan, Newton converged at N = 8
+on 5 of the 7 maneuvers where the continuation at N = 32 broke off. Every Newton solve is the package's
+``newton_lm``; nothing here minimizes by another method, so an answer found this way is "Newton alone" in the scan
+(benchmarks/bench_dmoc.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .dmoc_newton import NewtonStats, newton_lm
+
+if TYPE_CHECKING:
+    from .dmoc import _Conditions
+
+__all__ = ["continuation_solve", "coarse_solve"]
+
+_S0 = 0.05  # the first maneuver scale of phase 1
+_EPS_MIN = 1e-4  # the smallest relaxation of phase 2
+_ITERATIONS = 12  # Newton iterations per continuation step (a failure halves the step)
+_MIN_STEP = 1.0 / 64  # in θ (phase 1: θ = s ∈ [0, 1]; phase 2: θ = 1 − log10(ε)/4 ∈ [1, 2])
+_MAX_SOLVES = 40
+
+
+def continuation_solve(cond: _Conditions, tol: float, lm: bool, stats: NewtonStats, log=None) -> tuple | None:
+    """Newton's output (w, ‖F‖∞, converged, (F, parts)) on the real problem of ``cond`` reached by the homotopy of
+    the module docstring, or None when the path breaks off (step below ``_MIN_STEP`` or ``_MAX_SOLVES`` solves)."""
+    from .dmoc import _Conditions, _initial_point, geodesic_guess, input_split
+
+    prob = cond.prob
+    G, B = prob.group, prob.body.input_matrix
+    NB = input_split(B)[1]
+    m, r = B.shape[1], NB.shape[1]
+    zeta = G.log(G.inverse(np.asarray(prob.g0, float)) @ np.asarray(prob.gT, float))
+    theta_end = 2.0 if r else 1.0
+
+    def problem(theta: float) -> tuple[_Conditions, float, float]:
+        s, eps = min(theta, 1.0), 10.0 ** (-4.0 * max(theta - 1.0, 0.0))
+        p = prob if s == 1.0 else dataclasses.replace(prob, gT=np.asarray(prob.g0, float) @ G.exp(s * zeta))
+        if r == 0:
+            return (cond if s == 1.0 else _Conditions(p)), s, eps
+        return _Conditions(p, np.hstack([B, eps * NB])), s, eps
+
+    theta, step, good, good_theta, solves = _S0, 0.25, None, _S0, 0
+    while solves < _MAX_SOLVES:
+        c, s, eps = problem(theta)
+        if good is None:
+            w0 = _initial_point(c, geodesic_guess(c.prob))
+        else:
+            w_prev, s_prev = good
+            w0 = w_prev * (s / s_prev)  # (a no-op in phase 2)
+        solves += 1
+        w, fn, ok, last = newton_lm(c, w0, tol, _ITERATIONS, lm, stats)
+        if not ok:
+            if good is None:
+                return None
+            step *= 0.5
+            if step < _MIN_STEP:
+                return None
+            theta = min(good_theta + step, theta_end)
+            continue
+        good, good_theta = (w, s), theta
+        if log is not None:
+            log(f"[dmoc] continuation: θ = {theta:.3f} (s = {s:.3g}, ε = {eps:.2g}) solved")
+        if r == 0 and theta >= theta_end:
+            return w, fn, ok, last
+        if theta > 1.0 or (r and theta >= 1.0):
+            out = newton_lm(cond, _to_real(cond, c, w, last[1], eps, NB, m), tol, _ITERATIONS, lm, stats)
+            if out[2]:
+                return out
+            if theta >= theta_end:
+                return None
+        step *= 1.5
+        theta = min(theta + step, theta_end)
+    return None
+
+
+_COARSEST = 8  # no coarser level below this N
+
+
+def coarse_solve(cond: _Conditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
+                 log=None) -> tuple | None:
+    """Newton's output on the problem of ``cond`` from the solution at N/2 (module docstring), or None when N/2 is
+    below ``_COARSEST``, N is odd, or the coarse problem is not solved."""
+    from .dmoc import _initial_point, solve_dmoc
+
+    N = cond.N
+    if N % 2 or N // 2 < _COARSEST:
+        return None
+    coarse = solve_dmoc(dataclasses.replace(cond.prob, horizon=N // 2), tol=tol, max_iterations=max_iterations,
+                        lm=lm, fallback=None, check=False)
+    stats.iterations += coarse.iterations
+    stats.lm_iterations += coarse.lm_iterations
+    if not coarse.stationary:
+        return None
+    if log is not None:
+        log(f"[dmoc] coarse level N = {N // 2} solved by {coarse.path}: its solution as the guess at N = {N}")
+    w0 = _initial_point(cond, np.repeat(coarse.xi, 2, axis=0))
+    w0[cond.off_lam:] = 0.5 * np.repeat(coarse.lam, 2, axis=0).ravel()
+    return newton_lm(cond, w0, tol, max_iterations, lm, stats, log)
+
+
+def _to_real(cond: _Conditions, relaxed: _Conditions, w: np.ndarray, parts: dict, eps: float, NB: np.ndarray,
+             m: int) -> np.ndarray:
+    """The real problem's unknowns from a relaxed solution (module docstring, step 2)."""
+    h = cond.h
+    am, ap = 0.5 * h * parts["um"][:, m:] / eps, 0.5 * h * parts["up"][:, m:] / eps
+    if cond.prob.inputs == "split":
+        lam = np.hstack([am, ap])
+    else:
+        lam = np.hstack([am + ap, parts["lam"] - ap @ NB.T])
+    return np.concatenate([w[:relaxed.off_lam], lam.ravel()])
