@@ -81,3 +81,4 @@ def _singular_pose_message(vi: Linearizable, q: np.ndarray, e: SingularityError)
     return (f"hold_gain: no hold gain at the pose ({pose}): the one-step map is singular there ({e.what}, reciprocal "
             f"condition {e.rcond:.2e}; seed 000 §VII), so it has no linearization to compute a gain from"
             + (f". {why}" if why else ": hold a pose away from it"))
+

@@ -116,10 +116,11 @@ class StateIntake:
     stamp older than this on the caller's clock is stale, one this far ahead is refused (assign it to change it);
     ``estimate``: the ``StateEstimator`` mode; ``notice(text)``: what is worth one log line (states without
     stamps); ``on_clock_back(t, last_stamp)``: stamps and the clock went back together (a simulator reset), called
-    before the new state is used. ``state`` is the last accepted ``Estimate`` (None after a refusal), ``ever_valid``
-    whether there was one since ``reset``, ``counts`` the states received (``states``), another driver's
-    (``foreign``) and unstamped ones (``unstamped``), for diagnostics; ``merger`` the ``JointStateMerger`` of
-    partial joint states (``merge_age``: its ``max_age``; its own ``counts``), None for a vehicle.
+    before the new state is used. ``state`` is the last accepted ``Estimate`` (None after a refusal; ``last_valid``
+    keeps it), ``ever_valid`` whether there was one since ``reset``, ``counts`` the states received (``states``),
+    another driver's (``foreign``) and unstamped ones (``unstamped``), for diagnostics; ``merger`` the
+    ``JointStateMerger`` of partial joint states (``merge_age``: its ``max_age``; its own ``counts``), None for a
+    vehicle.
     """
 
     def __init__(self, vi: DiscreteSystem, limits: JointLimits | None, timeout: float,
@@ -143,6 +144,7 @@ class StateIntake:
     def reset(self) -> None:
         """Forget every state and stamp (a node that (re)starts)."""
         self.state: Estimate | None = None
+        self.last_valid: Estimate | None = None  # (kept through refusals: what a hold falls back on)
         self.last_stamp: float | None = None
         self.state_interval: float | None = None  # between the last two accepted states (the safe command's hold)
         self.ever_valid = False
@@ -257,6 +259,6 @@ class StateIntake:
     def _accept(self, t: float, x: np.ndarray, velocity: np.ndarray) -> Estimate:
         if self.state is not None and t > self.state.t:
             self.state_interval = t - self.state.t
-        self.state = Estimate(t, x, velocity)
+        self.state = self.last_valid = Estimate(t, x, velocity)
         self.last_stamp, self.ever_valid = t, True
         return self.state

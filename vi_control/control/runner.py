@@ -22,11 +22,15 @@ from ..integrators.base import DiscreteSystem, state_velocities
 from ..model.robot import RobotModel
 from .intake import FAULT_INVALID_STATE, Estimate, Fault, JointLimits
 from .plan import Plan, state_error
-from .tracking import TrackingController, safe_command, tracking_law
+from .tracking import HoldLaw, TrackingController, safe_command, tracking_law
 
 # Kinds of fault of the plan side (the measurements' are control.intake's FAULT_*).
 FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
     "non-finite control input", "path tolerance violated", "goal tolerance violated", "tracking error undefined")
+
+
+# The hold's DLQR weights when the settings do not name them (the controller node's parameter defaults).
+HOLD_WEIGHTS = {"hold_position_weight": 100.0, "hold_momentum_weight": 1.0, "hold_effort_weight": 0.01}
 
 
 def command_hold(trigger: str, rate: float, dt: float, state_interval: float | None) -> float:
@@ -46,7 +50,9 @@ class PlanRunner:
     ``settings``: the controller's live parameters (read at each use): ``accept_unconverged``, ``gain_scale``,
     ``hold_integral_gain``,
     ``retime_tolerance``, ``path_tolerance``, ``goal_tolerance``, ``goal_time_tolerance``, ``safe_mode``,
-    ``safe_damping``. ``robot``, ``vi``: the model and its discrete system (``set_system`` for a plan's Δt);
+    ``safe_damping``, ``hold_position_weight``, ``hold_momentum_weight``, ``hold_effort_weight`` (the hold's gain:
+    ``hold``, a ``HoldLaw``, None on a vehicle). ``robot``, ``vi``: the model and its discrete system
+    (``set_system`` for a plan's Δt);
     ``vehicle``: tolerances on τ⁻¹(X_k⁻¹x) (a Lie-group state) instead of joint angles; ``error_names``: what the
     tolerance messages call each error component; ``act_q_index``: where the actuated joints' velocities are in an
     ``Estimate``'s q̇. ``logger``: .info/.warning (a ROS or ``logging`` logger); ``warn(kind, text, level)``: the
@@ -63,15 +69,24 @@ class PlanRunner:
         self.pending: tuple[int, Plan, bool] | None = None
         self.fault_counts: dict[str, int] = {}
         self._held_prescribed: np.ndarray | None = None
+        self.hold = None if vehicle else HoldLaw(vi, self.hold_weights())
         self.reset()
+
+    def hold_weights(self) -> tuple[float, float, float]:
+        """(w_q, w_p, w_u) of the hold's DLQR gain, from the live settings."""
+        return tuple(float(self.p.get(k, w)) for k, w in HOLD_WEIGHTS.items())
 
     def set_system(self, robot: RobotModel, vi: DiscreteSystem) -> None:
         """Run plans on ``vi`` (a plan's Δt) from now on; the active plan's law stays until the next plan."""
         self.robot, self.vi = robot, vi
+        if self.hold is not None:
+            self.hold.set_system(vi)
 
     def reset(self) -> None:
-        """No fault, no abort (a controller that (re)starts; its plans stay)."""
+        """No fault, no abort, nothing held (a controller that (re)starts; its plans stay)."""
         self.fault, self.aborted, self.goal_reached = None, None, False
+        if self.hold is not None:
+            self.hold.release()
 
     def stop(self) -> None:
         """Forget the active and the pending plan (a controller that stops)."""
@@ -151,6 +166,8 @@ class PlanRunner:
             gap_x0 = f" (the robot is {gap:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
         self.set_plan(plan)
         self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
+        if self.hold is not None:
+            self.hold.release()
         k = self.law.index(t)
         self.logger.info(f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={t0:.4f})"
                          + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else ""))
@@ -246,9 +263,14 @@ class PlanRunner:
         self.fault = kind
 
     def safe_input(self, mode: str, state: Estimate | None, fresh: bool = True,
-                   period: float | None = None) -> np.ndarray | None:
-        """The safe command's input u (``mode`` 'zero' or 'damping' −d·q̇ on the actuated joints, prescribed joints
-        held where they were last measured), or None before any prescribed position was measured.
+                   period: float | None = None, stale_hold: bool = False) -> np.ndarray | None:
+        """The safe command's input u (``mode`` 'zero', 'damping' −d·q̇ on the actuated joints, or 'hold'; prescribed
+        joints held where they were last measured), or None before any prescribed position was measured.
+
+        'hold' (joint robots; a vehicle damps): from a fresh ``state`` the ``HoldLaw`` about the configuration held
+        — the one measured when the hold began, kept until a plan is entered — gravity compensation plus its DLQR
+        gain. From a state that is not fresh (``state``: the last valid one) its gravity torque alone while
+        ``stale_hold`` (the node: within ``stale_hold_time`` of going stale), then zero: brakes are the hardware's.
 
         ``fresh``: whether ``state`` is recent enough to damp with (the node: its stamp within ``state_timeout``).
         A stale state's q̇ is no feedback: −d·q̇ from it is a constant torque, which the watchdog would repeat for as
@@ -258,6 +280,13 @@ class PlanRunner:
 
         ``period``: how long the command is held (the node: 1/rate, or the joint states' interval); d is capped by
         ``damping_cap`` per joint so the held torque never reverses a velocity. None: d as set."""
+        if mode == "hold" and self.hold is not None:
+            u = self._hold_input(state, fresh, stale_hold)
+            if u is not None:
+                return u
+            mode = "zero"
+        elif mode == "hold":  # a vehicle has no configuration to hold against gravity: damp its motion
+            mode = "damping"
         r = self.robot
         v = state.qdot[self.act_q_index] if state is not None and fresh else None
         d = np.full(len(r.actuated), float(self.p["safe_damping"]))
@@ -272,6 +301,24 @@ class PlanRunner:
             if self._held_prescribed is None:
                 return None  # no measured prescribed positions yet: commanding 0 would move them
             u[len(tau):] = self._held_prescribed  # prescribed joints stay where they were last measured
+        return u
+
+    def _hold_input(self, state: Estimate | None, fresh: bool, stale_hold: bool) -> np.ndarray | None:
+        """The hold's input (None: zero torque is due): the full hold from a fresh state, the feed-forward alone from
+        the last valid one while ``stale_hold``."""
+        hold = self.hold
+        if state is None or not (fresh or stale_hold):
+            return None
+        if not hold.engaged:
+            hold.engage(state.x[: self.vi.nq])
+            self.logger.info("holding q = " + np.array2string(hold.target, precision=4, separator=", ")
+                             + ("" if hold.gain_failure is None else
+                                f" by gravity compensation alone (no hold gain: {hold.gain_failure})"))
+        if not fresh:
+            return hold.feedforward()
+        u, clamped = hold.command(state.x)
+        if clamped:
+            self.warn("clamped", "hold command clamped to the effort limits")
         return u
 
     def damping_cap(self, x: np.ndarray, period: float) -> np.ndarray:

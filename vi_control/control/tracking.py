@@ -1,4 +1,5 @@
-"""Plan tracking law u = U_k + K_k (X_k − x) (seed 000 §VIII, time-varying LQR about a trajectory).
+"""Plan tracking law u = U_k + K_k (X_k − x) (seed 000 §VIII, time-varying LQR about a trajectory), and the hold of
+one configuration under gravity (``HoldLaw``: the same law about a one-point plan).
 
 This is the whole controller the ROS node wraps: the node only turns messages into a discrete state
 x = (q, p) and the returned input into a command. Nothing here imports ROS.
@@ -9,13 +10,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
-from ..integrators.base import DiscreteSystem, State
+from ..integrators.base import DiscreteSystem, Linearizable, State, StepError
 from ..model.robot import wrap_angle
 from ..model.scalars import is_integer, is_real
-from .hold import equilibrium_state
+from .hold import equilibrium_state, hold_gain, holding_input
+from .lqr import dlqr
 from .plan import Plan
 
 
@@ -120,6 +123,85 @@ def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0,
         law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])
     return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask,
                               hold_integral_gain=hold_integral_gain, actuated_q=vi.idx_act)
+
+
+class HoldLaw:
+    """Hold a configuration q_h under gravity: u = u_eq(q_h) + K_h (x_eq(q_h) ⊖ x), torques clamped to the effort
+    limits — the hold a joint_trajectory_controller gives on activation and on abort, with the gravity compensation
+    of the discrete system (``holding_input``) and its DLQR hold gain (``hold_gain``, seed 000 eq. 36 at the fixed
+    point) instead of a hand-tuned PID.
+
+    ``vi``: the discrete system (its Δt is the gain's); ``weights``: (w_q, w_p, w_u): Q = diag(w_q·1, w_p·1) on the
+    state error (q, p), R = w_u·I. ``engage(q)`` fixes the target (and computes the gain once); ``command(x)`` is the
+    full hold from a measured state, ``feedforward()`` the gravity torque alone (a state that cannot be trusted:
+    stale or refused). A pose where no gain exists (``SingularPoseError``, an uncontrollable or undetectable pair)
+    is held by the feed-forward alone; ``gain_failure`` says why.
+    """
+
+    def __init__(self, vi: Linearizable, weights: tuple[float, float, float], riccati: Callable = dlqr):
+        self.vi, self.riccati = vi, riccati
+        self.set_weights(weights)
+        self.target: np.ndarray | None = None
+        self.gain_failure: str | None = None
+        self._law = None
+
+    def set_weights(self, weights: tuple[float, float, float]) -> None:
+        """New (w_q, w_p, w_u); an engaged hold keeps its gain until it is engaged again."""
+        w_q, w_p, w_u = (float(w) for w in weights)
+        if not (w_q >= 0 and w_p >= 0 and w_u > 0) or not np.all(np.isfinite([w_q, w_p, w_u])):
+            raise ValueError(f"hold weights: expected w_q ≥ 0, w_p ≥ 0, w_u > 0 (finite), got {weights}")
+        nq = self.vi.nq
+        self.Q = np.concatenate([np.full(nq, w_q), np.full(self.vi.state.ndx - nq, w_p)])
+        self.R = np.full(self.vi.nu, w_u)
+
+    def set_system(self, vi: Linearizable) -> None:
+        """Hold on ``vi`` (another Δt) from now on: the target is kept, its gain computed again."""
+        self.vi = vi
+        self.set_weights((self.Q[0], self.Q[-1], self.R[0]))
+        if self.target is not None:
+            q, self.target = self.target, None
+            self.engage(q)
+
+    @property
+    def engaged(self) -> bool:
+        return self.target is not None
+
+    def release(self) -> None:
+        """Nothing held (a plan is tracked)."""
+        self.target, self._law = None, None
+
+    def engage(self, q: np.ndarray) -> None:
+        """Hold ``q`` from now on (the gain at q: one linearization and one Riccati solve)."""
+        vi, r = self.vi, self.vi.robot
+        q = np.array(q, float)
+        u_eq, _ = holding_input(vi, q)
+        self.gain_failure = None
+        try:
+            K, x_eq, u_eq = hold_gain(vi, q, self.Q, self.R, u_eq=u_eq, riccati=self.riccati)
+        except (np.linalg.LinAlgError, StepError, ValueError, ArithmeticError) as e:
+            self.gain_failure = f"{type(e).__name__}: {e}"
+            K, x_eq = np.zeros((vi.nu, vi.state.ndx)), equilibrium_state(vi, q)
+        plan = Plan(times=np.array([0.0, vi.dt]), X=np.array([x_eq, x_eq]), U=u_eq[None], K=K[None], dt=vi.dt,
+                    model_name=r.name, model_hash=r.hash, joint_names=r.joint_names,
+                    input_names=list(r.actuated) + list(r.prescribed), K_final=K, U_final=u_eq)
+        self._law = TrackingController(plan, vi.state, r.effort_limits, len(r.actuated),
+                                       continuous_mask=r.continuous_mask)
+        self.target = q
+
+    def command(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
+        """(u, whether a torque was clamped) of the hold from the measured state ``x``; engage first."""
+        if self._law is None:
+            raise RuntimeError("HoldLaw.command: nothing engaged")
+        return self._law.command(1, x)
+
+    def feedforward(self) -> np.ndarray:
+        """The holding input of the target alone (no feedback), torques clamped; engage first."""
+        if self._law is None:
+            raise RuntimeError("HoldLaw.feedforward: nothing engaged")
+        u = self._law.U_final.copy()
+        n = self._law.n_torques
+        u[:n] = np.clip(u[:n], -self._law.effort_limits, self._law.effort_limits)
+        return u
 
 
 def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, effort_limits: np.ndarray) -> np.ndarray:

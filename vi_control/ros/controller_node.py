@@ -90,7 +90,10 @@ class ControllerNode(ManagedNode):
                                   notice=self.get_logger().warning, on_clock_back=self._clock_went_back,
                                   merge_age=p["joint_state_merge_age"])
         self.runner = PlanRunner(r, self.vi, p, self.vehicle, error_names, act_q_index, self.get_logger(), self.warn)
-        self.counts = dict(commands=0, safe=0)
+        if self.runner.hold is not None:  # the hold's derivatives compiled now, not at the first tick that needs them
+            self.runner.hold.engage(r.neutral())
+            self.runner.hold.release()
+        self.counts = dict(commands=0, safe=0, hold=0)
         self._rate_mark = (time.monotonic(), 0, 0)
         self.rates = (0.0, 0.0)
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
@@ -115,13 +118,19 @@ class ControllerNode(ManagedNode):
         self._set_scheduling(int(self.p["realtime_priority"]))
 
     def deactivate(self) -> None:
-        """The safe command that needs no loop: zero torque (prescribed joints held); then silence."""
+        """The safe command that needs no loop, then silence: with safe_mode 'hold' the gravity torque of the last
+        valid state (an effort controller keeps its last command: the arm stays where it is, without feedback),
+        else zero torque (prescribed joints held)."""
         self._stop_tick_timer()
         self._set_scheduling(0)
-        u = self.runner.safe_input("zero", self.intake.state) if self.intake.ever_valid else None
+        last = self.intake.last_valid
+        hold = self.p["safe_mode"] == "hold"
+        u = self.runner.safe_input("hold" if hold else "zero", last, fresh=False, stale_hold=hold) \
+            if last is not None else None
         if u is not None:
             self.publish(u)
         self.runner.stop()
+        self.runner.reset()
 
     def cleanup(self) -> None:
         self._stop_tick_timer()
@@ -170,6 +179,9 @@ class ControllerNode(ManagedNode):
             self.intake.merger.max_age = float(value)
         if name in LIMIT_KEYS and not self.vehicle:
             self.intake.limits = joint_limits(self.p, self.robot)
+        elif name.startswith("hold_") and name.endswith("_weight") and self.runner.hold is not None:
+            self.runner.hold.set_weights(self.runner.hold_weights())
+            self.runner.hold.release()  # (engaged again at the next hold command, with the new gain)
         elif name in ("gain_scale", "hold_integral_gain") and self.runner.law is not None:
             self.runner.set_plan(self.runner.active_plan)
         elif name in ("rate", "state_timeout") and self.tick_timer is not None:
@@ -315,6 +327,14 @@ class ControllerNode(ManagedNode):
             k, u = out
             self.publish(u)
             self._publish_state(self.runner.law, k, t, x, qdot, u)
+        elif self.p["safe_mode"] == "hold" and not self.vehicle:  # no plan yet (or it was dropped): hold
+            if self.runner.fault is not None:
+                self.get_logger().info(f"joint states valid again after: {self.runner.fault}; holding")
+                self.runner.fault = None
+            u = self.runner.safe_input("hold", state)
+            if u is not None:
+                self.counts["hold"] += 1
+                self.publish(u)
 
     def _stale_age(self, state: Estimate, now: float | None = None) -> float | None:
         """The state's age on this node's clock (``now`` if the caller has read it) if beyond ``state_timeout``:
@@ -325,12 +345,18 @@ class ControllerNode(ManagedNode):
     def go_safe(self, kind: str, detail: str = "") -> None:
         """Publish the safe command and log the fault (throttled per kind). Nothing before the first valid
         joint state: there is no velocity to damp, and a lockstep simulator would step on the command."""
-        self.runner.record_fault(kind, detail)
-        if not self.intake.ever_valid:
+        if not self.intake.ever_valid:  # nothing commanded yet, nothing to make safe: say what is awaited
+            self.runner.fault_counts[kind] = self.runner.fault_counts.get(kind, 0) + 1
+            self.warn(f"waiting: {kind}", f"no valid joint state yet ({kind}{': ' + detail if detail else ''}): "
+                                          "nothing commanded")
             return
-        state = self.intake.state  # (damped only while fresh: PlanRunner.safe_input)
+        self.runner.record_fault(kind, detail)
+        state = self.intake.state  # (damped or held with feedback only while fresh: PlanRunner.safe_input)
         fresh = state is not None and self._stale_age(state) is None
-        u = self.runner.safe_input(self.p["safe_mode"], state, fresh, self.command_period())
+        last = state if fresh else self.intake.last_valid
+        stale_hold = last is not None and \
+            self._now() - last.t <= float(self.p["state_timeout"]) + float(self.p["stale_hold_time"])
+        u = self.runner.safe_input(self.p["safe_mode"], last, fresh, self.command_period(), stale_hold)
         if u is not None:
             self.counts["safe"] += 1
             self.publish(u)

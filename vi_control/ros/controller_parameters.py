@@ -8,6 +8,7 @@ node runs (``ControllerNode.apply_parameter``).
 from __future__ import annotations
 
 from ..control.intake import JointLimits
+from ..control.runner import HOLD_WEIGHTS
 from ..model.robot import RobotModel
 from .common import MODEL_PARAMETERS, Param
 from .managed import AUTOSTART
@@ -36,9 +37,19 @@ PARAMETERS: dict[str, Param] = {
                                          "are interpolated (or extrapolated) to a message's stamp from two of its "
                                          "samples at most this far apart and old; older: a stale state [s]",
                                    range=(1e-4, 10.0), **_LIVE),
-    "safe_mode": Param("damping", "command on stale/invalid joint states and plan faults: 'zero' or 'damping' "
-                                  "(−d·q̇ of a fresh state; a stale or refused one's: zero)",
-                       choices=("zero", "damping"), **_LIVE),
+    "safe_mode": Param("hold", "command on stale/invalid joint states and plan faults: 'hold' (arms: the "
+                               "configuration measured when the hold began, with gravity compensation and the DLQR "
+                               "hold gain; also before the first plan; a stale or refused state: its gravity torque "
+                               "alone for stale_hold_time, then zero; a vehicle: damping), 'damping' (−d·q̇ of a "
+                               "fresh state; a stale or refused one's: zero) or 'zero'",
+                       choices=("hold", "zero", "damping"), **_LIVE),
+    "stale_hold_time": Param(1.0, "safe_mode hold: how long the last valid state's gravity torque is commanded once "
+                                  "joint states are stale or refused (then zero torque: brakes are the hardware's) "
+                                  "[s]", range=(0.0, 3600.0), **_LIVE),
+    **{name: Param(HOLD_WEIGHTS[name], f"hold gain: DLQR weight of {what}", range=rng, **_LIVE)
+       for name, what, rng in (("hold_position_weight", "the position error (Q on q)", (0.0, 1e12)),
+                               ("hold_momentum_weight", "the momentum error (Q on p)", (0.0, 1e12)),
+                               ("hold_effort_weight", "the effort (R)", (1e-12, 1e12)))},
     "safe_damping": Param(1.0, "damping d of the safe command [N·m·s/rad]; each joint's capped to "
                           "1/(T·Σ_j |(M⁻¹)_ij|), T its hold (1/rate, or the joint states' interval, at least dt), so "
                           "a held −d·q̇ never reverses a light joint's velocity", range=(0.0, 1e6), **_LIVE),

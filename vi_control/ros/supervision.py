@@ -79,6 +79,8 @@ def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake
         level, status = WARN, "inactive"
     elif runner.fault is not None or runner.aborted is not None:
         level, status = ERROR, f"safe command: {runner.aborted[0] if runner.aborted else runner.fault}"
+    elif law is None and runner.hold is not None and runner.hold.engaged:
+        level, status = OK, "holding the measured configuration (no plan)"
     elif law is None:
         level, status = WARN, "waiting for a plan" if intake.ever_valid else "waiting for a joint state"
     elif state is not None and law.index(state.t) >= law.horizon:
@@ -91,7 +93,9 @@ def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake
                   horizon=law.horizon if law is not None else "",
                   joint_state_rate_hz=f"{rates[0]:.1f}", command_rate_hz=f"{rates[1]:.1f}",
                   joint_states=intake.counts["states"], commands=counts["commands"],
-                  safe_commands=counts["safe"], last_fault=runner.fault or "",
+                  safe_commands=counts["safe"], hold_commands=counts.get("hold", 0),
+                  hold_target=("" if runner.hold is None or not runner.hold.engaged else
+                               " ".join(f"{v:.4f}" for v in runner.hold.target)), last_fault=runner.fault or "",
                   foreign_joint_states=intake.counts["foreign"],
                   unstamped_joint_states=intake.counts["unstamped"],
                   **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
