@@ -35,6 +35,7 @@ from std_srvs.srv import Trigger
 from ..integrators import StepError, make_integrator
 from ..integrators.midpoint import MidpointVI
 from ..integrators.stops import JointStops
+from ..mechanics.constraints import consistent_state
 from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
 from ..model.robot import wrap_angle
@@ -64,7 +65,11 @@ class SimulatorNode(ManagedNode):
             self.robot, self.vi = vehicle
         else:
             self.robot, urdf = self.load_robot(mass_scale=float(p["mass_scale"]))
-            self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
+            integrator = p["integrator"]
+            if integrator == "midpoint" and self.robot.n_nonholonomic:  # (which refuses such a model)
+                integrator = "gni"
+                self.get_logger().info(f"{self.robot.name} has nonholonomic constraints: integrator gni (seed 003)")
+            self.vi = make_integrator(integrator, self.robot, float(p["dt"]))
         self.stops = JointStops(self.vi) if p["joint_stops"] and type(self.vi) is MidpointVI else None
         if p["joint_stops"] and self.stops is None and not self.vehicle:
             self.get_logger().info(f"joint_stops: only with the midpoint integrator, not {p['integrator']}: the "
@@ -82,7 +87,7 @@ class SimulatorNode(ManagedNode):
             self.x0 = vi.state_from_pose(pose_parameter(vi, p["initial_pose"], "initial_pose"), twist)
         else:
             self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
-            q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
+            q0 = np.asarray(p["initial_positions"], float) if p["initial_positions"] else self._default_configuration()
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
@@ -190,6 +195,21 @@ class SimulatorNode(ManagedNode):
         elif name == "end_time":
             self.end_logged = False  # an extended run logs its new end
         return None  # position_noise_std and on_bad_command are read from self.p at each use
+
+    def _default_configuration(self) -> np.ndarray:
+        """q_0 when ``initial_positions`` is unset: the model's neutral configuration (zeros), for a model with
+        holonomic constraints its projection onto them (mechanics.constraints.consistent_state; from zeros, or where
+        the constraints' Jacobian vanishes there — a distance constraint at its centre — from 0.1·(1, −1, 1, …)),
+        logged."""
+        q0 = self.robot.neutral()
+        if self.robot.constraints and self.vi.configuration_violation(q0):
+            try:
+                q0 = consistent_state(self.robot, q0)[: self.vi.nq]
+            except RuntimeError:
+                q0 = consistent_state(self.robot, 0.1 * (-1.0) ** np.arange(self.vi.nq))[: self.vi.nq]
+            self.get_logger().info(f"initial_positions unset: zeros projected onto the constraints, q_0 = "
+                                   f"{np.round(q0, 6).tolist()}")
+        return q0
 
     def _allowed_velocity(self, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
         """v0, or its projection 𝒫(q0)v0 onto the constraints (seed 003 eq. 12) with a warning; ValueError with

@@ -23,7 +23,8 @@ PARAMETERS: dict[str, Param] = {
                                    "step: a slow or shared machine, debugging)", range=(0.01, 100.0), live=True),
     "controller_name": Param("effort_controller", "commands are read from <controller_name>/commands"),
     "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
-    "initial_positions": Param(None, "q_0 in the model's joint order (default zeros)", array="double"),
+    "initial_positions": Param(None, "q_0 in the model's joint order (default: zeros — with holonomic constraints "
+                                     "projected onto them)", array="double"),
     "initial_velocities": Param(None, "q̇_0 in the model's joint order (default zeros)", array="double"),
     "joint_stops": Param(True, "hold joints at their URDF position limits as inelastic end stops, as hardware and "
                                "Gazebo do (midpoint integrator; vi_control.integrators.stops)"),
