@@ -15,7 +15,9 @@ import yaml
 
 from ..model.bundled import share_dir
 
-# Absolute topics by ROS convention, remapped into a run's namespace (the recorder reads them relative).
+# Absolute topics by ROS convention, remapped into a run's namespace (the recorder reads them relative). For the
+# clock this is also what a namespace needs: the simulator publishes `clock` relative (<ns>/clock), and rclpy's
+# TimeSource reads the absolute /clock — `-r /clock:=<ns>/clock` (as `-r /clock:=clock` in launch/*.py) joins them.
 GLOBAL_TOPICS = ("clock", "diagnostics")
 
 

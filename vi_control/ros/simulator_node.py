@@ -1,8 +1,10 @@
 """Simulator node: a discrete system (the midpoint VI by default) stepped at Δt, effort commands in, JointState out.
 
 Topics: sub ``<controller_name>/commands`` (Float64MultiArray: torques on ``joints``, then next positions of
-prescribed joints); pub ``/clock`` (rosgraph_msgs/Clock: the simulation time t_k = k·Δt, for every node with
-``use_sim_time``), ``joint_states`` (stamped with t_k) and ``robot_description`` (relative, latched: each namespace
+prescribed joints); pub ``clock`` (rosgraph_msgs/Clock: the simulation time t_k = k·Δt — relative, so each
+namespace has its own: ``/r1/clock``, or ``/clock`` in the root namespace; a node with ``use_sim_time`` in that
+namespace reads it with the remap ``-r /clock:=clock``, as launcher.NodeProcess and launch/*.py give it),
+``joint_states`` (stamped with t_k) and ``robot_description`` (relative, latched: each namespace
 its own). Service ``~/reset`` (Trigger: back to the initial state; the clock keeps running, as Gazebo's
 reset_world — a clock that jumps back breaks every sim-time node). Modes: 'realtime' (timer at Δt, or as fast as
 possible with ``max_speed``) and 'lockstep' (one step per received command). A lifecycle node (vi_control.ros.managed):
@@ -58,7 +60,7 @@ class SimulatorNode(ManagedNode):
     def configure(self) -> None:
         p = self.p
         if self.get_parameter("use_sim_time").value:
-            raise ValueError("use_sim_time must be false for the simulator: it is the clock (/clock)")
+            raise ValueError("use_sim_time must be false for the simulator: it is the clock (its namespace's)")
         vehicle = vehicle_system(p, float(p["dt"]), float(p["mass_scale"]), float(p["drag_scale"]))
         self.vehicle = vehicle is not None
         if self.vehicle:
@@ -120,7 +122,7 @@ class SimulatorNode(ManagedNode):
         self.timing = CommandTiming(vi.dt)
         self._reset_state()
         self.clock_msg = Clock()
-        self.clock_pub = self.create_publisher(Clock, "/clock", STREAM_QOS) if p["publish_clock"] else None
+        self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS) if p["publish_clock"] else None
         self.sub = self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command,
                                             STREAM_QOS)
         self.srv = self.create_service(Trigger, "~/reset", self.on_reset)

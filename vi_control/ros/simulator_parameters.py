@@ -46,7 +46,8 @@ PARAMETERS: dict[str, Param] = {
                            "that a recorder can keep whole)", range=(0.0, 1e9), live=True),
     "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]: real-time factor, late commands",
                                 range=(0.01, 3600.0), live=True),
-    "publish_clock": Param(True, "publish the simulation time on /clock"),
+    "publish_clock": Param(True, "publish the simulation time on `clock` (relative: /clock in the root namespace, "
+                                  "<ns>/clock in a namespace; other nodes there read it with -r /clock:=clock)"),
     "odometry_link": Param("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile "
                                "model (nonholonomic constraints or a floating base: its first link with mass), "
                                "'none' = off"),
