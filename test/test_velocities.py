@@ -29,3 +29,20 @@ def test_velocities_of_a_trajectory_at_once_equal_the_per_state_velocity():
         assert np.allclose(s.velocities(Xs), [s.velocity(x) for x in Xs], rtol=1e-13, atol=1e-13)
     with pytest.raises(ValueError, match="states X must be"):
         vi.velocities(X[:, :3])
+
+
+def test_velocity_state_inverts_velocity_exactly():
+    """control.tracking.velocity_state, the 'velocities' state estimate: p = M(q)q̇ (prescribed joints: their q̇) is
+    the exact inverse of ``velocity`` (q̇ = M⁻¹p) — the one velocity convention on the wire (the simulator's joint
+    states and the planner's ~/trajectory). The panda (7 DOF under gravity), the marionette (prescribed joints) and
+    the linear-time VI: x back to round-off from (q, velocity(x)) at random states."""
+    from vi_control.control.tracking import velocity_state
+
+    rng = np.random.default_rng(5)
+    systems = [vc.MidpointVI(vc.load_robot("erd:panda"), 0.01), vc.MidpointVI(vc.load_bundled("marionette"), 0.01),
+               vc.make_integrator("linear_time", vc.load_bundled("double_pendulum"), 0.01)]
+    for vi in systems:
+        for _ in range(5):
+            x = np.concatenate([rng.uniform(-1, 1, vi.nq), rng.normal(0, 2, vi.nq)])
+            back = velocity_state(vi, x[: vi.nq], vi.velocity(x))
+            assert np.allclose(back, x, rtol=0, atol=1e-11 * max(1.0, np.abs(x).max())), vi.robot.name

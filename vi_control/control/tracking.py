@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..integrators.base import DiscreteSystem, Linearizable, State, StepError
+from ..integrators.midpoint import MidpointVI
 from ..model.robot import wrap_angle
 from ..model.scalars import is_integer, is_real
 from .hold import equilibrium_state, hold_gain, holding_input
@@ -217,14 +218,28 @@ def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, ef
     return np.clip(-np.asarray(damping, float) * np.asarray(velocity, float), -effort_limits, effort_limits)
 
 
+def velocity_state(vi: DiscreteSystem, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
+    """x = (q, p) with p = ∂L/∂q̇(q, q̇) = M(q)q̇ (a prescribed joint's p-slot: its q̇): the continuous Legendre
+    transform, the exact inverse of ``vi.velocity`` (q̇ = M⁻¹p); for the GNI too (its own ``state_from_velocity``
+    adds half a step of forces, for an initial state).
+
+    The velocity convention on the wire: a joint state's q̇_k = M(q_k)⁻¹p_k ≈ q̇(t_k) − (Δt/2)M⁻¹Sτ (the midpoint
+    rule's post-momentum leaves out half a step of the applied input τ; gravity's half steps cancel). The GNI's
+    velocity is M⁻¹p projected onto its constraints: p comes back up to that projection."""
+    if isinstance(vi, MidpointVI):
+        return MidpointVI.state_from_velocity(vi, q, qdot)
+    return vi.state_from_velocity(q, qdot)
+
+
 class StateEstimator:
     """Discrete state x_k = (q_k, p_k) from measured joint states (seed 000 eq. 1b, DESIGN principle 3).
 
     ``mode='configurations'``: p_k = D₂L_d(q(t − Δt), q_k), with q(t − Δt) the sample one Δt before (exact
     when the samples are Δt apart, as a lockstep simulator's) or the linear interpolation between the two
     samples around t − Δt — a driver faster than 1/Δt, or with jitter, as long as those two are at most
-    (1 + ``tolerance``)·Δt apart. Otherwise the measured velocity: p_k = D₂L_d(q − Δt q̇, q) (the discrete state
-    a plan's X_k would have: a held configuration is exact), also with ``mode='velocities'``. A driver without
+    (1 + ``tolerance``)·Δt apart. Otherwise the measured velocity: p_k = M(q)q̇ (``velocity_state``: the exact
+    inverse of ``vi.velocity``, q̇_k = M⁻¹p_k — the one velocity convention on the wire, the simulator's joint states
+    and the planner's ~/trajectory), also with ``mode='velocities'``. A driver without
     velocities slower than 1/Δt (samples up to ``max_gap`` apart) gets the same interpolation: the finite
     difference of its last two samples. Continuous joints are unwrapped between samples so a ±π wrap is not a
     huge p. A stamp before the last one (a clock that jumped back) starts the history afresh; the same stamp
@@ -270,8 +285,8 @@ class StateEstimator:
             hist.popleft()
         if before is not None and (before[1] <= (1 + self.tolerance) * dt or qdot is None):
             return self.vi.state_from_configurations(before[0], q)
-        if qdot is not None:  # the discrete state of the pair (q − Δt q̇, q), as the plan's X_k are
-            return self.vi.state_from_configurations(q - dt * np.asarray(qdot, float), q)
+        if qdot is not None:  # p = M q̇: what the simulator's q̇_k = M⁻¹p_k (and the plan's) came from
+            return velocity_state(self.vi, q, np.asarray(qdot, float))
         return None
 
     def _configuration_before(self, t: float, q: np.ndarray) -> tuple[np.ndarray, float] | None:

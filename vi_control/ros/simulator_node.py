@@ -40,7 +40,6 @@ from ..integrators.stops import JointStops
 from ..mechanics.constraints import consistent_state
 from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
-from ..model.robot import wrap_angle
 from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS, command_joints, run_node
 from .managed import ManagedNode
 from .messages import command_stamp, split_seconds
@@ -81,7 +80,6 @@ class SimulatorNode(ManagedNode):
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
         self.perm = np.array([joints.index(n) for n in r.actuated] + list(range(len(joints), vi.nu)), int)
         self.u_zero = np.zeros(vi.nu)
-        self.q_prev0 = None  # joint mode: q_{−1}, for the published velocity of the last step
         if self.vehicle:
             twist = np.asarray(p["initial_twist"] or np.zeros(vi.dim), float)
             if twist.shape != (vi.dim,):
@@ -114,7 +112,6 @@ class SimulatorNode(ManagedNode):
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
             # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
             self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
-            self.q_prev0, self.continuous = q0 - vi.dt * v0, np.asarray(r.continuous_mask, bool)
             self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
@@ -231,7 +228,6 @@ class SimulatorNode(ManagedNode):
     def _reset_state(self) -> None:
         self.x, self.u = self.x0.copy(), self.u_zero.copy()
         self.timing.command(None)
-        self.q_prev = None if self.q_prev0 is None else self.q_prev0.copy()
         self.last_command_time = time.monotonic()
 
     def on_reset(self, _req, res):
@@ -325,8 +321,6 @@ class SimulatorNode(ManagedNode):
         if self.stops is not None and self.stops.active:  # (the text is built only when the throttle logs it)
             self.warn("joint stop", lambda: f"at step {self.k + 1} held by its end stop: " + ", ".join(
                 f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active), level="info")
-        if self.q_prev0 is not None:
-            self.q_prev = self.x[: self.vi.nq].copy()
         if not self.lockstep:
             self.timing.step(self.k)
         self.x, self.k = x_next, self.k + 1
@@ -358,12 +352,10 @@ class SimulatorNode(ManagedNode):
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         q = self.x[: vi.nq]
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
-        # the velocity of the last step, (q_k − q_{k−1})/Δt: what a state estimator turns back into the same
-        # x_k = (q_k, D₂L_d(q_{k−1}, q_k)) as from the two configurations. (M⁻¹p_k would report a pendulum held
-        # at rest as moving at −(Δt/2)M⁻¹∇V, and an estimator would apply that impulse twice.)
-        dq = q - self.q_prev
-        dq[self.continuous] = wrap_angle(dq[self.continuous])
-        msg.velocity = (dq / vi.dt).tolist()
+        # q̇_k = M⁻¹p_k (vi.velocity): the convention of the planner's ~/trajectory, and what a state estimator's
+        # p = M q̇ (control.tracking.velocity_state) turns back into x_k exactly. (Under an input τ it is
+        # q̇(t_k) − (Δt/2)M⁻¹Sτ to second order: the post-momentum p_k leaves out half a step of τ; docs/ros.md.)
+        msg.velocity = vi.velocity(self.x).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]
         msg.effort = effort.tolist()
