@@ -71,6 +71,20 @@ class HardwareRun:
         assert len(t) > 0.5 * duration * 500, f"{len(t)} states in {duration} s\n{self.report()}"  # (500 Hz)
         return float(np.abs(q - q[0]).max())
 
+    def tracked_plan(self, settle: float, window: float = 0.5):
+        """(plan, tracking RMS over the plan, the states stamped in [t_N + settle, t_N + settle + window]) of the
+        planner's first plan, waiting for all of it: the RMS of q against the plan's X_k interpolated at the
+        plant's stamps."""
+        rec = self.rec
+        assert rec.wait_for(lambda: rec.plan() is not None, DISCOVERY), self.report()
+        _, plan, _ = rec.plan()
+        end, nq = plan.times[-1], self.robot.nq
+        assert self.wait_until_stamp(end + settle + window, end + settle + window - time.time() + 20.0), self.report()
+        t, q = self.states(plan.times[0], end)
+        ref = np.column_stack([np.interp(t, plan.times, plan.X[:, i]) for i in range(nq)])
+        _, q_final = self.states(end + settle, end + settle + window)
+        return plan, float(np.sqrt(np.mean((q - ref) ** 2))), q_final
+
     def log_time(self, node: str, text: str, timeout: float) -> float:
         """The wall-clock time of the first log line of ``node`` containing ``text`` (rcutils' [INFO] [t] stamp)."""
         assert self.procs[node].wait_for_log(text, timeout), self.report()
@@ -84,16 +98,8 @@ def test_panda_reach_planned_and_tracked_against_the_mujoco_plant(ros):
     controller holds the arm itself, issue 34 item 1), the planner plans from the measured start, the controller
     tracks at 500 Hz on the wall clock. Goal within 0.05 rad 1.5 s after the plan's end; tracking RMS reported."""
     run = HardwareRun(ros, PANDA, plant=dict(brake_until_command=True), planner={})
-    rec = run.rec
-    assert rec.wait_for(lambda: rec.plan() is not None, DISCOVERY), run.report()
-    _, plan, _ = rec.plan()
+    plan, rms, q_final = run.tracked_plan(1.5)
     assert np.abs(plan.X[0, :7] - run.q0).max() < 1e-9, plan.X[0]  # planned from the braked, measured start
-    end = plan.times[-1]
-    assert run.wait_until_stamp(end + 2.0, end + 2.0 - time.time() + 20.0), run.report()
-    t, q = run.states(plan.times[0], end)
-    ref = np.column_stack([np.interp(t, plan.times, plan.X[:, i]) for i in range(7)])
-    rms = float(np.sqrt(np.mean((q - ref) ** 2)))
-    _, q_final = run.states(end + 1.5, end + 2.0)
     final = np.abs(q_final - run.task.goal_q).max()
     print(f"panda reach against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {final:.4f} rad 1.5–2 s after "
           f"the plan's end")
@@ -108,15 +114,7 @@ def test_acrobot_swingup_against_the_mujoco_plant(ros):
     plan is 4 s of an unstable, chaotic motion tracked at 500 Hz against a plant the planner's model only
     approximates (MuJoCo's RK4 at 1 ms vs the midpoint VI at 25 ms). Upright within 0.1 rad 2 s after the plan."""
     run = HardwareRun(ros, "task_acrobot_swingup", planner={})
-    rec = run.rec
-    assert rec.wait_for(lambda: rec.plan() is not None, DISCOVERY), run.report()
-    _, plan, _ = rec.plan()
-    end = plan.times[-1]
-    assert run.wait_until_stamp(end + 2.5, end + 2.5 - time.time() + 20.0), run.report()
-    t, q = run.states(plan.times[0], end)
-    ref = np.column_stack([np.interp(t, plan.times, plan.X[:, i]) for i in range(2)])
-    rms = float(np.sqrt(np.mean((q - ref) ** 2)))
-    _, q_final = run.states(end + 2.0, end + 2.5)
+    _, rms, q_final = run.tracked_plan(2.0)
     err = np.abs((q_final - run.task.goal_q + np.pi) % (2 * np.pi) - np.pi).max()
     print(f"acrobot swing-up against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {err:.4f} rad 2–2.5 s "
           "after the plan's end")
