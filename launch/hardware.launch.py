@@ -40,7 +40,7 @@ def generate_launch_description():
         DeclareLaunchArgument("robot_description_topic", default_value="",
                               description="take the URDF from this topic (e.g. /robot_description) instead of `model`"),
         Node(package="vi_control", executable="vi_planner", name="vi_planner", output="screen", remappings=remap,
-             parameters=[_config("ros_planner.yaml"), {**common, "task": arg("task")}]),
+             parameters=[_config("ros_hardware_planner.yaml"), {**common, "task": arg("task")}]),
         Node(package="vi_control", executable="vi_controller", name="vi_controller", output="screen",
              remappings=remap,
              parameters=[_config("ros_hardware_controller.yaml"),

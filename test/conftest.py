@@ -42,6 +42,26 @@ def ros(request, tmp_path):
         h.close()
 
 
+@pytest.fixture
+def controller_in_process(request):
+    """A controller node (pendulum, autostarted: active) in this process on real rclpy, own domain and namespace."""
+    rclpy = pytest.importorskip("rclpy")
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.launcher import domain_id_for, set_domain
+
+    domain = domain_id_for(request.node.name)
+    set_domain(domain)
+    rclpy.init(args=["--ros-args", "-p", "model:=pendulum", "-r", f"__ns:=/in_process_{domain}"], domain_id=domain)
+    node = None
+    try:
+        node = ControllerNode()
+        yield node
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
 def _serial(item) -> bool:
     """Runs node processes over DDS or a Ray cluster: timing-bound, and each starts several processes."""
     return (item.get_closest_marker("ros") is not None or item.path.name.startswith("test_ros_")

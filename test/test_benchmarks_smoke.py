@@ -265,3 +265,12 @@ def test_replan_benchmark_smoke():
         assert abs(r["warm"]["cost"] - r["cold"]["cost"]) <= 1e-6 * r["cold"]["cost"]  # the same optimum
     assert rows[0]["warm"]["iterations"] <= 2  # the first plan itself, followed from its own start
     assert bench.table(rows).count("| pendulum_swingup |") == 2
+
+
+def test_requests_benchmark_smoke():
+    bench = load_benchmark("bench_requests")
+    summary = bench.run(n=4, seed=34, log=lambda s: None)
+    assert summary["total"] == 4 and summary["planned"] == 4  # (the first 4 of the published 50)
+    assert summary["cpu_max"] >= summary["cpu_median"] >= summary["cpu_min"] > 0
+    text = bench.table(summary)
+    assert text.startswith("4 of 4 requests planned (task_panda_reach, seed 34)") and text.count("| yes |") == 4

@@ -90,7 +90,10 @@ def test_start_on_receipt_and_late_plans(runner, upright):
     assert runner.command(5.0, X_UP)[0] == 0 and runner.law.plan.times[0] == 5.0
     runner.queue(2, upright, False)
     k, _ = runner.command(1.5, X_UP)  # 5 steps late, the robot still at X_0: re-timed to now
-    assert k == 0 and runner.law.plan.times[0] == 1.5 and "re-timed: 5 steps late" in runner.log.info[-1]
+    # t₀ half a step ahead of now: U_0 for a whole step from now, U_k from t_k − Δt/2 as on time
+    dt = upright.dt
+    assert k == 0 and runner.law.plan.times[0] == 1.5 + dt / 2 and "re-timed: 5 steps late" in runner.log.info[-1]
+    assert runner.command(1.5 + 0.99 * dt, X_UP)[0] == 0 and runner.command(1.5 + 1.01 * dt, X_UP)[0] == 1
     runner.queue(3, upright, False)
     k, _ = runner.command(1.5, X_UP + np.array([0.1, 0.0]))  # moved away meanwhile: the plan's clock holds
     assert k == 5 and runner.log.throttled[-1][0] == "late plan" and "not re-timed" in runner.log.throttled[-1][1]

@@ -209,7 +209,8 @@ def test_plan_faster_than_the_urdf_velocity_limits_is_reported(tmp_path):
     lines: list[str] = []
     plan, _ = plan_task(vi, task, log=lines.append)
     warnings = [ln for ln in lines if "velocity limits" in ln]
-    assert len(warnings) == 1 and "exceeds the URDF velocity limits of ['joint1'" in warnings[0], lines
+    assert len(warnings) == 1 and "exceeds the velocity limits the controller enforces (joint1" in warnings[0] \
+        and "1 × its URDF velocity limit 1.5 rad/s" in warnings[0], lines
     peak = float(warnings[0].split("|q̇| = ")[1].split(" ")[0])
     q = plan.X[:, :2]
     central = np.abs(q[2:] - q[:-2]).max() / (2 * task.dt)

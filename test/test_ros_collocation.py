@@ -84,7 +84,8 @@ def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path, capf
     from vi_control.planning import load_task
     from vi_control.ros.common import LATCHED_QOS
     from vi_control.ros.launcher import set_domain
-    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_node import Job, PlannerNode
+    from vi_control.ros.planner_requests import Request
 
     domain = domain_id_for(request.node.name)
     set_domain(domain)
@@ -105,7 +106,7 @@ def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path, capf
             while time.monotonic() < end:
                 ex.spin_once(timeout_sec=0.05)
 
-        node._plan(0.0)  # the worker's body, synchronously
+        node._plan(Job(0, Request("task"), "test"))  # the worker's body, synchronously
         first = node._latest
         assert first is not None
         spin(3.0)
@@ -115,7 +116,7 @@ def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path, capf
                        "weights: {Q: [1.0, 1.0], R: 1.0}\noptimizer: {method: collocation_lg2, max_iterations: 100}\n"
                        "collocation: {nodes: 8}\n")
         node.task = load_task(str(bad))
-        node._plan(0.0)
+        node._plan(Job(0, Request("task"), "test"))
         spin(1.0)
         assert node._latest is first and len(received) == 1  # the plan in force is kept, nothing new on DDS
         err = capfd.readouterr().err

@@ -336,12 +336,12 @@ def _split_driver(domain: int, namespace: str, joints: str, every: int, dt: floa
     import sys
     from pathlib import Path
 
-    from vi_control.ros.launcher import ros_environment
+    from vi_control.ros.launcher import die_with_parent, ros_environment
 
     log = open(Path(log_dir) / f"driver_{joints.replace(',', '_')}.log", "w")
     return subprocess.Popen([sys.executable, str(Path(__file__).with_name("split_driver.py")), namespace, joints,
                              str(every), str(dt)], stdout=log, stderr=subprocess.STDOUT,
-                            env=ros_environment(domain), start_new_session=True)
+                            env=ros_environment(domain), start_new_session=True, preexec_fn=die_with_parent)
 
 
 def _late_commands(snapshots: list[dict], t0: float, t1: float) -> tuple[int, int]:

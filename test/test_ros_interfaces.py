@@ -20,6 +20,7 @@ from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY, _pendulum_hold_plan, lockstep_step, stamped_command  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
+from vi_control.control.hold import holding_input  # noqa: E402
 from vi_control.ros.common import LATCHED_QOS, SENSOR_QOS, SENSOR_STREAM_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 
@@ -129,7 +130,10 @@ def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
     assert _state(rec, "vi_controller") == "inactive"
     time.sleep(0.5)
     n = len(rec.commands)
-    assert rec.commands[-1][1][0] == 0.0  # its last word: zero torque
+    # its last word (safe_mode hold): the gravity torque of the last state it had, which the effort controller keeps
+    q_last = rec.states[-1][2]
+    gravity = np.clip(holding_input(vi, q_last)[0], -5.0, 5.0)  # (the bundled pendulum's effort limit)
+    assert rec.commands[-1][1][0] == pytest.approx(gravity[0], abs=1e-9), (q_last, rec.commands[-3:])
     time.sleep(1.0)
     assert len(rec.commands) == n  # then silence (the lockstep simulator idles)
     assert rec.transition("vi_simulator", Transition.TRANSITION_DEACTIVATE)

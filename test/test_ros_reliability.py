@@ -11,7 +11,8 @@ pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
 from test_ros_dds import DISCOVERY  # noqa: E402
 
-from vi_control.control.tracking import TrackingController  # noqa: E402
+from vi_control.control.runner import HOLD_WEIGHTS  # noqa: E402
+from vi_control.control.tracking import HoldLaw, TrackingController  # noqa: E402
 from vi_control.model.bundled import share_dir  # noqa: E402
 from vi_control.ros.messages import FLAG_CONVERGED, split_seconds  # noqa: E402
 
@@ -78,10 +79,15 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
             break
     assert answered(), (expected, rec_yes.commands[-5:], willing.log())
     time.sleep(1.0)
-    # the refusing controller never tracks the plan: without one it commands nothing but its watchdog's safe
-    # command once the state goes stale (damping of the last measured q̇, far from the plan's command)
+    # the refusing controller never tracks the plan: without one it holds the measured q (safe_mode hold: gravity
+    # compensation and the hold gain), then, the state gone stale, its gravity torque alone, then zero
     assert not any(np.allclose(c, expected, rtol=1e-6, atol=1e-6) for _, c in rec_no.commands), rec_no.commands
-    assert all(abs(c[0]) < 0.5 * abs(expected[0]) for _, c in rec_no.commands), (expected, rec_no.commands)
+    hold = HoldLaw(pendulum_vi, tuple(HOLD_WEIGHTS.values()))
+    hold.engage(q)
+    allowed = [hold.command(x)[0], hold.feedforward(), np.zeros(1)]
+    assert rec_no.wait_for(lambda: rec_no.commands, DISCOVERY), refusing.log()
+    assert all(any(np.allclose(c, a, rtol=1e-9, atol=1e-9) for a in allowed) for _, c in rec_no.commands), \
+        (allowed, rec_no.commands, refusing.log())
     assert all(p.alive for p in (planner, refusing, willing))
 
 

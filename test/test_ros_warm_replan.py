@@ -26,7 +26,8 @@ def test_planner_node_replans_the_task_warm_from_the_executed_plan(request, capf
 
     from vi_control.planning import plan_task, start_state
     from vi_control.ros.launcher import set_domain
-    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_node import Job, PlannerNode
+    from vi_control.ros.planner_requests import Request
 
     domain = domain_id_for(request.node.name)
     set_domain(domain)
@@ -38,13 +39,13 @@ def test_planner_node_replans_the_task_warm_from_the_executed_plan(request, capf
         node = PlannerNode()
         task, vi = node.task, node.vi
         node.measured = (node._now(), start_state(task, vi))
-        node._plan(0.0)  # the worker's body, synchronously: the first plan, cold
+        node._plan(Job(0, Request("task"), "test"))  # the worker's body, synchronously: the first plan, cold
         first = node.last_plan
         assert first is not None and first.converged
         x1 = first.X[5].copy()
         x1[0] += 0.02  # the cart 2 cm off the plan, 5 steps in
         node.measured = (float(first.times[5]), x1)
-        node._plan(0.0)
+        node._plan(Job(0, Request("task"), "test"))
         second = node.last_plan
         err = capfd.readouterr().err
         assert "warm start: the executed plan from its step" in err
@@ -57,7 +58,7 @@ def test_planner_node_replans_the_task_warm_from_the_executed_plan(request, capf
 
         node.set_parameters([Parameter("warm_start", value=False)])
         node.measured = (float(second.times[3]), second.X[3].copy())
-        node._plan(0.0)
+        node._plan(Job(0, Request("task"), "test"))
         err = capfd.readouterr().err
         assert "warm start" not in err and len(_published(err)) == 1
     finally:

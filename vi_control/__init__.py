@@ -11,6 +11,7 @@ Everything here is numerical and imports no ROS; the nodes live in ``vi_control.
 """
 
 from .control import (
+    HoldLaw,
     Plan,
     PlanError,
     PlanFileError,
@@ -46,9 +47,11 @@ from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFErr
 from .model.bundled import BUNDLED, load_bundled
 from .model.rigid_body import RigidBodyConfigError, RigidBodyModel, load_rigid_body
 from .planning import (
+    MPCSettings,
     OptimizerResult,
     PlanningError,
     QuadraticTrackingCost,
+    RecedingHorizon,
     Task,
     TaskError,
     ddp,
@@ -79,5 +82,5 @@ __all__ = [
     "Plan", "PlanError", "PlanFileError", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input",
     "hold_gain", "TrackingController", "StateEstimator",
     "Task", "TaskError", "load_task", "plan_task", "make_system", "ddp", "QuadraticTrackingCost", "OptimizerResult",
-    "simulate_plan", "PlanningError",
+    "simulate_plan", "PlanningError", "RecedingHorizon", "MPCSettings", "HoldLaw",
 ]

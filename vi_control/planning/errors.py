@@ -23,3 +23,15 @@ def ipopt_iterations(stats: dict, max_iterations: int) -> int:
     count (−1305018176 was seen): anything outside [0, max_iterations] ran no iteration."""
     n = int(stats.get("iter_count", 0))
     return n if 0 <= n <= max_iterations else 0
+
+
+class PlanLimitsError(PlanningError):
+    """A plan the controller would refuse (planning.limits.check_plan_limits): one of its states moves a joint faster
+    than the controller accepts, or one of its inputs exceeds an effort limit. The message names the joint, the time,
+    the value against its limit (by how much) and what to do; ``joint``, ``time`` [s], ``value``, ``limit`` and
+    ``quantity`` ('velocity' or 'effort') say the same for a program; ``ratio`` = |value| / limit (> 1)."""
+
+    def __init__(self, message: str, joint: str, time: float, value: float, limit: float, quantity: str):
+        self.joint, self.time, self.value, self.limit, self.quantity = joint, time, value, limit, quantity
+        self.ratio = abs(value) / limit
+        super().__init__(message, solver="plan limits")

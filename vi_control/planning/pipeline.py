@@ -15,7 +15,7 @@ import numpy as np
 from ..control.hold import equilibrium_state, hold_gain, holding_input
 from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
-from ..integrators.base import DiscreteSystem, Linearizable, state_velocities
+from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
 from ..model.limits import MAX_CONFIGURATION, position_limit_violation
 from .augmented import terminal_constrained_ddp
@@ -24,6 +24,7 @@ from .continuation import StageSolver, weight_continuation
 from .cost import QuadraticTrackingCost
 from .ddp import ddp, feedback_initial_guess, reference_feedback_guess
 from .gradient import projection_gradient
+from .limits import plan_limit_violation
 from .shooting import LogFn, OptimizerResult, rollout
 from .task import COLLOCATION_METHODS, MAX_HORIZON, Task, TaskError, parse_vector
 
@@ -95,6 +96,16 @@ def check_joint_limits(vi: DiscreteSystem, q: np.ndarray, key: str, entries: lis
         raise TaskError(why)
 
 
+def check_goal(vi: DiscreteSystem, goal: np.ndarray) -> None:
+    """TaskError naming the joint or the constraint if ``goal`` (nq) cannot be a plan's final configuration: beyond
+    the URDF position limits, or off the holonomic constraints beyond GOAL_CONSTRAINT_TOL (a mimic finger set on its
+    own, a four-bar not closed: the plan "converged" a violation's width away from it)."""
+    check_joint_limits(vi, goal, "goal.q")
+    why = vi.configuration_violation(goal, GOAL_CONSTRAINT_TOL) if hasattr(vi, "configuration_violation") else None
+    if why:
+        raise TaskError(f"goal.q {why}")
+
+
 def input_limits(task: Task, vi: DiscreteSystem) -> np.ndarray | None:
     """|u| bounds per input (prescribed-joint inputs are positions: unbounded); None = no bounds."""
     if isinstance(task.input_limits, str):
@@ -118,12 +129,7 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     goal = task.goal_q if task.goal_q is not None else x0[:nq]
     goal = parse_vector(list(goal), "goal.q", nq)
     if task.goal_q is not None:
-        check_joint_limits(vi, goal, "goal.q")
-        # A goal off the holonomic constraints (a mimic finger set on its own, a four-bar not closed) cannot be
-        # reached: the plan "converged" a violation's width away from it. Refused beyond GOAL_CONSTRAINT_TOL.
-        why = vi.configuration_violation(goal, GOAL_CONSTRAINT_TOL) if hasattr(vi, "configuration_violation") else None
-        if why:
-            raise TaskError(f"goal.q {why}")
+        check_goal(vi, goal)
     kind = ref.get("type", "goal")
     if kind == "step":  # seed 000 eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
         qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq, MAX_CONFIGURATION)
@@ -229,25 +235,12 @@ def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.nd
 def velocity_limit_excess(vi: DiscreteSystem, X: np.ndarray) -> str | None:
     """Where a trajectory's velocities q̇_k = M(q_k)⁻¹p_k exceed the URDF ``<limit velocity>``, or None.
 
-    The optimizer does not know velocity limits; the controller node refuses joint states faster than
-    ``velocity_limit_factor`` (1.5) × the limit and applies its safe command instead, so such a plan is aborted
-    mid-run — the log says it at plan time (a light wrist with a small R turns tens of rad/s)."""
-    joints = getattr(getattr(vi, "robot", None), "joints", None)
-    if not joints or X.shape[1] != 2 * len(joints):
-        return None  # Lie-group and vehicle states: no joint velocity limits
-    limit = np.array([j.velocity_limit for j in joints], float)
-    if not np.isfinite(limit).any():
-        return None
-    V = np.abs(state_velocities(vi, X))
-    over = V > limit
-    if not over.any():
-        return None
-    ratio = np.where(over, V / limit, 0.0)
-    k, i = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-    names = [joints[j].name for j in np.flatnonzero(over.any(axis=0))]
-    return (f"the plan exceeds the URDF velocity limits of {names}: {joints[i].name} at |q̇| = {V[k, i]:.4g} "
-            f"(limit {limit[i]:.4g}) at t = {k * vi.dt:.4g} s; a controller refuses joint states beyond "
-            "velocity_limit_factor × the limit — lengthen the horizon or weight p (Q) or the inputs (R) more")
+    The optimizer does not know velocity limits; the controller node refuses joint states (and plans) faster than
+    ``velocity_limit_factor`` (1.5) × the limit, so plan_task warns at the limit itself (a light wrist with a small R
+    turns tens of rad/s); a request's plan is refused beyond the factor (planning.limits.check_plan_limits)."""
+    err = plan_limit_violation(vi, X, velocity_limit_factor=1.0, advice="lengthen the horizon or weight p (Q) or the "
+                               "inputs (R) more")
+    return None if err is None else str(err)
 
 
 def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: LogFn = None,

@@ -57,7 +57,7 @@ MAX_COLLOCATION_POINTS = 10_000  # nodes × intervals
 # optimizer keys that only the shooting methods with a terminal constraint read (planning.augmented)
 _TERMINAL_KEYS = ("constraint_tolerance", "penalty")
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
-             "optimizer", "lqr", "hold", "initial_guess", "collocation"}
+             "optimizer", "lqr", "hold", "initial_guess", "collocation", "mpc"}
 
 
 @dataclass
@@ -87,6 +87,7 @@ class Task:
     base_dir: str | None = None
     collocation: dict = field(default_factory=dict)  # validated options (planning.collocation.planner)
     continuation: dict = field(default_factory=dict)  # {"Q_scale": (s₁, …), "iterations": n} (planning.continuation)
+    mpc: dict = field(default_factory=dict)  # the validated ``mpc:`` section (planning.mpc.MPCSettings)
     # weight(): matrices already resolved, keyed by the raw values they came from (a plan asks for 8 of them)
     _resolved: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -267,7 +268,38 @@ def load_task(source: str | os.PathLike | dict) -> Task:
         penalty=positive_number(opt.get("penalty", 1e4), "optimizer.penalty"),
         lqr=mapping_of(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=mapping_of(d.get("hold"), "hold", {"Q", "R"}),
         initial_guess=guess, base_dir=base_dir, collocation=colloc,
-        continuation=_continuation_options(opt.get("continuation"), method, max_it))
+        continuation=_continuation_options(opt.get("continuation"), method, max_it),
+        mpc=_mpc_options(d.get("mpc"), method, dt, N))
+
+
+def _mpc_options(m, method: str, dt: float, horizon: int) -> dict:
+    """``mpc:`` validated (planning.mpc.MPCSettings; keys named in errors): {} when absent."""
+    if m is None:
+        return {}
+    m = mapping_of(m, "mpc", {"period", "horizon", "shrinking", "min_horizon", "max_iterations", "tolerance"})
+    if method not in ("ddp", "ilqr"):
+        raise TaskError(f"mpc: receding-horizon re-plans warm-start the shooting methods ddp or ilqr, not {method!r}")
+    out: dict = {}
+    if "horizon" in m:
+        out["horizon"] = integer_in(m["horizon"], "mpc.horizon", 1, MAX_HORIZON)
+    n = out.get("horizon", horizon)
+    if "period" in m:
+        period = parse_number(m["period"], "mpc.period")
+        if not dt - 1e-12 <= period <= n * dt:
+            raise TaskError(f"mpc.period: must be in [dt, horizon·dt] = [{dt:g}, {n * dt:g}] s (a re-plan at least "
+                            f"every step, at most once per horizon), got {period}")
+        out["period"] = period
+    if "shrinking" in m:
+        if not isinstance(m["shrinking"], bool):
+            raise TaskError(f"mpc.shrinking: expected true or false, got {m['shrinking']!r}")
+        out["shrinking"] = m["shrinking"]
+    if "min_horizon" in m:
+        out["min_horizon"] = integer_in(m["min_horizon"], "mpc.min_horizon", 1, n)
+    if "max_iterations" in m:
+        out["max_iterations"] = integer_in(m["max_iterations"], "mpc.max_iterations", 1, MAX_ITERATIONS)
+    if "tolerance" in m:
+        out["tolerance"] = positive_number(m["tolerance"], "mpc.tolerance")
+    return out
 
 
 def _continuation_options(c, method: str, max_iterations: int) -> dict:

@@ -7,6 +7,7 @@ import faulthandler
 import math
 import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -171,22 +172,33 @@ def _report_undeclared(node: Node, table: dict[str, Param]) -> None:
 
 def watch_parameters(node: Node, table: dict[str, Param], values: dict,
                      apply: Callable[[str, Any], str | None]) -> None:
-    """On-set callback: validate every parameter of a request (choices, then the node's own ``apply``, which
-    returns a reason to refuse or None after applying the value) and record accepted values in ``values``."""
+    """Validate every parameter of a request before any is applied (on-set callback: ``Param.check``; rclpy itself
+    checks types, ranges and read-only), then — only once the whole request is accepted — record the values in
+    ``values`` and call the node's ``apply`` for each (post-set callback). A request refused as a whole (one bad
+    value among good ones, ``set_parameters_atomically``) thus changes nothing, here as in rclpy's own store."""
 
     def on_set(params: list[Parameter]) -> SetParametersResult:
         for prm in params:
             spec = table.get(prm.name)
             if spec is None:
                 continue  # use_sim_time and other parameters of rclpy's own
-            value = list(prm.value) if spec.array is not None else prm.value
-            why = spec.check(prm.name, value) or apply(prm.name, value)
+            why = spec.check(prm.name, list(prm.value) if spec.array is not None else prm.value)
             if why is not None:
                 return SetParametersResult(successful=False, reason=why)
-            values[prm.name] = value
         return SetParametersResult(successful=True)
 
+    def after_set(params: list[Parameter]) -> None:
+        for prm in params:
+            if prm.name not in table:
+                continue
+            value = list(prm.value) if table[prm.name].array is not None else prm.value
+            why = apply(name := prm.name, value)  # (``values`` still holds the old value: apply may compare)
+            values[name] = value
+            if why is not None:  # (read-only parameters are refused by rclpy before this)
+                node.get_logger().error(f"parameter {name}: {why}")
+
     node.add_on_set_parameters_callback(on_set)
+    node.add_post_set_parameters_callback(after_set)
 
 
 class ThrottledLog:
@@ -319,30 +331,50 @@ def make_executor(context=None):
 
 
 def run_node(node_cls: type, args: list[str] | None = None) -> None:
-    """Standard entry point: rclpy init with ``--ros-args``, spin on the EventsExecutor until Ctrl-C/SIGTERM,
-    clean shutdown. A lifecycle node with ``autostart`` configures and activates itself first."""
+    """Standard entry point: rclpy init with ``--ros-args``, spin on the EventsExecutor until Ctrl-C/SIGTERM or a
+    lifecycle shutdown, clean shutdown. A lifecycle node with ``autostart`` configures and activates itself first.
+
+    SIGINT and SIGTERM are this function's, not rclpy's: rclpy's handler shuts the context down under a callback
+    being dispatched, which then died with "[FATAL] Exception in 'subscriptions' callback" and a traceback (26 of
+    62 stops). Here a signal only ends the loop; node and context are taken down after the last callback returned.
+    Before the node exists (loading, compiling) a signal interrupts at once, as Ctrl-C does."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
+    from rclpy.signals import SignalHandlerOptions
 
     # A fatal error's traceback from the first moment, not only once the EventsExecutor enables it (a node killed
     # while still constructing itself left no traceback: CI, 2026-11-23).
     faulthandler.enable(file=sys.__stderr__)
-    rclpy.init(args=sys.argv if args is None else args)
+    rclpy.init(args=sys.argv if args is None else args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = {"asked": False, "spinning": False}
+
+    def on_signal(signum, _frame) -> None:
+        stop["asked"] = True
+        if not stop["spinning"]:
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     node = executor = None
     try:
         node = node_cls()
         executor = make_executor()
         executor.add_node(node)
-        # spin_once in a loop, not spin(): the EventsExecutor's spin() does not return when SIGINT shuts the
-        # context down (rclpy 9.1.2), so a node would ignore Ctrl-C; between spin_once calls it does.
-        while rclpy.ok(context=node.context):
+        stop["spinning"] = True
+        # spin_once in a loop, not spin(): the EventsExecutor's spin() does not return when the context is shut
+        # down (rclpy 9.1.2); between spin_once calls the loop sees a signal or a lifecycle shutdown.
+        while rclpy.ok(context=node.context) and not stop["asked"] and not getattr(node, "shutdown_requested", False):
             executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        stop["spinning"] = False
         if executor is not None:
             executor.shutdown(timeout_sec=1.0)
         if node is not None:
+            if getattr(node, "active", False) and hasattr(node, "on_shutdown"):
+                node.on_shutdown(None)  # (a lifecycle node's last word: its deactivate, e.g. the safe command)
             node.destroy_node()
         if rclpy.ok():
             rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -5,9 +5,13 @@ A thin ROS adapter (a lifecycle node, vi_control.ros.managed) around two ROS-fre
 seed 000 eq. 1b) or refuses it (stamp against this node's clock: stale, future, backwards; the model's limits). The
 runner (``control.runner.PlanRunner``) starts a plan at its stated t₀ (at k = 0), gives each tick's command (the law
 ``control.tracking.TrackingController``) and aborts a plan on path and goal tolerances. A refusal or fault gives the
-safe command (zero or damping) and a warning throttled per kind — but nothing before the first valid state (a
-lockstep simulator steps on every command). Publishes ``~/controller_state`` and ``/diagnostics`` (built in
-vi_control.ros.supervision). The parameters: vi_control.ros.controller_parameters.
+safe command (``safe_mode``: hold, zero or damping) and a warning throttled per kind — but nothing before the first
+valid state (a lockstep simulator steps on every command). With ``hold`` (the default) an arm is never left to
+gravity: without a plan (before the first, after activate) and on a plan-side fault it holds the configuration
+measured when the hold began (``control.tracking.HoldLaw``: gravity compensation and the DLQR hold gain), on stale or
+refused states it commands that configuration's gravity torque for ``stale_hold_time``, then zero. Publishes
+``~/controller_state`` and ``/diagnostics`` (built in vi_control.ros.supervision). The parameters:
+vi_control.ros.controller_parameters.
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
 (nav_msgs/Odometry: pose and body twist, checked like a joint state's stamp), the same law tracks with
@@ -327,7 +331,7 @@ class ControllerNode(ManagedNode):
             k, u = out
             self.publish(u)
             self._publish_state(self.runner.law, k, t, x, qdot, u)
-        elif self.p["safe_mode"] == "hold" and not self.vehicle:  # no plan yet (or it was dropped): hold
+        elif self.p["safe_mode"] == "hold" and not self.vehicle and not self.lockstep():  # no plan (yet): hold
             if self.runner.fault is not None:
                 self.get_logger().info(f"joint states valid again after: {self.runner.fault}; holding")
                 self.runner.fault = None
@@ -335,6 +339,11 @@ class ControllerNode(ManagedNode):
             if u is not None:
                 self.counts["hold"] += 1
                 self.publish(u)
+
+    def lockstep(self) -> bool:
+        """One command per state on a simulation clock: a lockstep simulator, which steps only on a command — it
+        waits for the first plan uncommanded (nothing falls meanwhile), where any other plant is held."""
+        return self.p["trigger"] == "joint_state" and bool(self.get_parameter("use_sim_time").value)
 
     def _stale_age(self, state: Estimate, now: float | None = None) -> float | None:
         """The state's age on this node's clock (``now`` if the caller has read it) if beyond ``state_timeout``:

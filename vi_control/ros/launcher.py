@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import signal
@@ -46,6 +47,22 @@ def set_domain(domain_id: int) -> None:
                        if k.startswith(("ROS_", "AMENT_", "RCUTILS_"))})
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """In a child before exec (``preexec_fn``): the kernel sends it ``sig`` when its parent dies, however the parent
+    dies (SIGKILL, a test run's timeout) — a node started here must not spin on, orphaned, at 40–60 % of a core.
+    If the parent died before this ran, the child ends at once. (The kernel counts the thread that started the
+    child as its parent: start nodes from a thread that outlives them, as the main job and the tests do.)"""
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+        return  # not Linux: the process group (start_new_session) is what the starter kills on a clean stop
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 class NodeProcess:
     """One node (``python -m vi_control.ros.<module>``) with params files plus overrides and topic remappings
     (``remaps``: {from: to}, as ``-r from:=to``); output in a log file."""
@@ -71,7 +88,7 @@ class NodeProcess:
         self.log_path = self.log_dir / f"{self.name}.log"
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=ros_environment(domain_id),
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=die_with_parent)
 
     @property
     def alive(self) -> bool:

@@ -1,7 +1,8 @@
-"""``ManagedNode``: the lifecycle node the simulator and the controller are (rclpy.lifecycle).
+"""``ManagedNode``: the lifecycle node the simulator, the planner and the controller are (rclpy.lifecycle).
 
 configure = load the model and build (compile) the discrete system, create publishers and subscriptions;
-activate = step / command; deactivate = the safe command, then nothing; cleanup = forget the model.
+activate = step / command / plan; deactivate = the safe command, then nothing; cleanup = forget the model;
+shutdown (from any state) = deactivate if active, then the process ends.
 ``autostart`` (default true) runs configure and activate at start-up, as the nodes did before they were
 managed, so the main job and scripts need no lifecycle manager. With ``robot_description_topic`` set the
 model comes from that latched topic: autostart then configures when the first description arrives.
@@ -34,7 +35,7 @@ class ManagedNode(LifecycleNode):
         self.p = declare_parameters(self, table)
         self.warn = ThrottledLog(self.get_logger(), self.p["log_throttle_period"])
         watch_parameters(self, table, self.p, self._apply_parameter)
-        self.active = False
+        self.active = self.shutdown_requested = False
         self.description: str | None = None  # URDF received on robot_description_topic
         topic = self.p["robot_description_topic"]
         if topic:
@@ -77,6 +78,7 @@ class ManagedNode(LifecycleNode):
         return self._transition("configure", self.configure)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.active = True  # (already while ``activate`` runs: what it starts may check it)
         result = self._transition("activate", self.activate)
         self.active = result == TransitionCallbackReturn.SUCCESS
         return result
@@ -88,9 +90,11 @@ class ManagedNode(LifecycleNode):
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         return self._transition("cleanup", self.cleanup)
 
-    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+    def on_shutdown(self, state: LifecycleState | None) -> TransitionCallbackReturn:
+        """Deactivate if active; then the process ends (``common.run_node`` sees ``shutdown_requested``)."""
         if self.active:
             self.on_deactivate(state)
+        self.shutdown_requested = True
         return TransitionCallbackReturn.SUCCESS
 
     def configure(self) -> None: ...

@@ -1,23 +1,39 @@
-"""Planner node: a task YAML, a goal or a joint trajectory in, a Plan out (trajectory + gains).
+"""Planner node: a task YAML, a goal or a joint trajectory in, a Plan out (trajectory + gains), and the outcome of
+every request on ``~/request_status``.
 
-Plans at start-up and on ``~/replan`` (the task), on ``~/goal`` (sensor_msgs/JointState: the task toward these
-positions) and on ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, the joint_trajectory_controller topic
-interface: the points become the reference, planning.pipeline.trajectory_reference). Publishes, both latched:
-``~/plan`` (UInt8MultiArray, the exact plan: layout in vi_control.ros.messages) and ``~/trajectory``
-(JointTrajectory, for other tools). Only converged plans are published unless ``publish_unconverged``. A re-plan of
-the task starts from the plan being executed, receded to the new start (``warm_start``; planning.pipeline).
+A lifecycle node (vi_control.ros.managed; ``autostart`` configures and activates it at start-up): configure loads the
+task and the model and creates the topics, activate plans the task once (``plan_on_startup``, at the first
+activation) and accepts requests, deactivate refuses them (a solve under way is not published), shutdown ends the
+process. Requests: ``~/replan`` (std_srvs/Trigger: the task), ``~/goal`` (sensor_msgs/JointState: the task toward
+these positions) and ``~/joint_trajectory`` (trajectory_msgs/JointTrajectory, the joint_trajectory_controller topic
+interface: a timed path, planning.requests.plan_trajectory; a goal: planning.requests.plan_goal). Every joint-space
+plan is verified against ``velocity_limit_factor`` × the URDF velocity limits and the effort limits (the states and
+inputs the controller accepts) before it is published; one beyond them is refused with the joint, the time and the
+duration that would do. One request is solved at a time
+in a worker thread; one more waits, and a newer request replaces the waiting one (it is *superseded*), as a
+joint_trajectory_controller's newest goal wins. Publishes, latched: ``~/plan`` (UInt8MultiArray, the exact plan:
+layout in vi_control.ros.messages), ``~/trajectory`` (JointTrajectory for other tools, header.stamp = the plan's
+start on this node's clock; 0 for a plan that starts on receipt) and ``~/request_status`` (diagnostic_msgs/
+DiagnosticArray, one status per event: queued, planning, accepted with the plan's sequence number and start time,
+superseded, refused or failed with the reason). Only converged plans are published unless ``publish_unconverged``. A
+re-plan of the task starts from the plan being executed, receded to the new start (``warm_start``).
 
-A plan starts at a stated time on the node's clock (``use_sim_time``: the simulator's /clock): the measured state
-at t_m is carried forward to t_start = t_m + the expected solve time (measured in the clock's units: a lockstep
-simulation stands still while it waits, a real-time clock runs), under the law of the plan being executed (the
-planner's previous plan) or, without one, where it was measured; the controller holds its current plan until
-t_start, so no step of the new plan is skipped. The solve runs in a worker thread so joint states keep arriving.
+Joint states are kept, not processed, as they arrive (the last ``STATE_BUFFER`` serialized messages and a clock
+sample): a planner beside a controller at real-time priority and 1 kHz joint states has no backlog to starve on.
+The state to plan from is estimated from the newest of them when a request is solved.
+
+A plan starts at a stated time on the node's clock (``use_sim_time``: the simulator's /clock). While a plan of this
+planner is being executed, the measured state at t_m is carried forward under that plan's law to t_start = t_m + the
+expected solve time (``expected_solve_time`` until a solve after the first has been timed, then 1.5 × the longest of
+the last five; in the clock's units: a lockstep simulation stands still while it waits), so no step of the
+new plan is skipped. Otherwise the robot is held where it was measured, and the plan starts as soon as it is ready
+(``start_delay`` after it is published), or at a trajectory's own header.stamp if that is later.
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state comes from ``odom`` (nav_msgs/Odometry), a goal
 pose from ``~/goal`` (geometry_msgs/PoseStamped in ``odom_frame``; or the ``goal`` parameter at start-up) starts a
 DMOC plan to rest there (``planning.vehicle.plan_maneuver``: seed 002 Algorithm 5.2, TV-LQR on the Lie algebra),
 published on the same ``~/plan`` and drawn on ``~/path`` (nav_msgs/Path). A goal that cannot be reached (actuator
-limits, an unactuated direction, a malformed pose) is logged and nothing is published: the controller keeps its plan.
+limits, an unactuated direction, a malformed pose) is refused with its reason: the controller keeps its plan.
 
 The requests and how each becomes a plan: vi_control.ros.planner_requests; the parameters: planner_parameters.
 """
@@ -28,13 +44,15 @@ import dataclasses
 import math
 import threading
 import time
+from collections import deque
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
-from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String, UInt8MultiArray
+from std_msgs.msg import UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
@@ -43,83 +61,98 @@ from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
 from ..control.tracking import StateEstimator, tracking_law
 from ..integrators import make_integrator, require_linearizable
-from .common import (
-    LATCHED_QOS,
-    SENSOR_STREAM_QOS,
-    STREAM_QOS,
-    ThrottledLog,
-    declare_parameters,
-    resolve_config,
-    robot_from_parameters,
-    run_node,
-    watch_parameters,
-)
+from .common import LATCHED_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
 from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
+from .managed import ManagedNode
 from .messages import (
     ForeignJointState,
-    JointStateReader,
+    RawJointStateReader,
     joint_state_arrays,
     plan_to_message,
     plan_to_trajectory,
-    stamp_seconds,
+    split_seconds,
 )
 from .planner_parameters import PARAMETERS
 from .planner_requests import Request, solve_request, trajectory_request
+from .supervision import ERROR, OK, WARN, diagnostics
 from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, state_from_odometry, vehicle_system
 
 # A zero-stamped state right after one of t = 0, the clock within this of 0, is a simulation's first state again
 # (``stamped_on_receipt``): the controller's default state_timeout, beyond which the controller would call it stale.
 FIRST_STATE_WINDOW = float(CONTROLLER_PARAMETERS["state_timeout"].default)
+# Serialized joint states kept for the estimate (2 s of a 1 kHz driver); only the newest few Δt are decoded.
+STATE_BUFFER = 2048
+# The outcomes of recent requests stay readable by a late subscriber.
+STATUS_QOS = QoSProfile(depth=20, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# Request outcomes (the ``state`` value of a ~/request_status message) and their diagnostic levels.
+STATUS_LEVELS = {"queued": OK, "planning": OK, "accepted": OK, "superseded": WARN, "refused": ERROR, "failed": ERROR}
 
 
-class PlannerNode(Node):
+@dataclasses.dataclass
+class Job:
+    """A request to solve: its number (``request`` in ~/request_status), what was asked, where it came from, the
+    sender's header (stamp [s], frame_id) and how long to wait for a first joint state."""
+
+    id: int
+    request: Request
+    source: str
+    header_stamp: float = 0.0
+    frame_id: str = ""
+    wait: float = 0.0
+
+
+class PlannerNode(ManagedNode):
+    PARAMETERS = PARAMETERS
+
     def __init__(self) -> None:
+        self.robot = self.settings = self.task = None  # (settings: vehicle mode's maneuver settings)
+        self.own_subs, self.own_pubs, self.own_timers, self.own_services = [], [], [], []
+        self._lock, self._worker, self._pending = threading.Lock(), None, None
+        self._next_id = 0
+        self._started = False  # the start-up plan was requested (at the first activation only)
         super().__init__("vi_planner")
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def configure(self) -> None:
         from ..planning import load_task  # the planner library; imported here so tests can skip cleanly
 
-        p = self.p = declare_parameters(self, PARAMETERS)
-        self.warn = ThrottledLog(self.get_logger(), p["log_throttle_period"])
-        watch_parameters(self, PARAMETERS, p, self._apply_parameter)
+        p = self.p
         self.vehicle = bool(p["vehicle"])
-        self.task = None if self.vehicle else load_task(resolve_config(p["task"]))
-        self.robot = self.settings = None  # (settings: vehicle mode's maneuver settings)
-        self.measured: tuple[float, np.ndarray] | None = None
-        self.clock_samples: list[tuple[float, float]] = []  # (steady, node clock) at joint states, last 2 s
+        self.measured: tuple[float, np.ndarray] | None = None  # a state given as it is: odometry's (vehicle mode)
+        self.states: deque[tuple[float, float, bytes]] = deque(maxlen=STATE_BUFFER)  # (wall, clock, message)
+        self.clock_samples: deque[tuple[float, float]] = deque(maxlen=64)  # (steady, node clock), 50 ms apart
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
         self._warm_task = None  # the task last_plan planned (None after a goal or trajectory request)
-        self.solve_times: list[float] = []  # wall time of the last few solves
-        self._lock, self._worker = threading.Lock(), None
+        self.solve_times: list[float] = []  # wall time of the last few solves (not the first)
+        self._solves = 0
         self._latest: UInt8MultiArray | None = None
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", LATCHED_QOS)
-        self.create_service(Trigger, "~/replan", self.on_replan)
+        self.pub_status = self.create_publisher(DiagnosticArray, "~/request_status", STATUS_QOS)
+        self.own_pubs = [self.pub_plan, self.pub_status]
+        self.own_services = [self.create_service(Trigger, "~/replan", self.on_replan)]
         if float(p["republish_period"]) > 0:
-            self.create_timer(float(p["republish_period"]), self._republish)
+            self.own_timers.append(self.create_timer(float(p["republish_period"]), self._republish))
         if self.vehicle:
-            self._setup_vehicle()
-            return
-        self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
-        self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS)
-        self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS)
-        self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS)
-        if p["robot_description_topic"]:
-            self.create_subscription(String, p["robot_description_topic"], self._on_description, LATCHED_QOS)
-        else:
-            own = p["model"] or p["urdf_path"] or p["robot_description"]
-            self._setup(robot_from_parameters(p)[0] if own else self.task.load_robot())
-
-    def _setup(self, robot) -> None:
+            return self._configure_vehicle()
+        self.task = load_task(resolve_config(p["task"]))
+        own = p["model"] or p["urdf_path"] or p["robot_description"] or p["robot_description_topic"]
+        robot = self.load_robot()[0] if own else self.task.load_robot()
         self.robot = robot
-        self.vi = make_integrator(self.p["integrator"], robot, float(self.task.dt))
+        self.vi = make_integrator(p["integrator"], robot, float(self.task.dt))
         require_linearizable(self.vi, "the planner node")
-        self.estimator = StateEstimator(self.vi, self.p["state_estimate"])
-        self.reader = JointStateReader(robot.joint_names, partial=True)  # one driver's joints: merged
-        self.merger = JointStateMerger(robot.joint_names, self.p["joint_state_merge_age"], robot.continuous_mask)
-        self.get_logger().info(f"task {self.p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
-        if self.p["plan_on_startup"]:
-            self._start(Request("task"), wait=float(self.p["startup_wait"]))
+        self.estimator = StateEstimator(self.vi, p["state_estimate"])
+        self.reader = RawJointStateReader(robot.joint_names, partial=True)  # one driver's joints: merged
+        self.merger = JointStateMerger(robot.joint_names, p["joint_state_merge_age"], robot.continuous_mask)
+        self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
+        self.own_pubs.append(self.pub_traj)
+        self.own_subs += [
+            self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS, raw=True),
+            self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS),
+            self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS)]
+        self.get_logger().info(f"task {p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
 
-    # ---- vehicle mode ----------------------------------------------------------------------------
-    def _setup_vehicle(self) -> None:
+    def _configure_vehicle(self) -> None:
         from ..model.rigid_body import load_rigid_body
         from ..planning.vehicle import maneuver_settings
 
@@ -130,12 +163,61 @@ class PlannerNode(Node):
         self.robot, self.vi = vehicle_system(p, self.settings.dt)
         self.goal = pose_parameter(self.vi, p["goal"], "goal") if p["goal"] else None
         self.pub_path = self.create_publisher(Path, "~/path", LATCHED_QOS)
-        self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_STREAM_QOS)
-        self.create_subscription(PoseStamped, "~/goal", self.on_pose_goal, STREAM_QOS)
+        self.own_pubs.append(self.pub_path)
+        self.own_subs += [self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_STREAM_QOS),
+                          self.create_subscription(PoseStamped, "~/goal", self.on_pose_goal, STREAM_QOS)]
         self.get_logger().info(f"vehicle {p['vehicle']} on {self.robot.name}: dt={self.vi.dt}, nx={self.vi.nx}, "
                                f"N={self.settings.horizon}")
-        if p["plan_on_startup"] and self.goal is not None:
-            self._start(Request("pose", goal=self.goal), wait=float(p["startup_wait"]))
+
+    def activate(self) -> None:
+        if self._started or not self.p["plan_on_startup"]:
+            return
+        self._started = True
+        if not self.vehicle:
+            self._submit(Request("task"), "start-up", wait=float(self.p["startup_wait"]))
+        elif self.goal is not None:
+            self._submit(Request("pose", goal=self.goal), "start-up", wait=float(self.p["startup_wait"]))
+
+    def deactivate(self) -> None:
+        """Requests are refused from now on; the waiting one is dropped, a solve under way is not published."""
+        with self._lock:
+            job, self._pending = self._pending, None
+        if job is not None:
+            self._status(job, "refused", "the planner was deactivated before it was solved")
+
+    def cleanup(self) -> None:
+        self.deactivate()
+        for t in self.own_timers:
+            self.destroy_timer(t)
+        for s in self.own_subs:
+            self.destroy_subscription(s)
+        for s in self.own_services:
+            self.destroy_service(s)
+        for pub in self.own_pubs:
+            self.destroy_publisher(pub)
+        self.own_subs, self.own_pubs, self.own_timers, self.own_services = [], [], [], []
+        self.robot = self.task = None
+
+    def apply_parameter(self, name: str, value) -> str | None:
+        if name == "joint_state_merge_age" and getattr(self, "merger", None) is not None:
+            self.merger.max_age = float(value)
+        return None  # the others are read from self.p when used
+
+    # ---- inputs ----------------------------------------------------------------------------------
+    def on_joint_state(self, msg: bytes) -> None:
+        """A serialized JointState: kept as it is (decoded only when a request is solved); a clock sample at most
+        every 50 ms (how fast the clock runs)."""
+        wall = time.monotonic()
+        now = self._now()
+        if not self.states:
+            try:
+                self.get_logger().info(f"first state to plan from: t={_stamp(RawJointStateReader._HEAD, msg):.6f}")
+            except Exception as e:  # (a malformed message: it is reported when a request decodes it)
+                self.get_logger().info(f"first joint state received ({type(e).__name__} reading its stamp)")
+        self.states.append((wall, now, msg))
+        samples = self.clock_samples
+        if not samples or wall - samples[-1][0] >= 0.05:
+            samples.append((wall, now))
 
     def on_odometry(self, msg: Odometry) -> None:
         try:
@@ -143,144 +225,192 @@ class PlannerNode(Node):
         except ValueError as e:
             self.warn("odometry ignored", f"odometry ignored: {e}")
             return
-        self._measurement(t, x)
+        wall = time.monotonic()
+        if not self.clock_samples or wall - self.clock_samples[-1][0] >= 0.05:
+            self.clock_samples.append((wall, self._now()))
+        if self.measured is None:
+            self.get_logger().info(f"first state to plan from: t={t:.6f}")
+        self.measured = (t, x)
 
     def on_pose_goal(self, msg: PoseStamped) -> None:
         try:
             goal = goal_from_pose_stamped(self.vi, msg, str(self.p["odom_frame"]))
         except ValueError as e:
-            self.get_logger().error(f"goal rejected: {e}")
+            self._status(self._job(Request("pose"), "~/goal", msg.header), "refused", f"goal pose refused: {e}")
             return
         self.goal = goal
         self.get_logger().info(f"goal pose {np.round(goal[:-1, -1], 4).tolist()}: planning")
-        if not self._start(Request("pose", goal=goal), wait=0.0):
-            self.warn("busy", "goal dropped: a plan is being computed", level="error")
-
-    def _measurement(self, t: float, x: np.ndarray) -> None:
-        """A state to plan from, stamped ``t``; the clock samples that measure how fast the clock runs."""
-        self._sample_clock()
-        if self.measured is None:
-            self.get_logger().info(f"first state to plan from: t={t:.6f}")
-        self.measured = (t, x)
-
-    def _on_description(self, msg: String) -> None:
-        if self.robot is None:
-            try:
-                self._setup(robot_from_parameters(self.p, description=msg.data)[0])
-            except Exception as e:
-                self.get_logger().error(f"robot description refused: {type(e).__name__}: {e}")
-
-    def _apply_parameter(self, name: str, value) -> str | None:
-        if name == "log_throttle_period":
-            self.warn.period = float(value)
-        if name == "joint_state_merge_age" and getattr(self, "merger", None) is not None:
-            self.merger.max_age = float(value)
-        return None  # the others are read from self.p when used
-
-    # ---- inputs ----------------------------------------------------------------------------------
-    def on_joint_state(self, msg: JointState) -> None:
-        """A state to plan from: a partial message (one driver of several) through the merger, as the controller."""
-        if self.robot is None:
-            return
-        try:
-            has_v = self.reader.read(msg)
-        except ForeignJointState:
-            return  # another driver's joints (gripper, wheels) on joint_states: not ours
-        except ValueError as e:
-            self.warn("joint state ignored", f"joint state ignored: {e}")
-            return
-        t, now = stamp_seconds(msg), self._now()
-        if stamped_on_receipt(t, self.merger.last, now, FIRST_STATE_WINDOW):
-            t = now  # header.stamp 0: never set by the driver
-        merged = self.merger.add(t, self.reader.carried, self.reader.q, self.reader.qdot if has_v else None)
-        if merged is None:  # older than the last merged state
-            return
-        if isinstance(merged, Missing):
-            self.warn("waiting", f"joint state ignored: {merged}")
-            return
-        t, q, qdot = merged
-        try:
-            x = self.estimator.update(t, q, qdot)
-        except Exception as e:  # never let a state estimate kill the node; plan from the task's x_0 instead
-            self.estimator.reset()
-            self.warn("estimate", f"state estimate failed: {type(e).__name__}: {e}")
-            return
-        if x is not None:
-            self._measurement(t, x)
-        else:
-            self._sample_clock()
+        self._submit(Request("pose", goal=goal), "~/goal", msg.header)
 
     def on_goal(self, msg: JointState) -> None:
         """Goal positions: every model joint must be named (unlike a joint state from one driver of several)."""
-        if self.robot is None:
-            return
         try:
             goal = joint_state_arrays(msg, self.robot.joint_names)[0]
         except ValueError as e:
-            self.warn("goal refused", f"goal refused: {e}", level="error")
+            self._status(self._job(Request("goal"), "~/goal", msg.header), "refused", f"goal refused: {e}")
             return
-        self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: re-planning")
-        if not self._start(Request("goal", goal=goal), wait=self._first_state_wait()):
-            self.warn("busy", "goal dropped: a plan is being computed", level="error")
+        self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: planning")
+        self._submit(Request("goal", goal=goal), "~/goal", msg.header, wait=self._first_state_wait())
 
     def on_joint_trajectory(self, msg: JointTrajectory) -> None:
-        if self.robot is None:
-            return
         try:
             request = trajectory_request(msg, self.robot)
         except ValueError as e:
-            self.warn("trajectory", f"joint trajectory refused: {e}", level="error")
+            self._status(self._job(Request("trajectory"), "~/joint_trajectory", msg.header), "refused",
+                         f"joint trajectory refused: {e}")
             return
         times = request.times
         self.get_logger().info(f"joint trajectory: {len(times)} points over {times[-1]:g} s: planning")
-        if not self._start(request, wait=self._first_state_wait()):
-            self.warn("busy", "joint trajectory dropped: a plan is being computed", level="error")
+        self._submit(request, "~/joint_trajectory", msg.header, wait=self._first_state_wait())
 
     def on_replan(self, _req, res):
         request = Request("task") if not self.vehicle else (Request("pose", goal=self.goal) if self.goal is not None
                                                              else None)
-        res.success = self.robot is not None and request is not None and self._start(request, wait=0.0)
-        res.message = "planning started" if res.success else "no model yet, or a plan is already being computed"
+        if not self.active or request is None:
+            res.success, res.message = False, "the planner is not active" if not self.active else "no goal pose yet"
+            return res
+        job = self._submit(request, "~/replan")
+        res.success, res.message = True, f"request {job.id}: see ~/request_status"
         return res
 
     def _republish(self) -> None:
         latest = self._latest
-        if latest is not None:
+        if latest is not None and self.active:
             self.pub_plan.publish(latest)
 
     def _first_state_wait(self) -> float:
         """A goal or trajectory sent before any joint state (just after launch, a driver still starting) waits
         ``startup_wait`` for one, as the start-up plan does, rather than planning from the task's x_0 at once."""
-        return float(self.p["startup_wait"]) if self.measured is None else 0.0
+        return float(self.p["startup_wait"]) if not self.states else 0.0
 
-    def _start(self, request: Request, wait: float) -> bool:
+    # ---- requests and their outcomes -------------------------------------------------------------
+    def _job(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
+        self._next_id += 1
+        stamp, frame = (stamp_seconds_of(header), header.frame_id) if header is not None else (0.0, "")
+        return Job(self._next_id, request, source, stamp, frame, wait)
+
+    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
+        """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded)."""
+        job = self._job(request, source, header, wait)
+        if not self.active:
+            self._status(job, "refused", "the planner is not active")
+            return job
         with self._lock:
-            if self._worker is not None and self._worker.is_alive():
-                return False
-            self._worker = threading.Thread(target=self._plan, args=(wait, request), daemon=True)
-            self._worker.start()
-            return True
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, args=(job,), daemon=True)
+                self._worker.start()
+                return job
+            older, self._pending = self._pending, job
+        if older is not None:
+            self._status(older, "superseded", f"request {job.id} came before it was solved")
+        self._status(job, "queued", "waits for the solve under way")
+        return job
+
+    def _work(self, job: Job) -> None:
+        """The worker: solve ``job``, then whatever waits, until nothing does."""
+        while job is not None:
+            try:
+                self._plan(job)
+            except Exception as e:  # never a traceback from the worker thread: the outcome says why
+                self._status(job, "failed", f"{type(e).__name__}: {e}")
+            with self._lock:
+                job, self._pending = self._pending, None
+                if job is None:
+                    self._worker = None
+
+    def _status(self, job: Job, state: str, message: str, **values) -> None:
+        """One outcome of ``job`` on ~/request_status (and in the log: refusals and failures as errors)."""
+        text = f"request {job.id} ({job.request.kind} from {job.source}): {state}" + (f": {message}" if message else "")
+        level = STATUS_LEVELS[state]
+        if level == ERROR:
+            self.get_logger().error(text)
+        elif level == WARN:
+            self.get_logger().warning(text)
+        values = dict(request=job.id, kind=job.request.kind, source=job.source, state=state, reason=message
+                      if level != OK else "", request_stamp=f"{job.header_stamp:.9f}", request_frame_id=job.frame_id,
+                      **values)
+        try:
+            name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
+            self.pub_status.publish(diagnostics(name, self.get_clock().now().to_msg(), level, text, values))
+        except Exception:  # (shutting down: the context is gone; the log line above stands)
+            pass
 
     # ---- timing: where the plan starts ---------------------------------------------------------------
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _sample_clock(self) -> None:
-        """A (steady, node clock) sample for ``clock_rate``; samples older than 2 s are dropped."""
-        now = time.monotonic()
-        self.clock_samples = [s for s in self.clock_samples if now - s[0] < 2.0] + [(now, self._now())]
-
     def clock_rate(self) -> float:
         """Node-clock seconds per wall second: 1 without sim time; 0 for a lockstep simulation that waits."""
         if not self.get_parameter("use_sim_time").value:
             return 1.0
-        samples = list(self.clock_samples)
+        wall = time.monotonic()
+        samples = [s for s in list(self.clock_samples) if wall - s[0] < 2.0]
         if len(samples) < 2 or samples[-1][0] - samples[0][0] < 0.25:  # too short a window: measure now
             s0, r0 = time.monotonic(), self._now()
-            time.sleep(0.5)
+            time.sleep(0.3)
             samples = [(s0, r0), (time.monotonic(), self._now())]
         (s0, r0), (s1, r1) = samples[0], samples[-1]
         return max(0.0, (r1 - r0) / (s1 - s0))
+
+    def expected_solve_time(self) -> float:
+        """``expected_solve_time`` until a solve after the first has been timed (the first also loads and compiles
+        code: 7 s where later ones take 0.1 s); then 1.5 × the longest of the last five after the first."""
+        if not self.solve_times:
+            return float(self.p["expected_solve_time"])
+        return 1.5 * max(self.solve_times)
+
+    def measured_state(self) -> tuple[float, np.ndarray] | None:
+        """(t, x) of the newest joint states kept: the last few Δt decoded, merged and estimated as the controller
+        does; None without a usable one (logged, throttled)."""
+        if self.vehicle or self.measured is not None:  # (odometry's state, or one a caller set)
+            return self.measured
+        msgs = list(self.states)
+        if not msgs:
+            return None
+        head = RawJointStateReader._HEAD
+        try:
+            newest = _stamp(head, msgs[-1][2])
+        except Exception:
+            newest = msgs[-1][1]
+        horizon = 2 * self.vi.dt + float(self.p["joint_state_merge_age"]) + 0.05
+        first = len(msgs) - 1
+        while first > 0:
+            try:
+                t = _stamp(head, msgs[first - 1][2])
+            except Exception:
+                break
+            if 0.0 < t < newest - horizon:
+                break
+            first -= 1
+        self.estimator.reset()
+        self.merger.reset()
+        out = None
+        for _, received, buf in msgs[first:]:
+            try:
+                t, has_v = self.reader.read_raw(buf)
+            except ForeignJointState:
+                continue  # another driver's joints (gripper, wheels) on joint_states: not ours
+            except ValueError as e:
+                self.warn("joint state ignored", f"joint state ignored: {e}")
+                continue
+            if stamped_on_receipt(t, self.merger.last, received, FIRST_STATE_WINDOW):
+                t = received  # header.stamp 0: never set by the driver
+            merged = self.merger.add(t, self.reader.carried, self.reader.q.copy(),
+                                     self.reader.qdot.copy() if has_v else None)
+            if merged is None:
+                continue
+            if isinstance(merged, Missing):
+                self.warn("waiting", f"joint state not complete: {merged}")
+                continue
+            try:
+                x = self.estimator.update(merged.t, merged.q, merged.qdot)
+            except Exception as e:  # never let a state estimate kill the solve; plan from the task's x_0 instead
+                self.estimator.reset()
+                self.warn("estimate", f"state estimate failed: {type(e).__name__}: {e}")
+                continue
+            if x is not None:
+                out = (merged.t, x)
+        return out
 
     def predict(self, t: float, x: np.ndarray, steps: int) -> np.ndarray:
         """The state ``steps`` Δt after the measurement: under the previous plan's law while that plan runs (what
@@ -311,65 +441,98 @@ class PlannerNode(Node):
         return plan.receded(steps)
 
     # ---- planning ------------------------------------------------------------------------------------
-    def _plan(self, wait: float, request: Request | None = None) -> None:
-        """The worker's body: wait up to ``wait`` s for a measured state, plan ``request`` (default: the task),
-        publish."""
-        request = request or Request("task")
-        log = self.get_logger()
-        deadline = time.monotonic() + wait
-        while self.p["use_measured_state"] and self.measured is None and time.monotonic() < deadline:
+    def _plan(self, job: Job) -> None:
+        """Wait up to ``job.wait`` s for a measured state, plan the request from it, publish, report."""
+        from ..planning.errors import PlanLimitsError  # (the planner library: loaded with the task at configure)
+
+        request, log = job.request, self.get_logger()
+        self._status(job, "planning", "")
+        measured = None
+        deadline = time.monotonic() + job.wait
+        while self.p["use_measured_state"]:
+            measured = self.measured_state()
+            if measured is not None or time.monotonic() >= deadline:
+                break
             time.sleep(0.02)
-        measured = self.measured if self.p["use_measured_state"] else None
         vi, task, x0, t_start, steps = self.vi, self.task, None, 0.0, 0
+        # while a plan of ours runs, the state is carried to where the new plan starts; else the robot is held
+        moving = measured is not None and self.last_plan is not None and measured[0] < self.last_plan.times[-1]
         if measured is not None:
             t_m, x_m = measured
             rate = self.clock_rate()
-            expected = max([float(self.p["expected_solve_time"])] + [1.5 * s for s in self.solve_times])
-            lead = max(self._now() - t_m, 0.0) + rate * expected
+            lead = max(self._now() - t_m, 0.0) + rate * self.expected_solve_time() if moving else 0.0
             if request.kind == "trajectory" and request.start > t_m + lead:
                 lead = request.start - t_m
             steps = int(math.ceil(lead / vi.dt - 1e-9))
             t_start = t_m + steps * vi.dt
             x0 = self.predict(t_m, x_m, steps)
-            log.info(f"planning from the measured state at t={t_m:.6f}, carried {steps} steps to the start "
-                     f"t={t_start:.6f} (clock rate {rate:.3g}, expected solve {expected:.2f} s)")
+            log.info(f"request {job.id}: planning from the measured state at t={t_m:.6f}" +
+                     (f", carried {steps} steps to the start t={t_start:.6f} under the plan being executed (clock "
+                      f"rate {rate:.3g}, expected solve {self.expected_solve_time():.2f} s)" if moving else
+                      ", held there (no plan of this planner running): the plan starts when it is ready"))
         else:
-            log.info("planning from the task's x_0 (no measured state): the plan starts when the controller "
-                     "receives it")
+            log.info(f"request {job.id}: planning from the task's x_0 (no measured state): the plan starts when the "
+                     "controller receives it")
         t0 = time.monotonic()
         try:
-            warm = self._warm_start(request, task, t_start)
-            plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info)
+            warm = self._warm_start(request, task, t_start) if moving else None
+            plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info,
+                                         velocity_limit_factor=float(self.p["velocity_limit_factor"]))
+        except PlanLimitsError as e:  # a plan the controller would refuse: the sender hears why and what to do
+            self._status(job, "refused", f"plan beyond the limits: {e}", joint=e.joint, limit_ratio=f"{e.ratio:.4g}")
+            return
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
-            log.error(f"planning failed: {type(e).__name__}: {e}")
+            self._status(job, "failed", f"planning failed: {type(e).__name__}: {e}")
             return
         solve = time.monotonic() - t0
-        self.solve_times = self.solve_times[-4:] + [solve]
+        if self._solves:  # (the first solve of the process is not a measure of the next ones)
+            self.solve_times = self.solve_times[-4:] + [solve]
+        self._solves += 1
         if not result.converged and not self.p["publish_unconverged"]:
-            log.error(f"plan not published: the optimizer did not converge ({result}); the controller keeps "
-                      "its current plan (set publish_unconverged to publish best-effort plans)")
+            self._status(job, "refused", f"plan not published: the optimizer did not converge ({result}); the "
+                                         "controller keeps its current plan (set publish_unconverged to publish "
+                                         "best-effort plans)")
             return
-        try:
-            plan = plan.shifted(t_start)
-            seq = time.time_ns() // 1000  # unique across planner restarts
-            msg = plan_to_message(plan, seq, start_on_receipt=measured is None)
-            if self.vehicle:
-                self.pub_path.publish(path_from_plan(vi, plan.X, plan.times[0], str(self.p["odom_frame"])))
-            else:
-                velocities = np.array([vi.velocity(x) for x in plan.X])
-                inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
-                self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, self.get_clock().now().to_msg()))
-            self.pub_plan.publish(msg)
-            self._latest = msg
-            self.last_plan = plan if measured is not None else None
-            self._warm_task = task if request.kind == "task" else None
-        except Exception as e:  # in the worker thread: report through the ROS log, not a stderr traceback
-            log.error(f"publishing the plan failed: {type(e).__name__}: {e}")
+        if measured is not None and not moving:  # held still: start as soon as the controller can have it
+            ready = self._now() + rate * float(self.p["start_delay"])  # (a lockstep clock waits: no delay)
+            t_start = max(t_start, t_m + math.ceil((ready - t_m) / vi.dt - 1e-9) * vi.dt)
+        if not self.active:
+            self._status(job, "refused", "the planner was deactivated during the solve: not published")
             return
-        late = (self._now() - t_start) / vi.dt if measured is not None else 0.0
-        log.info(f"published plan {seq}{'' if plan.converged else ' (UNCONVERGED, best effort)'}: "
-                 f"N={plan.horizon}, solve {solve:.2f} s, {result}"
-                 + (f"; WARNING: {late:.1f} steps after its start" if late > 0.5 else ""))
+        plan = plan.shifted(t_start)
+        seq = time.time_ns() // 1000  # unique across planner restarts
+        on_receipt = measured is None
+        msg = plan_to_message(plan, seq, start_on_receipt=on_receipt)
+        if self.vehicle:
+            self.pub_path.publish(path_from_plan(vi, plan.X, plan.times[0], str(self.p["odom_frame"])))
+        else:
+            velocities = np.array([vi.velocity(x) for x in plan.X])
+            inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
+            stamp = self.get_clock().now().to_msg()
+            stamp.sec, stamp.nanosec = split_seconds(0.0 if on_receipt else t_start)
+            self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, stamp))
+        self.pub_plan.publish(msg)
+        self._latest = msg
+        self.last_plan = plan if not on_receipt else None
+        self._warm_task = task if request.kind == "task" else None
+        late = (self._now() - t_start) / vi.dt if not on_receipt else 0.0
+        text = (f"published plan {seq}{'' if plan.converged else ' (UNCONVERGED, best effort)'}: N={plan.horizon}, "
+                "starts at " + ("receipt" if on_receipt else f"t={t_start:.6f}") + f", solve {solve:.2f} s, {result}"
+                + (f"; WARNING: {late:.1f} steps after its start" if late > 0.5 else ""))
+        log.info(f"request {job.id}: {text}")
+        self._status(job, "accepted", text,
+                     plan=seq, plan_start="0" if on_receipt else f"{t_start:.9f}", horizon=plan.horizon,
+                     dt=f"{vi.dt:g}", converged=plan.converged, solve_time=f"{solve:.3f}")
+
+
+def stamp_seconds_of(header) -> float:
+    """A std_msgs/Header's stamp in seconds."""
+    return header.stamp.sec + 1e-9 * header.stamp.nanosec
+
+
+def _stamp(head, buf: bytes) -> float:
+    sec, nsec, _ = head.unpack_from(buf, 4)
+    return sec + 1e-9 * nsec
 
 
 def main(args: list[str] | None = None) -> None:

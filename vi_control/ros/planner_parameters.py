@@ -8,6 +8,7 @@ node runs (read when used, or through ``PlannerNode._apply_parameter``).
 from __future__ import annotations
 
 from .common import MODEL_PARAMETERS, Param
+from .managed import AUTOSTART
 from .vehicle import ODOM_FRAME_PARAMETER, VEHICLE_PARAMETERS
 
 PARAMETERS: dict[str, Param] = {
@@ -25,10 +26,18 @@ PARAMETERS: dict[str, Param] = {
                                    live=True),
     "use_measured_state": Param(True, "plan from the latest joint state when there is one (else the task's x_0)",
                                 live=True),
-    "expected_solve_time": Param(2.0, "wall time a solve is expected to take [s]: a plan starts this much later "
-                                      "(in the clock's units) than the state it was planned from; the planner "
-                                      "uses 1.5 × the longest of its last five solves when that is longer",
-                                 range=(0.0, 3600.0), live=True),
+    "expected_solve_time": Param(2.0, "wall time a solve is expected to take before any solve was timed [s] (then "
+                                      "1.5 × the longest of the last five, the first not counted: it compiles): a "
+                                      "plan made while another of this planner's runs starts this much later (in the "
+                                      "clock's units) than the state it was planned from", range=(0.0, 3600.0),
+                                 live=True),
+    "start_delay": Param(0.05, "a plan made while the robot is held (no plan of this planner running) starts this "
+                               "long (in the clock's units) after it is ready: its delivery to the controller [s]",
+                         range=(0.0, 60.0), live=True),
+    "velocity_limit_factor": Param(1.5, "a plan whose velocities q̇ = M⁻¹p exceed this × the URDF velocity limits "
+                                        "(or whose inputs exceed the effort limits) is refused with the reason: the "
+                                        "controller's parameter of this name refuses such plans", range=(1.0, 1e6),
+                                   live=True),
     "republish_period": Param(1.0, "re-publish the latest plan this often [s] (0: never): a controller that "
                                    "missed the transient-local sample of a restarted planner still gets the plan",
                               range=(0.0, 3600.0)),
@@ -46,4 +55,5 @@ PARAMETERS: dict[str, Param] = {
                      range=(0, 100000)),
     "duration": Param(0.0, "vehicle mode: T of the maneuver [s] (0: the vehicle YAML's planning.duration)",
                       range=(0.0, 1e6)),
+    **AUTOSTART,
 }

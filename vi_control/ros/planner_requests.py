@@ -1,9 +1,11 @@
 """What the planner node is asked to plan, and how a request becomes a plan (vi_control.ros.planner_node).
 
-A ``Request`` is the task (start-up, ``~/replan``), the task toward goal positions (``~/goal``), trajectory points as
-the reference (``~/joint_trajectory``: planning.pipeline.trajectory_reference), or, in vehicle mode, a DMOC maneuver
-to rest at a pose (planning.vehicle.plan_maneuver: seed 002 Algorithm 5.2). ``solve_request`` runs the planner
-library on one; where the plan starts and what is published stay with the node.
+A ``Request`` is the task (start-up, ``~/replan``), the task toward goal positions (``~/goal``:
+planning.requests.plan_goal), trajectory points as the reference (``~/joint_trajectory``:
+planning.requests.plan_trajectory), or, in vehicle mode, a DMOC maneuver to rest at a pose
+(planning.vehicle.plan_maneuver: seed 002 Algorithm 5.2). ``solve_request`` runs the planner library on one and
+verifies a joint-space plan against the controller's limits (planning.limits); where the plan starts and what is
+published stay with the node.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Request:
     positions: np.ndarray | None = None  # trajectory: (points, joints)
     joints: list[int] | None = None
     start: float = 0.0  # trajectory: requested start on the node's clock (header.stamp; 0: as soon as possible)
+    duration: float | None = None  # goal: the motion's duration [s] (None: planning.requests.goal_duration's rule)
 
 
 def trajectory_request(msg: JointTrajectory, robot: RobotModel) -> Request:
@@ -57,21 +60,28 @@ def trajectory_request(msg: JointTrajectory, robot: RobotModel) -> Request:
 
 def solve_request(request: Request, vi: Linearizable, task: Task | None, x0: np.ndarray | None,
                   warm_start: Plan | None = None, settings: ManeuverSettings | None = None,
-                  log: Callable[[str], None] | None = None) -> tuple[Plan, OptimizerResult | DMOCResult]:
-    """(plan, optimizer result) of ``request`` from ``x0`` (None: the task's own x_0): ``plan_task`` for the task,
-    a goal or a trajectory (``warm_start``: a plan to start from, plan_task's), ``plan_maneuver`` with the vehicle's
-    ``settings`` (planning.vehicle.maneuver_settings) for a pose. The planner library's errors pass through."""
+                  log: Callable[[str], None] | None = None, *, velocity_limit_factor: float | None = 1.5
+                  ) -> tuple[Plan, OptimizerResult | DMOCResult]:
+    """(plan, optimizer result) of ``request`` from ``x0`` (None: the task's own x_0): ``plan_task`` for the task
+    (``warm_start``: a plan to start from, plan_task's), ``plan_goal`` for a goal, ``plan_trajectory`` for trajectory
+    points (planning.requests: the timed path, the initial guess under feedback), ``plan_maneuver`` with the vehicle's
+    ``settings`` (planning.vehicle.maneuver_settings) for a pose. A joint-space plan is verified
+    (planning.requests.verify_plan) against ``velocity_limit_factor`` × the URDF velocity limits (the controller's
+    parameter of that name; None: not verified) and the task's effort limits: planning.errors.PlanLimitsError, whose
+    message says which joint, when, by how much and what to do. The planner library's errors pass through."""
     from ..planning import plan_task  # the planner library, imported when first used (as the node does)
-    from ..planning.pipeline import start_state, trajectory_reference
+    from ..planning.requests import plan_goal, plan_trajectory, verify_plan
 
     if request.kind == "pose":
         from ..planning.vehicle import plan_maneuver
 
         return plan_maneuver(vi, request.goal, x0, settings, log=log)
-    reference = None
     if request.kind == "goal":
-        task = dataclasses.replace(task, goal_q=request.goal)
-    elif request.kind == "trajectory":
-        start = start_state(task, vi) if x0 is None else x0
-        reference = trajectory_reference(vi, start, request.times, request.positions, request.joints)
-    return plan_task(vi, task, x0=x0, log=log, reference=reference, warm_start=warm_start)
+        return plan_goal(vi, task, x0, request.goal, request.duration, velocity_limit_factor, log)
+    if request.kind == "trajectory":
+        return plan_trajectory(vi, task, x0, request.times, request.positions, request.joints, velocity_limit_factor,
+                               log)
+    plan, result = plan_task(vi, task, x0=x0, log=log, warm_start=warm_start)
+    if velocity_limit_factor is not None:
+        verify_plan(vi, task, plan, velocity_limit_factor)
+    return plan, result

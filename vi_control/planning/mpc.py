@@ -1,0 +1,154 @@
+"""Receding-horizon control (MPC) on the exact VI model: the task re-planned every ``period`` from the latest state,
+warm-started from the plan being executed, each new plan with its TV-LQR gains (seed 000 eq. 36) for the time until
+the next one.
+
+A cycle plans the task's window that starts where the executing plan has got to: the task's reference from its
+elapsed step s on (``receding``: the next N steps, the last reference point repeated past the task's end; ``shrinking``:
+the steps left to the task's end, at least ``min_horizon``), with the task's weights and terminal cost, from the state
+at the cycle's stated start t_start (the caller predicts it: the hand-over's solve-time lead). Its initial guess is the
+executing plan receded to t_start under its gains (``plan_task``'s ``warm_start``), and the optimizer's iteration cap
+is the cycle's ``max_iterations``: a cycle that stops there has still improved on the executing plan's continuation,
+and is accepted when its cost is finite and no higher than that continuation's (``Cycle.accepted``); otherwise the
+executing plan goes on.
+
+``RecedingHorizon`` holds what the cycles share — the task's whole reference from its start, the per-cycle task, the
+compiled solver (planning.compiled, cached per model) — so a cycle compiles nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..control.plan import Plan
+from ..integrators.base import Linearizable
+from .pipeline import plan_task, reference_trajectory, start_state
+from .shooting import OptimizerResult
+from .task import Task
+from .task_values import TaskError
+
+LogFn = Callable[[str], None] | None
+
+
+@dataclass(frozen=True)
+class MPCSettings:
+    """A task's ``mpc:`` section (planning.task validates it): re-plan every ``period`` [s] over ``horizon`` steps
+    (None: the task's), ``shrinking`` toward the task's end (at least ``min_horizon`` steps), at most
+    ``max_iterations`` optimizer iterations per cycle to ``tolerance`` (None: the task's)."""
+
+    period: float
+    horizon: int | None = None
+    shrinking: bool = False
+    min_horizon: int = 10
+    max_iterations: int = 10
+    tolerance: float | None = None
+
+
+def mpc_settings(task: Task) -> MPCSettings:
+    """The task's ``mpc:`` section as settings; the defaults (period 0.1 s, the task's horizon, 10 iterations a
+    cycle) where it has none."""
+    m = task.mpc or {}
+    return MPCSettings(period=m.get("period", max(0.1, task.dt)), horizon=m.get("horizon"),
+                       shrinking=m.get("shrinking", False), min_horizon=m.get("min_horizon", 10),
+                       max_iterations=m.get("max_iterations", 10), tolerance=m.get("tolerance"))
+
+
+@dataclass
+class Cycle:
+    """One MPC cycle: the plan (times from its start), the optimizer's result, the task step it starts at, the cost of
+    the executing plan's continuation over the same window (inf without one) and whether the plan is accepted."""
+
+    plan: Plan
+    result: OptimizerResult
+    step: int
+    warm_cost: float
+    accepted: bool
+
+
+class RecedingHorizon:
+    """MPC over ``task`` on the discrete system ``vi`` (module docstring). ``start(x0, t0)`` makes the first plan
+    (cold, the task's own iteration budget) and fixes the task's time origin t0; ``cycle(t_start, x_start,
+    executing)`` re-plans from the state at t_start."""
+
+    def __init__(self, vi: Linearizable, task: Task, settings: MPCSettings | None = None, log: LogFn = None):
+        self.vi, self.task, self.log = vi, task, log
+        self.settings = settings or mpc_settings(task)
+        s = self.settings
+        if s.period < vi.dt - 1e-12:
+            raise TaskError(f"mpc.period: {s.period} s is shorter than the task's dt = {vi.dt} s")
+        self.N = int(s.horizon or task.horizon)
+        self.t0: float | None = None
+        self.X_ref = self.U_ref = None
+        self._cycle_task = dataclasses.replace(task, max_iterations=int(s.max_iterations),
+                                               tolerance=float(s.tolerance or task.tolerance), continuation={})
+
+    @property
+    def steps_per_cycle(self) -> int:
+        return max(1, int(round(self.settings.period / self.vi.dt)))
+
+    def window(self, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """(X_ref, U_ref) of the cycle that starts at the task's step ``step``: the task's reference from there, the
+        last point (and input) repeated past the task's end; N steps receding, or to the task's end shrinking."""
+        n_task = len(self.U_ref)
+        N = self.N
+        if self.settings.shrinking:
+            N = max(min(N, n_task - step), min(self.settings.min_horizon, N))
+        idx = np.minimum(step + np.arange(N + 1), n_task)
+        return self.X_ref[idx], self.U_ref[np.minimum(idx[:-1], n_task - 1)]
+
+    def start(self, x0: np.ndarray | None = None, t0: float = 0.0) -> Cycle:
+        """The first plan: the task's window 0 from ``x0`` (default the task's start), solved to the task's own
+        tolerance (a cold start needs its full budget); the task's time origin becomes ``t0``."""
+        vi, task = self.vi, self.task
+        x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float)
+        self.X_ref, self.U_ref = reference_trajectory(task, vi, x0)
+        self.t0 = float(t0)
+        X, U = self.window(0)
+        plan, res = plan_task(vi, dataclasses.replace(task, horizon=len(U)), x0=x0, log=self.log, reference=(X, U))
+        return Cycle(plan.shifted(self.t0), res, 0, math.inf, bool(res.converged))
+
+    def step_at(self, t: float) -> int:
+        """The task's step at time ``t`` (the clock of ``start``'s t0)."""
+        if self.t0 is None:
+            raise RuntimeError("RecedingHorizon: start() first")
+        return max(0, int(round((t - self.t0) / self.vi.dt)))
+
+    def cycle(self, t_start: float, x_start: np.ndarray, executing: Plan | None) -> Cycle:
+        """Re-plan from the state ``x_start`` at ``t_start`` (on the clock of ``start``), warm-started from
+        ``executing`` receded to t_start (cold if it does not reach it)."""
+        step = self.step_at(t_start)
+        X_ref, U_ref = self.window(step)
+        N = len(U_ref)
+        warm = None
+        if executing is not None:
+            k = int(round((t_start - executing.times[0]) / executing.dt))
+            if 0 <= k < executing.horizon and abs(executing.dt - self.vi.dt) < 1e-12:
+                warm = _fit(executing.receded(k), N)
+        task = dataclasses.replace(self._cycle_task, horizon=N)
+        plan, res = plan_task(self.vi, task, x0=np.asarray(x_start, float), log=self.log, reference=(X_ref, U_ref),
+                              warm_start=warm)
+        warm_cost = float(res.cost_history[0]) if warm is not None and res.cost_history else math.inf
+        accepted = bool(np.isfinite(res.cost)) and (res.converged or res.cost <= warm_cost)
+        plan = dataclasses.replace(plan.shifted(t_start), converged=accepted)
+        return Cycle(plan, res, step, warm_cost, accepted)
+
+
+def _fit(plan: Plan, N: int) -> Plan:
+    """``plan`` cut to N steps, or padded with its hold (X_N, U_final, K_final) to N."""
+    n = plan.horizon
+    if N == n:
+        return plan
+    if N < n:
+        return dataclasses.replace(plan, times=plan.times[: N + 1], X=plan.X[: N + 1], U=plan.U[:N], K=plan.K[:N])
+    pad = N - n
+    u_hold = plan.U[-1] if plan.U_final is None else plan.U_final
+    k_hold = plan.K[-1] if plan.K_final is None else plan.K_final
+    return dataclasses.replace(
+        plan, times=plan.times[0] + np.arange(N + 1) * plan.dt,
+        X=np.concatenate([plan.X, np.repeat(plan.X[-1:], pad, axis=0)]),
+        U=np.concatenate([plan.U, np.repeat(u_hold[None], pad, axis=0)]),
+        K=np.concatenate([plan.K, np.repeat(k_hold[None], pad, axis=0)]))
