@@ -1,6 +1,6 @@
 """The planner and the controller against an independent plant (vi_control.ros.mujoco_plant: MuJoCo stepped at 1 ms in
 wall-clock time), started as hardware.launch.py starts them: ros_hardware_controller.yaml (timer at 500 Hz, wall
-clock), ros_planner.yaml on the wall clock — real processes over DDS, each test in its own domain and namespace.
+clock), ros_hardware_planner.yaml (wall clock) — real processes over DDS, each test in its own domain and namespace.
 
 Real-time priority stays 0 here (as in every DDS test: test_ros_realtime_priority.py checks SCHED_FIFO on its own).
 """
@@ -46,8 +46,9 @@ class HardwareRun:
                                              params_files=["ros_hardware_controller.yaml"],
                                              **{**over["controller"], "realtime_priority": 0, **(controller or {})})
         if planner is not None:
-            self.procs["planner"] = ros.start("planner_node", name="planner", params_files=["ros_planner.yaml"],
-                                              **{**over["planner"], "use_sim_time": False, **planner})
+            self.procs["planner"] = ros.start("planner_node", name="planner",
+                                              params_files=["ros_hardware_planner.yaml"], **{**over["planner"],
+                                                                                             **planner})
         self.task = load_task(resolve_config(over["planner"]["task"]))
         self.rec = ros.recorder(self.robot.joint_names)
 
@@ -94,8 +95,8 @@ class HardwareRun:
 
 def test_panda_reach_planned_and_tracked_against_the_mujoco_plant(ros):
     """example-robot-data's panda (7 joints under gravity) reaches task_panda_reach's goal in the MuJoCo plant: the
-    plant's brakes hold it at the start until the controller's first command (a real arm's brakes; before the
-    controller holds the arm itself, issue 34 item 1), the planner plans from the measured start, the controller
+    plant's brakes hold it at the start until the controller's first command (its hold of the measured start, as a
+    real arm's brakes hold until its controller runs), the planner plans from the measured start, the controller
     tracks at 500 Hz on the wall clock. Goal within 0.05 rad 1.5 s after the plan's end; tracking RMS reported."""
     run = HardwareRun(ros, PANDA, plant=dict(brake_until_command=True), planner={})
     plan, rms, q_final = run.tracked_plan(1.5)
@@ -227,4 +228,7 @@ def test_plant_fault_injection_pauses_joint_states_and_refuses_bad_commands(ros)
     with rec.lock:
         first = next(s[1] for s in rec.states if s[1] > last)
     assert first - last > 0.3  # the plant stepped on in wall-clock time meanwhile
+    with rec.lock:
+        stamps = np.array([s[1] for s in rec.states])
+    assert np.all(np.diff(stamps) > 0), np.diff(stamps).min()  # each state's own step time: strictly increasing
     assert plant.alive

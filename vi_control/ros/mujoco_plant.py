@@ -12,8 +12,11 @@ compiler (``mujoco_model``): nothing of the project's mechanics steps it. Conven
   it: every joint of the model, position, MuJoCo's instantaneous velocity qvel, and the applied effort, stamped with
   the node's clock at the time of the step that produced it (not at publication).
 
-A dedicated thread steps the model: each step at its wall-clock deadline (time.monotonic), falling back on the
-clock after a stall longer than ``MAX_LAG`` (the skipped time is counted and logged, not simulated in a burst).
+A dedicated thread steps the model: each step at its wall-clock deadline (time.monotonic). After a stall (the
+process descheduled) it catches up — physics does not pause while a driver is late: the steps due are taken back to
+back, their states published with their own stamps — up to ``MAX_LAG``; the plant time beyond that is skipped
+(counted and logged). Stamps are the steps' deadlines on the node's clock (one offset between the two clocks, taken
+at activation): strictly increasing, however the thread is preempted between reading one clock and the other.
 A lifecycle node (``managed.ManagedNode``): inactive = not stepping. Fault injection for tests: the live parameter
 ``publish_joint_states`` (false: the plant runs on but publishes no joint states — stale states for a controller),
 and ``brake_until_command`` (joints locked at their initial positions until the first valid command, as a real
@@ -34,7 +37,7 @@ from .managed import AUTOSTART, ManagedNode
 from .mujoco_model import INTEGRATORS, mujoco_robot
 from .simulator_parameters import PARAMETERS as SIMULATOR_PARAMETERS
 
-MAX_LAG = 0.02  # [s] of wall time the stepping thread catches up after a stall; beyond it the plant time skips
+MAX_LAG = 0.2  # [s] of wall time the stepping thread catches up after a stall; beyond it the plant time skips
 
 PARAMETERS: dict[str, Param] = {
     **{k: v for k, v in MODEL_PARAMETERS.items() if k != "integrator"},
@@ -163,9 +166,21 @@ class MujocoPlantNode(ManagedNode):
             self.get_logger().info("first command: brakes released")
 
     # ---- stepping ----------------------------------------------------------------------------
+    def _clock_offset(self) -> int:
+        """The node's clock minus time.monotonic() [ns], from the tightest of a few bracketed readings."""
+        best = None
+        for _ in range(5):
+            before = time.monotonic_ns()
+            now = self.get_clock().now().nanoseconds
+            after = time.monotonic_ns()
+            if best is None or after - before < best[0]:
+                best = (after - before, now - (before + after) // 2)
+        return best[1]
+
     def _run(self) -> None:
         m, d, mj = self.mj.model, self.data, self.mujoco
         dt = m.opt.timestep
+        self.offset_ns = self._clock_offset()
         deadline = time.monotonic()
         self._publish(deadline)
         while not self._stop.is_set():
@@ -178,8 +193,8 @@ class MujocoPlantNode(ManagedNode):
                 deadline += skipped * dt
                 self.counts["skipped_steps"] += skipped
                 self.warn("stall", f"stepping stalled {1e3 * lag:.1f} ms: {skipped} steps of plant time skipped "
-                          f"({self.counts['skipped_steps']} so far); set realtime_priority beside a real-time "
-                          "controller")
+                          f"({self.counts['skipped_steps']} so far; up to {1e3 * MAX_LAG:g} ms are caught up); set "
+                          "realtime_priority beside a real-time controller")
             if self.braked:
                 d.qpos[self.mj.qadr], d.qvel[:] = self.q0, 0.0
                 mj.mj_forward(m, d)
@@ -193,7 +208,7 @@ class MujocoPlantNode(ManagedNode):
     def _publish(self, at: float) -> None:
         """The current state, stamped with the node's clock at the monotonic time ``at`` of its step."""
         msg, d, mj = self.msg, self.data, self.mj
-        ns = self.get_clock().now().nanoseconds - int(1e9 * (time.monotonic() - at))
+        ns = self.offset_ns + round(1e9 * at)
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
         msg.position = d.qpos[mj.qadr].tolist()
         msg.velocity = d.qvel[mj.dadr].tolist()
