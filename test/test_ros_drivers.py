@@ -37,10 +37,11 @@ def _exact(vi, t: float) -> np.ndarray:
     return vi.state_from_configurations(_q(t - DT), _q(t))
 
 
-def _velocity_state(q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
-    """(q, p) from a measured velocity: p = m l² q̇ of the bundled pendulum (1 kg at 1 m), the continuous Legendre
-    transform that inverts the wire's q̇ = M⁻¹p (docs/ros.md)."""
-    return np.concatenate([q, 1.0 * np.asarray(qdot, float)])
+def _velocity_state(q: np.ndarray, qdot) -> np.ndarray:
+    """(q, p) from a measured velocity without an effort: p = m l² q̇ − (Δt/2) m g l sin q of the bundled pendulum
+    (1 kg at 1 m, g = 9.8; the holding torque for the applied one): the inverse of the wire's q̇ = M⁻¹(p + (Δt/2)τ)
+    (docs/ros.md)."""
+    return np.concatenate([q, np.asarray(qdot, float) - DT / 2 * 9.8 * np.sin(q)])
 
 
 def test_configuration_estimate_at_driver_rates_other_than_the_plan(vi_100hz, rng):

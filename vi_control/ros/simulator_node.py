@@ -34,6 +34,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
+from ..control.tracking import wire_velocity
 from ..integrators import StepError, make_integrator
 from ..integrators.midpoint import MidpointVI
 from ..integrators.stops import JointStops
@@ -352,10 +353,10 @@ class SimulatorNode(ManagedNode):
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         q = self.x[: vi.nq]
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
-        # q̇_k = M⁻¹p_k (vi.velocity): the convention of the planner's ~/trajectory, and what a state estimator's
-        # p = M q̇ (control.tracking.velocity_state) turns back into x_k exactly. (Under an input τ it is
-        # q̇(t_k) − (Δt/2)M⁻¹Sτ to second order: the post-momentum p_k leaves out half a step of τ; docs/ros.md.)
-        msg.velocity = vi.velocity(self.x).tolist()
+        # q̇_k = M⁻¹(p_k + (Δt/2)Sτ), τ the effort published with it (tracking.wire_velocity): the instantaneous
+        # velocity, as a real joint reports it (0 for a pendulum held still), which a state estimator turns back into
+        # x_k exactly with the same effort (tracking.velocity_state; docs/ros.md).
+        msg.velocity = wire_velocity(vi, self.x, self.u[: vi.n_torques]).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]
         msg.effort = effort.tolist()
