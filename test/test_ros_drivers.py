@@ -203,7 +203,7 @@ def test_controller_with_real_drivers_over_dds(ros, vi_100hz, rng):
 def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     """A timer controller on a /clock this test plays, tracking a plan from t₀ = 1 with U_k = 0.3: (1) `rate` set
     live through the parameter service changes the commands per second of the clock; (2) the clock jumps back
-    before t₀ (a simulator reset): zero torque once, then nothing until t₀ — not U_0 + K_0(X_0 − x) held for the
+    before t₀ (a simulator reset): the measured configuration held until t₀ — not U_0 + K_0(X_0 − x) held for the
     whole wait — and the plan is entered again at its start (the first tick from t₀ on); (3) the controller
     killed (SIGKILL) and restarted while the clock runs: it takes the latched plan and enters it at the clock's
     step with the law's value."""
@@ -214,6 +214,8 @@ def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     from test_ros_dds import DISCOVERY, _pendulum_hold_plan
     from test_ros_interfaces import _set
 
+    from vi_control.control.runner import HOLD_WEIGHTS
+    from vi_control.control.tracking import HoldLaw
     from vi_control.ros.common import LATCHED_QOS
     from vi_control.ros.messages import plan_to_message, split_seconds
 
@@ -249,15 +251,19 @@ def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     at_50 = play(2.0, 3.0)
     assert 10 <= len(at_20) <= 25 and 30 <= len(at_50) <= 60, (len(at_20), len(at_50))
     assert at_50 == pytest.approx([u_law] * len(at_50), abs=1e-9)
-    # (2) a simulator reset takes the clock back to 0.3 s: zero once, then silence until the plan's start
+    # (2) a simulator reset takes the clock back to 0.3 s: the measured configuration held until the plan's start
+    # (safe_mode hold: gravity compensation + the hold gain at q; not the plan's U_0 + K_0 (X_0 − x) early)
+    hold = HoldLaw(vi, tuple(HOLD_WEIGHTS.values()))
+    hold.engage(q)
+    u_hold = float(hold.command(vi.state_from_configurations(q, q))[0][0])
     waiting = play(0.3, 0.9)
-    assert waiting == [0.0], ctrl.report()
+    assert len(waiting) >= 6 and waiting == pytest.approx([u_hold] * len(waiting), abs=1e-9), ctrl.report()
     assert ctrl.wait_for_log("the clock went back: state t=0.3000 after t=2.9900", 5.0), ctrl.report()
     assert ctrl.wait_for_log("plan 5 starts at t=1.0000 again", 5.0)
     again = play(0.9, 2.0)  # 20 ticks of 20 Hz from t₀ = 1.0: at least half (a starved executor merges ticks)
     entries = [int(e.split()[0]) for e in ctrl.log().split("entered plan 5 at k=")[1:]]
     assert len(entries) == 2 and entries[1] <= 6, ctrl.report()  # at the first 20 Hz tick from t₀ on
-    assert len(again) >= 10 and again == pytest.approx([u_law] * len(again), abs=1e-9)
+    _held_then_law(again, u_hold, u_law)  # (held until t₀ − Δt/2, then the law)
     # (3) the controller dies and comes back while the clock runs on: the latched plan, entered at the clock's k
     ctrl.signal(signal.SIGKILL)
     ctrl2 = ros.start("controller_node", **params)
@@ -270,7 +276,15 @@ def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     k = int(ctrl2.log().split("entered plan 5 at k=")[1].split()[0])
     assert round((t_restart - 1.0) / DT) <= k <= round((t - 1.0) / DT)  # late: at the clock's step, not from 0
     resumed = play(t, t + 1.0)  # 20 ticks: at least half
-    assert len(resumed) >= 10 and resumed == pytest.approx([u_law] * len(resumed), abs=1e-9)
+    # (commands of the restarted controller sent before it had the latched plan may still arrive: it held q)
+    _held_then_law(resumed, u_hold, u_law)
+
+
+def _held_then_law(commands: list[float], u_hold: float, u_law: float) -> None:
+    """The commands are the hold's, then (at least 10) the law's, nothing else."""
+    i = next((i for i, c in enumerate(commands) if abs(c - u_law) < 1e-9), len(commands))
+    assert commands[:i] == pytest.approx([u_hold] * i, abs=1e-9), commands
+    assert len(commands) - i >= 10 and commands[i:] == pytest.approx([u_law] * (len(commands) - i), abs=1e-9)
 
 
 def test_goal_sent_before_any_joint_state_waits_for_one(ros):

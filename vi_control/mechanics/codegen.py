@@ -145,8 +145,9 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
         res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", "lib.so", "src.c", "-lm"],
                              capture_output=True, text=True, cwd=tmp)
         if res.returncode != 0:
-            warnings.warn(f"vi_control: compiling {what} failed: {res.stderr[-1500:]}", RuntimeWarning,
-                          stacklevel=3)
+            why = res.stderr[-1500:] or (f"killed by signal {-res.returncode}" if res.returncode < 0 else
+                                         f"exit code {res.returncode}, no message")
+            warnings.warn(f"vi_control: compiling {what} failed: {why}", RuntimeWarning, stacklevel=3)
             return None
         so = cache.store(name, Path(tmp, "lib.so").read_bytes())
     build_stats["compiled"] += 1

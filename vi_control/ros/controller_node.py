@@ -232,8 +232,8 @@ class ControllerNode(ManagedNode):
 
     def _clock_went_back(self, t: float, last_stamp: float) -> None:
         """The intake saw stamps and this clock go back together: the runner re-queues its plan; zero torque."""
-        if self.runner.clock_went_back(t, last_stamp):
-            u = self.runner.safe_input("zero", self.intake.state)
+        if self.runner.clock_went_back(t, last_stamp) and self.p["safe_mode"] != "hold":
+            u = self.runner.safe_input("zero", self.intake.state)  # (hold: the next tick holds until the start)
             if u is not None:
                 self.publish(u)
 

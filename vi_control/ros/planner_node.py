@@ -50,6 +50,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
+from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import UInt8MultiArray
@@ -74,7 +75,7 @@ from .messages import (
 )
 from .planner_parameters import PARAMETERS
 from .planner_requests import Request, solve_request, trajectory_request
-from .supervision import ERROR, OK, WARN, diagnostics
+from .supervision import ERROR, OK, WARN, diagnostics, planner_diagnostics
 from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, state_from_odometry, vehicle_system
 
 # A zero-stamped state right after one of t = 0, the clock within this of 0, is a simulation's first state again
@@ -100,6 +101,7 @@ class Job:
     header_stamp: float = 0.0
     frame_id: str = ""
     wait: float = 0.0
+    quiet: bool = False
 
 
 class PlannerNode(ManagedNode):
@@ -127,9 +129,13 @@ class PlannerNode(ManagedNode):
         self.solve_times: list[float] = []  # wall time of the last few solves (not the first)
         self._solves = 0
         self._latest: UInt8MultiArray | None = None
+        self.mpc = None  # mode mpc: the RecedingHorizon of the task (planning.mpc)
+        self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, failed=0, overruns=0)
+        self.mpc_last_solve = 0.0
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", LATCHED_QOS)
         self.pub_status = self.create_publisher(DiagnosticArray, "~/request_status", STATUS_QOS)
-        self.own_pubs = [self.pub_plan, self.pub_status]
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
+        self.own_pubs = [self.pub_plan, self.pub_status, self.diag_pub]
         self.own_services = [self.create_service(Trigger, "~/replan", self.on_replan)]
         if float(p["republish_period"]) > 0:
             self.own_timers.append(self.create_timer(float(p["republish_period"]), self._republish))
@@ -150,6 +156,17 @@ class PlannerNode(ManagedNode):
             self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS, raw=True),
             self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS),
             self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS)]
+        if p["mode"] == "mpc":
+            from ..planning.mpc import RecedingHorizon
+
+            self.mpc = RecedingHorizon(self.vi, self.task, log=None)
+            period = self.mpc.settings.period
+            self.own_timers.append(self.create_timer(period, self._mpc_tick))
+            self.get_logger().info(f"mode mpc: a re-plan every {period:g} s over "
+                                   f"{'a shrinking' if self.mpc.settings.shrinking else 'a receding'} horizon of "
+                                   f"{self.mpc.N} steps, at most {self.mpc.settings.max_iterations} iterations each")
+        self.own_timers.append(self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics,
+                                                 clock=Clock(clock_type=ClockType.STEADY_TIME)))
         self.get_logger().info(f"task {p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
 
     def _configure_vehicle(self) -> None:
@@ -236,7 +253,7 @@ class PlannerNode(ManagedNode):
         try:
             goal = goal_from_pose_stamped(self.vi, msg, str(self.p["odom_frame"]))
         except ValueError as e:
-            self._status(self._job(Request("pose"), "~/goal", msg.header), "refused", f"goal pose refused: {e}")
+            self._status(self._job(Request("pose"), "~/goal", msg.header), "refused", f"goal rejected: {e}")
             return
         self.goal = goal
         self.get_logger().info(f"goal pose {np.round(goal[:-1, -1], 4).tolist()}: planning")
@@ -249,7 +266,7 @@ class PlannerNode(ManagedNode):
         except ValueError as e:
             self._status(self._job(Request("goal"), "~/goal", msg.header), "refused", f"goal refused: {e}")
             return
-        self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: planning")
+        self.get_logger().info(f"goal {np.round(goal, 4).tolist()}: re-planning")
         self._submit(Request("goal", goal=goal), "~/goal", msg.header, wait=self._first_state_wait())
 
     def on_joint_trajectory(self, msg: JointTrajectory) -> None:
@@ -283,15 +300,38 @@ class PlannerNode(ManagedNode):
         ``startup_wait`` for one, as the start-up plan does, rather than planning from the task's x_0 at once."""
         return float(self.p["startup_wait"]) if not self.states else 0.0
 
+    # ---- mode mpc -------------------------------------------------------------------------------
+    def _mpc_tick(self) -> None:
+        """Every mpc.period on the node's clock: a cycle from the latest state, once the task's first plan runs; a
+        cycle still being solved when the next is due is an overrun (logged, counted): the last plan goes on."""
+        if not self.active or self.mpc.t0 is None or self.last_plan is None:
+            return
+        with self._lock:
+            busy = self._worker is not None
+        if busy:
+            self.mpc_counts["overruns"] += 1
+            self.warn("mpc overrun", f"mpc: a cycle overran its period ({self.mpc.settings.period:g} s): the last "
+                                     f"plan goes on ({self.mpc_counts['overruns']} overruns)")
+            return
+        self._submit(Request("mpc"), "mpc", quiet=True)
+
+    def publish_diagnostics(self) -> None:
+        level, message, values = planner_diagnostics(self.active, self._worker is not None, self.mpc,
+                                                      self.mpc_counts, self.mpc_last_solve, self.last_plan)
+        name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
+        self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, message, values))
+
     # ---- requests and their outcomes -------------------------------------------------------------
     def _job(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
         self._next_id += 1
         stamp, frame = (stamp_seconds_of(header), header.frame_id) if header is not None else (0.0, "")
         return Job(self._next_id, request, source, stamp, frame, wait)
 
-    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
-        """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded)."""
+    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0, quiet: bool = False) -> Job:
+        """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded).
+        ``quiet``: an MPC cycle, reported in /diagnostics and by its failures only (not 10 statuses a second)."""
         job = self._job(request, source, header, wait)
+        job.quiet = quiet
         if not self.active:
             self._status(job, "refused", "the planner is not active")
             return job
@@ -322,6 +362,8 @@ class PlannerNode(ManagedNode):
         """One outcome of ``job`` on ~/request_status (and in the log: refusals and failures as errors)."""
         text = f"request {job.id} ({job.request.kind} from {job.source}): {state}" + (f": {message}" if message else "")
         level = STATUS_LEVELS[state]
+        if job.quiet and level == OK:
+            return
         if level == ERROR:
             self.get_logger().error(text)
         elif level == WARN:
@@ -440,6 +482,21 @@ class PlannerNode(ManagedNode):
         self.get_logger().info(f"warm start: the executed plan from its step {steps} on")
         return plan.receded(steps)
 
+    def _mpc_solve(self, request: Request, x0: np.ndarray | None, t_start: float, moving: bool):
+        """Mode mpc: the task's first plan (``RecedingHorizon.start``; its time origin becomes the plan's start) or a
+        cycle from the state predicted at ``t_start``, warm from the plan being executed. (plan, result) with the
+        plan's ``converged`` = the cycle's acceptance (planning.mpc.Cycle)."""
+        if request.kind == "mpc" and moving and x0 is not None:
+            self.mpc_counts["cycles"] += 1
+            cycle = self.mpc.cycle(t_start, x0, self.last_plan)
+        else:
+            cycle = self.mpc.start(x0, t_start)
+        from ..planning.requests import verify_plan
+
+        plan = dataclasses.replace(cycle.plan, times=cycle.plan.times - cycle.plan.times[0])  # (shifted on publish)
+        verify_plan(self.vi, self.task, plan, float(self.p["velocity_limit_factor"]))
+        return plan, dataclasses.replace(cycle.result, converged=cycle.accepted)
+
     # ---- planning ------------------------------------------------------------------------------------
     def _plan(self, job: Job) -> None:
         """Wait up to ``job.wait`` s for a measured state, plan the request from it, publish, report."""
@@ -456,7 +513,8 @@ class PlannerNode(ManagedNode):
             time.sleep(0.02)
         vi, task, x0, t_start, steps = self.vi, self.task, None, 0.0, 0
         # while a plan of ours runs, the state is carried to where the new plan starts; else the robot is held
-        moving = measured is not None and self.last_plan is not None and measured[0] < self.last_plan.times[-1]
+        moving = measured is not None and self.last_plan is not None and (
+            request.kind == "mpc" or measured[0] < self.last_plan.times[-1])  # (an MPC cycle: under the last plan)
         if measured is not None:
             t_m, x_m = measured
             rate = self.clock_rate()
@@ -475,9 +533,12 @@ class PlannerNode(ManagedNode):
                      "controller receives it")
         t0 = time.monotonic()
         try:
-            warm = self._warm_start(request, task, t_start) if moving else None
-            plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info,
-                                         velocity_limit_factor=float(self.p["velocity_limit_factor"]))
+            if self.mpc is not None and request.kind in ("task", "mpc"):
+                plan, result = self._mpc_solve(request, x0, t_start, moving)
+            else:
+                warm = self._warm_start(request, task, t_start) if moving else None
+                plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info,
+                                             velocity_limit_factor=float(self.p["velocity_limit_factor"]))
         except PlanLimitsError as e:  # a plan the controller would refuse: the sender hears why and what to do
             self._status(job, "refused", f"plan beyond the limits: {e}", joint=e.joint, limit_ratio=f"{e.ratio:.4g}")
             return
@@ -485,6 +546,9 @@ class PlannerNode(ManagedNode):
             self._status(job, "failed", f"planning failed: {type(e).__name__}: {e}")
             return
         solve = time.monotonic() - t0
+        if request.kind == "mpc":
+            self.mpc_last_solve = solve
+            self.mpc_counts["accepted" if result.converged else "not_accepted"] += 1
         if self._solves:  # (the first solve of the process is not a measure of the next ones)
             self.solve_times = self.solve_times[-4:] + [solve]
         self._solves += 1
@@ -496,6 +560,8 @@ class PlannerNode(ManagedNode):
         if measured is not None and not moving:  # held still: start as soon as the controller can have it
             ready = self._now() + rate * float(self.p["start_delay"])  # (a lockstep clock waits: no delay)
             t_start = max(t_start, t_m + math.ceil((ready - t_m) / vi.dt - 1e-9) * vi.dt)
+            if self.mpc is not None and request.kind == "task":
+                self.mpc.t0 = t_start  # (the task's clock: the first plan's start)
         if not self.active:
             self._status(job, "refused", "the planner was deactivated during the solve: not published")
             return

@@ -17,6 +17,11 @@ PARAMETERS: dict[str, Param] = {
     "task": Param("task_pendulum_swingup_bounded", "task YAML (path, or name in config/) for "
                                                    "vi_control.planning.task: model, Δt, horizon, weights, goal"),
     "plan_on_startup": Param(True, "plan once at start-up"),
+    "mode": Param("plan", "'plan': plan on start-up and on requests; 'mpc': after the task's first plan, re-plan it "
+                          "every mpc.period of the task YAML from the latest state, warm from the executing plan "
+                          "(planning.mpc: receding or shrinking horizon, an iteration cap per cycle)",
+                  choices=("plan", "mpc")),
+    "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]", range=(0.01, 3600.0)),
     "startup_wait": Param(1.0, "at start-up (and for a goal or trajectory before any joint state), wait this long "
                                "for a joint state to plan from [s]", range=(0.0, 3600.0)),
     "state_estimate": Param("configurations", "'configurations' (last two q) or 'velocities' (q̇) for x_0",

@@ -105,6 +105,28 @@ def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake
     return level, status, values
 
 
+def planner_diagnostics(active: bool, solving: bool, mpc, counts: dict[str, int], last_solve: float,
+                        last_plan) -> tuple[int, str, dict]:
+    """The planner's /diagnostics (level, message, values): inactive (WARN), solving or idle (OK); with ``mpc`` (a
+    planning.mpc.RecedingHorizon) its cycles, accepted and not, failed, overruns (a cycle still solving when the
+    next was due; WARN once there was one) and the last cycle's solve time."""
+    if not active:
+        level, status = WARN, "inactive"
+    elif mpc is not None and mpc.t0 is None:
+        level, status = OK, "mpc: waiting for the task's first plan"
+    elif mpc is not None:
+        level, status = (WARN if counts["overruns"] else OK), (f"mpc: {counts['cycles']} cycles, "
+                                                               f"{counts['overruns']} overruns")
+    else:
+        level, status = OK, "solving" if solving else "idle"
+    values = dict(state=status, mode="mpc" if mpc is not None else "plan", solving=solving,
+                  last_plan_start=f"{last_plan.times[0]:.6f}" if last_plan is not None else "",
+                  **({f"mpc_{k}": v for k, v in counts.items()} if mpc is not None else {}),
+                  **(dict(mpc_last_solve_s=f"{last_solve:.4f}", mpc_period_s=f"{mpc.settings.period:g}")
+                     if mpc is not None else {}))
+    return level, status, values
+
+
 class CommandTiming:
     """On a running clock, which state each step's command answered (the command names it: ``COMMAND_STAMP_PREFIX``).
 
