@@ -17,8 +17,9 @@ import pytest
 pytest.importorskip("rclpy")
 
 from rosgraph_msgs.msg import Clock  # noqa: E402
+from std_msgs.msg import UInt8MultiArray  # noqa: E402
 
-from vi_control.ros.common import STREAM_QOS  # noqa: E402
+from vi_control.ros.common import LATCHED_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.launcher import NodeProcess  # noqa: E402
 from vi_control.ros.recorder import Recorder  # noqa: E402
 
@@ -39,7 +40,13 @@ class ClockReader:
         self.rec = Recorder(["theta"], namespace=ns)
         ros.recorders.append(self.rec)
         self.lock, self.times = threading.Lock(), []
+        self.plan_clock: float | None = None  # this namespace's clock when its first plan arrived
         self.rec.create_subscription(Clock, "clock", self._on_clock, STREAM_QOS)
+        self.rec.create_subscription(UInt8MultiArray, "vi_planner/plan", self._on_plan, LATCHED_QOS)
+
+    def _on_plan(self, _msg) -> None:
+        if self.plan_clock is None:
+            self.plan_clock = self.now()
 
     def _on_clock(self, msg: Clock) -> None:
         with self.lock:
@@ -83,7 +90,8 @@ def test_two_namespaced_simulators_keep_their_clocks_and_their_nodes_run_on_them
     for key, reader in readers.items():
         rec = reader.rec
         assert rec.wait_for(lambda r=rec: r.plan() is not None, DISCOVERY), report()
-        plans[key] = (rec.plan()[1], reader.now())  # the plan and this namespace's clock when it arrived
+        assert rec.wait_for(lambda r=reader: r.plan_clock is not None, 10.0)
+        plans[key] = (rec.plan()[1], reader.plan_clock)  # the plan and this namespace's clock when it arrived
         n = len(rec.commands)
         assert rec.wait_for(lambda r=rec, n=n: len(r.commands) > n + 50, 30.0), report()  # the controller commands
     for key, reader in readers.items():

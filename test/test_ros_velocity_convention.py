@@ -1,8 +1,8 @@
-"""One velocity convention on the wire (issue 34 item 5): the simulator's JointState.velocity is the instantaneous
-q̇_k = M⁻¹(p_k + (Δt/2)Sτ) (control.tracking.wire_velocity, τ the effort it publishes with it), and the 'velocities'
-state estimate (control.tracking.StateEstimator, the controller's and the planner's) turns a published joint state
-with its effort back into the simulator's x_k to round-off. Before, the simulator published (q_k − q_{k−1})/Δt, the
-velocity half a step back."""
+"""One velocity convention on the wire (issue 34 item 5): the simulator's JointState.velocity is
+q̇_k = M⁻¹(p_k + (Δt/2)Sτ_g(q_k)) (control.tracking.wire_velocity, τ_g the holding torque: 0 for a configuration
+held still), and the 'velocities' state estimate (control.tracking.StateEstimator, the controller's and the
+planner's) turns a published joint state back into the simulator's x_k to round-off. Before, the simulator published
+(q_k − q_{k−1})/Δt, the velocity half a step back."""
 
 import threading
 
@@ -25,10 +25,10 @@ pytestmark = pytest.mark.ros
 
 
 def test_simulator_states_read_back_with_velocities_reproduce_x_k(ros):
-    """The double pendulum under gravity, stepped in lockstep with varying torques: every published state, read with
-    its effort by a StateEstimator in 'velocities' mode (a fresh one: no history to fall back on), is the x_k the same
-    integrator computes offline from the same commands — to 1e-10. Without the effort (the holding torque standing
-    in) it is off by the torques' half step, (Δt/2)|τ − g(q)|, reported."""
+    """The double pendulum under gravity, stepped in lockstep with varying torques: every published state, read by a
+    StateEstimator in 'velocities' mode (a fresh one: no history to fall back on), is the x_k the same integrator
+    computes offline from the same commands — to 1e-10; the velocity on the wire is M⁻¹(p_k + (Δt/2)g(q_k)) with
+    Pinocchio's M and g (both joints actuated: the holding torque is g)."""
     dt, q0 = 0.01, [0.4, -0.3]
     vi = make_integrator("midpoint", load_bundled("double_pendulum"), dt)
     sim = ros.start("simulator_node", model="double_pendulum", dt=dt, mode="lockstep", initial_positions=q0,
@@ -51,20 +51,18 @@ def test_simulator_states_read_back_with_velocities_reproduce_x_k(ros):
         x = vi.step(x, u)
         xs.append(x)
     assert rec.wait_for(lambda: all(k in messages for k in range(21)), 10.0)
-    worst, without_effort, old_convention = 0.0, 0.0, 0.0
+    worst, old_convention = 0.0, 0.0
     for k, x in enumerate(xs):
-        q, v, effort = messages[k]
-        est = StateEstimator(vi, "velocities").update(k * dt, q, v, effort)
+        q, v, _ = messages[k]
+        est = StateEstimator(vi, "velocities").update(k * dt, q, v)
         worst = max(worst, np.abs(est - x).max())
-        # q̇_k = M⁻¹(p_k + (Δt/2)τ) on the wire, M from Pinocchio's crba (τ: the command that made x_k, both joints)
-        M = pin.crba(vi.robot.pin_model, vi.robot.create_data(), x[:2])
+        model, data = vi.robot.pin_model, vi.robot.create_data()
+        M = pin.crba(model, data, x[:2])
         M = np.triu(M) + np.triu(M, 1).T
-        assert np.allclose(v, np.linalg.solve(M, x[2:] + dt / 2 * effort), rtol=0, atol=1e-12)
-        without_effort = max(without_effort, np.abs(StateEstimator(vi, "velocities").update(k * dt, q, v) - x).max())
+        g = pin.computeGeneralizedGravity(model, data, x[:2])
+        assert np.allclose(v, np.linalg.solve(M, x[2:] + dt / 2 * g), rtol=0, atol=1e-12)
         if k:  # what the former (q_k − q_{k−1})/Δt convention would have carried
             old_convention = max(old_convention, np.abs((xs[k][:2] - xs[k - 1][:2]) / dt - v).max())
-    print(f"velocities estimate: |x − x_k| {worst:.2e} with the effort, {without_effort:.2e} without; "
-          f"|q̇ − (q_k − q_(k−1))/Δt| up to {old_convention:.3f} rad/s")
+    print(f"velocities estimate: |x − x_k| {worst:.2e}; |q̇ − (q_k − q_(k−1))/Δt| up to {old_convention:.3f} rad/s")
     assert worst < 1e-10, worst
-    assert without_effort > 1e-4  # (the effort matters under these torques)
     assert old_convention > 1e-3  # (the two conventions differ measurably here)

@@ -154,15 +154,13 @@ class StateIntake:
 
     # ---- verdicts ------------------------------------------------------------------------------------------------
     def joint_state(self, t: float, q: np.ndarray, qdot: np.ndarray | None, now: float,
-                    carried: np.ndarray | None = None, effort: np.ndarray | None = None) -> Verdict:
+                    carried: np.ndarray | None = None) -> Verdict:
         """A joint state in the model's joint order: stamp ``t`` (0: never set), positions ``q`` (nq,), measured
         velocities ``qdot`` (None, or not nq finite values: none usable, as a driver without them), on the clock
         reading ``now``; ``carried``: mask of the joints the message has (None: all; else only those entries are
         read and the merger completes the state). None: accepted, but no estimate yet (the first configuration of a
         positions-only driver, or a partial message older than the last merged state). ``q`` and ``qdot`` may be
-        buffers the caller reuses: nothing kept refers to them. ``effort`` (nq, optional): the message's efforts, which
-        make p from a measured q̇ exact for the simulator's velocity convention (``tracking.velocity_state``); without
-        them the holding torque at q stands in for the applied one."""
+        buffers the caller reuses: nothing kept refers to them."""
         self.counts["states"] += 1
         nq = self.vi.nq
         if np.shape(q) != (nq,):
@@ -181,7 +179,6 @@ class StateIntake:
             if isinstance(merged, Missing):  # another driver's joints have no recent samples: no new state
                 return Waiting(t, str(merged))
             t, q, qdot = merged
-            effort = None  # (a merged state's efforts are not merged)
         verdict = self._check_stamp(t, now)
         if verdict is not None:
             return verdict
@@ -189,7 +186,7 @@ class StateIntake:
         if why is not None:
             return self.refuse(FAULT_LIMITS, why)
         try:
-            x = self.estimator.update(t, q, qdot, effort)
+            x = self.estimator.update(t, q, qdot)
             if x is None:
                 self.last_stamp = t
                 return None

@@ -218,39 +218,34 @@ def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, ef
     return np.clip(-np.asarray(damping, float) * np.asarray(velocity, float), -effort_limits, effort_limits)
 
 
-def applied_torque(vi: DiscreteSystem, q: np.ndarray, effort: np.ndarray | None = None) -> np.ndarray:
-    """τ (n_torques,) on the actuated joints: a joint state's measured ``effort`` (nq, the model's joint order) if its
-    actuated entries are finite, else the holding torque at q (``hold.holding_input``: gravity compensation — the
-    arm taken as quasi-static, exact for one held still)."""
-    if effort is not None and np.shape(effort) == (vi.nq,):
-        tau = np.asarray(effort, float)[vi.idx_act]
-        if np.all(np.isfinite(tau)):
-            return tau
-    return holding_input(vi, q)[0][: vi.n_torques]
+def holding_torque(vi: DiscreteSystem, q: np.ndarray) -> np.ndarray:
+    """τ_g(q) (n_torques,): the torque on the actuated joints that holds q against gravity (``hold.holding_input``)."""
+    return holding_input(vi, np.asarray(q, float))[0][: vi.n_torques]
 
 
-def wire_velocity(vi: DiscreteSystem, x: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """The velocity a node publishes for the discrete state x_k with τ applied: q̇_k = M(q_k)⁻¹(p_k + (Δt/2)Sτ).
+def wire_velocity(vi: DiscreteSystem, x: np.ndarray) -> np.ndarray:
+    """The velocity a node publishes for the discrete state x_k: q̇_k = M(q_k)⁻¹(p_k + (Δt/2)·S·τ_g(q_k)).
 
-    The midpoint rule's post-momentum p_k = D₂L_d(q_{k−1}, q_k) is p(t_k) − (Δt/2)Sτ to second order (gravity's two
-    half steps cancel; the input's second half step is not in it), so this is the instantaneous q̇(t_k) — what a
-    real joint reports, 0 for an arm held still — and ``velocity_state`` with the same τ inverts it exactly."""
+    The midpoint rule's post-momentum p_k = D₂L_d(q_{k−1}, q_k) is p(t_k) − (Δt/2)Sτ to second order under an input
+    τ (gravity's two half steps cancel, the input's second half step is not in it). With τ the holding torque this
+    is the instantaneous q̇(t_k) of an arm whose torque balances gravity — exactly 0 for one held still, as a real
+    joint reports it — and off by (Δt/2)M⁻¹S(τ − τ_g) under other torques (as the difference quotient
+    (q_k − q_{k−1})/Δt is). A function of x_k alone, inverted exactly by ``velocity_state``."""
     y = np.array(x, float)
-    y[vi.nq + vi.idx_act] += 0.5 * vi.dt * np.asarray(tau, float)
+    y[vi.nq + vi.idx_act] += 0.5 * vi.dt * holding_torque(vi, y[: vi.nq])
     return vi.velocity(y)
 
 
-def velocity_state(vi: DiscreteSystem, q: np.ndarray, qdot: np.ndarray, tau: np.ndarray | None = None) -> np.ndarray:
-    """x = (q, M(q)q̇ − (Δt/2)Sτ) (a prescribed joint's p-slot: its q̇): the continuous Legendre transform less the
-    input's half step, the exact inverse of ``wire_velocity`` with the same τ (None: the holding torque at q,
-    ``applied_torque``). For the GNI, whose velocity is projected onto its constraints, p comes back up to that
+def velocity_state(vi: DiscreteSystem, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
+    """x = (q, M(q)q̇ − (Δt/2)·S·τ_g(q)) (a prescribed joint's p-slot: its q̇): the continuous Legendre transform less
+    the holding torque's half step — the exact inverse of ``wire_velocity``, and the equilibrium state of an arm
+    measured at rest (q̇ = 0). For the GNI, whose velocity is projected onto its constraints, p comes back up to that
     projection."""
     if isinstance(vi, MidpointVI):  # (the GNI's own state_from_velocity adds forces of its own: not the inverse)
         x = MidpointVI.state_from_velocity(vi, q, qdot)
     else:
         x = vi.state_from_velocity(q, qdot)
-    tau = applied_torque(vi, np.asarray(q, float)) if tau is None else np.asarray(tau, float)
-    x[vi.nq + vi.idx_act] -= 0.5 * vi.dt * tau
+    x[vi.nq + vi.idx_act] -= 0.5 * vi.dt * holding_torque(vi, q)
     return x
 
 
@@ -260,9 +255,9 @@ class StateEstimator:
     ``mode='configurations'``: p_k = D₂L_d(q(t − Δt), q_k), with q(t − Δt) the sample one Δt before (exact
     when the samples are Δt apart, as a lockstep simulator's) or the linear interpolation between the two
     samples around t − Δt — a driver faster than 1/Δt, or with jitter, as long as those two are at most
-    (1 + ``tolerance``)·Δt apart. Otherwise the measured velocity: p_k = M(q)q̇ − (Δt/2)Sτ (``velocity_state``, τ the
-    message's effort, else the holding torque: the exact inverse of the velocity the simulator publishes,
-    ``wire_velocity``, and exact for an arm held still), also with ``mode='velocities'``. A driver without
+    (1 + ``tolerance``)·Δt apart. Otherwise the measured velocity: p_k = M(q)q̇ − (Δt/2)Sτ_g(q) (``velocity_state``,
+    τ_g the holding torque: the exact inverse of the velocity the simulator publishes, ``wire_velocity``, and exact
+    for an arm held still), also with ``mode='velocities'``. A driver without
     velocities slower than 1/Δt (samples up to ``max_gap`` apart) gets the same interpolation: the finite
     difference of its last two samples. Continuous joints are unwrapped between samples so a ±π wrap is not a
     huge p. A stamp before the last one (a clock that jumped back) starts the history afresh; the same stamp
@@ -283,10 +278,8 @@ class StateEstimator:
     def reset(self) -> None:
         self._history.clear()
 
-    def update(self, t: float, q: np.ndarray, qdot: np.ndarray | None,
-               effort: np.ndarray | None = None) -> np.ndarray | None:
-        """x for the sample (t, q, q̇) (and its measured ``effort``, nq, used with q̇ only: ``velocity_state``), or
-        None if neither earlier samples nor a velocity are usable.
+    def update(self, t: float, q: np.ndarray, qdot: np.ndarray | None) -> np.ndarray | None:
+        """x for the sample (t, q, q̇), or None if neither earlier samples nor a velocity are usable.
 
         ValueError for a stamp that is not finite or positions that are not nq finite numbers: kept in the history,
         such a sample made the *next* estimate NaN (or numpy's broadcast error). Velocities that are not finite
@@ -310,8 +303,8 @@ class StateEstimator:
             hist.popleft()
         if before is not None and (before[1] <= (1 + self.tolerance) * dt or qdot is None):
             return self.vi.state_from_configurations(before[0], q)
-        if qdot is not None:  # p = M q̇ − (Δt/2)Sτ: the inverse of the simulator's wire_velocity
-            return velocity_state(self.vi, q, np.asarray(qdot, float), applied_torque(self.vi, q, effort))
+        if qdot is not None:  # p = M q̇ − (Δt/2)Sτ_g: the inverse of the simulator's wire_velocity
+            return velocity_state(self.vi, q, np.asarray(qdot, float))
         return None
 
     def _configuration_before(self, t: float, q: np.ndarray) -> tuple[np.ndarray, float] | None:

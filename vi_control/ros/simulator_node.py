@@ -353,10 +353,9 @@ class SimulatorNode(ManagedNode):
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         q = self.x[: vi.nq]
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
-        # q̇_k = M⁻¹(p_k + (Δt/2)Sτ), τ the effort published with it (tracking.wire_velocity): the instantaneous
-        # velocity, as a real joint reports it (0 for a pendulum held still), which a state estimator turns back into
-        # x_k exactly with the same effort (tracking.velocity_state; docs/ros.md).
-        msg.velocity = wire_velocity(vi, self.x, self.u[: vi.n_torques]).tolist()
+        # q̇_k = M⁻¹(p_k + (Δt/2)Sτ_g(q_k)) (tracking.wire_velocity): 0 for a pendulum held still, as a real joint
+        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/ros.md).
+        msg.velocity = wire_velocity(vi, self.x).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]
         msg.effort = effort.tolist()
