@@ -33,6 +33,8 @@ setup(
             "vi_mujoco_plant = vi_control.ros.mujoco_plant:main",
             "vi_main_job = vi_control.ros.main_job:main",
             "vi_sweep = vi_control.sweep.cli:main",
+            "vi_view = vi_control.ros.view_node:main",
+            "vi_recorder = vi_control.ros.recorder_node:main",
         ],
     },
 )

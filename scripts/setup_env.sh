@@ -17,6 +17,17 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$repo" >&2
   echo "$want" > "$stamp"
 fi
+# Headless Chromium for the browser-view tests (test/test_view_browser.py, test/test_ros_view_live.py), from
+# Debian's packages: only if absent, only as root, never interactive (VI_CONTROL_NO_APT=1 skips it); without it
+# those tests skip, saying why.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && [ -z "${VI_CONTROL_NO_APT:-}" ] \
+   && command -v apt-get >/dev/null 2>&1; then
+  echo "[setup] installing chromium (Debian package) for the browser-view tests" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -q chromium >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; } \
+    || echo "[setup] chromium could not be installed: the browser-view tests will skip" >&2
+fi
 # ament_index_python needs this; the ROS wheels set LD_LIBRARY_PATH themselves.
 export AMENT_PREFIX_PATH="$venv"
 export VI_CONTROL_VENV="$venv"

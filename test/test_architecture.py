@@ -1,7 +1,7 @@
 """Architecture (issue 11): the layers' import arrows, the discrete-system interface and the public API.
 
 Layers, bottom to top (DESIGN.md): model → mechanics → integrators → linearization → control → planning → sweep
-→ ros. A module may import only from its own layer or layers below; only ``ros`` imports rclpy or ROS messages.
+→ view → ros. A module may import only from its own layer or layers below; only ``ros`` imports rclpy or ROS messages.
 """
 
 import ast
@@ -15,7 +15,7 @@ from vi_control.integrators import DiscreteSystem, Linearizable, make_integrator
 from vi_control.integrators.base import NewtonSettings
 
 PKG = Path(vc.__file__).resolve().parent
-LAYERS = ["model", "mechanics", "integrators", "linearization", "control", "planning", "sweep", "ros"]
+LAYERS = ["model", "mechanics", "integrators", "linearization", "control", "planning", "sweep", "view", "ros"]
 ROS_PACKAGES = {"rclpy", "std_msgs", "sensor_msgs", "trajectory_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
                 "builtin_interfaces", "rcl_interfaces", "rosgraph_msgs", "diagnostic_msgs", "lifecycle_msgs"}
 
@@ -67,6 +67,18 @@ def layer_violations(root: Path) -> list[str]:
 def test_no_import_points_up_the_layers():
     violations = layer_violations(PKG)
     assert not violations, "\n".join(violations)
+
+
+def test_import_vi_control_loads_no_viewer_nor_recorder():
+    """The browser view (meshcat) and the MCAP writer load only when used (issue 36)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, vi_control; bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('meshcat', 'mcap', 'mcap_ros2', 'rosbags', 'zmq', 'tornado') or m.startswith('vi_control.view')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_only_the_layers_and_the_public_api_live_in_the_package():

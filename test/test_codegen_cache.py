@@ -284,3 +284,23 @@ def test_records_hash_the_library_bytes(tmp_path, monkeypatch):
     digest, size = so.with_suffix(".sha256").read_text().split()
     assert digest == hashlib.sha256(so.read_bytes()).hexdigest() and int(size) == so.stat().st_size
     assert np.isfinite(float(size))
+
+
+@pytest.mark.parametrize("content", ["passwd", None])
+def test_a_directory_vi_control_did_not_create_is_never_changed_or_written(tmp_path, content):
+    """VI_CONTROL_CACHE at a directory someone else made — with their files (as /etc), or empty and readable by
+    others (as /mnt): refused with the reason, its mode and contents untouched; the fallback cache is used. At the
+    boundary, a directory that holds only our entries is ours (test_directory_problems: tightened to 0700)."""
+    d = tmp_path / "etc"
+    d.mkdir(mode=0o755)
+    os.chmod(d, 0o755)
+    if content:
+        (d / content).write_text("root:x:0:0")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir(mode=0o700)
+    result = _victim(d, tmpdir=tmpdir)[str(d)]
+    assert result["answer"] == 42.0
+    assert stat.S_IMODE(d.stat().st_mode) == 0o755
+    assert sorted(p.name for p in d.iterdir()) == ([content] if content else [])
+    why = "which is no vi_control cache entry" if content else "vi_control did not create it"
+    assert any(why in w for w in result["warnings"]), result["warnings"]

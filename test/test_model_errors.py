@@ -204,3 +204,24 @@ def test_good_yaml_overrides_urdf():
     assert r.effort_limits.tolist() == [3.5] and r.damping.tolist() == [0.25, 0.0]
     assert r.gravity.tolist() == [0, 0, -1.62] and r.pin_model.gravity.linear.tolist() == [0, 0, -1.62]
     assert load_robot(bundled_urdf("pendulum"), bundled_config("pendulum")).gravity[2] == -9.8
+
+
+def test_a_deep_chain_loads_without_overflowing_the_parsers_stack(tmp_path):
+    """Pinocchio's URDF parser recurses once per link: a 4000-link chain overflowed the main thread's stack (SIGSEGV,
+    below the documented bound MAX_LINKS = 10 000). Parsed in a thread with its own large stack it loads; checked in a
+    child process, where a crash would show as a signal, not take the test run down."""
+    import subprocess
+    import sys
+
+    n = 4500
+    links = "".join(f'<link name="l{i}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" '
+                    f'ixz="0" iyz="0"/></inertial></link>' for i in range(n))
+    joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+                     f'<axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint>'
+                     for i in range(n - 1))
+    urdf = tmp_path / "chain.urdf"
+    urdf.write_text(f'<robot name="chain">{links}{joints}</robot>')
+    out = subprocess.run([sys.executable, "-c", f"import vi_control as vc; print(vc.load_robot({str(urdf)!r}).nq)"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.strip().splitlines()[-1] == str(n - 1)

@@ -128,3 +128,24 @@ def test_ros_parameter_int_kind_refuses_bool():
     kinds = common._VALUE_TYPES
     assert kinds["int"](3) and not kinds["int"](YAML_TRUE) and not kinds["int"](3.0)
     assert kinds["bool"](YAML_TRUE) and not kinds["bool"](1)
+
+
+def test_yaml_aliases_are_counted_unfolded_before_anything_is_built():
+    """An alias bomb (ten aliases of the level below, nine levels: 2.6 KB of text, 10⁹ values for a reader that walks
+    it) is refused at once; at the boundary a document of exactly MAX_NODES values unfolded loads and one more does
+    not. (Root mapping, two keys, a list of 3 scalars, a list of m aliases to it: 4 + (m + 1)·4 nodes.)"""
+    from vi_control.model.yaml_io import MAX_NODES, YAMLFormatError, load_yaml
+
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    with pytest.raises(YAMLFormatError, match="aliases are unfolded"):
+        load_yaml("\n".join(levels))
+
+    def doc(m: int) -> str:
+        return "a: &a [x, y, z]\nb: [" + ", ".join(["*a"] * m) + "]\n"
+
+    m = (MAX_NODES - 4) // 4 - 1
+    assert 4 + (m + 1) * 4 == MAX_NODES
+    assert len(load_yaml(doc(m))["b"]) == m
+    with pytest.raises(YAMLFormatError, match=f"more than {MAX_NODES} values"):
+        load_yaml(doc(m + 1))

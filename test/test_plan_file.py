@@ -143,3 +143,26 @@ def test_plan_runs_only_on_its_model_and_dt(plan, pendulum_vi):
     other_dt = MidpointVI(pendulum_vi.robot, 0.05)
     with pytest.raises(PlanError, match=r"dt: the plan was made with dt = 0\.1 s, the system steps dt = 0\.05 s"):
         simulate_plan(other_dt, plan, x0, allow_mismatch=True)
+
+
+def _tiny_plan(times, dt):
+    n = len(times) - 1
+    return Plan(times=times, X=np.zeros((n + 1, 2)), U=np.zeros((n, 1)), K=np.zeros((n, 1, 2)), dt=dt,
+                model_name="m", model_hash="h", joint_names=["a"], input_names=["a"])
+
+
+def test_plan_times_must_resolve_dt_at_their_magnitude():
+    """t₀ + k·dt must be told apart where the times lie: at 2⁴² s doubles are 2⁻¹⁰ s apart (≤ dt/10 for dt = 10 ms:
+    accepted), at 2⁴³ 2⁻⁹ s (refused); plans stamped on the wall clock (1.8e9 s) load even at dt = 10 µs; times that
+    all equal 1e17 (16 s apart there) are refused, not taken for t₀ + k·dt. A 400-digit integer dt is a PlanError."""
+    dt = 0.01
+    _tiny_plan(2.0**42 + np.arange(3) * dt, dt)
+    with pytest.raises(PlanError, match="cannot resolve dt"):
+        _tiny_plan(2.0**43 + np.arange(3) * dt, dt)
+    _tiny_plan(1.8e9 + np.arange(300) * 1e-5, 1e-5).shifted(1.79e9 + 0.123)
+    with pytest.raises(PlanError, match="cannot resolve dt"):
+        _tiny_plan(np.full(3, 1e17), dt)
+    with pytest.raises(PlanError, match="not dt"):  # (within the magnitude that resolves dt, the spacing is checked)
+        _tiny_plan(np.array([1.8e9, 1.8e9 + dt, 1.8e9 + 2.5 * dt]), dt)
+    with pytest.raises(PlanError, match="dt: must be a positive finite number"):
+        _tiny_plan(np.arange(3) * dt, 10**400)

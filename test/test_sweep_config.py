@@ -146,3 +146,33 @@ def test_vi_sweep_console_script_is_installed():
     assert exe is not None, "vi_sweep is not installed next to this interpreter (setup.py console_scripts)"
     out = subprocess.run([exe, "robustness", "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "--address" in out.stdout and "--max-retries" in out.stdout
+
+
+def test_success_tolerance_and_library_sizes_at_their_bounds():
+    """success.tolerance in (0, π]: π accepted, just above refused (1e300 made a dead actuator a 100 % success);
+    a library of MAX_LIBRARY_GOALS goals accepted, one more refused — as a list, as a range's num, and as a grid whose
+    axes multiply out beyond it (1e9 points were a MemoryError traceback)."""
+    from vi_control.sweep.config import MAX_LIBRARY_GOALS
+
+    assert load_robustness_config({"success": {"tolerance": float(np.pi)}}).tolerance == float(np.pi)
+    with pytest.raises(SweepConfigError, match=r"success.tolerance: must be in \(0, π\]"):
+        load_robustness_config({"success": {"tolerance": float(np.nextafter(np.pi, 4.0))}})
+    n = MAX_LIBRARY_GOALS
+    assert len(load_library_goals({"goals": [[0.0]] * n}, ["theta"], np.zeros(1))) == n
+    with pytest.raises(SweepConfigError, match="goals: at most"):
+        load_library_goals({"goals": [[0.0]] * (n + 1)}, ["theta"], np.zeros(1))
+    with pytest.raises(SweepConfigError, match="grid.theta.num: at most"):
+        load_library_goals({"grid": {"theta": {"from": 0, "to": 1, "num": n + 1}}}, ["theta"], np.zeros(1))
+    with pytest.raises(SweepConfigError, match=f"grid: {(n // 4 + 1) * 4} goals"):
+        load_library_goals({"grid": {"a": {"from": 0, "to": 1, "num": n // 4 + 1}, "b": [0.0, 1.0, 2.0, 3.0]}},
+                           ["a", "b"], np.zeros(2))
+
+
+def test_vi_sweep_refuses_an_out_that_is_a_file(tmp_path, capsys):
+    from vi_control.sweep.cli import main
+
+    f = tmp_path / "passwd"
+    f.write_text("root:x:0:0")
+    assert main(["robustness", "--task", "task_pendulum_swingup", "--out", str(f), "--serial"]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err and f.read_text() == "root:x:0:0"
+

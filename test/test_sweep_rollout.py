@@ -119,7 +119,8 @@ def test_summary_and_plot_of_a_sweep_whose_every_task_failed(tmp_path):
 
     records = [{"key": i, "error": "WorkerCrashedError: gone"} for i in range(3)]
     s = summarize(records, load_robustness_config({"perturbations": {"mass_scale": [0.9, 1.1]}}), 1)
-    assert (s["samples"], s["errors"], s["successes"]) == (3, 3, 0) and np.isnan(s["success_rate"])
+    # (0, not NaN: nothing succeeded; errors = samples tells a sweep where nothing ran)
+    assert (s["samples"], s["errors"], s["successes"]) == (3, 3, 0) and s["success_rate"] == 0.0
     assert s["error_messages"] == ["WorkerCrashedError: gone"] and "task error" in summary_table(s)
     assert plot_robustness(records, s, tmp_path / "p.png").exists()
 

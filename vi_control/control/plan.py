@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import tempfile
 import zipfile
@@ -116,14 +117,24 @@ class Plan:
             raise PlanError(f"K_final must have shape {(nu, ndx)}, got {self.K_final.shape}")
         if self.U_final is not None and self.U_final.shape != (nu,):
             raise PlanError(f"U_final must have shape {(nu,)}, got {self.U_final.shape}")
-        if not is_real(self.dt) or not (np.isfinite(self.dt) and self.dt > 0):
-            raise PlanError(f"dt: must be a positive finite number, got {self.dt!r}")
-        self.dt = float(self.dt)
+        try:  # (an integer of 400 digits is real but no float: OverflowError)
+            dt = float(self.dt) if is_real(self.dt) else math.nan
+        except OverflowError:
+            dt = math.inf
+        if not (math.isfinite(dt) and dt > 0):
+            shown = f"an integer of {len(str(abs(self.dt)))} digits" if isinstance(self.dt, int) \
+                and abs(self.dt) > 10**20 else repr(self.dt)
+            raise PlanError(f"dt: must be a positive finite number, got {shown}")
+        self.dt = dt
         for name in ("times", "X", "U", "K", "K_final", "U_final"):
             if getattr(self, name) is not None:
                 _finite(name, getattr(self, name))
+        t_max = float(np.abs(self.times).max())
+        if np.spacing(t_max) > 0.1 * dt:  # t₀ + k·dt must be told apart at that magnitude (1e17 s: 16 s apart)
+            raise PlanError(f"times: |t| up to {t_max:.6g} s cannot resolve dt = {dt:g} s (doubles there are "
+                            f"{np.spacing(t_max):.3g} s apart); start the plan's clock nearer 0")
         steps = np.diff(self.times)
-        off = np.abs(steps - self.dt) > 1e-9 * max(1.0, float(np.abs(self.times).max()))
+        off = np.abs(steps - dt) > 1e-9 * dt + 4 * np.spacing(t_max)  # (rounding of t₀ + k·dt at |t| ≤ t_max)
         if off.any():
             k = int(np.flatnonzero(off)[0])
             raise PlanError(f"times: t[{k + 1}] − t[{k}] = {steps[k]:.9g}, not dt = {self.dt:g} (times must be "

@@ -11,7 +11,8 @@ tested in test/test_codegen_cache.py:
   sticky or private, so no one else can swap it) — one directory that later processes reuse, so nothing
   accumulates in /tmp and nothing is rebuilt per process; only if that one is unusable too (another user
   squatting the name), a fresh ``mkdtemp`` directory for this process, removed at exit. Never the untrusted
-  one. A directory of ours that others can read but not write is tightened to 0700.
+  one. A directory that existed before is used only if it holds nothing but our entries (``VI_CONTROL_CACHE=/etc``
+  is refused and left alone); one of ours that others can read but not write is tightened to 0700.
 - **Foreign or modified entries.** Each library ``<name>.so`` has a record ``<name>.sha256`` (its SHA-256
   and size, written when we built it). Before ``dlopen`` both are opened with ``O_NOFOLLOW`` (a symlink is
   refused, not followed), must be regular files owned by us and not writable by others, and the library's
@@ -31,6 +32,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -50,11 +52,31 @@ def requested_cache_dir() -> Path:
     return Path(os.environ.get("VI_CONTROL_CACHE") or Path.home() / ".cache" / "vi_control")
 
 
+# The names of what this module puts in a cache directory: entries (``entry_name``) and their temporary files.
+_ENTRY = re.compile(r"^\.?[A-Za-z0-9_]+_[0-9a-f]{20}(\..*)?$")
+
+
+def _foreign_entry(d: Path) -> str | None:
+    """The name of a file in ``d`` that is no cache entry of ours (None: only ours, or empty); stops at the first."""
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                if not _ENTRY.match(e.name):
+                    return e.name
+    except OSError as e:
+        return f"(unreadable: {e.strerror})"
+    return None
+
+
 def _directory_problem(d: Path) -> str | None:
-    """Why ``d`` cannot serve as a private cache directory (None: it can, and now has mode 0700)."""
+    """Why ``d`` cannot serve as a private cache directory (None: it can, and now has mode 0700). A directory that
+    existed before is used only if it holds nothing but our entries, and made private (chmod 0700) only if it holds
+    some: a directory someone else made — ``VI_CONTROL_CACHE=/etc`` as root — is never written to or changed."""
+    created = False
     try:
         d.parent.mkdir(parents=True, exist_ok=True)
         d.mkdir(mode=0o700)
+        created = True
     except FileExistsError:
         pass
     except OSError as e:
@@ -68,6 +90,14 @@ def _directory_problem(d: Path) -> str | None:
         return f"is owned by uid {st.st_uid}, not by us (uid {os.geteuid()})"
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    if not created:
+        foreign = _foreign_entry(d)
+        if foreign is not None:
+            return (f"holds {foreign!r}, which is no vi_control cache entry: not a cache of ours (not used; its "
+                    "permissions are left as they are)")
+        if stat.S_IMODE(st.st_mode) != 0o700 and not any(d.iterdir()):
+            return (f"is readable by others (mode {stat.S_IMODE(st.st_mode):o}) and empty: vi_control did not create "
+                    "it, so it does not change its permissions (chmod 700 it, or name a directory that does not exist)")
     try:
         if stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(d, 0o700)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .visuals import add_visuals
+
 
 def _inertial(mass: float, length: float, radius: float = 0.02) -> str:
     # Slender rod along -z, centre of mass at its middle.
@@ -26,10 +28,11 @@ def _names(given: Sequence[str] | None, default: str, n: int, what: str) -> list
 def planar_chain_urdf(n: int, length: float = 1.0, mass: float = 1.0, joint_type: str = "continuous",
                       damping: float = 0.0, effort: float = 50.0, name: str | None = None,
                       joint_names: Sequence[str] | None = None, link_names: Sequence[str] | None = None,
-                      tip: str | None = None) -> str:
+                      tip: str | None = None, visuals: bool = True) -> str:
     """A planar chain of ``n`` rods (length, mass each) hinged about y, hanging along −z at q = 0.
 
-    ``tip`` adds a massless link of that name welded at the end of the last rod (a frame for planners).
+    ``tip`` adds a massless link of that name welded at the end of the last rod (a frame for planners);
+    ``visuals`` draws each rod (``add_visuals``: not part of the dynamics nor of the model hash).
     """
     if n < 1:
         raise ValueError(f"a chain needs at least one link, got n={n}")
@@ -54,4 +57,4 @@ def planar_chain_urdf(n: int, length: float = 1.0, mass: float = 1.0, joint_type
         parts.append(f'<joint name="{tip}_joint" type="fixed"><parent link="{links[-1]}"/><child link="{tip}"/>'
                      f'<origin xyz="0 0 {-length}" rpy="0 0 0"/></joint>')
     parts.append("</robot>")
-    return "\n".join(parts)
+    return add_visuals("\n".join(parts)) if visuals else "\n".join(parts)

@@ -27,6 +27,7 @@ import numpy as np
 import yaml
 
 from .robot import RobotModel, load_robot
+from .visuals import add_visuals
 
 G = 9.81
 STRING_LENGTH = 1.0
@@ -129,7 +130,7 @@ def marionette_urdf() -> str:
         _chain(p, "stage", [(f"string_{name}_{a}", "prismatic", a) for a in "xyz"], (0, 0, 0),
                f"string_{name}_end", _small())
     p.append("</robot>")
-    return "\n".join(p) + "\n"
+    return add_visuals("\n".join(p) + "\n")  # drawn only: the model hash leaves visuals out
 
 
 def marionette_robot() -> RobotModel:

@@ -25,6 +25,7 @@ from .urdf import (
     parse_urdf,
     read_urdf_text,
 )
+from .visuals import dynamics_text
 
 
 def wrap_angle(a: np.ndarray) -> np.ndarray:
@@ -98,8 +99,11 @@ class RobotModel:
 
     @property
     def hash(self) -> str:
-        """Content hash of everything that defines the dynamics (for caches and saved plans)."""
-        h = hashlib.sha256(self.urdf_xml.encode())
+        """Content hash of everything that defines the dynamics (for caches and saved plans).
+
+        The URDF enters without what only draws the robot (``<visual>``, ``<collision>``, ``<material>``:
+        ``visuals.dynamics_text``), so adding or changing visuals keeps a model's hash and its saved plans."""
+        h = hashlib.sha256(dynamics_text(self.urdf_xml).encode())
         h.update(np.asarray(self.gravity, float).tobytes())
         h.update(repr((self.actuated, self.prescribed, self.constraints)).encode())
         if self.nonholonomic:  # (absent from the hash of holonomic models: their saved plans stay valid)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -389,12 +390,34 @@ def add_floating_base(parsed: ParsedURDF) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
+# Stack of the thread that runs Pinocchio's URDF parser: it recurses once per link of a chain (about 2 KB a level),
+# and a 4000-link chain overflowed the main thread's 8 MB stack (SIGSEGV). 64 MB carry MAX_LINKS with room to spare.
+PARSER_STACK_BYTES = 64 * 2**20
+
+
 def build_pinocchio_model(parsed: ParsedURDF) -> pin.Model:
-    """Pinocchio model with one angle (or length) per moving joint: nq == nv."""
+    """Pinocchio model with one angle (or length) per moving joint: nq == nv. Built in a thread of its own with a
+    ``PARSER_STACK_BYTES`` stack, so a chain of up to MAX_LINKS links parses instead of overflowing the stack."""
+    xml = _continuous_as_revolute(parsed.xml)
+    out: dict = {}
+
+    def build() -> None:
+        try:
+            out["model"] = pin.buildModelFromXML(xml)
+        except Exception as e:  # Pinocchio raises bare RuntimeError/ValueError
+            out["error"] = e
+
+    previous = threading.stack_size(PARSER_STACK_BYTES)
     try:
-        model = pin.buildModelFromXML(_continuous_as_revolute(parsed.xml))
-    except Exception as e:  # Pinocchio raises bare RuntimeError/ValueError
+        worker = threading.Thread(target=build, name="urdf-parser")
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    if "error" in out:
+        e = out["error"]
         raise URDFError(f"Pinocchio could not build the model: {e}") from e
+    model = out["model"]
     if model.nq != model.nv:
         raise URDFError(f"unexpected joint parametrization (nq={model.nq}, nv={model.nv})")
     return model

@@ -31,9 +31,12 @@ from yaml.nodes import MappingNode, SequenceNode
 
 from .limits import MAX_TEXT_BYTES
 
-__all__ = ["YAMLFormatError", "load_yaml", "read_text_file", "MAX_DEPTH"]
+__all__ = ["YAMLFormatError", "load_yaml", "read_text_file", "MAX_DEPTH", "MAX_NODES"]
 
 MAX_DEPTH = 100  # far beyond any configuration file; well below Python's recursion limit
+# Scalars, sequences and mappings a document may hold once its aliases are unfolded: an alias bomb (each level a
+# list of ten aliases to the one before) is 2.6 KB of text and 10⁹ values once a reader walks it (1.7 GB, 60 s).
+MAX_NODES = 1_000_000
 
 _CORE = "tag:yaml.org,2002:"
 
@@ -155,6 +158,28 @@ def _depth(node, limit: int) -> None:
             stack.extend((c, d + 1) for kv in n.value for c in kv)
 
 
+def _expanded_size(node, limit: int) -> None:
+    """Refuse a document whose node graph, aliases unfolded, holds more than ``limit`` nodes — counted on the graph
+    (each distinct node once, its unfolded size from its children's), before anything is constructed or walked."""
+    size: dict[int, int] = {}
+    stack = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if id(n) in size:
+            continue
+        children = ([c for kv in n.value for c in kv] if isinstance(n, MappingNode) else
+                    list(n.value) if isinstance(n, SequenceNode) else [])
+        if not done:
+            stack.append((n, True))
+            stack.extend((c, False) for c in children if id(c) not in size)
+            continue
+        total = 1 + sum(size.get(id(c), 0) for c in children)
+        if total > limit:
+            raise YAMLFormatError(f"line {n.start_mark.line + 1}: more than {limit} values once its aliases are "
+                                  "unfolded (an alias bomb?)")
+        size[id(n)] = total
+
+
 def _nesting_before_parsing(text: str, limit: int) -> None:
     """Refuse flow nesting ([ {) deeper than ``limit``, or block indentation beyond 4·limit columns, by one linear
     scan: PyYAML's parser is recursive and superlinear there (1000 nested brackets took 3 s to refuse)."""
@@ -208,6 +233,7 @@ def load_yaml(text: str) -> Any:
         if node is None:
             return None
         _depth(node, MAX_DEPTH)
+        _expanded_size(node, MAX_NODES)
         return loader.construct_document(node)
     except yaml.YAMLError as e:
         problem = getattr(e, "problem", None) or str(e)

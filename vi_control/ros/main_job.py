@@ -39,6 +39,8 @@ class ClosedLoopRun:
     logs: dict[str, str] = field(default_factory=dict)
     error: str = ""
     odometry: list = field(default_factory=list)  # (stamp, child frame, (x, y, z, qx, qy, qz, qw)) from `odom`
+    recording: str | None = None  # the MCAP file of the run (``record``), finished
+    view: object | None = None  # the live browser view (``view``): a vi_control.view.RobotView, still serving
 
     def tracking_error(self, continuous_mask: np.ndarray, plan: Plan | None = None) -> np.ndarray:
         """Per plan step, measured q − planned q (modulo 2π on continuous joints): (N+1, nq)."""
@@ -58,12 +60,15 @@ class ClosedLoopRun:
 def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[str]] | None = None,
                     overrides: dict[str, dict] | None = None, hold_time: float = 1.0, timeout: float = 180.0,
                     joint_names: list[str] | None = None, on_start=None, namespace: str | None = None,
-                    remaps: dict[str, dict[str, str]] | None = None) -> ClosedLoopRun:
+                    remaps: dict[str, dict[str, str]] | None = None, record: str | None = None,
+                    view: bool = False) -> ClosedLoopRun:
     """Start the three nodes, wait for a plan and its execution plus ``hold_time`` s, stop everything.
 
     ``on_start(procs, recorder)`` (optional) runs once the plan is being executed (fault injection in tests).
     Every node runs in ``namespace`` (default: one of this run's own), the recorder too; ``remaps``: per node,
-    its topic remappings.
+    its topic remappings. ``record``: an MCAP file to record the run's topics into (``bag.BagRecorder``);
+    ``view``: follow the run live in a browser view (``view_node.ViewNode``; its URL is printed when the
+    simulator's robot_description arrives), returned in the result, still serving.
     """
     import rclpy
 
@@ -78,6 +83,16 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     rclpy.init(domain_id=domain_id)
     ns = namespace or run_namespace(f"{domain_id}:{log_dir}")
     rec = Recorder(joint_names or ["theta"], namespace=ns)
+    extras = []  # the recording and the live view: spun on a thread of their own, beside the recorder's
+    if record:
+        from .bag import BagRecorder
+
+        extras.append(BagRecorder(record, namespace=ns))
+    if view:
+        from .view_node import ViewNode
+
+        extras.append(ViewNode(namespace=ns, on_ready=lambda v: print(f"[main_job] view: open {v.url}", flush=True)))
+    spinner = BackgroundSpinner(extras) if extras else None
     procs = {}
 
     def start_nodes(*names: str) -> None:
@@ -95,7 +110,8 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                             or not all(p.alive for p in procs.values()), timeout):
             raise TimeoutError(f"simulator/controller not heard within {timeout} s")
         start_nodes("planner")
-        if not rec.wait_for(lambda: rec.plan() is not None or not all(p.alive for p in procs.values()), timeout):
+        if not _wait_reporting(rec, lambda: rec.plan() is not None or not all(p.alive for p in procs.values()),
+                               timeout, "the planner's plan"):
             raise TimeoutError(f"no plan within {timeout} s")
         dead = [n for n, p in procs.items() if not p.alive]
         if dead:
@@ -124,7 +140,8 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                 t_end = max(t_end, latest[1].times[-1] + hold_time)
             return stamps[-1] >= t_end
 
-        if not rec.wait_for(done, timeout):
+        if not _wait_reporting(rec, done, timeout, "the closed loop",
+                               lambda: f"simulated t = {rec.states[-1][1]:.2f} s" if rec.states else ""):
             raise TimeoutError(f"the closed loop did not reach t = {duration:g} s of simulation within {timeout} s")
         _, plan, flags = rec.plan()  # the latest plan (it may have been replaced during the run)
     except (TimeoutError, RuntimeError) as e:
@@ -137,6 +154,11 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                 p.stop()
             except Exception as e:  # keep stopping the others
                 print(f"[main_job] stopping {p} failed: {e}", file=sys.stderr)
+        if spinner is not None:
+            spinner.close()  # after the nodes: the recording holds everything they said
+        live_view = next((n.view for n in extras if hasattr(n, "view")), None)
+        for n in extras:
+            n.destroy_node()  # (the bag recorder's finishes the file)
         rec.close()
         rclpy.try_shutdown()
     if plan is not None and states:
@@ -151,7 +173,53 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
 
     return ClosedLoopRun(plan=plan, first_plan=first, trajectory=trajectory, stamps=np.array([s[1] for s in states]),
                          q=column(2), effort=column(3), wall_time=wall, logs={n: p.log() for n, p in procs.items()},
-                         error=error, odometry=odometry)
+                         error=error, odometry=odometry, recording=record or None, view=live_view)
+
+
+def _wait_reporting(rec, predicate, timeout: float, what: str, status=lambda: "", period: float = 5.0) -> bool:
+    """``rec.wait_for(predicate, timeout)`` that says every ``period`` s what it is waiting for: long work is
+    never silent for more than 10 s."""
+    start = time.monotonic()
+    end = start + timeout
+    while time.monotonic() < end:
+        if rec.wait_for(predicate, min(period, end - time.monotonic())):
+            return True
+        extra = status()
+        print(f"[main_job] waiting for {what} ({time.monotonic() - start:.0f} s{', ' + extra if extra else ''})",
+              flush=True)
+    return bool(predicate())
+
+
+class BackgroundSpinner:
+    """Spins some nodes on an executor thread of their own until ``close``."""
+
+    def __init__(self, nodes: list):
+        import threading
+
+        from rclpy.executors import SingleThreadedExecutor
+
+        self._executor = SingleThreadedExecutor()
+        for n in nodes:
+            self._executor.add_node(n)
+        self._closing = False
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        import rclpy
+
+        while not self._closing and rclpy.ok():
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception:  # a shutdown race, as the recorder's
+                if self._closing or not rclpy.ok():
+                    return
+                raise
+
+    def close(self) -> None:
+        self._closing = True
+        self._thread.join(timeout=5.0)
+        self._executor.shutdown(timeout_sec=1.0)
 
 
 def _started_on_receipt(plan: Plan, states: list) -> Plan:
@@ -161,14 +229,18 @@ def _started_on_receipt(plan: Plan, states: list) -> Plan:
     return plan.shifted(stamps[moved[0]] - plan.dt if moved.size else stamps[0])
 
 
-def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int], path: str) -> None:
+def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int], path: str,
+             effort_limits: np.ndarray | None = None, continuous_mask: np.ndarray | None = None) -> None:
+    """The run's PNG: planned vs measured q; planned vs applied torque with the torque limits (``effort_limits``,
+    per actuated joint, dotted at ±limit); the tracking error q − q_planned on the plan's grid (``continuous_mask``:
+    angles of continuous joints taken modulo 2π)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     nq = run.q.shape[1]
-    fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(8, 8.5), sharex=True)
     for j in range(nq):
         axes[0].plot(run.plan.times, run.plan.X[:, j], "--", label=f"{joint_names[j]} planned")
         axes[0].plot(run.stamps, run.q[:, j], label=f"{joint_names[j]} measured")
@@ -177,10 +249,23 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
     for i, j in enumerate(input_joints):
         axes[1].step(run.plan.times[:-1], run.plan.U[:, i], "--", where="post", label=f"{joint_names[j]} planned U_k")
         # the effort reported with state k+1 is the torque applied over [t_k, t_k+1]
-        axes[1].step(run.stamps - run.plan.dt, run.effort[:, j], where="post", label=f"{joint_names[j]} applied")
+        line = axes[1].step(run.stamps - run.plan.dt, run.effort[:, j], where="post",
+                            label=f"{joint_names[j]} applied")[0]
+        if effort_limits is not None and np.isfinite(effort_limits[i]) and effort_limits[i] > 0:
+            for sign in (1, -1):
+                axes[1].axhline(sign * effort_limits[i], color=line.get_color(), ls=":", lw=1,
+                                label=f"{joint_names[j]} limit ±{effort_limits[i]:g}" if sign > 0 else None)
     axes[1].set_ylabel("torque [N·m or N]")
-    axes[1].set_xlabel("simulation time [s]")
-    axes[1].legend(loc="best")
+    axes[1].legend(loc="best", fontsize="small")
+    mask = np.zeros(nq, bool) if continuous_mask is None else np.asarray(continuous_mask, bool)
+    err = run.tracking_error(mask)
+    plan = run.first_plan or run.plan
+    for j in range(nq):
+        axes[2].plot(plan.times, err[:, j], ".-", label=f"{joint_names[j]}")
+    axes[2].axhline(0.0, color="0.6", lw=0.8)
+    axes[2].set_ylabel("tracking error q − q_plan\n[rad or m]")
+    axes[2].set_xlabel("simulation time [s]")
+    axes[2].legend(loc="best", fontsize="small")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -243,7 +328,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", default="",
                     help="a task YAML (name in config/, e.g. task_cartpole_swingup, or a path) to run instead of the "
                          "pendulum swing-up: its model, Δt and start configure the simulator and controller")
+    ap.add_argument("--record", default=None, metavar="MCAP",
+                    help="record the run's topics to this MCAP file (default: next to the plot, .mcap; '' for none)")
+    ap.add_argument("--view", action="store_true",
+                    help="follow the run in a browser view (prints its URL), then replay it there until Enter")
+    ap.add_argument("--html", action="store_true",
+                    help="also write a self-contained HTML replay next to the plot (.html; opens offline)")
     args = ap.parse_args(argv)
+    record = str(Path(args.out).with_suffix(".mcap")) if args.record is None else args.record
     # SIGTERM (e.g. a CI timeout) must unwind through run_closed_loop's finally, which stops the node
     # processes: they run in sessions of their own and would not get the signal.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -270,7 +362,16 @@ def main(argv: list[str] | None = None) -> int:
     overrides["simulator"] |= {"mass_scale": args.mass_scale, "position_noise_std": args.noise}
     print(f"[main_job] simulator: mass_scale={args.mass_scale}, position noise std={args.noise} rad")
     run = run_closed_loop(domain, log_dir, hold_time=args.hold_time, timeout=args.timeout,
-                          joint_names=robot.joint_names, overrides=overrides)
+                          joint_names=robot.joint_names, overrides=overrides, record=record or None, view=args.view)
+    try:
+        return _report(args, run, robot)
+    finally:
+        if run.view is not None:
+            run.view.close()
+
+
+def _report(args, run: ClosedLoopRun, robot) -> int:
+    """The summary, the plot, the recording, the replays (HTML, the live view) of a finished run."""
     if run.error or run.plan is None or len(run.q) == 0:
         print(f"[main_job] FAILED: {run.error or 'no data'}")
         for name, text in run.logs.items():
@@ -289,8 +390,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| final q − goal (after {args.hold_time:g} s hold) | {np.round(final, 5).tolist()} rad |")
     print(f"| max applied torque | {tau_max:.4g} N·m (limit {robot.effort_limits.tolist()}) |")
     print(f"| wall time (start-up, plan, closed loop, shutdown) | {run.wall_time:.1f} s |")
-    plot_run(run, robot.joint_names, [robot.joint_index(n) for n in robot.actuated], args.out)
+    plot_run(run, robot.joint_names, [robot.joint_index(n) for n in robot.actuated], args.out,
+             effort_limits=robot.effort_limits, continuous_mask=mask)
     print(f"[main_job] plot written to {args.out}")
+    if run.recording:
+        print(f"[main_job] recording written to {run.recording} (vi_view {run.recording} replays it)")
+    if args.html or run.view is not None:
+        from ..view import Replay, view_replay, write_html
+
+        plan = run.first_plan or run.plan
+        replay = Replay(robot, run.stamps, run.q, plan.times, plan.X[:, : robot.nq])
+        if args.html:
+            page = write_html(replay, Path(args.out).with_suffix(".html"))
+            print(f"[main_job] HTML replay written to {page}")
+        if run.view is not None:
+            view_replay(replay, run.view)
+            print(f"[main_job] replay: open {run.view.url} (Controls > Animations)")
+            if sys.stdin.isatty():
+                input("[main_job] press Enter to stop the view ")
+            else:
+                print("[main_job] (no terminal to wait on: the view stops with the job; vi_view replays the "
+                      "recording)")
     print(f"[main_job] goal {'REACHED' if ok else 'NOT reached'} (tolerance {args.tolerance} rad)")
     return 0 if ok else 1
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..model.errors import ModelError
@@ -51,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        print(f"vi_sweep: error: --out {args.out!r} exists and is not a directory", file=sys.stderr)
+        return 2
     backend = "serial" if args.serial else "ray"
     opts = dict(out_dir=args.out, backend=backend, address=args.address, num_cpus=args.num_cpus,
                 max_retries=args.max_retries, progress=not args.no_progress)
@@ -65,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
             st = res.stats
             print(f"[vi_sweep] {st.computed} rollouts run, {st.resumed} resumed; Ray start-up {st.startup_s:.1f} s, "
                   f"sweep {st.run_s:.1f} s ({st.backend}); results in {args.out}")
+            if res.summary["samples"] and res.summary["errors"] == res.summary["samples"]:
+                print(f"vi_sweep: error: every sample failed to run: {res.summary['error_messages'][:1]}",
+                      file=sys.stderr)
+                return 1
         else:
             from .library import plan_library
 
@@ -73,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             conv = sum(bool(p["converged"]) for p in res.index)
             print(json.dumps({"plans": len(res.index), "converged": conv, "errors": res.stats.errors,
                               "index": f"{out}/index.json"}))
-    except (SweepConfigError, TaskError, ModelError, ValueError) as e:
+    except (SweepConfigError, TaskError, ModelError, ValueError, OSError) as e:
         print(f"vi_sweep: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -29,6 +29,7 @@ Errors are ``SweepConfigError`` (a ValueError) naming the key.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,10 @@ _POSITIVE = {"mass_scale"}
 MAX_SAMPLES = 1_000_000
 MAX_HOLD_TIME = 3600.0  # s simulated under the hold gain after the plan, per sample
 MAX_MASS_SCALE = 1.0e6  # load_robot's mass_scale range (0, 1e6]: beyond it every sample would fail to load
+MAX_LIBRARY_GOALS = 100_000  # goals of one library (a grid's points multiplied out): each is a plan
+# success.tolerance [rad or m]: beyond half a turn any final angle of a continuous joint is within it (a dead actuator
+# was a 100 % success at 1e300)
+MAX_TOLERANCE = float(np.pi)
 _NONNEGATIVE = {"damping", "actuator_gain", "sensor_noise"}
 DISTRIBUTIONS = ("uniform", "normal", "loguniform")
 PLANT_BACKENDS = ("auto", "compiled", "vm")
@@ -242,8 +247,9 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
         pert[name] = dist
     succ = _mapping(d.get("success"), "success", {"tolerance", "hold_time", "clamp"})
     tol = _number(succ.get("tolerance", 0.05), "success.tolerance")
-    if not tol > 0:
-        raise SweepConfigError(f"success.tolerance: must be positive, got {tol}")
+    if not 0 < tol <= MAX_TOLERANCE:
+        raise SweepConfigError(f"success.tolerance: must be in (0, π] (rad or m; beyond half a turn every final "
+                               f"angle would count as a success), got {tol}")
     hold = _number(succ.get("hold_time", 2.0), "success.hold_time")
     if not (np.isfinite(hold) and 0 <= hold <= MAX_HOLD_TIME):
         raise SweepConfigError(f"success.hold_time: must be a number of seconds in [0, {MAX_HOLD_TIME:g}], got {hold}")
@@ -258,6 +264,8 @@ def _values(v, key: str) -> list[float]:
         if set(r) != {"from", "to", "num"}:
             raise SweepConfigError(f"{key}: a range needs from, to and num")
         num = _int(r["num"], f"{key}.num", 1)
+        if num > MAX_LIBRARY_GOALS:
+            raise SweepConfigError(f"{key}.num: at most {MAX_LIBRARY_GOALS} values, got {num}")
         return [float(x) for x in np.linspace(_number(r["from"], f"{key}.from"), _number(r["to"], f"{key}.to"), num)]
     if isinstance(v, (list, tuple)) and v:
         return [_number(x, f"{key}[{i}]") for i, x in enumerate(v)]
@@ -274,6 +282,8 @@ def load_library_goals(source: str | dict, joint_names: list[str], default_goal:
         goals = d["goals"]
         if not isinstance(goals, list) or not goals:
             raise SweepConfigError("goals: expected a non-empty list of goal configurations")
+        if len(goals) > MAX_LIBRARY_GOALS:
+            raise SweepConfigError(f"goals: at most {MAX_LIBRARY_GOALS} goals, got {len(goals)}")
         out = []
         for i, g in enumerate(goals):
             g = g if isinstance(g, (list, tuple)) else [g]
@@ -289,6 +299,10 @@ def load_library_goals(source: str | dict, joint_names: list[str], default_goal:
         if name not in joint_names:
             raise SweepConfigError(f"grid.{name}: no joint of that name (joints: {joint_names})")
         axes.append((joint_names.index(name), _values(v, f"grid.{name}")))
+    points = math.prod(len(vals) for _, vals in axes)
+    if points > MAX_LIBRARY_GOALS:
+        raise SweepConfigError(f"grid: {points} goals (the values of every joint multiplied out), at most "
+                               f"{MAX_LIBRARY_GOALS} (each is a plan)")
     out = []
     for combo in itertools.product(*[vals for _, vals in axes]):
         g = np.array(default_goal, float)

@@ -92,7 +92,10 @@ def _key(k):
 
 
 class Progress:
-    """A one-line progress bar on stderr (redrawn in place on a terminal, every 10 % otherwise)."""
+    """A one-line progress bar on stderr (redrawn in place on a terminal; otherwise a line every 10 %, and at
+    least every ``every`` seconds while samples complete: long sweeps are never silent for long)."""
+
+    every = 10.0
 
     def __init__(self, total: int, label: str, enabled: bool = True, stream=None):
         self.total, self.label, self.enabled = total, label, enabled
@@ -101,6 +104,7 @@ class Progress:
         self.n = self.errors = 0
         self.t0 = time.perf_counter()
         self._last_decile = -1
+        self._last_line = self.t0
 
     def start(self) -> None:
         """Start the clock (when the first task is submitted, after any Ray start-up)."""
@@ -113,10 +117,12 @@ class Progress:
             return
         frac = self.n / self.total
         decile = int(frac * 10)
-        if not self.tty and decile == self._last_decile and self.n != self.total:
+        now = time.perf_counter()
+        if (not self.tty and decile == self._last_decile and self.n != self.total
+                and now - self._last_line < self.every):
             return
-        self._last_decile = decile
-        el = time.perf_counter() - self.t0
+        self._last_decile, self._last_line = decile, now
+        el = now - self.t0
         eta = el / self.n * (self.total - self.n)
         bar = "#" * int(frac * 30)
         line = (f"[{self.label}] |{bar:<30}| {self.n}/{self.total}  errors {self.errors}  "

@@ -120,7 +120,8 @@ def summarize(records: list[dict], cfg: RobustnessConfig, nq: int, effort_limits
     lo, hi = wilson_interval(n_succ, len(ok))
     return {
         "samples": len(records), "errors": len(records) - len(ok), "successes": int(n_succ),
-        "success_rate": n_succ / len(ok) if ok else float("nan"), "success_rate_95ci": [lo, hi],
+        # (no sample ran: every one an error — 0, not NaN; ``errors`` = ``samples`` tells such a sweep apart)
+        "success_rate": n_succ / len(ok) if ok else 0.0, "success_rate_95ci": [lo, hi],
         "tolerance": cfg.tolerance, "final_error": _percentiles(finite),
         "diverged_or_failed_steps": int(np.sum(~np.isfinite(err))),
         "peak_torque": [_percentiles(peaks[:, j]) for j in range(peaks.shape[1])] if len(ok) else [],

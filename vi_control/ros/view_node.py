@@ -1,0 +1,162 @@
+"""``vi_view``: the browser view of a plan file, a recording, or a live robot over DDS.
+
+    vi_view plan.npz                 # replay a plan (the robot follows it)
+    vi_view out/main_job.mcap        # replay a recording: executed motion, plan as the translucent ghost
+    vi_view --namespace /run         # live: the simulator's robot_description and joint_states, the planner's
+                                     # trajectory as the ghost (ROS_DOMAIN_ID from the environment)
+    vi_view run.mcap --html run.html # write a self-contained offline HTML replay and exit
+
+Prints the URL to open; serves until Ctrl-C. ``ViewNode`` is the live part as a node a process can compose
+(the main job's ``--view``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
+
+from .common import JOINT_STATES_QOS, LATCHED_QOS
+from .messages import stamp_seconds
+
+
+class ViewNode(Node):
+    """Follows a robot live: builds the view from the first ``robot_description``, poses the robot at the newest
+    ``joint_states`` and the ghost at the planner's ``trajectory`` at the same time, ``rate`` times a second."""
+
+    def __init__(self, namespace: str = "", planner_name: str = "vi_planner", rate: float = 20.0,
+                 name: str = "vi_view", context=None, on_ready=None):
+        super().__init__(name, namespace=namespace, context=context)
+        self.view = None
+        self._on_ready = on_ready
+        self._lock = threading.Lock()
+        self._state: JointState | None = None
+        self._trajectory: JointTrajectory | None = None
+        self.frames_shown = 0
+        self.create_subscription(String, "robot_description", self._on_description, LATCHED_QOS)
+        self.create_subscription(JointState, "joint_states", self._on_state, JOINT_STATES_QOS)
+        self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
+                                 lambda m: setattr(self, "_trajectory", m), LATCHED_QOS)
+        self.create_timer(1.0 / rate, self._draw)
+
+    def _on_description(self, msg: String) -> None:
+        if self.view is not None:
+            return
+        from ..model.spec import ModelSpec
+        from ..view import RobotView
+
+        try:
+            robot = ModelSpec.parse(msg.data).load()
+        except ValueError as e:
+            self.get_logger().error(f"robot_description: {e}")
+            return
+        self.view = RobotView(robot)
+        self.get_logger().info(f"view of {robot.name!r}: {self.view.url}")
+        if self._on_ready is not None:
+            self._on_ready(self.view)
+
+    def _on_state(self, msg: JointState) -> None:
+        with self._lock:
+            self._state = msg
+
+    def _draw(self) -> None:
+        with self._lock:
+            state, traj = self._state, self._trajectory
+        if self.view is None or state is None:
+            return
+        names = self.view.robot.joint_names
+        index = {n: i for i, n in enumerate(state.name)}
+        if not all(n in index for n in names):
+            return
+        q = np.array([state.position[index[n]] for n in names])
+        self.view.show(q, _trajectory_at(traj, names, stamp_seconds(state)))
+        self.frames_shown += 1
+
+
+def _trajectory_at(traj: JointTrajectory | None, names: list[str], t: float) -> np.ndarray | None:
+    """The trajectory's positions at time t (held at its ends), or None without one for these joints."""
+    if traj is None or not traj.points or not all(n in traj.joint_names for n in names):
+        return None
+    cols = [list(traj.joint_names).index(n) for n in names]
+    t0 = stamp_seconds(traj)
+    times = np.array([t0 + p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+    q = np.array([[p.positions[c] for c in cols] for p in traj.points])
+    return np.array([np.interp(t, times, q[:, j]) for j in range(len(cols))])
+
+
+def _replay(args) -> int:
+    from ..view import RobotView, load_replay, view_replay, write_html
+
+    replay = load_replay(args.source, args.model or None)
+    if args.html:
+        print(f"[vi_view] wrote {write_html(replay, args.html)}")
+        return 0
+    view = view_replay(replay, RobotView(replay.robot, ghost=replay.plan_q is not None))
+    print(f"[vi_view] {args.source}: {len(replay.times)} samples over {replay.times[-1] - replay.times[0]:.3g} s"
+          f"{', plan as the ghost' if replay.plan_q is not None else ''}")
+    print(f"[vi_view] open {view.url}  (Controls > Animations: play, time slider); Ctrl-C to quit", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        view.close()
+    return 0
+
+
+def _live(args) -> int:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    rclpy.init(args=["vi_view"])
+    node = ViewNode(namespace=args.namespace, planner_name=args.planner_name,
+                    on_ready=lambda v: print(f"[vi_view] open {v.url}  (Ctrl-C to quit)", flush=True))
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    print(f"[vi_view] waiting for {node.resolve_topic_name('robot_description')} "
+          f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})", flush=True)
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if node.view is not None:
+            node.view.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="vi_view", description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[2:8]))
+    ap.add_argument("source", nargs="?", default="", help="a plan (.npz) or a recording (.mcap); none: live")
+    ap.add_argument("--model", default="", help="the model to draw (bundled name, erd:<name>, URDF path): "
+                                                "overrides the plan's model name or the recorded robot_description")
+    ap.add_argument("--html", default="", help="write a self-contained HTML replay to this path and exit")
+    ap.add_argument("--namespace", default="", help="live: the run's namespace (the simulator's)")
+    ap.add_argument("--planner-name", default="vi_planner", help="live: the planner node's name (its trajectory)")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    # SIGTERM unwinds like Ctrl-C, through the finally that stops the meshcat server (a process of its own).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.source:
+        return _replay(args)
+    if args.html:
+        ap.error("--html needs a plan or a recording")
+    return _live(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
