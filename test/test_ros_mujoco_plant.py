@@ -79,10 +79,15 @@ class HardwareRun:
     def tracked_plan(self, settle: float, window: float = 0.5):
         """(plan, tracking RMS over the plan, the states stamped in [t_N + settle, t_N + settle + window]) of the
         planner's first plan, waiting for all of it: the RMS of q against the plan's X_k interpolated at the
-        plant's stamps."""
+        plant's stamps, on the times the controller ran it (a plan re-timed on entry: from the state it entered at)."""
         rec = self.rec
         assert rec.wait_for(lambda: rec.plan() is not None, DISCOVERY), self.report()
-        _, plan, _ = rec.plan()
+        seq, plan, _ = rec.plan()
+        # a plan the controller entered late with the robot still at X_0 is re-timed: it starts at that state's t
+        self.log_time("controller", f"entered plan {seq}", DISCOVERY)
+        line = next(ln for ln in self.procs["controller"].log().splitlines() if f"entered plan {seq}" in ln)
+        if "re-timed" in line:
+            plan.times = plan.times + float(re.search(r"state t=([0-9.]+)", line).group(1)) - plan.times[0]
         end, nq = plan.times[-1], self.robot.nq
         assert self.wait_until_stamp(end + settle + window, end + settle + window - time.time() + 20.0), self.report()
         t, q = self.states(plan.times[0], end)
