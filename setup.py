@@ -30,6 +30,7 @@ setup(
             "vi_simulator = vi_control.ros.simulator_node:main",
             "vi_planner = vi_control.ros.planner_node:main",
             "vi_controller = vi_control.ros.controller_node:main",
+            "vi_mujoco_plant = vi_control.ros.mujoco_plant:main",
             "vi_main_job = vi_control.ros.main_job:main",
             "vi_sweep = vi_control.sweep.cli:main",
             "vi_view = vi_control.ros.view_node:main",

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import resource
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from vi_control.integrators.midpoint import NEWTON_METHODS, MidpointVI, StepErro
 from vi_control.model import load_robot
 from vi_control.model.bundled import bundled_config, bundled_urdf, example_robot_urdf
 from vi_control.model.generate import planar_chain_urdf
+from vi_control.ros.mujoco_model import strip_geometry
 
 ROOT = Path(__file__).resolve().parent.parent
 # timed variants: (MidpointVI.newton, MidpointVI.chord_root_check)
@@ -77,13 +77,6 @@ def model_sources(names: list[str]) -> dict[str, tuple[str, str | None]]:
         else:
             raise ValueError(f"unknown model {name!r}")
     return out
-
-
-def strip_geometry(urdf: str) -> str:
-    """MuJoCo cannot load the meshes offline and needs none to step the dynamics."""
-    xml = re.sub(r"<\?xml[^>]*\?>", "", urdf)
-    xml = re.sub(r"<(visual|collision)\b.*?</\1>", "", xml, flags=re.S)
-    return re.sub(r"<(visual|collision)\b[^>]*/>", "", xml)
 
 
 def per_step(run, n: int, rounds: list[float]) -> None:

@@ -50,11 +50,17 @@ def _q(v: float) -> np.ndarray:
     return np.array([v])
 
 
-def test_a_measured_velocity_gives_the_discrete_state_of_q_minus_dt_qdot_and_q(intake, vi):
+def test_a_measured_velocity_gives_the_momentum_m_qdot_less_half_a_step_of_gravity(intake, vi):
+    """p = M(q)q̇ − (Δt/2)g(q) (Pinocchio's crba and gravity here; the pendulum's holding torque is g): the inverse of
+    the wire's q̇_k = M⁻¹(p_k + (Δt/2)g(q_k)) (docs/ros.md)."""
+    import pinocchio as pin
+
     q, qdot = _q(0.3), _q(-1.2)
     est = intake.joint_state(1.0, q, qdot, now=1.0)
     assert isinstance(est, Estimate) and est is intake.state and intake.ever_valid
-    assert est.t == 1.0 and np.array_equal(est.x, vi.state_from_configurations(q - DT * qdot, q))
+    M = pin.crba(vi.robot.pin_model, vi.robot.create_data(), q)
+    g = pin.computeGeneralizedGravity(vi.robot.pin_model, vi.robot.create_data(), q)
+    assert est.t == 1.0 and np.allclose(est.x, np.concatenate([q, M @ qdot - DT / 2 * g]), rtol=0, atol=1e-14)
     qdot[0] = 99.0  # the caller's buffer, reused for the next message: the state keeps its own copy
     assert est.qdot[0] == -1.2
 

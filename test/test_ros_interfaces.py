@@ -274,7 +274,7 @@ def test_goal_tolerance_and_live_gain_scale(ros, pendulum_vi):
         return rec.commands[-1][1][0]
 
     q = np.pi - 0.05
-    x = vi.state_from_configurations(np.array([q]), np.array([q]))
+    x = np.array([q, -vi.dt / 2 * 9.8 * np.sin(q)])  # q̇ = 0, no effort: held still, p = −(Δt/2) m g l sin q
     u = send(1.0, q)
     assert u == pytest.approx((plan.K[0] @ (plan.X[0] - x))[0], abs=1e-9) and abs(u) > 0.1
     assert _set(rec, "vi_controller", gain_scale=0.0) == [(True, "")]

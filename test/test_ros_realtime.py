@@ -172,7 +172,7 @@ def test_the_first_state_republished_after_the_clock_moved_on_is_still_the_first
     # the first state until answered (its reader may match this writer after the writer matched it)
     assert rec.wait_for(lambda: send(0.0, 0.0, q0, 1, 0.2), DISCOVERY), ctrl.report()
     law = tracking_law(plan, vi)
-    x0 = vi.state_from_configurations(np.array([q0]), np.array([q0]))
+    x0 = np.array([q0, -vi.dt / 2 * 9.8 * np.sin(q0)])  # q̇ = 0, no effort: held still, p = −(Δt/2) m g l sin q
     first = ((0, 0), pytest.approx(law.command(0, x0)[0][0], abs=1e-12))
     assert answers[0] == first
     assert send(vi.dt, 0.0, q0, len(answers) + 1), ctrl.report()  # the first step's clock, then t = 0 republished

@@ -77,7 +77,7 @@ def test_controller_threads_run_fifo_and_still_answer_states(ros, pendulum_vi):
     msg.header.stamp = rec.get_clock().now().to_msg()
     rec.state_pub.publish(msg)
     assert rec.wait_for(lambda: len(rec.commands) > 0, 10.0), ctrl.log()
-    x_meas = vi.state_from_configurations(q, q)  # a state with q̇ = 0: the pair (q − Δt·0, q)
+    x_meas = np.concatenate([q, -vi.dt / 2 * 9.8 * np.sin(q)])  # q̇ = 0: p = −(Δt/2) m g l sin q, held still
     u_expected = plan.K[0] @ vi.state.diff(x_meas, plan.X[0])  # u = U_k + K_k (X_k ⊖ x), U = 0, X and K constant
     assert rec.commands[-1][1][0] == pytest.approx(u_expected[0], abs=1e-9)
     time.sleep(0.1)

@@ -65,7 +65,7 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
     msg = JointState(name=["theta"], position=q.tolist(), velocity=qdot.tolist())
     msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
     # the plan starts on receipt (no measured state when planned): step 0 at this state
-    x = pendulum_vi.state_from_configurations(q - pendulum_vi.dt * qdot, q)
+    x = np.concatenate([q, qdot - pendulum_vi.dt / 2 * 9.8 * np.sin(q)])  # p = m l² q̇ − (Δt/2) m g l sin q
     law = TrackingController(plan, pendulum_vi.state, pendulum_vi.robot.effort_limits, system=pendulum_vi)
     expected, _ = law.command(0, x)
     assert abs(expected[0]) > 0.1  # distinguishable from the watchdog's safe commands (zero before any state)

@@ -74,11 +74,12 @@ def test_state_from_configurations_recovers_simulated_momenta(pendulum_vi, rng):
         shift = 2 * np.pi * (k % 2)  # a 2π wrap between samples must not matter
         x = est.update(k * vi.dt, X[k, :1] + shift, None)
         assert x[1] == pytest.approx(X[k, 1], abs=1e-10)
-    # samples not one Δt apart fall back to the measured velocity, as the discrete state of the pair
-    # (q − Δt q̇, q): seed 000 eq. 5 gives p = q̇ − (g Δt/2) sin(q − Δt q̇/2) for the m = l = 1 pendulum
+    # samples not one Δt apart fall back to the measured velocity: p = m l² q̇ − (Δt/2) m g l sin q (the m = l = 1
+    # pendulum; without a measured effort the holding torque stands in for the applied one), the inverse of the
+    # wire's q̇_k = M⁻¹(p_k + (Δt/2)τ)
     q, qd = X[10, 0], vi.velocity(X[10])[0]
     x = est.update(20 * vi.dt, X[10, :1], np.array([qd]))
-    assert x[1] == pytest.approx(qd - 9.8 * vi.dt / 2 * np.sin(q - vi.dt * qd / 2), abs=1e-12)
+    assert x[1] == pytest.approx(qd - vi.dt / 2 * 9.8 * np.sin(q), abs=1e-12)
 
 
 def test_safe_command_damping_opposes_velocity_and_is_limited():

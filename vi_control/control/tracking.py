@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..integrators.base import DiscreteSystem, Linearizable, State, StepError
+from ..integrators.midpoint import MidpointVI
 from ..model.robot import wrap_angle
 from ..model.scalars import is_integer, is_real
 from .hold import equilibrium_state, hold_gain, holding_input
@@ -217,14 +218,46 @@ def safe_command(mode: str, velocity: np.ndarray | None, damping: np.ndarray, ef
     return np.clip(-np.asarray(damping, float) * np.asarray(velocity, float), -effort_limits, effort_limits)
 
 
+def holding_torque(vi: DiscreteSystem, q: np.ndarray) -> np.ndarray:
+    """τ_g(q) (n_torques,): the torque on the actuated joints that holds q against gravity (``hold.holding_input``)."""
+    return holding_input(vi, np.asarray(q, float))[0][: vi.n_torques]
+
+
+def wire_velocity(vi: DiscreteSystem, x: np.ndarray) -> np.ndarray:
+    """The velocity a node publishes for the discrete state x_k: q̇_k = M(q_k)⁻¹(p_k + (Δt/2)·S·τ_g(q_k)).
+
+    The midpoint rule's post-momentum p_k = D₂L_d(q_{k−1}, q_k) is p(t_k) − (Δt/2)Sτ to second order under an input
+    τ (gravity's two half steps cancel, the input's second half step is not in it). With τ the holding torque this
+    is the instantaneous q̇(t_k) of an arm whose torque balances gravity — exactly 0 for one held still, as a real
+    joint reports it — and off by (Δt/2)M⁻¹S(τ − τ_g) under other torques (as the difference quotient
+    (q_k − q_{k−1})/Δt is). A function of x_k alone, inverted exactly by ``velocity_state``."""
+    y = np.array(x, float)
+    y[vi.nq + vi.idx_act] += 0.5 * vi.dt * holding_torque(vi, y[: vi.nq])
+    return vi.velocity(y)
+
+
+def velocity_state(vi: DiscreteSystem, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
+    """x = (q, M(q)q̇ − (Δt/2)·S·τ_g(q)) (a prescribed joint's p-slot: its q̇): the continuous Legendre transform less
+    the holding torque's half step — the exact inverse of ``wire_velocity``, and the equilibrium state of an arm
+    measured at rest (q̇ = 0). For the GNI, whose velocity is projected onto its constraints, p comes back up to that
+    projection."""
+    if isinstance(vi, MidpointVI):  # (the GNI's own state_from_velocity adds forces of its own: not the inverse)
+        x = MidpointVI.state_from_velocity(vi, q, qdot)
+    else:
+        x = vi.state_from_velocity(q, qdot)
+    x[vi.nq + vi.idx_act] -= 0.5 * vi.dt * holding_torque(vi, q)
+    return x
+
+
 class StateEstimator:
     """Discrete state x_k = (q_k, p_k) from measured joint states (seed 000 eq. 1b, DESIGN principle 3).
 
     ``mode='configurations'``: p_k = D₂L_d(q(t − Δt), q_k), with q(t − Δt) the sample one Δt before (exact
     when the samples are Δt apart, as a lockstep simulator's) or the linear interpolation between the two
     samples around t − Δt — a driver faster than 1/Δt, or with jitter, as long as those two are at most
-    (1 + ``tolerance``)·Δt apart. Otherwise the measured velocity: p_k = D₂L_d(q − Δt q̇, q) (the discrete state
-    a plan's X_k would have: a held configuration is exact), also with ``mode='velocities'``. A driver without
+    (1 + ``tolerance``)·Δt apart. Otherwise the measured velocity: p_k = M(q)q̇ − (Δt/2)Sτ_g(q) (``velocity_state``,
+    τ_g the holding torque: the exact inverse of the velocity the simulator publishes, ``wire_velocity``, and exact
+    for an arm held still), also with ``mode='velocities'``. A driver without
     velocities slower than 1/Δt (samples up to ``max_gap`` apart) gets the same interpolation: the finite
     difference of its last two samples. Continuous joints are unwrapped between samples so a ±π wrap is not a
     huge p. A stamp before the last one (a clock that jumped back) starts the history afresh; the same stamp
@@ -270,8 +303,8 @@ class StateEstimator:
             hist.popleft()
         if before is not None and (before[1] <= (1 + self.tolerance) * dt or qdot is None):
             return self.vi.state_from_configurations(before[0], q)
-        if qdot is not None:  # the discrete state of the pair (q − Δt q̇, q), as the plan's X_k are
-            return self.vi.state_from_configurations(q - dt * np.asarray(qdot, float), q)
+        if qdot is not None:  # p = M q̇ − (Δt/2)Sτ_g: the inverse of the simulator's wire_velocity
+            return velocity_state(self.vi, q, np.asarray(qdot, float))
         return None
 
     def _configuration_before(self, t: float, q: np.ndarray) -> tuple[np.ndarray, float] | None:

@@ -16,7 +16,9 @@ import yaml
 
 from ..model.bundled import share_dir
 
-# Absolute topics by ROS convention, remapped into a run's namespace (the recorder reads them relative).
+# Absolute topics by ROS convention, remapped into a run's namespace (the recorder reads them relative). For the
+# clock this is also what a namespace needs: the simulator publishes `clock` relative (<ns>/clock), and rclpy's
+# TimeSource reads the absolute /clock — `-r /clock:=<ns>/clock` (as `-r /clock:=clock` in launch/*.py) joins them.
 GLOBAL_TOPICS = ("clock", "diagnostics")
 
 
@@ -150,8 +152,10 @@ class Session:
         self.procs: list[NodeProcess] = []
         self.recorders: list = []
 
-    def start(self, module: str, name: str | None = None, **overrides) -> NodeProcess:
-        p = NodeProcess(module, self.domain, overrides=overrides, log_dir=str(self.log_dir), name=name,
+    def start(self, module: str, name: str | None = None, params_files: list[str] = (), **overrides) -> NodeProcess:
+        """Node ``module`` in this run's domain and namespace: ``params_files`` (paths, or names in config/), then
+        ``overrides`` (parameters) on top."""
+        p = NodeProcess(module, self.domain, params_files, overrides=overrides, log_dir=str(self.log_dir), name=name,
                         namespace=self.ns)
         self.procs.append(p)
         return p

@@ -44,7 +44,7 @@ def markdown_table(table: dict[str, Param], skip: dict[str, Param] | None = None
 
 def tables() -> dict[str, str]:
     """Heading line in docs/ros.md → the table that must follow it."""
-    from . import controller_node, planner_node, simulator_node
+    from . import controller_node, mujoco_plant, planner_node, simulator_node
 
     return {
         "#### Model parameters (all three nodes)": markdown_table(MODEL_PARAMETERS),
@@ -53,6 +53,8 @@ def tables() -> dict[str, str]:
         "#### Planner (`vi_control/ros/planner_node.py`)": markdown_table(planner_node.PARAMETERS, MODEL_PARAMETERS),
         "#### Controller (`vi_control/ros/controller_node.py`)": markdown_table(controller_node.PARAMETERS,
                                                                               MODEL_PARAMETERS),
+        "#### MuJoCo plant (`vi_control/ros/mujoco_plant.py`)": markdown_table(mujoco_plant.PARAMETERS,
+                                                                             MODEL_PARAMETERS),
     }
 
 

@@ -1,8 +1,10 @@
 """Simulator node: a discrete system (the midpoint VI by default) stepped at Δt, effort commands in, JointState out.
 
 Topics: sub ``<controller_name>/commands`` (Float64MultiArray: torques on ``joints``, then next positions of
-prescribed joints); pub ``/clock`` (rosgraph_msgs/Clock: the simulation time t_k = k·Δt, for every node with
-``use_sim_time``), ``joint_states`` (stamped with t_k) and ``robot_description`` (relative, latched: each namespace
+prescribed joints); pub ``clock`` (rosgraph_msgs/Clock: the simulation time t_k = k·Δt — relative, so each
+namespace has its own: ``/r1/clock``, or ``/clock`` in the root namespace; a node with ``use_sim_time`` in that
+namespace reads it with the remap ``-r /clock:=clock``, as launcher.NodeProcess and launch/*.py give it),
+``joint_states`` (stamped with t_k) and ``robot_description`` (relative, latched: each namespace
 its own). Service ``~/reset`` (Trigger: back to the initial state; the clock keeps running, as Gazebo's
 reset_world — a clock that jumps back breaks every sim-time node). Modes: 'realtime' (timer at Δt, or as fast as
 possible with ``max_speed``) and 'lockstep' (one step per received command). A lifecycle node (vi_control.ros.managed):
@@ -32,12 +34,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
+from ..control.tracking import wire_velocity
 from ..integrators import StepError, make_integrator
 from ..integrators.midpoint import MidpointVI
 from ..integrators.stops import JointStops
+from ..mechanics.constraints import consistent_state
 from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
-from ..model.robot import wrap_angle
 from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS, command_joints, run_node
 from .managed import ManagedNode
 from .messages import command_stamp, split_seconds
@@ -57,14 +60,18 @@ class SimulatorNode(ManagedNode):
     def configure(self) -> None:
         p = self.p
         if self.get_parameter("use_sim_time").value:
-            raise ValueError("use_sim_time must be false for the simulator: it is the clock (/clock)")
+            raise ValueError("use_sim_time must be false for the simulator: it is the clock (its namespace's)")
         vehicle = vehicle_system(p, float(p["dt"]), float(p["mass_scale"]), float(p["drag_scale"]))
         self.vehicle = vehicle is not None
         if self.vehicle:
             self.robot, self.vi = vehicle
         else:
             self.robot, urdf = self.load_robot(mass_scale=float(p["mass_scale"]))
-            self.vi = make_integrator(p["integrator"], self.robot, float(p["dt"]))
+            integrator = p["integrator"]
+            if integrator == "midpoint" and self.robot.n_nonholonomic:  # (which refuses such a model)
+                integrator = "gni"
+                self.get_logger().info(f"{self.robot.name} has nonholonomic constraints: integrator gni (seed 003)")
+            self.vi = make_integrator(integrator, self.robot, float(p["dt"]))
         self.stops = JointStops(self.vi) if p["joint_stops"] and type(self.vi) is MidpointVI else None
         if p["joint_stops"] and self.stops is None and not self.vehicle:
             self.get_logger().info(f"joint_stops: only with the midpoint integrator, not {p['integrator']}: the "
@@ -74,7 +81,6 @@ class SimulatorNode(ManagedNode):
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
         self.perm = np.array([joints.index(n) for n in r.actuated] + list(range(len(joints), vi.nu)), int)
         self.u_zero = np.zeros(vi.nu)
-        self.q_prev0 = None  # joint mode: q_{−1}, for the published velocity of the last step
         if self.vehicle:
             twist = np.asarray(p["initial_twist"] or np.zeros(vi.dim), float)
             if twist.shape != (vi.dim,):
@@ -82,7 +88,7 @@ class SimulatorNode(ManagedNode):
             self.x0 = vi.state_from_pose(pose_parameter(vi, p["initial_pose"], "initial_pose"), twist)
         else:
             self.effort_joint_index = [r.joint_index(n) for n in r.actuated]
-            q0 = np.asarray(p["initial_positions"] or np.zeros(vi.nq), float)
+            q0 = np.asarray(p["initial_positions"], float) if p["initial_positions"] else self._default_configuration()
             v0 = np.asarray(p["initial_velocities"] or np.zeros(vi.nq), float)
             if q0.shape != (vi.nq,) or v0.shape != (vi.nq,):
                 raise ValueError(f"initial_positions/initial_velocities need {vi.nq} entries ({r.joint_names})")
@@ -107,7 +113,6 @@ class SimulatorNode(ManagedNode):
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
             # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
             self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
-            self.q_prev0, self.continuous = q0 - vi.dt * v0, np.asarray(r.continuous_mask, bool)
             self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
@@ -115,7 +120,7 @@ class SimulatorNode(ManagedNode):
         self.timing = CommandTiming(vi.dt)
         self._reset_state()
         self.clock_msg = Clock()
-        self.clock_pub = self.create_publisher(Clock, "/clock", STREAM_QOS) if p["publish_clock"] else None
+        self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS) if p["publish_clock"] else None
         self.sub = self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command,
                                             STREAM_QOS)
         self.srv = self.create_service(Trigger, "~/reset", self.on_reset)
@@ -191,6 +196,21 @@ class SimulatorNode(ManagedNode):
             self.end_logged = False  # an extended run logs its new end
         return None  # position_noise_std and on_bad_command are read from self.p at each use
 
+    def _default_configuration(self) -> np.ndarray:
+        """q_0 when ``initial_positions`` is unset: the model's neutral configuration (zeros), for a model with
+        holonomic constraints its projection onto them (mechanics.constraints.consistent_state; from zeros, or where
+        the constraints' Jacobian vanishes there — a distance constraint at its centre — from 0.1·(1, −1, 1, …)),
+        logged."""
+        q0 = self.robot.neutral()
+        if self.robot.constraints and self.vi.configuration_violation(q0):
+            try:
+                q0 = consistent_state(self.robot, q0)[: self.vi.nq]
+            except RuntimeError:
+                q0 = consistent_state(self.robot, 0.1 * (-1.0) ** np.arange(self.vi.nq))[: self.vi.nq]
+            self.get_logger().info(f"initial_positions unset: zeros projected onto the constraints, q_0 = "
+                                   f"{np.round(q0, 6).tolist()}")
+        return q0
+
     def _allowed_velocity(self, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
         """v0, or its projection 𝒫(q0)v0 onto the constraints (seed 003 eq. 12) with a warning; ValueError with
         on_constraint_violation = 'raise'."""
@@ -209,7 +229,6 @@ class SimulatorNode(ManagedNode):
     def _reset_state(self) -> None:
         self.x, self.u = self.x0.copy(), self.u_zero.copy()
         self.timing.command(None)
-        self.q_prev = None if self.q_prev0 is None else self.q_prev0.copy()
         self.last_command_time = time.monotonic()
 
     def on_reset(self, _req, res):
@@ -303,8 +322,6 @@ class SimulatorNode(ManagedNode):
         if self.stops is not None and self.stops.active:  # (the text is built only when the throttle logs it)
             self.warn("joint stop", lambda: f"at step {self.k + 1} held by its end stop: " + ", ".join(
                 f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active), level="info")
-        if self.q_prev0 is not None:
-            self.q_prev = self.x[: self.vi.nq].copy()
         if not self.lockstep:
             self.timing.step(self.k)
         self.x, self.k = x_next, self.k + 1
@@ -336,12 +353,9 @@ class SimulatorNode(ManagedNode):
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec
         q = self.x[: vi.nq]
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
-        # the velocity of the last step, (q_k − q_{k−1})/Δt: what a state estimator turns back into the same
-        # x_k = (q_k, D₂L_d(q_{k−1}, q_k)) as from the two configurations. (M⁻¹p_k would report a pendulum held
-        # at rest as moving at −(Δt/2)M⁻¹∇V, and an estimator would apply that impulse twice.)
-        dq = q - self.q_prev
-        dq[self.continuous] = wrap_angle(dq[self.continuous])
-        msg.velocity = (dq / vi.dt).tolist()
+        # q̇_k = M⁻¹(p_k + (Δt/2)Sτ_g(q_k)) (tracking.wire_velocity): 0 for a pendulum held still, as a real joint
+        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/ros.md).
+        msg.velocity = wire_velocity(vi, self.x).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]
         msg.effort = effort.tolist()

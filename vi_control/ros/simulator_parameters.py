@@ -23,7 +23,8 @@ PARAMETERS: dict[str, Param] = {
                                    "step: a slow or shared machine, debugging)", range=(0.01, 100.0), live=True),
     "controller_name": Param("effort_controller", "commands are read from <controller_name>/commands"),
     "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
-    "initial_positions": Param(None, "q_0 in the model's joint order (default zeros)", array="double"),
+    "initial_positions": Param(None, "q_0 in the model's joint order (default: zeros — with holonomic constraints "
+                                     "projected onto them)", array="double"),
     "initial_velocities": Param(None, "q̇_0 in the model's joint order (default zeros)", array="double"),
     "joint_stops": Param(True, "hold joints at their URDF position limits as inelastic end stops, as hardware and "
                                "Gazebo do (midpoint integrator; vi_control.integrators.stops)"),
@@ -45,7 +46,8 @@ PARAMETERS: dict[str, Param] = {
                            "that a recorder can keep whole)", range=(0.0, 1e9), live=True),
     "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]: real-time factor, late commands",
                                 range=(0.01, 3600.0), live=True),
-    "publish_clock": Param(True, "publish the simulation time on /clock"),
+    "publish_clock": Param(True, "publish the simulation time on `clock` (relative: /clock in the root namespace, "
+                                  "<ns>/clock in a namespace; other nodes there read it with -r /clock:=clock)"),
     "odometry_link": Param("", "link published as nav_msgs/Odometry on `odom`: '' = the chassis of a mobile "
                                "model (nonholonomic constraints or a floating base: its first link with mass), "
                                "'none' = off"),
