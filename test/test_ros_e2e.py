@@ -68,11 +68,18 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
                           timeout=150.0)
     assert not run.error, _report(run)
     assert "planning from the measured state" in run.logs["planner2"]
-    traj = run.trajectory  # JointTrajectory of the latest plan: q_k, q̇_k = M⁻¹p_k, U_k, t_k − t_0
+    traj = run.trajectory  # JointTrajectory of the latest plan: q_k, q̇_k, U_k, t_k − t_0
     assert len(traj.points) == run.plan.horizon + 1 and list(traj.joint_names) == ["theta"]
     k = run.plan.horizon // 2
     assert traj.points[k].positions[0] == pytest.approx(run.plan.X[k, 0], abs=1e-12)
-    assert traj.points[k].velocities[0] == pytest.approx(pendulum_vi.velocity(run.plan.X[k])[0], abs=1e-12)
+    # q̇_k in the joint states' convention, M⁻¹(p_k + (Δt/2)·τ_g(q_k)), from Pinocchio's M and gravity torque
+    import pinocchio as pin
+
+    rob = pendulum_vi.robot
+    q_k, p_k = run.plan.X[k, :1], run.plan.X[k, 1]
+    M = pin.crba(rob.pin_model, rob.pin_model.createData(), q_k)[0, 0]
+    tau_g = pin.computeGeneralizedGravity(rob.pin_model, rob.pin_model.createData(), q_k)[0]
+    assert traj.points[k].velocities[0] == pytest.approx((p_k + 0.5 * run.plan.dt * tau_g) / M, abs=1e-12)
     assert traj.points[k].effort[0] == pytest.approx(run.plan.U[k, 0], abs=1e-12)
     t = traj.points[k].time_from_start
     assert t.sec + 1e-9 * t.nanosec == pytest.approx(k * run.plan.dt, abs=1e-9)

@@ -36,7 +36,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..control.intake import FAULT_STALE, Estimate, Fault, StateIntake, Verdict, Waiting
 from ..control.runner import PlanRunner, command_hold
-from ..control.tracking import TrackingController
+from ..control.tracking import TrackingController, wire_velocity
 from ..integrators import make_integrator
 from .common import (
     JOINT_STATES_QOS,
@@ -386,7 +386,7 @@ class ControllerNode(ManagedNode):
         self._next_state = now + 1.0 / rate
         X, U, _ = law.reference(k)
         nq = self.vi.nq
-        self.state_pub.publish(self.state_msg.fill(t, k, law.plan.dt, X[:nq].copy(), self.vi.velocity(X), U,
+        self.state_pub.publish(self.state_msg.fill(t, k, law.plan.dt, X[:nq].copy(), wire_velocity(self.vi, X), U,
                                                    x[:nq].copy(), qdot, u))
 
     def publish_diagnostics(self) -> None:

@@ -60,7 +60,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..control.intake import stamped_on_receipt
 from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
-from ..control.tracking import StateEstimator, tracking_law
+from ..control.tracking import StateEstimator, tracking_law, wire_velocity
 from ..integrators import make_integrator, require_linearizable
 from .common import LATCHED_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
 from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
@@ -572,7 +572,7 @@ class PlannerNode(ManagedNode):
         if self.vehicle:
             self.pub_path.publish(path_from_plan(vi, plan.X, plan.times[0], str(self.p["odom_frame"])))
         else:
-            velocities = np.array([vi.velocity(x) for x in plan.X])
+            velocities = np.array([wire_velocity(vi, x) for x in plan.X])  # (the joint states' convention)
             inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
             stamp = self.get_clock().now().to_msg()
             stamp.sec, stamp.nanosec = split_seconds(0.0 if on_receipt else t_start)
