@@ -85,9 +85,9 @@ def _refusal(what: str):
     return {
         "dt": (lambda: check_time_step(t), ValueError, r"time step dt must be positive and finite, got True"),
         "load_robot mass_scale": (lambda: load_robot(bundled_urdf("pendulum"), mass_scale=t), SystemConfigError,
-                                  r"^mass_scale: must be a positive finite number up to 1e6, got True"),
+                                  r"^mass_scale: must be a number in \[1e-12, 1e\+06\], got True"),
         "ModelSpec.mass_scale": (lambda: ModelSpec(source="pendulum", mass_scale=t), ModelError,
-                                 r"^mass_scale: must be a positive finite number, got True"),
+                                 r"^mass_scale: must be a number in \[1e-12, 1e\+06\], got True"),
         "rigid body drag_scale": (lambda: load_rigid_body(vehicle, drag_scale=t), RigidBodyConfigError,
                                   r"uuv\.yaml: drag_scale: must be a positive finite number, got True"),
         "horizon": (lambda: load_task(_task(horizon=t)), TaskError, r"^horizon: must be an integer"),

@@ -26,9 +26,9 @@ DT_RANGE = (1.0e-6, 1.0)
 # Δt outside this range is refused: Δt² and 1/Δt of the discrete Lagrangian's terms leave double precision long
 # before (1e300 s was accepted with a warning, and every step then failed or returned inf).
 DT_BOUNDS = (1.0e-12, 1.0e3)
-# mass_scale of a model: a 1e-300 scale gave an OverflowError in the planner's regularization; a millionth of a robot's
-# mass is far below any payload error studied with it.
-MASS_SCALE_RANGE = (1.0e-6, 1.0e6)
+# mass_scale of a model: a 1e-300 scale gave an OverflowError in the planner's regularization; 1e-12 still leaves a
+# model in any unit of mass (the unit tests step and plan milligram and 2⁻³⁰ scales) its digits.
+MASS_SCALE_RANGE = (1.0e-12, 1.0e6)
 
 
 def check_time_step(dt: float) -> float:

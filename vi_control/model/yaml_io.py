@@ -158,22 +158,32 @@ def _depth(node, limit: int) -> None:
             stack.extend((c, d + 1) for kv in n.value for c in kv)
 
 
+def _children(n) -> list:
+    return ([c for kv in n.value for c in kv] if isinstance(n, MappingNode) else
+            list(n.value) if isinstance(n, SequenceNode) else [])
+
+
 def _expanded_size(node, limit: int) -> None:
     """Refuse a document whose node graph, aliases unfolded, holds more than ``limit`` nodes — counted on the graph
-    (each distinct node once, its unfolded size from its children's), before anything is constructed or walked."""
+    (each distinct node once, its unfolded size from its children's, in a depth-first post-order whose pushes are
+    bounded by the graph's edges), before anything is constructed or walked."""
     size: dict[int, int] = {}
-    stack = [(node, False)]
+    expanded: set[int] = set()
+    stack = [node]
     while stack:
-        n, done = stack.pop()
+        n = stack[-1]
         if id(n) in size:
+            stack.pop()
             continue
-        children = ([c for kv in n.value for c in kv] if isinstance(n, MappingNode) else
-                    list(n.value) if isinstance(n, SequenceNode) else [])
-        if not done:
-            stack.append((n, True))
-            stack.extend((c, False) for c in children if id(c) not in size)
+        if id(n) not in expanded:  # first visit: its children first (each edge pushes once)
+            expanded.add(id(n))
+            stack.extend(c for c in _children(n) if id(c) not in size and id(c) not in expanded)
             continue
-        total = 1 + sum(size.get(id(c), 0) for c in children)
+        stack.pop()
+        sizes = [size.get(id(c)) for c in _children(n)]
+        if None in sizes:  # (a child still being expanded is an ancestor: an alias to itself)
+            raise YAMLFormatError(f"line {n.start_mark.line + 1}: a recursive alias")
+        total = 1 + sum(sizes)
         if total > limit:
             raise YAMLFormatError(f"line {n.start_mark.line + 1}: more than {limit} values once its aliases are "
                                   "unfolded (an alias bomb?)")
