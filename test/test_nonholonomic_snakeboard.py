@@ -108,3 +108,10 @@ def test_singular_constraint_matrix_mid_run_names_the_step(board):
     with pytest.raises(SingularityError) as e:
         gni.simulate(gni.state_from_velocity(q0, qd), np.zeros((10, gni.nu)))
     assert e.value.step == 5 and "step 5" in str(e.value)
+
+
+def test_rdp_refuses_a_robot_model_with_a_type_error_naming_what_it_needs():
+    import vi_control as vc
+
+    with pytest.raises(TypeError, match="needs a ReducedSystem"):
+        vc.ReducedDAlembertPontryagin(vc.load_robot("pendulum"), 0.01)

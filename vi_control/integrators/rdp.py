@@ -113,6 +113,9 @@ class ReducedDAlembertPontryagin:
 
     def __init__(self, system: ReducedSystem, dt: float, retraction: str = "exp", alpha: float = 0.5,
                  settings: NewtonSettings | None = None, compile: bool | None = None):
+        if not isinstance(system, ReducedSystem):  # (a RobotModel got an AttributeError from deep inside)
+            raise TypeError(f"ReducedDAlembertPontryagin needs a ReducedSystem (the reduced Lagrangian's shape space "
+                            f"and group: vi_control.integrators.rdp.ReducedSystem), got {type(system).__name__}")
         dt = check_time_step(dt)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha}")
