@@ -179,3 +179,19 @@ def test_a_spinning_wheel_is_not_limited():
     for s in systems.values():
         with pytest.raises(StepError):
             s.step(vi.state_from_velocity(q, fast_wrist))
+
+
+def test_linearize_refuses_a_model_with_every_joint_prescribed_and_takes_one_with_one_dynamic_joint():
+    """At the boundary: one dynamic joint left linearizes (A, B finite); none left is a ValueError saying why (it
+    was LAPACK's 'DGETRF parameter number 4' on stderr and numpy's zero-size reduction error)."""
+    from vi_control.linearization import linearize
+
+    for prescribed, ok in ((["shoulder"], True), (["shoulder", "elbow"], False)):
+        vi = make_integrator("midpoint", load_robot(bundled_urdf("double_pendulum"), {"prescribed": prescribed}), 0.01)
+        x, u = vi.state_from_configurations(np.zeros(2), np.zeros(2)), np.zeros(vi.nu)
+        if ok:
+            lin = linearize(vi, x, u)
+            assert np.all(np.isfinite(lin.A)) and np.all(np.isfinite(lin.B))
+        else:
+            with pytest.raises(ValueError, match="no dynamic coordinates"):
+                linearize(vi, x, u)

@@ -58,6 +58,9 @@ def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult
     Raises SingularityError where R_y (M_{k+1}, bordered by the constraint Jacobians) is singular to
     the integrator's own threshold ``vi.settings.rcond_min``: the map has no derivative there (seed 000 §VII).
     """
+    if getattr(vi, "nd", 1) == 0:  # (LAPACK's "DGETRF parameter 4" and numpy's zero-size reduction before)
+        raise ValueError(f"linearize: {vi.robot.name!r} has no dynamic coordinates (every joint prescribed): its "
+                         "motion is the input itself, there is no one-step map to linearize")
     r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
     # with constraint rows, the unit-free rcond of the equilibrated bordered matrix (the step's own verdict)
     lu, piv, rcond = lu_rcond(Ry, Ry.shape[0] - vi.nc)
