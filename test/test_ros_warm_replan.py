@@ -2,7 +2,6 @@
 executed, receded to the new start, is the initial guess, and the re-plan reaches the cold plan's optimum from that
 start in fewer iterations; with ``warm_start`` off the node plans cold."""
 
-import re
 
 import numpy as np
 import pytest
@@ -14,13 +13,7 @@ from vi_control.ros.launcher import domain_id_for  # noqa: E402
 pytestmark = pytest.mark.ros
 
 
-def _published(err: str) -> list[tuple[int, float]]:
-    """(iterations, cost) of every 'published plan' line of the planner's log."""
-    return [(int(m.group(1)), float(m.group(2))) for m in
-            re.finditer(r"published plan \d+: .*? in (\d+) iterations .*?, cost ([-0-9.e+]+)", err)]
-
-
-def test_planner_node_replans_the_task_warm_from_the_executed_plan(request, capfd):
+def test_planner_node_replans_the_task_warm_from_the_executed_plan(request):
     import rclpy
     from rclpy.parameter import Parameter
 
@@ -41,17 +34,17 @@ def test_planner_node_replans_the_task_warm_from_the_executed_plan(request, capf
         node.measured = (node._now(), start_state(task, vi))
         node._plan(Job(0, Request("task"), "test"))  # the worker's body, synchronously: the first plan, cold
         first = node.last_plan
-        assert first is not None and first.converged
+        assert first is not None and first.converged and node.last_warm_step is None
         x1 = first.X[5].copy()
         x1[0] += 0.02  # the cart 2 cm off the plan, 5 steps in
         node.measured = (float(first.times[5]), x1)
         node._plan(Job(0, Request("task"), "test"))
         second = node.last_plan
-        err = capfd.readouterr().err
-        assert "warm start: the executed plan from its step" in err
+        # (the node's own record of the solve, not its log: rcutils' stderr stream is not always flushed to capfd)
+        assert node.last_warm_step is not None and node.last_warm_step >= 5
         assert second is not first and second.converged
         assert np.abs(second.X[-1, :2] - task.goal_q).max() < 1e-5
-        (it_first, _), (it_warm, cost_warm) = _published(err)
+        it_warm, cost_warm = node.last_result.iterations, node.last_result.cost
         cold, res = plan_task(vi, task, x0=second.X[0])  # the same start, cold
         assert res.converged and abs(cost_warm - res.cost) <= 1e-4 * res.cost, (cost_warm, res.cost)
         assert it_warm < res.iterations / 2, (it_warm, res.iterations)  # measured 17 against 62
@@ -59,8 +52,7 @@ def test_planner_node_replans_the_task_warm_from_the_executed_plan(request, capf
         node.set_parameters([Parameter("warm_start", value=False)])
         node.measured = (float(second.times[3]), second.X[3].copy())
         node._plan(Job(0, Request("task"), "test"))
-        err = capfd.readouterr().err
-        assert "warm start" not in err and len(_published(err)) == 1
+        assert node.last_warm_step is None and node.last_plan is not second  # planned cold
     finally:
         if node is not None:
             node.destroy_node()

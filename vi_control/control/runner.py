@@ -222,6 +222,8 @@ class PlanRunner:
         if self.fault is not None:
             self.logger.info(f"joint states valid again after: {self.fault}; tracking resumed")
             self.fault = None
+        if self.hold is not None and self.hold.engaged:  # (a hold taken on a fault ends when tracking resumes)
+            self.hold.release()
         return k, u
 
     def _tolerances_violated(self, law: TrackingController, k: int, t: float, x: np.ndarray) -> bool:

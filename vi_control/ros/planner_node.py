@@ -125,6 +125,7 @@ class PlannerNode(ManagedNode):
         self.states: deque[tuple[float, float, bytes]] = deque(maxlen=STATE_BUFFER)  # (wall, clock, message)
         self.clock_samples: deque[tuple[float, float]] = deque(maxlen=64)  # (steady, node clock), 50 ms apart
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
+        self.last_result = self.last_warm_step = None  # the last solve's optimizer result, its warm start's step
         self._warm_task = None  # the task last_plan planned (None after a goal or trajectory request)
         self.solve_times: list[float] = []  # wall time of the last few solves (not the first)
         self._solves = 0
@@ -480,6 +481,7 @@ class PlannerNode(ManagedNode):
         if not 0 <= steps < plan.horizon:
             return None
         self.get_logger().info(f"warm start: the executed plan from its step {steps} on")
+        self.last_warm_step = steps
         return plan.receded(steps)
 
     def _mpc_solve(self, request: Request, x0: np.ndarray | None, t_start: float, moving: bool):
@@ -532,6 +534,7 @@ class PlannerNode(ManagedNode):
             log.info(f"request {job.id}: planning from the task's x_0 (no measured state): the plan starts when the "
                      "controller receives it")
         t0 = time.monotonic()
+        self.last_warm_step = self.last_result = None  # (this solve's: for /diagnostics and tests)
         try:
             if self.mpc is not None and request.kind in ("task", "mpc"):
                 plan, result = self._mpc_solve(request, x0, t_start, moving)
@@ -546,6 +549,7 @@ class PlannerNode(ManagedNode):
             self._status(job, "failed", f"planning failed: {type(e).__name__}: {e}")
             return
         solve = time.monotonic() - t0
+        self.last_result = result
         if request.kind == "mpc":
             self.mpc_last_solve = solve
             self.mpc_counts["accepted" if result.converged else "not_accepted"] += 1
@@ -557,6 +561,8 @@ class PlannerNode(ManagedNode):
                                          "controller keeps its current plan (set publish_unconverged to publish "
                                          "best-effort plans)")
             return
+        # (computed before the start is fixed: for a 100-step plan this takes a good part of start_delay)
+        velocities = None if self.vehicle else np.array([wire_velocity(vi, x) for x in plan.X])
         if measured is not None and not moving:  # held still: start as soon as the controller can have it
             ready = self._now() + rate * float(self.p["start_delay"])  # (a lockstep clock waits: no delay)
             t_start = max(t_start, t_m + math.ceil((ready - t_m) / vi.dt - 1e-9) * vi.dt)
@@ -572,7 +578,6 @@ class PlannerNode(ManagedNode):
         if self.vehicle:
             self.pub_path.publish(path_from_plan(vi, plan.X, plan.times[0], str(self.p["odom_frame"])))
         else:
-            velocities = np.array([wire_velocity(vi, x) for x in plan.X])  # (the joint states' convention)
             inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
             stamp = self.get_clock().now().to_msg()
             stamp.sec, stamp.nanosec = split_seconds(0.0 if on_receipt else t_start)
