@@ -1,6 +1,9 @@
 """A parameter request is accepted or refused as a whole (common.watch_parameters): with one bad value among good
 ones (``set_parameters_atomically``) nothing changes, not rclpy's store and not the node's own copy it works from;
-a request of good values changes both. In-process with real rclpy (the controller node, autostarted)."""
+a request of good values changes both. In-process with real rclpy (the controller node, autostarted).
+
+Kept out of the test_ros_* group (its worker): an in-process rclpy init/shutdown there left rcutils' stderr stream
+unflushed for the capfd-based log tests after it (test_ros_throttled_log) in a fresh clone."""
 
 import pytest
 
