@@ -138,12 +138,7 @@ class ControllerNode(ManagedNode):
 
     def cleanup(self) -> None:
         self._stop_tick_timer()
-        for t in self.own_timers:
-            self.destroy_timer(t)
-        for s in self.own_subs:
-            self.destroy_subscription(s)
-        for pub in (self.pub, self.state_pub, self.diag_pub):
-            self.destroy_publisher(pub)
+        self.destroy_entities(self.own_timers, self.own_subs, publishers=(self.pub, self.state_pub, self.diag_pub))
         self.robot = None
 
     def _set_scheduling(self, priority: int) -> None:

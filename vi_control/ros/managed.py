@@ -97,6 +97,17 @@ class ManagedNode(LifecycleNode):
         self.shutdown_requested = True
         return TransitionCallbackReturn.SUCCESS
 
+    def destroy_entities(self, timers=(), subscriptions=(), services=(), publishers=()) -> None:
+        """What configure created, destroyed (cleanup)."""
+        for t in timers:
+            self.destroy_timer(t)
+        for s in subscriptions:
+            self.destroy_subscription(s)
+        for s in services:
+            self.destroy_service(s)
+        for pub in publishers:
+            self.destroy_publisher(pub)
+
     def configure(self) -> None: ...
 
     def activate(self) -> None: ...

@@ -205,14 +205,7 @@ class PlannerNode(ManagedNode):
 
     def cleanup(self) -> None:
         self.deactivate()
-        for t in self.own_timers:
-            self.destroy_timer(t)
-        for s in self.own_subs:
-            self.destroy_subscription(s)
-        for s in self.own_services:
-            self.destroy_service(s)
-        for pub in self.own_pubs:
-            self.destroy_publisher(pub)
+        self.destroy_entities(self.own_timers, self.own_subs, self.own_services, self.own_pubs)
         self.own_subs, self.own_pubs, self.own_timers, self.own_services = [], [], [], []
         self.robot = self.task = None
 
