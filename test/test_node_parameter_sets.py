@@ -1,14 +1,12 @@
 """A parameter request is accepted or refused as a whole (common.watch_parameters): with one bad value among good
 ones (``set_parameters_atomically``) nothing changes, not rclpy's store and not the node's own copy it works from;
-a request of good values changes both. In-process with real rclpy (the controller node, autostarted).
-
-Kept out of the test_ros_* group (its worker): an in-process rclpy init/shutdown there left rcutils' stderr stream
-unflushed for the capfd-based log tests after it (test_ros_throttled_log) in a fresh clone."""
+a request of good values changes both. In-process with real rclpy (the controller node, autostarted)."""
 
 import pytest
 
 pytest.importorskip("rclpy")
 
+from log_record import RecordingLogger  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 
@@ -43,17 +41,18 @@ def test_each_check_at_its_boundary(controller_in_process):
     assert node.p["stale_hold_time"] == 0.0 and node.p["hold_effort_weight"] == 1e-12
 
 
-def test_a_stale_first_state_is_not_reported_as_a_safe_command(controller_in_process, capfd):
+def test_a_stale_first_state_is_not_reported_as_a_safe_command(controller_in_process):
     """Before any valid joint state nothing is commanded, so a refused first state is logged as what it is — no
     valid state yet — not as "-> safe command (...)", which the controller does not send."""
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
     node = controller_in_process
+    node.warn.logger = logged = RecordingLogger(node.warn.logger)
     msg = JointState(name=["theta"], position=[0.1], velocity=[0.0])
     msg.header.stamp.sec = 1  # 1970: stale on the wall clock
     node.on_joint_state(serialize_message(msg))
-    err = capfd.readouterr().err
+    err = logged.text()
     assert "no valid joint state yet (joint states stale" in err and "-> safe command" not in err, err
     assert node.counts["commands"] == 0 and node.runner.fault is None
     msg.header.stamp = node.get_clock().now().to_msg()  # a valid one: held from now on (safe_mode hold)

@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("rclpy")
 
+from log_record import RecordingLogger  # noqa: E402
+
 from vi_control.ros.launcher import NodeProcess, domain_id_for  # noqa: E402
 from vi_control.ros.main_job import run_closed_loop  # noqa: E402
 
@@ -74,7 +76,7 @@ def test_planner_node_logs_a_failed_collocation_and_publishes_no_plan(request, t
         rclpy.try_shutdown()
 
 
-def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path, capfd):
+def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path):
     """Through the node's own planning path (in-process, real rclpy and DDS): plan 1 is published; then the task
     becomes infeasible and a replan fails with PlanningError — logged, the latest plan stays, nothing new is sent."""
     import rclpy
@@ -95,6 +97,8 @@ def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path, capf
     node = listener = None
     try:
         node = PlannerNode()
+        logged = RecordingLogger(node.get_logger())
+        node.get_logger = lambda: logged
         listener = rclpy.create_node("plan_listener", namespace="/colloc_keep")
         received = []
         listener.create_subscription(UInt8MultiArray, "vi_planner/plan", received.append, LATCHED_QOS)
@@ -119,7 +123,7 @@ def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path, capf
         node._plan(Job(0, Request("task"), "test"))
         spin(1.0)
         assert node._latest is first and len(received) == 1  # the plan in force is kept, nothing new on DDS
-        err = capfd.readouterr().err
+        err = logged.text()
         assert "planning failed: PlanningError" in err and "ipopt" in err and "iterations" in err
     finally:
         for n in (node, listener):

@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
+from log_record import RecordingLogger  # noqa: E402
 from rclpy.logging import get_logger  # noqa: E402
 
 from vi_control.ros.common import ThrottledLog  # noqa: E402
@@ -32,10 +33,11 @@ def test_one_throttle_logs_errors_warnings_and_info_through_rclpy():
     assert not log("stale", "stale state", level="error")  # the same kind within the period: suppressed
 
 
-def test_a_text_builder_runs_only_when_its_message_is_logged(capfd):
+def test_a_text_builder_runs_only_when_its_message_is_logged():
     """The simulator's end-stop notice is built on every held step; given as a function, the text is built only for
     the messages the throttle lets through, and those say what it built."""
-    log = ThrottledLog(get_logger("vi_test_throttle_lazy"), period=PERIOD)
+    logger = RecordingLogger(get_logger("vi_test_throttle_lazy"))
+    log = ThrottledLog(logger, period=PERIOD)
     built = []
 
     def text() -> str:
@@ -48,6 +50,5 @@ def test_a_text_builder_runs_only_when_its_message_is_logged(capfd):
     log.period = 0.05  # then wait it out (suppression above: within PERIOD, whatever the load)
     time.sleep(0.1)
     assert log("joint stop", text, level="info") and built == [1, 2]
-    err = capfd.readouterr().err
-    assert "held by its end stop, text 1" in err and "held by its end stop, text 2 (100 more since the last report)" \
-        in err
+    assert logger.messages == [("info", "held by its end stop, text 1"),
+                               ("info", "held by its end stop, text 2 (100 more since the last report)")]
