@@ -278,6 +278,7 @@ def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", 
 
             rows[bname, mode] = dict(
                 n=n, geodesic=share(lambda r: r.path == "newton"), coarse=share(lambda r: r.path == "newton-coarse"),
+                split=share(lambda r: r.path == "newton-split"),
                 continuation=share(lambda r: r.path == "newton-continuation"),
                 newton_alone=share(lambda r: r.path.startswith("newton")),
                 ipopt=share(lambda r: r.path.startswith("ipopt")), verified=share(lambda r: r.converged),
@@ -293,13 +294,15 @@ def scan_table(scan: dict) -> str:
     lines = [f"Random rest-to-rest maneuvers (seed {scan['seed']}, {scan['count']} per body and mode; translation "
              "≤ 2 m, rotation ≤ 60°; N = 32, T = 10 s, Cayley); machine load "
              f"{scan['load'][0]:.1f}", "",
-             "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton by continuation | Newton alone "
+             "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton from split inputs "
+             "| Newton by continuation | Newton alone "
              "| IPOPT (fallback or from a saddle) | verified minima | saddles rejected | cost vs IPOPT from the "
              "geodesic: dearer / cheaper (> 0.1 %), worst | CPU s median (max) | check s median |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731
     for (bname, mode), r in scan["rows"].items():
-        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['continuation'])} | "
+        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['split'])} | "
+                     f"{pct(r['continuation'])} | "
                      f"**{pct(r['newton_alone'])}** | {pct(r['ipopt'])} | **{pct(r['verified'])}** | {r['saddles']} | "
                      f"{pct(r['dearer'])} / {pct(r['cheaper'])}, {100 * r['worst']:+.1f} % | "
                      f"{r['cpu_median']:.2f} ({r['cpu_max']:.2f}) | {r['check_median']:.2f} |")

@@ -102,8 +102,9 @@ class DMOCProblem:
 
 
 # How a result was produced (``DMOCResult.path``); the warm starts Newton tries, in order, when the guess fails.
-PATHS = ("newton", "newton-coarse", "newton-continuation", "ipopt", "newton-curvature", "ipopt-curvature")
-_WARM_STARTS = PATHS[1:3]
+PATHS = ("newton", "newton-coarse", "newton-split", "newton-continuation", "ipopt", "newton-curvature",
+         "ipopt-curvature")
+_WARM_STARTS = PATHS[1:4]
 
 
 @dataclass
@@ -326,8 +327,9 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     fails; stops at ‖F‖∞ ≤ ``tol``. ``xi_guess`` (N, n): initial velocities (default ``geodesic_guess``).
 
     ``continuation``: if Newton/LM do not converge from the guess, Newton from the solution at N/2 (``path``
-    'newton-coarse'), then along a homotopy from a relaxed, fully actuated body on a shorter maneuver
-    ('newton-continuation'; both in ``dmoc_continuation``).
+    'newton-coarse'), with held inputs from the solution with split inputs ('newton-split'), then along a homotopy
+    from a relaxed, fully actuated body on a shorter maneuver ('newton-continuation'; all in
+    ``dmoc_continuation``).
 
     ``fallback='ipopt'``: if Newton/LM do not converge from the guess nor by continuation (e.g. pure heave of an
     underactuated body: the Jacobian is singular there by symmetry), the identical problem is solved by IPOPT
@@ -399,11 +401,14 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
 def _warm_start(kind: str, cond: _Conditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
                 log) -> tuple | None:
     """Newton's output from the warm start ``kind`` (``dmoc_continuation``): 'newton-coarse' from the solution at
-    N/2, 'newton-continuation' along the relaxed-body homotopy; None if it broke off."""
-    from .dmoc_continuation import coarse_solve, continuation_solve
+    N/2, 'newton-split' (held inputs) from the solution with split inputs, 'newton-continuation' along the
+    relaxed-body homotopy; None if it broke off or does not apply."""
+    from .dmoc_continuation import coarse_solve, continuation_solve, split_solve
 
     if kind == "newton-coarse":
         return coarse_solve(cond, tol, max_iterations, lm, stats, log)
+    if kind == "newton-split":
+        return split_solve(cond, tol, max_iterations, lm, stats, log)
     return continuation_solve(cond, tol, lm, stats, log)
 
 
