@@ -30,8 +30,8 @@ some where N = 8 did not.
 a relaxation of it, solved by ``solve_dmoc`` without IPOPT; its velocities are the guess. On the skewed body
 Newton converged from it in 4 iterations on maneuvers where every other guess failed.
 
-Every Newton solve is the package's ``newton_lm``; nothing here minimizes by another method, so an answer found this way is "Newton alone" in the scan
-(benchmarks/bench_dmoc.py).
+Every Newton solve is the package's ``newton_lm``; nothing here minimizes by another method, so an answer found
+this way is "Newton alone" in the scan (benchmarks/bench_dmoc.py).
 """
 
 from __future__ import annotations
