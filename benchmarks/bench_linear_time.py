@@ -144,7 +144,7 @@ def midpoint_worker(n: int, steps: int) -> None:
     robot = load_robot(planar_chain_urdf(n))
     def step(vi, x, k):
         # MidpointVI accepts a residual ≤ max(tol·(1+|p|), 1e-9); long chains from rest have a rounding
-        # floor above that (docs/linear_time.md), so tol is relaxed ×10 when a step fails only by that.
+        # floor above that (docs/concepts/linear_time.md), so tol is relaxed ×10 when a step fails only by that.
         while True:
             try:
                 return vi.step(x, np.zeros(vi.nu), step_index=k)

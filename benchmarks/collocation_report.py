@@ -107,7 +107,8 @@ def plots(res: dict, replay: dict | None, pend_dyn, out_dir: Path) -> None:
                 [(dk[n].get("E2") if coord is None else (dk[n].get("E2_q") or [np.nan])[coord]) if n in dk
                  and dk[n]["success"] else np.nan for n in Ns], [dk[n]["cpu"] if n in dk else np.nan for n in Ns])
         plot_error_sweep(ax[i, 0], ax[i, 1], Ns, curves, title=title)
-        if key == "biped" and res.get("biped_pinned"):  # why LG2 cannot be 10× below LG there (docs/collocation.md)
+        # why LG2 cannot be 10× below LG there (docs/concepts/collocation.md)
+        if key == "biped" and res.get("biped_pinned"):
             pinned = res["biped_pinned"]
             resid = [_part(r["lg"].get("E2_split"), 1, None) if r["same_optimum"] else None for r in pinned]
             ax[i, 0].semilogy([r["N"] for r in pinned], [np.nan if v is None else v for v in resid],

@@ -61,7 +61,7 @@ def test_the_stance_foot_stays_down_along_the_polynomial(gait, gaits):
 
 def test_lg2_has_the_lower_second_order_error(gait, gaits):
     E = {m: dynamic_errors(s, gait.dynamics, subintervals=200).E2 for m, s in gaits.items()}
-    assert E["lg2"] < 0.5 * E["lg"], E  # measured 2.9× at N = 8 (docs/collocation.md: the paper reports ~10×)
+    assert E["lg2"] < 0.5 * E["lg"], E  # measured 2.9× at N = 8 (docs/concepts/collocation.md: the paper reports ~10×)
 
 
 @pytest.fixture(scope="module")

@@ -74,8 +74,8 @@ def test_without_the_knee_limit_the_simple_guess_reaches_a_costlier_hyperextende
 def test_lg2_error_over_the_absolute_link_angles(gait, gaits):
     """E^[2] summed over the five absolute angles (seed 004 eq. 19, all in rad). Measured LG/LG2 on the one
     knee-limited gait: 3.2× at N = 8, 1.45× at N = 16 — both errors fall geometrically, LG's a little slower at small
-    N (the paper reports ~10× from N = 8 on; not reproduced, docs/collocation.md). LG2's ε^[2] vanishes at its Gauss
-    points in these coordinates too (ε_θ = A ε_q)."""
+    N (the paper reports ~10× from N = 8 on; not reproduced, docs/concepts/collocation.md). LG2's ε^[2] vanishes at its
+    Gauss points in these coordinates too (ε_θ = A ε_q)."""
     E = {k: dynamic_errors(s, gait.dynamics, subintervals=200, coordinates=ABSOLUTE).E2 for k, s in gaits.items()}
     assert E["lg", 8] > 2.0 * E["lg2", 8] and E["lg", 16] > 1.2 * E["lg2", 16], E
     sol = gaits["lg2", 8]

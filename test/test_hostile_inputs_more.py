@@ -286,7 +286,7 @@ def test_lie_group_integrator_checks_like_the_others():
     """The Lie-group VI (seed 002) has its own input check: a complex state was cast with numpy's warning, y0 of
     the wrong size reached CasADi ("argument 0 has size 2, expected 6"), energy/velocity of a 19-vector were
     evaluated on its first 18 entries. The shared checks of integrators.base now apply; a rest state still steps
-    to rest under trimmed buoyancy with no input (docs/lie_groups.md), to round-off."""
+    to rest under trimmed buoyancy with no input (docs/concepts/lie_groups.md), to round-off."""
     vi = vc.make_integrator("lie_group", vc.load_rigid_body("vehicle_uuv"), 0.1)
     x = vi.state_from_pose(np.eye(4))
     for call, what in [(lambda: vi.step(x + 0j), "state is complex"), (lambda: vi.solve(x, y0=np.zeros(2)), "y0"),

@@ -106,7 +106,7 @@ def test_cayley_closed_forms_equal_the_matrix_formulas_of_section_5b(G, rng):
 
 def test_eq34_translation_differs_from_the_matrix_cayley_whose_differential_is_eq38(rng):
     """Seed 002 eq. 34 writes the SE(3) translation as dcay_ω v (dcay of eq. 35); the matrix Cayley of §5 b gives
-    (I − ω̂/2)⁻¹v. Only the latter has eq. 38 as its dτ⁻¹, so it is ours (docs/lie_groups.md)."""
+    (I − ω̂/2)⁻¹v. Only the latter has eq. 38 as its dτ⁻¹, so it is ours (docs/concepts/lie_groups.md)."""
     xi = np.array([0.4, -0.3, 0.5, 0.7, 0.2, -0.6])
 
     def eq34(x):

@@ -189,7 +189,7 @@ def _forced_errors(robot, tau, T=1.0, steps=(40, 80, 160), half_impulse=True):
     for N in steps:
         vi = LinearTimeVI(robot, T / N)
         x0 = vi.state_from_velocity(q0, v0)
-        if half_impulse:  # F⁺_d = 0 convention: p_k lacks half of the step's impulse (docs/integrator.md)
+        if half_impulse:  # F⁺_d = 0 convention: p_k lacks half of the step's impulse (docs/concepts/integrator.md)
             x0[n:] -= 0.5 * (T / N) * (tau - robot.damping * v0)
         X, _ = vi.simulate(x0, np.tile(tau, (N, 1)))
         errors.append(np.abs(X[-1, :n] - sol.y[:n, -1]).max())

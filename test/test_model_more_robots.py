@@ -138,7 +138,8 @@ def test_urdf_file_with_package_meshes_and_the_same_xml_text(tmp_path):
 
 
 def test_double_pendulum_reach_planned_and_tracked_in_closed_loop():
-    """The task (config/task_double_pendulum_reach.yaml, written as docs/planner.md says) on example-robot-data's
+    """The task (config/task_double_pendulum_reach.yaml, written as docs/concepts/planner.md says) on
+    example-robot-data's
     double pendulum (upright at q = 0: the reach holds an inverted pose): DDP converges, the hold input is
     Pinocchio's gravity torque, and TV-LQR brings a 0.05 rad perturbed start to the goal
     where the open loop falls away."""

@@ -40,7 +40,7 @@ def _exact(vi, t: float) -> np.ndarray:
 def _velocity_state(q: np.ndarray, qdot) -> np.ndarray:
     """(q, p) from a measured velocity without an effort: p = m l² q̇ − (Δt/2) m g l sin q of the bundled pendulum
     (1 kg at 1 m, g = 9.8; the holding torque for the applied one): the inverse of the wire's q̇ = M⁻¹(p + (Δt/2)τ)
-    (docs/ros.md)."""
+    (docs/concepts/ros.md)."""
     return np.concatenate([q, np.asarray(qdot, float) - DT / 2 * 9.8 * np.sin(q)])
 
 

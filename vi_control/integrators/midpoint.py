@@ -74,7 +74,7 @@ class MidpointVI(SymbolicStepDerivatives):
     and check the condition of M_{k+1} at the root. ``chord_root_check=False`` (attribute of the same name)
     skips M_{k+1} in an unconstrained chord step that converged on Δt⁻¹M(q_k) alone: the condition check is then
     M(q_k)'s, which does not see a singular M_{k+1} at the root (the spherical pendulum through its pole,
-    test_integrator_errors.py); about 1.5× faster at 32 links (docs/performance_step.md). Default ``newton``
+    test_integrator_errors.py); about 1.5× faster at 32 links (docs/benchmarks/step.md). Default ``newton``
     (None): the faster one for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each
     extra function call costs more than the Jacobian it saves.
     """
@@ -312,7 +312,7 @@ class MidpointVI(SymbolicStepDerivatives):
         ``solve`` documents); leaves x_{k+1} and y in the driver's buffers, returns (iterations, residual).
 
         Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here. This is the whole
-        Python cost of a compiled step, kept to buffer copies and one ctypes call (docs/performance_step.md).
+        Python cost of a compiled step, kept to buffer copies and one ctypes call (docs/benchmarks/step.md).
         """
         nw = self._newton
         if u is None:

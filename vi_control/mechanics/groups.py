@@ -237,7 +237,7 @@ class _SE3(LieGroup):
         return _block([[R, p if sym else np.asarray(p)[:, None]], [_mat([[0, 0, 0, 1]], sym)]], sym)
 
     # Cayley: the matrix Cayley (e − ξ̂/2)⁻¹(e + ξ̂/2) of §5 b. Its translation is (I − ω̂/2)⁻¹ v; eq. 34's
-    # "dcay_ω v" with dcay from eq. 35 differs from it by (ω·v)ω/(4 + |ω|²) (docs/lie_groups.md), and eq. 38 is
+    # "dcay_ω v" with dcay from eq. 35 differs from it by (ω·v)ω/(4 + |ω|²) (docs/concepts/lie_groups.md), and eq. 38 is
     # the differential of the matrix Cayley, which is what we use.
     def cay(self, xi):
         sym = _is_sym(xi)

@@ -1,7 +1,7 @@
 """MoveIt-style requests as plans: timed joint-space paths (a JointTrajectory's points) and goals, from a measured,
 moving start, verified against the controller's limits before they are returned.
 
-How a request becomes a plan (docs/planner.md, "Requests"):
+How a request becomes a plan (docs/concepts/planner.md, "Requests"):
 
 - **Reference.** The points resampled on the task's grid t_k = k·Δt from the start's configuration, the last point
   then held for a settling time (``pipeline.trajectory_reference``: the sampled path's momenta, seed 000 eq. 1b): the

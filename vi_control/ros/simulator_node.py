@@ -354,7 +354,7 @@ class SimulatorNode(ManagedNode):
         q = self.x[: vi.nq]
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
         # q̇_k = M⁻¹(p_k + (Δt/2)Sτ_g(q_k)) (tracking.wire_velocity): 0 for a pendulum held still, as a real joint
-        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/ros.md).
+        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/concepts/ros.md).
         msg.velocity = wire_velocity(vi, self.x).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]

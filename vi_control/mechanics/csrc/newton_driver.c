@@ -53,7 +53,7 @@ static int vi_mass_chol(const double* q, const double* p, long long nq, long lon
  * rot (nd): 1 for a dynamic coordinate that is an angle (revolute joint).
  * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}.
  *
- * Chord Newton (MidpointVI docstring, docs/performance_step.md): updates with a factored matrix and residual-only
+ * Chord Newton (MidpointVI docstring, docs/benchmarks/step.md): updates with a factored matrix and residual-only
  * evaluations. The matrix is Δt⁻¹ M(q_k)_dd for an unconstrained step (the impulse-based quasi-Newton matrix of
  * seed 001 eq. 25; the guess factored it already), else M_{k+1} at the guess. M_{k+1} is evaluated, checked and
  * factored again when an update contracts by less than theta_max.
@@ -153,7 +153,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     with_jac = !chord || !(dnorm <= theta_max * dnorm_prev) || predicted;
     dnorm_prev = dnorm;
   }
-  /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/performance_step.md). */
+  /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/benchmarks/step.md). */
   int qfinal = qonly && mat == 1 && !j_at_y && isfinite(rnorm);
   if (qfinal) {
     rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg, nd, 0);

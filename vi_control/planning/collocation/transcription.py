@@ -12,7 +12,8 @@ paper; K > 1: the h-p variant the paper's conclusions call for); τ = −1 + 2(t
 Dynamics ``implicit`` (default: M q̈ + b − Bu − Dhᵀλ = 0, λ unknowns at the Gauss points with holonomic constraints)
 or ``explicit`` (q̈ = M⁻¹(Bu − b), the paper's form; the bordered KKT solve with constraints). Both have the same
 solutions; with the implicit rows IPOPT needs fewer iterations (cart-pole LG2 at N = 30: 10 instead of 27) and the
-expressions stay small for many joints (docs/collocation.md). Rows that define derivatives from node values (LG's
+expressions stay small for many joints (docs/concepts/collocation.md). Rows that define derivatives from node values
+(LG's
 q̇ = v, lifted LG2's q̇ and q̈) are multiplied by (h/2)^r: polynomial in a free t_f (fewer IPOPT iterations). Decision
 variables: node values Q (and V for LG), U and λ at the Gauss points, t_f if free. Boundary values are NLP
 parameters, so one built transcription re-solves from new start states (the planner's re-plans).
