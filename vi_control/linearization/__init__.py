@@ -37,6 +37,10 @@ __all__ = ["Linearization", "TrajectoryLinearization", "linearize", "second_orde
 
 @dataclass
 class Linearization:
+    """The exact first-order linearization of the one-step map at (x_k, u_k): A = ∂f/∂x, B = ∂f/∂u
+    (Johnson2015, eqs. 8–15), the derivative of the step's unknowns (q_{k+1}, λ_k) that the second order reuses,
+    and the reciprocal condition number of the step's Jacobian (small near a singularity, Johnson2015 §VII)."""
+
     A: np.ndarray  # ∂f/∂x (nx, nx)
     B: np.ndarray  # ∂f/∂u (nx, nu)
     dy_dz: np.ndarray  # derivative of the step unknowns (q_{k+1}, λ_k), used by second order

@@ -59,12 +59,14 @@ BUNDLED = {
     "spherical_pendulum": ("spherical_pendulum", "spherical_pendulum"),
     "cartesian_pendulum": ("cartesian_pendulum", "cartesian_pendulum"),
     "marionette": ("marionette", "marionette"),
-    # Seed 003 nonholonomic systems (docs/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
+    # Seed 003 nonholonomic systems (docs/concepts/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
     "sleigh": ("sleigh", "sleigh"),
     "snakeboard": ("snakeboard", "snakeboard"),
     "rolling_disk": ("rolling_disk", "rolling_disk"),
     "diffdrive": ("diffdrive", "diffdrive"),
 }
+"""The bundled models by name: (URDF stem in urdf/, system YAML stem in config/ or None). Several systems may share
+one URDF (``acrobot`` is the double pendulum with only the elbow actuated); ``vc.load_robot(name)`` loads one."""
 
 # Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).
 GENERATED = {

@@ -33,6 +33,10 @@ __all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "
 
 @dataclass
 class IpoptResult:
+    """What ``solve_ipopt`` and ``solve_l1`` return: the discrete trajectory (ξ_k, ν_k), the inputs u_k⁻, u_k⁺ and
+    their multipliers y_k⁻, y_k⁺ (Jimenez2013, Alg. 5.2 written as an NLP), the cost, IPOPT's iterations and
+    status, and the CPU seconds of the solve and of building the problem."""
+
     xi: np.ndarray  # (N, n)
     nu: np.ndarray  # (N+1, n)
     u_minus: np.ndarray  # (N, m)
