@@ -1,6 +1,6 @@
 """Smoke tests of the benchmark scripts (issue 13): each runs at a small size through the code path that produces
 its published table, so a script cannot rot unnoticed. No timing asserts: the figures themselves are the
-scripts' job (README performance table); here only their structure and the facts that do not depend on speed.
+scripts' job (benchmarks/results/summary.md); here only their structure and the facts that do not depend on speed.
 (benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py; bench_sweep.py:
 test_sweep_ray.py, which shares one Ray instance across its tests.)"""
 
