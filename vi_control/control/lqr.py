@@ -140,8 +140,9 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | fl
     P is found by the structure-preserving doubling algorithm (Chu, Fan, Lin 2005), which squares
     the horizon of the Riccati recursion (36a) each sweep: after j sweeps P equals the 2ʲ-step
     cost-to-go, so it converges quadratically for stabilizable (A, B) and detectable (A, Q^½).
-    Stops when a sweep changes P by at most ``tol`` relative to P: K depends on the weights' ratio only, and an
-    absolute floor (tol·(1 + |P|), as before) stopped weights of 1e-18 after one sweep with K wrong by 100 %.
+    Stops when a sweep changes P by at most ``tol`` relative to P: K depends on the weights' ratio only, so the test
+    must not depend on their scale (an absolute floor tol·(1 + |P|) would stop weights of 1e-18 after one sweep,
+    with K wrong by 100 %).
     Returns (K, P); raises LinAlgError if it does not converge.
     """
     A, B = check_system(A, B, stacked=False)

@@ -61,7 +61,7 @@ RETRACTIONS = ("cayley", "exp")
 
 def check_retraction(kind: str) -> str:
     """``kind`` if it names a retraction (``RETRACTIONS``), else ValueError. One name for the Cayley map everywhere
-    (issue 35: 'cay' in the RDP, 'cayley' here and in the YAML): 'cay' is refused with the name to use."""
+    ('cayley', in the RDP too and in the YAML): 'cay' is refused with the name to use."""
     if kind == "cay":
         raise ValueError("retraction 'cay': the Cayley retraction is named 'cayley' throughout vi_control")
     if kind not in RETRACTIONS:

@@ -1,4 +1,4 @@
-"""Whole-horizon compiled DDP (issue 13 item 1): one C call per pass over all N stages, or for the whole loop.
+"""Whole-horizon compiled DDP: one C call per pass over all N stages, or for the whole loop.
 
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
 trajectory (seed 000 eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati

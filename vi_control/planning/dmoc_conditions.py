@@ -134,8 +134,8 @@ def entry_scales(structure: tuple[np.ndarray, np.ndarray, np.ndarray], rs: np.nd
     """cs[j]/rs[i] for every stored entry (i, j) of the CSC ``structure`` (``csc_structure``): diag(1/rs)·J·diag(cs)
     by scaling J's data in place. Sparse products would drop the entries that happen to be zero and can leave a
     structurally singular matrix (rank 600 of 602 on a heave goal), on which SuperLU's factorization reads
-    uninitialized memory and crashed the process (1 run in 4); the fixed structure keeps it on the numerically
-    singular path, which reports the singularity."""
+    uninitialized memory and can crash the process; the fixed structure keeps it on the numerically singular path,
+    which reports the singularity."""
     _, indices, indptr = structure
     return cs[np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))] / rs[indices]
 

@@ -247,7 +247,7 @@ def model_spec_from_parameters(p: dict, mass_scale: float = 1.0, description: st
     ``description``: URDF text received on ``robot_description_topic``. A description from text or a file
     gets the bundled system YAML of the model it is named after (config/<model>.yaml), if there is one and the
     description is that model's robot (the same ``<robot name>``): another robot's URDF given with the default
-    ``model: pendulum`` used to get the pendulum's ``actuated: [theta]`` ("joint 'theta' does not exist")."""
+    ``model: pendulum`` must not get the pendulum's ``actuated: [theta]``, a joint it lacks."""
     xml = description or p["robot_description"]
     system = p["system_yaml"]
     urdf, own_yaml = BUNDLED.get(p["model"], (None, None))
