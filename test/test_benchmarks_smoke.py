@@ -123,7 +123,8 @@ def test_nonholonomic_benchmark_smoke(tmp_path):
     assert all(r["us"] > 0 and r["driver_us"] > 0 and r["base_us"] > 0 for r in result["speed"])
     errors = {r["what"]: r["error"] for r in result["snake"]}
     e_rk2 = errors["snakeboard, 128 steps (T = 10 s), rk2"]
-    for k in ("gni", "rdp exp", "rdp cayley"):  # seed 003 Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
+    # Kobilarov2010, Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
+    for k in ("gni", "rdp exp", "rdp cayley"):
         assert errors[f"snakeboard, 128 steps (T = 10 s), {k}"] < e_rk2 / 10
     # the RDP's in-process baseline (its numpy Newton loop) ends where the C driver does
     base = errors["snakeboard, 128 steps (T = 10 s), rdp exp, numpy Newton loop"]

@@ -1,6 +1,6 @@
-"""RABBIT five-link biped walking (seed 004 §V-C): a periodic single-support step with the heel-strike impact map
-collocated by LG and LG2 under the stance-foot constraint (holonomic constraints in the transcription), then replayed
-in the midpoint VI with the impact map under TV-LQR."""
+"""RABBIT five-link biped walking (MorenoMartin2022, §V-C): a periodic single-support step with the heel-strike impact
+map collocated by LG and LG2 under the stance-foot constraint (holonomic constraints in the transcription), then
+replayed in the midpoint VI with the impact map under TV-LQR."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """control.intake.StateIntake without ROS: what the controller node does with each joint state, decided on decoded
 arrays and stamps — stamps (stale, future, backwards, never set), republished states, a clock that went back,
 another driver's joints, NaN and wrong sizes, the model's limits — against the expected verdicts, and the estimate
-against the discrete Legendre transform of the pair (q(t − Δt), q(t)) (seed 000 eq. 1b) computed by the integrator.
+against the discrete Legendre transform of the pair (q(t − Δt), q(t)) (Johnson2015, eq. 1b) computed by the integrator.
 """
 
 import numpy as np

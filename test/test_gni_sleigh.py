@@ -1,4 +1,4 @@
-"""GNI (seed 003 §4) on the Chaplygin sleigh (§6.1): the paper's explicit update, exact energy, the discrete
+"""GNI (Kobilarov2010, §4) on the Chaplygin sleigh (§6.1): the paper's explicit update, exact energy, the discrete
 constraint at every step, second order against SciPy's DOP853 on the Lagrange–d'Alembert equations, reported
 multipliers, and what happens to initial velocities that violate the constraints."""
 
@@ -25,7 +25,7 @@ def sleigh():
 
 
 def test_step_is_the_papers_explicit_update(sleigh):
-    """Seed 003 §6.1: v_{k+1/2} = (Id − 2M⁻¹𝒬ᵀM) v_{k−1/2}, 𝒬 of eq. 33 (written here in (x, y, θ) order)."""
+    """Kobilarov2010, §6.1: v_{k+1/2} = (Id − 2M⁻¹𝒬ᵀM) v_{k−1/2}, 𝒬 of eq. 33 (written here in (x, y, θ) order)."""
     h = 0.1
     gni = make_integrator("gni", sleigh, h)
     x = np.array([0.3, 0.2, 0.4, -1.0, 1.2, 0.5])

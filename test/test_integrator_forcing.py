@@ -1,4 +1,4 @@
-"""Forcing in the midpoint VI (seed 000 eq. 2): damping, joint torques, prescribed (kinematic) joints.
+"""Forcing in the midpoint VI (Johnson2015, eq. 2): damping, joint torques, prescribed (kinematic) joints.
 
 F⁻_d = Δt·(S τ_k − c ⊙ (q_{k+1}−q_k)/Δt) and F⁺_d = 0 (vi_control.mechanics.discrete). Checked
 against analytic rates, work–energy balances and a high-accuracy ODE solution (scipy DOP853).

@@ -55,7 +55,7 @@ def _pinocchio_energy_drift(robot: vc.RobotModel, q0: np.ndarray, dt: float, dur
 
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_unforced_run_keeps_pinocchios_energy_to_second_order(name):
-    """The midpoint VI's energy error is O(Δt²) and bounded (seed 000 §II): halving Δt divides the largest
+    """The midpoint VI's energy error is O(Δt²) and bounded (Johnson2015, §II): halving Δt divides the largest
     deviation of Pinocchio's energy over the same 0.3 s by ≈ 4, and it stays a small fraction of the energy
     in motion."""
     robot = _undamped(name)
@@ -68,7 +68,7 @@ def test_unforced_run_keeps_pinocchios_energy_to_second_order(name):
 
 @pytest.mark.parametrize("name", ["z1", "double_pendulum_continuous"])
 def test_linearization_matches_central_differences(name):
-    """A, B of the exact linearization (seed 000 eqs. 8–15) against central differences of ``step``."""
+    """A, B of the exact linearization (Johnson2015, eqs. 8–15) against central differences of ``step``."""
     robot = _undamped(name)
     vi = vc.MidpointVI(robot, 0.01, compile=False)
     q0 = np.array(ROBOTS[name], float)

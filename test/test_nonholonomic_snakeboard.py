@@ -1,4 +1,4 @@
-"""Snakeboard (seed 003 §6.2, Fig. 4): GNI and RDP (exp and Cayley) against RK2 and a DOP853 reference of the
+"""Snakeboard (Kobilarov2010, §6.2, Fig. 4): GNI and RDP (exp and Cayley) against RK2 and a DOP853 reference of the
 Lagrange–d'Alembert equations, with the paper's initial state and inputs; the rotor's momentum balance; a
 singular constraint matrix mid-run."""
 

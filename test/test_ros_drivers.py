@@ -33,7 +33,7 @@ def _ns(t: float) -> float:
 
 
 def _exact(vi, t: float) -> np.ndarray:
-    """The discrete state of the pair (q(t − Δt), q(t)) (seed 000 eq. 1b)."""
+    """The discrete state of the pair (q(t − Δt), q(t)) (Johnson2015, eq. 1b)."""
     return vi.state_from_configurations(_q(t - DT), _q(t))
 
 

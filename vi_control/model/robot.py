@@ -61,7 +61,7 @@ class RobotModel:
     floating_base: bool = False
     masses: dict[str, float] = field(default_factory=dict)  # link -> mass (URDF mass × mass_scale)
     mass_scale: float = 1.0  # every link's mass and inertia were multiplied by this (model mismatch)
-    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (seed 003)
+    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (Kobilarov2010)
 
     @property
     def total_mass(self) -> float:

@@ -1,4 +1,4 @@
-"""A guess Newton converges from: continuation for DMOC (seed 002 Alg. 5.2) when the geodesic guess fails.
+"""A guess Newton converges from: continuation for DMOC (Jimenez2013, Alg. 5.2) when the geodesic guess fails.
 
 Newton on the conditions (31) from ``geodesic_guess`` fails on many rest-to-rest maneuvers of underactuated bodies
 (1 in 10 random maneuvers of the bundled vehicle solved by Newton alone): the geodesic asks for a wrench

@@ -9,7 +9,7 @@ variables ξ_k, ν_1…ν_{N−1}, g_1…g_{N−1}, u_k^± (``inputs='hold'``: o
   Newton fails from the guess: IPOPT's point, polished by Newton on conditions (31));
 - ``bounds``: u_min ≤ u ≤ u_max; IPOPT's infeasibility verdict is how a goal unreachable under the thruster or
   torque limits is told apart from a hard solve;
-- ``cost='l1'``: seed 002 §6.2, ∫‖u‖₁ dt ≈ (h/2)Σ(‖u_k⁻‖₁ + ‖u_k⁺‖₁) with u = u_pos − u_neg, u_pos, u_neg ≥ 0
+- ``cost='l1'``: Jimenez2013, §6.2, ∫‖u‖₁ dt ≈ (h/2)Σ(‖u_k⁻‖₁ + ‖u_k⁺‖₁) with u = u_pos − u_neg, u_pos, u_neg ≥ 0
   (a smooth program whose optimum switches inside a step: bang-off-bang).
 """
 
@@ -246,7 +246,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
 
 def solve_l1(prob: DMOCProblem, bounds: np.ndarray | None = None, xi_guess: np.ndarray | None = None,
              tol: float = 1e-10, max_iterations: int = 500) -> IpoptResult:
-    """L1 control (seed 002 §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
+    """L1 control (Jimenez2013, §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
     ``bounds_i`` (default the body's effort limits; an infinite limit leaves u_i free), u_k⁻ and u_k⁺
     separate with ``inputs='split'`` so the control can switch inside a step: ``solve_ipopt(prob, cost='l1')``."""
     lim = prob.body.effort_limits if bounds is None else np.asarray(bounds, float)

@@ -416,7 +416,7 @@ def _check_final_time(given: dict, out: dict, horizon_time: float, default_t_min
 
 # Options of the ``collocation`` block (``nodes`` is required): see docs/concepts/collocation.md.
 COLLOCATION_DEFAULTS = {
-    "intervals": 1,              # K equal intervals (1: one global polynomial, seed 004; > 1: h-p)
+    "intervals": 1,              # K equal intervals (1: one global polynomial, MorenoMartin2022; > 1: h-p)
     "final_time": "fixed",       # fixed: t_f = horizon·dt; free: t_f ∈ [t_min, horizon·dt]
     "cost": "effort",            # effort: ∫uᵀu dt (× effort_weight); time: minimum t_f (free final time)
     "effort_weight": 1.0,

@@ -111,8 +111,8 @@ MODEL_PARAMETERS: dict[str, Param] = {
                                          "robot_state_publisher publishes it; overrides the three above"),
     "system_yaml": Param("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
                              "config/<model>.yaml if present"),
-    "integrator": Param("midpoint", "discrete mechanics: 'midpoint' (seed 000), 'gni' (seed 003: models with "
-                                    "nonholonomic constraints) or, simulator only, 'linear_time' (seed 001: O(n) "
+    "integrator": Param("midpoint", "discrete mechanics: 'midpoint' (Johnson2015), 'gni' (Kobilarov2010: models with "
+                                    "nonholonomic constraints) or, simulator only, 'linear_time' (Lee2016: O(n) "
                                     "DRNEA + RIQN for long chains)", choices=("midpoint", "gni", "linear_time")),
     "log_throttle_period": Param(2.0, "each kind of warning is logged at most once per this period [s]",
                                  range=(0.0, 3600.0), live=True),

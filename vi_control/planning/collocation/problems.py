@@ -1,4 +1,4 @@
-"""Seed 004's test problems (§V) as CollocationProblems, with the settings the tests and the benchmark share.
+"""MorenoMartin2022's test problems (§V) as CollocationProblems, with the settings the tests and the benchmark share.
 
 - ``pendulum_min_time``: the bundled pendulum (m = l = 1, g = 9.8, |u| ≤ 5 N·m) from hanging at rest to upright at
   rest in minimum time (eq. 22). ``PENDULUM_GUESS_TIME``: the straight-line guess's t_f — from it LG and LG2 reach the
