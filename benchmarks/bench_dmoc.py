@@ -1,4 +1,4 @@
-"""DMOC on Lie groups (seed 002 Alg. 5.2) side by side with the usual alternative, on the §6.1 vehicle.
+"""DMOC on Lie groups (Jimenez2013, Alg. 5.2) side by side with the usual alternative, on the §6.1 vehicle.
 
 For every rest-to-rest maneuver of config/vehicle_uuv.yaml (N = 32, T = 10 s), in interleaved rounds in this
 process (CPU time, median and min over rounds, machine load reported):
@@ -201,7 +201,7 @@ def coast(body, prob: DMOCProblem, steps: int) -> dict:
 
 
 def run_l1() -> dict:
-    """Seed 002 §6.2: L1 control of config/spacecraft_l1.yaml by IPOPT (u_k⁻, u_k⁺ separate)."""
+    """Jimenez2013, §6.2: L1 control of config/spacecraft_l1.yaml by IPOPT (u_k⁻, u_k⁺ separate)."""
     body = load_rigid_body("spacecraft_l1")
     st = maneuver_settings(body)
     _, g0, gT = maneuvers(body)[0]
@@ -311,7 +311,7 @@ def scan_table(scan: dict) -> str:
 
 def table(res: dict) -> str:
     st = res["settings"]
-    lines = [f"Vehicle of seed 002 §6.1 (config/vehicle_uuv.yaml), N = {st.horizon}, T = {st.duration:g} s; "
+    lines = [f"Vehicle of Jimenez2013, §6.1 (config/vehicle_uuv.yaml), N = {st.horizon}, T = {st.duration:g} s; "
              f"{res['rounds']} interleaved rounds, CPU ms median (min); machine load {res['load'][0]:.1f}", "",
              "| maneuver | DMOC split: it, ms | DMOC hold: it, ms | IPOPT identical: it, ms, ΔJ | "
              "RK4-quaternion + IPOPT: it, ms | max \\| \\|q\\| − 1 \\| (RK4) / off SO(3) (VI) | "
@@ -358,7 +358,7 @@ def plot(res: dict, l1: dict, out: Path) -> None:
     ax[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "dmoc.png", dpi=110)
-    # seed 002 Fig. 1 (b) / Fig. 2: paths with the body x axis, and the five thrusts of one maneuver
+    # Jimenez2013, Fig. 1 (b) / Fig. 2: paths with the body x axis, and the five thrusts of one maneuver
     fig = plt.figure(figsize=(11, 4.2))
     a3 = fig.add_subplot(1, 2, 1, projection="3d")
     for (name, r), col in zip(res["example"].items(), ("C0", "C1", "C2")):
@@ -384,7 +384,7 @@ def plot(res: dict, l1: dict, out: Path) -> None:
     for i, col in enumerate(("C0", "C1", "C2")):  # tips of the body axes on the unit sphere (Fig. 3 a)
         tips = l1["R"][:, :, i]
         a3.plot(tips[:, 0], tips[:, 1], tips[:, 2], color=col, label=f"body {'xyz'[i]}")
-    a3.set_title("seed 002 Fig. 3 (a): body axes")
+    a3.set_title("Jimenez2013, Fig. 3 (a): body axes")
     a3.legend(fontsize=7)
     fig.savefig(out / "l1_so3.png", dpi=110)
 

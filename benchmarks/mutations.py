@@ -53,7 +53,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- mechanics (the discrete Lagrangian and the DEL residual, generated C) ----------------------------------
     Mutation("rectangle_rule", "vi_control/mechanics/lagrangians.py",
              "dt * L((q0 + q1) / 2, (q1 - q0) / dt)", "dt * L(q0, (q1 - q0) / dt)",
-             "left-rectangle quadrature instead of the midpoint rule (seed 000 eq. 3a)", (T_PENDULUM,)),
+             "left-rectangle quadrature instead of the midpoint rule (Johnson2015, eq. 3a)", (T_PENDULUM,)),
     Mutation("rotational_kinetic_energy_dropped", "vi_control/mechanics/symbolic.py",
              "0.5 * m * ca.dot(vc, vc) + 0.5 * ca.dot(w, Ic @ w)", "0.5 * m * ca.dot(vc, vc)",
              "the bodies' rotational kinetic energy left out of L", (T_DYNAMICS,)),
@@ -85,7 +85,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- linearization -------------------------------------------------------------------------------------------
     Mutation("second_order_term_dropped", "vi_control/linearization/__init__.py",
              "return dydz.T @ W + Hyz.T @ dydz + Hzz", "return dydz.T @ W + Hzz",
-             "one cross block of Tᵀ∇²T dropped (seed 000 eqs. 16–27)", (T_LIN,), issue=True),
+             "one cross block of Tᵀ∇²T dropped (Johnson2015, eqs. 16–27)", (T_LIN,), issue=True),
     Mutation("implicit_term_sign", "vi_control/linearization/__init__.py",
              "J = Oz + Oy @ dydz", "J = Oz - Oy @ dydz", "A, B with the implicit function's term negated",
              (T_LIN,)),
@@ -141,7 +141,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("step_reference_off_by_one", "vi_control/planning/pipeline.py",
              "Q = np.where(np.arange(N + 1)[:, None] < ks, qa, qb)",
              "Q = np.where(np.arange(N + 1)[:, None] <= ks, qa, qb)",
-             "the step reference switches one step late (seed 000 eq. 35)", (T_WIRING,), issue=True),
+             "the step reference switches one step late (Johnson2015, eq. 35)", (T_WIRING,), issue=True),
     Mutation("kernel_Hxu_dropped", "vi_control/mechanics/csrc/ddp_kernel.c",
              "Qux[i * nx + j] += Hz[j * nz + nx + i];", "Qux[i * nx + j] += 0.0 * Hz[j * nz + nx + i];",
              "DDP's cross term H_xu dropped in the compiled kernel (the default path)", (T_DDP_REF,), issue=True,

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Creates .venv in the repo (if missing or stale) with the pinned dependencies and vi_control installed.
+# Creates .venv in the repo (if missing or stale) with the pinned dependencies (requirements.txt, which takes
+# requirements/*.txt) and vi_control installed.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$repo/.venv"
 py=${PYTHON:-python3.11}
 command -v "$py" >/dev/null 2>&1 || py=python3
 stamp="$venv/.vi_control_stamp"
-want=$(cat "$repo/requirements.txt" "$repo/setup.py" | sha256sum | cut -d' ' -f1)
+want=$(cat "$repo/requirements.txt" "$repo"/requirements/*.txt "$repo/setup.py" | sha256sum | cut -d' ' -f1)
 # A stale stamp, or vi_control itself gone from the venv (e.g. a `pip install --prefix` elsewhere uninstalled it).
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
    || [ -z "$(ls "$venv"/lib/python3*/site-packages/__editable__.vi_control-*.pth 2>/dev/null)" ]; then

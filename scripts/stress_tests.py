@@ -1,5 +1,5 @@
-"""Run test files (or test ids) again and again under CPU load, to find failures that depend on it (docs/testing.md,
-"Load-dependent failures").
+"""Run test files (or test ids) again and again under CPU load, to find failures that depend on it
+(docs/guides/testing.md, "Load-dependent failures").
 
     .venv/bin/python scripts/stress_tests.py test/test_ros_dds.py test/test_ros_e2e.py --reps 5 --busy 2
     .venv/bin/python scripts/stress_tests.py test/test_ros_lockstep.py --reps 20 --stop 0.02 0.4

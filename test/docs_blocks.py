@@ -1,4 +1,4 @@
-"""The fenced code blocks of README.md and docs/*.md, and the checks test_docs_examples.py runs on them.
+"""The fenced code blocks of README.md and docs/**/*.md, and the checks test_docs_examples.py runs on them.
 
 A block is a fence (``` or ~~~) with a language: python blocks are executed, yaml blocks loaded by the loader
 that reads such a file in real use (chosen from the top-level keys by ``classify_yaml``), bash/sh commands checked
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LANGUAGES = {"python", "yaml", "bash", "sh", "xml", "text"}
 MARKER = re.compile(r"<!--\s*docs-test:(.*?)-->")
 SKIP = re.compile(r"skip\s*\((.*)\)\s*$")
@@ -167,7 +167,7 @@ def _task(text: str) -> None:
 
 
 def _library(text: str) -> None:
-    # Library goals are a task's goals: the ones in the docs are the pendulum swing-up's (docs/sweep.md).
+    # Library goals are a task's goals: the ones in the docs are the pendulum swing-up's (docs/concepts/sweep.md).
     import numpy as np
 
     from vi_control.sweep.config import load_library_goals

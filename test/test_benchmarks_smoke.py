@@ -1,6 +1,6 @@
 """Smoke tests of the benchmark scripts (issue 13): each runs at a small size through the code path that produces
 its published table, so a script cannot rot unnoticed. No timing asserts: the figures themselves are the
-scripts' job (README performance table); here only their structure and the facts that do not depend on speed.
+scripts' job (benchmarks/results/summary.md); here only their structure and the facts that do not depend on speed.
 (benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py; bench_sweep.py:
 test_sweep_ray.py, which shares one Ray instance across its tests.)"""
 
@@ -123,7 +123,8 @@ def test_nonholonomic_benchmark_smoke(tmp_path):
     assert all(r["us"] > 0 and r["driver_us"] > 0 and r["base_us"] > 0 for r in result["speed"])
     errors = {r["what"]: r["error"] for r in result["snake"]}
     e_rk2 = errors["snakeboard, 128 steps (T = 10 s), rk2"]
-    for k in ("gni", "rdp exp", "rdp cayley"):  # seed 003 Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
+    # Kobilarov2010, Fig. 4: GNI and RDP stay on the trajectory, RK2 does not
+    for k in ("gni", "rdp exp", "rdp cayley"):
         assert errors[f"snakeboard, 128 steps (T = 10 s), {k}"] < e_rk2 / 10
     # the RDP's in-process baseline (its numpy Newton loop) ends where the C driver does
     base = errors["snakeboard, 128 steps (T = 10 s), rdp exp, numpy Newton loop"]

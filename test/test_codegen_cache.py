@@ -243,7 +243,7 @@ def test_predictable_temporary_name_cannot_redirect_the_write(tmp_path, monkeypa
 
 
 def test_truncated_entry_is_rebuilt_not_loaded(tmp_path, monkeypatch):
-    """The real DRNEA library (seed 001), truncated: it used to crash every later run with SIGBUS inside dlopen.
+    """The real DRNEA library (Lee2016), truncated: it used to crash every later run with SIGBUS inside dlopen.
     Now the record exposes it, it is rebuilt, and the rebuilt library steps exactly as the numpy reference."""
     from vi_control.mechanics.drnea_c import _CFLAGS, DRNEA_C
 

@@ -1,6 +1,6 @@
-"""RABBIT five-link biped walking (seed 004 §V-C): a periodic single-support step with the heel-strike impact map
-collocated by LG and LG2 under the stance-foot constraint (holonomic constraints in the transcription), then replayed
-in the midpoint VI with the impact map under TV-LQR."""
+"""RABBIT five-link biped walking (MorenoMartin2022, §V-C): a periodic single-support step with the heel-strike impact
+map collocated by LG and LG2 under the stance-foot constraint (holonomic constraints in the transcription), then
+replayed in the midpoint VI with the impact map under TV-LQR."""
 
 import numpy as np
 import pytest
@@ -61,7 +61,7 @@ def test_the_stance_foot_stays_down_along_the_polynomial(gait, gaits):
 
 def test_lg2_has_the_lower_second_order_error(gait, gaits):
     E = {m: dynamic_errors(s, gait.dynamics, subintervals=200).E2 for m, s in gaits.items()}
-    assert E["lg2"] < 0.5 * E["lg"], E  # measured 2.9× at N = 8 (docs/collocation.md: the paper reports ~10×)
+    assert E["lg2"] < 0.5 * E["lg"], E  # measured 2.9× at N = 8 (docs/concepts/collocation.md: the paper reports ~10×)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
-"""The RABBIT gait in seed 004's minimal coordinates (stance foot as the root, ``biped5_pinned``): the model equals
-the floating-base one under the stance constraint, the step is periodic through the floating-base impact map, LG and
-LG2 reach the same optimum from the interpolated guess, and E^[2] over the absolute link angles (eq. 19)."""
+"""The RABBIT gait in MorenoMartin2022's minimal coordinates (stance foot as the root, ``biped5_pinned``): the model
+equals the floating-base one under the stance constraint, the step is periodic through the floating-base impact map, LG
+and LG2 reach the same optimum from the interpolated guess, and E^[2] over the absolute link angles (eq. 19)."""
 
 import numpy as np
 import pytest
@@ -72,10 +72,10 @@ def test_without_the_knee_limit_the_simple_guess_reaches_a_costlier_hyperextende
 
 
 def test_lg2_error_over_the_absolute_link_angles(gait, gaits):
-    """E^[2] summed over the five absolute angles (seed 004 eq. 19, all in rad). Measured LG/LG2 on the one
+    """E^[2] summed over the five absolute angles (MorenoMartin2022, eq. 19, all in rad). Measured LG/LG2 on the one
     knee-limited gait: 3.2× at N = 8, 1.45× at N = 16 — both errors fall geometrically, LG's a little slower at small
-    N (the paper reports ~10× from N = 8 on; not reproduced, docs/collocation.md). LG2's ε^[2] vanishes at its Gauss
-    points in these coordinates too (ε_θ = A ε_q)."""
+    N (the paper reports ~10× from N = 8 on; not reproduced, docs/concepts/collocation.md). LG2's ε^[2] vanishes at its
+    Gauss points in these coordinates too (ε_θ = A ε_q)."""
     E = {k: dynamic_errors(s, gait.dynamics, subintervals=200, coordinates=ABSOLUTE).E2 for k, s in gaits.items()}
     assert E["lg", 8] > 2.0 * E["lg2", 8] and E["lg", 16] > 1.2 * E["lg2", 16], E
     sol = gaits["lg2", 8]
@@ -85,10 +85,11 @@ def test_lg2_error_over_the_absolute_link_angles(gait, gaits):
 
 
 def test_lg2_error_is_lg_first_order_residual_which_bounds_the_gain(gait, gaits):
-    """Why LG2 cannot be 10× below LG on this gait (issue 15's target from seed 004 Fig. 2). LG's ε^[2] splits into
-    its velocity inconsistency q̈ − v̇ (what LG2 removes) and its first-order residual v̇ − g (metrics.error_split);
-    LG2's whole E^[2] equals LG's residual part (measured to 0.4 % at N = 8, 0.1 % at 16), so by the triangle
-    inequality LG/LG2 ≤ 1 + E(q̈ − v̇)/E(v̇ − g): 3.81 at N = 8, 1.78 at 16 (measured ratios 3.2×, 1.45×)."""
+    """Why LG2 cannot be 10× below LG on this gait (issue 15's target from MorenoMartin2022, Fig. 2). LG's ε^[2] splits
+    into its velocity inconsistency q̈ − v̇ (what LG2 removes) and its first-order residual v̇ − g
+    (metrics.error_split); LG2's whole E^[2] equals LG's residual part (measured to 0.4 % at N = 8, 0.1 % at 16), so by
+    the triangle inequality LG/LG2 ≤ 1 + E(q̈ − v̇)/E(v̇ − g): 3.81 at N = 8, 1.78 at 16 (measured ratios 3.2×,
+    1.45×)."""
     for N, most in ((8, 4.5), (16, 2.2)):
         lg, lg2 = gaits["lg", N], gaits["lg2", N]
         E_lg, E_lg2 = (dynamic_errors(s, gait.dynamics, subintervals=200, coordinates=ABSOLUTE).E2 for s in (lg, lg2))

@@ -1,4 +1,4 @@
-"""Legendre–Gauss nodes, weights, barycentric interpolation and the LG / LG2 differentiation matrices (seed 004
+"""Legendre–Gauss nodes, weights, barycentric interpolation and the LG / LG2 differentiation matrices (MorenoMartin2022
 eqs. 5–15), against scipy's Gauss rule and exact polynomial calculus (numpy.polynomial)."""
 
 import numpy as np

@@ -36,7 +36,7 @@ def test_minimum_time_pendulum_plan_is_vi_feasible_with_gains(pendulum_plan):
     task, vi, plan, res = pendulum_plan
     sol = res.collocation
     assert res.converged and res.method == "collocation_lg2" and sol.status == "Solve_Succeeded"
-    assert 2.3 < sol.tf < 2.45  # free final time (seed 004 eq. 22)
+    assert 2.3 < sol.tf < 2.45  # free final time (MorenoMartin2022, eq. 22)
     assert plan.horizon == int(np.ceil(sol.tf / vi.dt - 1e-9)) < task.horizon  # the plan ends at t_f
     assert _vi_feasibility(vi, plan) < 1e-8  # each step equals vi.step
     np.testing.assert_array_equal(plan.X[0], vi.state_from_configurations([0.0], [0.0]))

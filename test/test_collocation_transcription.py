@@ -1,6 +1,6 @@
-"""LG and LG2 transcriptions (seed 004 §III–IV) through IPOPT: initial value problems against Pinocchio + scipy,
-the pendulum minimum-time swing-up (§V-A) against an independent bang-bang solution, the cart-pole swing-up (§V-B),
-h-p intervals, bounds, and failures. Error metrics (eqs. 17–21) against scipy quadrature."""
+"""LG and LG2 transcriptions (MorenoMartin2022, §III–IV) through IPOPT: initial value problems against Pinocchio +
+scipy, the pendulum minimum-time swing-up (§V-A) against an independent bang-bang solution, the cart-pole swing-up
+(§V-B), h-p intervals, bounds, and failures. Error metrics (eqs. 17–21) against scipy quadrature."""
 
 import numpy as np
 import pinocchio as pin
@@ -63,7 +63,7 @@ def test_dynamics_equal_pinocchio_aba(rng):
 
 @pytest.mark.parametrize("method", ["lg", "lg2"])
 def test_initial_value_problem_converges_spectrally_to_the_true_motion(method):
-    """Seed 004 §IV: LG2 (like LG) determines the trajectory from q(0), q̇(0) and u — here u = 0 on the passive
+    """MorenoMartin2022, §IV: LG2 (like LG) determines the trajectory from q(0), q̇(0) and u — here u = 0 on the passive
     double pendulum; the end state approaches Pinocchio's ABA integrated by scipy (rtol 1e-12) spectrally."""
     robot = load_bundled("double_pendulum")
     dyn = SecondOrderDynamics(robot)
@@ -93,7 +93,7 @@ def test_pendulum_min_time_lg_and_lg2_reach_the_same_optimum_near_the_bang_bang_
 
 
 def test_pendulum_lg2_second_order_error_is_ten_times_lower(swingups, pendulum):
-    """Seed 004 Fig. 2 (top): E^[2] of LG2 about 10–100× below LG's at equal N."""
+    """MorenoMartin2022, Fig. 2 (top): E^[2] of LG2 about 10–100× below LG's at equal N."""
     for N in (15, 20):
         E_lg, E_lg2 = (dynamic_errors(swingups[m, N], pendulum).E2 for m in ("lg", "lg2"))
         assert E_lg > 9.5 * E_lg2, (N, E_lg, E_lg2)  # measured: 10.0× at N = 15, 16× at N = 20
@@ -101,7 +101,7 @@ def test_pendulum_lg2_second_order_error_is_ten_times_lower(swingups, pendulum):
 
 def test_error_metrics_vanish_where_the_method_collocates(swingups, pendulum):
     """ε^[1] = 0 at LG's Gauss points (q̇ = v imposed) and everywhere for LG2 (eq. 17); ε^[2] = 0 at LG2's Gauss
-    points (eq. 16) but not at LG's, whose v̇ ≠ q̈ there (seed 004 §I)."""
+    points (eq. 16) but not at LG's, whose v̇ ≠ q̈ there (MorenoMartin2022, §I)."""
     lg, lg2 = swingups["lg", 20], swingups["lg2", 20]
     e1, e2 = dynamic_error_samples(lg, pendulum, lg.t_colloc)
     assert np.abs(e1).max() < 1e-7 and np.abs(e2).max() > 1e-2
@@ -122,7 +122,8 @@ def test_error_integrals_match_a_fine_trapezoidal_rule(swingups, pendulum):
 
 
 def test_cartpole_swingup_lg2_lowers_the_error_by_forty_percent(cartpole):
-    """Seed 004 §V-B (Kelly 2017's problem): same optimum, E^[2]_{q1} at least 40 % lower with LG2; |x| ≤ 2 held."""
+    """MorenoMartin2022, §V-B (Kelly 2017's problem): same optimum, E^[2]_{q1} at least 40 % lower with LG2; |x| ≤ 2
+    held."""
     for N in (10, 20):
         sols = {m: Transcription(cartpole_swingup(cartpole, m, N)).solve(**cartpole_boundary()) for m in ("lg", "lg2")}
         assert sols["lg"].objective == pytest.approx(sols["lg2"].objective, rel=0.03)
@@ -193,9 +194,9 @@ def test_guess_from_a_solution_samples_its_polynomials(swingups, pendulum):
 
 
 def test_pendulum_error_decomposes_into_interpolation_and_legendre_parts(swingups, pendulum):
-    """Why E^[2] is what it is (seed 004 eqs. 6, 16, 18) on the pendulum, whose q̈ = u + a₀(q) is affine in u with a
-    constant factor: the input polynomial cancels from ε^[2]. LG2's q̈ (degree N − 1) equals u + a₀(q) at the N Gauss
-    points, so ε^[2] = I_N[a₀(q)] − a₀(q): the interpolation error of gravity along q(t) (numpy's own fit here).
+    """Why E^[2] is what it is (MorenoMartin2022, eqs. 6, 16, 18) on the pendulum, whose q̈ = u + a₀(q) is affine in u
+    with a constant factor: the input polynomial cancels from ε^[2]. LG2's q̈ (degree N − 1) equals u + a₀(q) at the N
+    Gauss points, so ε^[2] = I_N[a₀(q)] − a₀(q): the interpolation error of gravity along q(t) (numpy's own fit here).
     LG's q̇ − v has degree N and vanishes at the Gauss points, so it is c·P_N(τ) (scipy's Legendre polynomial): the
     inconsistency LG2 removes, whose derivative peaks at the interval ends."""
     from scipy.special import eval_legendre

@@ -1,7 +1,7 @@
 """Constrained steps do not depend on the unit of mass either (test_integrator_units.py has the unconstrained ones).
 
-A constrained step's Newton matrix is bordered: J = [∂R_dyn/∂q_{k+1} ≈ M_{k+1}/Δt, −Dhᵀ; Dh, 0] (seed 000 eq.
-28a–b; the GNI adds its nonholonomic rows, seed 003 eqs. 5 and 16). The first block scales with every mass and the
+A constrained step's Newton matrix is bordered: J = [∂R_dyn/∂q_{k+1} ≈ M_{k+1}/Δt, −Dhᵀ; Dh, 0] (Johnson2015, eq.
+28a–b; the GNI adds its nonholonomic rows, Kobilarov2010, eqs. 5 and 16). The first block scales with every mass and the
 border does not. Masses × s leave the motion unchanged (q the same, p and λ × s), but cond₁(J) grew as s²: a
 four-bar × 2¹⁰ reported rcond 9e-12, so the planner warned "near singular", and × 2¹⁹ was refused as singular at
 step 0. The condition judged now is that of the equilibrated D J D (``integrators.bordered``). It is the same at every
@@ -84,8 +84,8 @@ def test_the_fourbar_runs_in_any_unit_of_mass(options):
 
 @pytest.mark.parametrize("compile", [None, False], ids=["compiled", "numpy"])
 def test_the_sleigh_runs_in_any_unit_of_mass(compile):
-    """The GNI (seed 003 eqs. 5, 16) on the Chaplygin sleigh, masses × 2^±10, 2^±19, 100 steps: the unscaled run, and
-    the condition of its Newton matrix (bordered by the nonholonomic row) within 1.6× (was 2e-8 at × 2¹⁰; × 2¹⁹
+    """The GNI (Kobilarov2010, eqs. 5, 16) on the Chaplygin sleigh, masses × 2^±10, 2^±19, 100 steps: the unscaled run,
+    and the condition of its Newton matrix (bordered by the nonholonomic row) within 1.6× (was 2e-8 at × 2¹⁰; × 2¹⁹
     refused)."""
     qdot0 = np.array([-1.0, 0.5 * 2.0, 2.0])  # test_gni_sleigh.py: an allowed velocity (ẏ = a θ̇ at θ = 0)
 
@@ -107,7 +107,7 @@ def _in_unscaled_units(A: np.ndarray, B: np.ndarray, s: float, nq: int) -> tuple
 
 @pytest.mark.parametrize("s", [2.0 ** 19, 2.0 ** -19])
 def test_the_fourbar_linearization_in_any_unit_of_mass(s):
-    """A_k, B_k (seed 000 eqs. 29–30) at × 2^±19 are the unscaled ones after the unit conversion, from ``linearize``
+    """A_k, B_k (Johnson2015, eqs. 29–30) at × 2^±19 are the unscaled ones after the unit conversion, from ``linearize``
     and from the planner's compiled kernel, and R_y's rcond is within 1.2× (at × 2¹⁹ it was 3.5e-17: refused)."""
     U = np.full((20, 1), 0.5)
     lins = {}
@@ -170,7 +170,7 @@ def test_a_singular_constraint_matrix_is_refused_at_its_own_step(s, compile):
 @pytest.mark.parametrize("compile", [None, False], ids=["compiled", "numpy"])
 @pytest.mark.parametrize("s", [1.0, 2.0 ** 19, 2.0 ** -19])
 def test_a_near_singular_constraint_term_is_flagged_at_any_scale(s, compile):
-    """Seed 000 §VII-B: the Cartesian pendulum turning by π/2 − 1e-6 in one step makes the constraint term
+    """Johnson2015, §VII-B: the Cartesian pendulum turning by π/2 − 1e-6 in one step makes the constraint term
     Dh(q_{k+1}) M⁻¹ Dh(q_k)ᵀ nearly singular. That step alone is flagged, and the next is not, at every scale
     (test_linearization_constrained.py unscaled)."""
     vi = MidpointVI(load_robot(bundled_urdf("cartesian_pendulum"), bundled_config("cartesian_pendulum"),

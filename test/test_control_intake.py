@@ -1,7 +1,7 @@
 """control.intake.StateIntake without ROS: what the controller node does with each joint state, decided on decoded
 arrays and stamps — stamps (stale, future, backwards, never set), republished states, a clock that went back,
 another driver's joints, NaN and wrong sizes, the model's limits — against the expected verdicts, and the estimate
-against the discrete Legendre transform of the pair (q(t − Δt), q(t)) (seed 000 eq. 1b) computed by the integrator.
+against the discrete Legendre transform of the pair (q(t − Δt), q(t)) (Johnson2015, eq. 1b) computed by the integrator.
 """
 
 import numpy as np
@@ -52,7 +52,7 @@ def _q(v: float) -> np.ndarray:
 
 def test_a_measured_velocity_gives_the_momentum_m_qdot_less_half_a_step_of_gravity(intake, vi):
     """p = M(q)q̇ − (Δt/2)g(q) (Pinocchio's crba and gravity here; the pendulum's holding torque is g): the inverse of
-    the wire's q̇_k = M⁻¹(p_k + (Δt/2)g(q_k)) (docs/ros.md)."""
+    the wire's q̇_k = M⁻¹(p_k + (Δt/2)g(q_k)) (docs/concepts/ros.md)."""
     import pinocchio as pin
 
     q, qdot = _q(0.3), _q(-1.2)

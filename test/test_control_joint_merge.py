@@ -1,8 +1,8 @@
 """control.joint_merge.JointStateMerger: one robot's joints from two drivers at different rates, with jitter, phases
 and transport delays, against an analytic motion q(t). References: the error bound of linear interpolation and
 extrapolation through two samples a, b (|f(t) − L(t)| ≤ max|f''|/2 · |t − a| |t − b|), Pinocchio's M(q) for the
-momentum M(q) q̇ the configurations estimate (seed 000 eq. 1b) approximates, and the same estimate fed the exact q(t)
-as one full-rate driver would be.
+momentum M(q) q̇ the configurations estimate (Johnson2015, eq. 1b) approximates, and the same estimate fed the exact
+q(t) as one full-rate driver would be.
 """
 
 import numpy as np
@@ -133,7 +133,7 @@ def test_interpolation_out_of_order_and_the_same_stamp_again():
 
 
 def test_configuration_estimate_from_merged_states_is_a_full_rate_drivers(vi, rng):
-    """Positions only: the configurations estimate (seed 000 eq. 1b) of the merged stream against the same estimate
+    """Positions only: the configurations estimate (Johnson2015, eq. 1b) of the merged stream against the same estimate
     fed the exact q(t) at the same stamps (one full-rate driver): p differs by at most the merge errors ε of q(t)
     and of the samples q(t − Δt) is interpolated from, through ∂p/∂q ≈ M/Δt (1.5 (ε_t + ε_{t−Δt}) ‖M‖∞ / Δt);
     the full-rate driver's p is M(q) q̇ of the analytic motion to O(Δt)."""

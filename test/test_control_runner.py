@@ -1,7 +1,7 @@
 """control.runner.PlanRunner without ROS: which plan the controller follows and what it commands — admission, entry
 at the stated start (at once on receipt, re-timed when late with the robot still at X_0), path and goal tolerances,
 a clock that went back, faults and the safe command — against the expected decisions, and its commands against the
-law u = U_k + K_k (X_k − x) evaluated here in numpy (seed 000 §VIII)."""
+law u = U_k + K_k (X_k − x) evaluated here in numpy (Johnson2015, §VIII)."""
 
 import dataclasses
 

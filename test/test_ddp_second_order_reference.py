@@ -4,7 +4,7 @@
 On the cart-pole from a random input sequence the cross term moves the first iteration's gains by ~30 %; the
 compiled kernel (the default path) and the numpy path must both give the gains of Mayne's recursion (Tassa, Erez,
 Todorov 2012 regularization, as ``planning/ddp.py`` documents) whose ∂²f comes from central differences of the
-exact linearization A(x, u), B(x, u) — independent of the symbolic second-order terms (seed 000 eqs. 16–27).
+exact linearization A(x, u), B(x, u) — independent of the symbolic second-order terms (Johnson2015, eqs. 16–27).
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""DMOC on Lie groups (seed 002 §5, Alg. 5.2): Newton on the discrete necessary conditions (31).
+"""DMOC on Lie groups (Jimenez2013, §5, Alg. 5.2): Newton on the discrete necessary conditions (31).
 
 Independent references: IPOPT (CasADi) on the identical discrete problem (same cost), the Lie-group integrator
 (a hold plan is its own rollout), the boundary conditions and the unactuated direction e₆ of §6.1.
@@ -25,7 +25,7 @@ def _problems(body, inputs="split"):
 
 @pytest.mark.parametrize("inputs", ["split", "hold"])
 def test_vehicle_maneuvers_converge_in_at_most_10_newton_iterations(inputs):
-    """Seed 002 §6.1: N = 32, the paper needs 10–20 iterations; targets: ≤ 10, residual, terminal pose and
+    """Jimenez2013, §6.1: N = 32, the paper needs 10–20 iterations; targets: ≤ 10, residual, terminal pose and
     unactuated force ≤ 1e-10, on every boundary pair of config/vehicle_uuv.yaml (8 pairs)."""
     probs = _problems(VEHICLE, inputs)
     assert len(probs) >= 5 and all(p.horizon == 32 for _, p in probs)

@@ -1,8 +1,8 @@
 """DMOC returns minima, not saddle points (issue 35): against an independent transcription written here.
 
-The discrete problem of seed 002 §5 (eqs. 26–27, Cayley retraction, cost (h/4)Σ‖u_k^±‖²) is written below from
+The discrete problem of Jimenez2013, §5 (eqs. 26–27, Cayley retraction, cost (h/4)Σ‖u_k^±‖²) is written below from
 the paper's *definitions* alone: cay(ξ) = (e − ξ/2)⁻¹(e + ξ/2) and dcay⁻¹_x y = (e − x/2) y (e + x/2) as 4×4
-matrices (seed 002 §5 b), the poses' top rows as variables (column-major) tied by g_{k+1} = g_k cay(hξ_k), the
+matrices (Jimenez2013, §5 b), the poses' top rows as variables (column-major) tied by g_{k+1} = g_k cay(hξ_k), the
 terminal pose as the skew part of R(T)ᵀR_N and the position difference. Nothing of ``mechanics.groups``,
 ``euler_poincare`` or ``dmoc_nlp`` is used (the package's ``geodesic_guess`` only as IPOPT's starting ξ). IPOPT on
 it is the reference: the package's verified minimum is no more expensive than IPOPT's answer (or the

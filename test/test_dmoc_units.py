@@ -1,4 +1,4 @@
-"""DMOC (seed 002 Alg. 5.2) does not depend on the unit of mass.
+"""DMOC (Jimenez2013, Alg. 5.2) does not depend on the unit of mass.
 
 Masses, inertias and drag × s leave the optimal velocities ξ_k unchanged and the inputs × s: the conditions (31) are
 homogeneous in the mass row by row. Newton solves them in the units of a unit body (``dmoc_conditions.unit_scales``),

@@ -1,4 +1,4 @@
-"""Every example of README.md and docs/*.md runs: python blocks are executed, yaml blocks loaded by the loader
+"""Every example of README.md and docs/**/*.md runs: python blocks are executed, yaml blocks loaded by the loader
 that reads them in real use, shell commands checked against the repository (test/docs_blocks.py says how).
 
 The python blocks of one file run in order in one namespace (later blocks use earlier blocks' names), in a

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+         *sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
 RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 
 

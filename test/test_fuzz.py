@@ -6,7 +6,7 @@ never Pinocchio's anonymous "The XML stream does not contain a valid URDF model"
 Independent references: every mutated URDF is also given to Pinocchio itself. Where its parser (urdfdom)
 refuses the model or logs an error on stderr (it then drops the element: a massless link), ours must refuse
 it too; where ours accepts it, Pinocchio's bodies must carry the same total mass. Accepted plans must be
-finite with times t_0 + k·Δt. ``TABLES`` holds the outcome counts of the last run (README, docs/reliability.md:
+finite with times t_0 + k·Δt. ``TABLES`` holds the outcome counts of the last run (docs/reliability.md:
 ``python -c "import sys, pytest; sys.path.insert(0, 'test'); pytest.main(['-q', 'test/test_fuzz.py']);
 import test_fuzz; print(test_fuzz.TABLES)"``).
 """

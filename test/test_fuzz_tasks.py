@@ -218,7 +218,7 @@ UUV = yaml.safe_load((share_dir() / "config" / "vehicle_uuv.yaml").read_text())
     ("planning.retraction", "euler", r"planning\.retraction: expected one of \('cayley', 'exp'\)"),
 ])
 def test_vehicle_planning_section_attacks_name_the_key(key, value, message):
-    """config/vehicle_uuv.yaml's ``planning`` section (DMOC, seed 002). Before: a typo fell back to the default
+    """config/vehicle_uuv.yaml's ``planning`` section (DMOC, Jimenez2013). Before: a typo fell back to the default
     silently, an infinite duration gave Δt = inf, 10⁹ steps built an NLP that never finished, a retraction
     name was only refused when the integrator was built."""
     from vi_control.model.rigid_body import load_rigid_body

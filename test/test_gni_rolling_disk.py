@@ -1,5 +1,5 @@
 """GNI on the vertical rolling disk (bundled rolling_disk): the analytic circle, heading momentum (a horizontal
-symmetry: seed 003 §4's discrete nonholonomic momentum map) conserved exactly, energy and spin rate."""
+symmetry: Kobilarov2010, §4's discrete nonholonomic momentum map) conserved exactly, energy and spin rate."""
 
 import numpy as np
 import pytest
@@ -39,7 +39,7 @@ def test_second_order_to_the_analytic_circle(disk):
 
 def test_heading_momentum_energy_and_constraints(disk):
     """∂/∂φ is an allowed velocity at every q and L does not depend on φ: J^nh_d = ⟨p_k, ∂/∂φ⟩ = p_φ is exactly
-    preserved by the GNI (seed 003 §4, [12]); so are the energy and eq. 5b."""
+    preserved by the GNI (Kobilarov2010, §4, [12]); so are the energy and eq. 5b."""
     gni, X, nu = _run(disk, 0.05, 50.0)
     i_phi = disk.joint_index("heading")
     p_phi = X[:, gni.nq + i_phi]

@@ -1,4 +1,4 @@
-"""GNI (seed 003 §4) on the Chaplygin sleigh (§6.1): the paper's explicit update, exact energy, the discrete
+"""GNI (Kobilarov2010, §4) on the Chaplygin sleigh (§6.1): the paper's explicit update, exact energy, the discrete
 constraint at every step, second order against SciPy's DOP853 on the Lagrange–d'Alembert equations, reported
 multipliers, and what happens to initial velocities that violate the constraints."""
 
@@ -15,7 +15,7 @@ from vi_control.mechanics.lagrange_dalembert import NonholonomicODE
 from vi_control.model.bundled import load_bundled
 
 A_SKATE, I_BODY, MASS = 0.5, 0.2, 1.0  # urdf/sleigh.urdf, config/sleigh.yaml
-# docs/nonholonomic.md: skate at rest sideways, body backing up at 1 m/s while turning at 2 rad/s
+# docs/concepts/nonholonomic.md: skate at rest sideways, body backing up at 1 m/s while turning at 2 rad/s
 Q0, QDOT0 = np.zeros(3), np.array([-1.0, A_SKATE * 2.0, 2.0])  # (x, y, θ), constraint ẏ = a θ̇ at θ = 0
 
 
@@ -25,7 +25,7 @@ def sleigh():
 
 
 def test_step_is_the_papers_explicit_update(sleigh):
-    """Seed 003 §6.1: v_{k+1/2} = (Id − 2M⁻¹𝒬ᵀM) v_{k−1/2}, 𝒬 of eq. 33 (written here in (x, y, θ) order)."""
+    """Kobilarov2010, §6.1: v_{k+1/2} = (Id − 2M⁻¹𝒬ᵀM) v_{k−1/2}, 𝒬 of eq. 33 (written here in (x, y, θ) order)."""
     h = 0.1
     gni = make_integrator("gni", sleigh, h)
     x = np.array([0.3, 0.2, 0.4, -1.0, 1.2, 0.5])
@@ -46,7 +46,7 @@ def test_step_is_the_papers_explicit_update(sleigh):
 
 def test_energy_and_constraint_exact_over_10k_steps(sleigh):
     """Energy ⟨Mv_{k+1/2}, v_{k+1/2}⟩/2 to 1e-13 (relative) and eq. 5b to 1e-13 at every step (10⁵ steps: the
-    benchmark), through the sleigh's non-physical returns to backward motion (docs/nonholonomic.md)."""
+    benchmark), through the sleigh's non-physical returns to backward motion (docs/concepts/nonholonomic.md)."""
     gni = make_integrator("gni", sleigh, 0.01)
     X, lam = gni.simulate(gni.state_from_velocity(Q0, QDOT0), steps=10_000)
     E = np.array([gni.energy(x) for x in X])

@@ -147,7 +147,7 @@ def test_tracking_command_refuses_a_negative_step_or_a_bad_state():
     """TrackingController.command(-1, x) returned the command about the plan's *last* stage (numpy's negative
     index), command(k, NaN state) NaN torques, a state of the wrong size numpy's broadcast error. Each is now a
     ValueError (which the controller's runner turns into its safe command); a valid call still gives
-    U_k + K_k(X_k − x), the law of seed 000 eq. 36 checked by hand here."""
+    U_k + K_k(X_k − x), the law of Johnson2015, eq. 36 checked by hand here."""
     rng = np.random.default_rng(3)
     N, nx, nu = 4, 2, 1
     plan = vc.Plan(times=0.1 * np.arange(N + 1), X=rng.normal(size=(N + 1, nx)), U=rng.normal(size=(N, nu)),
@@ -228,7 +228,7 @@ def test_state_estimator_refuses_a_sample_it_would_keep_as_poison():
     """A NaN configuration given to StateEstimator.update was stored in its history (the call returned None) and
     made the next, valid sample's momentum NaN; a 3-vector for the acrobot was stored too and the next call died in
     numpy's broadcast. Such samples are now ValueErrors and the history stays clean: the next valid pair gives the
-    discrete Legendre transform of the two configurations (seed 000 eq. 1b) exactly. NaN velocities are ignored
+    discrete Legendre transform of the two configurations (Johnson2015, eq. 1b) exactly. NaN velocities are ignored
     (positions only), as ros2_control's missing velocities are."""
     vi = vc.MidpointVI(vc.load_robot("acrobot"), 0.05, compile=False)
     est = vc.StateEstimator(vi)
@@ -283,10 +283,10 @@ def test_simulations_name_a_start_state_of_the_wrong_size():
 
 
 def test_lie_group_integrator_checks_like_the_others():
-    """The Lie-group VI (seed 002) has its own input check: a complex state was cast with numpy's warning, y0 of
+    """The Lie-group VI (Jimenez2013) has its own input check: a complex state was cast with numpy's warning, y0 of
     the wrong size reached CasADi ("argument 0 has size 2, expected 6"), energy/velocity of a 19-vector were
     evaluated on its first 18 entries. The shared checks of integrators.base now apply; a rest state still steps
-    to rest under trimmed buoyancy with no input (docs/lie_groups.md), to round-off."""
+    to rest under trimmed buoyancy with no input (docs/concepts/lie_groups.md), to round-off."""
     vi = vc.make_integrator("lie_group", vc.load_rigid_body("vehicle_uuv"), 0.1)
     x = vi.state_from_pose(np.eye(4))
     for call, what in [(lambda: vi.step(x + 0j), "state is complex"), (lambda: vi.solve(x, y0=np.zeros(2)), "y0"),
@@ -355,7 +355,7 @@ def test_sweep_config_bounds_its_loops():
 
 @pytest.mark.parametrize("backend", ["numpy", "c"])
 def test_linear_time_step_beside_a_mass_matrix_singularity(backend):
-    """The linear-time VI's default guess IG3 (semi-implicit Euler, seed 001 §3.3) predicted a shoulder turn of
+    """The linear-time VI's default guess IG3 (semi-implicit Euler, Lee2016, §3.3) predicted a shoulder turn of
     ~4e9 rad beside the fold (and 2.4e5 rad for icub's neck at q = 0): RIQN, Newton and every substep of the
     fallback chain then failed ("residual norm 1.5e16"). As in the midpoint VI, a guess beyond max_rotation is
     replaced by q_k (IG1). The root agrees with the midpoint VI's on this model to O(Δt²) of the motion."""

@@ -37,7 +37,7 @@ def test_energy_benchmark_smoke(bench, tmp_path):
     euler = result["rows"][1]
     assert abs(vi["drift"]) * T < 0.3 * vi["max_abs"]
     assert abs(vi["drift"]) < 1e-2 * abs(euler["drift"]) and euler["drift"] * T > 10 * vi["max_abs"]
-    lt = result["rows"][4]  # seed 001's integrator on the same chain: bounded too, same E0
+    lt = result["rows"][4]  # Lee2016's integrator on the same chain: bounded too, same E0
     assert lt["E0"] == pytest.approx(result["E0"], rel=1e-12)
     assert lt["max_abs"] < 1e-3 * abs(result["E0"]) and 1.0 <= lt["iterations"] < 10
     table = bench.markdown_table(result)

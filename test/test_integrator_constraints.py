@@ -1,4 +1,4 @@
-"""Holonomic constraints in the midpoint VI (seed 000 eq. 28): residuals, multipliers, dynamics.
+"""Holonomic constraints in the midpoint VI (Johnson2015, eq. 28): residuals, multipliers, dynamics.
 
 R = [p_k + D₁L_d(q_k, q_{k+1}) + F⁻_d − Dh(q_k)ᵀλ_k ; h(q_{k+1})] = 0, p_{k+1} = D₂L_d(q_k, q_{k+1}).
 So −Dh(q_k)ᵀλ_k is the constraint impulse over [t_k, t_{k+1}]: λ_k/Δt is the constraint force (per unit

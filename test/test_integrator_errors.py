@@ -1,6 +1,6 @@
 """Failures of a step are specific (DESIGN principle 7): ConvergenceError, SingularityError, ValueError.
 
-The spherical pendulum of seed 000 §VII-A (urdf/spherical_pendulum.urdf, q = (φ, θ), m = r = 1,
+The spherical pendulum of Johnson2015, §VII-A (urdf/spherical_pendulum.urdf, q = (φ, θ), m = r = 1,
 g = 9.8) has det M_{k+1} = m²r³/(4Δt²) sin²((θ_k+θ_{k+1})/2)·[Δt² g cos((θ_k+θ_{k+1})/2)
 + r(2 + cos(θ_k+θ_{k+1}))(φ_k−φ_{k+1})² + 4r] (eq. 34): singular when θ_k + θ_{k+1} = nπ.
 """

@@ -1,4 +1,4 @@
-"""Forcing in the midpoint VI (seed 000 eq. 2): damping, joint torques, prescribed (kinematic) joints.
+"""Forcing in the midpoint VI (Johnson2015, eq. 2): damping, joint torques, prescribed (kinematic) joints.
 
 F⁻_d = Δt·(S τ_k − c ⊙ (q_{k+1}−q_k)/Δt) and F⁺_d = 0 (vi_control.mechanics.discrete). Checked
 against analytic rates, work–energy balances and a high-accuracy ODE solution (scipy DOP853).
@@ -215,7 +215,7 @@ def _trajectory_errors(robot, u: float, c: float, half_impulse_start: bool, dts=
     (0.0, 0.5, False, 1),  # damping −c(q_{k+1} − q_k)/Δt: the velocity of t_k + Δt/2 damps t_k's momentum
 ])
 def test_trajectory_convergence_order_with_forcing(u, c, half_impulse_start, order):
-    """The order in Δt of the configuration trajectory (README known limits: with damping, first order)."""
+    """The order in Δt of the configuration trajectory (docs/limits.md: with damping, first order)."""
     robot = load_robot(bundled_urdf("pendulum"), {"gravity": [0, 0, -G], "damping": {"theta": c}})
     ratios = _trajectory_errors(robot, u, c, half_impulse_start)
     assert np.all(np.abs(ratios - 2.0 ** order) < 0.25 * 2.0 ** order), ratios

@@ -1,6 +1,6 @@
 """Mimic joints as holonomic couplings (issue 12 item 8): the constrained midpoint VI is the reduced system.
 
-A URDF ``<mimic joint="j2" multiplier="m" offset="o"/>`` on j3 becomes h(q) = q3 − m·q2 − o = 0 (seed 000
+A URDF ``<mimic joint="j2" multiplier="m" offset="o"/>`` on j3 becomes h(q) = q3 − m·q2 − o = 0 (Johnson2015
 eq. 28). The constraint is linear, so the midpoint of two configurations on it lies on it and the constrained
 discrete Lagrangian is the reduced one: the trajectory must converge at second order to the ODE of the
 eliminated coordinates, M_r(q_r) q̈_r = −Pᵀ·rnea(q, q̇, 0), built here from Pinocchio's rnea/crba on the full

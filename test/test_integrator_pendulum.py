@@ -1,4 +1,4 @@
-"""Midpoint VI on the seed 000 pendulum: the paper's one step, Legendre transforms, wrapping.
+"""Midpoint VI on the Johnson2015 pendulum: the paper's one step, Legendre transforms, wrapping.
 
 Independent references: REFERENCE §1 numbers, a scalar Newton solve of eq. 6a written here, a
 high-accuracy ODE solution of the continuous pendulum (scipy DOP853), Pinocchio's crba.
@@ -17,7 +17,7 @@ G = 9.8  # config/pendulum.yaml
 
 
 def eq6a_residual(theta_next: float, theta: float, p: float, u: float, dt: float) -> float:
-    """Seed 000 eq. 6a: p_k − (θ_{k+1}−θ_k)/Δt − (gΔt/2) sin((θ_{k+1}+θ_k)/2) + u_k Δt."""
+    """Johnson2015, eq. 6a: p_k − (θ_{k+1}−θ_k)/Δt − (gΔt/2) sin((θ_{k+1}+θ_k)/2) + u_k Δt."""
     return p - (theta_next - theta) / dt - G * dt / 2 * np.sin((theta_next + theta) / 2) + u * dt
 
 
@@ -32,7 +32,7 @@ def eq6a_newton(theta: float, p: float, u: float, dt: float, iterations: int = 5
 
 
 def test_reference_single_step(pendulum_vi):
-    """REFERENCE §1 (seed 000 §II-A): Δt 0.1, θ 0.2, p 0.5, u 0.8."""
+    """REFERENCE §1 (Johnson2015, §II-A): Δt 0.1, θ 0.2, p 0.5, u 0.8."""
     r = pendulum_vi.solve(np.array([0.2, 0.5]), np.array([0.8]))
     x1 = r.x
     assert x1 == pytest.approx([0.247136194155, 0.362723883110], abs=1e-10)
@@ -93,7 +93,7 @@ def _pendulum_exact(theta0: float, omega0: float, t: float) -> tuple[float, floa
 
 
 def test_velocity_estimate_converges_second_order(pendulum_robot):
-    """velocity(x_N) = M⁻¹p_N → θ̇(T) at O(Δt²): midpoint L_d is second order (seed 000 §II-A)."""
+    """velocity(x_N) = M⁻¹p_N → θ̇(T) at O(Δt²): midpoint L_d is second order (Johnson2015, §II-A)."""
     T, theta0, omega0 = 1.0, 1.2, 0.5
     th_ref, om_ref = _pendulum_exact(theta0, omega0, T)
     errors = []

@@ -41,7 +41,7 @@ def _undamped(name: str) -> MidpointVI:
 
 @pytest.mark.parametrize("name", ["double_pendulum", "panda"])
 def test_one_step_map_is_symplectic(name, rng):
-    """Jᵀ Ω J = Ω for the conservative forced map at fixed u (seed 000 §II: the DEL map is symplectic)."""
+    """Jᵀ Ω J = Ω for the conservative forced map at fixed u (Johnson2015, §II: the DEL map is symplectic)."""
     vi = _undamped(name)
     W = omega(vi.nq)
     for _ in range(2):
@@ -73,7 +73,7 @@ def test_damped_map_contracts_phase_volume_exactly():
 def test_angular_momentum_about_the_pivot_is_conserved():
     """Planar 4-link chain, gravity off, base joint at a fixed pivot. With relative joint angles a rigid
     rotation of the whole chain is q → q + ε e₁, which leaves L (and the midpoint L_d) invariant, so
-    discrete Noether gives p₁ = D₂L_d·e₁ = −D₁L_d·e₁ conserved exactly (seed 000 eq. 2). p₁ is the
+    discrete Noether gives p₁ = D₂L_d·e₁ = −D₁L_d·e₁ conserved exactly (Johnson2015, eq. 2). p₁ is the
     chain's angular momentum about the pivot: checked against Pinocchio's centroidal momentum."""
     robot = load_robot(planar_chain_urdf(4), {"gravity": [0, 0, 0]})
     vi = MidpointVI(robot, 0.01, tol=1e-14)

@@ -1,7 +1,7 @@
 """The integrators do not depend on the unit of mass.
 
 Scaling every mass and inertia by s (gravity, buoyancy and drag with them) leaves the equations of motion unchanged:
-the DEL equations (seed 000 eq. 10) are homogeneous in the mass, so q_{k+1} is the same and p_{k+1} is s times the
+the DEL equations (Johnson2015, eq. 10) are homogeneous in the mass, so q_{k+1} is the same and p_{k+1} is s times the
 unscaled one. The root solves stop on a momentum residual, measured against p₁ + |p_k|∞ with p₁ the model's momentum
 at unit velocity capped at 1 (``NewtonSettings.for_model``): below the cap the stopping decisions are the same at
 every s, and the runs agree to round-off. With p₁ = 1 — an absolute tolerance in kg·m²/s, the rule of before —

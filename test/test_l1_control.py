@@ -1,4 +1,4 @@
-"""L1 (minimum-fuel) control on SO(3) with bounded torques (seed 002 §6.2, Fig. 3), by IPOPT on the discrete
+"""L1 (minimum-fuel) control on SO(3) with bounded torques (Jimenez2013, §6.2, Fig. 3), by IPOPT on the discrete
 problem with separate u_k⁻, u_k⁺ so the input can switch inside a step."""
 
 import numpy as np

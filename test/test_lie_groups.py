@@ -1,7 +1,7 @@
-"""SO(3), SE(2), SE(3) with the Cayley and exponential retractions (seed 002 §5, eqs. 34–38).
+"""SO(3), SE(2), SE(3) with the Cayley and exponential retractions (Jimenez2013, §5, eqs. 34–38).
 
 Independent references: scipy's matrix exponential, the generic matrix Cayley (e − ξ̂/2)⁻¹(e + ξ̂/2) and its
-differentials of §5 b, seed 001's Bernoulli series (mechanics.lie.dlog_matrix), commutators of the matrices, and
+differentials of §5 b, Lee2016's Bernoulli series (mechanics.lie.dlog_matrix), commutators of the matrices, and
 central finite differences of the maps themselves.
 """
 
@@ -49,7 +49,7 @@ def test_retraction_is_inverse_symmetric_and_invertible(G, kind, rng):
     r = Retraction(G, kind)
     for xi in _samples(G, rng):
         g = r.tau(xi)
-        assert np.abs(g @ r.tau(-xi) - np.eye(G.size)).max() <= 1e-15  # τ(ξ)τ(−ξ) = e (seed 002 §5)
+        assert np.abs(g @ r.tau(-xi) - np.eye(G.size)).max() <= 1e-15  # τ(ξ)τ(−ξ) = e (Jimenez2013, §5)
         assert G.distance_from_group(g) <= 1e-15
         assert np.abs(r.tau_inv(g) - xi).max() <= 1e-14 * max(1.0, np.abs(xi).max())
 
@@ -105,8 +105,8 @@ def test_cayley_closed_forms_equal_the_matrix_formulas_of_section_5b(G, rng):
 
 
 def test_eq34_translation_differs_from_the_matrix_cayley_whose_differential_is_eq38(rng):
-    """Seed 002 eq. 34 writes the SE(3) translation as dcay_ω v (dcay of eq. 35); the matrix Cayley of §5 b gives
-    (I − ω̂/2)⁻¹v. Only the latter has eq. 38 as its dτ⁻¹, so it is ours (docs/lie_groups.md)."""
+    """Jimenez2013, eq. 34 writes the SE(3) translation as dcay_ω v (dcay of eq. 35); the matrix Cayley of §5 b gives
+    (I − ω̂/2)⁻¹v. Only the latter has eq. 38 as its dτ⁻¹, so it is ours (docs/concepts/lie_groups.md)."""
     xi = np.array([0.4, -0.3, 0.5, 0.7, 0.2, -0.6])
 
     def eq34(x):
@@ -123,13 +123,13 @@ def test_eq34_translation_differs_from_the_matrix_cayley_whose_differential_is_e
 def test_exponential_against_scipy_and_the_bernoulli_series(G, rng):
     for xi in _samples(G, rng):
         assert np.abs(G.exp(xi) - expm(G.hat(xi))).max() <= 1e-14
-        # dexp = Σ ad^j/(j+1)! (seed 002 §5 a), summed to convergence
+        # dexp = Σ ad^j/(j+1)! (Jimenez2013, §5 a), summed to convergence
         A, term, S = G.ad(xi), np.eye(G.dim), np.eye(G.dim)
         for j in range(1, 40):
             term = term @ A / (j + 1)
             S = S + term
         assert np.abs(G.dexp(xi) - S).max() <= 1e-13
-    if G is SE3:  # seed 001's truncated series for dexp⁻¹ (|θ| ≤ 1.5)
+    if G is SE3:  # Lee2016's truncated series for dexp⁻¹ (|θ| ≤ 1.5)
         xi = np.array([0.5, -0.7, 0.3, 1.0, 2.0, -1.0])
         assert np.abs(G.dexp_inv(xi) - lie.dlog_matrix(xi[None])[0]).max() <= 1e-13
 

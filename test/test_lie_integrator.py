@@ -1,4 +1,4 @@
-"""Lie-group variational integrator (seed 002 §4, §5, §5.2): conservation, order, group structure, interface.
+"""Lie-group variational integrator (Jimenez2013, §4, §5, §5.2): conservation, order, group structure, interface.
 
 References: the discrete Noether theorem (spatial momentum Ad*_{g⁻¹}ν of an unforced step is exact), the
 continuous forced Euler–Poincaré equations integrated by scipy's DOP853 at 1e-12 (order), finite differences of
@@ -41,7 +41,7 @@ def test_unforced_spatial_momentum_and_group_over_1e4_steps(group, kind):
 
 
 def _continuous(t, s, vi, u):
-    """Forced Euler–Poincaré equations ν̇ = ad_ξᵀν + Hξ + Bu + w(g), ġ = gξ̂ (seed 002 §4, §5.2)."""
+    """Forced Euler–Poincaré equations ν̇ = ad_ξᵀν + Hξ + Bu + w(g), ġ = gξ̂ (Jimenez2013, §4, §5.2)."""
     b, G = vi.robot, vi.group
     g = G.from_coordinates(s[:12])
     nu = s[12:]

@@ -1,4 +1,4 @@
-"""DRNEA (seed 001 Alg. 2), its derivative (Alg. 4) and the SE(3) utilities, against independent references:
+"""DRNEA (Lee2016, Alg. 2), its derivative (Alg. 4) and the SE(3) utilities, against independent references:
 scipy's matrix exponential/logarithm, Pinocchio's own algorithms and finite differences of the scalar
 discrete Lagrangian."""
 
@@ -98,7 +98,7 @@ def test_kinematics_and_gravity_match_pinocchio(which, panda_robot, tree_robot, 
 
 
 def _scalar_Ld(robot, q0, q1, dt):
-    """Σ_i trapezoidal L_d^i (seed 001 eq. 9) from Pinocchio placements, inertias and scipy's logm."""
+    """Σ_i trapezoidal L_d^i (Lee2016, eq. 9) from Pinocchio placements, inertias and scipy's logm."""
     model, data = robot.pin_model, robot.pin_model.createData()
     pin.forwardKinematics(model, data, q0)
     T0 = [data.oMi[i].homogeneous.copy() for i in range(1, model.njoints)]
@@ -171,7 +171,7 @@ def test_exact_jacobian_against_finite_differences(which, panda_robot, tree_robo
     assert np.allclose(J4, J, rtol=0, atol=1e-12 * np.abs(J).max())
     alg4 = LinearTimeVI(robot, dt, method="newton", jacobian="alg4", backend="numpy")
     assert np.allclose(alg4.jacobian(x, q1), J, rtol=0, atol=1e-12 * np.abs(J).max())
-    # RIQN's approximation (seed 001 eq. 25): J ≈ M(q_k)/Δt up to O(Δt)
+    # RIQN's approximation (Lee2016, eq. 25): J ≈ M(q_k)/Δt up to O(Δt)
     M = pin.crba(robot.pin_model, robot.pin_model.createData(), x[:n])
     M = np.triu(M) + np.triu(M, 1).T
     assert np.abs(J * dt - M).max() < 0.1 * np.abs(M).max()
@@ -189,7 +189,7 @@ def _forced_errors(robot, tau, T=1.0, steps=(40, 80, 160), half_impulse=True):
     for N in steps:
         vi = LinearTimeVI(robot, T / N)
         x0 = vi.state_from_velocity(q0, v0)
-        if half_impulse:  # F⁺_d = 0 convention: p_k lacks half of the step's impulse (docs/integrator.md)
+        if half_impulse:  # F⁺_d = 0 convention: p_k lacks half of the step's impulse (docs/concepts/integrator.md)
             x0[n:] -= 0.5 * (T / N) * (tau - robot.damping * v0)
         X, _ = vi.simulate(x0, np.tile(tau, (N, 1)))
         errors.append(np.abs(X[-1, :n] - sol.y[:n, -1]).max())

@@ -1,5 +1,5 @@
 """LinearTimeVI trajectories: order of accuracy against scipy's solve_ivp on Pinocchio's ABA, agreement with
-MidpointVI, energy behaviour on the passive 10-body chain of seed 001 §4.2, discrete Noether, RIQN = Newton."""
+MidpointVI, energy behaviour on the passive 10-body chain of Lee2016, §4.2, discrete Noether, RIQN = Newton."""
 
 import numpy as np
 import pinocchio as pin
@@ -67,7 +67,7 @@ def test_agrees_with_midpoint_vi_at_small_dt(chain5):
 
 
 def test_energy_bounded_on_passive_10_body_chain(chain10):
-    """Seed 001 §4.2 / Fig. 2b: RIQN keeps the energy of the passive chain; semi-implicit Euler does not."""
+    """Lee2016, §4.2 / Fig. 2b: RIQN keeps the energy of the passive chain; semi-implicit Euler does not."""
     n, dt, N = 10, 5e-3, 1000
     vi = LinearTimeVI(chain10, dt)
     q0 = np.zeros(n)
@@ -115,7 +115,7 @@ def test_riqn_and_newton_solve_the_same_step(chain10, rng):
     ref = sols["newton", "IG3"][0]
     for xn, _ in sols.values():
         assert np.allclose(xn, ref, atol=1e-11 * (1 + np.abs(ref).max()))
-    # quasi-Newton needs at least as many iterations as Newton from the same guess (seed 001 Fig. 4)
+    # quasi-Newton needs at least as many iterations as Newton from the same guess (Lee2016, Fig. 4)
     for ig in ("IG1", "IG2", "IG3"):
         assert sols["riqn", ig][1] >= sols["newton", ig][1]
 

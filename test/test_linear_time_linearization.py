@@ -1,4 +1,4 @@
-"""LinearTimeVI is Linearizable: the trapezoidal SE(3) discrete Lagrangian (seed 001 eq. 9) written symbolically
+"""LinearTimeVI is Linearizable: the trapezoidal SE(3) discrete Lagrangian (Lee2016, eq. 9) written symbolically
 (mechanics.lagrangians) gives the DRNEA step's exact derivatives. Checked against DRNEA itself, scipy's matrix
 logarithm, finite differences of the step, and by planning and tracking through the same planner as the midpoint VI.
 """

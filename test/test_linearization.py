@@ -1,4 +1,4 @@
-"""Exact linearization of the one-step map (seed 000 §IV–VI) against the paper and finite differences.
+"""Exact linearization of the one-step map (Johnson2015, §IV–VI) against the paper and finite differences.
 
 Every derivative is compared with central differences of ``MidpointVI.step`` (first order) or of
 the exact first derivatives (second order), with a norm-relative error
@@ -43,7 +43,7 @@ def fd_first_order(vi: MidpointVI, x: np.ndarray, u: np.ndarray) -> tuple[np.nda
 
 
 def fd_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    """∂/∂z of cᵀ[A B] by central differences: the (nz, nz) Hessian of cᵀf (seed 000 eqs. 16–27)."""
+    """∂/∂z of cᵀ[A B] by central differences: the (nz, nz) Hessian of cᵀf (Johnson2015, eqs. 16–27)."""
     z = np.concatenate([x, u])
 
     def grad(zz):
@@ -86,7 +86,7 @@ def check_full_second_order(vi: MidpointVI, x: np.ndarray, u: np.ndarray) -> Non
         assert rel_err(fuu, T[:, nx:, nx:]) <= RTOL
 
 
-# ---- pendulum: seed 000 §II-A, §IV-A, REFERENCE §1 ------------------------------------------
+# ---- pendulum: Johnson2015, §II-A, §IV-A, REFERENCE §1 ------------------------------------------
 def test_pendulum_reference_linearization(pendulum_vi):
     x, u = np.array([0.2, 0.5]), np.array([0.8])
     lin = linearize(pendulum_vi, x, u)
@@ -100,7 +100,7 @@ def test_pendulum_reference_linearization(pendulum_vi):
 
 
 def test_pendulum_analytic_second_order(pendulum_vi):
-    """Closed form of seed 000 eq. 8 for the pendulum: M_{k+1} = −1/Δt − (Δt g/4) cos θ̄ (θ̄ midpoint)."""
+    """Closed form of Johnson2015, eq. 8 for the pendulum: M_{k+1} = −1/Δt − (Δt g/4) cos θ̄ (θ̄ midpoint)."""
     x, u = np.array([0.2, 0.5]), np.array([0.8])
     check_first_order(pendulum_vi, x, u)
     check_full_second_order(pendulum_vi, x, u)

@@ -1,5 +1,5 @@
-"""Linearization of the cart-pole, the constrained four-bar (seed 000 §VI, eqs. 28–32), trajectories,
-and the singular cases of seed 000 §VII (spherical pendulum eq. 34, Cartesian pendulum §VII-B)."""
+"""Linearization of the cart-pole, the constrained four-bar (Johnson2015, §VI, eqs. 28–32), trajectories,
+and the singular cases of Johnson2015, §VII (spherical pendulum eq. 34, Cartesian pendulum §VII-B)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_cartpole_first_and_second_order(cartpole_vi, seed):
     check_contraction(cartpole_vi, x, u, rng.normal(size=4))
 
 
-# ---- four-bar: constrained (seed 000 eqs. 28–32) -------------------------------------------------
+# ---- four-bar: constrained (Johnson2015, eqs. 28–32) -------------------------------------------------
 @pytest.fixture(scope="module")
 def fourbar():
     robot = _load("fourbar")
@@ -100,7 +100,7 @@ def test_linearize_trajectory_matches_per_step(fourbar):
     assert traj.near_singular.size == 0
 
 
-# ---- seed 000 §VII-A: M_{k+1} of the spherical pendulum ------------------------------------------
+# ---- Johnson2015, §VII-A: M_{k+1} of the spherical pendulum ------------------------------------------
 @pytest.fixture(scope="module")
 def spherical_vi():
     robot = _load("spherical_pendulum")
@@ -109,7 +109,7 @@ def spherical_vi():
 
 
 def test_spherical_pendulum_det_M_eq34(spherical_vi):
-    """det M_{k+1} of our AD-built R_y equals seed 000 eq. 34 (m = r = 1, g = 9.8) at random pairs."""
+    """det M_{k+1} of our AD-built R_y equals Johnson2015, eq. 34 (m = r = 1, g = 9.8) at random pairs."""
     vi, g, dt = spherical_vi, 9.8, spherical_vi.dt
     rng = np.random.default_rng(2)
     for _ in range(5):
@@ -140,7 +140,7 @@ def test_trajectory_through_pole_is_flagged(spherical_vi):
     assert linearize_trajectory(vi, X, U, rcond_warn=1e-8).near_singular.tolist() == [0]
 
 
-# ---- seed 000 §VII-B: the constraint term of the Cartesian pendulum -------------------------------
+# ---- Johnson2015, §VII-B: the constraint term of the Cartesian pendulum -------------------------------
 @pytest.fixture(scope="module")
 def cartesian_vi():
     robot = _load("cartesian_pendulum")

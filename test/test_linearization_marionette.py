@@ -1,4 +1,4 @@
-"""The marionette of seed 000 §VIII-B (REFERENCE §3): model, consistent initial state, and its exact
+"""The marionette of Johnson2015, §VIII-B (REFERENCE §3): model, consistent initial state, and its exact
 linearization (80 states, 18 prescribed-string inputs, 6 constraints) against finite differences.
 
 The default run evaluates the CasADi functions in the virtual machine (``compile=False``): the same
@@ -64,7 +64,7 @@ def test_bundled_files_are_generated(robot):
 
 
 def test_marionette_dimensions(robot, vi):
-    """Seed 000 §VIII-B: 22 dynamic + 18 kinematic variables, 6 constraints => 80 states, 18 inputs."""
+    """Johnson2015, §VIII-B: 22 dynamic + 18 kinematic variables, 6 constraints => 80 states, 18 inputs."""
     assert (robot.nq, len(robot.dynamic_joints), len(robot.prescribed), robot.n_constraints) == (40, 22, 18, 6)
     assert (vi.nx, vi.nu, vi.n_torques) == (80, 18, 0)
     masses = [robot.pin_model.inertias[i].mass for i in range(1, robot.pin_model.njoints)]
@@ -107,7 +107,7 @@ def test_marionette_first_order(vi, point):
 
 
 def test_marionette_prescribed_inputs(vi, point):
-    """B columns of ρ_{k+1} (seed 000 ref. [32] kinematic inputs): ∂q_{k+1}/∂ρ = I and the kinematic
+    """B columns of ρ_{k+1} (Johnson2015, ref. [32] kinematic inputs): ∂q_{k+1}/∂ρ = I and the kinematic
     'momentum' slot (ρ_{k+1} − ρ_k)/Δt gives I/Δt on the string rows; the body rows vs differences."""
     x, u = point
     lin = linearize(vi, x, u)
@@ -132,7 +132,7 @@ def test_marionette_stays_on_constraint(robot, vi, point):
 
 
 def test_marionette_paper_string_motion(robot, vi):
-    """Seed 000 §VIII-B's reference motion: arm and leg strings driven by ±0.1 sin(0.6πt) (here along each
+    """Johnson2015, §VIII-B's reference motion: arm and leg strings driven by ±0.1 sin(0.6πt) (here along each
     string, 2 s). The constraints hold to round-off and no step of the trajectory is near-singular."""
     x0 = consistent_state(robot, *marionette_model.initial_guess(robot))
     N = 200

@@ -1,4 +1,4 @@
-"""Discrete LQR: Riccati recursion (seed 000 eq. 36) vs a batch least-squares solve, DLQR vs scipy's DARE."""
+"""Discrete LQR: Riccati recursion (Johnson2015, eq. 36) vs a batch least-squares solve, DLQR vs scipy's DARE."""
 
 import numpy as np
 import pytest
@@ -112,7 +112,7 @@ def test_state_error_wraps_continuous_angles_only():
 
 
 def test_hold_of_a_tilted_pendulum_is_gravity_compensation(pendulum_vi):
-    """Holding θ needs τ = m g l sin θ (seed 000 pendulum: m = l = 1, g = 9.8), and the held state is a
+    """Holding θ needs τ = m g l sin θ (Johnson2015 pendulum: m = l = 1, g = 9.8), and the held state is a
     fixed point of the midpoint step; its momentum is the discrete one, −(Δt/2)·∇V ≠ 0."""
     q = np.array([0.7])
     u, residual = holding_input(pendulum_vi, q)

@@ -166,7 +166,7 @@ def test_a_task_whose_lqr_input_weight_is_singular_is_refused_by_key(tmp_path, p
 
 # ---- hold_gain at a singular pose -----------------------------------------------------------------------------
 def test_hold_gain_at_a_coordinate_singularity_names_the_pose_the_joint_and_the_cure():
-    """The spherical pendulum (seed 000 §VII-A, M(q) = diag(sin²θ, 1), eq. 33) actuated, held hanging straight down:
+    """The spherical pendulum (Johnson2015, §VII-A, M(q) = diag(sin²θ, 1), eq. 33) actuated, held hanging straight down:
     the azimuth φ moves no inertia there."""
     robot = load_robot(bundled_urdf("spherical_pendulum"), {"gravity": [0.0, 0.0, -9.8]})
     vi = make_integrator("midpoint", robot, 0.01)

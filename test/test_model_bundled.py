@@ -54,7 +54,7 @@ def test_acrobot_matches_textbook_double_pendulum(rng):
 
 
 def test_cartpole_matches_textbook_equations(rng):
-    """Seed 004 ref. [11] cart-pole: cart m1 = 1, point-mass pole m2 = 0.3 at l = 0.5; tip at
+    """MorenoMartin2022, ref. [11] cart-pole: cart m1 = 1, point-mass pole m2 = 0.3 at l = 0.5; tip at
     (x − l sin θ, −l cos θ) gives M = [[m1 + m2, −m2 l cos θ], [−m2 l cos θ, m2 l²]], ∂V/∂θ = m2 g l sin θ."""
     robot = load_bundled("cartpole")
     assert robot.joint_names == ["slider", "hinge"] and robot.actuated == ("slider",)
@@ -75,8 +75,8 @@ def test_cartpole_matches_textbook_equations(rng):
 
 
 def test_biped5_has_rabbit_parameters():
-    """Seed 004 §V-C uses ref. [11]'s five-link biped with RABBIT parameters: tibia 3.2 kg / 0.4 m / CoM 0.128 m
-    / I 0.93; femur 6.8 / 0.4 / 0.163 / 1.08; torso 20 / 0.625 / 0.2 / 2.22 (I about the CoM, pitch axis)."""
+    """MorenoMartin2022, §V-C uses ref. [11]'s five-link biped with RABBIT parameters: tibia 3.2 kg / 0.4 m / CoM 0.128
+    m / I 0.93; femur 6.8 / 0.4 / 0.163 / 1.08; torso 20 / 0.625 / 0.2 / 2.22 (I about the CoM, pitch axis)."""
     robot = load_bundled("biped5")
     m = robot.pin_model
     assert robot.joint_names == ["base_x", "base_z", "base_pitch", "left_hip", "left_knee", "right_hip", "right_knee"]

@@ -55,7 +55,7 @@ def _pinocchio_energy_drift(robot: vc.RobotModel, q0: np.ndarray, dt: float, dur
 
 @pytest.mark.parametrize("name", sorted(ROBOTS))
 def test_unforced_run_keeps_pinocchios_energy_to_second_order(name):
-    """The midpoint VI's energy error is O(Δt²) and bounded (seed 000 §II): halving Δt divides the largest
+    """The midpoint VI's energy error is O(Δt²) and bounded (Johnson2015, §II): halving Δt divides the largest
     deviation of Pinocchio's energy over the same 0.3 s by ≈ 4, and it stays a small fraction of the energy
     in motion."""
     robot = _undamped(name)
@@ -68,7 +68,7 @@ def test_unforced_run_keeps_pinocchios_energy_to_second_order(name):
 
 @pytest.mark.parametrize("name", ["z1", "double_pendulum_continuous"])
 def test_linearization_matches_central_differences(name):
-    """A, B of the exact linearization (seed 000 eqs. 8–15) against central differences of ``step``."""
+    """A, B of the exact linearization (Johnson2015, eqs. 8–15) against central differences of ``step``."""
     robot = _undamped(name)
     vi = vc.MidpointVI(robot, 0.01, compile=False)
     q0 = np.array(ROBOTS[name], float)
@@ -138,7 +138,8 @@ def test_urdf_file_with_package_meshes_and_the_same_xml_text(tmp_path):
 
 
 def test_double_pendulum_reach_planned_and_tracked_in_closed_loop():
-    """The task (config/task_double_pendulum_reach.yaml, written as docs/planner.md says) on example-robot-data's
+    """The task (config/task_double_pendulum_reach.yaml, written as docs/concepts/planner.md says) on
+    example-robot-data's
     double pendulum (upright at q = 0: the reach holds an inverted pose): DDP converges, the hold input is
     Pinocchio's gravity torque, and TV-LQR brings a 0.05 rad perturbed start to the goal
     where the open loop falls away."""

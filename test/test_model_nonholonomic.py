@@ -68,7 +68,7 @@ def test_bad_nonholonomic_yaml_names_the_key(case):
 @pytest.mark.parametrize("name", ["sleigh", "snakeboard", "rolling_disk", "diffdrive"])
 def test_symbolic_rows_equal_pinocchio_and_span_the_papers(name):
     """A(q) from the CasADi tree = Pinocchio's frame Jacobians to 1e-14; [Dh; A] spans the same rows as the
-    papers' closed forms (seed 003 §6.1, eq. 34; rolling conditions) at random configurations."""
+    papers' closed forms (Kobilarov2010, §6.1, eq. 34; rolling conditions) at random configurations."""
     robot = load_bundled(name)
     dyn = ContinuousDynamics(robot)
     rows, _ = CLOSED_FORM[name]

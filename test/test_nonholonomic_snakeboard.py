@@ -1,4 +1,4 @@
-"""Snakeboard (seed 003 §6.2, Fig. 4): GNI and RDP (exp and Cayley) against RK2 and a DOP853 reference of the
+"""Snakeboard (Kobilarov2010, §6.2, Fig. 4): GNI and RDP (exp and Cayley) against RK2 and a DOP853 reference of the
 Lagrange–d'Alembert equations, with the paper's initial state and inputs; the rotor's momentum balance; a
 singular constraint matrix mid-run."""
 
@@ -93,7 +93,7 @@ def test_gni_constraints_and_rotor_momentum(board):
     res = [gni.nonholonomic_residual(X[k], X[k + 1]) for k in range(len(U))]
     assert np.abs(res).max() < 1e-12
     assert np.abs(X[:, iphi] - X[:, gni.robot.joint_index("phi_front")]).max() < 1e-12  # coupled axles
-    assert X[:, iphi].max() > np.pi / 2  # the cusp: φ passes π/2 once (docs/nonholonomic.md)
+    assert X[:, iphi].max() > np.pi / 2  # the cusp: φ passes π/2 once (docs/concepts/nonholonomic.md)
 
 
 def test_singular_constraint_matrix_mid_run_names_the_step(board):

@@ -1,4 +1,4 @@
-"""REFERENCE §2 closed loop (seed 000 Fig. 4) and plans as data (save → load → same closed loop)."""
+"""REFERENCE §2 closed loop (Johnson2015, Fig. 4) and plans as data (save → load → same closed loop)."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from vi_control.control.plan import Plan, state_error
 from vi_control.planning import load_task, plan_task
 from vi_control.planning.evaluate import simulate_plan, tracking_error
 
-X0_PERTURBED = np.array([1.0, 1.0])  # seed 000 §VIII-A: x(0) = [1 1]ᵀ instead of [0 0]ᵀ
+X0_PERTURBED = np.array([1.0, 1.0])  # Johnson2015, §VIII-A: x(0) = [1 1]ᵀ instead of [0 0]ᵀ
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ def test_the_acrobot_plan_goes_through_its_stages_and_solves_the_task_itself(acr
 def test_the_same_inputs_planned_by_chord_and_exact_newton_take_nearly_the_same_iterations(acrobot):
     """Without the stages, seed 11's plan took 101 iterations with chord Newton and 84 with exact (measured). With
     them 73 and 77 — the two runs end at the acrobot's two nearby optima (J 137.043 and 136.997, 3e-4 apart:
-    the last stage still chooses between those on round-off; docs/performance_planner.md)."""
+    the last stage still chooses between those on round-off; docs/benchmarks/planner.md)."""
     task = acrobot[0]
     counts = {}
     for newton in ("chord", "exact"):

@@ -2,7 +2,7 @@
 
 Chord Newton with the compiled driver, exact Newton, and (slow run) the CasADi VM solve the same DEL equation to
 round-off; the planner must reach the goal from every guess with all of them, in iteration counts a few apart.
-What made it fragile before, and how each cause was fixed, is in docs/performance_planner.md (for the acrobot:
+What made it fragile before, and how each cause was fixed, is in docs/benchmarks/planner.md (for the acrobot:
 continuation in the running state weight, planning.continuation).
 """
 
@@ -21,7 +21,7 @@ def _check(out: dict, max_spread: int, share: float = 1.0, optima: float = 1e-4)
     (the same optimum to 1e-4: measured over 120 seeds 7e-6 at most, the solution's precision; the acrobot has two
     nearby optima, J 137.043 and 136.997, 3.3e-4 apart, and its runs may end at either), and the variants'
     iteration counts within ``max_spread`` of each other on at least ``share`` of the seeds (measured on the
-    acrobot over 120 seeds: ≤ 6 with the task's continuation, up to 54 without; docs/performance_planner.md)."""
+    acrobot over 120 seeds: ≤ 6 with the task's continuation, up to 54 without; docs/benchmarks/planner.md)."""
     for name, rows in out.items():
         for variant, r in rows.items():
             assert all(conv and at_goal for _, _, conv, at_goal, _, _ in r), (name, variant, r)
@@ -50,7 +50,7 @@ def test_swingups_converge_from_perturbed_guesses_with_chord_and_exact_newton(be
 
 def test_ulp_replays_of_the_chord_plan_reach_the_goal(bench):
     """The benchmark's --ulp rows: the chord plan from the same inputs scaled by 1 + ε ξ (ε = 1e-16, the last bit)
-    reaches the same optimum (cost to 1e-6) — the iteration counts may differ (docs/performance_planner.md: the
+    reaches the same optimum (cost to 1e-6) — the iteration counts may differ (docs/benchmarks/planner.md: the
     count is as sensitive to the inputs' last bits as to the Newton variant)."""
     out = bench.run(tasks=("cartpole_swingup",), seeds=2, variants=("chord",), ulp=(1e-16,), log=lambda s: None)
     rows = out["cartpole_swingup"]

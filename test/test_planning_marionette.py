@@ -1,4 +1,4 @@
-"""REFERENCE §3 (seed 000 §VIII-B): the marionette (80 states, 18 string inputs, 6 constraints) holds a
+"""REFERENCE §3 (Johnson2015, §VIII-B): the marionette (80 states, 18 string inputs, 6 constraints) holds a
 pose with discrete LQR (cost 100 on configurations, identity elsewhere) against a 0.1 rad perturbation
 of the torso's orientation about the vertical; the open loop (strings held still) keeps swinging.
 
@@ -94,7 +94,7 @@ def test_marionette_lqr_rejects_a_torso_perturbation(marionette):
     assert np.allclose(plan.U, rho) and plan.K.shape == (N, 18, 80)
     # No infinite-horizon hold gain exists here, and the planner says so: the hanging puppet has a neutral
     # mode at λ = 1 that no string moves (PBH test: left eigenvector w with wᴴB = 0), so (A, B) is not
-    # stabilizable and the DLQR has no stabilizing solution; the finite-horizon TV-LQR is what seed 000 uses.
+    # stabilizable and the DLQR has no stabilizing solution; the finite-horizon TV-LQR is what Johnson2015 uses.
     # The λ = 1 mode sits on the unit circle to round-off, so whether the doubling iteration fails is a
     # round-off matter (a 1e-15 change of q_eq flips it): the PBH test below is the robust statement, and
     # a missing hold gain must be reported.

@@ -14,7 +14,7 @@ from vi_control.planning.shooting import rollout
 
 @pytest.fixture(scope="module")
 def problem(pendulum_vi):
-    """REFERENCE §2: the step reference of seed 000 eq. 35 with the task file's weights."""
+    """REFERENCE §2: the step reference of Johnson2015, eq. 35 with the task file's weights."""
     task = load_task("task_pendulum_swingup")
     X_ref, U_ref = reference_trajectory(task, pendulum_vi)
     cost = QuadraticTrackingCost(X_ref, U_ref, task.weight("Q", "weights", 2), task.weight("R", "weights", 1),
@@ -103,7 +103,7 @@ def test_steepest_descent_decreases_the_cost_towards_the_ddp_optimum(pendulum_vi
 
 
 def test_first_order_projection_method_reaches_the_ddp_optimum(pendulum_vi, problem):
-    """Seed 000 Fig. 3: the first-order method converges to the same trajectory, in more iterations."""
+    """Johnson2015, Fig. 3: the first-order method converges to the same trajectory, in more iterations."""
     from vi_control.planning.gradient import projection_gradient
 
     cost, x0 = problem

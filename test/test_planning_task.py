@@ -74,7 +74,7 @@ def test_weight_sizes_are_checked_against_the_model(pendulum_vi):
 
 def test_plan_task_swings_the_pendulum_up(swingup, pendulum_vi):
     task, plan, res, lines = swingup
-    assert res.converged and res.iterations <= 14  # seed 000 Fig. 3: second-order method, 14 iterations
+    assert res.converged and res.iterations <= 14  # Johnson2015, Fig. 3: second-order method, 14 iterations
     assert abs(res.decrement_history[-1]) < 1e-6
     # Feasible: every plan step is a midpoint step of its input (one step at a time: the upright
     # is unstable, so a whole open-loop re-simulation amplifies round-off by ~e^{5√g}).

@@ -55,7 +55,7 @@ def test_warm_replan_from_a_moved_start_reaches_the_cold_plans_optimum_in_fewer_
     assert rw.converged and rc.converged
     assert abs(rw.cost - rc.cost) <= 1e-5 * rc.cost, (rw.cost, rc.cost)
     assert np.abs(warm.X[-1] - cold.X[-1]).max() < 1e-5
-    # measured 10 against 57 (cart-pole counts vary by a few between Newton variants, docs/performance_planner.md)
+    # measured 10 against 57 (cart-pole counts vary by a few between Newton variants, docs/benchmarks/planner.md)
     assert rw.iterations < rc.iterations / 2, (rw.iterations, rc.iterations)
 
 

@@ -26,7 +26,7 @@ from vi_control.mechanics.lagrange_dalembert import NonholonomicODE
 from vi_control.model.bundled import load_bundled
 
 pytestmark = pytest.mark.skipif(codegen.compiler() is None, reason="the RDP's C driver needs a C compiler")
-H = 10.0 / 128  # seed 003 §6.2: N = 128 over T = 10 s
+H = 10.0 / 128  # Kobilarov2010, §6.2: N = 128 over T = 10 s
 
 
 def _same_counts(a: np.ndarray, b: np.ndarray) -> None:

@@ -1,4 +1,4 @@
-"""Rigid-body YAML (model layer): seed 002 §6.1's thrusters and cylinder, validation errors naming the key."""
+"""Rigid-body YAML (model layer): Jimenez2013, §6.1's thrusters and cylinder, validation errors naming the key."""
 
 import copy
 import math
@@ -42,7 +42,7 @@ def test_thruster_layout_reproduces_b_of_section_6_1(rng):
 
 def test_vehicle_mass_and_cylinder_inertia():
     body = load_rigid_body("vehicle_uuv")
-    assert body.mass == 3.0  # seed 002 §6.1
+    assert body.mass == 3.0  # Jimenez2013, §6.1
     r, L = 0.1, 0.5
     assert np.allclose(np.diag(body.inertia), [3 * r**2 / 2, 3 * (3 * r**2 + L**2) / 12, 3 * (3 * r**2 + L**2) / 12])
     assert np.allclose(body.spatial_inertia, np.diag([*np.diag(body.inertia), 3, 3, 3]))

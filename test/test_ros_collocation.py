@@ -1,6 +1,6 @@
-"""Collocation plans over real DDS: the planner node plans by LG2 (seed 004), the controller node tracks the plan
-against the simulator node (three processes, lockstep); a failing collocation (IPOPT) is logged by the planner node,
-which keeps its plan and publishes nothing new."""
+"""Collocation plans over real DDS: the planner node plans by LG2 (MorenoMartin2022), the controller node tracks the
+plan against the simulator node (three processes, lockstep); a failing collocation (IPOPT) is logged by the planner
+node, which keeps its plan and publishes nothing new."""
 
 import time
 

@@ -74,7 +74,7 @@ def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi, on_b
 
 
 def test_simulator_holds_state_when_a_step_does_not_converge(ros):
-    # Δt = 2 s with p = 3: Newton on the DEL equation (seed 000 eq. 6a) does not converge
+    # Δt = 2 s with p = 3: Newton on the DEL equation (Johnson2015, eq. 6a) does not converge
     sim = ros.start("simulator_node", model="pendulum", dt=2.0, mode="lockstep", initial_velocities=[3.0],
                     idle_publish_period=0.1)
     rec = ros.recorder(["theta"])
@@ -221,7 +221,7 @@ def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
         state = lockstep_step(rec, [0.5, -0.25], sim)
         x = lt.step(x, np.array([0.5, -0.25]))
         assert state[1] == pytest.approx(0.01 * (k + 1)) and np.allclose(state[2], x[:2], atol=1e-10), k
-    # planner and controller may use it too: it is Linearizable (symbolic trapezoidal L_d, seed 001 eq. 9)
+    # planner and controller may use it too: it is Linearizable (symbolic trapezoidal L_d, Lee2016, eq. 9)
     from vi_control.integrators import Linearizable
 
     assert isinstance(make_integrator("linear_time", load_bundled("double_pendulum"), 0.01), Linearizable)

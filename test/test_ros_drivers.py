@@ -33,14 +33,14 @@ def _ns(t: float) -> float:
 
 
 def _exact(vi, t: float) -> np.ndarray:
-    """The discrete state of the pair (q(t − Δt), q(t)) (seed 000 eq. 1b)."""
+    """The discrete state of the pair (q(t − Δt), q(t)) (Johnson2015, eq. 1b)."""
     return vi.state_from_configurations(_q(t - DT), _q(t))
 
 
 def _velocity_state(q: np.ndarray, qdot) -> np.ndarray:
     """(q, p) from a measured velocity without an effort: p = m l² q̇ − (Δt/2) m g l sin q of the bundled pendulum
     (1 kg at 1 m, g = 9.8; the holding torque for the applied one): the inverse of the wire's q̇ = M⁻¹(p + (Δt/2)τ)
-    (docs/ros.md)."""
+    (docs/concepts/ros.md)."""
     return np.concatenate([q, np.asarray(qdot, float) - DT / 2 * 9.8 * np.sin(q)])
 
 

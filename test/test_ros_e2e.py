@@ -15,7 +15,7 @@ from vi_control.ros.main_job import run_closed_loop  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
-# seed 000's unbounded swing-up (task_pendulum_swingup, peak 10.2 N·m) on a 15 N·m actuator: feedback has
+# Johnson2015's unbounded swing-up (task_pendulum_swingup, peak 10.2 N·m) on a 15 N·m actuator: feedback has
 # headroom. (The main job's bounded plan uses the whole 5 N·m; with a replan from the top, plan_task's step
 # reference, built from the task's start rather than the measured x_0, swings it down first and the bounded
 # plan then ends 0.13–0.16 rad short of π; with a 10 % mass mismatch it does not reach the top at all.)
@@ -193,7 +193,7 @@ def test_task_models_the_nodes_cannot_express_are_refused():
 
 def test_task_overrides_configure_all_three_nodes_alike():
     """The simulator starts at the task's start on the task's Δt; a nonholonomic model (the diff-drive) runs the
-    GNI (seed 003) in all three nodes, a model with joints only the midpoint VI (the nodes' default)."""
+    GNI (Kobilarov2010) in all three nodes, a model with joints only the midpoint VI (the nodes' default)."""
     from vi_control.ros.main_job import task_overrides
 
     over, robot = task_overrides("task_diffdrive_parking")

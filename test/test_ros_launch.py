@@ -104,7 +104,7 @@ def test_every_ros_parameter_file_matches_its_node(path):
 
 
 def test_gazebo_effort_controller_config_matches_the_controller_defaults():
-    """docs/on_your_robot.md: gz_ros2_control's controller_manager runs a JointGroupEffortController named as
+    """docs/guides/on_your_robot.md: gz_ros2_control's controller_manager runs a JointGroupEffortController named as
     the controller node's default controller_name, on the bundled pendulum's actuated joint."""
     from vi_control.model.bundled import load_bundled
 

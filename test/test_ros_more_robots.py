@@ -1,5 +1,6 @@
 """A robot from example-robot-data through the three node processes over real DDS, configured only as
-docs/ros.md and docs/planner.md say: parameter files written by the user with ``model: erd:<name>``, and a task
+docs/concepts/ros.md and docs/concepts/planner.md say: parameter files written by the user with ``model: erd:<name>``,
+and a task
 YAML (config/task_double_pendulum_reach.yaml); lockstep, own ROS_DOMAIN_ID and namespace, as test_ros_e2e.py."""
 
 import numpy as np

@@ -50,7 +50,7 @@ class HardwareRun:
         if planner is not None:
             # once the controller commands (its hold), as on a robot whose controller runs before goals come: a plan
             # published before the controller is up is re-timed on arrival (a run so re-timed by 2.5 s lost the
-            # acrobot's swing-up, RMS 1.7 rad: reported, docs/ros.md)
+            # acrobot's swing-up, RMS 1.7 rad: reported, docs/concepts/ros.md)
             assert self.rec.wait_for(lambda: self.rec.commands, DISCOVERY), self.report()
             self.procs["planner"] = ros.start("planner_node", name="planner",
                                               params_files=["ros_hardware_planner.yaml"], **{**over["planner"],

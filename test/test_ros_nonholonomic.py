@@ -45,7 +45,7 @@ def test_diffdrive_parks_over_dds_from_a_perturbed_start(request, tmp_path):
 
 
 def test_a_sideways_initial_velocity_is_projected_with_a_warning_or_refused(ros):
-    """seed 003 eq. 12 in the node: the diff-drive cannot start sliding sideways. Default: the simulator projects
+    """Kobilarov2010, eq. 12 in the node: the diff-drive cannot start sliding sideways. Default: the simulator projects
     q̇_0 onto A(q)q̇ = 0 (the M-orthogonal projector) and says so; on_constraint_violation:=raise fails configure
     with the reason."""
     from vi_control.integrators import make_integrator

@@ -1,4 +1,4 @@
-"""docs/ros.md's parameter tables are the nodes' PARAMETERS (vi_control.ros.param_docs): a parameter added,
+"""docs/reference/parameters.md's tables are the nodes' PARAMETERS (vi_control.ros.param_docs): a parameter added,
 renamed, re-ranged or re-described in a node without its documentation fails here."""
 
 import pytest
@@ -30,7 +30,7 @@ def test_a_stale_table_is_reported_and_rewritten(tmp_path):
     new, changed = param_docs.update(stale)
     assert changed == ["#### Simulator (`vi_control/ros/simulator_node.py`)"]
     assert new == text
-    doc = tmp_path / "ros.md"
+    doc = tmp_path / "parameters.md"
     doc.write_text(stale)
     assert param_docs.main(["--check", "--doc", str(doc)]) == 1
     assert doc.read_text() == stale  # --check changes nothing

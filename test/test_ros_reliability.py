@@ -20,7 +20,7 @@ pytestmark = pytest.mark.ros
 
 
 def _two_iteration_task(tmp_path) -> str:
-    """seed 000's swing-up stopped after 2 DDP iterations: far from converged (cost ~1e4, not ~1e2)."""
+    """Johnson2015's swing-up stopped after 2 DDP iterations: far from converged (cost ~1e4, not ~1e2)."""
     text = (share_dir() / "config" / "task_pendulum_swingup.yaml").read_text()
     text = text.replace("optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6}",
                         "optimizer: {method: ddp, max_iterations: 2, tolerance: 1.0e-6}")

@@ -65,7 +65,7 @@ def test_tracking_controller_uses_modular_error_and_clamps(pendulum_vi):
 
 
 def test_state_from_configurations_recovers_simulated_momenta(pendulum_vi, rng):
-    """p_{k} = D₂L_d(q_{k−1}, q_k) holds exactly along a forced trajectory (F⁺_d = 0, seed 000 eq. 1b)."""
+    """p_{k} = D₂L_d(q_{k−1}, q_k) holds exactly along a forced trajectory (F⁺_d = 0, Johnson2015, eq. 1b)."""
     vi = pendulum_vi
     X, _ = vi.simulate(np.array([0.4, 0.2]), rng.normal(0, 1, (10, 1)))
     est = StateEstimator(vi, "configurations")

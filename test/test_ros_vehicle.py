@@ -1,4 +1,4 @@
-"""Vehicle mode of the three nodes over real DDS (seed 002 §6.1): odometry out, thruster efforts in, a DMOC plan
+"""Vehicle mode of the three nodes over real DDS (Jimenez2013, §6.1): odometry out, thruster efforts in, a DMOC plan
 toward a PoseStamped goal, TV-LQR on the Lie algebra; separate processes, own domain, lockstep."""
 
 import time

@@ -45,7 +45,7 @@ def _mass_matrix(robot, q: np.ndarray) -> np.ndarray:
 
 def _velocity_state(robot, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """(q, M(q)q̇ − (Δt/2)g(q)): a measured velocity without an effort, the holding torque (both joints actuated)
-    standing in for the applied one (docs/ros.md's velocity convention); Pinocchio's M and gravity."""
+    standing in for the applied one (docs/concepts/ros.md's velocity convention); Pinocchio's M and gravity."""
     g = pin.computeGeneralizedGravity(robot.pin_model, robot.create_data(), q)
     return np.concatenate([q, _mass_matrix(robot, q) @ v - DT / 2 * g])
 
@@ -196,7 +196,8 @@ def test_simulator_steps_the_scaled_robot_in_its_joint_order(ros):
         assert rec.states[-1][2] == pytest.approx(x[:2], abs=1e-10), i
         stamp = round(rec.states[-1][1], 6)
         assert rec.wait_for(lambda stamp=stamp: stamp in velocities, 5.0)
-        # q̇_k = M(q_k)⁻¹(p_k + (Δt/2)g(q_k)) (the wire's convention, docs/ros.md; both joints actuated), M and g
+        # q̇_k = M(q_k)⁻¹(p_k + (Δt/2)g(q_k)) (the wire's convention, docs/concepts/ros.md; both joints
+        # actuated), M and g
         # from Pinocchio for the heavy robot
         M = _mass_matrix(heavy.robot, x[:2])
         g = pin.computeGeneralizedGravity(heavy.robot.pin_model, heavy.robot.create_data(), x[:2])

@@ -116,7 +116,7 @@ def test_compiled_warm_start_matches_vm(pair, rng, newton, rate):
 @pytest.mark.parametrize("root_check", [False, True])
 def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch, root_check):
     """Chord Newton (residual-only updates with one factored matrix) converges to the root of exact Newton
-    (eq. 2a / 28a-b) to round-off. Unconstrained, the chord matrix is Δt⁻¹M(q_k) (seed 001 eq. 25): on these gentle
+    (eq. 2a / 28a-b) to round-off. Unconstrained, the chord matrix is Δt⁻¹M(q_k) (Lee2016, eq. 25): on these gentle
     steps it never evaluates the Jacobian M_{k+1} (its condition check is M(q_k)'s, then 1–2 more quasi-Newton
     updates below tol), or once near the root with ``chord_root_check`` (condition check, then exact updates). With
     constraints M_{k+1} is evaluated twice (at the guess as the chord matrix, and near the root). Exact Newton

@@ -1,5 +1,5 @@
-"""scripts/stress_tests.py (load-dependent failures, docs/testing.md): one run of a fast test file under a busy loop
-is summarized; starving stops and continues only the node processes below the given root."""
+"""scripts/stress_tests.py (load-dependent failures, docs/guides/testing.md): one run of a fast test file under a busy
+loop is summarized; starving stops and continues only the node processes below the given root."""
 
 import importlib.util
 import os

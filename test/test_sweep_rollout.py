@@ -12,7 +12,7 @@ from vi_control.planning import load_task, plan_task, simulate_plan
 from vi_control.sweep import SweepError, robustness_sweep, run_tasks
 from vi_control.sweep.rollout import cached_system, closed_loop, portable_spec, start_pair
 
-TASK = "task_pendulum_swingup"  # seed 000 §VIII-A swing-up, unbounded torque: so the sweeps do not clamp
+TASK = "task_pendulum_swingup"  # Johnson2015, §VIII-A swing-up, unbounded torque: so the sweeps do not clamp
 NOCLAMP = {"success": {"clamp": False, "hold_time": 1.0}}
 
 

@@ -12,7 +12,7 @@ def test_velocities_of_a_trajectory_at_once_equal_the_per_state_velocity():
     """``velocities`` (one batched solve, used by the planner's velocity-limit check) is ``velocity`` state by
     state: on a trajectory of the folded arm, through its singular pose (M(q) exactly singular at elbow = 0:
     the least-squares q̇ of ``velocity``), on the marionette (18 prescribed joints: their q̇ is their p, the rest
-    M_dd⁻¹(p_d − M_dk q̇_k)), and for the GNI (the projected q̇ of seed 003 eq. 15)."""
+    M_dd⁻¹(p_d − M_dk q̇_k)), and for the GNI (the projected q̇ of Kobilarov2010, eq. 15)."""
     rng = np.random.default_rng(3)
     vi = vc.MidpointVI(vc.load_robot(FOLDED), 0.01)
     X = np.column_stack([rng.uniform(-2, 2, (12, 2)), rng.normal(size=(12, 2))])

@@ -1,11 +1,11 @@
 """Where plans, gains and states are wired together, checked against references computed here (issue 19 item 1).
 
 Each test is named after a defect that once survived the whole suite (benchmarks/mutations.py lists them):
-- the stored TV-LQR gains are the Riccati recursion of seed 000 eq. 36, written out below, on the plan's own
+- the stored TV-LQR gains are the Riccati recursion of Johnson2015, eq. 36, written out below, on the plan's own
   linearization and the task's ``lqr`` weights (not the cost weights, not shifted by a step);
 - the hold gain is scipy's DARE gain under the ``hold`` weights, about τ = g sin q (the analytic holding torque);
-- the step reference of seed 000 eq. 35 switches exactly at its step index;
-- a prescribed joint's p-slot holds q̇ (seed 000 §II-A: its "momentum" is its velocity), and ``velocity()``
+- the step reference of Johnson2015, eq. 35 switches exactly at its step index;
+- a prescribed joint's p-slot holds q̇ (Johnson2015, §II-A: its "momentum" is its velocity), and ``velocity()``
   subtracts the prescribed joints' coupling M_dk q̇_k before solving for the dynamic q̇ (Pinocchio's M);
 - the tracking controller's step index is the nearest sample of t (off-grid stamps, on-grid stamps with round-off).
 """
@@ -35,7 +35,7 @@ TASK = {"name": "wiring", "model": "pendulum", "dt": 0.1, "horizon": 30, "start"
 
 
 def riccati_gains(A, B, Q, R, Qf):
-    """K_k = (R + BᵀP_{k+1}B)⁻¹BᵀP_{k+1}A_k, P_k = Q + AᵀP_{k+1}A − AᵀP_{k+1}B K_k (seed 000 eq. 36a–b)."""
+    """K_k = (R + BᵀP_{k+1}B)⁻¹BᵀP_{k+1}A_k, P_k = Q + AᵀP_{k+1}A − AᵀP_{k+1}B K_k (Johnson2015, eq. 36a–b)."""
     P, K = Qf, [None] * len(A)
     for k in range(len(A) - 1, -1, -1):
         a, b = A[k], B[k]
@@ -81,7 +81,7 @@ def test_hold_gain_is_scipys_dare_gain_under_the_hold_weights(wiring_plan, pendu
 
 @pytest.mark.parametrize("ks", [1, 7, 29])
 def test_step_reference_switches_at_its_step_index(pendulum_vi, ks):
-    """seed 000 eq. 35: q_ref,k = q_before for k < k_s, q_after for k ≥ k_s; p_ref = 0, u_ref = 0."""
+    """Johnson2015, eq. 35: q_ref,k = q_before for k < k_s, q_after for k ≥ k_s; p_ref = 0, u_ref = 0."""
     task = load_task({**TASK, "reference": {"type": "step", "step_index": ks, "q_before": [0.5],
                                             "q_after": [2.5]}})
     X, U = reference_trajectory(task, pendulum_vi)

@@ -1,4 +1,4 @@
-"""Root finding of LinearTimeVI's step (seed 001 eq. 17): line-searched RIQN / Newton and the fallback chain.
+"""Root finding of LinearTimeVI's step (Lee2016, eq. 17): line-searched RIQN / Newton and the fallback chain.
 
 The numpy twin of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in ``mechanics/csrc/drnea_step.c``, operation
 for operation, so both backends give the same states and iteration counts (test_linear_time_c.py).
@@ -79,7 +79,7 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
             code = drnea_c.OK
             break
         if method == "riqn":
-            dq = dt * vi._minv(q0, f)  # seed 001 eq. 25
+            dq = dt * vi._minv(q0, f)  # Lee2016, eq. 25
         else:
             try:
                 dq = np.linalg.solve(vi._jacobian(fk, fk1, xi, q0, q1, dt, jacobian), f)

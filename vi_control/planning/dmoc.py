@@ -1,4 +1,4 @@
-"""Discrete variational optimal control on Lie groups: seed 002 §5, Algorithm 5.2, solved by Newton (+ LM).
+"""Discrete variational optimal control on Lie groups: Jimenez2013, §5, Algorithm 5.2, solved by Newton (+ LM).
 
 Minimum effort between two boundary states (g(0), ξ(0)) and (g(T), ξ(T)) of a rigid body (SO(3)/SE(3)) with
 l(ξ) = ½⟨𝕀ξ, ξ⟩, forces f(ξ, u) = Hξ + Bu (drag, §6.1) and cost C(u) = ½‖u‖² (§5.1). Per step k, with
@@ -55,7 +55,7 @@ class DMOCError(RuntimeError):
 
 def input_split(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(B⁺, N_B): the pseudo-inverse giving u from a body wrench, and an orthonormal basis of the wrenches no
-    input can produce (null space of Bᵀ; the unactuated directions e_σ of seed 002 §4.2)."""
+    input can produce (null space of Bᵀ; the unactuated directions e_σ of Jimenez2013, §4.2)."""
     U, s, _ = np.linalg.svd(B)
     rank = int((s > 1e-12 * max(1.0, s.max(initial=0.0))).sum())
     return np.linalg.pinv(B), U[:, rank:]
@@ -84,7 +84,7 @@ class DMOCProblem:
             raise ValueError(f"duration must be positive and finite, got {self.duration!r}")
         if self.body.has_restoring_wrench:
             raise DMOCError("dmoc: the body feels a configuration-dependent wrench (net weight, or buoyancy off the "
-                            "centre of mass); Algorithm 5.2's conditions (31) assume forces f(ξ, u) only (seed 002 "
+                            "centre of mass); Algorithm 5.2's conditions (31) assume forces f(ξ, u) only (Jimenez2013 "
                             "§5.2 would add g_k-terms): trim the body (buoyancy = weight at the centre of mass)")
         G = get_group(self.body.group)
         for name in ("g0", "gT"):

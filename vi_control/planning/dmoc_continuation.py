@@ -1,7 +1,7 @@
-"""A guess Newton converges from: continuation for DMOC (seed 002 Alg. 5.2) when the geodesic guess fails.
+"""A guess Newton converges from: continuation for DMOC (Jimenez2013, Alg. 5.2) when the geodesic guess fails.
 
 Newton on the conditions (31) from ``geodesic_guess`` fails on many rest-to-rest maneuvers of underactuated bodies
-(issue 35: 1 in 10 random maneuvers of the bundled vehicle solved by Newton alone): the geodesic asks for a wrench
+(1 in 10 random maneuvers of the bundled vehicle solved by Newton alone): the geodesic asks for a wrench
 along the unactuated directions N_B, where the linearization at rest is not controllable (heave of the §6.1
 vehicle), and large maneuvers with strong drag are far from the geodesic. Two homotopies, both solved by Newton:
 
