@@ -45,7 +45,7 @@ setup(
     python_requires=">=3.11",
     # Compatible ranges (~=: same major, at least the tested minor), not the exact pins of requirements/*.txt: a
     # library installed beside others must not force its exact versions on them. The pins stay in requirements/
-    # for the reproducible .venv and CI; test/test_packaging.py checks that each pin lies inside its range here.
+    # for the reproducible .venv and CI; test/project/test_packaging.py checks that each pin lies inside its range here.
     install_requires=RUNTIME,
     extras_require={**EXTRAS, "all": sorted({r for reqs in EXTRAS.values() for r in reqs})},
     zip_safe=True,

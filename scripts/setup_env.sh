@@ -18,7 +18,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$repo" >&2
   echo "$want" > "$stamp"
 fi
-# Headless Chromium for the browser-view tests (test/test_view_browser.py, test/test_ros_view_live.py), from
+# Headless Chromium for the browser-view tests (test/view/test_view_browser.py, test/ros/test_ros_view_live.py), from
 # Debian's packages: only if absent, only as root, never interactive (VI_CONTROL_NO_APT=1 skips it); without it
 # those tests skip, saying why.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && [ -z "${VI_CONTROL_NO_APT:-}" ] \

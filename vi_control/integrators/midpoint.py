@@ -212,7 +212,7 @@ class MidpointVI(SymbolicStepDerivatives):
         """Which holonomic constraint h(q) = 0 (Johnson2015, eq. 28b; URDF ``<mimic>`` couplings included) q misses
         by more than ``tol``·(1 + |q|∞), or None. A step from q_k off the constraints solves eq. 28 anyway: it
         lands on them at q_{k+1} with an impulse ~ M·h/Δt, an energy kick growing like 1/Δt² (baxter's gripper
-        fingers set independently, test_model_more_robots.py) — so a start state must satisfy them."""
+        fingers set independently, test_model_untuned_robots.py) — so a start state must satisfy them."""
         robot = self.robot
         if not robot.constraints:
             return None

@@ -15,7 +15,7 @@ The fast path is chosen by capability, never by class: a system whose ``compiled
 ``integrators.base.CompiledStage`` (today MidpointVI and its subclass, the GNI, when their step is generated C)
 gets ``CompiledStages``; any other ``Linearizable`` takes ddp's numpy path, which stays the general one. The kernel
 computes the numpy path's operations (same algorithm, same branch tests), so the two agree to round-off
-(test/test_planning_compiled.py). Nothing is kept between calls: every pass writes fresh arrays.
+(test/planning/test_planning_compiled.py). Nothing is kept between calls: every pass writes fresh arrays.
 ``VI_CONTROL_COMPILED_PLANNER=0`` (or ``ENABLED = False``) forces the numpy path.
 """
 

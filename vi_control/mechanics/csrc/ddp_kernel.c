@@ -11,7 +11,7 @@
  * vi_newton_step of the model's own library), so this library is the same for every model and compiled once.
  * Storage: trajectories, A, B, gains and cost derivatives row-major (numpy); CasADi outputs, LU factors and
  * dy/dz column-major (as generated). Every operation is the numpy path's, in the same order where it decides
- * a branch; the results agree with it to round-off (test/test_planning_compiled.py). */
+ * a branch; the results agree with it to round-off (test/planning/test_planning_compiled.py). */
 /* The dense helpers (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) come from dense_lu.c, prepended. */
 #include <math.h>
 

@@ -1,5 +1,5 @@
 """Every example of README.md and docs/**/*.md runs: python blocks are executed, yaml blocks loaded by the loader
-that reads them in real use, shell commands checked against the repository (test/docs_blocks.py says how).
+that reads them in real use, shell commands checked against the repository (test/support/docs_blocks.py says how).
 
 The python blocks of one file run in order in one namespace (later blocks use earlier blocks' names), in a
 temporary working directory, with single-threaded BLAS. A failure names the file and the block's line, and the

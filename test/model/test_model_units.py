@@ -51,7 +51,7 @@ def test_a_urdf_in_milligrams_is_checked_as_in_kilograms():
 
 
 def _uuv() -> dict:
-    return yaml.safe_load((Path(__file__).resolve().parent.parent / "config" / "vehicle_uuv.yaml").read_text())
+    return yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "vehicle_uuv.yaml").read_text())
 
 
 @pytest.mark.parametrize("s", SCALES[:3])

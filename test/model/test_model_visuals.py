@@ -20,7 +20,7 @@ from vi_control.model.marionette import marionette_urdf
 from vi_control.model.robot import load_robot
 from vi_control.model.visuals import BUNDLED_VISUALS, add_visuals, bundled_visuals, dynamics_text
 
-SNAPSHOT = json.loads((Path(__file__).parent / "data" / "bundled_dynamics_721b2f7.json").read_text())
+SNAPSHOT = json.loads((Path(__file__).resolve().parents[1] / "data" / "bundled_dynamics_721b2f7.json").read_text())
 URDFS = sorted({u for u, _ in BUNDLED.values()})
 
 

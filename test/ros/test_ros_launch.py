@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))
 
 

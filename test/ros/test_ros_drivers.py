@@ -346,7 +346,7 @@ def test_planner_stamps_unstamped_joint_states_on_receipt(ros):
 
 
 def _split_driver(domain: int, namespace: str, joints: str, every: int, dt: float, log_dir):
-    """test/split_driver.py as its own process: one driver publishing ``joints`` every ``every``-th step."""
+    """test/support/split_driver.py as its own process: one driver publishing ``joints`` every ``every``-th step."""
     import subprocess
     import sys
     from pathlib import Path
@@ -354,7 +354,8 @@ def _split_driver(domain: int, namespace: str, joints: str, every: int, dt: floa
     from vi_control.ros.launcher import die_with_parent, ros_environment
 
     log = open(Path(log_dir) / f"driver_{joints.replace(',', '_')}.log", "w")
-    return subprocess.Popen([sys.executable, str(Path(__file__).with_name("split_driver.py")), namespace, joints,
+    driver = Path(__file__).resolve().parents[1] / "support" / "split_driver.py"
+    return subprocess.Popen([sys.executable, str(driver), namespace, joints,
                              str(every), str(dt)], stdout=log, stderr=subprocess.STDOUT,
                             env=ros_environment(domain), start_new_session=True, preexec_fn=die_with_parent)
 

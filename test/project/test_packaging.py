@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA_DIRS = {"urdf": "*.urdf", "config": "*.yaml", "launch": "*.py"}
 
 

@@ -10,17 +10,18 @@ import threading
 import time
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "stress_tests.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "stress_tests.py"
 spec = importlib.util.spec_from_file_location("stress_tests", SCRIPT)
 stress = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(stress)
 
 
 def test_a_run_under_a_busy_loop_is_summarized(tmp_path, capsys):
-    assert stress.main(["test/test_ros_throttled_log.py", "--reps", "1", "--busy", "1", "--out", str(tmp_path)]) == 0
+    args = ["test/ros/test_ros_throttled_log.py", "--reps", "1", "--busy", "1", "--out", str(tmp_path)]
+    assert stress.main(args) == 0
     line = (tmp_path / "summary.txt").read_text().splitlines()
-    assert len(line) == 1 and " rep=1 rc=0 " in line[0] and line[0].endswith("test/test_ros_throttled_log.py ")
-    assert "| test/test_ros_throttled_log.py | 1 | 0 | — |" in capsys.readouterr().out
+    assert len(line) == 1 and " rep=1 rc=0 " in line[0] and line[0].endswith("test/ros/test_ros_throttled_log.py ")
+    assert "| test/ros/test_ros_throttled_log.py | 1 | 0 | — |" in capsys.readouterr().out
 
 
 def test_starving_stops_and_continues_the_node_processes_below_the_root():

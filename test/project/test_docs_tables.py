@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
          *sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
 RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")

@@ -7,8 +7,8 @@ Independent references: every mutated URDF is also given to Pinocchio itself. Wh
 refuses the model or logs an error on stderr (it then drops the element: a massless link), ours must refuse
 it too; where ours accepts it, Pinocchio's bodies must carry the same total mass. Accepted plans must be
 finite with times t_0 + k·Δt. ``TABLES`` holds the outcome counts of the last run (docs/reliability.md:
-``python -c "import sys, pytest; sys.path.insert(0, 'test'); pytest.main(['-q', 'test/test_fuzz.py']);
-import test_fuzz; print(test_fuzz.TABLES)"``).
+``python -c "import sys, pytest; sys.path.insert(0, 'test/robustness');
+pytest.main(['-q', 'test/robustness/test_fuzz.py']); import test_fuzz; print(test_fuzz.TABLES)"``).
 """
 
 from __future__ import annotations

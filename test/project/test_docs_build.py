@@ -19,7 +19,7 @@ pytest.importorskip("mkdocs")
 pytest.importorskip("mkdocstrings_handlers.python")
 griffe = pytest.importorskip("griffe")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 API_PAGE = REPO / "docs" / "reference" / "api.md"
 COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "out", "site", "*.egg-info", "__pycache__", ".vi_cache")
 

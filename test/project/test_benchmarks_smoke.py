@@ -20,7 +20,7 @@ def test_every_benchmark_script_has_a_smoke_test():
     for script in sorted(BENCHMARKS.glob("bench_*.py")):
         name = script.stem
         if name in covered:
-            assert (Path(__file__).parent / covered[name]).exists(), name
+            assert list(Path(__file__).resolve().parents[1].rglob(covered[name])), name
         else:
             assert f'load_benchmark("{name}")' in here, f"{name} has no smoke test"
 

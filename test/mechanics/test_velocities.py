@@ -3,7 +3,7 @@
 
 import numpy as np
 import pytest
-from test_hostile_inputs_more import FOLDED
+from test_hostile_inputs import FOLDED
 
 import vi_control as vc
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LANGUAGES = {"python", "yaml", "bash", "sh", "xml", "text"}
 MARKER = re.compile(r"<!--\s*docs-test:(.*?)-->")
@@ -147,8 +147,8 @@ def classify_yaml(data) -> str:
     kinds = [k for k, sig in YAML_SIGNATURES.items() if keys & sig]
     what = f"ambiguous between {kinds}" if kinds else "of no known kind"
     assert len(kinds) == 1, (f"YAML block with top-level keys {sorted(keys, key=str)} is {what}: add its kind to "
-                             "YAML_SIGNATURES and _loaders() in test/docs_blocks.py, with the loader that reads such "
-                             "a file in real use")
+                             "YAML_SIGNATURES and _loaders() in test/support/docs_blocks.py, with the loader that "
+                             "reads such a file in real use")
     return kinds[0]
 
 
@@ -315,7 +315,7 @@ def shell_problems(argv: list[str]) -> list[str]:
         return problems
     elif entry is None:
         return problems + [f"{prog}: neither one of our console scripts {sorted(scripts)} nor a program listed in "
-                           "EXTERNAL (test/docs_blocks.py): add it there, or check it"]
+                           "EXTERNAL (test/support/docs_blocks.py): add it there, or check it"]
     module = entry.split(":")[0]
     if module.startswith("vi_control.ros.") and module.endswith("_node"):
         return problems + _ros_args(args, module)  # a node: its --help would start it

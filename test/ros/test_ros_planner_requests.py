@@ -27,7 +27,7 @@ from vi_control.ros.launcher import NodeProcess, die_with_parent, ros_environmen
 from vi_control.ros.planner_node import STATUS_QOS  # noqa: E402
 
 pytestmark = pytest.mark.ros
-HERE = Path(__file__).parent
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
 
 class Outcomes:
@@ -60,7 +60,7 @@ class Outcomes:
 
 
 def _driver(ns: str, domain: int, joints, q, rate: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(HERE / "steady_driver.py"), ns, ",".join(joints),
+    return subprocess.Popen([sys.executable, str(SUPPORT / "steady_driver.py"), ns, ",".join(joints),
                              ",".join(f"{v:.17g}" for v in q), str(rate)], env=ros_environment(domain),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
 

@@ -20,7 +20,7 @@ from vi_control.planning.augmented import terminal_multiplier
 from vi_control.planning.cost import QuadraticTrackingCost
 from vi_control.planning.pipeline import input_limits, reference_trajectory, start_state
 
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
 def _scaled(name: str, s: float) -> dict:
