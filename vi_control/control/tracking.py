@@ -82,6 +82,15 @@ class TrackingController:
             return self.plan.X[-1], self.U_final, self.K_final
         return self.plan.X[k], self.plan.U[k], self.plan.K[k]
 
+    def feedback(self, k: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(U_k + K_k (X_k ⊖ x), X_k ⊖ x): the law's input before the integral action and the effort clamp (a
+        re-plan that continues this law for one step starts from it: planning.mpc), and the error it acts on."""
+        x_ref, u_ref, K = self.reference(k)
+        e = self.state.diff(x, x_ref)
+        if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
+            e[self._wrap] = wrap_angle(e[self._wrap])
+        return u_ref + K @ e, e
+
     def command(self, k: int, x: np.ndarray) -> tuple[np.ndarray, bool]:
         """Input u for step k at measured state x, and whether the torque part was clamped.
 
@@ -93,11 +102,7 @@ class TrackingController:
         if x.shape != self.plan.X.shape[1:] or np.iscomplexobj(x) or not np.all(np.isfinite(x)):
             raise ValueError(f"command: the state must be {self.plan.X.shape[1]} finite real numbers, got "
                              f"{'shape ' + str(x.shape) if x.shape != self.plan.X.shape[1:] else 'NaN/inf or complex'}")
-        x_ref, u_ref, K = self.reference(k)
-        e = self.state.diff(x, x_ref)
-        if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
-            e[self._wrap] = wrap_angle(e[self._wrap])
-        u = u_ref + K @ e
+        u, e = self.feedback(k, x)
         if self.ki and k >= self.horizon:
             if k > self._integrated_k:  # once per step of the plan's grid (a faster timer repeats k)
                 self._integrated_k = k

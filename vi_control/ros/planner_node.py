@@ -463,6 +463,17 @@ class PlannerNode(ManagedNode):
             return x
         return x
 
+    def predict_at(self, t: float, x: np.ndarray, t_end: float) -> np.ndarray:
+        """The state at ``t_end`` (not necessarily a whole number of Δt after the measurement at ``t``): ``predict``
+        to the step before it and one step on, interpolated linearly between the two (joint states: (q, p))."""
+        steps = int(math.ceil((t_end - t) / self.vi.dt - 1e-9))
+        if steps <= 0:
+            return x
+        before = self.predict(t, x, steps - 1)
+        after = self.predict(t + (steps - 1) * self.vi.dt, before, 1)
+        frac = (t_end - t) / self.vi.dt - (steps - 1)
+        return before + min(max(frac, 0.0), 1.0) * (after - before)
+
     def _warm_start(self, request: Request, task, t_start: float) -> Plan | None:
         """The executed plan receded to ``t_start`` when this is a re-plan of the task that made it (``warm_start``
         on, same horizon, ``t_start`` inside it), else None (plan cold)."""
@@ -518,7 +529,14 @@ class PlannerNode(ManagedNode):
                 lead = request.start - t_m
             steps = int(math.ceil(lead / vi.dt - 1e-9))
             t_start = t_m + steps * vi.dt
-            x0 = self.predict(t_m, x_m, steps)
+            if request.kind == "mpc" and not self.vehicle:
+                # on the executing plan's grid: the cycle's step 0 is that plan's law at its own step (planning.mpc),
+                # entered by the controller exactly where the law would have stepped anyway
+                t0_exec = self.last_plan.times[0]
+                t_start = t0_exec + math.ceil((t_m + lead - t0_exec) / vi.dt - 1e-9) * vi.dt
+                x0 = self.predict_at(t_m, x_m, t_start)
+            else:
+                x0 = self.predict(t_m, x_m, steps)
             log.info(f"request {job.id}: planning from the measured state at t={t_m:.6f}" +
                      (f", carried {steps} steps to the start t={t_start:.6f} under the plan being executed (clock "
                       f"rate {rate:.3g}, expected solve {self.expected_solve_time():.2f} s)" if moving else
