@@ -265,6 +265,7 @@ class SimulatorNode(ManagedNode):
                 self.u[: self.vi.n_torques] = np.clip(tau, -lim, lim)
                 self.counts["saturated_commands"] += 1
                 self.warn("saturated", "command beyond the effort limits: saturated")
+            self.u[: self.vi.n_torques] *= float(self.p["actuator_gain"])  # (the torque the actuator delivers)
         self.last_command_time = time.monotonic()
         if self.lockstep:
             self.advance()
