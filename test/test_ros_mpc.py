@@ -53,14 +53,17 @@ mpc: {period: 0.3, shrinking: true, min_horizon: 10, max_iterations: 10}
 
 
 def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: float):
-    """One run in ``mode``: the controller first (it holds the robot from the first joint state on), the simulator,
-    then the planner. Returns the recorder's states from the plan's start on (stamp, q), the planner's last
+    """One run in ``mode``: the controller first (it holds the robot from the first joint state on), the simulator
+    (its brakes on until the first command: over DDS that can take seconds, in which a real-time panda under zero
+    torque falls against its joint limits, and the task's plan from there is refused as 5–9× too fast), then the
+    planner. Returns the recorder's states from the plan's start on (stamp, q), the planner's last
     diagnostics, every plan received {seq: Plan} and the controller's log."""
     name = f"_{mode}"
     c = ros.start("controller_node", name="controller" + name, **over["controller"], use_sim_time=True,
                   safe_mode="hold", state_timeout=0.5, state_estimate="velocities", **ctrl)
     assert c.wait_for_log(f"{robot.name}: joints=", 120.0), c.report()
-    s = ros.start("simulator_node", name="simulator" + name, **(over["simulator"] | sim), mode="realtime")
+    s = ros.start("simulator_node", name="simulator" + name, **(over["simulator"] | sim), mode="realtime",
+                  brake_until_command=True)  # (not fallen while the controller discovers it)
     assert c.wait_for_log("holding q = ", DISCOVERY), c.report() + s.report()
     rec = ros.recorder(list(robot.joint_names), name="rec" + name)
     diags, plans, lock = [], {}, threading.Lock()

@@ -521,8 +521,8 @@ class PlannerNode(ManagedNode):
         # while a plan of ours runs, the state is carried to where the new plan starts; else the robot is held
         moving = measured is not None and self.last_plan is not None and (
             request.kind == "mpc" or measured[0] < self.last_plan.times[-1])  # (an MPC cycle: under the last plan)
-        if request.kind == "mpc" and measured is not None and measured[0] < self.last_plan.times[0]:
-            return  # (the plan to re-plan has not started yet: the robot is held until then, nothing to correct)
+        if request.kind == "mpc" and measured is not None and measured[0] < self.mpc.t0:
+            return  # (the task's first plan has not started: the robot is held until then, nothing to correct)
         if measured is not None:
             t_m, x_m = measured
             rate = self.clock_rate()

@@ -39,6 +39,9 @@ PARAMETERS: dict[str, Param] = {
                         range=(0, 2**31 - 1), live=True),
     "mass_scale": Param(1.0, "multiply every link mass and inertia (model mismatch against planner/controller)",
                         range=(1e-3, 1e3)),
+    "brake_until_command": Param(False, "realtime/max_speed: the joints held where they are (brakes, the clock "
+                                        "running) from activation until the first valid command — a robot does "
+                                        "not fall while its controller is still discovering the simulator"),
     "actuator_gain": Param(1.0, "multiply every applied joint torque after the effort-limit saturation: a weaker "
                                 "(< 1) or stronger actuator than the controller's model (model mismatch)",
                            range=(1e-3, 1e3)),
