@@ -96,6 +96,7 @@ def test_a_plan_that_starts_after_the_waiting_one_follows_it_and_a_halfway_tick_
     runner.queue(1, upright, False)
     runner.queue(2, later, False)
     assert runner.pending[0] == 1 and [f[0] for f in runner.following] == [2]
+    assert not runner.admit(1, upright, DT_RANGE) and not runner.log.throttled  # plan 1 delivered again: not new
     assert runner.command(1.0, X_UP)[0] == 0 and runner.active_seq == 1
     assert runner.command(1.0 + 4 * dt, X_UP)[0] == 4 and runner.active_seq == 1
     assert runner.law.index(1.0 + 4.5 * dt) == 5  # halfway: the later step

@@ -13,6 +13,7 @@ the active plan for its start (``clock_went_back``).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -68,6 +69,7 @@ class PlanRunner:
         self.active_seq = self.last_seq = None
         self.pending: tuple[int, Plan, bool] | None = None
         self.following: list[tuple[int, Plan, bool]] = []  # plans that start after the pending one, by start
+        self._admitted: deque[int] = deque(maxlen=16)  # the last plans queued (a late duplicate is not new)
         self.fault_counts: dict[str, int] = {}
         self._held_prescribed: np.ndarray | None = None
         self.hold = None if vehicle else HoldLaw(vi, self.hold_weights())
@@ -98,8 +100,8 @@ class PlanRunner:
         """Whether plan ``seq`` may be queued on this system (``dt_range``: the Δt the estimate accepts; ``limits``:
         the bounds measured states are held to — a plan whose own states break them would be aborted mid-motion by
         the safe command, so it is refused before the robot moves); a refusal is logged. The same ``seq`` again
-        (the planner's periodic re-publish) is silently not admitted."""
-        if seq == self.last_seq:
+        (the planner's periodic re-publish), or one of the last few admitted, is silently not admitted."""
+        if seq == self.last_seq or seq in self._admitted:
             return False
         if not plan.converged and not self.p["accept_unconverged"]:
             self.warn("plan rejected", f"plan {seq} rejected: marked unconverged by the planner (set "
@@ -137,6 +139,7 @@ class PlanRunner:
         that waits, unless it starts later than that one: then it follows it (``following``), each entered at its
         own start (consecutive MPC plans: the later was planned to continue the earlier's law)."""
         self.last_seq = seq
+        self._admitted.append(seq)
         item, waiting = (seq, plan, start_on_receipt), self.pending
         if start_on_receipt or waiting is None or waiting[2] or \
                 plan_step(plan.times[0], waiting[1].times[0], plan.dt) <= 0:

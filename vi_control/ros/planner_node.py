@@ -595,8 +595,10 @@ class PlannerNode(ManagedNode):
             stamp = self.get_clock().now().to_msg()
             stamp.sec, stamp.nanosec = split_seconds(0.0 if on_receipt else t_start)
             self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, stamp))
-        self.pub_plan.publish(msg)
+        # the newest first: a re-publish (the executor's timer thread) between the two lines would otherwise send the
+        # previous plan after this one, which a controller then takes as a new plan starting earlier
         self._latest = msg
+        self.pub_plan.publish(msg)
         self.last_plan = plan if not on_receipt else None
         self._warm_task = task if request.kind == "task" else None
         late = (self._now() - t_start) / vi.dt if not on_receipt else 0.0
