@@ -526,7 +526,10 @@ class PlannerNode(ManagedNode):
         if measured is not None:
             t_m, x_m = measured
             rate = self.clock_rate()
-            lead = max(self._now() - t_m, 0.0) + rate * self.expected_solve_time() if moving else 0.0
+            expected = self.expected_solve_time()
+            if request.kind == "mpc":  # (a cycle is capped at its iterations; one beyond its period is an overrun)
+                expected = min(expected, self.mpc.settings.period)
+            lead = max(self._now() - t_m, 0.0) + rate * expected if moving else 0.0
             if request.kind == "trajectory" and request.start > t_m + lead:
                 lead = request.start - t_m
             steps = int(math.ceil(lead / vi.dt - 1e-9))
@@ -535,13 +538,13 @@ class PlannerNode(ManagedNode):
                 # on the executing plan's grid: the cycle's step 0 is that plan's law at its own step (planning.mpc),
                 # entered by the controller exactly where the law would have stepped anyway
                 t0_exec = self.last_plan.times[0]
-                t_start = t0_exec + math.ceil((t_m + lead - t0_exec) / vi.dt - 1e-9) * vi.dt
+                t_start = t0_exec + max(0, math.ceil((t_m + lead - t0_exec) / vi.dt - 1e-9)) * vi.dt
                 x0 = self.predict_at(t_m, x_m, t_start)
             else:
                 x0 = self.predict(t_m, x_m, steps)
             log.info(f"request {job.id}: planning from the measured state at t={t_m:.6f}" +
                      (f", carried {steps} steps to the start t={t_start:.6f} under the plan being executed (clock "
-                      f"rate {rate:.3g}, expected solve {self.expected_solve_time():.2f} s)" if moving else
+                      f"rate {rate:.3g}, expected solve {expected:.2f} s)" if moving else
                       ", held there (no plan of this planner running): the plan starts when it is ready"))
         else:
             log.info(f"request {job.id}: planning from the task's x_0 (no measured state): the plan starts when the "
