@@ -309,3 +309,16 @@ def test_mpc_benchmark_smoke():
     assert r["cycles"] == 3 and r["accepted"] == 3 and r["converged"]
     assert r["max"] >= r["p99"] >= r["p50"] > 0 and r["cold"] > 0 and 0.0 <= r["within"] <= 1.0
     assert "| pendulum_swingup | 50 Hz | 500 |" in bench.table(rows)
+
+
+def test_mpc_robustness_benchmark_smoke(tmp_path):
+    """benchmarks/bench_mpc_robustness.py on 2 samples of the pendulum sweep, serially: the three controllers on
+    the same samples, the oracle's feasible samples, the table's row and the figure."""
+    bench = load_benchmark("bench_mpc_robustness")
+    runs = bench.run_case("pendulum", 2, backend="serial", log=lambda s: None)
+    assert set(runs) == {"tvlqr", "mpc", "oracle"} and all(set(r) == {0, 1} for r in runs.values())
+    s = bench.summary(runs)
+    assert s["oracle"]["n"] == 2 and 0.0 <= s["mpc_of_feasible"] <= 1.0 and s["mpc_solve_p50"] > 0
+    assert "| pendulum | 2 |" in bench.table({"pendulum": s})
+    bench.plot({"pendulum": runs}, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000

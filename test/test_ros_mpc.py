@@ -9,7 +9,8 @@ and once with ``mode: mpc``.
   needs more pumping than the plan has. The bundled 5 N·m pendulum's 10 s task is infeasible under this mismatch
   (no plan on the true plant converges: docs/planner.md), the 7 N·m one is not: TV-LQR tracking of the one plan
   falls back (3.1 rad off in process), MPC re-plans every 0.3 s (shrinking toward the task's end) and holds it up.
-- The panda reach with every link 20 % heavier: MPC ends nearer the goal than one plan's tracking.
+- The panda reach with every link 20 % heavier: over the last second of a run 2 s past the task's end, MPC keeps
+  the arm nearer the goal than one plan's tracking (measured 0.056–0.065 rad against 0.075).
 
 Both check the hand-over at every switch between consecutive MPC plans (test_planning_mpc's criterion through the
 nodes): each new plan starts on the executing plan's grid and is entered there, and both laws command the same at
@@ -81,11 +82,11 @@ def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: fl
     start = min(pl.times[0] for pl in plans.values()) if plans else rec.plan()[1].times[0]
     end = start + (over["horizon"] * over["dt"]) + after_end
     assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > end, 90.0), s.report() + p.report()
+    with rec.lock:  # (the run as it was while every node ran)
+        states = [(st[1], st[2]) for st in rec.states if start <= st[1] <= end]
     log = c.log()
     for proc in (p, s, c):
         proc.stop()
-    with rec.lock:
-        states = [(st[1], st[2]) for st in rec.states if st[1] >= start]
     with lock:
         plans = dict(plans)
     return states, (diags[-1] if diags else {}), plans, log
@@ -165,10 +166,10 @@ def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
     err = {}
     for mode in ("plan", "mpc"):
         states, diag, plans, log = _run(ros, mode, over, robot, sim, ctrl, after_end=2.0)
-        err[mode] = float(np.abs(states[-1][1] - PANDA_GOAL).max())
+        err[mode] = max(float(np.abs(q - PANDA_GOAL).max()) for t, q in states if t >= states[-1][0] - 1.0)
     vi = MidpointVI(robot, 0.05)
     n, late, saturated = _check_switches(vi, plans, log, diag)
-    print(f"final |q − q_goal|∞: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} switches on time "
+    print(f"|q − q_goal|∞ over the last second: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} switches on time "
           f"({saturated} saturated), {late} late; planner diagnostics {diag}")
     assert int(diag.get("mpc_cycles", 0)) >= 10 and int(diag["mpc_accepted"]) >= 10, diag
     assert err["mpc"] < err["plan"], err

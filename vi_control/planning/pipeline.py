@@ -222,6 +222,9 @@ def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np
     q0 = x0[: vi.nq]
     u_eq, _ = holding_input(vi, q0)
     nq = vi.nq
+    x_eq = equilibrium_state(vi, q0)
+    if np.abs(vi.state.diff(x0, x_eq)).max() <= 1e-12 * max(1.0, float(np.abs(x0).max())):
+        return np.tile(u_eq, (N, 1))  # at rest: the held rollout stays there (and costs a linearization)
     try:
         K, x_eq, u_eq = hold_gain(vi, q0, task.weight("Q", "hold", vi.nx, nq), task.weight("R", "hold", vi.nu, nq),
                                   u_eq=u_eq, riccati=dlqr)
