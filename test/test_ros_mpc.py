@@ -169,7 +169,7 @@ def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
         err[mode] = max(float(np.abs(q - PANDA_GOAL).max()) for t, q in states if t >= states[-1][0] - 1.0)
     vi = MidpointVI(robot, 0.05)
     n, late, saturated = _check_switches(vi, plans, log, diag)
-    print(f"|q − q_goal|∞ over the last second: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} switches on time "
-          f"({saturated} saturated), {late} late; planner diagnostics {diag}")
+    print(f"|q − q_goal|∞ over the last second: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} "
+          f"switches on time ({saturated} saturated), {late} late; planner diagnostics {diag}")
     assert int(diag.get("mpc_cycles", 0)) >= 10 and int(diag["mpc_accepted"]) >= 10, diag
     assert err["mpc"] < err["plan"], err
