@@ -1,6 +1,6 @@
 """MPC cycle times (planning.mpc.RecedingHorizon): what a warm re-plan costs per control step at 50 Hz and 100 Hz.
 
-For each task (the pendulum swing-up, the cart-pole swing-up, the panda reach) and control rate, the task is
+For each task (the bounded pendulum swing-up, the cart-pole swing-up, the panda reach) and control rate, the task is
 re-discretized at Δt = 1/rate over the same duration (N = duration/Δt; the pendulum's step reference at the same
 time) and run as MPC with a re-plan every control step (``mpc.period`` = Δt, a shrinking horizon toward the task's
 end, at most ``max_iterations`` DDP iterations a cycle, warm from the executing plan) on a plant 20 % heavier on
@@ -33,7 +33,7 @@ from vi_control.planning import load_task, make_system  # noqa: E402
 from vi_control.planning.mpc import MPCSettings, RecedingHorizon  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-TASKS = ("pendulum_swingup", "cartpole_swingup", "panda_reach_mpc")
+TASKS = ("pendulum_swingup_bounded", "cartpole_swingup", "panda_reach_mpc")
 MASS_SCALE = 1.2
 
 

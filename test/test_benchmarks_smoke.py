@@ -299,16 +299,16 @@ def test_requests_benchmark_smoke():
 
 
 def test_mpc_benchmark_smoke():
-    """benchmarks/bench_mpc.py on 3 cycles of the pendulum at 50 Hz: the task re-timed to Δt = 20 ms over the same
+    """benchmarks/bench_mpc.py on 3 cycles of the bounded pendulum swing-up at 50 Hz: the task re-timed to Δt = 20 ms over the same
     10 s (N = 500, the step at 5 s), the cycle times ordered, every cycle accepted, the table's row."""
     bench = load_benchmark("bench_mpc")
-    task = bench.retimed("pendulum_swingup", 50.0)
+    task = bench.retimed("pendulum_swingup_bounded", 50.0)
     assert (task.dt, task.horizon, task.reference["step_index"]) == (0.02, 500, 250)
-    rows = bench.run(tasks=("pendulum_swingup",), rates=(50.0,), cycles=3, log=lambda s: None)
+    rows = bench.run(tasks=("pendulum_swingup_bounded",), rates=(50.0,), cycles=3, log=lambda s: None)
     r = rows[0]
     assert r["cycles"] == 3 and r["accepted"] == 3 and r["converged"]
     assert r["max"] >= r["p99"] >= r["p50"] > 0 and r["cold"] > 0 and 0.0 <= r["within"] <= 1.0
-    assert "| pendulum_swingup | 50 Hz | 500 |" in bench.table(rows)
+    assert "| pendulum_swingup_bounded | 50 Hz | 500 |" in bench.table(rows)
 
 
 def test_mpc_robustness_benchmark_smoke(tmp_path):
