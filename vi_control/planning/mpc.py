@@ -11,6 +11,9 @@ is the cycle's ``max_iterations``: a cycle that stops there has still improved o
 and is accepted when its cost is finite and no higher than that continuation's (``Cycle.accepted``); otherwise the
 executing plan goes on.
 
+A cycle that continues an executing plan keeps that plan's law for its own first step (``cycle``): the command does
+not jump when the controller switches to the new plan, and the optimizer plans from the state one step on.
+
 ``RecedingHorizon`` holds what the cycles share — the task's whole reference from its start, the per-cycle task, the
 compiled solver (planning.compiled, cached per model) — so a cycle compiles nothing.
 """
