@@ -299,8 +299,8 @@ def test_requests_benchmark_smoke():
 
 
 def test_mpc_benchmark_smoke():
-    """benchmarks/bench_mpc.py on 3 cycles of the bounded pendulum swing-up at 50 Hz: the task re-timed to Δt = 20 ms over the same
-    10 s (N = 500, the step at 5 s), the cycle times ordered, every cycle accepted, the table's row."""
+    """benchmarks/bench_mpc.py on 3 cycles of the bounded pendulum swing-up at 50 Hz: the task re-timed to Δt = 20 ms
+    over the same 10 s (N = 500, the step at 5 s), the cycle times ordered, every cycle accepted, the table's row."""
     bench = load_benchmark("bench_mpc")
     task = bench.retimed("pendulum_swingup_bounded", 50.0)
     assert (task.dt, task.horizon, task.reference["step_index"]) == (0.02, 500, 250)

@@ -89,8 +89,8 @@ def test_a_plan_that_starts_after_the_waiting_one_follows_it_and_a_halfway_tick_
                                                                                                           upright):
     """Two plans queued before the first has started (MPC: a cycle's plan arrives before the last cycle's starts):
     each is entered at its own start, not the later instead of the earlier; one that starts no later than the plan
-    waiting replaces it. A tick exactly halfway between two steps (t₀ − Δt/2 of a plan) runs the later step, in the
-    law's index as in the entry of a plan starting there."""
+    waiting replaces it; the earlier delivered again after the later is not new. A tick exactly halfway between two
+    steps (t₀ − Δt/2 of a plan) runs the later step, in the law's index as in the entry of a plan starting there."""
     dt = upright.dt
     later = upright.shifted(1.0 + 5 * dt)
     runner.queue(1, upright, False)
