@@ -43,7 +43,9 @@ CARTPOLE_SWEEP = {"samples": 64, "seed": 0, "success": {"tolerance": 0.05, "hold
 CASES = {"pendulum": ("task_pendulum_swingup_bounded", str(ROOT / "config" / "sweep_pendulum.yaml"),
                       {"period": 0.1, "shrinking": True, "min_horizon": 20, "max_iterations": 20}),
          "cartpole": ("task_cartpole_swingup", CARTPOLE_SWEEP,
-                      {"period": 0.1, "shrinking": True, "min_horizon": 10, "max_iterations": 20})}
+                      {"period": 0.2, "shrinking": True, "min_horizon": 30, "max_iterations": 20})}
+# (the cart-pole's windows past its deadline stay 1.5 s long: at 0.5 s (min_horizon 10) the terminal constraint
+# over so short a window overreached and MPC held fewer samples than TV-LQR, 23 of 64 against 30)
 
 
 def run_case(name: str, samples: int, backend: str = "ray", log=print) -> dict:
