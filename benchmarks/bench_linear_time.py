@@ -4,7 +4,7 @@ Serial chains of N bodies (vi_control.model.generate.planar_chain_urdf) at Δt =
 from rest with the first joint at 0.5 rad. For each N: time per step and iterations per step of
 DRNEA+RIQN and DRNEA+Newton with the exact Jacobian evaluated two ways — seed 001 Alg. 4 as printed
 (the paper's Newton baseline, C backend only) and our subtree-sum Jacobian — with the compiled C backend
-(mechanics.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
+(integrators.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
 interleaved in chunks of 250 steps; the midpoint VI with Newton (MidpointVI, a Python loop over steps);
 the per-call cost of one DRNEA evaluation (vectorized, and Alg. 2 as a Python loop over bodies), of
 one ABA pass (RIQN's M⁻¹e), of the exact Jacobian in the numpy backend and of both compiled Jacobians.
@@ -33,8 +33,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from vi_control.integrators import drnea_c  # noqa: E402
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI  # noqa: E402
-from vi_control.mechanics import drnea_c  # noqa: E402
 from vi_control.mechanics.drnea import drnea_recursive  # noqa: E402
 from vi_control.model import load_robot  # noqa: E402
 from vi_control.model.generate import planar_chain_urdf  # noqa: E402

@@ -100,6 +100,81 @@ def test_the_layer_check_sees_upward_and_ros_arrows(tmp_path):
     assert "public API must not import ROS" in found and "planning/c.py" not in found
 
 
+def c_libraries(root: Path = PKG) -> dict[str, set[str]]:
+    """The C build graph: for every module-level string of C source in the package (what a loader hands to the
+    compiler), the module defining it → the package's C files it concatenates (paths relative to ``root``).
+
+    Found from the running code, not by parsing: each module that names a ``csrc`` directory is imported and each
+    of its own module-level assignments is matched against the text of every C file."""
+    import importlib
+
+    sources = {str(c.relative_to(root)): c.read_text(encoding="utf-8") for c in sorted(root.rglob("*.c"))}
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if '"csrc"' not in text:
+            continue
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        names = {t.id for node in ast.parse(text).body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name)}
+        loaded = importlib.import_module(module)
+        for name in sorted(names):
+            value = getattr(loaded, name, None)
+            if isinstance(value, str):
+                found = {rel for rel, src in sources.items() if src in value}
+                if found:
+                    graph[f"{module}.{name}"] = found
+    return graph
+
+
+def c_build_violations(graph: dict[str, set[str]], sources: set[str]) -> list[str]:
+    """Every C file outside ``<layer>/csrc/``, compiled into no library, or included by a library built in a
+    layer below its own (a library built in layer L may include C from layers ≤ L only)."""
+    out = []
+    for rel in sorted(sources):
+        parts = Path(rel).parts
+        if len(parts) != 3 or parts[0] not in LAYERS or parts[1] != "csrc":
+            out.append(f"{rel}: C source outside <layer>/csrc/")
+        if not any(rel in used for used in graph.values()):
+            out.append(f"{rel}: compiled into no library")
+    for lib, used in sorted(graph.items()):
+        own = _layer(lib)
+        for rel in sorted(used):
+            layer = Path(rel).parts[0]
+            if own is None or layer not in LAYERS or LAYERS.index(layer) > own:
+                out.append(f"{lib} ({LAYERS[own] if own is not None else 'no layer'}) compiles {rel} "
+                           f"({layer} is above it)")
+    return out
+
+
+def test_c_sources_live_in_the_layer_that_loads_them():
+    """The layer rule for the C build graph (issue 38): each C file in its layer's ``csrc/``, each compiled
+    library built only from C of its own layer or below — planning's DDP kernel library takes mechanics' dense LU,
+    control's LQR and planning's DDP; the midpoint VI's Newton driver (mechanics) nothing from above."""
+    graph = c_libraries()
+    sources = {str(c.relative_to(PKG)) for c in PKG.rglob("*.c")}
+    violations = c_build_violations(graph, sources)
+    assert not violations, "\n".join(violations)
+    assert graph["vi_control.planning.compiled.KERNEL_C"] == {
+        "mechanics/csrc/dense_lu.c", "control/csrc/lqr_kernel.c", "planning/csrc/ddp_kernel.c",
+        "planning/csrc/ddp_loop.c"}
+    assert graph["vi_control.mechanics.discrete.NEWTON_C"] == {"mechanics/csrc/dense_lu.c",
+                                                              "mechanics/csrc/newton_driver.c"}
+    assert graph["vi_control.integrators.rdp.RDP_C"] == {"mechanics/csrc/dense_lu.c", "integrators/csrc/rdp_driver.c"}
+    assert graph["vi_control.integrators.drnea_c.DRNEA_C"] == {"integrators/csrc/drnea_step.c"}
+
+
+def test_the_c_build_check_sees_c_above_its_library_and_misplaced_files():
+    graph = {"vi_control.control.lqr.LIB": {"control/csrc/a.c", "planning/csrc/b.c"},
+             "vi_control.planning.x.LIB": {"control/csrc/a.c", "planning/csrc/b.c"}}
+    found = "\n".join(c_build_violations(graph, {"control/csrc/a.c", "planning/csrc/b.c", "mechanics/c.c",
+                                                 "model/csrc/orphan.c"}))
+    assert "vi_control.control.lqr.LIB (control) compiles planning/csrc/b.c" in found
+    assert "mechanics/c.c: C source outside <layer>/csrc/" in found
+    assert "model/csrc/orphan.c: compiled into no library" in found
+    assert "vi_control.planning.x.LIB" not in found
+
+
 @pytest.fixture(scope="module")
 def systems(pendulum_robot):
     return {name: make_integrator(name, pendulum_robot, 0.01) for name in ("midpoint", "linear_time")}

@@ -245,7 +245,7 @@ def test_predictable_temporary_name_cannot_redirect_the_write(tmp_path, monkeypa
 def test_truncated_entry_is_rebuilt_not_loaded(tmp_path, monkeypatch):
     """The real DRNEA library (seed 001), truncated: it used to crash every later run with SIGBUS inside dlopen.
     Now the record exposes it, it is rebuilt, and the rebuilt library steps exactly as the numpy reference."""
-    from vi_control.mechanics.drnea_c import _CFLAGS, DRNEA_C
+    from vi_control.integrators.drnea_c import _CFLAGS, DRNEA_C
 
     d = tmp_path / "cache"
     monkeypatch.setenv("VI_CONTROL_CACHE", str(d))

@@ -88,7 +88,7 @@ def test_the_absolute_rule_of_before_fails_this_test():
 
 @pytest.mark.parametrize("backend", ["c", "numpy"])
 def test_linear_time_vi_steps_a_model_in_any_unit_of_mass(backend):
-    from vi_control.mechanics import drnea_c
+    from vi_control.integrators import drnea_c
 
     if backend == "c" and (not drnea_c.available() or drnea_c.load_library() is None):
         pytest.skip("no C compiler")

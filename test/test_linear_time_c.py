@@ -1,4 +1,4 @@
-"""Compiled LinearTimeVI step (vi_control.mechanics.drnea_c) against the numpy backend, step by step, and its
+"""Compiled LinearTimeVI step (vi_control.integrators.drnea_c) against the numpy backend, step by step, and its
 articulated-body recursion against Pinocchio's ABA."""
 
 import numpy as np
@@ -6,9 +6,9 @@ import pinocchio as pin
 import pytest
 from test_linear_time import TREE_URDF
 
+from vi_control.integrators import drnea_c
 from vi_control.integrators.base import UntrustedStepError
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
-from vi_control.mechanics import drnea_c
 from vi_control.model import load_robot
 from vi_control.model.bundled import example_robot_urdf
 from vi_control.model.generate import planar_chain_urdf

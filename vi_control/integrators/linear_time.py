@@ -22,13 +22,13 @@ from functools import cached_property
 import numpy as np
 import pinocchio as pin
 
-from ..mechanics import drnea_c
 from ..mechanics.discrete import DiscreteSystemStructure
 from ..mechanics.drnea import BodyTree, Frames, drnea_derivative_recursive
 from ..model.crba import mass_matrix
 from ..model.limits import MAX_CONFIGURATION
 from ..model.mass_structure import unit_momentum
 from ..model.robot import RobotModel
+from . import drnea_c
 from .base import (
     ConfigurationMomentumState,
     ConvergenceError,
@@ -77,7 +77,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
     SingularityError and every other failure ConvergenceError.
     Only unconstrained trees without prescribed joints (seed 001 §5 leaves constraints open).
     ``backend``: 'c' runs the whole step (DRNEA, RIQN/Newton, initial guess, p_{k+1}) as one call into our
-    compiled C (mechanics.drnea_c, the same equations); 'numpy' the vectorized numpy/Pinocchio version.
+    compiled C (integrators.drnea_c, the same equations); 'numpy' the vectorized numpy/Pinocchio version.
     Default: 'c' when a C compiler is available (and VI_CONTROL_NO_COMPILE is not set), else 'numpy'.
     """
 

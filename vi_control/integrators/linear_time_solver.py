@@ -1,6 +1,6 @@
 """Root finding of LinearTimeVI's step (seed 001 eq. 17): line-searched RIQN / Newton and the fallback chain.
 
-The numpy twin of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in ``mechanics/csrc/drnea_step.c``, operation
+The numpy twin of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in ``integrators/csrc/drnea_step.c``, operation
 for operation, so both backends give the same states and iteration counts (test_linear_time_c.py).
 
 - **Line search.** Every update (RIQN's Δt M(q_k)⁻¹f, eq. 25, or Newton's J⁻¹f) is backtracked on |f|∞ (Armijo,
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanics import drnea_c
+from . import drnea_c
 
 LS_MAX = 20
 LS_SUFFICIENT = 1e-4

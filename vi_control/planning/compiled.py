@@ -3,11 +3,11 @@
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
 trajectory (seed 000 eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
 backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
-(``mechanics/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``lqr_kernel.c``), which calls the model's
+(``planning/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``control/csrc/lqr_kernel.c``), which calls the model's
 generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
 same for every model: it is compiled once into the cache (``mechanics.codegen``) and needs no gcc time per model.
 For a QuadraticTrackingCost without a metric, ``CompiledStages.iterate`` runs ddp's iterations themselves in C
-(``ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
+(``planning/csrc/ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
 acceptance, stopping rule) and hands back histories, from which ddp builds its result and log; otherwise ddp's
 Python loop drives the compiled passes.
 
@@ -38,8 +38,10 @@ from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C
 from .shooting import local_model, rollout
 
-KERNEL_C = DENSE_LU_C + "".join((resources.files("vi_control.mechanics") / "csrc" / f).read_text()
-                                 for f in ("ddp_kernel.c", "lqr_kernel.c", "ddp_loop.c"))
+KERNEL_C = DENSE_LU_C + "".join((resources.files(package) / "csrc" / f).read_text()
+                                 for package, f in (("vi_control.planning", "ddp_kernel.c"),
+                                                    ("vi_control.control", "lqr_kernel.c"),
+                                                    ("vi_control.planning", "ddp_loop.c")))
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 

@@ -26,9 +26,9 @@ from importlib import resources
 
 import numpy as np
 
-from . import lie
-from .codegen import compile_shared_library, compiler
-from .drnea import BodyTree
+from ..mechanics import lie
+from ..mechanics.codegen import compile_shared_library, compiler
+from ..mechanics.drnea import BodyTree
 
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
 OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN, LINE_SEARCH_FAILED, STAGNATED, ALIASED = range(7)
