@@ -100,6 +100,128 @@ def test_the_layer_check_sees_upward_and_ros_arrows(tmp_path):
     assert "public API must not import ROS" in found and "planning/c.py" not in found
 
 
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks (annotations only: never run)."""
+    return {id(x) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for stmt in node.body for x in ast.walk(stmt)}
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module → the package's modules it imports, at module level or lazily inside a function (an import of a
+    name from a package points at the package's ``__init__``, of a submodule at the submodule)."""
+    modules = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_nodes(tree)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                for a in node.names:
+                    sub = f"{mod}.{a.name}"
+                    edges |= {sub} if sub in modules else ({mod} if mod in modules else set())
+        graph[name] = edges - {name}
+    return graph
+
+
+def import_loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): every import loop."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    loops = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                loops.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return loops
+
+
+def test_no_import_loops():
+    """One concept per module (issue 38): no module imports, at module level or lazily, one that imports it back
+    (a split that needs a lazy import back is one concept in two files)."""
+    loops = import_loops(import_graph(PKG))
+    assert not loops, "\n".join(" ↔ ".join(c) for c in loops)
+
+
+def private_reads(root: Path) -> list[str]:
+    """Every place a module reads another module's private name: ``from <ours> import _x``, ``mod._x`` on a module
+    of ours, or ``obj._x`` on anything but ``self``/``cls``, a class of the same module, or a module from outside
+    the package (the standard library's ``os._exit`` is its API)."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(root)
+        outside, own = set(), {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                outside |= {(a.asname or a.name).split(".")[0] for a in node.names
+                            if not a.name.startswith(root.name)}
+            elif isinstance(node, ast.ImportFrom) and not node.level and not node.module.startswith(root.name):
+                outside |= {a.asname or a.name for a in node.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module.startswith(root.name)):
+                out += [f"{rel}:{node.lineno} imports private {a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"} | outside | own)):
+                out.append(f"{rel}:{node.lineno} reads {ast.unparse(node)}")
+    return out
+
+
+def test_no_module_reads_another_modules_private_names():
+    found = private_reads(PKG)
+    assert not found, "\n".join(found)
+
+
+def test_the_loop_and_privacy_checks_see_what_they_look_for(tmp_path):
+    root = tmp_path / "vi_control"
+    files = {"__init__.py": "", "planning/__init__.py": "",
+             "planning/a.py": "from .b import helper\n", "planning/b.py": "def helper():\n    from . import a\n",
+             "planning/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n",
+             "planning/d.py": "import os\nfrom .c import _hidden\nfrom . import c\n"
+                              "class K:\n    _n = 1\n    def f(self, vi):\n        return self._n + K._n + os._exit"
+                              " + vi._what + c._x\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    assert import_loops(import_graph(root)) == [["vi_control.planning.a", "vi_control.planning.b"]]
+    found = "\n".join(private_reads(root))
+    assert "imports private _hidden" in found and "reads vi._what" in found and "reads c._x" in found
+    assert "self._n" not in found and "K._n" not in found and "os._exit" not in found
+
+
 def c_libraries(root: Path = PKG) -> dict[str, set[str]]:
     """The C build graph: for every module-level string of C source in the package (what a loader hands to the
     compiler), the module defining it → the package's C files it concatenates (paths relative to ``root``).

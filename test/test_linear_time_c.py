@@ -174,7 +174,7 @@ def test_fallback_chain_takes_the_step_on_both_backends(robots, caplog):
     assert "substeps (finest Δt/" in messages[0]
     a, b = results
     assert np.allclose(a.x, b.x, rtol=1e-10, atol=1e-10) and a.iterations == b.iterations
-    assert np.abs(b.x[:4] - x[:4])[vi._rotational].max() <= np.pi  # not the aliased root (revolute joints)
+    assert np.abs(b.x[:4] - x[:4])[vi.rotational].max() <= np.pi  # not the aliased root (revolute joints)
     # without the chain, Newton's aliased root is refused as MidpointVI refuses one
     newton = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", method="newton", fallback=False)
     with pytest.raises(UntrustedStepError):

@@ -124,7 +124,7 @@ def test_example_robot_data_models_keep_their_meshes():
 
 @pytest.mark.parametrize("stem", URDFS)
 def test_the_files_hold_what_their_generator_draws(stem):
-    """urdf/ is reproducible: each file is what `python -m vi_control.model.visuals` (or its model's generator)
+    """urdf/ is reproducible: each file is what `python -m vi_control.model.bundled` (or its model's generator)
     writes from the file's dynamics."""
     text = Path(bundled_urdf(stem)).read_text()
     if stem in GENERATED:

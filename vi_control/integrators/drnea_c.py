@@ -83,17 +83,17 @@ class CompiledStep:
         rot = np.zeros(n) if rotational is None else np.asarray(rotational)  # joints whose turn per step is limited
         self.ip = np.concatenate([[n, code, self._guess_code, max_iterations], tree.parents,
                                   [int(fallback), self._guess_code], rot]).astype(np.int64)
-        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN,
+        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie.C_EVEN,
                                   [max_rotation, momentum_scale]]).astype(float)
         body = np.zeros((n, _BODY))
-        body[:, 0:9] = tree._XR.reshape(n, 9)
-        body[:, 9:12] = tree._Xp
+        body[:, 0:9] = tree.XR.reshape(n, 9)
+        body[:, 9:12] = tree.Xp
         body[:, 12:18] = tree.S
         body[:, 18:54] = tree.G.reshape(n, 36)
         body[:, 54] = tree.mass
         body[:, 55:58] = tree.com
         body[:, 58] = damping
-        body[:, 59] = tree._revolute
+        body[:, 59] = tree.revolute
         body[:, 60:69] = np.array([tree.model.inertias[i + 1].inertia for i in range(n)]).reshape(n, 9)  # about the CoM
         self.body = np.ascontiguousarray(body)
         self.work = np.zeros(n * _WORK + 6 * n + n * n + 48 * n + 3 * n + 2 * n * MAX_DEPTH)

@@ -113,7 +113,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self.nx, self.nc, self.nk, self.nd = 2 * self.nq, 0, 0, self.nq
         self.idx_act = np.array([names.index(n) for n in robot.actuated], dtype=int)
         self.idx_d, self.idx_k = np.arange(self.nq), np.zeros(0, dtype=int)
-        self._rotational = rotational_coordinates(robot, self.idx_d)
+        self.rotational = rotational_coordinates(robot, self.idx_d)
         self.nu = self.n_torques = len(self.idx_act)
         self.state = ConfigurationMomentumState(self.nq, robot.continuous_mask)
         self.damping = np.asarray(robot.damping, float)
@@ -125,7 +125,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self.iteration_history: list[int] = []
         self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, st.tol,
                                                st.step_tol, st.max_iterations, jacobian, self.fallback,
-                                               self._rotational, st.max_rotation, st.p_unit)
+                                               self.rotational, st.max_rotation, st.p_unit)
                           if backend == "c" else None)
         self._tau_buf = np.zeros(self.nq)
 
@@ -147,7 +147,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         a simulator never pays for them)."""
         return DiscreteSystemStructure(self.robot, self.dt, lagrangian="trapezoidal_se3", eager=False).functions
 
-    def _minv(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    def mass_solve(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """M(q)⁻¹ τ by the articulated-body algorithm (seed 001 eq. 25, 'ABI')."""
         return pin.aba(self._impulse_model, self._impulse_data, q, self._zero, tau).copy()
 
@@ -184,7 +184,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         x = as_vector(self, x, self.nx, "state x")
         if self._compiled is not None:
             return self._compiled.aba(x[: self.nq], self._zero, x[self.nq:], gravity=False)
-        return self._minv(x[: self.nq], np.ascontiguousarray(x[self.nq:]))
+        return self.mass_solve(x[: self.nq], np.ascontiguousarray(x[self.nq:]))
 
     def energy(self, x: np.ndarray) -> float:
         """½ q̇ᵀp + V(q), V = −Σ m_i gᵀ x_{c,i} (Pinocchio's potential, from the tree's own kinematics)."""
@@ -208,14 +208,16 @@ class LinearTimeVI(SymbolicStepDerivatives):
         """f(q_{k+1}) of the forced DEL equation at state x_k, input u_k (DRNEA, O(n))."""
         q0 = x[: self.nq]
         fk = self.tree.frames(q0)
-        return self._residual(fk, self._constant_part(fk, x, u, self.dt), q0, q1, self.dt)[0]
+        return self.frame_residual(fk, self.constant_part(fk, x, u, self.dt), q0, q1, self.dt)[0]
 
-    def _constant_part(self, fk: Frames, x: np.ndarray, u: np.ndarray, dt: float) -> np.ndarray:
+    def constant_part(self, fk: Frames, x: np.ndarray, u: np.ndarray, dt: float) -> np.ndarray:
         """Terms of f independent of q_{k+1}: Δt/2 ∂V(q_k)/∂q − p_k − Δt S τ_k − c q_k."""
         q0, p0 = x[: self.nq], x[self.nq:]
         return 0.5 * dt * self.tree.gravity_torque(fk) - p0 - dt * self._torques(u) - self.damping * q0
 
-    def _residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float):
+    def frame_residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float):
+        """(f(q_{k+1}), frames at q_{k+1}, ξ, world momenta) from the frames ``fk`` at q_k and ``constant_part``:
+        the DRNEA evaluation the Newton/RIQN loop (``linear_time_solver``) repeats per update."""
         t = self.tree
         xi, fk1 = t.displacement(fk, q1 - q0)
         mw = t.world_momenta(fk, xi, dt)
@@ -226,10 +228,11 @@ class LinearTimeVI(SymbolicStepDerivatives):
         q0, q1 = x[: self.nq], np.asarray(q1, float)
         fk = self.tree.frames(q0)
         xi, fk1 = self.tree.displacement(fk, q1 - q0)
-        return self._jacobian(fk, fk1, xi, q0, q1, self.dt, self.jacobian_method)
+        return self.frame_jacobian(fk, fk1, xi, q0, q1, self.dt, self.jacobian_method)
 
-    def _jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float,
-                  method: str) -> np.ndarray:
+    def frame_jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float,
+                       method: str) -> np.ndarray:
+        """∂f/∂q_{k+1} from the frames of ``frame_residual``: 'subtree' sums or the paper's Alg. 4 ('alg4')."""
         if method == "alg4":
             return drnea_derivative_recursive(self.tree, q0, q1, dt) + np.diag(self.damping)
         return self.tree.momentum_jacobian(fk, fk1, xi, dt) + np.diag(self.damping)
@@ -257,7 +260,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
             q1 = q + dt * (v + dt * a)
         # Beside a singularity of M(q_k) the predicted turn can be huge where the root is not (icub's neck at
         # q = 0: 2.4e5 rad): a guess no accepted root can be near is replaced by q_k (IG1), in the C driver alike.
-        if not np.abs(q1 - q)[self._rotational].max(initial=0.0) <= self.settings.max_rotation \
+        if not np.abs(q1 - q)[self.rotational].max(initial=0.0) <= self.settings.max_rotation \
                 or not np.all(np.isfinite(q1)):
             return q.copy()
         return q1
@@ -281,7 +284,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         if code != drnea_c.OK:
             self._raise(code, step_index, rnorm, it, fb)
         self._log_fallback(step_index, fb)
-        check_step(self, x, xn, self._rotational, step_index)
+        check_step(self, x, xn, self.rotational, step_index)
         q1 = xn[: self.nq].copy()
         if self.wrap_continuous:
             xn = self.wrap(xn)
@@ -329,10 +332,10 @@ class LinearTimeVI(SymbolicStepDerivatives):
         if code != drnea_c.OK:
             self._raise(code, k, rnorm, it, fbs[k])
         # the checks of ``solve``, vectorized over the rollout: the first refused step is reported
-        dq = np.abs(np.diff(X[:, : self.nq], axis=0)) * self._rotational
+        dq = np.abs(np.diff(X[:, : self.nq], axis=0)) * self.rotational
         bad = np.flatnonzero((dq.max(axis=1, initial=0.0) > self.settings.max_rotation)
                              | ~(np.abs(X[1:, : self.nq]).max(axis=1, initial=0.0) <= MAX_CONFIGURATION))
         if len(bad):
             k = int(bad[0])
-            check_step(self, X[k], X[k + 1], self._rotational, k)
+            check_step(self, X[k], X[k + 1], self.rotational, k)
         return X, np.zeros((len(inputs), 0))

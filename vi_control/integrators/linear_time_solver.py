@@ -61,10 +61,10 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
     st, nq, tree = vi.settings, vi.nq, vi.tree
     q0 = x[:nq]
     fk = tree.frames(q0)
-    const = vi._constant_part(fk, x, u, dt)
+    const = vi.constant_part(fk, x, u, dt)
     for tries in range(LS_MAX + 1):  # a guess outside the log's domain: towards q_k (IG1 is always inside)
         try:
-            f, fk1, xi, mw = vi._residual(fk, const, q0, q1, dt)
+            f, fk1, xi, mw = vi.frame_residual(fk, const, q0, q1, dt)
             break
         except ValueError:
             if tries == LS_MAX:
@@ -79,10 +79,10 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
             code = drnea_c.OK
             break
         if method == "riqn":
-            dq = dt * vi._minv(q0, f)  # seed 001 eq. 25
+            dq = dt * vi.mass_solve(q0, f)  # seed 001 eq. 25
         else:
             try:
-                dq = np.linalg.solve(vi._jacobian(fk, fk1, xi, q0, q1, dt, jacobian), f)
+                dq = np.linalg.solve(vi.frame_jacobian(fk, fk1, xi, q0, q1, dt, jacobian), f)
             except np.linalg.LinAlgError:
                 code = drnea_c.SINGULAR_JACOBIAN
                 break
@@ -91,7 +91,7 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
         for _ in range(LS_MAX + 1):
             qt = q1 - alpha * dq
             try:
-                trial = vi._residual(fk, const, q0, qt, dt)
+                trial = vi.frame_residual(fk, const, q0, qt, dt)
                 fn = float(np.abs(trial[0]).max())
                 if fn <= (1.0 - LS_SUFFICIENT * alpha) * rnorm or (alpha * dqn <= noise and np.isfinite(fn)):
                     ok = True
@@ -121,7 +121,7 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
         code = drnea_c.NOT_CONVERGED
     if code != drnea_c.OK:
         return code, None, rnorm, it
-    if vi.fallback and np.any(vi._rotational & ~(np.abs(q1 - q0) <= st.max_rotation)):  # C: ltvi_attempt
+    if vi.fallback and np.any(vi.rotational & ~(np.abs(q1 - q0) <= st.max_rotation)):  # C: ltvi_attempt
         return drnea_c.ALIASED, None, rnorm, it
     # p_{k+1} = D₂L_d(q_k, q_{k+1}): the world momenta are shared with the residual (see BodyTree).
     p1 = tree.project(fk1, mw - 0.5 * dt * tree.gravity_wrenches(fk1))

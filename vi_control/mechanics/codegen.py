@@ -37,7 +37,7 @@ _O0_LIMIT_OPS = 1_000_000
 # for 2/3 of the gcc time; measured in docs/performance_step.md. VI_CONTROL_CFLAGS overrides, e.g.
 # "-O1 -march=native -ffp-contract=off" (~20 % faster steps, same numbers, but the library then only
 # runs on CPUs like this one). The flags are part of the cache key.
-_DEFAULT_CFLAGS = "-O1"
+DEFAULT_CFLAGS = "-O1"
 
 # Shared libraries compiled / found in the cache by this process (tests check reuse with these, not timing).
 build_stats = {"compiled": 0, "cache_hits": 0}
@@ -118,7 +118,7 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
     for f in funcs:
         gen.add(f)
     src = gen.dump() + extra_source
-    flags = flags or os.environ.get("VI_CONTROL_CFLAGS", _DEFAULT_CFLAGS).split()
+    flags = flags or os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
     so = compile_shared_library(src, "vi", flags, "generated code (falling back to the CasADi VM)")
     return None if so is None else ctypes.CDLL(str(so))
 

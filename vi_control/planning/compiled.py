@@ -53,7 +53,7 @@ _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 def kernel_library() -> ctypes.CDLL | None:
     """The model-independent kernel library (compiled on first use, then loaded from the cache); None without a
     C compiler (the planner then takes the numpy path)."""
-    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen._DEFAULT_CFLAGS).split()
+    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
     so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", flags, "the planner's compiled kernel (using numpy)")
     if so is None:
         return None

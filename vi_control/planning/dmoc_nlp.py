@@ -24,7 +24,7 @@ import numpy as np
 
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction, get_group
-from .dmoc import DMOCProblem, geodesic_guess, input_split
+from .dmoc_problem import DMOCProblem, geodesic_guess, input_split
 from .errors import ipopt_iterations
 
 __all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "Transcription", "transcription",
