@@ -17,7 +17,7 @@ import pytest
 from vi_control.model.bundled import BUNDLED, GENERATED, bundled_urdf, example_robot_urdf, load_bundled
 from vi_control.model.generate import planar_chain_urdf
 from vi_control.model.marionette import marionette_urdf
-from vi_control.model.robot import load_robot
+from vi_control.model.robot import load_urdf as load_robot
 from vi_control.model.visuals import BUNDLED_VISUALS, add_visuals, bundled_visuals, dynamics_text
 
 SNAPSHOT = json.loads((Path(__file__).parent / "data" / "bundled_dynamics_721b2f7.json").read_text())

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import URDFError
-from .robot import RobotModel, load_robot, wrap_angle
+from .robot import RobotModel, load_urdf, wrap_angle
 from .urdf import lock_joints
 from .visuals import bundled_visuals
 from .yaml_io import read_text_file
@@ -84,11 +84,11 @@ def bundled_models() -> dict[str, tuple[str, str | None]]:
 
 
 def load_bundled(name: str, **kwargs) -> RobotModel:
-    """``load_robot`` on a bundled system by name (e.g. 'acrobot'); kwargs go to load_robot."""
+    """``load_urdf`` on a bundled system by name (e.g. 'acrobot'); kwargs go to load_urdf."""
     if name not in BUNDLED:
         raise URDFError(f"no bundled model named {name!r}; bundled: {sorted(BUNDLED)}")
     urdf, cfg = bundled_models()[name]
-    return load_robot(urdf, cfg, **kwargs)
+    return load_urdf(urdf, cfg, **kwargs)
 
 
 # Four-bar link lengths (urdf/fourbar.urdf): crank, coupler, rocker, ground pivot distance.

@@ -36,6 +36,7 @@ from ..integrators.base import CompiledStage, Linearizable, SingularityError, St
 from ..linearization import Linearization
 from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C
+from ..model.errors import renamed_keyword
 from .shooting import local_model, rollout
 
 KERNEL_C = DENSE_LU_C + "".join((resources.files(package) / "csrc" / f).read_text()
@@ -105,10 +106,11 @@ def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], l
 
 
 def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterations: int = 60,
-         tol: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
+         tolerance: float = 1e-13, *, tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``control.lqr.dlqr`` (the same doubling algorithm, stopping test and gain formula) as one C call for matrix
     weights — in Python its ~18 small solves cost ~0.5 ms, a tenth of a panda plan; the numpy version for anything
     else (no compiler, ``ENABLED`` off). Returns (K, P); LinAlgError as ``lqr.dlqr``."""
+    tol = renamed_keyword("dlqr", "tol", tol, "tolerance", tolerance)
     A, B = lqr.check_system(A, B, stacked=False)
     nx, nu = B.shape
     Q, R = lqr.check_weight(Q, nx, "Q"), lqr.check_weight(R, nu, "R", definite=True)

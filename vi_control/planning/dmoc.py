@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..mechanics.groups import get_group
+from ..model.errors import renamed_keyword
 from ..model.rigid_body import RigidBodyModel
 from .dmoc_check import SecondOrderCheck, second_order_check
 from .dmoc_continuation import coarse_solve, continuation_solve
@@ -46,6 +47,7 @@ from .dmoc_problem import (
     input_split,
     unactuated_wrench,
 )
+from .result import SolverResult
 
 __all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_guess", "input_split",
            "INPUT_MODES", "PATHS"]
@@ -56,7 +58,7 @@ _WARM_STARTS = PATHS[1:3]
 
 
 @dataclass
-class DMOCResult:
+class DMOCResult(SolverResult):
     """A DMOC solution. ``converged``: a *verified* strict local minimum, i.e. the conditions (31) hold to ``tol``
     (``stationary``) and the second-order check (``dmoc_check``: reduced Hessian positive definite) passed at that
     point; ``stationary`` and not ``converged``: a stationary point that is not a minimum (a saddle), or one whose
@@ -107,11 +109,12 @@ class DMOCResult:
 
 
 # ---- the solver -------------------------------------------------------------------------------------------------
-def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float = 1e-11,
+def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance: float = 1e-11,
                max_iterations: int = 30, lm: bool = True, continuation: bool = True, fallback: str | None = "ipopt",
-               check: bool = True, log=None) -> DMOCResult:
+               check: bool = True, log=None, *, tol: float | None = None) -> DMOCResult:
     """Algorithm 5.2: Newton (exact Jacobian, sparse LU) with Levenberg–Marquardt steps where the Newton direction
-    fails; stops at ‖F‖∞ ≤ ``tol``. ``xi_guess`` (N, n): initial velocities (default ``geodesic_guess``).
+    fails; stops at ‖F‖∞ ≤ ``tolerance`` (``tol``: its deprecated name). ``xi_guess`` (N, n): initial velocities
+    (default ``geodesic_guess``).
 
     ``continuation``: if Newton/LM do not converge from the guess, Newton from the solution at N/2 (``path``
     'newton-coarse'), then along a homotopy from a relaxed, fully actuated body on a shorter maneuver
@@ -130,6 +133,7 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tol: float
     ``check=False``: ``converged`` stays False (``stationary`` tells the first-order verdict), for timing Newton
     alone.
     """
+    tol = renamed_keyword("solve_dmoc", "tol", tol, "tolerance", tolerance)
     if fallback not in (None, "ipopt"):
         raise ValueError(f"fallback must be 'ipopt' or None, got {fallback!r}")
     t0 = time.process_time()
@@ -193,7 +197,7 @@ def _warm_start(kind: str, cond: DMOCConditions, tol: float, max_iterations: int
 
 def _coarse_dmoc(prob: DMOCProblem, tol: float, max_iterations: int, lm: bool) -> DMOCResult:
     """Newton/LM and the warm starts on a coarser copy of a problem (``coarse_solve``): no IPOPT, no check."""
-    return solve_dmoc(prob, tol=tol, max_iterations=max_iterations, lm=lm, fallback=None, check=False)
+    return solve_dmoc(prob, tolerance=tol, max_iterations=max_iterations, lm=lm, fallback=None, check=False)
 
 
 def _ipopt_then_newton(cond: DMOCConditions, xi0: np.ndarray, tol: float, max_iterations: int, lm: bool,
