@@ -98,14 +98,20 @@ def snakeboard_system(m: float, l: float, I: float, J: float) -> ReducedSystem:
 
 @dataclass
 class RDPTrajectory:
-    """g (N+1, 3) = (θ, x, y), r (N+1, n_shape), shape velocities u (N, n_shape), body velocities ξ (N, 3),
-    Newton iterations per step."""
+    """g (N+1, 3) = (θ, x, y), r (N+1, n_shape), shape velocities u (N, n_shape), body velocities ξ (N, 3) =
+    (ω, v_x, v_y), Newton iterations per step. The pose order (θ, x, y) is seed 003 App. B's (``mechanics.se2``);
+    ``poses_xytheta`` is the same poses in the order of the URDF models' joints, which the GNI's states use."""
 
     g: np.ndarray
     r: np.ndarray
     u: np.ndarray
     xi: np.ndarray
     iterations: np.ndarray
+
+    @property
+    def poses_xytheta(self) -> np.ndarray:
+        """(N+1, 3) poses as (x, y, θ): the GNI's configuration order (the sleigh's and snakeboard's URDFs)."""
+        return self.g[:, [1, 2, 0]]
 
 
 class ReducedDAlembertPontryagin:
