@@ -304,3 +304,30 @@ def test_a_directory_vi_control_did_not_create_is_never_changed_or_written(tmp_p
     assert sorted(p.name for p in d.iterdir()) == ([content] if content else [])
     why = "which is no vi_control cache entry" if content else "vi_control did not create it"
     assert any(why in w for w in result["warnings"]), result["warnings"]
+
+
+def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_path):
+    """No compiler on PATH (issue 38): a step, a plan's LQR and the LinearTimeVI run uncompiled, with the same
+    numbers (REFERENCE §1), and the package says why once — not silently slower; VI_CONTROL_NO_COMPILE=1, the
+    deliberate choice, stays quiet."""
+    code = textwrap.dedent("""
+        import warnings, numpy as np, vi_control as vc
+        warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as w:
+            vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
+            x1 = vi.step(np.array([0.2, 0.5]), np.array([0.8]))
+            K, _ = vc.dlqr(np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.0], [0.1]]), 1.0, 1.0)
+            lt = vc.LinearTimeVI(vc.load_robot("pendulum"), 0.1)
+        said = [str(m.message) for m in w if "no C compiler" in str(m.message)]
+        print(len(said), vi.compiled_driver, lt.backend, *x1.round(12), said[0][:60] if said else "")
+    """)
+    for no_compile, expected_said in (("0", "1"), ("1", "0")):
+        env = dict(os.environ, PATH=str(tmp_path), CC="no-such-cc", VI_CONTROL_NO_COMPILE=no_compile,
+                   VI_CONTROL_CACHE=str(tmp_path / "cache"))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        said, driver, backend, q1, p1, *message = out.stdout.split()
+        assert (said, driver, backend) == (expected_said, "False", "numpy"), out.stdout
+        assert abs(float(q1) - 0.247136194155) <= 1e-10 and abs(float(p1) - 0.362723883110) <= 1e-10
+        if expected_said == "1":
+            assert " ".join(message).startswith("vi_control: no C compiler found (CC='no-such-cc'")

@@ -48,8 +48,23 @@ def cache_dir() -> Path:
     return cache.private_cache_dir()
 
 
+_NO_COMPILER_SAID = False  # the first use without a compiler says so, once per process
+
+
 def compiler() -> str | None:
-    return shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    """The C compiler ($CC, else gcc, else cc on PATH), or None. The first call that finds none (unless
+    VI_CONTROL_NO_COMPILE=1 asks for the uncompiled paths) warns once: every compiled path has an uncompiled
+    one with the same results, and a user who gets it without asking should know why it is slower."""
+    global _NO_COMPILER_SAID
+    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    if cc is None and not _NO_COMPILER_SAID and os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1":
+        _NO_COMPILER_SAID = True
+        warnings.warn(f"vi_control: no C compiler found (CC={os.environ.get('CC', 'gcc')!r}, then 'cc', on PATH): "
+                      "the generated functions run in the CasADi VM and the integrators', planner's and LQR's "
+                      "compiled kernels in numpy — the same results, typically 10–100× slower. Install gcc (or "
+                      "set CC); VI_CONTROL_NO_COMPILE=1 chooses these paths and silences this warning.",
+                      RuntimeWarning, stacklevel=2)
+    return cc
 
 
 class _VMFunction:
