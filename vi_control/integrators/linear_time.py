@@ -46,12 +46,11 @@ from .base import (
     step_rollout,
 )
 from .implicit import SymbolicStepDerivatives
-from .linear_time_solver import REASONS, fallback_reason, solve_chain
 
 __all__ = ["LinearTimeVI", "ConvergenceError", "SingularityError", "StepError", "StepResult"]
 
 METHODS = ("riqn", "newton")
-BACKENDS = ("c", "numpy")
+BACKENDS = ("c",)
 INITIAL_GUESSES = ("IG1", "IG2", "IG3")
 JACOBIANS = ("subtree", "alg4")
 JACOBIAN_NAME = "the DRNEA Jacobian ∂f/∂q_{k+1}"
@@ -72,13 +71,14 @@ class LinearTimeVI(SymbolicStepDerivatives):
     1 + |q|∞ once rounding dominates the residual (RIQN forms no Jacobian whose rounding floor could be
     estimated). Every update is line-searched (the residual must decrease, and no body's relative rotation may
     reach π). ``fallback`` (default True): when the step fails, RIQN is followed by Newton at the same Δt and then
-    by substeps of Δt/2, Δt/4, … (linear_time_solver; each fallback is logged with its reason); a step the chain
-    cannot take raises ConvergenceError with what was tried. Without fallback a singular Newton Jacobian raises
-    SingularityError and every other failure ConvergenceError.
+    by substeps of Δt/2, Δt/4, … (``ltvi_chain`` in drnea_step.c; each fallback is logged with its reason); a step
+    the chain cannot take raises ConvergenceError with what was tried. Without fallback a singular Newton Jacobian
+    raises SingularityError and every other failure ConvergenceError.
     Only unconstrained trees without prescribed joints (seed 001 §5 leaves constraints open).
-    ``backend``: 'c' runs the whole step (DRNEA, RIQN/Newton, initial guess, p_{k+1}) as one call into our
-    compiled C (integrators.drnea_c, the same equations); 'numpy' the vectorized numpy/Pinocchio version.
-    Default: 'c' when a C compiler is available (and VI_CONTROL_NO_COMPILE is not set), else 'numpy'.
+    The step (DRNEA, RIQN/Newton, line search, fallback chain, initial guess, p_{k+1}) is one call into our C
+    (``integrators.drnea_c``), the one implementation in the package: it needs a C compiler, and says so at
+    construction without one. ``backend`` is 'c' (the only one; the numpy loop it replaced is the tests' oracle,
+    test/linear_time_oracle.py).
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=100, rcond_min=1e-13, step_tol=1e-13)
@@ -99,15 +99,16 @@ class LinearTimeVI(SymbolicStepDerivatives):
                                       "(seed 001 §5); use MidpointVI (or 'gni' for nonholonomic constraints)")
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
-        self.settings = st = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
+        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
             unit_momentum(robot))
         self.wrap_continuous, self.fallback = wrap_continuous, bool(fallback)
         self.tree = BodyTree(robot)
-        if backend is None:
-            backend = "c" if drnea_c.available() and drnea_c.load_library() is not None else "numpy"
-        if backend not in BACKENDS:
+        if backend == "numpy":
+            raise ValueError("backend='numpy' is no longer a LinearTimeVI path: the step is our compiled C "
+                             "(integrators/csrc/drnea_step.c); its numpy twin is the tests' oracle "
+                             "(test/linear_time_oracle.py)")
+        if backend not in (None, *BACKENDS):
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        self.backend = backend
         names = robot.joint_names
         self.nq = robot.nq
         self.nx, self.nc, self.nk, self.nd = 2 * self.nq, 0, 0, self.nq
@@ -123,11 +124,20 @@ class LinearTimeVI(SymbolicStepDerivatives):
         self._impulse_model.gravity = pin.Motion.Zero()
         self._zero = np.zeros(self.nq)
         self.iteration_history: list[int] = []
-        self._compiled = (drnea_c.CompiledStep(self.tree, self.dt, self.damping, method, initial_guess, st.tol,
-                                               st.step_tol, st.max_iterations, jacobian, self.fallback,
-                                               self.rotational, st.max_rotation, st.p_unit)
-                          if backend == "c" else None)
+        self._compiled = self._compiled_step()
         self._tau_buf = np.zeros(self.nq)
+
+    backend = "c"
+
+    def _compiled_step(self) -> drnea_c.CompiledStep:
+        """The model packed for the compiled step (module docstring); RuntimeError naming the fix without a C
+        compiler."""
+        if not drnea_c.available() or drnea_c.load_library() is None:
+            raise RuntimeError(drnea_c.NO_COMPILER)
+        st = self.settings
+        return drnea_c.CompiledStep(self.tree, self.dt, self.damping, self.method, self.initial_guess_name, st.tol,
+                                    st.step_tol, st.max_iterations, self.jacobian_method, self.fallback,
+                                    self.rotational, st.max_rotation, st.p_unit)
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
     # pinocchio.Data grows like n³ (≈ 0.5 GB at 200 joints, 2 GB at 400): created on first use only, and the C
@@ -217,7 +227,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     def frame_residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float):
         """(f(q_{k+1}), frames at q_{k+1}, ξ, world momenta) from the frames ``fk`` at q_k and ``constant_part``:
-        the DRNEA evaluation the Newton/RIQN loop (``linear_time_solver``) repeats per update."""
+        the DRNEA evaluation the Newton/RIQN loop repeats per update (the tests' numpy oracle of the C loop)."""
         t = self.tree
         xi, fk1 = t.displacement(fk, q1 - q0)
         mw = t.world_momenta(fk, xi, dt)
@@ -267,20 +277,14 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
               y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
-        """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1), line-searched, with the fallback chain of
-        ``linear_time_solver`` (logged); raises ConvergenceError / SingularityError when the chain fails.
+        """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1), line-searched, with the fallback chain
+        (logged; class docstring); raises ConvergenceError / SingularityError when the chain fails.
 
         ``y0``: initial guess of q_{k+1} (else the ``initial_guess`` rule); ``lam0`` is ignored (no constraints).
         """
         x, u = self.check_inputs(x, u)
         y0, _ = check_guess(self, y0, lam0, self.nq)  # (after the state: a bad state is the first thing to name)
-        if self._compiled is not None:
-            self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
-            code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)
-            fb = self._compiled.fallback
-        else:
-            fb = np.array([0.0, -1.0, 0.0, 1.0])
-            code, xn, rnorm, it = solve_chain(self, x, u, y0, self.dt, fb)
+        code, xn, rnorm, it, fb = self._root(x, u, y0)
         if code != drnea_c.OK:
             self._raise(code, step_index, rnorm, it, fb)
         self._log_fallback(step_index, fb)
@@ -290,17 +294,23 @@ class LinearTimeVI(SymbolicStepDerivatives):
             xn = self.wrap(xn)
         return StepResult(x=xn, lam=np.zeros(0), iterations=it, residual=rnorm, y=q1)
 
+    def _root(self, x: np.ndarray, u: np.ndarray, y0: np.ndarray | None):
+        """(code, x_{k+1}, |f|∞, iterations, fallback record) of one step: one call into the C (ltvi_step)."""
+        self._tau_buf[self.idx_act] = u  # unactuated entries stay zero
+        code, xn, rnorm, it = self._compiled.step(x, self._tau_buf, y0)
+        return code, xn, rnorm, it, self._compiled.fallback
+
     def _log_fallback(self, step_index: int | None, fb: np.ndarray) -> None:
         if fb[0]:
-            logger.warning("LinearTimeVI step %s: %s", step_index, fallback_reason(self.method, fb))
+            logger.warning("LinearTimeVI step %s: %s", step_index, drnea_c.fallback_reason(self.method, fb))
 
     def _raise(self, code: int, step_index: int | None, rnorm: float, it: int, fb: np.ndarray) -> None:
         """The exceptions for a failed step (both backends' return codes), with what the fallback chain tried."""
         if code == drnea_c.SINGULAR_JACOBIAN and not fb[0]:
             raise SingularityError(step_index, 0.0, JACOBIAN_NAME)
-        detail = REASONS.get(code, "")
+        detail = drnea_c.REASONS.get(code, "")
         if fb[0]:
-            detail = fallback_reason(self.method, fb) + f"; the last substep failed: {detail}"
+            detail = drnea_c.fallback_reason(self.method, fb) + f"; the last substep failed: {detail}"
         raise ConvergenceError(step_index, rnorm, it, detail)
 
     def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,

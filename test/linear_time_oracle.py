@@ -1,7 +1,11 @@
-"""Root finding of LinearTimeVI's step (seed 001 eq. 17): line-searched RIQN / Newton and the fallback chain.
-
-The numpy twin of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in ``integrators/csrc/drnea_step.c``, operation
-for operation, so both backends give the same states and iteration counts (test_linear_time_c.py).
+"""Oracle of LinearTimeVI's compiled step (issue 38): the root finding of seed 001 eq. 17 — line-searched RIQN /
+Newton and the fallback chain — in numpy, over LinearTimeVI's own stage functions (``constant_part``,
+``frame_residual``, ``frame_jacobian``, ``mass_solve``: DRNEA, its derivative and ABA from Pinocchio and
+``mechanics.drnea``), written as a second implementation of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in
+``vi_control/integrators/csrc/drnea_step.c``, operation for operation: the package's one path is the C, and the tests
+(test_linear_time_c.py) and the benchmark's numpy baseline (benchmarks/bench_linear_time.py) compare it with this.
+``NumpyLinearTimeVI`` is LinearTimeVI with this loop in place of the C call (and Pinocchio where the C had its own
+recursions): the same states and iteration counts.
 
 - **Line search.** Every update (RIQN's Δt M(q_k)⁻¹f, eq. 25, or Newton's J⁻¹f) is backtracked on |f|∞ (Armijo,
   halvings down to 2^-LS_MAX) when the full update takes a body's relative rotation out of the SE(3) log's domain
@@ -24,36 +28,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import drnea_c
+from vi_control.integrators import drnea_c
+from vi_control.integrators.linear_time import LinearTimeVI
 
 LS_MAX = 20
 LS_SUFFICIENT = 1e-4
 NOISE_UPDATE = 1.5e-8
 STAGNATION = 2.0
 MAX_DEPTH = drnea_c.MAX_DEPTH
-
-REASONS = {
-    drnea_c.NOT_CONVERGED: "max_iterations reached or a non-finite residual",
-    drnea_c.LOG_NEAR_PI: "a relative rotation reached π (log map)",
-    drnea_c.SINGULAR_JACOBIAN: "singular Jacobian",
-    drnea_c.LINE_SEARCH_FAILED: "no decrease of the residual along the update (line search)",
-    drnea_c.STAGNATED: "the residual stagnated (less than 2-fold smaller over 3 updates)",
-    drnea_c.ALIASED: "its root turns a joint more than max_rotation, an aliased root",
-}
-
-
-def fallback_reason(method: str, fb: np.ndarray) -> str:
-    """What the fallback chain did, from its record (first failure code, Newton's code or -1, substeps, division)."""
-    first, newton, substeps, division = (int(v) for v in fb)
-    name = "RIQN" if method == "riqn" else "Newton"
-    text = f"{name} did not converge at Δt ({REASONS.get(first, first)})"
-    if newton >= 0:
-        text += ("; solved by Newton with the exact Jacobian" if newton == drnea_c.OK
-                 else f"; Newton with the exact Jacobian neither ({REASONS.get(newton, newton)})")
-    if substeps:
-        text += f"; solved as {substeps} substeps (finest Δt/{division})"
-    return text
-
 
 def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jacobian: str,
              dt: float) -> tuple[int, np.ndarray | None, float, int]:
@@ -156,3 +138,24 @@ def solve_chain(vi, x: np.ndarray, u: np.ndarray, y0: np.ndarray | None, dt: flo
     if code == drnea_c.OK:
         fb[3] = max(fb[3], 2.0 ** (depth + 1))
     return code, xn, rnorm, it1 + it2
+
+
+class NumpyLinearTimeVI(LinearTimeVI):
+    """LinearTimeVI whose step is the numpy loop above (no compiler needed): the oracle of the compiled step."""
+
+    def _compiled_step(self):
+        return None
+
+    def _root(self, x: np.ndarray, u: np.ndarray, y0: np.ndarray | None):
+        fb = np.array([0.0, -1.0, 0.0, 1.0])
+        code, xn, rnorm, it = solve_chain(self, x, u, y0, self.dt, fb)
+        return code, xn, rnorm, it, fb
+
+    @property
+    def backend(self) -> str:
+        return "numpy"
+
+
+def linear_time(robot, dt: float, backend: str = "c", **options) -> LinearTimeVI:
+    """The package's LinearTimeVI ('c') or this oracle ('numpy') with the same options."""
+    return (NumpyLinearTimeVI if backend == "numpy" else LinearTimeVI)(robot, dt, **options)
