@@ -1,4 +1,4 @@
-"""DMOC on Lie groups (seed 002 Alg. 5.2) side by side with the usual alternative, on the §6.1 vehicle.
+"""DMOC on Lie groups (Jimenez2013, Alg. 5.2) side by side with the usual alternative, on the §6.1 vehicle.
 
 For every rest-to-rest maneuver of config/vehicle_uuv.yaml (N = 32, T = 10 s), in interleaved rounds in this
 process (CPU time, median and min over rounds, machine load reported):
@@ -201,7 +201,7 @@ def coast(body, prob: DMOCProblem, steps: int) -> dict:
 
 
 def run_l1() -> dict:
-    """Seed 002 §6.2: L1 control of config/spacecraft_l1.yaml by IPOPT (u_k⁻, u_k⁺ separate)."""
+    """Jimenez2013, §6.2: L1 control of config/spacecraft_l1.yaml by IPOPT (u_k⁻, u_k⁺ separate)."""
     body = load_rigid_body("spacecraft_l1")
     st = maneuver_settings(body)
     _, g0, gT = maneuvers(body)[0]
@@ -278,6 +278,7 @@ def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", 
 
             rows[bname, mode] = dict(
                 n=n, geodesic=share(lambda r: r.path == "newton"), coarse=share(lambda r: r.path == "newton-coarse"),
+                split=share(lambda r: r.path == "newton-split"),
                 continuation=share(lambda r: r.path == "newton-continuation"),
                 newton_alone=share(lambda r: r.path.startswith("newton")),
                 ipopt=share(lambda r: r.path.startswith("ipopt")), verified=share(lambda r: r.converged),
@@ -293,13 +294,15 @@ def scan_table(scan: dict) -> str:
     lines = [f"Random rest-to-rest maneuvers (seed {scan['seed']}, {scan['count']} per body and mode; translation "
              "≤ 2 m, rotation ≤ 60°; N = 32, T = 10 s, Cayley); machine load "
              f"{scan['load'][0]:.1f}", "",
-             "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton by continuation | Newton alone "
+             "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton from split inputs "
+             "| Newton by continuation | Newton alone "
              "| IPOPT (fallback or from a saddle) | verified minima | saddles rejected | cost vs IPOPT from the "
              "geodesic: dearer / cheaper (> 0.1 %), worst | CPU s median (max) | check s median |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731
     for (bname, mode), r in scan["rows"].items():
-        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['continuation'])} | "
+        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['split'])} | "
+                     f"{pct(r['continuation'])} | "
                      f"**{pct(r['newton_alone'])}** | {pct(r['ipopt'])} | **{pct(r['verified'])}** | {r['saddles']} | "
                      f"{pct(r['dearer'])} / {pct(r['cheaper'])}, {100 * r['worst']:+.1f} % | "
                      f"{r['cpu_median']:.2f} ({r['cpu_max']:.2f}) | {r['check_median']:.2f} |")
@@ -308,7 +311,7 @@ def scan_table(scan: dict) -> str:
 
 def table(res: dict) -> str:
     st = res["settings"]
-    lines = [f"Vehicle of seed 002 §6.1 (config/vehicle_uuv.yaml), N = {st.horizon}, T = {st.duration:g} s; "
+    lines = [f"Vehicle of Jimenez2013, §6.1 (config/vehicle_uuv.yaml), N = {st.horizon}, T = {st.duration:g} s; "
              f"{res['rounds']} interleaved rounds, CPU ms median (min); machine load {res['load'][0]:.1f}", "",
              "| maneuver | DMOC split: it, ms | DMOC hold: it, ms | IPOPT identical: it, ms, ΔJ | "
              "RK4-quaternion + IPOPT: it, ms | max \\| \\|q\\| − 1 \\| (RK4) / off SO(3) (VI) | "
@@ -355,7 +358,7 @@ def plot(res: dict, l1: dict, out: Path) -> None:
     ax[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "dmoc.png", dpi=110)
-    # seed 002 Fig. 1 (b) / Fig. 2: paths with the body x axis, and the five thrusts of one maneuver
+    # Jimenez2013, Fig. 1 (b) / Fig. 2: paths with the body x axis, and the five thrusts of one maneuver
     fig = plt.figure(figsize=(11, 4.2))
     a3 = fig.add_subplot(1, 2, 1, projection="3d")
     for (name, r), col in zip(res["example"].items(), ("C0", "C1", "C2")):
@@ -381,7 +384,7 @@ def plot(res: dict, l1: dict, out: Path) -> None:
     for i, col in enumerate(("C0", "C1", "C2")):  # tips of the body axes on the unit sphere (Fig. 3 a)
         tips = l1["R"][:, :, i]
         a3.plot(tips[:, 0], tips[:, 1], tips[:, 2], color=col, label=f"body {'xyz'[i]}")
-    a3.set_title("seed 002 Fig. 3 (a): body axes")
+    a3.set_title("Jimenez2013, Fig. 3 (a): body axes")
     a3.legend(fontsize=7)
     fig.savefig(out / "l1_so3.png", dpi=110)
 

@@ -1,8 +1,8 @@
-"""Scaling benchmark of the linear-time VI (seed 001 §4.3-4.4, REFERENCE.md §4).
+"""Scaling benchmark of the linear-time VI (Lee2016, §4.3-4.4, REFERENCE.md §4).
 
 Serial chains of N bodies (vi_control.model.generate.planar_chain_urdf) at Δt = 1 ms, passive, released
 from rest with the first joint at 0.5 rad. For each N: time per step and iterations per step of
-DRNEA+RIQN and DRNEA+Newton with the exact Jacobian evaluated two ways — seed 001 Alg. 4 as printed
+DRNEA+RIQN and DRNEA+Newton with the exact Jacobian evaluated two ways — Lee2016, Alg. 4 as printed
 (the paper's Newton baseline, C backend only) and our subtree-sum Jacobian — with the compiled C backend
 (integrators.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
 interleaved in chunks of 250 steps; the midpoint VI with Newton (MidpointVI, a Python loop over steps);
@@ -40,7 +40,7 @@ from vi_control.model import load_robot  # noqa: E402
 from vi_control.model.generate import planar_chain_urdf  # noqa: E402
 
 # The numpy baseline is the tests' oracle of the compiled step (issue 38: the C is the package's one path).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
 from linear_time_oracle import NumpyLinearTimeVI, linear_time  # noqa: E402
 
 DT = 1e-3
@@ -67,7 +67,7 @@ def per_call(fn, min_time: float = 0.3) -> float:
             return elapsed / count
 
 
-# run name → LinearTimeVI options; "newton-alg4" is the paper's Newton (Jacobian by seed 001 Alg. 4)
+# run name → LinearTimeVI options; "newton-alg4" is the paper's Newton (Jacobian by Lee2016, Alg. 4)
 RUNS = {"riqn": dict(method="riqn"), "newton": dict(method="newton", jacobian="subtree"),
         "newton-alg4": dict(method="newton", jacobian="alg4")}
 
@@ -148,7 +148,7 @@ def midpoint_worker(n: int, steps: int) -> None:
     robot = load_robot(planar_chain_urdf(n))
     def step(vi, x, k):
         # MidpointVI accepts a residual ≤ max(tol·(1+|p|), 1e-9); long chains from rest have a rounding
-        # floor above that (docs/linear_time.md), so tol is relaxed ×10 when a step fails only by that.
+        # floor above that (docs/concepts/linear_time.md), so tol is relaxed ×10 when a step fails only by that.
         while True:
             try:
                 return vi.step(x, np.zeros(vi.nu), step_index=k)
@@ -208,7 +208,7 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
         f"of 250 steps, initial guess IG3, tol 1e-12; CPU time per step of one process through "
         f"`LinearTimeVI.simulate` (C backend: one C call per chunk; load average at the end "
         f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} cores); MidpointVI: a Python loop over `step`, build is wall "
-        "time (symbolic build + gcc). Newton (Alg. 4): the Jacobian by seed 001 Alg. 4 as printed, the paper's "
+        "time (symbolic build + gcc). Newton (Alg. 4): the Jacobian by Lee2016, Alg. 4 as printed, the paper's "
         "baseline; Newton (subtree): our cheaper evaluation of the same Jacobian.",
         "",
     ]
@@ -245,7 +245,7 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
         lines.append(cells)
     first, last = rows[0], rows[-1]
     lines.append("")
-    paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # seed 001, REFERENCE §4
+    paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # Lee2016, REFERENCE §4
     for b in backends:
         g = last["runs"][f"{b}-riqn"]["step_s"] / first["runs"][f"{b}-riqn"]["step_s"]
         line = (f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']}"
@@ -286,7 +286,7 @@ def plot(rows: list[dict], path: Path, backends: list[str]) -> None:
     ax.loglog(ns, [ref * n / ns[0] for n in ns], ":", color="gray", label="O(N) reference")
     ax.set_xlabel("bodies N (DOF)")
     ax.set_ylabel("ms per step (Δt = 1 ms)")
-    ax.set_title("Linear-time VI scaling (seed 001 Fig. 3)")
+    ax.set_title("Linear-time VI scaling (Lee2016, Fig. 3)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

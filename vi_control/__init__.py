@@ -4,9 +4,9 @@
     robot = vc.load_robot(vc.ModelSpec.parse("pendulum"))        # or vc.load_bundled("pendulum")
     vi = vc.MidpointVI(robot, dt=0.1)
     plan, result = vc.plan_task(vi, vc.load_task("task_pendulum_swingup"))
-    body = vc.load_rigid_body("vehicle_uuv")                      # seed 002: a rigid body on SE(3)
+    body = vc.load_rigid_body("vehicle_uuv")                      # Jimenez2013: a rigid body on SE(3)
     plan, dmoc = vc.plan_maneuver(vc.make_integrator("lie_group", body, 0.25), goal_pose, horizon=40)  # T = N·dt
-    l1 = vc.solve_l1(vc.DMOCProblem(vc.load_rigid_body("spacecraft_l1"), R0, RT, 40, 6.0))   # seed 002 §6.2
+    l1 = vc.solve_l1(vc.DMOCProblem(vc.load_rigid_body("spacecraft_l1"), R0, RT, 40, 6.0))   # Jimenez2013, §6.2
 
 Everything here is numerical and imports no ROS; the nodes live in ``vi_control.ros``.
 """

@@ -213,7 +213,7 @@ class PlanRunner:
             return Fault(*self.aborted)
         try:
             u, clamped = law.command(k, x)
-        except ValueError as e:  # e.g. the Cayley retraction's τ⁻¹ half a turn off the plan (seed 002 §5)
+        except ValueError as e:  # e.g. the Cayley retraction's τ⁻¹ half a turn off the plan (Jimenez2013, §5)
             return Fault(FAULT_TRACKING, f"{type(e).__name__}: {e}")
         if not np.all(np.isfinite(u)):
             return Fault(FAULT_NONFINITE, "check the plan's gains")

@@ -1,4 +1,4 @@
-"""Plan tracking law u = U_k + K_k (X_k − x) (seed 000 §VIII, time-varying LQR about a trajectory), and the hold of
+"""Plan tracking law u = U_k + K_k (X_k − x) (Johnson2015, §VIII, time-varying LQR about a trajectory), and the hold of
 one configuration under gravity (``HoldLaw``: the same law about a one-point plan).
 
 This is the whole controller the ROS node wraps: the node only turns messages into a discrete state
@@ -129,7 +129,7 @@ def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0,
 class HoldLaw:
     """Hold a configuration q_h under gravity: u = u_eq(q_h) + K_h (x_eq(q_h) ⊖ x), torques clamped to the effort
     limits — the hold a joint_trajectory_controller gives on activation and on abort, with the gravity compensation
-    of the discrete system (``holding_input``) and its DLQR hold gain (``hold_gain``, seed 000 eq. 36 at the fixed
+    of the discrete system (``holding_input``) and its DLQR hold gain (``hold_gain``, Johnson2015, eq. 36 at the fixed
     point) instead of a hand-tuned PID.
 
     ``vi``: the discrete system (its Δt is the gain's); ``weights``: (w_q, w_p, w_u): Q = diag(w_q·1, w_p·1) on the
@@ -250,7 +250,7 @@ def velocity_state(vi: DiscreteSystem, q: np.ndarray, qdot: np.ndarray) -> np.nd
 
 
 class StateEstimator:
-    """Discrete state x_k = (q_k, p_k) from measured joint states (seed 000 eq. 1b, DESIGN principle 3).
+    """Discrete state x_k = (q_k, p_k) from measured joint states (Johnson2015, eq. 1b, DESIGN principle 3).
 
     ``mode='configurations'``: p_k = D₂L_d(q(t − Δt), q_k), with q(t − Δt) the sample one Δt before (exact
     when the samples are Δt apart, as a lockstep simulator's) or the linear interpolation between the two

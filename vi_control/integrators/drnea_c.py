@@ -1,4 +1,4 @@
-"""Compiled LinearTimeVI step (seed 001): DRNEA (Alg. 2), RIQN (Alg. 3, eq. 25) and exact Newton (Alg. 4).
+"""Compiled LinearTimeVI step (Lee2016): DRNEA (Alg. 2), RIQN (Alg. 3, eq. 25) and exact Newton (Alg. 4).
 
 The same equations as ``drnea.BodyTree`` / ``LinearTimeVI.solve``, written once more as plain C (our own
 code, no libraries) so one step is one ctypes call: the numpy version is dominated by ~50 numpy calls per

@@ -1,9 +1,9 @@
-"""Linear-time variational integrator of seed 001 (Lee, Liu, Park, Srinivasa): DRNEA + RIQN.
+"""Linear-time variational integrator of Lee2016 (Lee, Liu, Park, Srinivasa): DRNEA + RIQN.
 
-The discrete Lagrangian is the per-body trapezoidal one on SE(3) (seed 001 eq. 9), summed over the
+The discrete Lagrangian is the per-body trapezoidal one on SE(3) (Lee2016, eq. 9), summed over the
 tree. The state is the same as MidpointVI's, x_k = (q_k, p_k) with p_k = D₂L_d(q_{k−1}, q_k) the discrete
 momentum (F⁺_d = 0), so ``velocity``/``energy``/``state_from_velocity`` mean the same for both
-integrators. One step solves the forced DEL equation (seed 001 eq. 17 pulled back to joint space)
+integrators. One step solves the forced DEL equation (Lee2016, eq. 17 pulled back to joint space)
 
     f(q_{k+1}) = Σ_i J_i(q_k)ᵀ (μ_i^k + Δt/2 ∂P_i(T_i^k)) − p_k − F⁻_d = 0,
     F⁻_d = Δt S τ_k − c ⊙ (q_{k+1} − q_k)                     (forcing as in MidpointVI)
@@ -59,10 +59,10 @@ logger = logging.getLogger(__name__)
 
 
 class LinearTimeVI(SymbolicStepDerivatives):
-    """DRNEA/RIQN variational integrator with MidpointVI's interface (seed 001 §3).
+    """DRNEA/RIQN variational integrator with MidpointVI's interface (Lee2016, §3).
 
     Parameters: ``method`` 'riqn' (Alg. 3) or 'newton' (exact Jacobian); ``jacobian`` for Newton:
-    'subtree' (ours: per-body 6×6 maps summed over subtrees, then O(n²) dot products) or 'alg4' (seed 001
+    'subtree' (ours: per-body 6×6 maps summed over subtrees, then O(n²) dot products) or 'alg4' (Lee2016
     Alg. 4 as printed, one O(n) forward/backward pass per column: the paper's Newton baseline, same
     Jacobian to rounding, more work); ``initial_guess`` IG1
     (q_{k+1} = q_k), IG2 (explicit Euler with q̇_k = M⁻¹p_k) or IG3 (semi-implicit Euler with the
@@ -74,11 +74,11 @@ class LinearTimeVI(SymbolicStepDerivatives):
     by substeps of Δt/2, Δt/4, … (``ltvi_chain`` in drnea_step.c; each fallback is logged with its reason); a step
     the chain cannot take raises ConvergenceError with what was tried. Without fallback a singular Newton Jacobian
     raises SingularityError and every other failure ConvergenceError.
-    Only unconstrained trees without prescribed joints (seed 001 §5 leaves constraints open).
+    Only unconstrained trees without prescribed joints (Lee2016, §5 leaves constraints open).
     The step (DRNEA, RIQN/Newton, line search, fallback chain, initial guess, p_{k+1}) is one call into our C
     (``integrators.drnea_c``), the one implementation in the package: it needs a C compiler, and says so at
     construction without one. ``backend`` is 'c' (the only one; the numpy loop it replaced is the tests' oracle,
-    test/linear_time_oracle.py).
+    test/support/linear_time_oracle.py).
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=100, rcond_min=1e-13, step_tol=1e-13)
@@ -96,7 +96,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
             raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {initial_guess!r}")
         if robot.constraints or robot.prescribed or robot.nonholonomic:
             raise NotImplementedError("LinearTimeVI handles unconstrained trees without prescribed joints "
-                                      "(seed 001 §5); use MidpointVI (or 'gni' for nonholonomic constraints)")
+                                      "(Lee2016, §5); use MidpointVI (or 'gni' for nonholonomic constraints)")
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
         self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
@@ -106,7 +106,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         if backend == "numpy":
             raise ValueError("backend='numpy' is no longer a LinearTimeVI path: the step is our compiled C "
                              "(integrators/csrc/drnea_step.c); its numpy twin is the tests' oracle "
-                             "(test/linear_time_oracle.py)")
+                             "(test/support/linear_time_oracle.py)")
         if backend not in (None, *BACKENDS):
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         names = robot.joint_names
@@ -152,13 +152,13 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     @cached_property
     def _derivative_functions(self):
-        """The same L_d (seed 001 eq. 9, summed over the bodies) written symbolically: its DEL residual and output
+        """The same L_d (Lee2016, eq. 9, summed over the bodies) written symbolically: its DEL residual and output
         map, differentiated by AD, are the exact derivatives of the DRNEA step (built and compiled on first use —
         a simulator never pays for them)."""
         return DiscreteSystemStructure(self.robot, self.dt, lagrangian="trapezoidal_se3", eager=False).functions
 
     def mass_solve(self, q: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        """M(q)⁻¹ τ by the articulated-body algorithm (seed 001 eq. 25, 'ABI')."""
+        """M(q)⁻¹ τ by the articulated-body algorithm (Lee2016, eq. 25, 'ABI')."""
         return pin.aba(self._impulse_model, self._impulse_data, q, self._zero, tau).copy()
 
     def _torques(self, u: np.ndarray) -> np.ndarray:
@@ -177,7 +177,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         return np.concatenate([q, p])
 
     def discrete_momentum(self, q0: np.ndarray, q1: np.ndarray, fk: Frames | None = None) -> np.ndarray:
-        """D₂L_d(q_0, q_1) = Σ_i J_i(q_1)ᵀ (Ad_{ΔT_i}ᵀ μ_i − Δt/2 ∂P_i(T_i^1))  (seed 001 eq. 16b)."""
+        """D₂L_d(q_0, q_1) = Σ_i J_i(q_1)ᵀ (Ad_{ΔT_i}ᵀ μ_i − Δt/2 ∂P_i(T_i^1))  (Lee2016, eq. 16b)."""
         t = self.tree
         fk = t.frames(q0) if fk is None else fk
         xi, fk1 = t.displacement(fk, np.asarray(q1, float) - q0)
@@ -234,7 +234,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         return t.project(fk, mw) + const + self.damping * q1, fk1, xi, mw
 
     def jacobian(self, x: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        """∂f/∂q_{k+1}, exact (derivative of DRNEA, seed 001 Alg. 4), by the ``jacobian`` method chosen."""
+        """∂f/∂q_{k+1}, exact (derivative of DRNEA, Lee2016, Alg. 4), by the ``jacobian`` method chosen."""
         q0, q1 = x[: self.nq], np.asarray(q1, float)
         fk = self.tree.frames(q0)
         xi, fk1 = self.tree.displacement(fk, q1 - q0)
@@ -256,7 +256,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
         return as_vector(self, x_next, self.nx, "state x_next")[: self.nq].copy()
 
     def initial_guess(self, x: np.ndarray, u: np.ndarray, dt: float | None = None) -> np.ndarray:
-        """IG1 / IG2 / IG3 of seed 001 §3.3 (q̇_k from M⁻¹p_k since the state carries p_k), for a step of ``dt``
+        """IG1 / IG2 / IG3 of Lee2016, §3.3 (q̇_k from M⁻¹p_k since the state carries p_k), for a step of ``dt``
         (default Δt; substeps of the fallback chain use less)."""
         dt = self.dt if dt is None else dt
         q = x[: self.nq]

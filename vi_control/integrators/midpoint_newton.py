@@ -1,8 +1,8 @@
-"""The midpoint VI's Newton loop in numpy (seed 000 eq. 8; with constraints eq. 28a–b): ``MidpointVI.solve`` where
+"""The midpoint VI's Newton loop in numpy (Johnson2015, eq. 8; with constraints eq. 28a–b): ``MidpointVI.solve`` where
 a step is not one call into the generated C driver (the CasADi VM, or compiled functions without the driver).
 
 The same algorithm as the C driver (vi_newton_step in mechanics/csrc/newton_driver.c), step for step: exact Newton
-on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (seed 001 eq. 25, Cholesky) for an unconstrained
+on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (Lee2016, eq. 25, Cholesky) for an unconstrained
 step, else M_{k+1} at the guess — with M_{k+1} evaluated once near the root, the rounding-floor acceptance, the basin
 check and the condition check at the root (``MidpointVI``'s docstring has the options). With constraints, the
 condition judged and the residual's norm are unit-free as the driver's (``integrators.bordered``).
@@ -45,8 +45,8 @@ class NewtonStepModel(Protocol):
 def lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str, nd: int | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min. With ``nd`` < n
-    (J bordered by constraint rows, seed 000 eq. 28a–b) the condition judged is the unit-free one of the equilibrated
-    D J D (``integrators.bordered``); J's own LU is returned either way."""
+    (J bordered by constraint rows, Johnson2015, eq. 28a–b) the condition judged is the unit-free one of the
+    equilibrated D J D (``integrators.bordered``); J's own LU is returned either way."""
     lu, piv, rcond = lu_rcond(J, J.shape[0] if nd is None else nd)
     if not rcond >= rcond_min:  # also catches NaN
         raise SingularityError(step, rcond, what)
@@ -79,7 +79,7 @@ def solve_numpy(vi: NewtonStepModel, x: np.ndarray, u: np.ndarray | None, step_i
     st, what, theta_max = vi.settings, vi.jacobian_name, vi.chord_rate_max
     pnorm = np.abs(x[vi.nq:]).max()
     eta = np.sqrt(st.tol) * st.scale(pnorm)
-    quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
+    quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (Lee2016, eq. 25), else M_{k+1} at the guess
     qonly = quasi and not vi.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
     rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None
     mnorm, wc, nd = 0.0, None, vi.nd

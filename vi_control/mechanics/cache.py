@@ -1,7 +1,7 @@
 """The on-disk cache of compiled libraries, built so that it cannot make us run code we did not compile.
 
 Loading a shared library runs its constructors, so a cache entry is code execution. The threats, each
-tested in test/test_codegen_cache.py:
+tested in test/mechanics/test_codegen_cache.py:
 
 - **Planted entries.** Entry names are predictable (hashes of our own C source), so anyone who can write
   into the cache directory can plant a library under the right name. The directory must therefore be

@@ -30,11 +30,11 @@ _COMPILE_LIMIT_OPS = 400_000
 # A step whose residual is too large for an optimising build (100-link chain: 465k instructions, 15 MB of
 # C) is still compiled, at -O0, when its whole library stays below this: gcc -O0 is about linear in the
 # source (37 s CPU, 2.2 GB at 100 links) and the code runs ~7x faster than the CasADi VM (17 vs 115 ms per
-# step), where -O1 would take many minutes. Measured in docs/performance_step.md.
+# step), where -O1 would take many minutes. Measured in docs/benchmarks/step.md.
 _O0_LIMIT_OPS = 1_000_000
 
 # -O1: the same step speed as -O2 on generated straight-line code (panda: 13.5 vs 13.9 µs CPU per step)
-# for 2/3 of the gcc time; measured in docs/performance_step.md. VI_CONTROL_CFLAGS overrides, e.g.
+# for 2/3 of the gcc time; measured in docs/benchmarks/step.md. VI_CONTROL_CFLAGS overrides, e.g.
 # "-O1 -march=native -ffp-contract=off" (~20 % faster steps, same numbers, but the library then only
 # runs on CPUs like this one). The flags are part of the cache key.
 DEFAULT_CFLAGS = "-O1"

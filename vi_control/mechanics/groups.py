@@ -1,7 +1,7 @@
-"""Matrix Lie groups SO(3), SE(2), SE(3) with the Cayley and exponential retractions of seed 002 §5.
+"""Matrix Lie groups SO(3), SE(2), SE(3) with the Cayley and exponential retractions of Jimenez2013, §5.
 
-Conventions (seed 002 §5, §6.1): an algebra element is a vector with the angular part first, ξ = (ω, v)
-for SE(3) and ξ = (ω, v_x, v_y) for SE(2) (as ``mechanics.lie`` and seed 001). A retraction τ: 𝔤 → G is a
+Conventions (Jimenez2013, §5, §6.1): an algebra element is a vector with the angular part first, ξ = (ω, v)
+for SE(3) and ξ = (ω, v_x, v_y) for SE(2) (as ``mechanics.lie`` and Lee2016). A retraction τ: 𝔤 → G is a
 local diffeomorphism with τ(ξ)τ(−ξ) = e. Its *right-trivialized* differential dτ_ξ and the inverse dτ⁻¹_ξ
 are n×n matrices with (Definition 5.1)
 
@@ -61,7 +61,7 @@ RETRACTIONS = ("cayley", "exp")
 
 def check_retraction(kind: str) -> str:
     """``kind`` if it names a retraction (``RETRACTIONS``), else ValueError. One name for the Cayley map everywhere
-    (issue 35: 'cay' in the RDP, 'cayley' here and in the YAML): 'cay' is refused with the name to use."""
+    ('cayley', in the RDP too and in the YAML): 'cay' is refused with the name to use."""
     if kind == "cay":
         raise ValueError("retraction 'cay': the Cayley retraction is named 'cayley' throughout vi_control")
     if kind not in RETRACTIONS:
@@ -206,7 +206,7 @@ class _SO3(LieGroup):
 
 
 class _SE3(LieGroup):
-    """SE(3) ∋ g = [[R, x], [0, 1]], ξ = (ω, v) (seed 002 §6.1)."""
+    """SE(3) ∋ g = [[R, x], [0, 1]], ξ = (ω, v) (Jimenez2013, §6.1)."""
 
     name, dim, size, nq, rot = "SE3", 6, 4, 12, 3
 
@@ -220,7 +220,7 @@ class _SE3(LieGroup):
         return vcat([vee3(X[:3, :3]), X[:3, 3]], is_sym(X))
 
     def Ad(self, g):
-        """[Ad_g] = [[R, 0], [x̂R, R]] (seed 001 eq. 15)."""
+        """[Ad_g] = [[R, 0], [x̂R, R]] (Lee2016, eq. 15)."""
         if is_sym(g):
             R, p = g[:3, :3], g[:3, 3]
             return block_matrix([[R, ca.SX.zeros(3, 3)], [hat3(p) @ R, R]], True)
@@ -237,7 +237,7 @@ class _SE3(LieGroup):
         return block_matrix([[R, p if sym else np.asarray(p)[:, None]], [mat([[0, 0, 0, 1]], sym)]], sym)
 
     # Cayley: the matrix Cayley (e − ξ̂/2)⁻¹(e + ξ̂/2) of §5 b. Its translation is (I − ω̂/2)⁻¹ v; eq. 34's
-    # "dcay_ω v" with dcay from eq. 35 differs from it by (ω·v)ω/(4 + |ω|²) (docs/lie_groups.md), and eq. 38 is
+    # "dcay_ω v" with dcay from eq. 35 differs from it by (ω·v)ω/(4 + |ω|²) (docs/concepts/lie_groups.md), and eq. 38 is
     # the differential of the matrix Cayley, which is what we use.
     def cay(self, xi):
         sym = is_sym(xi)
@@ -257,7 +257,7 @@ class _SE3(LieGroup):
         return block_matrix([[D, zeros(3, sym)], [0.5 * hat3(v) @ D, a_inv(w, sym)]], sym)
 
     def dcay_inv(self, xi):
-        """[[I − ω̂/2 + ωωᵀ/4, 0], [−½(I − ω̂/2)v̂, I − ω̂/2]]  (seed 002 eq. 38)."""
+        """[[I − ω̂/2 + ωωᵀ/4, 0], [−½(I − ω̂/2)v̂, I − ω̂/2]]  (Jimenez2013, eq. 38)."""
         sym = is_sym(xi)
         w, v = xi[:3], xi[3:]
         A = eye(3, sym) - 0.5 * hat3(w)
@@ -284,7 +284,7 @@ class _SE3(LieGroup):
                 + c_q3(t, sym) * (WVW @ W + W @ WVW))
 
     def dexp(self, xi):
-        """dexp_ξ = Σ ad_ξ^j/(j+1)! = [[J(ω), 0], [Q(ω, v), J(ω)]]  (seed 002 §5 a)."""
+        """dexp_ξ = Σ ad_ξ^j/(j+1)! = [[J(ω), 0], [Q(ω, v), J(ω)]]  (Jimenez2013, §5 a)."""
         sym = is_sym(xi)
         w, v = xi[:3], xi[3:]
         J = so3_dexp(w, sym)
@@ -345,13 +345,13 @@ class _SE2(LieGroup):
         return np.eye(3) - X, np.eye(3) + X
 
     def dcay(self, xi):
-        """dcay_ξ η = vee((e − ξ̂/2)⁻¹ η̂ (e + ξ̂/2)⁻¹) (seed 002 §5 b), column by column."""
+        """dcay_ξ η = vee((e − ξ̂/2)⁻¹ η̂ (e + ξ̂/2)⁻¹) (Jimenez2013, §5 b), column by column."""
         Am, Ap = self._cay_affine(xi)
         Ami, Api = np.linalg.inv(Am), np.linalg.inv(Ap)
         return np.column_stack([self.vee(Ami @ self.hat(e) @ Api) for e in np.eye(3)])
 
     def dcay_inv(self, xi):
-        """dcay⁻¹_ξ η = vee((e − ξ̂/2) η̂ (e + ξ̂/2)) (seed 002 §5 b)."""
+        """dcay⁻¹_ξ η = vee((e − ξ̂/2) η̂ (e + ξ̂/2)) (Jimenez2013, §5 b)."""
         Am, Ap = self._cay_affine(xi)
         return np.column_stack([self.vee(Am @ self.hat(e) @ Ap) for e in np.eye(3)])
 
@@ -393,7 +393,7 @@ def get_group(name: str) -> LieGroup:
 
 
 class Retraction:
-    """τ with τ⁻¹, dτ, dτ⁻¹ on one group: ``Retraction(SE3, 'cayley')`` (seed 002 §5, Definition 5.1)."""
+    """τ with τ⁻¹, dτ, dτ⁻¹ on one group: ``Retraction(SE3, 'cayley')`` (Jimenez2013, §5, Definition 5.1)."""
 
     def __init__(self, group: LieGroup, kind: str = "cayley"):
         self.group, self.kind = group, check_retraction(kind)

@@ -1,6 +1,6 @@
-"""SO(3) closed forms behind every group of ``mechanics.groups`` (seed 002 §5 a/b) and unit quaternions.
+"""SO(3) closed forms behind every group of ``mechanics.groups`` (Jimenez2013, §5 a/b) and unit quaternions.
 
-For ω ∈ ℝ³ (ŵx = ω × x, seed 002 eq. 33) this module gives τ(ω), τ⁻¹(R) and the *right-trivialized* differential
+For ω ∈ ℝ³ (ŵx = ω × x, Jimenez2013, eq. 33) this module gives τ(ω), τ⁻¹(R) and the *right-trivialized* differential
 dτ_ω with its inverse dτ⁻¹_ω (3×3; Definition 5.1: ∂_ω τ(ω)·η = (dτ_ω η)^ τ(ω)) of two retractions:
 
 - ``cay`` (§5 b, eqs. 34–38): cay(ŵ) = (I − ŵ/2)⁻¹(I + ŵ/2) = I + 4/(4 + |ω|²)(ŵ + ŵ²/2) (eq. 34),
@@ -39,7 +39,7 @@ _SMALL = 1e-4
 
 
 class RetractionDomainError(ValueError):
-    """τ⁻¹ (or dτ⁻¹) requested outside the retraction's domain (seed 002 §5: τ is only a local diffeomorphism)."""
+    """τ⁻¹ (or dτ⁻¹) requested outside the retraction's domain (Jimenez2013, §5: τ is only a local diffeomorphism)."""
 
 
 def is_sym(*xs) -> bool:
@@ -78,7 +78,7 @@ def sq(w, sym: bool):
 
 
 def hat3(w):
-    """ŵ with ŵx = w × x (seed 002 eq. 33)."""
+    """ŵ with ŵx = w × x (Jimenez2013, eq. 33)."""
     if is_sym(w):
         return mat([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]], True)
     return lie.hat(np.asarray(w, float))
@@ -132,7 +132,7 @@ def _f(sym: bool):
 
 # ---- SO(3) ------------------------------------------------------------------------------------------------
 def so3_cay(w, sym):
-    """cay(ŵ) = I + 4/(4 + |ω|²)(ŵ + ŵ²/2)  (seed 002 eq. 34)."""
+    """cay(ŵ) = I + 4/(4 + |ω|²)(ŵ + ŵ²/2)  (Jimenez2013, eq. 34)."""
     W = hat3(w)
     return eye(3, sym) + 4.0 / (4.0 + sq(w, sym)) * (W + 0.5 * (W @ W))
 
@@ -143,18 +143,18 @@ def so3_cay_inv(R, sym):
     if not sym and not tr1 > CAYLEY_MARGIN:
         raise RetractionDomainError(
             f"Cayley retraction: τ⁻¹ = cay⁻¹ is undefined for a relative rotation by π (1 + tr R = {tr1:.2e}): "
-            "the two attitudes are half a turn apart (seed 002 §5: τ is a local diffeomorphism); use smaller "
+            "the two attitudes are half a turn apart (Jimenez2013, §5: τ is a local diffeomorphism); use smaller "
             "steps or the exponential retraction")
     return 2.0 * vee3(R - R.T) / tr1
 
 
 def so3_dcay(w, sym):
-    """dcay_ω = 2/(4 + |ω|²)(2I + ŵ)  (seed 002 eq. 35)."""
+    """dcay_ω = 2/(4 + |ω|²)(2I + ŵ)  (Jimenez2013, eq. 35)."""
     return 2.0 / (4.0 + sq(w, sym)) * (2.0 * eye(3, sym) + hat3(w))
 
 
 def so3_dcay_inv(w, sym):
-    """dcay⁻¹_ω = I − ŵ/2 + ωωᵀ/4  (seed 002 eq. 38, upper-left block)."""
+    """dcay⁻¹_ω = I − ŵ/2 + ωωᵀ/4  (Jimenez2013, eq. 38, upper-left block)."""
     return eye(3, sym) - 0.5 * hat3(w) + 0.25 * _outer(w, w, sym)
 
 
@@ -202,7 +202,7 @@ def so3_log(R, sym):
 
 
 def so3_dexp(w, sym):
-    """dexp_ω = Σ ŵ^j/(j+1)! = I + (1 − cos θ)/θ² ŵ + (θ − sin θ)/θ³ ŵ²  (seed 002 §5 a)."""
+    """dexp_ω = Σ ŵ^j/(j+1)! = I + (1 − cos θ)/θ² ŵ + (θ − sin θ)/θ³ ŵ²  (Jimenez2013, §5 a)."""
     t, W = sq(w, sym), hat3(w)
     return eye(3, sym) + c_cos(t, sym) * W + c_sin3(t, sym) * (W @ W)
 

@@ -52,20 +52,22 @@ BUNDLED = {
     "cartpole": ("cartpole", "cartpole"),
     "chain10": ("chain10", None),
     "biped5": ("biped5", "biped5"),
-    "biped5_stance": ("biped5", "biped5_stance"),  # single support: stance foot pinned (seed 004 §V-C gait)
+    "biped5_stance": ("biped5", "biped5_stance"),  # single support: stance foot pinned (MorenoMartin2022, §V-C gait)
     "biped5_pinned": ("biped5_pinned", "biped5_pinned"),  # the same, stance foot as the root (minimal coordinates)
     "arm7": ("arm7", None),
     "fourbar": ("fourbar", "fourbar"),
-    # Seed 000 systems maintained with their own generators/tests (§VII-A, §VII-B, §VIII-B).
+    # Johnson2015 systems maintained with their own generators/tests (§VII-A, §VII-B, §VIII-B).
     "spherical_pendulum": ("spherical_pendulum", "spherical_pendulum"),
     "cartesian_pendulum": ("cartesian_pendulum", "cartesian_pendulum"),
     "marionette": ("marionette", "marionette"),
-    # Seed 003 nonholonomic systems (docs/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
+    # Kobilarov2010 nonholonomic systems (docs/concepts/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
     "sleigh": ("sleigh", "sleigh"),
     "snakeboard": ("snakeboard", "snakeboard"),
     "rolling_disk": ("rolling_disk", "rolling_disk"),
     "diffdrive": ("diffdrive", "diffdrive"),
 }
+"""The bundled models by name: (URDF stem in urdf/, system YAML stem in config/ or None). Several systems may share
+one URDF (``acrobot`` is the double pendulum with only the elbow actuated); ``vc.load_robot(name)`` loads one."""
 
 # Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).
 GENERATED = {

@@ -61,7 +61,7 @@ class RobotModel:
     floating_base: bool = False
     masses: dict[str, float] = field(default_factory=dict)  # link -> mass (URDF mass × mass_scale)
     mass_scale: float = 1.0  # every link's mass and inertia were multiplied by this (model mismatch)
-    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (seed 003)
+    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (Kobilarov2010)
 
     @property
     def total_mass(self) -> float:
@@ -165,8 +165,8 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
 
 def mimic_constraints(parsed: ParsedURDF, cfg: SystemConfig) -> list[Constraint]:
     """URDF ``<mimic>`` as linear holonomic couplings q_joint − multiplier·q_mimicked = offset (a ``joints``
-    constraint; docs/model.md). A joint the system YAML already couples by a ``joints`` constraint is left to the
-    YAML's (the way around a ``<mimic>`` naming a joint the URDF lacks)."""
+    constraint; docs/concepts/model.md). A joint the system YAML already couples by a ``joints`` constraint is left to
+    the YAML's (the way around a ``<mimic>`` naming a joint the URDF lacks)."""
     given = {j for c in cfg.constraints if c.type == "joints" for j in c.joints}
     for j, (m, _, _) in parsed.mimic.items():
         if j not in given and m not in parsed.joints:
@@ -197,7 +197,7 @@ def load_urdf(urdf: str, system: str | dict | None = None, name: str | None = No
     ``mass_scale`` multiplies every link's mass and inertia (part of the model hash when ≠ 1).
     ``inertia_policy`` ('strict' | 'repair') overrides the YAML key: 'repair' projects non-physical URDF
     inertias to the nearest physical ones and logs each change (model.inertia). URDF ``<mimic>`` joints
-    become holonomic ``joints`` constraints q_j − m·q_i = o (docs/model.md).
+    become holonomic ``joints`` constraints q_j − m·q_i = o (docs/concepts/model.md).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
     lo, hi = MASS_SCALE_RANGE

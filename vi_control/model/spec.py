@@ -38,6 +38,10 @@ _MAPPING_KEYS = {"bundled", "example", "urdf", "system", "config", "name", "mass
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model named the one way every entry point names it (module docstring): ``source`` (bundled name,
+    ``erd:<name>``, URDF path or XML), ``system`` YAML, ``name``, ``mass_scale``, ``floating_base``; ``parse`` reads one
+    from a string or a task's mapping, ``load`` gives the ``RobotModel``."""
+
     source: str
     system: str | dict | None = None
     name: str | None = None

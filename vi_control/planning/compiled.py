@@ -1,7 +1,7 @@
-"""Whole-horizon compiled DDP (issue 13 item 1): one C call per pass over all N stages, or for the whole loop.
+"""Whole-horizon compiled DDP: one C call per pass over all N stages, or for the whole loop.
 
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
-trajectory (seed 000 eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
+trajectory (Johnson2015, eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
 backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
 (``planning/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``control/csrc/lqr_kernel.c``), which calls the model's
 generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
@@ -15,7 +15,7 @@ The fast path is chosen by capability, never by class: a system whose ``compiled
 ``integrators.base.CompiledStage`` (today MidpointVI and its subclass, the GNI, when their step is generated C)
 gets ``CompiledStages``; any other ``Linearizable`` takes ddp's numpy path, which stays the general one. The kernel
 computes the numpy path's operations (same algorithm, same branch tests), so the two agree to round-off
-(test/test_planning_compiled.py). Nothing is kept between calls: every pass writes fresh arrays.
+(test/planning/test_planning_compiled.py). Nothing is kept between calls: every pass writes fresh arrays.
 ``VI_CONTROL_COMPILED_PLANNER=0`` (or ``ENABLED = False``) forces the numpy path.
 """
 
@@ -72,7 +72,7 @@ def kernel_library() -> ctypes.CDLL | None:
 
 def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray]:
-    """``control.lqr.tv_lqr`` (seed 000 eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
+    """``control.lqr.tv_lqr`` (Johnson2015, eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
     constant over the horizon; the numpy version for anything else (stacked weights, no compiler, ``ENABLED``
     off). Returns (K (N, nu, nx), P (N+1, nx, nx)); ValueError for what ``lqr.check_weight``/``check_system`` refuse
     (R must be positive definite, so R + BᵀPB is), LinAlgError if the C solve still meets a singular pivot."""

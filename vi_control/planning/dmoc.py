@@ -1,4 +1,4 @@
-"""Discrete variational optimal control on Lie groups: seed 002 §5, Algorithm 5.2, solved by Newton (+ LM).
+"""Discrete variational optimal control on Lie groups: Jimenez2013, §5, Algorithm 5.2, solved by Newton (+ LM).
 
 Minimum effort between two boundary states (g(0), ξ(0)) and (g(T), ξ(T)) of a rigid body (SO(3)/SE(3)) with
 l(ξ) = ½⟨𝕀ξ, ξ⟩, forces f(ξ, u) = Hξ + Bu (drag, §6.1) and cost C(u) = ½‖u‖² (§5.1). Per step k, with
@@ -34,7 +34,7 @@ from ..mechanics.groups import get_group
 from ..model.errors import renamed_keyword
 from ..model.rigid_body import RigidBodyModel
 from .dmoc_check import SecondOrderCheck, second_order_check
-from .dmoc_continuation import coarse_solve, continuation_solve
+from .dmoc_continuation import coarse_solve, continuation_solve, split_solve
 from .dmoc_newton import NewtonStats, newton_lm
 from .dmoc_nlp import multipliers_for_newton, solve_ipopt
 from .dmoc_problem import (
@@ -53,8 +53,9 @@ __all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_gue
            "INPUT_MODES", "PATHS"]
 
 # How a result was produced (``DMOCResult.path``); the warm starts Newton tries, in order, when the guess fails.
-PATHS = ("newton", "newton-coarse", "newton-continuation", "ipopt", "newton-curvature", "ipopt-curvature")
-_WARM_STARTS = PATHS[1:3]
+PATHS = ("newton", "newton-coarse", "newton-split", "newton-continuation", "ipopt", "newton-curvature",
+         "ipopt-curvature")
+_WARM_STARTS = PATHS[1:4]
 
 
 @dataclass
@@ -108,7 +109,6 @@ class DMOCResult(SolverResult):
                 f"residual {self.residual:.1e}, cost {self.cost:.6g}{check}{saddles}")
 
 
-# ---- the solver -------------------------------------------------------------------------------------------------
 def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance: float = 1e-11,
                max_iterations: int = 30, lm: bool = True, continuation: bool = True, fallback: str | None = "ipopt",
                check: bool = True, log=None, *, tol: float | None = None) -> DMOCResult:
@@ -117,8 +117,9 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance:
     (default ``geodesic_guess``).
 
     ``continuation``: if Newton/LM do not converge from the guess, Newton from the solution at N/2 (``path``
-    'newton-coarse'), then along a homotopy from a relaxed, fully actuated body on a shorter maneuver
-    ('newton-continuation'; both in ``dmoc_continuation``).
+    'newton-coarse'), with held inputs from the solution with split inputs ('newton-split'), then along a homotopy
+    from a relaxed, fully actuated body on a shorter maneuver ('newton-continuation'; all in
+    ``dmoc_continuation``).
 
     ``fallback='ipopt'``: if Newton/LM do not converge from the guess nor by continuation (e.g. pure heave of an
     underactuated body: the Jacobian is singular there by symmetry), the identical problem is solved by IPOPT
@@ -189,14 +190,18 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance:
 def _warm_start(kind: str, cond: DMOCConditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
                 log) -> tuple | None:
     """Newton's output from the warm start ``kind`` (``dmoc_continuation``): 'newton-coarse' from the solution at
-    N/2, 'newton-continuation' along the relaxed-body homotopy; None if it broke off."""
+    N/2, 'newton-split' (held inputs) from the solution with split inputs, 'newton-continuation' along the
+    relaxed-body homotopy; None if it broke off or does not apply."""
     if kind == "newton-coarse":
-        return coarse_solve(cond, _coarse_dmoc, tol, max_iterations, lm, stats, log)
+        return coarse_solve(cond, _unchecked_dmoc, tol, max_iterations, lm, stats, log)
+    if kind == "newton-split":
+        return split_solve(cond, _unchecked_dmoc, tol, max_iterations, lm, stats, log)
     return continuation_solve(cond, tol, lm, stats, log)
 
 
-def _coarse_dmoc(prob: DMOCProblem, tol: float, max_iterations: int, lm: bool) -> DMOCResult:
-    """Newton/LM and the warm starts on a coarser copy of a problem (``coarse_solve``): no IPOPT, no check."""
+def _unchecked_dmoc(prob: DMOCProblem, tol: float, max_iterations: int, lm: bool) -> DMOCResult:
+    """Newton/LM and the warm starts on a variant of a problem (a coarser level, split inputs): no IPOPT, no
+    check (``coarse_solve``, ``split_solve``)."""
     return solve_dmoc(prob, tolerance=tol, max_iterations=max_iterations, lm=lm, fallback=None, check=False)
 
 

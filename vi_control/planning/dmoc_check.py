@@ -1,7 +1,7 @@
 """Second-order check of a DMOC solution: is the point Newton found a strict local minimum, or only stationary?
 
-Algorithm 5.2 of seed 002 (§5) solves the discrete *necessary* conditions (31) by Newton; saddle points of the
-discrete problem satisfy them too (issue 35: a vehicle maneuver whose Newton point had 11 negative reduced
+Algorithm 5.2 of Jimenez2013 (§5) solves the discrete *necessary* conditions (31) by Newton; saddle points of the
+discrete problem satisfy them too (e.g. a vehicle maneuver whose Newton point had 11 negative reduced
 curvatures and a cost 34 % above a nearby minimum). The check works on the same discrete problem written as a
 nonlinear program, ``dmoc_nlp.transcription`` (min f(w) s.t. c(w) = 0, w = (ξ, ν, g, u)): at Newton's point w*
 

@@ -1,4 +1,4 @@
-"""Newton with Levenberg–Marquardt on DMOC's necessary conditions (seed 002 Alg. 5.2, §5): ``planning.dmoc``'s
+"""Newton with Levenberg–Marquardt on DMOC's necessary conditions (Jimenez2013, Alg. 5.2, §5): ``planning.dmoc``'s
 solver loop, over a ``DMOCConditions`` (the conditions (31) and their sparse Jacobian), in the units of a unit body."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ variables ξ_k, ν_1…ν_{N−1}, g_1…g_{N−1}, u_k^± (``inputs='hold'``: o
   Newton fails from the guess: IPOPT's point, polished by Newton on conditions (31));
 - ``bounds``: u_min ≤ u ≤ u_max; IPOPT's infeasibility verdict is how a goal unreachable under the thruster or
   torque limits is told apart from a hard solve;
-- ``cost='l1'``: seed 002 §6.2, ∫‖u‖₁ dt ≈ (h/2)Σ(‖u_k⁻‖₁ + ‖u_k⁺‖₁) with u = u_pos − u_neg, u_pos, u_neg ≥ 0
+- ``cost='l1'``: Jimenez2013, §6.2, ∫‖u‖₁ dt ≈ (h/2)Σ(‖u_k⁻‖₁ + ‖u_k⁺‖₁) with u = u_pos − u_neg, u_pos, u_neg ≥ 0
   (a smooth program whose optimum switches inside a step: bang-off-bang).
 """
 
@@ -35,6 +35,10 @@ __all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "
 
 @dataclass
 class IpoptResult(SolverResult):
+    """What ``solve_ipopt`` and ``solve_l1`` return: the discrete trajectory (ξ_k, ν_k), the inputs u_k⁻, u_k⁺ and
+    their multipliers y_k⁻, y_k⁺ (Jimenez2013, Alg. 5.2 written as an NLP), the cost, IPOPT's iterations and
+    status, and the CPU seconds of the solve and of building the problem."""
+
     xi: np.ndarray  # (N, n)
     nu: np.ndarray  # (N+1, n)
     u_minus: np.ndarray  # (N, m)
@@ -251,7 +255,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
 
 def solve_l1(prob: DMOCProblem, bounds: np.ndarray | None = None, xi_guess: np.ndarray | None = None,
              tolerance: float = 1e-10, max_iterations: int = 500, *, tol: float | None = None) -> IpoptResult:
-    """L1 control (seed 002 §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
+    """L1 control (Jimenez2013, §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
     ``bounds_i`` (default the body's effort limits; an infinite limit leaves u_i free), u_k⁻ and u_k⁺
     separate with ``inputs='split'`` so the control can switch inside a step: ``solve_ipopt(prob, cost='l1')``."""
     tolerance = renamed_keyword("solve_l1", "tol", tol, "tolerance", tolerance)

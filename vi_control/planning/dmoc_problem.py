@@ -1,4 +1,4 @@
-"""The DMOC problem of seed 002 §5 (Algorithm 5.2) and its discrete necessary conditions (31), shared by every
+"""The DMOC problem of Jimenez2013, §5 (Algorithm 5.2) and its discrete necessary conditions (31), shared by every
 solver of it: Newton/LM (``dmoc_newton``, driven by ``dmoc.solve_dmoc``), its warm starts (``dmoc_continuation``),
 IPOPT (``dmoc_nlp``) and the second-order check (``dmoc_check``). The equations are in ``dmoc``'s docstring."""
 
@@ -28,7 +28,7 @@ class DMOCError(RuntimeError):
 
 def input_split(B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(B⁺, N_B): the pseudo-inverse giving u from a body wrench, and an orthonormal basis of the wrenches no
-    input can produce (null space of Bᵀ; the unactuated directions e_σ of seed 002 §4.2)."""
+    input can produce (null space of Bᵀ; the unactuated directions e_σ of Jimenez2013, §4.2)."""
     U, s, _ = np.linalg.svd(B)
     rank = int((s > 1e-12 * max(1.0, s.max(initial=0.0))).sum())
     return np.linalg.pinv(B), U[:, rank:]
@@ -57,7 +57,7 @@ class DMOCProblem:
             raise ValueError(f"duration must be positive and finite, got {self.duration!r}")
         if self.body.has_restoring_wrench:
             raise DMOCError("dmoc: the body feels a configuration-dependent wrench (net weight, or buoyancy off the "
-                            "centre of mass); Algorithm 5.2's conditions (31) assume forces f(ξ, u) only (seed 002 "
+                            "centre of mass); Algorithm 5.2's conditions (31) assume forces f(ξ, u) only (Jimenez2013 "
                             "§5.2 would add g_k-terms): trim the body (buoyancy = weight at the centre of mass)")
         G = get_group(self.body.group)
         for name in ("g0", "gT"):

@@ -1,5 +1,5 @@
 """Receding-horizon control (MPC) on the exact VI model: the task re-planned every ``period`` from the latest state,
-warm-started from the plan being executed, each new plan with its TV-LQR gains (seed 000 eq. 36) for the time until
+warm-started from the plan being executed, each new plan with its TV-LQR gains (Johnson2015, eq. 36) for the time until
 the next one.
 
 A cycle plans the task's window that starts where the executing plan has got to: the task's reference from its

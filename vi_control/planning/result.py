@@ -1,5 +1,5 @@
 """What every solver's result shows, whatever the solver: ``OptimizerResult`` (ddp, ilqr, gradient, projection,
-collocation, augmented Lagrangian), ``DMOCResult`` (Newton on seed 002's conditions) and ``IpoptResult`` share it."""
+collocation, augmented Lagrangian), ``DMOCResult`` (Newton on Jimenez2013's conditions) and ``IpoptResult`` share it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Shared pieces of the shooting solvers: the result record, rollouts of a discrete system, box bounds.
 
 The dynamics model is any ``Linearizable`` discrete system (x_{k+1} = f(x_k, u_k), e.g. the midpoint VI of
-seed 000 eq. 2) with its exact derivatives from vi_control.linearization; the cost is a
+Johnson2015, eq. 2) with its exact derivatives from vi_control.linearization; the cost is a
 QuadraticTrackingCost; solvers are separate (ddp.py, gradient.py) — the split of Crocoddyl (action model /
 cost / solver).
 """

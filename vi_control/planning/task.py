@@ -1,6 +1,6 @@
 """Planning tasks as validated YAML: the schema (``load_task`` → ``Task``). Running one is planning.pipeline.
 
-Schema (every key is checked; errors name the key) — see docs/planner.md for the full table::
+Schema (every key is checked; errors name the key) — see docs/concepts/planner.md for the full table::
 
     name: pendulum_swingup
     model: pendulum                  # anything model.ModelSpec.parse takes: bundled name | erd:panda
@@ -50,8 +50,8 @@ MAX_ITERATIONS = 10_000  # optimizer iterations
 MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
 MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
 # Collocation sizes: the transcription holds a dense (nodes × nodes) differentiation matrix per interval and a CasADi
-# expression graph per point; beyond these it would exhaust memory long before IPOPT starts (docs/collocation.md
-# uses 15…30 nodes, the h-p gaits a few hundred points).
+# expression graph per point; beyond these it would exhaust memory long before IPOPT starts
+# (docs/concepts/collocation.md uses 15…30 nodes, the h-p gaits a few hundred points).
 MAX_COLLOCATION_NODES = 200  # Gauss points per interval
 MAX_COLLOCATION_POINTS = 10_000  # nodes × intervals
 # optimizer keys that only the shooting methods with a terminal constraint read (planning.augmented)
@@ -421,9 +421,9 @@ def _check_final_time(given: dict, out: dict, horizon_time: float, default_t_min
                         f"{t_guess:g}")
 
 
-# Options of the ``collocation`` block (``nodes`` is required): see docs/collocation.md.
+# Options of the ``collocation`` block (``nodes`` is required): see docs/concepts/collocation.md.
 COLLOCATION_DEFAULTS = {
-    "intervals": 1,              # K equal intervals (1: one global polynomial, seed 004; > 1: h-p)
+    "intervals": 1,              # K equal intervals (1: one global polynomial, MorenoMartin2022; > 1: h-p)
     "final_time": "fixed",       # fixed: t_f = horizon·dt; free: t_f ∈ [t_min, horizon·dt]
     "cost": "effort",            # effort: ∫uᵀu dt (× effort_weight); time: minimum t_f (free final time)
     "effort_weight": 1.0,

@@ -1,4 +1,4 @@
-"""Plan hand-over on a running clock, run after run (issue 12 item 2): the test and benchmarks/bench_ros.py.
+"""Plan hand-over on a running clock, run after run: the test and benchmarks/bench_ros.py.
 
 A real-time simulator (Δt = 50 ms, a 15 N·m pendulum) publishes /clock; planner and controller run on it. Per
 run: the controller is deactivated (zero torque), the pendulum reset to rest at the bottom, the controller

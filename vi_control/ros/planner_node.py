@@ -31,7 +31,7 @@ new plan is skipped. Otherwise the robot is held where it was measured, and the 
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state comes from ``odom`` (nav_msgs/Odometry), a goal
 pose from ``~/goal`` (geometry_msgs/PoseStamped in ``odom_frame``; or the ``goal`` parameter at start-up) starts a
-DMOC plan to rest there (``planning.vehicle.plan_maneuver``: seed 002 Algorithm 5.2, TV-LQR on the Lie algebra),
+DMOC plan to rest there (``planning.vehicle.plan_maneuver``: Jimenez2013, Algorithm 5.2, TV-LQR on the Lie algebra),
 published on the same ``~/plan`` and drawn on ``~/path`` (nav_msgs/Path). A goal that cannot be reached (actuator
 limits, an unactuated direction, a malformed pose) is refused with its reason: the controller keeps its plan.
 

@@ -11,7 +11,7 @@ possible with ``max_speed``) and 'lockstep' (one step per received command). A l
 inactive = paused (no steps, no clock, commands ignored). For a mobile model also ``odom`` (nav_msgs/Odometry
 of ``odometry_link`` in ``odom_frame``).
 
-Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (seed 002) steps the
+Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (Jimenez2013) steps the
 body, thruster efforts arrive on the same command topic, and the state goes out as ``nav_msgs/Odometry`` on
 ``odom`` (pose, body twist: the whole state) instead of joint states.
 
@@ -70,7 +70,8 @@ class SimulatorNode(ManagedNode):
             integrator = p["integrator"]
             if integrator == "midpoint" and self.robot.n_nonholonomic:  # (which refuses such a model)
                 integrator = "gni"
-                self.get_logger().info(f"{self.robot.name} has nonholonomic constraints: integrator gni (seed 003)")
+                self.get_logger().info(f"{self.robot.name} has nonholonomic constraints: integrator gni "
+                                       "(Kobilarov2010)")
             self.vi = make_integrator(integrator, self.robot, float(p["dt"]))
         self.stops = JointStops(self.vi) if p["joint_stops"] and type(self.vi) is MidpointVI else None
         if p["joint_stops"] and self.stops is None and not self.vehicle:
@@ -212,7 +213,7 @@ class SimulatorNode(ManagedNode):
         return q0
 
     def _allowed_velocity(self, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
-        """v0, or its projection 𝒫(q0)v0 onto the constraints (seed 003 eq. 12) with a warning; ValueError with
+        """v0, or its projection 𝒫(q0)v0 onto the constraints (Kobilarov2010, eq. 12) with a warning; ValueError with
         on_constraint_violation = 'raise'."""
         vi = self.vi
         viol = vi.velocity_violation(q0, v0)
@@ -354,7 +355,7 @@ class SimulatorNode(ManagedNode):
         q = self.x[: vi.nq]
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
         # q̇_k = M⁻¹(p_k + (Δt/2)Sτ_g(q_k)) (tracking.wire_velocity): 0 for a pendulum held still, as a real joint
-        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/ros.md).
+        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/concepts/ros.md).
         msg.velocity = wire_velocity(vi, self.x).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]

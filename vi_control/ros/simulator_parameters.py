@@ -1,4 +1,4 @@
-"""The simulator node's parameters (``ros__parameters`` of ``vi_simulator``; docs/ros.md's table is generated from
+"""The simulator node's parameters (``ros__parameters`` of ``vi_simulator``; the docs' parameter table is generated from
 ``PARAMETERS``, vi_control.ros.param_docs).
 
 Declared, type-checked and range-checked by ``common.declare_parameters``; those marked live take effect while the

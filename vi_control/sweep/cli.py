@@ -1,4 +1,4 @@
-"""``vi_sweep``: robustness sweeps and plan libraries from the command line (docs/sweep.md).
+"""``vi_sweep``: robustness sweeps and plan libraries from the command line (docs/concepts/sweep.md).
 
     vi_sweep robustness --task task_pendulum_swingup --config sweep.yaml --out out/sweep
     vi_sweep robustness --plan plan.npz --model pendulum --config sweep.yaml --out out/sweep
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plan", help="a saved plan (.npz); planned from --task if absent")
     r.add_argument("--model", help="the plan's model (bundled name, erd:<name>, URDF path); default: the task's "
                                    "or the plan's model name")
-    r.add_argument("--config", help="perturbation YAML (docs/sweep.md); default: no perturbation")
+    r.add_argument("--config", help="perturbation YAML (docs/concepts/sweep.md); default: no perturbation")
     r.add_argument("--samples", type=int, default=None, help="override the config's samples")
     r.add_argument("--seed", type=int, default=None, help="override the config's seed")
     r.add_argument("--no-plot", action="store_true")

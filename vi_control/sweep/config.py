@@ -15,7 +15,7 @@ Robustness::
       tolerance: 0.05              # success: ‖q_N+hold − q_goal‖∞ below this (continuous joints mod 2π)
       hold_time: 2.0               # seconds under the hold gain after the plan before judging
       clamp: true                  # clamp commands to the model's effort limits
-    plant: auto                    # auto | compiled | vm: how perturbed plants evaluate (docs/sweep.md)
+    plant: auto                    # auto | compiled | vm: how perturbed plants evaluate (docs/concepts/sweep.md)
 
 Library::
 
@@ -191,7 +191,7 @@ class RobustnessConfig:
     def compile_plants(self) -> bool:
         """Whether perturbed plants run generated C: 'auto' compiles only a model shared by every sample
         (one gcc build, cached per node); a model drawn per sample runs on CasADi's VM, since one gcc
-        build (0.6 s pendulum, 4 s panda) costs more than the whole rollout on the VM (docs/sweep.md)."""
+        build (0.6 s pendulum, 4 s panda) costs more than the whole rollout on the VM (docs/concepts/sweep.md)."""
         return self.plant == "compiled" or (self.plant == "auto" and not self.model_varies)
 
     def to_dict(self) -> dict:

@@ -5,9 +5,9 @@ worker process builds the discrete systems it needs once and keeps them (``cache
 C behind a model comes from the on-disk compile cache (``VI_CONTROL_CACHE``, default ~/.cache/vi_control),
 shared by every worker of a node. Nothing here imports ROS.
 
-The closed loop is the one the ROS nodes run (seed 000 §VIII): the plant (the midpoint VI of the perturbed
+The closed loop is the one the ROS nodes run (Johnson2015, §VIII): the plant (the midpoint VI of the perturbed
 model) is measured as positions with Gaussian noise; the controller forms the discrete state from the last
-two measured configurations with its own — nominal — model (``StateEstimator``, seed 000 eq. 1b) and
+two measured configurations with its own — nominal — model (``StateEstimator``, Johnson2015, eq. 1b) and
 commands u = U_k + K_k (X_k ⊖ x̂) clamped to the effort limits (``TrackingController``, eq. 37), then holds
 X_N with the DLQR gain; the actuator applies gain × u.
 """
@@ -76,7 +76,7 @@ def cached_system(spec: ModelSpec, dt: float, mass_scale: float = 1.0, damping: 
 
 def start_pair(vi: MidpointVI, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The configuration pair (q_{−1}, q_0) whose discrete Legendre transform D₂L_d(q_{−1}, q_0) is x0's
-    momentum (seed 000 eq. 1b): how the robot was moving when the plan starts, in configurations."""
+    momentum (Johnson2015, eq. 1b): how the robot was moving when the plan starts, in configurations."""
     nq = vi.nq
     q0, p0 = np.asarray(x0[:nq], float), np.asarray(x0[nq:], float)
     d = vi.idx_d

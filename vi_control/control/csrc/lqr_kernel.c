@@ -7,7 +7,7 @@
 #endif
 
 /* ---------------------------------------------------------------------------------------------------------
- * Time-varying LQR gains along the planned trajectory (control.lqr.tv_lqr, seed 000 eq. 36, same formulas):
+ * Time-varying LQR gains along the planned trajectory (control.lqr.tv_lqr, Johnson2015, eq. 36, same formulas):
  * K_k = [R + B'P B]^-1 B'P A by LU of the symmetrized matrix, P_k = Q + (A - BK)'P(A - BK) + K'RK, symmetrized.
  * sizes = (N, nx, nu); a: A (N, nx, nx), B (N, nx, nu), Q (nx, nx), R (nu, nu), Qf (nx, nx) | K (N, nu, nx),
  * P (N+1, nx, nx), scratch (5 nx^2 + 2 nx nu + 2 nu^2), pivots (nu). Returns 0, or 1 if R + B'PB is singular. */

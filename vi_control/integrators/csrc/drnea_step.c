@@ -1,4 +1,4 @@
-/* vi_control: compiled step of the linear-time variational integrator (seed 001), our own code.
+/* vi_control: compiled step of the linear-time variational integrator (Lee2016), our own code.
  * DRNEA (Alg. 2), RIQN (Alg. 3, eq. 25), exact Newton with the Jacobian by subtree sums or by Alg. 4 as
  * printed. Loaded and documented by vi_control/integrators/drnea_c.py, which compiles this file once per
  * source hash. */
@@ -301,7 +301,7 @@ static void ad_apply(const double* xi, const double* y, double* o) {
   cross3(xi, y, a); cross3(xi+3, y, b); cross3(xi, y+3, d);
   for (int r = 0; r < 3; r++) { o[r] = a[r]; o[3+r] = b[r] + d[r]; }
 }
-/* Seed 001 Alg. 4 as printed (drnea.drnea_derivative_recursive): column j of ∂f/∂q_{k+1} by one forward
+/* Lee2016, Alg. 4 as printed (drnea.drnea_derivative_recursive): column j of ∂f/∂q_{k+1} by one forward
    pass (lines 3-5: ∂ΔT_i, ∂ξ_i = dlog_ξ(∂ΔT ΔT⁻¹)) and one backward pass (lines 8-10: ∂μ_i by the tangent of
    the Horner evaluation of dlogᵀ_ξ Gξ, ∂F_i, S_iᵀ ∂F_i); O(n) per column, O(n²) in all. Both passes run
    over every body as printed (lines 2 and 7, i = 1 → n), zero tangents outside j's subtree included; the

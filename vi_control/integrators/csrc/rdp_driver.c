@@ -1,4 +1,4 @@
-/* ---- vi_control: the reduced d'Alembert–Pontryagin integrator's steps (seed 003 eqs. 27–28) in one call ----
+/* ---- vi_control: the reduced d'Alembert–Pontryagin integrator's steps (Kobilarov2010, eqs. 27–28) in one call ----
  * Step k: Newton on z = (u_k, s_k) with the generated rdp_residual (R and its exact Jacobian, eq. 27) from the
  * previous step's z, stopping when |R|inf <= tol (p1 + |(pi+_k, mu+_k)|inf); then rdp_update gives
  * (g_{k+1}, r_{k+1}, pi+_{k+1}, mu+_{k+1}, xi_k) (eq. 28). The Python loop of ReducedDAlembertPontryagin.simulate

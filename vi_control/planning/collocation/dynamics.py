@@ -1,4 +1,5 @@
-"""The continuous second-order dynamics q̈ = g(q, q̇, u) of a RobotModel, from the symbolic tree (seed 004 eq. 2).
+"""The continuous second-order dynamics q̈ = g(q, q̇, u) of a RobotModel, from the symbolic tree
+(MorenoMartin2022, eq. 2).
 
 Euler–Lagrange equations of L = T(q, v) − V(q) (``mechanics.symbolic``), with the joint damping c and the actuated
 joints' torques u entering through the selection matrix B:
@@ -25,7 +26,7 @@ class SecondOrderDynamics:
 
     ``explicit(q, v, u)`` / ``implicit(q, v, a, u, lam)`` return SX expressions for any SX arguments (the
     transcriptions call them node by node); ``acceleration(Q, V, U)`` evaluates g numerically on stacks of
-    samples (the error metrics of seed 004 eqs. 17–21).
+    samples (the error metrics of MorenoMartin2022, eqs. 17–21).
     """
 
     def __init__(self, robot: RobotModel):

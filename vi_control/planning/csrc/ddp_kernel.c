@@ -1,17 +1,17 @@
 /* ---- vi_control: whole-horizon DDP stages in C (vi_control.planning.compiled) ----
  * One call per pass over all N stages of a trajectory, for a discrete system whose step is the implicit map
- * R(y, z) = 0, x_{k+1} = O(y, z) (seed 000 eqs. 2, 28) solved by the generated Newton driver:
+ * R(y, z) = 0, x_{k+1} = O(y, z) (Johnson2015, eqs. 2, 28) solved by the generated Newton driver:
  *   vi_plan_rollout    closed-loop rollout u_k = clip(U_k + K_k (x_k - X_k)), one Newton step per stage
  *                      (chord Newton re-solved by exact Newton when it does not converge, as MidpointVI.solve);
- *   vi_plan_linearize  A_k, B_k by the implicit-function theorem (seed 000 eqs. 8-15, 29-30), LU of R_y kept;
+ *   vi_plan_linearize  A_k, B_k by the implicit-function theorem (Johnson2015, eqs. 8-15, 29-30), LU of R_y kept;
  *   vi_plan_backward   the DDP backward pass of planning/ddp.py (_backward): Riccati recursion with the
- *                      second-order terms V'_x . d2f (seed 000 eqs. 16-27 as a covector contraction), Tassa's
+ *                      second-order terms V'_x . d2f (Johnson2015, eqs. 16-27 as a covector contraction), Tassa's
  *                      regularization V'_xx + mu I, and the box QP of the input bounds by projected Newton.
  * The model's functions are called through pointers (the generated 'linearize' and 'hessian' CasADi functions and
  * vi_newton_step of the model's own library), so this library is the same for every model and compiled once.
  * Storage: trajectories, A, B, gains and cost derivatives row-major (numpy); CasADi outputs, LU factors and
  * dy/dz column-major (as generated). Every operation is the numpy path's, in the same order where it decides
- * a branch; the results agree with it to round-off (test/test_planning_compiled.py). */
+ * a branch; the results agree with it to round-off (test/planning/test_planning_compiled.py). */
 /* The dense helpers (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) come from dense_lu.c, prepended. */
 #include <math.h>
 
@@ -223,7 +223,7 @@ static void vi_mirror(double* Z, long long n) {
  * Linearization along the trajectory. a: X, U, Y | A (N, nx, nx), B (N, nx, nu), rcond (N: of the equilibrated
  * R_y with constraints, vi_factor), LU of R_y (N, ny, ny),
  * pivots (N, ny), dy/dz (N, ny, nz), O_y (N, nx, ny), info (stage, rcond). Returns 0, or 1 where R_y is singular
- * to rcond_min (linearize raises SingularityError there: the map has no derivative, seed 000 §VII). */
+ * to rcond_min (linearize raises SingularityError there: the map has no derivative, Johnson2015, §VII). */
 int vi_plan_linearize(void** c, void** a) {
   vi_plan_ctx m = vi_plan_unpack(c);
   const long long N = m.N, nx = m.nx, nu = m.nu, ny = m.ny, nz = m.nz;
@@ -408,7 +408,7 @@ int vi_plan_backward(void** c, void** a) {
     vi_mm(B, VA, Qux, nu, nx, nx, 1, 0);
     vi_mm(B, VB, Quu, nu, nx, nu, 1, 0);
     for (long long i = 0; i < nu * nu; i++) Quu[i] = Wu[i] + Quu[i];
-    if (second) { /* + V'_x . d2f = T' (V'_x' d2O + mu' d2R) T, R_y' mu = -O_y' V'_x (seed 000 eqs. 16-27) */
+    if (second) { /* + V'_x . d2f = T' (V'_x' d2O + mu' d2R) T, R_y' mu = -O_y' V'_x (Johnson2015, eqs. 16-27) */
       const double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
       for (long long j = 0; j < ny; j++) {
         double s = 0.0;
