@@ -17,6 +17,7 @@ from vi_control.planning.dmoc import DMOCError
 from vi_control.planning.vehicle import (
     GoalUnreachableError,
     maneuver_settings,
+    maneuver_timing,
     maneuvers,
     plan_maneuver,
     pose_from_spec,
@@ -91,6 +92,41 @@ def test_goal_unreachable_under_the_thruster_limits_is_named(vi):
     assert np.abs(plan.U).max() <= 0.1 + 1e-9  # ... the bounded re-solve is not
     Xs, _ = vi_weak.simulate(plan.X[0], plan.U)
     assert _pose_error(vi_weak, plan.X[-1], Xs[-1]) <= 1e-6
+
+
+def test_the_bounded_re_solve_is_checked_with_its_active_bounds():
+    """The maneuver re-solved under the thruster limits (IPOPT with bounds) is checked like every DMOC answer, with
+    the inputs at their limits held: a verified minimum whose bound multipliers push against the limits. The same
+    point checked as if unbounded is not even stationary (the cost would fall by raising the clipped thrusts), so
+    the bounds are what make it a minimum; and a limit moved off the point (10 % looser) frees those inputs: no
+    longer stationary either; a limit looser by half the tolerance still holds them (at the boundary of
+    ``ACTIVE_RTOL``)."""
+    from vi_control.planning.dmoc import DMOCProblem
+    from vi_control.planning.dmoc_check import ACTIVE_RTOL, second_order_check
+    from vi_control.planning.dmoc_nlp import solve_ipopt
+
+    weak = load_rigid_body(dict(_vehicle_yaml(), thruster_layout=dict(type="seed002_uuv", c=0.1, d=0.1,
+                                                                        limit=0.1)))
+    vi_weak = make_integrator("lie_group", weak, SETTINGS.dt)
+    near = pose_from_spec({"position": [0.5, 0.2, 0.0], "rpy_deg": [0.0, 0.0, 20.0]}, "SE3")
+    plan, res = plan_maneuver(vi_weak, near)
+    chk = res.bounded_check
+    assert chk is not None and chk.minimum and plan.converged, str(chk)
+    assert chk.active_bounds > 0 and chk.wrong_sign_bounds == 0 and chk.kkt_inertia is not None
+    lim = weak.effort_limits
+    st = maneuver_timing(maneuver_settings(weak), vi_weak.dt, None, None)
+    prob = DMOCProblem(weak, np.eye(4), near, st.horizon, st.duration, st.retraction, inputs="hold")
+    g = np.array([vi_weak.pose(x) for x in plan.X])
+    bounded = solve_ipopt(prob, bounds=lim, xi_guess=res.xi)
+    args = (prob, bounded.xi, bounded.nu, g, bounded.u_minus, bounded.u_plus)
+    again = second_order_check(*args, bounds=lim)
+    assert again.minimum and again.active_bounds == chk.active_bounds
+    unbounded = second_order_check(*args)
+    assert not unbounded.minimum and unbounded.stationarity > 1e-3
+    looser = second_order_check(*args, bounds=lim * (1 + 10 * ACTIVE_RTOL))
+    assert looser.active_bounds == 0 and not looser.minimum
+    inside = second_order_check(*args, bounds=lim * (1 + 0.5 * ACTIVE_RTOL))
+    assert inside.active_bounds == chk.active_bounds and inside.minimum
 
 
 def test_a_goal_along_the_unactuated_axis_is_refused_with_the_cause(vi):

@@ -88,6 +88,8 @@ class DMOCResult(SolverResult):
     check: SecondOrderCheck | None = None  # the second-order check at the answer (None: not stationary, or skipped)
     rejected: list[str] = field(default_factory=list)  # the stationary points rejected on the way (saddles)
     check_time: float = 0.0  # CPU seconds of the second-order checks
+    # plan_maneuver's re-solve under the actuator limits, checked with its active bounds (None: not re-solved)
+    bounded_check: SecondOrderCheck | None = None
 
     @property
     def status(self) -> str:
