@@ -85,6 +85,28 @@ def test_a_plan_waits_for_its_start_then_commands_the_law(runner, upright):
     assert k == 7 and np.allclose(u, _law(upright, 7, x), rtol=0, atol=1e-12)
 
 
+def test_a_plan_that_starts_after_the_waiting_one_follows_it_and_a_halfway_tick_enters_the_later_step(runner,
+                                                                                                          upright):
+    """Two plans queued before the first has started (MPC: a cycle's plan arrives before the last cycle's starts):
+    each is entered at its own start, not the later instead of the earlier; one that starts no later than the plan
+    waiting replaces it; the earlier delivered again after the later is not new. A tick exactly halfway between two
+    steps (t₀ − Δt/2 of a plan) runs the later step, in the law's index as in the entry of a plan starting there."""
+    dt = upright.dt
+    later = upright.shifted(1.0 + 5 * dt)
+    runner.queue(1, upright, False)
+    runner.queue(2, later, False)
+    assert runner.pending[0] == 1 and [f[0] for f in runner.following] == [2]
+    assert not runner.admit(1, upright, DT_RANGE) and not runner.log.throttled  # plan 1 delivered again: not new
+    assert runner.command(1.0, X_UP)[0] == 0 and runner.active_seq == 1
+    assert runner.command(1.0 + 4 * dt, X_UP)[0] == 4 and runner.active_seq == 1
+    assert runner.law.index(1.0 + 4.5 * dt) == 5  # halfway: the later step
+    assert runner.command(1.0 + 4.5 * dt, X_UP)[0] == 0 and runner.active_seq == 2  # entered at t₀ − Δt/2
+    runner.queue(3, upright.shifted(2.0), False)
+    runner.queue(4, upright.shifted(3.0), False)
+    runner.queue(5, upright.shifted(2.0 + 0.4 * dt), False)  # the same step as plan 3: replaces it and plan 4
+    assert runner.pending[0] == 5 and runner.following == []
+
+
 def test_start_on_receipt_and_late_plans(runner, upright):
     runner.queue(1, upright, True)  # starts with the next state, whatever its stamp says
     assert runner.command(5.0, X_UP)[0] == 0 and runner.law.plan.times[0] == 5.0

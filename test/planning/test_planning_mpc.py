@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import vi_control as vc
+from vi_control.control.runner import PlanRunner
 from vi_control.control.tracking import tracking_law
 from vi_control.integrators import make_integrator
 from vi_control.planning import load_task
@@ -92,3 +93,56 @@ def test_mpc_ends_nearer_the_goal_than_one_plan_on_a_heavier_panda(panda):
 
     tvlqr, mpc = final_error(False), final_error(True)
     assert mpc < 0.75 * tvlqr, (mpc, tvlqr)
+
+
+class _Quiet:
+    def info(self, _m):
+        pass
+
+    def warning(self, _m):
+        pass
+
+
+def test_the_command_does_not_jump_when_the_controller_switches_plans(panda):
+    """Many switches through the controller's PlanRunner (control.runner): the heavier panda run by the runner at
+    Δt, an MPC cycle every 0.1 s from the state predicted one step ahead under the executing law (the solve's lead),
+    each new plan queued for that start and entered there by the runner. At every switch the new law's command at the
+    switch's time and state equals the old law's (the cycle's step 0 is the executing law's own step: planning.mpc),
+    and for states nearby too — so the command's change across a switch is the old law's own change between steps,
+    never more than the largest change between steps within one plan (a new plan's own U_0 from the true state
+    differs from the executing law there by up to 4.9 N·m on this run, where the law's step changes are ≤ 4.7)."""
+    task, vi = panda
+    plant = make_integrator("midpoint", vc.load_robot("erd:panda", mass_scale=1.2), task.dt)
+    settings = dict(accept_unconverged=False, gain_scale=1.0, retime_tolerance=0.0, path_tolerance=0.0,
+                    goal_tolerance=0.0, goal_time_tolerance=0.5, safe_mode="damping", safe_damping=1.0)
+    runner = PlanRunner(vi.robot, vi, settings, False, vi.robot.joint_names, vi.idx_act, _Quiet(),
+                        lambda *a, **k: None)
+    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, shrinking=True, min_horizon=4, max_iterations=10))
+    first = m.start(t0=0.0).plan
+    runner.queue(0, first, False)
+    rng = np.random.default_rng(0)
+    x, commands, seqs, same = first.X[0].copy(), [], [], []
+    for k in range(60):
+        t = k * vi.dt
+        if k % m.steps_per_cycle == 1:
+            law = runner.law
+            x_lead = vi.step(x, law.command(law.index(t), x)[0])
+            cyc = m.cycle(t + vi.dt, x_lead, runner.active_plan)
+            if cyc.accepted:
+                runner.queue(k, cyc.plan, False)
+        old = runner.law
+        _, u = runner.command(t, x)
+        if old is not None and runner.law is not old:  # a switch: both laws at this time, here and nearby
+            for dx in [np.zeros(vi.nx)] + [1e-2 * rng.standard_normal(vi.nx) for _ in range(3)]:
+                u_new = runner.law.command(runner.law.index(t), x + dx)[0]
+                same.append(np.abs(u_new - old.command(old.index(t), x + dx)[0]).max())
+        commands.append(u)
+        seqs.append(runner.active_seq)
+        x = plant.step(x, u)
+    change = np.abs(np.diff(commands, axis=0)).max(axis=1)  # change[i - 1]: from tick i − 1 to tick i
+    switches = [i for i in range(1, len(seqs)) if seqs[i] != seqs[i - 1]]
+    within = max(change[i - 1] for i in range(1, len(seqs)) if i not in switches)
+    assert len(switches) >= 25 and len(same) == 4 * len(switches)
+    assert max(same) < 1e-9, max(same)
+    assert max(change[i - 1] for i in switches) <= within, (within, [change[i - 1] for i in switches])
+    assert np.abs(x[:7] - task.goal_q).max() < 0.045  # (one plan's TV-LQR ends 0.052 off: the previous test)

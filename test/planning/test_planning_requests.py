@@ -13,6 +13,7 @@ from benchmark_scripts import load_benchmark
 
 pytest.importorskip("trajectory_msgs")
 
+from vi_control.control.hold import holding_input  # noqa: E402
 from vi_control.control.intake import JointLimits  # noqa: E402
 from vi_control.planning import PlanningError, load_task, make_system, plan_task  # noqa: E402
 from vi_control.planning.errors import PlanLimitsError  # noqa: E402
@@ -83,10 +84,10 @@ def test_random_panda_requests_plan_within_the_controllers_limits(panda):
 @pytest.mark.parametrize("speed", [2e-8, 1e-3, 0.05, 0.2])
 def test_a_three_point_trajectory_plans_from_moving_noisy_starts(panda, speed):
     """Regression (issue 34): a 3-point JointTrajectory of 3 s failed from any start moving at ≥ 2e-8 rad/s ("the
-    initial guess cannot be simulated: step 52 of 70 failed"). The cause: the task's own guess (hold_start, the
-    start's gravity torque open loop) lets a moving arm drift and fall; a Δt = 50 ms step then fails. It still does
-    (asserted: the root cause is where it was), while the request's guess — its points tracked under TV-LQR — plans,
-    from each of 3 noisy starts moving in random directions."""
+    initial guess cannot be simulated: step 52 of 70 failed"). The cause: the start's gravity torque applied open
+    loop lets a moving arm drift and fall; a Δt = 50 ms step then fails (asserted). The request's guess — its points
+    tracked under TV-LQR — plans from each of 3 noisy starts moving in random directions, and so does the task's own
+    ``hold_start``, which holds the start with its DLQR hold gain in closed loop (pipeline.hold_start_guess)."""
     task, vi = panda
     q_start, q_goal = np.asarray(task.q0), np.asarray(task.goal_q)
     mid = 0.5 * (q_start + q_goal)
@@ -99,8 +100,11 @@ def test_a_three_point_trajectory_plans_from_moving_noisy_starts(panda, speed):
         _check_plan(vi, request, plan)
     if speed == 1e-3:
         reference = trajectory_reference(vi, x0, request.times, request.positions)
+        open_loop = np.tile(holding_input(vi, x0[:7])[0], (len(reference[1]), 1))
         with pytest.raises(PlanningError, match="the initial guess cannot be simulated"):
-            plan_task(vi, task, x0=x0, reference=reference)  # the open-loop hold_start guess
+            plan_task(vi, task, x0=x0, reference=reference, U0=open_loop)
+        _, result = plan_task(vi, task, x0=x0, reference=reference)  # hold_start: the start held in closed loop
+        assert result.converged, result
 
 
 @pytest.mark.parametrize("duration", [1.5, 2.0, 3.0])

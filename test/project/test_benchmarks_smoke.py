@@ -297,3 +297,29 @@ def test_requests_benchmark_smoke():
     assert summary["cpu_max"] >= summary["cpu_median"] >= summary["cpu_min"] > 0
     text = bench.table(summary)
     assert text.startswith("4 of 4 requests planned (task_panda_reach, seed 34)") and text.count("| yes |") == 4
+
+
+def test_mpc_benchmark_smoke():
+    """benchmarks/bench_mpc.py on 3 cycles of the bounded pendulum swing-up at 50 Hz: the task re-timed to Δt = 20 ms
+    over the same 10 s (N = 500, the step at 5 s), the cycle times ordered, every cycle accepted, the table's row."""
+    bench = load_benchmark("bench_mpc")
+    task = bench.retimed("pendulum_swingup_bounded", 50.0)
+    assert (task.dt, task.horizon, task.reference["step_index"]) == (0.02, 500, 250)
+    rows = bench.run(tasks=("pendulum_swingup_bounded",), rates=(50.0,), cycles=3, log=lambda s: None)
+    r = rows[0]
+    assert r["cycles"] == 3 and r["accepted"] == 3 and r["converged"]
+    assert r["max"] >= r["p99"] >= r["p50"] > 0 and r["cold"] > 0 and 0.0 <= r["within"] <= 1.0
+    assert "| pendulum_swingup_bounded | 50 Hz | 500 |" in bench.table(rows)
+
+
+def test_mpc_robustness_benchmark_smoke(tmp_path):
+    """benchmarks/bench_mpc_robustness.py on 2 samples of the pendulum sweep, serially: the three controllers on
+    the same samples, the oracle's feasible samples, the table's row and the figure."""
+    bench = load_benchmark("bench_mpc_robustness")
+    runs = bench.run_case("pendulum", 2, backend="serial", log=lambda s: None)
+    assert set(runs) == {"tvlqr", "mpc", "oracle"} and all(set(r) == {0, 1} for r in runs.values())
+    s = bench.summary(runs)
+    assert s["oracle"]["n"] == 2 and 0.0 <= s["mpc_of_feasible"] <= 1.0 and s["mpc_solve_p50"] > 0
+    assert "| pendulum | 2 |" in bench.table({"pendulum": s})
+    bench.plot({"pendulum": runs}, tmp_path / "f.png")
+    assert (tmp_path / "f.png").stat().st_size > 1000

@@ -23,6 +23,14 @@ from .lqr import dlqr
 from .plan import Plan
 
 
+def plan_step(t: float, t0: float, dt: float) -> int:
+    """The step of a plan starting at ``t0`` that runs at time ``t``: step k from t_k − Δt/2 to t_k + Δt/2, a time
+    exactly halfway (to 1e-9 Δt) in the later step. One rule for the law's index and the runner's entry of a new
+    plan (control.runner: at t₀ − Δt/2), so that a plan entered halfway between two steps of the executing one
+    takes over exactly where that plan's law steps (Python's round would keep half the ties in the earlier step)."""
+    return math.floor((t - t0) / dt + 0.5 + 1e-9)
+
+
 class TrackingController:
     """Feedback about a Plan: u_k = U_k + K_k (X_k ⊖ x); after the horizon U_final + K_final (X_N ⊖ x), plus
     ``hold_integral_gain`` k_i × z with z = Σ (q_N − q)_act Δt over the hold's steps (``actuated_q``: the
@@ -73,14 +81,24 @@ class TrackingController:
         return self.plan.horizon
 
     def index(self, t: float) -> int:
-        """Step index k of time t on the plan's grid (nearest sample; may exceed the horizon)."""
-        return max(0, int(round((t - self.plan.times[0]) / self.plan.dt)))
+        """Step index k of time t on the plan's grid (``plan_step``: the nearest sample, a half step up; may exceed
+        the horizon)."""
+        return max(0, plan_step(t, self.plan.times[0], self.plan.dt))
 
     def reference(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(X_k, U_k, K_k); for k ≥ N the final state with the equilibrium gain."""
         if k >= self.horizon:
             return self.plan.X[-1], self.U_final, self.K_final
         return self.plan.X[k], self.plan.U[k], self.plan.K[k]
+
+    def feedback(self, k: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(U_k + K_k (X_k ⊖ x), X_k ⊖ x): the law's input before the integral action and the effort clamp (a
+        re-plan that continues this law for one step starts from it: planning.mpc), and the error it acts on."""
+        x_ref, u_ref, K = self.reference(k)
+        e = self.state.diff(x, x_ref)
+        if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
+            e[self._wrap] = wrap_angle(e[self._wrap])
+        return u_ref + K @ e, e
 
     def command(self, k: int, x: np.ndarray) -> tuple[np.ndarray, bool]:
         """Input u for step k at measured state x, and whether the torque part was clamped.
@@ -93,11 +111,7 @@ class TrackingController:
         if x.shape != self.plan.X.shape[1:] or np.iscomplexobj(x) or not np.all(np.isfinite(x)):
             raise ValueError(f"command: the state must be {self.plan.X.shape[1]} finite real numbers, got "
                              f"{'shape ' + str(x.shape) if x.shape != self.plan.X.shape[1:] else 'NaN/inf or complex'}")
-        x_ref, u_ref, K = self.reference(k)
-        e = self.state.diff(x, x_ref)
-        if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
-            e[self._wrap] = wrap_angle(e[self._wrap])
-        u = u_ref + K @ e
+        u, e = self.feedback(k, x)
         if self.ki and k >= self.horizon:
             if k > self._integrated_k:  # once per step of the plan's grid (a faster timer repeats k)
                 self._integrated_k = k

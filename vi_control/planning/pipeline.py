@@ -207,8 +207,36 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
         W = tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
         return reference_feedback_guess(vi, x0, X_ref, U_ref, W, input_limits(task, vi))
     if task.initial_guess == "hold_start":
-        return np.tile(holding_input(vi, x0[: vi.nq])[0], (len(U_ref), 1))
+        return hold_start_guess(task, vi, x0, len(U_ref))
     return np.zeros_like(U_ref)  # "zero"
+
+
+def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np.ndarray:
+    """``initial_guess: hold_start``: the inputs (N, nu) of x0's configuration held from x0 — gravity compensation
+    u_eq(q_0) plus its DLQR hold gain (the task's ``hold`` weights, Johnson2015, eq. 36 at the fixed point) in a
+    closed-loop rollout, inputs within the task's limits. From rest that is u_eq(q_0) at every step; from a moving
+    start (a re-plan, an MPC cycle, an arm sagging under a hold) the open-loop u_eq(q_0) lets the arm fall away over
+    the horizon (the panda reach: a joint turning > π in a step, or a local optimum at 15 rad/s) where the held
+    rollout brakes it. The constant u_eq(q_0) where no hold gain exists at q_0 (a singular pose) or the rollout
+    fails."""
+    q0 = x0[: vi.nq]
+    u_eq, _ = holding_input(vi, q0)
+    nq = vi.nq
+    x_eq = equilibrium_state(vi, q0)
+    if np.abs(vi.state.diff(x0, x_eq)).max() <= 1e-12 * max(1.0, float(np.abs(x0).max())):
+        return np.tile(u_eq, (N, 1))  # at rest: the held rollout stays there (and costs a linearization)
+    try:
+        K, x_eq, u_eq = hold_gain(vi, q0, task.weight("Q", "hold", vi.nx, nq), task.weight("R", "hold", vi.nu, nq),
+                                  u_eq=u_eq, riccati=dlqr)
+        limits = input_limits(task, vi)
+        U, x = np.empty((N, vi.nu)), np.asarray(x0, float)
+        for k in range(N):
+            u = u_eq + K @ vi.state.diff(x, x_eq)
+            U[k] = u if limits is None else np.clip(u, -limits, limits)
+            x = vi.step(x, U[k])
+        return U
+    except (np.linalg.LinAlgError, ValueError, ArithmeticError, RuntimeError):
+        return np.tile(u_eq, (N, 1))
 
 
 def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None,

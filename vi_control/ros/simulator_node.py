@@ -145,6 +145,7 @@ class SimulatorNode(ManagedNode):
 
     def activate(self) -> None:
         self.last_command_time = time.monotonic()
+        self.commanded = False  # (brake_until_command: held until a valid command arrives)
         self.timing.window(self.k)  # (the paused time is no slow stepping)
         self._start_timer()
         self.publish_state()
@@ -260,12 +261,14 @@ class SimulatorNode(ManagedNode):
                       f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}")
         else:
             self.u = u[self.perm]
+            self.commanded = True
             self.timing.command(command_stamp(msg))
             tau, lim = self.u[: self.vi.n_torques], self.robot.effort_limits
             if np.any(np.abs(tau) > lim):  # an actuator saturates; it does not pass on any torque asked for
                 self.u[: self.vi.n_torques] = np.clip(tau, -lim, lim)
                 self.counts["saturated_commands"] += 1
                 self.warn("saturated", "command beyond the effort limits: saturated")
+            self.u[: self.vi.n_torques] *= float(self.p["actuator_gain"])  # (the torque the actuator delivers)
         self.last_command_time = time.monotonic()
         if self.lockstep:
             self.advance()
@@ -315,11 +318,14 @@ class SimulatorNode(ManagedNode):
         """One step under the current command, published; False if none was taken (end_time, a failed step)."""
         if self.ended():
             return False
-        try:
-            x_next = (self.stops or self.vi).step(self.x, self.u, step_index=self.k)
-        except (StepError, ValueError) as e:
-            self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
-            return False
+        if not self.commanded and self.p["brake_until_command"] and not self.lockstep:
+            x_next = self.x  # the brakes hold the joints where they are; the clock runs (a controller on it can start)
+        else:
+            try:
+                x_next = (self.stops or self.vi).step(self.x, self.u, step_index=self.k)
+            except (StepError, ValueError) as e:
+                self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
+                return False
         if self.stops is not None and self.stops.active:  # (the text is built only when the throttle logs it)
             self.warn("joint stop", lambda: f"at step {self.k + 1} held by its end stop: " + ", ".join(
                 f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active), level="info")

@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--config", help="perturbation YAML (docs/concepts/sweep.md); default: no perturbation")
     r.add_argument("--samples", type=int, default=None, help="override the config's samples")
     r.add_argument("--seed", type=int, default=None, help="override the config's seed")
+    r.add_argument("--controller", choices=("tvlqr", "mpc", "oracle"), default="tvlqr",
+                   help="tvlqr: the plan tracked by TV-LQR; mpc: the task re-planned every mpc.period (each cycle's "
+                        "solve time its delay); oracle: planned on each sample's true plant (infeasible samples)")
     r.add_argument("--no-plot", action="store_true")
     _common(r)
     lib = sub.add_parser("library", help="plan a task over a list or grid of goals; save every plan")
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             from .robustness import robustness_sweep
 
             res = robustness_sweep(args.task, args.config, plan=args.plan, model=args.model, samples=args.samples,
-                                   seed=args.seed, plot=not args.no_plot, **opts)
+                                   seed=args.seed, plot=not args.no_plot, controller=args.controller, **opts)
             print(summary_table(res.summary))
             st = res.stats
             print(f"[vi_sweep] {st.computed} rollouts run, {st.resumed} resumed; Ray start-up {st.startup_s:.1f} s, "

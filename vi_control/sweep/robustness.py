@@ -37,6 +37,9 @@ class RobustnessResult:
     plan: Plan
 
 
+CONTROLLERS = ("tvlqr", "mpc", "oracle")
+
+
 def plan_digest(plan: Plan) -> str:
     """Content hash of a plan's numbers (the results header ties a results file to one plan)."""
     h = hashlib.sha256()
@@ -129,25 +132,35 @@ def robustness_sweep(task: str | dict | Task | None = None, config: str | dict |
                      out_dir: str | Path | None = None, samples: int | None = None, seed: int | None = None,
                      backend: str = "ray", address: str | None = None, num_cpus: int | None = None,
                      max_retries: int = 3, progress: bool = True, plot: bool = True, log=print,
-                     on_result=None, sample_fn=robustness_sample) -> RobustnessResult:
+                     on_result=None, sample_fn=robustness_sample, controller: str = "tvlqr") -> RobustnessResult:
     """Sample the config's perturbations and run the plan's closed loop for each (module docstring).
+
+    ``controller``: 'tvlqr' (the plan tracked by its TV-LQR gains), 'mpc' (the task re-planned every
+    ``mpc.period`` on the nominal model, each cycle's measured solve time as its delay: rollout.mpc_closed_loop) or
+    'oracle' (the task planned on each sample's true plant from its true start, under the torque its actuator
+    delivers: what no controller of the nominal model can beat — a sample the oracle fails is infeasible).
 
     ``sample_fn(payload, shared)`` runs one sample (default ``rollout.robustness_sample``; a wrapper may
     instrument it); ``on_result`` sees each record as it arrives (engine.run_tasks)."""
     cfg = config if isinstance(config, RobustnessConfig) else load_robustness_config(config, samples=samples,
                                                                                       seed=seed)
-    spec, plan, _ = resolve_nominal(task, plan, model, log)
+    if controller not in CONTROLLERS:
+        raise SweepError(f"controller: expected one of {list(CONTROLLERS)}, got {controller!r}")
+    spec, plan, task = resolve_nominal(task, plan, model, log)
+    if controller != "tvlqr" and task is None:
+        raise SweepError(f"controller {controller!r} re-plans the task: give the task (YAML), not only a plan")
     nominal = cached_system(spec, plan.dt)
     nq = nominal.nq
     shared = {"spec": spec, "plan": plan, "q_pair": [list(a) for a in start_pair(nominal, plan.X[0])],
-              "settings": {"seed": cfg.seed, "hold_time": cfg.hold_time, "clamp": cfg.clamp,
-                           "tolerance": cfg.tolerance, "compile_plants": cfg.compile_plants()}}
+              "task": task, "settings": {"seed": cfg.seed, "hold_time": cfg.hold_time, "clamp": cfg.clamp,
+                                         "tolerance": cfg.tolerance, "compile_plants": cfg.compile_plants(),
+                                         "controller": controller}}
     items = [(i, {"sample": i, "params": cfg.sample(i, nq)}) for i in range(cfg.samples)]
     store = None
     if out_dir is not None:
         out_dir = Path(out_dir)
         header = {"kind": "robustness", "config": cfg.to_dict(), "plan": plan_digest(plan),
-                  "model": nominal.robot.hash}
+                  "model": nominal.robot.hash, **({"controller": controller} if controller != "tvlqr" else {})}
         store = ResultStore(out_dir / "results.jsonl", header)
     try:
         stats = run_tasks(sample_fn, items, shared, store=store, backend=backend, address=address,
