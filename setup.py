@@ -34,7 +34,8 @@ setup(
     name=package_name,
     version="0.2.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
-    package_data={"vi_control.mechanics": ["csrc/*.c"]},  # our C sources, compiled on first use
+    package_data={f"vi_control.{layer}": ["csrc/*.c"] for layer in ("mechanics", "integrators", "control", "planning")},
+    # our C sources, each in the layer whose module loads it, compiled on first use
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

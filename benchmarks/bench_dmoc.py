@@ -157,7 +157,7 @@ def run_benchmark(rounds: int = 5, n_maneuvers: int | None = None, coast_steps: 
                                                   residual=r.residual, pose=r.pose_error, unactuated=r.unactuated,
                                                   off_group=max(SE3.distance_from_group(g) for g in r.g),
                                                   U=r.u_minus)
-            ip = solve_ipopt(probs[name, "split"], tol=1e-10)
+            ip = solve_ipopt(probs[name, "split"], tolerance=1e-10)
             times.setdefault((name, "ipopt"), []).append(ip.solve_time)
             rows[name, "ipopt"] = dict(iterations=ip.iterations, cost=ip.cost, converged=ip.success)
             rk = rk4_transcription(body, probs[name, "hold"])
@@ -210,7 +210,7 @@ def run_l1() -> dict:
     st = maneuver_settings(body)
     _, g0, gT = maneuvers(body)[0]
     prob = DMOCProblem(body, g0, gT, st.horizon, st.duration, st.retraction, inputs="split")
-    r = solve_ipopt(prob, cost="l1", bounds=body.effort_limits, tol=1e-10)
+    r = solve_ipopt(prob, cost="l1", bounds=body.effort_limits, tolerance=1e-10)
     U = np.concatenate([r.u_minus, r.u_plus])
     lim = body.effort_limits[0]
     frac = float(np.mean(np.min(np.abs(U[..., None] - np.array([-lim, 0.0, lim])), axis=-1) <= 1e-6))
@@ -267,7 +267,7 @@ def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", 
             for i, gT in enumerate(goals):
                 prob = DMOCProblem(body, np.eye(4), gT, 32, 10.0, "cayley", inputs=mode)
                 r = solve_dmoc(prob)
-                ip = solve_ipopt(prob, tol=1e-10)  # IPOPT from the same geodesic: which local minimum it finds
+                ip = solve_ipopt(prob, tolerance=1e-10)  # IPOPT from the same geodesic: which local minimum it finds
                 excess.append(r.cost / ip.cost - 1.0 if ip.success else np.nan)
                 rs.append(r)
                 if log is not None:

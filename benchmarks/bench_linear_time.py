@@ -4,7 +4,7 @@ Serial chains of N bodies (vi_control.model.generate.planar_chain_urdf) at Δt =
 from rest with the first joint at 0.5 rad. For each N: time per step and iterations per step of
 DRNEA+RIQN and DRNEA+Newton with the exact Jacobian evaluated two ways — Lee2016, Alg. 4 as printed
 (the paper's Newton baseline, C backend only) and our subtree-sum Jacobian — with the compiled C backend
-(mechanics.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
+(integrators.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
 interleaved in chunks of 250 steps; the midpoint VI with Newton (MidpointVI, a Python loop over steps);
 the per-call cost of one DRNEA evaluation (vectorized, and Alg. 2 as a Python loop over bodies), of
 one ABA pass (RIQN's M⁻¹e), of the exact Jacobian in the numpy backend and of both compiled Jacobians.
@@ -33,11 +33,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from vi_control.integrators import drnea_c  # noqa: E402
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI  # noqa: E402
-from vi_control.mechanics import drnea_c  # noqa: E402
 from vi_control.mechanics.drnea import drnea_recursive  # noqa: E402
 from vi_control.model import load_robot  # noqa: E402
 from vi_control.model.generate import planar_chain_urdf  # noqa: E402
+
+# The numpy baseline is the tests' oracle of the compiled step (issue 38: the C is the package's one path).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
+from linear_time_oracle import NumpyLinearTimeVI, linear_time  # noqa: E402
 
 DT = 1e-3
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -78,7 +82,7 @@ def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: in
     """Every (backend, run) integrates its own trajectory; the runs alternate in chunks of ``chunk`` steps,
     so a change of machine load during the benchmark hits all of them alike (the 2 cores are shared)."""
     n = robot.nq
-    vis = {k: LinearTimeVI(robot, DT, initial_guess=initial_guess, backend=k[0], **RUNS[k[1]]) for k in configs}
+    vis = {k: linear_time(robot, DT, backend=k[0], initial_guess=initial_guess, **RUNS[k[1]]) for k in configs}
     x0 = next(iter(vis.values())).state_from_velocity(initial_configuration(n), np.zeros(n))
     x = dict.fromkeys(configs, x0)
     cpu, its = dict.fromkeys(configs, 0.0), {k: [] for k in configs}
@@ -113,7 +117,7 @@ def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: in
 
 def component_costs(robot) -> dict:
     n = robot.nq
-    vi = LinearTimeVI(robot, DT, backend="numpy")
+    vi = NumpyLinearTimeVI(robot, DT)
     rng = np.random.default_rng(0)
     q_prev = initial_configuration(n) + 0.01 * rng.normal(size=n)
     q = q_prev + DT * rng.normal(size=n)
@@ -123,7 +127,7 @@ def component_costs(robot) -> dict:
     return dict(
         drnea_s=per_call(lambda: vi.residual(x, u, q_next)),
         drnea_alg2_loop_s=per_call(lambda: drnea_recursive(vi.tree, q_prev, q, q_next, DT), 0.2),
-        aba_s=per_call(lambda: vi._minv(q, q_next)),
+        aba_s=per_call(lambda: vi.mass_solve(q, q_next)),
         jacobian_s=per_call(lambda: vi.jacobian(x, q_next)),
         **(compiled_jacobian_costs(robot, q, q_next) if drnea_c.available() else {}),
     )

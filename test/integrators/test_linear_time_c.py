@@ -1,14 +1,15 @@
-"""Compiled LinearTimeVI step (vi_control.mechanics.drnea_c) against the numpy backend, step by step, and its
-articulated-body recursion against Pinocchio's ABA."""
+"""Compiled LinearTimeVI step (vi_control.integrators.drnea_c, the package's one path) against its numpy oracle
+(test/support/linear_time_oracle.py), step by step, and its articulated-body recursion against Pinocchio's ABA."""
 
 import numpy as np
 import pinocchio as pin
 import pytest
+from linear_time_oracle import linear_time
 from test_linear_time import TREE_URDF
 
+from vi_control.integrators import drnea_c
 from vi_control.integrators.base import UntrustedStepError
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
-from vi_control.mechanics import drnea_c
 from vi_control.model import load_robot
 from vi_control.model.bundled import example_robot_urdf
 from vi_control.model.generate import planar_chain_urdf
@@ -28,8 +29,8 @@ def robots():
 
 def _compare(robot, dt, steps, rng, **options):
     """Run both backends from the same states (the numpy trajectory); worst relative state gap, iterations."""
-    a = LinearTimeVI(robot, dt, backend="numpy", **options)
-    b = LinearTimeVI(robot, dt, backend="c", **options)
+    a = linear_time(robot, dt, backend="numpy", **options)
+    b = linear_time(robot, dt, backend="c", **options)
     n = robot.nq
     x = a.state_from_velocity(rng.uniform(-1, 1, n), rng.uniform(-2, 2, n))
     U = rng.normal(scale=2.0, size=(steps, a.nu))
@@ -74,8 +75,8 @@ def test_compiled_jacobians_match_numpy_and_finite_differences(name, robots, rng
     Jacobian and central differences of the compiled residual's numpy twin."""
     robot, dt = robots[name], 1e-2
     n = robot.nq
-    vi = LinearTimeVI(robot, dt, method="newton", backend="numpy")
-    step = LinearTimeVI(robot, dt, method="newton", backend="c")._compiled
+    vi = linear_time(robot, dt, method="newton", backend="numpy")
+    step = linear_time(robot, dt, method="newton", backend="c")._compiled
     x = vi.state_from_velocity(rng.uniform(-1, 1, n), rng.uniform(-2, 2, n))
     q1 = x[:n] + dt * rng.normal(size=n) * 2
     J = vi.jacobian(x, q1)
@@ -90,7 +91,7 @@ def test_compiled_jacobians_match_numpy_and_finite_differences(name, robots, rng
 def test_compiled_rollout_equals_step_by_step(method, robots, rng):
     """simulate() on the C backend is one C call; it must reproduce the per-step path exactly."""
     robot = robots["tree"]
-    vi = LinearTimeVI(robot, 2e-3, method=method, backend="c")
+    vi = linear_time(robot, 2e-3, method=method, backend="c")
     x = vi.state_from_velocity(rng.uniform(-1, 1, 4), rng.uniform(-2, 2, 4))
     U = rng.normal(size=(50, vi.nu))
     X, lam = vi.simulate(x, U)
@@ -108,7 +109,7 @@ def test_compiled_rollout_equals_step_by_step(method, robots, rng):
 
 def test_compiled_rollout_reports_the_failing_step(robots):
     chain = load_robot(planar_chain_urdf(5))
-    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c", fallback=False)
+    vi = linear_time(chain, 0.05, max_iterations=3, backend="c", fallback=False)
     x = vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0))
     with pytest.raises(ConvergenceError) as err:
         vi.simulate(x, np.zeros((10, 5)))
@@ -117,7 +118,7 @@ def test_compiled_rollout_reports_the_failing_step(robots):
 
 def test_given_guess_and_wrapping(robots, rng):
     robot = robots["tree"]
-    a, b = (LinearTimeVI(robot, 0.01, backend=k, wrap_continuous=True) for k in ("numpy", "c"))
+    a, b = (linear_time(robot, 0.01, backend=k, wrap_continuous=True) for k in ("numpy", "c"))
     x = a.state_from_velocity(np.array([3.1, 0.2, 0.1, -0.3]), np.array([5.0, 1.0, -1.0, 2.0]))
     y0 = x[:4] + 0.01 * a.velocity(x)
     ra, rb = a.solve(x, np.zeros(a.nu), y0=y0), b.solve(x, np.zeros(a.nu), y0=y0)
@@ -129,7 +130,7 @@ def test_given_guess_and_wrapping(robots, rng):
 def test_compiled_articulated_body_algorithm_matches_pinocchio(name, robots, rng):
     """The world-frame ABA used for RIQN's Δt M⁻¹f (eq. 25) and IG3, against pin.aba (local frames)."""
     robot = robots[name]
-    step = LinearTimeVI(robot, 1e-3, backend="c")._compiled
+    step = linear_time(robot, 1e-3, backend="c")._compiled
     model, data = robot.pin_model, robot.pin_model.createData()
     free = pin.Model(model)
     free.gravity = pin.Motion.Zero()
@@ -144,13 +145,13 @@ def test_compiled_articulated_body_algorithm_matches_pinocchio(name, robots, rng
 
 def test_compiled_failures_raise_convergence_error(robots):
     chain = load_robot(planar_chain_urdf(5))
-    vi = LinearTimeVI(chain, 0.05, max_iterations=3, backend="c", fallback=False)
+    vi = linear_time(chain, 0.05, max_iterations=3, backend="c", fallback=False)
     with pytest.raises(ConvergenceError) as err:
         vi.step(vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0)), np.zeros(5), step_index=7)
     assert err.value.step == 7 and err.value.residual > 1e-6 and err.value.iterations == 3
     # a relative rotation near π in one step: log map not unique (numpy raises the same)
     for backend in ("numpy", "c"):
-        vi = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", backend=backend, fallback=False)
+        vi = linear_time(robots["tree"], 1.0, initial_guess="IG2", backend=backend, fallback=False)
         with pytest.raises(ConvergenceError):
             vi.step(vi.state_from_velocity(np.zeros(4), np.array([3.1, 0, 0, 0])), np.zeros(vi.nu))
 
@@ -161,7 +162,7 @@ def test_fallback_chain_takes_the_step_on_both_backends(robots, caplog):
     backends log the same chain and agree (same operations)."""
     results, messages = [], []
     for backend in ("numpy", "c"):
-        vi = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", backend=backend)
+        vi = linear_time(robots["tree"], 1.0, initial_guess="IG2", backend=backend)
         x = vi.state_from_velocity(np.zeros(4), np.array([3.1, 0, 0, 0]))
         caplog.clear()
         with caplog.at_level("WARNING", logger="vi_control.integrators.linear_time"):
@@ -174,9 +175,9 @@ def test_fallback_chain_takes_the_step_on_both_backends(robots, caplog):
     assert "substeps (finest Δt/" in messages[0]
     a, b = results
     assert np.allclose(a.x, b.x, rtol=1e-10, atol=1e-10) and a.iterations == b.iterations
-    assert np.abs(b.x[:4] - x[:4])[vi._rotational].max() <= np.pi  # not the aliased root (revolute joints)
+    assert np.abs(b.x[:4] - x[:4])[vi.rotational].max() <= np.pi  # not the aliased root (revolute joints)
     # without the chain, Newton's aliased root is refused as MidpointVI refuses one
-    newton = LinearTimeVI(robots["tree"], 1.0, initial_guess="IG2", method="newton", fallback=False)
+    newton = linear_time(robots["tree"], 1.0, initial_guess="IG2", method="newton", fallback=False)
     with pytest.raises(UntrustedStepError):
         newton.solve(x, np.zeros(newton.nu))
 
@@ -186,14 +187,14 @@ def test_fallback_substeps_are_plain_steps_of_the_finer_map(caplog):
     substep converges: the result is exactly 256 plain RIQN steps of Δt/256 (no fallback), on both backends."""
     chain = load_robot(planar_chain_urdf(5))
     for backend in ("numpy", "c"):
-        vi = LinearTimeVI(chain, 0.05, max_iterations=4, backend=backend)
+        vi = linear_time(chain, 0.05, max_iterations=4, backend=backend)
         x = vi.state_from_velocity(np.full(5, 1.0), np.full(5, 3.0))
         caplog.clear()
         with caplog.at_level("WARNING", logger="vi_control.integrators.linear_time"):
             xn = vi.step(x, np.zeros(5), step_index=7)
         [record] = caplog.records
         assert "solved as 256 substeps (finest Δt/256)" in record.getMessage(), record.getMessage()
-        fine = LinearTimeVI(chain, 0.05 / 256, max_iterations=4, backend=backend, fallback=False)
+        fine = linear_time(chain, 0.05 / 256, max_iterations=4, backend=backend, fallback=False)
         assert np.allclose(xn, fine.simulate(x, np.zeros((256, 5)))[0][-1], rtol=1e-12, atol=1e-12), backend
 
 
@@ -202,7 +203,7 @@ def test_200_body_chain_at_10_ms_from_random_states(caplog):
     (RIQN, or a logged fallback); the backends agree; a step taken at Δt is a root of its DEL equation (numpy
     DRNEA residual, independent of the C solver)."""
     robot = load_robot(planar_chain_urdf(200))
-    a, b = (LinearTimeVI(robot, 0.01, backend=backend) for backend in ("numpy", "c"))
+    a, b = (linear_time(robot, 0.01, backend=backend) for backend in ("numpy", "c"))
     rng = np.random.default_rng(200)
     u = np.zeros(a.nu)
     for trial in range(3):
@@ -221,11 +222,16 @@ def test_200_body_chain_at_10_ms_from_random_states(caplog):
 
 
 def test_backend_selection(robots, monkeypatch):
+    """The compiled step is the one path (issue 38): 'numpy' names where its twin went, no compiler names the fix."""
     assert LinearTimeVI(robots["chain5"], 0.01).backend == "c"
-    monkeypatch.setenv("VI_CONTROL_NO_COMPILE", "1")
-    assert LinearTimeVI(robots["chain5"], 0.01).backend == "numpy"
+    assert LinearTimeVI(robots["chain5"], 0.01, backend="c").backend == "c"
+    with pytest.raises(ValueError, match=r"backend='numpy' is no longer .*test/support/linear_time_oracle\.py"):
+        LinearTimeVI(robots["chain5"], 0.01, backend="numpy")
     with pytest.raises(ValueError, match="backend"):
         LinearTimeVI(robots["chain5"], 0.01, backend="fortran")
+    monkeypatch.setenv("VI_CONTROL_NO_COMPILE", "1")
+    with pytest.raises(RuntimeError, match=r"LinearTimeVI needs a C compiler.*make_integrator\('midpoint'"):
+        LinearTimeVI(robots["chain5"], 0.01)
     with pytest.raises(ValueError, match="jacobian"):
         LinearTimeVI(robots["chain5"], 0.01, method="newton", jacobian="broyden")
 
@@ -238,8 +244,8 @@ def test_newton_on_a_400_link_chain_stops_at_its_rounding_floor():
     robot = load_robot(planar_chain_urdf(n))
     q0 = np.zeros(n)
     q0[0] = 0.5
-    newton = LinearTimeVI(robot, 1e-3, method="newton", backend="c")
-    riqn = LinearTimeVI(robot, 1e-3, method="riqn", backend="c")
+    newton = linear_time(robot, 1e-3, method="newton", backend="c")
+    riqn = linear_time(robot, 1e-3, method="riqn", backend="c")
     X, _ = newton.simulate(np.concatenate([q0, np.zeros(n)]), np.zeros((110, n)))  # from rest: p = 0
     assert max(newton.iteration_history) <= 6
     # from the same states, RIQN (no stall rule: linear convergence to the tolerance or step_tol)
@@ -252,7 +258,7 @@ def test_compiled_state_conversions_match_pinocchio_without_its_data(name, robot
     """velocity (compiled ABA), state_from_velocity (our CRBA) and energy (the tree's own kinematics) on the C
     backend against Pinocchio's aba/rnea/energies; none of them creates a pinocchio.Data (nv³-sized)."""
     robot = robots[name]
-    vi = LinearTimeVI(robot, 1e-3, backend="c")
+    vi = linear_time(robot, 1e-3, backend="c")
     model, data = robot.pin_model, robot.pin_model.createData()
     free = pin.Model(model)
     free.gravity = pin.Motion.Zero()

@@ -1,12 +1,13 @@
 """LinearTimeVI trajectories: order of accuracy against scipy's solve_ivp on Pinocchio's ABA, agreement with
 MidpointVI, energy behaviour on the passive 10-body chain of Lee2016, §4.2, discrete Noether, RIQN = Newton."""
 
+import linear_time_oracle
 import numpy as np
 import pinocchio as pin
 import pytest
 from scipy.integrate import solve_ivp
 
-from vi_control.integrators import linear_time_solver, make_integrator
+from vi_control.integrators import make_integrator
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
@@ -150,8 +151,8 @@ def test_non_convergence_is_reported(chain5, monkeypatch):
         vi.step(x, np.zeros(5), step_index=7)
     assert err.value.step == 7 and err.value.residual > 1e-6
     # with the fallback chain cut to its Newton stage (no substeps), the error says what was tried
-    monkeypatch.setattr(linear_time_solver, "MAX_DEPTH", 0)
-    vi = LinearTimeVI(chain5, 0.05, max_iterations=3, backend="numpy")
+    monkeypatch.setattr(linear_time_oracle, "MAX_DEPTH", 0)  # (the oracle's chain: the C's depth is compiled in)
+    vi = linear_time_oracle.NumpyLinearTimeVI(chain5, 0.05, max_iterations=3)
     with pytest.raises(ConvergenceError, match="RIQN did not converge at Δt .*; Newton with the exact Jacobian "
                        "neither") as err:
         vi.step(x, np.zeros(5), step_index=7)

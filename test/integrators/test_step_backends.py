@@ -241,7 +241,7 @@ def test_quasi_newton_condition_estimate_matches_lapack_dpocon(pair, rng):
             assert np.abs(rc.x - rv.x).max() <= 1e-12 * (1.0 + np.abs(rv.x).max())
             assert rc.iterations == rv.iterations
             errors = [_error_with(vi, SingularityError, x, u, 3, rcond_min=2.0) for vi in (compiled, vm)]
-        assert errors[0].what == errors[1].what == compiled._what
+        assert errors[0].what == errors[1].what == compiled.jacobian_name
         assert errors[0].rcond == pytest.approx(errors[1].rcond, rel=1e-9)
     finally:
         compiled.chord_root_check = vm.chord_root_check = True

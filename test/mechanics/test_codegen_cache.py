@@ -245,25 +245,29 @@ def test_predictable_temporary_name_cannot_redirect_the_write(tmp_path, monkeypa
 def test_truncated_entry_is_rebuilt_not_loaded(tmp_path, monkeypatch):
     """The real DRNEA library (Lee2016), truncated: it used to crash every later run with SIGBUS inside dlopen.
     Now the record exposes it, it is rebuilt, and the rebuilt library steps exactly as the numpy reference."""
-    from vi_control.mechanics.drnea_c import _CFLAGS, DRNEA_C
+    from vi_control.integrators.drnea_c import _CFLAGS, DRNEA_C
 
     d = tmp_path / "cache"
     monkeypatch.setenv("VI_CONTROL_CACHE", str(d))
     so = codegen.compile_shared_library(DRNEA_C, "drnea", list(_CFLAGS), "the DRNEA step")
     so.write_bytes(so.read_bytes()[: so.stat().st_size // 2])
-    code = textwrap.dedent("""
+    test_dir = str(Path(__file__).resolve().parents[1] / "support")  # the numpy reference: the oracle of the C step
+    code = textwrap.dedent(f"""
         import json, warnings
         import numpy as np
         warnings.simplefilter("always")
         with warnings.catch_warnings(record=True) as caught:
+            import sys
+            sys.path.insert(0, {test_dir!r})
+            from linear_time_oracle import NumpyLinearTimeVI
             from vi_control.integrators.linear_time import LinearTimeVI
             from vi_control.model import load_robot
             from vi_control.model.generate import planar_chain_urdf
             robot = load_robot(planar_chain_urdf(4))
-            c, py = LinearTimeVI(robot, 0.01, backend="c"), LinearTimeVI(robot, 0.01, backend="numpy")
+            c, py = LinearTimeVI(robot, 0.01, backend="c"), NumpyLinearTimeVI(robot, 0.01)
             x = c.state_from_velocity(np.array([0.3, -0.2, 0.5, 0.1]), np.array([1.0, 0.0, -1.0, 0.5]))
             err = float(np.abs(c.step(x) - py.step(x)).max())
-        print(json.dumps({"err": err, "warnings": [str(w.message) for w in caught]}))
+        print(json.dumps({{"err": err, "warnings": [str(w.message) for w in caught]}}))
     """)
     env = dict(os.environ, VI_CONTROL_CACHE=str(d))
     env.pop("VI_CONTROL_NO_COMPILE", None)
@@ -304,3 +308,34 @@ def test_a_directory_vi_control_did_not_create_is_never_changed_or_written(tmp_p
     assert sorted(p.name for p in d.iterdir()) == ([content] if content else [])
     why = "which is no vi_control cache entry" if content else "vi_control did not create it"
     assert any(why in w for w in result["warnings"]), result["warnings"]
+
+
+def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_path):
+    """No compiler on PATH (issue 38): a midpoint step and the LQR run uncompiled, with the same numbers
+    (REFERENCE §1), and the package says why once — not silently slower; VI_CONTROL_NO_COMPILE=1, the deliberate
+    choice, stays quiet. LinearTimeVI, whose one implementation is compiled C, refuses with the fix."""
+    code = textwrap.dedent("""
+        import warnings, numpy as np, vi_control as vc
+        warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as w:
+            vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
+            x1 = vi.step(np.array([0.2, 0.5]), np.array([0.8]))
+            K, _ = vc.dlqr(np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.0], [0.1]]), 1.0, 1.0)
+            try:
+                vc.LinearTimeVI(vc.load_robot("pendulum"), 0.1)
+                lt = "built"
+            except RuntimeError as e:
+                lt = "refused" if str(e).startswith("LinearTimeVI needs a C compiler") else repr(e)
+        said = [str(m.message) for m in w if "no C compiler" in str(m.message)]
+        print(len(said), vi.compiled_driver, lt, *x1.round(12), said[0][:60] if said else "")
+    """)
+    for no_compile, expected_said in (("0", "1"), ("1", "0")):
+        env = dict(os.environ, PATH=str(tmp_path), CC="no-such-cc", VI_CONTROL_NO_COMPILE=no_compile,
+                   VI_CONTROL_CACHE=str(tmp_path / "cache"))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        said, driver, linear_time, q1, p1, *message = out.stdout.split()
+        assert (said, driver, linear_time) == (expected_said, "False", "refused"), out.stdout
+        assert abs(float(q1) - 0.247136194155) <= 1e-10 and abs(float(p1) - 0.362723883110) <= 1e-10
+        if expected_said == "1":
+            assert " ".join(message).startswith("vi_control: no C compiler found (CC='no-such-cc'")

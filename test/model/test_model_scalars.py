@@ -75,7 +75,7 @@ def _refusal(what: str):
     from vi_control.model.bundled import bundled_urdf, share_dir
     from vi_control.model.limits import check_time_step
     from vi_control.model.rigid_body import RigidBodyConfigError, load_rigid_body
-    from vi_control.model.robot import load_robot
+    from vi_control.model.robot import load_urdf as load_robot
     from vi_control.model.spec import ModelError, ModelSpec
     from vi_control.planning import TaskError, load_task
     from vi_control.sweep.config import SweepConfigError, load_robustness_config

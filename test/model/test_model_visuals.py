@@ -17,7 +17,7 @@ import pytest
 from vi_control.model.bundled import BUNDLED, GENERATED, bundled_urdf, example_robot_urdf, load_bundled
 from vi_control.model.generate import planar_chain_urdf
 from vi_control.model.marionette import marionette_urdf
-from vi_control.model.robot import load_robot
+from vi_control.model.robot import load_urdf as load_robot
 from vi_control.model.visuals import BUNDLED_VISUALS, add_visuals, bundled_visuals, dynamics_text
 
 SNAPSHOT = json.loads((Path(__file__).resolve().parents[1] / "data" / "bundled_dynamics_721b2f7.json").read_text())
@@ -124,7 +124,7 @@ def test_example_robot_data_models_keep_their_meshes():
 
 @pytest.mark.parametrize("stem", URDFS)
 def test_the_files_hold_what_their_generator_draws(stem):
-    """urdf/ is reproducible: each file is what `python -m vi_control.model.visuals` (or its model's generator)
+    """urdf/ is reproducible: each file is what `python -m vi_control.model.bundled` (or its model's generator)
     writes from the file's dynamics."""
     text = Path(bundled_urdf(stem)).read_text()
     if stem in GENERATED:

@@ -170,17 +170,20 @@ def test_the_warm_starts_reach_maneuvers_newton_does_not_solve_from_the_geodesic
     shrunk until Newton solves it, then secant predictions; the relaxed body at s = 0.05 is not solved from the
     geodesic); with held inputs the split-input solution is the guess (Newton from it converges). Both answers are
     verified minima by Newton alone (their costs against the independent IPOPT: the parametrised test above)."""
-    from vi_control.planning.dmoc import _Conditions
     from vi_control.planning.dmoc_continuation import continuation_solve, split_solve
     from vi_control.planning.dmoc_newton import NewtonStats
+    from vi_control.planning.dmoc_problem import DMOCConditions
+
+    def split_inputs_solver(p, tol, max_iterations, lm):  # what solve_dmoc hands its warm starts
+        return solve_dmoc(p, tolerance=tol, max_iterations=max_iterations, lm=lm, fallback=None, check=False)
 
     prob = DMOCProblem(OTHER, np.eye(4), GOALS[1], 32, 10.0, "cayley", inputs="split")
     assert not solve_dmoc(prob, continuation=False, fallback=None, check=False).stationary
-    w, fn, ok, _ = continuation_solve(_Conditions(prob), 1e-11, True, NewtonStats())
+    w, fn, ok, _ = continuation_solve(DMOCConditions(prob), 1e-11, True, NewtonStats())
     assert ok and fn <= 1e-11
     prob = DMOCProblem(OTHER, np.eye(4), GOALS[19], 32, 10.0, "cayley", inputs="hold")
     assert not solve_dmoc(prob, continuation=False, fallback=None, check=False).stationary
-    w, fn, ok, _ = split_solve(_Conditions(prob), 1e-11, 30, True, NewtonStats())
+    w, fn, ok, _ = split_solve(DMOCConditions(prob), split_inputs_solver, 1e-11, 30, True, NewtonStats())
     assert ok and fn <= 1e-11
     held = solve_dmoc(prob)  # (which warm start answers first: its coarse levels try split inputs too)
     assert held.converged and held.path.startswith("newton-") and held.fallback_iterations == 0, str(held)

@@ -12,8 +12,9 @@ import pytest
 from scipy.sparse.csgraph import structural_rank
 
 from vi_control.model.rigid_body import load_rigid_body
-from vi_control.planning.dmoc import DMOCError, DMOCProblem, _Conditions, _initial_point, geodesic_guess, solve_dmoc
+from vi_control.planning.dmoc import DMOCError, DMOCProblem, geodesic_guess, solve_dmoc
 from vi_control.planning.dmoc_conditions import entry_scales, unit_scales
+from vi_control.planning.dmoc_problem import DMOCConditions, initial_point
 from vi_control.planning.vehicle import maneuver_settings, maneuvers, pose_from_spec
 
 
@@ -61,8 +62,8 @@ def test_the_scaled_newton_matrix_keeps_its_structure(s, monkeypatch):
     st = maneuver_settings(body)
     up = pose_from_spec({"position": [0.0, 0.0, 1.0]}, "SE3")
     prob = DMOCProblem(body, np.eye(4), up, st.horizon, st.duration, st.retraction)
-    cond = _Conditions(prob)
-    _, parts = cond.evaluate(_initial_point(cond, geodesic_guess(prob)), jacobian=False)
+    cond = DMOCConditions(prob)
+    _, parts = cond.evaluate(initial_point(cond, geodesic_guess(prob)), jacobian=False)
     J = cond.jacobian(parts)
     rs, cs = unit_scales(cond.N, cond.n, cond.c, body.unit_momentum)
     Js = J.copy()

@@ -100,6 +100,203 @@ def test_the_layer_check_sees_upward_and_ros_arrows(tmp_path):
     assert "public API must not import ROS" in found and "planning/c.py" not in found
 
 
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks (annotations only: never run)."""
+    return {id(x) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for stmt in node.body for x in ast.walk(stmt)}
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module → the package's modules it imports, at module level or lazily inside a function (an import of a
+    name from a package points at the package's ``__init__``, of a submodule at the submodule)."""
+    modules = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_nodes(tree)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                for a in node.names:
+                    sub = f"{mod}.{a.name}"
+                    edges |= {sub} if sub in modules else ({mod} if mod in modules else set())
+        graph[name] = edges - {name}
+    return graph
+
+
+def import_loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): every import loop."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    loops = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                loops.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return loops
+
+
+def test_no_import_loops():
+    """One concept per module (issue 38): no module imports, at module level or lazily, one that imports it back
+    (a split that needs a lazy import back is one concept in two files)."""
+    loops = import_loops(import_graph(PKG))
+    assert not loops, "\n".join(" ↔ ".join(c) for c in loops)
+
+
+def private_reads(root: Path) -> list[str]:
+    """Every place a module reads another module's private name: ``from <ours> import _x``, ``mod._x`` on a module
+    of ours, or ``obj._x`` on anything but ``self``/``cls``, a class of the same module, or a module from outside
+    the package (the standard library's ``os._exit`` is its API)."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(root)
+        outside, own = set(), {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                outside |= {(a.asname or a.name).split(".")[0] for a in node.names
+                            if not a.name.startswith(root.name)}
+            elif isinstance(node, ast.ImportFrom) and not node.level and not node.module.startswith(root.name):
+                outside |= {a.asname or a.name for a in node.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module.startswith(root.name)):
+                out += [f"{rel}:{node.lineno} imports private {a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"} | outside | own)):
+                out.append(f"{rel}:{node.lineno} reads {ast.unparse(node)}")
+    return out
+
+
+def test_no_module_reads_another_modules_private_names():
+    found = private_reads(PKG)
+    assert not found, "\n".join(found)
+
+
+def test_the_loop_and_privacy_checks_see_what_they_look_for(tmp_path):
+    root = tmp_path / "vi_control"
+    files = {"__init__.py": "", "planning/__init__.py": "",
+             "planning/a.py": "from .b import helper\n", "planning/b.py": "def helper():\n    from . import a\n",
+             "planning/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n",
+             "planning/d.py": "import os\nfrom .c import _hidden\nfrom . import c\n"
+                              "class K:\n    _n = 1\n    def f(self, vi):\n        return self._n + K._n + os._exit"
+                              " + vi._what + c._x\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    assert import_loops(import_graph(root)) == [["vi_control.planning.a", "vi_control.planning.b"]]
+    found = "\n".join(private_reads(root))
+    assert "imports private _hidden" in found and "reads vi._what" in found and "reads c._x" in found
+    assert "self._n" not in found and "K._n" not in found and "os._exit" not in found
+
+
+def c_libraries(root: Path = PKG) -> dict[str, set[str]]:
+    """The C build graph: for every module-level string of C source in the package (what a loader hands to the
+    compiler), the module defining it → the package's C files it concatenates (paths relative to ``root``).
+
+    Found from the running code, not by parsing: each module that names a ``csrc`` directory is imported and each
+    of its own module-level assignments is matched against the text of every C file."""
+    import importlib
+
+    sources = {str(c.relative_to(root)): c.read_text(encoding="utf-8") for c in sorted(root.rglob("*.c"))}
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if '"csrc"' not in text:
+            continue
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        names = {t.id for node in ast.parse(text).body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name)}
+        loaded = importlib.import_module(module)
+        for name in sorted(names):
+            value = getattr(loaded, name, None)
+            if isinstance(value, str):
+                found = {rel for rel, src in sources.items() if src in value}
+                if found:
+                    graph[f"{module}.{name}"] = found
+    return graph
+
+
+def c_build_violations(graph: dict[str, set[str]], sources: set[str]) -> list[str]:
+    """Every C file outside ``<layer>/csrc/``, compiled into no library, or included by a library built in a
+    layer below its own (a library built in layer L may include C from layers ≤ L only)."""
+    out = []
+    for rel in sorted(sources):
+        parts = Path(rel).parts
+        if len(parts) != 3 or parts[0] not in LAYERS or parts[1] != "csrc":
+            out.append(f"{rel}: C source outside <layer>/csrc/")
+        if not any(rel in used for used in graph.values()):
+            out.append(f"{rel}: compiled into no library")
+    for lib, used in sorted(graph.items()):
+        own = _layer(lib)
+        for rel in sorted(used):
+            layer = Path(rel).parts[0]
+            if own is None or layer not in LAYERS or LAYERS.index(layer) > own:
+                out.append(f"{lib} ({LAYERS[own] if own is not None else 'no layer'}) compiles {rel} "
+                           f"({layer} is above it)")
+    return out
+
+
+def test_c_sources_live_in_the_layer_that_loads_them():
+    """The layer rule for the C build graph (issue 38): each C file in its layer's ``csrc/``, each compiled
+    library built only from C of its own layer or below — planning's DDP kernel library takes mechanics' dense LU,
+    control's LQR and planning's DDP; the midpoint VI's Newton driver (mechanics) nothing from above."""
+    graph = c_libraries()
+    sources = {str(c.relative_to(PKG)) for c in PKG.rglob("*.c")}
+    violations = c_build_violations(graph, sources)
+    assert not violations, "\n".join(violations)
+    assert graph["vi_control.planning.compiled.KERNEL_C"] == {
+        "mechanics/csrc/dense_lu.c", "control/csrc/lqr_kernel.c", "planning/csrc/ddp_kernel.c",
+        "planning/csrc/ddp_loop.c"}
+    assert graph["vi_control.mechanics.discrete.NEWTON_C"] == {"mechanics/csrc/dense_lu.c",
+                                                              "mechanics/csrc/newton_driver.c"}
+    assert graph["vi_control.integrators.rdp.RDP_C"] == {"mechanics/csrc/dense_lu.c", "integrators/csrc/rdp_driver.c"}
+    assert graph["vi_control.integrators.drnea_c.DRNEA_C"] == {"integrators/csrc/drnea_step.c"}
+
+
+def test_the_c_build_check_sees_c_above_its_library_and_misplaced_files():
+    graph = {"vi_control.control.lqr.LIB": {"control/csrc/a.c", "planning/csrc/b.c"},
+             "vi_control.planning.x.LIB": {"control/csrc/a.c", "planning/csrc/b.c"}}
+    found = "\n".join(c_build_violations(graph, {"control/csrc/a.c", "planning/csrc/b.c", "mechanics/c.c",
+                                                 "model/csrc/orphan.c"}))
+    assert "vi_control.control.lqr.LIB (control) compiles planning/csrc/b.c" in found
+    assert "mechanics/c.c: C source outside <layer>/csrc/" in found
+    assert "model/csrc/orphan.c: compiled into no library" in found
+    assert "vi_control.planning.x.LIB" not in found
+
+
 @pytest.fixture(scope="module")
 def systems(pendulum_robot):
     return {name: make_integrator(name, pendulum_robot, 0.01) for name in ("midpoint", "linear_time")}

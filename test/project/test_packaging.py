@@ -238,8 +238,10 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     # The installed copy finds its bundled models through the prefix (AMENT_PREFIX_PATH), not the source tree.
     site = next(prefix.glob("lib/python3*/site-packages"))
     # compiled on first use by the installed copy
-    for c_source in ("drnea_step.c", "dense_lu.c", "newton_driver.c", "ddp_kernel.c", "lqr_kernel.c", "ddp_loop.c"):
-        assert (site / "vi_control" / "mechanics" / "csrc" / c_source).is_file(), c_source
+    for c_source in ("mechanics/csrc/dense_lu.c", "mechanics/csrc/newton_driver.c", "integrators/csrc/drnea_step.c",
+                     "integrators/csrc/rdp_driver.c", "control/csrc/lqr_kernel.c", "planning/csrc/ddp_kernel.c",
+                     "planning/csrc/ddp_loop.c"):
+        assert (site / "vi_control" / c_source).is_file(), c_source
     env = dict(os.environ, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(prefix))
     code = "from vi_control.model.bundled import bundled_urdf; print(bundled_urdf('pendulum'))"
     out = subprocess.run([sys.executable, "-c", code],

@@ -7,6 +7,7 @@ independent of the code under test: Newton's own residual at the returned root, 
 
 import numpy as np
 import pytest
+from linear_time_oracle import linear_time
 
 import vi_control as vc
 
@@ -360,7 +361,7 @@ def test_linear_time_step_beside_a_mass_matrix_singularity(backend):
     fallback chain then failed ("residual norm 1.5e16"). As in the midpoint VI, a guess beyond max_rotation is
     replaced by q_k (IG1). The root agrees with the midpoint VI's on this model to O(Δt²) of the motion."""
     robot = vc.load_robot(FOLDED)
-    vi = vc.make_integrator("linear_time", robot, 0.01, backend=backend)
+    vi = linear_time(robot, 0.01, backend=backend)  # the package's C step and its numpy oracle
     x, u = np.array([0.0, 1e-7, 1e-3, 0.0]), np.array([0.1, 0.0])
     r = vi.solve(x, u)
     mid = vc.MidpointVI(robot, 0.01, compile=False).step(x, u)

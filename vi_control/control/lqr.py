@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.errors import renamed_keyword
+
 # Tolerances of the weight checks, relative to the weight's norm: a PSD weight's eigenvalues may reach −WEIGHT_TOL·‖W‖
 # (round-off of a weight computed as a product, e.g. DxᵀPDx) and its entries be asymmetric by WEIGHT_TOL·max|W|; a
 # PD weight's smallest eigenvalue must exceed DEFINITE_TOL·‖W‖ (~64 eps: what eigvalsh resolves — so R = diag(1e-6,
@@ -134,17 +136,19 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | 
 
 
 def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float,
-         max_iterations: int = 60, tol: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
+         max_iterations: int = 60, tolerance: float = 1e-13, *, tol: float | None = None
+         ) -> tuple[np.ndarray, np.ndarray]:
     """Infinite-horizon discrete LQR: P the fixed point of eq. 36a, K = [R + BᵀPB]⁻¹BᵀPA.
 
     P is found by the structure-preserving doubling algorithm (Chu, Fan, Lin 2005), which squares
     the horizon of the Riccati recursion (36a) each sweep: after j sweeps P equals the 2ʲ-step
     cost-to-go, so it converges quadratically for stabilizable (A, B) and detectable (A, Q^½).
-    Stops when a sweep changes P by at most ``tol`` relative to P: K depends on the weights' ratio only, so the test
-    must not depend on their scale (an absolute floor tol·(1 + |P|) would stop weights of 1e-18 after one sweep,
-    with K wrong by 100 %).
+    Stops when a sweep changes P by at most ``tolerance`` (``tol``: its deprecated name) relative to P: K depends on
+    the weights' ratio only, so the test must not depend on their scale (an absolute floor tolerance·(1 + |P|) would
+    stop weights of 1e-18 after one sweep, with K wrong by 100 %).
     Returns (K, P); raises LinAlgError if it does not converge.
     """
+    tol = renamed_keyword("dlqr", "tol", tol, "tolerance", tolerance)
     A, B = check_system(A, B, stacked=False)
     nx, nu = B.shape
     Qm, Rm = check_weight(Q, nx, "Q"), check_weight(R, nu, "R", definite=True)

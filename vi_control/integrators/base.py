@@ -26,6 +26,7 @@ import numpy as np
 
 from ..model.limits import MAX_CONFIGURATION, check_time_step  # noqa: F401  (check_time_step: re-exported)
 from ..model.mass_structure import spin_invariant_joints
+from ..model.rigid_body import RigidBodyModel
 from ..model.robot import RobotModel, wrap_angle
 from ..model.scalars import is_integer
 from .newton_settings import NewtonSettings  # noqa: F401  (re-exported: integrators share one stopping rule)
@@ -174,7 +175,7 @@ class DiscreteSystem(Protocol):
     ``state.ndx``), ``nu`` inputs = ``n_torques`` torques on ``idx_act`` + ``nk`` prescribed-joint positions
     (joints ``idx_k``; ``idx_d`` are the dynamic ones, ``nd`` of them), ``nc`` constraint multipliers."""
 
-    robot: RobotModel
+    robot: RobotModel | RigidBodyModel  # a RigidBodyModel for LieGroupVI (one rigid body on SO(3)/SE(3))
     dt: float
     nq: int
     nx: int

@@ -55,8 +55,9 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         super().__init__(robot, dt, settings, **options)
         self.on_constraint_violation, self.violation_tol = on_constraint_violation, float(violation_tol)
         self.n_holonomic, self.n_nonholonomic = self.structure.n_holonomic, self.structure.n_nonholonomic
-        self._what = ("the GNI Jacobian (M_{k+1} bordered by Dh(q_k), Dh(q_{k+1}) and the nonholonomic rows "
-                      "A(q_k), A(q_k)M(q_k)^-1 M_{k+1}/dt): M_{k+1} or the constraint matrix [Dh; A] is singular")
+        self.jacobian_name = ("the GNI Jacobian (M_{k+1} bordered by Dh(q_k), Dh(q_{k+1}) and the nonholonomic rows "
+                              "A(q_k), A(q_k)M(q_k)^-1 M_{k+1}/dt): M_{k+1} or the constraint matrix [Dh; A] is "
+                              "singular")
 
     # ---- constraint geometry (Kobilarov2010, eq. 12) ----------------------------------------------------
     def constraint_rows(self, q: np.ndarray) -> np.ndarray:

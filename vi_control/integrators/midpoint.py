@@ -109,9 +109,9 @@ class MidpointVI(SymbolicStepDerivatives):
         self.chord_root_check = chord_root_check
         self._zero_input = np.zeros(self.nu)
         self._zero_lam = np.zeros(self.nc)
-        self._rotational = rotational_coordinates(robot, self.idx_d)
-        self._what = ("M_{k+1}" if self.nc == 0
-                      else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
+        self.rotational = rotational_coordinates(robot, self.idx_d)  # over idx_d: turns limited by max_rotation
+        self.jacobian_name = (  # the matrix a SingularityError names
+            "M_{k+1}" if self.nc == 0 else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
 
     @property
     def compiled_driver(self) -> bool:
@@ -255,7 +255,7 @@ class MidpointVI(SymbolicStepDerivatives):
         q = x[: self.nq]
         dq = self.dt * self.velocity(x)
         d = self.idx_d
-        if not (np.abs(dq[d][self._rotational]).max(initial=0.0) <= self.settings.max_rotation
+        if not (np.abs(dq[d][self.rotational]).max(initial=0.0) <= self.settings.max_rotation
                 and np.abs(q[d] + dq[d]).max(initial=0.0) <= MAX_CONFIGURATION):
             dq = np.zeros(self.nq)
         return self.warm_start(np.concatenate([q + dq, x[self.nq:]]), lam0)
@@ -338,13 +338,13 @@ class MidpointVI(SymbolicStepDerivatives):
             if code == NEWTON_UNTRUSTED:  # the C driver refused the root; name the joint as the numpy check does
                 xn = x.copy()
                 xn[self.idx_d] = nw.y[: self.nd]
-                check_step(self, x, xn, self._rotational, step_index)
+                check_step(self, x, xn, self.rotational, step_index)
                 raise UntrustedStepError(step_index, self.robot.joint_names[self.idx_d[int(rcond)]],
                                          "left the range the step can vouch for")
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
                 return self._drive(x, u, step_index, self.initial_guess(x, u, lam0), None)
             if code == NEWTON_SINGULAR:
-                raise SingularityError(step_index, rcond, self._what)
+                raise SingularityError(step_index, rcond, self.jacobian_name)
             raise ConvergenceError(step_index, rnorm, int(it))
         return int(nw.info[1]), float(nw.info[0])
 

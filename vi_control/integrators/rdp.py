@@ -10,7 +10,7 @@ for u_k and Ω_k = Σ_b s_b e_b(r_{k+α}), with ξ_k = Ω_k − A(r_{k+α})u_k,
     g_{k+1} = g_k τ(Δt ξ_k),  r_{k+1} = r_k + Δt u_k                                          (eq. 28)
 
 with τ = exp or cay ('cayley'; exact dτ⁻¹ of ``mechanics.se2``) by Newton on the exact (AD) Jacobian; the whole
-rollout is one C call (``mechanics/csrc/rdp_driver.c``) where the generated functions compile, else a numpy loop
+rollout is one C call (``integrators/csrc/rdp_driver.c``) where the generated functions compile, else a numpy loop
 around them. The carried state (g_k, r_k, π⁺_k = ∂_uℓ_{k−1}, μ⁺_k) starts from a continuous state as eq. 16
 does: μ⁺_0 = ∂_ξℓ(0), π⁺_0 = ∂_uℓ(0) − (Δt/2) f_0. For both bundled systems A(r)δ ∥ e₁(r), so the A(r_k)ᵀ term
 vanishes (the paper's remark before the snakeboard's simplified equations).
@@ -34,7 +34,7 @@ from ..model.scalars import is_integer
 from .base import ConvergenceError, NewtonSettings, SingularityError, check_time_step
 
 # The whole simulation as one C call (csrc/rdp_driver.c), compiled into the library of the generated functions.
-RDP_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "rdp_driver.c").read_text()
+RDP_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "rdp_driver.c").read_text()
 
 __all__ = ["ReducedSystem", "ReducedDAlembertPontryagin", "sleigh_system", "snakeboard_system"]
 
@@ -98,14 +98,20 @@ def snakeboard_system(m: float, l: float, I: float, J: float) -> ReducedSystem:
 
 @dataclass
 class RDPTrajectory:
-    """g (N+1, 3) = (θ, x, y), r (N+1, n_shape), shape velocities u (N, n_shape), body velocities ξ (N, 3),
-    Newton iterations per step."""
+    """g (N+1, 3) = (θ, x, y), r (N+1, n_shape), shape velocities u (N, n_shape), body velocities ξ (N, 3) =
+    (ω, v_x, v_y), Newton iterations per step. The pose order (θ, x, y) is Kobilarov2010, App. B's (``mechanics.se2``);
+    ``poses_xytheta`` is the same poses in the order of the URDF models' joints, which the GNI's states use."""
 
     g: np.ndarray
     r: np.ndarray
     u: np.ndarray
     xi: np.ndarray
     iterations: np.ndarray
+
+    @property
+    def poses_xytheta(self) -> np.ndarray:
+        """(N+1, 3) poses as (x, y, θ): the GNI's configuration order (the sleigh's and snakeboard's URDFs)."""
+        return self.g[:, [1, 2, 0]]
 
 
 class ReducedDAlembertPontryagin:

@@ -89,9 +89,9 @@ class BodyTree:
         self.gravity = np.asarray(robot.gravity, float)
         self.placements = [(model.jointPlacements[i].rotation.copy(), model.jointPlacements[i].translation.copy())
                            for i in range(1, n + 1)]
-        self._XR = np.array([pl[0] for pl in self.placements])
-        self._Xp = np.array([pl[1] for pl in self.placements])
-        self._revolute = np.abs(self.S[:, :3]).sum(axis=1) > 0
+        self.XR = np.array([pl[0] for pl in self.placements])
+        self.Xp = np.array([pl[1] for pl in self.placements])
+        self.revolute = np.abs(self.S[:, :3]).sum(axis=1) > 0
         self.is_chain = bool(np.all(self.parents == np.arange(n) - 1))
         # anc[i, j]: body i lies in the subtree of joint j (i = j included).
         anc = np.eye(n, dtype=bool)
@@ -121,8 +121,8 @@ class BodyTree:
         """
         q = np.asarray(q, float)
         E = lie.exp_so3(self.S[:, :3] * q[:, None])
-        R = self._XR @ E
-        p = self._Xp + lie.mv(self._XR, self.S[:, 3:] * q[:, None])
+        R = self.XR @ E
+        p = self.Xp + lie.mv(self.XR, self.S[:, 3:] * q[:, None])
         for live, a in self._rounds:
             p[live] = p[a] + lie.mv(R[a], p[live])
             R[live] = R[a] @ R[live]
@@ -177,7 +177,7 @@ class BodyTree:
         Sw = fk.Sw
         Rm = lie.exp_so3_minus_identity(Sw[:, :3] * dq[:, None])
         # revolute: rotation about the axis through point c = ω × v, t = (I − R) c; prismatic: t = v Δq
-        t = np.where(self._revolute[:, None], -lie.mv(Rm, fk.axis_points), Sw[:, 3:] * dq[:, None])
+        t = np.where(self.revolute[:, None], -lie.mv(Rm, fk.axis_points), Sw[:, 3:] * dq[:, None])
         for live, a in self._rounds:
             t[live] = t[a] + t[live] + lie.mv(Rm[a], t[live])
             Rm[live] = Rm[a] + Rm[live] + Rm[a] @ Rm[live]

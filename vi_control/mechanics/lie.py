@@ -13,8 +13,8 @@ from scipy.special import bernoulli
 # dlog_ξ = Σ_j B_j/j! ad_ξ^j (Lee2016, eq. 12-13): B_0 = 1, B_1 = -1/2, odd j ≥ 3 vanish.
 _MAX_TERMS = 12  # even powers up to ad^24; enough for |θ| ≤ 1.5 to ~1e-17
 _BERNOULLI = bernoulli(2 * _MAX_TERMS)
-_C_EVEN = np.array([_BERNOULLI[2 * k] / np.prod(np.arange(1.0, 2 * k + 1)) for k in range(_MAX_TERMS + 1)])
-_C_EVEN[0] = 1.0
+C_EVEN = np.array([_BERNOULLI[2 * k] / np.prod(np.arange(1.0, 2 * k + 1)) for k in range(_MAX_TERMS + 1)])
+C_EVEN[0] = 1.0
 
 
 def mv(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -140,9 +140,9 @@ def dlog_transpose_apply(xi: np.ndarray, y: np.ndarray, terms: int | None = None
     K = n_series_terms(xi) if terms is None else terms
     At = np.swapaxes(ad(xi), -1, -2)
     A2 = At @ At
-    acc = _C_EVEN[K] * y
+    acc = C_EVEN[K] * y
     for k in range(K - 1, -1, -1):
-        acc = _C_EVEN[k] * y + mv(A2, acc)
+        acc = C_EVEN[k] * y + mv(A2, acc)
     return acc - 0.5 * mv(At, y)
 
 
@@ -151,9 +151,9 @@ def dlog_matrix(xi: np.ndarray, terms: int | None = None) -> np.ndarray:
     K = n_series_terms(xi) if terms is None else terms
     A = ad(xi)
     A2 = A @ A
-    acc = _C_EVEN[K] * np.eye(6)
+    acc = C_EVEN[K] * np.eye(6)
     for k in range(K - 1, -1, -1):
-        acc = _C_EVEN[k] * np.eye(6) + A2 @ acc
+        acc = C_EVEN[k] * np.eye(6) + A2 @ acc
     return acc - 0.5 * A
 
 
@@ -165,7 +165,7 @@ def momentum_and_derivative(xi: np.ndarray, G: np.ndarray, terms: int | None = N
     """
     K = n_series_terms(xi) if terms is None else terms
     coeffs = np.zeros(2 * K + 1)
-    coeffs[0::2] = _C_EVEN[: K + 1]
+    coeffs[0::2] = C_EVEN[: K + 1]
     coeffs[1] = -0.5
     At = np.swapaxes(ad(xi), -1, -2)
     b = mv(G, xi)

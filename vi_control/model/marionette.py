@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .robot import RobotModel, load_robot
+from .robot import RobotModel, load_urdf
 from .visuals import add_visuals
 
 G = 9.81
@@ -137,7 +137,7 @@ def marionette_robot() -> RobotModel:
     """The bundled marionette (urdf/marionette.urdf + config/marionette.yaml)."""
     from .bundled import bundled_config, bundled_urdf  # bundled.py lists this module's files
 
-    return load_robot(bundled_urdf("marionette"), bundled_config("marionette"))
+    return load_urdf(bundled_urdf("marionette"), bundled_config("marionette"))
 
 
 def prescribed_joints() -> list[str]:

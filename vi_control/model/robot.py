@@ -186,10 +186,12 @@ def scale_inertias(model: pin.Model, scale: float) -> None:
         model.inertias[i] = pin.Inertia(I.mass * scale, I.lever.copy(), I.inertia * scale)
 
 
-def load_robot(urdf: str, system: str | dict | None = None, name: str | None = None,
-               floating_base: bool | None = None, mass_scale: float = 1.0,
-               inertia_policy: str | None = None) -> RobotModel:
-    """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict).
+def load_urdf(urdf: str, system: str | dict | None = None, name: str | None = None,
+              floating_base: bool | None = None, mass_scale: float = 1.0,
+              inertia_policy: str | None = None) -> RobotModel:
+    """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict): what
+    ``load_robot`` (``model.spec``: bundled names, ``erd:<name>``, task mappings too) calls once it has resolved
+    its model to a URDF.
 
     ``floating_base`` overrides the YAML key of the same name (6 virtual joints world -> root).
     ``mass_scale`` multiplies every link's mass and inertia (part of the model hash when ≠ 1).

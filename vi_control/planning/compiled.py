@@ -3,11 +3,11 @@
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
 trajectory (Johnson2015, eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
 backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
-(``mechanics/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``lqr_kernel.c``), which calls the model's
+(``planning/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``control/csrc/lqr_kernel.c``), which calls the model's
 generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
 same for every model: it is compiled once into the cache (``mechanics.codegen``) and needs no gcc time per model.
 For a QuadraticTrackingCost without a metric, ``CompiledStages.iterate`` runs ddp's iterations themselves in C
-(``ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
+(``planning/csrc/ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
 acceptance, stopping rule) and hands back histories, from which ddp builds its result and log; otherwise ddp's
 Python loop drives the compiled passes.
 
@@ -36,10 +36,13 @@ from ..integrators.base import CompiledStage, Linearizable, SingularityError, St
 from ..linearization import Linearization
 from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C
+from ..model.errors import renamed_keyword
 from .shooting import local_model, rollout
 
-KERNEL_C = DENSE_LU_C + "".join((resources.files("vi_control.mechanics") / "csrc" / f).read_text()
-                                 for f in ("ddp_kernel.c", "lqr_kernel.c", "ddp_loop.c"))
+KERNEL_C = DENSE_LU_C + "".join((resources.files(package) / "csrc" / f).read_text()
+                                 for package, f in (("vi_control.planning", "ddp_kernel.c"),
+                                                    ("vi_control.control", "lqr_kernel.c"),
+                                                    ("vi_control.planning", "ddp_loop.c")))
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
@@ -51,7 +54,7 @@ _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 def kernel_library() -> ctypes.CDLL | None:
     """The model-independent kernel library (compiled on first use, then loaded from the cache); None without a
     C compiler (the planner then takes the numpy path)."""
-    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen._DEFAULT_CFLAGS).split()
+    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
     so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", flags, "the planner's compiled kernel (using numpy)")
     if so is None:
         return None
@@ -103,10 +106,11 @@ def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], l
 
 
 def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterations: int = 60,
-         tol: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
+         tolerance: float = 1e-13, *, tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``control.lqr.dlqr`` (the same doubling algorithm, stopping test and gain formula) as one C call for matrix
     weights — in Python its ~18 small solves cost ~0.5 ms, a tenth of a panda plan; the numpy version for anything
     else (no compiler, ``ENABLED`` off). Returns (K, P); LinAlgError as ``lqr.dlqr``."""
+    tol = renamed_keyword("dlqr", "tol", tol, "tolerance", tolerance)
     A, B = lqr.check_system(A, B, stacked=False)
     nx, nu = B.shape
     Q, R = lqr.check_weight(Q, nx, "Q"), lqr.check_weight(R, nu, "R", definite=True)

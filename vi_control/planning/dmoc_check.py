@@ -34,8 +34,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .dmoc import DMOCProblem
 from .dmoc_nlp import nlp_parameters, nlp_point, transcription
+from .dmoc_problem import DMOCProblem
 
 __all__ = ["SecondOrderCheck", "second_order_check", "EIGENVALUE_RTOL", "ACTIVE_RTOL"]
 

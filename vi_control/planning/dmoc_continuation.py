@@ -37,14 +37,17 @@ this way is "Newton alone" in the scan (benchmarks/bench_dmoc.py).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .dmoc_newton import NewtonStats, newton_lm
+from .dmoc_problem import DMOCConditions, DMOCProblem, geodesic_guess, initial_point, input_split
 
-if TYPE_CHECKING:
-    from .dmoc import _Conditions
+# A solver of a variant of the problem (a coarser level, split inputs) into a ``dmoc.DMOCResult``:
+# ``solve(problem, tol, max_iterations, lm)`` is ``solve_dmoc`` without IPOPT nor the second-order check.
+VariantSolver = Callable[[DMOCProblem, float, int, bool], Any]
 
 __all__ = ["continuation_solve", "coarse_solve", "split_solve"]
 
@@ -56,11 +59,9 @@ _MIN_STEP = 1.0 / 64  # in θ (phase 1: θ = s ∈ [0, 1]; phase 2: θ = 1 − l
 _MAX_SOLVES = 40
 
 
-def continuation_solve(cond: _Conditions, tol: float, lm: bool, stats: NewtonStats, log=None) -> tuple | None:
+def continuation_solve(cond: DMOCConditions, tol: float, lm: bool, stats: NewtonStats, log=None) -> tuple | None:
     """Newton's output (w, ‖F‖∞, converged, (F, parts)) on the real problem of ``cond`` reached by the homotopy of
     the module docstring, or None when the path breaks off (step below ``_MIN_STEP`` or ``_MAX_SOLVES`` solves)."""
-    from .dmoc import _Conditions, _initial_point, geodesic_guess, input_split
-
     prob = cond.prob
     G, B = prob.group, prob.body.input_matrix
     NB = input_split(B)[1]
@@ -68,18 +69,18 @@ def continuation_solve(cond: _Conditions, tol: float, lm: bool, stats: NewtonSta
     zeta = G.log(G.inverse(np.asarray(prob.g0, float)) @ np.asarray(prob.gT, float))
     theta_end = 2.0 if r else 1.0
 
-    def problem(theta: float) -> tuple[_Conditions, float, float]:
+    def problem(theta: float) -> tuple[DMOCConditions, float, float]:
         s, eps = min(theta, 1.0), 10.0 ** (-4.0 * max(theta - 1.0, 0.0))
         p = prob if s == 1.0 else dataclasses.replace(prob, gT=np.asarray(prob.g0, float) @ G.exp(s * zeta))
         if r == 0:
-            return (cond if s == 1.0 else _Conditions(p)), s, eps
-        return _Conditions(p, np.hstack([B, eps * NB])), s, eps
+            return (cond if s == 1.0 else DMOCConditions(p)), s, eps
+        return DMOCConditions(p, np.hstack([B, eps * NB])), s, eps
 
     theta, step, good, good_theta, solves, before = _S0, 0.25, None, _S0, 0, None
     while solves < _MAX_SOLVES:
         c, s, eps = problem(theta)
         if good is None:
-            w0 = _initial_point(c, geodesic_guess(c.prob))
+            w0 = initial_point(c, geodesic_guess(c.prob))
         elif before is not None and before[1] < good[1] and s > good[1]:
             (w_b, s_b), (w_g, s_g) = before, good  # secant predictor along the path of solutions
             w0 = w_g + (s - s_g) / (s_g - s_b) * (w_g - w_b)
@@ -118,48 +119,42 @@ def continuation_solve(cond: _Conditions, tol: float, lm: bool, stats: NewtonSta
 _COARSEST = 4  # no coarser level below this N
 
 
-def coarse_solve(cond: _Conditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
-                 log=None) -> tuple | None:
+def coarse_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_iterations: int, lm: bool,
+                 stats: NewtonStats, log=None) -> tuple | None:
     """Newton's output on the problem of ``cond`` from the solution at N/2 (module docstring), or None when N/2 is
     below ``_COARSEST``, N is odd, or the coarse problem is not solved."""
-    from .dmoc import _initial_point, solve_dmoc
-
     N = cond.N
     if N % 2 or N // 2 < _COARSEST:
         return None
-    coarse = solve_dmoc(dataclasses.replace(cond.prob, horizon=N // 2), tol=tol, max_iterations=max_iterations,
-                        lm=lm, fallback=None, check=False)
+    coarse = solve(dataclasses.replace(cond.prob, horizon=N // 2), tol, max_iterations, lm)
     stats.iterations += coarse.iterations
     stats.lm_iterations += coarse.lm_iterations
     if not coarse.stationary:
         return None
     if log is not None:
         log(f"[dmoc] coarse level N = {N // 2} solved by {coarse.path}: its solution as the guess at N = {N}")
-    w0 = _initial_point(cond, np.repeat(coarse.xi, 2, axis=0))
+    w0 = initial_point(cond, np.repeat(coarse.xi, 2, axis=0))
     w0[cond.off_lam:] = 0.5 * np.repeat(coarse.lam, 2, axis=0).ravel()
     return newton_lm(cond, w0, tol, max_iterations, lm, stats, log)
 
 
-def split_solve(cond: _Conditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
-                log=None) -> tuple | None:
+def split_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_iterations: int, lm: bool,
+                stats: NewtonStats, log=None) -> tuple | None:
     """Newton's output on a problem with held inputs (u_k⁻ = u_k⁺) from the solution of the same maneuver with
     split inputs (module docstring), or None for split inputs or when that problem is not solved."""
-    from .dmoc import _initial_point, solve_dmoc
-
     if cond.prob.inputs != "hold":
         return None
-    split = solve_dmoc(dataclasses.replace(cond.prob, inputs="split"), tol=tol, max_iterations=max_iterations,
-                       lm=lm, fallback=None, check=False)
+    split = solve(dataclasses.replace(cond.prob, inputs="split"), tol, max_iterations, lm)
     stats.iterations += split.iterations
     stats.lm_iterations += split.lm_iterations
     if not split.stationary:
         return None
     if log is not None:
         log(f"[dmoc] split inputs solved by {split.path}: its velocities as the guess with held inputs")
-    return newton_lm(cond, _initial_point(cond, split.xi), tol, max_iterations, lm, stats, log)
+    return newton_lm(cond, initial_point(cond, split.xi), tol, max_iterations, lm, stats, log)
 
 
-def _to_real(cond: _Conditions, relaxed: _Conditions, w: np.ndarray, parts: dict, eps: float, NB: np.ndarray,
+def _to_real(cond: DMOCConditions, relaxed: DMOCConditions, w: np.ndarray, parts: dict, eps: float, NB: np.ndarray,
              m: int) -> np.ndarray:
     """The real problem's unknowns from a relaxed solution (module docstring, step 2)."""
     h = cond.h

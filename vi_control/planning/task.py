@@ -30,7 +30,7 @@ import numpy as np
 
 from ..control.lqr import check_weight
 from ..model.bundled import share_dir
-from ..model.errors import ModelError
+from ..model.errors import ModelError, removed_name
 from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION
 from ..model.robot import RobotModel
 from ..model.scalars import is_integer
@@ -106,6 +106,13 @@ class Task:
 
     def load_robot(self) -> RobotModel:
         return self.model_spec.load()
+
+    def __getattr__(self, name: str):
+        if name == "make_vi":  # removed (one release): say what replaced it
+            raise AttributeError("Task.make_vi was removed: use vi_control.make_system(task) "
+                                 "(planning.pipeline.make_system; integrator='midpoint' by default)",
+                                 name=name, obj=self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
     def weight(self, which: str, group: str, n: int, nq: int | None = None) -> np.ndarray:
         """Weight ``which`` (Q, R, Qf) of ``group`` (weights, lqr, hold), falling back weights ← lqr ← hold."""
@@ -427,3 +434,13 @@ COLLOCATION_DEFAULTS = {
     "polish_iterations": 30,     # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
     "polish_tolerance": 1e-6,    # the polish's |dJ| stop, in the units of the task's cost (as optimizer.tolerance)
 }
+
+
+# Removed names and what replaced them: an ImportError naming the replacement for one release, then plain absence.
+_REMOVED = {"plan_task": "vi_control.planning.pipeline.plan_task (also vi_control.plan_task)"}
+
+
+def __getattr__(name: str):
+    if name in _REMOVED:
+        raise removed_name(f"vi_control.planning.task.{name}", _REMOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

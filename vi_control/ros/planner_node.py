@@ -222,7 +222,7 @@ class PlannerNode(ManagedNode):
         now = self._now()
         if not self.states:
             try:
-                self.get_logger().info(f"first state to plan from: t={_stamp(RawJointStateReader._HEAD, msg):.6f}")
+                self.get_logger().info(f"first state to plan from: t={_stamp(RawJointStateReader.HEAD, msg):.6f}")
             except Exception as e:  # (a malformed message: it is reported when a request decodes it)
                 self.get_logger().info(f"first joint state received ({type(e).__name__} reading its stamp)")
         self.states.append((wall, now, msg))
@@ -403,7 +403,7 @@ class PlannerNode(ManagedNode):
         msgs = list(self.states)
         if not msgs:
             return None
-        head = RawJointStateReader._HEAD
+        head = RawJointStateReader.HEAD
         try:
             newest = _stamp(head, msgs[-1][2])
         except Exception:

@@ -312,3 +312,11 @@ def load_library_goals(source: str | dict, joint_names: list[str], default_goal:
             g[j] = val
         out.append([float(x) for x in g])
     return out
+
+
+def parameter_value(rec: dict, name: str) -> float:
+    """A record's value of ``mass_scale`` or of a per-joint parameter ``q0_offset[2]``."""
+    if "[" in name:
+        base, j = name[:-1].split("[")
+        return float(rec["params"][base][int(j)])
+    return float(rec["params"][name])

@@ -22,8 +22,9 @@ from ..control.plan import Plan
 from ..model.spec import ModelSpec
 from ..planning.pipeline import plan_task
 from ..planning.task import Task, load_task
-from .config import VECTOR_PARAMETERS, RobustnessConfig, load_robustness_config
+from .config import VECTOR_PARAMETERS, RobustnessConfig, load_robustness_config, parameter_value
 from .engine import ResultStore, RunStats, run_tasks
+from .report import plot_robustness
 from .rollout import SweepError, cached_system, portable_spec, robustness_sample, start_pair
 
 
@@ -85,14 +86,6 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     c = (p + z * z / (2 * n)) / (1 + z * z / n)
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, c - h), min(1.0, c + h)
-
-
-def parameter_value(rec: dict, name: str) -> float:
-    """A record's value of ``mass_scale`` or of a per-joint parameter ``q0_offset[2]``."""
-    if "[" in name:
-        base, j = name[:-1].split("[")
-        return float(rec["params"][base][int(j)])
-    return float(rec["params"][name])
 
 
 def _percentiles(a: np.ndarray) -> dict:
@@ -182,7 +175,5 @@ def robustness_sweep(task: str | dict | Task | None = None, config: str | dict |
     if out_dir is not None:
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
         if plot:
-            from .report import plot_robustness
-
             plot_robustness(stats.records, summary, out_dir / "robustness.png", title=plan.model_name)
     return RobustnessResult(stats.records, summary, stats, cfg, plan)

@@ -155,7 +155,7 @@ class BipedGait:
         nq, dt, dyn = vi.nq, vi.dt, self.dynamics
         xs = ca.SX.sym("x", 2 * nq)
         q, p = xs[:nq], xs[nq:]
-        V = ca.Function("V", [dyn._tree.q], [dyn._tree.potential])
+        V = ca.Function("V", [dyn.tree.q], [dyn.tree.potential])
         grad_V = ca.gradient(V(q), q)
         v = ca.solve(dyn.mass(q), p + 0.5 * dt * grad_V)
         J = dyn.constraint_jacobian(q)  # the stance foot's velocity is zero before the impact
@@ -167,7 +167,7 @@ class BipedGait:
             off = ca.vertcat(-foot[0], -foot[1], ca.SX.zeros(nq - 2))
         q_new, v_new = self.relabel(q, self.impact(q, v), off)
         q1 = ca.SX.sym("q1", nq)
-        L = ca.Function("L", [dyn._tree.q, dyn._tree.v], [dyn._tree.kinetic - dyn._tree.potential])
+        L = ca.Function("L", [dyn.tree.q, dyn.tree.v], [dyn.tree.kinetic - dyn.tree.potential])
         q0s = ca.SX.sym("q0", nq)
         Ld = dt * L((q0s + q1) / 2, (q1 - q0s) / dt)
         D2 = ca.Function("D2Ld", [q0s, q1], [ca.gradient(Ld, q1)])

@@ -26,9 +26,9 @@ from importlib import resources
 
 import numpy as np
 
-from . import lie
-from .codegen import compile_shared_library, compiler
-from .drnea import BodyTree
+from ..mechanics import lie
+from ..mechanics.codegen import compile_shared_library, compiler
+from ..mechanics.drnea import BodyTree
 
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
 OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN, LINE_SEARCH_FAILED, STAGNATED, ALIASED = range(7)
@@ -38,6 +38,31 @@ _WORK = 192  # doubles per body in the work array
 _CFLAGS = ["-O2"]  # no -ffast-math: the same IEEE operations as written
 
 DRNEA_C = (resources.files(__package__) / "csrc" / "drnea_step.c").read_text()
+
+# What each non-zero code means, and what the fallback chain did (its record fb, ltvi_chain): the words of
+# LinearTimeVI's log and errors.
+REASONS = {
+    NOT_CONVERGED: "max_iterations reached or a non-finite residual",
+    LOG_NEAR_PI: "a relative rotation reached π (log map)",
+    SINGULAR_JACOBIAN: "singular Jacobian",
+    LINE_SEARCH_FAILED: "no decrease of the residual along the update (line search)",
+    STAGNATED: "the residual stagnated (less than 2-fold smaller over 3 updates)",
+    ALIASED: "its root turns a joint more than max_rotation, an aliased root",
+}
+
+
+def fallback_reason(method: str, fb: np.ndarray) -> str:
+    """What the fallback chain did, from its record (first failure code, Newton's code or -1, substeps, division)."""
+    first, newton, substeps, division = (int(v) for v in fb)
+    name = "RIQN" if method == "riqn" else "Newton"
+    text = f"{name} did not converge at Δt ({REASONS.get(first, first)})"
+    if newton >= 0:
+        text += ("; solved by Newton with the exact Jacobian" if newton == OK
+                 else f"; Newton with the exact Jacobian neither ({REASONS.get(newton, newton)})")
+    if substeps:
+        text += f"; solved as {substeps} substeps (finest Δt/{division})"
+    return text
+
 
 _lib: ctypes.CDLL | None = None
 
@@ -64,6 +89,11 @@ def load_library() -> ctypes.CDLL | None:
     return lib
 
 
+NO_COMPILER = ("LinearTimeVI needs a C compiler: its step is our C (integrators/csrc/drnea_step.c), compiled on "
+               "first use, and none was found ($CC, gcc or cc on PATH) or VI_CONTROL_NO_COMPILE=1 is set. Install "
+               "gcc, or use make_integrator('midpoint', ...), which runs without one (the CasADi VM).")
+
+
 def available() -> bool:
     return os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1" and compiler() is not None
 
@@ -76,24 +106,24 @@ class CompiledStep:
                  rotational: np.ndarray | None = None, max_rotation: float = np.pi, momentum_scale: float = 1.0):
         self.lib = load_library()
         if self.lib is None:
-            raise RuntimeError("no C compiler found for the compiled DRNEA step")
+            raise RuntimeError(NO_COMPILER)
         n = self.n = tree.n
         self._guess_code = {"IG1": 1, "IG2": 2, "IG3": 3}[initial_guess]
         code = 0 if method == "riqn" else (2 if jacobian == "alg4" else 1)
         rot = np.zeros(n) if rotational is None else np.asarray(rotational)  # joints whose turn per step is limited
         self.ip = np.concatenate([[n, code, self._guess_code, max_iterations], tree.parents,
                                   [int(fallback), self._guess_code], rot]).astype(np.int64)
-        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie._C_EVEN,
+        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie.C_EVEN,
                                   [max_rotation, momentum_scale]]).astype(float)
         body = np.zeros((n, _BODY))
-        body[:, 0:9] = tree._XR.reshape(n, 9)
-        body[:, 9:12] = tree._Xp
+        body[:, 0:9] = tree.XR.reshape(n, 9)
+        body[:, 9:12] = tree.Xp
         body[:, 12:18] = tree.S
         body[:, 18:54] = tree.G.reshape(n, 36)
         body[:, 54] = tree.mass
         body[:, 55:58] = tree.com
         body[:, 58] = damping
-        body[:, 59] = tree._revolute
+        body[:, 59] = tree.revolute
         body[:, 60:69] = np.array([tree.model.inertias[i + 1].inertia for i in range(n)]).reshape(n, 9)  # about the CoM
         self.body = np.ascontiguousarray(body)
         self.work = np.zeros(n * _WORK + 6 * n + n * n + 48 * n + 3 * n + 2 * n * MAX_DEPTH)

@@ -1,7 +1,11 @@
-"""Root finding of LinearTimeVI's step (Lee2016, eq. 17): line-searched RIQN / Newton and the fallback chain.
-
-The numpy twin of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in ``mechanics/csrc/drnea_step.c``, operation
-for operation, so both backends give the same states and iteration counts (test_linear_time_c.py).
+"""Oracle of LinearTimeVI's compiled step (issue 38): the root finding of Lee2016, eq. 17 — line-searched RIQN /
+Newton and the fallback chain — in numpy, over LinearTimeVI's own stage functions (``constant_part``,
+``frame_residual``, ``frame_jacobian``, ``mass_solve``: DRNEA, its derivative and ABA from Pinocchio and
+``mechanics.drnea``), written as a second implementation of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in
+``vi_control/integrators/csrc/drnea_step.c``, operation for operation: the package's one path is the C, and the tests
+(test_linear_time_c.py) and the benchmark's numpy baseline (benchmarks/bench_linear_time.py) compare it with this.
+``NumpyLinearTimeVI`` is LinearTimeVI with this loop in place of the C call (and Pinocchio where the C had its own
+recursions): the same states and iteration counts.
 
 - **Line search.** Every update (RIQN's Δt M(q_k)⁻¹f, eq. 25, or Newton's J⁻¹f) is backtracked on |f|∞ (Armijo,
   halvings down to 2^-LS_MAX) when the full update takes a body's relative rotation out of the SE(3) log's domain
@@ -24,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanics import drnea_c
+from vi_control.integrators import drnea_c
+from vi_control.integrators.linear_time import LinearTimeVI
 
 LS_MAX = 20
 LS_SUFFICIENT = 1e-4
@@ -32,39 +37,16 @@ NOISE_UPDATE = 1.5e-8
 STAGNATION = 2.0
 MAX_DEPTH = drnea_c.MAX_DEPTH
 
-REASONS = {
-    drnea_c.NOT_CONVERGED: "max_iterations reached or a non-finite residual",
-    drnea_c.LOG_NEAR_PI: "a relative rotation reached π (log map)",
-    drnea_c.SINGULAR_JACOBIAN: "singular Jacobian",
-    drnea_c.LINE_SEARCH_FAILED: "no decrease of the residual along the update (line search)",
-    drnea_c.STAGNATED: "the residual stagnated (less than 2-fold smaller over 3 updates)",
-    drnea_c.ALIASED: "its root turns a joint more than max_rotation, an aliased root",
-}
-
-
-def fallback_reason(method: str, fb: np.ndarray) -> str:
-    """What the fallback chain did, from its record (first failure code, Newton's code or -1, substeps, division)."""
-    first, newton, substeps, division = (int(v) for v in fb)
-    name = "RIQN" if method == "riqn" else "Newton"
-    text = f"{name} did not converge at Δt ({REASONS.get(first, first)})"
-    if newton >= 0:
-        text += ("; solved by Newton with the exact Jacobian" if newton == drnea_c.OK
-                 else f"; Newton with the exact Jacobian neither ({REASONS.get(newton, newton)})")
-    if substeps:
-        text += f"; solved as {substeps} substeps (finest Δt/{division})"
-    return text
-
-
 def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jacobian: str,
              dt: float) -> tuple[int, np.ndarray | None, float, int]:
     """One root solve from the guess q1 (C: ltvi_attempt + ltvi_iterate): (code, x_{k+1} or None, |f|∞, updates)."""
     st, nq, tree = vi.settings, vi.nq, vi.tree
     q0 = x[:nq]
     fk = tree.frames(q0)
-    const = vi._constant_part(fk, x, u, dt)
+    const = vi.constant_part(fk, x, u, dt)
     for tries in range(LS_MAX + 1):  # a guess outside the log's domain: towards q_k (IG1 is always inside)
         try:
-            f, fk1, xi, mw = vi._residual(fk, const, q0, q1, dt)
+            f, fk1, xi, mw = vi.frame_residual(fk, const, q0, q1, dt)
             break
         except ValueError:
             if tries == LS_MAX:
@@ -79,10 +61,10 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
             code = drnea_c.OK
             break
         if method == "riqn":
-            dq = dt * vi._minv(q0, f)  # Lee2016, eq. 25
+            dq = dt * vi.mass_solve(q0, f)  # Lee2016, eq. 25
         else:
             try:
-                dq = np.linalg.solve(vi._jacobian(fk, fk1, xi, q0, q1, dt, jacobian), f)
+                dq = np.linalg.solve(vi.frame_jacobian(fk, fk1, xi, q0, q1, dt, jacobian), f)
             except np.linalg.LinAlgError:
                 code = drnea_c.SINGULAR_JACOBIAN
                 break
@@ -91,7 +73,7 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
         for _ in range(LS_MAX + 1):
             qt = q1 - alpha * dq
             try:
-                trial = vi._residual(fk, const, q0, qt, dt)
+                trial = vi.frame_residual(fk, const, q0, qt, dt)
                 fn = float(np.abs(trial[0]).max())
                 if fn <= (1.0 - LS_SUFFICIENT * alpha) * rnorm or (alpha * dqn <= noise and np.isfinite(fn)):
                     ok = True
@@ -121,7 +103,7 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
         code = drnea_c.NOT_CONVERGED
     if code != drnea_c.OK:
         return code, None, rnorm, it
-    if vi.fallback and np.any(vi._rotational & ~(np.abs(q1 - q0) <= st.max_rotation)):  # C: ltvi_attempt
+    if vi.fallback and np.any(vi.rotational & ~(np.abs(q1 - q0) <= st.max_rotation)):  # C: ltvi_attempt
         return drnea_c.ALIASED, None, rnorm, it
     # p_{k+1} = D₂L_d(q_k, q_{k+1}): the world momenta are shared with the residual (see BodyTree).
     p1 = tree.project(fk1, mw - 0.5 * dt * tree.gravity_wrenches(fk1))
@@ -156,3 +138,24 @@ def solve_chain(vi, x: np.ndarray, u: np.ndarray, y0: np.ndarray | None, dt: flo
     if code == drnea_c.OK:
         fb[3] = max(fb[3], 2.0 ** (depth + 1))
     return code, xn, rnorm, it1 + it2
+
+
+class NumpyLinearTimeVI(LinearTimeVI):
+    """LinearTimeVI whose step is the numpy loop above (no compiler needed): the oracle of the compiled step."""
+
+    def _compiled_step(self):
+        return None
+
+    def _root(self, x: np.ndarray, u: np.ndarray, y0: np.ndarray | None):
+        fb = np.array([0.0, -1.0, 0.0, 1.0])
+        code, xn, rnorm, it = solve_chain(self, x, u, y0, self.dt, fb)
+        return code, xn, rnorm, it, fb
+
+    @property
+    def backend(self) -> str:
+        return "numpy"
+
+
+def linear_time(robot, dt: float, backend: str = "c", **options) -> LinearTimeVI:
+    """The package's LinearTimeVI ('c') or this oracle ('numpy') with the same options."""
+    return (NumpyLinearTimeVI if backend == "numpy" else LinearTimeVI)(robot, dt, **options)

@@ -1,6 +1,6 @@
 /* vi_control: compiled step of the linear-time variational integrator (Lee2016), our own code.
  * DRNEA (Alg. 2), RIQN (Alg. 3, eq. 25), exact Newton with the Jacobian by subtree sums or by Alg. 4 as
- * printed. Loaded and documented by vi_control/mechanics/drnea_c.py, which compiles this file once per
+ * printed. Loaded and documented by vi_control/integrators/drnea_c.py, which compiles this file once per
  * source hash. */
 #include <math.h>
 #include <string.h>
