@@ -14,7 +14,7 @@
 2. Simulator real-time factor for arm7 (urdf/arm7.urdf) and panda at Δt = 1 ms, ``mode: realtime`` with
    ``max_speed``: simulated time / wall time from the joint states received here. Baseline in the same
    process: MidpointVI.step in a plain loop (no ROS).
-3. ``--handover N``: N swing-ups on a real-time clock (vi_control.ros.handover): the plan's start against the
+3. ``--handover N``: N swing-ups on a real-time clock (test/support/handover.py): the plan's start against the
    state the controller entered it at, and the final distance from upright.
 
     .venv/bin/python benchmarks/bench_ros.py              # 5 s per latency case, 5 s per RTF case
@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -56,9 +57,12 @@ from vi_control.ros.common import (
     realtime_scheduling,
     robot_from_parameters,
 )
-from vi_control.ros.handover import handover_ok, handover_runs, on_time
-from vi_control.ros.launcher import Session
 from vi_control.ros.messages import plan_to_message
+
+# the test harness (test/support: a run's node processes, the hand-over runs), which the package does not install
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
+from handover import handover_ok, handover_runs, on_time  # noqa: E402
+from ros_session import Session  # noqa: E402
 
 
 def _robot(model: str):

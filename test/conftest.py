@@ -42,7 +42,7 @@ def rng():
 def ros(request, tmp_path):
     """Node processes and recorders of one ROS test: own domain and namespace, all stopped at teardown."""
     pytest.importorskip("rclpy")
-    from vi_control.ros.launcher import Session
+    from ros_session import Session
 
     h = Session(request.node.name, str(tmp_path))
     try:

@@ -427,7 +427,8 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     pytest.importorskip("rclpy")
     import threading
 
-    from vi_control.ros import handover
+    import handover
+
     from vi_control.ros.launcher import domain_id_for, run_namespace
     from vi_control.ros.main_job import run_closed_loop
 

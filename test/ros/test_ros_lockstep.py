@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
+from handover import STRONG  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY  # noqa: E402
@@ -19,7 +20,6 @@ from vi_control.control.tracking import tracking_law  # noqa: E402
 from vi_control.integrators.midpoint import MidpointVI  # noqa: E402
 from vi_control.model import ModelSpec  # noqa: E402
 from vi_control.ros.common import LATCHED_QOS, RECORD_VOLATILE_QOS, STREAM_QOS  # noqa: E402
-from vi_control.ros.handover import STRONG  # noqa: E402
 from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
 
 pytestmark = pytest.mark.ros

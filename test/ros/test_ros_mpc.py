@@ -24,13 +24,13 @@ import pytest
 pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from handover import entries  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY  # noqa: E402
 
 from vi_control.control.tracking import tracking_law  # noqa: E402
 from vi_control.integrators.midpoint import MidpointVI  # noqa: E402
 from vi_control.ros.common import LATCHED_QOS, STREAM_QOS  # noqa: E402
-from vi_control.ros.handover import entries  # noqa: E402
 from vi_control.ros.main_job import task_overrides  # noqa: E402
 from vi_control.ros.messages import plan_from_message  # noqa: E402
 

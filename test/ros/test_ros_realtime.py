@@ -13,13 +13,13 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+import handover  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY, _pendulum_hold_plan  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from vi_control.control.tracking import tracking_law  # noqa: E402
-from vi_control.ros import handover  # noqa: E402
 from vi_control.ros.common import LATCHED_QOS, RECORD_VOLATILE_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.launcher import NodeProcess  # noqa: E402
 from vi_control.ros.messages import command_stamp, plan_to_message, split_seconds  # noqa: E402

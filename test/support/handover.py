@@ -50,7 +50,7 @@ def upright_error(q: float) -> float:
 
 
 def handover_runs(session, runs: int, discovery: float = 30.0) -> list[dict]:
-    """``session``: launcher.Session (or the tests' fixture, same interface). Returns one dict per run."""
+    """``session``: ros_session.Session (the tests' ``ros`` fixture). Returns one dict per run."""
     from lifecycle_msgs.msg import Transition
     from std_srvs.srv import Trigger
 
