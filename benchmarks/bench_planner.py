@@ -16,7 +16,7 @@ Outside tools (each in its own interpreter, so a crash cannot kill this benchmar
 - Drake ``DirectCollocation`` (cubic Hermite, 101 knots at fixed Δt = 0.1, quadratic costs on the knots)
   on its ``PendulumPlant`` (m = l = 1, g = 9.8, no damping), then ``FiniteHorizonLinearQuadraticRegulator``.
 They are installed from benchmarks/requirements-bench-planner.txt into a separate venv
-(~/.cache/vi_control/bench-planner-venv): Crocoddyl's wheel pins example-robot-data 5 and Pinocchio 3.9, which
+(~/.cache/vi_control-bench/bench-planner-venv): Crocoddyl's wheel pins example-robot-data 5 and Pinocchio 3.9, which
 would replace the project venv's pinned 6.0.0 and 4.1.0. A failed install or a crash is recorded with its error.
 
 Usage: .venv/bin/python benchmarks/bench_planner.py [--rounds 3] [--task-rounds 7] [--no-external]
@@ -42,7 +42,8 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-BENCH_VENV = Path.home() / ".cache" / "vi_control" / "bench-planner-venv"
+# Beside the compile cache, not in it: the cache refuses a directory holding anything but its own entries.
+BENCH_VENV = Path.home() / ".cache" / "vi_control-bench" / "bench-planner-venv"
 TASK = ROOT / "config" / "task_pendulum_swingup.yaml"
 X0_PERTURBED = np.array([1.0, 1.0])  # Johnson2015, §VIII-A
 

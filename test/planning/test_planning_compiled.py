@@ -248,6 +248,50 @@ def test_results_do_not_depend_on_whether_the_kernel_was_built_before(tmp_path, 
         assert res.cost_history == cached.cost_history
 
 
+def test_built_stages_are_reused_per_system_thread_horizon_and_box(monkeypatch):
+    """compiled_stages hands back the stages it built for the same (system, thread, horizon, box, settings) —
+    their context and workspaces are set up once — and new ones otherwise; a reused instance, also after its arena
+    forgot the arrays of earlier calls (``_Arena.KEEP`` = 0: every reuse forgets), computes bit for bit what a
+    freshly built one does."""
+    import threading
+    import weakref
+
+    monkeypatch.setattr(compiled, "_STAGES", weakref.WeakKeyDictionary())
+    task = load_task("task_pendulum_swingup")
+    vi = make_system(task)
+    N, (lo, hi) = task.horizon, input_bounds(input_limits(task, vi), vi.nu)
+    first = compiled.compiled_stages(vi, N, lo, hi)
+    assert compiled.compiled_stages(vi, N, lo.copy(), hi.copy()) is first
+    assert compiled.compiled_stages(vi, N + 1, lo, hi) is not first
+    assert compiled.compiled_stages(vi, N, lo, np.full_like(hi, 2.0)) is not first
+    assert compiled.compiled_stages(vi, N, lo, hi, second_order=False) is not first
+    elsewhere = []
+    t = threading.Thread(target=lambda: elsewhere.append(compiled.compiled_stages(vi, N, lo, hi)))
+    t.start()
+    t.join()
+    assert elsewhere[0] is not None and elsewhere[0] is not first
+
+    monkeypatch.setattr(compiled._Arena, "KEEP", 0)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    cost = QuadraticTrackingCost(X_ref, U_ref, *(task.weight(w, "weights", n, vi.nq)
+                                                 for w, n in (("Q", vi.nx), ("R", vi.nu), ("Qf", vi.nx))))
+    U = np.full((N, vi.nu), 0.3)
+    fresh = compiled.CompiledStages(compiled.kernel_library(), vi, vi.compiled_stage(True), N, lo, hi)
+    X, Ua, Y = fresh.rollout(x0, U)
+    lin = fresh.linearize(X, Ua, Y)
+    want = fresh.backward(cost, X, Ua, Y, lin, 1e-3, True)
+    for _ in range(3):
+        again = compiled.compiled_stages(vi, N, lo, hi)
+        assert again is first
+        ro = again.rollout(x0, U)
+        got = again.backward(cost, *ro, again.linearize(*ro), 1e-3, True)
+        assert all(np.array_equal(a, b) for a, b in zip(ro, (X, Ua, Y)))
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    plans = [plan_task(vi, task)[0] for _ in range(3)]
+    assert all(np.array_equal(p.U, plans[0].U) and np.array_equal(p.K, plans[0].K) for p in plans)
+
+
 def test_compiled_tv_lqr_is_the_riccati_recursion(rng):
     from vi_control.control.lqr import tv_lqr
 

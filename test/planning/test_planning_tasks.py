@@ -76,3 +76,23 @@ def test_panda_reaches_a_joint_space_goal_under_gravity():
     x0 = start_state(task, vi) + np.concatenate([0.05 * np.ones(7), np.zeros(7)])
     Xc, _ = simulate_plan(vi, plan, x0, feedback=True, extra_steps=20)
     assert np.abs(Xc[-1, :7] - task.goal_q).max() < 1e-2
+
+
+def test_plan_too_fast_for_the_urdf_velocity_limits_is_warned_in_the_log():
+    """The panda reach squeezed into 0.3 s (horizon 6 of Δt = 0.05 instead of 20): central differences of the planned
+    configurations exceed a URDF ``<limit velocity>`` — independent of q̇ = M⁻¹p — and plan_task logs the warning
+    that names the joint; the bundled 1 s reach logs none."""
+    import dataclasses
+
+    from vi_control.planning.pipeline import velocity_limit_excess
+
+    for horizon, fast in ((6, True), (20, False)):
+        task = dataclasses.replace(load_task("task_panda_reach"), horizon=horizon)
+        vi = make_system(task)
+        lines = []
+        plan, _ = plan_task(vi, task, log=lines.append)
+        warned = [s for s in lines if "exceeds the velocity limits" in s]
+        limit = np.array([j.velocity_limit for j in vi.robot.joints])
+        q = plan.X[:, : vi.nq]
+        assert bool(np.any(np.abs(q[2:] - q[:-2]) / (2 * task.dt) > limit)) == fast
+        assert warned == ([f"warning: {velocity_limit_excess(vi, plan.X)}"] if fast else [])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -104,7 +105,7 @@ class RobotModel:
 
         The URDF enters without what only draws the robot (``<visual>``, ``<collision>``, ``<material>``:
         ``visuals.dynamics_text``), so adding or changing visuals keeps a model's hash and its saved plans."""
-        h = hashlib.sha256(dynamics_text(self.urdf_xml).encode())
+        h = _urdf_digest(self.urdf_xml).copy()
         h.update(np.asarray(self.gravity, float).tobytes())
         h.update(repr((self.actuated, self.prescribed, self.constraints)).encode())
         if self.nonholonomic:  # (absent from the hash of holonomic models: their saved plans stay valid)
@@ -116,6 +117,13 @@ class RobotModel:
 
     def neutral(self) -> np.ndarray:
         return np.zeros(self.nq)
+
+
+@functools.lru_cache(maxsize=32)
+def _urdf_digest(urdf_xml: str) -> hashlib._Hash:
+    """sha256 fed with the URDF's ``dynamics_text``: its regular expressions over a panda's URDF take ~0.2 ms, a
+    few percent of a plan, and every plan stamps the hash (callers ``copy()`` before they update it)."""
+    return hashlib.sha256(dynamics_text(urdf_xml).encode())
 
 
 def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:

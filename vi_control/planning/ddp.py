@@ -254,8 +254,10 @@ def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.nda
         B = linearize(vi, x, u, result).B
     except StepError:  # (the iterations will meet it themselves)
         return 1.0
-    bb = float(np.linalg.norm(B, 2)) ** 2
-    w = float(np.linalg.norm(cost.R + B.T @ (cost.Q + cost.Qf) @ B, 2))
+    # (largest eigenvalues of symmetric matrices: the 2-norms squared of B and of the positive semidefinite W,
+    # at half the cost of two SVDs)
+    bb = float(np.linalg.eigvalsh(B.T @ B)[-1])
+    w = float(np.abs(np.linalg.eigvalsh(cost.R + B.T @ (cost.Q + cost.Qf) @ B)).max())
     c = w / bb if bb > 0.0 else 1.0
     # (no lower cap in use: 1e-250 only keeps 1e-9·c a normal number, so that a failed pass always raises μ)
     return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
