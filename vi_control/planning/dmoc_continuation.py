@@ -119,6 +119,15 @@ def continuation_solve(cond: DMOCConditions, tol: float, lm: bool, stats: Newton
 _COARSEST = 4  # no coarser level below this N
 
 
+def _solved_variant(prob, solve: VariantSolver, tol: float, max_iterations: int, lm: bool, stats: NewtonStats):
+    """The variant problem ``prob`` solved by ``solve`` (its Newton iterations counted in ``stats``), or None
+    when its answer is not stationary."""
+    res = solve(prob, tol, max_iterations, lm)
+    stats.iterations += res.iterations
+    stats.lm_iterations += res.lm_iterations
+    return res if res.stationary else None
+
+
 def coarse_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_iterations: int, lm: bool,
                  stats: NewtonStats, log=None) -> tuple | None:
     """Newton's output on the problem of ``cond`` from the solution at N/2 (module docstring), or None when N/2 is
@@ -126,10 +135,8 @@ def coarse_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_ite
     N = cond.N
     if N % 2 or N // 2 < _COARSEST:
         return None
-    coarse = solve(dataclasses.replace(cond.prob, horizon=N // 2), tol, max_iterations, lm)
-    stats.iterations += coarse.iterations
-    stats.lm_iterations += coarse.lm_iterations
-    if not coarse.stationary:
+    coarse = _solved_variant(dataclasses.replace(cond.prob, horizon=N // 2), solve, tol, max_iterations, lm, stats)
+    if coarse is None:
         return None
     if log is not None:
         log(f"[dmoc] coarse level N = {N // 2} solved by {coarse.path}: its solution as the guess at N = {N}")
@@ -144,10 +151,8 @@ def split_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_iter
     split inputs (module docstring), or None for split inputs or when that problem is not solved."""
     if cond.prob.inputs != "hold":
         return None
-    split = solve(dataclasses.replace(cond.prob, inputs="split"), tol, max_iterations, lm)
-    stats.iterations += split.iterations
-    stats.lm_iterations += split.lm_iterations
-    if not split.stationary:
+    split = _solved_variant(dataclasses.replace(cond.prob, inputs="split"), solve, tol, max_iterations, lm, stats)
+    if split is None:
         return None
     if log is not None:
         log(f"[dmoc] split inputs solved by {split.path}: its velocities as the guess with held inputs")
