@@ -220,7 +220,7 @@ class ThrottledLog:
             text = text()
         more = f" ({suppressed} more since the last report)" if suppressed else ""
         # one call site per severity: rclpy refuses (ValueError) a call site whose severity changes between calls,
-        # which crashed a controller that logged a stale-state error and later a warning through one line
+        # and a node logs one kind at several severities (a stale-state error, later a warning)
         if level == "error":
             self.logger.error(text + more)
         elif level == "info":
