@@ -35,6 +35,7 @@ import numpy as np
 
 from .bundled import share_dir
 from .errors import ModelError, unknown_keys
+from .limits import MASS_SCALE_RANGE, MAX_COEFFICIENT, MAX_FORCE, MAX_GRAVITY, MAX_INERTIA, MAX_LENGTH, MAX_MASS, Bound
 from .scalars import is_real
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
@@ -45,6 +46,26 @@ _TOP_KEYS = {"name", "group", "mass", "inertia", "actuators", "thruster_layout",
              "planning"}
 _ACTUATOR_KEYS = {"name", "type", "direction", "position", "limit"}
 _DIMS = {"SO3": 3, "SE3": 6}
+
+# The stated range of every number of a rigid-body YAML (key → Bound; ``[]``: each entry of a list), what the
+# validation below reads and test/test_boundaries_tables.py tries at both ends: the ranges of URDFs and system YAML
+# (model.limits). Beyond them the arithmetic gives up, not the physics: a 1e300 m cylinder radius overflowed (r²)
+# with an OverflowError, and gravity of 1e10 m/s² or an actuator at 1e300 m were accepted.
+_SIGNED = {"gravity[]": MAX_GRAVITY, "actuators[].position[]": MAX_LENGTH, "buoyancy.center[]": MAX_LENGTH,
+           "drag[]": MAX_COEFFICIENT, "inertia[]": MAX_INERTIA}
+RIGID_BODY_BOUNDS: dict[str, Bound] = {
+    "mass": Bound(0.0, MAX_MASS, low_open=True),
+    "inertia.cylinder.radius": Bound(0.0, MAX_LENGTH, low_open=True),
+    "inertia.cylinder.length": Bound(0.0, MAX_LENGTH, low_open=True),
+    "thruster_layout.c": Bound(0.0, MAX_LENGTH, low_open=True),
+    "thruster_layout.d": Bound(0.0, MAX_LENGTH, low_open=True),
+    "thruster_layout.limit": Bound(0.0, MAX_COEFFICIENT, low_open=True),  # (or inf: unlimited)
+    "actuators[].limit": Bound(0.0, MAX_COEFFICIENT, low_open=True),  # (or inf)
+    "buoyancy.force": Bound(0.0, MAX_FORCE),
+    **{k: Bound(-b, b) for k, b in _SIGNED.items()},
+}
+# load_rigid_body's arguments
+SCALE_BOUNDS: dict[str, Bound] = {k: Bound(*MASS_SCALE_RANGE) for k in ("mass_scale", "drag_scale", "buoyancy_scale")}
 
 
 class RigidBodyConfigError(ModelError):
@@ -204,7 +225,8 @@ class RigidBodyModel:
 
 
 # ---- loading and validation ------------------------------------------------------------------------------
-def _vec(v, key: str, n: int | None = None) -> np.ndarray:
+def _vec(v, key: str, n: int | None = None, table: str | None = None) -> np.ndarray:
+    """A list of numbers (or one); ``n`` entries if given, each within ``RIGID_BODY_BOUNDS[table]``."""
     if is_real(v):
         v = [v]
     if not isinstance(v, (list, tuple)) or not all(map(is_real, v)):
@@ -214,28 +236,42 @@ def _vec(v, key: str, n: int | None = None) -> np.ndarray:
         raise RigidBodyConfigError(f"{key}: expected {n} numbers, got {a.size}")
     if not np.all(np.isfinite(a)):
         raise RigidBodyConfigError(f"{key}: entries must be finite, got {v!r}")
+    if table is not None:
+        b = RIGID_BODY_BOUNDS[table]
+        bad = [i for i, x in enumerate(a.tolist()) if not b.contains(x)]
+        if bad:
+            raise RigidBodyConfigError(f"{key}[{bad[0]}]: must be {b.describe()} (the supported range), got "
+                                       f"{a[bad[0]]:g}")
     return a
 
 
-def _positive(v, key: str, allow_inf: bool = False) -> float:
+def _positive(v, key: str, allow_inf: bool = False, table: str | None = None) -> float:
+    """A positive number within ``RIGID_BODY_BOUNDS[table or key]`` (``allow_inf``: or inf, 'unlimited')."""
     if isinstance(v, str) and allow_inf and v.strip().lower() in ("inf", ".inf"):
+        return math.inf
+    if allow_inf and is_real(v) and v == math.inf:
         return math.inf
     if not is_real(v) or not (v > 0) or (math.isinf(v) and not allow_inf) \
             or math.isnan(v):
         raise RigidBodyConfigError(f"{key}: must be a positive {'number' if allow_inf else 'finite number'}, got {v!r}")
+    b = RIGID_BODY_BOUNDS[table or key]
+    if not b.contains(float(v)):
+        raise RigidBodyConfigError(f"{key}: must be {b.describe()}{' or inf' if allow_inf else ''} (the supported "
+                                   f"range), got {v!r}")
     return float(v)
 
 
 def _matrix(v, key: str, n: int) -> np.ndarray:
+    table = f"{key}[]"
     if isinstance(v, (list, tuple)) and v and all(isinstance(r, (list, tuple)) for r in v):
-        rows = [_vec(r, f"{key}[{i}]", n) for i, r in enumerate(v)]
+        rows = [_vec(r, f"{key}[{i}]", n, table) for i, r in enumerate(v)]
         if len(rows) != n:
             raise RigidBodyConfigError(f"{key}: expected a {n}×{n} matrix, got {len(rows)} rows")
         M = np.array(rows)
         if np.abs(M - M.T).max() > 1e-12 * np.abs(M).max():  # (round-off relative to M, whatever its unit)
             raise RigidBodyConfigError(f"{key}: matrix must be symmetric")
         return 0.5 * (M + M.T)
-    return np.diag(_vec(v, key, n))
+    return np.diag(_vec(v, key, n, table))
 
 
 def _inertia(v, mass: float) -> np.ndarray:
@@ -250,8 +286,12 @@ def _inertia(v, mass: float) -> np.ndarray:
         axis = cyl.get("axis", "x")
         if axis not in ("x", "y", "z"):
             raise RigidBodyConfigError(f"inertia.cylinder.axis: expected x, y or z, got {axis!r}")
-        return cylinder_inertia(mass, _positive(cyl.get("radius"), "inertia.cylinder.radius"),
-                                _positive(cyl.get("length"), "inertia.cylinder.length"), axis)
+        J = cylinder_inertia(mass, _positive(cyl.get("radius"), "inertia.cylinder.radius"),
+                             _positive(cyl.get("length"), "inertia.cylinder.length"), axis)
+        if J.max() > MAX_INERTIA:
+            raise RigidBodyConfigError(f"inertia.cylinder: principal moment {J.max():g} kg m² of mass {mass:g} kg "
+                                       f"beyond the supported {MAX_INERTIA:g}")
+        return J
     J = _matrix(v, "inertia", 3)
     ev = np.linalg.eigvalsh(J)
     if not ev.min() > 0:
@@ -299,8 +339,8 @@ def _actuators(cfg: dict, group: str) -> tuple[Actuator, ...]:
         nd = float(np.linalg.norm(d))
         if abs(nd - 1.0) > 1e-9:
             raise RigidBodyConfigError(f"{key}.direction: must be a unit vector (norm {nd:.6g})")
-        r = _vec(a.get("position", [0.0, 0.0, 0.0]), f"{key}.position", 3)
-        lim = _positive(a.get("limit", math.inf), f"{key}.limit", allow_inf=True)
+        r = _vec(a.get("position", [0.0, 0.0, 0.0]), f"{key}.position", 3, "actuators[].position[]")
+        lim = _positive(a.get("limit", math.inf), f"{key}.limit", allow_inf=True, table="actuators[].limit")
         out.append(Actuator(name, kind, tuple(d), tuple(r), lim))
     return tuple(out)
 
@@ -328,14 +368,15 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     if np.linalg.eigvalsh(D).min() < -1e-12 * np.abs(D).max():  # (relative: −1e-13 of a drag of 1e-13 is no round-off)
         raise RigidBodyConfigError("drag: the damping −H must be positive semidefinite (seed 002 §6.1: H negative "
                                    "definite); negative entries would add energy")
-    grav = _vec(cfg.get("gravity", [0.0, 0.0, 0.0]), "gravity", 3)
+    grav = _vec(cfg.get("gravity", [0.0, 0.0, 0.0]), "gravity", 3, "gravity[]")
     buoy = cfg.get("buoyancy", {})
     if not isinstance(buoy, dict) or set(buoy) - {"force", "center"}:
         raise RigidBodyConfigError(f"buoyancy: expected {{force, center}}, got {buoy!r}")
     bf = buoy.get("force", 0.0)
-    if not is_real(bf) or not (math.isfinite(bf) and bf >= 0):
-        raise RigidBodyConfigError(f"buoyancy.force: must be a non-negative finite number, got {bf!r}")
-    bc = _vec(buoy.get("center", [0.0, 0.0, 0.0]), "buoyancy.center", 3)
+    msg = RIGID_BODY_BOUNDS["buoyancy.force"].refusal("buoyancy.force", bf)
+    if msg is not None:
+        raise RigidBodyConfigError(msg)
+    bc = _vec(buoy.get("center", [0.0, 0.0, 0.0]), "buoyancy.center", 3, "buoyancy.center[]")
     if group == "SO3" and (np.any(grav != 0) or bf):
         raise RigidBodyConfigError("gravity/buoyancy: an SO(3) body rotates about its centre of mass and feels no "
                                    "gravity torque; use group SE3")
@@ -349,6 +390,9 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     for key, s in (("mass_scale", mass_scale), ("drag_scale", drag_scale), ("buoyancy_scale", buoyancy_scale)):
         if not is_real(s) or not (math.isfinite(s) and s > 0):
             raise RigidBodyConfigError(f"{key}: must be a positive finite number, got {s!r}")
+        msg = SCALE_BOUNDS[key].refusal(key, s)
+        if msg is not None:  # (1e-300 overflowed in the planner's regularization, as for URDF models)
+            raise RigidBodyConfigError(msg)
     source = json.dumps(cfg, sort_keys=True, default=str)
     return RigidBodyModel(name=name, group=group, mass=mass * mass_scale, inertia=J * mass_scale, actuators=acts,
                           damping=D * drag_scale, gravity=grav, buoyancy_force=float(bf) * buoyancy_scale,

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction, get_group
-from .dmoc import DMOCProblem, geodesic_guess, input_split
+from .dmoc import DMOCProblem, _check_guess, check_dmoc_options, geodesic_guess, input_split
 from .errors import ipopt_iterations
 
 __all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "Transcription", "transcription",
@@ -179,6 +179,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     """IPOPT on the discrete problem of ``prob`` (module docstring). ``bounds``: |u_i| ≤ bounds_i (or None)."""
     if cost not in ("l2", "l1"):
         raise ValueError(f"cost must be 'l2' or 'l1', got {cost!r}")
+    check_dmoc_options(tol, max_iterations)
     t_build = time.process_time()
     body, G, N, h = prob.body, prob.group, prob.horizon, prob.dt
     ret = Retraction(G, prob.retraction)
@@ -189,7 +190,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     nu0, nuN = pv[-2 * n:-n], pv[-n:]
     hold = n_u == 1
     # the guess: the geodesic's ξ, ν from eq. 32, u from its W (least squares)
-    xi0 = geodesic_guess(prob) if xi_guess is None else np.asarray(xi_guess, float).reshape(N, n)
+    xi0 = geodesic_guess(prob) if xi_guess is None else _check_guess(prob, xi_guess)
     mus = [momenta(ret, I, h, x) for x in xi0]
     nus = [nu0] + [0.5 * (mus[k][0] + mus[k - 1][1]) for k in range(1, N)] + [nuN]
     Bp = input_split(B)[0]
