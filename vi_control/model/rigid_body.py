@@ -50,15 +50,19 @@ _DIMS = {"SO3": 3, "SE3": 6}
 # The stated range of every number of a rigid-body YAML (key → Bound; ``[]``: each entry of a list), what the
 # validation below reads and test/test_boundaries_tables.py tries at both ends: the ranges of URDFs and system YAML
 # (model.limits). Beyond them the arithmetic gives up, not the physics: a 1e300 m cylinder radius overflowed (r²)
-# with an OverflowError, and gravity of 1e10 m/s² or an actuator at 1e300 m were accepted.
-_SIGNED = {"gravity[]": MAX_GRAVITY, "actuators[].position[]": MAX_LENGTH, "buoyancy.center[]": MAX_LENGTH,
-           "drag[]": MAX_COEFFICIENT, "inertia[]": MAX_INERTIA}
+# with an OverflowError, and gravity of 1e10 m/s² or an actuator at 1e300 m were accepted. The smallest mass and
+# lengths keep m·r² a normal double (a mass of 5e-324 kg gave a cylinder of zero inertia, accepted). ``inertia[]``
+# and ``drag[]`` are the diagonal forms; a full matrix's entries are bounded in magnitude by the same upper end.
+_SIGNED = {"gravity[]": MAX_GRAVITY, "actuators[].position[]": MAX_LENGTH, "buoyancy.center[]": MAX_LENGTH}
+MIN_LENGTH = 1e-6  # m: a cylinder's radius or length, a thruster arm
 RIGID_BODY_BOUNDS: dict[str, Bound] = {
-    "mass": Bound(0.0, MAX_MASS, low_open=True),
-    "inertia.cylinder.radius": Bound(0.0, MAX_LENGTH, low_open=True),
-    "inertia.cylinder.length": Bound(0.0, MAX_LENGTH, low_open=True),
-    "thruster_layout.c": Bound(0.0, MAX_LENGTH, low_open=True),
-    "thruster_layout.d": Bound(0.0, MAX_LENGTH, low_open=True),
+    "mass": Bound(1e-12, MAX_MASS),
+    "inertia[]": Bound(0.0, MAX_INERTIA, low_open=True),
+    "drag[]": Bound(0.0, MAX_COEFFICIENT),
+    "inertia.cylinder.radius": Bound(MIN_LENGTH, MAX_LENGTH),
+    "inertia.cylinder.length": Bound(MIN_LENGTH, MAX_LENGTH),
+    "thruster_layout.c": Bound(MIN_LENGTH, MAX_LENGTH),
+    "thruster_layout.d": Bound(MIN_LENGTH, MAX_LENGTH),
     "thruster_layout.limit": Bound(0.0, MAX_COEFFICIENT, low_open=True),  # (or inf: unlimited)
     "actuators[].limit": Bound(0.0, MAX_COEFFICIENT, low_open=True),  # (or inf)
     "buoyancy.force": Bound(0.0, MAX_FORCE),
@@ -262,16 +266,23 @@ def _positive(v, key: str, allow_inf: bool = False, table: str | None = None) ->
 
 
 def _matrix(v, key: str, n: int) -> np.ndarray:
-    table = f"{key}[]"
+    """A symmetric n×n matrix, or its diagonal; entries within ±(the table's upper end) — the lower end, a
+    positive (semi)definite matrix, is the caller's check."""
+    high = RIGID_BODY_BOUNDS[f"{key}[]"].high
     if isinstance(v, (list, tuple)) and v and all(isinstance(r, (list, tuple)) for r in v):
-        rows = [_vec(r, f"{key}[{i}]", n, table) for i, r in enumerate(v)]
+        rows = [_vec(r, f"{key}[{i}]", n) for i, r in enumerate(v)]
+        if max(np.abs(r).max() for r in rows) > high:
+            raise RigidBodyConfigError(f"{key}: entries must be within ±{high:g} (the supported range)")
         if len(rows) != n:
             raise RigidBodyConfigError(f"{key}: expected a {n}×{n} matrix, got {len(rows)} rows")
         M = np.array(rows)
         if np.abs(M - M.T).max() > 1e-12 * np.abs(M).max():  # (round-off relative to M, whatever its unit)
             raise RigidBodyConfigError(f"{key}: matrix must be symmetric")
         return 0.5 * (M + M.T)
-    return np.diag(_vec(v, key, n, table))
+    d = _vec(v, key, n)
+    if np.abs(d).max() > high:
+        raise RigidBodyConfigError(f"{key}: entries must be within ±{high:g} (the supported range), got {v!r}")
+    return np.diag(d)
 
 
 def _inertia(v, mass: float) -> np.ndarray:
@@ -288,9 +299,9 @@ def _inertia(v, mass: float) -> np.ndarray:
             raise RigidBodyConfigError(f"inertia.cylinder.axis: expected x, y or z, got {axis!r}")
         J = cylinder_inertia(mass, _positive(cyl.get("radius"), "inertia.cylinder.radius"),
                              _positive(cyl.get("length"), "inertia.cylinder.length"), axis)
-        if J.max() > MAX_INERTIA:
-            raise RigidBodyConfigError(f"inertia.cylinder: principal moment {J.max():g} kg m² of mass {mass:g} kg "
-                                       f"beyond the supported {MAX_INERTIA:g}")
+        if not np.diag(J).min() > 0 or J.max() > MAX_INERTIA:
+            raise RigidBodyConfigError(f"inertia.cylinder: principal moments {np.diag(J).tolist()} kg m² (mass "
+                                       f"{mass:g} kg) must be positive and at most {MAX_INERTIA:g}")
         return J
     J = _matrix(v, "inertia", 3)
     ev = np.linalg.eigvalsh(J)
