@@ -6,10 +6,9 @@ later as a generic LinAlgError or OverflowError. The bounds are far beyond any r
 million-tonne body) and far inside double precision, so ordinary models never meet them.
 """
 
+import math
 import warnings
 from dataclasses import dataclass
-
-import numpy as np
 
 from .scalars import is_integer, is_real
 
@@ -43,7 +42,7 @@ MAX_FORCE = MAX_MASS * MAX_GRAVITY
 def check_time_step(dt: float) -> float:
     """Δt as a float: ValueError unless in DT_BOUNDS (positive, finite, what the arithmetic carries); a
     RuntimeWarning outside DT_RANGE."""
-    if not is_real(dt) or not (np.isfinite(dt) and dt > 0):
+    if not Bound(0.0, None, low_open=True).contains(dt):  # (a real, finite: 10**400 was numpy's TypeError)
         raise ValueError(f"time step dt must be positive and finite, got {dt!r}")
     if not DT_BOUNDS[0] <= dt <= DT_BOUNDS[1]:
         raise ValueError(f"time step dt = {dt:g} s is outside [{DT_BOUNDS[0]:g}, {DT_BOUNDS[1]:g}] s, the range the "
@@ -82,8 +81,14 @@ class Bound:
     high_open: bool = False
 
     def contains(self, v) -> bool:
-        if not (is_integer(v) if self.integer else is_real(v)) or (not self.integer and not np.isfinite(v)):
+        if not (is_integer(v) if self.integer else is_real(v)):
             return False
+        if not self.integer:
+            try:  # (an int beyond float range: OverflowError; np.isfinite of one: TypeError)
+                if not math.isfinite(float(v)):
+                    return False
+            except OverflowError:
+                return False
         if self.low is not None and not (v > self.low if self.low_open else v >= self.low):
             return False
         return self.high is None or (v < self.high if self.high_open else v <= self.high)

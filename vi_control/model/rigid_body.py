@@ -255,10 +255,9 @@ def _positive(v, key: str, allow_inf: bool = False, table: str | None = None) ->
         return math.inf
     if allow_inf and is_real(v) and v == math.inf:
         return math.inf
-    if not is_real(v) or not (v > 0) or (math.isinf(v) and not allow_inf) \
-            or math.isnan(v):
-        raise RigidBodyConfigError(f"{key}: must be a positive {'number' if allow_inf else 'finite number'}, got {v!r}")
     b = RIGID_BODY_BOUNDS[table or key]
+    if not is_real(v) or not (v > 0) or not Bound(None, None).contains(v):  # (NaN, ±inf, ints beyond float range)
+        raise RigidBodyConfigError(f"{key}: must be a positive {'number' if allow_inf else 'finite number'}, got {v!r}")
     if not b.contains(float(v)):
         raise RigidBodyConfigError(f"{key}: must be {b.describe()}{' or inf' if allow_inf else ''} (the supported "
                                    f"range), got {v!r}")
@@ -363,7 +362,7 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     if unknown:
         raise RigidBodyConfigError(f"{unknown_keys(unknown, _TOP_KEYS)}; allowed: {sorted(_TOP_KEYS)}")
     group = cfg.get("group")
-    if group not in _DIMS:
+    if not isinstance(group, str) or group not in _DIMS:
         raise RigidBodyConfigError(f"group: expected one of {sorted(_DIMS)}, got {group!r}")
     n = _DIMS[group]
     mass = _positive(cfg.get("mass", 1.0), "mass") if group == "SE3" or "mass" in cfg else 1.0

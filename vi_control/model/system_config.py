@@ -203,7 +203,7 @@ def _constraint(i: int, c: Any) -> Constraint:
         "plane": {"type", "link", "point", "normal", "offset"},
         "joints": {"type", "joints", "coefficients", "offset"},
     }
-    if ctype not in allowed:
+    if not isinstance(ctype, str) or ctype not in allowed:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
@@ -242,7 +242,8 @@ def _constraint(i: int, c: Any) -> Constraint:
         distance = _num(c["distance"], f"{key}.distance", "constraints[type=distance].distance")
         return Constraint(**common, distance=distance)
     axes = c.get("axes", ["x", "y", "z"])
-    if not isinstance(axes, list) or not axes or any(a not in _AXES for a in axes) or len(set(axes)) != len(axes):
+    if not isinstance(axes, list) or not axes or not all(isinstance(a, str) and a in _AXES for a in axes) \
+            or len(set(axes)) != len(axes):
         raise SystemConfigError(f"{key}.axes: expected distinct names from [x, y, z], got {axes!r}")
     return Constraint(**common, axes=tuple(_AXES[a] for a in axes))
 
@@ -262,7 +263,7 @@ def _nonholonomic(i: int, c: Any) -> NonholonomicConstraint:
     ctype = c.get("type")
     allowed = {"knife_edge": {"type", "link", "point", "direction"},
                "rolling": {"type", "link", "point", "radius", "axis", "normal", "components"}}
-    if ctype not in allowed:
+    if not isinstance(ctype, str) or ctype not in allowed:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
@@ -275,7 +276,8 @@ def _nonholonomic(i: int, c: Any) -> NonholonomicConstraint:
     if "radius" not in c:
         raise SystemConfigError(f"{key}.radius: required for a rolling constraint")
     comps = c.get("components", list(_ROLLING_COMPONENTS))
-    if (not isinstance(comps, list) or not comps or any(x not in _ROLLING_COMPONENTS for x in comps)
+    if (not isinstance(comps, list) or not comps
+            or not all(isinstance(x, str) and x in _ROLLING_COMPONENTS for x in comps)
             or len(set(comps)) != len(comps)):
         raise SystemConfigError(f"{key}.components: expected distinct names from {list(_ROLLING_COMPONENTS)}, "
                                 f"got {comps!r}")

@@ -43,6 +43,7 @@ VEHICLE_BOUNDS: dict[str, Bound] = {
     "planning.maneuvers[].goal.rpy_deg[]": Bound(-360.0, 360.0),
     "planning.maneuvers[].goal.position[]": DMOC_BOUNDS["position[]"],
 }
+MAX_MANEUVERS = 1000  # named maneuvers of one body (each is a solve when listed; 10⁵ took minutes to read)
 MAX_DT = PLAN_DT_RANGE[1]
 MAX_HORIZON = MAX_DMOC_HORIZON
 
@@ -56,11 +57,10 @@ def _numbers(v, key: str, size: int | None, bound: Bound, scalar: bool = False) 
             or (size is not None and not one and len(items) != size):
         what = f"{'a number or ' if scalar else ''}{size} numbers" if size is not None else "numbers"
         raise ValueError(f"{key}: expected {what}, got {v!r}")
-    a = np.array([float(x) for x in items])
-    bad = [i for i, x in enumerate(a.tolist()) if not bound.contains(x)]
+    bad = [i for i, x in enumerate(items) if not bound.contains(x)]
     if bad:
         raise ValueError(f"{key}[{bad[0]}]: must be {bound.describe()}, got {items[bad[0]]!r}")
-    return a
+    return np.array([float(x) for x in items])
 
 __all__ = ["GoalUnreachableError", "ManeuverSettings", "pose_from_spec", "maneuvers", "maneuver_settings",
            "maneuver_timing",
@@ -185,8 +185,11 @@ def maneuver_timing(settings: ManeuverSettings, dt: float, horizon: int | None =
 
 def maneuvers(body: RigidBodyModel) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(name, g(0), g(T)) of every maneuver in the body's ``planning.maneuvers``."""
-    out = []
-    for i, m in enumerate(body.planning.get("maneuvers", [])):
+    out, listed = [], body.planning.get("maneuvers", [])
+    if not isinstance(listed, list) or len(listed) > MAX_MANEUVERS:
+        raise ValueError(f"planning.maneuvers: expected a list of at most {MAX_MANEUVERS} maneuvers, got "
+                         f"{len(listed) if isinstance(listed, list) else repr(listed)[:60]}")
+    for i, m in enumerate(listed):
         if not isinstance(m, dict) or "goal" not in m or set(m) - {"name", "start", "goal"}:
             raise ValueError(f"planning.maneuvers[{i}]: expected {{name, start, goal}}, got {m!r}")
         out.append((str(m.get("name", f"maneuver_{i}")), pose_from_spec(m.get("start"), body.group,

@@ -36,6 +36,7 @@ from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..control.plan import Plan
+from ..model.scalars import is_real
 
 PLAN_FORMAT = "vi_control/plan"
 PLAN_VERSION = 1
@@ -153,8 +154,12 @@ def _name_index(names) -> dict[str, int]:
 
 
 def split_seconds(t: float) -> tuple[int, int]:
-    """(sec, nanosec) of a time in seconds, for stamps and durations."""
-    sec, nsec = divmod(int(round(t * 1e9)), 10**9)
+    """(sec, nanosec) of a time in seconds, for stamps and durations: nanosec in [0, 10⁹), sec + 10⁻⁹·nanosec the
+    time to the nearest nanosecond; ValueError for a time that is not a finite real number whose sec fits the int32
+    of builtin_interfaces/Time and Duration."""
+    if not is_real(t) or not -2.0**31 <= t < 2.0**31 - 1:  # (NaN fails the comparison; big ints compare exactly)
+        raise ValueError(f"time t: expected finite seconds in [-2^31, 2^31 - 1) (an int32 sec), got {t!r}")
+    sec, nsec = divmod(int(round(float(t) * 1e9)), 10**9)
     return sec, nsec
 
 
@@ -325,6 +330,8 @@ def _read_doubles(buf: bytes, offset: int) -> tuple[int, np.ndarray]:
     offset = _align(offset, 4)
     (count,) = struct.unpack_from("<I", buf, offset)
     offset = _align(offset + 4, 8) if count else offset + 4
+    if offset + 8 * count > len(buf):  # (a count beyond the message: numpy's "buffer is smaller" named nothing)
+        raise struct.error(f"{count} doubles declared at byte {offset}, the message has {len(buf)} bytes")
     return offset + 8 * count, np.frombuffer(buf, float, count, offset)
 
 
