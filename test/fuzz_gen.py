@@ -487,10 +487,9 @@ def _api_case(rng, index) -> Case:
     if op == 5:
         n = int(rng.integers(1, 4))
 
-        def run():
-            A = np.full((3, n, n), a, dtype=float) if isinstance(a, (int, float)) else a
-            return tv_lqr(A, np.ones((3, n, 1)), np.eye(n), np.eye(1) * (b if isinstance(b, (int, float)) else 1.0),
-                          np.eye(n))
+        def run():  # (numbers as a user passes them, nested lists: the conversion is the API's)
+            A = [[[a] * n] * n] * 3 if isinstance(a, (int, float)) else a
+            return tv_lqr(A, np.ones((3, n, 1)), np.eye(n), b, np.eye(n))
         return Case("api", index, f"tv_lqr(A={a!r:.20}, R={b!r:.20})", run,
                     lambda r: None if _finite(r[0]) else "non-finite gains")
 

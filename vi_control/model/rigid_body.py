@@ -235,6 +235,8 @@ def _vec(v, key: str, n: int | None = None, table: str | None = None) -> np.ndar
         v = [v]
     if not isinstance(v, (list, tuple)) or not all(map(is_real, v)):
         raise RigidBodyConfigError(f"{key}: expected a list of numbers, got {v!r}")
+    if not all(map(Bound(None, None).contains, v)):  # (NaN, inf, an int beyond float range: OverflowError)
+        raise RigidBodyConfigError(f"{key}: entries must be finite, got {v!r}")
     a = np.array(v, float)
     if n is not None and a.size != n:
         raise RigidBodyConfigError(f"{key}: expected {n} numbers, got {a.size}")
