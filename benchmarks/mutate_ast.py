@@ -40,7 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from mutation import copy_repository, run_tests  # noqa: E402
+from mutation import COPIED, run_tests  # noqa: E402
+from mutation import copy_repository as _copy_tree  # noqa: E402
 
 PACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "ros")
 OPERATORS = ("cmp", "arith", "const", "drop", "negate", "bool")
@@ -67,6 +68,15 @@ class Mutant:
     @property
     def name(self) -> str:
         return f"{self.file}:{self.line}:{self.operator}"
+
+
+# what a test run may read besides the package (docs tables, benchmark scripts, the README's numbers)
+COPY = COPIED + ("docs", "benchmarks", "scripts", "README.md", "requirements.txt")
+
+
+def copy_repository(dst: Path) -> Path:
+    """The repository's copy a mutant's tests run in (``mutation.copy_repository`` with ``COPY``)."""
+    return _copy_tree(dst, names=COPY)
 
 
 # ---- enumeration --------------------------------------------------------------------------------------------------
@@ -194,20 +204,39 @@ def apply(root: Path, m: Mutant) -> None:
 
 
 # ---- which tests ----------------------------------------------------------------------------------------------------
+_SLOW = ("test_fuzz_generator.py", "test_benchmarks_smoke.py", "test_mutate_ast.py", "test_mutation_harness.py")
+
+
 def select_tests(m: Mutant, limit: int = 4) -> list[str]:
     """The fast test files of a module: those (not ``test_ros_*``, which start DDS nodes) that import it by its
-    dotted name; the smallest ``limit`` of them (a bounded run per mutant)."""
+    dotted name, else those that name the module (``midpoint_newton``, ``dmoc_continuation``: reached through the
+    public API); the smallest ``limit`` of them (a bounded run per mutant). Files that fail unmutated
+    (``baseline``) are left out."""
     dotted = m.file[:-3].replace("/", ".")
     pkg, _, mod = dotted.rpartition(".")
-    pattern = re.compile(rf"(\b{re.escape(dotted)}\b|from {re.escape(pkg)} import [^\n]*\b{mod}\b)")
-    hits = []
-    for t in sorted((ROOT / "test").glob("test_*.py")):
-        if t.name.startswith("test_ros_") or t.name in ("test_fuzz_generator.py", "test_benchmarks_smoke.py"):
-            continue
-        if pattern.search(t.read_text()):
-            hits.append(t)
+    direct = re.compile(rf"(\b{re.escape(dotted)}\b|from {re.escape(pkg)} import [^\n]*\b{mod}\b)")
+    named = re.compile(rf"\b{re.escape(mod)}\b") if mod != "__init__" else direct
+    files = [t for t in sorted((ROOT / "test").glob("test_*.py"))
+             if not t.name.startswith("test_ros_") and t.name not in _SLOW]
+    texts = {t: t.read_text() for t in files}
+    hits = [t for t in files if direct.search(texts[t])] or [t for t in files if named.search(texts[t])]
     hits.sort(key=lambda t: t.stat().st_size)
     return [str(t.relative_to(ROOT)) for t in hits[:limit]]
+
+
+_BASELINE: dict[str, bool] = {}
+
+
+def baseline(tests: list[str], timeout: float, work: Path | None = None) -> list[str]:
+    """``tests`` without the files that fail on the unmutated copy (each file run once, remembered): a kill must be
+    the mutant's."""
+    todo = [t for t in tests if t not in _BASELINE]
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="vi_ast_base_", dir=work) as d:
+            root = copy_repository(Path(d) / "repo")
+            for t in todo:
+                _BASELINE[t] = run_tests(root, [t], timeout)[0] == "passed"
+    return [t for t in tests if _BASELINE[t]]
 
 
 # ---- running --------------------------------------------------------------------------------------------------------
@@ -224,10 +253,12 @@ class Result:
         return self.status in ("killed", "timeout")
 
 
-def run_mutant(m: Mutant, timeout: float, work: Path | None = None) -> Result:
+def run_mutant(m: Mutant, timeout: float, work: Path | None = None, check_baseline: bool = True) -> Result:
     tests = select_tests(m)
+    if check_baseline:
+        tests = baseline(tests, timeout, work)
     if not tests:
-        return Result(m, "untested", 0.0, [], "no fast test file imports this module")
+        return Result(m, "untested", 0.0, [], "no fast test file reaches this module (or all fail unmutated)")
     with tempfile.TemporaryDirectory(prefix="vi_ast_mut_", dir=work) as d:
         root = copy_repository(Path(d) / "repo")
         try:

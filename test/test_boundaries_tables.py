@@ -294,3 +294,24 @@ def test_node_parameter_bounds(node, name, inside, outside):
     assert p.refusal(name, inside) is None
     msg = p.refusal(name, outside)
     assert msg is not None and msg.startswith(name), msg
+
+
+def test_node_parameter_descriptors_carry_the_table_ranges():
+    """What rclpy enforces on a running node (SetParameters, a params file) is the descriptor each Param declares:
+    its range the table's, integer or floating as the default's type, read-only unless live; its choices named."""
+    from rcl_interfaces.msg import ParameterType
+
+    for node, table in _node_tables().items():
+        for name, p in table.items():
+            d = p.descriptor(name)
+            assert d.name == name and d.read_only == (not p.live), (node, name)
+            if p.range is None:
+                assert not d.floating_point_range and not d.integer_range, (node, name)
+            elif p.type == ParameterType.PARAMETER_INTEGER:
+                (r,) = d.integer_range
+                assert (r.from_value, r.to_value) == tuple(int(v) for v in p.range), (node, name)
+            else:
+                (r,) = d.floating_point_range
+                assert (r.from_value, r.to_value) == tuple(float(v) for v in p.range), (node, name)
+            if p.choices:
+                assert all(c in d.additional_constraints for c in p.choices), (node, name)

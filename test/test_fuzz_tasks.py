@@ -61,7 +61,7 @@ LOAD_ATTACKS = [
     (CARTPOLE_LG2, "collocation.intervals", 10**9, r"collocation\.intervals: must be an integer in \[1, 3333\]"),
     (CARTPOLE_LG2, "collocation.polish_iterations", 10**9, r"collocation\.polish_iterations: .*\[1, 10000\]"),
     (CARTPOLE_LG2, "collocation.intervals", 1000, r"collocation: nodes × intervals = 25000 points"),
-    (CARTPOLE_LG2, "collocation.effort_weight", 1e300, r"collocation\.effort_weight: must be a number in \(0, 1e\+12\]"),
+    (CARTPOLE_LG2, "collocation.effort_weight", 1e300, r"effort_weight: must be a number in \(0, 1e\+12\]"),
     (CARTPOLE_LG2, "collocation.t_guess", 1.0, r"collocation\.t_guess: only used with collocation\.final_time: free"),
     (MINTIME_LG2, "collocation.t_min", 5.0, r"collocation\.t_min: must be below horizon·dt = 4 s"),
     (MINTIME_LG2, "collocation.t_guess", 50.0, r"collocation\.t_guess: must be in \[t_min, horizon·dt\] = "
