@@ -207,11 +207,11 @@ def apply(root: Path, m: Mutant) -> None:
 _SLOW = ("test_fuzz_generator.py", "test_benchmarks_smoke.py", "test_mutate_ast.py", "test_mutation_harness.py")
 
 
-def select_tests(m: Mutant, limit: int = 4) -> list[str]:
+def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
     """The fast test files of a module: those (not ``test_ros_*``, which start DDS nodes) that import it by its
-    dotted name, else those that name the module (``midpoint_newton``, ``dmoc_continuation``: reached through the
-    public API); the smallest ``limit`` of them (a bounded run per mutant). Files that fail unmutated
-    (``baseline``) are left out."""
+    dotted name, else those that name the module, else those of the modules that import it (``midpoint_newton``
+    through ``midpoint``; two levels); the smallest ``limit`` of them (a bounded run per mutant). Files that fail
+    unmutated (``baseline``) are left out by ``run_mutant``."""
     dotted = m.file[:-3].replace("/", ".")
     pkg, _, mod = dotted.rpartition(".")
     direct = re.compile(rf"(\b{re.escape(dotted)}\b|from {re.escape(pkg)} import [^\n]*\b{mod}\b)")
@@ -220,6 +220,16 @@ def select_tests(m: Mutant, limit: int = 4) -> list[str]:
              if not t.name.startswith("test_ros_") and t.name not in _SLOW]
     texts = {t: t.read_text() for t in files}
     hits = [t for t in files if direct.search(texts[t])] or [t for t in files if named.search(texts[t])]
+    if not hits and depth < 2:  # reached only through a module of ours (midpoint_newton through midpoint)
+        users = [u for u in sorted((ROOT / "vi_control").rglob("*.py"))
+                 if u.name != Path(m.file).name and re.search(rf"from \.+{re.escape(mod)} import|"
+                                                              rf"import [^\n]*\b{re.escape(mod)}\b", u.read_text())]
+        seen = []
+        for u in users:
+            for t in select_tests(Mutant(str(u.relative_to(ROOT)), 1, "", "", ""), limit, depth + 1):
+                if t not in seen:
+                    seen.append(t)
+        hits = [ROOT / t for t in seen]
     hits.sort(key=lambda t: t.stat().st_size)
     return [str(t.relative_to(ROOT)) for t in hits[:limit]]
 
