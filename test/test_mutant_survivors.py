@@ -54,3 +54,45 @@ def test_the_time_step_warning_states_the_range(dt):
         warnings.simplefilter("always")
         assert check_time_step(dt) == dt
     assert any("is outside [1e-06, 1] s" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def test_a_dmoc_problems_step_is_bounded_at_both_ends():
+    """T/N must be a plan's Δt, [1e-5, 10] s: both ends accepted, the next doubles refused with the range (an index
+    of PLAN_DT_RANGE mutated in that message survived: nothing refused a step)."""
+    import math
+
+    from vi_control.model.limits import PLAN_DT_RANGE
+    from vi_control.planning.dmoc import DMOCProblem
+
+    body = vc.load_rigid_body("spacecraft")
+    for dt in PLAN_DT_RANGE:
+        DMOCProblem(body, np.eye(3), np.eye(3), 8, 8 * dt)
+    for dt in (math.nextafter(PLAN_DT_RANGE[0], 0) * (1 - 1e-15), PLAN_DT_RANGE[1] * (1 + 1e-15)):
+        with pytest.raises(ValueError, match=r"duration / horizon = .* must be in \[1e-05, 10\] s"):
+            DMOCProblem(body, np.eye(3), np.eye(3), 8, 8 * dt)
+
+
+def test_task_vectors_are_bounded_inclusively():
+    """A weight of exactly MAX_COEFFICIENT (1e12) and a goal of exactly MAX_CONFIGURATION (1e6) are inside their
+    ranges, the next doubles outside (> flipped to >= survived: no test sat on the bound)."""
+    import math
+
+    from vi_control.model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION
+    from vi_control.planning.task import TaskError
+    from vi_control.planning.task_values import parse_vector
+
+    for bound in (MAX_COEFFICIENT, MAX_CONFIGURATION):
+        assert parse_vector([bound, -bound], "w", bound=bound).tolist() == [bound, -bound]
+        with pytest.raises(TaskError, match=r"^w: .* is beyond the supported range"):
+            parse_vector([math.nextafter(bound, math.inf)], "w", bound=bound)
+
+
+def test_an_ipopt_run_of_exactly_max_iterations_counts_them():
+    """IPOPT stopped at its iteration limit reports max_iterations iterations (CasADi's uninitialized counts
+    outside [0, max_iterations] are 0): < in place of <= survived."""
+    from vi_control.planning.errors import ipopt_iterations
+
+    assert ipopt_iterations({"iter_count": 500}, 500) == 500
+    assert ipopt_iterations({"iter_count": 0}, 500) == 0
+    assert ipopt_iterations({"iter_count": 501}, 500) == 0
+    assert ipopt_iterations({"iter_count": -1305018176}, 500) == 0
