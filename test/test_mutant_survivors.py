@@ -96,3 +96,16 @@ def test_an_ipopt_run_of_exactly_max_iterations_counts_them():
     assert ipopt_iterations({"iter_count": 0}, 500) == 0
     assert ipopt_iterations({"iter_count": 501}, 500) == 0
     assert ipopt_iterations({"iter_count": -1305018176}, 500) == 0
+
+
+@pytest.mark.parametrize("joints", [[], ["j1", "j1"], "j1", None])
+def test_a_joints_constraint_needs_a_list_of_distinct_joints(joints):
+    """A coupling constraint Σ cᵢqᵢ = o over no joint, or one joint twice, or a bare name, is refused by name (the
+    three conditions joined by and in place of or survived test_model_errors, test_fuzz and the constraint tests)."""
+    from vi_control.model.system_config import SystemConfigError, parse_system_config
+
+    c = {"type": "joints", "joints": joints, "coefficients": [1.0, -1.0][: len(joints or [])] or [1.0]}
+    with pytest.raises(SystemConfigError, match=r"^constraints\[0\]\.joints: expected a list of distinct joint"):
+        parse_system_config({"constraints": [c]})
+    ok = parse_system_config({"constraints": [dict(c, joints=["j1", "j2"], coefficients=[1.0, -1.0])]})
+    assert ok.constraints[0].joints == ("j1", "j2")
