@@ -1,7 +1,7 @@
-"""Collocation benchmark (seed 004 §V, Fig. 2): LG vs LG2 on the pendulum minimum-time swing-up, Kelly's cart-pole
-swing-up and the RABBIT biped's periodic gait — second-order dynamic error E^[2] (eqs. 17–21), IPOPT iterations and
-solve time per N — beside Drake's DirectCollocation (Hermite–Simpson, SNOPT) at equal knot count and our DDP on the
-VI, plus the gait replayed in the midpoint VI under TV-LQR.
+"""Collocation benchmark (MorenoMartin2022, §V, Fig. 2): LG vs LG2 on the pendulum minimum-time swing-up, Kelly's
+cart-pole swing-up and the RABBIT biped's periodic gait — second-order dynamic error E^[2] (eqs. 17–21), IPOPT
+iterations and solve time per N — beside Drake's DirectCollocation (Hermite–Simpson, SNOPT) at equal knot count and our
+DDP on the VI, plus the gait replayed in the midpoint VI under TV-LQR.
 
 Timing: CPU time (process time) of the solver call only (the transcriptions are built once), interleaved rounds
 (LG, LG2, LG, LG2, …), median and minimum reported with the machine's load average. LG and LG2 start from the same
@@ -281,7 +281,7 @@ def colloc_drift(dyn, sol, goal) -> float:
 
 def gait_rows(Ns, rounds) -> tuple[list[dict], list[dict], dict]:
     """The gait sweep in both formulations (floating base + stance constraint, E^[2] over its 7 coordinates; stance
-    foot as the root, E^[2] over the 5 absolute link angles as in seed 004), and the VI replay."""
+    foot as the root, E^[2] over the 5 absolute link angles as in MorenoMartin2022), and the VI replay."""
     from vi_control.integrators.midpoint import MidpointVI
 
     gait = BipedGait(load_bundled("biped5_stance"))

@@ -7,7 +7,7 @@ constraints, and the size estimate the planner bounds (``transcription.nlp_size`
 dynamics row, × the interval's nodes where the row reads every node of it). A series stops after its first build
 beyond ``--stop`` seconds of CPU.
 
-    .venv/bin/python benchmarks/bench_collocation_size.py                # the README's table
+    .venv/bin/python benchmarks/bench_collocation_size.py                # the table of benchmarks/results/summary.md
     .venv/bin/python benchmarks/bench_collocation_size.py --quick        # two small builds (the smoke test)
 """
 

@@ -11,7 +11,7 @@ iteration ‖ΔU_k+1‖∞ / ‖ΔU_k‖∞ for a perturbation ΔU_k of 1e-9 (ho
 
 ``--ulp 1e-16,1e-14`` adds, per seed, chord runs from the same inputs scaled by (1 + ε ξ), ξ ~ N(0, 1): how far
 the iteration count moves when nothing but the last bits of the inputs change (the spread the variants' different
-round-off can cause, measured without them; docs/performance_planner.md). Rows "chord ε" in the table.
+round-off can cause, measured without them; docs/benchmarks/planner.md). Rows "chord ε" in the table.
 
 Usage: .venv/bin/python benchmarks/bench_convergence.py [--seeds 20] [--sigma 2.0] [--variants chord,exact,vm]
        [--ulp 1e-16,1e-14] [--first-seed 0] [--name convergence] [--gains SEED [--gain-iterations 20]]

@@ -1,10 +1,10 @@
-"""Energy behaviour of the midpoint VI against explicit integrators on Pinocchio's ABA (seed 001 §4.2).
+"""Energy behaviour of the midpoint VI against explicit integrators on Pinocchio's ABA (Lee2016, §4.2).
 
 A passive planar 10-link chain (vi_control.model.generate.planar_chain_urdf: 1 m, 1 kg rods, no
 damping, gravity 9.81) is released from rest, bent, and integrated for --steps steps at --dt with
-  - MidpointVI (seed 000, Newton on the DEL equations, energy from q_k and q̇ = M(q_k)⁻¹p_k),
-  - LinearTimeVI (seed 001: DRNEA + RIQN, the compiled rollout; the paper's own §4.2 experiment),
-  - semi-implicit Euler on velocities, q̇ += Δt·aba(q, q̇, 0); q += Δt·q̇ (seed 001 §4.2's baseline),
+  - MidpointVI (Johnson2015, Newton on the DEL equations, energy from q_k and q̇ = M(q_k)⁻¹p_k),
+  - LinearTimeVI (Lee2016: DRNEA + RIQN, the compiled rollout; the paper's own §4.2 experiment),
+  - semi-implicit Euler on velocities, q̇ += Δt·aba(q, q̇, 0); q += Δt·q̇ (Lee2016, §4.2's baseline),
   - classical RK4 on (q, q̇) with aba, at the same Δt and at a smaller Δt chosen so that its wall
     time matches the VI's (same simulated time T).
 Every energy is E = T + V from Pinocchio (computeKineticEnergy + computePotentialEnergy). Reported:

@@ -1,4 +1,4 @@
-"""Free rigid body: the Lie-group VI (seed 002 §4) against classical RK4 on unit quaternions, same Δt.
+"""Free rigid body: the Lie-group VI (Jimenez2013, §4) against classical RK4 on unit quaternions, same Δt.
 
 A torque-free asymmetric body (inertia diag(1, 2, 3) kg m²) spins near its unstable intermediate axis (it flips
 periodically: the Dzhanibekov effect), integrated for --steps steps of --dt by

@@ -1,10 +1,10 @@
-"""Scaling benchmark of the linear-time VI (seed 001 §4.3-4.4, REFERENCE.md §4).
+"""Scaling benchmark of the linear-time VI (Lee2016, §4.3-4.4, REFERENCE.md §4).
 
 Serial chains of N bodies (vi_control.model.generate.planar_chain_urdf) at Δt = 1 ms, passive, released
 from rest with the first joint at 0.5 rad. For each N: time per step and iterations per step of
-DRNEA+RIQN and DRNEA+Newton with the exact Jacobian evaluated two ways — seed 001 Alg. 4 as printed
+DRNEA+RIQN and DRNEA+Newton with the exact Jacobian evaluated two ways — Lee2016, Alg. 4 as printed
 (the paper's Newton baseline, C backend only) and our subtree-sum Jacobian — with the compiled C backend
-(mechanics.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
+(integrators.drnea_c; `simulate` runs a chunk of steps as one C call) and the numpy backend, all runs
 interleaved in chunks of 250 steps; the midpoint VI with Newton (MidpointVI, a Python loop over steps);
 the per-call cost of one DRNEA evaluation (vectorized, and Alg. 2 as a Python loop over bodies), of
 one ABA pass (RIQN's M⁻¹e), of the exact Jacobian in the numpy backend and of both compiled Jacobians.
@@ -33,11 +33,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from vi_control.integrators import drnea_c  # noqa: E402
 from vi_control.integrators.linear_time import ConvergenceError, LinearTimeVI  # noqa: E402
-from vi_control.mechanics import drnea_c  # noqa: E402
 from vi_control.mechanics.drnea import drnea_recursive  # noqa: E402
 from vi_control.model import load_robot  # noqa: E402
 from vi_control.model.generate import planar_chain_urdf  # noqa: E402
+
+# The numpy baseline is the tests' oracle of the compiled step (issue 38: the C is the package's one path).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
+from linear_time_oracle import NumpyLinearTimeVI, linear_time  # noqa: E402
 
 DT = 1e-3
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -63,7 +67,7 @@ def per_call(fn, min_time: float = 0.3) -> float:
             return elapsed / count
 
 
-# run name → LinearTimeVI options; "newton-alg4" is the paper's Newton (Jacobian by seed 001 Alg. 4)
+# run name → LinearTimeVI options; "newton-alg4" is the paper's Newton (Jacobian by Lee2016, Alg. 4)
 RUNS = {"riqn": dict(method="riqn"), "newton": dict(method="newton", jacobian="subtree"),
         "newton-alg4": dict(method="newton", jacobian="alg4")}
 
@@ -78,7 +82,7 @@ def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: in
     """Every (backend, run) integrates its own trajectory; the runs alternate in chunks of ``chunk`` steps,
     so a change of machine load during the benchmark hits all of them alike (the 2 cores are shared)."""
     n = robot.nq
-    vis = {k: LinearTimeVI(robot, DT, initial_guess=initial_guess, backend=k[0], **RUNS[k[1]]) for k in configs}
+    vis = {k: linear_time(robot, DT, backend=k[0], initial_guess=initial_guess, **RUNS[k[1]]) for k in configs}
     x0 = next(iter(vis.values())).state_from_velocity(initial_configuration(n), np.zeros(n))
     x = dict.fromkeys(configs, x0)
     cpu, its = dict.fromkeys(configs, 0.0), {k: [] for k in configs}
@@ -113,7 +117,7 @@ def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: in
 
 def component_costs(robot) -> dict:
     n = robot.nq
-    vi = LinearTimeVI(robot, DT, backend="numpy")
+    vi = NumpyLinearTimeVI(robot, DT)
     rng = np.random.default_rng(0)
     q_prev = initial_configuration(n) + 0.01 * rng.normal(size=n)
     q = q_prev + DT * rng.normal(size=n)
@@ -123,7 +127,7 @@ def component_costs(robot) -> dict:
     return dict(
         drnea_s=per_call(lambda: vi.residual(x, u, q_next)),
         drnea_alg2_loop_s=per_call(lambda: drnea_recursive(vi.tree, q_prev, q, q_next, DT), 0.2),
-        aba_s=per_call(lambda: vi._minv(q, q_next)),
+        aba_s=per_call(lambda: vi.mass_solve(q, q_next)),
         jacobian_s=per_call(lambda: vi.jacobian(x, q_next)),
         **(compiled_jacobian_costs(robot, q, q_next) if drnea_c.available() else {}),
     )
@@ -144,7 +148,7 @@ def midpoint_worker(n: int, steps: int) -> None:
     robot = load_robot(planar_chain_urdf(n))
     def step(vi, x, k):
         # MidpointVI accepts a residual ≤ max(tol·(1+|p|), 1e-9); long chains from rest have a rounding
-        # floor above that (docs/linear_time.md), so tol is relaxed ×10 when a step fails only by that.
+        # floor above that (docs/concepts/linear_time.md), so tol is relaxed ×10 when a step fails only by that.
         while True:
             try:
                 return vi.step(x, np.zeros(vi.nu), step_index=k)
@@ -204,7 +208,7 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
         f"of 250 steps, initial guess IG3, tol 1e-12; CPU time per step of one process through "
         f"`LinearTimeVI.simulate` (C backend: one C call per chunk; load average at the end "
         f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} cores); MidpointVI: a Python loop over `step`, build is wall "
-        "time (symbolic build + gcc). Newton (Alg. 4): the Jacobian by seed 001 Alg. 4 as printed, the paper's "
+        "time (symbolic build + gcc). Newton (Alg. 4): the Jacobian by Lee2016, Alg. 4 as printed, the paper's "
         "baseline; Newton (subtree): our cheaper evaluation of the same Jacobian.",
         "",
     ]
@@ -241,7 +245,7 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
         lines.append(cells)
     first, last = rows[0], rows[-1]
     lines.append("")
-    paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # seed 001, REFERENCE §4
+    paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # Lee2016, REFERENCE §4
     for b in backends:
         g = last["runs"][f"{b}-riqn"]["step_s"] / first["runs"][f"{b}-riqn"]["step_s"]
         line = (f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']}"
@@ -282,7 +286,7 @@ def plot(rows: list[dict], path: Path, backends: list[str]) -> None:
     ax.loglog(ns, [ref * n / ns[0] for n in ns], ":", color="gray", label="O(N) reference")
     ax.set_xlabel("bodies N (DOF)")
     ax.set_ylabel("ms per step (Δt = 1 ms)")
-    ax.set_title("Linear-time VI scaling (seed 001 Fig. 3)")
+    ax.set_title("Linear-time VI scaling (Lee2016, Fig. 3)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -1,15 +1,15 @@
-"""Time per step of the exact linearization (seed 000 §IV–VI) against finite differences of ``step``.
+"""Time per step of the exact linearization (Johnson2015, §IV–VI) against finite differences of ``step``.
 
 Measured in this process on each model, every figure the fastest of ``--rounds`` batches (the machine is
 shared), in ms per time step:
 
-- ``step``: ``MidpointVI.solve`` (the simulation itself, seed 000's "simulation" column);
+- ``step``: ``MidpointVI.solve`` (the simulation itself, Johnson2015's "simulation" column);
 - ``FD``: the Jacobian [A B] by central differences of the same ``step`` (2·(nx+nu) steps, warm-started
   Newton as ``step`` does it) — the baseline the exact derivatives must beat;
 - ``first order``: ``linearize`` given the step's ``StepResult`` (A, B exact: eqs. 8–15 / 29–30);
 - ``contraction``: ``second_order_contraction`` for one covector (Σᵢ cᵢ ∂²fᵢ, eqs. 16–27 / 31–32),
   what a second-order optimizer needs per step;
-- ``full tensor``: ``second_order`` (every ∂²fᵢ), what seed 000's 22.15 ms figure computes.
+- ``full tensor``: ``second_order`` (every ∂²fᵢ), what Johnson2015's 22.15 ms figure computes.
 
 The candidates are timed in turn within each round and each keeps its fastest round, so a ratio compares
 figures taken under the same load.
@@ -35,7 +35,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-PAPER_MS = {"step": 2.11, "first": 1.12, "full": 22.15}  # seed 000 §VIII-B, marionette, 2011 laptop, C
+PAPER_MS = {"step": 2.11, "first": 1.12, "full": 22.15}  # Johnson2015, §VIII-B, marionette, 2011 laptop, C
 
 
 def fd_jacobian(vi, x: np.ndarray, u: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -131,7 +131,7 @@ def table(rows: list[dict]) -> str:
         out.append(f"| {r['model']} | {r['nq']} / {r['nx']} / {r['nu']} / {r['nc']} | {r['step']:.3f} | "
                    f"{r['fd']:.2f} | {r['first']:.3f} | **{r['fd'] / r['first']:.0f}×** | {r['contraction']:.3f} | "
                    f"{r['full']:.1f} | {r['fd_err']:.1e} |")
-    out.append(f"| seed 000 marionette (2011 i7, C) | 40 / 80 / 18 / 6 | {PAPER_MS['step']} | – | "
+    out.append(f"| Johnson2015 marionette (2011 i7, C) | 40 / 80 / 18 / 6 | {PAPER_MS['step']} | – | "
                f"{PAPER_MS['first']} | – | – | {PAPER_MS['full']} | – |")
     out.append("")
     out.append(f"ms per time step, fastest of the rounds, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}. "

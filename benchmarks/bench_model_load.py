@@ -6,7 +6,7 @@ in interleaved rounds (CPU time, median and min):
   - the regularity test of M(q) alone: articulated-body pivots (crba.articulated_pivots, what load_robot runs)
     against forming M(q) with our numpy CRBA and factoring it (what it ran before: O(n·depth) Python work —
     400/800/1600 links took 4.8/15.5/112 s to load). The baseline is skipped above --dense-max links.
-Also every example-robot-data URDF, loaded with the settings of test/test_model_example_robots.py.
+Also every example-robot-data URDF, loaded with the settings of test/model/test_model_example_robots.py.
 
     .venv/bin/python benchmarks/bench_model_load.py                  # N = 400, 800, 1600, 3000
     .venv/bin/python benchmarks/bench_model_load.py --sizes 50,100 --rounds 2
@@ -62,7 +62,7 @@ def example_robots() -> tuple[int, float]:
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" / "model"))
     import pinocchio as pin
     from test_model_example_robots import ROOT, URDFS, _system
 

@@ -1,4 +1,4 @@
-"""Nonholonomic integrators (seed 003): speed, energy, accuracy, and SymPy + SciPy side by side.
+"""Nonholonomic integrators (Kobilarov2010): speed, energy, accuracy, and SymPy + SciPy side by side.
 
 1. Step speed: one compiled GNI step (sleigh, differential drive) against one evaluation of the continuous
    Lagrange–d'Alembert right-hand side (Pinocchio crba + rnea + KKT solve, what one Runge–Kutta stage costs);
@@ -263,7 +263,7 @@ def plots(out: Path, energy: dict, snake: dict) -> list[Path]:
         s = solve_ivp(NonholonomicODE(robot).rhs, (0, 2.5), np.concatenate([SLEIGH_Q0, qd]), method="DOP853",
                       rtol=1e-12, atol=1e-12, max_step=0.02).y
         ax[0].plot(s[0] - a * np.cos(s[2]), s[1] - a * np.sin(s[2]), "k:", label="DOP853" if sign > 0 else None)
-    ax[0].set_title("sleigh skate point, ±ω₀, 2.5 s (seed 003 Fig. 2)")
+    ax[0].set_title("sleigh skate point, ±ω₀, 2.5 s (Kobilarov2010, Fig. 2)")
     ax[0].set_aspect("equal")
     ax[0].legend()
     gni = make_integrator("gni", robot, h)
@@ -282,7 +282,7 @@ def plots(out: Path, energy: dict, snake: dict) -> list[Path]:
         ax[i].plot(ref[0], ref[1], "k-", lw=2, label="DOP853 (rtol 1e-12)")
         for k, p in paths.items():
             ax[i].plot(p[:, 0], p[:, 1], ".-", ms=2, lw=0.8, label=k)
-        ax[i].set_title(f"snakeboard, N = {N}, T = 10 s (seed 003 Fig. 4)")
+        ax[i].set_title(f"snakeboard, N = {N}, T = 10 s (Kobilarov2010, Fig. 4)")
         ax[i].set_aspect("equal")
         ax[i].legend(fontsize=8)
     fig.tight_layout()

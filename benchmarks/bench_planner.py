@@ -1,8 +1,8 @@
-"""Planner benchmark: the REFERENCE §2 pendulum swing-up (seed 000 §VIII-A) by every method we have and two
-outside tools, with iterations, wall time and final cost, plus the closed-loop figure (seed 000 Fig. 4).
+"""Planner benchmark: the REFERENCE §2 pendulum swing-up (Johnson2015, §VIII-A) by every method we have and two
+outside tools, with iterations, wall time and final cost, plus the closed-loop figure (Johnson2015, Fig. 4).
 
-Ours (this process): ``plan_task`` with DDP (second order, seed 000's method), iLQR (DDP without the
-second-order dynamics terms) and the first-order projection method (seed 000's first-order comparison),
+Ours (this process): ``plan_task`` with DDP (second order, Johnson2015's method), iLQR (DDP without the
+second-order dynamics terms) and the first-order projection method (Johnson2015's first-order comparison),
 each to |dJ| < 1e-6 from U = 0; "total" = optimization + TV-LQR gains + DLQR hold gain (a whole Plan).
 Each figure is the fastest of ``--rounds`` runs (the machine is shared and loaded by other people's
 tests). Baseline row: open-loop steepest descent on the adjoint gradient, capped.
@@ -16,7 +16,7 @@ Outside tools (each in its own interpreter, so a crash cannot kill this benchmar
 - Drake ``DirectCollocation`` (cubic Hermite, 101 knots at fixed Δt = 0.1, quadratic costs on the knots)
   on its ``PendulumPlant`` (m = l = 1, g = 9.8, no damping), then ``FiniteHorizonLinearQuadraticRegulator``.
 They are installed from benchmarks/requirements-bench-planner.txt into a separate venv
-(~/.cache/vi_control/bench-planner-venv): Crocoddyl's wheel pins example-robot-data 5 and Pinocchio 3.9, which
+(~/.cache/vi_control-bench/bench-planner-venv): Crocoddyl's wheel pins example-robot-data 5 and Pinocchio 3.9, which
 would replace the project venv's pinned 6.0.0 and 4.1.0. A failed install or a crash is recorded with its error.
 
 Usage: .venv/bin/python benchmarks/bench_planner.py [--rounds 3] [--task-rounds 7] [--no-external]
@@ -42,9 +42,10 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-BENCH_VENV = Path.home() / ".cache" / "vi_control" / "bench-planner-venv"
+# Beside the compile cache, not in it: the cache refuses a directory holding anything but its own entries.
+BENCH_VENV = Path.home() / ".cache" / "vi_control-bench" / "bench-planner-venv"
 TASK = ROOT / "config" / "task_pendulum_swingup.yaml"
-X0_PERTURBED = np.array([1.0, 1.0])  # seed 000 §VIII-A
+X0_PERTURBED = np.array([1.0, 1.0])  # Johnson2015, §VIII-A
 
 
 def ours(rounds: int, gradient_iterations: int) -> tuple[list[dict], dict]:
@@ -379,7 +380,7 @@ def plots(runs: dict) -> None:
     ax[0].set_ylim(-2, 8)
     ax[1].set_ylim(-8, 8)
     ax[0].legend(fontsize=8, loc="upper left")
-    ax[0].set_title("Pendulum swing-up and TV-LQR (seed 000 §VIII-A, Fig. 4)")
+    ax[0].set_title("Pendulum swing-up and TV-LQR (Johnson2015, §VIII-A, Fig. 4)")
     fig.tight_layout()
     fig.savefig(RESULTS / "pendulum_swingup.png", dpi=110)
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -390,7 +391,7 @@ def plots(runs: dict) -> None:
     ax.set_xlim(left=0)
     ax.set_xlabel("iteration")
     ax.set_ylabel("|dJ| along the step")
-    ax.set_title("Convergence (seed 000 Fig. 3: second order 14, first order 653 iterations)")
+    ax.set_title("Convergence (Johnson2015, Fig. 3: second order 14, first order 653 iterations)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(RESULTS / "pendulum_convergence.png", dpi=110)

@@ -14,13 +14,13 @@
 2. Simulator real-time factor for arm7 (urdf/arm7.urdf) and panda at Δt = 1 ms, ``mode: realtime`` with
    ``max_speed``: simulated time / wall time from the joint states received here. Baseline in the same
    process: MidpointVI.step in a plain loop (no ROS).
-3. ``--handover N``: N swing-ups on a real-time clock (vi_control.ros.handover): the plan's start against the
+3. ``--handover N``: N swing-ups on a real-time clock (test/support/handover.py): the plan's start against the
    state the controller entered it at, and the final distance from upright.
 
     .venv/bin/python benchmarks/bench_ros.py              # 5 s per latency case, 5 s per RTF case
     .venv/bin/python benchmarks/bench_ros.py --seconds 2 --handover 10
 
-Prints markdown tables (copied into docs/ros.md) with the load average before and after each part.
+Prints markdown tables (copied into docs/concepts/ros.md) with the load average before and after each part.
 Wall-clock numbers from a shared 2-core machine: compare ratios measured in one run.
 """
 
@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -56,9 +57,12 @@ from vi_control.ros.common import (
     realtime_scheduling,
     robot_from_parameters,
 )
-from vi_control.ros.handover import handover_ok, handover_runs, on_time
-from vi_control.ros.launcher import Session
 from vi_control.ros.messages import plan_to_message
+
+# the test harness (test/support: a run's node processes, the hand-over runs), which the package does not install
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
+from handover import handover_ok, handover_runs, on_time  # noqa: E402
+from ros_session import Session  # noqa: E402
 
 
 def _robot(model: str):
@@ -234,11 +238,11 @@ def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) ->
                             mode="realtime", max_speed=True, initial_positions=q0.tolist(),
                             initial_velocities=[0.0] * vi.nq,
                             # like for like with the bare loop: the released arm falls onto its end stops, and
-                            # held steps are another workload (docs/integrator.md, joint stops)
+                            # held steps are another workload (docs/concepts/integrator.md, joint stops)
                             joint_stops=False)
         # best effort: the newest states, not every one (CI once saw 0.5 s without a state on a reliable reader —
         # likely one of the ~10⁴ per second lost, nothing newer delivered until the writer's heartbeat repaired
-        # the gap; and a reliable reader slows the node: panda 9.0–11.4 against 14.3–14.7, docs/ros.md)
+        # the gap; and a reliable reader slows the node: panda 9.0–11.4 against 14.3–14.7, docs/concepts/ros.md)
         rec = session.recorder(robot.joint_names, state_qos=SENSOR_STREAM_QOS)
         assert rec.wait_for(lambda: len(rec.states) > 100, 120.0), sim.log()
         time.sleep(1.0)  # warm-up

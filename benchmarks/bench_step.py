@@ -1,4 +1,4 @@
-"""µs per midpoint VI step (seed 000) against Pinocchio ABA + semi-implicit Euler and MuJoCo ``mj_step``.
+"""µs per midpoint VI step (Johnson2015) against Pinocchio ABA + semi-implicit Euler and MuJoCo ``mj_step``.
 
 Everything is measured in this process, interleaved round by round. The machine is shared with other
 people's tests, so step costs are process CPU time (``time.process_time``: time spent descheduled does not

@@ -1,7 +1,7 @@
 """Tables, figures and the Markdown report of ``bench_collocation.py`` (split from it: the measurement stays there).
 
-``table`` / ``starts_table``: the Markdown rows of a sweep; ``plots``: seed 004 Fig. 2's error and time sweeps, the
-error over time and the gait; ``report``: ``benchmarks/results/collocation.md`` and ``collocation.json``.
+``table`` / ``starts_table``: the Markdown rows of a sweep; ``plots``: MorenoMartin2022, Fig. 2's error and time sweeps,
+the error over time and the gait; ``report``: ``benchmarks/results/collocation.md`` and ``collocation.json``.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def plots(res: dict, replay: dict | None, pend_dyn, out_dir: Path) -> None:
                  else np.nan for r in rows]
             return [np.nan if e is None else e for e in E], [r[m]["t_med"] for r in rows]
         curves = {"LG": col("lg"), "LG2": col("lg2")}
-        if key == "biped" and res.get("biped_pinned"):  # seed 004's formulation beside the floating base
+        if key == "biped" and res.get("biped_pinned"):  # MorenoMartin2022's formulation beside the floating base
             curves = {"LG (floating base)": curves["LG"], "LG2 (floating base)": curves["LG2"],
                       "LG (stance root, abs. angles)": col("lg", None, res["biped_pinned"]),
                       "LG2 (stance root, abs. angles)": col("lg2", None, res["biped_pinned"])}
@@ -107,7 +107,8 @@ def plots(res: dict, replay: dict | None, pend_dyn, out_dir: Path) -> None:
                 [(dk[n].get("E2") if coord is None else (dk[n].get("E2_q") or [np.nan])[coord]) if n in dk
                  and dk[n]["success"] else np.nan for n in Ns], [dk[n]["cpu"] if n in dk else np.nan for n in Ns])
         plot_error_sweep(ax[i, 0], ax[i, 1], Ns, curves, title=title)
-        if key == "biped" and res.get("biped_pinned"):  # why LG2 cannot be 10× below LG there (docs/collocation.md)
+        # why LG2 cannot be 10× below LG there (docs/concepts/collocation.md)
+        if key == "biped" and res.get("biped_pinned"):
             pinned = res["biped_pinned"]
             resid = [_part(r["lg"].get("E2_split"), 1, None) if r["same_optimum"] else None for r in pinned]
             ax[i, 0].semilogy([r["N"] for r in pinned], [np.nan if v is None else v for v in resid],
@@ -160,7 +161,7 @@ def report(res: dict, out_dir: Path) -> None:
              table(res["pendulum"], dr, "pendulum", split=True, floor=res.get("gravity_floor")), "",
              "Pendulum from each straight-line start (t_g = " + ", ".join(f"{t:g}" for t in P.PENDULUM_START_TIMES)
              + " s), E² at each method's lowest-t_f optimum:", "", starts_table(res["pendulum_starts"]), "",
-             "Cart-pole swing-up (Kelly 2017), E² of q₁ = x (seed 004 plots this one):", "",
+             "Cart-pole swing-up (Kelly 2017), E² of q₁ = x (MorenoMartin2022 plots this one):", "",
              table(res["cartpole"], dr, "cartpole", coord=0, split=True), "",
              "Cart-pole, E² of q₂ = θ:", "", table(res["cartpole"], None, "cartpole", coord=1, split=True), ""]
     spl = [(r["N"], r["E2"], r["E2_spline"]) for k in ("pendulum", "cartpole") for r in dr.get(k) or []
@@ -174,8 +175,8 @@ def report(res: dict, out_dir: Path) -> None:
         lines += ["Five-link biped gait, floating base + stance constraint (`biped5_stance`; E² over all seven "
                   f"coordinates, base_x and base_z in m){carried}:", "",
                   table(res["biped"], None, "biped", split=True), "",
-                  "Five-link biped gait, stance foot as the root (`biped5_pinned`, seed 004's minimal coordinates; E² "
-                  f"over the five absolute link angles, eq. 19){carried}:", "",
+                  "Five-link biped gait, stance foot as the root (`biped5_pinned`, MorenoMartin2022's minimal "
+                  f"coordinates; E² over the five absolute link angles, eq. 19){carried}:", "",
                   table(res["biped_pinned"], None, "biped", split=True), ""]
     lines += ["Pendulum, open-loop drift (the plan's inputs replayed by RK45 from x₀; ‖x(t_f) − goal‖∞): " + ", ".join(
         f"{k} {v:.3g}" for k, v in res["drift"].items())]

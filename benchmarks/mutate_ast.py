@@ -216,8 +216,8 @@ def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
     pkg, _, mod = dotted.rpartition(".")
     direct = re.compile(rf"(\b{re.escape(dotted)}\b|from {re.escape(pkg)} import [^\n]*\b{mod}\b)")
     named = re.compile(rf"\b{re.escape(mod)}\b") if mod != "__init__" else direct
-    files = [t for t in sorted((ROOT / "test").glob("test_*.py"))
-             if not t.name.startswith("test_ros_") and t.name not in _SLOW]
+    files = [t for t in sorted((ROOT / "test").rglob("test_*.py"))
+             if not t.name.startswith("test_ros_") and t.name not in _SLOW and "pytest.mark.ros" not in t.read_text()]
     texts = {t: t.read_text() for t in files}
     hits = [t for t in files if direct.search(texts[t])] or [t for t in files if named.search(texts[t])]
     if not hits and depth < 2:  # reached only through a module of ours (midpoint_newton through midpoint)

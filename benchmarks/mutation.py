@@ -10,10 +10,10 @@ Why not mutmut: it mutates in place, runs the whole suite per mutant and knows n
 compiled backends; a curated list names the defects a reviewer would worry about, and each mutation's tests.
 
     python benchmarks/mutation.py                 # every mutation; score table per subpackage
-    python benchmarks/mutation.py --markdown      # the table as in the README's Tests section
+    python benchmarks/mutation.py --markdown      # the table as in docs/guides/testing.md
     python benchmarks/mutation.py --only hold_R_x100 plan_gains_shifted --jobs 2
 
-The score is reported, not asserted (CI time stays bounded); ``test/test_mutation_harness.py`` checks that the
+The score is reported, not asserted (CI time stays bounded); ``test/project/test_mutation_harness.py`` checks that the
 harness tells a killed mutation from a surviving one and that every curated snippet still exists.
 """
 

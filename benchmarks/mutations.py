@@ -1,6 +1,6 @@
 """The curated mutations of ``benchmarks/mutation.py`` (issue 19): small, plausible bugs, one at a time.
 
-Each names the file, the exact original snippet (it must occur once: ``test/test_mutation_harness.py`` checks
+Each names the file, the exact original snippet (it must occur once: ``test/project/test_mutation_harness.py`` checks
 that every snippet still exists, so the list cannot rot), its replacement, what it models, and the test files
 (or node ids) that ought to kill it — per mutation only those, so a run stays bounded. ``issue`` marks the
 nineteen of issue 19 (the nine that survived the whole suite, the two caught only by accident, and the ones it
@@ -31,15 +31,15 @@ class Mutation:
         return "nodes" if part == "ros" else part
 
 
-T_WIRING = "test/test_wiring_references.py"
-T_DDP_REF = "test/test_ddp_second_order_reference.py"
-T_ROS_WIRING = "test/test_ros_wiring.py"
-T_TRACKING = "test/test_ros_tracking.py"
-T_LQR = "test/test_lqr.py"
-T_PENDULUM = "test/test_integrator_pendulum.py"
-T_DYNAMICS = "test/test_model_dynamics.py"
-T_LIN = "test/test_linearization.py"
-T_COMPILED = "test/test_planning_compiled.py"
+T_WIRING = "test/control/test_wiring_references.py"
+T_DDP_REF = "test/planning/test_ddp_second_order_reference.py"
+T_ROS_WIRING = "test/ros/test_ros_wiring.py"
+T_TRACKING = "test/ros/test_ros_tracking.py"
+T_LQR = "test/control/test_lqr.py"
+T_PENDULUM = "test/integrators/test_integrator_pendulum.py"
+T_DYNAMICS = "test/model/test_model_dynamics.py"
+T_LIN = "test/linearization/test_linearization.py"
+T_COMPILED = "test/planning/test_planning_compiled.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ---- model -------------------------------------------------------------------------------------------------
@@ -53,16 +53,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- mechanics (the discrete Lagrangian and the DEL residual, generated C) ----------------------------------
     Mutation("rectangle_rule", "vi_control/mechanics/lagrangians.py",
              "dt * L((q0 + q1) / 2, (q1 - q0) / dt)", "dt * L(q0, (q1 - q0) / dt)",
-             "left-rectangle quadrature instead of the midpoint rule (seed 000 eq. 3a)", (T_PENDULUM,)),
+             "left-rectangle quadrature instead of the midpoint rule (Johnson2015, eq. 3a)", (T_PENDULUM,)),
     Mutation("rotational_kinetic_energy_dropped", "vi_control/mechanics/symbolic.py",
              "0.5 * m * ca.dot(vc, vc) + 0.5 * ca.dot(w, Ic @ w)", "0.5 * m * ca.dot(vc, vc)",
              "the bodies' rotational kinetic energy left out of L", (T_DYNAMICS,)),
     Mutation("damping_sign", "vi_control/mechanics/discrete.py",
              "- c * (q1 - q0)", "+ c * (q1 - q0)", "joint damping pumps energy in",
-             ("test/test_integrator_forcing.py",)),
+             ("test/integrators/test_integrator_forcing.py",)),
     Mutation("constraint_jacobian_off", "vi_control/mechanics/discrete.py",
              "h0 = h_fn(q0)", "h0 = h_fn(1.01 * q0)", "wrong constraint Jacobian: 1.01·Dh(1.01·q_k) in the DEL rows",
-             ("test/test_integrator_constraints.py",), issue=True),
+             ("test/integrators/test_integrator_constraints.py",), issue=True),
     Mutation("prescribed_step_output_p_slot", "vi_control/mechanics/discrete.py",
              "p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / self.dt",
              "p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / (2 * self.dt)",
@@ -85,7 +85,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- linearization -------------------------------------------------------------------------------------------
     Mutation("second_order_term_dropped", "vi_control/linearization/__init__.py",
              "return dydz.T @ W + Hyz.T @ dydz + Hzz", "return dydz.T @ W + Hzz",
-             "one cross block of Tᵀ∇²T dropped (seed 000 eqs. 16–27)", (T_LIN,), issue=True),
+             "one cross block of Tᵀ∇²T dropped (Johnson2015, eqs. 16–27)", (T_LIN,), issue=True),
     Mutation("implicit_term_sign", "vi_control/linearization/__init__.py",
              "J = Oz + Oy @ dydz", "J = Oz - Oy @ dydz", "A, B with the implicit function's term negated",
              (T_LIN,)),
@@ -104,10 +104,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              "return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)", "return np.linalg.solve(0.5 * (S + S.T), B.T @ P)",
              "the gain after eq. 36 without its A (the paper's typo)", (T_LQR,)),
     Mutation("feedback_sign", "vi_control/control/tracking.py",
-             "u = u_ref + K @ e", "u = u_ref - K @ e", "a flipped feedback sign", (T_TRACKING,), issue=True),
+             "return u_ref + K @ e, e", "return u_ref - K @ e, e", "a flipped feedback sign", (T_TRACKING,),
+             issue=True),
     Mutation("tracking_index_truncates", "vi_control/control/tracking.py",
-             "return max(0, int(round((t - self.plan.times[0]) / self.plan.dt)))",
-             "return max(0, int((t - self.plan.times[0]) / self.plan.dt))",
+             "return math.floor((t - t0) / dt + 0.5 + 1e-9)",
+             "return math.floor((t - t0) / dt + 1e-9)",
              "the step index truncated instead of rounded (7.6·Δt → 7, 0.7/0.1 → 6)", (T_WIRING,)),
     Mutation("safe_damping_saturates", "vi_control/control/tracking.py",
              "-np.asarray(damping, float) * np.asarray(velocity, float)",
@@ -115,7 +116,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "damping not proportional to q̇", (T_TRACKING,)),
     Mutation("estimator_ignores_spacing", "vi_control/control/tracking.py",
              "if gap > max(self.max_gap, (1 + self.tolerance) * dt):", "if False:",
-             "p from two configurations however far apart their stamps", (T_TRACKING, "test/test_ros_drivers.py")),
+             "p from two configurations however far apart their stamps", (T_TRACKING, "test/ros/test_ros_drivers.py")),
     Mutation("estimator_unwrap_dropped", "vi_control/control/tracking.py",
              "        dq[self.mask] = wrap_angle(dq[self.mask])", "        pass",
              "a ±π wrap between two samples becomes a huge momentum", (T_TRACKING,)),
@@ -141,46 +142,49 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("step_reference_off_by_one", "vi_control/planning/pipeline.py",
              "Q = np.where(np.arange(N + 1)[:, None] < ks, qa, qb)",
              "Q = np.where(np.arange(N + 1)[:, None] <= ks, qa, qb)",
-             "the step reference switches one step late (seed 000 eq. 35)", (T_WIRING,), issue=True),
-    Mutation("kernel_Hxu_dropped", "vi_control/mechanics/csrc/ddp_kernel.c",
+             "the step reference switches one step late (Johnson2015, eq. 35)", (T_WIRING,), issue=True),
+    Mutation("kernel_Hxu_dropped", "vi_control/planning/csrc/ddp_kernel.c",
              "Qux[i * nx + j] += Hz[j * nz + nx + i];", "Qux[i * nx + j] += 0.0 * Hz[j * nz + nx + i];",
              "DDP's cross term H_xu dropped in the compiled kernel (the default path)", (T_DDP_REF,), issue=True,
              area="planning"),
     Mutation("numpy_Hxu_dropped", "vi_control/planning/ddp.py",
              "Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu", "Qxx, Qux, Quu = Qxx + Hxx, Qux, Quu + Huu",
              "DDP's cross term H_xu dropped in the numpy fallback", (T_DDP_REF,)),
-    Mutation("kernel_product_accumulation_lost", "vi_control/mechanics/csrc/ddp_kernel.c",
+    Mutation("kernel_product_accumulation_lost", "vi_control/planning/csrc/ddp_kernel.c",
              "for (int c = 0; c < w; c++) s[c] = acc ? z[c] : 0.0;", "for (int c = 0; c < w; c++) s[c] = 0.0;",
              "the kernel's blocked products forget what they accumulate onto (V'_xx = Q_xx + K'T + Q_ux'K)",
-             ("test/test_planning_compiled.py::test_every_stage_pass_agrees_with_the_numpy_path",), area="planning"),
-    Mutation("kernel_transposed_solve_unpivoted", "vi_control/mechanics/csrc/ddp_kernel.c",
+             ("test/planning/test_planning_compiled.py::test_every_stage_pass_agrees_with_the_numpy_path",),
+             area="planning"),
+    Mutation("kernel_transposed_solve_unpivoted", "vi_control/planning/csrc/ddp_kernel.c",
              "  for (long long k = n - 1; k >= 0; k--)\n    if (piv[k] != k)",
              "  for (long long k = n - 1; k >= 0 && 0; k--)\n    if (piv[k] != k)",
              "the multi-right-hand-side transposed solve skips its row swaps (DLQR's A W^-1)",
-             ("test/test_planning_compiled.py::test_compiled_dlqr_is_the_doubling_algorithm",), area="planning"),
-    Mutation("kernel_tvlqr_KtRK_dropped", "vi_control/mechanics/csrc/lqr_kernel.c",
+             ("test/planning/test_planning_compiled.py::test_compiled_dlqr_is_the_doubling_algorithm",),
+             area="planning"),
+    Mutation("kernel_tvlqr_KtRK_dropped", "vi_control/control/csrc/lqr_kernel.c",
              "Pk[i] = Q[i] + T1[i] + T2[i];", "Pk[i] = Q[i] + T1[i];",
              "a dropped Riccati term in the compiled TV-LQR (the plans' gains)", (T_WIRING,), area="planning"),
     Mutation("cost_gradient_doubled", "vi_control/planning/cost.py",
              "return (X[:-1] - self.X_ref[:-1]) @ self.Q, (U - self.U_ref) @ self.R",
              "return (X[:-1] - self.X_ref[:-1]) @ self.Q, 2 * (U - self.U_ref) @ self.R",
-             "l_u twice the cost's gradient: DDP descends the wrong function", ("test/test_planning_task.py",)),
+             "l_u twice the cost's gradient: DDP descends the wrong function",
+             ("test/planning/test_planning_task.py",)),
     Mutation("ddp_stops_early", "vi_control/planning/ddp.py",
              "if abs(d1) < tolerance:", "if abs(d1) < 1e3 * tolerance:",
-             "DDP declares convergence 1000× too early (the Python loop)", ("test/test_planning_task.py",)),
-    Mutation("kernel_ddp_stops_early", "vi_control/mechanics/csrc/ddp_loop.c",
+             "DDP declares convergence 1000× too early (the Python loop)", ("test/planning/test_planning_task.py",)),
+    Mutation("kernel_ddp_stops_early", "vi_control/planning/csrc/ddp_loop.c",
              "if (fabs(d1) < tol) {", "if (fabs(d1) < 1e3 * tol) {",
              "DDP declares convergence 1000× too early (the compiled loop, the default path)",
-             ("test/test_planning_task.py",), area="planning"),
-    Mutation("kernel_box_qp_clamps_any_bound", "vi_control/mechanics/csrc/ddp_kernel.c",
+             ("test/planning/test_planning_task.py",), area="planning"),
+    Mutation("kernel_box_qp_clamps_any_bound", "vi_control/planning/csrc/ddp_kernel.c",
              "const int clamped = (x[i] <= lo[i] && grad[i] > 0) || (x[i] >= hi[i] && grad[i] < 0);",
              "const int clamped = (x[i] <= lo[i]) || (x[i] >= hi[i]);",
              "the compiled box QP keeps an input at its bound though the cost pulls it inside",
-             ("test/test_planning_solvers.py",), area="planning"),
+             ("test/planning/test_planning_solvers.py",), area="planning"),
     Mutation("numpy_box_qp_clamps_any_bound", "vi_control/planning/ddp.py",
              "clamped = ((x <= lo) & (grad > 0)) | ((x >= hi) & (grad < 0))", "clamped = (x <= lo) | (x >= hi)",
              "the numpy box QP keeps an input at its bound though the cost pulls it inside",
-             ("test/test_planning_solvers.py",)),
+             ("test/planning/test_planning_solvers.py",)),
     # ---- nodes ---------------------------------------------------------------------------------------------------
     Mutation("stale_timeout_doubled", "vi_control/control/intake.py",
              "tol = self.timeout", "tol = 2 * self.timeout",
@@ -199,15 +203,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("safe_damping_of_a_stale_velocity", "vi_control/control/runner.py",
              "if state is not None and fresh else None", "if state is not None else None",
              "the safe command damps a stale q̇ (a constant torque for as long as states stay away)",
-             (T_ROS_WIRING, "test/test_control_runner.py", "test/test_ros_dds.py"), area="nodes"),
+             (T_ROS_WIRING, "test/control/test_control_runner.py", "test/ros/test_ros_dds.py"), area="nodes"),
     Mutation("safe_damping_hold_from_the_timer_rate", "vi_control/control/runner.py",
              'if trigger == "timer":', "if True:",
              "joint_state trigger: the safe damping capped for the timer's 1/rate, not the states' interval",
-             (T_ROS_WIRING, "test/test_safe_damping.py"), area="nodes"),
+             (T_ROS_WIRING, "test/control/test_safe_damping.py"), area="nodes"),
     Mutation("safe_damping_cap_from_the_diagonal", "vi_control/control/runner.py",
              "rows = np.abs(V[:, act]).sum(axis=0)", "rows = np.abs(np.diag(V[:, act]))",
              "the damping cap from (M⁻¹)_ii alone (not a bound: coupling makes a mode reverse)",
-             ("test/test_safe_damping.py",), area="nodes"),
+             ("test/control/test_safe_damping.py",), area="nodes"),
     Mutation("simulator_ignores_mass_scale", "vi_control/ros/simulator_node.py",
              "self.robot, urdf = self.load_robot(mass_scale=float(p[\"mass_scale\"]))",
              "self.robot, urdf = self.load_robot()", "the simulator ignores mass_scale", (T_ROS_WIRING,), issue=True),
@@ -216,75 +220,76 @@ MUTATIONS: tuple[Mutation, ...] = (
              (T_ROS_WIRING,)),
     Mutation("gain_scale_ignored", "vi_control/control/tracking.py",
              "K=plan.K * s,", "K=plan.K,", "the controller's gain_scale leaves the time-varying gains",
-             ("test/test_ros_interfaces.py::test_goal_tolerance_and_live_gain_scale",), area="nodes"),
+             ("test/ros/test_ros_interfaces.py::test_goal_tolerance_and_live_gain_scale",), area="nodes"),
     Mutation("plan_entered_a_step_late", "vi_control/control/runner.py",
-             "elif t < t0 - 0.5 * plan.dt:", "elif t < t0 + 0.5 * plan.dt:",
+             "elif plan_step(t, t0, plan.dt) < 0:", "elif plan_step(t, t0, plan.dt) < 1:",
              "a plan entered one step after its stated start", (T_ROS_WIRING,), area="nodes"),
     Mutation("wire_velocity_without_half_step", "vi_control/control/tracking.py",
              "y[vi.nq + vi.idx_act] += 0.5 * vi.dt * holding_torque(vi, y[: vi.nq])",
              "y[vi.nq + vi.idx_act] += 0.0 * vi.dt * holding_torque(vi, y[: vi.nq])",
              "published joint velocity M⁻¹p_k without the holding torque's half step (a held arm reported moving)",
-             ("test/test_velocities.py",)),
+             ("test/mechanics/test_velocities.py",)),
     Mutation("lockstep_steps_on_any_answer", "vi_control/ros/simulator_node.py",
              "if self.lockstep and not self._answers_this_state(msg):", "if False:",
              "a lockstep simulator steps on every command, also a second answer to a republished state",
-             ("test/test_ros_interfaces.py::test_lockstep_simulator_steps_once_per_state_whatever_answers_it",
-              "test/test_ros_lockstep.py")),
+             ("test/ros/test_ros_interfaces.py::test_lockstep_simulator_steps_once_per_state_whatever_answers_it",
+              "test/ros/test_ros_lockstep.py")),
     Mutation("newton_tolerance_absolute_again", "vi_control/integrators/newton_settings.py",
              "return self.p_unit + momentum_norm_inf", "return 1.0 + momentum_norm_inf",
              "the Python Newton loops stop on an absolute momentum residual (a milligram model stops early)",
-             ("test/test_integrator_units.py",)),
+             ("test/integrators/test_integrator_units.py",)),
     Mutation("bordered_condition_in_mixed_units_c", "vi_control/mechanics/csrc/dense_lu.c",
              "const int e = vi_border_exponent(J, n, nd);", "const int e = 0;",
              "the compiled step and kernel judge the bordered matrix [M/Δt, −Dhᵀ; Dh, 0] unequilibrated again (a "
              "four-bar × 2¹⁹ refused as singular)",
-             ("test/test_constrained_units.py", "test/test_step_backends.py"), area="integrators"),
+             ("test/integrators/test_constrained_units.py", "test/integrators/test_step_backends.py"),
+             area="integrators"),
     Mutation("bordered_condition_in_mixed_units_numpy", "vi_control/integrators/bordered.py",
              "    e = _exponent(A, nd)\n    if e == 0:", "    e = 0\n    if e == 0:",
              "the numpy Newton loop and linearize judge the bordered matrix unequilibrated again",
-             ("test/test_constrained_units.py",)),
+             ("test/integrators/test_constrained_units.py",)),
     Mutation("constraint_rows_in_metres_again", "vi_control/mechanics/csrc/newton_driver.c",
              "ldexp(1.0, 2 * vi_border_exponent(J, ny, nd))", "1.0",
              "the compiled step's stopping rule reads h(q_{k+1}) in metres against a momentum tolerance (× 2¹⁹: a "
              "near double root accepted 1e-3 from it)",
-             ("test/test_constrained_units.py::test_a_near_singular_constraint_term_is_flagged_at_any_scale",),
+             ("test/integrators/test_constrained_units.py::test_a_near_singular_constraint_term_is_flagged_at_any_scale",),
              area="integrators"),
     Mutation("constraint_rows_in_metres_again_numpy", "vi_control/integrators/midpoint_newton.py",
              "wc = residual_weight(np.asarray(J), nd) if vi.nc and with_jac else 1.0", "wc = 1.0",
              "the numpy Newton loop's stopping rule reads h(q_{k+1}) in metres again",
-             ("test/test_constrained_units.py::test_a_near_singular_constraint_term_is_flagged_at_any_scale",)),
+             ("test/integrators/test_constrained_units.py::test_a_near_singular_constraint_term_is_flagged_at_any_scale",)),
     Mutation("ddp_regularization_absolute_again", "vi_control/planning/ddp.py",
              ("c = regularization_unit(vi, cost, X[0], U[0], stages.step_result(X, results, 0)) if metric is None "
               "else 1.0"), "c = 1.0",
              "DDP's regularization bounds in absolute units again (a cost in other units stops off the optimum)",
-             ("test/test_planning_units.py",)),
+             ("test/planning/test_planning_units.py",)),
     Mutation("dmoc_newton_in_si_units", "vi_control/planning/dmoc_conditions.py",
              "    if not (p > 0.0 and p != 1.0):", "    if True:",
              "DMOC's Newton judged in SI units again (a light spacecraft 'converged' at its initial guess, a heavy "
              "one is reported unconverged)",
-             ("test/test_dmoc_units.py",)),
+             ("test/planning/test_dmoc_units.py",)),
     Mutation("dmoc_scaled_jacobian_by_sparse_products", "vi_control/planning/dmoc_newton.py",
              "            Js.data *= factor\n            return Js",
              "            return (sp.diags(1.0 / rs) @ Js @ sp.diags(cs)).tocsc()",
              "DMOC's scaled Newton matrix built by sparse products (drops zero entries: structurally singular at a "
              "heave goal, where SuperLU can crash the process)",
-             ("test/test_dmoc_units.py::test_the_scaled_newton_matrix_keeps_its_structure",)),
-    Mutation("rdp_c_group_momentum_not_carried", "vi_control/mechanics/csrc/rdp_driver.c",
+             ("test/planning/test_dmoc_units.py::test_the_scaled_newton_matrix_keeps_its_structure",)),
+    Mutation("rdp_c_group_momentum_not_carried", "vi_control/integrators/csrc/rdp_driver.c",
              "    for (long long i = 0; i < 3; i++) P[2 * ns + i] = out[3 + 2 * ns + i];\n", "",
              "the compiled RDP keeps μ⁺_0 in eq. 27's momentum jump instead of carrying μ⁺_k from step to step",
-             ("test/test_rdp_compiled.py",)),
-    Mutation("rdp_c_stopping_rule_absolute", "vi_control/mechanics/csrc/rdp_driver.c",
+             ("test/integrators/test_rdp_compiled.py",)),
+    Mutation("rdp_c_stopping_rule_absolute", "vi_control/integrators/csrc/rdp_driver.c",
              "const double scale = p1 + vi_maxabs(P + ns, ns + 3);", "const double scale = p1;",
              "the compiled RDP's stopping rule without the step's momentum (not NewtonSettings' rule: the C and numpy "
              "paths stop at different iterates)",
-             ("test/test_rdp_compiled.py",)),
+             ("test/integrators/test_rdp_compiled.py",)),
     Mutation("first_state_republish_stamped_on_receipt", "vi_control/control/intake.py",
              "return t == 0.0 and not (last_stamp == 0.0 and now <= window)", "return t == 0.0",
              "a lockstep simulator's first state, republished after its first step's clock, stamped on receipt (by "
              "the controller's intake and the planner: one rule)",
-             ("test/test_control_intake.py::test_a_zero_stamp_on_a_clock_at_zero_is_a_true_one",
-              "test/test_ros_realtime.py::test_the_first_state_republished_after_the_clock_moved_on_is_still_the_"
+             ("test/control/test_control_intake.py::test_a_zero_stamp_on_a_clock_at_zero_is_a_true_one",
+              "test/ros/test_ros_realtime.py::test_the_first_state_republished_after_the_clock_moved_on_is_still_the_"
               "first_state",
-              "test/test_ros_lockstep.py::test_the_planner_takes_the_first_state_republished_after_the_clock_moved_"
+              "test/ros/test_ros_lockstep.py::test_the_planner_takes_the_first_state_republished_after_the_clock_moved_"
               "on_for_the_first_state"), area="nodes"),
 )

@@ -2,7 +2,7 @@
 
 The robot side publishes sensor_msgs/JointState on `joint_states` (best effort or reliable) and accepts
 std_msgs/Float64MultiArray on `<controller_name>/commands` (ros2_control's JointGroupEffortController, or
-forward_command_controller with effort interfaces). See docs/on_your_robot.md.
+forward_command_controller with effort interfaces). See docs/guides/on_your_robot.md.
 
     ros2 launch vi_control hardware.launch.py model:=pendulum controller_name:=effort_controller
     ros2 launch vi_control hardware.launch.py use_sim_time:=true robot_description_topic:=/robot_description  # Gazebo

@@ -1,4 +1,4 @@
-"""Underwater vehicle (seed 002 §6.1): simulator + DMOC planner + algebra TV-LQR controller, in lockstep on the
+"""Underwater vehicle (Jimenez2013, §6.1): simulator + DMOC planner + algebra TV-LQR controller, in lockstep on the
 simulator's /clock (planner and controller run with use_sim_time).
 
     ros2 launch vi_control vehicle.launch.py

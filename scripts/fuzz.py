@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Long fuzz runs of the input-surface generator (test/fuzz_gen.py; the suite runs a fixed seed in
-test/test_fuzz_generator.py): every case must end valid or with the package's own error — never a generic exception,
-nonsense, a hang or a crash. Prints the tally per surface and every failing case with its seed and index, so a
-failure reproduces with ``--seed S --only I``.
+"""Long fuzz runs of the input-surface generator (test/support/fuzz_gen.py; the suite runs a fixed seed in
+test/robustness/test_fuzz_generator.py): every case must end valid or with the package's own error — never a generic
+exception, nonsense, a hang or a crash. Prints the tally per surface and every failing case with its seed and index,
+so a failure reproduces with ``--seed S --only I``.
 
     python scripts/fuzz.py --seed random --cases 2000
     python scripts/fuzz.py --seed 12345 --cases 300 --surfaces task,rigid_body --timeout 20
@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "support"))
 
 import fuzz_gen  # noqa: E402
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Creates .venv in the repo (if missing or stale) with the pinned dependencies and vi_control installed.
+# Creates .venv in the repo (if missing or stale) with the pinned dependencies (requirements.txt, which takes
+# requirements/*.txt) and vi_control installed.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$repo/.venv"
 py=${PYTHON:-python3.11}
 command -v "$py" >/dev/null 2>&1 || py=python3
 stamp="$venv/.vi_control_stamp"
-want=$(cat "$repo/requirements.txt" "$repo/setup.py" | sha256sum | cut -d' ' -f1)
+want=$(cat "$repo/requirements.txt" "$repo"/requirements/*.txt "$repo/setup.py" | sha256sum | cut -d' ' -f1)
 # A stale stamp, or vi_control itself gone from the venv (e.g. a `pip install --prefix` elsewhere uninstalled it).
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
    || [ -z "$(ls "$venv"/lib/python3*/site-packages/__editable__.vi_control-*.pth 2>/dev/null)" ]; then
@@ -17,7 +18,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$repo" >&2
   echo "$want" > "$stamp"
 fi
-# Headless Chromium for the browser-view tests (test/test_view_browser.py, test/test_ros_view_live.py), from
+# Headless Chromium for the browser-view tests (test/view/test_view_browser.py, test/ros/test_ros_view_live.py), from
 # Debian's packages: only if absent, only as root, never interactive (VI_CONTROL_NO_APT=1 skips it); without it
 # those tests skip, saying why.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && [ -z "${VI_CONTROL_NO_APT:-}" ] \

@@ -1,8 +1,8 @@
-"""Run test files (or test ids) again and again under CPU load, to find failures that depend on it (docs/testing.md,
-"Load-dependent failures").
+"""Run test files (or test ids) again and again under CPU load, to find failures that depend on it
+(docs/guides/testing.md, "Load-dependent failures").
 
-    .venv/bin/python scripts/stress_tests.py test/test_ros_dds.py test/test_ros_e2e.py --reps 5 --busy 2
-    .venv/bin/python scripts/stress_tests.py test/test_ros_lockstep.py --reps 20 --stop 0.02 0.4
+    .venv/bin/python scripts/stress_tests.py test/ros/test_ros_dds.py test/ros/test_ros_e2e.py --reps 5 --busy 2
+    .venv/bin/python scripts/stress_tests.py test/ros/test_ros_lockstep.py --reps 20 --stop 0.02 0.4
 
 ``--busy K`` runs K busy loops meanwhile (a loaded 2-core CI machine); ``--stop A B`` starves the node processes of
 each run as a loaded scheduler does, harder: one of them at a time is stopped (SIGSTOP) for a random A…B s, then

@@ -7,6 +7,9 @@ cd "$repo"
 # Keep DDS traffic on this machine; each ROS test also picks its own ROS_DOMAIN_ID.
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export MPLBACKEND=Agg
+# Lint and format first: they take seconds, the suite minutes.
+"$VI_CONTROL_VENV/bin/ruff" check .
+"$VI_CONTROL_VENV/bin/ruff" format --check .
 # Two workers (pytest-xdist): the tests that start node processes or a Ray cluster run one at a time on one of
 # them (test/conftest.py groups them), the rest beside. VI_CONTROL_TEST_WORKERS=0 runs everything in this process.
 set +e

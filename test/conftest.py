@@ -6,12 +6,21 @@ import os
 # OpenBLAS stalls milliseconds per call waiting for its threads (planner tests ~10x slower).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest
 
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import load_robot
 from vi_control.model.bundled import bundled_config, bundled_urdf
+
+# The test helpers (test/support: benchmark loaders, docs parsing, driver scripts) and the fixtures' modules of
+# every folder (a plan builder of test/ros used by a control test) importable from every test folder.
+_HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE / "support")] + sorted(str(d) for d in _HERE.iterdir() if d.is_dir() and d.name not in
+                                                 ("support", "data", "__pycache__"))
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +42,7 @@ def rng():
 def ros(request, tmp_path):
     """Node processes and recorders of one ROS test: own domain and namespace, all stopped at teardown."""
     pytest.importorskip("rclpy")
-    from vi_control.ros.launcher import Session
+    from ros_session import Session
 
     h = Session(request.node.name, str(tmp_path))
     try:

@@ -4,12 +4,14 @@
     robot = vc.load_robot(vc.ModelSpec.parse("pendulum"))        # or vc.load_bundled("pendulum")
     vi = vc.MidpointVI(robot, dt=0.1)
     plan, result = vc.plan_task(vi, vc.load_task("task_pendulum_swingup"))
-    body = vc.load_rigid_body("vehicle_uuv")                      # seed 002: a rigid body on SE(3)
+    body = vc.load_rigid_body("vehicle_uuv")                      # Jimenez2013: a rigid body on SE(3)
     plan, dmoc = vc.plan_maneuver(vc.make_integrator("lie_group", body, 0.25), goal_pose, horizon=40)  # T = N·dt
-    l1 = vc.solve_l1(vc.DMOCProblem(vc.load_rigid_body("spacecraft_l1"), R0, RT, 40, 6.0))   # seed 002 §6.2
+    l1 = vc.solve_l1(vc.DMOCProblem(vc.load_rigid_body("spacecraft_l1"), R0, RT, 40, 6.0))   # Jimenez2013, §6.2
 
 Everything here is numerical and imports no ROS; the nodes live in ``vi_control.ros``.
 """
+
+import sys as _sys
 
 from .control import (
     HoldLaw,
@@ -44,8 +46,9 @@ from .integrators.midpoint import MidpointVI
 from .integrators.rdp import ReducedDAlembertPontryagin
 from .integrators.stops import JointStops
 from .linearization import Linearization, linearize, linearize_trajectory, second_order, second_order_contraction
-from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFError
+from .model import ModelError, ModelSpec, RobotModel, SystemConfigError, URDFError, load_robot
 from .model.bundled import BUNDLED, load_bundled
+from .model.errors import removed_name
 from .model.rigid_body import RigidBodyConfigError, RigidBodyModel, load_rigid_body
 from .planning import (
     MPCSettings,
@@ -64,16 +67,8 @@ from .planning import (
 from .planning.dmoc import DMOCProblem, DMOCResult, solve_dmoc
 from .planning.dmoc_check import SecondOrderCheck
 from .planning.dmoc_nlp import IpoptResult, solve_ipopt, solve_l1
+from .planning.result import SolverResult
 from .planning.vehicle import plan_maneuver
-
-
-def load_robot(model: str | dict | ModelSpec, system: str | dict | None = None, **kwargs) -> RobotModel:
-    """A RobotModel from anything ``ModelSpec.parse`` takes (bundled name, ``erd:<name>``, URDF path or XML,
-    task-file mapping, ModelSpec), with an optional system YAML; ``kwargs`` set ModelSpec fields
-    (``mass_scale``, ``floating_base``, ``name``)."""
-    overrides = dict(kwargs, **({"system": system} if system is not None else {}))
-    return ModelSpec.parse(model, **overrides).load()
-
 
 __all__ = [
     "load_robot", "load_bundled", "BUNDLED", "ModelSpec", "RobotModel", "ModelError", "URDFError", "SystemConfigError",
@@ -86,5 +81,31 @@ __all__ = [
     "Plan", "PlanError", "PlanFileError", "state_error", "tv_lqr", "dlqr", "equilibrium_state", "holding_input",
     "hold_gain", "TrackingController", "StateEstimator",
     "Task", "TaskError", "load_task", "plan_task", "make_system", "ddp", "QuadraticTrackingCost", "OptimizerResult",
+    "SolverResult",
     "simulate_plan", "PlanningError", "RecedingHorizon", "MPCSettings", "HoldLaw",
 ]
+
+
+# Removed modules and names and what replaced them: an ImportError naming the replacement for one release.
+_REMOVED = {"robots": "vi_control.model.bundled (bundled_urdf, load_bundled, BUNDLED) or vi_control.load_robot"}
+
+
+class _RemovedModuleFinder:
+    """``import vi_control.robots`` (a removed module) raises the ImportError naming its replacement."""
+
+    @staticmethod
+    def find_spec(fullname: str, path=None, target=None):
+        head, _, tail = fullname.partition(".")
+        if head == __name__ and tail in _REMOVED:
+            raise removed_name(fullname, _REMOVED[tail])
+        return None
+
+
+if not any(isinstance(f, _RemovedModuleFinder) for f in _sys.meta_path):
+    _sys.meta_path.append(_RemovedModuleFinder())
+
+
+def __getattr__(name: str):
+    if name in _REMOVED:
+        raise removed_name(f"{__name__}.{name}", _REMOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from .lqr import check_weight, dlqr
 
 
 def equilibrium_state(vi: DiscreteSystem, q: np.ndarray) -> np.ndarray:
-    """x = (q, D₂L_d(q, q)): the state of a configuration held still (q_{k−1} = q_k, seed 000 eq. 1b).
+    """x = (q, D₂L_d(q, q)): the state of a configuration held still (q_{k−1} = q_k, Johnson2015, eq. 1b).
 
     Under gravity this momentum is −(Δt/2)∇V(q), not zero: the midpoint rule's discrete momentum.
     """
@@ -42,7 +42,7 @@ def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]
 
 
 class SingularPoseError(SingularityError):
-    """No hold gain: the step is singular at the pose to hold (seed 000 §VII), so it has no linearization there.
+    """No hold gain: the step is singular at the pose to hold (Johnson2015, §VII), so it has no linearization there.
     A ``SingularityError`` (its ``step``, ``rcond``, ``what``) whose message names the pose, the joint or
     constraint, why, and what to do."""
 
@@ -79,6 +79,6 @@ def _singular_pose_message(vi: Linearizable, q: np.ndarray, e: SingularityError)
     pose = ", ".join(f"{n} = {v:.6g}" for n, v in zip(robot.joint_names, q))
     why = singular_direction(robot, q)
     return (f"hold_gain: no hold gain at the pose ({pose}): the one-step map is singular there ({e.what}, reciprocal "
-            f"condition {e.rcond:.2e}; seed 000 §VII), so it has no linearization to compute a gain from"
+            f"condition {e.rcond:.2e}; Johnson2015, §VII), so it has no linearization to compute a gain from"
             + (f". {why}" if why else ": hold a pose away from it"))
 

@@ -1,5 +1,5 @@
 """State intake of the tracking controller: measured states (decoded arrays and their stamps) in, the discrete state
-x_k = (q_k, p_k) out (seed 000 eq. 1b, ``StateEstimator``) — or the reason the measurement cannot be used.
+x_k = (q_k, p_k) out (Johnson2015, eq. 1b, ``StateEstimator``) — or the reason the measurement cannot be used.
 
 What real drivers send, checked in this order: a header stamp never set (0) is replaced by the time of receipt; the
 stamp against the controller's clock (stale, from the future, going backwards), where the last stamp again is a

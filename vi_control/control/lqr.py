@@ -1,4 +1,4 @@
-"""Discrete LQR about a trajectory (seed 000 §VIII-A, eq. 36) and about an equilibrium.
+"""Discrete LQR about a trajectory (Johnson2015, §VIII-A, eq. 36) and about an equilibrium.
 
 Sign convention of the whole project (Plan, controller): u = u_ref + K (x_ref − x), so K here is
 the seed's 𝒦(k) = [R + BᵀP_{k+1}B]⁻¹ BᵀP_{k+1}A (the text after eq. 36 prints BᵀPB, a typo: the
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.errors import renamed_keyword
 from ..model.scalars import as_real_array
 
 # Tolerances of the weight checks, relative to the weight's norm: a PSD weight's eigenvalues may reach −WEIGHT_TOL·‖W‖
@@ -27,7 +28,7 @@ def _first(mask: np.ndarray) -> int | None:
 def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = False, stack: int | None = None
                  ) -> np.ndarray:
     """A weight as an (n, n) matrix — or (stack, n, n) if ``stack`` and W is 3-D — checked for what the Riccati
-    recursion (seed 000 eq. 36) needs: finite, symmetric, positive semidefinite (Q, Q_f) or positive definite (R:
+    recursion (Johnson2015, eq. 36) needs: finite, symmetric, positive semidefinite (Q, Q_f) or positive definite (R:
     R + BᵀPB must be invertible for any P ⪰ 0, and DLQR inverts R itself). Scalar → w·I, vector → diag(w).
 
     An indefinite weight makes the LQ problem unbounded below: the recursion would still return gains — of a saddle
@@ -103,7 +104,7 @@ def _check_finite(M: np.ndarray, name: str) -> None:
 
 
 def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (seed 000, gain after eq. 36), by an LU solve of the symmetrized R + BᵀPB (positive
+    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (Johnson2015, gain after eq. 36), by an LU solve of the symmetrized R + BᵀPB (positive
     definite: R ≻ 0 is checked, P ⪰ 0 by the Joseph form)."""
     S = R + B.T @ P @ B
     return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)
@@ -111,7 +112,7 @@ def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndar
 
 def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float,
            Qf: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """Finite-horizon time-varying LQR by the discrete Riccati recursion (seed 000 eq. 36a–b).
+    """Finite-horizon time-varying LQR by the discrete Riccati recursion (Johnson2015, eq. 36a–b).
 
     A: (N, nx, nx), B: (N, nx, nu); Q, R: one weight for all k (scalar, diagonal or matrix) or a
     stack (N, n, n); Qf terminal. Returns K (N, nu, nx) with u = u_ref + K (x_ref − x) and the
@@ -141,16 +142,19 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | 
 
 
 def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float,
-         max_iterations: int = 60, tol: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
+         max_iterations: int = 60, tolerance: float = 1e-13, *, tol: float | None = None
+         ) -> tuple[np.ndarray, np.ndarray]:
     """Infinite-horizon discrete LQR: P the fixed point of eq. 36a, K = [R + BᵀPB]⁻¹BᵀPA.
 
     P is found by the structure-preserving doubling algorithm (Chu, Fan, Lin 2005), which squares
     the horizon of the Riccati recursion (36a) each sweep: after j sweeps P equals the 2ʲ-step
     cost-to-go, so it converges quadratically for stabilizable (A, B) and detectable (A, Q^½).
-    Stops when a sweep changes P by at most ``tol`` relative to P: K depends on the weights' ratio only, and an
-    absolute floor (tol·(1 + |P|), as before) stopped weights of 1e-18 after one sweep with K wrong by 100 %.
+    Stops when a sweep changes P by at most ``tolerance`` (``tol``: its deprecated name) relative to P: K depends on
+    the weights' ratio only, so the test must not depend on their scale (an absolute floor tolerance·(1 + |P|) would
+    stop weights of 1e-18 after one sweep, with K wrong by 100 %).
     Returns (K, P); raises LinAlgError if it does not converge.
     """
+    tol = renamed_keyword("dlqr", "tol", tol, "tolerance", tolerance)
     A, B = check_system(A, B, stacked=False)
     nx, nu = B.shape
     Qm, Rm = check_weight(Q, nx, "Q"), check_weight(R, nu, "R", definite=True)

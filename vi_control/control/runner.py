@@ -13,6 +13,7 @@ the active plan for its start (``clock_went_back``).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ from ..integrators.base import DiscreteSystem, state_velocities
 from ..model.robot import RobotModel
 from .intake import FAULT_INVALID_STATE, Estimate, Fault, JointLimits
 from .plan import Plan, state_error
-from .tracking import HoldLaw, TrackingController, safe_command, tracking_law
+from .tracking import HoldLaw, TrackingController, plan_step, safe_command, tracking_law
 
 # Kinds of fault of the plan side (the measurements' are control.intake's FAULT_*).
 FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
@@ -67,6 +68,8 @@ class PlanRunner:
         self.active_plan: Plan | None = None
         self.active_seq = self.last_seq = None
         self.pending: tuple[int, Plan, bool] | None = None
+        self.following: list[tuple[int, Plan, bool]] = []  # plans that start after the pending one, by start
+        self._admitted: deque[int] = deque(maxlen=16)  # the last plans queued (a late duplicate is not new)
         self.fault_counts: dict[str, int] = {}
         self._held_prescribed: np.ndarray | None = None
         self.hold = None if vehicle else HoldLaw(vi, self.hold_weights())
@@ -90,15 +93,15 @@ class PlanRunner:
 
     def stop(self) -> None:
         """Forget the active and the pending plan (a controller that stops)."""
-        self.law, self.pending, self.active_seq = None, None, None
+        self.law, self.pending, self.active_seq, self.following = None, None, None, []
 
     # ---- plans ---------------------------------------------------------------------------------------------------
     def admit(self, seq: int, plan: Plan, dt_range: tuple[float, float], limits: JointLimits | None = None) -> bool:
         """Whether plan ``seq`` may be queued on this system (``dt_range``: the Δt the estimate accepts; ``limits``:
         the bounds measured states are held to — a plan whose own states break them would be aborted mid-motion by
         the safe command, so it is refused before the robot moves); a refusal is logged. The same ``seq`` again
-        (the planner's periodic re-publish) is silently not admitted."""
-        if seq == self.last_seq:
+        (the planner's periodic re-publish), or one of the last few admitted, is silently not admitted."""
+        if seq == self.last_seq or seq in self._admitted:
             return False
         if not plan.converged and not self.p["accept_unconverged"]:
             self.warn("plan rejected", f"plan {seq} rejected: marked unconverged by the planner (set "
@@ -132,9 +135,20 @@ class PlanRunner:
         return None
 
     def queue(self, seq: int, plan: Plan, start_on_receipt: bool) -> None:
-        """An admitted plan becomes the pending one (entered by ``command`` when its start comes)."""
+        """An admitted plan becomes the pending one (entered by ``command`` when its start comes) — replacing the one
+        that waits, unless it starts later than that one: then it follows it (``following``), each entered at its
+        own start (consecutive MPC plans: the later was planned to continue the earlier's law)."""
         self.last_seq = seq
-        self.pending = (seq, plan, start_on_receipt)
+        self._admitted.append(seq)
+        item, waiting = (seq, plan, start_on_receipt), self.pending
+        if start_on_receipt or waiting is None or waiting[2] or \
+                plan_step(plan.times[0], waiting[1].times[0], plan.dt) <= 0:
+            self.pending, self.following = item, []  # replaces what waits
+        else:
+            # starts after the plan that waits (an MPC cycle's plan arriving before the last cycle's has started):
+            # that one runs until this one's start — the planner predicted this plan's start state under its law
+            self.following = [f for f in self.following
+                              if plan_step(f[1].times[0], plan.times[0], plan.dt) < 0] + [item]
         start = "the next joint state" if start_on_receipt else f"t={plan.times[0]:.4f}"
         self.logger.info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, starts at {start}"
                          f"{'' if plan.converged else ', UNCONVERGED (best effort)'}")
@@ -151,9 +165,9 @@ class PlanRunner:
         t0 = plan.times[0]
         if on_receipt:
             plan = plan.shifted(t)
-        elif t < t0 - 0.5 * plan.dt:
-            return  # not yet: the current plan (or nothing) until the stated start
-        late = 0 if on_receipt else int(round((t - t0) / plan.dt))
+        elif plan_step(t, t0, plan.dt) < 0:
+            return  # not yet: the current plan (or nothing) until the stated start (its step 0 from t₀ − Δt/2)
+        late = 0 if on_receipt else plan_step(t, t0, plan.dt)
         retimed, gap_x0 = False, ""
         gap = float(self.configuration_error(plan.X[0], x).max())  # (re-timing keeps X: the same gap after it)
         if late > 1 and self.p["retime_tolerance"] > 0:
@@ -201,8 +215,13 @@ class PlanRunner:
     def command(self, t: float, x: np.ndarray) -> tuple[int, np.ndarray] | Fault | None:
         """(k, u) for the state x stamped t, entering the pending plan if its start has come; a ``Fault`` where the
         safe command is due instead; None without a plan."""
-        if self.pending is not None:
+        while self.pending is not None:
+            waiting = self.pending
             self._maybe_enter(t, x)
+            if self.pending is waiting:
+                break  # not yet
+            if self.following:  # entered: the next one in line, if its start has come too
+                self.pending = self.following.pop(0)
         law = self.law
         if law is None:
             return None
@@ -213,7 +232,7 @@ class PlanRunner:
             return Fault(*self.aborted)
         try:
             u, clamped = law.command(k, x)
-        except ValueError as e:  # e.g. the Cayley retraction's τ⁻¹ half a turn off the plan (seed 002 §5)
+        except ValueError as e:  # e.g. the Cayley retraction's τ⁻¹ half a turn off the plan (Jimenez2013, §5)
             return Fault(FAULT_TRACKING, f"{type(e).__name__}: {e}")
         if not np.all(np.isfinite(u)):
             return Fault(FAULT_NONFINITE, "check the plan's gains")

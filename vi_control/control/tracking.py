@@ -1,4 +1,4 @@
-"""Plan tracking law u = U_k + K_k (X_k − x) (seed 000 §VIII, time-varying LQR about a trajectory), and the hold of
+"""Plan tracking law u = U_k + K_k (X_k − x) (Johnson2015, §VIII, time-varying LQR about a trajectory), and the hold of
 one configuration under gravity (``HoldLaw``: the same law about a one-point plan).
 
 This is the whole controller the ROS node wraps: the node only turns messages into a discrete state
@@ -21,6 +21,14 @@ from ..model.scalars import is_integer, is_real
 from .hold import equilibrium_state, hold_gain, holding_input
 from .lqr import dlqr
 from .plan import Plan
+
+
+def plan_step(t: float, t0: float, dt: float) -> int:
+    """The step of a plan starting at ``t0`` that runs at time ``t``: step k from t_k − Δt/2 to t_k + Δt/2, a time
+    exactly halfway (to 1e-9 Δt) in the later step. One rule for the law's index and the runner's entry of a new
+    plan (control.runner: at t₀ − Δt/2), so that a plan entered halfway between two steps of the executing one
+    takes over exactly where that plan's law steps (Python's round would keep half the ties in the earlier step)."""
+    return math.floor((t - t0) / dt + 0.5 + 1e-9)
 
 
 class TrackingController:
@@ -73,14 +81,24 @@ class TrackingController:
         return self.plan.horizon
 
     def index(self, t: float) -> int:
-        """Step index k of time t on the plan's grid (nearest sample; may exceed the horizon)."""
-        return max(0, int(round((t - self.plan.times[0]) / self.plan.dt)))
+        """Step index k of time t on the plan's grid (``plan_step``: the nearest sample, a half step up; may exceed
+        the horizon)."""
+        return max(0, plan_step(t, self.plan.times[0], self.plan.dt))
 
     def reference(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(X_k, U_k, K_k); for k ≥ N the final state with the equilibrium gain."""
         if k >= self.horizon:
             return self.plan.X[-1], self.U_final, self.K_final
         return self.plan.X[k], self.plan.U[k], self.plan.K[k]
+
+    def feedback(self, k: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(U_k + K_k (X_k ⊖ x), X_k ⊖ x): the law's input before the integral action and the effort clamp (a
+        re-plan that continues this law for one step starts from it: planning.mpc), and the error it acts on."""
+        x_ref, u_ref, K = self.reference(k)
+        e = self.state.diff(x, x_ref)
+        if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
+            e[self._wrap] = wrap_angle(e[self._wrap])
+        return u_ref + K @ e, e
 
     def command(self, k: int, x: np.ndarray) -> tuple[np.ndarray, bool]:
         """Input u for step k at measured state x, and whether the torque part was clamped.
@@ -93,11 +111,7 @@ class TrackingController:
         if x.shape != self.plan.X.shape[1:] or np.iscomplexobj(x) or not np.all(np.isfinite(x)):
             raise ValueError(f"command: the state must be {self.plan.X.shape[1]} finite real numbers, got "
                              f"{'shape ' + str(x.shape) if x.shape != self.plan.X.shape[1:] else 'NaN/inf or complex'}")
-        x_ref, u_ref, K = self.reference(k)
-        e = self.state.diff(x, x_ref)
-        if self._wrap is not None:  # a measured angle may be off by turns: compare modulo 2π
-            e[self._wrap] = wrap_angle(e[self._wrap])
-        u = u_ref + K @ e
+        u, e = self.feedback(k, x)
         if self.ki and k >= self.horizon:
             if k > self._integrated_k:  # once per step of the plan's grid (a faster timer repeats k)
                 self._integrated_k = k
@@ -129,7 +143,7 @@ def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0,
 class HoldLaw:
     """Hold a configuration q_h under gravity: u = u_eq(q_h) + K_h (x_eq(q_h) ⊖ x), torques clamped to the effort
     limits — the hold a joint_trajectory_controller gives on activation and on abort, with the gravity compensation
-    of the discrete system (``holding_input``) and its DLQR hold gain (``hold_gain``, seed 000 eq. 36 at the fixed
+    of the discrete system (``holding_input``) and its DLQR hold gain (``hold_gain``, Johnson2015, eq. 36 at the fixed
     point) instead of a hand-tuned PID.
 
     ``vi``: the discrete system (its Δt is the gain's); ``weights``: (w_q, w_p, w_u): Q = diag(w_q·1, w_p·1) on the
@@ -250,7 +264,7 @@ def velocity_state(vi: DiscreteSystem, q: np.ndarray, qdot: np.ndarray) -> np.nd
 
 
 class StateEstimator:
-    """Discrete state x_k = (q_k, p_k) from measured joint states (seed 000 eq. 1b, DESIGN principle 3).
+    """Discrete state x_k = (q_k, p_k) from measured joint states (Johnson2015, eq. 1b, DESIGN principle 3).
 
     ``mode='configurations'``: p_k = D₂L_d(q(t − Δt), q_k), with q(t − Δt) the sample one Δt before (exact
     when the samples are Δt apart, as a lockstep simulator's) or the linear interpolation between the two

@@ -1,7 +1,7 @@
 """Integrators: discrete systems x_{k+1} = f(x_k, u_k) behind one interface (``base.DiscreteSystem``).
 
-``MidpointVI`` (seed 000, ``Linearizable``), ``LinearTimeVI`` (seed 001), the geometric nonholonomic
-integrator ``GeometricNonholonomicIntegrator`` (seed 003, ``Linearizable``) and ``LieGroupVI`` (seed 002: one
+``MidpointVI`` (Johnson2015, ``Linearizable``), ``LinearTimeVI`` (Lee2016), the geometric nonholonomic
+integrator ``GeometricNonholonomicIntegrator`` (Kobilarov2010, ``Linearizable``) and ``LieGroupVI`` (Jimenez2013: one
 rigid body on SO(3)/SE(3), ``Linearizable``), selectable by name with ``make_integrator`` — the one factory
 every entry point (task pipeline, ROS nodes, scripts) uses.
 """

@@ -1,8 +1,8 @@
 """The discrete-system interface every integrator implements, and the pieces they share.
 
 A *discrete system* is a one-step map x_{k+1} = f(x_k, u_k) on a state manifold (DESIGN.md principle 3):
-the midpoint VI (seed 000), the linear-time VI (seed 001) and, later, Lie-group (seed 002) and nonholonomic
-(seed 003) integrators. Planners, controllers and nodes are written against ``DiscreteSystem`` (and
+the midpoint VI (Johnson2015), the linear-time VI (Lee2016) and, later, Lie-group (Jimenez2013) and nonholonomic
+(Kobilarov2010) integrators. Planners, controllers and nodes are written against ``DiscreteSystem`` (and
 ``Linearizable`` where they need derivatives) and never against a concrete class.
 
 Conventions shared by every implementation:
@@ -12,7 +12,7 @@ Conventions shared by every implementation:
   between calls, so a result never depends on call history. ``step`` is ``solve(...).x``.
 - Errors: ``ValueError`` for a wrong-sized or non-finite state/input (``check_inputs``);
   ``ConvergenceError`` when Newton does not reach its tolerance; ``SingularityError`` when the Newton
-  matrix (or the linearization's R_y) is singular (seed 000 §VII). Both are ``StepError``.
+  matrix (or the linearization's R_y) is singular (Johnson2015, §VII). Both are ``StepError``.
 - ``state`` is a ``State`` (Crocoddyl's StateAbstract): ``diff``/``integrate`` on the state manifold, ``nx``
   coordinates and ``ndx`` tangent directions. Linearizations (A, B) act on tangent vectors.
 """
@@ -26,6 +26,7 @@ import numpy as np
 
 from ..model.limits import MAX_CONFIGURATION, check_time_step  # noqa: F401  (check_time_step: re-exported)
 from ..model.mass_structure import spin_invariant_joints
+from ..model.rigid_body import RigidBodyModel
 from ..model.robot import RobotModel, wrap_angle
 from ..model.scalars import as_real_array, is_integer
 from .newton_settings import NewtonSettings  # noqa: F401  (re-exported: integrators share one stopping rule)
@@ -59,13 +60,13 @@ class UntrustedStepError(StepError):
 
 
 class SingularityError(StepError):
-    """The Newton matrix (M_{k+1}, or M_{k+1} bordered by constraints) is singular (seed 000 §VII)."""
+    """The Newton matrix (M_{k+1}, or M_{k+1} bordered by constraints) is singular (Johnson2015, §VII)."""
 
     def __init__(self, step: int | None, rcond: float, what: str):
         self.step, self.rcond, self.what = step, rcond, what
         super().__init__(
             f"{what} is singular or ill-conditioned at step {step} (reciprocal condition {rcond:.2e}); "
-            "the one-step map is not defined here (seed 000 §VII)"
+            "the one-step map is not defined here (Johnson2015, §VII)"
         )
 
 
@@ -85,7 +86,7 @@ class StepResult:
 @dataclass
 class StepDerivatives:
     """Partial derivatives of an implicit step R(y, z) = 0, x_{k+1} = O(y, z), z = (x_k, u_k) in tangent
-    coordinates: what the implicit-function theorem needs for the exact linearization (seed 000 eqs. 8–15)."""
+    coordinates: what the implicit-function theorem needs for the exact linearization (Johnson2015, eqs. 8–15)."""
 
     Ry: np.ndarray  # (ny, ny)
     Rz: np.ndarray  # (ny, ndx + nu)
@@ -130,7 +131,7 @@ class State:
 
 
 class ConfigurationMomentumState(State):
-    """x = (q, p) of seed 000 on R^nq × R^nq: ``diff`` and ``integrate`` are plain vector arithmetic.
+    """x = (q, p) of Johnson2015 on R^nq × R^nq: ``diff`` and ``integrate`` are plain vector arithmetic.
 
     A continuous joint's angle lives on the universal cover R of its circle, as the integrator evolves it:
     a swing-up that goes once round is 2π away from the start, not 0, so planners (whose costs and
@@ -174,7 +175,7 @@ class DiscreteSystem(Protocol):
     ``state.ndx``), ``nu`` inputs = ``n_torques`` torques on ``idx_act`` + ``nk`` prescribed-joint positions
     (joints ``idx_k``; ``idx_d`` are the dynamic ones, ``nd`` of them), ``nc`` constraint multipliers."""
 
-    robot: RobotModel
+    robot: RobotModel | RigidBodyModel  # a RigidBodyModel for LieGroupVI (one rigid body on SO(3)/SE(3))
     dt: float
     nq: int
     nx: int
@@ -211,7 +212,7 @@ class DiscreteSystem(Protocol):
         """x from a configuration and a velocity (continuous Legendre transform)."""
 
     def state_from_configurations(self, q_prev: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """x_k from two configurations Δt apart (discrete Legendre transform, seed 000 eq. 1b)."""
+        """x_k from two configurations Δt apart (discrete Legendre transform, Johnson2015, eq. 1b)."""
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """q̇ of a state (inverse continuous Legendre transform)."""

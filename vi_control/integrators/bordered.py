@@ -1,8 +1,8 @@
 """A unit-free condition verdict for the bordered Newton matrix of a constrained step (numpy; the C twin is
 ``vi_border_exponent`` / ``vi_factor`` in mechanics/csrc/dense_lu.c).
 
-A constrained step solves R(y) = 0 for y = (q_{k+1}[dyn], λ_k[, ν_k]) (seed 000 eq. 28a–b; the GNI's nonholonomic
-rows, seed 003 eqs. 5 and 16), so its Newton matrix is bordered: J = [J_dd, −C₁ᵀ; C₂, 0], J_dd = ∂R_dyn/∂q_{k+1} ≈
+A constrained step solves R(y) = 0 for y = (q_{k+1}[dyn], λ_k[, ν_k]) (Johnson2015, eq. 28a–b; the GNI's nonholonomic
+rows, Kobilarov2010, eqs. 5 and 16), so its Newton matrix is bordered: J = [J_dd, −C₁ᵀ; C₂, 0], J_dd = ∂R_dyn/∂q_{k+1} ≈
 M_{k+1}/Δt. J_dd is in momentum per length and scales with every mass; the border C (constraint Jacobians) does
 not. cond₁(J) therefore mixes units: masses × s leave the motion unchanged (q the same, p and λ × s) but make it
 grow as s² for s ≫ 1 (as 1/s for s ≪ 1), and a four-bar of tonnes was refused as singular. The verdict is the
@@ -18,7 +18,7 @@ The residual is mixed the same way: R = [R_dyn (momentum); h(q_{k+1}) (length; t
 the stopping rule tol·(p₁ + |p_k|∞) is a momentum. ``residual_norm`` weighs the constraint rows by 2^{2e} (the
 relative scaling of DJD's rows, from the step's first Jacobian): measured in momentum, they are asked the same at
 any unit of mass. (Unweighted, masses × 2¹⁹ loosened the h rows by 2¹⁹: on a near double root of the DEL equations,
-seed 000 §VII-B, Newton stopped 1.1e-3 from the root instead of 3e-6.)
+Johnson2015, §VII-B, Newton stopped 1.1e-3 from the root instead of 3e-6.)
 """
 
 from __future__ import annotations

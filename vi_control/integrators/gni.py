@@ -1,12 +1,13 @@
-"""Geometric nonholonomic integrator (GNI, seed 003 §4): the midpoint discrete Lagrangian under the discrete
+"""Geometric nonholonomic integrator (GNI, Kobilarov2010, §4): the midpoint discrete Lagrangian under the discrete
 Lagrange–d'Alembert equations (eq. 5; forced and projected as eq. 16) for the velocity constraints A(q)q̇ = 0 of
 the system YAML, combinable with holonomic constraints and forcing.
 
 The state is the midpoint VI's x_k = (q_k, p_k) with p_k = D₂L_d(q_{k−1}, q_k), the post-momentum p⁺_k of
-seed 003 §4 (for constant M and V = 0 the paper's p_{k−1/2} of eq. 14). One step solves, for y = (q_{k+1}, λ_k, ν_k),
+Kobilarov2010, §4 (for constant M and V = 0 the paper's p_{k−1/2} of eq. 14). One step solves, for
+y = (q_{k+1}, λ_k, ν_k),
 
     p_k + D₁L_d(q_k, q_{k+1}) + F⁻_d − Dh(q_k)ᵀλ_k + A(q_k)ᵀν_k = 0      (eq. 5a with forcing, eq. 16)
-    h(q_{k+1}) = 0                                                        (holonomic, seed 000 eq. 28b)
+    h(q_{k+1}) = 0                                                        (holonomic, Johnson2015, eq. 28b)
     A(q_k) M(q_k)⁻¹ (p_k + p⁻_k) = 0,  p⁻_k = −D₁L_d(q_k, q_{k+1})        (eq. 5b)
 
 so p⁻_k = (𝒫* − 𝒬*)p⁺_k + 𝒫*F (eq. 6: the momentum is reflected in the constraint distribution, plus the
@@ -37,7 +38,7 @@ CONSTRAINT_VIOLATION = ("project", "raise")
 
 
 class GeometricNonholonomicIntegrator(MidpointVI):
-    """GNI of seed 003 (eqs. 5, 10, 16) for a RobotModel with nonholonomic constraints, at time step ``dt``.
+    """GNI of Kobilarov2010 (eqs. 5, 10, 16) for a RobotModel with nonholonomic constraints, at time step ``dt``.
 
     Options as ``MidpointVI``; ``on_constraint_violation``: 'project' (default) an initial velocity with
     |A(q)q̇| above ``violation_tol``·(1 + |q̇|) onto the constraints (the metric's orthogonal projection 𝒫 of
@@ -54,10 +55,11 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         super().__init__(robot, dt, settings, **options)
         self.on_constraint_violation, self.violation_tol = on_constraint_violation, float(violation_tol)
         self.n_holonomic, self.n_nonholonomic = self.structure.n_holonomic, self.structure.n_nonholonomic
-        self._what = ("the GNI Jacobian (M_{k+1} bordered by Dh(q_k), Dh(q_{k+1}) and the nonholonomic rows "
-                      "A(q_k), A(q_k)M(q_k)^-1 M_{k+1}/dt): M_{k+1} or the constraint matrix [Dh; A] is singular")
+        self.jacobian_name = ("the GNI Jacobian (M_{k+1} bordered by Dh(q_k), Dh(q_{k+1}) and the nonholonomic rows "
+                              "A(q_k), A(q_k)M(q_k)^-1 M_{k+1}/dt): M_{k+1} or the constraint matrix [Dh; A] is "
+                              "singular")
 
-    # ---- constraint geometry (seed 003 eq. 12) ----------------------------------------------------
+    # ---- constraint geometry (Kobilarov2010, eq. 12) ----------------------------------------------------
     def constraint_rows(self, q: np.ndarray) -> np.ndarray:
         """C(q) = [Dh(q); A(q)] (nc, nq): every velocity constraint row at q."""
         return np.array(self.functions["constraint_rows"](np.asarray(q, float))[0]).reshape(self.nc, self.nq)
@@ -88,7 +90,7 @@ class GeometricNonholonomicIntegrator(MidpointVI):
 
     def energy(self, x: np.ndarray) -> float:
         """T(q, M⁻¹p) + V(q) of the state's momentum p_k = p_{k−1/2}: the quantity ⟨M v_{k−1/2}, v_{k−1/2}⟩/2
-        that the GNI preserves exactly on the sleigh and the snakeboard (seed 003 §6.1, Theorem 1)."""
+        that the GNI preserves exactly on the sleigh and the snakeboard (Kobilarov2010, §6.1, Theorem 1)."""
         return float(self.functions["energy"](x[: self.nq], super().velocity(x))[0].item())
 
     def mean_velocity(self, x: np.ndarray, x_next: np.ndarray) -> np.ndarray:
@@ -129,7 +131,7 @@ class GeometricNonholonomicIntegrator(MidpointVI):
             msg = (f"{self.robot.name}: the initial velocity violates the constraints (|C(q)q̇|∞ = {viol:.3e})")
             if self.on_constraint_violation == "raise":
                 raise ValueError(msg + "; give an allowed velocity or use on_constraint_violation='project'")
-            log.warning(msg + "; projected onto them (seed 003 eq. 12)")
+            log.warning(msg + "; projected onto them (Kobilarov2010, eq. 12)")
             qdot = self.projector(q) @ qdot
         M = self.mass_matrix(q)
         _, u = self.check_inputs(np.concatenate([q, qdot]), u)

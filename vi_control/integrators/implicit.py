@@ -26,14 +26,14 @@ class SymbolicStepDerivatives:
         raise NotImplementedError
 
     def step_derivatives(self, result: StepResult, x: np.ndarray, u: np.ndarray) -> StepDerivatives:
-        """R_y, R_z, O_y, O_z at a solved step, by AD of L_d (seed 000 eqs. 8–15, 29–30)."""
+        """R_y, R_z, O_y, O_z at a solved step, by AD of L_d (Johnson2015, eqs. 8–15, 29–30)."""
         z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
         Ry, Rz, Oy, Oz = (np.array(a) for a in self._derivative_functions["linearize"](result.y, z))
         return StepDerivatives(Ry=Ry, Rz=Rz, Oy=Oy, Oz=Oz)
 
     def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
                      mu: np.ndarray) -> np.ndarray:
-        """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step (seed 000 eqs. 16–27 before projection)."""
+        """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step (Johnson2015, eqs. 16–27 before projection)."""
         z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
         return self._derivative_functions["hessian"](result.y, z, cov, mu)[0]
 

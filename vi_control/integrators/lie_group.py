@@ -1,4 +1,4 @@
-"""Lie-group variational integrator for one rigid body on SO(3) or SE(3) (seed 002 §4, §5, §5.2).
+"""Lie-group variational integrator for one rigid body on SO(3) or SE(3) (Jimenez2013, §4, §5, §5.2).
 
 State x_k = (coordinates of g_k, ν_k): the rotation matrix row by row (and the position on SE(3)), then the body
 momentum ν_k ∈ 𝔤* at t_k; ``nx`` = 9 + 3 or 12 + 6 numbers, ``ndx`` = 2·dim tangent directions. One step solves the
@@ -90,11 +90,11 @@ class LieGroupState(State):
 class LieGroupVI:
     """Forced Lie-group variational integrator of a RigidBodyModel (a ``Linearizable`` discrete system).
 
-    ``retraction``: 'cayley' (default, seed 002 §6.1) or 'exp'; ``settings``: the Newton stopping rule
+    ``retraction``: 'cayley' (default, Jimenez2013, §6.1) or 'exp'; ``settings``: the Newton stopping rule
     (NewtonSettings, or its fields as keywords). Sizes: nq = 9 (SO(3)) or 12 (SE(3)) stored coordinates of g,
     nx = nq + dim, ``state.ndx`` = 2·dim, nu = number of actuators (thruster efforts or torques: they act through
     the input matrix B, not on coordinates; ``idx_act`` only numbers them), no constraints or prescribed joints.
-    ``velocity(x)`` is the body twist ξ = 𝕀⁻¹ν and ``state_from_velocity(q, ξ)`` its inverse (ν = 𝕀ξ, seed 002
+    ``velocity(x)`` is the body twist ξ = 𝕀⁻¹ν and ``state_from_velocity(q, ξ)`` its inverse (ν = 𝕀ξ, Jimenez2013
     §5's boundary relation).
     """
 
@@ -130,7 +130,7 @@ class LieGroupVI:
                                         np.zeros(self.dim) if twist is None else twist)
 
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
-        """x = (q, 𝕀ξ): q the stored coordinates of g, ``qdot`` the body twist ξ (seed 002 §5: ν = ∂l/∂ξ)."""
+        """x = (q, 𝕀ξ): q the stored coordinates of g, ``qdot`` the body twist ξ (Jimenez2013, §5: ν = ∂l/∂ξ)."""
         q, qdot = as_vector(self, q, self.nq, "q"), as_vector(self, qdot, self.dim, "qdot (the body twist)")
         return np.concatenate([q, self.inertia @ qdot])
 

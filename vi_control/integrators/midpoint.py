@@ -1,4 +1,4 @@
-"""Midpoint variational integrator (seed 000 §II, §VI): step, Legendre transforms, simulate, derivatives.
+"""Midpoint variational integrator (Johnson2015, §II, §VI): step, Legendre transforms, simulate, derivatives.
 
 ``MidpointVI`` is the discrete system object of DESIGN.md principle 3 and implements the ``Linearizable``
 interface of ``integrators.base``: ``solve`` finds the root of the forced (constrained) DEL equations by
@@ -68,19 +68,19 @@ class MidpointVI(SymbolicStepDerivatives):
     keywords) is the root solve's stopping rule; ``wrap_continuous`` keeps continuous joint angles in
     [−π, π) after each step; ``compile`` chooses generated C (mechanics.codegen) or CasADi's VM; ``newton``:
     'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' iterates with the residual alone
-    on one factored matrix — Δt⁻¹M(q_k) (seed 001 eq. 25, Cholesky) for an unconstrained step, else M_{k+1} at
+    on one factored matrix — Δt⁻¹M(q_k) (Lee2016, eq. 25, Cholesky) for an unconstrained step, else M_{k+1} at
     the guess — refreshed with M_{k+1} only when an update shrinks by less than ``chord_rate_max``; M_{k+1} is
     evaluated once near the root, checked and used for the last (exact) updates. Both stop at the same tolerance
     and check the condition of M_{k+1} at the root. ``chord_root_check=False`` (attribute of the same name)
     skips M_{k+1} in an unconstrained chord step that converged on Δt⁻¹M(q_k) alone: the condition check is then
     M(q_k)'s, which does not see a singular M_{k+1} at the root (the spherical pendulum through its pole,
-    test_integrator_errors.py); about 1.5× faster at 32 links (docs/performance_step.md). Default ``newton``
+    test_integrator_errors.py); about 1.5× faster at 32 links (docs/benchmarks/step.md). Default ``newton``
     (None): the faster one for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each
     extra function call costs more than the Jacobian it saves.
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
-    # The GNI subclass (seed 003) builds the same structure with the nonholonomic rows.
+    # The GNI subclass (Kobilarov2010) builds the same structure with the nonholonomic rows.
     NONHOLONOMIC = False
 
     def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
@@ -92,7 +92,7 @@ class MidpointVI(SymbolicStepDerivatives):
             unit_momentum(robot))
         if robot.nonholonomic and not self.NONHOLONOMIC:
             raise ValueError(f"{robot.name} has nonholonomic constraints, which the midpoint VI would ignore: use the "
-                             "geometric nonholonomic integrator (make_integrator('gni', ...), seed 003)")
+                             "geometric nonholonomic integrator (make_integrator('gni', ...), Kobilarov2010)")
         self.robot = robot
         self.structure = DiscreteSystemStructure(robot, dt, compile=compile, nonholonomic=self.NONHOLONOMIC)
         s = self.structure
@@ -109,9 +109,9 @@ class MidpointVI(SymbolicStepDerivatives):
         self.chord_root_check = chord_root_check
         self._zero_input = np.zeros(self.nu)
         self._zero_lam = np.zeros(self.nc)
-        self._rotational = rotational_coordinates(robot, self.idx_d)
-        self._what = ("M_{k+1}" if self.nc == 0
-                      else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
+        self.rotational = rotational_coordinates(robot, self.idx_d)  # over idx_d: turns limited by max_rotation
+        self.jacobian_name = (  # the matrix a SingularityError names
+            "M_{k+1}" if self.nc == 0 else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
 
     @property
     def compiled_driver(self) -> bool:
@@ -138,7 +138,7 @@ class MidpointVI(SymbolicStepDerivatives):
         return np.concatenate([q, p])
 
     def discrete_momentum(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        """D₂L_d(q_0, q_1) (nq,): the right discrete Legendre transform (seed 000 eq. 1b, F⁺_d = 0)."""
+        """D₂L_d(q_0, q_1) (nq,): the right discrete Legendre transform (Johnson2015, eq. 1b, F⁺_d = 0)."""
         return self.functions["D2Ld"](np.asarray(q0, float), np.asarray(q1, float))[0].ravel().copy()
 
     def left_discrete_momentum(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
@@ -159,7 +159,7 @@ class MidpointVI(SymbolicStepDerivatives):
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """Velocity estimate q̇ = M(q)⁻¹ p (continuous Legendre transform inverted).
 
-        Where M(q) is singular (a coordinate singularity, seed 000 §VII-A) the least-squares solution is
+        Where M(q) is singular (a coordinate singularity, Johnson2015, §VII-A) the least-squares solution is
         returned: the minimum-norm q̇ with M q̇ = p, so callers (initial guess, published joint states) never
         fail on a configuration the step itself handles.
         """
@@ -209,10 +209,10 @@ class MidpointVI(SymbolicStepDerivatives):
         return self.functions["h"](np.asarray(q, float))[0].ravel().copy()
 
     def configuration_violation(self, q: np.ndarray, tol: float = 1e-6) -> str | None:
-        """Which holonomic constraint h(q) = 0 (seed 000 eq. 28b; URDF ``<mimic>`` couplings included) q misses
+        """Which holonomic constraint h(q) = 0 (Johnson2015, eq. 28b; URDF ``<mimic>`` couplings included) q misses
         by more than ``tol``·(1 + |q|∞), or None. A step from q_k off the constraints solves eq. 28 anyway: it
         lands on them at q_{k+1} with an impulse ~ M·h/Δt, an energy kick growing like 1/Δt² (baxter's gripper
-        fingers set independently, test_model_more_robots.py) — so a start state must satisfy them."""
+        fingers set independently, test_model_untuned_robots.py) — so a start state must satisfy them."""
         robot = self.robot
         if not robot.constraints:
             return None
@@ -243,7 +243,7 @@ class MidpointVI(SymbolicStepDerivatives):
         """y₀ = (q_k + Δt·M(q_k)⁻¹p_k, λ₀) with λ₀ = ``lam0`` or 0; a least-squares velocity where M(q_k) is
         singular.
 
-        At a coordinate singularity of q_k (seed 000 §VII-A: the spherical pendulum's pole) M(q_k) has
+        At a coordinate singularity of q_k (Johnson2015, §VII-A: the spherical pendulum's pole) M(q_k) has
         no inverse, yet M_{k+1} may be regular: the step must still be attempted, and it raises
         SingularityError only if the Newton matrix itself is singular.
 
@@ -255,7 +255,7 @@ class MidpointVI(SymbolicStepDerivatives):
         q = x[: self.nq]
         dq = self.dt * self.velocity(x)
         d = self.idx_d
-        if not (np.abs(dq[d][self._rotational]).max(initial=0.0) <= self.settings.max_rotation
+        if not (np.abs(dq[d][self.rotational]).max(initial=0.0) <= self.settings.max_rotation
                 and np.abs(q[d] + dq[d]).max(initial=0.0) <= MAX_CONFIGURATION):
             dq = np.zeros(self.nq)
         return self.warm_start(np.concatenate([q + dq, x[self.nq:]]), lam0)
@@ -312,7 +312,7 @@ class MidpointVI(SymbolicStepDerivatives):
         ``solve`` documents); leaves x_{k+1} and y in the driver's buffers, returns (iterations, residual).
 
         Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here. This is the whole
-        Python cost of a compiled step, kept to buffer copies and one ctypes call (docs/performance_step.md).
+        Python cost of a compiled step, kept to buffer copies and one ctypes call (docs/benchmarks/step.md).
         """
         nw = self._newton
         if u is None:
@@ -338,13 +338,13 @@ class MidpointVI(SymbolicStepDerivatives):
             if code == NEWTON_UNTRUSTED:  # the C driver refused the root; name the joint as the numpy check does
                 xn = x.copy()
                 xn[self.idx_d] = nw.y[: self.nd]
-                check_step(self, x, xn, self._rotational, step_index)
+                check_step(self, x, xn, self.rotational, step_index)
                 raise UntrustedStepError(step_index, self.robot.joint_names[self.idx_d[int(rcond)]],
                                          "left the range the step can vouch for")
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
                 return self._drive(x, u, step_index, self.initial_guess(x, u, lam0), None)
             if code == NEWTON_SINGULAR:
-                raise SingularityError(step_index, rcond, self._what)
+                raise SingularityError(step_index, rcond, self.jacobian_name)
             raise ConvergenceError(step_index, rnorm, int(it))
         return int(nw.info[1]), float(nw.info[0])
 

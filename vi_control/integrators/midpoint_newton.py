@@ -1,8 +1,8 @@
-"""The midpoint VI's Newton loop in numpy (seed 000 eq. 8; with constraints eq. 28a–b): ``MidpointVI.solve`` where
+"""The midpoint VI's Newton loop in numpy (Johnson2015, eq. 8; with constraints eq. 28a–b): ``MidpointVI.solve`` where
 a step is not one call into the generated C driver (the CasADi VM, or compiled functions without the driver).
 
 The same algorithm as the C driver (vi_newton_step in mechanics/csrc/newton_driver.c), step for step: exact Newton
-on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (seed 001 eq. 25, Cholesky) for an unconstrained
+on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (Lee2016, eq. 25, Cholesky) for an unconstrained
 step, else M_{k+1} at the guess — with M_{k+1} evaluated once near the root, the rounding-floor acceptance, the basin
 check and the condition check at the root (``MidpointVI``'s docstring has the options). With constraints, the
 condition judged and the residual's norm are unit-free as the driver's (``integrators.bordered``).
@@ -10,30 +10,50 @@ condition judged and the residual's norm are unit-free as the driver's (``integr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from scipy.linalg import lapack
 
-from .base import ConvergenceError, SingularityError, StepResult, check_step
+from .base import ConvergenceError, NewtonSettings, SingularityError, StepResult, check_step
 from .bordered import lu_rcond, residual_norm, residual_weight
 
-if TYPE_CHECKING:
-    from .midpoint import MidpointVI
+
+class NewtonStepModel(Protocol):
+    """What the numpy Newton loop reads of a midpoint-type VI (``MidpointVI`` and the GNI): the backend's
+    function set (residual y ↦ (R, ∂R/∂y), residual only, output map), sizes, settings and the chord options."""
+
+    functions: object
+    settings: NewtonSettings
+    nq: int
+    nd: int
+    nc: int
+    dt: float
+    idx_d: np.ndarray
+    rotational: np.ndarray
+    jacobian_name: str
+    chord_rate_max: float
+    chord_root_check: bool
+    wrap_continuous: bool
+
+    def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]: ...
+    def initial_guess(self, x: np.ndarray, u: np.ndarray, lam0: np.ndarray | None) -> np.ndarray: ...
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray: ...
+    def wrap(self, x: np.ndarray) -> np.ndarray: ...
 
 
 def lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str, nd: int | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min. With ``nd`` < n
-    (J bordered by constraint rows, seed 000 eq. 28a–b) the condition judged is the unit-free one of the equilibrated
-    D J D (``integrators.bordered``); J's own LU is returned either way."""
+    (J bordered by constraint rows, Johnson2015, eq. 28a–b) the condition judged is the unit-free one of the
+    equilibrated D J D (``integrators.bordered``); J's own LU is returned either way."""
     lu, piv, rcond = lu_rcond(J, J.shape[0] if nd is None else nd)
     if not rcond >= rcond_min:  # also catches NaN
         raise SingularityError(step, rcond, what)
     return lu, piv
 
 
-def mass_cholesky(vi: MidpointVI, x: np.ndarray) -> tuple[np.ndarray | None, float]:
+def mass_cholesky(vi: NewtonStepModel, x: np.ndarray) -> tuple[np.ndarray | None, float]:
     """Cholesky factor of M(q_k)_dd (LAPACK dpotrf), the chord matrix Δt⁻¹M(q_k)_dd of an unconstrained step
     (None unless positive definite), and the 1-norm of M(q_k)_dd."""
     d = vi.idx_d
@@ -42,7 +62,7 @@ def mass_cholesky(vi: MidpointVI, x: np.ndarray) -> tuple[np.ndarray | None, flo
     return (None if info != 0 else c), float(np.abs(mdd).sum(axis=0).max())
 
 
-def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
+def solve_numpy(vi: NewtonStepModel, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
                 lam0: np.ndarray | None, chord: bool) -> StepResult:
     """One step of ``vi`` by Newton in numpy over its backend's residual: exact (``chord`` False) or chord Newton
     (module doc); raises ConvergenceError / SingularityError as the C driver's codes do."""
@@ -56,10 +76,10 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
     y = vi.initial_guess(x, u, lam0) if y0 is None else np.array(y0, float)
     guess, first_update = y.copy(), np.inf
     res_fn, r_fn = vi.functions["residual"], vi.functions["residual_only"]
-    st, what, theta_max = vi.settings, vi._what, vi.chord_rate_max
+    st, what, theta_max = vi.settings, vi.jacobian_name, vi.chord_rate_max
     pnorm = np.abs(x[vi.nq:]).max()
     eta = np.sqrt(st.tol) * st.scale(pnorm)
-    quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (seed 001 eq. 25), else M_{k+1} at the guess
+    quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (Lee2016, eq. 25), else M_{k+1} at the guess
     qonly = quasi and not vi.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
     rnorm, dnorm_prev, with_jac, lu, chol, anorm, J = np.inf, np.inf, not quasi, None, None, 0.0, None
     mnorm, wc, nd = 0.0, None, vi.nd
@@ -152,7 +172,7 @@ def solve_numpy(vi: MidpointVI, x: np.ndarray, u: np.ndarray | None, step_index:
             break
         y, rnorm = y_pol, r_pol
     xn = vi.functions["output"](y, z)[0].ravel().copy()
-    check_step(vi, x, xn, vi._rotational, step_index)  # what the C driver checks too
+    check_step(vi, x, xn, vi.rotational, step_index)  # what the C driver checks too
     if vi.wrap_continuous:
         xn = vi.wrap(xn)
     return StepResult(x=xn, lam=y[vi.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())

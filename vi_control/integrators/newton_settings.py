@@ -17,15 +17,15 @@ class NewtonSettings:
     A step is accepted when the residual's ∞-norm is at most ``max(tol·(p₁ + |p_k|∞), floor)``, where p₁ =
     ``momentum_scale`` is the momentum the model has at unit velocity, capped at 1 (``for_model``: each integrator
     sets it from its model). Below unit scale the rule does not depend on the unit of mass: a model with every mass
-    × s steps to the same q with p × s (test_integrator_units.py); under the absolute rule of before (p₁ = 1, also
-    what None means) a model of milligram links (momenta ~1e-6) stopped at a relative error ~1e-6 per step. The cap
-    keeps the rule of before for heavier models: uncapped, a 10-link chain (p₁ = 333) stopped at 3e-10 instead of
-    1e-10 and its chord and exact roots drifted apart by that much. And
+    × s steps to the same q with p × s (test_integrator_units.py); under an absolute rule (p₁ = 1, also what None
+    means) a model of milligram links (momenta ~1e-6) would stop at a relative error ~1e-6 per step. The cap keeps
+    the absolute rule for heavier models: uncapped, a 10-link chain (p₁ = 333) would stop at 3e-10 instead of
+    1e-10 and its chord and exact roots drift apart by that much. And
     ``floor`` is the residual's rounding floor ``64·eps·‖J‖₁·(1 + |q_k|∞)`` when the Jacobian J is known
     (``rounding_floor``): R contains q_{k+1} − q_k multiplied by M/Δt, so the rounding of configurations of
     size |q_k| alone leaves ~eps·‖J‖·|q_k| (long chains at small Δt, or joints that turned many times). The
-    floor is the configuration's *before* the step: measured from the root Newton wandered to (|y|, as it
-    once was), it grew with the garbage and excused it (a chain at p = 1e8 was accepted at a residual of
+    floor is the configuration's *before* the step: measured from the root Newton wandered to (|y|), it would
+    grow with the garbage and excuse it (a chain at p = 1e8 was accepted at a residual of
     2.7e4). ``step_tol`` (relative to 1 + |y|∞) ends iterations whose updates have stopped contracting: the
     residual is then judged by the same rule. With constraints the residual's rows h(q_{k+1}) (length; the GNI's
     velocity rows) count × 2^{2e}, the bordered matrix's equilibration (``integrators.bordered``): in momentum, as

@@ -1,4 +1,4 @@
-"""Reduced d'Alembert–Pontryagin integrator (RDP, seed 003 §5) on Q = M × SE(2) for the sleigh and the snakeboard.
+"""Reduced d'Alembert–Pontryagin integrator (RDP, Kobilarov2010, §5) on Q = M × SE(2) for the sleigh and the snakeboard.
 
 A ``ReducedSystem`` gives the reduced Lagrangian ℓ(u, ξ) = ½(u, ξ)ᵀ𝕄(u, ξ) (shape velocity u, body velocity
 ξ = g⁻¹ġ; 𝕄 constant: ℓ independent of r, as for both systems), the body-fixed basis e_b(r) of the constrained
@@ -10,7 +10,7 @@ for u_k and Ω_k = Σ_b s_b e_b(r_{k+α}), with ξ_k = Ω_k − A(r_{k+α})u_k,
     g_{k+1} = g_k τ(Δt ξ_k),  r_{k+1} = r_k + Δt u_k                                          (eq. 28)
 
 with τ = exp or cay ('cayley'; exact dτ⁻¹ of ``mechanics.se2``) by Newton on the exact (AD) Jacobian; the whole
-rollout is one C call (``mechanics/csrc/rdp_driver.c``) where the generated functions compile, else a numpy loop
+rollout is one C call (``integrators/csrc/rdp_driver.c``) where the generated functions compile, else a numpy loop
 around them. The carried state (g_k, r_k, π⁺_k = ∂_uℓ_{k−1}, μ⁺_k) starts from a continuous state as eq. 16
 does: μ⁺_0 = ∂_ξℓ(0), π⁺_0 = ∂_uℓ(0) − (Δt/2) f_0. For both bundled systems A(r)δ ∥ e₁(r), so the A(r_k)ᵀ term
 vanishes (the paper's remark before the snakeboard's simplified equations).
@@ -34,7 +34,7 @@ from ..model.scalars import is_integer
 from .base import ConvergenceError, NewtonSettings, SingularityError, check_time_step
 
 # The whole simulation as one C call (csrc/rdp_driver.c), compiled into the library of the generated functions.
-RDP_C = DENSE_LU_C + (resources.files("vi_control.mechanics") / "csrc" / "rdp_driver.c").read_text()
+RDP_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "rdp_driver.c").read_text()
 
 __all__ = ["ReducedSystem", "ReducedDAlembertPontryagin", "sleigh_system", "snakeboard_system"]
 
@@ -71,7 +71,7 @@ class ReducedSystem:
 
 
 def sleigh_system(I: float, m: float, a: float) -> ReducedSystem:
-    """Chaplygin sleigh (seed 003 §6.1): no shape, 𝕄 = diag(I, m, m) at the centre of mass, skate at distance a
+    """Chaplygin sleigh (Kobilarov2010, §6.1): no shape, 𝕄 = diag(I, m, m) at the centre of mass, skate at distance a
     behind it: 𝔤^q = span{e₁ = (1, 0, a), e₂ = (0, 1, 0)}."""
     return ReducedSystem("sleigh", np.diag([I, m, m]), 0,
                          basis=lambda r: ca.SX(ca.DM([[1.0, 0.0], [0.0, 1.0], [a, 0.0]])),
@@ -79,7 +79,7 @@ def sleigh_system(I: float, m: float, a: float) -> ReducedSystem:
 
 
 def snakeboard_system(m: float, l: float, I: float, J: float) -> ReducedSystem:
-    """Snakeboard (seed 003 §6.2): r = (ψ, φ), 𝕄 = the paper's M with ξ in the body frame (2J for the two
+    """Snakeboard (Kobilarov2010, §6.2): r = (ψ, φ), 𝕄 = the paper's M with ξ in the body frame (2J for the two
     coupled axles), e₁(r) = 2l cos²φ (tan φ/l, −1, 0) and A(r) = [[I sin²φ/(ml²), 0], [−I sin 2φ/(2ml), 0], [0, 0]]."""
     Mm = np.zeros((5, 5))
     Mm[0, 0], Mm[0, 2], Mm[2, 0], Mm[1, 1], Mm[2, 2] = I, I, I, 2 * J, m * l**2
@@ -98,14 +98,20 @@ def snakeboard_system(m: float, l: float, I: float, J: float) -> ReducedSystem:
 
 @dataclass
 class RDPTrajectory:
-    """g (N+1, 3) = (θ, x, y), r (N+1, n_shape), shape velocities u (N, n_shape), body velocities ξ (N, 3),
-    Newton iterations per step."""
+    """g (N+1, 3) = (θ, x, y), r (N+1, n_shape), shape velocities u (N, n_shape), body velocities ξ (N, 3) =
+    (ω, v_x, v_y), Newton iterations per step. The pose order (θ, x, y) is Kobilarov2010, App. B's (``mechanics.se2``);
+    ``poses_xytheta`` is the same poses in the order of the URDF models' joints, which the GNI's states use."""
 
     g: np.ndarray
     r: np.ndarray
     u: np.ndarray
     xi: np.ndarray
     iterations: np.ndarray
+
+    @property
+    def poses_xytheta(self) -> np.ndarray:
+        """(N+1, 3) poses as (x, y, θ): the GNI's configuration order (the sleigh's and snakeboard's URDFs)."""
+        return self.g[:, [1, 2, 0]]
 
 
 class ReducedDAlembertPontryagin:
@@ -218,7 +224,7 @@ class ReducedDAlembertPontryagin:
         if code == 2:
             raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)")
         if code != 0:
-            raise ConvergenceError(k, rnorm, it, "RDP (seed 003 eq. 27)"
+            raise ConvergenceError(k, rnorm, it, "RDP (Kobilarov2010, eq. 27)"
                                    + (": a generated function failed" if code == 3 else ""))
 
     def _simulate_numpy(self, forces, z, P, G, Rr, U, XI, its) -> None:
@@ -234,7 +240,7 @@ class ReducedDAlembertPontryagin:
                 if rnorm <= st.tol * scale:
                     break
                 if it == st.max_iterations or not np.isfinite(rnorm):
-                    raise ConvergenceError(k, rnorm, it, "RDP (seed 003 eq. 27)")
+                    raise ConvergenceError(k, rnorm, it, "RDP (Kobilarov2010, eq. 27)")
                 _, _, dz, info = lapack.dgesv(Jv, Rv.ravel())  # LAPACK directly: numpy's wrapper costs more
                 if info != 0:
                     raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)")
@@ -256,13 +262,14 @@ def _start_vector(name: str, value, n: int) -> np.ndarray:
     return v
 
 
-# The bundled snakeboard (urdf/snakeboard.urdf) and seed 003 §6.2's initial state and inputs.
+# The bundled snakeboard (urdf/snakeboard.urdf) and Kobilarov2010, §6.2's initial state and inputs.
 SNAKEBOARD = dict(m=2.0, l=1.0, I=0.1, J=0.8)
 SNAKEBOARD_START = dict(psi=np.pi / 2, phi=np.pi / 3, p1=-1.0, psi_dot=2.5, phi_dot=-0.02, theta=0.0)
 
 
 def snakeboard_inputs(t: np.ndarray) -> np.ndarray:
-    """Seed 003 §6.2's torques (u_ψ, u_φ) = (cos 20πt, sin 2πt), shape (len(t), 2) in the RDP's r = (ψ, φ) order."""
+    """Kobilarov2010, §6.2's torques (u_ψ, u_φ) = (cos 20πt, sin 2πt), shape (len(t), 2) in the RDP's r = (ψ, φ)
+    order."""
     t = np.asarray(t, float)
     return np.stack([np.cos(20 * np.pi * t), np.sin(2 * np.pi * t)], axis=-1)
 

@@ -2,7 +2,7 @@
 midpoint VI's step.
 
 A step is first taken free. Every joint the free step carries beyond a limit is then held at that limit by a
-linear constraint q_j = bound (the ``joints`` coupling of the system YAML; seed 000 eq. 28, whose constraint force
+linear constraint q_j = bound (the ``joints`` coupling of the system YAML; Johnson2015, eq. 28, whose constraint force
 acts as an impulse within the step) and the step is solved again, until no joint crosses (an active set). A joint
 stays held while the free step would push it beyond, and is released as soon as the free step moves it back
 inside: the discrete form of λ ≥ 0, q_j ≤ bound, λ·(bound − q_j) = 0 for an inelastic stop. The impact takes the
@@ -35,7 +35,7 @@ class JointStops:
 
     def __init__(self, vi: MidpointVI, compile_held: bool = True):
         if type(vi) is not MidpointVI:
-            raise TypeError(f"joint stops need the midpoint VI (seed 000), got {type(vi).__name__}")
+            raise TypeError(f"joint stops need the midpoint VI (Johnson2015), got {type(vi).__name__}")
         robot = vi.robot
         coupled = {name for c in robot.constraints if c.type == "joints" for name in c.joints}
         self.vi = vi

@@ -1,6 +1,6 @@
 """Exact first- and second-order linearization of the one-step map x_{k+1} = f(x_k, u_k).
 
-Seed 000 derives the derivatives of the implicit map by differentiating the DEL equations
+Johnson2015 derives the derivatives of the implicit map by differentiating the DEL equations
 (eqs. 8–15 first order, 16–27 second order; constrained: 29–32). Here the same implicit-function
 argument is applied to the stacked residual R(y, z) = 0 of ``mechanics.discrete`` (y = unknowns
 (q_{k+1}, λ_k), z = (x_k, u_k)) with every partial derivative of R and of the output map O exact
@@ -12,7 +12,7 @@ by automatic differentiation of L_d:
 The second formula is the covector contraction a second-order optimizer needs, without forming
 the (nx, nz, nz) tensor; ``second_order`` forms the full tensor from one projected Hessian per
 curved output row and per residual row (the contraction is linear in (c, μ)).
-The rcond of R_y is reported with every linearization: seed 000 §VII's two singularities (M_{k+1},
+The rcond of R_y is reported with every linearization: Johnson2015, §VII's two singularities (M_{k+1},
 and the constraint term Dh(q_{k+1}) M_{k+1}⁻¹ Dh(q_k)ᵀ, its Schur complement) both make R_y singular. With
 constraints it is the rcond of the equilibrated bordered matrix (``integrators.bordered``): M_{k+1} is in units of
 mass and the border is not, so R_y's own condition would change with the unit of mass.
@@ -37,6 +37,10 @@ __all__ = ["Linearization", "TrajectoryLinearization", "linearize", "second_orde
 
 @dataclass
 class Linearization:
+    """The exact first-order linearization of the one-step map at (x_k, u_k): A = ∂f/∂x, B = ∂f/∂u
+    (Johnson2015, eqs. 8–15), the derivative of the step's unknowns (q_{k+1}, λ_k) that the second order reuses,
+    and the reciprocal condition number of the step's Jacobian (small near a singularity, Johnson2015 §VII)."""
+
     A: np.ndarray  # ∂f/∂x (nx, nx)
     B: np.ndarray  # ∂f/∂u (nx, nu)
     dy_dz: np.ndarray  # derivative of the step unknowns (q_{k+1}, λ_k), used by second order
@@ -52,11 +56,11 @@ def _parts(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | 
 
 
 def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | None = None) -> Linearization:
-    """A_k, B_k of the one-step map at (x_k, u_k) (seed 000 eqs. 8–15; constrained 29–30).
+    """A_k, B_k of the one-step map at (x_k, u_k) (Johnson2015, eqs. 8–15; constrained 29–30).
 
     ``result``: the solved step at (x, u), if the caller has it (else it is solved here).
     Raises SingularityError where R_y (M_{k+1}, bordered by the constraint Jacobians) is singular to
-    the integrator's own threshold ``vi.settings.rcond_min``: the map has no derivative there (seed 000 §VII).
+    the integrator's own threshold ``vi.settings.rcond_min``: the map has no derivative there (Johnson2015, §VII).
     """
     if getattr(vi, "nd", 1) == 0:  # (LAPACK's "DGETRF parameter 4" and numpy's zero-size reduction before)
         raise ValueError(f"linearize: {vi.robot.name!r} has no dynamic coordinates (every joint prescribed): its "
@@ -87,7 +91,7 @@ def _split(Hz: np.ndarray, nx: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def second_order_contraction(vi: Linearizable, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
                              result: StepResult | None = None, lin: Linearization | None = None
                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Σᵢ cᵢ ∂²fᵢ/∂x∂x, Σᵢ cᵢ ∂²fᵢ/∂x∂u, Σᵢ cᵢ ∂²fᵢ/∂u∂u) for a covector c (seed 000 eqs. 16–27).
+    """(Σᵢ cᵢ ∂²fᵢ/∂x∂x, Σᵢ cᵢ ∂²fᵢ/∂x∂u, Σᵢ cᵢ ∂²fᵢ/∂u∂u) for a covector c (Johnson2015, eqs. 16–27).
 
     ``lin``: ``linearize``'s result at the same (x, u), whose Jacobians and LU of R_y are reused
     (a DDP backward pass needs both at every step).
@@ -114,7 +118,7 @@ def second_order(vi: Linearizable, x: np.ndarray, u: np.ndarray,
     """Full tensors f_xx (nx, nx, nx), f_xu (nx, nx, nu), f_uu (nx, nu, nu); index 0 is the output.
 
     The contraction is linear in (c, μ): ∂²fᵢ = Tᵀ(∇²Oᵢ + Σⱼ μ⁽ⁱ⁾ⱼ ∇²Rⱼ)T with μ⁽ⁱ⁾ = −R_y⁻ᵀ O_yᵀ eᵢ
-    (seed 000 eqs. 16–27). So one projected Hessian per curved output row and per DEL residual row,
+    (Johnson2015, eqs. 16–27). So one projected Hessian per curved output row and per DEL residual row,
     combined by one tensor product, gives every fᵢ's second derivative.
     """
     r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)

@@ -1,7 +1,7 @@
 """The on-disk cache of compiled libraries, built so that it cannot make us run code we did not compile.
 
 Loading a shared library runs its constructors, so a cache entry is code execution. The threats, each
-tested in test/test_codegen_cache.py:
+tested in test/mechanics/test_codegen_cache.py:
 
 - **Planted entries.** Entry names are predictable (hashes of our own C source), so anyone who can write
   into the cache directory can plant a library under the right name. The directory must therefore be
@@ -17,7 +17,7 @@ tested in test/test_codegen_cache.py:
   and size, written when we built it). Before ``dlopen`` both are opened with ``O_NOFOLLOW`` (a symlink is
   refused, not followed), must be regular files owned by us and not writable by others, and the library's
   bytes must hash to the record. Anything else — no record, another owner, a symlink, a truncated or
-  corrupt file (a truncated library used to crash every later run with SIGBUS inside ``dlopen``) — is
+  corrupt file (a truncated library crashes the process with SIGBUS inside ``dlopen``) — is
   reported and rebuilt; the rebuilt entry replaces it.
 - **Temporary-file races.** New entries are written to ``tempfile.mkstemp`` files in the cache directory
   (``O_CREAT | O_EXCL``, random names, mode 0600) and renamed into place, so a symlink planted at a

@@ -30,14 +30,14 @@ _COMPILE_LIMIT_OPS = 400_000
 # A step whose residual is too large for an optimising build (100-link chain: 465k instructions, 15 MB of
 # C) is still compiled, at -O0, when its whole library stays below this: gcc -O0 is about linear in the
 # source (37 s CPU, 2.2 GB at 100 links) and the code runs ~7x faster than the CasADi VM (17 vs 115 ms per
-# step), where -O1 would take many minutes. Measured in docs/performance_step.md.
+# step), where -O1 would take many minutes. Measured in docs/benchmarks/step.md.
 _O0_LIMIT_OPS = 1_000_000
 
 # -O1: the same step speed as -O2 on generated straight-line code (panda: 13.5 vs 13.9 µs CPU per step)
-# for 2/3 of the gcc time; measured in docs/performance_step.md. VI_CONTROL_CFLAGS overrides, e.g.
+# for 2/3 of the gcc time; measured in docs/benchmarks/step.md. VI_CONTROL_CFLAGS overrides, e.g.
 # "-O1 -march=native -ffp-contract=off" (~20 % faster steps, same numbers, but the library then only
 # runs on CPUs like this one). The flags are part of the cache key.
-_DEFAULT_CFLAGS = "-O1"
+DEFAULT_CFLAGS = "-O1"
 
 # Shared libraries compiled / found in the cache by this process (tests check reuse with these, not timing).
 build_stats = {"compiled": 0, "cache_hits": 0}
@@ -48,8 +48,23 @@ def cache_dir() -> Path:
     return cache.private_cache_dir()
 
 
+_NO_COMPILER_SAID = False  # the first use without a compiler says so, once per process
+
+
 def compiler() -> str | None:
-    return shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    """The C compiler ($CC, else gcc, else cc on PATH), or None. The first call that finds none (unless
+    VI_CONTROL_NO_COMPILE=1 asks for the uncompiled paths) warns once: every compiled path has an uncompiled
+    one with the same results, and a user who gets it without asking should know why it is slower."""
+    global _NO_COMPILER_SAID
+    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    if cc is None and not _NO_COMPILER_SAID and os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1":
+        _NO_COMPILER_SAID = True
+        warnings.warn(f"vi_control: no C compiler found (CC={os.environ.get('CC', 'gcc')!r}, then 'cc', on PATH): "
+                      "the generated functions run in the CasADi VM and the integrators', planner's and LQR's "
+                      "compiled kernels in numpy — the same results, typically 10–100× slower. Install gcc (or "
+                      "set CC); VI_CONTROL_NO_COMPILE=1 chooses these paths and silences this warning.",
+                      RuntimeWarning, stacklevel=2)
+    return cc
 
 
 class _VMFunction:
@@ -118,7 +133,7 @@ def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
     for f in funcs:
         gen.add(f)
     src = gen.dump() + extra_source
-    flags = flags or os.environ.get("VI_CONTROL_CFLAGS", _DEFAULT_CFLAGS).split()
+    flags = flags or os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
     so = compile_shared_library(src, "vi", flags, "generated code (falling back to the CasADi VM)")
     return None if so is None else ctypes.CDLL(str(so))
 

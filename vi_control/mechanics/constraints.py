@@ -1,4 +1,4 @@
-"""Consistent initial configurations of constrained systems: project a guess onto h(q) = 0 (seed 000 eq. 28b)."""
+"""Consistent initial configurations of constrained systems: project a guess onto h(q) = 0 (Johnson2015, eq. 28b)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The discrete mechanical system of seed 000: midpoint L_d, forcing, the DEL residual and its derivatives.
+"""The discrete mechanical system of Johnson2015: midpoint L_d, forcing, the DEL residual and its derivatives.
 
-Notation (seed 000 §II, §VI, eqs. 2 and 28). State x_k = (q_k, p_k) with q the full configuration
+Notation (Johnson2015, §II, §VI, eqs. 2 and 28). State x_k = (q_k, p_k) with q the full configuration
 (joint order of the RobotModel). For prescribed (kinematic) joints the "momentum" slot holds the
 kinematic velocity (ρ_k − ρ_{k−1})/Δt, as trep did, so nx = 2·nq (the marionette's 80 states).
 Input u_k = (τ_k for the actuated joints, ρ_{k+1} for the prescribed joints).
@@ -15,7 +15,7 @@ with L_d(q_k, q_{k+1}) = Δt·L((q_k+q_{k+1})/2, (q_{k+1}−q_k)/Δt) (eq. 3a) a
 F⁻_d = Δt·(S τ_k − c ⊙ (q_{k+1}−q_k)/Δt) (midpoint rule; §II-A). ∂R/∂y is M_{k+1} (eq. 8)
 bordered by the constraint Jacobians.
 
-With ``nonholonomic=True`` (the GNI of seed 003, eqs. 5 and 16, for the velocity constraints A(q)q̇ = 0 of the
+With ``nonholonomic=True`` (the GNI of Kobilarov2010, eqs. 5 and 16, for the velocity constraints A(q)q̇ = 0 of the
 system YAML) the unknowns gain the nonholonomic multipliers, y = (q_{k+1}[dyn], λ_k, ν_k), and
 
     R_dyn += A(q_k)ᵀ ν_k                                   (eq. 5a: P*(D₁L_d + D₂L_d + F) = 0; forcing as eq. 16)
@@ -153,10 +153,10 @@ class NewtonStepC:
 class DiscreteSystemStructure:
     """Symbolic build of every function a step, a linearization and a Hessian needs.
 
-    ``lagrangian``: the discrete Lagrangian (mechanics.lagrangians: 'midpoint', seed 000; 'trapezoidal_se3',
-    seed 001). ``eager``: compile the step functions and the Newton driver now (a simulator's need); False
+    ``lagrangian``: the discrete Lagrangian (mechanics.lagrangians: 'midpoint', Johnson2015; 'trapezoidal_se3',
+    Lee2016). ``eager``: compile the step functions and the Newton driver now (a simulator's need); False
     compiles every function on first use and builds no driver (derivatives for an integrator that steps by
-    other means, e.g. LinearTimeVI's DRNEA). ``nonholonomic``: the GNI's rows (module docstring, seed 003).
+    other means, e.g. LinearTimeVI's DRNEA). ``nonholonomic``: the GNI's rows (module docstring, Kobilarov2010).
     """
 
     def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
@@ -202,7 +202,7 @@ class DiscreteSystemStructure:
         M_fn = ca.Function("M", [tree.q], [ca.hessian(tree.kinetic, tree.v)[0]])
         rows_h = ca.jacobian(constraint_expr(robot, tree), tree.q) if n_h else ca.SX.zeros(0, nq)
         A_sym = nonholonomic_expr(robot, tree) if nonholonomic else ca.SX.zeros(0, nq)
-        if n_nh:  # seed 003 eq. 5 (nk = 0 here, so the dynamic coordinates are all of q)
+        if n_nh:  # Kobilarov2010, eq. 5 (nk = 0 here, so the dynamic coordinates are all of q)
             A0 = ca.Function("A", [tree.q], [A_sym])(q0)
             R_dyn = R_dyn + ca.mtimes(A0.T, lam[n_h:])
             R_nh = ca.mtimes(A0, ca.solve(M_fn(q0), p0 - D1Ld))
@@ -258,7 +258,7 @@ class DiscreteSystemStructure:
                 "D2Ld": ca.Function("D2Ld", [q0, q1_full], [dens(D2_full(q0, q1_full))]),
                 "energy": ca.Function("energy", [tree.q, v], [tree.kinetic + tree.potential]),
                 "h": ca.Function("hq", [tree.q], [dens(h_fn(tree.q))]),
-                # [Dh(q); A(q)]: every velocity constraint row (GNI's projections, seed 003 eq. 12)
+                # [Dh(q); A(q)]: every velocity constraint row (GNI's projections, Kobilarov2010, eq. 12)
                 "constraint_rows": ca.Function("crows", [tree.q], [dens(ca.vertcat(rows_h, A_sym))]),
                 **extra,
             },

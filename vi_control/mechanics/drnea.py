@@ -1,6 +1,6 @@
-"""Discrete recursive Newton-Euler algorithm (DRNEA, seed 001 §3.1, Alg. 2) and its derivative (Alg. 4).
+"""Discrete recursive Newton-Euler algorithm (DRNEA, Lee2016, §3.1, Alg. 2) and its derivative (Alg. 4).
 
-Every body i of the kinematic tree carries the trapezoidal discrete Lagrangian of seed 001 eq. 9,
+Every body i of the kinematic tree carries the trapezoidal discrete Lagrangian of Lee2016, eq. 9,
 L_d^i(T_i^k, T_i^{k+1}) = Δt/2 (L(T^k, V^k) + L(T^{k+1}, V^k)) with V^k = log(ΔT^k)/Δt (eq. 10), and the
 multibody L_d(q_k, q_{k+1}) = Σ_i L_d^i. With body variations η_i = J_i(q) δq its partial derivatives are
 
@@ -67,7 +67,7 @@ class BodyTree:
         self.parents = np.array([model.parents[i] - 1 for i in range(1, n + 1)], dtype=int)
         if not all(model.joints[i].idx_q == i - 1 for i in range(1, n + 1)):
             raise ValueError("unexpected joint ordering in the Pinocchio model")
-        self.S = np.zeros((n, 6))  # joint Jacobian S_i in {i}, seed 001 notation
+        self.S = np.zeros((n, 6))  # joint Jacobian S_i in {i}, Lee2016 notation
         for i, j in enumerate(robot.joints):
             axis = np.asarray(j.axis, float) / np.linalg.norm(j.axis)
             if j.type == "prismatic":
@@ -89,9 +89,9 @@ class BodyTree:
         self.gravity = np.asarray(robot.gravity, float)
         self.placements = [(model.jointPlacements[i].rotation.copy(), model.jointPlacements[i].translation.copy())
                            for i in range(1, n + 1)]
-        self._XR = np.array([pl[0] for pl in self.placements])
-        self._Xp = np.array([pl[1] for pl in self.placements])
-        self._revolute = np.abs(self.S[:, :3]).sum(axis=1) > 0
+        self.XR = np.array([pl[0] for pl in self.placements])
+        self.Xp = np.array([pl[1] for pl in self.placements])
+        self.revolute = np.abs(self.S[:, :3]).sum(axis=1) > 0
         self.is_chain = bool(np.all(self.parents == np.arange(n) - 1))
         # anc[i, j]: body i lies in the subtree of joint j (i = j included).
         anc = np.eye(n, dtype=bool)
@@ -121,8 +121,8 @@ class BodyTree:
         """
         q = np.asarray(q, float)
         E = lie.exp_so3(self.S[:, :3] * q[:, None])
-        R = self._XR @ E
-        p = self._Xp + lie.mv(self._XR, self.S[:, 3:] * q[:, None])
+        R = self.XR @ E
+        p = self.Xp + lie.mv(self.XR, self.S[:, 3:] * q[:, None])
         for live, a in self._rounds:
             p[live] = p[a] + lie.mv(R[a], p[live])
             R[live] = R[a] @ R[live]
@@ -177,7 +177,7 @@ class BodyTree:
         Sw = fk.Sw
         Rm = lie.exp_so3_minus_identity(Sw[:, :3] * dq[:, None])
         # revolute: rotation about the axis through point c = ω × v, t = (I − R) c; prismatic: t = v Δq
-        t = np.where(self._revolute[:, None], -lie.mv(Rm, fk.axis_points), Sw[:, 3:] * dq[:, None])
+        t = np.where(self.revolute[:, None], -lie.mv(Rm, fk.axis_points), Sw[:, 3:] * dq[:, None])
         for live, a in self._rounds:
             t[live] = t[a] + t[live] + lie.mv(Rm[a], t[live])
             Rm[live] = Rm[a] + Rm[live] + Rm[a] @ Rm[live]
@@ -221,7 +221,7 @@ def _homogeneous(R: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 def drnea_recursive(tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: np.ndarray, dt: float,
                     Q: np.ndarray | None = None) -> np.ndarray:
-    """Seed 001 Alg. 2 as written: residual impulse f(q^{k+1}) = Sᵢᵀ F_i^k − Q_i^k (eq. 22).
+    """Lee2016, Alg. 2 as written: residual impulse f(q^{k+1}) = Sᵢᵀ F_i^k − Q_i^k (eq. 22).
 
     Forward pass: T_{λ(i),i} = X_i exp([S_i] q_i), ΔT_i = T_{λ(i),i}^{-1} ΔT_{λ(i)} T'_{λ(i),i} (eq. 19) for
     the intervals (k−1, k) and (k, k+1). Backward pass: F_i^k = μ_i^k − Ad_{exp(ΔtV_i^{k−1})}ᵀ μ_i^{k−1}
@@ -270,7 +270,7 @@ def _vee(X: np.ndarray) -> np.ndarray:
 
 
 def drnea_derivative_recursive(tree: BodyTree, q: np.ndarray, q_next: np.ndarray, dt: float) -> np.ndarray:
-    """Seed 001 Alg. 4 as written: ∂f(q^{k+1})/∂q^{k+1} column by column (without the damping term).
+    """Lee2016, Alg. 4 as written: ∂f(q^{k+1})/∂q^{k+1} column by column (without the damping term).
 
     For each column j a forward pass (lines 3–5)
         ∂ΔT_i = T_{λ(i),i}^{k −1} ∂ΔT_{λ(i)} T_{λ(i),i}^{k+1} + ΔT_i [S_i] δ_ij,

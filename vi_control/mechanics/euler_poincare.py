@@ -1,4 +1,4 @@
-"""Forced discrete Euler–Poincaré equations of one rigid body on SO(3)/SE(3) (seed 002 §4, §5, §5.2), symbolic.
+"""Forced discrete Euler–Poincaré equations of one rigid body on SO(3)/SE(3) (Jimenez2013, §4, §5, §5.2), symbolic.
 
 With ξ_k = τ⁻¹(g_k⁻¹g_{k+1})/h, l_d = h·l(ξ_k), l(ξ) = ½⟨𝕀ξ, ξ⟩ and trapezoidal forces f_k^± = (h/2) f (§5):
 
@@ -30,14 +30,14 @@ __all__ = ["momenta", "restoring_wrench", "potential_energy", "pack_parameters",
 
 
 def momenta(ret: Retraction, inertia, h, xi):
-    """(μ, μ⁺) = ((dτ⁻¹_{hξ})ᵀ𝕀ξ, (dτ⁻¹_{−hξ})ᵀ𝕀ξ): the momenta at the two ends of a step (seed 002 §5)."""
+    """(μ, μ⁺) = ((dτ⁻¹_{hξ})ᵀ𝕀ξ, (dτ⁻¹_{−hξ})ᵀ𝕀ξ): the momenta at the two ends of a step (Jimenez2013, §5)."""
     p = inertia @ xi
     return ret.dtau_inv(h * xi).T @ p, ret.dtau_inv(-h * xi).T @ p
 
 
 def restoring_wrench(group: LieGroup, g, weight, buoyancy, center):
     """Body wrench (torque, force) of the world forces weight (at the centre of mass, the body origin) and
-    buoyancy (at body point ``center``): −l_g*∂V (seed 002 §5.2). Zero on SO(3)."""
+    buoyancy (at body point ``center``): −l_g*∂V (Jimenez2013, §5.2). Zero on SO(3)."""
     if group.name == "SO3":
         return ca.SX.zeros(3, 1) if isinstance(g, ca.SX) else np.zeros(3)
     Rt = g[:3, :3].T

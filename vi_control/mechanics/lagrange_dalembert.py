@@ -1,4 +1,4 @@
-"""Continuous nonholonomic equations of motion (Lagrange–d'Alembert, seed 003 eq. 4), independent of the GNI.
+"""Continuous nonholonomic equations of motion (Lagrange–d'Alembert, Kobilarov2010, eq. 4), independent of the GNI.
 
     M(q) q̈ + b(q, q̇) = S τ − c ⊙ q̇ + C(q)ᵀλ,   C(q) q̈ + Ċ(q, q̇) q̇ = 0
 
@@ -8,7 +8,7 @@ the reference that tests and benchmarks integrate with SciPy (DOP853, RK45) or w
 methods; nothing here touches the symbolic tree or the system YAML, so it checks them.
 
 ``CLOSED_FORM`` holds C(q) and Ċq̇ of the bundled nonholonomic systems, written from the papers' equations
-(sleigh: seed 003 §6.1; snakeboard: eq. 34 and the coupled axles; rolling disk and differential drive: the
+(sleigh: Kobilarov2010, §6.1; snakeboard: eq. 34 and the coupled axles; rolling disk and differential drive: the
 textbook rolling conditions, e.g. Bloch, Nonholonomic Mechanics and Control, §1.4).
 """
 

@@ -1,7 +1,7 @@
 """Discrete Lagrangians L_d(q_k, q_{k+1}) over the symbolic tree, for the generalized-coordinate DEL machinery.
 
-- ``midpoint``: seed 000 eq. 3a, L_d = Δt·L((q_k + q_{k+1})/2, (q_{k+1} − q_k)/Δt).
-- ``trapezoidal_se3``: seed 001 eq. 9 summed over the bodies, L_d = Σ_i ξ_iᵀG_iξ_i/(2Δt) − Δt/2 (V(q_k) + V(q_{k+1}))
+- ``midpoint``: Johnson2015, eq. 3a, L_d = Δt·L((q_k + q_{k+1})/2, (q_{k+1} − q_k)/Δt).
+- ``trapezoidal_se3``: Lee2016, eq. 9 summed over the bodies, L_d = Σ_i ξ_iᵀG_iξ_i/(2Δt) − Δt/2 (V(q_k) + V(q_{k+1}))
   with ξ_i = log(T_i(q_k)⁻¹ T_i(q_{k+1})) ∈ se(3) in (ω, v) order and G_i the spatial inertia about body i's frame
   — the discrete Lagrangian LinearTimeVI's DRNEA differentiates. Written symbolically here, its exact first and
   second derivatives come from automatic differentiation like the midpoint rule's (the linearization of the
@@ -48,7 +48,7 @@ def _hat(w: ca.SX) -> ca.SX:
 
 
 def se3_log(R: ca.SX, p: ca.SX) -> ca.SX:
-    """ξ = (ω, v) with exp(ξ) = (R, p): ω = θ/sin θ · vee(R − Rᵀ)/2, v = J(ω)⁻¹ p (seed 001 eq. 10).
+    """ξ = (ω, v) with exp(ξ) = (R, p): ω = θ/sin θ · vee(R − Rᵀ)/2, v = J(ω)⁻¹ p (Lee2016, eq. 10).
 
     Defined for rotation angles θ < π; smooth, with exact AD derivatives, down to θ = 0.
     """
@@ -68,7 +68,7 @@ def se3_log(R: ca.SX, p: ca.SX) -> ca.SX:
 
 
 def body_spatial_inertias(robot: RobotModel) -> list[np.ndarray]:
-    """G_i (6×6, (ω, v) order) about each joint frame i = 1 … njoints−1 (seed 001 eq. 7 off the centre of mass)."""
+    """G_i (6×6, (ω, v) order) about each joint frame i = 1 … njoints−1 (Lee2016, eq. 7 off the centre of mass)."""
     out = []
     for i in range(1, robot.pin_model.njoints):
         I = robot.pin_model.inertias[i]

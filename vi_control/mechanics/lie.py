@@ -1,6 +1,6 @@
-"""Batched SE(3) / so(3) utilities for the per-body DEL equations of seed 001 §2.2.
+"""Batched SE(3) / so(3) utilities for the per-body DEL equations of Lee2016, §2.2.
 
-Conventions follow seed 001: a twist is V = (w, v) (angular first, eq. 5), [Ad_T] = [[R, 0], [p̂R, R]]
+Conventions follow Lee2016: a twist is V = (w, v) (angular first, eq. 5), [Ad_T] = [[R, 0], [p̂R, R]]
 (eq. 15), [ad_V] = [[ŵ, 0], [v̂, ŵ]] (eq. 13). Every function takes a leading batch axis of bodies,
 so one call handles the whole tree (numpy vectorization instead of a Python loop over bodies).
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import bernoulli
 
-# dlog_ξ = Σ_j B_j/j! ad_ξ^j (seed 001 eq. 12-13): B_0 = 1, B_1 = -1/2, odd j ≥ 3 vanish.
+# dlog_ξ = Σ_j B_j/j! ad_ξ^j (Lee2016, eq. 12-13): B_0 = 1, B_1 = -1/2, odd j ≥ 3 vanish.
 _MAX_TERMS = 12  # even powers up to ad^24; enough for |θ| ≤ 1.5 to ~1e-17
 _BERNOULLI = bernoulli(2 * _MAX_TERMS)
-_C_EVEN = np.array([_BERNOULLI[2 * k] / np.prod(np.arange(1.0, 2 * k + 1)) for k in range(_MAX_TERMS + 1)])
-_C_EVEN[0] = 1.0
+C_EVEN = np.array([_BERNOULLI[2 * k] / np.prod(np.arange(1.0, 2 * k + 1)) for k in range(_MAX_TERMS + 1)])
+C_EVEN[0] = 1.0
 
 
 def mv(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -41,7 +41,7 @@ def hat(w: np.ndarray) -> np.ndarray:
 
 
 def adjoint(R: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """[Ad_T] for T = (R, p), batched (seed 001 eq. 15)."""
+    """[Ad_T] for T = (R, p), batched (Lee2016, eq. 15)."""
     A = np.zeros(R.shape[:-2] + (6, 6))
     A[..., :3, :3] = R
     A[..., 3:, 3:] = R
@@ -60,7 +60,7 @@ def adjoint_inv(R: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def ad(xi: np.ndarray) -> np.ndarray:
-    """[ad_ξ] = [[ŵ, 0], [v̂, ŵ]] (seed 001 eq. 13), batched over (n, 6)."""
+    """[ad_ξ] = [[ŵ, 0], [v̂, ŵ]] (Lee2016, eq. 13), batched over (n, 6)."""
     A = np.zeros(xi.shape[:-1] + (6, 6))
     W = hat(xi[..., :3])
     A[..., :3, :3] = W
@@ -96,7 +96,7 @@ def exp_so3(w: np.ndarray) -> np.ndarray:
 
 
 def log_se3(Rm: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """ξ = log(T) ∈ se(3) as (w, v) for T = (I + Rm, p), batched; seed 001 eq. 10 takes V^k = log(ΔT^k)/Δt.
+    """ξ = log(T) ∈ se(3) as (w, v) for T = (I + Rm, p), batched; Lee2016, eq. 10 takes V^k = log(ΔT^k)/Δt.
 
     The rotation enters as Rm = R − I: one step's displacement is close to the identity, and
     forming R first would round its small part to the absolute precision of 1.
@@ -136,13 +136,13 @@ def n_series_terms(xi: np.ndarray) -> int:
 
 
 def dlog_transpose_apply(xi: np.ndarray, y: np.ndarray, terms: int | None = None) -> np.ndarray:
-    """[dlog_ξ]ᵀ y = Σ_j B_j/j! (ad_ξᵀ)^j y (seed 001 eq. 12-13), batched, Horner in ad_ξᵀ²."""
+    """[dlog_ξ]ᵀ y = Σ_j B_j/j! (ad_ξᵀ)^j y (Lee2016, eq. 12-13), batched, Horner in ad_ξᵀ²."""
     K = n_series_terms(xi) if terms is None else terms
     At = np.swapaxes(ad(xi), -1, -2)
     A2 = At @ At
-    acc = _C_EVEN[K] * y
+    acc = C_EVEN[K] * y
     for k in range(K - 1, -1, -1):
-        acc = _C_EVEN[k] * y + mv(A2, acc)
+        acc = C_EVEN[k] * y + mv(A2, acc)
     return acc - 0.5 * mv(At, y)
 
 
@@ -151,21 +151,21 @@ def dlog_matrix(xi: np.ndarray, terms: int | None = None) -> np.ndarray:
     K = n_series_terms(xi) if terms is None else terms
     A = ad(xi)
     A2 = A @ A
-    acc = _C_EVEN[K] * np.eye(6)
+    acc = C_EVEN[K] * np.eye(6)
     for k in range(K - 1, -1, -1):
-        acc = _C_EVEN[k] * np.eye(6) + A2 @ acc
+        acc = C_EVEN[k] * np.eye(6) + A2 @ acc
     return acc - 0.5 * A
 
 
 def momentum_and_derivative(xi: np.ndarray, G: np.ndarray, terms: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """m(ξ) = [dlog_ξ]ᵀ G ξ and ∂m/∂ξ, batched (seed 001 eq. 21b times Δt; used by Alg. 4).
+    """m(ξ) = [dlog_ξ]ᵀ G ξ and ∂m/∂ξ, batched (Lee2016, eq. 21b times Δt; used by Alg. 4).
 
     Horner's rule y_j = c_j Gξ + ad_ξᵀ y_{j+1} is differentiated along: since ad_ξᵀ y is linear in ξ
     with ∂(ad_ξᵀ y)/∂ξ = B(y) (``coad_bar``), D_j = c_j G + ad_ξᵀ D_{j+1} + B(y_{j+1}).
     """
     K = n_series_terms(xi) if terms is None else terms
     coeffs = np.zeros(2 * K + 1)
-    coeffs[0::2] = _C_EVEN[: K + 1]
+    coeffs[0::2] = C_EVEN[: K + 1]
     coeffs[1] = -0.5
     At = np.swapaxes(ad(xi), -1, -2)
     b = mv(G, xi)

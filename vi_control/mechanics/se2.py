@@ -1,4 +1,4 @@
-"""SE(2) in the coordinates of seed 003 App. B: the retractions τ = exp, cay (named 'cayley') and their inverse
+"""SE(2) in the coordinates of Kobilarov2010 App. B: the retractions τ = exp, cay (named 'cayley') and their inverse
 right-trivialized tangents dτ⁻¹ (eqs. 36–37, 41–44), in CasADi SX so the reduced integrator's residual has exact
 derivatives.
 

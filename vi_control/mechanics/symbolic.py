@@ -2,7 +2,7 @@
 
 One forward recursion over the Pinocchio model's joints (placements and inertias are read
 from Pinocchio, so fixed joints are already merged). Spatial velocities are propagated in body
-frames; every later derivative (M = ∂²T/∂v², D₁L_d, D₂L_d and their derivatives, seed 000
+frames; every later derivative (M = ∂²T/∂v², D₁L_d, D₂L_d and their derivatives, Johnson2015
 §IV–V) is exact automatic differentiation of these expressions.
 """
 
@@ -128,7 +128,7 @@ def constraint_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
 
 
 def nonholonomic_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
-    """A(q) (m, nq) of the system YAML's nonholonomic constraints A(q)q̇ = 0 (seed 003 §3, rows μᵃ(q)).
+    """A(q) (m, nq) of the system YAML's nonholonomic constraints A(q)q̇ = 0 (Kobilarov2010, §3, rows μᵃ(q)).
 
     Each row is the exact Jacobian, with respect to ``tree.v``, of a constrained velocity: knife edge, the
     velocity of a link point along a link-fixed direction; rolling, the velocity of the disk's material point at

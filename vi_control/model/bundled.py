@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from .errors import URDFError
-from .robot import RobotModel, load_robot, wrap_angle
+from .robot import RobotModel, load_urdf, wrap_angle
 from .urdf import lock_joints
+from .visuals import bundled_visuals
 from .yaml_io import read_text_file
 
 _PKG = "vi_control"
@@ -51,20 +52,22 @@ BUNDLED = {
     "cartpole": ("cartpole", "cartpole"),
     "chain10": ("chain10", None),
     "biped5": ("biped5", "biped5"),
-    "biped5_stance": ("biped5", "biped5_stance"),  # single support: stance foot pinned (seed 004 §V-C gait)
+    "biped5_stance": ("biped5", "biped5_stance"),  # single support: stance foot pinned (MorenoMartin2022, §V-C gait)
     "biped5_pinned": ("biped5_pinned", "biped5_pinned"),  # the same, stance foot as the root (minimal coordinates)
     "arm7": ("arm7", None),
     "fourbar": ("fourbar", "fourbar"),
-    # Seed 000 systems maintained with their own generators/tests (§VII-A, §VII-B, §VIII-B).
+    # Johnson2015 systems maintained with their own generators/tests (§VII-A, §VII-B, §VIII-B).
     "spherical_pendulum": ("spherical_pendulum", "spherical_pendulum"),
     "cartesian_pendulum": ("cartesian_pendulum", "cartesian_pendulum"),
     "marionette": ("marionette", "marionette"),
-    # Seed 003 nonholonomic systems (docs/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
+    # Kobilarov2010 nonholonomic systems (docs/concepts/nonholonomic.md): GNI (make_integrator("gni", ...)) and RDP.
     "sleigh": ("sleigh", "sleigh"),
     "snakeboard": ("snakeboard", "snakeboard"),
     "rolling_disk": ("rolling_disk", "rolling_disk"),
     "diffdrive": ("diffdrive", "diffdrive"),
 }
+"""The bundled models by name: (URDF stem in urdf/, system YAML stem in config/ or None). Several systems may share
+one URDF (``acrobot`` is the double pendulum with only the elbow actuated); ``vc.load_robot(name)`` loads one."""
 
 # Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).
 GENERATED = {
@@ -83,11 +86,11 @@ def bundled_models() -> dict[str, tuple[str, str | None]]:
 
 
 def load_bundled(name: str, **kwargs) -> RobotModel:
-    """``load_robot`` on a bundled system by name (e.g. 'acrobot'); kwargs go to load_robot."""
+    """``load_urdf`` on a bundled system by name (e.g. 'acrobot'); kwargs go to load_urdf."""
     if name not in BUNDLED:
         raise URDFError(f"no bundled model named {name!r}; bundled: {sorted(BUNDLED)}")
     urdf, cfg = bundled_models()[name]
-    return load_robot(urdf, cfg, **kwargs)
+    return load_urdf(urdf, cfg, **kwargs)
 
 
 # Four-bar link lengths (urdf/fourbar.urdf): crank, coupler, rocker, ground pivot distance.
@@ -207,3 +210,25 @@ def example_robot_urdf(name: str) -> str:
     xml = read_text_file(example_robot_path(name), "URDF", URDFError)
     locked = _ERD[name][1] if name in _ERD else []
     return lock_joints(xml, locked) if locked else xml
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vi_control.model.bundled [--check]``: redraw the visuals of the bundled URDFs in urdf/
+    (``visuals.bundled_visuals``); ``--check`` only lists the stale ones (exit 1 if any)."""
+    check = "--check" in (sys.argv[1:] if argv is None else argv)
+    stale = []
+    for path in sorted((share_dir() / "urdf").glob("*.urdf")):
+        if path.stem in GENERATED or path.stem == "marionette":  # their generators draw them
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = bundled_visuals(path.stem, text)
+        if new != text:
+            stale.append(path.name)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    print(("stale: " if check else "redrawn: ") + (", ".join(stale) or "none"))
+    return 1 if check and stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

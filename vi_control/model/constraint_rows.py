@@ -5,7 +5,7 @@ same rows come from Pinocchio's frame Jacobians, an independent path that the mo
 rank-deficient set at load time (and tests use as a cross-check of the symbolic rows).
 
 Rows: holonomic constraints Dh(q) (coincident: the chosen axes of J_a − J_b; distance: dᵀ(J_a − J_b) for
-h = ½(|d|² − ℓ²); plane: nᵀJ_a; joints: the coefficient row) and nonholonomic A(q) (seed 003 §3, the μᵃ(q) of
+h = ½(|d|² − ℓ²); plane: nᵀJ_a; joints: the coefficient row) and nonholonomic A(q) (Kobilarov2010, §3, the μᵃ(q) of
 eq. 4): knife edge (R d)ᵀJ_p; rolling: the contact material point's velocity along the rolling and lateral
 directions of the plane.
 """
@@ -105,7 +105,7 @@ def check_constraint_rank(model: pin.Model, joint_names: list[str], constraints:
     """SystemConfigError naming the first constraint row (holonomic, then nonholonomic) that depends on the rows
     before it at a generic q.
 
-    [Dh(q); A(q)] must have full row rank (seed 000 §VII for Dh, seed 003 §4.2: "μ is full rank"), or the
+    [Dh(q); A(q)] must have full row rank (Johnson2015, §VII for Dh, Kobilarov2010, §4.2: "μ is full rank"), or the
     multipliers are not determined and every step fails as singular; configurations where it drops (the
     snakeboard's φ = ±π/2, a four-bar folded flat) are measure-zero and are reported by the integrator as a
     SingularityError at the step. A redundant row at a generic q is one at every q: a constraint stated twice, an

@@ -52,7 +52,7 @@ def articulated_pivots(model: pin.Model, q: np.ndarray, locked: np.ndarray | Non
     joints from the leaves up: its pivots are those of a symmetric Gaussian elimination of M(q) in that order,
     so M(q) is positive definite exactly when every pivot is positive — an O(n) test where forming M(q) is
     O(n·depth) (a 1600-link chain took 112 s to validate that way). ``locked`` (per joint, 1-DOF joints only)
-    marks joints held rigid, which restricts M to the other coordinates (the prescribed joints of seed 000
+    marks joints held rigid, which restricts M to the other coordinates (the prescribed joints of Johnson2015
     §VIII-B). Returns (D, M_ii) per velocity index; locked joints get NaN.
     """
     q = np.asarray(q, float)

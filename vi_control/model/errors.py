@@ -1,6 +1,7 @@
 """Exceptions raised by the model layer: each names the offending file, joint, link or key."""
 
 import difflib
+import warnings
 
 
 class ModelError(ValueError):
@@ -28,3 +29,22 @@ def unknown_keys(unknown, allowed) -> str:
         text += " (did you mean " + ", ".join(repr(m) if len(unknown) == 1 else f"{m!r} for {k!r}"
                                                for k, m in hints) + "?)"
     return text
+
+
+def renamed_keyword(function: str, old: str, old_value, new: str, new_value):
+    """The value of keyword ``new`` of ``function``, or of its deprecated name ``old`` when that was given (with a
+    DeprecationWarning naming the replacement). Deprecated names are accepted for one release, then removed."""
+    if old_value is None:
+        return new_value
+    warnings.warn(f"{function}: {old}= is deprecated, use {new}= (the old name goes in the next release)",
+                  DeprecationWarning, stacklevel=3)
+    return old_value
+
+
+class RemovedNameError(ImportError):
+    """A name the package no longer has; the message names what replaced it (raised for one release after the
+    removal, by the module's ``__getattr__``, ``Task.__getattr__`` and the package's finder for removed modules)."""
+
+
+def removed_name(old: str, new: str) -> RemovedNameError:
+    return RemovedNameError(f"{old} was removed: use {new}")

@@ -72,7 +72,7 @@ class Bound:
     """The stated range of one number of a schema: ``low`` ≤ v ≤ ``high`` (None: that side unbounded; ``low_open``
     / ``high_open``: that end excluded); ``integer``: an int (never a bool). Schemas keep these in tables (key →
     Bound) that their validation reads, and the boundary tests read the same tables
-    (test/test_boundaries_tables.py): a new bounded key gets its boundary test by construction."""
+    (test_boundaries_tables.py): a new bounded key gets its boundary test by construction."""
 
     low: float | None
     high: float | None

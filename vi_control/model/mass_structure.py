@@ -2,7 +2,7 @@
 
 A massless link is accepted between moving joints when a massive body follows it (virtual links of a
 floating base, universal joints); a moving joint with nothing massive beyond it is rejected by name (unless
-it is prescribed, seed 000 §VIII-B, or coupled to others by a ``joints`` constraint — a URDF mimic, a gear:
+it is prescribed, Johnson2015, §VIII-B, or coupled to others by a ``joints`` constraint — a URDF mimic, a gear:
 its motion is then not its own). Degenerate combinations (a point mass on its own rotation axis, coincident
 parallel axes) make M(q) singular at a generic q. Without couplings the test is O(n): the articulated-body
 pivots of M(q) restricted to the dynamic joints (crba.articulated_pivots) must all be positive, and the joint

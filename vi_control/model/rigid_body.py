@@ -1,9 +1,9 @@
-"""A single rigid body on SO(3) or SE(3) from a small validated YAML (seed 002 §5.1, §6.1).
+"""A single rigid body on SO(3) or SE(3) from a small validated YAML (Jimenez2013, §5.1, §6.1).
 
 What the Lie-group integrator and the DMOC planner need, and nothing else: the inertia tensor 𝕀 (a cylinder,
 a diagonal or a full matrix; SE(3) adds the mass), the actuators as columns of the input matrix B of
 f(ξ, u) = Hξ + Bu + w(g) (thrusters: body force direction d at body point r → (r × d, d); torquers: axis),
-the drag H (seed 002 §6.1: a(W) = Hτ⁻¹(W), H negative definite; given here as the positive damping
+the drag H (Jimenez2013, §6.1: a(W) = Hτ⁻¹(W), H negative definite; given here as the positive damping
 −H), and gravity and buoyancy (world forces at the centre of mass and at the centre of buoyancy, giving the
 configuration-dependent wrench w(g) of §5.2). Schema (every key is checked; errors name the key)::
 
@@ -48,7 +48,8 @@ _ACTUATOR_KEYS = {"name", "type", "direction", "position", "limit"}
 _DIMS = {"SO3": 3, "SE3": 6}
 
 # The stated range of every number of a rigid-body YAML (key → Bound; ``[]``: each entry of a list), what the
-# validation below reads and test/test_boundaries_tables.py tries at both ends: the ranges of URDFs and system YAML
+# validation below reads and test/robustness/test_boundaries_tables.py tries at both ends: the ranges of URDFs and
+# system YAML
 # (model.limits). Beyond them the arithmetic gives up, not the physics: a 1e300 m cylinder radius overflowed (r²)
 # with an OverflowError, and gravity of 1e10 m/s² or an actuator at 1e300 m were accepted. The smallest mass and
 # lengths keep m·r² a normal double (a mass of 5e-324 kg gave a cylinder of zero inertia, accepted). ``inertia[]``
@@ -103,7 +104,7 @@ def cylinder_inertia(mass: float, radius: float, length: float, axis: str = "x")
 
 
 def seed002_thrusters(c: float, d: float, limit: float = math.inf) -> tuple[Actuator, ...]:
-    """The five thrusters of seed 002 §6.1 as geometry, reproducing b(W, u) exactly:
+    """The five thrusters of Jimenez2013, §6.1 as geometry, reproducing b(W, u) exactly:
 
     b₁ = d(u₅ − u₄), b₂ = c((u₁ + u₂)/2 − u₃), b₃ = c sin(π/3)(u₂ − u₁), b₄ = u₁ + u₂ + u₃, b₅ = u₄ + u₅, b₆ = 0.
     Thrusters 1–3 push along body x from a ring of radius c (at 120°); 4 and 5 push along body y at z = ±d.
@@ -147,7 +148,7 @@ class RigidBodyModel:
 
     @property
     def spatial_inertia(self) -> np.ndarray:
-        """𝕀: 𝔤 → 𝔤* (seed 002 §5.1): J for SO(3), blockdiag(J, m I₃) for SE(3) (origin at the centre of mass)."""
+        """𝕀: 𝔤 → 𝔤* (Jimenez2013, §5.1): J for SO(3), blockdiag(J, m I₃) for SE(3) (origin at the centre of mass)."""
         if self.group == "SO3":
             return np.array(self.inertia, float)
         out = np.zeros((6, 6))
@@ -162,13 +163,13 @@ class RigidBodyModel:
 
     @property
     def input_matrix(self) -> np.ndarray:
-        """B (n, m): the body wrench of input u is B u (seed 002 §6.1's b(W, u))."""
+        """B (n, m): the body wrench of input u is B u (Jimenez2013, §6.1's b(W, u))."""
         return np.column_stack([a.column(self.dim) for a in self.actuators]) if self.actuators \
             else np.zeros((self.dim, 0))
 
     @property
     def drag_matrix(self) -> np.ndarray:
-        """H = −damping: the drag wrench is H ξ (seed 002 §6.1, a(W) = Hτ⁻¹(W) per unit time)."""
+        """H = −damping: the drag wrench is H ξ (Jimenez2013, §6.1, a(W) = Hτ⁻¹(W) per unit time)."""
         return -np.asarray(self.damping, float)
 
     @property
@@ -378,7 +379,7 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
                                    f"(rank {np.linalg.matrix_rank(B)}); each input must act independently")
     D = _matrix(cfg.get("drag", [0.0] * n), "drag", n)
     if np.linalg.eigvalsh(D).min() < -1e-12 * np.abs(D).max():  # (relative: −1e-13 of a drag of 1e-13 is no round-off)
-        raise RigidBodyConfigError("drag: the damping −H must be positive semidefinite (seed 002 §6.1: H negative "
+        raise RigidBodyConfigError("drag: the damping −H must be positive semidefinite (Jimenez2013, §6.1: H negative "
                                    "definite); negative entries would add energy")
     grav = _vec(cfg.get("gravity", [0.0, 0.0, 0.0]), "gravity", 3, "gravity[]")
     buoy = cfg.get("buoyancy", {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ class RobotModel:
     floating_base: bool = False
     masses: dict[str, float] = field(default_factory=dict)  # link -> mass (URDF mass × mass_scale)
     mass_scale: float = 1.0  # every link's mass and inertia were multiplied by this (model mismatch)
-    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (seed 003)
+    nonholonomic: tuple[NonholonomicConstraint, ...] = ()  # velocity constraints A(q)q̇ = 0 (Kobilarov2010)
 
     @property
     def total_mass(self) -> float:
@@ -103,7 +104,7 @@ class RobotModel:
 
         The URDF enters without what only draws the robot (``<visual>``, ``<collision>``, ``<material>``:
         ``visuals.dynamics_text``), so adding or changing visuals keeps a model's hash and its saved plans."""
-        h = hashlib.sha256(dynamics_text(self.urdf_xml).encode())
+        h = _urdf_digest(self.urdf_xml).copy()
         h.update(np.asarray(self.gravity, float).tobytes())
         h.update(repr((self.actuated, self.prescribed, self.constraints)).encode())
         if self.nonholonomic:  # (absent from the hash of holonomic models: their saved plans stay valid)
@@ -115,6 +116,13 @@ class RobotModel:
 
     def neutral(self) -> np.ndarray:
         return np.zeros(self.nq)
+
+
+@functools.lru_cache(maxsize=32)
+def _urdf_digest(urdf_xml: str) -> hashlib._Hash:
+    """sha256 fed with the URDF's ``dynamics_text``: its regular expressions over a panda's URDF take ~0.2 ms, a
+    few percent of a plan, and every plan stamps the hash (callers ``copy()`` before they update it)."""
+    return hashlib.sha256(dynamics_text(urdf_xml).encode())
 
 
 def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
@@ -164,8 +172,8 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
 
 def mimic_constraints(parsed: ParsedURDF, cfg: SystemConfig) -> list[Constraint]:
     """URDF ``<mimic>`` as linear holonomic couplings q_joint − multiplier·q_mimicked = offset (a ``joints``
-    constraint; docs/model.md). A joint the system YAML already couples by a ``joints`` constraint is left to the
-    YAML's (the way around a ``<mimic>`` naming a joint the URDF lacks)."""
+    constraint; docs/concepts/model.md). A joint the system YAML already couples by a ``joints`` constraint is left to
+    the YAML's (the way around a ``<mimic>`` naming a joint the URDF lacks)."""
     given = {j for c in cfg.constraints if c.type == "joints" for j in c.joints}
     for j, (m, _, _) in parsed.mimic.items():
         if j not in given and m not in parsed.joints:
@@ -185,16 +193,18 @@ def scale_inertias(model: pin.Model, scale: float) -> None:
         model.inertias[i] = pin.Inertia(I.mass * scale, I.lever.copy(), I.inertia * scale)
 
 
-def load_robot(urdf: str, system: str | dict | None = None, name: str | None = None,
-               floating_base: bool | None = None, mass_scale: float = 1.0,
-               inertia_policy: str | None = None) -> RobotModel:
-    """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict).
+def load_urdf(urdf: str, system: str | dict | None = None, name: str | None = None,
+              floating_base: bool | None = None, mass_scale: float = 1.0,
+              inertia_policy: str | None = None) -> RobotModel:
+    """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict): what
+    ``load_robot`` (``model.spec``: bundled names, ``erd:<name>``, task mappings too) calls once it has resolved
+    its model to a URDF.
 
     ``floating_base`` overrides the YAML key of the same name (6 virtual joints world -> root).
     ``mass_scale`` multiplies every link's mass and inertia (part of the model hash when ≠ 1).
     ``inertia_policy`` ('strict' | 'repair') overrides the YAML key: 'repair' projects non-physical URDF
     inertias to the nearest physical ones and logs each change (model.inertia). URDF ``<mimic>`` joints
-    become holonomic ``joints`` constraints q_j − m·q_i = o (docs/model.md).
+    become holonomic ``joints`` constraints q_j − m·q_i = o (docs/concepts/model.md).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
     msg = Bound(*MASS_SCALE_RANGE).refusal("mass_scale", mass_scale)

@@ -1,7 +1,7 @@
 """Why a configuration is singular for the step: which joint or constraint, in words a user can act on.
 
 The midpoint step's Newton matrix at a configuration held still is M(q)/Δt plus O(Δt) force terms, bordered by
-Dh(q) with holonomic constraints (seed 000 eq. 28, §VII). It is singular where (a) the constraint rows Dh(q)
+Dh(q) with holonomic constraints (Johnson2015, eq. 28, §VII). It is singular where (a) the constraint rows Dh(q)
 become dependent (a loop at a lock-up pose, a plane the constrained point cannot leave), or (b) M(q), restricted
 to the motions the constraints allow, loses rank: a direction of the coordinates that moves no inertia at this
 pose — a coordinate singularity of the model (the azimuth of a spherical pendulum hanging straight down, Euler

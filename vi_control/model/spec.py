@@ -21,10 +21,12 @@ import difflib
 import os
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .bundled import BUNDLED, bundled_config, bundled_models, example_robot_urdf, share_dir
-from .errors import ModelError, URDFError, unknown_keys
+from .errors import ModelError, SystemConfigError, URDFError, unknown_keys
 from .limits import MASS_SCALE_RANGE, Bound
-from .robot import RobotModel, load_robot
+from .robot import RobotModel, load_urdf
 from .system_config import INERTIA_POLICIES
 from .yaml_io import read_text_file
 
@@ -34,6 +36,10 @@ _MAPPING_KEYS = {"bundled", "example", "urdf", "system", "config", "name", "mass
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model named the one way every entry point names it (module docstring): ``source`` (bundled name,
+    ``erd:<name>``, URDF path or XML), ``system`` YAML, ``name``, ``mass_scale``, ``floating_base``; ``parse`` reads one
+    from a string or a task's mapping, ``load`` gives the ``RobotModel``."""
+
     source: str
     system: str | dict | None = None
     name: str | None = None
@@ -48,13 +54,16 @@ class ModelSpec:
                              f"got {self.source!r}")
         msg = Bound(*MASS_SCALE_RANGE).refusal("mass_scale", self.mass_scale)
         if msg is not None:
-            raise ModelError(msg)
+            raise SystemConfigError(msg)
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
-            raise ModelError(f"model name: expected a non-empty string, got {self.name!r}")
+            raise SystemConfigError(f"model name: expected a non-empty string, got {self.name!r}")
+        if isinstance(self.floating_base, np.bool_):  # (numpy's bool, as load_urdf takes it)
+            object.__setattr__(self, "floating_base", bool(self.floating_base))
         if self.floating_base is not None and not isinstance(self.floating_base, bool):
-            raise ModelError(f"floating_base: expected true or false, got {self.floating_base!r}")
+            raise SystemConfigError(f"floating_base: expected true or false, got {self.floating_base!r}")
         if self.inertia_policy not in (None, *INERTIA_POLICIES):
-            raise ModelError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {self.inertia_policy!r}")
+            raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, "
+                                    f"got {self.inertia_policy!r}")
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
@@ -136,6 +145,9 @@ class ModelSpec:
         path = self._file(self.source)
         if os.path.exists(path) and not os.path.isfile(path):  # a directory, device or FIFO: say so, not "no model"
             raise URDFError(f"model {self.source!r}: URDF file {path!r} is not a regular file")
+        if not os.path.isfile(path) and (os.sep in self.source or self.source.endswith((".urdf", ".xml"))):
+            raise URDFError(f"URDF file not found: {self.source!r} (it is not a bundled model, erd:<name> or "
+                            "URDF XML)")  # a path: the file is what is missing, not a misspelt name
         if not os.path.isfile(path):
             close = difflib.get_close_matches(self.source, sorted(BUNDLED), n=1)
             raise URDFError(f"model {self.source!r} is not a bundled model ({', '.join(sorted(BUNDLED))}), "
@@ -176,6 +188,16 @@ class ModelSpec:
 
     def load(self) -> RobotModel:
         """The RobotModel (URDFError / SystemConfigError naming what is wrong)."""
-        return load_robot(self.urdf(), self.system_source(), name=self.default_name(),
-                          floating_base=self.floating_base, mass_scale=self.mass_scale,
-                          inertia_policy=self.inertia_policy)
+        return load_urdf(self.urdf(), self.system_source(), name=self.default_name(),
+                         floating_base=self.floating_base, mass_scale=self.mass_scale,
+                         inertia_policy=self.inertia_policy)
+
+
+def load_robot(model: str | os.PathLike | dict | ModelSpec, system: str | dict | None = None,
+               **kwargs) -> RobotModel:
+    """A RobotModel from anything ``ModelSpec.parse`` takes (bundled name, ``erd:<name>``, URDF path or XML,
+    task-file mapping, ModelSpec), with an optional system YAML (path, text or mapping); ``kwargs`` set ModelSpec
+    fields (``mass_scale``, ``floating_base``, ``name``, ``inertia_policy``). The one ``load_robot`` of the
+    package (``vi_control.load_robot`` is this function); ``load_urdf`` is the step after resolution."""
+    overrides = dict(kwargs, **({"system": system} if system is not None else {}))
+    return ModelSpec.parse(model, **overrides).load()

@@ -9,9 +9,9 @@ Schema (every key optional)::
       - joint: shoulder
         effort_limit: 5.0        # optional, overrides the URDF <limit effort>
     damping: {shoulder: 0.1}     # viscous joint damping, overrides URDF <dynamics damping>
-    prescribed: [string_left]    # kinematic joints: their next value is an input (seed 000 §VIII-B)
+    prescribed: [string_left]    # kinematic joints: their next value is an input (Johnson2015, §VIII-B)
     locked: {head_pan: 0.3, gripper: 0.0}   # or a list (at 0): welded at that position (joints mimicking them too)
-    constraints:                 # holonomic constraints h(q) = 0 (seed 000 eq. 28)
+    constraints:                 # holonomic constraints h(q) = 0 (Johnson2015, eq. 28)
       - type: coincident         # point_a on link_a == point_b on link_b ("world" allowed)
         link_a: l3
         point_a: [0, 0, -1]
@@ -21,7 +21,7 @@ Schema (every key optional)::
       - {type: distance, link_a: a, point_a: [0,0,0], link_b: b, point_b: [0,0,0], distance: 1.0}
       - {type: plane, link: foot, point: [0,0,0], normal: [0,0,1], offset: 0.0}
       - {type: joints, joints: [phi, phi_front], coefficients: [1, -1], offset: 0.0}   # Σ cᵢ qᵢ = offset
-    nonholonomic:                # velocity constraints A(q) q̇ = 0 (seed 003 §3), integrated by the GNI
+    nonholonomic:                # velocity constraints A(q) q̇ = 0 (Kobilarov2010, §3), integrated by the GNI
       - {type: knife_edge, link: body, point: [-0.5, 0, 0], direction: [0, 1, 0]}  # no slip along direction
       - {type: rolling, link: wheel, radius: 0.05, axis: [0, 1, 0], normal: [0, 0, 1],
          components: [longitudinal, lateral]}  # contact point of a disk at rest on the plane ⊥ normal
@@ -75,7 +75,7 @@ class Constraint:
 
 @dataclass(frozen=True)
 class NonholonomicConstraint:
-    """Velocity constraints A(q) q̇ = 0 of one contact (seed 003 §3, the rows μᵃ(q) of eq. 4).
+    """Velocity constraints A(q) q̇ = 0 of one contact (Kobilarov2010, §3, the rows μᵃ(q) of eq. 4).
 
     ``knife_edge``: the velocity of ``point`` (link frame) along the link-fixed ``direction`` vanishes (a skate
     or a wheel that cannot slip sideways; one row). ``rolling``: a disk of ``radius`` about the link-frame
@@ -123,7 +123,7 @@ def _finite(v: Any) -> bool:
 
 
 # The stated range of every number of a system YAML (docs/reliability.md; vi_control.model.limits), as a table the
-# validation reads and test/test_boundaries_tables.py tries at both ends of each entry. Keys: ``[]`` each entry of
+# validation reads and test_boundaries_tables.py tries at both ends of each entry. Keys: ``[]`` each entry of
 # a list, ``*`` any joint, ``[type=…]`` a constraint of that type.
 _LENGTH, _SIGNED_COEF = Bound(-MAX_LENGTH, MAX_LENGTH), Bound(-MAX_COEFFICIENT, MAX_COEFFICIENT)
 SYSTEM_BOUNDS: dict[str, Bound] = {

@@ -3,7 +3,7 @@
 Pinocchio's parser is the parser; this module only checks what Pinocchio accepts silently or
 reports vaguely (missing parents, loops, unphysical inertias, unsupported joints) so the user
 gets an error naming the joint or link, and rewrites ``continuous`` joints as unbounded
-revolute joints so every configuration variable is an angle (seed 000 works in generalized
+revolute joints so every configuration variable is an angle (Johnson2015 works in generalized
 coordinates; Pinocchio would otherwise use a (cos, sin) pair).
 """
 

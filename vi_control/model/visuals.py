@@ -183,28 +183,3 @@ BUNDLED_VISUALS = {"biped5": dict(fit=True), "biped5_pinned": dict(fit=True),
 def bundled_visuals(stem: str, xml: str) -> str:
     """A bundled URDF (by file stem) with its visuals drawn afresh: what urdf/<stem>.urdf holds."""
     return add_visuals(dynamics_text(xml), **BUNDLED_VISUALS.get(stem, {}))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m vi_control.model.visuals [--check]``: redraw the visuals of the bundled URDFs in urdf/."""
-    import sys
-
-    from .bundled import GENERATED, share_dir
-
-    check = "--check" in (sys.argv[1:] if argv is None else argv)
-    stale = []
-    for path in sorted((share_dir() / "urdf").glob("*.urdf")):
-        if path.stem in GENERATED or path.stem == "marionette":  # their generators draw them
-            continue
-        text = path.read_text(encoding="utf-8")
-        new = bundled_visuals(path.stem, text)
-        if new != text:
-            stale.append(path.name)
-            if not check:
-                path.write_text(new, encoding="utf-8")
-    print(("stale: " if check else "redrawn: ") + (", ".join(stale) or "none"))
-    return 1 if check and stale else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

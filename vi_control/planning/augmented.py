@@ -3,7 +3,7 @@
 A stiff terminal weight (Qf ~ 1e6) is the usual way to make a shooting method end at a goal, and the reason
 acrobot and cart-pole swing-ups took 100+ DDP iterations whose path hinged on round-off: the model predicts
 removing the whole terminal error in one step, the line search accepts a few percent of it, and small
-differences grow ~1.6× per iteration (docs/performance_planner.md). Here the goal is an equality constraint
+differences grow ~1.6× per iteration (docs/benchmarks/planner.md). Here the goal is an equality constraint
 h = x_N − x_goal and DDP solves a sequence of well-conditioned problems
 
     J_ρ,λ = J + λᵀh + ρ/2 ‖h‖²,        λ ← λ + ρ h,   ρ ← 10ρ when ‖h‖ did not shrink ×4

@@ -1,13 +1,13 @@
-"""Whole-horizon compiled DDP (issue 13 item 1): one C call per pass over all N stages, or for the whole loop.
+"""Whole-horizon compiled DDP: one C call per pass over all N stages, or for the whole loop.
 
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
-trajectory (seed 000 eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
+trajectory (Johnson2015, eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
 backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
-(``mechanics/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``lqr_kernel.c``), which calls the model's
+(``planning/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``control/csrc/lqr_kernel.c``), which calls the model's
 generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
 same for every model: it is compiled once into the cache (``mechanics.codegen``) and needs no gcc time per model.
 For a QuadraticTrackingCost without a metric, ``CompiledStages.iterate`` runs ddp's iterations themselves in C
-(``ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
+(``planning/csrc/ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
 acceptance, stopping rule) and hands back histories, from which ddp builds its result and log; otherwise ddp's
 Python loop drives the compiled passes.
 
@@ -15,7 +15,8 @@ The fast path is chosen by capability, never by class: a system whose ``compiled
 ``integrators.base.CompiledStage`` (today MidpointVI and its subclass, the GNI, when their step is generated C)
 gets ``CompiledStages``; any other ``Linearizable`` takes ddp's numpy path, which stays the general one. The kernel
 computes the numpy path's operations (same algorithm, same branch tests), so the two agree to round-off
-(test/test_planning_compiled.py). Nothing is kept between calls: every pass writes fresh arrays.
+(test/planning/test_planning_compiled.py). Built stages are reused per system, thread and box
+(``compiled_stages``), their workspaces with them; no value is kept between calls: every pass writes fresh arrays.
 ``VI_CONTROL_COMPILED_PLANNER=0`` (or ``ENABLED = False``) forces the numpy path.
 """
 
@@ -25,6 +26,8 @@ import ctypes
 import functools
 import math
 import os
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -36,10 +39,13 @@ from ..integrators.base import CompiledStage, Linearizable, SingularityError, St
 from ..linearization import Linearization
 from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C
+from ..model.errors import renamed_keyword
 from .shooting import local_model, rollout
 
-KERNEL_C = DENSE_LU_C + "".join((resources.files("vi_control.mechanics") / "csrc" / f).read_text()
-                                 for f in ("ddp_kernel.c", "lqr_kernel.c", "ddp_loop.c"))
+KERNEL_C = DENSE_LU_C + "".join((resources.files(package) / "csrc" / f).read_text()
+                                 for package, f in (("vi_control.planning", "ddp_kernel.c"),
+                                                    ("vi_control.control", "lqr_kernel.c"),
+                                                    ("vi_control.planning", "ddp_loop.c")))
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
@@ -51,7 +57,7 @@ _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 def kernel_library() -> ctypes.CDLL | None:
     """The model-independent kernel library (compiled on first use, then loaded from the cache); None without a
     C compiler (the planner then takes the numpy path)."""
-    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen._DEFAULT_CFLAGS).split()
+    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
     so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", flags, "the planner's compiled kernel (using numpy)")
     if so is None:
         return None
@@ -69,7 +75,7 @@ def kernel_library() -> ctypes.CDLL | None:
 
 def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.ndarray
            ) -> tuple[np.ndarray, np.ndarray]:
-    """``control.lqr.tv_lqr`` (seed 000 eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
+    """``control.lqr.tv_lqr`` (Johnson2015, eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
     constant over the horizon; the numpy version for anything else (stacked weights, no compiler, ``ENABLED``
     off). Returns (K (N, nu, nx), P (N+1, nx, nx)); ValueError for what ``lqr.check_weight``/``check_system`` refuse
     (R must be positive definite, so R + BᵀPB is), LinAlgError if the C solve still meets a singular pivot."""
@@ -103,10 +109,11 @@ def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], l
 
 
 def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterations: int = 60,
-         tol: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
+         tolerance: float = 1e-13, *, tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``control.lqr.dlqr`` (the same doubling algorithm, stopping test and gain formula) as one C call for matrix
     weights — in Python its ~18 small solves cost ~0.5 ms, a tenth of a panda plan; the numpy version for anything
     else (no compiler, ``ENABLED`` off). Returns (K, P); LinAlgError as ``lqr.dlqr``."""
+    tol = renamed_keyword("dlqr", "tol", tol, "tolerance", tolerance)
     A, B = lqr.check_system(A, B, stacked=False)
     nx, nu = B.shape
     Q, R = lqr.check_weight(Q, nx, "Q"), lqr.check_weight(R, nu, "R", definite=True)
@@ -125,10 +132,20 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterati
     return K, P
 
 
+# Built stages per system (weakly: they go with it) and per (thread, everything their context is built from):
+# building one costs ~0.1 ms of ctypes and workspace setup, ~2 % of a panda plan, and a receding-horizon loop
+# asks for the same stages every cycle. Per thread, because the passes release the GIL and the context holds
+# the workspaces.
+_STAGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STAGES_PER_SYSTEM = 8
+
+
 def compiled_stages(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray,
                     second_order: bool = True) -> CompiledStages | None:
     """``CompiledStages`` for this system, horizon and input box, or None (numpy path): no capability, a step that
-    is not compiled C, no C compiler, or ``ENABLED`` off."""
+    is not compiled C, no C compiler, or ``ENABLED`` off. The same stages come back for the same system, kernel,
+    settings, horizon and box in the same thread (their context and workspaces reused; every pass still writes
+    fresh arrays)."""
     get = getattr(vi, "compiled_stage", None)
     if not ENABLED or get is None:
         return None
@@ -136,7 +153,25 @@ def compiled_stages(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray,
     if not isinstance(stage, CompiledStage) or stage.kernel.ny < 1 or stage.kernel.nx != vi.state.ndx:
         return None
     lib = kernel_library()
-    return None if lib is None else CompiledStages(lib, vi, stage, N, lo, hi)
+    if lib is None:
+        return None
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    k = stage.kernel
+    key = (lib, threading.get_ident(), int(N), lo.tobytes(), hi.tobytes(), stage.settings, stage.chord,
+           stage.chord_rate_max, k.newton, k.linearize, k.hessian, k.n_iw, k.n_w, k.n_ws, k.nq, k.nd, k.nk, k.nc,
+           k.ny, k.nz, k.nx, k.n_inputs, k.dt, k.max_configuration, k.idx.tobytes(), k.rot.tobytes())
+    try:
+        built = _STAGES.setdefault(vi, {})
+    except TypeError:  # (a system that cannot be weakly referenced: built afresh every time)
+        return CompiledStages(lib, vi, stage, N, lo, hi)
+    hit = built.get(key)
+    if hit is None:
+        if len(built) >= _STAGES_PER_SYSTEM:
+            built.pop(next(iter(built)))
+        hit = built[key] = CompiledStages(lib, vi, stage, N, lo, hi)
+    else:
+        hit.settle()
+    return hit
 
 
 class _Arena:
@@ -147,6 +182,7 @@ class _Arena:
     fresh output arrays."""
 
     CHUNK = 1 << 14  # doubles per chunk (128 KiB)
+    KEEP = 512  # arrays remembered before ``settle`` forgets them
 
     def __init__(self):
         self._known: dict[int, tuple[np.ndarray, int]] = {}
@@ -154,6 +190,17 @@ class _Arena:
         self._staged: dict[tuple, np.ndarray] = {}
         self._args = np.zeros(32, np.int64)  # the argument vector of a call (pointers)
         self._args_at = self._args.ctypes.data
+
+    def settle(self) -> bool:
+        """Forget the arrays handed out so far once there are many (between calls of a reused ``CompiledStages``:
+        ``_known`` holds every carved array alive). A forgotten array passed in again is copied like any other
+        input; outputs are always carved within their own call."""
+        if len(self._known) > self.KEEP:
+            self._known.clear()
+            self._staged.clear()
+            self._chunk, self._base, self._used = np.empty(0), 0, 0
+            return True
+        return False
 
     def carve(self, *shapes: tuple, int_index: int | None = None) -> list[np.ndarray]:
         """Fresh arrays of these shapes (float64; the one at ``int_index`` int64), never handed out before."""
@@ -245,6 +292,12 @@ class CompiledStages:
         self._call = lib.vi_plan_call
         self._arena = _Arena()
         self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)  # μ, second order
+
+    def settle(self) -> None:
+        """Before reuse (``compiled_stages``): let the arena forget old arrays, and carve μ's and the flag's slots
+        anew when it did (the flag is read as int64, so it must not go through a float64 staging copy)."""
+        if self._arena.settle():
+            self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)
 
     def _run(self, which: int, arrays: list) -> int:
         return self._call(which, self._ctx, self._arena.pointers(arrays))

@@ -1,7 +1,7 @@
 """Continuation in the running state weight: a chaotic swing-up solved through better-conditioned neighbours.
 
 Single-shooting DDP on the acrobot is ill-conditioned early in a solve: one full step amplifies an input difference
-1e3–4e5× (docs/performance_planner.md), so round-off — or the Newton variant that solves each step — decides the
+1e3–4e5× (docs/benchmarks/planner.md), so round-off — or the Newton variant that solves each step — decides the
 path, and the iteration count varies by tens. A heavier running state weight (Q × s, s ≫ 1, the task's own reference)
 makes the backward pass's gains stabilize the closed-loop rollout, and the same iterations are well-conditioned. So
 the problem is solved for a decreasing sequence of scales s₁ > s₂ > … > 1, each stage for a few iterations from the

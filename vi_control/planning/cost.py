@@ -1,4 +1,4 @@
-"""Quadratic tracking cost of a (possibly infeasible) reference (seed 000 §VIII-A).
+"""Quadratic tracking cost of a (possibly infeasible) reference (Johnson2015, §VIII-A).
 
 J = Σ_{k<N} ½‖x_k − x_ref,k‖²_Q + ½‖u_k − u_ref,k‖²_R + ½‖x_N − x_ref,N‖²_Qf.
 

@@ -8,7 +8,7 @@ V'_x = V_x(k+1):
     Q_ux = l_ux + BᵀV'_xxA + Σᵢ V'_x,i ∂²fᵢ/∂u∂x
     Q_uu = l_uu + BᵀV'_xxB + Σᵢ V'_x,i ∂²fᵢ/∂u²
 
-The Σᵢ terms are the second-order linearization of seed 000 (eqs. 16–27) contracted with the
+The Σᵢ terms are the second-order linearization of Johnson2015 (eqs. 16–27) contracted with the
 covector V'_x — exactly ``second_order_contraction(vi, x, u, V'_x)``; iLQR drops them.
 Regularization (Tassa, Erez, Todorov 2012, their eq. 10): the cost-to-go is shifted, V'_xx + μI, which
 enters as Q_uu + μBᵀB and Q_ux + μBᵀA — scale-aware where a shift of Q_uu alone is not; μ in multiples of
@@ -197,7 +197,7 @@ def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: n
                            weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                            input_limits: np.ndarray | None = None) -> np.ndarray | None:
     """Initial inputs (N, nu) of a closed-loop rollout from x0 that follows (X, U) under TV-LQR gains:
-    u_k = clip(U_k + K_k (X_k ⊖ x_k)), the controller's law (seed 000 §VIII). Open loop, such a guess falls away
+    u_k = clip(U_k + K_k (X_k ⊖ x_k)), the controller's law (Johnson2015, §VIII). Open loop, such a guess falls away
     from an unstable trajectory before the optimizer starts (a pendulum held at the top), or, from a start 0.01 rad
     off, ends far from a swing-up's goal (the acrobot's rollout amplifies a difference ~1e3×). None if a step fails.
 
@@ -206,8 +206,8 @@ def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: n
     - ``K`` (N, nu, ndx): a plan's own (the warm start of a re-plan). X is then a trajectory of this system:
       Newton starts each step at X's next state shifted by x_k ⊖ X_k, and the rollout runs in C where the system
       has compiled stages (``stage_passes``).
-    - ``weights`` = (Q, R, Qf): TV-LQR (seed 000 eq. 36) of (X, U) itself, a reference that need not satisfy the
-      dynamics (a step, seed 000 eq. 35; a resampled collocation): Newton starts at the step's own predictor, as
+    - ``weights`` = (Q, R, Qf): TV-LQR (Johnson2015, eq. 36) of (X, U) itself, a reference that need not satisfy the
+      dynamics (a step, Johnson2015, eq. 35; a resampled collocation): Newton starts at the step's own predictor, as
       X's states may be far from any solution (the task's ``initial_guess: feedback``, the collocation polish).
     """
     if (K is None) == (weights is None):
@@ -254,8 +254,10 @@ def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.nda
         B = linearize(vi, x, u, result).B
     except StepError:  # (the iterations will meet it themselves)
         return 1.0
-    bb = float(np.linalg.norm(B, 2)) ** 2
-    w = float(np.linalg.norm(cost.R + B.T @ (cost.Q + cost.Qf) @ B, 2))
+    # (largest eigenvalues of symmetric matrices: the 2-norms squared of B and of the positive semidefinite W,
+    # at half the cost of two SVDs)
+    bb = float(np.linalg.eigvalsh(B.T @ B)[-1])
+    w = float(np.abs(np.linalg.eigvalsh(cost.R + B.T @ (cost.Q + cost.Qf) @ B)).max())
     c = w / bb if bb > 0.0 else 1.0
     # (no lower cap in use: 1e-250 only keeps 1e-9·c a normal number, so that a failed pass always raises μ)
     return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
@@ -285,7 +287,7 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
         tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
         metric: tuple[np.ndarray, np.ndarray] | None = None, method: str | None = None,
         X0: np.ndarray | None = None) -> OptimizerResult:
-    """DDP (``second_order=True``, seed 000's second-order method) or iLQR from the inputs U0.
+    """DDP (``second_order=True``, Johnson2015's second-order method) or iLQR from the inputs U0.
 
     ``X0``: the trajectory U0 produced before (warm start of the initial rollout's Newton steps). Stops when the
     directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls below ``tolerance`` (the seed's

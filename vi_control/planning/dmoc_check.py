@@ -1,7 +1,7 @@
 """Second-order check of a DMOC solution: is the point Newton found a strict local minimum, or only stationary?
 
-Algorithm 5.2 of seed 002 (§5) solves the discrete *necessary* conditions (31) by Newton; saddle points of the
-discrete problem satisfy them too (issue 35: a vehicle maneuver whose Newton point had 11 negative reduced
+Algorithm 5.2 of Jimenez2013 (§5) solves the discrete *necessary* conditions (31) by Newton; saddle points of the
+discrete problem satisfy them too (e.g. a vehicle maneuver whose Newton point had 11 negative reduced
 curvatures and a cost 34 % above a nearby minimum). The check works on the same discrete problem written as a
 nonlinear program, ``dmoc_nlp.transcription`` (min f(w) s.t. c(w) = 0, w = (ξ, ν, g, u)): at Newton's point w*
 
@@ -16,6 +16,13 @@ nonlinear program, ``dmoc_nlp.transcription`` (min f(w) s.t. c(w) = 0, w = (ξ, 
 
 The eigenvector of the smallest eigenvalue, Zv, is a direction of negative curvature: where the check fails,
 ``planning.dmoc`` restarts along it (and from IPOPT) and checks again.
+
+With input bounds |u_i| ≤ b_i (the bounded re-solve of ``vehicle.plan_maneuver``), an input at its bound (within
+``ACTIVE_RTOL``) is an active constraint: it is held fixed (its column leaves S and G), the multipliers y come from
+the free inputs alone, and the residual of ∇f + Jᵀy at the active inputs is the bound's multiplier, whose sign must
+push against the bound (at +b: ∇f + Jᵀy ≤ 0; at −b: ≥ 0; Nocedal & Wright Thm. 12.1). An active input whose
+multiplier is zero to round-off (weakly active) is kept free: positive curvature on that larger subspace is
+sufficient for the critical cone (Thm. 12.6).
 """
 
 from __future__ import annotations
@@ -27,14 +34,16 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from .dmoc import DMOCProblem
 from .dmoc_nlp import nlp_parameters, nlp_point, transcription
+from .dmoc_problem import DMOCProblem
 
-__all__ = ["SecondOrderCheck", "second_order_check", "EIGENVALUE_RTOL"]
+__all__ = ["SecondOrderCheck", "second_order_check", "EIGENVALUE_RTOL", "ACTIVE_RTOL"]
 
 # An eigenvalue of the reduced Hessian counts as zero below this fraction of the largest |eigenvalue| (round-off in
 # a ~10²–10³-dimensional dense eigenproblem is ~1e-13 of it; the vehicle's smallest positive curvatures are ~1e-3).
 EIGENVALUE_RTOL = 1e-8
+# An input counts as at its bound within this fraction of the bound (IPOPT's interior point stops ~1e-9 inside it).
+ACTIVE_RTOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -48,24 +57,30 @@ class SecondOrderCheck:
     stationarity: float  # ‖∇f + Jᵀy‖∞ / max(1, ‖∇f‖∞) with the least-squares multipliers y
     rank_deficiency: int  # 2n minus the rank of the terminal block G (LICQ: 0; all rows if the steps are singular)
     direction: np.ndarray  # Zv of the smallest eigenvalue in the NLP's variables w, max-norm 1 (a saddle's descent)
+    active_bounds: int = 0  # inputs held at a bound (strictly active: multiplier not zero)
+    wrong_sign_bounds: int = 0  # active inputs whose multiplier pulls away from the bound (the cost falls inside)
 
     @property
     def minimum(self) -> bool:
-        """A strict local minimum: the reduced Hessian positive definite, LICQ, and stationary to 1e-6."""
+        """A strict local minimum: the reduced Hessian positive definite, LICQ, stationary to 1e-6, and every
+        active bound's multiplier of the right sign."""
         return self.inertia[1] == 0 and self.inertia[2] == 0 and self.rank_deficiency == 0 \
-            and self.stationarity <= 1e-6
+            and self.stationarity <= 1e-6 and self.wrong_sign_bounds == 0
 
     def __str__(self) -> str:
         pos, neg, zero = self.inertia
         kind = "strict local minimum" if self.minimum else ("saddle" if neg else "not a strict minimum")
+        bounds = (f", {self.active_bounds} inputs at their bounds ({self.wrong_sign_bounds} with a multiplier of the "
+                  "wrong sign)") if self.active_bounds or self.wrong_sign_bounds else ""
         return (f"{kind}: reduced Hessian {pos} positive, {neg} negative, {zero} zero eigenvalues (smallest "
-                f"{self.min_eigenvalue:.3g}), KKT inertia {self.kkt_inertia}")
+                f"{self.min_eigenvalue:.3g}), KKT inertia {self.kkt_inertia}{bounds}")
 
 
 def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.ndarray, u_minus: np.ndarray,
-                       u_plus: np.ndarray) -> SecondOrderCheck:
+                       u_plus: np.ndarray, bounds: np.ndarray | None = None) -> SecondOrderCheck:
     """The check (module docstring) at the trajectory ξ_k (N, n), ν_k (N+1, n), g_k (N+1, s, s), u_k^± (N, m) of
-    ``prob`` (a ``DMOCResult``'s fields)."""
+    ``prob`` (a ``DMOCResult``'s fields); ``bounds`` (m,): the input bounds |u_i| ≤ b_i the point was solved
+    under (None: unbounded)."""
     tr = transcription(prob.body.group, prob.retraction, prob.horizon, prob.body.input_matrix.shape[1],
                        prob.inputs, "l2")
     w = nlp_point(prob, xi, nu, g, u_minus, u_plus)
@@ -93,19 +108,42 @@ def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.
         lu = splu(JD[:, :nz].tocsc())
     except RuntimeError:  # singular step Jacobian: no LICQ by this partition
         return SecondOrderCheck(np.nan, np.nan, (0, 0, 0), None, np.inf, m_c, np.zeros(n_w))
-    S = -lu.solve(JD[:, nz:].toarray())
-    G = JT[:, :nz] @ S + JT[:, nz:].toarray()
-    _, sv, Vt = np.linalg.svd(G)
-    rank_G = int((sv > 1e-10 * sv.max()).sum())
-    Zu = Vt[rank_G:].T
-    # multipliers: Jᵀy = −∇f by the same partition (yᵀ from least squares on Gᵀ, yᴰ by one transposed solve)
-    g_red = grad[nz:] + S.T @ grad[:nz]
-    y = np.zeros(m_c)
-    y[T] = np.linalg.lstsq(G.T, -g_red, rcond=None)[0]
-    y[Drows] = -lu.solve(grad[:nz] + JT[:, :nz].T @ y[T], trans="T")
-    stat = float(np.abs(grad + J.T @ y).max() / max(1.0, np.abs(grad).max()))
+    S_all = -lu.solve(JD[:, nz:].toarray())
+    G_all = JT[:, :nz] @ S_all + JT[:, nz:].toarray()
+    n_u = n_w - nz
+    free = np.ones(n_u, bool)
+    at_upper = np.zeros(n_u, bool)
+    if bounds is not None:  # the inputs at a bound (w's inputs: one row of m per held step or per u_k^±)
+        b = np.tile(np.asarray(bounds, float), n_u // len(bounds))
+        u = w[nz:]
+        at_upper = u >= b * (1 - ACTIVE_RTOL)
+        free = ~(at_upper | (u <= -b * (1 - ACTIVE_RTOL)))
+    active_bounds = wrong_sign = 0
+    for _ in range(2):  # once with every input at a bound held, once more with the weakly active ones freed
+        S, G = S_all[:, free], G_all[:, free]
+        _, sv, Vt = np.linalg.svd(G)
+        rank_G = int((sv > 1e-10 * sv.max()).sum()) if sv.size else 0
+        Zu = Vt[rank_G:].T
+        # multipliers: Jᵀy = −∇f by the same partition on the free inputs (yᵀ from least squares on Gᵀ, yᴰ by one
+        # transposed solve); at the held inputs, ∇f + Jᵀy is the bound's multiplier
+        g_red = grad[nz:][free] + S.T @ grad[:nz]
+        y = np.zeros(m_c)
+        y[T] = np.linalg.lstsq(G.T, -g_red, rcond=None)[0]
+        y[Drows] = -lu.solve(grad[:nz] + JT[:, :nz].T @ y[T], trans="T")
+        r = grad + J.T @ y
+        held = ~free
+        z = r[nz:][held]
+        weak = np.abs(z) <= 1e-8 * max(1.0, np.abs(grad).max())
+        if not weak.any():
+            break
+        free[np.flatnonzero(held)[weak]] = True
+    active_bounds = int((~free).sum())
+    wrong_sign = int(np.sum(np.where(at_upper[~free], z > 0, z < 0))) if active_bounds else 0
+    stat = float(np.abs(np.r_[r[:nz], r[nz:][free]]).max() / max(1.0, np.abs(grad).max()))
     H = sp.diags(D) @ kkt(w, y * pp / E, p)[2].sparse() @ sp.diags(D) / pp
-    Z = np.vstack([S @ Zu, Zu])
+    Zfull = np.zeros((n_u, Zu.shape[1]))
+    Zfull[free] = Zu
+    Z = np.vstack([S @ Zu, Zfull])
     # eigenvalues of the reduced Hessian in an orthonormal basis of the null space: Zᵀ H Z v = λ ZᵀZ v (the same
     # as QᵀHQ for Z = QR)
     ev, V = sla.eigh(Z.T @ (H @ Z), Z.T @ Z)
@@ -113,11 +151,14 @@ def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.
     tiny = EIGENVALUE_RTOL * scale
     inertia = (int((ev > tiny).sum()), int((ev < -tiny).sum()), int((np.abs(ev) <= tiny).sum()))
     rank_deficiency = n2 - rank_G
-    kkt_inertia = (inertia[0] + m_c, inertia[1] + m_c, inertia[2]) if rank_deficiency == 0 else None
+    m_active = m_c + active_bounds  # the bounds held are constraints of the KKT matrix too
+    kkt_inertia = (inertia[0] + m_active, inertia[1] + m_active, inertia[2]) if rank_deficiency == 0 else None
     direction = D * (Z @ V[:, 0]) if ev.size else np.zeros(n_w)
     return SecondOrderCheck(min_eigenvalue=float(ev[0]) if ev.size else np.inf, max_eigenvalue=scale,
                             inertia=inertia, kkt_inertia=kkt_inertia, stationarity=stat,
-                            rank_deficiency=rank_deficiency, direction=direction / np.abs(direction).max())
+                            rank_deficiency=rank_deficiency,
+                            direction=direction / max(float(np.abs(direction).max()), 1e-300),
+                            active_bounds=active_bounds, wrong_sign_bounds=wrong_sign)
 
 
 def _scales(tr, p: float) -> tuple[np.ndarray, np.ndarray]:

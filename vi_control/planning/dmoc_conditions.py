@@ -1,4 +1,4 @@
-"""The per-step conditions of DMOC (seed 002 §5, eqs. 26–31) as one compiled CasADi function, and the sparsity
+"""The per-step conditions of DMOC (Jimenez2013, §5, eqs. 26–31) as one compiled CasADi function, and the sparsity
 structure of the Newton system they assemble into (``planning.dmoc``'s solver fills it every iteration)."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ __all__ = ["constraint_size", "step_conditions", "jacobian_pattern", "csc_struct
 # ---- the per-step conditions (symbolic, compiled once per structure) ------------------------------------------
 def constraint_size(n: int, r: int, inputs: str) -> int:
     """c, the size of the step's constraint Φ_k and of its multiplier λ_k on an n-dimensional group with r
-    unactuated directions: (Φ_k⁻, Φ_k⁺) = N_Bᵀ(W_k⁻, W_k⁺) for ``inputs='split'`` (seed 002 eq. 23), (Φ_k⁻,
+    unactuated directions: (Φ_k⁻, Φ_k⁺) = N_Bᵀ(W_k⁻, W_k⁺) for ``inputs='split'`` (Jimenez2013, eq. 23), (Φ_k⁻,
     W_k⁻ − W_k⁺) for ``'hold'`` (u_k⁻ = u_k⁺)."""
     return 2 * r if inputs == "split" else r + n
 
 
 @cache
 def step_conditions(group_name: str, kind: str, m: int, r: int, inputs: str) -> FunctionSet:
-    """The compiled per-step conditions of DMOC (seed 002 eqs. 26–31) for a group, retraction ``kind``, m inputs,
+    """The compiled per-step conditions of DMOC (Jimenez2013, eqs. 26–31) for a group, retraction ``kind``, m inputs,
     r unactuated directions and the ``inputs`` mode; its function ``"step"`` maps (a, p) to one column.
 
     For a = (ν_k, ξ_k, ν_{k+1}, λ_k): out = ((dτ⁻¹_{−hξ})ᵀ∂_ξS, (dτ⁻¹_{hξ})ᵀ∂_ξS, ∂_νS, ∂_{ν'}S, Φ), ∂out/∂a,
@@ -134,8 +134,8 @@ def entry_scales(structure: tuple[np.ndarray, np.ndarray, np.ndarray], rs: np.nd
     """cs[j]/rs[i] for every stored entry (i, j) of the CSC ``structure`` (``csc_structure``): diag(1/rs)·J·diag(cs)
     by scaling J's data in place. Sparse products would drop the entries that happen to be zero and can leave a
     structurally singular matrix (rank 600 of 602 on a heave goal), on which SuperLU's factorization reads
-    uninitialized memory and crashed the process (1 run in 4); the fixed structure keeps it on the numerically
-    singular path, which reports the singularity."""
+    uninitialized memory and can crash the process; the fixed structure keeps it on the numerically singular path,
+    which reports the singularity."""
     _, indices, indptr = structure
     return cs[np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))] / rs[indices]
 

@@ -1,5 +1,5 @@
-"""Newton with Levenberg–Marquardt on DMOC's necessary conditions (seed 002 Alg. 5.2, §5): ``planning.dmoc``'s
-solver loop, over a ``_Conditions`` (the conditions (31) and their sparse Jacobian), in the units of a unit body."""
+"""Newton with Levenberg–Marquardt on DMOC's necessary conditions (Jimenez2013, Alg. 5.2, §5): ``planning.dmoc``'s
+solver loop, over a ``DMOCConditions`` (the conditions (31) and their sparse Jacobian), in the units of a unit body."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from scipy.sparse.linalg import splu
 from .dmoc_conditions import entry_scales, scaled_evaluation
 
 if TYPE_CHECKING:
-    from .dmoc import _Conditions
+    from .dmoc_problem import DMOCConditions
 
 __all__ = ["NewtonStats", "newton_lm"]
 
@@ -25,10 +25,10 @@ class NewtonStats:
     history: list[float] = field(default_factory=list)
 
 
-def newton_lm(cond: _Conditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
+def newton_lm(cond: DMOCConditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
               log=None) -> tuple[np.ndarray, float, bool, tuple]:
     """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged, (F, parts) at w), ‖F‖∞ and the steps in the units of
-    a body whose momentum at unit velocity is at most 1 (``_Conditions.scales``).
+    a body whose momentum at unit velocity is at most 1 (``DMOCConditions.scales``).
 
     Full Newton steps are taken while the merit ‖DF‖₂ does not grow more than ``_WATCHDOG``-fold (quadratic
     convergence often passes through one larger residual); else backtracking, and where that fails a

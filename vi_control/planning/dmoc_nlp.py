@@ -9,7 +9,7 @@ variables ξ_k, ν_1…ν_{N−1}, g_1…g_{N−1}, u_k^± (``inputs='hold'``: o
   Newton fails from the guess: IPOPT's point, polished by Newton on conditions (31));
 - ``bounds``: u_min ≤ u ≤ u_max; IPOPT's infeasibility verdict is how a goal unreachable under the thruster or
   torque limits is told apart from a hard solve;
-- ``cost='l1'``: seed 002 §6.2, ∫‖u‖₁ dt ≈ (h/2)Σ(‖u_k⁻‖₁ + ‖u_k⁺‖₁) with u = u_pos − u_neg, u_pos, u_neg ≥ 0
+- ``cost='l1'``: Jimenez2013, §6.2, ∫‖u‖₁ dt ≈ (h/2)Σ(‖u_k⁻‖₁ + ‖u_k⁺‖₁) with u = u_pos − u_neg, u_pos, u_neg ≥ 0
   (a smooth program whose optimum switches inside a step: bang-off-bang).
 """
 
@@ -24,15 +24,21 @@ import numpy as np
 
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction, get_group
-from .dmoc import DMOCProblem, _check_guess, check_dmoc_options, geodesic_guess, input_split
+from ..model.errors import renamed_keyword
+from .dmoc_problem import DMOCProblem, check_dmoc_options, check_guess, geodesic_guess, input_split
 from .errors import ipopt_iterations
+from .result import SolverResult
 
 __all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "Transcription", "transcription",
            "nlp_parameters", "nlp_point"]
 
 
 @dataclass
-class IpoptResult:
+class IpoptResult(SolverResult):
+    """What ``solve_ipopt`` and ``solve_l1`` return: the discrete trajectory (ξ_k, ν_k), the inputs u_k⁻, u_k⁺ and
+    their multipliers y_k⁻, y_k⁺ (Jimenez2013, Alg. 5.2 written as an NLP), the cost, IPOPT's iterations and
+    status, and the CPU seconds of the solve and of building the problem."""
+
     xi: np.ndarray  # (N, n)
     nu: np.ndarray  # (N+1, n)
     u_minus: np.ndarray  # (N, m)
@@ -45,6 +51,11 @@ class IpoptResult:
     success: bool
     solve_time: float  # CPU seconds of IPOPT (building the problem excluded)
     build_time: float
+
+    @property
+    def converged(self) -> bool:
+        """IPOPT's ``success`` (``SolverResult``)."""
+        return self.success
 
     @property
     def infeasible(self) -> bool:
@@ -174,9 +185,11 @@ def _solver(tr: Transcription, tol: float, max_iterations: int, print_level: int
 
 
 def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None = None,
-                xi_guess: np.ndarray | None = None, tol: float = 1e-12, max_iterations: int = 500,
-                print_level: int = 0) -> IpoptResult:
-    """IPOPT on the discrete problem of ``prob`` (module docstring). ``bounds``: |u_i| ≤ bounds_i (or None)."""
+                xi_guess: np.ndarray | None = None, tolerance: float = 1e-12, max_iterations: int = 500,
+                print_level: int = 0, *, tol: float | None = None) -> IpoptResult:
+    """IPOPT on the discrete problem of ``prob`` (module docstring). ``bounds``: |u_i| ≤ bounds_i (or None);
+    ``tolerance`` IPOPT's (``tol``: its deprecated name)."""
+    tol = renamed_keyword("solve_ipopt", "tol", tol, "tolerance", tolerance)
     if cost not in ("l2", "l1"):
         raise ValueError(f"cost must be 'l2' or 'l1', got {cost!r}")
     check_dmoc_options(tol, max_iterations)
@@ -190,7 +203,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     nu0, nuN = pv[-2 * n:-n], pv[-n:]
     hold = n_u == 1
     # the guess: the geodesic's ξ, ν from eq. 32, u from its W (least squares)
-    xi0 = geodesic_guess(prob) if xi_guess is None else _check_guess(prob, xi_guess)
+    xi0 = geodesic_guess(prob) if xi_guess is None else check_guess(prob, xi_guess)
     mus = [momenta(ret, I, h, x) for x in xi0]
     nus = [nu0] + [0.5 * (mus[k][0] + mus[k - 1][1]) for k in range(1, N)] + [nuN]
     Bp = input_split(B)[0]
@@ -242,12 +255,14 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
 
 
 def solve_l1(prob: DMOCProblem, bounds: np.ndarray | None = None, xi_guess: np.ndarray | None = None,
-             tol: float = 1e-10, max_iterations: int = 500) -> IpoptResult:
-    """L1 control (seed 002 §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
+             tolerance: float = 1e-10, max_iterations: int = 500, *, tol: float | None = None) -> IpoptResult:
+    """L1 control (Jimenez2013, §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
     ``bounds_i`` (default the body's effort limits; an infinite limit leaves u_i free), u_k⁻ and u_k⁺
     separate with ``inputs='split'`` so the control can switch inside a step: ``solve_ipopt(prob, cost='l1')``."""
+    tolerance = renamed_keyword("solve_l1", "tol", tol, "tolerance", tolerance)
     lim = prob.body.effort_limits if bounds is None else np.asarray(bounds, float)
-    return solve_ipopt(prob, cost="l1", bounds=lim, xi_guess=xi_guess, tol=tol, max_iterations=max_iterations)
+    return solve_ipopt(prob, cost="l1", bounds=lim, xi_guess=xi_guess, tolerance=tolerance,
+                       max_iterations=max_iterations)
 
 
 def multipliers_for_newton(prob: DMOCProblem, res: IpoptResult) -> np.ndarray:

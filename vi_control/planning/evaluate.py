@@ -1,4 +1,4 @@
-"""Running a plan: closed loop u = U_k + K_k (X_k − x) (seed 000 eq. 37) or open loop u = U_k, on the VI."""
+"""Running a plan: closed loop u = U_k + K_k (X_k − x) (Johnson2015, eq. 37) or open loop u = U_k, on the VI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""First-order trajectory optimization (seed 000 §VIII-A, Fig. 3's first-order method).
+"""First-order trajectory optimization (Johnson2015, §VIII-A, Fig. 3's first-order method).
 
 ``projection_gradient`` is the first-order projection-operator method the seed's trep library uses: the
 descent direction minimizes the first-order change of J plus a fixed quadratic metric ½(‖δx‖² + ‖δu‖²)

@@ -3,7 +3,7 @@
 The optimizers know the effort limits (DDP's box QP clips the inputs) but not the joints' velocity limits, and the
 controller node refuses a plan whose own states it would refuse as a measurement (control.runner.PlanRunner.admit:
 |q̇| beyond ``velocity_limit_factor`` × the URDF ``<limit velocity>``, q̇ = M(q)⁻¹p as for a measured state,
-control.intake.JointLimits) — the robot then does not move and, before issue 34, nobody was told. So every plan of a
+control.intake.JointLimits) — the robot then does not move, and without a check here nobody is told. So every plan of a
 request is verified here before it is returned (planning.requests), and a plan beyond a limit is refused with a
 ``PlanLimitsError`` that says which joint, when, by how much and what to do.
 """

@@ -1,5 +1,5 @@
 """Receding-horizon control (MPC) on the exact VI model: the task re-planned every ``period`` from the latest state,
-warm-started from the plan being executed, each new plan with its TV-LQR gains (seed 000 eq. 36) for the time until
+warm-started from the plan being executed, each new plan with its TV-LQR gains (Johnson2015, eq. 36) for the time until
 the next one.
 
 A cycle plans the task's window that starts where the executing plan has got to: the task's reference from its
@@ -10,6 +10,9 @@ executing plan receded to t_start under its gains (``plan_task``'s ``warm_start`
 is the cycle's ``max_iterations``: a cycle that stops there has still improved on the executing plan's continuation,
 and is accepted when its cost is finite and no higher than that continuation's (``Cycle.accepted``); otherwise the
 executing plan goes on.
+
+A cycle that continues an executing plan keeps that plan's law for its own first step (``cycle``): the command does
+not jump when the controller switches to the new plan, and the optimizer plans from the state one step on.
 
 ``RecedingHorizon`` holds what the cycles share — the task's whole reference from its start, the per-cycle task, the
 compiled solver (planning.compiled, cached per model) — so a cycle compiles nothing.
@@ -25,8 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..control.plan import Plan
+from ..control.tracking import tracking_law
 from ..integrators.base import Linearizable
-from .pipeline import plan_task, reference_trajectory, start_state
+from .pipeline import input_limits, plan_task, reference_trajectory, start_state
 from .shooting import OptimizerResult
 from .task import Task
 from .task_values import TaskError
@@ -85,6 +89,7 @@ class RecedingHorizon:
         self.X_ref = self.U_ref = None
         self._cycle_task = dataclasses.replace(task, max_iterations=int(s.max_iterations),
                                                tolerance=float(s.tolerance or task.tolerance), continuation={})
+        self._limits = input_limits(task, vi)
 
     @property
     def steps_per_cycle(self) -> int:
@@ -119,18 +124,45 @@ class RecedingHorizon:
 
     def cycle(self, t_start: float, x_start: np.ndarray, executing: Plan | None) -> Cycle:
         """Re-plan from the state ``x_start`` at ``t_start`` (on the clock of ``start``), warm-started from
-        ``executing`` receded to t_start (cold if it does not reach it)."""
+        ``executing`` receded to t_start (cold if it does not reach it).
+
+        Seamless switch: where ``executing`` runs at t_start (its step k there, t_start on its grid to ¼ Δt), the new
+        plan's step 0 is the executing law's own step k — X_0 = x_start, U_0 = its command there (clamped to the
+        limits the task plans under), K_0 = K_k, so U_0 + K_0 (X_0 − x) = U_k + K_k (X_k − x) for every state x
+        near x_start: the command does not jump at the switch, whatever the state the robot turns out to be in. The
+        optimizer plans the rest, from X_1 = f(x_start, U_0) over the window from step s+1 on. The cost of that
+        continuity is one step of delay in the reaction to the re-plan (the controller was committed to the
+        executing law until t_start anyway: the solve-time lead)."""
         step = self.step_at(t_start)
+        law, k = None, -1
+        if executing is not None and abs(executing.dt - self.vi.dt) < 1e-12:
+            k = int(round((t_start - executing.times[0]) / executing.dt))
+            if k >= 0 and abs(t_start - executing.times[0] - k * executing.dt) <= 0.25 * executing.dt:
+                law = tracking_law(executing, self.vi)
+        x_start = np.asarray(x_start, float)
+        if law is None:
+            return self._solve(t_start, step, x_start, None)
+        u0, _ = law.feedback(k, x_start)
+        if self._limits is not None:
+            u0 = np.clip(u0, -self._limits, self._limits)
+        K0 = law.reference(k)[2]
+        x1 = self.vi.step(x_start, u0)
+        warm = _fit(executing.receded(k + 1), self._horizon(step + 1)) if k + 1 < executing.horizon else None
+        tail = self._solve(t_start + self.vi.dt, step + 1, x1, warm)
+        p = tail.plan
+        plan = dataclasses.replace(p, times=t_start + np.arange(p.horizon + 2) * p.dt, X=np.vstack([x_start, p.X]),
+                                   U=np.vstack([u0, p.U]), K=np.concatenate([K0[None], p.K]))
+        return dataclasses.replace(tail, plan=plan, step=step)
+
+    def _horizon(self, step: int) -> int:
+        return len(self.window(step)[1])
+
+    def _solve(self, t_start: float, step: int, x_start: np.ndarray, warm: Plan | None) -> Cycle:
+        """The window from task step ``step`` planned from ``x_start`` at ``t_start``, warm from ``warm``."""
         X_ref, U_ref = self.window(step)
         N = len(U_ref)
-        warm = None
-        if executing is not None:
-            k = int(round((t_start - executing.times[0]) / executing.dt))
-            if 0 <= k < executing.horizon and abs(executing.dt - self.vi.dt) < 1e-12:
-                warm = _fit(executing.receded(k), N)
         task = dataclasses.replace(self._cycle_task, horizon=N)
-        plan, res = plan_task(self.vi, task, x0=np.asarray(x_start, float), log=self.log, reference=(X_ref, U_ref),
-                              warm_start=warm)
+        plan, res = plan_task(self.vi, task, x0=x_start, log=self.log, reference=(X_ref, U_ref), warm_start=warm)
         warm_cost = float(res.cost_history[0]) if warm is not None and res.cost_history else math.inf
         accepted = bool(np.isfinite(res.cost)) and (res.converged or res.cost <= warm_cost)
         plan = dataclasses.replace(plan.shifted(t_start), converged=accepted)

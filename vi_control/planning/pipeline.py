@@ -1,8 +1,8 @@
 """Running a task: resolve it against a discrete system, optimize, then TV-LQR gains and a hold gain → Plan.
 
 ``plan_task(system, task)`` is the whole planner the ROS node wraps: the reference (possibly infeasible,
-seed 000 eq. 35), the quadratic tracking cost, the optimizer chosen by the task (DDP with exact second-order
-terms, iLQR, or the first-order projection method), TV-LQR gains along the optimal trajectory (seed 000
+Johnson2015, eq. 35), the quadratic tracking cost, the optimizer chosen by the task (DDP with exact second-order
+terms, iLQR, or the first-order projection method), TV-LQR gains along the optimal trajectory (Johnson2015
 eq. 36) and the DLQR gain that holds the final configuration. The system may be any ``Linearizable``.
 """
 
@@ -72,7 +72,7 @@ def make_system(task: Task, integrator: str = "midpoint", **options) -> Discrete
 
 def start_state(task: Task, vi: DiscreteSystem) -> np.ndarray:
     """x₀ = (q₀, D₂L_d(q₀ − Δt·q̇₀, q₀)): the discrete state of the configuration pair a sampled
-    trajectory would show (seed 000 eq. 1b). At rest (q̇₀ = 0) this is the held state, whose
+    trajectory would show (Johnson2015, eq. 1b). At rest (q̇₀ = 0) this is the held state, whose
     momentum under gravity is −(Δt/2)∇V — p = M q̇ = 0 would instead kick the robot by that impulse.
     """
     q0 = np.zeros(vi.nq) if task.q0 is None else parse_vector(list(task.q0), "start.q", vi.nq)
@@ -131,7 +131,7 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     if task.goal_q is not None:
         check_goal(vi, goal)
     kind = ref.get("type", "goal")
-    if kind == "step":  # seed 000 eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
+    if kind == "step":  # Johnson2015, eq. 35: q jumps at step_index, p_ref = 0, u_ref = 0
         qa = parse_vector(ref.get("q_before", list(x0[:nq])), "reference.q_before", nq, MAX_CONFIGURATION)
         qb = parse_vector(ref.get("q_after", list(goal)), "reference.q_after", nq, MAX_CONFIGURATION)
         for key in ("q_before", "q_after"):
@@ -170,7 +170,7 @@ def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, 
     motion starts from where the robot is: q(0) = x0's configuration, linear interpolation between points,
     then the last point held for ``settle`` seconds (the JTC holds it too), so the plan ends at rest, where
     the hold gain K_final applies: N = ceil((t_m + settle) / Δt) steps. X_ref,k = (q_k, D₂L_d(q_{k−1}, q_k))
-    (seed 000 eq. 1b: the momenta of the sampled path) and U_ref,k the input that holds q_{k+1}: a reference
+    (Johnson2015, eq. 1b: the momenta of the sampled path) and U_ref,k the input that holds q_{k+1}: a reference
     for the cost, made feasible by the optimizer.
     """
     x0 = np.asarray(x0, float)
@@ -207,8 +207,36 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
         W = tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
         return reference_feedback_guess(vi, x0, X_ref, U_ref, W, input_limits(task, vi))
     if task.initial_guess == "hold_start":
-        return np.tile(holding_input(vi, x0[: vi.nq])[0], (len(U_ref), 1))
+        return hold_start_guess(task, vi, x0, len(U_ref))
     return np.zeros_like(U_ref)  # "zero"
+
+
+def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np.ndarray:
+    """``initial_guess: hold_start``: the inputs (N, nu) of x0's configuration held from x0 — gravity compensation
+    u_eq(q_0) plus its DLQR hold gain (the task's ``hold`` weights, Johnson2015, eq. 36 at the fixed point) in a
+    closed-loop rollout, inputs within the task's limits. From rest that is u_eq(q_0) at every step; from a moving
+    start (a re-plan, an MPC cycle, an arm sagging under a hold) the open-loop u_eq(q_0) lets the arm fall away over
+    the horizon (the panda reach: a joint turning > π in a step, or a local optimum at 15 rad/s) where the held
+    rollout brakes it. The constant u_eq(q_0) where no hold gain exists at q_0 (a singular pose) or the rollout
+    fails."""
+    q0 = x0[: vi.nq]
+    u_eq, _ = holding_input(vi, q0)
+    nq = vi.nq
+    x_eq = equilibrium_state(vi, q0)
+    if np.abs(vi.state.diff(x0, x_eq)).max() <= 1e-12 * max(1.0, float(np.abs(x0).max())):
+        return np.tile(u_eq, (N, 1))  # at rest: the held rollout stays there (and costs a linearization)
+    try:
+        K, x_eq, u_eq = hold_gain(vi, q0, task.weight("Q", "hold", vi.nx, nq), task.weight("R", "hold", vi.nu, nq),
+                                  u_eq=u_eq, riccati=dlqr)
+        limits = input_limits(task, vi)
+        U, x = np.empty((N, vi.nu)), np.asarray(x0, float)
+        for k in range(N):
+            u = u_eq + K @ vi.state.diff(x, x_eq)
+            U[k] = u if limits is None else np.clip(u, -limits, limits)
+            x = vi.step(x, U[k])
+        return U
+    except (np.linalg.LinAlgError, ValueError, ArithmeticError, RuntimeError):
+        return np.tile(u_eq, (N, 1))
 
 
 def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None,
@@ -248,11 +276,11 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
               reference: tuple[np.ndarray, np.ndarray] | None = None,
               warm_start: Plan | None = None) -> tuple[Plan, OptimizerResult]:
     """Optimize the task from x0 (measured state; default the task's start), then TV-LQR gains along the
-    optimal trajectory (seed 000 eq. 36) and the DLQR hold gain K_final about the final configuration
+    optimal trajectory (Johnson2015, eq. 36) and the DLQR hold gain K_final about the final configuration
     with U_final its holding input (gravity compensation). Returns (Plan, OptimizerResult); the plan's
     ``converged`` says whether the optimizer met its tolerance. ``U0`` (N, nu): initial inputs instead of the
     task's ``initial_guess`` rule (e.g. a previous plan's, to warm-start a re-plan; shooting methods). The
-    collocation methods (LG/LG2, seed 004) may end before the horizon (free final time) and raise PlanningError
+    collocation methods (LG/LG2, MorenoMartin2022) may end before the horizon (free final time) and raise PlanningError
     when IPOPT fails. ``reference``: (X_ref, U_ref) in place of the task's own (e.g. ``trajectory_reference``);
     its length sets the horizon, the task the weights. ``warm_start``: a previous plan of the same horizon (a
     re-plan from a nearby start): the initial inputs follow it from x0 under its gains (``ddp.feedback_initial_guess``)
@@ -310,7 +338,7 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         U0 = U_fb if J[1] < 0.5 * J[0] else U0
     else:
         U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
-    if task.method in COLLOCATION_METHODS:  # LG/LG2 (seed 004), resampled and polished on the VI
+    if task.method in COLLOCATION_METHODS:  # LG/LG2 (MorenoMartin2022), resampled and polished on the VI
         from .collocation.planner import collocate_task
 
         res, _ = collocate_task(vi, task, x0, limits, (Q, R, Qf), log=log)
@@ -334,10 +362,11 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         tl = linearize_trajectory(vi, res.X, res.U)
         A, B, near = tl.A, tl.B, tl.near_singular
     if len(near) and log is not None:
-        log(f"warning: M_k+1 near singular at steps {near.tolist()} (seed 000 §VII)")
-    too_fast = velocity_limit_excess(vi, res.X)
-    if too_fast and log is not None:
-        log(f"warning: {too_fast}")
+        log(f"warning: M_k+1 near singular at steps {near.tolist()} (Johnson2015, §VII)")
+    if log is not None:  # a warning only: its M(q_k) per state cost ~5 % of a panda plan, for nobody without a log
+        too_fast = velocity_limit_excess(vi, res.X)
+        if too_fast:
+            log(f"warning: {too_fast}")
     # compiled.tv_lqr / dlqr: the same Riccati recursions as one C call each where they can
     K, _ = tv_lqr(A, B, W["lqr", "Q"], W["lqr", "R"], W["lqr", "Qf"])
     qN = res.X[-1, :nq]

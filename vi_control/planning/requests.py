@@ -1,13 +1,13 @@
 """MoveIt-style requests as plans: timed joint-space paths (a JointTrajectory's points) and goals, from a measured,
 moving start, verified against the controller's limits before they are returned.
 
-How a request becomes a plan (docs/planner.md, "Requests"):
+How a request becomes a plan (docs/concepts/planner.md, "Requests"):
 
 - **Reference.** The points resampled on the task's grid t_k = k·Δt from the start's configuration, the last point
-  then held for a settling time (``pipeline.trajectory_reference``: the sampled path's momenta, seed 000 eq. 1b): the
-  request's timing sets the horizon, the task the weights and the optimizer.
+  then held for a settling time (``pipeline.trajectory_reference``: the sampled path's momenta, Johnson2015, eq. 1b):
+  the request's timing sets the horizon, the task the weights and the optimizer.
 - **Weights.** The task's TV-LQR weights as the running cost (``path_task``): a path is tracked, not a goal sought.
-- **Initial guess.** The reference tracked under its own TV-LQR gains from the measured start (seed 000 eq. 36:
+- **Initial guess.** The reference tracked under its own TV-LQR gains from the measured start (Johnson2015, eq. 36:
   ``ddp.reference_feedback_guess``). The task's own rule (the panda reach's ``hold_start``: the start's gravity
   torque, open loop) is exact only from rest: from a start moving at 2e-8 rad/s the open-loop arm drifts, falls
   under gravity over a few seconds and a step of Δt = 50 ms no longer converges ("the initial guess cannot be
@@ -94,7 +94,7 @@ def path_task(task: Task) -> Task:
 def request_guess(vi: Linearizable, task: Task, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
                   log: LogFn = None) -> np.ndarray:
     """The initial inputs (N, nu) of a request's plan: the reference (X_ref, U_ref) tracked from ``x0`` under its
-    TV-LQR gains with the task's ``lqr`` weights (seed 000 eq. 36; ``ddp.feedback_initial_guess``). Where a step of
+    TV-LQR gains with the task's ``lqr`` weights (Johnson2015, eq. 36; ``ddp.feedback_initial_guess``). Where a step of
     that rollout fails (points faster than the actuators can follow: the clipped inputs fall behind and a step no
     longer converges), the start's configuration held under the same law about its equilibrium instead — a guess
     the optimizer can start from, whose plan is then verified like any other. PlanningError naming the start when

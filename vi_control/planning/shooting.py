@@ -1,7 +1,7 @@
 """Shared pieces of the shooting solvers: the result record, rollouts of a discrete system, box bounds.
 
 The dynamics model is any ``Linearizable`` discrete system (x_{k+1} = f(x_k, u_k), e.g. the midpoint VI of
-seed 000 eq. 2) with its exact derivatives from vi_control.linearization; the cost is a
+Johnson2015, eq. 2) with its exact derivatives from vi_control.linearization; the cost is a
 QuadraticTrackingCost; solvers are separate (ddp.py, gradient.py) — the split of Crocoddyl (action model /
 cost / solver).
 """
@@ -16,10 +16,11 @@ import numpy as np
 from ..integrators.base import DiscreteSystem, StepError, StepResult
 from ..model.scalars import is_integer, is_real
 from .errors import PlanningError
+from .result import SolverResult
 
 
 @dataclass
-class OptimizerResult:
+class OptimizerResult(SolverResult):
     """Outcome of a trajectory optimization.
 
     ``K`` (N, nu, ndx) are the solver's own feedback gains in the project convention
@@ -50,6 +51,11 @@ class OptimizerResult:
     cpu_time: float = 0.0  # process time of the optimization [s] (wall_time counts waits for a core too)
     collocation: object | None = None  # the collocation methods' CollocationSolution (before the VI polish)
     terminal_multiplier: np.ndarray | None = None  # λ of x_N = goal (augmented.py; a warm start's ``multiplier``)
+
+    @property
+    def solve_time(self) -> float:
+        """CPU seconds of the optimization (``SolverResult``): ``cpu_time``."""
+        return self.cpu_time
 
     def __str__(self) -> str:
         return (f"{self.method}: {'converged' if self.converged else 'not converged'} in {self.iterations} "

@@ -1,6 +1,6 @@
 """Planning tasks as validated YAML: the schema (``load_task`` → ``Task``). Running one is planning.pipeline.
 
-Schema (every key is checked; errors name the key) — see docs/planner.md for the full table::
+Schema (every key is checked; errors name the key) — see docs/concepts/planner.md for the full table::
 
     name: pendulum_swingup
     model: pendulum                  # anything model.ModelSpec.parse takes: bundled name | erd:panda
@@ -30,7 +30,7 @@ import numpy as np
 
 from ..control.lqr import check_weight
 from ..model.bundled import share_dir
-from ..model.errors import ModelError
+from ..model.errors import ModelError, removed_name
 from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION, PLAN_DT_RANGE, Bound
 from ..model.robot import RobotModel
 from ..model.spec import ModelSpec
@@ -49,12 +49,12 @@ MAX_ITERATIONS = 10_000  # optimizer iterations
 MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
 MAX_DT = PLAN_DT_RANGE[1]  # s: a task step beyond this is no discretization of a robot's motion
 # Collocation sizes: the transcription holds a dense (nodes × nodes) differentiation matrix per interval and a CasADi
-# expression graph per point; beyond these it would exhaust memory long before IPOPT starts (docs/collocation.md
-# uses 15…30 nodes, the h-p gaits a few hundred points).
+# expression graph per point; beyond these it would exhaust memory long before IPOPT starts
+# (docs/concepts/collocation.md uses 15…30 nodes, the h-p gaits a few hundred points).
 MAX_COLLOCATION_NODES = 200  # Gauss points per interval
 MAX_COLLOCATION_POINTS = 10_000  # nodes × intervals
 # The stated range of every bounded number of a task (key → Bound): ``load_task`` checks each through ``_bounded``
-# and test/test_boundaries_tables.py tries both sides of every end of every entry. Cross-checks (t_min < horizon·dt,
+# and test_boundaries_tables.py tries both sides of every end of every entry. Cross-checks (t_min < horizon·dt,
 # stages × iterations < max_iterations, nodes × intervals) come after these.
 TASK_BOUNDS: dict[str, Bound] = {
     "dt": Bound(*PLAN_DT_RANGE),  # s (model.limits.PLAN_DT_RANGE: the controller's dt range)
@@ -140,6 +140,13 @@ class Task:
 
     def load_robot(self) -> RobotModel:
         return self.model_spec.load()
+
+    def __getattr__(self, name: str):
+        if name == "make_vi":  # removed (one release): say what replaced it
+            raise AttributeError("Task.make_vi was removed: use vi_control.make_system(task) "
+                                 "(planning.pipeline.make_system; integrator='midpoint' by default)",
+                                 name=name, obj=self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
     def weight(self, which: str, group: str, n: int, nq: int | None = None) -> np.ndarray:
         """Weight ``which`` (Q, R, Qf) of ``group`` (weights, lqr, hold), falling back weights ← lqr ← hold."""
@@ -440,9 +447,9 @@ def _check_final_time(given: dict, out: dict, horizon_time: float, default_t_min
                         f"{t_guess:g}")
 
 
-# Options of the ``collocation`` block (``nodes`` is required): see docs/collocation.md.
+# Options of the ``collocation`` block (``nodes`` is required): see docs/concepts/collocation.md.
 COLLOCATION_DEFAULTS = {
-    "intervals": 1,              # K equal intervals (1: one global polynomial, seed 004; > 1: h-p)
+    "intervals": 1,              # K equal intervals (1: one global polynomial, MorenoMartin2022; > 1: h-p)
     "final_time": "fixed",       # fixed: t_f = horizon·dt; free: t_f ∈ [t_min, horizon·dt]
     "cost": "effort",            # effort: ∫uᵀu dt (× effort_weight); time: minimum t_f (free final time)
     "effort_weight": 1.0,
@@ -453,3 +460,13 @@ COLLOCATION_DEFAULTS = {
     "polish_iterations": 30,     # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
     "polish_tolerance": 1e-6,    # the polish's |dJ| stop, in the units of the task's cost (as optimizer.tolerance)
 }
+
+
+# Removed names and what replaced them: an ImportError naming the replacement for one release, then plain absence.
+_REMOVED = {"plan_task": "vi_control.planning.pipeline.plan_task (also vi_control.plan_task)"}
+
+
+def __getattr__(name: str):
+    if name in _REMOVED:
+        raise removed_name(f"vi_control.planning.task.{name}", _REMOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

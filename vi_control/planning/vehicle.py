@@ -26,14 +26,15 @@ from ..integrators.lie_group import LieGroupVI
 from ..linearization import linearize_trajectory
 from ..mechanics.groups import RETRACTIONS, get_group, rotation_from_quaternion
 from ..model.errors import unknown_keys
-from ..model.limits import MAX_COEFFICIENT, PLAN_DT_RANGE, Bound
+from ..model.limits import MAX_COEFFICIENT, MAX_DMOC_HORIZON, PLAN_DT_RANGE, Bound
 from ..model.rigid_body import RigidBodyModel
 from ..model.scalars import is_integer, is_real
-from .dmoc import DMOC_BOUNDS, MAX_DMOC_HORIZON, DMOCError, DMOCProblem, DMOCResult, solve_dmoc
+from .dmoc import DMOC_BOUNDS, DMOCError, DMOCProblem, DMOCResult, solve_dmoc
+from .dmoc_check import second_order_check
 from .dmoc_nlp import solve_ipopt
 
 # The stated ranges of a body's ``planning`` section (``[]``: each entry of a list), read by the validation below
-# and by test/test_boundaries_tables.py: the horizon and positions DMOC carries (``dmoc.DMOC_BOUNDS``), angles of at
+# and by test_boundaries_tables.py: the horizon and positions DMOC carries (``dmoc.DMOC_BOUNDS``), angles of at
 # most a turn (a pose, not a path: 1e300° was accepted, and cos/sin of it carry no digits of the angle).
 VEHICLE_BOUNDS: dict[str, Bound] = {
     "planning.horizon": DMOC_BOUNDS["horizon"],
@@ -206,7 +207,8 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
     The plan steps at the integrator's Δt; ``horizon`` N or ``duration`` T (else the settings', i.e. the YAML's,
     duration) fixes the other by T = N·Δt (``maneuver_timing``): nobody keeps Δt = T/N in sync by hand.
 
-    The plan's ``converged`` is the DMOC result's: a verified local minimum (``solve_dmoc``'s second-order check);
+    The plan's ``converged`` is the DMOC result's: a verified local minimum (``solve_dmoc``'s second-order check;
+    after a bounded re-solve, the same check with the bounds held where active, in ``res.bounded_check``);
     a stationary point that is not one (a saddle no restart could leave) gives a plan marked unconverged, which the
     planner node publishes only on the same opt-in as other unconverged plans. Raises GoalUnreachableError when the
     limits of the body's actuators make the goal unreachable in the duration (IPOPT finds the bounded problem
@@ -226,7 +228,7 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
                         "that the geodesic guess cannot start (e.g. pure heave); add a turn or a waypoint")
     if not res.converged and log is not None:  # the plan is marked unconverged: published only on opt-in
         log(f"[plan] the maneuver is stationary only, not a verified minimum ({res}): marked unconverged")
-    X, U = res.states(body), res.u_minus
+    X, U, converged, bounded_check = res.states(body), res.u_minus, res.converged, None
     lim = body.effort_limits
     over = np.abs(U) > lim * (1 + 1e-9)
     if np.any(over):
@@ -247,11 +249,18 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
             g.append(g[-1] @ vi.retraction.tau(st.dt * xi))
         X = np.array([np.concatenate([G.to_coordinates(gk), nu]) for gk, nu in zip(g, bounded.nu)])
         U = np.clip(bounded.u_minus, -lim, lim)
+        bounded_check = second_order_check(prob, bounded.xi, bounded.nu, np.array(g), bounded.u_minus,
+                                           bounded.u_plus, bounds=lim)
+        converged = bounded_check.minimum
+        if log is not None:
+            log(f"[plan] the bounded maneuver: {bounded_check}")
     lin = linearize_trajectory(vi, X, U)
     K, _ = tv_lqr(lin.A, lin.B, st.Q, st.R, st.Qf)
     plan = Plan(times=np.arange(st.horizon + 1) * st.dt, X=X, U=U, K=K, dt=st.dt, model_name=body.name,
                 model_hash=body.hash, joint_names=body.joint_names, input_names=list(body.actuated),
                 weights={"lqr": {k: np.atleast_1d(getattr(st, k)).tolist() for k in ("Q", "R", "Qf")},
                          "method": "dmoc"},
-                K_final=K[-1], U_final=np.zeros(vi.nu), converged=res.converged)
+                K_final=K[-1], U_final=np.zeros(vi.nu), converged=converged)
+    if bounded_check is not None:
+        res = dataclasses.replace(res, bounded_check=bounded_check)
     return plan, res

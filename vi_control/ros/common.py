@@ -111,8 +111,8 @@ MODEL_PARAMETERS: dict[str, Param] = {
                                          "robot_state_publisher publishes it; overrides the three above"),
     "system_yaml": Param("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
                              "config/<model>.yaml if present"),
-    "integrator": Param("midpoint", "discrete mechanics: 'midpoint' (seed 000), 'gni' (seed 003: models with "
-                                    "nonholonomic constraints) or, simulator only, 'linear_time' (seed 001: O(n) "
+    "integrator": Param("midpoint", "discrete mechanics: 'midpoint' (Johnson2015), 'gni' (Kobilarov2010: models with "
+                                    "nonholonomic constraints) or, simulator only, 'linear_time' (Lee2016: O(n) "
                                     "DRNEA + RIQN for long chains)", choices=("midpoint", "gni", "linear_time")),
     "log_throttle_period": Param(2.0, "each kind of warning is logged at most once per this period [s]",
                                  range=(0.0, 3600.0), live=True),
@@ -220,7 +220,7 @@ class ThrottledLog:
             text = text()
         more = f" ({suppressed} more since the last report)" if suppressed else ""
         # one call site per severity: rclpy refuses (ValueError) a call site whose severity changes between calls,
-        # which crashed a controller that logged a stale-state error and later a warning through one line
+        # and a node logs one kind at several severities (a stale-state error, later a warning)
         if level == "error":
             self.logger.error(text + more)
         elif level == "info":
@@ -247,7 +247,7 @@ def model_spec_from_parameters(p: dict, mass_scale: float = 1.0, description: st
     ``description``: URDF text received on ``robot_description_topic``. A description from text or a file
     gets the bundled system YAML of the model it is named after (config/<model>.yaml), if there is one and the
     description is that model's robot (the same ``<robot name>``): another robot's URDF given with the default
-    ``model: pendulum`` used to get the pendulum's ``actuated: [theta]`` ("joint 'theta' does not exist")."""
+    ``model: pendulum`` must not get the pendulum's ``actuated: [theta]``, a joint it lacks."""
     xml = description or p["robot_description"]
     system = p["system_yaml"]
     urdf, own_yaml = BUNDLED.get(p["model"], (None, None))

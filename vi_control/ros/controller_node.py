@@ -2,7 +2,7 @@
 
 A thin ROS adapter (a lifecycle node, vi_control.ros.managed) around two ROS-free objects. The intake
 (``control.intake.StateIntake``) makes each joint state the discrete state (last two configurations or velocities,
-seed 000 eq. 1b) or refuses it (stamp against this node's clock: stale, future, backwards; the model's limits). The
+Johnson2015, eq. 1b) or refuses it (stamp against this node's clock: stale, future, backwards; the model's limits). The
 runner (``control.runner.PlanRunner``) starts a plan at its stated t₀ (at k = 0), gives each tick's command (the law
 ``control.tracking.TrackingController``) and aborts a plan on path and goal tolerances. A refusal or fault gives the
 safe command (``safe_mode``: hold, zero or damping) and a warning throttled per kind — but nothing before the first

@@ -1,5 +1,5 @@
-"""The controller node's parameters (``ros__parameters`` of ``vi_controller``; docs/ros.md's table is generated from
-``PARAMETERS``, vi_control.ros.param_docs) and the joint-state limits they set.
+"""The controller node's parameters (``ros__parameters`` of ``vi_controller``; the docs' parameter table is generated
+from ``PARAMETERS``, vi_control.ros.param_docs) and the joint-state limits they set.
 
 Declared, type-checked and range-checked by ``common.declare_parameters``; those marked live take effect while the
 node runs (``ControllerNode.apply_parameter``).

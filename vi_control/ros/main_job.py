@@ -292,7 +292,7 @@ def model_parameters(spec) -> dict:
 def task_overrides(task_source: str) -> tuple[dict[str, dict], object]:
     """Per node, the parameters that run a task YAML (a name in config/ or a path) through the nodes in lockstep:
     the task's model, Δt and start for the simulator and controller, the task (as an absolute path) for the
-    planner, and the GNI (seed 003) on all three for a model with nonholonomic constraints; and the simulated
+    planner, and the GNI (Kobilarov2010) on all three for a model with nonholonomic constraints; and the simulated
     robot. Vehicles (a free-floating body, vehicle mode) are not covered."""
     import os
 
@@ -303,7 +303,7 @@ def task_overrides(task_source: str) -> tuple[dict[str, dict], object]:
     task = load_task(path)
     spec = task.model_spec
     robot = spec.load()
-    integrator = {"integrator": "gni"} if robot.n_nonholonomic else {}  # seed 003, in all three nodes
+    integrator = {"integrator": "gni"} if robot.n_nonholonomic else {}  # Kobilarov2010, in all three nodes
     model = model_parameters(spec) | integrator
     q0 = np.zeros(robot.nq) if task.q0 is None else task.q0
     qdot0 = np.zeros(robot.nq) if task.qdot0 is None else task.qdot0

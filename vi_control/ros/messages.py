@@ -266,7 +266,7 @@ class RawJointStateReader(JointStateReader):
     Layout (alignment relative to the byte after the 4-byte encapsulation header): int32 sec, uint32 nanosec,
     string frame_id, sequence<string> name, then sequence<float64> position, velocity, effort."""
 
-    _HEAD = struct.Struct("<iII")
+    HEAD = struct.Struct("<iII")
 
     def __init__(self, joint_names: list[str], partial: bool = False):
         super().__init__(joint_names, partial)
@@ -279,7 +279,7 @@ class RawJointStateReader(JointStateReader):
         try:
             if buf[:2] != b"\x00\x01":
                 raise ValueError("not a little-endian CDR message")
-            sec, nsec, flen = self._HEAD.unpack_from(buf, 4)
+            sec, nsec, flen = self.HEAD.unpack_from(buf, 4)
             start = _align(4 + 12 + flen, 4)
             end = start + len(self._name_bytes) if self._name_bytes is not None else -1
             if self._name_bytes is None or buf[start:end] != self._name_bytes:

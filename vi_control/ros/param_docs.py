@@ -1,8 +1,9 @@
-"""The nodes' parameter tables in docs/ros.md, generated from their ``PARAMETERS``.
+"""The nodes' parameter tables of docs/reference/parameters.md, generated from their ``PARAMETERS`` (the docs build
+runs ``update`` on that page too, docs/hooks.py).
 
-``python -m vi_control.ros.param_docs`` rewrites the tables of docs/ros.md in place; ``--check`` exits 1 (naming
-the table) when a table differs from the code. The test suite runs the check, so a parameter added, renamed or
-re-described in a node without its documentation fails a test.
+``python -m vi_control.ros.param_docs`` rewrites the tables of docs/reference/parameters.md in place; ``--check``
+exits 1 (naming the table) when a table differs from the code. The test suite runs the check, so a parameter added,
+renamed or re-described in a node without its documentation fails a test.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from .common import MODEL_PARAMETERS, Param
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "ros.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "parameters.md"
 HEADER = "| parameter | type | default | allowed | live | meaning |\n|---|---|---|---|---|---|"
 
 
@@ -43,7 +44,7 @@ def markdown_table(table: dict[str, Param], skip: dict[str, Param] | None = None
 
 
 def tables() -> dict[str, str]:
-    """Heading line in docs/ros.md → the table that must follow it."""
+    """Heading line in docs/reference/parameters.md → the table that must follow it."""
     from . import controller_node, mujoco_plant, planner_node, simulator_node
 
     return {
@@ -64,7 +65,7 @@ def update(text: str) -> tuple[str, list[str]]:
     lines, changed = text.split("\n"), []
     for heading, table in tables().items():
         if heading not in lines:
-            raise KeyError(f"docs/ros.md has no line {heading!r}")
+            raise KeyError(f"docs/reference/parameters.md has no line {heading!r}")
         start = lines.index(heading) + 1
         end = start
         while end < len(lines) and lines[end].startswith("|"):
@@ -79,7 +80,7 @@ def update(text: str) -> tuple[str, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="report differences, change nothing (exit 1 if any)")
-    ap.add_argument("--doc", type=Path, default=DOC, help="the markdown file (default: docs/ros.md)")
+    ap.add_argument("--doc", type=Path, default=DOC, help="the markdown file (default: docs/reference/parameters.md)")
     a = ap.parse_args(argv)
     text, changed = update(a.doc.read_text())
     if a.check:

@@ -31,7 +31,7 @@ new plan is skipped. Otherwise the robot is held where it was measured, and the 
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state comes from ``odom`` (nav_msgs/Odometry), a goal
 pose from ``~/goal`` (geometry_msgs/PoseStamped in ``odom_frame``; or the ``goal`` parameter at start-up) starts a
-DMOC plan to rest there (``planning.vehicle.plan_maneuver``: seed 002 Algorithm 5.2, TV-LQR on the Lie algebra),
+DMOC plan to rest there (``planning.vehicle.plan_maneuver``: Jimenez2013, Algorithm 5.2, TV-LQR on the Lie algebra),
 published on the same ``~/plan`` and drawn on ``~/path`` (nav_msgs/Path). A goal that cannot be reached (actuator
 limits, an unactuated direction, a malformed pose) is refused with its reason: the controller keeps its plan.
 
@@ -222,7 +222,7 @@ class PlannerNode(ManagedNode):
         now = self._now()
         if not self.states:
             try:
-                self.get_logger().info(f"first state to plan from: t={_stamp(RawJointStateReader._HEAD, msg):.6f}")
+                self.get_logger().info(f"first state to plan from: t={_stamp(RawJointStateReader.HEAD, msg):.6f}")
             except Exception as e:  # (a malformed message: it is reported when a request decodes it)
                 self.get_logger().info(f"first joint state received ({type(e).__name__} reading its stamp)")
         self.states.append((wall, now, msg))
@@ -403,7 +403,7 @@ class PlannerNode(ManagedNode):
         msgs = list(self.states)
         if not msgs:
             return None
-        head = RawJointStateReader._HEAD
+        head = RawJointStateReader.HEAD
         try:
             newest = _stamp(head, msgs[-1][2])
         except Exception:
@@ -463,6 +463,17 @@ class PlannerNode(ManagedNode):
             return x
         return x
 
+    def predict_at(self, t: float, x: np.ndarray, t_end: float) -> np.ndarray:
+        """The state at ``t_end`` (not necessarily a whole number of Δt after the measurement at ``t``): ``predict``
+        to the step before it and one step on, interpolated linearly between the two (joint states: (q, p))."""
+        steps = int(math.ceil((t_end - t) / self.vi.dt - 1e-9))
+        if steps <= 0:
+            return x
+        before = self.predict(t, x, steps - 1)
+        after = self.predict(t + (steps - 1) * self.vi.dt, before, 1)
+        frac = (t_end - t) / self.vi.dt - (steps - 1)
+        return before + min(max(frac, 0.0), 1.0) * (after - before)
+
     def _warm_start(self, request: Request, task, t_start: float) -> Plan | None:
         """The executed plan receded to ``t_start`` when this is a re-plan of the task that made it (``warm_start``
         on, same horizon, ``t_start`` inside it), else None (plan cold)."""
@@ -510,18 +521,30 @@ class PlannerNode(ManagedNode):
         # while a plan of ours runs, the state is carried to where the new plan starts; else the robot is held
         moving = measured is not None and self.last_plan is not None and (
             request.kind == "mpc" or measured[0] < self.last_plan.times[-1])  # (an MPC cycle: under the last plan)
+        if request.kind == "mpc" and measured is not None and measured[0] < self.mpc.t0:
+            return  # (the task's first plan has not started: the robot is held until then, nothing to correct)
         if measured is not None:
             t_m, x_m = measured
             rate = self.clock_rate()
-            lead = max(self._now() - t_m, 0.0) + rate * self.expected_solve_time() if moving else 0.0
+            expected = self.expected_solve_time()
+            if request.kind == "mpc":  # (a cycle is capped at its iterations; one beyond its period is an overrun)
+                expected = min(expected, self.mpc.settings.period)
+            lead = max(self._now() - t_m, 0.0) + rate * expected if moving else 0.0
             if request.kind == "trajectory" and request.start > t_m + lead:
                 lead = request.start - t_m
             steps = int(math.ceil(lead / vi.dt - 1e-9))
             t_start = t_m + steps * vi.dt
-            x0 = self.predict(t_m, x_m, steps)
+            if request.kind == "mpc" and not self.vehicle:
+                # on the executing plan's grid: the cycle's step 0 is that plan's law at its own step (planning.mpc),
+                # entered by the controller exactly where the law would have stepped anyway
+                t0_exec = self.last_plan.times[0]
+                t_start = t0_exec + max(0, math.ceil((t_m + lead - t0_exec) / vi.dt - 1e-9)) * vi.dt
+                x0 = self.predict_at(t_m, x_m, t_start)
+            else:
+                x0 = self.predict(t_m, x_m, steps)
             log.info(f"request {job.id}: planning from the measured state at t={t_m:.6f}" +
                      (f", carried {steps} steps to the start t={t_start:.6f} under the plan being executed (clock "
-                      f"rate {rate:.3g}, expected solve {self.expected_solve_time():.2f} s)" if moving else
+                      f"rate {rate:.3g}, expected solve {expected:.2f} s)" if moving else
                       ", held there (no plan of this planner running): the plan starts when it is ready"))
         else:
             log.info(f"request {job.id}: planning from the task's x_0 (no measured state): the plan starts when the "
@@ -575,8 +598,10 @@ class PlannerNode(ManagedNode):
             stamp = self.get_clock().now().to_msg()
             stamp.sec, stamp.nanosec = split_seconds(0.0 if on_receipt else t_start)
             self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, stamp))
-        self.pub_plan.publish(msg)
+        # the newest first: a re-publish (the executor's timer thread) between the two lines would otherwise send the
+        # previous plan after this one, which a controller then takes as a new plan starting earlier
         self._latest = msg
+        self.pub_plan.publish(msg)
         self.last_plan = plan if not on_receipt else None
         self._warm_task = task if request.kind == "task" else None
         late = (self._now() - t_start) / vi.dt if not on_receipt else 0.0

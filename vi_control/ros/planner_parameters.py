@@ -1,4 +1,4 @@
-"""The planner node's parameters (``ros__parameters`` of ``vi_planner``; docs/ros.md's table is generated from
+"""The planner node's parameters (``ros__parameters`` of ``vi_planner``; the docs' parameter table is generated from
 ``PARAMETERS``, vi_control.ros.param_docs).
 
 Declared, type-checked and range-checked by ``common.declare_parameters``; those marked live take effect while the

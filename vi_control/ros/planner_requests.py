@@ -3,7 +3,7 @@
 A ``Request`` is the task (start-up, ``~/replan``), the task toward goal positions (``~/goal``:
 planning.requests.plan_goal), trajectory points as the reference (``~/joint_trajectory``:
 planning.requests.plan_trajectory), or, in vehicle mode, a DMOC maneuver to rest at a pose
-(planning.vehicle.plan_maneuver: seed 002 Algorithm 5.2). ``solve_request`` runs the planner library on one and
+(planning.vehicle.plan_maneuver: Jimenez2013, Algorithm 5.2). ``solve_request`` runs the planner library on one and
 verifies a joint-space plan against the controller's limits (planning.limits); where the plan starts and what is
 published stay with the node.
 """

@@ -11,7 +11,7 @@ possible with ``max_speed``) and 'lockstep' (one step per received command). A l
 inactive = paused (no steps, no clock, commands ignored). For a mobile model also ``odom`` (nav_msgs/Odometry
 of ``odometry_link`` in ``odom_frame``).
 
-Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (seed 002) steps the
+Vehicle mode (parameter ``vehicle``: a rigid-body YAML, ``ros.vehicle``): the Lie-group VI (Jimenez2013) steps the
 body, thruster efforts arrive on the same command topic, and the state goes out as ``nav_msgs/Odometry`` on
 ``odom`` (pose, body twist: the whole state) instead of joint states.
 
@@ -70,7 +70,8 @@ class SimulatorNode(ManagedNode):
             integrator = p["integrator"]
             if integrator == "midpoint" and self.robot.n_nonholonomic:  # (which refuses such a model)
                 integrator = "gni"
-                self.get_logger().info(f"{self.robot.name} has nonholonomic constraints: integrator gni (seed 003)")
+                self.get_logger().info(f"{self.robot.name} has nonholonomic constraints: integrator gni "
+                                       "(Kobilarov2010)")
             self.vi = make_integrator(integrator, self.robot, float(p["dt"]))
         self.stops = JointStops(self.vi) if p["joint_stops"] and type(self.vi) is MidpointVI else None
         if p["joint_stops"] and self.stops is None and not self.vehicle:
@@ -144,6 +145,7 @@ class SimulatorNode(ManagedNode):
 
     def activate(self) -> None:
         self.last_command_time = time.monotonic()
+        self.commanded = False  # (brake_until_command: held until a valid command arrives)
         self.timing.window(self.k)  # (the paused time is no slow stepping)
         self._start_timer()
         self.publish_state()
@@ -212,7 +214,7 @@ class SimulatorNode(ManagedNode):
         return q0
 
     def _allowed_velocity(self, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
-        """v0, or its projection 𝒫(q0)v0 onto the constraints (seed 003 eq. 12) with a warning; ValueError with
+        """v0, or its projection 𝒫(q0)v0 onto the constraints (Kobilarov2010, eq. 12) with a warning; ValueError with
         on_constraint_violation = 'raise'."""
         vi = self.vi
         viol = vi.velocity_violation(q0, v0)
@@ -259,12 +261,14 @@ class SimulatorNode(ManagedNode):
                       f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}")
         else:
             self.u = u[self.perm]
+            self.commanded = True
             self.timing.command(command_stamp(msg))
             tau, lim = self.u[: self.vi.n_torques], self.robot.effort_limits
             if np.any(np.abs(tau) > lim):  # an actuator saturates; it does not pass on any torque asked for
                 self.u[: self.vi.n_torques] = np.clip(tau, -lim, lim)
                 self.counts["saturated_commands"] += 1
                 self.warn("saturated", "command beyond the effort limits: saturated")
+            self.u[: self.vi.n_torques] *= float(self.p["actuator_gain"])  # (the torque the actuator delivers)
         self.last_command_time = time.monotonic()
         if self.lockstep:
             self.advance()
@@ -314,11 +318,14 @@ class SimulatorNode(ManagedNode):
         """One step under the current command, published; False if none was taken (end_time, a failed step)."""
         if self.ended():
             return False
-        try:
-            x_next = (self.stops or self.vi).step(self.x, self.u, step_index=self.k)
-        except (StepError, ValueError) as e:
-            self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
-            return False
+        if not self.commanded and self.p["brake_until_command"] and not self.lockstep:
+            x_next = self.x  # the brakes hold the joints where they are; the clock runs (a controller on it can start)
+        else:
+            try:
+                x_next = (self.stops or self.vi).step(self.x, self.u, step_index=self.k)
+            except (StepError, ValueError) as e:
+                self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
+                return False
         if self.stops is not None and self.stops.active:  # (the text is built only when the throttle logs it)
             self.warn("joint stop", lambda: f"at step {self.k + 1} held by its end stop: " + ", ".join(
                 f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active), level="info")
@@ -354,7 +361,7 @@ class SimulatorNode(ManagedNode):
         q = self.x[: vi.nq]
         msg.position = (q + self.rng.normal(0.0, std, vi.nq) if std > 0 else q).tolist()
         # q̇_k = M⁻¹(p_k + (Δt/2)Sτ_g(q_k)) (tracking.wire_velocity): 0 for a pendulum held still, as a real joint
-        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/ros.md).
+        # reports it; a state estimator turns it back into x_k exactly (tracking.velocity_state; docs/concepts/ros.md).
         msg.velocity = wire_velocity(vi, self.x).tolist()
         effort = np.zeros(vi.nq)
         effort[self.effort_joint_index] = self.u[: vi.n_torques]

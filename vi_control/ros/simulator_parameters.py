@@ -1,4 +1,4 @@
-"""The simulator node's parameters (``ros__parameters`` of ``vi_simulator``; docs/ros.md's table is generated from
+"""The simulator node's parameters (``ros__parameters`` of ``vi_simulator``; the docs' parameter table is generated from
 ``PARAMETERS``, vi_control.ros.param_docs).
 
 Declared, type-checked and range-checked by ``common.declare_parameters``; those marked live take effect while the
@@ -39,6 +39,12 @@ PARAMETERS: dict[str, Param] = {
                         range=(0, 2**31 - 1), live=True),
     "mass_scale": Param(1.0, "multiply every link mass and inertia (model mismatch against planner/controller)",
                         range=(1e-3, 1e3)),
+    "brake_until_command": Param(False, "realtime/max_speed: the joints held where they are (brakes, the clock "
+                                        "running) from activation until the first valid command — a robot does "
+                                        "not fall while its controller is still discovering the simulator"),
+    "actuator_gain": Param(1.0, "multiply every applied joint torque after the effort-limit saturation: a weaker "
+                                "(< 1) or stronger actuator than the controller's model (model mismatch)",
+                           range=(1e-3, 1e3)),
     "idle_publish_period": Param(0.2, "lockstep: republish the current state when no command came for this "
                                       "long [s]", range=(0.001, 60.0), live=True),
     "end_time": Param(0.0, "stop stepping once the simulation time reaches this [s] (0: never); the node stays "

@@ -1,4 +1,4 @@
-"""Vehicle mode of the three nodes: a rigid body (``model.rigid_body``) stepped by ``LieGroupVI`` (seed 002).
+"""Vehicle mode of the three nodes: a rigid body (``model.rigid_body``) stepped by ``LieGroupVI`` (Jimenez2013).
 
 What changes at the edges in vehicle mode (the ``vehicle`` parameter names a rigid-body YAML): the state travels as
 ``nav_msgs/Odometry`` on ``odom`` (pose in ``odom_frame``; twist in the body frame ``base_frame``, the nav_msgs
@@ -25,7 +25,7 @@ from .messages import split_seconds, stamp_seconds
 VEHICLE_PARAMETERS: dict[str, Param] = {
     "vehicle": Param("", "vehicle mode: a rigid-body YAML (path, or name in config/, e.g. vehicle_uuv) stepped by "
                          "the Lie-group VI; empty: joint mode (the model parameters)"),
-    "retraction": Param("cayley", "vehicle mode: retraction τ of the Lie-group VI (seed 002 §5)",
+    "retraction": Param("cayley", "vehicle mode: retraction τ of the Lie-group VI (Jimenez2013, §5)",
                         choices=("cayley", "exp")),
 }
 # The simulator declares `odom_frame` for every mobile model (its joint mode publishes odometry too).

@@ -1,4 +1,4 @@
-"""``vi_sweep``: robustness sweeps and plan libraries from the command line (docs/sweep.md).
+"""``vi_sweep``: robustness sweeps and plan libraries from the command line (docs/concepts/sweep.md).
 
     vi_sweep robustness --task task_pendulum_swingup --config sweep.yaml --out out/sweep
     vi_sweep robustness --plan plan.npz --model pendulum --config sweep.yaml --out out/sweep
@@ -38,9 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plan", help="a saved plan (.npz); planned from --task if absent")
     r.add_argument("--model", help="the plan's model (bundled name, erd:<name>, URDF path); default: the task's "
                                    "or the plan's model name")
-    r.add_argument("--config", help="perturbation YAML (docs/sweep.md); default: no perturbation")
+    r.add_argument("--config", help="perturbation YAML (docs/concepts/sweep.md); default: no perturbation")
     r.add_argument("--samples", type=int, default=None, help="override the config's samples")
     r.add_argument("--seed", type=int, default=None, help="override the config's seed")
+    r.add_argument("--controller", choices=("tvlqr", "mpc", "oracle"), default="tvlqr",
+                   help="tvlqr: the plan tracked by TV-LQR; mpc: the task re-planned every mpc.period (each cycle's "
+                        "solve time its delay); oracle: planned on each sample's true plant (infeasible samples)")
     r.add_argument("--no-plot", action="store_true")
     _common(r)
     lib = sub.add_parser("library", help="plan a task over a list or grid of goals; save every plan")
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             from .robustness import robustness_sweep
 
             res = robustness_sweep(args.task, args.config, plan=args.plan, model=args.model, samples=args.samples,
-                                   seed=args.seed, plot=not args.no_plot, **opts)
+                                   seed=args.seed, plot=not args.no_plot, controller=args.controller, **opts)
             print(summary_table(res.summary))
             st = res.stats
             print(f"[vi_sweep] {st.computed} rollouts run, {st.resumed} resumed; Ray start-up {st.startup_s:.1f} s, "

@@ -15,7 +15,7 @@ Robustness::
       tolerance: 0.05              # success: ‖q_N+hold − q_goal‖∞ below this (continuous joints mod 2π)
       hold_time: 2.0               # seconds under the hold gain after the plan before judging
       clamp: true                  # clamp commands to the model's effort limits
-    plant: auto                    # auto | compiled | vm: how perturbed plants evaluate (docs/sweep.md)
+    plant: auto                    # auto | compiled | vm: how perturbed plants evaluate (docs/concepts/sweep.md)
 
 Library::
 
@@ -55,7 +55,7 @@ MAX_LIBRARY_GOALS = 100_000  # goals of one library (a grid's points multiplied 
 MAX_TOLERANCE = float(np.pi)
 _NONNEGATIVE = {"damping", "actuator_gain", "sensor_noise"}
 # The stated range of every bounded number of a robustness or library config, the table the validation reads and
-# test/test_boundaries_tables.py tries at both ends (a perturbation's: every value its distribution can draw, a
+# test_boundaries_tables.py tries at both ends (a perturbation's: every value its distribution can draw, a
 # normal's mean ± 6σ; ``*``: any joint).
 SWEEP_BOUNDS: dict[str, Bound] = {
     "samples": Bound(1, MAX_SAMPLES, integer=True),
@@ -208,7 +208,7 @@ class RobustnessConfig:
     def compile_plants(self) -> bool:
         """Whether perturbed plants run generated C: 'auto' compiles only a model shared by every sample
         (one gcc build, cached per node); a model drawn per sample runs on CasADi's VM, since one gcc
-        build (0.6 s pendulum, 4 s panda) costs more than the whole rollout on the VM (docs/sweep.md)."""
+        build (0.6 s pendulum, 4 s panda) costs more than the whole rollout on the VM (docs/concepts/sweep.md)."""
         return self.plant == "compiled" or (self.plant == "auto" and not self.model_varies)
 
     def to_dict(self) -> dict:
@@ -326,3 +326,11 @@ def load_library_goals(source: str | dict, joint_names: list[str], default_goal:
             g[j] = val
         out.append([float(x) for x in g])
     return out
+
+
+def parameter_value(rec: dict, name: str) -> float:
+    """A record's value of ``mass_scale`` or of a per-joint parameter ``q0_offset[2]``."""
+    if "[" in name:
+        base, j = name[:-1].split("[")
+        return float(rec["params"][base][int(j)])
+    return float(rec["params"][name])

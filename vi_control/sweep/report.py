@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .robustness import parameter_value
+from .config import parameter_value
 
 
 def summary_table(summary: dict) -> str:

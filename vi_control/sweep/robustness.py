@@ -22,8 +22,9 @@ from ..control.plan import Plan
 from ..model.spec import ModelSpec
 from ..planning.pipeline import plan_task
 from ..planning.task import Task, load_task
-from .config import VECTOR_PARAMETERS, RobustnessConfig, load_robustness_config
+from .config import VECTOR_PARAMETERS, RobustnessConfig, load_robustness_config, parameter_value
 from .engine import ResultStore, RunStats, run_tasks
+from .report import plot_robustness
 from .rollout import SweepError, cached_system, portable_spec, robustness_sample, start_pair
 
 
@@ -34,6 +35,9 @@ class RobustnessResult:
     stats: RunStats
     config: RobustnessConfig
     plan: Plan
+
+
+CONTROLLERS = ("tvlqr", "mpc", "oracle")
 
 
 def plan_digest(plan: Plan) -> str:
@@ -84,14 +88,6 @@ def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, c - h), min(1.0, c + h)
 
 
-def parameter_value(rec: dict, name: str) -> float:
-    """A record's value of ``mass_scale`` or of a per-joint parameter ``q0_offset[2]``."""
-    if "[" in name:
-        base, j = name[:-1].split("[")
-        return float(rec["params"][base][int(j)])
-    return float(rec["params"][name])
-
-
 def _percentiles(a: np.ndarray) -> dict:
     if a.size == 0:
         return {}
@@ -136,25 +132,35 @@ def robustness_sweep(task: str | dict | Task | None = None, config: str | dict |
                      out_dir: str | Path | None = None, samples: int | None = None, seed: int | None = None,
                      backend: str = "ray", address: str | None = None, num_cpus: int | None = None,
                      max_retries: int = 3, progress: bool = True, plot: bool = True, log=print,
-                     on_result=None, sample_fn=robustness_sample) -> RobustnessResult:
+                     on_result=None, sample_fn=robustness_sample, controller: str = "tvlqr") -> RobustnessResult:
     """Sample the config's perturbations and run the plan's closed loop for each (module docstring).
+
+    ``controller``: 'tvlqr' (the plan tracked by its TV-LQR gains), 'mpc' (the task re-planned every
+    ``mpc.period`` on the nominal model, each cycle's measured solve time as its delay: rollout.mpc_closed_loop) or
+    'oracle' (the task planned on each sample's true plant from its true start, under the torque its actuator
+    delivers: what no controller of the nominal model can beat — a sample the oracle fails is infeasible).
 
     ``sample_fn(payload, shared)`` runs one sample (default ``rollout.robustness_sample``; a wrapper may
     instrument it); ``on_result`` sees each record as it arrives (engine.run_tasks)."""
     cfg = config if isinstance(config, RobustnessConfig) else load_robustness_config(config, samples=samples,
                                                                                       seed=seed)
-    spec, plan, _ = resolve_nominal(task, plan, model, log)
+    if controller not in CONTROLLERS:
+        raise SweepError(f"controller: expected one of {list(CONTROLLERS)}, got {controller!r}")
+    spec, plan, task = resolve_nominal(task, plan, model, log)
+    if controller != "tvlqr" and task is None:
+        raise SweepError(f"controller {controller!r} re-plans the task: give the task (YAML), not only a plan")
     nominal = cached_system(spec, plan.dt)
     nq = nominal.nq
     shared = {"spec": spec, "plan": plan, "q_pair": [list(a) for a in start_pair(nominal, plan.X[0])],
-              "settings": {"seed": cfg.seed, "hold_time": cfg.hold_time, "clamp": cfg.clamp,
-                           "tolerance": cfg.tolerance, "compile_plants": cfg.compile_plants()}}
+              "task": task, "settings": {"seed": cfg.seed, "hold_time": cfg.hold_time, "clamp": cfg.clamp,
+                                         "tolerance": cfg.tolerance, "compile_plants": cfg.compile_plants(),
+                                         "controller": controller}}
     items = [(i, {"sample": i, "params": cfg.sample(i, nq)}) for i in range(cfg.samples)]
     store = None
     if out_dir is not None:
         out_dir = Path(out_dir)
         header = {"kind": "robustness", "config": cfg.to_dict(), "plan": plan_digest(plan),
-                  "model": nominal.robot.hash}
+                  "model": nominal.robot.hash, **({"controller": controller} if controller != "tvlqr" else {})}
         store = ResultStore(out_dir / "results.jsonl", header)
     try:
         stats = run_tasks(sample_fn, items, shared, store=store, backend=backend, address=address,
@@ -169,7 +175,5 @@ def robustness_sweep(task: str | dict | Task | None = None, config: str | dict |
     if out_dir is not None:
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
         if plot:
-            from .report import plot_robustness
-
             plot_robustness(stats.records, summary, out_dir / "robustness.png", title=plan.model_name)
     return RobustnessResult(stats.records, summary, stats, cfg, plan)

@@ -140,8 +140,8 @@ static void vi_factor_solve(const double* F, long long n, const long long* piv, 
   else vi_lu_solve(F, n, piv, x);
 }
 
-/* The bordered Newton matrix J = [J_dd, -C_1^T; C_2, 0] of a constrained step (seed 000 eq. 28a-b; the GNI's rows,
- * seed 003 eqs. 5, 16): its first nd rows and columns, J_dd ~ M_{k+1}/dt, are in momentum per length (every mass
+/* The bordered Newton matrix J = [J_dd, -C_1^T; C_2, 0] of a constrained step (Johnson2015, eq. 28a-b; the GNI's rows,
+ * Kobilarov2010, eqs. 5, 16): its first nd rows and columns, J_dd ~ M_{k+1}/dt, are in momentum per length (every mass
  * scales them) and the border C is unitless (or per second), so cond(J) mixes units: masses x s leave the motion
  * as it is but make cond_1(J) grow as s^2 (1/s below unit scale). Its condition is judged on the equilibrated
  * D J D = [2^-2e J_dd, -C_1^T; C_2, 0], D = diag(2^-e I_nd, 2^e I_nc), whose condition does not depend on s.

@@ -1,4 +1,4 @@
-/* ---- vi_control: Newton solve of the forced (constrained) DEL equations, seed 000 eqs. 2a, 28a-b ----
+/* ---- vi_control: Newton solve of the forced (constrained) DEL equations, Johnson2015, eqs. 2a, 28a-b ----
  * One call per step: initial guess q1 = q + dt M(q)^-1 p, Newton with the exact Jacobian (M_{k+1}
  * bordered by constraint Jacobians) or chord Newton (that Jacobian factored once, refreshed only when
  * the updates contract slower than theta_max, residual-only evaluations in between), LU with partial
@@ -21,7 +21,7 @@
 long long vi_newton_workspace(long long nq, long long ny) { return ny * ny + 4 * ny + 2 * nq * nq + 2 * nq; }
 
 /* The residual's infinity-norm with its constraint rows (nd..ny: h(q_{k+1}) in metres, eq. 28b; the GNI's rows in
- * velocity, seed 003 eq. 5b) x w = 2^2e (vi_border_exponent of the step's first Jacobian): in the momentum units of the
+ * velocity, Kobilarov2010, eq. 5b) x w = 2^2e (vi_border_exponent of the step's first Jacobian): in the momentum units of the
  * dynamic rows (eq. 28a), so the stopping rule tol (p1 + |p_k|) asks the same of them at any unit of mass. */
 static double vi_residual_norm(const double* R, long long nd, long long ny, double w) {
   const double a = vi_maxabs(R, nd), b = w * vi_maxabs(R + nd, ny - nd);
@@ -53,9 +53,9 @@ static int vi_mass_chol(const double* q, const double* p, long long nq, long lon
  * rot (nd): 1 for a dynamic coordinate that is an angle (revolute joint).
  * y holds the warm start (or just λ's guess when use_guess); on success y is the solution, xn = x_{k+1}.
  *
- * Chord Newton (MidpointVI docstring, docs/performance_step.md): updates with a factored matrix and residual-only
+ * Chord Newton (MidpointVI docstring, docs/benchmarks/step.md): updates with a factored matrix and residual-only
  * evaluations. The matrix is Δt⁻¹ M(q_k)_dd for an unconstrained step (the impulse-based quasi-Newton matrix of
- * seed 001 eq. 25; the guess factored it already), else M_{k+1} at the guess. M_{k+1} is evaluated, checked and
+ * Lee2016, eq. 25; the guess factored it already), else M_{k+1} at the guess. M_{k+1} is evaluated, checked and
  * factored again when an update contracts by less than theta_max.
  * Unconstrained step without root_check, converged on Δt⁻¹M(q_k)_dd alone (every update contracted by theta_max):
  * that matrix's condition is checked (Cholesky, dpocon's estimate) in place of M_{k+1}'s, and up to two more
@@ -153,7 +153,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
     with_jac = !chord || !(dnorm <= theta_max * dnorm_prev) || predicted;
     dnorm_prev = dnorm;
   }
-  /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/performance_step.md). */
+  /* Converged on Δt⁻¹M(q_k)_dd alone: its condition stands in for M_{k+1}'s (docs/benchmarks/step.md). */
   int qfinal = qonly && mat == 1 && !j_at_y && isfinite(rnorm);
   if (qfinal) {
     rc = vi_rcond(Mdd, nd, 0, mnorm, ex, sg, nd, 0);
@@ -168,7 +168,7 @@ int vi_newton_step(const double* z, double* y, double* xn, const long long* ip, 
   }
   info[0] = rnorm; info[1] = (double)it;
   /* Accept at the residual's rounding floor ~ eps |J| |q_k| too: R sums terms of size |M/dt| |q|, which
-   * exceeds any fixed tolerance on long chains at small dt (seed 001 §4 sizes). The configuration before the
+   * exceeds any fixed tolerance on long chains at small dt (Lee2016, §4 sizes). The configuration before the
    * step, not the root found: a huge |y| must not excuse its own residual (NewtonSettings). */
   if (final_check) anorm = vi_norm1(J, ny);
   const double floor_r = 64.0 * DBL_EPSILON * anorm * (1.0 + vi_maxabs(q, nq));

@@ -1,4 +1,4 @@
-"""Pseudospectral collocation: LG and the second-order LG2 of seed 004, any RobotModel, IPOPT through CasADi."""
+"""Pseudospectral collocation: LG and the second-order LG2 of MorenoMartin2022, any RobotModel, IPOPT through CasADi."""
 
 from .dynamics import SecondOrderDynamics
 from .legendre import (

@@ -1,4 +1,5 @@
-"""The continuous second-order dynamics q̈ = g(q, q̇, u) of a RobotModel, from the symbolic tree (seed 004 eq. 2).
+"""The continuous second-order dynamics q̈ = g(q, q̇, u) of a RobotModel, from the symbolic tree
+(MorenoMartin2022, eq. 2).
 
 Euler–Lagrange equations of L = T(q, v) − V(q) (``mechanics.symbolic``), with the joint damping c and the actuated
 joints' torques u entering through the selection matrix B:
@@ -25,7 +26,7 @@ class SecondOrderDynamics:
 
     ``explicit(q, v, u)`` / ``implicit(q, v, a, u, lam)`` return SX expressions for any SX arguments (the
     transcriptions call them node by node); ``acceleration(Q, V, U)`` evaluates g numerically on stacks of
-    samples (the error metrics of seed 004 eqs. 17–21).
+    samples (the error metrics of MorenoMartin2022, eqs. 17–21).
     """
 
     def __init__(self, robot: RobotModel):
@@ -55,7 +56,7 @@ class SecondOrderDynamics:
         self._Dh = ca.Function("Dh", [q], [dens(Dh)])
         self._drift = ca.Function("drift", [q, v], [dens(drift)])  # (d/dt Dh) q̇
         self._fk: dict[tuple, ca.Function] = {}
-        self._tree = tree
+        self.tree = tree
         self._energy = ca.Function("E", [q, v], [tree.kinetic + tree.potential])
         self._g: ca.Function | None = None  # numeric g(q, v, u), built on first use
         self.velocity_dependent = bool(ca.depends_on(bias, v))  # Coriolis/centrifugal terms or damping
@@ -101,8 +102,8 @@ class SecondOrderDynamics:
         """World position of a point fixed in ``link`` (expression in q; numeric for numeric q)."""
         key = (link, tuple(np.asarray(point, float)))
         if key not in self._fk:
-            self._fk[key] = ca.Function("fk", [self._tree.q],
-                                        [self._tree.point_position(self.robot.pin_model, link, point)])
+            self._fk[key] = ca.Function("fk", [self.tree.q],
+                                        [self.tree.point_position(self.robot.pin_model, link, point)])
         return self._fk[key](q)
 
     # ---- numeric ----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Periodic walking of the five-link RABBIT biped (seed 004 §V-C): one step in single support, the heel-strike impact
-map, legs relabelled — collocated by LG/LG2, then replayed in the midpoint VI under TV-LQR.
+"""Periodic walking of the five-link RABBIT biped (MorenoMartin2022, §V-C): one step in single support, the heel-strike
+impact map, legs relabelled — collocated by LG/LG2, then replayed in the midpoint VI under TV-LQR.
 
 Model: ``biped5_stance`` (urdf/biped5.urdf with config/biped5_stance.yaml): q = (base_x, base_z, base_pitch,
 left_hip, left_knee, right_hip, right_knee), the stance (left) foot pinned at the origin by a holonomic constraint,
@@ -155,7 +155,7 @@ class BipedGait:
         nq, dt, dyn = vi.nq, vi.dt, self.dynamics
         xs = ca.SX.sym("x", 2 * nq)
         q, p = xs[:nq], xs[nq:]
-        V = ca.Function("V", [dyn._tree.q], [dyn._tree.potential])
+        V = ca.Function("V", [dyn.tree.q], [dyn.tree.potential])
         grad_V = ca.gradient(V(q), q)
         v = ca.solve(dyn.mass(q), p + 0.5 * dt * grad_V)
         J = dyn.constraint_jacobian(q)  # the stance foot's velocity is zero before the impact
@@ -167,7 +167,7 @@ class BipedGait:
             off = ca.vertcat(-foot[0], -foot[1], ca.SX.zeros(nq - 2))
         q_new, v_new = self.relabel(q, self.impact(q, v), off)
         q1 = ca.SX.sym("q1", nq)
-        L = ca.Function("L", [dyn._tree.q, dyn._tree.v], [dyn._tree.kinetic - dyn._tree.potential])
+        L = ca.Function("L", [dyn.tree.q, dyn.tree.v], [dyn.tree.kinetic - dyn.tree.potential])
         q0s = ca.SX.sym("q0", nq)
         Ld = dt * L((q0s + q1) / 2, (q1 - q0s) / dt)
         D2 = ca.Function("D2Ld", [q0s, q1], [ca.gradient(Ld, q1)])
@@ -254,7 +254,7 @@ class BipedGait:
 
     def periodic_gains(self, vi: Linearizable, X: np.ndarray, U: np.ndarray, Q, R, cycles: int = 20
                        ) -> np.ndarray:
-        """TV-LQR gains of one step that are optimal over repeated steps: the Riccati recursion (seed 000 eq. 36)
+        """TV-LQR gains of one step that are optimal over repeated steps: the Riccati recursion (Johnson2015, eq. 36)
         run backwards through the step and through the impact map's linearization until P₀ is periodic."""
         traj = linearize_trajectory(vi, X, U)
         Dx = self.impact_jacobian(vi, X[-1])
@@ -281,7 +281,7 @@ class BipedGait:
     def constrained_velocity(self, vi: Linearizable, x: np.ndarray) -> np.ndarray:
         """q̇ of a VI state with the stance foot at rest: M⁻¹(p + (Δt/2)∇V) projected M-orthogonally onto Dh q̇ = 0.
 
-        A constrained VI state's p is defined modulo Dh(q)ᵀμ (the step's multipliers absorb such a change, seed 000
+        A constrained VI state's p is defined modulo Dh(q)ᵀμ (the step's multipliers absorb such a change, Johnson2015
         eq. 28a): this velocity is what the state means physically.
         """
         q = x[: vi.nq]

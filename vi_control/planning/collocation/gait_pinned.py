@@ -1,4 +1,4 @@
-"""The RABBIT gait in minimal coordinates (seed 004 §V-C, Kelly 2017): the stance foot as the root.
+"""The RABBIT gait in minimal coordinates (MorenoMartin2022, §V-C, Kelly 2017): the stance foot as the root.
 
 ``biped5_pinned`` (urdf/biped5_pinned.urdf) is the same robot as ``biped5_stance`` with the stance foot pinned by
 construction instead of by a holonomic constraint: q = (stance_ankle, stance_knee, stance_hip, swing_hip,

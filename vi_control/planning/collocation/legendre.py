@@ -1,13 +1,14 @@
-"""Legendre–Gauss nodes, quadrature weights, barycentric interpolation and differentiation matrices (seed 004 §III–IV).
+"""Legendre–Gauss nodes, quadrature weights, barycentric interpolation and differentiation matrices
+(MorenoMartin2022, §III–IV).
 
 All polynomials are Lagrange interpolants on a node set τ ⊂ [−1, 1] in barycentric form (Berrut & Trefethen 2004):
 the weights ωⱼ = 1/∏ₖ≠ⱼ(τⱼ − τₖ) give stable evaluation anywhere and the differentiation matrix
 Dᵢⱼ = L̇ⱼ(τᵢ) = (ωⱼ/ωᵢ)/(τᵢ − τⱼ) (i ≠ j), Dᵢᵢ = −Σⱼ≠ᵢ Dᵢⱼ, which is exact on polynomials of the interpolant's degree.
 
-- LG (seed 004 eqs. 5–10): nodes τ₀ = −1 and the N Gauss points; the N × (N+1) matrix ``D`` of eq. 8 is
+- LG (MorenoMartin2022, eqs. 5–10): nodes τ₀ = −1 and the N Gauss points; the N × (N+1) matrix ``D`` of eq. 8 is
   ``lg_differentiation(N)``.
-- LG2 (seed 004 eqs. 11–16): nodes τ₀ = −1, the N Gauss points and τ_{N+1} = +1 (B = N + 2); the square matrix D* of
-  eq. 13 is ``lg2_differentiation(N)``, and Q̈ = (2/t_f)² D*² Q (eq. 15).
+- LG2 (MorenoMartin2022, eqs. 11–16): nodes τ₀ = −1, the N Gauss points and τ_{N+1} = +1 (B = N + 2); the square
+  matrix D* of eq. 13 is ``lg2_differentiation(N)``, and Q̈ = (2/t_f)² D*² Q (eq. 15).
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ def gauss_points(N: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def lg_nodes(N: int) -> np.ndarray:
-    """LG node points: τ₀ = −1 followed by the N Gauss points (B = N + 1, seed 004 eq. 5)."""
+    """LG node points: τ₀ = −1 followed by the N Gauss points (B = N + 1, MorenoMartin2022, eq. 5)."""
     return np.concatenate([[-1.0], gauss_points(N)[0]])
 
 
 def lg2_nodes(N: int) -> np.ndarray:
-    """LG2 node points: −1, the N Gauss points, +1 (B = N + 2, seed 004 §IV)."""
+    """LG2 node points: −1, the N Gauss points, +1 (B = N + 2, MorenoMartin2022, §IV)."""
     return np.concatenate([[-1.0], gauss_points(N)[0], [1.0]])
 
 
@@ -91,12 +92,13 @@ def _lg_matrices(N: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def lg_differentiation(N: int) -> np.ndarray:
-    """The N × (N+1) Gauss pseudospectral differentiation matrix D of seed 004 eq. 8 (rows: collocation points)."""
+    """The N × (N+1) Gauss pseudospectral differentiation matrix D of MorenoMartin2022, eq. 8 (rows: collocation
+    points)."""
     return _lg_matrices(N)[0][1:]
 
 
 def lg2_differentiation(N: int) -> np.ndarray:
-    """The (N+2) × (N+2) matrix D* of seed 004 eq. 13 on the LG2 nodes (−1, Gauss points, +1)."""
+    """The (N+2) × (N+2) matrix D* of MorenoMartin2022, eq. 13 on the LG2 nodes (−1, Gauss points, +1)."""
     return _lg_matrices(N)[1]
 
 

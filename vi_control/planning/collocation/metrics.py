@@ -1,4 +1,5 @@
-"""Dynamic errors of a collocated trajectory between the collocation points (seed 004 eqs. 17–21), and their plots.
+"""Dynamic errors of a collocated trajectory between the collocation points (MorenoMartin2022, eqs. 17–21), and their
+plots.
 
     ε^[1]_qi(t) = q̇ᵢ(t) − vᵢ(t)                        (eq. 17; zero by construction for LG2)
     ε^[2]_qi(t) = q̈ᵢ(t) − gᵢ(q(t), q̇(t), u(t))         (eq. 18; q, q̇, q̈ of the configuration polynomial)
@@ -70,7 +71,7 @@ def dynamic_error_samples(sol: CollocationSolution, dynamics: SecondOrderDynamic
 
 def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subintervals: int = 1000,
                    velocity: str = "qdot", coordinates: np.ndarray | None = None) -> DynamicErrors:
-    """ε^[1], ε^[2] and their integrals E (seed 004 eqs. 17–21) of a solution.
+    """ε^[1], ε^[2] and their integrals E (MorenoMartin2022, eqs. 17–21) of a solution.
 
     ``coordinates``: a constant matrix T (m, nq) to report the errors of θ = T q instead of q (e.g. the biped's
     absolute link angles from relative joint angles): ε is linear in q̇, q̈ and g, so ε_θ = T ε_q exactly.
@@ -89,8 +90,8 @@ def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics, subinte
     """ε^[2] = (q̈ − v̇) + (v̇ − g(q, q̇, u)), integrated per coordinate: (∫|q̈ − v̇| dt, ∫|v̇ − g| dt), each (nq,)
     — or (m,) for θ = T q with ``coordinates`` T (m, nq), as in `dynamic_errors` (both parts are linear in q̈, v̇, g).
 
-    The first part is LG's velocity inconsistency (seed 004 §I: v ≠ q̇ between the Gauss points, so v̇ ≠ q̈ even at
-    them) — what LG2 removes by construction (zero for LG2); the second is the collocation residual of the
+    The first part is LG's velocity inconsistency (MorenoMartin2022, §I: v ≠ q̇ between the Gauss points, so v̇ ≠ q̈
+    even at them) — what LG2 removes by construction (zero for LG2); the second is the collocation residual of the
     first-order system, which both methods leave between the Gauss points. E^[2]_qi ≤ the sum of the two, and LG2's
     gain over LG on a coordinate is bounded by how much of LG's error the first part carries."""
     T = _coordinates(coordinates, dynamics.nq)
@@ -105,7 +106,7 @@ def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics, subinte
 
 def plot_dynamic_error(ax, sol: CollocationSolution, dynamics: SecondOrderDynamics, coordinate: int | None = None,
                        order: int = 2, label: str | None = None, color=None, samples: int = 2000) -> None:
-    """ε^[order](t) over [0, t_f] with the collocation points marked (the style of seed 004's error figures).
+    """ε^[order](t) over [0, t_f] with the collocation points marked (the style of MorenoMartin2022's error figures).
 
     ``coordinate``: one q_i (signed ε_qi), or None for the joint error ε^[order] = Σ|ε_qi| (eq. 19).
     """
@@ -127,7 +128,7 @@ def plot_dynamic_error(ax, sol: CollocationSolution, dynamics: SecondOrderDynami
 
 def plot_error_sweep(ax_error, ax_time, Ns, results: dict[str, tuple[list[float], list[float]]],
                      title: str = "") -> None:
-    """Seed 004 Fig. 2: E^[2] (log scale) and solve time against N, one curve per method.
+    """MorenoMartin2022, Fig. 2: E^[2] (log scale) and solve time against N, one curve per method.
 
     ``results``: method label → (E^[2] per N, solve time [s] per N); NaN entries (failed or different optimum)
     are left out.

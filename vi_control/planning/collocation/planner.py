@@ -6,7 +6,7 @@
    fixed (horizon·Δt) or free in [t_min, horizon·Δt], cost ∫uᵀu or t_f, the task's input limits, URDF joint limits;
 2. IPOPT on the LG or LG2 transcription (built once per robot and options, then re-solved: re-plans are cheap);
 3. resampling onto the VI grid t_k = kΔt, k ≤ ⌈t_f/Δt⌉: q_k = q(t_k) (held at the goal after t_f), the discrete state
-   x_k = (q_k, D₂L_d(q(t_k − Δt), q_k)) (seed 000 eq. 1b) and u_k = u(t_k + Δt/2) (the midpoint of the step);
+   x_k = (q_k, D₂L_d(q(t_k − Δt), q_k)) (Johnson2015, eq. 1b) and u_k = u(t_k + Δt/2) (the midpoint of the step);
 4. DDP on the VI, tracking the resampled states with the task's weights, from the inputs of a rollout that follows
    the resampled trajectory under TV-LQR feedback (the open-loop inputs would fall off an unstable swing-up): every
    state of the result is a VI rollout, so the plan is exactly VI-feasible, and TV-LQR gains follow in

@@ -1,8 +1,8 @@
-"""Seed 004's test problems (§V) as CollocationProblems, with the settings the tests and the benchmark share.
+"""MorenoMartin2022's test problems (§V) as CollocationProblems, with the settings the tests and the benchmark share.
 
 - ``pendulum_min_time``: the bundled pendulum (m = l = 1, g = 9.8, |u| ≤ 5 N·m) from hanging at rest to upright at
   rest in minimum time (eq. 22). ``PENDULUM_GUESS_TIME``: the straight-line guess's t_f — from it LG and LG2 reach the
-  same local optimum for N = 15 … 30 (other guesses lead to other optima; docs/collocation.md).
+  same local optimum for N = 15 … 30 (other guesses lead to other optima; docs/concepts/collocation.md).
   ``pendulum_starts`` / ``best_of``: the same straight line over each of ``PENDULUM_START_TIMES``, and the lowest-t_f
   optimum reached from them — the comparison point of a minimum-time problem with several local optima per N (at
   N = 15 the 2 s line ends at t_f = 2.4185 s, the 3 s line at 2.4036 s, for both methods).
@@ -84,8 +84,8 @@ def bang_bang_gravity_interpolation_error(nodes: int, g: float = 9.8, u_max: flo
     and I_N its interpolant through the N Gauss points of [0, t_f] (degree N − 1).
 
     On the pendulum LG2's ε^[2] is exactly this interpolation error, taken along the collocated q(t) instead of q*
-    (the input polynomial cancels: docs/collocation.md), so this is the error LG2 makes when its trajectory is the
-    true optimum — what a single polynomial of that degree can do for a motion whose q̈ jumps at the switches."""
+    (the input polynomial cancels: docs/concepts/collocation.md), so this is the error LG2 makes when its trajectory is
+    the true optimum — what a single polynomial of that degree can do for a motion whose q̈ jumps at the switches."""
     from scipy.integrate import solve_ivp
 
     from .legendre import Interpolant, gauss_points

@@ -4,7 +4,7 @@ Building a transcription (CasADi SX of every Gauss point's dynamics row, then IP
 Lagrangian and its sparsity) costs time and memory in proportion to the operations of those rows, not to the
 number of variables: at the same nq and node count the panda's dynamics row has 3.4× the operations of the ur5's and
 builds 3.4× slower, and per variable the measured CPU time spans 0.6 ms (a pendulum) to 32 ms (the panda by LG)
-(benchmarks/bench_collocation_size.py; README). ``NLPSize.work`` counts, per Gauss point, the row's operations plus
+(benchmarks/bench_collocation_size.py). ``NLPSize.work`` counts, per Gauss point, the row's operations plus
 terms fitted to those measurements: the rows besides the dynamics (~nq² operations' worth) and, where the dynamics
 row reads every node of its interval (LG's v̇ = D·V, LG2 without lifting), a per-node share of both. One unit of
 work took 27 µs of CPU here (measured/predicted 0.46–1.29: the cheap coupled cases are overestimated, on the safe

@@ -1,7 +1,7 @@
 """A collocated trajectory as the transcription's polynomials: q(t), v(t), q̈(t), u(t) anywhere in [0, t_f].
 
-LG (seed 004 eqs. 5–6): per interval, q and v are separate degree-N interpolants on (−1, Gauss points), and u the
-degree-(N−1) interpolant through the Gauss points. LG2 (eqs. 11–12): q is the degree-(N+1) interpolant on
+LG (MorenoMartin2022, eqs. 5–6): per interval, q and v are separate degree-N interpolants on (−1, Gauss points), and u
+the degree-(N−1) interpolant through the Gauss points. LG2 (eqs. 11–12): q is the degree-(N+1) interpolant on
 (−1, Gauss points, +1), its velocity is q̇ itself, u as in LG. With several intervals (h-p), each interval has its
 own polynomials; a time on a boundary belongs to the later interval.
 """
@@ -26,7 +26,7 @@ class Segment:
     v: Interpolant | None = None  # LG only: the separate velocity polynomial
 
     def velocity(self, t: np.ndarray, order: int = 0) -> np.ndarray:
-        """v(t) of the transcription: LG's own polynomial, LG2's q̇ (seed 004 §IV)."""
+        """v(t) of the transcription: LG's own polynomial, LG2's q̇ (MorenoMartin2022, §IV)."""
         return self.v(t, order) if self.v is not None else self.q(t, order + 1)
 
 
@@ -82,10 +82,11 @@ class CollocationSolution:
         return self._eval(t, lambda s, tt: s.velocity(tt, order))
 
     def u(self, t) -> np.ndarray:
-        """Input polynomial through the collocation points (seed 004 eq. 6), extrapolated to the interval ends."""
+        """Input polynomial through the collocation points (MorenoMartin2022, eq. 6), extrapolated to the interval
+        ends."""
         return self._eval(t, lambda s, tt: s.u(tt))
 
 
 def input_interpolant(N: int, U: np.ndarray, t0: float, t1: float) -> Interpolant:
-    """u's Lagrange polynomial on the N Gauss points of [t0, t1] (seed 004 eq. 6)."""
+    """u's Lagrange polynomial on the N Gauss points of [t0, t1] (MorenoMartin2022, eq. 6)."""
     return Interpolant(np.asarray(gauss_points(N)[0]), U, t0, t1)

@@ -1,18 +1,20 @@
-"""LG and LG2 pseudospectral transcriptions of an optimal control problem, solved by IPOPT through CasADi (seed 004).
+"""LG and LG2 pseudospectral transcriptions of an optimal control problem, solved by IPOPT through CasADi
+(MorenoMartin2022).
 
 Time t ∈ [0, t_f] is split into K equal intervals of length h = t_f/K (K = 1: one global polynomial as in the
 paper; K > 1: the h-p variant the paper's conclusions call for); τ = −1 + 2(t − t_k)/h on each.
 
-- **LG** (seed 004 §III): state x = (q, v) on the nodes (−1, τ₁ … τ_N); the dynamics q̇ = v, v̇ = g(q, v, u) are
-  imposed at the Gauss points, (2/h) D X = F(X^LG, U) (eq. 10); the interval's end state is its polynomial at
+- **LG** (MorenoMartin2022, §III): state x = (q, v) on the nodes (−1, τ₁ … τ_N); the dynamics q̇ = v, v̇ = g(q, v, u)
+  are imposed at the Gauss points, (2/h) D X = F(X^LG, U) (eq. 10); the interval's end state is its polynomial at
   τ = 1 (equal to LG's quadrature end-point rule, Gauss quadrature being exact there).
-- **LG2** (seed 004 §IV): only q on the N + 2 nodes (−1, τ₁ … τ_N, +1); q̇ = (2/h) D*Q, q̈ = (2/h)² D*²Q (eqs. 14–15)
-  and Q̈^LG = G(Q^LG, Q̇^LG, U) at the Gauss points (eq. 16). Between intervals q is shared and q̇ continuous.
+- **LG2** (MorenoMartin2022, §IV): only q on the N + 2 nodes (−1, τ₁ … τ_N, +1); q̇ = (2/h) D*Q, q̈ = (2/h)² D*²Q (eqs.
+  14–15) and Q̈^LG = G(Q^LG, Q̇^LG, U) at the Gauss points (eq. 16). Between intervals q is shared and q̇ continuous.
 
 Dynamics ``implicit`` (default: M q̈ + b − Bu − Dhᵀλ = 0, λ unknowns at the Gauss points with holonomic constraints)
 or ``explicit`` (q̈ = M⁻¹(Bu − b), the paper's form; the bordered KKT solve with constraints). Both have the same
 solutions; with the implicit rows IPOPT needs fewer iterations (cart-pole LG2 at N = 30: 10 instead of 27) and the
-expressions stay small for many joints (docs/collocation.md). Rows that define derivatives from node values (LG's
+expressions stay small for many joints (docs/concepts/collocation.md). Rows that define derivatives from node values
+(LG's
 q̇ = v, lifted LG2's q̇ and q̈) are multiplied by (h/2)^r: polynomial in a free t_f (fewer IPOPT iterations). Decision
 variables: node values Q (and V for LG), U and λ at the Gauss points, t_f if free. Boundary values are NLP
 parameters, so one built transcription re-solves from new start states (the planner's re-plans).

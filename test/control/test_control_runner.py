@@ -1,0 +1,201 @@
+"""control.runner.PlanRunner without ROS: which plan the controller follows and what it commands — admission, entry
+at the stated start (at once on receipt, re-timed when late with the robot still at X_0), path and goal tolerances,
+a clock that went back, faults and the safe command — against the expected decisions, and its commands against the
+law u = U_k + K_k (X_k − x) evaluated here in numpy (Johnson2015, §VIII)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy.linalg import solve_discrete_are
+
+from vi_control.control.intake import Estimate, Fault
+from vi_control.control.plan import Plan
+from vi_control.control.runner import FAULT_GOAL, FAULT_PATH, PlanRunner
+from vi_control.linearization import linearize
+
+DT_RANGE = (1e-5, 10.0)
+X_UP = np.array([np.pi, 0.0])
+
+
+class Log:
+    """A log sink: the runner's info and warning lines, and its throttled warnings as (kind, text, level)."""
+
+    def __init__(self):
+        self.info, self.warning, self.throttled = [], [], []
+
+    def __call__(self, kind, text, level="warning"):
+        self.throttled.append((kind, text, level))
+
+
+@pytest.fixture(scope="module")
+def upright(pendulum_vi):
+    """A plan that holds the pendulum upright (θ = π, u = 0) with the LQR gain of scipy's DARE, N = 20, t₀ = 1."""
+    vi = pendulum_vi
+    lin = linearize(vi, X_UP, np.zeros(1))
+    Q, R = np.diag([10.0, 1.0]), np.eye(1)
+    P = solve_discrete_are(lin.A, lin.B, Q, R)
+    K = np.linalg.solve(R + lin.B.T @ P @ lin.B, lin.B.T @ P @ lin.A)
+    N = 20
+    return Plan(times=1.0 + np.arange(N + 1) * vi.dt, X=np.tile(X_UP, (N + 1, 1)), U=np.zeros((N, 1)),
+                K=np.tile(K, (N, 1, 1)), dt=vi.dt, model_name="pendulum", model_hash=vi.robot.hash,
+                joint_names=["theta"], input_names=["theta"])
+
+
+@pytest.fixture
+def runner(pendulum_vi):
+    log = Log()
+    logger = type("Logger", (), {"info": lambda self, m: log.info.append(m),
+                                 "warning": lambda self, m: log.warning.append(m)})()
+    settings = dict(accept_unconverged=False, gain_scale=1.0, retime_tolerance=0.01, path_tolerance=0.0,
+                    goal_tolerance=0.0, goal_time_tolerance=0.5, safe_mode="damping", safe_damping=1.0)
+    r = PlanRunner(pendulum_vi.robot, pendulum_vi, settings, False, pendulum_vi.robot.joint_names, np.array([0]),
+                   logger, log)
+    r.log = log
+    return r
+
+
+def _law(plan, k, x):
+    """u_k = U_k + K_k (X_k − x), clamped to the pendulum's ±5 N·m."""
+    return np.clip(plan.U[k] + plan.K[k] @ (plan.X[k] - x), -5.0, 5.0)
+
+
+def test_admission(runner, upright):
+    assert runner.admit(3, upright, DT_RANGE)
+    runner.queue(3, upright, False)
+    assert runner.pending == (3, upright, False) and "accepted plan 3: N=20" in runner.log.info[-1]
+    assert not runner.admit(3, upright, DT_RANGE) and not runner.log.throttled  # a re-publish: silently
+    loose = dataclasses.replace(upright, converged=False)
+    assert not runner.admit(4, loose, DT_RANGE) and "accept_unconverged" in runner.log.throttled[-1][1]
+    runner.p["accept_unconverged"] = True  # a live parameter: read at each use
+    assert runner.admit(4, loose, DT_RANGE)
+    wide = dataclasses.replace(upright, K=np.zeros((20, 1, 1)))
+    assert not runner.admit(5, wide, DT_RANGE) and "nx, nu, ndx = (2, 1, 1)" in runner.log.throttled[-1][1]
+    assert not runner.admit(6, upright, (0.2, 1.0)) and "outside [0.2, 1] s" in runner.log.throttled[-1][1]
+
+
+def test_a_plan_waits_for_its_start_then_commands_the_law(runner, upright):
+    runner.queue(1, upright, False)
+    x = X_UP + np.array([0.02, -0.01])
+    assert runner.command(0.94, x) is None and runner.law is None  # t₀ − Δt/2 not reached
+    k, u = runner.command(0.96, x)
+    assert k == 0 and runner.pending is None and runner.active_seq == 1
+    assert np.allclose(u, _law(upright, 0, x), rtol=0, atol=1e-12)
+    k, u = runner.command(1.0 + 7 * upright.dt + 0.004, x)  # the nearest sample
+    assert k == 7 and np.allclose(u, _law(upright, 7, x), rtol=0, atol=1e-12)
+
+
+def test_a_plan_that_starts_after_the_waiting_one_follows_it_and_a_halfway_tick_enters_the_later_step(runner,
+                                                                                                          upright):
+    """Two plans queued before the first has started (MPC: a cycle's plan arrives before the last cycle's starts):
+    each is entered at its own start, not the later instead of the earlier; one that starts no later than the plan
+    waiting replaces it; the earlier delivered again after the later is not new. A tick exactly halfway between two
+    steps (t₀ − Δt/2 of a plan) runs the later step, in the law's index as in the entry of a plan starting there."""
+    dt = upright.dt
+    later = upright.shifted(1.0 + 5 * dt)
+    runner.queue(1, upright, False)
+    runner.queue(2, later, False)
+    assert runner.pending[0] == 1 and [f[0] for f in runner.following] == [2]
+    assert not runner.admit(1, upright, DT_RANGE) and not runner.log.throttled  # plan 1 delivered again: not new
+    assert runner.command(1.0, X_UP)[0] == 0 and runner.active_seq == 1
+    assert runner.command(1.0 + 4 * dt, X_UP)[0] == 4 and runner.active_seq == 1
+    assert runner.law.index(1.0 + 4.5 * dt) == 5  # halfway: the later step
+    assert runner.command(1.0 + 4.5 * dt, X_UP)[0] == 0 and runner.active_seq == 2  # entered at t₀ − Δt/2
+    runner.queue(3, upright.shifted(2.0), False)
+    runner.queue(4, upright.shifted(3.0), False)
+    runner.queue(5, upright.shifted(2.0 + 0.4 * dt), False)  # the same step as plan 3: replaces it and plan 4
+    assert runner.pending[0] == 5 and runner.following == []
+
+
+def test_start_on_receipt_and_late_plans(runner, upright):
+    runner.queue(1, upright, True)  # starts with the next state, whatever its stamp says
+    assert runner.command(5.0, X_UP)[0] == 0 and runner.law.plan.times[0] == 5.0
+    runner.queue(2, upright, False)
+    k, _ = runner.command(1.5, X_UP)  # 5 steps late, the robot still at X_0: re-timed to now
+    # t₀ half a step ahead of now: U_0 for a whole step from now, U_k from t_k − Δt/2 as on time
+    dt = upright.dt
+    assert k == 0 and runner.law.plan.times[0] == 1.5 + dt / 2 and "re-timed: 5 steps late" in runner.log.info[-1]
+    assert runner.command(1.5 + 0.99 * dt, X_UP)[0] == 0 and runner.command(1.5 + 1.01 * dt, X_UP)[0] == 1
+    runner.queue(3, upright, False)
+    k, _ = runner.command(1.5, X_UP + np.array([0.1, 0.0]))  # moved away meanwhile: the plan's clock holds
+    assert k == 5 and runner.log.throttled[-1][0] == "late plan" and "not re-timed" in runner.log.throttled[-1][1]
+
+
+def test_path_and_goal_tolerances_abort_the_plan(runner, upright):
+    runner.p["path_tolerance"] = 0.05
+    runner.queue(1, upright, False)
+    f = runner.command(1.0, X_UP + np.array([0.1, 0.0]))
+    assert isinstance(f, Fault) and f.kind == FAULT_PATH and "of theta = 0.1 > 0.05" in f.detail
+    assert runner.command(1.1, X_UP) == f  # aborted: the safe command until another plan comes
+    runner.queue(2, upright.shifted(2.0), False)
+    assert runner.command(2.0, X_UP)[0] == 0 and runner.aborted is None
+    runner.p["path_tolerance"], runner.p["goal_tolerance"] = 0.0, 0.01
+    end = 2.0 + 20 * upright.dt
+    assert runner.command(end + 0.4, X_UP + np.array([0.1, 0.0]))[0] == 24  # after the end, within 0.5 s
+    f = runner.command(end + 0.6, X_UP + np.array([0.1, 0.0]))
+    assert f.kind == FAULT_GOAL and "|q_N − q| = 0.1 > 0.01" in f.detail
+    runner.queue(3, upright.shifted(5.0), False)
+    runner.command(5.0, X_UP)
+    assert runner.command(5.0 + 20 * upright.dt, X_UP)[0] == 20 and runner.goal_reached
+    assert "goal reached" in runner.log.info[-1]
+
+
+def test_a_clock_that_went_back_requeues_the_plan_for_its_start(runner, upright):
+    runner.queue(1, upright, False)
+    assert runner.command(1.1, X_UP)[0] == 1
+    plan = runner.active_plan
+    assert runner.clock_went_back(0.3, 1.1)  # the plan starts after 0.3: it waits for its start again
+    assert runner.law is None and runner.active_seq is None
+    assert runner.pending[0] == 1 and runner.pending[1] is plan and runner.pending[2] is False
+    assert "plan 1 starts at t=1.0000 again" in runner.log.warning[-1]
+    assert runner.command(0.5, X_UP) is None
+    assert runner.command(1.0, X_UP)[0] == 0  # re-entered at k = 0
+    assert not runner.clock_went_back(1.1, 1.5)  # back, but still inside the plan: it goes on
+    assert runner.law is not None and runner.log.warning[-1].startswith("the clock went back")
+
+
+def test_faults_are_counted_until_a_command_succeeds_and_the_safe_input(runner, upright):
+    runner.record_fault("joint states stale", "no joint state for 0.6 s")
+    runner.record_fault("joint states stale", "no joint state for 0.7 s")
+    assert runner.fault == "joint states stale" and runner.fault_counts == {"joint states stale": 2}
+    kind, text, _ = runner.log.throttled[-1]
+    assert kind == "joint states stale" and text.endswith("0.7 s -> safe command (damping)")
+    runner.record_fault("invalid joint state", "joint state lacks joint(s) ['theta'] (got ['x'])")
+    assert runner.log.throttled[-1][0] == "invalid joint state: joint state lacks joint"  # per reason
+    runner.queue(1, upright, False)
+    runner.command(1.0, X_UP)
+    assert runner.fault is None and "valid again after: invalid joint state" in runner.log.info[-1]
+    state = Estimate(1.0, X_UP, np.array([2.0]))
+    assert runner.safe_input("damping", state) == pytest.approx([-2.0])  # −d·q̇
+    assert runner.safe_input("damping", state._replace(qdot=np.array([10.0]))) == pytest.approx([-5.0])  # clamped
+    assert runner.safe_input("zero", state) == pytest.approx([0.0])
+    assert runner.safe_input("damping", None) == pytest.approx([0.0])  # no velocity known
+    # a stale state's q̇ is no feedback (a constant torque the watchdog would repeat): zero torque
+    assert runner.safe_input("damping", state, fresh=False) == pytest.approx([0.0], abs=0)
+
+
+def test_a_plan_whose_own_states_the_intake_would_refuse_is_rejected_before_the_robot_moves():
+    """The panda reach with R = 0.01 on every joint (the bundled task before its per-joint R) turns joint 7 at
+    4.9 rad/s, beyond 1.5 × its URDF limit of 2.61: the controller would take the safe command mid-motion at the
+    first measured state of that step, so the plan is refused at admission naming the joint and the time. The
+    bundled task's plan (per-joint R) is admitted under the same limits."""
+    import vi_control as vc
+    from vi_control.control.intake import JointLimits
+    from vi_control.planning import load_task, make_system
+
+    task = load_task("task_panda_reach")
+    vi = make_system(task)
+    log = Log()
+    logger = type("Logger", (), {"info": lambda self, m: None, "warning": lambda self, m: None})()
+    runner = PlanRunner(vi.robot, vi, dict(accept_unconverged=False), False, vi.robot.joint_names,
+                        np.arange(7), logger, log)
+    limits = JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3)  # the controller's defaults
+    plan, _ = vc.plan_task(vi, task)
+    assert runner.admit(1, plan, DT_RANGE, limits)
+    fast = dataclasses.replace(task, weights={**task.weights, "R": 0.01})
+    plan, _ = vc.plan_task(vi, fast)
+    assert not runner.admit(2, plan, DT_RANGE, limits)
+    text = log.throttled[-1][1]
+    assert "plan 2 rejected: its state at t = 0.05 s (k = 1) has velocity of panda_joint7" in text, text
+    speed = float(text.split("panda_joint7 = ")[1].split(" ")[0])
+    assert abs(speed) > 1.5 * 2.61 and speed == pytest.approx(vi.velocity(plan.X[1])[6])

@@ -1,0 +1,334 @@
+"""Whole-horizon compiled DDP (planning.compiled, issue 13 item 1) against the numpy path it replaces.
+
+Independent reference: ddp's per-stage Python path (``linearization.linearize``/``second_order_contraction``,
+``ddp._backward`` with LAPACK, ``shooting.rollout`` through ``vi.solve``), which the rest of the suite checks
+against finite differences, scipy and the papers. Every pass of the kernel (rollout, linearization, backward
+with and without second-order terms, regularized, with active input bounds) must agree with it to 1e-10 on an
+unconstrained, a holonomically constrained (four-bar, Johnson2015, eqs. 28–32) and a nonholonomic (GNI, Kobilarov2010)
+system, and whole DDP solves must agree to 1e-10 with the same iteration counts. The kernel is chosen by
+capability (``compiled_stage``), never by class: systems without it take the numpy path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from vi_control.integrators import make_integrator
+from vi_control.integrators.midpoint import MidpointVI
+from vi_control.mechanics import codegen
+from vi_control.model.bundled import fourbar_initial_configuration, load_bundled
+from vi_control.planning import compiled, load_task, make_system, plan_task, reference_trajectory, start_state
+from vi_control.planning.augmented import terminal_constrained_ddp
+from vi_control.planning.cost import QuadraticTrackingCost
+from vi_control.planning.ddp import _NumpyStages, ddp
+from vi_control.planning.pipeline import input_limits
+from vi_control.planning.shooting import input_bounds
+
+TOL = 1e-10
+
+
+def _rel(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.abs(a - b).max() / max(1.0, np.abs(b).max()))
+
+
+def _same_path(res_c, res_n, slack: int = 2) -> bool:
+    """Iteration counts as bounds: a decision at a threshold (a line search's acceptance, Q_uu's positive
+    definiteness) may flip with the compiler or CPU, so the counts may differ by ``slack``; the costs agree to
+    round-off for as long as the decisions (step kind, step size) agree. True if they agree all the way: the
+    caller then compares every iterate to round-off, else only the solutions."""
+    assert abs(res_c.iterations - res_n.iterations) <= slack, (res_c.iterations, res_n.iterations)
+    dc = list(zip(res_c.step_kinds, res_c.step_history))
+    dn = list(zip(res_n.step_kinds, res_n.step_history))
+    same = next((i for i, (a, b) in enumerate(zip(dc, dn)) if a != b), min(len(dc), len(dn)))
+    assert _rel(res_c.cost_history[: same + 1], res_n.cost_history[: same + 1]) < TOL
+    return dc == dn and res_c.step_kinds == res_n.step_kinds and res_c.iterations == res_n.iterations
+
+
+def _numpy_path(monkeypatch, fn, *args, **kwargs):
+    with monkeypatch.context() as m:
+        m.setattr(compiled, "ENABLED", False)
+        return fn(*args, **kwargs)
+
+
+def _task_problem(name: str, integrator: str = "midpoint"):
+    task = load_task(name)
+    vi = make_system(task, integrator)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    W = [task.weight(w, "weights", n, vi.nq) for w, n in (("Q", vi.nx), ("R", vi.nu), ("Qf", vi.nx))]
+    return vi, QuadraticTrackingCost(X_ref, U_ref, *W), x0, input_limits(task, vi)
+
+
+def _fourbar_problem(N: int = 40):
+    """Crank of the four-bar (2 loop-closure constraints) from 0.2 rad to 0.8 rad, tracked in all coordinates."""
+    vi = MidpointVI(load_bundled("fourbar"), 0.02)
+    x0 = vi.state_from_configurations(fourbar_initial_configuration(0.2), fourbar_initial_configuration(0.2))
+    goal = np.concatenate([fourbar_initial_configuration(0.8), np.zeros(3)])
+    cost = QuadraticTrackingCost(np.tile(goal, (N + 1, 1)), np.zeros((N, 1)), np.diag([10.0] * 3 + [0.1] * 3), 0.1,
+                                 np.diag([1e3] * 3 + [1.0] * 3))
+    return vi, cost, x0, np.array([3.0])
+
+
+@pytest.fixture(scope="module")
+def cartpole():
+    """The cart-pole swing-up with the cost of its augmented Lagrangian's first subproblem (Qf + ρI, ρ = 1e3)."""
+    vi, cost, x0, limits = _task_problem("task_cartpole_swingup")
+    return vi, QuadraticTrackingCost(cost.X_ref, cost.U_ref, cost.Q, cost.R, cost.Qf + 1e3 * np.eye(4)), x0, limits
+
+
+@pytest.fixture(scope="module")
+def fourbar():
+    return _fourbar_problem()
+
+
+@pytest.fixture(scope="module")
+def diffdrive():
+    return _task_problem("task_diffdrive_parking", "gni")
+
+
+def _passes(stages, x0, U, X_nom, K, cost, mu, second_order):
+    X, Ua, aux = stages.rollout(x0, U, X_nom, K)
+    lins = stages.linearize(X, Ua, aux)
+    back = stages.backward(cost, X, Ua, aux, lins, mu, second_order)
+    lin = stages.linearization(lins)
+    return X, Ua, np.array([a.A for a in lin]), np.array([a.B for a in lin]), np.array([a.rcond for a in lin]), back
+
+
+@pytest.mark.parametrize("system", ["cartpole", "fourbar", "diffdrive"])
+def test_every_stage_pass_agrees_with_the_numpy_path(system, request):
+    vi, cost, x0, limits = request.getfixturevalue(system)
+    N, nu, nx = cost.N, vi.nu, vi.nx
+    lo, hi = input_bounds(limits, nu)
+    # About a trajectory 15 DDP iterations into the task (where its second-order model is convex and the input
+    # bounds are active), a closed-loop trial off it: a feedforward change plus perturbed feedback on x − X_nom.
+    nominal = ddp(vi, cost, x0, np.zeros((N, nu)), input_limits=limits, max_iterations=15)
+    X_nom, rng = nominal.X, np.random.default_rng(3)
+    U = nominal.U + 0.5 * np.where(np.isfinite(hi), hi, 1.0) * rng.standard_normal((N, nu))
+    K = -nominal.K * (1 + 0.1 * rng.standard_normal((N, nu, nx)))
+    fast = compiled.compiled_stages(vi, N, lo, hi)
+    assert fast is not None and fast.compiled
+    clamped, solved = 0, []
+    for mu, second_order in ((0.0, True), (1e2, True), (1e6, True), (0.0, False), (1e-2, False)):
+        got = _passes(fast, x0, U, X_nom, K, cost, mu, second_order)
+        want = _passes(_NumpyStages(vi, lo, hi), x0, U, X_nom, K, cost, mu, second_order)
+        for name, g, w in zip(("X", "U applied", "A", "B"), got[:4], want[:4]):
+            assert _rel(g, w) < TOL, (name, _rel(g, w))
+        assert _rel(np.log(got[4]), np.log(want[4])) < 1e-6  # rcond: the same 1-norm estimator as dgecon
+        # Both reject a model whose regularized Q_uu is not positive definite (ddp then changes it), or neither.
+        assert (got[5] is None) == (want[5] is None), (mu, second_order)
+        if got[5] is None:
+            continue
+        solved.append(second_order)
+        for name, g, w in zip(("k", "K", "d1", "d2"), got[5], want[5]):
+            assert _rel(g, w) < TOL, (name, mu, second_order, _rel(g, w))
+        U_next = got[1] + got[5][0]
+        clamped += int(np.sum(np.isclose(np.abs(U_next), hi) & np.isfinite(hi)))
+    assert True in solved and False in solved
+    if np.isfinite(hi).any():
+        assert clamped > 0  # the box QP was active somewhere (projected Newton, not the fast path only)
+
+
+def test_rollout_failure_is_a_rejected_trial_on_both_paths(cartpole):
+    vi, cost, x0, limits = cartpole
+    lo, hi = input_bounds(None, vi.nu)
+    U = np.zeros((cost.N, vi.nu))
+    U[7] = np.nan
+    assert compiled.compiled_stages(vi, cost.N, lo, hi).rollout(x0, U) is None
+    assert _NumpyStages(vi, lo, hi).rollout(x0, U) is None
+
+
+def test_pendulum_swingup_plan_is_the_numpy_plan(monkeypatch):
+    """REFERENCE §2: ≤ 14 iterations; trajectory, DDP gains, TV-LQR and hold gains and cost to 1e-10 on one path."""
+    task = load_task("task_pendulum_swingup")
+    vi = make_system(task)
+    plan_c, res_c = plan_task(vi, task)
+    plan_n, res_n = _numpy_path(monkeypatch, plan_task, vi, task)
+    assert res_c.compiled and not res_n.compiled
+    assert res_c.converged and res_n.converged
+    assert max(res_c.iterations, res_n.iterations) <= 14
+    if _same_path(res_c, res_n):
+        for g, w in ((plan_c.X, plan_n.X), (plan_c.U, plan_n.U), (res_c.K, res_n.K), (plan_c.K, plan_n.K),
+                     (plan_c.K_final, plan_n.K_final), (res_c.cost, res_n.cost),
+                     (res_c.cost_history, res_n.cost_history)):
+            assert _rel(g, w) < TOL
+    else:  # both at the optimum, to the solution's own precision (|dJ| < 1e-6)
+        assert _rel(res_c.cost, res_n.cost) < 1e-8 and _rel(plan_c.X, plan_n.X) < 1e-5
+
+
+@pytest.mark.parametrize("system, second_order, iterations", [
+    ("fourbar", True, 30), ("fourbar", False, 30), ("diffdrive", True, 15)])
+def test_ddp_solves_agree(system, second_order, iterations, request, monkeypatch):
+    vi, cost, x0, limits = request.getfixturevalue(system)
+    U0 = np.zeros((cost.N, vi.nu))
+    kw = dict(input_limits=limits, second_order=second_order, max_iterations=iterations)
+    res_c = ddp(vi, cost, x0, U0, **kw)
+    res_n = _numpy_path(monkeypatch, ddp, vi, cost, x0, U0, **kw)
+    assert res_c.compiled and not res_n.compiled
+    assert res_c.cost < 0.5 * res_c.cost_history[0] and res_n.cost < 0.5 * res_n.cost_history[0]  # it did optimize
+    if _same_path(res_c, res_n):
+        assert res_c.converged == res_n.converged
+        for g, w in ((res_c.X, res_n.X), (res_c.U, res_n.U), (res_c.K, res_n.K),
+                     (res_c.cost_history, res_n.cost_history)):
+            assert _rel(g, w) < TOL
+    elif res_c.converged and res_n.converged:
+        assert _rel(res_c.cost, res_n.cost) < 1e-8
+
+
+def test_augmented_lagrangian_cartpole_agrees(cartpole, monkeypatch):
+    """The terminal-constraint wrapper calls ddp with modified costs: the compiled path is taken inside it. The
+    first 20 iterations agree to 1e-10 (relative); later outer updates with ρ up to 1e9 amplify round-off, so
+    the whole swing-up is checked for agreement to the solution's own precision (cost to 1e-6; U to what the
+    constraint tolerance leaves open), its iteration count as a bound (round-off of 1e-13 can move one decision of
+    the ~60 iterations)."""
+    vi, cost, x0, limits = cartpole
+    U0 = np.zeros((cost.N, vi.nu))
+    kw = dict(input_limits=limits, penalty=1e3)
+    short_c = terminal_constrained_ddp(vi, cost, x0, U0, cost.X_ref[-1], max_iterations=20, **kw)
+    short_n = _numpy_path(monkeypatch, terminal_constrained_ddp, vi, cost, x0, U0, cost.X_ref[-1],
+                          max_iterations=20, **kw)
+    assert short_c.compiled and not short_n.compiled and short_c.iterations == short_n.iterations == 20
+    assert _rel(short_c.U, short_n.U) < TOL and _rel(short_c.X, short_n.X) < TOL
+    full_c = terminal_constrained_ddp(vi, cost, x0, U0, cost.X_ref[-1], max_iterations=150, **kw)
+    full_n = _numpy_path(monkeypatch, terminal_constrained_ddp, vi, cost, x0, U0, cost.X_ref[-1],
+                         max_iterations=150, **kw)
+    assert full_c.converged and full_n.converged and abs(full_c.iterations - full_n.iterations) <= 3
+    assert abs(full_c.cost - full_n.cost) < 1e-6 * full_n.cost, (full_c.cost, full_n.cost)
+    # The two runs stop at different terminal violations (each below the constraint tolerance; 4e-7 vs 1.5e-7 when
+    # their paths differ by an iteration), and the inputs of a 4-s swing-up follow x_N only to ~1e3 of that.
+    assert _rel(full_c.U, full_n.U) < 1e-3, _rel(full_c.U, full_n.U)
+
+
+class _Delegate:
+    """A system object of another class that forwards everything to a MidpointVI (optionally hiding one name)."""
+
+    def __init__(self, vi, hide: str = ""):
+        self._vi, self._hide = vi, hide
+
+    def __getattr__(self, name):
+        if name == self._hide:
+            raise AttributeError(name)
+        return getattr(self._vi, name)
+
+
+def test_fast_path_is_chosen_by_capability_not_class(monkeypatch):
+    task = dataclasses.replace(load_task("task_pendulum_swingup"), max_iterations=3)
+    vi = make_system(task)
+    ran = [plan_task(sys, task)[1] for sys in (vi, _Delegate(vi), _Delegate(vi, hide="compiled_stage"))]
+    assert [r.compiled for r in ran] == [True, True, False]
+    assert _rel(ran[1].U, ran[0].U) == 0.0 and _rel(ran[2].U, ran[0].U) < TOL
+    # Linearizable systems without a compiled step: the linear-time VI (DRNEA step), the CasADi VM, wrapped angles.
+    for other in (make_integrator("linear_time", vi.robot, task.dt), MidpointVI(vi.robot, task.dt, compile=False),
+                  MidpointVI(vi.robot, task.dt, wrap_continuous=True)):
+        assert compiled.compiled_stages(other, task.horizon, *input_bounds(None, 1)) is None
+        res = plan_task(other, task)[1]
+        assert not res.compiled and res.iterations == 3 and res.cost < res.cost_history[0]
+    monkeypatch.setattr(compiled, "ENABLED", False)
+    assert not plan_task(vi, task)[1].compiled
+
+
+def test_results_do_not_depend_on_whether_the_kernel_was_built_before(tmp_path, monkeypatch):
+    task = load_task("task_pendulum_swingup")
+    vi = make_system(task)
+    _, cached = plan_task(vi, task)
+    monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path))  # an empty cache: the kernel is compiled anew
+    compiled.kernel_library.cache_clear()
+    built = codegen.build_stats["compiled"]
+    try:
+        _, fresh = plan_task(vi, task)
+        _, again = plan_task(vi, task)
+    finally:
+        compiled.kernel_library.cache_clear()
+    assert codegen.build_stats["compiled"] == built + 1 and list(tmp_path.glob("vi_ddp_*.so"))
+    for res in (fresh, again):
+        assert res.compiled and np.array_equal(res.U, cached.U) and np.array_equal(res.K, cached.K)
+        assert res.cost_history == cached.cost_history
+
+
+def test_built_stages_are_reused_per_system_thread_horizon_and_box(monkeypatch):
+    """compiled_stages hands back the stages it built for the same (system, thread, horizon, box, settings) —
+    their context and workspaces are set up once — and new ones otherwise; a reused instance, also after its arena
+    forgot the arrays of earlier calls (``_Arena.KEEP`` = 0: every reuse forgets), computes bit for bit what a
+    freshly built one does."""
+    import threading
+    import weakref
+
+    monkeypatch.setattr(compiled, "_STAGES", weakref.WeakKeyDictionary())
+    task = load_task("task_pendulum_swingup")
+    vi = make_system(task)
+    N, (lo, hi) = task.horizon, input_bounds(input_limits(task, vi), vi.nu)
+    first = compiled.compiled_stages(vi, N, lo, hi)
+    assert compiled.compiled_stages(vi, N, lo.copy(), hi.copy()) is first
+    assert compiled.compiled_stages(vi, N + 1, lo, hi) is not first
+    assert compiled.compiled_stages(vi, N, lo, np.full_like(hi, 2.0)) is not first
+    assert compiled.compiled_stages(vi, N, lo, hi, second_order=False) is not first
+    elsewhere = []
+    t = threading.Thread(target=lambda: elsewhere.append(compiled.compiled_stages(vi, N, lo, hi)))
+    t.start()
+    t.join()
+    assert elsewhere[0] is not None and elsewhere[0] is not first
+
+    monkeypatch.setattr(compiled._Arena, "KEEP", 0)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    cost = QuadraticTrackingCost(X_ref, U_ref, *(task.weight(w, "weights", n, vi.nq)
+                                                 for w, n in (("Q", vi.nx), ("R", vi.nu), ("Qf", vi.nx))))
+    U = np.full((N, vi.nu), 0.3)
+    fresh = compiled.CompiledStages(compiled.kernel_library(), vi, vi.compiled_stage(True), N, lo, hi)
+    X, Ua, Y = fresh.rollout(x0, U)
+    lin = fresh.linearize(X, Ua, Y)
+    want = fresh.backward(cost, X, Ua, Y, lin, 1e-3, True)
+    for _ in range(3):
+        again = compiled.compiled_stages(vi, N, lo, hi)
+        assert again is first
+        ro = again.rollout(x0, U)
+        got = again.backward(cost, *ro, again.linearize(*ro), 1e-3, True)
+        assert all(np.array_equal(a, b) for a, b in zip(ro, (X, Ua, Y)))
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    plans = [plan_task(vi, task)[0] for _ in range(3)]
+    assert all(np.array_equal(p.U, plans[0].U) and np.array_equal(p.K, plans[0].K) for p in plans)
+
+
+def test_compiled_tv_lqr_is_the_riccati_recursion(rng):
+    from vi_control.control.lqr import tv_lqr
+
+    N, nx, nu = 40, 6, 2
+    A = np.eye(nx) + 0.3 * rng.standard_normal((N, nx, nx))
+    B = rng.standard_normal((N, nx, nu))
+    Q, R, Qf = np.diag(rng.uniform(1, 2, nx)), np.diag([0.3, 0.5]), 10 * np.eye(nx)
+    K, P = compiled.tv_lqr(A, B, Q, R, Qf)
+    K_n, P_n = tv_lqr(A, B, Q, R, Qf)
+    assert _rel(K, K_n) < TOL and _rel(P, P_n) < TOL
+    with pytest.raises(ValueError, match="R: must be symmetric positive definite"):  # (R + BᵀPB singular)
+        compiled.tv_lqr(A, np.zeros_like(B), Q, np.zeros((nu, nu)), Qf)
+
+
+def test_compiled_dlqr_is_the_doubling_algorithm(rng):
+    """The hold gain's DLQR in C: the numpy doubling algorithm to 1e-10, and both at scipy's DARE solution."""
+    from scipy.linalg import solve_discrete_are
+
+    from vi_control.control.lqr import dlqr
+
+    nx, nu = 8, 3
+    A = np.eye(nx) + 0.2 * rng.standard_normal((nx, nx))  # unstable modes, stabilizable through a random B
+    B = rng.standard_normal((nx, nu))
+    Q, R = np.diag(rng.uniform(1, 2, nx)), np.diag([0.3, 0.5, 0.7])
+    K, P = compiled.dlqr(A, B, Q, R)
+    K_n, P_n = dlqr(A, B, Q, R)
+    assert _rel(K, K_n) < TOL and _rel(P, P_n) < TOL
+    assert _rel(P, solve_discrete_are(A, B, Q, R)) < 1e-9
+    A_bad = A.copy()
+    A_bad[0], A_bad[:, 0] = 0.0, 0.0
+    A_bad[0, 0] = 1.5  # an unstable mode no input reaches
+    B_bad = B.copy()
+    B_bad[0] = 0.0
+    with pytest.raises(np.linalg.LinAlgError):
+        compiled.dlqr(A_bad, B_bad, Q, R)
+    with pytest.raises(np.linalg.LinAlgError):
+        dlqr(A_bad, B_bad, Q, R)
+    for solver in (compiled.dlqr, dlqr):  # a singular R: refused by the shared weight check, before any C runs
+        with pytest.raises(ValueError, match="R: must be symmetric positive definite"):
+            solver(A, B, Q, np.zeros((nu, nu)))

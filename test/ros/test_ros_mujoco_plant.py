@@ -1,0 +1,266 @@
+"""The planner and the controller against an independent plant (vi_control.ros.mujoco_plant: MuJoCo stepped at 1 ms in
+wall-clock time), started as hardware.launch.py starts them: ros_hardware_controller.yaml (timer at 500 Hz, wall
+clock), ros_hardware_planner.yaml (wall clock) — real processes over DDS, each test in its own domain and namespace.
+
+Real-time priority stays 0 here (as in every DDS test: test_ros_realtime_priority.py checks SCHED_FIFO on its own).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+pytest.importorskip("mujoco")
+
+from vi_control.planning.task import load_task  # noqa: E402
+from vi_control.ros.common import resolve_config  # noqa: E402
+from vi_control.ros.controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS  # noqa: E402
+from vi_control.ros.main_job import task_overrides  # noqa: E402
+
+pytestmark = pytest.mark.ros
+DISCOVERY = 60.0  # s: process start-up (imports, the model's compiled code) plus DDS discovery on a loaded machine
+PANDA = "task_panda_reach"
+HOLD = "hold" in (CONTROLLER_PARAMETERS["safe_mode"].choices or ())
+needs_hold = pytest.mark.skipif(not HOLD, reason="the controller has no safe_mode 'hold' yet (issue 34 item 1)")
+
+
+class HardwareRun:
+    """A MuJoCo plant, a controller and optionally a planner for ``task``, configured alike by the task
+    (main_job.task_overrides), the controller and planner as on hardware; ``rec`` records the plant's joint states
+    (stamps: the plant's wall clock) and the controller's commands."""
+
+    def __init__(self, ros, task: str, plant: dict | None = None, controller: dict | None = None,
+                 planner: dict | None = None):
+        over, self.robot = task_overrides(task)
+        sim = over["simulator"]
+        self.q0 = np.array(sim["initial_positions"], float)
+        self.ros = ros
+        self.procs = {"plant": ros.start("mujoco_plant", name="plant", model=sim["model"],
+                                         system_yaml=sim["system_yaml"], initial_positions=sim["initial_positions"],
+                                         **(plant or {}))}
+        self.procs["controller"] = ros.start("controller_node", name="controller",
+                                             params_files=["ros_hardware_controller.yaml"],
+                                             **{**over["controller"], "realtime_priority": 0, **(controller or {})})
+        self.task = load_task(resolve_config(over["planner"]["task"]))
+        self.rec = ros.recorder(self.robot.joint_names)
+        if planner is not None:
+            # once the controller commands (its hold), as on a robot whose controller runs before goals come: a plan
+            # published before the controller is up is re-timed on arrival (a run so re-timed by 2.5 s lost the
+            # acrobot's swing-up, RMS 1.7 rad: reported, docs/concepts/ros.md)
+            assert self.rec.wait_for(lambda: self.rec.commands, DISCOVERY), self.report()
+            self.procs["planner"] = ros.start("planner_node", name="planner",
+                                              params_files=["ros_hardware_planner.yaml"], **{**over["planner"],
+                                                                                             **planner})
+
+    def report(self, chars: int = 2500) -> str:
+        return "\n".join(p.report(chars) for p in self.procs.values())
+
+    def states(self, t0: float = -np.inf, t1: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+        """(stamps, q) of the plant's joint states stamped in [t0, t1]."""
+        with self.rec.lock:
+            rows = [(s[1], s[2]) for s in self.rec.states if t0 <= s[1] <= t1]
+        return np.array([r[0] for r in rows]), np.array([r[1] for r in rows]).reshape(len(rows), -1)
+
+    def wait_until_stamp(self, t: float, timeout: float) -> bool:
+        """Until the plant has published a state stamped t or later."""
+        return self.rec.wait_for(lambda: self.rec.states and self.rec.states[-1][1] >= t, timeout)
+
+    def deviation(self, t0: float, duration: float) -> float:
+        """max |q(t) − q(t0)| over the joints and the plant's states stamped in [t0, t0 + duration] (waits for them)."""
+        assert self.wait_until_stamp(t0 + duration, duration + 10.0), self.report()
+        t, q = self.states(t0, t0 + duration)
+        assert len(t) > 0.5 * duration * 500, f"{len(t)} states in {duration} s\n{self.report()}"  # (500 Hz)
+        return float(np.abs(q - q[0]).max())
+
+    def tracked_plan(self, settle: float, window: float = 0.5):
+        """(plan, tracking RMS over the plan, the states stamped in [t_N + settle, t_N + settle + window]) of the
+        planner's first plan, waiting for all of it: the RMS of q against the plan's X_k interpolated at the
+        plant's stamps, on the times the controller ran it (a plan re-timed on entry: from the state it entered at)."""
+        rec = self.rec
+        assert rec.wait_for(lambda: rec.plan() is not None, DISCOVERY), self.report()
+        seq, plan, _ = rec.plan()
+        # a plan the controller entered late with the robot still at X_0 is re-timed: it starts at that state's t
+        self.log_time("controller", f"entered plan {seq}", DISCOVERY)
+        line = next(ln for ln in self.procs["controller"].log().splitlines() if f"entered plan {seq}" in ln)
+        if "re-timed" in line:
+            plan.times = plan.times + float(re.search(r"state t=([0-9.]+)", line).group(1)) - plan.times[0]
+        end, nq = plan.times[-1], self.robot.nq
+        assert self.wait_until_stamp(end + settle + window, end + settle + window - time.time() + 20.0), self.report()
+        t, q = self.states(plan.times[0], end)
+        ref = np.column_stack([np.interp(t, plan.times, plan.X[:, i]) for i in range(nq)])
+        _, q_final = self.states(end + settle, end + settle + window)
+        return plan, float(np.sqrt(np.mean((q - ref) ** 2))), q_final
+
+    def stalls(self) -> str:
+        """Why the loop did not run as on hardware ('' if it did): joint states the controller found stale (the
+        plant or the controller starved of the CPU on a loaded machine), or a plant that skipped steps."""
+        why = [f"{node}: {text}" for node, text in (("controller", "joint states stale"),
+                                                     ("plant", "stepping stalled")) if text in self.procs[node].log()]
+        return "; ".join(why)
+
+    def log_time(self, node: str, text: str, timeout: float) -> float:
+        """The wall-clock time of the first log line of ``node`` containing ``text`` (rcutils' [INFO] [t] stamp)."""
+        assert self.procs[node].wait_for_log(text, timeout), self.report()
+        line = next(s for s in self.procs[node].log().splitlines() if text in s)
+        return float(re.search(r"\[(\d+\.\d+)\]", line).group(1))
+
+
+def test_panda_reach_planned_and_tracked_against_the_mujoco_plant(ros):
+    """example-robot-data's panda (7 joints under gravity) reaches task_panda_reach's goal in the MuJoCo plant: the
+    plant's brakes hold it at the start until the controller's first command (its hold of the measured start, as a
+    real arm's brakes hold until its controller runs), the planner plans from the measured start, the controller
+    tracks at 500 Hz on the wall clock. Goal within 0.05 rad 1.5 s after the plan's end; tracking RMS reported.
+    A loop that stalled is reported, not judged (``HardwareRun.stalls``; at load 8 a plant stalled 200 ms, the
+    controller held on stale states mid-reach and the arm went 3.6 rad off)."""
+    run = HardwareRun(ros, PANDA, plant=dict(brake_until_command=True), planner={})
+    plan, rms, q_final = run.tracked_plan(1.5)
+    assert np.abs(plan.X[0, :7] - run.q0).max() < 1e-9, plan.X[0]  # planned from the braked, measured start
+    final = np.abs(q_final - run.task.goal_q).max()
+    stalls = run.stalls()
+    print(f"panda reach against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {final:.4f} rad 1.5–2 s after "
+          f"the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}")
+    assert "first command: brakes released" in run.procs["plant"].log()
+    if not stalls:
+        assert final < 0.05, f"|q − goal| = {final:.4f}, tracking RMS {rms:.4f}\n{run.report()}"
+        assert rms < 0.05, run.report()
+        assert "aborted" not in run.procs["controller"].log(), run.report()
+
+
+def test_acrobot_swingup_against_the_mujoco_plant(ros):
+    """The acrobot (only the elbow actuated) swung up from hanging at rest to the upright in the MuJoCo plant: its
+    plan is 4 s of an unstable, chaotic motion tracked at 500 Hz against a plant the planner's model only
+    approximates (MuJoCo's RK4 at 1 ms vs the midpoint VI at 25 ms). Upright within 0.1 rad 2 s after the plan.
+
+    A loop that stalled (joint states stale for the controller's 50 ms: a starved process on a loaded 2-core machine)
+    is reported, its result not judged, as test_ros_drivers' split-driver run: one stale state mid-swing sends the
+    hold, and the chaotic swing does not recover (measured at load 6–9: RMS 1.4–1.9 rad, the upright missed; on a
+    machine at load ≤ 3: RMS 0.03 rad, upright within 0.002 rad)."""
+    run = HardwareRun(ros, "task_acrobot_swingup", planner={})
+    _, rms, q_final = run.tracked_plan(2.0)
+    err = np.abs((q_final - run.task.goal_q + np.pi) % (2 * np.pi) - np.pi).max()
+    stalls = run.stalls()
+    print(f"acrobot swing-up against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {err:.4f} rad 2–2.5 s "
+          f"after the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}")
+    if not stalls:
+        assert err < 0.1, f"|q − goal| = {err:.4f}, tracking RMS {rms:.4f}\n{run.report()}"
+    assert all(p.alive for p in run.procs.values()), run.report()
+
+
+# ---- the hold (issue 34 items 1 and 7): active once the controller has safe_mode 'hold' -----------------------------
+HOLD_WINDOW, HOLD_BOUND = 5.0, 0.05  # s, rad
+
+
+def _hold_run(ros, planner: dict | None = None, **controller) -> HardwareRun:
+    """The panda in the plant, braked until the controller's first command, the controller in safe_mode 'hold'."""
+    return HardwareRun(ros, PANDA, plant=dict(brake_until_command=True), planner=planner,
+                       controller=dict(safe_mode="hold", **controller))
+
+
+@needs_hold
+def test_panda_held_before_its_first_plan(ros):
+    run = _hold_run(ros)
+    released = run.log_time("plant", "first command: brakes released", DISCOVERY)
+    dev = run.deviation(released, HOLD_WINDOW)
+    print(f"held before the first plan: max |q − q_0| {dev:.4f} rad over {HOLD_WINDOW} s")
+    assert dev < HOLD_BOUND, run.report()
+
+
+@needs_hold
+def test_panda_held_after_a_path_tolerance_abort(ros):
+    """A path tolerance no real tracking meets (0.1 mrad) aborts the reach right after it starts: the arm, moving
+    (the wrist fastest), is stopped and held. Judged over 5 s from 0.5 s after the abort (the arm stopped: the
+    braking distance from the plan's first steps is reported, not judged)."""
+    run = _hold_run(ros, planner={}, path_tolerance=1e-4)
+    aborted = run.log_time("controller", "aborted", DISCOVERY + 10.0)
+    dev = run.deviation(aborted + 0.5, HOLD_WINDOW)
+    stopping = run.deviation(aborted, 0.5)
+    print(f"held after a path-tolerance abort: max deviation {dev:.4f} rad over {HOLD_WINDOW} s (stopping: "
+          f"{stopping:.4f} rad in the first 0.5 s)")
+    assert dev < HOLD_BOUND, run.report()
+
+
+@needs_hold
+def test_panda_held_after_deactivate_and_activate(ros):
+    from lifecycle_msgs.msg import Transition
+
+    run = _hold_run(ros)
+    run.log_time("plant", "first command: brakes released", DISCOVERY)
+    assert run.rec.transition("vi_controller", Transition.TRANSITION_DEACTIVATE)
+    assert run.rec.transition("vi_controller", Transition.TRANSITION_ACTIVATE)
+    dev = run.deviation(time.time(), HOLD_WINDOW)
+    print(f"held after deactivate -> activate: max deviation {dev:.4f} rad over {HOLD_WINDOW} s")
+    assert dev < HOLD_BOUND, run.report()
+
+
+@needs_hold
+def test_panda_held_through_stale_joint_states_and_recovers(ros):
+    """The plant stops publishing joint states for 0.5 s (its ``publish_joint_states`` fault injection): the
+    controller holds the last valid state's gravity torque (``stale_hold_time``), then holds from fresh states."""
+    run = _hold_run(ros)
+    run.log_time("plant", "first command: brakes released", DISCOVERY)
+    t0 = time.time()
+    assert run.wait_until_stamp(t0 + 0.5, 10.0)
+    set_plant_parameter(run.rec, "publish_joint_states", False)
+    time.sleep(0.5)
+    set_plant_parameter(run.rec, "publish_joint_states", True)
+    dev = run.deviation(t0, HOLD_WINDOW)
+    print(f"held through 0.5 s of stale joint states: max deviation {dev:.4f} rad over {HOLD_WINDOW} s")
+    assert dev < HOLD_BOUND, run.report()
+    assert run.procs["controller"].wait_for_log("stale", 5.0), run.report()
+    n = len(run.rec.commands)
+    assert run.rec.wait_for(lambda: len(run.rec.commands) > n + 100, 5.0), run.report()  # commanding again
+
+
+def set_plant_parameter(rec, name: str, value) -> None:
+    """Set a live parameter of the plant (vi_mujoco_plant in the recorder's namespace); AssertionError if refused."""
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
+    res = rec.call(SetParameters, "vi_mujoco_plant/set_parameters", req)
+    assert res.results[0].successful, res.results[0].reason
+
+
+def test_plant_fault_injection_pauses_joint_states_and_refuses_bad_commands(ros):
+    """``publish_joint_states`` false: no joint state while the plant steps on (the next state's stamp jumps by the
+    pause); a command of the wrong size or with NaN is ignored (the last valid one stays applied), one beyond the
+    effort limit is clamped to it — read back from the plant's published efforts."""
+    plant = ros.start("mujoco_plant", name="plant", model="double_pendulum", initial_positions=[0.3, -0.2],
+                      log_throttle_period=0.0)
+    rec = ros.recorder(["shoulder", "elbow"])
+    assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), plant.log()
+    from vi_control.model import ModelSpec
+
+    limit = ModelSpec.parse("double_pendulum").load().effort_limits  # (20 N·m: urdf/double_pendulum.urdf)
+    assert np.array_equal(limit, [20.0, 20.0])
+    rec.publish_command([1.0, -2.0])
+    assert rec.wait_for(lambda: np.allclose(rec.states[-1][3], [1.0, -2.0]), 5.0), plant.log()
+    for bad in ([float("nan"), 0.0], [1.0], []):
+        rec.publish_command(bad)
+    assert plant.wait_for_log("rejected command (size 0 != 2)", 5.0), plant.log()
+    assert plant.wait_for_log("NaN/inf entries", 5.0), plant.log()
+    n = len(rec.states)
+    assert rec.wait_for(lambda: len(rec.states) > n + 20, 5.0)
+    assert np.allclose(rec.states[-1][3], [1.0, -2.0])  # the last valid command is still applied
+    rec.publish_command([1e6, -1e6])
+    assert rec.wait_for(lambda: np.allclose(rec.states[-1][3], [limit[0], -limit[1]]), 5.0), plant.log()
+    set_plant_parameter(rec, "publish_joint_states", False)
+    time.sleep(0.3)
+    with rec.lock:
+        last = rec.states[-1][1]
+    time.sleep(0.4)
+    with rec.lock:
+        assert rec.states[-1][1] == last  # nothing published meanwhile
+    set_plant_parameter(rec, "publish_joint_states", True)
+    assert rec.wait_for(lambda: rec.states[-1][1] > last, 5.0)
+    with rec.lock:
+        first = next(s[1] for s in rec.states if s[1] > last)
+    assert first - last > 0.3  # the plant stepped on in wall-clock time meanwhile
+    with rec.lock:
+        stamps = np.array([s[1] for s in rec.states])
+    assert np.all(np.diff(stamps) > 0), np.diff(stamps).min()  # each state's own step time: strictly increasing
+    assert plant.alive
