@@ -63,11 +63,11 @@ class Outcome:
         return next((ln.strip() for ln in self.output.splitlines() if ln.startswith(("FAILED ", "ERROR "))), "")
 
 
-def copy_repository(dst: Path, src: Path = ROOT) -> Path:
-    """The parts of the repository a test run needs, copied under ``dst`` (no caches, no venv, no .git)."""
+def copy_repository(dst: Path, src: Path = ROOT, names: Sequence[str] = COPIED) -> Path:
+    """The parts of the repository a test run needs (``names``), copied under ``dst`` (no caches, no venv, no .git)."""
     dst.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in COPIED:
+    for name in names:
         s = src / name
         if s.is_dir():
             shutil.copytree(s, dst / name, ignore=ignore)

@@ -54,10 +54,11 @@ def _uuv() -> dict:
     return yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "vehicle_uuv.yaml").read_text())
 
 
-@pytest.mark.parametrize("s", SCALES[:3])
+@pytest.mark.parametrize("s", (1.0, 2.0 ** -20, 2.0 ** -39))
 def test_a_rigid_body_off_trim_feels_its_restoring_wrench_at_any_mass(s):
     """The 3 kg UUV with buoyancy 1 % short of its weight, masses × s: a configuration-dependent wrench (which DMOC
-    refuses) — a floor of 1e-12 N took it for trimmed at × 2⁻⁴⁰ (net 2.7e-13 N)."""
+    refuses) — a floor of 1e-12 N took it for trimmed at × 2⁻⁴⁰ (net 2.7e-13 N). (2⁻³⁹, net 5.4e-13 N: the smallest
+    power of two in the mass_scale range [1e-12, 1e6] of every model.)"""
     assert load_rigid_body("vehicle_uuv", mass_scale=s, buoyancy_scale=0.99 * s).has_restoring_wrench
     assert not load_rigid_body("vehicle_uuv", mass_scale=s).has_restoring_wrench
 

@@ -161,7 +161,7 @@ def test_success_tolerance_and_library_sizes_at_their_bounds():
     assert len(load_library_goals({"goals": [[0.0]] * n}, ["theta"], np.zeros(1))) == n
     with pytest.raises(SweepConfigError, match="goals: at most"):
         load_library_goals({"goals": [[0.0]] * (n + 1)}, ["theta"], np.zeros(1))
-    with pytest.raises(SweepConfigError, match="grid.theta.num: at most"):
+    with pytest.raises(SweepConfigError, match=r"grid.theta.num: must be an integer in \[1, 100000\]"):
         load_library_goals({"grid": {"theta": {"from": 0, "to": 1, "num": n + 1}}}, ["theta"], np.zeros(1))
     with pytest.raises(SweepConfigError, match=f"grid: {(n // 4 + 1) * 4} goals"):
         load_library_goals({"grid": {"a": {"from": 0, "to": 1, "num": n // 4 + 1}, "b": [0.0, 1.0, 2.0, 3.0]}},

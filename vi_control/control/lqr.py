@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.errors import renamed_keyword
+from ..model.scalars import as_real_array
 
 # Tolerances of the weight checks, relative to the weight's norm: a PSD weight's eigenvalues may reach −WEIGHT_TOL·‖W‖
 # (round-off of a weight computed as a product, e.g. DxᵀPDx) and its entries be asymmetric by WEIGHT_TOL·max|W|; a
@@ -83,7 +84,7 @@ def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = Fals
 
 def check_system(A: np.ndarray, B: np.ndarray, stacked: bool) -> tuple[np.ndarray, np.ndarray]:
     """(A, B) as float arrays of shapes (N, nx, nx), (N, nx, nu) if ``stacked`` else (nx, nx), (nx, nu), finite."""
-    A, B = np.asarray(A, float), np.asarray(B, float)
+    A, B = as_real_array(A, "A"), as_real_array(B, "B")
     ndim = 3 if stacked else 2
     if B.ndim != ndim or A.ndim != ndim:
         shapes = "(N, nx, nx) and (N, nx, nu)" if stacked else "(nx, nx) and (nx, nu)"
@@ -130,8 +131,13 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | 
         K[k] = _gain(Ak, Bk, Rk[k], Pn)
         # Eq. 36a in the Joseph-like form (A−BK)ᵀP(A−BK) + KᵀRK + Q: same value, stays symmetric PSD.
         Acl = Ak - Bk @ K[k]
-        Pk = Qk[k] + Acl.T @ Pn @ Acl + K[k].T @ Rk[k] @ K[k]
+        with np.errstate(over="ignore", invalid="ignore"):  # (left double range: refused below)
+            Pk = Qk[k] + Acl.T @ Pn @ Acl + K[k].T @ Rk[k] @ K[k]
         P[k] = 0.5 * (Pk + Pk.T)
+        if not (np.isfinite(P[k]).all() and np.isfinite(K[k]).all()):
+            raise ValueError(f"A, B: the Riccati recursion (seed 000 eq. 36) leaves double range at step {k} "
+                             f"(max |A_k| = {np.abs(Ak).max():.3g}, max |B_k| = {np.abs(Bk).max():.3g}): no finite "
+                             "gains for these dynamics and weights; rescale the problem")
     return K, P
 
 

@@ -28,7 +28,7 @@ from ..model.limits import MAX_CONFIGURATION, check_time_step  # noqa: F401  (ch
 from ..model.mass_structure import spin_invariant_joints
 from ..model.rigid_body import RigidBodyModel
 from ..model.robot import RobotModel, wrap_angle
-from ..model.scalars import is_integer
+from ..model.scalars import as_real_array, is_integer
 from .newton_settings import NewtonSettings  # noqa: F401  (re-exported: integrators share one stopping rule)
 
 
@@ -254,14 +254,19 @@ def refuse_complex(v, what: str) -> None:
                          "is zero)")
 
 
+def real_array(v, what: str) -> np.ndarray:
+    """``v`` as a flat float array; ValueError naming ``what`` for a complex array, strings, ragged lists or numbers
+    beyond float range (numpy's "could not convert string to float" named no argument)."""
+    refuse_complex(v, what)
+    return as_real_array(v, what).ravel()
+
+
 def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | None,
                       finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The one input check of every integrator: sizes (naming the expected layout) and, if ``finite``, NaN/inf.
     Complex arrays are refused (``refuse_complex``)."""
-    refuse_complex(x, "state")
-    refuse_complex(u, "input")
-    x = np.asarray(x, float).ravel()
-    u = np.zeros(system.nu) if u is None else np.asarray(u, float).ravel()
+    x = real_array(x, "state")
+    u = np.zeros(system.nu) if u is None else real_array(u, "input")
     if x.size != system.nx:
         raise ValueError(f"state has size {x.size}, expected {system.nx} = 2·nq")
     if u.size != system.nu:
@@ -286,8 +291,7 @@ def as_vector(system: DiscreteSystem, v: np.ndarray, size: int, what: str) -> np
 
     The Legendre transforms, ``energy`` and ``warm_start`` slice their argument by ``nq``: a state of the wrong size
     returned a number for the wrong coordinates (the pendulum's energy of a 3-vector), so they check it here."""
-    refuse_complex(v, what)
-    v = np.asarray(v, float).ravel()
+    v = real_array(v, what)
     if v.size != size:
         raise ValueError(f"{what} has size {v.size}, expected {size} for {system.robot.name!r} (nq = {system.nq})")
     return v

@@ -6,11 +6,11 @@ later as a generic LinAlgError or OverflowError. The bounds are far beyond any r
 million-tonne body) and far inside double precision, so ordinary models never meet them.
 """
 
+import math
 import warnings
+from dataclasses import dataclass
 
-import numpy as np
-
-from .scalars import is_real
+from .scalars import is_integer, is_real
 
 MAX_LINKS = 10_000  # links in one URDF (a 3000-link chain loads in seconds; each link costs O(1))
 MAX_LENGTH = 1.0e6  # m: |coordinate| of any origin, point, distance, offset, mesh scale, geometry size
@@ -29,12 +29,20 @@ DT_BOUNDS = (1.0e-12, 1.0e3)
 # mass_scale of a model: a 1e-300 scale gave an OverflowError in the planner's regularization; 1e-12 still leaves a
 # model in any unit of mass (the unit tests step and plan milligram and 2⁻³⁰ scales) its digits.
 MASS_SCALE_RANGE = (1.0e-12, 1.0e6)
+# Δt of a plan (a task's dt, a maneuver's T/N): the controller's ``dt`` parameter range, so every plan can be
+# tracked. A task at Δt = 1e-300 (or 1e-12) "converged after 0 iterations" with the pendulum still at rest: no input
+# moves a robot in such a horizon, and the optimizer's first gradient is already below any tolerance.
+PLAN_DT_RANGE = (1.0e-5, 10.0)
+# Steps of a DMOC maneuver (planning.dmoc.DMOC_BOUNDS says why: its second-order check is dense, O(N³)).
+MAX_DMOC_HORIZON = 256
+# A rigid body's buoyancy force [N]: the weight of the heaviest body at the largest gravity.
+MAX_FORCE = MAX_MASS * MAX_GRAVITY
 
 
 def check_time_step(dt: float) -> float:
     """Δt as a float: ValueError unless in DT_BOUNDS (positive, finite, what the arithmetic carries); a
     RuntimeWarning outside DT_RANGE."""
-    if not is_real(dt) or not (np.isfinite(dt) and dt > 0):
+    if not Bound(0.0, None, low_open=True).contains(dt):  # (a real, finite: 10**400 was numpy's TypeError)
         raise ValueError(f"time step dt must be positive and finite, got {dt!r}")
     if not DT_BOUNDS[0] <= dt <= DT_BOUNDS[1]:
         raise ValueError(f"time step dt = {dt:g} s is outside [{DT_BOUNDS[0]:g}, {DT_BOUNDS[1]:g}] s, the range the "
@@ -57,3 +65,45 @@ def position_limit_violation(joints, q, key: str, entries=None) -> str | None:
         if not j.lower - slack <= q[i] <= j.upper + slack:
             return f"{key}[{i}]: {q[i]:g} is outside joint {j.name!r}'s limits [{j.lower:g}, {j.upper:g}]"
     return None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The stated range of one number of a schema: ``low`` ≤ v ≤ ``high`` (None: that side unbounded; ``low_open``
+    / ``high_open``: that end excluded); ``integer``: an int (never a bool). Schemas keep these in tables (key →
+    Bound) that their validation reads, and the boundary tests read the same tables
+    (test_boundaries_tables.py): a new bounded key gets its boundary test by construction."""
+
+    low: float | None
+    high: float | None
+    integer: bool = False
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, v) -> bool:
+        if not (is_integer(v) if self.integer else is_real(v)):
+            return False
+        if not self.integer:
+            try:  # (an int beyond float range: OverflowError; np.isfinite of one: TypeError)
+                if not math.isfinite(float(v)):
+                    return False
+            except OverflowError:
+                return False
+        if self.low is not None and not (v > self.low if self.low_open else v >= self.low):
+            return False
+        return self.high is None or (v < self.high if self.high_open else v <= self.high)
+
+    def __str__(self) -> str:
+        lo = "-inf" if self.low is None else f"{self.low:g}"
+        hi = "inf" if self.high is None else f"{self.high:g}"
+        left = "(" if self.low_open or self.low is None else "["
+        right = ")" if self.high_open or self.high is None else "]"
+        return f"{left}{lo}, {hi}{right}"
+
+    def describe(self) -> str:
+        """'an integer in [1, 100000]' / 'a number in (0, 10]'."""
+        return f"{'an integer' if self.integer else 'a number'} in {self}"
+
+    def refusal(self, key: str, v) -> str | None:
+        """The message refusing ``v`` for ``key`` ("dt: must be a number in [1e-05, 10], got 1e-300"), or None."""
+        return None if self.contains(v) else f"{key}: must be {self.describe()}, got {v!r}"

@@ -35,6 +35,7 @@ import numpy as np
 
 from .bundled import share_dir
 from .errors import ModelError, unknown_keys
+from .limits import MASS_SCALE_RANGE, MAX_COEFFICIENT, MAX_FORCE, MAX_GRAVITY, MAX_INERTIA, MAX_LENGTH, MAX_MASS, Bound
 from .scalars import is_real
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
@@ -45,6 +46,31 @@ _TOP_KEYS = {"name", "group", "mass", "inertia", "actuators", "thruster_layout",
              "planning"}
 _ACTUATOR_KEYS = {"name", "type", "direction", "position", "limit"}
 _DIMS = {"SO3": 3, "SE3": 6}
+
+# The stated range of every number of a rigid-body YAML (key → Bound; ``[]``: each entry of a list), what the
+# validation below reads and test/robustness/test_boundaries_tables.py tries at both ends: the ranges of URDFs and
+# system YAML
+# (model.limits). Beyond them the arithmetic gives up, not the physics: a 1e300 m cylinder radius overflowed (r²)
+# with an OverflowError, and gravity of 1e10 m/s² or an actuator at 1e300 m were accepted. The smallest mass and
+# lengths keep m·r² a normal double (a mass of 5e-324 kg gave a cylinder of zero inertia, accepted). ``inertia[]``
+# and ``drag[]`` are the diagonal forms; a full matrix's entries are bounded in magnitude by the same upper end.
+_SIGNED = {"gravity[]": MAX_GRAVITY, "actuators[].position[]": MAX_LENGTH, "buoyancy.center[]": MAX_LENGTH}
+MIN_LENGTH = 1e-6  # m: a cylinder's radius or length, a thruster arm
+RIGID_BODY_BOUNDS: dict[str, Bound] = {
+    "mass": Bound(1e-12, MAX_MASS),
+    "inertia[]": Bound(0.0, MAX_INERTIA, low_open=True),
+    "drag[]": Bound(0.0, MAX_COEFFICIENT),
+    "inertia.cylinder.radius": Bound(MIN_LENGTH, MAX_LENGTH),
+    "inertia.cylinder.length": Bound(MIN_LENGTH, MAX_LENGTH),
+    "thruster_layout.c": Bound(MIN_LENGTH, MAX_LENGTH),
+    "thruster_layout.d": Bound(MIN_LENGTH, MAX_LENGTH),
+    "thruster_layout.limit": Bound(0.0, MAX_COEFFICIENT, low_open=True),  # (or inf: unlimited)
+    "actuators[].limit": Bound(0.0, MAX_COEFFICIENT, low_open=True),  # (or inf)
+    "buoyancy.force": Bound(0.0, MAX_FORCE),
+    **{k: Bound(-b, b) for k, b in _SIGNED.items()},
+}
+# load_rigid_body's arguments
+SCALE_BOUNDS: dict[str, Bound] = {k: Bound(*MASS_SCALE_RANGE) for k in ("mass_scale", "drag_scale", "buoyancy_scale")}
 
 
 class RigidBodyConfigError(ModelError):
@@ -204,38 +230,61 @@ class RigidBodyModel:
 
 
 # ---- loading and validation ------------------------------------------------------------------------------
-def _vec(v, key: str, n: int | None = None) -> np.ndarray:
+def _vec(v, key: str, n: int | None = None, table: str | None = None) -> np.ndarray:
+    """A list of numbers (or one); ``n`` entries if given, each within ``RIGID_BODY_BOUNDS[table]``."""
     if is_real(v):
         v = [v]
     if not isinstance(v, (list, tuple)) or not all(map(is_real, v)):
         raise RigidBodyConfigError(f"{key}: expected a list of numbers, got {v!r}")
+    if not all(map(Bound(None, None).contains, v)):  # (NaN, inf, an int beyond float range: OverflowError)
+        raise RigidBodyConfigError(f"{key}: entries must be finite, got {v!r}")
     a = np.array(v, float)
     if n is not None and a.size != n:
         raise RigidBodyConfigError(f"{key}: expected {n} numbers, got {a.size}")
     if not np.all(np.isfinite(a)):
         raise RigidBodyConfigError(f"{key}: entries must be finite, got {v!r}")
+    if table is not None:
+        b = RIGID_BODY_BOUNDS[table]
+        bad = [i for i, x in enumerate(a.tolist()) if not b.contains(x)]
+        if bad:
+            raise RigidBodyConfigError(f"{key}[{bad[0]}]: must be {b.describe()} (the supported range), got "
+                                       f"{a[bad[0]]:g}")
     return a
 
 
-def _positive(v, key: str, allow_inf: bool = False) -> float:
+def _positive(v, key: str, allow_inf: bool = False, table: str | None = None) -> float:
+    """A positive number within ``RIGID_BODY_BOUNDS[table or key]`` (``allow_inf``: or inf, 'unlimited')."""
     if isinstance(v, str) and allow_inf and v.strip().lower() in ("inf", ".inf"):
         return math.inf
-    if not is_real(v) or not (v > 0) or (math.isinf(v) and not allow_inf) \
-            or math.isnan(v):
+    if allow_inf and is_real(v) and v == math.inf:
+        return math.inf
+    b = RIGID_BODY_BOUNDS[table or key]
+    if not is_real(v) or not (v > 0) or not Bound(None, None).contains(v):  # (NaN, ±inf, ints beyond float range)
         raise RigidBodyConfigError(f"{key}: must be a positive {'number' if allow_inf else 'finite number'}, got {v!r}")
+    if not b.contains(float(v)):
+        raise RigidBodyConfigError(f"{key}: must be {b.describe()}{' or inf' if allow_inf else ''} (the supported "
+                                   f"range), got {v!r}")
     return float(v)
 
 
 def _matrix(v, key: str, n: int) -> np.ndarray:
+    """A symmetric n×n matrix, or its diagonal; entries within ±(the table's upper end) — the lower end, a
+    positive (semi)definite matrix, is the caller's check."""
+    high = RIGID_BODY_BOUNDS[f"{key}[]"].high
     if isinstance(v, (list, tuple)) and v and all(isinstance(r, (list, tuple)) for r in v):
         rows = [_vec(r, f"{key}[{i}]", n) for i, r in enumerate(v)]
+        if max(np.abs(r).max() for r in rows) > high:
+            raise RigidBodyConfigError(f"{key}: entries must be within ±{high:g} (the supported range)")
         if len(rows) != n:
             raise RigidBodyConfigError(f"{key}: expected a {n}×{n} matrix, got {len(rows)} rows")
         M = np.array(rows)
         if np.abs(M - M.T).max() > 1e-12 * np.abs(M).max():  # (round-off relative to M, whatever its unit)
             raise RigidBodyConfigError(f"{key}: matrix must be symmetric")
         return 0.5 * (M + M.T)
-    return np.diag(_vec(v, key, n))
+    d = _vec(v, key, n)
+    if np.abs(d).max() > high:
+        raise RigidBodyConfigError(f"{key}: entries must be within ±{high:g} (the supported range), got {v!r}")
+    return np.diag(d)
 
 
 def _inertia(v, mass: float) -> np.ndarray:
@@ -250,8 +299,12 @@ def _inertia(v, mass: float) -> np.ndarray:
         axis = cyl.get("axis", "x")
         if axis not in ("x", "y", "z"):
             raise RigidBodyConfigError(f"inertia.cylinder.axis: expected x, y or z, got {axis!r}")
-        return cylinder_inertia(mass, _positive(cyl.get("radius"), "inertia.cylinder.radius"),
-                                _positive(cyl.get("length"), "inertia.cylinder.length"), axis)
+        J = cylinder_inertia(mass, _positive(cyl.get("radius"), "inertia.cylinder.radius"),
+                             _positive(cyl.get("length"), "inertia.cylinder.length"), axis)
+        if not np.diag(J).min() > 0 or J.max() > MAX_INERTIA:
+            raise RigidBodyConfigError(f"inertia.cylinder: principal moments {np.diag(J).tolist()} kg m² (mass "
+                                       f"{mass:g} kg) must be positive and at most {MAX_INERTIA:g}")
+        return J
     J = _matrix(v, "inertia", 3)
     ev = np.linalg.eigvalsh(J)
     if not ev.min() > 0:
@@ -299,8 +352,8 @@ def _actuators(cfg: dict, group: str) -> tuple[Actuator, ...]:
         nd = float(np.linalg.norm(d))
         if abs(nd - 1.0) > 1e-9:
             raise RigidBodyConfigError(f"{key}.direction: must be a unit vector (norm {nd:.6g})")
-        r = _vec(a.get("position", [0.0, 0.0, 0.0]), f"{key}.position", 3)
-        lim = _positive(a.get("limit", math.inf), f"{key}.limit", allow_inf=True)
+        r = _vec(a.get("position", [0.0, 0.0, 0.0]), f"{key}.position", 3, "actuators[].position[]")
+        lim = _positive(a.get("limit", math.inf), f"{key}.limit", allow_inf=True, table="actuators[].limit")
         out.append(Actuator(name, kind, tuple(d), tuple(r), lim))
     return tuple(out)
 
@@ -312,7 +365,7 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     if unknown:
         raise RigidBodyConfigError(f"{unknown_keys(unknown, _TOP_KEYS)}; allowed: {sorted(_TOP_KEYS)}")
     group = cfg.get("group")
-    if group not in _DIMS:
+    if not isinstance(group, str) or group not in _DIMS:
         raise RigidBodyConfigError(f"group: expected one of {sorted(_DIMS)}, got {group!r}")
     n = _DIMS[group]
     mass = _positive(cfg.get("mass", 1.0), "mass") if group == "SE3" or "mass" in cfg else 1.0
@@ -328,14 +381,15 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     if np.linalg.eigvalsh(D).min() < -1e-12 * np.abs(D).max():  # (relative: −1e-13 of a drag of 1e-13 is no round-off)
         raise RigidBodyConfigError("drag: the damping −H must be positive semidefinite (Jimenez2013, §6.1: H negative "
                                    "definite); negative entries would add energy")
-    grav = _vec(cfg.get("gravity", [0.0, 0.0, 0.0]), "gravity", 3)
+    grav = _vec(cfg.get("gravity", [0.0, 0.0, 0.0]), "gravity", 3, "gravity[]")
     buoy = cfg.get("buoyancy", {})
     if not isinstance(buoy, dict) or set(buoy) - {"force", "center"}:
         raise RigidBodyConfigError(f"buoyancy: expected {{force, center}}, got {buoy!r}")
     bf = buoy.get("force", 0.0)
-    if not is_real(bf) or not (math.isfinite(bf) and bf >= 0):
-        raise RigidBodyConfigError(f"buoyancy.force: must be a non-negative finite number, got {bf!r}")
-    bc = _vec(buoy.get("center", [0.0, 0.0, 0.0]), "buoyancy.center", 3)
+    msg = RIGID_BODY_BOUNDS["buoyancy.force"].refusal("buoyancy.force", bf)
+    if msg is not None:
+        raise RigidBodyConfigError(msg)
+    bc = _vec(buoy.get("center", [0.0, 0.0, 0.0]), "buoyancy.center", 3, "buoyancy.center[]")
     if group == "SO3" and (np.any(grav != 0) or bf):
         raise RigidBodyConfigError("gravity/buoyancy: an SO(3) body rotates about its centre of mass and feels no "
                                    "gravity torque; use group SE3")
@@ -349,6 +403,9 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     for key, s in (("mass_scale", mass_scale), ("drag_scale", drag_scale), ("buoyancy_scale", buoyancy_scale)):
         if not is_real(s) or not (math.isfinite(s) and s > 0):
             raise RigidBodyConfigError(f"{key}: must be a positive finite number, got {s!r}")
+        msg = SCALE_BOUNDS[key].refusal(key, s)
+        if msg is not None:  # (1e-300 overflowed in the planner's regularization, as for URDF models)
+            raise RigidBodyConfigError(msg)
     source = json.dumps(cfg, sort_keys=True, default=str)
     return RigidBodyModel(name=name, group=group, mass=mass * mass_scale, inertia=J * mass_scale, actuators=acts,
                           damping=D * drag_scale, gravity=grav, buoyancy_force=float(bf) * buoyancy_scale,

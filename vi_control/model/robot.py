@@ -12,9 +12,8 @@ import pinocchio as pin
 
 from .constraint_rows import check_constraint_rank
 from .errors import SystemConfigError, URDFError
-from .limits import MASS_SCALE_RANGE
+from .limits import MASS_SCALE_RANGE, Bound
 from .mass_structure import check_mass_structure
-from .scalars import is_real
 from .system_config import INERTIA_POLICIES, Constraint, NonholonomicConstraint, SystemConfig, load_system_config
 from .urdf import (
     FLOATING_BASE_PREFIX,
@@ -208,9 +207,9 @@ def load_urdf(urdf: str, system: str | dict | None = None, name: str | None = No
     become holonomic ``joints`` constraints q_j − m·q_i = o (docs/concepts/model.md).
     Raises URDFError / SystemConfigError (both ValueError) naming what is wrong.
     """
-    lo, hi = MASS_SCALE_RANGE
-    if not (is_real(mass_scale) and np.isfinite(mass_scale) and lo <= mass_scale <= hi):
-        raise SystemConfigError(f"mass_scale: must be a number in [{lo:g}, {hi:g}], got {mass_scale!r}")
+    msg = Bound(*MASS_SCALE_RANGE).refusal("mass_scale", mass_scale)
+    if msg is not None:
+        raise SystemConfigError(msg)
     if inertia_policy is not None and inertia_policy not in INERTIA_POLICIES:
         raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {inertia_policy!r}")
     if name is not None and (not isinstance(name, str) or not name.strip()):  # (it names plans and logs)

@@ -24,3 +24,15 @@ def is_real(v: Any) -> bool:
 def is_integer(v: Any) -> bool:
     """An integer that is not a bool: int or numpy integer scalar (a float with an integral value is not one)."""
     return isinstance(v, _INTEGER) and not isinstance(v, bool)
+
+
+def as_real_array(v: Any, what: str) -> np.ndarray:
+    """``v`` as a float array; ValueError naming ``what`` for strings, mappings, ragged lists, complex numbers or
+    integers beyond float range (numpy's "could not convert string to float" or OverflowError named no argument)."""
+    if np.iscomplexobj(v):
+        raise ValueError(f"{what} is complex (a state and an input are real; pass .real if the imaginary part is zero)")
+    try:
+        a = np.asarray(v, float)
+    except (ValueError, TypeError, OverflowError):
+        raise ValueError(f"{what}: expected real numbers, got {type(v).__name__} {str(v)[:60]}") from None
+    return a

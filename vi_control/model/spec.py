@@ -18,7 +18,6 @@ looked up next to the file that named them (``base_dir``), then in the package's
 from __future__ import annotations
 
 import difflib
-import math
 import os
 from dataclasses import dataclass, replace
 
@@ -26,9 +25,8 @@ import numpy as np
 
 from .bundled import BUNDLED, bundled_config, bundled_models, example_robot_urdf, share_dir
 from .errors import ModelError, SystemConfigError, URDFError, unknown_keys
-from .limits import MASS_SCALE_RANGE
+from .limits import MASS_SCALE_RANGE, Bound
 from .robot import RobotModel, load_urdf
-from .scalars import is_real
 from .system_config import INERTIA_POLICIES
 from .yaml_io import read_text_file
 
@@ -54,9 +52,9 @@ class ModelSpec:
         if not isinstance(self.source, str) or not self.source.strip():
             raise ModelError("model: expected a bundled name, erd:<name>, a URDF path or URDF XML, "
                              f"got {self.source!r}")
-        s, (lo, hi) = self.mass_scale, MASS_SCALE_RANGE
-        if not is_real(s) or not (math.isfinite(s) and lo <= s <= hi):
-            raise SystemConfigError(f"mass_scale: must be a number in [{lo:g}, {hi:g}], got {s!r}")
+        msg = Bound(*MASS_SCALE_RANGE).refusal("mass_scale", self.mass_scale)
+        if msg is not None:
+            raise SystemConfigError(msg)
         if self.name is not None and (not isinstance(self.name, str) or not self.name.strip()):
             raise SystemConfigError(f"model name: expected a non-empty string, got {self.name!r}")
         if isinstance(self.floating_base, np.bool_):  # (numpy's bool, as load_urdf takes it)

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from .errors import SystemConfigError, unknown_keys
-from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH
+from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH, Bound
 from .scalars import is_real
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
@@ -122,28 +122,65 @@ def _finite(v: Any) -> bool:
         return False
 
 
-def _vec(val: Any, key: str, n: int = 3, bound: float = MAX_LENGTH) -> tuple[float, ...]:
+# The stated range of every number of a system YAML (docs/reliability.md; vi_control.model.limits), as a table the
+# validation reads and test_boundaries_tables.py tries at both ends of each entry. Keys: ``[]`` each entry of
+# a list, ``*`` any joint, ``[type=…]`` a constraint of that type.
+_LENGTH, _SIGNED_COEF = Bound(-MAX_LENGTH, MAX_LENGTH), Bound(-MAX_COEFFICIENT, MAX_COEFFICIENT)
+SYSTEM_BOUNDS: dict[str, Bound] = {
+    "gravity[]": Bound(-MAX_GRAVITY, MAX_GRAVITY),
+    "actuated[].effort_limit": Bound(0.0, MAX_COEFFICIENT, low_open=True),
+    "damping.*": Bound(0.0, MAX_COEFFICIENT),
+    "locked.*": _LENGTH,
+    "constraints[type=joints].coefficients[]": _SIGNED_COEF,
+    "constraints[type=joints].offset": _SIGNED_COEF,
+    "constraints[type=plane].normal[]": _LENGTH,
+    "constraints[type=plane].point[]": _LENGTH,
+    "constraints[type=plane].offset": _LENGTH,
+    "constraints[type=distance].point_a[]": _LENGTH,
+    "constraints[type=distance].point_b[]": _LENGTH,
+    "constraints[type=distance].distance": Bound(0.0, MAX_LENGTH, low_open=True),
+    "constraints[type=coincident].point_a[]": _LENGTH,
+    "constraints[type=coincident].point_b[]": _LENGTH,
+    "nonholonomic[type=knife_edge].point[]": _LENGTH,
+    "nonholonomic[type=knife_edge].direction[]": _LENGTH,
+    "nonholonomic[type=rolling].point[]": _LENGTH,
+    "nonholonomic[type=rolling].radius": Bound(0.0, MAX_LENGTH),
+    "nonholonomic[type=rolling].axis[]": _LENGTH,
+    "nonholonomic[type=rolling].normal[]": _LENGTH,
+}
+
+
+def _refusal(v: float, key: str, b: Bound) -> str | None:
+    """Why ``v`` is outside ``b`` in the words a user reads ("must be positive", "beyond the supported range")."""
+    if b.contains(v):
+        return None
+    if b.low == 0.0 and (v <= 0 if b.low_open else v < 0):
+        return f"{key}: must be {'positive' if b.low_open else 'non-negative'} ({b.describe()}), got {v}"
+    return f"{key}: {v!r} is beyond the supported range {b} (vi_control.model.limits)"
+
+
+def _vec(val: Any, key: str, n: int, table: str) -> tuple[float, ...]:
+    """``n`` finite numbers, each within ``SYSTEM_BOUNDS[table]``."""
     if not isinstance(val, list | tuple) or len(val) != n:
         raise SystemConfigError(f"{key}: expected a list of {n} numbers, got {val!r}")
     out = []
     for v in val:
         if not _finite(v):
             raise SystemConfigError(f"{key}: expected finite numbers, got {val!r}")
-        if abs(v) > bound:
-            raise SystemConfigError(f"{key}: {v!r} is beyond the supported range ±{bound:g} (vi_control.model.limits)")
+        msg = _refusal(float(v), key, SYSTEM_BOUNDS[table])
+        if msg is not None:
+            raise SystemConfigError(msg)
         out.append(float(v))
     return tuple(out)
 
 
-def _num(val: Any, key: str, positive: bool = False, nonneg: bool = False, bound: float = MAX_LENGTH) -> float:
+def _num(val: Any, key: str, table: str) -> float:
+    """A finite number within ``SYSTEM_BOUNDS[table]``."""
     if not _finite(val):
         raise SystemConfigError(f"{key}: expected a finite number, got {val!r}")
-    if positive and val <= 0:
-        raise SystemConfigError(f"{key}: must be positive, got {val}")
-    if nonneg and val < 0:
-        raise SystemConfigError(f"{key}: must be non-negative, got {val}")
-    if abs(val) > bound:
-        raise SystemConfigError(f"{key}: {val!r} is beyond the supported range ±{bound:g} (vi_control.model.limits)")
+    msg = _refusal(float(val), key, SYSTEM_BOUNDS[table])
+    if msg is not None:
+        raise SystemConfigError(msg)
     return float(val)
 
 
@@ -166,7 +203,7 @@ def _constraint(i: int, c: Any) -> Constraint:
         "plane": {"type", "link", "point", "normal", "offset"},
         "joints": {"type", "joints", "coefficients", "offset"},
     }
-    if ctype not in allowed:
+    if not isinstance(ctype, str) or ctype not in allowed:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
@@ -178,39 +215,41 @@ def _constraint(i: int, c: Any) -> Constraint:
         names = tuple(_str(n, f"{key}.joints[{j}]") for j, n in enumerate(names))
         if "coefficients" not in c:
             raise SystemConfigError(f"{key}.coefficients: required for a joints constraint")
-        coef = _vec(c["coefficients"], f"{key}.coefficients", len(names), bound=MAX_COEFFICIENT)
+        coef = _vec(c["coefficients"], f"{key}.coefficients", len(names), "constraints[type=joints].coefficients[]")
         if not any(coef):
             raise SystemConfigError(f"{key}.coefficients: must not all be zero")
         return Constraint(type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=names, coefficients=coef,
-                          offset=_num(c.get("offset", 0.0), f"{key}.offset", bound=MAX_COEFFICIENT))
+                          offset=_num(c.get("offset", 0.0), f"{key}.offset", "constraints[type=joints].offset"))
     if ctype == "plane":
-        normal = np.array(_vec(c.get("normal", [0, 0, 1]), f"{key}.normal"))
+        normal = np.array(_vec(c.get("normal", [0, 0, 1]), f"{key}.normal", 3, "constraints[type=plane].normal[]"))
         if np.linalg.norm(normal) < 1e-12:
             raise SystemConfigError(f"{key}.normal: must be non-zero")
         return Constraint(
             type="plane", link_a=_str(c.get("link"), f"{key}.link"),
-            point_a=_vec(c.get("point", [0, 0, 0]), f"{key}.point"),
+            point_a=_vec(c.get("point", [0, 0, 0]), f"{key}.point", 3, "constraints[type=plane].point[]"),
             normal=tuple(normal / np.linalg.norm(normal)),
-            offset=_num(c.get("offset", 0.0), f"{key}.offset"),
+            offset=_num(c.get("offset", 0.0), f"{key}.offset", "constraints[type=plane].offset"),
         )
     common = dict(
         type=ctype, link_a=_str(c.get("link_a"), f"{key}.link_a"),
-        point_a=_vec(c.get("point_a", [0, 0, 0]), f"{key}.point_a"),
+        point_a=_vec(c.get("point_a", [0, 0, 0]), f"{key}.point_a", 3, f"constraints[type={ctype}].point_a[]"),
         link_b=_str(c.get("link_b", "world"), f"{key}.link_b"),
-        point_b=_vec(c.get("point_b", [0, 0, 0]), f"{key}.point_b"),
+        point_b=_vec(c.get("point_b", [0, 0, 0]), f"{key}.point_b", 3, f"constraints[type={ctype}].point_b[]"),
     )
     if ctype == "distance":
         if "distance" not in c:
             raise SystemConfigError(f"{key}.distance: required for a distance constraint")
-        return Constraint(**common, distance=_num(c["distance"], f"{key}.distance", positive=True))
+        distance = _num(c["distance"], f"{key}.distance", "constraints[type=distance].distance")
+        return Constraint(**common, distance=distance)
     axes = c.get("axes", ["x", "y", "z"])
-    if not isinstance(axes, list) or not axes or any(a not in _AXES for a in axes) or len(set(axes)) != len(axes):
+    if not isinstance(axes, list) or not axes or not all(isinstance(a, str) and a in _AXES for a in axes) \
+            or len(set(axes)) != len(axes):
         raise SystemConfigError(f"{key}.axes: expected distinct names from [x, y, z], got {axes!r}")
     return Constraint(**common, axes=tuple(_AXES[a] for a in axes))
 
 
-def _unit(val: Any, key: str) -> tuple[float, float, float]:
-    v = np.array(_vec(val, key))
+def _unit(val: Any, key: str, table: str) -> tuple[float, float, float]:
+    v = np.array(_vec(val, key, 3, table))
     n = float(np.linalg.norm(v))
     if n < 1e-12:
         raise SystemConfigError(f"{key}: must be non-zero")
@@ -224,24 +263,28 @@ def _nonholonomic(i: int, c: Any) -> NonholonomicConstraint:
     ctype = c.get("type")
     allowed = {"knife_edge": {"type", "link", "point", "direction"},
                "rolling": {"type", "link", "point", "radius", "axis", "normal", "components"}}
-    if ctype not in allowed:
+    if not isinstance(ctype, str) or ctype not in allowed:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
         raise SystemConfigError(f"{key}: {unknown_keys(extra, allowed[ctype])} for a {ctype} constraint")
     common = dict(type=ctype, link=_str(c.get("link"), f"{key}.link"),
-                  point=_vec(c.get("point", [0, 0, 0]), f"{key}.point"))
+                  point=_vec(c.get("point", [0, 0, 0]), f"{key}.point", 3, f"nonholonomic[type={ctype}].point[]"))
     if ctype == "knife_edge":
-        return NonholonomicConstraint(**common, direction=_unit(c.get("direction", [0, 1, 0]), f"{key}.direction"))
+        return NonholonomicConstraint(**common, direction=_unit(c.get("direction", [0, 1, 0]), f"{key}.direction",
+                                                                "nonholonomic[type=knife_edge].direction[]"))
     if "radius" not in c:
         raise SystemConfigError(f"{key}.radius: required for a rolling constraint")
     comps = c.get("components", list(_ROLLING_COMPONENTS))
-    if (not isinstance(comps, list) or not comps or any(x not in _ROLLING_COMPONENTS for x in comps)
+    if (not isinstance(comps, list) or not comps
+            or not all(isinstance(x, str) and x in _ROLLING_COMPONENTS for x in comps)
             or len(set(comps)) != len(comps)):
         raise SystemConfigError(f"{key}.components: expected distinct names from {list(_ROLLING_COMPONENTS)}, "
                                 f"got {comps!r}")
-    axis, normal = _unit(c.get("axis", [0, 1, 0]), f"{key}.axis"), _unit(c.get("normal", [0, 0, 1]), f"{key}.normal")
-    return NonholonomicConstraint(**common, radius=_num(c["radius"], f"{key}.radius", nonneg=True), axis=axis,
+    axis = _unit(c.get("axis", [0, 1, 0]), f"{key}.axis", "nonholonomic[type=rolling].axis[]")
+    normal = _unit(c.get("normal", [0, 0, 1]), f"{key}.normal", "nonholonomic[type=rolling].normal[]")
+    radius = _num(c["radius"], f"{key}.radius", "nonholonomic[type=rolling].radius")
+    return NonholonomicConstraint(**common, radius=radius, axis=axis,
                                   normal=normal, components=tuple(x for x in _ROLLING_COMPONENTS if x in comps))
 
 
@@ -267,7 +310,7 @@ def parse_system_config(data: Any) -> SystemConfig:
                                     f"got {data['inertia_policy']!r}")
         cfg.inertia_policy = data["inertia_policy"]
     if "gravity" in data:
-        cfg.gravity = np.array(_vec(data["gravity"], "gravity", bound=MAX_GRAVITY))
+        cfg.gravity = np.array(_vec(data["gravity"], "gravity", 3, "gravity[]"))
     if "actuated" in data:
         act = data["actuated"]
         if not isinstance(act, list):
@@ -282,8 +325,8 @@ def parse_system_config(data: Any) -> SystemConfig:
             elif isinstance(a, dict) and set(a) <= {"joint", "effort_limit"}:
                 name = _str(a.get("joint"), f"actuated[{i}].joint")
                 lim = a.get("effort_limit")
-                cfg.actuated[name] = None if lim is None else _num(lim, f"actuated[{i}].effort_limit", positive=True,
-                                                                 bound=MAX_COEFFICIENT)
+                cfg.actuated[name] = None if lim is None else _num(lim, f"actuated[{i}].effort_limit",
+                                                                 "actuated[].effort_limit")
             else:
                 raise SystemConfigError(
                     f"actuated[{i}]: expected a joint name or {{joint, effort_limit}}, got {a!r}")
@@ -291,7 +334,7 @@ def parse_system_config(data: Any) -> SystemConfig:
         d = data["damping"]
         if not isinstance(d, dict):
             raise SystemConfigError(f"damping: expected a mapping joint -> value, got {type(d).__name__}")
-        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", nonneg=True, bound=MAX_COEFFICIENT)
+        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", "damping.*")
                        for k, v in d.items()}
     if "prescribed" in data:
         p = data["prescribed"]
@@ -305,7 +348,7 @@ def parse_system_config(data: Any) -> SystemConfig:
             if len(cfg.locked) < len(lk):
                 raise SystemConfigError("locked: a joint is listed twice")
         elif isinstance(lk, dict):
-            cfg.locked = {_str(k, "locked key"): _num(v, f"locked.{k}", bound=MAX_LENGTH) for k, v in lk.items()}
+            cfg.locked = {_str(k, "locked key"): _num(v, f"locked.{k}", "locked.*") for k, v in lk.items()}
         else:
             raise SystemConfigError(f"locked: expected a list of joint names or a mapping joint -> position, "
                                     f"got {type(lk).__name__}")

@@ -38,10 +38,13 @@ from .dmoc_continuation import coarse_solve, continuation_solve, split_solve
 from .dmoc_newton import NewtonStats, newton_lm
 from .dmoc_nlp import multipliers_for_newton, solve_ipopt
 from .dmoc_problem import (
+    DMOC_BOUNDS,
     INPUT_MODES,
     DMOCConditions,
     DMOCError,
     DMOCProblem,
+    check_dmoc_options,
+    check_guess,
     geodesic_guess,
     initial_point,
     input_split,
@@ -49,8 +52,8 @@ from .dmoc_problem import (
 )
 from .result import SolverResult
 
-__all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "solve_dmoc", "geodesic_guess", "input_split",
-           "INPUT_MODES", "PATHS"]
+__all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "DMOC_BOUNDS", "check_dmoc_options", "solve_dmoc",
+           "geodesic_guess", "input_split", "INPUT_MODES", "PATHS"]
 
 # How a result was produced (``DMOCResult.path``); the warm starts Newton tries, in order, when the guess fails.
 PATHS = ("newton", "newton-coarse", "newton-split", "newton-continuation", "ipopt", "newton-curvature",
@@ -139,9 +142,10 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance:
     tol = renamed_keyword("solve_dmoc", "tol", tol, "tolerance", tolerance)
     if fallback not in (None, "ipopt"):
         raise ValueError(f"fallback must be 'ipopt' or None, got {fallback!r}")
+    check_dmoc_options(tol, max_iterations)
     t0 = time.process_time()
+    xi0 = geodesic_guess(prob) if xi_guess is None else check_guess(prob, xi_guess)
     cond = DMOCConditions(prob)
-    xi0 = geodesic_guess(prob) if xi_guess is None else np.asarray(xi_guess, float).reshape(prob.horizon, -1)
     stats = NewtonStats()
     w, fn, ok, last = newton_lm(cond, initial_point(cond, xi0), tol, max_iterations, lm, stats, log)
     path, fb_it = "newton", 0

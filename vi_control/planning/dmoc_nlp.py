@@ -25,7 +25,7 @@ import numpy as np
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction, get_group
 from ..model.errors import renamed_keyword
-from .dmoc_problem import DMOCProblem, geodesic_guess, input_split
+from .dmoc_problem import DMOCProblem, check_dmoc_options, check_guess, geodesic_guess, input_split
 from .errors import ipopt_iterations
 from .result import SolverResult
 
@@ -192,6 +192,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     tol = renamed_keyword("solve_ipopt", "tol", tol, "tolerance", tolerance)
     if cost not in ("l2", "l1"):
         raise ValueError(f"cost must be 'l2' or 'l1', got {cost!r}")
+    check_dmoc_options(tol, max_iterations)
     t_build = time.process_time()
     body, G, N, h = prob.body, prob.group, prob.horizon, prob.dt
     ret = Retraction(G, prob.retraction)
@@ -202,7 +203,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     nu0, nuN = pv[-2 * n:-n], pv[-n:]
     hold = n_u == 1
     # the guess: the geodesic's ξ, ν from eq. 32, u from its W (least squares)
-    xi0 = geodesic_guess(prob) if xi_guess is None else np.asarray(xi_guess, float).reshape(N, n)
+    xi0 = geodesic_guess(prob) if xi_guess is None else check_guess(prob, xi_guess)
     mus = [momenta(ret, I, h, x) for x in xi0]
     nus = [nu0] + [0.5 * (mus[k][0] + mus[k - 1][1]) for k in range(1, N)] + [nuN]
     Bp = input_split(B)[0]

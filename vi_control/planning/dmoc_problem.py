@@ -12,14 +12,51 @@ import scipy.sparse as sp
 
 from ..mechanics import lie
 from ..mechanics.groups import Retraction, get_group
+from ..model.limits import MAX_DMOC_HORIZON, PLAN_DT_RANGE, Bound
 from ..model.rigid_body import RigidBodyModel
-from ..model.scalars import is_integer
+from ..model.scalars import is_real
 from .dmoc_conditions import constraint_size, csc_structure, jacobian_pattern, step_conditions, unit_scales
 
 __all__ = ["DMOCProblem", "DMOCError", "DMOCConditions", "geodesic_guess", "initial_point", "input_split",
            "unactuated_wrench", "INPUT_MODES"]
 
 INPUT_MODES = ("split", "hold")
+
+# The stated ranges of a DMOC problem and its solver (docs/reliability.md), what ``DMOCProblem`` and ``solve_dmoc``
+# check and test_boundaries_tables.py tries at both ends of each:
+# - horizon: the second-order check (``dmoc_check``) is dense in the N·m inputs — S is (24N × mN), the reduced
+#   Hessian (mN)² with a generalized eigenproblem — so its cost grows as N³: N = 256 took 33 s of CPU for the check
+#   and 71 s for the whole solve of the vehicle here, 512 over two minutes; 20 000 steps would need ~400 GB;
+# - positions [m] of g(0), g(T): Newton's residual is absolute in a unit body's units and its pose rows carry
+#   |p|·eps of rounding; at 1e3 m that is 2e-13, below the default tol, at 1e6 m (2e-10) Newton cannot stop and
+#   every warm start and the IPOPT fallback ran to their ends;
+# - velocities ξ(0), ξ(T) [rad/s, m/s]: as fast as anything the integrator's rotation check lets through;
+# - tolerance: the rounding floor of the conditions (a few eps of order-one numbers) to the loosest tolerance at which a
+#   plan is still the integrator's step to 1e-6;
+# - max_iterations: Newton converges in 5–40 iterations where it converges at all; 0 or −1 reported "converged".
+DMOC_BOUNDS: dict[str, Bound] = {
+    "horizon": Bound(2, MAX_DMOC_HORIZON, integer=True),
+    "position[]": Bound(-1.0e3, 1.0e3),
+    "velocity[]": Bound(-1.0e3, 1.0e3),
+    "tolerance": Bound(1.0e-14, 1.0e-6),
+    "max_iterations": Bound(1, 1000, integer=True),
+}
+
+
+def check_dmoc_options(tolerance, max_iterations) -> None:
+    """ValueError naming ``tolerance`` or ``max_iterations`` outside ``DMOC_BOUNDS`` (solve_dmoc, solve_ipopt)."""
+    for key, v in (("tolerance", tolerance), ("max_iterations", max_iterations)):
+        msg = DMOC_BOUNDS[key].refusal(key, v)
+        if msg is not None:
+            raise ValueError(msg)
+
+
+def _check_entries(a: np.ndarray, key: str, table: str) -> None:
+    b = DMOC_BOUNDS[table]
+    bad = [i for i, x in enumerate(np.ravel(a).tolist()) if not b.contains(x)]
+    if bad:
+        raise ValueError(f"{key}: entry {bad[0]} = {np.ravel(a)[bad[0]]:g} must be {b.describe()} (the range "
+                         "DMOC's arithmetic carries)")
 
 
 class DMOCError(RuntimeError):
@@ -51,10 +88,14 @@ class DMOCProblem:
     def __post_init__(self) -> None:
         if self.inputs not in INPUT_MODES:
             raise ValueError(f"inputs must be one of {INPUT_MODES}, got {self.inputs!r}")
-        if not (is_integer(self.horizon) and self.horizon >= 2):
-            raise ValueError(f"horizon must be an integer ≥ 2, got {self.horizon!r}")
-        if not (math.isfinite(self.duration) and self.duration > 0):
+        msg = DMOC_BOUNDS["horizon"].refusal("horizon", self.horizon)
+        if msg is not None:
+            raise ValueError(msg)
+        if not (is_real(self.duration) and math.isfinite(self.duration) and self.duration > 0):
             raise ValueError(f"duration must be positive and finite, got {self.duration!r}")
+        if not PLAN_DT_RANGE[0] <= self.duration / self.horizon <= PLAN_DT_RANGE[1]:
+            raise ValueError(f"duration / horizon = {self.duration / self.horizon:g} s must be in "
+                             f"[{PLAN_DT_RANGE[0]:g}, {PLAN_DT_RANGE[1]:g}] s (a plan's step)")
         if self.body.has_restoring_wrench:
             raise DMOCError("dmoc: the body feels a configuration-dependent wrench (net weight, or buoyancy off the "
                             "centre of mass); Algorithm 5.2's conditions (31) assume forces f(ξ, u) only (Jimenez2013 "
@@ -64,6 +105,17 @@ class DMOCProblem:
             g = np.asarray(getattr(self, name), float)
             if g.shape != (G.size, G.size) or not np.all(np.isfinite(g)) or G.distance_from_group(g) > 1e-9:
                 raise ValueError(f"{name}: not an element of {G.name} (shape {g.shape})")
+            if G.size == 4:
+                _check_entries(g[:3, 3], f"{name} position", "position[]")
+        n = _DIMS_OF[self.body.group]
+        for name in ("xi0", "xiT"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            a = np.asarray(v)
+            if a.shape != (n,) or a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)):
+                raise ValueError(f"{name}: expected {n} finite velocities, got {v!r}")
+            _check_entries(a, name, "velocity[]")
 
     @property
     def dt(self) -> float:
@@ -233,3 +285,20 @@ def unactuated_wrench(cond: DMOCConditions, parts: dict) -> float:
         return 0.0
     NB = input_split(cond.prob.body.input_matrix)[1]
     return float(max(np.abs(parts["Wm"] @ NB).max(), np.abs(parts["Wp"] @ NB).max()))
+
+
+_DIMS_OF = {"SO3": 3, "SE3": 6}
+
+
+def check_guess(prob: DMOCProblem, xi_guess) -> np.ndarray:
+    """``xi_guess`` as an (N, n) array of finite velocities within ``DMOC_BOUNDS``; ValueError naming it."""
+    N, n = prob.horizon, _DIMS_OF[prob.body.group]
+    a = np.asarray(xi_guess)
+    if a.dtype.kind not in "iuf" or a.size != N * n:
+        raise ValueError(f"xi_guess: expected ({N}, {n}) velocities, got {a.dtype} array of shape {a.shape}")
+    a = a.astype(float).reshape(N, n)
+    if not np.all(np.isfinite(a)):
+        k = int(np.argwhere(~np.isfinite(a))[0, 0])
+        raise ValueError(f"xi_guess: velocity of step {k} is not finite ({a[k].tolist()})")
+    _check_entries(a, "xi_guess", "velocity[]")
+    return a

@@ -29,9 +29,10 @@ class PlanLimitsError(PlanningError):
     """A plan the controller would refuse (planning.limits.check_plan_limits): one of its states moves a joint faster
     than the controller accepts, or one of its inputs exceeds an effort limit. The message names the joint, the time,
     the value against its limit (by how much) and what to do; ``joint``, ``time`` [s], ``value``, ``limit`` and
-    ``quantity`` ('velocity' or 'effort') say the same for a program; ``ratio`` = |value| / limit (> 1)."""
+    ``quantity`` ('velocity', 'effort' or 'position': a knot past a URDF position limit) say the same for a program;
+    ``ratio`` = |value| / limit (> 1)."""
 
     def __init__(self, message: str, joint: str, time: float, value: float, limit: float, quantity: str):
         self.joint, self.time, self.value, self.limit, self.quantity = joint, time, value, limit, quantity
-        self.ratio = abs(value) / limit
+        self.ratio = abs(value) / abs(limit) if limit else float("inf")
         super().__init__(message, solver="plan limits")

@@ -1,4 +1,4 @@
-"""Whether a plan is one the controller will execute: its velocities and inputs within the limits it enforces.
+"""Whether a plan is one the controller will execute: its positions, velocities and inputs within the limits.
 
 The optimizers know the effort limits (DDP's box QP clips the inputs) but not the joints' velocity limits, and the
 controller node refuses a plan whose own states it would refuse as a measurement (control.runner.PlanRunner.admit:
@@ -38,6 +38,9 @@ def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None
     X = np.asarray(X, float)
     if not joints or len(joints) != vi.nq or X.ndim != 2 or X.shape[1] != 2 * vi.nq:
         return None
+    pos = _position_excess(vi, joints, X)
+    if pos is not None:
+        return pos
     vlim = np.array([j.velocity_limit for j in joints], float)
     vmax = np.where(np.isfinite(vlim) & (vlim > 0), velocity_limit_factor * vlim, np.inf)
     V = state_velocities(vi, X)
@@ -65,6 +68,31 @@ def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None
         f"|{'q̇' if quantity == 'velocity' else 'u'}| = {abs(values[k, i]):.4g} {unit} at t = {t:.4g} s (k = {k}), "
         f"{100 * (ratio - 1):.3g} % beyond {limits[i]:.4g} {unit} ({what}); {advice}",
         names[i], t, float(values[k, i]), float(limits[i]), quantity)
+
+
+def _position_excess(vi: DiscreteSystem, joints, X: np.ndarray) -> PlanLimitsError | None:
+    """The knot farthest beyond a URDF position limit (past the end stop: the VI enforces no limits, and a goal on
+    an end stop overshoots it — 2.07 m on the cart-pole's ±2 m slider), as a PlanLimitsError; None within them
+    (a relative 1e-9 for values read back from text, as ``model.limits.position_limit_violation``)."""
+    nq = vi.nq
+    lo = np.array([j.lower for j in joints], float)
+    hi = np.array([j.upper for j in joints], float)
+    slack_lo, slack_hi = 1e-9 * np.maximum(1.0, np.abs(lo)), 1e-9 * np.maximum(1.0, np.abs(hi))
+    Q = X[:, :nq]
+    with np.errstate(invalid="ignore"):  # (continuous joints: ±inf bounds)
+        excess = np.maximum(np.where(np.isfinite(lo), lo - slack_lo - Q, -np.inf),
+                            np.where(np.isfinite(hi), Q - hi - slack_hi, -np.inf))
+    if not excess.size or excess.max() <= 0:
+        return None
+    k, i = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    bound = lo[i] if Q[k, i] < lo[i] else hi[i]
+    over = [joints[j].name for j in np.flatnonzero((excess > 0).any(axis=0))]
+    return PlanLimitsError(
+        f"the plan passes the position limits of the URDF ({', '.join(over)}): {joints[i].name} at q = "
+        f"{Q[k, i]:.6g} at t = {k * vi.dt:.4g} s (k = {k}), {abs(Q[k, i] - bound):.3g} beyond its limit {bound:g} "
+        "(the integrator enforces no end stops: a goal on a limit is overshot); move the goal off the limit or "
+        "weight the approach more (Q, Qf) or lengthen it", joints[i].name, k * vi.dt, float(Q[k, i]),
+        float(bound), "position")
 
 
 def check_plan_limits(vi: DiscreteSystem, plan: Plan, velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,

@@ -31,13 +31,12 @@ import numpy as np
 from ..control.lqr import check_weight
 from ..model.bundled import share_dir
 from ..model.errors import ModelError, removed_name
-from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION
+from ..model.limits import MAX_COEFFICIENT, MAX_CONFIGURATION, PLAN_DT_RANGE, Bound
 from ..model.robot import RobotModel
-from ..model.scalars import is_integer
 from ..model.spec import ModelSpec
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from .cost import weight_matrix
-from .task_values import TaskError, integer_in, mapping_of, parse_number, parse_vector, positive_number
+from .task_values import TaskError, integer_in, mapping_of, parse_number, parse_vector
 
 # (TaskError, parse_number and parse_vector: the value parsers, planning.task_values, imported from here too)
 __all__ = ["Task", "TaskError", "load_task", "config_file", "parse_number", "parse_vector"]
@@ -48,12 +47,47 @@ COLLOCATION_METHODS = ("collocation_lg", "collocation_lg2")
 MAX_HORIZON = 100_000  # steps: X, U, K and a linearization per step are held in memory
 MAX_ITERATIONS = 10_000  # optimizer iterations
 MAX_REGULARIZATION = 1e10  # DDP's μ ceiling (planning.ddp): a larger start could never be lowered into use
-MAX_DT = 10.0  # s: a task step beyond this is no discretization of a robot's motion
+MAX_DT = PLAN_DT_RANGE[1]  # s: a task step beyond this is no discretization of a robot's motion
 # Collocation sizes: the transcription holds a dense (nodes × nodes) differentiation matrix per interval and a CasADi
 # expression graph per point; beyond these it would exhaust memory long before IPOPT starts
 # (docs/concepts/collocation.md uses 15…30 nodes, the h-p gaits a few hundred points).
 MAX_COLLOCATION_NODES = 200  # Gauss points per interval
 MAX_COLLOCATION_POINTS = 10_000  # nodes × intervals
+# The stated range of every bounded number of a task (key → Bound): ``load_task`` checks each through ``_bounded``
+# and test_boundaries_tables.py tries both sides of every end of every entry. Cross-checks (t_min < horizon·dt,
+# stages × iterations < max_iterations, nodes × intervals) come after these.
+TASK_BOUNDS: dict[str, Bound] = {
+    "dt": Bound(*PLAN_DT_RANGE),  # s (model.limits.PLAN_DT_RANGE: the controller's dt range)
+    "horizon": Bound(1, MAX_HORIZON, integer=True),
+    "optimizer.max_iterations": Bound(1, MAX_ITERATIONS, integer=True),
+    "optimizer.tolerance": Bound(0.0, None, low_open=True),
+    "optimizer.regularization": Bound(0.0, MAX_REGULARIZATION),
+    "optimizer.constraint_tolerance": Bound(0.0, None, low_open=True),
+    "optimizer.penalty": Bound(0.0, None, low_open=True),
+    # one stage of continuation leaves at least one iteration of optimizer.max_iterations to the task
+    "optimizer.continuation.iterations": Bound(1, MAX_ITERATIONS - 1, integer=True),
+    "collocation.nodes": Bound(3, MAX_COLLOCATION_NODES, integer=True),
+    # (nodes ≥ 3 and nodes × intervals ≤ MAX_COLLOCATION_POINTS: more intervals never fit)
+    "collocation.intervals": Bound(1, MAX_COLLOCATION_POINTS // 3, integer=True),
+    "collocation.polish_iterations": Bound(1, MAX_ITERATIONS, integer=True),
+    "collocation.effort_weight": Bound(0.0, MAX_COEFFICIENT, low_open=True),
+    "collocation.polish_tolerance": Bound(0.0, MAX_COEFFICIENT, low_open=True),
+    "mpc.horizon": Bound(1, MAX_HORIZON, integer=True),
+    "mpc.max_iterations": Bound(1, MAX_ITERATIONS, integer=True),
+    "mpc.tolerance": Bound(0.0, None, low_open=True),
+}
+
+
+def _bounded(v, key: str):
+    """``v`` checked against ``TASK_BOUNDS[key]`` (numbers may be expressions of pi); TaskError naming the key."""
+    b = TASK_BOUNDS[key]
+    x = v if b.integer else parse_number(v, key)
+    msg = b.refusal(key, x)
+    if msg is not None:
+        raise TaskError(msg)
+    return x
+
+
 # optimizer keys that only the shooting methods with a terminal constraint read (planning.augmented)
 _TERMINAL_KEYS = ("constraint_tolerance", "penalty")
 _TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
@@ -214,10 +248,8 @@ def load_task(source: str | os.PathLike | dict) -> Task:
         ModelSpec.parse(model, base_dir=base_dir)  # validated now; loaded by the pipeline
     except ModelError as e:
         raise TaskError(f"model: {e}") from None
-    dt = parse_number(d["dt"], "dt")
-    if not 0 < dt <= MAX_DT:
-        raise TaskError(f"dt: must be in (0, {MAX_DT:g}] s, got {dt}")
-    N = integer_in(d["horizon"], "horizon", 1, MAX_HORIZON)
+    dt = _bounded(d["dt"], "dt")
+    N = _bounded(d["horizon"], "horizon")
     start = mapping_of(d.get("start"), "start", {"q", "qdot"})
     goal = mapping_of(d.get("goal"), "goal", {"q"})
     ref = mapping_of(d.get("reference"), "reference", {"type", "step_index", "q_before", "q_after", "u"})
@@ -237,14 +269,9 @@ def load_task(source: str | os.PathLike | dict) -> Task:
         raise TaskError(f"optimizer.method: expected one of {METHODS}, got {method!r}")
     colloc_method = method in COLLOCATION_METHODS  # the optimizer is IPOPT: its own defaults
     _check_method_keys(d, opt, method, terminal)
-    max_it = integer_in(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations", 1,
-                      MAX_ITERATIONS)
-    tolerance = parse_number(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance")
-    if not tolerance > 0:
-        raise TaskError(f"optimizer.tolerance: must be positive, got {tolerance}")
-    regularization = parse_number(opt.get("regularization", 1e-6), "optimizer.regularization")
-    if not 0 <= regularization <= MAX_REGULARIZATION:
-        raise TaskError(f"optimizer.regularization: must be in [0, {MAX_REGULARIZATION:g}], got {regularization}")
+    max_it = _bounded(opt.get("max_iterations", 3000 if colloc_method else 100), "optimizer.max_iterations")
+    tolerance = _bounded(opt.get("tolerance", 1e-8 if colloc_method else 1e-6), "optimizer.tolerance")
+    regularization = _bounded(opt.get("regularization", 1e-6), "optimizer.regularization")
     lim = d.get("input_limits", "model")
     if lim is None:
         lim = "none"
@@ -271,8 +298,8 @@ def load_task(source: str | os.PathLike | dict) -> Task:
         input_limits=lim, method=method, max_iterations=max_it,
         tolerance=tolerance, regularization=regularization,
         terminal_constraint=terminal,
-        constraint_tolerance=positive_number(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
-        penalty=positive_number(opt.get("penalty", 1e4), "optimizer.penalty"),
+        constraint_tolerance=_bounded(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
+        penalty=_bounded(opt.get("penalty", 1e4), "optimizer.penalty"),
         lqr=mapping_of(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=mapping_of(d.get("hold"), "hold", {"Q", "R"}),
         initial_guess=guess, base_dir=base_dir, collocation=colloc,
         continuation=_continuation_options(opt.get("continuation"), method, max_it),
@@ -288,7 +315,7 @@ def _mpc_options(m, method: str, dt: float, horizon: int) -> dict:
         raise TaskError(f"mpc: receding-horizon re-plans warm-start the shooting methods ddp or ilqr, not {method!r}")
     out: dict = {}
     if "horizon" in m:
-        out["horizon"] = integer_in(m["horizon"], "mpc.horizon", 1, MAX_HORIZON)
+        out["horizon"] = _bounded(m["horizon"], "mpc.horizon")
     n = out.get("horizon", horizon)
     if "period" in m:
         period = parse_number(m["period"], "mpc.period")
@@ -303,9 +330,9 @@ def _mpc_options(m, method: str, dt: float, horizon: int) -> dict:
     if "min_horizon" in m:
         out["min_horizon"] = integer_in(m["min_horizon"], "mpc.min_horizon", 1, n)
     if "max_iterations" in m:
-        out["max_iterations"] = integer_in(m["max_iterations"], "mpc.max_iterations", 1, MAX_ITERATIONS)
+        out["max_iterations"] = _bounded(m["max_iterations"], "mpc.max_iterations")
     if "tolerance" in m:
-        out["tolerance"] = positive_number(m["tolerance"], "mpc.tolerance")
+        out["tolerance"] = _bounded(m["tolerance"], "mpc.tolerance")
     return out
 
 
@@ -321,7 +348,7 @@ def _continuation_options(c, method: str, max_iterations: int) -> dict:
     scales = parse_vector(c["Q_scale"], "optimizer.continuation.Q_scale", bound=MAX_COEFFICIENT)
     if not scales.size or np.any(scales <= 0):
         raise TaskError(f"optimizer.continuation.Q_scale: expected positive numbers, got {c['Q_scale']!r}")
-    n = integer_in(c.get("iterations", 20), "optimizer.continuation.iterations", 1, MAX_ITERATIONS)
+    n = _bounded(c.get("iterations", 20), "optimizer.continuation.iterations")
     if scales.size * n >= max_iterations:
         raise TaskError(f"optimizer.continuation: {scales.size} stages × {n} iterations leave none of "
                         f"optimizer.max_iterations = {max_iterations} for the task itself")
@@ -378,11 +405,8 @@ def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
     if "nodes" not in c:
         raise TaskError("collocation.nodes: missing (Gauss points per interval, at least 3)")
     out = {**COLLOCATION_DEFAULTS, **c}
-    for key, low, high in (("nodes", 3, MAX_COLLOCATION_NODES), ("intervals", 1, MAX_COLLOCATION_POINTS),
-                           ("polish_iterations", 1, MAX_ITERATIONS)):
-        v = out[key]
-        if not is_integer(v) or not low <= v <= high:
-            raise TaskError(f"collocation.{key}: must be an integer in [{low}, {high}], got {v!r}")
+    for key in ("nodes", "intervals", "polish_iterations"):
+        _bounded(out[key], f"collocation.{key}")
     if out["nodes"] * out["intervals"] > MAX_COLLOCATION_POINTS:
         raise TaskError(f"collocation: nodes × intervals = {out['nodes'] * out['intervals']} points, more than the "
                         f"supported {MAX_COLLOCATION_POINTS}")
@@ -393,7 +417,9 @@ def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
     if out["cost"] == "time" and out["final_time"] != "free":
         raise TaskError("collocation.cost: 'time' (minimum time) needs collocation.final_time: free")
     for key in ("t_min", "t_guess", "effort_weight", "polish_tolerance"):
-        if out[key] is not None:
+        if out[key] is not None and f"collocation.{key}" in TASK_BOUNDS:
+            out[key] = _bounded(out[key], f"collocation.{key}")
+        elif out[key] is not None:  # (t_min, t_guess: bounded by horizon·dt below)
             out[key] = parse_number(out[key], f"collocation.{key}")
             if not 0 < out[key] <= MAX_COEFFICIENT:
                 raise TaskError(f"collocation.{key}: must be positive (at most {MAX_COEFFICIENT:g}), got {out[key]}")

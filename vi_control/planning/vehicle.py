@@ -26,12 +26,42 @@ from ..integrators.lie_group import LieGroupVI
 from ..linearization import linearize_trajectory
 from ..mechanics.groups import RETRACTIONS, get_group, rotation_from_quaternion
 from ..model.errors import unknown_keys
+from ..model.limits import MAX_COEFFICIENT, MAX_DMOC_HORIZON, PLAN_DT_RANGE, Bound
 from ..model.rigid_body import RigidBodyModel
 from ..model.scalars import is_integer, is_real
-from .dmoc import DMOCError, DMOCProblem, DMOCResult, solve_dmoc
+from .dmoc import DMOC_BOUNDS, DMOCError, DMOCProblem, DMOCResult, solve_dmoc
 from .dmoc_check import second_order_check
 from .dmoc_nlp import solve_ipopt
-from .task import MAX_DT, MAX_HORIZON
+
+# The stated ranges of a body's ``planning`` section (``[]``: each entry of a list), read by the validation below
+# and by test_boundaries_tables.py: the horizon and positions DMOC carries (``dmoc.DMOC_BOUNDS``), angles of at
+# most a turn (a pose, not a path: 1e300° was accepted, and cos/sin of it carry no digits of the angle).
+VEHICLE_BOUNDS: dict[str, Bound] = {
+    "planning.horizon": DMOC_BOUNDS["horizon"],
+    "planning.lqr.Q[]": Bound(0.0, MAX_COEFFICIENT),
+    "planning.lqr.R[]": Bound(0.0, MAX_COEFFICIENT),
+    "planning.lqr.Qf[]": Bound(0.0, MAX_COEFFICIENT),
+    "planning.maneuvers[].goal.rpy_deg[]": Bound(-360.0, 360.0),
+    "planning.maneuvers[].goal.position[]": DMOC_BOUNDS["position[]"],
+}
+MAX_MANEUVERS = 1000  # named maneuvers of one body (each is a solve when listed; 10⁵ took minutes to read)
+MAX_DT = PLAN_DT_RANGE[1]
+MAX_HORIZON = MAX_DMOC_HORIZON
+
+
+def _numbers(v, key: str, size: int | None, bound: Bound, scalar: bool = False) -> np.ndarray:
+    """``v`` as numbers: a list of ``size`` (or, with ``scalar``, one number), each within ``bound``; ValueError
+    naming the key otherwise (strings, nested lists, NaN: numpy's conversion errors named no key)."""
+    one = scalar and is_real(v)
+    items = [v] if one else v
+    if not isinstance(items, (list, tuple)) or not all(is_real(x) for x in items) \
+            or (size is not None and not one and len(items) != size):
+        what = f"{'a number or ' if scalar else ''}{size} numbers" if size is not None else "numbers"
+        raise ValueError(f"{key}: expected {what}, got {v!r}")
+    bad = [i for i, x in enumerate(items) if not bound.contains(x)]
+    if bad:
+        raise ValueError(f"{key}[{bad[0]}]: must be {bound.describe()}, got {items[bad[0]]!r}")
+    return np.array([float(x) for x in items])
 
 __all__ = ["GoalUnreachableError", "ManeuverSettings", "pose_from_spec", "maneuvers", "maneuver_settings",
            "maneuver_timing",
@@ -60,22 +90,20 @@ def pose_from_spec(spec: dict | None, group: str, key: str = "pose") -> np.ndarr
         raise ValueError(f"{key}: give rpy_deg or quaternion, not both")
     R = np.eye(3)
     if "rpy_deg" in spec:
-        a = np.asarray(spec["rpy_deg"], float)
-        if a.shape != (3,) or not np.all(np.isfinite(a)):
-            raise ValueError(f"{key}.rpy_deg: expected 3 finite angles, got {spec['rpy_deg']!r}")
+        a = _numbers(spec["rpy_deg"], f"{key}.rpy_deg", 3, VEHICLE_BOUNDS["planning.maneuvers[].goal.rpy_deg[]"])
         R = rotation_from_rpy(*np.radians(a))
     elif "quaternion" in spec:
+        q = _numbers(spec["quaternion"], f"{key}.quaternion", 4, Bound(None, None))
         try:
-            R = rotation_from_quaternion(np.asarray(spec["quaternion"], float))
+            R = rotation_from_quaternion(q)
         except ValueError as e:
             raise ValueError(f"{key}.quaternion: {e}") from None
     if G.name == "SO3":
         if "position" in spec:
             raise ValueError(f"{key}.position: an SO(3) body has no position")
         return R
-    p = np.asarray(spec.get("position", [0.0, 0.0, 0.0]), float)
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        raise ValueError(f"{key}.position: expected 3 finite numbers, got {spec.get('position')!r}")
+    p = _numbers(spec.get("position", [0.0, 0.0, 0.0]), f"{key}.position", 3,
+                 VEHICLE_BOUNDS["planning.maneuvers[].goal.position[]"])
     g = np.eye(4)
     g[:3, :3], g[:3, 3] = R, p
     return g
@@ -112,16 +140,15 @@ def maneuver_settings(body: RigidBodyModel) -> ManeuverSettings:
     for k, default in (("Q", 10.0), ("R", 1.0), ("Qf", 100.0)):
         v = lqr.get(k, default)
         size = len(body.actuators) if k == "R" else n
-        a = np.asarray(v, float)
-        if a.ndim > 1 or (a.ndim == 1 and a.size != size) or not np.all(np.isfinite(a)) or np.any(a < 0):
-            raise ValueError(f"planning.lqr.{k}: expected a non-negative scalar or {size} diagonal entries, got {v!r}")
-        w[k] = a
+        a = _numbers(v, f"planning.lqr.{k}", size, VEHICLE_BOUNDS[f"planning.lqr.{k}[]"], scalar=True)
+        w[k] = np.asarray(a[0]) if is_real(v) else a
     horizon, duration = p.get("horizon", 32), p.get("duration", 8.0)
-    if not is_integer(horizon) or not 2 <= horizon <= MAX_HORIZON:
-        raise ValueError(f"planning.horizon: expected an integer in [2, {MAX_HORIZON}], got {horizon!r}")
-    if not is_real(duration) or not 0 < duration / horizon <= MAX_DT:
-        raise ValueError(f"planning.duration: expected a positive number of seconds, at most {MAX_DT:g} s per step "
-                         f"(horizon {horizon}), got {duration!r}")
+    msg = VEHICLE_BOUNDS["planning.horizon"].refusal("planning.horizon", horizon)
+    if msg is not None:
+        raise ValueError(msg)
+    if not is_real(duration) or not PLAN_DT_RANGE[0] <= duration / horizon <= PLAN_DT_RANGE[1]:
+        raise ValueError(f"planning.duration: expected a positive number of seconds, {PLAN_DT_RANGE[0]:g} to "
+                         f"{PLAN_DT_RANGE[1]:g} s per step (horizon {horizon}), got {duration!r}")
     retraction = p.get("retraction", "cayley")
     if retraction not in RETRACTIONS:
         raise ValueError(f"planning.retraction: expected one of {RETRACTIONS}, got {retraction!r}")
@@ -159,8 +186,11 @@ def maneuver_timing(settings: ManeuverSettings, dt: float, horizon: int | None =
 
 def maneuvers(body: RigidBodyModel) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(name, g(0), g(T)) of every maneuver in the body's ``planning.maneuvers``."""
-    out = []
-    for i, m in enumerate(body.planning.get("maneuvers", [])):
+    out, listed = [], body.planning.get("maneuvers", [])
+    if not isinstance(listed, list) or len(listed) > MAX_MANEUVERS:
+        raise ValueError(f"planning.maneuvers: expected a list of at most {MAX_MANEUVERS} maneuvers, got "
+                         f"{len(listed) if isinstance(listed, list) else repr(listed)[:60]}")
+    for i, m in enumerate(listed):
         if not isinstance(m, dict) or "goal" not in m or set(m) - {"name", "start", "goal"}:
             raise ValueError(f"planning.maneuvers[{i}]: expected {{name, start, goal}}, got {m!r}")
         out.append((str(m.get("name", f"maneuver_{i}")), pose_from_spec(m.get("start"), body.group,

@@ -27,6 +27,7 @@ state the controller answers after accepting it.
 from __future__ import annotations
 
 import array
+import math
 import struct
 
 import numpy as np
@@ -36,6 +37,7 @@ from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..control.plan import Plan
+from ..model.scalars import is_real
 
 PLAN_FORMAT = "vi_control/plan"
 PLAN_VERSION = 1
@@ -153,9 +155,16 @@ def _name_index(names) -> dict[str, int]:
 
 
 def split_seconds(t: float) -> tuple[int, int]:
-    """(sec, nanosec) of a time in seconds, for stamps and durations."""
-    sec, nsec = divmod(int(round(t * 1e9)), 10**9)
-    return sec, nsec
+    """(sec, nanosec) of a time in seconds, for stamps and durations: nanosec in [0, 10⁹), sec + 10⁻⁹·nanosec the
+    time to the nearest nanosecond; ValueError for a time that is not a finite real number whose sec fits the int32
+    of builtin_interfaces/Time and Duration."""
+    if not is_real(t) or not -2.0**31 <= t <= 2.0**31 - 1:  # (NaN fails the comparison; big ints compare exactly)
+        raise ValueError(f"time t: expected finite seconds in [-2^31, 2^31 - 1] (an int32 sec), got {t!r}")
+    # whole seconds and the fraction apart (t − ⌊t⌋ is exact): round(t·1e9) rounded t·1e9 to a double first,
+    # 128 ns off at wall-clock times (1.8e9 s)
+    sec = math.floor(t)
+    nsec = round((float(t) - sec) * 1e9)
+    return (sec + 1, 0) if nsec == 10**9 else (int(sec), int(nsec))
 
 
 def stamp_seconds(msg: JointState) -> float:
@@ -325,6 +334,8 @@ def _read_doubles(buf: bytes, offset: int) -> tuple[int, np.ndarray]:
     offset = _align(offset, 4)
     (count,) = struct.unpack_from("<I", buf, offset)
     offset = _align(offset + 4, 8) if count else offset + 4
+    if offset + 8 * count > len(buf):  # (a count beyond the message: numpy's "buffer is smaller" named nothing)
+        raise struct.error(f"{count} doubles declared at byte {offset}, the message has {len(buf)} bytes")
     return offset + 8 * count, np.frombuffer(buf, float, count, offset)
 
 

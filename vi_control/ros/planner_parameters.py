@@ -7,6 +7,7 @@ node runs (read when used, or through ``PlannerNode._apply_parameter``).
 
 from __future__ import annotations
 
+from ..model.limits import MAX_DMOC_HORIZON
 from .common import MODEL_PARAMETERS, Param
 from .managed import AUTOSTART
 from .vehicle import ODOM_FRAME_PARAMETER, VEHICLE_PARAMETERS
@@ -57,7 +58,7 @@ PARAMETERS: dict[str, Param] = {
     "goal": Param(None, "vehicle mode: a goal pose [x, y, z, qx, qy, qz, qw] to plan toward at start-up (else wait "
                         "for ~/goal)", array="double"),
     "horizon": Param(0, "vehicle mode: N steps of the maneuver (0: the vehicle YAML's planning.horizon)",
-                     range=(0, 100000)),
+                     range=(0, MAX_DMOC_HORIZON)),
     "duration": Param(0.0, "vehicle mode: T of the maneuver [s] (0: the vehicle YAML's planning.duration)",
                       range=(0.0, 1e6)),
     **AUTOSTART,

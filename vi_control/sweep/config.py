@@ -35,8 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.errors import unknown_keys
-from ..model.limits import MASS_SCALE_RANGE
-from ..model.scalars import is_integer
+from ..model.limits import MASS_SCALE_RANGE, MAX_COEFFICIENT, Bound
 from ..model.yaml_io import YAMLFormatError, load_yaml, read_text_file
 from ..planning.task import TaskError, config_file, parse_number
 
@@ -55,6 +54,22 @@ MAX_LIBRARY_GOALS = 100_000  # goals of one library (a grid's points multiplied 
 # was a 100 % success at 1e300)
 MAX_TOLERANCE = float(np.pi)
 _NONNEGATIVE = {"damping", "actuator_gain", "sensor_noise"}
+# The stated range of every bounded number of a robustness or library config, the table the validation reads and
+# test_boundaries_tables.py tries at both ends (a perturbation's: every value its distribution can draw, a
+# normal's mean ± 6σ; ``*``: any joint).
+SWEEP_BOUNDS: dict[str, Bound] = {
+    "samples": Bound(1, MAX_SAMPLES, integer=True),
+    "seed": Bound(0, None, integer=True),
+    "success.tolerance": Bound(0.0, MAX_TOLERANCE, low_open=True),
+    "success.hold_time": Bound(0.0, MAX_HOLD_TIME),
+    "perturbations.mass_scale": Bound(*MASS_SCALE_RANGE),
+    "perturbations.damping": Bound(0.0, MAX_COEFFICIENT),
+    "perturbations.actuator_gain": Bound(0.0, MAX_COEFFICIENT),
+    "perturbations.sensor_noise": Bound(0.0, MAX_COEFFICIENT),
+    "perturbations.q0_offset": Bound(-MAX_COEFFICIENT, MAX_COEFFICIENT),
+    "perturbations.qdot0_offset": Bound(-MAX_COEFFICIENT, MAX_COEFFICIENT),
+}
+LIBRARY_BOUNDS: dict[str, Bound] = {"grid.*.num": Bound(1, MAX_LIBRARY_GOALS, integer=True)}
 DISTRIBUTIONS = ("uniform", "normal", "loguniform")
 PLANT_BACKENDS = ("auto", "compiled", "vm")
 
@@ -143,9 +158,11 @@ def _choice(v, key: str, options: tuple):
     return v
 
 
-def _int(v, key: str, minimum: int) -> int:
-    if not is_integer(v) or v < minimum:
-        raise SweepConfigError(f"{key}: must be an integer ≥ {minimum}, got {v!r}")
+def _bounded(v, key: str, bound: Bound | None = None):
+    """``v`` within ``bound`` (default ``SWEEP_BOUNDS[key]``); SweepConfigError naming the key."""
+    msg = (bound or SWEEP_BOUNDS[key]).refusal(key, v)
+    if msg is not None:
+        raise SweepConfigError(msg)
     return v
 
 
@@ -228,10 +245,8 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
     d = _mapping(_read_yaml(source, "robustness config"), "robustness config",
                  {"samples", "seed", "perturbations", "success", "plant"})
     d = {**d, **{k: v for k, v in overrides.items() if v is not None}}
-    samples = _int(d.get("samples", 32), "samples", 1)
-    if samples > MAX_SAMPLES:  # (10⁹ rollouts were accepted: a sweep that never ends)
-        raise SweepConfigError(f"samples: at most {MAX_SAMPLES}, got {samples}")
-    seed = _int(d.get("seed", 0), "seed", 0)
+    samples = _bounded(d.get("samples", 32), "samples")  # (10⁹ rollouts were accepted: a sweep that never ends)
+    seed = _bounded(d.get("seed", 0), "seed")
     pert = {}
     for name, v in _mapping(d.get("perturbations"), "perturbations", NOMINAL).items():
         key = f"perturbations.{name}"
@@ -246,15 +261,16 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
                                    f"got {v!r}")
         if name in _NONNEGATIVE and not lo >= 0:
             raise SweepConfigError(f"{key}: must stay non-negative (a normal's mean − 6σ too), got {v!r}")
+        b = SWEEP_BOUNDS[key]
+        if not (b.contains(lo) and b.contains(hi)):
+            raise SweepConfigError(f"{key}: must stay within {b} (a normal's mean ± 6σ too), got {v!r}")
         pert[name] = dist
     succ = _mapping(d.get("success"), "success", {"tolerance", "hold_time", "clamp"})
     tol = _number(succ.get("tolerance", 0.05), "success.tolerance")
-    if not 0 < tol <= MAX_TOLERANCE:
+    if not SWEEP_BOUNDS["success.tolerance"].contains(tol):
         raise SweepConfigError(f"success.tolerance: must be in (0, π] (rad or m; beyond half a turn every final "
                                f"angle would count as a success), got {tol}")
-    hold = _number(succ.get("hold_time", 2.0), "success.hold_time")
-    if not (np.isfinite(hold) and 0 <= hold <= MAX_HOLD_TIME):
-        raise SweepConfigError(f"success.hold_time: must be a number of seconds in [0, {MAX_HOLD_TIME:g}], got {hold}")
+    hold = _bounded(_number(succ.get("hold_time", 2.0), "success.hold_time"), "success.hold_time")
     return RobustnessConfig(samples=samples, seed=seed, perturbations=pert, tolerance=tol, hold_time=hold,
                             clamp=_choice(succ.get("clamp", True), "success.clamp", (True, False)),
                             plant=_choice(d.get("plant", "auto"), "plant", PLANT_BACKENDS))
@@ -265,9 +281,7 @@ def _values(v, key: str) -> list[float]:
         r = _mapping(v, key, {"from", "to", "num"})
         if set(r) != {"from", "to", "num"}:
             raise SweepConfigError(f"{key}: a range needs from, to and num")
-        num = _int(r["num"], f"{key}.num", 1)
-        if num > MAX_LIBRARY_GOALS:
-            raise SweepConfigError(f"{key}.num: at most {MAX_LIBRARY_GOALS} values, got {num}")
+        num = _bounded(r["num"], f"{key}.num", LIBRARY_BOUNDS["grid.*.num"])
         return [float(x) for x in np.linspace(_number(r["from"], f"{key}.from"), _number(r["to"], f"{key}.to"), num)]
     if isinstance(v, (list, tuple)) and v:
         return [_number(x, f"{key}[{i}]") for i, x in enumerate(v)]

@@ -60,21 +60,31 @@ class ResultStore:
         lines = self.path.read_text(encoding="utf-8").split("\n")
         try:
             old = json.loads(lines[0])["header"]
+        except RecursionError:  # (json's scanner recurses per nesting level)
+            raise SweepError(f"{self.path}: line 1: JSON nested too deeply, not a results file of vi_sweep") from None
         except (ValueError, KeyError, TypeError):
             raise SweepError(f"{self.path}: not a results file of vi_sweep (no header line)") from None
+        if not isinstance(old, dict):
+            raise SweepError(f"{self.path}: line 1: the header is not a JSON object, not a results file of vi_sweep")
         if old != self.header:
             keys = sorted(k for k in set(old) | set(self.header) if old.get(k) != self.header.get(k))
             raise SweepError(f"{self.path} holds the results of a different sweep (differs in {keys}); "
                              "choose another output directory or delete it")
         good = [lines[0]]
-        for line in lines[1:]:
+        for i, line in enumerate(lines[1:], 2):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except ValueError:  # torn write at the end: that task is simply run again
                 break
-            self.done[_key(rec["key"])] = rec
+            except RecursionError:
+                raise SweepError(f"{self.path}: line {i}: JSON nested too deeply, not a record of vi_sweep") from None
+            key = rec.get("key") if isinstance(rec, dict) else None
+            if not isinstance(key, (str, int, list)) or isinstance(key, bool) \
+                    or (isinstance(key, list) and not all(isinstance(k, (str, int, float)) for k in key)):
+                raise SweepError(f"{self.path}: line {i}: not a record of vi_sweep (its 'key' is {key!r})")
+            self.done[_key(key)] = rec
             good.append(line)
         self.path.write_text("\n".join(good) + "\n")
 

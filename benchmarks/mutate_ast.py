@@ -1,0 +1,343 @@
+"""An operator-based AST mutation tool of our own (issue 40, item 6): generated mutants, not a curated list.
+
+Every mutation point of the numerical and node packages (vi_control/{model, mechanics, integrators, linearization,
+control, planning, ros}) is enumerated from the AST, by operator:
+
+- ``cmp``: a comparison flipped at its boundary (< ↔ <=, > ↔ >=, == ↔ !=, in ↔ not in, is ↔ is not);
+- ``arith``: an arithmetic operator swapped (+ ↔ −, * ↔ /, ** → *, // → /);
+- ``const``: a numeric constant tweaked (a float × 1.1, an int + 1; 0 → 1);
+- ``drop``: a statement of a function body (an assignment, an augmented assignment or a call) replaced by ``pass``;
+- ``negate``: the condition of an ``if``/``while``/``assert``/conditional expression negated;
+- ``bool``: ``and`` ↔ ``or``.
+
+A random sample (``--sample``, ``--seed``) is drawn, each mutant is applied to a temporary copy of the repository
+(the source segment of the node replaced by the mutated node, so the rest of the file is byte for byte the same)
+and the fast tests of its module are run there (``select_tests``: the test files, not the DDS ones, that import
+the module by name; ``benchmarks/mutation.py``'s copy, environment and pytest runner). A failing run (or an import
+error, or a timeout) kills the mutant; a passing one lets it survive. The report gives the score per subpackage
+and the survivors with their diffs (to judge which are equivalent). The curated list (benchmarks/mutations.py)
+stays the fast regression set.
+
+    python benchmarks/mutate_ast.py --sample 40 --seed 1             # a pilot
+    python benchmarks/mutate_ast.py --sample 250 --seed 1 --out benchmarks/results/mutate_ast.md   # the full run
+    python benchmarks/mutate_ast.py --list | head                    # the mutation points
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from mutation import COPIED, run_tests  # noqa: E402
+from mutation import copy_repository as _copy_tree  # noqa: E402
+
+PACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "ros")
+OPERATORS = ("cmp", "arith", "const", "drop", "negate", "bool")
+_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
+        ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
+          ast.FloorDiv: ast.Div}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str  # relative to the repository root
+    line: int
+    operator: str
+    original: str  # the source segment
+    replacement: str
+    col: int = -1  # its first character on ``line`` (-1: the first occurrence from the line's start)
+
+    @property
+    def subpackage(self) -> str:
+        part = self.file.split("/")[1]
+        return "nodes" if part == "ros" else part
+
+    @property
+    def name(self) -> str:
+        return f"{self.file}:{self.line}:{self.operator}"
+
+
+# what a test run may read besides the package (docs tables, benchmark scripts, the README's numbers)
+COPY = COPIED + ("docs", "benchmarks", "scripts", "README.md", "requirements.txt")
+
+
+def copy_repository(dst: Path) -> Path:
+    """The repository's copy a mutant's tests run in (``mutation.copy_repository`` with ``COPY``)."""
+    return _copy_tree(dst, names=COPY)
+
+
+# ---- enumeration --------------------------------------------------------------------------------------------------
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                out.add(id(first))
+    return out
+
+
+def _in_function(tree: ast.AST) -> set[int]:
+    """ids of the statements directly in a function body (module-level statements define things: not dropped)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.update(id(s) for s in node.body)
+            for sub in ast.walk(node):
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(sub, field, None)
+                    for s in block if isinstance(block, list) else []:
+                        if isinstance(s, ast.stmt):
+                            out.add(id(s))
+    return out
+
+
+def _variants(node: ast.AST, docstrings: set[int], droppable: set[int]) -> Iterator[tuple[str, ast.AST]]:
+    """(operator, mutated copy of ``node``) for every mutation of this node."""
+    if isinstance(node, ast.Compare):
+        for i, op in enumerate(node.ops):
+            if type(op) in _CMP:
+                new = _copy(node)
+                new.ops[i] = _CMP[type(op)]()
+                yield "cmp", new
+    elif isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+            return  # (string formatting / concatenation)
+        new = _copy(node)
+        new.op = _ARITH[type(node.op)]()
+        yield "arith", new
+    elif isinstance(node, ast.Constant) and type(node.value) in (int, float) and not isinstance(node.value, bool):
+        v = node.value
+        tweaked = v * 1.1 if isinstance(v, float) and v != 0.0 else (1 if v == 0 else v + 1)
+        if tweaked != v:
+            yield "const", ast.Constant(tweaked)
+    elif isinstance(node, ast.BoolOp):
+        new = _copy(node)
+        new.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        yield "bool", new
+    if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+        new = _copy(node.test)
+        yield "negate", ("test", ast.UnaryOp(ast.Not(), new))
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)) and id(node) in droppable \
+            and id(node) not in docstrings:
+        yield "drop", ast.Pass()
+
+
+def _copy(node: ast.AST) -> ast.AST:
+    return ast.parse(ast.unparse(node), mode="eval").body if isinstance(node, ast.expr) else node
+
+
+def _excluded(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Annotations, default-free type hints, __all__ and version strings are no behaviour: skipped."""
+    p = parents.get(id(node))
+    while p is not None:
+        if isinstance(p, (ast.arg,)) or (isinstance(p, ast.AnnAssign) and node is not p):
+            return True
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node is p.returns):
+            return True
+        p = parents.get(id(p))
+    return False
+
+
+def mutants_of(path: Path) -> list[Mutant]:
+    source = path.read_text()
+    data = source.encode()
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    tree = ast.parse(source)
+    docstrings, droppable = _docstring_nodes(tree), _in_function(tree)
+    parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    rel = str(path.relative_to(ROOT))
+    out = []
+    for node in ast.walk(tree):
+        if not hasattr(node, "lineno") or _excluded(node, parents):
+            continue
+        for op, new in _variants(node, docstrings, droppable):
+            target = node
+            if isinstance(new, tuple):  # ("test", replacement): the node's condition only
+                target, new = node.test, new[1]
+            a = starts[target.lineno - 1] + target.col_offset
+            b = starts[target.end_lineno - 1] + target.end_col_offset
+            original = data[a:b].decode()
+            replacement = "pass" if isinstance(new, ast.Pass) else f"({ast.unparse(new)})"
+            col = len(data[starts[target.lineno - 1]:a].decode())
+            out.append(Mutant(rel, target.lineno, op, original, replacement, col))
+    return out
+
+
+def all_mutants(packages=PACKAGES) -> list[Mutant]:
+    out = []
+    for pkg in packages:
+        for path in sorted((ROOT / "vi_control" / pkg).rglob("*.py")):
+            out += mutants_of(path)
+    return out
+
+
+def apply(root: Path, m: Mutant) -> None:
+    """Replace the mutant's segment in ``root``'s copy of its file (at its line and column), then check the file
+    still parses."""
+    path = root / m.file
+    lines = path.read_text().splitlines(keepends=True)
+    text_from = "".join(lines[m.line - 1:])
+    i = m.col if m.col >= 0 and text_from.startswith(m.original, m.col) else text_from.find(m.original)
+    if i < 0:
+        raise ValueError(f"{m.name}: segment not found at its line")
+    before = "".join(lines[:m.line - 1])
+    new = before + text_from[:i] + m.replacement + text_from[i + len(m.original):]
+    ast.parse(new)
+    path.write_text(new)
+
+
+# ---- which tests ----------------------------------------------------------------------------------------------------
+_SLOW = ("test_fuzz_generator.py", "test_benchmarks_smoke.py", "test_mutate_ast.py", "test_mutation_harness.py")
+
+
+def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
+    """The fast test files of a module: those (not ``test_ros_*``, which start DDS nodes) that import it by its
+    dotted name, else those that name the module, else those of the modules that import it (``midpoint_newton``
+    through ``midpoint``; two levels); the smallest ``limit`` of them (a bounded run per mutant). Files that fail
+    unmutated (``baseline``) are left out by ``run_mutant``."""
+    dotted = m.file[:-3].replace("/", ".")
+    pkg, _, mod = dotted.rpartition(".")
+    direct = re.compile(rf"(\b{re.escape(dotted)}\b|from {re.escape(pkg)} import [^\n]*\b{mod}\b)")
+    named = re.compile(rf"\b{re.escape(mod)}\b") if mod != "__init__" else direct
+    files = [t for t in sorted((ROOT / "test").rglob("test_*.py"))
+             if not t.name.startswith("test_ros_") and t.name not in _SLOW and "pytest.mark.ros" not in t.read_text()]
+    texts = {t: t.read_text() for t in files}
+    hits = [t for t in files if direct.search(texts[t])] or [t for t in files if named.search(texts[t])]
+    if not hits and depth < 2:  # reached only through a module of ours (midpoint_newton through midpoint)
+        users = [u for u in sorted((ROOT / "vi_control").rglob("*.py"))
+                 if u.name != Path(m.file).name and re.search(rf"from \.+{re.escape(mod)} import|"
+                                                              rf"import [^\n]*\b{re.escape(mod)}\b", u.read_text())]
+        seen = []
+        for u in users:
+            for t in select_tests(Mutant(str(u.relative_to(ROOT)), 1, "", "", ""), limit, depth + 1):
+                if t not in seen:
+                    seen.append(t)
+        hits = [ROOT / t for t in seen]
+    hits.sort(key=lambda t: t.stat().st_size)
+    return [str(t.relative_to(ROOT)) for t in hits[:limit]]
+
+
+_BASELINE: dict[str, bool] = {}
+
+
+def baseline(tests: list[str], timeout: float, work: Path | None = None) -> list[str]:
+    """``tests`` without the files that fail on the unmutated copy (each file run once, remembered): a kill must be
+    the mutant's."""
+    todo = [t for t in tests if t not in _BASELINE]
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="vi_ast_base_", dir=work) as d:
+            root = copy_repository(Path(d) / "repo")
+            for t in todo:
+                _BASELINE[t] = run_tests(root, [t], timeout)[0] == "passed"
+    return [t for t in tests if _BASELINE[t]]
+
+
+# ---- running --------------------------------------------------------------------------------------------------------
+@dataclass
+class Result:
+    mutant: Mutant
+    status: str  # killed | survived | timeout | untested | invalid
+    seconds: float
+    tests: list[str]
+    detail: str = ""
+
+    @property
+    def killed(self) -> bool:
+        return self.status in ("killed", "timeout")
+
+
+def run_mutant(m: Mutant, timeout: float, work: Path | None = None, check_baseline: bool = True) -> Result:
+    tests = select_tests(m)
+    if check_baseline:
+        tests = baseline(tests, timeout, work)
+    if not tests:
+        return Result(m, "untested", 0.0, [], "no fast test file reaches this module (or all fail unmutated)")
+    with tempfile.TemporaryDirectory(prefix="vi_ast_mut_", dir=work) as d:
+        root = copy_repository(Path(d) / "repo")
+        try:
+            apply(root, m)
+        except (ValueError, SyntaxError) as e:
+            return Result(m, "invalid", 0.0, tests, str(e))
+        status, seconds, tail = run_tests(root, tests, timeout)
+    first = next((ln.strip() for ln in tail.splitlines() if ln.startswith(("FAILED ", "ERROR ", "E "))), "")
+    kind = {"passed": "survived", "failed": "killed", "error": "killed", "timeout": "timeout"}[status]
+    return Result(m, kind, seconds, tests, first[:200])
+
+
+def report(results: list[Result]) -> str:
+    by: dict[str, list[Result]] = {}
+    for r in results:
+        by.setdefault(r.mutant.subpackage, []).append(r)
+    rows = ["| subpackage | killed / run | score | untested |", "|---|---|---|---|"]
+    total_k = total_n = 0
+    for sub in sorted(by):
+        rs = [r for r in by[sub] if r.status not in ("untested", "invalid")]
+        k = sum(r.killed for r in rs)
+        total_k, total_n = total_k + k, total_n + len(rs)
+        score = f"{100 * k / len(rs):.0f} %" if rs else "—"
+        rows.append(f"| {sub} | {k} / {len(rs)} | {score} | {sum(r.status == 'untested' for r in by[sub])} |")
+    rows.append(f"| **all** | {total_k} / {total_n} | {100 * total_k / max(total_n, 1):.0f} % | "
+                f"{sum(r.status == 'untested' for r in results)} |")
+    surv = [r for r in results if r.status == "survived"]
+    lines = rows + ["", f"Survivors ({len(surv)}):", ""]
+    for r in surv:
+        lines.append(f"- `{r.mutant.name}`: `{r.mutant.original[:70]}` → `{r.mutant.replacement[:70]}` "
+                     f"(tests: {', '.join(Path(t).name for t in r.tests)})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sample", type=int, default=40, help="mutants drawn at random from all points")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--packages", default=",".join(PACKAGES))
+    ap.add_argument("--operators", default=",".join(OPERATORS))
+    ap.add_argument("--timeout", type=float, default=300.0, help="per mutant [s]")
+    ap.add_argument("--list", action="store_true", help="print the mutation points and exit")
+    ap.add_argument("--out", default=None, help="write the report (markdown) and a JSON of the results here")
+    a = ap.parse_args(argv)
+    ops = set(a.operators.split(","))
+    points = [m for m in all_mutants(tuple(a.packages.split(","))) if m.operator in ops]
+    if a.list:
+        for m in points:
+            print(f"{m.name}\t{m.original[:60]!r} -> {m.replacement[:60]!r}")
+        return 0
+    sample = random.Random(a.seed).sample(points, min(a.sample, len(points)))
+    print(f"[mutate_ast] {len(points)} mutation points; {len(sample)} drawn (seed {a.seed})", flush=True)
+    results, t0 = [], time.monotonic()
+    for i, m in enumerate(sample, 1):
+        r = run_mutant(m, a.timeout)
+        results.append(r)
+        print(f"[mutate_ast] {i}/{len(sample)} {r.status:8s} {r.seconds:5.1f} s  {m.name}  "
+              f"{m.original[:50]!r} -> {m.replacement[:50]!r}  {r.detail[:80]}", flush=True)
+    text = report(results)
+    print(text)
+    print(f"[mutate_ast] {time.monotonic() - t0:.0f} s")
+    if a.out:
+        Path(a.out).write_text(f"# AST mutation run (seed {a.seed}, {len(sample)} of {len(points)} points)\n\n"
+                               + text + "\n")
+        Path(a.out).with_suffix(".json").write_text(json.dumps(
+            [dict(asdict(r.mutant), status=r.status, seconds=r.seconds, tests=r.tests, detail=r.detail)
+             for r in results], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
