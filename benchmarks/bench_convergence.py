@@ -1,4 +1,4 @@
-"""Planner convergence from perturbed initial guesses, per Newton variant of the step (issue 13 item 2).
+"""Planner convergence from perturbed initial guesses, per Newton variant of the step.
 
 For each task (acrobot and cart-pole swing-ups: the goal as a terminal constraint, an augmented Lagrangian
 around DDP) and each seed, the initial inputs are the task's own guess plus Gaussian noise (σ in the inputs'

@@ -11,7 +11,7 @@ and the terminal pose error when the plan's inputs drive the continuous dynamics
 Energy behaviour: from the forward_yaw plan's fastest state, drag and thrust off, 10⁴ steps at the plan's
 Δt by each method's integrator. Also the L1 problem of §6.2 (Fig. 3) and plots of both.
 
-The scan (issue 35): random rest-to-rest maneuvers from the origin (translation uniform in direction and in length
+The scan: random rest-to-rest maneuvers from the origin (translation uniform in direction and in length
 up to 2 m, rotation up to 60° about a uniformly random axis; N = 32, T = 10 s, Cayley), split and held inputs,
 on the bundled vehicle and on ``OTHER_BODY`` (a body no test or config was tuned on: full inertia tensor, full drag
 matrix, five thrusters off the centre and off the axes, one unactuated wrench direction that is no body axis).
@@ -220,7 +220,7 @@ def run_l1() -> dict:
     return dict(result=r, prob=prob, bang_fraction=frac, R=np.array(g), limit=lim)
 
 
-# ---- the scan (issue 35) -------------------------------------------------------------------------------------
+# ---- the scan -------------------------------------------------------------------------------------
 def _unit(v) -> list[float]:
     v = np.asarray(v, float)
     return (v / np.linalg.norm(v)).tolist()

@@ -39,7 +39,7 @@ from vi_control.mechanics.drnea import drnea_recursive  # noqa: E402
 from vi_control.model import load_robot  # noqa: E402
 from vi_control.model.generate import planar_chain_urdf  # noqa: E402
 
-# The numpy baseline is the tests' oracle of the compiled step (issue 38: the C is the package's one path).
+# The numpy baseline is the tests' oracle of the compiled step (the C is the package's one path).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
 from linear_time_oracle import NumpyLinearTimeVI, linear_time  # noqa: E402
 

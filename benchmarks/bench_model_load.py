@@ -1,4 +1,4 @@
-"""Loading long chains (issue 14 item 3): the mass-matrix validation in O(n) against the dense one it replaced.
+"""Loading long chains: the mass-matrix validation in O(n) against the dense one it replaced.
 
 For planar chains of N links (vi_control.model.generate.planar_chain_urdf) this measures, in one process and
 in interleaved rounds (CPU time, median and min):

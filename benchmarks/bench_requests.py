@@ -1,4 +1,4 @@
-"""MoveIt-style requests to the planner: the success rate and the time per request (issue 34 item 2).
+"""MoveIt-style requests to the planner: the success rate and the time per request.
 
 Draws random feasible requests for the panda (``task_panda_reach``: its weights, Δt = 50 ms) with a fixed seed and
 plans each as the planner node does (``ros.planner_requests.solve_request`` on the measured start state):

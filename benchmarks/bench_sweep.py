@@ -1,4 +1,4 @@
-"""Robustness sweeps on a local Ray instance vs the serial run in this process (issue 18, REFERENCE §8).
+"""Robustness sweeps on a local Ray instance vs the serial run in this process (REFERENCE §8).
 
 Cases: 64 closed-loop rollouts of the bounded pendulum swing-up and 16 of the panda reach, each with its own
 perturbed plant (config/sweep_pendulum.yaml, config/sweep_panda.yaml: mass, damping, actuator gain, noise,

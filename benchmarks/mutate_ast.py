@@ -1,4 +1,4 @@
-"""An operator-based AST mutation tool of our own (issue 40, item 6): generated mutants, not a curated list.
+"""An operator-based AST mutation tool of our own: generated mutants, not a curated list.
 
 Every mutation point of the numerical and node packages (vi_control/{model, mechanics, integrators, linearization,
 control, planning, ros}) is enumerated from the AST, by operator:

@@ -1,4 +1,4 @@
-"""Mutation testing over a curated list (issue 19 item 3): does the suite notice a small, plausible bug?
+"""Mutation testing over a curated list: does the suite notice a small, plausible bug?
 
 Each mutation of ``benchmarks/mutations.py`` is applied to a temporary COPY of the repository (never to the
 working tree), and only the test files it names run against that copy (``python -m pytest -x`` with the copy
@@ -37,8 +37,10 @@ from mutations import MUTATIONS, Mutation  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a test run needs of the repository (share_dir() wants urdf/ and package.xml next to the package).
+# everything a test may read: the docs and benchmarks too (tests check docs examples and benchmark scripts)
 COPIED = ("vi_control", "test", "config", "urdf", "launch", "resource", "package.xml", "setup.py", "setup.cfg",
-          "pyproject.toml")
+          "pyproject.toml", "docs", "benchmarks", "scripts", "requirements", "requirements.txt", "README.md",
+          "mkdocs.yml", "CHANGELOG.md", "LICENSE")
 SUBPACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "nodes")
 
 
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
               if (a.only is None or m.name in a.only) and (a.area is None or m.subpackage in a.area)]
     if a.list or not chosen:
         for m in chosen:
-            print(f"{m.subpackage:<14} {m.name:<40} {'issue 19' if m.issue else '':<9} {m.description}")
+            print(f"{m.subpackage:<14} {m.name:<40} {'audit' if m.issue else '':<9} {m.description}")
         return 0 if chosen or a.list else 2
     if not a.no_baseline:  # the selected tests must pass unmutated, or a "kill" means nothing
         with tempfile.TemporaryDirectory(prefix="vi_mut_baseline_") as d:

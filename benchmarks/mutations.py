@@ -1,9 +1,9 @@
-"""The curated mutations of ``benchmarks/mutation.py`` (issue 19): small, plausible bugs, one at a time.
+"""The curated mutations of ``benchmarks/mutation.py``: small, plausible bugs, one at a time.
 
 Each names the file, the exact original snippet (it must occur once: ``test/project/test_mutation_harness.py`` checks
 that every snippet still exists, so the list cannot rot), its replacement, what it models, and the test files
 (or node ids) that ought to kill it — per mutation only those, so a run stays bounded. ``issue`` marks the
-nineteen of issue 19 (the nine that survived the whole suite, the two caught only by accident, and the ones it
+nineteen of the second audit (the nine that survived the whole suite, the two caught only by accident, and the ones it
 says were caught); the rest are ours.
 """
 

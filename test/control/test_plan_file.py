@@ -1,4 +1,4 @@
-"""Plan files are validated field by field; a plan only runs on the model and Δt it was made for (issue 14 item 6)."""
+"""Plan files are validated field by field; a plan only runs on the model and Δt it was made for."""
 
 import json
 import zipfile

@@ -1,4 +1,4 @@
-"""Tracking a DMOC plan with TV-LQR on the Lie algebra (Jimenez2013, §6.1 vehicle, item 5 of issue 16).
+"""Tracking a DMOC plan with TV-LQR on the Lie algebra (Jimenez2013, §6.1 vehicle).
 
 The gains come from the project's tv_lqr on the exact linearization of the group step (FD-checked along the
 plan); the law is the project's TrackingController, whose error ``state.diff`` is τ⁻¹ on the pose. The plant is

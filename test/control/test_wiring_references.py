@@ -1,4 +1,4 @@
-"""Where plans, gains and states are wired together, checked against references computed here (issue 19 item 1).
+"""Where plans, gains and states are wired together, checked against references computed here.
 
 Each test is named after a defect that once survived the whole suite (benchmarks/mutations.py lists them):
 - the stored TV-LQR gains are the Riccati recursion of Johnson2015, eq. 36, written out below, on the plan's own

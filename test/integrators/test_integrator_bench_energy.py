@@ -30,7 +30,7 @@ def test_energy_benchmark_smoke(bench, tmp_path):
     assert result["E0"] == pytest.approx(9.81 * z.sum(), rel=1e-12)
     assert vi["max_abs"] < 1e-3 * abs(result["E0"])
     assert 1.5 < vi["iterations"] < 10
-    # no secular drift (issue 19: finiteness alone was asserted): over 10 s the least-squares trend of E − E0
+    # no secular drift (finiteness alone was asserted): over 10 s the least-squares trend of E − E0
     # explains under a third of the error's amplitude (measured 0.09), where semi-implicit Euler on this chain
     # (M(q) not constant: not symplectic) gains energy steadily (measured 0.23 J/s against the VI's 1.3e-5 J/s)
     T = steps * dt

@@ -1,4 +1,4 @@
-"""The contract every integrator passes (issue 38 item 4), as Crocoddyl's one abstract test case subclassed for every
+"""The contract every integrator passes, as Crocoddyl's one abstract test case subclassed for every
 action model: one suite, parametrised over every ``make_integrator`` kind — state layout and manifold, stateless
 step/solve with a warm start, simulate, the Legendre transforms, and the errors at the interface.
 

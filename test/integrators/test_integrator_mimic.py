@@ -1,4 +1,4 @@
-"""Mimic joints as holonomic couplings (issue 12 item 8): the constrained midpoint VI is the reduced system.
+"""Mimic joints as holonomic couplings: the constrained midpoint VI is the reduced system.
 
 A URDF ``<mimic joint="j2" multiplier="m" offset="o"/>`` on j3 becomes h(q) = q3 − m·q2 − o = 0 (Johnson2015
 eq. 28). The constraint is linear, so the midpoint of two configurations on it lies on it and the constrained

@@ -1,4 +1,4 @@
-"""``step`` refuses results it cannot vouch for (issue 14 item 8), in the numpy loop and in the C driver alike.
+"""``step`` refuses results it cannot vouch for, in the numpy loop and in the C driver alike.
 
 - a configuration beyond the stated range (q = 1e20) is a ValueError naming the joint;
 - the residual's rounding floor can no longer excuse a residual that is no rounding: it is taken from the

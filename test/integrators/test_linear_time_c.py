@@ -199,7 +199,7 @@ def test_fallback_substeps_are_plain_steps_of_the_finer_map(caplog):
 
 
 def test_200_body_chain_at_10_ms_from_random_states(caplog):
-    """Issue 13 item 4: a 200-body chain, Δt = 10 ms, random configurations and velocities. Every step is taken
+    """A 200-body chain, Δt = 10 ms, random configurations and velocities. Every step is taken
     (RIQN, or a logged fallback); the backends agree; a step taken at Δt is a root of its DEL equation (numpy
     DRNEA residual, independent of the C solver)."""
     robot = load_robot(planar_chain_urdf(200))
@@ -222,7 +222,7 @@ def test_200_body_chain_at_10_ms_from_random_states(caplog):
 
 
 def test_backend_selection(robots, monkeypatch):
-    """The compiled step is the one path (issue 38): 'numpy' names where its twin went, no compiler names the fix."""
+    """The compiled step is the one path: 'numpy' names where its twin went, no compiler names the fix."""
     assert LinearTimeVI(robots["chain5"], 0.01).backend == "c"
     assert LinearTimeVI(robots["chain5"], 0.01, backend="c").backend == "c"
     with pytest.raises(ValueError, match=r"backend='numpy' is no longer .*test/support/linear_time_oracle\.py"):

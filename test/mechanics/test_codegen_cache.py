@@ -1,4 +1,4 @@
-"""The compile cache cannot run foreign code (issue 14 item 1): each attack planted, each refused.
+"""The compile cache cannot run foreign code: each attack planted, each refused.
 
 The victim runs in a subprocess wherever loading a library could run its constructor or crash the
 interpreter (SIGBUS on a truncated library). The planted library's constructor writes a marker file: the
@@ -311,7 +311,7 @@ def test_a_directory_vi_control_did_not_create_is_never_changed_or_written(tmp_p
 
 
 def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_path):
-    """No compiler on PATH (issue 38): a midpoint step and the LQR run uncompiled, with the same numbers
+    """No compiler on PATH: a midpoint step and the LQR run uncompiled, with the same numbers
     (REFERENCE §1), and the package says why once — not silently slower; VI_CONTROL_NO_COMPILE=1, the deliberate
     choice, stays quiet. LinearTimeVI, whose one implementation is compiled C, refuses with the fix."""
     code = textwrap.dedent("""

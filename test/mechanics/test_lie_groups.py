@@ -200,7 +200,7 @@ def test_groups_keeps_its_public_names_after_the_so3_maps_split():
 
 
 def test_the_cayley_retraction_has_one_name_everywhere():
-    """Issue 35: 'cay' (the RDP's old name) and 'cayley' (groups, YAML) named the same map. 'cayley' everywhere;
+    """'cay' (the RDP's old name) and 'cayley' (groups, YAML) named the same map. 'cayley' everywhere;
     'cay' is refused by every entry point with the name to use, and SE(2)'s τ is the same map under both APIs."""
     import casadi as ca
 

@@ -1,4 +1,4 @@
-"""Every robot of example-robot-data that Pinocchio loads also loads here (issue 12 item 8): load only, no compilation.
+"""Every robot of example-robot-data that Pinocchio loads also loads here: load only, no compilation.
 
 The list is not hand-picked: every URDF under ``example_robot_data_dir()`` is tried. Pinocchio's own parser is
 the reference: a URDF it rejects is skipped (and counted). Robots that need a setting say which and why in

@@ -1,4 +1,4 @@
-"""URDF numbers read as the C++ parser reads them, dropped elements caught, inertias physical (issue 14 items 2, 3).
+"""URDF numbers read as the C++ parser reads them, dropped elements caught, inertias physical.
 
 The reference is Pinocchio itself (urdfdom inside): a value it refuses in an <inertial> makes it drop the whole
 element — the body then carries no rotational inertia — and a value it refuses in a joint makes it refuse the

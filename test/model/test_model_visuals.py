@@ -1,4 +1,4 @@
-"""Visible bundled robots (issue 36): every moving link of every bundled URDF has visual geometry, read by
+"""Visible bundled robots: every moving link of every bundled URDF has visual geometry, read by
 Pinocchio's own geometry loader; the dynamics and the model hashes are those of 721b2f7, before the visuals.
 
 test/data/bundled_dynamics_721b2f7.json was written from ``git show 721b2f7:urdf/<name>.urdf`` loaded with

@@ -85,7 +85,7 @@ def test_lg2_error_over_the_absolute_link_angles(gait, gaits):
 
 
 def test_lg2_error_is_lg_first_order_residual_which_bounds_the_gain(gait, gaits):
-    """Why LG2 cannot be 10× below LG on this gait (issue 15's target from MorenoMartin2022, Fig. 2). LG's ε^[2] splits
+    """Why LG2 cannot be 10× below LG on this gait (the target from MorenoMartin2022, Fig. 2). LG's ε^[2] splits
     into its velocity inconsistency q̈ − v̇ (what LG2 removes) and its first-order residual v̇ − g
     (metrics.error_split); LG2's whole E^[2] equals LG's residual part (measured to 0.4 % at N = 8, 0.1 % at 16), so by
     the triangle inequality LG/LG2 ≤ 1 + E(q̈ − v̇)/E(v̇ − g): 3.81 at N = 8, 1.78 at 16 (measured ratios 3.2×,

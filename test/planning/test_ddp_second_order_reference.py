@@ -1,5 +1,5 @@
 """DDP's backward pass against one written here with the dynamics' second derivatives by finite differences
-(issue 19: dropping the cross term H_xu = Σᵢ V'_x,i ∂²fᵢ/∂x∂u went unnoticed on the pendulum, where it is ~H_xx/200).
+(dropping the cross term H_xu = Σᵢ V'_x,i ∂²fᵢ/∂x∂u went unnoticed on the pendulum, where it is ~H_xx/200).
 
 On the cart-pole from a random input sequence the cross term moves the first iteration's gains by ~30 %; the
 compiled kernel (the default path) and the numpy path must both give the gains of Mayne's recursion (Tassa, Erez,

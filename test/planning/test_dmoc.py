@@ -110,7 +110,7 @@ def test_untrimmed_bodies_and_degenerate_goals_are_refused_with_the_cause():
 
 
 def test_plan_maneuver_takes_the_horizon_or_the_duration_and_steps_at_the_integrators_dt():
-    """Issue 35 item 5: an integrator at dt = 0.25 s with the YAML's N = 32, T = 10 s was refused ("dt = 0.25
+    """An integrator at dt = 0.25 s with the YAML's N = 32, T = 10 s was refused ("dt = 0.25
     differs from the maneuver's T/N = 0.3125"). The integrator's dt is the step; the YAML's duration gives N = 40, a
     horizon gives T = N·dt; a pair that disagrees with dt, or a duration that is no whole number of steps, is
     refused naming the numbers. The plan is the integrator's own rollout to the goal."""

@@ -1,4 +1,4 @@
-"""DMOC returns minima, not saddle points (issue 35): against an independent transcription written here.
+"""DMOC returns minima, not saddle points: against an independent transcription written here.
 
 The discrete problem of Jimenez2013, §5 (eqs. 26–27, Cayley retraction, cost (h/4)Σ‖u_k^±‖²) is written below from
 the paper's *definitions* alone: cay(ξ) = (e − ξ/2)⁻¹(e + ξ/2) and dcay⁻¹_x y = (e − x/2) y (e + x/2) as 4×4
@@ -226,7 +226,7 @@ def test_a_planted_saddle_is_not_returned_as_converged():
 
 
 def test_plan_maneuver_marks_a_stationary_only_plan_unconverged_and_says_so(monkeypatch):
-    """Issue 35 item 4: the planner node publishes a plan only if ``plan.converged`` (else on its
+    """The planner node publishes a plan only if ``plan.converged`` (else on its
     ``publish_unconverged`` opt-in, marked unconverged) and logs the result's text. With the recoveries switched off
     the spacecraft's 170° yaw stays at its saddle: the plan is marked unconverged and the log and the result's text
     say 'stationary only' with the check's numbers; with the defaults it is a verified minimum and says so."""

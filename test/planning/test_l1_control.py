@@ -19,7 +19,7 @@ def l1():
     st = maneuver_settings(BODY)
     _, g0, gT = maneuvers(BODY)[0]
     prob = DMOCProblem(BODY, g0, gT, st.horizon, st.duration, st.retraction, inputs="split")
-    res = vc.solve_l1(prob)  # the public API (issue 35): solve_ipopt(cost='l1') at the body's effort limits
+    res = vc.solve_l1(prob)  # the public API: solve_ipopt(cost='l1') at the body's effort limits
     return prob, res
 
 

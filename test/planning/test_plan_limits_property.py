@@ -1,4 +1,4 @@
-"""Every plan a planner returns respects its limits at every knot (issue 40, item 4): a property test over random
+"""Every plan a planner returns respects its limits at every knot: a property test over random
 requests. Random goals inside the joint limits (half of them with joints on an end stop), random durations (from a
 third of what the velocity-limit rule picks to twice it), horizons, weights and shooting methods, on the cart-pole
 (a slider with end stops at ±2 m, an effort limit of 20 N) and the arm7 chain; each plan either comes back within

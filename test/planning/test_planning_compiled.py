@@ -1,4 +1,4 @@
-"""Whole-horizon compiled DDP (planning.compiled, issue 13 item 1) against the numpy path it replaces.
+"""Whole-horizon compiled DDP (planning.compiled) against the numpy path it replaces.
 
 Independent reference: ddp's per-stage Python path (``linearization.linearize``/``second_order_contraction``,
 ``ddp._backward`` with LAPACK, ``shooting.rollout`` through ``vi.solve``), which the rest of the suite checks

@@ -1,4 +1,4 @@
-"""The swing-ups converge from perturbed initial guesses, whichever way a step is solved (issue 13 item 2).
+"""The swing-ups converge from perturbed initial guesses, whichever way a step is solved.
 
 Chord Newton with the compiled driver, exact Newton, and (slow run) the CasADi VM solve the same DEL equation to
 round-off; the planner must reach the goal from every guess with all of them, in iteration counts a few apart.

@@ -1,4 +1,4 @@
-"""MoveIt-style requests become plans the controller executes (issue 34 item 2; planning.requests, planning.limits,
+"""MoveIt-style requests become plans the controller executes (planning.requests, planning.limits,
 ros.planner_requests.solve_request — the function the planner node calls).
 
 Starts are measured as the node measures them (benchmarks/bench_requests.measured_state: joint states at 500 Hz,
@@ -83,7 +83,7 @@ def test_random_panda_requests_plan_within_the_controllers_limits(panda):
 
 @pytest.mark.parametrize("speed", [2e-8, 1e-3, 0.05, 0.2])
 def test_a_three_point_trajectory_plans_from_moving_noisy_starts(panda, speed):
-    """Regression (issue 34): a 3-point JointTrajectory of 3 s failed from any start moving at ≥ 2e-8 rad/s ("the
+    """Regression: a 3-point JointTrajectory of 3 s failed from any start moving at ≥ 2e-8 rad/s ("the
     initial guess cannot be simulated: step 52 of 70 failed"). The cause: the start's gravity torque applied open
     loop lets a moving arm drift and fall; a Δt = 50 ms step then fails (asserted). The request's guess — its points
     tracked under TV-LQR — plans from each of 3 noisy starts moving in random directions, and so does the task's own
@@ -109,7 +109,7 @@ def test_a_three_point_trajectory_plans_from_moving_noisy_starts(panda, speed):
 
 @pytest.mark.parametrize("duration", [1.5, 2.0, 3.0])
 def test_one_point_trajectories_plan_from_a_moving_start(panda, duration):
-    """Regression (issue 34): one-point trajectories of 2 s and 3 s failed, 1.5 s worked."""
+    """Regression: one-point trajectories of 2 s and 3 s failed, 1.5 s worked."""
     task, vi = panda
     rng = np.random.default_rng(7)
     x0 = bench.measured_state(vi, np.asarray(task.q0), 0.1 * rng.choice([-1.0, 1.0], 7), rng)
@@ -120,7 +120,7 @@ def test_one_point_trajectories_plan_from_a_moving_start(panda, duration):
 
 
 def test_a_goal_back_to_the_reach_start_stays_within_the_urdf_velocity_limits(panda):
-    """Regression (issue 34): a goal back to the reach's start gave a plan with joint 4 at 6.16 rad/s (limit 2.175),
+    """Regression: a goal back to the reach's start gave a plan with joint 4 at 6.16 rad/s (limit 2.175),
     which the controller refused. The goal is now a straight path timed by goal_duration (each joint at most
     GOAL_SPEED_FRACTION of its limit; here 1.05 s, joint 4's 0.556 rad): the plan peaks below the URDF limit itself."""
     task, vi = panda

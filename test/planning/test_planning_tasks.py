@@ -1,4 +1,4 @@
-"""More tasks (issue 5): cart-pole and acrobot swing-up, panda reaching under gravity — each reaches its goal.
+"""More tasks: cart-pole and acrobot swing-up, panda reaching under gravity — each reaches its goal.
 
 Every task's plan is checked against independent facts: each step is a midpoint step of the plan's input,
 the input bounds hold, the final state is the goal within a tolerance, and the TV-LQR closed loop from a

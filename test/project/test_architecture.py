@@ -1,4 +1,4 @@
-"""Architecture (issue 11): the layers' import arrows, the discrete-system interface and the public API.
+"""Architecture: the layers' import arrows, the discrete-system interface and the public API.
 
 Layers, bottom to top (DESIGN.md): model → mechanics → integrators → linearization → control → planning → sweep
 → view → ros. A module may import only from its own layer or layers below; only ``ros`` imports rclpy or ROS messages.
@@ -70,7 +70,7 @@ def test_no_import_points_up_the_layers():
 
 
 def test_import_vi_control_loads_no_viewer_nor_recorder():
-    """The browser view (meshcat) and the MCAP writer load only when used (issue 36)."""
+    """The browser view (meshcat) and the MCAP writer load only when used."""
     import subprocess
     import sys
 
@@ -169,7 +169,7 @@ def import_loops(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_loops():
-    """One concept per module (issue 38): no module imports, at module level or lazily, one that imports it back
+    """One concept per module: no module imports, at module level or lazily, one that imports it back
     (a split that needs a lazy import back is one concept in two files)."""
     loops = import_loops(import_graph(PKG))
     assert not loops, "\n".join(" ↔ ".join(c) for c in loops)
@@ -270,7 +270,7 @@ def c_build_violations(graph: dict[str, set[str]], sources: set[str]) -> list[st
 
 
 def test_c_sources_live_in_the_layer_that_loads_them():
-    """The layer rule for the C build graph (issue 38): each C file in its layer's ``csrc/``, each compiled
+    """The layer rule for the C build graph: each C file in its layer's ``csrc/``, each compiled
     library built only from C of its own layer or below — planning's DDP kernel library takes mechanics' dense LU,
     control's LQR and planning's DDP; the midpoint VI's Newton driver (mechanics) nothing from above."""
     graph = c_libraries()

@@ -1,4 +1,4 @@
-"""Smoke tests of the benchmark scripts (issue 13): each runs at a small size through the code path that produces
+"""Smoke tests of the benchmark scripts: each runs at a small size through the code path that produces
 its published table, so a script cannot rot unnoticed. No timing asserts: the figures themselves are the
 scripts' job (benchmarks/results/summary.md); here only their structure and the facts that do not depend on speed.
 (benchmarks/bench_energy.py: test_integrator_bench_energy.py; bench_ros.py: test_ros_bench_smoke.py; bench_sweep.py:
@@ -217,7 +217,7 @@ def test_soak_benchmark_smoke(tmp_path, monkeypatch):
 
 
 def test_lie_energy_benchmark_smoke(tmp_path):
-    """benchmarks/bench_lie_energy.py (issue 16 item 2): rows, exact momentum and group for the VI, |q| drift."""
+    """benchmarks/bench_lie_energy.py: rows, exact momentum and group for the VI, |q| drift."""
     bench = load_benchmark("bench_lie_energy")
     res = bench.run_benchmark(steps=300, dt=0.5)
     vi, rk, rkn = res["rows"]
@@ -234,7 +234,7 @@ def test_lie_energy_benchmark_smoke(tmp_path):
 
 
 def test_dmoc_benchmark_smoke(tmp_path):
-    """benchmarks/bench_dmoc.py (issue 16 items 3, 4, 7): one maneuver, one round; rows agree where they must."""
+    """benchmarks/bench_dmoc.py: one maneuver, one round; rows agree where they must."""
     bench = load_benchmark("bench_dmoc")
     res = bench.run_benchmark(rounds=1, n_maneuvers=1, coast_steps=50)
     name = res["maneuvers"][0]
@@ -257,7 +257,7 @@ def test_dmoc_benchmark_smoke(tmp_path):
 
 
 def test_dmoc_scan_smoke():
-    """benchmarks/bench_dmoc.py's scan (issue 35 item 2) on two goals, held inputs, the other body only: the shares
+    """benchmarks/bench_dmoc.py's scan on two goals, held inputs, the other body only: the shares
     add up, every answer is a verified minimum, the goals are within the scan's ranges, the table names its rows."""
     bench = load_benchmark("bench_dmoc")
     goals = bench.random_goals(200, seed=3)

@@ -1,4 +1,4 @@
-"""benchmarks/mutate_ast.py (issue 40, item 6): the AST mutation tool enumerates every operator's points, applies
+"""benchmarks/mutate_ast.py: the AST mutation tool enumerates every operator's points, applies
 each to a copy so that only its segment changes, and tells a killed mutant from a surviving one."""
 
 import random

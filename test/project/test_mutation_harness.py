@@ -1,4 +1,4 @@
-"""benchmarks/mutation.py (issue 19 item 3): the curated list cannot rot, and the harness tells a killed mutation
+"""benchmarks/mutation.py: the curated list cannot rot, and the harness tells a killed mutation
 from a surviving one on a temporary copy while the working tree stays untouched."""
 
 import dataclasses
@@ -27,7 +27,7 @@ def test_every_curated_snippet_exists_once_and_its_tests_exist():
             assert not node or f"def {node.split('[')[0]}(" in (ROOT / path).read_text(), (m.name, t)
     areas = {m.subpackage for m in harness.MUTATIONS}
     assert {"model", "integrators", "linearization", "control", "planning", "nodes"} <= areas
-    assert sum(m.issue for m in harness.MUTATIONS) >= 16  # the ones issue 19 names
+    assert sum(m.issue for m in harness.MUTATIONS) >= 16  # the ones the second audit named
 
 
 def test_apply_refuses_a_missing_or_ambiguous_snippet(tmp_path):

@@ -1,4 +1,4 @@
-"""One name, one meaning (issue 38 item 5): one ``load_robot``, one tolerance keyword, one base of the solvers'
+"""One name, one meaning: one ``load_robot``, one tolerance keyword, one base of the solvers'
 results, and removed names that say what replaced them."""
 
 import inspect

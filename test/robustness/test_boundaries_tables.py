@@ -1,4 +1,4 @@
-"""Boundary tests generated from the tables that define the checks (issue 40, item 3).
+"""Boundary tests generated from the tables that define the checks.
 
 Every schema keeps its bounded numbers in a table (key → ``model.limits.Bound``) that its validation reads: the
 task (``planning.task.TASK_BOUNDS``), the system YAML (``model.system_config.SYSTEM_BOUNDS``), the rigid body

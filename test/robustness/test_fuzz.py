@@ -1,4 +1,4 @@
-"""Fuzz suite (issue 14 items 7 and 9): a few hundred seeded mutations of URDFs, system YAMLs, task YAMLs and
+"""Fuzz suite: a few hundred seeded mutations of URDFs, system YAMLs, task YAMLs and
 plan files. Each must end as a valid model/task/plan or as the package's own error naming what is wrong —
 never a generic exception (KeyError, UnicodeDecodeError, OverflowError, LinAlgError, YAML or zip errors...),
 never Pinocchio's anonymous "The XML stream does not contain a valid URDF model".

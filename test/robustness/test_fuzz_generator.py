@@ -1,4 +1,4 @@
-"""The fuzz suite as a generator (issue 40, item 2): a fixed seed of test/fuzz_gen.py's cases over every input
+"""The fuzz suite as a generator: a fixed seed of test/fuzz_gen.py's cases over every input
 surface — URDF, system, task, rigid-body, sweep and library YAML, plan files, the Python API's numeric arguments and
 the ROS messages the nodes decode (a serialized JointState, a plan message) — each in a forked child with a
 watchdog. Every case must end valid (its invariants hold) or with the package's own error; a generic exception,

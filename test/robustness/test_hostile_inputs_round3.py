@@ -1,4 +1,4 @@
-"""Hostile inputs, round three (issue 40, item 1): each test here failed on the code before its fix.
+"""Hostile inputs, round three: each test here failed on the code before its fix.
 
 DMOC's sizes and magnitudes, a task's Δt, a rigid body's numbers, the vehicle planning section's types, a NaN
 DMOC guess and a sweep's results file nested too deeply. Every bound is tried on both sides: the value at the

@@ -1,4 +1,4 @@
-"""Survivors of the AST mutation pilot (benchmarks/mutate_ast.py, issue 40 item 6) that were real gaps, each now
+"""Survivors of the AST mutation pilot (benchmarks/mutate_ast.py) that were real gaps, each now
 checked against something independent of the code that computes it."""
 
 import warnings

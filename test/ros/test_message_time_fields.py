@@ -1,4 +1,4 @@
-"""Every conversion between seconds and message time fields, tried off whole numbers (issue 40, item 4): a stamp of
+"""Every conversion between seconds and message time fields, tried off whole numbers: a stamp of
 3.999999999 s, a nanosecond past a second, wall-clock times (1.8e9 s), Δt that are no binary fractions (0.1 s).
 The reference is exact rational arithmetic (fractions.Fraction of the double), not the code's own formula."""
 

@@ -1,4 +1,4 @@
-"""MCAP recordings of a run (issue 36): the main job's closed loop over DDS recorded by ``bag.BagRecorder`` (the
+"""MCAP recordings of a run: the main job's closed loop over DDS recorded by ``bag.BagRecorder`` (the
 ``mcap`` writer, raw CDR from DDS), read back by ``rosbags`` — another library, its own CDR decoder — and by
 ``mcap-ros2-support``'s decoder (what ``vi_view`` uses): ROS schema names, every topic, monotone stamps, and the
 same samples that the main job's own subscriber (an ordinary rclpy subscription) received.

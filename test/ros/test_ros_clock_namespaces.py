@@ -1,4 +1,4 @@
-"""Each simulator's clock stays in its namespace (issue 34 item 5): two simulators in ``<run>/r1`` and ``<run>/r2``,
+"""Each simulator's clock stays in its namespace: two simulators in ``<run>/r1`` and ``<run>/r2``,
 started as ``ros2 run … --ros-args -r __ns:=/r1`` starts them (no remap of their own), publish ``/r1/clock`` and
 ``/r2/clock``; the controller and the planner of each namespace read their own with ``-r /clock:=clock`` (as
 launch/*.py remaps them). Before, both simulators published the absolute /clock: 259 backward jumps in 601 messages.

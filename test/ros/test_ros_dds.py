@@ -207,7 +207,7 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
 
 
 def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
-    # issue 7 item 3: the seed-001 integrator is selectable in the simulator by the `integrator` parameter
+    # The seed-001 integrator is selectable in the simulator by the `integrator` parameter
     from vi_control.integrators import make_integrator
     from vi_control.model.bundled import load_bundled
 

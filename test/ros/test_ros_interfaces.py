@@ -1,4 +1,4 @@
-"""The nodes' ROS interfaces over real DDS (issue 12 items 5–7 and 9, issue 14 item 5): lifecycle transitions,
+"""The nodes' ROS interfaces over real DDS: lifecycle transitions,
 live parameters through the parameter services, namespaced robot descriptions and models taken from them,
 joint-state sanity with throttled warnings, ~/controller_state and /diagnostics."""
 
@@ -49,11 +49,11 @@ def _joint_state(t: float, q, v=(), names=("theta",)) -> JointState:
 
 
 def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
-    """issue 12 item 6: typed descriptors with ranges, read-only where a change cannot apply, live changes applied."""
+    """Typed descriptors with ranges, read-only where a change cannot apply, live changes applied."""
     sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", log_throttle_period=30.0)
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
-    # issue 14 item 5: warnings are throttled: 10 NaN commands, one line. Each steps (with the held command): wait
+    # Warnings are throttled: 10 NaN commands, one line. Each steps (with the held command): wait
     # for all ten steps, not for ten states (the idle republishes count too). (No more than the command queue's depth
     # of 10 at once: a reliable KEEP_LAST writer overwrites what its reader has not yet taken.)
     t_nan = max(s[1] for s in rec.states) + 10 * 0.1 - 1e-9
@@ -72,7 +72,7 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     assert "range" in reasons[4]
     assert "one of ['hold', 'zero']" in reasons[5]
     assert _get(rec, "vi_simulator", "dt", "mode") == [0.1, "lockstep"]  # nothing changed
-    # issue 12 item 1: /clock carries the simulation time the joint states are stamped with
+    # /clock carries the simulation time the joint states are stamped with
     clocks = []
     rec.create_subscription(Clock, "clock", lambda m: clocks.append(m.clock.sec + 1e-9 * m.clock.nanosec),
                             STREAM_QOS)
@@ -94,7 +94,7 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
 
 
 def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
-    """issue 12 item 5: configure = model and compile, activate = step/command, deactivate = safe command. The
+    """Configure = model and compile, activate = step/command, deactivate = safe command. The
     simulator's /diagnostics say inactive (WARN), then lockstep with its steps (OK)."""
     vi = pendulum_vi
     sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", autostart=False,
@@ -143,7 +143,7 @@ def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
 
 
 def test_robot_descriptions_are_namespaced_and_nodes_load_them(ros, tmp_path):
-    """issue 12 item 7: two namespaced simulators keep their own latched URDF; `model:=acrobot` works; a
+    """Two namespaced simulators keep their own latched URDF; `model:=acrobot` works; a
     controller takes its model from the topic (with the acrobot's bundled system YAML by its `model` name)."""
     from vi_control.model.bundled import load_bundled
     from vi_control.ros.launcher import NodeProcess
@@ -172,7 +172,7 @@ def test_robot_descriptions_are_namespaced_and_nodes_load_them(ros, tmp_path):
 
 
 def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
-    """issue 14 item 5 and issue 12 items 4, 9: absurd joint states get the safe command with throttled
+    """Absurd joint states get the safe command with throttled
     warnings; a path tolerance set live aborts the plan; ~/controller_state and /diagnostics report it."""
     vi = pendulum_vi
     ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", state_timeout=0.5,
@@ -195,7 +195,7 @@ def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
         return rec.commands[-1][1][0]
 
     q_prev, q = np.pi - 0.1, np.pi - 0.08
-    # issue 12 item 7: a best-effort publisher (as many sensor drivers) reaches the controller too
+    # A best-effort publisher (as many sensor drivers) reaches the controller too
     best_effort = rec.create_publisher(JointState, "joint_states", SENSOR_QOS)
     assert rec.wait_for(lambda: best_effort.get_subscription_count() > 0, DISCOVERY)
     n0 = len(rec.commands)
@@ -255,7 +255,7 @@ def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
 
 
 def test_goal_tolerance_and_live_gain_scale(ros, pendulum_vi):
-    """issue 12 items 4 and 6: gain_scale changes the feedback live (0: feedforward only); after the plan's end
+    """Gain_scale changes the feedback live (0: feedforward only); after the plan's end
     the goal tolerance aborts to the safe command when it is not met within goal_time_tolerance."""
     vi = pendulum_vi
     ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", use_sim_time=True,

@@ -85,7 +85,7 @@ def test_launch_file_names_real_executables_files_and_parameters(path):
             assert section is not None, f"config/{f} has no section for node {n['name']}"
             unknown = set(section["ros__parameters"]) - declared
             assert not unknown, f"config/{f}: parameter(s) {unknown} are not declared by {module}"
-        # issue 12 item 1: every node is told whether it runs on simulation time
+        # Every node is told whether it runs on simulation time
         assert "use_sim_time" in n["keys"], f"{path.name}: {n['name']} gets no use_sim_time"
 
 
@@ -129,7 +129,7 @@ def test_launch_descriptions_build_with_launch_ros():
 
 
 def test_hardware_launch_defaults_fit_the_bundled_limits():
-    """issue 12 item 7: the default task of hardware.launch.py plans within the default model's effort limits."""
+    """The default task of hardware.launch.py plans within the default model's effort limits."""
     from vi_control.model.spec import ModelSpec
     from vi_control.planning import load_task
 

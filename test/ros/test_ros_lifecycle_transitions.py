@@ -1,4 +1,4 @@
-"""Every lifecycle transition of every node, performed over DDS (issue 40, item 4): configure, activate,
+"""Every lifecycle transition of every node, performed over DDS: configure, activate,
 deactivate, cleanup and shutdown from each state they start from (unconfigured, inactive, active) of the
 simulator, the planner and the controller, in one test process on its own domain (``launcher.domain_id_for``). Each
 node type runs as three processes (one per state it is shut down from, in namespaces of their own); after every

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.ros
 DISCOVERY = 60.0  # s: process start-up (imports, the model's compiled code) plus DDS discovery on a loaded machine
 PANDA = "task_panda_reach"
 HOLD = "hold" in (CONTROLLER_PARAMETERS["safe_mode"].choices or ())
-needs_hold = pytest.mark.skipif(not HOLD, reason="the controller has no safe_mode 'hold' yet (issue 34 item 1)")
+needs_hold = pytest.mark.skipif(not HOLD, reason="the controller has no safe_mode 'hold' yet")
 
 
 class HardwareRun:
@@ -150,7 +150,7 @@ def test_acrobot_swingup_against_the_mujoco_plant(ros):
     assert all(p.alive for p in run.procs.values()), run.report()
 
 
-# ---- the hold (issue 34 items 1 and 7): active once the controller has safe_mode 'hold' -----------------------------
+# ---- the hold: active once the controller has safe_mode 'hold' -----------------------------
 HOLD_WINDOW, HOLD_BOUND = 5.0, 0.05  # s, rad
 
 

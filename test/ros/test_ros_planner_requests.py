@@ -1,4 +1,4 @@
-"""The planner node as a robot engineer drives it (issue 34): every request's outcome on ``~/request_status``;
+"""The planner node as a robot engineer drives it: every request's outcome on ``~/request_status``;
 the shipped hardware YAMLs (controller at SCHED_FIFO 50, wall clock) beside a 1 kHz joint-state driver, ten goals in
 a row all planned; honest stamps (``~/trajectory`` header = the plan's start, a held robot's plan starts when ready);
 refusals heard by the sender; a newer request supersedes a waiting one; the planner a lifecycle node whose shutdown

@@ -1,4 +1,4 @@
-"""Time and hand-over over real DDS (issue 12 items 1–4): plans that start at a stated time on a running clock,
+"""Time and hand-over over real DDS: plans that start at a stated time on a running clock,
 start-up in any order, and the standard trajectory and goal inputs.
 
 Every node but the simulator runs on the simulator's /clock (use_sim_time). Each test has its own domain and
@@ -30,7 +30,7 @@ STRONG = handover.STRONG
 
 
 def test_plan_handover_on_a_running_clock(ros):
-    """issue 12 item 2: a plan starts at a stated future time; the controller enters it within ±1 step and the
+    """A plan starts at a stated future time; the controller enters it within ±1 step and the
     swing-up succeeds, run after run (10 runs: the slow variant and benchmarks/bench_ros.py --handover)."""
     runs = handover.handover_runs(ros, 2, DISCOVERY)
     assert all(handover.handover_ok(r) for r in runs), runs
@@ -43,7 +43,7 @@ def test_plan_handover_ten_runs(ros):
 
 
 def test_start_up_order_never_matters(ros, tmp_path, pendulum_vi):
-    """issue 12 item 3: all six orders, 0.7 s apart, each in its own namespace (three at a time): the lockstep
+    """All six orders, 0.7 s apart, each in its own namespace (three at a time): the lockstep
     simulator never steps before the plan (nothing is commanded before a first valid state), the plan is
     made from the measured state at t = 0 and entered at k = 0, and the closed loop tracks it to round-off."""
     model = dict(model="pendulum", system_yaml=STRONG)
@@ -196,7 +196,7 @@ def _settled(rec, rate: float) -> bool:
 
 
 def test_joint_trajectory_and_goal_inputs(ros, pendulum_vi):
-    """issue 12 item 4: a JointTrajectory on the planner's ~/joint_trajectory becomes a VI-feasible plan with
+    """A JointTrajectory on the planner's ~/joint_trajectory becomes a VI-feasible plan with
     TV-LQR gains that the controller tracks; a JointState on ~/goal re-plans toward it."""
     vi = pendulum_vi  # Δt = 0.1: the planner's task and the simulator
     model = dict(model="pendulum", system_yaml=STRONG)

@@ -1,4 +1,4 @@
-"""Nodes over real DDS (issue 14 items 4 and 9): unconverged plans stay off the wire unless asked for, are marked
+"""Nodes over real DDS: unconverged plans stay off the wire unless asked for, are marked
 when they go out, are refused by controllers unless told otherwise; a flood of bad commands is not a log flood."""
 
 import time

@@ -1,4 +1,4 @@
-"""config/ros_simulator.yaml starts every bundled model (issue 34 item 5): ``model:=acrobot`` used to fail with
+"""config/ros_simulator.yaml starts every bundled model: ``model:=acrobot`` used to fail with
 "initial_positions … need 2 entries" (the file held the pendulum's one-joint start). In process, no DDS: the node
 configures from the file plus ``model``, at a start that satisfies the model's constraints."""
 

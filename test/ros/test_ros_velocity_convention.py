@@ -1,4 +1,4 @@
-"""One velocity convention on the wire (issue 34 item 5): the simulator's JointState.velocity is
+"""One velocity convention on the wire: the simulator's JointState.velocity is
 q̇_k = M⁻¹(p_k + (Δt/2)Sτ_g(q_k)) (control.tracking.wire_velocity, τ_g the holding torque: 0 for a configuration
 held still), and the 'velocities' state estimate (control.tracking.StateEstimator, the controller's and the
 planner's) turns a published joint state back into the simulator's x_k to round-off. Before, the simulator published

@@ -1,4 +1,4 @@
-"""Node wiring over real DDS with two actuators (issue 19): command order against joint names, the stale timeout
+"""Node wiring over real DDS with two actuators: command order against joint names, the stale timeout
 within one watchdog period of its parameter (zero torque: a stale q̇ is not damped), safe damping from the measured q̇
 on a fresh state, the simulator's mass_scale.
 

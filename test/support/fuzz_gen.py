@@ -1,4 +1,4 @@
-"""A seeded generator of hostile inputs over every input surface, and the contract each case must meet (issue 40).
+"""A seeded generator of hostile inputs over every input surface, and the contract each case must meet.
 
 Our own generator rather than Hypothesis: the cases are structured mutations of the project's own files (a valid
 URDF, system/task/rigid-body/sweep/library YAML, a plan file, a serialized JointState or plan message) plus hostile

@@ -1,4 +1,4 @@
-"""Oracle of LinearTimeVI's compiled step (issue 38): the root finding of Lee2016, eq. 17 — line-searched RIQN /
+"""Oracle of LinearTimeVI's compiled step: the root finding of Lee2016, eq. 17 — line-searched RIQN /
 Newton and the fallback chain — in numpy, over LinearTimeVI's own stage functions (``constant_part``,
 ``frame_residual``, ``frame_jacobian``, ``mass_solve``: DRNEA, its derivative and ABA from Pinocchio and
 ``mechanics.drnea``), written as a second implementation of ``ltvi_iterate`` / ``ltvi_attempt`` / ``ltvi_chain`` in

@@ -1,5 +1,5 @@
 """The sweep's progress lines without a terminal (CI logs): one per 10 %, and one whenever ``every`` seconds
-passed since the last, so a slow sweep is never silent for long (issue 36)."""
+passed since the last, so a slow sweep is never silent for long."""
 
 import io
 import re

@@ -1,4 +1,4 @@
-"""The browser view in a real browser (issue 36): headless Chromium renders the meshcat page with WebGL, and the
+"""The browser view in a real browser: headless Chromium renders the meshcat page with WebGL, and the
 pixels show the robot — they differ from the empty scene, and two poses of a plan differ where the moving links
 are (every changed pixel is one that either pose's robot covers), not elsewhere.
 
