@@ -20,14 +20,33 @@ RUNTIME = [
 EXTRAS = {
     "sweep": ["ray~=2.60"],
     "plant": ["mujoco~=4.0"],
-    "view": ["meshcat~=0.3.2", "tornado~=6.6", "pyzmq~=27.3", "u-msgpack-python~=2.8", "ipython~=9.18",
-             "pillow~=13.0", "mcap~=1.6", "mcap-ros2-support~=0.6.0"],
+    "view": [
+        "meshcat~=0.3.2",
+        "tornado~=6.6",
+        "pyzmq~=27.3",
+        "u-msgpack-python~=2.8",
+        "ipython~=9.18",
+        "pillow~=13.0",
+        "mcap~=1.6",
+        "mcap-ros2-support~=0.6.0",
+    ],
     "bag": ["mcap~=1.6"],
     # ROS 2 kilted wheels for the nodes without a ROS install (on one, rosdep installs package.xml's exec_depends)
-    "ros": ["ros-rclpy~=9.1", "ros-rmw-fastrtps-cpp~=9.3", "ros-std-msgs~=5.5", "ros-std-srvs~=5.5",
-            "ros-sensor-msgs~=5.5", "ros-nav-msgs~=5.5", "ros-trajectory-msgs~=5.5", "ros-geometry-msgs~=5.5",
-            "ros-builtin-interfaces~=2.3", "ros-rosgraph-msgs~=2.3", "ros-lifecycle-msgs~=2.3",
-            "ros-diagnostic-msgs~=5.5", "ros-ament-index-python~=1.11"],
+    "ros": [
+        "ros-rclpy~=9.1",
+        "ros-rmw-fastrtps-cpp~=9.3",
+        "ros-std-msgs~=5.5",
+        "ros-std-srvs~=5.5",
+        "ros-sensor-msgs~=5.5",
+        "ros-nav-msgs~=5.5",
+        "ros-trajectory-msgs~=5.5",
+        "ros-geometry-msgs~=5.5",
+        "ros-builtin-interfaces~=2.3",
+        "ros-rosgraph-msgs~=2.3",
+        "ros-lifecycle-msgs~=2.3",
+        "ros-diagnostic-msgs~=5.5",
+        "ros-ament-index-python~=1.11",
+    ],
 }
 
 setup(

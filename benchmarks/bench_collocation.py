@@ -52,8 +52,7 @@ def _timed(tr: Transcription, rounds: int, kwargs: dict) -> tuple:
     return sols[-1], [s.solve_time for s in sols]
 
 
-def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b: True, coordinates=None
-          ) -> list[dict]:
+def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b: True, coordinates=None) -> list[dict]:
     """LG and LG2 at each N from the same guess: E^[2] (of θ = coordinates·q if given), iterations, CPU times
     (interleaved rounds)."""
     rows = []
@@ -68,16 +67,29 @@ def sweep(name: str, dyn, make, kwargs: dict, Ns, rounds: int, same=lambda a, b:
         row = dict(problem=name, N=N)
         for m, s in sols.items():
             E = dynamic_errors(s, dyn, coordinates=coordinates) if s.success else None
-            split = ([x.tolist() for x in error_split(s, dyn, coordinates=coordinates)] if s.success
-                     else [None, None])
-            row[m] = dict(success=s.success, status=s.status, iterations=s.iterations, tf=s.tf, objective=s.objective,
-                          E2=E.E2 if E else None, E2_q=E.E2_q.tolist() if E else None, E2_split=split,
-                          t_med=float(np.median(times[m])), t_min=float(np.min(times[m])))
+            split = [x.tolist() for x in error_split(s, dyn, coordinates=coordinates)] if s.success else [None, None]
+            row[m] = dict(
+                success=s.success,
+                status=s.status,
+                iterations=s.iterations,
+                tf=s.tf,
+                objective=s.objective,
+                E2=E.E2 if E else None,
+                E2_q=E.E2_q.tolist() if E else None,
+                E2_split=split,
+                t_med=float(np.median(times[m])),
+                t_min=float(np.min(times[m])),
+            )
         ok = all(s.success for s in sols.values())
         row["same_optimum"] = bool(ok and same(sols["lg"], sols["lg2"]))
         rows.append(row)
-        print(f"[{name}] N = {N}: " + ", ".join(f"{m} {row[m]['status']} it {row[m]['iterations']} E2 "
-                                                 f"{row[m]['E2']} t {row[m]['t_med'] * 1e3:.1f} ms" for m in sols))
+        print(
+            f"[{name}] N = {N}: "
+            + ", ".join(
+                f"{m} {row[m]['status']} it {row[m]['iterations']} E2 {row[m]['E2']} t {row[m]['t_med'] * 1e3:.1f} ms"
+                for m in sols
+            )
+        )
     return rows
 
 
@@ -94,15 +106,21 @@ def multistart(dyn, Ns, rounds: int) -> list[dict]:
                 cpu[m].append(sum(s.solve_time for s in out[m][1]))
         row = dict(N=N)
         for m, (best, sols) in out.items():
-            row[m] = dict(tf=None if best is None else best.tf, iterations=[s.iterations for s in sols],
-                          tfs=[round(s.tf, 4) if s.success else None for s in sols],
-                          E2=None if best is None else dynamic_errors(best, dyn).E2,
-                          t_med=float(np.median(cpu[m])), t_min=float(np.min(cpu[m])))
+            row[m] = dict(
+                tf=None if best is None else best.tf,
+                iterations=[s.iterations for s in sols],
+                tfs=[round(s.tf, 4) if s.success else None for s in sols],
+                E2=None if best is None else dynamic_errors(best, dyn).E2,
+                t_med=float(np.median(cpu[m])),
+                t_min=float(np.min(cpu[m])),
+            )
         a, b = row["lg"]["tf"], row["lg2"]["tf"]
         row["same_optimum"] = bool(a is not None and b is not None and abs(a - b) < 1e-3)
         rows.append(row)
-        print(f"[pendulum, starts] N = {N}: " + ", ".join(f"{m} t_f {row[m]['tfs']} its {row[m]['iterations']} "
-                                                          f"E2 {row[m]['E2']}" for m in trs))
+        print(
+            f"[pendulum, starts] N = {N}: "
+            + ", ".join(f"{m} t_f {row[m]['tfs']} its {row[m]['iterations']} E2 {row[m]['E2']}" for m in trs)
+        )
     return rows
 
 
@@ -110,11 +128,15 @@ def replay_drift(dyn, t_u, U, x0, tf, goal, kind: str = "poly", u_fn=None) -> fl
     """Replay a plan's inputs from x0 with RK45 on the continuous dynamics: ‖x(t_f) − goal‖∞."""
     nq = dyn.nq
     if u_fn is None:
-        u_fn = (lambda t: np.array([np.interp(t, t_u, U[:, j]) for j in range(U.shape[1])])) if kind == "foh" else \
-            (lambda t: U[min(int(t / (t_u[1] - t_u[0])), len(U) - 1)])  # zoh on a uniform grid
+        u_fn = (
+            (lambda t: np.array([np.interp(t, t_u, U[:, j]) for j in range(U.shape[1])]))
+            if kind == "foh"
+            else (lambda t: U[min(int(t / (t_u[1] - t_u[0])), len(U) - 1)])
+        )  # zoh on a uniform grid
 
     def f(t, x):
         return np.concatenate([x[nq:], dyn.acceleration(x[None, :nq], x[None, nq:], u_fn(t)[None])[0]])
+
     x = solve_ivp(f, (0.0, tf), x0, rtol=1e-10, atol=1e-10).y[:, -1]
     return float(np.abs(x - goal).max())
 
@@ -225,13 +247,20 @@ def drake_rows(pend_dyn, cart_dyn, Ns_p, Ns_c, rounds) -> dict:
     py, err = ensure_bench_venv()
     if py is None or err:
         return dict(error=err or "no benchmark venv")
-    spec = dict(pendulum=list(Ns_p), cartpole=list(Ns_c), rounds=rounds, tf_guess=DRAKE_TF_GUESS,
-                cartpole_urdf=str(ROOT / "urdf" / "cartpole.urdf"))
+    spec = dict(
+        pendulum=list(Ns_p),
+        cartpole=list(Ns_c),
+        rounds=rounds,
+        tf_guess=DRAKE_TF_GUESS,
+        cartpole_urdf=str(ROOT / "urdf" / "cartpole.urdf"),
+    )
     out = external(py, "drake", DRAKE, [json.dumps(spec)])
     if "pendulum" not in out:
         return dict(error=out.get("note", "drake failed"))
-    for key, dyn, goal, tf_of in (("pendulum", pend_dyn, [np.pi, 0.0], lambda r: r["t"][-1]),
-                                  ("cartpole", cart_dyn, [1.0, np.pi, 0.0, 0.0], lambda r: 2.0)):
+    for key, dyn, goal, tf_of in (
+        ("pendulum", pend_dyn, [np.pi, 0.0], lambda r: r["t"][-1]),
+        ("cartpole", cart_dyn, [1.0, np.pi, 0.0, 0.0], lambda r: 2.0),
+    ):
         for r in out[key]:
             t, X, U = np.array(r["t"]), np.array(r["X"]), np.array(r["U"])
             r["tf"] = float(t[-1])
@@ -250,14 +279,26 @@ def ddp_rows(tf_pendulum: float, rounds: int, dt: float = 0.02) -> list[dict]:
     from vi_control.planning import load_task, make_system, plan_task
 
     out = []
-    for name, model, n, goal, R in (("pendulum", "pendulum", int(np.ceil(tf_pendulum / dt)), ["pi"], 0.01),
-                                    ("cartpole", "cartpole", int(round(2.0 / dt)), [1.0, "pi"], 0.02)):
+    for name, model, n, goal, R in (
+        ("pendulum", "pendulum", int(np.ceil(tf_pendulum / dt)), ["pi"], 0.01),
+        ("cartpole", "cartpole", int(round(2.0 / dt)), [1.0, "pi"], 0.02),
+    ):
         nq = len(goal)
-        task = load_task(dict(name=name, model=model, dt=dt, horizon=n, start={"q": [0.0] * nq},
-                              goal={"q": goal}, reference={"type": "goal"}, weights={"Q": [0.0] * 2 * nq, "R": R,
-                                                                                     "Qf": [1e5] * nq + [1e4] * nq},
-                              input_limits="model", optimizer={"method": "ddp", "max_iterations": 300},
-                              initial_guess="zero"))
+        task = load_task(
+            dict(
+                name=name,
+                model=model,
+                dt=dt,
+                horizon=n,
+                start={"q": [0.0] * nq},
+                goal={"q": goal},
+                reference={"type": "goal"},
+                weights={"Q": [0.0] * 2 * nq, "R": R, "Qf": [1e5] * nq + [1e4] * nq},
+                input_limits="model",
+                optimizer={"method": "ddp", "max_iterations": 300},
+                initial_guess="zero",
+            )
+        )
         vi = make_system(task)
         cpu = []
         for _ in range(rounds):
@@ -267,16 +308,27 @@ def ddp_rows(tf_pendulum: float, rounds: int, dt: float = 0.02) -> list[dict]:
         dyn = SecondOrderDynamics(vi.robot)
         g = np.array([np.pi if v == "pi" else v for v in goal] + [0.0] * nq)
         drift = replay_drift(dyn, plan.times[:-1], plan.U, np.zeros(2 * nq), plan.times[-1], g)
-        out.append(dict(problem=name, steps=n, dt=dt, iterations=res.iterations, converged=res.converged,
-                        t_med=float(np.median(cpu)), t_min=float(np.min(cpu)), drift=drift,
-                        q_end=plan.X[-1, :nq].tolist()))
+        out.append(
+            dict(
+                problem=name,
+                steps=n,
+                dt=dt,
+                iterations=res.iterations,
+                converged=res.converged,
+                t_med=float(np.median(cpu)),
+                t_min=float(np.min(cpu)),
+                drift=drift,
+                q_end=plan.X[-1, :nq].tolist(),
+            )
+        )
         print(f"[ddp] {name}: {res}")
     return out
 
 
 def colloc_drift(dyn, sol, goal) -> float:
-    return replay_drift(dyn, None, None, np.concatenate([sol.Q[0], sol.V[0]]), sol.tf, np.asarray(goal),
-                        u_fn=lambda t: sol.u([t])[0])
+    return replay_drift(
+        dyn, None, None, np.concatenate([sol.Q[0], sol.V[0]]), sol.tf, np.asarray(goal), u_fn=lambda t: sol.u([t])[0]
+    )
 
 
 def gait_rows(Ns, rounds) -> tuple[list[dict], list[dict], dict]:
@@ -289,8 +341,16 @@ def gait_rows(Ns, rounds) -> tuple[list[dict], list[dict], dict]:
     same = lambda a, b: abs(a.objective - b.objective) < 0.01 * abs(b.objective)  # noqa: E731
     rows = {}
     for name, g, coords in (("biped", gait, None), ("biped_pinned", pinned, ABSOLUTE)):
-        rows[name] = sweep(name, g.dynamics, lambda dyn, m, N, g=g: g.problem(m, N),
-                           dict(tf=g.step_time, guess=g.guess()), Ns, rounds, same=same, coordinates=coords)
+        rows[name] = sweep(
+            name,
+            g.dynamics,
+            lambda dyn, m, N, g=g: g.problem(m, N),
+            dict(tf=g.step_time, guess=g.guess()),
+            Ns,
+            rounds,
+            same=same,
+            coordinates=coords,
+        )
     N = 10 if 10 in Ns else Ns[-1]
     sol = gait.solve("lg2", N)
     vi = MidpointVI(gait.robot, 0.01)
@@ -304,9 +364,19 @@ def gait_rows(Ns, rounds) -> tuple[list[dict], list[dict], dict]:
         dev_open = gait.replay(vi, cycle.X, cycle.U, None, steps=3, x0=x0)[0].tolist()
     except Exception as e:  # noqa: BLE001 — the open loop falls off the step's domain
         dev_open = f"fell ({type(e).__name__})"
-    replay = dict(N=N, mismatch=cycle.polish_mismatch, newton=cycle.residuals, shift=cycle.shift,
-                  deviation=dev.tolist(), perturbed=dev_perturbed, open_loop=dev_open, sol=sol, gait=gait,
-                  walked=walked, vi=vi)
+    replay = dict(
+        N=N,
+        mismatch=cycle.polish_mismatch,
+        newton=cycle.residuals,
+        shift=cycle.shift,
+        deviation=dev.tolist(),
+        perturbed=dev_perturbed,
+        open_loop=dev_open,
+        sol=sol,
+        gait=gait,
+        walked=walked,
+        vi=vi,
+    )
     return rows["biped"], rows["biped_pinned"], replay
 
 
@@ -315,20 +385,36 @@ def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_
     pend = SecondOrderDynamics(load_bundled("pendulum"))
     cart = SecondOrderDynamics(load_bundled("cartpole"))
     res = dict(load=os.getloadavg()[0], rounds=rounds)
-    res["pendulum"] = sweep("pendulum", pend, P.pendulum_min_time,
-                            dict(**P.pendulum_boundary(), guess=P.pendulum_guess()), Ns_p, rounds,
-                            same=lambda a, b: abs(a.tf - b.tf) < 1e-3)
+    res["pendulum"] = sweep(
+        "pendulum",
+        pend,
+        P.pendulum_min_time,
+        dict(**P.pendulum_boundary(), guess=P.pendulum_guess()),
+        Ns_p,
+        rounds,
+        same=lambda a, b: abs(a.tf - b.tf) < 1e-3,
+    )
     # fixed t_f: the objectives of one optimum differ by the discretization (3 % at N = 10), other optima by more
-    res["cartpole"] = sweep("cartpole", cart, P.cartpole_swingup, P.cartpole_boundary(), Ns_c, rounds,
-                            same=lambda a, b: abs(a.objective - b.objective) < 0.05 * abs(b.objective))
+    res["cartpole"] = sweep(
+        "cartpole",
+        cart,
+        P.cartpole_swingup,
+        P.cartpole_boundary(),
+        Ns_c,
+        rounds,
+        same=lambda a, b: abs(a.objective - b.objective) < 0.05 * abs(b.objective),
+    )
     res["pendulum_starts"] = multistart(pend, Ns_p, rounds)
     res["gravity_floor"] = {N: P.bang_bang_gravity_interpolation_error(N) for N in Ns_p}
     N20 = 20 if 20 in Ns_p else Ns_p[-1]
-    sols = [Transcription(P.pendulum_min_time(pend, m, N20)).solve(**P.pendulum_boundary(), guess=P.pendulum_guess())
-            for m in ("lg", "lg2")]
+    sols = [
+        Transcription(P.pendulum_min_time(pend, m, N20)).solve(**P.pendulum_boundary(), guess=P.pendulum_guess())
+        for m in ("lg", "lg2")
+    ]
     res["pendulum_solutions"] = sols
-    res["drift"] = {f"{m} N={N20}": colloc_drift(pend, s, [np.pi, 0.0]) for m, s in zip(("LG", "LG2"), sols,
-                                                                                          strict=True)}
+    res["drift"] = {
+        f"{m} N={N20}": colloc_drift(pend, s, [np.pi, 0.0]) for m, s in zip(("LG", "LG2"), sols, strict=True)
+    }
     res["ddp"] = ddp_rows(sols[1].tf, rounds, ddp_dt)
     res["drake"] = drake_rows(pend, cart, Ns_p, Ns_c, rounds) if external_tools else None
     res["biped"], res["biped_pinned"], replay = gait_rows(Ns_b, max(1, rounds // 2)) if Ns_b else ([], [], None)
@@ -338,9 +424,11 @@ def run(rounds: int, Ns_p, Ns_c, Ns_b, external_tools: bool, out_dir: Path, ddp_
         res["biped"], res["biped_pinned"] = prev.get("biped", []), prev.get("biped_pinned", [])
         res["biped_from"], res["replay_prev"] = "carried over from the previous run", prev.get("replay")
     plots(res, replay, pend, out_dir)
-    res["replay"] = (res.pop("replay_prev", None) if replay is None else
-                     {k: replay[k] for k in ("N", "mismatch", "newton", "shift", "deviation", "perturbed",
-                                             "open_loop")})
+    res["replay"] = (
+        res.pop("replay_prev", None)
+        if replay is None
+        else {k: replay[k] for k in ("N", "mismatch", "newton", "shift", "deviation", "perturbed", "open_loop")}
+    )
     report(res, out_dir)
     return res
 

@@ -67,8 +67,14 @@ def measure(model: str, method: str, N: int, K: int, free: bool = False, timeout
     """One build in a fresh interpreter (its peak memory is the build's own); None fields if it timed out."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     try:
-        out = subprocess.run([sys.executable, "-c", WORKER, model, method, str(N), str(K), "free" if free else "fixed"],
-                             capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+        out = subprocess.run(
+            [sys.executable, "-c", WORKER, model, method, str(N), str(K), "free" if free else "fixed"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=ROOT,
+        )
     except subprocess.TimeoutExpired:
         return dict(model=model, method=method, N=N, K=K, free=free, cpu=None, timeout=timeout)
     if out.returncode:
@@ -93,16 +99,21 @@ def table(rows: list[dict]) -> str:
     """Markdown rows: the build's size, the estimate's predicted CPU (work × SECONDS_PER_WORK) and what was measured."""
     from vi_control.planning.collocation.size import SECONDS_PER_WORK
 
-    out = ["| model (nq) | method | N × K | variables | ops per row | work | predicted CPU s | build CPU s | wall s "
-           "| peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| model (nq) | method | N × K | variables | ops per row | work | predicted CPU s | build CPU s | wall s "
+        "| peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         method = r["method"].upper() + (", free t_f" if r.get("free") else "")
         if r["cpu"] is None:
             out.append(f"| {r['model']} | {method} | {r['N']} × {r['K']} | | | | | > {r['timeout']:.0f} | | |")
             continue
-        out.append(f"| {r['model']} ({r['nq']}) | {method} | {r['N']} × {r['K']} | {r['variables']} | {r['row_ops']} | "
-                   f"{r['size']:,} | {r['size'] * SECONDS_PER_WORK:.1f} | {r['cpu']:.1f} | {r['wall']:.1f} | "
-                   f"{r['rss_mb']:.0f} |")
+        out.append(
+            f"| {r['model']} ({r['nq']}) | {method} | {r['N']} × {r['K']} | {r['variables']} | {r['row_ops']} | "
+            f"{r['size']:,} | {r['size'] * SECONDS_PER_WORK:.1f} | {r['cpu']:.1f} | {r['wall']:.1f} | "
+            f"{r['rss_mb']:.0f} |"
+        )
     return "\n".join(out)
 
 

@@ -50,8 +50,16 @@ def goal_error(task, vi, plan) -> float:
     return float(np.abs(plan.X[-1, : vi.nq] - np.asarray(task.goal_q)).max())
 
 
-def run(tasks=TASKS, seeds=20, sigma=2.0, variants=tuple(VARIANTS), goal_tolerance=5e-3, log=print,
-        ulp: tuple[float, ...] = (), first_seed: int = 0) -> dict:
+def run(
+    tasks=TASKS,
+    seeds=20,
+    sigma=2.0,
+    variants=tuple(VARIANTS),
+    goal_tolerance=5e-3,
+    log=print,
+    ulp: tuple[float, ...] = (),
+    first_seed: int = 0,
+) -> dict:
     """{task: {variant: [(seed, iterations, converged, at_goal, cost, cpu_s), ...]}}; with ``ulp``, also rows
     "chord ε" (the chord plan from the same inputs scaled by 1 + ε ξ per entry)."""
     out: dict = {}
@@ -69,10 +77,20 @@ def run(tasks=TASKS, seeds=20, sigma=2.0, variants=tuple(VARIANTS), goal_toleran
             for v, vi, U in runs:
                 t0 = time.process_time()
                 plan, res = plan_task(vi, task, U0=U)
-                rows[v].append((seed, res.iterations, res.converged, goal_error(task, vi, plan) < goal_tolerance,
-                                res.cost, time.process_time() - t0))
-            log(f"[bench_convergence] {name} seed {seed}: "
-                + ", ".join(f"{v} {rows[v][-1][1]} it{'' if rows[v][-1][2] else ' (FAILED)'}" for v in labels))
+                rows[v].append(
+                    (
+                        seed,
+                        res.iterations,
+                        res.converged,
+                        goal_error(task, vi, plan) < goal_tolerance,
+                        res.cost,
+                        time.process_time() - t0,
+                    )
+                )
+            log(
+                f"[bench_convergence] {name} seed {seed}: "
+                + ", ".join(f"{v} {rows[v][-1][1]} it{'' if rows[v][-1][2] else ' (FAILED)'}" for v in labels)
+            )
     return out
 
 
@@ -95,39 +113,59 @@ def iteration_gains(name: str, seed: int, iterations: int = 20, sigma: float = 2
         if res.converged:
             break
         a, b = (ddp(vi, sub, x0, U, max_iterations=1, **opts) for U in (res.U, res.U + dU))
-        out.append((k, res.cost, a.step_history[0] if a.step_history else 0.0,
-                    float(np.abs(a.U - b.U).max() / np.abs(dU).max())))
+        out.append(
+            (
+                k,
+                res.cost,
+                a.step_history[0] if a.step_history else 0.0,
+                float(np.abs(a.U - b.U).max() / np.abs(dU).max()),
+            )
+        )
     return out
 
 
 def table(out: dict, sigma: float) -> str:
-    lines = [f"Perturbed initial inputs (σ = {sigma:g}), one plan per seed and Newton variant; "
-             f"load average {os.getloadavg()[0]:.1f} at the end.", "",
-             "| task | variant | success | iterations min / median / max | CPU s median |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"Perturbed initial inputs (σ = {sigma:g}), one plan per seed and Newton variant; "
+        f"load average {os.getloadavg()[0]:.1f} at the end.",
+        "",
+        "| task | variant | success | iterations min / median / max | CPU s median |",
+        "|---|---|---|---|---|",
+    ]
     for name, rows in out.items():
         for v, r in rows.items():
             its = np.array([x[1] for x in r])
             ok = sum(1 for x in r if x[2] and x[3])
-            lines.append(f"| {name} | {v} | {ok}/{len(r)} | {its.min()} / {np.median(its):g} / {its.max()} | "
-                         f"{np.median([x[5] for x in r]):.2f} |")
+            lines.append(
+                f"| {name} | {v} | {ok}/{len(r)} | {its.min()} / {np.median(its):g} / {its.max()} | "
+                f"{np.median([x[5] for x in r]):.2f} |"
+            )
         variants = [v for v in rows if " " not in v]
         groups = [("variants", variants)]
         if len(rows) > len(variants):  # the ulp runs: the chord plan and its perturbed replays
-            replays = ["chord"] * ("chord" in rows) + list(rows)[len(variants):]
+            replays = ["chord"] * ("chord" in rows) + list(rows)[len(variants) :]
             groups.append(("chord runs (inputs × (1 + ε ξ))", replays))
         for what, labels in groups:
             if len(labels) < 2:
                 continue
-            spread = [max(rows[v][i][1] for v in labels) - min(rows[v][i][1] for v in labels)
-                      for i in range(len(rows[labels[0]]))]
-            lines.append(f"| {name} | spread between {what} per seed | — | max {max(spread)}, median "
-                         f"{np.median(spread):g}, > 6 on {sum(d > 6 for d in spread)} of {len(spread)} | — |")
+            spread = [
+                max(rows[v][i][1] for v in labels) - min(rows[v][i][1] for v in labels)
+                for i in range(len(rows[labels[0]]))
+            ]
+            lines.append(
+                f"| {name} | spread between {what} per seed | — | max {max(spread)}, median "
+                f"{np.median(spread):g}, > 6 on {sum(d > 6 for d in spread)} of {len(spread)} | — |"
+            )
             # the same optimum? (cost of the seed's runs, relative; two nearby optima of the acrobot differ 3e-4)
-            rel = [(max(rows[v][i][4] for v in labels) - min(rows[v][i][4] for v in labels))
-                   / abs(min(rows[v][i][4] for v in labels)) for i in range(len(rows[labels[0]]))]
-            lines.append(f"| {name} | cost difference between {what} per seed (relative) | — | max {max(rel):.1e}, "
-                         f"> 1e-4 (another optimum) on {sum(d > 1e-4 for d in rel)} of {len(rel)} | — |")
+            rel = [
+                (max(rows[v][i][4] for v in labels) - min(rows[v][i][4] for v in labels))
+                / abs(min(rows[v][i][4] for v in labels))
+                for i in range(len(rows[labels[0]]))
+            ]
+            lines.append(
+                f"| {name} | cost difference between {what} per seed (relative) | — | max {max(rel):.1e}, "
+                f"> 1e-4 (another optimum) on {sum(d > 1e-4 for d in rel)} of {len(rel)} | — |"
+            )
     return "\n".join(lines)
 
 
@@ -151,8 +189,14 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{name}, seed {args.gains}: " + ", ".join(f"{k}: {g:.2g} (α {a:g})" for k, _, a, g in gains[name]))
         return gains
     ulp = tuple(float(e) for e in args.ulp.split(",") if e)
-    out = run(tuple(args.tasks.split(",")), args.seeds, args.sigma, tuple(args.variants.split(",")), ulp=ulp,
-              first_seed=args.first_seed)
+    out = run(
+        tuple(args.tasks.split(",")),
+        args.seeds,
+        args.sigma,
+        tuple(args.variants.split(",")),
+        ulp=ulp,
+        first_seed=args.first_seed,
+    )
     text = table(out, args.sigma)
     print(text)
     Path(args.out).mkdir(parents=True, exist_ok=True)

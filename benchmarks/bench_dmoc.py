@@ -110,8 +110,12 @@ def rk4_transcription(body, prob: DMOCProblem, tol: float = 1e-10) -> dict:
         gk = gk @ SE3.cay(h * x)
         s0.append(_state(gk, x))
     w0 = np.concatenate([np.array(s0).ravel(), np.zeros(m * N)])
-    solver = ca.nlpsol("rk4", "ipopt", {"x": w, "f": 0.5 * h * ca.sumsqr(U), "g": ca.vertcat(*g)},
-                       {"ipopt.print_level": 0, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": tol})
+    solver = ca.nlpsol(
+        "rk4",
+        "ipopt",
+        {"x": w, "f": 0.5 * h * ca.sumsqr(U), "g": ca.vertcat(*g)},
+        {"ipopt.print_level": 0, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": tol},
+    )
     t_build = time.process_time() - t_build
     t0 = time.process_time()
     sol = solver(x0=w0, lbg=0.0, ubg=0.0)
@@ -119,9 +123,15 @@ def rk4_transcription(body, prob: DMOCProblem, tol: float = 1e-10) -> dict:
     wv = np.array(sol["x"]).ravel()
     Sv = wv[: 13 * N].reshape(N, 13)
     st = solver.stats()
-    return dict(cpu=cpu, build=t_build, iterations=int(st["iter_count"]), success=bool(st["success"]),
-                cost=float(sol["f"]), U=wv[13 * N:].reshape(N, m),
-                off_group=float(np.abs(np.linalg.norm(Sv[:, 3:7], axis=1) - 1.0).max()))
+    return dict(
+        cpu=cpu,
+        build=t_build,
+        iterations=int(st["iter_count"]),
+        success=bool(st["success"]),
+        cost=float(sol["f"]),
+        U=wv[13 * N :].reshape(N, m),
+        off_group=float(np.abs(np.linalg.norm(Sv[:, 3:7], axis=1) - 1.0).max()),
+    )
 
 
 def replay_error(body, prob: DMOCProblem, U: np.ndarray) -> float:
@@ -129,8 +139,9 @@ def replay_error(body, prob: DMOCProblem, U: np.ndarray) -> float:
     continuous dynamics from g(0) (DOP853, 1e-12)."""
     s = _state(prob.g0)
     for u in U:
-        s = solve_ivp(lambda t, y, u=u: vehicle_rhs(body, y, u), (0, prob.dt), s, method="DOP853", rtol=1e-12,
-                      atol=1e-12).y[:, -1]
+        s = solve_ivp(
+            lambda t, y, u=u: vehicle_rhs(body, y, u), (0, prob.dt), s, method="DOP853", rtol=1e-12, atol=1e-12
+        ).y[:, -1]
     g = np.eye(4)
     g[:3, :3], g[:3, 3] = rotation_from_quaternion(s[3:7] / np.linalg.norm(s[3:7])), s[:3]
     return float(np.abs(SE3.log(SE3.inverse(prob.gT) @ g)).max())
@@ -141,8 +152,11 @@ def run_benchmark(rounds: int = 5, n_maneuvers: int | None = None, coast_steps: 
     body = load_rigid_body("vehicle_uuv")
     st = maneuver_settings(body)
     chosen = maneuvers(body)[:n_maneuvers]
-    probs = {(name, mode): DMOCProblem(body, g0, gT, st.horizon, st.duration, st.retraction, inputs=mode)
-             for name, g0, gT in chosen for mode in ("split", "hold")}
+    probs = {
+        (name, mode): DMOCProblem(body, g0, gT, st.horizon, st.duration, st.retraction, inputs=mode)
+        for name, g0, gT in chosen
+        for mode in ("split", "hold")
+    }
     for p in probs.values():  # build and compile once, outside the timing
         solve_dmoc(p)
     times: dict[tuple, list[float]] = {}
@@ -153,24 +167,42 @@ def run_benchmark(rounds: int = 5, n_maneuvers: int | None = None, coast_steps: 
                 # Newton alone, timed without the second-order check (the scan times the checked solve)
                 r = solve_dmoc(probs[name, mode], continuation=False, fallback=None, check=False)
                 times.setdefault((name, f"dmoc-{mode}"), []).append(r.solve_time)
-                rows[name, f"dmoc-{mode}"] = dict(iterations=r.iterations, cost=r.cost, converged=r.stationary,
-                                                  residual=r.residual, pose=r.pose_error, unactuated=r.unactuated,
-                                                  off_group=max(SE3.distance_from_group(g) for g in r.g),
-                                                  U=r.u_minus)
+                rows[name, f"dmoc-{mode}"] = dict(
+                    iterations=r.iterations,
+                    cost=r.cost,
+                    converged=r.stationary,
+                    residual=r.residual,
+                    pose=r.pose_error,
+                    unactuated=r.unactuated,
+                    off_group=max(SE3.distance_from_group(g) for g in r.g),
+                    U=r.u_minus,
+                )
             ip = solve_ipopt(probs[name, "split"], tolerance=1e-10)
             times.setdefault((name, "ipopt"), []).append(ip.solve_time)
             rows[name, "ipopt"] = dict(iterations=ip.iterations, cost=ip.cost, converged=ip.success)
             rk = rk4_transcription(body, probs[name, "hold"])
             times.setdefault((name, "rk4"), []).append(rk["cpu"])
-            rows[name, "rk4"] = dict(iterations=rk["iterations"], cost=rk["cost"], converged=rk["success"],
-                                     off_group=rk["off_group"], U=rk["U"])
+            rows[name, "rk4"] = dict(
+                iterations=rk["iterations"],
+                cost=rk["cost"],
+                converged=rk["success"],
+                off_group=rk["off_group"],
+                U=rk["U"],
+            )
     for (name, method), r in rows.items():
         r["cpu_median"], r["cpu_min"] = float(np.median(times[name, method])), float(np.min(times[name, method]))
         if method in ("dmoc-hold", "rk4"):
             r["replay"] = replay_error(body, probs[name, "hold"], r["U"])
     example = {name: solve_dmoc(probs[name, "split"]) for name, _, _ in chosen[:3]}
-    return dict(rows=rows, maneuvers=[c[0] for c in chosen], rounds=rounds, load=os.getloadavg(),
-                coast=coast(body, probs[chosen[0][0], "hold"], coast_steps), settings=st, example=example)
+    return dict(
+        rows=rows,
+        maneuvers=[c[0] for c in chosen],
+        rounds=rounds,
+        load=os.getloadavg(),
+        coast=coast(body, probs[chosen[0][0], "hold"], coast_steps),
+        settings=st,
+        example=example,
+    )
 
 
 def coast(body, prob: DMOCProblem, steps: int) -> dict:
@@ -229,15 +261,26 @@ def _unit(v) -> list[float]:
 # A body no test or YAML was tuned on: full inertia tensor (principal axes off the body axes), full drag matrix,
 # five thrusters off the centre with tilted directions; the unactuated wrench direction is a mix of all six.
 OTHER_BODY = dict(
-    name="skewed_auv", group="SE3", mass=5.0,
+    name="skewed_auv",
+    group="SE3",
+    mass=5.0,
     inertia=[[0.08, 0.012, -0.006], [0.012, 0.22, 0.009], [-0.006, 0.009, 0.25]],
-    drag=[[0.3, 0.02, 0.0, 0.01, 0.0, 0.0], [0.02, 0.5, 0.03, 0.0, 0.02, 0.0], [0.0, 0.03, 0.5, 0.0, 0.0, 0.02],
-          [0.01, 0.0, 0.0, 3.0, 0.2, 0.1], [0.0, 0.02, 0.0, 0.2, 6.0, 0.3], [0.0, 0.0, 0.02, 0.1, 0.3, 6.0]],
-    actuators=[dict(name="surge_l", direction=[1.0, 0.0, 0.0], position=[-0.3, 0.12, 0.02], limit=5.0),
-               dict(name="surge_r", direction=[1.0, 0.0, 0.0], position=[-0.3, -0.12, -0.02], limit=5.0),
-               dict(name="vert_f", direction=_unit([0.0, 0.2, 0.98]), position=[0.25, 0.0, 0.05], limit=5.0),
-               dict(name="vert_r", direction=_unit([0.0, -0.2, 0.98]), position=[-0.25, 0.03, 0.0], limit=5.0),
-               dict(name="lateral", direction=[0.0, 1.0, 0.0], position=[0.2, 0.0, -0.04], limit=5.0)])
+    drag=[
+        [0.3, 0.02, 0.0, 0.01, 0.0, 0.0],
+        [0.02, 0.5, 0.03, 0.0, 0.02, 0.0],
+        [0.0, 0.03, 0.5, 0.0, 0.0, 0.02],
+        [0.01, 0.0, 0.0, 3.0, 0.2, 0.1],
+        [0.0, 0.02, 0.0, 0.2, 6.0, 0.3],
+        [0.0, 0.0, 0.02, 0.1, 0.3, 6.0],
+    ],
+    actuators=[
+        dict(name="surge_l", direction=[1.0, 0.0, 0.0], position=[-0.3, 0.12, 0.02], limit=5.0),
+        dict(name="surge_r", direction=[1.0, 0.0, 0.0], position=[-0.3, -0.12, -0.02], limit=5.0),
+        dict(name="vert_f", direction=_unit([0.0, 0.2, 0.98]), position=[0.25, 0.0, 0.05], limit=5.0),
+        dict(name="vert_r", direction=_unit([0.0, -0.2, 0.98]), position=[-0.25, 0.03, 0.0], limit=5.0),
+        dict(name="lateral", direction=[0.0, 1.0, 0.0], position=[0.2, 0.0, -0.04], limit=5.0),
+    ],
+)
 
 
 def random_goals(count: int, seed: int = 0, max_translation: float = 2.0, max_angle_deg: float = 60.0) -> list:
@@ -254,8 +297,13 @@ def random_goals(count: int, seed: int = 0, max_translation: float = 2.0, max_an
     return out
 
 
-def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", "hold"),
-             bodies: dict[str, RigidBodyModel] | None = None, log=print) -> dict:
+def run_scan(
+    count: int = 25,
+    seed: int = 0,
+    modes: tuple[str, ...] = ("split", "hold"),
+    bodies: dict[str, RigidBodyModel] | None = None,
+    log=print,
+) -> dict:
     """``solve_dmoc`` (defaults: continuation, IPOPT fallback, second-order check) on ``count`` random goals per
     body and mode (module docstring); rows per (body, mode) and every result."""
     bodies = bodies or {"vehicle_uuv": load_rigid_body("vehicle_uuv"), "skewed_auv": load_rigid_body(OTHER_BODY)}
@@ -271,9 +319,11 @@ def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", 
                 excess.append(r.cost / ip.cost - 1.0 if ip.success else np.nan)
                 rs.append(r)
                 if log is not None:
-                    log(f"[scan] {bname} {mode} {i}: {r.status} by {r.path}, cost {r.cost:.4g} (IPOPT from the "
+                    log(
+                        f"[scan] {bname} {mode} {i}: {r.status} by {r.path}, cost {r.cost:.4g} (IPOPT from the "
                         f"geodesic {ip.cost:.4g}), {r.iterations} Newton + {r.fallback_iterations} IPOPT iterations, "
-                        f"{r.solve_time:.2f} s")
+                        f"{r.solve_time:.2f} s"
+                    )
             results[bname, mode] = rs
             n = len(rs)
 
@@ -281,60 +331,80 @@ def run_scan(count: int = 25, seed: int = 0, modes: tuple[str, ...] = ("split", 
                 return sum(map(pred, rs)) / n
 
             rows[bname, mode] = dict(
-                n=n, geodesic=share(lambda r: r.path == "newton"), coarse=share(lambda r: r.path == "newton-coarse"),
+                n=n,
+                geodesic=share(lambda r: r.path == "newton"),
+                coarse=share(lambda r: r.path == "newton-coarse"),
                 split=share(lambda r: r.path == "newton-split"),
                 continuation=share(lambda r: r.path == "newton-continuation"),
                 newton_alone=share(lambda r: r.path.startswith("newton")),
-                ipopt=share(lambda r: r.path.startswith("ipopt")), verified=share(lambda r: r.converged),
-                saddles=sum(len(r.rejected) for r in rs), cpu_median=float(np.median([r.solve_time for r in rs])),
+                ipopt=share(lambda r: r.path.startswith("ipopt")),
+                verified=share(lambda r: r.converged),
+                saddles=sum(len(r.rejected) for r in rs),
+                cpu_median=float(np.median([r.solve_time for r in rs])),
                 cpu_max=float(np.max([r.solve_time for r in rs])),
                 check_median=float(np.median([r.check_time for r in rs])),
-                dearer=float(np.mean(np.array(excess) > 1e-3)), cheaper=float(np.mean(np.array(excess) < -1e-3)),
-                worst=float(np.nanmax(excess)))
+                dearer=float(np.mean(np.array(excess) > 1e-3)),
+                cheaper=float(np.mean(np.array(excess) < -1e-3)),
+                worst=float(np.nanmax(excess)),
+            )
     return dict(rows=rows, results=results, count=count, seed=seed, load=os.getloadavg())
 
 
 def scan_table(scan: dict) -> str:
-    lines = [f"Random rest-to-rest maneuvers (seed {scan['seed']}, {scan['count']} per body and mode; translation "
-             "≤ 2 m, rotation ≤ 60°; N = 32, T = 10 s, Cayley); machine load "
-             f"{scan['load'][0]:.1f}", "",
-             "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton from split inputs "
-             "| Newton by continuation | Newton alone "
-             "| IPOPT (fallback or from a saddle) | verified minima | saddles rejected | cost vs IPOPT from the "
-             "geodesic: dearer / cheaper (> 0.1 %), worst | CPU s median (max) | check s median |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Random rest-to-rest maneuvers (seed {scan['seed']}, {scan['count']} per body and mode; translation "
+        "≤ 2 m, rotation ≤ 60°; N = 32, T = 10 s, Cayley); machine load "
+        f"{scan['load'][0]:.1f}",
+        "",
+        "| body | inputs | Newton from the geodesic | Newton from N/2 | Newton from split inputs "
+        "| Newton by continuation | Newton alone "
+        "| IPOPT (fallback or from a saddle) | verified minima | saddles rejected | cost vs IPOPT from the "
+        "geodesic: dearer / cheaper (> 0.1 %), worst | CPU s median (max) | check s median |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     pct = lambda x: f"{100 * x:.0f} %"  # noqa: E731
     for (bname, mode), r in scan["rows"].items():
-        lines.append(f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['split'])} | "
-                     f"{pct(r['continuation'])} | "
-                     f"**{pct(r['newton_alone'])}** | {pct(r['ipopt'])} | **{pct(r['verified'])}** | {r['saddles']} | "
-                     f"{pct(r['dearer'])} / {pct(r['cheaper'])}, {100 * r['worst']:+.1f} % | "
-                     f"{r['cpu_median']:.2f} ({r['cpu_max']:.2f}) | {r['check_median']:.2f} |")
+        lines.append(
+            f"| {bname} | {mode} | {pct(r['geodesic'])} | {pct(r['coarse'])} | {pct(r['split'])} | "
+            f"{pct(r['continuation'])} | "
+            f"**{pct(r['newton_alone'])}** | {pct(r['ipopt'])} | **{pct(r['verified'])}** | {r['saddles']} | "
+            f"{pct(r['dearer'])} / {pct(r['cheaper'])}, {100 * r['worst']:+.1f} % | "
+            f"{r['cpu_median']:.2f} ({r['cpu_max']:.2f}) | {r['check_median']:.2f} |"
+        )
     return "\n".join(lines)
 
 
 def table(res: dict) -> str:
     st = res["settings"]
-    lines = [f"Vehicle of Jimenez2013, §6.1 (config/vehicle_uuv.yaml), N = {st.horizon}, T = {st.duration:g} s; "
-             f"{res['rounds']} interleaved rounds, CPU ms median (min); machine load {res['load'][0]:.1f}", "",
-             "| maneuver | DMOC split: it, ms | DMOC hold: it, ms | IPOPT identical: it, ms, ΔJ | "
-             "RK4-quaternion + IPOPT: it, ms | max \\| \\|q\\| − 1 \\| (RK4) / off SO(3) (VI) | "
-             "replay pose error: RK4 / DMOC hold |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Vehicle of Jimenez2013, §6.1 (config/vehicle_uuv.yaml), N = {st.horizon}, T = {st.duration:g} s; "
+        f"{res['rounds']} interleaved rounds, CPU ms median (min); machine load {res['load'][0]:.1f}",
+        "",
+        "| maneuver | DMOC split: it, ms | DMOC hold: it, ms | IPOPT identical: it, ms, ΔJ | "
+        "RK4-quaternion + IPOPT: it, ms | max \\| \\|q\\| − 1 \\| (RK4) / off SO(3) (VI) | "
+        "replay pose error: RK4 / DMOC hold |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name in res["maneuvers"]:
         r = {m: res["rows"][name, m] for m in ("dmoc-split", "dmoc-hold", "ipopt", "rk4")}
         fmt = lambda x: f"{x['iterations']}, {1e3 * x['cpu_median']:.0f} ({1e3 * x['cpu_min']:.0f})"  # noqa: E731
-        lines.append(f"| {name} | {fmt(r['dmoc-split'])} | {fmt(r['dmoc-hold'])} | {fmt(r['ipopt'])}, "
-                     f"{r['ipopt']['cost'] - r['dmoc-split']['cost']:+.0e} | {fmt(r['rk4'])} | "
-                     f"{r['rk4']['off_group']:.1e} / {r['dmoc-hold']['off_group']:.0e} | "
-                     f"{r['rk4']['replay']:.1e} / {r['dmoc-hold']['replay']:.1e} |")
+        lines.append(
+            f"| {name} | {fmt(r['dmoc-split'])} | {fmt(r['dmoc-hold'])} | {fmt(r['ipopt'])}, "
+            f"{r['ipopt']['cost'] - r['dmoc-split']['cost']:+.0e} | {fmt(r['rk4'])} | "
+            f"{r['rk4']['off_group']:.1e} / {r['dmoc-hold']['off_group']:.0e} | "
+            f"{r['rk4']['replay']:.1e} / {r['dmoc-hold']['replay']:.1e} |"
+        )
     c = res["coast"]
     n = len(c["vi"]["t"]) - 1
-    lines += ["", f"Coast (no drag, no thrust) from the fastest state of {res['maneuvers'][0]}, {n} steps at "
-                  f"Δt = {st.dt:g} s:", "",
-              "| integrator | max \\|ΔE\\|/E₀ | drift [1/s] | off the group |", "|---|---|---|---|",
-              f"| Lie-group VI (Cayley) | {c['vi']['max']:.1e} | {c['vi']['drift']:+.1e} | {c['vi']['quat']:.0e} |",
-              f"| RK4 on quaternions | {c['rk4']['max']:.1e} | {c['rk4']['drift']:+.1e} | {c['rk4']['quat']:.1e} |"]
+    lines += [
+        "",
+        f"Coast (no drag, no thrust) from the fastest state of {res['maneuvers'][0]}, {n} steps at Δt = {st.dt:g} s:",
+        "",
+        "| integrator | max \\|ΔE\\|/E₀ | drift [1/s] | off the group |",
+        "|---|---|---|---|",
+        f"| Lie-group VI (Cayley) | {c['vi']['max']:.1e} | {c['vi']['drift']:+.1e} | {c['vi']['quat']:.0e} |",
+        f"| RK4 on quaternions | {c['rk4']['max']:.1e} | {c['rk4']['drift']:+.1e} | {c['rk4']['quat']:.1e} |",
+    ]
     return "\n".join(lines)
 
 
@@ -357,8 +427,11 @@ def plot(res: dict, l1: dict, out: Path) -> None:
         ts = np.ravel(np.column_stack([t, t + h / 2]))
         us = np.ravel(np.column_stack([r.u_minus[:, i], r.u_plus[:, i]]))
         ax[1].step(ts, us, where="post", color=col, label=f"u_{'xy'[i]}")
-    ax[1].set(xlabel="t [s]", ylabel="torque [N·m]",
-              title=f"L1 control on SO(3): {100 * l1['bang_fraction']:.1f} % of samples in {{±u_max, 0}}")
+    ax[1].set(
+        xlabel="t [s]",
+        ylabel="torque [N·m]",
+        title=f"L1 control on SO(3): {100 * l1['bang_fraction']:.1f} % of samples in {{±u_max, 0}}",
+    )
     ax[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "dmoc.png", dpi=110)
@@ -413,10 +486,12 @@ def main() -> None:
         return
     res = run_benchmark(a.rounds, a.maneuvers, a.coast)
     l1 = run_l1()
-    text = table(res) + (f"\n\nL1 on SO(3) (config/spacecraft_l1.yaml, N = {l1['prob'].horizon}): IPOPT "
-                         f"{l1['result'].iterations} iterations, {1e3 * l1['result'].solve_time:.0f} ms, "
-                         f"{100 * l1['bang_fraction']:.1f} % of the 2N·m input samples within 1e-6 of "
-                         f"{{−u_max, 0, u_max}}")
+    text = table(res) + (
+        f"\n\nL1 on SO(3) (config/spacecraft_l1.yaml, N = {l1['prob'].horizon}): IPOPT "
+        f"{l1['result'].iterations} iterations, {1e3 * l1['result'].solve_time:.0f} ms, "
+        f"{100 * l1['bang_fraction']:.1f} % of the 2N·m input samples within 1e-6 of "
+        f"{{−u_max, 0, u_max}}"
+    )
     print(text)
     (out / "dmoc.md").write_text(text + "\n")
     plot(res, l1, out)

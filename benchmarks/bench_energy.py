@@ -57,8 +57,9 @@ def initial_configuration(n: int, kind: str = "bent") -> np.ndarray:
 
 def energies(model: pin.Model, Q: np.ndarray, V: np.ndarray) -> np.ndarray:
     data = model.createData()
-    return np.array([pin.computeKineticEnergy(model, data, q, v) + pin.computePotentialEnergy(model, data, q)
-                     for q, v in zip(Q, V)])
+    return np.array(
+        [pin.computeKineticEnergy(model, data, q, v) + pin.computePotentialEnergy(model, data, q) for q, v in zip(Q, V)]
+    )
 
 
 def _mass(model: pin.Model, data: pin.Data, q: np.ndarray) -> np.ndarray:
@@ -106,10 +107,12 @@ def run_explicit(model: pin.Model, q0: np.ndarray, dt: float, steps: int, method
 
     step: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
     if method == "euler":
+
         def step(q, v):
             v = v + dt * acc(q, v)
             return q + dt * v, v
     else:
+
         def step(q, v):
             a1 = acc(q, v)
             q2, v2 = q + 0.5 * dt * v, v + 0.5 * dt * a1
@@ -118,8 +121,8 @@ def run_explicit(model: pin.Model, q0: np.ndarray, dt: float, steps: int, method
             a3 = acc(q3, v3)
             q4, v4 = q + dt * v3, v + dt * a3
             a4 = acc(q4, v4)
-            return (q + dt / 6 * (v + 2 * v2 + 2 * v3 + v4),
-                    v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4))
+            return (q + dt / 6 * (v + 2 * v2 + 2 * v3 + v4), v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4))
+
     Q = np.empty((steps + 1, model.nq))
     V = np.empty((steps + 1, model.nv))
     Q[0], V[0] = q0, 0.0
@@ -135,11 +138,20 @@ def summarize(name: str, run: dict, model: pin.Model, dt: float) -> dict:
     err = E - E[0]
     finite = np.all(np.isfinite(err))
     drift = float(np.polyfit(t, err, 1)[0]) if finite and len(t) > 1 else float("nan")
-    return dict(name=name, dt=dt, steps=len(E) - 1, t=t, error=err, E0=float(E[0]),
-                max_abs=float(np.abs(err).max()) if finite else float("inf"), drift=drift,
-                wall=run["wall"], us_per_step=1e6 * run["wall"] / max(len(E) - 1, 1),
-                peak_speed=float(np.abs(run["V"]).max()) if finite else float("inf"),
-                iterations=run.get("iterations"))
+    return dict(
+        name=name,
+        dt=dt,
+        steps=len(E) - 1,
+        t=t,
+        error=err,
+        E0=float(E[0]),
+        max_abs=float(np.abs(err).max()) if finite else float("inf"),
+        drift=drift,
+        wall=run["wall"],
+        us_per_step=1e6 * run["wall"] / max(len(E) - 1, 1),
+        peak_speed=float(np.abs(run["V"]).max()) if finite else float("inf"),
+        iterations=run.get("iterations"),
+    )
 
 
 def run_benchmark(steps: int = 100_000, dt: float = 5e-3, n_links: int = 10, q0_kind: str = "bent") -> dict:
@@ -160,16 +172,20 @@ def run_benchmark(steps: int = 100_000, dt: float = 5e-3, n_links: int = 10, q0_
 
 
 def markdown_table(result: dict) -> str:
-    lines = [f"Passive {result['n_links']}-link chain ({result['q0']} start), E0 = {result['E0']:.4f} J, "
-             f"T = {result['T']:g} s simulated.",
-             "",
-             "| integrator | Δt (ms) | steps | max \\|E−E0\\| (J) | drift (J/s) | peak \\|q̇\\| (rad/s) | wall (s) "
-             "| µs/step | Newton it./step |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Passive {result['n_links']}-link chain ({result['q0']} start), E0 = {result['E0']:.4f} J, "
+        f"T = {result['T']:g} s simulated.",
+        "",
+        "| integrator | Δt (ms) | steps | max \\|E−E0\\| (J) | drift (J/s) | peak \\|q̇\\| (rad/s) | wall (s) "
+        "| µs/step | Newton it./step |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in result["rows"]:
         it = f"{r['iterations']:.2f}" if r["iterations"] is not None else "–"
-        lines.append(f"| {r['name']} | {1e3 * r['dt']:.3g} | {r['steps']} | {r['max_abs']:.3e} | {r['drift']:+.2e} "
-                     f"| {r['peak_speed']:.3g} | {r['wall']:.2f} | {r['us_per_step']:.1f} | {it} |")
+        lines.append(
+            f"| {r['name']} | {1e3 * r['dt']:.3g} | {r['steps']} | {r['max_abs']:.3e} | {r['drift']:+.2e} "
+            f"| {r['peak_speed']:.3g} | {r['wall']:.2f} | {r['us_per_step']:.1f} | {it} |"
+        )
     return "\n".join(lines)
 
 
@@ -186,8 +202,11 @@ def plot(result: dict, path: Path) -> None:
         m = len(t) // block * block
         if m == 0:
             continue
-        ax.semilogy(t[:m:block], np.maximum(err[:m].reshape(-1, block).max(axis=1), 1e-16),
-                    label=f"{r['name']} (Δt {1e3 * r['dt']:.3g} ms)")
+        ax.semilogy(
+            t[:m:block],
+            np.maximum(err[:m].reshape(-1, block).max(axis=1), 1e-16),
+            label=f"{r['name']} (Δt {1e3 * r['dt']:.3g} ms)",
+        )
     ax.set_xlabel("t (s)")
     ax.set_ylabel("|E − E0| (J), block maximum")
     ax.set_title(f"Passive {result['n_links']}-link chain, {result['q0']} start, E0 = {result['E0']:.2f} J")

@@ -39,8 +39,9 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _rhs(s: np.ndarray) -> np.ndarray:
     q, w = s[:4], s[4:]
-    return np.concatenate([0.5 * _qmul(q, np.concatenate([w, [0.0]])),
-                           np.linalg.solve(INERTIA, np.cross(INERTIA @ w, w))])
+    return np.concatenate(
+        [0.5 * _qmul(q, np.concatenate([w, [0.0]])), np.linalg.solve(INERTIA, np.cross(INERTIA @ w, w))]
+    )
 
 
 def rk4(s0: np.ndarray, dt: float, steps: int, renormalize: bool = False) -> np.ndarray:
@@ -60,9 +61,15 @@ def rk4(s0: np.ndarray, dt: float, steps: int, renormalize: bool = False) -> np.
 
 def _stats(E: np.ndarray, pi: np.ndarray, off: np.ndarray, t: np.ndarray, cpu: float, steps: int) -> dict:
     rel = (E - E[0]) / E[0]
-    return dict(energy=rel, t=t, max_energy=float(np.abs(rel).max()), drift=float(np.polyfit(t, rel, 1)[0]),
-                momentum=float(np.abs(pi - pi[0]).max()), off_group=float(np.abs(off).max()),
-                us_per_step=1e6 * cpu / steps)
+    return dict(
+        energy=rel,
+        t=t,
+        max_energy=float(np.abs(rel).max()),
+        drift=float(np.polyfit(t, rel, 1)[0]),
+        momentum=float(np.abs(pi - pi[0]).max()),
+        off_group=float(np.abs(off).max()),
+        us_per_step=1e6 * cpu / steps,
+    )
 
 
 def run_benchmark(steps: int = 100_000, dt: float = 0.5) -> dict:
@@ -95,20 +102,27 @@ def run_benchmark(steps: int = 100_000, dt: float = 0.5) -> dict:
         off = np.abs(np.linalg.norm(S[:, :4], axis=1) - 1.0)
         return _stats(E, pi, off, t, cpu, steps)
 
-    rows = [dict(name="Lie-group VI (Cayley, SO(3))", **vi_rows(), iterations=float(np.mean(vi.iteration_history))),
-            dict(name="RK4 on quaternions", **rk_rows(S, c_rk)),
-            dict(name="RK4 on quaternions, renormalized each step", **rk_rows(Sn, c_rkn))]
+    rows = [
+        dict(name="Lie-group VI (Cayley, SO(3))", **vi_rows(), iterations=float(np.mean(vi.iteration_history))),
+        dict(name="RK4 on quaternions", **rk_rows(S, c_rk)),
+        dict(name="RK4 on quaternions, renormalized each step", **rk_rows(Sn, c_rkn)),
+    ]
     return dict(steps=steps, dt=dt, rows=rows, load=os.getloadavg())
 
 
 def _table(res: dict) -> str:
-    lines = [f"{res['steps']} steps at Δt = {res['dt']} s ({res['steps'] * res['dt']:g} s simulated); machine load "
-             f"{res['load'][0]:.1f}", "",
-             "| integrator | max \\|ΔE\\|/E₀ | drift [1/s] | max ‖π − π₀‖ | off the group | CPU µs/step |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"{res['steps']} steps at Δt = {res['dt']} s ({res['steps'] * res['dt']:g} s simulated); machine load "
+        f"{res['load'][0]:.1f}",
+        "",
+        "| integrator | max \\|ΔE\\|/E₀ | drift [1/s] | max ‖π − π₀‖ | off the group | CPU µs/step |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in res["rows"]:
-        lines.append(f"| {r['name']} | {r['max_energy']:.2e} | {r['drift']:+.1e} | {r['momentum']:.1e} | "
-                     f"{r['off_group']:.1e} | {r['us_per_step']:.1f} |")
+        lines.append(
+            f"| {r['name']} | {r['max_energy']:.2e} | {r['drift']:+.1e} | {r['momentum']:.1e} | "
+            f"{r['off_group']:.1e} | {r['us_per_step']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -125,8 +139,9 @@ def _plot(res: dict, path: Path) -> None:
     ax[0].legend(fontsize=7)
     vi = res["rows"][0]
     ax[1].semilogy(vi["t"], np.abs(vi["energy"]) + 1e-17, color="C0", lw=0.6, label=vi["name"])
-    ax[1].semilogy(res["rows"][1]["t"], np.abs(res["rows"][1]["energy"]) + 1e-17, color="C3", lw=0.6,
-                   label=res["rows"][1]["name"])
+    ax[1].semilogy(
+        res["rows"][1]["t"], np.abs(res["rows"][1]["energy"]) + 1e-17, color="C3", lw=0.6, label=res["rows"][1]["name"]
+    )
     ax[1].set(xlabel="t [s]", ylabel="|ΔE|/E₀", title="bounded (VI) vs drifting (RK4)")
     ax[1].legend(fontsize=7)
     fig.tight_layout()

@@ -68,8 +68,11 @@ def per_call(fn, min_time: float = 0.3) -> float:
 
 
 # run name → LinearTimeVI options; "newton-alg4" is the paper's Newton (Jacobian by Lee2016, Alg. 4)
-RUNS = {"riqn": dict(method="riqn"), "newton": dict(method="newton", jacobian="subtree"),
-        "newton-alg4": dict(method="newton", jacobian="alg4")}
+RUNS = {
+    "riqn": dict(method="riqn"),
+    "newton": dict(method="newton", jacobian="subtree"),
+    "newton-alg4": dict(method="newton", jacobian="alg4"),
+}
 
 
 def run_linear_time(robot, method: str, steps: int, initial_guess: str = "IG3", backend: str = "c") -> dict:
@@ -77,8 +80,9 @@ def run_linear_time(robot, method: str, steps: int, initial_guess: str = "IG3", 
     return run_interleaved(robot, steps, [(backend, method)], initial_guess=initial_guess)[(backend, method)]
 
 
-def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: int = 250,
-                    initial_guess: str = "IG3") -> dict:
+def run_interleaved(
+    robot, steps: int, configs: list[tuple[str, str]], chunk: int = 250, initial_guess: str = "IG3"
+) -> dict:
     """Every (backend, run) integrates its own trajectory; the runs alternate in chunks of ``chunk`` steps,
     so a change of machine load during the benchmark hits all of them alike (the 2 cores are shared)."""
     n = robot.nq
@@ -109,9 +113,14 @@ def run_interleaved(robot, steps: int, configs: list[tuple[str, str]], chunk: in
         print(f"{k}: {why}", flush=True)
     for k in (k for k in vis if k not in failed):
         it = np.array(its[k])
-        out[k] = dict(step_s=cpu[k] / steps, iters_mean=float(it.mean()), iters_std=float(it.std()),
-                      iters_max=int(it.max()), q_final=x[k][:n].tolist(),
-                      energy_change=ref.energy(x[k]) - ref.energy(x0))
+        out[k] = dict(
+            step_s=cpu[k] / steps,
+            iters_mean=float(it.mean()),
+            iters_std=float(it.std()),
+            iters_max=int(it.max()),
+            q_final=x[k][:n].tolist(),
+            energy_change=ref.energy(x[k]) - ref.energy(x0),
+        )
     return out
 
 
@@ -136,8 +145,10 @@ def component_costs(robot) -> dict:
 def compiled_jacobian_costs(robot, q: np.ndarray, q_next: np.ndarray) -> dict:
     """Per call of the compiled exact Jacobian (forward kinematics + DRNEA at q_{k+1} + the Jacobian)."""
     step = LinearTimeVI(robot, DT, method="newton", backend="c")._compiled
-    return dict(c_jacobian_alg4_s=per_call(lambda: step.jacobian(q, q_next, alg4=True), 0.2),
-                c_jacobian_subtree_s=per_call(lambda: step.jacobian(q, q_next, alg4=False), 0.2))
+    return dict(
+        c_jacobian_alg4_s=per_call(lambda: step.jacobian(q, q_next, alg4=True), 0.2),
+        c_jacobian_subtree_s=per_call(lambda: step.jacobian(q, q_next, alg4=False), 0.2),
+    )
 
 
 def midpoint_worker(n: int, steps: int) -> None:
@@ -146,6 +157,7 @@ def midpoint_worker(n: int, steps: int) -> None:
     from vi_control.mechanics import codegen
 
     robot = load_robot(planar_chain_urdf(n))
+
     def step(vi, x, k):
         # MidpointVI accepts a residual ≤ max(tol·(1+|p|), 1e-9); long chains from rest have a rounding
         # floor above that (docs/concepts/linear_time.md), so tol is relaxed ×10 when a step fails only by that.
@@ -170,8 +182,20 @@ def midpoint_worker(n: int, steps: int) -> None:
         x = r.x
         its.append(r.iterations)
     elapsed = clock() - t0
-    print(json.dumps(dict(build_s=build_wall, build_cpu_s=build, step_s=elapsed / steps, iters_mean=float(np.mean(its)),
-                          steps=steps, q_final=x[:n].tolist(), compiled=codegen.build_stats, tol=vi.settings.tol)))
+    print(
+        json.dumps(
+            dict(
+                build_s=build_wall,
+                build_cpu_s=build,
+                step_s=elapsed / steps,
+                iters_mean=float(np.mean(its)),
+                steps=steps,
+                q_final=x[:n].tolist(),
+                compiled=codegen.build_stats,
+                tol=vi.settings.tol,
+            )
+        )
+    )
 
 
 def run_midpoint(n: int, steps: int, cap: float, cache: str | None) -> dict:
@@ -221,8 +245,10 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
             rule += "---|---|---|"
         head += f" {b} Newton (subtree) ms/step | iters | {b} Newton (subtree)/RIQN |"
         rule += "---|---|---|"
-    head += (" MidpointVI ms/step | iters | MidpointVI build s | numpy DRNEA eval ms (Alg. 2 loop) | numpy ABA ms "
-             "| C Jacobian ms, Alg. 4 / subtree |")
+    head += (
+        " MidpointVI ms/step | iters | MidpointVI build s | numpy DRNEA eval ms (Alg. 2 loop) | numpy ABA ms "
+        "| C Jacobian ms, Alg. 4 / subtree |"
+    )
     lines += [head, rule + "---|---|---|---|---|---|"]
     for r in rows:
         mp, c = r["midpoint"], r["costs"]
@@ -233,14 +259,20 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
             names = ["newton-alg4", "newton"] if b == "c" else ["newton"]
             for name in names:
                 ne = r["runs"].get(f"{b}-{name}")
-                cells += (" — | — | — |" if ne is None else f" {fmt_ms(ne['step_s'])} | {ne['iters_mean']:.2f} "
-                          f"| {fmt_ratio(_ratio(r, b, name))} |")
+                cells += (
+                    " — | — | — |"
+                    if ne is None
+                    else f" {fmt_ms(ne['step_s'])} | {ne['iters_mean']:.2f} | {fmt_ratio(_ratio(r, b, name))} |"
+                )
         if mp.get("status") == "ok":
             cells += f" {fmt_ms(mp['step_s'])} | {mp['iters_mean']:.2f} | {mp['build_s']:.1f} |"
         else:
             cells += f" — | — | {mp.get('status', '—')} |"
-        cj = (f"{fmt_ms(c['c_jacobian_alg4_s'])} / {fmt_ms(c['c_jacobian_subtree_s'])}"
-              if "c_jacobian_alg4_s" in c else "—")
+        cj = (
+            f"{fmt_ms(c['c_jacobian_alg4_s'])} / {fmt_ms(c['c_jacobian_subtree_s'])}"
+            if "c_jacobian_alg4_s" in c
+            else "—"
+        )
         cells += f" {fmt_ms(c['drnea_s'])} ({fmt_ms(c['drnea_alg2_loop_s'])}) | {fmt_ms(c['aba_s'])} | {cj} |"
         lines.append(cells)
     first, last = rows[0], rows[-1]
@@ -248,18 +280,28 @@ def make_table(rows: list[dict], steps: int, mp_steps: int, backends: list[str])
     paper = {10: " (paper 3.8×)", 100: " (paper 53×)"}  # Lee2016, REFERENCE §4
     for b in backends:
         g = last["runs"][f"{b}-riqn"]["step_s"] / first["runs"][f"{b}-riqn"]["step_s"]
-        line = (f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']}"
-                f"{' (target ≤ 15×)' if (first['n'], last['n']) == (10, 100) else ''}")
+        line = (
+            f"{b}: DRNEA+RIQN time per step grows {g:.2f}× from N = {first['n']} to N = {last['n']}"
+            f"{' (target ≤ 15×)' if (first['n'], last['n']) == (10, 100) else ''}"
+        )
         for name, label in (("newton-alg4", "Newton (Alg. 4)"), ("newton", "Newton (subtree)")):
             if f"{b}-{name}" in first["runs"] or f"{b}-{name}" in last["runs"]:
-                line += (f"; {label}/RIQN = {fmt_ratio(_ratio(first, b, name))} at N = {first['n']}"
-                         f"{paper.get(first['n'], '')} and {fmt_ratio(_ratio(last, b, name))} at N = {last['n']}"
-                         f"{paper.get(last['n'], '')}")
+                line += (
+                    f"; {label}/RIQN = {fmt_ratio(_ratio(first, b, name))} at N = {first['n']}"
+                    f"{paper.get(first['n'], '')} and {fmt_ratio(_ratio(last, b, name))} at N = {last['n']}"
+                    f"{paper.get(last['n'], '')}"
+                )
         lines.append(line + ".")
     if "c" in backends and "numpy" in backends:
-        lines.append("C backend speed-up over numpy (RIQN, Newton subtree): " + ", ".join(
-            f"N = {r['n']}: {r['runs']['numpy-riqn']['step_s'] / r['runs']['c-riqn']['step_s']:.0f}×, "
-            f"{r['runs']['numpy-newton']['step_s'] / r['runs']['c-newton']['step_s']:.0f}×" for r in rows) + ".")
+        lines.append(
+            "C backend speed-up over numpy (RIQN, Newton subtree): "
+            + ", ".join(
+                f"N = {r['n']}: {r['runs']['numpy-riqn']['step_s'] / r['runs']['c-riqn']['step_s']:.0f}×, "
+                f"{r['runs']['numpy-newton']['step_s'] / r['runs']['c-newton']['step_s']:.0f}×"
+                for r in rows
+            )
+            + "."
+        )
     return "\n".join(lines)
 
 
@@ -273,8 +315,10 @@ def plot(rows: list[dict], path: Path, backends: list[str]) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
     for b in backends:
         ax.loglog(ns, [1e3 * r["runs"][f"{b}-riqn"]["step_s"] for r in rows], "o-", label=f"DRNEA + RIQN ({b})")
-        for name, mark, label in (("newton-alg4", "D-", "Newton, Jacobian by Alg. 4"),
-                                  ("newton", "s-", "Newton, subtree Jacobian")):
+        for name, mark, label in (
+            ("newton-alg4", "D-", "Newton, Jacobian by Alg. 4"),
+            ("newton", "s-", "Newton, subtree Jacobian"),
+        ):
             pts = [(r["n"], 1e3 * r["runs"][f"{b}-{name}"]["step_s"]) for r in rows if f"{b}-{name}" in r["runs"]]
             if pts:
                 ax.loglog(*zip(*pts), mark, label=f"DRNEA + {label} ({b})")
@@ -300,8 +344,11 @@ def main() -> None:
     ap.add_argument("--midpoint-steps", type=int, default=None, help="default: --steps")
     ap.add_argument("--midpoint-cap", type=float, default=900.0, help="seconds for MidpointVI build + run")
     ap.add_argument("--no-midpoint", action="store_true", help="skip MidpointVI (e.g. for N beyond 100)")
-    ap.add_argument("--warm-cache", action="store_true",
-                    help="let MidpointVI reuse compiled code from ~/.cache (default: cold build in a fresh cache)")
+    ap.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="let MidpointVI reuse compiled code from ~/.cache (default: cold build in a fresh cache)",
+    )
     ap.add_argument("--backends", nargs="+", default=["c", "numpy"], choices=["c", "numpy"])
     ap.add_argument("--alg4-max", type=int, default=200, help="largest N for Newton with the Alg. 4 Jacobian")
     ap.add_argument("--name", default="linear_time", help="basename of the files in benchmarks/results/")
@@ -322,32 +369,49 @@ def main() -> None:
         runs = run_interleaved(robot, args.steps, configs)
         row["runs"] = {f"{b}-{m}": v for (b, m), v in runs.items()}
         main_run = row["runs"][f"{args.backends[0]}-riqn"]
-        row["midpoint"] = (dict(status="not run") if args.no_midpoint
-                           else run_midpoint(n, mp_steps, args.midpoint_cap, cache))
-        row["ig_iterations"] = {ig: run_linear_time(robot, "riqn", min(args.steps, 500), ig,
-                                                       args.backends[0])["iters_mean"]
-                                for ig in ("IG1", "IG2", "IG3")}
+        row["midpoint"] = (
+            dict(status="not run") if args.no_midpoint else run_midpoint(n, mp_steps, args.midpoint_cap, cache)
+        )
+        row["ig_iterations"] = {
+            ig: run_linear_time(robot, "riqn", min(args.steps, 500), ig, args.backends[0])["iters_mean"]
+            for ig in ("IG1", "IG2", "IG3")
+        }
         if row["midpoint"].get("status") == "ok" and mp_steps == args.steps:
-            row["midpoint_vs_lt_final_q"] = float(np.abs(np.array(row["midpoint"]["q_final"])
-                                                        - np.array(main_run["q_final"])).max())
+            row["midpoint_vs_lt_final_q"] = float(
+                np.abs(np.array(row["midpoint"]["q_final"]) - np.array(main_run["q_final"])).max()
+            )
         rows.append(row)
-        print(f"N={n}: " + ", ".join(f"{k} {fmt_ms(v['step_s'])} ms/step" for k, v in row["runs"].items())
-              + f", midpoint {row['midpoint']}", flush=True)
+        print(
+            f"N={n}: "
+            + ", ".join(f"{k} {fmt_ms(v['step_s'])} ms/step" for k, v in row["runs"].items())
+            + f", midpoint {row['midpoint']}",
+            flush=True,
+        )
     if cache:
         shutil.rmtree(cache, ignore_errors=True)
     table = make_table(rows, args.steps, mp_steps, args.backends)
-    ig = "\n".join(["", "RIQN mean iterations per step by initial guess (first 500 steps):", "",
-                    "| N | IG1 | IG2 | IG3 |", "|---|---|---|---|"]
-                   + [f"| {r['n']} | " + " | ".join(f"{r['ig_iterations'][k]:.2f}" for k in ("IG1", "IG2", "IG3"))
-                      + " |" for r in rows])
+    ig = "\n".join(
+        [
+            "",
+            "RIQN mean iterations per step by initial guess (first 500 steps):",
+            "",
+            "| N | IG1 | IG2 | IG3 |",
+            "|---|---|---|---|",
+        ]
+        + [
+            f"| {r['n']} | " + " | ".join(f"{r['ig_iterations'][k]:.2f}" for k in ("IG1", "IG2", "IG3")) + " |"
+            for r in rows
+        ]
+    )
     print(table + "\n" + ig)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.md").write_text(table + "\n" + ig + "\n")
     for r in rows:
         for v in [*r["runs"].values(), r["midpoint"]]:
             v.pop("q_final", None)
-    (RESULTS / f"{args.name}.json").write_text(json.dumps(dict(steps=args.steps, midpoint_steps=mp_steps, rows=rows),
-                                                         indent=1))
+    (RESULTS / f"{args.name}.json").write_text(
+        json.dumps(dict(steps=args.steps, midpoint_steps=mp_steps, rows=rows), indent=1)
+    )
     plot(rows, RESULTS / f"{args.name}.png", args.backends)
 
 

@@ -46,7 +46,7 @@ def fd_jacobian(vi, x: np.ndarray, u: np.ndarray, eps: float = 1e-6) -> np.ndarr
         zp, zm = z.copy(), z.copy()
         zp[j] += eps
         zm[j] -= eps
-        J[:, j] = (vi.step(zp[: vi.nx], zp[vi.nx:]) - vi.step(zm[: vi.nx], zm[vi.nx:])) / (2 * eps)
+        J[:, j] = (vi.step(zp[: vi.nx], zp[vi.nx :]) - vi.step(zm[: vi.nx], zm[vi.nx :])) / (2 * eps)
     return J
 
 
@@ -111,33 +111,58 @@ def run(name: str, rounds: int) -> dict:
     J = np.hstack([lin.A, lin.B])
     err = np.linalg.norm(J - J_fd) / np.linalg.norm(J_fd)
     cov = np.random.default_rng(1).normal(size=vi.nx)
-    row = dict(model=name, nq=vi.nq, nx=vi.nx, nu=vi.nu, nc=vi.nc, build=build, lazy=lazy, fd_err=err,
-               compiled=vi.functions.compiled("linearize"))
-    row.update(interleaved_best_ms({
-        "step": lambda: vi.solve(x, u),
-        "fd": lambda: fd_jacobian(vi, x, u),
-        "first": lambda: linearize(vi, x, u, r),
-        "contraction": lambda: second_order_contraction(vi, x, u, cov, r),
-        "full": lambda: second_order(vi, x, u, r),
-    }, rounds))
+    row = dict(
+        model=name,
+        nq=vi.nq,
+        nx=vi.nx,
+        nu=vi.nu,
+        nc=vi.nc,
+        build=build,
+        lazy=lazy,
+        fd_err=err,
+        compiled=vi.functions.compiled("linearize"),
+    )
+    row.update(
+        interleaved_best_ms(
+            {
+                "step": lambda: vi.solve(x, u),
+                "fd": lambda: fd_jacobian(vi, x, u),
+                "first": lambda: linearize(vi, x, u, r),
+                "contraction": lambda: second_order_contraction(vi, x, u, cov, r),
+                "full": lambda: second_order(vi, x, u, r),
+            },
+            rounds,
+        )
+    )
     return row
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| model | nq / nx / nu / nc | step | FD [A B] | first order | FD ÷ first | contraction "
-           "| full tensor | ‖J−J_fd‖/‖J_fd‖ |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| model | nq / nx / nu / nc | step | FD [A B] | first order | FD ÷ first | contraction "
+        "| full tensor | ‖J−J_fd‖/‖J_fd‖ |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| {r['model']} | {r['nq']} / {r['nx']} / {r['nu']} / {r['nc']} | {r['step']:.3f} | "
-                   f"{r['fd']:.2f} | {r['first']:.3f} | **{r['fd'] / r['first']:.0f}×** | {r['contraction']:.3f} | "
-                   f"{r['full']:.1f} | {r['fd_err']:.1e} |")
-    out.append(f"| Johnson2015 marionette (2011 i7, C) | 40 / 80 / 18 / 6 | {PAPER_MS['step']} | – | "
-               f"{PAPER_MS['first']} | – | – | {PAPER_MS['full']} | – |")
+        out.append(
+            f"| {r['model']} | {r['nq']} / {r['nx']} / {r['nu']} / {r['nc']} | {r['step']:.3f} | "
+            f"{r['fd']:.2f} | {r['first']:.3f} | **{r['fd'] / r['first']:.0f}×** | {r['contraction']:.3f} | "
+            f"{r['full']:.1f} | {r['fd_err']:.1e} |"
+        )
+    out.append(
+        f"| Johnson2015 marionette (2011 i7, C) | 40 / 80 / 18 / 6 | {PAPER_MS['step']} | – | "
+        f"{PAPER_MS['first']} | – | – | {PAPER_MS['full']} | – |"
+    )
     out.append("")
-    out.append(f"ms per time step, fastest of the rounds, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}. "
-               "Build (s): " + ", ".join(
-        f"{r['model']} construction {r['build']:.1f} + first derivative call (lazy C build) {r['lazy']:.1f}"
-        f"{'' if r['compiled'] else ' (CasADi VM: not compiled)'}" for r in rows))
+    out.append(
+        f"ms per time step, fastest of the rounds, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}. "
+        "Build (s): "
+        + ", ".join(
+            f"{r['model']} construction {r['build']:.1f} + first derivative call (lazy C build) {r['lazy']:.1f}"
+            f"{'' if r['compiled'] else ' (CasADi VM: not compiled)'}"
+            for r in rows
+        )
+    )
     return "\n".join(out)
 
 

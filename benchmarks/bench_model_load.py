@@ -79,13 +79,17 @@ def example_robots() -> tuple[int, float]:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| links | load_robot (CPU s, median / min) | pivot test (s) | dense M(q) + Cholesky (s) | dense / pivots |",
-           "|---|---|---|---|---|"]
+    out = [
+        "| links | load_robot (CPU s, median / min) | pivot test (s) | dense M(q) + Cholesky (s) | dense / pivots |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         dense = f"{r['dense'][0]:.3g} / {r['dense'][1]:.3g}" if r["dense"] else "—"
         ratio = f"{r['ratio']:.0f}×" if r["ratio"] else "—"
-        out.append(f"| {r['links']} | {r['load'][0]:.3g} / {r['load'][1]:.3g} | {r['pivots'][0]:.3g} / "
-                   f"{r['pivots'][1]:.3g} | {dense} | {ratio} |")
+        out.append(
+            f"| {r['links']} | {r['load'][0]:.3g} / {r['load'][1]:.3g} | {r['pivots'][0]:.3g} / "
+            f"{r['pivots'][1]:.3g} | {dense} | {ratio} |"
+        )
     return "\n".join(out)
 
 

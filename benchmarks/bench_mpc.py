@@ -80,11 +80,22 @@ def run_case(name: str, rate: float, cycles: int | None = None, iterations: int 
         x = plant.step(x, law.command(law.index(t), x)[0])
     cpu = np.array(cpu)
     goal = m.X_ref[-1, : vi.nq]
-    return dict(task=name, rate=rate, dt=task.dt, N=task.horizon, converged=bool(first.result.converged), cold=cold,
-                p50=float(np.percentile(cpu, 50)), p99=float(np.percentile(cpu, 99)), max=float(cpu.max()),
-                within=float(np.mean(cpu <= task.dt)), cycles=len(cpu), accepted=accepted,
-                iterations=float(np.median(iters)),
-                goal_error=float(np.abs(state_error(goal, x[: vi.nq], vi.robot.continuous_mask)).max()))
+    return dict(
+        task=name,
+        rate=rate,
+        dt=task.dt,
+        N=task.horizon,
+        converged=bool(first.result.converged),
+        cold=cold,
+        p50=float(np.percentile(cpu, 50)),
+        p99=float(np.percentile(cpu, 99)),
+        max=float(cpu.max()),
+        within=float(np.mean(cpu <= task.dt)),
+        cycles=len(cpu),
+        accepted=accepted,
+        iterations=float(np.median(iters)),
+        goal_error=float(np.abs(state_error(goal, x[: vi.nq], vi.robot.continuous_mask)).max()),
+    )
 
 
 def run(tasks=TASKS, rates=(50.0, 100.0), cycles: int | None = None, iterations: int = 10, log=print) -> list[dict]:
@@ -93,19 +104,25 @@ def run(tasks=TASKS, rates=(50.0, 100.0), cycles: int | None = None, iterations:
         for rate in rates:
             r = run_case(name, rate, cycles, iterations)
             rows.append(r)
-            log(f"[bench_mpc] {name} {rate:g} Hz: cold {1e3 * r['cold']:.1f} ms, cycle p50 {1e3 * r['p50']:.2f} "
-                f"p99 {1e3 * r['p99']:.2f} ms, {100 * r['within']:.0f} % within {1e3 * r['dt']:.0f} ms")
+            log(
+                f"[bench_mpc] {name} {rate:g} Hz: cold {1e3 * r['cold']:.1f} ms, cycle p50 {1e3 * r['p50']:.2f} "
+                f"p99 {1e3 * r['p99']:.2f} ms, {100 * r['within']:.0f} % within {1e3 * r['dt']:.0f} ms"
+            )
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| task | rate | N (first plan) | cold plan [ms] | cycle p50 / p99 / max [ms] (CPU) | within the period | "
-           "accepted | iterations (median) | final \\|q − q_goal\\|∞ [rad] |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| task | rate | N (first plan) | cold plan [ms] | cycle p50 / p99 / max [ms] (CPU) | within the period | "
+        "accepted | iterations (median) | final \\|q − q_goal\\|∞ [rad] |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| {r['task']} | {r['rate']:g} Hz | {r['N']} | {1e3 * r['cold']:.1f} | {1e3 * r['p50']:.2f} / "
-                   f"{1e3 * r['p99']:.2f} / {1e3 * r['max']:.2f} | {100 * r['within']:.0f} % | {r['accepted']}/"
-                   f"{r['cycles']} | {r['iterations']:g} | {r['goal_error']:.3g} |")
+        out.append(
+            f"| {r['task']} | {r['rate']:g} Hz | {r['N']} | {1e3 * r['cold']:.1f} | {1e3 * r['p50']:.2f} / "
+            f"{1e3 * r['p99']:.2f} / {1e3 * r['max']:.2f} | {100 * r['within']:.0f} % | {r['accepted']}/"
+            f"{r['cycles']} | {r['iterations']:g} | {r['goal_error']:.3g} |"
+        )
     return "\n".join(out)
 
 
@@ -118,9 +135,11 @@ def main() -> None:
     a = ap.parse_args()
     rows = run(a.tasks, a.rates, a.cycles, a.iterations)
     span = "the task's duration and 1 s after it" if a.cycles is None else f"{a.cycles} cycles"
-    text = (f"# MPC cycle times (benchmarks/bench_mpc.py)\n\n{span} per row, a re-plan every control step, "
-            f"at most {a.iterations} iterations a cycle, plant mass ×{MASS_SCALE}; CPU time of `RecedingHorizon.cycle` "
-            "(one process, this machine).\n\n" + table(rows) + "\n")
+    text = (
+        f"# MPC cycle times (benchmarks/bench_mpc.py)\n\n{span} per row, a re-plan every control step, "
+        f"at most {a.iterations} iterations a cycle, plant mass ×{MASS_SCALE}; CPU time of `RecedingHorizon.cycle` "
+        "(one process, this machine).\n\n" + table(rows) + "\n"
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "mpc.md").write_text(text)
     print(text)

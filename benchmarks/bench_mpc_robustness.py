@@ -35,15 +35,32 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 FIGURE = ROOT / "docs" / "mpc_robustness.png"
 CONTROLLERS = ("tvlqr", "mpc", "oracle")
-CARTPOLE_SWEEP = {"samples": 64, "seed": 0, "success": {"tolerance": 0.05, "hold_time": 2.0, "clamp": True},
-                  "perturbations": {"mass_scale": [0.8, 1.2], "damping": [0.0, 0.05], "actuator_gain": [0.9, 1.1],
-                                    "sensor_noise": [0.0, 0.005], "q0_offset": [-0.05, 0.05],
-                                    "qdot0_offset": [-0.1, 0.1]}}
+CARTPOLE_SWEEP = {
+    "samples": 64,
+    "seed": 0,
+    "success": {"tolerance": 0.05, "hold_time": 2.0, "clamp": True},
+    "perturbations": {
+        "mass_scale": [0.8, 1.2],
+        "damping": [0.0, 0.05],
+        "actuator_gain": [0.9, 1.1],
+        "sensor_noise": [0.0, 0.005],
+        "q0_offset": [-0.05, 0.05],
+        "qdot0_offset": [-0.1, 0.1],
+    },
+}
 # task name, sweep config, the task's mpc: section for the MPC runs (a deadline: the horizon shrinks toward it)
-CASES = {"pendulum": ("task_pendulum_swingup_bounded", str(ROOT / "config" / "sweep_pendulum.yaml"),
-                      {"period": 0.1, "shrinking": True, "min_horizon": 20, "max_iterations": 20}),
-         "cartpole": ("task_cartpole_swingup", CARTPOLE_SWEEP,
-                      {"period": 0.2, "shrinking": True, "min_horizon": 30, "max_iterations": 20})}
+CASES = {
+    "pendulum": (
+        "task_pendulum_swingup_bounded",
+        str(ROOT / "config" / "sweep_pendulum.yaml"),
+        {"period": 0.1, "shrinking": True, "min_horizon": 20, "max_iterations": 20},
+    ),
+    "cartpole": (
+        "task_cartpole_swingup",
+        CARTPOLE_SWEEP,
+        {"period": 0.2, "shrinking": True, "min_horizon": 30, "max_iterations": 20},
+    ),
+}
 # (the cart-pole's windows past its deadline stay 1.5 s long: at 0.5 s (min_horizon 10) the terminal constraint
 # over so short a window overreached and MPC held fewer samples than TV-LQR, 23 of 64 against 30)
 
@@ -54,8 +71,9 @@ def run_case(name: str, samples: int, backend: str = "ray", log=print) -> dict:
     task = dataclasses.replace(load_task(task_name), mpc=mpc)
     out = {}
     for c in CONTROLLERS:
-        res = robustness_sweep(task, config, samples=samples, backend=backend, progress=False, plot=False,
-                               log=lambda s: None, controller=c)
+        res = robustness_sweep(
+            task, config, samples=samples, backend=backend, progress=False, plot=False, log=lambda s: None, controller=c
+        )
         out[c] = {r["sample"]: r for r in res.records}
         log(f"[bench_mpc_robustness] {name} {c}: {sum(r['success'] for r in res.records)}/{len(res.records)}")
     return out
@@ -76,13 +94,20 @@ def summary(runs: dict) -> dict:
 
 
 def table(summaries: dict) -> str:
-    out = ["| sweep | samples | TV-LQR | MPC | oracle (true plant) | MPC on the oracle's feasible samples | "
-           "MPC cycle solve p50 [ms] |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "| sweep | samples | TV-LQR | MPC | oracle (true plant) | MPC on the oracle's feasible samples | "
+        "MPC cycle solve p50 [ms] |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, s in summaries.items():
-        cells = [f"{100 * s[c]['rate']:.0f} % [{100 * s[c]['ci'][0]:.0f}, {100 * s[c]['ci'][1]:.0f}]"
-                 for c in CONTROLLERS]
-        out.append(f"| {name} | {s['tvlqr']['n']} | " + " | ".join(cells)
-                   + f" | {100 * s['mpc_of_feasible']:.0f} % | {1e3 * s['mpc_solve_p50']:.1f} |")
+        cells = [
+            f"{100 * s[c]['rate']:.0f} % [{100 * s[c]['ci'][0]:.0f}, {100 * s[c]['ci'][1]:.0f}]" for c in CONTROLLERS
+        ]
+        out.append(
+            f"| {name} | {s['tvlqr']['n']} | "
+            + " | ".join(cells)
+            + f" | {100 * s['mpc_of_feasible']:.0f} % | {1e3 * s['mpc_solve_p50']:.1f} |"
+        )
     return "\n".join(out)
 
 
@@ -102,8 +127,12 @@ def plot(all_runs: dict, path: Path) -> None:
             ok = np.array([bool(r["success"]) for r in runs[c].values()])
             idx = np.clip(np.digitize(m, edges) - 1, 0, len(centers) - 1)
             rate = [ok[idx == b].mean() if np.any(idx == b) else np.nan for b in range(len(centers))]
-            ax.bar(centers + (i - 1) * 0.025, rate, width=0.025, label={"tvlqr": "TV-LQR", "mpc": "MPC",
-                                                                          "oracle": "oracle"}[c])
+            ax.bar(
+                centers + (i - 1) * 0.025,
+                rate,
+                width=0.025,
+                label={"tvlqr": "TV-LQR", "mpc": "MPC", "oracle": "oracle"}[c],
+            )
         ax.set_xlabel("plant mass scale (sampled)")
         ax.set_ylabel("success rate")
         ax.set_ylim(0, 1.05)
@@ -124,8 +153,10 @@ def main() -> None:
     a = ap.parse_args()
     all_runs = {name: run_case(name, a.samples, "serial" if a.serial else "ray") for name in a.tasks}
     summaries = {name: summary(runs) for name, runs in all_runs.items()}
-    text = ("# MPC robustness (benchmarks/bench_mpc_robustness.py)\n\nSuccess rate [Wilson 95 %] of the same samples "
-            "under each controller; the oracle plans on each sample's true plant.\n\n" + table(summaries) + "\n")
+    text = (
+        "# MPC robustness (benchmarks/bench_mpc_robustness.py)\n\nSuccess rate [Wilson 95 %] of the same samples "
+        "under each controller; the oracle plans on each sample's true plant.\n\n" + table(summaries) + "\n"
+    )
     for name, s in summaries.items():
         text += f"\n{name}: samples MPC fails that the oracle holds: {s['mpc_fails_oracle_holds']}\n"
     RESULTS.mkdir(exist_ok=True)

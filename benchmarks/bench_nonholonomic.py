@@ -93,17 +93,27 @@ def _step_speed_row(name: str, rounds: int, steps: int) -> dict:
             x = gni.step(x, u)
 
     def run_driver():
-        drv.z[: gni.nx], drv.z[gni.nx:] = x0, u
+        drv.z[: gni.nx], drv.z[gni.nx :] = x0, u
         for _ in range(steps):
             drv(st.max_iterations, st.tol, st.rcond_min, True, True, 0.25)
             drv.z[: gni.nx] = drv.xn
 
-    res = interleaved({"gni": run_gni, "driver": run_driver, "rhs": lambda: ode.rhs(0.0, s0)}, rounds,
-                      {"gni": 1, "driver": 1, "rhs": 2000})
+    res = interleaved(
+        {"gni": run_gni, "driver": run_driver, "rhs": lambda: ode.rhs(0.0, s0)},
+        rounds,
+        {"gni": 1, "driver": 1, "rhs": 2000},
+    )
     g, d, r = res["gni"][0] / steps, res["driver"][0] / steps, res["rhs"][0]
-    return dict(what=f"GNI step, {name}: Python step / compiled driver call", us=g * 1e6,
-                us_min=res["gni"][1] / steps * 1e6, driver_us=d * 1e6, driver_min=res["driver"][1] / steps * 1e6,
-                baseline="Lagrange–d'Alembert rhs (Pinocchio + KKT), one evaluation", base_us=r * 1e6, ratio=g / r)
+    return dict(
+        what=f"GNI step, {name}: Python step / compiled driver call",
+        us=g * 1e6,
+        us_min=res["gni"][1] / steps * 1e6,
+        driver_us=d * 1e6,
+        driver_min=res["driver"][1] / steps * 1e6,
+        baseline="Lagrange–d'Alembert rhs (Pinocchio + KKT), one evaluation",
+        base_us=r * 1e6,
+        ratio=g / r,
+    )
 
 
 def snakeboard_runs(N: int, ref=None) -> dict:
@@ -118,14 +128,17 @@ def snakeboard_runs(N: int, ref=None) -> dict:
     rdp = {ret: ReducedDAlembertPontryagin(system, h, ret) for ret in ("exp", "cayley")}
     loop = ReducedDAlembertPontryagin(system, h, "exp")  # baseline: the numpy Newton loop, compiled functions
     loop.use_driver = False
-    out = {"gni": lambda: gni.simulate(gni.state_from_velocity(q0, qd0, U[0, ::-1]), U[:, ::-1])[0][:, :2],
-           "rdp exp": lambda: rdp["exp"].simulate(*start, forces=U).g[:, 1:],
-           "rdp cayley": lambda: rdp["cayley"].simulate(*start, forces=U).g[:, 1:],
-           "rdp exp, numpy Newton loop": lambda: loop.simulate(*start, forces=U).g[:, 1:],
-           "rk2": lambda: rk2_midpoint(ode.rhs, np.concatenate([q0, qd0]), h, N)[:, :2]}
+    out = {
+        "gni": lambda: gni.simulate(gni.state_from_velocity(q0, qd0, U[0, ::-1]), U[:, ::-1])[0][:, :2],
+        "rdp exp": lambda: rdp["exp"].simulate(*start, forces=U).g[:, 1:],
+        "rdp cayley": lambda: rdp["cayley"].simulate(*start, forces=U).g[:, 1:],
+        "rdp exp, numpy Newton loop": lambda: loop.simulate(*start, forces=U).g[:, 1:],
+        "rk2": lambda: rk2_midpoint(ode.rhs, np.concatenate([q0, qd0]), h, N)[:, :2],
+    }
     if ref is None:
-        ref = solve_ivp(ode.rhs, (0, T), np.concatenate([q0, qd0]), method="DOP853", rtol=1e-12, atol=1e-12,
-                        dense_output=True)
+        ref = solve_ivp(
+            ode.rhs, (0, T), np.concatenate([q0, qd0]), method="DOP853", rtol=1e-12, atol=1e-12, dense_output=True
+        )
     return dict(fns=out, ref=ref, N=N)
 
 
@@ -134,13 +147,26 @@ def snakeboard_speed(rounds: int) -> tuple[list[dict], dict]:
     paths = {k: fn() for k, fn in runs["fns"].items()}
     res = interleaved(runs["fns"], rounds, {k: 1 for k in runs["fns"]})
     ref_end = runs["ref"].y[:2, -1]
-    rows = [dict(what=f"snakeboard, 128 steps (T = 10 s), {k}", ms=res[k][0] * 1e3, ms_min=res[k][1] * 1e3,
-                 error=float(np.linalg.norm(paths[k][-1] - ref_end))) for k in runs["fns"]]
+    rows = [
+        dict(
+            what=f"snakeboard, 128 steps (T = 10 s), {k}",
+            ms=res[k][0] * 1e3,
+            ms_min=res[k][1] * 1e3,
+            error=float(np.linalg.norm(paths[k][-1] - ref_end)),
+        )
+        for k in runs["fns"]
+    ]
     fine = snakeboard_runs(512, runs["ref"])
     paths_fine = {k: fine["fns"][k]() for k in ("gni", "rdp exp", "rk2")}
     for k, p in paths_fine.items():
-        rows.append(dict(what=f"snakeboard, 512 steps, {k}", ms=np.nan, ms_min=np.nan,
-                         error=float(np.linalg.norm(p[-1] - ref_end))))
+        rows.append(
+            dict(
+                what=f"snakeboard, 512 steps, {k}",
+                ms=np.nan,
+                ms_min=np.nan,
+                error=float(np.linalg.norm(p[-1] - ref_end)),
+            )
+        )
     return rows, dict(paths=paths, paths_fine=paths_fine, ref=runs["ref"])
 
 
@@ -152,8 +178,14 @@ def sleigh_energy(steps: int, h: float = 0.01) -> dict:
     cpu_s = time.process_time() - t
     E = np.array([gni.energy(x) for x in X])
     res = max(np.abs(gni.nonholonomic_residual(X[k], X[k + 1])).max() for k in range(steps))
-    return dict(steps=steps, h=h, cpu=cpu_s, energy_rel=float(np.abs(E / E[0] - 1).max()), constraint=float(res),
-                X=X[:: max(1, steps // 2000)])
+    return dict(
+        steps=steps,
+        h=h,
+        cpu=cpu_s,
+        energy_rel=float(np.abs(E / E[0] - 1).max()),
+        constraint=float(res),
+        X=X[:: max(1, steps // 2000)],
+    )
 
 
 # ---- 3. SymPy + RK45 side by side ------------------------------------------------------------------------
@@ -187,10 +219,10 @@ def sympy_sleigh_rhs():
     S = G.locatenew("S", -a * B.x)
     S.v2pt_theory(G, N, B)
     body = me.RigidBody("body", G, B, m, (me.inertia(B, 0, 0, Iz), G))
-    kd = [x.diff() - (u1 * sm.cos(th) - u2 * sm.sin(th)), y.diff() - (u1 * sm.sin(th) + u2 * sm.cos(th)),
-          th.diff() - w]
-    km = me.KanesMethod(N, q_ind=[x, y, th], u_ind=[u1, w], u_dependent=[u2], kd_eqs=kd,
-                        velocity_constraints=[S.vel(N).dot(B.y)])
+    kd = [x.diff() - (u1 * sm.cos(th) - u2 * sm.sin(th)), y.diff() - (u1 * sm.sin(th) + u2 * sm.cos(th)), th.diff() - w]
+    km = me.KanesMethod(
+        N, q_ind=[x, y, th], u_ind=[u1, w], u_dependent=[u2], kd_eqs=kd, velocity_constraints=[S.vel(N).dot(B.y)]
+    )
     km.kanes_equations([body], [])
     pars = {m: SLEIGH["m"], Iz: SLEIGH["I"], a: SLEIGH["a"]}
     states = list(km.q) + list(km.u)
@@ -200,6 +232,7 @@ def sympy_sleigh_rhs():
 
     def rhs(t, s):
         return np.linalg.solve(fM(*s), np.asarray(fF(*s), float).ravel())
+
     return rhs, lambda s: float(fE(*s))
 
 
@@ -221,9 +254,15 @@ def side_by_side(T: float = 2.0, T_energy: float = 100.0) -> list[dict]:
         cpu_s = time.process_time() - t
         long = solve_ivp(rhs, (0, T_energy), z0, method="RK45", rtol=rtol, atol=rtol * 1e-2)
         E = np.array([energy(s) for s in long.y.T])
-        rows.append(dict(method=f"SymPy KanesMethod + RK45, rtol {rtol:g}", cpu=cpu_s,
-                         error=float(np.abs(sol.y[:3, -1] - ref).max()), drift=float(np.abs(E / E[0] - 1).max()),
-                         steps=sol.t.size - 1))
+        rows.append(
+            dict(
+                method=f"SymPy KanesMethod + RK45, rtol {rtol:g}",
+                cpu=cpu_s,
+                error=float(np.abs(sol.y[:3, -1] - ref).max()),
+                drift=float(np.abs(E / E[0] - 1).max()),
+                steps=sol.t.size - 1,
+            )
+        )
     for h in (0.04, 0.02, 0.01, 0.005):
         gni = make_integrator("gni", robot, h)
         x0 = gni.state_from_velocity(SLEIGH_Q0, SLEIGH_QD0)
@@ -232,8 +271,15 @@ def side_by_side(T: float = 2.0, T_energy: float = 100.0) -> list[dict]:
         cpu_s = time.process_time() - t
         XL, _ = gni.simulate(x0, steps=int(round(T_energy / h)))
         E = np.array([gni.energy(x) for x in XL])
-        rows.append(dict(method=f"GNI, h = {h:g}", cpu=cpu_s, error=float(np.abs(X[-1, :3] - ref).max()),
-                         drift=float(np.abs(E / E[0] - 1).max()), steps=int(round(T / h))))
+        rows.append(
+            dict(
+                method=f"GNI, h = {h:g}",
+                cpu=cpu_s,
+                error=float(np.abs(X[-1, :3] - ref).max()),
+                drift=float(np.abs(E / E[0] - 1).max()),
+                steps=int(round(T / h)),
+            )
+        )
     rows.append(dict(method="(SymPy model build + lambdify, once)", cpu=build, error=np.nan, drift=np.nan, steps=0))
     return rows
 
@@ -254,14 +300,35 @@ def plots(out: Path, energy: dict, snake: dict) -> list[Path]:
         qd = SLEIGH_HEART * np.array([1, sign, sign])
         gni = make_integrator("gni", robot, 0.05)
         X, _ = gni.simulate(gni.state_from_velocity(SLEIGH_Q0, qd), steps=50)
-        ax[0].plot(X[:, 0] - a * np.cos(X[:, 2]), X[:, 1] - a * np.sin(X[:, 2]), "b" + style,
-                   label="GNI, h = 0.05" if sign > 0 else None)
-        tr = rdp.simulate(np.zeros(3), np.zeros(0), np.zeros(0),
-                          spatial_to_body(np.zeros(3), np.array([qd[2], qd[0], qd[1]])), steps=50)
-        ax[0].plot(tr.g[:, 1] - a * np.cos(tr.g[:, 0]), tr.g[:, 2] - a * np.sin(tr.g[:, 0]), "r" + style,
-                   lw=0.8, label="RDP (exp), h = 0.05" if sign > 0 else None)
-        s = solve_ivp(NonholonomicODE(robot).rhs, (0, 2.5), np.concatenate([SLEIGH_Q0, qd]), method="DOP853",
-                      rtol=1e-12, atol=1e-12, max_step=0.02).y
+        ax[0].plot(
+            X[:, 0] - a * np.cos(X[:, 2]),
+            X[:, 1] - a * np.sin(X[:, 2]),
+            "b" + style,
+            label="GNI, h = 0.05" if sign > 0 else None,
+        )
+        tr = rdp.simulate(
+            np.zeros(3),
+            np.zeros(0),
+            np.zeros(0),
+            spatial_to_body(np.zeros(3), np.array([qd[2], qd[0], qd[1]])),
+            steps=50,
+        )
+        ax[0].plot(
+            tr.g[:, 1] - a * np.cos(tr.g[:, 0]),
+            tr.g[:, 2] - a * np.sin(tr.g[:, 0]),
+            "r" + style,
+            lw=0.8,
+            label="RDP (exp), h = 0.05" if sign > 0 else None,
+        )
+        s = solve_ivp(
+            NonholonomicODE(robot).rhs,
+            (0, 2.5),
+            np.concatenate([SLEIGH_Q0, qd]),
+            method="DOP853",
+            rtol=1e-12,
+            atol=1e-12,
+            max_step=0.02,
+        ).y
         ax[0].plot(s[0] - a * np.cos(s[2]), s[1] - a * np.sin(s[2]), "k:", label="DOP853" if sign > 0 else None)
     ax[0].set_title("sleigh skate point, ±ω₀, 2.5 s (Kobilarov2010, Fig. 2)")
     ax[0].set_aspect("equal")
@@ -293,23 +360,36 @@ def plots(out: Path, energy: dict, snake: dict) -> list[Path]:
 
 
 def markdown(speed: list, snake_rows: list, energy: dict, sbs: list) -> str:
-    lines = [f"CPU times, {load_average()} (2 cores shared)", "",
-             "| what | measured (median / min) | baseline (same process) | ratio |", "|---|---|---|---|"]
+    lines = [
+        f"CPU times, {load_average()} (2 cores shared)",
+        "",
+        "| what | measured (median / min) | baseline (same process) | ratio |",
+        "|---|---|---|---|",
+    ]
     for r in speed:
-        lines.append(f"| {r['what']} | {r['us']:.2f} / {r['us_min']:.2f} µs; driver {r['driver_us']:.2f} / "
-                     f"{r['driver_min']:.2f} µs | {r['baseline']}: {r['base_us']:.2f} µs | {r['ratio']:.2f} |")
+        lines.append(
+            f"| {r['what']} | {r['us']:.2f} / {r['us_min']:.2f} µs; driver {r['driver_us']:.2f} / "
+            f"{r['driver_min']:.2f} µs | {r['baseline']}: {r['base_us']:.2f} µs | {r['ratio']:.2f} |"
+        )
     lines += ["", "| snakeboard | CPU (median / min) | final position error vs DOP853 |", "|---|---|---|"]
     for r in snake_rows:
         t = "—" if np.isnan(r["ms"]) else f"{r['ms']:.2f} / {r['ms_min']:.2f} ms"
         lines.append(f"| {r['what']} | {t} | {r['error']:.3e} m |")
-    lines += ["", f"Sleigh GNI, {energy['steps']} steps of {energy['h']} s ({energy['cpu']:.2f} s CPU): relative "
-              f"energy error {energy['energy_rel']:.2e}, discrete constraint (eq. 5b) {energy['constraint']:.2e}.", ""]
+    lines += [
+        "",
+        f"Sleigh GNI, {energy['steps']} steps of {energy['h']} s ({energy['cpu']:.2f} s CPU): relative "
+        f"energy error {energy['energy_rel']:.2e}, discrete constraint (eq. 5b) {energy['constraint']:.2e}.",
+        "",
+    ]
     if sbs:
-        lines += ["| sleigh, T = 2 s | CPU | steps | max error vs DOP853 | energy drift over 100 s |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "| sleigh, T = 2 s | CPU | steps | max error vs DOP853 | energy drift over 100 s |",
+            "|---|---|---|---|---|",
+        ]
         for r in sbs:
-            lines.append(f"| {r['method']} | {r['cpu'] * 1e3:.1f} ms | {r['steps']} | {r['error']:.2e} | "
-                         f"{r['drift']:.2e} |")
+            lines.append(
+                f"| {r['method']} | {r['cpu'] * 1e3:.1f} ms | {r['steps']} | {r['error']:.2e} | {r['drift']:.2e} |"
+            )
     return "\n".join(lines) + "\n"
 
 

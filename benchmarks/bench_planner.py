@@ -69,23 +69,44 @@ def ours(rounds: int, gradient_iterations: int) -> tuple[list[dict], dict]:
     for method, _ in methods:
         total, cpu, plan, res = best[method]
         runs[method] = (plan, res)
-        rows.append(dict(tool="vi_control", method=method, iterations=res.iterations, converged=res.converged,
-                         optimize_ms=res.wall_time * 1e3, total_ms=total * 1e3,
-                         cpu_ms=float(np.min(cpu_all[method])) * 1e3,
-                         cpu_median_ms=float(np.median(cpu_all[method])) * 1e3, cost=res.cost,
-                         q_final=float(plan.X[-1, 0]), note=res.stop_reason))
+        rows.append(
+            dict(
+                tool="vi_control",
+                method=method,
+                iterations=res.iterations,
+                converged=res.converged,
+                optimize_ms=res.wall_time * 1e3,
+                total_ms=total * 1e3,
+                cpu_ms=float(np.min(cpu_all[method])) * 1e3,
+                cpu_median_ms=float(np.median(cpu_all[method])) * 1e3,
+                cost=res.cost,
+                q_final=float(plan.X[-1, 0]),
+                note=res.stop_reason,
+            )
+        )
     # Baseline: open-loop steepest descent on the adjoint gradient (no projection), same stop rule.
     from vi_control.planning.cost import QuadraticTrackingCost
     from vi_control.planning.gradient import steepest_descent
 
     X_ref, U_ref = reference_trajectory(task, vi)
-    cost = QuadraticTrackingCost(X_ref, U_ref, *(task.weight(w, "weights", n) for w, n in (("Q", 2), ("R", 1),
-                                                                                          ("Qf", 2))))
+    cost = QuadraticTrackingCost(
+        X_ref, U_ref, *(task.weight(w, "weights", n) for w, n in (("Q", 2), ("R", 1), ("Qf", 2)))
+    )
     res = steepest_descent(vi, cost, start_state(task, vi), U_ref, max_iterations=gradient_iterations)
     runs["open-loop gradient"] = (None, res)
-    rows.append(dict(tool="vi_control", method="open-loop gradient (baseline)", iterations=res.iterations,
-                     converged=res.converged, optimize_ms=res.wall_time * 1e3, total_ms=None, cost=res.cost,
-                     q_final=float(res.X[-1, 0]), note=res.stop_reason))
+    rows.append(
+        dict(
+            tool="vi_control",
+            method="open-loop gradient (baseline)",
+            iterations=res.iterations,
+            converged=res.converged,
+            optimize_ms=res.wall_time * 1e3,
+            total_ms=None,
+            cost=res.cost,
+            q_final=float(res.X[-1, 0]),
+            note=res.stop_reason,
+        )
+    )
     return rows, runs
 
 
@@ -159,17 +180,27 @@ def task_spec(task, vi) -> dict:
     rest = np.zeros((N + 1, nq))  # our references hold p at the discrete momentum of rest; theirs v = 0
     R = np.ones(nq)
     R[act] = np.diag(task.weight("R", "weights", vi.nu, nq))[: vi.n_torques]
-    return dict(urdf_xml=vi.robot.urdf_xml, gravity=vi.robot.gravity.tolist(), N=N, dt=task.dt,
-                x0=np.concatenate([x0[:nq], qd0]).tolist(),
-                goal=np.concatenate([X_ref[-1, :nq], np.zeros(nq)]).tolist(),
-                X_ref=np.hstack([X_ref[:, :nq], rest]).tolist(), u_ref=torques(U_ref),
-                U0=torques(initial_inputs(task, vi, x0, X_ref, U_ref)), actuated=act,
-                limits=(np.full(len(act), np.inf) if lim is None else lim[: vi.n_torques]).tolist(),
-                bounded=lim is not None or len(act) < nq,
-                **{w: np.diag(task.weight(w, "weights", vi.nx, nq)).tolist() for w in ("Q", "Qf")}, R=R.tolist(),
-                terminal_constraint=task.terminal_constraint, tolerance=task.tolerance,
-                constraint_tolerance=task.constraint_tolerance, penalty=task.penalty,
-                max_iterations=task.max_iterations)
+    return dict(
+        urdf_xml=vi.robot.urdf_xml,
+        gravity=vi.robot.gravity.tolist(),
+        N=N,
+        dt=task.dt,
+        x0=np.concatenate([x0[:nq], qd0]).tolist(),
+        goal=np.concatenate([X_ref[-1, :nq], np.zeros(nq)]).tolist(),
+        X_ref=np.hstack([X_ref[:, :nq], rest]).tolist(),
+        u_ref=torques(U_ref),
+        U0=torques(initial_inputs(task, vi, x0, X_ref, U_ref)),
+        actuated=act,
+        limits=(np.full(len(act), np.inf) if lim is None else lim[: vi.n_torques]).tolist(),
+        bounded=lim is not None or len(act) < nq,
+        **{w: np.diag(task.weight(w, "weights", vi.nx, nq)).tolist() for w in ("Q", "Qf")},
+        R=R.tolist(),
+        terminal_constraint=task.terminal_constraint,
+        tolerance=task.tolerance,
+        constraint_tolerance=task.constraint_tolerance,
+        penalty=task.penalty,
+        max_iterations=task.max_iterations,
+    )
 
 
 class Peer:
@@ -177,9 +208,14 @@ class Peer:
 
     def __init__(self, py: Path, specs: dict):
         self.err = open(RESULTS / "crocoddyl_peer.stderr", "w")  # noqa: SIM115 (closed in close())
-        self.proc = subprocess.Popen([str(py), str(PEER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.err, text=True,
-                                     env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+        self.proc = subprocess.Popen(
+            [str(py), str(PEER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        )
         self.info = self.ask(dict(cmd="setup", tasks=specs))
 
     def ask(self, msg: dict) -> dict:
@@ -243,18 +279,24 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                     if kind == "crocoddyl":
                         for v in variants[n]:
                             out = peer.ask(dict(cmd="solve", task=v))
-                            runs.setdefault((n, "crocoddyl" + v[len(n):]), []).append(out)
+                            runs.setdefault((n, "crocoddyl" + v[len(n) :]), []).append(out)
                         continue
                     compiled.ENABLED = kind == "compiled"
                     c0 = time.process_time()
                     plan, res = plan_task(systems[n], tasks[n])
                     cpu = time.process_time() - c0
                     nq = systems[n].nq
-                    runs.setdefault((n, kind), []).append(dict(
-                        cpu_ms=cpu * 1e3, opt_cpu_ms=res.cpu_time * 1e3, iterations=res.iterations,
-                        converged=res.converged,
-                        outer=res.outer_iterations, compiled=res.compiled,
-                        goal_error=float(np.abs(plan.X[-1, :nq] - tasks[n].goal_q).max())))
+                    runs.setdefault((n, kind), []).append(
+                        dict(
+                            cpu_ms=cpu * 1e3,
+                            opt_cpu_ms=res.cpu_time * 1e3,
+                            iterations=res.iterations,
+                            converged=res.converged,
+                            outer=res.outer_iterations,
+                            compiled=res.compiled,
+                            goal_error=float(np.abs(plan.X[-1, :nq] - tasks[n].goal_q).max()),
+                        )
+                    )
     finally:
         compiled.ENABLED = True
         if peer is not None:
@@ -281,29 +323,51 @@ def task_rows(names, runs: dict, load: tuple) -> list[dict]:
                 pc = [x["cpu_ms"] for x in runs[n, best]]
                 ratio = (float(np.median(cpu) / np.median(pc)), min(cpu) / min(pc), best)
             opt = [x.get("opt_cpu_ms", x["cpu_ms"]) for x in rs]  # Crocoddyl: the solve is all it does
-            rows.append(dict(task=n, path=path, iterations=its, converged=last["converged"], cpu_min=min(cpu),
-                             cpu_median=float(np.median(cpu)), opt_min=min(opt), opt_median=float(np.median(opt)),
-                             ratio=ratio, goal_error=last["goal_error"], rounds=len(rs), load=load))
+            rows.append(
+                dict(
+                    task=n,
+                    path=path,
+                    iterations=its,
+                    converged=last["converged"],
+                    cpu_min=min(cpu),
+                    cpu_median=float(np.median(cpu)),
+                    opt_min=min(opt),
+                    opt_median=float(np.median(opt)),
+                    ratio=ratio,
+                    goal_error=last["goal_error"],
+                    rounds=len(rs),
+                    load=load,
+                )
+            )
     return rows
 
 
-LABELS = {"compiled": "vi_control DDP, compiled kernel (plan incl. gains)",
-          "numpy": "vi_control DDP, numpy path (before; plan incl. gains)",
-          "crocoddyl": "Crocoddyl (Box)FDDP, Euler, C++ models (solve incl. its K)",
-          "crocoddyl|AL": "Crocoddyl BoxFDDP in our AL loop (passive torque R = 1e8)",
-          "crocoddyl|stiff Qf": "Crocoddyl BoxFDDP, goal as Qf × 1e6 (passive torque boxed to 0)"}
+LABELS = {
+    "compiled": "vi_control DDP, compiled kernel (plan incl. gains)",
+    "numpy": "vi_control DDP, numpy path (before; plan incl. gains)",
+    "crocoddyl": "Crocoddyl (Box)FDDP, Euler, C++ models (solve incl. its K)",
+    "crocoddyl|AL": "Crocoddyl BoxFDDP in our AL loop (passive torque R = 1e8)",
+    "crocoddyl|stiff Qf": "Crocoddyl BoxFDDP, goal as Qf × 1e6 (passive torque boxed to 0)",
+}
 
 
 def task_table(rows: list[dict]) -> str:
-    out = ["| task | ours / peer | iterations (AL outer) | converged | CPU min [ms] | CPU median [ms] | "
-           "optimizer alone: CPU min / median [ms] | × Crocoddyl (median / min; vs) | q_N − goal (∞) | rounds |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| task | ours / peer | iterations (AL outer) | converged | CPU min [ms] | CPU median [ms] | "
+        "optimizer alone: CPU min / median [ms] | × Crocoddyl (median / min; vs) | q_N − goal (∞) | rounds |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        ratio = "-" if r["ratio"] is None else \
-            f"{r['ratio'][0]:.2f} / {r['ratio'][1]:.2f} ({r['ratio'][2].split('|')[-1].replace('crocoddyl', 'FDDP')})"
-        out.append(f"| {r['task']} | {LABELS[r['path']]} | {r['iterations']} | {r['converged']} | {r['cpu_min']:.1f} | "
-                   f"{r['cpu_median']:.1f} | {r['opt_min']:.1f} / {r['opt_median']:.1f} | {ratio} | "
-                   f"{r['goal_error']:.1e} | {r['rounds']} |")
+        if r["ratio"] is None:
+            ratio = "-"
+        else:
+            peer = r["ratio"][2].split("|")[-1].replace("crocoddyl", "FDDP")
+            ratio = f"{r['ratio'][0]:.2f} / {r['ratio'][1]:.2f} ({peer})"
+        out.append(
+            f"| {r['task']} | {LABELS[r['path']]} | {r['iterations']} | {r['converged']} | {r['cpu_min']:.1f} | "
+            f"{r['cpu_median']:.1f} | {r['opt_min']:.1f} / {r['opt_median']:.1f} | {ratio} | "
+            f"{r['goal_error']:.1e} | {r['rounds']} |"
+        )
     return "\n".join(out)
 
 
@@ -315,8 +379,9 @@ def ensure_bench_venv() -> tuple[Path | None, str]:
             subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True, capture_output=True)
         chk = subprocess.run([str(py), "-c", "import crocoddyl, pydrake"], capture_output=True)
         if chk.returncode != 0:
-            r = subprocess.run([str(py), "-m", "pip", "install", "-q", "-r", str(req)], capture_output=True,
-                               text=True, timeout=1800)
+            r = subprocess.run(
+                [str(py), "-m", "pip", "install", "-q", "-r", str(req)], capture_output=True, text=True, timeout=1800
+            )
             if r.returncode != 0:
                 return py, f"pip install failed: {r.stderr.strip().splitlines()[-1:]}"
         return py, ""
@@ -326,8 +391,13 @@ def ensure_bench_venv() -> tuple[Path | None, str]:
 
 def external(py: Path, name: str, script: str, args: list[str]) -> dict:
     try:
-        r = subprocess.run([str(py), "-c", script, *args], capture_output=True, text=True, timeout=900,
-                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+        r = subprocess.run(
+            [str(py), "-c", script, *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        )
     except subprocess.TimeoutExpired:
         return dict(tool=name, method="-", note="timed out after 900 s")
     if r.returncode != 0:
@@ -342,14 +412,19 @@ def _fmt(r: dict, k: str, fmt: str) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| tool | method | iterations | converged | optimize [ms] | total incl. gains [ms] | CPU min [ms] | "
-           "CPU median [ms] | final cost | q_N | note |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| tool | method | iterations | converged | optimize [ms] | total incl. gains [ms] | CPU min [ms] | "
+        "CPU median [ms] | final cost | q_N | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| {r['tool']} | {r['method']} | {_fmt(r, 'iterations', '{}')} | {_fmt(r, 'converged', '{}')} | "
-                   f"{_fmt(r, 'optimize_ms', '{:.1f}')} | {_fmt(r, 'total_ms', '{:.1f}')} | "
-                   f"{_fmt(r, 'cpu_ms', '{:.1f}')} | {_fmt(r, 'cpu_median_ms', '{:.1f}')} | "
-                   f"{_fmt(r, 'cost', '{:.4f}')} | {_fmt(r, 'q_final', '{:.4f}')} | "
-                   f"{r.get('note', '').replace('|', chr(92) + '|')} |")  # escaped: a table cell
+        out.append(
+            f"| {r['tool']} | {r['method']} | {_fmt(r, 'iterations', '{}')} | {_fmt(r, 'converged', '{}')} | "
+            f"{_fmt(r, 'optimize_ms', '{:.1f}')} | {_fmt(r, 'total_ms', '{:.1f}')} | "
+            f"{_fmt(r, 'cpu_ms', '{:.1f}')} | {_fmt(r, 'cpu_median_ms', '{:.1f}')} | "
+            f"{_fmt(r, 'cost', '{:.4f}')} | {_fmt(r, 'q_final', '{:.4f}')} | "
+            f"{r.get('note', '').replace('|', chr(92) + '|')} |"
+        )  # escaped: a table cell
     return "\n".join(out)
 
 
@@ -417,20 +492,28 @@ def main() -> None:
     ddp = next(r for r in rows if r["method"] == "ddp")
     load = task_rows[0]["load"] if task_rows else ()
     l0, l1 = load[:3], load[3:]
-    lines = [f"## Tasks against Crocoddyl ({peer_note or 'no peer'})", "",
-             f"{a.task_rounds} interleaved rounds (each round: every task by our compiled path, Crocoddyl, and in the "
-             f"first 3 rounds our numpy path), CPU time (process time) of one whole plan; {os.cpu_count()} cores, load "
-             f"average {' / '.join(f'{v:.1f}' for v in l0)} before and {' / '.join(f'{v:.1f}' for v in l1)} after "
-             "(1 / 5 / 15 min). Peer problems: benchmarks/crocoddyl_peer.py (docstring).", "",
-             task_table(task_rows), "",
-             "## Pendulum swing-up (REFERENCE §2) by every method", "",
-             f"N = 100, Δt = 0.1 s, from U = 0; fastest of {a.rounds} runs "
-             f"(open-loop gradient: one run); CPU min and median over the rounds; load average "
-             f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())} (1 / 5 / 15 min) at the end of the run.", "",
-             table(rows), "",
-             f"Target: the swing-up planned with gains in under 100 ms: DDP total {ddp['total_ms']:.0f} ms wall, "
-             f"{ddp['cpu_ms']:.0f} ms CPU ({'met' if ddp['total_ms'] < 100 else 'NOT met'} in wall time). CPU = "
-             "process time, which excludes time the process waited for a core (the machine is shared)."]
+    lines = [
+        f"## Tasks against Crocoddyl ({peer_note or 'no peer'})",
+        "",
+        f"{a.task_rounds} interleaved rounds (each round: every task by our compiled path, Crocoddyl, and in the "
+        f"first 3 rounds our numpy path), CPU time (process time) of one whole plan; {os.cpu_count()} cores, load "
+        f"average {' / '.join(f'{v:.1f}' for v in l0)} before and {' / '.join(f'{v:.1f}' for v in l1)} after "
+        "(1 / 5 / 15 min). Peer problems: benchmarks/crocoddyl_peer.py (docstring).",
+        "",
+        task_table(task_rows),
+        "",
+        "## Pendulum swing-up (REFERENCE §2) by every method",
+        "",
+        f"N = 100, Δt = 0.1 s, from U = 0; fastest of {a.rounds} runs "
+        f"(open-loop gradient: one run); CPU min and median over the rounds; load average "
+        f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())} (1 / 5 / 15 min) at the end of the run.",
+        "",
+        table(rows),
+        "",
+        f"Target: the swing-up planned with gains in under 100 ms: DDP total {ddp['total_ms']:.0f} ms wall, "
+        f"{ddp['cpu_ms']:.0f} ms CPU ({'met' if ddp['total_ms'] < 100 else 'NOT met'} in wall time). CPU = "
+        "process time, which excludes time the process waited for a core (the machine is shared).",
+    ]
     text = "\n".join(lines)
     print(text)
     (RESULTS / "planner.md").write_text(text + "\n", encoding="utf-8")

@@ -45,22 +45,37 @@ def run(tasks=TASKS, offsets=(0.0, 0.01, 0.05, 0.1), rounds: int = 3, log=print)
             for way, rs in runs.items():
                 res = rs[-1][1]
                 cpu = [c for c, _ in rs]
-                row[way] = dict(iterations=res.iterations, converged=res.converged, cost=res.cost,
-                                cpu_median=float(np.median(cpu)), cpu_min=float(min(cpu)))
+                row[way] = dict(
+                    iterations=res.iterations,
+                    converged=res.converged,
+                    cost=res.cost,
+                    cpu_median=float(np.median(cpu)),
+                    cpu_min=float(min(cpu)),
+                )
             rows.append(row)
-            log(f"[bench_replan] {name} offset {dx:g}: cold {row['cold']['iterations']} it, "
-                f"warm {row['warm']['iterations']} it")
+            log(
+                f"[bench_replan] {name} offset {dx:g}: cold {row['cold']['iterations']} it, "
+                f"warm {row['warm']['iterations']} it"
+            )
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| task | start moved | cold: iterations, converged, CPU median / min [ms] | warm: the same | "
-           "J warm − J cold |", "|---|---|---|---|---|"]
+    out = [
+        "| task | start moved | cold: iterations, converged, CPU median / min [ms] | warm: the same | "
+        "J warm − J cold |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
-        cells = [f"{r[w]['iterations']}, {'yes' if r[w]['converged'] else '**no**'}, "
-                 f"{r[w]['cpu_median'] * 1e3:.1f} / {r[w]['cpu_min'] * 1e3:.1f}" for w in ("cold", "warm")]
-        out.append(f"| {r['task']} | {r['offset']:g} | {cells[0]} | {cells[1]} | "
-                   f"{r['warm']['cost'] - r['cold']['cost']:+.2e} |")
+        cells = [
+            f"{r[w]['iterations']}, {'yes' if r[w]['converged'] else '**no**'}, "
+            f"{r[w]['cpu_median'] * 1e3:.1f} / {r[w]['cpu_min'] * 1e3:.1f}"
+            for w in ("cold", "warm")
+        ]
+        out.append(
+            f"| {r['task']} | {r['offset']:g} | {cells[0]} | {cells[1]} | "
+            f"{r['warm']['cost'] - r['cold']['cost']:+.2e} |"
+        )
     return "\n".join(out)
 
 
@@ -70,8 +85,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--offsets", default="0,0.01,0.05,0.1")
     a = ap.parse_args(argv)
     rows = run(offsets=tuple(float(v) for v in a.offsets.split(",")), rounds=a.rounds)
-    text = (f"Warm re-plans (`bench_replan.py --rounds {a.rounds}`; load average {os.getloadavg()[0]:.1f}); the "
-            f"start's first coordinate moved by the offset (rad, or m for the cart):\n\n{table(rows)}\n")
+    text = (
+        f"Warm re-plans (`bench_replan.py --rounds {a.rounds}`; load average {os.getloadavg()[0]:.1f}); the "
+        f"start's first coordinate moved by the offset (rad, or m for the cart):\n\n{table(rows)}\n"
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "replan.md").write_text(text)
     print(text)

@@ -44,8 +44,14 @@ LIMIT_INSET = 0.1  # starts, points and goals stay this fraction of each joint's
 STATE_RATE = 500.0  # joint states per second (joint_state_broadcaster's usual rate)
 
 
-def measured_state(vi: DiscreteSystem, q: np.ndarray, qdot: np.ndarray, rng: np.random.Generator,
-                   position_noise: float = 1e-5, velocity_noise: float = 1e-3) -> np.ndarray:
+def measured_state(
+    vi: DiscreteSystem,
+    q: np.ndarray,
+    qdot: np.ndarray,
+    rng: np.random.Generator,
+    position_noise: float = 1e-5,
+    velocity_noise: float = 1e-3,
+) -> np.ndarray:
     """The state the planner node plans from when the robot passes ``q`` at ``qdot``: joint states at STATE_RATE for
     the last 2Δt (noisy), each through the node's ``StateEstimator`` (its default mode, 'configurations'), the last
     estimate returned. (Without a plan being executed the node plans from this estimate unchanged.)"""
@@ -83,8 +89,9 @@ class Drawn:
         return f"{len(r.times) - bool(start)} points{start}, {r.times[-1]:.2f} s, {len(r.joints)} joints"
 
 
-def random_requests(vi: DiscreteSystem, n: int, seed: int = 34, max_speed: float = 0.2,
-                    goal_share: float = 0.2) -> list[Drawn]:
+def random_requests(
+    vi: DiscreteSystem, n: int, seed: int = 34, max_speed: float = 0.2, goal_share: float = 0.2
+) -> list[Drawn]:
     """``n`` random feasible requests for ``vi`` (module doc) drawn with ``seed``."""
     rng = np.random.default_rng(seed)
     lo, hi = _range(vi)
@@ -104,8 +111,11 @@ def random_requests(vi: DiscreteSystem, n: int, seed: int = 34, max_speed: float
             times[-1] = duration
             times = np.maximum.accumulate(np.maximum(times, np.arange(1, m + 1) * 0.01))  # increasing, > 0
             times[1:] = np.maximum(times[1:], times[:-1] + 1e-3)
-            joints = list(range(vi.nq)) if rng.uniform() < 0.5 else sorted(
-                rng.choice(vi.nq, int(rng.integers(1, vi.nq + 1)), replace=False).tolist())
+            joints = (
+                list(range(vi.nq))
+                if rng.uniform() < 0.5
+                else sorted(rng.choice(vi.nq, int(rng.integers(1, vi.nq + 1)), replace=False).tolist())
+            )
             points, prev, t_prev = [], q[joints], 0.0
             for t in times:
                 step = (t - t_prev) * speed[joints] * rng.uniform(-1.0, 1.0, len(joints))
@@ -130,10 +140,21 @@ def plan_all(vi: DiscreteSystem, task: Task, drawn: list[Drawn], log: Callable[[
         except Exception as e:  # a refusal or a failure: its reason is the result
             ok, why, iterations = False, f"{type(e).__name__}: {e}", None
         cpu = time.process_time() - c0
-        rows.append(dict(index=i, request=d.describe(), start_speed=d.start_speed, planned=ok, reason=why,
-                         iterations=iterations, cpu=cpu))
-        log(f"[bench_requests] {i}: {d.describe()}, start {d.start_speed:.3f} rad/s: "
-            f"{'planned' if ok else why[:200]} ({cpu * 1e3:.0f} ms)")
+        rows.append(
+            dict(
+                index=i,
+                request=d.describe(),
+                start_speed=d.start_speed,
+                planned=ok,
+                reason=why,
+                iterations=iterations,
+                cpu=cpu,
+            )
+        )
+        log(
+            f"[bench_requests] {i}: {d.describe()}, start {d.start_speed:.3f} rad/s: "
+            f"{'planned' if ok else why[:200]} ({cpu * 1e3:.0f} ms)"
+        )
     return rows
 
 
@@ -144,20 +165,32 @@ def run(n: int = 50, seed: int = 34, task_name: str = "task_panda_reach", log: C
     solve_request(Request("goal", goal=np.asarray(task.goal_q)), vi, task, None)  # compiled code loaded before timing
     rows = plan_all(vi, task, random_requests(vi, n, seed), log)
     cpu = [r["cpu"] for r in rows]
-    return dict(task=task_name, seed=seed, rows=rows, planned=sum(r["planned"] for r in rows), total=len(rows),
-                cpu_median=float(np.median(cpu)), cpu_min=float(min(cpu)), cpu_max=float(max(cpu)))
+    return dict(
+        task=task_name,
+        seed=seed,
+        rows=rows,
+        planned=sum(r["planned"] for r in rows),
+        total=len(rows),
+        cpu_median=float(np.median(cpu)),
+        cpu_min=float(min(cpu)),
+        cpu_max=float(max(cpu)),
+    )
 
 
 def table(summary: dict) -> str:
-    out = [f"{summary['planned']} of {summary['total']} requests planned ({summary['task']}, seed {summary['seed']}); "
-           f"CPU per request median {summary['cpu_median'] * 1e3:.0f} ms, min {summary['cpu_min'] * 1e3:.0f} ms, "
-           f"max {summary['cpu_max'] * 1e3:.0f} ms\n",
-           "| # | request | start max \\|q̇\\| [rad/s] | planned | DDP iterations | CPU [ms] | reason |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        f"{summary['planned']} of {summary['total']} requests planned ({summary['task']}, seed {summary['seed']}); "
+        f"CPU per request median {summary['cpu_median'] * 1e3:.0f} ms, min {summary['cpu_min'] * 1e3:.0f} ms, "
+        f"max {summary['cpu_max'] * 1e3:.0f} ms\n",
+        "| # | request | start max \\|q̇\\| [rad/s] | planned | DDP iterations | CPU [ms] | reason |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in summary["rows"]:
-        out.append(f"| {r['index']} | {r['request']} | {r['start_speed']:.3f} | {'yes' if r['planned'] else '**no**'} "
-                   f"| {r['iterations'] if r['iterations'] is not None else '—'} | {r['cpu'] * 1e3:.0f} | "
-                   f"{r['reason'][:160].replace('|', '/')} |")
+        out.append(
+            f"| {r['index']} | {r['request']} | {r['start_speed']:.3f} | {'yes' if r['planned'] else '**no**'} "
+            f"| {r['iterations'] if r['iterations'] is not None else '—'} | {r['cpu'] * 1e3:.0f} | "
+            f"{r['reason'][:160].replace('|', '/')} |"
+        )
     return "\n".join(out)
 
 

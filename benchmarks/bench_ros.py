@@ -88,9 +88,19 @@ def hold_plan(vi) -> Plan:
     tau = pin.computeGeneralizedGravity(vi.robot.pin_model, vi.robot.create_data(), q)[: vi.nu].copy()
     # A dense gain (its cost is what is timed) with 50·I on q, so each command identifies its state.
     K = np.hstack([50.0 * np.eye(vi.nq), np.random.default_rng(0).normal(size=(vi.nu, vi.nq))])
-    return Plan(times=np.array([0.0, vi.dt, 2 * vi.dt]), X=np.tile(x, (3, 1)), U=np.tile(tau, (2, 1)),
-                K=np.tile(K, (2, 1, 1)), dt=vi.dt, model_name=vi.robot.name, model_hash=vi.robot.hash,
-                joint_names=vi.robot.joint_names, input_names=list(vi.robot.actuated), K_final=K, U_final=tau)
+    return Plan(
+        times=np.array([0.0, vi.dt, 2 * vi.dt]),
+        X=np.tile(x, (3, 1)),
+        U=np.tile(tau, (2, 1)),
+        K=np.tile(K, (2, 1, 1)),
+        dt=vi.dt,
+        model_name=vi.robot.name,
+        model_hash=vi.robot.hash,
+        joint_names=vi.robot.joint_names,
+        input_names=list(vi.robot.actuated),
+        K_final=K,
+        U_final=tau,
+    )
 
 
 _GRACE = 2.0  # s after the last state sent until the command receiver stops: 1000× the p99 latency measured
@@ -140,9 +150,17 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
     try:
         vi = make_integrator("midpoint", robot, dt)
         plan = hold_plan(vi)
-        ctrl = session.start("controller_node", name=f"controller_{int(rate)}_{priority}", model="erd:panda",
-                             dt=dt, trigger="joint_state", state_estimate="velocities", state_timeout=1.0,
-                             state_publish_rate=0.0, realtime_priority=priority)
+        ctrl = session.start(
+            "controller_node",
+            name=f"controller_{int(rate)}_{priority}",
+            model="erd:panda",
+            dt=dt,
+            trigger="joint_state",
+            state_estimate="velocities",
+            state_timeout=1.0,
+            state_publish_rate=0.0,
+            realtime_priority=priority,
+        )
         node = Node("bench_state_sender", namespace=session.ns)
         state_pub = node.create_publisher(JointState, "joint_states", STREAM_QOS)
         plan_pub = node.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
@@ -151,9 +169,23 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
         n = int(round(seconds * rate)) + n_warm
         j = int(np.argmax(np.abs(plan.K_final[:, 0])))
         out = os.path.join(log_dir, f"commands_{int(rate)}_{priority}.npz")
-        clock = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--command-clock", cmd_topic,
-                                  str(2 * n), out, str(j), str(n / rate + 30.0), str(priority)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+        clock = subprocess.Popen(
+            [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--command-clock",
+                cmd_topic,
+                str(2 * n),
+                out,
+                str(j),
+                str(n / rate + 30.0),
+                str(priority),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
         plan_pub.publish(plan_to_message(plan, 1, start_on_receipt=True))
         assert ctrl.wait_for_log("accepted plan", 120.0), ctrl.log()
         deadline = time.monotonic() + 60.0
@@ -206,11 +238,22 @@ def controller_latency(rate: float, seconds: float, log_dir: str, warmup: float 
         for i in range(2000):
             law.command(5, est.update(i * dt, q, np.zeros(vi.nq)))
         compute = (time.perf_counter() - t0) / 2000 * 1e3
-        return dict(rate=rate, priority=priority, sent=n, received=len(d["times"]), matched=len(answered),
-                    measured=n - n_warm, answered=sum(i >= n_warm for i in answered), unmatched=unmatched,
-                    p50=np.percentile(lat, 50) if lat else np.nan, p99=np.percentile(lat, 99) if lat else np.nan,
-                    max=max(lat) if lat else np.nan, period_p99=np.percentile(gaps, 99) if len(gaps) else np.nan,
-                    compute=compute, load=f"{load_before} → {_load()}")
+        return dict(
+            rate=rate,
+            priority=priority,
+            sent=n,
+            received=len(d["times"]),
+            matched=len(answered),
+            measured=n - n_warm,
+            answered=sum(i >= n_warm for i in answered),
+            unmatched=unmatched,
+            p50=np.percentile(lat, 50) if lat else np.nan,
+            p99=np.percentile(lat, 99) if lat else np.nan,
+            max=max(lat) if lat else np.nan,
+            period_p99=np.percentile(gaps, 99) if len(gaps) else np.nan,
+            compute=compute,
+            load=f"{load_before} → {_load()}",
+        )
     finally:
         if priority:  # also when the run failed: the next case must not inherit SCHED_FIFO
             realtime_scheduling(0)
@@ -234,12 +277,20 @@ def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) ->
     core_rtf = k * dt / (time.perf_counter() - t0)
     session = Session(f"bench_ros_rtf_{model}", log_dir)
     try:
-        sim = session.start("simulator_node", name=f"sim_{model}", model=model, system_yaml="", dt=dt,
-                            mode="realtime", max_speed=True, initial_positions=q0.tolist(),
-                            initial_velocities=[0.0] * vi.nq,
-                            # like for like with the bare loop: the released arm falls onto its end stops, and
-                            # held steps are another workload (docs/concepts/integrator.md, joint stops)
-                            joint_stops=False)
+        sim = session.start(
+            "simulator_node",
+            name=f"sim_{model}",
+            model=model,
+            system_yaml="",
+            dt=dt,
+            mode="realtime",
+            max_speed=True,
+            initial_positions=q0.tolist(),
+            initial_velocities=[0.0] * vi.nq,
+            # like for like with the bare loop: the released arm falls onto its end stops, and
+            # held steps are another workload (docs/concepts/integrator.md, joint stops)
+            joint_stops=False,
+        )
         # best effort: the newest states, not every one (CI once saw 0.5 s without a state on a reliable reader —
         # likely one of the ~10⁴ per second lost, nothing newer delivered until the writer's heartbeat repaired
         # the gap; and a reliable reader slows the node: panda 9.0–11.4 against 14.3–14.7, docs/concepts/ros.md)
@@ -249,8 +300,9 @@ def simulator_rtf(model: str, seconds: float, log_dir: str, dt: float = 1e-3) ->
         with rec.lock:
             a = rec.states[-1]
         # the window ends on the first state received `seconds` after a's receipt
-        assert rec.wait_for(lambda: rec.states[-1][0] >= a[0] + seconds, seconds + 30.0), \
+        assert rec.wait_for(lambda: rec.states[-1][0] >= a[0] + seconds, seconds + 30.0), (
             f"no joint state for {seconds + 30.0:g} s after the warm-up\n{sim.log()}"
+        )
         with rec.lock:
             b = rec.states[-1]
         return dict(model=model, nq=vi.nq, core=core_rtf, node=(b[1] - a[1]) / (b[0] - a[0]))
@@ -267,30 +319,46 @@ def handover(runs: int, log_dir: str) -> list[str]:
         session.close()
     ok, punctual = sum(handover_ok(r) for r in results), sum(on_time(r) for r in results)
     offsets = [f"{r['offset_steps']:+.0f}{' (re-timed)' if r['retimed'] else ''}" for r in results]
-    return ["| plan hand-over on a real-time clock (Δt = 50 ms) | runs | entered within ±1 step of the stated start "
-            "| no step skipped and swung up | entry − stated start [steps] | max final error [rad] |",
-            "|---|---|---|---|---|---|",
-            f"| pendulum swing-up, N = 50 | {runs} | {punctual} of {runs} | **{ok} of {runs}** | "
-            f"{', '.join(offsets)} | {max(r['final'] for r in results):.2e} |",
-            f"(load average {load_before} → {_load()}; 2 cores)"]
+    return [
+        "| plan hand-over on a real-time clock (Δt = 50 ms) | runs | entered within ±1 step of the stated start "
+        "| no step skipped and swung up | entry − stated start [steps] | max final error [rad] |",
+        "|---|---|---|---|---|---|",
+        f"| pendulum swing-up, N = 50 | {runs} | {punctual} of {runs} | **{ok} of {runs}** | "
+        f"{', '.join(offsets)} | {max(r['final'] for r in results):.2e} |",
+        f"(load average {load_before} → {_load()}; 2 cores)",
+    ]
 
 
-def run(seconds: float, rates: tuple[float, ...] = (500.0, 1000.0), models: tuple[str, ...] = ("arm7", "erd:panda"),
-        warmup: float = 1.0, handover_count: int = 0, priorities: tuple[int, ...] = (0,)
-        ) -> tuple[str, list[dict], list[dict]]:
+def run(
+    seconds: float,
+    rates: tuple[float, ...] = (500.0, 1000.0),
+    models: tuple[str, ...] = ("arm7", "erd:panda"),
+    warmup: float = 1.0,
+    handover_count: int = 0,
+    priorities: tuple[int, ...] = (0,),
+) -> tuple[str, list[dict], list[dict]]:
     """Every measurement; returns (markdown table, latency rows, real-time-factor rows)."""
     log_dir = tempfile.mkdtemp(prefix="bench_ros_")
-    lines = ["| controller (panda, 7 DOF) | scheduling | states sent (after warm-up) | answered | latency p50 [ms] | "
-             "latency p99 [ms] | latency max [ms] | send period p99 [ms] | compute per tick, same process [ms] | "
-             "load average (before → after) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| controller (panda, 7 DOF) | scheduling | states sent (after warm-up) | answered | latency p50 [ms] | "
+        "latency p99 [ms] | latency max [ms] | send period p99 [ms] | compute per tick, same process [ms] | "
+        "load average (before → after) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     lat = [controller_latency(rate, seconds, log_dir, warmup, prio) for prio in priorities for rate in rates]
     for r in lat:
         sched = f"SCHED_FIFO {r['priority']}" if r["priority"] else "normal"
-        lines.append(f"| {r['rate']:.0f} Hz | {sched} | {r['measured']} | {r['answered']} "
-                     f"({100 * r['answered'] / max(r['measured'], 1):.2f} %) | {r['p50']:.3f} | {r['p99']:.3f} | "
-                     f"{r['max']:.3f} | {r['period_p99']:.3f} | {r['compute']:.3f} | {r['load']} |")
-    lines += ["", "| simulator, Δt = 1 ms, realtime + max_speed | nq | real-time factor, node | "
-                  "real-time factor, MidpointVI.step loop (same process) | node / loop |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| {r['rate']:.0f} Hz | {sched} | {r['measured']} | {r['answered']} "
+            f"({100 * r['answered'] / max(r['measured'], 1):.2f} %) | {r['p50']:.3f} | {r['p99']:.3f} | "
+            f"{r['max']:.3f} | {r['period_p99']:.3f} | {r['compute']:.3f} | {r['load']} |"
+        )
+    lines += [
+        "",
+        "| simulator, Δt = 1 ms, realtime + max_speed | nq | real-time factor, node | "
+        "real-time factor, MidpointVI.step loop (same process) | node / loop |",
+        "|---|---|---|---|---|",
+    ]
     rtf = [simulator_rtf(model, seconds, log_dir) for model in models]
     for r in rtf:
         lines.append(f"| {r['model']} | {r['nq']} | {r['node']:.2f} | {r['core']:.2f} | {r['node'] / r['core']:.2f} |")
@@ -310,11 +378,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rates", type=float, nargs="*", default=[500.0, 1000.0])
     ap.add_argument("--models", nargs="*", default=["arm7", "erd:panda"])
     ap.add_argument("--handover", type=int, default=0, help="number of hand-over runs (0: skip)")
-    ap.add_argument("--priorities", type=int, nargs="*", default=[0, 80],
-                    help="latency runs with normal scheduling (0) and with SCHED_FIFO at these priorities")
+    ap.add_argument(
+        "--priorities",
+        type=int,
+        nargs="*",
+        default=[0, 80],
+        help="latency runs with normal scheduling (0) and with SCHED_FIFO at these priorities",
+    )
     args = ap.parse_args(argv)
-    print(run(args.seconds, tuple(args.rates), tuple(args.models), handover_count=args.handover,
-              priorities=tuple(args.priorities))[0])
+    print(
+        run(
+            args.seconds,
+            tuple(args.rates),
+            tuple(args.models),
+            handover_count=args.handover,
+            priorities=tuple(args.priorities),
+        )[0]
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,15 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def soak(steps: int = 1_000_000, dt: float = 5e-3, n_links: int = 10, q0_kind: str = "bent", sample: int = 10,
-         integrator: str = "midpoint", windows: int = 10) -> dict:
+def soak(
+    steps: int = 1_000_000,
+    dt: float = 5e-3,
+    n_links: int = 10,
+    q0_kind: str = "bent",
+    sample: int = 10,
+    integrator: str = "midpoint",
+    windows: int = 10,
+) -> dict:
     """Run the soak; returns the figures (module docstring) and the sampled series (t, E − E0, RSS)."""
     robot = chain(n_links)
     vi = make_integrator(integrator, robot, dt)
@@ -80,14 +87,31 @@ def soak(steps: int = 1_000_000, dt: float = 5e-3, n_links: int = 10, q0_kind: s
     # the level the error sits at (the median), apart from the transient excursions of violent whips
     level = [float(np.median(w)) if len(w) else float("nan") for w in windows_]
     first_window = next((r for tt, r in zip(rss_t, rss) if tt >= edges[1]), rss[-1])
-    return dict(integrator=integrator, n_links=n_links, q0=q0_kind, dt=dt, steps=steps, steps_done=done,
-                failure=failure, E0=float(e0), max_abs_error=float(np.abs(es).max()), drift=drift,
-                window_seconds=float(edges[1] - edges[0]), max_error_per_window=per_window,
-                median_error_per_window=level,
-                rss_start_mb=rss[0], rss_after_first_window_mb=first_window, rss_end_mb=rss[-1],
-                rss_max_mb=max(rss), iterations_per_step=iterations / max(done, 1), wall_s=wall, cpu_s=cpu,
-                us_per_step=1e6 * cpu / max(done, 1), load_average=_load(),
-                series=dict(t=ts, error=es, rss_t=np.array(rss_t), rss=np.array(rss)))
+    return dict(
+        integrator=integrator,
+        n_links=n_links,
+        q0=q0_kind,
+        dt=dt,
+        steps=steps,
+        steps_done=done,
+        failure=failure,
+        E0=float(e0),
+        max_abs_error=float(np.abs(es).max()),
+        drift=drift,
+        window_seconds=float(edges[1] - edges[0]),
+        max_error_per_window=per_window,
+        median_error_per_window=level,
+        rss_start_mb=rss[0],
+        rss_after_first_window_mb=first_window,
+        rss_end_mb=rss[-1],
+        rss_max_mb=max(rss),
+        iterations_per_step=iterations / max(done, 1),
+        wall_s=wall,
+        cpu_s=cpu,
+        us_per_step=1e6 * cpu / max(done, 1),
+        load_average=_load(),
+        series=dict(t=ts, error=es, rss_t=np.array(rss_t), rss=np.array(rss)),
+    )
 
 
 def _load() -> list[float]:
@@ -99,18 +123,23 @@ def _load() -> list[float]:
 
 def report(result: dict) -> str:
     r = result
-    lines = [f"soak: {r['integrator']} VI, {r['n_links']}-link chain, {r['q0']} start, dt = {r['dt'] * 1e3:g} ms, "
-             f"{r['steps_done']}/{r['steps']} steps ({r['steps_done'] * r['dt']:.0f} s simulated)",
-             f"| max \\|E − E0\\| | drift | RSS start / after {r['window_seconds']:.0f} s / end (max) | it./step | "
-             "CPU µs/step | load |",
-             "|---|---|---|---|---|---|",
-             f"| {r['max_abs_error']:.3g} J | {r['drift']:+.2e} J/s | {r['rss_start_mb']:.0f} / "
-             f"{r['rss_after_first_window_mb']:.0f} / {r['rss_end_mb']:.0f} ({r['rss_max_mb']:.0f}) MB | "
-             f"{r['iterations_per_step']:.2f} | {r['us_per_step']:.1f} | {r['load_average']} |",
-             "max |E − E0| per window of " + f"{r['window_seconds']:.0f} s: "
-             + ", ".join(f"{v:.3g}" for v in r["max_error_per_window"]) + " J",
-             "median E − E0 per window (the level between transient excursions): "
-             + ", ".join(f"{v:+.3g}" for v in r["median_error_per_window"]) + " J"]
+    lines = [
+        f"soak: {r['integrator']} VI, {r['n_links']}-link chain, {r['q0']} start, dt = {r['dt'] * 1e3:g} ms, "
+        f"{r['steps_done']}/{r['steps']} steps ({r['steps_done'] * r['dt']:.0f} s simulated)",
+        f"| max \\|E − E0\\| | drift | RSS start / after {r['window_seconds']:.0f} s / end (max) | it./step | "
+        "CPU µs/step | load |",
+        "|---|---|---|---|---|---|",
+        f"| {r['max_abs_error']:.3g} J | {r['drift']:+.2e} J/s | {r['rss_start_mb']:.0f} / "
+        f"{r['rss_after_first_window_mb']:.0f} / {r['rss_end_mb']:.0f} ({r['rss_max_mb']:.0f}) MB | "
+        f"{r['iterations_per_step']:.2f} | {r['us_per_step']:.1f} | {r['load_average']} |",
+        "max |E − E0| per window of "
+        + f"{r['window_seconds']:.0f} s: "
+        + ", ".join(f"{v:.3g}" for v in r["max_error_per_window"])
+        + " J",
+        "median E − E0 per window (the level between transient excursions): "
+        + ", ".join(f"{v:+.3g}" for v in r["median_error_per_window"])
+        + " J",
+    ]
     if r["failure"]:
         lines.append(f"ended early: {r['failure']}")
     return "\n".join(lines)
@@ -128,8 +157,10 @@ def save(result: dict, name: str) -> None:
     fig, (a, b) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True, height_ratios=[3, 1])
     a.plot(s["t"], s["error"], lw=0.4)
     a.set_ylabel("E − E0 [J]")
-    a.set_title(f"{result['n_links']}-link chain, {result['q0']} start, Δt = {result['dt'] * 1e3:g} ms: "
-                f"drift {result['drift']:+.2e} J/s")
+    a.set_title(
+        f"{result['n_links']}-link chain, {result['q0']} start, Δt = {result['dt'] * 1e3:g} ms: "
+        f"drift {result['drift']:+.2e} J/s"
+    )
     b.plot(s["rss_t"], s["rss"], ".-")
     b.set_ylabel("RSS [MB]")
     b.set_xlabel("t [s]")

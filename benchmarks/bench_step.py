@@ -54,8 +54,10 @@ def ensure_mujoco():
     try:
         import mujoco
     except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r",
-                        str(ROOT / "benchmarks" / "requirements-bench.txt")], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "-r", str(ROOT / "benchmarks" / "requirements-bench.txt")],
+            check=True,
+        )
         import mujoco
     return mujoco
 
@@ -190,17 +192,30 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
     best = {k: min(v) * 1e6 for k, v in times.items()}
     med = {f"{k}_med": float(np.median(v)) * 1e6 for k, v in times.items()}
     # per-round ratios of the VI to each baseline (same round: the same machine state)
-    ratios = {f"{m}/{b}": np.array(times[m]) / np.array(times[b]) for m in VARIANTS for b in ("aba", "mj_step")
-              if b in times}
+    ratios = {
+        f"{m}/{b}": np.array(times[m]) / np.array(times[b]) for m in VARIANTS for b in ("aba", "mj_step") if b in times
+    }
     ratios["exact/chord"] = np.array(times["exact"]) / np.array(times["chord"])
-    return dict(model=name, nq=nq, dt=dt, backend="C Newton" if newton_c is not None else "CasADi VM",
-                **{f"it_{m}": float(np.mean(v)) for m, v in iters.items()}, cold=cold, warm=warm, gcc=gcc, **best,
-                **med, ratios={k: (float(np.median(v)), float(v.min())) for k, v in ratios.items()}, load=load,
-                rounds=rounds)
+    return dict(
+        model=name,
+        nq=nq,
+        dt=dt,
+        backend="C Newton" if newton_c is not None else "CasADi VM",
+        **{f"it_{m}": float(np.mean(v)) for m, v in iters.items()},
+        cold=cold,
+        warm=warm,
+        gcc=gcc,
+        **best,
+        **med,
+        ratios={k: (float(np.median(v)), float(v.min())) for k, v in ratios.items()},
+        load=load,
+        rounds=rounds,
+    )
 
 
-def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, newton: str,
-              root_check: bool = True) -> str:
+def breakdown(
+    name: str, urdf: str, yaml: str | None, dt: float, rounds: int, newton: str, root_check: bool = True
+) -> str:
     """Where one compiled step's time goes: Python wrapper, the C driver with 0, 1, … Newton iterations."""
     robot = load_robot(urdf, yaml)
     vi = MidpointVI(robot, dt, newton=newton, chord_root_check=root_check)
@@ -214,22 +229,27 @@ def breakdown(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, ne
     its = vi.solve(x, u).iterations
     cases = {"MidpointVI.step": lambda: vi.step(x, u)}
     for k in range(its + 1):  # max_iterations = k: stops after k updates (not-converged code, no raise)
-        cases[f"C driver, {k} Newton updates" + (" (= full)" if k == its else "")] = \
-            (lambda k=k: nw(k, vi.settings.tol, vi.settings.rcond_min, True, *chord))
+        cases[f"C driver, {k} Newton updates" + (" (= full)" if k == its else "")] = lambda k=k: nw(
+            k, vi.settings.tol, vi.settings.rcond_min, True, *chord
+        )
     times: dict[str, list[float]] = {c: [] for c in cases}
     for _ in range(rounds):
         for c, fn in cases.items():
             per_step(lambda n, fn=fn: [fn() for _ in range(n)], 2000, times[c])
-    lines = [f"Breakdown, {name}, Δt = {dt * 1e3:g} ms, {newton} Newton, root check {root_check} ({its} iterations; "
-             f"µs CPU, best of {rounds}):",
-             "",
-             "| call | µs |", "|---|---|"]
+    lines = [
+        f"Breakdown, {name}, Δt = {dt * 1e3:g} ms, {newton} Newton, root check {root_check} ({its} iterations; "
+        f"µs CPU, best of {rounds}):",
+        "",
+        "| call | µs |",
+        "|---|---|",
+    ]
     lines += [f"| {c} | {min(t) * 1e6:.2f} |" for c, t in times.items()]
     return "\n".join(lines)
 
 
 def table(rows: list[dict]) -> str:
     """Two markdown tables: step cost (µs CPU per step and per-round ratios, median (min)) and first-use build time."""
+
     def f(row, key):
         return "–" if row.get(key) is None else f"{row[key + '_med']:.1f} ({row[key]:.1f})"
 
@@ -237,22 +257,30 @@ def table(rows: list[dict]) -> str:
         r = row["ratios"].get(key)
         return "–" if r is None else f"{r[0]:.1f}× ({r[1]:.1f}×)"
 
-    steps = ["| model | nq | Δt | backend | load (1 min) | rounds | exact µs | it | chord µs | it | quasi µs | it "
-             "| numpy Newton µs | ABA+Euler µs | mj_step µs | chord / ABA | quasi / ABA | exact / ABA | chord / mj "
-             "| exact / mj | exact / chord |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    steps = [
+        "| model | nq | Δt | backend | load (1 min) | rounds | exact µs | it | chord µs | it | quasi µs | it "
+        "| numpy Newton µs | ABA+Euler µs | mj_step µs | chord / ABA | quasi / ABA | exact / ABA | chord / mj "
+        "| exact / mj | exact / chord |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     builds = ["| model | Δt | cold build s (wall) | gcc CPU s | warm build s (wall) |", "|---|---|---|---|---|"]
     for r in rows:
         head = f"| {r['model']} | {r['nq']} | {r['dt'] * 1e3:g} ms"
-        steps.append(f"{head} | {r['backend']} | {r['load'][0]:.1f}–{r['load'][1]:.1f} | {r['rounds']} "
-                     f"| {f(r, 'exact')} | {r['it_exact']:.2f} | {f(r, 'chord')} | {r['it_chord']:.2f} "
-                     f"| {f(r, 'quasi')} | {r['it_quasi']:.2f} "
-                     f"| {f(r, 'numpy')} | {f(r, 'aba')} | {f(r, 'mj_step')} | {x(r, 'chord/aba')} "
-                     f"| {x(r, 'quasi/aba')} | {x(r, 'exact/aba')} "
-                     f"| {x(r, 'chord/mj_step')} | {x(r, 'exact/mj_step')} | {x(r, 'exact/chord')} |")
+        steps.append(
+            f"{head} | {r['backend']} | {r['load'][0]:.1f}–{r['load'][1]:.1f} | {r['rounds']} "
+            f"| {f(r, 'exact')} | {r['it_exact']:.2f} | {f(r, 'chord')} | {r['it_chord']:.2f} "
+            f"| {f(r, 'quasi')} | {r['it_quasi']:.2f} "
+            f"| {f(r, 'numpy')} | {f(r, 'aba')} | {f(r, 'mj_step')} | {x(r, 'chord/aba')} "
+            f"| {x(r, 'quasi/aba')} | {x(r, 'exact/aba')} "
+            f"| {x(r, 'chord/mj_step')} | {x(r, 'exact/mj_step')} | {x(r, 'exact/chord')} |"
+        )
         builds.append(f"| {r['model']} | {r['dt'] * 1e3:g} ms | {r['cold']:.1f} | {r['gcc']:.1f} | {r['warm']:.1f} |")
-    return ("Step cost: median (min) over interleaved rounds; ratios per round, median (min).\n\n"
-            + "\n".join(steps) + "\n\n" + "\n".join(builds))
+    return (
+        "Step cost: median (min) over interleaved rounds; ratios per round, median (min).\n\n"
+        + "\n".join(steps)
+        + "\n\n"
+        + "\n".join(builds)
+    )
 
 
 def main() -> None:
@@ -267,8 +295,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.breakdown:
         name, (urdf, yaml) = next(iter(model_sources(args.models.split(",")).items()))
-        print(breakdown(name, urdf, yaml, float(args.dts.split(",")[0]), args.rounds, args.newton,
-                        not args.no_root_check))
+        print(
+            breakdown(name, urdf, yaml, float(args.dts.split(",")[0]), args.rounds, args.newton, not args.no_root_check)
+        )
         return
     mujoco = None if args.no_mujoco else ensure_mujoco()
     rows = []

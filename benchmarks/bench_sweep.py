@@ -77,21 +77,37 @@ def _cases(n_pendulum: int, n_panda: int) -> list[dict]:
     # Panda's plan takes its derivatives on CasADi's VM (no minute-long gcc build of its Hessian on a cold cache);
     # the sweep's plants use the compiled step or the VM as the config says.
     for name, task_name, cfg_name, n, compile in (
-            ("pendulum", "task_pendulum_swingup_bounded", "sweep_pendulum", n_pendulum, None),
-            ("panda", "task_panda_reach", "sweep_panda", n_panda, False)):
+        ("pendulum", "task_pendulum_swingup_bounded", "sweep_pendulum", n_pendulum, None),
+        ("panda", "task_panda_reach", "sweep_panda", n_panda, False),
+    ):
         if n <= 0:
             continue
         task = load_task(task_name)
         plan, res = plan_task(make_system(task, compile=compile), task)
         spec = portable_spec(task.model_spec)
         cached_system(spec, task.dt)  # the serial run's nominal model, built before any timing
-        cases.append({"name": name, "task": task_name, "plan": plan, "spec": spec, "dt": task.dt,
-                      "config": load_robustness_config(cfg_name, samples=n), "converged": res.converged})
+        cases.append(
+            {
+                "name": name,
+                "task": task_name,
+                "plan": plan,
+                "spec": spec,
+                "dt": task.dt,
+                "config": load_robustness_config(cfg_name, samples=n),
+                "converged": res.converged,
+            }
+        )
     return cases
 
 
-def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int = 3,
-        out: Path | None = RESULTS, plots: bool = True) -> dict:
+def run(
+    n_pendulum: int = 64,
+    n_panda: int = 16,
+    num_cpus: int = 2,
+    rounds: int = 3,
+    out: Path | None = RESULTS,
+    plots: bool = True,
+) -> dict:
     from ray import cloudpickle
 
     from vi_control.sweep import ray_session, robustness_sweep, run_tasks
@@ -109,8 +125,12 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
         import ray
 
         cpus = int(ray.cluster_resources().get("CPU", num_cpus))
-        warm = run_tasks(warm_worker, [(i, None) for i in range(2 * cpus)],
-                         {"models": [(c["spec"], c["dt"]) for c in cases]}, progress=False)
+        warm = run_tasks(
+            warm_worker,
+            [(i, None) for i in range(2 * cpus)],
+            {"models": [(c["spec"], c["dt"]) for c in cases]},
+            progress=False,
+        )
         warm_s = time.perf_counter() - t1
         rows = []
         for c in cases:
@@ -122,8 +142,16 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
                 ser, par = parallel_ceiling(cpus)
                 ceiling.append(ser / par)
                 for backend in ("serial", "ray"):
-                    r = robustness_sweep(None, c["config"], plan=c["plan"], model=c["spec"], backend=backend,
-                                         progress=False, log=lambda s: None, sample_fn=timed_sample)
+                    r = robustness_sweep(
+                        None,
+                        c["config"],
+                        plan=c["plan"],
+                        model=c["spec"],
+                        backend=backend,
+                        progress=False,
+                        log=lambda s: None,
+                        sample_fn=timed_sample,
+                    )
                     times[backend].append(r.stats.run_s)
                     cpu[backend].append(sum(x["cpu_s"] for x in r.records))
                     if backend == "serial":
@@ -133,25 +161,45 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
                         workers |= {x["pid"] for x in r.records}
                         last = r
             med = {b: statistics.median(v) for b, v in times.items()}
-            rows.append({
-                "case": c["name"], "task": c["task"], "rollouts": c["config"].samples,
-                "steps_per_rollout": last.records[0].get("steps"),
-                "serial_s_median": med["serial"], "serial_s_min": min(times["serial"]),
-                "ray_s_median": med["ray"], "ray_s_min": min(times["ray"]),
-                "speedup_median": med["serial"] / med["ray"],
-                "speedup_best": min(times["serial"]) / min(times["ray"]),
-                "identical_to_serial": bool(identical), "success_rate": last.summary["success_rate"],
-                "errors": last.summary["errors"], "times": times, "cpu_s": cpu, "load_1min_per_round": loads,
-                "cpu_serial_median": statistics.median(cpu["serial"]), "cpu_ray_median": statistics.median(cpu["ray"]),
-                "ray_workers_used": len(workers), "ceiling_per_round": [round(x, 2) for x in ceiling],
-                "ceiling_median": statistics.median(ceiling),
-            })
+            rows.append(
+                {
+                    "case": c["name"],
+                    "task": c["task"],
+                    "rollouts": c["config"].samples,
+                    "steps_per_rollout": last.records[0].get("steps"),
+                    "serial_s_median": med["serial"],
+                    "serial_s_min": min(times["serial"]),
+                    "ray_s_median": med["ray"],
+                    "ray_s_min": min(times["ray"]),
+                    "speedup_median": med["serial"] / med["ray"],
+                    "speedup_best": min(times["serial"]) / min(times["ray"]),
+                    "identical_to_serial": bool(identical),
+                    "success_rate": last.summary["success_rate"],
+                    "errors": last.summary["errors"],
+                    "times": times,
+                    "cpu_s": cpu,
+                    "load_1min_per_round": loads,
+                    "cpu_serial_median": statistics.median(cpu["serial"]),
+                    "cpu_ray_median": statistics.median(cpu["ray"]),
+                    "ray_workers_used": len(workers),
+                    "ceiling_per_round": [round(x, 2) for x in ceiling],
+                    "ceiling_median": statistics.median(ceiling),
+                }
+            )
             if plots and out is not None:
                 plot_robustness(last.records, last.summary, Path(out) / f"sweep_{c['name']}.png", title=c["name"])
     total_s = time.perf_counter() - t0
-    result = {"ray_init_s": init_s, "worker_warmup_s": warm_s, "workers": len({r["pid"] for r in warm.records}),
-              "num_cpus": cpus, "rounds": rounds, "load_before": load_before, "load_after": _load(),
-              "total_s": total_s, "cases": rows}
+    result = {
+        "ray_init_s": init_s,
+        "worker_warmup_s": warm_s,
+        "workers": len({r["pid"] for r in warm.records}),
+        "num_cpus": cpus,
+        "rounds": rounds,
+        "load_before": load_before,
+        "load_after": _load(),
+        "total_s": total_s,
+        "cases": rows,
+    }
     if out is not None:
         (Path(out) / "sweep.json").write_text(json.dumps(result, indent=1))
         (Path(out) / "sweep.md").write_text(table(result))
@@ -159,20 +207,25 @@ def run(n_pendulum: int = 64, n_panda: int = 16, num_cpus: int = 2, rounds: int 
 
 
 def table(res: dict) -> str:
-    lines = [f"Ray start-up (ray.init, {res['num_cpus']} CPUs): {res['ray_init_s']:.1f} s; worker warm-up "
-             f"(imports, nominal models): {res['worker_warmup_s']:.1f} s on {res['workers']} workers; "
-             f"load average before {res['load_before']}, after {res['load_after']}; {res['rounds']} rounds.", "",
-             "| case | rollouts × steps | serial s (median / min) | Ray s (median / min) | speed-up median (best) "
-             "| machine's parallel ceiling per round (pure-Python loops, serial / Ray) "
-             "| CPU s serial / Ray workers (median) | 1-min load per round | identical to serial | success rate |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Ray start-up (ray.init, {res['num_cpus']} CPUs): {res['ray_init_s']:.1f} s; worker warm-up "
+        f"(imports, nominal models): {res['worker_warmup_s']:.1f} s on {res['workers']} workers; "
+        f"load average before {res['load_before']}, after {res['load_after']}; {res['rounds']} rounds.",
+        "",
+        "| case | rollouts × steps | serial s (median / min) | Ray s (median / min) | speed-up median (best) "
+        "| machine's parallel ceiling per round (pure-Python loops, serial / Ray) "
+        "| CPU s serial / Ray workers (median) | 1-min load per round | identical to serial | success rate |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["cases"]:
-        lines.append(f"| {r['case']} | {r['rollouts']} × {r['steps_per_rollout']} | {r['serial_s_median']:.2f} / "
-                     f"{r['serial_s_min']:.2f} | {r['ray_s_median']:.2f} / {r['ray_s_min']:.2f} | "
-                     f"**{r['speedup_median']:.2f}×** ({r['speedup_best']:.2f}×) | {r['ceiling_per_round']} | "
-                     f"{r['cpu_serial_median']:.2f} / "
-                     f"{r['cpu_ray_median']:.2f} | {r['load_1min_per_round']} | {r['identical_to_serial']} | "
-                     f"{r['success_rate']:.2f} |")
+        lines.append(
+            f"| {r['case']} | {r['rollouts']} × {r['steps_per_rollout']} | {r['serial_s_median']:.2f} / "
+            f"{r['serial_s_min']:.2f} | {r['ray_s_median']:.2f} / {r['ray_s_min']:.2f} | "
+            f"**{r['speedup_median']:.2f}×** ({r['speedup_best']:.2f}×) | {r['ceiling_per_round']} | "
+            f"{r['cpu_serial_median']:.2f} / "
+            f"{r['cpu_ray_median']:.2f} | {r['load_1min_per_round']} | {r['identical_to_serial']} | "
+            f"{r['success_rate']:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -116,9 +116,16 @@ class Task:
             ok, its, outer, solver_last = self._augmented_lagrangian(xs0)
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
         xN = np.array(solver_last.xs[-1])
-        return dict(cpu_ms=cpu * 1e3, wall_ms=wall * 1e3, iterations=int(its), outer=outer, converged=bool(ok),
-                    cost=float(solver_last.cost), goal_error=float(np.abs(xN - self.goal)[: self.nq].max()),
-                    stop=float(solver_last.stop))
+        return dict(
+            cpu_ms=cpu * 1e3,
+            wall_ms=wall * 1e3,
+            iterations=int(its),
+            outer=outer,
+            converged=bool(ok),
+            cost=float(solver_last.cost),
+            goal_error=float(np.abs(xN - self.goal)[: self.nq].max()),
+            stop=float(solver_last.stop),
+        )
 
     def _augmented_lagrangian(self, xs0):
         s = self.spec
@@ -132,7 +139,7 @@ class Task:
             W = Qf + rho
             self._terminal(W, self.goal - lam / W)
             final = violation <= 10 * ctol
-            inner_tol = tol if final else float(np.clip(1e-2 * rho * h_prev ** 2, tol, 1e-1))
+            inner_tol = tol if final else float(np.clip(1e-2 * rho * h_prev**2, tol, 1e-1))
             budget = s["max_iterations"] - total
             if budget < 1:
                 break

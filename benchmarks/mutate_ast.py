@@ -45,10 +45,26 @@ from mutation import copy_repository as _copy_tree  # noqa: E402
 
 PACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "ros")
 OPERATORS = ("cmp", "arith", "const", "drop", "negate", "bool")
-_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
-        ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
-_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
-          ast.FloorDiv: ast.Div}
+_CMP = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_ARITH = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.Pow: ast.Mult,
+    ast.FloorDiv: ast.Div,
+}
 
 
 @dataclass(frozen=True)
@@ -85,8 +101,11 @@ def _docstring_nodes(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 out.add(id(first))
     return out
 
@@ -132,8 +151,11 @@ def _variants(node: ast.AST, docstrings: set[int], droppable: set[int]) -> Itera
     if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
         new = _copy(node.test)
         yield "negate", ("test", ast.UnaryOp(ast.Not(), new))
-    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)) and id(node) in droppable \
-            and id(node) not in docstrings:
+    if (
+        isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
+        and id(node) in droppable
+        and id(node) not in docstrings
+    ):
         yield "drop", ast.Pass()
 
 
@@ -175,7 +197,7 @@ def mutants_of(path: Path) -> list[Mutant]:
             b = starts[target.end_lineno - 1] + target.end_col_offset
             original = data[a:b].decode()
             replacement = "pass" if isinstance(new, ast.Pass) else f"({ast.unparse(new)})"
-            col = len(data[starts[target.lineno - 1]:a].decode())
+            col = len(data[starts[target.lineno - 1] : a].decode())
             out.append(Mutant(rel, target.lineno, op, original, replacement, col))
     return out
 
@@ -193,12 +215,12 @@ def apply(root: Path, m: Mutant) -> None:
     still parses."""
     path = root / m.file
     lines = path.read_text().splitlines(keepends=True)
-    text_from = "".join(lines[m.line - 1:])
+    text_from = "".join(lines[m.line - 1 :])
     i = m.col if m.col >= 0 and text_from.startswith(m.original, m.col) else text_from.find(m.original)
     if i < 0:
         raise ValueError(f"{m.name}: segment not found at its line")
-    before = "".join(lines[:m.line - 1])
-    new = before + text_from[:i] + m.replacement + text_from[i + len(m.original):]
+    before = "".join(lines[: m.line - 1])
+    new = before + text_from[:i] + m.replacement + text_from[i + len(m.original) :]
     ast.parse(new)
     path.write_text(new)
 
@@ -216,14 +238,24 @@ def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
     pkg, _, mod = dotted.rpartition(".")
     direct = re.compile(rf"(\b{re.escape(dotted)}\b|from {re.escape(pkg)} import [^\n]*\b{mod}\b)")
     named = re.compile(rf"\b{re.escape(mod)}\b") if mod != "__init__" else direct
-    files = [t for t in sorted((ROOT / "test").rglob("test_*.py"))
-             if not t.name.startswith("test_ros_") and t.name not in _SLOW and "pytest.mark.ros" not in t.read_text()]
+    files = [
+        t
+        for t in sorted((ROOT / "test").rglob("test_*.py"))
+        if not t.name.startswith("test_ros_") and t.name not in _SLOW and "pytest.mark.ros" not in t.read_text()
+    ]
     texts = {t: t.read_text() for t in files}
     hits = [t for t in files if direct.search(texts[t])] or [t for t in files if named.search(texts[t])]
     if not hits and depth < 2:  # reached only through a module of ours (midpoint_newton through midpoint)
-        users = [u for u in sorted((ROOT / "vi_control").rglob("*.py"))
-                 if u.name != Path(m.file).name and re.search(rf"from \.+{re.escape(mod)} import|"
-                                                              rf"import [^\n]*\b{re.escape(mod)}\b", u.read_text())]
+        users = [
+            u
+            for u in sorted((ROOT / "vi_control").rglob("*.py"))
+            if u.name != Path(m.file).name
+            and re.search(
+                rf"from \.+{re.escape(mod)} import|"
+                rf"import [^\n]*\b{re.escape(mod)}\b",
+                u.read_text(),
+            )
+        ]
         seen = []
         for u in users:
             for t in select_tests(Mutant(str(u.relative_to(ROOT)), 1, "", "", ""), limit, depth + 1):
@@ -293,13 +325,17 @@ def report(results: list[Result]) -> str:
         total_k, total_n = total_k + k, total_n + len(rs)
         score = f"{100 * k / len(rs):.0f} %" if rs else "—"
         rows.append(f"| {sub} | {k} / {len(rs)} | {score} | {sum(r.status == 'untested' for r in by[sub])} |")
-    rows.append(f"| **all** | {total_k} / {total_n} | {100 * total_k / max(total_n, 1):.0f} % | "
-                f"{sum(r.status == 'untested' for r in results)} |")
+    rows.append(
+        f"| **all** | {total_k} / {total_n} | {100 * total_k / max(total_n, 1):.0f} % | "
+        f"{sum(r.status == 'untested' for r in results)} |"
+    )
     surv = [r for r in results if r.status == "survived"]
     lines = rows + ["", f"Survivors ({len(surv)}):", ""]
     for r in surv:
-        lines.append(f"- `{r.mutant.name}`: `{r.mutant.original[:70]}` → `{r.mutant.replacement[:70]}` "
-                     f"(tests: {', '.join(Path(t).name for t in r.tests)})")
+        lines.append(
+            f"- `{r.mutant.name}`: `{r.mutant.original[:70]}` → `{r.mutant.replacement[:70]}` "
+            f"(tests: {', '.join(Path(t).name for t in r.tests)})"
+        )
     return "\n".join(lines)
 
 
@@ -325,17 +361,27 @@ def main(argv: list[str] | None = None) -> int:
     for i, m in enumerate(sample, 1):
         r = run_mutant(m, a.timeout)
         results.append(r)
-        print(f"[mutate_ast] {i}/{len(sample)} {r.status:8s} {r.seconds:5.1f} s  {m.name}  "
-              f"{m.original[:50]!r} -> {m.replacement[:50]!r}  {r.detail[:80]}", flush=True)
+        print(
+            f"[mutate_ast] {i}/{len(sample)} {r.status:8s} {r.seconds:5.1f} s  {m.name}  "
+            f"{m.original[:50]!r} -> {m.replacement[:50]!r}  {r.detail[:80]}",
+            flush=True,
+        )
     text = report(results)
     print(text)
     print(f"[mutate_ast] {time.monotonic() - t0:.0f} s")
     if a.out:
-        Path(a.out).write_text(f"# AST mutation run (seed {a.seed}, {len(sample)} of {len(points)} points)\n\n"
-                               + text + "\n")
-        Path(a.out).with_suffix(".json").write_text(json.dumps(
-            [dict(asdict(r.mutant), status=r.status, seconds=r.seconds, tests=r.tests, detail=r.detail)
-             for r in results], indent=1))
+        Path(a.out).write_text(
+            f"# AST mutation run (seed {a.seed}, {len(sample)} of {len(points)} points)\n\n" + text + "\n"
+        )
+        Path(a.out).with_suffix(".json").write_text(
+            json.dumps(
+                [
+                    dict(asdict(r.mutant), status=r.status, seconds=r.seconds, tests=r.tests, detail=r.detail)
+                    for r in results
+                ],
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -38,9 +38,27 @@ from mutations import MUTATIONS, Mutation  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 # What a test run needs of the repository (share_dir() wants urdf/ and package.xml next to the package).
 # everything a test may read: the docs and benchmarks too (tests check docs examples and benchmark scripts)
-COPIED = ("vi_control", "test", "config", "urdf", "launch", "resource", "package.xml", "setup.py", "setup.cfg",
-          "pyproject.toml", "docs", "benchmarks", "scripts", "requirements", "requirements.txt", "README.md",
-          "mkdocs.yml", "CHANGELOG.md", "LICENSE")
+COPIED = (
+    "vi_control",
+    "test",
+    "config",
+    "urdf",
+    "launch",
+    "resource",
+    "package.xml",
+    "setup.py",
+    "setup.cfg",
+    "pyproject.toml",
+    "docs",
+    "benchmarks",
+    "scripts",
+    "requirements",
+    "requirements.txt",
+    "README.md",
+    "mkdocs.yml",
+    "CHANGELOG.md",
+    "LICENSE",
+)
 SUBPACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "nodes")
 
 
@@ -90,9 +108,13 @@ def apply(root: Path, m: Mutation) -> None:
 
 def environment(root: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(PYTHONPATH=os.pathsep.join([str(root)] + [p for p in [env.get("PYTHONPATH")] if p]),
-               OPENBLAS_NUM_THREADS="1", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MPLBACKEND="Agg",
-               PYTHONDONTWRITEBYTECODE="1")
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(root)] + [p for p in [env.get("PYTHONPATH")] if p]),
+        OPENBLAS_NUM_THREADS="1",
+        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+        MPLBACKEND="Agg",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     return env
 
 
@@ -100,12 +122,25 @@ def run_tests(root: Path, tests: Sequence[str], timeout: float) -> tuple[str, fl
     """pytest on ``tests`` in the copy at ``root``: (passed | failed | timeout | error, seconds, output tail).
 
     On timeout pytest gets SIGINT first (its fixtures then stop any node processes), SIGKILL after 20 s."""
-    args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-m",
-            "not slow", *tests]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "-m",
+        "not slow",
+        *tests,
+    ]
     t0 = time.monotonic()
     with tempfile.TemporaryFile("w+") as out:
-        proc = subprocess.Popen(args, cwd=root, env=environment(root), stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            args, cwd=root, env=environment(root), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             rc = proc.wait(timeout)
             status = {0: "passed", 1: "failed"}.get(rc, "error")
@@ -133,8 +168,14 @@ def run_mutation(m: Mutation, timeout: float, work: Path | None = None) -> Outco
 
 def check_copy_is_imported(root: Path) -> None:
     """The copy, not the editable install of the working tree, must be what ``import vi_control`` finds."""
-    out = subprocess.run([sys.executable, "-c", "import vi_control; print(vi_control.__file__)"], cwd=root,
-                         env=environment(root), capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", "import vi_control; print(vi_control.__file__)"],
+        cwd=root,
+        env=environment(root),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     if not Path(out).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"the mutated copy is not what gets imported: vi_control from {out}")
 
@@ -145,14 +186,21 @@ def score_table(outcomes: Iterable[Outcome], markdown: bool = False) -> str:
     for o in outcomes:
         rows.setdefault(o.mutation.subpackage, []).append(o)
     order = [s for s in SUBPACKAGES if s in rows] + sorted(set(rows) - set(SUBPACKAGES))
-    lines = ["| subpackage | killed / total | survivors |", "|---|---|---|"] if markdown else \
-        [f"{'subpackage':<14} {'killed':>8}  survivors"]
+    lines = (
+        ["| subpackage | killed / total | survivors |", "|---|---|---|"]
+        if markdown
+        else [f"{'subpackage':<14} {'killed':>8}  survivors"]
+    )
     total = killed = 0
     for s in order:
         k, n = sum(o.killed for o in rows[s]), len(rows[s])
         total, killed = total + n, killed + k
-        surv = ", ".join(o.mutation.name + ("" if o.status == "survived" else f" ({o.status})")
-                         for o in rows[s] if not o.killed) or "—"
+        surv = (
+            ", ".join(
+                o.mutation.name + ("" if o.status == "survived" else f" ({o.status})") for o in rows[s] if not o.killed
+            )
+            or "—"
+        )
         lines.append(f"| {s} | {k} / {n} | {surv} |" if markdown else f"{s:<14} {k:>3} / {n:<3}  {surv}")
     lines.append(f"| **all** | **{killed} / {total}** | |" if markdown else f"{'all':<14} {killed:>3} / {total:<3}")
     return "\n".join(lines)
@@ -168,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the score table as Markdown")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     a = ap.parse_args(argv)
-    chosen = [m for m in MUTATIONS
-              if (a.only is None or m.name in a.only) and (a.area is None or m.subpackage in a.area)]
+    chosen = [
+        m for m in MUTATIONS if (a.only is None or m.name in a.only) and (a.area is None or m.subpackage in a.area)
+    ]
     if a.list or not chosen:
         for m in chosen:
             print(f"{m.subpackage:<14} {m.name:<40} {'audit' if m.issue else '':<9} {m.description}")

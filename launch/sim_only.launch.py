@@ -15,10 +15,24 @@ from launch import LaunchDescription
 
 def generate_launch_description():
     config = PathJoinSubstitution([FindPackageShare("vi_control"), "config", "ros_simulator.yaml"])
-    return LaunchDescription([
-        DeclareLaunchArgument("model", default_value="pendulum", description="bundled or example-robot-data model"),
-        DeclareLaunchArgument("dt", default_value="0.01", description="integrator time step [s]"),
-        Node(package="vi_control", executable="vi_simulator", name="vi_simulator", output="screen",
-             parameters=[config, {"use_sim_time": False, "mode": "realtime", "model": LaunchConfiguration("model"),
-                                  "dt": ParameterValue(LaunchConfiguration("dt"), value_type=float)}]),
-    ])
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument("model", default_value="pendulum", description="bundled or example-robot-data model"),
+            DeclareLaunchArgument("dt", default_value="0.01", description="integrator time step [s]"),
+            Node(
+                package="vi_control",
+                executable="vi_simulator",
+                name="vi_simulator",
+                output="screen",
+                parameters=[
+                    config,
+                    {
+                        "use_sim_time": False,
+                        "mode": "realtime",
+                        "model": LaunchConfiguration("model"),
+                        "dt": ParameterValue(LaunchConfiguration("dt"), value_type=float),
+                    },
+                ],
+            ),
+        ]
+    )

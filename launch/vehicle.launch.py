@@ -23,13 +23,30 @@ CLOCK = [("/clock", "clock")]
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        Node(package="vi_control", executable="vi_simulator", name="vi_simulator", output="screen",
-             parameters=[_config("ros_vehicle_simulator.yaml"), {"use_sim_time": False}]),  # it is the clock
-        Node(package="vi_control", executable="vi_planner", name="vi_planner", output="screen",
-             remappings=CLOCK,
-             parameters=[_config("ros_vehicle_planner.yaml"), {"use_sim_time": True}]),
-        Node(package="vi_control", executable="vi_controller", name="vi_controller", output="screen",
-             remappings=CLOCK,
-             parameters=[_config("ros_vehicle_controller.yaml"), {"use_sim_time": True}]),
-    ])
+    return LaunchDescription(
+        [
+            Node(
+                package="vi_control",
+                executable="vi_simulator",
+                name="vi_simulator",
+                output="screen",
+                parameters=[_config("ros_vehicle_simulator.yaml"), {"use_sim_time": False}],
+            ),  # it is the clock
+            Node(
+                package="vi_control",
+                executable="vi_planner",
+                name="vi_planner",
+                output="screen",
+                remappings=CLOCK,
+                parameters=[_config("ros_vehicle_planner.yaml"), {"use_sim_time": True}],
+            ),
+            Node(
+                package="vi_control",
+                executable="vi_controller",
+                name="vi_controller",
+                output="screen",
+                remappings=CLOCK,
+                parameters=[_config("ros_vehicle_controller.yaml"), {"use_sim_time": True}],
+            ),
+        ]
+    )

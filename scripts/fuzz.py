@@ -45,8 +45,11 @@ def main(argv: list[str] | None = None) -> int:
             out = fuzz_gen.run_case(case, args.timeout)
             results.append((case, out))
             if out.kind not in ("valid", "specific"):
-                print(f"[fuzz] FAIL {out.kind}: seed {seed} case {case.index} ({case.surface}: {case.description})"
-                      f" -> {out.detail}", flush=True)
+                print(
+                    f"[fuzz] FAIL {out.kind}: seed {seed} case {case.index} ({case.surface}: {case.description})"
+                    f" -> {out.detail}",
+                    flush=True,
+                )
     for surface, kinds in fuzz_gen.tally(results).items():
         print(f"[fuzz] {surface:16s} " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     bad = sum(o.kind not in ("valid", "specific") for _, o in results)

@@ -106,12 +106,19 @@ def run_once(target: str, basetemp: Path, pause: tuple[float, float] | None, rng
     log = basetemp.parent / f"{basetemp.name}.log"
     with open(log, "w") as out:
         # (the repository's addopts apply: -q, not the slow cases, unless a test id names one)
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfE",
-                                 f"--basetemp={basetemp}", target], cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                                env=dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MPLBACKEND="Agg"))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfE", f"--basetemp={basetemp}", target],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MPLBACKEND="Agg"),
+        )
         done, stops = threading.Event(), [0]
-        starver = threading.Thread(target=lambda: stops.__setitem__(0, starve(proc.pid, pause, done, rng)),
-                                   daemon=True) if pause else None
+        starver = (
+            threading.Thread(target=lambda: stops.__setitem__(0, starve(proc.pid, pause, done, rng)), daemon=True)
+            if pause
+            else None
+        )
         if starver:
             starver.start()
         try:
@@ -122,10 +129,12 @@ def run_once(target: str, basetemp: Path, pause: tuple[float, float] | None, rng
                 starver.join()
             if proc.poll() is None:  # interrupted: this run's processes go too, none left stopped
                 stop_tree(proc)
-    failed = [ln.split()[1] for ln in log.read_text(errors="replace").splitlines()
-              if ln.startswith(("FAILED ", "ERROR "))]
-    return dict(rc=rc, seconds=time.monotonic() - t0, load=os.getloadavg()[0], failed=failed, stops=stops[0],
-                log=str(log))
+    failed = [
+        ln.split()[1] for ln in log.read_text(errors="replace").splitlines() if ln.startswith(("FAILED ", "ERROR "))
+    ]
+    return dict(
+        rc=rc, seconds=time.monotonic() - t0, load=os.getloadavg()[0], failed=failed, stops=stops[0], log=str(log)
+    )
 
 
 def _interrupt(signum, frame) -> None:
@@ -152,8 +161,10 @@ def main(argv: list[str] | None = None) -> int:
                 name = "".join(c if c.isalnum() or c in "._-" else "_" for c in target)
                 r = run_once(target, out / f"{name}_{rep}", tuple(a.stop) if a.stop else None, rng)
                 results[target].append(r)
-                line = (f"{time.strftime('%H:%M:%S')} rep={rep} rc={r['rc']} {r['seconds']:.0f}s load={r['load']:.1f} "
-                        f"stops={r['stops']} {target} {' '.join(r['failed'])}")
+                line = (
+                    f"{time.strftime('%H:%M:%S')} rep={rep} rc={r['rc']} {r['seconds']:.0f}s load={r['load']:.1f} "
+                    f"stops={r['stops']} {target} {' '.join(r['failed'])}"
+                )
                 print(line, flush=True)
                 with open(out / "summary.txt", "a") as f:
                     f.write(line + "\n")

@@ -19,8 +19,9 @@ from vi_control.model.bundled import bundled_config, bundled_urdf
 # The test helpers (test/support: benchmark loaders, docs parsing, driver scripts) and the fixtures' modules of
 # every folder (a plan builder of test/ros used by a control test) importable from every test folder.
 _HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(_HERE / "support")] + sorted(str(d) for d in _HERE.iterdir() if d.is_dir() and d.name not in
-                                                 ("support", "data", "__pycache__"))
+sys.path[:0] = [str(_HERE / "support")] + sorted(
+    str(d) for d in _HERE.iterdir() if d.is_dir() and d.name not in ("support", "data", "__pycache__")
+)
 
 
 @pytest.fixture(scope="session")
@@ -73,8 +74,11 @@ def controller_in_process(request):
 
 def _serial(item) -> bool:
     """Runs node processes over DDS or a Ray cluster: timing-bound, and each starts several processes."""
-    return (item.get_closest_marker("ros") is not None or item.path.name.startswith("test_ros_")
-            or item.path.name == "test_sweep_ray.py")
+    return (
+        item.get_closest_marker("ros") is not None
+        or item.path.name.startswith("test_ros_")
+        or item.path.name == "test_sweep_ray.py"
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -18,9 +18,19 @@ Q_HOLD = np.array([0.4])  # rad: out sideways, gravity's torque m g l sin 0.4 = 
 
 def _hold_plan(vi, q, N=3):
     K, x_eq, u_eq = hold_gain(vi, q, np.diag([100.0, 10.0]), 0.1 * np.eye(1))
-    return Plan(times=np.arange(N + 1) * vi.dt, X=np.tile(x_eq, (N + 1, 1)), U=np.tile(u_eq, (N, 1)),
-                K=np.tile(K, (N, 1, 1)), dt=vi.dt, model_name="pendulum", model_hash=vi.robot.hash,
-                joint_names=["theta"], input_names=["theta"], K_final=K, U_final=u_eq)
+    return Plan(
+        times=np.arange(N + 1) * vi.dt,
+        X=np.tile(x_eq, (N + 1, 1)),
+        U=np.tile(u_eq, (N, 1)),
+        K=np.tile(K, (N, 1, 1)),
+        dt=vi.dt,
+        model_name="pendulum",
+        model_hash=vi.robot.hash,
+        joint_names=["theta"],
+        input_names=["theta"],
+        K_final=K,
+        U_final=u_eq,
+    )
 
 
 def _run(ki, steps=3000, q0=Q_HOLD, plant_scale=1.1, repeat=1):

@@ -82,8 +82,9 @@ def test_gravity_alone_lets_a_pushed_arm_drift_where_the_hold_pulls_it_back(pand
     hold.engage(Q_PANDA)
     v0 = 0.05 * np.ones(7)
     drift, _ = _pinocchio_plant(robot, Q_PANDA, v0, lambda q, v: hold.feedforward(), 0.5)
-    held, _ = _pinocchio_plant(robot, Q_PANDA, v0, lambda q, v: hold.command(
-        vi.state_from_configurations(q - vi.dt * v, q))[0], 0.5)
+    held, _ = _pinocchio_plant(
+        robot, Q_PANDA, v0, lambda q, v: hold.command(vi.state_from_configurations(q - vi.dt * v, q))[0], 0.5
+    )
     assert drift > 0.02 and held < 0.01
 
 
@@ -119,10 +120,27 @@ class _Log:
 
 def _runner(vi, vehicle=False, **settings):
     log = _Log()
-    p = dict(accept_unconverged=False, safe_damping=1.0, safe_mode="hold", gain_scale=1.0, retime_tolerance=0.0,
-             path_tolerance=0.0, goal_tolerance=0.0, goal_time_tolerance=1.0, **settings)
-    runner = PlanRunner(vi.robot, vi, p, vehicle, vi.robot.joint_names, np.arange(len(vi.robot.actuated)), log,
-                        lambda kind, text, level="warning": log.lines.append(text))
+    p = dict(
+        accept_unconverged=False,
+        safe_damping=1.0,
+        safe_mode="hold",
+        gain_scale=1.0,
+        retime_tolerance=0.0,
+        path_tolerance=0.0,
+        goal_tolerance=0.0,
+        goal_time_tolerance=1.0,
+        **settings,
+    )
+    runner = PlanRunner(
+        vi.robot,
+        vi,
+        p,
+        vehicle,
+        vi.robot.joint_names,
+        np.arange(len(vi.robot.actuated)),
+        log,
+        lambda kind, text, level="warning": log.lines.append(text),
+    )
     return runner, log
 
 
@@ -145,8 +163,9 @@ def test_the_runner_holds_where_the_hold_began_not_where_the_arm_goes(panda):
     # stale: the gravity torque of the target alone while stale_hold, then zero
     ff = runner.safe_input("hold", _estimate(vi, 0.01, sagged), fresh=False, stale_hold=True)
     assert np.allclose(ff, runner.hold.feedforward())
-    assert np.array_equal(runner.safe_input("hold", _estimate(vi, 0.01, sagged), fresh=False, stale_hold=False),
-                          np.zeros(vi.nu))
+    assert np.array_equal(
+        runner.safe_input("hold", _estimate(vi, 0.01, sagged), fresh=False, stale_hold=False), np.zeros(vi.nu)
+    )
     # nothing ever measured: zero (there is no configuration to hold)
     fresh_runner, _ = _runner(vi)
     assert np.array_equal(fresh_runner.safe_input("hold", None, fresh=False, stale_hold=True), np.zeros(vi.nu))
@@ -161,9 +180,17 @@ def test_entering_a_plan_or_restarting_releases_the_hold(panda):
     assert not runner.hold.engaged
     runner.safe_input("hold", _estimate(vi, 0.0, Q_PANDA + 0.1))
     assert np.allclose(runner.hold.target, Q_PANDA + 0.1)
-    plan = vc.Plan(times=np.array([0.0, vi.dt]), X=np.tile(vi.state_from_configurations(Q_PANDA, Q_PANDA), (2, 1)),
-                   U=np.zeros((1, vi.nu)), K=np.zeros((1, vi.nu, vi.nx)), dt=vi.dt, model_name="panda",
-                   model_hash=vi.robot.hash, joint_names=vi.robot.joint_names, input_names=list(vi.robot.actuated))
+    plan = vc.Plan(
+        times=np.array([0.0, vi.dt]),
+        X=np.tile(vi.state_from_configurations(Q_PANDA, Q_PANDA), (2, 1)),
+        U=np.zeros((1, vi.nu)),
+        K=np.zeros((1, vi.nu, vi.nx)),
+        dt=vi.dt,
+        model_name="panda",
+        model_hash=vi.robot.hash,
+        joint_names=vi.robot.joint_names,
+        input_names=list(vi.robot.actuated),
+    )
     runner.queue(7, plan, start_on_receipt=False)
     out = runner.command(0.0, vi.state_from_configurations(Q_PANDA, Q_PANDA))
     assert out[0] == 0 and runner.active_seq == 7 and not runner.hold.engaged

@@ -40,8 +40,13 @@ class Recorder:
 def intake(vi):
     # the pendulum's θ is continuous (bound 10 rad here); its URDF velocity limit 20 rad/s × 1.5 = 30 rad/s
     rec = Recorder()
-    it = StateIntake(vi, JointLimits(vi.robot, 0.25, 10.0, 1.5, 1e3), TIMEOUT, notice=rec.notices.append,
-                     on_clock_back=lambda t, last: rec.resets.append((t, last, it.state)))
+    it = StateIntake(
+        vi,
+        JointLimits(vi.robot, 0.25, 10.0, 1.5, 1e3),
+        TIMEOUT,
+        notice=rec.notices.append,
+        on_clock_back=lambda t, last: rec.resets.append((t, last, it.state)),
+    )
     it.rec = rec
     return it
 

@@ -40,8 +40,10 @@ def _stream(rng, duration: float, velocities: bool):
     40 Hz ± 20 % from phase 7 ms; each delivered 0–3 ms (arm) or 2–12 ms (wrist) after its stamp, so the wrist's
     arrive after newer arm messages. Entries: (arrival, stamp, carried mask, q, q̇ or None)."""
     out = []
-    for mask, period, jitter, phase, delay in ((ARM, 0.002, 0.3, 0.0, (0.0, 0.006)),
-                                               (WRIST, 0.025, 0.2, 0.007, (0.0, 0.008))):
+    for mask, period, jitter, phase, delay in (
+        (ARM, 0.002, 0.3, 0.0, (0.0, 0.006)),
+        (WRIST, 0.025, 0.2, 0.007, (0.0, 0.008)),
+    ):
         t = 1.0 + phase
         while t < 1.0 + duration:
             q = np.where(mask, q_of(t), np.nan)  # the other joint's entry is never read: NaN proves it
@@ -208,8 +210,13 @@ def test_state_intake_merges_partial_joint_states(vi):
     it; both drivers' stamps and the clock back together (a simulator reset): the clock-reset path, then estimates
     again."""
     resets = []
-    it = intake.StateIntake(vi, intake.JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3), 0.5, merge_age=0.05,
-                     on_clock_back=lambda t, last: resets.append(t))
+    it = intake.StateIntake(
+        vi,
+        intake.JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3),
+        0.5,
+        merge_age=0.05,
+        on_clock_back=lambda t, last: resets.append(t),
+    )
 
     def arm(t):  # (the elbow's entries are never read: NaN and a huge velocity prove it)
         return np.array([q_of(t)[0], np.nan]), np.array([qdot_of(t)[0], 9e9])
@@ -230,9 +237,11 @@ def test_state_intake_merges_partial_joint_states(vi):
     q2 = np.array([q_of(2.015)[0], q_of(2.000)[1] + 1.5 * (q_of(2.010)[1] - q_of(2.000)[1])])
     assert est.x == pytest.approx(vi.state_from_configurations((q_of(2.000) + q1) / 2, q2), abs=1e-12)
     assert it.joint_state(2.016, np.array([0.1, np.nan]), None, now=2.02, carried=WRIST) == intake.Fault(
-        intake.FAULT_INVALID_STATE, "joint state positions contain NaN/inf")
+        intake.FAULT_INVALID_STATE, "joint state positions contain NaN/inf"
+    )
     assert it.joint_state(2.016, np.zeros(3), None, now=2.02, carried=WRIST) == intake.Fault(
-        intake.FAULT_INVALID_STATE, "joint state has 3 positions for the model's 2")
+        intake.FAULT_INVALID_STATE, "joint state has 3 positions for the model's 2"
+    )
     assert isinstance(it.joint_state(0.0, *arm(2.02), now=2.02, carried=ARM), intake.Estimate)  # stamped on receipt
     assert it.counts["unstamped"] == 1 and it.state.t == 2.02
     stale = it.joint_state(2.070, *arm(2.070), now=2.07, carried=ARM)  # the wrist's newest is 60 ms old

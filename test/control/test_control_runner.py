@@ -37,20 +37,38 @@ def upright(pendulum_vi):
     P = solve_discrete_are(lin.A, lin.B, Q, R)
     K = np.linalg.solve(R + lin.B.T @ P @ lin.B, lin.B.T @ P @ lin.A)
     N = 20
-    return Plan(times=1.0 + np.arange(N + 1) * vi.dt, X=np.tile(X_UP, (N + 1, 1)), U=np.zeros((N, 1)),
-                K=np.tile(K, (N, 1, 1)), dt=vi.dt, model_name="pendulum", model_hash=vi.robot.hash,
-                joint_names=["theta"], input_names=["theta"])
+    return Plan(
+        times=1.0 + np.arange(N + 1) * vi.dt,
+        X=np.tile(X_UP, (N + 1, 1)),
+        U=np.zeros((N, 1)),
+        K=np.tile(K, (N, 1, 1)),
+        dt=vi.dt,
+        model_name="pendulum",
+        model_hash=vi.robot.hash,
+        joint_names=["theta"],
+        input_names=["theta"],
+    )
 
 
 @pytest.fixture
 def runner(pendulum_vi):
     log = Log()
-    logger = type("Logger", (), {"info": lambda self, m: log.info.append(m),
-                                 "warning": lambda self, m: log.warning.append(m)})()
-    settings = dict(accept_unconverged=False, gain_scale=1.0, retime_tolerance=0.01, path_tolerance=0.0,
-                    goal_tolerance=0.0, goal_time_tolerance=0.5, safe_mode="damping", safe_damping=1.0)
-    r = PlanRunner(pendulum_vi.robot, pendulum_vi, settings, False, pendulum_vi.robot.joint_names, np.array([0]),
-                   logger, log)
+    logger = type(
+        "Logger", (), {"info": lambda self, m: log.info.append(m), "warning": lambda self, m: log.warning.append(m)}
+    )()
+    settings = dict(
+        accept_unconverged=False,
+        gain_scale=1.0,
+        retime_tolerance=0.01,
+        path_tolerance=0.0,
+        goal_tolerance=0.0,
+        goal_time_tolerance=0.5,
+        safe_mode="damping",
+        safe_damping=1.0,
+    )
+    r = PlanRunner(
+        pendulum_vi.robot, pendulum_vi, settings, False, pendulum_vi.robot.joint_names, np.array([0]), logger, log
+    )
     r.log = log
     return r
 
@@ -85,8 +103,7 @@ def test_a_plan_waits_for_its_start_then_commands_the_law(runner, upright):
     assert k == 7 and np.allclose(u, _law(upright, 7, x), rtol=0, atol=1e-12)
 
 
-def test_a_plan_that_starts_after_the_waiting_one_follows_it_and_a_halfway_tick_enters_the_later_step(runner,
-                                                                                                          upright):
+def test_a_plan_that_starts_after_the_waiting_one_follows_it_and_a_halfway_tick_enters_the_later_step(runner, upright):
     """Two plans queued before the first has started (MPC: a cycle's plan arrives before the last cycle's starts):
     each is entered at its own start, not the later instead of the earlier; one that starts no later than the plan
     waiting replaces it; the earlier delivered again after the later is not new. A tick exactly halfway between two
@@ -187,8 +204,9 @@ def test_a_plan_whose_own_states_the_intake_would_refuse_is_rejected_before_the_
     vi = make_system(task)
     log = Log()
     logger = type("Logger", (), {"info": lambda self, m: None, "warning": lambda self, m: None})()
-    runner = PlanRunner(vi.robot, vi, dict(accept_unconverged=False), False, vi.robot.joint_names,
-                        np.arange(7), logger, log)
+    runner = PlanRunner(
+        vi.robot, vi, dict(accept_unconverged=False), False, vi.robot.joint_names, np.arange(7), logger, log
+    )
     limits = JointLimits(vi.robot, 0.25, 1e4, 1.5, 1e3)  # the controller's defaults
     plan, _ = vc.plan_task(vi, task)
     assert runner.admit(1, plan, DT_RANGE, limits)

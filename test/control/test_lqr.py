@@ -27,11 +27,11 @@ def test_tv_lqr_matches_the_batch_solution_of_the_lq_problem(rng):
     Gam = np.zeros(((N + 1) * nx, N * nu))
     Phi[:nx] = np.eye(nx)
     for k in range(N):
-        Phi[(k + 1) * nx:(k + 2) * nx] = A[k] @ Phi[k * nx:(k + 1) * nx]
-        Gam[(k + 1) * nx:(k + 2) * nx] = A[k] @ Gam[k * nx:(k + 1) * nx]
-        Gam[(k + 1) * nx:(k + 2) * nx, k * nu:(k + 1) * nu] = B[k]
+        Phi[(k + 1) * nx : (k + 2) * nx] = A[k] @ Phi[k * nx : (k + 1) * nx]
+        Gam[(k + 1) * nx : (k + 2) * nx] = A[k] @ Gam[k * nx : (k + 1) * nx]
+        Gam[(k + 1) * nx : (k + 2) * nx, k * nu : (k + 1) * nu] = B[k]
     Qbar = np.kron(np.eye(N + 1), Q)
-    Qbar[N * nx:, N * nx:] = Qf
+    Qbar[N * nx :, N * nx :] = Qf
     Rbar = np.kron(np.eye(N), R)
     z0 = rng.standard_normal(nx)
     H = Gam.T @ Qbar @ Gam + Rbar
@@ -64,7 +64,7 @@ def test_dlqr_matches_scipy_dare(rng, nx, nu):
     assert np.abs(np.linalg.eigvals(A - B @ K)).max() < 1.0
 
 
-@pytest.mark.parametrize("scale", [2.0 ** -60, 2.0 ** -30, 2.0 ** 30])
+@pytest.mark.parametrize("scale", [2.0**-60, 2.0**-30, 2.0**30])
 def test_dlqr_gain_does_not_depend_on_the_unit_of_the_cost(rng, scale):
     """K depends on Q and R only through their ratio: weights × s give the same K and P × s (numpy and compiled).
     With the absolute floor of before (tol·(1 + |P|)) weights of 2⁻⁶⁰ stopped after one sweep, K wrong by 100 %."""

@@ -34,11 +34,11 @@ def _batch(A1, B1, Q, R, Qf):
     Phi, Gam = np.zeros(((N + 1) * nx, nx)), np.zeros(((N + 1) * nx, N * nu))
     Phi[:nx] = np.eye(nx)
     for k in range(N):
-        Phi[(k + 1) * nx:(k + 2) * nx] = A1 @ Phi[k * nx:(k + 1) * nx]
-        Gam[(k + 1) * nx:(k + 2) * nx] = A1 @ Gam[k * nx:(k + 1) * nx]
-        Gam[(k + 1) * nx:(k + 2) * nx, k * nu:(k + 1) * nu] = B1
+        Phi[(k + 1) * nx : (k + 2) * nx] = A1 @ Phi[k * nx : (k + 1) * nx]
+        Gam[(k + 1) * nx : (k + 2) * nx] = A1 @ Gam[k * nx : (k + 1) * nx]
+        Gam[(k + 1) * nx : (k + 2) * nx, k * nu : (k + 1) * nu] = B1
     Qbar = np.kron(np.eye(N + 1), Q)
-    Qbar[N * nx:, N * nx:] = Qf
+    Qbar[N * nx :, N * nx :] = Qf
     Rbar = np.kron(np.eye(N), R)
     return Phi, Gam, Qbar, Rbar, Gam.T @ Qbar @ Gam + Rbar
 
@@ -71,12 +71,18 @@ def test_an_indefinite_input_weight_has_no_minimum_and_is_refused():
     assert z @ Qbar @ z + mu @ Rbar @ mu <= claimed - 1.0 + 1e-9 * abs(c)
     A, B = np.tile(Ad, (N, 1, 1)), np.tile(Bd, (N, 1, 1))
     for solve in (tv_lqr, compiled.tv_lqr, vc_tv_lqr):
-        with pytest.raises(ValueError, match=r"^R: must be symmetric positive definite, got smallest eigenvalue "
-                                             r"-0\.05 .*unbounded below"):
+        with pytest.raises(
+            ValueError,
+            match=r"^R: must be symmetric positive definite, got smallest eigenvalue "
+            r"-0\.05 .*unbounded below",
+        ):
             solve(A, B, Q, R, Qf)
     for solve in (dlqr, compiled.dlqr):
-        with pytest.raises(ValueError, match=r"^R: must be symmetric positive definite, got smallest eigenvalue "
-                                             r"-0\.05 "):
+        with pytest.raises(
+            ValueError,
+            match=r"^R: must be symmetric positive definite, got smallest eigenvalue "
+            r"-0\.05 ",
+        ):
             solve(Ad, Bd, Q, R)
     # with R = +0.05 the same harness finds the recursion's cost to be the batch problem's minimum
     K, P = tv_lqr(A, B, Q, -R, Qf)
@@ -143,22 +149,34 @@ def test_round_off_and_wide_scales_are_not_refused(rng):
 
 
 def test_hold_gain_refuses_weights_before_linearizing(pendulum_vi):
-    for Q, R, message in ((np.diag([1.0, -1.0]), 1.0, "^Q: must be symmetric positive semidefinite"),
-                          (np.eye(2), -1.0, "^R: must be symmetric positive definite"),
-                          (np.eye(3), 1.0, r"^Q: expected a scalar, 2 diagonal entries or a \(2, 2\) array")):
+    for Q, R, message in (
+        (np.diag([1.0, -1.0]), 1.0, "^Q: must be symmetric positive semidefinite"),
+        (np.eye(2), -1.0, "^R: must be symmetric positive definite"),
+        (np.eye(3), 1.0, r"^Q: expected a scalar, 2 diagonal entries or a \(2, 2\) array"),
+    ):
         with pytest.raises(ValueError, match=message):
             hold_gain(pendulum_vi, np.array([0.5]), Q, R)
 
 
 def test_a_task_whose_lqr_input_weight_is_singular_is_refused_by_key(tmp_path, pendulum_vi):
     text = tmp_path / "t.yaml"
-    base = ("name: t\nmodel: pendulum\ndt: 0.1\nhorizon: 10\nstart: {q: [0.0]}\ngoal: {q: [0.5]}\n"
-            "optimizer: {max_iterations: 3}\n")
-    for weights, message in (("weights: {Q: 1.0, R: 0.0}\n", r"lqr\.R \(from weights\.R\): must be symmetric "
-                                                              r"positive definite"),
-                             ("weights: {Q: 1.0, R: 1.0}\nhold: {R: 0.0}\n", r"hold\.R: must be symmetric positive "
-                                                                             r"definite"),
-                             ("weights: {Q: 1.0, R: -1.0}\n", r"weights\.R: weight must be positive semidefinite")):
+    base = (
+        "name: t\nmodel: pendulum\ndt: 0.1\nhorizon: 10\nstart: {q: [0.0]}\ngoal: {q: [0.5]}\n"
+        "optimizer: {max_iterations: 3}\n"
+    )
+    for weights, message in (
+        (
+            "weights: {Q: 1.0, R: 0.0}\n",
+            r"lqr\.R \(from weights\.R\): must be symmetric "
+            r"positive definite",
+        ),
+        (
+            "weights: {Q: 1.0, R: 1.0}\nhold: {R: 0.0}\n",
+            r"hold\.R: must be symmetric positive "
+            r"definite",
+        ),
+        ("weights: {Q: 1.0, R: -1.0}\n", r"weights\.R: weight must be positive semidefinite"),
+    ):
         text.write_text(base + weights)
         with pytest.raises(TaskError, match=message):
             plan_task(pendulum_vi, load_task(str(text)))
@@ -192,9 +210,18 @@ def test_hold_gain_at_a_coordinate_singularity_names_the_pose_the_joint_and_the_
 def test_hold_gain_where_a_constraint_row_vanishes_names_the_constraint():
     """A double pendulum whose tip must stay on the plane z = −2: only the straight-down pose meets it, and there
     the tip cannot move vertically (Dh(q) = 0)."""
-    robot = load_robot(bundled_urdf("double_pendulum"), {"constraints": [
-        {"type": "plane", "link": "lower_link", "point": [0, 0, -1.0], "normal": [0, 0, 1], "offset": -2.0}]})
+    robot = load_robot(
+        bundled_urdf("double_pendulum"),
+        {
+            "constraints": [
+                {"type": "plane", "link": "lower_link", "point": [0, 0, -1.0], "normal": [0, 0, 1], "offset": -2.0}
+            ]
+        },
+    )
     vi = make_integrator("midpoint", robot, 0.01)
-    with pytest.raises(SingularPoseError, match=r"pose \(shoulder = 0, elbow = 0\).*constrained DEL Jacobian.*"
-                                                r"constraints\[0\]: its row of Dh\(q\) vanishes at this pose"):
+    with pytest.raises(
+        SingularPoseError,
+        match=r"pose \(shoulder = 0, elbow = 0\).*constrained DEL Jacobian.*"
+        r"constraints\[0\]: its row of Dh\(q\) vanishes at this pose",
+    ):
         hold_gain(vi, np.zeros(2), 1.0, 1.0)

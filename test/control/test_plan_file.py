@@ -21,10 +21,24 @@ def plan(pendulum_vi):
 
 
 def _fields(plan: Plan) -> dict:
-    meta = dict(dt=plan.dt, model_name=plan.model_name, model_hash=plan.model_hash, joint_names=plan.joint_names,
-                input_names=plan.input_names, weights=plan.weights, converged=plan.converged)
-    return dict(times=plan.times, X=plan.X, U=plan.U, K=plan.K, K_final=np.zeros((1, 2)), U_final=np.zeros(1),
-                meta=json.dumps(meta))
+    meta = dict(
+        dt=plan.dt,
+        model_name=plan.model_name,
+        model_hash=plan.model_hash,
+        joint_names=plan.joint_names,
+        input_names=plan.input_names,
+        weights=plan.weights,
+        converged=plan.converged,
+    )
+    return dict(
+        times=plan.times,
+        X=plan.X,
+        U=plan.U,
+        K=plan.K,
+        K_final=np.zeros((1, 2)),
+        U_final=np.zeros(1),
+        meta=json.dumps(meta),
+    )
 
 
 def _write(path, fields: dict):
@@ -73,16 +87,19 @@ def _cases(plan):
         "K missing": (_with(plan, "K", None), r"K: missing"),
         "K wrong shape": (_with(plan, "K", np.concatenate([plan.K, plan.K], axis=2)), r"gains K must have shape"),
         "X of integers": (_with(plan, "X", plan.X.astype(int)), r"X: expected float64, got int64"),
-        "X of objects (pickle)": (_with(plan, "X", np.array([object()] * 3, dtype=object)),
-                                  r"X: .*object.* is not a plan array"),
+        "X of objects (pickle)": (
+            _with(plan, "X", np.array([object()] * 3, dtype=object)),
+            r"X: .*object.* is not a plan array",
+        ),
         "meta not JSON": (_with(plan, "meta", "{not json"), r"meta: not valid JSON"),
         "meta a list": (_with(plan, "meta", "[1, 2]"), r"meta: expected a JSON object, got list"),
         "meta an array of floats": (_with(plan, "meta", np.zeros(3)), r"meta: expected a JSON string"),
     }
 
 
-@pytest.mark.parametrize("case", sorted(_cases(_hold_upright_plan(MidpointVI(
-    load_robot(bundled_urdf("pendulum")), 0.1), 20))))
+@pytest.mark.parametrize(
+    "case", sorted(_cases(_hold_upright_plan(MidpointVI(load_robot(bundled_urdf("pendulum")), 0.1), 20)))
+)
 def test_bad_plan_file_is_one_error_naming_the_field(plan, tmp_path, case):
     fields, message = _cases(plan)[case]
     if case == "X of objects (pickle)":  # np.savez pickles object arrays; np.load must never unpickle them
@@ -94,8 +111,9 @@ def test_bad_plan_file_is_one_error_naming_the_field(plan, tmp_path, case):
         Plan.load(str(path))
 
 
-@pytest.mark.parametrize("damage", ["empty", "truncated", "random bytes", "zip without arrays", "missing file",
-                                    "huge declared shape"])
+@pytest.mark.parametrize(
+    "damage", ["empty", "truncated", "random bytes", "zip without arrays", "missing file", "huge declared shape"]
+)
 def test_corrupt_plan_file_is_a_plan_file_error(plan, tmp_path, damage):
     """EOFError, BadZipFile, KeyError, MemoryError and friends are all one PlanFileError naming the file."""
     path = tmp_path / "p.npz"
@@ -147,8 +165,17 @@ def test_plan_runs_only_on_its_model_and_dt(plan, pendulum_vi):
 
 def _tiny_plan(times, dt):
     n = len(times) - 1
-    return Plan(times=times, X=np.zeros((n + 1, 2)), U=np.zeros((n, 1)), K=np.zeros((n, 1, 2)), dt=dt,
-                model_name="m", model_hash="h", joint_names=["a"], input_names=["a"])
+    return Plan(
+        times=times,
+        X=np.zeros((n + 1, 2)),
+        U=np.zeros((n, 1)),
+        K=np.zeros((n, 1, 2)),
+        dt=dt,
+        model_name="m",
+        model_hash="h",
+        joint_names=["a"],
+        input_names=["a"],
+    )
 
 
 def test_plan_times_must_resolve_dt_at_their_magnitude():

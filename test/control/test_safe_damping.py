@@ -19,8 +19,16 @@ Q_PANDA = np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.8, 0.8])
 
 def _runner(vi, d, act_q_index):
     logger = type("Logger", (), {"info": lambda self, m: None, "warning": lambda self, m: None})()
-    return PlanRunner(vi.robot, vi, dict(safe_damping=d, safe_mode="damping"), False, vi.robot.joint_names,
-                      np.asarray(act_q_index), logger, lambda *a, **k: None)
+    return PlanRunner(
+        vi.robot,
+        vi,
+        dict(safe_damping=d, safe_mode="damping"),
+        False,
+        vi.robot.joint_names,
+        np.asarray(act_q_index),
+        logger,
+        lambda *a, **k: None,
+    )
 
 
 def pinocchio_mass_matrix(robot, q):
@@ -56,13 +64,17 @@ def test_the_cap_is_the_row_sum_bound_of_pinocchios_inverse_inertia(panda):
 
 def test_the_cap_sees_the_inertia_of_the_actuated_joints_with_prescribed_ones_held():
     q = np.array([0.3, -0.7])
-    acrobot = vc.make_integrator("midpoint", vc.load_robot(bundled_urdf("double_pendulum"),
-                                                           {"actuated": ["elbow"]}), 0.1)
+    acrobot = vc.make_integrator(
+        "midpoint", vc.load_robot(bundled_urdf("double_pendulum"), {"actuated": ["elbow"]}), 0.1
+    )
     A = np.linalg.inv(pinocchio_mass_matrix(acrobot.robot, q))
     x = acrobot.state_from_velocity(q, np.zeros(2))
     assert _runner(acrobot, 1.0, [1]).damping_cap(x, 0.1) == pytest.approx([1.0 / (0.1 * A[1, 1])], rel=1e-9)
-    held = vc.make_integrator("midpoint", vc.load_robot(bundled_urdf("double_pendulum"), {
-        "prescribed": ["shoulder"], "actuated": ["elbow"]}), 0.1)
+    held = vc.make_integrator(
+        "midpoint",
+        vc.load_robot(bundled_urdf("double_pendulum"), {"prescribed": ["shoulder"], "actuated": ["elbow"]}),
+        0.1,
+    )
     M = pinocchio_mass_matrix(held.robot, q)
     x = np.concatenate([q, np.zeros(2)])
     r = _runner(held, 1.0, [1])

@@ -35,8 +35,9 @@ def vi():
 @pytest.fixture(scope="module")
 def plans(vi):
     chosen = {"forward_yaw", "reconfigure", "descend_turn"}
-    return [(name, *plan_maneuver(vi, gT, vi.state_from_pose(g0))) for name, g0, gT in maneuvers(BODY)
-            if name in chosen]
+    return [
+        (name, *plan_maneuver(vi, gT, vi.state_from_pose(g0))) for name, g0, gT in maneuvers(BODY) if name in chosen
+    ]
 
 
 def _pose_error(vi, goal_state, x):
@@ -62,8 +63,9 @@ def test_gains_come_from_the_exact_linearization_of_the_group_step(vi, plans):
 
 @pytest.mark.parametrize("scale", [1.05, 0.95])
 def test_algebra_tv_lqr_reaches_the_goal_with_mass_and_drag_mismatch(vi, plans, scale):
-    plant = make_integrator("lie_group", load_rigid_body("vehicle_uuv", mass_scale=scale, drag_scale=scale),
-                            SETTINGS.dt)
+    plant = make_integrator(
+        "lie_group", load_rigid_body("vehicle_uuv", mass_scale=scale, drag_scale=scale), SETTINGS.dt
+    )
     for name, plan, _ in plans:
         X_nominal, _ = vi.simulate(plan.X[0], plan.U)
         assert np.abs(vi.state.diff(plan.X, X_nominal)).max() <= 1e-10  # the plan is the model's own rollout
@@ -79,8 +81,7 @@ def test_algebra_tv_lqr_reaches_the_goal_with_mass_and_drag_mismatch(vi, plans, 
 
 
 def test_goal_unreachable_under_the_thruster_limits_is_named(vi):
-    weak = load_rigid_body(dict(_vehicle_yaml(), thruster_layout=dict(type="seed002_uuv", c=0.1, d=0.1,
-                                                                        limit=0.1)))
+    weak = load_rigid_body(dict(_vehicle_yaml(), thruster_layout=dict(type="seed002_uuv", c=0.1, d=0.1, limit=0.1)))
     vi_weak = make_integrator("lie_group", weak, SETTINGS.dt)
     goal = pose_from_spec({"position": [3.0, 1.0, 0.0], "rpy_deg": [0.0, 0.0, 90.0]}, "SE3")
     with pytest.raises(GoalUnreachableError, match="unreachable under the actuator limits.*thruster_"):
@@ -105,8 +106,7 @@ def test_the_bounded_re_solve_is_checked_with_its_active_bounds():
     from vi_control.planning.dmoc_check import ACTIVE_RTOL, second_order_check
     from vi_control.planning.dmoc_nlp import solve_ipopt
 
-    weak = load_rigid_body(dict(_vehicle_yaml(), thruster_layout=dict(type="seed002_uuv", c=0.1, d=0.1,
-                                                                        limit=0.1)))
+    weak = load_rigid_body(dict(_vehicle_yaml(), thruster_layout=dict(type="seed002_uuv", c=0.1, d=0.1, limit=0.1)))
     vi_weak = make_integrator("lie_group", weak, SETTINGS.dt)
     near = pose_from_spec({"position": [0.5, 0.2, 0.0], "rpy_deg": [0.0, 0.0, 20.0]}, "SE3")
     plan, res = plan_maneuver(vi_weak, near)

@@ -26,12 +26,20 @@ from vi_control.planning import load_task, plan_task, reference_trajectory
 G = 9.8  # the bundled pendulum: m = l = 1 about its pivot, g = 9.8 (config/pendulum.yaml)
 
 # Three different weight sets: a gain built from the wrong one differs by far more than round-off.
-TASK = {"name": "wiring", "model": "pendulum", "dt": 0.1, "horizon": 30, "start": {"q": [0.0]},
-        "goal": {"q": [2.0]}, "reference": {"type": "goal"}, "input_limits": "none",
-        "weights": {"Q": [10.0, 1.0], "R": 1.0, "Qf": [10.0, 1.0]},
-        "lqr": {"Q": [60.0, 3.0], "R": 0.25, "Qf": [200.0, 8.0]},
-        "hold": {"Q": [5.0, 0.2], "R": 4.0},
-        "optimizer": {"method": "ddp", "max_iterations": 60, "tolerance": 1e-8}}
+TASK = {
+    "name": "wiring",
+    "model": "pendulum",
+    "dt": 0.1,
+    "horizon": 30,
+    "start": {"q": [0.0]},
+    "goal": {"q": [2.0]},
+    "reference": {"type": "goal"},
+    "input_limits": "none",
+    "weights": {"Q": [10.0, 1.0], "R": 1.0, "Qf": [10.0, 1.0]},
+    "lqr": {"Q": [60.0, 3.0], "R": 0.25, "Qf": [200.0, 8.0]},
+    "hold": {"Q": [5.0, 0.2], "R": 4.0},
+    "optimizer": {"method": "ddp", "max_iterations": 60, "tolerance": 1e-8},
+}
 
 
 def riccati_gains(A, B, Q, R, Qf):
@@ -56,8 +64,12 @@ def test_plan_gains_are_the_riccati_recursion_under_the_lqr_weights(wiring_plan,
     plan, vi = wiring_plan, pendulum_vi
     lins = [linearize(vi, x, u) for x, u in zip(plan.X[:-1], plan.U)]
     A, B = np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins])
-    W = {g: [np.diag(TASK[g][w]) if isinstance(TASK[g][w], list) else np.atleast_2d(TASK[g][w])
-             for w in ("Q", "R", "Qf")] for g in ("weights", "lqr")}
+    W = {
+        g: [
+            np.diag(TASK[g][w]) if isinstance(TASK[g][w], list) else np.atleast_2d(TASK[g][w]) for w in ("Q", "R", "Qf")
+        ]
+        for g in ("weights", "lqr")
+    }
     K_ref = riccati_gains(A, B, *W["lqr"])
     assert np.abs(plan.K - K_ref).max() <= 1e-8 * np.abs(K_ref).max()
     # what the defects would have stored instead: far from it
@@ -82,8 +94,7 @@ def test_hold_gain_is_scipys_dare_gain_under_the_hold_weights(wiring_plan, pendu
 @pytest.mark.parametrize("ks", [1, 7, 29])
 def test_step_reference_switches_at_its_step_index(pendulum_vi, ks):
     """Johnson2015, eq. 35: q_ref,k = q_before for k < k_s, q_after for k ≥ k_s; p_ref = 0, u_ref = 0."""
-    task = load_task({**TASK, "reference": {"type": "step", "step_index": ks, "q_before": [0.5],
-                                            "q_after": [2.5]}})
+    task = load_task({**TASK, "reference": {"type": "step", "step_index": ks, "q_before": [0.5], "q_after": [2.5]}})
     X, U = reference_trajectory(task, pendulum_vi)
     expected = np.where(np.arange(31) < ks, 0.5, 2.5)
     assert np.array_equal(X[:, 0], expected) and not X[:, 1].any() and not U.any()
@@ -92,8 +103,9 @@ def test_step_reference_switches_at_its_step_index(pendulum_vi, ks):
 @pytest.fixture(scope="module")
 def prescribed_vi():
     """Double pendulum whose elbow is prescribed (its input is its position), shoulder free (no torque)."""
-    robot = load_robot(bundled_urdf("double_pendulum"), {"gravity": [0, 0, -9.81], "prescribed": ["elbow"],
-                                                         "actuated": []})
+    robot = load_robot(
+        bundled_urdf("double_pendulum"), {"gravity": [0, 0, -9.81], "prescribed": ["elbow"], "actuated": []}
+    )
     return MidpointVI(robot, 0.01)
 
 
@@ -121,9 +133,17 @@ def test_prescribed_p_slot_holds_the_velocity_and_velocity_keeps_the_coupling(pr
 def test_tracking_index_is_the_nearest_sample_at_off_grid_and_noisy_stamps(pendulum_vi):
     dt = 0.1
     for t0 in (0.0, 1234.5):
-        plan = Plan(times=t0 + np.arange(11) * dt, X=np.zeros((11, 2)), U=np.zeros((10, 1)), K=np.zeros((10, 1, 2)),
-                    dt=dt, model_name="pendulum", model_hash=pendulum_vi.robot.hash, joint_names=["theta"],
-                    input_names=["theta"])
+        plan = Plan(
+            times=t0 + np.arange(11) * dt,
+            X=np.zeros((11, 2)),
+            U=np.zeros((10, 1)),
+            K=np.zeros((10, 1, 2)),
+            dt=dt,
+            model_name="pendulum",
+            model_hash=pendulum_vi.robot.hash,
+            joint_names=["theta"],
+            input_names=["theta"],
+        )
         law = TrackingController(plan, pendulum_vi.state)
         assert law.index(t0 + 7.4 * dt) == 7 and law.index(t0 + 7.6 * dt) == 8
         assert law.index(t0 - 0.3 * dt) == 0  # before the start: the first sample

@@ -25,7 +25,7 @@ from vi_control.planning import compiled, load_task, make_system, plan_task
 from vi_control.planning.compiled import compiled_stages
 
 DT, STEPS = 0.01, 100
-SCALES = (2.0 ** -19, 2.0 ** -10, 2.0 ** 10, 2.0 ** 19)  # 2¹⁹ ≈ 5e5: the largest power of two load_robot takes
+SCALES = (2.0**-19, 2.0**-10, 2.0**10, 2.0**19)  # 2¹⁹ ≈ 5e5: the largest power of two load_robot takes
 RCOND_FACTOR = 4.0  # the reported rcond at any scale within this factor of the unscaled one (measured ≤ 1.54)
 Q0 = fourbar_initial_configuration(0.3)
 OPTIONS = [dict(), dict(newton="exact"), dict(compile=False, newton="chord"), dict(compile=False)]
@@ -72,6 +72,7 @@ def test_the_fourbar_runs_in_any_unit_of_mass(options):
     rcond within 1.6× (was 9.7e-6 unscaled, 9.3e-12 at × 2¹⁰, 3.5e-17 at × 2¹⁹: refused at step 0). p₁ of the
     stopping rule is set to s (``NewtonSettings.momentum_scale``; by default it is capped at 1, so exact Newton's
     last iterate would depend on s by ~1e-11): the stopping decisions are then the same at every scale."""
+
     def run(s):
         vi = MidpointVI(_fourbar(s), DT, dataclasses.replace(MidpointVI.DEFAULT_SETTINGS, momentum_scale=s), **options)
         return _run(vi, vi.state_from_configurations(Q0, Q0), np.full((STEPS, 1), 0.5 * s))
@@ -105,7 +106,7 @@ def _in_unscaled_units(A: np.ndarray, B: np.ndarray, s: float, nq: int) -> tuple
     return A * T[None, :] / T[:, None], B * s / T[:, None]
 
 
-@pytest.mark.parametrize("s", [2.0 ** 19, 2.0 ** -19])
+@pytest.mark.parametrize("s", [2.0**19, 2.0**-19])
 def test_the_fourbar_linearization_in_any_unit_of_mass(s):
     """A_k, B_k (Johnson2015, eqs. 29–30) at × 2^±19 are the unscaled ones after the unit conversion, from ``linearize``
     and from the planner's compiled kernel, and R_y's rcond is within 1.2× (at × 2¹⁹ it was 3.5e-17: refused)."""
@@ -130,14 +131,28 @@ def test_the_fourbar_linearization_in_any_unit_of_mass(s):
 def _fourbar_task(s: float) -> dict:
     """Turn the crank from 0.3 to 0.8 rad in 0.3 s, masses × s and the cost in the same units (momentum and input
     weights ÷ s²)."""
-    return {"name": "fourbar_turn", "model": {"bundled": "fourbar", "mass_scale": s}, "dt": DT, "horizon": 30,
-            "start": {"q": Q0.tolist(), "qdot": [0.0] * 3},
-            "goal": {"q": fourbar_initial_configuration(0.8).tolist()}, "reference": {"type": "goal"},
-            "initial_guess": "zero", "input_limits": "none", "optimizer": {"method": "ddp", "max_iterations": 3},
-            "weights": {"Q": {"q": [1.0] * 3, "p": [0.1 / s**2] * 3}, "R": 0.01 / s**2,
-                        "Qf": {"q": [100.0] * 3, "p": [1.0 / s**2] * 3}},
-            "lqr": {"Q": {"q": [1.0] * 3, "p": [1.0 / s**2] * 3}, "R": 1.0 / s**2,
-                    "Qf": {"q": [1.0] * 3, "p": [1.0 / s**2] * 3}}}
+    return {
+        "name": "fourbar_turn",
+        "model": {"bundled": "fourbar", "mass_scale": s},
+        "dt": DT,
+        "horizon": 30,
+        "start": {"q": Q0.tolist(), "qdot": [0.0] * 3},
+        "goal": {"q": fourbar_initial_configuration(0.8).tolist()},
+        "reference": {"type": "goal"},
+        "initial_guess": "zero",
+        "input_limits": "none",
+        "optimizer": {"method": "ddp", "max_iterations": 3},
+        "weights": {
+            "Q": {"q": [1.0] * 3, "p": [0.1 / s**2] * 3},
+            "R": 0.01 / s**2,
+            "Qf": {"q": [100.0] * 3, "p": [1.0 / s**2] * 3},
+        },
+        "lqr": {
+            "Q": {"q": [1.0] * 3, "p": [1.0 / s**2] * 3},
+            "R": 1.0 / s**2,
+            "Qf": {"q": [1.0] * 3, "p": [1.0 / s**2] * 3},
+        },
+    }
 
 
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
@@ -145,14 +160,14 @@ def test_the_planner_does_not_warn_near_singular_on_a_heavy_fourbar(path, monkey
     """plan_task's check of the returned trajectory (rcond < 1e-8: "M_k+1 near singular") on the four-bar task with
     masses × 2¹⁰: it warned at every step (rcond ~1e-11); now silent, as unscaled."""
     monkeypatch.setattr(compiled, "ENABLED", path == "compiled")
-    for s in (1.0, 2.0 ** 10):
+    for s in (1.0, 2.0**10):
         task, lines = load_task(_fourbar_task(s)), []
         plan_task(make_system(task), task, log=lines.append)
         assert not [line for line in lines if "near singular" in line], (s, lines)
 
 
 @pytest.mark.parametrize("compile", [None, False], ids=["compiled", "numpy"])
-@pytest.mark.parametrize("s", [1.0, 2.0 ** 19, 2.0 ** -19])
+@pytest.mark.parametrize("s", [1.0, 2.0**19, 2.0**-19])
 def test_a_singular_constraint_matrix_is_refused_at_its_own_step(s, compile):
     """The snakeboard's constraints coincide at step 5 (test_nonholonomic_snakeboard.py): refused there at every
     scale — the equilibration neither hides it nor (as the mixed units did at × 2¹⁹: step 0) invents one earlier —
@@ -168,15 +183,20 @@ def test_a_singular_constraint_matrix_is_refused_at_its_own_step(s, compile):
 
 
 @pytest.mark.parametrize("compile", [None, False], ids=["compiled", "numpy"])
-@pytest.mark.parametrize("s", [1.0, 2.0 ** 19, 2.0 ** -19])
+@pytest.mark.parametrize("s", [1.0, 2.0**19, 2.0**-19])
 def test_a_near_singular_constraint_term_is_flagged_at_any_scale(s, compile):
     """Johnson2015, §VII-B: the Cartesian pendulum turning by π/2 − 1e-6 in one step makes the constraint term
     Dh(q_{k+1}) M⁻¹ Dh(q_k)ᵀ nearly singular. That step alone is flagged, and the next is not, at every scale
     (test_linearization_constrained.py unscaled)."""
-    vi = MidpointVI(load_robot(bundled_urdf("cartesian_pendulum"), bundled_config("cartesian_pendulum"),
-                               mass_scale=s), 0.1, compile=compile)
-    q0, q1 = np.array([np.sin(0.3), -np.cos(0.3)]), np.array([np.sin(0.3 + np.pi / 2 - 1e-6),
-                                                              -np.cos(0.3 + np.pi / 2 - 1e-6)])
+    vi = MidpointVI(
+        load_robot(bundled_urdf("cartesian_pendulum"), bundled_config("cartesian_pendulum"), mass_scale=s),
+        0.1,
+        compile=compile,
+    )
+    q0, q1 = (
+        np.array([np.sin(0.3), -np.cos(0.3)]),
+        np.array([np.sin(0.3 + np.pi / 2 - 1e-6), -np.cos(0.3 + np.pi / 2 - 1e-6)]),
+    )
     X = [np.concatenate([q0, -np.asarray(vi.functions["D1Ld"](q0, q1)[0], float).ravel()])]
     for k in range(2):
         X.append(vi.solve(X[-1], np.zeros(0), step_index=k).x)

@@ -14,8 +14,13 @@ def test_energy_benchmark_smoke(bench, tmp_path):
     steps, dt = 2000, 5e-3  # 10 s: long enough to tell a trend from an oscillation (under a second of CPU)
     result = bench.run_benchmark(steps=steps, dt=dt, n_links=4)  # the 10-link run is the benchmark's
     names = [r["name"] for r in result["rows"]]
-    assert names == ["midpoint VI", "semi-implicit Euler", "RK4, same Δt", "RK4, equal wall time",
-                     "linear-time VI (DRNEA + RIQN)"]
+    assert names == [
+        "midpoint VI",
+        "semi-implicit Euler",
+        "RK4, same Δt",
+        "RK4, equal wall time",
+        "linear-time VI (DRNEA + RIQN)",
+    ]
     for r in [*result["rows"][:3], result["rows"][4]]:
         assert r["steps"] == steps and r["dt"] == dt
         assert r["error"].shape == r["t"].shape == (steps + 1,)

@@ -32,8 +32,9 @@ def _case(kind: str, rng: np.random.Generator):
         return s, x0, 0.2 * rng.standard_normal((N, s.nu)), np.array([-1.0, 1.0, 2.0])
     assert kind == "lie_group"
     s = make_integrator(kind, load_rigid_body("vehicle_uuv"), 0.1)
-    x0 = s.state_from_pose(s.group.exp(np.array([0.3, -0.2, 0.5, 1.0, 2.0, 3.0])),
-                           np.array([0.1, -0.05, 0.2, 0.5, 0.0, -0.1]))
+    x0 = s.state_from_pose(
+        s.group.exp(np.array([0.3, -0.2, 0.5, 1.0, 2.0, 3.0])), np.array([0.1, -0.05, 0.2, 0.5, 0.0, -0.1])
+    )
     return s, x0, 0.2 * rng.standard_normal((N, s.nu)), np.array([0.1, 0.2, -0.1, 0.3, 0.0, 0.2])
 
 
@@ -98,7 +99,7 @@ def test_solve_is_stateless_and_takes_a_warm_start(case):
     warm = s.solve(X[2], U[2], y0=s.warm_start(r1.x, r1.lam))
     assert np.abs(warm.x - r1.x).max() <= 1e-12 * (1 + np.abs(r1.x).max())
     assert warm.iterations <= r1.iterations
-    assert warm.residual <= s.settings.tol * s.settings.scale(np.abs(X[2][s.nq:]).max()) * 10
+    assert warm.residual <= s.settings.tol * s.settings.scale(np.abs(X[2][s.nq :]).max()) * 10
 
 
 def test_legendre_transforms_invert_each_other(case):
@@ -152,8 +153,9 @@ def test_the_reduced_simulator_is_a_separate_kind_with_the_papers_pose_order():
         vc.ReducedDAlembertPontryagin(load_bundled("sleigh"), 0.01)
     gni = make_integrator("gni", load_bundled("sleigh"), 0.01)
     qdot0 = np.array([-1.0, 1.0, 2.0])  # (ẋ, ẏ, θ̇) of the centre of mass at q = 0: backing up, turning
-    traj = rdp.simulate(np.zeros(3), np.zeros(0), np.zeros(0), spatial_to_body(np.zeros(3), qdot0[[2, 0, 1]]),
-                        steps=100)
+    traj = rdp.simulate(
+        np.zeros(3), np.zeros(0), np.zeros(0), spatial_to_body(np.zeros(3), qdot0[[2, 0, 1]]), steps=100
+    )
     assert traj.g.shape == (101, 3) and np.array_equal(traj.poses_xytheta, traj.g[:, [1, 2, 0]])
     X, _ = gni.simulate(gni.state_from_velocity(np.zeros(3), qdot0), steps=100)
     gap = np.abs(X[:, :3] - traj.poses_xytheta).max()

@@ -5,7 +5,6 @@ g = 9.8) has det M_{k+1} = m²r³/(4Δt²) sin²((θ_k+θ_{k+1})/2)·[Δt² g co
 + r(2 + cos(θ_k+θ_{k+1}))(φ_k−φ_{k+1})² + 4r] (eq. 34): singular when θ_k + θ_{k+1} = nπ.
 """
 
-
 import numpy as np
 import pytest
 from test_integrator_pendulum import eq6a_newton, eq6a_residual
@@ -51,8 +50,13 @@ def spherical():
 def eq34_det(q0: np.ndarray, q1: np.ndarray, dt: float, m: float = 1.0, r: float = 1.0) -> float:
     (phi0, th0), (phi1, th1) = q0, q1
     s = th0 + th1
-    return (m**2 * r**3 / (4 * dt**2) * np.sin(s / 2) ** 2
-            * (dt**2 * G * np.cos(s / 2) + r * (2 + np.cos(s)) * (phi0 - phi1) ** 2 + 4 * r))
+    return (
+        m**2
+        * r**3
+        / (4 * dt**2)
+        * np.sin(s / 2) ** 2
+        * (dt**2 * G * np.cos(s / 2) + r * (2 + np.cos(s)) * (phi0 - phi1) ** 2 + 4 * r)
+    )
 
 
 def test_spherical_pendulum_newton_jacobian_is_eq34(spherical, rng):
@@ -117,12 +121,15 @@ def test_spherical_pendulum_swinging_through_the_pole_is_an_ordinary_step(spheri
     assert x1 == pytest.approx(expected, abs=1e-10)
 
 
-@pytest.mark.parametrize("x, u, what", [
-    (np.zeros(3), np.zeros(1), "state has size"),
-    (np.zeros(2), np.zeros(2), "input has size"),
-    (np.array([np.nan, 0.0]), np.zeros(1), "NaN"),
-    (np.zeros(2), np.array([np.inf]), "NaN"),
-])
+@pytest.mark.parametrize(
+    "x, u, what",
+    [
+        (np.zeros(3), np.zeros(1), "state has size"),
+        (np.zeros(2), np.zeros(2), "input has size"),
+        (np.array([np.nan, 0.0]), np.zeros(1), "NaN"),
+        (np.zeros(2), np.array([np.inf]), "NaN"),
+    ],
+)
 def test_bad_inputs_raise_value_error(pendulum_vi, x, u, what):
     with pytest.raises(ValueError, match=what):
         pendulum_vi.step(x, u)

@@ -107,9 +107,11 @@ def test_prescribed_hand_with_constant_acceleration_holds_the_tilted_equilibrium
 
 def _hand_pendulum_ode(amplitude: float, omega: float, t_end: float, n: int) -> np.ndarray:
     """θ̈ = ẍ cos θ − g sin θ (Euler–Lagrange of the L above), hand x = A sin Ωt, from rest at θ = 0."""
+
     def rhs(t, s):
         xdd = -amplitude * omega**2 * np.sin(omega * t)
         return [s[1], xdd * np.cos(s[0]) - G * np.sin(s[0])]
+
     t = np.linspace(0, t_end, n + 1)
     return solve_ivp(rhs, (0, t_end), [0.0, 0.0], t_eval=t, method="DOP853", rtol=1e-12, atol=1e-12).y[0]
 
@@ -208,14 +210,17 @@ def _trajectory_errors(robot, u: float, c: float, half_impulse_start: bool, dts=
     return errors[:-1] / errors[1:]
 
 
-@pytest.mark.parametrize("u, c, half_impulse_start, order", [
-    (0.0, 0.0, False, 2),  # unforced: the midpoint rule's second order
-    (1.0, 0.0, False, 1),  # constant torque: F⁺_d = 0 starts one half impulse uΔt/2 off …
-    (1.0, 0.0, True, 2),  # … and is otherwise the symmetric split (the interior DEL equations are the same)
-    (0.0, 0.5, False, 1),  # damping −c(q_{k+1} − q_k)/Δt: the velocity of t_k + Δt/2 damps t_k's momentum
-])
+@pytest.mark.parametrize(
+    "u, c, half_impulse_start, order",
+    [
+        (0.0, 0.0, False, 2),  # unforced: the midpoint rule's second order
+        (1.0, 0.0, False, 1),  # constant torque: F⁺_d = 0 starts one half impulse uΔt/2 off …
+        (1.0, 0.0, True, 2),  # … and is otherwise the symmetric split (the interior DEL equations are the same)
+        (0.0, 0.5, False, 1),  # damping −c(q_{k+1} − q_k)/Δt: the velocity of t_k + Δt/2 damps t_k's momentum
+    ],
+)
 def test_trajectory_convergence_order_with_forcing(u, c, half_impulse_start, order):
     """The order in Δt of the configuration trajectory (docs/limits.md: with damping, first order)."""
     robot = load_robot(bundled_urdf("pendulum"), {"gravity": [0, 0, -G], "damping": {"theta": c}})
     ratios = _trajectory_errors(robot, u, c, half_impulse_start)
-    assert np.all(np.abs(ratios - 2.0 ** order) < 0.25 * 2.0 ** order), ratios
+    assert np.all(np.abs(ratios - 2.0**order) < 0.25 * 2.0**order), ratios

@@ -21,7 +21,8 @@ M_, O_ = -0.5, 0.2  # joint3 = -0.5 joint2 + 0.2
 def _mimic_chain():
     xml = planar_chain_urdf(3).replace(
         '<joint name="joint3" type="continuous">',
-        '<joint name="joint3" type="continuous"><mimic joint="joint2" multiplier="-0.5" offset="0.2"/>')
+        '<joint name="joint3" type="continuous"><mimic joint="joint2" multiplier="-0.5" offset="0.2"/>',
+    )
     assert "<mimic" in xml
     return load_robot(xml, {"gravity": [0, 0, -9.81], "actuated": []})
 
@@ -53,10 +54,12 @@ def test_mimic_joint_follows_and_converges_to_the_reduced_dynamics():
 
 
 def test_mimic_joint_is_not_actuated_by_default_and_the_yaml_can_override():
-    xml = planar_chain_urdf(3).replace('<joint name="joint3" type="continuous">',
-                                       '<joint name="joint3" type="continuous"><mimic joint="joint2"/>')
+    xml = planar_chain_urdf(3).replace(
+        '<joint name="joint3" type="continuous">', '<joint name="joint3" type="continuous"><mimic joint="joint2"/>'
+    )
     assert load_robot(xml).actuated == ("joint1", "joint2")
-    robot = load_robot(xml, {"constraints": [{"type": "joints", "joints": ["joint3", "joint1"],
-                                              "coefficients": [1.0, -2.0]}]})
+    robot = load_robot(
+        xml, {"constraints": [{"type": "joints", "joints": ["joint3", "joint1"], "coefficients": [1.0, -2.0]}]}
+    )
     (c,) = robot.constraints  # the YAML's coupling replaces the URDF's
     assert (c.joints, c.coefficients, c.offset) == (("joint3", "joint1"), (1.0, -2.0), 0.0)

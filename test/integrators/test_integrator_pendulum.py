@@ -65,7 +65,7 @@ def test_state_from_velocity_roundtrip(double_pendulum_vi, rng):
         x = vi.state_from_velocity(q, qd)
         M = pin.crba(model, data, q)
         M = np.triu(M) + np.triu(M, 1).T
-        assert x[vi.nq:] == pytest.approx(M @ qd, abs=1e-11)
+        assert x[vi.nq :] == pytest.approx(M @ qd, abs=1e-11)
         assert vi.velocity(x) == pytest.approx(qd, abs=1e-11)
 
 
@@ -87,8 +87,9 @@ def test_state_from_configurations_reproduces_momenta(forced, rng):
 
 def _pendulum_exact(theta0: float, omega0: float, t: float) -> tuple[float, float]:
     """Continuous pendulum θ̈ = −g sin θ to ~1e-12 (DOP853): the reference the VI converges to."""
-    sol = solve_ivp(lambda _t, s: [s[1], -G * np.sin(s[0])], (0, t), [theta0, omega0],
-                    method="DOP853", rtol=1e-13, atol=1e-13)
+    sol = solve_ivp(
+        lambda _t, s: [s[1], -G * np.sin(s[0])], (0, t), [theta0, omega0], method="DOP853", rtol=1e-13, atol=1e-13
+    )
     return sol.y[0, -1], sol.y[1, -1]
 
 

@@ -31,8 +31,11 @@ def chain10():
 
 def _backends(robot, dt, **kw):
     """numpy loop (exact Newton), C driver with chord Newton (default), C driver with exact Newton."""
-    return {"numpy": MidpointVI(robot, dt, compile=False, **kw), "C chord": MidpointVI(robot, dt, **kw),
-            "C exact": MidpointVI(robot, dt, newton="exact", **kw)}
+    return {
+        "numpy": MidpointVI(robot, dt, compile=False, **kw),
+        "C chord": MidpointVI(robot, dt, **kw),
+        "C exact": MidpointVI(robot, dt, newton="exact", **kw),
+    }
 
 
 def test_configuration_beyond_the_range_is_refused_naming_the_joint(chain10):

@@ -37,12 +37,12 @@ def test_a_pendulum_stops_at_its_limit_loses_its_kinetic_energy_and_swings_back_
     first = held.index(True)
     # the impact step ends at the stop with the momentum of its partial motion, the next takes it (at rest against
     # the stop: p = −(Δt/2)∇V); then gravity pulls it back: let go, not glued
-    assert held[first: first + 3] == [True, True, False]
+    assert held[first : first + 3] == [True, True, False]
     rest = vi.energy(vi.state_from_configurations(np.zeros(1), np.zeros(1)))
-    E = np.array([vi.energy(x) for x in X[first + 2:]]) - rest
+    E = np.array([vi.energy(x) for x in X[first + 2 :]]) - rest
     analytic = 1.0 * 9.81 * 0.5 * (1 - np.cos(0.5))
     assert np.abs(E / analytic - 1).max() < 2e-3
-    assert q[first + 2:].min() == pytest.approx(-0.5, abs=2e-3)  # swings to the other stop and no further
+    assert q[first + 2 :].min() == pytest.approx(-0.5, abs=2e-3)  # swings to the other stop and no further
 
 
 def test_the_impact_keeps_the_momentum_the_stop_allows():
@@ -108,7 +108,8 @@ def test_two_joints_at_their_stops_at_once_and_a_start_beyond_a_limit_is_left_al
     """Both joints of a chain driven into their stops hold both (the active set grows until nothing crosses); a
     joint that starts beyond its limit (a simulator started there; it warns) is not snapped onto it."""
     second = planar_chain_urdf(2, joint_type="revolute").replace(
-        'lower="-3.14159" upper="3.14159"', 'lower="-0.3" upper="0.3"')
+        'lower="-3.14159" upper="3.14159"', 'lower="-0.3" upper="0.3"'
+    )
     robot = vc.load_robot(second)
     vi = vc.MidpointVI(robot, 0.01)
     stops = vc.JointStops(vi)

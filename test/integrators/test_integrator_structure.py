@@ -59,8 +59,9 @@ def test_damped_map_contracts_phase_volume_exactly():
     """With viscous damping c the pendulum map is not symplectic: differentiating eq. 2a,
     det ∂x_{k+1}/∂x_k = D₁₂L_d / (D₁₂L_d − c), D₁₂L_d = −1/Δt − (gΔt/4) cos((θ_k+θ_{k+1})/2)."""
     g, c, dt = 9.8, 0.5, 0.05
-    vi = MidpointVI(load_robot(bundled_urdf("pendulum"), {"gravity": [0, 0, -g], "damping": {"theta": c}}),
-                    dt, tol=1e-14)
+    vi = MidpointVI(
+        load_robot(bundled_urdf("pendulum"), {"gravity": [0, 0, -g], "damping": {"theta": c}}), dt, tol=1e-14
+    )
     for x in ([0.3, 0.0], [2.0, -1.5], [-1.0, 4.0]):
         x, u = np.array(x), np.zeros(vi.nu)
         J = step_jacobian_fd(vi, x, u)
@@ -87,7 +88,7 @@ def test_angular_momentum_about_the_pivot_is_conserved():
     p1 = X[:, vi.nq]
     assert p1[0] == pytest.approx(1.0, abs=1e-12)
     assert np.abs(p1 - p1[0]).max() < 1e-10
-    assert np.abs(X[:, vi.nq + 1:] - X[0, vi.nq + 1:]).max() > 0.5  # the other momenta do change
+    assert np.abs(X[:, vi.nq + 1 :] - X[0, vi.nq + 1 :]).max() > 0.5  # the other momenta do change
     model, data = robot.pin_model, robot.create_data()
     for x in X[:: n // 5]:
         q, v = x[: vi.nq], vi.velocity(x)

@@ -28,7 +28,7 @@ from vi_control.model.rigid_body import load_rigid_body
 from vi_control.planning.compiled import compiled_stages
 
 DT, STEPS = 0.01, 40
-SCALES = (2.0 ** -10, 2.0 ** -20, 2.0 ** -30)  # ~1e-3, 1e-6, 1e-9; powers of two scale every product exactly, so
+SCALES = (2.0**-10, 2.0**-20, 2.0**-30)  # ~1e-3, 1e-6, 1e-9; powers of two scale every product exactly, so
 # the stopping decisions cannot straddle a tolerance by round-off on another machine
 
 
@@ -68,9 +68,11 @@ def test_unit_momentum_scales_with_the_masses_and_sets_the_stopping_rule():
         NewtonSettings(momentum_scale=0.0)
 
 
-@pytest.mark.parametrize("options", [dict(), dict(newton="exact"), dict(compile=False),
-                                     dict(compile=False, newton="exact")],
-                         ids=["compiled-chord", "compiled-exact", "numpy-chord", "numpy-exact"])
+@pytest.mark.parametrize(
+    "options",
+    [dict(), dict(newton="exact"), dict(compile=False), dict(compile=False, newton="exact")],
+    ids=["compiled-chord", "compiled-exact", "numpy-chord", "numpy-exact"],
+)
 def test_midpoint_vi_steps_a_model_in_any_unit_of_mass(options):
     q0 = np.array([1.0, -0.5, 0.3])
     X1 = _run(MidpointVI(_chain(1.0), DT, **options), q0)
@@ -137,8 +139,8 @@ def test_a_real_arm_in_grams_follows_the_same_motion(integrator):
 
     q0 = np.linspace(0.3, -0.4, 6)
     runs = {}
-    for s in (1.0, 2.0 ** -13, 2.0 ** -20):
+    for s in (1.0, 2.0**-13, 2.0**-20):
         robot = load_robot(example_robot_urdf("ur3"), {"gravity": [0, 0, -9.81]}, mass_scale=s)
         runs[s] = _run(integrator(robot, DT), q0, 100)
-    for s in (2.0 ** -13, 2.0 ** -20):
+    for s in (2.0**-13, 2.0**-20):
         _assert_scaled(runs[s], runs[1.0], s, 6, 1e-12)

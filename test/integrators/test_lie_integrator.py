@@ -16,13 +16,24 @@ from vi_control.mechanics.euler_poincare import restoring_wrench
 from vi_control.mechanics.groups import RetractionDomainError
 from vi_control.model.rigid_body import load_rigid_body
 
-FREE = {"SO3": dict(name="tumbler", group="SO3", inertia=[0.1, 0.2, 0.3]),
-        "SE3": dict(name="free", group="SE3", mass=3.0, inertia=[0.1, 0.2, 0.3])}
+FREE = {
+    "SO3": dict(name="tumbler", group="SO3", inertia=[0.1, 0.2, 0.3]),
+    "SE3": dict(name="free", group="SE3", mass=3.0, inertia=[0.1, 0.2, 0.3]),
+}
 # A forced, damped, buoyant body with a restoring moment: every term of f(g, ξ, u) = Hξ + Bu + w(g) is active.
-FORCED = dict(name="forced", group="SE3", mass=3.0, inertia=[0.1, 0.2, 0.3], drag=[0.05, 0.05, 0.05, 0.5, 0.5, 0.5],
-              actuators=[dict(name="a", direction=[1.0, 0.0, 0.0], position=[0.0, 0.1, 0.2]),
-                         dict(name="b", direction=[0.0, 0.0, 1.0], position=[0.1, 0.0, 0.0])],
-              gravity=[0.0, 0.0, -9.81], buoyancy=dict(force=29.0, center=[0.0, 0.0, 0.05]))
+FORCED = dict(
+    name="forced",
+    group="SE3",
+    mass=3.0,
+    inertia=[0.1, 0.2, 0.3],
+    drag=[0.05, 0.05, 0.05, 0.5, 0.5, 0.5],
+    actuators=[
+        dict(name="a", direction=[1.0, 0.0, 0.0], position=[0.0, 0.1, 0.2]),
+        dict(name="b", direction=[0.0, 0.0, 1.0], position=[0.1, 0.0, 0.0]),
+    ],
+    gravity=[0.0, 0.0, -9.81],
+    buoyancy=dict(force=29.0, center=[0.0, 0.0, 0.05]),
+)
 TWIST = {"SO3": np.array([1.0, 0.5, -0.8]), "SE3": np.array([1.0, 0.5, -0.8, 0.1, -0.05, 0.08])}
 
 
@@ -69,8 +80,7 @@ def test_potential_and_drag_energy_behaviour():
     vehicle); with drag and slightly negative buoyancy it only decreases."""
     lossless = dict(FORCED, drag=[0.0] * 6, actuators=[], buoyancy=dict(force=29.43, center=[0.0, 0.0, 0.05]))
     vi = make_integrator("lie_group", load_rigid_body(lossless), 0.02)
-    X, _ = vi.simulate(vi.state_from_pose(vi.group.exp(np.array([0.6, -0.4, 0.2, 0, 0, 0])), TWIST["SE3"]),
-                       steps=3000)
+    X, _ = vi.simulate(vi.state_from_pose(vi.group.exp(np.array([0.6, -0.4, 0.2, 0, 0, 0])), TWIST["SE3"]), steps=3000)
     E = np.array([vi.energy(x) for x in X])
     q = len(E) // 4
     assert np.abs(E[-q:] - E[0]).max() <= 1.5 * np.abs(E[:q] - E[0]).max() and np.ptp(E) <= 1e-3 * np.abs(E).max()
@@ -125,8 +135,16 @@ def test_exact_linearization_matches_finite_differences(kind, rng):
     def F(dx):
         return c @ f(dx, np.zeros(2))
 
-    Hfd = np.array([[(F(h * E[i] + h * E[j]) - F(h * E[i] - h * E[j]) - F(-h * E[i] + h * E[j])
-                      + F(-h * E[i] - h * E[j])) / (4 * h * h) for j in range(nd)] for i in range(nd)])
+    Hfd = np.array(
+        [
+            [
+                (F(h * E[i] + h * E[j]) - F(h * E[i] - h * E[j]) - F(-h * E[i] + h * E[j]) + F(-h * E[i] - h * E[j]))
+                / (4 * h * h)
+                for j in range(nd)
+            ]
+            for i in range(nd)
+        ]
+    )
     assert np.abs(Hfd - Hxx).max() <= 1e-5 * np.abs(Hfd).max()
 
 

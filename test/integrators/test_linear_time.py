@@ -75,8 +75,13 @@ def test_momentum_derivative_against_finite_differences(rng):
     m, D = lie.momentum_and_derivative(xi, G)
     assert np.allclose(m, np.einsum("nji,njk,nk->ni", lie.dlog_matrix(xi), G, xi), atol=1e-14)
     h = 1e-6
-    Dfd = np.stack([(lie.momentum_and_derivative(xi + h * e, G)[0] - lie.momentum_and_derivative(xi - h * e, G)[0])
-                    / (2 * h) for e in np.eye(6)], axis=-1)
+    Dfd = np.stack(
+        [
+            (lie.momentum_and_derivative(xi + h * e, G)[0] - lie.momentum_and_derivative(xi - h * e, G)[0]) / (2 * h)
+            for e in np.eye(6)
+        ],
+        axis=-1,
+    )
     assert np.allclose(D, Dfd, atol=1e-8)
 
 
@@ -125,10 +130,12 @@ def test_drnea_is_the_gradient_of_the_discrete_lagrangian(which, panda_robot, tr
     # directional derivatives (all coordinates on the small tree; three directions on the 7-DOF arm)
     dirs = np.eye(n) if which == "tree" else rng.normal(size=(3, n))
     h = 1e-6
-    D1 = np.array([(_scalar_Ld(robot, q0 + h * d, q1, dt) - _scalar_Ld(robot, q0 - h * d, q1, dt)) / (2 * h)
-                   for d in dirs])
-    D2 = np.array([(_scalar_Ld(robot, q0, q1 + h * d, dt) - _scalar_Ld(robot, q0, q1 - h * d, dt)) / (2 * h)
-                   for d in dirs])
+    D1 = np.array(
+        [(_scalar_Ld(robot, q0 + h * d, q1, dt) - _scalar_Ld(robot, q0 - h * d, q1, dt)) / (2 * h) for d in dirs]
+    )
+    D2 = np.array(
+        [(_scalar_Ld(robot, q0, q1 + h * d, dt) - _scalar_Ld(robot, q0, q1 - h * d, dt)) / (2 * h) for d in dirs]
+    )
     scale = np.abs(D2).max()
     assert np.allclose(dirs @ vi.discrete_momentum(q0, q1), D2, atol=1e-7 * scale)
     # f(q1) at p = 0, u = 0, no damping is −D₁L_d(q0, q1)
@@ -184,8 +191,14 @@ def _forced_errors(robot, tau, T=1.0, steps=(40, 80, 160), half_impulse=True):
 
     n, m, d = robot.nq, robot.pin_model, robot.pin_model.createData()
     q0, v0 = np.array([0.2, 0.3, 0.1, -0.4]), np.array([0.5, -0.5, 0.2, 1.0])
-    sol = solve_ivp(lambda _, y: np.concatenate([y[n:], pin.aba(m, d, y[:n], y[n:], tau - robot.damping * y[n:])]),
-                    (0.0, T), np.concatenate([q0, v0]), method="DOP853", rtol=1e-12, atol=1e-12)
+    sol = solve_ivp(
+        lambda _, y: np.concatenate([y[n:], pin.aba(m, d, y[:n], y[n:], tau - robot.damping * y[n:])]),
+        (0.0, T),
+        np.concatenate([q0, v0]),
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-12,
+    )
     errors = []
     for N in steps:
         vi = LinearTimeVI(robot, T / N)
@@ -206,7 +219,8 @@ def test_forced_tree_is_second_order(tree_robot):
 def test_damped_tree_converges_at_first_order():
     """Damping as F⁻_d = −c ⊙ (q_{k+1} − q_k), F⁺_d = 0 (MidpointVI's convention) is implicit Euler for the
     dissipative part, hence first order; the test pins that the damping term is right (it converges)."""
-    robot = load_robot(TREE_URDF, {"gravity": [0.3, -0.2, -9.81],
-                                   "damping": {"j1": 0.3, "j2": 0.2, "j3": 0.5, "j4": 0.1}})
+    robot = load_robot(
+        TREE_URDF, {"gravity": [0.3, -0.2, -9.81], "damping": {"j1": 0.3, "j2": 0.2, "j3": 0.5, "j4": 0.1}}
+    )
     orders = _forced_errors(robot, np.array([0.5, -0.3, 1.0, 0.2]))
     assert np.all((orders >= 0.9) & (orders <= 1.3)), orders

@@ -266,7 +266,7 @@ def test_compiled_state_conversions_match_pinocchio_without_its_data(name, robot
         q, v = rng.uniform(-1.5, 1.5, robot.nq), rng.uniform(-2, 2, robot.nq)
         x = vi.state_from_velocity(q, v)
         p_ref = pin.rnea(free, free.createData(), q, np.zeros(robot.nq), v)
-        assert np.allclose(x[robot.nq:], p_ref, rtol=0, atol=1e-12 * np.abs(p_ref).max())
+        assert np.allclose(x[robot.nq :], p_ref, rtol=0, atol=1e-12 * np.abs(p_ref).max())
         assert np.allclose(vi.velocity(x), v, rtol=0, atol=1e-10 * np.abs(v).max())
         e_ref = pin.computeKineticEnergy(model, data, q, v) + pin.computePotentialEnergy(model, data, q)
         assert vi.energy(x) == pytest.approx(e_ref, rel=1e-12, abs=1e-12)

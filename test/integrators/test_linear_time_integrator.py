@@ -93,8 +93,9 @@ def test_discrete_noether_momentum_conserved():
     """Without gravity the chain's L_d is invariant under rotating the first joint: p₁ is exactly conserved."""
     robot = load_robot(planar_chain_urdf(4), {"gravity": [0.0, 0.0, 0.0]})
     vi = LinearTimeVI(robot, 0.02)
-    X, _ = vi.simulate(vi.state_from_velocity(np.array([0.1, 0.5, -0.4, 0.3]), np.array([1.0, -2.0, 0.5, 1.5])),
-                       np.zeros((200, 4)))
+    X, _ = vi.simulate(
+        vi.state_from_velocity(np.array([0.1, 0.5, -0.4, 0.3]), np.array([1.0, -2.0, 0.5, 1.5])), np.zeros((200, 4))
+    )
     # each step conserves it up to the solver tolerance (1e-12 relative), so 200 steps stay below 1e-9
     assert np.abs(X[:, 4] - X[0, 4]).max() < 1e-9 * (1 + abs(X[0, 4]))
     assert np.abs(np.diff(X[:, 5])).max() > 1e-3  # the other momenta do change
@@ -138,8 +139,10 @@ def test_factory_and_guards(pendulum_robot):
         LinearTimeVI(pendulum_robot, 0.01, method="broyden")
     with pytest.raises(ValueError, match="input has size"):
         lt.step(np.zeros(2), np.zeros(3))
-    constrained = load_robot(planar_chain_urdf(2), {"constraints": [
-        {"type": "plane", "link": "link2", "point": [0, 0, -2], "normal": [0, 0, 1]}]})
+    constrained = load_robot(
+        planar_chain_urdf(2),
+        {"constraints": [{"type": "plane", "link": "link2", "point": [0, 0, -2], "normal": [0, 0, 1]}]},
+    )
     with pytest.raises(NotImplementedError):
         LinearTimeVI(constrained, 0.01)
 
@@ -153,8 +156,9 @@ def test_non_convergence_is_reported(chain5, monkeypatch):
     # with the fallback chain cut to its Newton stage (no substeps), the error says what was tried
     monkeypatch.setattr(linear_time_oracle, "MAX_DEPTH", 0)  # (the oracle's chain: the C's depth is compiled in)
     vi = linear_time_oracle.NumpyLinearTimeVI(chain5, 0.05, max_iterations=3)
-    with pytest.raises(ConvergenceError, match="RIQN did not converge at Δt .*; Newton with the exact Jacobian "
-                       "neither") as err:
+    with pytest.raises(
+        ConvergenceError, match="RIQN did not converge at Δt .*; Newton with the exact Jacobian neither"
+    ) as err:
         vi.step(x, np.zeros(5), step_index=7)
     assert err.value.step == 7
 

@@ -70,7 +70,7 @@ def test_linearization_matches_finite_differences_of_the_drnea_step(tree_lt, rng
     for i in range(n):
         d = np.zeros(n)
         d[i] = eps
-        J[:, i] = (lt.step(x + d[: lt.nx], u + d[lt.nx:]) - lt.step(x - d[: lt.nx], u - d[lt.nx:])) / (2 * eps)
+        J[:, i] = (lt.step(x + d[: lt.nx], u + d[lt.nx :]) - lt.step(x - d[: lt.nx], u - d[lt.nx :])) / (2 * eps)
     assert np.abs(np.hstack([lin.A, lin.B]) - J).max() < 1e-7 * max(1.0, np.abs(J).max())
     # the second-order contraction against differences of A, B along the covector
     c = rng.normal(size=lt.nx)

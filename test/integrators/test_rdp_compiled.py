@@ -105,9 +105,13 @@ def test_nan_force_mid_run_names_its_step_on_both_paths(board):
 def test_singular_jacobian_names_the_step_on_both_paths():
     """A reduced system whose symmetry basis e(r) = (r, 0, 0) vanishes at r = 0: at rest there, with a shape force,
     eq. 27's group row is identically zero → SingularityError for step 0 (no step taken on a singular matrix)."""
-    system = ReducedSystem("degenerate", np.diag([1.0, 2.0, 3.0, 3.0]), 1,
-                           basis=lambda r: ca.vertcat(r[0], 0, 0),
-                           connection=lambda r: ca.SX.zeros(3, 1))
+    system = ReducedSystem(
+        "degenerate",
+        np.diag([1.0, 2.0, 3.0, 3.0]),
+        1,
+        basis=lambda r: ca.vertcat(r[0], 0, 0),
+        connection=lambda r: ca.SX.zeros(3, 1),
+    )
     for rdp in _both(system, 0.1):
         with pytest.raises(SingularityError) as e:
             rdp.simulate(np.zeros(3), np.zeros(1), np.zeros(1), np.array([0.3, 0.0, 0.0]), forces=np.ones((3, 1)))
@@ -121,14 +125,21 @@ def test_sleigh_second_order_against_dop853(retraction):
     DOP853 of the Lagrange–d'Alembert equations (Pinocchio, written independently of the RDP)."""
     sleigh = load_bundled("sleigh")
     T, hs = 2.0, np.array([0.04, 0.02, 0.01, 0.005])
-    ref = solve_ivp(NonholonomicODE(sleigh).rhs, (0, T), np.array([0.0, 0.0, 0.0, -1.0, 1.0, 2.0]),
-                    method="DOP853", rtol=1e-12, atol=1e-12).y[:3, -1]  # (x, y, θ), CoM velocity (-1, a·2), θ̇ = 2
+    ref = solve_ivp(
+        NonholonomicODE(sleigh).rhs,
+        (0, T),
+        np.array([0.0, 0.0, 0.0, -1.0, 1.0, 2.0]),
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-12,
+    ).y[:3, -1]  # (x, y, θ), CoM velocity (-1, a·2), θ̇ = 2
     err = []
     for h in hs:
         rdp = ReducedDAlembertPontryagin(sleigh_system(I=0.2, m=1.0, a=0.5), h, retraction)
         assert rdp.compiled
-        g = rdp.simulate(np.zeros(3), np.zeros(0), np.zeros(0), np.array([2.0, -1.0, 1.0]),
-                         steps=int(round(T / h))).g[-1]
+        g = rdp.simulate(np.zeros(3), np.zeros(0), np.zeros(0), np.array([2.0, -1.0, 1.0]), steps=int(round(T / h))).g[
+            -1
+        ]
         err.append(np.abs(g[[1, 2, 0]] - ref).max())
     order = np.log2(np.array(err[:-1]) / np.array(err[1:]))
     assert np.all(np.abs(order - 2.0) < 0.05), (err, order)
@@ -138,13 +149,15 @@ def test_bad_start_and_step_count_are_refused_by_name(board):
     system, start, U = board
     rdp = ReducedDAlembertPontryagin(system, H)
     g0, r0, rdot0, xi0 = start
-    for args, kwargs, word in (((g0[:2], r0, rdot0, xi0), dict(forces=U), "g0 must have 3 entries"),
-                               ((g0, r0, rdot0[:1], xi0), dict(forces=U), "rdot0 must have 2 entries"),
-                               ((g0, r0, rdot0, [np.nan, 0, 0]), dict(forces=U), "xi0 must be finite"),
-                               ((g0, r0, rdot0, xi0), dict(forces=U[:, :1]), "forces must have shape (N, 2)"),
-                               ((g0, r0, rdot0, xi0), dict(steps=-1), "steps must be a non-negative integer"),
-                               ((g0, r0, rdot0, xi0), dict(steps=2.5), "steps must be a non-negative integer"),
-                               ((g0, r0, rdot0, xi0), {}, "needs forces")):
+    for args, kwargs, word in (
+        ((g0[:2], r0, rdot0, xi0), dict(forces=U), "g0 must have 3 entries"),
+        ((g0, r0, rdot0[:1], xi0), dict(forces=U), "rdot0 must have 2 entries"),
+        ((g0, r0, rdot0, [np.nan, 0, 0]), dict(forces=U), "xi0 must be finite"),
+        ((g0, r0, rdot0, xi0), dict(forces=U[:, :1]), "forces must have shape (N, 2)"),
+        ((g0, r0, rdot0, xi0), dict(steps=-1), "steps must be a non-negative integer"),
+        ((g0, r0, rdot0, xi0), dict(steps=2.5), "steps must be a non-negative integer"),
+        ((g0, r0, rdot0, xi0), {}, "needs forces"),
+    ):
         with pytest.raises(ValueError) as e:
             rdp.simulate(*args, **kwargs)
         assert word in str(e.value), (word, str(e.value))
@@ -154,10 +167,16 @@ def test_bad_start_and_step_count_are_refused_by_name(board):
 def test_reduced_system_inertia_is_validated():
     """ℓ = ½ wᵀ𝕄w must be a kinetic energy: a wrong size, an asymmetric or indefinite 𝕄 is refused by name."""
     zero3 = lambda r: ca.SX.zeros(3, 1)  # noqa: E731
-    for M, n, word in ((np.eye(3), 1, "finite (4, 4) matrix"), (np.diag([1.0, 1, 1, np.inf]), 1, "finite"),
-                       (np.eye(4) + np.triu(np.ones((4, 4)), 1), 1, "symmetric"),
-                       (np.diag([1.0, -1, 1, 1]), 1, "positive definite"), (np.eye(3), -1, "n_shape")):
+    for M, n, word in (
+        (np.eye(3), 1, "finite (4, 4) matrix"),
+        (np.diag([1.0, 1, 1, np.inf]), 1, "finite"),
+        (np.eye(4) + np.triu(np.ones((4, 4)), 1), 1, "symmetric"),
+        (np.diag([1.0, -1, 1, 1]), 1, "positive definite"),
+        (np.eye(3), -1, "n_shape"),
+    ):
         with pytest.raises(ValueError, match=re.escape(word)):
             ReducedSystem("bad", M, n, basis=lambda r: ca.vertcat(1, 0, 0), connection=zero3)
-    assert ReducedSystem("ok", np.eye(4), 1, basis=lambda r: ca.vertcat(1, 0, 0), connection=zero3).inertia.shape \
-        == (4, 4)
+    assert ReducedSystem("ok", np.eye(4), 1, basis=lambda r: ca.vertcat(1, 0, 0), connection=zero3).inertia.shape == (
+        4,
+        4,
+    )

@@ -28,9 +28,10 @@ def _models():
         # Holonomic constraints (λ unknowns, bordered Jacobian) and prescribed joints (idx_k path).
         "fourbar": lambda: load_robot(bundled_urdf("fourbar"), bundled_config("fourbar")),
         # Masses × 2¹⁹: the bordered matrix's blocks 2¹⁹ further apart (its own rcond ~4e-17: test_constrained_units)
-        "fourbar_heavy": lambda: load_robot(bundled_urdf("fourbar"), bundled_config("fourbar"), mass_scale=2.0 ** 19),
-        "prescribed": lambda: load_robot(bundled_urdf("double_pendulum"),
-                                         {"gravity": [0, 0, -9.81], "prescribed": ["elbow"]}),
+        "fourbar_heavy": lambda: load_robot(bundled_urdf("fourbar"), bundled_config("fourbar"), mass_scale=2.0**19),
+        "prescribed": lambda: load_robot(
+            bundled_urdf("double_pendulum"), {"gravity": [0, 0, -9.81], "prescribed": ["elbow"]}
+        ),
     }
 
 
@@ -56,7 +57,7 @@ def _initial_state(name: str, vi: MidpointVI, rng) -> np.ndarray:
 def _forced_inputs(vi: MidpointVI, x: np.ndarray, rng) -> np.ndarray:
     U = rng.uniform(-2, 2, (15, vi.nu))
     if vi.nk:
-        U[:, vi.n_torques:] = x[vi.idx_k] + 0.01 * np.arange(1, 16)[:, None]  # ρ_{k+1}
+        U[:, vi.n_torques :] = x[vi.idx_k] + 0.01 * np.arange(1, 16)[:, None]  # ρ_{k+1}
     return U
 
 
@@ -92,7 +93,7 @@ def test_compiled_step_matches_vm(pair, rng, newton, rate):
         assert np.allclose(rc.lam, rv.lam, rtol=1e-10, atol=1e-12)
         # Newton's count as a bound: a residual at the tolerance may need one more update on another CPU
         assert abs(rc.iterations - rv.iterations) <= 1 and rc.iterations >= 1
-        assert rc.residual <= compiled.settings.tol * (1.0 + np.abs(x[compiled.nq:]).max())
+        assert rc.residual <= compiled.settings.tol * (1.0 + np.abs(x[compiled.nq :]).max())
         x = rc.x
     if compiled.nc:  # the constrained steps really stay on h(q) = 0
         assert np.abs(compiled.constraint(x[: compiled.nq])).max() < 1e-10
@@ -105,7 +106,7 @@ def test_compiled_warm_start_matches_vm(pair, rng, newton, rate):
     x = _initial_state(name, compiled, rng)
     u = np.zeros(compiled.nu)
     if compiled.nk:
-        u[compiled.n_torques:] = x[compiled.idx_k]
+        u[compiled.n_torques :] = x[compiled.idx_k]
     y0 = vm.solve(x, u).y + 1e-4
     with _method(newton, rate, compiled, vm):
         rc, rv = compiled.solve(x, u, y0=y0), vm.solve(x, u, y0=y0)
@@ -125,8 +126,9 @@ def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch, root
     calls = {"residual": 0, "residual_only": 0}
     for fn in calls:
         real = vm.functions[fn]
-        monkeypatch.setitem(vm.functions._fns, fn, lambda *a, fn=fn, real=real: calls.__setitem__(fn, calls[fn] + 1)
-                            or real(*a))
+        monkeypatch.setitem(
+            vm.functions._fns, fn, lambda *a, fn=fn, real=real: calls.__setitem__(fn, calls[fn] + 1) or real(*a)
+        )
     for vi in (compiled, vm):
         monkeypatch.setattr(vi, "chord_root_check", root_check)
     quasi_only = compiled.nc == 0 and not root_check
@@ -151,7 +153,7 @@ def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch, root
         assert np.abs(rc.x - re.x).max() <= 1e-12 * scale and np.abs(rc.y - re.y).max() <= 1e-12 * scale
         assert np.allclose(rc.lam, re.lam, rtol=1e-10, atol=1e-12)
         assert rc.iterations >= re.iterations >= 1  # linear convergence needs at least as many updates
-        assert rc.residual <= compiled.settings.tol * (1.0 + np.abs(x[compiled.nq:]).max())
+        assert rc.residual <= compiled.settings.tol * (1.0 + np.abs(x[compiled.nq :]).max())
         x = rc.x
 
 
@@ -181,7 +183,7 @@ def test_singularity_error_and_rcond_match_lapack(pair, rng, newton):
     x = _initial_state(name, compiled, rng)
     u = np.zeros(compiled.nu)
     if compiled.nk:
-        u[compiled.n_torques:] = x[compiled.idx_k] + 0.01
+        u[compiled.n_torques :] = x[compiled.idx_k] + 0.01
     with _method(newton, CHORD_RATE_MAX, compiled, vm):
         errors = [_error_with(vi, SingularityError, x, u, 7, rcond_min=2.0) for vi in (compiled, vm)]
     assert errors[0].step == errors[1].step == 7 and errors[0].what == errors[1].what
@@ -205,9 +207,10 @@ def test_bordered_condition_is_lapacks_of_the_equilibrated_matrix(pair, rng):
         got = [_error_with(vi, SingularityError, x, u, 0, rcond_min=2.0).rcond for vi in (compiled, vm)]
     J = np.array(vm.functions["residual"](vm.initial_guess(x, u, None), np.concatenate([x, u]))[1])
     nd = compiled.nd
-    e = (np.frexp(np.abs(J[:nd, :nd]).max())[1] - np.frexp(max(np.abs(J[:nd, nd:]).max(),
-                                                                  np.abs(J[nd:, :nd]).max()))[1]) // 2
-    d = np.r_[np.full(nd, 2.0 ** -e), np.full(compiled.nc, 2.0 ** e)]
+    e = (
+        np.frexp(np.abs(J[:nd, :nd]).max())[1] - np.frexp(max(np.abs(J[:nd, nd:]).max(), np.abs(J[nd:, :nd]).max()))[1]
+    ) // 2
+    d = np.r_[np.full(nd, 2.0**-e), np.full(compiled.nc, 2.0**e)]
     DJD = J * np.outer(d, d)
     lu, _, info = lapack.dgetrf(DJD)
     expected = lapack.dgecon(lu, np.abs(DJD).sum(axis=0).max(), norm="1")[0]
@@ -229,7 +232,7 @@ def test_quasi_newton_condition_estimate_matches_lapack_dpocon(pair, rng):
     x = _initial_state(name, compiled, rng)
     u = np.zeros(compiled.nu)
     if compiled.nk:
-        u[compiled.n_torques:] = x[compiled.idx_k] + 0.01
+        u[compiled.n_torques :] = x[compiled.idx_k] + 0.01
     compiled.chord_root_check = vm.chord_root_check = False
     try:
         with _method("chord", CHORD_RATE_MAX, compiled, vm):
@@ -250,10 +253,10 @@ def test_quasi_newton_condition_estimate_matches_lapack_dpocon(pair, rng):
 def test_convergence_error_matches(pair, rng):
     name, compiled, vm = pair
     x = _initial_state(name, compiled, rng)
-    x[compiled.nq:] *= 50.0  # a violent step: one Newton iteration cannot reach the tolerance
+    x[compiled.nq :] *= 50.0  # a violent step: one Newton iteration cannot reach the tolerance
     u = np.full(compiled.nu, 200.0)
     if compiled.nk:
-        u[compiled.n_torques:] = x[compiled.idx_k] + 0.5
+        u[compiled.n_torques :] = x[compiled.idx_k] + 0.5
     errors = [_error_with(vi, ConvergenceError, x, u, 3, max_iterations=1) for vi in (compiled, vm)]
     assert errors[0].step == errors[1].step == 3
     assert errors[0].iterations == errors[1].iterations == 1
@@ -303,13 +306,13 @@ def test_results_do_not_alias_driver_buffers(pair, rng, wrap):
     x[: compiled.nq][compiled.robot.continuous_mask] += 2 * np.pi  # something to wrap
     u = np.zeros(compiled.nu)
     if compiled.nk:
-        u[compiled.n_torques:] = x[compiled.idx_k]
+        u[compiled.n_torques :] = x[compiled.idx_k]
     compiled.wrap_continuous = vm.wrap_continuous = wrap
     try:
         r1 = compiled.solve(x, u)
         kept = (r1.x.copy(), r1.y.copy(), r1.lam.copy())
         u2 = u.copy()
-        u2[compiled.n_torques:] = r1.x[compiled.idx_k]  # a prescribed joint stays where the (wrapped) state has it
+        u2[compiled.n_torques :] = r1.x[compiled.idx_k]  # a prescribed joint stays where the (wrapped) state has it
         r2 = compiled.solve(r1.x, u2)
         rv = vm.solve(x, u)
     finally:

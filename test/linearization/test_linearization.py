@@ -38,8 +38,8 @@ def fd_jacobian(fun, z: np.ndarray, eps: float = EPS) -> np.ndarray:
 def fd_first_order(vi: MidpointVI, x: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[A B] by central differences of step (2·(nx+nu) steps)."""
     z = np.concatenate([x, u])
-    J = fd_jacobian(lambda zz: vi.step(zz[: vi.nx], zz[vi.nx:]), z)
-    return J[:, : vi.nx], J[:, vi.nx:]
+    J = fd_jacobian(lambda zz: vi.step(zz[: vi.nx], zz[vi.nx :]), z)
+    return J[:, : vi.nx], J[:, vi.nx :]
 
 
 def fd_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: np.ndarray) -> np.ndarray:
@@ -47,7 +47,7 @@ def fd_contraction(vi: MidpointVI, x: np.ndarray, u: np.ndarray, cov: np.ndarray
     z = np.concatenate([x, u])
 
     def grad(zz):
-        lin = linearize(vi, zz[: vi.nx], zz[vi.nx:])
+        lin = linearize(vi, zz[: vi.nx], zz[vi.nx :])
         return cov @ np.hstack([lin.A, lin.B])
 
     return fd_jacobian(grad, z)

@@ -56,8 +56,9 @@ def fourbar():
 
 def _fourbar_point(vi: MidpointVI, crank: float, crank_rate: float) -> np.ndarray:
     """A consistent state: two loop-closing configurations Δt apart (the crank turns at crank_rate)."""
-    return _state_from_pair(vi, fourbar_initial_configuration(crank),
-                            fourbar_initial_configuration(crank + crank_rate * vi.dt))
+    return _state_from_pair(
+        vi, fourbar_initial_configuration(crank), fourbar_initial_configuration(crank + crank_rate * vi.dt)
+    )
 
 
 @pytest.mark.parametrize("crank, rate", [(0.3, 1.0), (-1.2, -2.0)])
@@ -116,8 +117,9 @@ def test_spherical_pendulum_det_M_eq34(spherical_vi):
         q0, q1 = rng.uniform(-2, 2, 2), rng.uniform(-2, 2, 2)
         Ry = np.array(vi.functions["linearize"](q1, np.concatenate([q0, np.zeros(2)]))[0])
         s = q0[1] + q1[1]
-        eq34 = np.sin(s / 2) ** 2 / (4 * dt**2) * (dt**2 * g * np.cos(s / 2)
-                                                    + (2 + np.cos(s)) * (q0[0] - q1[0]) ** 2 + 4)
+        eq34 = (
+            np.sin(s / 2) ** 2 / (4 * dt**2) * (dt**2 * g * np.cos(s / 2) + (2 + np.cos(s)) * (q0[0] - q1[0]) ** 2 + 4)
+        )
         assert np.linalg.det(Ry) == pytest.approx(eq34, rel=1e-9)
 
 

@@ -155,7 +155,7 @@ def fd_tensor(vi, point):
     x, u = point
 
     def jac(zz):
-        lin = linearize(vi, zz[: vi.nx], zz[vi.nx:])
+        lin = linearize(vi, zz[: vi.nx], zz[vi.nx :])
         return np.hstack([lin.A, lin.B])
 
     return fd_jacobian(jac, np.concatenate([x, u]))

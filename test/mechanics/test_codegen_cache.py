@@ -49,8 +49,9 @@ def _victim(*cache_dirs: Path, tmpdir: Path | None = None) -> dict:
     env.pop("VI_CONTROL_NO_COMPILE", None)
     if tmpdir is not None:
         env["TMPDIR"] = str(tmpdir)
-    out = subprocess.run([sys.executable, "-c", VICTIM, SRC, *map(str, cache_dirs)], env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", VICTIM, SRC, *map(str, cache_dirs)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, (out.returncode, out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -76,9 +77,11 @@ def attacks(tmp_path_factory) -> dict:
 
     def evil(tag: str) -> tuple[Path, Path]:
         marker, src, lib = root / f"PWNED_{tag}", root / f"evil_{tag}.c", root / f"evil_{tag}.so"
-        src.write_text(f'#include <stdio.h>\n__attribute__((constructor)) static void pwn(void) {{ FILE *f = '
-                       f'fopen("{marker}", "w"); if (f) {{ fputs("pwned", f); fclose(f); }} }}\n'
-                       "double vi_cache_answer(void) { return 666.0; }\n")
+        src.write_text(
+            f"#include <stdio.h>\n__attribute__((constructor)) static void pwn(void) {{ FILE *f = "
+            f'fopen("{marker}", "w"); if (f) {{ fputs("pwned", f); fclose(f); }} }}\n'
+            "double vi_cache_answer(void) { return 666.0; }\n"
+        )
         subprocess.run([codegen.compiler(), "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
         return lib, marker
 
@@ -88,8 +91,19 @@ def attacks(tmp_path_factory) -> dict:
         return d
 
     scenarios: dict[str, tuple[Path, Path]] = {}
-    for tag in ("no_record", "wrong_record", "corrupt", "symlink", "dir_777", "dir_775", "dir_1777", "dir_link",
-                "owner_so", "owner_sha256", "owner_dir"):
+    for tag in (
+        "no_record",
+        "wrong_record",
+        "corrupt",
+        "symlink",
+        "dir_777",
+        "dir_775",
+        "dir_1777",
+        "dir_link",
+        "owner_so",
+        "owner_sha256",
+        "owner_dir",
+    ):
         lib, marker = evil(tag)
         d = private(tag)
         if tag == "no_record":
@@ -123,8 +137,12 @@ def attacks(tmp_path_factory) -> dict:
     tmpdir = root / "tmp"  # the victim's TMPDIR: the fallback cache of the untrusted directories goes there
     tmpdir.mkdir(mode=0o700)
     results = _victim(clean, clean, *(d for d, _ in scenarios.values()), tmpdir=tmpdir)
-    return {"clean": (clean, results), "listing": listing, "tmpdir": tmpdir,
-            **{tag: (d, marker, results[str(d)]) for tag, (d, marker) in scenarios.items()}}
+    return {
+        "clean": (clean, results),
+        "listing": listing,
+        "tmpdir": tmpdir,
+        **{tag: (d, marker, results[str(d)]) for tag, (d, marker) in scenarios.items()},
+    }
 
 
 def _private(tmp_path: Path) -> Path:
@@ -155,13 +173,16 @@ def test_a_clean_cache_is_private_and_reused(attacks):
     assert cache._record((d / f"{NAME}.so").read_bytes()) == (d / f"{NAME}.sha256").read_text()
 
 
-@pytest.mark.parametrize("tag, refusal", [
-    ("no_record", f"{NAME}.sha256: No such file"),
-    ("wrong_record", "does not match the hash recorded"),
-    ("corrupt", "does not match the hash recorded"),
-    ("owner_so", "owned by uid 65534"),
-    ("owner_sha256", "owned by uid 65534"),
-])
+@pytest.mark.parametrize(
+    "tag, refusal",
+    [
+        ("no_record", f"{NAME}.sha256: No such file"),
+        ("wrong_record", "does not match the hash recorded"),
+        ("corrupt", "does not match the hash recorded"),
+        ("owner_so", "owned by uid 65534"),
+        ("owner_sha256", "owned by uid 65534"),
+    ],
+)
 def test_planted_or_damaged_entry_is_refused_and_rebuilt(attacks, tag, refusal):
     result = _check_clean(attacks, tag, refusal)
     d = attacks[tag][0]
@@ -176,10 +197,16 @@ def test_symlinked_entry_is_refused_and_its_target_untouched(attacks):
     assert (d.parent / "evil_symlink.so").read_bytes()[:4] == b"\x7fELF"  # the link's target was not written
 
 
-@pytest.mark.parametrize("tag, refusal", [("dir_777", "is writable by group or others"),
-                                          ("dir_775", "is writable by group or others"),
-                                          ("dir_1777", "is writable by group or others"),
-                                          ("dir_link", "is a symbolic link"), ("owner_dir", "is owned by uid 65534")])
+@pytest.mark.parametrize(
+    "tag, refusal",
+    [
+        ("dir_777", "is writable by group or others"),
+        ("dir_775", "is writable by group or others"),
+        ("dir_1777", "is writable by group or others"),
+        ("dir_link", "is a symbolic link"),
+        ("owner_dir", "is owned by uid 65534"),
+    ],
+)
 def test_untrusted_cache_directory_is_not_used(attacks, tag, refusal):
     """Anyone may have planted anything there, records included: the victim warns and builds elsewhere,
     writing nothing into it."""
@@ -330,8 +357,13 @@ def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_pa
         print(len(said), vi.compiled_driver, lt, *x1.round(12), said[0][:60] if said else "")
     """)
     for no_compile, expected_said in (("0", "1"), ("1", "0")):
-        env = dict(os.environ, PATH=str(tmp_path), CC="no-such-cc", VI_CONTROL_NO_COMPILE=no_compile,
-                   VI_CONTROL_CACHE=str(tmp_path / "cache"))
+        env = dict(
+            os.environ,
+            PATH=str(tmp_path),
+            CC="no-such-cc",
+            VI_CONTROL_NO_COMPILE=no_compile,
+            VI_CONTROL_CACHE=str(tmp_path / "cache"),
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         said, driver, linear_time, q1, p1, *message = out.stdout.split()

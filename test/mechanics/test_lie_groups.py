@@ -70,8 +70,9 @@ def test_right_trivialized_differentials_match_finite_differences(G, kind, rng):
         assert np.abs(_right_fd(r.tau, G, xi) - r.dtau(xi)).max() <= 1e-8
         # τ⁻¹ along right-trivialized perturbations of g: ∂_ε τ⁻¹(exp(εη)g) = dτ⁻¹_ξ η
         g = r.tau(xi)
-        D = np.column_stack([(r.tau_inv(G.exp(EPS * e) @ g) - r.tau_inv(G.exp(-EPS * e) @ g)) / (2 * EPS)
-                             for e in np.eye(G.dim)])
+        D = np.column_stack(
+            [(r.tau_inv(G.exp(EPS * e) @ g) - r.tau_inv(G.exp(-EPS * e) @ g)) / (2 * EPS) for e in np.eye(G.dim)]
+        )
         assert np.abs(D - r.dtau_inv(xi)).max() <= 1e-8
 
 

@@ -41,8 +41,11 @@ def test_velocity_state_inverts_the_wire_velocity_exactly():
     from vi_control.control.tracking import velocity_state, wire_velocity
 
     rng = np.random.default_rng(5)
-    systems = [vc.MidpointVI(vc.load_robot("erd:panda"), 0.01), vc.MidpointVI(vc.load_bundled("marionette"), 0.01),
-               vc.make_integrator("linear_time", vc.load_bundled("double_pendulum"), 0.01)]
+    systems = [
+        vc.MidpointVI(vc.load_robot("erd:panda"), 0.01),
+        vc.MidpointVI(vc.load_bundled("marionette"), 0.01),
+        vc.make_integrator("linear_time", vc.load_bundled("double_pendulum"), 0.01),
+    ]
     for vi in systems:
         for _ in range(5):
             x = np.concatenate([rng.uniform(-1, 1, vi.nq), rng.normal(0, 2, vi.nq)])

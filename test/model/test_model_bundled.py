@@ -15,8 +15,11 @@ G = 9.81
 
 def test_registry_points_at_existing_files():
     models = bundled_models()
-    assert set(models) == set(BUNDLED) >= {"double_pendulum", "acrobot", "cartpole", "chain10", "biped5", "arm7",
-                                           "fourbar"}
+    assert (
+        set(models)
+        == set(BUNDLED)
+        >= {"double_pendulum", "acrobot", "cartpole", "chain10", "biped5", "arm7", "fourbar"}
+    )
     for name, (urdf, cfg) in models.items():
         assert Path(urdf).is_file(), name
         assert cfg is None or Path(cfg).is_file(), name
@@ -82,9 +85,13 @@ def test_biped5_has_rabbit_parameters():
     assert robot.joint_names == ["base_x", "base_z", "base_pitch", "left_hip", "left_knee", "right_hip", "right_knee"]
     assert robot.actuated == ("left_hip", "left_knee", "right_hip", "right_knee")
     assert [j.type for j in robot.joints[:3]] == ["prismatic", "prismatic", "revolute"]
-    expect = {"base_pitch": (20.0, [0, 0, 0.2], 2.22), "left_hip": (6.8, [0, 0, -0.163], 1.08),
-              "right_hip": (6.8, [0, 0, -0.163], 1.08), "left_knee": (3.2, [0, 0, -0.128], 0.93),
-              "right_knee": (3.2, [0, 0, -0.128], 0.93)}
+    expect = {
+        "base_pitch": (20.0, [0, 0, 0.2], 2.22),
+        "left_hip": (6.8, [0, 0, -0.163], 1.08),
+        "right_hip": (6.8, [0, 0, -0.163], 1.08),
+        "left_knee": (3.2, [0, 0, -0.128], 0.93),
+        "right_knee": (3.2, [0, 0, -0.128], 0.93),
+    }
     for joint, (mass, com, Iyy) in expect.items():
         inertia = m.inertias[m.getJointId(joint)]
         assert inertia.mass == pytest.approx(mass)

@@ -38,12 +38,14 @@ def test_long_chain_loads_without_pinocchio_data():
     """Validation needs M(q) once; with pinocchio.Data a 400-link chain took 10 s and 4 GB to load. Measured in
     a fresh process: this process's peak memory may already be higher from other tests. The child's own peak is
     VmHWM (its memory after exec); ru_maxrss also counts the parent's peak, which Linux carries over fork + exec."""
-    code = ("import resource; from vi_control.model import load_robot; "
-            "from vi_control.model.generate import planar_chain_urdf; r = load_robot(planar_chain_urdf(300)); "
-            "from pathlib import Path; status = Path('/proc/self/status'); "
-            "hwm = [ln.split()[1] for ln in status.read_text().splitlines() if ln.startswith('VmHWM')] "
-            "if status.exists() else []; "
-            "print(r.nq, hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import resource; from vi_control.model import load_robot; "
+        "from vi_control.model.generate import planar_chain_urdf; r = load_robot(planar_chain_urdf(300)); "
+        "from pathlib import Path; status = Path('/proc/self/status'); "
+        "hwm = [ln.split()[1] for ln in status.read_text().splitlines() if ln.startswith('VmHWM')] "
+        "if status.exists() else []; "
+        "print(r.nq, hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     nq, peak_kb = map(int, out.stdout.split())

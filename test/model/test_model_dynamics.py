@@ -119,19 +119,33 @@ def _pin_constraint(robot, q) -> tuple[np.ndarray, np.ndarray]:
 
 
 # Every constraint type on a 3-D arm: plane, coincident (all axes), distance between two moving links.
-ARM7_CONSTRAINTS = {"constraints": [
-    {"type": "plane", "link": "flange", "point": [0.0, 0.05, 0.1], "normal": [0.3, -0.2, 1.0], "offset": 0.4},
-    {"type": "coincident", "link_a": "link7", "point_a": [0.01, 0.0, 0.05], "link_b": "world",
-     "point_b": [0.5, 0.1, 0.6]},
-    {"type": "distance", "link_a": "link3", "point_a": [0.0, 0.05, 0.1], "link_b": "link6",
-     "point_b": [0.02, 0.0, 0.0], "distance": 0.5},
-]}
+ARM7_CONSTRAINTS = {
+    "constraints": [
+        {"type": "plane", "link": "flange", "point": [0.0, 0.05, 0.1], "normal": [0.3, -0.2, 1.0], "offset": 0.4},
+        {
+            "type": "coincident",
+            "link_a": "link7",
+            "point_a": [0.01, 0.0, 0.05],
+            "link_b": "world",
+            "point_b": [0.5, 0.1, 0.6],
+        },
+        {
+            "type": "distance",
+            "link_a": "link3",
+            "point_a": [0.0, 0.05, 0.1],
+            "link_b": "link6",
+            "point_b": [0.02, 0.0, 0.0],
+            "distance": 0.5,
+        },
+    ]
+}
 
 
 @pytest.mark.parametrize("name", ["fourbar", "cartesian_pendulum", "marionette", "arm7+constraints"])
 def test_constraints_match_pinocchio_points(name, rng):
-    robot = (load_robot(bundled_models()["arm7"][0], ARM7_CONSTRAINTS) if name == "arm7+constraints"
-             else load_bundled(name))
+    robot = (
+        load_robot(bundled_models()["arm7"][0], ARM7_CONSTRAINTS) if name == "arm7+constraints" else load_bundled(name)
+    )
     assert robot.constraints
     dyn = ContinuousDynamics(robot)
     for q in random_q(robot, rng, 3):

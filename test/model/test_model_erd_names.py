@@ -17,9 +17,12 @@ from vi_control.model.errors import URDFError
 
 
 def test_erd_talos_names_the_file_its_loader_reads_and_that_file_loads():
-    with pytest.raises(URDFError, match=r"unknown example robot 'talos' \('talos' is example-robot-data's Python "
-                                        r"loader name, not a URDF file: that loader reads erd:talos_reduced; it also "
-                                        r"adds a free-flyer base \(here: floating_base: true.*rotor inertias"):
+    with pytest.raises(
+        URDFError,
+        match=r"unknown example robot 'talos' \('talos' is example-robot-data's Python "
+        r"loader name, not a URDF file: that loader reads erd:talos_reduced; it also "
+        r"adds a free-flyer base \(here: floating_base: true.*rotor inertias",
+    ):
         vc.load_robot("erd:talos")
     path = example_robot_path("talos_reduced")
     assert path == example_robot_data_dir() / "talos_data/robots/talos_reduced.urdf"

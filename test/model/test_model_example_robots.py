@@ -23,27 +23,49 @@ URDFS = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.urdf"))
 REPAIR = {"inertia_policy": "repair"}
 # relative path -> (system YAML, why). Everything else loads with the defaults (inertia_policy: strict).
 NEEDS = {
-    **{p: (REPAIR, "a CAD inertia misses the triangle inequality by rounding") for p in (
-        "allegro_hand_description/urdf/allegro_left_hand.urdf", "allegro_hand_description/urdf/allegro_right_hand.urdf",
-        "anymal_c_simple_description/urdf/anymal.urdf", "romeo_description/urdf/romeo_small.urdf",
-        "pr2_description/urdf/pr2.urdf")},
-    **{p: (REPAIR, "the base inertia (0, 0, 3e-6) is a flat disc: no body has it") for p in (
-        "anymal_b_simple_description/robots/anymal-kinova.urdf", "anymal_b_simple_description/robots/anymal.urdf",
-        "b1_description/urdf/b1-z1.urdf", "b1_description/urdf/b1.urdf", "go1_description/urdf/go1.urdf",
-        "hyq_description/robots/hyq_no_sensors.urdf")},
-    **{p: (REPAIR, "antenna inertias with a negative principal moment (-3.5e-8)") for p in (
-        "tiago_description/robots/tiago.urdf", "tiago_description/robots/tiago_dual.urdf",
-        "tiago_description/robots/tiago_no_hand.urdf")},
+    **{
+        p: (REPAIR, "a CAD inertia misses the triangle inequality by rounding")
+        for p in (
+            "allegro_hand_description/urdf/allegro_left_hand.urdf",
+            "allegro_hand_description/urdf/allegro_right_hand.urdf",
+            "anymal_c_simple_description/urdf/anymal.urdf",
+            "romeo_description/urdf/romeo_small.urdf",
+            "pr2_description/urdf/pr2.urdf",
+        )
+    },
+    **{
+        p: (REPAIR, "the base inertia (0, 0, 3e-6) is a flat disc: no body has it")
+        for p in (
+            "anymal_b_simple_description/robots/anymal-kinova.urdf",
+            "anymal_b_simple_description/robots/anymal.urdf",
+            "b1_description/urdf/b1-z1.urdf",
+            "b1_description/urdf/b1.urdf",
+            "go1_description/urdf/go1.urdf",
+            "hyq_description/robots/hyq_no_sensors.urdf",
+        )
+    },
+    **{
+        p: (REPAIR, "antenna inertias with a negative principal moment (-3.5e-8)")
+        for p in (
+            "tiago_description/robots/tiago.urdf",
+            "tiago_description/robots/tiago_dual.urdf",
+            "tiago_description/robots/tiago_no_hand.urdf",
+        )
+    },
     "bolt_description/robots/bolt.urdf": (REPAIR, "massless feet carry a rotational inertia"),
     "romeo_description/urdf/romeo.urdf": (
         {"prescribed": ["LHand", "RHand"]},
-        "the hands and their mimic fingers are massless: kinematic joints, not dynamic ones"),
+        "the hands and their mimic fingers are massless: kinematic joints, not dynamic ones",
+    ),
     "romeo_description/urdf/romeo_laas_small.urdf": (
         {**REPAIR, "prescribed": ["l_gripper_joint", "r_gripper_joint"]},
-        "rounded CAD inertias; massless grippers are kinematic"),
+        "rounded CAD inertias; massless grippers are kinematic",
+    ),
     "alex_description/urdf/alex_psyonic_hands.urdf": (
-        "mimic_override", "its <mimic> tags name 'index_q1' where the joint is 'Left_index_q1': the system YAML "
-                          "states the intended couplings (and rounded CAD inertias need repair)"),
+        "mimic_override",
+        "its <mimic> tags name 'index_q1' where the joint is 'Left_index_q1': the system YAML "
+        "states the intended couplings (and rounded CAD inertias need repair)",
+    ),
 }
 
 
@@ -64,8 +86,11 @@ def _system(rel: str, xml: str) -> dict | None:
     system = NEEDS[rel][0]
     if system == "mimic_override":  # the side prefix the URDF forgot ('Left_index_q2' mimics 'Left_index_q1')
         joints = {j.get("name") for j in ET.fromstring(xml).iter("joint")}
-        fixes = [{"type": "joints", "joints": [j, j.split("_")[0] + "_" + m], "coefficients": [1.0, -a], "offset": b}
-                 for j, m, a, b in _mimics(xml) if m not in joints]
+        fixes = [
+            {"type": "joints", "joints": [j, j.split("_")[0] + "_" + m], "coefficients": [1.0, -a], "offset": b}
+            for j, m, a, b in _mimics(xml)
+            if m not in joints
+        ]
         assert fixes and all(f["joints"][1] in joints for f in fixes)
         return {**REPAIR, "constraints": fixes}
     return system
@@ -99,8 +124,17 @@ def test_the_survey_covers_the_robots_issue_12_names():
     """pr2, romeo, talos_full, baxter (mimic joints) and romeo_small, tiago_no_hand, allegro, hyq, anymal_c
     (non-physical inertias) are all among the files walked, and only ur3.urdf is refused by Pinocchio itself."""
     names = " ".join(URDFS)
-    for robot in ("pr2.urdf", "romeo.urdf", "talos_full_v2.urdf", "baxter.urdf", "romeo_small.urdf",
-                  "tiago_no_hand.urdf", "allegro_left_hand.urdf", "hyq_no_sensors.urdf", "anymal_c"):
+    for robot in (
+        "pr2.urdf",
+        "romeo.urdf",
+        "talos_full_v2.urdf",
+        "baxter.urdf",
+        "romeo_small.urdf",
+        "tiago_no_hand.urdf",
+        "allegro_left_hand.urdf",
+        "hyq_no_sensors.urdf",
+        "anymal_c",
+    ):
         assert robot in names
     rejected = []
     for rel in URDFS:
@@ -118,8 +152,12 @@ def test_mimic_coupling_equals_pinocchios_mimic_model():
     xml = (ROOT / "panda_description/urdf/panda.urdf").read_text(encoding="utf-8")
     robot = load_robot(xml)
     (c,) = robot.constraints
-    assert (c.type, c.joints, c.coefficients, c.offset) == ("joints", ("panda_finger_joint2", "panda_finger_joint1"),
-                                                           (1.0, -1.0), 0.0)
+    assert (c.type, c.joints, c.coefficients, c.offset) == (
+        "joints",
+        ("panda_finger_joint2", "panda_finger_joint1"),
+        (1.0, -1.0),
+        0.0,
+    )
     assert "panda_finger_joint2" not in robot.actuated
     mimic_model = pin.buildModelFromXML(xml, mimic=True)
     assert mimic_model.nv == robot.nq - 1

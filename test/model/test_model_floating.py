@@ -15,8 +15,14 @@ G = 9.81
 BODY = """<robot name="brick"><link name="brick"><inertial><origin xyz="0.05 -0.02 0.1" rpy="0.3 0.2 0.1"/>
 <mass value="2.5"/><inertia ixx="0.12" ixy="0.01" ixz="-0.02" iyy="0.2" iyz="0.015" izz="0.25"/></inertial>
 </link></robot>"""
-BASE = ["floating_base_x", "floating_base_y", "floating_base_z",
-        "floating_base_rz", "floating_base_ry", "floating_base_rx"]
+BASE = [
+    "floating_base_x",
+    "floating_base_y",
+    "floating_base_z",
+    "floating_base_rz",
+    "floating_base_ry",
+    "floating_base_rx",
+]
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +73,9 @@ def test_virtual_joints_equal_pinocchio_free_flyer(brick, rng):
         q_ff = pin.SE3ToXYZQUAT(pose)
         T = pin.computeKineticEnergy(ff, dff, q_ff, twist.vector)
         assert ContinuousDynamics(brick).kinetic_energy(q, v) == pytest.approx(T, rel=1e-12)
-        assert pin.computePotentialEnergy(m, d, q) == pytest.approx(pin.computePotentialEnergy(ff, dff, q_ff),
-                                                                    rel=1e-12, abs=1e-12)
+        assert pin.computePotentialEnergy(m, d, q) == pytest.approx(
+            pin.computePotentialEnergy(ff, dff, q_ff), rel=1e-12, abs=1e-12
+        )
 
 
 def test_free_body_falls_with_g_t2_over_2(brick):
@@ -107,8 +114,10 @@ def test_floating_base_redundant_with_massless_root_is_rejected(name):
 def test_floating_base_errors():
     with pytest.raises(URDFError, match="already has a link named 'world'"):
         load_robot(bundled_urdf("biped5"), {"floating_base": True})
-    point = BODY.replace('ixx="0.12" ixy="0.01" ixz="-0.02" iyy="0.2" iyz="0.015" izz="0.25"',
-                         'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"')
+    point = BODY.replace(
+        'ixx="0.12" ixy="0.01" ixz="-0.02" iyy="0.2" iyz="0.015" izz="0.25"',
+        'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"',
+    )
     # A point mass has no rotational inertia: the three Euler-angle joints move nothing.
     with pytest.raises(URDFError, match=r"joint 'floating_base_r[xyz]': the mass matrix is singular"):
         load_robot(point, {"floating_base": True})

@@ -62,11 +62,14 @@ def test_urdf_path_with_system_and_floating_base(capsys):
     assert out.splitlines()[-1] == f"model hash: {robot.hash}"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["no_such_model"], r"model 'no_such_model' is not a bundled model \(acrobot, .*erd:<name>"),
-    (["erd:no_such_robot"], r"unknown example robot 'no_such_robot'"),
-    (["acrobot", "--system", "/nonexistent/x.yaml"], r"system YAML file not found"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["no_such_model"], r"model 'no_such_model' is not a bundled model \(acrobot, .*erd:<name>"),
+        (["erd:no_such_robot"], r"unknown example robot 'no_such_robot'"),
+        (["acrobot", "--system", "/nonexistent/x.yaml"], r"system YAML file not found"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(capsys, argv, message):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
@@ -75,13 +78,17 @@ def test_bad_arguments_exit_2_with_one_line(capsys, argv, message):
 
 def test_bad_model_exits_2(capsys, tmp_path):
     bad = tmp_path / "bad.urdf"
-    bad.write_text('<robot name="b"><link name="a"/><link name="b"><inertial><mass value="1"/>'
-                   '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
-                   '<joint name="j" type="planar"><parent link="a"/><child link="b"/></joint></robot>')
+    bad.write_text(
+        '<robot name="b"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+        '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
+        '<joint name="j" type="planar"><parent link="a"/><child link="b"/></joint></robot>'
+    )
     code, out, err = run(capsys, str(bad))
     assert code == 2 and out == ""
-    assert err.strip() == f"vi_inspect: error: {bad}: joint 'j' has unsupported type 'planar'; supported: " \
-                          "revolute, continuous, prismatic, fixed"
+    assert (
+        err.strip() == f"vi_inspect: error: {bad}: joint 'j' has unsupported type 'planar'; supported: "
+        "revolute, continuous, prismatic, fixed"
+    )
 
 
 def _script() -> list[str]:

@@ -14,11 +14,35 @@ from vi_control.model.yaml_io import load_yaml
 
 YAML_TRUE = load_yaml("v: true")["v"]
 
-REALS = [0, -3, 10**30, 1.5, float("inf"), float("nan"), np.float64(2.0), np.float32(2.5), np.int64(7), np.uint8(3),
-         np.float16(1.0)]
+REALS = [
+    0,
+    -3,
+    10**30,
+    1.5,
+    float("inf"),
+    float("nan"),
+    np.float64(2.0),
+    np.float32(2.5),
+    np.int64(7),
+    np.uint8(3),
+    np.float16(1.0),
+]
 INTEGERS = [0, -3, 10**30, np.int64(7), np.int32(-2), np.uint8(3)]
-NEITHER = [True, False, np.bool_(True), YAML_TRUE, None, "1", b"1", [1], (1,), 1 + 0j, np.complex128(1.0),
-           np.array(1.0), np.array([1])]
+NEITHER = [
+    True,
+    False,
+    np.bool_(True),
+    YAML_TRUE,
+    None,
+    "1",
+    b"1",
+    [1],
+    (1,),
+    1 + 0j,
+    np.complex128(1.0),
+    np.array(1.0),
+    np.array([1]),
+]
 
 
 def test_yaml_true_is_the_int_subclass_the_helpers_exist_for():
@@ -61,9 +85,17 @@ def _task(**changes) -> dict:
 def _plan(steps: int, **changes):
     from vi_control.control.plan import Plan
 
-    fields = dict(times=np.arange(steps + 1) * 0.1, X=np.zeros((steps + 1, 2)), U=np.zeros((steps, 1)),
-                  K=np.zeros((steps, 1, 2)), dt=0.1, model_name="pendulum", model_hash="h", joint_names=["theta"],
-                  input_names=["theta"])
+    fields = dict(
+        times=np.arange(steps + 1) * 0.1,
+        X=np.zeros((steps + 1, 2)),
+        U=np.zeros((steps, 1)),
+        K=np.zeros((steps, 1, 2)),
+        dt=0.1,
+        model_name="pendulum",
+        model_hash="h",
+        joint_names=["theta"],
+        input_names=["theta"],
+    )
     return Plan(**(fields | changes))
 
 
@@ -84,29 +116,63 @@ def _refusal(what: str):
     vehicle = str(share_dir() / "config" / "vehicle_uuv.yaml")
     return {
         "dt": (lambda: check_time_step(t), ValueError, r"time step dt must be positive and finite, got True"),
-        "load_robot mass_scale": (lambda: load_robot(bundled_urdf("pendulum"), mass_scale=t), SystemConfigError,
-                                  r"^mass_scale: must be a number in \[1e-12, 1e\+06\], got True"),
-        "ModelSpec.mass_scale": (lambda: ModelSpec(source="pendulum", mass_scale=t), ModelError,
-                                 r"^mass_scale: must be a number in \[1e-12, 1e\+06\], got True"),
-        "rigid body drag_scale": (lambda: load_rigid_body(vehicle, drag_scale=t), RigidBodyConfigError,
-                                  r"uuv\.yaml: drag_scale: must be a positive finite number, got True"),
+        "load_robot mass_scale": (
+            lambda: load_robot(bundled_urdf("pendulum"), mass_scale=t),
+            SystemConfigError,
+            r"^mass_scale: must be a number in \[1e-12, 1e\+06\], got True",
+        ),
+        "ModelSpec.mass_scale": (
+            lambda: ModelSpec(source="pendulum", mass_scale=t),
+            ModelError,
+            r"^mass_scale: must be a number in \[1e-12, 1e\+06\], got True",
+        ),
+        "rigid body drag_scale": (
+            lambda: load_rigid_body(vehicle, drag_scale=t),
+            RigidBodyConfigError,
+            r"uuv\.yaml: drag_scale: must be a positive finite number, got True",
+        ),
         "horizon": (lambda: load_task(_task(horizon=t)), TaskError, r"^horizon: must be an integer"),
-        "optimizer.max_iterations": (lambda: load_task(_task(optimizer__max_iterations=t)), TaskError,
-                                     r"^optimizer\.max_iterations: must be an integer"),
-        "NewtonSettings.max_iterations": (lambda: NewtonSettings(max_iterations=t), ValueError,
-                                          r"NewtonSettings\.max_iterations must be an integer"),
-        "NewtonSettings.tol": (lambda: NewtonSettings(tol=t), ValueError,  # (accepted as 1 before the helper)
-                               r"NewtonSettings\.tol must be a positive finite number, got True"),
+        "optimizer.max_iterations": (
+            lambda: load_task(_task(optimizer__max_iterations=t)),
+            TaskError,
+            r"^optimizer\.max_iterations: must be an integer",
+        ),
+        "NewtonSettings.max_iterations": (
+            lambda: NewtonSettings(max_iterations=t),
+            ValueError,
+            r"NewtonSettings\.max_iterations must be an integer",
+        ),
+        "NewtonSettings.tol": (
+            lambda: NewtonSettings(tol=t),
+            ValueError,  # (accepted as 1 before the helper)
+            r"NewtonSettings\.tol must be a positive finite number, got True",
+        ),
         "Plan.dt": (lambda: _plan(2, dt=t), PlanError, r"^dt: must be a positive finite number, got True"),
         "Plan.receded steps": (lambda: _plan(2).receded(t), ValueError, r"^steps: expected an integer"),
-        "sweep samples": (lambda: load_robustness_config({"samples": t}), SweepConfigError,
-                          r"^samples: must be an integer"),
+        "sweep samples": (
+            lambda: load_robustness_config({"samples": t}),
+            SweepConfigError,
+            r"^samples: must be an integer",
+        ),
     }[what]
 
 
-@pytest.mark.parametrize("what", ["dt", "load_robot mass_scale", "ModelSpec.mass_scale", "rigid body drag_scale",
-                                  "horizon", "optimizer.max_iterations", "NewtonSettings.max_iterations",
-                                  "NewtonSettings.tol", "Plan.dt", "Plan.receded steps", "sweep samples"])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "dt",
+        "load_robot mass_scale",
+        "ModelSpec.mass_scale",
+        "rigid body drag_scale",
+        "horizon",
+        "optimizer.max_iterations",
+        "NewtonSettings.max_iterations",
+        "NewtonSettings.tol",
+        "Plan.dt",
+        "Plan.receded steps",
+        "sweep samples",
+    ],
+)
 def test_yaml_true_in_place_of_a_number_is_refused_with_each_checks_own_message(what):
     call, error, message = _refusal(what)
     with pytest.raises(error, match=message):
@@ -137,7 +203,8 @@ def test_yaml_aliases_are_counted_unfolded_before_anything_is_built():
     from vi_control.model.yaml_io import MAX_NODES, YAMLFormatError, load_yaml
 
     levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [
-        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)
+    ]
     with pytest.raises(YAMLFormatError, match="aliases are unfolded"):
         load_yaml("\n".join(levels))
 

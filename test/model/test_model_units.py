@@ -20,7 +20,7 @@ from vi_control.model.generate import planar_chain_urdf
 from vi_control.model.inertia import inertia_problem
 from vi_control.model.rigid_body import RigidBodyConfigError, load_rigid_body
 
-SCALES = (1.0, 2.0 ** -20, 2.0 ** -40, 2.0 ** 20)
+SCALES = (1.0, 2.0**-20, 2.0**-40, 2.0**20)
 
 
 @pytest.mark.parametrize("s", SCALES)
@@ -44,8 +44,12 @@ def test_a_urdf_in_milligrams_is_checked_as_in_kilograms():
         urdf = planar_chain_urdf(2, length=0.3, mass=mass)
         load_robot(urdf, {"gravity": [0, 0, -9.81]})
         m = 1e-7 * mass
-        urdf = re.sub(r"<inertia [^>]*/>", f'<inertia ixx="{m!r}" ixy="0" ixz="0" iyy="{m!r}" iyz="0" '
-                      f'izz="{5 * m!r}"/>', urdf, count=1)
+        urdf = re.sub(
+            r"<inertia [^>]*/>",
+            f'<inertia ixx="{m!r}" ixy="0" ixz="0" iyy="{m!r}" iyz="0" izz="{5 * m!r}"/>',
+            urdf,
+            count=1,
+        )
         with pytest.raises(URDFError, match="triangle inequality"):
             load_robot(urdf, {"gravity": [0, 0, -9.81]})
 
@@ -54,7 +58,7 @@ def _uuv() -> dict:
     return yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "vehicle_uuv.yaml").read_text())
 
 
-@pytest.mark.parametrize("s", (1.0, 2.0 ** -20, 2.0 ** -39))
+@pytest.mark.parametrize("s", (1.0, 2.0**-20, 2.0**-39))
 def test_a_rigid_body_off_trim_feels_its_restoring_wrench_at_any_mass(s):
     """The 3 kg UUV with buoyancy 1 % short of its weight, masses × s: a configuration-dependent wrench (which DMOC
     refuses) — a floor of 1e-12 N took it for trimmed at × 2⁻⁴⁰ (net 2.7e-13 N). (2⁻³⁹, net 5.4e-13 N: the smallest

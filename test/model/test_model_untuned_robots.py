@@ -26,8 +26,7 @@ ROBOTS = {
     "xarm7": [0.3, 0.4, -0.3, 0.8, 0.2, 0.5, 0.1],
     "so100": [0.3, 1.0, -1.0, 0.3, 0.2, 0.1],
     "double_pendulum_continuous": [2.5, -1.0],
-    "baxter": [0.2, 0.3, -0.4, 0.2, 1.0, 0.1, 0.5, -0.2, 0.0, 0.0,
-               -0.3, -0.4, 0.2, 1.0, -0.1, 0.5, 0.2, 0.0, 0.0],
+    "baxter": [0.2, 0.3, -0.4, 0.2, 1.0, 0.1, 0.5, -0.2, 0.0, 0.0, -0.3, -0.4, 0.2, 1.0, -0.1, 0.5, 0.2, 0.0, 0.0],
 }
 
 
@@ -37,8 +36,7 @@ def _undamped(name: str) -> vc.RobotModel:
     return vc.load_robot(f"erd:{name}", {"damping": {j: 0.0 for j in joints}})
 
 
-def _pinocchio_energy_drift(robot: vc.RobotModel, q0: np.ndarray, dt: float, duration: float
-                            ) -> tuple[float, float]:
+def _pinocchio_energy_drift(robot: vc.RobotModel, q0: np.ndarray, dt: float, duration: float) -> tuple[float, float]:
     """max_k |E_k − E_0| of an unforced midpoint-VI run, E = Pinocchio's kinetic + potential energy at
     (q_k, q̇_k = M(q_k)⁻¹p_k), and the largest kinetic energy of the run (the energy that changed form)."""
     vi = vc.MidpointVI(robot, dt, compile=False)
@@ -47,8 +45,8 @@ def _pinocchio_energy_drift(robot: vc.RobotModel, q0: np.ndarray, dt: float, dur
         qdot[[robot.joint_index(j) for c in robot.constraints for j in c.joints]] = 0.0
     X, _ = vi.simulate(vi.state_from_velocity(q0, qdot), np.zeros((round(duration / dt), vi.nu)))
     model, data = robot.pin_model, robot.pin_model.createData()
-    T = np.array([pin.computeKineticEnergy(model, data, x[:robot.nq], vi.velocity(x)) for x in X])
-    E = T + [pin.computePotentialEnergy(model, data, x[:robot.nq]) for x in X]
+    T = np.array([pin.computeKineticEnergy(model, data, x[: robot.nq], vi.velocity(x)) for x in X])
+    E = T + [pin.computePotentialEnergy(model, data, x[: robot.nq]) for x in X]
     assert vi.energy(X[-1]) == pytest.approx(E[-1], rel=1e-12, abs=1e-12)
     return float(np.max(np.abs(E - E[0]))), float(T.max())
 
@@ -86,10 +84,11 @@ def test_erd_resolves_any_example_robot_data_urdf():
     """``erd:<name>`` reaches every example-robot-data URDF (a unique file name, or its path under robots/),
     not only the robots vi_control's own tests use; Pinocchio's model of the same file is the reference."""
     root = example_robot_data_dir()
-    for source, rel in [("erd:baxter", "baxter_description/urdf/baxter.urdf"),
-                        ("erd:so100", "so_arm_description/urdf/so100.urdf"),
-                        ("erd:anymal_b_simple_description/robots/anymal.urdf",
-                         "anymal_b_simple_description/robots/anymal.urdf")]:
+    for source, rel in [
+        ("erd:baxter", "baxter_description/urdf/baxter.urdf"),
+        ("erd:so100", "so_arm_description/urdf/so100.urdf"),
+        ("erd:anymal_b_simple_description/robots/anymal.urdf", "anymal_b_simple_description/robots/anymal.urdf"),
+    ]:
         assert example_robot_path(source[4:]) == root / rel
         reference = pin.buildModelFromUrdf(str(root / rel))
         if "anymal" in rel:
@@ -130,11 +129,10 @@ def test_urdf_file_with_package_meshes_and_the_same_xml_text(tmp_path):
     assert 'filename="package://example-robot-data/robots/z1_description/meshes/' in path.read_text()
     from_file, from_text = vc.load_robot(str(path)), vc.load_robot(path.read_text())
     assert from_file.hash == from_text.hash == vc.load_robot("erd:z1").hash and from_file.nq == 7
-    (tmp_path / "task.yaml").write_text("name: t\nmodel: {urdf: my_z1.urdf}\ndt: 0.05\nhorizon: 5\n"
-                                        "weights: {Q: 1.0, R: 0.01}\n")
+    (tmp_path / "task.yaml").write_text(
+        "name: t\nmodel: {urdf: my_z1.urdf}\ndt: 0.05\nhorizon: 5\nweights: {Q: 1.0, R: 0.01}\n"
+    )
     assert load_task(str(tmp_path / "task.yaml")).load_robot().hash == from_file.hash
-
-
 
 
 def test_double_pendulum_reach_planned_and_tracked_in_closed_loop():
@@ -177,8 +175,11 @@ def test_start_off_the_mimic_couplings_is_refused_by_name():
         x0 = vi.state_from_velocity(q0, np.zeros(robot.nq))
         x1 = vi.step(x0, np.zeros(vi.nu))
         model, data = robot.pin_model, robot.pin_model.createData()
-        E = [pin.computeKineticEnergy(model, data, x[:robot.nq], vi.velocity(x))
-             + pin.computePotentialEnergy(model, data, x[:robot.nq]) for x in (x0, x1)]
+        E = [
+            pin.computeKineticEnergy(model, data, x[: robot.nq], vi.velocity(x))
+            + pin.computePotentialEnergy(model, data, x[: robot.nq])
+            for x in (x0, x1)
+        ]
         return abs(E[1] - E[0])
 
     coarse, fine = first_step_energy_jump(q_bad, 0.01), first_step_energy_jump(q_bad, 0.005)
@@ -189,8 +190,10 @@ def test_start_off_the_mimic_couplings_is_refused_by_name():
     coupling = r"joints \['l_gripper_r_finger_joint', 'l_gripper_l_finger_joint'\]"
     assert "l_gripper_r_finger_joint" in vi.configuration_violation(q_bad)
     assert vi.configuration_violation(q_bad + np.eye(robot.nq)[j] * -0.01) is None  # coupled again
-    task = load_task(f"name: t\nmodel: {{example: baxter}}\ndt: 0.01\nhorizon: 3\nweights: {{Q: 1.0, R: 0.01}}\n"
-                     f"start: {{q: {q_bad.tolist()}}}\n")
+    task = load_task(
+        f"name: t\nmodel: {{example: baxter}}\ndt: 0.01\nhorizon: 3\nweights: {{Q: 1.0, R: 0.01}}\n"
+        f"start: {{q: {q_bad.tolist()}}}\n"
+    )
     with pytest.raises(ValueError, match=rf"start.q violates holonomic constraint \d, {coupling}"):
         plan_task(vc.make_integrator("midpoint", task.load_robot(), task.dt, compile=False), task)
 
@@ -204,20 +207,27 @@ def test_plan_faster_than_the_urdf_velocity_limits_is_reported(tmp_path):
     xml = planar_chain_urdf(2, joint_type="revolute").replace('velocity="100"', 'velocity="1.5"')
     path = tmp_path / "slow_arm.urdf"
     path.write_text(xml)
-    task = load_task(f"name: swing\nmodel: {{urdf: {path}}}\ndt: 0.05\nhorizon: 10\ngoal: {{q: [1.2, -0.8]}}\n"
-                     "weights: {Q: {q: 1.0, p: 0.1}, R: 0.001, Qf: {q: 1.0e+4, p: 1.0e+3}}\n")
+    task = load_task(
+        f"name: swing\nmodel: {{urdf: {path}}}\ndt: 0.05\nhorizon: 10\ngoal: {{q: [1.2, -0.8]}}\n"
+        "weights: {Q: {q: 1.0, p: 0.1}, R: 0.001, Qf: {q: 1.0e+4, p: 1.0e+3}}\n"
+    )
     vi = vc.make_integrator("midpoint", vc.load_robot(xml), task.dt)
     lines: list[str] = []
     plan, _ = plan_task(vi, task, log=lines.append)
     warnings = [ln for ln in lines if "velocity limits" in ln]
-    assert len(warnings) == 1 and "exceeds the velocity limits the controller enforces (joint1" in warnings[0] \
-        and "1 × its URDF velocity limit 1.5 rad/s" in warnings[0], lines
+    assert (
+        len(warnings) == 1
+        and "exceeds the velocity limits the controller enforces (joint1" in warnings[0]
+        and "1 × its URDF velocity limit 1.5 rad/s" in warnings[0]
+    ), lines
     peak = float(warnings[0].split("|q̇| = ")[1].split(" ")[0])
     q = plan.X[:, :2]
     central = np.abs(q[2:] - q[:-2]).max() / (2 * task.dt)
     assert peak == pytest.approx(central, rel=0.1) and peak > 1.5
-    calm = load_task(f"name: swing\nmodel: {{urdf: {path}}}\ndt: 0.05\nhorizon: 40\ngoal: {{q: [0.1, -0.05]}}\n"
-                     "weights: {Q: {q: 1.0, p: 0.1}, R: 1.0, Qf: {q: 1.0e+3, p: 1.0e+2}}\n")
+    calm = load_task(
+        f"name: swing\nmodel: {{urdf: {path}}}\ndt: 0.05\nhorizon: 40\ngoal: {{q: [0.1, -0.05]}}\n"
+        "weights: {Q: {q: 1.0, p: 0.1}, R: 1.0, Qf: {q: 1.0e+3, p: 1.0e+2}}\n"
+    )
     lines.clear()
     plan_task(vi, calm, log=lines.append)
     assert not [ln for ln in lines if "velocity limits" in ln]
@@ -256,16 +266,21 @@ def test_locked_joints_equal_pinocchios_reduced_model():
     q_ref = pin.neutral(full)
     for name, value in {**locked, "l_gripper_r_finger_joint": -0.01, "r_gripper_r_finger_joint": -0.004}.items():
         q_ref[full.joints[full.getJointId(name)].idx_q] = value
-    reduced = pin.buildReducedModel(full, [full.getJointId(n) for n in (*locked, "l_gripper_r_finger_joint",
-                                                                        "r_gripper_r_finger_joint")], q_ref)
+    reduced = pin.buildReducedModel(
+        full, [full.getJointId(n) for n in (*locked, "l_gripper_r_finger_joint", "r_gripper_r_finger_joint")], q_ref
+    )
     assert [reduced.names[i] for i in range(1, reduced.njoints)] == list(robot.joint_names)
     ours, theirs = robot.pin_model.createData(), reduced.createData()
     rng = np.random.default_rng(3)
     for _ in range(3):
         q = rng.uniform(-1.0, 1.0, robot.nq)
         assert np.allclose(pin.crba(robot.pin_model, ours, q), pin.crba(reduced, theirs, q), rtol=1e-12, atol=1e-12)
-        assert np.allclose(pin.computeGeneralizedGravity(robot.pin_model, ours, q),
-                           pin.computeGeneralizedGravity(reduced, theirs, q), rtol=1e-12, atol=1e-12)
+        assert np.allclose(
+            pin.computeGeneralizedGravity(robot.pin_model, ours, q),
+            pin.computeGeneralizedGravity(reduced, theirs, q),
+            rtol=1e-12,
+            atol=1e-12,
+        )
         pin.framesForwardKinematics(robot.pin_model, ours, q)
         pin.framesForwardKinematics(reduced, theirs, q)
         for frame in ("l_gripper_r_finger_tip", "r_gripper_l_finger_tip", "head_camera_link"):

@@ -22,10 +22,50 @@ CARTPOLE = open(bundled_urdf("cartpole")).read()
 MASS = '<mass value="1.0"/>'
 IXX = 'ixx="0.005208333"'
 
-HAND_PICKED = ["1.0", " 1.0", "\t1.0", "\n1.0", "1.0 ", " 1.0 ", "1.0\t", "1_0", "\u0661.0", "\uff11.0", "1e0", "1E+0",
-               "+1", "-1", ".5", "5.", "+.5", "1.e1", ".e1", ".", "1e", "1e+", "inf", "-inf", "nan", "infinity",
-               "0x1p0", "1,0", "1e400", "-1e400", "1e-400", "", " ", "1.0f", "1d0", "- 1", "--1", "1.2.3", "1e5.5",
-               "007", "0.0", "1 2"]
+HAND_PICKED = [
+    "1.0",
+    " 1.0",
+    "\t1.0",
+    "\n1.0",
+    "1.0 ",
+    " 1.0 ",
+    "1.0\t",
+    "1_0",
+    "\u0661.0",
+    "\uff11.0",
+    "1e0",
+    "1E+0",
+    "+1",
+    "-1",
+    ".5",
+    "5.",
+    "+.5",
+    "1.e1",
+    ".e1",
+    ".",
+    "1e",
+    "1e+",
+    "inf",
+    "-inf",
+    "nan",
+    "infinity",
+    "0x1p0",
+    "1,0",
+    "1e400",
+    "-1e400",
+    "1e-400",
+    "",
+    " ",
+    "1.0f",
+    "1d0",
+    "- 1",
+    "--1",
+    "1.2.3",
+    "1e5.5",
+    "007",
+    "0.0",
+    "1 2",
+]
 
 
 def _random_strings(n, seed=0):
@@ -60,8 +100,21 @@ def test_number_grammar_is_urdfdoms(values):
 def test_vector_grammar_is_urdfdoms():
     """A vector (here a fixed joint's origin) Pinocchio's parser refuses makes it refuse the whole model."""
     tip = '<origin xyz="0 0 -0.5" rpy="0 0 0"/>\n  </joint>'
-    for v in ["0 0 -0.5", " 0 0 -0.5", "0  0 -0.5", "0 0 -0.5 ", "0\t0 -0.5", "0 0 -0.5\t", "0 0", "0 0 0 0",
-              "0 0 x", "0,0,-0.5", "\t0 0 -0.5", "0 0 1e400", "0 0 -.5"] + _random_strings(60, seed=1):
+    for v in [
+        "0 0 -0.5",
+        " 0 0 -0.5",
+        "0  0 -0.5",
+        "0 0 -0.5 ",
+        "0\t0 -0.5",
+        "0 0 -0.5\t",
+        "0 0",
+        "0 0 0 0",
+        "0 0 x",
+        "0,0,-0.5",
+        "\t0 0 -0.5",
+        "0 0 1e400",
+        "0 0 -.5",
+    ] + _random_strings(60, seed=1):
         try:
             pin.buildModelFromXML(CARTPOLE.replace(tip, f'<origin xyz="{v}" rpy="0 0 0"/>\n  </joint>'))
             theirs = True
@@ -70,29 +123,51 @@ def test_vector_grammar_is_urdfdoms():
         assert theirs == (urdf_vector(v) is not None), repr(v)
 
 
-@pytest.mark.parametrize("old, new, message", [
-    (MASS, '<mass value=" 1.0 "/>', r"link 'cart' <mass>: attribute value=' 1.0 ' is not a number"),
-    (MASS, '<mass value="1_0"/>', r"link 'cart' <mass>: attribute value='1_0'"),
-    (MASS, '<mass value="\u0661.0"/>', r"link 'cart' <mass>"),
-    (IXX, 'ixx="0.005 "', r"link 'cart' <inertia>: attribute ixx='0.005 '"),
-    (IXX, "", r"link 'cart' <inertia>: attribute ixx is required"),
-    ('<origin xyz="0 0 0" rpy="0 0 0"/>\n      <mass', '<origin xyz="0 0 0" rpy="inf 0 0"/>\n      <mass',
-     r"link 'cart' <inertial> <origin>: attribute rpy='inf 0 0' is not 3 numbers"),
-    ('<origin xyz="0 0 0" rpy="0 0 0"/>\n      <mass', '<origin xyz="1e300 0 0" rpy="0 0 0"/>\n      <mass',
-     r"link 'cart' <inertial> <origin>: attribute xyz='1e300 0 0' is beyond the supported range"),
-    (MASS, "", r"link 'cart': <inertial> needs a <mass> element"),
-    ('<axis xyz="1 0 0"/>', '<axis xyz="1\t0 0"/>', r"joint 'slider' <axis>: attribute xyz='1\\t0 0'"),
-    ('effort="20.0" velocity="10.0"', 'velocity="10.0"', r"joint 'slider' <limit>: attribute effort is required"),
-    ('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/><dynamics/>', r"joint 'hinge' <dynamics>: needs damping or friction"),
-    ('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/><safety_controller k_position="1"/>',
-     r"joint 'hinge' <safety_controller>: attribute k_velocity is required"),
-    ('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/><calibration rising="x"/>', r"joint 'hinge' <calibration>"),
-    ('<link name="rail"/>', '<link name="rail"><visual><geometry><box size="1 1"/></geometry></visual></link>',
-     r"link 'rail' <visual> <box>: attribute size='1 1' is not 3 numbers"),
-    ('<link name="rail"/>', '<link name="rail"><collision><geometry/></collision></link>',
-     r"link 'rail' <collision><geometry>: contains no shape element"),
-    ('<robot name="cartpole">', '<robot name="cartpole" version="2.0">', r"only URDF version 1.0"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (MASS, '<mass value=" 1.0 "/>', r"link 'cart' <mass>: attribute value=' 1.0 ' is not a number"),
+        (MASS, '<mass value="1_0"/>', r"link 'cart' <mass>: attribute value='1_0'"),
+        (MASS, '<mass value="\u0661.0"/>', r"link 'cart' <mass>"),
+        (IXX, 'ixx="0.005 "', r"link 'cart' <inertia>: attribute ixx='0.005 '"),
+        (IXX, "", r"link 'cart' <inertia>: attribute ixx is required"),
+        (
+            '<origin xyz="0 0 0" rpy="0 0 0"/>\n      <mass',
+            '<origin xyz="0 0 0" rpy="inf 0 0"/>\n      <mass',
+            r"link 'cart' <inertial> <origin>: attribute rpy='inf 0 0' is not 3 numbers",
+        ),
+        (
+            '<origin xyz="0 0 0" rpy="0 0 0"/>\n      <mass',
+            '<origin xyz="1e300 0 0" rpy="0 0 0"/>\n      <mass',
+            r"link 'cart' <inertial> <origin>: attribute xyz='1e300 0 0' is beyond the supported range",
+        ),
+        (MASS, "", r"link 'cart': <inertial> needs a <mass> element"),
+        ('<axis xyz="1 0 0"/>', '<axis xyz="1\t0 0"/>', r"joint 'slider' <axis>: attribute xyz='1\\t0 0'"),
+        ('effort="20.0" velocity="10.0"', 'velocity="10.0"', r"joint 'slider' <limit>: attribute effort is required"),
+        (
+            '<axis xyz="0 1 0"/>',
+            '<axis xyz="0 1 0"/><dynamics/>',
+            r"joint 'hinge' <dynamics>: needs damping or friction",
+        ),
+        (
+            '<axis xyz="0 1 0"/>',
+            '<axis xyz="0 1 0"/><safety_controller k_position="1"/>',
+            r"joint 'hinge' <safety_controller>: attribute k_velocity is required",
+        ),
+        ('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/><calibration rising="x"/>', r"joint 'hinge' <calibration>"),
+        (
+            '<link name="rail"/>',
+            '<link name="rail"><visual><geometry><box size="1 1"/></geometry></visual></link>',
+            r"link 'rail' <visual> <box>: attribute size='1 1' is not 3 numbers",
+        ),
+        (
+            '<link name="rail"/>',
+            '<link name="rail"><collision><geometry/></collision></link>',
+            r"link 'rail' <collision><geometry>: contains no shape element",
+        ),
+        ('<robot name="cartpole">', '<robot name="cartpole" version="2.0">', r"only URDF version 1.0"),
+    ],
+)
 def test_each_rule_of_the_parser_is_ours_naming_the_element(old, new, message, capfd):
     """urdfdom (inside Pinocchio) logs an error on its stderr and drops the element (the cart loses its mass or
     inertia; a visual vanishes) or refuses the model with the generic "The XML stream does not contain a valid
@@ -118,8 +193,11 @@ def test_cross_check_names_a_body_pinocchio_got_wrong():
     check_inertias(parsed, build_pinocchio_model(parsed))  # consistent: silent
     dropped = parse_urdf(CARTPOLE)
     dropped.xml = CARTPOLE.replace(MASS, '<mass value=" 1.0 "/>')  # what Pinocchio reads: no cart <inertial>
-    with pytest.raises(URDFError, match=r"links \['cart'\] \(moved by joint 'slider'\): Pinocchio's model carries "
-                                         r"mass 0 kg .* where the URDF states 1 kg"):
+    with pytest.raises(
+        URDFError,
+        match=r"links \['cart'\] \(moved by joint 'slider'\): Pinocchio's model carries "
+        r"mass 0 kg .* where the URDF states 1 kg",
+    ):
         check_inertias(parsed, build_pinocchio_model(dropped))
 
 
@@ -127,8 +205,11 @@ def test_cross_check_names_a_body_pinocchio_got_wrong():
 def test_articulated_pivots_are_the_mass_matrix_pivots(name, rng):
     """The O(n) regularity test is Gaussian elimination of M(q): the pivots multiply to det M (Pinocchio's crba),
     and each is at most its diagonal entry."""
-    robot = {"panda": lambda: load_robot(example_robot_urdf("panda")), "biped5": lambda: load_bundled("biped5"),
-             "chain30": lambda: load_robot(planar_chain_urdf(30))}[name]()
+    robot = {
+        "panda": lambda: load_robot(example_robot_urdf("panda")),
+        "biped5": lambda: load_bundled("biped5"),
+        "chain30": lambda: load_robot(planar_chain_urdf(30)),
+    }[name]()
     model = robot.pin_model
     for _ in range(3):
         q = rng.uniform(-1.5, 1.5, model.nq)
@@ -157,9 +238,11 @@ def test_link_count_is_limited():
 
 # --- inertia policy ----------------------------------------------------------------------------------
 
+
 def _nearest_by_optimization(mass: float, inertia: np.ndarray) -> float:
     """Smallest ‖J − inertia‖_F over physical J = tr(Σ)I − Σ with Σ = LLᵀ ⪰ 0 (every physical inertia about the
     CoM is of this form, Σ the second moment of the mass distribution), by scipy from several starts."""
+
     def J(p):
         L = np.zeros((3, 3))
         L[np.tril_indices(3)] = p
@@ -174,8 +257,16 @@ def _nearest_by_optimization(mass: float, inertia: np.ndarray) -> float:
     return best
 
 
-@pytest.mark.parametrize("moments", [(0.0, 0.0, 3e-6), (2.30064072e-06, 3.48526519e-06, 7.26590210e-06),
-                                     (-3.5349e-08, 3.5008e-08, 9.0870e-08), (1.0, 1.0, 3.0), (-1.0, 2.0, 2.5)])
+@pytest.mark.parametrize(
+    "moments",
+    [
+        (0.0, 0.0, 3e-6),
+        (2.30064072e-06, 3.48526519e-06, 7.26590210e-06),
+        (-3.5349e-08, 3.5008e-08, 9.0870e-08),
+        (1.0, 1.0, 3.0),
+        (-1.0, 2.0, 2.5),
+    ],
+)
 def test_repair_is_the_nearest_physical_inertia(moments, rng):
     """The projection keeps the eigenvectors and moves the moments to the nearest point of the triangle-inequality
     cone: optimal by the KKT conditions (λ − λ* = −Aᵀμ, μ ≥ 0, μ ⟂ Aλ*, by scipy's nnls) and no farther than
@@ -195,8 +286,11 @@ def test_repair_is_the_nearest_physical_inertia(moments, rng):
 
 def test_repair_is_logged_and_changes_only_inertias(caplog):
     xml = CARTPOLE.replace(IXX, 'ixx="0.05"')  # 0.05 > 0.009375 + 0.010833: violates the triangle inequality
-    with pytest.raises(URDFError, match=r"link 'cart': principal moments .* triangle inequality \(inertia_policy: "
-                                         r"repair projects it"):
+    with pytest.raises(
+        URDFError,
+        match=r"link 'cart': principal moments .* triangle inequality \(inertia_policy: "
+        r"repair projects it",
+    ):
         load_robot(xml)
     with caplog.at_level("WARNING", logger="vi_control.model"):
         robot = load_robot(xml, {"inertia_policy": "repair"})

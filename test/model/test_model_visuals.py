@@ -27,11 +27,18 @@ URDFS = sorted({u for u, _ in BUNDLED.values()})
 def _massive_moving_links(model: pin.Model, xml: str) -> set[str]:
     """Links with mass in the URDF whose pose depends on q (their frame hangs below a moving joint)."""
     root = ET.fromstring(xml)
-    massive = {lk.get("name") for lk in root.findall("link")
-               if lk.find("inertial") is not None and float(lk.find("inertial/mass").get("value")) > 0}
-    return {model.frames[f].name for f in range(model.nframes)
-            if model.frames[f].type == pin.FrameType.BODY and model.frames[f].parentJoint > 0
-            and model.frames[f].name in massive}
+    massive = {
+        lk.get("name")
+        for lk in root.findall("link")
+        if lk.find("inertial") is not None and float(lk.find("inertial/mass").get("value")) > 0
+    }
+    return {
+        model.frames[f].name
+        for f in range(model.nframes)
+        if model.frames[f].type == pin.FrameType.BODY
+        and model.frames[f].parentJoint > 0
+        and model.frames[f].name in massive
+    }
 
 
 @pytest.mark.parametrize("stem", URDFS)
@@ -80,8 +87,9 @@ def test_each_links_body_shape_carries_the_links_own_inertia(stem):
             assert factor <= 1.03, link.get("name")  # (1: a solid that fits unscaled)
         else:
             assert factor == pytest.approx(1, abs=0.03), link.get("name")
-        assert np.allclose(I_drawn, factor * I_link, rtol=0, atol=0.03 * factor * np.abs(I_link).max()), \
-            link.get("name")
+        assert np.allclose(I_drawn, factor * I_link, rtol=0, atol=0.03 * factor * np.abs(I_link).max()), link.get(
+            "name"
+        )
         com = [float(v) for v in (o.get("xyz", "0 0 0") if o is not None else "0 0 0").split()]
         assert np.allclose(link_to_geom.translation, com, atol=1e-6)
         checked += 1
@@ -94,8 +102,13 @@ def test_inertias_and_model_hash_are_unchanged_bit_for_bit(name):
     robot = load_bundled(name)
     old = SNAPSHOT[name]
     m = robot.pin_model
-    now = {m.names[i]: " ".join(float(v).hex() for v in np.concatenate(
-        [[m.inertias[i].mass], m.inertias[i].lever, m.inertias[i].inertia.ravel()])) for i in range(1, m.njoints)}
+    now = {
+        m.names[i]: " ".join(
+            float(v).hex()
+            for v in np.concatenate([[m.inertias[i].mass], m.inertias[i].lever, m.inertias[i].inertia.ravel()])
+        )
+        for i in range(1, m.njoints)
+    }
     assert now == old["inertias"]
     assert {k: float(v).hex() for k, v in robot.masses.items()} == old["masses"]
     assert robot.hash == old["hash"]

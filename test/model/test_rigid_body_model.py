@@ -33,8 +33,16 @@ def test_thruster_layout_reproduces_b_of_section_6_1(rng):
     assert (lay["c"], lay["d"]) == (c, d)
     for _ in range(5):
         u = rng.normal(size=5)
-        b = np.array([d * (u[4] - u[3]), c * ((u[0] + u[1]) / 2 - u[2]), c * math.sin(math.pi / 3) * (u[1] - u[0]),
-                      u[0] + u[1] + u[2], u[3] + u[4], 0.0])
+        b = np.array(
+            [
+                d * (u[4] - u[3]),
+                c * ((u[0] + u[1]) / 2 - u[2]),
+                c * math.sin(math.pi / 3) * (u[1] - u[0]),
+                u[0] + u[1] + u[2],
+                u[3] + u[4],
+                0.0,
+            ]
+        )
         assert np.abs(body.input_matrix @ u - b).max() <= 1e-15
     assert np.linalg.matrix_rank(body.input_matrix) == 5
     assert len(seed002_thrusters(c, d)) == 5
@@ -64,20 +72,23 @@ def test_spacecraft_and_scaling_change_the_hash():
     assert is_rigid_body_source("vehicle_uuv") and not is_rigid_body_source("pendulum")
 
 
-@pytest.mark.parametrize("change, match", [
-    (dict(inertia=[1.0, -2.0, 2.5]), "inertia: not positive definite"),
-    (dict(inertia=[[1.0, 0.0, 0.0], [0.0, 1.0, 2.0], [0.0, 2.0, 1.0]]), "inertia: not positive definite"),
-    (dict(inertia=[1.0, 1.0, 5.0]), "triangle inequality"),
-    (dict(inertia=[[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), "symmetric"),
-    (dict(inertia={"cylinder": {"radius": 0.0, "length": 0.5}}), "inertia.cylinder.radius"),
-    (dict(mass=-3.0), "mass: must be a positive"),
-    (dict(group="SE2"), "group: expected one of"),
-    (dict(drag=[0.1, 0.3, -0.3, 2.0, 4.0, 4.0]), "drag: the damping −H must be positive semidefinite"),
-    (dict(drag=[0.1, 0.3]), "drag: expected 6 numbers"),
-    (dict(wings=2), r"unknown key\(s\) \['wings'\]"),
-    (dict(thruster_layout={"type": "seed002_uuv", "c": 0.1, "d": -1.0}), "thruster_layout.d"),
-    (dict(buoyancy={"force": -1.0}), "buoyancy.force"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(inertia=[1.0, -2.0, 2.5]), "inertia: not positive definite"),
+        (dict(inertia=[[1.0, 0.0, 0.0], [0.0, 1.0, 2.0], [0.0, 2.0, 1.0]]), "inertia: not positive definite"),
+        (dict(inertia=[1.0, 1.0, 5.0]), "triangle inequality"),
+        (dict(inertia=[[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), "symmetric"),
+        (dict(inertia={"cylinder": {"radius": 0.0, "length": 0.5}}), "inertia.cylinder.radius"),
+        (dict(mass=-3.0), "mass: must be a positive"),
+        (dict(group="SE2"), "group: expected one of"),
+        (dict(drag=[0.1, 0.3, -0.3, 2.0, 4.0, 4.0]), "drag: the damping −H must be positive semidefinite"),
+        (dict(drag=[0.1, 0.3]), "drag: expected 6 numbers"),
+        (dict(wings=2), r"unknown key\(s\) \['wings'\]"),
+        (dict(thruster_layout={"type": "seed002_uuv", "c": 0.1, "d": -1.0}), "thruster_layout.d"),
+        (dict(buoyancy={"force": -1.0}), "buoyancy.force"),
+    ],
+)
 def test_invalid_vehicle_yaml_names_the_key(change, match):
     with pytest.raises(RigidBodyConfigError, match=match):
         load_rigid_body(_with(**change))

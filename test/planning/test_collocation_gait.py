@@ -27,8 +27,12 @@ def gaits(gait):
 def test_model_parameters_are_rabbits(gait):
     r = gait.robot
     assert r.masses["torso"] == 20.0 and r.masses["left_femur"] == 6.8 and r.masses["right_tibia"] == 3.2
-    assert list(r.effort_limits) == [100.0] * 4 and list(r.actuated) == ["left_hip", "left_knee", "right_hip",
-                                                                           "right_knee"]  # passive ankle
+    assert list(r.effort_limits) == [100.0] * 4 and list(r.actuated) == [
+        "left_hip",
+        "left_knee",
+        "right_hip",
+        "right_knee",
+    ]  # passive ankle
 
 
 def test_both_methods_find_the_periodic_gait_from_the_interpolated_guess(gait, gaits):
@@ -110,6 +114,6 @@ def test_periodic_gains_do_not_depend_on_the_unit_of_the_cost(gait, cycle):
     vi, cyc = cycle
     Q, R = np.diag([100.0] * 7 + [1.0] * 7), 0.01 * np.eye(4)
     K1 = gait.periodic_gains(vi, cyc.X, cyc.U, Q, R)
-    s = 2.0 ** -40
+    s = 2.0**-40
     K = gait.periodic_gains(vi, cyc.X, cyc.U, s * Q, s * R)
     assert np.abs(K - K1).max() < 1e-12 * np.abs(K1).max()

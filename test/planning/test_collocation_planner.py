@@ -83,19 +83,22 @@ def test_resampling_holds_the_goal_after_the_final_time(pendulum_plan):
     assert U[k, 0] == pytest.approx(np.clip(sol.u([(k + 0.5) * vi.dt])[0, 0], -5, 5))
 
 
-@pytest.mark.parametrize("edit, key", [
-    (lambda d: d["collocation"].update(nodes=2), "collocation.nodes"),
-    (lambda d: d["collocation"].pop("nodes"), "collocation.nodes"),
-    (lambda d: d.pop("collocation"), "collocation"),
-    (lambda d: d["optimizer"].update(method="collocation_lgl"), "optimizer.method"),
-    (lambda d: d["collocation"].update(final_time="fixed"), "collocation.cost"),
-    (lambda d: d["collocation"].update(spline=True), "collocation"),
-    (lambda d: d["collocation"].update(intervals=0), "collocation.intervals"),
-    (lambda d: d["collocation"].update(t_guess=-1.0), "collocation.t_guess"),
-    (lambda d: d["collocation"].update(dynamics="index3"), "collocation.dynamics"),
-    (lambda d: d.pop("goal"), "goal.q"),
-    (lambda d: d["collocation"].update(polish_tolerance=0.0), "collocation.polish_tolerance"),
-])
+@pytest.mark.parametrize(
+    "edit, key",
+    [
+        (lambda d: d["collocation"].update(nodes=2), "collocation.nodes"),
+        (lambda d: d["collocation"].pop("nodes"), "collocation.nodes"),
+        (lambda d: d.pop("collocation"), "collocation"),
+        (lambda d: d["optimizer"].update(method="collocation_lgl"), "optimizer.method"),
+        (lambda d: d["collocation"].update(final_time="fixed"), "collocation.cost"),
+        (lambda d: d["collocation"].update(spline=True), "collocation"),
+        (lambda d: d["collocation"].update(intervals=0), "collocation.intervals"),
+        (lambda d: d["collocation"].update(t_guess=-1.0), "collocation.t_guess"),
+        (lambda d: d["collocation"].update(dynamics="index3"), "collocation.dynamics"),
+        (lambda d: d.pop("goal"), "goal.q"),
+        (lambda d: d["collocation"].update(polish_tolerance=0.0), "collocation.polish_tolerance"),
+    ],
+)
 def test_bad_collocation_tasks_name_the_key(edit, key):
     d = copy.deepcopy(_task_dict("task_pendulum_mintime_lg2"))
     edit(d)
@@ -129,7 +132,7 @@ def test_polish_tolerance_is_in_the_units_of_the_cost(pendulum_plan):
     fixed 1e-6 (before the option) stopped the scaled polish at once, reported converged, 3.7e-2 rad off the goal."""
     _, _, plan1, res1 = pendulum_plan
     d = copy.deepcopy(_task_dict("task_pendulum_mintime_lg2"))
-    s = 2.0 ** -30
+    s = 2.0**-30
     for group in ("weights", "lqr", "hold"):
         d[group] = {k: (np.asarray(v, float) * s).tolist() for k, v in d[group].items()}
     for tol, expect_same in ((1e-6 * s, True), (1e-6, False)):

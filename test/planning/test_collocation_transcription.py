@@ -73,8 +73,11 @@ def test_initial_value_problem_converges_spectrally_to_the_true_motion(method):
     ref = solve_ivp(f, (0, T), np.concatenate([q0, v0]), rtol=1e-12, atol=1e-12).y[:, -1]
     err = {}
     for N in (5, 15):
-        tr = Transcription(CollocationProblem(dyn, method=method, nodes=N, input_limits=np.zeros(2), fix_qf=False,
-                                              fix_vf=False, joint_limits=False))
+        tr = Transcription(
+            CollocationProblem(
+                dyn, method=method, nodes=N, input_limits=np.zeros(2), fix_qf=False, fix_vf=False, joint_limits=False
+            )
+        )
         sol = tr.solve(q0=q0, v0=v0, tf=T)
         err[N] = np.abs(np.concatenate([sol.Q[-1], sol.V[-1]]) - ref).max()
     assert err[15] < 2e-5 and err[15] < 1e-2 * err[5], err
@@ -170,9 +173,15 @@ def test_infeasible_bounds_raise_planning_error_with_ipopt_status(pendulum):
 
 
 def test_problem_validation_names_the_key(pendulum):
-    for kwargs, key in ((dict(nodes=2), "nodes"), (dict(method="lgl"), "method"), (dict(intervals=0), "intervals"),
-                        (dict(cost="time"), "cost"), (dict(free_time=True, time_bounds=(2, 1)), "time_bounds"),
-                        (dict(fix_q0=[True, False]), "fix_q0"), (dict(dynamics_form="index3"), "dynamics_form")):
+    for kwargs, key in (
+        (dict(nodes=2), "nodes"),
+        (dict(method="lgl"), "method"),
+        (dict(intervals=0), "intervals"),
+        (dict(cost="time"), "cost"),
+        (dict(free_time=True, time_bounds=(2, 1)), "time_bounds"),
+        (dict(fix_q0=[True, False]), "fix_q0"),
+        (dict(dynamics_form="index3"), "dynamics_form"),
+    ):
         with pytest.raises(ValueError, match=key):
             CollocationProblem(pendulum, **kwargs)
     tr = Transcription(CollocationProblem(pendulum, nodes=3))
@@ -188,7 +197,7 @@ def test_guess_from_a_solution_samples_its_polynomials(swingups, pendulum):
     tr = Transcription(pendulum_min_time(pendulum, "lg2", 15))
     guess = Guess.from_solution(swingups["lg2", 20])
     w = tr.pack_guess(guess)
-    np.testing.assert_allclose(w[: 17], swingups["lg2", 20].q(tr.node_times(guess.tf))[:, 0], atol=1e-12)
+    np.testing.assert_allclose(w[:17], swingups["lg2", 20].q(tr.node_times(guess.tf))[:, 0], atol=1e-12)
     sol = tr.solve(**pendulum_boundary(), guess=guess)
     assert sol.success and 2.38 < sol.tf < 2.42
 
@@ -224,8 +233,10 @@ def test_pendulum_best_optimum_of_the_starts_is_shared_and_ten_times_more_accura
     """The minimum-time problem has several local optima per N; from the same straight-line starts (2 … 4 s) both
     methods find the same lowest t_f at N = 15 (2.4036 s, below the 2 s start's 2.4185 s), where LG2's E^[2] is
     more than 10× below LG's (measured 10.7×; tolerance 1e-12 gives the same ratio to 4 digits)."""
-    best = {m: best_of(Transcription(pendulum_min_time(pendulum, m, 15)), pendulum_starts(), **pendulum_boundary())
-            for m in ("lg", "lg2")}
+    best = {
+        m: best_of(Transcription(pendulum_min_time(pendulum, m, 15)), pendulum_starts(), **pendulum_boundary())
+        for m in ("lg", "lg2")
+    }
     lg, lg2 = best["lg"][0], best["lg2"][0]
     assert abs(lg.tf - lg2.tf) < 1e-3
     assert lg2.tf < best["lg2"][1][0].tf - 0.01  # the first start (2 s) ends at a worse local optimum

@@ -25,14 +25,20 @@ def problem():
     vi = MidpointVI(load_bundled("cartpole"), 0.05)
     x0 = vi.state_from_configurations(np.zeros(2), np.zeros(2))
     up = vi.state_from_configurations(np.array([0.0, np.pi]), np.array([0.0, np.pi]))
-    cost = QuadraticTrackingCost(np.tile(up, (N + 1, 1)), np.zeros((N, vi.nu)), np.diag([1.0, 10.0, 0.1, 0.1]),
-                                 0.1 * np.eye(vi.nu), np.diag([10.0, 100.0, 1.0, 1.0]))
+    cost = QuadraticTrackingCost(
+        np.tile(up, (N + 1, 1)),
+        np.zeros((N, vi.nu)),
+        np.diag([1.0, 10.0, 0.1, 0.1]),
+        0.1 * np.eye(vi.nu),
+        np.diag([10.0, 100.0, 1.0, 1.0]),
+    )
     U0 = np.random.default_rng(3).normal(0.0, 3.0, (N, vi.nu))
     return vi, cost, x0, U0, vi.simulate(x0, U0)[0]
 
 
 def _second_derivatives(vi, x, u, eps=1e-6):
     """∂A/∂x_b (b, i, a), ∂A/∂u_j (j, i, a), ∂B/∂u_l (l, i, j) by central differences of the exact A, B."""
+
     def d(i, n, which, wrt):
         e = np.zeros(n)
         e[i] = eps
@@ -40,9 +46,11 @@ def _second_derivatives(vi, x, u, eps=1e-6):
         minus = linearize(vi, x - e, u) if wrt == "x" else linearize(vi, x, u - e)
         return (getattr(plus, which) - getattr(minus, which)) / (2 * eps)
 
-    return (np.array([d(b, len(x), "A", "x") for b in range(len(x))]),
-            np.array([d(j, len(u), "A", "u") for j in range(len(u))]),
-            np.array([d(j, len(u), "B", "u") for j in range(len(u))]))
+    return (
+        np.array([d(b, len(x), "A", "x") for b in range(len(x))]),
+        np.array([d(j, len(u), "A", "u") for j in range(len(u))]),
+        np.array([d(j, len(u), "B", "u") for j in range(len(u))]),
+    )
 
 
 def reference_gains(vi, cost, X, U, cross_term=True):

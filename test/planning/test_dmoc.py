@@ -19,8 +19,10 @@ SPACECRAFT = load_rigid_body("spacecraft")
 
 def _problems(body, inputs="split"):
     st = maneuver_settings(body)
-    return [(name, DMOCProblem(body, g0, gT, st.horizon, st.duration, st.retraction, inputs=inputs))
-            for name, g0, gT in maneuvers(body)]
+    return [
+        (name, DMOCProblem(body, g0, gT, st.horizon, st.duration, st.retraction, inputs=inputs))
+        for name, g0, gT in maneuvers(body)
+    ]
 
 
 @pytest.mark.parametrize("inputs", ["split", "hold"])
@@ -64,8 +66,11 @@ def test_spacecraft_maneuvers_are_verified_minima_and_the_flip_is_a_saddle_newto
         assert np.abs(rescued.xi[:, :2]).max() > 1e-2  # it tilts
 
 
-@pytest.mark.parametrize("body, inputs, picks", [(VEHICLE, "split", (0, 2, 4)), (VEHICLE, "hold", (1, 3)),
-                                                 (SPACECRAFT, "split", (2, 3))], ids=["uuv-split", "uuv-hold", "sc"])
+@pytest.mark.parametrize(
+    "body, inputs, picks",
+    [(VEHICLE, "split", (0, 2, 4)), (VEHICLE, "hold", (1, 3)), (SPACECRAFT, "split", (2, 3))],
+    ids=["uuv-split", "uuv-hold", "sc"],
+)
 def test_ipopt_on_the_identical_problem_reaches_the_same_cost(body, inputs, picks):
     probs = _problems(body, inputs)
     for i in picks:

@@ -87,8 +87,12 @@ def _independent(body_name: str, inputs: str, N: int):
     f = (0.5 if n_u == 1 else 0.25) * h * ca.sumsqr(U)
     p = ca.vertcat(h, ca.vec(g0), ca.vec(gT))
     c = ca.vertcat(*cons)
-    solver = ca.nlpsol("independent", "ipopt", {"x": x, "p": p, "f": f, "g": c},
-                       {"ipopt.print_level": 0, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": 1e-12})
+    solver = ca.nlpsol(
+        "independent",
+        "ipopt",
+        {"x": x, "p": p, "f": f, "g": c},
+        {"ipopt.print_level": 0, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": 1e-12},
+    )
     return solver, ca.Function("fc", [x, p], [f, c, ca.jacobian(c, x)])
 
 
@@ -97,8 +101,11 @@ def _params(prob):
 
 
 def _x_of(res, inputs):
-    U = res.u_minus if inputs == "hold" else np.stack([res.u_minus, res.u_plus], axis=1).reshape(-1,
-                                                                                                   res.u_minus.shape[1])
+    U = (
+        res.u_minus
+        if inputs == "hold"
+        else np.stack([res.u_minus, res.u_plus], axis=1).reshape(-1, res.u_minus.shape[1])
+    )
     poses = np.concatenate([np.ravel(g[:3], order="F") for g in res.g[1:-1]])
     return np.concatenate([res.xi.ravel(), res.nu[1:-1].ravel(), poses, U.ravel()])
 
@@ -115,8 +122,9 @@ def _ipopt(name, prob, xi0):
         X = np.array(ca.DM(_hat(ca.DM(prob.dt * x), n)))
         g = g @ np.linalg.solve(e - 0.5 * X, e + 0.5 * X)
         poses.append(np.ravel(g[:3], order="F"))
-    x0 = np.concatenate([xi0.ravel(), nu.ravel(), np.concatenate(poses),
-                         np.zeros(m * N * (1 if prob.inputs == "hold" else 2))])
+    x0 = np.concatenate(
+        [xi0.ravel(), nu.ravel(), np.concatenate(poses), np.zeros(m * N * (1 if prob.inputs == "hold" else 2))]
+    )
     sol = solver(x0=x0, p=_params(prob), lbg=0.0, ubg=0.0)
     return float(sol["f"]), np.array(sol["x"]).ravel(), bool(solver.stats()["success"])
 
@@ -135,8 +143,17 @@ def _feasible(name, prob, x, f_c, steps=8):
 GOALS = BENCH.random_goals(25, seed=0)
 
 
-@pytest.mark.parametrize("name, inputs, which", [("other", "split", 3), ("vehicle", "split", 6), ("other", "hold", 1),
-                                                 ("other", "split", 8), ("other", "split", 1), ("other", "hold", 19)])
+@pytest.mark.parametrize(
+    "name, inputs, which",
+    [
+        ("other", "split", 3),
+        ("vehicle", "split", 6),
+        ("other", "hold", 1),
+        ("other", "split", 8),
+        ("other", "split", 1),
+        ("other", "hold", 19),
+    ],
+)
 def test_the_answer_is_no_more_expensive_than_an_independent_ipopt(name, inputs, which):
     """Random maneuvers of the scan (benchmarks/bench_dmoc.py, seed 0) that Newton does not solve from the geodesic
     (that case: test_dmoc.py); in the scan they were answered from N/2 (other split 3), by the relaxed-body
@@ -156,8 +173,7 @@ def test_the_answer_is_no_more_expensive_than_an_independent_ipopt(name, inputs,
     cost, x, ok = _ipopt(name, prob, geodesic_guess(prob))
     assert ok
     if cost < res.cost * (1 - 1e-9):  # then both must be verified, distinct minima
-        again = solve_dmoc(prob, xi_guess=x[:32 * body.dim].reshape(32, body.dim), continuation=False,
-                           fallback=None)
+        again = solve_dmoc(prob, xi_guess=x[: 32 * body.dim].reshape(32, body.dim), continuation=False, fallback=None)
         assert again.converged and abs(again.cost - cost) <= 1e-9 * cost, str(again)
         assert np.abs(again.xi - res.xi).max() > 1e-3
     else:
@@ -209,8 +225,8 @@ def test_a_planted_saddle_is_not_returned_as_converged():
     # row by row
     N, n, m = 32, 3, 3
     d = chk.direction
-    poses = d[2 * N * n - n:-2 * N * m].reshape(N - 1, 3, 3).transpose(0, 2, 1).reshape(-1)
-    d = np.concatenate([d[:2 * N * n - n], poses, d[-2 * N * m:]])
+    poses = d[2 * N * n - n : -2 * N * m].reshape(N - 1, 3, 3).transpose(0, 2, 1).reshape(-1)
+    d = np.concatenate([d[: 2 * N * n - n], poses, d[-2 * N * m :]])
     _, f_c = _independent("spacecraft", "split", N)
     x0 = _x_of(planted, "split")
     f0 = float(f_c(x0, _params(prob))[0])
@@ -218,7 +234,7 @@ def test_a_planted_saddle_is_not_returned_as_converged():
     for t in (0.1, 0.025):
         x = _feasible("spacecraft", prob, x0 + t * d / np.abs(d).max(), f_c)
         assert np.abs(np.array(f_c(x, _params(prob))[1])).max() <= 1e-10
-        drops.append((float(f_c(x, _params(prob))[0]) - f0) / t ** 2)
+        drops.append((float(f_c(x, _params(prob))[0]) - f0) / t**2)
     assert drops[0] < 0 and drops[1] < 0 and abs(drops[0] / drops[1] - 1) < 0.1, drops
     rescued = solve_dmoc(prob, xi_guess=first.xi)
     assert rescued.converged and rescued.cost < planted.cost and rescued.path != "newton"
@@ -261,7 +277,7 @@ def _dense_reduced_hessian(prob, res):
     w, p = nlp_point(prob, res.xi, res.nu, res.g, res.u_minus, res.u_plus), nlp_parameters(prob)
     kkt = tr.function("kkt")
     D, E = _scales(tr, prob.body.unit_momentum)
-    pp = prob.body.unit_momentum ** 2
+    pp = prob.body.unit_momentum**2
     grad, J = kkt(w, 0.0, p)[:2]
     grad, J = np.array(grad).ravel() * D / pp, J.sparse().toarray() * D / E[:, None]
     Q, R, _ = sla.qr(J.T, pivoting=True)
@@ -275,7 +291,7 @@ def _dense_reduced_hessian(prob, res):
     ev_d, i = [], 0
     while i < len(Dm):
         b = 2 if i + 1 < len(Dm) and Dm[i + 1, i] != 0.0 else 1
-        ev_d += list(np.linalg.eigvalsh(Dm[i:i + b, i:i + b]))
+        ev_d += list(np.linalg.eigvalsh(Dm[i : i + b, i : i + b]))
         i += b
     ev_d = np.array(ev_d)
     tiny = 1e-10 * np.abs(ev_d).max()

@@ -29,7 +29,7 @@ def _solve(name: str, s: float, which: int):
 def test_a_light_body_is_planned_as_in_kilograms(name, which):
     """× 2⁻³⁰ with the stopping test in SI units: the spacecraft stopped at its initial guess (‖F‖∞ 5e-17, the plan
     93 % off in u), the vehicle after 30 iterations unconverged."""
-    s = 2.0 ** -30
+    s = 2.0**-30
     r1, r = _solve(name, 1.0, which), _solve(name, s, which)
     assert r1.converged and r.converged and r.iterations == r1.iterations, (r.iterations, r1.iterations)
     assert np.abs(r.xi - r1.xi).max() < 1e-12
@@ -41,14 +41,14 @@ def test_a_heavy_body_is_planned_as_in_kilograms(name, which):
     """× 2¹⁰ (a 1–2.5 t·m² spacecraft) and × 2¹⁹, with the stopping test in SI units: 30 iterations, reported
     unconverged (‖F‖∞ 6e-9 and 1.5e-3, the E rows ∝ p² cannot reach 1e-11), the plan right to 1e-15 all along."""
     r1 = _solve(name, 1.0, which)
-    for s in (2.0 ** 10, 2.0 ** 19):
+    for s in (2.0**10, 2.0**19):
         r = _solve(name, s, which)
         assert r1.converged and r.converged and r.iterations == r1.iterations, (s, r.iterations, r1.iterations)
         assert np.abs(r.xi - r1.xi).max() < 1e-12
         assert np.abs(r.u_minus / s - r1.u_minus).max() < 1e-12 * np.abs(r1.u_minus).max()
 
 
-@pytest.mark.parametrize("s", [2.0 ** -10, 2.0 ** 10])
+@pytest.mark.parametrize("s", [2.0**-10, 2.0**10])
 def test_the_scaled_newton_matrix_keeps_its_structure(s, monkeypatch):
     """The scaled J is diag(1/rows)·J·diag(cols) on J's fixed structure, zeros included: at a heave goal J is
     singular by symmetry and, built by sparse products, structurally singular (rank 600 of 602), where SuperLU read

@@ -22,11 +22,18 @@ SEED = 40
 
 
 def _task(rng, model: str, nq: int) -> dict:
-    return {"model": model, "dt": float(rng.choice([0.02, 0.05])), "horizon": int(rng.integers(20, 50)),
-            "weights": {"Q": [float(10.0 ** rng.uniform(0, 2))] * nq + [1.0] * nq,
-                        "R": float(10.0 ** rng.uniform(-2, 0)), "Qf": [1e3] * nq + [10.0] * nq},
-            "input_limits": "model",
-            "optimizer": {"method": str(rng.choice(["ddp", "ilqr"])), "max_iterations": 40}}
+    return {
+        "model": model,
+        "dt": float(rng.choice([0.02, 0.05])),
+        "horizon": int(rng.integers(20, 50)),
+        "weights": {
+            "Q": [float(10.0 ** rng.uniform(0, 2))] * nq + [1.0] * nq,
+            "R": float(10.0 ** rng.uniform(-2, 0)),
+            "Qf": [1e3] * nq + [10.0] * nq,
+        },
+        "input_limits": "model",
+        "optimizer": {"method": str(rng.choice(["ddp", "ilqr"])), "max_iterations": 40},
+    }
 
 
 def _violations(vi, robot, plan) -> list[str]:

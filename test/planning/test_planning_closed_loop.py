@@ -30,9 +30,19 @@ def test_tv_lqr_rejects_the_perturbation_and_open_loop_does_not(swingup_plan, pe
 def test_hold_gain_keeps_the_pendulum_up_after_the_plan(swingup_plan, pendulum_vi):
     x = swingup_plan.X[-1] + np.array([0.05, -0.05])
     plan = swingup_plan
-    tail = Plan(times=plan.times[-2:], X=plan.X[-2:], U=plan.U[-1:], K=plan.K[-1:], dt=plan.dt,
-                model_name=plan.model_name, model_hash=plan.model_hash, joint_names=plan.joint_names,
-                input_names=plan.input_names, K_final=plan.K_final, U_final=plan.U_final)
+    tail = Plan(
+        times=plan.times[-2:],
+        X=plan.X[-2:],
+        U=plan.U[-1:],
+        K=plan.K[-1:],
+        dt=plan.dt,
+        model_name=plan.model_name,
+        model_hash=plan.model_hash,
+        joint_names=plan.joint_names,
+        input_names=plan.input_names,
+        K_final=plan.K_final,
+        U_final=plan.U_final,
+    )
     X, _ = simulate_plan(pendulum_vi, tail, x, feedback=True, extra_steps=100)
     assert np.abs(state_error(plan.X[-1], X[-1], [True])).max() < 1e-4
 

@@ -68,8 +68,13 @@ def _fourbar_problem(N: int = 40):
     vi = MidpointVI(load_bundled("fourbar"), 0.02)
     x0 = vi.state_from_configurations(fourbar_initial_configuration(0.2), fourbar_initial_configuration(0.2))
     goal = np.concatenate([fourbar_initial_configuration(0.8), np.zeros(3)])
-    cost = QuadraticTrackingCost(np.tile(goal, (N + 1, 1)), np.zeros((N, 1)), np.diag([10.0] * 3 + [0.1] * 3), 0.1,
-                                 np.diag([1e3] * 3 + [1.0] * 3))
+    cost = QuadraticTrackingCost(
+        np.tile(goal, (N + 1, 1)),
+        np.zeros((N, 1)),
+        np.diag([10.0] * 3 + [0.1] * 3),
+        0.1,
+        np.diag([1e3] * 3 + [1.0] * 3),
+    )
     return vi, cost, x0, np.array([3.0])
 
 
@@ -151,16 +156,23 @@ def test_pendulum_swingup_plan_is_the_numpy_plan(monkeypatch):
     assert res_c.converged and res_n.converged
     assert max(res_c.iterations, res_n.iterations) <= 14
     if _same_path(res_c, res_n):
-        for g, w in ((plan_c.X, plan_n.X), (plan_c.U, plan_n.U), (res_c.K, res_n.K), (plan_c.K, plan_n.K),
-                     (plan_c.K_final, plan_n.K_final), (res_c.cost, res_n.cost),
-                     (res_c.cost_history, res_n.cost_history)):
+        for g, w in (
+            (plan_c.X, plan_n.X),
+            (plan_c.U, plan_n.U),
+            (res_c.K, res_n.K),
+            (plan_c.K, plan_n.K),
+            (plan_c.K_final, plan_n.K_final),
+            (res_c.cost, res_n.cost),
+            (res_c.cost_history, res_n.cost_history),
+        ):
             assert _rel(g, w) < TOL
     else:  # both at the optimum, to the solution's own precision (|dJ| < 1e-6)
         assert _rel(res_c.cost, res_n.cost) < 1e-8 and _rel(plan_c.X, plan_n.X) < 1e-5
 
 
-@pytest.mark.parametrize("system, second_order, iterations", [
-    ("fourbar", True, 30), ("fourbar", False, 30), ("diffdrive", True, 15)])
+@pytest.mark.parametrize(
+    "system, second_order, iterations", [("fourbar", True, 30), ("fourbar", False, 30), ("diffdrive", True, 15)]
+)
 def test_ddp_solves_agree(system, second_order, iterations, request, monkeypatch):
     vi, cost, x0, limits = request.getfixturevalue(system)
     U0 = np.zeros((cost.N, vi.nu))
@@ -171,8 +183,12 @@ def test_ddp_solves_agree(system, second_order, iterations, request, monkeypatch
     assert res_c.cost < 0.5 * res_c.cost_history[0] and res_n.cost < 0.5 * res_n.cost_history[0]  # it did optimize
     if _same_path(res_c, res_n):
         assert res_c.converged == res_n.converged
-        for g, w in ((res_c.X, res_n.X), (res_c.U, res_n.U), (res_c.K, res_n.K),
-                     (res_c.cost_history, res_n.cost_history)):
+        for g, w in (
+            (res_c.X, res_n.X),
+            (res_c.U, res_n.U),
+            (res_c.K, res_n.K),
+            (res_c.cost_history, res_n.cost_history),
+        ):
             assert _rel(g, w) < TOL
     elif res_c.converged and res_n.converged:
         assert _rel(res_c.cost, res_n.cost) < 1e-8
@@ -188,13 +204,15 @@ def test_augmented_lagrangian_cartpole_agrees(cartpole, monkeypatch):
     U0 = np.zeros((cost.N, vi.nu))
     kw = dict(input_limits=limits, penalty=1e3)
     short_c = terminal_constrained_ddp(vi, cost, x0, U0, cost.X_ref[-1], max_iterations=20, **kw)
-    short_n = _numpy_path(monkeypatch, terminal_constrained_ddp, vi, cost, x0, U0, cost.X_ref[-1],
-                          max_iterations=20, **kw)
+    short_n = _numpy_path(
+        monkeypatch, terminal_constrained_ddp, vi, cost, x0, U0, cost.X_ref[-1], max_iterations=20, **kw
+    )
     assert short_c.compiled and not short_n.compiled and short_c.iterations == short_n.iterations == 20
     assert _rel(short_c.U, short_n.U) < TOL and _rel(short_c.X, short_n.X) < TOL
     full_c = terminal_constrained_ddp(vi, cost, x0, U0, cost.X_ref[-1], max_iterations=150, **kw)
-    full_n = _numpy_path(monkeypatch, terminal_constrained_ddp, vi, cost, x0, U0, cost.X_ref[-1],
-                         max_iterations=150, **kw)
+    full_n = _numpy_path(
+        monkeypatch, terminal_constrained_ddp, vi, cost, x0, U0, cost.X_ref[-1], max_iterations=150, **kw
+    )
     assert full_c.converged and full_n.converged and abs(full_c.iterations - full_n.iterations) <= 3
     assert abs(full_c.cost - full_n.cost) < 1e-6 * full_n.cost, (full_c.cost, full_n.cost)
     # The two runs stop at different terminal violations (each below the constraint tolerance; 4e-7 vs 1.5e-7 when
@@ -221,8 +239,11 @@ def test_fast_path_is_chosen_by_capability_not_class(monkeypatch):
     assert [r.compiled for r in ran] == [True, True, False]
     assert _rel(ran[1].U, ran[0].U) == 0.0 and _rel(ran[2].U, ran[0].U) < TOL
     # Linearizable systems without a compiled step: the linear-time VI (DRNEA step), the CasADi VM, wrapped angles.
-    for other in (make_integrator("linear_time", vi.robot, task.dt), MidpointVI(vi.robot, task.dt, compile=False),
-                  MidpointVI(vi.robot, task.dt, wrap_continuous=True)):
+    for other in (
+        make_integrator("linear_time", vi.robot, task.dt),
+        MidpointVI(vi.robot, task.dt, compile=False),
+        MidpointVI(vi.robot, task.dt, wrap_continuous=True),
+    ):
         assert compiled.compiled_stages(other, task.horizon, *input_bounds(None, 1)) is None
         res = plan_task(other, task)[1]
         assert not res.compiled and res.iterations == 3 and res.cost < res.cost_history[0]
@@ -274,8 +295,9 @@ def test_built_stages_are_reused_per_system_thread_horizon_and_box(monkeypatch):
     monkeypatch.setattr(compiled._Arena, "KEEP", 0)
     x0 = start_state(task, vi)
     X_ref, U_ref = reference_trajectory(task, vi, x0)
-    cost = QuadraticTrackingCost(X_ref, U_ref, *(task.weight(w, "weights", n, vi.nq)
-                                                 for w, n in (("Q", vi.nx), ("R", vi.nu), ("Qf", vi.nx))))
+    cost = QuadraticTrackingCost(
+        X_ref, U_ref, *(task.weight(w, "weights", n, vi.nq) for w, n in (("Q", vi.nx), ("R", vi.nu), ("Qf", vi.nx)))
+    )
     U = np.full((N, vi.nu), 0.3)
     fresh = compiled.CompiledStages(compiled.kernel_library(), vi, vi.compiled_stage(True), N, lo, hi)
     X, Ua, Y = fresh.rollout(x0, U)

@@ -53,21 +53,31 @@ def test_the_same_inputs_planned_by_chord_and_exact_newton_take_nearly_the_same_
 
 
 def test_continuation_options_are_validated_naming_the_key():
-    base = {"name": "t", "model": "acrobot", "dt": 0.025, "horizon": 40, "goal": {"q": ["pi", 0.0]},
-            "weights": {"Q": 0.1, "R": 0.1, "Qf": 1.0}}
+    base = {
+        "name": "t",
+        "model": "acrobot",
+        "dt": 0.025,
+        "horizon": 40,
+        "goal": {"q": ["pi", 0.0]},
+        "weights": {"Q": 0.1, "R": 0.1, "Qf": 1.0},
+    }
 
     def task(**opt):
         return load_task({**base, "optimizer": {"max_iterations": 60, **opt}})
 
     assert task(continuation={"Q_scale": [10]}).continuation == {"Q_scale": (10.0,), "iterations": 20}
     assert task().continuation == {}
-    for cont, match in (({"Q_scale": [10], "steps": 3}, r"optimizer.continuation: unknown key\(s\) \['steps'\]"),
-                        ({"iterations": 5}, "optimizer.continuation.Q_scale: missing"),
-                        ({"Q_scale": [10, -1]}, "optimizer.continuation.Q_scale: expected positive"),
-                        ({"Q_scale": [10], "iterations": 0}, "optimizer.continuation.iterations"),
-                        ({"Q_scale": [30, 5, 2], "iterations": 20}, "3 stages × 20 iterations leave none of "
-                                                                    "optimizer.max_iterations = 60"),
-                        ([30, 5], "optimizer.continuation: expected a mapping")):
+    for cont, match in (
+        ({"Q_scale": [10], "steps": 3}, r"optimizer.continuation: unknown key\(s\) \['steps'\]"),
+        ({"iterations": 5}, "optimizer.continuation.Q_scale: missing"),
+        ({"Q_scale": [10, -1]}, "optimizer.continuation.Q_scale: expected positive"),
+        ({"Q_scale": [10], "iterations": 0}, "optimizer.continuation.iterations"),
+        (
+            {"Q_scale": [30, 5, 2], "iterations": 20},
+            "3 stages × 20 iterations leave none of optimizer.max_iterations = 60",
+        ),
+        ([30, 5], "optimizer.continuation: expected a mapping"),
+    ):
         with pytest.raises(TaskError, match=match):
             task(continuation=cont)
     with pytest.raises(TaskError, match="optimizer.continuation: only for optimizer.method ddp or ilqr"):

@@ -29,8 +29,10 @@ def _check(out: dict, max_spread: int, share: float = 1.0, optima: float = 1e-4)
             costs = [r[i][4] for r in rows.values()]
             assert max(costs) - min(costs) <= optima * min(costs), (name, i, costs)
         variants = list(rows)
-        spreads = [max(rows[v][i][1] for v in variants) - min(rows[v][i][1] for v in variants)
-                   for i in range(len(rows[variants[0]]))]
+        spreads = [
+            max(rows[v][i][1] for v in variants) - min(rows[v][i][1] for v in variants)
+            for i in range(len(rows[variants[0]]))
+        ]
         close = sum(d <= max_spread for d in spreads)
         assert close >= share * len(spreads), (name, spreads)
 
@@ -75,7 +77,9 @@ def test_one_ddp_iteration_amplifies_input_differences_far_more_on_the_acrobot(b
     a difference ~100× larger on the acrobot (a chaotic double pendulum shot over 160 steps) and ~2× on the
     cart-pole (measured medians over seeds 0–1, 12 iterations: 110 and 2.2; over seeds 0–9, 20 iterations: 161
     and 3.4). Asserted with margin: the acrobot's median at least 10× the cart-pole's."""
-    med = {name: np.median([g for s in (0, 1) for *_, g in bench.iteration_gains(name, s, 12)])
-           for name in ("cartpole_swingup", "acrobot_swingup")}
+    med = {
+        name: np.median([g for s in (0, 1) for *_, g in bench.iteration_gains(name, s, 12)])
+        for name in ("cartpole_swingup", "acrobot_swingup")
+    }
     assert med["acrobot_swingup"] >= 10 * med["cartpole_swingup"], med
     assert med["cartpole_swingup"] < 20, med  # the well-conditioned case stays near 1

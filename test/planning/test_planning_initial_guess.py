@@ -95,7 +95,7 @@ def test_reference_guess_is_the_feedback_guess_or_else_the_reference_open_loop(c
     got = reference_feedback_guess(vi, x0, X_ref, U_ref, W, limits)
     assert np.array_equal(got, feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits))
     far = x0.copy()
-    far[vi.nq:] += 1e3
+    far[vi.nq :] += 1e3
     with pytest.raises(StepError):
         vi.step(far, U_ref[0])  # (the first step of the rollout already fails)
     assert feedback_initial_guess(vi, far, X_ref, U_ref, weights=W, input_limits=limits) is None

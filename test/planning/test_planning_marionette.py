@@ -64,8 +64,9 @@ def _hanging_equilibrium(robot, vi, dyn, x0, seconds=4.0):
         J = dyn.constraint_jacobian(q)[:, d]
         return np.concatenate([gradV[d] + J.T @ z[nd:], dyn.constraint(q)])
 
-    mu0 = np.linalg.lstsq(dyn.constraint_jacobian(q0)[:, d].T, -residual(np.concatenate([q0[d], np.zeros(6)]))[:nd],
-                          rcond=None)[0]
+    mu0 = np.linalg.lstsq(
+        dyn.constraint_jacobian(q0)[:, d].T, -residual(np.concatenate([q0[d], np.zeros(6)]))[:nd], rcond=None
+    )[0]
     sol = least_squares(residual, np.concatenate([q0[d], mu0]), method="lm", xtol=1e-15, ftol=1e-15)
     assert np.abs(residual(sol.x)).max() < 1e-9
     q = q0.copy()
@@ -82,12 +83,18 @@ def test_marionette_lqr_rejects_a_torso_perturbation(marionette):
     assert np.allclose(vi.step(x_eq, rho), x_eq, atol=1e-10)  # a fixed point of the constrained step
     # ... and a stable one (the potential's minimum): the symplectic one-step map has |eigenvalues| ≤ 1.
     assert np.abs(np.linalg.eigvals(linearize(vi, x_eq, rho).A)).max() < 1.0 + 1e-6
-    task = load_task({
-        "name": "marionette_hold", "model": "marionette", "dt": DT, "horizon": N,
-        "goal": {"q": q_eq.tolist()}, "reference": {"type": "goal", "u": "hold"},
-        "weights": {"Q": {"q": 100.0, "p": 1.0}, "R": 1.0},  # REFERENCE §3
-        "optimizer": {"method": "ilqr", "max_iterations": 3},
-    })
+    task = load_task(
+        {
+            "name": "marionette_hold",
+            "model": "marionette",
+            "dt": DT,
+            "horizon": N,
+            "goal": {"q": q_eq.tolist()},
+            "reference": {"type": "goal", "u": "hold"},
+            "weights": {"Q": {"q": 100.0, "p": 1.0}, "R": 1.0},  # REFERENCE §3
+            "optimizer": {"method": "ilqr", "max_iterations": 3},
+        }
+    )
     lines: list[str] = []
     plan, res = plan_task(vi, task, x0=x_eq, log=lines.append)
     assert res.converged and res.iterations == 0, res  # the reference is already feasible and optimal
@@ -118,6 +125,6 @@ def test_marionette_lqr_rejects_a_torso_perturbation(marionette):
     yaw_c = np.abs(Xc[:, yaw] - q_eq[yaw])
     err_c, err_o = tracking_error(vi, plan, Xc), tracking_error(vi, plan, Xo)
     assert yaw_c[-1] < 5e-3 and err_c[-1] < 0.02  # rejected: back to the pose, about 4 s later
-    assert err_o[N // 2:].max() > 0.05  # open loop (strings held still): the puppet keeps swinging
-    assert err_c[3 * N // 4:].max() < err_o[3 * N // 4:].max() / 3
+    assert err_o[N // 2 :].max() > 0.05  # open loop (strings held still): the puppet keeps swinging
+    assert err_c[3 * N // 4 :].max() < err_o[3 * N // 4 :].max() / 3
     assert np.abs(vi.constraint(Xc[-1, : vi.nq])).max() < 1e-9

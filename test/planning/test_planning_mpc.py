@@ -39,8 +39,9 @@ def test_a_cycle_from_the_plans_own_state_replans_that_plan(panda):
     """Principle of optimality: the optimal plan's tail is optimal for the remaining window (shrinking), so a cycle
     started on the plan at its own time returns it — to the optimizer's tolerance — and is accepted."""
     task, vi = panda
-    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, shrinking=True, min_horizon=2, max_iterations=10,
-                                              tolerance=1e-10))
+    m = RecedingHorizon(
+        vi, task, MPCSettings(period=0.1, shrinking=True, min_horizon=2, max_iterations=10, tolerance=1e-10)
+    )
     first = m.start(t0=5.0)
     assert first.accepted and first.plan.times[0] == 5.0
     plan = first.plan
@@ -52,21 +53,32 @@ def test_a_cycle_from_the_plans_own_state_replans_that_plan(panda):
 
 
 def test_mpc_section_is_validated_at_its_boundaries():
-    base = ("name: t\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nweights: {Q: [1.0, 1.0], R: 1.0}\n")
-    ok = load_task(base + "mpc: {period: 0.1, horizon: 20, max_iterations: 1, tolerance: 1.0e-9, shrinking: true,"
-                          " min_horizon: 20}\n")
-    assert mpc_settings(ok) == MPCSettings(period=0.1, horizon=20, shrinking=True, min_horizon=20, max_iterations=1,
-                                           tolerance=1e-9)
+    base = "name: t\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nweights: {Q: [1.0, 1.0], R: 1.0}\n"
+    ok = load_task(
+        base + "mpc: {period: 0.1, horizon: 20, max_iterations: 1, tolerance: 1.0e-9, shrinking: true,"
+        " min_horizon: 20}\n"
+    )
+    assert mpc_settings(ok) == MPCSettings(
+        period=0.1, horizon=20, shrinking=True, min_horizon=20, max_iterations=1, tolerance=1e-9
+    )
     assert load_task(base + "mpc: {period: 2.0}\n").mpc["period"] == 2.0  # = horizon·dt
-    for bad, key in [("{period: 0.0999}", "mpc.period"), ("{period: 2.0001}", "mpc.period"),
-                     ("{horizon: 0}", "mpc.horizon"), ("{max_iterations: 0}", "mpc.max_iterations"),
-                     ("{tolerance: 0.0}", "mpc.tolerance"), ("{shrinking: 1}", "mpc.shrinking"),
-                     ("{horizon: 5, min_horizon: 6}", "mpc.min_horizon"), ("{perid: 0.1}", "perid")]:
+    for bad, key in [
+        ("{period: 0.0999}", "mpc.period"),
+        ("{period: 2.0001}", "mpc.period"),
+        ("{horizon: 0}", "mpc.horizon"),
+        ("{max_iterations: 0}", "mpc.max_iterations"),
+        ("{tolerance: 0.0}", "mpc.tolerance"),
+        ("{shrinking: 1}", "mpc.shrinking"),
+        ("{horizon: 5, min_horizon: 6}", "mpc.min_horizon"),
+        ("{perid: 0.1}", "perid"),
+    ]:
         with pytest.raises(TaskError, match=key):
             load_task(base + f"mpc: {bad}\n")
     with pytest.raises(TaskError, match="mpc: receding-horizon"):
-        load_task(base + "goal: {q: [pi]}\noptimizer: {method: collocation_lg2}\ncollocation: {nodes: 4}\n"
-                         "mpc: {period: 0.1}\n")
+        load_task(
+            base + "goal: {q: [pi]}\noptimizer: {method: collocation_lg2}\ncollocation: {nodes: 4}\n"
+            "mpc: {period: 0.1}\n"
+        )
     assert mpc_settings(load_task(base)) == MPCSettings(period=0.1)
 
 
@@ -113,10 +125,17 @@ def test_the_command_does_not_jump_when_the_controller_switches_plans(panda):
     differs from the executing law there by up to 4.9 N·m on this run, where the law's step changes are ≤ 4.7)."""
     task, vi = panda
     plant = make_integrator("midpoint", vc.load_robot("erd:panda", mass_scale=1.2), task.dt)
-    settings = dict(accept_unconverged=False, gain_scale=1.0, retime_tolerance=0.0, path_tolerance=0.0,
-                    goal_tolerance=0.0, goal_time_tolerance=0.5, safe_mode="damping", safe_damping=1.0)
-    runner = PlanRunner(vi.robot, vi, settings, False, vi.robot.joint_names, vi.idx_act, _Quiet(),
-                        lambda *a, **k: None)
+    settings = dict(
+        accept_unconverged=False,
+        gain_scale=1.0,
+        retime_tolerance=0.0,
+        path_tolerance=0.0,
+        goal_tolerance=0.0,
+        goal_time_tolerance=0.5,
+        safe_mode="damping",
+        safe_damping=1.0,
+    )
+    runner = PlanRunner(vi.robot, vi, settings, False, vi.robot.joint_names, vi.idx_act, _Quiet(), lambda *a, **k: None)
     m = RecedingHorizon(vi, task, MPCSettings(period=0.1, shrinking=True, min_horizon=4, max_iterations=10))
     first = m.start(t0=0.0).plan
     runner.queue(0, first, False)

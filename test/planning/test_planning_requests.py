@@ -92,8 +92,9 @@ def test_a_three_point_trajectory_plans_from_moving_noisy_starts(panda, speed):
     q_start, q_goal = np.asarray(task.q0), np.asarray(task.goal_q)
     mid = 0.5 * (q_start + q_goal)
     rng = np.random.default_rng(int(speed * 1e9) + 1)
-    request = Request("trajectory", times=np.array([1.0, 2.0, 3.0]), positions=np.array([mid, q_goal, mid]),
-                      joints=list(range(7)))
+    request = Request(
+        "trajectory", times=np.array([1.0, 2.0, 3.0]), positions=np.array([mid, q_goal, mid]), joints=list(range(7))
+    )
     for _ in range(3):
         x0 = bench.measured_state(vi, q_start, speed * rng.choice([-1.0, 1.0], 7), rng)
         plan, _ = solve_request(request, vi, task, x0)
@@ -113,8 +114,9 @@ def test_one_point_trajectories_plan_from_a_moving_start(panda, duration):
     task, vi = panda
     rng = np.random.default_rng(7)
     x0 = bench.measured_state(vi, np.asarray(task.q0), 0.1 * rng.choice([-1.0, 1.0], 7), rng)
-    request = Request("trajectory", times=np.array([duration]), positions=np.asarray(task.goal_q)[None],
-                      joints=list(range(7)))
+    request = Request(
+        "trajectory", times=np.array([duration]), positions=np.asarray(task.goal_q)[None], joints=list(range(7))
+    )
     plan, _ = solve_request(request, vi, task, x0)
     _check_plan(vi, request, plan)
 
@@ -206,9 +208,18 @@ def test_other_bundled_arms_plan_random_requests(arm):
     if isinstance(spec, str):
         task = load_task(spec)
     else:
-        task = load_task(dict(name=spec["name"], model=spec["model"], dt=0.05, horizon=20,
-                              reference={"type": "goal", "u": "hold"}, weights=dict(ARM_WEIGHTS, R=spec["R"]),
-                              optimizer={"method": "ddp", "max_iterations": 50}, **LQR))
+        task = load_task(
+            dict(
+                name=spec["name"],
+                model=spec["model"],
+                dt=0.05,
+                horizon=20,
+                reference={"type": "goal", "u": "hold"},
+                weights=dict(ARM_WEIGHTS, R=spec["R"]),
+                optimizer={"method": "ddp", "max_iterations": 50},
+                **LQR,
+            )
+        )
     vi = make_system(task)
     for d in bench.random_requests(vi, 8, seed=3):
         plan, _ = solve_request(d.request, vi, task, d.x0)
@@ -223,17 +234,28 @@ def test_points_the_actuators_cannot_follow_start_from_the_start_held():
     from vi_control.planning.shooting import rollout
 
     spec = ARMS["double_pendulum"]
-    task = load_task(dict(name=spec["name"], model=spec["model"], dt=0.05, horizon=20,
-                          reference={"type": "goal", "u": "hold"}, weights=dict(ARM_WEIGHTS, R=spec["R"]),
-                          optimizer={"method": "ddp", "max_iterations": 50}, **LQR))
+    task = load_task(
+        dict(
+            name=spec["name"],
+            model=spec["model"],
+            dt=0.05,
+            horizon=20,
+            reference={"type": "goal", "u": "hold"},
+            weights=dict(ARM_WEIGHTS, R=spec["R"]),
+            optimizer={"method": "ddp", "max_iterations": 50},
+            **LQR,
+        )
+    )
     vi = make_system(task)
     x0 = bench.measured_state(vi, np.zeros(2), np.array([0.1, -0.1]), np.random.default_rng(5))
     times, points = np.array([1.0, 2.0, 3.0, 4.0]), np.array([[20.0, -20.0], [-20.0, 20.0], [20.0, -20.0], [0.0, 0.0]])
     X_ref, U_ref = trajectory_reference(vi, x0, times, points)
     lines: list[str] = []
     U0 = request_guess(vi, task, x0, X_ref, U_ref, log=lines.append)
-    assert lines == ["the request's points cannot be followed from the start under TV-LQR (a step of that rollout "
-                     "fails): the initial guess holds the start's configuration instead"]
+    assert lines == [
+        "the request's points cannot be followed from the start under TV-LQR (a step of that rollout "
+        "fails): the initial guess holds the start's configuration instead"
+    ]
     assert rollout(vi, x0, U0) is not None
     plan, res = plan_trajectory(vi, task, x0, times, points)
     assert res.iterations > 0 and np.abs(vi.step(plan.X[0], plan.U[0]) - plan.X[1]).max() < 1e-6
@@ -248,13 +270,15 @@ def test_moveits_first_point_at_time_zero_is_the_start(panda):
     q0 = np.asarray(task.q0)
     x0 = bench.measured_state(vi, q0, 0.05 * rng.choice([-1.0, 1.0], 7), rng)
     goal = np.asarray(task.goal_q)
-    with_start = Request("trajectory", times=np.array([0.0, 2.0]), positions=np.array([q0, goal]),
-                         joints=list(range(7)))
+    with_start = Request(
+        "trajectory", times=np.array([0.0, 2.0]), positions=np.array([q0, goal]), joints=list(range(7))
+    )
     lines: list[str] = []
     plan, _ = solve_request(with_start, vi, task, x0, log=lines.append)
     assert any(ln.startswith("trajectory: its point at t = 0") for ln in lines)
-    without = solve_request(dataclasses.replace(with_start, times=np.array([2.0]), positions=goal[None]), vi, task,
-                            x0)[0]
+    without = solve_request(dataclasses.replace(with_start, times=np.array([2.0]), positions=goal[None]), vi, task, x0)[
+        0
+    ]
     assert np.array_equal(plan.X, without.X) and plan.horizon == 50
 
 
@@ -270,8 +294,12 @@ def test_requests_during_a_motion_plan_from_the_nodes_predicted_start(panda):
     task, vi = panda
     q_start, q_goal = np.asarray(task.q0), np.asarray(task.goal_q)
     x = bench.measured_state(vi, q_start, np.zeros(7), np.random.default_rng(2))
-    first = Request("trajectory", times=np.array([1.0, 2.0, 3.0]),
-                    positions=np.array([0.5 * (q_start + q_goal), q_goal, q_goal]), joints=list(range(7)))
+    first = Request(
+        "trajectory",
+        times=np.array([1.0, 2.0, 3.0]),
+        positions=np.array([0.5 * (q_start + q_goal), q_goal, q_goal]),
+        joints=list(range(7)),
+    )
     running, _ = solve_request(first, vi, task, x)
     law, est = tracking_law(running, vi), StateEstimator(vi)
     for k in range(11):  # the robot: 0.95 × the commanded torque
@@ -283,8 +311,9 @@ def test_requests_during_a_motion_plan_from_the_nodes_predicted_start(panda):
         x0 = vi.step(x0, law.command(law.index(0.5 + i * vi.dt), x0)[0])
     moving = vi.velocity(x0) - vi.velocity(equilibrium_state(vi, x0[: vi.nq]))  # (less the held state's M⁻¹p)
     assert np.abs(moving).max() > 0.2, moving  # (0.27 rad/s measured)
-    for request in (Request("goal", goal=q_start),
-                    Request("trajectory", times=np.array([1.5, 4.0]), positions=np.array([q_goal, q_start]),
-                            joints=list(range(7)))):
+    for request in (
+        Request("goal", goal=q_start),
+        Request("trajectory", times=np.array([1.5, 4.0]), positions=np.array([q_goal, q_start]), joints=list(range(7))),
+    ):
         plan, _ = solve_request(request, vi, task, x0)
         _check_plan(vi, request, plan)

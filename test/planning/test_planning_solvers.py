@@ -17,8 +17,9 @@ def problem(pendulum_vi):
     """REFERENCE §2: the step reference of Johnson2015, eq. 35 with the task file's weights."""
     task = load_task("task_pendulum_swingup")
     X_ref, U_ref = reference_trajectory(task, pendulum_vi)
-    cost = QuadraticTrackingCost(X_ref, U_ref, task.weight("Q", "weights", 2), task.weight("R", "weights", 1),
-                                 task.weight("Qf", "weights", 2))
+    cost = QuadraticTrackingCost(
+        X_ref, U_ref, task.weight("Q", "weights", 2), task.weight("R", "weights", 1), task.weight("Qf", "weights", 2)
+    )
     return cost, start_state(task, pendulum_vi)
 
 
@@ -85,8 +86,14 @@ def test_box_qp_matches_a_bounded_quasi_newton_solve(rng, n):
         g = 3 * rng.standard_normal(n)
         lo, hi = -rng.uniform(0.1, 1, n), rng.uniform(0.1, 1, n)
         x, free = box_qp(H, g, lo, hi, np.zeros(n))
-        ref = minimize(lambda z, H=H, g=g: 0.5 * z @ H @ z + g @ z, np.zeros(n), jac=lambda z, H=H, g=g: H @ z + g,
-                       bounds=list(zip(lo, hi)), method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-12})
+        ref = minimize(
+            lambda z, H=H, g=g: 0.5 * z @ H @ z + g @ z,
+            np.zeros(n),
+            jac=lambda z, H=H, g=g: H @ z + g,
+            bounds=list(zip(lo, hi)),
+            method="L-BFGS-B",
+            options={"ftol": 1e-15, "gtol": 1e-12},
+        )
         assert np.allclose(x, ref.x, atol=1e-6)
         assert np.all((x > lo) & (x < hi) | ~free)
     assert box_qp(-np.eye(2), np.ones(2), -np.ones(2), np.ones(2), np.zeros(2)) is None  # not convex
@@ -123,8 +130,10 @@ def test_contraction_reusing_the_linearization_is_the_same(pendulum_vi, rng):
         x, u, c = rng.normal(size=2), rng.normal(size=1), rng.normal(size=2)
         r = pendulum_vi.solve(x, u)
         lin = linearize(pendulum_vi, x, u, r)
-        for a, b in zip(second_order_contraction(pendulum_vi, x, u, c, r, lin=lin),
-                        second_order_contraction(pendulum_vi, x, u, c, r)):
+        for a, b in zip(
+            second_order_contraction(pendulum_vi, x, u, c, r, lin=lin),
+            second_order_contraction(pendulum_vi, x, u, c, r),
+        ):
             assert np.array_equal(a, b)
 
 
@@ -139,16 +148,18 @@ def test_box_qp_lets_an_input_leave_the_bound_the_cost_pulls_it_from(pendulum_vi
     monkeypatch.setattr(compiled, "ENABLED", path == "compiled")
     N, vi = 10, pendulum_vi
     x0 = vi.state_from_configurations(np.zeros(1), np.zeros(1))
-    cost = QuadraticTrackingCost(np.tile(x0, (N + 1, 1)), np.full((N, 1), -50.0), np.diag([1e-3, 1e-3]), 1.0,
-                                 np.diag([1e-3, 1e-3]))
+    cost = QuadraticTrackingCost(
+        np.tile(x0, (N + 1, 1)), np.full((N, 1), -50.0), np.diag([1e-3, 1e-3]), 1.0, np.diag([1e-3, 1e-3])
+    )
     r = ddp(vi, cost, x0, np.full((N, 1), 5.0), input_limits=np.array([5.0]), max_iterations=1)
     assert r.compiled == (path == "compiled") and r.step_history == [1.0]
     assert np.array_equal(r.U, np.full((N, 1), -5.0))
 
 
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
-def test_an_initial_guess_that_cannot_be_simulated_is_a_planning_error_naming_the_step(pendulum_vi, problem, path,
-                                                                                         monkeypatch):
+def test_an_initial_guess_that_cannot_be_simulated_is_a_planning_error_naming_the_step(
+    pendulum_vi, problem, path, monkeypatch
+):
     """Inputs of 1e9 N·m from step 3 on: that step has no solution the Newton iteration can reach. The planner says
     which step of the guess fails (a PlanningError, caught by the planner node like any failed solve) instead of a
     bare error; the steps before it are simulated, so the index is the first failing one."""

@@ -25,20 +25,23 @@ def test_load_task_reads_the_paper_setup():
     assert t.reference["type"] == "step" and t.reference["step_index"] == 50
 
 
-@pytest.mark.parametrize("patch, key", [
-    ({"dt": -0.1}, "dt"),
-    ({"horizon": 0}, "horizon"),
-    ({"horizon": 2.5}, "horizon"),
-    ({"optimizer": {"method": "newton"}}, "optimizer.method"),
-    ({"optimizer": {"max_iterations": 0}}, "optimizer.max_iterations"),
-    ({"goal": {"q": ["pi/0"]}}, "goal.q[0]"),
-    ({"goal": {"q": ["__import__('os')"]}}, "goal.q[0]"),
-    ({"weights": {"R": 1.0}}, "weights.Q"),
-    ({"input_limits": "sometimes"}, "input_limits"),
-    ({"reference": {"type": "spline"}}, "reference"),
-    ({"bogus": 1}, "bogus"),
-    ({"model": {"bundled": "pendulum", "example": "panda"}}, "model"),
-])
+@pytest.mark.parametrize(
+    "patch, key",
+    [
+        ({"dt": -0.1}, "dt"),
+        ({"horizon": 0}, "horizon"),
+        ({"horizon": 2.5}, "horizon"),
+        ({"optimizer": {"method": "newton"}}, "optimizer.method"),
+        ({"optimizer": {"max_iterations": 0}}, "optimizer.max_iterations"),
+        ({"goal": {"q": ["pi/0"]}}, "goal.q[0]"),
+        ({"goal": {"q": ["__import__('os')"]}}, "goal.q[0]"),
+        ({"weights": {"R": 1.0}}, "weights.Q"),
+        ({"input_limits": "sometimes"}, "input_limits"),
+        ({"reference": {"type": "spline"}}, "reference"),
+        ({"bogus": 1}, "bogus"),
+        ({"model": {"bundled": "pendulum", "example": "panda"}}, "model"),
+    ],
+)
 def test_load_task_errors_name_the_key(patch, key):
     d = {"model": "pendulum", "dt": 0.1, "horizon": 10, "weights": {"Q": 1.0, "R": 1.0}, **patch}
     if key == "weights.Q":
@@ -55,8 +58,12 @@ def test_load_task_sources_agree():
     import yaml
 
     urdf_model = {"urdf": str(share_dir() / "urdf" / "pendulum.urdf"), "system": "../config/pendulum.yaml"}
-    tasks = [load_task(PENDULUM_TASK), load_task("task_pendulum_swingup"), load_task(text),
-             load_task(yaml.safe_load(text))]
+    tasks = [
+        load_task(PENDULUM_TASK),
+        load_task("task_pendulum_swingup"),
+        load_task(text),
+        load_task(yaml.safe_load(text)),
+    ]
     # A model given by URDF and system paths (relative to the task file's directory, else config/).
     t = load_task(PENDULUM_TASK)
     t.model = urdf_model

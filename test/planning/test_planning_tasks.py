@@ -33,16 +33,19 @@ def _goal_error(vi, task, x):
     return np.abs(state_error(x_goal, np.concatenate([x[: vi.nq], np.zeros(vi.nq)]), vi.robot.continuous_mask))[: vi.nq]
 
 
-@pytest.mark.parametrize("name, perturbation", [
-    ("cartpole_swingup", [0.1, 0.1, 0.0, 0.0]),
-    ("acrobot_swingup", [0.05, -0.05, 0.0, 0.0]),
-])
+@pytest.mark.parametrize(
+    "name, perturbation",
+    [
+        ("cartpole_swingup", [0.1, 0.1, 0.0, 0.0]),
+        ("acrobot_swingup", [0.05, -0.05, 0.0, 0.0]),
+    ],
+)
 def test_underactuated_swingup_reaches_the_upright(name, perturbation):
     task, vi, plan, res = _plan(name)
     assert res.converged, res.stop_reason
     _check_feasible(vi, plan, vi.robot.effort_limits)
     assert _goal_error(vi, task, plan.X[-1]).max() < 5e-3
-    assert np.abs(plan.X[-1, vi.nq:]).max() < 0.05  # nearly at rest
+    assert np.abs(plan.X[-1, vi.nq :]).max() < 0.05  # nearly at rest
     x0 = plan.X[0] + np.asarray(perturbation)
     Xc, _ = simulate_plan(vi, plan, x0, feedback=True, clamp=True)
     assert _goal_error(vi, task, Xc[-1]).max() < 0.05
@@ -69,6 +72,7 @@ def test_panda_reaches_a_joint_space_goal_under_gravity():
     assert np.abs(plan.X[-1, :7] - task.goal_q).max() < 2e-3
     # At the end it holds still under gravity: U_final is Pinocchio's gravity torque at the final q.
     import pinocchio as pin
+
     m = vi.robot.pin_model
     g = pin.computeGeneralizedGravity(m, m.createData(), plan.X[-1, :7])
     assert np.allclose(plan.U_final, g, atol=1e-9 * max(1.0, np.abs(g).max()))

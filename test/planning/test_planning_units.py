@@ -52,7 +52,7 @@ def test_terminal_constraint_converges_with_heavy_weights():
     """Cart-pole swing-up to a terminal constraint, weights × 2^20: the augmented Lagrangian's ρ cap and loosest
     inner tolerance are relative to ρ₀ and the tolerance (absolute 1e9 before: ρ₀ = 1e3·2^20 was cut to 1e9 at the
     first update and the run ended after 30 updates, unconverged)."""
-    s = 2.0 ** 20
+    s = 2.0**20
     p1, r1 = _plan(_scaled("task_cartpole_swingup", 1.0))
     p, r = _plan(_scaled("task_cartpole_swingup", s))
     assert r1.converged and r.converged, (r1.stop_reason, r.stop_reason)
@@ -70,8 +70,9 @@ def _mass_scaled(name: str, s: float, cost_scale: float = 1.0) -> dict:
     d["input_limits"] = [5.0 * s]  # (config/pendulum.yaml's 5 N·m)
     for group in ("weights", "lqr", "hold"):
         for key, w in d[group].items():
-            d[group][key] = ([w[0] * cost_scale, w[1] / s**2 * cost_scale] if key != "R"
-                             else float(w) / s**2 * cost_scale)
+            d[group][key] = (
+                [w[0] * cost_scale, w[1] / s**2 * cost_scale] if key != "R" else float(w) / s**2 * cost_scale
+            )
     d["optimizer"]["tolerance"] = float(d["optimizer"]["tolerance"]) * cost_scale
     return d
 
@@ -82,7 +83,7 @@ def test_ddp_plan_does_not_depend_on_the_unit_of_the_cost(path, monkeypatch):
     with absolute bounds (μ ≥ 1e-9 against weights ~1e-10) it ended unconverged after 50 iterations, J 25 % high.
     Both loops: the compiled one and ddp's own."""
     monkeypatch.setattr(compiled, "ENABLED", path == "compiled")
-    s = 2.0 ** -40
+    s = 2.0**-40
     p1, r1 = _plan(_scaled("task_pendulum_swingup", 1.0))
     p, r = _plan(_scaled("task_pendulum_swingup", s))
     assert r1.converged and r.converged, r.stop_reason
@@ -92,8 +93,9 @@ def test_ddp_plan_does_not_depend_on_the_unit_of_the_cost(path, monkeypatch):
     assert np.abs(p.K_final - p1.K_final).max() < 1e-9 * np.abs(p1.K_final).max()
 
 
-@pytest.mark.parametrize("s, cost_scale", [(2.0 ** 19, 1.0), (2.0 ** -20, 2.0 ** -40)],
-                         ids=["heavy", "milligram-cost-in-its-units"])
+@pytest.mark.parametrize(
+    "s, cost_scale", [(2.0**19, 1.0), (2.0**-20, 2.0**-40)], ids=["heavy", "milligram-cost-in-its-units"]
+)
 def test_ddp_plan_does_not_depend_on_the_unit_of_mass(s, cost_scale):
     """Bounded pendulum swing-up (|u| ≤ 5 N·m × s) with masses × s and its cost in the same units. With absolute
     bounds on μ: × 2¹⁹ ended after 100 iterations 0.15 rad off; × 2⁻²⁰ with the cost × 2⁻⁴⁰ (angle weights
@@ -105,20 +107,24 @@ def test_ddp_plan_does_not_depend_on_the_unit_of_mass(s, cost_scale):
     assert np.abs(p.U / s - p1.U).max() < 1e-9 * np.abs(p1.U).max()
 
 
-@pytest.mark.parametrize("s", [1.0, 2.0 ** -20])
+@pytest.mark.parametrize("s", [1.0, 2.0**-20])
 def test_an_unbalanced_final_configuration_is_reported_at_any_mass(s):
     """The acrobot (unactuated shoulder) ending 1 mrad off upright is no equilibrium: unbalanced gravity 0.02 N·m, or
     1.9e-8 N·m with masses × 2⁻²⁰ — which an absolute threshold of 1e-6 N·m took for an equilibrium."""
     d = yaml.safe_load((CONFIG / "task_acrobot_swingup.yaml").read_text())
     d["model"] = {**d["model"], "mass_scale": s}
-    d.update(horizon=2, start={"q": [float(np.pi) - 1e-3, 0.0], "qdot": [0.0, 0.0]}, input_limits="none",
-             optimizer={"method": "ddp", "max_iterations": 1})
+    d.update(
+        horizon=2,
+        start={"q": [float(np.pi) - 1e-3, 0.0], "qdot": [0.0, 0.0]},
+        input_limits="none",
+        optimizer={"method": "ddp", "max_iterations": 1},
+    )
     task, lines = load_task(d), []
     plan_task(make_system(task), task, log=lines.append)
     assert any("no equilibrium" in line for line in lines), lines
 
 
-@pytest.mark.parametrize("s", [1.0, 2.0 ** -40])
+@pytest.mark.parametrize("s", [1.0, 2.0**-40])
 @pytest.mark.parametrize("W", [[1.0, -1e-3], [[1.0, 2.0], [2.0, 1.0]]], ids=["negative-entry", "indefinite"])
 def test_an_indefinite_cost_weight_is_refused_at_any_scale(W, s):
     """The planner's weight check allows round-off relative to the weight (it allowed 1e-12 absolute, so these
@@ -136,7 +142,7 @@ def test_terminal_multiplier_estimate_does_not_depend_on_the_unit_of_mass():
     vi1 = make_system(task1)
     p1, _ = plan_task(vi1, task1)
     lams = []
-    for s in (1.0, 2.0 ** -30):
+    for s in (1.0, 2.0**-30):
         task = load_task(_mass_scaled(name, s))
         vi = make_system(task)
         X_ref, U_ref = reference_trajectory(task, vi)

@@ -62,8 +62,12 @@ def test_warm_replan_from_a_moved_start_reaches_the_cold_plans_optimum_in_fewer_
 def test_a_multiplier_given_at_the_solution_needs_no_outer_walk(cartpole):
     task, vi, plan, res = cartpole
     x0, cost = _cost(task, vi)
-    kw = dict(input_limits=input_limits(task, vi), tolerance=task.tolerance,
-              constraint_tolerance=task.constraint_tolerance, penalty=task.penalty)
+    kw = dict(
+        input_limits=input_limits(task, vi),
+        tolerance=task.tolerance,
+        constraint_tolerance=task.constraint_tolerance,
+        penalty=task.penalty,
+    )
     cold = terminal_constrained_ddp(vi, cost, x0, plan.U, cost.X_ref[-1], **kw)
     warm = terminal_constrained_ddp(vi, cost, x0, plan.U, cost.X_ref[-1], multiplier=res.terminal_multiplier, **kw)
     assert warm.converged and cold.converged
@@ -82,8 +86,11 @@ def test_bad_warm_starts_and_multipliers_are_named(cartpole):
     colloc = load_task("task_cartpole_swingup_lg2")
     with pytest.raises(TaskError, match="warm_start: only for the shooting methods"):
         plan_task(make_system(colloc), colloc, warm_start=plan)
-    for bad, match in (("guess", "multiplier: expected None, 'estimate'"), (np.zeros(3), "multiplier: expected 4"),
-                       (np.full(4, np.nan), "multiplier: expected 4")):
+    for bad, match in (
+        ("guess", "multiplier: expected None, 'estimate'"),
+        (np.zeros(3), "multiplier: expected 4"),
+        (np.full(4, np.nan), "multiplier: expected 4"),
+    ):
         with pytest.raises(ValueError, match=match):
             terminal_constrained_ddp(vi, cost, x0, plan.U, cost.X_ref[-1], multiplier=bad)
 
@@ -93,9 +100,9 @@ def test_a_receded_plan_continues_the_plan_then_holds_its_end(cartpole):
     n, s = plan.horizon, 7
     r = plan.receded(s)
     assert r.horizon == n and np.allclose(np.diff(r.times), plan.dt) and r.times[0] == pytest.approx(plan.times[s])
-    assert np.array_equal(r.X[: n + 1 - s], plan.X[s:]) and np.all(r.X[n + 1 - s:] == plan.X[-1])
-    assert np.array_equal(r.U[: n - s], plan.U[s:]) and np.all(r.U[n - s:] == plan.U_final)
-    assert np.array_equal(r.K[: n - s], plan.K[s:]) and np.all(r.K[n - s:] == plan.K_final)
+    assert np.array_equal(r.X[: n + 1 - s], plan.X[s:]) and np.all(r.X[n + 1 - s :] == plan.X[-1])
+    assert np.array_equal(r.U[: n - s], plan.U[s:]) and np.all(r.U[n - s :] == plan.U_final)
+    assert np.array_equal(r.K[: n - s], plan.K[s:]) and np.all(r.K[n - s :] == plan.K_final)
     assert np.array_equal(plan.receded(0).X, plan.X)
     for bad in (-1, n, 2.0, True):
         with pytest.raises(ValueError, match="steps: expected an integer"):
@@ -125,6 +132,13 @@ def test_no_multiplier_estimate_at_inputs_that_cannot_be_simulated_falls_back_to
     x0, cost = _cost(task, vi)
     logs = []
     with pytest.raises(PlanningError, match="initial guess cannot be simulated"):  # DDP's own verdict, not the
-        terminal_constrained_ddp(vi, cost, x0, np.full((cost.N, vi.nu), 1e9), cost.X_ref[-1],  # estimate's
-                                 multiplier="estimate", log=logs.append)
+        terminal_constrained_ddp(
+            vi,
+            cost,
+            x0,
+            np.full((cost.N, vi.nu), 1e9),
+            cost.X_ref[-1],  # estimate's
+            multiplier="estimate",
+            log=logs.append,
+        )
     assert any("no multiplier estimate" in m and "starting from 0" in m for m in logs), logs

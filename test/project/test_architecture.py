@@ -16,8 +16,20 @@ from vi_control.integrators.base import NewtonSettings
 
 PKG = Path(vc.__file__).resolve().parent
 LAYERS = ["model", "mechanics", "integrators", "linearization", "control", "planning", "sweep", "view", "ros"]
-ROS_PACKAGES = {"rclpy", "std_msgs", "sensor_msgs", "trajectory_msgs", "geometry_msgs", "nav_msgs", "std_srvs",
-                "builtin_interfaces", "rcl_interfaces", "rosgraph_msgs", "diagnostic_msgs", "lifecycle_msgs"}
+ROS_PACKAGES = {
+    "rclpy",
+    "std_msgs",
+    "sensor_msgs",
+    "trajectory_msgs",
+    "geometry_msgs",
+    "nav_msgs",
+    "std_srvs",
+    "builtin_interfaces",
+    "rcl_interfaces",
+    "rosgraph_msgs",
+    "diagnostic_msgs",
+    "lifecycle_msgs",
+}
 
 
 def _imports(path: Path, root: Path) -> list[tuple[int, str]]:
@@ -32,8 +44,9 @@ def _imports(path: Path, root: Path) -> list[tuple[int, str]]:
             if node.level:
                 base = package[: len(package) - node.level + 1]
                 mod = ".".join(base + ((node.module,) if node.module else ()))
-                out += [(node.lineno, f"{mod}.{a.name}") for a in node.names] if not node.module else [(node.lineno,
-                                                                                                      mod)]
+                out += (
+                    [(node.lineno, f"{mod}.{a.name}") for a in node.names] if not node.module else [(node.lineno, mod)]
+                )
             else:
                 out.append((node.lineno, node.module))
     return out
@@ -74,9 +87,11 @@ def test_import_vi_control_loads_no_viewer_nor_recorder():
     import subprocess
     import sys
 
-    code = ("import sys, vi_control; bad = [m for m in sys.modules if m.split('.')[0] in "
-            "('meshcat', 'mcap', 'mcap_ros2', 'rosbags', 'zmq', 'tornado') or m.startswith('vi_control.view')]; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, vi_control; bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('meshcat', 'mcap', 'mcap_ros2', 'rosbags', 'zmq', 'tornado') or m.startswith('vi_control.view')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -89,9 +104,12 @@ def test_only_the_layers_and_the_public_api_live_in_the_package():
 def test_the_layer_check_sees_upward_and_ros_arrows(tmp_path):
     """The checker itself, on a small package of its own: each kind of wrong arrow is reported, a right one not."""
     root = tmp_path / "vi_control"
-    files = {"control/a.py": "from ..planning import plan_task\n", "model/b.py": "import rclpy\n",
-             "planning/c.py": "from vi_control.control.plan import Plan\nfrom ..model import load_robot\n",
-             "__init__.py": "from .ros import main_job\n"}
+    files = {
+        "control/a.py": "from ..planning import plan_task\n",
+        "model/b.py": "import rclpy\n",
+        "planning/c.py": "from vi_control.control.plan import Plan\nfrom ..model import load_robot\n",
+        "__init__.py": "from .ros import main_job\n",
+    }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
@@ -107,8 +125,13 @@ def _module_name(path: Path, root: Path) -> str:
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
     """ids of the nodes inside ``if TYPE_CHECKING:`` blocks (annotations only: never run)."""
-    return {id(x) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for stmt in node.body for x in ast.walk(stmt)}
+    return {
+        id(x)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for stmt in node.body
+        for x in ast.walk(stmt)
+    }
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
@@ -186,16 +209,22 @@ def private_reads(root: Path) -> list[str]:
         outside, own = set(), {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                outside |= {(a.asname or a.name).split(".")[0] for a in node.names
-                            if not a.name.startswith(root.name)}
+                outside |= {(a.asname or a.name).split(".")[0] for a in node.names if not a.name.startswith(root.name)}
             elif isinstance(node, ast.ImportFrom) and not node.level and not node.module.startswith(root.name):
                 outside |= {a.asname or a.name for a in node.names}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.level or node.module.startswith(root.name)):
-                out += [f"{rel}:{node.lineno} imports private {a.name}" for a in node.names
-                        if a.name.startswith("_") and not a.name.startswith("__")]
-            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                  and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"} | outside | own)):
+                out += [
+                    f"{rel}:{node.lineno} imports private {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"} | outside | own)
+            ):
                 out.append(f"{rel}:{node.lineno} reads {ast.unparse(node)}")
     return out
 
@@ -207,12 +236,16 @@ def test_no_module_reads_another_modules_private_names():
 
 def test_the_loop_and_privacy_checks_see_what_they_look_for(tmp_path):
     root = tmp_path / "vi_control"
-    files = {"__init__.py": "", "planning/__init__.py": "",
-             "planning/a.py": "from .b import helper\n", "planning/b.py": "def helper():\n    from . import a\n",
-             "planning/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n",
-             "planning/d.py": "import os\nfrom .c import _hidden\nfrom . import c\n"
-                              "class K:\n    _n = 1\n    def f(self, vi):\n        return self._n + K._n + os._exit"
-                              " + vi._what + c._x\n"}
+    files = {
+        "__init__.py": "",
+        "planning/__init__.py": "",
+        "planning/a.py": "from .b import helper\n",
+        "planning/b.py": "def helper():\n    from . import a\n",
+        "planning/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n",
+        "planning/d.py": "import os\nfrom .c import _hidden\nfrom . import c\n"
+        "class K:\n    _n = 1\n    def f(self, vi):\n        return self._n + K._n + os._exit"
+        " + vi._what + c._x\n",
+    }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
@@ -237,8 +270,13 @@ def c_libraries(root: Path = PKG) -> dict[str, set[str]]:
         if '"csrc"' not in text:
             continue
         module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
-        names = {t.id for node in ast.parse(text).body if isinstance(node, ast.Assign)
-                 for t in node.targets if isinstance(t, ast.Name)}
+        names = {
+            t.id
+            for node in ast.parse(text).body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
         loaded = importlib.import_module(module)
         for name in sorted(names):
             value = getattr(loaded, name, None)
@@ -264,8 +302,9 @@ def c_build_violations(graph: dict[str, set[str]], sources: set[str]) -> list[st
         for rel in sorted(used):
             layer = Path(rel).parts[0]
             if own is None or layer not in LAYERS or LAYERS.index(layer) > own:
-                out.append(f"{lib} ({LAYERS[own] if own is not None else 'no layer'}) compiles {rel} "
-                           f"({layer} is above it)")
+                out.append(
+                    f"{lib} ({LAYERS[own] if own is not None else 'no layer'}) compiles {rel} ({layer} is above it)"
+                )
     return out
 
 
@@ -278,19 +317,27 @@ def test_c_sources_live_in_the_layer_that_loads_them():
     violations = c_build_violations(graph, sources)
     assert not violations, "\n".join(violations)
     assert graph["vi_control.planning.compiled.KERNEL_C"] == {
-        "mechanics/csrc/dense_lu.c", "control/csrc/lqr_kernel.c", "planning/csrc/ddp_kernel.c",
-        "planning/csrc/ddp_loop.c"}
-    assert graph["vi_control.mechanics.discrete.NEWTON_C"] == {"mechanics/csrc/dense_lu.c",
-                                                              "mechanics/csrc/newton_driver.c"}
+        "mechanics/csrc/dense_lu.c",
+        "control/csrc/lqr_kernel.c",
+        "planning/csrc/ddp_kernel.c",
+        "planning/csrc/ddp_loop.c",
+    }
+    assert graph["vi_control.mechanics.discrete.NEWTON_C"] == {
+        "mechanics/csrc/dense_lu.c",
+        "mechanics/csrc/newton_driver.c",
+    }
     assert graph["vi_control.integrators.rdp.RDP_C"] == {"mechanics/csrc/dense_lu.c", "integrators/csrc/rdp_driver.c"}
     assert graph["vi_control.integrators.drnea_c.DRNEA_C"] == {"integrators/csrc/drnea_step.c"}
 
 
 def test_the_c_build_check_sees_c_above_its_library_and_misplaced_files():
-    graph = {"vi_control.control.lqr.LIB": {"control/csrc/a.c", "planning/csrc/b.c"},
-             "vi_control.planning.x.LIB": {"control/csrc/a.c", "planning/csrc/b.c"}}
-    found = "\n".join(c_build_violations(graph, {"control/csrc/a.c", "planning/csrc/b.c", "mechanics/c.c",
-                                                 "model/csrc/orphan.c"}))
+    graph = {
+        "vi_control.control.lqr.LIB": {"control/csrc/a.c", "planning/csrc/b.c"},
+        "vi_control.planning.x.LIB": {"control/csrc/a.c", "planning/csrc/b.c"},
+    }
+    found = "\n".join(
+        c_build_violations(graph, {"control/csrc/a.c", "planning/csrc/b.c", "mechanics/c.c", "model/csrc/orphan.c"})
+    )
     assert "vi_control.control.lqr.LIB (control) compiles planning/csrc/b.c" in found
     assert "mechanics/c.c: C source outside <layer>/csrc/" in found
     assert "model/csrc/orphan.c: compiled into no library" in found
@@ -350,7 +397,6 @@ def test_same_controller_code_runs_on_both_integrators(systems, pendulum_vi):
     assert plant_dt["midpoint"] < 1e-6  # the plan's own dynamics: exact up to the estimator's round-off
     assert plant_dt["linear_time"] < 0.05  # another discretization of the same pendulum: feedback absorbs it
 
-
     class StepOnly:  # a DiscreteSystem without derivatives: the planner must say so, not fail inside
         def __init__(self, inner):
             self._inner = inner
@@ -365,8 +411,14 @@ def test_same_controller_code_runs_on_both_integrators(systems, pendulum_vi):
 
 
 def test_newton_settings_are_validated():
-    for bad in (dict(tol=0.0), dict(tol=float("nan")), dict(rcond_min=-1.0), dict(max_iterations=0),
-                dict(max_iterations=True), dict(step_tol=float("inf"))):
+    for bad in (
+        dict(tol=0.0),
+        dict(tol=float("nan")),
+        dict(rcond_min=-1.0),
+        dict(max_iterations=0),
+        dict(max_iterations=True),
+        dict(step_tol=float("inf")),
+    ):
         with pytest.raises(ValueError, match="NewtonSettings"):
             NewtonSettings(**bad)
     s = NewtonSettings(tol=1e-10)

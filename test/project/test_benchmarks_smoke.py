@@ -13,9 +13,12 @@ from benchmark_scripts import BENCHMARKS, load_benchmark
 
 
 def test_every_benchmark_script_has_a_smoke_test():
-    covered = {"bench_energy": "test_integrator_bench_energy.py", "bench_ros": "test_ros_bench_smoke.py",
-               "bench_convergence": "test_planning_convergence.py",
-               "bench_sweep": "test_sweep_ray.py"}  # shares that module's Ray instance
+    covered = {
+        "bench_energy": "test_integrator_bench_energy.py",
+        "bench_ros": "test_ros_bench_smoke.py",
+        "bench_convergence": "test_planning_convergence.py",
+        "bench_sweep": "test_sweep_ray.py",
+    }  # shares that module's Ray instance
     here = Path(__file__).read_text()
     for script in sorted(BENCHMARKS.glob("bench_*.py")):
         name = script.stem
@@ -44,8 +47,9 @@ def test_step_benchmark_smoke():
     assert "| chain3 | 3 | 10 ms |" in table and "cold build" in table
     if row["backend"] == "C Newton":
         for root_check in (True, False):
-            out = bench.breakdown("chain3", planar_chain_urdf(3), None, 0.01, rounds=1, newton="chord",
-                                  root_check=root_check)
+            out = bench.breakdown(
+                "chain3", planar_chain_urdf(3), None, 0.01, rounds=1, newton="chord", root_check=root_check
+            )
             assert "MidpointVI.step" in out and "(= full)" in out and f"root check {root_check}" in out
 
 
@@ -63,8 +67,22 @@ def test_linearization_benchmark_smoke():
 def test_linear_time_benchmark_smoke(tmp_path, monkeypatch):
     bench = load_benchmark("bench_linear_time")
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
-    monkeypatch.setattr(sys, "argv", ["bench_linear_time.py", "--steps", "20", "--sizes", "3", "--no-midpoint",
-                                      "--backends", "c", "--name", "smoke"])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "bench_linear_time.py",
+            "--steps",
+            "20",
+            "--sizes",
+            "3",
+            "--no-midpoint",
+            "--backends",
+            "c",
+            "--name",
+            "smoke",
+        ],
+    )
     monkeypatch.setattr(bench, "per_call", lambda fn, min_time=0.3: (fn(), 1e-6)[1])  # one call each
     bench.main()
     md = (tmp_path / "smoke.md").read_text()
@@ -221,8 +239,11 @@ def test_lie_energy_benchmark_smoke(tmp_path):
     bench = load_benchmark("bench_lie_energy")
     res = bench.run_benchmark(steps=300, dt=0.5)
     vi, rk, rkn = res["rows"]
-    assert [r["name"] for r in res["rows"]] == ["Lie-group VI (Cayley, SO(3))", "RK4 on quaternions",
-                                                "RK4 on quaternions, renormalized each step"]
+    assert [r["name"] for r in res["rows"]] == [
+        "Lie-group VI (Cayley, SO(3))",
+        "RK4 on quaternions",
+        "RK4 on quaternions, renormalized each step",
+    ]
     for r in res["rows"]:
         assert r["energy"].shape == r["t"].shape == (301,) and r["energy"][0] == 0.0 and r["us_per_step"] > 0
     assert vi["momentum"] <= 1e-13 and vi["off_group"] <= 1e-13  # Noether and the group, to round-off
@@ -272,8 +293,9 @@ def test_dmoc_scan_smoke():
     r = scan["rows"]["skewed_auv", "hold"]
     assert r["n"] == 2 and abs(r["newton_alone"] + r["ipopt"] - 1.0) < 1e-12
     assert abs(r["geodesic"] + r["coarse"] + r["continuation"] - r["newton_alone"]) < 1e-12
-    assert r["verified"] == 1.0 and all(x.converged and x.check.min_eigenvalue > 0
-                                        for x in scan["results"]["skewed_auv", "hold"])
+    assert r["verified"] == 1.0 and all(
+        x.converged and x.check.min_eigenvalue > 0 for x in scan["results"]["skewed_auv", "hold"]
+    )
     assert r["dearer"] + r["cheaper"] <= 1.0 and np.isfinite(r["worst"])
     assert "| skewed_auv | hold |" in bench.scan_table(scan)
 

@@ -26,8 +26,14 @@ COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "out", "site", "*
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(root))  # the hook and mkdocstrings read this tree's vi_control
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
-                           "-d", str(site)], capture_output=True, text=True, cwd=site.parent, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"), "-d", str(site)],
+        capture_output=True,
+        text=True,
+        cwd=site.parent,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_site_builds_strict_with_the_api_and_the_parameter_tables(tmp_path):
@@ -59,13 +65,15 @@ def test_api_page_lists_exactly_the_public_names():
     assert len(listed) == len(set(listed)), "a name listed twice"
     assert set(listed) == set(vi_control.__all__), (
         f"missing from docs/reference/api.md: {sorted(set(vi_control.__all__) - set(listed))}; "
-        f"not public: {sorted(set(listed) - set(vi_control.__all__))}")
+        f"not public: {sorted(set(listed) - set(vi_control.__all__))}"
+    )
 
 
 def test_every_public_name_has_a_docstring_as_mkdocstrings_reads_it():
     """Read by griffe (what mkdocstrings renders from), not by runtime introspection: a module attribute such as
     BUNDLED is documented by the string literal after it."""
     package = griffe.load("vi_control", search_paths=[str(REPO)])
-    undocumented = [n for n in vi_control.__all__
-                    if package[n].docstring is None or not package[n].docstring.value.strip()]
+    undocumented = [
+        n for n in vi_control.__all__ if package[n].docstring is None or not package[n].docstring.value.strip()
+    ]
     assert not undocumented, f"public names without a docstring: {undocumented}"

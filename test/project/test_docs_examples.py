@@ -117,13 +117,18 @@ def test_xml_block_is_well_formed(block):
 
 def test_every_block_names_a_language_the_checks_know():
     unknown = [f"{b.where}: ```{b.lang}" for b in all_blocks() if b.lang not in LANGUAGES]
-    assert not unknown, (f"fenced blocks without a language these tests handle ({sorted(LANGUAGES)}; output and "
-                         f"diagrams: text): {unknown}")
+    assert not unknown, (
+        f"fenced blocks without a language these tests handle ({sorted(LANGUAGES)}; output and "
+        f"diagrams: text): {unknown}"
+    )
 
 
 def _bad_markers(found: list[tuple[str, str, bool]]) -> list[str]:
-    return [f"{where}: {text!r}" for where, text, fence_next in found
-            if not fence_next or not text.startswith("skip (") or not text.endswith(")") or not text[6:-1].strip()]
+    return [
+        f"{where}: {text!r}"
+        for where, text, fence_next in found
+        if not fence_next or not text.startswith("skip (") or not text.endswith(")") or not text[6:-1].strip()
+    ]
 
 
 def test_skip_markers_have_reasons_sit_on_a_block_and_are_few():
@@ -143,13 +148,15 @@ def test_docs_tree_has_examples_of_every_kind():
 
 # --- the checks themselves fail where they should ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", sorted((ROOT / "config").glob("*.yaml")), ids=lambda p: p.name)
 def test_yaml_classifier_reads_every_config_file_as_its_kind(path):
     """Every kind of YAML the package reads is recognized and accepted by its loader (the repository's own
     files); gz_effort_controllers.yaml is ros2_control's, not ours."""
     kind = {"task": "task", "ros": "ros_params", "sweep": "robustness", "library": "library"}.get(
-        path.name.split("_")[0], "rigid_body" if path.stem in ("vehicle_uuv", "spacecraft", "spacecraft_l1")
-        else "system")
+        path.name.split("_")[0],
+        "rigid_body" if path.stem in ("vehicle_uuv", "spacecraft", "spacecraft_l1") else "system",
+    )
     if path.name == "gz_effort_controllers.yaml":
         with pytest.raises(AssertionError, match="not one of the nodes"):
             check_yaml(path.read_text())
@@ -157,33 +164,42 @@ def test_yaml_classifier_reads_every_config_file_as_its_kind(path):
     assert check_yaml(path.read_text()) == kind
 
 
-@pytest.mark.parametrize("text, error", [
-    ("actuated: [theta]\ndampnig: {theta: 0.1}\n", "dampnig"),              # a typo in a system YAML
-    ("model: pendulum\ndt: 0.1\nhorizon: 10\nweights: {Q: [1.0, 1.0], R: 1.0}\ngoal: {q: [1, 2]}\n", "goal"),
-    ("samples: 8\nperturbations: {mass_scale: [1.2, 0.8]}\n", "mass_scale"),
-    ("grid: {thetta: [1.0, 2.0]}\n", "thetta"),
-    ("/**/vi_controller:\n  ros__parameters: {rate: 500}\n", "rate"),      # an integer for a double
-    ("/**/vi_planner:\n  ros__parameters: {expected_solve_time: -1.0}\n", "expected_solve_time"),
-    ("horizon: 10\nactuated: [theta]\n", "ambiguous"),
-    ("launch: {arguments: 1}\n", "of no known kind: add its kind to YAML_SIGNATURES"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("actuated: [theta]\ndampnig: {theta: 0.1}\n", "dampnig"),  # a typo in a system YAML
+        ("model: pendulum\ndt: 0.1\nhorizon: 10\nweights: {Q: [1.0, 1.0], R: 1.0}\ngoal: {q: [1, 2]}\n", "goal"),
+        ("samples: 8\nperturbations: {mass_scale: [1.2, 0.8]}\n", "mass_scale"),
+        ("grid: {thetta: [1.0, 2.0]}\n", "thetta"),
+        ("/**/vi_controller:\n  ros__parameters: {rate: 500}\n", "rate"),  # an integer for a double
+        ("/**/vi_planner:\n  ros__parameters: {expected_solve_time: -1.0}\n", "expected_solve_time"),
+        ("horizon: 10\nactuated: [theta]\n", "ambiguous"),
+        ("launch: {arguments: 1}\n", "of no known kind: add its kind to YAML_SIGNATURES"),
+    ],
+)
 def test_yaml_check_refuses_a_wrong_block(text, error):
     with pytest.raises((AssertionError, ValueError), match=error):
         check_yaml(text)
 
 
-@pytest.mark.parametrize("command, problem", [
-    ("bash scripts/deploy.sh", "no such script"),
-    (".venv/bin/python benchmarks/bench_step.py --fast", "no option --fast"),
-    (".venv/bin/python benchmarks/bench_warp.py", "no such file"),
-    (".venv/bin/vi_sweep robustness --task task_pendulum_swingup --sampels 3 --out x", "no option --sampels"),
-    ("vi_sweep library --task task_pendulum_swingups --goals library_pendulum --out x", "no task_pendulum_swingups"),
-    ("vi_inspect urdf/nothing.urdf", "does not exist"),
-    ("vi_plot acrobot", "neither one of our console scripts"),
-    ("python -m vi_control.model.inspector acrobot", "no such module"),
-    ("python -m vi_control.ros.controller_node --ros-args -p trigger:=clock", "trigger"),
-    ("ros2 launch vi_control hardware.launch.py modle:=pendulum", "no argument modle"),
-])
+@pytest.mark.parametrize(
+    "command, problem",
+    [
+        ("bash scripts/deploy.sh", "no such script"),
+        (".venv/bin/python benchmarks/bench_step.py --fast", "no option --fast"),
+        (".venv/bin/python benchmarks/bench_warp.py", "no such file"),
+        (".venv/bin/vi_sweep robustness --task task_pendulum_swingup --sampels 3 --out x", "no option --sampels"),
+        (
+            "vi_sweep library --task task_pendulum_swingups --goals library_pendulum --out x",
+            "no task_pendulum_swingups",
+        ),
+        ("vi_inspect urdf/nothing.urdf", "does not exist"),
+        ("vi_plot acrobot", "neither one of our console scripts"),
+        ("python -m vi_control.model.inspector acrobot", "no such module"),
+        ("python -m vi_control.ros.controller_node --ros-args -p trigger:=clock", "trigger"),
+        ("ros2 launch vi_control hardware.launch.py modle:=pendulum", "no argument modle"),
+    ],
+)
 def test_shell_check_finds_what_does_not_exist(command, problem):
     found = [p for cmd in commands(command) for p in shell_problems(cmd)]
     assert any(problem in p for p in found), found
@@ -191,9 +207,16 @@ def test_shell_check_finds_what_does_not_exist(command, problem):
 
 def test_shell_check_passes_the_real_commands_and_splits_lists():
     assert commands("A=1 vi_inspect acrobot && vi_inspect erd:panda   # two\nray start --num-cpus=$(nproc)") == [
-        ["A=1", "vi_inspect", "acrobot"], ["vi_inspect", "erd:panda"], ["ray", "start", "--num-cpus=$"], ["nproc"]]
-    for cmd in (["vi_inspect", "acrobot", "--floating-base"], ["vi_sweep", "library", "--task", "task_panda_reach"],
-                ["ros2", "launch", "vi_control", "hardware.launch.py", "use_sim_time:=true"]):
+        ["A=1", "vi_inspect", "acrobot"],
+        ["vi_inspect", "erd:panda"],
+        ["ray", "start", "--num-cpus=$"],
+        ["nproc"],
+    ]
+    for cmd in (
+        ["vi_inspect", "acrobot", "--floating-base"],
+        ["vi_sweep", "library", "--task", "task_panda_reach"],
+        ["ros2", "launch", "vi_control", "hardware.launch.py", "use_sim_time:=true"],
+    ):
         assert shell_problems(cmd) == [], cmd
 
 
@@ -224,12 +247,16 @@ def test_a_failing_python_block_is_reported_at_its_markdown_line(tmp_path, monke
 
 def test_skip_marker_is_read_from_the_line_above_and_needs_a_reason(tmp_path):
     md = tmp_path / "page.md"
-    md.write_text("<!-- docs-test: skip (a 5 min benchmark) -->\n```bash\nx\n```\n\n```yaml\na: 1\n```\n"
-                  "<!-- docs-test: skip -->\n```text\n```\n<!-- docs-test: skip (not above a block) -->\n\n"
-                  "quoted in prose: `<!-- docs-test: skip (reason) -->`\n")
+    md.write_text(
+        "<!-- docs-test: skip (a 5 min benchmark) -->\n```bash\nx\n```\n\n```yaml\na: 1\n```\n"
+        "<!-- docs-test: skip -->\n```text\n```\n<!-- docs-test: skip (not above a block) -->\n\n"
+        "quoted in prose: `<!-- docs-test: skip (reason) -->`\n"
+    )
     assert [b.skip for b in blocks(md)] == ["a 5 min benchmark", None, ""]
     assert len(markers([md])) == 3 and _bad_markers(markers([md])) == [
-        "page.md:9: 'skip'", "page.md:12: 'skip (not above a block)'"]
+        "page.md:9: 'skip'",
+        "page.md:12: 'skip (not above a block)'",
+    ]
 
 
 def test_docs_make_claims_the_checks_read():
@@ -238,17 +265,28 @@ def test_docs_make_claims_the_checks_read():
     assert ("x1", "README.md") in found and ("", "planner.md") in found
 
 
-@pytest.mark.parametrize("line, value, printed, problem", [
-    ("x = f()  # -> [0.24713619, 0.36272388]", [0.24713619, 0.36272388], "", None),
-    ("x = f()  # -> [0.24713619, 0.36272388]", [0.2471362, 0.36272388], "", "x = "),  # off in the 8th decimal
-    ("x = f()  # -> [0.25, 0.36]", [0.2471, 0.3627], "", None),  # to the digits shown
-    ("x = f()  # -> 1.5", [1.5, 2.0], "", "x = "),  # shape
-    ("print(r)  # ddp: converged in 9 iterations (|dJ| = 5e-20), cost 691.647, a few ms", None,
-     "ddp: converged in 7 iterations (|dJ| = 4.7e-20 < tolerance), cost 691.647, 5 ms", None),
-    ("print(r)  # ddp: converged in 9 iterations, cost 691.647", None, "ddp: converged in 9 iterations, cost 691.648",
-     "'691.647'"),
-    ("print(r)  # ddp: converged, cost 691.647", None, "ddp: stopped at the cap, cost 691.647", "'converged'"),
-])
+@pytest.mark.parametrize(
+    "line, value, printed, problem",
+    [
+        ("x = f()  # -> [0.24713619, 0.36272388]", [0.24713619, 0.36272388], "", None),
+        ("x = f()  # -> [0.24713619, 0.36272388]", [0.2471362, 0.36272388], "", "x = "),  # off in the 8th decimal
+        ("x = f()  # -> [0.25, 0.36]", [0.2471, 0.3627], "", None),  # to the digits shown
+        ("x = f()  # -> 1.5", [1.5, 2.0], "", "x = "),  # shape
+        (
+            "print(r)  # ddp: converged in 9 iterations (|dJ| = 5e-20), cost 691.647, a few ms",
+            None,
+            "ddp: converged in 7 iterations (|dJ| = 4.7e-20 < tolerance), cost 691.647, 5 ms",
+            None,
+        ),
+        (
+            "print(r)  # ddp: converged in 9 iterations, cost 691.647",
+            None,
+            "ddp: converged in 9 iterations, cost 691.648",
+            "'691.647'",
+        ),
+        ("print(r)  # ddp: converged, cost 691.647", None, "ddp: stopped at the cap, cost 691.647", "'converged'"),
+    ],
+)
 def test_claim_check_holds_the_shown_digits_and_words(line, value, printed, problem):
     block = Block(Path("doc.md"), 1, "python", line, None)
     (claim,) = claims(block)

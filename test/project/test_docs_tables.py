@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
-         *sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
+FILES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "benchmarks" / "results").glob("*.md")),
+]
 RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 
 

@@ -13,8 +13,15 @@ tool = load_benchmark("mutate_ast")
 def test_every_operator_has_points_and_mutants_apply_to_a_copy_only(tmp_path):
     points = tool.all_mutants()
     assert {m.operator for m in points} == set(tool.OPERATORS)
-    assert {m.subpackage for m in points} >= {"model", "mechanics", "integrators", "linearization", "control",
-                                              "planning", "nodes"}
+    assert {m.subpackage for m in points} >= {
+        "model",
+        "mechanics",
+        "integrators",
+        "linearization",
+        "control",
+        "planning",
+        "nodes",
+    }
     root = tool.copy_repository(tmp_path / "repo")
     for m in random.Random(0).sample(points, 150):
         path = root / m.file
@@ -24,9 +31,9 @@ def test_every_operator_has_points_and_mutants_apply_to_a_copy_only(tmp_path):
         assert after != before and m.replacement in after, m
         # only the segment changed: the text before its line is the same, the lines after it too
         n_before = len(before.splitlines())
-        assert before.splitlines()[:m.line - 1] == after.splitlines()[:m.line - 1]
+        assert before.splitlines()[: m.line - 1] == after.splitlines()[: m.line - 1]
         tail = m.original.count("\n")
-        assert before.splitlines()[m.line + tail:] == after.splitlines()[m.line + m.replacement.count("\n"):]
+        assert before.splitlines()[m.line + tail :] == after.splitlines()[m.line + m.replacement.count("\n") :]
         assert len(after.splitlines()) <= n_before
         path.write_text(before)
     assert (ROOT / "vi_control/model/scalars.py").read_text() == (root / "vi_control/model/scalars.py").read_text()
@@ -35,14 +42,18 @@ def test_every_operator_has_points_and_mutants_apply_to_a_copy_only(tmp_path):
 def test_a_killed_and_a_surviving_mutant(tmp_path):
     """``is_real`` with ``and`` turned into ``or`` accepts True as a number: test_model_scalars kills it. Reordering
     the tuple of real types is equivalent: it survives."""
-    bool_op = next(m for m in tool.mutants_of(ROOT / "vi_control/model/scalars.py")
-                   if m.operator == "bool" and "not isinstance(v, bool)" in m.original)
+    bool_op = next(
+        m
+        for m in tool.mutants_of(ROOT / "vi_control/model/scalars.py")
+        if m.operator == "bool" and "not isinstance(v, bool)" in m.original
+    )
     tests = tool.select_tests(bool_op)
     assert any(t.endswith("test_model_scalars.py") for t in tests) and not any("test_ros_" in t for t in tests)
     killed = tool.run_mutant(bool_op, timeout=300, work=tmp_path)
     assert killed.status == "killed", killed
-    same = tool.Mutant(bool_op.file, 15, "const", "(int, float, np.integer, np.floating)",
-                       "(int, float, np.floating, np.integer)")
+    same = tool.Mutant(
+        bool_op.file, 15, "const", "(int, float, np.integer, np.floating)", "(int, float, np.floating, np.integer)"
+    )
     survived = tool.run_mutant(same, timeout=300, work=tmp_path)
     assert survived.status == "survived", survived
     text = tool.report([killed, survived])

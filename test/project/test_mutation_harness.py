@@ -43,8 +43,9 @@ def test_harness_detects_killed_and_surviving_mutations_on_a_copy(tmp_path):
     m = next(m for m in harness.MUTATIONS if m.name == "tracking_index_truncates")
     src = ROOT / m.file
     before = hashlib.sha256(src.read_bytes()).hexdigest()
-    killer = ("test/control/test_wiring_references.py::"
-              "test_tracking_index_is_the_nearest_sample_at_off_grid_and_noisy_stamps")
+    killer = (
+        "test/control/test_wiring_references.py::test_tracking_index_is_the_nearest_sample_at_off_grid_and_noisy_stamps"
+    )
     bystander = "test/ros/test_ros_tracking.py::test_state_difference_compares_continuous_angles_modulo_2pi"
     killed = harness.run_mutation(dataclasses.replace(m, tests=(killer,)), timeout=300, work=tmp_path)
     survived = harness.run_mutation(dataclasses.replace(m, tests=(bystander,)), timeout=300, work=tmp_path)

@@ -57,16 +57,23 @@ def test_one_load_robot_for_every_kind_of_model(tmp_path):
 
 
 # ---- one tolerance keyword ---------------------------------------------------------------------------------
-SOLVERS = {"ddp": vc.ddp, "solve_dmoc": solve_dmoc, "solve_ipopt": solve_ipopt, "solve_l1": solve_l1,
-           "control.lqr.dlqr": lqr.dlqr, "planning.compiled.dlqr": compiled.dlqr}
+SOLVERS = {
+    "ddp": vc.ddp,
+    "solve_dmoc": solve_dmoc,
+    "solve_ipopt": solve_ipopt,
+    "solve_l1": solve_l1,
+    "control.lqr.dlqr": lqr.dlqr,
+    "planning.compiled.dlqr": compiled.dlqr,
+}
 
 
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 def test_every_solver_takes_tolerance_and_tol_only_as_a_deprecated_keyword(name):
     params = inspect.signature(SOLVERS[name]).parameters
     assert params["tolerance"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    assert "tol" not in params or (params["tol"].kind is inspect.Parameter.KEYWORD_ONLY
-                                   and params["tol"].default is None)
+    assert "tol" not in params or (
+        params["tol"].kind is inspect.Parameter.KEYWORD_ONLY and params["tol"].default is None
+    )
 
 
 @pytest.mark.parametrize("dlqr", [lqr.dlqr, compiled.dlqr])
@@ -120,8 +127,11 @@ def test_removed_names_say_what_replaced_them():
         import vi_control.robots  # noqa: F401
     with pytest.raises(ImportError, match=r"vi_control\.robots was removed: use vi_control\.model\.bundled"):
         from vi_control import robots  # noqa: F401
-    with pytest.raises(ImportError, match=r"planning\.task\.plan_task was removed: use "
-                                          r"vi_control\.planning\.pipeline\.plan_task"):
+    with pytest.raises(
+        ImportError,
+        match=r"planning\.task\.plan_task was removed: use "
+        r"vi_control\.planning\.pipeline\.plan_task",
+    ):
         from vi_control.planning.task import plan_task  # noqa: F401
     task = vc.load_task("task_pendulum_swingup")
     with pytest.raises(AttributeError, match=r"Task\.make_vi was removed: use vi_control\.make_system\(task\)"):

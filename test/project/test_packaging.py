@@ -63,9 +63,13 @@ def imported_top_level_modules(paths: list[Path]) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
-                     else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                else []
+            )
             for name in names:
                 top = name.split(".")[0]
                 if top not in sys.stdlib_module_names and top != "vi_control":
@@ -85,8 +89,10 @@ def test_package_xml_exec_depends_are_exactly_what_the_code_imports():
     deps = {e.text for e in _package_xml().findall("exec_depend")}
     want = {PYTHON_LIBRARIES[m][0] if m in PYTHON_LIBRARIES else m for m in imports} - {None} | DATA_DEPENDENCIES
     missing = {m: sorted(imports.get(m, [])) for m in sorted(want - deps)}
-    assert not missing, (f"imported but not in package.xml's exec_depend (a Python library: add it to "
-                         f"PYTHON_LIBRARIES here with its rosdep key): {missing}")
+    assert not missing, (
+        f"imported but not in package.xml's exec_depend (a Python library: add it to "
+        f"PYTHON_LIBRARIES here with its rosdep key): {missing}"
+    )
     assert deps - want == set(), f"package.xml exec_depends nothing imports: {sorted(deps - want)}"
     assert "example-robot-data" not in {e.text for e in _package_xml().findall("test_depend")}
 
@@ -94,10 +100,17 @@ def test_package_xml_exec_depends_are_exactly_what_the_code_imports():
 def _setup_requirements() -> tuple[list[Requirement], dict[str, list[Requirement]]]:
     """setup.py's install_requires and extras_require, read from its syntax tree (setup.py itself calls setup())."""
     tree = ast.parse((REPO / "setup.py").read_text())
-    values = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-              for t in n.targets if isinstance(t, ast.Name) and t.id in ("RUNTIME", "EXTRAS")}
-    return ([Requirement(r) for r in values["RUNTIME"]],
-            {k: [Requirement(r) for r in v] for k, v in values["EXTRAS"].items()})
+    values = {
+        t.id: ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name) and t.id in ("RUNTIME", "EXTRAS")
+    }
+    return (
+        [Requirement(r) for r in values["RUNTIME"]],
+        {k: [Requirement(r) for r in v] for k, v in values["EXTRAS"].items()},
+    )
 
 
 def _pins(name: str) -> dict[str, str]:
@@ -120,20 +133,25 @@ def test_setup_py_declares_every_runtime_pin_as_a_range_holding_it():
     outside = {n: (str(declared[n].specifier), v) for n, v in pins.items() if v not in declared[n].specifier}
     assert not outside, f"pins outside setup.py's range: {outside}"
     # every imported library is installed by `pip install vi_control` or one of its extras
-    imported = {PYTHON_LIBRARIES[m][1].lower() for m in imported_top_level_modules(_run_time_sources())
-                if m in PYTHON_LIBRARIES}
+    imported = {
+        PYTHON_LIBRARIES[m][1].lower() for m in imported_top_level_modules(_run_time_sources()) if m in PYTHON_LIBRARIES
+    }
     assert imported <= set(declared), imported - set(declared)
     core = {PYTHON_LIBRARIES[m][1].lower() for m in ("numpy", "scipy", "yaml", "pinocchio", "casadi")}
     assert core | {"example-robot-data"} <= {r.name.lower() for r in runtime}
     # the venv's requirements.txt takes all the files
     assert {line for line in (REPO / "requirements.txt").read_text().splitlines() if line.startswith("-r")} == {
-        "-r requirements/runtime.txt", "-r requirements/ros.txt", "-r requirements/test.txt"}
+        "-r requirements/runtime.txt",
+        "-r requirements/ros.txt",
+        "-r requirements/test.txt",
+    }
 
 
 def test_versions_agree():
     tree = ast.parse((REPO / "setup.py").read_text())
-    version = next(k.value.value for n in ast.walk(tree) if isinstance(n, ast.Call)
-                   for k in n.keywords if k.arg == "version")
+    version = next(
+        k.value.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords if k.arg == "version"
+    )
     assert _package_xml().findtext("version") == version
     assert f"## [{version}]" in (REPO / "CHANGELOG.md").read_text()
     assert "BSD 3-Clause" in (REPO / "LICENSE").read_text() and _package_xml().findtext("license") == "BSD-3-Clause"
@@ -157,8 +175,12 @@ print(importlib.metadata.version("vi_control"), pathlib.Path(vc.__file__).parent
 def _wheel_and_fresh_venv(tmp_path: Path) -> tuple[Path, str, dict]:
     """vi_control's wheel built by `pip wheel`, a new venv's python, and an environment without this repository."""
     dist = tmp_path / "dist"
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     (wheel,) = dist.glob("vi_control-*.whl")
     venv = tmp_path / "venv"
@@ -170,9 +192,24 @@ def _wheel_and_fresh_venv(tmp_path: Path) -> tuple[Path, str, dict]:
 def _pip_install(py: str, wheel: Path, env: dict, *options: str) -> subprocess.CompletedProcess:
     # -c: the pins as constraints (they install nothing themselves: what gets installed is what the wheel
     # declares), so the fresh venv gets the tested versions, from the pip cache after the first time.
-    return subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *options, str(wheel),
-                           "-c", str(REPO / "requirements" / "runtime.txt")],
-                          capture_output=True, text=True, env=env, timeout=1200)
+    return subprocess.run(
+        [
+            py,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            *options,
+            str(wheel),
+            "-c",
+            str(REPO / "requirements" / "runtime.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+    )
 
 
 def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
@@ -186,12 +223,15 @@ def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     import json
 
-    installed = {i["metadata"]["name"].lower(): i["metadata"]["version"]
-                 for i in json.loads((tmp_path / "report.json").read_text())["install"]}
+    installed = {
+        i["metadata"]["name"].lower(): i["metadata"]["version"]
+        for i in json.loads((tmp_path / "report.json").read_text())["install"]
+    }
     pins = _pins("runtime.txt")
     runtime, _ = _setup_requirements()
-    assert {r.name.lower(): installed.get(r.name.lower()) for r in runtime} == {r.name.lower(): pins[r.name.lower()]
-                                                                                for r in runtime}
+    assert {r.name.lower(): installed.get(r.name.lower()) for r in runtime} == {
+        r.name.lower(): pins[r.name.lower()] for r in runtime
+    }
     assert installed["vi_control"] == "0.2.0" and {"libpinocchio", "eigenpy"} <= set(installed)
     assert not {"ray", "mujoco", "meshcat", "ros-rclpy"} & set(installed), "an extra was installed without asking"
 
@@ -225,8 +265,23 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     prefix = tmp_path / "prefix"
     installed_before = _installed()
     # --ignore-installed: without it pip uninstalls the venv's own (editable) vi_control first.
-    res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
-                          "--prefix", str(prefix), str(REPO)], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--ignore-installed",
+            "--prefix",
+            str(prefix),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     if installed_before:
         assert _installed(), "installing into a prefix removed vi_control from the running environment"
@@ -238,14 +293,21 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     # The installed copy finds its bundled models through the prefix (AMENT_PREFIX_PATH), not the source tree.
     site = next(prefix.glob("lib/python3*/site-packages"))
     # compiled on first use by the installed copy
-    for c_source in ("mechanics/csrc/dense_lu.c", "mechanics/csrc/newton_driver.c", "integrators/csrc/drnea_step.c",
-                     "integrators/csrc/rdp_driver.c", "control/csrc/lqr_kernel.c", "planning/csrc/ddp_kernel.c",
-                     "planning/csrc/ddp_loop.c"):
+    for c_source in (
+        "mechanics/csrc/dense_lu.c",
+        "mechanics/csrc/newton_driver.c",
+        "integrators/csrc/drnea_step.c",
+        "integrators/csrc/rdp_driver.c",
+        "control/csrc/lqr_kernel.c",
+        "planning/csrc/ddp_kernel.c",
+        "planning/csrc/ddp_loop.c",
+    ):
         assert (site / "vi_control" / c_source).is_file(), c_source
     env = dict(os.environ, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(prefix))
     code = "from vi_control.model.bundled import bundled_urdf; print(bundled_urdf('pendulum'))"
-    out = subprocess.run([sys.executable, "-c", code],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert Path(out.stdout.strip()) == share / "urdf" / "pendulum.urdf"
 
@@ -255,11 +317,14 @@ def test_colcon_build_installs_the_ament_python_package(tmp_path):
     if colcon is None:
         pytest.skip("colcon is not installed (requirements.txt pins colcon-common-extensions)")
     ws = tmp_path / "ws"
-    shutil.copytree(REPO, ws / "src" / "vi_control",
-                    ignore=shutil.ignore_patterns(".venv", ".git", "out", "__pycache__", "*.egg-info", "build",
-                                                  "install", "log", "results"))
-    res = subprocess.run([colcon, "build", "--base-paths", "src"], cwd=ws, capture_output=True, text=True,
-                         timeout=600)
+    shutil.copytree(
+        REPO,
+        ws / "src" / "vi_control",
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "out", "__pycache__", "*.egg-info", "build", "install", "log", "results"
+        ),
+    )
+    res = subprocess.run([colcon, "build", "--base-paths", "src"], cwd=ws, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     share = ws / "install" / "vi_control" / "share" / "vi_control"
     _assert_share(share)

@@ -26,8 +26,10 @@ def test_a_run_under_a_busy_loop_is_summarized(tmp_path, capsys):
 
 def test_starving_stops_and_continues_the_node_processes_below_the_root():
     # a parent with two children: a "node" (its command line names a vi_control.ros module) and another process
-    code = ("import subprocess, sys, time; kids = [subprocess.Popen([sys.executable, '-c', 'import time; "
-            "time.sleep(30)', arg]) for arg in ('vi_control.ros.fake_node', 'other')]; time.sleep(30)")
+    code = (
+        "import subprocess, sys, time; kids = [subprocess.Popen([sys.executable, '-c', 'import time; "
+        "time.sleep(30)', arg]) for arg in ('vi_control.ros.fake_node', 'other')]; time.sleep(30)"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code])
     try:
         deadline = time.monotonic() + 20.0
@@ -37,8 +39,9 @@ def test_starving_stops_and_continues_the_node_processes_below_the_root():
         node = [p for p in kids if stress.is_node(p)]
         assert len(kids) == 2 and len(node) == 1
         done, result = threading.Event(), []
-        starver = threading.Thread(target=lambda: result.append(stress.starve(parent.pid, (0.05, 0.1), done,
-                                                                              random.Random(1))))
+        starver = threading.Thread(
+            target=lambda: result.append(stress.starve(parent.pid, (0.05, 0.1), done, random.Random(1)))
+        )
         starver.start()
         stopped = False
         while not stopped and time.monotonic() < deadline:  # the node is seen stopped ('T'), the other never

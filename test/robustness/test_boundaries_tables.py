@@ -59,14 +59,25 @@ def sides(b: Bound) -> list[tuple[str, object, object]]:
 
 
 def cases(table: dict[str, Bound], name: str) -> list:
-    return [pytest.param(key, inside, outside, id=f"{name}:{key}:{end}")
-            for key, b in table.items() for end, inside, outside in sides(b)]
+    return [
+        pytest.param(key, inside, outside, id=f"{name}:{key}:{end}")
+        for key, b in table.items()
+        for end, inside, outside in sides(b)
+    ]
 
 
 def test_every_bound_has_a_finite_end():
     """(A table entry without a finite end would generate no test.)"""
-    for table in (TASK_BOUNDS, SYSTEM_BOUNDS, RIGID_BODY_BOUNDS, SCALE_BOUNDS, VEHICLE_BOUNDS, DMOC_BOUNDS,
-                  SWEEP_BOUNDS, LIBRARY_BOUNDS):
+    for table in (
+        TASK_BOUNDS,
+        SYSTEM_BOUNDS,
+        RIGID_BODY_BOUNDS,
+        SCALE_BOUNDS,
+        VEHICLE_BOUNDS,
+        DMOC_BOUNDS,
+        SWEEP_BOUNDS,
+        LIBRARY_BOUNDS,
+    ):
         for key, b in table.items():
             assert sides(b), key
 
@@ -130,17 +141,33 @@ def check(load, error, key: str, inside, outside, bases: list[dict]) -> None:
 
 
 # ---- task YAML ------------------------------------------------------------------------------------------------------
-_TASK = {"model": "pendulum", "dt": 0.1, "horizon": 50, "start": {"q": [0.0]}, "goal": {"q": ["pi"]},
-         "weights": {"Q": [100.0, 1.0], "R": 1.0},
-         "optimizer": {"method": "ddp", "max_iterations": 10_000, "tolerance": 1e-6, "regularization": 1e-6}}
+_TASK = {
+    "model": "pendulum",
+    "dt": 0.1,
+    "horizon": 50,
+    "start": {"q": [0.0]},
+    "goal": {"q": ["pi"]},
+    "weights": {"Q": [100.0, 1.0], "R": 1.0},
+    "optimizer": {"method": "ddp", "max_iterations": 10_000, "tolerance": 1e-6, "regularization": 1e-6},
+}
 TASK_BASES = [
     _TASK,
-    {**_TASK, "optimizer": {**_TASK["optimizer"], "terminal_constraint": True, "constraint_tolerance": 1e-6,
-                            "penalty": 1e4}},
+    {
+        **_TASK,
+        "optimizer": {**_TASK["optimizer"], "terminal_constraint": True, "constraint_tolerance": 1e-6, "penalty": 1e4},
+    },
     {**_TASK, "optimizer": {**_TASK["optimizer"], "continuation": {"Q_scale": [1.0], "iterations": 20}}},
-    {**_TASK, "optimizer": {"method": "collocation_lg2", "max_iterations": 100},
-     "collocation": {"nodes": 3, "intervals": 1, "polish_iterations": 10, "effort_weight": 1.0,
-                     "polish_tolerance": 1e-6}},
+    {
+        **_TASK,
+        "optimizer": {"method": "collocation_lg2", "max_iterations": 100},
+        "collocation": {
+            "nodes": 3,
+            "intervals": 1,
+            "polish_iterations": 10,
+            "effort_weight": 1.0,
+            "polish_tolerance": 1e-6,
+        },
+    },
     {**_TASK, "mpc": {"horizon": 20, "max_iterations": 10, "tolerance": 1e-6}},
 ]
 
@@ -151,25 +178,44 @@ def test_task_bounds(key, inside, outside):
 
 
 # ---- system YAML ----------------------------------------------------------------------------------------------------
-SYSTEM_BASES = [{
-    "gravity": [0.0, 0.0, -9.81],
-    "actuated": [{"joint": "j1", "effort_limit": 5.0}],
-    "damping": {"j1": 0.1},
-    "locked": {"j2": 0.0},
-    "constraints": [
-        {"type": "joints", "joints": ["j1", "j3"], "coefficients": [1.0, -1.0], "offset": 0.0},
-        {"type": "plane", "link": "l1", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0], "offset": 0.0},
-        {"type": "distance", "link_a": "l1", "point_a": [0.0, 0.0, 0.0], "link_b": "l2", "point_b": [0.0, 0.0, 0.0],
-         "distance": 1.0},
-        {"type": "coincident", "link_a": "l1", "point_a": [0.0, 0.0, 0.0], "link_b": "l2",
-         "point_b": [0.0, 0.0, 0.0]},
-    ],
-    "nonholonomic": [
-        {"type": "knife_edge", "link": "l1", "point": [0.0, 0.0, 0.0], "direction": [0.0, 1.0, 0.0]},
-        {"type": "rolling", "link": "l2", "point": [0.0, 0.0, 0.0], "radius": 0.1, "axis": [0.0, 1.0, 0.0],
-         "normal": [0.0, 0.0, 1.0]},
-    ],
-}]
+SYSTEM_BASES = [
+    {
+        "gravity": [0.0, 0.0, -9.81],
+        "actuated": [{"joint": "j1", "effort_limit": 5.0}],
+        "damping": {"j1": 0.1},
+        "locked": {"j2": 0.0},
+        "constraints": [
+            {"type": "joints", "joints": ["j1", "j3"], "coefficients": [1.0, -1.0], "offset": 0.0},
+            {"type": "plane", "link": "l1", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0], "offset": 0.0},
+            {
+                "type": "distance",
+                "link_a": "l1",
+                "point_a": [0.0, 0.0, 0.0],
+                "link_b": "l2",
+                "point_b": [0.0, 0.0, 0.0],
+                "distance": 1.0,
+            },
+            {
+                "type": "coincident",
+                "link_a": "l1",
+                "point_a": [0.0, 0.0, 0.0],
+                "link_b": "l2",
+                "point_b": [0.0, 0.0, 0.0],
+            },
+        ],
+        "nonholonomic": [
+            {"type": "knife_edge", "link": "l1", "point": [0.0, 0.0, 0.0], "direction": [0.0, 1.0, 0.0]},
+            {
+                "type": "rolling",
+                "link": "l2",
+                "point": [0.0, 0.0, 0.0],
+                "radius": 0.1,
+                "axis": [0.0, 1.0, 0.0],
+                "normal": [0.0, 0.0, 1.0],
+            },
+        ],
+    }
+]
 
 
 @pytest.mark.parametrize("key, inside, outside", cases(SYSTEM_BOUNDS, "system"))
@@ -178,13 +224,24 @@ def test_system_yaml_bounds(key, inside, outside):
 
 
 # ---- rigid-body YAML ------------------------------------------------------------------------------------------------
-_BODY = {"name": "b", "group": "SE3", "mass": 1.0, "inertia": {"cylinder": {"radius": 0.1, "length": 0.5}},
-         "actuators": [{"name": "fx", "type": "force", "direction": [1, 0, 0], "position": [0.0, 0.0, 0.1],
-                        "limit": 2.0}],
-         "drag": [0.1, 0.3, 0.3, 2.0, 4.0, 4.0], "gravity": [0.0, 0.0, -9.81],
-         "buoyancy": {"force": 9.81, "center": [0.0, 0.0, 0.0]}}
-BODY_BASES = [_BODY, {**{k: v for k, v in _BODY.items() if k != "actuators"}, "inertia": [1.0, 1.0, 1.0],
-                      "thruster_layout": {"type": "seed002_uuv", "c": 0.1, "d": 0.1, "limit": 2.0}}]
+_BODY = {
+    "name": "b",
+    "group": "SE3",
+    "mass": 1.0,
+    "inertia": {"cylinder": {"radius": 0.1, "length": 0.5}},
+    "actuators": [{"name": "fx", "type": "force", "direction": [1, 0, 0], "position": [0.0, 0.0, 0.1], "limit": 2.0}],
+    "drag": [0.1, 0.3, 0.3, 2.0, 4.0, 4.0],
+    "gravity": [0.0, 0.0, -9.81],
+    "buoyancy": {"force": 9.81, "center": [0.0, 0.0, 0.0]},
+}
+BODY_BASES = [
+    _BODY,
+    {
+        **{k: v for k, v in _BODY.items() if k != "actuators"},
+        "inertia": [1.0, 1.0, 1.0],
+        "thruster_layout": {"type": "seed002_uuv", "c": 0.1, "d": 0.1, "limit": 2.0},
+    },
+]
 
 
 @pytest.mark.parametrize("key, inside, outside", cases(RIGID_BODY_BOUNDS, "rigid_body"))
@@ -200,10 +257,18 @@ def test_rigid_body_scale_bounds(key, inside, outside):
 
 
 # ---- the vehicle's planning section -----------------------------------------------------------------------------
-_SO3 = {"name": "sc", "group": "SO3", "inertia": [1.0, 2.0, 2.5],
-        "actuators": [{"name": f"t{i}", "type": "torque", "direction": np.eye(3)[i].tolist()} for i in range(3)]}
-_PLANNING = {"horizon": 32, "duration": 6.4, "lqr": {"Q": [1.0] * 12, "R": [1.0], "Qf": [1.0] * 12},
-             "maneuvers": [{"goal": {"position": [1.0, 0.0, 0.0], "rpy_deg": [0.0, 0.0, 90.0]}}]}
+_SO3 = {
+    "name": "sc",
+    "group": "SO3",
+    "inertia": [1.0, 2.0, 2.5],
+    "actuators": [{"name": f"t{i}", "type": "torque", "direction": np.eye(3)[i].tolist()} for i in range(3)],
+}
+_PLANNING = {
+    "horizon": 32,
+    "duration": 6.4,
+    "lqr": {"Q": [1.0] * 12, "R": [1.0], "Qf": [1.0] * 12},
+    "maneuvers": [{"goal": {"position": [1.0, 0.0, 0.0], "rpy_deg": [0.0, 0.0, 90.0]}}],
+}
 
 
 def _load_planning(doc: dict) -> None:
@@ -224,8 +289,9 @@ def test_vehicle_planning_bounds(key, inside, outside):
 _UUV = load_rigid_body(_BODY)
 _DMOC_PLACERS = {
     "horizon": lambda v: DMOCProblem(load_rigid_body(_SO3), np.eye(3), np.eye(3), v, 0.2 * v),
-    "position[]": lambda v: DMOCProblem(_UUV, np.eye(4), np.block([[np.eye(3), np.full((3, 1), v)],
-                                                                   [np.zeros((1, 3)), np.ones((1, 1))]]), 8, 2.0),
+    "position[]": lambda v: DMOCProblem(
+        _UUV, np.eye(4), np.block([[np.eye(3), np.full((3, 1), v)], [np.zeros((1, 3)), np.ones((1, 1))]]), 8, 2.0
+    ),
     "velocity[]": lambda v: DMOCProblem(_UUV, np.eye(4), np.eye(4), 8, 2.0, xi0=np.full(6, v)),
     "tolerance": lambda v: check_dmoc_options(v, 30),
     "max_iterations": lambda v: check_dmoc_options(1e-11, v),
@@ -242,10 +308,24 @@ def test_dmoc_bounds(key, inside, outside):
 
 
 # ---- sweep configs --------------------------------------------------------------------------------------------------
-SWEEP_BASES = [{"samples": 4, "seed": 1,
-                "perturbations": {k: v for k, v in (("mass_scale", 1.0), ("damping", 0.1), ("actuator_gain", 1.0),
-                                                   ("sensor_noise", 0.0), ("q0_offset", 0.0), ("qdot0_offset", 0.0))},
-                "success": {"tolerance": 0.05, "hold_time": 2.0}}]
+SWEEP_BASES = [
+    {
+        "samples": 4,
+        "seed": 1,
+        "perturbations": {
+            k: v
+            for k, v in (
+                ("mass_scale", 1.0),
+                ("damping", 0.1),
+                ("actuator_gain", 1.0),
+                ("sensor_noise", 0.0),
+                ("q0_offset", 0.0),
+                ("qdot0_offset", 0.0),
+            )
+        },
+        "success": {"tolerance": 0.05, "hold_time": 2.0},
+    }
+]
 
 
 @pytest.mark.parametrize("key, inside, outside", cases(SWEEP_BOUNDS, "sweep"))
@@ -255,8 +335,14 @@ def test_sweep_bounds(key, inside, outside):
 
 @pytest.mark.parametrize("key, inside, outside", cases(LIBRARY_BOUNDS, "library"))
 def test_library_bounds(key, inside, outside):
-    check(lambda d: load_library_goals(d, ["theta"], np.zeros(1)), SweepConfigError, key, inside, outside,
-          [{"grid": {"theta": {"from": 0.0, "to": 1.0, "num": 3}}}])
+    check(
+        lambda d: load_library_goals(d, ["theta"], np.zeros(1)),
+        SweepConfigError,
+        key,
+        inside,
+        outside,
+        [{"grid": {"theta": {"from": 0.0, "to": 1.0, "num": 3}}}],
+    )
 
 
 # ---- ROS node parameters --------------------------------------------------------------------------------------------
@@ -268,9 +354,14 @@ def _node_tables() -> dict[str, dict]:
         recorder_node,
         simulator_parameters,
     )
-    return {"controller": controller_parameters.PARAMETERS, "planner": planner_parameters.PARAMETERS,
-            "simulator": simulator_parameters.PARAMETERS, "mujoco_plant": mujoco_plant.PARAMETERS,
-            "recorder": recorder_node.PARAMETERS}
+
+    return {
+        "controller": controller_parameters.PARAMETERS,
+        "planner": planner_parameters.PARAMETERS,
+        "simulator": simulator_parameters.PARAMETERS,
+        "mujoco_plant": mujoco_plant.PARAMETERS,
+        "recorder": recorder_node.PARAMETERS,
+    }
 
 
 def _param_cases() -> list:

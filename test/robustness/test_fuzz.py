@@ -37,14 +37,83 @@ SEED = 20260514
 TABLES: dict[str, dict] = {}  # category -> {outcome: count}; category + " by operator" -> {(op, outcome): count}
 N_URDF, N_SYSTEM, N_TASK, N_PLAN = 240, 120, 120, 100
 
-HOSTILE_NUMBERS = [" 1.0 ", "1.0 ", "1_0", "\u0661.5", "\uff11", "inf", "-inf", "nan", "1e400", "1e300", "-1e300",
-                   "0x10", "", "abc", "1,5", "--1", "1e", "\t0.5", "0.5\t", "-1", "0", "1e-400", "+.5", "5.", "1e-300"]
-HOSTILE_VECTORS = ["1 2", "1 2 3 4", "1\t2 3", "1 2 x", "inf 0 0", "1e300 0 0", "", "  1 2 3  ", "1,2,3", "0 0 0",
-                   "nan nan nan", "1e-400 0 1"]
-HOSTILE_YAML = [".nan", ".inf", "-.inf", "1:30", "yes", "no", "on", "0x1F", "0o17", "1_000", "2024-01-01", "1e300",
-                "-1e300", "1e400", "~", "''", "[]", "{}", "[1, 2]", "{a: 1}", "!!python/object/apply:os.system [true]",
-                "!!binary aGk=", "&a [*a]", "*undefined", "'5'", "true", "-1", "0", "100000000000000000000000",
-                "\"\\u0661\"", "[1, [2, [3]]]", "!!set {a}", "2.5", "pi/2"]
+HOSTILE_NUMBERS = [
+    " 1.0 ",
+    "1.0 ",
+    "1_0",
+    "\u0661.5",
+    "\uff11",
+    "inf",
+    "-inf",
+    "nan",
+    "1e400",
+    "1e300",
+    "-1e300",
+    "0x10",
+    "",
+    "abc",
+    "1,5",
+    "--1",
+    "1e",
+    "\t0.5",
+    "0.5\t",
+    "-1",
+    "0",
+    "1e-400",
+    "+.5",
+    "5.",
+    "1e-300",
+]
+HOSTILE_VECTORS = [
+    "1 2",
+    "1 2 3 4",
+    "1\t2 3",
+    "1 2 x",
+    "inf 0 0",
+    "1e300 0 0",
+    "",
+    "  1 2 3  ",
+    "1,2,3",
+    "0 0 0",
+    "nan nan nan",
+    "1e-400 0 1",
+]
+HOSTILE_YAML = [
+    ".nan",
+    ".inf",
+    "-.inf",
+    "1:30",
+    "yes",
+    "no",
+    "on",
+    "0x1F",
+    "0o17",
+    "1_000",
+    "2024-01-01",
+    "1e300",
+    "-1e300",
+    "1e400",
+    "~",
+    "''",
+    "[]",
+    "{}",
+    "[1, 2]",
+    "{a: 1}",
+    "!!python/object/apply:os.system [true]",
+    "!!binary aGk=",
+    "&a [*a]",
+    "*undefined",
+    "'5'",
+    "true",
+    "-1",
+    "0",
+    "100000000000000000000000",
+    '"\\u0661"',
+    "[1, [2, [3]]]",
+    "!!set {a}",
+    "2.5",
+    "pi/2",
+]
 
 # A URDF with every element urdfdom parses: materials, visuals of each shape, collisions, limits, dynamics,
 # safety controller, calibration and a mimic joint.
@@ -75,8 +144,12 @@ RICH = """<robot name="rich">
 
 
 def _urdf_bases() -> dict[str, str]:
-    return {"rich": RICH, "cartpole": Path(bundled_urdf("cartpole")).read_text(),
-            "fourbar": Path(bundled_urdf("fourbar")).read_text(), "ur5": example_robot_urdf("ur5")}
+    return {
+        "rich": RICH,
+        "cartpole": Path(bundled_urdf("cartpole")).read_text(),
+        "fourbar": Path(bundled_urdf("fourbar")).read_text(),
+        "ur5": example_robot_urdf("ur5"),
+    }
 
 
 # ---- outcome bookkeeping -------------------------------------------------------------------------------
@@ -95,16 +168,21 @@ class Outcomes:
     def check(self, category: str) -> None:
         """Publish the counts in TABLES, then fail with the first failures, if any."""
         TABLES[category], TABLES[category + " by operator"] = dict(self.table), dict(self.by_operator)
-        assert not self.failures, f"{len(self.failures)} of {sum(self.table.values())} cases failed " \
-                                  f"({dict(self.table)}):\n" + "\n".join(self.failures[:25])
+        assert not self.failures, (
+            f"{len(self.failures)} of {sum(self.table.values())} cases failed "
+            f"({dict(self.table)}):\n" + "\n".join(self.failures[:25])
+        )
 
 
 def _names_something(msg: str, names: set[str], path: str | None = None) -> bool:
     """The message names an element, a key or a place: a quoted name from the input, a <tag>, a line, or the
     file and the byte."""
-    return (any(f"'{n}'" in msg or f"[{n!r}" in msg for n in names) or re.search(r"<[!\w]", msg) is not None
-            or re.search(r"\bline \d+", msg) is not None
-            or (path is not None and path in msg and re.search(r"\bbyte \d+", msg) is not None))
+    return (
+        any(f"'{n}'" in msg or f"[{n!r}" in msg for n in names)
+        or re.search(r"<[!\w]", msg) is not None
+        or re.search(r"\bline \d+", msg) is not None
+        or (path is not None and path in msg and re.search(r"\bbyte \d+", msg) is not None)
+    )
 
 
 # ---- URDF -----------------------------------------------------------------------------------------------
@@ -112,8 +190,27 @@ def _mutate_urdf(rng: np.random.Generator, xml: str) -> tuple[str, str | bytes]:
     """(operator name, mutated XML text — or raw bytes for the encoding mutation)."""
     root = ET.fromstring(xml)
     elements = [e for e in root.iter() if e is not root]
-    op = rng.choice(["number", "number", "number", "vector", "vector", "drop_attr", "drop_elem", "dup", "ref",
-                     "type", "unknown", "mimic", "truncate", "bytes", "entity", "inertia", "root"])
+    op = rng.choice(
+        [
+            "number",
+            "number",
+            "number",
+            "vector",
+            "vector",
+            "drop_attr",
+            "drop_elem",
+            "dup",
+            "ref",
+            "type",
+            "unknown",
+            "mimic",
+            "truncate",
+            "bytes",
+            "entity",
+            "inertia",
+            "root",
+        ]
+    )
     if op in ("number", "vector"):
         cands = []
         for e in root.iter():
@@ -135,9 +232,9 @@ def _mutate_urdf(rng: np.random.Generator, xml: str) -> tuple[str, str | bytes]:
                 parent.remove(e)
                 break
     elif op == "dup":
-        e = [e for e in root if e.tag in ("link", "joint", "material")][rng.integers(len(root))
-                                                                        % len([e for e in root if e.tag in
-                                                                               ("link", "joint", "material")])]
+        e = [e for e in root if e.tag in ("link", "joint", "material")][
+            rng.integers(len(root)) % len([e for e in root if e.tag in ("link", "joint", "material")])
+        ]
         root.append(copy.deepcopy(e))
     elif op == "ref":
         refs = [e for e in root.iter() if e.tag in ("parent", "child")]
@@ -156,8 +253,9 @@ def _mutate_urdf(rng: np.random.Generator, xml: str) -> tuple[str, str | bytes]:
         names = [x.get("name") for x in joints] + ["nowhere"]
         for m in j.findall("mimic"):
             j.remove(m)
-        ET.SubElement(j, "mimic", joint=names[rng.integers(len(names))],
-                      multiplier=["1", "-0.5", "abc", "1e300"][rng.integers(4)])
+        ET.SubElement(
+            j, "mimic", joint=names[rng.integers(len(names))], multiplier=["1", "-0.5", "abc", "1e300"][rng.integers(4)]
+        )
     elif op == "inertia":
         inertias = root.findall("link/inertial/inertia")
         if inertias:
@@ -173,8 +271,7 @@ def _mutate_urdf(rng: np.random.Generator, xml: str) -> tuple[str, str | bytes]:
         at = int(rng.integers(len(raw)))
         return op, raw[:at] + bytes([0xFF, 0xC3, 0x28][: int(rng.integers(1, 4))]) + raw[at:]
     elif op == "entity":
-        text = '<?xml version="1.0"?><!DOCTYPE robot [<!ENTITY m "1.0">]>' + text.replace(
-            'value="', 'value="&m;', 1)
+        text = '<?xml version="1.0"?><!DOCTYPE robot [<!ENTITY m "1.0">]>' + text.replace('value="', 'value="&m;', 1)
     return op, text
 
 
@@ -206,8 +303,11 @@ def test_urdf_mutations(tmp_path, capfd):
             robot = load_robot(src)
         except URDFError as e:
             msg = str(e)
-            ok = _names_something(msg, names, src) and "does not contain a valid URDF" not in msg \
+            ok = (
+                _names_something(msg, names, src)
+                and "does not contain a valid URDF" not in msg
                 and "Pinocchio could not build" not in msg
+            )
             out.record("URDFError", case, ok, msg)
             continue
         except Exception as e:  # noqa: BLE001 — the point: nothing generic may escape
@@ -218,8 +318,9 @@ def test_urdf_mutations(tmp_path, capfd):
             continue
         refused, mass = _pinocchio_refuses(mutated, capfd)
         same_mass = mass is not None and abs(mass - robot.total_mass) <= 1e-9 * max(1.0, mass)
-        out.record("valid", case, not refused and same_mass, f"Pinocchio refused={refused}, mass {mass} vs "
-                                                             f"{robot.total_mass}")
+        out.record(
+            "valid", case, not refused and same_mass, f"Pinocchio refused={refused}, mass {mass} vs {robot.total_mass}"
+        )
     out.check("URDF")
     assert out.table["valid"] >= 20 and out.table["URDFError"] >= 100  # both outcomes are exercised
 
@@ -243,8 +344,23 @@ def _set_path(d, path, value):
 
 def _mutate_yaml(rng: np.random.Generator, text: str, protected: tuple = ()) -> tuple[str, str | bytes]:
     data = load_yaml(text)
-    op = rng.choice(["value", "value", "value", "value", "drop", "unknown", "truncate", "tab", "duplicate",
-                     "bytes", "deep", "alias_bomb", "wrong_type"])
+    op = rng.choice(
+        [
+            "value",
+            "value",
+            "value",
+            "value",
+            "drop",
+            "unknown",
+            "truncate",
+            "tab",
+            "duplicate",
+            "bytes",
+            "deep",
+            "alias_bomb",
+            "wrong_type",
+        ]
+    )
     if op in ("value", "drop", "wrong_type"):
         paths = [p for p in _leaves(data) if p and p[0] not in protected]
         path = paths[rng.integers(len(paths))]
@@ -277,24 +393,44 @@ def _mutate_yaml(rng: np.random.Generator, text: str, protected: tuple = ()) -> 
         return op, raw[:at] + b"\xff\xfe" + raw[at:]
     if op == "deep":
         return op, "gravity: " + "[" * 3000 + "]" * 3000 + "\n"
-    return op, "a: &a [1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n" \
-               "d: [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+    return (
+        op,
+        "a: &a [1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n"
+        "d: [*c, *c, *c, *c, *c, *c, *c, *c]\n",
+    )
 
 
 def _system_bases() -> dict[str, tuple[str, str]]:
-    rich = ("name: rich_acrobot\nfloating_base: false\ngravity: [0, 0, -9.81]\ninertia_policy: strict\n"
-            "actuated:\n  - {joint: elbow, effort_limit: 5.0}\ndamping: {shoulder: 0.1, elbow: 0.05}\n"
-            "prescribed: []\nconstraints:\n"
-            "  - {type: distance, link_a: lower_link, point_a: [0, 0, -1], link_b: world, point_b: [0, 0, 0],"
-            " distance: 1.5}\n")
-    return {"pendulum": (bundled_urdf("pendulum"), Path(bundled_config("pendulum")).read_text()),
-            "acrobot": (bundled_urdf("double_pendulum"), Path(bundled_config("acrobot")).read_text()),
-            "fourbar": (bundled_urdf("fourbar"), Path(bundled_config("fourbar")).read_text()),
-            "rich": (bundled_urdf("double_pendulum"), rich)}
+    rich = (
+        "name: rich_acrobot\nfloating_base: false\ngravity: [0, 0, -9.81]\ninertia_policy: strict\n"
+        "actuated:\n  - {joint: elbow, effort_limit: 5.0}\ndamping: {shoulder: 0.1, elbow: 0.05}\n"
+        "prescribed: []\nconstraints:\n"
+        "  - {type: distance, link_a: lower_link, point_a: [0, 0, -1], link_b: world, point_b: [0, 0, 0],"
+        " distance: 1.5}\n"
+    )
+    return {
+        "pendulum": (bundled_urdf("pendulum"), Path(bundled_config("pendulum")).read_text()),
+        "acrobot": (bundled_urdf("double_pendulum"), Path(bundled_config("acrobot")).read_text()),
+        "fourbar": (bundled_urdf("fourbar"), Path(bundled_config("fourbar")).read_text()),
+        "rich": (bundled_urdf("double_pendulum"), rich),
+    }
 
 
-SYSTEM_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "name", "floating_base", "inertia_policy",
-               "system YAML", "joint '", "link '", "unknown key", "mass_scale"}
+SYSTEM_KEYS = {
+    "gravity",
+    "actuated",
+    "damping",
+    "prescribed",
+    "constraints",
+    "name",
+    "floating_base",
+    "inertia_policy",
+    "system YAML",
+    "joint '",
+    "link '",
+    "unknown key",
+    "mass_scale",
+}
 
 
 def _yaml_cases(rng, texts: dict[str, str], n: int, tmp_path: Path, kind: str, protected: tuple = ()):
@@ -329,14 +465,32 @@ def test_system_yaml_mutations(tmp_path):
     assert out.table["valid"] >= 5 and out.table["SystemConfigError"] >= 50
 
 
-TASK_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits", "optimizer",
-             "lqr", "hold", "initial_guess", "task YAML", "task file", "task"}
+TASK_KEYS = {
+    "name",
+    "model",
+    "dt",
+    "horizon",
+    "start",
+    "goal",
+    "reference",
+    "weights",
+    "input_limits",
+    "optimizer",
+    "lqr",
+    "hold",
+    "initial_guess",
+    "task YAML",
+    "task file",
+    "task",
+}
 
 
 def test_task_yaml_mutations(tmp_path, pendulum_vi):
     rng = np.random.default_rng(SEED + 2)
-    bases = {n: (share_dir() / "config" / f"{n}.yaml").read_text()
-             for n in ("task_pendulum_swingup", "task_pendulum_swingup_bounded")}
+    bases = {
+        n: (share_dir() / "config" / f"{n}.yaml").read_text()
+        for n in ("task_pendulum_swingup", "task_pendulum_swingup_bounded")
+    }
     out = Outcomes()
     for case, _, op, mutated in _yaml_cases(rng, bases, N_TASK, tmp_path, "task", protected=("model",)):
         try:
@@ -354,16 +508,27 @@ def test_task_yaml_mutations(tmp_path, pendulum_vi):
         except Exception as e:  # noqa: BLE001
             out.record(f"generic {type(e).__name__}", case, False, str(e)[:300])
         else:
-            out.record("valid", case, op not in ("bytes", "deep") and bool(np.all(np.isfinite(x0))),
-                       "a non-UTF-8 or too deep file accepted, or a non-finite start")
+            out.record(
+                "valid",
+                case,
+                op not in ("bytes", "deep") and bool(np.all(np.isfinite(x0))),
+                "a non-UTF-8 or too deep file accepted, or a non-finite start",
+            )
     out.check("task YAML")
     assert out.table["valid"] >= 5 and out.table["TaskError"] >= 50
 
 
 # ---- plan files -------------------------------------------------------------------------------------------
 def _plan_fields(plan: Plan) -> dict:
-    meta = dict(dt=plan.dt, model_name=plan.model_name, model_hash=plan.model_hash, joint_names=plan.joint_names,
-                input_names=plan.input_names, weights=plan.weights, converged=plan.converged)
+    meta = dict(
+        dt=plan.dt,
+        model_name=plan.model_name,
+        model_hash=plan.model_hash,
+        joint_names=plan.joint_names,
+        input_names=plan.input_names,
+        weights=plan.weights,
+        converged=plan.converged,
+    )
     return dict(times=plan.times, X=plan.X, U=plan.U, K=plan.K, meta=json.dumps(meta))
 
 
@@ -372,8 +537,9 @@ HOSTILE_JSON = ["abc", -1, None, [], {}, float("inf"), float("nan"), True, "x" *
 
 def _mutate_plan(rng: np.random.Generator, plan: Plan, path: Path) -> str:
     fields = _plan_fields(plan)
-    op = rng.choice(["flip", "flip", "truncate", "meta", "meta", "nan", "shape", "dtype", "missing", "extra",
-                     "times", "garbage"])
+    op = rng.choice(
+        ["flip", "flip", "truncate", "meta", "meta", "nan", "shape", "dtype", "missing", "extra", "times", "garbage"]
+    )
     if op == "meta":
         meta = json.loads(fields["meta"])
         key = list(meta)[rng.integers(len(meta))]
@@ -389,9 +555,12 @@ def _mutate_plan(rng: np.random.Generator, plan: Plan, path: Path) -> str:
         fields[name] = np.asarray(fields[name])[:-1]
     elif op == "dtype":
         name = ["X", "U", "K", "times", "meta"][rng.integers(5)]
-        fields[name] = [np.asarray(fields[name]).astype(np.float32) if name != "meta" else np.zeros(2),
-                        np.array(["a", "b"]), np.zeros(3, complex), np.array([object()], dtype=object)][
-            rng.integers(4)]
+        fields[name] = [
+            np.asarray(fields[name]).astype(np.float32) if name != "meta" else np.zeros(2),
+            np.array(["a", "b"]),
+            np.zeros(3, complex),
+            np.array([object()], dtype=object),
+        ][rng.integers(4)]
     elif op == "missing":
         fields.pop(["X", "U", "K", "times", "meta"][rng.integers(5)])
     elif op == "extra":
@@ -432,8 +601,11 @@ def test_plan_file_mutations(tmp_path, pendulum_vi):
             out.record(f"generic {type(e).__name__}", case, False, str(e)[:300])
         else:
             steps = np.diff(loaded.times)
-            ok = all(np.all(np.isfinite(a)) for a in (loaded.X, loaded.U, loaded.K, loaded.times)) \
-                and np.allclose(steps, loaded.dt) and loaded.dt > 0
+            ok = (
+                all(np.all(np.isfinite(a)) for a in (loaded.X, loaded.U, loaded.K, loaded.times))
+                and np.allclose(steps, loaded.dt)
+                and loaded.dt > 0
+            )
             out.record("valid", case, ok, "invalid plan accepted")
     out.check("plan file")
     assert out.table["PlanFileError"] >= 50

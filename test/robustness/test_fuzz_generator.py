@@ -26,8 +26,11 @@ def outcomes(tmp_path_factory):
 
 
 def test_every_case_is_valid_or_refused_by_name(outcomes):
-    bad = [f"case {c.index} ({c.surface}: {c.description}) -> {o.kind}: {o.detail}" for c, o in outcomes
-           if o.kind not in ("valid", "specific")]
+    bad = [
+        f"case {c.index} ({c.surface}: {c.description}) -> {o.kind}: {o.detail}"
+        for c, o in outcomes
+        if o.kind not in ("valid", "specific")
+    ]
     assert not bad, f"seed {SEED}:\n" + "\n".join(bad)
 
 
@@ -44,20 +47,25 @@ def test_every_surface_gets_valid_and_refused_cases(outcomes):
 def test_the_watchdog_reports_hangs_crashes_and_generic_errors():
     """The contract's own failure modes, planted: a case that sleeps past its budget, one that dies by SIGSEGV,
     one that raises a TypeError, one that returns nonsense, one numpy ValueError that names nothing of ours."""
+
     def segv():
         import faulthandler
+
         faulthandler.disable()  # (pytest's handler would print the child's stack: noise, not a failure)
         os.kill(os.getpid(), signal.SIGSEGV)
 
     def numpy_error():
         import numpy as np
+
         return np.asarray(["a"], float)
 
-    cases = {"hang": fuzz_gen.Case("t", 0, "", lambda: time.sleep(30)),
-             "crash": fuzz_gen.Case("t", 1, "", segv),
-             "generic": fuzz_gen.Case("t", 2, "", lambda: {}["missing"]),
-             "nonsense": fuzz_gen.Case("t", 3, "", lambda: float("nan"), lambda r: "NaN" if r != r else None),
-             "specific": fuzz_gen.Case("t", 4, "", lambda: (_ for _ in ()).throw(ValueError("dt: must be > 0")))}
+    cases = {
+        "hang": fuzz_gen.Case("t", 0, "", lambda: time.sleep(30)),
+        "crash": fuzz_gen.Case("t", 1, "", segv),
+        "generic": fuzz_gen.Case("t", 2, "", lambda: {}["missing"]),
+        "nonsense": fuzz_gen.Case("t", 3, "", lambda: float("nan"), lambda r: "NaN" if r != r else None),
+        "specific": fuzz_gen.Case("t", 4, "", lambda: (_ for _ in ()).throw(ValueError("dt: must be > 0"))),
+    }
     for kind, case in cases.items():
         assert fuzz_gen.run_case(case, timeout=1.0).kind == kind
     assert fuzz_gen.run_case(fuzz_gen.Case("t", 5, "", numpy_error), timeout=5.0).kind == "generic"

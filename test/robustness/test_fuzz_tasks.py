@@ -43,8 +43,13 @@ def _edit(d: dict, path: str, value) -> dict:
 
 
 SWINGUP, BOUNDED, CARTPOLE_LG2, MINTIME_LG2, PARKING, PANDA = (
-    "task_pendulum_swingup", "task_pendulum_swingup_bounded", "task_cartpole_swingup_lg2",
-    "task_pendulum_mintime_lg2", "task_diffdrive_parking", "task_panda_reach")
+    "task_pendulum_swingup",
+    "task_pendulum_swingup_bounded",
+    "task_cartpole_swingup_lg2",
+    "task_pendulum_mintime_lg2",
+    "task_diffdrive_parking",
+    "task_panda_reach",
+)
 
 # (task file, key path, value, what the error must say). Before the fixes: the typo was named without its close
 # key; the collocation sizes were unbounded (10⁹ nodes: a transcription that never finishes building); t_min/t_guess
@@ -64,18 +69,31 @@ LOAD_ATTACKS = [
     (CARTPOLE_LG2, "collocation.effort_weight", 1e300, r"effort_weight: must be a number in \(0, 1e\+12\]"),
     (CARTPOLE_LG2, "collocation.t_guess", 1.0, r"collocation\.t_guess: only used with collocation\.final_time: free"),
     (MINTIME_LG2, "collocation.t_min", 5.0, r"collocation\.t_min: must be below horizon·dt = 4 s"),
-    (MINTIME_LG2, "collocation.t_guess", 50.0, r"collocation\.t_guess: must be in \[t_min, horizon·dt\] = "
-                                               r"\[0\.04, 4\]"),
+    (
+        MINTIME_LG2,
+        "collocation.t_guess",
+        50.0,
+        r"collocation\.t_guess: must be in \[t_min, horizon·dt\] = "
+        r"\[0\.04, 4\]",
+    ),
     (MINTIME_LG2, "collocation.t_guess", 0.01, r"collocation\.t_guess: must be in \[t_min"),
-    (CARTPOLE_LG2, "optimizer.terminal_constraint", True,
-     r"optimizer\.terminal_constraint: not used by optimizer\.method 'collocation_lg2'"),
+    (
+        CARTPOLE_LG2,
+        "optimizer.terminal_constraint",
+        True,
+        r"optimizer\.terminal_constraint: not used by optimizer\.method 'collocation_lg2'",
+    ),
     (CARTPOLE_LG2, "optimizer.penalty", 10.0, r"optimizer\.penalty: not used by optimizer\.method 'collocation_lg2'"),
     (CARTPOLE_LG2, "initial_guess", "feedback", r"^initial_guess: not used by optimizer\.method 'collocation_lg2'"),
     (CARTPOLE_LG2, "reference", {"type": "step"}, r"^reference: not used by optimizer\.method"),
     (SWINGUP, "optimizer.penalty", 10.0, r"optimizer\.penalty: only used with optimizer\.terminal_constraint: true"),
     (SWINGUP, "optimizer.constraint_tolerance", 1e-3, r"optimizer\.constraint_tolerance: only used with"),
-    ("task_cartpole_swingup", "optimizer.method", "gradient",
-     r"optimizer\.terminal_constraint: needs optimizer\.method ddp or ilqr, not 'gradient'"),
+    (
+        "task_cartpole_swingup",
+        "optimizer.method",
+        "gradient",
+        r"optimizer\.terminal_constraint: needs optimizer\.method ddp or ilqr, not 'gradient'",
+    ),
     (BOUNDED, "optimizer.regularization", 1.0, r"optimizer\.regularization: not used by optimizer\.method 'gradient'"),
 ]
 
@@ -96,14 +114,19 @@ RESOLVE_ATTACKS = [
     (CARTPOLE_LG2, "goal.q", [5.0, 3.14], r"goal\.q\[0\]: 5 is outside joint 'slider''s limits \[-2, 2\]"),
     (CARTPOLE_LG2, "start.q", [-2.5, 0.0], r"start\.q\[0\]: -2\.5 is outside joint 'slider''s limits \[-2, 2\]"),
     (PANDA, "goal.q", [10, 0, 0, -1.5, 0, 1.5, 0], r"goal\.q\[0\]: 10 is outside joint 'panda_joint1''s limits"),
-    ("task_cartpole_swingup", "reference", {"type": "step", "q_after": [3.0, 0.0]},
-     r"reference\.q_after\[0\]: 3 is outside joint 'slider''s limits"),
+    (
+        "task_cartpole_swingup",
+        "reference",
+        {"type": "step", "q_after": [3.0, 0.0]},
+        r"reference\.q_after\[0\]: 3 is outside joint 'slider''s limits",
+    ),
     (PARKING, "weights.Q", {"q": [1, 1], "p": 1}, r"weights\.Q\.q: expected one number or 5 entries .*got 2"),
 ]
 
 
-@pytest.mark.parametrize("name, key, value, message", RESOLVE_ATTACKS,
-                         ids=[f"{a[0][5:]}:{a[1]}" for a in RESOLVE_ATTACKS])
+@pytest.mark.parametrize(
+    "name, key, value, message", RESOLVE_ATTACKS, ids=[f"{a[0][5:]}:{a[1]}" for a in RESOLVE_ATTACKS]
+)
 def test_task_attacks_against_the_model_name_the_key_and_joint(name, key, value, message):
     task = load_task(_edit(_task(name), key, value))
     vi = make_system(task, "gni" if name == PARKING else "midpoint")
@@ -130,11 +153,28 @@ _LINK = {"type": "coincident", "link_a": "tip", "point_a": [0, 0, 0], "link_b": 
 # singular" naming no constraint; Pinocchio's refusal of a negative effort limit named neither joint nor attribute;
 # a typo in the system YAML was named without its close key.
 MODEL_ATTACKS = [
-    ({"constraints": [{**_LINK, "link_a": "base", "point_b": [0, 0, 0]}]},
-     SystemConfigError, r"constraints\[0\] \(axis x\): its row of Dh\(q\) is a combination .*rank 0 < 1"),
-    ({"constraints": [_LINK, {"type": "distance", "link_a": "tip", "point_a": [0, 0, 0], "link_b": "world",
-                              "point_b": [0, 0, 0], "distance": 2.0}]},
-     SystemConfigError, r"constraints\[0\] \(axis y\): its row of Dh\(q\) .*rank 1 < 2 at a generic q"),
+    (
+        {"constraints": [{**_LINK, "link_a": "base", "point_b": [0, 0, 0]}]},
+        SystemConfigError,
+        r"constraints\[0\] \(axis x\): its row of Dh\(q\) is a combination .*rank 0 < 1",
+    ),
+    (
+        {
+            "constraints": [
+                _LINK,
+                {
+                    "type": "distance",
+                    "link_a": "tip",
+                    "point_a": [0, 0, 0],
+                    "link_b": "world",
+                    "point_b": [0, 0, 0],
+                    "distance": 2.0,
+                },
+            ]
+        },
+        SystemConfigError,
+        r"constraints\[0\] \(axis y\): its row of Dh\(q\) .*rank 1 < 2 at a generic q",
+    ),
     ({"actuted": ["shoulder"]}, SystemConfigError, r"unknown key\(s\) \['actuted'\] \(did you mean 'actuated'\?\)"),
     ({"constraints": [{**_LINK, "axis": ["x"]}]}, SystemConfigError, r"did you mean 'axes'\?"),
 ]
@@ -159,8 +199,11 @@ def test_a_planar_loop_closed_on_two_axes_still_loads_and_three_axes_are_refused
 
 @pytest.mark.parametrize("attribute", ["effort", "velocity"])
 def test_negative_urdf_limits_name_the_joint_and_attribute(attribute):
-    bad = DOUBLE.replace('effort="20.0" velocity="100"',
-                         'effort="-20.0" velocity="100"' if attribute == "effort" else 'effort="20.0" velocity="-1"', 1)
+    bad = DOUBLE.replace(
+        'effort="20.0" velocity="100"',
+        'effort="-20.0" velocity="100"' if attribute == "effort" else 'effort="20.0" velocity="-1"',
+        1,
+    )
     with pytest.raises(URDFError, match=rf"joint 'shoulder' <limit>: {attribute}=-\d+ must be non-negative"):
         load_robot(bad)
 
@@ -169,9 +212,17 @@ def test_a_plan_whose_gains_do_not_fit_the_state_is_incompatible(pendulum_vi):
     """K (N, nu, ndx) with ndx = 1 on the pendulum (ndx = 2): Plan accepts it (1 ≤ ndx ≤ nx), but bound to the
     system it must be refused — every command would fail in the matrix product."""
     N = 3
-    plan = Plan(times=0.1 * np.arange(N + 1), X=np.zeros((N + 1, 2)), U=np.zeros((N, 1)), K=np.zeros((N, 1, 1)),
-                dt=0.1, model_name="pendulum", model_hash=pendulum_vi.robot.hash, joint_names=["theta"],
-                input_names=["theta"])
+    plan = Plan(
+        times=0.1 * np.arange(N + 1),
+        X=np.zeros((N + 1, 2)),
+        U=np.zeros((N, 1)),
+        K=np.zeros((N, 1, 1)),
+        dt=0.1,
+        model_name="pendulum",
+        model_hash=pendulum_vi.robot.hash,
+        joint_names=["theta"],
+        input_names=["theta"],
+    )
     with pytest.raises(PlanError, match=r"K: the plan's gains act on 1 state-tangent entries.*ndx = 2"):
         plan.check_compatible(pendulum_vi)
 
@@ -210,13 +261,16 @@ def test_joint_trajectories_beyond_the_limits_or_the_horizon_are_refused():
 UUV = yaml.safe_load((share_dir() / "config" / "vehicle_uuv.yaml").read_text())
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("planning.horizn", 16, r"planning: unknown key\(s\) \['horizn'\] \(did you mean 'horizon'\?\)"),
-    ("planning.lqr.q", 1.0, r"planning\.lqr: unknown key\(s\) \['q'\] \(did you mean 'Q'\?\)"),
-    ("planning.horizon", 10**9, r"planning\.horizon: must be an integer in \[2, 256\]"),
-    ("planning.duration", float("inf"), r"planning\.duration: .*1e-05 to 10 s per step"),
-    ("planning.retraction", "euler", r"planning\.retraction: expected one of \('cayley', 'exp'\)"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("planning.horizn", 16, r"planning: unknown key\(s\) \['horizn'\] \(did you mean 'horizon'\?\)"),
+        ("planning.lqr.q", 1.0, r"planning\.lqr: unknown key\(s\) \['q'\] \(did you mean 'Q'\?\)"),
+        ("planning.horizon", 10**9, r"planning\.horizon: must be an integer in \[2, 256\]"),
+        ("planning.duration", float("inf"), r"planning\.duration: .*1e-05 to 10 s per step"),
+        ("planning.retraction", "euler", r"planning\.retraction: expected one of \('cayley', 'exp'\)"),
+    ],
+)
 def test_vehicle_planning_section_attacks_name_the_key(key, value, message):
     """config/vehicle_uuv.yaml's ``planning`` section (DMOC, Jimenez2013). Before: a typo fell back to the default
     silently, an infinite duration gave Δt = inf, 10⁹ steps built an NLP that never finished, a retraction
@@ -239,10 +293,12 @@ def test_device_files_fifos_and_oversized_files_are_refused_without_reading_them
     from vi_control.control.plan import PlanFileError
     from vi_control.model.limits import MAX_TEXT_BYTES
 
-    read, error = {"urdf": (lambda p: load_robot(p), URDFError),
-                   "system": (lambda p: load_robot(bundled_urdf("pendulum"), p), SystemConfigError),
-                   "task": (load_task, TaskError),
-                   "plan": (Plan.load, PlanFileError)}[reader]
+    read, error = {
+        "urdf": (lambda p: load_robot(p), URDFError),
+        "system": (lambda p: load_robot(bundled_urdf("pendulum"), p), SystemConfigError),
+        "task": (load_task, TaskError),
+        "plan": (Plan.load, PlanFileError),
+    }[reader]
     fifo = tmp_path / "model.fifo"
     os.mkfifo(fifo)
     for path in ("/dev/zero", str(fifo), str(tmp_path)):
@@ -275,12 +331,15 @@ def test_an_overconstrained_collocation_reports_no_iterations_not_garbage():
     assert e.value.iterations == 0
 
 
-@pytest.mark.parametrize("reference, message", [
-    ({"type": "goal", "step_index": 10}, r"^reference\.step_index: only used with reference\.type: step"),
-    ({"q_after": [1.0]}, r"^reference\.q_after: only used with reference\.type: step"),  # (type goal by default)
-    ({"type": "ramp"}, r"^reference\.type: expected 'step' or 'goal', got 'ramp'"),
-    ({"type": "step", "u": "full"}, r"^reference\.u: expected 'zero' or 'hold', got 'full'"),
-])
+@pytest.mark.parametrize(
+    "reference, message",
+    [
+        ({"type": "goal", "step_index": 10}, r"^reference\.step_index: only used with reference\.type: step"),
+        ({"q_after": [1.0]}, r"^reference\.q_after: only used with reference\.type: step"),  # (type goal by default)
+        ({"type": "ramp"}, r"^reference\.type: expected 'step' or 'goal', got 'ramp'"),
+        ({"type": "step", "u": "full"}, r"^reference\.u: expected 'zero' or 'hold', got 'full'"),
+    ],
+)
 def test_reference_keys_a_goal_reference_would_ignore_are_refused_at_load(reference, message):
     """Before: a goal reference silently ignored step_index/q_before/q_after, and a wrong type or u was only found
     when the task met a model."""

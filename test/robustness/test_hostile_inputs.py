@@ -57,16 +57,20 @@ def test_state_functions_refuse_a_state_of_the_wrong_size(kind):
     robot = vc.load_robot("sleigh" if kind == "gni" else "acrobot")
     vi = vc.make_integrator(kind, robot, 0.01)
     long, q = np.zeros(vi.nx + 1), np.zeros(vi.nq)
-    for call, what in [(lambda: vi.energy(long), "state x"), (lambda: vi.energy(long[:-2]), "state x"),
-                       (lambda: vi.velocity(long), "state x"), (lambda: vi.warm_start(long), "state x_next"),
-                       (lambda: vi.state_from_velocity(np.zeros(vi.nq + 1), q), "q"),
-                       (lambda: vi.state_from_configurations(q, np.zeros(vi.nq + 1)), "q"),
-                       (lambda: vi.potential_gradient(np.zeros(vi.nq + 1)), "q"),
-                       (lambda: vi.wrap(long), "wrap"),
-                       (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), y0=np.zeros(50)), "y0"),
-                       (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), y0=np.full(vi.nd + vi.nc, np.nan)), "y0"),
-                       (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), lam0=np.zeros(vi.nc + 3)), "lam0"),
-                       (lambda: vi.simulate(np.zeros(vi.nx), np.zeros((2, vi.nu)), steps=-1), "steps")]:
+    for call, what in [
+        (lambda: vi.energy(long), "state x"),
+        (lambda: vi.energy(long[:-2]), "state x"),
+        (lambda: vi.velocity(long), "state x"),
+        (lambda: vi.warm_start(long), "state x_next"),
+        (lambda: vi.state_from_velocity(np.zeros(vi.nq + 1), q), "q"),
+        (lambda: vi.state_from_configurations(q, np.zeros(vi.nq + 1)), "q"),
+        (lambda: vi.potential_gradient(np.zeros(vi.nq + 1)), "q"),
+        (lambda: vi.wrap(long), "wrap"),
+        (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), y0=np.zeros(50)), "y0"),
+        (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), y0=np.full(vi.nd + vi.nc, np.nan)), "y0"),
+        (lambda: vi.solve(np.zeros(vi.nx), np.zeros(vi.nu), lam0=np.zeros(vi.nc + 3)), "lam0"),
+        (lambda: vi.simulate(np.zeros(vi.nx), np.zeros((2, vi.nu)), steps=-1), "steps"),
+    ]:
         with pytest.raises(ValueError, match=what):
             call()
     x = vi.state_from_velocity(q, q)  # the right sizes still work, stacks of states in wrap too
@@ -101,9 +105,12 @@ def test_a_goal_off_the_holonomic_constraints_is_refused_by_name():
     loop (the closed-form configuration of bundled.fourbar_initial_configuration) is planned."""
     from vi_control.model.bundled import fourbar_initial_configuration
     from vi_control.planning.pipeline import reference_trajectory
+
     vi = vc.MidpointVI(vc.load_robot("fourbar"), 0.05, compile=False)
-    text = ("name: reach\nmodel: fourbar\ndt: 0.05\nhorizon: 5\ngoal: {{q: {}}}\nreference: {{type: goal}}\n"
-            "weights: {{Q: 1, R: 0.1, Qf: 10}}\n")
+    text = (
+        "name: reach\nmodel: fourbar\ndt: 0.05\nhorizon: 5\ngoal: {{q: {}}}\nreference: {{type: goal}}\n"
+        "weights: {{Q: 1, R: 0.1, Qf: 10}}\n"
+    )
     x0 = vi.state_from_configurations(*[fourbar_initial_configuration(0.0)] * 2)
     with pytest.raises(vc.TaskError, match=r"goal.q violates holonomic constraint 0, coincident rocker/world"):
         reference_trajectory(vc.load_task(text.format([0.8, 0.8, 0.8])), vi, x0)
@@ -138,8 +145,12 @@ def test_a_complex_state_or_input_is_refused(compile):
     with pytest.raises(ValueError, match="state x is complex"):
         vi.energy(x + 0.1j)
     ref = vi.step(x, u)
-    for xs, us in [(np.array([0, 1]), np.array([1])), (x.astype(np.float32), u.astype(np.float32)),
-                   (np.array([0.2, 9.0, 0.5, 9.0])[::2], u), (x.reshape(2, 1, order="F"), list(u))]:
+    for xs, us in [
+        (np.array([0, 1]), np.array([1])),
+        (x.astype(np.float32), u.astype(np.float32)),
+        (np.array([0.2, 9.0, 0.5, 9.0])[::2], u),
+        (x.reshape(2, 1, order="F"), list(u)),
+    ]:
         assert np.array_equal(vi.step(xs, us), vi.step(np.asarray(xs, float).ravel(), np.asarray(us, float)))
     assert np.array_equal(vi.step(np.array([0.2, 9.0, 0.5, 9.0])[::2], u), ref)
 
@@ -151,16 +162,28 @@ def test_tracking_command_refuses_a_negative_step_or_a_bad_state():
     U_k + K_k(X_k − x), the law of Johnson2015, eq. 36 checked by hand here."""
     rng = np.random.default_rng(3)
     N, nx, nu = 4, 2, 1
-    plan = vc.Plan(times=0.1 * np.arange(N + 1), X=rng.normal(size=(N + 1, nx)), U=rng.normal(size=(N, nu)),
-                   K=rng.normal(size=(N, nu, nx)), dt=0.1, model_name="pendulum", model_hash="0", joint_names=["theta"],
-                   input_names=["theta"])
+    plan = vc.Plan(
+        times=0.1 * np.arange(N + 1),
+        X=rng.normal(size=(N + 1, nx)),
+        U=rng.normal(size=(N, nu)),
+        K=rng.normal(size=(N, nu, nx)),
+        dt=0.1,
+        model_name="pendulum",
+        model_hash="0",
+        joint_names=["theta"],
+        input_names=["theta"],
+    )
     ctl = vc.TrackingController(plan, vc.MidpointVI(vc.load_robot("pendulum"), 0.1).state)
     x = np.array([0.3, -0.2])
     u, _ = ctl.command(2, x)
     assert np.allclose(u, plan.U[2] + plan.K[2] @ (plan.X[2] - x))
-    for k, xs, what in [(-1, x, "non-negative integer"), (1.0, x, "non-negative integer"),
-                        (1, np.array([np.nan, 0.0]), "finite"), (1, np.zeros(3), "shape"),
-                        (1, x + 0j, "complex")]:
+    for k, xs, what in [
+        (-1, x, "non-negative integer"),
+        (1.0, x, "non-negative integer"),
+        (1, np.array([np.nan, 0.0]), "finite"),
+        (1, np.zeros(3), "shape"),
+        (1, x + 0j, "complex"),
+    ]:
         with pytest.raises(ValueError, match=what):
             ctl.command(k, xs)
 
@@ -173,6 +196,7 @@ def test_pathlib_paths_and_typed_model_keywords(tmp_path):
     from pathlib import Path
 
     from vi_control.model.bundled import bundled_urdf
+
     robot = vc.load_robot(Path(bundled_urdf("pendulum")), Path("config/pendulum.yaml"))
     assert robot.joint_names == ["theta"] and robot.actuated == ("theta",)
     task_file = tmp_path / "a:b.yaml"  # a colon: the text rule would have read the name as YAML
@@ -183,6 +207,7 @@ def test_pathlib_paths_and_typed_model_keywords(tmp_path):
             vc.load_robot("pendulum", **kwargs)
         with pytest.raises(ValueError, match=what):
             from vi_control.model import load_robot
+
             load_robot(bundled_urdf("pendulum"), **kwargs)
 
 
@@ -192,6 +217,7 @@ def test_linearization_arguments_are_checked_by_name():
     input too few "cannot reshape array of size 4 into shape (5,1)"; a NaN trajectory was reported as a bad y0
     guess the caller never gave. Each now names the argument; valid calls agree with central differences of A."""
     from vi_control.linearization import linearize, linearize_trajectory, second_order_contraction
+
     vi = vc.MidpointVI(vc.load_robot("acrobot"), 0.05, compile=False)
     x, u = np.array([0.1, 0.2, 0.3, -0.1]), np.array([0.1])
     with pytest.raises(ValueError, match="covector must be 4 finite numbers"):
@@ -205,8 +231,9 @@ def test_linearization_arguments_are_checked_by_name():
         linearize_trajectory(vi, X * np.nan, np.zeros((3, 1)))
     c, h = np.array([1.0, -2.0, 0.5, 0.3]), 1e-5  # Σ cᵢ ∂²fᵢ/∂x∂x against differences of cᵀA
     Hxx = second_order_contraction(vi, x, u, c)[0]
-    fd = np.column_stack([(c @ linearize(vi, x + h * e, u).A - c @ linearize(vi, x - h * e, u).A) / (2 * h)
-                          for e in np.eye(4)])
+    fd = np.column_stack(
+        [(c @ linearize(vi, x + h * e, u).A - c @ linearize(vi, x - h * e, u).A) / (2 * h) for e in np.eye(4)]
+    )
     assert np.allclose(Hxx, fd, rtol=1e-5, atol=1e-6)
 
 
@@ -217,9 +244,12 @@ def test_a_horizon_the_memory_cannot_hold_is_refused_before_planning():
     killed for memory. plan_task now refuses it first, naming the horizon and the largest one that fits."""
     from vi_control.model.generate import planar_chain_urdf
     from vi_control.planning.pipeline import MAX_PLAN_BYTES
+
     vi = vc.MidpointVI(vc.load_robot(planar_chain_urdf(50)), 0.01, compile=False)
-    task = vc.load_task("name: long\nmodel: chain10\ndt: 0.01\nhorizon: 10000\nreference: {type: goal}\n"
-                        "weights: {Q: 1, R: 0.1, Qf: 10}\n")
+    task = vc.load_task(
+        "name: long\nmodel: chain10\ndt: 0.01\nhorizon: 10000\nreference: {type: goal}\n"
+        "weights: {Q: 1, R: 0.1, Qf: 10}\n"
+    )
     n_max = MAX_PLAN_BYTES // (4 * 8 * 150**2)
     with pytest.raises(vc.TaskError, match=rf"horizon: 10000 steps .* at most {n_max} steps"):
         vc.plan_task(vi, task)
@@ -235,8 +265,12 @@ def test_state_estimator_refuses_a_sample_it_would_keep_as_poison():
     est = vc.StateEstimator(vi)
     q0, q1 = np.array([0.1, -0.2]), np.array([0.12, -0.19])
     assert est.update(0.0, q0, None) is None
-    for t, q, qdot in [(0.05, np.array([np.nan, 0.0]), None), (0.05, np.zeros(3), None),
-                       (float("nan"), q1, None), (0.05, q1, np.zeros(3))]:
+    for t, q, qdot in [
+        (0.05, np.array([np.nan, 0.0]), None),
+        (0.05, np.zeros(3), None),
+        (float("nan"), q1, None),
+        (0.05, q1, np.zeros(3)),
+    ]:
         with pytest.raises(ValueError, match="StateEstimator.update"):
             est.update(t, q, qdot)
     x = est.update(0.05, q1, np.array([np.nan, np.nan]))
@@ -255,9 +289,13 @@ def test_ddp_refuses_arguments_that_do_not_fit_the_system(compile):
     N, x0, U0 = 3, np.array([0.1, 0.0, 0.0, 0.0]), np.zeros((3, 1))
     cost = vc.QuadraticTrackingCost(np.zeros((N + 1, 4)), np.zeros((N, 1)), np.eye(4), np.eye(1), np.eye(4))
     small = vc.QuadraticTrackingCost(np.zeros((N + 1, 2)), np.zeros((N, 1)), np.eye(2), np.eye(1), np.eye(2))
-    for kwargs, what in [(dict(cost=small), "cost: made for nx = 2"), (dict(X0=np.zeros((2, 4))), "X0 has shape"),
-                         (dict(U0=np.zeros((3, 2))), "U0 has shape"), (dict(x0=np.zeros(3)), "x0 has 3 entries"),
-                         (dict(input_limits=np.array([1.0, 2.0])), "input limits: expected one bound or 1")]:
+    for kwargs, what in [
+        (dict(cost=small), "cost: made for nx = 2"),
+        (dict(X0=np.zeros((2, 4))), "X0 has shape"),
+        (dict(U0=np.zeros((3, 2))), "U0 has shape"),
+        (dict(x0=np.zeros(3)), "x0 has 3 entries"),
+        (dict(input_limits=np.array([1.0, 2.0])), "input limits: expected one bound or 1"),
+    ]:
         args = dict(cost=cost, x0=x0, U0=U0) | kwargs
         with pytest.raises(ValueError, match=what):
             vc.ddp(vi, args.pop("cost"), args.pop("x0"), args.pop("U0"), **args)
@@ -290,16 +328,20 @@ def test_lie_group_integrator_checks_like_the_others():
     to rest under trimmed buoyancy with no input (docs/concepts/lie_groups.md), to round-off."""
     vi = vc.make_integrator("lie_group", vc.load_rigid_body("vehicle_uuv"), 0.1)
     x = vi.state_from_pose(np.eye(4))
-    for call, what in [(lambda: vi.step(x + 0j), "state is complex"), (lambda: vi.solve(x, y0=np.zeros(2)), "y0"),
-                       (lambda: vi.energy(np.zeros(vi.nx + 1)), "state x has size 19"),
-                       (lambda: vi.velocity(np.zeros(3)), "state x has size 3")]:
+    for call, what in [
+        (lambda: vi.step(x + 0j), "state is complex"),
+        (lambda: vi.solve(x, y0=np.zeros(2)), "y0"),
+        (lambda: vi.energy(np.zeros(vi.nx + 1)), "state x has size 19"),
+        (lambda: vi.velocity(np.zeros(3)), "state x has size 3"),
+    ]:
         with pytest.raises(ValueError, match=what):
             call()
     assert np.allclose(vi.step(x), x, atol=1e-12)
 
 
-@pytest.mark.parametrize("system, what", [({"actuated": []}, "no inputs"),
-                                          ({"prescribed": ["shoulder", "elbow"]}, "no dynamic coordinates")])
+@pytest.mark.parametrize(
+    "system, what", [({"actuated": []}, "no inputs"), ({"prescribed": ["shoulder", "elbow"]}, "no dynamic coordinates")]
+)
 def test_planning_a_model_with_nothing_to_plan_says_so(system, what):
     """A passive double pendulum (actuated: []) — or a robot without joints, erd:iris_simple — was answered
     "TaskError: zero-size array to reduction operation minimum which has no identity"; with every joint prescribed
@@ -307,8 +349,10 @@ def test_planning_a_model_with_nothing_to_plan_says_so(system, what):
     zero-size error. plan_task now says what the model lacks."""
     robot = vc.load_robot("double_pendulum", system)
     vi = vc.MidpointVI(robot, 0.05, compile=False)
-    task = vc.load_task("name: x\nmodel: double_pendulum\ndt: 0.05\nhorizon: 5\nreference: {type: goal}\n"
-                        "weights: {Q: 1, R: 0.1, Qf: 10}\n")
+    task = vc.load_task(
+        "name: x\nmodel: double_pendulum\ndt: 0.05\nhorizon: 5\nreference: {type: goal}\n"
+        "weights: {Q: 1, R: 0.1, Qf: 10}\n"
+    )
     with pytest.raises(vc.TaskError, match=what):
         vc.plan_task(vi, task)
 
@@ -319,6 +363,7 @@ def test_plan_save_writes_exactly_the_path_it_is_given(tmp_path):
     /dev/null.npz. The file is now written to exactly the path (through a temporary file renamed into place, so an
     existing plan is replaced whole), a directory or device is refused, and the round trip is exact."""
     import os
+
     vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
     task = vc.load_task("task_pendulum_swingup")
     task.max_iterations, task.horizon, task.reference = 2, 5, {"type": "goal"}
@@ -344,10 +389,14 @@ def test_sweep_config_bounds_its_loops():
 
     from vi_control.planning.task import config_file
     from vi_control.sweep.config import SweepConfigError, load_robustness_config
+
     base = yaml.safe_load(open(config_file("sweep_pendulum")))
     assert load_robustness_config(base).samples == base["samples"]
-    for change, key in [({"samples": 10**9}, "samples"), ({"success": {"hold_time": 1e12}}, "success.hold_time"),
-                        ({"perturbations": {"mass_scale": [1.0, 1e9]}}, "perturbations.mass_scale")]:
+    for change, key in [
+        ({"samples": 10**9}, "samples"),
+        ({"success": {"hold_time": 1e12}}, "success.hold_time"),
+        ({"perturbations": {"mass_scale": [1.0, 1e9]}}, "perturbations.mass_scale"),
+    ]:
         with pytest.raises(SweepConfigError, match=key):
             load_robustness_config(base | change)
     with pytest.raises(SweepConfigError, match="samples"):
@@ -374,6 +423,7 @@ def test_feedback_guess_about_a_reference_the_system_cannot_step_from_is_none():
     LG2 reach resampled onto Δt = 0.05 s: its wrist turning 5.6 rad a step) raised the step's error out of
     plan_task ("Newton did not converge at step None"). The linearization about such a stage is now a failed guess."""
     from vi_control.planning.ddp import feedback_initial_guess
+
     vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
     X = np.array([[0.0, 0.0], [0.1, 1e3], [0.2, 0.0]])  # 1000 N·m·s: a turn of ~100 rad in one step
     U = np.zeros((2, 1))
@@ -392,4 +442,3 @@ def test_make_integrator_names_a_model_of_the_wrong_kind():
     with pytest.raises(TypeError, match="must be a RigidBodyModel"):
         vc.make_integrator("lie_group", vc.load_robot("pendulum"), 0.1)
     assert vc.make_integrator("gni", vc.load_robot("pendulum"), 0.1).nx == 2
-

@@ -42,16 +42,19 @@ def test_dmoc_horizon_is_bounded_where_its_dense_check_still_fits():
             DMOCProblem(SPACECRAFT, np.eye(3), np.eye(3), n, 0.1 * n)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(max_iterations=-1), r"^max_iterations: must be an integer in \[1, 1000\], got -1"),
-    (dict(max_iterations=0), r"^max_iterations: must be an integer in \[1, 1000\], got 0"),
-    (dict(max_iterations=10**9), r"^max_iterations: .*got 1000000000"),
-    (dict(max_iterations=1001), r"^max_iterations: .*got 1001"),
-    (dict(tolerance=0.0), r"^tolerance: must be a number in \[1e-14, 1e-06\], got 0.0"),
-    (dict(tolerance=1e-14 / UP), r"^tolerance: "),
-    (dict(tolerance=1e-6 * UP), r"^tolerance: "),
-    (dict(tolerance=float("nan")), r"^tolerance: "),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(max_iterations=-1), r"^max_iterations: must be an integer in \[1, 1000\], got -1"),
+        (dict(max_iterations=0), r"^max_iterations: must be an integer in \[1, 1000\], got 0"),
+        (dict(max_iterations=10**9), r"^max_iterations: .*got 1000000000"),
+        (dict(max_iterations=1001), r"^max_iterations: .*got 1001"),
+        (dict(tolerance=0.0), r"^tolerance: must be a number in \[1e-14, 1e-06\], got 0.0"),
+        (dict(tolerance=1e-14 / UP), r"^tolerance: "),
+        (dict(tolerance=1e-6 * UP), r"^tolerance: "),
+        (dict(tolerance=float("nan")), r"^tolerance: "),
+    ],
+)
 def test_solve_dmoc_refuses_iterations_and_tolerances_outside_their_range(kwargs, match):
     """max_iterations = −1 reported "converged" (the loop never ran, the unchecked guess was returned), 10⁹ with
     tolerance = 0 ran until killed. Both ends of both ranges, refused before anything is built."""
@@ -108,8 +111,14 @@ def test_a_nan_dmoc_guess_is_named_as_the_guess():
 
 # ---- a task's Δt -------------------------------------------------------------------------------------------------
 def _swingup(**over) -> dict:
-    d = {"model": "pendulum", "dt": 0.1, "horizon": 50, "start": {"q": [0.0]}, "goal": {"q": ["pi"]},
-         "weights": {"Q": [100.0, 1.0], "R": 1.0}}
+    d = {
+        "model": "pendulum",
+        "dt": 0.1,
+        "horizon": 50,
+        "start": {"q": [0.0]},
+        "goal": {"q": ["pi"]},
+        "weights": {"Q": [100.0, 1.0], "R": 1.0},
+    }
     d.update(over)
     return d
 
@@ -130,6 +139,7 @@ def test_a_pendulum_at_the_smallest_mass_scale_plans_without_overflow():
     end, 1e-12, the swing-up plans with finite numbers and ends where the same task ends at scale 1 (the
     swing-up reaches the top as at scale 1 — with torques 1e-12 as large, the weight R costs nothing there)."""
     from vi_control.planning.pipeline import plan_task
+
     task = load_task(_swingup(horizon=30, optimizer={"max_iterations": 30}))
     ends = []
     for scale in (1.0, 1e-12):
@@ -142,24 +152,37 @@ def test_a_pendulum_at_the_smallest_mass_scale_plans_without_overflow():
 
 # ---- rigid-body YAML ---------------------------------------------------------------------------------------------
 def _uuv(**over) -> dict:
-    d = {"name": "b", "group": "SE3", "mass": 3.0, "inertia": {"cylinder": {"radius": 0.1, "length": 0.5}},
-         "actuators": [{"name": "fx", "type": "force", "direction": [1, 0, 0], "position": [0.0, 0.0, 0.1]}],
-         "gravity": [0.0, 0.0, -9.81], "buoyancy": {"force": 29.43}}
+    d = {
+        "name": "b",
+        "group": "SE3",
+        "mass": 3.0,
+        "inertia": {"cylinder": {"radius": 0.1, "length": 0.5}},
+        "actuators": [{"name": "fx", "type": "force", "direction": [1, 0, 0], "position": [0.0, 0.0, 0.1]}],
+        "gravity": [0.0, 0.0, -9.81],
+        "buoyancy": {"force": 29.43},
+    }
     d.update(over)
     return d
 
 
-@pytest.mark.parametrize("over, match", [
-    (dict(gravity=[0.0, 0.0, -1e10]), r"^gravity\[2\]: must be a number in \[-10000, 10000\]"),
-    (dict(gravity=[0.0, 1e4 * UP, 0.0]), r"^gravity\[1\]: "),
-    (dict(actuators=[{"name": "fx", "type": "force", "direction": [1, 0, 0], "position": [1e300, 0, 0]}]),
-     r"^actuators\[0\]\.position\[0\]: must be a number in \[-1e\+06, 1e\+06\]"),
-    (dict(inertia={"cylinder": {"radius": 1e300, "length": 0.5}}),
-     r"^inertia\.cylinder\.radius: must be a number in \[1e-06, 1e\+06\]"),
-    (dict(inertia={"cylinder": {"radius": 1e6, "length": 1e6}}), r"^inertia\.cylinder: principal moments"),
-    (dict(mass=1e9 * UP), r"^mass: must be a number in \[1e-12, 1e\+09\]"),
-    (dict(buoyancy={"force": 1e300}), r"^buoyancy\.force: must be a number in \[0, 1e\+13\]"),
-])
+@pytest.mark.parametrize(
+    "over, match",
+    [
+        (dict(gravity=[0.0, 0.0, -1e10]), r"^gravity\[2\]: must be a number in \[-10000, 10000\]"),
+        (dict(gravity=[0.0, 1e4 * UP, 0.0]), r"^gravity\[1\]: "),
+        (
+            dict(actuators=[{"name": "fx", "type": "force", "direction": [1, 0, 0], "position": [1e300, 0, 0]}]),
+            r"^actuators\[0\]\.position\[0\]: must be a number in \[-1e\+06, 1e\+06\]",
+        ),
+        (
+            dict(inertia={"cylinder": {"radius": 1e300, "length": 0.5}}),
+            r"^inertia\.cylinder\.radius: must be a number in \[1e-06, 1e\+06\]",
+        ),
+        (dict(inertia={"cylinder": {"radius": 1e6, "length": 1e6}}), r"^inertia\.cylinder: principal moments"),
+        (dict(mass=1e9 * UP), r"^mass: must be a number in \[1e-12, 1e\+09\]"),
+        (dict(buoyancy={"force": 1e300}), r"^buoyancy\.force: must be a number in \[0, 1e\+13\]"),
+    ],
+)
 def test_rigid_body_numbers_beyond_what_the_arithmetic_carries_are_refused(over, match):
     """Gravity 1e10, an actuator at 1e300 m were accepted; a cylinder radius of 1e300 raised OverflowError (r²).
     Each is now a RigidBodyConfigError naming the key; the same key at its bound loads."""
@@ -168,16 +191,22 @@ def test_rigid_body_numbers_beyond_what_the_arithmetic_carries_are_refused(over,
 
 
 def test_rigid_body_numbers_at_their_bounds_load():
-    body = load_rigid_body(_uuv(gravity=[0.0, 0.0, -1e4], buoyancy={"force": 3e4},
-                                actuators=[{"name": "fx", "type": "force", "direction": [1, 0, 0],
-                                            "position": [0.0, 0.0, 1e6]}]))
+    body = load_rigid_body(
+        _uuv(
+            gravity=[0.0, 0.0, -1e4],
+            buoyancy={"force": 3e4},
+            actuators=[{"name": "fx", "type": "force", "direction": [1, 0, 0], "position": [0.0, 0.0, 1e6]}],
+        )
+    )
     assert body.gravity[2] == -1e4 and body.input_matrix[1, 0] == 1e6  # (r × d)_y = z·1
-    assert load_rigid_body(_uuv(inertia={"cylinder": {"radius": 1e6, "length": 0.5}}, mass=1e-3)).inertia[0, 0] \
-        == pytest.approx(0.5 * 1e-3 * 1e12)
+    assert load_rigid_body(_uuv(inertia={"cylinder": {"radius": 1e6, "length": 0.5}}, mass=1e-3)).inertia[
+        0, 0
+    ] == pytest.approx(0.5 * 1e-3 * 1e12)
 
 
-@pytest.mark.parametrize("scale, ok", [(1e-12, True), (1e-12 / UP, False), (1e-300, False), (1e6, True),
-                                       (1e6 * UP, False)])
+@pytest.mark.parametrize(
+    "scale, ok", [(1e-12, True), (1e-12 / UP, False), (1e-300, False), (1e6, True), (1e6 * UP, False)]
+)
 def test_rigid_body_scales_are_those_of_robot_models(scale, ok):
     for key in ("mass_scale", "drag_scale", "buoyancy_scale"):
         if ok:
@@ -188,14 +217,17 @@ def test_rigid_body_scales_are_those_of_robot_models(scale, ok):
 
 
 # ---- the vehicle's planning section --------------------------------------------------------------------------------
-@pytest.mark.parametrize("planning, match", [
-    ({"lqr": {"Q": "ten"}}, r"^planning\.lqr\.Q: expected a number or 6 numbers, got 'ten'"),
-    ({"lqr": {"R": [1, "x", 1]}}, r"^planning\.lqr\.R: expected a number or 3 numbers"),
-    ({"lqr": {"Qf": [[1, 2]]}}, r"^planning\.lqr\.Qf: "),
-    ({"lqr": {"Q": 1e12 * UP}}, r"^planning\.lqr\.Q\[0\]: must be a number in \[0, 1e\+12\]"),
-    ({"lqr": {"Q": -1.0}}, r"^planning\.lqr\.Q\[0\]: must be a number in \[0, 1e\+12\]"),
-    ({"horizon": MAX_DMOC_HORIZON + 1}, r"^planning\.horizon: must be an integer in \[2, 256\]"),
-])
+@pytest.mark.parametrize(
+    "planning, match",
+    [
+        ({"lqr": {"Q": "ten"}}, r"^planning\.lqr\.Q: expected a number or 6 numbers, got 'ten'"),
+        ({"lqr": {"R": [1, "x", 1]}}, r"^planning\.lqr\.R: expected a number or 3 numbers"),
+        ({"lqr": {"Qf": [[1, 2]]}}, r"^planning\.lqr\.Qf: "),
+        ({"lqr": {"Q": 1e12 * UP}}, r"^planning\.lqr\.Q\[0\]: must be a number in \[0, 1e\+12\]"),
+        ({"lqr": {"Q": -1.0}}, r"^planning\.lqr\.Q\[0\]: must be a number in \[0, 1e\+12\]"),
+        ({"horizon": MAX_DMOC_HORIZON + 1}, r"^planning\.horizon: must be an integer in \[2, 256\]"),
+    ],
+)
 def test_planning_section_types_and_ranges_are_named(planning, match):
     """Strings in planning.lqr ended in numpy's "could not convert string to float", naming no key."""
     body = load_rigid_body({**_spacecraft_cfg(), "planning": planning})
@@ -204,15 +236,22 @@ def test_planning_section_types_and_ranges_are_named(planning, match):
 
 
 def _spacecraft_cfg() -> dict:
-    return {"name": "sc", "group": "SO3", "inertia": [1.0, 2.0, 2.5],
-            "actuators": [{"name": f"t{i}", "type": "torque", "direction": list(np.eye(3)[i])} for i in range(3)]}
+    return {
+        "name": "sc",
+        "group": "SO3",
+        "inertia": [1.0, 2.0, 2.5],
+        "actuators": [{"name": f"t{i}", "type": "torque", "direction": list(np.eye(3)[i])} for i in range(3)],
+    }
 
 
-@pytest.mark.parametrize("rpy, match", [
-    (["ninety", 0, 0], r"^planning\.maneuvers\[0\]\.goal\.rpy_deg: expected 3 numbers, got \['ninety', 0, 0\]"),
-    ([0, 0, 1e300], r"^planning\.maneuvers\[0\]\.goal\.rpy_deg\[2\]: must be a number in \[-360, 360\]"),
-    ([0, 360 * UP, 0], r"rpy_deg\[1\]: must be a number in \[-360, 360\]"),
-])
+@pytest.mark.parametrize(
+    "rpy, match",
+    [
+        (["ninety", 0, 0], r"^planning\.maneuvers\[0\]\.goal\.rpy_deg: expected 3 numbers, got \['ninety', 0, 0\]"),
+        ([0, 0, 1e300], r"^planning\.maneuvers\[0\]\.goal\.rpy_deg\[2\]: must be a number in \[-360, 360\]"),
+        ([0, 360 * UP, 0], r"rpy_deg\[1\]: must be a number in \[-360, 360\]"),
+    ],
+)
 def test_maneuver_angles_are_numbers_of_at_most_a_turn(rpy, match):
     """Strings in a maneuver's angles ended in numpy's conversion error; 1e300° was accepted (cos/sin of it carry
     no digits of the angle). At ±360° a maneuver loads, and turns the body by a whole turn: the identity."""
@@ -242,4 +281,3 @@ def test_resuming_a_sweep_from_deeply_nested_json_is_a_sweep_error(tmp_path, lin
     store = ResultStore(path, header)
     assert store.done == {(1, 2): {"key": [1, 2], "x": 3}}
     store.close()
-

@@ -25,7 +25,7 @@ def test_a_prescribed_coordinates_state_slot_is_its_finite_difference_velocity()
     x = vi.state_from_configurations(q_prev, q)
     fd = (q - q_prev) / 0.01
     np.testing.assert_allclose(vi.velocity(x)[vi.idx_k], fd[vi.idx_k], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(x[vi.nq:][vi.idx_k], fd[vi.idx_k], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x[vi.nq :][vi.idx_k], fd[vi.idx_k], rtol=1e-12, atol=1e-12)
 
 
 def test_a_maneuver_plans_final_gain_is_the_last_stage_of_its_riccati_recursion():

@@ -24,8 +24,21 @@ from vi_control.ros.messages import (
 )
 from vi_control.ros.planner_requests import trajectory_request
 
-TIMES = [3.999999999, 0.999999999, 1e-9, 2e-9 / 3, 0.5, 0.1, 1.8e9 + 0.123456789, 1_700_000_000.999999, -0.25,
-         -1e-9, 2.0**31 - 2 + 0.5, 2.0**31 - 1, 4e6 + 0.000000001]
+TIMES = [
+    3.999999999,
+    0.999999999,
+    1e-9,
+    2e-9 / 3,
+    0.5,
+    0.1,
+    1.8e9 + 0.123456789,
+    1_700_000_000.999999,
+    -0.25,
+    -1e-9,
+    2.0**31 - 2 + 0.5,
+    2.0**31 - 1,
+    4e6 + 0.000000001,
+]
 
 
 @pytest.mark.parametrize("t", TIMES)
@@ -51,8 +64,17 @@ def _joint_state(sec: int, nsec: int) -> JointState:
     return m
 
 
-@pytest.mark.parametrize("sec, nsec", [(3, 999_999_999), (3, 1), (0, 999_999_999), (4_000_000, 123_456_789),
-                                       (1_800_000_000, 999_999_999), (1_800_000_000, 1)])
+@pytest.mark.parametrize(
+    "sec, nsec",
+    [
+        (3, 999_999_999),
+        (3, 1),
+        (0, 999_999_999),
+        (4_000_000, 123_456_789),
+        (1_800_000_000, 999_999_999),
+        (1_800_000_000, 1),
+    ],
+)
 def test_a_stamp_read_as_seconds_keeps_its_nanoseconds(sec, nsec):
     """stamp_seconds (rclpy message) and the controller's raw reader (CDR bytes) give sec + nanosec·10⁻⁹ to the
     double's resolution; back through split_seconds the stamp comes back exactly for simulated times (below 2²² s,
@@ -88,9 +110,19 @@ def test_trajectory_times_from_start_are_the_plans_times(dt):
     turns them back into seconds (and the header stamp): each k·Δt to the nearest nanosecond, whatever Δt."""
     N = 40
     t0 = 1.8e9 + 0.5  # (a wall-clock plan: t_k − t_0 is what the message carries)
-    plan = Plan(times=t0 + dt * np.arange(N + 1), X=np.zeros((N + 1, 2)), U=np.zeros((N, 1)), K=np.zeros((N, 1, 2)),
-                dt=dt, model_name="pendulum", model_hash="0123456789abcdef", joint_names=["theta"],
-                input_names=["theta"], K_final=np.zeros((1, 2)), U_final=np.zeros(1))
+    plan = Plan(
+        times=t0 + dt * np.arange(N + 1),
+        X=np.zeros((N + 1, 2)),
+        U=np.zeros((N, 1)),
+        K=np.zeros((N, 1, 2)),
+        dt=dt,
+        model_name="pendulum",
+        model_hash="0123456789abcdef",
+        joint_names=["theta"],
+        input_names=["theta"],
+        K_final=np.zeros((1, 2)),
+        U_final=np.zeros(1),
+    )
     msg = plan_to_trajectory(plan, np.zeros((N + 1, 1)), [0], Time(sec=5, nanosec=999_999_999))
     request = trajectory_request(msg, load_robot("pendulum"))
     got = request.times
@@ -98,6 +130,7 @@ def test_trajectory_times_from_start_are_the_plans_times(dt):
     for k, (p, t) in enumerate(zip(msg.points, got)):
         rel = Fraction(plan.times[k]) - Fraction(plan.times[0])
         assert 0 <= p.time_from_start.nanosec < 10**9
-        assert abs(Fraction(p.time_from_start.sec) + Fraction(p.time_from_start.nanosec, 10**9) - rel) \
-            <= Fraction(1, 2 * 10**9) + Fraction(math.ulp(float(rel) or 1e-300))
+        assert abs(Fraction(p.time_from_start.sec) + Fraction(p.time_from_start.nanosec, 10**9) - rel) <= Fraction(
+            1, 2 * 10**9
+        ) + Fraction(math.ulp(float(rel) or 1e-300))
         assert abs(t - float(rel)) <= 1e-9

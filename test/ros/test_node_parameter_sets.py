@@ -13,9 +13,13 @@ from rclpy.parameter import Parameter  # noqa: E402
 def test_a_refused_request_changes_nothing(controller_in_process):
     node = controller_in_process
     before = dict(node.p)
-    result = node.set_parameters_atomically([Parameter("safe_damping", value=3.0),
-                                             Parameter("hold_position_weight", value=10.0),
-                                             Parameter("safe_mode", value="brake")])  # not a choice
+    result = node.set_parameters_atomically(
+        [
+            Parameter("safe_damping", value=3.0),
+            Parameter("hold_position_weight", value=10.0),
+            Parameter("safe_mode", value="brake"),
+        ]
+    )  # not a choice
     assert not result.successful and "safe_mode must be one of" in result.reason
     assert node.p == before
     assert node.get_parameter("safe_damping").value == before["safe_damping"]
@@ -24,9 +28,13 @@ def test_a_refused_request_changes_nothing(controller_in_process):
 
 def test_an_accepted_request_changes_the_copy_and_what_it_sets(controller_in_process):
     node = controller_in_process
-    result = node.set_parameters_atomically([Parameter("safe_damping", value=3.0),
-                                             Parameter("hold_position_weight", value=10.0),
-                                             Parameter("safe_mode", value="damping")])
+    result = node.set_parameters_atomically(
+        [
+            Parameter("safe_damping", value=3.0),
+            Parameter("hold_position_weight", value=10.0),
+            Parameter("safe_mode", value="damping"),
+        ]
+    )
     assert result.successful, result.reason
     assert (node.p["safe_damping"], node.p["hold_position_weight"], node.p["safe_mode"]) == (3.0, 10.0, "damping")
     assert node.runner.hold.Q[0] == 10.0

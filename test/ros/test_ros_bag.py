@@ -14,14 +14,17 @@ rosbags = pytest.importorskip("rosbags")
 
 from vi_control.model.bundled import bundled_urdf  # noqa: E402
 
-TYPES = {"joint_states": "sensor_msgs/msg/JointState",
-         "effort_controller/commands": "std_msgs/msg/Float64MultiArray",
-         "vi_planner/trajectory": "trajectory_msgs/msg/JointTrajectory",
-         "vi_planner/plan": "std_msgs/msg/UInt8MultiArray",
-         "vi_controller/controller_state": "trajectory_msgs/msg/JointTrajectory",
-         "diagnostics": "diagnostic_msgs/msg/DiagnosticArray", "clock": "rosgraph_msgs/msg/Clock",
-         "robot_description": "std_msgs/msg/String",
-         "vi_planner/request_status": "diagnostic_msgs/msg/DiagnosticArray"}
+TYPES = {
+    "joint_states": "sensor_msgs/msg/JointState",
+    "effort_controller/commands": "std_msgs/msg/Float64MultiArray",
+    "vi_planner/trajectory": "trajectory_msgs/msg/JointTrajectory",
+    "vi_planner/plan": "std_msgs/msg/UInt8MultiArray",
+    "vi_controller/controller_state": "trajectory_msgs/msg/JointTrajectory",
+    "diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
+    "clock": "rosgraph_msgs/msg/Clock",
+    "robot_description": "std_msgs/msg/String",
+    "vi_planner/request_status": "diagnostic_msgs/msg/DiagnosticArray",
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +73,16 @@ def test_rosbags_reads_every_topic_with_monotone_stamps(recorded_run):
     msgs = _rosbags_messages(path)
     ns = next(t for t in msgs if t.endswith("/joint_states"))[: -len("/joint_states")]
     counts = {rel: len(msgs[f"{ns}/{rel}"]) for rel in TYPES}
-    for rel in ("joint_states", "effort_controller/commands", "vi_planner/trajectory", "vi_planner/plan",
-                "vi_controller/controller_state", "diagnostics", "clock", "robot_description"):
+    for rel in (
+        "joint_states",
+        "effort_controller/commands",
+        "vi_planner/trajectory",
+        "vi_planner/plan",
+        "vi_controller/controller_state",
+        "diagnostics",
+        "clock",
+        "robot_description",
+    ):
         assert counts[rel] > 0, counts
     assert counts["joint_states"] >= len(run.q) and counts["effort_controller/commands"] >= 50
     from mcap.reader import make_reader
@@ -91,8 +102,10 @@ def test_contents_equal_what_went_over_dds(recorded_run):
     run, path = recorded_run
     msgs = _rosbags_messages(path)
     ns = next(t for t in msgs if t.endswith("/joint_states"))[: -len("/joint_states")]
-    bag = [(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, np.asarray(m.position), np.asarray(m.effort))
-           for _, m in msgs[f"{ns}/joint_states"]]
+    bag = [
+        (m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, np.asarray(m.position), np.asarray(m.effort))
+        for _, m in msgs[f"{ns}/joint_states"]
+    ]
     i = 0
     for stamp, q, effort in zip(run.stamps, run.q, run.effort, strict=True):
         while i < len(bag) and not (bag[i][0] == stamp and np.array_equal(bag[i][1], q)):
@@ -100,10 +113,10 @@ def test_contents_equal_what_went_over_dds(recorded_run):
         assert i < len(bag), f"the sample at t = {stamp} received over DDS is not in the recording"
         assert np.array_equal(bag[i][2], effort)
         i += 1
-    (_, traj), = msgs[f"{ns}/vi_planner/trajectory"][-1:]
+    ((_, traj),) = msgs[f"{ns}/vi_planner/trajectory"][-1:]
     assert list(traj.joint_names) == list(run.trajectory.joint_names)
     assert [list(p.positions) for p in traj.points] == [list(p.positions) for p in run.trajectory.points]
-    (_, desc), = msgs[f"{ns}/robot_description"]
+    ((_, desc),) = msgs[f"{ns}/robot_description"]
     assert desc.data == Path(bundled_urdf("pendulum")).read_text()
 
 
@@ -120,5 +133,6 @@ def test_vi_views_reader_agrees_with_rosbags(recorded_run):
     assert replay.robot.name == "pendulum" and len(replay.times) == len(states)
     assert np.array_equal(replay.q[:, 0], [m.position[0] for m in states])
     assert np.array_equal(replay.times, [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in states])
-    assert replay.plan_q is not None and np.array_equal(replay.plan_q[:, 0],
-                                                        [p.positions[0] for p in run.trajectory.points])
+    assert replay.plan_q is not None and np.array_equal(
+        replay.plan_q[:, 0], [p.positions[0] for p in run.trajectory.points]
+    )

@@ -27,10 +27,12 @@ pytestmark = pytest.mark.ros
 DISCOVERY = 60.0
 SIMULATOR = dict(model="pendulum", dt=0.01, mode="realtime", system_yaml="")
 # a short reach (converges from any nearby start: the planner plans from the measured state)
-TASK = ("name: reach\nmodel: pendulum\ndt: 0.05\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\ngoal: {q: [0.4]}\n"
-        "reference: {type: goal, u: hold}\ninput_limits: model\n"
-        "weights: {Q: {q: 1.0, p: 0.1}, R: 0.1, Qf: {q: 1.0e+3, p: 1.0e+2}}\n"
-        "lqr: {Q: {q: 100.0, p: 10.0}, R: 0.1, Qf: {q: 100.0, p: 10.0}}\nhold: {Q: {q: 100.0, p: 10.0}, R: 0.1}\n")
+TASK = (
+    "name: reach\nmodel: pendulum\ndt: 0.05\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\ngoal: {q: [0.4]}\n"
+    "reference: {type: goal, u: hold}\ninput_limits: model\n"
+    "weights: {Q: {q: 1.0, p: 0.1}, R: 0.1, Qf: {q: 1.0e+3, p: 1.0e+2}}\n"
+    "lqr: {Q: {q: 100.0, p: 10.0}, R: 0.1, Qf: {q: 100.0, p: 10.0}}\nhold: {Q: {q: 100.0, p: 10.0}, R: 0.1}\n"
+)
 
 
 class ClockReader:
@@ -76,12 +78,31 @@ def test_two_namespaced_simulators_keep_their_clocks_and_their_nodes_run_on_them
         assert readers[key].rec.wait_for(lambda r=readers[key]: r.now() > 3.0, DISCOVERY), procs[f"sim_{key}"].report()
     for key in spaces:
         ns = f"{ros.ns}/{key}"
-        procs[f"controller_{key}"] = _node(ros, "controller_node", ns, f"controller_{key}", True, use_sim_time=True,
-                                           model="pendulum", dt=0.01, system_yaml="", trigger="timer", rate=50.0,
-                                           state_timeout=0.5)
-        procs[f"planner_{key}"] = _node(ros, "planner_node", ns, f"planner_{key}", True, use_sim_time=True,
-                                        task=str(task), startup_wait=30.0,
-                                        expected_solve_time=2.0)
+        procs[f"controller_{key}"] = _node(
+            ros,
+            "controller_node",
+            ns,
+            f"controller_{key}",
+            True,
+            use_sim_time=True,
+            model="pendulum",
+            dt=0.01,
+            system_yaml="",
+            trigger="timer",
+            rate=50.0,
+            state_timeout=0.5,
+        )
+        procs[f"planner_{key}"] = _node(
+            ros,
+            "planner_node",
+            ns,
+            f"planner_{key}",
+            True,
+            use_sim_time=True,
+            task=str(task),
+            startup_wait=30.0,
+            expected_solve_time=2.0,
+        )
 
     def report() -> str:
         return "\n".join(p.report(1500) for p in procs.values())

@@ -29,11 +29,19 @@ def test_collocation_plan_is_tracked_by_the_controller(request, tmp_path, case):
     else:  # Kelly's cart-pole: to x = 1 m, upright, in 2 s
         common, joints, goal = dict(model="cartpole", dt=0.02, system_yaml=""), ["slider", "hinge"], [1.0, np.pi]
         task, init = "task_cartpole_swingup_lg2", [0.0, 0.0]
-    over = {"simulator": dict(common, mode="lockstep", initial_positions=init, initial_velocities=[0.0] * len(init)),
-            "planner": dict(task=task, startup_wait=10.0),
-            "controller": dict(common, trigger="joint_state")}
-    run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=3.0,
-                          joint_names=joints, timeout=150.0)
+    over = {
+        "simulator": dict(common, mode="lockstep", initial_positions=init, initial_velocities=[0.0] * len(init)),
+        "planner": dict(task=task, startup_wait=10.0),
+        "controller": dict(common, trigger="joint_state"),
+    }
+    run = run_closed_loop(
+        domain_id_for(request.node.name),
+        str(tmp_path),
+        overrides=over,
+        hold_time=3.0,
+        joint_names=joints,
+        timeout=150.0,
+    )
     assert not run.error, _report(run)
     assert "collocation_lg2" in run.logs["planner"] and "IPOPT Solve_Succeeded" in run.logs["planner"]
     mask = np.array([j != "slider" for j in joints])
@@ -53,16 +61,25 @@ def test_planner_node_logs_a_failed_collocation_and_publishes_no_plan(request, t
     from vi_control.ros.recorder import Recorder
 
     task = tmp_path / "infeasible.yaml"
-    task.write_text("name: infeasible\nmodel: pendulum\ndt: 0.02\nhorizon: 20\ngoal: {q: [pi]}\n"
-                    "weights: {Q: [1.0, 1.0], R: 1.0}\noptimizer: {method: collocation_lg2, max_iterations: 150}\n"
-                    "collocation: {nodes: 8}\n")
+    task.write_text(
+        "name: infeasible\nmodel: pendulum\ndt: 0.02\nhorizon: 20\ngoal: {q: [pi]}\n"
+        "weights: {Q: [1.0, 1.0], R: 1.0}\noptimizer: {method: collocation_lg2, max_iterations: 150}\n"
+        "collocation: {nodes: 8}\n"
+    )
     domain = domain_id_for(request.node.name)
     set_domain(domain)
     rclpy.init(domain_id=domain)
     ns = run_namespace(f"{domain}:{tmp_path}")
     rec = Recorder(["theta"], namespace=ns)
-    proc = NodeProcess("planner_node", domain, ["ros_planner.yaml"], dict(task=str(task), startup_wait=0.0),
-                       str(tmp_path), name="planner", namespace=ns)
+    proc = NodeProcess(
+        "planner_node",
+        domain,
+        ["ros_planner.yaml"],
+        dict(task=str(task), startup_wait=0.0),
+        str(tmp_path),
+        name="planner",
+        namespace=ns,
+    )
     try:
         assert rec.wait_for(lambda: "PlanningError" in proc.log() or not proc.alive, 90.0), proc.log()
         time.sleep(1.0)
@@ -91,9 +108,22 @@ def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path):
 
     domain = domain_id_for(request.node.name)
     set_domain(domain)
-    rclpy.init(args=["--ros-args", "-p", "task:=task_pendulum_mintime_lg2", "-p", "plan_on_startup:=false",
-                     "-p", "use_measured_state:=false", "-p", "republish_period:=0.0", "-r", "__ns:=/colloc_keep"],
-               domain_id=domain)
+    rclpy.init(
+        args=[
+            "--ros-args",
+            "-p",
+            "task:=task_pendulum_mintime_lg2",
+            "-p",
+            "plan_on_startup:=false",
+            "-p",
+            "use_measured_state:=false",
+            "-p",
+            "republish_period:=0.0",
+            "-r",
+            "__ns:=/colloc_keep",
+        ],
+        domain_id=domain,
+    )
     node = listener = None
     try:
         node = PlannerNode()
@@ -116,9 +146,11 @@ def test_planner_node_keeps_its_plan_when_a_replan_fails(request, tmp_path):
         spin(3.0)
         assert len(received) == 1
         bad = tmp_path / "infeasible.yaml"
-        bad.write_text("name: infeasible\nmodel: pendulum\ndt: 0.02\nhorizon: 20\ngoal: {q: [pi]}\n"
-                       "weights: {Q: [1.0, 1.0], R: 1.0}\noptimizer: {method: collocation_lg2, max_iterations: 100}\n"
-                       "collocation: {nodes: 8}\n")
+        bad.write_text(
+            "name: infeasible\nmodel: pendulum\ndt: 0.02\nhorizon: 20\ngoal: {q: [pi]}\n"
+            "weights: {Q: [1.0, 1.0], R: 1.0}\noptimizer: {method: collocation_lg2, max_iterations: 100}\n"
+            "collocation: {nodes: 8}\n"
+        )
         node.task = load_task(str(bad))
         node._plan(Job(0, Request("task"), "test"))
         spin(1.0)

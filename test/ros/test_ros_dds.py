@@ -48,8 +48,15 @@ def lockstep_step(rec, u, node=None, timeout: float = 10.0, answers: float | Non
 
 @pytest.mark.parametrize("on_bad_command, fallback", [("hold", 0.8), ("zero", 0.0)])
 def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi, on_bad_command, fallback):
-    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", initial_positions=[0.2],
-                    initial_velocities=[0.5], on_bad_command=on_bad_command)
+    sim = ros.start(
+        "simulator_node",
+        model="pendulum",
+        dt=0.1,
+        mode="lockstep",
+        initial_positions=[0.2],
+        initial_velocities=[0.5],
+        on_bad_command=on_bad_command,
+    )
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.log()
     assert rec.wait_for(lambda: rec.cmd_pub.get_subscription_count() > 0, DISCOVERY)
@@ -75,8 +82,9 @@ def test_simulator_rejects_bad_commands_and_keeps_running(ros, pendulum_vi, on_b
 
 def test_simulator_holds_state_when_a_step_does_not_converge(ros):
     # Δt = 2 s with p = 3: Newton on the DEL equation (Johnson2015, eq. 6a) does not converge
-    sim = ros.start("simulator_node", model="pendulum", dt=2.0, mode="lockstep", initial_velocities=[3.0],
-                    idle_publish_period=0.1)
+    sim = ros.start(
+        "simulator_node", model="pendulum", dt=2.0, mode="lockstep", initial_velocities=[3.0], idle_publish_period=0.1
+    )
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     for _ in range(2):
@@ -120,8 +128,16 @@ def send_state(rec, node, t: float, q, v, names=("theta",), watchdog=None) -> np
 def test_controller_tracks_then_goes_safe_on_stale_or_invalid_states(ros, pendulum_vi):
     vi = pendulum_vi
     # on simulation time: the test plays the simulator's /clock, and joint-state stamps are judged on it
-    ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", state_timeout=0.6,
-                     safe_mode="damping", safe_damping=2.0, use_sim_time=True)
+    ctrl = ros.start(
+        "controller_node",
+        model="pendulum",
+        dt=0.1,
+        trigger="joint_state",
+        state_timeout=0.6,
+        safe_mode="damping",
+        safe_damping=2.0,
+        use_sim_time=True,
+    )
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 50, t0=1.0)
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 42))
@@ -177,10 +193,24 @@ def test_realtime_simulator_and_timer_controller_hold_the_pendulum_up(ros, pendu
     # The simulator runs from its start, before discovery completes: the pendulum may fall a long way before the
     # controller acts, so it gets a 15 N·m actuator (3× the gravity torque) to catch it from anywhere.
     strong = "{gravity: [0.0, 0.0, -9.8], actuated: [{joint: theta, effort_limit: 15.0}]}"
-    sim = ros.start("simulator_node", model="pendulum", system_yaml=strong, dt=0.1, mode="realtime",
-                    initial_positions=[np.pi - 0.05])
-    ctrl = ros.start("controller_node", model="pendulum", system_yaml=strong, dt=0.1, trigger="timer", rate=20.0,
-                     state_timeout=1.0, use_sim_time=True)  # the simulator's /clock
+    sim = ros.start(
+        "simulator_node",
+        model="pendulum",
+        system_yaml=strong,
+        dt=0.1,
+        mode="realtime",
+        initial_positions=[np.pi - 0.05],
+    )
+    ctrl = ros.start(
+        "controller_node",
+        model="pendulum",
+        system_yaml=strong,
+        dt=0.1,
+        trigger="timer",
+        rate=20.0,
+        state_timeout=1.0,
+        use_sim_time=True,
+    )  # the simulator's /clock
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 10, t0=0.0)
     pub = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
@@ -211,8 +241,14 @@ def test_simulator_steps_the_linear_time_integrator_when_selected(ros):
     from vi_control.integrators import make_integrator
     from vi_control.model.bundled import load_bundled
 
-    sim = ros.start("simulator_node", model="double_pendulum", dt=0.01, mode="lockstep",
-                    integrator="linear_time", initial_positions=[0.3, -0.2])
+    sim = ros.start(
+        "simulator_node",
+        model="double_pendulum",
+        dt=0.01,
+        mode="lockstep",
+        integrator="linear_time",
+        initial_positions=[0.3, -0.2],
+    )
     rec = ros.recorder(["shoulder", "elbow"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     lt = make_integrator("linear_time", load_bundled("double_pendulum"), 0.01)

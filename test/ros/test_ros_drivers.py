@@ -123,22 +123,36 @@ def test_controller_with_real_drivers_over_dds(ros, vi_100hz, rng):
     from vi_control.ros.messages import plan_to_message, split_seconds
 
     vi = vi_100hz
-    ctrl = ros.start("controller_node", model="pendulum", dt=DT, trigger="joint_state", state_timeout=0.5,
-                     safe_mode="damping", safe_damping=2.0, use_sim_time=True, log_throttle_period=30.0)
+    ctrl = ros.start(
+        "controller_node",
+        model="pendulum",
+        dt=DT,
+        trigger="joint_state",
+        state_timeout=0.5,
+        safe_mode="damping",
+        safe_damping=2.0,
+        use_sim_time=True,
+        log_throttle_period=30.0,
+    )
     rec = ros.recorder(["theta"], record_states=False)
     plan = _pendulum_hold_plan(vi, 2000, t0=1.0)
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 5))
     gripper = rec.create_publisher(JointState, "joint_states", RECORD_QOS)  # a second driver, its own writer
     assert ctrl.wait_for_log("accepted plan 5", DISCOVERY), ctrl.report()
-    assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0 and gripper.get_subscription_count() > 0,
-                        DISCOVERY)
+    assert rec.wait_for(
+        lambda: rec.state_pub.get_subscription_count() > 0 and gripper.get_subscription_count() > 0, DISCOVERY
+    )
 
     def law(x):
         return float((plan.K[0] @ (plan.X[0] - x))[0])
 
     def arm(t: float, stamp: float, v=()):
-        msg = JointState(name=["wheel_left", "theta", "finger_2"], position=[0.3, float(_q(t)[0]), 0.01],
-                         velocity=list(v), effort=[0.0, 1.5, 0.0])
+        msg = JointState(
+            name=["wheel_left", "theta", "finger_2"],
+            position=[0.3, float(_q(t)[0]), 0.01],
+            velocity=list(v),
+            effort=[0.0, 1.5, 0.0],
+        )
         msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(stamp)
         return msg
 
@@ -220,8 +234,16 @@ def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     from vi_control.ros.messages import plan_to_message, split_seconds
 
     vi = vi_100hz
-    params = dict(model="pendulum", dt=DT, trigger="timer", rate=20.0, state_timeout=0.5, use_sim_time=True,
-                  state_estimate="velocities", log_throttle_period=30.0)
+    params = dict(
+        model="pendulum",
+        dt=DT,
+        trigger="timer",
+        rate=20.0,
+        state_timeout=0.5,
+        use_sim_time=True,
+        state_estimate="velocities",
+        log_throttle_period=30.0,
+    )
     ctrl = ros.start("controller_node", **params)
     rec = ros.recorder(["theta"], record_states=False)
     plan = _pendulum_hold_plan(vi, 2000, t0=1.0)
@@ -296,12 +318,19 @@ def test_goal_sent_before_any_joint_state_waits_for_one(ros):
     from vi_control.ros.common import STREAM_QOS
     from vi_control.ros.messages import split_seconds
 
-    planner = ros.start("planner_node", model="pendulum", task="task_pendulum_swingup", plan_on_startup=False,
-                        startup_wait=20.0, expected_solve_time=3.0)
+    planner = ros.start(
+        "planner_node",
+        model="pendulum",
+        task="task_pendulum_swingup",
+        plan_on_startup=False,
+        startup_wait=20.0,
+        expected_solve_time=3.0,
+    )
     rec = ros.recorder(["theta"], record_states=False)
     goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
-    assert rec.wait_for(lambda: goal_pub.get_subscription_count() > 0 and rec.state_pub.get_subscription_count() > 0,
-                        DISCOVERY), planner.report()
+    assert rec.wait_for(
+        lambda: goal_pub.get_subscription_count() > 0 and rec.state_pub.get_subscription_count() > 0, DISCOVERY
+    ), planner.report()
     assert planner.wait_for_log("task task_pendulum_swingup on pendulum", DISCOVERY), planner.report()
     for _ in range(10):  # (until heard: the planner's reader may match this writer later than it matches them)
         goal_pub.publish(JointState(name=["theta"], position=[np.pi]))
@@ -326,8 +355,9 @@ def test_planner_stamps_unstamped_joint_states_on_receipt(ros):
     from sensor_msgs.msg import JointState
     from test_ros_dds import DISCOVERY
 
-    planner = ros.start("planner_node", model="pendulum", task="task_pendulum_swingup", startup_wait=20.0,
-                        expected_solve_time=3.0)
+    planner = ros.start(
+        "planner_node", model="pendulum", task="task_pendulum_swingup", startup_wait=20.0, expected_solve_time=3.0
+    )
     rec = ros.recorder(["theta"], record_states=False)
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY), planner.report()
     t_sent = time.time()
@@ -355,9 +385,14 @@ def _split_driver(domain: int, namespace: str, joints: str, every: int, dt: floa
 
     log = open(Path(log_dir) / f"driver_{joints.replace(',', '_')}.log", "w")
     driver = Path(__file__).resolve().parents[1] / "support" / "split_driver.py"
-    return subprocess.Popen([sys.executable, str(driver), namespace, joints,
-                             str(every), str(dt)], stdout=log, stderr=subprocess.STDOUT,
-                            env=ros_environment(domain), start_new_session=True, preexec_fn=die_with_parent)
+    return subprocess.Popen(
+        [sys.executable, str(driver), namespace, joints, str(every), str(dt)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=ros_environment(domain),
+        start_new_session=True,
+        preexec_fn=die_with_parent,
+    )
 
 
 def _late_commands(snapshots: list[dict], t0: float, t1: float) -> tuple[int, int]:
@@ -372,7 +407,7 @@ def _late_commands(snapshots: list[dict], t0: float, t1: float) -> tuple[int, in
         return int(snapshots[j]["late_command_steps"]), int(snapshots[j]["max_command_lag_steps"])
     i = before[-1]
     late = int(snapshots[j]["late_command_steps"]) - int(snapshots[i]["late_command_steps"])
-    return late, max(int(s["max_command_lag_steps_in_period"]) for s in snapshots[i + 1: j + 1])
+    return late, max(int(s["max_command_lag_steps_in_period"]) for s in snapshots[i + 1 : j + 1])
 
 
 def _stop(proc) -> None:
@@ -439,13 +474,23 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     # at half speed: the state's round trip through a driver and the controller back to the simulator has 20 ms of
     # wall time per step, not 10 (at 1×, two CI runs beside the other test worker tracked to 0.042 and 0.051 rad,
     # a command that came after the step it was for applied one step late)
-    overrides = {"simulator": dict(model, mode="realtime", real_time_factor=0.5, initial_positions=[0.0, 0.0],
-                                   initial_velocities=[0.0, 0.0], diagnostics_period=0.05),
-                 "controller": dict(model, trigger="joint_state", log_throttle_period=0.0, diagnostics_period=0.05),
-                 "planner": dict(model, task=str(task))}
+    overrides = {
+        "simulator": dict(
+            model,
+            mode="realtime",
+            real_time_factor=0.5,
+            initial_positions=[0.0, 0.0],
+            initial_velocities=[0.0, 0.0],
+            diagnostics_period=0.05,
+        ),
+        "controller": dict(model, trigger="joint_state", log_throttle_period=0.0, diagnostics_period=0.05),
+        "planner": dict(model, task=str(task)),
+    }
     split = {"joint_states": "split_joint_states"}  # the nodes hear only the drivers
-    procs = [_split_driver(domain, ns, "shoulder", 1, dt, tmp_path),
-             _split_driver(domain, ns, "elbow", 2, dt, tmp_path)]
+    procs = [
+        _split_driver(domain, ns, "shoulder", 1, dt, tmp_path),
+        _split_driver(domain, ns, "elbow", 2, dt, tmp_path),
+    ]
     stopped_at: list[float] = []
     diagnostics: list[dict] = []
     sim_diagnostics: list[dict] = []
@@ -485,9 +530,17 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
         threading.Thread(target=watch, daemon=True).start()
 
     try:
-        run = run_closed_loop(domain, str(tmp_path / "logs"), overrides=overrides, joint_names=["shoulder", "elbow"],
-                              hold_time=1.5, timeout=150.0, namespace=ns, on_start=stop_elbow_after_the_plan,
-                              remaps={"controller": split, "planner": split})
+        run = run_closed_loop(
+            domain,
+            str(tmp_path / "logs"),
+            overrides=overrides,
+            joint_names=["shoulder", "elbow"],
+            hold_time=1.5,
+            timeout=150.0,
+            namespace=ns,
+            on_start=stop_elbow_after_the_plan,
+            remaps={"controller": split, "planner": split},
+        )
     finally:
         for d in procs:
             _stop(d)
@@ -516,21 +569,25 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     # effort limits and the reach went 1.6 rad off — what any controller does when its loop stops, not a merge fault.
     nominal = late[0] <= 5 and late[1] <= 1 and ahead <= 2 * dt + 0.005
     stalled = late[1] > 3 or ahead > 2 * dt + 0.015
-    print(f"two drivers: max tracking error {np.nanmax(np.abs(err)):.3g} rad; over the plan {late[0]} steps on a "
-          f"late command (lag up to {late[1]}), the elbow extrapolated up to {1e3 * ahead:.1f} ms"
-          f"{': the loop stalled, tracking not judged' if stalled else ''}")
+    print(
+        f"two drivers: max tracking error {np.nanmax(np.abs(err)):.3g} rad; over the plan {late[0]} steps on a "
+        f"late command (lag up to {late[1]}), the elbow extrapolated up to {1e3 * ahead:.1f} ms"
+        f"{': the loop stalled, tracking not judged' if stalled else ''}"
+    )
     if not stalled:
         assert np.nanmax(np.abs(err)) < (4e-2 if nominal else 1e-1), (late, ahead, logs)
         held = (run.stamps > plan.times[-1] + 0.1) & (run.stamps < plan.times[-1] + 0.3)  # (before the elbow stops)
         assert held.any() and np.abs(run.q[held] - plan.X[-1, :2]).max() < 4e-2
     counts = diagnostics[-1] if diagnostics else {}
     assert stopped_at[0] == [(True, ""), (True, "")], logs
-    after = [line for line in controller.splitlines() if float(line.split("] [")[1] if "] [" in line else 0)
-             > stopped_at[1]]  # (the log's wall-clock stamps)
+    after = [
+        line for line in controller.splitlines() if float(line.split("] [")[1] if "] [" in line else 0) > stopped_at[1]
+    ]  # (the log's wall-clock stamps)
     waiting = [line for line in after if "joint state incomplete: waiting for joint(s) ['elbow'] (last seen" in line]
     assert waiting, logs
     assert 0.1 <= float(waiting[0].split("(last seen ")[1].split()[0]) < 0.2, logs  # the live-set 0.1 s had passed
     # no new state since: it ages into a stale one (state_timeout, set to 0.25 s), the safe command
-    assert any("joint states stale: no joint state for" in line and "-> safe command (damping)" in line
-               for line in after), logs
+    assert any(
+        "joint states stale: no joint state for" in line and "-> safe command (damping)" in line for line in after
+    ), logs
     assert int(counts["partial_joint_states"]) > 300 and int(counts["waiting_joint_states"]) > 0, counts

@@ -25,8 +25,10 @@ UNBOUNDED = {"simulator": _STRONG, "controller": _STRONG, "planner": dict(task="
 
 def _alignment(run) -> str:
     """Where the plan was anchored and what was recorded, for a failing tracking assertion."""
-    return (f"plan t0={run.first_plan.times[0]:g}, first stamps {run.stamps[:6].tolist()}, "
-            f"{len(run.stamps)} states\n" + _report(run))
+    return (
+        f"plan t0={run.first_plan.times[0]:g}, first stamps {run.stamps[:6].tolist()}, "
+        f"{len(run.stamps)} states\n" + _report(run)
+    )
 
 
 def _report(run) -> str:
@@ -46,8 +48,9 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
         # load), may not yet: stop the planner only once the controller runs on its plan. (Stopping it earlier
         # was what the former "lost hand-over" xfail measured: the controller then simply never had plan 1.)
         first_seq = rec.plan()[0]
-        assert rec.wait_for(lambda: f"accepted plan {first_seq:.0f}" in procs["controller"].log(), 60.0), \
-            procs["controller"].log()[-3000:]
+        assert rec.wait_for(lambda: f"accepted plan {first_seq:.0f}" in procs["controller"].log(), 60.0), procs[
+            "controller"
+        ].log()[-3000:]
         if stop == "sigint":
             procs["planner"].stop()  # the node shuts down and says goodbye on DDS
         else:
@@ -55,17 +58,26 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
             assert rec.wait_for(lambda: not procs["planner"].alive, 10.0)
         n0 = len(rec.states)
         assert rec.wait_for(lambda: len(rec.states) > n0 + 30, 30.0)  # the loop goes on with the last plan
-        procs["planner2"] = NodeProcess("planner_node", domain,
-                                        ["ros_planner.yaml"], dict(UNBOUNDED["planner"], startup_wait=60.0),
-                                        log_dir=str(tmp_path), name="planner2", namespace=rec.get_namespace())
-        assert rec.wait_for(lambda: rec.plan() is not None and rec.plan()[0] != first_seq, 90.0), \
-            procs["planner2"].log()
+        procs["planner2"] = NodeProcess(
+            "planner_node",
+            domain,
+            ["ros_planner.yaml"],
+            dict(UNBOUNDED["planner"], startup_wait=60.0),
+            log_dir=str(tmp_path),
+            name="planner2",
+            namespace=rec.get_namespace(),
+        )
+        assert rec.wait_for(lambda: rec.plan() is not None and rec.plan()[0] != first_seq, 90.0), procs[
+            "planner2"
+        ].log()
         second_seq = rec.plan()[0]
-        assert rec.wait_for(lambda: f"accepted plan {second_seq:.0f}" in procs["controller"].log(), 60.0), \
-            procs["controller"].log()[-3000:]
+        assert rec.wait_for(lambda: f"accepted plan {second_seq:.0f}" in procs["controller"].log(), 60.0), procs[
+            "controller"
+        ].log()[-3000:]
 
-    run = run_closed_loop(domain, str(tmp_path), overrides=UNBOUNDED, hold_time=1.0, on_start=restart_planner,
-                          timeout=150.0)
+    run = run_closed_loop(
+        domain, str(tmp_path), overrides=UNBOUNDED, hold_time=1.0, on_start=restart_planner, timeout=150.0
+    )
     assert not run.error, _report(run)
     assert "planning from the measured state" in run.logs["planner2"]
     traj = run.trajectory  # JointTrajectory of the latest plan: q_k, q̇_k, U_k, t_k − t_0
@@ -91,11 +103,19 @@ def test_pendulum_swingup_closed_loop_and_planner_restart(request, tmp_path, pen
 
 def test_cartpole_swingup_closed_loop(request, tmp_path):
     common = dict(model="cartpole", dt=0.05, system_yaml="")  # config/cartpole.yaml
-    over = {"simulator": dict(common, mode="lockstep", initial_positions=[0.0, 0.0], initial_velocities=[0.0, 0.0]),
-            "planner": dict(task="task_cartpole_swingup"),
-            "controller": dict(common, trigger="joint_state")}
-    run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=2.0,
-                          joint_names=["slider", "hinge"], timeout=150.0)
+    over = {
+        "simulator": dict(common, mode="lockstep", initial_positions=[0.0, 0.0], initial_velocities=[0.0, 0.0]),
+        "planner": dict(task="task_cartpole_swingup"),
+        "controller": dict(common, trigger="joint_state"),
+    }
+    run = run_closed_loop(
+        domain_id_for(request.node.name),
+        str(tmp_path),
+        overrides=over,
+        hold_time=2.0,
+        joint_names=["slider", "hinge"],
+        timeout=150.0,
+    )
     assert not run.error, _report(run)
     mask = np.array([False, True])
     err = run.tracking_error(mask)
@@ -110,10 +130,10 @@ def test_pendulum_swingup_with_noise_and_mass_mismatch(request, tmp_path):
     Feedback needs torque headroom: with the main job's bounded plan (whole 5 N·m used) this mismatch leaves
     the pendulum swinging (measured: 1.9 rad at the end), so this run uses UNBOUNDED.
     """
-    over = dict(UNBOUNDED, simulator=dict(UNBOUNDED["simulator"], mass_scale=1.1, position_noise_std=0.002,
-                                          noise_seed=7))
-    run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=3.0,
-                          timeout=150.0)
+    over = dict(
+        UNBOUNDED, simulator=dict(UNBOUNDED["simulator"], mass_scale=1.1, position_noise_std=0.002, noise_seed=7)
+    )
+    run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=3.0, timeout=150.0)
     assert not run.error, _report(run)
     mask = np.array([True])
     err = run.tracking_error(mask)
@@ -155,10 +175,22 @@ def test_main_job_runs_a_task_of_another_robot(tmp_path, capsys):
     assert "--task task_no_such: no config file 'task_no_such'" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("model, kind", [
-    ("cartpole", "model"), ({"example": "panda"}, "model"), ({"bundled": "acrobot", "system": {
-        "gravity": [0.0, 0.0, -9.8], "actuated": [{"joint": "elbow", "effort_limit": 7.0}]}}, "system_yaml"),
-    ({"urdf": "urdf/double_pendulum.urdf", "config": "acrobot"}, "urdf_path"), ("XML", "robot_description")])
+@pytest.mark.parametrize(
+    "model, kind",
+    [
+        ("cartpole", "model"),
+        ({"example": "panda"}, "model"),
+        (
+            {
+                "bundled": "acrobot",
+                "system": {"gravity": [0.0, 0.0, -9.8], "actuated": [{"joint": "elbow", "effort_limit": 7.0}]},
+            },
+            "system_yaml",
+        ),
+        ({"urdf": "urdf/double_pendulum.urdf", "config": "acrobot"}, "urdf_path"),
+        ("XML", "robot_description"),
+    ],
+)
 def test_task_models_become_the_parameters_that_load_the_same_robot(model, kind):
     """main_job.model_parameters: the nodes' resolver (common.robot_from_parameters) loads from them the robot the
     task's own ModelSpec loads — same joints, actuators, effort limits, and mass matrix at a random q."""
@@ -216,16 +248,22 @@ def test_hold_integral_gain_removes_the_offset_of_a_heavier_pendulum_over_dds(re
     import vi_control as vc
 
     task = tmp_path / "reach.yaml"
-    task.write_text("name: reach\nmodel: pendulum\ndt: 0.05\nhorizon: 30\nstart: {q: [0.0], qdot: [0.0]}\n"
-                    "goal: {q: [0.4]}\nreference: {type: goal, u: hold}\ninput_limits: model\n"
-                    "weights: {Q: {q: 1.0, p: 0.1}, R: 0.1, Qf: {q: 1.0e+3, p: 1.0e+2}}\n"
-                    "lqr: {Q: {q: 100.0, p: 10.0}, R: 0.1, Qf: {q: 100.0, p: 10.0}}\n"
-                    "hold: {Q: {q: 100.0, p: 10.0}, R: 0.1}\n")
+    task.write_text(
+        "name: reach\nmodel: pendulum\ndt: 0.05\nhorizon: 30\nstart: {q: [0.0], qdot: [0.0]}\n"
+        "goal: {q: [0.4]}\nreference: {type: goal, u: hold}\ninput_limits: model\n"
+        "weights: {Q: {q: 1.0, p: 0.1}, R: 0.1, Qf: {q: 1.0e+3, p: 1.0e+2}}\n"
+        "lqr: {Q: {q: 100.0, p: 10.0}, R: 0.1, Qf: {q: 100.0, p: 10.0}}\n"
+        "hold: {Q: {q: 100.0, p: 10.0}, R: 0.1}\n"
+    )
     model = dict(model="pendulum", system_yaml="", dt=0.05)
-    over = {"simulator": dict(model, mode="lockstep", mass_scale=1.1),
-            "planner": dict(task=str(task)), "controller": dict(model, hold_integral_gain=40.0)}
-    run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=15.0,
-                          timeout=150.0)
+    over = {
+        "simulator": dict(model, mode="lockstep", mass_scale=1.1),
+        "planner": dict(task=str(task)),
+        "controller": dict(model, hold_integral_gain=40.0),
+    }
+    run = run_closed_loop(
+        domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=15.0, timeout=150.0
+    )
     assert not run.error, _report(run)
     q_N = run.plan.X[-1, :1]  # the plan's last pose (0.4 rad to the terminal weight's accuracy) is held
     heavy = vc.load_robot("pendulum", mass_scale=1.1)

@@ -23,11 +23,20 @@ pytestmark = pytest.mark.ros
 
 def test_controller_refuses_plans_that_do_not_fit_and_joint_states_naming_a_joint_twice(ros, pendulum_vi):
     vi = pendulum_vi
-    ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", state_timeout=0.6,
-                     safe_mode="zero", use_sim_time=True, log_throttle_period=0.0,  # every refusal logged
-                     safe_dampin=3.0)  # a typo: rclpy drops undeclared parameters silently
-    assert ctrl.wait_for_log("ignored parameters: unknown key(s) ['safe_dampin'] (did you mean 'safe_damping'?)",
-                             DISCOVERY), ctrl.log()
+    ctrl = ros.start(
+        "controller_node",
+        model="pendulum",
+        dt=0.1,
+        trigger="joint_state",
+        state_timeout=0.6,
+        safe_mode="zero",
+        use_sim_time=True,
+        log_throttle_period=0.0,  # every refusal logged
+        safe_dampin=3.0,
+    )  # a typo: rclpy drops undeclared parameters silently
+    assert ctrl.wait_for_log(
+        "ignored parameters: unknown key(s) ['safe_dampin'] (did you mean 'safe_damping'?)", DISCOVERY
+    ), ctrl.log()
     rec = ros.recorder(["theta"])
     good = _pendulum_hold_plan(vi, 50, t0=1.0)
     plans = rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS)
@@ -37,15 +46,31 @@ def test_controller_refuses_plans_that_do_not_fit_and_joint_states_naming_a_join
     # the gains act on 1 of the state's 2 tangent entries: before, accepted, then every command failed as
     # "tracking error undefined" (a matmul error) and the robot got the safe command instead of plan 42's law
     N = 5
-    narrow = Plan(times=1.0 + 0.1 * np.arange(N + 1), X=np.tile(good.X[0], (N + 1, 1)), U=np.zeros((N, 1)),
-                  K=np.ones((N, 1, 1)), dt=0.1, model_name="pendulum", model_hash=vi.robot.hash,
-                  joint_names=["theta"], input_names=["theta"])
+    narrow = Plan(
+        times=1.0 + 0.1 * np.arange(N + 1),
+        X=np.tile(good.X[0], (N + 1, 1)),
+        U=np.zeros((N, 1)),
+        K=np.ones((N, 1, 1)),
+        dt=0.1,
+        model_name="pendulum",
+        model_hash=vi.robot.hash,
+        joint_names=["theta"],
+        input_names=["theta"],
+    )
     plans.publish(plan_to_message(narrow, 43))
     assert ctrl.wait_for_log("plan 43 has nx, nu, ndx = (2, 1, 1); model has (2, 1, 2): rejected", 10.0), ctrl.log()
     # a Δt of 1e-7 s (the plan's Δt becomes the state estimate's): before, accepted and the integrator rebuilt at it
-    tiny = Plan(times=1.0 + 1e-7 * np.arange(N + 1), X=np.tile(good.X[0], (N + 1, 1)), U=np.zeros((N, 1)),
-                K=np.zeros((N, 1, 2)), dt=1e-7, model_name="pendulum", model_hash=vi.robot.hash,
-                joint_names=["theta"], input_names=["theta"])
+    tiny = Plan(
+        times=1.0 + 1e-7 * np.arange(N + 1),
+        X=np.tile(good.X[0], (N + 1, 1)),
+        U=np.zeros((N, 1)),
+        K=np.zeros((N, 1, 2)),
+        dt=1e-7,
+        model_name="pendulum",
+        model_hash=vi.robot.hash,
+        joint_names=["theta"],
+        input_names=["theta"],
+    )
     plans.publish(plan_to_message(tiny, 44))
     assert ctrl.wait_for_log("plan 44 has dt = 1e-07 s, outside [1e-05, 10] s: rejected", 10.0), ctrl.log()
     assert "accepted plan 43" not in ctrl.log() and "accepted plan 44" not in ctrl.log()
@@ -96,11 +121,13 @@ def test_planner_keeps_its_plan_when_a_goal_is_beyond_the_limits_names_a_joint_t
     goals = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
     assert rec.wait_for(lambda: goals.get_subscription_count() > 0, DISCOVERY), planner.log()
     goals.publish(JointState(name=["slider", "hinge"], position=[5.0, 0.0]))
-    assert planner.wait_for_log("planning failed: TaskError: goal.q[0]: 5 is outside joint 'slider''s limits "
-                                "[-2, 2]", 30.0), planner.log()
+    assert planner.wait_for_log(
+        "planning failed: TaskError: goal.q[0]: 5 is outside joint 'slider''s limits [-2, 2]", 30.0
+    ), planner.log()
     goals.publish(JointState(name=["slider", "hinge", "slider"], position=[0.5, 0.0, 1.5]))
-    assert planner.wait_for_log("goal refused: joint state names joint(s) ['slider'] more than once", 10.0), \
+    assert planner.wait_for_log("goal refused: joint state names joint(s) ['slider'] more than once", 10.0), (
         planner.log()
+    )
     goals.publish(JointState(name=["slider", "hinge"], position=[0.0, np.pi]))
     assert planner.wait_for_log("plan not published: the optimizer did not converge", 30.0), planner.log()
     time.sleep(1.5)  # the latched plan is re-published every second: still the first one
@@ -108,10 +135,13 @@ def test_planner_keeps_its_plan_when_a_goal_is_beyond_the_limits_names_a_joint_t
     assert planner.alive
 
 
-@pytest.mark.parametrize("initial, message", [
-    ([5.0, 0.0], "initial_positions[0]: 5 is outside joint 'slider''s limits [-2, 2]"),
-    ([float("nan"), 0.0], "initial_positions [nan, 0.0] and initial_velocities [0.0, 0.0] must be finite"),
-])
+@pytest.mark.parametrize(
+    "initial, message",
+    [
+        ([5.0, 0.0], "initial_positions[0]: 5 is outside joint 'slider''s limits [-2, 2]"),
+        ([float("nan"), 0.0], "initial_positions [nan, 0.0] and initial_velocities [0.0, 0.0] must be finite"),
+    ],
+)
 def test_simulator_refuses_an_initial_state_beyond_the_limits_or_not_finite(ros, initial, message):
     """Before: the cart-pole simulator started 3 m past its end stop, or published NaN joint states. Now configure
     fails with the reason, and autostart ends the process (a node started with a bad state must not idle)."""
@@ -132,8 +162,9 @@ def test_a_node_refusing_a_broken_robot_description_configures_from_the_correcte
     good = open(bundled_urdf("pendulum")).read()
     bad = good.replace('effort="', 'effort="-', 1)
     assert bad != good
-    ctrl = ros.start("controller_node", model="pendulum", robot_description_topic="my_description",
-                     trigger="joint_state")
+    ctrl = ros.start(
+        "controller_node", model="pendulum", robot_description_topic="my_description", trigger="joint_state"
+    )
     rec = ros.recorder(["theta"])
     pub = rec.create_publisher(String, "my_description", LATCHED_QOS)
     pub.publish(String(data=bad))

@@ -63,8 +63,10 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     assert sim.log().count("rejected command") == 1, sim.log()
     tries = dict(dt="abc", mode=3, position_noise_std="abc", on_bad_command=1.0)
     results = [_set(rec, "vi_simulator", **{k: v})[0] for k, v in tries.items()]
-    results += [_set(rec, "vi_simulator", position_noise_std=-1.0)[0],
-                _set(rec, "vi_simulator", on_bad_command="explode")[0]]
+    results += [
+        _set(rec, "vi_simulator", position_noise_std=-1.0)[0],
+        _set(rec, "vi_simulator", on_bad_command="explode")[0],
+    ]
     assert not any(ok for ok, _ in results), results
     reasons = [why for _, why in results]
     assert "read-only" in reasons[0] and "read-only" in reasons[1]  # Δt and mode need a restart
@@ -74,8 +76,7 @@ def test_parameters_apply_live_or_are_refused_with_a_reason(ros, pendulum_vi):
     assert _get(rec, "vi_simulator", "dt", "mode") == [0.1, "lockstep"]  # nothing changed
     # /clock carries the simulation time the joint states are stamped with
     clocks = []
-    rec.create_subscription(Clock, "clock", lambda m: clocks.append(m.clock.sec + 1e-9 * m.clock.nanosec),
-                            STREAM_QOS)
+    rec.create_subscription(Clock, "clock", lambda m: clocks.append(m.clock.sec + 1e-9 * m.clock.nanosec), STREAM_QOS)
     _, stamp, q, _ = lockstep_step(rec, [0.0], sim)
     # (the step's clock, or, if this new reader matched only after it, the same time republished while idle)
     assert stamp > 0 and rec.wait_for(lambda: any(c == pytest.approx(stamp, abs=1e-9) for c in clocks), 10.0)
@@ -97,14 +98,20 @@ def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
     """Configure = model and compile, activate = step/command, deactivate = safe command. The
     simulator's /diagnostics say inactive (WARN), then lockstep with its steps (OK)."""
     vi = pendulum_vi
-    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", autostart=False,
-                    diagnostics_period=0.1)
-    ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", autostart=False,
-                     use_sim_time=True)
+    sim = ros.start(
+        "simulator_node", model="pendulum", dt=0.1, mode="lockstep", autostart=False, diagnostics_period=0.1
+    )
+    ctrl = ros.start(
+        "controller_node", model="pendulum", dt=0.1, trigger="joint_state", autostart=False, use_sim_time=True
+    )
     rec = ros.recorder(["theta"])
     statuses = []
-    rec.create_subscription(DiagnosticArray, "diagnostics", lambda m: statuses.extend(
-        (st.level, st.message) for st in m.status if st.name.endswith("vi_simulator")), STREAM_QOS)
+    rec.create_subscription(
+        DiagnosticArray,
+        "diagnostics",
+        lambda m: statuses.extend((st.level, st.message) for st in m.status if st.name.endswith("vi_simulator")),
+        STREAM_QOS,
+    )
     assert _state(rec, "vi_simulator") == "unconfigured" and _state(rec, "vi_controller") == "unconfigured"
     time.sleep(0.5)
     assert rec.robot_description is None and not rec.states  # nothing loaded, nothing published
@@ -124,8 +131,13 @@ def test_lifecycle_transitions_over_dds(ros, pendulum_vi):
     pub.publish(plan_to_message(_pendulum_hold_plan(vi, 30, 0.0), 5, start_on_receipt=True))
     assert rec.wait_for(lambda: len(rec.commands) > 3, DISCOVERY), ctrl.log()  # the closed loop runs
     assert ctrl.wait_for_log("entered plan 5 at k=0", 5.0)
-    assert rec.wait_for(lambda: any(level == DiagnosticStatus.OK and text.startswith("lockstep, ")
-                                    and int(text.split()[1]) > 0 for level, text in statuses), 10.0), statuses
+    assert rec.wait_for(
+        lambda: any(
+            level == DiagnosticStatus.OK and text.startswith("lockstep, ") and int(text.split()[1]) > 0
+            for level, text in statuses
+        ),
+        10.0,
+    ), statuses
     assert rec.transition("vi_controller", Transition.TRANSITION_DEACTIVATE)
     assert _state(rec, "vi_controller") == "inactive"
     time.sleep(0.5)
@@ -151,12 +163,23 @@ def test_robot_descriptions_are_namespaced_and_nodes_load_them(ros, tmp_path):
 
     ns_b = ros.ns + "_b"
     sim_a = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep")
-    sim_b = NodeProcess("simulator_node", ros.domain, overrides=dict(model="acrobot", dt=0.01, mode="lockstep"),
-                        log_dir=str(tmp_path), name="sim_b", namespace=ns_b)
+    sim_b = NodeProcess(
+        "simulator_node",
+        ros.domain,
+        overrides=dict(model="acrobot", dt=0.01, mode="lockstep"),
+        log_dir=str(tmp_path),
+        name="sim_b",
+        namespace=ns_b,
+    )
     ros.procs.append(sim_b)
-    ctrl_b = NodeProcess("controller_node", ros.domain, overrides=dict(model="acrobot", robot_description_topic=
-                                                                       "robot_description", trigger="joint_state"),
-                         log_dir=str(tmp_path), name="ctrl_b", namespace=ns_b)
+    ctrl_b = NodeProcess(
+        "controller_node",
+        ros.domain,
+        overrides=dict(model="acrobot", robot_description_topic="robot_description", trigger="joint_state"),
+        log_dir=str(tmp_path),
+        name="ctrl_b",
+        namespace=ns_b,
+    )
     ros.procs.append(ctrl_b)
     rec_a = ros.recorder(["theta"])
     rec_b = Recorder(["shoulder", "elbow"], name="rec_b", namespace=ns_b)
@@ -175,9 +198,19 @@ def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
     """Absurd joint states get the safe command with throttled
     warnings; a path tolerance set live aborts the plan; ~/controller_state and /diagnostics report it."""
     vi = pendulum_vi
-    ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", state_timeout=0.5,
-                     safe_mode="damping", safe_damping=2.0, use_sim_time=True, log_throttle_period=30.0,
-                     state_publish_rate=1000.0, diagnostics_period=0.2)
+    ctrl = ros.start(
+        "controller_node",
+        model="pendulum",
+        dt=0.1,
+        trigger="joint_state",
+        state_timeout=0.5,
+        safe_mode="damping",
+        safe_damping=2.0,
+        use_sim_time=True,
+        log_throttle_period=30.0,
+        state_publish_rate=1000.0,
+        diagnostics_period=0.2,
+    )
     rec = ros.recorder(["theta"])
     states, diags = [], []
     rec.create_subscription(JointTrajectory, "vi_controller/controller_state", states.append, STREAM_QOS)
@@ -245,8 +278,7 @@ def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
     x = vi.state_from_configurations(np.array([q - 0.1]), np.array([q - 0.1]))
     assert send(t + 0.1, [q - 0.1]) == pytest.approx(-2.0 * vi.velocity(x)[0], abs=1e-9)  # damping, −d·q̇
     assert ctrl.wait_for_log("path tolerance violated: plan 42 aborted", 5.0)
-    assert rec.wait_for(lambda: any(d.status[0].values and "path tolerance" in d.status[0].message for d in diags),
-                        5.0)
+    assert rec.wait_for(lambda: any(d.status[0].values and "path tolerance" in d.status[0].message for d in diags), 5.0)
     status = [d for d in diags if "path tolerance" in d.status[0].message][-1].status[0]
     values = {kv.key: kv.value for kv in status.values}
     assert status.level == b"\x02" and values["plan"] == "42"
@@ -258,8 +290,16 @@ def test_goal_tolerance_and_live_gain_scale(ros, pendulum_vi):
     """Gain_scale changes the feedback live (0: feedforward only); after the plan's end
     the goal tolerance aborts to the safe command when it is not met within goal_time_tolerance."""
     vi = pendulum_vi
-    ctrl = ros.start("controller_node", model="pendulum", dt=0.1, trigger="joint_state", use_sim_time=True,
-                     safe_mode="zero", goal_tolerance=0.01, goal_time_tolerance=0.3)
+    ctrl = ros.start(
+        "controller_node",
+        model="pendulum",
+        dt=0.1,
+        trigger="joint_state",
+        use_sim_time=True,
+        safe_mode="zero",
+        goal_tolerance=0.01,
+        goal_time_tolerance=0.3,
+    )
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 5, t0=1.0)
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 9))
@@ -293,8 +333,15 @@ def test_simulator_stops_stepping_at_end_time_and_can_be_extended_live(ros, pend
     discrete map up to it as vi.step), the last state is republished while stopped, and a live extension
     steps on from where it stopped."""
     vi = pendulum_vi
-    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", initial_positions=[0.2],
-                    end_time=0.3, idle_publish_period=0.1)
+    sim = ros.start(
+        "simulator_node",
+        model="pendulum",
+        dt=0.1,
+        mode="lockstep",
+        initial_positions=[0.2],
+        end_time=0.3,
+        idle_publish_period=0.1,
+    )
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     x = vi.state_from_configurations(np.array([0.2]), np.array([0.2]))
@@ -350,8 +397,15 @@ def test_lockstep_simulator_steps_once_per_state_whatever_answers_it(ros, pendul
     with the first state's command (one such step off the swing-up plan of test_start_up_order_never_matters: 4.5e-5
     rad). A command naming no state (from another tool) steps as before."""
     vi = pendulum_vi
-    sim = ros.start("simulator_node", model="pendulum", dt=0.1, mode="lockstep", initial_positions=[0.2],
-                    idle_publish_period=0.05, log_throttle_period=0.0)  # (every ignored command logged)
+    sim = ros.start(
+        "simulator_node",
+        model="pendulum",
+        dt=0.1,
+        mode="lockstep",
+        initial_positions=[0.2],
+        idle_publish_period=0.05,
+        log_throttle_period=0.0,
+    )  # (every ignored command logged)
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     x = vi.state_from_configurations(np.array([0.2]), np.array([0.2]))
@@ -378,8 +432,15 @@ def test_simulator_holds_joints_at_their_end_stops(ros, stops):
     vi_control's JointStops step; off, the cart runs through the limit as the plain VI does."""
     import vi_control as vc
 
-    sim = ros.start("simulator_node", name=f"stops_{stops}", model="cartpole", dt=0.05, mode="lockstep",
-                    initial_positions=[1.5, 0.0], joint_stops=stops)
+    sim = ros.start(
+        "simulator_node",
+        name=f"stops_{stops}",
+        model="cartpole",
+        dt=0.05,
+        mode="lockstep",
+        initial_positions=[1.5, 0.0],
+        joint_stops=stops,
+    )
     rec = ros.recorder(["slider", "hinge"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     vi = vc.MidpointVI(vc.load_robot("cartpole"), 0.05)

@@ -39,12 +39,18 @@ def _launched_nodes(path: Path) -> list[dict]:
     """Every launch_ros Node(...) call: executable, name, parameter files and inline parameter keys."""
     out = []
     tree = ast.parse(path.read_text())
-    named = {a.targets[0].id: a.value for a in ast.walk(tree) if isinstance(a, ast.Assign)
-             and isinstance(a.targets[0], ast.Name) and isinstance(a.value, ast.Dict)}
+    named = {
+        a.targets[0].id: a.value
+        for a in ast.walk(tree)
+        if isinstance(a, ast.Assign) and isinstance(a.targets[0], ast.Name) and isinstance(a.value, ast.Dict)
+    }
 
     def dict_keys(d: ast.Dict) -> list[str]:  # literal keys, and those of a `**name` unpacked into it
-        return [k for key, v in zip(d.keys, d.values)
-                for k in ([ast.literal_eval(key)] if key is not None else dict_keys(named[v.id]))]
+        return [
+            k
+            for key, v in zip(d.keys, d.values)
+            for k in ([ast.literal_eval(key)] if key is not None else dict_keys(named[v.id]))
+        ]
 
     for call in ast.walk(tree):
         if not (isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == "Node"):
@@ -55,10 +61,20 @@ def _launched_nodes(path: Path) -> list[dict]:
             if isinstance(item, ast.Dict):
                 keys += dict_keys(item)
             else:
-                files += [c.value for c in ast.walk(item) if isinstance(c, ast.Constant)
-                          and isinstance(c.value, str) and c.value.endswith(".yaml")]
-        out.append(dict(executable=ast.literal_eval(kw["executable"]), name=ast.literal_eval(kw["name"]),
-                        package=ast.literal_eval(kw["package"]), files=files, keys=keys))
+                files += [
+                    c.value
+                    for c in ast.walk(item)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.endswith(".yaml")
+                ]
+        out.append(
+            dict(
+                executable=ast.literal_eval(kw["executable"]),
+                name=ast.literal_eval(kw["name"]),
+                package=ast.literal_eval(kw["package"]),
+                files=files,
+                keys=keys,
+            )
+        )
     return out
 
 
@@ -133,10 +149,13 @@ def test_hardware_launch_defaults_fit_the_bundled_limits():
     from vi_control.model.spec import ModelSpec
     from vi_control.planning import load_task
 
-    defaults = {ast.literal_eval(c.args[0]): ast.literal_eval(kw.value)
-                for c in ast.walk(ast.parse((ROOT / "launch" / "hardware.launch.py").read_text()))
-                if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "DeclareLaunchArgument"
-                for kw in c.keywords if kw.arg == "default_value"}
+    defaults = {
+        ast.literal_eval(c.args[0]): ast.literal_eval(kw.value)
+        for c in ast.walk(ast.parse((ROOT / "launch" / "hardware.launch.py").read_text()))
+        if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "DeclareLaunchArgument"
+        for kw in c.keywords
+        if kw.arg == "default_value"
+    }
     task = load_task(defaults["task"])
     robot = ModelSpec.parse(defaults["model"]).load()
     assert task.model_spec.load().hash == robot.hash  # the task is about the launched model

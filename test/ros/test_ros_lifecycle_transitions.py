@@ -16,21 +16,35 @@ from vi_control.ros.launcher import NodeProcess  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
-NODES = {"simulator_node": ("vi_simulator", dict(model="pendulum", dt=0.1, mode="lockstep")),
-         "controller_node": ("vi_controller", dict(model="pendulum", dt=0.1, trigger="joint_state")),
-         "planner_node": ("vi_planner", dict(task="task_pendulum_swingup_bounded", plan_on_startup=False))}
+NODES = {
+    "simulator_node": ("vi_simulator", dict(model="pendulum", dt=0.1, mode="lockstep")),
+    "controller_node": ("vi_controller", dict(model="pendulum", dt=0.1, trigger="joint_state")),
+    "planner_node": ("vi_planner", dict(task="task_pendulum_swingup_bounded", plan_on_startup=False)),
+}
 # (transition, the state after it, whether the lifecycle has it from the state before)
 RUNS = {
-    "active": [(T.TRANSITION_ACTIVATE, "unconfigured", False), (T.TRANSITION_CONFIGURE, "inactive", True),
-               (T.TRANSITION_ACTIVATE, "active", True), (T.TRANSITION_CLEANUP, "active", False),
-               (T.TRANSITION_DEACTIVATE, "inactive", True), (T.TRANSITION_ACTIVATE, "active", True),
-               (T.TRANSITION_DEACTIVATE, "inactive", True), (T.TRANSITION_CLEANUP, "unconfigured", True),
-               (T.TRANSITION_CONFIGURE, "inactive", True), (T.TRANSITION_ACTIVATE, "active", True),
-               (T.TRANSITION_ACTIVE_SHUTDOWN, "finalized", True)],
-    "inactive": [(T.TRANSITION_CONFIGURE, "inactive", True), (T.TRANSITION_DEACTIVATE, "inactive", False),
-                 (T.TRANSITION_INACTIVE_SHUTDOWN, "finalized", True)],
-    "unconfigured": [(T.TRANSITION_DEACTIVATE, "unconfigured", False),
-                     (T.TRANSITION_UNCONFIGURED_SHUTDOWN, "finalized", True)],
+    "active": [
+        (T.TRANSITION_ACTIVATE, "unconfigured", False),
+        (T.TRANSITION_CONFIGURE, "inactive", True),
+        (T.TRANSITION_ACTIVATE, "active", True),
+        (T.TRANSITION_CLEANUP, "active", False),
+        (T.TRANSITION_DEACTIVATE, "inactive", True),
+        (T.TRANSITION_ACTIVATE, "active", True),
+        (T.TRANSITION_DEACTIVATE, "inactive", True),
+        (T.TRANSITION_CLEANUP, "unconfigured", True),
+        (T.TRANSITION_CONFIGURE, "inactive", True),
+        (T.TRANSITION_ACTIVATE, "active", True),
+        (T.TRANSITION_ACTIVE_SHUTDOWN, "finalized", True),
+    ],
+    "inactive": [
+        (T.TRANSITION_CONFIGURE, "inactive", True),
+        (T.TRANSITION_DEACTIVATE, "inactive", False),
+        (T.TRANSITION_INACTIVE_SHUTDOWN, "finalized", True),
+    ],
+    "unconfigured": [
+        (T.TRANSITION_DEACTIVATE, "unconfigured", False),
+        (T.TRANSITION_UNCONFIGURED_SHUTDOWN, "finalized", True),
+    ],
 }
 
 
@@ -44,8 +58,14 @@ def test_every_transition_of_every_node_over_dds(ros):
     for module, (name, over) in NODES.items():
         for run in RUNS:
             ns = f"{ros.ns}_{run}"
-            p = NodeProcess(module, ros.domain, overrides=dict(over, autostart=False), log_dir=str(ros.log_dir),
-                            name=f"{name}_{run}", namespace=ns)
+            p = NodeProcess(
+                module,
+                ros.domain,
+                overrides=dict(over, autostart=False),
+                log_dir=str(ros.log_dir),
+                name=f"{name}_{run}",
+                namespace=ns,
+            )
             ros.procs.append(p)
             procs[module, run] = (p, f"{ns}/{name}")
     for (module, run), (p, node) in procs.items():

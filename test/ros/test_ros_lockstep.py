@@ -41,8 +41,9 @@ def test_crossing_answers_and_late_command_readers_never_step_the_simulator_twic
     plan = _hold_upright_plan(vi, int(round(T / dt)) + 10)
     plan.model_hash = robot.hash
     model = dict(model="pendulum", system_yaml=STRONG, dt=dt)
-    sim = ros.start("simulator_node", **model, mode="lockstep", initial_positions=[q0], idle_publish_period=0.001,
-                    end_time=T)
+    sim = ros.start(
+        "simulator_node", **model, mode="lockstep", initial_positions=[q0], idle_publish_period=0.001, end_time=T
+    )
     ctrl = ros.start("controller_node", **model, trigger="joint_state", use_sim_time=True)
     rec = ros.recorder(["theta"])
     assert rec.wait_for(lambda: rec.states, DISCOVERY), sim.report()
@@ -63,8 +64,15 @@ def test_crossing_answers_and_late_command_readers_never_step_the_simulator_twic
         states = list(rec.states)
     err = [abs(q[0] - reference[int(round(t / dt))]) for _, t, q, _ in states]
     worst = int(np.argmax(err))
-    assert len(err) > T / dt and max(err) < 1e-10, (len(err), max(err), worst, states[max(worst - 3, 0): worst + 2],
-                                                   readers, ctrl.report(), sim.report())
+    assert len(err) > T / dt and max(err) < 1e-10, (
+        len(err),
+        max(err),
+        worst,
+        states[max(worst - 3, 0) : worst + 2],
+        readers,
+        ctrl.report(),
+        sim.report(),
+    )
 
 
 def test_the_planner_takes_the_first_state_republished_after_the_clock_moved_on_for_the_first_state(ros):
@@ -75,8 +83,15 @@ def test_the_planner_takes_the_first_state_republished_after_the_clock_moved_on_
     asks for plans on ~/replan; the planner logs the stamp of the state it plans from."""
     from std_srvs.srv import Trigger
 
-    planner = ros.start("planner_node", task="task_pendulum_swingup_bounded", plan_on_startup=False,
-                        use_sim_time=True, state_estimate="velocities", expected_solve_time=0.0, republish_period=0.0)
+    planner = ros.start(
+        "planner_node",
+        task="task_pendulum_swingup_bounded",
+        plan_on_startup=False,
+        use_sim_time=True,
+        state_estimate="velocities",
+        expected_solve_time=0.0,
+        republish_period=0.0,
+    )
     rec = ros.recorder(["theta"])
     state_pub = rec.create_publisher(JointState, "joint_states", STREAM_QOS)
     replan = rec.create_client(Trigger, "vi_planner/replan")
@@ -103,8 +118,9 @@ def test_the_planner_takes_the_first_state_republished_after_the_clock_moved_on_
         assert rec.wait_for(lambda: planner.log().count("planning from the measured state at") > n, 10.0)
         return planner.log().split("planning from the measured state at t=")[n + 1].split(",")[0]
 
-    assert rec.wait_for(lambda: send(0.0, 0.1) or "first state to plan from: t=0.000000" in planner.log(),
-                        DISCOVERY, period=0.2), planner.report()
+    assert rec.wait_for(
+        lambda: send(0.0, 0.1) or "first state to plan from: t=0.000000" in planner.log(), DISCOVERY, period=0.2
+    ), planner.report()
     for _ in range(3):
         send(0.05, 0.1)  # the first step's clock, then the first state republished
     assert planned_from() == "0.000000", planner.report()

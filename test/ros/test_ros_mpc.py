@@ -60,24 +60,52 @@ def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: fl
     planner. Returns the recorder's states from the plan's start on (stamp, q), the planner's last
     diagnostics, every plan received {seq: Plan} and the controller's log."""
     name = f"_{mode}"
-    c = ros.start("controller_node", name="controller" + name, **over["controller"], use_sim_time=True,
-                  safe_mode="hold", state_timeout=0.5, state_estimate="velocities", **ctrl)
+    c = ros.start(
+        "controller_node",
+        name="controller" + name,
+        **over["controller"],
+        use_sim_time=True,
+        safe_mode="hold",
+        state_timeout=0.5,
+        state_estimate="velocities",
+        **ctrl,
+    )
     assert c.wait_for_log(f"{robot.name}: joints=", 120.0), c.report()
-    s = ros.start("simulator_node", name="simulator" + name, **(over["simulator"] | sim), mode="realtime",
-                  brake_until_command=True)  # (not fallen while the controller discovers it)
+    s = ros.start(
+        "simulator_node",
+        name="simulator" + name,
+        **(over["simulator"] | sim),
+        mode="realtime",
+        brake_until_command=True,
+    )  # (not fallen while the controller discovers it)
     assert c.wait_for_log("holding q = ", DISCOVERY), c.report() + s.report()
     rec = ros.recorder(list(robot.joint_names), name="rec" + name)
     diags, plans, lock = [], {}, threading.Lock()
-    rec.create_subscription(DiagnosticArray, "diagnostics", lambda m: diags.extend(
-        {kv.key: kv.value for kv in st.values} for st in m.status if st.name.endswith("vi_planner")), STREAM_QOS)
+    rec.create_subscription(
+        DiagnosticArray,
+        "diagnostics",
+        lambda m: diags.extend(
+            {kv.key: kv.value for kv in st.values} for st in m.status if st.name.endswith("vi_planner")
+        ),
+        STREAM_QOS,
+    )
 
     def on_plan(m):
         seq, plan, _ = plan_from_message(m, "", "", list(robot.joint_names), [])
         with lock:
             plans[seq] = plan
+
     rec.create_subscription(UInt8MultiArray, "vi_planner/plan", on_plan, LATCHED_QOS)
-    p = ros.start("planner_node", name="planner" + name, **over["planner"], mode=mode, use_sim_time=True,
-                  startup_wait=10.0, diagnostics_period=0.2, state_estimate="velocities")
+    p = ros.start(
+        "planner_node",
+        name="planner" + name,
+        **over["planner"],
+        mode=mode,
+        use_sim_time=True,
+        startup_wait=10.0,
+        diagnostics_period=0.2,
+        state_estimate="velocities",
+    )
     assert rec.wait_for(lambda: rec.plan() is not None, 120.0), p.report()
     start = min(pl.times[0] for pl in plans.values()) if plans else rec.plan()[1].times[0]
     end = start + (over["horizon"] * over["dt"]) + after_end
@@ -114,8 +142,12 @@ def _switches(vi, plans: dict, limits: np.ndarray, log: str) -> tuple[list[float
                     states += [old.reference(old.index(t))[0], x_start + 0.05 * rng.choice([-1.0, 1.0], vi.nx)]
                 else:
                     saturated += 1
-                out.append(max(float(np.abs(new.command(new.index(t), x)[0] - old.command(old.index(t), x)[0]).max())
-                               for x in states))
+                out.append(
+                    max(
+                        float(np.abs(new.command(new.index(t), x)[0] - old.command(old.index(t), x)[0]).max())
+                        for x in states
+                    )
+                )
         prev = seq
     return out, late, saturated
 
@@ -147,8 +179,10 @@ def test_mpc_swings_up_and_holds_a_heavier_pendulum_with_a_weaker_actuator_where
         results[mode] = (max(upright), diag, plans, log)
     vi = MidpointVI(_pendulum_7nm(), 0.1)
     n, late, saturated = _check_switches(vi, results["mpc"][2], results["mpc"][3], results["mpc"][1])
-    print(f"upright error over the last 2 s: one plan {results['plan'][0]:.3f} rad, MPC {results['mpc'][0]:.4f} rad; "
-          f"{n} switches on time ({saturated} saturated), {late} late; planner diagnostics {results['mpc'][1]}")
+    print(
+        f"upright error over the last 2 s: one plan {results['plan'][0]:.3f} rad, MPC {results['mpc'][0]:.4f} rad; "
+        f"{n} switches on time ({saturated} saturated), {late} late; planner diagnostics {results['mpc'][1]}"
+    )
     assert results["plan"][0] > 0.5, results["plan"][0]  # TV-LQR of the one plan: the pendulum falls back
     assert results["mpc"][0] < 0.05, results["mpc"][0]
     assert int(results["mpc"][1].get("mpc_cycles", 0)) >= 20, results["mpc"][1]
@@ -171,7 +205,9 @@ def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
         err[mode] = max(float(np.abs(q - PANDA_GOAL).max()) for t, q in states if t >= states[-1][0] - 1.0)
     vi = MidpointVI(robot, 0.05)
     n, late, saturated = _check_switches(vi, plans, log, diag)
-    print(f"|q − q_goal|∞ over the last second: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} "
-          f"switches on time ({saturated} saturated), {late} late; planner diagnostics {diag}")
+    print(
+        f"|q − q_goal|∞ over the last second: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} "
+        f"switches on time ({saturated} saturated), {late} late; planner diagnostics {diag}"
+    )
     assert int(diag.get("mpc_cycles", 0)) >= 10 and int(diag["mpc_accepted"]) >= 10, diag
     assert err["mpc"] < err["plan"], err

@@ -33,18 +33,29 @@ class HardwareRun:
     (main_job.task_overrides), the controller and planner as on hardware; ``rec`` records the plant's joint states
     (stamps: the plant's wall clock) and the controller's commands."""
 
-    def __init__(self, ros, task: str, plant: dict | None = None, controller: dict | None = None,
-                 planner: dict | None = None):
+    def __init__(
+        self, ros, task: str, plant: dict | None = None, controller: dict | None = None, planner: dict | None = None
+    ):
         over, self.robot = task_overrides(task)
         sim = over["simulator"]
         self.q0 = np.array(sim["initial_positions"], float)
         self.ros = ros
-        self.procs = {"plant": ros.start("mujoco_plant", name="plant", model=sim["model"],
-                                         system_yaml=sim["system_yaml"], initial_positions=sim["initial_positions"],
-                                         **(plant or {}))}
-        self.procs["controller"] = ros.start("controller_node", name="controller",
-                                             params_files=["ros_hardware_controller.yaml"],
-                                             **{**over["controller"], "realtime_priority": 0, **(controller or {})})
+        self.procs = {
+            "plant": ros.start(
+                "mujoco_plant",
+                name="plant",
+                model=sim["model"],
+                system_yaml=sim["system_yaml"],
+                initial_positions=sim["initial_positions"],
+                **(plant or {}),
+            )
+        }
+        self.procs["controller"] = ros.start(
+            "controller_node",
+            name="controller",
+            params_files=["ros_hardware_controller.yaml"],
+            **{**over["controller"], "realtime_priority": 0, **(controller or {})},
+        )
         self.task = load_task(resolve_config(over["planner"]["task"]))
         self.rec = ros.recorder(self.robot.joint_names)
         if planner is not None:
@@ -52,9 +63,12 @@ class HardwareRun:
             # published before the controller is up is re-timed on arrival (a run so re-timed by 2.5 s lost the
             # acrobot's swing-up, RMS 1.7 rad: reported, docs/concepts/ros.md)
             assert self.rec.wait_for(lambda: self.rec.commands, DISCOVERY), self.report()
-            self.procs["planner"] = ros.start("planner_node", name="planner",
-                                              params_files=["ros_hardware_planner.yaml"], **{**over["planner"],
-                                                                                             **planner})
+            self.procs["planner"] = ros.start(
+                "planner_node",
+                name="planner",
+                params_files=["ros_hardware_planner.yaml"],
+                **{**over["planner"], **planner},
+            )
 
     def report(self, chars: int = 2500) -> str:
         return "\n".join(p.report(chars) for p in self.procs.values())
@@ -98,8 +112,11 @@ class HardwareRun:
     def stalls(self) -> str:
         """Why the loop did not run as on hardware ('' if it did): joint states the controller found stale (the
         plant or the controller starved of the CPU on a loaded machine), or a plant that skipped steps."""
-        why = [f"{node}: {text}" for node, text in (("controller", "joint states stale"),
-                                                     ("plant", "stepping stalled")) if text in self.procs[node].log()]
+        why = [
+            f"{node}: {text}"
+            for node, text in (("controller", "joint states stale"), ("plant", "stepping stalled"))
+            if text in self.procs[node].log()
+        ]
         return "; ".join(why)
 
     def log_time(self, node: str, text: str, timeout: float) -> float:
@@ -121,8 +138,10 @@ def test_panda_reach_planned_and_tracked_against_the_mujoco_plant(ros):
     assert np.abs(plan.X[0, :7] - run.q0).max() < 1e-9, plan.X[0]  # planned from the braked, measured start
     final = np.abs(q_final - run.task.goal_q).max()
     stalls = run.stalls()
-    print(f"panda reach against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {final:.4f} rad 1.5–2 s after "
-          f"the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}")
+    print(
+        f"panda reach against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {final:.4f} rad 1.5–2 s after "
+        f"the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}"
+    )
     assert "first command: brakes released" in run.procs["plant"].log()
     if not stalls:
         assert final < 0.05, f"|q − goal| = {final:.4f}, tracking RMS {rms:.4f}\n{run.report()}"
@@ -143,8 +162,10 @@ def test_acrobot_swingup_against_the_mujoco_plant(ros):
     _, rms, q_final = run.tracked_plan(2.0)
     err = np.abs((q_final - run.task.goal_q + np.pi) % (2 * np.pi) - np.pi).max()
     stalls = run.stalls()
-    print(f"acrobot swing-up against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {err:.4f} rad 2–2.5 s "
-          f"after the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}")
+    print(
+        f"acrobot swing-up against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {err:.4f} rad 2–2.5 s "
+        f"after the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}"
+    )
     if not stalls:
         assert err < 0.1, f"|q − goal| = {err:.4f}, tracking RMS {rms:.4f}\n{run.report()}"
     assert all(p.alive for p in run.procs.values()), run.report()
@@ -156,8 +177,13 @@ HOLD_WINDOW, HOLD_BOUND = 5.0, 0.05  # s, rad
 
 def _hold_run(ros, planner: dict | None = None, **controller) -> HardwareRun:
     """The panda in the plant, braked until the controller's first command, the controller in safe_mode 'hold'."""
-    return HardwareRun(ros, PANDA, plant=dict(brake_until_command=True), planner=planner,
-                       controller=dict(safe_mode="hold", **controller))
+    return HardwareRun(
+        ros,
+        PANDA,
+        plant=dict(brake_until_command=True),
+        planner=planner,
+        controller=dict(safe_mode="hold", **controller),
+    )
 
 
 @needs_hold
@@ -178,8 +204,10 @@ def test_panda_held_after_a_path_tolerance_abort(ros):
     aborted = run.log_time("controller", "aborted", DISCOVERY + 10.0)
     dev = run.deviation(aborted + 0.5, HOLD_WINDOW)
     stopping = run.deviation(aborted, 0.5)
-    print(f"held after a path-tolerance abort: max deviation {dev:.4f} rad over {HOLD_WINDOW} s (stopping: "
-          f"{stopping:.4f} rad in the first 0.5 s)")
+    print(
+        f"held after a path-tolerance abort: max deviation {dev:.4f} rad over {HOLD_WINDOW} s (stopping: "
+        f"{stopping:.4f} rad in the first 0.5 s)"
+    )
     assert dev < HOLD_BOUND, run.report()
 
 
@@ -229,8 +257,9 @@ def test_plant_fault_injection_pauses_joint_states_and_refuses_bad_commands(ros)
     """``publish_joint_states`` false: no joint state while the plant steps on (the next state's stamp jumps by the
     pause); a command of the wrong size or with NaN is ignored (the last valid one stays applied), one beyond the
     effort limit is clamped to it — read back from the plant's published efforts."""
-    plant = ros.start("mujoco_plant", name="plant", model="double_pendulum", initial_positions=[0.3, -0.2],
-                      log_throttle_period=0.0)
+    plant = ros.start(
+        "mujoco_plant", name="plant", model="double_pendulum", initial_positions=[0.3, -0.2], log_throttle_period=0.0
+    )
     rec = ros.recorder(["shoulder", "elbow"])
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), plant.log()
     from vi_control.model import ModelSpec

@@ -21,11 +21,19 @@ def test_diffdrive_parks_over_dds_from_a_perturbed_start(request, tmp_path):
     robot = load_bundled("diffdrive")
     common = dict(model="diffdrive", system_yaml="", integrator="gni", dt=0.05)
     start = [0.03, 0.04, 0.1, 0.0, 0.0]  # 5 cm / 0.1 rad off the task's start, which the planner plans from
-    over = {"simulator": dict(common, mode="lockstep", initial_positions=start, initial_velocities=[0.0] * 5),
-            "planner": dict(task="task_diffdrive_parking", integrator="gni", use_measured_state=False),
-            "controller": dict(common, trigger="joint_state")}
-    run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path), overrides=over, hold_time=1.0,
-                          joint_names=robot.joint_names, timeout=150.0)
+    over = {
+        "simulator": dict(common, mode="lockstep", initial_positions=start, initial_velocities=[0.0] * 5),
+        "planner": dict(task="task_diffdrive_parking", integrator="gni", use_measured_state=False),
+        "controller": dict(common, trigger="joint_state"),
+    }
+    run = run_closed_loop(
+        domain_id_for(request.node.name),
+        str(tmp_path),
+        overrides=over,
+        hold_time=1.0,
+        joint_names=robot.joint_names,
+        timeout=150.0,
+    )
     assert not run.error, run.error + "\n" + "\n".join(f"--- {n}\n{t[-3000:]}" for n, t in run.logs.items())
     final = run.q[-1]
     assert np.linalg.norm(final[:2] - GOAL[:2]) < 0.01 and abs(final[2] - GOAL[2]) < 0.02, final
@@ -52,8 +60,7 @@ def test_a_sideways_initial_velocity_is_projected_with_a_warning_or_refused(ros)
 
     robot = load_bundled("diffdrive")
     v0 = [0.2, 0.5, 0.0, 0.0, 0.0]  # 0.5 m/s sideways at θ = 0
-    common = dict(model="diffdrive", system_yaml="", integrator="gni", dt=0.05, mode="realtime",
-                  initial_velocities=v0)
+    common = dict(model="diffdrive", system_yaml="", integrator="gni", dt=0.05, mode="realtime", initial_velocities=v0)
     sim = ros.start("simulator_node", **common)
     refusing = ros.start("simulator_node", name="refusing", on_constraint_violation="raise", **common)
     gni = make_integrator("gni", robot, 0.05)

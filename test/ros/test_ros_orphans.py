@@ -37,8 +37,11 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_node_ends_when_its_starter_is_killed(request, tmp_path):
-    starter = subprocess.Popen([sys.executable, "-c", STARTER, str(domain_id_for(request.node.name)), str(tmp_path)],
-                               stdout=subprocess.PIPE, text=True)
+    starter = subprocess.Popen(
+        [sys.executable, "-c", STARTER, str(domain_id_for(request.node.name)), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         child = int(starter.stdout.readline())
         assert starter.stdout.readline().strip() == "up", (tmp_path / "simulator_node.log").read_text()

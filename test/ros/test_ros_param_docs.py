@@ -41,13 +41,18 @@ def test_a_stale_table_is_reported_and_rewritten(tmp_path):
 
 
 def test_markdown_cells_escape_pipes_and_format_ranges_choices_and_arrays():
-    table = {"a": Param(0.5, "bound of |q|", range=(0.0, 1e300), live=True),
-             "b": Param("x", "choice", choices=("x", "y")), "c": Param(None, "list", array="double"),
-             "d": Param(3, "int")}
+    table = {
+        "a": Param(0.5, "bound of |q|", range=(0.0, 1e300), live=True),
+        "b": Param("x", "choice", choices=("x", "y")),
+        "c": Param(None, "list", array="double"),
+        "d": Param(3, "int"),
+    }
     rows = param_docs.markdown_table(table).splitlines()[2:]
-    assert rows == ["| `a` | double | 0.5 | 0 … 1e+300 | yes | bound of \\|q\\| |",
-                    "| `b` | string | 'x' | x / y |  | choice |",
-                    "| `c` | double[] | [] |  |  | list |",
-                    "| `d` | int | 3 |  |  | int |"]
+    assert rows == [
+        "| `a` | double | 0.5 | 0 … 1e+300 | yes | bound of \\|q\\| |",
+        "| `b` | string | 'x' | x / y |  | choice |",
+        "| `c` | double[] | [] |  |  | list |",
+        "| `d` | int | 3 |  |  | int |",
+    ]
     assert param_docs.markdown_table(table, skip={"d": Param(3, "int")}).count("`d`") == 0
     assert param_docs.markdown_table(table, skip={"d": Param(4, "int")}).count("`d`") == 1  # overridden: kept

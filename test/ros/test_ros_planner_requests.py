@@ -60,9 +60,20 @@ class Outcomes:
 
 
 def _driver(ns: str, domain: int, joints, q, rate: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(SUPPORT / "steady_driver.py"), ns, ",".join(joints),
-                             ",".join(f"{v:.17g}" for v in q), str(rate)], env=ros_environment(domain),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(SUPPORT / "steady_driver.py"),
+            ns,
+            ",".join(joints),
+            ",".join(f"{v:.17g}" for v in q),
+            str(rate),
+        ],
+        env=ros_environment(domain),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=die_with_parent,
+    )
 
 
 def _goal(marker: float, names, q) -> JointState:
@@ -78,10 +89,17 @@ def test_ten_goals_in_a_row_are_planned_beside_a_realtime_controller_and_1khz_jo
     published, and the controller enters each plan at its start."""
     driver = _driver(ros.ns, ros.domain, ["theta"], [0.0], 1000.0)
     try:
-        ctrl = NodeProcess("controller_node", ros.domain, ["ros_hardware_controller.yaml"], {},
-                           log_dir=ros.log_dir, namespace=ros.ns)
-        planner = NodeProcess("planner_node", ros.domain, ["ros_hardware_planner.yaml"], dict(plan_on_startup=False),
-                              log_dir=ros.log_dir, namespace=ros.ns)
+        ctrl = NodeProcess(
+            "controller_node", ros.domain, ["ros_hardware_controller.yaml"], {}, log_dir=ros.log_dir, namespace=ros.ns
+        )
+        planner = NodeProcess(
+            "planner_node",
+            ros.domain,
+            ["ros_hardware_planner.yaml"],
+            dict(plan_on_startup=False),
+            log_dir=ros.log_dir,
+            namespace=ros.ns,
+        )
         ros.procs += [ctrl, planner]
         rec = ros.recorder(["theta"], record_states=False)
         out = Outcomes(rec)
@@ -104,19 +122,24 @@ def test_ten_goals_in_a_row_are_planned_beside_a_realtime_controller_and_1khz_jo
                 assert 0.0 < start - final["_stamp"] <= 0.05 + 0.1, final
                 assert ctrl.wait_for_log(f"entered plan {final['plan']} at k=0", 10.0), (final, ctrl.log()[-2000:])
             assert ctrl.wait_for_log(f"entered plan {final['plan']} at k=", 10.0), (final, ctrl.log()[-2000:])
+
         def stamp(m) -> float:
             return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
 
         # (the latched trajectory of the last plan may arrive after its status). Equal to 1 µs: a wall-clock time of
         # 1.8e9 s has a float64 resolution of 2.4e-7 s: sec + 1e-9·nanosec and the status text differ in the last bits
-        assert rec.wait_for(lambda: any(abs(stamp(m) - start) < 1e-6 for m in list(out.trajectories)), 10.0), \
-            ([stamp(m) for m in out.trajectories[-3:]], start)
+        assert rec.wait_for(lambda: any(abs(stamp(m) - start) < 1e-6 for m in list(out.trajectories)), 10.0), (
+            [stamp(m) for m in out.trajectories[-3:]],
+            start,
+        )
         seq, plan, _ = rec.plan()
         assert str(seq) == final["plan"] and plan.times[0] == pytest.approx(start, abs=1e-6)
         # (a plan made while another runs starts where the state was predicted, 1.5 × the longest recent solve ahead:
         # one whose solve took longer than that is published after its start and entered a few steps in)
-        print(f"goal → accepted latencies [s]: {np.round(latencies, 3).tolist()}; published after their start: "
-              f"{sum(late)} of 10")
+        print(
+            f"goal → accepted latencies [s]: {np.round(latencies, 3).tolist()}; published after their start: "
+            f"{sum(late)} of 10"
+        )
         if "refused" not in ctrl.log():
             assert "SCHED_FIFO priority 50" in ctrl.log()  # the shipped setting was in force
         assert planner.alive and ctrl.alive
@@ -133,8 +156,9 @@ def test_refused_requests_are_heard_with_their_reason(ros):
     out = Outcomes(rec)
     goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
     traj_pub = rec.create_publisher(JointTrajectory, "vi_planner/joint_trajectory", STREAM_QOS)
-    assert rec.wait_for(lambda: goal_pub.get_subscription_count() > 0 and traj_pub.get_subscription_count() > 0,
-                        DISCOVERY), planner.log()
+    assert rec.wait_for(
+        lambda: goal_pub.get_subscription_count() > 0 and traj_pub.get_subscription_count() > 0, DISCOVERY
+    ), planner.log()
     goal_pub.publish(_goal(1.0, ["elbow"], [0.3]))
     assert rec.wait_for(lambda: out.final(1.0) is not None, 10.0)
     assert out.final(1.0)["state"] == "refused" and "elbow" in out.final(1.0)["reason"]
@@ -160,11 +184,14 @@ def test_refused_requests_are_heard_with_their_reason(ros):
 
 
 def test_the_planner_is_a_lifecycle_node_and_shutdown_ends_it(ros):
-    planner = ros.start("planner_node", task="task_pendulum_swingup_bounded", plan_on_startup=False,
-                        autostart=False)
+    planner = ros.start("planner_node", task="task_pendulum_swingup_bounded", plan_on_startup=False, autostart=False)
     rec = ros.recorder(["theta"], record_states=False)
-    for t in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE, Transition.TRANSITION_DEACTIVATE,
-              Transition.TRANSITION_CLEANUP):
+    for t in (
+        Transition.TRANSITION_CONFIGURE,
+        Transition.TRANSITION_ACTIVATE,
+        Transition.TRANSITION_DEACTIVATE,
+        Transition.TRANSITION_CLEANUP,
+    ):
         assert rec.transition("vi_planner", t), (t, planner.log())
     assert rec.transition("vi_planner", Transition.TRANSITION_UNCONFIGURED_SHUTDOWN), planner.log()
     planner.proc.wait(10)
@@ -177,9 +204,13 @@ def test_sigint_ends_a_busy_node_without_a_traceback(ros, module):
     '[FATAL] Exception in ... callback' or traceback in its output (rclpy's own handler left one in 26 of 62 stops)."""
     driver = _driver(ros.ns, ros.domain, ["theta"], [0.2], 1000.0) if module != "simulator_node" else None
     try:
-        over = dict(task="task_pendulum_swingup_bounded", plan_on_startup=False) if module == "planner_node" else \
-            dict(model="pendulum", dt=0.001, rate=1000.0) if module == "controller_node" else \
-            dict(model="pendulum", dt=0.001, mode="realtime")
+        over = (
+            dict(task="task_pendulum_swingup_bounded", plan_on_startup=False)
+            if module == "planner_node"
+            else dict(model="pendulum", dt=0.001, rate=1000.0)
+            if module == "controller_node"
+            else dict(model="pendulum", dt=0.001, mode="realtime")
+        )
         node = ros.start(module, **over)
         rec = ros.recorder(["theta"], record_states=False)
         time.sleep(0.5)
@@ -217,8 +248,7 @@ def test_a_request_the_controller_would_refuse_is_refused_by_the_planner_with_th
         return out.final(float(marker))
 
     fast = request(1, -0.85, 0.3)  # from the task's start q4 = −2.356
-    assert fast["state"] == "refused" and "velocity" in fast["reason"] and fast["joint"].startswith("panda_joint"), \
-        fast
+    assert fast["state"] == "refused" and "velocity" in fast["reason"] and fast["joint"].startswith("panda_joint"), fast
     assert float(fast["limit_ratio"]) > 1.0, fast["reason"]
     assert rec.plan_message is None  # nothing published
     slow = request(2, -2.0, 2.0)

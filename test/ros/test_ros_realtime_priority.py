@@ -27,8 +27,13 @@ print(os.sched_getscheduler(0) == os.SCHED_OTHER)
 
 
 def test_refusal_is_a_message_and_changes_nothing():
-    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
     assert out.returncode == 0, out.stderr
     why, unchanged = out.stdout.strip().splitlines()[-2:]
     assert "SCHED_FIFO priority 50 refused" in why and "rtprio" in why and "CAP_SYS_NICE" in why
@@ -60,12 +65,20 @@ def test_controller_threads_run_fifo_and_still_answer_states(ros, pendulum_vi):
     from vi_control.ros.messages import plan_to_message
 
     vi = pendulum_vi
-    ctrl = ros.start("controller_node", model="pendulum", dt=vi.dt, trigger="joint_state", state_timeout=5.0,
-                     state_estimate="velocities", realtime_priority=30)
+    ctrl = ros.start(
+        "controller_node",
+        model="pendulum",
+        dt=vi.dt,
+        trigger="joint_state",
+        state_timeout=5.0,
+        state_estimate="velocities",
+        realtime_priority=30,
+    )
     rec = ros.recorder(["theta"])
     plan = _pendulum_hold_plan(vi, 500, t0=0.0)  # 50 s: the state below arrives during the plan
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(
-        plan_to_message(plan, 5, start_on_receipt=True))
+        plan_to_message(plan, 5, start_on_receipt=True)
+    )
     assert ctrl.wait_for_log("accepted plan 5", DISCOVERY), ctrl.log()
     if "refused" in ctrl.log():
         pytest.skip("this machine refuses SCHED_FIFO (no rtprio limit / CAP_SYS_NICE): " + ctrl.log()[-300:])

@@ -22,8 +22,10 @@ pytestmark = pytest.mark.ros
 def _two_iteration_task(tmp_path) -> str:
     """Johnson2015's swing-up stopped after 2 DDP iterations: far from converged (cost ~1e4, not ~1e2)."""
     text = (share_dir() / "config" / "task_pendulum_swingup.yaml").read_text()
-    text = text.replace("optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6}",
-                        "optimizer: {method: ddp, max_iterations: 2, tolerance: 1.0e-6}")
+    text = text.replace(
+        "optimizer: {method: ddp, max_iterations: 50, tolerance: 1.0e-6}",
+        "optimizer: {method: ddp, max_iterations: 2, tolerance: 1.0e-6}",
+    )
     assert "max_iterations: 2" in text
     path = tmp_path / "task_two_iterations.yaml"
     path.write_text(text)
@@ -42,12 +44,24 @@ def test_unconverged_plan_is_not_published_by_default(ros, tmp_path):
 def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_it(ros, tmp_path, pendulum_vi):
     """publish_unconverged: the plan arrives with its converged flag clear; a default controller refuses it and
     commands nothing; one with accept_unconverged tracks it: its command is u = U_0 + K_0 (X_0 − x) of that plan."""
-    planner = ros.start("planner_node", task=_two_iteration_task(tmp_path), startup_wait=0.0,
-                        publish_unconverged=True)
-    refusing = ros.start("controller_node", name="refusing", model="pendulum", dt=0.1, trigger="joint_state",
-                         controller_name="refusing_controller")
-    willing = ros.start("controller_node", name="willing", model="pendulum", dt=0.1, trigger="joint_state",
-                        controller_name="willing_controller", accept_unconverged=True)
+    planner = ros.start("planner_node", task=_two_iteration_task(tmp_path), startup_wait=0.0, publish_unconverged=True)
+    refusing = ros.start(
+        "controller_node",
+        name="refusing",
+        model="pendulum",
+        dt=0.1,
+        trigger="joint_state",
+        controller_name="refusing_controller",
+    )
+    willing = ros.start(
+        "controller_node",
+        name="willing",
+        model="pendulum",
+        dt=0.1,
+        trigger="joint_state",
+        controller_name="willing_controller",
+        accept_unconverged=True,
+    )
     rec_no = ros.recorder(["theta"], controller_name="refusing_controller", name="rec_refusing")
     rec_yes = ros.recorder(["theta"], controller_name="willing_controller", name="rec_willing", record_states=False)
     assert rec_no.wait_for(lambda: rec_no.plan_message is not None, DISCOVERY), planner.log()
@@ -86,8 +100,11 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
     hold.engage(q)
     allowed = [hold.command(x)[0], hold.feedforward(), np.zeros(1)]
     assert rec_no.wait_for(lambda: rec_no.commands, DISCOVERY), refusing.log()
-    assert all(any(np.allclose(c, a, rtol=1e-9, atol=1e-9) for a in allowed) for _, c in rec_no.commands), \
-        (allowed, rec_no.commands, refusing.log())
+    assert all(any(np.allclose(c, a, rtol=1e-9, atol=1e-9) for a in allowed) for _, c in rec_no.commands), (
+        allowed,
+        rec_no.commands,
+        refusing.log(),
+    )
     assert all(p.alive for p in (planner, refusing, willing))
 
 
@@ -122,10 +139,12 @@ def test_a_node_that_crashes_while_constructing_leaves_its_traceback(tmp_path):
     import sys
 
     script = tmp_path / "crash.py"
-    script.write_text("import signal, threading\nfrom vi_control.ros.common import run_node\n\n"
-                      "class Crashing:\n    def __init__(self):\n"
-                      "        signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)\n\n"
-                      "run_node(Crashing, [])\n")
+    script.write_text(
+        "import signal, threading\nfrom vi_control.ros.common import run_node\n\n"
+        "class Crashing:\n    def __init__(self):\n"
+        "        signal.pthread_kill(threading.get_ident(), signal.SIGSEGV)\n\n"
+        "run_node(Crashing, [])\n"
+    )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == -sig.SIGSEGV, (out.returncode, out.stderr)
     assert "Fatal Python error: Segmentation fault" in out.stderr and "in __init__" in out.stderr, out.stderr

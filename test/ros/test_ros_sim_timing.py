@@ -85,8 +85,14 @@ def test_simulator_counts_steps_on_a_late_command_over_dds(ros):
     sim = ros.start("simulator_node", model="pendulum", dt=dt, mode="realtime", diagnostics_period=0.1)
     rec = ros.recorder(["theta"])
     reports: list[dict] = []
-    rec.create_subscription(DiagnosticArray, "diagnostics", lambda m: reports.extend(
-        {v.key: v.value for v in st.values} for st in m.status if st.name.endswith("vi_simulator")), STREAM_QOS)
+    rec.create_subscription(
+        DiagnosticArray,
+        "diagnostics",
+        lambda m: reports.extend(
+            {v.key: v.value for v in st.values} for st in m.status if st.name.endswith("vi_simulator")
+        ),
+        STREAM_QOS,
+    )
     assert rec.wait_for(lambda: rec.cmd_pub.get_subscription_count() > 0 and len(reports) > 2, DISCOVERY), sim.log()
 
     n = len(reports)
@@ -125,7 +131,7 @@ def test_simulator_counts_steps_on_a_late_command_over_dds(ros):
     def measured(k: int) -> float:
         n = len(reports)
         assert rec.wait_for(lambda: len(reports) >= n + k, 30.0), sim.log()
-        return float(np.median([float(r["real_time_factor"]) for r in reports[n + 1:]]))
+        return float(np.median([float(r["real_time_factor"]) for r in reports[n + 1 :]]))
 
     from test_ros_interfaces import _set
 

@@ -16,8 +16,19 @@ from vi_control.ros.simulator_node import SimulatorNode  # noqa: E402
 
 def _configured(model: str) -> tuple[bool, np.ndarray | None, object]:
     """(configure succeeded, q_0, the integrator) of a simulator node from ros_simulator.yaml with ``model``."""
-    rclpy.init(args=["--ros-args", "--params-file", resolve_config("ros_simulator.yaml"), "-p", f"model:={model}",
-                     "-p", "autostart:=false", "--log-level", "error"])
+    rclpy.init(
+        args=[
+            "--ros-args",
+            "--params-file",
+            resolve_config("ros_simulator.yaml"),
+            "-p",
+            f"model:={model}",
+            "-p",
+            "autostart:=false",
+            "--log-level",
+            "error",
+        ]
+    )
     try:
         node = SimulatorNode()
         try:

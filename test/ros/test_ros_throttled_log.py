@@ -50,5 +50,7 @@ def test_a_text_builder_runs_only_when_its_message_is_logged():
     log.period = 0.05  # then wait it out (suppression above: within PERIOD, whatever the load)
     time.sleep(0.1)
     assert log("joint stop", text, level="info") and built == [1, 2]
-    assert logger.messages == [("info", "held by its end stop, text 1"),
-                               ("info", "held by its end stop, text 2 (100 more since the last report)")]
+    assert logger.messages == [
+        ("info", "held by its end stop, text 1"),
+        ("info", "held by its end stop, text 2 (100 more since the last report)"),
+    ]

@@ -17,9 +17,17 @@ def _hold_upright_plan(vi, N: int = 60) -> Plan:
     Q, R = np.diag([10.0, 1.0]), np.eye(1)
     P = solve_discrete_are(lin.A, lin.B, Q, R)
     K = np.linalg.solve(R + lin.B.T @ P @ lin.B, lin.B.T @ P @ lin.A)  # u = U + K (X − x)
-    return Plan(times=np.arange(N + 1) * vi.dt, X=np.tile(x_up, (N + 1, 1)), U=np.zeros((N, 1)),
-                K=np.tile(K, (N, 1, 1)), dt=vi.dt, model_name="pendulum", model_hash=vi.robot.hash,
-                joint_names=["theta"], input_names=["theta"])
+    return Plan(
+        times=np.arange(N + 1) * vi.dt,
+        X=np.tile(x_up, (N + 1, 1)),
+        U=np.zeros((N, 1)),
+        K=np.tile(K, (N, 1, 1)),
+        dt=vi.dt,
+        model_name="pendulum",
+        model_hash=vi.robot.hash,
+        joint_names=["theta"],
+        input_names=["theta"],
+    )
 
 
 def test_state_difference_compares_continuous_angles_modulo_2pi():
@@ -106,7 +114,17 @@ def test_plan_message_round_trips_exactly_and_is_validated(pendulum_vi, rng):
     # the documented header, read independently of decode_plan
     magic, version, flags, seq, h, N, nx, nu, ndx, dt, t0 = struct.unpack_from("<8sIIQ16sIIIIdd", raw)
     assert (magic, version, seq, h.decode(), N, nx, nu, ndx, dt, t0) == (
-        b"VIPLAN\0\0", 1, 1234567890123, plan.model_hash, 7, 2, 1, 2, plan.dt, 1234.5)
+        b"VIPLAN\0\0",
+        1,
+        1234567890123,
+        plan.model_hash,
+        7,
+        2,
+        1,
+        2,
+        plan.dt,
+        1234.5,
+    )
     assert flags == messages.FLAG_START_ON_RECEIPT  # not converged, start on receipt
     assert len(raw) == 72 + 8 * (8 * 2 + 7 * 1 + 7 * 2 + 1 + 2)
     h = plan.model_hash

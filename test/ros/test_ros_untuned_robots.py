@@ -48,8 +48,14 @@ def test_example_robot_reach_through_the_three_nodes(request, tmp_path):
     for node, text in PARAMS.items():
         files[node] = [str(tmp_path / f"{node}.yaml")]
         (tmp_path / f"{node}.yaml").write_text(text)
-    run = run_closed_loop(domain_id_for(request.node.name), str(tmp_path / "logs"), params_files=files,
-                          joint_names=["joint1", "joint2"], hold_time=1.0, timeout=120.0)
+    run = run_closed_loop(
+        domain_id_for(request.node.name),
+        str(tmp_path / "logs"),
+        params_files=files,
+        joint_names=["joint1", "joint2"],
+        hold_time=1.0,
+        timeout=120.0,
+    )
     assert not run.error, run.error + "\n".join(f"--- {n}\n{t[-3000:]}" for n, t in run.logs.items())
     assert "joint state beyond the limits" not in run.logs["controller"]
     err = run.tracking_error(np.zeros(2, bool))
@@ -67,8 +73,13 @@ def test_simulator_refuses_initial_positions_off_the_constraints(ros):
     bad.proc.wait(60.0)
     assert not bad.alive
     assert "initial_positions violates holonomic constraint 0, coincident" in bad.log(), bad.report()
-    good = ros.start("simulator_node", name="good", model="fourbar", dt=0.01,
-                     initial_positions=fourbar_initial_configuration(0.3).tolist())
+    good = ros.start(
+        "simulator_node",
+        name="good",
+        model="fourbar",
+        dt=0.01,
+        initial_positions=fourbar_initial_configuration(0.3).tolist(),
+    )
     assert good.wait_for_log("mode=", 60.0), good.report()
     assert good.alive
 
@@ -103,6 +114,7 @@ def test_a_description_gets_the_named_models_yaml_only_if_it_is_that_robot(tmp_p
     assert robot.actuated == ("joint1", "joint2")
     robot, _ = robot_from_parameters({**p, "urdf_path": str(example_robot_path("double_pendulum"))})
     assert robot.actuated == ("joint1", "joint2")
-    acrobot, _ = robot_from_parameters({**p, "model": "acrobot",
-                                        "robot_description": open(bundled_urdf("double_pendulum")).read()})
+    acrobot, _ = robot_from_parameters(
+        {**p, "model": "acrobot", "robot_description": open(bundled_urdf("double_pendulum")).read()}
+    )
     assert acrobot.actuated == ("elbow",)

@@ -28,8 +28,9 @@ DT = maneuver_settings(BODY).dt
 
 def _start(h, node: str, overrides: dict | None = None) -> NodeProcess:
     """A node with its config/ros_vehicle_<node>.yaml (plus overrides), stopped by the fixture."""
-    p = NodeProcess(f"{node}_node", h.domain, [f"ros_vehicle_{node}.yaml"], overrides, str(h.log_dir), name=node,
-                    namespace=h.ns)
+    p = NodeProcess(
+        f"{node}_node", h.domain, [f"ros_vehicle_{node}.yaml"], overrides, str(h.log_dir), name=node, namespace=h.ns
+    )
     h.procs.append(p)
     return p
 
@@ -40,7 +41,8 @@ def _goal_message(g: np.ndarray, frame: str = "odom") -> PoseStamped:
     q = quaternion_from_rotation(g[:3, :3])
     msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(a) for a in g[:3, 3])
     msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z, msg.pose.orientation.w = (
-        float(a) for a in q)
+        float(a) for a in q
+    )
     return msg
 
 
@@ -72,8 +74,9 @@ def test_vehicle_rest_to_rest_through_the_three_nodes(ros):
     by_stamp = {round(t / DT): x for t, x in states}
     k0 = round(plan.times[0] / DT)
     # the simulator steps the same discrete map the plan was made with: tracking at round-off
-    err = max(np.abs(vi.state.diff(plan.X[k], by_stamp[k0 + k])).max() for k in range(plan.horizon + 1)
-              if k0 + k in by_stamp)
+    err = max(
+        np.abs(vi.state.diff(plan.X[k], by_stamp[k0 + k])).max() for k in range(plan.horizon + 1) if k0 + k in by_stamp
+    )
     assert err < 1e-6, err
     final = states[-1][1]
     assert np.abs(vi.state.diff(vi.state_from_pose(goal), final)).max() < 1e-6  # at the goal, at rest
@@ -108,7 +111,8 @@ def test_vehicle_nodes_refuse_bad_and_unreachable_goals_and_keep_a_safe_command(
 
     plan, _ = plan_maneuver(vi, pose_from_spec({"position": [1.0, 0.0, 0.0]}, "SE3"))
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(
-        plan_to_message(plan, 99, start_on_receipt=True))
+        plan_to_message(plan, 99, start_on_receipt=True)
+    )
     assert ctrl.wait_for_log("accepted plan 99", DISCOVERY), ctrl.log()
     assert ctrl.wait_for_log("tracking error undefined: RetractionDomainError", 20.0), ctrl.log()
     assert rec.wait_for(lambda: rec.commands, 10.0)

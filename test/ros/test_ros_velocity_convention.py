@@ -31,15 +31,24 @@ def test_simulator_states_read_back_with_velocities_reproduce_x_k(ros):
     Pinocchio's M and g (both joints actuated: the holding torque is g)."""
     dt, q0 = 0.01, [0.4, -0.3]
     vi = make_integrator("midpoint", load_bundled("double_pendulum"), dt)
-    sim = ros.start("simulator_node", model="double_pendulum", dt=dt, mode="lockstep", initial_positions=q0,
-                    initial_velocities=[0.5, -1.0])
+    sim = ros.start(
+        "simulator_node",
+        model="double_pendulum",
+        dt=dt,
+        mode="lockstep",
+        initial_positions=q0,
+        initial_velocities=[0.5, -1.0],
+    )
     rec = ros.recorder(["shoulder", "elbow"])
     lock, messages = threading.Lock(), {}
 
     def keep(msg: JointState) -> None:
         with lock:
-            messages[round(stamp_seconds(msg) / dt)] = (np.array(msg.position), np.array(msg.velocity),
-                                                         np.array(msg.effort))
+            messages[round(stamp_seconds(msg) / dt)] = (
+                np.array(msg.position),
+                np.array(msg.velocity),
+                np.array(msg.effort),
+            )
 
     rec.create_subscription(JointState, "joint_states", keep, RECORD_QOS)
     assert rec.wait_for(lambda: 0 in messages and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()

@@ -12,9 +12,10 @@ pytest.importorskip("rclpy")
 
 from vi_control.view.browser import find_chromium, screenshot  # noqa: E402
 
-pytestmark = pytest.mark.skipif(find_chromium() is None,
-                                reason="no chromium on PATH: apt-get install chromium (Debian), as "
-                                       "scripts/setup_env.sh does when run as root")
+pytestmark = pytest.mark.skipif(
+    find_chromium() is None,
+    reason="no chromium on PATH: apt-get install chromium (Debian), as scripts/setup_env.sh does when run as root",
+)
 
 
 def test_live_view_follows_joint_states(tmp_path):

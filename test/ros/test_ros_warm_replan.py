@@ -2,7 +2,6 @@
 executed, receded to the new start, is the initial guess, and the re-plan reaches the cold plan's optimum from that
 start in fewer iterations; with ``warm_start`` off the node plans cold."""
 
-
 import numpy as np
 import pytest
 
@@ -24,9 +23,22 @@ def test_planner_node_replans_the_task_warm_from_the_executed_plan(request):
 
     domain = domain_id_for(request.node.name)
     set_domain(domain)
-    rclpy.init(args=["--ros-args", "-p", "task:=task_cartpole_swingup", "-p", "plan_on_startup:=false",
-                     "-p", "expected_solve_time:=0.0", "-p", "republish_period:=0.0", "-r", "__ns:=/warm_replan"],
-               domain_id=domain)
+    rclpy.init(
+        args=[
+            "--ros-args",
+            "-p",
+            "task:=task_cartpole_swingup",
+            "-p",
+            "plan_on_startup:=false",
+            "-p",
+            "expected_solve_time:=0.0",
+            "-p",
+            "republish_period:=0.0",
+            "-r",
+            "__ns:=/warm_replan",
+        ],
+        domain_id=domain,
+    )
     node = None
     try:
         node = PlannerNode()

@@ -55,20 +55,41 @@ def _plan(vi, N: int = 60) -> Plan:
     x_ref = vi.state_from_configurations(np.array([0.1, -0.05]), np.array([0.1, -0.05]))
     K = np.random.default_rng(5).normal(0.0, 2.0, (vi.nu, vi.nx))
     r = vi.robot
-    return Plan(times=T0 + np.arange(N + 1) * DT, X=np.tile(x_ref, (N + 1, 1)), U=np.tile([1.5, -0.5], (N, 1)),
-                K=np.tile(K, (N, 1, 1)), dt=DT, model_name=r.name, model_hash=r.hash, joint_names=JOINTS,
-                input_names=JOINTS)
+    return Plan(
+        times=T0 + np.arange(N + 1) * DT,
+        X=np.tile(x_ref, (N + 1, 1)),
+        U=np.tile([1.5, -0.5], (N, 1)),
+        K=np.tile(K, (N, 1, 1)),
+        dt=DT,
+        model_name=r.name,
+        model_hash=r.hash,
+        joint_names=JOINTS,
+        input_names=JOINTS,
+    )
 
 
 def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros, double_vi):
     vi, plan = double_vi, _plan(double_vi)
-    common = dict(model="double_pendulum", dt=DT, trigger="joint_state", state_timeout=TIMEOUT, use_sim_time=True,
-                  safe_mode="damping", safe_damping=1.0, path_tolerance=1.0)
+    common = dict(
+        model="double_pendulum",
+        dt=DT,
+        trigger="joint_state",
+        state_timeout=TIMEOUT,
+        use_sim_time=True,
+        safe_mode="damping",
+        safe_damping=1.0,
+        path_tolerance=1.0,
+    )
     names = {"default": [], "reversed": JOINTS[::-1]}
-    ctrls = {k: ros.start("controller_node", name=k, controller_name=f"{k}_controller", **common,
-                          **({"joints": j} if j else {})) for k, j in names.items()}
-    recs = {k: ros.recorder(JOINTS, controller_name=f"{k}_controller", name=f"rec_{k}", record_states=False)
-            for k in names}
+    ctrls = {
+        k: ros.start(
+            "controller_node", name=k, controller_name=f"{k}_controller", **common, **({"joints": j} if j else {})
+        )
+        for k, j in names.items()
+    }
+    recs = {
+        k: ros.recorder(JOINTS, controller_name=f"{k}_controller", name=f"rec_{k}", record_states=False) for k in names
+    }
     rec = recs["default"]
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 3))
     for c in ctrls.values():
@@ -87,8 +108,9 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
     def send(t, q, v, clock=None):
         """A joint state stamped t (the clock at ``clock``, default t); both controllers' next commands."""
         n0 = publish(t, q, v, clock)
-        assert all(r.wait_for(lambda r=r, k=k: len(r.commands) > n0[k], 10.0) for k, r in recs.items()), \
-            [c.log()[-2000:] for c in ctrls.values()]
+        assert all(r.wait_for(lambda r=r, k=k: len(r.commands) > n0[k], 10.0) for k, r in recs.items()), [
+            c.log()[-2000:] for c in ctrls.values()
+        ]
         time.sleep(0.1)
         return {k: r.commands[-1][1] for k, r in recs.items()}
 
@@ -165,6 +187,7 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
 
 def _scaled_urdf(xml: str, s: float) -> str:
     """The URDF with every link's mass and inertia multiplied by s (independent of load_robot's mass_scale)."""
+
     def scale(m):
         return f'{m.group(1)}="{float(m.group(2)) * s!r}"'
 
@@ -173,12 +196,26 @@ def _scaled_urdf(xml: str, s: float) -> str:
 
 def test_simulator_steps_the_scaled_robot_in_its_joint_order(ros):
     s, q0 = 1.5, np.array([0.3, -0.2])
-    sim = ros.start("simulator_node", model="double_pendulum", dt=0.02, mode="lockstep", mass_scale=s,
-                    joints=JOINTS[::-1], initial_positions=q0.tolist(), idle_publish_period=10.0)
+    sim = ros.start(
+        "simulator_node",
+        model="double_pendulum",
+        dt=0.02,
+        mode="lockstep",
+        mass_scale=s,
+        joints=JOINTS[::-1],
+        initial_positions=q0.tolist(),
+        idle_publish_period=10.0,
+    )
     rec = ros.recorder(JOINTS)
     velocities = {}  # stamp → published q̇ (the recorder keeps positions and efforts)
-    rec.create_subscription(JointState, "joint_states", lambda m: velocities.setdefault(
-        round(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, 6), np.array(m.velocity)), RECORD_QOS)
+    rec.create_subscription(
+        JointState,
+        "joint_states",
+        lambda m: velocities.setdefault(
+            round(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, 6), np.array(m.velocity)
+        ),
+        RECORD_QOS,
+    )
     assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
     with open(bundled_urdf("double_pendulum")) as f:
         xml = f.read()

@@ -54,8 +54,15 @@ def blocks(path: Path) -> list[Block]:
         elif open_fence is not None and line.strip().startswith(open_fence) and not line.strip(open_fence[0]).strip():
             marker = MARKER.fullmatch(lines[start - 1].strip()) if start else None
             skip = SKIP.match(marker.group(1).strip()) if marker else None
-            out.append(Block(path, start + 1, lang, "\n".join(lines[start + 1:i]),
-                             (skip.group(1).strip() if skip else "") if marker else None))
+            out.append(
+                Block(
+                    path,
+                    start + 1,
+                    lang,
+                    "\n".join(lines[start + 1 : i]),
+                    (skip.group(1).strip() if skip else "") if marker else None,
+                )
+            )
             open_fence = None
     assert open_fence is None, f"{path.name}:{start + 1}: a fence is never closed"
     return out
@@ -96,8 +103,9 @@ def claim_problems(claim: Claim, namespace: dict, printed: str) -> list[str]:
     """Why the block's result contradicts its claim (empty: it holds)."""
     if claim.name:
         want = np.array([float(v) for v in CLAIM_NUMBER.findall(claim.text)])
-        decimals = max((len(v.split(".")[1]) for v in CLAIM_NUMBER.findall(claim.text) if "." in v and "e" not in v),
-                       default=0)
+        decimals = max(
+            (len(v.split(".")[1]) for v in CLAIM_NUMBER.findall(claim.text) if "." in v and "e" not in v), default=0
+        )
         got = np.atleast_1d(np.asarray(namespace.get(claim.name), dtype=float))
         if got.shape != want.shape or not np.allclose(got, want, rtol=0, atol=0.5 * 10.0**-decimals + 1e-15):
             return [f"line {claim.line}: {claim.name} = {got.tolist()}, the comment says {claim.text}"]
@@ -105,8 +113,11 @@ def claim_problems(claim: Claim, namespace: dict, printed: str) -> list[str]:
     text = re.sub(r"\(.*?\)", "", claim.text)  # a parenthesis explains, it is not printed verbatim
     words = re.findall(r"[A-Za-z]{4,}", text)
     numbers = [v for v in CLAIM_NUMBER.findall(text) if "e" not in v and _significant(v) >= 3]
-    return [f"line {claim.line}: printed {printed.strip()!r}, the comment claims {w!r}"
-            for w in words + numbers if w not in printed]
+    return [
+        f"line {claim.line}: printed {printed.strip()!r}, the comment claims {w!r}"
+        for w in words + numbers
+        if w not in printed
+    ]
 
 
 def markers(paths: list[Path] = DOC_FILES) -> list[tuple[str, str, bool]]:
@@ -131,8 +142,16 @@ def all_blocks(lang: set[str] | None = None) -> list[Block]:
 # A kind is recognized by any of its signature keys at the top level (a ROS params file by its sections).
 YAML_SIGNATURES = {
     "task": {"horizon", "dt", "weights", "optimizer", "reference", "input_limits", "initial_guess"},
-    "system": {"actuated", "damping", "prescribed", "constraints", "nonholonomic", "floating_base", "locked",
-               "inertia_policy"},
+    "system": {
+        "actuated",
+        "damping",
+        "prescribed",
+        "constraints",
+        "nonholonomic",
+        "floating_base",
+        "locked",
+        "inertia_policy",
+    },
     "rigid_body": {"group", "thruster_layout", "actuators", "drag", "buoyancy"},
     "robustness": {"perturbations", "samples", "success", "plant"},
     "library": {"goals", "grid"},
@@ -146,9 +165,11 @@ def classify_yaml(data) -> str:
     keys = set(data) if isinstance(data, dict) else set()
     kinds = [k for k, sig in YAML_SIGNATURES.items() if keys & sig]
     what = f"ambiguous between {kinds}" if kinds else "of no known kind"
-    assert len(kinds) == 1, (f"YAML block with top-level keys {sorted(keys, key=str)} is {what}: add its kind to "
-                             "YAML_SIGNATURES and _loaders() in test/support/docs_blocks.py, with the loader that "
-                             "reads such a file in real use")
+    assert len(kinds) == 1, (
+        f"YAML block with top-level keys {sorted(keys, key=str)} is {what}: add its kind to "
+        "YAML_SIGNATURES and _loaders() in test/support/docs_blocks.py, with the loader that "
+        "reads such a file in real use"
+    )
     return kinds[0]
 
 
@@ -193,8 +214,14 @@ def _loaders() -> dict:
             (Path(d) / "body.yaml").write_text(text)
             load_rigid_body(str(Path(d) / "body.yaml"))
 
-    return {"task": _task, "system": load_system_config, "rigid_body": rigid_body,
-            "robustness": load_robustness_config, "library": _library, "ros_params": _ros_params}
+    return {
+        "task": _task,
+        "system": load_system_config,
+        "rigid_body": rigid_body,
+        "robustness": load_robustness_config,
+        "library": _library,
+        "ros_params": _ros_params,
+    }
 
 
 def check_yaml(text: str) -> str:
@@ -257,7 +284,7 @@ def _ros_args(args: list[str], module: str) -> list[str]:
     from vi_control.model.yaml_io import load_yaml
     from vi_control.ros.param_files import parameter_file_errors, section_errors
 
-    problems, rest = [], args[args.index("--ros-args") + 1:] if "--ros-args" in args else []
+    problems, rest = [], args[args.index("--ros-args") + 1 :] if "--ros-args" in args else []
     for flag, value in zip(rest, rest[1:]):
         if flag == "--params-file" and value.startswith(REPO_DIRS):
             problems += parameter_file_errors(load_yaml((ROOT / value).read_text()))
@@ -268,8 +295,11 @@ def _ros_args(args: list[str], module: str) -> list[str]:
 
 
 def _launch_arguments(path: Path) -> set[str]:
-    return {ast.literal_eval(c.args[0]) for c in ast.walk(ast.parse(path.read_text()))
-            if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "DeclareLaunchArgument"}
+    return {
+        ast.literal_eval(c.args[0])
+        for c in ast.walk(ast.parse(path.read_text()))
+        if isinstance(c, ast.Call) and getattr(c.func, "id", "") == "DeclareLaunchArgument"
+    }
 
 
 def shell_problems(argv: list[str]) -> list[str]:
@@ -280,11 +310,16 @@ def shell_problems(argv: list[str]) -> list[str]:
     if not argv:
         return []
     scripts, prog, args = console_scripts(), argv[0], argv[1:]
-    problems = [f"{a} does not exist in the repository" for a in argv
-                if a.split("=")[-1].startswith(REPO_DIRS) and not (ROOT / a.split("=")[-1]).exists()]
-    problems += [f"{opt} {val}: no {val}.yaml in config/" for opt, val in zip(args, args[1:])
-                 if opt in CONFIG_NAME_OPTIONS and re.fullmatch(r"\w+", val) and not (ROOT / "config" / f"{val}.yaml")
-                 .is_file()]
+    problems = [
+        f"{a} does not exist in the repository"
+        for a in argv
+        if a.split("=")[-1].startswith(REPO_DIRS) and not (ROOT / a.split("=")[-1]).exists()
+    ]
+    problems += [
+        f"{opt} {val}: no {val}.yaml in config/"
+        for opt, val in zip(args, args[1:])
+        if opt in CONFIG_NAME_OPTIONS and re.fullmatch(r"\w+", val) and not (ROOT / "config" / f"{val}.yaml").is_file()
+    ]
     name = prog.removeprefix(".venv/bin/")
     entry = scripts.get(name)
     if prog in PYTHONS and args[:1] == ["-m"]:
@@ -306,21 +341,30 @@ def shell_problems(argv: list[str]) -> list[str]:
             if not launch.is_file():
                 return problems + [f"no launch file launch/{args[2]}"]
             declared = _launch_arguments(launch)
-            problems += [f"{args[2]} declares no argument {a.split(':=')[0]}" for a in args[3:]
-                         if ":=" in a and a.split(":=")[0] not in declared]
+            problems += [
+                f"{args[2]} declares no argument {a.split(':=')[0]}"
+                for a in args[3:]
+                if ":=" in a and a.split(":=")[0] not in declared
+            ]
         elif args[:2] == ["run", "vi_control"] and args[2] not in scripts:
             problems.append(f"ros2 run vi_control {args[2]}: not a console script of setup.py")
         return problems
     elif name in EXTERNAL:
         return problems
     elif entry is None:
-        return problems + [f"{prog}: neither one of our console scripts {sorted(scripts)} nor a program listed in "
-                           "EXTERNAL (test/support/docs_blocks.py): add it there, or check it"]
+        return problems + [
+            f"{prog}: neither one of our console scripts {sorted(scripts)} nor a program listed in "
+            "EXTERNAL (test/support/docs_blocks.py): add it there, or check it"
+        ]
     module = entry.split(":")[0]
     if module.startswith("vi_control.ros.") and module.endswith("_node"):
         return problems + _ros_args(args, module)  # a node: its --help would start it
-    positional = [a for a in args[: next((i for i, a in enumerate(args) if a.startswith("-")), len(args))]
-                  if a != "..."]
+    positional = [
+        a for a in args[: next((i for i, a in enumerate(args) if a.startswith("-")), len(args))] if a != "..."
+    ]
     text = help_text(entry, positional)
-    return problems + [f"{name} {' '.join(positional)}: no option {o} in its --help"
-                       for o in _options(args) if not re.search(rf"(?<![\w-]){o}(?![\w-])", text)]
+    return problems + [
+        f"{name} {' '.join(positional)}: no option {o} in its --help"
+        for o in _options(args)
+        if not re.search(rf"(?<![\w-]){o}(?![\w-])", text)
+    ]

@@ -38,10 +38,54 @@ import numpy as np
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 # ---- hostile values ----------------------------------------------------------------------------------------------
-HOSTILE = [0, -1, 1, 2, 1e300, -1e300, 1e-300, 5e-324, 2**63, -(2**63), 10**400, 1e6, 1e10, 1e-12, 0.5,
-           float("nan"), float("inf"), -float("inf"), -0.0, True, False, None, "", "x", "1:30", "pi", "pi/0",
-           "1e400", "nan", "inf", "yes", [], {}, [1.0], [[1.0, 2.0]], [float("nan")] * 3, [1e300] * 3,
-           ["a", "b", "c"], {"a": 1}, [[[[[]]]]], "9" * 500, 3.5, -3.5, 100000, 100001, 10**9]
+HOSTILE = [
+    0,
+    -1,
+    1,
+    2,
+    1e300,
+    -1e300,
+    1e-300,
+    5e-324,
+    2**63,
+    -(2**63),
+    10**400,
+    1e6,
+    1e10,
+    1e-12,
+    0.5,
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    -0.0,
+    True,
+    False,
+    None,
+    "",
+    "x",
+    "1:30",
+    "pi",
+    "pi/0",
+    "1e400",
+    "nan",
+    "inf",
+    "yes",
+    [],
+    {},
+    [1.0],
+    [[1.0, 2.0]],
+    [float("nan")] * 3,
+    [1e300] * 3,
+    ["a", "b", "c"],
+    {"a": 1},
+    [[[[[]]]]],
+    "9" * 500,
+    3.5,
+    -3.5,
+    100000,
+    100001,
+    10**9,
+]
 
 
 def hostile_value(rng: np.random.Generator) -> Any:
@@ -126,16 +170,31 @@ def _yaml(name: str) -> Any:
 
 
 # ---- outcomes ----------------------------------------------------------------------------------------------------
-GENERIC = (TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError, RecursionError, AttributeError,
-           MemoryError, AssertionError, FloatingPointError, NotImplementedError, StopIteration, UnicodeError,
-           struct.error, np.linalg.LinAlgError)
+GENERIC = (
+    TypeError,
+    IndexError,
+    KeyError,
+    ZeroDivisionError,
+    OverflowError,
+    RecursionError,
+    AttributeError,
+    MemoryError,
+    AssertionError,
+    FloatingPointError,
+    NotImplementedError,
+    StopIteration,
+    UnicodeError,
+    struct.error,
+    np.linalg.LinAlgError,
+)
 # ValueErrors raised by numpy or Python itself, naming nothing of ours
 FOREIGN_VALUE_ERROR = re.compile(
     r"could not convert|invalid literal|setting an array element|could not be broadcast|buffer is smaller|"
     r"cannot reshape|math domain error|too many values to unpack|not enough values to unpack|zero-size array|"
     r"array must not contain infs|object arrays|Expecting value|Extra data|Unterminated|non-broadcastable|"
     r"negative dimensions|maximum supported dimension|cannot convert float|Out of range float|"
-    r"The truth value of an array")
+    r"The truth value of an array"
+)
 
 
 def classify_error(e: BaseException) -> str:
@@ -147,8 +206,14 @@ def classify_error(e: BaseException) -> str:
         return "specific"
     if isinstance(e, (UnicodeError, np.linalg.LinAlgError)):
         return "generic"
-    if isinstance(e, ValueError) or type(e).__name__ in ("PlanningError", "ConvergenceError", "SingularityError",
-                                                          "UntrustedStepError", "DMOCError", "SweepError"):
+    if isinstance(e, ValueError) or type(e).__name__ in (
+        "PlanningError",
+        "ConvergenceError",
+        "SingularityError",
+        "UntrustedStepError",
+        "DMOCError",
+        "SweepError",
+    ):
         if isinstance(e, json.JSONDecodeError) or FOREIGN_VALUE_ERROR.search(str(e)) or not str(e):
             return "generic"
         return "specific"
@@ -247,7 +312,7 @@ def _urdf_cases(rng, index) -> Case:
 
     def check(robot):
         if not _finite(robot.gravity) or np.any(np.isnan(robot.effort_limits)) or np.any(robot.effort_limits < 0):
-            return "non-finite gravity or NaN/negative effort limits (inf: unbounded, as effort=\"0\" states)"
+            return 'non-finite gravity or NaN/negative effort limits (inf: unbounded, as effort="0" states)'
         return None
 
     return Case("urdf", index, "; ".join(what), lambda: load_robot(text), check)
@@ -272,15 +337,24 @@ def _system_case(rng, index) -> Case:
 def _task_case(rng, index) -> Case:
     from vi_control.planning.task import TASK_BOUNDS, load_task
 
-    name = str(rng.choice(["task_pendulum_swingup", "task_cartpole_swingup_lg2", "task_acrobot_swingup",
-                           "task_panda_reach_mpc"]))
+    name = str(
+        rng.choice(
+            ["task_pendulum_swingup", "task_cartpole_swingup_lg2", "task_acrobot_swingup", "task_panda_reach_mpc"]
+        )
+    )
     doc, what = mutate_doc(rng, _yaml(f"{name}.yaml"))
 
     def check(t):
-        return _bounded_by(TASK_BOUNDS, {"dt": t.dt, "horizon": t.horizon,
-                                         "optimizer.max_iterations": t.max_iterations,
-                                         "optimizer.tolerance": t.tolerance,
-                                         "optimizer.regularization": t.regularization})
+        return _bounded_by(
+            TASK_BOUNDS,
+            {
+                "dt": t.dt,
+                "horizon": t.horizon,
+                "optimizer.max_iterations": t.max_iterations,
+                "optimizer.tolerance": t.tolerance,
+                "optimizer.regularization": t.regularization,
+            },
+        )
 
     return Case("task", index, f"{name}: {what}", lambda: load_task(doc), check)
 
@@ -327,8 +401,10 @@ def _sweep_case(rng, index) -> Case:
 
     def check(r):
         cfg, samples = r
-        bad = _bounded_by(SWEEP_BOUNDS, {"samples": cfg.samples, "success.tolerance": cfg.tolerance,
-                                         "success.hold_time": cfg.hold_time})
+        bad = _bounded_by(
+            SWEEP_BOUNDS,
+            {"samples": cfg.samples, "success.tolerance": cfg.tolerance, "success.hold_time": cfg.hold_time},
+        )
         if bad:
             return bad
         for s in samples:
@@ -343,8 +419,11 @@ def _sweep_case(rng, index) -> Case:
 def _library_case(rng, index) -> Case:
     from vi_control.sweep.config import MAX_LIBRARY_GOALS, load_library_goals
 
-    base = {"grid": {"theta": {"from": 2.2, "to": "pi", "num": 5}}} if rng.random() < 0.5 else \
-        {"goals": [[0.5], [1.0], [2.0]]}
+    base = (
+        {"grid": {"theta": {"from": 2.2, "to": "pi", "num": 5}}}
+        if rng.random() < 0.5
+        else {"goals": [[0.5], [1.0], [2.0]]}
+    )
     doc, what = mutate_doc(rng, base)
 
     def check(goals):
@@ -378,9 +457,20 @@ def _small_plan():
     from vi_control.control.plan import Plan
 
     N = 10
-    return Plan(times=0.1 * np.arange(N + 1), X=np.zeros((N + 1, 2)), U=np.zeros((N, 1)), K=np.zeros((N, 1, 2)),
-                dt=0.1, model_name="pendulum", model_hash="0123456789abcdef", joint_names=["theta"],
-                input_names=["theta"], K_final=np.zeros((1, 2)), U_final=np.zeros(1), converged=True)
+    return Plan(
+        times=0.1 * np.arange(N + 1),
+        X=np.zeros((N + 1, 2)),
+        U=np.zeros((N, 1)),
+        K=np.zeros((N, 1, 2)),
+        dt=0.1,
+        model_name="pendulum",
+        model_hash="0123456789abcdef",
+        joint_names=["theta"],
+        input_names=["theta"],
+        K_final=np.zeros((1, 2)),
+        U_final=np.zeros(1),
+        converged=True,
+    )
 
 
 def _plan_invariants(p) -> str | None:
@@ -454,11 +544,18 @@ def _api_case(rng, index) -> Case:
     op = int(rng.integers(7))
     robot = _PENDULUM["robot"]
     if op == 0:
+
         def run():
             vi = vc.MidpointVI(robot, a)
             return vi.step(np.zeros(2), np.zeros(1))
-        return Case("api", index, f"MidpointVI(pendulum, dt={a!r:.30}).step", run,
-                    lambda x: None if _finite(x) else "non-finite step")
+
+        return Case(
+            "api",
+            index,
+            f"MidpointVI(pendulum, dt={a!r:.30}).step",
+            run,
+            lambda x: None if _finite(x) else "non-finite step",
+        )
     if op == 1:
         vi = _PENDULUM["vi"]
         shape = tuple(int(s) for s in rng.choice([0, 1, 2, 3], size=int(rng.integers(1, 3))))
@@ -466,32 +563,61 @@ def _api_case(rng, index) -> Case:
         u = [0.0] if rng.random() < 0.5 else b
 
         def run():  # (lists, as a user passes them: the conversion is the API's)
-            x = a if isinstance(a, (list, dict)) else np.full(shape, None).tolist() if a is None else \
-                (np.zeros(shape) + 0).tolist()
+            x = (
+                a
+                if isinstance(a, (list, dict))
+                else np.full(shape, None).tolist()
+                if a is None
+                else (np.zeros(shape) + 0).tolist()
+            )
             if not isinstance(a, (list, dict)) and a is not None:
                 x = [a] * int(np.prod(shape))
             return vi.step(x, u)
-        return Case("api", index, f"vi.step(x of shape {shape} = {a!r:.20}, u = …)", run,
-                    lambda x: None if _finite(x) else "non-finite step")
+
+        return Case(
+            "api",
+            index,
+            f"vi.step(x of shape {shape} = {a!r:.20}, u = …)",
+            run,
+            lambda x: None if _finite(x) else "non-finite step",
+        )
     if op == 2:
-        return Case("api", index, f"load_robot(pendulum, mass_scale={a!r:.30})",
-                    lambda: vc.load_robot("pendulum", mass_scale=a),
-                    lambda r: None if 1e-12 <= r.total_mass / 1.0 <= 1e6 * 10 else "mass out of range")
+        return Case(
+            "api",
+            index,
+            f"load_robot(pendulum, mass_scale={a!r:.30})",
+            lambda: vc.load_robot("pendulum", mass_scale=a),
+            lambda r: None if 1e-12 <= r.total_mass / 1.0 <= 1e6 * 10 else "mass out of range",
+        )
     if op == 3:
         body = vc.load_rigid_body("spacecraft")
-        return Case("api", index, f"DMOCProblem(horizon={a!r:.20}, duration={b!r:.20})",
-                    lambda: DMOCProblem(body, np.eye(3), np.eye(3), a, b))
+        return Case(
+            "api",
+            index,
+            f"DMOCProblem(horizon={a!r:.20}, duration={b!r:.20})",
+            lambda: DMOCProblem(body, np.eye(3), np.eye(3), a, b),
+        )
     if op == 4:
-        return Case("api", index, f"check_dmoc_options(tol={a!r:.20}, max_iterations={b!r:.20})",
-                    lambda: check_dmoc_options(a, b))
+        return Case(
+            "api",
+            index,
+            f"check_dmoc_options(tol={a!r:.20}, max_iterations={b!r:.20})",
+            lambda: check_dmoc_options(a, b),
+        )
     if op == 5:
         n = int(rng.integers(1, 4))
 
         def run():  # (numbers as a user passes them, nested lists: the conversion is the API's)
             A = [[[a] * n] * n] * 3 if isinstance(a, (int, float)) else a
             return tv_lqr(A, np.ones((3, n, 1)), np.eye(n), b, np.eye(n))
-        return Case("api", index, f"tv_lqr(A={a!r:.20}, R={b!r:.20})", run,
-                    lambda r: None if _finite(r[0]) else "non-finite gains")
+
+        return Case(
+            "api",
+            index,
+            f"tv_lqr(A={a!r:.20}, R={b!r:.20})",
+            run,
+            lambda r: None if _finite(r[0]) else "non-finite gains",
+        )
 
     def check_split(r):
         t = float(a)
@@ -499,6 +625,7 @@ def _api_case(rng, index) -> Case:
         if not (0 <= nsec < 10**9) or abs(sec + 1e-9 * nsec - t) > 1e-9 * max(1.0, abs(t)):
             return f"split_seconds({t!r}) = {r}"
         return None
+
     return Case("api", index, f"split_seconds({a!r:.30})", lambda: split_seconds(a), check_split)
 
 
@@ -534,18 +661,19 @@ def _message_case(rng, index) -> Case:
             b[int(rng.integers(len(b)))] = int(rng.integers(256))
         what = "byte changes"
     elif op == 1:
-        b = b[:int(rng.integers(len(b)))]
+        b = b[: int(rng.integers(len(b)))]
         what = "truncated"
     elif op == 2:  # a 32-bit count or length field set to a huge or odd value
         off = 4 * int(rng.integers(1, len(b) // 4))
-        b[off:off + 4] = struct.pack("<I", int(rng.choice([0, 1, 3, 2**31 - 1, 2**32 - 1, 10**6])))
+        b[off : off + 4] = struct.pack("<I", int(rng.choice([0, 1, 3, 2**31 - 1, 2**32 - 1, 10**6])))
         what = f"u32 at {off}"
     else:  # one double set to a hostile number
         off = 8 * int(rng.integers(1, len(b) // 8))
-        b[off:off + 8] = struct.pack("<d", float(rng.choice([np.nan, np.inf, 1e300, -0.0, 5e-324])))
+        b[off : off + 8] = struct.pack("<d", float(rng.choice([np.nan, np.inf, 1e300, -0.0, 5e-324])))
         what = f"f64 at {off}"
     data = bytes(b)
     if kind == "joint_state":
+
         def run():
             r = RawJointStateReader(["theta"])
             t, vel = r.read_raw(data)
@@ -554,9 +682,15 @@ def _message_case(rng, index) -> Case:
         def check(r):
             t, q, v = r
             return None if _finite(q) and (v is None or _finite(v)) and math.isfinite(t) else "non-finite reading"
+
         return Case("ros_joint_state", index, what, run, check)
-    return Case("ros_plan", index, what,
-                lambda: decode_plan(data, "pendulum", "0123456789abcdef", ["theta"], ["theta"])[1], _plan_invariants)
+    return Case(
+        "ros_plan",
+        index,
+        what,
+        lambda: decode_plan(data, "pendulum", "0123456789abcdef", ["theta"], ["theta"])[1],
+        _plan_invariants,
+    )
 
 
 SURFACES = ("urdf", "system", "task", "rigid_body", "sweep", "library", "plan_file", "api", "ros_messages")
@@ -579,9 +713,17 @@ def prepare() -> None:
 def generate(seed: int, n: int, tmpdir: str, surfaces: tuple[str, ...] = SURFACES) -> Iterator[Case]:
     """``n`` cases, round-robin over ``surfaces``, from ``seed``."""
     rng = np.random.default_rng(seed)
-    makers = {"urdf": _urdf_cases, "system": _system_case, "task": _task_case, "rigid_body": _rigid_body_case,
-              "sweep": _sweep_case, "library": _library_case, "api": _api_case, "ros_messages": _message_case,
-              "plan_file": lambda r, i: _plan_file_case(r, i, tmpdir)}
+    makers = {
+        "urdf": _urdf_cases,
+        "system": _system_case,
+        "task": _task_case,
+        "rigid_body": _rigid_body_case,
+        "sweep": _sweep_case,
+        "library": _library_case,
+        "api": _api_case,
+        "ros_messages": _message_case,
+        "plan_file": lambda r, i: _plan_file_case(r, i, tmpdir),
+    }
     for i in range(n):
         yield makers[surfaces[i % len(surfaces)]](rng, i)
 

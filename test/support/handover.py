@@ -58,10 +58,10 @@ def handover_runs(session, runs: int, discovery: float = 30.0) -> list[dict]:
     task.write_text(FAST_TASK)
     model = dict(model="pendulum", system_yaml=STRONG)
     sim = session.start("simulator_node", **model, dt=DT, mode="realtime")
-    planner = session.start("planner_node", **model, task=str(task), plan_on_startup=False, use_sim_time=True,
-                            expected_solve_time=2.0)
-    ctrl = session.start("controller_node", **model, dt=DT, trigger="joint_state", use_sim_time=True,
-                         state_timeout=0.5)
+    planner = session.start(
+        "planner_node", **model, task=str(task), plan_on_startup=False, use_sim_time=True, expected_solve_time=2.0
+    )
+    ctrl = session.start("controller_node", **model, dt=DT, trigger="joint_state", use_sim_time=True, state_timeout=0.5)
     rec = session.recorder(["theta"])
     if not rec.wait_for(lambda: rec.states and rec.count_publishers(rec.cmd_pub.topic_name) > 1, discovery):
         raise TimeoutError("nodes not heard\n" + sim.log() + ctrl.log())
@@ -83,8 +83,17 @@ def handover_runs(session, runs: int, discovery: float = 30.0) -> list[dict]:
             raise TimeoutError("the simulation stopped")
         with rec.lock:
             tail = [s[2][0] for s in rec.states[-5:]]
-        out.append(dict(seq=seq, k=k, t=t, t0=t0, offset_steps=(t - t0) / DT, retimed=retimed(ctrl.log())[seq],
-                        final=max(upright_error(q) for q in tail)))
+        out.append(
+            dict(
+                seq=seq,
+                k=k,
+                t=t,
+                t0=t0,
+                offset_steps=(t - t0) / DT,
+                retimed=retimed(ctrl.log())[seq],
+                final=max(upright_error(q) for q in tail),
+            )
+        )
     return out
 
 

@@ -37,8 +37,10 @@ NOISE_UPDATE = 1.5e-8
 STAGNATION = 2.0
 MAX_DEPTH = drnea_c.MAX_DEPTH
 
-def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jacobian: str,
-             dt: float) -> tuple[int, np.ndarray | None, float, int]:
+
+def _attempt(
+    vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jacobian: str, dt: float
+) -> tuple[int, np.ndarray | None, float, int]:
     """One root solve from the guess q1 (C: ltvi_attempt + ltvi_iterate): (code, x_{k+1} or None, |f|∞, updates)."""
     st, nq, tree = vi.settings, vi.nq, vi.tree
     q0 = x[:nq]
@@ -110,9 +112,11 @@ def _attempt(vi, x: np.ndarray, u: np.ndarray, q1: np.ndarray, method: str, jaco
     return drnea_c.OK, np.concatenate([q1, p1]), rnorm, it
 
 
-def solve_chain(vi, x: np.ndarray, u: np.ndarray, y0: np.ndarray | None, dt: float, fb: np.ndarray,
-                depth: int = 0) -> tuple[int, np.ndarray | None, float, int]:
+def solve_chain(
+    vi, x: np.ndarray, u: np.ndarray, y0: np.ndarray | None, dt: float, fb: np.ndarray, depth: int = 0
+) -> tuple[int, np.ndarray | None, float, int]:
     """The step over dt by the fallback chain (C: ltvi_chain); fb records what it did (module docstring)."""
+
     def guess() -> np.ndarray:
         return np.array(y0, float) if y0 is not None else vi.initial_guess(x, u, dt)
 

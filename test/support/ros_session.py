@@ -24,8 +24,15 @@ class Session:
     def start(self, module: str, name: str | None = None, params_files: list[str] = (), **overrides) -> NodeProcess:
         """Node ``module`` in this run's domain and namespace: ``params_files`` (paths, or names in config/), then
         ``overrides`` (parameters) on top."""
-        p = NodeProcess(module, self.domain, params_files, overrides=overrides, log_dir=str(self.log_dir), name=name,
-                        namespace=self.ns)
+        p = NodeProcess(
+            module,
+            self.domain,
+            params_files,
+            overrides=overrides,
+            log_dir=str(self.log_dir),
+            name=name,
+            namespace=self.ns,
+        )
         self.procs.append(p)
         return p
 

@@ -28,37 +28,53 @@ plant: vm
 
 def test_full_config_parses():
     cfg = load_robustness_config(FULL)
-    assert (cfg.samples, cfg.seed, cfg.tolerance, cfg.hold_time, cfg.clamp, cfg.plant) == (16, 7, 0.02, 1.5,
-                                                                                          False, "vm")
+    assert (cfg.samples, cfg.seed, cfg.tolerance, cfg.hold_time, cfg.clamp, cfg.plant) == (
+        16,
+        7,
+        0.02,
+        1.5,
+        False,
+        "vm",
+    )
     assert cfg.distribution("sensor_noise").kind == "fixed" and not cfg.distribution("sensor_noise").varies
-    assert cfg.varied(2) == ["mass_scale", "damping", "actuator_gain", "q0_offset[0]", "q0_offset[1]",
-                             "qdot0_offset[0]", "qdot0_offset[1]"]
+    assert cfg.varied(2) == [
+        "mass_scale",
+        "damping",
+        "actuator_gain",
+        "q0_offset[0]",
+        "q0_offset[1]",
+        "qdot0_offset[0]",
+        "qdot0_offset[1]",
+    ]
     assert cfg.model_varies and not cfg.compile_plants()
     assert load_robustness_config(FULL, samples=3, seed=None).samples == 3  # CLI overrides win
 
 
-@pytest.mark.parametrize("text, key", [
-    ("samples: 0", "samples"),
-    ("seed: -1", "seed"),
-    ("sample: 3", "robustness config: unknown key(s) ['sample']"),
-    ("perturbations: {mass: [1, 2]}", "perturbations: unknown key(s) ['mass']"),
-    ("perturbations: {mass_scale: [0.0, 1.2]}", "perturbations.mass_scale: must stay positive"),
-    ("perturbations: {mass_scale: {normal: [1.0, 0.2]}}", "perturbations.mass_scale: must stay positive"),
-    ("perturbations: {damping: [-0.1, 0.1]}", "perturbations.damping: must stay non-negative"),
-    ("perturbations: {actuator_gain: [1.2, 0.8]}", "perturbations.actuator_gain.uniform: the lower bound"),
-    ("perturbations: {actuator_gain: [1.0, 2.0, 3.0]}", "perturbations.actuator_gain.uniform: expected two"),
-    ("perturbations: {sensor_noise: {gauss: [0, 1]}}", "perturbations.sensor_noise: expected one of"),
-    ("perturbations: {q0_offset: {normal: [0, -1]}}", "perturbations.q0_offset.normal: the standard deviation"),
-    ("perturbations: {qdot0_offset: {loguniform: [0, 1]}}", "perturbations.qdot0_offset.loguniform: bounds"),
-    ("perturbations: {q0_offset: [a, 1]}", "perturbations.q0_offset.uniform[0]"),
-    ("perturbations: {mass_scale: .inf}", "perturbations.mass_scale: must be finite"),
-    ("success: {tolerance: 0}", "success.tolerance"),
-    ("success: {hold_time: -1}", "success.hold_time"),
-    ("success: {clamp: 1}", "success.clamp"),
-    ("success: {tol: 1}", "success: unknown key(s) ['tol']"),
-    ("plant: gpu", "plant: expected one of"),
-    ("perturbations: [1, 2]", "perturbations: expected a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("samples: 0", "samples"),
+        ("seed: -1", "seed"),
+        ("sample: 3", "robustness config: unknown key(s) ['sample']"),
+        ("perturbations: {mass: [1, 2]}", "perturbations: unknown key(s) ['mass']"),
+        ("perturbations: {mass_scale: [0.0, 1.2]}", "perturbations.mass_scale: must stay positive"),
+        ("perturbations: {mass_scale: {normal: [1.0, 0.2]}}", "perturbations.mass_scale: must stay positive"),
+        ("perturbations: {damping: [-0.1, 0.1]}", "perturbations.damping: must stay non-negative"),
+        ("perturbations: {actuator_gain: [1.2, 0.8]}", "perturbations.actuator_gain.uniform: the lower bound"),
+        ("perturbations: {actuator_gain: [1.0, 2.0, 3.0]}", "perturbations.actuator_gain.uniform: expected two"),
+        ("perturbations: {sensor_noise: {gauss: [0, 1]}}", "perturbations.sensor_noise: expected one of"),
+        ("perturbations: {q0_offset: {normal: [0, -1]}}", "perturbations.q0_offset.normal: the standard deviation"),
+        ("perturbations: {qdot0_offset: {loguniform: [0, 1]}}", "perturbations.qdot0_offset.loguniform: bounds"),
+        ("perturbations: {q0_offset: [a, 1]}", "perturbations.q0_offset.uniform[0]"),
+        ("perturbations: {mass_scale: .inf}", "perturbations.mass_scale: must be finite"),
+        ("success: {tolerance: 0}", "success.tolerance"),
+        ("success: {hold_time: -1}", "success.hold_time"),
+        ("success: {clamp: 1}", "success.clamp"),
+        ("success: {tol: 1}", "success: unknown key(s) ['tol']"),
+        ("plant: gpu", "plant: expected one of"),
+        ("perturbations: [1, 2]", "perturbations: expected a mapping"),
+    ],
+)
 def test_bad_robustness_config_names_the_key(text, key):
     with pytest.raises(SweepConfigError) as e:
         load_robustness_config(text)
@@ -85,9 +101,16 @@ def test_samples_depend_only_on_seed_and_index():
 
 def test_draws_follow_the_named_distributions():
     """Kolmogorov–Smirnov against scipy's distributions (fixed seed, so the verdict is deterministic)."""
-    cfg = load_robustness_config({"samples": 1, "perturbations": {
-        "mass_scale": [0.8, 1.2], "actuator_gain": {"normal": [1.0, 0.05]},
-        "qdot0_offset": {"loguniform": [0.01, 1.0]}}})
+    cfg = load_robustness_config(
+        {
+            "samples": 1,
+            "perturbations": {
+                "mass_scale": [0.8, 1.2],
+                "actuator_gain": {"normal": [1.0, 0.05]},
+                "qdot0_offset": {"loguniform": [0.01, 1.0]},
+            },
+        }
+    )
     draws = [cfg.sample(i, 1) for i in range(2000)]
     m = np.array([d["mass_scale"] for d in draws])
     g = np.array([d["actuator_gain"] for d in draws])
@@ -113,16 +136,19 @@ def test_library_goals_list_and_grid():
     assert load_library_goals({"grid": {"a": 2}}, names, np.array([0.0, 3.0])) == [[2.0, 3.0]]
 
 
-@pytest.mark.parametrize("cfg, key", [
-    ({"goals": [[1, 2, 3]]}, "goals[0]: expected 2 entries"),
-    ({"goals": [[1, "x"]]}, "goals[0][1]"),
-    ({"goals": []}, "goals: expected a non-empty list"),
-    ({"grid": {"c": [1]}}, "grid.c: no joint of that name"),
-    ({"grid": {"a": {"from": 0, "to": 1}}}, "grid.a: a range needs from, to and num"),
-    ({"grid": {"a": {"from": 0, "to": 1, "num": 0}}}, "grid.a.num"),
-    ({"goals": [[1, 2]], "grid": {"a": [1]}}, "give exactly one of goals"),
-    ({"goal": [[1, 2]]}, "unknown key(s) ['goal']"),
-])
+@pytest.mark.parametrize(
+    "cfg, key",
+    [
+        ({"goals": [[1, 2, 3]]}, "goals[0]: expected 2 entries"),
+        ({"goals": [[1, "x"]]}, "goals[0][1]"),
+        ({"goals": []}, "goals: expected a non-empty list"),
+        ({"grid": {"c": [1]}}, "grid.c: no joint of that name"),
+        ({"grid": {"a": {"from": 0, "to": 1}}}, "grid.a: a range needs from, to and num"),
+        ({"grid": {"a": {"from": 0, "to": 1, "num": 0}}}, "grid.a.num"),
+        ({"goals": [[1, 2]], "grid": {"a": [1]}}, "give exactly one of goals"),
+        ({"goal": [[1, 2]]}, "unknown key(s) ['goal']"),
+    ],
+)
 def test_bad_library_config_names_the_key(cfg, key):
     with pytest.raises(SweepConfigError) as e:
         load_library_goals(cfg, ["a", "b"], np.zeros(2))
@@ -164,8 +190,9 @@ def test_success_tolerance_and_library_sizes_at_their_bounds():
     with pytest.raises(SweepConfigError, match=r"grid.theta.num: must be an integer in \[1, 100000\]"):
         load_library_goals({"grid": {"theta": {"from": 0, "to": 1, "num": n + 1}}}, ["theta"], np.zeros(1))
     with pytest.raises(SweepConfigError, match=f"grid: {(n // 4 + 1) * 4} goals"):
-        load_library_goals({"grid": {"a": {"from": 0, "to": 1, "num": n // 4 + 1}, "b": [0.0, 1.0, 2.0, 3.0]}},
-                           ["a", "b"], np.zeros(2))
+        load_library_goals(
+            {"grid": {"a": {"from": 0, "to": 1, "num": n // 4 + 1}, "b": [0.0, 1.0, 2.0, 3.0]}}, ["a", "b"], np.zeros(2)
+        )
 
 
 def test_vi_sweep_refuses_an_out_that_is_a_file(tmp_path, capsys):
@@ -175,4 +202,3 @@ def test_vi_sweep_refuses_an_out_that_is_a_file(tmp_path, capsys):
     f.write_text("root:x:0:0")
     assert main(["robustness", "--task", "task_pendulum_swingup", "--out", str(f), "--serial"]) == 2
     assert "exists and is not a directory" in capsys.readouterr().err and f.read_text() == "root:x:0:0"
-

@@ -44,5 +44,6 @@ def test_library_input_errors_name_the_key(tmp_path):
         plan_library(TASK, [[1.0, 2.0]], tmp_path / "b", backend="serial")
     mapping, _ = task_mapping(TASK)
     with pytest.raises(TaskError, match="reference.q_after"):
-        plan_library({**mapping, "reference": {"type": "step", "q_after": [1.0]}}, [[1.0]], tmp_path / "c",
-                     backend="serial")
+        plan_library(
+            {**mapping, "reference": {"type": "step", "q_after": [1.0]}}, [[1.0]], tmp_path / "c", backend="serial"
+        )

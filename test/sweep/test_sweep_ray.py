@@ -29,9 +29,19 @@ from vi_control.sweep.rollout import cached_system, portable_spec, robustness_sa
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 TASK = "task_pendulum_swingup"
-CFG = {"samples": 6, "seed": 11, "success": {"clamp": False, "hold_time": 1.0},
-       "perturbations": {"mass_scale": [0.9, 1.1], "damping": [0.0, 0.05], "actuator_gain": [0.95, 1.05],
-                         "sensor_noise": [0.0, 0.002], "q0_offset": [-0.05, 0.05], "qdot0_offset": [-0.1, 0.1]}}
+CFG = {
+    "samples": 6,
+    "seed": 11,
+    "success": {"clamp": False, "hold_time": 1.0},
+    "perturbations": {
+        "mass_scale": [0.9, 1.1],
+        "damping": [0.0, 0.05],
+        "actuator_gain": [0.95, 1.05],
+        "sensor_noise": [0.0, 0.002],
+        "q0_offset": [-0.05, 0.05],
+        "qdot0_offset": [-0.1, 0.1],
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +66,23 @@ def ray_head(tmp_path_factory):
     port = _free_port()
     ray_cli = Path(sys.executable).parent / "ray"
     log = open(d / "head.log", "w")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen([str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
-                             "--include-dashboard=false", f"--dashboard-agent-listen-port={_free_port()}",
-                             "--disable-usage-stats"], stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(ray_cli),
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            "--num-cpus=1",
+            "--include-dashboard=false",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            "--disable-usage-stats",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
 
     def wait_ready(timeout=180.0):
         t0 = time.monotonic()
@@ -115,6 +138,7 @@ def _die_once(payload, shared):
 def _with_marker(marker):
     def fn(payload, shared):
         return _die_once(payload, {**shared, "marker": str(marker)})
+
     return fn
 
 
@@ -164,8 +188,11 @@ def test_interrupted_ray_sweep_resumes(local_ray, plan, serial, tmp_path):
 
 def _rclpy_loaded(payload, shared):
     rec = robustness_sample(payload, shared)
-    return rec | {"rclpy": "rclpy" in sys.modules, "pid": os.getpid(),
-                  "ros": sorted(m for m in sys.modules if m.startswith("vi_control.ros"))}
+    return rec | {
+        "rclpy": "rclpy" in sys.modules,
+        "pid": os.getpid(),
+        "ros": sorted(m for m in sys.modules if m.startswith("vi_control.ros")),
+    }
 
 
 def test_workers_never_import_rclpy(local_ray, plan):
@@ -213,14 +240,29 @@ def test_cli_robustness_and_library(local_ray, tmp_path, capsys):
 
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(json.dumps({**CFG, "samples": 3}))
-    assert main(["robustness", "--task", TASK, "--config", str(cfg), "--out", str(tmp_path / "r"),
-                 "--no-progress"]) == 0
+    assert (
+        main(["robustness", "--task", TASK, "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+    )
     out = capsys.readouterr().out
     assert "success rate (95 % CI)" in out and "3 rollouts run" in out
     assert (tmp_path / "r" / "robustness.png").exists()
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["samples"] == 3
-    assert main(["library", "--task", TASK, "--goals", "library_pendulum", "--out", str(tmp_path / "l"),
-                 "--serial", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "library",
+                "--task",
+                TASK,
+                "--goals",
+                "library_pendulum",
+                "--out",
+                str(tmp_path / "l"),
+                "--serial",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     index = json.loads((tmp_path / "l" / "index.json").read_text())["plans"]
     assert len(index) == 5 and index[-1]["goal"] == [np.pi] and index[-1]["converged"]
     bad = tmp_path / "bad.yaml"
@@ -235,9 +277,26 @@ def test_cli_joins_a_running_cluster_by_address(ray_head, plan, tmp_path):
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(json.dumps({**CFG, "samples": 2}))
     exe = Path(sys.executable).parent / "vi_sweep"
-    out = subprocess.run([str(exe), "robustness", "--task", TASK, "--config", str(cfg), "--out", str(tmp_path / "o"),
-                          "--address", address, "--no-plot", "--no-progress"], capture_output=True, text=True,
-                         env=env, timeout=300)
+    out = subprocess.run(
+        [
+            str(exe),
+            "robustness",
+            "--task",
+            TASK,
+            "--config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "o"),
+            "--address",
+            address,
+            "--no-plot",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "2 rollouts run" in out.stdout and "(ray)" in out.stdout
     lines = (tmp_path / "o" / "results.jsonl").read_text().splitlines()[1:]

@@ -27,8 +27,9 @@ def nominal():
 
 
 def sweep(plan, cfg, **kw):
-    return robustness_sweep(TASK, {**NOCLAMP, **cfg}, plan=plan, backend="serial", progress=False, log=lambda s: None,
-                            **kw)
+    return robustness_sweep(
+        TASK, {**NOCLAMP, **cfg}, plan=plan, backend="serial", progress=False, log=lambda s: None, **kw
+    )
 
 
 def test_start_pair_inverts_the_discrete_legendre_transform(nominal):
@@ -55,8 +56,14 @@ def test_heavier_plant_with_proportionally_stronger_actuator_moves_identically(n
     _, _, plan = nominal
     base = sweep(plan, {"samples": 1, "perturbations": {"q0_offset": 0.3}}).records[0]
     for backend in ("vm", "compiled"):
-        rec = sweep(plan, {"samples": 1, "plant": backend,
-                           "perturbations": {"q0_offset": 0.3, "mass_scale": 1.3, "actuator_gain": 1.3}}).records[0]
+        rec = sweep(
+            plan,
+            {
+                "samples": 1,
+                "plant": backend,
+                "perturbations": {"q0_offset": 0.3, "mass_scale": 1.3, "actuator_gain": 1.3},
+            },
+        ).records[0]
         assert rec["final_error_q"] == pytest.approx(base["final_error_q"], abs=1e-9)
         assert rec["rms_tracking"] == pytest.approx(base["rms_tracking"], abs=1e-9)
         assert rec["peak_torque"][0] == pytest.approx(1.3 * base["peak_torque"][0], rel=1e-8)
@@ -72,8 +79,7 @@ def test_dead_actuator_leaves_the_pendulum_hanging(nominal):
     for rec in res.records:
         assert rec["final_error"] == pytest.approx(plan.X[-1, 0], abs=1e-12) and rec["peak_torque"] == [0.0]
         assert not rec["success"] and rec["failure"] is None
-    assert res.summary["success_rate"] == 0.0 and res.summary["failure_reasons"] == {
-        "final error above tolerance": 3}
+    assert res.summary["success_rate"] == 0.0 and res.summary["failure_reasons"] == {"final error above tolerance": 3}
 
 
 def test_added_damping_decays_the_free_swing_at_the_analytic_rate(nominal):
@@ -93,8 +99,9 @@ def test_added_damping_decays_the_free_swing_at_the_analytic_rate(nominal):
 
 def test_importance_ranks_the_parameter_that_decides(nominal):
     _, _, plan = nominal
-    res = sweep(plan, {"samples": 10, "seed": 1, "perturbations": {"actuator_gain": [0.0, 1.0],
-                                                                   "sensor_noise": [0.0, 1e-6]}})
+    res = sweep(
+        plan, {"samples": 10, "seed": 1, "perturbations": {"actuator_gain": [0.0, 1.0], "sensor_noise": [0.0, 1e-6]}}
+    )
     imp = res.summary["importance"]
     assert list(imp)[0] == "actuator_gain" and imp["actuator_gain"] < -0.8  # more gain, less error
     ok = [r["success"] for r in res.records]
@@ -127,8 +134,11 @@ def test_summary_and_plot_of_a_sweep_whose_every_task_failed(tmp_path):
 
 def test_interrupted_sweep_resumes_with_nothing_lost_or_run_twice(nominal, tmp_path):
     _, _, plan = nominal
-    cfg = {"samples": 6, "seed": 4, "perturbations": {"mass_scale": 1.05, "sensor_noise": [0, 1e-3],
-                                                      "q0_offset": [-0.05, 0.05]}}
+    cfg = {
+        "samples": 6,
+        "seed": 4,
+        "perturbations": {"mass_scale": 1.05, "sensor_noise": [0, 1e-3], "q0_offset": [-0.05, 0.05]},
+    }
     full = sweep(plan, cfg, out_dir=tmp_path / "full", plot=False)
     seen = []
 
@@ -176,12 +186,22 @@ def test_mpc_and_the_oracle_hold_what_one_plans_tracking_drops():
     measured solve time its delay) holds both."""
     import dataclasses
 
-    task = dataclasses.replace(load_task("task_pendulum_swingup_bounded"),
-                               mpc={"period": 0.1, "shrinking": True, "min_horizon": 20, "max_iterations": 20})
+    task = dataclasses.replace(
+        load_task("task_pendulum_swingup_bounded"),
+        mpc={"period": 0.1, "shrinking": True, "min_horizon": 20, "max_iterations": 20},
+    )
     ok = {}
     for c in ("tvlqr", "oracle", "mpc"):
-        res = robustness_sweep(task, "sweep_pendulum.yaml", samples=2, backend="serial", progress=False, plot=False,
-                               log=lambda s: None, controller=c)
+        res = robustness_sweep(
+            task,
+            "sweep_pendulum.yaml",
+            samples=2,
+            backend="serial",
+            progress=False,
+            plot=False,
+            log=lambda s: None,
+            controller=c,
+        )
         recs = sorted(res.records, key=lambda r: r["sample"])
         assert all(r["controller"] == c and r["failure"] is None for r in recs), recs
         ok[c] = [r["success"] for r in recs]

@@ -16,11 +16,14 @@ from vi_control.control.plan import Plan
 from vi_control.view import RobotView, load_replay, write_html
 from vi_control.view.browser import dump_dom, find_chromium, screenshot_pages
 
-pytestmark = [pytest.mark.skipif(find_chromium() is None,
-                                 reason="no chromium on PATH: apt-get install chromium (Debian), as "
-                                        "scripts/setup_env.sh does when run as root"),
-              # a browser's software renderer takes a core: with the DDS tests, one at a time (conftest.py)
-              pytest.mark.xdist_group("processes")]
+pytestmark = [
+    pytest.mark.skipif(
+        find_chromium() is None,
+        reason="no chromium on PATH: apt-get install chromium (Debian), as scripts/setup_env.sh does when run as root",
+    ),
+    # a browser's software renderer takes a core: with the DDS tests, one at a time (conftest.py)
+    pytest.mark.xdist_group("processes"),
+]
 
 THRESHOLD = 40  # a pixel "differs" when a channel differs by more than this (of 255)
 
@@ -33,9 +36,17 @@ def _plan(robot, q_start, q_end, n: int = 20) -> Plan:
     nq, nu = robot.nq, len(robot.actuated)
     X = np.zeros((n + 1, 2 * nq))
     X[:, :nq] = np.linspace(q_start, q_end, n + 1)
-    return Plan(times=0.1 * np.arange(n + 1), X=X, U=np.zeros((n, nu)), K=np.zeros((n, nu, 2 * nq)), dt=0.1,
-                model_name=robot.name, model_hash=robot.hash, joint_names=robot.joint_names,
-                input_names=list(robot.actuated))
+    return Plan(
+        times=0.1 * np.arange(n + 1),
+        X=X,
+        U=np.zeros((n, nu)),
+        K=np.zeros((n, nu, 2 * nq)),
+        dt=0.1,
+        model_name=robot.name,
+        model_hash=robot.hash,
+        joint_names=robot.joint_names,
+        input_names=list(robot.actuated),
+    )
 
 
 def _page(view: RobotView, tmp_path: Path, name: str) -> Path:

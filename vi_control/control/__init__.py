@@ -5,6 +5,19 @@ from .lqr import dlqr, tv_lqr
 from .plan import Plan, PlanError, PlanFileError, state_error
 from .tracking import HoldLaw, StateEstimator, TrackingController, safe_command, tracking_law
 
-__all__ = ["Plan", "PlanError", "PlanFileError", "state_error",
-           "tv_lqr", "dlqr", "equilibrium_state", "holding_input", "hold_gain",
-           "TrackingController", "StateEstimator", "safe_command", "tracking_law", "HoldLaw"]
+__all__ = [
+    "Plan",
+    "PlanError",
+    "PlanFileError",
+    "state_error",
+    "tv_lqr",
+    "dlqr",
+    "equilibrium_state",
+    "holding_input",
+    "hold_gain",
+    "TrackingController",
+    "StateEstimator",
+    "safe_command",
+    "tracking_law",
+    "HoldLaw",
+]

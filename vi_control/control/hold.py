@@ -51,8 +51,9 @@ class SingularPoseError(SingularityError):
         self.step, self.rcond, self.what = cause.step, cause.rcond, cause.what
 
 
-def hold_gain(vi: Linearizable, q: np.ndarray, Q, R, u_eq: np.ndarray | None = None,
-              riccati: Callable = dlqr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def hold_gain(
+    vi: Linearizable, q: np.ndarray, Q, R, u_eq: np.ndarray | None = None, riccati: Callable = dlqr
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq).
 
     ``u_eq``: holding_input(q) if the caller has it; ``riccati``: a function with ``lqr.dlqr``'s signature (the
@@ -74,11 +75,14 @@ def hold_gain(vi: Linearizable, q: np.ndarray, Q, R, u_eq: np.ndarray | None = N
 def _singular_pose_message(vi: Linearizable, q: np.ndarray, e: SingularityError) -> str:
     robot = getattr(vi, "robot", None)
     if not isinstance(robot, RobotModel):  # (a rigid body on a Lie group: no joints to name)
-        return (f"hold_gain: no hold gain at q = {np.array2string(q)}: the one-step map is singular there ({e.what}, "
-                f"reciprocal condition {e.rcond:.2e}): hold a pose away from it")
+        return (
+            f"hold_gain: no hold gain at q = {np.array2string(q)}: the one-step map is singular there ({e.what}, "
+            f"reciprocal condition {e.rcond:.2e}): hold a pose away from it"
+        )
     pose = ", ".join(f"{n} = {v:.6g}" for n, v in zip(robot.joint_names, q))
     why = singular_direction(robot, q)
-    return (f"hold_gain: no hold gain at the pose ({pose}): the one-step map is singular there ({e.what}, reciprocal "
-            f"condition {e.rcond:.2e}; Johnson2015, §VII), so it has no linearization to compute a gain from"
-            + (f". {why}" if why else ": hold a pose away from it"))
-
+    return (
+        f"hold_gain: no hold gain at the pose ({pose}): the one-step map is singular there ({e.what}, reciprocal "
+        f"condition {e.rcond:.2e}; Johnson2015, §VII), so it has no linearization to compute a gain from"
+        + (f". {why}" if why else ": hold a pose away from it")
+    )

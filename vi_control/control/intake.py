@@ -30,8 +30,13 @@ from .tracking import StateEstimator
 
 # Kinds of refusal (the controller logs each kind at once, then throttled, and sends the safe command).
 FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_FUTURE, FAULT_BACKWARDS, FAULT_LIMITS = (
-    "invalid joint state", "state estimate failed", "joint states stale", "joint state stamp in the future",
-    "joint state stamps went backwards", "joint state beyond the limits")
+    "invalid joint state",
+    "state estimate failed",
+    "joint states stale",
+    "joint state stamp in the future",
+    "joint state stamps went backwards",
+    "joint state beyond the limits",
+)
 
 
 class JointLimits:
@@ -39,8 +44,14 @@ class JointLimits:
     (joint units), ``max_continuous_position`` on continuous joints (a multi-turn count, not a limit), and
     ``velocity_factor`` × the URDF velocity limit (``max_velocity`` where the URDF gives none)."""
 
-    def __init__(self, robot: RobotModel, position_margin: float, max_continuous_position: float,
-                 velocity_factor: float, max_velocity: float):
+    def __init__(
+        self,
+        robot: RobotModel,
+        position_margin: float,
+        max_continuous_position: float,
+        velocity_factor: float,
+        max_velocity: float,
+    ):
         self.names = robot.joint_names
         lo = np.array([j.lower for j in robot.joints], float) - position_margin
         hi = np.array([j.upper for j in robot.joints], float) + position_margin
@@ -123,9 +134,16 @@ class StateIntake:
     vehicle.
     """
 
-    def __init__(self, vi: DiscreteSystem, limits: JointLimits | None, timeout: float,
-                 estimate: str = "configurations", notice: Callable[[str], None] | None = None,
-                 on_clock_back: Callable[[float, float], None] | None = None, merge_age: float = 0.05):
+    def __init__(
+        self,
+        vi: DiscreteSystem,
+        limits: JointLimits | None,
+        timeout: float,
+        estimate: str = "configurations",
+        notice: Callable[[str], None] | None = None,
+        on_clock_back: Callable[[float, float], None] | None = None,
+        merge_age: float = 0.05,
+    ):
         self.limits, self.timeout, self.mode = limits, float(timeout), estimate
         self.notice = notice if notice is not None else lambda text: None
         self.on_clock_back = on_clock_back if on_clock_back is not None else lambda t, last: None
@@ -153,8 +171,9 @@ class StateIntake:
             self.merger.reset()
 
     # ---- verdicts ------------------------------------------------------------------------------------------------
-    def joint_state(self, t: float, q: np.ndarray, qdot: np.ndarray | None, now: float,
-                    carried: np.ndarray | None = None) -> Verdict:
+    def joint_state(
+        self, t: float, q: np.ndarray, qdot: np.ndarray | None, now: float, carried: np.ndarray | None = None
+    ) -> Verdict:
         """A joint state in the model's joint order: stamp ``t`` (0: never set), positions ``q`` (nq,), measured
         velocities ``qdot`` (None, or not nq finite values: none usable, as a driver without them), on the clock
         reading ``now``; ``carried``: mask of the joints the message has (None: all; else only those entries are
@@ -235,8 +254,10 @@ class StateIntake:
         simulator for that of its real state of t = Δt."""
         self.counts["unstamped"] += 1
         if self.counts["unstamped"] == 1 and now > 0.0:
-            self.notice("joint states have header.stamp = 0 (the driver does not stamp them): stamped on receipt "
-                        "with this node's clock, transport delay and jitter included")
+            self.notice(
+                "joint states have header.stamp = 0 (the driver does not stamp them): stamped on receipt "
+                "with this node's clock, transport delay and jitter included"
+            )
         return now
 
     def _check_stamp(self, t: float, now: float) -> Fault | Republished | None:
@@ -244,8 +265,9 @@ class StateIntake:
         stamp again."""
         tol = self.timeout
         if now - t > tol:
-            return self.refuse(FAULT_STALE, f"stamp {t:.4f} is {now - t:.3f} s old on this node's clock "
-                                            f"(state_timeout {tol} s)")
+            return self.refuse(
+                FAULT_STALE, f"stamp {t:.4f} is {now - t:.3f} s old on this node's clock (state_timeout {tol} s)"
+            )
         if t - now > tol:
             return self.refuse(FAULT_FUTURE, f"stamp {t:.4f} is {t - now:.3f} s ahead of this node's clock")
         if self.last_stamp is not None and t <= self.last_stamp:

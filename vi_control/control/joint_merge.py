@@ -122,8 +122,9 @@ class JointStateMerger:
         """Whether partial messages have come (from then on, full ones are merged as one more group)."""
         return bool(self._groups)
 
-    def add(self, t: float, carried: np.ndarray | None, q: np.ndarray,
-            qdot: np.ndarray | None) -> Sample | Missing | None:
+    def add(
+        self, t: float, carried: np.ndarray | None, q: np.ndarray, qdot: np.ndarray | None
+    ) -> Sample | Missing | None:
         """One decoded message stamped ``t``: ``carried`` the mask (nq,) of model joints it has (None: all),
         ``q`` and ``qdot`` (None: no velocities) in model order, read only where ``carried``. A full ``Sample``,
         ``Missing``, or None: recorded only (older than the last emitted stamp)."""

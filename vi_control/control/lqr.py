@@ -25,8 +25,9 @@ def _first(mask: np.ndarray) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = False, stack: int | None = None
-                 ) -> np.ndarray:
+def check_weight(
+    W: np.ndarray | float, n: int, name: str, definite: bool = False, stack: int | None = None
+) -> np.ndarray:
     """A weight as an (n, n) matrix — or (stack, n, n) if ``stack`` and W is 3-D — checked for what the Riccati
     recursion (Johnson2015, eq. 36) needs: finite, symmetric, positive semidefinite (Q, Q_f) or positive definite (R:
     R + BᵀPB must be invertible for any P ⪰ 0, and DLQR inverts R itself). Scalar → w·I, vector → diag(w).
@@ -42,8 +43,9 @@ def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = Fals
         W = float(W) * np.eye(n)
     elif W.ndim == 1:
         if W.size != n:
-            raise ValueError(f"{name}: expected {n} diagonal entries (or a scalar, or an ({n}, {n}) matrix), got "
-                             f"{W.size}")
+            raise ValueError(
+                f"{name}: expected {n} diagonal entries (or a scalar, or an ({n}, {n}) matrix), got {W.size}"
+            )
         W = np.diag(W)
     want = (n, n) if stack is None or W.ndim < 3 else (stack, n, n)
     if W.shape != want:
@@ -63,8 +65,10 @@ def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = Fals
     k = _first(asym.max(axis=(1, 2)) > WEIGHT_TOL * np.abs(Ws).max(axis=(1, 2)))
     if k is not None:
         i, j = np.unravel_index(int(np.argmax(asym[k])), (n, n))
-        raise ValueError(f"{which(k)}: must be symmetric, got entry [{i}, {j}] = {Ws[k, i, j]:.6g} but "
-                         f"[{j}, {i}] = {Ws[k, j, i]:.6g}")
+        raise ValueError(
+            f"{which(k)}: must be symmetric, got entry [{i}, {j}] = {Ws[k, i, j]:.6g} but "
+            f"[{j}, {i}] = {Ws[k, j, i]:.6g}"
+        )
     diagonals = np.einsum("kii->ki", Ws)
     if np.any(Ws - diagonals[:, :, None] * np.eye(n)):
         eig = np.linalg.eigvalsh(Ws)
@@ -73,12 +77,16 @@ def check_weight(W: np.ndarray | float, n: int, name: str, definite: bool = Fals
     lowest, norm = eig[:, 0], np.abs(eig).max(axis=1)  # (norm: the spectral norm of a symmetric matrix)
     k = _first(~(lowest > DEFINITE_TOL * norm) if definite else lowest < -WEIGHT_TOL * norm)
     if k is not None:
-        why = ("an indefinite weight makes the LQ cost unbounded below: the Riccati recursion would return a "
-               "saddle point's gains, not a minimum's" if lowest[k] < -WEIGHT_TOL * norm[k] else
-               "a singular input weight leaves R + BᵀPB singular wherever B loses rank, and DLQR inverts R")
+        why = (
+            "an indefinite weight makes the LQ cost unbounded below: the Riccati recursion would return a "
+            "saddle point's gains, not a minimum's"
+            if lowest[k] < -WEIGHT_TOL * norm[k]
+            else "a singular input weight leaves R + BᵀPB singular wherever B loses rank, and DLQR inverts R"
+        )
         must = "positive definite" if definite else "positive semidefinite"
-        raise ValueError(f"{which(k)}: must be symmetric {must}, got smallest eigenvalue {lowest[k]:.6g} (norm "
-                         f"{norm[k]:.6g}): {why}")
+        raise ValueError(
+            f"{which(k)}: must be symmetric {must}, got smallest eigenvalue {lowest[k]:.6g} (norm {norm[k]:.6g}): {why}"
+        )
     return W
 
 
@@ -110,8 +118,9 @@ def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndar
     return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)
 
 
-def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float,
-           Qf: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+def tv_lqr(
+    A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float, Qf: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray]:
     """Finite-horizon time-varying LQR by the discrete Riccati recursion (Johnson2015, eq. 36a–b).
 
     A: (N, nx, nx), B: (N, nx, nu); Q, R: one weight for all k (scalar, diagonal or matrix) or a
@@ -135,15 +144,24 @@ def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | 
             Pk = Qk[k] + Acl.T @ Pn @ Acl + K[k].T @ Rk[k] @ K[k]
         P[k] = 0.5 * (Pk + Pk.T)
         if not (np.isfinite(P[k]).all() and np.isfinite(K[k]).all()):
-            raise ValueError(f"A, B: the Riccati recursion (seed 000 eq. 36) leaves double range at step {k} "
-                             f"(max |A_k| = {np.abs(Ak).max():.3g}, max |B_k| = {np.abs(Bk).max():.3g}): no finite "
-                             "gains for these dynamics and weights; rescale the problem")
+            raise ValueError(
+                f"A, B: the Riccati recursion (seed 000 eq. 36) leaves double range at step {k} "
+                f"(max |A_k| = {np.abs(Ak).max():.3g}, max |B_k| = {np.abs(Bk).max():.3g}): no finite "
+                "gains for these dynamics and weights; rescale the problem"
+            )
     return K, P
 
 
-def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float,
-         max_iterations: int = 60, tolerance: float = 1e-13, *, tol: float | None = None
-         ) -> tuple[np.ndarray, np.ndarray]:
+def dlqr(
+    A: np.ndarray,
+    B: np.ndarray,
+    Q: np.ndarray | float,
+    R: np.ndarray | float,
+    max_iterations: int = 60,
+    tolerance: float = 1e-13,
+    *,
+    tol: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Infinite-horizon discrete LQR: P the fixed point of eq. 36a, K = [R + BᵀPB]⁻¹BᵀPA.
 
     P is found by the structure-preserving doubling algorithm (Chu, Fan, Lin 2005), which squares

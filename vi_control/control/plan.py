@@ -52,8 +52,15 @@ class PlanFileError(PlanError):
 
 # Meta fields of a saved plan and their types; arrays and their element limit (a file cannot make us allocate
 # more than this before the shapes have been checked).
-_META = {"dt": float, "model_name": str, "model_hash": str, "joint_names": list, "input_names": list,
-         "weights": dict, "converged": bool}
+_META = {
+    "dt": float,
+    "model_name": str,
+    "model_hash": str,
+    "joint_names": list,
+    "input_names": list,
+    "weights": dict,
+    "converged": bool,
+}
 _ARRAYS = ("times", "X", "U", "K")
 _OPTIONAL_ARRAYS = ("K_final", "U_final")
 _MAX_VALUES = 50_000_000
@@ -104,8 +111,10 @@ class Plan:
         except (TypeError, ValueError) as e:
             raise PlanError(f"plan arrays must be numeric: {e}") from None
         if self.X.ndim != 2 or self.U.ndim != 2 or self.times.ndim != 1 or len(self.U) < 1:
-            raise PlanError(f"plan shapes: X {self.X.shape} must be (N+1, nx), U {self.U.shape} (N, nu) with "
-                            f"N >= 1, times {self.times.shape} (N+1,)")
+            raise PlanError(
+                f"plan shapes: X {self.X.shape} must be (N+1, nx), U {self.U.shape} (N, nu) with "
+                f"N >= 1, times {self.times.shape} (N+1,)"
+            )
         n = len(self.U)
         if self.X.shape[0] != n + 1 or self.times.shape[0] != n + 1:
             raise PlanError(f"plan shapes disagree: X {self.X.shape}, U {self.U.shape}, times {self.times.shape}")
@@ -122,8 +131,11 @@ class Plan:
         except OverflowError:
             dt = math.inf
         if not (math.isfinite(dt) and dt > 0):
-            shown = f"an integer of {len(str(abs(self.dt)))} digits" if isinstance(self.dt, int) \
-                and abs(self.dt) > 10**20 else repr(self.dt)
+            shown = (
+                f"an integer of {len(str(abs(self.dt)))} digits"
+                if isinstance(self.dt, int) and abs(self.dt) > 10**20
+                else repr(self.dt)
+            )
             raise PlanError(f"dt: must be a positive finite number, got {shown}")
         self.dt = dt
         for name in ("times", "X", "U", "K", "K_final", "U_final"):
@@ -131,21 +143,27 @@ class Plan:
                 _finite(name, getattr(self, name))
         t_max = float(np.abs(self.times).max())
         if np.spacing(t_max) > 0.1 * dt:  # t₀ + k·dt must be told apart at that magnitude (1e17 s: 16 s apart)
-            raise PlanError(f"times: |t| up to {t_max:.6g} s cannot resolve dt = {dt:g} s (doubles there are "
-                            f"{np.spacing(t_max):.3g} s apart); start the plan's clock nearer 0")
+            raise PlanError(
+                f"times: |t| up to {t_max:.6g} s cannot resolve dt = {dt:g} s (doubles there are "
+                f"{np.spacing(t_max):.3g} s apart); start the plan's clock nearer 0"
+            )
         steps = np.diff(self.times)
         off = np.abs(steps - dt) > 1e-9 * dt + 4 * np.spacing(t_max)  # (rounding of t₀ + k·dt at |t| ≤ t_max)
         if off.any():
             k = int(np.flatnonzero(off)[0])
-            raise PlanError(f"times: t[{k + 1}] − t[{k}] = {steps[k]:.9g}, not dt = {self.dt:g} (times must be "
-                            "t_0 + k·dt)")
+            raise PlanError(
+                f"times: t[{k + 1}] − t[{k}] = {steps[k]:.9g}, not dt = {self.dt:g} (times must be t_0 + k·dt)"
+            )
         for name in ("model_name", "model_hash"):
             if not isinstance(getattr(self, name), str):
                 raise PlanError(f"{name}: expected a string, got {getattr(self, name)!r}")
         for name, size in (("joint_names", None), ("input_names", nu)):  # empty: not known (a recorder's view)
             v = getattr(self, name)
-            if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v) \
-                    or (size is not None and v and len(v) != size):
+            if (
+                not isinstance(v, (list, tuple))
+                or not all(isinstance(x, str) for x in v)
+                or (size is not None and v and len(v) != size)
+            ):
                 raise PlanError(f"{name}: expected a list of {size if size is not None else 'joint'} names, got {v!r}")
         if not isinstance(self.converged, (bool, np.bool_)):
             raise PlanError(f"converged: expected true or false, got {self.converged!r}")
@@ -160,19 +178,24 @@ class Plan:
         """
         robot = system.robot
         if self.X.shape[1] != system.nx or self.U.shape[1] != system.nu:
-            raise PlanError(f"plan has nx={self.X.shape[1]}, nu={self.U.shape[1]}; the system has nx={system.nx}, "
-                            f"nu={system.nu}")
+            raise PlanError(
+                f"plan has nx={self.X.shape[1]}, nu={self.U.shape[1]}; the system has nx={system.nx}, nu={system.nu}"
+            )
         if self.K.shape[2] != system.state.ndx:
-            raise PlanError(f"K: the plan's gains act on {self.K.shape[2]} state-tangent entries, the system's "
-                            f"state has ndx = {system.state.ndx}")
+            raise PlanError(
+                f"K: the plan's gains act on {self.K.shape[2]} state-tangent entries, the system's "
+                f"state has ndx = {system.state.ndx}"
+            )
         if list(self.joint_names) != list(robot.joint_names):
             raise PlanError(f"joint_names: plan {list(self.joint_names)}, system {list(robot.joint_names)}")
         if abs(self.dt - system.dt) > 1e-12 * self.dt:
             raise PlanError(f"dt: the plan was made with dt = {self.dt:g} s, the system steps dt = {system.dt:g} s")
         if self.model_hash != robot.hash and not allow_mismatch:
-            raise PlanError(f"model_hash: the plan was made for {self.model_name!r} ({self.model_hash}), the "
-                            f"system runs {robot.name!r} ({robot.hash}) — a different model (pass "
-                            "allow_mismatch=True to run it anyway)")
+            raise PlanError(
+                f"model_hash: the plan was made for {self.model_name!r} ({self.model_hash}), the "
+                f"system runs {robot.name!r} ({robot.hash}) — a different model (pass "
+                "allow_mismatch=True to run it anyway)"
+            )
 
     @property
     def horizon(self) -> int:
@@ -192,10 +215,12 @@ class Plan:
         u_hold = self.U[-1] if self.U_final is None else self.U_final
         k_hold = self.K[-1] if self.K_final is None else self.K_final
         return dataclasses.replace(
-            self, times=self.times[0] + (np.arange(n + 1) + steps) * self.dt,
+            self,
+            times=self.times[0] + (np.arange(n + 1) + steps) * self.dt,
             X=np.concatenate([self.X[steps:], np.repeat(self.X[-1:], steps, axis=0)]),
             U=np.concatenate([self.U[steps:], np.repeat(u_hold[None], steps, axis=0)]),
-            K=np.concatenate([self.K[steps:], np.repeat(k_hold[None], steps, axis=0)]))
+            K=np.concatenate([self.K[steps:], np.repeat(k_hold[None], steps, axis=0)]),
+        )
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the plan to exactly ``path`` (numpy's savez appended ".npz" to any other name, so ``save(p)`` then
@@ -208,9 +233,15 @@ class Plan:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise PlanFileError(f"plan file {path!r}: directory {folder!r} does not exist")
-        meta = dict(dt=self.dt, model_name=self.model_name, model_hash=self.model_hash,
-                    joint_names=list(self.joint_names), input_names=list(self.input_names), weights=self.weights,
-                    converged=bool(self.converged))
+        meta = dict(
+            dt=self.dt,
+            model_name=self.model_name,
+            model_hash=self.model_hash,
+            joint_names=list(self.joint_names),
+            input_names=list(self.input_names),
+            weights=self.weights,
+            converged=bool(self.converged),
+        )
         extra = {}
         if self.K_final is not None:
             extra["K_final"] = self.K_final
@@ -287,8 +318,10 @@ def _read_plan_arrays(file, path: str) -> dict:
             try:
                 with zf.open(f"{name}.npy") as f:
                     version = np.lib.format.read_magic(f)
-                    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
-                                   (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                    read_header = {
+                        (1, 0): np.lib.format.read_array_header_1_0,
+                        (2, 0): np.lib.format.read_array_header_2_0,
+                    }.get(version)
                     if read_header is None:
                         raise ValueError(f".npy format version {version} is not one numpy.savez writes")
                     shape, _, dtype = read_header(f)

@@ -27,7 +27,11 @@ from .tracking import HoldLaw, TrackingController, plan_step, safe_command, trac
 
 # Kinds of fault of the plan side (the measurements' are control.intake's FAULT_*).
 FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
-    "non-finite control input", "path tolerance violated", "goal tolerance violated", "tracking error undefined")
+    "non-finite control input",
+    "path tolerance violated",
+    "goal tolerance violated",
+    "tracking error undefined",
+)
 
 
 # The hold's DLQR weights when the settings do not name them (the controller node's parameter defaults).
@@ -60,8 +64,17 @@ class PlanRunner:
     log throttled per kind.
     """
 
-    def __init__(self, robot: RobotModel, vi: DiscreteSystem, settings: Mapping[str, Any], vehicle: bool,
-                 error_names, act_q_index: np.ndarray, logger, warn: Callable[..., Any]):
+    def __init__(
+        self,
+        robot: RobotModel,
+        vi: DiscreteSystem,
+        settings: Mapping[str, Any],
+        vehicle: bool,
+        error_names,
+        act_q_index: np.ndarray,
+        logger,
+        warn: Callable[..., Any],
+    ):
         self.robot, self.vi, self.p, self.vehicle = robot, vi, settings, vehicle
         self.error_names, self.act_q_index, self.logger, self.warn = error_names, act_q_index, logger, warn
         self.law: TrackingController | None = None
@@ -104,24 +117,38 @@ class PlanRunner:
         if seq == self.last_seq or seq in self._admitted:
             return False
         if not plan.converged and not self.p["accept_unconverged"]:
-            self.warn("plan rejected", f"plan {seq} rejected: marked unconverged by the planner (set "
-                      "accept_unconverged to track best-effort plans)", level="error")
+            self.warn(
+                "plan rejected",
+                f"plan {seq} rejected: marked unconverged by the planner (set "
+                "accept_unconverged to track best-effort plans)",
+                level="error",
+            )
             return False
         sizes = (plan.X.shape[1], plan.U.shape[1], plan.K.shape[2])
         if sizes != (self.vi.nx, self.vi.nu, self.vi.state.ndx):
-            self.warn("plan rejected", f"plan {seq} has nx, nu, ndx = {sizes}; model has "
-                      f"{(self.vi.nx, self.vi.nu, self.vi.state.ndx)}: rejected", level="error")
+            self.warn(
+                "plan rejected",
+                f"plan {seq} has nx, nu, ndx = {sizes}; model has "
+                f"{(self.vi.nx, self.vi.nu, self.vi.state.ndx)}: rejected",
+                level="error",
+            )
             return False
         lo, hi = dt_range
         if not lo <= plan.dt <= hi:
-            self.warn("plan rejected", f"plan {seq} has dt = {plan.dt:g} s, outside [{lo:g}, {hi:g}] s: rejected",
-                      level="error")
+            self.warn(
+                "plan rejected",
+                f"plan {seq} has dt = {plan.dt:g} s, outside [{lo:g}, {hi:g}] s: rejected",
+                level="error",
+            )
             return False
         why = self.beyond_limits(plan, limits) if limits is not None else None
         if why is not None:
-            self.warn("plan rejected", f"plan {seq} rejected: {why}, which this controller refuses as a measured "
-                      "state (position_limit_margin, velocity_limit_factor): re-plan within the URDF limits",
-                      level="error")
+            self.warn(
+                "plan rejected",
+                f"plan {seq} rejected: {why}, which this controller refuses as a measured "
+                "state (position_limit_margin, velocity_limit_factor): re-plan within the URDF limits",
+                level="error",
+            )
             return False
         return True
 
@@ -141,17 +168,24 @@ class PlanRunner:
         self.last_seq = seq
         self._admitted.append(seq)
         item, waiting = (seq, plan, start_on_receipt), self.pending
-        if start_on_receipt or waiting is None or waiting[2] or \
-                plan_step(plan.times[0], waiting[1].times[0], plan.dt) <= 0:
+        if (
+            start_on_receipt
+            or waiting is None
+            or waiting[2]
+            or plan_step(plan.times[0], waiting[1].times[0], plan.dt) <= 0
+        ):
             self.pending, self.following = item, []  # replaces what waits
         else:
             # starts after the plan that waits (an MPC cycle's plan arriving before the last cycle's has started):
             # that one runs until this one's start — the planner predicted this plan's start state under its law
-            self.following = [f for f in self.following
-                              if plan_step(f[1].times[0], plan.times[0], plan.dt) < 0] + [item]
+            self.following = [f for f in self.following if plan_step(f[1].times[0], plan.times[0], plan.dt) < 0] + [
+                item
+            ]
         start = "the next joint state" if start_on_receipt else f"t={plan.times[0]:.4f}"
-        self.logger.info(f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, starts at {start}"
-                         f"{'' if plan.converged else ', UNCONVERGED (best effort)'}")
+        self.logger.info(
+            f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, starts at {start}"
+            f"{'' if plan.converged else ', UNCONVERGED (best effort)'}"
+        )
 
     def set_plan(self, plan: Plan) -> None:
         """Track ``plan`` with the current gain_scale (also to apply a new gain_scale to the active plan)."""
@@ -185,11 +219,16 @@ class PlanRunner:
         if self.hold is not None:
             self.hold.release()
         k = self.law.index(t)
-        self.logger.info(f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={t0:.4f})"
-                         + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else ""))
+        self.logger.info(
+            f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={t0:.4f})"
+            + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else "")
+        )
         if k > 1:
-            self.warn("late plan", f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
-                      f"expected_solve_time is too short for this machine){gap_x0}")
+            self.warn(
+                "late plan",
+                f"plan {seq} entered {k} steps after its start: it arrived late (the planner's "
+                f"expected_solve_time is too short for this machine){gap_x0}",
+            )
         if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
             self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
 
@@ -251,8 +290,11 @@ class PlanRunner:
             e = self.configuration_error(plan.X[k], x)
             if e.max() > p["path_tolerance"]:
                 j = int(np.argmax(e))
-                self.aborted = (FAULT_PATH, f"plan {self.active_seq} aborted at k={k}: |q_ref − q| of "
-                                            f"{self.error_names[j]} = {e[j]:.4g} > {p['path_tolerance']}")
+                self.aborted = (
+                    FAULT_PATH,
+                    f"plan {self.active_seq} aborted at k={k}: |q_ref − q| of "
+                    f"{self.error_names[j]} = {e[j]:.4g} > {p['path_tolerance']}",
+                )
                 return True
         if p["goal_tolerance"] > 0 and k >= plan.horizon and not self.goal_reached:
             e = self.configuration_error(plan.X[-1], x).max()
@@ -260,8 +302,11 @@ class PlanRunner:
                 self.goal_reached = True
                 self.logger.info(f"plan {self.active_seq}: goal reached (|q_N − q| = {e:.4g})")
             elif t > plan.times[-1] + p["goal_time_tolerance"]:
-                self.aborted = (FAULT_GOAL, f"plan {self.active_seq}: |q_N − q| = {e:.4g} > {p['goal_tolerance']} "
-                                            f"{p['goal_time_tolerance']} s after the plan's end")
+                self.aborted = (
+                    FAULT_GOAL,
+                    f"plan {self.active_seq}: |q_N − q| = {e:.4g} > {p['goal_tolerance']} "
+                    f"{p['goal_time_tolerance']} s after the plan's end",
+                )
                 return True
         return False
 
@@ -285,8 +330,14 @@ class PlanRunner:
         self.warn(key, f"{kind}{': ' + detail if detail else ''} -> safe command ({self.p['safe_mode']})")
         self.fault = kind
 
-    def safe_input(self, mode: str, state: Estimate | None, fresh: bool = True,
-                   period: float | None = None, stale_hold: bool = False) -> np.ndarray | None:
+    def safe_input(
+        self,
+        mode: str,
+        state: Estimate | None,
+        fresh: bool = True,
+        period: float | None = None,
+        stale_hold: bool = False,
+    ) -> np.ndarray | None:
         """The safe command's input u (``mode`` 'zero', 'damping' −d·q̇ on the actuated joints, or 'hold'; prescribed
         joints held where they were last measured), or None before any prescribed position was measured.
 
@@ -323,7 +374,7 @@ class PlanRunner:
                 self._held_prescribed = state.x[self.vi.idx_k]
             if self._held_prescribed is None:
                 return None  # no measured prescribed positions yet: commanding 0 would move them
-            u[len(tau):] = self._held_prescribed  # prescribed joints stay where they were last measured
+            u[len(tau) :] = self._held_prescribed  # prescribed joints stay where they were last measured
         return u
 
     def _hold_input(self, state: Estimate | None, fresh: bool, stale_hold: bool) -> np.ndarray | None:
@@ -334,9 +385,15 @@ class PlanRunner:
             return None
         if not hold.engaged:
             hold.engage(state.x[: self.vi.nq])
-            self.logger.info("holding q = " + np.array2string(hold.target, precision=4, separator=", ")
-                             + ("" if hold.gain_failure is None else
-                                f" by gravity compensation alone (no hold gain: {hold.gain_failure})"))
+            self.logger.info(
+                "holding q = "
+                + np.array2string(hold.target, precision=4, separator=", ")
+                + (
+                    ""
+                    if hold.gain_failure is None
+                    else f" by gravity compensation alone (no hold gain: {hold.gain_failure})"
+                )
+            )
         if not fresh:
             return hold.feedforward()
         u, clamped = hold.command(state.x)

@@ -45,10 +45,18 @@ class TrackingController:
     ``allow_mismatch`` says the model differs on purpose.
     """
 
-    def __init__(self, plan: Plan, state: State, effort_limits: np.ndarray | None = None,
-                 n_torques: int | None = None, continuous_mask: np.ndarray | None = None,
-                 system: DiscreteSystem | None = None, allow_mismatch: bool = False,
-                 hold_integral_gain: float = 0.0, actuated_q: np.ndarray | None = None):
+    def __init__(
+        self,
+        plan: Plan,
+        state: State,
+        effort_limits: np.ndarray | None = None,
+        n_torques: int | None = None,
+        continuous_mask: np.ndarray | None = None,
+        system: DiscreteSystem | None = None,
+        allow_mismatch: bool = False,
+        hold_integral_gain: float = 0.0,
+        actuated_q: np.ndarray | None = None,
+    ):
         if system is not None:
             plan.check_compatible(system, allow_mismatch=allow_mismatch)
         self.plan = plan
@@ -57,8 +65,7 @@ class TrackingController:
         self._wrap = None
         if mask is not None and np.any(mask):
             nq = len(mask)
-            self._wrap = np.flatnonzero(np.concatenate([np.asarray(mask, bool),
-                                                        np.zeros(state.ndx - nq, bool)]))
+            self._wrap = np.flatnonzero(np.concatenate([np.asarray(mask, bool), np.zeros(state.ndx - nq, bool)]))
         nu = plan.U.shape[1]
         self.n_torques = nu if n_torques is None else int(n_torques)
         lim = np.full(self.n_torques, np.inf) if effort_limits is None else np.asarray(effort_limits, float)
@@ -109,8 +116,10 @@ class TrackingController:
             raise ValueError(f"command: step index k must be a non-negative integer, got {k!r}")
         x = np.asarray(x)
         if x.shape != self.plan.X.shape[1:] or np.iscomplexobj(x) or not np.all(np.isfinite(x)):
-            raise ValueError(f"command: the state must be {self.plan.X.shape[1]} finite real numbers, got "
-                             f"{'shape ' + str(x.shape) if x.shape != self.plan.X.shape[1:] else 'NaN/inf or complex'}")
+            raise ValueError(
+                f"command: the state must be {self.plan.X.shape[1]} finite real numbers, got "
+                f"{'shape ' + str(x.shape) if x.shape != self.plan.X.shape[1:] else 'NaN/inf or complex'}"
+            )
         u, e = self.feedback(k, x)
         if self.ki and k >= self.horizon:
             if k > self._integrated_k:  # once per step of the plan's grid (a faster timer repeats k)
@@ -125,8 +134,9 @@ class TrackingController:
         return u, hit
 
 
-def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0,
-                 hold_integral_gain: float = 0.0) -> TrackingController:
+def tracking_law(
+    plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0, hold_integral_gain: float = 0.0
+) -> TrackingController:
     """The controller's law for a plan, as the controller node runs it and the planner predicts it: gains scaled by
     ``gain_scale``; after the horizon it holds the equilibrium state of q_N (momentum −(Δt/2)∇V), the state U_final
     and K_final were computed about (planning.pipeline.plan_task: hold_gain), not X_N, whose momentum differs when
@@ -136,8 +146,15 @@ def tracking_law(plan: Plan, vi: DiscreteSystem, gain_scale: float = 1.0,
     if plan.K_final is not None:
         law_plan.X = plan.X.copy()
         law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])
-    return TrackingController(law_plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask,
-                              hold_integral_gain=hold_integral_gain, actuated_q=vi.idx_act)
+    return TrackingController(
+        law_plan,
+        vi.state,
+        r.effort_limits,
+        len(r.actuated),
+        continuous_mask=r.continuous_mask,
+        hold_integral_gain=hold_integral_gain,
+        actuated_q=vi.idx_act,
+    )
 
 
 class HoldLaw:
@@ -196,11 +213,22 @@ class HoldLaw:
         except (np.linalg.LinAlgError, StepError, ValueError, ArithmeticError) as e:
             self.gain_failure = f"{type(e).__name__}: {e}"
             K, x_eq = np.zeros((vi.nu, vi.state.ndx)), equilibrium_state(vi, q)
-        plan = Plan(times=np.array([0.0, vi.dt]), X=np.array([x_eq, x_eq]), U=u_eq[None], K=K[None], dt=vi.dt,
-                    model_name=r.name, model_hash=r.hash, joint_names=r.joint_names,
-                    input_names=list(r.actuated) + list(r.prescribed), K_final=K, U_final=u_eq)
-        self._law = TrackingController(plan, vi.state, r.effort_limits, len(r.actuated),
-                                       continuous_mask=r.continuous_mask)
+        plan = Plan(
+            times=np.array([0.0, vi.dt]),
+            X=np.array([x_eq, x_eq]),
+            U=u_eq[None],
+            K=K[None],
+            dt=vi.dt,
+            model_name=r.name,
+            model_hash=r.hash,
+            joint_names=r.joint_names,
+            input_names=list(r.actuated) + list(r.prescribed),
+            K_final=K,
+            U_final=u_eq,
+        )
+        self._law = TrackingController(
+            plan, vi.state, r.effort_limits, len(r.actuated), continuous_mask=r.continuous_mask
+        )
         self.target = q
 
     def command(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -278,8 +306,9 @@ class StateEstimator:
     again replaces its sample.
     """
 
-    def __init__(self, vi: DiscreteSystem, mode: str = "configurations", tolerance: float = 0.25,
-                 max_gap: float = 0.05):
+    def __init__(
+        self, vi: DiscreteSystem, mode: str = "configurations", tolerance: float = 0.25, max_gap: float = 0.05
+    ):
         if mode not in ("configurations", "velocities"):
             raise ValueError(f"unknown state estimate {mode!r} (configurations|velocities)")
         for name, v in (("tolerance", tolerance), ("max_gap", max_gap)):
@@ -300,8 +329,10 @@ class StateEstimator:
         are not used (ros2_control fills the velocities a joint lacks with NaN); of the wrong size: ValueError."""
         q, dt, hist = np.array(q, float), self.vi.dt, self._history
         if not math.isfinite(t) or q.shape != (self.vi.nq,) or not np.all(np.isfinite(q)):
-            raise ValueError(f"StateEstimator.update: expected a finite stamp and {self.vi.nq} finite positions, got "
-                             f"t = {t!r}, q of shape {q.shape}{' with NaN/inf' if q.shape == (self.vi.nq,) else ''}")
+            raise ValueError(
+                f"StateEstimator.update: expected a finite stamp and {self.vi.nq} finite positions, got "
+                f"t = {t!r}, q of shape {q.shape}{' with NaN/inf' if q.shape == (self.vi.nq,) else ''}"
+            )
         if qdot is not None:
             if np.shape(qdot) != (self.vi.nq,):
                 raise ValueError(f"StateEstimator.update: expected {self.vi.nq} velocities, got shape {np.shape(qdot)}")

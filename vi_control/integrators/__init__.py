@@ -26,9 +26,22 @@ from .base import (
 
 INTEGRATORS = ("midpoint", "linear_time", "gni", "lie_group")
 
-__all__ = ["INTEGRATORS", "make_integrator", "require_linearizable", "DiscreteSystem", "Linearizable", "State",
-           "ConfigurationMomentumState", "NewtonSettings", "StepResult", "StepDerivatives", "StepError",
-           "ConvergenceError", "SingularityError", "UntrustedStepError"]
+__all__ = [
+    "INTEGRATORS",
+    "make_integrator",
+    "require_linearizable",
+    "DiscreteSystem",
+    "Linearizable",
+    "State",
+    "ConfigurationMomentumState",
+    "NewtonSettings",
+    "StepResult",
+    "StepDerivatives",
+    "StepError",
+    "ConvergenceError",
+    "SingularityError",
+    "UntrustedStepError",
+]
 
 
 def make_integrator(name: str, robot: RobotModel | RigidBodyModel, dt: float, **options) -> DiscreteSystem:
@@ -38,8 +51,10 @@ def make_integrator(name: str, robot: RobotModel | RigidBodyModel, dt: float, **
     wanted = RigidBodyModel if name == "lie_group" else RobotModel
     if name in INTEGRATORS and not isinstance(robot, wanted):  # (a model's name gave "'str' object has no attribute")
         how = "vc.load_rigid_body(...)" if name == "lie_group" else "vc.load_robot(...)"
-        raise TypeError(f"make_integrator({name!r}): the model must be a {wanted.__name__} ({how}), "
-                        f"got {type(robot).__name__} {robot!r:.60}")
+        raise TypeError(
+            f"make_integrator({name!r}): the model must be a {wanted.__name__} ({how}), "
+            f"got {type(robot).__name__} {robot!r:.60}"
+        )
     if name == "midpoint":
         from .midpoint import MidpointVI
 
@@ -73,5 +88,7 @@ def require_linearizable(system: DiscreteSystem, who: str = "this planner") -> N
         if not hasattr(cls, "__getattr__") and cls.__getattribute__ is object.__getattribute__:
             _LINEARIZABLE_CLASSES.add(cls)
     else:
-        raise TypeError(f"{who} needs the exact linearization of the step, which {type(system).__name__} does not "
-                        "provide (it is not Linearizable); use the midpoint integrator")
+        raise TypeError(
+            f"{who} needs the exact linearization of the step, which {type(system).__name__} does not "
+            "provide (it is not Linearizable); use the midpoint integrator"
+        )

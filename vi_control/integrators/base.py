@@ -55,8 +55,9 @@ class UntrustedStepError(StepError):
 
     def __init__(self, step: int | None, joint: str, what: str):
         self.step, self.joint, self.what = step, joint, what
-        super().__init__(f"step {step}: joint {joint!r} {what}; the result is refused (reduce dt or check the "
-                         "state and inputs)")
+        super().__init__(
+            f"step {step}: joint {joint!r} {what}; the result is refused (reduce dt or check the state and inputs)"
+        )
 
 
 class SingularityError(StepError):
@@ -193,16 +194,24 @@ class DiscreteSystem(Protocol):
     def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """(x, u) as flat float arrays; ValueError naming the size or NaN/inf."""
 
-    def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-              y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
+    def solve(
+        self,
+        x: np.ndarray,
+        u: np.ndarray | None = None,
+        step_index: int | None = None,
+        y0: np.ndarray | None = None,
+        lam0: np.ndarray | None = None,
+    ) -> StepResult:
         """One step from x_k under u_k; ``y0`` guesses all unknowns, ``lam0`` the multipliers only."""
 
-    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-             lam0: np.ndarray | None = None) -> np.ndarray:
+    def step(
+        self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None, lam0: np.ndarray | None = None
+    ) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k)."""
 
-    def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
-                 steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def simulate(
+        self, x0: np.ndarray, inputs: np.ndarray | None = None, steps: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """States (N+1, nx) and multipliers (N, nc) of a rollout (each step warm-started at the last λ)."""
 
     def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
@@ -238,8 +247,9 @@ class Linearizable(DiscreteSystem, Protocol):
     def step_derivatives(self, result: StepResult, x: np.ndarray, u: np.ndarray) -> StepDerivatives:
         """R_y, R_z, O_y, O_z at a solved step (``result`` from ``solve(x, u)``)."""
 
-    def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
-                     mu: np.ndarray) -> np.ndarray:
+    def step_hessian(
+        self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray, mu: np.ndarray
+    ) -> np.ndarray:
         """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step: (ny + nz, ny + nz)."""
 
     def curved_outputs(self) -> np.ndarray:
@@ -250,8 +260,7 @@ def refuse_complex(v, what: str) -> None:
     """ValueError naming ``what`` for a complex array: the cast to float dropped its imaginary part with only a
     numpy warning (a state, an input, a guess are real)."""
     if np.iscomplexobj(v):
-        raise ValueError(f"{what} is complex (a state and an input are real; pass .real if the imaginary part "
-                         "is zero)")
+        raise ValueError(f"{what} is complex (a state and an input are real; pass .real if the imaginary part is zero)")
 
 
 def real_array(v, what: str) -> np.ndarray:
@@ -261,8 +270,9 @@ def real_array(v, what: str) -> np.ndarray:
     return as_real_array(v, what).ravel()
 
 
-def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | None,
-                      finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def check_state_input(
+    system: DiscreteSystem, x: np.ndarray, u: np.ndarray | None, finite: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """The one input check of every integrator: sizes (naming the expected layout) and, if ``finite``, NaN/inf.
     Complex arrays are refused (``refuse_complex``)."""
     x = real_array(x, "state")
@@ -270,8 +280,10 @@ def check_state_input(system: DiscreteSystem, x: np.ndarray, u: np.ndarray | Non
     if x.size != system.nx:
         raise ValueError(f"state has size {x.size}, expected {system.nx} = 2·nq")
     if u.size != system.nu:
-        raise ValueError(f"input has size {u.size}, expected {system.nu} "
-                         f"({system.n_torques} torques + {system.nk} prescribed positions)")
+        raise ValueError(
+            f"input has size {u.size}, expected {system.nu} "
+            f"({system.n_torques} torques + {system.nk} prescribed positions)"
+        )
     if finite and not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
         raise ValueError("state or input contains NaN/inf")
     if finite and not np.abs(x[: system.nq]).max(initial=0.0) <= MAX_CONFIGURATION:
@@ -297,8 +309,9 @@ def as_vector(system: DiscreteSystem, v: np.ndarray, size: int, what: str) -> np
     return v
 
 
-def check_guess(system: DiscreteSystem, y0: np.ndarray | None, lam0: np.ndarray | None, ny: int
-                ) -> tuple[np.ndarray | None, np.ndarray | None]:
+def check_guess(
+    system: DiscreteSystem, y0: np.ndarray | None, lam0: np.ndarray | None, ny: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``solve``'s optional guesses as flat finite arrays of sizes ny and nc (ValueError naming the argument): a NaN
     guess ended as "Newton did not converge after 0 iterations", a wrong size as numpy's broadcast error."""
     out = []
@@ -316,20 +329,25 @@ def check_guess(system: DiscreteSystem, y0: np.ndarray | None, lam0: np.ndarray 
 def configuration_range_error(system: DiscreteSystem, x: np.ndarray) -> ValueError:
     """The ValueError for a configuration beyond ±MAX_CONFIGURATION, naming the joint."""
     i = int(np.argmax(np.abs(x[: system.nq])))
-    return ValueError(f"q[{i}] (joint {system.robot.joint_names[i]!r}) = {x[i]:.6g} is beyond the supported range "
-                      f"±{MAX_CONFIGURATION:g} (cos and sin of such an angle carry no digits of it)")
+    return ValueError(
+        f"q[{i}] (joint {system.robot.joint_names[i]!r}) = {x[i]:.6g} is beyond the supported range "
+        f"±{MAX_CONFIGURATION:g} (cos and sin of such an angle carry no digits of it)"
+    )
 
 
 def rotational_coordinates(robot: RobotModel, idx_d: np.ndarray) -> np.ndarray:
     """Mask over the dynamic coordinates ``idx_d``: True for the angles whose per-step rotation is limited —
     revolute and continuous joints except spin-invariant ones (a wheel: model.mass_structure)."""
     free = spin_invariant_joints(robot)
-    return np.array([robot.joints[i].type in ("revolute", "continuous") and robot.joints[i].name not in free
-                     for i in idx_d], dtype=bool)
+    return np.array(
+        [robot.joints[i].type in ("revolute", "continuous") and robot.joints[i].name not in free for i in idx_d],
+        dtype=bool,
+    )
 
 
-def check_step(system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotational: np.ndarray,
-               step_index: int | None) -> None:
+def check_step(
+    system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotational: np.ndarray, step_index: int | None
+) -> None:
     """UntrustedStepError unless x_{k+1} is finite, within ±MAX_CONFIGURATION, and no dynamic revolute joint
     turned more than ``settings.max_rotation`` (``rotational``: mask over ``idx_d``)."""
     nq, d = system.nq, system.idx_d
@@ -339,14 +357,20 @@ def check_step(system: DiscreteSystem, x: np.ndarray, x_next: np.ndarray, rotati
     dq = np.abs(q1[d] - q0[d]) * rotational
     if len(dq) and dq.max() > system.settings.max_rotation:
         i = int(d[np.argmax(dq)])
-        raise UntrustedStepError(step_index, system.robot.joint_names[i],
-                                 f"would turn {q1[i] - q0[i]:.4g} rad in one step (more than max_rotation = "
-                                 f"{system.settings.max_rotation:.4g} rad: sampled angles alias and the DEL equations "
-                                 "have several roots there)")
+        raise UntrustedStepError(
+            step_index,
+            system.robot.joint_names[i],
+            f"would turn {q1[i] - q0[i]:.4g} rad in one step (more than max_rotation = "
+            f"{system.settings.max_rotation:.4g} rad: sampled angles alias and the DEL equations "
+            "have several roots there)",
+        )
     if not np.abs(q1).max(initial=0.0) <= MAX_CONFIGURATION:
         i = int(np.argmax(np.abs(q1)))
-        raise UntrustedStepError(step_index, system.robot.joint_names[i],
-                                 f"would reach q = {q1[i]:.6g}, beyond the supported range ±{MAX_CONFIGURATION:g}")
+        raise UntrustedStepError(
+            step_index,
+            system.robot.joint_names[i],
+            f"would reach q = {q1[i]:.6g}, beyond the supported range ±{MAX_CONFIGURATION:g}",
+        )
 
 
 def input_sequence(system: DiscreteSystem, inputs: np.ndarray | None, steps: int | None) -> np.ndarray:

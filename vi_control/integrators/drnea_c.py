@@ -33,7 +33,7 @@ from ..mechanics.drnea import BodyTree
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
 OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN, LINE_SEARCH_FAILED, STAGNATED, ALIASED = range(7)
 MAX_DEPTH = 10  # substeps of the last fallback: Δt/2 … Δt/2^MAX_DEPTH (drnea_step.c)
-_BODY = 72   # doubles per body in the model array
+_BODY = 72  # doubles per body in the model array
 _WORK = 192  # doubles per body in the work array
 _CFLAGS = ["-O2"]  # no -ffast-math: the same IEEE operations as written
 
@@ -57,8 +57,11 @@ def fallback_reason(method: str, fb: np.ndarray) -> str:
     name = "RIQN" if method == "riqn" else "Newton"
     text = f"{name} did not converge at Δt ({REASONS.get(first, first)})"
     if newton >= 0:
-        text += ("; solved by Newton with the exact Jacobian" if newton == OK
-                 else f"; Newton with the exact Jacobian neither ({REASONS.get(newton, newton)})")
+        text += (
+            "; solved by Newton with the exact Jacobian"
+            if newton == OK
+            else f"; Newton with the exact Jacobian neither ({REASONS.get(newton, newton)})"
+        )
     if substeps:
         text += f"; solved as {substeps} substeps (finest Δt/{division})"
     return text
@@ -89,9 +92,11 @@ def load_library() -> ctypes.CDLL | None:
     return lib
 
 
-NO_COMPILER = ("LinearTimeVI needs a C compiler: its step is our C (integrators/csrc/drnea_step.c), compiled on "
-               "first use, and none was found ($CC, gcc or cc on PATH) or VI_CONTROL_NO_COMPILE=1 is set. Install "
-               "gcc, or use make_integrator('midpoint', ...), which runs without one (the CasADi VM).")
+NO_COMPILER = (
+    "LinearTimeVI needs a C compiler: its step is our C (integrators/csrc/drnea_step.c), compiled on "
+    "first use, and none was found ($CC, gcc or cc on PATH) or VI_CONTROL_NO_COMPILE=1 is set. Install "
+    "gcc, or use make_integrator('midpoint', ...), which runs without one (the CasADi VM)."
+)
 
 
 def available() -> bool:
@@ -101,9 +106,22 @@ def available() -> bool:
 class CompiledStep:
     """Model arrays of a BodyTree packed once; ``step`` is one ctypes call (module docstring)."""
 
-    def __init__(self, tree: BodyTree, dt: float, damping: np.ndarray, method: str, initial_guess: str,
-                 tol: float, step_tol: float, max_iterations: int, jacobian: str = "subtree", fallback: bool = True,
-                 rotational: np.ndarray | None = None, max_rotation: float = np.pi, momentum_scale: float = 1.0):
+    def __init__(
+        self,
+        tree: BodyTree,
+        dt: float,
+        damping: np.ndarray,
+        method: str,
+        initial_guess: str,
+        tol: float,
+        step_tol: float,
+        max_iterations: int,
+        jacobian: str = "subtree",
+        fallback: bool = True,
+        rotational: np.ndarray | None = None,
+        max_rotation: float = np.pi,
+        momentum_scale: float = 1.0,
+    ):
         self.lib = load_library()
         if self.lib is None:
             raise RuntimeError(NO_COMPILER)
@@ -111,10 +129,12 @@ class CompiledStep:
         self._guess_code = {"IG1": 1, "IG2": 2, "IG3": 3}[initial_guess]
         code = 0 if method == "riqn" else (2 if jacobian == "alg4" else 1)
         rot = np.zeros(n) if rotational is None else np.asarray(rotational)  # joints whose turn per step is limited
-        self.ip = np.concatenate([[n, code, self._guess_code, max_iterations], tree.parents,
-                                  [int(fallback), self._guess_code], rot]).astype(np.int64)
-        self.dp = np.concatenate([[dt, tol, step_tol], tree.gravity, lie.C_EVEN,
-                                  [max_rotation, momentum_scale]]).astype(float)
+        self.ip = np.concatenate(
+            [[n, code, self._guess_code, max_iterations], tree.parents, [int(fallback), self._guess_code], rot]
+        ).astype(np.int64)
+        self.dp = np.concatenate(
+            [[dt, tol, step_tol], tree.gravity, lie.C_EVEN, [max_rotation, momentum_scale]]
+        ).astype(float)
         body = np.zeros((n, _BODY))
         body[:, 0:9] = tree.XR.reshape(n, 9)
         body[:, 9:12] = tree.Xp
@@ -134,13 +154,23 @@ class CompiledStep:
         # Preallocated argument buffers and their addresses: the call itself then costs ~2 µs of Python.
         self._x, self._tau, self._xn, self._guess = np.zeros(2 * n), np.zeros(n), np.zeros(2 * n), np.zeros(n)
         self._ptrs = [a.ctypes.data for a in (self.ip, self.dp, self.body)]
-        self._args = [*self._ptrs, self._x.ctypes.data, self._tau.ctypes.data, None, self._xn.ctypes.data,
-                      self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data, self.fallback.ctypes.data]
+        self._args = [
+            *self._ptrs,
+            self._x.ctypes.data,
+            self._tau.ctypes.data,
+            None,
+            self._xn.ctypes.data,
+            self.info.ctypes.data,
+            self.work.ctypes.data,
+            self.iwork.ctypes.data,
+            self.fallback.ctypes.data,
+        ]
         self._args_guess = list(self._args)
         self._args_guess[5] = self._guess.ctypes.data
 
-    def step(self, x: np.ndarray, tau: np.ndarray,
-             guess: np.ndarray | None = None) -> tuple[int, np.ndarray, float, int]:
+    def step(
+        self, x: np.ndarray, tau: np.ndarray, guess: np.ndarray | None = None
+    ) -> tuple[int, np.ndarray, float, int]:
         """(return code, x_{k+1}, residual ∞-norm, iterations) for state x = (q, p) and joint torques tau."""
         self._x[:] = x
         self._tau[:] = tau
@@ -166,9 +196,17 @@ class CompiledStep:
         iters = np.zeros(N)
         fbs = np.zeros((N, 4))
         self.info[:] = (np.nan, 0, N - 1)
-        code = self.lib.ltvi_rollout(*self._ptrs, taus.ctypes.data, N, X.ctypes.data, iters.ctypes.data,
-                                     self.info.ctypes.data, self.work.ctypes.data, self.iwork.ctypes.data,
-                                     fbs.ctypes.data)
+        code = self.lib.ltvi_rollout(
+            *self._ptrs,
+            taus.ctypes.data,
+            N,
+            X.ctypes.data,
+            iters.ctypes.data,
+            self.info.ctypes.data,
+            self.work.ctypes.data,
+            self.iwork.ctypes.data,
+            fbs.ctypes.data,
+        )
         return code, X, iters.astype(int), float(self.info[0]), int(self.info[1]), int(self.info[2]), fbs
 
     def jacobian(self, q0: np.ndarray, q1: np.ndarray, alg4: bool = False) -> np.ndarray:
@@ -177,8 +215,9 @@ class CompiledStep:
         ip = self.ip.copy()
         ip[1] = 2 if alg4 else 1
         J = np.zeros((self.n, self.n))
-        if self.lib.ltvi_jacobian(ip.ctypes.data, *self._ptrs[1:], q0.ctypes.data, q1.ctypes.data, J.ctypes.data,
-                                  self.work.ctypes.data):
+        if self.lib.ltvi_jacobian(
+            ip.ctypes.data, *self._ptrs[1:], q0.ctypes.data, q1.ctypes.data, J.ctypes.data, self.work.ctypes.data
+        ):
             raise ValueError("relative rotation near π in one step (log map)")
         return J
 
@@ -186,6 +225,13 @@ class CompiledStep:
         """Articulated-body forward dynamics M⁻¹(τ − C q̇ − g), the recursion RIQN and IG3 use."""
         q, qdot, tau = (np.ascontiguousarray(a, dtype=float) for a in (q, qdot, tau))
         out = np.zeros(self.n)
-        self.lib.ltvi_aba(*self._ptrs, q.ctypes.data, qdot.ctypes.data, tau.ctypes.data, int(gravity),
-                          out.ctypes.data, self.work.ctypes.data)
+        self.lib.ltvi_aba(
+            *self._ptrs,
+            q.ctypes.data,
+            qdot.ctypes.data,
+            tau.ctypes.data,
+            int(gravity),
+            out.ctypes.data,
+            self.work.ctypes.data,
+        )
         return out

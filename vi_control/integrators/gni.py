@@ -47,17 +47,28 @@ class GeometricNonholonomicIntegrator(MidpointVI):
 
     NONHOLONOMIC = True
 
-    def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
-                 on_constraint_violation: str = "project", violation_tol: float = 1e-10, **options):
+    def __init__(
+        self,
+        robot: RobotModel,
+        dt: float,
+        settings: NewtonSettings | None = None,
+        *,
+        on_constraint_violation: str = "project",
+        violation_tol: float = 1e-10,
+        **options,
+    ):
         if on_constraint_violation not in CONSTRAINT_VIOLATION:
-            raise ValueError(f"on_constraint_violation must be one of {CONSTRAINT_VIOLATION}, "
-                             f"got {on_constraint_violation!r}")
+            raise ValueError(
+                f"on_constraint_violation must be one of {CONSTRAINT_VIOLATION}, got {on_constraint_violation!r}"
+            )
         super().__init__(robot, dt, settings, **options)
         self.on_constraint_violation, self.violation_tol = on_constraint_violation, float(violation_tol)
         self.n_holonomic, self.n_nonholonomic = self.structure.n_holonomic, self.structure.n_nonholonomic
-        self.jacobian_name = ("the GNI Jacobian (M_{k+1} bordered by Dh(q_k), Dh(q_{k+1}) and the nonholonomic rows "
-                              "A(q_k), A(q_k)M(q_k)^-1 M_{k+1}/dt): M_{k+1} or the constraint matrix [Dh; A] is "
-                              "singular")
+        self.jacobian_name = (
+            "the GNI Jacobian (M_{k+1} bordered by Dh(q_k), Dh(q_{k+1}) and the nonholonomic rows "
+            "A(q_k), A(q_k)M(q_k)^-1 M_{k+1}/dt): M_{k+1} or the constraint matrix [Dh; A] is "
+            "singular"
+        )
 
     # ---- constraint geometry (Kobilarov2010, eq. 12) ----------------------------------------------------
     def constraint_rows(self, q: np.ndarray) -> np.ndarray:
@@ -66,7 +77,7 @@ class GeometricNonholonomicIntegrator(MidpointVI):
 
     def nonholonomic_matrix(self, q: np.ndarray) -> np.ndarray:
         """A(q) (m, nq) of the nonholonomic constraints A(q)q̇ = 0."""
-        return self.constraint_rows(q)[self.n_holonomic:]
+        return self.constraint_rows(q)[self.n_holonomic :]
 
     def projector(self, q: np.ndarray) -> np.ndarray:
         """𝒫(q) = I − M⁻¹Cᵀ(CM⁻¹Cᵀ)⁻¹C (eq. 12b with μ = C): the M-orthogonal projector onto the allowed
@@ -100,7 +111,7 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         """
         q0, q1 = x[: self.nq], x_next[: self.nq]
         force = self.functions["D1Ld"](q0, q1)[0].ravel() + self.functions["D2Ld"](q0, q1)[0].ravel()
-        return np.linalg.solve(self.mass_matrix(q0), 0.5 * (x[self.nq:] + x_next[self.nq:] - force))
+        return np.linalg.solve(self.mass_matrix(q0), 0.5 * (x[self.nq :] + x_next[self.nq :] - force))
 
     def nonholonomic_residual(self, x: np.ndarray, x_next: np.ndarray) -> np.ndarray:
         """A(q_k)·mean_velocity: the discrete nonholonomic constraint (eq. 5b, 10c) of a solved step."""
@@ -128,7 +139,7 @@ class GeometricNonholonomicIntegrator(MidpointVI):
         C = self.constraint_rows(q)
         viol = self.velocity_violation(q, qdot)
         if viol:
-            msg = (f"{self.robot.name}: the initial velocity violates the constraints (|C(q)q̇|∞ = {viol:.3e})")
+            msg = f"{self.robot.name}: the initial velocity violates the constraints (|C(q)q̇|∞ = {viol:.3e})"
             if self.on_constraint_violation == "raise":
                 raise ValueError(msg + "; give an allowed velocity or use on_constraint_violation='project'")
             log.warning(msg + "; projected onto them (Kobilarov2010, eq. 12)")

@@ -31,8 +31,9 @@ class SymbolicStepDerivatives:
         Ry, Rz, Oy, Oz = (np.array(a) for a in self._derivative_functions["linearize"](result.y, z))
         return StepDerivatives(Ry=Ry, Rz=Rz, Oy=Oy, Oz=Oz)
 
-    def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
-                     mu: np.ndarray) -> np.ndarray:
+    def step_hessian(
+        self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray, mu: np.ndarray
+    ) -> np.ndarray:
         """∇²_{(y,z)}(covᵀO + μᵀR) at a solved step (Johnson2015, eqs. 16–27 before projection)."""
         z = np.concatenate([np.asarray(x, float), np.asarray(u, float).ravel()])
         return self._derivative_functions["hessian"](result.y, z, cov, mu)[0]

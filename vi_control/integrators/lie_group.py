@@ -74,11 +74,11 @@ class LieGroupState(State):
     def _diff1(self, x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
         G, r = self.group, self.retraction
         d = r.tau_inv(G.inverse(self.pose(x0)) @ self.pose(x1))
-        return np.concatenate([d, x1[self.nq:] - x0[self.nq:]])
+        return np.concatenate([d, x1[self.nq :] - x0[self.nq :]])
 
     def _integrate1(self, x: np.ndarray, dx: np.ndarray) -> np.ndarray:
         g = self.pose(x) @ self.retraction.tau(dx[: self.dim])
-        return np.concatenate([self.group.to_coordinates(g), x[self.nq:] + dx[self.dim:]])
+        return np.concatenate([self.group.to_coordinates(g), x[self.nq :] + dx[self.dim :]])
 
     def diff(self, x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
         return self._map(self._diff1, x0, x1, self.ndx)
@@ -100,14 +100,22 @@ class LieGroupVI:
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
 
-    def __init__(self, robot: RigidBodyModel, dt: float, settings: NewtonSettings | None = None, *,
-                 retraction: str = "cayley", compile: bool | None = None, **setting_overrides):
+    def __init__(
+        self,
+        robot: RigidBodyModel,
+        dt: float,
+        settings: NewtonSettings | None = None,
+        *,
+        retraction: str = "cayley",
+        compile: bool | None = None,
+        **setting_overrides,
+    ):
         if not isinstance(robot, RigidBodyModel):
-            raise TypeError(f"LieGroupVI needs a RigidBodyModel (vi_control.model.rigid_body), got "
-                            f"{type(robot).__name__}")
+            raise TypeError(
+                f"LieGroupVI needs a RigidBodyModel (vi_control.model.rigid_body), got {type(robot).__name__}"
+            )
         self.robot, self.dt = robot, check_time_step(dt)
-        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
-            robot.unit_momentum)
+        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(robot.unit_momentum)
         self.state = LieGroupState(robot.group, retraction)
         self.group, self.retraction = self.state.group, self.state.retraction
         self.dim, self.nq, self.nx = self.state.dim, self.state.nq, self.state.nx
@@ -126,8 +134,9 @@ class LieGroupVI:
 
     def state_from_pose(self, g: np.ndarray, twist: np.ndarray | None = None) -> np.ndarray:
         """x = (g, 𝕀ξ) from a group element (matrix) and a body twist (default rest)."""
-        return self.state_from_velocity(self.group.to_coordinates(np.asarray(g, float)),
-                                        np.zeros(self.dim) if twist is None else twist)
+        return self.state_from_velocity(
+            self.group.to_coordinates(np.asarray(g, float)), np.zeros(self.dim) if twist is None else twist
+        )
 
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:
         """x = (q, 𝕀ξ): q the stored coordinates of g, ``qdot`` the body twist ξ (Jimenez2013, §5: ν = ∂l/∂ξ)."""
@@ -146,20 +155,22 @@ class LieGroupVI:
 
     def velocity(self, x: np.ndarray) -> np.ndarray:
         """Body twist ξ = 𝕀⁻¹ν."""
-        return self._inertia_inv @ as_vector(self, x, self.nx, "state x")[self.nq:]
+        return self._inertia_inv @ as_vector(self, x, self.nx, "state x")[self.nq :]
 
     def energy(self, x: np.ndarray) -> float:
         """½⟨ν, 𝕀⁻¹ν⟩ + V(g) (gravity and buoyancy)."""
         x = as_vector(self, x, self.nx, "state x")
-        nu = x[self.nq:]
+        nu = x[self.nq :]
         b = self.robot
-        return float(0.5 * nu @ self._inertia_inv @ nu
-                     + potential_energy(self.group, self.pose(x), b.weight, b.buoyancy, b.buoyancy_center))
+        return float(
+            0.5 * nu @ self._inertia_inv @ nu
+            + potential_energy(self.group, self.pose(x), b.weight, b.buoyancy, b.buoyancy_center)
+        )
 
     def spatial_momentum(self, x: np.ndarray) -> np.ndarray:
         """π = Ad*_{g⁻¹} ν, conserved by the unforced flow and by every unforced step (discrete Noether)."""
         g = self.pose(x)
-        return self.group.Ad(self.group.inverse(g)).T @ np.asarray(x, float)[self.nq:]
+        return self.group.Ad(self.group.inverse(g)).T @ np.asarray(x, float)[self.nq :]
 
     def potential_gradient(self, q: np.ndarray) -> np.ndarray:
         """l_g*∂V: minus the body wrench of gravity and buoyancy at g (the wrench an actuator must cancel)."""
@@ -180,16 +191,20 @@ class LieGroupVI:
         x = np.asarray(x, float).ravel()
         u = np.zeros(self.nu) if u is None else np.asarray(u, float).ravel()
         if x.size != self.nx:
-            raise ValueError(f"state has size {x.size}, expected {self.nx} = {self.nq} coordinates of g ∈ "
-                             f"{self.group.name} + {self.dim} momenta")
+            raise ValueError(
+                f"state has size {x.size}, expected {self.nx} = {self.nq} coordinates of g ∈ "
+                f"{self.group.name} + {self.dim} momenta"
+            )
         if u.size != self.nu:
             raise ValueError(f"input has size {u.size}, expected {self.nu} ({', '.join(self.robot.actuated)})")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
             raise ValueError("state or input contains NaN/inf")
         off = self.group.distance_from_group(x[: self.nq], coordinates=True)
         if off > _ON_GROUP_TOL:
-            raise ValueError(f"state's rotation is not on SO(3) (‖RᵀR − I‖, |det R − 1| = {off:.2e} > "
-                             f"{_ON_GROUP_TOL:g}): not a pose this integrator produced")
+            raise ValueError(
+                f"state's rotation is not on SO(3) (‖RᵀR − I‖, |det R − 1| = {off:.2e} > "
+                f"{_ON_GROUP_TOL:g}): not a pose this integrator produced"
+            )
         return x, u
 
     def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
@@ -199,8 +214,14 @@ class LieGroupVI:
     def initial_guess(self, x: np.ndarray) -> np.ndarray:
         return self.velocity(x)
 
-    def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-              y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
+    def solve(
+        self,
+        x: np.ndarray,
+        u: np.ndarray | None = None,
+        step_index: int | None = None,
+        y0: np.ndarray | None = None,
+        lam0: np.ndarray | None = None,
+    ) -> StepResult:
         """Newton on R(ξ) = 0 with the exact Jacobian; ConvergenceError / SingularityError as every integrator.
 
         After the tolerance is met, one more Newton update takes the residual to its rounding floor (quadratic
@@ -210,7 +231,7 @@ class LieGroupVI:
         y0, _ = check_guess(self, y0, lam0, self.dim)
         st, P, res = self.settings, self.params, self.functions["residual"]
         xi = self.initial_guess(x) if y0 is None else y0
-        pnorm = float(np.abs(x[self.nq:]).max())
+        pnorm = float(np.abs(x[self.nq :]).max())
         rnorm, it = np.inf, 0
         for it in range(st.max_iterations + 1):
             R, J = res(xi, x, u, P)
@@ -236,12 +257,14 @@ class LieGroupVI:
         except np.linalg.LinAlgError:
             raise SingularityError(step_index, 0.0, _JACOBIAN) from None
 
-    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-             lam0: np.ndarray | None = None) -> np.ndarray:
+    def step(
+        self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None, lam0: np.ndarray | None = None
+    ) -> np.ndarray:
         return self.solve(x, u, step_index).x
 
-    def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
-                 steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def simulate(
+        self, x0: np.ndarray, inputs: np.ndarray | None = None, steps: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """States (N+1, nx) and (empty) multipliers (N, 0); Newton iterations per step in ``iteration_history``."""
         inputs = input_sequence(self, inputs, steps)
         X, self.iteration_history = step_rollout(self, x0, inputs)
@@ -252,15 +275,25 @@ class LieGroupVI:
         """R_y, R_z, O_y, O_z at a solved step, z = (δg, δν, u) with x ⊕ δ = (g τ(δg), ν + δν) and the output in
         diff(x_{k+1}, ·) coordinates: A, B of ``linearization.linearize`` act on ``state.diff`` vectors."""
         f = self.functions["linearize"]
-        Ry, Rz, Oy, Oz = (np.array(a) for a in f(result.y, np.asarray(x, float), np.asarray(u, float).ravel(),
-                                                result.x, self.params))
+        Ry, Rz, Oy, Oz = (
+            np.array(a) for a in f(result.y, np.asarray(x, float), np.asarray(u, float).ravel(), result.x, self.params)
+        )
         return StepDerivatives(Ry=Ry, Rz=Rz, Oy=Oy, Oz=Oz)
 
-    def step_hessian(self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
-                     mu: np.ndarray) -> np.ndarray:
-        return np.array(self.functions["hessian"](result.y, np.asarray(x, float), np.asarray(u, float).ravel(),
-                                                  result.x, np.asarray(cov, float), np.asarray(mu, float),
-                                                  self.params)[0])
+    def step_hessian(
+        self, result: StepResult, x: np.ndarray, u: np.ndarray, cov: np.ndarray, mu: np.ndarray
+    ) -> np.ndarray:
+        return np.array(
+            self.functions["hessian"](
+                result.y,
+                np.asarray(x, float),
+                np.asarray(u, float).ravel(),
+                result.x,
+                np.asarray(cov, float),
+                np.asarray(mu, float),
+                self.params,
+            )[0]
+        )
 
     def curved_outputs(self) -> np.ndarray:
         return self._curved

@@ -83,10 +83,20 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=100, rcond_min=1e-13, step_tol=1e-13)
 
-    def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
-                 method: str = "riqn", initial_guess: str = "IG3", wrap_continuous: bool = False,
-                 backend: str | None = None, jacobian: str = "subtree", fallback: bool = True,
-                 **setting_overrides):
+    def __init__(
+        self,
+        robot: RobotModel,
+        dt: float,
+        settings: NewtonSettings | None = None,
+        *,
+        method: str = "riqn",
+        initial_guess: str = "IG3",
+        wrap_continuous: bool = False,
+        backend: str | None = None,
+        jacobian: str = "subtree",
+        fallback: bool = True,
+        **setting_overrides,
+    ):
         dt = check_time_step(dt)
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -95,18 +105,21 @@ class LinearTimeVI(SymbolicStepDerivatives):
         if initial_guess not in INITIAL_GUESSES:
             raise ValueError(f"initial_guess must be one of {INITIAL_GUESSES}, got {initial_guess!r}")
         if robot.constraints or robot.prescribed or robot.nonholonomic:
-            raise NotImplementedError("LinearTimeVI handles unconstrained trees without prescribed joints "
-                                      "(Lee2016, §5); use MidpointVI (or 'gni' for nonholonomic constraints)")
+            raise NotImplementedError(
+                "LinearTimeVI handles unconstrained trees without prescribed joints "
+                "(Lee2016, §5); use MidpointVI (or 'gni' for nonholonomic constraints)"
+            )
         self.robot, self.dt = robot, float(dt)
         self.method, self.initial_guess_name, self.jacobian_method = method, initial_guess, jacobian
-        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
-            unit_momentum(robot))
+        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(unit_momentum(robot))
         self.wrap_continuous, self.fallback = wrap_continuous, bool(fallback)
         self.tree = BodyTree(robot)
         if backend == "numpy":
-            raise ValueError("backend='numpy' is no longer a LinearTimeVI path: the step is our compiled C "
-                             "(integrators/csrc/drnea_step.c); its numpy twin is the tests' oracle "
-                             "(test/support/linear_time_oracle.py)")
+            raise ValueError(
+                "backend='numpy' is no longer a LinearTimeVI path: the step is our compiled C "
+                "(integrators/csrc/drnea_step.c); its numpy twin is the tests' oracle "
+                "(test/support/linear_time_oracle.py)"
+            )
         if backend not in (None, *BACKENDS):
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         names = robot.joint_names
@@ -135,9 +148,21 @@ class LinearTimeVI(SymbolicStepDerivatives):
         if not drnea_c.available() or drnea_c.load_library() is None:
             raise RuntimeError(drnea_c.NO_COMPILER)
         st = self.settings
-        return drnea_c.CompiledStep(self.tree, self.dt, self.damping, self.method, self.initial_guess_name, st.tol,
-                                    st.step_tol, st.max_iterations, self.jacobian_method, self.fallback,
-                                    self.rotational, st.max_rotation, st.p_unit)
+        return drnea_c.CompiledStep(
+            self.tree,
+            self.dt,
+            self.damping,
+            self.method,
+            self.initial_guess_name,
+            st.tol,
+            st.step_tol,
+            st.max_iterations,
+            self.jacobian_method,
+            self.fallback,
+            self.rotational,
+            st.max_rotation,
+            st.p_unit,
+        )
 
     # ---- joint-space helpers (Pinocchio's O(n) algorithms) ----------------------------------------
     # pinocchio.Data grows like n³ (≈ 0.5 GB at 200 joints, 2 GB at 400): created on first use only, and the C
@@ -193,13 +218,13 @@ class LinearTimeVI(SymbolicStepDerivatives):
         """q̇ = M(q)⁻¹ p (continuous Legendre transform inverted, by ABA: our compiled one, or Pinocchio's)."""
         x = as_vector(self, x, self.nx, "state x")
         if self._compiled is not None:
-            return self._compiled.aba(x[: self.nq], self._zero, x[self.nq:], gravity=False)
-        return self.mass_solve(x[: self.nq], np.ascontiguousarray(x[self.nq:]))
+            return self._compiled.aba(x[: self.nq], self._zero, x[self.nq :], gravity=False)
+        return self.mass_solve(x[: self.nq], np.ascontiguousarray(x[self.nq :]))
 
     def energy(self, x: np.ndarray) -> float:
         """½ q̇ᵀp + V(q), V = −Σ m_i gᵀ x_{c,i} (Pinocchio's potential, from the tree's own kinematics)."""
         x = as_vector(self, x, self.nx, "state x")
-        q, p = x[: self.nq], x[self.nq:]
+        q, p = x[: self.nq], x[self.nq :]
         return float(0.5 * self.velocity(x) @ p + self.tree.potential_energy(self.tree.frames(q)))
 
     def potential_gradient(self, q: np.ndarray) -> np.ndarray:
@@ -222,7 +247,7 @@ class LinearTimeVI(SymbolicStepDerivatives):
 
     def constant_part(self, fk: Frames, x: np.ndarray, u: np.ndarray, dt: float) -> np.ndarray:
         """Terms of f independent of q_{k+1}: Δt/2 ∂V(q_k)/∂q − p_k − Δt S τ_k − c q_k."""
-        q0, p0 = x[: self.nq], x[self.nq:]
+        q0, p0 = x[: self.nq], x[self.nq :]
         return 0.5 * dt * self.tree.gravity_torque(fk) - p0 - dt * self._torques(u) - self.damping * q0
 
     def frame_residual(self, fk: Frames, const: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float):
@@ -240,8 +265,9 @@ class LinearTimeVI(SymbolicStepDerivatives):
         xi, fk1 = self.tree.displacement(fk, q1 - q0)
         return self.frame_jacobian(fk, fk1, xi, q0, q1, self.dt, self.jacobian_method)
 
-    def frame_jacobian(self, fk: Frames, fk1: Frames, xi: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float,
-                       method: str) -> np.ndarray:
+    def frame_jacobian(
+        self, fk: Frames, fk1: Frames, xi: np.ndarray, q0: np.ndarray, q1: np.ndarray, dt: float, method: str
+    ) -> np.ndarray:
         """∂f/∂q_{k+1} from the frames of ``frame_residual``: 'subtree' sums or the paper's Alg. 4 ('alg4')."""
         if method == "alg4":
             return drnea_derivative_recursive(self.tree, q0, q1, dt) + np.diag(self.damping)
@@ -270,13 +296,20 @@ class LinearTimeVI(SymbolicStepDerivatives):
             q1 = q + dt * (v + dt * a)
         # Beside a singularity of M(q_k) the predicted turn can be huge where the root is not (icub's neck at
         # q = 0: 2.4e5 rad): a guess no accepted root can be near is replaced by q_k (IG1), in the C driver alike.
-        if not np.abs(q1 - q)[self.rotational].max(initial=0.0) <= self.settings.max_rotation \
-                or not np.all(np.isfinite(q1)):
+        if not np.abs(q1 - q)[self.rotational].max(initial=0.0) <= self.settings.max_rotation or not np.all(
+            np.isfinite(q1)
+        ):
             return q.copy()
         return q1
 
-    def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-              y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
+    def solve(
+        self,
+        x: np.ndarray,
+        u: np.ndarray | None = None,
+        step_index: int | None = None,
+        y0: np.ndarray | None = None,
+        lam0: np.ndarray | None = None,
+    ) -> StepResult:
         """Root of f(q_{k+1}) by RIQN (Alg. 3) or Newton (Alg. 1), line-searched, with the fallback chain
         (logged; class docstring); raises ConvergenceError / SingularityError when the chain fails.
 
@@ -313,13 +346,15 @@ class LinearTimeVI(SymbolicStepDerivatives):
             detail = drnea_c.fallback_reason(self.method, fb) + f"; the last substep failed: {detail}"
         raise ConvergenceError(step_index, rnorm, it, detail)
 
-    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-             lam0: np.ndarray | None = None) -> np.ndarray:
+    def step(
+        self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None, lam0: np.ndarray | None = None
+    ) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k)."""
         return self.solve(x, u, step_index).x
 
-    def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
-                 steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def simulate(
+        self, x0: np.ndarray, inputs: np.ndarray | None = None, steps: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Roll out N steps: states (N+1, nx) and (empty) multipliers (N, 0); iterations per step in
         ``iteration_history``. ``inputs`` (N, nu), or ``steps=N`` for a system without inputs."""
         inputs = input_sequence(self, inputs, steps)
@@ -343,8 +378,10 @@ class LinearTimeVI(SymbolicStepDerivatives):
             self._raise(code, k, rnorm, it, fbs[k])
         # the checks of ``solve``, vectorized over the rollout: the first refused step is reported
         dq = np.abs(np.diff(X[:, : self.nq], axis=0)) * self.rotational
-        bad = np.flatnonzero((dq.max(axis=1, initial=0.0) > self.settings.max_rotation)
-                             | ~(np.abs(X[1:, : self.nq]).max(axis=1, initial=0.0) <= MAX_CONFIGURATION))
+        bad = np.flatnonzero(
+            (dq.max(axis=1, initial=0.0) > self.settings.max_rotation)
+            | ~(np.abs(X[1:, : self.nq]).max(axis=1, initial=0.0) <= MAX_CONFIGURATION)
+        )
         if len(bad):
             k = int(bad[0])
             check_step(self, X[k], X[k + 1], self.rotational, k)

@@ -83,16 +83,26 @@ class MidpointVI(SymbolicStepDerivatives):
     # The GNI subclass (Kobilarov2010) builds the same structure with the nonholonomic rows.
     NONHOLONOMIC = False
 
-    def __init__(self, robot: RobotModel, dt: float, settings: NewtonSettings | None = None, *,
-                 wrap_continuous: bool = False, compile: bool | None = None, newton: str | None = None,
-                 chord_root_check: bool = True, **setting_overrides):
+    def __init__(
+        self,
+        robot: RobotModel,
+        dt: float,
+        settings: NewtonSettings | None = None,
+        *,
+        wrap_continuous: bool = False,
+        compile: bool | None = None,
+        newton: str | None = None,
+        chord_root_check: bool = True,
+        **setting_overrides,
+    ):
         if newton is not None and newton not in NEWTON_METHODS:
             raise ValueError(f"newton must be one of {NEWTON_METHODS}, got {newton!r}")
-        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(
-            unit_momentum(robot))
+        self.settings = replace(settings or self.DEFAULT_SETTINGS, **setting_overrides).for_model(unit_momentum(robot))
         if robot.nonholonomic and not self.NONHOLONOMIC:
-            raise ValueError(f"{robot.name} has nonholonomic constraints, which the midpoint VI would ignore: use the "
-                             "geometric nonholonomic integrator (make_integrator('gni', ...), Kobilarov2010)")
+            raise ValueError(
+                f"{robot.name} has nonholonomic constraints, which the midpoint VI would ignore: use the "
+                "geometric nonholonomic integrator (make_integrator('gni', ...), Kobilarov2010)"
+            )
         self.robot = robot
         self.structure = DiscreteSystemStructure(robot, dt, compile=compile, nonholonomic=self.NONHOLONOMIC)
         s = self.structure
@@ -111,7 +121,8 @@ class MidpointVI(SymbolicStepDerivatives):
         self._zero_lam = np.zeros(self.nc)
         self.rotational = rotational_coordinates(robot, self.idx_d)  # over idx_d: turns limited by max_rotation
         self.jacobian_name = (  # the matrix a SingularityError names
-            "M_{k+1}" if self.nc == 0 else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]")
+            "M_{k+1}" if self.nc == 0 else "the constrained DEL Jacobian [M_{k+1}, -Dh(q_k)^T; Dh(q_{k+1}), 0]"
+        )
 
     @property
     def compiled_driver(self) -> bool:
@@ -164,7 +175,7 @@ class MidpointVI(SymbolicStepDerivatives):
         fail on a configuration the step itself handles.
         """
         x = as_vector(self, x, self.nx, "state x")
-        q, p = x[: self.nq], x[self.nq:]
+        q, p = x[: self.nq], x[self.nq :]
         M = self.mass_matrix(q)
         v = np.zeros(self.nq)
         v[self.idx_k] = p[self.idx_k]
@@ -180,7 +191,7 @@ class MidpointVI(SymbolicStepDerivatives):
         X = np.asarray(X, float)
         if X.ndim != 2 or X.shape[1] != self.nx:
             raise ValueError(f"{self.robot.name}: states X must be (K, {self.nx}), got shape {X.shape}")
-        Q, P = X[:, : self.nq], X[:, self.nq:]
+        Q, P = X[:, : self.nq], X[:, self.nq :]
         d, k = self.idx_d, self.idx_k
         M = np.array([self.mass_matrix(q) for q in Q]).reshape(len(X), self.nq, self.nq)
         V = np.zeros_like(Q)
@@ -221,13 +232,18 @@ class MidpointVI(SymbolicStepDerivatives):
         bound = tol * (1.0 + float(np.abs(q).max(initial=0.0)))
         row = 0
         for i, c in enumerate(robot.constraints):
-            worst = float(np.abs(h[row:row + c.size]).max())
+            worst = float(np.abs(h[row : row + c.size]).max())
             row += c.size
             if worst > bound:
-                what = (f"joints {list(c.joints)} (coefficients {list(c.coefficients)}, offset {c.offset:g})"
-                        if c.type == "joints" else f"{c.type} {c.link_a}/{c.link_b}")
-                return (f"violates holonomic constraint {i}, {what}: |h| = {worst:.3g} > {bound:.3g}; give a "
-                        "configuration that satisfies it")
+                what = (
+                    f"joints {list(c.joints)} (coefficients {list(c.coefficients)}, offset {c.offset:g})"
+                    if c.type == "joints"
+                    else f"{c.type} {c.link_a}/{c.link_b}"
+                )
+                return (
+                    f"violates holonomic constraint {i}, {what}: |h| = {worst:.3g} > {bound:.3g}; give a "
+                    "configuration that satisfies it"
+                )
         return None
 
     def wrap(self, x: np.ndarray) -> np.ndarray:
@@ -238,8 +254,7 @@ class MidpointVI(SymbolicStepDerivatives):
     def check_inputs(self, x: np.ndarray, u: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         return check_state_input(self, x, u)
 
-    def initial_guess(self, x: np.ndarray, u: np.ndarray | None = None,
-                      lam0: np.ndarray | None = None) -> np.ndarray:
+    def initial_guess(self, x: np.ndarray, u: np.ndarray | None = None, lam0: np.ndarray | None = None) -> np.ndarray:
         """y₀ = (q_k + Δt·M(q_k)⁻¹p_k, λ₀) with λ₀ = ``lam0`` or 0; a least-squares velocity where M(q_k) is
         singular.
 
@@ -255,18 +270,26 @@ class MidpointVI(SymbolicStepDerivatives):
         q = x[: self.nq]
         dq = self.dt * self.velocity(x)
         d = self.idx_d
-        if not (np.abs(dq[d][self.rotational]).max(initial=0.0) <= self.settings.max_rotation
-                and np.abs(q[d] + dq[d]).max(initial=0.0) <= MAX_CONFIGURATION):
+        if not (
+            np.abs(dq[d][self.rotational]).max(initial=0.0) <= self.settings.max_rotation
+            and np.abs(q[d] + dq[d]).max(initial=0.0) <= MAX_CONFIGURATION
+        ):
             dq = np.zeros(self.nq)
-        return self.warm_start(np.concatenate([q + dq, x[self.nq:]]), lam0)
+        return self.warm_start(np.concatenate([q + dq, x[self.nq :]]), lam0)
 
     def warm_start(self, x_next: np.ndarray, lam: np.ndarray | None = None) -> np.ndarray:
         """y₀ = (q_{k+1}[dynamic] of ``x_next``, λ or 0): Newton's start for a step predicted to end there."""
         lam = self._zero_lam if lam is None else as_vector(self, lam, self.nc, "lam")
         return np.concatenate([as_vector(self, x_next, self.nx, "state x_next")[: self.nq][self.idx_d], lam])
 
-    def solve(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-              y0: np.ndarray | None = None, lam0: np.ndarray | None = None) -> StepResult:
+    def solve(
+        self,
+        x: np.ndarray,
+        u: np.ndarray | None = None,
+        step_index: int | None = None,
+        y0: np.ndarray | None = None,
+        lam0: np.ndarray | None = None,
+    ) -> StepResult:
         """Newton on R(y, z) = 0 (eq. 2a / 28a–b); raises ConvergenceError / SingularityError.
 
         ``y0``: the unknowns' initial guess (else ``initial_guess(x, u, lam0)``); nothing is kept between calls.
@@ -285,8 +308,13 @@ class MidpointVI(SymbolicStepDerivatives):
             nw = self._newton
             xn = nw.xn.copy()  # the driver's buffers are overwritten by the next step
             y = nw.y.copy()
-            return StepResult(self.wrap(xn) if self.wrap_continuous else xn,
-                              y[self.nd:].copy() if self.nc else self._zero_lam, it, rnorm, y)
+            return StepResult(
+                self.wrap(xn) if self.wrap_continuous else xn,
+                y[self.nd :].copy() if self.nc else self._zero_lam,
+                it,
+                rnorm,
+                y,
+            )
         try:
             return self._solve_numpy(x, u, step_index, y0, lam0, self.newton == "chord")
         except ConvergenceError:
@@ -294,8 +322,15 @@ class MidpointVI(SymbolicStepDerivatives):
                 raise
             return self._solve_numpy(x, u, step_index, y0, lam0, False)
 
-    def _solve_numpy(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
-                     lam0: np.ndarray | None, chord: bool) -> StepResult:
+    def _solve_numpy(
+        self,
+        x: np.ndarray,
+        u: np.ndarray | None,
+        step_index: int | None,
+        y0: np.ndarray | None,
+        lam0: np.ndarray | None,
+        chord: bool,
+    ) -> StepResult:
         """Newton in numpy over the backend's residual, the C driver's algorithm (``midpoint_newton``)."""
         return solve_numpy(self, x, u, step_index, y0, lam0, chord)
 
@@ -304,10 +339,16 @@ class MidpointVI(SymbolicStepDerivatives):
         if y0 is not None:
             self._newton.y[:] = np.asarray(y0, float).ravel()
         elif self.nc:
-            self._newton.y[self.nd:] = self._zero_lam if lam0 is None else lam0
+            self._newton.y[self.nd :] = self._zero_lam if lam0 is None else lam0
 
-    def _drive(self, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
-               lam0: np.ndarray | None) -> tuple[int, float]:
+    def _drive(
+        self,
+        x: np.ndarray,
+        u: np.ndarray | None,
+        step_index: int | None,
+        y0: np.ndarray | None,
+        lam0: np.ndarray | None,
+    ) -> tuple[int, float]:
         """The numpy loop's algorithm as one call into the generated library (chord, then exact if chord fails, as
         ``solve`` documents); leaves x_{k+1} and y in the driver's buffers, returns (iterations, residual).
 
@@ -317,8 +358,14 @@ class MidpointVI(SymbolicStepDerivatives):
         nw = self._newton
         if u is None:
             u = self._zero_input
-        if not (type(x) is np.ndarray and type(u) is np.ndarray and x.shape == nw.z_x.shape
-                and u.shape == nw.z_u.shape and x.dtype is _F64 and u.dtype is _F64):  # (else checked, cast or refused)
+        if not (
+            type(x) is np.ndarray
+            and type(u) is np.ndarray
+            and x.shape == nw.z_x.shape
+            and u.shape == nw.z_u.shape
+            and x.dtype is _F64
+            and u.dtype is _F64
+        ):  # (else checked, cast or refused)
             x, u = check_state_input(self, x, u, finite=False)
         nw.z_x[...] = x
         nw.z_u[...] = u
@@ -339,8 +386,9 @@ class MidpointVI(SymbolicStepDerivatives):
                 xn = x.copy()
                 xn[self.idx_d] = nw.y[: self.nd]
                 check_step(self, x, xn, self.rotational, step_index)
-                raise UntrustedStepError(step_index, self.robot.joint_names[self.idx_d[int(rcond)]],
-                                         "left the range the step can vouch for")
+                raise UntrustedStepError(
+                    step_index, self.robot.joint_names[self.idx_d[int(rcond)]], "left the range the step can vouch for"
+                )
             if code == NEWTON_SINGULAR_MASS:  # M(q_k) singular: retry from the least-squares guess
                 return self._drive(x, u, step_index, self.initial_guess(x, u, lam0), None)
             if code == NEWTON_SINGULAR:
@@ -348,8 +396,9 @@ class MidpointVI(SymbolicStepDerivatives):
             raise ConvergenceError(step_index, rnorm, int(it))
         return int(nw.info[1]), float(nw.info[0])
 
-    def step(self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None,
-             lam0: np.ndarray | None = None) -> np.ndarray:
+    def step(
+        self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None, lam0: np.ndarray | None = None
+    ) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k) (multipliers: use ``solve``)."""
         if self._newton is None:
             return self.solve(x, u, step_index, lam0=lam0).x
@@ -359,8 +408,9 @@ class MidpointVI(SymbolicStepDerivatives):
         xn = self._newton.xn.copy()
         return self.wrap(xn) if self.wrap_continuous else xn
 
-    def simulate(self, x0: np.ndarray, inputs: np.ndarray | None = None,
-                 steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def simulate(
+        self, x0: np.ndarray, inputs: np.ndarray | None = None, steps: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Roll out N steps: returns states (N+1, nx) and multipliers (N, nc); each step's Newton starts from
         the previous step's multipliers.
 

@@ -42,8 +42,9 @@ class NewtonStepModel(Protocol):
     def wrap(self, x: np.ndarray) -> np.ndarray: ...
 
 
-def lu_factor_checked(J: np.ndarray, rcond_min: float, step, what: str, nd: int | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def lu_factor_checked(
+    J: np.ndarray, rcond_min: float, step, what: str, nd: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK LU of J with the 1-norm condition check; raises SingularityError below rcond_min. With ``nd`` < n
     (J bordered by constraint rows, Johnson2015, eq. 28a–b) the condition judged is the unit-free one of the
     equilibrated D J D (``integrators.bordered``); J's own LU is returned either way."""
@@ -62,8 +63,15 @@ def mass_cholesky(vi: NewtonStepModel, x: np.ndarray) -> tuple[np.ndarray | None
     return (None if info != 0 else c), float(np.abs(mdd).sum(axis=0).max())
 
 
-def solve_numpy(vi: NewtonStepModel, x: np.ndarray, u: np.ndarray | None, step_index: int | None, y0: np.ndarray | None,
-                lam0: np.ndarray | None, chord: bool) -> StepResult:
+def solve_numpy(
+    vi: NewtonStepModel,
+    x: np.ndarray,
+    u: np.ndarray | None,
+    step_index: int | None,
+    y0: np.ndarray | None,
+    lam0: np.ndarray | None,
+    chord: bool,
+) -> StepResult:
     """One step of ``vi`` by Newton in numpy over its backend's residual: exact (``chord`` False) or chord Newton
     (module doc); raises ConvergenceError / SingularityError as the C driver's codes do."""
     x, u = vi.check_inputs(x, u)
@@ -71,13 +79,12 @@ def solve_numpy(vi: NewtonStepModel, x: np.ndarray, u: np.ndarray | None, step_i
     if vi.nd + vi.nc == 0:  # every joint prescribed, nothing to solve: the step is its output map
         y = np.zeros(0)
         xn = vi.functions["output"](y, z)[0].ravel().copy()
-        return StepResult(x=vi.wrap(xn) if vi.wrap_continuous else xn, lam=y.copy(), iterations=0,
-                          residual=0.0, y=y)
+        return StepResult(x=vi.wrap(xn) if vi.wrap_continuous else xn, lam=y.copy(), iterations=0, residual=0.0, y=y)
     y = vi.initial_guess(x, u, lam0) if y0 is None else np.array(y0, float)
     guess, first_update = y.copy(), np.inf
     res_fn, r_fn = vi.functions["residual"], vi.functions["residual_only"]
     st, what, theta_max = vi.settings, vi.jacobian_name, vi.chord_rate_max
-    pnorm = np.abs(x[vi.nq:]).max()
+    pnorm = np.abs(x[vi.nq :]).max()
     eta = np.sqrt(st.tol) * st.scale(pnorm)
     quasi = chord and vi.nc == 0  # chord matrix Δt⁻¹M(q_k)_dd (Lee2016, eq. 25), else M_{k+1} at the guess
     qonly = quasi and not vi.chord_root_check  # M_{k+1} only if the quasi-Newton iteration needs it
@@ -106,8 +113,7 @@ def solve_numpy(vi: NewtonStepModel, x: np.ndarray, u: np.ndarray | None, step_i
                 lu = lu_factor_checked(J, st.rcond_min, step_index, what, vi.nd)
             except SingularityError:  # chord, away from the root: not this step's verdict (solve retries exact)
                 if chord and not (predicted or rnorm <= eta):
-                    raise ConvergenceError(step_index, rnorm, it, "chord matrix singular away from the root") \
-                        from None
+                    raise ConvergenceError(step_index, rnorm, it, "chord matrix singular away from the root") from None
                 raise
             j_at_y, near = False, near or predicted or rnorm <= eta
         if lu is not None:
@@ -175,4 +181,4 @@ def solve_numpy(vi: NewtonStepModel, x: np.ndarray, u: np.ndarray | None, step_i
     check_step(vi, x, xn, vi.rotational, step_index)  # what the C driver checks too
     if vi.wrap_continuous:
         xn = vi.wrap(xn)
-    return StepResult(x=xn, lam=y[vi.nd:].copy(), iterations=it, residual=rnorm, y=y.copy())
+    return StepResult(x=xn, lam=y[vi.nd :].copy(), iterations=it, residual=rnorm, y=y.copy())

@@ -56,8 +56,9 @@ class NewtonSettings:
             if not (is_real(v) and math.isfinite(v) and v > 0):
                 raise ValueError(f"NewtonSettings.{name} must be a positive finite number, got {v!r}")
         if not is_integer(self.max_iterations) or not 1 <= self.max_iterations <= 10_000:
-            raise ValueError(f"NewtonSettings.max_iterations must be an integer in [1, 10000], "
-                             f"got {self.max_iterations!r}")
+            raise ValueError(
+                f"NewtonSettings.max_iterations must be an integer in [1, 10000], got {self.max_iterations!r}"
+            )
 
     @staticmethod
     def rounding_floor(jacobian_norm1: float, q_norm_inf: float) -> float:

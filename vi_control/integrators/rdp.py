@@ -53,29 +53,37 @@ class ReducedSystem:
     def __post_init__(self) -> None:
         """ℓ must be a kinetic energy: 𝕄 finite, symmetric and positive definite, of size n_shape + 3."""
         if not is_integer(self.n_shape) or self.n_shape < 0:
-            raise ValueError(f"ReducedSystem {self.name!r}: n_shape must be a non-negative integer, "
-                             f"got {self.n_shape!r}")
+            raise ValueError(
+                f"ReducedSystem {self.name!r}: n_shape must be a non-negative integer, got {self.n_shape!r}"
+            )
         n = self.n_shape + 3
         M = np.asarray(self.inertia, float)
         if M.shape != (n, n) or not np.isfinite(M).all():
-            raise ValueError(f"ReducedSystem {self.name!r}: inertia must be a finite ({n}, {n}) matrix (shape "
-                             f"variables u, then ξ = (ω, v_x, v_y)), got shape {M.shape}")
+            raise ValueError(
+                f"ReducedSystem {self.name!r}: inertia must be a finite ({n}, {n}) matrix (shape "
+                f"variables u, then ξ = (ω, v_x, v_y)), got shape {M.shape}"
+            )
         if not np.allclose(M, M.T, rtol=1e-12, atol=0.0):
             raise ValueError(f"ReducedSystem {self.name!r}: inertia must be symmetric")
         try:
             np.linalg.cholesky(M)
         except np.linalg.LinAlgError:
-            raise ValueError(f"ReducedSystem {self.name!r}: inertia must be positive definite (eigenvalues "
-                             f"{np.linalg.eigvalsh(M)})") from None
+            raise ValueError(
+                f"ReducedSystem {self.name!r}: inertia must be positive definite (eigenvalues {np.linalg.eigvalsh(M)})"
+            ) from None
         object.__setattr__(self, "inertia", M)
 
 
 def sleigh_system(I: float, m: float, a: float) -> ReducedSystem:
     """Chaplygin sleigh (Kobilarov2010, §6.1): no shape, 𝕄 = diag(I, m, m) at the centre of mass, skate at distance a
     behind it: 𝔤^q = span{e₁ = (1, 0, a), e₂ = (0, 1, 0)}."""
-    return ReducedSystem("sleigh", np.diag([I, m, m]), 0,
-                         basis=lambda r: ca.SX(ca.DM([[1.0, 0.0], [0.0, 1.0], [a, 0.0]])),
-                         connection=lambda r: ca.SX.zeros(3, 0))
+    return ReducedSystem(
+        "sleigh",
+        np.diag([I, m, m]),
+        0,
+        basis=lambda r: ca.SX(ca.DM([[1.0, 0.0], [0.0, 1.0], [a, 0.0]])),
+        connection=lambda r: ca.SX.zeros(3, 0),
+    )
 
 
 def snakeboard_system(m: float, l: float, I: float, J: float) -> ReducedSystem:
@@ -91,8 +99,12 @@ def snakeboard_system(m: float, l: float, I: float, J: float) -> ReducedSystem:
 
     def connection(r):
         ph = r[1]
-        return ca.vertcat(ca.horzcat(I / (m * l**2) * ca.sin(ph) ** 2, 0),
-                          ca.horzcat(-I / (2 * m * l) * ca.sin(2 * ph), 0), ca.horzcat(0, 0))
+        return ca.vertcat(
+            ca.horzcat(I / (m * l**2) * ca.sin(ph) ** 2, 0),
+            ca.horzcat(-I / (2 * m * l) * ca.sin(2 * ph), 0),
+            ca.horzcat(0, 0),
+        )
+
     return ReducedSystem("snakeboard", Mm, 2, basis, connection)
 
 
@@ -117,11 +129,20 @@ class RDPTrajectory:
 class ReducedDAlembertPontryagin:
     """RDP (eqs. 27–28) of a ReducedSystem at time step ``dt`` with retraction 'exp' or 'cayley' and α ∈ [0, 1]."""
 
-    def __init__(self, system: ReducedSystem, dt: float, retraction: str = "exp", alpha: float = 0.5,
-                 settings: NewtonSettings | None = None, compile: bool | None = None):
+    def __init__(
+        self,
+        system: ReducedSystem,
+        dt: float,
+        retraction: str = "exp",
+        alpha: float = 0.5,
+        settings: NewtonSettings | None = None,
+        compile: bool | None = None,
+    ):
         if not isinstance(system, ReducedSystem):  # (a RobotModel got an AttributeError from deep inside)
-            raise TypeError(f"ReducedDAlembertPontryagin needs a ReducedSystem (the reduced Lagrangian's shape space "
-                            f"and group: vi_control.integrators.rdp.ReducedSystem), got {type(system).__name__}")
+            raise TypeError(
+                f"ReducedDAlembertPontryagin needs a ReducedSystem (the reduced Lagrangian's shape space "
+                f"and group: vi_control.integrators.rdp.ReducedSystem), got {type(system).__name__}"
+            )
         dt = check_time_step(dt)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha}")
@@ -153,12 +174,19 @@ class ReducedDAlembertPontryagin:
         dl0 = ca.mtimes(Mm, ca.vertcat(rdot, xi0))
         self.functions = FunctionSet(
             f"rdp_{system.name}_{retraction}_{h!r}_{alpha!r}",
-            {"residual": ca.Function("rdp_residual", [z, P], [ca.densify(R), ca.densify(ca.jacobian(R, z))]),
-             "update": ca.Function("rdp_update", [z, P, g], [ca.densify(new)]),
-             "momentum": ca.Function("rdp_momentum", [r, rdot, xi0],
-                                     [ca.densify(dl0[:ns]), ca.densify(dl0[ns:]),
-                                      ca.densify(ca.mtimes(system.basis(r).T, dl0[ns:]))])},
-            compile=compile, driver=RDP_C, driver_needs=("residual", "update"))
+            {
+                "residual": ca.Function("rdp_residual", [z, P], [ca.densify(R), ca.densify(ca.jacobian(R, z))]),
+                "update": ca.Function("rdp_update", [z, P, g], [ca.densify(new)]),
+                "momentum": ca.Function(
+                    "rdp_momentum",
+                    [r, rdot, xi0],
+                    [ca.densify(dl0[:ns]), ca.densify(dl0[ns:]), ca.densify(ca.mtimes(system.basis(r).T, dl0[ns:]))],
+                ),
+            },
+            compile=compile,
+            driver=RDP_C,
+            driver_needs=("residual", "update"),
+        )
         self._P = np.zeros(3 * ns + 3)
         self.use_driver = True  # False: the numpy loop around the compiled functions (the benchmark's baseline)
         rr = ca.SX.sym("r", ns)
@@ -167,8 +195,9 @@ class ReducedDAlembertPontryagin:
 
     def nonholonomic_momentum(self, r: np.ndarray, rdot: np.ndarray, xi: np.ndarray) -> np.ndarray:
         """p_b = ⟨∂_ξℓ, e_b(r)⟩ (§6.1: the sleigh's (p₁, p₂); §6.2: the snakeboard's p₁)."""
-        return np.array(self.functions["momentum"](np.asarray(r, float), np.asarray(rdot, float),
-                                                   np.asarray(xi, float))[2]).ravel()
+        return np.array(
+            self.functions["momentum"](np.asarray(r, float), np.asarray(rdot, float), np.asarray(xi, float))[2]
+        ).ravel()
 
     @property
     def compiled(self) -> bool:
@@ -176,8 +205,15 @@ class ReducedDAlembertPontryagin:
         else the numpy Newton loop (around compiled functions where they compiled)."""
         return self.functions.lib is not None and self.use_driver
 
-    def simulate(self, g0: np.ndarray, r0: np.ndarray, rdot0: np.ndarray, xi0: np.ndarray,
-                 forces: np.ndarray | None = None, steps: int | None = None) -> RDPTrajectory:
+    def simulate(
+        self,
+        g0: np.ndarray,
+        r0: np.ndarray,
+        rdot0: np.ndarray,
+        xi0: np.ndarray,
+        forces: np.ndarray | None = None,
+        steps: int | None = None,
+    ) -> RDPTrajectory:
         """N steps from the continuous state (g₀, r₀, ṙ₀, ξ₀) under shape forces ``forces`` (N, n_shape)
         (f_k applied at t_k, as eq. 16); raises ConvergenceError / SingularityError with the step index.
         One C call where the functions compiled, else the same Newton loop in numpy (roots equal to round-off)."""
@@ -191,8 +227,10 @@ class ReducedDAlembertPontryagin:
         forces = np.asarray(forces, float)
         if forces.ndim != 2 or forces.shape[1] != ns:
             raise ValueError(f"forces must have shape (N, {ns}), got {forces.shape}")
-        g0, r0, rdot0, xi0 = (_start_vector(name, v, n) for name, v, n in
-                              (("g0", g0, 3), ("r0", r0, ns), ("rdot0", rdot0, ns), ("xi0", xi0, 3)))
+        g0, r0, rdot0, xi0 = (
+            _start_vector(name, v, n)
+            for name, v, n in (("g0", g0, 3), ("r0", r0, ns), ("rdot0", rdot0, ns), ("xi0", xi0, 3))
+        )
         N = len(forces)
         G, Rr = np.zeros((N + 1, 3)), np.zeros((N + 1, ns))
         U, XI, its = np.zeros((N, ns)), np.zeros((N, 3)), np.zeros(N, np.int64)
@@ -204,7 +242,7 @@ class ReducedDAlembertPontryagin:
         omega0 = xi0 + (np.array(self._connection(r0)) @ rdot0 if ns else 0)
         z[ns:] = np.linalg.lstsq(np.array(self._basis(r0)).reshape(3, -1), omega0, rcond=None)[0]
         P = self._P
-        P[ns:2 * ns], P[2 * ns:2 * ns + 3] = pi_p, mu_p
+        P[ns : 2 * ns], P[2 * ns : 2 * ns + 3] = pi_p, mu_p
         run = self._simulate_c if self.compiled else self._simulate_numpy
         run(np.ascontiguousarray(forces), z, P, G, Rr, U, XI, its)
         return RDPTrajectory(g=G, r=Rr, u=U, xi=XI, iterations=its)
@@ -218,22 +256,24 @@ class ReducedDAlembertPontryagin:
         ip = np.array([len(forces), self.n_shape, nz, st.max_iterations], np.int64)
         dp = np.array([st.tol, st.p_unit])
         lib.vi_rdp_simulate.restype = ctypes.c_int
-        code = lib.vi_rdp_simulate(*(a.ctypes.data_as(ctypes.c_void_p)
-                                     for a in (ip, dp, P, forces, z, G, Rr, U, XI, its, iw, w, info)))
+        code = lib.vi_rdp_simulate(
+            *(a.ctypes.data_as(ctypes.c_void_p) for a in (ip, dp, P, forces, z, G, Rr, U, XI, its, iw, w, info))
+        )
         k, rnorm, it = int(info[0]), float(info[1]), int(info[2])
         if code == 2:
             raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)")
         if code != 0:
-            raise ConvergenceError(k, rnorm, it, "RDP (Kobilarov2010, eq. 27)"
-                                   + (": a generated function failed" if code == 3 else ""))
+            raise ConvergenceError(
+                k, rnorm, it, "RDP (Kobilarov2010, eq. 27)" + (": a generated function failed" if code == 3 else "")
+            )
 
     def _simulate_numpy(self, forces, z, P, G, Rr, U, XI, its) -> None:
         ns, st = self.n_shape, self.settings
         res_fn, upd = self.functions["residual"], self.functions["update"]
-        pi_p, mu_p = P[ns:2 * ns].copy(), P[2 * ns:2 * ns + 3].copy()
+        pi_p, mu_p = P[ns : 2 * ns].copy(), P[2 * ns : 2 * ns + 3].copy()
         for k in range(len(forces)):
-            P[:ns], P[ns:2 * ns], P[2 * ns:2 * ns + 3], P[2 * ns + 3:] = Rr[k], pi_p, mu_p, forces[k]
-            scale = st.scale(np.abs(P[ns:2 * ns + 3]).max(initial=0.0))
+            P[:ns], P[ns : 2 * ns], P[2 * ns : 2 * ns + 3], P[2 * ns + 3 :] = Rr[k], pi_p, mu_p, forces[k]
+            scale = st.scale(np.abs(P[ns : 2 * ns + 3]).max(initial=0.0))
             for it in range(st.max_iterations + 1):
                 Rv, Jv = res_fn(z, P)
                 rnorm = float(np.abs(Rv).max())
@@ -247,9 +287,9 @@ class ReducedDAlembertPontryagin:
                 z = z - dz
             its[k] = it
             out = np.array(upd(z, P, G[k])).ravel()
-            G[k + 1], Rr[k + 1] = out[:3], out[3:3 + ns]
-            pi_p, mu_p = out[3 + ns:3 + 2 * ns].copy(), out[3 + 2 * ns:6 + 2 * ns].copy()
-            U[k], XI[k] = z[:ns], out[6 + 2 * ns:]
+            G[k + 1], Rr[k + 1] = out[:3], out[3 : 3 + ns]
+            pi_p, mu_p = out[3 + ns : 3 + 2 * ns].copy(), out[3 + 2 * ns : 6 + 2 * ns].copy()
+            U[k], XI[k] = z[:ns], out[6 + 2 * ns :]
 
 
 def _start_vector(name: str, value, n: int) -> np.ndarray:
@@ -274,9 +314,17 @@ def snakeboard_inputs(t: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(20 * np.pi * t), np.sin(2 * np.pi * t)], axis=-1)
 
 
-def snakeboard_start(system: ReducedSystem, psi: float, phi: float, p1: float, psi_dot: float, phi_dot: float,
-                     theta: float = 0.0, x: float = 0.0, y: float = 0.0
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def snakeboard_start(
+    system: ReducedSystem,
+    psi: float,
+    phi: float,
+    p1: float,
+    psi_dot: float,
+    phi_dot: float,
+    theta: float = 0.0,
+    x: float = 0.0,
+    y: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(g₀, r₀, ṙ₀, ξ₀) from the paper's data: ξ = Ω − A(r)ṙ with Ω = s e₁(r) and p₁ = ⟨∂_ξℓ, e₁(r)⟩."""
     r, u = np.array([psi, phi]), np.array([psi_dot, phi_dot])
     e1 = np.array(ca.DM(system.basis(ca.DM(r)))).ravel()
@@ -287,8 +335,9 @@ def snakeboard_start(system: ReducedSystem, psi: float, phi: float, p1: float, p
     return np.array([theta, x, y]), r, u, s * e1 - A @ u
 
 
-def snakeboard_configuration(g: np.ndarray, r: np.ndarray, rdot: np.ndarray | None = None,
-                             xi: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+def snakeboard_configuration(
+    g: np.ndarray, r: np.ndarray, rdot: np.ndarray | None = None, xi: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """q (and q̇) of urdf/snakeboard.urdf, joint order (x, y, θ, φ, φ_front, ψ), from (g, r) (and ṙ, ξ)."""
     q = np.array([g[1], g[2], g[0], r[1], r[1], r[0]])
     if rdot is None:

@@ -62,8 +62,9 @@ class JointStops:
         inside = (q0 >= self.lower - STOP_TOLERANCE) & (q0 <= self.upper + STOP_TOLERANCE)
         low = inside & (q1 < self.lower - STOP_TOLERANCE)
         high = inside & (q1 > self.upper + STOP_TOLERANCE)
-        return {(int(i), float(self.lower[i])) for i in np.flatnonzero(low)} | \
-               {(int(i), float(self.upper[i])) for i in np.flatnonzero(high)}
+        return {(int(i), float(self.lower[i])) for i in np.flatnonzero(low)} | {
+            (int(i), float(self.upper[i])) for i in np.flatnonzero(high)
+        }
 
     def held_system(self, active: tuple[tuple[int, float], ...]) -> MidpointVI:
         """The VI with the joints of ``active`` held at their bounds (built once per active set; the numpy step
@@ -71,8 +72,17 @@ class JointStops:
         entry = self._held.get(active)
         if entry is None:
             robot = self.vi.robot
-            holds = tuple(Constraint(type="joints", link_a="", point_a=(0.0, 0.0, 0.0), joints=(self.names[i],),
-                                     coefficients=(1.0,), offset=bound) for i, bound in active)
+            holds = tuple(
+                Constraint(
+                    type="joints",
+                    link_a="",
+                    point_a=(0.0, 0.0, 0.0),
+                    joints=(self.names[i],),
+                    coefficients=(1.0,),
+                    offset=bound,
+                )
+                for i, bound in active
+            )
             held = replace(robot, constraints=robot.constraints + holds)
             entry = self._held[active] = [MidpointVI(held, self.vi.dt, self.vi.settings, compile=False)]
             if self.compile_held:

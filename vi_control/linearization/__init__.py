@@ -31,8 +31,14 @@ from scipy.linalg import lapack
 from ..integrators.base import Linearizable, SingularityError, StepResult
 from ..integrators.bordered import lu_rcond
 
-__all__ = ["Linearization", "TrajectoryLinearization", "linearize", "second_order_contraction", "second_order",
-           "linearize_trajectory"]
+__all__ = [
+    "Linearization",
+    "TrajectoryLinearization",
+    "linearize",
+    "second_order_contraction",
+    "second_order",
+    "linearize_trajectory",
+]
 
 
 @dataclass
@@ -63,8 +69,10 @@ def linearize(vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult
     the integrator's own threshold ``vi.settings.rcond_min``: the map has no derivative there (Johnson2015, §VII).
     """
     if getattr(vi, "nd", 1) == 0:  # (LAPACK's "DGETRF parameter 4" and numpy's zero-size reduction before)
-        raise ValueError(f"linearize: {vi.robot.name!r} has no dynamic coordinates (every joint prescribed): its "
-                         "motion is the input itself, there is no one-step map to linearize")
+        raise ValueError(
+            f"linearize: {vi.robot.name!r} has no dynamic coordinates (every joint prescribed): its "
+            "motion is the input itself, there is no one-step map to linearize"
+        )
     r, Ry, Rz, Oy, Oz = _parts(vi, x, u, result)
     # with constraint rows, the unit-free rcond of the equilibrated bordered matrix (the step's own verdict)
     lu, piv, rcond = lu_rcond(Ry, Ry.shape[0] - vi.nc)
@@ -88,9 +96,14 @@ def _split(Hz: np.ndarray, nx: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return Hz[..., :nx, :nx], Hz[..., :nx, nx:], Hz[..., nx:, nx:]
 
 
-def second_order_contraction(vi: Linearizable, x: np.ndarray, u: np.ndarray, cov: np.ndarray,
-                             result: StepResult | None = None, lin: Linearization | None = None
-                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def second_order_contraction(
+    vi: Linearizable,
+    x: np.ndarray,
+    u: np.ndarray,
+    cov: np.ndarray,
+    result: StepResult | None = None,
+    lin: Linearization | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Σᵢ cᵢ ∂²fᵢ/∂x∂x, Σᵢ cᵢ ∂²fᵢ/∂x∂u, Σᵢ cᵢ ∂²fᵢ/∂u∂u) for a covector c (Johnson2015, eqs. 16–27).
 
     ``lin``: ``linearize``'s result at the same (x, u), whose Jacobians and LU of R_y are reused
@@ -105,16 +118,19 @@ def second_order_contraction(vi: Linearizable, x: np.ndarray, u: np.ndarray, cov
     cov = np.asarray(cov, float).ravel()
     if cov.size != vi.state.ndx or not np.all(np.isfinite(cov)):  # (numpy's matmul error, or NaN terms, before)
         got = f"{cov.size}" + ("" if cov.size != vi.state.ndx else " with NaN/inf")
-        raise ValueError(f"second_order_contraction: the covector must be {vi.state.ndx} finite numbers (one per "
-                         f"tangent direction of the state), got {got}")
+        raise ValueError(
+            f"second_order_contraction: the covector must be {vi.state.ndx} finite numbers (one per "
+            f"tangent direction of the state), got {got}"
+        )
     # Adjoint of the DEL equations: R_yᵀ μ = −O_yᵀ c (the multiplier of eqs. 16–27's implicit terms).
     mu = -lapack.dgetrs(lu, piv, Oy.T @ cov, trans=1)[0]
     Hz = _project(vi.step_hessian(r, x, u, cov, mu), dydz)
     return tuple(a.copy() for a in _split(Hz, vi.state.ndx))
 
 
-def second_order(vi: Linearizable, x: np.ndarray, u: np.ndarray,
-                 result: StepResult | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def second_order(
+    vi: Linearizable, x: np.ndarray, u: np.ndarray, result: StepResult | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Full tensors f_xx (nx, nx, nx), f_xu (nx, nx, nu), f_uu (nx, nu, nu); index 0 is the output.
 
     The contraction is linear in (c, μ): ∂²fᵢ = Tᵀ(∇²Oᵢ + Σⱼ μ⁽ⁱ⁾ⱼ ∇²Rⱼ)T with μ⁽ⁱ⁾ = −R_y⁻ᵀ O_yᵀ eᵢ
@@ -148,13 +164,15 @@ class TrajectoryLinearization:
     near_singular: np.ndarray  # step indices where rcond < threshold
 
 
-def linearize_trajectory(vi: Linearizable, X: np.ndarray, U: np.ndarray,
-                         rcond_warn: float = 1e-8) -> TrajectoryLinearization:
+def linearize_trajectory(
+    vi: Linearizable, X: np.ndarray, U: np.ndarray, rcond_warn: float = 1e-8
+) -> TrajectoryLinearization:
     """A_k, B_k along a trajectory (X: (N+1, nx), U: (N, nu)); flags near-singular steps (§VII)."""
     X, U = np.asarray(X, float), np.asarray(U, float)
     if X.ndim != 2 or X.shape[1] != vi.nx or U.size != (len(X) - 1) * vi.nu:
-        raise ValueError(f"linearize_trajectory: X must be (N+1, {vi.nx}) and U (N, {vi.nu}), "
-                         f"got {X.shape} and {U.shape}")
+        raise ValueError(
+            f"linearize_trajectory: X must be (N+1, {vi.nx}) and U (N, {vi.nu}), got {X.shape} and {U.shape}"
+        )
     U = U.reshape(len(X) - 1, vi.nu)
     N, ndx = len(U), vi.state.ndx
     A, B, rc = np.zeros((N, ndx, ndx)), np.zeros((N, ndx, vi.nu)), np.zeros(N)

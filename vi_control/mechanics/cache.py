@@ -93,11 +93,15 @@ def _directory_problem(d: Path) -> str | None:
     if not created:
         foreign = _foreign_entry(d)
         if foreign is not None:
-            return (f"holds {foreign!r}, which is no vi_control cache entry: not a cache of ours (not used; its "
-                    "permissions are left as they are)")
+            return (
+                f"holds {foreign!r}, which is no vi_control cache entry: not a cache of ours (not used; its "
+                "permissions are left as they are)"
+            )
         if stat.S_IMODE(st.st_mode) != 0o700 and not any(d.iterdir()):
-            return (f"is readable by others (mode {stat.S_IMODE(st.st_mode):o}) and empty: vi_control did not create "
-                    "it, so it does not change its permissions (chmod 700 it, or name a directory that does not exist)")
+            return (
+                f"is readable by others (mode {stat.S_IMODE(st.st_mode):o}) and empty: vi_control did not create "
+                "it, so it does not change its permissions (chmod 700 it, or name a directory that does not exist)"
+            )
     try:
         if stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(d, 0o700)
@@ -140,14 +144,18 @@ def private_cache_dir() -> Path:
         fallback = fallback_cache_dir()
         fallback_problem = _parent_problem(fallback.parent) or _directory_problem(fallback)
         if fallback_problem is None:
-            _warn(f"compile cache {requested} {problem}: not used; compiling into this user's fallback cache "
-                  f"{fallback} instead (shared by later processes; {advice})")
+            _warn(
+                f"compile cache {requested} {problem}: not used; compiling into this user's fallback cache "
+                f"{fallback} instead (shared by later processes; {advice})"
+            )
             _resolved[key] = fallback
         else:
             tmp = Path(tempfile.mkdtemp(prefix="vi_control_cache_"))
             atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-            _warn(f"compile cache {requested} {problem}, and the fallback {fallback} {fallback_problem}: neither "
-                  f"is used; compiling into the private temporary directory {tmp} instead, removed at exit ({advice})")
+            _warn(
+                f"compile cache {requested} {problem}, and the fallback {fallback} {fallback_problem}: neither "
+                f"is used; compiling into the private temporary directory {tmp} instead, removed at exit ({advice})"
+            )
             _resolved[key] = tmp
     return _resolved[key]
 
@@ -195,8 +203,9 @@ def lookup(name: str) -> Path | None:
         expected = _read_own_file(rec, limit=200).decode("ascii", "replace")
         data = _read_own_file(so)
         if _record(data) != expected:
-            raise OSError(f"{so.name} does not match the hash recorded when it was built (truncated, corrupt or "
-                          "replaced)")
+            raise OSError(
+                f"{so.name} does not match the hash recorded when it was built (truncated, corrupt or replaced)"
+            )
     except OSError as e:  # a missing record, ELOOP for a symlink, or one of ours above
         problem = f"{Path(e.filename).name}: {e.strerror}" if e.filename else str(e)
     else:

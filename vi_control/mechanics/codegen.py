@@ -59,11 +59,14 @@ def compiler() -> str | None:
     cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
     if cc is None and not _NO_COMPILER_SAID and os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1":
         _NO_COMPILER_SAID = True
-        warnings.warn(f"vi_control: no C compiler found (CC={os.environ.get('CC', 'gcc')!r}, then 'cc', on PATH): "
-                      "the generated functions run in the CasADi VM and the integrators', planner's and LQR's "
-                      "compiled kernels in numpy — the same results, typically 10–100× slower. Install gcc (or "
-                      "set CC); VI_CONTROL_NO_COMPILE=1 chooses these paths and silences this warning.",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"vi_control: no C compiler found (CC={os.environ.get('CC', 'gcc')!r}, then 'cc', on PATH): "
+            "the generated functions run in the CasADi VM and the integrators', planner's and LQR's "
+            "compiled kernels in numpy — the same results, typically 10–100× slower. Install gcc (or "
+            "set CC); VI_CONTROL_NO_COMPILE=1 chooses these paths and silences this warning.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return cc
 
 
@@ -123,8 +126,9 @@ class _CFunction:
         return self._out
 
 
-def _build(funcs: list[ca.Function], tag: str, extra_source: str = "",
-           flags: list[str] | None = None) -> ctypes.CDLL | None:
+def _build(
+    funcs: list[ca.Function], tag: str, extra_source: str = "", flags: list[str] | None = None
+) -> ctypes.CDLL | None:
     """Generate C for ``funcs`` (plus our own ``extra_source`` calling them), compile once, load."""
     cc = compiler()
     if cc is None:
@@ -157,11 +161,15 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
     with tempfile.TemporaryDirectory(prefix="vi_control_build_") as tmp:
         # Relative names, run in the build directory: the library's bytes do not depend on where it was built.
         Path(tmp, "src.c").write_text(src)
-        res = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", "lib.so", "src.c", "-lm"],
-                             capture_output=True, text=True, cwd=tmp)
+        res = subprocess.run(
+            [cc, *flags, "-shared", "-fPIC", "-o", "lib.so", "src.c", "-lm"], capture_output=True, text=True, cwd=tmp
+        )
         if res.returncode != 0:
-            why = res.stderr[-1500:] or (f"killed by signal {-res.returncode}" if res.returncode < 0 else
-                                         f"exit code {res.returncode}, no message")
+            why = res.stderr[-1500:] or (
+                f"killed by signal {-res.returncode}"
+                if res.returncode < 0
+                else f"exit code {res.returncode}, no message"
+            )
             warnings.warn(f"vi_control: compiling {what} failed: {why}", RuntimeWarning, stacklevel=3)
             return None
         so = cache.store(name, Path(tmp, "lib.so").read_bytes())
@@ -187,9 +195,16 @@ class FunctionSet:
     ``flags``: compiler flags of this set (default VI_CONTROL_CFLAGS or -O1).
     """
 
-    def __init__(self, tag: str, funcs: dict[str, ca.Function], compile: bool | None = None,
-                 lazy: tuple[str, ...] = (), driver: str = "", driver_needs: tuple[str, ...] = (),
-                 flags: list[str] | None = None):
+    def __init__(
+        self,
+        tag: str,
+        funcs: dict[str, ca.Function],
+        compile: bool | None = None,
+        lazy: tuple[str, ...] = (),
+        driver: str = "",
+        driver_needs: tuple[str, ...] = (),
+        flags: list[str] | None = None,
+    ):
         if compile is None:
             compile = os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1"
         self._compile, self._flags = compile, flags
@@ -201,8 +216,9 @@ class FunctionSet:
         # Functions only derivatives need are compiled on first use: a simulator never pays for them.
         self.lib = self._compile_group({n: f for n, f in funcs.items() if n not in self._lazy}, driver, driver_needs)
 
-    def _compile_group(self, group: dict[str, ca.Function], driver: str = "",
-                       driver_needs: tuple[str, ...] = ()) -> ctypes.CDLL | None:
+    def _compile_group(
+        self, group: dict[str, ca.Function], driver: str = "", driver_needs: tuple[str, ...] = ()
+    ) -> ctypes.CDLL | None:
         """Compile the small functions of ``group``; returns the library if the driver went into it.
 
         If a function the driver needs is too large for an optimising build, the whole group is built at
@@ -212,8 +228,12 @@ class FunctionSet:
             return None
         small = {n: f for n, f in group.items() if _size(f) < _COMPILE_LIMIT_OPS}
         flags = None
-        if (driver and all(n in group for n in driver_needs) and not all(n in small for n in driver_needs)
-                and sum(_size(f) for f in group.values()) < _O0_LIMIT_OPS):
+        if (
+            driver
+            and all(n in group for n in driver_needs)
+            and not all(n in small for n in driver_needs)
+            and sum(_size(f) for f in group.values()) < _O0_LIMIT_OPS
+        ):
             small, flags = dict(group), ["-O0"]
         extra = driver if driver and all(n in small for n in driver_needs) else ""
         lib = _build(list(small.values()), self._tag, extra, flags or self._flags) if small else None

@@ -8,8 +8,13 @@ from ..model.robot import RobotModel
 from .symbolic import ContinuousDynamics
 
 
-def consistent_state(robot: RobotModel, q_guess: np.ndarray, weights: np.ndarray | None = None,
-                     tol: float = 1e-13, max_iterations: int = 50) -> np.ndarray:
+def consistent_state(
+    robot: RobotModel,
+    q_guess: np.ndarray,
+    weights: np.ndarray | None = None,
+    tol: float = 1e-13,
+    max_iterations: int = 50,
+) -> np.ndarray:
     """A state x = (q, 0) at rest with h(q) = 0, from ``q_guess`` (prescribed coordinates are kept).
 
     Weighted minimum-norm Gauss–Newton on h over the dynamic coordinates: Δq_d = −W Dh_d(W)⁺ h with

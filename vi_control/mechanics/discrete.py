@@ -54,8 +54,15 @@ NEWTON_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "newton_driver.
 STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
 
 # Return codes of vi_newton_step.
-(NEWTON_OK, NEWTON_NOT_CONVERGED, NEWTON_SINGULAR, NEWTON_NONFINITE, NEWTON_SINGULAR_MASS, NEWTON_OUT_OF_RANGE,
- NEWTON_UNTRUSTED) = range(7)
+(
+    NEWTON_OK,
+    NEWTON_NOT_CONVERGED,
+    NEWTON_SINGULAR,
+    NEWTON_NONFINITE,
+    NEWTON_SINGULAR_MASS,
+    NEWTON_OUT_OF_RANGE,
+    NEWTON_UNTRUSTED,
+) = range(7)
 
 
 @dataclass(frozen=True)
@@ -102,10 +109,20 @@ class NewtonStepC:
         self.dp = np.array([s.dt, 0.0, 0.0, 0.0, np.pi, MAX_CONFIGURATION, 1.0])
         self.info = np.zeros(3)
         free = spin_invariant_joints(s.robot)  # wheels: no per-step rotation limit (integrators.base)
-        rot = np.array([s.robot.joints[i].type in ("revolute", "continuous") and s.robot.joints[i].name not in free
-                        for i in s.idx_d], dtype=np.int64)
-        self._keep = [np.concatenate([s.idx_d, s.idx_k]).astype(np.int64), np.zeros(n_iw, dtype=np.int64),
-                      np.zeros(n_w), np.zeros(n_ws), np.zeros(max(s.ny, 1), dtype=np.int64)]
+        rot = np.array(
+            [
+                s.robot.joints[i].type in ("revolute", "continuous") and s.robot.joints[i].name not in free
+                for i in s.idx_d
+            ],
+            dtype=np.int64,
+        )
+        self._keep = [
+            np.concatenate([s.idx_d, s.idx_k]).astype(np.int64),
+            np.zeros(n_iw, dtype=np.int64),
+            np.zeros(n_w),
+            np.zeros(n_ws),
+            np.zeros(max(s.ny, 1), dtype=np.int64),
+        ]
         self.rot = np.concatenate([rot, [0]])  # never empty: ctypes needs an address
         bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info, self.rot]
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
@@ -115,10 +132,18 @@ class NewtonStepC:
         self._settings: tuple = (0, 0.0, 0.0, 0.0, False, np.pi, 1.0)
         self._source = None  # the NewtonSettings they came from (use_settings)
         self._mode = (True, False)  # (use_guess, chord) as in ip
-        self.z_x, self.z_u = self.z[: s.nx], self.z[s.nx:]  # views: x_k and u_k are written here
+        self.z_x, self.z_u = self.z[: s.nx], self.z[s.nx :]  # views: x_k and u_k are written here
 
-    def configure(self, max_iterations: int, tol: float, rcond_min: float, theta_max: float,
-                  root_check: bool = False, max_rotation: float = np.pi, momentum_scale: float = 1.0) -> None:
+    def configure(
+        self,
+        max_iterations: int,
+        tol: float,
+        rcond_min: float,
+        theta_max: float,
+        root_check: bool = False,
+        max_rotation: float = np.pi,
+        momentum_scale: float = 1.0,
+    ) -> None:
         """Copy the Newton settings into the C buffers, if they differ from what the buffers hold."""
         settings = (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation, momentum_scale)
         if settings != self._settings:
@@ -131,8 +156,7 @@ class NewtonStepC:
         """``configure`` from a NewtonSettings (frozen): skipped when the same object, rate and check were used
         last."""
         if st is not self._source or theta_max != self._settings[3] or root_check != self._settings[4]:
-            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check, st.max_rotation,
-                           st.p_unit)
+            self.configure(st.max_iterations, st.tol, st.rcond_min, theta_max, root_check, st.max_rotation, st.p_unit)
             self._source = st
 
     def run(self, use_guess: bool, chord: bool) -> int:
@@ -142,9 +166,17 @@ class NewtonStepC:
             self._mode = (use_guess, chord)
         return self._fn(self._packed)
 
-    def __call__(self, max_iterations: int, tol: float, rcond_min: float, use_guess: bool,
-                 chord: bool = False, theta_max: float = 0.0, root_check: bool = False,
-                 max_rotation: float = np.pi) -> int:
+    def __call__(
+        self,
+        max_iterations: int,
+        tol: float,
+        rcond_min: float,
+        use_guess: bool,
+        chord: bool = False,
+        theta_max: float = 0.0,
+        root_check: bool = False,
+        max_rotation: float = np.pi,
+    ) -> int:
         """``configure`` and ``run``."""
         self.configure(max_iterations, tol, rcond_min, theta_max, root_check, max_rotation)
         return self.run(use_guess, chord)
@@ -159,9 +191,16 @@ class DiscreteSystemStructure:
     other means, e.g. LinearTimeVI's DRNEA). ``nonholonomic``: the GNI's rows (module docstring, Kobilarov2010).
     """
 
-    def __init__(self, robot: RobotModel, dt: float, tree: SymbolicTree | None = None,
-                 compile: bool | None = None, lagrangian: str = "midpoint", eager: bool = True,
-                 nonholonomic: bool = False):
+    def __init__(
+        self,
+        robot: RobotModel,
+        dt: float,
+        tree: SymbolicTree | None = None,
+        compile: bool | None = None,
+        lagrangian: str = "midpoint",
+        eager: bool = True,
+        nonholonomic: bool = False,
+    ):
         self.robot, self.dt = robot, check_time_step(dt)
         self.nonholonomic = bool(nonholonomic)
         names = robot.joint_names
@@ -171,8 +210,10 @@ class DiscreteSystemStructure:
         nq, nd, nk = robot.nq, len(self.idx_d), len(self.idx_k)
         n_h, n_nh = robot.n_constraints, robot.n_nonholonomic if nonholonomic else 0
         if n_nh and nk:
-            raise ValueError(f"{robot.name}: nonholonomic constraints with prescribed joints "
-                             f"{list(robot.prescribed)} are not supported by the GNI")
+            raise ValueError(
+                f"{robot.name}: nonholonomic constraints with prescribed joints "
+                f"{list(robot.prescribed)} are not supported by the GNI"
+            )
         nu, nc = len(self.idx_act), n_h + n_nh
         self.nq, self.nd, self.nk, self.nu, self.nc = nq, nd, nk, nu, nc
         self.n_holonomic, self.n_nonholonomic = n_h, n_nh
@@ -235,15 +276,36 @@ class DiscreteSystemStructure:
         extra = {}
         if nonholonomic:  # the continuous Lagrange–d'Alembert multipliers at a start state (GNI.state_from_velocity)
             C_sym = ca.vertcat(rows_h, A_sym)
-            bias = ca.mtimes(ca.jacobian(ca.gradient(tree.kinetic, v), tree.q), v) \
-                - ca.gradient(tree.kinetic, tree.q) + ca.gradient(tree.potential, tree.q)
-            extra = {"bias": ca.Function("bias", [tree.q, v], [dens(bias)]),
-                     "constraint_drift": ca.Function("cdrift", [tree.q, v],
-                                                     [dens(ca.mtimes(ca.jacobian(ca.mtimes(C_sym, v), tree.q), v))])}
-        names = ("residual", "residual_only", "output", "linearize", "hessian", "mass", "momentum", "D1Ld", "D2Ld",
-                 "energy", "h", "constraint_rows", *extra)
+            bias = (
+                ca.mtimes(ca.jacobian(ca.gradient(tree.kinetic, v), tree.q), v)
+                - ca.gradient(tree.kinetic, tree.q)
+                + ca.gradient(tree.potential, tree.q)
+            )
+            extra = {
+                "bias": ca.Function("bias", [tree.q, v], [dens(bias)]),
+                "constraint_drift": ca.Function(
+                    "cdrift", [tree.q, v], [dens(ca.mtimes(ca.jacobian(ca.mtimes(C_sym, v), tree.q), v))]
+                ),
+            }
+        names = (
+            "residual",
+            "residual_only",
+            "output",
+            "linearize",
+            "hessian",
+            "mass",
+            "momentum",
+            "D1Ld",
+            "D2Ld",
+            "energy",
+            "h",
+            "constraint_rows",
+            *extra,
+        )
         self.functions = FunctionSet(
-            robot.hash + ("_gni" if nonholonomic else "") + f"_dt{self.dt!r}"
+            robot.hash
+            + ("_gni" if nonholonomic else "")
+            + f"_dt{self.dt!r}"
             + ("" if lagrangian == "midpoint" else f"_{lagrangian}"),
             {
                 "residual": ca.Function("residual", [y, z], [dens(R), dens(Ry)]),
@@ -283,10 +345,23 @@ class DiscreteSystemStructure:
         lib.vi_newton_workspace.restype = ctypes.c_longlong
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(self.nq), ctypes.c_longlong(self.ny))
         n_iw, n_w = fns.work_sizes(names)
-        return StepKernel(newton=ctypes.cast(lib.vi_newton_step, ctypes.c_void_p).value,
-                          linearize=fns["linearize"].address,
-                          hessian=fns["hessian"].address if with_hessian else 0,
-                          n_iw=n_iw, n_w=n_w, n_ws=int(n_ws), nq=self.nq, nd=self.nd, nk=self.nk, nc=self.nc,
-                          ny=self.ny, nz=self.nz, nx=self.nx, n_inputs=self.n_inputs, dt=self.dt,
-                          idx=np.concatenate([self.idx_d, self.idx_k]).astype(np.int64),
-                          rot=self.newton.rot, max_configuration=MAX_CONFIGURATION)
+        return StepKernel(
+            newton=ctypes.cast(lib.vi_newton_step, ctypes.c_void_p).value,
+            linearize=fns["linearize"].address,
+            hessian=fns["hessian"].address if with_hessian else 0,
+            n_iw=n_iw,
+            n_w=n_w,
+            n_ws=int(n_ws),
+            nq=self.nq,
+            nd=self.nd,
+            nk=self.nk,
+            nc=self.nc,
+            ny=self.ny,
+            nz=self.nz,
+            nx=self.nx,
+            n_inputs=self.n_inputs,
+            dt=self.dt,
+            idx=np.concatenate([self.idx_d, self.idx_k]).astype(np.int64),
+            rot=self.newton.rot,
+            max_configuration=MAX_CONFIGURATION,
+        )

@@ -87,8 +87,10 @@ class BodyTree:
             self.G[i, 3:, :3] = -m * C
             self.G[i, 3:, 3:] = m * np.eye(3)
         self.gravity = np.asarray(robot.gravity, float)
-        self.placements = [(model.jointPlacements[i].rotation.copy(), model.jointPlacements[i].translation.copy())
-                           for i in range(1, n + 1)]
+        self.placements = [
+            (model.jointPlacements[i].rotation.copy(), model.jointPlacements[i].translation.copy())
+            for i in range(1, n + 1)
+        ]
         self.XR = np.array([pl[0] for pl in self.placements])
         self.Xp = np.array([pl[1] for pl in self.placements])
         self.revolute = np.abs(self.S[:, :3]).sum(axis=1) > 0
@@ -219,8 +221,9 @@ def _homogeneous(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     return T
 
 
-def drnea_recursive(tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: np.ndarray, dt: float,
-                    Q: np.ndarray | None = None) -> np.ndarray:
+def drnea_recursive(
+    tree: BodyTree, q_prev: np.ndarray, q: np.ndarray, q_next: np.ndarray, dt: float, Q: np.ndarray | None = None
+) -> np.ndarray:
     """Lee2016, Alg. 2 as written: residual impulse f(q^{k+1}) = Sᵢᵀ F_i^k − Q_i^k (eq. 22).
 
     Forward pass: T_{λ(i),i} = X_i exp([S_i] q_i), ΔT_i = T_{λ(i),i}^{-1} ΔT_{λ(i)} T'_{λ(i),i} (eq. 19) for

@@ -25,8 +25,7 @@ import numpy as np
 from .codegen import FunctionSet
 from .groups import LieGroup, Retraction, get_group
 
-__all__ = ["momenta", "restoring_wrench", "potential_energy", "pack_parameters", "unpack_parameters",
-           "step_functions"]
+__all__ = ["momenta", "restoring_wrench", "potential_energy", "pack_parameters", "unpack_parameters", "step_functions"]
 
 
 def momenta(ret: Retraction, inertia, h, xi):
@@ -58,24 +57,39 @@ def potential_energy(group: LieGroup, g, weight, buoyancy, center) -> float:
 
 # ---- parameters -----------------------------------------------------------------------------------------
 def _param_sizes(n: int, m: int) -> list[tuple[str, tuple[int, int]]]:
-    return [("inertia", (n, n)), ("B", (n, m)), ("H", (n, n)), ("weight", (3, 1)), ("buoyancy", (3, 1)),
-            ("center", (3, 1)), ("h", (1, 1))]
+    return [
+        ("inertia", (n, n)),
+        ("B", (n, m)),
+        ("H", (n, n)),
+        ("weight", (3, 1)),
+        ("buoyancy", (3, 1)),
+        ("center", (3, 1)),
+        ("h", (1, 1)),
+    ]
 
 
 def pack_parameters(body, dt: float) -> np.ndarray:
     """The flat parameter vector of ``step_functions`` for a RigidBodyModel at time step dt (column-major)."""
-    vals = dict(inertia=body.spatial_inertia, B=body.input_matrix, H=body.drag_matrix, weight=body.weight,
-                buoyancy=body.buoyancy, center=body.buoyancy_center, h=np.array([dt]))
+    vals = dict(
+        inertia=body.spatial_inertia,
+        B=body.input_matrix,
+        H=body.drag_matrix,
+        weight=body.weight,
+        buoyancy=body.buoyancy,
+        center=body.buoyancy_center,
+        h=np.array([dt]),
+    )
     n, m = body.dim, len(body.actuators)
-    return np.concatenate([np.asarray(vals[k], float).reshape(s, order="F").ravel(order="F")
-                           for k, s in _param_sizes(n, m)])
+    return np.concatenate(
+        [np.asarray(vals[k], float).reshape(s, order="F").ravel(order="F") for k, s in _param_sizes(n, m)]
+    )
 
 
 def unpack_parameters(P, n: int, m: int) -> dict:
     """Symbolic (or numeric) views of the packed parameters, by name."""
     out, i = {}, 0
     for k, (r, c) in _param_sizes(n, m):
-        out[k] = ca.reshape(P[i:i + r * c], r, c)
+        out[k] = ca.reshape(P[i : i + r * c], r, c)
         i += r * c
     return out
 
@@ -118,15 +132,18 @@ def step_functions(group_name: str, kind: str, m: int, compile: bool | None = No
         return nu0 - nu, g1, nu1
 
     R, g1, nu1 = parts(gk, x[nq:])
-    funcs = {"residual": ca.Function("lie_residual", [y, x, u, P], [R, ca.jacobian(R, y)]),
-             "output": ca.Function("lie_output", [y, x, u, P], [ca.vertcat(G.to_coordinates(g1), nu1)])}
+    funcs = {
+        "residual": ca.Function("lie_residual", [y, x, u, P], [R, ca.jacobian(R, y)]),
+        "output": ca.Function("lie_output", [y, x, u, P], [ca.vertcat(G.to_coordinates(g1), nu1)]),
+    }
     # Tangent coordinates: perturb the state along the retraction, express the output relative to xn.
     Rt, g1t, nu1t = parts(gk @ ret.tau(dg), x[nq:] + dnu)
     gn = G.from_coordinates(xn[:nq])
     O = ca.vertcat(ret.tau_inv(G.inverse(gn) @ g1t), nu1t - xn[nq:])
     z = ca.vertcat(dg, dnu, u)
-    lin = ca.Function("lie_lin_z", [y, z, x, xn, P], [ca.jacobian(Rt, y), ca.jacobian(Rt, z), ca.jacobian(O, y),
-                                                     ca.jacobian(O, z)])
+    lin = ca.Function(
+        "lie_lin_z", [y, z, x, xn, P], [ca.jacobian(Rt, y), ca.jacobian(Rt, z), ca.jacobian(O, y), ca.jacobian(O, z)]
+    )
     c, mu = ca.SX.sym("c", 2 * n), ca.SX.sym("mu", n)
     w = ca.vertcat(y, z)
     H = ca.hessian(ca.dot(c, O) + ca.dot(mu, Rt), w)[0]

@@ -52,9 +52,20 @@ from .so3_maps import (
     zeros,
 )
 
-__all__ = ["RetractionDomainError", "LieGroup", "SO3", "SE2", "SE3", "GROUPS", "Retraction", "RETRACTIONS",
-           "check_retraction",
-           "get_group", "quaternion_from_rotation", "rotation_from_quaternion"]
+__all__ = [
+    "RetractionDomainError",
+    "LieGroup",
+    "SO3",
+    "SE2",
+    "SE3",
+    "GROUPS",
+    "Retraction",
+    "RETRACTIONS",
+    "check_retraction",
+    "get_group",
+    "quaternion_from_rotation",
+    "rotation_from_quaternion",
+]
 
 RETRACTIONS = ("cayley", "exp")
 
@@ -123,7 +134,7 @@ class LieGroup:
                 raise ValueError(f"{self.name}: {q.shape[-1]} coordinates, expected {self.nq}")
             g = np.eye(self.size)
             g[:k, :k] = q[: k * k].reshape(k, k)
-            g[:k, k:] = q[k * k:, None] if self.size > k else g[:k, k:]
+            g[:k, k:] = q[k * k :, None] if self.size > k else g[:k, k:]
             return g
         R = mat([[q[k * i + j] for j in range(k)] for i in range(k)], sym)
         if self.size == k:
@@ -279,9 +290,12 @@ class _SE3(LieGroup):
         W, V = hat3(w), hat3(v)
         WV, VW = W @ V, V @ W
         WVW = WV @ W
-        return (0.5 * V + c_sin3(t, sym) * (WV + VW + WVW)
-                + c_q2(t, sym) * (W @ WV + VW @ W - 3.0 * WVW)
-                + c_q3(t, sym) * (WVW @ W + W @ WVW))
+        return (
+            0.5 * V
+            + c_sin3(t, sym) * (WV + VW + WVW)
+            + c_q2(t, sym) * (W @ WV + VW @ W - 3.0 * WVW)
+            + c_q3(t, sym) * (WVW @ W + W @ WVW)
+        )
 
     def dexp(self, xi):
         """dexp_ξ = Σ ad_ξ^j/(j+1)! = [[J(ω), 0], [Q(ω, v), J(ω)]]  (Jimenez2013, §5 a)."""
@@ -334,8 +348,9 @@ class _SE2(LieGroup):
     def cay_inv(self, g):
         c1 = 1.0 + g[0, 0]
         if not c1 > CAYLEY_MARGIN:
-            raise RetractionDomainError(f"Cayley retraction: τ⁻¹ = cay⁻¹ is undefined for a rotation by π "
-                                        f"(1 + cos θ = {c1:.2e})")
+            raise RetractionDomainError(
+                f"Cayley retraction: τ⁻¹ = cay⁻¹ is undefined for a rotation by π (1 + cos θ = {c1:.2e})"
+            )
         w = 2.0 * g[1, 0] / c1
         return np.concatenate([[w], (np.eye(2) - 0.5 * w * self._J) @ g[:2, 2]])
 

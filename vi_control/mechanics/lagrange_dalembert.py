@@ -29,34 +29,46 @@ Drift = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 def _sleigh(a: float) -> tuple[Rows, Drift]:
     """q = (x, y, θ): a θ̇ + sin θ ẋ − cos θ ẏ = 0 (skate at distance a behind the centre of mass)."""
+
     def C(q):
         return np.array([[np.sin(q[2]), -np.cos(q[2]), a]])
 
     def drift(q, v):
         return np.array([(np.cos(q[2]) * v[0] + np.sin(q[2]) * v[1]) * v[2]])
+
     return C, drift
 
 
 def _snakeboard(l: float) -> tuple[Rows, Drift]:
     """q = (x, y, θ, φ, φ_front, ψ): eq. 34 (back axle along θ + φ, front along θ − φ) and φ − φ_front = 0."""
+
     def C(q):
         th, ph = q[2], q[3]
-        return np.array([[-np.sin(th + ph), np.cos(th + ph), -l * np.cos(ph), 0, 0, 0],
-                         [-np.sin(th - ph), np.cos(th - ph), l * np.cos(ph), 0, 0, 0],
-                         [0, 0, 0, 1.0, -1.0, 0]])
+        return np.array(
+            [
+                [-np.sin(th + ph), np.cos(th + ph), -l * np.cos(ph), 0, 0, 0],
+                [-np.sin(th - ph), np.cos(th - ph), l * np.cos(ph), 0, 0, 0],
+                [0, 0, 0, 1.0, -1.0, 0],
+            ]
+        )
 
     def drift(q, v):
         th, ph = q[2], q[3]
         xd, yd, thd, phd = v[:4]
-        return np.array([
-            -(np.cos(th + ph) * xd + np.sin(th + ph) * yd) * (thd + phd) + l * np.sin(ph) * phd * thd,
-            -(np.cos(th - ph) * xd + np.sin(th - ph) * yd) * (thd - phd) - l * np.sin(ph) * phd * thd,
-            0.0])
+        return np.array(
+            [
+                -(np.cos(th + ph) * xd + np.sin(th + ph) * yd) * (thd + phd) + l * np.sin(ph) * phd * thd,
+                -(np.cos(th - ph) * xd + np.sin(th - ph) * yd) * (thd - phd) - l * np.sin(ph) * phd * thd,
+                0.0,
+            ]
+        )
+
     return C, drift
 
 
 def _rolling_disk(r: float) -> tuple[Rows, Drift]:
     """q = (x, y, heading φ, spin θ): ẋ cos φ + ẏ sin φ = r θ̇, ẋ sin φ − ẏ cos φ = 0."""
+
     def C(q):
         c, s = np.cos(q[2]), np.sin(q[2])
         return np.array([[c, s, 0, -r], [s, -c, 0, 0]])
@@ -64,11 +76,13 @@ def _rolling_disk(r: float) -> tuple[Rows, Drift]:
     def drift(q, v):
         c, s = np.cos(q[2]), np.sin(q[2])
         return np.array([(-s * v[0] + c * v[1]) * v[2], (c * v[0] + s * v[1]) * v[2]])
+
     return C, drift
 
 
 def _diffdrive(r: float, b: float) -> tuple[Rows, Drift]:
     """q = (x, y, ψ, left, right): each wheel rolls (ẋ cos ψ + ẏ sin ψ ∓ b ψ̇ = r ω), the axle cannot slip sideways."""
+
     def C(q):
         c, s = np.cos(q[2]), np.sin(q[2])
         return np.array([[c, s, -b, -r, 0], [-s, c, 0, 0, 0], [c, s, b, 0, -r]])
@@ -77,6 +91,7 @@ def _diffdrive(r: float, b: float) -> tuple[Rows, Drift]:
         c, s = np.cos(q[2]), np.sin(q[2])
         along, across = (-s * v[0] + c * v[1]) * v[2], (-c * v[0] - s * v[1]) * v[2]
         return np.array([along, across, along])
+
     return C, drift
 
 
@@ -97,8 +112,13 @@ class NonholonomicODE:
     ``multipliers(t, s)`` the constraint forces λ.
     """
 
-    def __init__(self, robot: RobotModel, rows: Rows | None = None, drift: Drift | None = None,
-                 torque: Callable[[float], np.ndarray] | None = None):
+    def __init__(
+        self,
+        robot: RobotModel,
+        rows: Rows | None = None,
+        drift: Drift | None = None,
+        torque: Callable[[float], np.ndarray] | None = None,
+    ):
         if rows is None or drift is None:
             rows, drift = CLOSED_FORM[robot.name]
         self.robot, self.rows, self.drift, self.torque = robot, rows, drift, torque
@@ -107,7 +127,7 @@ class NonholonomicODE:
         self.n = robot.nq
 
     def _solve(self, t: float, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        q, v = s[: self.n], s[self.n:]
+        q, v = s[: self.n], s[self.n :]
         M = pin.crba(self.model, self.data, q)
         M = np.triu(M) + np.triu(M, 1).T
         b = pin.rnea(self.model, self.data, q, v, np.zeros(self.n))
@@ -118,18 +138,19 @@ class NonholonomicODE:
         m = len(C)
         K = np.block([[M, -C.T], [C, np.zeros((m, m))]])
         sol = np.linalg.solve(K, np.concatenate([f, -self.drift(q, v)]))
-        return sol[: self.n], sol[self.n:]
+        return sol[: self.n], sol[self.n :]
 
     def rhs(self, t: float, s: np.ndarray) -> np.ndarray:
-        return np.concatenate([s[self.n:], self._solve(t, s)[0]])
+        return np.concatenate([s[self.n :], self._solve(t, s)[0]])
 
     def multipliers(self, t: float, s: np.ndarray) -> np.ndarray:
         return self._solve(t, s)[1]
 
     def energy(self, s: np.ndarray) -> float:
-        q, v = s[: self.n], s[self.n:]
-        return float(pin.computeKineticEnergy(self.model, self.data, q, v)
-                     + pin.computePotentialEnergy(self.model, self.data, q))
+        q, v = s[: self.n], s[self.n :]
+        return float(
+            pin.computeKineticEnergy(self.model, self.data, q, v) + pin.computePotentialEnergy(self.model, self.data, q)
+        )
 
 
 def rk2_midpoint(rhs: Callable[[float, np.ndarray], np.ndarray], s0: np.ndarray, h: float, steps: int) -> np.ndarray:

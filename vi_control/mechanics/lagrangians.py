@@ -72,8 +72,10 @@ def body_spatial_inertias(robot: RobotModel) -> list[np.ndarray]:
     out = []
     for i in range(1, robot.pin_model.njoints):
         I = robot.pin_model.inertias[i]
-        m, C = I.mass, np.array([[0.0, -I.lever[2], I.lever[1]], [I.lever[2], 0.0, -I.lever[0]],
-                                 [-I.lever[1], I.lever[0], 0.0]])
+        m, C = (
+            I.mass,
+            np.array([[0.0, -I.lever[2], I.lever[1]], [I.lever[2], 0.0, -I.lever[0]], [-I.lever[1], I.lever[0], 0.0]]),
+        )
         G = np.zeros((6, 6))
         G[:3, :3] = I.inertia - m * C @ C
         G[:3, 3:] = m * C
@@ -97,7 +99,7 @@ def discrete_lagrangian(kind: str, robot: RobotModel, tree: SymbolicTree, dt: fl
         R1, P1 = frames(q1s)
         kinetic = 0
         for i, G in enumerate(body_spatial_inertias(robot)):
-            Ra, Rb = R0[:, 3 * i:3 * i + 3], R1[:, 3 * i:3 * i + 3]
+            Ra, Rb = R0[:, 3 * i : 3 * i + 3], R1[:, 3 * i : 3 * i + 3]
             xi = se3_log(Ra.T @ Rb, Ra.T @ (P1[:, i] - P0[:, i]))
             kinetic += ca.dot(xi, ca.DM(G) @ xi)
         Ld = ca.Function("Ld", [q0s, q1s], [kinetic / (2 * dt) - dt / 2 * (V(q0s) + V(q1s))])

@@ -105,8 +105,9 @@ def log_se3(Rm: np.ndarray, p: np.ndarray) -> np.ndarray:
     one time step (arccos would lose half the digits). Rotations near π are rejected: the log is
     not unique there and the step is far too large for the discrete Lagrangian anyway.
     """
-    axial = 0.5 * np.stack([Rm[..., 2, 1] - Rm[..., 1, 2], Rm[..., 0, 2] - Rm[..., 2, 0],
-                            Rm[..., 1, 0] - Rm[..., 0, 1]], axis=-1)
+    axial = 0.5 * np.stack(
+        [Rm[..., 2, 1] - Rm[..., 1, 2], Rm[..., 0, 2] - Rm[..., 2, 0], Rm[..., 1, 0] - Rm[..., 0, 1]], axis=-1
+    )
     s = np.sqrt((axial * axial).sum(axis=-1))
     c = 1.0 + 0.5 * np.trace(Rm, axis1=-2, axis2=-1)
     th = np.arctan2(s, c)
@@ -118,8 +119,7 @@ def log_se3(Rm: np.ndarray, p: np.ndarray) -> np.ndarray:
     k = np.where(small, 1.0 + th**2 / 6.0 + 7.0 * th**4 / 360.0, ths / ss)
     w = k[..., None] * axial
     # V(w)^{-1} = I − ŵ/2 + β ŵ² with β = (1 − (θ/2)cot(θ/2))/θ²
-    beta = np.where(small, 1.0 / 12.0 + th**2 / 720.0 + th**4 / 30240.0,
-                    (1.0 - 0.5 * ths / np.tan(0.5 * ths)) / ths**2)
+    beta = np.where(small, 1.0 / 12.0 + th**2 / 720.0 + th**4 / 30240.0, (1.0 - 0.5 * ths / np.tan(0.5 * ths)) / ths**2)
     W = hat(w)
     Wp = mv(W, p)
     v = p - 0.5 * Wp + beta[..., None] * mv(W, Wp)

@@ -102,28 +102,42 @@ def c_sin(t, sym):  # sin θ / θ
 
 
 def c_cos(t, sym):  # (1 − cos θ)/θ²
-    return _series_or(t, lambda t: 0.5 - t / 24 + t**2 / 720 - t**3 / 40320,
-                      lambda th: (1 - _f(sym).cos(th)) / th**2, sym)
+    return _series_or(
+        t, lambda t: 0.5 - t / 24 + t**2 / 720 - t**3 / 40320, lambda th: (1 - _f(sym).cos(th)) / th**2, sym
+    )
 
 
 def c_sin3(t, sym):  # (θ − sin θ)/θ³
-    return _series_or(t, lambda t: 1 / 6 - t / 120 + t**2 / 5040 - t**3 / 362880,
-                      lambda th: (th - _f(sym).sin(th)) / th**3, sym)
+    return _series_or(
+        t, lambda t: 1 / 6 - t / 120 + t**2 / 5040 - t**3 / 362880, lambda th: (th - _f(sym).sin(th)) / th**3, sym
+    )
 
 
 def c_cot(t, sym):  # (1 − (θ/2)cot(θ/2))/θ²  (dexp⁻¹)
-    return _series_or(t, lambda t: 1 / 12 + t / 720 + t**2 / 30240 + t**3 / 1209600,
-                      lambda th: (1 - 0.5 * th / _f(sym).tan(0.5 * th)) / th**2, sym)
+    return _series_or(
+        t,
+        lambda t: 1 / 12 + t / 720 + t**2 / 30240 + t**3 / 1209600,
+        lambda th: (1 - 0.5 * th / _f(sym).tan(0.5 * th)) / th**2,
+        sym,
+    )
 
 
 def c_q2(t, sym):  # (θ² + 2cos θ − 2)/(2θ⁴)  (SE(3) dexp, Barfoot's Q)
-    return _series_or(t, lambda t: 1 / 24 - t / 720 + t**2 / 40320 - t**3 / 3628800,
-                      lambda th: (th**2 + 2 * _f(sym).cos(th) - 2) / (2 * th**4), sym)
+    return _series_or(
+        t,
+        lambda t: 1 / 24 - t / 720 + t**2 / 40320 - t**3 / 3628800,
+        lambda th: (th**2 + 2 * _f(sym).cos(th) - 2) / (2 * th**4),
+        sym,
+    )
 
 
 def c_q3(t, sym):  # (2θ − 3 sin θ + θ cos θ)/(2θ⁵)
-    return _series_or(t, lambda t: 1 / 120 - t / 2520 + t**2 / 120960 - t**3 / 9979200,
-                      lambda th: (2 * th - 3 * _f(sym).sin(th) + th * _f(sym).cos(th)) / (2 * th**5), sym)
+    return _series_or(
+        t,
+        lambda t: 1 / 120 - t / 2520 + t**2 / 120960 - t**3 / 9979200,
+        lambda th: (2 * th - 3 * _f(sym).sin(th) + th * _f(sym).cos(th)) / (2 * th**5),
+        sym,
+    )
 
 
 def _f(sym: bool):
@@ -144,7 +158,8 @@ def so3_cay_inv(R, sym):
         raise RetractionDomainError(
             f"Cayley retraction: τ⁻¹ = cay⁻¹ is undefined for a relative rotation by π (1 + tr R = {tr1:.2e}): "
             "the two attitudes are half a turn apart (Jimenez2013, §5: τ is a local diffeomorphism); use smaller "
-            "steps or the exponential retraction")
+            "steps or the exponential retraction"
+        )
     return 2.0 * vee3(R - R.T) / tr1
 
 
@@ -179,8 +194,9 @@ def so3_log(R, sym):
         s2 = ca.dot(axial, axial)
         c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
         s = ca.sqrt(ca.if_else(s2 < _SMALL, 1.0, s2))
-        f = ca.if_else(ca.logic_and(s2 < _SMALL, c > 0), 1 + s2 / 6 + 3 * s2**2 / 40 + 5 * s2**3 / 112,
-                       ca.atan2(s, c) / s)
+        f = ca.if_else(
+            ca.logic_and(s2 < _SMALL, c > 0), 1 + s2 / 6 + 3 * s2**2 / 40 + 5 * s2**3 / 112, ca.atan2(s, c) / s
+        )
         return f * axial
     R = np.asarray(R, float)
     axial = 0.5 * vee3(R - R.T)
@@ -254,6 +270,11 @@ def rotation_from_quaternion(q, normalize_tol: float | None = 1e-6):
         if normalize_tol is not None and abs(n - 1.0) > normalize_tol:
             raise ValueError(f"quaternion is not unit length (|q| = {n:.9g}, tolerance {normalize_tol:g})")
         x, y, z, w = q / n
-    return mat([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                 [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                 [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]], is_sym(q))
+    return mat(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ],
+        is_sym(q),
+    )

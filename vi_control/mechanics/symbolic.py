@@ -101,8 +101,9 @@ def build_tree(robot: RobotModel) -> SymbolicTree:
             vc = lin + ca.cross(w, c)
             kinetic += 0.5 * m * ca.dot(vc, vc) + 0.5 * ca.dot(w, Ic @ w)
             potential += -m * ca.dot(g, pos[i] + rot[i] @ c)
-    return SymbolicTree(q=q, v=v, rotations=rot, positions=pos, kinetic=kinetic, potential=potential,
-                        omegas=omega, velocities=vel)
+    return SymbolicTree(
+        q=q, v=v, rotations=rot, positions=pos, kinetic=kinetic, potential=potential, omegas=omega, velocities=vel
+    )
 
 
 def constraint_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:

@@ -72,8 +72,14 @@ one URDF (``acrobot`` is the double pendulum with only the elbow actuated); ``vc
 # Bundled URDFs written by vi_control.model.generate.planar_chain_urdf (a test holds the files equal).
 GENERATED = {
     "chain10": dict(n=10),
-    "double_pendulum": dict(n=2, name="double_pendulum", joint_names=["shoulder", "elbow"],
-                            link_names=["upper_link", "lower_link"], tip="tip", effort=20.0),
+    "double_pendulum": dict(
+        n=2,
+        name="double_pendulum",
+        joint_names=["shoulder", "elbow"],
+        link_names=["upper_link", "lower_link"],
+        tip="tip",
+        effort=20.0,
+    ),
 }
 
 
@@ -152,19 +158,31 @@ _ERD = {
 _FREE_FLYER = "adds a free-flyer base (here: floating_base: true in the system YAML)"
 _TALOS = _FREE_FLYER + " and rotor inertias from talos.srdf (not read by vi_control)"
 ERD_LOADER_NAMES = {
-    "talos": ("talos_reduced", _TALOS), "talos_box": ("talos_reduced_box", _TALOS),
-    "talos_full": ("talos_full_v2", _TALOS), "talos_full_box": ("talos_full_v2_box", _TALOS),
-    "talos_legs": ("talos_reduced", _TALOS + ", and keeps only the legs, built in Python: no URDF file holds that "
-                   "model (lock the other joints with the system YAML's `locked`)"),
+    "talos": ("talos_reduced", _TALOS),
+    "talos_box": ("talos_reduced_box", _TALOS),
+    "talos_full": ("talos_full_v2", _TALOS),
+    "talos_full_box": ("talos_full_v2_box", _TALOS),
+    "talos_legs": (
+        "talos_reduced",
+        _TALOS + ", and keeps only the legs, built in Python: no URDF file holds that "
+        "model (lock the other joints with the system YAML's `locked`)",
+    ),
     "anymal": ("anymal_b_simple_description/robots/anymal.urdf", _FREE_FLYER),
     "anymal_c": ("anymal_c_simple_description/urdf/anymal.urdf", _FREE_FLYER),
-    "anymal_kinova": ("anymal-kinova", _FREE_FLYER), "b1_z1": ("b1-z1", _FREE_FLYER),
-    "alexander": ("alexander_v1.lowerBodyOnly", _FREE_FLYER), "borinot": ("borinot_flying_arm_2", _FREE_FLYER),
-    "g1": ("g1_29dof_rev_1_0", _FREE_FLYER), "g1_with_hands": ("g1_29dof_with_hand_rev_1_0", _FREE_FLYER),
-    "hector": ("quadrotor_base", _FREE_FLYER), "hextilt": ("hextilt_flying_arm_5", _FREE_FLYER),
-    "hyq": ("hyq_no_sensors", _FREE_FLYER), "solo8": ("solo", _FREE_FLYER),
-    "asr_twodof": ("TwoDofs", ""), "ur3_limited": ("ur3_joint_limited_robot", ""),
-    "ur5_limited": ("ur5_joint_limited_robot", ""), "ur10_limited": ("ur10_joint_limited_robot", ""),
+    "anymal_kinova": ("anymal-kinova", _FREE_FLYER),
+    "b1_z1": ("b1-z1", _FREE_FLYER),
+    "alexander": ("alexander_v1.lowerBodyOnly", _FREE_FLYER),
+    "borinot": ("borinot_flying_arm_2", _FREE_FLYER),
+    "g1": ("g1_29dof_rev_1_0", _FREE_FLYER),
+    "g1_with_hands": ("g1_29dof_with_hand_rev_1_0", _FREE_FLYER),
+    "hector": ("quadrotor_base", _FREE_FLYER),
+    "hextilt": ("hextilt_flying_arm_5", _FREE_FLYER),
+    "hyq": ("hyq_no_sensors", _FREE_FLYER),
+    "solo8": ("solo", _FREE_FLYER),
+    "asr_twodof": ("TwoDofs", ""),
+    "ur3_limited": ("ur3_joint_limited_robot", ""),
+    "ur5_limited": ("ur5_joint_limited_robot", ""),
+    "ur10_limited": ("ur10_joint_limited_robot", ""),
 }
 
 
@@ -173,8 +191,10 @@ def _loader_name_hint(name: str) -> str:
     if name not in ERD_LOADER_NAMES:
         return ""
     spelling, adds = ERD_LOADER_NAMES[name]
-    return (f" ({name!r} is example-robot-data's Python loader name, not a URDF file: that loader reads "
-            f"erd:{spelling}" + (f"; it also {adds}" if adds else "") + ")")
+    return (
+        f" ({name!r} is example-robot-data's Python loader name, not a URDF file: that loader reads "
+        f"erd:{spelling}" + (f"; it also {adds}" if adds else "") + ")"
+    )
 
 
 def example_robot_path(name: str) -> Path:
@@ -195,14 +215,17 @@ def example_robot_path(name: str) -> Path:
     if len(found) == 1:
         return found[0]
     if found:
-        raise URDFError(f"example robot {name!r} is ambiguous: erd:<path> with one of "
-                        f"{[str(f.relative_to(root)) for f in found]}{_loader_name_hint(name)}")
+        raise URDFError(
+            f"example robot {name!r} is ambiguous: erd:<path> with one of "
+            f"{[str(f.relative_to(root)) for f in found]}{_loader_name_hint(name)}"
+        )
     hint = _loader_name_hint(name)
     if hint:  # (the whole list of names would bury the one spelling that answers)
         raise URDFError(f"unknown example robot {name!r}{hint}")
     names = sorted(set(_ERD) | {f.stem for f in root.rglob("*.urdf")})
-    raise URDFError(f"unknown example robot {name!r}: erd:<name> takes one of {names}, or a .urdf path "
-                    f"relative to {root}")
+    raise URDFError(
+        f"unknown example robot {name!r}: erd:<name> takes one of {names}, or a .urdf path relative to {root}"
+    )
 
 
 def example_robot_urdf(name: str) -> str:

@@ -48,8 +48,9 @@ class _Frames:
         return p + r, J[:3] - _skew(r) @ J[3:], R, J[3:]
 
 
-def holonomic_rows(model: pin.Model, joint_names: list[str], constraints: tuple[Constraint, ...],
-                   q: np.ndarray) -> np.ndarray:
+def holonomic_rows(
+    model: pin.Model, joint_names: list[str], constraints: tuple[Constraint, ...], q: np.ndarray
+) -> np.ndarray:
     """Dh(q) (n_h, nq) of the holonomic constraints, in the order of ``mechanics.symbolic.constraint_expr``."""
     f, rows = _Frames(model, q), []
     for c in constraints:
@@ -85,8 +86,7 @@ def rolling_frame(R: np.ndarray, c: NonholonomicConstraint) -> tuple[np.ndarray,
     return c.radius * d, t_long, np.cross(n, t_long)
 
 
-def nonholonomic_rows(model: pin.Model, nonholonomic: tuple[NonholonomicConstraint, ...],
-                      q: np.ndarray) -> np.ndarray:
+def nonholonomic_rows(model: pin.Model, nonholonomic: tuple[NonholonomicConstraint, ...], q: np.ndarray) -> np.ndarray:
     """A(q) (m, nq) with A(q)q̇ the constrained velocities, in the order of ``mechanics.symbolic``."""
     f, rows = _Frames(model, q), []
     for c in nonholonomic:
@@ -100,8 +100,12 @@ def nonholonomic_rows(model: pin.Model, nonholonomic: tuple[NonholonomicConstrai
     return np.array(rows).reshape(len(rows), model.nv)
 
 
-def check_constraint_rank(model: pin.Model, joint_names: list[str], constraints: tuple[Constraint, ...],
-                          nonholonomic: tuple[NonholonomicConstraint, ...]) -> None:
+def check_constraint_rank(
+    model: pin.Model,
+    joint_names: list[str],
+    constraints: tuple[Constraint, ...],
+    nonholonomic: tuple[NonholonomicConstraint, ...],
+) -> None:
     """SystemConfigError naming the first constraint row (holonomic, then nonholonomic) that depends on the rows
     before it at a generic q.
 
@@ -124,17 +128,25 @@ def check_constraint_rank(model: pin.Model, joint_names: list[str], constraints:
             f"{who}: its row of {of} is a combination of the constraint rows before it (rank {n} < {n + 1} at "
             f"a generic q; {model.nv} coordinates): the constraints are rank-deficient; remove the redundant "
             "one (two wheels on one axle need the lateral component only once; a planar loop closes with two "
-            "axes; a link fixed to the world needs no constraint)")
+            "axes; a link fixed to the world needs no constraint)"
+        )
 
 
-def constraint_row_owners(constraints: tuple[Constraint, ...], nonholonomic: tuple[NonholonomicConstraint, ...] = ()
-                          ) -> list[str]:
+def constraint_row_owners(
+    constraints: tuple[Constraint, ...], nonholonomic: tuple[NonholonomicConstraint, ...] = ()
+) -> list[str]:
     """The YAML entry of each row of [Dh(q); A(q)]: ``constraints[i]`` (``(axis x)`` of a coincident one),
     ``nonholonomic[i]`` (``(component c)`` of a rolling one)."""
-    owner = [f"constraints[{i}]" + (f" (axis {'xyz'[k]})" if c.type == "coincident" else "")
-             for i, c in enumerate(constraints) for k in (c.axes if c.type == "coincident" else (0,))]
-    owner += [f"nonholonomic[{i}]" + (f" (component {comp})" if comp else "") for i, c in enumerate(nonholonomic)
-              for comp in (c.components if c.type == "rolling" else ("",))]
+    owner = [
+        f"constraints[{i}]" + (f" (axis {'xyz'[k]})" if c.type == "coincident" else "")
+        for i, c in enumerate(constraints)
+        for k in (c.axes if c.type == "coincident" else (0,))
+    ]
+    owner += [
+        f"nonholonomic[{i}]" + (f" (component {comp})" if comp else "")
+        for i, c in enumerate(nonholonomic)
+        for comp in (c.components if c.type == "rolling" else ("",))
+    ]
     return owner
 
 

@@ -44,8 +44,9 @@ def mass_matrix(model: pin.Model, q: np.ndarray) -> np.ndarray:
     return M
 
 
-def articulated_pivots(model: pin.Model, q: np.ndarray, locked: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def articulated_pivots(
+    model: pin.Model, q: np.ndarray, locked: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Pivots D_i = S_iᵀ I^A_i S_i of the articulated-body recursion and the rigid ones S_iᵀ I^c_i S_i = M_ii.
 
     The articulated-body algorithm (Featherstone, *Rigid Body Dynamics Algorithms*, §7.3) eliminates the

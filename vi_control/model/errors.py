@@ -17,17 +17,26 @@ class SystemConfigError(ModelError):
 
 
 def unknown_keys(unknown, allowed) -> str:
-    """"unknown key(s) ['horizn'] (did you mean 'horizon'?)": the error text for keys a YAML schema does not
+    """ "unknown key(s) ['horizn'] (did you mean 'horizon'?)": the error text for keys a YAML schema does not
     know, with the allowed key each typo is closest to (case differences included: 'q' for 'Q')."""
     unknown = sorted(unknown, key=str)
     folded = {a.lower(): a for a in allowed if isinstance(a, str)}
-    hints = [(k, m[0]) for k in unknown if isinstance(k, str)
-             for m in [[folded[k.lower()]] if k.lower() in folded else
-                       difflib.get_close_matches(k, list(folded.values()), n=1, cutoff=0.6)] if m]
+    hints = [
+        (k, m[0])
+        for k in unknown
+        if isinstance(k, str)
+        for m in [
+            [folded[k.lower()]]
+            if k.lower() in folded
+            else difflib.get_close_matches(k, list(folded.values()), n=1, cutoff=0.6)
+        ]
+        if m
+    ]
     text = f"unknown key(s) {unknown}"
     if hints:
-        text += " (did you mean " + ", ".join(repr(m) if len(unknown) == 1 else f"{m!r} for {k!r}"
-                                               for k, m in hints) + "?)"
+        text += (
+            " (did you mean " + ", ".join(repr(m) if len(unknown) == 1 else f"{m!r} for {k!r}" for k, m in hints) + "?)"
+        )
     return text
 
 
@@ -36,8 +45,11 @@ def renamed_keyword(function: str, old: str, old_value, new: str, new_value):
     DeprecationWarning naming the replacement). Deprecated names are accepted for one release, then removed."""
     if old_value is None:
         return new_value
-    warnings.warn(f"{function}: {old}= is deprecated, use {new}= (the old name goes in the next release)",
-                  DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"{function}: {old}= is deprecated, use {new}= (the old name goes in the next release)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return old_value
 
 

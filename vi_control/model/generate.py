@@ -25,10 +25,19 @@ def _names(given: Sequence[str] | None, default: str, n: int, what: str) -> list
     return list(given)
 
 
-def planar_chain_urdf(n: int, length: float = 1.0, mass: float = 1.0, joint_type: str = "continuous",
-                      damping: float = 0.0, effort: float = 50.0, name: str | None = None,
-                      joint_names: Sequence[str] | None = None, link_names: Sequence[str] | None = None,
-                      tip: str | None = None, visuals: bool = True) -> str:
+def planar_chain_urdf(
+    n: int,
+    length: float = 1.0,
+    mass: float = 1.0,
+    joint_type: str = "continuous",
+    damping: float = 0.0,
+    effort: float = 50.0,
+    name: str | None = None,
+    joint_names: Sequence[str] | None = None,
+    link_names: Sequence[str] | None = None,
+    tip: str | None = None,
+    visuals: bool = True,
+) -> str:
     """A planar chain of ``n`` rods (length, mass each) hinged about y, hanging along −z at q = 0.
 
     ``tip`` adds a massless link of that name welded at the end of the last rod (a frame for planners);
@@ -41,8 +50,11 @@ def planar_chain_urdf(n: int, length: float = 1.0, mass: float = 1.0, joint_type
     joints = _names(joint_names, "joint", n, "joint_names")
     links = _names(link_names, "link", n, "link_names")
     parts = [f'<?xml version="1.0"?>\n<robot name="{name or f"chain{n}"}">', '<link name="base"/>']
-    limit = (f'<limit effort="{effort}" velocity="100"/>' if joint_type == "continuous"
-             else f'<limit lower="-3.14159" upper="3.14159" effort="{effort}" velocity="100"/>')
+    limit = (
+        f'<limit effort="{effort}" velocity="100"/>'
+        if joint_type == "continuous"
+        else f'<limit lower="-3.14159" upper="3.14159" effort="{effort}" velocity="100"/>'
+    )
     for i in range(n):
         parent = "base" if i == 0 else links[i - 1]
         z = 0.0 if i == 0 else -length
@@ -54,7 +66,9 @@ def planar_chain_urdf(n: int, length: float = 1.0, mass: float = 1.0, joint_type
         )
     if tip:
         parts.append(f'<link name="{tip}"/>')
-        parts.append(f'<joint name="{tip}_joint" type="fixed"><parent link="{links[-1]}"/><child link="{tip}"/>'
-                     f'<origin xyz="0 0 {-length}" rpy="0 0 0"/></joint>')
+        parts.append(
+            f'<joint name="{tip}_joint" type="fixed"><parent link="{links[-1]}"/><child link="{tip}"/>'
+            f'<origin xyz="0 0 {-length}" rpy="0 0 0"/></joint>'
+        )
     parts.append("</robot>")
     return add_visuals("\n".join(parts)) if visuals else "\n".join(parts)

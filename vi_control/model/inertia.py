@@ -40,8 +40,7 @@ def inertia_problem(mass: float, inertia: np.ndarray) -> str | None:
     if mass < 0.0:
         return f"mass must be non-negative and finite, got {mass}"
     if mass == 0.0:
-        return None if not np.any(inertia) else \
-            f"zero mass but non-zero rotational inertia {np.diag(inertia).tolist()}"
+        return None if not np.any(inertia) else f"zero mass but non-zero rotational inertia {np.diag(inertia).tolist()}"
     eig = np.linalg.eigvalsh(inertia)
     tol = 1e-12 * max(mass, float(np.max(np.abs(eig))))
     if eig[0] < -tol:
@@ -81,9 +80,15 @@ def repair_inertia(link: str, mass: float, inertia: np.ndarray) -> np.ndarray:
     fixed = nearest_physical_inertia(mass, inertia)
     change = np.linalg.norm(fixed - inertia)
     scale = max(np.linalg.norm(inertia), 1e-300)
-    log.warning("link %r: non-physical inertia repaired (inertia_policy: repair): principal moments %s -> %s, "
-                "change %.3g kg·m² (%.2g of its norm)", link, np.array2string(np.linalg.eigvalsh(inertia), precision=4),
-                np.array2string(np.linalg.eigvalsh(fixed), precision=4), change, change / scale)
+    log.warning(
+        "link %r: non-physical inertia repaired (inertia_policy: repair): principal moments %s -> %s, "
+        "change %.3g kg·m² (%.2g of its norm)",
+        link,
+        np.array2string(np.linalg.eigvalsh(inertia), precision=4),
+        np.array2string(np.linalg.eigvalsh(fixed), precision=4),
+        change,
+        change / scale,
+    )
     return fixed
 
 
@@ -121,8 +126,9 @@ def link_inertia(mass: float, inertia: np.ndarray, xyz: np.ndarray, rpy: np.ndar
     return Body(mass, xyz, R @ inertia @ R.T)
 
 
-def composite_inertias(bodies: dict[str, Body], order: list[str],
-                       welded: dict[str, list[tuple[str, np.ndarray, np.ndarray]]]) -> dict[str, tuple[Body, list]]:
+def composite_inertias(
+    bodies: dict[str, Body], order: list[str], welded: dict[str, list[tuple[str, np.ndarray, np.ndarray]]]
+) -> dict[str, tuple[Body, list]]:
     """link → (its body plus everything welded to it by fixed joints, in its frame; the links included).
 
     ``order`` lists links parents first (a pre-order of the tree); ``welded``: link → [(child, R, p)].
@@ -137,8 +143,9 @@ def composite_inertias(bodies: dict[str, Body], order: list[str],
     return out
 
 
-def check_against_pinocchio(model: pin.Model, composites: dict[str, tuple[Body, list[str]]], root: str,
-                            child_of_joint: dict[str, str]) -> None:
+def check_against_pinocchio(
+    model: pin.Model, composites: dict[str, tuple[Body, list[str]]], root: str, child_of_joint: dict[str, str]
+) -> None:
     """Every body of Pinocchio's model equals the URDF's: mass, centre of mass and rotational inertia.
 
     ``composites`` from ``composite_inertias``; ``child_of_joint``: moving joint → child link. Joint 0 (the
@@ -149,10 +156,14 @@ def check_against_pinocchio(model: pin.Model, composites: dict[str, tuple[Body, 
         got = model.inertias[j]
         lever_scale = max(1.0, float(np.abs(expected.com).max()))
         inertia_scale = max(float(np.abs(expected.inertia).max()), 1e-12)
-        if (abs(got.mass - expected.mass) > 1e-9 * max(expected.mass, 1.0)
-                or (expected.mass > 0 and np.abs(got.lever - expected.com).max() > 1e-9 * lever_scale)
-                or np.abs(got.inertia - expected.inertia).max() > 1e-9 * inertia_scale):
+        if (
+            abs(got.mass - expected.mass) > 1e-9 * max(expected.mass, 1.0)
+            or (expected.mass > 0 and np.abs(got.lever - expected.com).max() > 1e-9 * lever_scale)
+            or np.abs(got.inertia - expected.inertia).max() > 1e-9 * inertia_scale
+        ):
             what = "the root" if j == 0 else f"joint {model.names[j]!r}"
-            raise URDFError(f"links {names} (moved by {what}): Pinocchio's model carries mass {got.mass:.6g} kg at "
-                            f"{np.round(got.lever, 6).tolist()} where the URDF states {expected.mass:.6g} kg at "
-                            f"{np.round(expected.com, 6).tolist()} (an element the URDF parser dropped)")
+            raise URDFError(
+                f"links {names} (moved by {what}): Pinocchio's model carries mass {got.mass:.6g} kg at "
+                f"{np.round(got.lever, 6).tolist()} where the URDF states {expected.mass:.6g} kg at "
+                f"{np.round(expected.com, 6).tolist()} (an element the URDF parser dropped)"
+            )

@@ -61,8 +61,10 @@ def tree_lines(robot: RobotModel) -> list[str]:
             if jname in info:
                 j = info[jname]
                 i = robot.joint_index(jname)
-                desc += (f"  axis {_vec(j.axis)}  limits [{_num(j.lower)}, {_num(j.upper)}]"
-                         f"  effort {_num(j.effort_limit)}  damping {_num(float(robot.damping[i]))}")
+                desc += (
+                    f"  axis {_vec(j.axis)}  limits [{_num(j.lower)}, {_num(j.upper)}]"
+                    f"  effort {_num(j.effort_limit)}  damping {_num(float(robot.damping[i]))}"
+                )
             lines.append(desc)
             walk(child, indent + "   ")
 
@@ -113,8 +115,10 @@ def describe(robot: RobotModel, source: str) -> str:
         if c.type == "knife_edge":
             out.append(f"  knife edge: no velocity of {c.link}{_vec(c.point)} along {_vec(c.direction)} (link frame)")
         else:
-            out.append(f"  rolling: disk r = {c.radius:g} about {_vec(c.axis)} at {c.link}{_vec(c.point)} on the "
-                       f"plane ⊥ {_vec(c.normal)}, {', '.join(c.components)}")
+            out.append(
+                f"  rolling: disk r = {c.radius:g} about {_vec(c.axis)} at {c.link}{_vec(c.point)} on the "
+                f"plane ⊥ {_vec(c.normal)}, {', '.join(c.components)}"
+            )
     if not robot.nonholonomic:
         out.append("  none")
     out.append(f"model hash: {robot.hash}")
@@ -128,8 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--floating-base", action="store_true", help="add 6 virtual joints world -> root")
     args = parser.parse_args(argv)
     try:
-        spec = ModelSpec.parse(args.model, system=args.system,
-                               floating_base=True if args.floating_base else None)
+        spec = ModelSpec.parse(args.model, system=args.system, floating_base=True if args.floating_base else None)
         robot = spec.load()
         report = describe(robot, spec.describe())
     except ModelError as e:

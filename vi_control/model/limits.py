@@ -45,12 +45,17 @@ def check_time_step(dt: float) -> float:
     if not Bound(0.0, None, low_open=True).contains(dt):  # (a real, finite: 10**400 was numpy's TypeError)
         raise ValueError(f"time step dt must be positive and finite, got {dt!r}")
     if not DT_BOUNDS[0] <= dt <= DT_BOUNDS[1]:
-        raise ValueError(f"time step dt = {dt:g} s is outside [{DT_BOUNDS[0]:g}, {DT_BOUNDS[1]:g}] s, the range the "
-                         "discrete Lagrangian's arithmetic carries")
+        raise ValueError(
+            f"time step dt = {dt:g} s is outside [{DT_BOUNDS[0]:g}, {DT_BOUNDS[1]:g}] s, the range the "
+            "discrete Lagrangian's arithmetic carries"
+        )
     if not DT_RANGE[0] <= dt <= DT_RANGE[1]:
-        warnings.warn(f"vi_control: time step dt = {dt:g} s is outside [{DT_RANGE[0]:g}, {DT_RANGE[1]:g}] s: "
-                      "no robot motion is resolved by it (steps will likely fail or be refused)", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"vi_control: time step dt = {dt:g} s is outside [{DT_RANGE[0]:g}, {DT_RANGE[1]:g}] s: "
+            "no robot motion is resolved by it (steps will likely fail or be refused)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return float(dt)
 
 

@@ -23,8 +23,10 @@ from .errors import SystemConfigError, URDFError
 from .system_config import Constraint
 from .urdf import ParsedURDF
 
-_SINGULAR = ("the joint is redundant or moves no inertia (two joints moving the same bodies alike, or a point "
-             "mass on its own axis)")
+_SINGULAR = (
+    "the joint is redundant or moves no inertia (two joints moving the same bodies alike, or a point "
+    "mass on its own axis)"
+)
 
 
 def coupling_basis(order: list[str], prescribed: tuple[str, ...], constraints: tuple[Constraint, ...]) -> np.ndarray:
@@ -44,21 +46,26 @@ def coupling_basis(order: list[str], prescribed: tuple[str, ...], constraints: t
             if name in col:
                 row[col[name]] += coef
         if not np.any(row):
-            raise SystemConfigError(f"constraints[{i}]: couples prescribed joints only ({list(c.joints)}): "
-                                    "their motion is an input, nothing is left to constrain")
+            raise SystemConfigError(
+                f"constraints[{i}]: couples prescribed joints only ({list(c.joints)}): "
+                "their motion is an input, nothing is left to constrain"
+            )
         rows.append(row)
         which.append(i)
         C = np.array(rows)
         if np.linalg.matrix_rank(C, tol=1e-12 * np.abs(C).max()) < len(rows):
-            raise SystemConfigError(f"constraints[{i}]: this coupling of {list(c.joints)} follows from the ones "
-                                    "before it (the couplings are redundant or form a cycle)")
+            raise SystemConfigError(
+                f"constraints[{i}]: this coupling of {list(c.joints)} follows from the ones "
+                "before it (the couplings are redundant or form a cycle)"
+            )
     if not rows:
         return np.eye(len(dyn))
     return null_space(np.array(rows))
 
 
-def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple[str, ...],
-                         constraints: tuple[Constraint, ...] = ()) -> None:
+def check_mass_structure(
+    parsed: ParsedURDF, model: pin.Model, prescribed: tuple[str, ...], constraints: tuple[Constraint, ...] = ()
+) -> None:
     """URDFError naming the joint if a free coordinate moves no inertia (module docstring)."""
     order = [model.names[i] for i in range(1, model.njoints)]
     coupled = {n for c in constraints if c.type == "joints" for n in c.joints}
@@ -66,9 +73,11 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
     for name in order:
         info = parsed.joints[name]
         if name not in prescribed and name not in coupled and subtree[info.child] <= 0.0:
-            raise URDFError(f"link {info.child!r} (child of moving joint {name!r}) has zero mass and nothing "
-                            "massive follows it: a moving body needs a positive <mass> (or declare the joint "
-                            "prescribed in the system YAML if it is driven kinematically, e.g. a gripper)")
+            raise URDFError(
+                f"link {info.child!r} (child of moving joint {name!r}) has zero mass and nothing "
+                "massive follows it: a moving body needs a positive <mass> (or declare the joint "
+                "prescribed in the system YAML if it is driven kinematically, e.g. a gripper)"
+            )
     locked = np.array([n in prescribed for n in order])
     if locked.all():
         return
@@ -78,8 +87,10 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
         bad = np.flatnonzero(~locked & ~(D > 1e-12 * Mii))
         if len(bad):
             i = int(bad[-1])  # the first pivot the elimination (leaves first) met
-            raise URDFError(f"joint {order[i]!r}: the mass matrix is singular (articulated-body pivot "
-                            f"{D[i]:.3g} of {Mii[i]:.3g}): {_SINGULAR}")
+            raise URDFError(
+                f"joint {order[i]!r}: the mass matrix is singular (articulated-body pivot "
+                f"{D[i]:.3g} of {Mii[i]:.3g}): {_SINGULAR}"
+            )
         return
     P = coupling_basis(order, tuple(prescribed), constraints)
     if P.shape[1] == 0:
@@ -89,8 +100,10 @@ def check_mass_structure(parsed: ParsedURDF, model: pin.Model, prescribed: tuple
     eig, vec = np.linalg.eigh(Mr)
     if not eig[0] > 1e-12 * max(eig[-1], 1e-300):
         worst = order[dyn[int(np.argmax(np.abs(P @ vec[:, 0])))]]
-        raise URDFError(f"joint {worst!r}: the mass matrix reduced by the joint couplings is singular "
-                        f"(eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}): {_SINGULAR}")
+        raise URDFError(
+            f"joint {worst!r}: the mass matrix reduced by the joint couplings is singular "
+            f"(eigenvalues {eig[0]:.3g} .. {eig[-1]:.3g}): {_SINGULAR}"
+        )
 
 
 def unit_momentum(robot) -> float:
@@ -129,9 +142,11 @@ def spin_invariant_joints(robot) -> set[str]:
         lam = float(a @ inertia @ a)
         transverse = inertia - lam * np.outer(a, a)
         mu = 0.5 * float(np.trace(transverse))
-        if (np.linalg.norm(c - (c @ a) * a) > 1e-9 * (1.0 + np.linalg.norm(c))
-                or np.linalg.norm(inertia @ a - lam * a) > 1e-9 * scale
-                or np.linalg.norm(transverse - mu * (np.eye(3) - np.outer(a, a))) > 1e-9 * scale):
+        if (
+            np.linalg.norm(c - (c @ a) * a) > 1e-9 * (1.0 + np.linalg.norm(c))
+            or np.linalg.norm(inertia @ a - lam * a) > 1e-9 * scale
+            or np.linalg.norm(transverse - mu * (np.eye(3) - np.outer(a, a))) > 1e-9 * scale
+        ):
             continue
         links = {n for n, j in body_of.items() if j == i}
         if any(c.type != "joints" and ({c.link_a, c.link_b} & links) for c in robot.constraints):
@@ -139,8 +154,9 @@ def spin_invariant_joints(robot) -> set[str]:
         ok = True
         for nh in getattr(robot, "nonholonomic", ()):
             if nh.link in links:
-                axis = model.frames[model.getFrameId(nh.link, pin.FrameType.BODY)].placement.rotation \
-                    @ np.asarray(getattr(nh, "axis", (0.0, 0.0, 0.0)), float)
+                axis = model.frames[model.getFrameId(nh.link, pin.FrameType.BODY)].placement.rotation @ np.asarray(
+                    getattr(nh, "axis", (0.0, 0.0, 0.0)), float
+                )
                 ok &= nh.type == "rolling" and abs(abs(axis @ a) - np.linalg.norm(axis)) <= 1e-9
         if ok:
             out.add(info.name)

@@ -39,11 +39,28 @@ from .limits import MASS_SCALE_RANGE, MAX_COEFFICIENT, MAX_FORCE, MAX_GRAVITY, M
 from .scalars import is_real
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
-__all__ = ["RigidBodyConfigError", "Actuator", "RigidBodyModel", "load_rigid_body", "is_rigid_body_source",
-           "seed002_thrusters", "cylinder_inertia"]
+__all__ = [
+    "RigidBodyConfigError",
+    "Actuator",
+    "RigidBodyModel",
+    "load_rigid_body",
+    "is_rigid_body_source",
+    "seed002_thrusters",
+    "cylinder_inertia",
+]
 
-_TOP_KEYS = {"name", "group", "mass", "inertia", "actuators", "thruster_layout", "drag", "gravity", "buoyancy",
-             "planning"}
+_TOP_KEYS = {
+    "name",
+    "group",
+    "mass",
+    "inertia",
+    "actuators",
+    "thruster_layout",
+    "drag",
+    "gravity",
+    "buoyancy",
+    "planning",
+}
 _ACTUATOR_KEYS = {"name", "type", "direction", "position", "limit"}
 _DIMS = {"SO3": 3, "SE3": 6}
 
@@ -111,11 +128,13 @@ def seed002_thrusters(c: float, d: float, limit: float = math.inf) -> tuple[Actu
     """
     s = math.sin(math.pi / 3)
     ex, ey = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
-    return (Actuator("thruster_1", "force", ex, (0.0, c * s, 0.5 * c), limit),
-            Actuator("thruster_2", "force", ex, (0.0, -c * s, 0.5 * c), limit),
-            Actuator("thruster_3", "force", ex, (0.0, 0.0, -c), limit),
-            Actuator("thruster_4", "force", ey, (0.0, 0.0, d), limit),
-            Actuator("thruster_5", "force", ey, (0.0, 0.0, -d), limit))
+    return (
+        Actuator("thruster_1", "force", ex, (0.0, c * s, 0.5 * c), limit),
+        Actuator("thruster_2", "force", ex, (0.0, -c * s, 0.5 * c), limit),
+        Actuator("thruster_3", "force", ex, (0.0, 0.0, -c), limit),
+        Actuator("thruster_4", "force", ey, (0.0, 0.0, d), limit),
+        Actuator("thruster_5", "force", ey, (0.0, 0.0, -d), limit),
+    )
 
 
 @dataclass(frozen=True)
@@ -164,8 +183,9 @@ class RigidBodyModel:
     @property
     def input_matrix(self) -> np.ndarray:
         """B (n, m): the body wrench of input u is B u (Jimenez2013, §6.1's b(W, u))."""
-        return np.column_stack([a.column(self.dim) for a in self.actuators]) if self.actuators \
-            else np.zeros((self.dim, 0))
+        return (
+            np.column_stack([a.column(self.dim) for a in self.actuators]) if self.actuators else np.zeros((self.dim, 0))
+        )
 
     @property
     def drag_matrix(self) -> np.ndarray:
@@ -247,8 +267,9 @@ def _vec(v, key: str, n: int | None = None, table: str | None = None) -> np.ndar
         b = RIGID_BODY_BOUNDS[table]
         bad = [i for i, x in enumerate(a.tolist()) if not b.contains(x)]
         if bad:
-            raise RigidBodyConfigError(f"{key}[{bad[0]}]: must be {b.describe()} (the supported range), got "
-                                       f"{a[bad[0]]:g}")
+            raise RigidBodyConfigError(
+                f"{key}[{bad[0]}]: must be {b.describe()} (the supported range), got {a[bad[0]]:g}"
+            )
     return a
 
 
@@ -262,8 +283,9 @@ def _positive(v, key: str, allow_inf: bool = False, table: str | None = None) ->
     if not is_real(v) or not (v > 0) or not Bound(None, None).contains(v):  # (NaN, ±inf, ints beyond float range)
         raise RigidBodyConfigError(f"{key}: must be a positive {'number' if allow_inf else 'finite number'}, got {v!r}")
     if not b.contains(float(v)):
-        raise RigidBodyConfigError(f"{key}: must be {b.describe()}{' or inf' if allow_inf else ''} (the supported "
-                                   f"range), got {v!r}")
+        raise RigidBodyConfigError(
+            f"{key}: must be {b.describe()}{' or inf' if allow_inf else ''} (the supported range), got {v!r}"
+        )
     return float(v)
 
 
@@ -291,29 +313,40 @@ def _inertia(v, mass: float) -> np.ndarray:
     if isinstance(v, dict):
         unknown = set(v) - {"cylinder"}
         if unknown or "cylinder" not in v:
-            raise RigidBodyConfigError("inertia: expected {cylinder: {radius, length, axis}}, got keys "
-                                       f"{sorted(v)}")
+            raise RigidBodyConfigError(
+                f"inertia: expected {{cylinder: {{radius, length, axis}}}}, got keys {sorted(v)}"
+            )
         cyl = v["cylinder"]
         if not isinstance(cyl, dict) or set(cyl) - {"radius", "length", "axis"}:
             raise RigidBodyConfigError(f"inertia.cylinder: expected keys radius, length, axis; got {cyl!r}")
         axis = cyl.get("axis", "x")
         if axis not in ("x", "y", "z"):
             raise RigidBodyConfigError(f"inertia.cylinder.axis: expected x, y or z, got {axis!r}")
-        J = cylinder_inertia(mass, _positive(cyl.get("radius"), "inertia.cylinder.radius"),
-                             _positive(cyl.get("length"), "inertia.cylinder.length"), axis)
+        J = cylinder_inertia(
+            mass,
+            _positive(cyl.get("radius"), "inertia.cylinder.radius"),
+            _positive(cyl.get("length"), "inertia.cylinder.length"),
+            axis,
+        )
         if not np.diag(J).min() > 0 or J.max() > MAX_INERTIA:
-            raise RigidBodyConfigError(f"inertia.cylinder: principal moments {np.diag(J).tolist()} kg m² (mass "
-                                       f"{mass:g} kg) must be positive and at most {MAX_INERTIA:g}")
+            raise RigidBodyConfigError(
+                f"inertia.cylinder: principal moments {np.diag(J).tolist()} kg m² (mass "
+                f"{mass:g} kg) must be positive and at most {MAX_INERTIA:g}"
+            )
         return J
     J = _matrix(v, "inertia", 3)
     ev = np.linalg.eigvalsh(J)
     if not ev.min() > 0:
-        raise RigidBodyConfigError(f"inertia: not positive definite (eigenvalues {np.round(ev, 12).tolist()}): "
-                                   "a rigid body's inertia tensor must have positive principal moments")
+        raise RigidBodyConfigError(
+            f"inertia: not positive definite (eigenvalues {np.round(ev, 12).tolist()}): "
+            "a rigid body's inertia tensor must have positive principal moments"
+        )
     a, b, c = np.sort(ev)
     if a + b < c * (1 - 1e-9):
-        raise RigidBodyConfigError(f"inertia: principal moments {np.round(ev, 12).tolist()} violate the triangle "
-                                   "inequality I₁ + I₂ ≥ I₃: no mass distribution has them")
+        raise RigidBodyConfigError(
+            f"inertia: principal moments {np.round(ev, 12).tolist()} violate the triangle "
+            "inequality I₁ + I₂ ≥ I₃: no mass distribution has them"
+        )
     return J
 
 
@@ -326,9 +359,11 @@ def _actuators(cfg: dict, group: str) -> tuple[Actuator, ...]:
             raise RigidBodyConfigError("thruster_layout: thrusters need group SE3")
         if not isinstance(lay, dict) or lay.get("type") != "seed002_uuv" or set(lay) - {"type", "c", "d", "limit"}:
             raise RigidBodyConfigError(f"thruster_layout: expected {{type: seed002_uuv, c, d, limit}}, got {lay!r}")
-        return seed002_thrusters(_positive(lay.get("c"), "thruster_layout.c"),
-                                 _positive(lay.get("d"), "thruster_layout.d"),
-                                 _positive(lay.get("limit", math.inf), "thruster_layout.limit", allow_inf=True))
+        return seed002_thrusters(
+            _positive(lay.get("c"), "thruster_layout.c"),
+            _positive(lay.get("d"), "thruster_layout.d"),
+            _positive(lay.get("limit", math.inf), "thruster_layout.limit", allow_inf=True),
+        )
     acts = cfg.get("actuators", [])
     if not isinstance(acts, list):
         raise RigidBodyConfigError(f"actuators: expected a list, got {acts!r}")
@@ -346,8 +381,9 @@ def _actuators(cfg: dict, group: str) -> tuple[Actuator, ...]:
         names.add(name)
         kind = a.get("type", "force" if group == "SE3" else "torque")
         if kind not in ("force", "torque") or (group == "SO3" and kind == "force"):
-            raise RigidBodyConfigError(f"{key}.type: expected {'torque' if group == 'SO3' else 'force or torque'}, "
-                                       f"got {kind!r}")
+            raise RigidBodyConfigError(
+                f"{key}.type: expected {'torque' if group == 'SO3' else 'force or torque'}, got {kind!r}"
+            )
         d = _vec(a.get("direction"), f"{key}.direction", 3)
         nd = float(np.linalg.norm(d))
         if abs(nd - 1.0) > 1e-9:
@@ -375,12 +411,16 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
     acts = _actuators(cfg, group)
     B = np.column_stack([a.column(n) for a in acts]) if acts else np.zeros((n, 0))
     if acts and np.linalg.matrix_rank(B) < len(acts):
-        raise RigidBodyConfigError(f"actuators: the {len(acts)} input directions are linearly dependent "
-                                   f"(rank {np.linalg.matrix_rank(B)}); each input must act independently")
+        raise RigidBodyConfigError(
+            f"actuators: the {len(acts)} input directions are linearly dependent "
+            f"(rank {np.linalg.matrix_rank(B)}); each input must act independently"
+        )
     D = _matrix(cfg.get("drag", [0.0] * n), "drag", n)
     if np.linalg.eigvalsh(D).min() < -1e-12 * np.abs(D).max():  # (relative: −1e-13 of a drag of 1e-13 is no round-off)
-        raise RigidBodyConfigError("drag: the damping −H must be positive semidefinite (Jimenez2013, §6.1: H negative "
-                                   "definite); negative entries would add energy")
+        raise RigidBodyConfigError(
+            "drag: the damping −H must be positive semidefinite (Jimenez2013, §6.1: H negative "
+            "definite); negative entries would add energy"
+        )
     grav = _vec(cfg.get("gravity", [0.0, 0.0, 0.0]), "gravity", 3, "gravity[]")
     buoy = cfg.get("buoyancy", {})
     if not isinstance(buoy, dict) or set(buoy) - {"force", "center"}:
@@ -391,8 +431,10 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
         raise RigidBodyConfigError(msg)
     bc = _vec(buoy.get("center", [0.0, 0.0, 0.0]), "buoyancy.center", 3, "buoyancy.center[]")
     if group == "SO3" and (np.any(grav != 0) or bf):
-        raise RigidBodyConfigError("gravity/buoyancy: an SO(3) body rotates about its centre of mass and feels no "
-                                   "gravity torque; use group SE3")
+        raise RigidBodyConfigError(
+            "gravity/buoyancy: an SO(3) body rotates about its centre of mass and feels no "
+            "gravity torque; use group SE3"
+        )
     planning = cfg.get("planning", {})
     if not isinstance(planning, dict):
         raise RigidBodyConfigError(f"planning: expected a mapping, got {planning!r}")
@@ -407,11 +449,22 @@ def _parse(cfg: dict, mass_scale: float, drag_scale: float, buoyancy_scale: floa
         if msg is not None:  # (1e-300 overflowed in the planner's regularization, as for URDF models)
             raise RigidBodyConfigError(msg)
     source = json.dumps(cfg, sort_keys=True, default=str)
-    return RigidBodyModel(name=name, group=group, mass=mass * mass_scale, inertia=J * mass_scale, actuators=acts,
-                          damping=D * drag_scale, gravity=grav, buoyancy_force=float(bf) * buoyancy_scale,
-                          buoyancy_center=bc,
-                          planning=planning, mass_scale=float(mass_scale), drag_scale=float(drag_scale),
-                          buoyancy_scale=float(buoyancy_scale), source=source)
+    return RigidBodyModel(
+        name=name,
+        group=group,
+        mass=mass * mass_scale,
+        inertia=J * mass_scale,
+        actuators=acts,
+        damping=D * drag_scale,
+        gravity=grav,
+        buoyancy_force=float(bf) * buoyancy_scale,
+        buoyancy_center=bc,
+        planning=planning,
+        mass_scale=float(mass_scale),
+        drag_scale=float(drag_scale),
+        buoyancy_scale=float(buoyancy_scale),
+        source=source,
+    )
 
 
 def is_rigid_body_source(source) -> bool:
@@ -434,8 +487,9 @@ def _resolve(source: str) -> str:
     raise RigidBodyConfigError(f"rigid body: no file {source!r} and no bundled config/{source}.yaml")
 
 
-def load_rigid_body(source: str | dict, mass_scale: float = 1.0, drag_scale: float = 1.0,
-                    buoyancy_scale: float | None = None) -> RigidBodyModel:
+def load_rigid_body(
+    source: str | dict, mass_scale: float = 1.0, drag_scale: float = 1.0, buoyancy_scale: float | None = None
+) -> RigidBodyModel:
     """A RigidBodyModel from a YAML path, a bundled name (config/<name>.yaml) or a mapping.
 
     Model mismatch for robustness tests: ``mass_scale`` multiplies mass and inertia, ``drag_scale`` the drag,

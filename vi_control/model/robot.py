@@ -129,8 +129,7 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
     order = [model.names[i] for i in range(1, model.njoints)]
     joints = tuple(parsed.joints[n] for n in order)
     names = set(order)
-    for key, group in (("damping", cfg.damping), ("prescribed", cfg.prescribed),
-                       ("actuated", cfg.actuated or {})):
+    for key, group in (("damping", cfg.damping), ("prescribed", cfg.prescribed), ("actuated", cfg.actuated or {})):
         for jn in group:
             if jn not in names:
                 what = "is a fixed joint" if jn in parsed.fixed_joints else "does not exist"
@@ -148,26 +147,36 @@ def _resolve(parsed: ParsedURDF, model: pin.Model, cfg: SystemConfig) -> dict:
                 raise SystemConfigError(f"constraints[{i}]: joint {jn!r} {what} (moving joints: {order})")
     for i, c in enumerate(cfg.nonholonomic):
         if c.link not in parsed.links:
-            raise SystemConfigError(f"nonholonomic[{i}]: link {c.link!r} does not exist "
-                                    f"(links: {sorted(parsed.links)})")
+            raise SystemConfigError(
+                f"nonholonomic[{i}]: link {c.link!r} does not exist (links: {sorted(parsed.links)})"
+            )
     # a floating base, and a joint that mimics another (URDF <mimic>), is not actuated unless the YAML says so
     mimic = set(parsed.mimic)
     if cfg.actuated is None:
-        actuated = tuple(n for n in order if n not in cfg.prescribed and n not in mimic
-                         and not (cfg.floating_base and n.startswith(FLOATING_BASE_PREFIX)))
+        actuated = tuple(
+            n
+            for n in order
+            if n not in cfg.prescribed
+            and n not in mimic
+            and not (cfg.floating_base and n.startswith(FLOATING_BASE_PREFIX))
+        )
         limits = [parsed.joints[n].effort_limit for n in actuated]
     else:
         both = set(cfg.actuated) & set(cfg.prescribed)
         if both:
             raise SystemConfigError(f"actuated: joint(s) {sorted(both)} are also prescribed")
         actuated = tuple(n for n in order if n in cfg.actuated)
-        limits = [cfg.actuated[n] if cfg.actuated[n] is not None else parsed.joints[n].effort_limit
-                  for n in actuated]
+        limits = [cfg.actuated[n] if cfg.actuated[n] is not None else parsed.joints[n].effort_limit for n in actuated]
     # URDF effort 0 on a continuous joint means "not given".
     limits = [np.inf if (lim is None or lim <= 0) else lim for lim in limits]
     damping = np.array([cfg.damping.get(n, parsed.joints[n].damping) for n in order])
-    return dict(joints=joints, actuated=actuated, effort_limits=np.array(limits, float),
-                damping=damping, prescribed=tuple(n for n in order if n in cfg.prescribed))
+    return dict(
+        joints=joints,
+        actuated=actuated,
+        effort_limits=np.array(limits, float),
+        damping=damping,
+        prescribed=tuple(n for n in order if n in cfg.prescribed),
+    )
 
 
 def mimic_constraints(parsed: ParsedURDF, cfg: SystemConfig) -> list[Constraint]:
@@ -178,12 +187,19 @@ def mimic_constraints(parsed: ParsedURDF, cfg: SystemConfig) -> list[Constraint]
     for j, (m, _, _) in parsed.mimic.items():
         if j not in given and m not in parsed.joints:
             what = "a fixed joint" if m in parsed.fixed_joints else "not a joint of this URDF"
-            raise URDFError(f"joint {j!r} <mimic>: joint {m!r} is {what} (a joints constraint on {j!r} in the "
-                            "system YAML replaces the URDF's)")
+            raise URDFError(
+                f"joint {j!r} <mimic>: joint {m!r} is {what} (a joints constraint on {j!r} in the "
+                "system YAML replaces the URDF's)"
+            )
         if j not in given and m == j:
             raise URDFError(f"joint {j!r} <mimic>: a joint cannot mimic itself")
-    return [Constraint(type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=(j, m), coefficients=(1.0, -a),
-                       offset=b) for j, (m, a, b) in parsed.mimic.items() if j not in given]
+    return [
+        Constraint(
+            type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=(j, m), coefficients=(1.0, -a), offset=b
+        )
+        for j, (m, a, b) in parsed.mimic.items()
+        if j not in given
+    ]
 
 
 def scale_inertias(model: pin.Model, scale: float) -> None:
@@ -193,9 +209,14 @@ def scale_inertias(model: pin.Model, scale: float) -> None:
         model.inertias[i] = pin.Inertia(I.mass * scale, I.lever.copy(), I.inertia * scale)
 
 
-def load_urdf(urdf: str, system: str | dict | None = None, name: str | None = None,
-              floating_base: bool | None = None, mass_scale: float = 1.0,
-              inertia_policy: str | None = None) -> RobotModel:
+def load_urdf(
+    urdf: str,
+    system: str | dict | None = None,
+    name: str | None = None,
+    floating_base: bool | None = None,
+    mass_scale: float = 1.0,
+    inertia_policy: str | None = None,
+) -> RobotModel:
     """Load a robot from a URDF path or XML string plus an optional system YAML (path, text or dict): what
     ``load_robot`` (``model.spec``: bundled names, ``erd:<name>``, task mappings too) calls once it has resolved
     its model to a URDF.
@@ -247,9 +268,16 @@ def _build_robot(xml: str, cfg: SystemConfig, policy: str, name: str | None, mas
     check_mass_structure(parsed, model, r["prescribed"], tuple(cfg.constraints))
     check_constraint_rank(model, [j.name for j in r["joints"]], tuple(cfg.constraints), tuple(cfg.nonholonomic))
     return RobotModel(
-        name=name or cfg.name or parsed.name, urdf_xml=xml, pin_model=model, gravity=np.asarray(cfg.gravity, float),
-        constraints=tuple(cfg.constraints), nonholonomic=tuple(cfg.nonholonomic), links=tuple(parsed.links),
+        name=name or cfg.name or parsed.name,
+        urdf_xml=xml,
+        pin_model=model,
+        gravity=np.asarray(cfg.gravity, float),
+        constraints=tuple(cfg.constraints),
+        nonholonomic=tuple(cfg.nonholonomic),
+        links=tuple(parsed.links),
         root_link=parsed.root,
-        floating_base=cfg.floating_base, masses={k: m * mass_scale for k, m in parsed.masses.items()},
-        mass_scale=mass_scale, **r,
+        floating_base=cfg.floating_base,
+        masses={k: m * mass_scale for k, m in parsed.masses.items()},
+        mass_scale=mass_scale,
+        **r,
     )

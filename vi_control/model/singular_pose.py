@@ -39,9 +39,11 @@ def singular_direction(robot: RobotModel, q: np.ndarray) -> str | None:
     n = first_dependent_row(H, RANK_TOL)
     if n is not None:
         row = "vanishes" if n == 0 else f"is a combination of the rows before it (rank {n} < {n + 1})"
-        return (f"{constraint_row_owners(robot.constraints)[n]}: its row of Dh(q) {row} at this pose: no motion of "
-                "the joints moves the constrained point the way that row measures (a loop at a lock-up or change "
-                "point, a point at the limit of its reach); hold a pose away from it")
+        return (
+            f"{constraint_row_owners(robot.constraints)[n]}: its row of Dh(q) {row} at this pose: no motion of "
+            "the joints moves the constrained point the way that row measures (a loop at a lock-up or change "
+            "point, a point at the limit of its reach); hold a pose away from it"
+        )
     P = null_space(H) if len(H) else np.eye(len(dyn))
     if P.shape[1] == 0:
         return None
@@ -55,9 +57,11 @@ def singular_direction(robot: RobotModel, q: np.ndarray) -> str | None:
         return None
     weight = np.abs(direction) / np.abs(direction).max()
     joints = [names[dyn[i]] for i in np.flatnonzero(weight > 0.1)]
-    text = (f"M(q) is singular here: moving {_names(joints)} moves no inertia at this pose (eigenvalue {low:.3g} of "
-            f"{high:.3g}) — a coordinate singularity of the model, such as an axis through every mass it carries or "
-            "two aligned axes")
+    text = (
+        f"M(q) is singular here: moving {_names(joints)} moves no inertia at this pose (eigenvalue {low:.3g} of "
+        f"{high:.3g}) — a coordinate singularity of the model, such as an axis through every mass it carries or "
+        "two aligned axes"
+    )
     if len(H):  # (a configuration off the constraints is no pose to suggest)
         return text + "; hold a pose away from it"
     # Which single joint, moved by PROBE, gives M(q) its rank back: what the user can change.
@@ -68,8 +72,11 @@ def singular_direction(robot: RobotModel, q: np.ndarray) -> str | None:
         lo, hi, _ = weakest(qq)
         if lo > 1e3 * RANK_TOL * max(hi, 1e-300):
             cures.append(names[i])
-    return text + (f"; moving {_names(cures)} by {PROBE:g} makes it regular: hold a pose away from it" if cures else
-                   f"; no single joint moved by {PROBE:g} makes it regular: hold a pose well away from it")
+    return text + (
+        f"; moving {_names(cures)} by {PROBE:g} makes it regular: hold a pose away from it"
+        if cures
+        else f"; no single joint moved by {PROBE:g} makes it regular: hold a pose well away from it"
+    )
 
 
 def _names(joints: list[str]) -> str:

@@ -30,8 +30,17 @@ from .robot import RobotModel, load_urdf
 from .system_config import INERTIA_POLICIES
 from .yaml_io import read_text_file
 
-_MAPPING_KEYS = {"bundled", "example", "urdf", "system", "config", "name", "mass_scale", "floating_base",
-                 "inertia_policy"}
+_MAPPING_KEYS = {
+    "bundled",
+    "example",
+    "urdf",
+    "system",
+    "config",
+    "name",
+    "mass_scale",
+    "floating_base",
+    "inertia_policy",
+}
 
 
 @dataclass(frozen=True)
@@ -50,8 +59,9 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():
-            raise ModelError("model: expected a bundled name, erd:<name>, a URDF path or URDF XML, "
-                             f"got {self.source!r}")
+            raise ModelError(
+                f"model: expected a bundled name, erd:<name>, a URDF path or URDF XML, got {self.source!r}"
+            )
         msg = Bound(*MASS_SCALE_RANGE).refusal("mass_scale", self.mass_scale)
         if msg is not None:
             raise SystemConfigError(msg)
@@ -62,8 +72,9 @@ class ModelSpec:
         if self.floating_base is not None and not isinstance(self.floating_base, bool):
             raise SystemConfigError(f"floating_base: expected true or false, got {self.floating_base!r}")
         if self.inertia_policy not in (None, *INERTIA_POLICIES):
-            raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, "
-                                    f"got {self.inertia_policy!r}")
+            raise SystemConfigError(
+                f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {self.inertia_policy!r}"
+            )
 
     # ---- construction ------------------------------------------------------------------------------
     @classmethod
@@ -91,9 +102,15 @@ class ModelSpec:
                 system = bundled_config(str(value["config"]))
                 if system is None:
                     raise ModelError(f"model.config: no bundled system YAML named {value['config']!r}")
-            spec = cls(source=source, system=system, name=value.get("name") or value.get("config"),
-                       mass_scale=value.get("mass_scale", 1.0), floating_base=value.get("floating_base"),
-                       base_dir=base_dir, inertia_policy=value.get("inertia_policy"))
+            spec = cls(
+                source=source,
+                system=system,
+                name=value.get("name") or value.get("config"),
+                mass_scale=value.get("mass_scale", 1.0),
+                floating_base=value.get("floating_base"),
+                base_dir=base_dir,
+                inertia_policy=value.get("inertia_policy"),
+            )
             if key == "bundled" and spec.kind != "bundled":
                 raise ModelError(f"model.bundled: no bundled model named {value[key]!r}; bundled: {sorted(BUNDLED)}")
         else:
@@ -101,8 +118,14 @@ class ModelSpec:
         return replace(spec, **overrides) if overrides else spec
 
     @classmethod
-    def from_parameters(cls, model: str = "", urdf_path: str = "", robot_description: str = "",
-                        system_yaml: str = "", mass_scale: float = 1.0) -> ModelSpec:
+    def from_parameters(
+        cls,
+        model: str = "",
+        urdf_path: str = "",
+        robot_description: str = "",
+        system_yaml: str = "",
+        mass_scale: float = 1.0,
+    ) -> ModelSpec:
         """The ROS nodes' parameters: ``robot_description`` overrides ``urdf_path`` overrides ``model``."""
         source = robot_description or urdf_path or model
         if not source:
@@ -146,13 +169,15 @@ class ModelSpec:
         if os.path.exists(path) and not os.path.isfile(path):  # a directory, device or FIFO: say so, not "no model"
             raise URDFError(f"model {self.source!r}: URDF file {path!r} is not a regular file")
         if not os.path.isfile(path) and (os.sep in self.source or self.source.endswith((".urdf", ".xml"))):
-            raise URDFError(f"URDF file not found: {self.source!r} (it is not a bundled model, erd:<name> or "
-                            "URDF XML)")  # a path: the file is what is missing, not a misspelt name
+            raise URDFError(
+                f"URDF file not found: {self.source!r} (it is not a bundled model, erd:<name> or URDF XML)"
+            )  # a path: the file is what is missing, not a misspelt name
         if not os.path.isfile(path):
             close = difflib.get_close_matches(self.source, sorted(BUNDLED), n=1)
-            raise URDFError(f"model {self.source!r} is not a bundled model ({', '.join(sorted(BUNDLED))}), "
-                            "erd:<name>, URDF XML, or an existing URDF file"
-                            + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise URDFError(
+                f"model {self.source!r} is not a bundled model ({', '.join(sorted(BUNDLED))}), "
+                "erd:<name>, URDF XML, or an existing URDF file" + (f" (did you mean {close[0]!r}?)" if close else "")
+            )
         return path
 
     def urdf_text(self) -> str:
@@ -179,8 +204,12 @@ class ModelSpec:
 
     def describe(self) -> str:
         kind = self.kind
-        where = {"xml": "robot_description XML", "example": f"example-robot-data {self.source[4:]}",
-                 "bundled": f"bundled {self.source}", "path": str(self.source)}[kind]
+        where = {
+            "xml": "robot_description XML",
+            "example": f"example-robot-data {self.source[4:]}",
+            "bundled": f"bundled {self.source}",
+            "path": str(self.source),
+        }[kind]
         sys_src = self.system_source()
         if isinstance(sys_src, str) and "\n" not in sys_src:
             where += f" + {sys_src}"
@@ -188,13 +217,17 @@ class ModelSpec:
 
     def load(self) -> RobotModel:
         """The RobotModel (URDFError / SystemConfigError naming what is wrong)."""
-        return load_urdf(self.urdf(), self.system_source(), name=self.default_name(),
-                         floating_base=self.floating_base, mass_scale=self.mass_scale,
-                         inertia_policy=self.inertia_policy)
+        return load_urdf(
+            self.urdf(),
+            self.system_source(),
+            name=self.default_name(),
+            floating_base=self.floating_base,
+            mass_scale=self.mass_scale,
+            inertia_policy=self.inertia_policy,
+        )
 
 
-def load_robot(model: str | os.PathLike | dict | ModelSpec, system: str | dict | None = None,
-               **kwargs) -> RobotModel:
+def load_robot(model: str | os.PathLike | dict | ModelSpec, system: str | dict | None = None, **kwargs) -> RobotModel:
     """A RobotModel from anything ``ModelSpec.parse`` takes (bundled name, ``erd:<name>``, URDF path or XML,
     task-file mapping, ModelSpec), with an optional system YAML (path, text or mapping); ``kwargs`` set ModelSpec
     fields (``mass_scale``, ``floating_base``, ``name``, ``inertia_policy``). The one ``load_robot`` of the

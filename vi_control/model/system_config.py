@@ -45,8 +45,18 @@ from .limits import MAX_COEFFICIENT, MAX_GRAVITY, MAX_LENGTH, Bound
 from .scalars import is_real
 from .yaml_io import YAMLFormatError, load_yaml, read_text_file
 
-_TOP_KEYS = {"gravity", "actuated", "damping", "prescribed", "constraints", "nonholonomic", "name", "floating_base",
-             "inertia_policy", "locked"}
+_TOP_KEYS = {
+    "gravity",
+    "actuated",
+    "damping",
+    "prescribed",
+    "constraints",
+    "nonholonomic",
+    "name",
+    "floating_base",
+    "inertia_policy",
+    "locked",
+}
 INERTIA_POLICIES = ("strict", "repair")
 _ROLLING_COMPONENTS = ("longitudinal", "lateral")
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -218,20 +228,28 @@ def _constraint(i: int, c: Any) -> Constraint:
         coef = _vec(c["coefficients"], f"{key}.coefficients", len(names), "constraints[type=joints].coefficients[]")
         if not any(coef):
             raise SystemConfigError(f"{key}.coefficients: must not all be zero")
-        return Constraint(type="joints", link_a="world", point_a=(0.0, 0.0, 0.0), joints=names, coefficients=coef,
-                          offset=_num(c.get("offset", 0.0), f"{key}.offset", "constraints[type=joints].offset"))
+        return Constraint(
+            type="joints",
+            link_a="world",
+            point_a=(0.0, 0.0, 0.0),
+            joints=names,
+            coefficients=coef,
+            offset=_num(c.get("offset", 0.0), f"{key}.offset", "constraints[type=joints].offset"),
+        )
     if ctype == "plane":
         normal = np.array(_vec(c.get("normal", [0, 0, 1]), f"{key}.normal", 3, "constraints[type=plane].normal[]"))
         if np.linalg.norm(normal) < 1e-12:
             raise SystemConfigError(f"{key}.normal: must be non-zero")
         return Constraint(
-            type="plane", link_a=_str(c.get("link"), f"{key}.link"),
+            type="plane",
+            link_a=_str(c.get("link"), f"{key}.link"),
             point_a=_vec(c.get("point", [0, 0, 0]), f"{key}.point", 3, "constraints[type=plane].point[]"),
             normal=tuple(normal / np.linalg.norm(normal)),
             offset=_num(c.get("offset", 0.0), f"{key}.offset", "constraints[type=plane].offset"),
         )
     common = dict(
-        type=ctype, link_a=_str(c.get("link_a"), f"{key}.link_a"),
+        type=ctype,
+        link_a=_str(c.get("link_a"), f"{key}.link_a"),
         point_a=_vec(c.get("point_a", [0, 0, 0]), f"{key}.point_a", 3, f"constraints[type={ctype}].point_a[]"),
         link_b=_str(c.get("link_b", "world"), f"{key}.link_b"),
         point_b=_vec(c.get("point_b", [0, 0, 0]), f"{key}.point_b", 3, f"constraints[type={ctype}].point_b[]"),
@@ -242,8 +260,12 @@ def _constraint(i: int, c: Any) -> Constraint:
         distance = _num(c["distance"], f"{key}.distance", "constraints[type=distance].distance")
         return Constraint(**common, distance=distance)
     axes = c.get("axes", ["x", "y", "z"])
-    if not isinstance(axes, list) or not axes or not all(isinstance(a, str) and a in _AXES for a in axes) \
-            or len(set(axes)) != len(axes):
+    if (
+        not isinstance(axes, list)
+        or not axes
+        or not all(isinstance(a, str) and a in _AXES for a in axes)
+        or len(set(axes)) != len(axes)
+    ):
         raise SystemConfigError(f"{key}.axes: expected distinct names from [x, y, z], got {axes!r}")
     return Constraint(**common, axes=tuple(_AXES[a] for a in axes))
 
@@ -261,31 +283,49 @@ def _nonholonomic(i: int, c: Any) -> NonholonomicConstraint:
     if not isinstance(c, dict):
         raise SystemConfigError(f"{key}: expected a mapping, got {type(c).__name__}")
     ctype = c.get("type")
-    allowed = {"knife_edge": {"type", "link", "point", "direction"},
-               "rolling": {"type", "link", "point", "radius", "axis", "normal", "components"}}
+    allowed = {
+        "knife_edge": {"type", "link", "point", "direction"},
+        "rolling": {"type", "link", "point", "radius", "axis", "normal", "components"},
+    }
     if not isinstance(ctype, str) or ctype not in allowed:
         raise SystemConfigError(f"{key}.type: must be one of {sorted(allowed)}, got {ctype!r}")
     extra = set(c) - allowed[ctype]
     if extra:
         raise SystemConfigError(f"{key}: {unknown_keys(extra, allowed[ctype])} for a {ctype} constraint")
-    common = dict(type=ctype, link=_str(c.get("link"), f"{key}.link"),
-                  point=_vec(c.get("point", [0, 0, 0]), f"{key}.point", 3, f"nonholonomic[type={ctype}].point[]"))
+    common = dict(
+        type=ctype,
+        link=_str(c.get("link"), f"{key}.link"),
+        point=_vec(c.get("point", [0, 0, 0]), f"{key}.point", 3, f"nonholonomic[type={ctype}].point[]"),
+    )
     if ctype == "knife_edge":
-        return NonholonomicConstraint(**common, direction=_unit(c.get("direction", [0, 1, 0]), f"{key}.direction",
-                                                                "nonholonomic[type=knife_edge].direction[]"))
+        return NonholonomicConstraint(
+            **common,
+            direction=_unit(
+                c.get("direction", [0, 1, 0]), f"{key}.direction", "nonholonomic[type=knife_edge].direction[]"
+            ),
+        )
     if "radius" not in c:
         raise SystemConfigError(f"{key}.radius: required for a rolling constraint")
     comps = c.get("components", list(_ROLLING_COMPONENTS))
-    if (not isinstance(comps, list) or not comps
-            or not all(isinstance(x, str) and x in _ROLLING_COMPONENTS for x in comps)
-            or len(set(comps)) != len(comps)):
-        raise SystemConfigError(f"{key}.components: expected distinct names from {list(_ROLLING_COMPONENTS)}, "
-                                f"got {comps!r}")
+    if (
+        not isinstance(comps, list)
+        or not comps
+        or not all(isinstance(x, str) and x in _ROLLING_COMPONENTS for x in comps)
+        or len(set(comps)) != len(comps)
+    ):
+        raise SystemConfigError(
+            f"{key}.components: expected distinct names from {list(_ROLLING_COMPONENTS)}, got {comps!r}"
+        )
     axis = _unit(c.get("axis", [0, 1, 0]), f"{key}.axis", "nonholonomic[type=rolling].axis[]")
     normal = _unit(c.get("normal", [0, 0, 1]), f"{key}.normal", "nonholonomic[type=rolling].normal[]")
     radius = _num(c["radius"], f"{key}.radius", "nonholonomic[type=rolling].radius")
-    return NonholonomicConstraint(**common, radius=radius, axis=axis,
-                                  normal=normal, components=tuple(x for x in _ROLLING_COMPONENTS if x in comps))
+    return NonholonomicConstraint(
+        **common,
+        radius=radius,
+        axis=axis,
+        normal=normal,
+        components=tuple(x for x in _ROLLING_COMPONENTS if x in comps),
+    )
 
 
 def parse_system_config(data: Any) -> SystemConfig:
@@ -306,8 +346,9 @@ def parse_system_config(data: Any) -> SystemConfig:
         cfg.name = _str(data["name"], "name")
     if "inertia_policy" in data:
         if data["inertia_policy"] not in INERTIA_POLICIES:
-            raise SystemConfigError(f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, "
-                                    f"got {data['inertia_policy']!r}")
+            raise SystemConfigError(
+                f"inertia_policy: expected one of {list(INERTIA_POLICIES)}, got {data['inertia_policy']!r}"
+            )
         cfg.inertia_policy = data["inertia_policy"]
     if "gravity" in data:
         cfg.gravity = np.array(_vec(data["gravity"], "gravity", 3, "gravity[]"))
@@ -325,17 +366,16 @@ def parse_system_config(data: Any) -> SystemConfig:
             elif isinstance(a, dict) and set(a) <= {"joint", "effort_limit"}:
                 name = _str(a.get("joint"), f"actuated[{i}].joint")
                 lim = a.get("effort_limit")
-                cfg.actuated[name] = None if lim is None else _num(lim, f"actuated[{i}].effort_limit",
-                                                                 "actuated[].effort_limit")
+                cfg.actuated[name] = (
+                    None if lim is None else _num(lim, f"actuated[{i}].effort_limit", "actuated[].effort_limit")
+                )
             else:
-                raise SystemConfigError(
-                    f"actuated[{i}]: expected a joint name or {{joint, effort_limit}}, got {a!r}")
+                raise SystemConfigError(f"actuated[{i}]: expected a joint name or {{joint, effort_limit}}, got {a!r}")
     if "damping" in data:
         d = data["damping"]
         if not isinstance(d, dict):
             raise SystemConfigError(f"damping: expected a mapping joint -> value, got {type(d).__name__}")
-        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", "damping.*")
-                       for k, v in d.items()}
+        cfg.damping = {_str(k, "damping key"): _num(v, f"damping.{k}", "damping.*") for k, v in d.items()}
     if "prescribed" in data:
         p = data["prescribed"]
         if not isinstance(p, list):
@@ -350,8 +390,9 @@ def parse_system_config(data: Any) -> SystemConfig:
         elif isinstance(lk, dict):
             cfg.locked = {_str(k, "locked key"): _num(v, f"locked.{k}", "locked.*") for k, v in lk.items()}
         else:
-            raise SystemConfigError(f"locked: expected a list of joint names or a mapping joint -> position, "
-                                    f"got {type(lk).__name__}")
+            raise SystemConfigError(
+                f"locked: expected a list of joint names or a mapping joint -> position, got {type(lk).__name__}"
+            )
     if "constraints" in data:
         cs = data["constraints"]
         if not isinstance(cs, list):

@@ -145,8 +145,14 @@ def _position_limits(jname: str, jtype: str, lim: dict, warn: bool) -> tuple[flo
     lower, upper = lim.get("lower", 0.0), lim.get("upper", 0.0)
     if lower == upper:
         if warn:
-            log.warning("joint %r (%s): <limit lower=%g upper=%g> leaves no range; read as no position limits "
-                        "(make it a fixed joint if it must not move)", jname, jtype, lower, upper)
+            log.warning(
+                "joint %r (%s): <limit lower=%g upper=%g> leaves no range; read as no position limits "
+                "(make it a fixed joint if it must not move)",
+                jname,
+                jtype,
+                lower,
+                upper,
+            )
         return -np.inf, np.inf
     return lower, upper
 
@@ -192,8 +198,11 @@ def parse_urdf(xml: str, inertia_policy: str = "strict", warn: bool = True) -> P
         if jtype not in SUPPORTED_JOINTS:
             raise URDFError(
                 f"joint {jname!r} has unsupported type {jtype!r}; supported: {', '.join(SUPPORTED_JOINTS)}"
-                + (" (a floating base is added with floating_base: true in the system YAML)"
-                   if jtype == "floating" else "")
+                + (
+                    " (a floating base is added with floating_base: true in the system YAML)"
+                    if jtype == "floating"
+                    else ""
+                )
             )
         el = urdf_grammar.check_joint_elements(j, jname, jtype)
         pel, cel = j.find("parent"), j.find("child")
@@ -226,10 +235,18 @@ def parse_urdf(xml: str, inertia_policy: str = "strict", warn: bool = True) -> P
         dyn = el.get("dynamics", {})
         lower, upper = _position_limits(jname, jtype, lim, warn)
         info = JointInfo(
-            name=jname, type=jtype, parent=parent, child=child, axis=axis / nrm, lower=lower, upper=upper,
+            name=jname,
+            type=jtype,
+            parent=parent,
+            child=child,
+            axis=axis / nrm,
+            lower=lower,
+            upper=upper,
             # velocity 0 is "not given", as effort 0 is (robot.actuation): a joint that may not move is fixed
-            velocity_limit=lim.get("velocity", 0.0) or np.inf, effort_limit=lim.get("effort", np.inf),
-            damping=dyn.get("damping", 0.0), friction=dyn.get("friction", 0.0),
+            velocity_limit=lim.get("velocity", 0.0) or np.inf,
+            effort_limit=lim.get("effort", np.inf),
+            damping=dyn.get("damping", 0.0),
+            friction=dyn.get("friction", 0.0),
         )
         if info.lower > info.upper:
             raise URDFError(f"joint {jname!r}: lower limit {info.lower} > upper limit {info.upper}")
@@ -243,7 +260,8 @@ def parse_urdf(xml: str, inertia_policy: str = "strict", warn: bool = True) -> P
     if len(roots) != 1:
         # No root at all means every link has a parent: a cycle.
         raise URDFError(
-            f"URDF joints form a loop (no root link) among links {sorted(links)}" if not roots
+            f"URDF joints form a loop (no root link) among links {sorted(links)}"
+            if not roots
             else f"URDF is not one tree: several root links {roots}"
         )
     out.root = roots[0]
@@ -300,14 +318,16 @@ def lock_joints(xml: str, positions: dict[str, float] | list[str], error: type[V
         lim = joints[name].find("limit")
         lo, hi = (0.0, 0.0) if lim is None else (float(lim.get("lower", 0.0)), float(lim.get("upper", 0.0)))
         slack = 1e-9 * max(1.0, abs(lo), abs(hi))
-        if joints[name].get("type") in ("revolute", "prismatic") and (lo, hi) != (0.0, 0.0) \
-                and not lo - slack <= value <= hi + slack:
+        if (
+            joints[name].get("type") in ("revolute", "prismatic")
+            and (lo, hi) != (0.0, 0.0)
+            and not lo - slack <= value <= hi + slack
+        ):
             raise error(f"locked.{name}: {value:g} is outside joint {name!r}'s limits [{lo:g}, {hi:g}]")
     for name, j in joints.items():  # followers of locked joints
         m = j.find("mimic")
         if m is not None and m.get("joint") in positions and name not in positions:
-            positions[name] = (float(m.get("multiplier", 1.0)) * positions[m.get("joint")]
-                               + float(m.get("offset", 0.0)))
+            positions[name] = float(m.get("multiplier", 1.0)) * positions[m.get("joint")] + float(m.get("offset", 0.0))
     for name, value in positions.items():
         j = joints[name]
         jtype = j.get("type")
@@ -353,8 +373,14 @@ def _continuous_as_revolute(xml: str) -> str:
 
 FLOATING_BASE_PREFIX = "floating_base_"
 # (suffix, type, axis): translations x, y, z then ZYX Euler angles, world -> URDF root.
-_FLOATING_BASE = (("x", "prismatic", "1 0 0"), ("y", "prismatic", "0 1 0"), ("z", "prismatic", "0 0 1"),
-                  ("rz", "continuous", "0 0 1"), ("ry", "continuous", "0 1 0"), ("rx", "continuous", "1 0 0"))
+_FLOATING_BASE = (
+    ("x", "prismatic", "1 0 0"),
+    ("y", "prismatic", "0 1 0"),
+    ("z", "prismatic", "0 0 1"),
+    ("rz", "continuous", "0 0 1"),
+    ("ry", "continuous", "0 1 0"),
+    ("rx", "continuous", "1 0 0"),
+)
 
 
 def add_floating_base(parsed: ParsedURDF) -> str:

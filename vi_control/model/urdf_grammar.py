@@ -35,8 +35,11 @@ _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "pla
 INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 # Start tags (quotes honoured) and the markup whose text must not be touched.
-_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>"
-                     r"|<[A-Za-z_:](?:[^<>\"']|\"[^\"]*\"|'[^']*')*>", re.S)
+_MARKUP = re.compile(
+    r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<!DOCTYPE(?:[^\[>]|\[.*?\])*>"
+    r"|<[A-Za-z_:](?:[^<>\"']|\"[^\"]*\"|'[^']*')*>",
+    re.S,
+)
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 _ESCAPES = {"\t": "&#9;", "\n": "&#10;"}
 
@@ -77,8 +80,9 @@ def urdf_vector(text: str | None, n: int = 3) -> list[float] | None:
     return values
 
 
-def number(el: ET.Element, key: str, owner: str, required: bool = False, default: float = 0.0,
-           bound: float | None = None) -> float:
+def number(
+    el: ET.Element, key: str, owner: str, required: bool = False, default: float = 0.0, bound: float | None = None
+) -> float:
     """Attribute ``key`` of element ``el`` read as urdfdom reads it; URDFError naming owner, element, attribute."""
     raw = el.get(key)
     if raw is None:
@@ -87,11 +91,15 @@ def number(el: ET.Element, key: str, owner: str, required: bool = False, default
         return default
     value = urdf_double(raw)
     if value is None:
-        raise URDFError(f"{owner} <{el.tag}>: attribute {key}={raw!r} is not a number (the URDF parser reads "
-                        "ASCII [+-]digits[.digits][e[+-]digits], leading spaces only, no inf/nan)")
+        raise URDFError(
+            f"{owner} <{el.tag}>: attribute {key}={raw!r} is not a number (the URDF parser reads "
+            "ASCII [+-]digits[.digits][e[+-]digits], leading spaces only, no inf/nan)"
+        )
     if bound is not None and abs(value) > bound:
-        raise URDFError(f"{owner} <{el.tag}>: attribute {key}={raw!r} is beyond the supported range ±{bound:g} "
-                        "(vi_control.model.limits)")
+        raise URDFError(
+            f"{owner} <{el.tag}>: attribute {key}={raw!r} is beyond the supported range ±{bound:g} "
+            "(vi_control.model.limits)"
+        )
     return value
 
 
@@ -102,12 +110,16 @@ def vector(el: ET.Element, key: str, owner: str, n: int = 3, bound: float | None
         return None
     values = urdf_vector(raw, n)
     if values is None:
-        raise URDFError(f"{owner} <{el.tag}>: attribute {key}={raw!r} is not {n} numbers separated by spaces "
-                        "(the URDF parser's grammar)")
+        raise URDFError(
+            f"{owner} <{el.tag}>: attribute {key}={raw!r} is not {n} numbers separated by spaces "
+            "(the URDF parser's grammar)"
+        )
     out = np.array(values)
     if bound is not None and np.abs(out).max() > bound:
-        raise URDFError(f"{owner} <{el.tag}>: attribute {key}={raw!r} is beyond the supported range ±{bound:g} "
-                        "(vi_control.model.limits)")
+        raise URDFError(
+            f"{owner} <{el.tag}>: attribute {key}={raw!r} is beyond the supported range ±{bound:g} "
+            "(vi_control.model.limits)"
+        )
     return out
 
 
@@ -139,8 +151,7 @@ def inertial(link: ET.Element, name: str) -> tuple[float, np.ndarray, np.ndarray
     if i is None:
         raise URDFError(f"{owner}: <inertial> has a mass but no <inertia>")
     v = {k: number(i, k, owner, required=True, bound=MAX_INERTIA) for k in INERTIA_KEYS}
-    inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
-                        [v["ixz"], v["iyz"], v["izz"]]])
+    inertia = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]])
     return mass, inertia, xyz, rpy
 
 
@@ -176,8 +187,10 @@ def _material(m: ET.Element, owner: str) -> None:
     if c is not None and c.get("rgba") is not None:
         rgba = vector(c, "rgba", f"{owner} <material {m.get('name')!r}>", n=4)
         if np.any((rgba < 0) | (rgba > 1)):
-            raise URDFError(f"{owner} <material {m.get('name')!r}> <color>: rgba components must be in [0, 1], "
-                            f"got {c.get('rgba')!r}")
+            raise URDFError(
+                f"{owner} <material {m.get('name')!r}> <color>: rgba components must be in [0, 1], "
+                f"got {c.get('rgba')!r}"
+            )
 
 
 def check_link(link: ET.Element, name: str) -> None:
@@ -226,8 +239,10 @@ def check_joint_elements(j: ET.Element, name: str, jtype: str) -> dict:
     out["axis"] = None if axis is None or jtype in ("fixed", "floating") else vector(axis, "xyz", owner)
     lim = j.find("limit")
     if lim is not None:
-        out["limit"] = {k: number(lim, k, owner, required=k in ("effort", "velocity"))
-                        for k in ("lower", "upper", "effort", "velocity")}
+        out["limit"] = {
+            k: number(lim, k, owner, required=k in ("effort", "velocity"))
+            for k in ("lower", "upper", "effort", "velocity")
+        }
     elif jtype in ("revolute", "prismatic"):
         raise URDFError(f"{owner} ({jtype}) needs a <limit> element")
     safety = j.find("safety_controller")
@@ -242,8 +257,11 @@ def check_joint_elements(j: ET.Element, name: str, jtype: str) -> dict:
     if mimic is not None:
         if mimic.get("joint") is None:
             raise URDFError(f"{owner} <mimic>: attribute joint is required")
-        out["mimic"] = (mimic.get("joint"), number(mimic, "multiplier", owner, default=1.0, bound=MAX_COEFFICIENT),
-                        number(mimic, "offset", owner, default=0.0, bound=MAX_COEFFICIENT))
+        out["mimic"] = (
+            mimic.get("joint"),
+            number(mimic, "multiplier", owner, default=1.0, bound=MAX_COEFFICIENT),
+            number(mimic, "offset", owner, default=0.0, bound=MAX_COEFFICIENT),
+        )
     dyn = j.find("dynamics")
     if dyn is not None:
         if dyn.get("damping") is None and dyn.get("friction") is None:

@@ -21,8 +21,14 @@ import pinocchio as pin
 _DRAWING = re.compile(r"\s*<(visual|collision|material)\b(?:[^>]*?/>|.*?</\1\s*>)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
-PALETTE = ("0.18 0.42 0.78 1", "0.90 0.52 0.12 1", "0.25 0.66 0.33 1", "0.78 0.22 0.28 1", "0.55 0.38 0.75 1",
-           "0.12 0.62 0.66 1")
+PALETTE = (
+    "0.18 0.42 0.78 1",
+    "0.90 0.52 0.12 1",
+    "0.25 0.66 0.33 1",
+    "0.78 0.22 0.28 1",
+    "0.55 0.38 0.75 1",
+    "0.12 0.62 0.66 1",
+)
 ROD_COLOR = "0.55 0.55 0.58 1"
 ROD_RADIUS = 0.012
 MIN_SIZE = 0.01  # no dimension of a shape below this [m]
@@ -34,7 +40,7 @@ def dynamics_text(xml: str) -> str:
     Comments are kept as they are (an element inside a comment is left alone)."""
     out, pos = [], 0
     for c in _COMMENT.finditer(xml):
-        out += [_DRAWING.sub("", xml[pos:c.start()]), c.group(0)]
+        out += [_DRAWING.sub("", xml[pos : c.start()]), c.group(0)]
         pos = c.end()
     out.append(_DRAWING.sub("", xml[pos:]))
     return "".join(out)
@@ -51,8 +57,7 @@ def _num(v: float) -> str:
 
 def _origin(xyz: np.ndarray, R: np.ndarray) -> str:
     rpy = pin.rpy.matrixToRpy(R) if not np.allclose(R, np.eye(3), atol=1e-12) else np.zeros(3)
-    return (f'<origin xyz="{" ".join(_num(v) for v in xyz)}" '
-            f'rpy="{" ".join(_num(v) for v in rpy)}"/>')
+    return f'<origin xyz="{" ".join(_num(v) for v in xyz)}" rpy="{" ".join(_num(v) for v in rpy)}"/>'
 
 
 def _frame_with_z(axis: np.ndarray) -> np.ndarray:
@@ -97,15 +102,23 @@ def _body_shape(mass: float, inertia: np.ndarray, cap: float) -> tuple[str, str,
 
 
 def _visual(geometry: str, xyz: np.ndarray, R: np.ndarray, color: str, material: str, collision: bool) -> str:
-    out = (f'<visual>{_origin(xyz, R)}<geometry>{geometry}</geometry>'
-           f'<material name="{material}"><color rgba="{color}"/></material></visual>')
+    out = (
+        f"<visual>{_origin(xyz, R)}<geometry>{geometry}</geometry>"
+        f'<material name="{material}"><color rgba="{color}"/></material></visual>'
+    )
     if collision:
-        out += f'<collision>{_origin(xyz, R)}<geometry>{geometry}</geometry></collision>'
+        out += f"<collision>{_origin(xyz, R)}<geometry>{geometry}</geometry></collision>"
     return out
 
 
-def link_visuals(link: ET.Element, child_offsets: list[np.ndarray], color: str, material: str,
-                 collision: bool = False, fit: bool = False) -> list[str]:
+def link_visuals(
+    link: ET.Element,
+    child_offsets: list[np.ndarray],
+    color: str,
+    material: str,
+    collision: bool = False,
+    fit: bool = False,
+) -> list[str]:
     """The ``<visual>`` (and ``<collision>``) elements drawn for one link with an ``<inertial>``, as text."""
     inertial = link.find("inertial")
     origin = inertial.find("origin")
@@ -114,8 +127,7 @@ def link_visuals(link: ET.Element, child_offsets: list[np.ndarray], color: str, 
     mass = float(inertial.find("mass").get("value"))
     i = inertial.find("inertia")
     g = {k: float(i.get(k, "0")) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-    inertia = np.array([[g["ixx"], g["ixy"], g["ixz"]], [g["ixy"], g["iyy"], g["iyz"]],
-                        [g["ixz"], g["iyz"], g["izz"]]])
+    inertia = np.array([[g["ixx"], g["ixy"], g["ixz"]], [g["ixy"], g["iyy"], g["iyz"]], [g["ixz"], g["iyz"], g["izz"]]])
     # fit: no longer than the link's reach to its joints and centre of mass (at least 0.3 m).
     reach = [np.linalg.norm(p) for p in child_offsets] + [2 * np.linalg.norm(com)]
     kind, geometry, R_shape, half = _body_shape(mass, inertia, cap=max(1.2 * max(reach), 0.3) if fit else np.inf)
@@ -134,8 +146,16 @@ def link_visuals(link: ET.Element, child_offsets: list[np.ndarray], color: str, 
     for n, p in enumerate(targets):  # a rod from the joint to p, unless the shape spans both ends
         if not (inside(np.zeros(3)) and inside(p)) and not any(np.allclose(p, q) for q in targets[:n]):
             length = float(np.linalg.norm(p))
-            out.append(_visual(f'<cylinder radius="{_num(ROD_RADIUS)}" length="{_num(length)}"/>', p / 2,
-                               _frame_with_z(p), ROD_COLOR, "vi_rod", collision))
+            out.append(
+                _visual(
+                    f'<cylinder radius="{_num(ROD_RADIUS)}" length="{_num(length)}"/>',
+                    p / 2,
+                    _frame_with_z(p),
+                    ROD_COLOR,
+                    "vi_rod",
+                    collision,
+                )
+            )
     return out
 
 
@@ -153,9 +173,14 @@ def add_visuals(xml: str, collision: bool = False, fit: bool = False) -> str:
     blocks: dict[str, list[str]] = {}
     for n, link in enumerate(l for l in root.findall("link") if l.find("inertial") is not None):
         if link.find("visual") is None and float(link.find("inertial/mass").get("value", "0")) > 0:
-            blocks[link.get("name")] = link_visuals(link, offsets.get(link.get("name"), []),
-                                                    PALETTE[n % len(PALETTE)], f"vi_color{n % len(PALETTE)}",
-                                                    collision, fit)
+            blocks[link.get("name")] = link_visuals(
+                link,
+                offsets.get(link.get("name"), []),
+                PALETTE[n % len(PALETTE)],
+                f"vi_color{n % len(PALETTE)}",
+                collision,
+                fit,
+            )
     out, pos = [], 0
     masked = _COMMENT.sub(lambda c: " " * len(c.group(0)), xml)  # find elements outside comments only
     for m in re.finditer(r'<link\s+name\s*=\s*"([^"]*)"[^>]*?(/?)>', masked):
@@ -163,7 +188,7 @@ def add_visuals(xml: str, collision: bool = False, fit: bool = False) -> str:
         if name not in blocks or m.group(2):
             continue
         end = masked.index("</link>", m.end())
-        ws = re.search(r"\s*$", masked[m.end():end]).group(0)
+        ws = re.search(r"\s*$", masked[m.end() : end]).group(0)
         at = end - len(ws)
         indent = ws + "  " if "\n" in ws else ""
         out += [xml[pos:at], "".join(indent + b for b in blocks[name])]
@@ -174,10 +199,14 @@ def add_visuals(xml: str, collision: bool = False, fit: bool = False) -> str:
 
 # How the bundled URDFs (urdf/, those not written by a generator) got their visuals: ``add_visuals`` options per
 # file. Wheeled robots carry collisions too (Gazebo's contacts with the ground).
-BUNDLED_VISUALS = {"biped5": dict(fit=True), "biped5_pinned": dict(fit=True),
-                   "snakeboard": dict(fit=True, collision=True),
-                   "diffdrive": dict(collision=True), "rolling_disk": dict(collision=True),
-                   "sleigh": dict(collision=True)}
+BUNDLED_VISUALS = {
+    "biped5": dict(fit=True),
+    "biped5_pinned": dict(fit=True),
+    "snakeboard": dict(fit=True, collision=True),
+    "diffdrive": dict(collision=True),
+    "rolling_disk": dict(collision=True),
+    "sleigh": dict(collision=True),
+}
 
 
 def bundled_visuals(stem: str, xml: str) -> str:

@@ -59,8 +59,12 @@ def _add_resolver(tag: str, pattern: str, first: str) -> None:
 _add_resolver("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""])
 _add_resolver("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF")
 _add_resolver("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789")
-_add_resolver("float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+0123456789.")
+_add_resolver(
+    "float",
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+    "-+0123456789.",
+)
 
 
 def _scalar(loader: _StrictLoader, node) -> str:
@@ -123,21 +127,34 @@ def _map(loader: _StrictLoader, node):
         try:
             hash(key)
         except TypeError:
-            raise ConstructorError("while constructing a mapping", node.start_mark,
-                                   "found an unhashable key", key_node.start_mark) from None
+            raise ConstructorError(
+                "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
+            ) from None
         if key in out:
-            raise ConstructorError("while constructing a mapping", node.start_mark,
-                                   f"duplicate key {key!r}", key_node.start_mark)
+            raise ConstructorError(
+                "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+            )
         out[key] = loader.construct_object(value_node, deep=True)
 
 
 def _refuse(loader: _StrictLoader, node):
-    raise ConstructorError(None, None, f"tag {node.tag!r} is not allowed (only null, bool, int, float, str, "
-                                       "sequences and mappings)", node.start_mark)
+    raise ConstructorError(
+        None,
+        None,
+        f"tag {node.tag!r} is not allowed (only null, bool, int, float, str, sequences and mappings)",
+        node.start_mark,
+    )
 
 
-for _tag, _fn in (("null", _null), ("bool", _bool), ("int", _int), ("float", _float), ("str", _str),
-                  ("seq", _seq), ("map", _map)):
+for _tag, _fn in (
+    ("null", _null),
+    ("bool", _bool),
+    ("int", _int),
+    ("float", _float),
+    ("str", _str),
+    ("seq", _seq),
+    ("map", _map),
+):
     _StrictLoader.add_constructor(_CORE + _tag, _fn)
 _StrictLoader.add_constructor(None, _refuse)
 
@@ -159,8 +176,13 @@ def _depth(node, limit: int) -> None:
 
 
 def _children(n) -> list:
-    return ([c for kv in n.value for c in kv] if isinstance(n, MappingNode) else
-            list(n.value) if isinstance(n, SequenceNode) else [])
+    return (
+        [c for kv in n.value for c in kv]
+        if isinstance(n, MappingNode)
+        else list(n.value)
+        if isinstance(n, SequenceNode)
+        else []
+    )
 
 
 def _expanded_size(node, limit: int) -> None:
@@ -185,8 +207,9 @@ def _expanded_size(node, limit: int) -> None:
             raise YAMLFormatError(f"line {n.start_mark.line + 1}: a recursive alias")
         total = 1 + sum(sizes)
         if total > limit:
-            raise YAMLFormatError(f"line {n.start_mark.line + 1}: more than {limit} values once its aliases are "
-                                  "unfolded (an alias bomb?)")
+            raise YAMLFormatError(
+                f"line {n.start_mark.line + 1}: more than {limit} values once its aliases are unfolded (an alias bomb?)"
+            )
         size[id(n)] = total
 
 
@@ -281,4 +304,4 @@ def read_text_file(path: str | os.PathLike, what: str, error: type[ValueError]) 
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise error(f"{path}: {what} is not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r})") from None
+        raise error(f"{path}: {what} is not UTF-8 text (byte {e.start}: {raw[e.start : e.start + 1]!r})") from None

@@ -15,7 +15,28 @@ from .pipeline import initial_inputs, input_limits, make_system, plan_task, refe
 from .shooting import OptimizerResult, rollout
 from .task import Task, TaskError, load_task
 
-__all__ = ["QuadraticTrackingCost", "weight_matrix", "ddp", "projection_gradient", "steepest_descent",
-           "simulate_plan", "tracking_error", "OptimizerResult", "rollout", "Task", "TaskError", "load_task",
-           "plan_task", "PlanningError", "PlanLimitsError", "make_system", "start_state", "input_limits",
-           "reference_trajectory", "initial_inputs", "RecedingHorizon", "MPCSettings", "mpc_settings"]
+__all__ = [
+    "QuadraticTrackingCost",
+    "weight_matrix",
+    "ddp",
+    "projection_gradient",
+    "steepest_descent",
+    "simulate_plan",
+    "tracking_error",
+    "OptimizerResult",
+    "rollout",
+    "Task",
+    "TaskError",
+    "load_task",
+    "plan_task",
+    "PlanningError",
+    "PlanLimitsError",
+    "make_system",
+    "start_state",
+    "input_limits",
+    "reference_trajectory",
+    "initial_inputs",
+    "RecedingHorizon",
+    "MPCSettings",
+    "mpc_settings",
+]

@@ -40,8 +40,9 @@ PENALTY_MAX, DEFAULT_PENALTY = 1e9, 1e4  # ρ ≤ PENALTY_MAX·ρ₀/DEFAULT_PEN
 LOOSEST_INNER_TOLERANCE, DEFAULT_TOLERANCE = 1e-1, 1e-6  # early subproblems: |dJ| ≤ 1e-1·tolerance/1e-6 at most
 
 
-def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U: np.ndarray,
-                        input_limits: np.ndarray | None = None) -> np.ndarray:
+def terminal_multiplier(
+    vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U: np.ndarray, input_limits: np.ndarray | None = None
+) -> np.ndarray:
     """Least-squares multiplier λ (nx,) of x_N = x_goal at inputs U (N, nu): argmin ‖g + Gᵀλ‖ over the inputs
     strictly inside their bounds, with g = ∇_U J and G = ∂x_N/∂U by one adjoint sweep along the rollout of U
     (A_k, B_k of the exact linearization). ValueError if U cannot be simulated or the state is not a vector."""
@@ -74,11 +75,23 @@ def terminal_multiplier(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.nd
     return -np.linalg.lstsq(Gf.T / d, g[free], rcond=None)[0] / d
 
 
-def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
-                             x_goal: np.ndarray, input_limits: np.ndarray | None = None, second_order: bool = True,
-                             max_iterations: int = 150, tolerance: float = 1e-6, regularization: float = 1e-6,
-                             constraint_tolerance: float = 1e-6, penalty: float = 1e4, max_outer: int = 30,
-                             log: LogFn = None, multiplier: np.ndarray | str | None = None) -> OptimizerResult:
+def terminal_constrained_ddp(
+    vi: Linearizable,
+    cost: QuadraticTrackingCost,
+    x0: np.ndarray,
+    U0: np.ndarray,
+    x_goal: np.ndarray,
+    input_limits: np.ndarray | None = None,
+    second_order: bool = True,
+    max_iterations: int = 150,
+    tolerance: float = 1e-6,
+    regularization: float = 1e-6,
+    constraint_tolerance: float = 1e-6,
+    penalty: float = 1e4,
+    max_outer: int = 30,
+    log: LogFn = None,
+    multiplier: np.ndarray | str | None = None,
+) -> OptimizerResult:
     """min J(U) s.t. x_N(U) = x_goal; ``cost`` is the task's cost (its Qf stays, as a weight on top).
 
     ``max_iterations`` bounds the DDP iterations of all subproblems together; ``constraint_tolerance`` is on
@@ -125,8 +138,18 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
         if budget < 1:
             reason = "max_iterations (all subproblems together)"
             break
-        res = ddp(vi, sub, x0, U, input_limits=input_limits, second_order=second_order, max_iterations=budget,
-                  tolerance=inner_tol, regularization=regularization, X0=None if res is None else res.X)
+        res = ddp(
+            vi,
+            sub,
+            x0,
+            U,
+            input_limits=input_limits,
+            second_order=second_order,
+            max_iterations=budget,
+            tolerance=inner_tol,
+            regularization=regularization,
+            X0=None if res is None else res.X,
+        )
         total += res.iterations
         hist += res.cost_history[1:] if hist else res.cost_history
         decs += res.decrement_history
@@ -137,8 +160,10 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
         h = res.X[-1] - x_goal
         violation = float(np.abs(h).max())
         if log is not None:
-            log(f"[al] outer {outer}: {res.iterations} DDP iterations, |x_N - goal| {violation:.2e}, "
-                f"rho {rho:.0e}, inner tolerance {inner_tol:.0e}")
+            log(
+                f"[al] outer {outer}: {res.iterations} DDP iterations, |x_N - goal| {violation:.2e}, "
+                f"rho {rho:.0e}, inner tolerance {inner_tol:.0e}"
+            )
         if violation <= constraint_tolerance and res.converged and inner_tol <= tolerance:
             converged, reason = True, f"|x_N - goal| = {violation:.1e} and |dJ| < {tolerance:g}"
             break
@@ -151,10 +176,25 @@ def terminal_constrained_ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: 
         h_prev = violation
     else:
         reason = f"max_outer ({max_outer}) augmented-Lagrangian updates"
-    return OptimizerResult(X=res.X, U=res.U, K=res.K, cost=cost.calc(res.X, res.U), cost_history=hist,
-                           decrement_history=decs, iterations=total, converged=converged, stop_reason=reason,
-                           wall_time=time.perf_counter() - t0, method=res.method + "+al",
-                           regularization_history=regs, step_history=steps, step_kinds=kinds,
-                           linearization=res.linearization, constraint_violation=violation,
-                           outer_iterations=outer + 1, compiled=res.compiled, cpu_time=time.process_time() - c0,
-                           terminal_multiplier=lam + rho * (res.X[-1] - x_goal))
+    return OptimizerResult(
+        X=res.X,
+        U=res.U,
+        K=res.K,
+        cost=cost.calc(res.X, res.U),
+        cost_history=hist,
+        decrement_history=decs,
+        iterations=total,
+        converged=converged,
+        stop_reason=reason,
+        wall_time=time.perf_counter() - t0,
+        method=res.method + "+al",
+        regularization_history=regs,
+        step_history=steps,
+        step_kinds=kinds,
+        linearization=res.linearization,
+        constraint_violation=violation,
+        outer_iterations=outer + 1,
+        compiled=res.compiled,
+        cpu_time=time.process_time() - c0,
+        terminal_multiplier=lam + rho * (res.X[-1] - x_goal),
+    )

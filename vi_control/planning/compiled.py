@@ -42,10 +42,14 @@ from ..mechanics.discrete import DENSE_LU_C
 from ..model.errors import renamed_keyword
 from .shooting import local_model, rollout
 
-KERNEL_C = DENSE_LU_C + "".join((resources.files(package) / "csrc" / f).read_text()
-                                 for package, f in (("vi_control.planning", "ddp_kernel.c"),
-                                                    ("vi_control.control", "lqr_kernel.c"),
-                                                    ("vi_control.planning", "ddp_loop.c")))
+KERNEL_C = DENSE_LU_C + "".join(
+    (resources.files(package) / "csrc" / f).read_text()
+    for package, f in (
+        ("vi_control.planning", "ddp_kernel.c"),
+        ("vi_control.control", "lqr_kernel.c"),
+        ("vi_control.planning", "ddp_loop.c"),
+    )
+)
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
@@ -73,21 +77,24 @@ def kernel_library() -> ctypes.CDLL | None:
     return lib
 
 
-def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray]:
+def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``control.lqr.tv_lqr`` (Johnson2015, eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
     constant over the horizon; the numpy version for anything else (stacked weights, no compiler, ``ENABLED``
     off). Returns (K (N, nu, nx), P (N+1, nx, nx)); ValueError for what ``lqr.check_weight``/``check_system`` refuse
     (R must be positive definite, so R + BᵀPB is), LinAlgError if the C solve still meets a singular pivot."""
     A, B = lqr.check_system(A, B, stacked=True)  # the numpy version's checks: ValueError naming the argument
     N, nx, nu = B.shape
-    W = [lqr.check_weight(Q, nx, "Q", stack=N), lqr.check_weight(R, nu, "R", definite=True, stack=N),
-         lqr.check_weight(Qf, nx, "Qf")]
+    W = [
+        lqr.check_weight(Q, nx, "Q", stack=N),
+        lqr.check_weight(R, nu, "R", definite=True, stack=N),
+        lqr.check_weight(Qf, nx, "Qf"),
+    ]
     lib = kernel_library() if ENABLED else None
     if lib is None or any(w.ndim != 2 for w in W):
         return lqr.tv_lqr(A, B, *W)
-    at, (sizes, K, P, _, _) = _packed([A, B, *W], [(3,), (N, nu, nx), (N + 1, nx, nx),
-                                                   (5 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (max(nu, 1),)])
+    at, (sizes, K, P, _, _) = _packed(
+        [A, B, *W], [(3,), (N, nu, nx), (N + 1, nx, nx), (5 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (max(nu, 1),)]
+    )
     sizes.view(np.int64)[:] = N, nx, nu
     if lib.vi_plan_tvlqr(at[5], (ctypes.c_void_p * 9)(*at[:5], *at[6:])):
         raise np.linalg.LinAlgError("Singular matrix")
@@ -101,15 +108,23 @@ def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], l
     sizes = [a.size for a in inputs] + [math.prod(sh) for sh in shapes]
     buf = np.empty(sum(sizes))
     offs = np.cumsum([0] + sizes[:-1]).tolist()
-    views = [buf[o: o + n] for o, n in zip(offs, sizes)]
+    views = [buf[o : o + n] for o, n in zip(offs, sizes)]
     for v, a in zip(views, inputs):
         v[:] = a.ravel()
     base = buf.ctypes.data
-    return [base + 8 * o for o in offs], [v.reshape(sh) for v, sh in zip(views[len(inputs):], shapes)]
+    return [base + 8 * o for o in offs], [v.reshape(sh) for v, sh in zip(views[len(inputs) :], shapes)]
 
 
-def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterations: int = 60,
-         tolerance: float = 1e-13, *, tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def dlqr(
+    A: np.ndarray,
+    B: np.ndarray,
+    Q: np.ndarray,
+    R: np.ndarray,
+    max_iterations: int = 60,
+    tolerance: float = 1e-13,
+    *,
+    tol: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``control.lqr.dlqr`` (the same doubling algorithm, stopping test and gain formula) as one C call for matrix
     weights — in Python its ~18 small solves cost ~0.5 ms, a tenth of a panda plan; the numpy version for anything
     else (no compiler, ``ENABLED`` off). Returns (K, P); LinAlgError as ``lqr.dlqr``."""
@@ -120,9 +135,10 @@ def dlqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, max_iterati
     lib = kernel_library() if ENABLED else None
     if lib is None:
         return lqr.dlqr(A, B, Q, R, max_iterations, tol)
-    at, (sizes, K, P, _, _) = _packed([np.array([tol]), A, B, Q, R],
-                                      [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu,),
-                                       (nx + nu,)])
+    at, (sizes, K, P, _, _) = _packed(
+        [np.array([tol]), A, B, Q, R],
+        [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (nx + nu,)],
+    )
     sizes.view(np.int64)[:] = nx, nu, max_iterations
     code = lib.vi_plan_dlqr(at[5], at[0], (ctypes.c_void_p * 8)(*at[1:5], *at[6:]))
     if code == 1:
@@ -140,8 +156,9 @@ _STAGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STAGES_PER_SYSTEM = 8
 
 
-def compiled_stages(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray,
-                    second_order: bool = True) -> CompiledStages | None:
+def compiled_stages(
+    vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray, second_order: bool = True
+) -> CompiledStages | None:
     """``CompiledStages`` for this system, horizon and input box, or None (numpy path): no capability, a step that
     is not compiled C, no C compiler, or ``ENABLED`` off. The same stages come back for the same system, kernel,
     settings, horizon and box in the same thread (their context and workspaces reused; every pass still writes
@@ -157,9 +174,34 @@ def compiled_stages(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray,
         return None
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     k = stage.kernel
-    key = (lib, threading.get_ident(), int(N), lo.tobytes(), hi.tobytes(), stage.settings, stage.chord,
-           stage.chord_rate_max, k.newton, k.linearize, k.hessian, k.n_iw, k.n_w, k.n_ws, k.nq, k.nd, k.nk, k.nc,
-           k.ny, k.nz, k.nx, k.n_inputs, k.dt, k.max_configuration, k.idx.tobytes(), k.rot.tobytes())
+    key = (
+        lib,
+        threading.get_ident(),
+        int(N),
+        lo.tobytes(),
+        hi.tobytes(),
+        stage.settings,
+        stage.chord,
+        stage.chord_rate_max,
+        k.newton,
+        k.linearize,
+        k.hessian,
+        k.n_iw,
+        k.n_w,
+        k.n_ws,
+        k.nq,
+        k.nd,
+        k.nk,
+        k.nc,
+        k.ny,
+        k.nz,
+        k.nx,
+        k.n_inputs,
+        k.dt,
+        k.max_configuration,
+        k.idx.tobytes(),
+        k.rot.tobytes(),
+    )
     try:
         built = _STAGES.setdefault(vi, {})
     except TypeError:  # (a system that cannot be weakly referenced: built afresh every time)
@@ -211,7 +253,7 @@ class _Arena:
             self._base, self._used = self._chunk.ctypes.data, 0
         out, off = [], self._used
         for i, (sh, n) in enumerate(zip(shapes, sizes)):
-            a = self._chunk[off: off + n]
+            a = self._chunk[off : off + n]
             a = (a.view(np.int64) if i == int_index else a).reshape(sh)
             self._known[id(a)] = (a, self._base + 8 * off)
             out.append(a)
@@ -271,21 +313,36 @@ class CompiledStages:
 
     compiled = True
 
-    def __init__(self, lib: ctypes.CDLL, vi: Linearizable, stage: CompiledStage, N: int, lo: np.ndarray,
-                 hi: np.ndarray):
+    def __init__(
+        self, lib: ctypes.CDLL, vi: Linearizable, stage: CompiledStage, N: int, lo: np.ndarray, hi: np.ndarray
+    ):
         k, st = stage.kernel, stage.settings
         self.vi, self.N, self.nx, self.nu, self.ny, self.nz, self.nd = vi, int(N), k.nx, k.n_inputs, k.ny, k.nz, k.nd
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
         self._second_order_ok = k.hessian != 0
-        kp = np.array([N, k.nq, k.nd, k.nk, k.nc, k.ny, k.nx, k.n_inputs, k.nz, st.max_iterations, stage.chord,
-                       bounded], dtype=np.int64)
-        kd = np.array([k.dt, st.tol, st.rcond_min, stage.chord_rate_max, st.max_rotation, k.max_configuration,
-                       st.p_unit])
+        kp = np.array(
+            [N, k.nq, k.nd, k.nk, k.nc, k.ny, k.nx, k.n_inputs, k.nz, st.max_iterations, stage.chord, bounded],
+            dtype=np.int64,
+        )
+        kd = np.array(
+            [k.dt, st.tol, st.rcond_min, stage.chord_rate_max, st.max_rotation, k.max_configuration, st.p_unit]
+        )
         n_scr = lib.vi_plan_workspace(k.nx, k.n_inputs, k.ny, k.nz)
-        bufs = [kp, kd, k.idx, np.zeros(max(k.n_iw, 1), np.int64), np.zeros(max(k.n_w, 1)), np.zeros(k.n_ws),
-                np.zeros(max(k.ny, 1), np.int64), np.zeros(n_scr), np.zeros(2 * max(k.n_inputs, 1), np.int64),
-                self.lo, self.hi, k.rot]
+        bufs = [
+            kp,
+            kd,
+            k.idx,
+            np.zeros(max(k.n_iw, 1), np.int64),
+            np.zeros(max(k.n_w, 1)),
+            np.zeros(k.n_ws),
+            np.zeros(max(k.ny, 1), np.int64),
+            np.zeros(n_scr),
+            np.zeros(2 * max(k.n_inputs, 1), np.int64),
+            self.lo,
+            self.hi,
+            k.rot,
+        ]
         self._keep = bufs  # the context points into these
         ptrs = [kp, kd, k.newton, k.linearize, k.hessian, *bufs[2:]]
         self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
@@ -302,8 +359,9 @@ class CompiledStages:
     def _run(self, which: int, arrays: list) -> int:
         return self._call(which, self._ctx, self._arena.pointers(arrays))
 
-    def rollout(self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def rollout(
+        self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``shooting.rollout(vi, x0, U, X_nom, lo, hi, X_nom, K)`` over all stages in one call."""
         N, nx, nu = self.N, self.nx, self.nu
         if np.shape(x0) != (nx,) or np.shape(U) != (N, nu):
@@ -319,32 +377,71 @@ class CompiledStages:
 
     def step_result(self, X: np.ndarray, Y: np.ndarray, k: int) -> StepResult:
         """Step k of a rollout as ``MidpointVI.solve`` returns it (its Newton count and residual are not kept here)."""
-        return StepResult(x=X[k + 1], lam=Y[k, self.nd:].copy(), iterations=0, residual=0.0, y=Y[k].copy())
+        return StepResult(x=X[k + 1], lam=Y[k, self.nd :].copy(), iterations=0, residual=0.0, y=Y[k].copy())
 
     def linearize(self, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> StageLinearization:
         N, nx, nu, ny, nz = self.N, self.nx, self.nu, self.ny, self.nz
-        lin = StageLinearization(*self._arena.carve((N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny),
-                                                    (N, nz, ny), (N, ny, nx), int_index=4))
+        lin = StageLinearization(
+            *self._arena.carve(
+                (N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny), (N, nz, ny), (N, ny, nx), int_index=4
+            )
+        )
         info = self._arena.carve((2,))[0]
         if self._run(_LINEARIZE, [X, U, Y, lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, info]):
             raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
         return lin
 
-    def backward(self, cost, X: np.ndarray, U: np.ndarray, Y: np.ndarray, lin: StageLinearization, mu: float,
-                 second_order: bool, metric: tuple[np.ndarray, np.ndarray] | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    def backward(
+        self,
+        cost,
+        X: np.ndarray,
+        U: np.ndarray,
+        Y: np.ndarray,
+        lin: StageLinearization,
+        mu: float,
+        second_order: bool,
+        metric: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
         """ddp's ``_backward`` (same inputs from the cost: ``shooting.local_model``) over all stages in one call."""
         if second_order and not self._second_order_ok:
             raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
         N, nx, nu = self.N, self.nx, self.nu
         kff, Kfb, d = self._arena.carve((N, nu), (N, nu, nx), (2,))
         self._scalars[0], self._flags[0] = mu, 1 if second_order else 0
-        code = self._run(_BACKWARD, [X, U, Y, lin.A, lin.B, lin.lu, lin.piv, lin.dydz, lin.Oy,
-                                     *local_model(cost, X, U, metric), self._scalars, self._flags, kff, Kfb, d])
+        code = self._run(
+            _BACKWARD,
+            [
+                X,
+                U,
+                Y,
+                lin.A,
+                lin.B,
+                lin.lu,
+                lin.piv,
+                lin.dydz,
+                lin.Oy,
+                *local_model(cost, X, U, metric),
+                self._scalars,
+                self._flags,
+                kff,
+                Kfb,
+                d,
+            ],
+        )
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
-    def iterate(self, cost, X: np.ndarray, U: np.ndarray, Y: np.ndarray, mu: float, tolerance: float,
-                max_iterations: int, second_order: bool, mu_unit: float = 1.0) -> CompiledRun | None:
+    def iterate(
+        self,
+        cost,
+        X: np.ndarray,
+        U: np.ndarray,
+        Y: np.ndarray,
+        mu: float,
+        tolerance: float,
+        max_iterations: int,
+        second_order: bool,
+        mu_unit: float = 1.0,
+    ) -> CompiledRun | None:
         """ddp's iterations (metric None) for a QuadraticTrackingCost in one call from the initial rollout (X, U,
         Y): the same decisions, histories for the result and the log (``mu_unit``: ddp's unit c of the regularization's
         bounds). None where a rollout needs the Python path
@@ -354,26 +451,76 @@ class CompiledStages:
         N, nx, nu, ny, nz, M = self.N, self.nx, self.nu, self.ny, self.nz, int(max_iterations)
         Xc, Uc, Yc, Xt, Ut, Yt = self._arena.carve((N + 1, nx), (N, nu), (N, ny), (N + 1, nx), (N, nu), (N, ny))
         Xc[...], Uc[...], Yc[...] = X, U, Y
-        lin = StageLinearization(*self._arena.carve((N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny),
-                                                    (N, nz, ny), (N, ny, nx), int_index=4))
+        lin = StageLinearization(
+            *self._arena.carve(
+                (N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny), (N, nz, ny), (N, ny, nx), int_index=4
+            )
+        )
         kff, Kfb, kff_t, Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps = self._arena.carve(
-            (N, nu), (N, nu, nx), (N, nu), (N, nu, nx), (N, nx), (N, nu), (nx,), (2,), (3,), (M + 1,), (M,), (M,),
-            (M,))
+            (N, nu), (N, nu, nx), (N, nu), (N, nu, nx), (N, nx), (N, nu), (nx,), (2,), (3,), (M + 1,), (M,), (M,), (M,)
+        )
         kinds, out, ipar = (self._arena.carve((n,), int_index=0)[0] for n in (M, 6, 2))
         par[:] = mu, tolerance, mu_unit
         ipar[:] = M, 1 if second_order else 0
-        code = self._run(_ITERATE, [Xc, Uc, Yc, Xt, Ut, Yt, cost.X_ref, cost.U_ref, cost.Q, cost.R, cost.Qf,
-                                    lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, kff, Kfb, kff_t,
-                                    Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps, kinds, out, ipar])
+        code = self._run(
+            _ITERATE,
+            [
+                Xc,
+                Uc,
+                Yc,
+                Xt,
+                Ut,
+                Yt,
+                cost.X_ref,
+                cost.U_ref,
+                cost.Q,
+                cost.R,
+                cost.Qf,
+                lin.A,
+                lin.B,
+                lin.rcond,
+                lin.lu,
+                lin.piv,
+                lin.dydz,
+                lin.Oy,
+                kff,
+                Kfb,
+                kff_t,
+                Kfb_t,
+                LX,
+                LU,
+                Vx,
+                info,
+                par,
+                J,
+                d1,
+                regs,
+                steps,
+                kinds,
+                out,
+                ipar,
+            ],
+        )
         if code and out[2] == 5:
             raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
         if code:
             return None
         it, converged, reason, n_hist, n_kinds, n_dec = (int(v) for v in out)
-        return CompiledRun(X=Xc, U=Uc, Kfb=Kfb, cost=float(J[n_hist]), iterations=it, converged=bool(converged),
-                           reason=reason, cost_history=J[: n_hist + 1].tolist(), decrements=d1[:n_dec].tolist(),
-                           regularization=regs[:n_hist].tolist(), steps=steps[:n_hist].tolist(),
-                           newton=[bool(k) for k in kinds[:n_kinds]], lin=lin)
+        return CompiledRun(
+            X=Xc,
+            U=Uc,
+            Kfb=Kfb,
+            cost=float(J[n_hist]),
+            iterations=it,
+            converged=bool(converged),
+            reason=reason,
+            cost_history=J[: n_hist + 1].tolist(),
+            decrements=d1[:n_dec].tolist(),
+            regularization=regs[:n_hist].tolist(),
+            steps=steps[:n_hist].tolist(),
+            newton=[bool(k) for k in kinds[:n_kinds]],
+            lin=lin,
+        )
 
     @staticmethod
     def linearization(lin: StageLinearization) -> StageLinearizations:

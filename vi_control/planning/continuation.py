@@ -25,16 +25,25 @@ from .shooting import LogFn, OptimizerResult
 StageSolver = Callable[[QuadraticTrackingCost, np.ndarray, int, bool], OptimizerResult]
 
 
-def weight_continuation(solve: StageSolver, cost: QuadraticTrackingCost, U0: np.ndarray, scales: tuple[float, ...],
-                        stage_iterations: int, max_iterations: int, log: LogFn = None) -> OptimizerResult:
+def weight_continuation(
+    solve: StageSolver,
+    cost: QuadraticTrackingCost,
+    U0: np.ndarray,
+    scales: tuple[float, ...],
+    stage_iterations: int,
+    max_iterations: int,
+    log: LogFn = None,
+) -> OptimizerResult:
     """Solve ``cost`` after stages with Q × scales[i] (module doc), each at most ``stage_iterations`` DDP
     iterations, the task's stage with what remains of ``max_iterations``. Returns the last stage's result with the
     iterations, histories and CPU time of all stages (``method`` gains "+continuation")."""
     if not scales or any(not (np.isfinite(s) and s > 0) for s in scales):
         raise ValueError(f"scales: expected positive finite numbers, got {scales!r}")
     if len(scales) * stage_iterations >= max_iterations:
-        raise ValueError(f"{len(scales)} stages × {stage_iterations} iterations leave none of max_iterations = "
-                         f"{max_iterations} for the task itself")
+        raise ValueError(
+            f"{len(scales)} stages × {stage_iterations} iterations leave none of max_iterations = "
+            f"{max_iterations} for the task itself"
+        )
     t0, c0 = time.perf_counter(), time.process_time()
     U, total, parts = np.asarray(U0, float), 0, []
     for i, s in enumerate(scales):
@@ -48,10 +57,15 @@ def weight_continuation(solve: StageSolver, cost: QuadraticTrackingCost, U0: np.
     res = solve(cost, U, max_iterations - total, True)
     parts.append(res)
     return dataclasses.replace(
-        res, iterations=total + res.iterations, method=res.method + "+continuation",
+        res,
+        iterations=total + res.iterations,
+        method=res.method + "+continuation",
         cost_history=[J for r in parts for J in r.cost_history],
         decrement_history=[d for r in parts for d in r.decrement_history],
         regularization_history=[m for r in parts for m in r.regularization_history],
-        step_history=[a for r in parts for a in r.step_history], step_kinds=[k for r in parts for k in r.step_kinds],
+        step_history=[a for r in parts for a in r.step_history],
+        step_kinds=[k for r in parts for k in r.step_kinds],
         outer_iterations=sum(r.outer_iterations for r in parts),
-        wall_time=time.perf_counter() - t0, cpu_time=time.process_time() - c0)
+        wall_time=time.perf_counter() - t0,
+        cpu_time=time.process_time() - c0,
+    )

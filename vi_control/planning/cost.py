@@ -73,8 +73,13 @@ class QuadraticTrackingCost:
         return float(run) + self.terminal(X[-1])
 
     def calc_diff(self, k: int, x: np.ndarray, u: np.ndarray) -> CostDerivatives:
-        return CostDerivatives(lx=self.Q @ (x - self.X_ref[k]), lu=self.R @ (u - self.U_ref[k]),
-                               lxx=self.Q, luu=self.R, lux=np.zeros((self.nu, self.nx)))
+        return CostDerivatives(
+            lx=self.Q @ (x - self.X_ref[k]),
+            lu=self.R @ (u - self.U_ref[k]),
+            lxx=self.Q,
+            luu=self.R,
+            lux=np.zeros((self.nu, self.nx)),
+        )
 
     def calc_diff_all(self, X: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(l_x, l_u) of every running stage at once, rows k = 0 … N−1 (Q, R symmetric)."""

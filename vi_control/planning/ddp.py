@@ -62,8 +62,9 @@ def _chol_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return x
 
 
-def box_qp(H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.ndarray,
-           max_iterations: int = 50) -> tuple[np.ndarray, np.ndarray] | None:
+def box_qp(
+    H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.ndarray, max_iterations: int = 50
+) -> tuple[np.ndarray, np.ndarray] | None:
     """min ½xᵀHx + gᵀx on lo ≤ x ≤ hi by projected Newton; returns (x, free mask).
 
     None if the free block of H is not positive definite (the caller raises the regularization).
@@ -107,8 +108,9 @@ class _BackwardFailure(Exception):
     pass
 
 
-def _backward(vi: Linearizable, cost: QuadraticTrackingCost, X, U, results, lins, lo, hi, mu, second_order,
-              metric=None):
+def _backward(
+    vi: Linearizable, cost: QuadraticTrackingCost, X, U, results, lins, lo, hi, mu, second_order, metric=None
+):
     N, nx, nu = len(U), vi.state.ndx, vi.nu
     kff = np.zeros((N, nu))
     Kfb = np.zeros((N, nu, nx))
@@ -193,9 +195,15 @@ def stage_passes(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray, secon
     return compiled_stages(vi, N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
 
 
-def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: np.ndarray, K: np.ndarray | None = None,
-                           weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-                           input_limits: np.ndarray | None = None) -> np.ndarray | None:
+def feedback_initial_guess(
+    vi: Linearizable,
+    x0: np.ndarray,
+    X: np.ndarray,
+    U: np.ndarray,
+    K: np.ndarray | None = None,
+    weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    input_limits: np.ndarray | None = None,
+) -> np.ndarray | None:
     """Initial inputs (N, nu) of a closed-loop rollout from x0 that follows (X, U) under TV-LQR gains:
     u_k = clip(U_k + K_k (X_k ⊖ x_k)), the controller's law (Johnson2015, §VIII). Open loop, such a guess falls away
     from an unstable trajectory before the optimizer starts (a pendulum held at the top), or, from a start 0.01 rad
@@ -226,9 +234,14 @@ def feedback_initial_guess(vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: n
     return None if ro is None else np.array(ro[1])
 
 
-def reference_feedback_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
-                             weights: tuple[np.ndarray, np.ndarray, np.ndarray],
-                             input_limits: np.ndarray | None = None) -> np.ndarray:
+def reference_feedback_guess(
+    vi: Linearizable,
+    x0: np.ndarray,
+    X_ref: np.ndarray,
+    U_ref: np.ndarray,
+    weights: tuple[np.ndarray, np.ndarray, np.ndarray],
+    input_limits: np.ndarray | None = None,
+) -> np.ndarray:
     """Initial inputs (N, nu) about a reference (X_ref, U_ref): ``feedback_initial_guess`` under TV-LQR of
     ``weights`` = (Q, R, Qf), or, when a step of that closed-loop rollout fails, a copy of U_ref (open loop). The
     guess of the task's ``initial_guess: feedback`` and of the collocation polishes (a resampled collocation the
@@ -237,8 +250,9 @@ def reference_feedback_guess(vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray
     return np.array(U_ref, float) if U0 is None else U0
 
 
-def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.ndarray, u: np.ndarray,
-                        result: StepResult | None = None) -> float:
+def regularization_unit(
+    vi: Linearizable, cost: QuadraticTrackingCost, x: np.ndarray, u: np.ndarray, result: StepResult | None = None
+) -> float:
     """c = min(1, ‖R + Bᵀ(Q + Q_f)B‖₂ / ‖B‖₂²) at the first stage: the unit of ddp's regularization μ (its bounds
     1e-9, 1e-6 and 1e10 and the ``regularization`` option are multiples of c).
 
@@ -263,8 +277,12 @@ def regularization_unit(vi: Linearizable, cost: QuadraticTrackingCost, x: np.nda
     return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
 
 
-_REASONS = ("max_iterations", "converged", "regularization exceeded its maximum in the backward pass",
-            "line search failed at maximum regularization")
+_REASONS = (
+    "max_iterations",
+    "converged",
+    "regularization exceeded its maximum in the backward pass",
+    "line search failed at maximum regularization",
+)
 
 
 def _compiled_result(run, stages, method: str, log: LogFn, t0: float, c0: float) -> OptimizerResult:
@@ -273,20 +291,42 @@ def _compiled_result(run, stages, method: str, log: LogFn, t0: float, c0: float)
     if log is not None:
         for i, (J, d1, a, mu) in enumerate(zip(run.cost_history[1:], run.decrements, run.steps, run.regularization)):
             log(progress_line(method, i + 1, J, d1, a, mu))
-    return OptimizerResult(X=run.X, U=run.U, K=-run.Kfb, cost=run.cost, cost_history=run.cost_history,
-                           decrement_history=run.decrements, iterations=run.iterations, converged=run.converged,
-                           stop_reason=reason, wall_time=time.perf_counter() - t0, method=method,
-                           regularization_history=run.regularization, step_history=run.steps,
-                           step_kinds=["newton" if n else "gauss-newton" for n in run.newton],
-                           linearization=stages.linearization(run.lin) if run.converged else None,
-                           compiled=True, cpu_time=time.process_time() - c0)
+    return OptimizerResult(
+        X=run.X,
+        U=run.U,
+        K=-run.Kfb,
+        cost=run.cost,
+        cost_history=run.cost_history,
+        decrement_history=run.decrements,
+        iterations=run.iterations,
+        converged=run.converged,
+        stop_reason=reason,
+        wall_time=time.perf_counter() - t0,
+        method=method,
+        regularization_history=run.regularization,
+        step_history=run.steps,
+        step_kinds=["newton" if n else "gauss-newton" for n in run.newton],
+        linearization=stages.linearization(run.lin) if run.converged else None,
+        compiled=True,
+        cpu_time=time.process_time() - c0,
+    )
 
 
-def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
-        input_limits: np.ndarray | None = None, second_order: bool = True, max_iterations: int = 100,
-        tolerance: float = 1e-6, regularization: float = 1e-6, log: LogFn = None,
-        metric: tuple[np.ndarray, np.ndarray] | None = None, method: str | None = None,
-        X0: np.ndarray | None = None) -> OptimizerResult:
+def ddp(
+    vi: Linearizable,
+    cost: QuadraticTrackingCost,
+    x0: np.ndarray,
+    U0: np.ndarray,
+    input_limits: np.ndarray | None = None,
+    second_order: bool = True,
+    max_iterations: int = 100,
+    tolerance: float = 1e-6,
+    regularization: float = 1e-6,
+    log: LogFn = None,
+    metric: tuple[np.ndarray, np.ndarray] | None = None,
+    method: str | None = None,
+    X0: np.ndarray | None = None,
+) -> OptimizerResult:
     """DDP (``second_order=True``, Johnson2015's second-order method) or iLQR from the inputs U0.
 
     ``X0``: the trajectory U0 produced before (warm start of the initial rollout's Newton steps). Stops when the
@@ -343,9 +383,14 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
             ro = stages.rollout(X[0], U + alpha * kff, X, Kfb)
             if ro is not None:
                 Jn = cost.calc(ro[0], ro[1])
-                expected = alpha * d1 + alpha ** 2 * d2
-                if armijo and Jn <= J + 1e-4 * alpha * d1 or \
-                        not armijo and Jn < J and (expected >= 0 or (Jn - J) / expected >= 0.1):
+                expected = alpha * d1 + alpha**2 * d2
+                if (
+                    armijo
+                    and Jn <= J + 1e-4 * alpha * d1
+                    or not armijo
+                    and Jn < J
+                    and (expected >= 0 or (Jn - J) / expected >= 0.1)
+                ):
                     accepted = True
                     break
             alpha *= 0.5
@@ -363,8 +408,22 @@ def ddp(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.nd
         steps.append(alpha if accepted else 0.0)
         if log is not None:
             log(progress_line(method, it, J, d1, alpha if accepted else 0.0, mu))
-    return OptimizerResult(X=X, U=U, K=-Kfb, cost=J, cost_history=hist, decrement_history=decs,
-                           iterations=it, converged=converged, stop_reason=reason,
-                           wall_time=time.perf_counter() - t0, method=method,
-                           regularization_history=regs, step_history=steps, step_kinds=kinds,
-                           linearization=final_lin, compiled=stages.compiled, cpu_time=time.process_time() - c0)
+    return OptimizerResult(
+        X=X,
+        U=U,
+        K=-Kfb,
+        cost=J,
+        cost_history=hist,
+        decrement_history=decs,
+        iterations=it,
+        converged=converged,
+        stop_reason=reason,
+        wall_time=time.perf_counter() - t0,
+        method=method,
+        regularization_history=regs,
+        step_history=steps,
+        step_kinds=kinds,
+        linearization=final_lin,
+        compiled=stages.compiled,
+        cpu_time=time.process_time() - c0,
+    )

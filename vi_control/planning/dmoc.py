@@ -52,12 +52,29 @@ from .dmoc_problem import (
 )
 from .result import SolverResult
 
-__all__ = ["DMOCProblem", "DMOCResult", "DMOCError", "DMOC_BOUNDS", "check_dmoc_options", "solve_dmoc",
-           "geodesic_guess", "input_split", "INPUT_MODES", "PATHS"]
+__all__ = [
+    "DMOCProblem",
+    "DMOCResult",
+    "DMOCError",
+    "DMOC_BOUNDS",
+    "check_dmoc_options",
+    "solve_dmoc",
+    "geodesic_guess",
+    "input_split",
+    "INPUT_MODES",
+    "PATHS",
+]
 
 # How a result was produced (``DMOCResult.path``); the warm starts Newton tries, in order, when the guess fails.
-PATHS = ("newton", "newton-coarse", "newton-split", "newton-continuation", "ipopt", "newton-curvature",
-         "ipopt-curvature")
+PATHS = (
+    "newton",
+    "newton-coarse",
+    "newton-split",
+    "newton-continuation",
+    "ipopt",
+    "newton-curvature",
+    "ipopt-curvature",
+)
 _WARM_STARTS = PATHS[1:4]
 
 
@@ -107,16 +124,29 @@ class DMOCResult(SolverResult):
     def __str__(self) -> str:
         fb = f", {self.fallback_iterations} IPOPT iterations" if self.fallback_iterations else ""
         head = self.status.upper() if not self.converged else self.status
-        check = f"; {self.check}" if self.check is not None else ("; second-order check skipped"
-                                                                   if self.stationary else "")
+        check = (
+            f"; {self.check}" if self.check is not None else ("; second-order check skipped" if self.stationary else "")
+        )
         saddles = f"; rejected {len(self.rejected)} saddle(s): {', '.join(self.rejected)}" if self.rejected else ""
-        return (f"{head} by {self.path} in {self.iterations} Newton iterations ({self.lm_iterations} LM){fb}, "
-                f"residual {self.residual:.1e}, cost {self.cost:.6g}{check}{saddles}")
+        return (
+            f"{head} by {self.path} in {self.iterations} Newton iterations ({self.lm_iterations} LM){fb}, "
+            f"residual {self.residual:.1e}, cost {self.cost:.6g}{check}{saddles}"
+        )
 
 
-def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance: float = 1e-11,
-               max_iterations: int = 30, lm: bool = True, continuation: bool = True, fallback: str | None = "ipopt",
-               check: bool = True, log=None, *, tol: float | None = None) -> DMOCResult:
+def solve_dmoc(
+    prob: DMOCProblem,
+    xi_guess: np.ndarray | None = None,
+    tolerance: float = 1e-11,
+    max_iterations: int = 30,
+    lm: bool = True,
+    continuation: bool = True,
+    fallback: str | None = "ipopt",
+    check: bool = True,
+    log=None,
+    *,
+    tol: float | None = None,
+) -> DMOCResult:
     """Algorithm 5.2: Newton (exact Jacobian, sparse LU) with Levenberg–Marquardt steps where the Newton direction
     fails; stops at ‖F‖∞ ≤ ``tolerance`` (``tol``: its deprecated name). ``xi_guess`` (N, n): initial velocities
     (default ``geodesic_guess``).
@@ -164,6 +194,7 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance:
         path, fb_it = "ipopt", fb_it + it
     chk, rejected, t_check = None, [], 0.0
     if ok and check:
+
         def verify(parts):
             nonlocal t_check
             t = time.process_time()
@@ -173,28 +204,50 @@ def solve_dmoc(prob: DMOCProblem, xi_guess: np.ndarray | None = None, tolerance:
 
         chk = verify(last[1])
         if not chk.minimum:
-            rejected.append(f"{path} cost {float(last[1]['S0'].sum()):.6g} ({chk.inertia[1]} negative curvatures, "
-                            f"smallest {chk.min_eigenvalue:.3g})")
+            rejected.append(
+                f"{path} cost {float(last[1]['S0'].sum()):.6g} ({chk.inertia[1]} negative curvatures, "
+                f"smallest {chk.min_eigenvalue:.3g})"
+            )
             if log is not None:
-                log(f"[dmoc] {path}'s stationary point is not a minimum ({chk}): restarting along the negative "
-                    "curvature")
-            found, it = _from_saddle(cond, w, last, chk, verify, tol, max_iterations, lm, continuation, fallback,
-                                     stats, log)
+                log(
+                    f"[dmoc] {path}'s stationary point is not a minimum ({chk}): restarting along the negative "
+                    "curvature"
+                )
+            found, it = _from_saddle(
+                cond, w, last, chk, verify, tol, max_iterations, lm, continuation, fallback, stats, log
+            )
             fb_it += it
             if found is not None:
                 (w, fn, ok, last), chk, path = found
     F, parts = last
-    return DMOCResult(xi=parts["xi"].copy(), nu=parts["nu"].copy(), g=parts["g"], u_minus=parts["um"].copy(),
-                      u_plus=parts["up"].copy(), lam=parts["lam"].copy(), cost=float(parts["S0"].sum()),
-                      iterations=stats.iterations, lm_iterations=stats.lm_iterations, residual=fn,
-                      pose_error=float(np.abs(F[cond.rT]).max()), unactuated=unactuated_wrench(cond, parts),
-                      converged=bool(ok and chk is not None and chk.minimum), solve_time=time.process_time() - t0,
-                      history=stats.history, fallback_iterations=fb_it, stationary=ok, path=path, check=chk,
-                      rejected=rejected, check_time=t_check)
+    return DMOCResult(
+        xi=parts["xi"].copy(),
+        nu=parts["nu"].copy(),
+        g=parts["g"],
+        u_minus=parts["um"].copy(),
+        u_plus=parts["up"].copy(),
+        lam=parts["lam"].copy(),
+        cost=float(parts["S0"].sum()),
+        iterations=stats.iterations,
+        lm_iterations=stats.lm_iterations,
+        residual=fn,
+        pose_error=float(np.abs(F[cond.rT]).max()),
+        unactuated=unactuated_wrench(cond, parts),
+        converged=bool(ok and chk is not None and chk.minimum),
+        solve_time=time.process_time() - t0,
+        history=stats.history,
+        fallback_iterations=fb_it,
+        stationary=ok,
+        path=path,
+        check=chk,
+        rejected=rejected,
+        check_time=t_check,
+    )
 
 
-def _warm_start(kind: str, cond: DMOCConditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
-                log) -> tuple | None:
+def _warm_start(
+    kind: str, cond: DMOCConditions, tol: float, max_iterations: int, lm: bool, stats: NewtonStats, log
+) -> tuple | None:
     """Newton's output from the warm start ``kind`` (``dmoc_continuation``): 'newton-coarse' from the solution at
     N/2, 'newton-split' (held inputs) from the solution with split inputs, 'newton-continuation' along the
     relaxed-body homotopy; None if it broke off or does not apply."""
@@ -211,8 +264,9 @@ def _unchecked_dmoc(prob: DMOCProblem, tol: float, max_iterations: int, lm: bool
     return solve_dmoc(prob, tolerance=tol, max_iterations=max_iterations, lm=lm, fallback=None, check=False)
 
 
-def _ipopt_then_newton(cond: DMOCConditions, xi0: np.ndarray, tol: float, max_iterations: int, lm: bool,
-                       stats: NewtonStats, log) -> tuple[tuple, int]:
+def _ipopt_then_newton(
+    cond: DMOCConditions, xi0: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: NewtonStats, log
+) -> tuple[tuple, int]:
     """IPOPT on the identical problem from ξ = ``xi0``, its point polished by Newton on conditions (31): (Newton's
     output, IPOPT's iterations); Newton's output is None-free but unconverged when IPOPT fails."""
     res = solve_ipopt(cond.prob, xi_guess=xi0)
@@ -230,25 +284,40 @@ def _ipopt_then_newton(cond: DMOCConditions, xi0: np.ndarray, tol: float, max_it
 _CURVATURE_STEPS = {"newton-curvature": (0.03, 0.1), "ipopt-curvature": (0.1,)}
 
 
-def _from_saddle(cond: DMOCConditions, w: np.ndarray, last: tuple, chk, verify, tol: float, max_iterations: int,
-                 lm: bool, continuation: bool, fallback: str | None, stats: NewtonStats,
-                 log) -> tuple[tuple | None, int]:
+def _from_saddle(
+    cond: DMOCConditions,
+    w: np.ndarray,
+    last: tuple,
+    chk,
+    verify,
+    tol: float,
+    max_iterations: int,
+    lm: bool,
+    continuation: bool,
+    fallback: str | None,
+    stats: NewtonStats,
+    log,
+) -> tuple[tuple | None, int]:
     """Restarts from the saddle (w, its evaluation ``last``) along ±d, d = ``chk.direction`` (ξ and ν parts of the
     NLP's variables): Newton from w ± s·d, then the warm starts (``dmoc_continuation``), then IPOPT from ξ ± s·d_ξ.
     ((Newton's output, check, path) of the first verified minimum below the saddle's cost, or None; IPOPT
     iterations)."""
     N, n = cond.N, cond.n
     d = np.zeros_like(w)
-    d[:cond.off_lam] = chk.direction[:cond.off_lam]  # (ξ, ν) come first in both; multipliers kept
+    d[: cond.off_lam] = chk.direction[: cond.off_lam]  # (ξ, ν) come first in both; multipliers kept
     xi = last[1]["xi"]
     size = max(float(np.abs(xi).max()), 1e-3 / cond.h)
-    d *= size / max(float(np.abs(d[:N * n]).max()), 1e-300)
+    d *= size / max(float(np.abs(d[: N * n]).max()), 1e-300)
     cost0 = float(last[1]["S0"].sum())
     fb_it = 0
     trials = [("newton-curvature", s * sign) for s in _CURVATURE_STEPS["newton-curvature"] for sign in (1.0, -1.0)]
     trials += [(kind, 0.0) for kind in _WARM_STARTS] if continuation else []
-    trials += [("ipopt-curvature", s * sign) for s in _CURVATURE_STEPS["ipopt-curvature"] for sign in (1.0, -1.0)
-               if fallback == "ipopt"]
+    trials += [
+        ("ipopt-curvature", s * sign)
+        for s in _CURVATURE_STEPS["ipopt-curvature"]
+        for sign in (1.0, -1.0)
+        if fallback == "ipopt"
+    ]
     for path, s in trials:
         if path == "newton-curvature":
             out = newton_lm(cond, w + s * d, tol, max_iterations, lm, stats, log)
@@ -257,7 +326,7 @@ def _from_saddle(cond: DMOCConditions, w: np.ndarray, last: tuple, chk, verify, 
             if out is None:
                 continue
         else:
-            out, it = _ipopt_then_newton(cond, xi + s * d[:N * n].reshape(N, n), tol, max_iterations, lm, stats, log)
+            out, it = _ipopt_then_newton(cond, xi + s * d[: N * n].reshape(N, n), tol, max_iterations, lm, stats, log)
             fb_it += it
         if not out[2]:
             continue

@@ -64,25 +64,46 @@ class SecondOrderCheck:
     def minimum(self) -> bool:
         """A strict local minimum: the reduced Hessian positive definite, LICQ, stationary to 1e-6, and every
         active bound's multiplier of the right sign."""
-        return self.inertia[1] == 0 and self.inertia[2] == 0 and self.rank_deficiency == 0 \
-            and self.stationarity <= 1e-6 and self.wrong_sign_bounds == 0
+        return (
+            self.inertia[1] == 0
+            and self.inertia[2] == 0
+            and self.rank_deficiency == 0
+            and self.stationarity <= 1e-6
+            and self.wrong_sign_bounds == 0
+        )
 
     def __str__(self) -> str:
         pos, neg, zero = self.inertia
         kind = "strict local minimum" if self.minimum else ("saddle" if neg else "not a strict minimum")
-        bounds = (f", {self.active_bounds} inputs at their bounds ({self.wrong_sign_bounds} with a multiplier of the "
-                  "wrong sign)") if self.active_bounds or self.wrong_sign_bounds else ""
-        return (f"{kind}: reduced Hessian {pos} positive, {neg} negative, {zero} zero eigenvalues (smallest "
-                f"{self.min_eigenvalue:.3g}), KKT inertia {self.kkt_inertia}{bounds}")
+        bounds = (
+            (
+                f", {self.active_bounds} inputs at their bounds ({self.wrong_sign_bounds} with a multiplier of the "
+                "wrong sign)"
+            )
+            if self.active_bounds or self.wrong_sign_bounds
+            else ""
+        )
+        return (
+            f"{kind}: reduced Hessian {pos} positive, {neg} negative, {zero} zero eigenvalues (smallest "
+            f"{self.min_eigenvalue:.3g}), KKT inertia {self.kkt_inertia}{bounds}"
+        )
 
 
-def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.ndarray, u_minus: np.ndarray,
-                       u_plus: np.ndarray, bounds: np.ndarray | None = None) -> SecondOrderCheck:
+def second_order_check(
+    prob: DMOCProblem,
+    xi: np.ndarray,
+    nu: np.ndarray,
+    g: np.ndarray,
+    u_minus: np.ndarray,
+    u_plus: np.ndarray,
+    bounds: np.ndarray | None = None,
+) -> SecondOrderCheck:
     """The check (module docstring) at the trajectory ξ_k (N, n), ν_k (N+1, n), g_k (N+1, s, s), u_k^± (N, m) of
     ``prob`` (a ``DMOCResult``'s fields); ``bounds`` (m,): the input bounds |u_i| ≤ b_i the point was solved
     under (None: unbounded)."""
-    tr = transcription(prob.body.group, prob.retraction, prob.horizon, prob.body.input_matrix.shape[1],
-                       prob.inputs, "l2")
+    tr = transcription(
+        prob.body.group, prob.retraction, prob.horizon, prob.body.input_matrix.shape[1], prob.inputs, "l2"
+    )
     w = nlp_point(prob, xi, nu, g, u_minus, u_plus)
     p = nlp_parameters(prob)
     kkt = tr.function("kkt")
@@ -91,7 +112,7 @@ def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.
     # so the eigenvalues and the zero test are the same at every mass scale (in SI units a 2⁻³⁰ spacecraft's
     # curvatures along ν and u were counted as zero).
     D, E = _scales(tr, prob.body.unit_momentum)
-    pp = prob.body.unit_momentum ** 2
+    pp = prob.body.unit_momentum**2
     grad = np.array(grad).ravel() * D / pp
     J = (sp.diags(1.0 / E) @ J.sparse() @ sp.diags(D)).tocsr()
     m_c, n_w = J.shape
@@ -101,7 +122,7 @@ def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.
     # S = −J_yᴰ⁻¹J_uᴰ (sparse LU); the 2n terminal rows T (W_{N−1}⁺ with ν_N fixed, the pose) leave G du = 0 with
     # G = J_yᵀS + J_uᵀ (2n × dim u). Null space of J: Z = [S Z_u; Z_u], Z_u that of G (SVD).
     last = (tr.N - 1) * (n2 + tr.nq)
-    T = np.r_[last + tr.n:last + n2, m_c - tr.n:m_c]
+    T = np.r_[last + tr.n : last + n2, m_c - tr.n : m_c]
     Drows = np.setdiff1d(np.arange(m_c), T)
     JD, JT = J[Drows], J[T]
     try:
@@ -154,11 +175,17 @@ def second_order_check(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.
     m_active = m_c + active_bounds  # the bounds held are constraints of the KKT matrix too
     kkt_inertia = (inertia[0] + m_active, inertia[1] + m_active, inertia[2]) if rank_deficiency == 0 else None
     direction = D * (Z @ V[:, 0]) if ev.size else np.zeros(n_w)
-    return SecondOrderCheck(min_eigenvalue=float(ev[0]) if ev.size else np.inf, max_eigenvalue=scale,
-                            inertia=inertia, kkt_inertia=kkt_inertia, stationarity=stat,
-                            rank_deficiency=rank_deficiency,
-                            direction=direction / max(float(np.abs(direction).max()), 1e-300),
-                            active_bounds=active_bounds, wrong_sign_bounds=wrong_sign)
+    return SecondOrderCheck(
+        min_eigenvalue=float(ev[0]) if ev.size else np.inf,
+        max_eigenvalue=scale,
+        inertia=inertia,
+        kkt_inertia=kkt_inertia,
+        stationarity=stat,
+        rank_deficiency=rank_deficiency,
+        direction=direction / max(float(np.abs(direction).max()), 1e-300),
+        active_bounds=active_bounds,
+        wrong_sign_bounds=wrong_sign,
+    )
 
 
 def _scales(tr, p: float) -> tuple[np.ndarray, np.ndarray]:
@@ -166,8 +193,9 @@ def _scales(tr, p: float) -> tuple[np.ndarray, np.ndarray]:
     momentum at unit velocity is p: ξ and the poses 1, the momenta ν and the inputs p; the wrench rows W − Bu p, the
     pose rows 1."""
     N, n, nq = tr.N, tr.n, tr.nq
-    D = np.concatenate([np.ones(N * n), np.full((N - 1) * n, p), np.ones(nq * (N - 1)),
-                        np.full(tr.w.shape[0] - tr.nz, p)])
+    D = np.concatenate(
+        [np.ones(N * n), np.full((N - 1) * n, p), np.ones(nq * (N - 1)), np.full(tr.w.shape[0] - tr.nz, p)]
+    )
     step = np.concatenate([np.full(2 * n, p), np.ones(nq)])
     E = np.concatenate([np.tile(step, N - 1), np.full(2 * n, p), np.ones(n)])
     return D, E

@@ -40,7 +40,7 @@ def step_conditions(group_name: str, kind: str, m: int, r: int, inputs: str) -> 
     p = ca.SX.sym("p", sum(sizes))
     parts, i = [], 0
     for s_, shape in zip(sizes, [(n, n), (m, n), (n, r), (n, n), (1, 1)]):
-        parts.append(ca.reshape(p[i:i + s_], *shape))
+        parts.append(ca.reshape(p[i : i + s_], *shape))
         i += s_
     inertia, Bp, NB, H, h = parts
     mu, mu_plus = momenta(ret, inertia, h, xi)
@@ -51,13 +51,25 @@ def step_conditions(group_name: str, kind: str, m: int, r: int, inputs: str) -> 
     S0 = 0.25 * h * (ca.dot(um, um) + ca.dot(up, up))
     S = S0 + ca.dot(lam, C)
     gx = ca.gradient(S, xi)
-    out = ca.vertcat(ret.dtau_inv(-h * xi).T @ gx, ret.dtau_inv(h * xi).T @ gx, ca.gradient(S, nu0),
-                     ca.gradient(S, nu1), C)
+    out = ca.vertcat(
+        ret.dtau_inv(-h * xi).T @ gx, ret.dtau_inv(h * xi).T @ gx, ca.gradient(S, nu0), ca.gradient(S, nu1), C
+    )
     a = ca.vertcat(nu0, xi, nu1, lam)
     # Outputs stacked in one column per step:
     # out, vec ∂out/∂a, S₀, u⁻, u⁺, W⁻, W⁺, μ, μ⁺, vec τ(hξ), vec h·dτ_{hξ}.
-    col = ca.vertcat(out, ca.vec(ca.densify(ca.jacobian(out, a))), S0, um, up, Wm, Wp, mu, mu_plus,
-                     ca.vec(ret.tau(h * xi)), ca.vec(h * ret.dtau(h * xi)))
+    col = ca.vertcat(
+        out,
+        ca.vec(ca.densify(ca.jacobian(out, a))),
+        S0,
+        um,
+        up,
+        Wm,
+        Wp,
+        mu,
+        mu_plus,
+        ca.vec(ret.tau(h * xi)),
+        ca.vec(h * ret.dtau(h * xi)),
+    )
     f = ca.Function("dmoc_step", [a, p], [ca.densify(col)])
     # -O0: gcc needs ~5 s instead of ~25 s for these 17k instructions (dense second derivatives), and a call costs
     # ~20 µs instead of ~10 µs, under 1 ms per evaluation of all N steps: small next to the sparse LU.
@@ -80,8 +92,13 @@ def jacobian_pattern(N: int, n: int, c: int) -> tuple[np.ndarray, np.ndarray, np
     nr, nc = 4 * n + c, 3 * n + c
     for k in range(N):
         col_blocks = [nu_idx(k), np.arange(k * n, (k + 1) * n), nu_idx(k + 1), off_lam + np.arange(k * c, (k + 1) * c)]
-        row_blocks = [(rE(k + 1), 1.0) if k + 1 <= N - 1 else None, (rE(k), -1.0) if k >= 1 else None,
-                      (rV(k), 1.0) if k >= 1 else None, (rV(k + 1), 1.0) if k + 1 <= N - 1 else None, (rC(k), 1.0)]
+        row_blocks = [
+            (rE(k + 1), 1.0) if k + 1 <= N - 1 else None,
+            (rE(k), -1.0) if k >= 1 else None,
+            (rV(k), 1.0) if k >= 1 else None,
+            (rV(k + 1), 1.0) if k + 1 <= N - 1 else None,
+            (rC(k), 1.0),
+        ]
         for bi, rb in enumerate(row_blocks):
             if rb is None or len(rb[0]) == 0:
                 continue

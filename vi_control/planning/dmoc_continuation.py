@@ -128,8 +128,9 @@ def _solved_variant(prob, solve: VariantSolver, tol: float, max_iterations: int,
     return res if res.stationary else None
 
 
-def coarse_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_iterations: int, lm: bool,
-                 stats: NewtonStats, log=None) -> tuple | None:
+def coarse_solve(
+    cond: DMOCConditions, solve: VariantSolver, tol: float, max_iterations: int, lm: bool, stats: NewtonStats, log=None
+) -> tuple | None:
     """Newton's output on the problem of ``cond`` from the solution at N/2 (module docstring), or None when N/2 is
     below ``_COARSEST``, N is odd, or the coarse problem is not solved."""
     N = cond.N
@@ -141,12 +142,13 @@ def coarse_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_ite
     if log is not None:
         log(f"[dmoc] coarse level N = {N // 2} solved by {coarse.path}: its solution as the guess at N = {N}")
     w0 = initial_point(cond, np.repeat(coarse.xi, 2, axis=0))
-    w0[cond.off_lam:] = 0.5 * np.repeat(coarse.lam, 2, axis=0).ravel()
+    w0[cond.off_lam :] = 0.5 * np.repeat(coarse.lam, 2, axis=0).ravel()
     return newton_lm(cond, w0, tol, max_iterations, lm, stats, log)
 
 
-def split_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_iterations: int, lm: bool,
-                stats: NewtonStats, log=None) -> tuple | None:
+def split_solve(
+    cond: DMOCConditions, solve: VariantSolver, tol: float, max_iterations: int, lm: bool, stats: NewtonStats, log=None
+) -> tuple | None:
     """Newton's output on a problem with held inputs (u_k⁻ = u_k⁺) from the solution of the same maneuver with
     split inputs (module docstring), or None for split inputs or when that problem is not solved."""
     if cond.prob.inputs != "hold":
@@ -159,8 +161,9 @@ def split_solve(cond: DMOCConditions, solve: VariantSolver, tol: float, max_iter
     return newton_lm(cond, initial_point(cond, split.xi), tol, max_iterations, lm, stats, log)
 
 
-def _to_real(cond: DMOCConditions, relaxed: DMOCConditions, w: np.ndarray, parts: dict, eps: float, NB: np.ndarray,
-             m: int) -> np.ndarray:
+def _to_real(
+    cond: DMOCConditions, relaxed: DMOCConditions, w: np.ndarray, parts: dict, eps: float, NB: np.ndarray, m: int
+) -> np.ndarray:
     """The real problem's unknowns from a relaxed solution (module docstring, step 2)."""
     h = cond.h
     am, ap = 0.5 * h * parts["um"][:, m:] / eps, 0.5 * h * parts["up"][:, m:] / eps
@@ -168,4 +171,4 @@ def _to_real(cond: DMOCConditions, relaxed: DMOCConditions, w: np.ndarray, parts
         lam = np.hstack([am, ap])
     else:
         lam = np.hstack([am + ap, parts["lam"] - ap @ NB.T])
-    return np.concatenate([w[:relaxed.off_lam], lam.ravel()])
+    return np.concatenate([w[: relaxed.off_lam], lam.ravel()])

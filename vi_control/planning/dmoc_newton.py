@@ -25,8 +25,9 @@ class NewtonStats:
     history: list[float] = field(default_factory=list)
 
 
-def newton_lm(cond: DMOCConditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: NewtonStats,
-              log=None) -> tuple[np.ndarray, float, bool, tuple]:
+def newton_lm(
+    cond: DMOCConditions, w: np.ndarray, tol: float, max_iterations: int, lm: bool, stats: NewtonStats, log=None
+) -> tuple[np.ndarray, float, bool, tuple]:
     """Newton on F(w) = 0 from w; returns (w, ‖F‖∞, converged, (F, parts) at w), ‖F‖∞ and the steps in the units of
     a body whose momentum at unit velocity is at most 1 (``DMOCConditions.scales``).
 

@@ -29,8 +29,16 @@ from .dmoc_problem import DMOCProblem, check_dmoc_options, check_guess, geodesic
 from .errors import ipopt_iterations
 from .result import SolverResult
 
-__all__ = ["IpoptResult", "solve_ipopt", "solve_l1", "multipliers_for_newton", "Transcription", "transcription",
-           "nlp_parameters", "nlp_point"]
+__all__ = [
+    "IpoptResult",
+    "solve_ipopt",
+    "solve_l1",
+    "multipliers_for_newton",
+    "Transcription",
+    "transcription",
+    "nlp_parameters",
+    "nlp_point",
+]
 
 
 @dataclass
@@ -94,8 +102,11 @@ class Transcription:
 def _functions(tr: Transcription) -> dict[str, ca.Function]:
     y = ca.SX.sym("y", tr.g.shape[0])
     lag = tr.f + ca.dot(y, tr.g)
-    return {"kkt": ca.Function("dmoc_kkt", [tr.w, y, tr.p], [ca.gradient(tr.f, tr.w), ca.jacobian(tr.g, tr.w),
-                                                            ca.hessian(lag, tr.w)[0]])}
+    return {
+        "kkt": ca.Function(
+            "dmoc_kkt", [tr.w, y, tr.p], [ca.gradient(tr.f, tr.w), ca.jacobian(tr.g, tr.w), ca.hessian(lag, tr.w)[0]]
+        )
+    }
 
 
 @cache
@@ -110,7 +121,7 @@ def transcription(group_name: str, kind: str, N: int, m: int, inputs: str, cost:
     P = ca.SX.sym("p", sum(sizes))
     parts, i = [], 0
     for s_ in sizes:
-        parts.append(P[i:i + s_])
+        parts.append(P[i : i + s_])
         i += s_
     I, B, H = ca.reshape(parts[0], n, n), ca.reshape(parts[1], n, m), ca.reshape(parts[2], n, n)
     h, g0, gT_inv, nu0, nuN = parts[3], G.from_coordinates(parts[4]), G.from_coordinates(parts[5]), parts[6], parts[7]
@@ -152,8 +163,9 @@ def transcription(group_name: str, kind: str, N: int, m: int, inputs: str, cost:
 
 
 def _transcription_of(prob: DMOCProblem, cost: str) -> Transcription:
-    return transcription(prob.body.group, prob.retraction, prob.horizon, prob.body.input_matrix.shape[1],
-                         prob.inputs, cost)
+    return transcription(
+        prob.body.group, prob.retraction, prob.horizon, prob.body.input_matrix.shape[1], prob.inputs, cost
+    )
 
 
 def nlp_parameters(prob: DMOCProblem) -> np.ndarray:
@@ -163,30 +175,55 @@ def nlp_parameters(prob: DMOCProblem) -> np.ndarray:
     zero = np.zeros(G.dim)
     nu0 = I @ (zero if prob.xi0 is None else np.asarray(prob.xi0, float))
     nuN = I @ (zero if prob.xiT is None else np.asarray(prob.xiT, float))
-    return np.concatenate([I.ravel(order="F"), body.input_matrix.ravel(order="F"),
-                           body.drag_matrix.ravel(order="F"), [prob.dt], G.to_coordinates(np.asarray(prob.g0, float)),
-                           G.to_coordinates(G.inverse(np.asarray(prob.gT, float))), nu0, nuN])
+    return np.concatenate(
+        [
+            I.ravel(order="F"),
+            body.input_matrix.ravel(order="F"),
+            body.drag_matrix.ravel(order="F"),
+            [prob.dt],
+            G.to_coordinates(np.asarray(prob.g0, float)),
+            G.to_coordinates(G.inverse(np.asarray(prob.gT, float))),
+            nu0,
+            nuN,
+        ]
+    )
 
 
-def nlp_point(prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.ndarray, u_minus: np.ndarray,
-              u_plus: np.ndarray) -> np.ndarray:
+def nlp_point(
+    prob: DMOCProblem, xi: np.ndarray, nu: np.ndarray, g: np.ndarray, u_minus: np.ndarray, u_plus: np.ndarray
+) -> np.ndarray:
     """w of the ``'l2'`` transcription at a trajectory: ξ_k (N, n), ν_k (N+1, n), g_k (N+1, s, s), u_k^± (N, m)."""
     G = prob.group
     U = u_minus if prob.inputs == "hold" else np.stack([u_minus, u_plus], axis=1).reshape(-1, u_minus.shape[1])
-    return np.concatenate([np.ravel(xi), np.ravel(nu[1:-1]), np.concatenate([G.to_coordinates(gk) for gk in g[1:-1]]),
-                           np.ravel(U)])
+    return np.concatenate(
+        [np.ravel(xi), np.ravel(nu[1:-1]), np.concatenate([G.to_coordinates(gk) for gk in g[1:-1]]), np.ravel(U)]
+    )
 
 
 @cache
 def _solver(tr: Transcription, tol: float, max_iterations: int, print_level: int) -> ca.Function:
-    opts = {"ipopt.print_level": print_level, "print_time": 0, "ipopt.sb": "yes", "ipopt.tol": tol,
-            "ipopt.max_iter": max_iterations, "ipopt.bound_relax_factor": 0.0}
+    opts = {
+        "ipopt.print_level": print_level,
+        "print_time": 0,
+        "ipopt.sb": "yes",
+        "ipopt.tol": tol,
+        "ipopt.max_iter": max_iterations,
+        "ipopt.bound_relax_factor": 0.0,
+    }
     return ca.nlpsol("dmoc_ipopt", "ipopt", {"x": tr.w, "p": tr.p, "f": tr.f, "g": tr.g}, opts)
 
 
-def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None = None,
-                xi_guess: np.ndarray | None = None, tolerance: float = 1e-12, max_iterations: int = 500,
-                print_level: int = 0, *, tol: float | None = None) -> IpoptResult:
+def solve_ipopt(
+    prob: DMOCProblem,
+    cost: str = "l2",
+    bounds: np.ndarray | None = None,
+    xi_guess: np.ndarray | None = None,
+    tolerance: float = 1e-12,
+    max_iterations: int = 500,
+    print_level: int = 0,
+    *,
+    tol: float | None = None,
+) -> IpoptResult:
     """IPOPT on the discrete problem of ``prob`` (module docstring). ``bounds``: |u_i| ≤ bounds_i (or None);
     ``tolerance`` IPOPT's (``tol``: its deprecated name)."""
     tol = renamed_keyword("solve_ipopt", "tol", tol, "tolerance", tolerance)
@@ -200,7 +237,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     n, m, n_u, nz = tr.n, tr.m, tr.n_u, tr.nz
     B, I, H = body.input_matrix, body.spatial_inertia, body.drag_matrix
     pv = nlp_parameters(prob)
-    nu0, nuN = pv[-2 * n:-n], pv[-n:]
+    nu0, nuN = pv[-2 * n : -n], pv[-n:]
     hold = n_u == 1
     # the guess: the geodesic's ξ, ν from eq. 32, u from its W (least squares)
     xi0 = geodesic_guess(prob) if xi_guess is None else check_guess(prob, xi_guess)
@@ -224,7 +261,7 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
         lbw[nz:] = 0.0
         if bounds is not None:
             lim = np.tile(np.asarray(bounds, float), n_u * N)
-            ubw[nz:nz + lim.size], ubw[nz + lim.size:] = lim, lim
+            ubw[nz : nz + lim.size], ubw[nz + lim.size :] = lim, lim
     else:
         guess_u = Us.ravel(order="F")
         if bounds is not None:
@@ -240,29 +277,47 @@ def solve_ipopt(prob: DMOCProblem, cost: str = "l2", bounds: np.ndarray | None =
     st = solver.stats()
     wv, lam_g = np.array(sol["x"]).ravel(), np.array(sol["lam_g"]).ravel()
     xi = wv[: n * N].reshape(N, n)
-    nu_v = np.vstack([nu0, wv[n * N:n * N + n * (N - 1)].reshape(N - 1, n), nuN])
+    nu_v = np.vstack([nu0, wv[n * N : n * N + n * (N - 1)].reshape(N - 1, n), nuN])
     if cost == "l1":
-        uu = (wv[nz:nz + m * n_u * N] - wv[nz + m * n_u * N:]).reshape(n_u * N, m)
+        uu = (wv[nz : nz + m * n_u * N] - wv[nz + m * n_u * N :]).reshape(n_u * N, m)
     else:
         uu = wv[nz:].reshape(n_u * N, m)
     u_minus, u_plus = (uu, uu) if hold else (uu[0::2], uu[1::2])
     per = 2 * n + G.nq  # constraints per step k < N − 1: W⁻, W⁺, pose
-    y = np.array([lam_g[k * per:k * per + 2 * n] for k in range(N)]).reshape(N, 2, n)
-    return IpoptResult(xi=xi, nu=nu_v, u_minus=u_minus.copy(), u_plus=u_plus.copy(), y_minus=y[:, 0].copy(),
-                       y_plus=y[:, 1].copy(), cost=float(sol["f"]), iterations=ipopt_iterations(st, max_iterations),
-                       status=str(st["return_status"]), success=bool(st["success"]), solve_time=t_solve,
-                       build_time=t_build)
+    y = np.array([lam_g[k * per : k * per + 2 * n] for k in range(N)]).reshape(N, 2, n)
+    return IpoptResult(
+        xi=xi,
+        nu=nu_v,
+        u_minus=u_minus.copy(),
+        u_plus=u_plus.copy(),
+        y_minus=y[:, 0].copy(),
+        y_plus=y[:, 1].copy(),
+        cost=float(sol["f"]),
+        iterations=ipopt_iterations(st, max_iterations),
+        status=str(st["return_status"]),
+        success=bool(st["success"]),
+        solve_time=t_solve,
+        build_time=t_build,
+    )
 
 
-def solve_l1(prob: DMOCProblem, bounds: np.ndarray | None = None, xi_guess: np.ndarray | None = None,
-             tolerance: float = 1e-10, max_iterations: int = 500, *, tol: float | None = None) -> IpoptResult:
+def solve_l1(
+    prob: DMOCProblem,
+    bounds: np.ndarray | None = None,
+    xi_guess: np.ndarray | None = None,
+    tolerance: float = 1e-10,
+    max_iterations: int = 500,
+    *,
+    tol: float | None = None,
+) -> IpoptResult:
     """L1 control (Jimenez2013, §6.2, Fig. 3): minimum ∫‖u‖₁ dt over the discrete problem of ``prob`` with |u_i| ≤
     ``bounds_i`` (default the body's effort limits; an infinite limit leaves u_i free), u_k⁻ and u_k⁺
     separate with ``inputs='split'`` so the control can switch inside a step: ``solve_ipopt(prob, cost='l1')``."""
     tolerance = renamed_keyword("solve_l1", "tol", tol, "tolerance", tolerance)
     lim = prob.body.effort_limits if bounds is None else np.asarray(bounds, float)
-    return solve_ipopt(prob, cost="l1", bounds=lim, xi_guess=xi_guess, tolerance=tolerance,
-                       max_iterations=max_iterations)
+    return solve_ipopt(
+        prob, cost="l1", bounds=lim, xi_guess=xi_guess, tolerance=tolerance, max_iterations=max_iterations
+    )
 
 
 def multipliers_for_newton(prob: DMOCProblem, res: IpoptResult) -> np.ndarray:

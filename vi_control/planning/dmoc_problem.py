@@ -17,8 +17,16 @@ from ..model.rigid_body import RigidBodyModel
 from ..model.scalars import is_real
 from .dmoc_conditions import constraint_size, csc_structure, jacobian_pattern, step_conditions, unit_scales
 
-__all__ = ["DMOCProblem", "DMOCError", "DMOCConditions", "geodesic_guess", "initial_point", "input_split",
-           "unactuated_wrench", "INPUT_MODES"]
+__all__ = [
+    "DMOCProblem",
+    "DMOCError",
+    "DMOCConditions",
+    "geodesic_guess",
+    "initial_point",
+    "input_split",
+    "unactuated_wrench",
+    "INPUT_MODES",
+]
 
 INPUT_MODES = ("split", "hold")
 
@@ -55,8 +63,10 @@ def _check_entries(a: np.ndarray, key: str, table: str) -> None:
     b = DMOC_BOUNDS[table]
     bad = [i for i, x in enumerate(np.ravel(a).tolist()) if not b.contains(x)]
     if bad:
-        raise ValueError(f"{key}: entry {bad[0]} = {np.ravel(a)[bad[0]]:g} must be {b.describe()} (the range "
-                         "DMOC's arithmetic carries)")
+        raise ValueError(
+            f"{key}: entry {bad[0]} = {np.ravel(a)[bad[0]]:g} must be {b.describe()} (the range "
+            "DMOC's arithmetic carries)"
+        )
 
 
 class DMOCError(RuntimeError):
@@ -94,12 +104,16 @@ class DMOCProblem:
         if not (is_real(self.duration) and math.isfinite(self.duration) and self.duration > 0):
             raise ValueError(f"duration must be positive and finite, got {self.duration!r}")
         if not PLAN_DT_RANGE[0] <= self.duration / self.horizon <= PLAN_DT_RANGE[1]:
-            raise ValueError(f"duration / horizon = {self.duration / self.horizon:g} s must be in "
-                             f"[{PLAN_DT_RANGE[0]:g}, {PLAN_DT_RANGE[1]:g}] s (a plan's step)")
+            raise ValueError(
+                f"duration / horizon = {self.duration / self.horizon:g} s must be in "
+                f"[{PLAN_DT_RANGE[0]:g}, {PLAN_DT_RANGE[1]:g}] s (a plan's step)"
+            )
         if self.body.has_restoring_wrench:
-            raise DMOCError("dmoc: the body feels a configuration-dependent wrench (net weight, or buoyancy off the "
-                            "centre of mass); Algorithm 5.2's conditions (31) assume forces f(ξ, u) only (Jimenez2013 "
-                            "§5.2 would add g_k-terms): trim the body (buoyancy = weight at the centre of mass)")
+            raise DMOCError(
+                "dmoc: the body feels a configuration-dependent wrench (net weight, or buoyancy off the "
+                "centre of mass); Algorithm 5.2's conditions (31) assume forces f(ξ, u) only (Jimenez2013 "
+                "§5.2 would add g_k-terms): trim the body (buoyancy = weight at the centre of mass)"
+            )
         G = get_group(self.body.group)
         for name in ("g0", "gT"):
             g = np.asarray(getattr(self, name), float)
@@ -174,8 +188,8 @@ class DMOCConditions:
     def unpack(self, w: np.ndarray):
         n, N, c = self.n, self.N, self.c
         xi = w[: N * n].reshape(N, n)
-        nu = np.vstack([self.nu0, w[self.off_nu:self.off_lam].reshape(N - 1, n), self.nuN])
-        lam = w[self.off_lam:].reshape(N, c)
+        nu = np.vstack([self.nu0, w[self.off_nu : self.off_lam].reshape(N - 1, n), self.nuN])
+        lam = w[self.off_lam :].reshape(N, c)
         return xi, nu, lam
 
     def poses(self, xi: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -194,11 +208,21 @@ class DMOCConditions:
         for k, a in enumerate(A):
             col[k] = self.fn(a, self.p)[0][:, 0]  # copied out: the call reuses its output buffer
         out, i = {}, 0
-        for name, shape in (("out", (4 * n + c,)), ("J", (3 * n + c, 4 * n + c)), ("S0", ()), ("um", (m,)),
-                            ("up", (m,)), ("Wm", (n,)), ("Wp", (n,)), ("mu", (n,)), ("mup", (n,)),
-                            ("tau", (sz, sz)), ("dtau", (n, n))):
+        for name, shape in (
+            ("out", (4 * n + c,)),
+            ("J", (3 * n + c, 4 * n + c)),
+            ("S0", ()),
+            ("um", (m,)),
+            ("up", (m,)),
+            ("Wm", (n,)),
+            ("Wp", (n,)),
+            ("mu", (n,)),
+            ("mup", (n,)),
+            ("tau", (sz, sz)),
+            ("dtau", (n, n)),
+        ):
             size = int(np.prod(shape))
-            block = col[:, i:i + size].reshape((N,) + shape)
+            block = col[:, i : i + size].reshape((N,) + shape)
             out[name] = block.transpose(0, 2, 1) if len(shape) == 2 else block  # column-major vec → matrix
             i += size
         return out
@@ -214,9 +238,9 @@ class DMOCConditions:
         for k in range(N):
             g[k + 1] = g[k] @ st["tau"][k]
         F = np.empty(self.size)
-        F[: (N - 1) * n] = (outs[:-1, :n] - outs[1:, n:2 * n]).ravel()  # E_k = L_{k−1} − R_k
-        F[N * n:(2 * N - 1) * n] = (outs[1:, 2 * n:3 * n] + outs[:-1, 3 * n:4 * n]).ravel()  # V_k
-        F[(2 * N - 1) * n:] = outs[:, 4 * n:].ravel()  # Φ_k
+        F[: (N - 1) * n] = (outs[:-1, :n] - outs[1:, n : 2 * n]).ravel()  # E_k = L_{k−1} − R_k
+        F[N * n : (2 * N - 1) * n] = (outs[1:, 2 * n : 3 * n] + outs[:-1, 3 * n : 4 * n]).ravel()  # V_k
+        F[(2 * N - 1) * n :] = outs[:, 4 * n :].ravel()  # Φ_k
         T = self.ret.tau_inv(self.gT_inv @ g[-1])
         F[self.rT] = T
         parts = dict(st, xi=xi, nu=nu, lam=lam, g=g, T=T)
@@ -233,8 +257,9 @@ class DMOCConditions:
         blocks = self.ret.dtau_inv(parts["T"]) @ Ad @ parts["dtau"]  # (N, n, n)
         data = np.concatenate([self.sign * parts["J"].ravel()[self.local], blocks.transpose(1, 0, 2).ravel()])
         inverse, indices, indptr = self.structure
-        return sp.csc_matrix((np.bincount(inverse, weights=data, minlength=len(indices)), indices, indptr),
-                             shape=(self.size, self.size))
+        return sp.csc_matrix(
+            (np.bincount(inverse, weights=data, minlength=len(indices)), indices, indptr), shape=(self.size, self.size)
+        )
 
 
 def geodesic_guess(prob: DMOCProblem) -> np.ndarray:

@@ -12,8 +12,14 @@ class PlanningError(RuntimeError):
 
     def __init__(self, message: str, status: str = "", iterations: int | None = None, solver: str = ""):
         self.status, self.iterations, self.solver = status, iterations, solver
-        detail = ", ".join(s for s in (f"status {status}" if status else "",
-                                       f"{iterations} iterations" if iterations is not None else "") if s)
+        detail = ", ".join(
+            s
+            for s in (
+                f"status {status}" if status else "",
+                f"{iterations} iterations" if iterations is not None else "",
+            )
+            if s
+        )
         super().__init__(f"{solver + ': ' if solver else ''}{message}" + (f" ({detail})" if detail else ""))
 
 

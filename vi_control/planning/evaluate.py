@@ -10,8 +10,15 @@ from ..integrators.base import DiscreteSystem, as_vector
 from ..model.scalars import is_integer
 
 
-def simulate_plan(vi: DiscreteSystem, plan: Plan, x0: np.ndarray, feedback: bool = True, extra_steps: int = 0,
-                  clamp: bool = False, allow_mismatch: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def simulate_plan(
+    vi: DiscreteSystem,
+    plan: Plan,
+    x0: np.ndarray,
+    feedback: bool = True,
+    extra_steps: int = 0,
+    clamp: bool = False,
+    allow_mismatch: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """Simulate the plan from x0 with a discrete system (the plant): returns states (N+1+extra, nx) and inputs.
 
     ``feedback``: the plan's tracking law (TrackingController: TV-LQR gains, then K_final about X_N for
@@ -19,8 +26,14 @@ def simulate_plan(vi: DiscreteSystem, plan: Plan, x0: np.ndarray, feedback: bool
     the model's effort limits to the commanded torques. The plan must have been made for ``vi``'s model and Δt
     (``Plan.check_compatible``); ``allow_mismatch=True`` runs it on a deliberately different model.
     """
-    ctl = TrackingController(plan, vi.state, vi.robot.effort_limits if clamp else None, n_torques=vi.n_torques,
-                             system=vi, allow_mismatch=allow_mismatch)
+    ctl = TrackingController(
+        plan,
+        vi.state,
+        vi.robot.effort_limits if clamp else None,
+        n_torques=vi.n_torques,
+        system=vi,
+        allow_mismatch=allow_mismatch,
+    )
     if not is_integer(extra_steps) or extra_steps < 0:
         raise ValueError(f"simulate_plan: extra_steps must be a non-negative integer, got {extra_steps!r}")
     steps = plan.horizon + extra_steps

@@ -29,17 +29,37 @@ from .ddp import ddp
 from .shooting import LogFn, OptimizerResult, check_optimizer_options, initial_rollout, progress_line, rollout
 
 
-def projection_gradient(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
-                        input_limits: np.ndarray | None = None, max_iterations: int = 1000,
-                        tolerance: float = 1e-6, log: LogFn = None) -> OptimizerResult:
+def projection_gradient(
+    vi: Linearizable,
+    cost: QuadraticTrackingCost,
+    x0: np.ndarray,
+    U0: np.ndarray,
+    input_limits: np.ndarray | None = None,
+    max_iterations: int = 1000,
+    tolerance: float = 1e-6,
+    log: LogFn = None,
+) -> OptimizerResult:
     """First-order projection method: LQ descent direction with identity metric, closed-loop projection."""
     metric = (np.eye(vi.nx), np.eye(vi.nu))
-    return ddp(vi, cost, x0, U0, input_limits=input_limits, second_order=False, max_iterations=max_iterations,
-               tolerance=tolerance, regularization=0.0, log=log, metric=metric, method="gradient")
+    return ddp(
+        vi,
+        cost,
+        x0,
+        U0,
+        input_limits=input_limits,
+        second_order=False,
+        max_iterations=max_iterations,
+        tolerance=tolerance,
+        regularization=0.0,
+        log=log,
+        metric=metric,
+        method="gradient",
+    )
 
 
-def adjoint_gradient(vi: Linearizable, cost: QuadraticTrackingCost, X: np.ndarray, U: np.ndarray,
-                     results: list) -> np.ndarray:
+def adjoint_gradient(
+    vi: Linearizable, cost: QuadraticTrackingCost, X: np.ndarray, U: np.ndarray, results: list
+) -> np.ndarray:
     """∇_U J (N, nu) by the discrete adjoint (costate) recursion."""
     lam, _ = cost.calc_diff_terminal(X[-1])
     G = np.zeros_like(U)
@@ -51,9 +71,17 @@ def adjoint_gradient(vi: Linearizable, cost: QuadraticTrackingCost, X: np.ndarra
     return G
 
 
-def steepest_descent(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarray, U0: np.ndarray,
-                     input_limits: np.ndarray | None = None, max_iterations: int = 1000,
-                     tolerance: float = 1e-6, log: LogFn = None, log_every: int = 10) -> OptimizerResult:
+def steepest_descent(
+    vi: Linearizable,
+    cost: QuadraticTrackingCost,
+    x0: np.ndarray,
+    U0: np.ndarray,
+    input_limits: np.ndarray | None = None,
+    max_iterations: int = 1000,
+    tolerance: float = 1e-6,
+    log: LogFn = None,
+    log_every: int = 10,
+) -> OptimizerResult:
     """Projected gradient descent; converged when the directional derivative ‖Π-step‖² < tolerance."""
     check_optimizer_options(max_iterations, tolerance)
     t0 = time.perf_counter()
@@ -90,6 +118,17 @@ def steepest_descent(vi: Linearizable, cost: QuadraticTrackingCost, x0: np.ndarr
         steps.append(alpha)
         if log is not None and (it % log_every == 0 or it == 1):
             log(progress_line("gradient", it, J, dJ, alpha, 0.0))
-    return OptimizerResult(X=X, U=U, K=np.zeros((cost.N, vi.nu, vi.state.ndx)), cost=J, cost_history=hist,
-                           decrement_history=decs, iterations=it, converged=converged, stop_reason=reason,
-                           wall_time=time.perf_counter() - t0, method="gradient", step_history=steps)
+    return OptimizerResult(
+        X=X,
+        U=U,
+        K=np.zeros((cost.N, vi.nu, vi.state.ndx)),
+        cost=J,
+        cost_history=hist,
+        decrement_history=decs,
+        iterations=it,
+        converged=converged,
+        stop_reason=reason,
+        wall_time=time.perf_counter() - t0,
+        method="gradient",
+        step_history=steps,
+    )

@@ -23,9 +23,14 @@ VELOCITY_LIMIT_FACTOR = 1.5
 EFFORT_TOLERANCE = 1e-9
 
 
-def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None = None,
-                         velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR, advice: str = "",
-                         effort_limits: np.ndarray | None = None) -> PlanLimitsError | None:
+def plan_limit_violation(
+    vi: DiscreteSystem,
+    X: np.ndarray,
+    U: np.ndarray | None = None,
+    velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,
+    advice: str = "",
+    effort_limits: np.ndarray | None = None,
+) -> PlanLimitsError | None:
     """The worst excess of the trajectory (X, U) of ``vi`` (states k·Δt apart) over the limits, as a PlanLimitsError,
     or None when within them: velocities q̇_k = M(q_k)⁻¹p_k against ``velocity_limit_factor`` × each joint's URDF
     velocity limit (joints without a finite positive limit are not checked, as the controller bounds them by its
@@ -57,17 +62,28 @@ def plan_limit_violation(vi: DiscreteSystem, X: np.ndarray, U: np.ndarray | None
     k, i = np.unravel_index(int(np.argmax(R)), R.shape)
     t, ratio = k * vi.dt, float(R[k, i])
     over = [names[j] for j in np.flatnonzero((R > 1.0).any(axis=0))]
-    what = (f"velocity_limit_factor {velocity_limit_factor:g} × its URDF velocity limit "
-            f"{limits[i] / velocity_limit_factor:.4g} {unit}" if quantity == "velocity" else "its effort limit")
+    what = (
+        f"velocity_limit_factor {velocity_limit_factor:g} × its URDF velocity limit "
+        f"{limits[i] / velocity_limit_factor:.4g} {unit}"
+        if quantity == "velocity"
+        else "its effort limit"
+    )
     duration = (len(X) - 1) * vi.dt
-    advice = advice or (f"slow the motion down: about {ratio:.3g}× its duration ({duration:.4g} s)"
-                        if quantity == "velocity" else "slow the motion down (lower accelerations) or choose "
-                        "configurations the actuators can hold")
+    advice = advice or (
+        f"slow the motion down: about {ratio:.3g}× its duration ({duration:.4g} s)"
+        if quantity == "velocity"
+        else "slow the motion down (lower accelerations) or choose configurations the actuators can hold"
+    )
     return PlanLimitsError(
         f"the plan exceeds the {quantity} limits the controller enforces ({', '.join(over)}): {names[i]} at "
         f"|{'q̇' if quantity == 'velocity' else 'u'}| = {abs(values[k, i]):.4g} {unit} at t = {t:.4g} s (k = {k}), "
         f"{100 * (ratio - 1):.3g} % beyond {limits[i]:.4g} {unit} ({what}); {advice}",
-        names[i], t, float(values[k, i]), float(limits[i]), quantity)
+        names[i],
+        t,
+        float(values[k, i]),
+        float(limits[i]),
+        quantity,
+    )
 
 
 def _position_excess(vi: DiscreteSystem, joints, X: np.ndarray) -> PlanLimitsError | None:
@@ -80,8 +96,9 @@ def _position_excess(vi: DiscreteSystem, joints, X: np.ndarray) -> PlanLimitsErr
     slack_lo, slack_hi = 1e-9 * np.maximum(1.0, np.abs(lo)), 1e-9 * np.maximum(1.0, np.abs(hi))
     Q = X[:, :nq]
     with np.errstate(invalid="ignore"):  # (continuous joints: ±inf bounds)
-        excess = np.maximum(np.where(np.isfinite(lo), lo - slack_lo - Q, -np.inf),
-                            np.where(np.isfinite(hi), Q - hi - slack_hi, -np.inf))
+        excess = np.maximum(
+            np.where(np.isfinite(lo), lo - slack_lo - Q, -np.inf), np.where(np.isfinite(hi), Q - hi - slack_hi, -np.inf)
+        )
     if not excess.size or excess.max() <= 0:
         return None
     k, i = np.unravel_index(int(np.argmax(excess)), excess.shape)
@@ -91,12 +108,22 @@ def _position_excess(vi: DiscreteSystem, joints, X: np.ndarray) -> PlanLimitsErr
         f"the plan passes the position limits of the URDF ({', '.join(over)}): {joints[i].name} at q = "
         f"{Q[k, i]:.6g} at t = {k * vi.dt:.4g} s (k = {k}), {abs(Q[k, i] - bound):.3g} beyond its limit {bound:g} "
         "(the integrator enforces no end stops: a goal on a limit is overshot); move the goal off the limit or "
-        "weight the approach more (Q, Qf) or lengthen it", joints[i].name, k * vi.dt, float(Q[k, i]),
-        float(bound), "position")
+        "weight the approach more (Q, Qf) or lengthen it",
+        joints[i].name,
+        k * vi.dt,
+        float(Q[k, i]),
+        float(bound),
+        "position",
+    )
 
 
-def check_plan_limits(vi: DiscreteSystem, plan: Plan, velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,
-                      advice: str = "", effort_limits: np.ndarray | None = None) -> None:
+def check_plan_limits(
+    vi: DiscreteSystem,
+    plan: Plan,
+    velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,
+    advice: str = "",
+    effort_limits: np.ndarray | None = None,
+) -> None:
     """Raise the ``plan_limit_violation`` of ``plan`` (its states and inputs), if any: the check a planner runs
     before it publishes, so that what the controller would refuse is refused here with the reason."""
     err = plan_limit_violation(vi, plan.X, plan.U, velocity_limit_factor, advice, effort_limits)

@@ -56,9 +56,14 @@ def mpc_settings(task: Task) -> MPCSettings:
     """The task's ``mpc:`` section as settings; the defaults (period 0.1 s, the task's horizon, 10 iterations a
     cycle) where it has none."""
     m = task.mpc or {}
-    return MPCSettings(period=m.get("period", max(0.1, task.dt)), horizon=m.get("horizon"),
-                       shrinking=m.get("shrinking", False), min_horizon=m.get("min_horizon", 10),
-                       max_iterations=m.get("max_iterations", 10), tolerance=m.get("tolerance"))
+    return MPCSettings(
+        period=m.get("period", max(0.1, task.dt)),
+        horizon=m.get("horizon"),
+        shrinking=m.get("shrinking", False),
+        min_horizon=m.get("min_horizon", 10),
+        max_iterations=m.get("max_iterations", 10),
+        tolerance=m.get("tolerance"),
+    )
 
 
 @dataclass
@@ -87,8 +92,9 @@ class RecedingHorizon:
         self.N = int(s.horizon or task.horizon)
         self.t0: float | None = None
         self.X_ref = self.U_ref = None
-        self._cycle_task = dataclasses.replace(task, max_iterations=int(s.max_iterations),
-                                               tolerance=float(s.tolerance or task.tolerance), continuation={})
+        self._cycle_task = dataclasses.replace(
+            task, max_iterations=int(s.max_iterations), tolerance=float(s.tolerance or task.tolerance), continuation={}
+        )
         self._limits = input_limits(task, vi)
 
     @property
@@ -150,8 +156,13 @@ class RecedingHorizon:
         warm = _fit(executing.receded(k + 1), self._horizon(step + 1)) if k + 1 < executing.horizon else None
         tail = self._solve(t_start + self.vi.dt, step + 1, x1, warm)
         p = tail.plan
-        plan = dataclasses.replace(p, times=t_start + np.arange(p.horizon + 2) * p.dt, X=np.vstack([x_start, p.X]),
-                                   U=np.vstack([u0, p.U]), K=np.concatenate([K0[None], p.K]))
+        plan = dataclasses.replace(
+            p,
+            times=t_start + np.arange(p.horizon + 2) * p.dt,
+            X=np.vstack([x_start, p.X]),
+            U=np.vstack([u0, p.U]),
+            K=np.concatenate([K0[None], p.K]),
+        )
         return dataclasses.replace(tail, plan=plan, step=step)
 
     def _horizon(self, step: int) -> int:
@@ -180,7 +191,9 @@ def _fit(plan: Plan, N: int) -> Plan:
     u_hold = plan.U[-1] if plan.U_final is None else plan.U_final
     k_hold = plan.K[-1] if plan.K_final is None else plan.K_final
     return dataclasses.replace(
-        plan, times=plan.times[0] + np.arange(N + 1) * plan.dt,
+        plan,
+        times=plan.times[0] + np.arange(N + 1) * plan.dt,
         X=np.concatenate([plan.X, np.repeat(plan.X[-1:], pad, axis=0)]),
         U=np.concatenate([plan.U, np.repeat(u_hold[None], pad, axis=0)]),
-        K=np.concatenate([plan.K, np.repeat(k_hold[None], pad, axis=0)]))
+        K=np.concatenate([plan.K, np.repeat(k_hold[None], pad, axis=0)]),
+    )

@@ -28,8 +28,16 @@ from .limits import plan_limit_violation
 from .shooting import LogFn, OptimizerResult, rollout
 from .task import COLLOCATION_METHODS, MAX_HORIZON, Task, TaskError, parse_vector
 
-__all__ = ["make_system", "start_state", "check_joint_limits", "input_limits", "reference_trajectory",
-           "trajectory_reference", "initial_inputs", "plan_task"]
+__all__ = [
+    "make_system",
+    "start_state",
+    "check_joint_limits",
+    "input_limits",
+    "reference_trajectory",
+    "trajectory_reference",
+    "initial_inputs",
+    "plan_task",
+]
 
 
 # Memory a plan may take (bytes): per stage the planner holds A_k, B_k, the gains, the Riccati cost-to-go and the step's
@@ -44,10 +52,12 @@ def check_plan_memory(vi: DiscreteSystem, N: int) -> None:
     """TaskError naming the horizon if N stages of this system would need more than MAX_PLAN_BYTES."""
     per_stage = PLAN_MATRICES_PER_STAGE * 8 * (vi.state.ndx + vi.nu) ** 2
     if N * per_stage > MAX_PLAN_BYTES:
-        raise TaskError(f"horizon: {N} steps of a system with {vi.state.ndx} state directions and {vi.nu} inputs "
-                        f"need about {N * per_stage / 2**30:.3g} GiB for the linearizations and gains along the plan "
-                        f"(limit {MAX_PLAN_BYTES / 2**30:g} GiB: at most {MAX_PLAN_BYTES // per_stage} steps); "
-                        "shorten the horizon or lengthen dt")
+        raise TaskError(
+            f"horizon: {N} steps of a system with {vi.state.ndx} state directions and {vi.nu} inputs "
+            f"need about {N * per_stage / 2**30:.3g} GiB for the linearizations and gains along the plan "
+            f"(limit {MAX_PLAN_BYTES / 2**30:g} GiB: at most {MAX_PLAN_BYTES // per_stage} steps); "
+            "shorten the horizon or lengthen dt"
+        )
 
 
 # |h(goal)| a goal may leave (relative to 1 + |q|∞): hand-written goals carry a few digits, the step keeps h to 1e-12.
@@ -117,8 +127,7 @@ def input_limits(task: Task, vi: DiscreteSystem) -> np.ndarray | None:
     return np.concatenate([lim, np.full(vi.nk, np.inf)])
 
 
-def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None = None
-                         ) -> tuple[np.ndarray, np.ndarray]:
+def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(X_ref (N+1, nx), U_ref (N, nu)) of the task's reference; may be dynamically infeasible.
 
     ``x0``: where the plan starts (a measured state when re-planning; default the task's start). A step
@@ -149,7 +158,7 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     u_kind = ref.get("u", "zero" if kind == "step" else "hold")
     if u_kind == "zero":
         U = np.zeros((N, vi.nu))
-        U[:, vi.n_torques:] = X[1:, :nq][:, vi.idx_k]
+        U[:, vi.n_torques :] = X[1:, :nq][:, vi.idx_k]
     elif u_kind == "hold" and kind == "goal":  # one configuration throughout
         U = np.tile(holding_input(vi, goal)[0], (N, 1))
     elif u_kind == "hold":  # one holding input per distinct configuration (a step reference has two)
@@ -160,8 +169,14 @@ def reference_trajectory(task: Task, vi: DiscreteSystem, x0: np.ndarray | None =
     return X, U
 
 
-def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, positions: np.ndarray,
-                         joints: list[int] | None = None, settle: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def trajectory_reference(
+    vi: DiscreteSystem,
+    x0: np.ndarray,
+    times: np.ndarray,
+    positions: np.ndarray,
+    joints: list[int] | None = None,
+    settle: float = 0.5,
+) -> tuple[np.ndarray, np.ndarray]:
     """(X_ref, U_ref) from trajectory points (a trajectory_msgs/JointTrajectory, as MoveIt or a script sends
     a joint_trajectory_controller) resampled onto the integrator's grid t_k = k·Δt.
 
@@ -186,8 +201,10 @@ def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, 
         check_joint_limits(vi, q, f"trajectory point {k}: positions", joints)
     N = int(np.ceil((times[-1] + max(settle, 0.0)) / vi.dt - 1e-9))
     if N > MAX_HORIZON:  # (X, U, K and a linearization per step are held in memory)
-        raise TaskError(f"trajectory: its last point at {times[-1]:g} s needs {N} steps of {vi.dt:g} s, more than "
-                        f"the supported horizon of {MAX_HORIZON}")
+        raise TaskError(
+            f"trajectory: its last point at {times[-1]:g} s needs {N} steps of {vi.dt:g} s, more than "
+            f"the supported horizon of {MAX_HORIZON}"
+        )
     grid = np.arange(N + 1) * vi.dt
     Q = np.tile(x0[:nq], (N + 1, 1))
     for i, j in enumerate(joints):
@@ -197,8 +214,7 @@ def trajectory_reference(vi: DiscreteSystem, x0: np.ndarray, times: np.ndarray, 
     return X, U
 
 
-def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray,
-                   U_ref: np.ndarray) -> np.ndarray:
+def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray) -> np.ndarray:
     """The optimizer's initial inputs (N, nu) by the task's ``initial_guess`` rule."""
     if task.initial_guess in ("reference", "auto"):  # "auto": plan_task compares it with "feedback"
         return U_ref.copy()
@@ -226,8 +242,9 @@ def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np
     if np.abs(vi.state.diff(x0, x_eq)).max() <= 1e-12 * max(1.0, float(np.abs(x0).max())):
         return np.tile(u_eq, (N, 1))  # at rest: the held rollout stays there (and costs a linearization)
     try:
-        K, x_eq, u_eq = hold_gain(vi, q0, task.weight("Q", "hold", vi.nx, nq), task.weight("R", "hold", vi.nu, nq),
-                                  u_eq=u_eq, riccati=dlqr)
+        K, x_eq, u_eq = hold_gain(
+            vi, q0, task.weight("Q", "hold", vi.nx, nq), task.weight("R", "hold", vi.nu, nq), u_eq=u_eq, riccati=dlqr
+        )
         limits = input_limits(task, vi)
         U, x = np.empty((N, vi.nu)), np.asarray(x0, float)
         for k in range(N):
@@ -239,23 +256,46 @@ def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np
         return np.tile(u_eq, (N, 1))
 
 
-def _shooting_solver(vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None,
-                     log: LogFn) -> StageSolver:
+def _shooting_solver(
+    vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None, log: LogFn
+) -> StageSolver:
     """The task's shooting method as solve(cost, U0, max_iterations, warm): the augmented Lagrangian around DDP with
     a terminal constraint (``warm``: its first multiplier estimated at U0), else DDP, iLQR or the projection method."""
+
     def solve(cost: QuadraticTrackingCost, U0: np.ndarray, max_iterations: int, warm: bool) -> OptimizerResult:
         if task.terminal_constraint:  # the reference's final state as an equality constraint (augmented.py)
-            return terminal_constrained_ddp(vi, cost, x0, U0, x_goal, input_limits=limits,
-                                            second_order=task.method == "ddp", max_iterations=max_iterations,
-                                            tolerance=task.tolerance, regularization=task.regularization,
-                                            constraint_tolerance=task.constraint_tolerance, penalty=task.penalty,
-                                            log=log, multiplier="estimate" if warm else None)
+            return terminal_constrained_ddp(
+                vi,
+                cost,
+                x0,
+                U0,
+                x_goal,
+                input_limits=limits,
+                second_order=task.method == "ddp",
+                max_iterations=max_iterations,
+                tolerance=task.tolerance,
+                regularization=task.regularization,
+                constraint_tolerance=task.constraint_tolerance,
+                penalty=task.penalty,
+                log=log,
+                multiplier="estimate" if warm else None,
+            )
         if task.method == "gradient":
-            return projection_gradient(vi, cost, x0, U0, input_limits=limits, max_iterations=max_iterations,
-                                       tolerance=task.tolerance, log=log)
-        return ddp(vi, cost, x0, U0, input_limits=limits, second_order=task.method == "ddp",
-                   max_iterations=max_iterations, tolerance=task.tolerance, regularization=task.regularization,
-                   log=log)
+            return projection_gradient(
+                vi, cost, x0, U0, input_limits=limits, max_iterations=max_iterations, tolerance=task.tolerance, log=log
+            )
+        return ddp(
+            vi,
+            cost,
+            x0,
+            U0,
+            input_limits=limits,
+            second_order=task.method == "ddp",
+            max_iterations=max_iterations,
+            tolerance=task.tolerance,
+            regularization=task.regularization,
+            log=log,
+        )
 
     return solve
 
@@ -266,15 +306,21 @@ def velocity_limit_excess(vi: DiscreteSystem, X: np.ndarray) -> str | None:
     The optimizer does not know velocity limits; the controller node refuses joint states (and plans) faster than
     ``velocity_limit_factor`` (1.5) × the limit, so plan_task warns at the limit itself (a light wrist with a small R
     turns tens of rad/s); a request's plan is refused beyond the factor (planning.limits.check_plan_limits)."""
-    err = plan_limit_violation(vi, X, velocity_limit_factor=1.0, advice="lengthen the horizon or weight p (Q) or the "
-                               "inputs (R) more")
+    err = plan_limit_violation(
+        vi, X, velocity_limit_factor=1.0, advice="lengthen the horizon or weight p (Q) or the inputs (R) more"
+    )
     return None if err is None else str(err)
 
 
-def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: LogFn = None,
-              U0: np.ndarray | None = None,
-              reference: tuple[np.ndarray, np.ndarray] | None = None,
-              warm_start: Plan | None = None) -> tuple[Plan, OptimizerResult]:
+def plan_task(
+    vi: Linearizable,
+    task: Task,
+    x0: np.ndarray | None = None,
+    log: LogFn = None,
+    U0: np.ndarray | None = None,
+    reference: tuple[np.ndarray, np.ndarray] | None = None,
+    warm_start: Plan | None = None,
+) -> tuple[Plan, OptimizerResult]:
     """Optimize the task from x0 (measured state; default the task's start), then TV-LQR gains along the
     optimal trajectory (Johnson2015, eq. 36) and the DLQR hold gain K_final about the final configuration
     with U_final its holding input (gravity compensation). Returns (Plan, OptimizerResult); the plan's
@@ -290,23 +336,35 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     """
     require_linearizable(vi, "plan_task")
     if vi.nu == 0 or vi.nd == 0:  # (numpy's "zero-size array to reduction" or LAPACK's DGETRF complaint before)
-        raise TaskError(f"model: {vi.robot.name!r} has " + ("no inputs (no actuated or prescribed joint): nothing "
-                        "to plan" if vi.nu == 0 else "no dynamic coordinates (every joint prescribed): its motion "
-                        "is the input itself, nothing to plan"))
+        raise TaskError(
+            f"model: {vi.robot.name!r} has "
+            + (
+                "no inputs (no actuated or prescribed joint): nothing to plan"
+                if vi.nu == 0
+                else "no dynamic coordinates (every joint prescribed): its motion is the input itself, nothing to plan"
+            )
+        )
     if abs(vi.dt - task.dt) > 1e-12:
         raise TaskError(f"dt: the task has dt = {task.dt} but the integrator uses {vi.dt}")
     nx, nu, nq = vi.nx, vi.nu, vi.nq
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
     if x0.size != nx:
         raise ValueError(f"x0 has size {x0.size}, expected {nx}")
-    X_ref, U_ref = reference_trajectory(task, vi, x0) if reference is None else (
-        np.asarray(reference[0], float), np.asarray(reference[1], float))
+    X_ref, U_ref = (
+        reference_trajectory(task, vi, x0)
+        if reference is None
+        else (np.asarray(reference[0], float), np.asarray(reference[1], float))
+    )
     if X_ref.shape != (len(U_ref) + 1, nx) or U_ref.shape[1:] != (nu,):
         raise ValueError(f"reference: X_ref {X_ref.shape} and U_ref {U_ref.shape} do not fit nx={nx}, nu={nu}")
     check_plan_memory(vi, len(U_ref))
     # Every weight of the plan parsed once (each parse validates the YAML values: ~50 µs apiece).
-    W = {(g, w): task.weight(w, g, n, nq) for g in ("weights", "lqr", "hold")
-         for w, n in (("Q", nx), ("R", nu), ("Qf", nx)) if not (g == "hold" and w == "Qf")}
+    W = {
+        (g, w): task.weight(w, g, n, nq)
+        for g in ("weights", "lqr", "hold")
+        for w, n in (("Q", nx), ("R", nu), ("Qf", nx))
+        if not (g == "hold" and w == "Qf")
+    }
     Q, R, Qf = W["weights", "Q"], W["weights", "R"], W["weights", "Qf"]
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)
@@ -316,8 +374,10 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
         if task.method in COLLOCATION_METHODS:
             raise TaskError(f"warm_start: only for the shooting methods, not optimizer.method {task.method}")
         if warm_start.U.shape != U_ref.shape or warm_start.X.shape != X_ref.shape:
-            raise ValueError(f"warm_start: a plan with U {warm_start.U.shape} and X {warm_start.X.shape}, expected "
-                             f"{U_ref.shape} and {X_ref.shape} (the same horizon and model)")
+            raise ValueError(
+                f"warm_start: a plan with U {warm_start.U.shape} and X {warm_start.X.shape}, expected "
+                f"{U_ref.shape} and {X_ref.shape} (the same horizon and model)"
+            )
         U0 = feedback_initial_guess(vi, x0, warm_start.X, warm_start.U, K=warm_start.K, input_limits=limits)
         if U0 is None:
             warm_start = None
@@ -347,16 +407,25 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
             raise TaskError("optimizer.terminal_constraint: needs method ddp or ilqr")
         solve = _shooting_solver(vi, task, x0, X_ref[-1], limits, log)
         if task.continuation and warm_start is None:  # a cold start of a chaotic task (planning.continuation)
-            res = weight_continuation(solve, cost, U0, task.continuation["Q_scale"], task.continuation["iterations"],
-                                      task.max_iterations, log=log)
+            res = weight_continuation(
+                solve,
+                cost,
+                U0,
+                task.continuation["Q_scale"],
+                task.continuation["iterations"],
+                task.max_iterations,
+                log=log,
+            )
         else:
             res = solve(cost, U0, task.max_iterations, warm_start is not None)
     if log is not None:
         log(f"[{res.method}] {res}")
     if res.linearization is not None:  # the optimizer's last A_k, B_k are at the returned trajectory
         lins = res.linearization  # (compiled.StageLinearizations carries them stacked)
-        A, B, rcond = (np.asarray(getattr(lins, n)) if hasattr(lins, n) else np.array([getattr(lin, n) for lin in lins])
-                       for n in ("A", "B", "rcond"))
+        A, B, rcond = (
+            np.asarray(getattr(lins, n)) if hasattr(lins, n) else np.array([getattr(lin, n) for lin in lins])
+            for n in ("A", "B", "rcond")
+        )
         near = np.flatnonzero(rcond < 1e-8)
     else:
         tl = linearize_trajectory(vi, res.X, res.U)
@@ -375,20 +444,35 @@ def plan_task(vi: Linearizable, task: Task, x0: np.ndarray | None = None, log: L
     # 1e-6 N·m per unit of the model's momentum at unit velocity (capped at 1, NewtonSettings.p_unit): an absolute
     # 1e-6 let the acrobot 1 mrad off upright with masses × 2⁻²⁰ (residual 1.9e-8) pass for an equilibrium
     if vi.nc == 0 and residual > HOLD_RESIDUAL * _p_unit(vi) and log is not None:  # (constraint forces may hold it)
-        log(f"warning: the final configuration is no equilibrium (unbalanced gravity {residual:.2e} on "
-            "unactuated joints): the hold gain cannot keep it")
+        log(
+            f"warning: the final configuration is no equilibrium (unbalanced gravity {residual:.2e} on "
+            "unactuated joints): the hold gain cannot keep it"
+        )
     try:
         K_final, _, U_final = hold_gain(vi, qN, W["hold", "Q"], W["hold", "R"], u_eq=u_hold, riccati=dlqr)
     except (np.linalg.LinAlgError, ValueError) as e:
         if log is not None:
             log(f"warning: no hold gain about the final state ({e})")
-    weights = {g: {w: np.diag(W[g, w]).tolist() for w in ("Q", "R", "Qf") if not (g == "hold" and w == "Qf")}
-               for g in ("weights", "lqr", "hold")}
+    weights = {
+        g: {w: np.diag(W[g, w]).tolist() for w in ("Q", "R", "Qf") if not (g == "hold" and w == "Qf")}
+        for g in ("weights", "lqr", "hold")
+    }
     weights["task"] = task.name
     weights["method"] = res.method
     robot = vi.robot
-    plan = Plan(times=np.arange(len(res.U) + 1) * vi.dt, X=res.X, U=res.U, K=K, dt=vi.dt,
-                model_name=task.model_name, model_hash=robot.hash, joint_names=robot.joint_names,
-                input_names=list(robot.actuated) + list(robot.prescribed), weights=weights,
-                K_final=K_final, U_final=U_final, converged=res.converged)
+    plan = Plan(
+        times=np.arange(len(res.U) + 1) * vi.dt,
+        X=res.X,
+        U=res.U,
+        K=K,
+        dt=vi.dt,
+        model_name=task.model_name,
+        model_hash=robot.hash,
+        joint_names=robot.joint_names,
+        input_names=list(robot.actuated) + list(robot.prescribed),
+        weights=weights,
+        K_final=K_final,
+        U_final=U_final,
+        converged=res.converged,
+    )
     return plan, res

@@ -64,8 +64,9 @@ def goal_duration(vi: Linearizable, q_from: np.ndarray, q_to: np.ndarray, minimu
     return float(np.ceil(max(minimum, need, vi.dt) / vi.dt - 1e-9) * vi.dt)
 
 
-def verify_plan(vi: Linearizable, task: Task, plan: Plan, velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR,
-                advice: str = "") -> None:
+def verify_plan(
+    vi: Linearizable, task: Task, plan: Plan, velocity_limit_factor: float = VELOCITY_LIMIT_FACTOR, advice: str = ""
+) -> None:
     """PlanLimitsError if ``plan`` (of ``task`` on ``vi``) is one the controller would refuse or clamp: a state faster
     than ``velocity_limit_factor`` × a URDF velocity limit, an input beyond the effort limits the task plans under
     (``input_limits``: the model's by default; a task with ``input_limits: none`` chose none). The check every
@@ -91,8 +92,9 @@ def path_task(task: Task) -> Task:
     return dataclasses.replace(task, weights=weights)
 
 
-def request_guess(vi: Linearizable, task: Task, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray,
-                  log: LogFn = None) -> np.ndarray:
+def request_guess(
+    vi: Linearizable, task: Task, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray, log: LogFn = None
+) -> np.ndarray:
     """The initial inputs (N, nu) of a request's plan: the reference (X_ref, U_ref) tracked from ``x0`` under its
     TV-LQR gains with the task's ``lqr`` weights (Johnson2015, eq. 36; ``ddp.feedback_initial_guess``). Where a step of
     that rollout fails (points faster than the actuators can follow: the clipped inputs fall behind and a step no
@@ -106,22 +108,35 @@ def request_guess(vi: Linearizable, task: Task, x0: np.ndarray, X_ref: np.ndarra
     if U0 is not None:
         return U0
     if log is not None:
-        log("the request's points cannot be followed from the start under TV-LQR (a step of that rollout fails): "
-            "the initial guess holds the start's configuration instead")
+        log(
+            "the request's points cannot be followed from the start under TV-LQR (a step of that rollout fails): "
+            "the initial guess holds the start's configuration instead"
+        )
     q0 = np.asarray(x0, float)[:nq]
     X_hold = np.tile(equilibrium_state(vi, q0), (len(X_ref), 1))
     U_hold = np.tile(holding_input(vi, q0)[0], (len(U_ref), 1))
     U0 = feedback_initial_guess(vi, x0, X_hold, U_hold, weights=W, input_limits=limits)
     if U0 is None:
-        raise PlanningError("no initial guess can be simulated from this start: neither the request's points nor the "
-                            "start's configuration can be followed under TV-LQR from it (the start moves too fast "
-                            "for the model's inputs); plan again from a slower start", solver="initial guess")
+        raise PlanningError(
+            "no initial guess can be simulated from this start: neither the request's points nor the "
+            "start's configuration can be followed under TV-LQR from it (the start moves too fast "
+            "for the model's inputs); plan again from a slower start",
+            solver="initial guess",
+        )
     return U0
 
 
-def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: np.ndarray, positions: np.ndarray,
-                    joints: list[int] | None = None, velocity_limit_factor: float | None = VELOCITY_LIMIT_FACTOR,
-                    log: LogFn = None, advice: str = "") -> tuple[Plan, OptimizerResult]:
+def plan_trajectory(
+    vi: Linearizable,
+    task: Task,
+    x0: np.ndarray | None,
+    times: np.ndarray,
+    positions: np.ndarray,
+    joints: list[int] | None = None,
+    velocity_limit_factor: float | None = VELOCITY_LIMIT_FACTOR,
+    log: LogFn = None,
+    advice: str = "",
+) -> tuple[Plan, OptimizerResult]:
     """(plan, optimizer result) of trajectory points (``trajectory_reference``'s arguments: times relative to the
     start, positions of the configuration entries ``joints``) from the measured state ``x0`` (None: the task's
     start), with the task's weights and optimizer and ``request_guess`` as the initial guess (module doc). A first
@@ -138,8 +153,10 @@ def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: 
         positions = np.asarray(positions, float).reshape(len(times), len(cols))
         if log is not None:
             off = np.abs(positions[0] - x0[cols]).max()
-            log(f"trajectory: its point at t = 0 (the start it was planned from, {off:.3g} from the measured "
-                "configuration) is dropped: the plan starts from the measured state")
+            log(
+                f"trajectory: its point at t = 0 (the start it was planned from, {off:.3g} from the measured "
+                "configuration) is dropped: the plan starts from the measured state"
+            )
         times, positions = times[1:], positions[1:]
     X_ref, U_ref = trajectory_reference(vi, x0, times, positions, joints, settle=SETTLE_TIME)
     path = path_task(task)
@@ -150,9 +167,15 @@ def plan_trajectory(vi: Linearizable, task: Task, x0: np.ndarray | None, times: 
     return plan, res
 
 
-def plan_goal(vi: Linearizable, task: Task, x0: np.ndarray | None, goal: np.ndarray, duration: float | None = None,
-              velocity_limit_factor: float | None = VELOCITY_LIMIT_FACTOR, log: LogFn = None
-              ) -> tuple[Plan, OptimizerResult]:
+def plan_goal(
+    vi: Linearizable,
+    task: Task,
+    x0: np.ndarray | None,
+    goal: np.ndarray,
+    duration: float | None = None,
+    velocity_limit_factor: float | None = VELOCITY_LIMIT_FACTOR,
+    log: LogFn = None,
+) -> tuple[Plan, OptimizerResult]:
     """(plan, optimizer result) of the task toward ``goal`` (nq) from ``x0`` (None: the task's start): a straight path
     of ``duration`` s (None: ``goal_duration`` from the task's horizon and the velocity limits), then held, planned as
     ``plan_trajectory``; a task whose reference is a step, or a collocation method, plans its own reference to the goal
@@ -169,6 +192,10 @@ def plan_goal(vi: Linearizable, task: Task, x0: np.ndarray | None, goal: np.ndar
     T = rule if duration is None else float(duration)
     if not (np.isfinite(T) and T > 0):
         raise ValueError(f"goal duration: expected a positive number of seconds, got {duration!r}")
-    advice = (f"give the goal more time: at least {rule:.4g} s (the duration chosen from the velocity limits when none "
-              f"is given; this one lasts {T:.4g} s)" if T < rule else "")
+    advice = (
+        f"give the goal more time: at least {rule:.4g} s (the duration chosen from the velocity limits when none "
+        f"is given; this one lasts {T:.4g} s)"
+        if T < rule
+        else ""
+    )
     return plan_trajectory(vi, task, x0, np.array([T]), goal[None], None, velocity_limit_factor, log, advice)

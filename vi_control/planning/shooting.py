@@ -58,8 +58,10 @@ class OptimizerResult(SolverResult):
         return self.cpu_time
 
     def __str__(self) -> str:
-        return (f"{self.method}: {'converged' if self.converged else 'not converged'} in {self.iterations} "
-                f"iterations ({self.stop_reason}), cost {self.cost:.6g}, {self.wall_time * 1e3:.0f} ms")
+        return (
+            f"{self.method}: {'converged' if self.converged else 'not converged'} in {self.iterations} "
+            f"iterations ({self.stop_reason}), cost {self.cost:.6g}, {self.wall_time * 1e3:.0f} ms"
+        )
 
 
 LogFn = Callable[[str], None] | None
@@ -73,11 +75,14 @@ def check_optimizer_options(max_iterations: int, tolerance: float, regularizatio
     """
     if not is_integer(max_iterations) or not 1 <= max_iterations <= 100_000:
         raise ValueError(f"max_iterations: must be an integer in [1, 100000], got {max_iterations!r}")
-    for name, v, ok in (("tolerance", tolerance, lambda v: v > 0),
-                        ("regularization", regularization, lambda v: 0 <= v <= 1e10)):
+    for name, v, ok in (
+        ("tolerance", tolerance, lambda v: v > 0),
+        ("regularization", regularization, lambda v: 0 <= v <= 1e10),
+    ):
         if not is_real(v) or not np.isfinite(v) or not ok(v):
-            raise ValueError(f"{name}: must be a finite number "
-                             f"{'> 0' if name == 'tolerance' else 'in [0, 1e10]'}, got {v!r}")
+            raise ValueError(
+                f"{name}: must be a finite number {'> 0' if name == 'tolerance' else 'in [0, 1e10]'}, got {v!r}"
+            )
 
 
 def check_problem(vi: DiscreteSystem, cost, x0: np.ndarray, U0: np.ndarray, X0: np.ndarray | None = None) -> None:
@@ -108,8 +113,14 @@ def input_bounds(limits: np.ndarray | None, nu: int) -> tuple[np.ndarray, np.nda
     return -hi, hi
 
 
-def _rollout_step(vi: DiscreteSystem, x: np.ndarray, u: np.ndarray, k: int, y0: np.ndarray | None = None,
-                  lam0: np.ndarray | None = None) -> StepResult | None:
+def _rollout_step(
+    vi: DiscreteSystem,
+    x: np.ndarray,
+    u: np.ndarray,
+    k: int,
+    y0: np.ndarray | None = None,
+    lam0: np.ndarray | None = None,
+) -> StepResult | None:
     """Step k of a rollout, or None where it fails: no convergence, a singular step, or a state beyond 1e8 (NaN too)
     — a rejected trial for the line searches, not a crash."""
     try:
@@ -119,10 +130,16 @@ def _rollout_step(vi: DiscreteSystem, x: np.ndarray, u: np.ndarray, k: int, y0: 
     return r if np.abs(r.x).max() < 1e8 else None
 
 
-def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarray | None = None,
-            lo: np.ndarray | None = None, hi: np.ndarray | None = None,
-            X_nom: np.ndarray | None = None, K: np.ndarray | None = None
-            ) -> tuple[np.ndarray, np.ndarray, list[StepResult]] | None:
+def rollout(
+    vi: DiscreteSystem,
+    x0: np.ndarray,
+    U: np.ndarray,
+    X_guess: np.ndarray | None = None,
+    lo: np.ndarray | None = None,
+    hi: np.ndarray | None = None,
+    X_nom: np.ndarray | None = None,
+    K: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[StepResult]] | None:
     """Simulate u_k = clip(U_k + K_k (x_k ⊖ X_nom,k)) (DDP's forward pass; K=None: open loop).
 
     Newton is warm-started at X_guess's next state shifted by x_k ⊖ X_guess,k, and at the last multipliers.
@@ -144,8 +161,11 @@ def rollout(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray, X_guess: np.ndarr
             np.clip(Ua[k], lo, hi, out=Ua[k])
         # The guessed step moved to where this rollout is: X_guess's next state shifted by the current offset
         # (a trial trajectory far from the nominal one must not start Newton at the nominal next pose).
-        y0 = None if X_guess is None else vi.warm_start(
-            vi.state.integrate(X_guess[k + 1], vi.state.diff(X_guess[k], X[k])), lam)
+        y0 = (
+            None
+            if X_guess is None
+            else vi.warm_start(vi.state.integrate(X_guess[k + 1], vi.state.diff(X_guess[k], X[k])), lam)
+        )
         r = _rollout_step(vi, X[k], Ua[k], k, y0, lam)
         if r is None:
             return None
@@ -169,8 +189,15 @@ def _first_failing_step(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray) -> tu
     return len(U), ""
 
 
-def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, input_limits: np.ndarray | None,
-                    X_guess: np.ndarray | None = None, simulate: Callable | None = None):
+def initial_rollout(
+    vi: DiscreteSystem,
+    x0: np.ndarray,
+    U0: np.ndarray,
+    N: int,
+    input_limits: np.ndarray | None,
+    X_guess: np.ndarray | None = None,
+    simulate: Callable | None = None,
+):
     """Clip the initial guess to the bounds and simulate it: (lo, hi, X, U, step results).
 
     ``X_guess``: the trajectory these inputs produced before (a warm start), whose states start Newton at each
@@ -183,10 +210,15 @@ def initial_rollout(vi: DiscreteSystem, x0: np.ndarray, U0: np.ndarray, N: int, 
     ro = rollout(vi, x0, U, X_guess) if simulate is None else simulate(x0, U, X_guess)
     if ro is None:  # name the step: the user's guess (or x0) is what to fix
         k, why = _first_failing_step(vi, x0, U)
-        where = (f"step {k} of {N} failed ({why})" if k < N else "a step warm-started at X_guess failed (no "
-                 "convergence, a singular step or a state beyond 1e8)")
-        raise PlanningError(f"the initial guess cannot be simulated: {where}; try smaller initial inputs or a shorter "
-                            "Δt", solver="initial rollout")
+        where = (
+            f"step {k} of {N} failed ({why})"
+            if k < N
+            else "a step warm-started at X_guess failed (no convergence, a singular step or a state beyond 1e8)"
+        )
+        raise PlanningError(
+            f"the initial guess cannot be simulated: {where}; try smaller initial inputs or a shorter Δt",
+            solver="initial rollout",
+        )
     X, U, results = ro
     return lo, hi, X, U, results
 

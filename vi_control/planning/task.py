@@ -90,8 +90,23 @@ def _bounded(v, key: str):
 
 # optimizer keys that only the shooting methods with a terminal constraint read (planning.augmented)
 _TERMINAL_KEYS = ("constraint_tolerance", "penalty")
-_TOP_KEYS = {"name", "model", "dt", "horizon", "start", "goal", "reference", "weights", "input_limits",
-             "optimizer", "lqr", "hold", "initial_guess", "collocation", "mpc"}
+_TOP_KEYS = {
+    "name",
+    "model",
+    "dt",
+    "horizon",
+    "start",
+    "goal",
+    "reference",
+    "weights",
+    "input_limits",
+    "optimizer",
+    "lqr",
+    "hold",
+    "initial_guess",
+    "collocation",
+    "mpc",
+}
 
 
 @dataclass
@@ -143,15 +158,21 @@ class Task:
 
     def __getattr__(self, name: str):
         if name == "make_vi":  # removed (one release): say what replaced it
-            raise AttributeError("Task.make_vi was removed: use vi_control.make_system(task) "
-                                 "(planning.pipeline.make_system; integrator='midpoint' by default)",
-                                 name=name, obj=self)
+            raise AttributeError(
+                "Task.make_vi was removed: use vi_control.make_system(task) "
+                "(planning.pipeline.make_system; integrator='midpoint' by default)",
+                name=name,
+                obj=self,
+            )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
     def weight(self, which: str, group: str, n: int, nq: int | None = None) -> np.ndarray:
         """Weight ``which`` (Q, R, Qf) of ``group`` (weights, lqr, hold), falling back weights ← lqr ← hold."""
-        chain = {"weights": [self.weights], "lqr": [self.lqr, self.weights],
-                 "hold": [self.hold, self.lqr, self.weights]}[group]
+        chain = {
+            "weights": [self.weights],
+            "lqr": [self.lqr, self.weights],
+            "hold": [self.hold, self.lqr, self.weights],
+        }[group]
         key = f"{group}.{which}"
         memo = (which, group, n, nq, repr([d.get(which) for d in chain]), repr([d.get("Q") for d in chain]))
         hit = self._resolved.get(memo)
@@ -258,9 +279,20 @@ def load_task(source: str | os.PathLike | dict) -> Task:
     for k in ("Q", "R"):
         if k not in weights:
             raise TaskError(f"weights.{k}: missing")
-    opt = mapping_of(d.get("optimizer"), "optimizer", {"method", "max_iterations", "tolerance", "regularization",
-                                                     "terminal_constraint", "constraint_tolerance", "penalty",
-                                                     "continuation"})
+    opt = mapping_of(
+        d.get("optimizer"),
+        "optimizer",
+        {
+            "method",
+            "max_iterations",
+            "tolerance",
+            "regularization",
+            "terminal_constraint",
+            "constraint_tolerance",
+            "penalty",
+            "continuation",
+        },
+    )
     terminal = opt.get("terminal_constraint", False)
     if not isinstance(terminal, bool):
         raise TaskError(f"optimizer.terminal_constraint: expected true or false, got {terminal!r}")
@@ -290,20 +322,31 @@ def load_task(source: str | os.PathLike | dict) -> Task:
     if not isinstance(name, str):
         raise TaskError(f"name: expected text, got {type(name).__name__} {name!r}")
     return Task(
-        name=name, model=model, dt=dt, horizon=N,
+        name=name,
+        model=model,
+        dt=dt,
+        horizon=N,
         q0=parse_vector(start["q"], "start.q", bound=MAX_CONFIGURATION) if "q" in start else None,
         qdot0=parse_vector(start["qdot"], "start.qdot", bound=MAX_CONFIGURATION) if "qdot" in start else None,
-        goal_q=parse_vector(goal["q"], "goal.q", bound=MAX_CONFIGURATION) if "q" in goal else None, reference=ref,
+        goal_q=parse_vector(goal["q"], "goal.q", bound=MAX_CONFIGURATION) if "q" in goal else None,
+        reference=ref,
         weights=weights,
-        input_limits=lim, method=method, max_iterations=max_it,
-        tolerance=tolerance, regularization=regularization,
+        input_limits=lim,
+        method=method,
+        max_iterations=max_it,
+        tolerance=tolerance,
+        regularization=regularization,
         terminal_constraint=terminal,
         constraint_tolerance=_bounded(opt.get("constraint_tolerance", 1e-6), "optimizer.constraint_tolerance"),
         penalty=_bounded(opt.get("penalty", 1e4), "optimizer.penalty"),
-        lqr=mapping_of(d.get("lqr"), "lqr", {"Q", "R", "Qf"}), hold=mapping_of(d.get("hold"), "hold", {"Q", "R"}),
-        initial_guess=guess, base_dir=base_dir, collocation=colloc,
+        lqr=mapping_of(d.get("lqr"), "lqr", {"Q", "R", "Qf"}),
+        hold=mapping_of(d.get("hold"), "hold", {"Q", "R"}),
+        initial_guess=guess,
+        base_dir=base_dir,
+        collocation=colloc,
         continuation=_continuation_options(opt.get("continuation"), method, max_it),
-        mpc=_mpc_options(d.get("mpc"), method, dt, N))
+        mpc=_mpc_options(d.get("mpc"), method, dt, N),
+    )
 
 
 def _mpc_options(m, method: str, dt: float, horizon: int) -> dict:
@@ -320,8 +363,10 @@ def _mpc_options(m, method: str, dt: float, horizon: int) -> dict:
     if "period" in m:
         period = parse_number(m["period"], "mpc.period")
         if not dt - 1e-12 <= period <= n * dt:
-            raise TaskError(f"mpc.period: must be in [dt, horizon·dt] = [{dt:g}, {n * dt:g}] s (a re-plan at least "
-                            f"every step, at most once per horizon), got {period}")
+            raise TaskError(
+                f"mpc.period: must be in [dt, horizon·dt] = [{dt:g}, {n * dt:g}] s (a re-plan at least "
+                f"every step, at most once per horizon), got {period}"
+            )
         out["period"] = period
     if "shrinking" in m:
         if not isinstance(m["shrinking"], bool):
@@ -350,8 +395,10 @@ def _continuation_options(c, method: str, max_iterations: int) -> dict:
         raise TaskError(f"optimizer.continuation.Q_scale: expected positive numbers, got {c['Q_scale']!r}")
     n = _bounded(c.get("iterations", 20), "optimizer.continuation.iterations")
     if scales.size * n >= max_iterations:
-        raise TaskError(f"optimizer.continuation: {scales.size} stages × {n} iterations leave none of "
-                        f"optimizer.max_iterations = {max_iterations} for the task itself")
+        raise TaskError(
+            f"optimizer.continuation: {scales.size} stages × {n} iterations leave none of "
+            f"optimizer.max_iterations = {max_iterations} for the task itself"
+        )
     return {"Q_scale": tuple(float(s) for s in scales), "iterations": n}
 
 
@@ -408,10 +455,15 @@ def _collocation_options(d: dict, method: str, horizon: int, dt: float) -> dict:
     for key in ("nodes", "intervals", "polish_iterations"):
         _bounded(out[key], f"collocation.{key}")
     if out["nodes"] * out["intervals"] > MAX_COLLOCATION_POINTS:
-        raise TaskError(f"collocation: nodes × intervals = {out['nodes'] * out['intervals']} points, more than the "
-                        f"supported {MAX_COLLOCATION_POINTS}")
-    for key, allowed in (("final_time", ("fixed", "free")), ("cost", ("effort", "time")),
-                         ("dynamics", ("implicit", "explicit"))):
+        raise TaskError(
+            f"collocation: nodes × intervals = {out['nodes'] * out['intervals']} points, more than the "
+            f"supported {MAX_COLLOCATION_POINTS}"
+        )
+    for key, allowed in (
+        ("final_time", ("fixed", "free")),
+        ("cost", ("effort", "time")),
+        ("dynamics", ("implicit", "explicit")),
+    ):
         if out[key] not in allowed:
             raise TaskError(f"collocation.{key}: expected one of {allowed}, got {out[key]!r}")
     if out["cost"] == "time" and out["final_time"] != "free":
@@ -434,31 +486,36 @@ def _check_final_time(given: dict, out: dict, horizon_time: float, default_t_min
     if out["final_time"] == "fixed":
         for key in ("t_min", "t_guess"):
             if key in given:
-                raise TaskError(f"collocation.{key}: only used with collocation.final_time: free (a fixed final time "
-                                f"is horizon·dt = {horizon_time:g} s)")
+                raise TaskError(
+                    f"collocation.{key}: only used with collocation.final_time: free (a fixed final time "
+                    f"is horizon·dt = {horizon_time:g} s)"
+                )
         return
     t_min = out["t_min"] if out["t_min"] is not None else default_t_min
     if not t_min < horizon_time:
-        raise TaskError(f"collocation.t_min: must be below horizon·dt = {horizon_time:g} s (the upper bound of the "
-                        f"free final time), got {t_min:g}")
+        raise TaskError(
+            f"collocation.t_min: must be below horizon·dt = {horizon_time:g} s (the upper bound of the "
+            f"free final time), got {t_min:g}"
+        )
     t_guess = out["t_guess"]
     if t_guess is not None and not t_min <= t_guess <= horizon_time:
-        raise TaskError(f"collocation.t_guess: must be in [t_min, horizon·dt] = [{t_min:g}, {horizon_time:g}] s, got "
-                        f"{t_guess:g}")
+        raise TaskError(
+            f"collocation.t_guess: must be in [t_min, horizon·dt] = [{t_min:g}, {horizon_time:g}] s, got {t_guess:g}"
+        )
 
 
 # Options of the ``collocation`` block (``nodes`` is required): see docs/concepts/collocation.md.
 COLLOCATION_DEFAULTS = {
-    "intervals": 1,              # K equal intervals (1: one global polynomial, MorenoMartin2022; > 1: h-p)
-    "final_time": "fixed",       # fixed: t_f = horizon·dt; free: t_f ∈ [t_min, horizon·dt]
-    "cost": "effort",            # effort: ∫uᵀu dt (× effort_weight); time: minimum t_f (free final time)
+    "intervals": 1,  # K equal intervals (1: one global polynomial, MorenoMartin2022; > 1: h-p)
+    "final_time": "fixed",  # fixed: t_f = horizon·dt; free: t_f ∈ [t_min, horizon·dt]
+    "cost": "effort",  # effort: ∫uᵀu dt (× effort_weight); time: minimum t_f (free final time)
     "effort_weight": 1.0,
-    "t_min": None,               # lower bound of a free t_f (default 2·dt)
-    "t_guess": None,             # t_f of the initial guess (default: the upper bound)
-    "dynamics": "implicit",      # implicit M q̈ + b = Bu (+ Dhᵀλ) | explicit q̈ = g(q, q̇, u) (same solutions)
-    "joint_limits": True,        # bound q by the URDF limits at every node
-    "polish_iterations": 30,     # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
-    "polish_tolerance": 1e-6,    # the polish's |dJ| stop, in the units of the task's cost (as optimizer.tolerance)
+    "t_min": None,  # lower bound of a free t_f (default 2·dt)
+    "t_guess": None,  # t_f of the initial guess (default: the upper bound)
+    "dynamics": "implicit",  # implicit M q̈ + b = Bu (+ Dhᵀλ) | explicit q̈ = g(q, q̇, u) (same solutions)
+    "joint_limits": True,  # bound q by the URDF limits at every node
+    "polish_iterations": 30,  # at most this many DDP iterations on the VI from the resampled solution (≥ 1)
+    "polish_tolerance": 1e-6,  # the polish's |dJ| stop, in the units of the task's cost (as optimizer.tolerance)
 }
 
 

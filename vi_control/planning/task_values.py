@@ -20,8 +20,14 @@ class TaskError(ValueError):
     """A task file is invalid; the message names the key."""
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.USub: operator.neg, ast.UAdd: operator.pos}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 
 
 def parse_number(v, key: str) -> float:
@@ -35,6 +41,7 @@ def parse_number(v, key: str) -> float:
         except OverflowError:  # an integer beyond float range
             out = float("inf")
     elif isinstance(v, str) and len(v) <= _MAX_EXPRESSION:
+
         def ev(n):
             if isinstance(n, ast.Expression):
                 return ev(n.body)
@@ -47,6 +54,7 @@ def parse_number(v, key: str) -> float:
             if isinstance(n, ast.UnaryOp) and type(n.op) in _OPS:
                 return _OPS[type(n.op)](ev(n.operand))
             raise ValueError
+
         try:
             out = float(ev(ast.parse(v, mode="eval")))
         except (ValueError, SyntaxError, ZeroDivisionError, OverflowError, RecursionError, MemoryError):

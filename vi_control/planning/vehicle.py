@@ -54,8 +54,11 @@ def _numbers(v, key: str, size: int | None, bound: Bound, scalar: bool = False) 
     naming the key otherwise (strings, nested lists, NaN: numpy's conversion errors named no key)."""
     one = scalar and is_real(v)
     items = [v] if one else v
-    if not isinstance(items, (list, tuple)) or not all(is_real(x) for x in items) \
-            or (size is not None and not one and len(items) != size):
+    if (
+        not isinstance(items, (list, tuple))
+        or not all(is_real(x) for x in items)
+        or (size is not None and not one and len(items) != size)
+    ):
         what = f"{'a number or ' if scalar else ''}{size} numbers" if size is not None else "numbers"
         raise ValueError(f"{key}: expected {what}, got {v!r}")
     bad = [i for i, x in enumerate(items) if not bound.contains(x)]
@@ -63,9 +66,17 @@ def _numbers(v, key: str, size: int | None, bound: Bound, scalar: bool = False) 
         raise ValueError(f"{key}[{bad[0]}]: must be {bound.describe()}, got {items[bad[0]]!r}")
     return np.array([float(x) for x in items])
 
-__all__ = ["GoalUnreachableError", "ManeuverSettings", "pose_from_spec", "maneuvers", "maneuver_settings",
-           "maneuver_timing",
-           "plan_maneuver", "rotation_from_rpy"]
+
+__all__ = [
+    "GoalUnreachableError",
+    "ManeuverSettings",
+    "pose_from_spec",
+    "maneuvers",
+    "maneuver_settings",
+    "maneuver_timing",
+    "plan_maneuver",
+    "rotation_from_rpy",
+]
 
 
 class GoalUnreachableError(DMOCError):
@@ -75,9 +86,13 @@ class GoalUnreachableError(DMOCError):
 def rotation_from_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """R = R_z(yaw) R_y(pitch) R_x(roll) (fixed-axis x, y, z: the ROS convention)."""
     cr, sr, cp, sp, cy, sy = (f(a) for a in (roll, pitch, yaw) for f in (math.cos, math.sin))
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
 
 
 def pose_from_spec(spec: dict | None, group: str, key: str = "pose") -> np.ndarray:
@@ -102,8 +117,12 @@ def pose_from_spec(spec: dict | None, group: str, key: str = "pose") -> np.ndarr
         if "position" in spec:
             raise ValueError(f"{key}.position: an SO(3) body has no position")
         return R
-    p = _numbers(spec.get("position", [0.0, 0.0, 0.0]), f"{key}.position", 3,
-                 VEHICLE_BOUNDS["planning.maneuvers[].goal.position[]"])
+    p = _numbers(
+        spec.get("position", [0.0, 0.0, 0.0]),
+        f"{key}.position",
+        3,
+        VEHICLE_BOUNDS["planning.maneuvers[].goal.position[]"],
+    )
     g = np.eye(4)
     g[:3, :3], g[:3, 3] = R, p
     return g
@@ -147,16 +166,19 @@ def maneuver_settings(body: RigidBodyModel) -> ManeuverSettings:
     if msg is not None:
         raise ValueError(msg)
     if not is_real(duration) or not PLAN_DT_RANGE[0] <= duration / horizon <= PLAN_DT_RANGE[1]:
-        raise ValueError(f"planning.duration: expected a positive number of seconds, {PLAN_DT_RANGE[0]:g} to "
-                         f"{PLAN_DT_RANGE[1]:g} s per step (horizon {horizon}), got {duration!r}")
+        raise ValueError(
+            f"planning.duration: expected a positive number of seconds, {PLAN_DT_RANGE[0]:g} to "
+            f"{PLAN_DT_RANGE[1]:g} s per step (horizon {horizon}), got {duration!r}"
+        )
     retraction = p.get("retraction", "cayley")
     if retraction not in RETRACTIONS:
         raise ValueError(f"planning.retraction: expected one of {RETRACTIONS}, got {retraction!r}")
     return ManeuverSettings(horizon=horizon, duration=float(duration), retraction=retraction, **w)
 
 
-def maneuver_timing(settings: ManeuverSettings, dt: float, horizon: int | None = None,
-                    duration: float | None = None) -> ManeuverSettings:
+def maneuver_timing(
+    settings: ManeuverSettings, dt: float, horizon: int | None = None, duration: float | None = None
+) -> ManeuverSettings:
     """``settings`` with N and T for an integrator stepping ``dt``: from ``horizon`` (T = N·dt), from ``duration``
     (N = T/dt, which must be a whole number of steps), from both (which must agree with dt), or, with neither, from
     the settings' duration (their horizon follows). ValueError naming the numbers otherwise."""
@@ -166,8 +188,10 @@ def maneuver_timing(settings: ManeuverSettings, dt: float, horizon: int | None =
         raise ValueError(f"duration: expected a positive number of seconds, got {duration!r}")
     if horizon is not None and duration is not None:
         if abs(duration / horizon - dt) > 1e-12 * dt:
-            raise ValueError(f"horizon {horizon} and duration {duration:g} s give T/N = {duration / horizon:g} s, but "
-                             f"the integrator steps dt = {dt:g} s: give one of them, the other follows from dt")
+            raise ValueError(
+                f"horizon {horizon} and duration {duration:g} s give T/N = {duration / horizon:g} s, but "
+                f"the integrator steps dt = {dt:g} s: give one of them, the other follows from dt"
+            )
         N, T = int(horizon), float(duration)
     elif horizon is not None:
         N, T = int(horizon), horizon * dt
@@ -176,8 +200,10 @@ def maneuver_timing(settings: ManeuverSettings, dt: float, horizon: int | None =
         N = int(round(T / dt))
         if N < 2 or abs(N * dt - T) > 1e-9 * T:
             src = "duration" if duration is not None else "planning.duration"
-            raise ValueError(f"{src} = {T:g} s is not a whole number (≥ 2) of the integrator's steps dt = {dt:g} s "
-                             f"({T / dt:.6g}); give a horizon, or a duration that is a multiple of dt")
+            raise ValueError(
+                f"{src} = {T:g} s is not a whole number (≥ 2) of the integrator's steps dt = {dt:g} s "
+                f"({T / dt:.6g}); give a horizon, or a duration that is a multiple of dt"
+            )
         if N > MAX_HORIZON:
             raise ValueError(f"duration {T:g} s at dt = {dt:g} s is {N} steps, over the {MAX_HORIZON} allowed")
         T = T if abs(T / N - dt) <= 1e-12 * dt else N * dt
@@ -188,20 +214,33 @@ def maneuvers(body: RigidBodyModel) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(name, g(0), g(T)) of every maneuver in the body's ``planning.maneuvers``."""
     out, listed = [], body.planning.get("maneuvers", [])
     if not isinstance(listed, list) or len(listed) > MAX_MANEUVERS:
-        raise ValueError(f"planning.maneuvers: expected a list of at most {MAX_MANEUVERS} maneuvers, got "
-                         f"{len(listed) if isinstance(listed, list) else repr(listed)[:60]}")
+        raise ValueError(
+            f"planning.maneuvers: expected a list of at most {MAX_MANEUVERS} maneuvers, got "
+            f"{len(listed) if isinstance(listed, list) else repr(listed)[:60]}"
+        )
     for i, m in enumerate(listed):
         if not isinstance(m, dict) or "goal" not in m or set(m) - {"name", "start", "goal"}:
             raise ValueError(f"planning.maneuvers[{i}]: expected {{name, start, goal}}, got {m!r}")
-        out.append((str(m.get("name", f"maneuver_{i}")), pose_from_spec(m.get("start"), body.group,
-                                                                        f"planning.maneuvers[{i}].start"),
-                    pose_from_spec(m["goal"], body.group, f"planning.maneuvers[{i}].goal")))
+        out.append(
+            (
+                str(m.get("name", f"maneuver_{i}")),
+                pose_from_spec(m.get("start"), body.group, f"planning.maneuvers[{i}].start"),
+                pose_from_spec(m["goal"], body.group, f"planning.maneuvers[{i}].goal"),
+            )
+        )
     return out
 
 
-def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None,
-                  settings: ManeuverSettings | None = None, log=None, *, horizon: int | None = None,
-                  duration: float | None = None) -> tuple[Plan, DMOCResult]:
+def plan_maneuver(
+    vi: LieGroupVI,
+    goal: np.ndarray,
+    x0: np.ndarray | None = None,
+    settings: ManeuverSettings | None = None,
+    log=None,
+    *,
+    horizon: int | None = None,
+    duration: float | None = None,
+) -> tuple[Plan, DMOCResult]:
     """Plan from ``x0`` (a state of ``vi``; default its identity at rest) to the group element ``goal`` at rest.
 
     The plan steps at the integrator's Δt; ``horizon`` N or ``duration`` T (else the settings', i.e. the YAML's,
@@ -220,12 +259,22 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
         raise ValueError(f"the integrator uses the {vi.retraction.kind} retraction, the maneuver {st.retraction}")
     x0 = vi.state.zero() if x0 is None else np.asarray(x0, float)
     vi.check_inputs(x0, None)
-    prob = DMOCProblem(body, vi.pose(x0), np.asarray(goal, float), st.horizon, st.duration, st.retraction,
-                       inputs="hold", xi0=vi.velocity(x0))
+    prob = DMOCProblem(
+        body,
+        vi.pose(x0),
+        np.asarray(goal, float),
+        st.horizon,
+        st.duration,
+        st.retraction,
+        inputs="hold",
+        xi0=vi.velocity(x0),
+    )
     res = solve_dmoc(prob, log=log)
     if not res.stationary:
-        raise DMOCError(f"dmoc: no maneuver found ({res}): the goal may need motion along an unactuated direction "
-                        "that the geodesic guess cannot start (e.g. pure heave); add a turn or a waypoint")
+        raise DMOCError(
+            f"dmoc: no maneuver found ({res}): the goal may need motion along an unactuated direction "
+            "that the geodesic guess cannot start (e.g. pure heave); add a turn or a waypoint"
+        )
     if not res.converged and log is not None:  # the plan is marked unconverged: published only on opt-in
         log(f"[plan] the maneuver is stationary only, not a verified minimum ({res}): marked unconverged")
     X, U, converged, bounded_check = res.states(body), res.u_minus, res.converged, None
@@ -242,25 +291,37 @@ def plan_maneuver(vi: LieGroupVI, goal: np.ndarray, x0: np.ndarray | None = None
             raise GoalUnreachableError(
                 f"goal unreachable under the actuator limits: the minimum-effort maneuver needs {need}, and no "
                 f"maneuver within the limits reaches the goal in T = {st.duration:g} s ({cause}); lengthen the "
-                "planning duration, move the goal closer or raise the limits")
+                "planning duration, move the goal closer or raise the limits"
+            )
         G = vi.group
         g = [vi.pose(x0)]
         for xi in bounded.xi:
             g.append(g[-1] @ vi.retraction.tau(st.dt * xi))
         X = np.array([np.concatenate([G.to_coordinates(gk), nu]) for gk, nu in zip(g, bounded.nu)])
         U = np.clip(bounded.u_minus, -lim, lim)
-        bounded_check = second_order_check(prob, bounded.xi, bounded.nu, np.array(g), bounded.u_minus,
-                                           bounded.u_plus, bounds=lim)
+        bounded_check = second_order_check(
+            prob, bounded.xi, bounded.nu, np.array(g), bounded.u_minus, bounded.u_plus, bounds=lim
+        )
         converged = bounded_check.minimum
         if log is not None:
             log(f"[plan] the bounded maneuver: {bounded_check}")
     lin = linearize_trajectory(vi, X, U)
     K, _ = tv_lqr(lin.A, lin.B, st.Q, st.R, st.Qf)
-    plan = Plan(times=np.arange(st.horizon + 1) * st.dt, X=X, U=U, K=K, dt=st.dt, model_name=body.name,
-                model_hash=body.hash, joint_names=body.joint_names, input_names=list(body.actuated),
-                weights={"lqr": {k: np.atleast_1d(getattr(st, k)).tolist() for k in ("Q", "R", "Qf")},
-                         "method": "dmoc"},
-                K_final=K[-1], U_final=np.zeros(vi.nu), converged=converged)
+    plan = Plan(
+        times=np.arange(st.horizon + 1) * st.dt,
+        X=X,
+        U=U,
+        K=K,
+        dt=st.dt,
+        model_name=body.name,
+        model_hash=body.hash,
+        joint_names=body.joint_names,
+        input_names=list(body.actuated),
+        weights={"lqr": {k: np.atleast_1d(getattr(st, k)).tolist() for k in ("Q", "R", "Qf")}, "method": "dmoc"},
+        K_final=K[-1],
+        U_final=np.zeros(vi.nu),
+        converged=converged,
+    )
     if bounded_check is not None:
         res = dataclasses.replace(res, bounded_check=bounded_check)
     return plan, res

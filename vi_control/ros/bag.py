@@ -23,8 +23,23 @@ from rclpy.qos import QoSProfile
 
 from .common import LATCHED_QOS, RECORD_QOS, RECORD_VOLATILE_QOS
 
-_PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-               "int64", "uint64", "string", "wstring"}
+_PRIMITIVES = {
+    "bool",
+    "byte",
+    "char",
+    "float32",
+    "float64",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "string",
+    "wstring",
+}
 _SEPARATOR = "=" * 80
 
 # (topic relative to the run's namespace, ROS type, QoS): what a run publishes. {c}/{p}: controller/planner names.
@@ -92,11 +107,13 @@ def message_definition(type_name: str) -> str:
 
 def _offered_qos(qos: QoSProfile) -> str:
     """rosbag2's ``offered_qos_profiles`` channel metadata (so a replay re-offers a latched topic as latched)."""
-    return (f"- history: 1\n  depth: {qos.depth}\n  reliability: {int(qos.reliability)}\n"
-            f"  durability: {int(qos.durability)}\n  deadline:\n    sec: 2147483647\n    nsec: 4294967295\n"
-            "  lifespan:\n    sec: 2147483647\n    nsec: 4294967295\n  liveliness: 1\n"
-            "  liveliness_lease_duration:\n    sec: 2147483647\n    nsec: 4294967295\n"
-            "  avoid_ros_namespace_conventions: false\n")
+    return (
+        f"- history: 1\n  depth: {qos.depth}\n  reliability: {int(qos.reliability)}\n"
+        f"  durability: {int(qos.durability)}\n  deadline:\n    sec: 2147483647\n    nsec: 4294967295\n"
+        "  lifespan:\n    sec: 2147483647\n    nsec: 4294967295\n  liveliness: 1\n"
+        "  liveliness_lease_duration:\n    sec: 2147483647\n    nsec: 4294967295\n"
+        "  avoid_ros_namespace_conventions: false\n"
+    )
 
 
 class McapFile:
@@ -120,10 +137,12 @@ class McapFile:
         with self._lock:
             if type_name not in self._schemas:
                 self._schemas[type_name] = self._writer.register_schema(
-                    name=type_name, encoding="ros2msg", data=message_definition(type_name).encode())
+                    name=type_name, encoding="ros2msg", data=message_definition(type_name).encode()
+                )
             meta = {"offered_qos_profiles": _offered_qos(qos)} if qos is not None else {}
             self._channels[topic] = self._writer.register_channel(
-                topic=topic, message_encoding="cdr", schema_id=self._schemas[type_name], metadata=meta)
+                topic=topic, message_encoding="cdr", schema_id=self._schemas[type_name], metadata=meta
+            )
             self.counts[topic] = 0
 
     def write(self, topic: str, data: bytes, log_time_ns: int | None = None) -> None:
@@ -131,8 +150,9 @@ class McapFile:
         with self._lock:
             if self._stream.closed:
                 return
-            self._writer.add_message(channel_id=self._channels[topic], log_time=t, publish_time=t, data=bytes(data),
-                                     sequence=self._sequence)
+            self._writer.add_message(
+                channel_id=self._channels[topic], log_time=t, publish_time=t, data=bytes(data), sequence=self._sequence
+            )
             self._sequence += 1
             self.counts[topic] += 1
 
@@ -149,8 +169,15 @@ class BagRecorder(Node):
     Composed in a process (``BagRecorder(path, namespace=ns)``, spun by the caller's executor) or run alone as
     ``vi_recorder`` (``recorder_node``: its parameters name them). ``close()`` finishes the file."""
 
-    def __init__(self, path: str, namespace: str = "", controller_name: str = "effort_controller",
-                 planner_name: str = "vi_planner", name: str = "vi_bag_recorder", context=None):
+    def __init__(
+        self,
+        path: str,
+        namespace: str = "",
+        controller_name: str = "effort_controller",
+        planner_name: str = "vi_planner",
+        name: str = "vi_bag_recorder",
+        context=None,
+    ):
         super().__init__(name, namespace=namespace, context=context)
         self._open(path, controller_name, planner_name)
 
@@ -161,8 +188,7 @@ class BagRecorder(Node):
             msg_type = _import_type(type_name)
             resolved = self.resolve_topic_name(topic)
             self.file.add_topic(resolved, type_name, qos)
-            self.create_subscription(msg_type, topic, lambda data, t=resolved: self.file.write(t, data), qos,
-                                     raw=True)
+            self.create_subscription(msg_type, topic, lambda data, t=resolved: self.file.write(t, data), qos, raw=True)
         self.get_logger().info(f"recording to {self.file.path}")
 
     def close(self) -> None:

@@ -37,10 +37,13 @@ def _is_str(v) -> bool:
 
 # A YAML or `-p` value of each declared kind, as rcl parses it (an integer is not a double, a bool not an integer).
 _VALUE_TYPES: dict[str, Callable[[Any], bool]] = {
-    "bool": lambda v: isinstance(v, bool), "int": is_integer,
-    "float": _is_float, "str": _is_str,
+    "bool": lambda v: isinstance(v, bool),
+    "int": is_integer,
+    "float": _is_float,
+    "str": _is_str,
     "double": lambda v: isinstance(v, list) and all(map(_is_float, v)),
-    "string": lambda v: isinstance(v, list) and all(map(_is_str, v))}
+    "string": lambda v: isinstance(v, list) and all(map(_is_str, v)),
+}
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,15 @@ class Param:
     @property
     def type(self) -> int:
         if self.array is not None:
-            return {"double": ParameterType.PARAMETER_DOUBLE_ARRAY,
-                    "string": ParameterType.PARAMETER_STRING_ARRAY}[self.array]
-        return {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
-                float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}[type(self.default)]
+            return {"double": ParameterType.PARAMETER_DOUBLE_ARRAY, "string": ParameterType.PARAMETER_STRING_ARRAY}[
+                self.array
+            ]
+        return {
+            bool: ParameterType.PARAMETER_BOOL,
+            int: ParameterType.PARAMETER_INTEGER,
+            float: ParameterType.PARAMETER_DOUBLE,
+            str: ParameterType.PARAMETER_STRING,
+        }[type(self.default)]
 
     def descriptor(self, name: str) -> ParameterDescriptor:
         d = ParameterDescriptor(name=name, type=self.type, description=self.description, read_only=not self.live)
@@ -101,26 +109,43 @@ class Param:
 
 
 MODEL_PARAMETERS: dict[str, Param] = {
-    "model": Param("pendulum", "bundled model name (acrobot, cartpole, ...: its URDF and system YAML), erd:<name> "
-                               "(example-robot-data: erd:panda, erd:ur5, ...), or a URDF path; with urdf_path, "
-                               "robot_description or robot_description_topic it only names the model (and its "
-                               "bundled system YAML)"),
+    "model": Param(
+        "pendulum",
+        "bundled model name (acrobot, cartpole, ...: its URDF and system YAML), erd:<name> "
+        "(example-robot-data: erd:panda, erd:ur5, ...), or a URDF path; with urdf_path, "
+        "robot_description or robot_description_topic it only names the model (and its "
+        "bundled system YAML)",
+    ),
     "urdf_path": Param("", "URDF file; overrides `model`"),
     "robot_description": Param("", "URDF XML text; overrides `urdf_path` and `model`"),
-    "robot_description_topic": Param("", "take the URDF from this (latched) topic, e.g. 'robot_description' as "
-                                         "robot_state_publisher publishes it; overrides the three above"),
-    "system_yaml": Param("", "system YAML file or inline YAML text (vi_control.model.system_config); default "
-                             "config/<model>.yaml if present"),
-    "integrator": Param("midpoint", "discrete mechanics: 'midpoint' (Johnson2015), 'gni' (Kobilarov2010: models with "
-                                    "nonholonomic constraints) or, simulator only, 'linear_time' (Lee2016: O(n) "
-                                    "DRNEA + RIQN for long chains)", choices=("midpoint", "gni", "linear_time")),
-    "log_throttle_period": Param(2.0, "each kind of warning is logged at most once per this period [s]",
-                                 range=(0.0, 3600.0), live=True),
+    "robot_description_topic": Param(
+        "",
+        "take the URDF from this (latched) topic, e.g. 'robot_description' as "
+        "robot_state_publisher publishes it; overrides the three above",
+    ),
+    "system_yaml": Param(
+        "",
+        "system YAML file or inline YAML text (vi_control.model.system_config); default config/<model>.yaml if present",
+    ),
+    "integrator": Param(
+        "midpoint",
+        "discrete mechanics: 'midpoint' (Johnson2015), 'gni' (Kobilarov2010: models with "
+        "nonholonomic constraints) or, simulator only, 'linear_time' (Lee2016: O(n) "
+        "DRNEA + RIQN for long chains)",
+        choices=("midpoint", "gni", "linear_time"),
+    ),
+    "log_throttle_period": Param(
+        2.0, "each kind of warning is logged at most once per this period [s]", range=(0.0, 3600.0), live=True
+    ),
 }
 
 # Plans and the URDF are state, not a stream: a late subscriber must still get the latest one.
-LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+LATCHED_QOS = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
 STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 # Joint states from sensors and drivers are often best effort; a best-effort reader matches both kinds of
 # writer. A controller wants the newest state, not a backlog of old ones (depth 1).
@@ -134,8 +159,12 @@ SENSOR_STREAM_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliab
 # Publishers of streams someone may record (the simulator's joint states) keep a deeper history, so a slow
 # reliable reader (the main job's recorder during a fast lockstep run) catches up instead of losing samples,
 # and a recorder that discovers the simulator late (seconds under load) still gets the last 1000 samples.
-RECORD_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+RECORD_QOS = QoSProfile(
+    depth=1000,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
 # A recorder of volatile streams (commands): deep, reliable, but no durability a volatile writer cannot offer.
 RECORD_VOLATILE_QOS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -145,8 +174,11 @@ def declare_parameters(node: Node, table: dict[str, Param]) -> dict:
     A start-up value outside ``choices`` raises ValueError naming the parameter."""
     values = {}
     for name, spec in table.items():
-        default = Parameter.Type.DOUBLE_ARRAY if spec.array == "double" else (
-            Parameter.Type.STRING_ARRAY if spec.array == "string" else spec.default)
+        default = (
+            Parameter.Type.DOUBLE_ARRAY
+            if spec.array == "double"
+            else (Parameter.Type.STRING_ARRAY if spec.array == "string" else spec.default)
+        )
         node.declare_parameter(name, default, spec.descriptor(name))
         try:
             v = node.get_parameter(name).value
@@ -166,12 +198,15 @@ def _report_undeclared(node: Node, table: dict[str, Param]) -> None:
     given = getattr(node, "_parameter_overrides", {})  # (rclpy keeps them there; no public accessor)
     unknown = [n for n in given if not node.has_parameter(n) and not n.startswith("qos_overrides.")]
     if unknown:
-        node.get_logger().warning(f"ignored parameters: {unknown_keys(unknown, set(table))} for this node "
-                                  "(a params file shared by several nodes may hold other nodes' parameters)")
+        node.get_logger().warning(
+            f"ignored parameters: {unknown_keys(unknown, set(table))} for this node "
+            "(a params file shared by several nodes may hold other nodes' parameters)"
+        )
 
 
-def watch_parameters(node: Node, table: dict[str, Param], values: dict,
-                     apply: Callable[[str, Any], str | None]) -> None:
+def watch_parameters(
+    node: Node, table: dict[str, Param], values: dict, apply: Callable[[str, Any], str | None]
+) -> None:
     """Validate every parameter of a request before any is applied (on-set callback: ``Param.check``; rclpy itself
     checks types, ranges and read-only), then — only once the whole request is accepted — record the values in
     ``values`` and call the node's ``apply`` for each (post-set callback). A request refused as a whole (one bad
@@ -251,11 +286,20 @@ def model_spec_from_parameters(p: dict, mass_scale: float = 1.0, description: st
     xml = description or p["robot_description"]
     system = p["system_yaml"]
     urdf, own_yaml = BUNDLED.get(p["model"], (None, None))
-    if not system and (xml or p["urdf_path"]) and own_yaml \
-            and _robot_name(xml or p["urdf_path"]) in (None, _robot_name(bundled_urdf(urdf))):
+    if (
+        not system
+        and (xml or p["urdf_path"])
+        and own_yaml
+        and _robot_name(xml or p["urdf_path"]) in (None, _robot_name(bundled_urdf(urdf)))
+    ):
         system = bundled_config(own_yaml) or ""
-    return ModelSpec.from_parameters(model=p["model"], urdf_path=p["urdf_path"], robot_description=xml,
-                                     system_yaml=system or "", mass_scale=mass_scale)
+    return ModelSpec.from_parameters(
+        model=p["model"],
+        urdf_path=p["urdf_path"],
+        robot_description=xml,
+        system_yaml=system or "",
+        mass_scale=mass_scale,
+    )
 
 
 def robot_from_parameters(p: dict, mass_scale: float = 1.0, description: str = "") -> tuple[RobotModel, str]:
@@ -305,8 +349,10 @@ def realtime_scheduling(priority: int, pid: int = 0) -> str:
         except ProcessLookupError:
             continue  # the thread ended meanwhile
         except OSError as e:
-            return (f"SCHED_FIFO priority {priority} refused ({e}); allow it with an rtprio limit "
-                    "(/etc/security/limits.conf: '<user> - rtprio 98') or CAP_SYS_NICE")
+            return (
+                f"SCHED_FIFO priority {priority} refused ({e}); allow it with an rtprio limit "
+                "(/etc/security/limits.conf: '<user> - rtprio 98') or CAP_SYS_NICE"
+            )
     return ""
 
 
@@ -317,6 +363,7 @@ def make_executor(context=None):
         from rclpy.experimental import EventsExecutor
     except ImportError:  # an rclpy without it
         from rclpy.executors import SingleThreadedExecutor
+
         return SingleThreadedExecutor(context=context)
     # It calls faulthandler.enable(), which needs a real stderr (not one captured by pytest or a notebook).
     stderr = sys.stderr

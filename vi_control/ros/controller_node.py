@@ -78,8 +78,7 @@ class ControllerNode(ManagedNode):
         r = self.robot
         joints = command_joints(p, r)
         # published entry i is input index cmd_index[i] (torques in `joints` order, prescribed positions after)
-        self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(len(r.actuated), self.vi.nu)),
-                                  int)
+        self.cmd_index = np.array([r.actuated.index(n) for n in joints] + list(range(len(r.actuated), self.vi.nu)), int)
         if self.vehicle:  # Estimate.qdot holds each thruster's velocity Bᵀξ; limits are the vehicle's
             act_q_index, self.reader, limits, self.state_msg = np.arange(self.vi.nu), None, None, None
             error_names = POSE_ERROR_NAMES[: self.vi.dim]
@@ -90,9 +89,15 @@ class ControllerNode(ManagedNode):
             self.state_msg = ControllerStateMessage(r, list(act_q_index))
             error_names = r.joint_names
         self.cmd = RawFloat64MultiArray(self.vi.nu)  # serialized once; each tick writes its values
-        self.intake = StateIntake(self.vi, limits, p["state_timeout"], p["state_estimate"],
-                                  notice=self.get_logger().warning, on_clock_back=self._clock_went_back,
-                                  merge_age=p["joint_state_merge_age"])
+        self.intake = StateIntake(
+            self.vi,
+            limits,
+            p["state_timeout"],
+            p["state_estimate"],
+            notice=self.get_logger().warning,
+            on_clock_back=self._clock_went_back,
+            merge_age=p["joint_state_merge_age"],
+        )
         self.runner = PlanRunner(r, self.vi, p, self.vehicle, error_names, act_q_index, self.get_logger(), self.warn)
         if self.runner.hold is not None:  # the hold's derivatives compiled now, not at the first tick that needs them
             self.runner.hold.engage(r.neutral())
@@ -104,16 +109,23 @@ class ControllerNode(ManagedNode):
         self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
-        state_sub = self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS) if self.vehicle else \
-            self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS, raw=True)
+        state_sub = (
+            self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS)
+            if self.vehicle
+            else self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS, raw=True)
+        )
         self.several_drivers = False  # (until a message with only some of the model's joints comes)
-        self.own_subs = [state_sub, self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan",
-                                                             self.on_plan, LATCHED_QOS)]
+        self.own_subs = [
+            state_sub,
+            self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS),
+        ]
         self.wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.own_timers = [self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics, clock=self.wall)]
         self.tick_timer = None
-        self.get_logger().info(f"{r.name}: joints={joints}, trigger={p['trigger']}, safe_mode={p['safe_mode']}, "
-                               f"use_sim_time={self.get_parameter('use_sim_time').value}")
+        self.get_logger().info(
+            f"{r.name}: joints={joints}, trigger={p['trigger']}, safe_mode={p['safe_mode']}, "
+            f"use_sim_time={self.get_parameter('use_sim_time').value}"
+        )
 
     def activate(self) -> None:
         self.intake.reset()
@@ -129,8 +141,11 @@ class ControllerNode(ManagedNode):
         self._set_scheduling(0)
         last = self.intake.last_valid
         hold = self.p["safe_mode"] == "hold"
-        u = self.runner.safe_input("hold" if hold else "zero", last, fresh=False, stale_hold=hold) \
-            if last is not None else None
+        u = (
+            self.runner.safe_input("hold" if hold else "zero", last, fresh=False, stale_hold=hold)
+            if last is not None
+            else None
+        )
         if u is not None:
             self.publish(u)
         self.runner.stop()
@@ -158,10 +173,14 @@ class ControllerNode(ManagedNode):
 
     def _start_tick_timer(self) -> None:
         # joint_state trigger: the watchdog (nothing else notices that joint states stopped), on the node's clock
-        period = 1.0 / float(self.p["rate"]) if self.p["trigger"] == "timer" else \
-            max(float(self.p["state_timeout"]) / 2, 0.01)
-        self.tick_timer = self.create_timer(period, (lambda: self.tick()) if self.p["trigger"] == "timer" else
-                                            self.watchdog)  # (rclpy passes a TimerInfo to a callback with arguments)
+        period = (
+            1.0 / float(self.p["rate"])
+            if self.p["trigger"] == "timer"
+            else max(float(self.p["state_timeout"]) / 2, 0.01)
+        )
+        self.tick_timer = self.create_timer(
+            period, (lambda: self.tick()) if self.p["trigger"] == "timer" else self.watchdog
+        )  # (rclpy passes a TimerInfo to a callback with arguments)
 
     def _stop_tick_timer(self) -> None:
         if self.tick_timer is not None:
@@ -213,8 +232,9 @@ class ControllerNode(ManagedNode):
         if r is None:
             return
         try:
-            seq, plan, flags = plan_from_message(msg, r.name, r.hash, r.joint_names,
-                                                 list(r.actuated) + list(r.prescribed))
+            seq, plan, flags = plan_from_message(
+                msg, r.name, r.hash, r.joint_names, list(r.actuated) + list(r.prescribed)
+            )
         except PlanModelMismatch as e:
             self.warn("plan rejected", f"plan rejected: {e}", level="error")
             return
@@ -241,8 +261,10 @@ class ControllerNode(ManagedNode):
             t, has_v = self.reader.read_raw(msg)
         except ForeignJointState as e:  # another driver's joints (gripper, wheels) on the same topic: not ours
             if self.intake.foreign(str(e)):  # once per name list: visible if these were meant to be ours
-                self.get_logger().info(f"{e}: ignored (another driver's joints on joint_states; if these are the "
-                                       f"robot's, its joint names differ from the model's {self.robot.joint_names})")
+                self.get_logger().info(
+                    f"{e}: ignored (another driver's joints on joint_states; if these are the "
+                    f"robot's, its joint names differ from the model's {self.robot.joint_names})"
+                )
             return
         except ValueError as e:
             self.cmd.set_stamp(*self.reader.stamp)  # (its stamp, if its joints are ours: the safe command answers it)
@@ -259,16 +281,19 @@ class ControllerNode(ManagedNode):
         (common.JOINT_STATES_QOS), so one driver's message cannot displace another's; the depth-1 reader (the newest
         state only, right for one driver) goes once this callback has returned."""
         self.several_drivers, old = True, self.own_subs[0]
-        self.own_subs[0] = self.create_subscription(JointState, "joint_states", self.on_joint_state,
-                                                    JOINT_STATES_QOS, raw=True)
+        self.own_subs[0] = self.create_subscription(
+            JointState, "joint_states", self.on_joint_state, JOINT_STATES_QOS, raw=True
+        )
 
         def drop() -> None:
             self.destroy_timer(timer)
             self.destroy_subscription(old)
 
         timer = self.create_timer(0.0, drop, clock=self.wall)
-        self.get_logger().info("joint states from several drivers (this one has only some of the model's joints): "
-                               "merged, read with depth 4 from now on")
+        self.get_logger().info(
+            "joint states from several drivers (this one has only some of the model's joints): "
+            "merged, read with depth 4 from now on"
+        )
 
     def on_odometry(self, msg: Odometry) -> None:
         """Vehicle mode: x = (g, 𝕀ξ) from pose and body twist, stamp checked as a joint state's."""
@@ -351,15 +376,18 @@ class ControllerNode(ManagedNode):
         joint state: there is no velocity to damp, and a lockstep simulator would step on the command."""
         if not self.intake.ever_valid:  # nothing commanded yet, nothing to make safe: say what is awaited
             self.runner.fault_counts[kind] = self.runner.fault_counts.get(kind, 0) + 1
-            self.warn(f"waiting: {kind}", f"no valid joint state yet ({kind}{': ' + detail if detail else ''}): "
-                                          "nothing commanded")
+            self.warn(
+                f"waiting: {kind}",
+                f"no valid joint state yet ({kind}{': ' + detail if detail else ''}): nothing commanded",
+            )
             return
         self.runner.record_fault(kind, detail)
         state = self.intake.state  # (damped or held with feedback only while fresh: PlanRunner.safe_input)
         fresh = state is not None and self._stale_age(state) is None
         last = state if fresh else self.intake.last_valid
-        stale_hold = last is not None and \
-            self._now() - last.t <= float(self.p["state_timeout"]) + float(self.p["stale_hold_time"])
+        stale_hold = last is not None and self._now() - last.t <= float(self.p["state_timeout"]) + float(
+            self.p["stale_hold_time"]
+        )
         u = self.runner.safe_input(self.p["safe_mode"], last, fresh, self.command_period(), stale_hold)
         if u is not None:
             self.counts["safe"] += 1
@@ -381,8 +409,9 @@ class ControllerNode(ManagedNode):
         self._next_state = now + 1.0 / rate
         X, U, _ = law.reference(k)
         nq = self.vi.nq
-        self.state_pub.publish(self.state_msg.fill(t, k, law.plan.dt, X[:nq].copy(), wire_velocity(self.vi, X), U,
-                                                   x[:nq].copy(), qdot, u))
+        self.state_pub.publish(
+            self.state_msg.fill(t, k, law.plan.dt, X[:nq].copy(), wire_velocity(self.vi, X), U, x[:nq].copy(), qdot, u)
+        )
 
     def publish_diagnostics(self) -> None:
         now, states, commands = time.monotonic(), self.intake.counts["states"], self.counts["commands"]
@@ -391,8 +420,14 @@ class ControllerNode(ManagedNode):
         self.rates = ((states - s0) / span, (commands - c0) / span)
         self._rate_mark = (now, states, commands)
         merger = self.intake.merger
-        level, status, values = controller_diagnostics(self.active, self.runner, self.intake, self.counts, self.rates,
-                                                       merger.take_extrapolation() if merger else 0.0)
+        level, status, values = controller_diagnostics(
+            self.active,
+            self.runner,
+            self.intake,
+            self.counts,
+            self.rates,
+            merger.take_extrapolation() if merger else 0.0,
+        )
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))
 

@@ -35,16 +35,21 @@ def domain_id_for(key: str) -> int:
 def ros_environment(domain_id: int) -> dict[str, str]:
     """Environment for a node process: own domain, localhost discovery, ament index at the venv."""
     env = dict(os.environ)
-    env.update(ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               PYTHONUNBUFFERED="1", RCUTILS_LOGGING_BUFFERED_STREAM="0")
+    env.update(
+        ROS_DOMAIN_ID=str(domain_id),
+        ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+        PYTHONUNBUFFERED="1",
+        RCUTILS_LOGGING_BUFFERED_STREAM="0",
+    )
     env.setdefault("AMENT_PREFIX_PATH", sys.prefix)
     return env
 
 
 def set_domain(domain_id: int) -> None:
     """Same settings for this process (before rclpy.init)."""
-    os.environ.update({k: v for k, v in ros_environment(domain_id).items()
-                       if k.startswith(("ROS_", "AMENT_", "RCUTILS_"))})
+    os.environ.update(
+        {k: v for k, v in ros_environment(domain_id).items() if k.startswith(("ROS_", "AMENT_", "RCUTILS_"))}
+    )
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -67,9 +72,17 @@ class NodeProcess:
     """One node (``python -m vi_control.ros.<module>``) with params files plus overrides and topic remappings
     (``remaps``: {from: to}, as ``-r from:=to``); output in a log file."""
 
-    def __init__(self, module: str, domain_id: int, params_files: list[str] = (), overrides: dict | None = None,
-                 log_dir: str | None = None, name: str | None = None, namespace: str = "",
-                 remaps: dict[str, str] | None = None):
+    def __init__(
+        self,
+        module: str,
+        domain_id: int,
+        params_files: list[str] = (),
+        overrides: dict | None = None,
+        log_dir: str | None = None,
+        name: str | None = None,
+        namespace: str = "",
+        remaps: dict[str, str] | None = None,
+    ):
         self.module, self.name = module, name or module
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="vi_control_"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -87,8 +100,14 @@ class NodeProcess:
             args += ["--params-file", str(path)]
         self.log_path = self.log_dir / f"{self.name}.log"
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=ros_environment(domain_id),
-                                     start_new_session=True, preexec_fn=die_with_parent)
+        self.proc = subprocess.Popen(
+            args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=ros_environment(domain_id),
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
 
     @property
     def alive(self) -> bool:
@@ -104,7 +123,7 @@ class NodeProcess:
         from a fatal error's first line when there is one (faulthandler writes the crashing thread first)."""
         text = self.log()
         i = text.find("Fatal Python error")
-        tail = text[i: i + 2 * chars] if i >= 0 else text[-chars:]
+        tail = text[i : i + 2 * chars] if i >= 0 else text[-chars:]
         state = "running" if self.alive else f"exited with {self.proc.returncode}"
         return f"--- {self.name} ({state})\n{tail}"
 
@@ -137,4 +156,3 @@ class NodeProcess:
                     pass  # unkillable (e.g. stuck in the kernel): nothing more a parent can do
         self._log.close()
         return self.proc.returncode
-

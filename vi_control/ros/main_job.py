@@ -57,11 +57,20 @@ class ClosedLoopRun:
         return -state_error(goal_q, self.q[-1], continuous_mask)
 
 
-def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[str]] | None = None,
-                    overrides: dict[str, dict] | None = None, hold_time: float = 1.0, timeout: float = 180.0,
-                    joint_names: list[str] | None = None, on_start=None, namespace: str | None = None,
-                    remaps: dict[str, dict[str, str]] | None = None, record: str | None = None,
-                    view: bool = False) -> ClosedLoopRun:
+def run_closed_loop(
+    domain_id: int,
+    log_dir: str,
+    params_files: dict[str, list[str]] | None = None,
+    overrides: dict[str, dict] | None = None,
+    hold_time: float = 1.0,
+    timeout: float = 180.0,
+    joint_names: list[str] | None = None,
+    on_start=None,
+    namespace: str | None = None,
+    remaps: dict[str, dict[str, str]] | None = None,
+    record: str | None = None,
+    view: bool = False,
+) -> ClosedLoopRun:
     """Start the three nodes, wait for a plan and its execution plus ``hold_time`` s, stop everything.
 
     ``on_start(procs, recorder)`` (optional) runs once the plan is being executed (fault injection in tests).
@@ -97,8 +106,16 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
 
     def start_nodes(*names: str) -> None:
         for n in names:
-            procs[n] = NodeProcess(NODES[n], domain_id, params_files.get(n, []), overrides.get(n), log_dir, name=n,
-                                   namespace=ns, remaps=(remaps or {}).get(n))
+            procs[n] = NodeProcess(
+                NODES[n],
+                domain_id,
+                params_files.get(n, []),
+                overrides.get(n),
+                log_dir,
+                name=n,
+                namespace=ns,
+                remaps=(remaps or {}).get(n),
+            )
 
     error, plan, first, first_flags, flags = "", None, None, 0, 0
     try:
@@ -106,12 +123,18 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
         # controller (discovery can take seconds) before the planner starts, or the start is lost.
         start_nodes("simulator", "controller")
         topic = f"{rec.cmd_pub.topic_name}"
-        if not rec.wait_for(lambda: (rec.states and rec.count_publishers(topic) > 1)
-                            or not all(p.alive for p in procs.values()), timeout):
+        if not rec.wait_for(
+            lambda: (rec.states and rec.count_publishers(topic) > 1) or not all(p.alive for p in procs.values()),
+            timeout,
+        ):
             raise TimeoutError(f"simulator/controller not heard within {timeout} s")
         start_nodes("planner")
-        if not _wait_reporting(rec, lambda: rec.plan() is not None or not all(p.alive for p in procs.values()),
-                               timeout, "the planner's plan"):
+        if not _wait_reporting(
+            rec,
+            lambda: rec.plan() is not None or not all(p.alive for p in procs.values()),
+            timeout,
+            "the planner's plan",
+        ):
             raise TimeoutError(f"no plan within {timeout} s")
         dead = [n for n, p in procs.items() if not p.alive]
         if dead:
@@ -140,8 +163,13 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
                 t_end = max(t_end, latest[1].times[-1] + hold_time)
             return stamps[-1] >= t_end
 
-        if not _wait_reporting(rec, done, timeout, "the closed loop",
-                               lambda: f"simulated t = {rec.states[-1][1]:.2f} s" if rec.states else ""):
+        if not _wait_reporting(
+            rec,
+            done,
+            timeout,
+            "the closed loop",
+            lambda: f"simulated t = {rec.states[-1][1]:.2f} s" if rec.states else "",
+        ):
             raise TimeoutError(f"the closed loop did not reach t = {duration:g} s of simulation within {timeout} s")
         _, plan, flags = rec.plan()  # the latest plan (it may have been replaced during the run)
     except (TimeoutError, RuntimeError) as e:
@@ -171,9 +199,20 @@ def run_closed_loop(domain_id: int, log_dir: str, params_files: dict[str, list[s
     def column(i: int) -> np.ndarray:
         return np.array([s[i] for s in states]).reshape(len(states), -1) if states else np.zeros((0, nq))
 
-    return ClosedLoopRun(plan=plan, first_plan=first, trajectory=trajectory, stamps=np.array([s[1] for s in states]),
-                         q=column(2), effort=column(3), wall_time=wall, logs={n: p.log() for n, p in procs.items()},
-                         error=error, odometry=odometry, recording=record or None, view=live_view)
+    return ClosedLoopRun(
+        plan=plan,
+        first_plan=first,
+        trajectory=trajectory,
+        stamps=np.array([s[1] for s in states]),
+        q=column(2),
+        effort=column(3),
+        wall_time=wall,
+        logs={n: p.log() for n, p in procs.items()},
+        error=error,
+        odometry=odometry,
+        recording=record or None,
+        view=live_view,
+    )
 
 
 def _wait_reporting(rec, predicate, timeout: float, what: str, status=lambda: "", period: float = 5.0) -> bool:
@@ -185,8 +224,10 @@ def _wait_reporting(rec, predicate, timeout: float, what: str, status=lambda: ""
         if rec.wait_for(predicate, min(period, end - time.monotonic())):
             return True
         extra = status()
-        print(f"[main_job] waiting for {what} ({time.monotonic() - start:.0f} s{', ' + extra if extra else ''})",
-              flush=True)
+        print(
+            f"[main_job] waiting for {what} ({time.monotonic() - start:.0f} s{', ' + extra if extra else ''})",
+            flush=True,
+        )
     return bool(predicate())
 
 
@@ -229,8 +270,14 @@ def _started_on_receipt(plan: Plan, states: list) -> Plan:
     return plan.shifted(stamps[moved[0]] - plan.dt if moved.size else stamps[0])
 
 
-def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int], path: str,
-             effort_limits: np.ndarray | None = None, continuous_mask: np.ndarray | None = None) -> None:
+def plot_run(
+    run: ClosedLoopRun,
+    joint_names: list[str],
+    input_joints: list[int],
+    path: str,
+    effort_limits: np.ndarray | None = None,
+    continuous_mask: np.ndarray | None = None,
+) -> None:
     """The run's PNG: planned vs measured q; planned vs applied torque with the torque limits (``effort_limits``,
     per actuated joint, dotted at ±limit); the tracking error q − q_planned on the plan's grid (``continuous_mask``:
     angles of continuous joints taken modulo 2π)."""
@@ -249,12 +296,18 @@ def plot_run(run: ClosedLoopRun, joint_names: list[str], input_joints: list[int]
     for i, j in enumerate(input_joints):
         axes[1].step(run.plan.times[:-1], run.plan.U[:, i], "--", where="post", label=f"{joint_names[j]} planned U_k")
         # the effort reported with state k+1 is the torque applied over [t_k, t_k+1]
-        line = axes[1].step(run.stamps - run.plan.dt, run.effort[:, j], where="post",
-                            label=f"{joint_names[j]} applied")[0]
+        line = axes[1].step(
+            run.stamps - run.plan.dt, run.effort[:, j], where="post", label=f"{joint_names[j]} applied"
+        )[0]
         if effort_limits is not None and np.isfinite(effort_limits[i]) and effort_limits[i] > 0:
             for sign in (1, -1):
-                axes[1].axhline(sign * effort_limits[i], color=line.get_color(), ls=":", lw=1,
-                                label=f"{joint_names[j]} limit ±{effort_limits[i]:g}" if sign > 0 else None)
+                axes[1].axhline(
+                    sign * effort_limits[i],
+                    color=line.get_color(),
+                    ls=":",
+                    lw=1,
+                    label=f"{joint_names[j]} limit ±{effort_limits[i]:g}" if sign > 0 else None,
+                )
     axes[1].set_ylabel("torque [N·m or N]")
     axes[1].legend(loc="best", fontsize="small")
     mask = np.zeros(nq, bool) if continuous_mask is None else np.asarray(continuous_mask, bool)
@@ -279,8 +332,10 @@ def model_parameters(spec) -> dict:
     from ..model.errors import ModelError
 
     if spec.mass_scale != 1.0 or spec.floating_base is not None or spec.inertia_policy is not None:
-        raise ModelError("model: mass_scale, floating_base and inertia_policy have no node parameter; put the "
-                         "model in a system YAML (system_yaml) to run it through the nodes")
+        raise ModelError(
+            "model: mass_scale, floating_base and inertia_policy have no node parameter; put the "
+            "model in a system YAML (system_yaml) to run it through the nodes"
+        )
     system = spec.system_source() if spec.system is not None else ""
     if isinstance(system, dict):
         system = yaml.safe_dump(system)
@@ -322,18 +377,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tolerance", type=float, default=0.05, help="goal tolerance on |q − q_goal| [rad]")
     ap.add_argument("--hold-time", type=float, default=2.0, help="simulated time to hold the goal after the plan")
     ap.add_argument("--timeout", type=float, default=300.0)
-    ap.add_argument("--mass-scale", type=float, default=1.05,
-                    help="simulated masses / the planner's model (default: a 5 %% heavier real pendulum)")
+    ap.add_argument(
+        "--mass-scale",
+        type=float,
+        default=1.05,
+        help="simulated masses / the planner's model (default: a 5 %% heavier real pendulum)",
+    )
     ap.add_argument("--noise", type=float, default=0.001, help="joint position noise std of the simulator [rad]")
-    ap.add_argument("--task", default="",
-                    help="a task YAML (name in config/, e.g. task_cartpole_swingup, or a path) to run instead of the "
-                         "pendulum swing-up: its model, Δt and start configure the simulator and controller")
-    ap.add_argument("--record", default=None, metavar="MCAP",
-                    help="record the run's topics to this MCAP file (default: next to the plot, .mcap; '' for none)")
-    ap.add_argument("--view", action="store_true",
-                    help="follow the run in a browser view (prints its URL), then replay it there until Enter")
-    ap.add_argument("--html", action="store_true",
-                    help="also write a self-contained HTML replay next to the plot (.html; opens offline)")
+    ap.add_argument(
+        "--task",
+        default="",
+        help="a task YAML (name in config/, e.g. task_cartpole_swingup, or a path) to run instead of the "
+        "pendulum swing-up: its model, Δt and start configure the simulator and controller",
+    )
+    ap.add_argument(
+        "--record",
+        default=None,
+        metavar="MCAP",
+        help="record the run's topics to this MCAP file (default: next to the plot, .mcap; '' for none)",
+    )
+    ap.add_argument(
+        "--view",
+        action="store_true",
+        help="follow the run in a browser view (prints its URL), then replay it there until Enter",
+    )
+    ap.add_argument(
+        "--html",
+        action="store_true",
+        help="also write a self-contained HTML replay next to the plot (.html; opens offline)",
+    )
     args = ap.parse_args(argv)
     record = str(Path(args.out).with_suffix(".mcap")) if args.record is None else args.record
     # SIGTERM (e.g. a CI timeout) must unwind through run_closed_loop's finally, which stops the node
@@ -361,8 +433,16 @@ def main(argv: list[str] | None = None) -> int:
     # A model mismatch and measurement noise, so the TV-LQR feedback has something to correct.
     overrides["simulator"] |= {"mass_scale": args.mass_scale, "position_noise_std": args.noise}
     print(f"[main_job] simulator: mass_scale={args.mass_scale}, position noise std={args.noise} rad")
-    run = run_closed_loop(domain, log_dir, hold_time=args.hold_time, timeout=args.timeout,
-                          joint_names=robot.joint_names, overrides=overrides, record=record or None, view=args.view)
+    run = run_closed_loop(
+        domain,
+        log_dir,
+        hold_time=args.hold_time,
+        timeout=args.timeout,
+        joint_names=robot.joint_names,
+        overrides=overrides,
+        record=record or None,
+        view=args.view,
+    )
     try:
         return _report(args, run, robot)
     finally:
@@ -390,8 +470,14 @@ def _report(args, run: ClosedLoopRun, robot) -> int:
     print(f"| final q − goal (after {args.hold_time:g} s hold) | {np.round(final, 5).tolist()} rad |")
     print(f"| max applied torque | {tau_max:.4g} N·m (limit {robot.effort_limits.tolist()}) |")
     print(f"| wall time (start-up, plan, closed loop, shutdown) | {run.wall_time:.1f} s |")
-    plot_run(run, robot.joint_names, [robot.joint_index(n) for n in robot.actuated], args.out,
-             effort_limits=robot.effort_limits, continuous_mask=mask)
+    plot_run(
+        run,
+        robot.joint_names,
+        [robot.joint_index(n) for n in robot.actuated],
+        args.out,
+        effort_limits=robot.effort_limits,
+        continuous_mask=mask,
+    )
     print(f"[main_job] plot written to {args.out}")
     if run.recording:
         print(f"[main_job] recording written to {run.recording} (vi_view {run.recording} replays it)")
@@ -409,8 +495,7 @@ def _report(args, run: ClosedLoopRun, robot) -> int:
             if sys.stdin.isatty():
                 input("[main_job] press Enter to stop the view ")
             else:
-                print("[main_job] (no terminal to wait on: the view stops with the job; vi_view replays the "
-                      "recording)")
+                print("[main_job] (no terminal to wait on: the view stops with the job; vi_view replays the recording)")
     print(f"[main_job] goal {'REACHED' if ok else 'NOT reached'} (tolerance {args.tolerance} rad)")
     return 0 if ok else 1
 

@@ -60,8 +60,10 @@ class ManagedNode(LifecycleNode):
             self._autostart(fail_loudly=False)
 
     def _autostart(self, fail_loudly: bool) -> None:
-        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS or \
-                self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+        if (
+            self.trigger_configure() != TransitionCallbackReturn.SUCCESS
+            or self.trigger_activate() != TransitionCallbackReturn.SUCCESS
+        ):
             if fail_loudly:  # a node started with a bad model must not idle silently
                 raise RuntimeError(f"{self.get_name()}: autostart failed (see the error above)")
 

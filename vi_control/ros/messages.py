@@ -57,8 +57,7 @@ def encode_plan(plan: Plan, seq: int, start_on_receipt: bool = False) -> bytes:
     N, nu, ndx = plan.K.shape
     nx = plan.X.shape[1]
     times = np.asarray(plan.times, float)
-    if not np.allclose(times, times[0] + plan.dt * np.arange(N + 1), rtol=0.0,
-                       atol=1e-9 * max(1.0, abs(times[-1]))):
+    if not np.allclose(times, times[0] + plan.dt * np.arange(N + 1), rtol=0.0, atol=1e-9 * max(1.0, abs(times[-1]))):
         raise ValueError("plan times are not uniform (t0 + k·dt): cannot encode")
     h = plan.model_hash.encode("ascii")
     if len(h) != 16:
@@ -66,14 +65,14 @@ def encode_plan(plan: Plan, seq: int, start_on_receipt: bool = False) -> bytes:
     U_final = plan.U[-1] if plan.U_final is None else np.asarray(plan.U_final, float)
     K_final = plan.K[-1] if plan.K_final is None else np.asarray(plan.K_final, float)
     flags = (FLAG_CONVERGED if plan.converged else 0) | (FLAG_START_ON_RECEIPT if start_on_receipt else 0)
-    head = _HEADER.pack(PLAN_MAGIC, PLAN_VERSION, flags, int(seq), h, N, nx, nu, ndx, float(plan.dt),
-                        float(times[0]))
+    head = _HEADER.pack(PLAN_MAGIC, PLAN_VERSION, flags, int(seq), h, N, nx, nu, ndx, float(plan.dt), float(times[0]))
     body = np.concatenate([a.ravel() for a in (plan.X, plan.U, plan.K, U_final, K_final)]).astype("<f8")
     return head + body.tobytes()
 
 
-def decode_plan(buf: bytes, model_name: str, model_hash: str, joint_names: list[str],
-                input_names: list[str]) -> tuple[int, Plan, int]:
+def decode_plan(
+    buf: bytes, model_name: str, model_hash: str, joint_names: list[str], input_names: list[str]
+) -> tuple[int, Plan, int]:
     """(sequence number, Plan, flags) from the bytes; ValueError naming the field if anything is off,
     PlanModelMismatch if the plan was made for another model (an empty ``model_hash`` accepts any)."""
     buf = bytes(buf)
@@ -86,14 +85,17 @@ def decode_plan(buf: bytes, model_name: str, model_hash: str, joint_names: list[
         raise ValueError(f"plan format version {version}, this node reads version {PLAN_VERSION}")
     plan_hash = h.decode("ascii", errors="replace")
     if model_hash and plan_hash != model_hash:
-        raise PlanModelMismatch(f"plan {seq} was made for model {plan_hash}, this node runs {model_name} "
-                                f"({model_hash})")
+        raise PlanModelMismatch(
+            f"plan {seq} was made for model {plan_hash}, this node runs {model_name} ({model_hash})"
+        )
     if N < 1 or nx < 1 or ndx < 1:
         raise ValueError(f"plan {seq}: needs N >= 1 steps and nx, ndx >= 1 (N={N}, nx={nx}, ndx={ndx})")
     n_values = (N + 1) * nx + N * nu + N * nu * ndx + nu + nu * ndx
     if n_values > _MAX_VALUES or len(buf) != _HEADER.size + 8 * n_values:
-        raise ValueError(f"plan {seq}: {len(buf) - _HEADER.size} data bytes, expected {8 * n_values} for "
-                         f"N={N}, nx={nx}, nu={nu}, ndx={ndx}")
+        raise ValueError(
+            f"plan {seq}: {len(buf) - _HEADER.size} data bytes, expected {8 * n_values} for "
+            f"N={N}, nx={nx}, nu={nu}, ndx={ndx}"
+        )
     if not (np.isfinite(dt) and dt > 0 and np.isfinite(t0)):
         raise ValueError(f"plan {seq}: dt = {dt} and t0 = {t0} must be finite, dt > 0")
     v = np.frombuffer(buf, dtype="<f8", offset=_HEADER.size).astype(float)
@@ -102,12 +104,23 @@ def decode_plan(buf: bytes, model_name: str, model_hash: str, joint_names: list[
     parts, i = [], 0
     for shape in ((N + 1, nx), (N, nu), (N, nu, ndx), (nu,), (nu, ndx)):
         n = int(np.prod(shape))
-        parts.append(v[i:i + n].reshape(shape))
+        parts.append(v[i : i + n].reshape(shape))
         i += n
     X, U, K, U_final, K_final = parts
-    plan = Plan(times=t0 + dt * np.arange(N + 1), X=X, U=U, K=K, dt=dt, model_name=model_name,
-                model_hash=plan_hash, joint_names=list(joint_names), input_names=list(input_names),
-                K_final=K_final, U_final=U_final, converged=bool(flags & FLAG_CONVERGED))
+    plan = Plan(
+        times=t0 + dt * np.arange(N + 1),
+        X=X,
+        U=U,
+        K=K,
+        dt=dt,
+        model_name=model_name,
+        model_hash=plan_hash,
+        joint_names=list(joint_names),
+        input_names=list(input_names),
+        K_final=K_final,
+        U_final=U_final,
+        converged=bool(flags & FLAG_CONVERGED),
+    )
     return int(seq), plan, int(flags)
 
 
@@ -119,8 +132,9 @@ def plan_to_message(plan: Plan, seq: int, start_on_receipt: bool = False) -> UIn
     return msg
 
 
-def plan_from_message(msg: UInt8MultiArray, model_name: str, model_hash: str, joint_names: list[str],
-                      input_names: list[str]) -> tuple[int, Plan, int]:
+def plan_from_message(
+    msg: UInt8MultiArray, model_name: str, model_hash: str, joint_names: list[str], input_names: list[str]
+) -> tuple[int, Plan, int]:
     """``decode_plan`` of a message (its layout label must be ``PLAN_FORMAT``)."""
     labels = [d.label for d in msg.layout.dim]
     if labels != [PLAN_FORMAT]:
@@ -139,9 +153,14 @@ def plan_to_trajectory(plan: Plan, velocities: np.ndarray, input_joints: list[in
         effort = np.zeros(nq)
         effort[input_joints] = u[: len(input_joints)]
         sec, nsec = split_seconds(float(t - plan.times[0]))
-        msg.points.append(JointTrajectoryPoint(
-            positions=plan.X[k, :nq].tolist(), velocities=np.asarray(velocities[k], float).tolist(),
-            effort=effort.tolist(), time_from_start=Duration(sec=sec, nanosec=nsec)))
+        msg.points.append(
+            JointTrajectoryPoint(
+                positions=plan.X[k, :nq].tolist(),
+                velocities=np.asarray(velocities[k], float).tolist(),
+                effort=effort.tolist(),
+                time_from_start=Duration(sec=sec, nanosec=nsec),
+            )
+        )
     return msg
 
 
@@ -158,7 +177,7 @@ def split_seconds(t: float) -> tuple[int, int]:
     """(sec, nanosec) of a time in seconds, for stamps and durations: nanosec in [0, 10⁹), sec + 10⁻⁹·nanosec the
     time to the nearest nanosecond; ValueError for a time that is not a finite real number whose sec fits the int32
     of builtin_interfaces/Time and Duration."""
-    if not is_real(t) or not -2.0**31 <= t <= 2.0**31 - 1:  # (NaN fails the comparison; big ints compare exactly)
+    if not is_real(t) or not -(2.0**31) <= t <= 2.0**31 - 1:  # (NaN fails the comparison; big ints compare exactly)
         raise ValueError(f"time t: expected finite seconds in [-2^31, 2^31 - 1] (an int32 sec), got {t!r}")
     # whole seconds and the fraction apart (t − ⌊t⌋ is exact): round(t·1e9) rounded t·1e9 to a double first,
     # 128 ns off at wall-clock times (1.8e9 s)
@@ -283,7 +302,7 @@ class RawJointStateReader(JointStateReader):
             start = _align(4 + 12 + flen, 4)
             end = start + len(self._name_bytes) if self._name_bytes is not None else -1
             if self._name_bytes is None or buf[start:end] != self._name_bytes:
-                if self._foreign is not None and buf[start:start + len(self._foreign[0])] == self._foreign[0]:
+                if self._foreign is not None and buf[start : start + len(self._foreign[0])] == self._foreign[0]:
                     raise ForeignJointState(self._foreign[1])
                 end, names = _read_names(buf, start)
                 try:
@@ -325,7 +344,7 @@ def _read_names(buf: bytes, offset: int) -> tuple[int, list[str]]:
     for _ in range(count):
         offset = _align(offset, 4)
         (length,) = struct.unpack_from("<I", buf, offset)
-        names.append(bytes(buf[offset + 4: offset + 3 + length]).decode("utf-8"))
+        names.append(bytes(buf[offset + 4 : offset + 3 + length]).decode("utf-8"))
         offset += 4 + length
     return offset, names
 
@@ -352,7 +371,7 @@ def command_stamp(msg) -> tuple[int, int] | None:
     from another tool) or names it in another form."""
     for d in msg.layout.dim:
         if d.label.startswith(COMMAND_STAMP_PREFIX):
-            sec, _, nsec = d.label[len(COMMAND_STAMP_PREFIX):].partition(".")
+            sec, _, nsec = d.label[len(COMMAND_STAMP_PREFIX) :].partition(".")
             try:
                 return int(sec), int(nsec)
             except ValueError:
@@ -379,7 +398,7 @@ class RawFloat64MultiArray:
     def set_stamp(self, sec: int, nanosec: int) -> None:
         """Name the joint state stamped (sec, nanosec) as the one this command answers."""
         sec, nanosec = sec + nanosec // 10**9, nanosec % 10**9  # (a malformed stamp must not widen the label)
-        self.buf[self._stamp_at: self._stamp_at + 21] = _STAMP_TEXT.format(sec, nanosec).encode()[:21]
+        self.buf[self._stamp_at : self._stamp_at + 21] = _STAMP_TEXT.format(sec, nanosec).encode()[:21]
 
     def __bytes__(self) -> bytes:
         return bytes(self.buf)

@@ -64,20 +64,29 @@ class MujocoRobot:
         return full[np.ix_(self.dadr, self.dadr)]
 
 
-def mujoco_robot(robot: RobotModel, dt: float = 1e-3, integrator: str = "RK4", gravity: bool = True,
-                 joint_limits: bool = True) -> MujocoRobot:
+def mujoco_robot(
+    robot: RobotModel, dt: float = 1e-3, integrator: str = "RK4", gravity: bool = True, joint_limits: bool = True
+) -> MujocoRobot:
     """Compile ``robot``'s URDF with MuJoCo (module docstring): time step ``dt`` [s], ``integrator`` one of
     INTEGRATORS, the robot's gravity (or none), its URDF position limits as joint-limit constraints (or none).
     ValueError for a model the plant cannot be: a floating base, closed loops (constraints), nonholonomic or
     prescribed joints, or a joint MuJoCo did not make a single-dof hinge or slide."""
     import mujoco
 
-    why = [what for what, bad in (("a floating base", robot.floating_base), ("holonomic constraints",
-                                  robot.constraints), ("nonholonomic constraints", robot.nonholonomic),
-                                  ("prescribed joints", robot.prescribed)) if bad]
+    why = [
+        what
+        for what, bad in (
+            ("a floating base", robot.floating_base),
+            ("holonomic constraints", robot.constraints),
+            ("nonholonomic constraints", robot.nonholonomic),
+            ("prescribed joints", robot.prescribed),
+        )
+        if bad
+    ]
     if why:
-        raise ValueError(f"{robot.name}: the MuJoCo plant takes a tree of actuated or passive joints, not "
-                         f"{' and '.join(why)}")
+        raise ValueError(
+            f"{robot.name}: the MuJoCo plant takes a tree of actuated or passive joints, not {' and '.join(why)}"
+        )
     if integrator not in INTEGRATORS:
         raise ValueError(f"integrator {integrator!r} not one of {list(INTEGRATORS)}")
     spec = mujoco.MjSpec.from_string(strip_geometry(robot.urdf_xml))
@@ -86,8 +95,9 @@ def mujoco_robot(robot: RobotModel, dt: float = 1e-3, integrator: str = "RK4", g
             continue
         full = np.asarray(body.fullinertia, float)
         if np.isfinite(full[0]):  # a full URDF inertia: its eigenvalues
-            moments = np.linalg.eigvalsh(np.array([[full[0], full[3], full[4]], [full[3], full[1], full[5]],
-                                                   [full[4], full[5], full[2]]]))
+            moments = np.linalg.eigvalsh(
+                np.array([[full[0], full[3], full[4]], [full[3], full[1], full[5]], [full[4], full[5], full[2]]])
+            )
             if moments.min() < TINY_INERTIA:
                 body.fullinertia = full + np.r_[np.full(3, TINY_INERTIA), np.zeros(3)]
         elif np.min(body.inertia) < TINY_INERTIA:
@@ -97,8 +107,11 @@ def mujoco_robot(robot: RobotModel, dt: float = 1e-3, integrator: str = "RK4", g
             joint.limited = mujoco.mjtLimited.mjLIMITED_FALSE
     m = spec.compile()
     m.opt.timestep = float(dt)
-    m.opt.integrator = {"RK4": mujoco.mjtIntegrator.mjINT_RK4, "Euler": mujoco.mjtIntegrator.mjINT_EULER,
-                        "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST}[integrator]
+    m.opt.integrator = {
+        "RK4": mujoco.mjtIntegrator.mjINT_RK4,
+        "Euler": mujoco.mjtIntegrator.mjINT_EULER,
+        "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+    }[integrator]
     m.opt.gravity[:] = robot.gravity if gravity else 0.0
     hinge_or_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
     qadr, dadr = [], []

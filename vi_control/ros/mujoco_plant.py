@@ -42,23 +42,37 @@ MAX_LAG = 0.2  # [s] of wall time the stepping thread catches up after a stall; 
 PARAMETERS: dict[str, Param] = {
     **{k: v for k, v in MODEL_PARAMETERS.items() if k != "integrator"},
     "dt": Param(0.001, "MuJoCo time step, stepped in wall-clock time [s]", range=(1e-4, 0.1)),
-    "mujoco_integrator": Param("RK4", "MuJoCo's integrator (RK4: 4th order; Euler: semi-implicit; implicitfast)",
-                               choices=INTEGRATORS),
+    "mujoco_integrator": Param(
+        "RK4", "MuJoCo's integrator (RK4: 4th order; Euler: semi-implicit; implicitfast)", choices=INTEGRATORS
+    ),
     **{k: SIMULATOR_PARAMETERS[k] for k in ("controller_name", "joints", "initial_velocities", "on_bad_command")},
-    "initial_positions": Param(None, "q_0 in the model's joint order (default: the model's neutral configuration, "
-                                     "zeros)", array="double"),
+    "initial_positions": Param(
+        None, "q_0 in the model's joint order (default: the model's neutral configuration, zeros)", array="double"
+    ),
     "gravity": Param(True, "the model's gravity (its system YAML); false: none"),
     "joint_limits": Param(True, "the URDF position limits as MuJoCo's joint-limit constraints (soft end stops)"),
-    "joint_state_rate": Param(500.0, "joint_states rate [Hz] (joint_state_broadcaster's publish rate); rounded to "
-                                     "a whole number of steps", range=(0.1, 10000.0)),
-    "publish_joint_states": Param(True, "fault injection: false pauses the joint_states publication while the plant "
-                                        "keeps stepping (stale joint states for a controller)", live=True),
-    "brake_until_command": Param(False, "hold every joint at its initial position (brakes) until the first valid "
-                                        "command arrives"),
-    "realtime_priority": Param(0, "while active, every thread of the process runs SCHED_FIFO at this priority "
-                                  "(1…99), as the controller's parameter of this name — a plant beside a SCHED_FIFO "
-                                  "controller needs it or it stalls; 0: normal scheduling. Refused by the OS: a "
-                                  "warning", range=(0, 99)),
+    "joint_state_rate": Param(
+        500.0,
+        "joint_states rate [Hz] (joint_state_broadcaster's publish rate); rounded to a whole number of steps",
+        range=(0.1, 10000.0),
+    ),
+    "publish_joint_states": Param(
+        True,
+        "fault injection: false pauses the joint_states publication while the plant "
+        "keeps stepping (stale joint states for a controller)",
+        live=True,
+    ),
+    "brake_until_command": Param(
+        False, "hold every joint at its initial position (brakes) until the first valid command arrives"
+    ),
+    "realtime_priority": Param(
+        0,
+        "while active, every thread of the process runs SCHED_FIFO at this priority "
+        "(1…99), as the controller's parameter of this name — a plant beside a SCHED_FIFO "
+        "controller needs it or it stalls; 0: normal scheduling. Refused by the OS: a "
+        "warning",
+        range=(0, 99),
+    ),
     **AUTOSTART,
 }
 
@@ -99,11 +113,14 @@ class MujocoPlantNode(ManagedNode):
         self.effort = np.zeros(r.nq)
         self.act_index = np.array([r.joint_index(n) for n in r.actuated], int)
         self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
-        self.sub = self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command,
-                                            STREAM_QOS)
-        self.get_logger().info(f"{r.name}: MuJoCo {mujoco.__version__} plant, nq={r.nq}, dt={p['dt']}, "
-                               f"{p['mujoco_integrator']}, joint states every {self.every} steps, commands "
-                               f"{joints}{', braked until the first command' if self.braked else ''}")
+        self.sub = self.create_subscription(
+            Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS
+        )
+        self.get_logger().info(
+            f"{r.name}: MuJoCo {mujoco.__version__} plant, nq={r.nq}, dt={p['dt']}, "
+            f"{p['mujoco_integrator']}, joint states every {self.every} steps, commands "
+            f"{joints}{', braked until the first command' if self.braked else ''}"
+        )
 
     def activate(self) -> None:
         self._stop.clear()
@@ -152,8 +169,11 @@ class MujocoPlantNode(ManagedNode):
             self.counts["rejected_commands"] += 1
             if self.p["on_bad_command"] == "zero":
                 self.u = np.zeros(n)
-            self.warn("bad command", f"rejected command ({why}); applying the {self.p['on_bad_command']} command "
-                      f"{np.round(self.u, 4).tolist()}")
+            self.warn(
+                "bad command",
+                f"rejected command ({why}); applying the {self.p['on_bad_command']} command "
+                f"{np.round(self.u, 4).tolist()}",
+            )
             return
         u = u[self.perm]
         if np.any(np.abs(u) > self.limits):
@@ -192,9 +212,12 @@ class MujocoPlantNode(ManagedNode):
                 skipped = int(lag / dt)
                 deadline += skipped * dt
                 self.counts["skipped_steps"] += skipped
-                self.warn("stall", f"stepping stalled {1e3 * lag:.1f} ms: {skipped} steps of plant time skipped "
-                          f"({self.counts['skipped_steps']} so far; up to {1e3 * MAX_LAG:g} ms are caught up); set "
-                          "realtime_priority beside a real-time controller")
+                self.warn(
+                    "stall",
+                    f"stepping stalled {1e3 * lag:.1f} ms: {skipped} steps of plant time skipped "
+                    f"({self.counts['skipped_steps']} so far; up to {1e3 * MAX_LAG:g} ms are caught up); set "
+                    "realtime_priority beside a real-time controller",
+                )
             if self.braked:
                 d.qpos[self.mj.qadr], d.qvel[:] = self.q0, 0.0
                 mj.mj_forward(m, d)

@@ -49,13 +49,16 @@ def tables() -> dict[str, str]:
 
     return {
         "#### Model parameters (all three nodes)": markdown_table(MODEL_PARAMETERS),
-        "#### Simulator (`vi_control/ros/simulator_node.py`)": markdown_table(simulator_node.PARAMETERS,
-                                                                            MODEL_PARAMETERS),
+        "#### Simulator (`vi_control/ros/simulator_node.py`)": markdown_table(
+            simulator_node.PARAMETERS, MODEL_PARAMETERS
+        ),
         "#### Planner (`vi_control/ros/planner_node.py`)": markdown_table(planner_node.PARAMETERS, MODEL_PARAMETERS),
-        "#### Controller (`vi_control/ros/controller_node.py`)": markdown_table(controller_node.PARAMETERS,
-                                                                              MODEL_PARAMETERS),
-        "#### MuJoCo plant (`vi_control/ros/mujoco_plant.py`)": markdown_table(mujoco_plant.PARAMETERS,
-                                                                             MODEL_PARAMETERS),
+        "#### Controller (`vi_control/ros/controller_node.py`)": markdown_table(
+            controller_node.PARAMETERS, MODEL_PARAMETERS
+        ),
+        "#### MuJoCo plant (`vi_control/ros/mujoco_plant.py`)": markdown_table(
+            mujoco_plant.PARAMETERS, MODEL_PARAMETERS
+        ),
     }
 
 
@@ -85,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     text, changed = update(a.doc.read_text())
     if a.check:
         for h in changed:
-            print(f"{a.doc}: the table under {h!r} differs from the code's PARAMETERS "
-                  f"(python -m vi_control.ros.param_docs rewrites it)")
+            print(
+                f"{a.doc}: the table under {h!r} differs from the code's PARAMETERS "
+                f"(python -m vi_control.ros.param_docs rewrites it)"
+            )
         return 1 if changed else 0
     a.doc.write_text(text)
     print(f"{a.doc}: {len(changed)} table(s) rewritten" + (f": {', '.join(changed)}" if changed else ""))

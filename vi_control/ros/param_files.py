@@ -22,8 +22,9 @@ RCLPY_PARAMETERS = {"use_sim_time": Param(False, "the node's clock is /clock (rc
 
 def node_tables() -> dict[str, dict[str, Param]]:
     """{node name: its PARAMETERS table} of the three nodes."""
-    return {name: importlib.import_module(f"{__package__}.{module}").PARAMETERS
-            for name, module in NODE_MODULES.items()}
+    return {
+        name: importlib.import_module(f"{__package__}.{module}").PARAMETERS for name, module in NODE_MODULES.items()
+    }
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -45,8 +46,11 @@ def section_errors(params: Any, table: dict[str, Param], where: str) -> list[str
         if name.startswith("qos_overrides."):  # rclpy's QoS overrides, not node parameters
             continue
         spec = table.get(name)
-        why = (spec.refusal(name, value) if spec is not None
-               else f"{unknown_keys([name], set(table))}: not declared by this node (rclpy would drop it)")
+        why = (
+            spec.refusal(name, value)
+            if spec is not None
+            else f"{unknown_keys([name], set(table))}: not declared by this node (rclpy would drop it)"
+        )
         if why is not None:
             errors.append(f"{where}: {why}")
     return errors

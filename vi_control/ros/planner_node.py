@@ -84,8 +84,12 @@ FIRST_STATE_WINDOW = float(CONTROLLER_PARAMETERS["state_timeout"].default)
 # Serialized joint states kept for the estimate (2 s of a 1 kHz driver); only the newest few Δt are decoded.
 STATE_BUFFER = 2048
 # The outcomes of recent requests stay readable by a late subscriber.
-STATUS_QOS = QoSProfile(depth=20, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+STATUS_QOS = QoSProfile(
+    depth=20,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
 # Request outcomes (the ``state`` value of a ~/request_status message) and their diagnostic levels.
 STATUS_LEVELS = {"queued": OK, "planning": OK, "accepted": OK, "superseded": WARN, "refused": ERROR, "failed": ERROR}
 
@@ -156,18 +160,24 @@ class PlannerNode(ManagedNode):
         self.own_subs += [
             self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS, raw=True),
             self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS),
-            self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS)]
+            self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS),
+        ]
         if p["mode"] == "mpc":
             from ..planning.mpc import RecedingHorizon
 
             self.mpc = RecedingHorizon(self.vi, self.task, log=None)
             period = self.mpc.settings.period
             self.own_timers.append(self.create_timer(period, self._mpc_tick))
-            self.get_logger().info(f"mode mpc: a re-plan every {period:g} s over "
-                                   f"{'a shrinking' if self.mpc.settings.shrinking else 'a receding'} horizon of "
-                                   f"{self.mpc.N} steps, at most {self.mpc.settings.max_iterations} iterations each")
-        self.own_timers.append(self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics,
-                                                 clock=Clock(clock_type=ClockType.STEADY_TIME)))
+            self.get_logger().info(
+                f"mode mpc: a re-plan every {period:g} s over "
+                f"{'a shrinking' if self.mpc.settings.shrinking else 'a receding'} horizon of "
+                f"{self.mpc.N} steps, at most {self.mpc.settings.max_iterations} iterations each"
+            )
+        self.own_timers.append(
+            self.create_timer(
+                float(p["diagnostics_period"]), self.publish_diagnostics, clock=Clock(clock_type=ClockType.STEADY_TIME)
+            )
+        )
         self.get_logger().info(f"task {p['task']} on {robot.name}: dt={self.vi.dt}, nx={self.vi.nx}")
 
     def _configure_vehicle(self) -> None:
@@ -182,10 +192,13 @@ class PlannerNode(ManagedNode):
         self.goal = pose_parameter(self.vi, p["goal"], "goal") if p["goal"] else None
         self.pub_path = self.create_publisher(Path, "~/path", LATCHED_QOS)
         self.own_pubs.append(self.pub_path)
-        self.own_subs += [self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_STREAM_QOS),
-                          self.create_subscription(PoseStamped, "~/goal", self.on_pose_goal, STREAM_QOS)]
-        self.get_logger().info(f"vehicle {p['vehicle']} on {self.robot.name}: dt={self.vi.dt}, nx={self.vi.nx}, "
-                               f"N={self.settings.horizon}")
+        self.own_subs += [
+            self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_STREAM_QOS),
+            self.create_subscription(PoseStamped, "~/goal", self.on_pose_goal, STREAM_QOS),
+        ]
+        self.get_logger().info(
+            f"vehicle {p['vehicle']} on {self.robot.name}: dt={self.vi.dt}, nx={self.vi.nx}, N={self.settings.horizon}"
+        )
 
     def activate(self) -> None:
         if self._started or not self.p["plan_on_startup"]:
@@ -267,16 +280,22 @@ class PlannerNode(ManagedNode):
         try:
             request = trajectory_request(msg, self.robot)
         except ValueError as e:
-            self._status(self._job(Request("trajectory"), "~/joint_trajectory", msg.header), "refused",
-                         f"joint trajectory refused: {e}")
+            self._status(
+                self._job(Request("trajectory"), "~/joint_trajectory", msg.header),
+                "refused",
+                f"joint trajectory refused: {e}",
+            )
             return
         times = request.times
         self.get_logger().info(f"joint trajectory: {len(times)} points over {times[-1]:g} s: planning")
         self._submit(request, "~/joint_trajectory", msg.header, wait=self._first_state_wait())
 
     def on_replan(self, _req, res):
-        request = Request("task") if not self.vehicle else (Request("pose", goal=self.goal) if self.goal is not None
-                                                             else None)
+        request = (
+            Request("task")
+            if not self.vehicle
+            else (Request("pose", goal=self.goal) if self.goal is not None else None)
+        )
         if not self.active or request is None:
             res.success, res.message = False, "the planner is not active" if not self.active else "no goal pose yet"
             return res
@@ -304,14 +323,18 @@ class PlannerNode(ManagedNode):
             busy = self._worker is not None
         if busy:
             self.mpc_counts["overruns"] += 1
-            self.warn("mpc overrun", f"mpc: a cycle overran its period ({self.mpc.settings.period:g} s): the last "
-                                     f"plan goes on ({self.mpc_counts['overruns']} overruns)")
+            self.warn(
+                "mpc overrun",
+                f"mpc: a cycle overran its period ({self.mpc.settings.period:g} s): the last "
+                f"plan goes on ({self.mpc_counts['overruns']} overruns)",
+            )
             return
         self._submit(Request("mpc"), "mpc", quiet=True)
 
     def publish_diagnostics(self) -> None:
-        level, message, values = planner_diagnostics(self.active, self._worker is not None, self.mpc,
-                                                      self.mpc_counts, self.mpc_last_solve, self.last_plan)
+        level, message, values = planner_diagnostics(
+            self.active, self._worker is not None, self.mpc, self.mpc_counts, self.mpc_last_solve, self.last_plan
+        )
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, message, values))
 
@@ -362,9 +385,16 @@ class PlannerNode(ManagedNode):
             self.get_logger().error(text)
         elif level == WARN:
             self.get_logger().warning(text)
-        values = dict(request=job.id, kind=job.request.kind, source=job.source, state=state, reason=message
-                      if level != OK else "", request_stamp=f"{job.header_stamp:.9f}", request_frame_id=job.frame_id,
-                      **values)
+        values = dict(
+            request=job.id,
+            kind=job.request.kind,
+            source=job.source,
+            state=state,
+            reason=message if level != OK else "",
+            request_stamp=f"{job.header_stamp:.9f}",
+            request_frame_id=job.frame_id,
+            **values,
+        )
         try:
             name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
             self.pub_status.publish(diagnostics(name, self.get_clock().now().to_msg(), level, text, values))
@@ -431,8 +461,9 @@ class PlannerNode(ManagedNode):
                 continue
             if stamped_on_receipt(t, self.merger.last, received, FIRST_STATE_WINDOW):
                 t = received  # header.stamp 0: never set by the driver
-            merged = self.merger.add(t, self.reader.carried, self.reader.q.copy(),
-                                     self.reader.qdot.copy() if has_v else None)
+            merged = self.merger.add(
+                t, self.reader.carried, self.reader.q.copy(), self.reader.qdot.copy() if has_v else None
+            )
             if merged is None:
                 continue
             if isinstance(merged, Missing):
@@ -478,8 +509,13 @@ class PlannerNode(ManagedNode):
         """The executed plan receded to ``t_start`` when this is a re-plan of the task that made it (``warm_start``
         on, same horizon, ``t_start`` inside it), else None (plan cold)."""
         plan = self.last_plan
-        if not self.p["warm_start"] or plan is None or request.kind != "task" or self._warm_task is not task \
-                or plan.horizon != task.horizon:
+        if (
+            not self.p["warm_start"]
+            or plan is None
+            or request.kind != "task"
+            or self._warm_task is not task
+            or plan.horizon != task.horizon
+        ):
             return None
         steps = int(round((t_start - plan.times[0]) / plan.dt))
         if not 0 <= steps < plan.horizon:
@@ -519,8 +555,11 @@ class PlannerNode(ManagedNode):
             time.sleep(0.02)
         vi, task, x0, t_start, steps = self.vi, self.task, None, 0.0, 0
         # while a plan of ours runs, the state is carried to where the new plan starts; else the robot is held
-        moving = measured is not None and self.last_plan is not None and (
-            request.kind == "mpc" or measured[0] < self.last_plan.times[-1])  # (an MPC cycle: under the last plan)
+        moving = (
+            measured is not None
+            and self.last_plan is not None
+            and (request.kind == "mpc" or measured[0] < self.last_plan.times[-1])
+        )  # (an MPC cycle: under the last plan)
         if request.kind == "mpc" and measured is not None and measured[0] < self.mpc.t0:
             return  # (the task's first plan has not started: the robot is held until then, nothing to correct)
         if measured is not None:
@@ -542,13 +581,20 @@ class PlannerNode(ManagedNode):
                 x0 = self.predict_at(t_m, x_m, t_start)
             else:
                 x0 = self.predict(t_m, x_m, steps)
-            log.info(f"request {job.id}: planning from the measured state at t={t_m:.6f}" +
-                     (f", carried {steps} steps to the start t={t_start:.6f} under the plan being executed (clock "
-                      f"rate {rate:.3g}, expected solve {expected:.2f} s)" if moving else
-                      ", held there (no plan of this planner running): the plan starts when it is ready"))
+            log.info(
+                f"request {job.id}: planning from the measured state at t={t_m:.6f}"
+                + (
+                    f", carried {steps} steps to the start t={t_start:.6f} under the plan being executed (clock "
+                    f"rate {rate:.3g}, expected solve {expected:.2f} s)"
+                    if moving
+                    else ", held there (no plan of this planner running): the plan starts when it is ready"
+                )
+            )
         else:
-            log.info(f"request {job.id}: planning from the task's x_0 (no measured state): the plan starts when the "
-                     "controller receives it")
+            log.info(
+                f"request {job.id}: planning from the task's x_0 (no measured state): the plan starts when the "
+                "controller receives it"
+            )
         t0 = time.monotonic()
         self.last_warm_step = self.last_result = None  # (this solve's: for /diagnostics and tests)
         try:
@@ -556,8 +602,16 @@ class PlannerNode(ManagedNode):
                 plan, result = self._mpc_solve(request, x0, t_start, moving)
             else:
                 warm = self._warm_start(request, task, t_start) if moving else None
-                plan, result = solve_request(request, vi, task, x0, warm, self.settings, log.info,
-                                             velocity_limit_factor=float(self.p["velocity_limit_factor"]))
+                plan, result = solve_request(
+                    request,
+                    vi,
+                    task,
+                    x0,
+                    warm,
+                    self.settings,
+                    log.info,
+                    velocity_limit_factor=float(self.p["velocity_limit_factor"]),
+                )
         except PlanLimitsError as e:  # a plan the controller would refuse: the sender hears why and what to do
             self._status(job, "refused", f"plan beyond the limits: {e}", joint=e.joint, limit_ratio=f"{e.ratio:.4g}")
             return
@@ -573,9 +627,13 @@ class PlannerNode(ManagedNode):
             self.solve_times = self.solve_times[-4:] + [solve]
         self._solves += 1
         if not result.converged and not self.p["publish_unconverged"]:
-            self._status(job, "refused", f"plan not published: the optimizer did not converge ({result}); the "
-                                         "controller keeps its current plan (set publish_unconverged to publish "
-                                         "best-effort plans)")
+            self._status(
+                job,
+                "refused",
+                f"plan not published: the optimizer did not converge ({result}); the "
+                "controller keeps its current plan (set publish_unconverged to publish "
+                "best-effort plans)",
+            )
             return
         # (computed before the start is fixed: for a 100-step plan this takes a good part of start_delay)
         velocities = None if self.vehicle else np.array([wire_velocity(vi, x) for x in plan.X])
@@ -605,13 +663,25 @@ class PlannerNode(ManagedNode):
         self.last_plan = plan if not on_receipt else None
         self._warm_task = task if request.kind == "task" else None
         late = (self._now() - t_start) / vi.dt if not on_receipt else 0.0
-        text = (f"published plan {seq}{'' if plan.converged else ' (UNCONVERGED, best effort)'}: N={plan.horizon}, "
-                "starts at " + ("receipt" if on_receipt else f"t={t_start:.6f}") + f", solve {solve:.2f} s, {result}"
-                + (f"; WARNING: {late:.1f} steps after its start" if late > 0.5 else ""))
+        text = (
+            f"published plan {seq}{'' if plan.converged else ' (UNCONVERGED, best effort)'}: N={plan.horizon}, "
+            "starts at "
+            + ("receipt" if on_receipt else f"t={t_start:.6f}")
+            + f", solve {solve:.2f} s, {result}"
+            + (f"; WARNING: {late:.1f} steps after its start" if late > 0.5 else "")
+        )
         log.info(f"request {job.id}: {text}")
-        self._status(job, "accepted", text,
-                     plan=seq, plan_start="0" if on_receipt else f"{t_start:.9f}", horizon=plan.horizon,
-                     dt=f"{vi.dt:g}", converged=plan.converged, solve_time=f"{solve:.3f}")
+        self._status(
+            job,
+            "accepted",
+            text,
+            plan=seq,
+            plan_start="0" if on_receipt else f"{t_start:.9f}",
+            horizon=plan.horizon,
+            dt=f"{vi.dt:g}",
+            converged=plan.converged,
+            solve_time=f"{solve:.3f}",
+        )
 
 
 def stamp_seconds_of(header) -> float:

@@ -49,19 +49,37 @@ def trajectory_request(msg: JointTrajectory, robot: RobotModel) -> Request:
     and the number of points otherwise."""
     names = list(msg.joint_names)
     unknown = [n for n in names if n not in robot.joint_names]
-    if unknown or not names or len(set(names)) != len(names) or not len(msg.points) \
-            or any(len(pt.positions) != len(names) for pt in msg.points):
-        raise ValueError(f"joints {names} (unknown: {unknown}) and {len(msg.points)} points, each needs one position "
-                         "per joint")
+    if (
+        unknown
+        or not names
+        or len(set(names)) != len(names)
+        or not len(msg.points)
+        or any(len(pt.positions) != len(names) for pt in msg.points)
+    ):
+        raise ValueError(
+            f"joints {names} (unknown: {unknown}) and {len(msg.points)} points, each needs one position per joint"
+        )
     times = np.array([d.time_from_start.sec + 1e-9 * d.time_from_start.nanosec for d in msg.points])
-    return Request("trajectory", times=times, positions=np.array([list(pt.positions) for pt in msg.points]),
-                   joints=[robot.joint_index(n) for n in names], start=stamp_seconds(msg))
+    return Request(
+        "trajectory",
+        times=times,
+        positions=np.array([list(pt.positions) for pt in msg.points]),
+        joints=[robot.joint_index(n) for n in names],
+        start=stamp_seconds(msg),
+    )
 
 
-def solve_request(request: Request, vi: Linearizable, task: Task | None, x0: np.ndarray | None,
-                  warm_start: Plan | None = None, settings: ManeuverSettings | None = None,
-                  log: Callable[[str], None] | None = None, *, velocity_limit_factor: float | None = 1.5
-                  ) -> tuple[Plan, OptimizerResult | DMOCResult]:
+def solve_request(
+    request: Request,
+    vi: Linearizable,
+    task: Task | None,
+    x0: np.ndarray | None,
+    warm_start: Plan | None = None,
+    settings: ManeuverSettings | None = None,
+    log: Callable[[str], None] | None = None,
+    *,
+    velocity_limit_factor: float | None = 1.5,
+) -> tuple[Plan, OptimizerResult | DMOCResult]:
     """(plan, optimizer result) of ``request`` from ``x0`` (None: the task's own x_0): ``plan_task`` for the task
     (``warm_start``: a plan to start from, plan_task's), ``plan_goal`` for a goal, ``plan_trajectory`` for trajectory
     points (planning.requests: the timed path, the initial guess under feedback), ``plan_maneuver`` with the vehicle's
@@ -79,8 +97,9 @@ def solve_request(request: Request, vi: Linearizable, task: Task | None, x0: np.
     if request.kind == "goal":
         return plan_goal(vi, task, x0, request.goal, request.duration, velocity_limit_factor, log)
     if request.kind == "trajectory":
-        return plan_trajectory(vi, task, x0, request.times, request.positions, request.joints, velocity_limit_factor,
-                               log)
+        return plan_trajectory(
+            vi, task, x0, request.times, request.positions, request.joints, velocity_limit_factor, log
+        )
     plan, result = plan_task(vi, task, x0=x0, log=log, warm_start=warm_start)
     if velocity_limit_factor is not None:
         verify_plan(vi, task, plan, velocity_limit_factor)

@@ -24,9 +24,17 @@ from .messages import joint_state_arrays, plan_from_message, split_seconds, stam
 
 
 class Recorder(Node):
-    def __init__(self, joint_names: list[str], controller_name: str = "effort_controller",
-                 planner_name: str = "vi_planner", name: str = "vi_recorder", record_states: bool = True,
-                 namespace: str = "", odometry: bool = False, state_qos=RECORD_QOS):
+    def __init__(
+        self,
+        joint_names: list[str],
+        controller_name: str = "effort_controller",
+        planner_name: str = "vi_planner",
+        name: str = "vi_recorder",
+        record_states: bool = True,
+        namespace: str = "",
+        odometry: bool = False,
+        state_qos=RECORD_QOS,
+    ):
         """``state_qos``: the joint-state subscription's QoS; RECORD_QOS (reliable, the last 1000 on joining)
         records every sample, a best-effort one only the newest (a rate measurement: a reliable reader slows a
         fast writer, and one that lost a sample delivers nothing newer until the writer's heartbeat repairs it)."""
@@ -42,16 +50,20 @@ class Recorder(Node):
             self.create_subscription(JointState, "joint_states", self._on_state, state_qos)
         if record_states or odometry:
             self.create_subscription(Odometry, "odom", self._on_odometry, RECORD_QOS)
-        self.create_subscription(Float64MultiArray, f"{controller_name}/commands", self._on_command,
-                                 RECORD_VOLATILE_QOS)
+        self.create_subscription(
+            Float64MultiArray, f"{controller_name}/commands", self._on_command, RECORD_VOLATILE_QOS
+        )
         self.trajectory: JointTrajectory | None = None
-        self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
-                                 lambda m: setattr(self, "trajectory", m), LATCHED_QOS)
+        self.create_subscription(
+            JointTrajectory, f"{planner_name}/trajectory", lambda m: setattr(self, "trajectory", m), LATCHED_QOS
+        )
         self.robot_description: str | None = None
-        self.create_subscription(String, "robot_description", lambda m: setattr(self, "robot_description", m.data),
-                                 LATCHED_QOS)
-        self.create_subscription(UInt8MultiArray, f"{planner_name}/plan",
-                                 lambda m: setattr(self, "plan_message", m), LATCHED_QOS)
+        self.create_subscription(
+            String, "robot_description", lambda m: setattr(self, "robot_description", m.data), LATCHED_QOS
+        )
+        self.create_subscription(
+            UInt8MultiArray, f"{planner_name}/plan", lambda m: setattr(self, "plan_message", m), LATCHED_QOS
+        )
         self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
         self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS)  # a run's /clock (launcher remaps it)

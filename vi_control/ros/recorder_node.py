@@ -1,6 +1,6 @@
 """``vi_recorder``: a run's topics into an MCAP file (``bag.BagRecorder``) until Ctrl-C, as a node of its own.
 
-    vi_recorder --ros-args -p path:=run.mcap -r __ns:=/my_run
+vi_recorder --ros-args -p path:=run.mcap -r __ns:=/my_run
 """
 
 from __future__ import annotations

@@ -70,13 +70,16 @@ class SimulatorNode(ManagedNode):
             integrator = p["integrator"]
             if integrator == "midpoint" and self.robot.n_nonholonomic:  # (which refuses such a model)
                 integrator = "gni"
-                self.get_logger().info(f"{self.robot.name} has nonholonomic constraints: integrator gni "
-                                       "(Kobilarov2010)")
+                self.get_logger().info(
+                    f"{self.robot.name} has nonholonomic constraints: integrator gni (Kobilarov2010)"
+                )
             self.vi = make_integrator(integrator, self.robot, float(p["dt"]))
         self.stops = JointStops(self.vi) if p["joint_stops"] and type(self.vi) is MidpointVI else None
         if p["joint_stops"] and self.stops is None and not self.vehicle:
-            self.get_logger().info(f"joint_stops: only with the midpoint integrator, not {p['integrator']}: the "
-                                   "URDF position limits are not enforced")
+            self.get_logger().info(
+                f"joint_stops: only with the midpoint integrator, not {p['integrator']}: the "
+                "URDF position limits are not enforced"
+            )
         r, vi = self.robot, self.vi
         joints = command_joints(p, r)
         # command index -> input index: torques reordered to vi's actuated order, prescribed positions after.
@@ -104,17 +107,20 @@ class SimulatorNode(ManagedNode):
             if why is not None and p["initial_positions"]:
                 raise ValueError(why)
             lo, hi = (np.array([getattr(j, b) for j in r.joints]) for b in ("lower", "upper"))
-            outside = [f"{n} = {v:g} not in [{a:g}, {b:g}]" for n, v, a, b in zip(r.joint_names, q0, lo, hi)
-                       if not a <= v <= b]
+            outside = [
+                f"{n} = {v:g} not in [{a:g}, {b:g}]" for n, v, a, b in zip(r.joint_names, q0, lo, hi) if not a <= v <= b
+            ]
             if outside:
-                self.get_logger().warning(f"initial_positions outside the URDF joint limits: {'; '.join(outside)} "
-                                          "— a controller refuses such joint states (position_limit_margin)")
+                self.get_logger().warning(
+                    f"initial_positions outside the URDF joint limits: {'; '.join(outside)} "
+                    "— a controller refuses such joint states (position_limit_margin)"
+                )
             if hasattr(vi, "velocity_violation"):  # nonholonomic (GNI): only velocities with A(q)q̇ = 0 are possible
                 v0 = self._allowed_velocity(q0, v0)
             # The discrete state a sampled trajectory shows (as the planner's Task.start_state): at rest under
             # gravity p = −(Δt/2)∇V, not M q̇ = 0, which would kick the robot by that impulse.
             self.x0 = vi.state_from_configurations(q0 - vi.dt * v0, q0)
-            self.u_zero[vi.n_torques:] = q0[vi.idx_k]  # prescribed joints stay where they are
+            self.u_zero[vi.n_torques :] = q0[vi.idx_k]  # prescribed joints stay where they are
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
         self.counts = dict(rejected_commands=0, saturated_commands=0, ignored_answers=0)
@@ -122,8 +128,9 @@ class SimulatorNode(ManagedNode):
         self._reset_state()
         self.clock_msg = Clock()
         self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS) if p["publish_clock"] else None
-        self.sub = self.create_subscription(Float64MultiArray, f"{p['controller_name']}/commands", self.on_command,
-                                            STREAM_QOS)
+        self.sub = self.create_subscription(
+            Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS
+        )
         self.srv = self.create_service(Trigger, "~/reset", self.on_reset)
         if self.vehicle:  # the body's pose and twist are the whole state: odometry is what is published
             self.pub = self.create_publisher(Odometry, "odom", RECORD_QOS)
@@ -140,8 +147,10 @@ class SimulatorNode(ManagedNode):
         self.timer = None
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         self.diag_timer = self._diagnostics_timer(float(p["diagnostics_period"]))
-        self.get_logger().info(f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}"
-                               f"{', vehicle mode (odom)' if self.vehicle else ''}")
+        self.get_logger().info(
+            f"{r.name}: nq={vi.nq}, nu={vi.nu}, dt={vi.dt}, mode={p['mode']}, joints={joints}"
+            f"{', vehicle mode (odom)' if self.vehicle else ''}"
+        )
 
     def activate(self) -> None:
         self.last_command_time = time.monotonic()
@@ -153,7 +162,7 @@ class SimulatorNode(ManagedNode):
     def deactivate(self) -> None:
         self._stop_timer()
         self.u = self.u_zero.copy()  # the safe command: a re-activated simulator applies no stale torque
-        self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]
+        self.u[self.vi.n_torques :] = self.x[: self.vi.nq][self.vi.idx_k]
         self.timing.command(None)
 
     def cleanup(self) -> None:
@@ -168,8 +177,13 @@ class SimulatorNode(ManagedNode):
 
     def _timer_period(self) -> float:
         p = self.p
-        return (float(p["idle_publish_period"]) if self.lockstep else
-                1e-3 if p["max_speed"] else self.vi.dt / float(p["real_time_factor"]))
+        return (
+            float(p["idle_publish_period"])
+            if self.lockstep
+            else 1e-3
+            if p["max_speed"]
+            else self.vi.dt / float(p["real_time_factor"])
+        )
 
     def _start_timer(self) -> None:
         self.timer = self.create_timer(self._timer_period(), self.on_timer)
@@ -209,8 +223,9 @@ class SimulatorNode(ManagedNode):
                 q0 = consistent_state(self.robot, q0)[: self.vi.nq]
             except RuntimeError:
                 q0 = consistent_state(self.robot, 0.1 * (-1.0) ** np.arange(self.vi.nq))[: self.vi.nq]
-            self.get_logger().info(f"initial_positions unset: zeros projected onto the constraints, q_0 = "
-                                   f"{np.round(q0, 6).tolist()}")
+            self.get_logger().info(
+                f"initial_positions unset: zeros projected onto the constraints, q_0 = {np.round(q0, 6).tolist()}"
+            )
         return q0
 
     def _allowed_velocity(self, q0: np.ndarray, v0: np.ndarray) -> np.ndarray:
@@ -255,10 +270,13 @@ class SimulatorNode(ManagedNode):
             self.counts["rejected_commands"] += 1
             if fallback == "zero":
                 self.u = self.u_zero.copy()
-                self.u[self.vi.n_torques:] = self.x[: self.vi.nq][self.vi.idx_k]  # prescribed joints stay put
+                self.u[self.vi.n_torques :] = self.x[: self.vi.nq][self.vi.idx_k]  # prescribed joints stay put
                 self.timing.command(None)
-            self.warn(f"bad command {why}", f"rejected command ({why}); applying "
-                      f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}")
+            self.warn(
+                f"bad command {why}",
+                f"rejected command ({why}); applying "
+                f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}",
+            )
         else:
             self.u = u[self.perm]
             self.commanded = True
@@ -283,9 +301,15 @@ class SimulatorNode(ManagedNode):
         if stamp is None or stamp == now:
             return True
         self.counts["ignored_answers"] += 1
-        self.warn("answer to another state", lambda: f"command answering the state of t="
-                  f"{stamp[0] + 1e-9 * stamp[1]:.9g} ignored: the simulation is at t={now[0] + 1e-9 * now[1]:.9g} "
-                  f"(a second answer to a republished state; {self.counts['ignored_answers']} so far)", level="info")
+        self.warn(
+            "answer to another state",
+            lambda: (
+                f"command answering the state of t="
+                f"{stamp[0] + 1e-9 * stamp[1]:.9g} ignored: the simulation is at t={now[0] + 1e-9 * now[1]:.9g} "
+                f"(a second answer to a republished state; {self.counts['ignored_answers']} so far)"
+            ),
+            level="info",
+        )
         return False
 
     def ended(self) -> bool:
@@ -327,8 +351,14 @@ class SimulatorNode(ManagedNode):
                 self.warn("step failed", f"step {self.k} failed, state held: {e}", level="error")
                 return False
         if self.stops is not None and self.stops.active:  # (the text is built only when the throttle logs it)
-            self.warn("joint stop", lambda: f"at step {self.k + 1} held by its end stop: " + ", ".join(
-                f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active), level="info")
+            self.warn(
+                "joint stop",
+                lambda: (
+                    f"at step {self.k + 1} held by its end stop: "
+                    + ", ".join(f"{self.robot.joint_names[i]} at {b:g}" for i, b in self.stops.active)
+                ),
+                level="info",
+            )
         if not self.lockstep:
             self.timing.step(self.k)
         self.x, self.k = x_next, self.k + 1
@@ -339,8 +369,16 @@ class SimulatorNode(ManagedNode):
         p = self.p
         rtf = None if self.lockstep or p["max_speed"] else float(p["real_time_factor"])
         level, status, values = simulator_diagnostics(
-            self.active, self.ended(), "lockstep" if self.lockstep else "max_speed" if p["max_speed"] else "realtime",
-            rtf, self.k, self.vi.dt, self.timing.window(self.k), self.timing, self.counts)
+            self.active,
+            self.ended(),
+            "lockstep" if self.lockstep else "max_speed" if p["max_speed"] else "realtime",
+            rtf,
+            self.k,
+            self.vi.dt,
+            self.timing.window(self.k),
+            self.timing,
+            self.counts,
+        )
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))
 
@@ -353,8 +391,11 @@ class SimulatorNode(ManagedNode):
         std = float(self.p["position_noise_std"])
         if self.vehicle:
             noise = self.rng.normal(0.0, std, 3) if std > 0 else None
-            self.pub.publish(odometry_from_state(vi, self.x, self.k * vi.dt, str(self.p["odom_frame"]),
-                                                 str(self.p["base_frame"]), noise))
+            self.pub.publish(
+                odometry_from_state(
+                    vi, self.x, self.k * vi.dt, str(self.p["odom_frame"]), str(self.p["base_frame"]), noise
+                )
+            )
             return
         msg = self.state_msg
         msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nsec

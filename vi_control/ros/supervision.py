@@ -28,8 +28,7 @@ class ControllerStateMessage:
 
     def __init__(self, robot: RobotModel, input_joints: list[int]):
         nq = robot.nq
-        self.msg = JointTrajectory(joint_names=robot.joint_names,
-                                   points=[JointTrajectoryPoint() for _ in STATE_POINTS])
+        self.msg = JointTrajectory(joint_names=robot.joint_names, points=[JointTrajectoryPoint() for _ in STATE_POINTS])
         self.mask = robot.continuous_mask
         self.input_joints = input_joints
         self._effort = np.zeros(nq)
@@ -57,19 +56,31 @@ class ControllerStateMessage:
 
 def diagnostics(name: str, stamp, level: int, message: str, values: dict) -> DiagnosticArray:
     """A DiagnosticArray with one status (what rqt_robot_monitor and the aggregator read)."""
-    status = DiagnosticStatus(level=bytes([level]), name=name, message=message, hardware_id=name,
-                              values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+    status = DiagnosticStatus(
+        level=bytes([level]),
+        name=name,
+        message=message,
+        hardware_id=name,
+        values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
+    )
     out = DiagnosticArray(status=[status])
     out.header.stamp = stamp
     return out
 
 
-OK, WARN, ERROR = (int.from_bytes(b, "little") for b in (DiagnosticStatus.OK, DiagnosticStatus.WARN,
-                                                         DiagnosticStatus.ERROR))
+OK, WARN, ERROR = (
+    int.from_bytes(b, "little") for b in (DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+)
 
 
-def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake, counts: dict[str, int],
-                           rates: tuple[float, float], extrapolation: float = 0.0) -> tuple[int, str, dict]:
+def controller_diagnostics(
+    active: bool,
+    runner: PlanRunner,
+    intake: StateIntake,
+    counts: dict[str, int],
+    rates: tuple[float, float],
+    extrapolation: float = 0.0,
+) -> tuple[int, str, dict]:
     """The controller's /diagnostics (level, message, values): inactive, on the safe command (a fault or an aborted
     plan), waiting, holding the end of a plan, or tracking one; with the plan, the step, the rates (joint states and
     commands per second), and the counts of states, commands, safe commands, refusals and faults by kind. With
@@ -87,26 +98,41 @@ def controller_diagnostics(active: bool, runner: PlanRunner, intake: StateIntake
         level, status = OK, f"holding the end of plan {runner.active_seq}"
     else:
         level, status = OK, f"tracking plan {runner.active_seq}"
-    values = dict(state=status, plan=runner.active_seq if runner.active_seq is not None else "",
-                  pending_plan=runner.pending[0] if runner.pending else "",
-                  k=law.index(state.t) if law is not None and state is not None else "",
-                  horizon=law.horizon if law is not None else "",
-                  joint_state_rate_hz=f"{rates[0]:.1f}", command_rate_hz=f"{rates[1]:.1f}",
-                  joint_states=intake.counts["states"], commands=counts["commands"],
-                  safe_commands=counts["safe"], hold_commands=counts.get("hold", 0),
-                  hold_target=("" if runner.hold is None or not runner.hold.engaged else
-                               " ".join(f"{v:.4f}" for v in runner.hold.target)), last_fault=runner.fault or "",
-                  foreign_joint_states=intake.counts["foreign"],
-                  unstamped_joint_states=intake.counts["unstamped"],
-                  **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
-                  **(dict(max_extrapolation_s=f"{merger.max_extrapolation:.4f}",
-                          max_extrapolation_s_in_period=f"{extrapolation:.4f}") if merger else {}),
-                  **{f"faults: {k}": n for k, n in runner.fault_counts.items()})
+    values = dict(
+        state=status,
+        plan=runner.active_seq if runner.active_seq is not None else "",
+        pending_plan=runner.pending[0] if runner.pending else "",
+        k=law.index(state.t) if law is not None and state is not None else "",
+        horizon=law.horizon if law is not None else "",
+        joint_state_rate_hz=f"{rates[0]:.1f}",
+        command_rate_hz=f"{rates[1]:.1f}",
+        joint_states=intake.counts["states"],
+        commands=counts["commands"],
+        safe_commands=counts["safe"],
+        hold_commands=counts.get("hold", 0),
+        hold_target=(
+            "" if runner.hold is None or not runner.hold.engaged else " ".join(f"{v:.4f}" for v in runner.hold.target)
+        ),
+        last_fault=runner.fault or "",
+        foreign_joint_states=intake.counts["foreign"],
+        unstamped_joint_states=intake.counts["unstamped"],
+        **{f"{k}_joint_states": n for k, n in (merger.counts.items() if merger else ())},
+        **(
+            dict(
+                max_extrapolation_s=f"{merger.max_extrapolation:.4f}",
+                max_extrapolation_s_in_period=f"{extrapolation:.4f}",
+            )
+            if merger
+            else {}
+        ),
+        **{f"faults: {k}": n for k, n in runner.fault_counts.items()},
+    )
     return level, status, values
 
 
-def planner_diagnostics(active: bool, solving: bool, mpc, counts: dict[str, int], last_solve: float,
-                        last_plan) -> tuple[int, str, dict]:
+def planner_diagnostics(
+    active: bool, solving: bool, mpc, counts: dict[str, int], last_solve: float, last_plan
+) -> tuple[int, str, dict]:
     """The planner's /diagnostics (level, message, values): inactive (WARN), solving or idle (OK); with ``mpc`` (a
     planning.mpc.RecedingHorizon) its cycles, accepted and not, failed, overruns (a cycle still solving when the
     next was due; WARN once there was one) and the last cycle's solve time."""
@@ -115,15 +141,24 @@ def planner_diagnostics(active: bool, solving: bool, mpc, counts: dict[str, int]
     elif mpc is not None and mpc.t0 is None:
         level, status = OK, "mpc: waiting for the task's first plan"
     elif mpc is not None:
-        level, status = (WARN if counts["overruns"] else OK), (f"mpc: {counts['cycles']} cycles, "
-                                                               f"{counts['overruns']} overruns")
+        level, status = (
+            (WARN if counts["overruns"] else OK),
+            (f"mpc: {counts['cycles']} cycles, {counts['overruns']} overruns"),
+        )
     else:
         level, status = OK, "solving" if solving else "idle"
-    values = dict(state=status, mode="mpc" if mpc is not None else "plan", solving=solving,
-                  last_plan_start=f"{last_plan.times[0]:.6f}" if last_plan is not None else "",
-                  **({f"mpc_{k}": v for k, v in counts.items()} if mpc is not None else {}),
-                  **(dict(mpc_last_solve_s=f"{last_solve:.4f}", mpc_period_s=f"{mpc.settings.period:g}")
-                     if mpc is not None else {}))
+    values = dict(
+        state=status,
+        mode="mpc" if mpc is not None else "plan",
+        solving=solving,
+        last_plan_start=f"{last_plan.times[0]:.6f}" if last_plan is not None else "",
+        **({f"mpc_{k}": v for k, v in counts.items()} if mpc is not None else {}),
+        **(
+            dict(mpc_last_solve_s=f"{last_solve:.4f}", mpc_period_s=f"{mpc.settings.period:g}")
+            if mpc is not None
+            else {}
+        ),
+    )
     return level, status, values
 
 
@@ -169,9 +204,17 @@ class CommandTiming:
         return out
 
 
-def simulator_diagnostics(active: bool, ended: bool, mode: str, requested_rtf: float | None, k: int, dt: float,
-                          window: tuple[int, int, int, float], timing: CommandTiming,
-                          counts: dict[str, int]) -> tuple[int, str, dict]:
+def simulator_diagnostics(
+    active: bool,
+    ended: bool,
+    mode: str,
+    requested_rtf: float | None,
+    k: int,
+    dt: float,
+    window: tuple[int, int, int, float],
+    timing: CommandTiming,
+    counts: dict[str, int],
+) -> tuple[int, str, dict]:
     """The simulator's /diagnostics (level, message, values). WARN when inactive, or when a realtime run keeps less
     than 80 % of the requested real-time factor over a window (the machine cannot step at Δt: every node that
     paces itself on /clock slows with it). ``requested_rtf`` is None for max_speed and lockstep."""
@@ -188,8 +231,17 @@ def simulator_diagnostics(active: bool, ended: bool, mode: str, requested_rtf: f
         level, status = WARN, f"{rtf:.2f}x real time, {requested_rtf:g}x asked: the simulator cannot keep pace"
     else:
         level, status = OK, f"{rtf:.2f}x real time, {late} of {steps} steps on a late command"
-    values = dict(state=status, mode=mode, step=k, sim_time=f"{k * dt:.9g}", steps_in_period=steps,
-                  real_time_factor=f"{rtf:.3f}", late_command_steps=timing.late_steps,
-                  late_command_steps_in_period=late, max_command_lag_steps=timing.max_lag,
-                  max_command_lag_steps_in_period=lag, **counts)
+    values = dict(
+        state=status,
+        mode=mode,
+        step=k,
+        sim_time=f"{k * dt:.9g}",
+        steps_in_period=steps,
+        real_time_factor=f"{rtf:.3f}",
+        late_command_steps=timing.late_steps,
+        late_command_steps_in_period=late,
+        max_command_lag_steps=timing.max_lag,
+        max_command_lag_steps_in_period=lag,
+        **counts,
+    )
     return level, status, values

@@ -23,15 +23,20 @@ from .common import Param
 from .messages import split_seconds, stamp_seconds
 
 VEHICLE_PARAMETERS: dict[str, Param] = {
-    "vehicle": Param("", "vehicle mode: a rigid-body YAML (path, or name in config/, e.g. vehicle_uuv) stepped by "
-                         "the Lie-group VI; empty: joint mode (the model parameters)"),
-    "retraction": Param("cayley", "vehicle mode: retraction τ of the Lie-group VI (Jimenez2013, §5)",
-                        choices=("cayley", "exp")),
+    "vehicle": Param(
+        "",
+        "vehicle mode: a rigid-body YAML (path, or name in config/, e.g. vehicle_uuv) stepped by "
+        "the Lie-group VI; empty: joint mode (the model parameters)",
+    ),
+    "retraction": Param(
+        "cayley", "vehicle mode: retraction τ of the Lie-group VI (Jimenez2013, §5)", choices=("cayley", "exp")
+    ),
 }
 # The simulator declares `odom_frame` for every mobile model (its joint mode publishes odometry too).
 ODOM_FRAME_PARAMETER: dict[str, Param] = {
-    "odom_frame": Param("odom", "frame_id of the odometry (the world frame of the simulation); vehicle-mode goals "
-                                "must be given in it"),
+    "odom_frame": Param(
+        "odom", "frame_id of the odometry (the world frame of the simulation); vehicle-mode goals must be given in it"
+    ),
 }
 BASE_FRAME_PARAMETER: dict[str, Param] = {
     "base_frame": Param("base_link", "vehicle mode: child_frame_id of the odometry (the body frame of the twist)"),
@@ -40,8 +45,9 @@ BASE_FRAME_PARAMETER: dict[str, Param] = {
 POSE_ERROR_NAMES = ("rotation_x", "rotation_y", "rotation_z", "x", "y", "z")
 
 
-def vehicle_system(p: dict, dt: float, mass_scale: float = 1.0, drag_scale: float = 1.0
-                   ) -> tuple[RigidBodyModel, LieGroupVI] | None:
+def vehicle_system(
+    p: dict, dt: float, mass_scale: float = 1.0, drag_scale: float = 1.0
+) -> tuple[RigidBodyModel, LieGroupVI] | None:
     """(body, Lie-group VI) when the ``vehicle`` parameter is set, else None (joint mode)."""
     if not p.get("vehicle"):
         return None
@@ -73,8 +79,9 @@ def pose_parameter(vi: LieGroupVI, values, key: str) -> np.ndarray:
         raise ValueError(f"parameter {key}: {e}") from None
 
 
-def odometry_from_state(vi: LieGroupVI, x: np.ndarray, t: float, frame: str, child: str,
-                        position_noise: np.ndarray | None = None) -> Odometry:
+def odometry_from_state(
+    vi: LieGroupVI, x: np.ndarray, t: float, frame: str, child: str, position_noise: np.ndarray | None = None
+) -> Odometry:
     """nav_msgs/Odometry of a state: pose of g (rotation as a unit quaternion), body twist ξ = 𝕀⁻¹ν."""
     msg = Odometry()
     msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)
@@ -101,8 +108,9 @@ def state_from_odometry(vi: LieGroupVI, msg: Odometry) -> tuple[float, np.ndarra
     pose, tw = msg.pose.pose, msg.twist.twist
     p = [pose.position.x, pose.position.y, pose.position.z]
     q = [pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w]
-    xi = [tw.angular.x, tw.angular.y, tw.angular.z] + ([tw.linear.x, tw.linear.y, tw.linear.z]
-                                                         if vi.group.name == "SE3" else [])
+    xi = [tw.angular.x, tw.angular.y, tw.angular.z] + (
+        [tw.linear.x, tw.linear.y, tw.linear.z] if vi.group.name == "SE3" else []
+    )
     if not (np.all(np.isfinite(p)) and np.all(np.isfinite(xi))):
         raise ValueError("odometry position or twist contains NaN/inf")
     try:

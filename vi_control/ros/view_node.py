@@ -33,8 +33,15 @@ class ViewNode(Node):
     """Follows a robot live: builds the view from the first ``robot_description``, poses the robot at the newest
     ``joint_states`` and the ghost at the planner's ``trajectory`` at the same time, ``rate`` times a second."""
 
-    def __init__(self, namespace: str = "", planner_name: str = "vi_planner", rate: float = 20.0,
-                 name: str = "vi_view", context=None, on_ready=None):
+    def __init__(
+        self,
+        namespace: str = "",
+        planner_name: str = "vi_planner",
+        rate: float = 20.0,
+        name: str = "vi_view",
+        context=None,
+        on_ready=None,
+    ):
         super().__init__(name, namespace=namespace, context=context)
         self.view = None
         self._on_ready = on_ready
@@ -44,8 +51,9 @@ class ViewNode(Node):
         self.frames_shown = 0
         self.create_subscription(String, "robot_description", self._on_description, LATCHED_QOS)
         self.create_subscription(JointState, "joint_states", self._on_state, JOINT_STATES_QOS)
-        self.create_subscription(JointTrajectory, f"{planner_name}/trajectory",
-                                 lambda m: setattr(self, "_trajectory", m), LATCHED_QOS)
+        self.create_subscription(
+            JointTrajectory, f"{planner_name}/trajectory", lambda m: setattr(self, "_trajectory", m), LATCHED_QOS
+        )
         self.create_timer(1.0 / rate, self._draw)
 
     def _on_description(self, msg: String) -> None:
@@ -101,8 +109,10 @@ def _replay(args) -> int:
         print(f"[vi_view] wrote {write_html(replay, args.html)}")
         return 0
     view = view_replay(replay, RobotView(replay.robot, ghost=replay.plan_q is not None))
-    print(f"[vi_view] {args.source}: {len(replay.times)} samples over {replay.times[-1] - replay.times[0]:.3g} s"
-          f"{', plan as the ghost' if replay.plan_q is not None else ''}")
+    print(
+        f"[vi_view] {args.source}: {len(replay.times)} samples over {replay.times[-1] - replay.times[0]:.3g} s"
+        f"{', plan as the ghost' if replay.plan_q is not None else ''}"
+    )
     print(f"[vi_view] open {view.url}  (Controls > Animations: play, time slider); Ctrl-C to quit", flush=True)
     try:
         while True:
@@ -119,12 +129,18 @@ def _live(args) -> int:
     from rclpy.executors import SingleThreadedExecutor
 
     rclpy.init(args=["vi_view"])
-    node = ViewNode(namespace=args.namespace, planner_name=args.planner_name,
-                    on_ready=lambda v: print(f"[vi_view] open {v.url}  (Ctrl-C to quit)", flush=True))
+    node = ViewNode(
+        namespace=args.namespace,
+        planner_name=args.planner_name,
+        on_ready=lambda v: print(f"[vi_view] open {v.url}  (Ctrl-C to quit)", flush=True),
+    )
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    print(f"[vi_view] waiting for {node.resolve_topic_name('robot_description')} "
-          f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})", flush=True)
+    print(
+        f"[vi_view] waiting for {node.resolve_topic_name('robot_description')} "
+        f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})",
+        flush=True,
+    )
     try:
         while rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
@@ -139,12 +155,19 @@ def _live(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="vi_view", description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[2:8]))
+    ap = argparse.ArgumentParser(
+        prog="vi_view",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[2:8]),
+    )
     ap.add_argument("source", nargs="?", default="", help="a plan (.npz) or a recording (.mcap); none: live")
-    ap.add_argument("--model", default="", help="the model to draw (bundled name, erd:<name>, URDF path): "
-                                                "overrides the plan's model name or the recorded robot_description")
+    ap.add_argument(
+        "--model",
+        default="",
+        help="the model to draw (bundled name, erd:<name>, URDF path): "
+        "overrides the plan's model name or the recorded robot_description",
+    )
     ap.add_argument("--html", default="", help="write a self-contained HTML replay to this path and exit")
     ap.add_argument("--namespace", default="", help="live: the run's namespace (the simulator's)")
     ap.add_argument("--planner-name", default="vi_planner", help="live: the planner node's name (its trajectory)")

@@ -11,6 +11,20 @@ from .library import LibraryResult, plan_library
 from .robustness import RobustnessResult, robustness_sweep, summarize
 from .rollout import SweepError, closed_loop
 
-__all__ = ["RobustnessConfig", "SweepConfigError", "load_library_goals", "load_robustness_config", "ResultStore",
-           "RunStats", "ray_session", "run_tasks", "LibraryResult", "plan_library", "RobustnessResult",
-           "robustness_sweep", "summarize", "SweepError", "closed_loop"]
+__all__ = [
+    "RobustnessConfig",
+    "SweepConfigError",
+    "load_library_goals",
+    "load_robustness_config",
+    "ResultStore",
+    "RunStats",
+    "ray_session",
+    "run_tasks",
+    "LibraryResult",
+    "plan_library",
+    "RobustnessResult",
+    "robustness_sweep",
+    "summarize",
+    "SweepError",
+    "closed_loop",
+]

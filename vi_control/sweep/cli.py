@@ -36,14 +36,20 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("robustness", help="closed-loop success under sampled model perturbations and noise")
     r.add_argument("--task", help="task YAML (path or a name in the package's config/)")
     r.add_argument("--plan", help="a saved plan (.npz); planned from --task if absent")
-    r.add_argument("--model", help="the plan's model (bundled name, erd:<name>, URDF path); default: the task's "
-                                   "or the plan's model name")
+    r.add_argument(
+        "--model",
+        help="the plan's model (bundled name, erd:<name>, URDF path); default: the task's or the plan's model name",
+    )
     r.add_argument("--config", help="perturbation YAML (docs/concepts/sweep.md); default: no perturbation")
     r.add_argument("--samples", type=int, default=None, help="override the config's samples")
     r.add_argument("--seed", type=int, default=None, help="override the config's seed")
-    r.add_argument("--controller", choices=("tvlqr", "mpc", "oracle"), default="tvlqr",
-                   help="tvlqr: the plan tracked by TV-LQR; mpc: the task re-planned every mpc.period (each cycle's "
-                        "solve time its delay); oracle: planned on each sample's true plant (infeasible samples)")
+    r.add_argument(
+        "--controller",
+        choices=("tvlqr", "mpc", "oracle"),
+        default="tvlqr",
+        help="tvlqr: the plan tracked by TV-LQR; mpc: the task re-planned every mpc.period (each cycle's "
+        "solve time its delay); oracle: planned on each sample's true plant (infeasible samples)",
+    )
     r.add_argument("--no-plot", action="store_true")
     _common(r)
     lib = sub.add_parser("library", help="plan a task over a list or grid of goals; save every plan")
@@ -59,22 +65,40 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vi_sweep: error: --out {args.out!r} exists and is not a directory", file=sys.stderr)
         return 2
     backend = "serial" if args.serial else "ray"
-    opts = dict(out_dir=args.out, backend=backend, address=args.address, num_cpus=args.num_cpus,
-                max_retries=args.max_retries, progress=not args.no_progress)
+    opts = dict(
+        out_dir=args.out,
+        backend=backend,
+        address=args.address,
+        num_cpus=args.num_cpus,
+        max_retries=args.max_retries,
+        progress=not args.no_progress,
+    )
     try:
         if args.command == "robustness":
             from .report import summary_table
             from .robustness import robustness_sweep
 
-            res = robustness_sweep(args.task, args.config, plan=args.plan, model=args.model, samples=args.samples,
-                                   seed=args.seed, plot=not args.no_plot, controller=args.controller, **opts)
+            res = robustness_sweep(
+                args.task,
+                args.config,
+                plan=args.plan,
+                model=args.model,
+                samples=args.samples,
+                seed=args.seed,
+                plot=not args.no_plot,
+                controller=args.controller,
+                **opts,
+            )
             print(summary_table(res.summary))
             st = res.stats
-            print(f"[vi_sweep] {st.computed} rollouts run, {st.resumed} resumed; Ray start-up {st.startup_s:.1f} s, "
-                  f"sweep {st.run_s:.1f} s ({st.backend}); results in {args.out}")
+            print(
+                f"[vi_sweep] {st.computed} rollouts run, {st.resumed} resumed; Ray start-up {st.startup_s:.1f} s, "
+                f"sweep {st.run_s:.1f} s ({st.backend}); results in {args.out}"
+            )
             if res.summary["samples"] and res.summary["errors"] == res.summary["samples"]:
-                print(f"vi_sweep: error: every sample failed to run: {res.summary['error_messages'][:1]}",
-                      file=sys.stderr)
+                print(
+                    f"vi_sweep: error: every sample failed to run: {res.summary['error_messages'][:1]}", file=sys.stderr
+                )
                 return 1
         else:
             from .library import plan_library
@@ -82,8 +106,16 @@ def main(argv: list[str] | None = None) -> int:
             out = opts.pop("out_dir")
             res = plan_library(args.task, args.goals, out, **opts)
             conv = sum(bool(p["converged"]) for p in res.index)
-            print(json.dumps({"plans": len(res.index), "converged": conv, "errors": res.stats.errors,
-                              "index": f"{out}/index.json"}))
+            print(
+                json.dumps(
+                    {
+                        "plans": len(res.index),
+                        "converged": conv,
+                        "errors": res.stats.errors,
+                        "index": f"{out}/index.json",
+                    }
+                )
+            )
     except (SweepConfigError, TaskError, ModelError, ValueError, OSError) as e:
         print(f"vi_sweep: error: {e}", file=sys.stderr)
         return 2

@@ -42,8 +42,14 @@ from ..planning.task import TaskError, config_file, parse_number
 SCALAR_PARAMETERS = ("mass_scale", "damping", "actuator_gain", "sensor_noise")
 VECTOR_PARAMETERS = ("q0_offset", "qdot0_offset")  # drawn once per joint
 # Value of a parameter that is not perturbed, and the bounds a drawn value must respect.
-NOMINAL = {"mass_scale": 1.0, "damping": 0.0, "actuator_gain": 1.0, "sensor_noise": 0.0,
-           "q0_offset": 0.0, "qdot0_offset": 0.0}
+NOMINAL = {
+    "mass_scale": 1.0,
+    "damping": 0.0,
+    "actuator_gain": 1.0,
+    "sensor_noise": 0.0,
+    "q0_offset": 0.0,
+    "qdot0_offset": 0.0,
+}
 _POSITIVE = {"mass_scale"}
 # Stated ranges (docs/reliability.md): every sweep loop is bounded. A sample is one closed-loop rollout and one record.
 MAX_SAMPLES = 1_000_000
@@ -95,8 +101,11 @@ class Distribution:
 
     @property
     def varies(self) -> bool:
-        return self.kind != "fixed" and not (self.kind == "normal" and self.b == 0.0) and not (
-            self.kind in ("uniform", "loguniform") and self.a == self.b)
+        return (
+            self.kind != "fixed"
+            and not (self.kind == "normal" and self.b == 0.0)
+            and not (self.kind in ("uniform", "loguniform") and self.a == self.b)
+        )
 
     def draw(self, rng: np.random.Generator, n: int | None = None):
         if self.kind == "fixed":
@@ -213,9 +222,15 @@ class RobustnessConfig:
 
     def to_dict(self) -> dict:
         """A plain description (for the results header: a resumed sweep must have the same settings)."""
-        return {"samples": self.samples, "seed": self.seed, "tolerance": self.tolerance,
-                "hold_time": self.hold_time, "clamp": self.clamp, "plant": self.plant,
-                "perturbations": {k: [d.kind, d.a, d.b] for k, d in sorted(self.perturbations.items())}}
+        return {
+            "samples": self.samples,
+            "seed": self.seed,
+            "tolerance": self.tolerance,
+            "hold_time": self.hold_time,
+            "clamp": self.clamp,
+            "plant": self.plant,
+            "perturbations": {k: [d.kind, d.a, d.b] for k, d in sorted(self.perturbations.items())},
+        }
 
     def sample(self, i: int, nq: int) -> dict:
         """Perturbation of sample ``i`` (nq joints) as plain numbers; depends only on (seed, i)."""
@@ -225,8 +240,9 @@ class RobustnessConfig:
             out[name] = float(self.distribution(name).draw(rng))
             lo = 0.0 if name in _NONNEGATIVE or name in _POSITIVE else -np.inf
             if not (out[name] > lo or (out[name] == 0.0 and name in _NONNEGATIVE)):
-                raise SweepConfigError(f"perturbations.{name}: sample {i} drew {out[name]}, out of range; "
-                                       "narrow the distribution")
+                raise SweepConfigError(
+                    f"perturbations.{name}: sample {i} drew {out[name]}, out of range; narrow the distribution"
+                )
         for name in VECTOR_PARAMETERS:
             out[name] = [float(v) for v in self.distribution(name).draw(rng, nq)]
         return out
@@ -242,8 +258,11 @@ class RobustnessConfig:
 
 def load_robustness_config(source: str | dict | None = None, **overrides) -> RobustnessConfig:
     """Robustness settings from a YAML path, YAML text or a mapping; ``overrides`` (samples, seed) win."""
-    d = _mapping(_read_yaml(source, "robustness config"), "robustness config",
-                 {"samples", "seed", "perturbations", "success", "plant"})
+    d = _mapping(
+        _read_yaml(source, "robustness config"),
+        "robustness config",
+        {"samples", "seed", "perturbations", "success", "plant"},
+    )
     d = {**d, **{k: v for k, v in overrides.items() if v is not None}}
     samples = _bounded(d.get("samples", 32), "samples")  # (10⁹ rollouts were accepted: a sweep that never ends)
     seed = _bounded(d.get("seed", 0), "seed")
@@ -253,12 +272,15 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
         dist = parse_distribution(v, key)
         lo, hi = dist.bounds()
         if name in _POSITIVE and not lo > 0:
-            raise SweepConfigError(f"{key}: must stay positive (a range above 0; a normal's mean − 6σ above 0), "
-                                   f"got {v!r}")
+            raise SweepConfigError(
+                f"{key}: must stay positive (a range above 0; a normal's mean − 6σ above 0), got {v!r}"
+            )
         if name == "mass_scale" and not MIN_MASS_SCALE <= lo <= hi <= MAX_MASS_SCALE:
-            raise SweepConfigError(f"{key}: must stay within [{MIN_MASS_SCALE:g}, {MAX_MASS_SCALE:g}] (the model's "
-                                   "mass_scale range; a normal's mean ± 6σ too), "
-                                   f"got {v!r}")
+            raise SweepConfigError(
+                f"{key}: must stay within [{MIN_MASS_SCALE:g}, {MAX_MASS_SCALE:g}] (the model's "
+                "mass_scale range; a normal's mean ± 6σ too), "
+                f"got {v!r}"
+            )
         if name in _NONNEGATIVE and not lo >= 0:
             raise SweepConfigError(f"{key}: must stay non-negative (a normal's mean − 6σ too), got {v!r}")
         b = SWEEP_BOUNDS[key]
@@ -268,12 +290,20 @@ def load_robustness_config(source: str | dict | None = None, **overrides) -> Rob
     succ = _mapping(d.get("success"), "success", {"tolerance", "hold_time", "clamp"})
     tol = _number(succ.get("tolerance", 0.05), "success.tolerance")
     if not SWEEP_BOUNDS["success.tolerance"].contains(tol):
-        raise SweepConfigError(f"success.tolerance: must be in (0, π] (rad or m; beyond half a turn every final "
-                               f"angle would count as a success), got {tol}")
+        raise SweepConfigError(
+            f"success.tolerance: must be in (0, π] (rad or m; beyond half a turn every final "
+            f"angle would count as a success), got {tol}"
+        )
     hold = _bounded(_number(succ.get("hold_time", 2.0), "success.hold_time"), "success.hold_time")
-    return RobustnessConfig(samples=samples, seed=seed, perturbations=pert, tolerance=tol, hold_time=hold,
-                            clamp=_choice(succ.get("clamp", True), "success.clamp", (True, False)),
-                            plant=_choice(d.get("plant", "auto"), "plant", PLANT_BACKENDS))
+    return RobustnessConfig(
+        samples=samples,
+        seed=seed,
+        perturbations=pert,
+        tolerance=tol,
+        hold_time=hold,
+        clamp=_choice(succ.get("clamp", True), "success.clamp", (True, False)),
+        plant=_choice(d.get("plant", "auto"), "plant", PLANT_BACKENDS),
+    )
 
 
 def _values(v, key: str) -> list[float]:
@@ -317,8 +347,10 @@ def load_library_goals(source: str | dict, joint_names: list[str], default_goal:
         axes.append((joint_names.index(name), _values(v, f"grid.{name}")))
     points = math.prod(len(vals) for _, vals in axes)
     if points > MAX_LIBRARY_GOALS:
-        raise SweepConfigError(f"grid: {points} goals (the values of every joint multiplied out), at most "
-                               f"{MAX_LIBRARY_GOALS} (each is a plan)")
+        raise SweepConfigError(
+            f"grid: {points} goals (the values of every joint multiplied out), at most "
+            f"{MAX_LIBRARY_GOALS} (each is a plan)"
+        )
     out = []
     for combo in itertools.product(*[vals for _, vals in axes]):
         g = np.array(default_goal, float)

@@ -68,8 +68,10 @@ class ResultStore:
             raise SweepError(f"{self.path}: line 1: the header is not a JSON object, not a results file of vi_sweep")
         if old != self.header:
             keys = sorted(k for k in set(old) | set(self.header) if old.get(k) != self.header.get(k))
-            raise SweepError(f"{self.path} holds the results of a different sweep (differs in {keys}); "
-                             "choose another output directory or delete it")
+            raise SweepError(
+                f"{self.path} holds the results of a different sweep (differs in {keys}); "
+                "choose another output directory or delete it"
+            )
         good = [lines[0]]
         for i, line in enumerate(lines[1:], 2):
             if not line.strip():
@@ -81,8 +83,11 @@ class ResultStore:
             except RecursionError:
                 raise SweepError(f"{self.path}: line {i}: JSON nested too deeply, not a record of vi_sweep") from None
             key = rec.get("key") if isinstance(rec, dict) else None
-            if not isinstance(key, (str, int, list)) or isinstance(key, bool) \
-                    or (isinstance(key, list) and not all(isinstance(k, (str, int, float)) for k in key)):
+            if (
+                not isinstance(key, (str, int, list))
+                or isinstance(key, bool)
+                or (isinstance(key, list) and not all(isinstance(k, (str, int, float)) for k in key))
+            ):
                 raise SweepError(f"{self.path}: line {i}: not a record of vi_sweep (its 'key' is {key!r})")
             self.done[_key(key)] = rec
             good.append(line)
@@ -128,15 +133,16 @@ class Progress:
         frac = self.n / self.total
         decile = int(frac * 10)
         now = time.perf_counter()
-        if (not self.tty and decile == self._last_decile and self.n != self.total
-                and now - self._last_line < self.every):
+        if not self.tty and decile == self._last_decile and self.n != self.total and now - self._last_line < self.every:
             return
         self._last_decile, self._last_line = decile, now
         el = now - self.t0
         eta = el / self.n * (self.total - self.n)
         bar = "#" * int(frac * 30)
-        line = (f"[{self.label}] |{bar:<30}| {self.n}/{self.total}  errors {self.errors}  "
-                f"{el:.1f} s elapsed, ~{eta:.0f} s left")
+        line = (
+            f"[{self.label}] |{bar:<30}| {self.n}/{self.total}  errors {self.errors}  "
+            f"{el:.1f} s elapsed, ~{eta:.0f} s left"
+        )
         end = "\n" if (not self.tty or self.n == self.total) else ""
         self.stream.write(("\r" if self.tty else "") + line + end)
         self.stream.flush()
@@ -179,10 +185,20 @@ def ray_session(address: str | None = None, num_cpus: int | None = None):
         ray.shutdown()
 
 
-def run_tasks(fn: Callable[[dict, dict], dict], items: Iterable[tuple], shared: dict, *,
-              store: ResultStore | None = None, backend: str = "ray", address: str | None = None,
-              num_cpus: int | None = None, max_retries: int = 3, progress: bool = True, label: str = "vi_sweep",
-              on_result: Callable[[dict], dict | None] | None = None) -> RunStats:
+def run_tasks(
+    fn: Callable[[dict, dict], dict],
+    items: Iterable[tuple],
+    shared: dict,
+    *,
+    store: ResultStore | None = None,
+    backend: str = "ray",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    max_retries: int = 3,
+    progress: bool = True,
+    label: str = "vi_sweep",
+    on_result: Callable[[dict], dict | None] | None = None,
+) -> RunStats:
     """Run ``fn(payload, shared)`` for every ``(key, payload)`` of ``items``; returns RunStats whose
     ``records`` are in key order. Keys already in ``store`` are not run again. ``on_result(rec)`` sees each
     new record before it is stored and may return a replacement (e.g. with a plan written to a file)."""
@@ -248,8 +264,7 @@ def _run_ray(fn, todo: list[tuple], shared: dict, max_retries: int, accept, stat
                 try:
                     rec = ray.get(ref)
                 except RayError as e:  # the worker died more than max_retries times, or Ray itself failed
-                    rec = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
-                           "key": k}
+                    rec = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", "key": k}
                 accept(rec)
     except BaseException:  # interrupted: what arrived is stored; cancel the rest so nothing runs on
         for ref in pending:

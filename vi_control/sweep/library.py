@@ -40,9 +40,18 @@ def task_mapping(task: str | dict) -> tuple[dict, str | None]:
     return load_yaml(read_text_file(path, "task", TaskError)), os.path.dirname(os.path.abspath(path))
 
 
-def plan_library(task: str | dict, goals: str | dict | list, out_dir: str | Path, *, backend: str = "ray",
-                 address: str | None = None, num_cpus: int | None = None, max_retries: int = 3,
-                 progress: bool = True, on_result=None) -> LibraryResult:
+def plan_library(
+    task: str | dict,
+    goals: str | dict | list,
+    out_dir: str | Path,
+    *,
+    backend: str = "ray",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    max_retries: int = 3,
+    progress: bool = True,
+    on_result=None,
+) -> LibraryResult:
     """Plan ``task`` for every goal (a list of configurations, or a library YAML with goals/grid)."""
     mapping, base_dir = task_mapping(task)
     ref = mapping.get("reference") or {}
@@ -59,8 +68,12 @@ def plan_library(task: str | dict, goals: str | dict | list, out_dir: str | Path
     goal_list = load_library_goals(goals, vi.robot.joint_names, default_goal)
     out_dir = Path(out_dir)
     (out_dir / "plans").mkdir(parents=True, exist_ok=True)
-    header = {"kind": "library", "task": json.loads(json.dumps(mapping, default=str)), "goals": goal_list,
-              "model": vi.robot.hash}
+    header = {
+        "kind": "library",
+        "task": json.loads(json.dumps(mapping, default=str)),
+        "goals": goal_list,
+        "model": vi.robot.hash,
+    }
     store = ResultStore(out_dir / "results.jsonl", header)
 
     def save(rec: dict) -> dict:
@@ -76,15 +89,41 @@ def plan_library(task: str | dict, goals: str | dict | list, out_dir: str | Path
     items = [(i, {"index": i, "goal": g}) for i, g in enumerate(goal_list)]
     shared = {"task": mapping, "spec": spec}
     try:
-        stats = run_tasks(library_plan, items, shared, store=store, backend=backend, address=address,
-                          num_cpus=num_cpus, max_retries=max_retries, progress=progress,
-                          label="vi_sweep library", on_result=save)
+        stats = run_tasks(
+            library_plan,
+            items,
+            shared,
+            store=store,
+            backend=backend,
+            address=address,
+            num_cpus=num_cpus,
+            max_retries=max_retries,
+            progress=progress,
+            label="vi_sweep library",
+            on_result=save,
+        )
     finally:
         store.close()
-    index = [{k: r.get(k) for k in ("key", "goal", "file", "converged", "iterations", "cost", "stop_reason",
-                                    "final_goal_error", "error")} for r in stats.records]
-    (out_dir / "index.json").write_text(json.dumps({"task": task0.name, "model": task0.model_name,
-                                                    "plans": index}, indent=1))
+    index = [
+        {
+            k: r.get(k)
+            for k in (
+                "key",
+                "goal",
+                "file",
+                "converged",
+                "iterations",
+                "cost",
+                "stop_reason",
+                "final_goal_error",
+                "error",
+            )
+        }
+        for r in stats.records
+    ]
+    (out_dir / "index.json").write_text(
+        json.dumps({"task": task0.name, "model": task0.model_name, "plans": index}, indent=1)
+    )
     return LibraryResult(index, stats, out_dir)
 
 

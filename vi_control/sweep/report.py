@@ -13,18 +13,26 @@ def summary_table(summary: dict) -> str:
     """The summary as a short markdown table (what the CLI prints)."""
     lo, hi = summary["success_rate_95ci"]
     fe = summary["final_error"]
-    rows = [("samples (errors)", f"{summary['samples']} ({summary['errors']})"),
-            ("success rate (95 % CI)", f"{summary['success_rate']:.3f} [{lo:.3f}, {hi:.3f}]"
-             f" (tolerance {summary['tolerance']:g})"),
-            ("final error p50 / p95 / max", " / ".join(f"{fe[k]:.3g}" for k in ("p50", "p95", "max")) if fe else "—"),
-            ("failed steps (Newton)", str(summary["diverged_or_failed_steps"]))]
+    rows = [
+        ("samples (errors)", f"{summary['samples']} ({summary['errors']})"),
+        (
+            "success rate (95 % CI)",
+            f"{summary['success_rate']:.3f} [{lo:.3f}, {hi:.3f}] (tolerance {summary['tolerance']:g})",
+        ),
+        ("final error p50 / p95 / max", " / ".join(f"{fe[k]:.3g}" for k in ("p50", "p95", "max")) if fe else "—"),
+        ("failed steps (Newton)", str(summary["diverged_or_failed_steps"])),
+    ]
     for j, pk in enumerate(summary["peak_torque"]):
         lim = summary["effort_limits"][j] if summary["effort_limits"] else float("inf")
         rows.append((f"peak |u[{j}]| p50 / max (limit {lim:g})", f"{pk['p50']:.3g} / {pk['max']:.3g}"))
     imp = summary["importance"]
     if imp:
-        rows.append(("most important (Spearman ρ with final error)",
-                     ", ".join(f"{k} {v:+.2f}" for k, v in list(imp.items())[:3])))
+        rows.append(
+            (
+                "most important (Spearman ρ with final error)",
+                ", ".join(f"{k} {v:+.2f}" for k, v in list(imp.items())[:3]),
+            )
+        )
     for why, n in summary["failure_reasons"].items():
         rows.append((f"failures: {why}", str(n)))
     for msg in summary["error_messages"][:3]:

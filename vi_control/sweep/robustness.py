@@ -50,8 +50,9 @@ def plan_digest(plan: Plan) -> str:
     return h.hexdigest()[:16]
 
 
-def resolve_nominal(task: str | dict | Task | None, plan: str | Plan | None, model: str | ModelSpec | None,
-                    log=print) -> tuple[ModelSpec, Plan, Task | None]:
+def resolve_nominal(
+    task: str | dict | Task | None, plan: str | Plan | None, model: str | ModelSpec | None, log=print
+) -> tuple[ModelSpec, Plan, Task | None]:
     """(portable model spec, plan, task) from a task and/or a saved plan; a plan made for another model
     (hash mismatch) is refused."""
     if task is None and plan is None:
@@ -73,8 +74,10 @@ def resolve_nominal(task: str | dict | Task | None, plan: str | Plan | None, mod
         log(f"[vi_sweep] planned {task.name}: {res.method} {res.iterations} it., converged {res.converged}")
     robot_hash = cached_system(spec, plan.dt).robot.hash
     if robot_hash != plan.model_hash:
-        raise SweepError(f"the plan was made for model hash {plan.model_hash} ({plan.model_name}) but the model "
-                         f"{spec.describe()} hashes to {robot_hash}: pass the plan's model (--model)")
+        raise SweepError(
+            f"the plan was made for model hash {plan.model_hash} ({plan.model_name}) but the model "
+            f"{spec.describe()} hashes to {robot_hash}: pass the plan's model (--model)"
+        )
     return spec, plan, task
 
 
@@ -115,24 +118,43 @@ def summarize(records: list[dict], cfg: RobustnessConfig, nq: int, effort_limits
             reasons[why] = reasons.get(why, 0) + 1
     lo, hi = wilson_interval(n_succ, len(ok))
     return {
-        "samples": len(records), "errors": len(records) - len(ok), "successes": int(n_succ),
+        "samples": len(records),
+        "errors": len(records) - len(ok),
+        "successes": int(n_succ),
         # (no sample ran: every one an error — 0, not NaN; ``errors`` = ``samples`` tells such a sweep apart)
-        "success_rate": n_succ / len(ok) if ok else 0.0, "success_rate_95ci": [lo, hi],
-        "tolerance": cfg.tolerance, "final_error": _percentiles(finite),
+        "success_rate": n_succ / len(ok) if ok else 0.0,
+        "success_rate_95ci": [lo, hi],
+        "tolerance": cfg.tolerance,
+        "final_error": _percentiles(finite),
         "diverged_or_failed_steps": int(np.sum(~np.isfinite(err))),
         "peak_torque": [_percentiles(peaks[:, j]) for j in range(peaks.shape[1])] if len(ok) else [],
         "effort_limits": None if effort_limits is None else [float(v) for v in effort_limits],
-        "failure_reasons": reasons, "importance": {k: importance[k] for k in ranked},
+        "failure_reasons": reasons,
+        "importance": {k: importance[k] for k in ranked},
         "error_messages": sorted({r["error"] for r in records if "error" in r}),
     }
 
 
-def robustness_sweep(task: str | dict | Task | None = None, config: str | dict | RobustnessConfig | None = None, *,
-                     plan: str | Plan | None = None, model: str | ModelSpec | None = None,
-                     out_dir: str | Path | None = None, samples: int | None = None, seed: int | None = None,
-                     backend: str = "ray", address: str | None = None, num_cpus: int | None = None,
-                     max_retries: int = 3, progress: bool = True, plot: bool = True, log=print,
-                     on_result=None, sample_fn=robustness_sample, controller: str = "tvlqr") -> RobustnessResult:
+def robustness_sweep(
+    task: str | dict | Task | None = None,
+    config: str | dict | RobustnessConfig | None = None,
+    *,
+    plan: str | Plan | None = None,
+    model: str | ModelSpec | None = None,
+    out_dir: str | Path | None = None,
+    samples: int | None = None,
+    seed: int | None = None,
+    backend: str = "ray",
+    address: str | None = None,
+    num_cpus: int | None = None,
+    max_retries: int = 3,
+    progress: bool = True,
+    plot: bool = True,
+    log=print,
+    on_result=None,
+    sample_fn=robustness_sample,
+    controller: str = "tvlqr",
+) -> RobustnessResult:
     """Sample the config's perturbations and run the plan's closed loop for each (module docstring).
 
     ``controller``: 'tvlqr' (the plan tracked by its TV-LQR gains), 'mpc' (the task re-planned every
@@ -142,8 +164,7 @@ def robustness_sweep(task: str | dict | Task | None = None, config: str | dict |
 
     ``sample_fn(payload, shared)`` runs one sample (default ``rollout.robustness_sample``; a wrapper may
     instrument it); ``on_result`` sees each record as it arrives (engine.run_tasks)."""
-    cfg = config if isinstance(config, RobustnessConfig) else load_robustness_config(config, samples=samples,
-                                                                                      seed=seed)
+    cfg = config if isinstance(config, RobustnessConfig) else load_robustness_config(config, samples=samples, seed=seed)
     if controller not in CONTROLLERS:
         raise SweepError(f"controller: expected one of {list(CONTROLLERS)}, got {controller!r}")
     spec, plan, task = resolve_nominal(task, plan, model, log)
@@ -151,21 +172,46 @@ def robustness_sweep(task: str | dict | Task | None = None, config: str | dict |
         raise SweepError(f"controller {controller!r} re-plans the task: give the task (YAML), not only a plan")
     nominal = cached_system(spec, plan.dt)
     nq = nominal.nq
-    shared = {"spec": spec, "plan": plan, "q_pair": [list(a) for a in start_pair(nominal, plan.X[0])],
-              "task": task, "settings": {"seed": cfg.seed, "hold_time": cfg.hold_time, "clamp": cfg.clamp,
-                                         "tolerance": cfg.tolerance, "compile_plants": cfg.compile_plants(),
-                                         "controller": controller}}
+    shared = {
+        "spec": spec,
+        "plan": plan,
+        "q_pair": [list(a) for a in start_pair(nominal, plan.X[0])],
+        "task": task,
+        "settings": {
+            "seed": cfg.seed,
+            "hold_time": cfg.hold_time,
+            "clamp": cfg.clamp,
+            "tolerance": cfg.tolerance,
+            "compile_plants": cfg.compile_plants(),
+            "controller": controller,
+        },
+    }
     items = [(i, {"sample": i, "params": cfg.sample(i, nq)}) for i in range(cfg.samples)]
     store = None
     if out_dir is not None:
         out_dir = Path(out_dir)
-        header = {"kind": "robustness", "config": cfg.to_dict(), "plan": plan_digest(plan),
-                  "model": nominal.robot.hash, **({"controller": controller} if controller != "tvlqr" else {})}
+        header = {
+            "kind": "robustness",
+            "config": cfg.to_dict(),
+            "plan": plan_digest(plan),
+            "model": nominal.robot.hash,
+            **({"controller": controller} if controller != "tvlqr" else {}),
+        }
         store = ResultStore(out_dir / "results.jsonl", header)
     try:
-        stats = run_tasks(sample_fn, items, shared, store=store, backend=backend, address=address,
-                          num_cpus=num_cpus, max_retries=max_retries, progress=progress, label="vi_sweep robustness",
-                          on_result=on_result)
+        stats = run_tasks(
+            sample_fn,
+            items,
+            shared,
+            store=store,
+            backend=backend,
+            address=address,
+            num_cpus=num_cpus,
+            max_retries=max_retries,
+            progress=progress,
+            label="vi_sweep robustness",
+            on_result=on_result,
+        )
     finally:
         if store is not None:
             store.close()

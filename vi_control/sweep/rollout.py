@@ -60,8 +60,9 @@ def _perturbed_robot(spec: ModelSpec, mass_scale: float, damping: float):
     return robot
 
 
-def cached_system(spec: ModelSpec, dt: float, mass_scale: float = 1.0, damping: float = 0.0,
-                  compile: bool | None = None) -> MidpointVI:
+def cached_system(
+    spec: ModelSpec, dt: float, mass_scale: float = 1.0, damping: float = 0.0, compile: bool | None = None
+) -> MidpointVI:
     """The midpoint VI of ``spec`` (masses ×``mass_scale``, ``damping`` added to every dynamic joint),
     built once per worker process and kept in a small LRU; ``compile`` as for MidpointVI."""
     key = repr((spec, float(dt), float(mass_scale), float(damping), compile))
@@ -93,14 +94,26 @@ def start_pair(vi: MidpointVI, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     q_prev[d] = sol.x
     scale = max(1.0, float(np.abs(p0).max(initial=0.0)))
     if not np.abs(residual(sol.x)).max(initial=0.0) <= 1e-9 * scale:
-        raise SweepError(f"no configuration pair reproduces the plan's start state (residual "
-                         f"{np.abs(residual(sol.x)).max():.2e}): is the plan made for this model?")
+        raise SweepError(
+            f"no configuration pair reproduces the plan's start state (residual "
+            f"{np.abs(residual(sol.x)).max():.2e}): is the plan made for this model?"
+        )
     return q_prev, q0
 
 
-def closed_loop(plant: MidpointVI, nominal: MidpointVI, plan: Plan, q_pair: tuple[np.ndarray, np.ndarray], *,
-                actuator_gain: float = 1.0, sensor_noise: float = 0.0, rng: np.random.Generator | None = None,
-                hold_steps: int = 0, clamp: bool = True, effort_limits: np.ndarray | None = None) -> dict:
+def closed_loop(
+    plant: MidpointVI,
+    nominal: MidpointVI,
+    plan: Plan,
+    q_pair: tuple[np.ndarray, np.ndarray],
+    *,
+    actuator_gain: float = 1.0,
+    sensor_noise: float = 0.0,
+    rng: np.random.Generator | None = None,
+    hold_steps: int = 0,
+    clamp: bool = True,
+    effort_limits: np.ndarray | None = None,
+) -> dict:
     """Track ``plan`` on ``plant`` with the controller's ``nominal`` model, from the configuration pair
     ``q_pair``: returns final state, applied inputs, and the step error that ended the run early (or None).
     ``effort_limits``: the clamp (default the nominal model's)."""
@@ -132,9 +145,18 @@ def closed_loop(plant: MidpointVI, nominal: MidpointVI, plan: Plan, q_pair: tupl
     return {"X": X, "U": U, "failure": None}
 
 
-def mpc_closed_loop(plant: MidpointVI, nominal: MidpointVI, task, q_pair: tuple[np.ndarray, np.ndarray], *,
-                    actuator_gain: float = 1.0, sensor_noise: float = 0.0, rng: np.random.Generator | None = None,
-                    hold_steps: int = 0, clamp: bool = True) -> dict:
+def mpc_closed_loop(
+    plant: MidpointVI,
+    nominal: MidpointVI,
+    task,
+    q_pair: tuple[np.ndarray, np.ndarray],
+    *,
+    actuator_gain: float = 1.0,
+    sensor_noise: float = 0.0,
+    rng: np.random.Generator | None = None,
+    hold_steps: int = 0,
+    clamp: bool = True,
+) -> dict:
     """``closed_loop`` under MPC (planning.mpc) of ``task`` on the ``nominal`` model: the task's first plan, then a
     cycle every ``mpc.period`` from the estimated state, as the planner node runs it — each cycle's plan starts
     ``lead`` steps ahead (1.5 × the longest of the last five solve times, at least a step), from the state predicted
@@ -209,8 +231,11 @@ def robustness_sample(payload: dict, shared: dict) -> dict:
     controller = cfg.get("controller", "tvlqr")
     # (the oracle plans on its plant: one gcc build, 0.6 s for the pendulum, against ~30 s of DDP on CasADi's VM)
     compiled = cfg["compile_plants"] or controller == "oracle"
-    plant = nominal if nominal_plant else cached_system(spec, plan.dt, p["mass_scale"], p["damping"],
-                                                       compile=None if compiled else False)
+    plant = (
+        nominal
+        if nominal_plant
+        else cached_system(spec, plan.dt, p["mass_scale"], p["damping"], compile=None if compiled else False)
+    )
     q_prev, q0 = (np.asarray(a, float) for a in shared["q_pair"])
     dq, dqd = np.asarray(p["q0_offset"]), np.asarray(p["qdot0_offset"])
     pair = (q_prev + dq - plant.dt * dqd, q0 + dq)
@@ -220,8 +245,9 @@ def robustness_sample(payload: dict, shared: dict) -> dict:
     if controller == "mpc":
         run = mpc_closed_loop(plant, nominal, shared["task"], pair, actuator_gain=p["actuator_gain"], **noise)
     elif controller == "oracle":  # the plan made on the true plant from the true start, under the true torque
-        true_plan, effort = oracle_plan(plant, shared["task"], p["actuator_gain"],
-                                        plant.state_from_configurations(*pair))
+        true_plan, effort = oracle_plan(
+            plant, shared["task"], p["actuator_gain"], plant.state_from_configurations(*pair)
+        )
         run = closed_loop(plant, plant, true_plan, pair, effort_limits=effort, **noise)
     else:
         run = closed_loop(plant, nominal, plan, pair, actuator_gain=p["actuator_gain"], **noise)
@@ -232,12 +258,23 @@ def robustness_sample(payload: dict, shared: dict) -> dict:
     track = np.abs(state_error(plan.X[:n, :nq], X[:n, :nq], mask)).max(axis=1)
     final = float(np.abs(e_final).max()) if run["failure"] is None else float("inf")
     ok = run["failure"] is None and bool(np.all(np.isfinite(X[-1]))) and final < cfg["tolerance"]
-    return {"sample": payload["sample"], "params": p, "success": ok, "final_error": final,
-            "final_error_q": [float(v) for v in e_final], "rms_tracking": float(np.sqrt(np.mean(track ** 2))),
-            "peak_torque": [float(v) for v in np.abs(U[:, :nt]).max(axis=0, initial=0.0)],
-            "failure": run["failure"], "steps": len(X) - 1, "controller": controller,
-            **({"solve_p50": float(np.median(run["solves"])), "solve_max": float(max(run["solves"]))}
-               if run.get("solves") else {})}
+    return {
+        "sample": payload["sample"],
+        "params": p,
+        "success": ok,
+        "final_error": final,
+        "final_error_q": [float(v) for v in e_final],
+        "rms_tracking": float(np.sqrt(np.mean(track**2))),
+        "peak_torque": [float(v) for v in np.abs(U[:, :nt]).max(axis=0, initial=0.0)],
+        "failure": run["failure"],
+        "steps": len(X) - 1,
+        "controller": controller,
+        **(
+            {"solve_p50": float(np.median(run["solves"])), "solve_max": float(max(run["solves"]))}
+            if run.get("solves")
+            else {}
+        ),
+    }
 
 
 def library_plan(payload: dict, shared: dict) -> dict:
@@ -249,9 +286,16 @@ def library_plan(payload: dict, shared: dict) -> dict:
     vi = cached_system(shared["spec"], task.dt)
     plan, res = plan_task(vi, task)
     final = state_error(np.asarray(payload["goal"], float), plan.X[-1, : vi.nq], vi.robot.continuous_mask)
-    return {"index": payload["index"], "goal": list(payload["goal"]), "converged": bool(res.converged),
-            "iterations": int(res.iterations), "cost": float(res.cost), "stop_reason": str(res.stop_reason),
-            "final_goal_error": float(np.abs(final).max()), "plan": plan}
+    return {
+        "index": payload["index"],
+        "goal": list(payload["goal"]),
+        "converged": bool(res.converged),
+        "iterations": int(res.iterations),
+        "cost": float(res.cost),
+        "stop_reason": str(res.stop_reason),
+        "final_goal_error": float(np.abs(final).max()),
+        "plan": plan,
+    }
 
 
 def warm_worker(payload, shared: dict) -> dict:

@@ -36,5 +36,13 @@ def write_html(replay: Replay, path: str | Path) -> Path:
     return path
 
 
-__all__ = ["Replay", "RobotView", "load_replay", "replay_from_plan", "replay_from_recording", "view_replay",
-           "visual_model", "write_html"]
+__all__ = [
+    "Replay",
+    "RobotView",
+    "load_replay",
+    "replay_from_plan",
+    "replay_from_recording",
+    "view_replay",
+    "visual_model",
+    "write_html",
+]

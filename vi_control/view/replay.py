@@ -42,8 +42,10 @@ def replay_from_plan(plan: Plan | str | Path, model: str | RobotModel | None = N
     plan = plan if isinstance(plan, Plan) else Plan.load(str(plan))
     robot = _load_model(model or plan.model_name)
     if plan.model_hash and robot.hash != plan.model_hash:
-        warnings.warn(f"plan made for {plan.model_name!r} ({plan.model_hash}), shown on {robot.name!r} "
-                      f"({robot.hash})", stacklevel=2)
+        warnings.warn(
+            f"plan made for {plan.model_name!r} ({plan.model_hash}), shown on {robot.name!r} ({robot.hash})",
+            stacklevel=2,
+        )
     q = plan.X[:, : robot.nq]
     return Replay(robot, np.asarray(plan.times, float), np.asarray(q, float))
 
@@ -85,8 +87,13 @@ def replay_from_recording(path: str | Path, model: str | RobotModel | None = Non
     plan_times = plan_q = None
     if trajectory is not None and trajectory.points:
         t0 = _stamp(trajectory.header.stamp)
-        points = [(t0 + _stamp(p.time_from_start), _columns(list(trajectory.joint_names), list(p.positions),
-                                                             robot.joint_names)) for p in trajectory.points]
+        points = [
+            (
+                t0 + _stamp(p.time_from_start),
+                _columns(list(trajectory.joint_names), list(p.positions), robot.joint_names),
+            )
+            for p in trajectory.points
+        ]
         if all(c is not None for _, c in points):
             plan_times = np.array([t for t, _ in points])
             plan_q = np.array([c for _, c in points])

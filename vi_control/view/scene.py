@@ -100,14 +100,19 @@ class RobotView:
             self.viewer[root].set_transform(shift)
         # The camera's offset from its target, in three.js's y-up frame: world (x, y, z) is (x, z, −y) there.
         offset = np.array([0.2, -0.9, 0.15]) * size
-        self.viewer["/Cameras/default/rotated/<object>"].set_property("position",
-                                                                     [offset[0], offset[2], -offset[1]])
+        self.viewer["/Cameras/default/rotated/<object>"].set_property("position", [offset[0], offset[2], -offset[1]])
         grid = np.diag([1.5 * size / 20] * 3 + [1.0])  # meshcat's grid is 20 m wide: 1.5 robot sizes
         grid[2, 3] = lo[2] - center[2]
         self.viewer["/Grid"].set_transform(grid)
 
-    def animate(self, times: np.ndarray, q: np.ndarray, plan_times: np.ndarray | None = None,
-                q_plan: np.ndarray | None = None, fps: float = 30.0) -> None:
+    def animate(
+        self,
+        times: np.ndarray,
+        q: np.ndarray,
+        plan_times: np.ndarray | None = None,
+        q_plan: np.ndarray | None = None,
+        fps: float = 30.0,
+    ) -> None:
         """Load a replay: the robot along (times, q), the ghost along (plan_times, q_plan), sampled at ``fps``
         on the union of both time ranges (each held at its ends). Paused at the start; play it with the viewer's
         "Animations" controls (play, time slider)."""

@@ -14,6 +14,19 @@ from .legendre import (
 from .solution import CollocationSolution
 from .transcription import METHODS, CollocationProblem, Guess, Transcription
 
-__all__ = ["SecondOrderDynamics", "Interpolant", "differentiation_matrix", "gauss_points", "interpolation_matrix",
-           "lg2_differentiation", "lg2_nodes", "lg_differentiation", "lg_nodes", "CollocationSolution", "METHODS",
-           "CollocationProblem", "Guess", "Transcription"]
+__all__ = [
+    "SecondOrderDynamics",
+    "Interpolant",
+    "differentiation_matrix",
+    "gauss_points",
+    "interpolation_matrix",
+    "lg2_differentiation",
+    "lg2_nodes",
+    "lg_differentiation",
+    "lg_nodes",
+    "CollocationSolution",
+    "METHODS",
+    "CollocationProblem",
+    "Guess",
+    "Transcription",
+]

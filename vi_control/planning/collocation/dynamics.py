@@ -31,8 +31,10 @@ class SecondOrderDynamics:
 
     def __init__(self, robot: RobotModel):
         if robot.prescribed:
-            raise ValueError(f"collocation needs every joint dynamic; prescribed joints {list(robot.prescribed)} "
-                             "are kinematic inputs (use the DDP planner)")
+            raise ValueError(
+                f"collocation needs every joint dynamic; prescribed joints {list(robot.prescribed)} "
+                "are kinematic inputs (use the DDP planner)"
+            )
         self.robot = robot
         tree = build_tree(robot)
         q, v = tree.q, tree.v
@@ -44,8 +46,12 @@ class SecondOrderDynamics:
         self.B = np.eye(nq)[:, self.idx_act]
         M = ca.hessian(tree.kinetic, v)[0]
         dTdv = ca.gradient(tree.kinetic, v)
-        bias = (ca.mtimes(ca.jacobian(dTdv, q), v) - ca.gradient(tree.kinetic, q) + ca.gradient(tree.potential, q)
-                + ca.DM(robot.damping) * v)
+        bias = (
+            ca.mtimes(ca.jacobian(dTdv, q), v)
+            - ca.gradient(tree.kinetic, q)
+            + ca.gradient(tree.potential, q)
+            + ca.DM(robot.damping) * v
+        )
         h = constraint_expr(robot, tree)
         Dh = ca.jacobian(h, q) if self.nc else ca.SX.zeros(0, nq)
         drift = ca.mtimes(ca.jacobian(ca.mtimes(Dh, v), q), v) if self.nc else ca.SX.zeros(0)
@@ -102,8 +108,9 @@ class SecondOrderDynamics:
         """World position of a point fixed in ``link`` (expression in q; numeric for numeric q)."""
         key = (link, tuple(np.asarray(point, float)))
         if key not in self._fk:
-            self._fk[key] = ca.Function("fk", [self.tree.q],
-                                        [self.tree.point_position(self.robot.pin_model, link, point)])
+            self._fk[key] = ca.Function(
+                "fk", [self.tree.q], [self.tree.point_position(self.robot.pin_model, link, point)]
+            )
         return self._fk[key](q)
 
     # ---- numeric ----------------------------------------------------------------------------------
@@ -138,7 +145,7 @@ class SecondOrderDynamics:
         K = ca.blockcat([[M, -J.T], [J, ca.SX.zeros(m, m)]])
         sol = ca.solve(K, ca.vertcat(ca.mtimes(M, vs), ca.SX.zeros(m)))
         if not numeric:
-            return sol[: self.nq], sol[self.nq:]
-        f = ca.Function("impact", [qs, vs], [sol[: self.nq], sol[self.nq:]])
+            return sol[: self.nq], sol[self.nq :]
+        f = ca.Function("impact", [qs, vs], [sol[: self.nq], sol[self.nq :]])
         vp, lam = f(np.asarray(q, float), np.asarray(v_minus, float))
         return np.array(vp).ravel(), np.array(lam).ravel()

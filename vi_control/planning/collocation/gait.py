@@ -65,8 +65,11 @@ class BipedGait:
     knees: ClassVar[tuple[int, int]] = (4, 6)  # q indices of the stance and swing knee (bent > 0)
 
     def __post_init__(self) -> None:
-        if self.robot.joint_names != ["base_x", "base_z", "base_pitch", "left_hip", "left_knee", "right_hip",
-                                      "right_knee"] or self.robot.n_constraints != 2:
+        if (
+            self.robot.joint_names
+            != ["base_x", "base_z", "base_pitch", "left_hip", "left_knee", "right_hip", "right_knee"]
+            or self.robot.n_constraints != 2
+        ):
             raise ValueError("BipedGait needs the biped5_stance model (planar base, two legs, stance foot pinned)")
         self.dynamics = SecondOrderDynamics(self.robot)
         self.S = np.eye(7)[list(LEG_SWAP)]
@@ -94,8 +97,9 @@ class BipedGait:
     def _periodic(self, q0, v0, qf, vf):
         """Periodicity through the impact map, the stance foot still down and the swing foot at (D, 0) at t_f."""
         q_next, v_next = self.relabel(qf, self.impact(qf, vf))
-        e = ca.vertcat(q0 - q_next, v0 - v_next, self.foot("right", qf) - ca.DM([self.step_length, 0.0]),
-                       self.foot("left", qf))
+        e = ca.vertcat(
+            q0 - q_next, v0 - v_next, self.foot("right", qf) - ca.DM([self.step_length, 0.0]), self.foot("left", qf)
+        )
         return e, 0.0, 0.0
 
     def _clearance(self, q, v, u):
@@ -107,11 +111,21 @@ class BipedGait:
     def problem(self, method: str, nodes: int, intervals: int = 1, **options) -> CollocationProblem:
         """The periodic gait as a CollocationProblem (all boundary values free: the impact map ties them)."""
         return CollocationProblem(
-            self.dynamics, method=method, nodes=nodes, intervals=intervals, cost="effort", fix_q0=False,
-            fix_v0=False, fix_qf=False, fix_vf=False, input_limits=np.full(4, self.input_limit),
+            self.dynamics,
+            method=method,
+            nodes=nodes,
+            intervals=intervals,
+            cost="effort",
+            fix_q0=False,
+            fix_v0=False,
+            fix_qf=False,
+            fix_vf=False,
+            input_limits=np.full(4, self.input_limit),
             path_constraints=(self._clearance,) + (() if self.knee_limit is None else (self._no_hyperextension,)),
-            boundary_constraints=(self._periodic,), consistent_start=False,
-            **options)
+            boundary_constraints=(self._periodic,),
+            consistent_start=False,
+            **options,
+        )
 
     @cached_property
     def standing_poses(self) -> tuple[np.ndarray, np.ndarray]:
@@ -126,8 +140,9 @@ class BipedGait:
         q_start, q_end = self.standing_poses
         return Guess.linear(q_start, q_end, self.step_time, 4)
 
-    def solve(self, method: str, nodes: int, intervals: int = 1, raise_on_failure: bool = True,
-              **options) -> CollocationSolution:
+    def solve(
+        self, method: str, nodes: int, intervals: int = 1, raise_on_failure: bool = True, **options
+    ) -> CollocationSolution:
         tr = Transcription(self.problem(method, nodes, intervals, **options))
         return tr.solve(tf=self.step_time, guess=self.guess(), raise_on_failure=raise_on_failure)
 
@@ -175,8 +190,9 @@ class BipedGait:
         cache[key] = ca.Function("impact_map", [xs], [x_new])
         return cache[key]
 
-    def vi_step(self, vi: Linearizable, sol: CollocationSolution, Q, R, Qf, polish_iterations: int = 10
-                ) -> tuple[np.ndarray, np.ndarray, float]:
+    def vi_step(
+        self, vi: Linearizable, sol: CollocationSolution, Q, R, Qf, polish_iterations: int = 10
+    ) -> tuple[np.ndarray, np.ndarray, float]:
         """The collocated step on the VI: resampled onto its grid (as ``plan_task`` does), polished by DDP (tracking
         the collocated states with Q, R, Qf, from a TV-LQR-stabilized rollout: the step is unstable open loop).
         Returns (X, U, mismatch): mismatch = ``deviation`` of impact(X_N) from X₀, how far the VI step is from
@@ -192,12 +208,26 @@ class BipedGait:
         x0 = vi.state_from_configurations(sol.q([-vi.dt])[0], sol.q([0.0])[0])
         X_ref, U_ref = resample(vi, sol, x0, steps, limits, sol.Q[-1], rest_at_end=False)  # it ends in a stride
         U0 = reference_feedback_guess(vi, x0, X_ref, U_ref, (Q, R, Qf), limits)
-        res = ddp(vi, QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf), x0, U0, input_limits=limits,
-                  max_iterations=polish_iterations)
+        res = ddp(
+            vi,
+            QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf),
+            x0,
+            U0,
+            input_limits=limits,
+            max_iterations=polish_iterations,
+        )
         return res.X, res.U, self.deviation(vi, self.discrete_impact(vi, res.X[-1]), res.X[0])
 
-    def close_cycle(self, vi: Linearizable, X: np.ndarray, U: np.ndarray, K: np.ndarray, weights=None,
-                    tol: float = 1e-11, max_iterations: int = 20) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    def close_cycle(
+        self,
+        vi: Linearizable,
+        X: np.ndarray,
+        U: np.ndarray,
+        K: np.ndarray,
+        weights=None,
+        tol: float = 1e-11,
+        max_iterations: int = 20,
+    ) -> tuple[np.ndarray, np.ndarray, list[float]]:
         """The periodic VI step next to the polished (X, U): a VI rollout whose end state maps through
         ``discrete_impact`` exactly onto its start.
 
@@ -252,8 +282,7 @@ class BipedGait:
             history.append(float(np.abs(Xs[-1] - z).max()))
         return Xs, Us, history
 
-    def periodic_gains(self, vi: Linearizable, X: np.ndarray, U: np.ndarray, Q, R, cycles: int = 20
-                       ) -> np.ndarray:
+    def periodic_gains(self, vi: Linearizable, X: np.ndarray, U: np.ndarray, Q, R, cycles: int = 20) -> np.ndarray:
         """TV-LQR gains of one step that are optimal over repeated steps: the Riccati recursion (Johnson2015, eq. 36)
         run backwards through the step and through the impact map's linearization until P₀ is periodic."""
         traj = linearize_trajectory(vi, X, U)
@@ -267,16 +296,23 @@ class BipedGait:
                 break
         return K
 
-    def periodic_step(self, vi: Linearizable, sol: CollocationSolution, Q, R, Qf, polish_iterations: int = 10
-                      ) -> GaitCycle:
+    def periodic_step(
+        self, vi: Linearizable, sol: CollocationSolution, Q, R, Qf, polish_iterations: int = 10
+    ) -> GaitCycle:
         """The reference the VI walks on: the collocated step polished on the VI (``vi_step``), closed into an exact
         cycle (``close_cycle``, minimum-norm in the polish's weights diag Q, diag R, rolled out under the polished
         step's periodic gains), and the periodic TV-LQR gains of the closed cycle."""
         X, U, mismatch = self.vi_step(vi, sol, Q, R, Qf, polish_iterations)
         K = self.periodic_gains(vi, X, U, Q, R)
         Xc, Uc, residuals = self.close_cycle(vi, X, U, K, weights=(_diagonal(Q, vi.nx, "Q"), _diagonal(R, vi.nu, "R")))
-        return GaitCycle(X=Xc, U=Uc, K=self.periodic_gains(vi, Xc, Uc, Q, R), polish_mismatch=mismatch,
-                         residuals=residuals, shift=self.deviation(vi, Xc[0], X[0]))
+        return GaitCycle(
+            X=Xc,
+            U=Uc,
+            K=self.periodic_gains(vi, Xc, Uc, Q, R),
+            polish_mismatch=mismatch,
+            residuals=residuals,
+            shift=self.deviation(vi, Xc[0], X[0]),
+        )
 
     def constrained_velocity(self, vi: Linearizable, x: np.ndarray) -> np.ndarray:
         """q̇ of a VI state with the stance foot at rest: M⁻¹(p + (Δt/2)∇V) projected M-orthogonally onto Dh q̇ = 0.
@@ -286,7 +322,7 @@ class BipedGait:
         """
         q = x[: vi.nq]
         M = np.array(self.dynamics.mass(q))
-        v = np.linalg.solve(M, x[vi.nq:] + 0.5 * vi.dt * vi.potential_gradient(q))
+        v = np.linalg.solve(M, x[vi.nq :] + 0.5 * vi.dt * vi.potential_gradient(q))
         J = np.array(self.dynamics.constraint_jacobian(q)).reshape(2, vi.nq)
         MiJt = np.linalg.solve(M, J.T)
         return v - MiJt @ np.linalg.solve(J @ MiJt, J @ v)
@@ -294,11 +330,22 @@ class BipedGait:
     def deviation(self, vi: Linearizable, x: np.ndarray, y: np.ndarray) -> float:
         """max(|q_x − q_y|∞, |q̇_x − q̇_y|∞) with ``constrained_velocity``: the distance between two gait states."""
         nq = vi.nq
-        return float(max(np.abs(x[:nq] - y[:nq]).max(),
-                         np.abs(self.constrained_velocity(vi, x) - self.constrained_velocity(vi, y)).max()))
+        return float(
+            max(
+                np.abs(x[:nq] - y[:nq]).max(),
+                np.abs(self.constrained_velocity(vi, x) - self.constrained_velocity(vi, y)).max(),
+            )
+        )
 
-    def replay(self, vi: Linearizable, X: np.ndarray, U: np.ndarray, K: np.ndarray | None, steps: int = 10,
-               x0: np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    def replay(
+        self,
+        vi: Linearizable,
+        X: np.ndarray,
+        U: np.ndarray,
+        K: np.ndarray | None,
+        steps: int = 10,
+        x0: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Walk ``steps`` steps in the VI: each step u = U_k + K_k(X_k − x) (K = None: open loop), clamped to the
         input bound, then the impact map. Returns the start-of-step ``deviation`` from X₀ (steps + 1,) and the
         states of every step."""

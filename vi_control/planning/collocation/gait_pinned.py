@@ -29,11 +29,9 @@ from .gait import BipedGait
 
 PINNED_JOINTS = ["stance_ankle", "stance_knee", "stance_hip", "swing_hip", "swing_knee"]
 # floating-base angles (base_pitch, left_hip, left_knee, right_hip, right_knee) = TO_FLOATING @ q_pinned
-TO_FLOATING = np.array([[1, -1, -1, 0, 0], [0, 0, 1, 0, 0], [0, 1, 0, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 0, 1]],
-                       float)
+TO_FLOATING = np.array([[1, -1, -1, 0, 0], [0, 0, 1, 0, 0], [0, 1, 0, 0, 0], [0, 0, 0, 1, 0], [0, 0, 0, 0, 1]], float)
 # absolute link angles (stance tibia, stance femur, torso, swing femur, swing tibia) = ABSOLUTE @ q_pinned
-ABSOLUTE = np.array([[1, 0, 0, 0, 0], [1, -1, 0, 0, 0], [1, -1, -1, 0, 0], [1, -1, -1, 1, 0], [1, -1, -1, 1, 1]],
-                    float)
+ABSOLUTE = np.array([[1, 0, 0, 0, 0], [1, -1, 0, 0, 0], [1, -1, -1, 0, 0], [1, -1, -1, 1, 0], [1, -1, -1, 1, 1]], float)
 
 
 @dataclass
@@ -51,9 +49,14 @@ class PinnedBipedGait(BipedGait):
             raise ValueError(f"PinnedBipedGait needs the biped5_pinned model (joints {PINNED_JOINTS}, no constraints)")
         self.dynamics = SecondOrderDynamics(self.robot)
         if self.floating is None:
-            self.floating = BipedGait(load_bundled("biped5_stance"), step_length=self.step_length,
-                                      step_time=self.step_time, input_limit=self.input_limit,
-                                      leg_length=self.leg_length, knee_limit=self.knee_limit)
+            self.floating = BipedGait(
+                load_bundled("biped5_stance"),
+                step_length=self.step_length,
+                step_time=self.step_time,
+                input_limit=self.input_limit,
+                leg_length=self.leg_length,
+                knee_limit=self.knee_limit,
+            )
 
     def foot(self, side: str, q):
         """(x, z) of the swing ("right") or stance ("left", at the origin) foot."""

@@ -57,8 +57,9 @@ def _quadrature_grid(sol: CollocationSolution, subintervals: int) -> tuple[np.nd
     return np.concatenate(ts), np.concatenate(ws)
 
 
-def dynamic_error_samples(sol: CollocationSolution, dynamics: SecondOrderDynamics, t: np.ndarray,
-                          velocity: str = "qdot") -> tuple[np.ndarray, np.ndarray]:
+def dynamic_error_samples(
+    sol: CollocationSolution, dynamics: SecondOrderDynamics, t: np.ndarray, velocity: str = "qdot"
+) -> tuple[np.ndarray, np.ndarray]:
     """(ε^[1](t), ε^[2](t)) per coordinate at times t: two (len(t), nq) arrays (eqs. 17–18)."""
     if velocity not in ("qdot", "v"):
         raise ValueError(f"velocity: expected 'qdot' (eq. 18) or 'v', got {velocity!r}")
@@ -69,8 +70,13 @@ def dynamic_error_samples(sol: CollocationSolution, dynamics: SecondOrderDynamic
     return qd - v, qdd - g
 
 
-def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subintervals: int = 1000,
-                   velocity: str = "qdot", coordinates: np.ndarray | None = None) -> DynamicErrors:
+def dynamic_errors(
+    sol: CollocationSolution,
+    dynamics: SecondOrderDynamics,
+    subintervals: int = 1000,
+    velocity: str = "qdot",
+    coordinates: np.ndarray | None = None,
+) -> DynamicErrors:
     """ε^[1], ε^[2] and their integrals E (MorenoMartin2022, eqs. 17–21) of a solution.
 
     ``coordinates``: a constant matrix T (m, nq) to report the errors of θ = T q instead of q (e.g. the biped's
@@ -85,8 +91,12 @@ def dynamic_errors(sol: CollocationSolution, dynamics: SecondOrderDynamics, subi
     return DynamicErrors(t=t, eps1=e1, eps2=e2, E1_q=E1_q, E2_q=E2_q, E1=float(E1_q.sum()), E2=float(E2_q.sum()))
 
 
-def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics, subintervals: int = 1000,
-                coordinates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def error_split(
+    sol: CollocationSolution,
+    dynamics: SecondOrderDynamics,
+    subintervals: int = 1000,
+    coordinates: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """ε^[2] = (q̈ − v̇) + (v̇ − g(q, q̇, u)), integrated per coordinate: (∫|q̈ − v̇| dt, ∫|v̇ − g| dt), each (nq,)
     — or (m,) for θ = T q with ``coordinates`` T (m, nq), as in `dynamic_errors` (both parts are linear in q̈, v̇, g).
 
@@ -104,8 +114,16 @@ def error_split(sol: CollocationSolution, dynamics: SecondOrderDynamics, subinte
     return w @ np.abs(a), w @ np.abs(b)
 
 
-def plot_dynamic_error(ax, sol: CollocationSolution, dynamics: SecondOrderDynamics, coordinate: int | None = None,
-                       order: int = 2, label: str | None = None, color=None, samples: int = 2000) -> None:
+def plot_dynamic_error(
+    ax,
+    sol: CollocationSolution,
+    dynamics: SecondOrderDynamics,
+    coordinate: int | None = None,
+    order: int = 2,
+    label: str | None = None,
+    color=None,
+    samples: int = 2000,
+) -> None:
     """ε^[order](t) over [0, t_f] with the collocation points marked (the style of MorenoMartin2022's error figures).
 
     ``coordinate``: one q_i (signed ε_qi), or None for the joint error ε^[order] = Σ|ε_qi| (eq. 19).
@@ -114,10 +132,13 @@ def plot_dynamic_error(ax, sol: CollocationSolution, dynamics: SecondOrderDynami
     e1, e2 = dynamic_error_samples(sol, dynamics, t)
     e = e2 if order == 2 else e1
     y = np.abs(e).sum(axis=1) if coordinate is None else e[:, coordinate]
-    yc = (np.abs(dynamic_error_samples(sol, dynamics, sol.t_colloc)[order - 1]).sum(axis=1) if coordinate is None
-          else dynamic_error_samples(sol, dynamics, sol.t_colloc)[order - 1][:, coordinate])
+    yc = (
+        np.abs(dynamic_error_samples(sol, dynamics, sol.t_colloc)[order - 1]).sum(axis=1)
+        if coordinate is None
+        else dynamic_error_samples(sol, dynamics, sol.t_colloc)[order - 1][:, coordinate]
+    )
     label = label or f"{sol.method.upper()} N = {sol.nodes}"
-    line, = ax.plot(t, y, color=color, label=label)
+    (line,) = ax.plot(t, y, color=color, label=label)
     ax.plot(sol.t_colloc, yc, "o", ms=3, color=line.get_color())
     for seg in sol.segments[1:]:
         ax.axvline(seg.t0, color="0.8", lw=0.8)
@@ -126,8 +147,9 @@ def plot_dynamic_error(ax, sol: CollocationSolution, dynamics: SecondOrderDynami
     ax.set_ylabel(f"${name}$")
 
 
-def plot_error_sweep(ax_error, ax_time, Ns, results: dict[str, tuple[list[float], list[float]]],
-                     title: str = "") -> None:
+def plot_error_sweep(
+    ax_error, ax_time, Ns, results: dict[str, tuple[list[float], list[float]]], title: str = ""
+) -> None:
     """MorenoMartin2022, Fig. 2: E^[2] (log scale) and solve time against N, one curve per method.
 
     ``results``: method label → (E^[2] per N, solve time [s] per N); NaN entries (failed or different optimum)

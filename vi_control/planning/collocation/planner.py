@@ -39,8 +39,16 @@ def transcription_for(vi: Linearizable, task: Task, limits: np.ndarray | None) -
     """The task's transcription for this robot, built once and cached (a planner node re-solves it)."""
     c, robot = task.collocation, vi.robot
     horizon_time = task.horizon * task.dt
-    key = (robot.hash, task.method, task.dt, task.horizon, task.max_iterations, task.tolerance,
-           None if limits is None else tuple(limits), tuple(sorted((k, str(v)) for k, v in c.items())))
+    key = (
+        robot.hash,
+        task.method,
+        task.dt,
+        task.horizon,
+        task.max_iterations,
+        task.tolerance,
+        None if limits is None else tuple(limits),
+        tuple(sorted((k, str(v)) for k, v in c.items())),
+    )
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
@@ -53,11 +61,20 @@ def transcription_for(vi: Linearizable, task: Task, limits: np.ndarray | None) -
     if free and not t_min < horizon_time:
         raise TaskError(f"collocation.t_min: must be below horizon·dt = {horizon_time:g} s, got {t_min:g}")
     problem = CollocationProblem(
-        dyn, method=task.method.removeprefix("collocation_"), nodes=c["nodes"], intervals=c["intervals"],
-        free_time=free, time_bounds=(t_min, horizon_time) if free else (1e-2, 100.0), cost=c["cost"],
-        effort_weight=c["effort_weight"], input_limits=np.full(dyn.nu, np.inf) if limits is None else limits,
-        joint_limits=c["joint_limits"], dynamics_form=c["dynamics"],
-        max_iterations=task.max_iterations, tolerance=task.tolerance)
+        dyn,
+        method=task.method.removeprefix("collocation_"),
+        nodes=c["nodes"],
+        intervals=c["intervals"],
+        free_time=free,
+        time_bounds=(t_min, horizon_time) if free else (1e-2, 100.0),
+        cost=c["cost"],
+        effort_weight=c["effort_weight"],
+        input_limits=np.full(dyn.nu, np.inf) if limits is None else limits,
+        joint_limits=c["joint_limits"],
+        dynamics_form=c["dynamics"],
+        max_iterations=task.max_iterations,
+        tolerance=task.tolerance,
+    )
     try:
         tr = Transcription(problem)  # (its size checked before anything is built)
     except NLPSizeError as e:
@@ -68,8 +85,15 @@ def transcription_for(vi: Linearizable, task: Task, limits: np.ndarray | None) -
     return tr
 
 
-def resample(vi: Linearizable, sol: CollocationSolution, x0: np.ndarray, steps: int, limits: np.ndarray | None,
-             q_goal: np.ndarray, rest_at_end: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def resample(
+    vi: Linearizable,
+    sol: CollocationSolution,
+    x0: np.ndarray,
+    steps: int,
+    limits: np.ndarray | None,
+    q_goal: np.ndarray,
+    rest_at_end: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     """(X_ref (steps+1, nx), U_ref (steps, nu)) of a collocated trajectory on the VI's grid (see module doc).
 
     X_ref[0] is x₀ itself (the plan starts where the robot is); after t_f the goal is held with its holding input,
@@ -95,7 +119,7 @@ def resample(vi: Linearizable, sol: CollocationSolution, x0: np.ndarray, steps: 
 def start_velocity(vi: Linearizable, x0: np.ndarray, dynamics: SecondOrderDynamics) -> np.ndarray:
     """q̇ at a discrete state x = (q, p): M(q)⁻¹(p + (Δt/2)∇V(q)), the midpoint rule's velocity (exact for a held
     configuration, whose momentum is −(Δt/2)∇V), projected M-orthogonally onto Dh(q) q̇ = 0 with constraints."""
-    q, p = x0[: vi.nq], x0[vi.nq:]
+    q, p = x0[: vi.nq], x0[vi.nq :]
     M = np.array(dynamics.mass(q))
     v = np.linalg.solve(M, p + 0.5 * vi.dt * vi.potential_gradient(q))
     if dynamics.nc:
@@ -105,8 +129,9 @@ def start_velocity(vi: Linearizable, x0: np.ndarray, dynamics: SecondOrderDynami
     return v
 
 
-def collocate_task(vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndarray | None, weights: tuple,
-                   log: LogFn = None) -> tuple[OptimizerResult, CollocationSolution]:
+def collocate_task(
+    vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndarray | None, weights: tuple, log: LogFn = None
+) -> tuple[OptimizerResult, CollocationSolution]:
     """Solve the task by LG/LG2 collocation and polish it on the VI (module doc). Raises PlanningError if IPOPT
     fails. Returns the DDP result (method ``collocation_lg[2]``; ``converged``: IPOPT succeeded and the polish met
     its tolerance within ``polish_iterations``) and the collocation solution."""
@@ -124,16 +149,28 @@ def collocate_task(vi: Linearizable, task: Task, x0: np.ndarray, limits: np.ndar
     guess = Guess.linear(q0, q_goal, t_guess if free else horizon_time, vi.n_torques)
     sol = tr.solve(q0=q0, v0=v0, qf=q_goal, vf=np.zeros(nq), tf=None if free else horizon_time, guess=guess)
     if log is not None:
-        log(f"[{task.method}] IPOPT {sol.status} in {sol.iterations} iterations, t_f = {sol.tf:.6g} s, "
-            f"objective {sol.objective:.6g}, {sol.solve_time * 1e3:.0f} ms CPU")
+        log(
+            f"[{task.method}] IPOPT {sol.status} in {sol.iterations} iterations, t_f = {sol.tf:.6g} s, "
+            f"objective {sol.objective:.6g}, {sol.solve_time * 1e3:.0f} ms CPU"
+        )
     steps = task.horizon if not free else min(task.horizon, max(1, math.ceil(sol.tf / vi.dt - 1e-9)))
     X_ref, U_ref = resample(vi, sol, x0, steps, None if limits is None else limits[: vi.n_torques], q_goal)
     Q, R, Qf = weights
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     # From a TV-LQR-stabilized rollout about the resampled trajectory: open loop, a swing-up falls away from it.
     U0 = reference_feedback_guess(vi, x0, X_ref, U_ref, (Q, R, Qf), limits)
-    res = ddp(vi, cost, x0, U0, input_limits=limits, max_iterations=c["polish_iterations"],
-              tolerance=c["polish_tolerance"], regularization=task.regularization, log=log, method=task.method)
+    res = ddp(
+        vi,
+        cost,
+        x0,
+        U0,
+        input_limits=limits,
+        max_iterations=c["polish_iterations"],
+        tolerance=c["polish_tolerance"],
+        regularization=task.regularization,
+        log=log,
+        method=task.method,
+    )
     res.converged = sol.success and res.converged  # a plan off the collocated one by the polish's limit is not
     res.stop_reason = f"IPOPT {sol.status}; VI polish: {res.stop_reason}"
     res.collocation = sol

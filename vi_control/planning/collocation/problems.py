@@ -26,8 +26,9 @@ CARTPOLE_DISTANCE, CARTPOLE_TIME = 1.0, 2.0
 
 
 def pendulum_min_time(dynamics: SecondOrderDynamics, method: str, nodes: int, **options) -> CollocationProblem:
-    return CollocationProblem(dynamics, method=method, nodes=nodes, free_time=True, cost="time",
-                              time_bounds=PENDULUM_TIME_BOUNDS, **options)
+    return CollocationProblem(
+        dynamics, method=method, nodes=nodes, free_time=True, cost="time", time_bounds=PENDULUM_TIME_BOUNDS, **options
+    )
 
 
 def pendulum_boundary() -> dict:
@@ -78,8 +79,9 @@ def bang_bang_min_time(g: float = 9.8, u_max: float = 5.0) -> tuple[float, float
     return float(best.x), float(t2), float(tf)
 
 
-def bang_bang_gravity_interpolation_error(nodes: int, g: float = 9.8, u_max: float = 5.0,
-                                          samples: int = 100_001) -> float:
+def bang_bang_gravity_interpolation_error(
+    nodes: int, g: float = 9.8, u_max: float = 5.0, samples: int = 100_001
+) -> float:
     """∫₀^tf |I_N[a₀](t) − a₀(t)| dt for a₀(t) = −g sin q*(t) on the exact bang-bang motion q* (``bang_bang_min_time``)
     and I_N its interpolant through the N Gauss points of [0, t_f] (degree N − 1).
 
@@ -96,8 +98,9 @@ def bang_bang_gravity_interpolation_error(nodes: int, g: float = 9.8, u_max: flo
     ts = np.linspace(0.0, tf, samples)
     q_ts, q_tc, x = np.empty_like(ts), np.empty_like(tc), np.zeros(2)
     for a, b, u in ((0.0, t1, -u_max), (t1, t2, u_max), (t2, tf, -u_max)):
-        arc = solve_ivp(lambda t, y, u=u: [y[1], u - g * np.sin(y[0])], (a, b), x, rtol=1e-12, atol=1e-12,
-                        dense_output=True)
+        arc = solve_ivp(
+            lambda t, y, u=u: [y[1], u - g * np.sin(y[0])], (a, b), x, rtol=1e-12, atol=1e-12, dense_output=True
+        )
         for t, q in ((ts, q_ts), (tc, q_tc)):
             m = (t >= a) & (t <= b)
             q[m] = arc.sol(t[m])[0]

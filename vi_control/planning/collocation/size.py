@@ -29,16 +29,23 @@ BYTES_PER_WORK = 2100  # peak memory per unit (the largest measured: the panda b
 MAX_WORK = 1_000_000
 
 
-def variable_shapes(dyn: SecondOrderDynamics, method: str, nodes: int, intervals: int, lifted: bool,
-                    implicit: bool, free_time: bool) -> dict[str, tuple[int, int]]:
+def variable_shapes(
+    dyn: SecondOrderDynamics, method: str, nodes: int, intervals: int, lifted: bool, implicit: bool, free_time: bool
+) -> dict[str, tuple[int, int]]:
     """Shapes of the NLP's decision variables, in ``Transcription``'s order (its docstring): Q, V, Vc, Ac, U, λ,
     t_f. Nodes: K(N + 1) + 1 (LG2 shares the interval ends; LG has N + 1 per interval and the end)."""
     nq, N, K = dyn.nq, nodes, intervals
     lg2 = method == "lg2"
     n_nodes = K * (N + 1) + 1
-    return {"Q": (nq, n_nodes), "V": (nq, n_nodes) if not lg2 else (nq, 0),
-            "Vc": (nq, K * N if lifted else 0), "Ac": (nq, K * N if lifted else 0),
-            "U": (dyn.nu, K * N), "lam": (dyn.nc if implicit else 0, K * N), "tf": (1 if free_time else 0, 1)}
+    return {
+        "Q": (nq, n_nodes),
+        "V": (nq, n_nodes) if not lg2 else (nq, 0),
+        "Vc": (nq, K * N if lifted else 0),
+        "Ac": (nq, K * N if lifted else 0),
+        "U": (dyn.nu, K * N),
+        "lam": (dyn.nc if implicit else 0, K * N),
+        "tf": (1 if free_time else 0, 1),
+    }
 
 
 def row_operations(dyn: SecondOrderDynamics, implicit: bool) -> int:
@@ -59,7 +66,7 @@ class NLPSize:
 
     @property
     def work_per_point(self) -> float:
-        ops, nq2 = self.row_operations, self.nq ** 2
+        ops, nq2 = self.row_operations, self.nq**2
         return ops + NQ2 * nq2 + self.coupled_nodes * (COUPLED_NQ2 * nq2 + COUPLED_OPS * ops)
 
     @property
@@ -78,13 +85,23 @@ class NLPSizeError(ValueError):
 
 def nlp_size(problem) -> NLPSize:
     """The size of ``problem``'s NLP (a ``CollocationProblem``), without building it."""
-    shapes = variable_shapes(problem.dynamics, problem.method, problem.nodes, problem.intervals,
-                             problem.method == "lg2" and bool(problem.lifted), problem.dynamics_form == "implicit",
-                             problem.free_time)
+    shapes = variable_shapes(
+        problem.dynamics,
+        problem.method,
+        problem.nodes,
+        problem.intervals,
+        problem.method == "lg2" and bool(problem.lifted),
+        problem.dynamics_form == "implicit",
+        problem.free_time,
+    )
     lifted = problem.method == "lg2" and bool(problem.lifted)
-    return NLPSize(variables=sum(a * b for a, b in shapes.values()), points=problem.nodes * problem.intervals,
-                   row_operations=row_operations(problem.dynamics, problem.dynamics_form == "implicit"),
-                   nq=problem.dynamics.nq, coupled_nodes=0 if lifted else problem.nodes)
+    return NLPSize(
+        variables=sum(a * b for a, b in shapes.values()),
+        points=problem.nodes * problem.intervals,
+        row_operations=row_operations(problem.dynamics, problem.dynamics_form == "implicit"),
+        nq=problem.dynamics.nq,
+        coupled_nodes=0 if lifted else problem.nodes,
+    )
 
 
 def check_size(problem) -> NLPSize:
@@ -98,13 +115,19 @@ def check_size(problem) -> NLPSize:
         k_max = int(limit // per_interval) + 1
         while k_max and int(k_max * per_interval) > limit:  # (the work of k intervals, rounded as ``work``)
             k_max -= 1
-        fits = (f"at most {k_max} interval(s) of {problem.nodes} nodes" if k_max else
-                f"not even one interval of {problem.nodes} nodes fits: fewer nodes")
+        fits = (
+            f"at most {k_max} interval(s) of {problem.nodes} nodes"
+            if k_max
+            else f"not even one interval of {problem.nodes} nodes fits: fewer nodes"
+        )
         raise NLPSizeError(
             f"{problem.nodes} × {problem.intervals} = {size.points} Gauss points of "
             f"{problem.method.upper()} on {robot.name!r} (nq = {robot.nq}, {size.row_operations:,} operations per "
             f"dynamics row) make an NLP of {size.variables:,} variables and build work {size.work:,} (about "
             f"{size.work * SECONDS_PER_WORK:.0f} s of CPU and {size.work * BYTES_PER_WORK / 2**30:.1f} GB to build "
             f"here), more than the supported {limit:,} (~{limit * SECONDS_PER_WORK:.0f} s): {fits} for this model "
-            "and method", size, limit)
+            "and method",
+            size,
+            limit,
+        )
     return size

@@ -44,7 +44,6 @@ COSTS = ("time", "effort")
 IPOPT_DEFAULTS = {"print_level": 0, "sb": "yes", "linear_solver": "mumps", "hessian_approximation": "exact"}
 
 
-
 def _single_threaded_blas() -> None:
     """Limit the OpenBLAS that the casadi wheel's IPOPT/MUMPS load to one thread (it starts one per core): the
     solves are tiny, and on a shared 2-core machine a second BLAS thread only waits for a core."""
@@ -147,9 +146,12 @@ class Guess:
     def linear(cls, q0: np.ndarray, qf: np.ndarray, tf: float, nu: int) -> Guess:
         """Straight line from q0 to qf at constant velocity, zero inputs (the usual simple guess)."""
         q0, qf = np.asarray(q0, float), np.asarray(qf, float)
-        return cls(tf=tf, q=lambda t: q0 + np.outer(np.asarray(t) / tf, qf - q0),
-                   v=lambda t: np.tile((qf - q0) / tf, (len(np.atleast_1d(t)), 1)),
-                   u=lambda t: np.zeros((len(np.atleast_1d(t)), nu)))
+        return cls(
+            tf=tf,
+            q=lambda t: q0 + np.outer(np.asarray(t) / tf, qf - q0),
+            v=lambda t: np.tile((qf - q0) / tf, (len(np.atleast_1d(t)), 1)),
+            u=lambda t: np.zeros((len(np.atleast_1d(t)), nu)),
+        )
 
 
 class Transcription:
@@ -170,7 +172,7 @@ class Transcription:
         self.lifted = lg2 and p.lifted
         self.tau = lg2_nodes(N) if lg2 else lg_nodes(N)
         Dn = differentiation_matrix(self.tau)
-        self._D, self._D2c = Dn, (Dn @ Dn)[1:N + 1]  # D2c: rows of D*² at the Gauss points (LG2)
+        self._D, self._D2c = Dn, (Dn @ Dn)[1 : N + 1]  # D2c: rows of D*² at the Gauss points (LG2)
         D, D2c = ca.DM(Dn), ca.DM(self._D2c)
         self.n_nodes = K * (N + 1) + 1  # LG2: shared interval ends; LG: N + 1 per interval + the end
         implicit = p.dynamics_form == "implicit"
@@ -203,11 +205,11 @@ class Transcription:
             if lg2:
                 Qk = Q[:, cols]
                 Qd = (2 / h) * ca.mtimes(Qk, D.T)  # q̇ at every node (eq. 14)
-                qc, vc = Qk[:, 1:N + 1], Qd[:, 1:N + 1]
+                qc, vc = Qk[:, 1 : N + 1], Qd[:, 1 : N + 1]
                 ac = (2 / h) ** 2 * ca.mtimes(Qk, D2c.T)  # q̈ at the Gauss points (eq. 15), D*² precomputed
                 if self.lifted:  # the same equations with q̇, q̈ named: the nonlinear rows stay node-local; written
                     vc, ac = X["Vc"][:, cc], X["Ac"][:, cc]  # times (h/2)^r, they are polynomial in a free t_f
-                    add((h / 2) * vc - ca.mtimes(Qk, D[1:N + 1, :].T))
+                    add((h / 2) * vc - ca.mtimes(Qk, D[1 : N + 1, :].T))
                     add((h / 2) ** 2 * ac - ca.mtimes(Qk, D2c.T))
                 if k == 0:
                     v_start = Qd[:, 0]
@@ -215,7 +217,7 @@ class Transcription:
                     add(v_end - Qd[:, 0])  # q̇ continuous across the interval boundary
                 v_end = Qd[:, N + 1]
             else:
-                Qn, Vn = Q[:, cols][:, :N + 1], V[:, cols][:, :N + 1]
+                Qn, Vn = Q[:, cols][:, : N + 1], V[:, cols][:, : N + 1]
                 qc, vc, ac = Qn[:, 1:], Vn[:, 1:], (2 / h) * ca.mtimes(Vn, D[1:, :].T)
                 add(ca.mtimes(Qn, D[1:, :].T) - (h / 2) * vc)  # q̇ = v at the Gauss points (eqs. 3a, 10), × h/2
                 end = (k + 1) * (N + 1)
@@ -232,8 +234,12 @@ class Transcription:
         if not lg2:
             v_start, v_end = V[:, 0], V[:, -1]
         q_start, q_end = Q[:, 0], Q[:, -1]
-        for val, par, mask in ((q_start, q0p, p.fix_q0), (v_start, v0p, p.fix_v0),
-                               (q_end, qfp, p.fix_qf), (v_end, vfp, p.fix_vf)):
+        for val, par, mask in (
+            (q_start, q0p, p.fix_q0),
+            (v_start, v0p, p.fix_v0),
+            (q_end, qfp, p.fix_qf),
+            (v_end, vfp, p.fix_vf),
+        ):
             idx = np.flatnonzero(mask).tolist()
             if idx:
                 add(val[idx] - par[idx])
@@ -250,11 +256,14 @@ class Transcription:
         self._w = ca.vertcat(*[ca.vec(x) for x in X.values()])
         self._lbg, self._ubg = np.concatenate(lbg), np.concatenate(ubg)
         self._lbx, self._ubx = self._bounds()
-        opts = {"ipopt": {**IPOPT_DEFAULTS, "max_iter": int(p.max_iterations), "tol": float(p.tolerance),
-                          **p.ipopt}, "print_time": False}
+        opts = {
+            "ipopt": {**IPOPT_DEFAULTS, "max_iter": int(p.max_iterations), "tol": float(p.tolerance), **p.ipopt},
+            "print_time": False,
+        }
         t0 = time.process_time()
-        self.solver = ca.nlpsol(f"collocation_{p.method}", "ipopt",
-                                {"x": self._w, "p": P, "f": cost, "g": ca.vertcat(*g)}, opts)
+        self.solver = ca.nlpsol(
+            f"collocation_{p.method}", "ipopt", {"x": self._w, "p": P, "f": cost, "g": ca.vertcat(*g)}, opts
+        )
         self.build_time = time.process_time() - t0
         _single_threaded_blas()  # loaded by the IPOPT plugin just now
         self.n_variables, self.n_constraints = self._w.numel(), len(self._lbg)
@@ -278,7 +287,7 @@ class Transcription:
     # ---- layout ------------------------------------------------------------------------------------
     def node_times(self, tf: float) -> np.ndarray:
         h = tf / self.K
-        t = [k * h + (self.tau[:self.N + 1] + 1) * h / 2 for k in range(self.K)]
+        t = [k * h + (self.tau[: self.N + 1] + 1) * h / 2 for k in range(self.K)]
         return np.concatenate(t + [[tf]])
 
     def colloc_times(self, tf: float) -> np.ndarray:
@@ -292,8 +301,8 @@ class Transcription:
     def _lg2_derivatives(self, Q: np.ndarray, tf: float) -> tuple[np.ndarray, np.ndarray]:
         """q̇ and q̈ at the Gauss points (K·N, nq) of node values Q (eqs. 14–15)."""
         h, N = tf / self.K, self.N
-        rows = [Q[k * (N + 1): k * (N + 1) + N + 2] for k in range(self.K)]
-        Vc = np.concatenate([(2 / h) * self._D[1:N + 1] @ Qk for Qk in rows])
+        rows = [Q[k * (N + 1) : k * (N + 1) + N + 2] for k in range(self.K)]
+        Vc = np.concatenate([(2 / h) * self._D[1 : N + 1] @ Qk for Qk in rows])
         Ac = np.concatenate([(2 / h) ** 2 * self._D2c @ Qk for Qk in rows])
         return Vc, Ac
 
@@ -314,8 +323,16 @@ class Transcription:
         return np.clip(np.concatenate(list(parts.values())), self._lbx, self._ubx)
 
     # ---- solve -------------------------------------------------------------------------------------
-    def solve(self, q0=None, v0=None, qf=None, vf=None, tf: float | None = None, guess: Guess | None = None,
-              raise_on_failure: bool = True) -> CollocationSolution:
+    def solve(
+        self,
+        q0=None,
+        v0=None,
+        qf=None,
+        vf=None,
+        tf: float | None = None,
+        guess: Guess | None = None,
+        raise_on_failure: bool = True,
+    ) -> CollocationSolution:
         """Solve with these boundary values (entries the problem leaves free are ignored) from ``guess``
         (default: a straight line q0 → qf over tf). Raises PlanningError with IPOPT's status unless it succeeds
         (``raise_on_failure=False`` returns the failed solution instead)."""
@@ -336,8 +353,12 @@ class Transcription:
         st = self.solver.stats()
         sol = self._solution(np.array(res["x"]).ravel(), float(res["f"]), st, cpu, wall, tf)
         if raise_on_failure and not sol.success:
-            raise PlanningError(f"collocation ({p.method}, N = {self.N}, {self.K} interval(s)) failed",
-                                status=sol.status, iterations=sol.iterations, solver="ipopt")
+            raise PlanningError(
+                f"collocation ({p.method}, N = {self.N}, {self.K} interval(s)) failed",
+                status=sol.status,
+                iterations=sol.iterations,
+                solver="ipopt",
+            )
         return sol
 
     def _solution(self, w, objective, st, cpu, wall, tf_fixed) -> CollocationSolution:
@@ -353,7 +374,7 @@ class Transcription:
         for k in range(K):
             t0, t1 = k * h, (k + 1) * h
             rows = slice(k * (N + 1), k * (N + 1) + N + 2)
-            u_poly = input_interpolant(N, U[k * N:(k + 1) * N], t0, t1)
+            u_poly = input_interpolant(N, U[k * N : (k + 1) * N], t0, t1)
             if self.lg2:
                 seg = Segment(t0, t1, Interpolant(self.tau, Q[rows], t0, t1), u_poly)
                 Vn[rows] = seg.q.values(1)
@@ -364,7 +385,22 @@ class Transcription:
         if not self.lg2:
             Vn = V
         return CollocationSolution(
-            method=self.problem.method, nodes=N, intervals=K, tf=tf, segments=segs, t_nodes=self.node_times(tf), Q=Q,
-            V=Vn, t_colloc=self.colloc_times(tf), U=U, lam=lam, objective=objective,
-            success=bool(st.get("success", False)), status=str(st.get("return_status", "unknown")),
-            iterations=ipopt_iterations(st, self.problem.max_iterations), solve_time=cpu, wall_time=wall, w=w)
+            method=self.problem.method,
+            nodes=N,
+            intervals=K,
+            tf=tf,
+            segments=segs,
+            t_nodes=self.node_times(tf),
+            Q=Q,
+            V=Vn,
+            t_colloc=self.colloc_times(tf),
+            U=U,
+            lam=lam,
+            objective=objective,
+            success=bool(st.get("success", False)),
+            status=str(st.get("return_status", "unknown")),
+            iterations=ipopt_iterations(st, self.problem.max_iterations),
+            solve_time=cpu,
+            wall_time=wall,
+            w=w,
+        )
