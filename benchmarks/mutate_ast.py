@@ -87,7 +87,7 @@ class Mutant:
 
 
 # what a test run may read besides the package (docs tables, benchmark scripts, the README's numbers)
-COPY = COPIED + ("docs", "benchmarks", "scripts", "README.md", "requirements.txt")
+COPY = COPIED + tuple(n for n in ("docs", "benchmarks", "scripts", "README.md", "requirements.txt") if n not in COPIED)
 
 
 def copy_repository(dst: Path) -> Path:

@@ -215,9 +215,9 @@ def _pip_install(py: str, wheel: Path, env: dict, *options: str) -> subprocess.C
 def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     """What `pip install vi_control-*.whl` into a new venv would install, resolved from the package index by pip
     itself (--dry-run --report: the dependencies' metadata, not their wheels): every run-time dependency at its
-    tested pin, Pinocchio's C++ libraries with it. The default run's share of the fresh-venv check — about 30 s; the
-    full install and the quick start there (test_wheel_installs_into_a_fresh_venv_and_runs_the_quick_start) unpack
-    ~400 MB and take 80–160 s on 2 cores, so they are marked slow."""
+    tested pin, Pinocchio's C++ libraries with it, and no extra (the install itself and the quick start there:
+    test_wheel_installs_into_a_fresh_venv_and_runs_the_quick_start, ~30 s from pip's cache, 80–160 s on a loaded
+    machine)."""
     wheel, py, env = _wheel_and_fresh_venv(tmp_path)
     res = _pip_install(py, wheel, env, "--dry-run", "--ignore-installed", "--report", str(tmp_path / "report.json"))
     assert res.returncode == 0, res.stderr[-3000:]
@@ -236,7 +236,6 @@ def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     assert not {"ray", "mujoco", "meshcat", "ros-rclpy"} & set(installed), "an extra was installed without asking"
 
 
-@pytest.mark.slow
 def test_wheel_installs_into_a_fresh_venv_and_runs_the_quick_start(tmp_path):
     """The wheel installed into a new venv pulls numpy, Pinocchio, CasADi, … from the package index, and the quick
     start runs there, outside the repository: the bundled pendulum's step (REFERENCE §1), a free swing, an

@@ -35,6 +35,8 @@ def lockstep_step(rec, u, node=None, timeout: float = 10.0, answers: float | Non
     recorded with a later stamp, not simply the next one recorded: an idle simulator republishes its current state
     every idle_publish_period, and a republish sent just before the command was handled arrives after it was sent
     (flakehunt: the next state was such a republish under load)."""
+    # the recorder's subscription may match the simulator after the caller's own did: its first state awaited
+    assert rec.wait_for(lambda: len(rec.states) > 0, timeout), node.log()[-2000:] if node else "no state recorded"
     with rec.lock:
         last = max(s[1] for s in rec.states)
     if answers is None:

@@ -51,7 +51,10 @@ def test_simulator_states_read_back_with_velocities_reproduce_x_k(ros):
             )
 
     rec.create_subscription(JointState, "joint_states", keep, RECORD_QOS)
-    assert rec.wait_for(lambda: 0 in messages and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), sim.log()
+    # (the recorder's own subscription too: lockstep_step reads its states, and the two match the publisher apart)
+    assert rec.wait_for(
+        lambda: 0 in messages and len(rec.states) > 0 and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY
+    ), sim.log()
     x = vi.state_from_configurations(np.array(q0) - dt * np.array([0.5, -1.0]), np.array(q0))  # the node's x_0
     xs = [x]
     for k in range(20):
