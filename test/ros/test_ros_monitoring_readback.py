@@ -1,0 +1,224 @@
+"""Monitoring outputs read back and checked against their definition, computed independently here: the controller's
+``~/controller_state`` (reference, feedback, error = reference − feedback modulo 2π on continuous joints, output =
+the command sent) and its ``/diagnostics`` values read over DDS (plan, step k = nearest step of t − t₀ on the
+plan's grid, horizon, counts of joint states and commands, rates); the simulator's late-command counts
+(``CommandTiming``: a step from state k on the command answering state j < k is k − j steps late) and its
+/diagnostics values; the planner's MPC counts. In-process on real rclpy (the controller node, autostarted)."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.serialization import serialize_message  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from vi_control.control.plan import Plan  # noqa: E402
+from vi_control.ros.common import STREAM_QOS  # noqa: E402
+from vi_control.ros.messages import plan_to_message, split_seconds  # noqa: E402
+from vi_control.ros.supervision import (  # noqa: E402
+    OK,
+    WARN,
+    CommandTiming,
+    planner_diagnostics,
+    simulator_diagnostics,
+)
+
+N, SEQ = 12, 7
+
+
+def _wrap(a: float) -> float:
+    """a modulo 2π into [−π, π), by math.remainder (not the package's wrap_angle)."""
+    return math.remainder(a, 2 * math.pi)
+
+
+def _plan(node, t0: float) -> Plan:
+    """A pendulum plan whose gain acts on the angle only: u_k = U_k + K_k,q·(q_ref − q), independent of how the
+    controller turns a measured velocity into momentum."""
+    r, dt = node.robot, node.vi.dt
+    k = np.arange(N + 1)
+    X = np.stack([0.3 * np.sin(0.7 * k), np.zeros(N + 1)], axis=1)
+    K = np.zeros((N, 1, 2))
+    K[:, 0, 0] = 2.0 + 0.1 * k[:N]
+    return Plan(
+        times=t0 + dt * k,
+        X=X,
+        U=(0.05 * k[:N] - 0.2)[:, None],
+        K=K,
+        dt=dt,
+        model_name=r.name,
+        model_hash=r.hash,
+        joint_names=r.joint_names,
+        input_names=list(r.actuated),
+        K_final=np.array([[1.5, 0.0]]),
+        U_final=np.array([0.125]),
+    )
+
+
+def _joint_state(t: float, q: float, qdot: float) -> bytes:
+    m = JointState(name=["theta"], position=[q], velocity=[qdot])
+    m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t)
+    return serialize_message(m)
+
+
+def _read_diagnostics(node, listener) -> tuple[int, str, dict]:
+    """One /diagnostics report of the controller, read by another node over DDS: (level, message, values)."""
+    got = []
+    listener.create_subscription(DiagnosticArray, "/diagnostics", got.append, STREAM_QOS)
+    deadline = time.monotonic() + 20.0
+    while node.diag_pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+        rclpy.spin_once(listener, timeout_sec=0.05)
+    node.publish_diagnostics()
+    while not got and time.monotonic() < deadline:
+        rclpy.spin_once(listener, timeout_sec=0.05)
+    assert len(got) == 1, f"{len(got)} /diagnostics messages read back within 20 s"
+    (status,) = got[0].status
+    assert status.name == f"{node.get_namespace().rstrip('/')}/{node.get_name()}"
+    return int.from_bytes(status.level, "little"), status.message, {kv.key: kv.value for kv in status.values}
+
+
+def test_controller_state_and_diagnostics_match_their_definition(controller_in_process):
+    node = controller_in_process
+    node.set_parameters([rclpy.parameter.Parameter("state_publish_rate", value=1e4)])
+    dt = node.vi.dt
+    t0 = node._now() - 0.3  # (every stamp below lies in the past, younger than state_timeout = 0.5 s)
+    assert (N + 3) * dt < 0.25
+    plan = _plan(node, t0)
+    node.on_plan(plan_to_message(plan, SEQ))
+    assert node.runner.pending is not None and node.runner.pending[0] == SEQ
+    rng = np.random.default_rng(40)
+    checked, steps = 0, N + 3
+    states0, commands0 = node.intake.counts["states"], node.counts["commands"]
+    for j in range(steps):
+        t = t0 + j * dt + rng.uniform(-0.3, 0.3) * dt  # off the grid: k is the nearest step
+        k = j
+        q_ref = plan.X[min(k, N), 0]
+        # a measured angle a whole turn off every third step: the error is modulo 2π
+        q = q_ref + rng.uniform(-0.4, 0.4) + (2 * math.pi if j % 3 == 1 else 0.0)
+        qdot = rng.uniform(-1, 1)
+        node.on_joint_state(_joint_state(t, q, qdot))
+        node.tick()
+        e = _wrap(q_ref - q)
+        u_ref, kq = (plan.U[k, 0], plan.K[k, 0, 0]) if k < N else (plan.U_final[0], plan.K_final[0, 0])
+        u = float(np.clip(u_ref + kq * e, -5.0, 5.0))
+        # the command sent is u = U_k + K_k (X_k ⊖ x): positive gain, reference above the angle → more torque
+        assert node.cmd.data[0] == pytest.approx(u, abs=1e-12)
+        m = node.state_msg.msg
+        if (m.header.stamp.sec, m.header.stamp.nanosec) != split_seconds(t):
+            continue  # (throttled: this tick did not fill the message)
+        checked += 1
+        ref, fb, err, out = m.points
+        assert m.joint_names == ["theta"]
+        assert ref.positions[0] == pytest.approx(q_ref, abs=1e-12)
+        assert fb.positions[0] == q and fb.velocities[0] == qdot  # the measurement as received, unwrapped
+        assert err.positions[0] == pytest.approx(e, abs=1e-12) and -math.pi <= err.positions[0] <= math.pi
+        assert err.velocities[0] == pytest.approx(ref.velocities[0] - qdot, abs=1e-12)  # reference − feedback
+        assert ref.effort[0] == pytest.approx(u_ref, abs=1e-12) and out.effort[0] == pytest.approx(u, abs=1e-12)
+        from_start = ref.time_from_start.sec + 1e-9 * ref.time_from_start.nanosec
+        assert from_start == pytest.approx(k * dt, abs=1e-9)  # k·Δt, seconds
+    assert checked >= steps // 2, checked
+
+    listener = rclpy.create_node("monitoring_listener")
+    try:
+        level, message, values = _read_diagnostics(node, listener)
+    finally:
+        listener.destroy_node()
+    # the last state is 2 steps past the horizon: the plan's end is held
+    assert (level, message) == (OK, f"holding the end of plan {SEQ}") and values["state"] == message
+    assert values["plan"] == str(SEQ) and values["pending_plan"] == ""
+    assert values["horizon"] == str(N) and values["k"] == str(steps - 1)
+    assert int(values["joint_states"]) - states0 == steps
+    assert int(values["commands"]) - commands0 == steps
+    assert values["safe_commands"] == "0" and values["last_fault"] == ""
+    assert float(values["joint_state_rate_hz"]) >= 0 and float(values["command_rate_hz"]) >= 0
+
+
+def test_controller_rates_are_counts_per_second_between_reports(controller_in_process):
+    """joint_state_rate_hz and command_rate_hz: the counts' increase over the wall time between two reports,
+    bracketed here by the times read before and after each report (no timing assumption)."""
+    node = controller_in_process
+    node.publish_diagnostics()
+    after_first = time.monotonic()
+    t = node._now()
+    n = 25
+    for j in range(n):
+        node.on_joint_state(_joint_state(t + 1e-4 * j, 0.1, 0.0))
+        node.tick()  # (no plan: holds the measured angle, one command per tick)
+    listener = rclpy.create_node("monitoring_listener")
+    try:
+        before_second = time.monotonic()
+        _, _, values = _read_diagnostics(node, listener)  # (publish_diagnostics runs after a match: later still)
+        after_second = time.monotonic()
+    finally:
+        listener.destroy_node()
+    assert values["hold_commands"] == str(n) and values["commands"] == str(n)
+    for key in ("joint_state_rate_hz", "command_rate_hz"):
+        rate = float(values[key])  # (printed to 0.1 Hz)
+        assert n / (after_second - after_first + 1e-3) - 0.05 <= rate <= n / (before_second - after_first) + 0.05
+    assert values["state"] == "holding the measured configuration (no plan)"
+    assert values["hold_target"] == f"{0.1:.4f}"
+
+
+def test_command_timing_counts_late_steps_and_lag():
+    """A step from state k under the command that answered state j is k − j steps late when k > j; a command
+    naming no state is never late. Totals and per-window counts against a count kept here."""
+    dt = 0.01
+    timing = CommandTiming(dt)
+    rng = np.random.default_rng(7)
+    late = lag = 0
+    for k in range(200):
+        if rng.uniform() < 0.2:
+            answered = None
+            timing.command(None)
+        else:
+            answered = k - int(rng.integers(0, 4))
+            sec, nsec = split_seconds(answered * dt)  # the stamp of state `answered` (off whole numbers)
+            timing.command((sec, nsec))
+        timing.step(k)
+        if answered is not None and k > answered:
+            late, lag = late + 1, max(lag, k - answered)
+    assert (timing.late_steps, timing.max_lag) == (late, lag) and late > 0
+    steps, w_late, w_lag, rtf = timing.window(200)
+    assert (steps, w_late, w_lag) == (200, late, lag) and rtf > 0
+    steps, w_late, w_lag, _ = timing.window(200)  # the next window starts empty
+    assert (steps, w_late, w_lag) == (0, 0, 0) and timing.late_steps == late
+
+
+def test_simulator_diagnostics_values():
+    timing = CommandTiming(0.002)
+    timing.late_steps, timing.max_lag = 9, 3
+    k, dt = 12345, 0.002
+    level, status, values = simulator_diagnostics(
+        True, False, "realtime", 1.0, k, dt, (500, 4, 2, 0.79), timing, {"commands": 501}
+    )
+    values = {key: str(v) for key, v in values.items()}  # (as diagnostics() puts them in KeyValues)
+    assert level == WARN and "0.79x real time" in status  # below 80 % of the asked factor
+    assert float(values["sim_time"]) == pytest.approx(k * dt, rel=1e-9)  # seconds, not steps
+    assert values["step"] == str(k) and values["steps_in_period"] == "500"
+    assert (values["late_command_steps"], values["late_command_steps_in_period"]) == ("9", "4")
+    assert (values["max_command_lag_steps"], values["max_command_lag_steps_in_period"]) == ("3", "2")
+    assert values["commands"] == "501" and float(values["real_time_factor"]) == 0.79
+    level, status, _ = simulator_diagnostics(
+        True, False, "realtime", 1.0, k, dt, (500, 4, 2, 0.81), timing, {"commands": 501}
+    )
+    assert level == OK and status == "0.81x real time, 4 of 500 steps on a late command"
+
+
+def test_planner_diagnostics_mpc_counts():
+    class _Settings:
+        period = 0.05
+
+    class _Mpc:  # (the two attributes planner_diagnostics reads of a RecedingHorizon)
+        t0, settings = 1.0, _Settings()
+
+    counts = dict(cycles=40, accepted=37, failed=1, overruns=0)
+    level, status, values = planner_diagnostics(True, False, _Mpc(), counts, 0.01234, None)
+    assert (level, status) == (OK, "mpc: 40 cycles, 0 overruns")
+    assert {k: values[f"mpc_{k}"] for k in counts} == counts and values["mode"] == "mpc"
+    assert values["mpc_last_solve_s"] == "0.0123" and values["mpc_period_s"] == "0.05"
+    level, status, _ = planner_diagnostics(True, False, _Mpc(), dict(counts, overruns=1), 0.0, None)
+    assert (level, status) == (WARN, "mpc: 40 cycles, 1 overruns")
