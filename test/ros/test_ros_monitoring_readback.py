@@ -6,7 +6,9 @@ plan's grid, horizon, counts of joint states and commands, rates); the simulator
 /diagnostics values; the planner's MPC counts. In-process on real rclpy (the controller node, autostarted)."""
 
 import math
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from vi_control.ros.supervision import (  # noqa: E402
     OK,
     WARN,
     CommandTiming,
+    controller_diagnostics,
     planner_diagnostics,
     simulator_diagnostics,
 )
@@ -188,7 +191,35 @@ def test_command_timing_counts_late_steps_and_lag():
     assert (steps, w_late, w_lag) == (0, 0, 0) and timing.late_steps == late
 
 
-def test_simulator_diagnostics_values():
+def _documented_keys() -> str:
+    """The Diagnostics section of docs/concepts/ros.md: where every reported key is defined."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "concepts" / "ros.md").read_text()
+    return text[text.index("### Diagnostics") : text.index("### Vehicle mode")]
+
+
+def _undocumented(keys) -> list[str]:
+    doc = _documented_keys()
+    return [
+        k
+        for k in keys
+        if not (k.startswith("faults: ") and '"faults: <kind>"' in doc) and not re.search(rf"\b{re.escape(k)}\b", doc)
+    ]
+
+
+def test_every_reported_key_is_defined_in_the_docs(controller_in_process):
+    node = controller_in_process
+    node.on_joint_state(_joint_state(node._now(), 0.1, 0.0))
+    node.tick()  # (no plan: holding, so hold_target is reported too)
+    _, _, controller = controller_diagnostics(node.active, node.runner, node.intake, node.counts, (0.0, 0.0), 0.0)
+    assert controller["hold_target"] != "" and not _undocumented(controller), _undocumented(controller)
+    counts = dict(rejected_commands=0, saturated_commands=0, ignored_answers=0)  # (the simulator node's counts)
+    _, _, simulator = simulator_diagnostics(
+        True, False, "realtime", 1.0, 0, 0.01, (0, 0, 0, 0.0), CommandTiming(0.01), counts
+    )
+    assert not _undocumented(simulator), _undocumented(simulator)
+
+
+def test_simulator_diagnostics_at_the_80_percent_boundary():
     timing = CommandTiming(0.002)
     timing.late_steps, timing.max_lag = 9, 3
     k, dt = 12345, 0.002
@@ -209,16 +240,22 @@ def test_simulator_diagnostics_values():
 
 
 def test_planner_diagnostics_mpc_counts():
-    class _Settings:
-        period = 0.05
+    """The planner's MPC values are its counters under ``mpc_`` and the period of the RecedingHorizon it runs;
+    WARN from the first overrun on (one is the boundary), the status "waiting" until the first plan."""
+    from vi_control.integrators import make_integrator
+    from vi_control.planning import load_task
+    from vi_control.planning.mpc import MPCSettings, RecedingHorizon
 
-    class _Mpc:  # (the two attributes planner_diagnostics reads of a RecedingHorizon)
-        t0, settings = 1.0, _Settings()
-
-    counts = dict(cycles=40, accepted=37, failed=1, overruns=0)
-    level, status, values = planner_diagnostics(True, False, _Mpc(), counts, 0.01234, None)
+    task = load_task("task_pendulum_swingup")
+    mpc = RecedingHorizon(make_integrator("midpoint", task.load_robot(), task.dt), task, MPCSettings(period=0.2))
+    counts = dict(cycles=40, accepted=36, not_accepted=2, failed=1, overruns=0)
+    level, status, _ = planner_diagnostics(True, False, mpc, counts, 0.0, None)
+    assert (level, status) == (OK, "mpc: waiting for the task's first plan")
+    first = mpc.start(t0=2.5)
+    level, status, values = planner_diagnostics(True, False, mpc, counts, 0.01234, first.plan)
     assert (level, status) == (OK, "mpc: 40 cycles, 0 overruns")
     assert {k: values[f"mpc_{k}"] for k in counts} == counts and values["mode"] == "mpc"
-    assert values["mpc_last_solve_s"] == "0.0123" and values["mpc_period_s"] == "0.05"
-    level, status, _ = planner_diagnostics(True, False, _Mpc(), dict(counts, overruns=1), 0.0, None)
+    assert values["mpc_last_solve_s"] == "0.0123" and values["mpc_period_s"] == "0.2"
+    assert float(values["last_plan_start"]) == 2.5  # the plan's t₀ on the planner's clock, seconds
+    level, status, _ = planner_diagnostics(True, False, mpc, dict(counts, overruns=1), 0.0, None)
     assert (level, status) == (WARN, "mpc: 40 cycles, 1 overruns")
