@@ -11,7 +11,9 @@ close), each against central differences or the matrix definition at random poin
 - ``lie.exp_so3_minus_identity`` (Rodrigues, series below 1e-4 rad): expm(ŵ) − I, on both sides of the switch;
 - ``MidpointVI.potential_gradient`` (−(D₁L_d + D₂L_d)(q, q)/Δt): central differences of V(q) = energy(q, p = 0);
 - ``control.hold.equilibrium_state``'s momentum (−(Δt/2)∇V, docstring) and ``holding_input`` (f(x_eq, u) = x_eq);
-- ``planning.cost.QuadraticTrackingCost.calc_diff``: l_x, l_u of the running cost by central differences.
+- ``planning.cost.QuadraticTrackingCost.calc_diff``: l_x, l_u of the running cost by central differences;
+- ``mechanics.lagrange_dalembert.CLOSED_FORM``'s drifts Ċ(q, q̇)q̇: central differences of C(q) along q̇;
+- ``so3_maps.a_inv``: (I − ŵ/2)⁻¹ against a matrix inverse.
 
 Tolerances: central differences with step h have truncation error ~h²·|f'''| and rounding ~1e-16·|f|/h; with
 h = 1e-6 on O(1) maps both are ≤ ~1e-9, so 1e-7 relative (absolute on O(1) entries) leaves a margin of 100.
@@ -25,6 +27,8 @@ from scipy.linalg import expm
 import vi_control as vc
 from vi_control.control.hold import equilibrium_state, holding_input
 from vi_control.mechanics import lie, se2
+from vi_control.mechanics.lagrange_dalembert import CLOSED_FORM
+from vi_control.mechanics.so3_maps import a_inv
 
 H = 1e-6  # central-difference step
 FD_TOL = 1e-7  # ≥ 100 × (h² truncation + 1e-16/h rounding) on O(1) maps
@@ -156,3 +160,22 @@ def test_quadratic_cost_derivatives(rng):
     )
     assert np.abs(d.lxx - lxx).max() <= FD_TOL * max(1.0, np.abs(Q).max())
     assert np.array_equal(d.lux, np.zeros((nu, nx)))
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_FORM))
+def test_nonholonomic_drift_is_the_time_derivative_of_the_rows(name, rng):
+    """``lagrange_dalembert.CLOSED_FORM``'s Ċ(q, q̇)q̇, written by hand from the papers, against central differences
+    of C along q̇: Ċq̇ = (d/dε) C(q + εq̇)|₀ · q̇ — the reference the GNI and RDP tests integrate."""
+    rows, drift = CLOSED_FORM[name]
+    n = rows(np.zeros(8)).shape[1]
+    for _ in range(5):
+        q, v = rng.uniform(-3, 3, size=n), rng.normal(size=n)
+        want = (rows(q + H * v) - rows(q - H * v)) / (2 * H) @ v
+        assert np.abs(drift(q, v) - want).max() <= FD_TOL * max(1.0, np.abs(v).max() ** 2), (name, q, v)
+
+
+def test_so3_a_inv_is_the_inverse(rng):
+    """``so3_maps.a_inv``: (I − ŵ/2)⁻¹ in closed form (the translation of SE(3)'s Cayley map) against a solve."""
+    for w in _samples(rng) + [np.array([0.0, 0.0, 40.0])]:
+        want = np.linalg.inv(np.eye(3) - 0.5 * lie.hat(w[None])[0])
+        assert np.abs(np.asarray(a_inv(w, False)) - want).max() <= 1e-15 * 10
