@@ -13,7 +13,8 @@ close), each against central differences or the matrix definition at random poin
 - ``control.hold.equilibrium_state``'s momentum (−(Δt/2)∇V, docstring) and ``holding_input`` (f(x_eq, u) = x_eq);
 - ``planning.cost.QuadraticTrackingCost.calc_diff``: l_x, l_u of the running cost by central differences;
 - ``mechanics.lagrange_dalembert.CLOSED_FORM``'s drifts Ċ(q, q̇)q̇: central differences of C(q) along q̇;
-- ``so3_maps.a_inv``: (I − ŵ/2)⁻¹ against a matrix inverse.
+- ``so3_maps.a_inv``: (I − ŵ/2)⁻¹ against a matrix inverse;
+- ``euler_poincare.restoring_wrench``: −(left-trivialized gradient) of ``potential_energy`` by central differences.
 
 Tolerances: central differences with step h have truncation error ~h²·|f'''| and rounding ~1e-16·|f|/h; with
 h = 1e-6 on O(1) maps both are ≤ ~1e-9, so 1e-7 relative (absolute on O(1) entries) leaves a margin of 100.
@@ -179,3 +180,19 @@ def test_so3_a_inv_is_the_inverse(rng):
     for w in _samples(rng) + [np.array([0.0, 0.0, 40.0])]:
         want = np.linalg.inv(np.eye(3) - 0.5 * lie.hat(w[None])[0])
         assert np.abs(np.asarray(a_inv(w, False)) - want).max() <= 1e-15 * 10
+
+
+def test_restoring_wrench_is_minus_the_left_trivialized_gradient_of_the_potential(rng):
+    """``euler_poincare.restoring_wrench`` (Jimenez2013, §5.2: −l_g*∂V) against central differences of
+    ``potential_energy`` along body twists δ = (ω, v): (d/dε) V(g·exp(εδ̂))|₀ = −wrench·δ."""
+    from vi_control.mechanics.euler_poincare import potential_energy, restoring_wrench
+    from vi_control.mechanics.groups import SE3, SO3
+
+    for _ in range(5):
+        g = SE3.exp(rng.normal(size=6))
+        weight, buoyancy, center = rng.normal(size=3) * [1, 1, 50], rng.normal(size=3) * [1, 1, 50], rng.normal(size=3)
+        w = restoring_wrench(SE3, g, weight, buoyancy, center)
+        for delta in np.eye(6):
+            V = [potential_energy(SE3, g @ SE3.exp(s * H * delta), weight, buoyancy, center) for s in (1, -1)]
+            assert abs((V[0] - V[1]) / (2 * H) + w @ delta) <= FD_TOL * 100, delta  # (|V| ~ 100: rounding 1e-14/h)
+    assert np.array_equal(restoring_wrench(SO3, np.eye(3), weight, buoyancy, center), np.zeros(3))
