@@ -3,7 +3,8 @@
 the command sent) and its ``/diagnostics`` values read over DDS (plan, step k = nearest step of t − t₀ on the
 plan's grid, horizon, counts of joint states and commands, rates); the simulator's late-command counts
 (``CommandTiming``: a step from state k on the command answering state j < k is k − j steps late) and its
-/diagnostics values; the planner's MPC counts. In-process on real rclpy (the controller node, autostarted)."""
+/diagnostics values; the planner's MPC counts; every reported key defined in docs/concepts/ros.md; the simulator's
+odometry twist in the chassis frame. In-process on real rclpy (the controller and simulator nodes, autostarted)."""
 
 import math
 import re
@@ -259,3 +260,43 @@ def test_planner_diagnostics_mpc_counts():
     assert float(values["last_plan_start"]) == 2.5  # the plan's t₀ on the planner's clock, seconds
     level, status, _ = planner_diagnostics(True, False, mpc, dict(counts, overruns=1), 0.0, None)
     assert (level, status) == (WARN, "mpc: 40 cycles, 1 overruns")
+
+
+@pytest.fixture
+def diffdrive_simulator(request):
+    """A simulator node (the bundled diff-drive, GNI) in this process on real rclpy, own domain and namespace."""
+    from vi_control.ros.launcher import domain_id_for, set_domain
+    from vi_control.ros.simulator_node import SimulatorNode
+
+    domain = domain_id_for(request.node.name)
+    set_domain(domain)
+    args = ["-p", "model:=diffdrive", "-p", "system_yaml:=''", "-p", "integrator:=gni", "-p", "dt:=0.05"]
+    rclpy.init(args=["--ros-args", *args, "-r", f"__ns:=/in_process_{domain}"], domain_id=domain)
+    node = None
+    try:
+        node = SimulatorNode()
+        yield node
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def test_odometry_twist_is_the_body_twist_of_the_chassis(diffdrive_simulator):
+    """The simulator's nav_msgs/Odometry (ground truth of a mobile robot): pose of the chassis in the odom frame and
+    its twist in the chassis (child) frame, as REP-105 and nav_msgs define it — for the planar base (x, y, ψ) that is
+    (cos ψ ẋ + sin ψ ẏ, −sin ψ ẋ + cos ψ ẏ, 0) m/s and (0, 0, ψ̇) rad/s, not the world-frame (ẋ, ẏ)."""
+    node = diffdrive_simulator
+    rng = np.random.default_rng(105)
+    for _ in range(6):
+        q = np.concatenate([rng.uniform(-3, 3, size=2), [rng.uniform(-math.pi, math.pi)], rng.uniform(-9, 9, size=2)])
+        v = rng.normal(size=5)
+        m = node.odometry_message(node.get_clock().now().to_msg(), q, v)
+        assert (m.header.frame_id, m.child_frame_id) == ("odom", "base_link")
+        p, o, lin, ang = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist.linear, m.twist.twist.angular
+        assert [p.x, p.y] == pytest.approx(q[:2], abs=1e-12)
+        yaw = 2 * math.atan2(o.z, o.w)
+        assert abs(_wrap(yaw - q[2])) <= 1e-12 and abs(o.x) + abs(o.y) <= 1e-12  # a rotation about z by ψ
+        c, s = math.cos(q[2]), math.sin(q[2])
+        assert [lin.x, lin.y, lin.z] == pytest.approx([c * v[0] + s * v[1], -s * v[0] + c * v[1], 0.0], abs=1e-12)
+        assert [ang.x, ang.y, ang.z] == pytest.approx([0.0, 0.0, v[2]], abs=1e-12)
