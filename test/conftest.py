@@ -55,21 +55,13 @@ def ros(request, tmp_path):
 @pytest.fixture
 def controller_in_process(request):
     """A controller node (pendulum, autostarted: active) in this process on real rclpy, own domain and namespace."""
-    rclpy = pytest.importorskip("rclpy")
-    from vi_control.ros.controller_node import ControllerNode
-    from vi_control.ros.launcher import domain_id_for, set_domain
+    pytest.importorskip("rclpy")
+    from in_process import node_in_process
 
-    domain = domain_id_for(request.node.name)
-    set_domain(domain)
-    rclpy.init(args=["--ros-args", "-p", "model:=pendulum", "-r", f"__ns:=/in_process_{domain}"], domain_id=domain)
-    node = None
-    try:
-        node = ControllerNode()
+    from vi_control.ros.controller_node import ControllerNode
+
+    with node_in_process(request.node.name, ControllerNode, ["-p", "model:=pendulum"]) as node:
         yield node
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
 
 
 def _serial(item) -> bool:

@@ -270,21 +270,13 @@ def test_planner_diagnostics_mpc_counts():
 @pytest.fixture
 def diffdrive_simulator(request):
     """A simulator node (the bundled diff-drive, GNI) in this process on real rclpy, own domain and namespace."""
-    from vi_control.ros.launcher import domain_id_for, set_domain
+    from in_process import node_in_process
+
     from vi_control.ros.simulator_node import SimulatorNode
 
-    domain = domain_id_for(request.node.name)
-    set_domain(domain)
     args = ["-p", "model:=diffdrive", "-p", "system_yaml:=''", "-p", "integrator:=gni", "-p", "dt:=0.05"]
-    rclpy.init(args=["--ros-args", *args, "-r", f"__ns:=/in_process_{domain}"], domain_id=domain)
-    node = None
-    try:
-        node = SimulatorNode()
+    with node_in_process(request.node.name, SimulatorNode, args) as node:
         yield node
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
 
 
 def test_odometry_twist_is_the_body_twist_of_the_chassis(diffdrive_simulator):
