@@ -139,8 +139,9 @@ def second_order_check(
         u = w[nz:]
         at_upper = u >= b * (1 - ACTIVE_RTOL)
         free = ~(at_upper | (u <= -b * (1 - ACTIVE_RTOL)))
-    active_bounds = wrong_sign = 0
-    for _ in range(2):  # once with every input at a bound held, once more with the weakly active ones freed
+    # every input at a bound held, then again with the weakly active ones freed until none is left (each pass frees
+    # at least one input, so this ends; without bounds it is one pass)
+    while True:
         S, G = S_all[:, free], G_all[:, free]
         _, sv, Vt = np.linalg.svd(G)
         rank_G = int((sv > 1e-10 * sv.max()).sum()) if sv.size else 0
