@@ -126,13 +126,14 @@ def test_a_plan_that_starts_after_the_waiting_one_follows_it_and_a_halfway_tick_
 
 def test_start_on_receipt_and_late_plans(runner, upright):
     runner.queue(1, upright, True)  # starts with the next state, whatever its stamp says
-    assert runner.command(5.0, X_UP)[0] == 0 and runner.law.plan.times[0] == 5.0
+    assert runner.command(-5.0, X_UP)[0] == 0 and runner.law.plan.times[0] == -5.0
     runner.queue(2, upright, False)
-    k, _ = runner.command(1.5, X_UP)  # 5 steps late, the robot still at X_0: re-timed to now
-    # t₀ half a step ahead of now: U_0 for a whole step from now, U_k from t_k − Δt/2 as on time
     dt = upright.dt
-    assert k == 0 and runner.law.plan.times[0] == 1.5 + dt / 2 and "re-timed: 5 steps late" in runner.log.info[-1]
-    assert runner.command(1.5 + 0.99 * dt, X_UP)[0] == 0 and runner.command(1.5 + 1.01 * dt, X_UP)[0] == 1
+    k, _ = runner.command(1.52, X_UP)  # 5 steps late, the robot still at X_0 (plan 1 over): re-timed to now
+    # by whole steps to its first instant not before now (t₀ + 6Δt = 1.6): U_0 from now until 1.65
+    assert k == 0 and runner.law.plan.times[0] == upright.times[0] + 6 * dt
+    assert "re-timed by 6 steps (to t0=1.6000): 5 steps late" in runner.log.info[-1]
+    assert runner.command(1.64, X_UP)[0] == 0 and runner.command(1.66, X_UP)[0] == 1
     runner.queue(3, upright, False)
     k, _ = runner.command(1.5, X_UP + np.array([0.1, 0.0]))  # moved away meanwhile: the plan's clock holds
     assert k == 5 and runner.log.throttled[-1][0] == "late plan" and "not re-timed" in runner.log.throttled[-1][1]
@@ -217,3 +218,23 @@ def test_a_plan_whose_own_states_the_intake_would_refuse_is_rejected_before_the_
     assert "plan 2 rejected: its state at t = 0.05 s (k = 1) has velocity of panda_joint7" in text, text
     speed = float(text.split("panda_joint7 = ")[1].split(" ")[0])
     assert abs(speed) > 1.5 * 2.61 and speed == pytest.approx(vi.velocity(plan.X[1])[6])
+
+
+def test_a_late_plan_is_re_timed_only_while_no_plan_runs_and_each_entry_is_announced(runner, upright):
+    """A plan that arrives late while another runs was planned on that one's timeline (an MPC cycle, a re-plan in
+    motion: X_0 where that law takes the robot at t₀): entered late at its own step, never re-timed — up to the
+    running plan's last step; from there on the robot is at rest and a late plan starts now. ``on_enter`` hears
+    every entry with the start as run."""
+    dt, entered = upright.dt, []
+    runner.on_enter = lambda seq, plan: entered.append((seq, float(plan.times[0])))
+    runner.queue(1, upright, False)
+    assert runner.command(1.0, X_UP)[0] == 0 and entered == [(1, 1.0)]  # runs over [1, 3)
+    runner.queue(2, upright.shifted(2.0), False)
+    k, _ = runner.command(2.0 + 5 * dt, X_UP)  # 5 steps late, the robot at X_0, plan 1 running
+    assert k == 5 and entered[-1] == (2, 2.0) and "it follows plan 1" in runner.log.throttled[-1][1]
+    runner.queue(3, upright.shifted(3.0), False)  # plan 2 runs over [2, 4): its last instant still runs it
+    end = float(runner.active_plan.times[-1])
+    assert runner.command(np.nextafter(end, 0.0), X_UP)[0] == 10 and entered[-1] == (3, 3.0)
+    runner.queue(4, upright.shifted(4.5), False)  # plan 3 runs over [3, 5): at 5 it is over
+    assert runner.command(5.01, X_UP)[0] == 0 and entered[-1] == (4, 4.5 + 6 * dt)  # (5 steps late: by 6)
+    assert runner.law.plan.times[0] == 4.5 + 6 * dt

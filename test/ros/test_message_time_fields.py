@@ -18,6 +18,8 @@ from vi_control.ros.messages import (
     RawFloat64MultiArray,
     RawJointStateReader,
     command_stamp,
+    plan_entered_from_message,
+    plan_entered_message,
     plan_to_trajectory,
     split_seconds,
     stamp_seconds,
@@ -134,3 +136,19 @@ def test_trajectory_times_from_start_are_the_plans_times(dt):
             1, 2 * 10**9
         ) + Fraction(math.ulp(float(rel) or 1e-300))
         assert abs(t - float(rel)) <= 1e-9
+
+
+@pytest.mark.parametrize("t", [t for t in TIMES if t >= 0.0])
+def test_plan_entered_carries_the_start_to_the_nanosecond_and_the_plan_number_exactly(t):
+    """The controller's plan_entered (a Header) through serialization: the sequence number (microseconds since the
+    epoch: beyond a double's 2^53) exact, the start within half a nanosecond; a frame_id that is no plan number is
+    refused by name."""
+    seq = 2**63 - 7
+    msg = deserialize_message(serialize_message(plan_entered_message(seq, t)), type(plan_entered_message(1, 0.0)))
+    got_seq, got_t = plan_entered_from_message(msg)
+    assert got_seq == seq
+    assert abs(Fraction(got_t) - Fraction(t)) <= Fraction(1, 2 * 10**9) + Fraction(abs(t)) * Fraction(1, 2**52)
+    for bad in ("", "-3", "12a", "1.5", "\u00b2"):
+        msg.frame_id = bad
+        with pytest.raises(ValueError, match="frame_id"):
+            plan_entered_from_message(msg)

@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from handover import entries  # noqa: E402
+from handover import entries, retimed_steps  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY  # noqa: E402
 
@@ -53,24 +53,31 @@ mpc: {period: 0.3, shrinking: true, min_horizon: 10, max_iterations: 10}
 """
 
 
-def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: float):
+def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: float, controller_late: bool = False):
     """One run in ``mode``: the controller first (it holds the robot from the first joint state on), the simulator
     (its brakes on until the first command: over DDS that can take seconds, in which a real-time panda under zero
     torque falls against its joint limits, and the task's plan from there is refused as 5–9× too fast), then the
-    planner. Returns the recorder's states from the plan's start on (stamp, q), the planner's last
-    diagnostics, every plan received {seq: Plan} and the controller's log."""
-    name = f"_{mode}"
-    c = ros.start(
-        "controller_node",
-        name="controller" + name,
-        **over["controller"],
-        use_sim_time=True,
-        safe_mode="hold",
-        state_timeout=0.5,
-        state_estimate="velocities",
-        **ctrl,
-    )
-    assert c.wait_for_log(f"{robot.name}: joints=", 120.0), c.report()
+    planner. ``controller_late``: the controller only once the task's first plan is 0.5 s past its start (the
+    robot braked at rest meanwhile): it re-times that plan. Returns the recorder's states from the plan's start
+    on (stamp, q), the planner's last diagnostics, every plan received {seq: Plan}, the controller's log and the
+    planner's."""
+    name = f"_{mode}" + ("_late" if controller_late else "")
+
+    def controller():
+        c = ros.start(
+            "controller_node",
+            name="controller" + name,
+            **over["controller"],
+            use_sim_time=True,
+            safe_mode="hold",
+            state_timeout=0.5,
+            state_estimate="velocities",
+            **ctrl,
+        )
+        assert c.wait_for_log(f"{robot.name}: joints=", 120.0), c.report()
+        return c
+
+    c = None if controller_late else controller()
     s = ros.start(
         "simulator_node",
         name="simulator" + name,
@@ -78,7 +85,8 @@ def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: fl
         mode="realtime",
         brake_until_command=True,
     )  # (not fallen while the controller discovers it)
-    assert c.wait_for_log("holding q = ", DISCOVERY), c.report() + s.report()
+    if c is not None:
+        assert c.wait_for_log("holding q = ", DISCOVERY), c.report() + s.report()
     rec = ros.recorder(list(robot.joint_names), name="rec" + name)
     diags, plans, lock = [], {}, threading.Lock()
     rec.create_subscription(
@@ -108,16 +116,22 @@ def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: fl
     )
     assert rec.wait_for(lambda: rec.plan() is not None, 120.0), p.report()
     start = min(pl.times[0] for pl in plans.values()) if plans else rec.plan()[1].times[0]
+    if c is None:
+        assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > start + 0.5, 30.0), s.report() + p.report()
+        c = controller()
+        assert c.wait_for_log(", re-timed by ", DISCOVERY), c.report() + p.report()
+        seq, _, _, t0 = entries(c.log())[0]
+        start = t0 + retimed_steps(c.log())[seq] * over["dt"]
     end = start + (over["horizon"] * over["dt"]) + after_end
     assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > end, 90.0), s.report() + p.report()
     with rec.lock:  # (the run as it was while every node ran)
         states = [(st[1], st[2]) for st in rec.states if start <= st[1] <= end]
-    log = c.log()
+    log, planner_log = c.log(), p.log()
     for proc in (p, s, c):
         proc.stop()
     with lock:
         plans = dict(plans)
-    return states, (diags[-1] if diags else {}), plans, log
+    return states, (diags[-1] if diags else {}), plans, log, planner_log
 
 
 def _switches(vi, plans: dict, limits: np.ndarray, log: str) -> tuple[list[float], int, int]:
@@ -130,6 +144,10 @@ def _switches(vi, plans: dict, limits: np.ndarray, log: str) -> tuple[list[float
     both saturate, not elsewhere: only the prediction is compared)."""
     out, late, saturated, prev = [], 0, 0, None
     rng = np.random.default_rng(0)
+    plans = dict(plans)
+    for seq, m in retimed_steps(log).items():  # (as the controller runs it: from t₀ + m·Δt)
+        if seq in plans:
+            plans[seq] = plans[seq].shifted(plans[seq].times[0] + m * plans[seq].dt)
     for seq, k, t, _ in entries(log):
         if prev is not None and seq in plans and prev in plans:
             old, new = tracking_law(plans[prev], vi), tracking_law(plans[seq], vi)
@@ -173,7 +191,7 @@ def test_mpc_swings_up_and_holds_a_heavier_pendulum_with_a_weaker_actuator_where
     ctrl = dict(trigger="timer", rate=100.0)
     results = {}
     for mode in ("plan", "mpc"):
-        states, diag, plans, log = _run(ros, mode, over, robot, sim, ctrl, after_end=3.0)
+        states, diag, plans, log, _ = _run(ros, mode, over, robot, sim, ctrl, after_end=3.0)
         t_end = states[0][0] + 10.0
         upright = [abs((q[0] - np.pi + np.pi) % (2 * np.pi) - np.pi) for t, q in states if t >= t_end + 1.0]
         results[mode] = (max(upright), diag, plans, log)
@@ -186,6 +204,36 @@ def test_mpc_swings_up_and_holds_a_heavier_pendulum_with_a_weaker_actuator_where
     assert results["plan"][0] > 0.5, results["plan"][0]  # TV-LQR of the one plan: the pendulum falls back
     assert results["mpc"][0] < 0.05, results["mpc"][0]
     assert int(results["mpc"][1].get("mpc_cycles", 0)) >= 20, results["mpc"][1]
+
+
+def test_mpc_continues_the_first_plan_where_the_controller_re_timed_it(ros, tmp_path):
+    """The task's first plan reaches the controller 0.5 s after its start (the controller started late; the robot
+    braked at rest): the controller re-times it by whole steps and says so on ~/plan_entered; the planner moves the
+    plan there before its first cycle, so every switch is seamless on the timeline the robot is on (before, the
+    cycles continued the stated start: a 6 N·m jump at the first switch), and the swing-up holds."""
+    task = tmp_path / "swingup_7nm_mpc.yaml"
+    task.write_text(SWINGUP_7NM)
+    over, robot = task_overrides(str(task))
+    for node in ("simulator", "controller"):
+        over[node]["system_yaml"] = PENDULUM_7NM
+    over["planner"] |= {"model": "pendulum", "system_yaml": PENDULUM_7NM}
+    over |= {"horizon": 100, "dt": 0.1}
+    sim = dict(dt=0.005, mass_scale=1.2, actuator_gain=0.9)
+    states, diag, plans, log, planner_log = _run(
+        ros, "mpc", over, robot, sim, dict(trigger="timer", rate=100.0), after_end=2.0, controller_late=True
+    )
+    first = entries(log)[0][0]
+    m = retimed_steps(log)[first]
+    assert m >= 5 and f"plan {first} was re-timed by vi_controller" in planner_log, planner_log[-3000:]
+    vi = MidpointVI(_pendulum_7nm(), 0.1)
+    n, late, saturated = _check_switches(vi, plans, log, diag)
+    t_end = states[0][0] + 10.0
+    upright = max(abs((q[0] - np.pi + np.pi) % (2 * np.pi) - np.pi) for t, q in states if t >= t_end + 1.0)
+    print(
+        f"first plan re-timed by {m} steps; {n} switches on time ({saturated} saturated), {late} late; "
+        f"upright error {upright:.4f} rad"
+    )
+    assert upright < 0.05, upright
 
 
 def _pendulum_7nm():
@@ -201,15 +249,15 @@ def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
     ctrl = dict(trigger="timer", rate=200.0)
     err = {}
     for mode in ("plan", "mpc"):
-        states, diag, plans, log = _run(ros, mode, over, robot, sim, ctrl, after_end=2.0)
+        states, diag, plans, log, _ = _run(ros, mode, over, robot, sim, ctrl, after_end=2.0)
         err[mode] = max(float(np.abs(q - PANDA_GOAL).max()) for t, q in states if t >= states[-1][0] - 1.0)
     vi = MidpointVI(robot, 0.05)
-    # The switches are judged here only where the controller's log and the recorded plans match them up: one
-    # fresh-clone run of 30 cycles matched none (not yet understood; the pendulum test and test_planning_mpc judge
-    # seamless switches on every run), so the panda asserts the bound on the switches it can see.
+    # Every switch entered on time is judged; no count is asserted: one loaded fresh-clone run judged none of its
+    # 30 cycles (all entered late or unmatched to the recorded plans — its log was not kept); the pendulum tests
+    # assert the count.
     jumps, late, saturated = _switches(vi, plans, vi.robot.effort_limits, log)
     n = len(jumps)
-    assert not jumps or max(jumps) < 1e-6, (max(jumps), jumps)
+    assert not jumps or max(jumps) < 1e-6, (max(jumps), jumps, late, len(entries(log)), len(plans))
     print(
         f"|q − q_goal|∞ over the last second: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} "
         f"switches on time ({saturated} saturated), {late} late; planner diagnostics {diag}"

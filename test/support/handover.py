@@ -40,6 +40,14 @@ def entries(log: str) -> list[tuple[int, int, float, float]]:
     return [(int(a), int(b), float(c), float(d)) for a, b, c, d, _ in ENTERED.findall(log)]
 
 
+RETIMED_BY = re.compile(r"entered plan (\d+) at k=\d+ \([^)]*\), re-timed by (\d+) steps")
+
+
+def retimed_steps(log: str) -> dict[int, int]:
+    """plan -> the whole steps m by which the controller re-timed it (it runs from t₀ + m·Δt)."""
+    return {int(a): int(b) for a, b in RETIMED_BY.findall(log)}
+
+
 def retimed(log: str) -> dict[int, bool]:
     """plan -> whether the controller re-timed it (it arrived late with the robot still at its X_0)."""
     return {int(m[0]): bool(m[4]) for m in ENTERED.findall(log)}

@@ -4,7 +4,9 @@ passes in).
 
 A plan is admitted (converged unless ``accept_unconverged``, sizes and Δt of this system), waits until its stated
 start t₀ (the current plan, or nothing, until then) and is entered at k = 0 — at once if it says so (start on
-receipt), re-timed to now if it comes late while the robot is still at its X_0. Each tick gives the law's command
+receipt), re-timed to now if it comes late while the robot is still at its X_0 and no plan runs (a plan that
+follows a running one was planned on its timeline: it is entered late instead; ``on_enter`` tells who needs to
+know where a plan started). Each tick gives the law's command
 u = U_k + K_k (X_k ⊖ x) (``tracking_law``) or the fault that calls for the safe command instead: path and goal
 tolerances abort a plan, a tracking error outside the retraction's domain and a non-finite command are faults.
 The safe command itself is ``safe_input``. Stamps and clock that went back together (a simulator reset) re-queue
@@ -23,7 +25,7 @@ from ..integrators.base import DiscreteSystem, state_velocities
 from ..model.robot import RobotModel
 from .intake import FAULT_INVALID_STATE, Estimate, Fault, JointLimits
 from .plan import Plan, state_error
-from .tracking import HoldLaw, TrackingController, plan_step, safe_command, tracking_law
+from .tracking import HoldLaw, TrackingController, plan_step, replaces, safe_command, tracking_law
 
 # Kinds of fault of the plan side (the measurements' are control.intake's FAULT_*).
 FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
@@ -86,6 +88,8 @@ class PlanRunner:
         self.fault_counts: dict[str, int] = {}
         self._held_prescribed: np.ndarray | None = None
         self.hold = None if vehicle else HoldLaw(vi, self.hold_weights())
+        # called with (seq, plan as run) when a plan is entered: the node tells the planner its start (re-timed?)
+        self.on_enter: Callable[[int, Plan], Any] | None = None
         self.reset()
 
     def hold_weights(self) -> tuple[float, float, float]:
@@ -168,19 +172,12 @@ class PlanRunner:
         self.last_seq = seq
         self._admitted.append(seq)
         item, waiting = (seq, plan, start_on_receipt), self.pending
-        if (
-            start_on_receipt
-            or waiting is None
-            or waiting[2]
-            or plan_step(plan.times[0], waiting[1].times[0], plan.dt) <= 0
-        ):
+        if start_on_receipt or waiting is None or waiting[2] or replaces(plan.times[0], waiting[1].times[0], plan.dt):
             self.pending, self.following = item, []  # replaces what waits
         else:
             # starts after the plan that waits (an MPC cycle's plan arriving before the last cycle's has started):
             # that one runs until this one's start — the planner predicted this plan's start state under its law
-            self.following = [f for f in self.following if plan_step(f[1].times[0], plan.times[0], plan.dt) < 0] + [
-                item
-            ]
+            self.following = [f for f in self.following if not replaces(plan.times[0], f[1].times[0], plan.dt)] + [item]
         start = "the next joint state" if start_on_receipt else f"t={plan.times[0]:.4f}"
         self.logger.info(
             f"accepted plan {seq}: N={plan.horizon}, dt={plan.dt:g}, starts at {start}"
@@ -204,15 +201,23 @@ class PlanRunner:
         late = 0 if on_receipt else plan_step(t, t0, plan.dt)
         retimed, gap_x0 = False, ""
         gap = float(self.configuration_error(plan.X[0], x).max())  # (re-timing keeps X: the same gap after it)
-        if late > 1 and self.p["retime_tolerance"] > 0:
+        running = self.running(t)
+        if late > 1 and running:
+            # planned on the running plan's timeline (an MPC cycle, a re-plan in motion): its X_0 is where that law
+            # takes the robot at t₀ and its U_0 that law's command there — shifted, both would be wrong
+            gap_x0 = f" (it follows plan {self.active_seq}, on whose timeline it was planned: not re-timed)"
+        elif late > 1 and self.p["retime_tolerance"] > 0:
             # Late, but the robot is still at X_0 (at rest or held: nothing happened meanwhile): start it now
             # rather than skip its first steps. Velocities both through one inverse Legendre map: X_0 and x are
             # discrete states (p_k = D₂L_d), whose M⁻¹p at rest under gravity is Δt/2·M⁻¹∇V, not the measured q̇ = 0.
             ev = np.abs(self.vi.velocity(plan.X[0]) - self.vi.velocity(x)).max()
             if max(gap, ev) <= self.p["retime_tolerance"]:
-                # t₀ half a step ahead: U_k then starts half a step before t_k (law.index rounds), the lead a plan
-                # entered on time has (panda reach: 0.0064 rad RMS re-timed at t₀ = t against 0.0014–0.0019 on time)
-                plan, retimed = plan.shifted(t + 0.5 * plan.dt), True
+                # by whole steps, to the first of its instants not before now: its grid stays the planner's (told
+                # by on_enter: it continues the plan from t₀ + m·Δt exactly) and U_0 still runs Δt/2…3Δt/2 from now
+                # (law.index rounds) — not a step that began in the past (panda reach: 0.0064 rad RMS entered at
+                # t₀ = t − Δt/2 against 0.0014–0.0019 on time)
+                m = late if t0 + late * plan.dt >= t else late + 1
+                plan, retimed = plan.shifted(t0 + m * plan.dt), True
             gap_x0 = f" (the robot is {gap:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
         self.set_plan(plan)
         self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
@@ -221,8 +226,14 @@ class PlanRunner:
         k = self.law.index(t)
         self.logger.info(
             f"entered plan {seq} at k={k} (state t={t:.4f}, plan start t0={t0:.4f})"
-            + (f", re-timed: {late} steps late with the robot still at X_0" if retimed else "")
+            + (
+                f", re-timed by {m} steps (to t0={plan.times[0]:.4f}): {late} steps late with the robot still at X_0"
+                if retimed
+                else ""
+            )
         )
+        if self.on_enter is not None:
+            self.on_enter(seq, plan)
         if k > 1:
             self.warn(
                 "late plan",
@@ -231,6 +242,11 @@ class PlanRunner:
             )
         if k == 0 and gap > 0.1:  # a plan from the task's x_0 while the robot is elsewhere: feedback fights it
             self.warn("far start", f"plan {seq} starts {gap:.3f} away from the measured q")
+
+    def running(self, t: float) -> bool:
+        """Whether a plan drives the robot at ``t``: entered, not aborted, not past its last step (after it, the
+        law holds X_N: the robot at rest, as under the hold)."""
+        return self.law is not None and self.aborted is None and t < self.active_plan.times[-1]
 
     def clock_went_back(self, t: float, last_stamp: float) -> bool:
         """Stamps and the clock went back together (a simulator reset with its time): an active plan that starts

@@ -31,6 +31,12 @@ def plan_step(t: float, t0: float, dt: float) -> int:
     return math.floor((t - t0) / dt + 0.5 + 1e-9)
 
 
+def replaces(t0_new: float, t0_old: float, dt: float) -> bool:
+    """Whether a plan starting at ``t0_new``, published after one starting at ``t0_old``, replaces it: it starts no
+    later (in ``plan_step``'s steps) — else it follows it, and the earlier runs until the later's start."""
+    return plan_step(t0_new, t0_old, dt) <= 0
+
+
 class TrackingController:
     """Feedback about a Plan: u_k = U_k + K_k (X_k ⊖ x); after the horizon U_final + K_final (X_N ⊖ x), plus
     ``hold_integral_gain`` k_i × z with z = Σ (q_N − q)_act Δt over the hold's steps (``actuated_q``: the

@@ -10,8 +10,8 @@ valid state (a lockstep simulator steps on every command). With ``hold`` (the de
 gravity: without a plan (before the first, after activate) and on a plan-side fault it holds the configuration
 measured when the hold began (``control.tracking.HoldLaw``: gravity compensation and the DLQR hold gain), on stale or
 refused states it commands that configuration's gravity torque for ``stale_hold_time``, then zero. Publishes
-``~/controller_state`` and ``/diagnostics`` (built in vi_control.ros.supervision). The parameters:
-vi_control.ros.controller_parameters.
+``~/controller_state``, ``~/plan_entered`` (each plan's start as run: vi_control.ros.messages) and
+``/diagnostics`` (built in vi_control.ros.supervision). The parameters: vi_control.ros.controller_parameters.
 
 Vehicle mode (parameter ``vehicle``, ``ros.vehicle``): the state x = (g, 𝕀ξ) comes from ``odom``
 (nav_msgs/Odometry: pose and body twist, checked like a joint state's stamp), the same law tracks with
@@ -31,10 +31,11 @@ from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control.intake import FAULT_STALE, Estimate, Fault, StateIntake, Verdict, Waiting
+from ..control.plan import Plan
 from ..control.runner import PlanRunner, command_hold
 from ..control.tracking import TrackingController, wire_velocity
 from ..integrators import make_integrator
@@ -55,6 +56,7 @@ from .messages import (
     PlanModelMismatch,
     RawFloat64MultiArray,
     RawJointStateReader,
+    plan_entered_message,
     plan_from_message,
 )
 from .supervision import ControllerStateMessage, controller_diagnostics, diagnostics
@@ -99,6 +101,7 @@ class ControllerNode(ManagedNode):
             merge_age=p["joint_state_merge_age"],
         )
         self.runner = PlanRunner(r, self.vi, p, self.vehicle, error_names, act_q_index, self.get_logger(), self.warn)
+        self.runner.on_enter = self._announce_entry
         if self.runner.hold is not None:  # the hold's derivatives compiled now, not at the first tick that needs them
             self.runner.hold.engage(r.neutral())
             self.runner.hold.release()
@@ -108,6 +111,7 @@ class ControllerNode(ManagedNode):
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
         self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
+        self.entered_pub = self.create_publisher(Header, "~/plan_entered", LATCHED_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
         state_sub = (
             self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS)
@@ -153,7 +157,9 @@ class ControllerNode(ManagedNode):
 
     def cleanup(self) -> None:
         self._stop_tick_timer()
-        self.destroy_entities(self.own_timers, self.own_subs, publishers=(self.pub, self.state_pub, self.diag_pub))
+        self.destroy_entities(
+            self.own_timers, self.own_subs, publishers=(self.pub, self.state_pub, self.diag_pub, self.entered_pub)
+        )
         self.robot = None
 
     def _set_scheduling(self, priority: int) -> None:
@@ -244,6 +250,11 @@ class ControllerNode(ManagedNode):
         if abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
             self._build(plan.dt)
         self.runner.queue(seq, plan, bool(flags & FLAG_START_ON_RECEIPT))
+
+    def _announce_entry(self, seq: int, plan: Plan) -> None:
+        """~/plan_entered: where plan ``seq`` starts as this controller runs it (a planner continuing it — MPC
+        cycles — plans on that timeline, re-timed or not)."""
+        self.entered_pub.publish(plan_entered_message(seq, float(plan.times[0])))
 
     def _clock_went_back(self, t: float, last_stamp: float) -> None:
         """The intake saw stamps and this clock go back together: the runner re-queues its plan; zero torque."""

@@ -22,6 +22,10 @@ for bit) plus a ``trajectory_msgs/JointTrajectory`` on ``<planner>/trajectory`` 
 
 Times are t₀ + k·Δt. "Start on receipt" marks a plan made without a measurement: it starts at the first joint
 state the controller answers after accepting it.
+
+The controller answers on ``<controller>/plan_entered`` (``std_msgs/Header``, latched): ``frame_id`` the entered
+plan's sequence number in decimal, ``stamp`` its t₀ as the controller runs it — the stated one, or later where it
+re-timed a late plan (``plan_entered_message``, ``plan_entered_from_message``).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import struct
 import numpy as np
 from builtin_interfaces.msg import Duration
 from sensor_msgs.msg import JointState
-from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
+from std_msgs.msg import Header, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..control.plan import Plan
@@ -140,6 +144,20 @@ def plan_from_message(
     if labels != [PLAN_FORMAT]:
         raise ValueError(f"layout labels {labels}, expected [{PLAN_FORMAT!r}]")
     return decode_plan(msg.data, model_name, model_hash, joint_names, input_names)
+
+
+def plan_entered_message(seq: int, t0: float) -> Header:
+    """The controller's word that it entered plan ``seq`` with X_0 at ``t0`` (its clock)."""
+    msg = Header(frame_id=str(int(seq)))
+    msg.stamp.sec, msg.stamp.nanosec = split_seconds(t0)
+    return msg
+
+
+def plan_entered_from_message(msg: Header) -> tuple[int, float]:
+    """(seq, t₀) of a ``plan_entered_message``; ValueError if ``frame_id`` is not a plan's sequence number."""
+    if not (msg.frame_id.isascii() and msg.frame_id.isdigit()):
+        raise ValueError(f"plan_entered: frame_id {msg.frame_id!r} is not a plan sequence number")
+    return int(msg.frame_id), msg.stamp.sec + 1e-9 * msg.stamp.nanosec
 
 
 def plan_to_trajectory(plan: Plan, velocities: np.ndarray, input_joints: list[int], stamp) -> JointTrajectory:

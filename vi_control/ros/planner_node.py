@@ -53,14 +53,15 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import UInt8MultiArray
+from std_msgs.msg import Header, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ..control.intake import stamped_on_receipt
 from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
-from ..control.tracking import StateEstimator, tracking_law, wire_velocity
+from ..control.schedule import PlanSchedule
+from ..control.tracking import StateEstimator, plan_step, wire_velocity
 from ..integrators import make_integrator, require_linearizable
 from .common import LATCHED_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
 from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
@@ -69,6 +70,7 @@ from .messages import (
     ForeignJointState,
     RawJointStateReader,
     joint_state_arrays,
+    plan_entered_from_message,
     plan_to_message,
     plan_to_trajectory,
     split_seconds,
@@ -129,6 +131,10 @@ class PlannerNode(ManagedNode):
         self.states: deque[tuple[float, float, bytes]] = deque(maxlen=STATE_BUFFER)  # (wall, clock, message)
         self.clock_samples: deque[tuple[float, float]] = deque(maxlen=64)  # (steady, node clock), 50 ms apart
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
+        self.last_seq: int | None = None  # its sequence number
+        self.schedule = PlanSchedule()  # the published plans as the controller runs them: the prediction's laws
+        self.entered_seq: int | None = None  # the controller entered this plan of the task's run (mode mpc: cycles)
+        self.timeline = 0  # counts the controller's re-timings of last_plan: a solve from an older one is stale
         self.last_result = self.last_warm_step = None  # the last solve's optimizer result, its warm start's step
         self._warm_task = None  # the task last_plan planned (None after a goal or trajectory request)
         self.solve_times: list[float] = []  # wall time of the last few solves (not the first)
@@ -144,6 +150,9 @@ class PlannerNode(ManagedNode):
         self.own_services = [self.create_service(Trigger, "~/replan", self.on_replan)]
         if float(p["republish_period"]) > 0:
             self.own_timers.append(self.create_timer(float(p["republish_period"]), self._republish))
+        if p["controller_name"]:
+            topic = f"{p['controller_name']}/plan_entered"
+            self.own_subs.append(self.create_subscription(Header, topic, self.on_plan_entered, LATCHED_QOS))
         if self.vehicle:
             return self._configure_vehicle()
         self.task = load_task(resolve_config(p["task"]))
@@ -290,6 +299,36 @@ class PlannerNode(ManagedNode):
         self.get_logger().info(f"joint trajectory: {len(times)} points over {times[-1]:g} s: planning")
         self._submit(request, "~/joint_trajectory", msg.header, wait=self._first_state_wait())
 
+    def on_plan_entered(self, msg: Header) -> None:
+        """The controller entered plan ``seq`` with X_0 at t₀: where it re-timed our latest plan (late, from rest),
+        that plan moves to t₀ here too — the prediction, warm starts and MPC cycles (and the task's clock) continue
+        the timeline the robot is on, and a solve begun on the old one is dropped (``timeline``)."""
+        try:
+            seq, t0 = plan_entered_from_message(msg)
+        except ValueError as e:
+            self.warn("plan_entered ignored", f"plan_entered ignored: {e}")
+            return
+        with self._lock:
+            plan = self.last_plan
+            if plan is None or seq != self.last_seq:
+                return  # (another planner's plan, or one ours replaced since)
+            self.entered_seq = seq
+            shift = t0 - float(plan.times[0])
+            if abs(shift) <= 1e-6:
+                return
+            m = round(shift / plan.dt)
+            if abs(shift - m * plan.dt) <= 1e-6:  # by whole steps (our controller): t₀ + m·Δt as it computes it
+                t0, shift = float(plan.times[0]) + m * plan.dt, m * plan.dt
+            self.last_plan = plan.shifted(t0)
+            self.schedule.plans = [self.last_plan]  # (re-timed only when no plan ran: it alone runs)
+            self.timeline += 1
+            if self.mpc is not None and self.mpc.t0 is not None:
+                self.mpc.t0 += shift
+        self.get_logger().info(
+            f"plan {seq} was re-timed by {self.p['controller_name']}: it starts at t={t0:.6f} ({shift:+.4f} s); "
+            "later plans continue it from there"
+        )
+
     def on_replan(self, _req, res):
         request = (
             Request("task")
@@ -318,6 +357,14 @@ class PlannerNode(ManagedNode):
         """Every mpc.period on the node's clock: a cycle from the latest state, once the task's first plan runs; a
         cycle still being solved when the next is due is an overrun (logged, counted): the last plan goes on."""
         if not self.active or self.mpc.t0 is None or self.last_plan is None:
+            return
+        if self.p["controller_name"] and self.entered_seq is None:
+            # (the first plan may yet be re-timed: a cycle from its stated start could be on the wrong timeline)
+            self.warn(
+                "mpc waits",
+                f"mpc: waiting for {self.p['controller_name']}/plan_entered to say where the task's first plan "
+                "started before the first cycle (controller_name '' if the controller does not publish it)",
+            )
             return
         with self._lock:
             busy = self._worker is not None
@@ -479,20 +526,14 @@ class PlannerNode(ManagedNode):
                 out = (merged.t, x)
         return out
 
-    def predict(self, t: float, x: np.ndarray, steps: int) -> np.ndarray:
-        """The state ``steps`` Δt after the measurement: under the previous plan's law while that plan runs (what
-        the controller executes until the new plan starts); otherwise where it was measured (at rest or held)."""
-        plan = self.last_plan
-        if plan is None or steps == 0 or t >= plan.times[-1]:
-            return x  # after its end the plan's law holds X_N: where the robot was measured, if it tracks
-        law = tracking_law(plan, self.vi)
+    def predict(self, t: float, x: np.ndarray, steps: int, t_start: float) -> np.ndarray:
+        """The state ``steps`` Δt after the measurement: under the laws of the plans the controller runs until the
+        new plan's start ``t_start`` (``PlanSchedule``); where none runs, where it was measured (at rest or held)."""
         try:
-            for i in range(steps):
-                x = self.vi.step(x, law.command(law.index(t + i * self.vi.dt), x)[0])
+            return self.schedule.predict(self.vi, t, x, steps, t_start)
         except Exception as e:
             self.get_logger().warning(f"prediction failed ({type(e).__name__}: {e}): planning from the measured state")
             return x
-        return x
 
     def predict_at(self, t: float, x: np.ndarray, t_end: float) -> np.ndarray:
         """The state at ``t_end`` (not necessarily a whole number of Δt after the measurement at ``t``): ``predict``
@@ -500,8 +541,8 @@ class PlannerNode(ManagedNode):
         steps = int(math.ceil((t_end - t) / self.vi.dt - 1e-9))
         if steps <= 0:
             return x
-        before = self.predict(t, x, steps - 1)
-        after = self.predict(t + (steps - 1) * self.vi.dt, before, 1)
+        before = self.predict(t, x, steps - 1, t_end)
+        after = self.predict(t + (steps - 1) * self.vi.dt, before, 1, t_end)
         frac = (t_end - t) / self.vi.dt - (steps - 1)
         return before + min(max(frac, 0.0), 1.0) * (after - before)
 
@@ -524,13 +565,13 @@ class PlannerNode(ManagedNode):
         self.last_warm_step = steps
         return plan.receded(steps)
 
-    def _mpc_solve(self, request: Request, x0: np.ndarray | None, t_start: float, moving: bool):
+    def _mpc_solve(self, request: Request, x0: np.ndarray | None, t_start: float, moving: bool, executing):
         """Mode mpc: the task's first plan (``RecedingHorizon.start``; its time origin becomes the plan's start) or a
-        cycle from the state predicted at ``t_start``, warm from the plan being executed. (plan, result) with the
-        plan's ``converged`` = the cycle's acceptance (planning.mpc.Cycle)."""
+        cycle from the state predicted at ``t_start``, warm from ``executing``, the plan that runs then. (plan,
+        result) with the plan's ``converged`` = the cycle's acceptance (planning.mpc.Cycle)."""
         if request.kind == "mpc" and moving and x0 is not None:
             self.mpc_counts["cycles"] += 1
-            cycle = self.mpc.cycle(t_start, x0, self.last_plan)
+            cycle = self.mpc.cycle(t_start, x0, executing)
         else:
             cycle = self.mpc.start(x0, t_start)
         from ..planning.requests import verify_plan
@@ -554,6 +595,8 @@ class PlannerNode(ManagedNode):
                 break
             time.sleep(0.02)
         vi, task, x0, t_start, steps = self.vi, self.task, None, 0.0, 0
+        executing = None  # (an MPC cycle: the plan that runs at its start, whose law its step 0 keeps)
+        timeline = self.timeline  # (the timeline last_plan is on while this solve predicts from it)
         # while a plan of ours runs, the state is carried to where the new plan starts; else the robot is held
         moving = (
             measured is not None
@@ -564,6 +607,8 @@ class PlannerNode(ManagedNode):
             return  # (the task's first plan has not started: the robot is held until then, nothing to correct)
         if measured is not None:
             t_m, x_m = measured
+            with self._lock:
+                self.schedule.prune(t_m)
             rate = self.clock_rate()
             expected = self.expected_solve_time()
             if request.kind == "mpc":  # (a cycle is capped at its iterations; one beyond its period is an overrun)
@@ -574,13 +619,22 @@ class PlannerNode(ManagedNode):
             steps = int(math.ceil(lead / vi.dt - 1e-9))
             t_start = t_m + steps * vi.dt
             if request.kind == "mpc" and not self.vehicle:
-                # on the executing plan's grid: the cycle's step 0 is that plan's law at its own step (planning.mpc),
-                # entered by the controller exactly where the law would have stepped anyway
-                t0_exec = self.last_plan.times[0]
-                t_start = t0_exec + max(0, math.ceil((t_m + lead - t0_exec) / vi.dt - 1e-9)) * vi.dt
+                # on the grid of the plan that runs then: the cycle's step 0 is that plan's law at its own step
+                # (planning.mpc), entered by the controller exactly where the law would have stepped anyway — the
+                # plan that runs, not the latest published (a cycle whose lead a clock-rate transient stretched
+                # starts seconds ahead: the next cycle continues the plan before it, and replaces it)
+                grid = PlanSchedule.in_force(self.schedule.plans, t_m + lead) or self.schedule.plans[0]
+                t0_exec = grid.times[0]
+                n = max(0, math.ceil((t_m + lead - t0_exec) / vi.dt - 1e-9))
+                # not at the step another plan starts at: which plan runs before it would depend on whether the
+                # controller has entered that one when this one arrives — this one follows it instead
+                while any(plan_step(t0_exec + n * vi.dt, p.times[0], vi.dt) == 0 for p in self.schedule.plans):
+                    n += 1
+                t_start = t0_exec + n * vi.dt
                 x0 = self.predict_at(t_m, x_m, t_start)
+                executing = PlanSchedule.in_force(self.schedule.remaining(t_start), t_start)
             else:
-                x0 = self.predict(t_m, x_m, steps)
+                x0 = self.predict(t_m, x_m, steps, t_start)
             log.info(
                 f"request {job.id}: planning from the measured state at t={t_m:.6f}"
                 + (
@@ -599,7 +653,7 @@ class PlannerNode(ManagedNode):
         self.last_warm_step = self.last_result = None  # (this solve's: for /diagnostics and tests)
         try:
             if self.mpc is not None and request.kind in ("task", "mpc"):
-                plan, result = self._mpc_solve(request, x0, t_start, moving)
+                plan, result = self._mpc_solve(request, x0, t_start, moving, executing)
             else:
                 warm = self._warm_start(request, task, t_start) if moving else None
                 plan, result = solve_request(
@@ -649,18 +703,20 @@ class PlannerNode(ManagedNode):
         seq = time.time_ns() // 1000  # unique across planner restarts
         on_receipt = measured is None
         msg = plan_to_message(plan, seq, start_on_receipt=on_receipt)
-        if self.vehicle:
-            self.pub_path.publish(path_from_plan(vi, plan.X, plan.times[0], str(self.p["odom_frame"])))
-        else:
-            inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
-            stamp = self.get_clock().now().to_msg()
-            stamp.sec, stamp.nanosec = split_seconds(0.0 if on_receipt else t_start)
-            self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, stamp))
-        # the newest first: a re-publish (the executor's timer thread) between the two lines would otherwise send the
-        # previous plan after this one, which a controller then takes as a new plan starting earlier
-        self._latest = msg
-        self.pub_plan.publish(msg)
-        self.last_plan = plan if not on_receipt else None
+        with self._lock:  # (plan_entered waits: the plan and the timeline it continues are judged together)
+            if moving and timeline != self.timeline:
+                stale = True
+            else:
+                stale = False
+                self._publish_plan(plan, msg, seq, on_receipt, velocities)
+                if request.kind != "mpc":
+                    self.entered_seq = None  # (a new run of the task: its cycles wait for this plan's entry)
+        if stale and request.kind == "mpc":
+            self.warn("mpc stale", "mpc: a cycle dropped: the controller re-timed the plan it continues meanwhile")
+            return
+        if stale:  # (a request: planned again from the new timeline)
+            log.info(f"request {job.id}: the controller re-timed the plan it continues during the solve: again")
+            return self._plan(job)
         self._warm_task = task if request.kind == "task" else None
         late = (self._now() - t_start) / vi.dt if not on_receipt else 0.0
         text = (
@@ -682,6 +738,25 @@ class PlannerNode(ManagedNode):
             converged=plan.converged,
             solve_time=f"{solve:.3f}",
         )
+
+    def _publish_plan(self, plan: Plan, msg: UInt8MultiArray, seq: int, on_receipt: bool, velocities) -> None:
+        """~/path or ~/trajectory, then ~/plan; ``last_plan``, ``last_seq`` (for the prediction and plan_entered)."""
+        if self.vehicle:
+            self.pub_path.publish(path_from_plan(self.vi, plan.X, plan.times[0], str(self.p["odom_frame"])))
+        else:
+            inputs = [self.robot.joint_index(n) for n in self.robot.actuated]
+            stamp = self.get_clock().now().to_msg()
+            stamp.sec, stamp.nanosec = split_seconds(0.0 if on_receipt else float(plan.times[0]))
+            self.pub_traj.publish(plan_to_trajectory(plan, velocities, inputs, stamp))
+        # the newest first: a re-publish (the executor's timer thread) between the two lines would otherwise send the
+        # previous plan after this one, which a controller then takes as a new plan starting earlier
+        self._latest = msg
+        self.last_plan, self.last_seq = (plan if not on_receipt else None), seq
+        if on_receipt:
+            self.schedule.clear()
+        else:
+            self.schedule.add(plan)
+        self.pub_plan.publish(msg)
 
 
 def stamp_seconds_of(header) -> float:

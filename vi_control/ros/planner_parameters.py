@@ -79,6 +79,13 @@ PARAMETERS: dict[str, Param] = {
         "missed the transient-local sample of a restarted planner still gets the plan",
         range=(0.0, 3600.0),
     ),
+    "controller_name": Param(
+        "vi_controller",
+        "the controller that runs these plans: its <controller_name>/plan_entered says where each "
+        "started (it re-times a plan that arrives late while the robot is at rest), and the "
+        "prediction and MPC cycles continue that timeline — mode mpc cycles only once it entered "
+        "the task's first plan; empty: a controller that does not say (the stated starts hold)",
+    ),
     "warm_start": Param(
         True,
         "re-plans of the task start from the plan being executed, receded to the new start "
