@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from plan_runner import plan_runner
 from scipy.linalg import solve_discrete_are
 
 from vi_control.control.intake import Estimate, Fault
@@ -56,19 +57,7 @@ def runner(pendulum_vi):
     logger = type(
         "Logger", (), {"info": lambda self, m: log.info.append(m), "warning": lambda self, m: log.warning.append(m)}
     )()
-    settings = dict(
-        accept_unconverged=False,
-        gain_scale=1.0,
-        retime_tolerance=0.01,
-        path_tolerance=0.0,
-        goal_tolerance=0.0,
-        goal_time_tolerance=0.5,
-        safe_mode="damping",
-        safe_damping=1.0,
-    )
-    r = PlanRunner(
-        pendulum_vi.robot, pendulum_vi, settings, False, pendulum_vi.robot.joint_names, np.array([0]), logger, log
-    )
+    r = plan_runner(pendulum_vi, logger, log, retime_tolerance=0.01)
     r.log = log
     return r
 

@@ -5,13 +5,11 @@ The case it exists for: a cycle whose lead a clock-rate transient stretched star
 starts earlier, so it replaces that one, and must continue — and predict under — the plan that runs until then
 (the planner used the latest published plan: a 6 N·m jump at the switch in a loaded CI run of test_ros_mpc)."""
 
-import logging
-
 import numpy as np
 import pytest
+from plan_runner import plan_runner
 
 from vi_control.control.plan import Plan
-from vi_control.control.runner import PlanRunner
 from vi_control.control.schedule import PlanSchedule
 
 
@@ -87,25 +85,7 @@ def test_the_schedule_runs_the_plan_the_controller_runs(pendulum_vi, seed):
     planner's cycles come: at every tick (Δt/4 apart) the controller's runner has entered the plan the schedule
     says runs then."""
     vi, rng = pendulum_vi, np.random.default_rng(seed)
-    runner = PlanRunner(
-        vi.robot,
-        vi,
-        dict(
-            accept_unconverged=True,
-            gain_scale=1.0,
-            retime_tolerance=0.0,
-            path_tolerance=0.0,
-            goal_tolerance=0.0,
-            goal_time_tolerance=0.5,
-            safe_mode="zero",
-            safe_damping=1.0,
-        ),
-        False,
-        vi.robot.joint_names,
-        np.array([0]),
-        logging.getLogger("test_plan_schedule"),
-        lambda *a, **k: None,
-    )
+    runner = plan_runner(vi, accept_unconverged=True, safe_mode="zero")
     s, seqs = PlanSchedule(), {}
     publish = {}  # tick -> plans published then
     for i in range(12):

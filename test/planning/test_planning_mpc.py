@@ -5,9 +5,9 @@ match (the panda 20 % heavier on every link: MPC ends nearer the goal than the T
 
 import numpy as np
 import pytest
+from plan_runner import plan_runner
 
 import vi_control as vc
-from vi_control.control.runner import PlanRunner
 from vi_control.control.tracking import tracking_law
 from vi_control.integrators import make_integrator
 from vi_control.planning import load_task
@@ -125,17 +125,7 @@ def test_the_command_does_not_jump_when_the_controller_switches_plans(panda):
     differs from the executing law there by up to 4.9 N·m on this run, where the law's step changes are ≤ 4.7)."""
     task, vi = panda
     plant = make_integrator("midpoint", vc.load_robot("erd:panda", mass_scale=1.2), task.dt)
-    settings = dict(
-        accept_unconverged=False,
-        gain_scale=1.0,
-        retime_tolerance=0.0,
-        path_tolerance=0.0,
-        goal_tolerance=0.0,
-        goal_time_tolerance=0.5,
-        safe_mode="damping",
-        safe_damping=1.0,
-    )
-    runner = PlanRunner(vi.robot, vi, settings, False, vi.robot.joint_names, vi.idx_act, _Quiet(), lambda *a, **k: None)
+    runner = plan_runner(vi, _Quiet())
     m = RecedingHorizon(vi, task, MPCSettings(period=0.1, shrinking=True, min_horizon=4, max_iterations=10))
     first = m.start(t0=0.0).plan
     runner.queue(0, first, False)

@@ -180,13 +180,7 @@ def _check_switches(vi, plans, log, diag):
 
 
 def test_mpc_swings_up_and_holds_a_heavier_pendulum_with_a_weaker_actuator_where_tvlqr_falls(ros, tmp_path):
-    task = tmp_path / "swingup_7nm_mpc.yaml"
-    task.write_text(SWINGUP_7NM)
-    over, robot = task_overrides(str(task))
-    for node in ("simulator", "controller"):
-        over[node]["system_yaml"] = PENDULUM_7NM
-    over["planner"] |= {"model": "pendulum", "system_yaml": PENDULUM_7NM}
-    over |= {"horizon": 100, "dt": 0.1}
+    over, robot = _pendulum_task(tmp_path)
     sim = dict(dt=0.005, mass_scale=1.2, actuator_gain=0.9)
     ctrl = dict(trigger="timer", rate=100.0)
     results = {}
@@ -211,13 +205,7 @@ def test_mpc_continues_the_first_plan_where_the_controller_re_timed_it(ros, tmp_
     braked at rest): the controller re-times it by whole steps and says so on ~/plan_entered; the planner moves the
     plan there before its first cycle, so every switch is seamless on the timeline the robot is on (before, the
     cycles continued the stated start: a 6 N·m jump at the first switch), and the swing-up holds."""
-    task = tmp_path / "swingup_7nm_mpc.yaml"
-    task.write_text(SWINGUP_7NM)
-    over, robot = task_overrides(str(task))
-    for node in ("simulator", "controller"):
-        over[node]["system_yaml"] = PENDULUM_7NM
-    over["planner"] |= {"model": "pendulum", "system_yaml": PENDULUM_7NM}
-    over |= {"horizon": 100, "dt": 0.1}
+    over, robot = _pendulum_task(tmp_path)
     sim = dict(dt=0.005, mass_scale=1.2, actuator_gain=0.9)
     states, diag, plans, log, planner_log = _run(
         ros, "mpc", over, robot, sim, dict(trigger="timer", rate=100.0), after_end=2.0, controller_late=True
@@ -234,6 +222,17 @@ def test_mpc_continues_the_first_plan_where_the_controller_re_timed_it(ros, tmp_
         f"upright error {upright:.4f} rad"
     )
     assert upright < 0.05, upright
+
+
+def _pendulum_task(tmp_path):
+    """The nodes' overrides for SWINGUP_7NM on the 7 N·m pendulum, and its robot."""
+    task = tmp_path / "swingup_7nm_mpc.yaml"
+    task.write_text(SWINGUP_7NM)
+    over, robot = task_overrides(str(task))
+    for node in ("simulator", "controller"):
+        over[node]["system_yaml"] = PENDULUM_7NM
+    over["planner"] |= {"model": "pendulum", "system_yaml": PENDULUM_7NM}
+    return over | {"horizon": 100, "dt": 0.1}, robot
 
 
 def _pendulum_7nm():

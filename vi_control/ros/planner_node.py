@@ -110,6 +110,35 @@ class Job:
     quiet: bool = False
 
 
+class ClockSamples:
+    """(steady time, node clock) pairs at least 50 ms apart, from the joint states' arrivals: how fast the node's
+    clock runs (``rate``). A sim-time clock that has not heard /clock yet reads 0: no sample (one such sample beside
+    a simulation 10 s on made a rate of 13.8, and an MPC cycle planned 4 s ahead); a clock that went back (a
+    restarted simulator) starts the samples again."""
+
+    WINDOW, MIN_SPAN, SPACING = 2.0, 0.25, 0.05
+
+    def __init__(self):
+        self.samples: deque[tuple[float, float]] = deque(maxlen=64)
+
+    def add(self, wall: float, now: float) -> None:
+        samples = self.samples
+        if now <= 0.0:
+            return
+        if samples and now < samples[-1][1]:
+            samples.clear()
+        if not samples or wall - samples[-1][0] >= self.SPACING:
+            samples.append((wall, now))
+
+    def rate(self, wall: float) -> float | None:
+        """Node-clock seconds per steady second over the last ``WINDOW`` s; None if they span under ``MIN_SPAN``."""
+        window = [s for s in list(self.samples) if wall - s[0] < self.WINDOW]
+        if len(window) < 2 or window[-1][0] - window[0][0] < self.MIN_SPAN:
+            return None
+        (s0, r0), (s1, r1) = window[0], window[-1]
+        return max(0.0, (r1 - r0) / (s1 - s0))
+
+
 class PlannerNode(ManagedNode):
     PARAMETERS = PARAMETERS
 
@@ -129,7 +158,7 @@ class PlannerNode(ManagedNode):
         self.vehicle = bool(p["vehicle"])
         self.measured: tuple[float, np.ndarray] | None = None  # a state given as it is: odometry's (vehicle mode)
         self.states: deque[tuple[float, float, bytes]] = deque(maxlen=STATE_BUFFER)  # (wall, clock, message)
-        self.clock_samples: deque[tuple[float, float]] = deque(maxlen=64)  # (steady, node clock), 50 ms apart
+        self.clock_samples = ClockSamples()
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
         self.last_seq: int | None = None  # its sequence number
         self.schedule = PlanSchedule()  # the published plans as the controller runs them: the prediction's laws
@@ -248,9 +277,7 @@ class PlannerNode(ManagedNode):
             except Exception as e:  # (a malformed message: it is reported when a request decodes it)
                 self.get_logger().info(f"first joint state received ({type(e).__name__} reading its stamp)")
         self.states.append((wall, now, msg))
-        samples = self.clock_samples
-        if not samples or wall - samples[-1][0] >= 0.05:
-            samples.append((wall, now))
+        self.clock_samples.add(wall, now)
 
     def on_odometry(self, msg: Odometry) -> None:
         try:
@@ -258,9 +285,7 @@ class PlannerNode(ManagedNode):
         except ValueError as e:
             self.warn("odometry ignored", f"odometry ignored: {e}")
             return
-        wall = time.monotonic()
-        if not self.clock_samples or wall - self.clock_samples[-1][0] >= 0.05:
-            self.clock_samples.append((wall, self._now()))
+        self.clock_samples.add(time.monotonic(), self._now())
         if self.measured is None:
             self.get_logger().info(f"first state to plan from: t={t:.6f}")
         self.measured = (t, x)
@@ -456,14 +481,12 @@ class PlannerNode(ManagedNode):
         """Node-clock seconds per wall second: 1 without sim time; 0 for a lockstep simulation that waits."""
         if not self.get_parameter("use_sim_time").value:
             return 1.0
-        wall = time.monotonic()
-        samples = [s for s in list(self.clock_samples) if wall - s[0] < 2.0]
-        if len(samples) < 2 or samples[-1][0] - samples[0][0] < 0.25:  # too short a window: measure now
+        rate = self.clock_samples.rate(time.monotonic())
+        if rate is None:  # too short a window: measure now
             s0, r0 = time.monotonic(), self._now()
             time.sleep(0.3)
-            samples = [(s0, r0), (time.monotonic(), self._now())]
-        (s0, r0), (s1, r1) = samples[0], samples[-1]
-        return max(0.0, (r1 - r0) / (s1 - s0))
+            rate = max(0.0, (self._now() - r0) / (time.monotonic() - s0))
+        return rate
 
     def expected_solve_time(self) -> float:
         """``expected_solve_time`` until a solve after the first has been timed (the first also loads and compiles
