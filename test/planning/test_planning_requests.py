@@ -200,26 +200,30 @@ ARMS = {
 }
 
 
+def _arm_task(arm: str):
+    """ARMS[arm]'s task: a bundled task by name, or a 20-step goal reach (Δt = 0.05 s) with ARM_WEIGHTS and its R."""
+    spec = ARMS[arm]
+    if isinstance(spec, str):
+        return load_task(spec)
+    return load_task(
+        dict(
+            name=spec["name"],
+            model=spec["model"],
+            dt=0.05,
+            horizon=20,
+            reference={"type": "goal", "u": "hold"},
+            weights=dict(ARM_WEIGHTS, R=spec["R"]),
+            optimizer={"method": "ddp", "max_iterations": 50},
+            **LQR,
+        )
+    )
+
+
 @pytest.mark.parametrize("arm", sorted(ARMS))
 def test_other_bundled_arms_plan_random_requests(arm):
     """The bundled double pendulum (20 N·m), the bundled 7-joint arm7 (the panda's weights) and example-robot-data's
     double pendulum (task_double_pendulum_reach) plan 8 random requests each, from moving noisy starts."""
-    spec = ARMS[arm]
-    if isinstance(spec, str):
-        task = load_task(spec)
-    else:
-        task = load_task(
-            dict(
-                name=spec["name"],
-                model=spec["model"],
-                dt=0.05,
-                horizon=20,
-                reference={"type": "goal", "u": "hold"},
-                weights=dict(ARM_WEIGHTS, R=spec["R"]),
-                optimizer={"method": "ddp", "max_iterations": 50},
-                **LQR,
-            )
-        )
+    task = _arm_task(arm)
     vi = make_system(task)
     for d in bench.random_requests(vi, 8, seed=3):
         plan, _ = solve_request(d.request, vi, task, d.x0)
@@ -233,19 +237,7 @@ def test_points_the_actuators_cannot_follow_start_from_the_start_held():
     from vi_control.planning.requests import plan_trajectory, request_guess
     from vi_control.planning.shooting import rollout
 
-    spec = ARMS["double_pendulum"]
-    task = load_task(
-        dict(
-            name=spec["name"],
-            model=spec["model"],
-            dt=0.05,
-            horizon=20,
-            reference={"type": "goal", "u": "hold"},
-            weights=dict(ARM_WEIGHTS, R=spec["R"]),
-            optimizer={"method": "ddp", "max_iterations": 50},
-            **LQR,
-        )
-    )
+    task = _arm_task("double_pendulum")
     vi = make_system(task)
     x0 = bench.measured_state(vi, np.zeros(2), np.array([0.1, -0.1]), np.random.default_rng(5))
     times, points = np.array([1.0, 2.0, 3.0, 4.0]), np.array([[20.0, -20.0], [-20.0, 20.0], [20.0, -20.0], [0.0, 0.0]])
