@@ -147,11 +147,16 @@ def test_setup_py_declares_every_runtime_pin_as_a_range_holding_it():
     }
 
 
-def test_versions_agree():
+def _setup_version() -> str:
+    """setup.py's version= (read from its syntax tree, not by running it)."""
     tree = ast.parse((REPO / "setup.py").read_text())
-    version = next(
+    return next(
         k.value.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords if k.arg == "version"
     )
+
+
+def test_versions_agree():
+    version = _setup_version()
     assert _package_xml().findtext("version") == version
     assert f"## [{version}]" in (REPO / "CHANGELOG.md").read_text()
     assert "BSD 3-Clause" in (REPO / "LICENSE").read_text() and _package_xml().findtext("license") == "BSD-3-Clause"
@@ -232,7 +237,7 @@ def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     assert {r.name.lower(): installed.get(r.name.lower()) for r in runtime} == {
         r.name.lower(): pins[r.name.lower()] for r in runtime
     }
-    assert installed["vi_control"] == "0.2.0" and {"libpinocchio", "eigenpy"} <= set(installed)
+    assert installed["vi_control"] == _setup_version() and {"libpinocchio", "eigenpy"} <= set(installed)
     assert not {"ray", "mujoco", "meshcat", "ros-rclpy"} & set(installed), "an extra was installed without asking"
 
 
@@ -248,7 +253,12 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_the_quick_start(tmp_path):
     out = subprocess.run([py, "-c", QUICK_START], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     version, where, ur5_nq, moved = out.stdout.split()
-    assert version == "0.2.0" and Path(where).is_relative_to(tmp_path / "venv") and ur5_nq == "6" and moved == "True"
+    assert (
+        version == _setup_version()
+        and Path(where).is_relative_to(tmp_path / "venv")
+        and ur5_nq == "6"
+        and moved == "True"
+    )
 
 
 def _installed() -> bool:
