@@ -24,6 +24,7 @@ from vi_control.ros.main_job import task_overrides  # noqa: E402
 pytestmark = pytest.mark.ros
 DISCOVERY = 60.0  # s: process start-up (imports, the model's compiled code) plus DDS discovery on a loaded machine
 PANDA = "task_panda_reach"
+MIN_STATE_RATE = 100.0  # Hz: the fewest plant states per second a deviation is judged on
 HOLD = "hold" in (CONTROLLER_PARAMETERS["safe_mode"].choices or ())
 needs_hold = pytest.mark.skipif(not HOLD, reason="the controller has no safe_mode 'hold' yet")
 
@@ -87,7 +88,9 @@ class HardwareRun:
         """max |q(t) − q(t0)| over the joints and the plant's states stamped in [t0, t0 + duration] (waits for them)."""
         assert self.wait_until_stamp(t0 + duration, duration + 10.0), self.report()
         t, q = self.states(t0, t0 + duration)
-        assert len(t) > 0.5 * duration * 500, f"{len(t)} states in {duration} s\n{self.report()}"  # (500 Hz)
+        # enough states to judge by: the plant publishes at 500 Hz when it keeps up; a CI worker beside it has slowed
+        # it to 232 Hz (1161 in 5 s), a sampling still 50x finer than a held arm's sag
+        assert len(t) >= MIN_STATE_RATE * duration, f"{len(t)} states in {duration} s\n{self.report()}"
         return float(np.abs(q - q[0]).max())
 
     def tracked_plan(self, settle: float, window: float = 0.5):
