@@ -251,7 +251,7 @@ def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
             for u in sorted((ROOT / "vi_control").rglob("*.py"))
             if u.name != Path(m.file).name
             and re.search(
-                rf"from \.+{re.escape(mod)} import|"
+                rf"from \.+(?:\w+\.)*{re.escape(mod)} import|"
                 rf"import [^\n]*\b{re.escape(mod)}\b",
                 u.read_text(),
             )
