@@ -295,8 +295,11 @@ class Result:
         return self.status in ("killed", "timeout")
 
 
-def run_mutant(m: Mutant, timeout: float, work: Path | None = None, check_baseline: bool = True) -> Result:
-    tests = select_tests(m)
+def run_mutant(
+    m: Mutant, timeout: float, work: Path | None = None, check_baseline: bool = True, tests: list[str] | None = None
+) -> Result:
+    """The mutant against ``tests`` (default: ``select_tests``, the module's fast test files)."""
+    tests = select_tests(m) if tests is None else tests
     if check_baseline:
         tests = baseline(tests, timeout, work)
     if not tests:
@@ -346,6 +349,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--packages", default=",".join(PACKAGES))
     ap.add_argument("--operators", default=",".join(OPERATORS))
     ap.add_argument("--timeout", type=float, default=300.0, help="per mutant [s]")
+    ap.add_argument(
+        "--pick",
+        default="",
+        help="only these 1-based positions of the drawn sample (comma-separated): a run's survivors again, after new "
+        "tests (the same sample as long as vi_control's sources are unchanged)",
+    )
+    ap.add_argument(
+        "--tests",
+        default="",
+        help="run these test files or folders (comma-separated) instead of each module's selection: a survivor "
+        "re-judged by the suite's tests of its layer",
+    )
     ap.add_argument("--list", action="store_true", help="print the mutation points and exit")
     ap.add_argument("--out", default=None, help="write the report (markdown) and a JSON of the results here")
     a = ap.parse_args(argv)
@@ -357,9 +372,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sample = random.Random(a.seed).sample(points, min(a.sample, len(points)))
     print(f"[mutate_ast] {len(points)} mutation points; {len(sample)} drawn (seed {a.seed})", flush=True)
+    picked = {int(i) for i in a.pick.split(",") if i.strip()}
     results, t0 = [], time.monotonic()
     for i, m in enumerate(sample, 1):
-        r = run_mutant(m, a.timeout)
+        if picked and i not in picked:
+            continue
+        r = run_mutant(m, a.timeout, tests=[t for t in a.tests.split(",") if t] or None)
         results.append(r)
         print(
             f"[mutate_ast] {i}/{len(sample)} {r.status:8s} {r.seconds:5.1f} s  {m.name}  "
