@@ -134,6 +134,8 @@ def test_cartpole_swingup_lg2_lowers_the_error_by_forty_percent(cartpole):
         assert E_lg2[0] <= 0.6 * E_lg[0], (N, E_lg, E_lg2)
         for sol in sols.values():
             assert np.abs(sol.Q[:, 0]).max() <= 2.0 + 1e-7 and np.abs(sol.U).max() <= 20.0 + 1e-6
+            # Kelly 2017's task: from hanging at rest at x = 0 to upright at rest at x = d = 1 m
+            np.testing.assert_allclose(sol.Q[0], [0.0, 0.0], atol=1e-8)
             np.testing.assert_allclose(sol.Q[-1], [1.0, np.pi], atol=1e-8)
 
 

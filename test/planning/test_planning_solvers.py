@@ -107,6 +107,12 @@ def test_steepest_descent_decreases_the_cost_towards_the_ddp_optimum(pendulum_vi
     # towards DDP's optimum J*: not below it, and most of the gap closed (measured: 25167 → 5158, J* = 692)
     assert opt.cost < r.cost and r.cost - opt.cost < 0.3 * (r.cost_history[0] - opt.cost)
     assert r.iterations == 40 and not r.converged and r.stop_reason == "max_iterations"
+    # one directional derivative per iteration, each a descent (G·d < 0); the first that of the initial inputs
+    assert len(r.decrement_history) == 40 and max(r.decrement_history) < 0
+    U0 = np.zeros((cost.N, 1))
+    X0, _, _ = rollout(pendulum_vi, x0, U0)
+    G = _gradient_at(pendulum_vi, cost, X0, U0)
+    assert r.decrement_history[0] == pytest.approx(float(np.sum(G * -G)), rel=1e-9)  # (no input limits: d = −G)
 
 
 def test_first_order_projection_method_reaches_the_ddp_optimum(pendulum_vi, problem):
