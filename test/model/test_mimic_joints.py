@@ -4,7 +4,7 @@ midpoint VI keeps along a swing; a joint that mimics itself is refused by name."
 import numpy as np
 import pytest
 
-from vi_control.integrators import make_integrator
+from vi_control.integrators.midpoint import MidpointVI
 from vi_control.model import URDFError, load_robot
 
 LINKS = "".join(
@@ -32,7 +32,7 @@ def _urdf(tmp_path, mimicked: str) -> str:
 
 def test_a_mimic_joint_is_held_to_its_leader_along_a_swing(tmp_path):
     robot = load_robot(_urdf(tmp_path, "j1"))
-    vi = make_integrator("midpoint", robot, 0.01)
+    vi = MidpointVI(robot, 0.01)
     i1, i2 = robot.joint_index("j1"), robot.joint_index("j2")
     q = np.zeros(vi.nq)
     q[i1], q[i2] = 0.4, 2 * 0.4 + 0.1
@@ -44,3 +44,17 @@ def test_a_mimic_joint_is_held_to_its_leader_along_a_swing(tmp_path):
 def test_a_joint_that_mimics_itself_is_refused(tmp_path):
     with pytest.raises(URDFError, match=r"joint 'j2' <mimic>: a joint cannot mimic itself"):
         load_robot(_urdf(tmp_path, "j2"))
+
+
+def test_a_start_off_the_coupling_is_named_at_the_tolerances_boundary(tmp_path):
+    """configuration_violation: |h| ≤ tol·(1 + |q|∞) passes, just beyond it names the constraint and the bound."""
+    vi = MidpointVI(load_robot(_urdf(tmp_path, "j1")), 0.01)
+    i1, i2 = vi.robot.joint_index("j1"), vi.robot.joint_index("j2")
+    q = np.zeros(vi.nq)
+    q[i1] = 0.4
+    bound = 1e-6 * (1.0 + 0.9)  # (|q|∞ = q_j2 = 0.9)
+    for off, named in ((0.9 * bound, False), (1.1 * bound, True)):
+        q[i2] = 2 * 0.4 + 0.1 + off
+        why = vi.configuration_violation(q)
+        assert (why is not None) == named, (off, why)
+    assert "joints ['j2', 'j1']" in why and f"> {bound:.3g}" in why
