@@ -28,3 +28,17 @@ def test_bad_inputs_are_refused_by_name(pendulum_vi, u, match):
     vi = pendulum_vi
     with pytest.raises((ValueError, TypeError), match=match):
         vi.step(vi.state_from_velocity(np.array([0.3]), np.array([0.0])), u)
+
+
+def test_a_step_beyond_the_supported_configuration_range_is_refused_naming_the_joint(pendulum_vi):
+    """check_step: q_{k+1} beyond ±MAX_CONFIGURATION is a root the integrator does not vouch for (cos and sin of
+    such angles carry few digits): refused naming the joint and the range; a step that stays inside is taken."""
+    from vi_control.integrators.base import UntrustedStepError
+    from vi_control.model.limits import MAX_CONFIGURATION
+
+    vi = pendulum_vi
+    inside = vi.state_from_velocity(np.array([MAX_CONFIGURATION - 1.0]), np.array([1.0]))
+    assert abs(vi.step(inside)[0]) <= MAX_CONFIGURATION
+    edge = vi.state_from_velocity(np.array([MAX_CONFIGURATION - 1e-3]), np.array([1.0]))
+    with pytest.raises(UntrustedStepError, match=r"joint 'theta' would reach q = 1e\+06, beyond the supported range"):
+        vi.step(edge)
