@@ -35,6 +35,8 @@ def test_vehicle_maneuvers_converge_in_at_most_10_newton_iterations(inputs):
         res = solve_dmoc(prob, fallback=None)
         assert res.converged and res.iterations <= 10, (name, str(res))
         assert res.residual <= 1e-10 and res.pose_error <= 1e-10 and res.unactuated <= 1e-10, name
+        # ‖F‖∞ at the start and after every accepted Newton step: it ends at the reported residual
+        assert len(res.history) == res.iterations + 1 and res.history[-1] == res.residual, (name, res.history)
         # Alg. 5.2 step 5: the path reconstructed from ξ alone ends at g(T); rest at both ends
         G = prob.group
         assert np.abs(G.cay_inv(G.inverse(prob.gT) @ res.g[-1])).max() <= 1e-10
