@@ -180,3 +180,16 @@ def test_an_initial_guess_that_cannot_be_simulated_is_a_planning_error_naming_th
         ddp(pendulum_vi, cost, x0, U)
     assert e.value.solver == "initial rollout"
     ddp(pendulum_vi, cost, x0, np.where(U > 1, 0.0, U), max_iterations=1)  # the same guess without them simulates
+
+
+def test_each_ddp_solve_stops_at_its_own_tolerance(pendulum_vi, problem):
+    """Consecutive solves on the same compiled stages (their buffers are reused) each stop at their own tolerance and
+    regularization: a loose one stops early with its last decrement below it, a tight one goes on, and the loose one
+    again repeats itself exactly."""
+    cost, x0 = problem
+    U0 = np.zeros((cost.N, 1))
+    loose, tight = (ddp(pendulum_vi, cost, x0, U0, max_iterations=100, tolerance=t) for t in (1e-1, 1e-9))
+    again = ddp(pendulum_vi, cost, x0, U0, max_iterations=100, tolerance=1e-1, regularization=1e-6)
+    assert loose.converged and tight.converged and loose.iterations < tight.iterations
+    assert abs(loose.decrement_history[-1]) < 1e-1 and abs(tight.decrement_history[-1]) < 1e-9
+    assert again.iterations == loose.iterations and again.cost == loose.cost
