@@ -157,7 +157,7 @@ def plan_entered_from_message(msg: Header) -> tuple[int, float]:
     """(seq, t₀) of a ``plan_entered_message``; ValueError if ``frame_id`` is not a plan's sequence number."""
     if not (msg.frame_id.isascii() and msg.frame_id.isdigit()):
         raise ValueError(f"plan_entered: frame_id {msg.frame_id!r} is not a plan sequence number")
-    return int(msg.frame_id), msg.stamp.sec + 1e-9 * msg.stamp.nanosec
+    return int(msg.frame_id), time_seconds(msg.stamp)
 
 
 def plan_to_trajectory(plan: Plan, velocities: np.ndarray, input_joints: list[int], stamp) -> JointTrajectory:
@@ -204,8 +204,14 @@ def split_seconds(t: float) -> tuple[int, int]:
     return (sec + 1, 0) if nsec == 10**9 else (int(sec), int(nsec))
 
 
+def time_seconds(t) -> float:
+    """A builtin_interfaces/Time (a header's stamp) in seconds."""
+    return t.sec + 1e-9 * t.nanosec
+
+
 def stamp_seconds(msg: JointState) -> float:
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    """The header stamp of a stamped message (JointState, Odometry, JointTrajectory, …) in seconds."""
+    return time_seconds(msg.header.stamp)
 
 
 class ForeignJointState(ValueError):

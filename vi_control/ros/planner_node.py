@@ -74,6 +74,7 @@ from .messages import (
     plan_to_message,
     plan_to_trajectory,
     split_seconds,
+    time_seconds,
 )
 from .planner_parameters import PARAMETERS
 from .planner_requests import Request, solve_request, trajectory_request
@@ -413,7 +414,7 @@ class PlannerNode(ManagedNode):
     # ---- requests and their outcomes -------------------------------------------------------------
     def _job(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
         self._next_id += 1
-        stamp, frame = (stamp_seconds_of(header), header.frame_id) if header is not None else (0.0, "")
+        stamp, frame = (time_seconds(header.stamp), header.frame_id) if header is not None else (0.0, "")
         return Job(self._next_id, request, source, stamp, frame, wait)
 
     def _submit(self, request: Request, source: str, header=None, wait: float = 0.0, quiet: bool = False) -> Job:
@@ -780,11 +781,6 @@ class PlannerNode(ManagedNode):
         else:
             self.schedule.add(plan)
         self.pub_plan.publish(msg)
-
-
-def stamp_seconds_of(header) -> float:
-    """A std_msgs/Header's stamp in seconds."""
-    return header.stamp.sec + 1e-9 * header.stamp.nanosec
 
 
 def _stamp(head, buf: bytes) -> float:
