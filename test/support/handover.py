@@ -32,12 +32,12 @@ lqr: {Q: [100.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}
 hold: {Q: [100.0, 1.0], R: 1.0}
 """
 DT, HORIZON = 0.05, 50
-ENTERED = re.compile(r"entered plan (\d+) at k=(\d+) \(state t=([-\d.]+), plan start t0=([-\d.]+)\)(, re-timed)?")
+ENTERED = re.compile(r"entered plan (\d+) at k=(\d+) \(state t=([-\d.]+), plan start t0=([-\d.]+)\)")
 
 
 def entries(log: str) -> list[tuple[int, int, float, float]]:
     """(plan, k, state time, stated plan start) of every "entered plan" line of a controller log."""
-    return [(int(a), int(b), float(c), float(d)) for a, b, c, d, _ in ENTERED.findall(log)]
+    return [(int(a), int(b), float(c), float(d)) for a, b, c, d in ENTERED.findall(log)]
 
 
 RETIMED_BY = re.compile(r"entered plan (\d+) at k=\d+ \([^)]*\), re-timed by (\d+) steps")
@@ -46,11 +46,6 @@ RETIMED_BY = re.compile(r"entered plan (\d+) at k=\d+ \([^)]*\), re-timed by (\d
 def retimed_steps(log: str) -> dict[int, int]:
     """plan -> the whole steps m by which the controller re-timed it (it runs from t₀ + m·Δt)."""
     return {int(a): int(b) for a, b in RETIMED_BY.findall(log)}
-
-
-def retimed(log: str) -> dict[int, bool]:
-    """plan -> whether the controller re-timed it (it arrived late with the robot still at its X_0)."""
-    return {int(m[0]): bool(m[4]) for m in ENTERED.findall(log)}
 
 
 def upright_error(q: float) -> float:
@@ -98,7 +93,7 @@ def handover_runs(session, runs: int, discovery: float = 30.0) -> list[dict]:
                 t=t,
                 t0=t0,
                 offset_steps=(t - t0) / DT,
-                retimed=retimed(ctrl.log())[seq],
+                retimed=seq in retimed_steps(ctrl.log()),
                 final=max(upright_error(q) for q in tail),
             )
         )

@@ -1,5 +1,5 @@
-"""A control.runner.PlanRunner for tests without a node: the controller's parameter defaults that the runner reads,
-overridable per test."""
+"""A control.runner.PlanRunner for tests without a node: the settings the runner reads, with tolerances and
+re-timing off and damping as the safe command (not the node's defaults), overridable per test."""
 
 from __future__ import annotations
 
