@@ -27,20 +27,26 @@ from __future__ import annotations
 
 import argparse
 import ast
+import atexit
 import json
+import os
 import random
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from mutation import COPIED, run_tests  # noqa: E402
+from mutation import COPIED, environment, run_tests  # noqa: E402
 from mutation import copy_repository as _copy_tree  # noqa: E402
 
 PACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "ros")
@@ -266,6 +272,115 @@ def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
     return [str(t.relative_to(ROOT)) for t in hits[:limit]]
 
 
+# ---- which tests: the coverage map ----------------------------------------------------------------------------------
+CONTEXTS = ROOT / "benchmarks" / "coverage_contexts"  # the per-test context plugin and the child processes' hook
+
+
+def map_coverage(out: Path, workers: int = 2, work: Path | None = None, tests: list[str] = ()) -> dict:
+    """Run the default suite once under coverage, in a copy of the repository, each test's lines under its own id
+    (``coverage_contexts``: in-process tests by node id, processes a test starts — nodes, CLIs — by its file), and
+    write ``out`` (JSON): ``tests`` (ids, durations [s]) and ``lines`` (``file → line → indices of the tests that
+    execute it``). A test that fails under coverage's slowdown still counts for the lines it reached."""
+    import coverage
+
+    with tempfile.TemporaryDirectory(prefix="vi_covmap_", dir=work) as d:
+        root = copy_repository(Path(d) / "repo")
+        data, durations = Path(d) / "data", Path(d) / "durations"
+        data.mkdir()
+        rc = Path(d) / "coveragerc"
+        rc.write_text(
+            f"[run]\nparallel = true\ndata_file = {data}/.coverage\npatch = subprocess\nsigterm = true\n"
+            f"source = {root}/vi_control\n"
+        )
+        env = environment(root)
+        env.update(
+            PYTHONPATH=os.pathsep.join([str(CONTEXTS), env["PYTHONPATH"]]),
+            COVERAGE_RCFILE=str(rc),
+            VI_COV_DURATIONS=str(durations),
+        )
+        run = [sys.executable, "-m", "coverage", "run", "-m", "pytest", "-p", "no:cacheprovider"]
+        run += ["-p", "vi_cov_contexts", "-n", str(workers), "--dist", "loadgroup", *tests]
+        t0 = time.monotonic()
+        rc_suite = subprocess.run(run, cwd=root, env=env).returncode
+        print(f"[mutate_ast] suite under coverage: rc {rc_suite}, {time.monotonic() - t0:.0f} s", flush=True)
+        subprocess.run([sys.executable, "-m", "coverage", "combine", "-q"], cwd=root, env=env, check=True)
+        cd = coverage.CoverageData(str(data / ".coverage"))
+        cd.read()
+        seconds: dict[str, float] = {}
+        for f in durations.glob("*.json"):
+            seconds.update(json.loads(f.read_text()))
+        index: dict[str, int] = {}
+        lines: dict[str, dict[str, list[int]]] = {}
+        for path in cd.measured_files():
+            rel = os.path.relpath(path, root)
+            if rel.startswith(".."):
+                continue
+            by_line: dict[str, list[int]] = {}
+            for line, contexts in (cd.contexts_by_lineno(path) or {}).items():
+                ids = sorted({index.setdefault(t, len(index)) for t in map(_test_of_context, contexts) if t})
+                if ids:
+                    by_line[str(line)] = ids
+            lines[rel] = by_line
+    tests = sorted(index, key=index.get)
+    files = {}
+    for t, s in seconds.items():
+        files[t.split("::")[0]] = files.get(t.split("::")[0], 0.0) + s
+    cmap = {"tests": tests, "seconds": [seconds.get(t, files.get(t, 1.0)) for t in tests], "lines": lines}
+    out.write_text(json.dumps(cmap))
+    print(f"[mutate_ast] coverage map: {len(tests)} tests, {len(lines)} files -> {out}", flush=True)
+    return cmap
+
+
+def _test_of_context(context: str) -> str:
+    """A test id from a coverage context: a node id; a child process's context names its starter's file."""
+    if not context:
+        return ""
+    if context.startswith("child:"):
+        return context[len("child:") :].split("::")[0]
+    return context
+
+
+def _statement_lines(file: str, line: int) -> list[int]:
+    """The lines from the first of the innermost statement holding ``line`` down to ``line`` (a tracer records a
+    multi-line statement at one of its lines)."""
+    tree = ast.parse((ROOT / file).read_text())
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    start = best.lineno if best is not None else line
+    return list(range(line, start - 1, -1))
+
+
+def covering_tests(m: Mutant, cmap: dict, budget: float = float("inf")) -> list[str] | None:
+    """The tests that execute the mutant's statement, fastest first (a test file where a child process of one of
+    its tests ran it: the whole file, since a module's nodes serve all its tests), as many as fit in ``budget``
+    seconds of their measured durations (at least one); ``None`` when no test does (module-level code runs at
+    import, outside every test)."""
+    by_line = cmap["lines"].get(m.file, {})
+    ids: list[int] = []
+    for ln in _statement_lines(m.file, m.line):
+        if str(ln) in by_line:
+            ids = by_line[str(ln)]
+            break
+    if not ids:
+        return None
+    names = [cmap["tests"][i] for i in ids]
+    files = {n for n in names if "::" not in n}
+    keep = sorted(
+        (i for i, n in zip(ids, names) if "::" not in n or n.split("::")[0] not in files),
+        key=lambda i: cmap["seconds"][i],
+    )
+    out, spent = [], 0.0
+    for i in keep:
+        if out and spent + cmap["seconds"][i] > budget:
+            break
+        out.append(cmap["tests"][i])
+        spent += cmap["seconds"][i]
+    return out
+
+
 _BASELINE: dict[str, bool] = {}
 
 
@@ -296,24 +411,93 @@ class Result:
 
 
 def run_mutant(
-    m: Mutant, timeout: float, work: Path | None = None, check_baseline: bool = True, tests: list[str] | None = None
+    m: Mutant,
+    timeout: float,
+    work: Path | None = None,
+    check_baseline: bool = True,
+    tests: list[str] | None = None,
+    cmap: dict | None = None,
+    budget: float = float("inf"),
 ) -> Result:
-    """The mutant against ``tests`` (default: ``select_tests``, the module's fast test files)."""
-    tests = select_tests(m) if tests is None else tests
-    if check_baseline:
+    """The mutant against ``tests``; by default the tests that execute its statement (``covering_tests``, with a
+    coverage map ``cmap``), else — or for module-level code — ``select_tests``, the module's fast test files.
+
+    With a coverage map every kill is confirmed: the first failing test must pass on the unmutated copy (else it is
+    left out and the mutant run again), and the time limit grows with the tests' measured durations."""
+    how = "given"
+    if tests is None and cmap is not None:
+        tests = covering_tests(m, cmap, budget)
+        how = "coverage" if tests is not None else "module selection"
+    if tests is None:
+        tests = select_tests(m)
+        how = "module selection"
+    if check_baseline and how == "module selection":
         tests = baseline(tests, timeout, work)
     if not tests:
-        return Result(m, "untested", 0.0, [], "no fast test file reaches this module (or all fail unmutated)")
+        why = "no test executes this statement" if how == "coverage" else "no fast test file reaches this module"
+        return Result(m, "untested", 0.0, [], why)
+    if how == "coverage":
+        seconds = dict(zip(cmap["tests"], cmap["seconds"]))
+        timeout = max(timeout, 3.0 * sum(seconds.get(t, 1.0) for t in tests) + 60.0)
     with tempfile.TemporaryDirectory(prefix="vi_ast_mut_", dir=work) as d:
         root = copy_repository(Path(d) / "repo")
         try:
             apply(root, m)
         except (ValueError, SyntaxError) as e:
             return Result(m, "invalid", 0.0, tests, str(e))
-        status, seconds, tail = run_tests(root, tests, timeout)
+        elapsed = 0.0
+        for _ in range(3):
+            status, seconds_run, tail = run_tests(root, tests, timeout)
+            elapsed += seconds_run
+            failing = _first_failing(tail)
+            if how != "coverage" or status not in ("failed", "error") or not failing:
+                break
+            # a kill counts when the failing test fails again alone on the mutant and passes unmutated: not the
+            # load of a parallel run, not a test broken or flaky without the mutant
+            if run_tests(root, [failing], timeout)[0] != "passed" and _passes_unmutated(failing, work):
+                break
+            tests = [t for t in tests if t != failing and t.split("::")[0] != failing.split("::")[0]]
+            if not tests:
+                status = "passed"
+                break
     first = next((ln.strip() for ln in tail.splitlines() if ln.startswith(("FAILED ", "ERROR ", "E "))), "")
     kind = {"passed": "survived", "failed": "killed", "error": "killed", "timeout": "timeout"}[status]
-    return Result(m, kind, seconds, tests, first[:200])
+    return Result(m, kind, elapsed, tests, first[:200])
+
+
+def _first_failing(tail: str) -> str:
+    """The id of the first failing test (or erroring file) in pytest's short summary."""
+    for ln in tail.splitlines():
+        if ln.startswith(("FAILED ", "ERROR ")):
+            return ln.split(" ", 1)[1].split(" - ", 1)[0].strip()
+    return ""
+
+
+_UNMUTATED: dict[str, bool] = {}
+_BASE_ROOT: list[Path] = []
+_BASE_LOCK = threading.Lock()
+
+
+def _passes_unmutated(test: str, work: Path | None) -> bool:
+    """Whether ``test`` passes on an unmutated copy (one copy per run, each test run once)."""
+    with _BASE_LOCK:
+        return _passes_unmutated_locked(test, work)
+
+
+def _passes_unmutated_locked(test: str, work: Path | None) -> bool:
+    if test not in _UNMUTATED:
+        if not _BASE_ROOT:
+            d = tempfile.mkdtemp(prefix="vi_ast_base_", dir=work)
+            atexit.register(shutil.rmtree, d, True)
+            _BASE_ROOT.append(copy_repository(Path(d) / "repo"))
+        _UNMUTATED[test] = run_tests(_BASE_ROOT[0], [test], 900.0)[0] == "passed"
+    return _UNMUTATED[test]
+
+
+def _test_files(tests: list[str]) -> str:
+    files = list(dict.fromkeys(Path(t.split("::")[0]).name for t in tests))
+    more = f" and {len(files) - 4} more files" if len(files) > 4 else ""
+    return f"{len(tests)} tests in " * (len(tests) != len(files)) + ", ".join(files[:4]) + more
 
 
 def report(results: list[Result]) -> str:
@@ -337,9 +521,40 @@ def report(results: list[Result]) -> str:
     for r in surv:
         lines.append(
             f"- `{r.mutant.name}`: `{r.mutant.original[:70]}` → `{r.mutant.replacement[:70]}` "
-            f"(tests: {', '.join(Path(t).name for t in r.tests)})"
+            f"(tests: {_test_files(r.tests)})"
         )
     return "\n".join(lines)
+
+
+def _key(m: Mutant) -> tuple[str, str, str, str]:
+    return (m.file, m.operator, m.original, m.replacement)
+
+
+def _survivors(run: Path):
+    """The survivors of an earlier run (its JSON), found again among ``points`` by file, operator and segment, at
+    the nearest line (lines move when the file is edited): yields (key, recorded line, distance to the nearest)."""
+    records = [r for r in json.loads(run.read_text()) if r["status"] in ("survived", "untested")]
+
+    def found(points: list[Mutant]):
+        for r in records:
+            key = (r["file"], r["operator"], r["original"], r["replacement"])
+            lines = [m.line for m in points if _key(m) == key]
+            if lines:
+                yield key, r["line"], min(abs(ln - r["line"]) for ln in lines)
+
+    return lambda points: list(found(points))
+
+
+def _write_json(out: Path, results: list[Result]) -> None:
+    out.with_suffix(".json").write_text(
+        json.dumps(
+            [
+                dict(asdict(r.mutant), status=r.status, seconds=r.seconds, tests=r.tests, detail=r.detail)
+                for r in results
+            ],
+            indent=1,
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,9 +576,39 @@ def main(argv: list[str] | None = None) -> int:
         help="run these test files or folders (comma-separated) instead of each module's selection: a survivor "
         "re-judged by the suite's tests of its layer",
     )
+    ap.add_argument(
+        "--map-coverage",
+        default=None,
+        metavar="MAP.json",
+        help="run the default suite once under coverage and write which tests execute each line (then exit)",
+    )
+    ap.add_argument(
+        "--coverage",
+        default=None,
+        metavar="MAP.json",
+        help="give each mutant the tests that execute its statement (a map written by --map-coverage on the same "
+        "sources), kills confirmed against the unmutated copy",
+    )
+    ap.add_argument(
+        "--rerun",
+        default=None,
+        metavar="RUN.json",
+        help="only the survivors of an earlier run (its JSON), found again by file, operator and segment",
+    )
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=float("inf"),
+        help="with --coverage: a mutant's tests fastest first up to this many seconds of their measured durations",
+    )
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (each in its own copy and ROS domain)")
     ap.add_argument("--list", action="store_true", help="print the mutation points and exit")
     ap.add_argument("--out", default=None, help="write the report (markdown) and a JSON of the results here")
     a = ap.parse_args(argv)
+    if a.map_coverage:
+        map_coverage(Path(a.map_coverage), tests=[t for t in a.tests.split(",") if t])
+        return 0
+    cmap = json.loads(Path(a.coverage).read_text()) if a.coverage else None
     ops = set(a.operators.split(","))
     points = [m for m in all_mutants(tuple(a.packages.split(","))) if m.operator in ops]
     if a.list:
@@ -373,17 +618,29 @@ def main(argv: list[str] | None = None) -> int:
     sample = random.Random(a.seed).sample(points, min(a.sample, len(points)))
     print(f"[mutate_ast] {len(points)} mutation points; {len(sample)} drawn (seed {a.seed})", flush=True)
     picked = {int(i) for i in a.pick.split(",") if i.strip()}
+    if a.rerun:  # the earlier run's survivors wherever they are now, not this seed's sample
+        earlier = _survivors(Path(a.rerun))
+        sample = [m for m in points if any(_key(m) == k and abs(m.line - ln) == d for k, ln, d in earlier(points))]
+        print(f"[mutate_ast] re-running {len(sample)} survivors of {a.rerun}", flush=True)
     results, t0 = [], time.monotonic()
-    for i, m in enumerate(sample, 1):
-        if picked and i not in picked:
-            continue
-        r = run_mutant(m, a.timeout, tests=[t for t in a.tests.split(",") if t] or None)
-        results.append(r)
+    todo = [(i, m) for i, m in enumerate(sample, 1) if not picked or i in picked]
+    given = [t for t in a.tests.split(",") if t] or None
+
+    def one(item: tuple[int, Mutant]) -> Result:
+        i, m = item
+        r = run_mutant(m, a.timeout, tests=given, cmap=cmap, budget=a.budget)
         print(
             f"[mutate_ast] {i}/{len(sample)} {r.status:8s} {r.seconds:5.1f} s  {m.name}  "
             f"{m.original[:50]!r} -> {m.replacement[:50]!r}  {r.detail[:80]}",
             flush=True,
         )
+        return r
+
+    with ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        for r in pool.map(one, todo):
+            results.append(r)
+            if a.out:  # so far, in the sample's order (a long run interrupted keeps what it measured)
+                _write_json(Path(a.out), results)
     text = report(results)
     print(text)
     print(f"[mutate_ast] {time.monotonic() - t0:.0f} s")
@@ -391,15 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(a.out).write_text(
             f"# AST mutation run (seed {a.seed}, {len(sample)} of {len(points)} points)\n\n" + text + "\n"
         )
-        Path(a.out).with_suffix(".json").write_text(
-            json.dumps(
-                [
-                    dict(asdict(r.mutant), status=r.status, seconds=r.seconds, tests=r.tests, detail=r.detail)
-                    for r in results
-                ],
-                indent=1,
-            )
-        )
+        _write_json(Path(a.out), results)
     return 0
 
 

@@ -1,6 +1,7 @@
 """benchmarks/mutate_ast.py: the AST mutation tool enumerates every operator's points, applies
 each to a copy so that only its segment changes, and tells a killed mutant from a surviving one."""
 
+import json
 import random
 from pathlib import Path
 
@@ -58,3 +59,29 @@ def test_a_killed_and_a_surviving_mutant(tmp_path):
     assert survived.status == "survived", survived
     text = tool.report([killed, survived])
     assert "| model | 1 / 2 | 50 % | 0 |" in text and "Survivors (1)" in text
+
+
+def test_a_coverage_map_names_in_process_tests_by_id_and_child_processes_by_file(tmp_path):
+    """One file's tests under coverage: the CRBA runs in the test process (each parametrised case its own id) and,
+    in ``test_long_chain_loads_without_pinocchio_data``, in a child Python (counted for the whole file). A mutant of
+    the CRBA then gets those tests, is killed, and its kill is confirmed on the unmutated copy."""
+    crba_test = "test/model/test_model_crba.py"
+    cmap = tool.map_coverage(tmp_path / "map.json", workers=0, work=tmp_path, tests=[crba_test])
+    lines = cmap["lines"]["vi_control/model/crba.py"]
+    named = {cmap["tests"][i] for ids in lines.values() for i in ids}
+    assert f"{crba_test}::test_mass_matrix_equals_pinocchio_crba[panda]" in named
+    assert crba_test in named  # the child process's lines, by its starter's file
+    assert all(t.startswith(crba_test) for t in named)
+    # a statement of the CRBA's loop: every test that runs it, the file once for the child's share
+    m = next(
+        m for m in tool.mutants_of(ROOT / "vi_control/model/crba.py") if m.operator == "arith" and str(m.line) in lines
+    )
+    tests = tool.covering_tests(m, cmap)
+    assert tests and set(tests) <= named
+    assert crba_test not in tests or not any(t.startswith(crba_test + "::") for t in tests)
+    killed = tool.run_mutant(m, timeout=300, work=tmp_path, cmap=cmap)
+    assert killed.status == "killed", killed
+    # a module these tests never reach: no test id (run_mutant falls back to the module selection)
+    far = next(iter(tool.mutants_of(ROOT / "vi_control/ros/recorder.py")))
+    assert tool.covering_tests(far, cmap) is None
+    assert json.loads((tmp_path / "map.json").read_text())["tests"] == cmap["tests"]
