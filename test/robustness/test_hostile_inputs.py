@@ -277,6 +277,11 @@ def test_state_estimator_refuses_a_sample_it_would_keep_as_poison():
     assert np.array_equal(x, vi.state_from_configurations(q0, q1))
     with pytest.raises(ValueError, match="tolerance"):
         vc.StateEstimator(vi, tolerance=float("nan"))
+    # at the boundary of "a finite number >= 0": 0 accepted (samples exactly Δt apart), the next double below refused
+    for name in ("tolerance", "max_gap"):
+        assert getattr(vc.StateEstimator(vi, **{name: 0.0}), name) == 0.0
+        with pytest.raises(ValueError, match=f"StateEstimator {name}: expected a finite number >= 0"):
+            vc.StateEstimator(vi, **{name: -5e-324})
 
 
 @pytest.mark.parametrize("compile", [False, None])

@@ -1,0 +1,146 @@
+"""The nodes' lifecycle and plan intake in this process on real rclpy (no node processes): a cleanup destroys every
+publisher, subscription, service and timer the configure made, and a configure after it makes the same set again
+(no duplicates); the controller's integrator follows a plan's Δt (rebuilt for another Δt, kept for the same); the
+planner re-publishes its latest plan every ``republish_period`` while active, and stops when deactivated."""
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from in_process import node_in_process  # noqa: E402
+from rclpy.lifecycle import TransitionCallbackReturn as R  # noqa: E402
+
+from vi_control.control.plan import Plan  # noqa: E402
+
+
+def _entities(node) -> dict[str, list[str]]:
+    """The node's own entities by kind: topic or service names (sorted, repeated if created twice), timer count."""
+    return dict(
+        publishers=sorted(p.topic_name for p in node.publishers),
+        subscriptions=sorted(s.topic_name for s in node.subscriptions),
+        services=sorted(s.srv_name for s in node.services),
+        timers=[str(len(list(node.timers)))],
+    )
+
+
+def _make(kind: str):
+    if kind == "controller":
+        from vi_control.ros.controller_node import ControllerNode
+
+        return ControllerNode, ["-p", "model:=pendulum"]
+    if kind == "simulator":
+        from vi_control.ros.simulator_node import SimulatorNode
+
+        return SimulatorNode, ["-p", "model:=pendulum", "-p", "mode:=lockstep"]
+    from vi_control.ros.planner_node import PlannerNode
+
+    return PlannerNode, ["-p", "plan_on_startup:=false", "-p", "republish_period:=0.5"]
+
+
+@pytest.mark.parametrize("kind", ["controller", "simulator", "planner"])
+def test_cleanup_destroys_what_configure_made_and_configure_makes_it_again(kind, request):
+    cls, params = _make(kind)
+    with node_in_process(request.node.name, cls, params) as node:
+        active = _entities(node)  # autostarted: configured and active
+        assert node.trigger_deactivate() == R.SUCCESS
+        assert node.trigger_cleanup() == R.SUCCESS
+        bare = _entities(node)
+        own = {k: sorted(set(active[k]) - set(bare[k])) for k in ("publishers", "subscriptions", "services")}
+        # configure made topics of its own (commands, states, plans, diagnostics) and cleanup took every one back
+        assert own["publishers"] and own["subscriptions"], (active, bare)
+        for k in ("publishers", "subscriptions", "services"):
+            assert not [n for n in bare[k] if n in own[k]], (k, bare[k])
+        assert int(bare["timers"][0]) < int(active["timers"][0]) or active["timers"] == ["0"], (active, bare)
+        assert node.trigger_configure() == R.SUCCESS
+        assert node.trigger_activate() == R.SUCCESS
+        assert _entities(node) == active  # the same set again, none twice
+
+
+def _hanging_plan(robot, dt: float, n: int = 5) -> Plan:
+    """The pendulum hanging at rest: the state (q, p) = 0, no input, zero gains — admitted by every limit."""
+    return Plan(
+        times=dt * np.arange(n + 1),
+        X=np.zeros((n + 1, 2)),
+        U=np.zeros((n, 1)),
+        K=np.zeros((n, 1, 2)),
+        dt=dt,
+        model_name=robot.name,
+        model_hash=robot.hash,
+        joint_names=list(robot.joint_names),
+        input_names=list(robot.actuated),
+        U_final=np.zeros(1),
+        K_final=np.zeros((1, 2)),
+    )
+
+
+def test_the_controller_rebuilds_its_integrator_for_a_plan_of_another_dt_only(controller_in_process):
+    from vi_control.ros.messages import plan_to_message
+
+    node = controller_in_process
+    dt0, vi0 = node.vi.dt, node.vi
+    node._accept_plan(plan_to_message(_hanging_plan(node.robot, dt0), 1))
+    assert node.vi is vi0  # the same Δt: the integrator (and its compiled step) kept
+    other = 2.0 * dt0
+    node._accept_plan(plan_to_message(_hanging_plan(node.robot, other), 2))
+    assert node.vi is not vi0 and node.vi.dt == other
+    # the state estimate and the law run on the rebuilt system
+    assert node.intake.vi is node.vi and node.runner.vi is node.vi
+
+
+def test_the_planner_republishes_its_latest_plan_while_active(request):
+    """republish_period 0.2 s: the start-up plan arrives once when published and again every 0.2 s; deactivated,
+    nothing more."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import UInt8MultiArray
+
+    from vi_control.ros.common import LATCHED_QOS
+    from vi_control.ros.planner_node import PlannerNode
+
+    params = ["-p", "republish_period:=0.2", "-p", "startup_wait:=0.0", "-p", "controller_name:=''"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        listener = rclpy.create_node("listener", context=planner.context)
+        got: list[bytes] = []
+        listener.create_subscription(
+            UInt8MultiArray, planner.pub_plan.topic_name, lambda m: got.append(bytes(m.data)), LATCHED_QOS
+        )
+        ex = SingleThreadedExecutor(context=planner.context)
+        ex.add_node(planner)
+        ex.add_node(listener)
+
+        def spin(seconds: float, until=lambda: False) -> None:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end and not until():
+                ex.spin_once(timeout_sec=0.02)
+
+        spin(60.0, lambda: len(got) >= 1)  # the start-up plan (solved in the planner's worker)
+        assert got, "no plan within 60 s"
+        first = len(got)
+        spin(1.1)
+        assert len(got) - first >= 4, len(got)  # 0.2 s apart: 5 in 1.1 s, at least 4 under load
+        assert all(g == got[0] for g in got)  # the same plan each time
+        assert planner.trigger_deactivate() == R.SUCCESS
+        spin(0.1)
+        n = len(got)
+        spin(0.7)
+        assert len(got) == n
+        ex.shutdown()
+        listener.destroy_node()
+
+
+def test_making_the_executor_leaves_the_callers_stderr_in_place(monkeypatch):
+    """rclpy's EventsExecutor enables faulthandler, which needs a stderr with a file descriptor: make_executor lends
+    it the process's real one and gives back what the caller had (a notebook's or pytest's capture)."""
+    import io
+    import sys
+
+    from vi_control.ros.common import make_executor
+
+    captured = io.StringIO()  # no fileno(): what a notebook's stderr is
+    monkeypatch.setattr(sys, "stderr", captured)
+    ex = make_executor()
+    assert sys.stderr is captured
+    ex.shutdown()
