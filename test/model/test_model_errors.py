@@ -204,6 +204,19 @@ def test_massless_intermediate_link_is_accepted():
         assert np.all(np.linalg.eigvalsh(pin.crba(r.pin_model, r.create_data(), q)) > 1e-3)
 
 
+def test_a_coupling_leaving_one_coordinate_that_moves_no_inertia_is_refused():
+    """Two hinges about one axis through one point, a massless link between them, coupled by a joints constraint:
+    q1 + q2 = 0 keeps the massive link still, so the one coordinate left moves nothing (M reduced by the coupling
+    is 0: refused, naming a joint); q1 − q2 = 0 turns it at twice the rate (M = 4·I): accepted."""
+    xml = robot(("a", ""), ("b", ""), ("c", inertial(1)), joints=[hinge("j1", "a", "b"), hinge("j2", "b", "c")])
+    couple = {"constraints": [{"type": "joints", "joints": ["j1", "j2"], "coefficients": [1, 1]}]}
+    with pytest.raises(URDFError, match=r"joint 'j[12]': the mass matrix reduced by the joint couplings is singular"):
+        load_robot(xml, couple)
+    couple["constraints"][0]["coefficients"] = [1, -1]
+    r = load_robot(xml, couple)
+    assert r.nq == 2
+
+
 def test_massless_link_on_a_prescribed_joint_is_accepted():
     """Kinematic (prescribed) joints move no dynamics: their links may be massless (marionette strings)."""
     xml = CHAIN.replace(

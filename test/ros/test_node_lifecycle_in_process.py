@@ -144,3 +144,36 @@ def test_making_the_executor_leaves_the_callers_stderr_in_place(monkeypatch):
     ex = make_executor()
     assert sys.stderr is captured
     ex.shutdown()
+
+
+def test_the_recorder_node_records_the_topics_its_parameters_name(request, tmp_path):
+    """vi_recorder's parameters choose the file and the controller's and planner's names: a command published on
+    <controller_name>/commands is in the file (read back with the mcap reader) under the node's namespace."""
+    import rclpy
+    from mcap.reader import make_reader
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import Float64MultiArray
+
+    from vi_control.ros.recorder_node import RecorderNode
+
+    path = tmp_path / "run.mcap"
+    params = ["-p", f"path:={path}", "-p", "controller_name:=arm_controller", "-p", "planner_name:=arm_planner"]
+    with node_in_process(request.node.name, RecorderNode, params) as rec:
+        ns = rec.get_namespace()
+        talker = rclpy.create_node("talker", namespace=ns, context=rec.context)
+        pub = talker.create_publisher(Float64MultiArray, "arm_controller/commands", 10)
+        ex = SingleThreadedExecutor(context=rec.context)
+        ex.add_node(rec)
+        ex.add_node(talker)
+        end = time.monotonic() + 20.0
+        while time.monotonic() < end and rec.file.counts[f"{ns}/arm_controller/commands"] < 3:
+            pub.publish(Float64MultiArray(data=[1.5, -2.25]))
+            ex.spin_once(timeout_sec=0.05)
+        ex.shutdown()
+        talker.destroy_node()
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        topics = {c.topic for c in reader.get_summary().channels.values()}
+        commands = [m for _, ch, m in reader.iter_messages() if ch.topic == f"{ns}/arm_controller/commands"]
+    assert {f"{ns}/arm_controller/commands", f"{ns}/arm_planner/plan", f"{ns}/arm_planner/trajectory"} <= topics
+    assert len(commands) >= 3

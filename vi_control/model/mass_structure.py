@@ -96,9 +96,12 @@ def check_mass_structure(
     if P.shape[1] == 0:
         return
     dyn = np.flatnonzero(~locked)
-    Mr = P.T @ mass_matrix(model, q)[np.ix_(dyn, dyn)] @ P
+    M = mass_matrix(model, q)[np.ix_(dyn, dyn)]
+    Mr = P.T @ M @ P  # (P's columns are orthonormal: Mr's eigenvalues are on M's scale)
     eig, vec = np.linalg.eigh(Mr)
-    if not eig[0] > 1e-12 * max(eig[-1], 1e-300):
+    # relative to M's largest diagonal entry, not to Mr's own largest eigenvalue: with one coordinate left those are
+    # the same number and a reduced mass of 1e-33 passed
+    if not eig[0] > 1e-12 * max(float(np.diag(M).max()), 1e-300):
         worst = order[dyn[int(np.argmax(np.abs(P @ vec[:, 0])))]]
         raise URDFError(
             f"joint {worst!r}: the mass matrix reduced by the joint couplings is singular "
