@@ -117,3 +117,16 @@ def test_periodic_gains_do_not_depend_on_the_unit_of_the_cost(gait, cycle):
     s = 2.0**-40
     K = gait.periodic_gains(vi, cyc.X, cyc.U, s * Q, s * R)
     assert np.abs(K - K1).max() < 1e-12 * np.abs(K1).max()
+
+
+@pytest.mark.parametrize("step_length", [0.5, 0.3])
+def test_the_guess_starts_and_ends_in_double_support_one_step_apart(step_length):
+    """The interpolated guess's end poses (forward kinematics of the URDF, not the poses' formula): both feet on
+    the ground, the stance (left) foot at the origin, the swing foot a step behind at the start and a step ahead
+    at the end, the legs straight."""
+    g = BipedGait(load_bundled("biped5_stance"), step_length=step_length)
+    q_start, q_end = g.standing_poses
+    for q, swing_x in ((q_start, -step_length), (q_end, step_length)):
+        np.testing.assert_allclose(np.array(g.foot("left", q)).ravel(), [0.0, 0.0], atol=1e-12)
+        np.testing.assert_allclose(np.array(g.foot("right", q)).ravel(), [swing_x, 0.0], atol=1e-12)
+        assert q[list(g.knees)].tolist() == [0.0, 0.0]

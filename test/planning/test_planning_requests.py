@@ -175,6 +175,10 @@ def test_plan_limits_at_the_boundary(panda):
     with pytest.raises(PlanLimitsError) as e:
         check_plan_limits(vi, plan, r * (1 - 1e-6))
     assert e.value.quantity == "velocity" and e.value.ratio == pytest.approx(1 / (1 - 1e-6))
+    # the advice fits the quantity: a slower plan for velocities, lower accelerations for efforts
+    duration = plan.horizon * vi.dt
+    assert f"slow the motion down: about {1 / (1 - 1e-6):.3g}× its duration ({duration:.4g} s)" in str(e.value)
+    assert "velocity_limit_factor" in str(e.value) and "lower accelerations" not in str(e.value)
     U = plan.U.copy()
     U[4, 6] = -vi.robot.effort_limits[6]
     check_plan_limits(vi, dataclasses.replace(plan, U=U))
@@ -182,6 +186,8 @@ def test_plan_limits_at_the_boundary(panda):
     with pytest.raises(PlanLimitsError, match=r"panda_joint7 at \|u\| = 12.01 N·m at t = 0.2 s \(k = 4\)") as e:
         check_plan_limits(vi, dataclasses.replace(plan, U=U))
     assert e.value.quantity == "effort" and e.value.limit == pytest.approx(12.0)
+    assert "(its effort limit); slow the motion down (lower accelerations)" in str(e.value)
+    assert "× its duration" not in str(e.value)
 
 
 def test_a_goal_on_a_swing_up_task_keeps_the_tasks_own_reference():
