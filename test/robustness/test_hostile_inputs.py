@@ -5,6 +5,8 @@ state to a Legendre transform — that ended as a wrong number or an error that 
 independent of the code under test: Newton's own residual at the returned root, the sizes the interface states.
 """
 
+import math
+
 import numpy as np
 import pytest
 from linear_time_oracle import linear_time
@@ -45,6 +47,19 @@ def test_step_beside_a_mass_matrix_singularity_is_not_refused_for_its_guess(comp
     assert np.abs(r.x[:2] - x[:2]).max() < 0.01  # a damped creep, not a whirl
     X, _ = vi.simulate(x, np.tile(u, (20, 1)))  # and on from there
     assert np.all(np.isfinite(X)) and abs(X[-1, 0]) < 0.1
+
+
+def test_the_predictor_is_used_up_to_max_rotation_inclusive():
+    """initial_guess's boundary: a predicted turn Δt·M⁻¹p of exactly ``max_rotation`` is still the guess
+    (q_k + Δt·M⁻¹p), one double less of max_rotation makes it the stationary guess q_k."""
+    robot = vc.load_robot("pendulum")
+    x = np.array([0.2, 3.0])
+    dq = 0.05 * vc.MidpointVI(robot, 0.05, compile=False).velocity(x)[0]
+    assert 0.0 < dq < math.pi
+    at = vc.MidpointVI(robot, 0.05, compile=False, max_rotation=dq)
+    assert at.settings.max_rotation == dq and at.initial_guess(x)[0] == x[0] + dq
+    below = vc.MidpointVI(robot, 0.05, compile=False, max_rotation=math.nextafter(dq, 0.0))
+    assert below.initial_guess(x)[0] == x[0]
 
 
 @pytest.mark.parametrize("kind", ["midpoint", "linear_time", "gni"])
