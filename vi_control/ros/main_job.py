@@ -157,11 +157,7 @@ def run_closed_loop(
                 first_answered.append(stamps[-1])
             if not first_answered:
                 return False
-            t_end = first_answered[0] + duration
-            latest = rec.plan()
-            if latest is not None and not latest[2] & FLAG_START_ON_RECEIPT:
-                t_end = max(t_end, latest[1].times[-1] + hold_time)
-            return stamps[-1] >= t_end
+            return stamps[-1] >= closed_loop_end(first_answered[0], duration, rec.plan(), hold_time)
 
         if not _wait_reporting(
             rec,
@@ -213,6 +209,19 @@ def run_closed_loop(
         recording=record or None,
         view=live_view,
     )
+
+
+def closed_loop_end(first_answered: float, duration: float, latest, hold_time: float) -> float:
+    """Simulation time at which the main job's closed loop is done: the first plan's ``duration`` (its span plus
+    ``hold_time``) after the first answered joint state, or later if the ``latest`` plan ((seq, plan, flags) as the
+    recorder has it) is time-stamped and ends later (a re-plan during the run), plus ``hold_time``. A plan started
+    on receipt has no stated end: the first plan's span counts."""
+    from .messages import FLAG_START_ON_RECEIPT
+
+    t_end = first_answered + duration
+    if latest is not None and not latest[2] & FLAG_START_ON_RECEIPT:
+        t_end = max(t_end, float(latest[1].times[-1]) + hold_time)
+    return t_end
 
 
 def _wait_reporting(rec, predicate, timeout: float, what: str, status=lambda: "", period: float = 5.0) -> bool:
