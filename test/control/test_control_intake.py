@@ -196,3 +196,26 @@ def test_a_pose_state_is_checked_by_its_stamp_only(intake, vi):
     assert isinstance(est, Estimate) and est.t == 1.0 and est.x is x and est.qdot[0] == 0.5
     assert intake.pose_state(1.0, x, np.array([0.5]), now=1.0) == Republished(1.0)
     assert intake.pose_state(0.2, x, np.array([0.5]), now=1.0).kind == FAULT_STALE
+
+
+def test_joint_limits_at_their_boundaries():
+    """The cart-pole's slider (URDF ±2 m, margin 0.25 → ±2.25; 10 m/s × 1.5) and its continuous hinge (±10 turns
+    of count, 50 rad/s × 1.5): each bound itself accepted, the next double beyond refused with the joint's name."""
+    from vi_control.control.intake import JointLimits
+    from vi_control.model import load_robot
+
+    limits = JointLimits(load_robot("cartpole"), 0.25, 10.0, 1.5, 30.0)
+    up, down = np.inf, -np.inf
+    for q, bound, name in ((0, 2.25, "slider"), (0, -2.25, "slider"), (1, 10.0, "hinge"), (1, -10.0, "hinge")):
+        x = np.zeros(2)
+        x[q] = bound
+        assert limits.check(x, None) is None
+        x[q] = np.nextafter(bound, up if bound > 0 else down)
+        assert f"position of {name} = " in limits.check(x, None)
+    for j, vmax in ((0, 15.0), (1, 75.0)):
+        for sign in (1.0, -1.0):
+            v = np.zeros(2)
+            v[j] = sign * vmax
+            assert limits.check(np.zeros(2), v) is None
+            v[j] = np.nextafter(sign * vmax, sign * np.inf)
+            assert f"beyond ±{vmax:.6g}" in limits.check(np.zeros(2), v)

@@ -301,6 +301,18 @@ def test_bad_system_yaml_raises_specific_error(case):
         load_robot(bundled_urdf("double_pendulum"), system)
 
 
+def test_a_plane_constraints_defaults_are_the_origin_the_z_normal_and_offset_zero():
+    """``{type: plane, link: tip}``: the link's origin kept on the plane z = 0 (point, normal and offset as the
+    system YAML's reference states), and each default replaced by what the YAML gives."""
+    from vi_control.model.system_config import load_system_config
+
+    (c,) = load_system_config({"constraints": [{"type": "plane", "link": "tip"}]}).constraints
+    assert (c.link_a, c.point_a, c.normal, c.offset) == ("tip", (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), 0.0)
+    given = {"type": "plane", "link": "tip", "point": [0.1, 0.2, 0.3], "normal": [0, 2, 0], "offset": 0.5}
+    (c,) = load_system_config({"constraints": [given]}).constraints
+    assert (c.point_a, c.normal, c.offset) == ((0.1, 0.2, 0.3), (0.0, 1.0, 0.0), 0.5)
+
+
 def test_yaml_error_names_the_file(tmp_path):
     path = tmp_path / "system.yaml"
     path.write_text("actuated:\n  - {joint: shoulder, effort_limit: lots}\n")

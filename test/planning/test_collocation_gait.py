@@ -88,6 +88,9 @@ def test_vi_reference_step_is_feasible_and_periodic_through_the_impact_map(gait,
     assert len(c.residuals) <= 8 and c.residuals[-1] < 1e-10, c.residuals  # Newton, quadratic
     np.testing.assert_allclose(gait.discrete_impact(vi, X[-1]), X[0], atol=1e-9)
     assert gait.deviation(vi, gait.discrete_impact(vi, X[-1]), X[0]) < 1e-9
+    # closing the closed cycle again: it starts where it ended (a defect at round-off, not the state's size)
+    _, _, again = gait.close_cycle(vi, X, U, c.K)
+    assert again[0] < 1e-7 and again[-1] < 1e-10 and len(again) <= 3, again
 
 
 def test_vi_replay_stays_on_the_cycle_under_tv_lqr_and_falls_open_loop(gait, cycle):

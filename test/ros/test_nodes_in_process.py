@@ -1,8 +1,11 @@
-"""The nodes' lifecycle and plan intake in this process on real rclpy (no node processes): a cleanup destroys every
-publisher, subscription, service and timer the configure made, and a configure after it makes the same set again
-(no duplicates); the controller's integrator follows a plan's Δt (rebuilt for another Δt, kept for the same); the
-planner re-publishes its latest plan every ``republish_period`` while active, and stops when deactivated."""
+"""The nodes in this process on real rclpy (no node processes): a cleanup destroys every publisher, subscription,
+service and timer the configure made, and a configure after it makes the same set again (no duplicates); the
+controller's integrator follows a plan's Δt (rebuilt for another Δt, kept for the same); the planner re-publishes its
+latest plan every ``republish_period`` while active, and stops when deactivated, and predicts the state at any instant
+under the running plan; the recorder node records the topics its parameters name; ``make_executor`` gives stderr
+back."""
 
+import dataclasses
 import time
 
 import numpy as np
@@ -177,3 +180,29 @@ def test_the_recorder_node_records_the_topics_its_parameters_name(request, tmp_p
         commands = [m for _, ch, m in reader.iter_messages() if ch.topic == f"{ns}/arm_controller/commands"]
     assert {f"{ns}/arm_controller/commands", f"{ns}/arm_planner/plan", f"{ns}/arm_planner/trajectory"} <= topics
     assert len(commands) >= 3
+
+
+def test_the_planners_prediction_to_any_instant(request):
+    """predict_at: at a whole number of steps after the measurement it is ``predict`` (the running plan's law at
+    each step's own time, here a time-varying feedforward), between two steps the linear interpolation of the two."""
+    from vi_control.ros.planner_node import PlannerNode
+
+    params = ["-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        vi, robot = planner.vi, planner.robot
+        dt, n = vi.dt, 12
+        U = 0.5 * np.sin(np.arange(n) / 3.0)[:, None]
+        X, _ = vi.simulate(np.array([0.3, 0.0]), U)
+        plan = dataclasses.replace(_hanging_plan(robot, dt, n), X=X, U=U, times=1.0 + dt * np.arange(n + 1))
+        planner.schedule.add(plan)
+        x = X[2] + np.array([0.01, 0.0])  # measured off the plan at its third knot
+        t = 1.0 + 2 * dt
+        whole = planner.predict_at(t, x, t + 5 * dt)
+        np.testing.assert_array_equal(whole, planner.schedule.predict(vi, t, x, 5, t + 5 * dt))
+        ref, state = [], x
+        for k in range(2, 8):  # by hand: the plan's feedforward at each step (zero gains)
+            ref.append(state)
+            state = vi.step(state, U[k])
+        np.testing.assert_allclose(whole, ref[5], rtol=0, atol=1e-12)
+        between = planner.predict_at(t, x, t + 4.25 * dt)
+        np.testing.assert_allclose(between, ref[4] + 0.25 * (ref[5] - ref[4]), rtol=0, atol=1e-12)
