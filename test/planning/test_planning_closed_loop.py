@@ -60,3 +60,15 @@ def test_plan_save_load_round_trip_drives_the_same_closed_loop(swingup_plan, pen
     X1, U1 = simulate_plan(pendulum_vi, plan, X0_PERTURBED)
     X2, U2 = simulate_plan(pendulum_vi, loaded, X0_PERTURBED)
     assert np.array_equal(X1, X2) and np.array_equal(U1, U2)
+
+
+def test_state_error_wraps_continuous_configurations_only_and_refuses_other_sizes():
+    """x_ref − x: the continuous joint's angle to [−π, π), its momentum and the bounded joint's angle as they are,
+    on (nq,), (nx,) and stacks; any other size is refused naming both sizes the mask allows."""
+    mask = [True, False]
+    e = state_error(np.array([3.0, 3.0, 5.0, 5.0]), np.array([-3.0, -3.0, -5.0, -5.0]), mask)
+    np.testing.assert_allclose(e, [6.0 - 2 * np.pi, 6.0, 10.0, 10.0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(state_error(np.array([3.0, 3.0]), np.array([-3.0, -3.0]), mask), e[:2], atol=1e-15)
+    assert state_error(np.zeros((5, 3, 4)), np.ones((5, 3, 4)), mask).shape == (5, 3, 4)
+    with pytest.raises(ValueError, match=r"size 3 is neither nq = 2 nor 2·nq = 4 of the continuous mask"):
+        state_error(np.zeros(3), np.zeros(3), mask)

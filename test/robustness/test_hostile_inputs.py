@@ -266,7 +266,11 @@ def test_a_horizon_the_memory_cannot_hold_is_refused_before_planning():
         "weights: {Q: 1, R: 0.1, Qf: 10}\n"
     )
     n_max = MAX_PLAN_BYTES // (4 * 8 * 150**2)
-    with pytest.raises(vc.TaskError, match=rf"horizon: 10000 steps .* at most {n_max} steps"):
+    need, limit = 10000 * 4 * 8 * 150**2 / 1024**3, MAX_PLAN_BYTES / 1024**3  # (6.7 GiB)
+    with pytest.raises(
+        vc.TaskError,
+        match=rf"horizon: 10000 steps .* need about {need:.3g} GiB .* \(limit {limit:g} GiB: at most {n_max} steps\)",
+    ):
         vc.plan_task(vi, task)
 
 
