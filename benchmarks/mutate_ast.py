@@ -353,11 +353,23 @@ def _statement_lines(file: str, line: int) -> list[int]:
     return list(range(line, start - 1, -1))
 
 
+def _in_function_body(file: str, line: int) -> bool:
+    """Whether ``line`` of ``file`` is in a function's body (not a signature's default, not module or class level)."""
+    tree = ast.parse((ROOT / file).read_text())
+    return any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.body[0].lineno <= line <= (n.end_lineno or 0)
+        for n in ast.walk(tree)
+    )
+
+
 def covering_tests(m: Mutant, cmap: dict, budget: float = float("inf")) -> list[str] | None:
     """The tests that execute the mutant's statement, fastest first (a test file where a child process of one of
     its tests ran it: the whole file, since a module's nodes serve all its tests), as many as fit in ``budget``
-    seconds of their measured durations (at least one); ``None`` when no test does (module-level code runs at
-    import, outside every test)."""
+    seconds of their measured durations (at least one); ``None`` when no test does, and for code that runs at
+    import (module level, class level, a default in a signature: every process that imports the module runs it,
+    so coverage does not tell its tests; ``run_mutant`` then takes the module selection)."""
+    if not _in_function_body(m.file, m.line):
+        return None  # run at import (a constant, a default): the processes that imported it are not its tests
     by_line = cmap["lines"].get(m.file, {})
     ids: list[int] = []
     for ln in _statement_lines(m.file, m.line):
