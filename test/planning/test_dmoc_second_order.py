@@ -180,7 +180,7 @@ def test_the_answer_is_no_more_expensive_than_an_independent_ipopt(name, inputs,
         assert res.cost <= cost * (1 + 1e-9), (res.cost, cost)
 
 
-def test_the_warm_starts_reach_maneuvers_newton_does_not_solve_from_the_geodesic():
+def test_the_warm_starts_reach_maneuvers_newton_does_not_solve_from_the_geodesic(monkeypatch):
     """Two maneuvers of the scan (seed 0) on the skewed body where Newton from the geodesic stalls (‖F‖∞ ~ 0.1 after
     30 iterations at N = 32, 16 and 8): with split inputs the relaxed-body continuation reaches it (its first scale
     shrunk until Newton solves it, then secant predictions; the relaxed body at s = 0.05 is not solved from the
@@ -195,8 +195,15 @@ def test_the_warm_starts_reach_maneuvers_newton_does_not_solve_from_the_geodesic
 
     prob = DMOCProblem(OTHER, np.eye(4), GOALS[1], 32, 10.0, "cayley", inputs="split")
     assert not solve_dmoc(prob, continuation=False, fallback=None, check=False).stationary
-    w, fn, ok, _ = continuation_solve(DMOCConditions(prob), 1e-11, True, NewtonStats())
+    stats = NewtonStats()
+    w, fn, ok, _ = continuation_solve(DMOCConditions(prob), 1e-11, True, stats)
     assert ok and fn <= 1e-11
+    # the path's bound on solves: cut to fewer than this path took, the continuation breaks off (None)
+    import vi_control.planning.dmoc_continuation as continuation
+
+    with monkeypatch.context() as mp:
+        mp.setattr(continuation, "_MAX_SOLVES", 2)
+        assert continuation_solve(DMOCConditions(prob), 1e-11, True, NewtonStats()) is None
     prob = DMOCProblem(OTHER, np.eye(4), GOALS[19], 32, 10.0, "cayley", inputs="hold")
     assert not solve_dmoc(prob, continuation=False, fallback=None, check=False).stationary
     w, fn, ok, _ = split_solve(DMOCConditions(prob), split_inputs_solver, 1e-11, 30, True, NewtonStats())
