@@ -538,21 +538,23 @@ def report(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def _key(m: Mutant) -> tuple[str, str, str, str]:
-    return (m.file, m.operator, m.original, m.replacement)
+def _key(m: Mutant) -> tuple[str, str, str, str, int]:
+    return (m.file, m.operator, m.original, m.replacement, m.col)
 
 
 def _survivors(run: Path):
-    """The survivors of an earlier run (its JSON), found again among ``points`` by file, operator and segment, at
-    the nearest line (lines move when the file is edited): yields (key, recorded line, distance to the nearest)."""
+    """The survivors of an earlier run (its JSON), found again among ``points`` by file, operator, segment and column,
+    at the nearest line (lines move when the file is edited): yields (key, recorded line, distance to the nearest)."""
     records = [r for r in json.loads(run.read_text()) if r["status"] in ("survived", "untested")]
 
     def found(points: list[Mutant]):
+        lines: dict[tuple, list[int]] = {}
+        for m in points:
+            lines.setdefault(_key(m), []).append(m.line)
         for r in records:
-            key = (r["file"], r["operator"], r["original"], r["replacement"])
-            lines = [m.line for m in points if _key(m) == key]
-            if lines:
-                yield key, r["line"], min(abs(ln - r["line"]) for ln in lines)
+            key = (r["file"], r["operator"], r["original"], r["replacement"], r["col"])
+            if key in lines:
+                yield key, r["line"], min(abs(ln - r["line"]) for ln in lines[key])
 
     return lambda points: list(found(points))
 
@@ -631,8 +633,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[mutate_ast] {len(points)} mutation points; {len(sample)} drawn (seed {a.seed})", flush=True)
     picked = {int(i) for i in a.pick.split(",") if i.strip()}
     if a.rerun:  # the earlier run's survivors wherever they are now, not this seed's sample
-        earlier = _survivors(Path(a.rerun))
-        sample = [m for m in points if any(_key(m) == k and abs(m.line - ln) == d for k, ln, d in earlier(points))]
+        found = {}
+        for k, ln, d in _survivors(Path(a.rerun))(points):
+            found.setdefault(k, []).append((ln, d))
+        sample = [m for m in points if any(abs(m.line - ln) == d for ln, d in found.get(_key(m), ()))]
         print(f"[mutate_ast] re-running {len(sample)} survivors of {a.rerun}", flush=True)
     results, t0 = [], time.monotonic()
     todo = [(i, m) for i, m in enumerate(sample, 1) if not picked or i in picked]
