@@ -206,3 +206,27 @@ def test_the_planners_prediction_to_any_instant(request):
         np.testing.assert_allclose(whole, ref[5], rtol=0, atol=1e-12)
         between = planner.predict_at(t, x, t + 4.25 * dt)
         np.testing.assert_allclose(between, ref[4] + 0.25 * (ref[5] - ref[4]), rtol=0, atol=1e-12)
+
+
+def test_an_mpc_cycle_without_a_joint_state_is_skipped_not_the_task_restarted(request, tmp_path):
+    """Mode mpc, no usable joint state when a cycle runs (none received, or the newest one refused): the cycle is
+    skipped with a warning. Solved anyway it was the task's first plan again — from the task's start pose, on a new
+    time origin — which a controller would start while the arm is elsewhere."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    task = tmp_path / "pendulum_mpc.yaml"
+    task.write_text(
+        "name: pendulum_mpc\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\n"
+        "goal: {q: [0.5]}\nreference: {type: goal}\nweights: {Q: [10.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}\n"
+        "mpc: {period: 0.1, max_iterations: 5}\n"
+    )
+    params = ["-p", f"task:={task}", "-p", "mode:=mpc", "-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        assert planner.mpc is not None and planner.mpc.t0 is None and not planner.states
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        assert planner.mpc.t0 is None and planner._latest is None and planner.last_plan is None
+        assert "mpc: no usable joint state" in logged.text() and "cycle skipped" in logged.text()

@@ -627,7 +627,12 @@ class PlannerNode(ManagedNode):
             and self.last_plan is not None
             and (request.kind == "mpc" or measured[0] < self.last_plan.times[-1])
         )  # (an MPC cycle: under the last plan)
-        if request.kind == "mpc" and measured is not None and measured[0] < self.mpc.t0:
+        if request.kind == "mpc" and measured is None:
+            # a cycle corrects the running plan from where the robot is: without a state it has nothing to correct
+            # (solved anyway it would be the task's first plan again, from the task's start pose)
+            self.warn("mpc no state", "mpc: no usable joint state (none kept, or none estimated): cycle skipped")
+            return
+        if request.kind == "mpc" and measured[0] < self.mpc.t0:
             return  # (the task's first plan has not started: the robot is held until then, nothing to correct)
         if measured is not None:
             t_m, x_m = measured
