@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import atexit
+import functools
 import json
 import os
 import random
@@ -340,10 +341,15 @@ def _test_of_context(context: str) -> str:
     return context
 
 
+@functools.lru_cache(maxsize=64)
+def _tree(file: str) -> ast.Module:
+    return ast.parse((ROOT / file).read_text())
+
+
 def _statement_lines(file: str, line: int) -> list[int]:
     """The lines from the first of the innermost statement holding ``line`` down to ``line`` (a tracer records a
     multi-line statement at one of its lines)."""
-    tree = ast.parse((ROOT / file).read_text())
+    tree = _tree(file)
     best = None
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
@@ -355,10 +361,9 @@ def _statement_lines(file: str, line: int) -> list[int]:
 
 def _in_function_body(file: str, line: int) -> bool:
     """Whether ``line`` of ``file`` is in a function's body (not a signature's default, not module or class level)."""
-    tree = ast.parse((ROOT / file).read_text())
     return any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.body[0].lineno <= line <= (n.end_lineno or 0)
-        for n in ast.walk(tree)
+        for n in ast.walk(_tree(file))
     )
 
 
@@ -393,19 +398,27 @@ def covering_tests(m: Mutant, cmap: dict, budget: float = float("inf")) -> list[
     return out
 
 
-_BASELINE: dict[str, bool] = {}
+_UNMUTATED: dict[str, bool] = {}
+_BASE_ROOT: list[Path] = []
+_BASE_LOCK = threading.Lock()
+
+
+def passes_unmutated(test: str, timeout: float, work: Path | None = None) -> bool:
+    """Whether ``test`` (a file or a node id) passes on an unmutated copy of the repository: one copy per run, each
+    test run once and remembered (thread-safe: ``--jobs``)."""
+    with _BASE_LOCK:
+        if test not in _UNMUTATED:
+            if not _BASE_ROOT:
+                d = tempfile.mkdtemp(prefix="vi_ast_base_", dir=work)
+                atexit.register(shutil.rmtree, d, True)
+                _BASE_ROOT.append(copy_repository(Path(d) / "repo"))
+            _UNMUTATED[test] = run_tests(_BASE_ROOT[0], [test], timeout)[0] == "passed"
+        return _UNMUTATED[test]
 
 
 def baseline(tests: list[str], timeout: float, work: Path | None = None) -> list[str]:
-    """``tests`` without the files that fail on the unmutated copy (each file run once, remembered): a kill must be
-    the mutant's."""
-    todo = [t for t in tests if t not in _BASELINE]
-    if todo:
-        with tempfile.TemporaryDirectory(prefix="vi_ast_base_", dir=work) as d:
-            root = copy_repository(Path(d) / "repo")
-            for t in todo:
-                _BASELINE[t] = run_tests(root, [t], timeout)[0] == "passed"
-    return [t for t in tests if _BASELINE[t]]
+    """``tests`` without the files that fail on the unmutated copy: a kill must be the mutant's."""
+    return [t for t in tests if passes_unmutated(t, timeout, work)]
 
 
 # ---- running --------------------------------------------------------------------------------------------------------
@@ -466,7 +479,7 @@ def run_mutant(
                 break
             # a kill counts when the failing test fails again alone on the mutant and passes unmutated: not the
             # load of a parallel run, not a test broken or flaky without the mutant
-            if run_tests(root, [failing], timeout)[0] != "passed" and _passes_unmutated(failing, work):
+            if run_tests(root, [failing], timeout)[0] != "passed" and passes_unmutated(failing, 900.0, work):
                 break
             tests = [t for t in tests if t != failing and t.split("::")[0] != failing.split("::")[0]]
             if not tests:
@@ -483,27 +496,6 @@ def _first_failing(tail: str) -> str:
         if ln.startswith(("FAILED ", "ERROR ")):
             return ln.split(" ", 1)[1].split(" - ", 1)[0].strip()
     return ""
-
-
-_UNMUTATED: dict[str, bool] = {}
-_BASE_ROOT: list[Path] = []
-_BASE_LOCK = threading.Lock()
-
-
-def _passes_unmutated(test: str, work: Path | None) -> bool:
-    """Whether ``test`` passes on an unmutated copy (one copy per run, each test run once)."""
-    with _BASE_LOCK:
-        return _passes_unmutated_locked(test, work)
-
-
-def _passes_unmutated_locked(test: str, work: Path | None) -> bool:
-    if test not in _UNMUTATED:
-        if not _BASE_ROOT:
-            d = tempfile.mkdtemp(prefix="vi_ast_base_", dir=work)
-            atexit.register(shutil.rmtree, d, True)
-            _BASE_ROOT.append(copy_repository(Path(d) / "repo"))
-        _UNMUTATED[test] = run_tests(_BASE_ROOT[0], [test], 900.0)[0] == "passed"
-    return _UNMUTATED[test]
 
 
 def _test_files(tests: list[str]) -> str:
@@ -542,21 +534,18 @@ def _key(m: Mutant) -> tuple[str, str, str, str, int]:
     return (m.file, m.operator, m.original, m.replacement, m.col)
 
 
-def _survivors(run: Path):
-    """The survivors of an earlier run (its JSON), found again among ``points`` by file, operator, segment and column,
-    at the nearest line (lines move when the file is edited): yields (key, recorded line, distance to the nearest)."""
-    records = [r for r in json.loads(run.read_text()) if r["status"] in ("survived", "untested")]
-
-    def found(points: list[Mutant]):
-        lines: dict[tuple, list[int]] = {}
-        for m in points:
-            lines.setdefault(_key(m), []).append(m.line)
-        for r in records:
-            key = (r["file"], r["operator"], r["original"], r["replacement"], r["col"])
-            if key in lines:
-                yield key, r["line"], min(abs(ln - r["line"]) for ln in lines[key])
-
-    return lambda points: list(found(points))
+def earlier_survivors(run: Path, points: list[Mutant]) -> list[Mutant]:
+    """The survivors of an earlier run (its JSON) among ``points``: the same file, operator, segment and column, at the
+    line nearest to the recorded one (lines move when the file is edited)."""
+    by_key: dict[tuple, list[Mutant]] = {}
+    for m in points:
+        by_key.setdefault(_key(m), []).append(m)
+    out = []
+    for r in json.loads(run.read_text()):
+        same = by_key.get((r["file"], r["operator"], r["original"], r["replacement"], r["col"]))
+        if r["status"] in ("survived", "untested") and same:
+            out.append(min(same, key=lambda m: abs(m.line - r["line"])))
+    return out
 
 
 def _write_json(out: Path, results: list[Result]) -> None:
@@ -633,10 +622,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[mutate_ast] {len(points)} mutation points; {len(sample)} drawn (seed {a.seed})", flush=True)
     picked = {int(i) for i in a.pick.split(",") if i.strip()}
     if a.rerun:  # the earlier run's survivors wherever they are now, not this seed's sample
-        found = {}
-        for k, ln, d in _survivors(Path(a.rerun))(points):
-            found.setdefault(k, []).append((ln, d))
-        sample = [m for m in points if any(abs(m.line - ln) == d for ln, d in found.get(_key(m), ()))]
+        sample = earlier_survivors(Path(a.rerun), points)
         print(f"[mutate_ast] re-running {len(sample)} survivors of {a.rerun}", flush=True)
     results, t0 = [], time.monotonic()
     todo = [(i, m) for i, m in enumerate(sample, 1) if not picked or i in picked]
