@@ -589,11 +589,11 @@ class PlannerNode(ManagedNode):
         self.last_warm_step = steps
         return plan.receded(steps)
 
-    def _mpc_solve(self, request: Request, x0: np.ndarray | None, t_start: float, moving: bool, executing):
+    def _mpc_solve(self, request: Request, x0: np.ndarray | None, t_start: float, executing):
         """Mode mpc: the task's first plan (``RecedingHorizon.start``; its time origin becomes the plan's start) or a
         cycle from the state predicted at ``t_start``, warm from ``executing``, the plan that runs then. (plan,
         result) with the plan's ``converged`` = the cycle's acceptance (planning.mpc.Cycle)."""
-        if request.kind == "mpc" and moving and x0 is not None:
+        if request.kind == "mpc":  # (``_plan`` skips a cycle without a measured state: x0 is the predicted one)
             self.mpc_counts["cycles"] += 1
             cycle = self.mpc.cycle(t_start, x0, executing)
         else:
@@ -682,7 +682,7 @@ class PlannerNode(ManagedNode):
         self.last_warm_step = self.last_result = None  # (this solve's: for /diagnostics and tests)
         try:
             if self.mpc is not None and request.kind in ("task", "mpc"):
-                plan, result = self._mpc_solve(request, x0, t_start, moving, executing)
+                plan, result = self._mpc_solve(request, x0, t_start, executing)
             else:
                 warm = self._warm_start(request, task, t_start) if moving else None
                 plan, result = solve_request(
