@@ -177,6 +177,12 @@ print(importlib.metadata.version("vi_control"), pathlib.Path(vc.__file__).parent
 """
 
 
+# pip builds vi_control in the repository's own build/ directory: two builds at once (the suite's two workers) collide
+# there ("File exists: build/bdist.linux-x86_64/wheel/vi_control-….dist-info"), so the tests that build run on one
+# worker, one after the other.
+BUILDS_IN_THE_REPOSITORY = pytest.mark.xdist_group("builds_in_the_repository")
+
+
 def _wheel_and_fresh_venv(tmp_path: Path) -> tuple[Path, str, dict]:
     """vi_control's wheel built by `pip wheel`, a new venv's python, and an environment without this repository."""
     dist = tmp_path / "dist"
@@ -217,6 +223,7 @@ def _pip_install(py: str, wheel: Path, env: dict, *options: str) -> subprocess.C
     )
 
 
+@BUILDS_IN_THE_REPOSITORY
 def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     """What `pip install vi_control-*.whl` into a new venv would install, resolved from the package index by pip
     itself (--dry-run --report: the dependencies' metadata, not their wheels): every run-time dependency at its
@@ -241,6 +248,7 @@ def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     assert not {"ray", "mujoco", "meshcat", "ros-rclpy"} & set(installed), "an extra was installed without asking"
 
 
+@BUILDS_IN_THE_REPOSITORY
 def test_wheel_installs_into_a_fresh_venv_and_runs_the_quick_start(tmp_path):
     """The wheel installed into a new venv pulls numpy, Pinocchio, CasADi, … from the package index, and the quick
     start runs there, outside the repository: the bundled pendulum's step (REFERENCE §1), a free swing, an
@@ -270,6 +278,7 @@ def _installed() -> bool:
     return True
 
 
+@BUILDS_IN_THE_REPOSITORY
 def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     prefix = tmp_path / "prefix"
     installed_before = _installed()
