@@ -42,6 +42,9 @@ from vi_control.mechanics.lagrange_dalembert import NonholonomicODE, rk2_midpoin
 from vi_control.mechanics.se2 import spatial_to_body
 from vi_control.model.bundled import load_bundled
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
+from rdp_oracle import NumpyRDP  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 SLEIGH = dict(I=0.2, m=1.0, a=0.5)  # urdf/sleigh.urdf
@@ -126,8 +129,7 @@ def snakeboard_runs(N: int, ref=None) -> dict:
     gni = make_integrator("gni", robot, h)
     ode = NonholonomicODE(robot, torque=lambda t: snakeboard_inputs(t)[::-1])
     rdp = {ret: ReducedDAlembertPontryagin(system, h, ret) for ret in ("exp", "cayley")}
-    loop = ReducedDAlembertPontryagin(system, h, "exp")  # baseline: the numpy Newton loop, compiled functions
-    loop.use_driver = False
+    loop = NumpyRDP(system, h, "exp")  # baseline: the tests' numpy oracle of the driver, compiled functions
     out = {
         "gni": lambda: gni.simulate(gni.state_from_velocity(q0, qd0, U[0, ::-1]), U[:, ::-1])[0][:, :2],
         "rdp exp": lambda: rdp["exp"].simulate(*start, forces=U).g[:, 1:],

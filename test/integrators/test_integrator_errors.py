@@ -7,9 +7,11 @@ g = 9.8) has det M_{k+1} = m²r³/(4Δt²) sin²((θ_k+θ_{k+1})/2)·[Δt² g co
 
 import numpy as np
 import pytest
+from midpoint_newton_oracle import solve_numpy
 from test_integrator_pendulum import eq6a_newton, eq6a_residual
 
 from vi_control.integrators.midpoint import ConvergenceError, MidpointVI, SingularityError
+from vi_control.mechanics.discrete import NEWTON_NOT_CONVERGED
 from vi_control.model import load_robot
 from vi_control.model.bundled import bundled_config, bundled_urdf
 
@@ -165,14 +167,20 @@ def test_linearize_refuses_a_singular_step_given_to_it(spherical):
 
 def test_tolerance_is_honoured_below_1e9(pendulum_robot):
     """A residual above tol (and above the rounding floor) is never reported as converged: the chord loop
-    stopped after two updates (~6e-10 left on this step at Δt = 10 ms) raises, and ``solve`` then re-solves by exact
-    Newton, whose two quadratic updates do reach the tolerance."""
-    vi = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="chord", compile=False)
+    stopped after two updates (~6e-10 left on this step at Δt = 10 ms) fails — in the C driver (its code and
+    residual) and in the numpy oracle — and ``solve`` then re-solves by exact Newton, whose two quadratic updates
+    do reach the tolerance."""
     x, u = np.array([0.2, 0.5]), np.array([0.0])
-    with pytest.raises(ConvergenceError) as info:
-        vi._solve_numpy(x, u, 0, None, None, chord=True)  # the chord loop alone, without the exact fallback
-    assert 1e-12 < info.value.residual < 1e-9
-    r = vi.solve(x, u)
-    assert r.residual <= 1e-12 * (1 + 0.5)
-    exact = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="exact", compile=False).solve(x, u)
-    assert np.array_equal(r.x, exact.x)  # the fallback is exact Newton from the same guess
+    for compile in (None, False):
+        vi = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="chord", compile=compile)
+        nw = vi._newton  # the chord loop alone, without solve's exact fallback
+        nw.z_x[:], nw.z_u[:] = x, u
+        nw.use_settings(vi.settings, vi.chord_rate_max, vi.chord_root_check)
+        assert nw.run(True, True) == NEWTON_NOT_CONVERGED and 1e-12 < nw.info[0] < 1e-9
+        with pytest.raises(ConvergenceError) as info:
+            solve_numpy(vi, x, u, 0, None, None, chord=True)
+        assert 1e-12 < info.value.residual < 1e-9
+        r = vi.solve(x, u)
+        assert r.residual <= 1e-12 * (1 + 0.5)
+        exact = MidpointVI(pendulum_robot, 0.01, max_iterations=2, newton="exact", compile=compile).solve(x, u)
+        assert np.array_equal(r.x, exact.x)  # the fallback is exact Newton from the same guess

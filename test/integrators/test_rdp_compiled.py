@@ -1,13 +1,14 @@
-"""The RDP's steps as one C call (csrc/rdp_driver.c) against the numpy Newton loop on the CasADi VM: the same
-iterates to round-off (bit for bit on the development machine: both solve 2×2 / 3×3 systems by LU with partial
-pivoting), the same iteration counts, and the same errors with the same step index — not converged, a singular
-Jacobian, a NaN input."""
+"""The RDP's steps as one C call (csrc/rdp_driver.c) against the numpy oracle (test/support/rdp_oracle.py) on the
+CasADi VM: the same iterates to round-off (bit for bit on the development machine: both solve 2×2 / 3×3 systems by
+LU with partial pivoting), the same iteration counts, and the same errors with the same step index — not converged,
+a singular Jacobian, a NaN input. The driver over the VM's functions (compile=False) is checked against it too."""
 
 import re
 
 import casadi as ca
 import numpy as np
 import pytest
+from rdp_oracle import NumpyRDP
 from scipy.integrate import solve_ivp
 
 from vi_control.integrators import ConvergenceError, NewtonSettings, SingularityError
@@ -21,11 +22,9 @@ from vi_control.integrators.rdp import (
     snakeboard_start,
     snakeboard_system,
 )
-from vi_control.mechanics import codegen
 from vi_control.mechanics.lagrange_dalembert import NonholonomicODE
 from vi_control.model.bundled import load_bundled
 
-pytestmark = pytest.mark.skipif(codegen.compiler() is None, reason="the RDP's C driver needs a C compiler")
 H = 10.0 / 128  # Kobilarov2010, §6.2: N = 128 over T = 10 s
 
 
@@ -44,7 +43,7 @@ def board():
 
 def _both(system, dt, retraction="exp", settings=None):
     c = ReducedDAlembertPontryagin(system, dt, retraction, settings=settings)
-    v = ReducedDAlembertPontryagin(system, dt, retraction, settings=settings, compile=False)
+    v = NumpyRDP(system, dt, retraction, settings=settings, compile=False)
     assert c.compiled and not v.compiled
     return c, v
 
@@ -61,16 +60,18 @@ def test_snakeboard_c_equals_the_numpy_loop(board, retraction):
     assert np.isfinite(a.g).all() and np.abs(a.g[-1, 1:]).max() > 0.1  # the board moved
 
 
-def test_use_driver_false_runs_the_numpy_loop_around_the_compiled_functions(board):
-    """The benchmark's in-process baseline: the same compiled residual and update, stepped by the numpy loop."""
+def test_the_driver_over_compiled_or_vm_functions_equals_the_oracle(board):
+    """The oracle over the same compiled residual and update (the benchmark's in-process baseline), and the one
+    driver calling the VM's functions back (compile=False): the same iterates and counts."""
     system, start, U = board
-    rdp = ReducedDAlembertPontryagin(system, H)
-    a = rdp.simulate(*start, forces=U)
-    rdp.use_driver = False
-    assert not rdp.compiled and rdp.functions.compiled("residual")
-    b = rdp.simulate(*start, forces=U)
-    np.testing.assert_allclose(a.g, b.g, rtol=0, atol=1e-12)
-    _same_counts(a.iterations, b.iterations)
+    a = ReducedDAlembertPontryagin(system, H).simulate(*start, forces=U)
+    oracle = NumpyRDP(system, H)
+    assert oracle.functions.compiled("residual")
+    vm = ReducedDAlembertPontryagin(system, H, compile=False)
+    assert not vm.compiled and not vm.functions.compiled("residual")
+    for b in (oracle.simulate(*start, forces=U), vm.simulate(*start, forces=U)):
+        np.testing.assert_allclose(a.g, b.g, rtol=0, atol=1e-12)
+        _same_counts(a.iterations, b.iterations)
 
 
 def test_sleigh_c_equals_the_numpy_loop():

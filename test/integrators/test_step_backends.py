@@ -1,7 +1,9 @@
-"""The compiled whole-step Newton driver against the CasADi-VM + numpy/LAPACK path (compile=False).
+"""The package's Newton driver (vi_newton_step, C) against the numpy oracle (test/support/midpoint_newton_oracle.py)
+over the CasADi VM (compile=False).
 
-The VM path is the independent reference here: it evaluates the same symbolic residual without generated
-C, and factors with LAPACK's dgetrf/dgecon instead of our own LU and condition estimator.
+The oracle is the independent reference here: it evaluates the same symbolic residual without generated C, and
+factors with LAPACK's dgetrf/dgecon instead of our own LU and condition estimator. The driver over the VM's
+functions (callbacks) is checked against it too.
 """
 
 import dataclasses
@@ -10,6 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from midpoint_newton_oracle import NumpyNewtonVI
 
 from vi_control.integrators.midpoint import CHORD_RATE_MAX, ConvergenceError, MidpointVI, SingularityError
 from vi_control.linearization import linearize
@@ -37,10 +40,10 @@ def _models():
 
 @pytest.fixture(scope="module", params=list(_models()))
 def pair(request):
-    if codegen.compiler() is None or os.environ.get("VI_CONTROL_NO_COMPILE") == "1":
-        pytest.skip("no C compiler: only the VM path exists")
+    if os.environ.get("VI_CONTROL_NO_COMPILE") == "1":
+        pytest.skip("VI_CONTROL_NO_COMPILE=1: no generated step to compare")
     robot = _models()[request.param]()
-    compiled, vm = MidpointVI(robot, DT), MidpointVI(robot, DT, compile=False)
+    compiled, vm = MidpointVI(robot, DT), NumpyNewtonVI(MidpointVI(robot, DT, compile=False))
     assert compiled.compiled_driver and not vm.compiled_driver
     assert (compiled.newton, vm.newton) == ("chord", "exact")  # default: the faster method per backend
     return request.param, compiled, vm
@@ -129,7 +132,7 @@ def test_chord_and_exact_newton_reach_the_same_root(pair, rng, monkeypatch, root
         monkeypatch.setitem(
             vm.functions._fns, fn, lambda *a, fn=fn, real=real: calls.__setitem__(fn, calls[fn] + 1) or real(*a)
         )
-    for vi in (compiled, vm):
+    for vi in (compiled, vm.vi):
         monkeypatch.setattr(vi, "chord_root_check", root_check)
     quasi_only = compiled.nc == 0 and not root_check
     x = _initial_state(name, compiled, rng)
@@ -322,18 +325,32 @@ def test_results_do_not_alias_driver_buffers(pair, rng, wrap):
     assert np.abs(r1.x - rv.x).max() <= 1e-12 * (1.0 + np.abs(rv.x).max())
 
 
-def test_no_compiler_falls_back_to_vm(tmp_path, monkeypatch):
-    """Without a C compiler the same MidpointVI runs Newton in numpy over the CasADi VM."""
+def test_the_driver_over_the_vm_matches_the_oracle(pair, rng):
+    """compile=False: the VM evaluates the functions, called back from the one C driver — the oracle's roots to
+    round-off, the same iteration counts, along a forced trajectory, chord and exact."""
+    name, compiled, oracle = pair
+    vm = oracle.vi
+    x = _initial_state(name, compiled, rng)
+    for newton in ("exact", "chord"):
+        with _method(newton, CHORD_RATE_MAX, vm):
+            xk = x
+            for k, u in enumerate(_forced_inputs(compiled, x, rng)[:5]):
+                rd, ro = vm.solve(xk, u, step_index=k), oracle.solve(xk, u, step_index=k)
+                assert np.abs(rd.x - ro.x).max() <= 1e-12 * (1.0 + np.abs(ro.x).max())
+                assert abs(rd.iterations - ro.iterations) <= 1
+                xk = rd.x
+
+
+def test_without_a_compiler_the_midpoint_vi_says_what_to_install(tmp_path, monkeypatch):
+    """The Newton iteration is C only: without a compiler MidpointVI refuses at construction with the fix, also
+    for compile=False (the driver over the VM is C too)."""
     monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path))
     robot = load_robot(planar_chain_urdf(3, damping=0.1))
-    reference = MidpointVI(robot, DT, compile=False)
     monkeypatch.setattr(codegen, "compiler", lambda: None)
-    vi = MidpointVI(robot, DT)
-    assert not vi.compiled_driver and not vi.functions.compiled("residual") and not list(tmp_path.glob("*.so"))
-    x = vi.state_from_velocity(np.array([0.5, -0.4, 0.3]), np.array([1.0, 0.0, -1.0]))
-    X, _ = vi.simulate(x, np.ones((5, vi.nu)))
-    Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))
-    assert np.array_equal(X, Xr)
+    for compile in (None, False):
+        with pytest.raises(codegen.CompilerRequiredError, match=r"needs a C compiler.*apt-get install gcc"):
+            MidpointVI(robot, DT, compile=compile)
+    assert not list(tmp_path.glob("*.so"))
 
 
 @pytest.mark.parametrize("o0_limit, driver", [(10**9, True), (10, False)])
@@ -348,7 +365,7 @@ def test_oversized_residual_builds_at_O0_or_falls_back(tmp_path, monkeypatch, o0
     robot = load_robot(planar_chain_urdf(3))
     vi, reference = MidpointVI(robot, DT), MidpointVI(robot, DT, compile=False)
     assert (vi.compiled_driver) == driver and vi.functions.compiled("residual") == driver
-    reference.newton = vi.newton  # chord with the driver, exact in the numpy loop: compare like with like
+    reference.newton = vi.newton  # chord over generated C, exact over the VM by default: compare like with like
     x = vi.state_from_velocity(np.array([0.5, -0.4, 0.3]), np.array([1.0, 0.0, -1.0]))
     X, _ = vi.simulate(x, np.ones((5, vi.nu)))
     Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))

@@ -337,26 +337,30 @@ def test_a_directory_vi_control_did_not_create_is_never_changed_or_written(tmp_p
     assert any(why in w for w in result["warnings"]), result["warnings"]
 
 
-def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_path):
-    """No compiler on PATH: a midpoint step and the LQR run uncompiled, with the same numbers
-    (REFERENCE §1), and the package says why once — not silently slower; VI_CONTROL_NO_COMPILE=1, the deliberate
-    choice, stays quiet. LinearTimeVI, whose one implementation is compiled C, refuses with the fix."""
+def test_without_a_c_compiler_the_first_use_says_what_to_install(tmp_path):
+    """No compiler on PATH: the midpoint VI (its Newton driver, over generated C or the VM), the LQR recursions and
+    LinearTimeVI are our C, one implementation each, so each refuses at first use with the fix — also under
+    VI_CONTROL_NO_COMPILE=1 (which keeps a model's generated functions in the VM, not our own C) — and what needs
+    no C (loading a model, its VM functions) works."""
     code = textwrap.dedent("""
-        import warnings, numpy as np, vi_control as vc
-        warnings.simplefilter("always")
-        with warnings.catch_warnings(record=True) as w:
-            vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
-            x1 = vi.step(np.array([0.2, 0.5]), np.array([0.8]))
-            K, _ = vc.dlqr(np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.0], [0.1]]), 1.0, 1.0)
+        import numpy as np, vi_control as vc
+        from vi_control.mechanics.codegen import CompilerRequiredError
+        robot = vc.load_robot("pendulum")
+        out = []
+        for build in (
+            lambda: vc.MidpointVI(robot, 0.1),
+            lambda: vc.MidpointVI(robot, 0.1, compile=False),
+            lambda: vc.dlqr(np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.0], [0.1]]), 1.0, 1.0),
+            lambda: vc.LinearTimeVI(robot, 0.1),
+        ):
             try:
-                vc.LinearTimeVI(vc.load_robot("pendulum"), 0.1)
-                lt = "built"
-            except RuntimeError as e:
-                lt = "refused" if str(e).startswith("LinearTimeVI needs a C compiler") else repr(e)
-        said = [str(m.message) for m in w if "no C compiler" in str(m.message)]
-        print(len(said), vi.compiled_driver, lt, *x1.round(12), said[0][:60] if said else "")
+                build()
+                out.append("built")
+            except CompilerRequiredError as e:
+                out.append("refused" if "install gcc" in str(e) else repr(e))
+        print(*out, robot.nq)
     """)
-    for no_compile, expected_said in (("0", "1"), ("1", "0")):
+    for no_compile in ("0", "1"):
         env = dict(
             os.environ,
             PATH=str(tmp_path),
@@ -366,8 +370,4 @@ def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_pa
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
-        said, driver, linear_time, q1, p1, *message = out.stdout.split()
-        assert (said, driver, linear_time) == (expected_said, "False", "refused"), out.stdout
-        assert abs(float(q1) - 0.247136194155) <= 1e-10 and abs(float(p1) - 0.362723883110) <= 1e-10
-        if expected_said == "1":
-            assert " ".join(message).startswith("vi_control: no C compiler found (CC='no-such-cc'")
+        assert out.stdout.split() == ["refused"] * 4 + ["1"], out.stdout

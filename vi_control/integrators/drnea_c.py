@@ -21,13 +21,12 @@ Compiled with the system C compiler once, cached in codegen.cache_dir() under th
 from __future__ import annotations
 
 import ctypes
-import os
 from importlib import resources
 
 import numpy as np
 
 from ..mechanics import lie
-from ..mechanics.codegen import compile_shared_library, compiler
+from ..mechanics.codegen import CompilerRequiredError, compile_shared_library, compiler, require_compiler
 from ..mechanics.drnea import BodyTree
 
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
@@ -92,15 +91,14 @@ def load_library() -> ctypes.CDLL | None:
     return lib
 
 
-NO_COMPILER = (
-    "LinearTimeVI needs a C compiler: its step is our C (integrators/csrc/drnea_step.c), compiled on "
-    "first use, and none was found ($CC, gcc or cc on PATH) or VI_CONTROL_NO_COMPILE=1 is set. Install "
-    "gcc, or use make_integrator('midpoint', ...), which runs without one (the CasADi VM)."
-)
+# What needs the compiler, for codegen.require_compiler's message.
+NEEDS_COMPILER = "LinearTimeVI's step (integrators/csrc/drnea_step.c)"
 
 
 def available() -> bool:
-    return os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1" and compiler() is not None
+    """True where the step can be built: a C compiler is there (the library is model-independent, so
+    VI_CONTROL_NO_COMPILE, which concerns a model's generated functions, does not apply)."""
+    return compiler() is not None
 
 
 class CompiledStep:
@@ -122,9 +120,10 @@ class CompiledStep:
         max_rotation: float = np.pi,
         momentum_scale: float = 1.0,
     ):
+        require_compiler(NEEDS_COMPILER)
         self.lib = load_library()
         if self.lib is None:
-            raise RuntimeError(NO_COMPILER)
+            raise CompilerRequiredError(f"vi_control: {NEEDS_COMPILER} did not compile (warning above)")
         n = self.n = tree.n
         self._guess_code = {"IG1": 1, "IG2": 2, "IG3": 3}[initial_guess]
         code = 0 if method == "riqn" else (2 if jacobian == "alg4" else 1)

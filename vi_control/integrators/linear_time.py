@@ -143,10 +143,8 @@ class LinearTimeVI(SymbolicStepDerivatives):
     backend = "c"
 
     def _compiled_step(self) -> drnea_c.CompiledStep:
-        """The model packed for the compiled step (module docstring); RuntimeError naming the fix without a C
-        compiler."""
-        if not drnea_c.available() or drnea_c.load_library() is None:
-            raise RuntimeError(drnea_c.NO_COMPILER)
+        """The model packed for the compiled step (module docstring); CompilerRequiredError (a RuntimeError) naming
+        the fix without a C compiler."""
         st = self.settings
         return drnea_c.CompiledStep(
             self.tree,

@@ -43,7 +43,6 @@ from .base import (
     rotational_coordinates,
 )
 from .implicit import SymbolicStepDerivatives
-from .midpoint_newton import solve_numpy
 
 __all__ = ["MidpointVI", "ConvergenceError", "SingularityError", "StepError", "StepResult", "NEWTON_METHODS"]
 
@@ -66,7 +65,8 @@ class MidpointVI(SymbolicStepDerivatives):
 
     ``settings`` (NewtonSettings; or its fields ``tol``, ``max_iterations``, ``rcond_min``, ``step_tol`` as
     keywords) is the root solve's stopping rule; ``wrap_continuous`` keeps continuous joint angles in
-    [−π, π) after each step; ``compile`` chooses generated C (mechanics.codegen) or CasADi's VM; ``newton``:
+    [−π, π) after each step; ``compile`` chooses generated C (mechanics.codegen) or CasADi's VM for the model's
+    functions — the Newton iteration is our C driver (mechanics/csrc/newton_driver.c) either way; ``newton``:
     'exact' evaluates and factors M_{k+1} (eq. 8) in every iteration; 'chord' iterates with the residual alone
     on one factored matrix — Δt⁻¹M(q_k) (Lee2016, eq. 25, Cholesky) for an unconstrained step, else M_{k+1} at
     the guess — refreshed with M_{k+1} only when an update shrinks by less than ``chord_rate_max``; M_{k+1} is
@@ -75,8 +75,8 @@ class MidpointVI(SymbolicStepDerivatives):
     skips M_{k+1} in an unconstrained chord step that converged on Δt⁻¹M(q_k) alone: the condition check is then
     M(q_k)'s, which does not see a singular M_{k+1} at the root (the spherical pendulum through its pole,
     test_integrator_errors.py); about 1.5× faster at 32 links (docs/benchmarks/step.md). Default ``newton``
-    (None): the faster one for the backend, 'chord' with the compiled driver, 'exact' in the numpy loop, where each
-    extra function call costs more than the Jacobian it saves.
+    (None): the faster one for the backend, 'chord' over generated C, 'exact' over the VM, where each extra function
+    call costs more than the Jacobian it saves.
     """
 
     DEFAULT_SETTINGS = NewtonSettings(tol=1e-12, max_iterations=30, rcond_min=1e-13, step_tol=1e-15)
@@ -113,8 +113,8 @@ class MidpointVI(SymbolicStepDerivatives):
         self.state = ConfigurationMomentumState(self.nq, robot.continuous_mask)
         self.wrap_continuous = wrap_continuous
         self.functions = s.functions  # the backend's function set (compiled or VM); not part of the interface
-        self._newton = s.newton  # compiled whole-step driver, or None (CasADi VM / no compiler)
-        self.newton = newton or ("chord" if self._newton is not None else "exact")
+        self._newton = s.newton  # the whole-step C driver (over generated C, or the CasADi VM's functions)
+        self.newton = newton or ("chord" if self._newton.generated else "exact")
         self.chord_rate_max = CHORD_RATE_MAX
         self.chord_root_check = chord_root_check
         self._zero_input = np.zeros(self.nu)
@@ -126,14 +126,15 @@ class MidpointVI(SymbolicStepDerivatives):
 
     @property
     def compiled_driver(self) -> bool:
-        """True when each step is one call into the generated C Newton driver."""
-        return self._newton is not None
+        """True when each step is one call into the Newton driver compiled with the generated functions (False: the
+        driver calls the CasADi VM back, for a model too large to compile or under VI_CONTROL_NO_COMPILE=1)."""
+        return self._newton.generated
 
     def compiled_stage(self, second_order: bool = True) -> CompiledStage | None:
         """This step for whole-horizon compiled planning (``base.CompiledStage``, planning.compiled), with the
         current Newton settings; None where a step is not one call into generated C (CasADi VM, no compiler, a
         derivative function too large to compile) or its states are wrapped (``wrap_continuous``)."""
-        if self._newton is None or self.wrap_continuous:
+        if not self._newton.generated or self.wrap_continuous:
             return None
         kernel = self.structure.step_kernel(with_hessian=second_order)
         if kernel is None:
@@ -303,36 +304,17 @@ class MidpointVI(SymbolicStepDerivatives):
         except ValueError:  # a guess built from a bad state (linearize_trajectory's X[k+1]): name the state first
             check_state_input(self, x, u)
             raise
-        if self._newton is not None:
-            it, rnorm = self._drive(x, u, step_index, y0, lam0)
-            nw = self._newton
-            xn = nw.xn.copy()  # the driver's buffers are overwritten by the next step
-            y = nw.y.copy()
-            return StepResult(
-                self.wrap(xn) if self.wrap_continuous else xn,
-                y[self.nd :].copy() if self.nc else self._zero_lam,
-                it,
-                rnorm,
-                y,
-            )
-        try:
-            return self._solve_numpy(x, u, step_index, y0, lam0, self.newton == "chord")
-        except ConvergenceError:
-            if self.newton != "chord":
-                raise
-            return self._solve_numpy(x, u, step_index, y0, lam0, False)
-
-    def _solve_numpy(
-        self,
-        x: np.ndarray,
-        u: np.ndarray | None,
-        step_index: int | None,
-        y0: np.ndarray | None,
-        lam0: np.ndarray | None,
-        chord: bool,
-    ) -> StepResult:
-        """Newton in numpy over the backend's residual, the C driver's algorithm (``midpoint_newton``)."""
-        return solve_numpy(self, x, u, step_index, y0, lam0, chord)
+        it, rnorm = self._drive(x, u, step_index, y0, lam0)
+        nw = self._newton
+        xn = nw.xn.copy()  # the driver's buffers are overwritten by the next step
+        y = nw.y.copy()
+        return StepResult(
+            self.wrap(xn) if self.wrap_continuous else xn,
+            y[self.nd :].copy() if self.nc else self._zero_lam,
+            it,
+            rnorm,
+            y,
+        )
 
     def _seed_driver(self, y0: np.ndarray | None, lam0: np.ndarray | None) -> None:
         """The driver's starting y: the guess y0, else (the driver predicts q_{k+1}) the multipliers lam0 or zero."""
@@ -349,7 +331,7 @@ class MidpointVI(SymbolicStepDerivatives):
         y0: np.ndarray | None,
         lam0: np.ndarray | None,
     ) -> tuple[int, float]:
-        """The numpy loop's algorithm as one call into the generated library (chord, then exact if chord fails, as
+        """The step as one call into the Newton driver (chord, then exact if chord fails, as
         ``solve`` documents); leaves x_{k+1} and y in the driver's buffers, returns (iterations, residual).
 
         Finiteness of (x, u) is checked in C (same ValueError); the sizes are checked here. This is the whole
@@ -382,7 +364,7 @@ class MidpointVI(SymbolicStepDerivatives):
                 raise ValueError("state or input contains NaN/inf")
             if code == NEWTON_OUT_OF_RANGE:
                 raise configuration_range_error(self, x)
-            if code == NEWTON_UNTRUSTED:  # the C driver refused the root; name the joint as the numpy check does
+            if code == NEWTON_UNTRUSTED:  # the C driver refused the root; name the joint as check_step does
                 xn = x.copy()
                 xn[self.idx_d] = nw.y[: self.nd]
                 check_step(self, x, xn, self.rotational, step_index)
@@ -400,8 +382,6 @@ class MidpointVI(SymbolicStepDerivatives):
         self, x: np.ndarray, u: np.ndarray | None = None, step_index: int | None = None, lam0: np.ndarray | None = None
     ) -> np.ndarray:
         """x_{k+1} = f(x_k, u_k) (multipliers: use ``solve``)."""
-        if self._newton is None:
-            return self.solve(x, u, step_index, lam0=lam0).x
         if lam0 is not None:
             lam0 = check_guess(self, None, lam0, 0)[1]
         self._drive(x, u, step_index, None, lam0)

@@ -10,10 +10,11 @@ for u_k and Ω_k = Σ_b s_b e_b(r_{k+α}), with ξ_k = Ω_k − A(r_{k+α})u_k,
     g_{k+1} = g_k τ(Δt ξ_k),  r_{k+1} = r_k + Δt u_k                                          (eq. 28)
 
 with τ = exp or cay ('cayley'; exact dτ⁻¹ of ``mechanics.se2``) by Newton on the exact (AD) Jacobian; the whole
-rollout is one C call (``integrators/csrc/rdp_driver.c``) where the generated functions compile, else a numpy loop
-around them. The carried state (g_k, r_k, π⁺_k = ∂_uℓ_{k−1}, μ⁺_k) starts from a continuous state as eq. 16
-does: μ⁺_0 = ∂_ξℓ(0), π⁺_0 = ∂_uℓ(0) − (Δt/2) f_0. For both bundled systems A(r)δ ∥ e₁(r), so the A(r_k)ᵀ term
-vanishes (the paper's remark before the snakeboard's simplified equations).
+rollout is one C call (``integrators/csrc/rdp_driver.c``, the one implementation of the iteration), over the
+generated functions compiled with it or, where they run in the CasADi VM, calling them back
+(``mechanics.codegen.FunctionSet``). The carried state (g_k, r_k, π⁺_k = ∂_uℓ_{k−1}, μ⁺_k) starts from a
+continuous state as eq. 16 does: μ⁺_0 = ∂_ξℓ(0), π⁺_0 = ∂_uℓ(0) − (Δt/2) f_0. For both bundled systems
+A(r)δ ∥ e₁(r), so the A(r_k)ᵀ term vanishes (the paper's remark before the snakeboard's simplified equations).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from importlib import resources
 
 import casadi as ca
 import numpy as np
-from scipy.linalg import lapack
 
 from ..mechanics import se2
 from ..mechanics.codegen import FunctionSet
@@ -33,7 +33,8 @@ from ..mechanics.discrete import DENSE_LU_C
 from ..model.scalars import is_integer
 from .base import ConvergenceError, NewtonSettings, SingularityError, check_time_step
 
-# The whole simulation as one C call (csrc/rdp_driver.c), compiled into the library of the generated functions.
+# The whole simulation as one C call (csrc/rdp_driver.c), compiled into the library of the generated functions (or
+# once for any system, over the VM's functions).
 RDP_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "rdp_driver.c").read_text()
 
 __all__ = ["ReducedSystem", "ReducedDAlembertPontryagin", "sleigh_system", "snakeboard_system"]
@@ -188,7 +189,6 @@ class ReducedDAlembertPontryagin:
             driver_needs=("residual", "update"),
         )
         self._P = np.zeros(3 * ns + 3)
-        self.use_driver = True  # False: the numpy loop around the compiled functions (the benchmark's baseline)
         rr = ca.SX.sym("r", ns)
         self._basis = ca.Function("E", [rr], [system.basis(rr)])
         self._connection = ca.Function("A", [rr], [system.connection(rr)])
@@ -201,9 +201,9 @@ class ReducedDAlembertPontryagin:
 
     @property
     def compiled(self) -> bool:
-        """True if ``simulate`` runs as one C call (csrc/rdp_driver.c): the driver compiled and ``use_driver`` set;
-        else the numpy Newton loop (around compiled functions where they compiled)."""
-        return self.functions.lib is not None and self.use_driver
+        """True if the driver (csrc/rdp_driver.c) is compiled with the generated functions; False where it calls the
+        CasADi VM back (``compile=False``, ``VI_CONTROL_NO_COMPILE=1``)."""
+        return self.functions.driver_generated
 
     def simulate(
         self,
@@ -216,7 +216,7 @@ class ReducedDAlembertPontryagin:
     ) -> RDPTrajectory:
         """N steps from the continuous state (g₀, r₀, ṙ₀, ξ₀) under shape forces ``forces`` (N, n_shape)
         (f_k applied at t_k, as eq. 16); raises ConvergenceError / SingularityError with the step index.
-        One C call where the functions compiled, else the same Newton loop in numpy (roots equal to round-off)."""
+        One C call (``rollout``)."""
         ns = self.n_shape
         if steps is not None and (not is_integer(steps) or steps < 0):
             raise ValueError(f"simulate: steps must be a non-negative integer, got {steps!r}")
@@ -243,11 +243,12 @@ class ReducedDAlembertPontryagin:
         z[ns:] = np.linalg.lstsq(np.array(self._basis(r0)).reshape(3, -1), omega0, rcond=None)[0]
         P = self._P
         P[ns : 2 * ns], P[2 * ns : 2 * ns + 3] = pi_p, mu_p
-        run = self._simulate_c if self.compiled else self._simulate_numpy
-        run(np.ascontiguousarray(forces), z, P, G, Rr, U, XI, its)
+        self.rollout(np.ascontiguousarray(forces), z, P, G, Rr, U, XI, its)
         return RDPTrajectory(g=G, r=Rr, u=U, xi=XI, iterations=its)
 
-    def _simulate_c(self, forces, z, P, G, Rr, U, XI, its) -> None:
+    def rollout(self, forces, z, P, G, Rr, U, XI, its) -> None:
+        """``simulate``'s steps in place, in one call of vi_rdp_simulate (csrc/rdp_driver.c, whose header gives the
+        arrays' layout): Newton on eq. 27 from the previous step's root, then eq. 28."""
         lib, st, nz = self.functions.lib, self.settings, len(z)
         iw_n, w_n = self.functions.work_sizes(("residual", "update"))
         lib.vi_rdp_workspace.restype = ctypes.c_longlong
@@ -255,8 +256,9 @@ class ReducedDAlembertPontryagin:
         iw, w, info = np.zeros(nz + iw_n, np.int64), np.zeros(n_ws + w_n), np.zeros(3)
         ip = np.array([len(forces), self.n_shape, nz, st.max_iterations], np.int64)
         dp = np.array([st.tol, st.p_unit])
-        lib.vi_rdp_simulate.restype = ctypes.c_int
-        code = lib.vi_rdp_simulate(
+        simulate = self.functions.driver_function("vi_rdp_simulate")
+        getattr(simulate, "c_function", simulate).restype = ctypes.c_int
+        code = simulate(
             *(a.ctypes.data_as(ctypes.c_void_p) for a in (ip, dp, P, forces, z, G, Rr, U, XI, its, iw, w, info))
         )
         k, rnorm, it = int(info[0]), float(info[1]), int(info[2])
@@ -266,30 +268,6 @@ class ReducedDAlembertPontryagin:
             raise ConvergenceError(
                 k, rnorm, it, "RDP (Kobilarov2010, eq. 27)" + (": a generated function failed" if code == 3 else "")
             )
-
-    def _simulate_numpy(self, forces, z, P, G, Rr, U, XI, its) -> None:
-        ns, st = self.n_shape, self.settings
-        res_fn, upd = self.functions["residual"], self.functions["update"]
-        pi_p, mu_p = P[ns : 2 * ns].copy(), P[2 * ns : 2 * ns + 3].copy()
-        for k in range(len(forces)):
-            P[:ns], P[ns : 2 * ns], P[2 * ns : 2 * ns + 3], P[2 * ns + 3 :] = Rr[k], pi_p, mu_p, forces[k]
-            scale = st.scale(np.abs(P[ns : 2 * ns + 3]).max(initial=0.0))
-            for it in range(st.max_iterations + 1):
-                Rv, Jv = res_fn(z, P)
-                rnorm = float(np.abs(Rv).max())
-                if rnorm <= st.tol * scale:
-                    break
-                if it == st.max_iterations or not np.isfinite(rnorm):
-                    raise ConvergenceError(k, rnorm, it, "RDP (Kobilarov2010, eq. 27)")
-                _, _, dz, info = lapack.dgesv(Jv, Rv.ravel())  # LAPACK directly: numpy's wrapper costs more
-                if info != 0:
-                    raise SingularityError(k, 0.0, "the RDP Jacobian (eq. 27)")
-                z = z - dz
-            its[k] = it
-            out = np.array(upd(z, P, G[k])).ravel()
-            G[k + 1], Rr[k + 1] = out[:3], out[3 : 3 + ns]
-            pi_p, mu_p = out[3 + ns : 3 + 2 * ns].copy(), out[3 + 2 * ns : 6 + 2 * ns].copy()
-            U[k], XI[k] = z[:ns], out[6 + 2 * ns :]
 
 
 def _start_vector(name: str, value, n: int) -> np.ndarray:

@@ -4,14 +4,18 @@ Calling a CasADi Function with numpy arguments costs ~45 µs (``Function.buffer(
 2-core development machine when the backend was chosen); the per-step work here is a few µs, so hot functions
 are generated as C, compiled with the system C compiler into a shared library keyed by the hash of the
 generated source and the flags, and called through ctypes with preallocated buffers (~1 µs). A group may
-carry C of our own (the whole-step Newton driver of mechanics.discrete) compiled into the same library.
-Without a compiler, or for functions whose C would be too large to build quickly, the CasADi virtual
-machine is used: same numbers, slower (a step too large for -O1 is first tried at -O0, see _O0_LIMIT_OPS).
+carry a driver, C of our own (the whole-step Newton driver of mechanics.discrete, the RDP's rollout) compiled into
+the same library. Functions too large to build quickly, or every function under ``VI_CONTROL_NO_COMPILE=1``, are
+evaluated by the CasADi virtual machine (a step too large for -O1 is first tried at -O0, see _O0_LIMIT_OPS); a
+driver over them is the same C source built once for any model, calling them back through ctypes
+(``callback_prelude``): its algorithm exists once, in C. vi_control therefore needs a C compiler;
+``require_compiler`` says so, with the fix, where one is first needed.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import shutil
 import subprocess
@@ -48,38 +52,95 @@ def cache_dir() -> Path:
     return cache.private_cache_dir()
 
 
-_NO_COMPILER_SAID = False  # the first use without a compiler says so, once per process
-
-
 def compiler() -> str | None:
-    """The C compiler ($CC, else gcc, else cc on PATH), or None. The first call that finds none (unless
-    VI_CONTROL_NO_COMPILE=1 asks for the uncompiled paths) warns once: every compiled path has an uncompiled
-    one with the same results, and a user who gets it without asking should know why it is slower."""
-    global _NO_COMPILER_SAID
-    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
-    if cc is None and not _NO_COMPILER_SAID and os.environ.get("VI_CONTROL_NO_COMPILE", "0") != "1":
-        _NO_COMPILER_SAID = True
-        warnings.warn(
-            f"vi_control: no C compiler found (CC={os.environ.get('CC', 'gcc')!r}, then 'cc', on PATH): "
-            "the generated functions run in the CasADi VM and the integrators', planner's and LQR's "
-            "compiled kernels in numpy — the same results, typically 10–100× slower. Install gcc (or "
-            "set CC); VI_CONTROL_NO_COMPILE=1 chooses these paths and silences this warning.",
-            RuntimeWarning,
-            stacklevel=2,
+    """The C compiler ($CC, else gcc, else cc on PATH), or None."""
+    return shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+
+
+class CompilerRequiredError(RuntimeError):
+    """vi_control's own C (an integrator's Newton driver, the linear-time step, the LQR recursions) cannot be built:
+    no C compiler was found."""
+
+
+def require_compiler(what: str) -> str:
+    """The C compiler, or CompilerRequiredError naming ``what`` needs it and the fix."""
+    cc = compiler()
+    if cc is None:
+        raise CompilerRequiredError(
+            f"vi_control needs a C compiler: {what} is our C, compiled once into the cache on first use, and none "
+            f"was found (CC={os.environ.get('CC', 'gcc')!r}, then 'cc', on PATH). Install gcc (Debian/Ubuntu: "
+            "apt-get install gcc) or set CC to a C compiler."
         )
     return cc
 
 
+# A driver's view of a generated function: CasADi's calling convention (casadi_int = long long, as _build asks).
+_CASADI_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int,
+)
+
+
 class _VMFunction:
-    """CasADi virtual-machine evaluation with the same call convention as _CFunction."""
+    """CasADi virtual-machine evaluation with the same call convention as _CFunction; ``address`` is a C function
+    pointer with the generated functions' signature that evaluates it here (for a driver, ``callback_prelude``)."""
+
+    n_iw = n_w = 0  # (a callback needs no work buffers of the driver's)
 
     def __init__(self, f: ca.Function):
         self.f = f
         self.compiled = False
+        self._callback = None
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
         out = self.f.call([ca.DM(a) for a in args])
         return [np.array(o) for o in out]
+
+    @property
+    def address(self) -> int:
+        if self._callback is None:
+            f = self.f
+            n_in = [f.nnz_in(i) for i in range(f.n_in())]
+            n_out = [f.nnz_out(i) for i in range(f.n_out())]
+            if any(f.nnz_in(i) != f.numel_in(i) for i in range(f.n_in())):
+                raise ValueError(f"{f.name()}: a driver's function must take dense arguments")
+
+            def evaluate(arg, res, iw, w, mem) -> int:
+                try:
+                    args = [
+                        ca.DM(np.ctypeslib.as_array(ctypes.cast(arg[i], ctypes.POINTER(ctypes.c_double)), (n,)))
+                        if n
+                        else ca.DM.zeros(0, 1)
+                        for i, n in enumerate(n_in)
+                    ]
+                    for i, o in enumerate(f.call(args)):
+                        if res[i] and n_out[i]:  # (CasADi's convention: a null output is not wanted)
+                            out = ctypes.cast(res[i], ctypes.POINTER(ctypes.c_double))
+                            np.ctypeslib.as_array(out, (n_out[i],))[:] = o.nonzeros()
+                    return 0
+                except Exception:  # (an exception cannot cross C: the driver reports the failed evaluation)
+                    return 1
+
+            self._callback = _CASADI_FN(evaluate)
+        return ctypes.cast(self._callback, ctypes.c_void_p).value
+
+
+def callback_prelude(names: tuple[str, ...]) -> str:
+    """C to put before a driver's source so that its calls of the generated functions ``names`` go through
+    pointers, set per thread by ``vi_set_callbacks(void** addresses)`` (in the order of ``names``): the driver built
+    once for any model, over functions evaluated elsewhere (``_VMFunction.address``)."""
+    lines = ["typedef int (*vi_generated_fn)(const double**, double**, long long*, double*, int);"]
+    for n in names:
+        lines.append(f"static __thread vi_generated_fn vi_cb_{n};")
+        lines.append(f"#define {n}(a, r, iw, w, m) vi_cb_{n}(a, r, iw, w, m)")
+    lines.append("int vi_set_callbacks(void** f) {")
+    lines += [f"  vi_cb_{n} = (vi_generated_fn)f[{i}];" for i, n in enumerate(names)]
+    lines.append("  return 0;\n}")
+    return "\n".join(lines) + "\n"
 
 
 class _CFunction:
@@ -177,6 +238,16 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
     return so
 
 
+@functools.cache
+def _callback_driver(driver: str, names: tuple[str, ...]) -> ctypes.CDLL:
+    """``driver`` built once for any model over generated functions called through pointers (``callback_prelude``)."""
+    flags = os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
+    so = compile_shared_library(callback_prelude(names) + driver, "vi_cb", flags, "a driver over the CasADi VM")
+    if so is None:
+        raise CompilerRequiredError(f"vi_control: the driver of {', '.join(names)} did not compile (warning above)")
+    return ctypes.CDLL(str(so))
+
+
 def _size(f: ca.Function) -> int:
     """Instructions of an SX function; for a function calling others (e.g. a ``map``), those of what it calls,
     once each: the generated C loops over one copy."""
@@ -190,9 +261,11 @@ class FunctionSet:
 
     ``compile``: True compiles every function small enough, False never compiles, None (default)
     compiles unless the environment sets ``VI_CONTROL_NO_COMPILE=1``. ``driver`` is C source of our
-    own appended to the eager library when every function in ``driver_needs`` is compiled there;
-    ``lib`` is then that library (else None) and ``work_sizes(names)`` sizes its CasADi work buffers.
-    ``flags``: compiler flags of this set (default VI_CONTROL_CFLAGS or -O1).
+    own: appended to the eager library when every function in ``driver_needs`` is compiled there
+    (``driver_generated``), else built once for any model after ``callback_prelude`` and pointed at this set's
+    functions per call — ``driver_function(name)`` calls it either way (CompilerRequiredError without a compiler).
+    ``lib`` is the library holding the driver (None without one); ``work_sizes(names)`` sizes the CasADi work
+    buffers. ``flags``: compiler flags of this set (default VI_CONTROL_CFLAGS or -O1).
     """
 
     def __init__(
@@ -215,6 +288,30 @@ class FunctionSet:
         self.lib: ctypes.CDLL | None = None
         # Functions only derivatives need are compiled on first use: a simulator never pays for them.
         self.lib = self._compile_group({n: f for n, f in funcs.items() if n not in self._lazy}, driver, driver_needs)
+        self.driver_generated = self.lib is not None
+        self._driver_needs, self._callbacks = driver_needs, None
+        if driver and self.lib is None:
+            names = tuple(funcs[n].name() for n in driver_needs)
+            # (also where the cache holds the library: what needs a compiler does not depend on this machine's past)
+            require_compiler(f"the driver over {', '.join(names)} (an integrator's Newton iteration)")
+            self.lib = _callback_driver(driver, names)
+            self._callbacks = (ctypes.c_void_p * len(driver_needs))(*[self[n].address for n in driver_needs])
+
+    def driver_function(self, name: str):
+        """The driver's exported C function ``name`` (a ctypes function; set its restype): the library's own where
+        the driver is generated with the functions, else one that first points the driver at this set's functions
+        (this thread's pointers, ``callback_prelude``)."""
+        fn = getattr(self.lib, name)
+        if self._callbacks is None:
+            return fn
+        bind, table = self.lib.vi_set_callbacks, self._callbacks
+
+        def call(*args):
+            bind(table)
+            return fn(*args)
+
+        call.c_function = fn  # (restype and argtypes are set on it)
+        return call
 
     def _compile_group(
         self, group: dict[str, ca.Function], driver: str = "", driver_needs: tuple[str, ...] = ()

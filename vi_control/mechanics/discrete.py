@@ -46,7 +46,9 @@ from .lagrangians import discrete_lagrangian
 from .symbolic import SymbolicTree, build_tree, constraint_expr, nonholonomic_expr
 
 # Our own C: small dense LU/condition helpers (shared with the planner's kernel, planning.compiled) and the Newton
-# driver, compiled into the same library as the generated residual/output/mass.
+# driver, the one implementation of a midpoint-type step's Newton iteration: compiled into the same library as the
+# generated residual/output/mass, or, where those run in the CasADi VM, once for any model over callbacks
+# (codegen.FunctionSet).
 DENSE_LU_C = (resources.files(__package__) / "csrc" / "dense_lu.c").read_text()
 NEWTON_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "newton_driver.c").read_text()
 
@@ -101,6 +103,7 @@ class NewtonStepC:
 
     def __init__(self, s: DiscreteSystemStructure):
         lib, fns = s.functions.lib, s.functions
+        self.generated = fns.driver_generated  # False: the driver calls the CasADi VM back
         n_iw, n_w = fns.work_sizes(STEP_FUNCTIONS)
         lib.vi_newton_workspace.restype = ctypes.c_longlong
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(s.nq), ctypes.c_longlong(s.ny))
@@ -126,8 +129,8 @@ class NewtonStepC:
         self.rot = np.concatenate([rot, [0]])  # never empty: ctypes needs an address
         bufs = [self.z, self.y, self.xn, self.ip, self.dp, *self._keep, self.info, self.rot]
         self._packed = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
-        self._fn = lib.vi_newton_step_packed
-        self._fn.restype = ctypes.c_int
+        self._fn = fns.driver_function("vi_newton_step_packed")
+        getattr(self._fn, "c_function", self._fn).restype = ctypes.c_int
         # (max_iterations, tol, rcond_min, theta_max, root_check, max_rotation, momentum_scale) as in ip, dp
         self._settings: tuple = (0, 0.0, 0.0, 0.0, False, np.pi, 1.0)
         self._source = None  # the NewtonSettings they came from (use_settings)
@@ -329,13 +332,13 @@ class DiscreteSystemStructure:
             driver=NEWTON_C if eager else "",
             driver_needs=STEP_FUNCTIONS if eager else (),
         )
-        # Whole Newton step in C when the step functions compiled (else MidpointVI runs Newton in numpy).
-        self.newton = NewtonStepC(self) if self.functions.lib is not None else None
+        # The whole Newton step is one call into our C driver (over the VM's functions where they did not compile).
+        self.newton = NewtonStepC(self) if eager else None
 
     def step_kernel(self, with_hessian: bool = True) -> StepKernel | None:
         """The compiled step for whole-trajectory C (``StepKernel``), or None unless the Newton driver, 'linearize'
         and (``with_hessian``) 'hessian' are all generated C. The derivative functions compile here on first use."""
-        if self.newton is None:
+        if self.newton is None or not self.newton.generated:
             return None
         fns = self.functions
         names = STEP_FUNCTIONS + ("linearize",) + (("hessian",) if with_hessian else ())

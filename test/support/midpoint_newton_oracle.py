@@ -1,11 +1,13 @@
-"""The midpoint VI's Newton loop in numpy (Johnson2015, eq. 8; with constraints eq. 28a–b): ``MidpointVI.solve`` where
-a step is not one call into the generated C driver (the CasADi VM, or compiled functions without the driver).
+"""The midpoint VI's Newton iteration in numpy (Johnson2015, eq. 8; with constraints eq. 28a–b): the tests' oracle of
+the package's one implementation, the C driver (vi_newton_step in vi_control/mechanics/csrc/newton_driver.c).
 
-The same algorithm as the C driver (vi_newton_step in mechanics/csrc/newton_driver.c), step for step: exact Newton
-on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (Lee2016, eq. 25, Cholesky) for an unconstrained
-step, else M_{k+1} at the guess — with M_{k+1} evaluated once near the root, the rounding-floor acceptance, the basin
-check and the condition check at the root (``MidpointVI``'s docstring has the options). With constraints, the
-condition judged and the residual's norm are unit-free as the driver's (``integrators.bordered``).
+Written from the same specification, step for step, over the model's functions in the CasADi VM or generated C and
+LAPACK: exact Newton on M_{k+1}, or chord Newton on one factored matrix — Δt⁻¹M(q_k) (Lee2016, eq. 25, Cholesky)
+for an unconstrained step, else M_{k+1} at the guess — with M_{k+1} evaluated once near the root, the rounding-floor
+acceptance, the basin check and the condition check at the root (``MidpointVI``'s docstring has the options). With
+constraints, the condition judged and the residual's norm are unit-free as the driver's
+(``vi_control.integrators.bordered``). ``oracle_solve`` adds ``MidpointVI.solve``'s exact retry of a failed chord
+iteration. The tests compare the driver with it: same roots to round-off, same iteration counts.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import Protocol
 import numpy as np
 from scipy.linalg import lapack
 
-from .base import ConvergenceError, NewtonSettings, SingularityError, StepResult, check_step
-from .bordered import lu_rcond, residual_norm, residual_weight
+from vi_control.integrators.base import ConvergenceError, NewtonSettings, SingularityError, StepResult, check_step
+from vi_control.integrators.bordered import lu_rcond, residual_norm, residual_weight
 
 
 class NewtonStepModel(Protocol):
@@ -182,3 +184,53 @@ def solve_numpy(
     if vi.wrap_continuous:
         xn = vi.wrap(xn)
     return StepResult(x=xn, lam=y[vi.nd :].copy(), iterations=it, residual=rnorm, y=y.copy())
+
+
+def oracle_solve(
+    vi: NewtonStepModel,
+    x: np.ndarray,
+    u: np.ndarray | None = None,
+    step_index: int | None = None,
+    y0: np.ndarray | None = None,
+    lam0: np.ndarray | None = None,
+    newton: str | None = None,
+) -> StepResult:
+    """``MidpointVI.solve`` by this loop: ``newton`` (default ``vi.newton``) 'chord', retried exact on a
+    ConvergenceError, or 'exact'."""
+    chord = (newton or vi.newton) == "chord"
+    try:
+        return solve_numpy(vi, x, u, step_index, y0, lam0, chord)
+    except ConvergenceError:
+        if not chord:
+            raise
+        return solve_numpy(vi, x, u, step_index, y0, lam0, False)
+
+
+class NumpyNewtonVI:
+    """A midpoint-type VI whose ``solve`` and ``step`` run this module's loop over the VI's own functions (the VM's
+    with ``compile=False``); every other attribute, read or set, is the wrapped VI's — so settings, the Newton
+    variant and the functions a test patches apply to the oracle as they would to the driver."""
+
+    def __init__(self, vi: NewtonStepModel):
+        object.__setattr__(self, "vi", vi)
+
+    def __getattr__(self, name: str):
+        return getattr(self.vi, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self.vi, name, value)
+
+    def solve(self, x, u=None, step_index=None, y0=None, lam0=None) -> StepResult:
+        return oracle_solve(self.vi, x, u, step_index, y0, lam0)
+
+    def step(self, x, u=None, step_index=None, lam0=None) -> np.ndarray:
+        return self.solve(x, u, step_index, lam0=lam0).x
+
+    def simulate(self, x0: np.ndarray, inputs: np.ndarray) -> np.ndarray:
+        """States (N+1, nx) of N oracle steps, each from the previous step's multipliers (as ``simulate``)."""
+        X, lam = [np.asarray(x0, float)], None
+        for k, u in enumerate(np.asarray(inputs, float)):
+            r = self.solve(X[-1], u, k, lam0=lam)
+            X.append(r.x)
+            lam = r.lam if len(r.lam) else None
+        return np.array(X)
