@@ -18,6 +18,16 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$repo" >&2
   echo "$want" > "$stamp"
 fi
+# A C compiler: vi_control compiles its own C and each model's generated code on first use (docs/architecture.md), from
+# Debian's packages, only if absent, only as root, never interactive (VI_CONTROL_NO_APT=1 skips it).
+if ! command -v "${CC:-gcc}" >/dev/null 2>&1 && ! command -v cc >/dev/null 2>&1 && [ "$(id -u)" = 0 ] \
+   && [ -z "${VI_CONTROL_NO_APT:-}" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "[setup] installing gcc (Debian package): vi_control compiles its C on first use" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -q gcc libc6-dev >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q gcc libc6-dev >/dev/null 2>&1; }; } \
+    || echo "[setup] gcc could not be installed: vi_control's integrators will refuse, naming the fix" >&2
+fi
 # Headless Chromium for the browser-view tests (test/view/test_view_browser.py, test/ros/test_ros_view_live.py), from
 # Debian's packages: only if absent, only as root, never interactive (VI_CONTROL_NO_APT=1 skips it); without it
 # those tests skip, saying why.
