@@ -338,23 +338,27 @@ def test_a_directory_vi_control_did_not_create_is_never_changed_or_written(tmp_p
 
 
 def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_path):
-    """No compiler on PATH: a midpoint step and the LQR run uncompiled, with the same numbers
-    (REFERENCE §1), and the package says why once — not silently slower; VI_CONTROL_NO_COMPILE=1, the deliberate
-    choice, stays quiet. LinearTimeVI, whose one implementation is compiled C, refuses with the fix."""
+    """No compiler on PATH: a midpoint step runs uncompiled, with the same numbers (REFERENCE §1), and the package
+    says why once — not silently slower; VI_CONTROL_NO_COMPILE=1, the deliberate choice, stays quiet. LinearTimeVI
+    and the LQR gains (DLQR here), whose one implementation is compiled C, refuse with the fix."""
     code = textwrap.dedent("""
         import warnings, numpy as np, vi_control as vc
         warnings.simplefilter("always")
         with warnings.catch_warnings(record=True) as w:
             vi = vc.MidpointVI(vc.load_robot("pendulum"), 0.1)
             x1 = vi.step(np.array([0.2, 0.5]), np.array([0.8]))
-            K, _ = vc.dlqr(np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.0], [0.1]]), 1.0, 1.0)
+            try:
+                vc.dlqr(np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.0], [0.1]]), 1.0, 1.0)
+                lq = "computed"
+            except RuntimeError as e:
+                lq = "refused" if str(e).startswith("tv_lqr and dlqr need a C compiler") else repr(e)
             try:
                 vc.LinearTimeVI(vc.load_robot("pendulum"), 0.1)
                 lt = "built"
             except RuntimeError as e:
                 lt = "refused" if str(e).startswith("LinearTimeVI needs a C compiler") else repr(e)
         said = [str(m.message) for m in w if "no C compiler" in str(m.message)]
-        print(len(said), vi.compiled_driver, lt, *x1.round(12), said[0][:60] if said else "")
+        print(len(said), vi.compiled_driver, lt, lq, *x1.round(12), said[0][:60] if said else "")
     """)
     for no_compile, expected_said in (("0", "1"), ("1", "0")):
         env = dict(
@@ -366,8 +370,8 @@ def test_without_a_c_compiler_the_first_use_says_so_once_and_results_stay(tmp_pa
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
-        said, driver, linear_time, q1, p1, *message = out.stdout.split()
-        assert (said, driver, linear_time) == (expected_said, "False", "refused"), out.stdout
+        said, driver, linear_time, lqr, q1, p1, *message = out.stdout.split()
+        assert (said, driver, linear_time, lqr) == (expected_said, "False", "refused", "refused"), out.stdout
         assert abs(float(q1) - 0.247136194155) <= 1e-10 and abs(float(p1) - 0.362723883110) <= 1e-10
         if expected_said == "1":
             assert " ".join(message).startswith("vi_control: no C compiler found (CC='no-such-cc'")

@@ -61,9 +61,10 @@ def compiler() -> str | None:
         _NO_COMPILER_SAID = True
         warnings.warn(
             f"vi_control: no C compiler found (CC={os.environ.get('CC', 'gcc')!r}, then 'cc', on PATH): "
-            "the generated functions run in the CasADi VM and the integrators', planner's and LQR's "
-            "compiled kernels in numpy — the same results, typically 10–100× slower. Install gcc (or "
-            "set CC); VI_CONTROL_NO_COMPILE=1 chooses these paths and silences this warning.",
+            "the generated functions run in the CasADi VM and the integrators' and planner's compiled "
+            "kernels in numpy — the same results, typically 10–100× slower — and what has no other "
+            "implementation (LinearTimeVI, the LQR gains) refuses. Install gcc (or set CC); "
+            "VI_CONTROL_NO_COMPILE=1 chooses these paths and silences this warning.",
             RuntimeWarning,
             stacklevel=2,
         )
