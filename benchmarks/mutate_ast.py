@@ -238,7 +238,7 @@ _SLOW = ("test_fuzz_generator.py", "test_benchmarks_smoke.py", "test_mutate_ast.
 
 def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
     """The fast test files of a module: those (not ``test_ros_*``, which start DDS nodes) that import it by its
-    dotted name, else those that name the module, else those of the modules that import it (``midpoint_newton``
+    dotted name, else those that name the module, else those of the modules that import it (``bordered``
     through ``midpoint``; two levels); the smallest ``limit`` of them (a bounded run per mutant). Files that fail
     unmutated (``baseline``) are left out by ``run_mutant``."""
     dotted = m.file[:-3].replace("/", ".")
@@ -252,7 +252,7 @@ def select_tests(m: Mutant, limit: int = 4, depth: int = 0) -> list[str]:
     ]
     texts = {t: t.read_text() for t in files}
     hits = [t for t in files if direct.search(texts[t])] or [t for t in files if named.search(texts[t])]
-    if not hits and depth < 2:  # reached only through a module of ours (midpoint_newton through midpoint)
+    if not hits and depth < 2:  # reached only through a module of ours (bordered through midpoint)
         users = [
             u
             for u in sorted((ROOT / "vi_control").rglob("*.py"))

@@ -310,15 +310,22 @@ def c_build_violations(graph: dict[str, set[str]], sources: set[str]) -> list[st
 
 def test_c_sources_live_in_the_layer_that_loads_them():
     """The layer rule for the C build graph: each C file in its layer's ``csrc/``, each compiled
-    library built only from C of its own layer or below — planning's DDP kernel library takes mechanics' dense LU,
-    control's LQR and planning's DDP; the midpoint VI's Newton driver (mechanics) nothing from above."""
+    library built only from C of its own layer or below — control's LQR library takes mechanics' dense LU and
+    products and control's LQR recursions (their one implementation, loaded by control.lqr); planning's DDP kernel
+    library the same mechanics helpers and planning's DDP, no LQR (the planner calls control.lqr); the midpoint VI's
+    Newton driver (mechanics) nothing from above."""
     graph = c_libraries()
     sources = {str(c.relative_to(PKG)) for c in PKG.rglob("*.c")}
     violations = c_build_violations(graph, sources)
     assert not violations, "\n".join(violations)
+    assert graph["vi_control.control.lqr.LQR_C"] == {
+        "mechanics/csrc/dense_lu.c",
+        "mechanics/csrc/dense_mm.c",
+        "control/csrc/lqr_kernel.c",
+    }
     assert graph["vi_control.planning.compiled.KERNEL_C"] == {
         "mechanics/csrc/dense_lu.c",
-        "control/csrc/lqr_kernel.c",
+        "mechanics/csrc/dense_mm.c",
         "planning/csrc/ddp_kernel.c",
         "planning/csrc/ddp_loop.c",
     }

@@ -63,7 +63,6 @@ SOLVERS = {
     "solve_ipopt": solve_ipopt,
     "solve_l1": solve_l1,
     "control.lqr.dlqr": lqr.dlqr,
-    "planning.compiled.dlqr": compiled.dlqr,
 }
 
 
@@ -76,8 +75,8 @@ def test_every_solver_takes_tolerance_and_tol_only_as_a_deprecated_keyword(name)
     )
 
 
-@pytest.mark.parametrize("dlqr", [lqr.dlqr, compiled.dlqr])
-def test_dlqr_tol_is_tolerance_with_a_deprecation_warning(dlqr):
+def test_dlqr_tol_is_tolerance_with_a_deprecation_warning():
+    dlqr = lqr.dlqr
     A, B = np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.005], [0.1]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new name warns of nothing
@@ -87,6 +86,12 @@ def test_dlqr_tol_is_tolerance_with_a_deprecation_warning(dlqr):
     assert np.array_equal(K, K_old) and np.array_equal(P, P_old)
     # the tolerance is the one used: a loose one stops after fewer doubling sweeps, a different P
     assert not np.array_equal(dlqr(A, B, np.eye(2), np.eye(1), tolerance=0.5)[1], P)
+    # the planner's twins are gone (one implementation, control.lqr's C): their names say where it is
+    for name in ("dlqr", "tv_lqr"):
+        with pytest.raises(
+            RemovedNameError, match=rf"planning\.compiled\.{name} was removed: use vi_control\.control\.lqr\.{name}"
+        ):
+            getattr(compiled, name)
 
 
 def test_solve_dmoc_tol_is_tolerance_with_a_deprecation_warning():

@@ -313,6 +313,7 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     # compiled on first use by the installed copy
     for c_source in (
         "mechanics/csrc/dense_lu.c",
+        "mechanics/csrc/dense_mm.c",
         "mechanics/csrc/newton_driver.c",
         "integrators/csrc/drnea_step.c",
         "integrators/csrc/rdp_driver.c",

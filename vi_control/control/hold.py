@@ -56,9 +56,9 @@ def hold_gain(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Infinite-horizon DLQR gain about (equilibrium_state(q), holding_input(q)): (K, x_eq, u_eq).
 
-    ``u_eq``: holding_input(q) if the caller has it; ``riccati``: a function with ``lqr.dlqr``'s signature (the
-    planner passes the compiled one). ValueError for weights ``lqr.check_weight`` refuses (Q ⪰ 0, R ≻ 0, both
-    symmetric), before anything is computed; ``SingularPoseError`` if the step is singular at q."""
+    ``u_eq``: holding_input(q) if the caller has it; ``riccati``: a function with ``lqr.dlqr``'s signature (default
+    ``lqr.dlqr``). ValueError for weights ``lqr.check_weight`` refuses (Q ⪰ 0, R ≻ 0, both symmetric), before
+    anything is computed; ``SingularPoseError`` if the step is singular at q."""
     Q = check_weight(Q, vi.state.ndx, "Q")
     R = check_weight(R, vi.nu, "R", definite=True)
     x_eq = equilibrium_state(vi, q)

@@ -3,14 +3,34 @@
 Sign convention of the whole project (Plan, controller): u = u_ref + K (x_ref − x), so K here is
 the seed's 𝒦(k) = [R + BᵀP_{k+1}B]⁻¹ BᵀP_{k+1}A (the text after eq. 36 prints BᵀPB, a typo: the
 gain that minimizes the cost of eq. 36's LQ problem has A on the right).
+
+The recursions themselves have one implementation, our C (``control/csrc/lqr_kernel.c``, on mechanics' dense LU and
+products), compiled on first use into the cache (``mechanics.codegen``) as this layer's own library: in Python the
+DLQR's ~18 small solves cost ~0.5 ms, a tenth of a panda plan, and the control layer (hold gains, tracking) and the
+planner share this one path. The tests compare it with an independent numpy oracle of the same formulas
+(``test/support/lqr_oracle.py``) and with scipy's ``solve_discrete_are``. Without a C compiler ``tv_lqr`` and
+``dlqr`` refuse at first use with ``codegen.CompilerRequiredError``, which names the fix.
+This module also holds the checks every caller of the recursions shares (``check_weight``, ``check_system``).
 """
 
 from __future__ import annotations
 
+import ctypes
+import math
+import os
+from importlib import resources
+
 import numpy as np
 
+from ..mechanics import codegen
+from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C
 from ..model.errors import renamed_keyword
 from ..model.scalars import as_real_array
+
+LQR_C = DENSE_LU_C + DENSE_MM_C + (resources.files(__package__) / "csrc" / "lqr_kernel.c").read_text()
+
+# What needs the compiler, for codegen.require_compiler's message.
+NEEDS_COMPILER = "the LQR recursions (tv_lqr, dlqr: control/csrc/lqr_kernel.c)"
 
 # Tolerances of the weight checks, relative to the weight's norm: a PSD weight's eigenvalues may reach −WEIGHT_TOL·‖W‖
 # (round-off of a weight computed as a product, e.g. DxᵀPDx) and its entries be asymmetric by WEIGHT_TOL·max|W|; a
@@ -111,44 +131,81 @@ def _check_finite(M: np.ndarray, name: str) -> None:
     raise ValueError(f"{name}: entries must be finite, got {M[tuple(bad)]} at index {tuple(bad.tolist())}")
 
 
-def _gain(A: np.ndarray, B: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """𝒦 = [R + BᵀPB]⁻¹ BᵀPA (Johnson2015, gain after eq. 36), by an LU solve of the symmetrized R + BᵀPB (positive
-    definite: R ≻ 0 is checked, P ⪰ 0 by the Joseph form)."""
-    S = R + B.T @ P @ B
-    return np.linalg.solve(0.5 * (S + S.T), B.T @ P @ A)
+_lib: ctypes.CDLL | None = None
+
+
+def load_library() -> ctypes.CDLL:
+    """The LQR library (``LQR_C``), compiled on first use and then loaded from the cache (flags
+    ``VI_CONTROL_CFLAGS`` or ``codegen.DEFAULT_CFLAGS``). ``codegen.CompilerRequiredError`` without a C compiler
+    or when the build fails (whose message ``codegen`` has already warned): the gains have no other implementation to
+    fall back to. Only a loaded library is kept: a compiler installed (or CC set) later is used by the next call."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    codegen.require_compiler(NEEDS_COMPILER)
+    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
+    so = codegen.compile_shared_library(LQR_C, "vi_lqr", flags, "the LQR gains (tv_lqr, dlqr)")
+    if so is None:
+        raise codegen.CompilerRequiredError(f"vi_control: {NEEDS_COMPILER} did not compile (warning above)")
+    lib = ctypes.CDLL(str(so))
+    lib.vi_lqr_tv.restype = ctypes.c_int
+    lib.vi_lqr_tv.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.vi_lqr_dare.restype = ctypes.c_int
+    lib.vi_lqr_dare.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    _lib = lib
+    return lib
+
+
+def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], list[np.ndarray]]:
+    """One buffer for a call's inputs (copied in) and its fresh outputs: one address lookup (``.ctypes.data``, a
+    few µs) instead of one per array. Returns (the addresses of inputs then outputs, the outputs); an output the C
+    code treats as int64 (sizes, pivots) is just its 8-byte slots."""
+    sizes = [a.size for a in inputs] + [math.prod(sh) for sh in shapes]
+    buf = np.empty(sum(sizes))
+    offs = np.cumsum([0] + sizes[:-1]).tolist()
+    views = [buf[o : o + n] for o, n in zip(offs, sizes)]
+    for v, a in zip(views, inputs):
+        v[:] = a.ravel()
+    base = buf.ctypes.data
+    return [base + 8 * o for o in offs], [v.reshape(sh) for v, sh in zip(views[len(inputs) :], shapes)]
 
 
 def tv_lqr(
     A: np.ndarray, B: np.ndarray, Q: np.ndarray | float, R: np.ndarray | float, Qf: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Finite-horizon time-varying LQR by the discrete Riccati recursion (Johnson2015, eq. 36a–b).
+    """Finite-horizon time-varying LQR by the discrete Riccati recursion (Johnson2015, eq. 36a–b), in C.
 
     A: (N, nx, nx), B: (N, nx, nu); Q, R: one weight for all k (scalar, diagonal or matrix) or a
     stack (N, n, n); Qf terminal. Returns K (N, nu, nx) with u = u_ref + K (x_ref − x) and the
-    cost-to-go P (N+1, nx, nx), P_N = Qf.
+    cost-to-go P (N+1, nx, nx), P_N = Qf. Per stage, from k = N−1 down: K_k = [R + BᵀP_{k+1}B]⁻¹ BᵀP_{k+1}A by an LU
+    solve of the symmetrized R + BᵀPB (positive definite: R ≻ 0 is checked, P ⪰ 0 by the form below), and eq. 36a
+    in the Joseph-like form P_k = Q + (A−BK)ᵀP_{k+1}(A−BK) + KᵀRK, symmetrized: the same value, and it stays
+    symmetric positive semidefinite.
+
+    ValueError naming the argument for what ``check_weight``/``check_system`` refuse, or when P_k or K_k leave double
+    range; LinAlgError if R + BᵀPB is singular; ``codegen.CompilerRequiredError`` without a C compiler.
     """
     A, B = check_system(A, B, stacked=True)
     N, nx, nu = B.shape
     Qs, Rs = check_weight(Q, nx, "Q", stack=N), check_weight(R, nu, "R", definite=True, stack=N)
-    Qk = Qs if Qs.ndim == 3 else np.broadcast_to(Qs, (N, nx, nx))
-    Rk = Rs if Rs.ndim == 3 else np.broadcast_to(Rs, (N, nu, nu))
-    P = np.zeros((N + 1, nx, nx))
-    K = np.zeros((N, nu, nx))
-    P[N] = check_weight(Qf, nx, "Qf")
-    for k in range(N - 1, -1, -1):
-        Pn, Ak, Bk = P[k + 1], A[k], B[k]
-        K[k] = _gain(Ak, Bk, Rk[k], Pn)
-        # Eq. 36a in the Joseph-like form (A−BK)ᵀP(A−BK) + KᵀRK + Q: same value, stays symmetric PSD.
-        Acl = Ak - Bk @ K[k]
-        with np.errstate(over="ignore", invalid="ignore"):  # (left double range: refused below)
-            Pk = Qk[k] + Acl.T @ Pn @ Acl + K[k].T @ Rk[k] @ K[k]
-        P[k] = 0.5 * (Pk + Pk.T)
-        if not (np.isfinite(P[k]).all() and np.isfinite(K[k]).all()):
-            raise ValueError(
-                f"A, B: the Riccati recursion (seed 000 eq. 36) leaves double range at step {k} "
-                f"(max |A_k| = {np.abs(Ak).max():.3g}, max |B_k| = {np.abs(Bk).max():.3g}): no finite "
-                "gains for these dynamics and weights; rescale the problem"
-            )
+    Qf = check_weight(Qf, nx, "Qf")
+    lib = load_library()
+    at, (sizes, K, P, _, _, step) = _packed(
+        [A, B, Qs, Rs, Qf],
+        [(5,), (N, nu, nx), (N + 1, nx, nx), (5 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (max(nu, 1),), (1,)],
+    )
+    # A weight's stride per stage: 0 reads the one weight at every stage, n² walks a stack (N, n, n).
+    sizes.view(np.int64)[:] = N, nx, nu, nx * nx * (Qs.ndim == 3), nu * nu * (Rs.ndim == 3)
+    code = lib.vi_lqr_tv(at[5], (ctypes.c_void_p * 10)(*at[:5], *at[6:]))
+    if code == 1:
+        raise np.linalg.LinAlgError("Singular matrix")
+    if code:
+        k = int(step.view(np.int64)[0])
+        raise ValueError(
+            f"A, B: the Riccati recursion (Johnson2015, eq. 36) leaves double range at step {k} "
+            f"(max |A_k| = {np.abs(A[k]).max():.3g}, max |B_k| = {np.abs(B[k]).max():.3g}): no finite "
+            "gains for these dynamics and weights; rescale the problem"
+        )
     return K, P
 
 
@@ -162,7 +219,7 @@ def dlqr(
     *,
     tol: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Infinite-horizon discrete LQR: P the fixed point of eq. 36a, K = [R + BᵀPB]⁻¹BᵀPA.
+    """Infinite-horizon discrete LQR: P the fixed point of eq. 36a (Johnson2015), K = [R + BᵀPB]⁻¹BᵀPA, in C.
 
     P is found by the structure-preserving doubling algorithm (Chu, Fan, Lin 2005), which squares
     the horizon of the Riccati recursion (36a) each sweep: after j sweeps P equals the 2ʲ-step
@@ -170,25 +227,23 @@ def dlqr(
     Stops when a sweep changes P by at most ``tolerance`` (``tol``: its deprecated name) relative to P: K depends on
     the weights' ratio only, so the test must not depend on their scale (an absolute floor tolerance·(1 + |P|) would
     stop weights of 1e-18 after one sweep, with K wrong by 100 %).
-    Returns (K, P); raises LinAlgError if it does not converge.
+    Returns (K, P); ValueError naming the argument for what ``check_weight``/``check_system`` refuse; LinAlgError if
+    a solve meets a singular matrix or the iteration does not converge; ``codegen.CompilerRequiredError`` without a C
+    compiler.
     """
     tol = renamed_keyword("dlqr", "tol", tol, "tolerance", tolerance)
     A, B = check_system(A, B, stacked=False)
     nx, nu = B.shape
     Qm, Rm = check_weight(Q, nx, "Q"), check_weight(R, nu, "R", definite=True)
-    Ak, Gk, Hk = A.copy(), B @ np.linalg.solve(Rm, B.T), Qm.copy()
-    eye = np.eye(nx)
-    for _ in range(max_iterations):
-        W = eye + Gk @ Hk
-        with np.errstate(over="ignore", invalid="ignore"):  # an unstabilizable mode blows up: caught below
-            AW = np.linalg.solve(W.T, Ak.T).T  # A_k W⁻¹
-            Hn = Hk + Ak.T @ Hk @ np.linalg.solve(W, Ak)
-            Gk = Gk + AW @ Gk @ Ak.T
-            Ak = AW @ Ak
-        done = np.abs(Hn - Hk).max() <= tol * np.abs(Hn).max()  # relative: K is invariant under (sQ, sR)
-        Hk = 0.5 * (Hn + Hn.T)
-        if not np.all(np.isfinite(Hk)):
-            break
-        if done:
-            return _gain(A, B, Rm, Hk), Hk
-    raise np.linalg.LinAlgError("discrete Riccati (doubling) did not converge: is (A, B) stabilizable?")
+    lib = load_library()
+    at, (sizes, K, P, _, _) = _packed(
+        [np.array([tol], dtype=float), A, B, Qm, Rm],
+        [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (nx + nu,)],
+    )
+    sizes.view(np.int64)[:] = nx, nu, max_iterations
+    code = lib.vi_lqr_dare(at[5], at[0], (ctypes.c_void_p * 8)(*at[1:5], *at[6:]))
+    if code == 1:
+        raise np.linalg.LinAlgError("Singular matrix")
+    if code:
+        raise np.linalg.LinAlgError("discrete Riccati (doubling) did not converge: is (A, B) stabilizable?")
+    return K, P

@@ -51,6 +51,9 @@ from .symbolic import SymbolicTree, build_tree, constraint_expr, nonholonomic_ex
 # (codegen.FunctionSet).
 DENSE_LU_C = (resources.files(__package__) / "csrc" / "dense_lu.c").read_text()
 NEWTON_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "newton_driver.c").read_text()
+# Products and LU solves of many right-hand sides, for the LQR (control.lqr) and DDP (planning.compiled) libraries;
+# not in NEWTON_C, so every model's generated library (its cache entry) stays as it was.
+DENSE_MM_C = (resources.files(__package__) / "csrc" / "dense_mm.c").read_text()
 
 # Generated functions the C driver calls.
 STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")

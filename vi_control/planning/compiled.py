@@ -3,7 +3,7 @@
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
 trajectory (Johnson2015, eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
 backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
-(``planning/csrc/ddp_kernel.c``; the TV-LQR and DLQR gains in ``control/csrc/lqr_kernel.c``), which calls the model's
+(``planning/csrc/ddp_kernel.c``, on mechanics' dense LU and products), which calls the model's
 generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
 same for every model: it is compiled once into the cache (``mechanics.codegen``) and needs no gcc time per model.
 For a QuadraticTrackingCost without a metric, ``CompiledStages.iterate`` runs ddp's iterations themselves in C
@@ -34,24 +34,31 @@ from importlib import resources
 
 import numpy as np
 
-from ..control import lqr
 from ..integrators.base import CompiledStage, Linearizable, SingularityError, StepResult
 from ..linearization import Linearization
 from ..mechanics import codegen
-from ..mechanics.discrete import DENSE_LU_C
-from ..model.errors import renamed_keyword
+from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C
+from ..model.errors import removed_name
 from .shooting import local_model, rollout
 
-KERNEL_C = DENSE_LU_C + "".join(
-    (resources.files(package) / "csrc" / f).read_text()
-    for package, f in (
-        ("vi_control.planning", "ddp_kernel.c"),
-        ("vi_control.control", "lqr_kernel.c"),
-        ("vi_control.planning", "ddp_loop.c"),
-    )
+KERNEL_C = (
+    DENSE_LU_C
+    + DENSE_MM_C
+    + "".join((resources.files(__package__) / "csrc" / f).read_text() for f in ("ddp_kernel.c", "ddp_loop.c"))
 )
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
+
+# Removed names and what replaced them: an ImportError naming the replacement for one release, then plain absence.
+# (The LQR gains have one implementation, in C, in the control layer: the planner calls it like everyone else.)
+_REMOVED = {"tv_lqr": "vi_control.control.lqr.tv_lqr", "dlqr": "vi_control.control.lqr.dlqr"}
+
+
+def __getattr__(name: str):
+    if name in _REMOVED:
+        raise removed_name(f"vi_control.planning.compiled.{name}", _REMOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _ROLLOUT, _LINEARIZE, _BACKWARD, _ITERATE = 0, 1, 2, 3
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
@@ -70,82 +77,7 @@ def kernel_library() -> ctypes.CDLL | None:
     lib.vi_plan_call.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
     lib.vi_plan_workspace.restype = ctypes.c_longlong
     lib.vi_plan_workspace.argtypes = [ctypes.c_longlong] * 4
-    lib.vi_plan_tvlqr.restype = ctypes.c_int
-    lib.vi_plan_tvlqr.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    lib.vi_plan_dlqr.restype = ctypes.c_int
-    lib.vi_plan_dlqr.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     return lib
-
-
-def tv_lqr(A: np.ndarray, B: np.ndarray, Q: np.ndarray, R: np.ndarray, Qf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``control.lqr.tv_lqr`` (Johnson2015, eq. 36, the same formulas) as one C call for matrix weights Q, R, Qf
-    constant over the horizon; the numpy version for anything else (stacked weights, no compiler, ``ENABLED``
-    off). Returns (K (N, nu, nx), P (N+1, nx, nx)); ValueError for what ``lqr.check_weight``/``check_system`` refuse
-    (R must be positive definite, so R + BᵀPB is), LinAlgError if the C solve still meets a singular pivot."""
-    A, B = lqr.check_system(A, B, stacked=True)  # the numpy version's checks: ValueError naming the argument
-    N, nx, nu = B.shape
-    W = [
-        lqr.check_weight(Q, nx, "Q", stack=N),
-        lqr.check_weight(R, nu, "R", definite=True, stack=N),
-        lqr.check_weight(Qf, nx, "Qf"),
-    ]
-    lib = kernel_library() if ENABLED else None
-    if lib is None or any(w.ndim != 2 for w in W):
-        return lqr.tv_lqr(A, B, *W)
-    at, (sizes, K, P, _, _) = _packed(
-        [A, B, *W], [(3,), (N, nu, nx), (N + 1, nx, nx), (5 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (max(nu, 1),)]
-    )
-    sizes.view(np.int64)[:] = N, nx, nu
-    if lib.vi_plan_tvlqr(at[5], (ctypes.c_void_p * 9)(*at[:5], *at[6:])):
-        raise np.linalg.LinAlgError("Singular matrix")
-    return K, P
-
-
-def _packed(inputs: list[np.ndarray], shapes: list[tuple]) -> tuple[list[int], list[np.ndarray]]:
-    """One buffer for a call's inputs (copied in) and its fresh outputs: one address lookup (``.ctypes.data``, a
-    few µs) instead of one per array. Returns (the addresses of inputs then outputs, the outputs); an output the C
-    code treats as int64 (pivots) is just its 8-byte slots."""
-    sizes = [a.size for a in inputs] + [math.prod(sh) for sh in shapes]
-    buf = np.empty(sum(sizes))
-    offs = np.cumsum([0] + sizes[:-1]).tolist()
-    views = [buf[o : o + n] for o, n in zip(offs, sizes)]
-    for v, a in zip(views, inputs):
-        v[:] = a.ravel()
-    base = buf.ctypes.data
-    return [base + 8 * o for o in offs], [v.reshape(sh) for v, sh in zip(views[len(inputs) :], shapes)]
-
-
-def dlqr(
-    A: np.ndarray,
-    B: np.ndarray,
-    Q: np.ndarray,
-    R: np.ndarray,
-    max_iterations: int = 60,
-    tolerance: float = 1e-13,
-    *,
-    tol: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``control.lqr.dlqr`` (the same doubling algorithm, stopping test and gain formula) as one C call for matrix
-    weights — in Python its ~18 small solves cost ~0.5 ms, a tenth of a panda plan; the numpy version for anything
-    else (no compiler, ``ENABLED`` off). Returns (K, P); LinAlgError as ``lqr.dlqr``."""
-    tol = renamed_keyword("dlqr", "tol", tol, "tolerance", tolerance)
-    A, B = lqr.check_system(A, B, stacked=False)
-    nx, nu = B.shape
-    Q, R = lqr.check_weight(Q, nx, "Q"), lqr.check_weight(R, nu, "R", definite=True)
-    lib = kernel_library() if ENABLED else None
-    if lib is None:
-        return lqr.dlqr(A, B, Q, R, max_iterations, tol)
-    at, (sizes, K, P, _, _) = _packed(
-        [np.array([tol]), A, B, Q, R],
-        [(3,), (nu, nx), (nx, nx), (9 * nx * nx + 2 * nx * nu + 2 * nu * nu,), (nx + nu,)],
-    )
-    sizes.view(np.int64)[:] = nx, nu, max_iterations
-    code = lib.vi_plan_dlqr(at[5], at[0], (ctypes.c_void_p * 8)(*at[1:5], *at[6:]))
-    if code == 1:
-        raise np.linalg.LinAlgError("Singular matrix")
-    if code:
-        raise np.linalg.LinAlgError("discrete Riccati (doubling) did not converge: is (A, B) stabilizable?")
-    return K, P
 
 
 # Built stages per system (weakly: they go with it) and per (thread, everything their context is built from):

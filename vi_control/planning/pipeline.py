@@ -13,13 +13,13 @@ import dataclasses
 import numpy as np
 
 from ..control.hold import equilibrium_state, hold_gain, holding_input
+from ..control.lqr import tv_lqr
 from ..control.plan import Plan
 from ..integrators import make_integrator, require_linearizable
 from ..integrators.base import DiscreteSystem, Linearizable
 from ..linearization import linearize_trajectory
 from ..model.limits import MAX_CONFIGURATION, position_limit_violation
 from .augmented import terminal_constrained_ddp
-from .compiled import dlqr, tv_lqr
 from .continuation import StageSolver, weight_continuation
 from .cost import QuadraticTrackingCost
 from .ddp import ddp, feedback_initial_guess, reference_feedback_guess
@@ -243,7 +243,7 @@ def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np
         return np.tile(u_eq, (N, 1))  # at rest: the held rollout stays there (and costs a linearization)
     try:
         K, x_eq, u_eq = hold_gain(
-            vi, q0, task.weight("Q", "hold", vi.nx, nq), task.weight("R", "hold", vi.nu, nq), u_eq=u_eq, riccati=dlqr
+            vi, q0, task.weight("Q", "hold", vi.nx, nq), task.weight("R", "hold", vi.nu, nq), u_eq=u_eq
         )
         limits = input_limits(task, vi)
         U, x = np.empty((N, vi.nu)), np.asarray(x0, float)
@@ -436,7 +436,6 @@ def plan_task(
         too_fast = velocity_limit_excess(vi, res.X)
         if too_fast:
             log(f"warning: {too_fast}")
-    # compiled.tv_lqr / dlqr: the same Riccati recursions as one C call each where they can
     K, _ = tv_lqr(A, B, W["lqr", "Q"], W["lqr", "R"], W["lqr", "Qf"])
     qN = res.X[-1, :nq]
     K_final = U_final = None
@@ -449,7 +448,7 @@ def plan_task(
             "unactuated joints): the hold gain cannot keep it"
         )
     try:
-        K_final, _, U_final = hold_gain(vi, qN, W["hold", "Q"], W["hold", "R"], u_eq=u_hold, riccati=dlqr)
+        K_final, _, U_final = hold_gain(vi, qN, W["hold", "Q"], W["hold", "R"], u_eq=u_hold)
     except (np.linalg.LinAlgError, ValueError) as e:
         if log is not None:
             log(f"warning: no hold gain about the final state ({e})")

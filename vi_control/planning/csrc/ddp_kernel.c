@@ -12,7 +12,8 @@
  * Storage: trajectories, A, B, gains and cost derivatives row-major (numpy); CasADi outputs, LU factors and
  * dy/dz column-major (as generated). Every operation is the numpy path's, in the same order where it decides
  * a branch; the results agree with it to round-off (test/planning/test_planning_compiled.py). */
-/* The dense helpers (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) come from dense_lu.c, prepended. */
+/* The dense helpers come from mechanics' dense_lu.c (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) and
+ * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), prepended. */
 #include <math.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -60,61 +61,6 @@ long long vi_plan_workspace(long long nx, long long nu, long long ny, long long 
   const long long nw = ny + nz;
   return 12 * nx * nx + 8 * nx * nu + 10 * nu * nu + nw * nw + 3 * ny * nz + 2 * nz * nz + 2 * nx * nz
          + 4 * ny * ny + 10 * (nx + nu + ny + nz) + 64;
-}
-
-static void vi_swap_rows(double* B, long long m, long long a, long long b) {
-  for (long long c = 0; c < m; c++) { const double t = B[a * m + c]; B[a * m + c] = B[b * m + c]; B[b * m + c] = t; }
-}
-
-/* A X = B (trans = 0) or A^T X = B (trans = 1) with P A = L U (vi_lu), for m right-hand sides at once, B row-major
- * (n, m): vi_lu_solve's / vi_lu_solve_t's operations on every system in their order, vectorized across them (their
- * skip of zero entries aside, which changes at most the sign of a zero). */
-static void vi_lu_solve_rows(const double* LU, long long n, const long long* piv, double* B, long long m, int trans) {
-  if (!trans) {
-    for (long long k = 0; k < n; k++)
-      if (piv[k] != k)
-        vi_swap_rows(B, m, k, piv[k]);
-    for (long long j = 0; j < n; j++) {
-      const double* bj = B + j * m;
-      for (long long i = j + 1; i < n; i++) {
-        const double l = LU[i + j * n];
-        double* bi = B + i * m;
-        for (long long c = 0; c < m; c++) bi[c] -= l * bj[c];
-      }
-    }
-    for (long long j = n - 1; j >= 0; j--) {
-      double* bj = B + j * m;
-      const double d = LU[j + j * n];
-      for (long long c = 0; c < m; c++) bj[c] /= d;
-      for (long long i = 0; i < j; i++) {
-        const double u = LU[i + j * n];
-        double* bi = B + i * m;
-        for (long long c = 0; c < m; c++) bi[c] -= u * bj[c];
-      }
-    }
-    return;
-  }
-  for (long long i = 0; i < n; i++) {
-    double* bi = B + i * m;
-    const double d = LU[i + i * n];
-    for (long long c = 0; c < m; c++) bi[c] /= d;
-    for (long long j = i + 1; j < n; j++) {
-      const double u = LU[i + j * n];
-      double* bj = B + j * m;
-      for (long long c = 0; c < m; c++) bj[c] -= u * bi[c];
-    }
-  }
-  for (long long i = n - 1; i >= 0; i--) {
-    const double* bi = B + i * m;
-    for (long long j = 0; j < i; j++) {
-      const double l = LU[i + j * n];
-      double* bj = B + j * m;
-      for (long long c = 0; c < m; c++) bj[c] -= l * bi[c];
-    }
-  }
-  for (long long k = n - 1; k >= 0; k--)
-    if (piv[k] != k)
-      vi_swap_rows(B, m, k, piv[k]);
 }
 
 /* numpy's clip: NaN stays NaN (the step then reports a non-finite input). */
@@ -173,39 +119,6 @@ int vi_plan_rollout(void** c, void** a) {
     for (long long i = 0; i < nc; i++) lam[i] = y[nd + i];
   }
   return 0;
-}
-
-/* z[c] (+)= sum_l x[l xs] y[l p + c], c < w: w sums (w constant after inlining: 8, 4 or 1) kept in registers over
- * l — independent chains, and one load of x per l instead of a load and a store of every z per l, as an axpy
- * loop over z did — each still summed l = 0, 1, ... from 0 (or from z), so the numbers are the axpy loop's. */
-static inline __attribute__((always_inline)) void vi_row_block(const double* x, long long xs, const double* y,
-                                                               long long p, long long m, double* z, int acc,
-                                                               const int w) {
-  double s[8];
-  for (int c = 0; c < w; c++) s[c] = acc ? z[c] : 0.0;
-  for (long long l = 0; l < m; l++) {
-    const double xl = x[l * xs], *yl = y + l * p;
-    for (int c = 0; c < w; c++) s[c] += xl * yl[c];
-  }
-  for (int c = 0; c < w; c++) z[c] = s[c];
-}
-
-/* z[j0 .. p) of one row of a product, by blocks of 8, 4 and 1 columns. */
-static inline __attribute__((always_inline)) void vi_row(const double* x, long long xs, const double* Y, long long p,
-                                                         long long m, double* z, int acc, long long j0) {
-  long long j = j0;
-  for (; j + 8 <= p; j += 8) vi_row_block(x, xs, Y + j, p, m, z + j, acc, 8);
-  for (; j + 4 <= p; j += 4) vi_row_block(x, xs, Y + j, p, m, z + j, acc, 4);
-  for (; j < p; j++) vi_row_block(x, xs, Y + j, p, m, z + j, acc, 1);
-}
-
-/* Z (n, p) = op(X) Y (+ Z if acc), Y row-major (m, p); op(X) = X (n, m) or, tx, X' with X (m, n). Every Z_ij sums
- * l = 0, 1, ... from 0 (the dot form's order). Z must not overlap X or Y. */
-static void vi_mm(const double* X, const double* Y, double* Z, long long n, long long m, long long p, int tx, int acc) {
-  for (long long i = 0; i < n; i++) {
-    if (tx) vi_row(X + i, n, Y, p, m, Z + i * p, acc, 0);
-    else vi_row(X + i * m, 1, Y, p, m, Z + i * p, acc, 0);
-  }
 }
 
 /* The upper triangle (j >= i) of Z (n, n) = X'Y (+ Z if acc), X and Y (m, n): for products known to be symmetric

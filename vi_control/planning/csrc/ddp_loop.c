@@ -1,5 +1,5 @@
 /* ---- vi_control: the DDP iteration loop in C (vi_control.planning.compiled.CompiledStages.iterate) ----
- * Appended after ddp_kernel.c (the passes it calls) and lqr_kernel.c; vi_plan_call dispatches every pass. */
+ * Appended after ddp_kernel.c (the passes it calls); vi_plan_call dispatches every pass. */
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
