@@ -332,17 +332,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "vi_control/planning/ddp.py",
         "if abs(d1) < tolerance:",
         "if abs(d1) < 1e3 * tolerance:",
-        "DDP declares convergence 1000× too early (the Python loop)",
+        "DDP declares convergence 1000× too early (the one loop, for compiled and numpy stages alike)",
         ("test/planning/test_planning_task.py",),
-    ),
-    Mutation(
-        "kernel_ddp_stops_early",
-        "vi_control/planning/csrc/ddp_loop.c",
-        "if (fabs(d1) < tol) {",
-        "if (fabs(d1) < 1e3 * tol) {",
-        "DDP declares convergence 1000× too early (the compiled loop, the default path)",
-        ("test/planning/test_planning_task.py",),
-        area="planning",
     ),
     Mutation(
         "kernel_box_qp_clamps_any_bound",

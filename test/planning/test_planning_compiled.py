@@ -1,12 +1,13 @@
-"""Whole-horizon compiled DDP (planning.compiled) against the numpy path it replaces.
+"""Whole-horizon compiled DDP stage passes (planning.compiled) against the numpy stage passes they accelerate.
 
 Independent reference: ddp's per-stage Python path (``linearization.linearize``/``second_order_contraction``,
 ``ddp._backward`` with LAPACK, ``shooting.rollout`` through ``vi.solve``), which the rest of the suite checks
 against finite differences, scipy and the papers. Every pass of the kernel (rollout, linearization, backward
 with and without second-order terms, regularized, with active input bounds) must agree with it to 1e-10 on an
 unconstrained, a holonomically constrained (four-bar, Johnson2015, eqs. 28–32) and a nonholonomic (GNI, Kobilarov2010)
-system, and whole DDP solves must agree to 1e-10 with the same iteration counts. The kernel is chosen by
-capability (``compiled_stage``), never by class: systems without it take the numpy path.
+system, and whole DDP solves — ddp's one loop driving the compiled stages, then the numpy stages — must agree to
+1e-10 with the same iteration counts. The kernel is chosen by capability (``compiled_stage``), never by class:
+systems without it take the numpy stages.
 """
 
 from __future__ import annotations

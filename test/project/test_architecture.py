@@ -327,7 +327,6 @@ def test_c_sources_live_in_the_layer_that_loads_them():
         "mechanics/csrc/dense_lu.c",
         "mechanics/csrc/dense_mm.c",
         "planning/csrc/ddp_kernel.c",
-        "planning/csrc/ddp_loop.c",
     }
     assert graph["vi_control.mechanics.discrete.NEWTON_C"] == {
         "mechanics/csrc/dense_lu.c",

@@ -319,7 +319,6 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
         "integrators/csrc/rdp_driver.c",
         "control/csrc/lqr_kernel.c",
         "planning/csrc/ddp_kernel.c",
-        "planning/csrc/ddp_loop.c",
     ):
         assert (site / "vi_control" / c_source).is_file(), c_source
     env = dict(os.environ, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(prefix))

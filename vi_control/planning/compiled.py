@@ -1,23 +1,22 @@
-"""Whole-horizon compiled DDP: one C call per pass over all N stages, or for the whole loop.
+"""Whole-horizon compiled DDP stage passes: one C call per pass over all N stages.
 
 DDP's stage work — the rollout (one Newton step of the implicit map per stage), the linearization along the
 trajectory (Johnson2015, eqs. 8–15, 29–30), the second-order contraction V'_x·∂²f (eqs. 16–27) and the Riccati
-backward pass with Tassa's regularization and the box QP of the input bounds — runs in our own C
+backward pass with Tassa's regularization (Tassa2012) and the box QP of the input bounds — runs in our own C
 (``planning/csrc/ddp_kernel.c``, on mechanics' dense LU and products), which calls the model's
 generated functions ('linearize', 'hessian') and its Newton driver through their addresses. That library is the
 same for every model: it is compiled once into the cache (``mechanics.codegen``) and needs no gcc time per model.
-For a QuadraticTrackingCost without a metric, ``CompiledStages.iterate`` runs ddp's iterations themselves in C
-(``planning/csrc/ddp_loop.c``: the same decisions — Newton/Gauss–Newton fallback, regularization updates, line-search
-acceptance, stopping rule) and hands back histories, from which ddp builds its result and log; otherwise ddp's
-Python loop drives the compiled passes.
+The iterations themselves — Newton or Gauss–Newton, the regularization updates, the line search's acceptance, the
+stopping rule — are ddp's Python loop (``planning/ddp.py``) for every system: these passes accelerate its stages
+and decide nothing of the algorithm.
 
 The fast path is chosen by capability, never by class: a system whose ``compiled_stage(second_order)`` returns an
 ``integrators.base.CompiledStage`` (today MidpointVI and its subclass, the GNI, when their step is generated C)
-gets ``CompiledStages``; any other ``Linearizable`` takes ddp's numpy path, which stays the general one. The kernel
-computes the numpy path's operations (same algorithm, same branch tests), so the two agree to round-off
+gets ``CompiledStages``; any other ``Linearizable`` gets ddp's numpy stages, which stay the general ones. The kernel
+computes the numpy passes' operations (same algorithm, same branch tests), so the two agree to round-off
 (test/planning/test_planning_compiled.py). Built stages are reused per system, thread and box
 (``compiled_stages``), their workspaces with them; no value is kept between calls: every pass writes fresh arrays.
-``VI_CONTROL_COMPILED_PLANNER=0`` (or ``ENABLED = False``) forces the numpy path.
+``VI_CONTROL_COMPILED_PLANNER=0`` (or ``ENABLED = False``) forces the numpy stages.
 """
 
 from __future__ import annotations
@@ -41,11 +40,7 @@ from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C
 from ..model.errors import removed_name
 from .shooting import local_model, rollout
 
-KERNEL_C = (
-    DENSE_LU_C
-    + DENSE_MM_C
-    + "".join((resources.files(__package__) / "csrc" / f).read_text() for f in ("ddp_kernel.c", "ddp_loop.c"))
-)
+KERNEL_C = DENSE_LU_C + DENSE_MM_C + (resources.files(__package__) / "csrc" / "ddp_kernel.c").read_text()
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
@@ -60,7 +55,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_ROLLOUT, _LINEARIZE, _BACKWARD, _ITERATE = 0, 1, 2, 3
+_ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 
 
@@ -362,122 +357,9 @@ class CompiledStages:
         )
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
-    def iterate(
-        self,
-        cost,
-        X: np.ndarray,
-        U: np.ndarray,
-        Y: np.ndarray,
-        mu: float,
-        tolerance: float,
-        max_iterations: int,
-        second_order: bool,
-        mu_unit: float = 1.0,
-    ) -> CompiledRun | None:
-        """ddp's iterations (metric None) for a QuadraticTrackingCost in one call from the initial rollout (X, U,
-        Y): the same decisions, histories for the result and the log (``mu_unit``: ddp's unit c of the regularization's
-        bounds). None where a rollout needs the Python path
-        (ddp then runs its own loop); SingularityError where R_y is singular, as ``linearize``."""
-        if second_order and not self._second_order_ok:
-            raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
-        N, nx, nu, ny, nz, M = self.N, self.nx, self.nu, self.ny, self.nz, int(max_iterations)
-        Xc, Uc, Yc, Xt, Ut, Yt = self._arena.carve((N + 1, nx), (N, nu), (N, ny), (N + 1, nx), (N, nu), (N, ny))
-        Xc[...], Uc[...], Yc[...] = X, U, Y
-        lin = StageLinearization(
-            *self._arena.carve(
-                (N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny), (N, nz, ny), (N, ny, nx), int_index=4
-            )
-        )
-        kff, Kfb, kff_t, Kfb_t, LX, LU, Vx, info, par, J, d1, regs, steps = self._arena.carve(
-            (N, nu), (N, nu, nx), (N, nu), (N, nu, nx), (N, nx), (N, nu), (nx,), (2,), (3,), (M + 1,), (M,), (M,), (M,)
-        )
-        kinds, out, ipar = (self._arena.carve((n,), int_index=0)[0] for n in (M, 6, 2))
-        par[:] = mu, tolerance, mu_unit
-        ipar[:] = M, 1 if second_order else 0
-        code = self._run(
-            _ITERATE,
-            [
-                Xc,
-                Uc,
-                Yc,
-                Xt,
-                Ut,
-                Yt,
-                cost.X_ref,
-                cost.U_ref,
-                cost.Q,
-                cost.R,
-                cost.Qf,
-                lin.A,
-                lin.B,
-                lin.rcond,
-                lin.lu,
-                lin.piv,
-                lin.dydz,
-                lin.Oy,
-                kff,
-                Kfb,
-                kff_t,
-                Kfb_t,
-                LX,
-                LU,
-                Vx,
-                info,
-                par,
-                J,
-                d1,
-                regs,
-                steps,
-                kinds,
-                out,
-                ipar,
-            ],
-        )
-        if code and out[2] == 5:
-            raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
-        if code:
-            return None
-        it, converged, reason, n_hist, n_kinds, n_dec = (int(v) for v in out)
-        return CompiledRun(
-            X=Xc,
-            U=Uc,
-            Kfb=Kfb,
-            cost=float(J[n_hist]),
-            iterations=it,
-            converged=bool(converged),
-            reason=reason,
-            cost_history=J[: n_hist + 1].tolist(),
-            decrements=d1[:n_dec].tolist(),
-            regularization=regs[:n_hist].tolist(),
-            steps=steps[:n_hist].tolist(),
-            newton=[bool(k) for k in kinds[:n_kinds]],
-            lin=lin,
-        )
-
     @staticmethod
     def linearization(lin: StageLinearization) -> StageLinearizations:
         return StageLinearizations(lin)
-
-
-@dataclass
-class CompiledRun:
-    """What ``CompiledStages.iterate`` hands back to ddp: the final trajectory and gains, and the histories
-    (reason: 0 max_iterations, 1 converged, 2 regularization exceeded in the backward pass, 3 line search failed
-    at maximum regularization); ``lin`` is the last linearization (at X, U when converged)."""
-
-    X: np.ndarray
-    U: np.ndarray
-    Kfb: np.ndarray
-    cost: float
-    iterations: int
-    converged: bool
-    reason: int
-    cost_history: list
-    decrements: list
-    regularization: list
-    steps: list
-    newton: list
-    lin: StageLinearization
 
 
 class StageLinearizations(Sequence):

@@ -23,6 +23,11 @@ min ½δuᵀQ_uuδu + Q_uᵀδu s.t. lo ≤ U_k + δu ≤ hi by projected Newton
 Mansard, Todorov 2014); feedback rows of clamped inputs are zero. The forward pass is the nonlinear
 rollout u = clip(U + αk + K(x − X)) with backtracking on α (accept if the actual decrease is at
 least 10 % of the quadratic model's).
+
+``ddp`` below is the one implementation of these iterations, for every ``Linearizable``. It works through stage
+passes (``stage_passes``: rollout, linearization, backward pass over all N stages): in C, one call per pass, where
+the system offers a compiled step (``compiled.CompiledStages``, the accelerator), else per stage in numpy
+(``_NumpyStages``, the general path); the two compute the same operations and agree to round-off.
 """
 
 from __future__ import annotations
@@ -277,41 +282,6 @@ def regularization_unit(
     return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
 
 
-_REASONS = (
-    "max_iterations",
-    "converged",
-    "regularization exceeded its maximum in the backward pass",
-    "line search failed at maximum regularization",
-)
-
-
-def _compiled_result(run, stages, method: str, log: LogFn, t0: float, c0: float) -> OptimizerResult:
-    """The OptimizerResult (and the progress lines, after the fact) of ``CompiledStages.iterate``."""
-    reason = f"|dJ| = {abs(run.decrements[-1]):.1e} < tolerance" if run.converged else _REASONS[run.reason]
-    if log is not None:
-        for i, (J, d1, a, mu) in enumerate(zip(run.cost_history[1:], run.decrements, run.steps, run.regularization)):
-            log(progress_line(method, i + 1, J, d1, a, mu))
-    return OptimizerResult(
-        X=run.X,
-        U=run.U,
-        K=-run.Kfb,
-        cost=run.cost,
-        cost_history=run.cost_history,
-        decrement_history=run.decrements,
-        iterations=run.iterations,
-        converged=run.converged,
-        stop_reason=reason,
-        wall_time=time.perf_counter() - t0,
-        method=method,
-        regularization_history=run.regularization,
-        step_history=run.steps,
-        step_kinds=["newton" if n else "gauss-newton" for n in run.newton],
-        linearization=stages.linearization(run.lin) if run.converged else None,
-        compiled=True,
-        cpu_time=time.process_time() - c0,
-    )
-
-
 def ddp(
     vi: Linearizable,
     cost: QuadraticTrackingCost,
@@ -343,10 +313,6 @@ def ddp(
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
     # (a metric sets its own curvature)
     c = regularization_unit(vi, cost, X[0], U[0], stages.step_result(X, results, 0)) if metric is None else 1.0
-    if stages.compiled and metric is None and type(cost) is QuadraticTrackingCost:  # the whole loop in C
-        run = stages.iterate(cost, X, U, results, regularization * c, tolerance, max_iterations, second_order, c)
-        if run is not None:
-            return _compiled_result(run, stages, method, log, t0, c0)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu, mu_min, mu_max, mu_floor = regularization * c, 1e-9 * c, 1e10 * c, 1e-6 * c

@@ -430,6 +430,16 @@ int vi_plan_backward(void** c, void** a) {
   return 0;
 }
 
+/* One ctypes entry point for every pass: (which, context, arguments). */
+int vi_plan_call(long long which, void** c, void** a) {
+  switch (which) {
+    case 0: return vi_plan_rollout(c, a);
+    case 1: return vi_plan_linearize(c, a);
+    case 2: return vi_plan_backward(c, a);
+    default: return -1;
+  }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
