@@ -12,6 +12,7 @@ systems without it take the numpy stages.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 
 import numpy as np
@@ -272,9 +273,9 @@ def test_results_do_not_depend_on_whether_the_kernel_was_built_before(tmp_path, 
 
 def test_built_stages_are_reused_per_system_thread_horizon_and_box(monkeypatch):
     """compiled_stages hands back the stages it built for the same (system, thread, horizon, box, settings) —
-    their context and workspaces are set up once — and new ones otherwise; a reused instance, also after its arena
-    forgot the arrays of earlier calls (``_Arena.KEEP`` = 0: every reuse forgets), computes bit for bit what a
-    freshly built one does."""
+    their context and workspaces are set up once — and new ones otherwise; a reused instance, whose arena carves the
+    memory of earlier calls' dead arrays again, computes bit for bit what a freshly built one does (whose arena
+    drops the entries of dead arrays at every carve: ``_Arena.KEEP`` = 0)."""
     import threading
     import weakref
 
@@ -313,3 +314,31 @@ def test_built_stages_are_reused_per_system_thread_horizon_and_box(monkeypatch):
         assert all(np.array_equal(a, b) for a, b in zip(got, want))
     plans = [plan_task(vi, task)[0] for _ in range(3)]
     assert all(np.array_equal(p.U, plans[0].U) and np.array_equal(p.K, plans[0].K) for p in plans)
+
+
+def test_the_arena_carves_memory_again_only_once_no_array_of_it_lives():
+    """A pass's outputs never share memory with a living array — one carved before, or any view of one (a row kept
+    from a linearization) — and memory whose arrays are all gone is carved again (warm, not new pages)."""
+    arena = compiled._Arena()
+    a, b = arena.carve((3, 4), (5,), int_index=1)
+    a[...], b[...] = 1.0, 7
+    first = a.ctypes.data
+    row = a.T[1]  # a view of a view: it alone keeps the chunk
+    del a, b
+    size = compiled._Arena.CHUNK
+    big = arena.carve((size,))[0]  # does not fit after a and b: the next chunk
+    address = big.ctypes.data
+    big[...] = -1.0
+    assert np.array_equal(row, np.ones(3))
+    del big
+    again = arena.carve((size,))[0]
+    assert again.ctypes.data == address  # the dead chunk, carved again
+    again[...] = -2.0
+    assert np.array_equal(row, np.ones(3))  # the first chunk is still in use through the row
+    del row
+    third = arena.carve((size,))[0]  # the first chunk, free now
+    assert third.ctypes.data == first and not np.shares_memory(third, again)
+    # The pointers handed to C are the arrays' own addresses.
+    x, y = arena.carve((2, 3), (4,), int_index=1)
+    at = arena.pointers([x, y, None])
+    assert list(np.ctypeslib.as_array((ctypes.c_int64 * 3).from_address(at))) == [x.ctypes.data, y.ctypes.data, 0]

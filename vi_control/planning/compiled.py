@@ -138,54 +138,86 @@ def compiled_stages(
         if len(built) >= _STAGES_PER_SYSTEM:
             built.pop(next(iter(built)))
         hit = built[key] = CompiledStages(lib, vi, stage, N, lo, hi)
-    else:
-        hit.settle()
     return hit
+
+
+class _Chunk(np.ndarray):
+    """Memory of the arena (owning its data; a type of its own, see ``_Lease``)."""
+
+
+class _Lease(np.ndarray):
+    """A chunk of the arena while arrays carved from it may live. Each of them is a view of it, and so is every view
+    of one (a transpose, a row): numpy collapses a view's base chain only through arrays of the view's own type, and
+    stops here, where the next base, the ``_Chunk``, is of another. The lease dies with the last of them, which
+    frees the chunk for carving again."""
 
 
 class _Arena:
     """Arrays whose addresses are known without asking numpy: ``.ctypes.data`` costs ~3.6 µs per array here, more
     than a stage's arithmetic at pendulum size, and every pass passes a dozen arrays. Outputs are carved from
     chunks whose base address is looked up once; inputs that did not come from here are copied into staging
-    buffers of their own (``np.copyto``, ~0.5 µs). Only addresses are remembered, never values: every pass writes
-    fresh output arrays."""
+    buffers of their own (``np.copyto``, ~0.5 µs). Only addresses are remembered, never values or arrays (weak
+    references): every pass writes fresh output arrays, and a chunk is carved again only once no array carved
+    from it, nor any view of one, is alive — then a pass writes to warm memory: new pages cost a panda
+    linearization (190 KB of outputs) ~70 µs, almost half of it."""
 
     CHUNK = 1 << 14  # doubles per chunk (128 KiB)
-    KEEP = 512  # arrays remembered before ``settle`` forgets them
+    KEEP = 512  # entries of ``_known`` before those of dead arrays are dropped
+    POOL = 8  # chunks kept for carving again (a panda plan uses 5, an acrobot swing-up 7)
 
     def __init__(self):
-        self._known: dict[int, tuple[np.ndarray, int]] = {}
-        self._chunk, self._base, self._used = np.empty(0), 0, 0
+        self._known: dict[int, tuple[weakref.ref, int]] = {}  # id → (the array, its address)
+        self._limit = self.KEEP
+        self._pool: list[tuple[np.ndarray, int, weakref.ref]] = []  # (memory, its address, its last lease)
+        self._lease: _Lease | None = None  # the chunk being carved
+        self._base, self._used = 0, 0
         self._staged: dict[tuple, np.ndarray] = {}
         self._args = np.zeros(32, np.int64)  # the argument vector of a call (pointers)
         self._args_at = self._args.ctypes.data
 
-    def settle(self) -> bool:
-        """Forget the arrays handed out so far once there are many (between calls of a reused ``CompiledStages``:
-        ``_known`` holds every carved array alive). A forgotten array passed in again is copied like any other
-        input; outputs are always carved within their own call."""
-        if len(self._known) > self.KEEP:
-            self._known.clear()
-            self._staged.clear()
-            self._chunk, self._base, self._used = np.empty(0), 0, 0
-            return True
-        return False
+    def own(self, shape: tuple, dtype: type = np.float64) -> np.ndarray:
+        """A zeroed array of its own (not from a chunk, so that holding it pins none) whose address is known."""
+        a = np.zeros(shape, dtype)
+        self._known[id(a)] = (weakref.ref(a), a.ctypes.data)
+        return a
+
+    def _next_chunk(self, total: int) -> None:
+        """Carve on from the start of a pooled chunk no living array uses (a free one too small is replaced by a
+        larger one; a new one is pooled while there is room, else left to the garbage collector with its arrays)."""
+        self._lease = None  # (the arena's own reference is no use of the chunk)
+        free = [i for i, (_, _, lease) in enumerate(self._pool) if lease() is None]
+        fits = [i for i in free if len(self._pool[i][0]) >= total]
+        if fits:
+            slot = fits[0]
+            mem, base, _ = self._pool[slot]
+        else:
+            mem = np.ndarray.__new__(_Chunk, (max(self.CHUNK, total),))
+            base = mem.ctypes.data
+            slot = free[0] if free else len(self._pool) if len(self._pool) < self.POOL else None
+        self._lease = mem.view(_Lease)
+        if slot == len(self._pool):
+            self._pool.append((mem, base, weakref.ref(self._lease)))
+        elif slot is not None:
+            self._pool[slot] = (mem, base, weakref.ref(self._lease))
+        self._base, self._used = base, 0
 
     def carve(self, *shapes: tuple, int_index: int | None = None) -> list[np.ndarray]:
-        """Fresh arrays of these shapes (float64; the one at ``int_index`` int64), never handed out before."""
+        """Fresh arrays of these shapes (float64; the one at ``int_index`` int64), sharing memory with no living
+        array."""
         sizes = [math.prod(sh) for sh in shapes]
         total = sum(sizes)
-        if self._used + total > len(self._chunk):
-            self._chunk = np.empty(max(self.CHUNK, total))
-            self._base, self._used = self._chunk.ctypes.data, 0
-        out, off = [], self._used
+        if self._lease is None or self._used + total > len(self._lease):
+            self._next_chunk(total)
+        lease, out, off = self._lease, [], self._used
         for i, (sh, n) in enumerate(zip(shapes, sizes)):
-            a = self._chunk[off : off + n]
-            a = (a.view(np.int64) if i == int_index else a).reshape(sh)
-            self._known[id(a)] = (a, self._base + 8 * off)
+            a = np.ndarray(sh, np.int64 if i == int_index else np.float64, lease, 8 * off)
+            self._known[id(a)] = (weakref.ref(a), self._base + 8 * off)
             out.append(a)
             off += n
         self._used = off
+        if len(self._known) > self._limit:
+            self._known = {k: v for k, v in self._known.items() if v[0]() is not None}
+            self._limit = self.KEEP + 2 * len(self._known)
         return out
 
     def pointers(self, arrays: list) -> int:
@@ -196,7 +228,7 @@ class _Arena:
         ptrs = []
         for i, a in enumerate(arrays):
             hit = None if a is None else self._known.get(id(a))
-            if hit is not None and hit[0] is a:
+            if hit is not None and hit[0]() is a:
                 ptrs.append(hit[1])
             elif a is None:
                 ptrs.append(0)
@@ -204,7 +236,7 @@ class _Arena:
                 key = (i, np.shape(a))
                 buf = self._staged.get(key)
                 if buf is None:
-                    buf = self._staged[key] = self.carve(key[1])[0]
+                    buf = self._staged[key] = self.own(key[1])
                 np.copyto(buf, a, casting="same_kind")
                 ptrs.append(self._known[id(buf)][1])
         if len(ptrs) > len(self._args):
@@ -275,13 +307,8 @@ class CompiledStages:
         self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
         self._call = lib.vi_plan_call
         self._arena = _Arena()
-        self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)  # μ, second order
-
-    def settle(self) -> None:
-        """Before reuse (``compiled_stages``): let the arena forget old arrays, and carve μ's and the flag's slots
-        anew when it did (the flag is read as int64, so it must not go through a float64 staging copy)."""
-        if self._arena.settle():
-            self._scalars, self._flags = self._arena.carve((1,), (1,), int_index=1)
+        # μ and the second-order flag (read as int64: it must not go through a float64 staging copy)
+        self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
 
     def _run(self, which: int, arrays: list) -> int:
         return self._call(which, self._ctx, self._arena.pointers(arrays))
