@@ -166,7 +166,7 @@ class _Arena:
     POOL = 8  # chunks kept for carving again (a panda plan uses 5, an acrobot swing-up 7)
 
     def __init__(self):
-        self._known: dict[int, tuple[weakref.ref, int]] = {}  # id → (the array, its address)
+        self._known: dict[int, tuple[weakref.ref, int]] = {}  # id → (a weak reference to the array, its address)
         self._limit = self.KEEP
         self._pool: list[tuple[np.ndarray, int, weakref.ref]] = []  # (memory, its address, its last lease)
         self._lease: _Lease | None = None  # the chunk being carved
