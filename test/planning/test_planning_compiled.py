@@ -1,13 +1,14 @@
 """Whole-horizon compiled DDP stage passes (planning.compiled) against the numpy stage passes they accelerate.
 
 Independent reference: ddp's per-stage Python path (``linearization.linearize``/``second_order_contraction``,
-``ddp._backward`` with LAPACK, ``shooting.rollout`` through ``vi.solve``), which the rest of the suite checks
-against finite differences, scipy and the papers. Every pass of the kernel (rollout, linearization, backward
-with and without second-order terms, regularized, with active input bounds) must agree with it to 1e-10 on an
-unconstrained, a holonomically constrained (four-bar, Johnson2015, eqs. 28–32) and a nonholonomic (GNI, Kobilarov2010)
-system, and whole DDP solves — ddp's one loop driving the compiled stages, then the numpy stages — must agree to
-1e-10 with the same iteration counts. The kernel is chosen by capability (``compiled_stage``), never by class:
-systems without it take the numpy stages.
+``shooting.rollout`` through ``vi.solve``), which the rest of the suite checks against finite differences, scipy and
+the papers, with the numpy oracle of the backward pass (test/support/ddp_oracle.py, LAPACK) — the package's one
+backward pass is C, for the numpy stages too (their second-order terms called back), checked against it here.
+Every pass of the kernel (rollout, linearization, backward with and without second-order terms, regularized, with
+active input bounds) must agree with it to 1e-10 on an unconstrained, a holonomically constrained (four-bar,
+Johnson2015, eqs. 28–32) and a nonholonomic (GNI, Kobilarov2010) system, and whole DDP solves — ddp's one loop
+driving the compiled stages, then the numpy stages — must agree to 1e-10 with the same iteration counts. The kernel
+is chosen by capability (``compiled_stage``), never by class: systems without it take the numpy stages.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from ddp_oracle import oracle_backward
 
 from vi_control.integrators import make_integrator
 from vi_control.integrators.midpoint import MidpointVI
@@ -97,10 +99,15 @@ def diffdrive():
     return _task_problem("task_diffdrive_parking", "gni")
 
 
-def _passes(stages, x0, U, X_nom, K, cost, mu, second_order):
+def _passes(stages, x0, U, X_nom, K, cost, mu, second_order, oracle=False):
+    """X, U applied, A, B, rcond and the backward pass's result of ``stages``; with ``oracle`` the backward pass is
+    the numpy oracle's over the same rollout and linearizations."""
     X, Ua, aux = stages.rollout(x0, U, X_nom, K)
     lins = stages.linearize(X, Ua, aux)
-    back = stages.backward(cost, X, Ua, aux, lins, mu, second_order)
+    if oracle:
+        back = oracle_backward(stages.vi, cost, X, Ua, aux, lins, stages.lo, stages.hi, mu, second_order)
+    else:
+        back = stages.backward(cost, X, Ua, aux, lins, mu, second_order)
     lin = stages.linearization(lins)
     return X, Ua, np.array([a.A for a in lin]), np.array([a.B for a in lin]), np.array([a.rcond for a in lin]), back
 
@@ -121,7 +128,12 @@ def test_every_stage_pass_agrees_with_the_numpy_path(system, request):
     clamped, solved = 0, []
     for mu, second_order in ((0.0, True), (1e2, True), (1e6, True), (0.0, False), (1e-2, False)):
         got = _passes(fast, x0, U, X_nom, K, cost, mu, second_order)
-        want = _passes(_NumpyStages(vi, lo, hi), x0, U, X_nom, K, cost, mu, second_order)
+        want = _passes(_NumpyStages(vi, N, lo, hi), x0, U, X_nom, K, cost, mu, second_order, oracle=True)
+        numpy_stages = _passes(_NumpyStages(vi, N, lo, hi), x0, U, X_nom, K, cost, mu, second_order)[5]
+        assert (numpy_stages is None) == (want[5] is None)  # the C pass over Python's contraction, too
+        if want[5] is not None:
+            for name, g, w in zip(("k", "K", "d1", "d2"), numpy_stages, want[5]):
+                assert _rel(g, w) < TOL, ("numpy stages", name, mu, second_order, _rel(g, w))
         for name, g, w in zip(("X", "U applied", "A", "B"), got[:4], want[:4]):
             assert _rel(g, w) < TOL, (name, _rel(g, w))
         assert _rel(np.log(got[4]), np.log(want[4])) < 1e-6  # rcond: the same 1-norm estimator as dgecon
@@ -145,7 +157,7 @@ def test_rollout_failure_is_a_rejected_trial_on_both_paths(cartpole):
     U = np.zeros((cost.N, vi.nu))
     U[7] = np.nan
     assert compiled.compiled_stages(vi, cost.N, lo, hi).rollout(x0, U) is None
-    assert _NumpyStages(vi, lo, hi).rollout(x0, U) is None
+    assert _NumpyStages(vi, cost.N, lo, hi).rollout(x0, U) is None
 
 
 def test_pendulum_swingup_plan_is_the_numpy_plan(monkeypatch):

@@ -3,11 +3,13 @@ first-order optimality (KKT) of the returned trajectories, and agreement of DDP,
 
 import numpy as np
 import pytest
+from ddp_oracle import box_qp
 from scipy.optimize import minimize
 
 from vi_control.planning import load_task, reference_trajectory, start_state
+from vi_control.planning.compiled import backward_pass
 from vi_control.planning.cost import QuadraticTrackingCost
-from vi_control.planning.ddp import box_qp, ddp
+from vi_control.planning.ddp import ddp
 from vi_control.planning.gradient import adjoint_gradient, steepest_descent
 from vi_control.planning.shooting import rollout
 
@@ -78,14 +80,32 @@ def test_ddp_respects_input_bounds_and_is_kkt_optimal(pendulum_vi, problem):
     assert np.all(G[upper] <= 1e-6) and np.all(G[lower] >= -1e-6)  # the cost wants to push past active bounds
 
 
+def _kernel_box_qp(H, g, lo, hi):
+    """The box QP of the package's backward pass (C) alone: one stage with B = I and no cost-to-go, so that
+    Q_uu = H and Q_u = g; returns (δu, free mask from its zero feedback rows) or None (not convex)."""
+    n = len(g)
+    out = backward_pass(1, n, n, lo, hi)(
+        np.zeros((1, n, n)),
+        np.eye(n)[None],
+        np.zeros((1, n)),
+        (np.zeros((1, n)), g[None], np.zeros(n), np.zeros((n, n)), np.eye(n), H),
+        0.0,
+        False,
+    )
+    return None if out is None else (out[0][0], np.abs(out[1][0]).sum(axis=1) > 0)
+
+
 @pytest.mark.parametrize("n", [1, 3, 6])
-def test_box_qp_matches_a_bounded_quasi_newton_solve(rng, n):
+@pytest.mark.parametrize("solve", ["kernel", "oracle"])
+def test_box_qp_matches_a_bounded_quasi_newton_solve(rng, n, solve):
+    """The C box QP of the backward pass, and the tests' numpy oracle of it, against L-BFGS-B."""
+    box = _kernel_box_qp if solve == "kernel" else (lambda H, g, lo, hi: box_qp(H, g, lo, hi, np.zeros(len(g))))
     for _ in range(10):
         M = rng.standard_normal((n, n))
         H = M @ M.T + 0.1 * np.eye(n)
         g = 3 * rng.standard_normal(n)
         lo, hi = -rng.uniform(0.1, 1, n), rng.uniform(0.1, 1, n)
-        x, free = box_qp(H, g, lo, hi, np.zeros(n))
+        x, free = box(H, g, lo, hi)
         ref = minimize(
             lambda z, H=H, g=g: 0.5 * z @ H @ z + g @ z,
             np.zeros(n),
@@ -96,7 +116,7 @@ def test_box_qp_matches_a_bounded_quasi_newton_solve(rng, n):
         )
         assert np.allclose(x, ref.x, atol=1e-6)
         assert np.all((x > lo) & (x < hi) | ~free)
-    assert box_qp(-np.eye(2), np.ones(2), -np.ones(2), np.ones(2), np.zeros(2)) is None  # not convex
+    assert box(-np.eye(2), np.ones(2), -np.ones(2), np.ones(2)) is None  # not convex
 
 
 def test_steepest_descent_decreases_the_cost_towards_the_ddp_optimum(pendulum_vi, problem):
@@ -148,7 +168,7 @@ def test_box_qp_lets_an_input_leave_the_bound_the_cost_pulls_it_from(pendulum_vi
     """Every input at +5 (the upper bound) while the cost wants −50: each stage's QP starts at δu = 0, on the upper
     bound, with a gradient pointing inside, so the input is free and the minimizer of the 1-D convex model is the
     other bound. One DDP iteration (full step: the model is exact enough) puts every input at −5 — on the compiled
-    kernel (the default path) as on the numpy box_qp."""
+    kernel's stages (the default path) as on the numpy stages (the same C backward pass)."""
     from vi_control.planning import compiled
 
     monkeypatch.setattr(compiled, "ENABLED", path == "compiled")

@@ -59,12 +59,104 @@ _ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 
 
+# The numpy stages' second-order terms, called back by vi_plan_backward: (stage k, V'_x (nx,), Hz (nz, nz) out).
+_CONTRACT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class BackwardPass:
+    """DDP's backward pass over stacked A_k (N, n, n), B_k (N, n, nu) for any system (``vi_plan_backward``, its one
+    implementation; ``CompiledStages.backward`` calls the same C over a compiled step's linearization): the Riccati
+    recursion, Tassa2012's V'_xx + μI and the box QP of the input bounds. With ``second_order`` the terms V'_x·∂²f of
+    stage k come from ``contract(k, V'_x)`` → (H_xx (n, n), H_xu (n, nu), H_uu (nu, nu)), called back from C: the
+    numpy stages' ``second_order_contraction``. n is the state's tangent dimension (``vi.state.ndx``)."""
+
+    def __init__(self, lib: ctypes.CDLL, N: int, n: int, nu: int, lo: np.ndarray, hi: np.ndarray):
+        self.N, self.n, self.nu = int(N), int(n), int(nu)
+        self.lo, self.hi = np.array(lo, float), np.array(hi, float)
+        bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
+        nz = n + nu
+        kp = np.array([N, 0, 0, 0, 0, 1, n, nu, nz, 0, 0, bounded], dtype=np.int64)
+        bufs = [
+            kp,
+            np.zeros(7),
+            np.zeros(1, np.int64),  # idx, int and real work, Newton workspace, pivots: no step is solved here
+            np.zeros(1, np.int64),
+            np.zeros(1),
+            np.zeros(1),
+            np.zeros(1, np.int64),
+            np.zeros(lib.vi_plan_workspace(n, nu, 1, nz)),
+            np.zeros(2 * max(nu, 1), np.int64),
+            self.lo,
+            self.hi,
+            np.zeros(1, np.int64),
+        ]
+        self._keep = bufs
+        ptrs = [bufs[0], bufs[1], 0, 0, 0, *bufs[2:]]
+        self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
+        self._call = lib.vi_plan_call
+        self._arena = _Arena()
+        self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
+        self._contract, self._error = None, None
+        self._callback = _CONTRACT_FN(self._contract_stage)
+        self._callback_at = ctypes.cast(self._callback, ctypes.c_void_p).value
+
+    def _contract_stage(self, k: int, vx_at: int, hz_at: int) -> int:
+        try:
+            n = self.n
+            Vx = np.ctypeslib.as_array(ctypes.cast(vx_at, ctypes.POINTER(ctypes.c_double)), (n,)).copy()
+            Hz = np.ctypeslib.as_array(ctypes.cast(hz_at, ctypes.POINTER(ctypes.c_double)), (n + self.nu, n + self.nu))
+            Hxx, Hxu, Huu = self._contract(int(k), Vx)
+            Hz[:n, :n], Hz[:n, n:], Hz[n:, :n], Hz[n:, n:] = Hxx, Hxu, np.transpose(Hxu), Huu
+            return 0
+        except BaseException as e:  # (an exception cannot cross C: kept, raised after the pass)
+            self._error = e
+            return 1
+
+    def __call__(
+        self,
+        A: np.ndarray,
+        B: np.ndarray,
+        U: np.ndarray,
+        local: tuple[np.ndarray, ...],
+        mu: float,
+        second_order: bool,
+        contract=None,
+    ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+        """(k (N, nu), K (N, nu, n) in the rollout's convention u = U + αk + K(x − X), d1, d2), or None where Q_uu (a
+        free block of it) is not positive definite or the result is not finite (ddp changes the model). ``local``:
+        ``shooting.local_model``'s (l_x, l_u, V_x(N), V_xx(N), W_x, W_u); ``contract`` as the class says."""
+        N, n, nu = self.N, self.n, self.nu
+        kff, Kfb, d = self._arena.carve((N, nu), (N, nu, n), (2,))
+        self._scalars[0], self._flags[0] = mu, 1 if second_order else 0
+        self._contract, self._error = contract, None
+        args = [None, U, None, A, B, None, None, None, None, *local, self._scalars, self._flags, kff, Kfb, d]
+        ptrs = self._arena.pointers([*args, self._callback_at if second_order else None])
+        try:
+            code = self._call(_BACKWARD, self._ctx, ptrs)
+        finally:
+            self._contract = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return None if code else (kff, Kfb, float(d[0]), float(d[1]))
+
+
+def backward_pass(N: int, n: int, nu: int, lo: np.ndarray, hi: np.ndarray) -> BackwardPass:
+    """A ``BackwardPass`` over N stages of tangent dimension n and nu inputs in the box [lo, hi];
+    ``codegen.CompilerRequiredError`` without a C compiler."""
+    codegen.require_compiler("DDP's backward pass (planning/csrc/ddp_kernel.c)")
+    lib = kernel_library()
+    if lib is None:
+        raise codegen.CompilerRequiredError("vi_control: the planner's kernel did not compile (warning above)")
+    return BackwardPass(lib, N, n, nu, lo, hi)
+
+
 @functools.cache
 def kernel_library() -> ctypes.CDLL | None:
     """The model-independent kernel library (compiled on first use, then loaded from the cache); None without a
-    C compiler (the planner then takes the numpy path)."""
+    C compiler."""
     flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
-    so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", flags, "the planner's compiled kernel (using numpy)")
+    so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", flags, "the planner's compiled kernel")
     if so is None:
         return None
     lib = ctypes.CDLL(str(so))
@@ -221,7 +313,8 @@ class _Arena:
         return out
 
     def pointers(self, arrays: list) -> int:
-        """The address of a void* vector holding the arrays' addresses (NULL for None), valid until the next call
+        """The address of a void* vector holding the arrays' addresses (NULL for None; an int is taken as an address),
+        valid until the next call
         (a ctypes array of 20 pointers costs more to build than a pass over a pendulum's stages). Position i of a
         call takes arrays carved here as they are; any other array is copied into the staging buffer of
         (position, shape) (float64)."""
@@ -232,6 +325,8 @@ class _Arena:
                 ptrs.append(hit[1])
             elif a is None:
                 ptrs.append(0)
+            elif type(a) is int:  # an address as it is (a function pointer)
+                ptrs.append(a)
             else:
                 key = (i, np.shape(a))
                 buf = self._staged.get(key)
@@ -380,6 +475,7 @@ class CompiledStages:
                 kff,
                 Kfb,
                 d,
+                None,  # (the contraction over the generated 'hessian')
             ],
         )
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))

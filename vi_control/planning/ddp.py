@@ -35,12 +35,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.linalg import lapack
 
 from ..control.lqr import tv_lqr
 from ..integrators.base import Linearizable, StepError, StepResult
 from ..linearization import linearize, second_order_contraction
-from .compiled import compiled_stages
+from .compiled import backward_pass, compiled_stages
 from .cost import QuadraticTrackingCost
 from .shooting import (
     LogFn,
@@ -55,123 +54,17 @@ from .shooting import (
 )
 
 
-def _chol_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """H⁻¹ rhs for symmetric positive definite H; LinAlgError if H is not (the caller regularizes).
-
-    LAPACK potrf/potrs directly: on these tiny matrices numpy.linalg's wrappers cost more than the math.
-    """
-    c, info = lapack.dpotrf(H, lower=False, clean=False)
-    if info != 0:
-        raise np.linalg.LinAlgError("not positive definite")
-    x, info = lapack.dpotrs(c, rhs, lower=False)
-    return x
-
-
-def box_qp(
-    H: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, x0: np.ndarray, max_iterations: int = 50
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """min ½xᵀHx + gᵀx on lo ≤ x ≤ hi by projected Newton; returns (x, free mask).
-
-    None if the free block of H is not positive definite (the caller raises the regularization).
-    """
-    free = np.ones(len(g), bool)
-    try:  # fast path: the unconstrained minimizer is feasible (bounds inactive)
-        x = -_chol_solve(H, g)
-    except np.linalg.LinAlgError:
-        x = None
-    if x is not None and np.all(x >= lo) and np.all(x <= hi):
-        return x, free
-    x = np.clip(x0, lo, hi)
-    for _ in range(max_iterations):
-        grad = g + H @ x
-        clamped = ((x <= lo) & (grad > 0)) | ((x >= hi) & (grad < 0))
-        free = ~clamped
-        if not free.any():
-            break
-        dx = np.zeros_like(x)
-        try:
-            dx[free] = -_chol_solve(H[np.ix_(free, free)], grad[free])
-        except np.linalg.LinAlgError:
-            return None
-        if np.abs(dx).max() < 1e-12 * (1.0 + np.abs(x).max()):
-            break
-        f0 = 0.5 * x @ H @ x + g @ x
-        step = 1.0
-        while True:  # projected Armijo search
-            xn = np.clip(x + step * dx, lo, hi)
-            if 0.5 * xn @ H @ xn + g @ xn - f0 <= 0.1 * grad @ (xn - x) or step < 1e-12:
-                break
-            step *= 0.5
-        done = np.abs(xn - x).max() < 1e-13
-        x = xn
-        if done:
-            break
-    return x, free
-
-
-class _BackwardFailure(Exception):
-    pass
-
-
-def _backward(
-    vi: Linearizable, cost: QuadraticTrackingCost, X, U, results, lins, lo, hi, mu, second_order, metric=None
-):
-    N, nx, nu = len(U), vi.state.ndx, vi.nu
-    kff = np.zeros((N, nu))
-    Kfb = np.zeros((N, nu, nx))
-    # Curvature of the local model: the cost's own (Newton, Gauss–Newton) or a fixed metric (first order).
-    LX, LU, Vx, Vxx, Wx, Wu = local_model(cost, X, U, metric)
-    d1 = d2 = 0.0
-    bounded = bool(np.isfinite(lo).any() or np.isfinite(hi).any())
-    for k in range(N - 1, -1, -1):
-        lin = lins[k]
-        A, B = lin.A, lin.B
-        At, Bt = A.T, B.T
-        VA = Vxx @ A
-        Qx, Qu = LX[k] + At @ Vx, LU[k] + Bt @ Vx
-        Qxx, Qux, Quu = Wx + At @ VA, Bt @ VA, Wu + Bt @ (Vxx @ B)
-        if second_order:
-            Hxx, Hxu, Huu = second_order_contraction(vi, X[k], U[k], Vx, results[k], lin=lin)
-            Qxx, Qux, Quu = Qxx + Hxx, Qux + Hxu.T, Quu + Huu
-        # Regularize V'_xx + μI (Tassa et al. 2012) rather than Q_uu: the step stays scale-aware.
-        Quu_r, Qux_r = 0.5 * (Quu + Quu.T), Qux
-        if mu:
-            Quu_r, Qux_r = Quu_r + mu * (Bt @ B), Qux + mu * (Bt @ A)
-        if bounded:
-            sol = box_qp(Quu_r, Qu, lo - U[k], hi - U[k], np.zeros(nu))
-            if sol is None:
-                raise _BackwardFailure
-            kk, free = sol
-            KK = np.zeros((nu, nx))
-            if free.any():
-                KK[free] = -np.linalg.solve(Quu_r[np.ix_(free, free)], Qux_r[free])
-        else:
-            try:
-                sol = _chol_solve(Quu_r, np.column_stack([Qu, Qux_r]))
-            except np.linalg.LinAlgError:
-                raise _BackwardFailure from None
-            kk, KK = -sol[:, 0], -sol[:, 1:]
-        kff[k], Kfb[k] = kk, KK
-        Quu_k = Quu @ kk
-        d1 += kk @ Qu
-        d2 += 0.5 * kk @ Quu_k
-        KtT = KK.T
-        Vx = Qx + KtT @ (Quu_k + Qu) + Qux.T @ kk
-        Vxx = Qxx + KtT @ (Quu @ KK + Qux) + Qux.T @ KK
-        Vxx = 0.5 * (Vxx + Vxx.T)
-    if not (np.isfinite(d1) and np.all(np.isfinite(Vxx))):  # NaN/inf anywhere propagates to here
-        raise _BackwardFailure
-    return kff, Kfb, d1, d2
-
-
 class _NumpyStages:
-    """The stage passes per stage in Python: the general path for any Linearizable (``compiled.CompiledStages``,
-    the same passes in C, is taken where the system offers a compiled step)."""
+    """The stage passes of any Linearizable: the rollout and linearization per stage in Python, the backward pass in C
+    (``compiled.BackwardPass``, the one implementation, with V'_x·∂²f of each stage called back from
+    ``second_order_contraction``). ``compiled.CompiledStages`` runs all three in C where the system offers a compiled
+    step."""
 
     compiled = False
 
-    def __init__(self, vi: Linearizable, lo: np.ndarray, hi: np.ndarray):
+    def __init__(self, vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray):
         self.vi, self.lo, self.hi = vi, lo, hi
+        self._backward = backward_pass(N, vi.state.ndx, vi.nu, lo, hi)
 
     def rollout(self, x0, U, X_nom=None, K=None):
         return rollout(self.vi, x0, U, X_nom, self.lo, self.hi, X_nom, K)
@@ -184,10 +77,12 @@ class _NumpyStages:
         return results[k]
 
     def backward(self, cost, X, U, results, lins, mu, second_order, metric=None):
-        try:
-            return _backward(self.vi, cost, X, U, results, lins, self.lo, self.hi, mu, second_order, metric)
-        except _BackwardFailure:
-            return None
+        A, B = np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins])
+
+        def contract(k: int, Vx: np.ndarray):
+            return second_order_contraction(self.vi, X[k], U[k], Vx, results[k], lin=lins[k])
+
+        return self._backward(A, B, U, local_model(cost, X, U, metric), mu, second_order, contract)
 
     @staticmethod
     def linearization(lins):
@@ -197,7 +92,7 @@ class _NumpyStages:
 def stage_passes(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray, second_order: bool = True):
     """The stage passes (``rollout``, ``linearize``, ``backward``, ``linearization``) over N stages: in C where the
     system offers a compiled step (``compiled.CompiledStages``), else per stage in Python (``_NumpyStages``)."""
-    return compiled_stages(vi, N, lo, hi, second_order) or _NumpyStages(vi, lo, hi)
+    return compiled_stages(vi, N, lo, hi, second_order) or _NumpyStages(vi, N, lo, hi)
 
 
 def feedback_initial_guess(

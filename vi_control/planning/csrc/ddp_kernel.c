@@ -4,14 +4,16 @@
  *   vi_plan_rollout    closed-loop rollout u_k = clip(U_k + K_k (x_k - X_k)), one Newton step per stage
  *                      (chord Newton re-solved by exact Newton when it does not converge, as MidpointVI.solve);
  *   vi_plan_linearize  A_k, B_k by the implicit-function theorem (Johnson2015, eqs. 8-15, 29-30), LU of R_y kept;
- *   vi_plan_backward   the DDP backward pass of planning/ddp.py (_backward): Riccati recursion with the
- *                      second-order terms V'_x . d2f (Johnson2015, eqs. 16-27 as a covector contraction), Tassa's
- *                      regularization V'_xx + mu I, and the box QP of the input bounds by projected Newton.
+ *   vi_plan_backward   the DDP backward pass, its one implementation (also for the numpy stages of any other system,
+ *                      whose V'_x . d2f comes back from Python): Riccati recursion with the second-order terms
+ *                      V'_x . d2f (Johnson2015, eqs. 16-27 as a covector contraction), Tassa's regularization
+ *                      V'_xx + mu I, and the box QP of the input bounds by projected Newton.
  * The model's functions are called through pointers (the generated 'linearize' and 'hessian' CasADi functions and
  * vi_newton_step of the model's own library), so this library is the same for every model and compiled once.
  * Storage: trajectories, A, B, gains and cost derivatives row-major (numpy); CasADi outputs, LU factors and
- * dy/dz column-major (as generated). Every operation is the numpy path's, in the same order where it decides
- * a branch; the results agree with it to round-off (test/planning/test_planning_compiled.py). */
+ * dy/dz column-major (as generated). The rollout and linearization are the numpy stages' operations (shooting.rollout,
+ * linearization.linearize) in the same order where they decide a branch: the results agree to round-off
+ * (test/planning/test_planning_compiled.py; the backward pass against the tests' numpy oracle). */
 /* The dense helpers come from mechanics' dense_lu.c (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) and
  * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), prepended. */
 #include <math.h>
@@ -278,10 +280,58 @@ static int vi_box_qp(const double* H, const double* g, const double* lo, const d
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * Backward pass (ddp._backward). a: X, U, Y, A, B, LU, piv, dy/dz, O_y (from vi_plan_linearize), l_x (N, nx),
+ * Backward pass, the one implementation of DDP's (planning/ddp.py drives it for compiled and numpy stages alike).
+ * a: X, U, Y, A, B, LU, piv, dy/dz, O_y (from vi_plan_linearize; NULL but U, A, B with a contract), l_x (N, nx),
  * l_u (N, nu), V_x(N), V_xx(N), W_x (nx, nx), W_u (nu, nu) (the local model's curvature: Q, R or a metric), mu,
- * second_order | kff (N, nu), K (N, nu, nx) in rollout convention, d = (d1, d2). Returns 0, or 1 when Q_uu (or a
- * free block of it) is not positive definite or the result is not finite: the caller changes the model. */
+ * second_order | kff (N, nu), K (N, nu, nx) in rollout convention, d = (d1, d2) | contract (vi_contract_fn, or NULL
+ * for vi_plan_contract over the generated 'hessian'). Returns 0, or 1 when Q_uu (or a free block of it) is not
+ * positive definite, the result is not finite or contract failed: the caller changes the model (or raises). */
+/* V'_x . d2f of stage k for a model with generated 'hessian' (Johnson2015, eqs. 16-27 as a covector contraction):
+ * Hz (nz x nz, z = (x, u), row-major, symmetric) = T'(V'_x' d2O + mu' d2R)T with R_y' mu = -O_y' V'_x, from the
+ * linearization's R_y LU, dy/dz and O_y (a[5..8]); z, mua, H, W are scratch. */
+static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const double* Vx, double* z, double* mua,
+                            double* H, double* W, double* Hz) {
+  const vi_plan_ctx m = *mp;
+  const long long nx = m.nx, nu = m.nu, ny = m.ny, nz = m.nz, nw = ny + nz;
+  const double *X = a[0], *U = a[1], *Y = a[2], *LU = a[5], *DY = a[7], *OY = a[8];
+  const long long* PIV = a[6];
+  const double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
+  for (long long j = 0; j < ny; j++) {
+    double s = 0.0;
+    for (long long i = 0; i < nx; i++) s += Oy[i + j * nx] * Vx[i];
+    mua[j] = s;
+  }
+  vi_lu_solve_t(lu, ny, PIV + k * ny, mua);
+  for (long long j = 0; j < ny; j++) mua[j] = -mua[j];
+  for (long long i = 0; i < nx; i++) z[i] = X[k * nx + i];
+  for (long long i = 0; i < nu; i++) z[nx + i] = U[k * nu + i];
+  const double* arg[4] = {Y + k * ny, z, Vx, mua};
+  double* res[1] = {H};
+  if (m.hess(arg, res, m.iw, m.w, 0)) return 1;
+  for (long long j = 0; j < nz; j++) { /* W = H_yy dy/dz + H_yz (column-major; column updates) */
+    double* w = W + j * ny;
+    for (long long i = 0; i < ny; i++) w[i] = 0.0;
+    for (long long l = 0; l < ny; l++) {
+      const double d = dydz[l + j * ny], *h = H + l * nw;
+      for (long long i = 0; i < ny; i++) w[i] += h[i] * d;
+    }
+    for (long long i = 0; i < ny; i++) w[i] += H[i + (ny + j) * nw];
+  }
+  for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz: symmetric, its upper triangle */
+    for (long long q = p; q < nz; q++) {
+      double s1 = 0.0, s2 = 0.0;
+      for (long long i = 0; i < ny; i++) {
+        s1 += dydz[i + p * ny] * W[i + q * ny];
+        s2 += H[i + (ny + p) * nw] * dydz[i + q * ny];
+      }
+      Hz[p * nz + q] = Hz[q * nz + p] = (s1 + s2) + H[(ny + p) + (ny + q) * nw];
+    }
+  return 0;
+}
+
+/* The caller's second-order terms of stage k (the numpy stages' V'_x . d2f, computed in Python): Hz as above. */
+typedef int (*vi_contract_fn)(long long k, const double* Vx, double* Hz);
+
 int vi_plan_backward(void** c, void** a) {
   vi_plan_ctx m = vi_plan_unpack(c);
   const long long N = m.N, nx = m.nx, nu = m.nu, ny = m.ny, nz = m.nz, nw = ny + nz;
@@ -290,7 +340,8 @@ int vi_plan_backward(void** c, void** a) {
   const double *LX = a[9], *LUc = a[10], *VxN = a[11], *VxxN = a[12], *Wx = a[13], *Wu = a[14];
   const double mu = *(const double*)a[15];
   const int second = (int)*(const long long*)a[16];
-  if (second && !m.hess) return 1;
+  const vi_contract_fn contract = (vi_contract_fn)a[20];
+  if (second && !m.hess && !contract) return 1;
   double *KFF = a[17], *KFB = a[18], *d = a[19];
   double *Vx = m.scr, *Vxx = Vx + nx, *VA = Vxx + nx * nx, *VB = VA + nx * nx, *Qx = VB + nx * nu, *Qu = Qx + nx;
   double *Qxx = Qu + nu, *Qux = Qxx + nx * nx, *Quu = Qux + nu * nx, *Quu_r = Quu + nu * nu, *Qux_r = Quu_r + nu * nu;
@@ -321,38 +372,8 @@ int vi_plan_backward(void** c, void** a) {
     vi_mm(B, VA, Qux, nu, nx, nx, 1, 0);
     vi_mm(B, VB, Quu, nu, nx, nu, 1, 0);
     for (long long i = 0; i < nu * nu; i++) Quu[i] = Wu[i] + Quu[i];
-    if (second) { /* + V'_x . d2f = T' (V'_x' d2O + mu' d2R) T, R_y' mu = -O_y' V'_x (Johnson2015, eqs. 16-27) */
-      const double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
-      for (long long j = 0; j < ny; j++) {
-        double s = 0.0;
-        for (long long i = 0; i < nx; i++) s += Oy[i + j * nx] * Vx[i];
-        mua[j] = s;
-      }
-      vi_lu_solve_t(lu, ny, PIV + k * ny, mua);
-      for (long long j = 0; j < ny; j++) mua[j] = -mua[j];
-      for (long long i = 0; i < nx; i++) z[i] = X[k * nx + i];
-      for (long long i = 0; i < nu; i++) z[nx + i] = U[k * nu + i];
-      const double* arg[4] = {Y + k * ny, z, Vx, mua};
-      double* res[1] = {H};
-      if (m.hess(arg, res, m.iw, m.w, 0)) return 1;
-      for (long long j = 0; j < nz; j++) { /* W = H_yy dy/dz + H_yz (column-major; column updates) */
-        double* w = W + j * ny;
-        for (long long i = 0; i < ny; i++) w[i] = 0.0;
-        for (long long l = 0; l < ny; l++) {
-          const double d = dydz[l + j * ny], *h = H + l * nw;
-          for (long long i = 0; i < ny; i++) w[i] += h[i] * d;
-        }
-        for (long long i = 0; i < ny; i++) w[i] += H[i + (ny + j) * nw];
-      }
-      for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz: symmetric, its upper triangle */
-        for (long long q = p; q < nz; q++) {
-          double s1 = 0.0, s2 = 0.0;
-          for (long long i = 0; i < ny; i++) {
-            s1 += dydz[i + p * ny] * W[i + q * ny];
-            s2 += H[i + (ny + p) * nw] * dydz[i + q * ny];
-          }
-          Hz[p * nz + q] = Hz[q * nz + p] = (s1 + s2) + H[(ny + p) + (ny + q) * nw];
-        }
+    if (second) { /* + V'_x . d2f: Hz of this stage (vi_plan_contract, or the caller's contract) */
+      if (contract ? contract(k, Vx, Hz) : vi_plan_contract(&m, a, k, Vx, z, mua, H, W, Hz)) return 1;
       for (long long i = 0; i < nx; i++)
         for (long long j = 0; j < nx; j++) Qxx[i * nx + j] += Hz[i * nz + j];
       for (long long i = 0; i < nu; i++) {
