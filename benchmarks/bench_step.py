@@ -13,7 +13,7 @@ average (1 min) is recorded before and after each model:
   step in generated C when the model compiles; timed through ``step`` (what a simulation loop calls), the
   iteration counts from an untimed ``solve`` pass over the same steps;
 - ``numpy Newton``: the same compiled residual/Jacobian with the Newton loop, LU and dgecon in numpy/LAPACK
-  (the path before the C driver; also what runs when the driver is unavailable);
+  (the path before the C driver; now the tests' oracle, test/support/midpoint_newton_oracle.py);
 - ``ABA+Euler``: q̇ += Δt·aba(q, q̇, τ); q += Δt·q̇ with Pinocchio on the same model;
 - ``mj_step``: MuJoCo on the same URDF (visual/collision stripped), Euler integrator, same Δt and gravity.
 
@@ -43,6 +43,9 @@ from vi_control.model import load_robot
 from vi_control.model.bundled import bundled_config, bundled_urdf, example_robot_urdf
 from vi_control.model.generate import planar_chain_urdf
 from vi_control.ros.mujoco_model import strip_geometry
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "support"))
+from midpoint_newton_oracle import oracle_solve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # timed variants: (MidpointVI.newton, MidpointVI.chord_root_check)
@@ -137,16 +140,10 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
             x = r.x
             iters[variant].append(r.iterations)
 
-    newton_c = vi._newton
-
     def run_numpy_newton(n: int) -> None:
-        vi._newton, vi.newton = None, "exact"  # the numpy Newton loop over the same compiled residual
-        try:
-            x = x0
-            for _ in range(n):
-                x = vi.step(x, u)
-        finally:
-            vi._newton = newton_c
+        x = x0  # the numpy Newton loop (exact) over the same compiled residual
+        for _ in range(n):
+            x = oracle_solve(vi, x, u, newton="exact").x
 
     pm = robot.pin_model
     pd = pm.createData()
@@ -159,7 +156,7 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
 
     runs = {m: (lambda n, m=m: run_vi(n, m)) for m in VARIANTS}
     runs["aba"] = run_aba
-    if newton_c is not None:
+    if vi.compiled_driver:
         runs["numpy"] = run_numpy_newton
     if mujoco is not None:
         mm = mujoco.MjModel.from_xml_string(strip_geometry(urdf))
@@ -200,7 +197,7 @@ def bench_model(name: str, urdf: str, yaml: str | None, dt: float, rounds: int, 
         model=name,
         nq=nq,
         dt=dt,
-        backend="C Newton" if newton_c is not None else "CasADi VM",
+        backend="C Newton" if vi.compiled_driver else "C Newton over the CasADi VM",
         **{f"it_{m}": float(np.mean(v)) for m, v in iters.items()},
         cold=cold,
         warm=warm,
@@ -221,8 +218,8 @@ def breakdown(
     vi = MidpointVI(robot, dt, newton=newton, chord_root_check=root_check)
     chord = (vi.newton == "chord", vi.chord_rate_max, root_check)
     nw = vi._newton
-    if nw is None:
-        return f"{name}: no compiled driver (CasADi VM)"
+    if not vi.compiled_driver:
+        return f"{name}: the driver calls the CasADi VM back (not compiled)"
     rng = np.random.default_rng(0)
     x = vi.state_from_velocity(rng.uniform(-0.3, 0.3, vi.nq), rng.uniform(-0.5, 0.5, vi.nq))
     u = np.zeros(vi.nu)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 
+import handover
 import numpy as np
 import pytest
 
@@ -103,8 +104,9 @@ class HardwareRun:
         # a plan the controller entered late with the robot still at X_0 is re-timed: it starts at that state's t
         self.log_time("controller", f"entered plan {seq}", DISCOVERY)
         line = next(ln for ln in self.procs["controller"].log().splitlines() if f"entered plan {seq}" in ln)
-        if "re-timed" in line:
-            plan.times = plan.times + float(re.search(r"state t=([0-9.]+)", line).group(1)) - plan.times[0]
+        starts = handover.retimed_starts(line)
+        if starts:
+            plan.times = plan.times + starts[seq] - plan.times[0]
         end, nq = plan.times[-1], self.robot.nq
         assert self.wait_until_stamp(end + settle + window, end + settle + window - time.time() + 20.0), self.report()
         t, q = self.states(plan.times[0], end)

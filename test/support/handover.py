@@ -48,6 +48,14 @@ def retimed_steps(log: str) -> dict[int, int]:
     return {int(a): int(b) for a, b in RETIMED_BY.findall(log)}
 
 
+RETIMED_TO = re.compile(r"entered plan (\d+) at k=\d+ \([^)]*\), re-timed by \d+ steps \(to t0=([-\d.]+)\)")
+
+
+def retimed_starts(log: str) -> dict[int, float]:
+    """plan -> the start t₀ + m·Δt the controller re-timed it to (its log: "re-timed by m steps (to t0=…)")."""
+    return {int(a): float(b) for a, b in RETIMED_TO.findall(log)}
+
+
 def upright_error(q: float) -> float:
     return abs((q - np.pi + np.pi) % (2 * np.pi) - np.pi)
 
