@@ -464,22 +464,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test/integrators/test_integrator_units.py",),
     ),
     Mutation(
-        "bordered_condition_in_mixed_units_c",
+        "bordered_condition_in_mixed_units",
         "vi_control/mechanics/csrc/dense_lu.c",
         "const int e = vi_border_exponent(J, n, nd);",
         "const int e = 0;",
-        "the compiled step and kernel judge the bordered matrix [M/Δt, −Dhᵀ; Dh, 0] unequilibrated again (a "
-        "four-bar × 2¹⁹ refused as singular)",
+        "the step, the planner's kernel and linearize judge the bordered matrix [M/Δt, −Dhᵀ; Dh, 0] unequilibrated "
+        "again (a four-bar × 2¹⁹ refused as singular)",
         ("test/integrators/test_constrained_units.py", "test/integrators/test_step_backends.py"),
         area="integrators",
-    ),
-    Mutation(
-        "bordered_condition_in_mixed_units_numpy",
-        "vi_control/integrators/bordered.py",
-        "    e = _exponent(A, nd)\n    if e == 0:",
-        "    e = 0\n    if e == 0:",
-        "linearize judges the bordered matrix unequilibrated again (its R_y condition check)",
-        ("test/integrators/test_constrained_units.py",),
     ),
     Mutation(
         "constraint_rows_in_metres_again",

@@ -334,6 +334,10 @@ def test_c_sources_live_in_the_layer_that_loads_them():
     }
     assert graph["vi_control.integrators.rdp.RDP_C"] == {"mechanics/csrc/dense_lu.c", "integrators/csrc/rdp_driver.c"}
     assert graph["vi_control.integrators.drnea_c.DRNEA_C"] == {"integrators/csrc/drnea_step.c"}
+    assert graph["vi_control.integrators.bordered.LU_RCOND_C"] == {
+        "mechanics/csrc/dense_lu.c",
+        "integrators/csrc/lu_rcond.c",
+    }
 
 
 def test_the_c_build_check_sees_c_above_its_library_and_misplaced_files():

@@ -317,6 +317,7 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
         "mechanics/csrc/newton_driver.c",
         "integrators/csrc/drnea_step.c",
         "integrators/csrc/rdp_driver.c",
+        "integrators/csrc/lu_rcond.c",
         "control/csrc/lqr_kernel.c",
         "planning/csrc/ddp_kernel.c",
     ):

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
+from bordered_oracle import lu_rcond, residual_norm, residual_weight
 from scipy.linalg import lapack
 
 from vi_control.integrators.base import ConvergenceError, NewtonSettings, SingularityError, StepResult, check_step
-from vi_control.integrators.bordered import lu_rcond, residual_norm, residual_weight
 
 
 class NewtonStepModel(Protocol):
