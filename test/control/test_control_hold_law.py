@@ -214,3 +214,21 @@ def test_a_vehicle_damps_where_an_arm_holds():
     v = np.array([0.5])
     u = runner.safe_input("hold", Estimate(0.0, pend.state_from_configurations(np.zeros(1), np.zeros(1)), v))
     assert u[0] == pytest.approx(-1.0 * 0.5)  # −d·q̇ with safe_damping 1
+
+
+def test_a_nonholonomic_robot_gets_no_hold_gain_whatever_the_round_off():
+    """A parked diff-drive's linearization leaves its sideways motion to no input (Brockett 1983): the DLQR about it
+    is refused by name, not by a Riccati iteration whose verdict on those marginal modes hinged on round-off (it
+    converged with LAPACK's LU of R_y and not with ours, the same matrix to 1e-16). The plan then carries no hold gain
+    and says why; the law holds with its last TV-LQR gain."""
+    from vi_control.control.hold import hold_gain
+    from vi_control.planning import load_task, make_system, plan_task
+
+    task = load_task("task_diffdrive_parking")
+    vi = make_system(task, "gni")
+    with pytest.raises(np.linalg.LinAlgError, match=r"diffdrive\w* is nonholonomic.*Brockett"):
+        hold_gain(vi, np.zeros(vi.nq), np.eye(vi.nx), np.eye(vi.nu))
+    said = []
+    plan, res = plan_task(vi, task, log=said.append)
+    assert res.converged and plan.K_final is None
+    assert any("no hold gain about the final state" in s and "nonholonomic" in s for s in said), said

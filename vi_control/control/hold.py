@@ -58,9 +58,19 @@ def hold_gain(
 
     ``u_eq``: holding_input(q) if the caller has it; ``riccati``: a function with ``lqr.dlqr``'s signature (default
     ``lqr.dlqr``). ValueError for weights ``lqr.check_weight`` refuses (Q ⪰ 0, R ≻ 0, both symmetric), before
-    anything is computed; ``SingularPoseError`` if the step is singular at q."""
+    anything is computed; ``SingularPoseError`` if the step is singular at q; LinAlgError for a nonholonomic model
+    (no linear hold exists) or where the Riccati iteration does not converge."""
     Q = check_weight(Q, vi.state.ndx, "Q")
     R = check_weight(R, vi.nu, "R", definite=True)
+    robot = getattr(vi, "robot", None)
+    if isinstance(robot, RobotModel) and robot.nonholonomic:
+        # Not left to the Riccati iteration: its verdict on these marginal, uncontrollable modes hinged on round-off
+        # (the diff-drive's hold DLQR converged or not with the LU's operation order).
+        raise np.linalg.LinAlgError(
+            f"hold_gain: {robot.name} is nonholonomic: at rest its linearization has directions no input moves (a "
+            "wheel's sideways motion), so no linear feedback holds a pose (Brockett 1983) and the discrete Riccati "
+            "equation has no stabilizing solution"
+        )
     x_eq = equilibrium_state(vi, q)
     if u_eq is None:
         u_eq, _ = holding_input(vi, q)
