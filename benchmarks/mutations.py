@@ -510,6 +510,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test/planning/test_dmoc_units.py::test_the_scaled_newton_matrix_keeps_its_structure",),
     ),
     Mutation(
+        "driver_callbacks_shared_between_threads",
+        "vi_control/mechanics/codegen.py",
+        'lines.append(f"static __thread vi_generated_fn vi_cb_{n};")',
+        'lines.append(f"static vi_generated_fn vi_cb_{n};")',
+        "the Newton driver over the VM keeps one set of function pointers for all threads: a model stepped in another "
+        "thread evaluates this one's functions",
+        ("test/integrators/test_step_backends.py::test_drivers_over_the_vm_in_two_threads_keep_their_own_functions",),
+        area="integrators",
+    ),
+    Mutation(
         "rdp_c_group_momentum_not_carried",
         "vi_control/integrators/csrc/rdp_driver.c",
         "    for (long long i = 0; i < 3; i++) P[2 * ns + i] = out[3 + 2 * ns + i];\n",

@@ -370,3 +370,34 @@ def test_oversized_residual_builds_at_O0_or_falls_back(tmp_path, monkeypatch, o0
     X, _ = vi.simulate(x, np.ones((5, vi.nu)))
     Xr, _ = reference.simulate(x, np.ones((5, vi.nu)))
     assert np.abs(X - Xr).max() <= 1e-12 * (1.0 + np.abs(Xr).max())
+
+
+def test_drivers_over_the_vm_in_two_threads_keep_their_own_functions():
+    """The driver over the VM points its generated-function names at one model's callbacks per thread (thread-local
+    pointers, set before each call): two models stepped at once in two threads — the driver releases the GIL, the
+    callbacks take it back — give each its own sequential trajectory, bit for bit."""
+    import sys
+    import threading
+
+    models = [load_robot(planar_chain_urdf(n, damping=0.05)) for n in (2, 3)]
+    vis = [MidpointVI(r, DT, compile=False) for r in models]
+    starts = [vi.state_from_velocity(np.full(vi.nq, 0.3), np.full(vi.nq, -0.2)) for vi in vis]
+    inputs = [np.full((40, vi.nu), 0.5) for vi in vis]
+    alone = [vi.simulate(x, U)[0] for vi, x, U in zip(vis, starts, inputs)]
+    together: list = [None, None]
+
+    def run(i: int) -> None:
+        together[i] = [vis[i].simulate(starts[i], inputs[i])[0] for _ in range(5)]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # (threads switch at every chance: between a binding and its driver call, too)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for i in range(2):
+        assert all(np.array_equal(X, alone[i]) for X in together[i])
