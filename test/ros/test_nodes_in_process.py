@@ -230,3 +230,37 @@ def test_an_mpc_cycle_without_a_joint_state_is_skipped_not_the_task_restarted(re
         planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
         assert planner.mpc.t0 is None and planner._latest is None and planner.last_plan is None
         assert "mpc: no usable joint state" in logged.text() and "cycle skipped" in logged.text()
+
+
+def test_the_background_spinner_drains_what_was_received_before_it_closes():
+    """``main_job.BackgroundSpinner.close`` (the recording's and the live view's executor) takes what the
+    subscriptions already received before it stops: 200 messages published at once, then closed at once, are all
+    seen — the bag of a run holds its last joint states (a CI run's bag once missed the last one)."""
+    import rclpy
+    from std_msgs.msg import Float64
+
+    from vi_control.ros.launcher import domain_id_for, set_domain
+    from vi_control.ros.main_job import BackgroundSpinner
+
+    domain = domain_id_for("test_the_background_spinner_drains")
+    set_domain(domain)
+    rclpy.init(domain_id=domain)  # (the default context, as the main job's)
+    try:
+        sub_node = rclpy.create_node("drain_sub")
+        pub_node = rclpy.create_node("drain_pub")
+        got = []
+        qos = rclpy.qos.QoSProfile(depth=1000, reliability=rclpy.qos.ReliabilityPolicy.RELIABLE)
+        sub_node.create_subscription(Float64, "drain", lambda m: got.append(m.data), qos)
+        pub = pub_node.create_publisher(Float64, "drain", qos)
+        spinner = BackgroundSpinner([sub_node])
+        deadline = time.monotonic() + 10.0
+        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for i in range(200):
+            pub.publish(Float64(data=float(i)))
+        spinner.close()
+        assert got == [float(i) for i in range(200)], (len(got), got[-3:])
+        pub_node.destroy_node()
+        sub_node.destroy_node()
+    finally:
+        rclpy.try_shutdown()

@@ -241,7 +241,14 @@ def _wait_reporting(rec, predicate, timeout: float, what: str, status=lambda: ""
 
 
 class BackgroundSpinner:
-    """Spins some nodes on an executor thread of their own until ``close``."""
+    """Spins some nodes on an executor thread of their own until ``close``, which first drains what their
+    subscriptions have already received: the recording must hold every message the job's own subscriber took, also
+    the last ones before the nodes stopped — under load the recording's thread runs seconds behind (a bag once
+    missed a run's last joint states), so the drain goes on until no message has been ready for ``QUIET_S``
+    (timers, e.g. the live view's, do not count), at most ``DRAIN_MAX_S``."""
+
+    QUIET_S = 0.1
+    DRAIN_MAX_S = 10.0
 
     def __init__(self, nodes: list):
         import threading
@@ -265,10 +272,31 @@ class BackgroundSpinner:
                 if self._closing or not rclpy.ok():
                     return
                 raise
+        if rclpy.ok():
+            self._drain()
+
+    def _drain(self) -> None:
+        """Run what is ready until no subscription has had a message for QUIET_S (or DRAIN_MAX_S have passed)."""
+        from rclpy.executors import ShutdownException, TimeoutException
+        from rclpy.timer import Timer
+
+        start = last = time.monotonic()
+        while time.monotonic() - last < self.QUIET_S and time.monotonic() - start < self.DRAIN_MAX_S:
+            try:
+                handler, entity, _ = self._executor.wait_for_ready_callbacks(timeout_sec=self.QUIET_S)
+            except (TimeoutException, ShutdownException):
+                return
+            except Exception:  # (a shutdown race: what was drained is written)
+                return
+            handler()
+            if handler.exception() is not None:
+                return
+            if not isinstance(entity, Timer):
+                last = time.monotonic()
 
     def close(self) -> None:
         self._closing = True
-        self._thread.join(timeout=5.0)
+        self._thread.join(timeout=self.DRAIN_MAX_S + 5.0)
         self._executor.shutdown(timeout_sec=1.0)
 
 
