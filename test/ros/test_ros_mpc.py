@@ -256,8 +256,11 @@ def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
     ctrl = dict(trigger="timer", rate=200.0)
     err = {}
     for mode in ("plan", "mpc"):
-        states, diag, plans, log, _ = _run(ros, mode, over, robot, sim, ctrl, after_end=2.0)
+        states, diag, plans, log, planner_log = _run(ros, mode, over, robot, sim, ctrl, after_end=2.0)
         err[mode] = max(float(np.abs(q - PANDA_GOAL).max()) for t, q in states if t >= states[-1][0] - 1.0)
+    # (what a failure needs to be understood: a fresh-clone CI run once accepted 6 of 36 cycles and ended 3.4 rad
+    # off the goal, and its logs were not kept; not reproduced in 3 runs beside two busy loops)
+    logs = f"--- planner\n{planner_log[-4000:]}\n--- controller\n{log[-4000:]}"
     vi = MidpointVI(robot, 0.05)
     # Every switch entered on time is judged; no count is asserted: one loaded fresh-clone run judged none of its
     # 30 cycles (all entered late or unmatched to the recorded plans — its log was not kept); the pendulum tests
@@ -269,11 +272,11 @@ def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
         f"|q − q_goal|∞ over the last second: one plan {err['plan']:.4f} rad, MPC {err['mpc']:.4f} rad; {n} "
         f"switches on time ({saturated} saturated), {late} late; planner diagnostics {diag}"
     )
-    assert int(diag.get("mpc_cycles", 0)) >= 10 and int(diag["mpc_accepted"]) >= 10, diag
+    assert int(diag.get("mpc_cycles", 0)) >= 10 and int(diag["mpc_accepted"]) >= 10, (diag, logs)
     # Judged against the single plan while the loop kept its cadence: a cycle every period of the run's 3 s (28 of 30
     # in unloaded runs, every switch on time). A CI run on a loaded machine had 14 cycles and 2 late switches — the
     # planner's sim-time timer, starved, fired once for several periods — and ended 0.20 rad off (the plan 0.075):
     # then the arm must still be at the goal, not judged against the plan.
     period = float(diag["mpc_period_s"])
     nominal = int(diag["mpc_cycles"]) >= 0.75 * (over["horizon"] * over["dt"] + 2.0) / period and late == 0
-    assert err["mpc"] < (err["plan"] if nominal else 0.3), (err, nominal)
+    assert err["mpc"] < (err["plan"] if nominal else 0.3), (err, nominal, logs)
