@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 from importlib import resources
 
 import numpy as np
@@ -142,12 +141,7 @@ def load_library() -> ctypes.CDLL:
     global _lib
     if _lib is not None:
         return _lib
-    codegen.require_compiler(NEEDS_COMPILER)
-    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
-    so = codegen.compile_shared_library(LQR_C, "vi_lqr", flags, "the LQR gains (tv_lqr, dlqr)")
-    if so is None:
-        raise codegen.CompilerRequiredError(f"vi_control: {NEEDS_COMPILER} did not compile (warning above)")
-    lib = ctypes.CDLL(str(so))
+    lib = codegen.load_our_library(LQR_C, "vi_lqr", NEEDS_COMPILER)
     lib.vi_lqr_tv.restype = ctypes.c_int
     lib.vi_lqr_tv.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.vi_lqr_dare.restype = ctypes.c_int

@@ -17,7 +17,6 @@ too; ``lu_rcond`` calls it through a small library of its own (``LU_RCOND_C``). 
 from __future__ import annotations
 
 import ctypes
-import os
 from importlib import resources
 
 import numpy as np
@@ -36,14 +35,8 @@ def _library() -> ctypes.CDLL:
     """``LU_RCOND_C`` compiled on first use (then from the cache); CompilerRequiredError without a C compiler."""
     global _lib
     if _lib is None:
-        codegen.require_compiler("the condition check of a linearization (integrators/csrc/lu_rcond.c)")
-        flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
-        so = codegen.compile_shared_library(LU_RCOND_C, "vi_lu", flags, "the linearization's condition check")
-        if so is None:
-            raise codegen.CompilerRequiredError(
-                "vi_control: integrators/csrc/lu_rcond.c did not compile (warning above)"
-            )
-        lib = ctypes.CDLL(str(so))
+        what = "the condition check of a linearization (integrators/csrc/lu_rcond.c)"
+        lib = codegen.load_our_library(LU_RCOND_C, "vi_lu", what)
         lib.vi_lu_rcond.restype = ctypes.c_double
         lib.vi_lu_rcond.argtypes = [
             ctypes.c_void_p,

@@ -74,7 +74,7 @@ def load_library() -> ctypes.CDLL | None:
     global _lib
     if _lib is not None:
         return _lib
-    so = compile_shared_library(DRNEA_C, "drnea", list(_CFLAGS), "the DRNEA step (falling back to numpy)")
+    so = compile_shared_library(DRNEA_C, "drnea", list(_CFLAGS), "the DRNEA step")
     if so is None:
         return None
     lib = ctypes.CDLL(str(so))

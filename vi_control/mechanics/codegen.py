@@ -238,14 +238,21 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
     return so
 
 
+def load_our_library(src: str, prefix: str, what: str) -> ctypes.CDLL:
+    """Our own model-independent C ``src``, compiled once into the cache (flags VI_CONTROL_CFLAGS or -O1) and loaded;
+    CompilerRequiredError naming ``what`` without a compiler or when the build fails (its message warned)."""
+    require_compiler(what)
+    flags = os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
+    so = compile_shared_library(src, prefix, flags, what)
+    if so is None:
+        raise CompilerRequiredError(f"vi_control: {what} did not compile (warning above)")
+    return ctypes.CDLL(str(so))
+
+
 @functools.cache
 def _callback_driver(driver: str, names: tuple[str, ...]) -> ctypes.CDLL:
     """``driver`` built once for any model over generated functions called through pointers (``callback_prelude``)."""
-    flags = os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
-    so = compile_shared_library(callback_prelude(names) + driver, "vi_cb", flags, "a driver over the CasADi VM")
-    if so is None:
-        raise CompilerRequiredError(f"vi_control: the driver of {', '.join(names)} did not compile (warning above)")
-    return ctypes.CDLL(str(so))
+    return load_our_library(callback_prelude(names) + driver, "vi_cb", f"the driver over {', '.join(names)}")
 
 
 def _size(f: ca.Function) -> int:
