@@ -354,3 +354,24 @@ def test_the_arena_carves_memory_again_only_once_no_array_of_it_lives():
     x, y = arena.carve((2, 3), (4,), int_index=1)
     at = arena.pointers([x, y, None])
     assert list(np.ctypeslib.as_array((ctypes.c_int64 * 3).from_address(at))) == [x.ctypes.data, y.ctypes.data, 0]
+
+
+@pytest.mark.parametrize("root_check", [True, False])
+def test_the_rollout_checks_the_root_as_the_system_says(root_check):
+    """``chord_root_check`` reaches the kernel's Newton steps (as ``MidpointVI.solve`` uses it): the spherical
+    pendulum's pure swing through the pole lands where M_{k+1} is singular (θ_{k+1} = −θ_k,
+    test_integrator_errors.py). With the check on, that step is refused — the rollout is a rejected trial on both
+    paths; with it off, the quasi-Newton root is returned by both. (The kernel once read the flag past the end of its
+    argument array: whatever lay there on the stack decided.)"""
+    dt, theta = 0.01, 0.3
+    vi = MidpointVI(load_bundled("spherical_pendulum"), dt, newton="chord", chord_root_check=root_check)
+    x0, U = np.array([0.0, theta, 0.0, -2 * theta / dt]), np.zeros((1, vi.nu))
+    lo, hi = input_bounds(None, vi.nu)
+    fast = compiled.compiled_stages(vi, 1, lo, hi)
+    assert fast is not None and fast.compiled
+    got, want = fast.rollout(x0, U), _NumpyStages(vi, 1, lo, hi).rollout(x0, U)
+    if root_check:
+        assert got is None and want is None
+    else:
+        assert got is not None and want is not None
+        assert got[0][1, 1] == pytest.approx(-theta, abs=1e-9) and _rel(got[0], want[0]) < TOL

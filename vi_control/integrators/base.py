@@ -101,13 +101,15 @@ class CompiledStage:
     its step as compiled C that whole-horizon planners call per stage (planning.compiled). ``kernel`` is the
     mechanics layer's ``StepKernel`` (addresses of the Newton driver and of the generated 'linearize'/'hessian',
     work sizes, layout); the rest are the settings ``solve`` uses now. Contract: a step through the kernel with
-    these settings computes what ``solve`` (chord Newton re-solved by exact Newton on non-convergence) and
+    these settings computes what ``solve`` (chord Newton re-solved by exact Newton on non-convergence, the root checked
+    as ``root_check`` says) and
     ``step_derivatives``/``step_hessian`` compute, with states on R^nx (``diff`` = subtraction, no wrapping)."""
 
     kernel: object
     settings: NewtonSettings
     chord: bool
     chord_rate_max: float
+    root_check: bool = True  # ``MidpointVI.chord_root_check``: M_{k+1} checked at the root of a quasi-Newton step
 
 
 # ---- states ---------------------------------------------------------------------------------------

@@ -139,7 +139,7 @@ class MidpointVI(SymbolicStepDerivatives):
         kernel = self.structure.step_kernel(with_hessian=second_order)
         if kernel is None:
             return None
-        return CompiledStage(kernel, self.settings, self.newton == "chord", self.chord_rate_max)
+        return CompiledStage(kernel, self.settings, self.newton == "chord", self.chord_rate_max, self.chord_root_check)
 
     # ---- state conversions (discrete Legendre transforms) ------------------------------------
     def state_from_velocity(self, q: np.ndarray, qdot: np.ndarray) -> np.ndarray:

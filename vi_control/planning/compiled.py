@@ -75,7 +75,7 @@ class BackwardPass:
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
         nz = n + nu
-        kp = np.array([N, 0, 0, 0, 0, 1, n, nu, nz, 0, 0, bounded], dtype=np.int64)
+        kp = np.array([N, 0, 0, 0, 0, 1, n, nu, nz, 0, 0, bounded, 0], dtype=np.int64)
         bufs = [
             kp,
             np.zeros(7),
@@ -202,6 +202,7 @@ def compiled_stages(
         stage.settings,
         stage.chord,
         stage.chord_rate_max,
+        stage.root_check,
         k.newton,
         k.linearize,
         k.hessian,
@@ -376,7 +377,21 @@ class CompiledStages:
         bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
         self._second_order_ok = k.hessian != 0
         kp = np.array(
-            [N, k.nq, k.nd, k.nk, k.nc, k.ny, k.nx, k.n_inputs, k.nz, st.max_iterations, stage.chord, bounded],
+            [
+                N,
+                k.nq,
+                k.nd,
+                k.nk,
+                k.nc,
+                k.ny,
+                k.nx,
+                k.n_inputs,
+                k.nz,
+                st.max_iterations,
+                stage.chord,
+                bounded,
+                stage.root_check,
+            ],
             dtype=np.int64,
         )
         kd = np.array(

@@ -28,13 +28,13 @@ typedef int (*vi_newton_fn)(const double* z, double* y, double* xn, const long l
                             const long long* idx, long long* iw, double* w, double* ws, long long* piv, double* info,
                             const long long* rot);
 
-/* Context c (void**): c[0] kp = (N, nq, nd, nk, nc, ny, nx, nu, nz, max_iterations, chord, bounded),
+/* Context c (void**): c[0] kp = (N, nq, nd, nk, nc, ny, nx, nu, nz, max_iterations, chord, bounded, root_check),
  * c[1] kd = (dt, tol, rcond_min, theta_max, max_rotation, max_q, p₁), c[2] vi_newton_step, c[3] linearize, c[4] hessian, c[5] idx =
  * (idx_d, idx_k), c[6] CasADi int work, c[7] CasADi real work, c[8] Newton workspace, c[9] pivots (ny),
  * c[10] real scratch (vi_plan_workspace), c[11] int scratch (2 nu), c[12] lo, c[13] hi (nu; +-inf: none),
  * c[14] rot (nd + 1): the Newton driver's revolute flags (its untrusted-root check). */
 typedef struct {
-  long long N, nq, nd, nk, nc, ny, nx, nu, nz, max_it, chord, bounded;
+  long long N, nq, nd, nk, nc, ny, nx, nu, nz, max_it, chord, bounded, root_check;
   double dt, tol, rcond_min, theta_max, max_rotation, max_q, p_unit;
   vi_newton_fn newton;
   vi_casadi_fn lin, hess;
@@ -49,7 +49,7 @@ static vi_plan_ctx vi_plan_unpack(void** c) {
   const double* kd = (const double*)c[1];
   vi_plan_ctx m;
   m.N = kp[0]; m.nq = kp[1]; m.nd = kp[2]; m.nk = kp[3]; m.nc = kp[4]; m.ny = kp[5]; m.nx = kp[6]; m.nu = kp[7];
-  m.nz = kp[8]; m.max_it = kp[9]; m.chord = kp[10]; m.bounded = kp[11];
+  m.nz = kp[8]; m.max_it = kp[9]; m.chord = kp[10]; m.bounded = kp[11]; m.root_check = kp[12];
   m.dt = kd[0]; m.tol = kd[1]; m.rcond_min = kd[2]; m.theta_max = kd[3];
   m.max_rotation = kd[4]; m.max_q = kd[5]; m.p_unit = kd[6]; m.rot = (const long long*)c[14];
   m.newton = (vi_newton_fn)c[2]; m.lin = (vi_casadi_fn)c[3]; m.hess = (vi_casadi_fn)c[4];
@@ -78,7 +78,7 @@ int vi_plan_rollout(void** c, void** a) {
   const double *x0 = a[0], *U = a[1], *Xg = a[2], *K = a[3];
   double *X = a[4], *Ua = a[5], *Y = a[6], *info = a[7];
   double *z = m.scr, *y0 = z + nz, *lam = y0 + ny, *dx = lam + nc + 1, *ninfo = dx + nx;
-  long long ip[8] = {m.nq, nd, m.nk, nc, nz, m.max_it, 0, m.chord};
+  long long ip[9] = {m.nq, nd, m.nk, nc, nz, m.max_it, 0, m.chord, m.root_check}; /* newton_driver.c's ip */
   const double dp[7] = {m.dt, m.tol, m.rcond_min, m.theta_max, m.max_rotation, m.max_q, m.p_unit};
   info[0] = -1.0; info[1] = 0.0;
   for (long long i = 0; i < nx; i++) X[i] = x0[i];
