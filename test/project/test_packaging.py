@@ -177,17 +177,27 @@ print(importlib.metadata.version("vi_control"), pathlib.Path(vc.__file__).parent
 """
 
 
-# pip builds vi_control in the repository's own build/ directory: two builds at once (the suite's two workers) collide
-# there ("File exists: build/bdist.linux-x86_64/wheel/vi_control-….dist-info"), so the tests that build run on one
-# worker, one after the other.
-BUILDS_IN_THE_REPOSITORY = pytest.mark.xdist_group("builds_in_the_repository")
+# pip builds a source tree in its own build/ directory. In the repository that directory is shared: two builds at
+# once collided there ("File exists: build/bdist.linux-x86_64/wheel/vi_control-….dist-info"), and one in a CI run,
+# on one worker, still lost its build/bdist…/urdf directory between creating it and copying the second URDF into it.
+# So each test builds its own copy of the sources (7 MB, what a release would ship: no .git, venv, caches or builds).
+SOURCE_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "out", "site", "*.egg-info", "__pycache__", ".vi_cache", ".pytest_cache", ".ruff_cache"
+)
+
+
+def _source_copy(tmp_path: Path) -> Path:
+    """A private copy of the repository's sources to build from (``SOURCE_IGNORE``)."""
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=SOURCE_IGNORE, symlinks=True)
+    return src
 
 
 def _wheel_and_fresh_venv(tmp_path: Path) -> tuple[Path, str, dict]:
     """vi_control's wheel built by `pip wheel`, a new venv's python, and an environment without this repository."""
     dist = tmp_path / "dist"
     res = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(_source_copy(tmp_path))],
         capture_output=True,
         text=True,
         timeout=600,
@@ -223,7 +233,6 @@ def _pip_install(py: str, wheel: Path, env: dict, *options: str) -> subprocess.C
     )
 
 
-@BUILDS_IN_THE_REPOSITORY
 def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     """What `pip install vi_control-*.whl` into a new venv would install, resolved from the package index by pip
     itself (--dry-run --report: the dependencies' metadata, not their wheels): every run-time dependency at its
@@ -248,7 +257,6 @@ def test_wheel_resolves_its_dependencies_in_a_fresh_venv(tmp_path):
     assert not {"ray", "mujoco", "meshcat", "ros-rclpy"} & set(installed), "an extra was installed without asking"
 
 
-@BUILDS_IN_THE_REPOSITORY
 def test_wheel_installs_into_a_fresh_venv_and_runs_the_quick_start(tmp_path):
     """The wheel installed into a new venv pulls numpy, Pinocchio, CasADi, … from the package index, and the quick
     start runs there, outside the repository: the bundled pendulum's step (REFERENCE §1), a free swing, an
@@ -278,7 +286,6 @@ def _installed() -> bool:
     return True
 
 
-@BUILDS_IN_THE_REPOSITORY
 def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
     prefix = tmp_path / "prefix"
     installed_before = _installed()
@@ -294,7 +301,7 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
             "--ignore-installed",
             "--prefix",
             str(prefix),
-            str(REPO),
+            str(_source_copy(tmp_path)),
         ],
         capture_output=True,
         text=True,
