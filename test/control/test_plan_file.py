@@ -187,6 +187,9 @@ def test_plan_times_must_resolve_dt_at_their_magnitude():
     with pytest.raises(PlanError, match="cannot resolve dt"):
         _tiny_plan(2.0**43 + np.arange(3) * dt, dt)
     _tiny_plan(1.8e9 + np.arange(300) * 1e-5, 1e-5).shifted(1.79e9 + 0.123)
+    # from the wall clock back to 0 (the MPC planner's round trip): times k·dt exactly, not 1.8e9's rounding
+    back = _tiny_plan(1.8e9 + np.arange(21) * 0.1, 0.1).shifted(0.0)
+    assert np.array_equal(back.times, 0.1 * np.arange(21))
     with pytest.raises(PlanError, match="cannot resolve dt"):
         _tiny_plan(np.full(3, 1e17), dt)
     with pytest.raises(PlanError, match="not dt"):  # (within the magnitude that resolves dt, the spacing is checked)

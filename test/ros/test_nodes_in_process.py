@@ -264,3 +264,47 @@ def test_the_background_spinner_drains_what_was_received_before_it_closes():
         sub_node.destroy_node()
     finally:
         rclpy.try_shutdown()
+
+
+def test_a_refused_or_failed_mpc_cycle_is_counted_and_warned_in_diagnostics(request, tmp_path):
+    """Mode mpc on the system clock (a real arm's: t ~ 1.8e9 s): the task's first plan is made and runs, and a cycle
+    whose plan is beyond the limits (from a measured 25 rad/s, the URDF's 20 × 1.0 allowed) is refused: logged as an
+    error, counted in /diagnostics (``mpc_refused``; a failed solve in ``mpc_failed`` the same way) and WARN, and the
+    last plan goes on. (A fresh-clone CI run once had 30 of 36 cycles end neither accepted nor counted; and on the
+    system clock every plan of this mode was a PlanError: its times, moved from 1.8e9 s to 0, kept 2.4e-7 s
+    rounding.)"""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from vi_control.ros.messages import split_seconds
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+    from vi_control.ros.supervision import planner_diagnostics
+
+    def joint_state(t: float, q: float, qdot: float) -> bytes:
+        m = JointState(name=["theta"], position=[q], velocity=[qdot])
+        m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t)
+        return serialize_message(m)
+
+    task = tmp_path / "pendulum_mpc.yaml"
+    task.write_text(
+        "name: pendulum_mpc\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\n"
+        "goal: {q: [0.5]}\nreference: {type: goal}\nweights: {Q: [10.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}\n"
+        "mpc: {period: 0.1, max_iterations: 5}\n"
+    )
+    params = ["-p", f"task:={task}", "-p", "mode:=mpc", "-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
+    params += ["-p", "velocity_limit_factor:=1.0", "-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.on_joint_state(joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        assert planner.mpc.t0 is not None and planner.last_plan is not None
+        first = planner.last_plan
+        assert first.times[0] > 1e9 and np.allclose(np.diff(first.times), 0.1, rtol=0, atol=1e-6)
+        t = max(planner._now(), planner.mpc.t0) + 0.05
+        planner.on_joint_state(joint_state(t, 0.0, 25.0))
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        counts = dict(planner.mpc_counts)
+        assert (counts["cycles"], counts["refused"], counts["failed"], counts["accepted"]) == (1, 1, 0, 0), counts
+        assert planner.last_plan is first
+        level, status, values = planner_diagnostics(True, False, planner.mpc, planner.mpc_counts, 0.0, first)
+        assert status == "mpc: 1 cycles, 1 refused, 0 overruns" and values["mpc_refused"] == 1

@@ -247,14 +247,15 @@ def test_simulator_diagnostics_at_the_80_percent_boundary():
 
 def test_planner_diagnostics_mpc_counts():
     """The planner's MPC values are its counters under ``mpc_`` and the period of the RecedingHorizon it runs;
-    WARN from the first overrun on (one is the boundary), the status "waiting" until the first plan."""
+    WARN from the first overrun, refused or failed cycle on (one is the boundary), the status "waiting" until the first
+    plan."""
     from vi_control.integrators import make_integrator
     from vi_control.planning import load_task
     from vi_control.planning.mpc import MPCSettings, RecedingHorizon
 
     task = load_task("task_pendulum_swingup")
     mpc = RecedingHorizon(make_integrator("midpoint", task.load_robot(), task.dt), task, MPCSettings(period=0.2))
-    counts = dict(cycles=40, accepted=36, not_accepted=2, failed=1, overruns=0)
+    counts = dict(cycles=40, accepted=36, not_accepted=4, refused=0, failed=0, overruns=0)
     level, status, _ = planner_diagnostics(True, False, mpc, counts, 0.0, None)
     assert (level, status) == (OK, "mpc: waiting for the task's first plan")
     first = mpc.start(t0=2.5)
@@ -265,6 +266,10 @@ def test_planner_diagnostics_mpc_counts():
     assert float(values["last_plan_start"]) == 2.5  # the plan's t₀ on the planner's clock, seconds
     level, status, _ = planner_diagnostics(True, False, mpc, dict(counts, overruns=1), 0.0, None)
     assert (level, status) == (WARN, "mpc: 40 cycles, 1 overruns")
+    level, status, _ = planner_diagnostics(True, False, mpc, dict(counts, failed=1), 0.0, None)
+    assert (level, status) == (WARN, "mpc: 40 cycles, 1 failed, 0 overruns")
+    level, status, _ = planner_diagnostics(True, False, mpc, dict(counts, refused=2, failed=1), 0.0, None)
+    assert (level, status) == (WARN, "mpc: 40 cycles, 2 refused, 1 failed, 0 overruns")
 
 
 @pytest.fixture

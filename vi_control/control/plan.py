@@ -202,8 +202,11 @@ class Plan:
         return len(self.U)
 
     def shifted(self, t0: float) -> Plan:
-        """The same plan starting at time ``t0`` (a copy; times keep their spacing)."""
-        return dataclasses.replace(self, times=self.times - self.times[0] + float(t0))
+        """The same plan starting at time ``t0`` (a copy; times t₀ + k·dt). The times are made anew, not moved: on a
+        wall clock (|t| ~ 1.8e9 s, doubles 2.4e-7 s apart) ``times − times[0]`` keeps that rounding, which a plan
+        starting near 0 refuses as steps that are not dt (the planner's MPC mode on the system clock once planned
+        nothing)."""
+        return dataclasses.replace(self, times=float(t0) + self.dt * np.arange(len(self.times)))
 
     def receded(self, steps: int) -> Plan:
         """The plan from step ``steps`` on, padded to the same horizon with the hold after its end (X_N, U_final,

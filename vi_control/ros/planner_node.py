@@ -171,7 +171,8 @@ class PlannerNode(ManagedNode):
         self._solves = 0
         self._latest: UInt8MultiArray | None = None
         self.mpc = None  # mode mpc: the RecedingHorizon of the task (planning.mpc)
-        self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, failed=0, overruns=0)
+        # (a cycle's outcome: accepted or not (planning.mpc.Cycle), refused (beyond the limits), failed (raised))
+        self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0)
         self.mpc_last_solve = 0.0
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", LATCHED_QOS)
         self.pub_status = self.create_publisher(DiagnosticArray, "~/request_status", STATUS_QOS)
@@ -442,11 +443,17 @@ class PlannerNode(ManagedNode):
             try:
                 self._plan(job)
             except Exception as e:  # never a traceback from the worker thread: the outcome says why
+                self._count_cycle(job, "failed")
                 self._status(job, "failed", f"{type(e).__name__}: {e}")
             with self._lock:
                 job, self._pending = self._pending, None
                 if job is None:
                     self._worker = None
+
+    def _count_cycle(self, job: Job, outcome: str) -> None:
+        """An MPC cycle that ended ``outcome`` ('refused', 'failed') in /diagnostics' ``mpc_<outcome>``."""
+        if job.request.kind == "mpc":
+            self.mpc_counts[outcome] += 1
 
     def _status(self, job: Job, state: str, message: str, **values) -> None:
         """One outcome of ``job`` on ~/request_status (and in the log: refusals and failures as errors)."""
@@ -600,7 +607,7 @@ class PlannerNode(ManagedNode):
             cycle = self.mpc.start(x0, t_start)
         from ..planning.requests import verify_plan
 
-        plan = dataclasses.replace(cycle.plan, times=cycle.plan.times - cycle.plan.times[0])  # (shifted on publish)
+        plan = cycle.plan.shifted(0.0)  # (shifted to t_start on publish)
         verify_plan(self.vi, self.task, plan, float(self.p["velocity_limit_factor"]))
         return plan, dataclasses.replace(cycle.result, converged=cycle.accepted)
 
@@ -696,9 +703,11 @@ class PlannerNode(ManagedNode):
                     velocity_limit_factor=float(self.p["velocity_limit_factor"]),
                 )
         except PlanLimitsError as e:  # a plan the controller would refuse: the sender hears why and what to do
+            self._count_cycle(job, "refused")
             self._status(job, "refused", f"plan beyond the limits: {e}", joint=e.joint, limit_ratio=f"{e.ratio:.4g}")
             return
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
+            self._count_cycle(job, "failed")
             self._status(job, "failed", f"planning failed: {type(e).__name__}: {e}")
             return
         solve = time.monotonic() - t0

@@ -134,17 +134,18 @@ def planner_diagnostics(
     active: bool, solving: bool, mpc, counts: dict[str, int], last_solve: float, last_plan
 ) -> tuple[int, str, dict]:
     """The planner's /diagnostics (level, message, values): inactive (WARN), solving or idle (OK); with ``mpc`` (a
-    planning.mpc.RecedingHorizon) its cycles, accepted and not, failed, overruns (a cycle still solving when the
-    next was due; WARN once there was one) and the last cycle's solve time."""
+    planning.mpc.RecedingHorizon) its cycles, accepted and not, refused (a plan beyond the limits), failed (the solve
+    raised), overruns (a cycle still solving when the next was due) and the last cycle's solve time. WARN once a
+    cycle was refused, failed or overran: the plan before it went on instead of a correction."""
     if not active:
         level, status = WARN, "inactive"
     elif mpc is not None and mpc.t0 is None:
         level, status = OK, "mpc: waiting for the task's first plan"
     elif mpc is not None:
-        level, status = (
-            (WARN if counts["overruns"] else OK),
-            (f"mpc: {counts['cycles']} cycles, {counts['overruns']} overruns"),
-        )
+        missed = {k: counts.get(k, 0) for k in ("refused", "failed", "overruns")}
+        level = WARN if any(missed.values()) else OK
+        said = [f"{n} {k}" for k, n in missed.items() if n or k == "overruns"]
+        status = ", ".join([f"mpc: {counts['cycles']} cycles", *said])
     else:
         level, status = OK, "solving" if solving else "idle"
     values = dict(
