@@ -12,7 +12,9 @@ from vi_control.control.intake import (
     FAULT_FUTURE,
     FAULT_INVALID_STATE,
     FAULT_LIMITS,
+    FAULT_OVERSPEED,
     FAULT_STALE,
+    OVERSPEED_TRUST,
     Estimate,
     Fault,
     JointLimits,
@@ -162,10 +164,22 @@ def test_nan_and_wrong_sizes(intake, vi):
 
 
 def test_limits_on_positions_measured_velocities_and_the_estimates_velocity(intake):
+    """Positions beyond the bounds are refused (the state forgotten). A measured velocity beyond its bound (30) is the
+    robot's own over-speed up to OVERSPEED_TRUST × the bound: FAULT_OVERSPEED with the state kept — the safe
+    command's feedback — (30.001, 300: just outside and at the edge); beyond that no plausible reading: refused
+    (300.01). An estimated velocity (no measured one: a jump between two configurations) beyond the bound is
+    refused."""
     v = intake.joint_state(1.0, _q(10.5), _q(0.0), now=1.0)
     assert v.kind == FAULT_LIMITS and "position of theta = 10.5 outside [-10, 10]" in v.detail
-    v = intake.joint_state(1.1, _q(0.3), _q(31.0), now=1.1)
-    assert v.kind == FAULT_LIMITS and "velocity of theta = 31 beyond ±30" in v.detail
+    assert intake.state is None
+    assert isinstance(intake.joint_state(1.05, _q(0.3), _q(30.0), now=1.05), Estimate)  # at the bound: accepted
+    for t, qdot in ((1.1, 30.001), (1.15, 30.0 * OVERSPEED_TRUST)):
+        v = intake.joint_state(t, _q(0.3), _q(qdot), now=t)
+        assert v.kind == FAULT_OVERSPEED and f"velocity of theta = {qdot:g} beyond ±30" in v.detail
+        assert intake.state.t == t and intake.state.qdot[0] == qdot  # kept: the feedback that brakes
+        assert intake.state.x[0] == 0.3 and intake.state.x[1] > 0.9 * qdot  # p ~ m l² q̇ (m = l = 1)
+    v = intake.joint_state(1.2, _q(0.3), _q(300.01), now=1.2)
+    assert v.kind == FAULT_LIMITS and "velocity of theta = 300.01 beyond ±300" in v.detail and intake.state is None
     assert intake.joint_state(1.2, _q(0.3), None, now=1.2) is None
     v = intake.joint_state(1.2 + DT, _q(0.8), None, now=1.2 + DT)  # 0.5 rad in one Δt: ~50 rad/s
     assert v.kind == FAULT_LIMITS and "velocity of theta" in v.detail and intake.state is None

@@ -308,3 +308,50 @@ def test_a_refused_or_failed_mpc_cycle_is_counted_and_warned_in_diagnostics(requ
         assert planner.last_plan is first
         level, status, values = planner_diagnostics(True, False, planner.mpc, planner.mpc_counts, 0.0, first)
         assert status == "mpc: 1 cycles, 1 refused, 0 overruns" and values["mpc_refused"] == 1
+
+
+def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
+    """A joint faster than its bound (velocity_limit_factor × the URDF limit: 1.5 × 2.175 rad/s on the panda's first
+    joint) is the robot's own motion: the controller keeps the state and holds with its feedback, which brakes.
+    Plant: Pinocchio's forward dynamics (aba, 1 ms, the command held 5 ms: 200 Hz), holding the start pose, its first
+    joint pushed to 4.2 rad/s. Refused as a bad message (before), the state gave no feedback: the held pose's gravity
+    torque, then zero — that joint spun on, and the arm fell (a 20 %-heavier panda at 1.9× its URDF limit swung 3 rad
+    away in test_ros_mpc on a loaded machine)."""
+    import pinocchio as pin
+    from rclpy.parameter import Parameter
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from vi_control.control.intake import FAULT_OVERSPEED
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.messages import split_seconds
+
+    with node_in_process(request.node.name, ControllerNode, ["-p", "model:=erd:panda"]) as node:
+        assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
+        robot = node.robot
+        model, data = robot.pin_model, robot.pin_model.createData()
+        bound = 1.5 * robot.joints[0].velocity_limit
+        t0, h, period, seconds = node._now() - 5.0, 1e-3, 0.005, 3.0  # (stamps on the plant's time, all past)
+
+        def feed(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+            m = JointState(name=robot.joint_names, position=q.tolist(), velocity=v.tolist())
+            m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t0 + t)
+            node.on_joint_state(serialize_message(m))
+            node.tick()
+            return np.array(node.cmd.data)
+
+        q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+        q, v = q0.copy(), np.zeros(7)
+        for i in range(3):
+            feed(i * period, q, v)  # at rest: the hold engages at q0
+        v[0] = 4.2  # pushed: 1.29 × the bound
+        n, peak = int(round(period / h)), []
+        for i in range(3, 3 + int(seconds / period)):
+            tau = feed(i * period, q, v)
+            for _ in range(n):
+                v = v + h * pin.aba(model, data, q, v, tau)
+                q = q + h * v
+            peak.append(float(np.abs(v).max()))
+        assert node.runner.fault_counts.get(FAULT_OVERSPEED, 0) > 0
+        assert max(peak[20:]) < bound, peak[:30]  # under the bound within 0.1 s
+        assert np.abs(q - q0).max() < 0.2 and np.abs(v).max() < 0.05, (q - q0, v)  # back at the pose, at rest

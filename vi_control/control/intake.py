@@ -5,7 +5,9 @@ What real drivers send, checked in this order: a header stamp never set (0) is r
 stamp against the controller's clock (stale, from the future, going backwards), where the last stamp again is a
 republished state (a lockstep simulator idling) and stamps that went back together with the clock are a simulator reset
 (``on_clock_back``); positions and measured velocities against the model's limits (``JointLimits``), then the estimate's
-velocity when the driver sends none (a jump between two configurations is a huge velocity). Another driver's joint
+velocity when the driver sends none (a jump between two configurations is a huge velocity). A measured velocity beyond
+its bound but within ``OVERSPEED_TRUST`` × it is the robot's own over-speed, not a bad message: the state is kept
+(its feedback is what brakes) and the verdict is ``Fault(FAULT_OVERSPEED)``. Another driver's joint
 states on the same topic are counted, never refused. A message with only some of the model's joints (one of several
 drivers: an arm and a wrist, a base and an arm) goes through ``joint_merge.JointStateMerger`` first: at its stamp the
 other drivers' joints are interpolated (or extrapolated) from their own recent samples; joints with none within
@@ -37,6 +39,15 @@ FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_FUTURE, FAULT_BACKWARDS,
     "joint state stamps went backwards",
     "joint state beyond the limits",
 )
+# Not a refusal: the robot itself moving faster than the bound (a measured velocity within OVERSPEED_TRUST × the
+# bound). The state is kept — the safe command brakes with its feedback — and the running plan is aborted.
+FAULT_OVERSPEED = "joint velocity beyond the limits"
+
+# A measured velocity up to this multiple of its bound (velocity_limit_factor × the URDF limit) is taken as the
+# robot's own over-speed; beyond it, as no plausible reading of this robot (refused: FAULT_LIMITS). Refusing a real
+# over-speed left the arm without feedback exactly then: a 20 %-heavier panda at 1.9× a joint's URDF limit got the
+# held configuration's gravity torque, then zero, and swung 3 rad away (test_ros_mpc's panda, on a loaded machine).
+OVERSPEED_TRUST = 10.0
 
 
 class JointLimits:
@@ -62,17 +73,20 @@ class JointLimits:
         self.vmax = np.where(np.isfinite(vlim) & (vlim > 0), velocity_factor * vlim, max_velocity)
 
     def check(self, q: np.ndarray, qdot: np.ndarray | None) -> str | None:
-        """Why (q, q̇) cannot be a measurement of this robot, or None."""
+        """Why (q, q̇) is beyond the bounds (positions first), or None."""
         bad = (q < self.lo) | (q > self.hi)
         if bad.any():
             j = int(np.argmax(bad))
             return f"position of {self.names[j]} = {q[j]:.6g} outside [{self.lo[j]:.6g}, {self.hi[j]:.6g}]"
-        if qdot is not None:
-            bad = np.abs(qdot) > self.vmax
-            if bad.any():
-                j = int(np.argmax(bad))
-                return f"velocity of {self.names[j]} = {qdot[j]:.6g} beyond ±{self.vmax[j]:.6g}"
-        return None
+        return None if qdot is None else self.overspeed(qdot)
+
+    def overspeed(self, qdot: np.ndarray, factor: float = 1.0) -> str | None:
+        """Which velocity exceeds ``factor`` × its bound, or None."""
+        bad = np.abs(qdot) > factor * self.vmax
+        if not bad.any():
+            return None
+        j = int(np.argmax(bad))
+        return f"velocity of {self.names[j]} = {qdot[j]:.6g} beyond ±{factor * self.vmax[j]:.6g}"
 
 
 class Estimate(NamedTuple):
@@ -162,6 +176,7 @@ class StateIntake:
     def reset(self) -> None:
         """Forget every state and stamp (a node that (re)starts)."""
         self.state: Estimate | None = None
+        self.overspeed: str | None = None  # why ``state`` is an over-speed (FAULT_OVERSPEED), else None
         self.last_valid: Estimate | None = None  # (kept through refusals: what a hold falls back on)
         self.last_stamp: float | None = None
         self.state_interval: float | None = None  # between the last two accepted states (the safe command's hold)
@@ -201,9 +216,12 @@ class StateIntake:
         verdict = self._check_stamp(t, now)
         if verdict is not None:
             return verdict
-        why = self.limits.check(q, qdot)
+        why = self.limits.check(q, None)
+        if why is None and qdot is not None:
+            why = self.limits.overspeed(qdot, OVERSPEED_TRUST)  # no plausible reading
         if why is not None:
             return self.refuse(FAULT_LIMITS, why)
+        over = None if qdot is None else self.limits.overspeed(qdot)  # the robot too fast: kept, braked
         try:
             x = self.estimator.update(t, q, qdot)
             if x is None:
@@ -216,7 +234,9 @@ class StateIntake:
             why = self.limits.check(q, velocity)  # a jump between two configurations is a huge velocity
             if why is not None:
                 return self.refuse(FAULT_LIMITS, why)
-        return self._accept(t, x, velocity)
+        estimate = self._accept(t, x, velocity)
+        self.overspeed = over
+        return estimate if over is None else Fault(FAULT_OVERSPEED, over)
 
     def pose_state(self, t: float, x: np.ndarray, velocity: np.ndarray, now: float) -> Verdict:
         """A vehicle's state x = (g, 𝕀ξ) stamped ``t``, with its actuators' velocities: checked as a joint state's
@@ -242,7 +262,7 @@ class StateIntake:
 
     def refuse(self, kind: str, detail: str) -> Fault:
         """Forget the state and restart the estimate (the next one needs fresh samples)."""
-        self.state = None
+        self.state, self.overspeed = None, None
         self.estimator.reset()
         return Fault(kind, detail)
 

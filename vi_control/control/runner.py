@@ -300,6 +300,12 @@ class PlanRunner:
             self.hold.release()
         return k, u
 
+    def abort(self, kind: str, detail: str) -> None:
+        """Abort the plan that runs (if any, and not aborted already) for the fault ``kind``: the safe command until
+        the next plan is entered, as on a violated tolerance."""
+        if self.law is not None and self.aborted is None:
+            self.aborted = (kind, f"plan {self.active_seq} aborted: {detail}")
+
     def _tolerances_violated(self, law: TrackingController, k: int, t: float, x: np.ndarray) -> bool:
         p, plan = self.p, law.plan
         if p["path_tolerance"] > 0 and k <= plan.horizon:

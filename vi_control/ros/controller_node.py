@@ -34,7 +34,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from ..control.intake import FAULT_STALE, Estimate, Fault, StateIntake, Verdict, Waiting
+from ..control.intake import FAULT_OVERSPEED, FAULT_STALE, Estimate, Fault, StateIntake, Verdict, Waiting
 from ..control.plan import Plan
 from ..control.runner import PlanRunner, command_hold
 from ..control.tracking import TrackingController, wire_velocity
@@ -355,6 +355,8 @@ class ControllerNode(ManagedNode):
         age = self._stale_age(state, now)
         if age is not None:
             return self.go_safe(FAULT_STALE, f"no joint state for {age:.3f} s")
+        if self.intake.overspeed is not None:  # the robot itself too fast: braked with this state's feedback
+            return self.go_safe(FAULT_OVERSPEED, self.intake.overspeed)
         out = self.runner.command(t, x)
         if isinstance(out, Fault):
             return self.go_safe(*out)
@@ -392,6 +394,8 @@ class ControllerNode(ManagedNode):
                 f"no valid joint state yet ({kind}{': ' + detail if detail else ''}): nothing commanded",
             )
             return
+        if kind == FAULT_OVERSPEED:  # the robot itself too fast: the plan that drove it there stops
+            self.runner.abort(kind, detail)
         self.runner.record_fault(kind, detail)
         state = self.intake.state  # (damped or held with feedback only while fresh: PlanRunner.safe_input)
         fresh = state is not None and self._stale_age(state) is None
