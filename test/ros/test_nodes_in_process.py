@@ -88,6 +88,8 @@ def test_the_controller_rebuilds_its_integrator_for_a_plan_of_another_dt_only(co
     assert node.vi is vi0  # the same Δt: the integrator (and its compiled step) kept
     other = 2.0 * dt0
     node._accept_plan(plan_to_message(_hanging_plan(node.robot, other), 2))
+    node._building[1].result(timeout=120)  # (built in the background: a_plan_of_another_dt_is_entered_once_...)
+    node.tick()  # (the executor's thread takes it)
     assert node.vi is not vi0 and node.vi.dt == other
     # the state estimate and the law run on the rebuilt system
     assert node.intake.vi is node.vi and node.runner.vi is node.vi
@@ -355,3 +357,56 @@ def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
         assert node.runner.fault_counts.get(FAULT_OVERSPEED, 0) > 0
         assert max(peak[20:]) < bound, peak[:30]  # under the bound within 0.1 s
         assert np.abs(q - q0).max() < 0.2 and np.abs(v).max() < 0.05, (q - q0, v)  # back at the pose, at rest
+
+
+def test_a_plan_of_another_dt_is_entered_once_its_system_is_built_while_the_loop_goes_on(
+    request, tmp_path, monkeypatch
+):
+    """The controller's system is at its dt parameter (0.01 s) until a plan brings another Δt (0.05 s): that system
+    is built in the background — here on an empty compile cache, so gcc runs for seconds — while each tick still
+    commands the hold; the plan is entered once it is ready, with the state estimate on the new Δt. (Built in the
+    plan's callback, the first plan of a differently configured controller stopped the command stream for that
+    long.)"""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.messages import plan_to_message, split_seconds
+
+    monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path / "cold_cache"))
+    with node_in_process(request.node.name, ControllerNode, ["-p", "model:=pendulum"]) as node:
+        assert node.vi.dt == 0.01
+        r = node.robot
+
+        def state(q: float) -> None:
+            m = JointState(name=["theta"], position=[q], velocity=[0.0])
+            m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(node._now())
+            node.on_joint_state(serialize_message(m))
+
+        state(0.2)
+        node.tick()
+        N, dt = 10, 0.05
+        plan = Plan(
+            times=node._now() + 2.0 + dt * np.arange(N + 1),  # (starts after any build's seconds)
+            X=np.zeros((N + 1, 2)),
+            U=np.zeros((N, 1)),
+            K=np.zeros((N, 1, 2)),
+            dt=dt,
+            model_name=r.name,
+            model_hash=r.hash,
+            joint_names=r.joint_names,
+            input_names=list(r.actuated),
+        )
+        node.on_plan(plan_to_message(plan, 11))
+        assert node._building is not None and not node._building[1].done()  # (the callback did not build it)
+        assert node.vi.dt == 0.01 and node.runner.pending is None
+        holds = node.counts["hold"]
+        deadline = time.monotonic() + 120.0
+        while node._building is not None and time.monotonic() < deadline:
+            state(0.2)
+            node.tick()
+            time.sleep(0.01)
+        assert node._building is None and node.counts["hold"] > holds  # held meanwhile
+        assert node.vi.dt == dt and node.intake.vi.dt == dt
+        queued = node.runner.pending[0] if node.runner.pending is not None else None
+        assert 11 in (queued, node.runner.active_seq)  # (queued, or entered already if its start has come)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -68,6 +69,12 @@ class ControllerNode(ManagedNode):
 
     def __init__(self) -> None:
         self.robot = self.intake = None
+        # A plan's Δt other than the system's: that system is built on this thread while the loop goes on (the
+        # symbolic build ~0.15 s for the panda, and gcc for seconds on a cold cache: a callback that long sent no
+        # command); ``_awaiting``: the plans received meanwhile, queued in order once it is ready.
+        self._builder = ThreadPoolExecutor(1, thread_name_prefix="vi_controller_build")
+        self._building: tuple[float, Future] | None = None
+        self._awaiting: list[tuple[int, Plan, int]] = []
         super().__init__("vi_controller")
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -134,6 +141,7 @@ class ControllerNode(ManagedNode):
     def activate(self) -> None:
         self.intake.reset()
         self.runner.reset()
+        self._awaiting = []  # (forgotten with the runner's plans; a build under way still gives its system)
         self._start_tick_timer()
         self._set_scheduling(int(self.p["realtime_priority"]))
 
@@ -154,6 +162,7 @@ class ControllerNode(ManagedNode):
             self.publish(u)
         self.runner.stop()
         self.runner.reset()
+        self._awaiting = []
 
     def cleanup(self) -> None:
         self._stop_tick_timer()
@@ -213,14 +222,53 @@ class ControllerNode(ManagedNode):
             self._start_tick_timer()
         return None
 
-    def _build(self, dt: float) -> None:
+    def _system(self, dt: float):
+        """(robot, discrete system) at ``dt`` (any thread: reads only the parameters and the immutable model)."""
         if self.vehicle:
-            self.robot, self.vi = vehicle_system(self.p, dt)
-        else:
-            self.vi = make_integrator(self.p["integrator"], self.robot, dt)
+            return vehicle_system(self.p, dt)
+        return self.robot, make_integrator(self.p["integrator"], self.robot, dt)
+
+    def _build(self, dt: float) -> None:
+        self._use_system(*self._system(dt))
+
+    def _use_system(self, robot, vi) -> None:
+        self.robot, self.vi = robot, vi
         if self.intake is not None:  # a plan's Δt: the estimate and the law on the new system
             self.intake.set_system(self.vi)
             self.runner.set_system(self.robot, self.vi)
+
+    def _queue(self, seq: int, plan: Plan, flags: int) -> None:
+        """Queue the plan on the runner — after the plans that wait for a system, and, if its Δt is not the
+        system's, once the system of its Δt is built (in the background: ``_system_ready`` takes it)."""
+        if self._awaiting or abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
+            self._awaiting.append((seq, plan, flags))
+            if self._building is None:
+                self.get_logger().info(
+                    f"plan {seq} has Δt = {plan.dt:g} s, the controller's system {self.vi.dt:g} s: building that "
+                    "system meanwhile (the loop goes on; the controller's dt parameter set to the plans' avoids this)"
+                )
+                self._building = (plan.dt, self._builder.submit(self._system, plan.dt))
+            return
+        self.runner.queue(seq, plan, bool(flags & FLAG_START_ON_RECEIPT))
+
+    def _system_ready(self) -> None:
+        """On the executor's thread: once the background build is done, the new system and the plans that waited
+        for it (a failed build drops them, with the reason)."""
+        if self._building is None or not self._building[1].done():
+            return
+        (dt, future), self._building = self._building, None
+        waiting, self._awaiting = self._awaiting, []
+        try:
+            self._use_system(*future.result())
+        except Exception as e:  # (a plan's Δt the model cannot step at, e.g.): the plans are refused, the hold goes on
+            self.warn(
+                "plan rejected",
+                f"plans {[w[0] for w in waiting]} rejected: no system at Δt = {dt:g} s: {type(e).__name__}: {e}",
+                level="error",
+            )
+            return
+        for seq, plan, flags in waiting:
+            self._queue(seq, plan, flags)
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -247,9 +295,7 @@ class ControllerNode(ManagedNode):
         # (the plan's Δt becomes the state estimate's: the same bounds as `dt`)
         if not self.runner.admit(seq, plan, PARAMETERS["dt"].range, self.intake.limits):
             return
-        if abs(plan.dt - self.vi.dt) > 1e-12 * plan.dt:
-            self._build(plan.dt)
-        self.runner.queue(seq, plan, bool(flags & FLAG_START_ON_RECEIPT))
+        self._queue(seq, plan, flags)
 
     def _announce_entry(self, seq: int, plan: Plan) -> None:
         """~/plan_entered: where plan ``seq`` starts as this controller runs it (a planner continuing it — MPC
@@ -346,6 +392,7 @@ class ControllerNode(ManagedNode):
         """One command from the latest state (``now``: the node's clock, if the caller has read it)."""
         if not self.active:
             return
+        self._system_ready()
         state = self.intake.state
         if state is None:
             if self.intake.ever_valid and self.runner.fault is not None:

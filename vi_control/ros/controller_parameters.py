@@ -18,7 +18,11 @@ _LIVE = dict(live=True)
 PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
     "dt": Param(
-        0.01, "Δt of the state estimate until a plan arrives (then the plan's Δt is used) [s]", range=(1e-5, 10.0)
+        0.01,
+        "Δt of the state estimate until a plan arrives (then the plan's Δt is used: a system at another Δt is built "
+        "in the background while the loop goes on, and the plan entered once it is ready — set this to the planner's "
+        "Δt to have it from the start) [s]",
+        range=(1e-5, 10.0),
     ),
     "controller_name": Param("effort_controller", "commands are published on <controller_name>/commands"),
     "joints": Param(None, "joint order of the command (default: the model's actuated joints)", array="string"),
