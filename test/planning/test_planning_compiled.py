@@ -375,3 +375,76 @@ def test_the_rollout_checks_the_root_as_the_system_says(root_check):
     else:
         assert got is not None and want is not None
         assert got[0][1, 1] == pytest.approx(-theta, abs=1e-9) and _rel(got[0], want[0]) < TOL
+
+
+def test_the_passes_refuse_arrays_the_kernel_would_read_past_or_misplace(cartpole):
+    """The kernel reads every argument in its own layout — X_nom (N+1, nx), K (N, nu, nx), the local model (N, nx)
+    ... — and arrays from outside were copied into staging buffers of whatever shape they came with: gains K of
+    another width (a warm start's) or a nominal trajectory a row short were read past their end, and the rollout
+    returned a trajectory. Each is refused now, naming the argument, with the shape it must have."""
+    vi, cost, x0, _ = cartpole
+    N, nu, nx = 20, vi.nu, vi.nx
+    lo, hi = input_bounds(None, nu)
+    stages = compiled.compiled_stages(vi, N, lo, hi)
+    U = np.full((N, nu), 0.1)
+    X, Ua, Y = stages.rollout(x0, U)
+    K = np.zeros((N, nu, nx))
+    assert stages.rollout(x0, U, X, K) is not None  # (the shapes it takes)
+    for args, match in (
+        ((X[:-1], K), r"rollout: X_nom: expected shape \(21, 4\), got \(20, 4\)"),
+        ((X, K[:, :, :2]), r"rollout: K: expected shape \(20, 1, 4\), got \(20, 1, 2\)"),
+        ((X, K[:, :, :, None]), r"rollout: K: expected shape"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            stages.rollout(x0, U, *args)
+    with pytest.raises(ValueError, match=r"linearize: Y: expected shape \(20, 2\), got \(19, 2\)"):
+        stages.linearize(X, Ua, Y[1:])
+    lin = stages.linearize(X, Ua, Y)
+    cost = QuadraticTrackingCost(cost.X_ref[: N + 1], cost.U_ref[:N], cost.Q, cost.R, cost.Qf)
+    assert stages.backward(cost, X, Ua, Y, lin, 1e-3, True) is not None
+    short = QuadraticTrackingCost(cost.X_ref[:N], cost.U_ref[: N - 1], cost.Q, cost.R, cost.Qf)
+    with pytest.raises(ValueError, match=r"backward pass: X: expected shape \(21, 4\), got \(20, 4\)"):
+        stages.backward(short, X[:-1], Ua[:-1], Y, lin, 1e-3, True)
+
+
+_CHILD = """
+import dataclasses
+import numpy as np
+from vi_control.planning import compiled, load_task, make_system, start_state
+from vi_control.planning.cost import QuadraticTrackingCost
+task = load_task("task_cartpole_swingup")
+vi = make_system(task)
+N = 20
+stages = compiled.compiled_stages(vi, N, np.full(vi.nu, -np.inf), np.full(vi.nu, np.inf))
+x0, U = start_state(task, vi), np.full((N, vi.nu), 0.1)
+X, Ua, Y = stages.rollout(x0, U)
+lin = stages.linearize(X, Ua, Y)
+assert lin.piv.any()  # pivot indices 1, whose float64 bits are 0x3ff0000000000000
+cost = QuadraticTrackingCost(np.zeros((N + 1, vi.nx)), np.zeros((N, vi.nu)), 1.0, 1.0, 10.0)
+own = stages.backward(cost, X, Ua, Y, lin, 1e-3, True)
+copied = stages.backward(cost, X, Ua, Y, dataclasses.replace(lin, piv=lin.piv.copy()), 1e-3, True)
+assert all(np.array_equal(a, b) for a, b in zip(own, copied)), "copied pivots"
+try:
+    stages.backward(cost, X, Ua, Y, dataclasses.replace(lin, piv=lin.piv.astype(float)), 1e-3, True)
+except TypeError as e:
+    print("refused:", e)
+try:
+    stages.rollout(x0, U, None, np.zeros((N, vi.nu, vi.nx)))
+except ValueError as e:
+    print("refused:", e)
+"""
+
+
+def test_copied_pivots_and_gains_without_their_trajectory_do_not_crash_the_kernel():
+    """Two ways the kernel's arguments took the process down (SIGSEGV; run in a child process, where a crash shows as
+    a signal): (1) a linearization whose pivots are a copy — the same int64 values in an array the stages' arena did
+    not carve — was staged as float64, so the backward pass's LU solves indexed b[4.6e18]; the copy gives the same
+    pass now, and float pivots are refused (a float is no index). (2) ``rollout`` with gains K but no X_nom passed
+    NULL for the trajectory K acts on; refused now."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "refused: Cannot cast array data from dtype('float64') to dtype('int64')" in out.stdout, out.stdout
+    assert "refused: rollout: the gains K act on x − X_nom: give X_nom with them" in out.stdout, out.stdout

@@ -213,3 +213,36 @@ def test_each_ddp_solve_stops_at_its_own_tolerance(pendulum_vi, problem):
     assert loose.converged and tight.converged and loose.iterations < tight.iterations
     assert abs(loose.decrement_history[-1]) < 1e-1 and abs(tight.decrement_history[-1]) < 1e-9
     assert again.iterations == loose.iterations and again.cost == loose.cost
+
+
+def test_shooting_methods_refuse_a_state_whose_tangent_is_not_its_coordinates():
+    """A Lie-group system's state has nx coordinates (a rotation matrix and a momentum) but ndx < nx tangent directions:
+    the quadratic cost's derivatives are in the coordinates, the backward pass works in the tangent directions. The
+    first-order projection method (whose metric skips the step that failed with numpy's shape error for DDP) ran on
+    one, the backward pass reading the cost's (N, 12) gradients as (N, 6): other stages' entries, a meaningless
+    direction, no error. Refused by name now, and the backward pass itself refuses arrays not of its shapes."""
+    from vi_control.integrators import make_integrator
+    from vi_control.model.rigid_body import load_rigid_body
+    from vi_control.planning.gradient import projection_gradient
+
+    vi = make_integrator("lie_group", load_rigid_body("spacecraft"), 0.1)
+    assert vi.state.ndx < vi.nx
+    N = 5
+    x0 = vi.state_from_pose(vi.group.exp(np.zeros(vi.state.ndx // 2)), np.zeros(vi.state.ndx // 2))
+    U0 = np.zeros((N, vi.nu))
+    cost = QuadraticTrackingCost(np.tile(x0, (N + 1, 1)), U0, 1.0, 1.0, 10.0)
+    for solve in (projection_gradient, ddp):
+        with pytest.raises(ValueError, match=r"ndx = 6 tangent directions.*need a vector state"):
+            solve(vi, cost, x0, U0, max_iterations=3)
+
+    n, nu = vi.state.ndx, vi.nu
+    lo, hi = np.full(nu, -np.inf), np.full(nu, np.inf)
+    back = backward_pass(N, n, nu, lo, hi)
+    A, B = np.tile(np.eye(n), (N, 1, 1)), np.zeros((N, n, nu))
+    local = (np.zeros((N, n)), np.zeros((N, nu)), np.zeros(n), np.eye(n), np.eye(n), np.eye(nu))
+    assert back(A, B, U0, local, 0.0, False) is not None  # (the shapes it takes)
+    wide = (np.zeros((N, vi.nx)), *local[1:])  # the cost's derivatives in the coordinates
+    with pytest.raises(ValueError, match=r"backward pass: l_x: expected shape \(5, 6\), got \(5, 12\)"):
+        back(A, B, U0, wide, 0.0, False)
+    with pytest.raises(ValueError, match=r"backward pass: A: expected shape"):
+        back(A[1:], B, U0, local, 0.0, False)

@@ -4,6 +4,8 @@ The multiplier estimate is checked against the augmented Lagrangian's own conver
 route to the same λ), the warm re-plan against the cold plan from the same start (same optimum).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -83,6 +85,11 @@ def test_bad_warm_starts_and_multipliers_are_named(cartpole):
     short.horizon = task.horizon - 10
     with pytest.raises(ValueError, match="warm_start: a plan with U"):
         plan_task(vi, short, warm_start=plan)
+    # A Plan takes gains of any width up to nx (a Lie-group state's are ndx < nx wide); the compiled rollout that
+    # follows the warm start reads (N, nu, nx) of them: it read past the end of these, and planned on.
+    narrow = dataclasses.replace(plan, K=plan.K[:, :, :2], K_final=plan.K_final[:, :2])
+    with pytest.raises(ValueError, match=r"warm_start: a plan with U .* and K \(60, 1, 2\), expected .* \(60, 1, 4\)"):
+        plan_task(vi, task, warm_start=narrow)
     colloc = load_task("task_cartpole_swingup_lg2")
     with pytest.raises(TaskError, match="warm_start: only for the shooting methods"):
         plan_task(make_system(colloc), colloc, warm_start=plan)

@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import repeat
 
 import numpy as np
 
@@ -56,7 +57,43 @@ def __getattr__(name: str):
 
 
 _ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
+_F8, _I8 = np.dtype(np.float64), np.dtype(np.int64)  # (dtype objects are singletons: compared with ``is``)
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
+
+
+def _layouts(N: int, nx: int, nu: int, ny: int, nz: int) -> tuple[tuple, tuple, tuple]:
+    """(name, shape, dtype) of each argument of the rollout, linearization and backward pass as ddp_kernel.c reads it
+    (``_Arena.pointers`` checks the arrays against them): N stages, nx state (tangent) directions, nu inputs, ny
+    unknowns of a step, nz = nx + nu."""
+    F, I = _F8, _I8
+    X, U, Y = ("X", (N + 1, nx), F), ("U", (N, nu), F), ("Y", (N, ny), F)
+    A, B = ("A", (N, nx, nx), F), ("B", (N, nx, nu), F)
+    factors = (
+        ("LU of R_y", (N, ny, ny), F),
+        ("pivots", (N, ny), I),
+        ("dy/dz", (N, nz, ny), F),
+        ("O_y", (N, ny, nx), F),
+    )
+    info = ("info", (2,), F)
+    rollout = (
+        ("x0", (nx,), F),
+        U,
+        ("X_nom", (N + 1, nx), F),
+        ("K", (N, nu, nx), F),
+        X,
+        ("U applied", U[1], F),
+        Y,
+        info,
+    )
+    linearize = (X, U, Y, A, B, ("rcond", (N,), F), *factors, info)
+    local = (("l_x", (N, nx), F), ("l_u", (N, nu), F), ("V_x", (nx,), F), ("V_xx", (nx, nx), F))
+    local += (("W_x", (nx, nx), F), ("W_u", (nu, nu), F), ("mu", (1,), F), ("second_order", (1,), I))
+    backward = (X, U, Y, A, B, *factors, *local, ("k", (N, nu), F), ("K", (N, nu, nx), F), ("d", (2,), F), None)
+
+    def named(what: str, entries: tuple) -> tuple:
+        return tuple(None if e is None else (f"{what}: {e[0]}", *e[1:]) for e in entries)
+
+    return named("rollout", rollout), named("linearize", linearize), named("backward pass", backward)
 
 
 # The numpy stages' second-order terms, called back by vi_plan_backward: (stage k, V'_x (nx,), Hz (nz, nz) out).
@@ -95,6 +132,7 @@ class BackwardPass:
         self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
         self._call = lib.vi_plan_call
         self._arena = _Arena()
+        self._layout = _layouts(self.N, self.n, self.nu, 1, nz)[2]
         self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
         self._contract, self._error = None, None
         self._callback = _CONTRACT_FN(self._contract_stage)
@@ -130,7 +168,7 @@ class BackwardPass:
         self._scalars[0], self._flags[0] = mu, 1 if second_order else 0
         self._contract, self._error = contract, None
         args = [None, U, None, A, B, None, None, None, None, *local, self._scalars, self._flags, kff, Kfb, d]
-        ptrs = self._arena.pointers([*args, self._callback_at if second_order else None])
+        ptrs = self._arena.pointers([*args, self._callback_at if second_order else None], self._layout)
         try:
             code = self._call(_BACKWARD, self._ctx, ptrs)
         finally:
@@ -271,7 +309,7 @@ class _Arena:
     def own(self, shape: tuple, dtype: type = np.float64) -> np.ndarray:
         """A zeroed array of its own (not from a chunk, so that holding it pins none) whose address is known."""
         a = np.zeros(shape, dtype)
-        self._known[id(a)] = (weakref.ref(a), a.ctypes.data)
+        self._known[id(a)] = (weakref.ref(a), a.ctypes.data, a.shape, a.dtype)
         return a
 
     def _next_chunk(self, total: int) -> None:
@@ -304,7 +342,7 @@ class _Arena:
         lease, out, off = self._lease, [], self._used
         for i, (sh, n) in enumerate(zip(shapes, sizes)):
             a = np.ndarray(sh, np.int64 if i == int_index else np.float64, lease, 8 * off)
-            self._known[id(a)] = (weakref.ref(a), self._base + 8 * off)
+            self._known[id(a)] = (weakref.ref(a), self._base + 8 * off, a.shape, a.dtype)
             out.append(a)
             off += n
         self._used = off
@@ -313,28 +351,40 @@ class _Arena:
             self._limit = self.KEEP + 2 * len(self._known)
         return out
 
-    def pointers(self, arrays: list) -> int:
+    def pointers(self, arrays: list, layout: tuple | None = None) -> int:
         """The address of a void* vector holding the arrays' addresses (NULL for None; an int is taken as an address),
         valid until the next call
         (a ctypes array of 20 pointers costs more to build than a pass over a pendulum's stages). Position i of a
         call takes arrays carved here as they are; any other array is copied into the staging buffer of
-        (position, shape) (float64)."""
-        ptrs = []
-        for i, a in enumerate(arrays):
-            hit = None if a is None else self._known.get(id(a))
+        (position, shape, dtype). ``layout``: per position, None or (name, shape, dtype) of what the C reads there —
+        an array of another shape is refused (ValueError naming it: the C would read past its end, or every row at
+        the wrong place), and one of another dtype is staged in that dtype (float64 by default; the pivots are read
+        as int64, and a float64 copy of them indexed the C's solves some 4e18 entries away). The shapes and dtypes of
+        arrays carved here are remembered from carving: checking them costs no numpy call."""
+        ptrs, known = [], self._known
+        for i, (a, want) in enumerate(zip(arrays, layout or repeat(None, len(arrays)), strict=True)):
+            hit = known.get(id(a))
             if hit is not None and hit[0]() is a:
-                ptrs.append(hit[1])
+                if want is None or (hit[2] == want[1] and hit[3] is want[2]):
+                    ptrs.append(hit[1])  # (the common case: an array carved here, of the pass's own layout)
+                    continue
+                shape = hit[2]
             elif a is None:
                 ptrs.append(0)
+                continue
             elif type(a) is int:  # an address as it is (a function pointer)
                 ptrs.append(a)
+                continue
             else:
-                key = (i, np.shape(a))
-                buf = self._staged.get(key)
-                if buf is None:
-                    buf = self._staged[key] = self.own(key[1])
-                np.copyto(buf, a, casting="same_kind")
-                ptrs.append(self._known[id(buf)][1])
+                shape = np.shape(a)
+            if want is not None and shape != want[1]:
+                raise ValueError(f"{want[0]}: expected shape {want[1]}, got {shape}")
+            key = (i, shape, _F8 if want is None else want[2])
+            buf = self._staged.get(key)
+            if buf is None:
+                buf = self._staged[key] = self.own(shape, key[2])
+            np.copyto(buf, a, casting="same_kind")  # (float64 into int64 is refused: pivots must be integers)
+            ptrs.append(known[id(buf)][1])
         if len(ptrs) > len(self._args):
             self._args = np.zeros(len(ptrs), np.int64)
             self._args_at = self._args.ctypes.data
@@ -417,11 +467,12 @@ class CompiledStages:
         self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
         self._call = lib.vi_plan_call
         self._arena = _Arena()
+        self._layouts = _layouts(self.N, self.nx, self.nu, self.ny, self.nz)
         # μ and the second-order flag (read as int64: it must not go through a float64 staging copy)
         self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
 
     def _run(self, which: int, arrays: list) -> int:
-        return self._call(which, self._ctx, self._arena.pointers(arrays))
+        return self._call(which, self._ctx, self._arena.pointers(arrays, self._layouts[which]))
 
     def rollout(
         self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
@@ -430,6 +481,8 @@ class CompiledStages:
         N, nx, nu = self.N, self.nx, self.nu
         if np.shape(x0) != (nx,) or np.shape(U) != (N, nu):
             raise ValueError(f"rollout: x0 {np.shape(x0)} and U {np.shape(U)}, expected ({nx},) and ({N}, {nu})")
+        if K is not None and X_nom is None:  # (the C would read X_nom through a null pointer)
+            raise ValueError("rollout: the gains K act on x − X_nom: give X_nom with them")
         X, Ua, Y, info = self._arena.carve((N + 1, nx), (N, nu), (N, self.ny), (2,))
         code = self._run(_ROLLOUT, [x0, U, X_nom, K, X, Ua, Y, info])
         if code == 0:

@@ -373,10 +373,11 @@ def plan_task(
             raise ValueError("warm_start and U0: give one initial guess, not both")
         if task.method in COLLOCATION_METHODS:
             raise TaskError(f"warm_start: only for the shooting methods, not optimizer.method {task.method}")
-        if warm_start.U.shape != U_ref.shape or warm_start.X.shape != X_ref.shape:
+        K_shape = (len(U_ref), nu, vi.state.ndx)  # (a Plan takes gains of any width up to nx; the rollout reads these)
+        if warm_start.U.shape != U_ref.shape or warm_start.X.shape != X_ref.shape or warm_start.K.shape != K_shape:
             raise ValueError(
-                f"warm_start: a plan with U {warm_start.U.shape} and X {warm_start.X.shape}, expected "
-                f"{U_ref.shape} and {X_ref.shape} (the same horizon and model)"
+                f"warm_start: a plan with U {warm_start.U.shape}, X {warm_start.X.shape} and K {warm_start.K.shape}, "
+                f"expected {U_ref.shape}, {X_ref.shape} and {K_shape} (the same horizon and model)"
             )
         U0 = feedback_initial_guess(vi, x0, warm_start.X, warm_start.U, K=warm_start.K, input_limits=limits)
         if U0 is None:

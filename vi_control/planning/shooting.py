@@ -92,6 +92,13 @@ def check_problem(vi: DiscreteSystem, cost, x0: np.ndarray, U0: np.ndarray, X0: 
     N = cost.N
     if (cost.nx, cost.nu) != (vi.nx, vi.nu):
         raise ValueError(f"cost: made for nx = {cost.nx}, nu = {cost.nu}; the system has nx = {vi.nx}, nu = {vi.nu}")
+    if vi.state.ndx != vi.nx:  # (the backward pass read the cost's (N, nx) derivatives as (N, ndx): other entries)
+        raise ValueError(
+            f"{type(vi).__name__}: its state has nx = {vi.nx} coordinates but ndx = {vi.state.ndx} tangent directions; "
+            "the cost's derivatives are in the coordinates (x − x_ref) and the backward pass works in the tangent "
+            "directions: the shooting methods need a vector state (ndx = nx); plan a Lie-group system with DMOC "
+            "(planning.vehicle)"
+        )
     if np.size(x0) != vi.nx:
         raise ValueError(f"x0 has {np.size(x0)} entries, expected nx = {vi.nx}")
     if np.size(U0) != N * vi.nu:
