@@ -279,6 +279,9 @@ def test_cache_reused_and_derivatives_lazy(tmp_path, monkeypatch):
     Derivative functions are compiled only when first used."""
     if codegen.compiler() is None:
         pytest.skip("no C compiler")
+    from vi_control.integrators import bordered
+
+    bordered._library()  # (the linearization's model-independent library, once per process: counted by no model)
     monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path))
     monkeypatch.delenv("VI_CONTROL_NO_COMPILE", raising=False)
     robot = load_robot(planar_chain_urdf(3))
