@@ -124,8 +124,9 @@ def test_the_planner_republishes_its_latest_plan_while_active(request):
         spin(60.0, lambda: len(got) >= 1)  # the start-up plan (solved in the planner's worker)
         assert got, "no plan within 60 s"
         first = len(got)
-        spin(1.1)
-        assert len(got) - first >= 4, len(got)  # 0.2 s apart: 5 in 1.1 s, at least 4 under load
+        # 0.2 s apart: 5 in 1.1 s unloaded; the count is not timed (a 2-worker run once had fewer in 1.1 s)
+        spin(10.0, lambda: len(got) - first >= 4)
+        assert len(got) - first >= 4, len(got)
         assert all(g == got[0] for g in got)  # the same plan each time
         assert planner.trigger_deactivate() == R.SUCCESS
         spin(0.1)
