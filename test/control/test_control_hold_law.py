@@ -120,16 +120,18 @@ class _Log:
 
 def _runner(vi, vehicle=False, **settings):
     log = _Log()
-    p = dict(
-        accept_unconverged=False,
-        safe_damping=1.0,
-        safe_mode="hold",
-        gain_scale=1.0,
-        retime_tolerance=0.0,
-        path_tolerance=0.0,
-        goal_tolerance=0.0,
-        goal_time_tolerance=1.0,
-        **settings,
+    p = (
+        dict(
+            accept_unconverged=False,
+            safe_damping=1.0,
+            safe_mode="hold",
+            gain_scale=1.0,
+            retime_tolerance=0.0,
+            path_tolerance=0.0,
+            goal_tolerance=0.0,
+            goal_time_tolerance=1.0,
+        )
+        | settings
     )
     runner = PlanRunner(
         vi.robot,
@@ -232,3 +234,44 @@ def test_a_nonholonomic_robot_gets_no_hold_gain_whatever_the_round_off():
     plan, res = plan_task(vi, task, log=said.append)
     assert res.converged and plan.K_final is None
     assert any("no hold gain about the final state" in s and "nonholonomic" in s for s in said), said
+
+
+def test_an_over_speed_is_braked_by_capped_damping_and_gravity_not_by_the_hold_law(panda):
+    """``PlanRunner.brake_input`` (the command on FAULT_OVERSPEED): the held configuration's gravity torque minus
+    d·q̇, d capped for the command's hold (``damping_cap``) — no position feedback, so the torque does not depend on
+    where the arm is. On Pinocchio's plant with the command held 50 ms (a stalling loop), from 4.2 rad/s on the first
+    joint, over the 0.2 s of an over-speed: the brake lowers the top speed at every command, below the bound (3.26);
+    the hold law's saturated position feedback (what the over-speed got at first) drives the arm faster instead
+    (a fresh-clone CI run's MuJoCo panda, its plant stalling 0.2 s: from 3.5 to 60 rad/s)."""
+    robot, vi = panda
+    runner, _ = _runner(vi, safe_damping=50.0)
+    period = 0.05
+    runner.safe_input("hold", _estimate(vi, 0.0, Q_PANDA))  # the hold engaged at rest
+    v = np.zeros(7)
+    v[0] = 4.2
+    moved = Q_PANDA + np.array([0.3, 0, 0, 0, 0, 0, 0])
+    u_here = runner.brake_input("hold", _estimate(vi, 0.0, Q_PANDA, v), period)
+    u_there = runner.brake_input("hold", _estimate(vi, 0.0, moved, v), period)
+    d = np.minimum(50.0, runner.damping_cap(_estimate(vi, 0.0, Q_PANDA, v).x, period))
+    assert np.allclose(u_here, np.clip(runner.hold.feedforward() - d * v, -robot.effort_limits, robot.effort_limits))
+    assert u_here[0] < 0 and np.allclose(u_here, u_there, atol=1e-9 * np.abs(u_here).max())  # no position feedback
+
+    def brake(q, qd):
+        return runner.brake_input("hold", _estimate(vi, 0.0, q, qd), period)
+
+    def hold_law(q, qd):
+        return runner.hold.command(vi.state_from_configurations(q - vi.dt * qd, q))[0]
+
+    speeds = {}
+    for name, law in (("brake", brake), ("hold law", hold_law)):
+        model, data = robot.pin_model, robot.pin_model.createData()
+        q, qd, top = Q_PANDA.copy(), v.copy(), []
+        for i in range(int(0.2 / 1e-3) + 1):
+            if i % 50 == 0:
+                tau = law(q, qd)
+                top.append(float(np.abs(qd).max()))
+            qd = qd + 1e-3 * pin.aba(model, data, q, qd, tau)
+            q = q + 1e-3 * qd
+        speeds[name] = top
+    assert all(b < a for a, b in zip(speeds["brake"], speeds["brake"][1:])), speeds
+    assert speeds["brake"][-1] < 1.5 * robot.joints[0].velocity_limit and max(speeds["hold law"]) > 4.2, speeds

@@ -399,23 +399,47 @@ class PlanRunner:
             u[len(tau) :] = self._held_prescribed  # prescribed joints stay where they were last measured
         return u
 
+    def brake_input(self, mode: str, state: Estimate, period: float | None = None) -> np.ndarray | None:
+        """The safe command on an over-speed (``intake.FAULT_OVERSPEED``: ``state`` is fresh, the robot itself too
+        fast): −d·q̇ with d capped per joint (``damping_cap`` for the command's hold ``period``: the held torque never
+        reverses a velocity, so no mode grows), plus, with ``mode`` 'hold', gravity compensation — the hold's
+        feed-forward, the hold engaged at this state's configuration if it was not. 'zero': zero. Not the hold law:
+        its position feedback, saturated and delayed (a plant stalling 0.2 s), whipped an arm from 3.5 to 60 rad/s;
+        the hold law takes over once the velocities are within their bounds again."""
+        if mode == "zero" or self.vehicle:
+            return self.safe_input(mode if mode == "zero" else "damping", state, True, period)
+        u = self.safe_input("damping", state, True, period)
+        if u is None or mode != "hold" or self.hold is None:
+            return u
+        self._engage_hold(state)
+        n = len(self.robot.actuated)
+        lim = self.robot.effort_limits
+        u[:n] = np.clip(u[:n] + self.hold.feedforward()[:n], -lim, lim)
+        return u
+
+    def _engage_hold(self, state: Estimate) -> None:
+        """Engage the hold at ``state``'s configuration if it is not engaged (said in the log)."""
+        hold = self.hold
+        if hold.engaged:
+            return
+        hold.engage(state.x[: self.vi.nq])
+        self.logger.info(
+            "holding q = "
+            + np.array2string(hold.target, precision=4, separator=", ")
+            + (
+                ""
+                if hold.gain_failure is None
+                else f" by gravity compensation alone (no hold gain: {hold.gain_failure})"
+            )
+        )
+
     def _hold_input(self, state: Estimate | None, fresh: bool, stale_hold: bool) -> np.ndarray | None:
         """The hold's input (None: zero torque is due): the full hold from a fresh state, the feed-forward alone from
         the last valid one while ``stale_hold``."""
         hold = self.hold
         if state is None or not (fresh or stale_hold):
             return None
-        if not hold.engaged:
-            hold.engage(state.x[: self.vi.nq])
-            self.logger.info(
-                "holding q = "
-                + np.array2string(hold.target, precision=4, separator=", ")
-                + (
-                    ""
-                    if hold.gain_failure is None
-                    else f" by gravity compensation alone (no hold gain: {hold.gain_failure})"
-                )
-            )
+        self._engage_hold(state)
         if not fresh:
             return hold.feedforward()
         u, clamped = hold.command(state.x)

@@ -441,8 +441,14 @@ class ControllerNode(ManagedNode):
                 f"no valid joint state yet ({kind}{': ' + detail if detail else ''}): nothing commanded",
             )
             return
-        if kind == FAULT_OVERSPEED:  # the robot itself too fast: the plan that drove it there stops
+        if kind == FAULT_OVERSPEED:  # the robot itself too fast: the plan that drove it there stops; braked
             self.runner.abort(kind, detail)
+            self.runner.record_fault(kind, detail)
+            u = self.runner.brake_input(self.p["safe_mode"], self.intake.state, self.command_period())
+            if u is not None:
+                self.counts["safe"] += 1
+                self.publish(u)
+            return
         self.runner.record_fault(kind, detail)
         state = self.intake.state  # (damped or held with feedback only while fresh: PlanRunner.safe_input)
         fresh = state is not None and self._stale_age(state) is None
