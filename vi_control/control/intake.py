@@ -7,7 +7,7 @@ republished state (a lockstep simulator idling) and stamps that went back togeth
 (``on_clock_back``); positions and measured velocities against the model's limits (``JointLimits``), then the estimate's
 velocity when the driver sends none (a jump between two configurations is a huge velocity). A measured velocity beyond
 its bound but within ``OVERSPEED_TRUST`` × it is the robot's own over-speed, not a bad message: the state is kept
-(its feedback is what brakes) and the verdict is ``Fault(FAULT_OVERSPEED)``. Another driver's joint
+(the brake acts on its velocity) and the verdict is ``Fault(FAULT_OVERSPEED)``. Another driver's joint
 states on the same topic are counted, never refused. A message with only some of the model's joints (one of several
 drivers: an arm and a wrist, a base and an arm) goes through ``joint_merge.JointStateMerger`` first: at its stamp the
 other drivers' joints are interpolated (or extrapolated) from their own recent samples; joints with none within
@@ -40,7 +40,8 @@ FAULT_INVALID_STATE, FAULT_ESTIMATE, FAULT_STALE, FAULT_FUTURE, FAULT_BACKWARDS,
     "joint state beyond the limits",
 )
 # Not a refusal: the robot itself moving faster than the bound (a measured velocity within OVERSPEED_TRUST × the
-# bound). The state is kept — the safe command brakes with its feedback — and the running plan is aborted.
+# bound). The state is kept — the safe command brakes from it (``PlanRunner.brake_input``) — and the running plan is
+# aborted.
 FAULT_OVERSPEED = "joint velocity beyond the limits"
 
 # A measured velocity up to this multiple of its bound (velocity_limit_factor × the URDF limit) is taken as the

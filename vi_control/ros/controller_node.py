@@ -9,7 +9,8 @@ safe command (``safe_mode``: hold, zero or damping) and a warning throttled per 
 valid state (a lockstep simulator steps on every command). With ``hold`` (the default) an arm is never left to
 gravity: without a plan (before the first, after activate) and on a plan-side fault it holds the configuration
 measured when the hold began (``control.tracking.HoldLaw``: gravity compensation and the DLQR hold gain), on stale or
-refused states it commands that configuration's gravity torque for ``stale_hold_time``, then zero. Publishes
+refused states it commands that configuration's gravity torque for ``stale_hold_time``, then zero; on an over-speed
+(a valid state faster than its bound: ``intake.FAULT_OVERSPEED``) it brakes (``PlanRunner.brake_input``). Publishes
 ``~/controller_state``, ``~/plan_entered`` (each plan's start as run: vi_control.ros.messages) and
 ``/diagnostics`` (built in vi_control.ros.supervision). The parameters: vi_control.ros.controller_parameters.
 
