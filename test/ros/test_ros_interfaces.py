@@ -456,3 +456,44 @@ def test_simulator_holds_joints_at_their_end_stops(ros, stops):
         assert sim.wait_for_log("held by its end stop: slider at 2", 5.0), sim.log()
     else:
         assert slider[-1] > 2.5 and "end stop" not in sim.log()
+
+
+def test_a_read_only_request_unanswered_is_sent_again_a_transition_is_not(ros):
+    """``Recorder.call``: a read-only service's request (GetState) unanswered for ``RESEND_AFTER`` s is sent again —
+    just after discovery a request can be lost (the server not yet matched to the client's response reader:
+    wait_for_service is true already, ros2/rclpy#1191; fresh-clone CI runs failed "get_state did not answer" at a
+    test's first call) — and a transition (ChangeState), which may have happened, is sent once. A server in this
+    process sleeps through the first request of each."""
+    import threading
+
+    import rclpy
+    from lifecycle_msgs.srv import ChangeState
+    from rclpy.executors import SingleThreadedExecutor
+
+    rec = ros.recorder(["theta"])
+    server = rclpy.create_node("slow_server", namespace=rec.get_namespace(), context=rec.context)
+    seen = {"get_state": 0, "change_state": 0}
+
+    def slow(kind: str, seconds: float):
+        def answer(request, response):
+            seen[kind] += 1
+            if seen[kind] == 1:
+                time.sleep(seconds)
+            return response
+
+        return answer
+
+    server.create_service(GetState, "slow_server/get_state", slow("get_state", rec.RESEND_AFTER + 4.0))
+    server.create_service(ChangeState, "slow_server/change_state", slow("change_state", rec.RESEND_AFTER + 1.0))
+    ex = SingleThreadedExecutor(context=rec.context)
+    ex.add_node(server)
+    spinner = threading.Thread(target=ex.spin, daemon=True)
+    spinner.start()
+    try:
+        rec.call(GetState, "slow_server/get_state", GetState.Request())
+        assert seen["get_state"] >= 2  # (every RESEND_AFTER s while the first sleeps)
+        rec.call(ChangeState, "slow_server/change_state", ChangeState.Request())
+        assert seen["change_state"] == 1
+    finally:
+        ex.shutdown()
+        server.destroy_node()
