@@ -211,6 +211,18 @@ def test_the_planners_prediction_to_any_instant(request):
         np.testing.assert_allclose(between, ref[4] + 0.25 * (ref[5] - ref[4]), rtol=0, atol=1e-12)
 
 
+def _pendulum_mpc_planner(tmp_path) -> list[str]:
+    """Planner arguments: mode mpc on a pendulum task (0.5 rad in 2 s, a cycle every 0.1 s), no start-up plan, no
+    controller to wait for."""
+    task = tmp_path / "pendulum_mpc.yaml"
+    task.write_text(
+        "name: pendulum_mpc\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\n"
+        "goal: {q: [0.5]}\nreference: {type: goal}\nweights: {Q: [10.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}\n"
+        "mpc: {period: 0.1, max_iterations: 5}\n"
+    )
+    return ["-p", f"task:={task}", "-p", "mode:=mpc", "-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
+
+
 def test_an_mpc_cycle_without_a_joint_state_is_skipped_not_the_task_restarted(request, tmp_path):
     """Mode mpc, no usable joint state when a cycle runs (none received, or the newest one refused): the cycle is
     skipped with a warning. Solved anyway it was the task's first plan again — from the task's start pose, on a new
@@ -220,13 +232,7 @@ def test_an_mpc_cycle_without_a_joint_state_is_skipped_not_the_task_restarted(re
     from vi_control.ros.planner_node import PlannerNode
     from vi_control.ros.planner_requests import Request
 
-    task = tmp_path / "pendulum_mpc.yaml"
-    task.write_text(
-        "name: pendulum_mpc\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\n"
-        "goal: {q: [0.5]}\nreference: {type: goal}\nweights: {Q: [10.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}\n"
-        "mpc: {period: 0.1, max_iterations: 5}\n"
-    )
-    params = ["-p", f"task:={task}", "-p", "mode:=mpc", "-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
+    params = _pendulum_mpc_planner(tmp_path)
     with node_in_process(request.node.name, PlannerNode, params) as planner:
         planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
         assert planner.mpc is not None and planner.mpc.t0 is None and not planner.states
@@ -289,13 +295,7 @@ def test_a_refused_or_failed_mpc_cycle_is_counted_and_warned_in_diagnostics(requ
         m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t)
         return serialize_message(m)
 
-    task = tmp_path / "pendulum_mpc.yaml"
-    task.write_text(
-        "name: pendulum_mpc\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\n"
-        "goal: {q: [0.5]}\nreference: {type: goal}\nweights: {Q: [10.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}\n"
-        "mpc: {period: 0.1, max_iterations: 5}\n"
-    )
-    params = ["-p", f"task:={task}", "-p", "mode:=mpc", "-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
+    params = _pendulum_mpc_planner(tmp_path)
     params += ["-p", "velocity_limit_factor:=1.0", "-p", "start_delay:=0.0"]
     with node_in_process(request.node.name, PlannerNode, params) as planner:
         planner.on_joint_state(joint_state(planner._now(), 0.0, 0.0))
@@ -386,18 +386,8 @@ def test_a_plan_of_another_dt_is_entered_once_its_system_is_built_while_the_loop
 
         state(0.2)
         node.tick()
-        N, dt = 10, 0.05
-        plan = Plan(
-            times=node._now() + 2.0 + dt * np.arange(N + 1),  # (starts after any build's seconds)
-            X=np.zeros((N + 1, 2)),
-            U=np.zeros((N, 1)),
-            K=np.zeros((N, 1, 2)),
-            dt=dt,
-            model_name=r.name,
-            model_hash=r.hash,
-            joint_names=r.joint_names,
-            input_names=list(r.actuated),
-        )
+        dt = 0.05
+        plan = _hanging_plan(r, dt, 10).shifted(node._now() + 2.0)  # (starts after any build's seconds)
         node.on_plan(plan_to_message(plan, 11))
         assert node._building is not None and not node._building[1].done()  # (the callback did not build it)
         assert node.vi.dt == 0.01 and node.runner.pending is None

@@ -218,11 +218,11 @@ class StateIntake:
         if verdict is not None:
             return verdict
         why = self.limits.check(q, None)
-        if why is None and qdot is not None:
-            why = self.limits.overspeed(qdot, OVERSPEED_TRUST)  # no plausible reading
+        over = None if why is not None or qdot is None else self.limits.overspeed(qdot)  # the robot too fast: braked
+        if over is not None:
+            why = self.limits.overspeed(qdot, OVERSPEED_TRUST)  # (beyond that: no plausible reading)
         if why is not None:
             return self.refuse(FAULT_LIMITS, why)
-        over = None if qdot is None else self.limits.overspeed(qdot)  # the robot too fast: kept, braked
         try:
             x = self.estimator.update(t, q, qdot)
             if x is None:

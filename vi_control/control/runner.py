@@ -406,10 +406,8 @@ class PlanRunner:
         feed-forward, the hold engaged at this state's configuration if it was not. 'zero': zero. Not the hold law:
         its position feedback, saturated and delayed (a plant stalling 0.2 s), whipped an arm from 3.5 to 60 rad/s;
         the hold law takes over once the velocities are within their bounds again."""
-        if mode == "zero" or self.vehicle:
-            return self.safe_input(mode if mode == "zero" else "damping", state, True, period)
-        u = self.safe_input("damping", state, True, period)
-        if u is None or mode != "hold" or self.hold is None:
+        u = self.safe_input("zero" if mode == "zero" else "damping", state, True, period)
+        if u is None or mode != "hold" or self.hold is None:  # (a vehicle has no hold: it is damped)
             return u
         self._engage_hold(state)
         n = len(self.robot.actuated)
