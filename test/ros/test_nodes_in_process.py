@@ -401,3 +401,36 @@ def test_a_plan_of_another_dt_is_entered_once_its_system_is_built_while_the_loop
         assert node.vi.dt == dt and node.intake.vi.dt == dt
         queued = node.runner.pending[0] if node.runner.pending is not None else None
         assert 11 in (queued, node.runner.active_seq)  # (queued, or entered already if its start has come)
+
+
+def test_a_build_under_way_at_cleanup_gives_its_system_to_no_later_configuration(request, tmp_path, monkeypatch):
+    """A plan's Δt (0.05 s) has the controller build that system in the background (an empty compile cache: gcc for
+    seconds); the node is cleaned up and configured again meanwhile, at its dt parameter (0.01 s). The old build
+    belongs to the old configuration: once it is done, the new one keeps its own system (before, the next tick put
+    the 0.05 s system in, under a configuration whose dt and plans say 0.01 s). Destroying the node ends the build
+    thread."""
+    import threading
+
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.messages import plan_to_message
+
+    monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path / "cold_cache"))
+    with node_in_process(request.node.name, ControllerNode, ["-p", "model:=pendulum"]) as node:
+        plan = _hanging_plan(node.robot, 0.05, 10).shifted(node._now() + 2.0)
+        node.on_plan(plan_to_message(plan, 11))
+        assert node._building is not None
+        old_build = node._building[1]
+        assert node.trigger_deactivate() == R.SUCCESS
+        assert node.trigger_cleanup() == R.SUCCESS
+        assert node.trigger_configure() == R.SUCCESS
+        assert node.trigger_activate() == R.SUCCESS
+        assert node.vi.dt == 0.01
+        old_build.result(timeout=120.0)  # (the old build's system exists now)
+        node.tick()
+        assert node.vi.dt == 0.01 and node.intake.vi.dt == 0.01 and node._building is None
+        builders = [t for t in threading.enumerate() if t.name.startswith("vi_controller_build")]
+        assert builders  # (the thread that built it, idle now)
+    deadline = time.monotonic() + 10.0
+    while any(t.is_alive() for t in builders) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.is_alive() for t in builders)  # destroy_node ended it

@@ -171,6 +171,14 @@ class ControllerNode(ManagedNode):
             self.own_timers, self.own_subs, publishers=(self.pub, self.state_pub, self.diag_pub, self.entered_pub)
         )
         self.robot = None
+        # A build under way belongs to this configuration: its system (of this model) must not replace the next
+        # configuration's, perhaps of another model; it finishes on its thread and is dropped.
+        self._building, self._awaiting = None, []
+
+    def destroy_node(self) -> None:
+        # (an idle build thread would keep the process up at exit, a running build until gcc is done)
+        self._builder.shutdown(wait=False, cancel_futures=True)
+        super().destroy_node()
 
     def _set_scheduling(self, priority: int) -> None:
         """Real-time scheduling of the whole process while active (0: normal); a refusal is a warning, not a fault.
