@@ -95,7 +95,7 @@ static int n_terms(const Ctx* c) { /* lie.n_series_terms over all bodies */
   double m = 0;
   for (ll i = 0; i < c->n; i++) for (int r = 0; r < 3; r++) { double a = fabs(WK(i)[51+r]); if (a > m) m = a; }
   double th = m*sqrt(3.0) + 1e-300;
-  if (th >= 1.5) return 12;
+  if (!(th < 1.5)) return 12; /* (also a NaN: casting it to int below is undefined) */
   int k = (int)ceil(log(1e-18)/(2.0*log(th/(2*M_PI))));
   return k < 1 ? 1 : (k > 12 ? 12 : k);
 }
