@@ -272,11 +272,11 @@ def test_predictable_temporary_name_cannot_redirect_the_write(tmp_path, monkeypa
 def test_truncated_entry_is_rebuilt_not_loaded(tmp_path, monkeypatch):
     """The real DRNEA library (Lee2016), truncated: it used to crash every later run with SIGBUS inside dlopen.
     Now the record exposes it, it is rebuilt, and the rebuilt library steps exactly as the numpy reference."""
-    from vi_control.integrators.drnea_c import _CFLAGS, DRNEA_C
+    from vi_control.integrators.drnea_c import DRNEA_C, OPT_LEVEL
 
     d = tmp_path / "cache"
     monkeypatch.setenv("VI_CONTROL_CACHE", str(d))
-    so = codegen.compile_shared_library(DRNEA_C, "drnea", list(_CFLAGS), "the DRNEA step")
+    so = codegen.compile_shared_library(DRNEA_C, "drnea", codegen.cflags(OPT_LEVEL), "the DRNEA step")
     so.write_bytes(so.read_bytes()[: so.stat().st_size // 2])
     test_dir = str(Path(__file__).resolve().parents[1] / "support")  # the numpy reference: the oracle of the C step
     code = textwrap.dedent(f"""
@@ -371,3 +371,31 @@ def test_without_a_c_compiler_the_first_use_says_what_to_install(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
         assert out.returncode == 0, out.stderr[-2000:]
         assert out.stdout.split() == ["refused"] * 4 + ["1"], out.stdout
+
+
+def test_the_users_flags_reach_every_build_and_a_chosen_level_stays(monkeypatch):
+    """VI_CONTROL_CFLAGS sets the flags of every build; the builds that chose their optimisation level (-O0 where
+    -O1 would take minutes of gcc, -O2 for the DRNEA step) keep it and take the user's other flags
+    (``-march=native`` and the like: before, those builds ignored the variable)."""
+    monkeypatch.delenv("VI_CONTROL_CFLAGS", raising=False)
+    assert codegen.cflags() == [codegen.DEFAULT_CFLAGS] and codegen.cflags("-O2") == ["-O2"]
+    monkeypatch.setenv("VI_CONTROL_CFLAGS", "-O3 -ffp-contract=off -Os")
+    assert codegen.cflags() == ["-O3", "-ffp-contract=off", "-Os"]
+    assert codegen.cflags("-O0") == ["-O0", "-ffp-contract=off"]
+
+
+def test_the_drnea_step_is_built_with_the_users_flags(tmp_path):
+    """A flag gcc refuses, set in VI_CONTROL_CFLAGS, fails the DRNEA step's build too (it compiled with its own
+    flags alone before): the variable reaches it. The failed build is no crash: the library is None, with gcc's
+    complaint in the warning."""
+    code = textwrap.dedent("""
+        import warnings
+        warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as caught:
+            from vi_control.integrators import drnea_c
+            lib = drnea_c.load_library()
+        print(lib is None, any("no-such-option-xyz" in str(w.message) for w in caught))
+    """)
+    env = {**os.environ, "VI_CONTROL_CACHE": str(tmp_path / "cache"), "VI_CONTROL_CFLAGS": "-O1 -mno-such-option-xyz"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["True", "True"], (out.stdout, out.stderr[-2000:])

@@ -26,7 +26,7 @@ from importlib import resources
 import numpy as np
 
 from ..mechanics import lie
-from ..mechanics.codegen import CompilerRequiredError, compile_shared_library, compiler, require_compiler
+from ..mechanics.codegen import CompilerRequiredError, cflags, compile_shared_library, compiler, require_compiler
 from ..mechanics.drnea import BodyTree
 
 # Return codes of ltvi_step (LinearTimeVI raises ConvergenceError for every non-zero one).
@@ -34,7 +34,7 @@ OK, NOT_CONVERGED, LOG_NEAR_PI, SINGULAR_JACOBIAN, LINE_SEARCH_FAILED, STAGNATED
 MAX_DEPTH = 10  # substeps of the last fallback: Δt/2 … Δt/2^MAX_DEPTH (drnea_step.c)
 _BODY = 72  # doubles per body in the model array
 _WORK = 192  # doubles per body in the work array
-_CFLAGS = ["-O2"]  # no -ffast-math: the same IEEE operations as written
+OPT_LEVEL = "-O2"  # (codegen.cflags: the user's other flags kept) no -ffast-math: the same IEEE operations as written
 
 DRNEA_C = (resources.files(__package__) / "csrc" / "drnea_step.c").read_text()
 
@@ -74,7 +74,7 @@ def load_library() -> ctypes.CDLL | None:
     global _lib
     if _lib is not None:
         return _lib
-    so = compile_shared_library(DRNEA_C, "drnea", list(_CFLAGS), "the DRNEA step")
+    so = compile_shared_library(DRNEA_C, "drnea", cflags(OPT_LEVEL), "the DRNEA step")
     if so is None:
         return None
     lib = ctypes.CDLL(str(so))

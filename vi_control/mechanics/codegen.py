@@ -43,6 +43,17 @@ _O0_LIMIT_OPS = 1_000_000
 # runs on CPUs like this one). The flags are part of the cache key.
 DEFAULT_CFLAGS = "-O1"
 
+
+def cflags(level: str | None = None) -> list[str]:
+    """The compiler flags of a build: VI_CONTROL_CFLAGS (default DEFAULT_CFLAGS) — or, for a build that chose its
+    optimisation ``level`` (``-O0`` where -O1 would take minutes of gcc, ``-O2`` for the DRNEA step), the user's
+    other flags (``-march=native``, ``-ffp-contract=off``, …) with that level in place of any ``-O`` of theirs."""
+    flags = os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
+    if level is None:
+        return flags
+    return [level] + [f for f in flags if not f.startswith("-O")]
+
+
 # Shared libraries compiled / found in the cache by this process (tests check reuse with these, not timing).
 build_stats = {"compiled": 0, "cache_hits": 0}
 
@@ -198,7 +209,7 @@ def _build(
     for f in funcs:
         gen.add(f)
     src = gen.dump() + extra_source
-    flags = flags or os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
+    flags = flags or cflags()
     so = compile_shared_library(src, "vi", flags, "generated code (falling back to the CasADi VM)")
     return None if so is None else ctypes.CDLL(str(so))
 
@@ -242,8 +253,7 @@ def load_our_library(src: str, prefix: str, what: str) -> ctypes.CDLL:
     """Our own model-independent C ``src``, compiled once into the cache (flags VI_CONTROL_CFLAGS or -O1) and loaded;
     CompilerRequiredError naming ``what`` without a compiler or when the build fails (its message warned)."""
     require_compiler(what)
-    flags = os.environ.get("VI_CONTROL_CFLAGS", DEFAULT_CFLAGS).split()
-    so = compile_shared_library(src, prefix, flags, what)
+    so = compile_shared_library(src, prefix, cflags(), what)
     if so is None:
         raise CompilerRequiredError(f"vi_control: {what} did not compile (warning above)")
     return ctypes.CDLL(str(so))
@@ -338,7 +348,7 @@ class FunctionSet:
             and not all(n in small for n in driver_needs)
             and sum(_size(f) for f in group.values()) < _O0_LIMIT_OPS
         ):
-            small, flags = dict(group), ["-O0"]
+            small, flags = dict(group), cflags("-O0")
         extra = driver if driver and all(n in small for n in driver_needs) else ""
         lib = _build(list(small.values()), self._tag, extra, flags or self._flags) if small else None
         if lib is None:

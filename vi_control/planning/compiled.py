@@ -193,8 +193,7 @@ def backward_pass(N: int, n: int, nu: int, lo: np.ndarray, hi: np.ndarray) -> Ba
 def kernel_library() -> ctypes.CDLL | None:
     """The model-independent kernel library (compiled on first use, then loaded from the cache); None without a
     C compiler."""
-    flags = os.environ.get("VI_CONTROL_CFLAGS", codegen.DEFAULT_CFLAGS).split()
-    so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", flags, "the planner's compiled kernel")
+    so = codegen.compile_shared_library(KERNEL_C, "vi_ddp", codegen.cflags(), "the planner's compiled kernel")
     if so is None:
         return None
     lib = ctypes.CDLL(str(so))

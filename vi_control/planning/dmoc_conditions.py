@@ -8,6 +8,7 @@ from functools import cache
 import casadi as ca
 import numpy as np
 
+from ..mechanics import codegen
 from ..mechanics.codegen import FunctionSet
 from ..mechanics.euler_poincare import momenta
 from ..mechanics.groups import Retraction, get_group
@@ -73,7 +74,7 @@ def step_conditions(group_name: str, kind: str, m: int, r: int, inputs: str) -> 
     f = ca.Function("dmoc_step", [a, p], [ca.densify(col)])
     # -O0: gcc needs ~5 s instead of ~25 s for these 17k instructions (dense second derivatives), and a call costs
     # ~20 µs instead of ~10 µs, under 1 ms per evaluation of all N steps: small next to the sparse LU.
-    return FunctionSet(f"dmoc{group_name}{kind}{m}{r}{inputs}", {"step": f}, flags=["-O0"])
+    return FunctionSet(f"dmoc{group_name}{kind}{m}{r}{inputs}", {"step": f}, flags=codegen.cflags("-O0"))
 
 
 # ---- the Newton system's sparsity -----------------------------------------------------------------------------
