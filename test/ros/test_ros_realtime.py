@@ -247,7 +247,9 @@ def test_joint_trajectory_and_goal_inputs(ros, pendulum_vi):
         assert np.allclose(vi.step(plan.X[k], plan.U[k]), plan.X[k + 1], atol=1e-9), k
     # through the points (the task's weights trade tracking against effort) and at rest on the last one
     assert abs(plan.X[10, 0] - 0.5) < 0.05 and abs(plan.X[20, 0] - 1.0) < 0.05 and abs(plan.X[25, 0] - 1.0) < 0.1
-    t0 = plan.times[0]
+    # (from its start as the controller runs it: re-timed by whole steps if it came late with the robot at X_0)
+    assert rec.wait_for(lambda: any(e[0] == seq for e in handover.entries(ctrl.log())), 30.0), ctrl.log()
+    t0 = plan.times[0] + handover.retimed_steps(ctrl.log()).get(seq, 0) * plan.dt
     assert rec.wait_for(lambda: rec.states[-1][1] >= t0 + 3.0, 30.0), ctrl.log()
     with rec.lock:
         measured = {round(s[1], 6): s[2][0] for s in rec.states}
