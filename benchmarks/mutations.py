@@ -486,7 +486,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "ddp_regularization_absolute_again",
         "vi_control/planning/ddp.py",
-        ("c = regularization_unit(vi, cost, X[0], U[0], stages.step_result(X, results, 0)) if metric is None else 1.0"),
+        "c = regularization_unit(cost, stages.linearization(lin_list)[0].B) if metric is None else 1.0",
         "c = 1.0",
         "DDP's regularization bounds in absolute units again (a cost in other units stops off the optimum)",
         ("test/planning/test_planning_units.py",),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -21,6 +22,26 @@ def equilibrium_state(vi: DiscreteSystem, q: np.ndarray) -> np.ndarray:
     return vi.state_from_configurations(q, q)
 
 
+_ACTUATION: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _actuation(vi: DiscreteSystem) -> tuple[np.ndarray, bool]:
+    """(S, SᵀS = I) of a system: which dynamic joint each torque drives — its structure, so found once per system
+    (a plan asks for three holding inputs)."""
+    try:
+        hit = _ACTUATION.get(vi)
+    except TypeError:  # (a system that cannot be a weak key — unhashable, no weak references: found every time)
+        hit = None
+    if hit is None:
+        S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
+        hit = (S, bool(vi.n_torques) and np.array_equal(S.T @ S, np.eye(vi.n_torques)))
+        try:
+            _ACTUATION[vi] = hit
+        except TypeError:
+            pass
+    return hit
+
+
 def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]:
     """Input u = (τ, ρ) with f(x_eq, u) = x_eq, x_eq = equilibrium_state(q) (gravity compensation).
 
@@ -29,11 +50,11 @@ def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]
     means gravity acts on an unactuated joint, so q is no equilibrium (constraint forces ignored).
     """
     q = np.asarray(q, float)
-    S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
+    S, direct = _actuation(vi)
     rhs = vi.potential_gradient(q)[vi.idx_d]
     if not vi.n_torques:
         tau = np.zeros(0)
-    elif np.array_equal(S.T @ S, np.eye(vi.n_torques)):  # each input drives its own joint: Sᵀ is the LS solution
+    elif direct:  # each input drives its own joint: Sᵀ is the least-squares solution
         tau = S.T @ rhs
     else:
         tau = np.linalg.lstsq(S, rhs, rcond=None)[0]

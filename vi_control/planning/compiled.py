@@ -34,7 +34,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..integrators.base import CompiledStage, Linearizable, SingularityError, StepResult
+from ..integrators.base import CompiledStage, Linearizable, SingularityError
 from ..linearization import Linearization
 from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C
@@ -490,10 +490,6 @@ class CompiledStages:
             ro = rollout(self.vi, x0, U, X_nom, self.lo, self.hi, X_nom, K)
             return None if ro is None else (ro[0], ro[1], np.array([r.y for r in ro[2]]))
         return None
-
-    def step_result(self, X: np.ndarray, Y: np.ndarray, k: int) -> StepResult:
-        """Step k of a rollout as ``MidpointVI.solve`` returns it (its Newton count and residual are not kept here)."""
-        return StepResult(x=X[k + 1], lam=Y[k, self.nd :].copy(), iterations=0, residual=0.0, y=Y[k].copy())
 
     def linearize(self, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> StageLinearization:
         N, nx, nu, ny, nz = self.N, self.nx, self.nu, self.ny, self.nz

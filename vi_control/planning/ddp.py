@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from ..control.lqr import tv_lqr
-from ..integrators.base import Linearizable, StepError, StepResult
+from ..integrators.base import Linearizable, StepError
 from ..linearization import linearize, second_order_contraction
 from .compiled import backward_pass, compiled_stages
 from .cost import QuadraticTrackingCost
@@ -71,10 +71,6 @@ class _NumpyStages:
 
     def linearize(self, X, U, results):
         return [linearize(self.vi, X[k], U[k], results[k]) for k in range(len(U))]
-
-    @staticmethod
-    def step_result(X, results, k: int):
-        return results[k]
 
     def backward(self, cost, X, U, results, lins, mu, second_order, metric=None):
         A, B = np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins])
@@ -150,24 +146,19 @@ def reference_feedback_guess(
     return np.array(U_ref, float) if U0 is None else U0
 
 
-def regularization_unit(
-    vi: Linearizable, cost: QuadraticTrackingCost, x: np.ndarray, u: np.ndarray, result: StepResult | None = None
-) -> float:
-    """c = min(1, ‖R + Bᵀ(Q + Q_f)B‖₂ / ‖B‖₂²) at the first stage: the unit of ddp's regularization μ (its bounds
-    1e-9, 1e-6 and 1e10 and the ``regularization`` option are multiples of c).
+def regularization_unit(cost: QuadraticTrackingCost, B: np.ndarray) -> float:
+    """c = min(1, ‖R + Bᵀ(Q + Q_f)B‖₂ / ‖B‖₂²) with B = B_0 (nx, nu) of the first stage: the unit of ddp's
+    regularization μ (its bounds 1e-9, 1e-6 and 1e10 and the ``regularization`` option are multiples of c).
 
     μ shifts V'_xx by μI, so it enters Q_uu as μBᵀB against the Gauss–Newton curvature R + BᵀV'_xxB: the ratio above
     is the shift at which the two compare, in the cost's units and the state's. Fixed bounds broke the invariances of
     the optimal plan (weights × s; masses, torques and momentum weights in consistent units): a pendulum in
     milligrams planned with its cost in the same units (weights ~2⁻⁴⁰) reported convergence 3.9 rad off the plan in
     kilograms; with weights × 2⁻⁴⁰ it ended unconverged. Capped at 1, so that unit-scale problems (c ≥ 1: R ≳ ‖B‖²)
-    keep the absolute μ they were tuned with, as ``NewtonSettings.momentum_scale`` does for momenta. ``result``: the
-    step at (x, u) if the caller has solved it (the initial rollout has), else it is solved here.
+    keep the absolute μ they were tuned with, as ``NewtonSettings.momentum_scale`` does for momenta. ``ddp`` takes B
+    from its first linearization pass.
     """
-    try:
-        B = linearize(vi, x, u, result).B
-    except StepError:  # (the iterations will meet it themselves)
-        return 1.0
+    B = np.asarray(B, float)
     # (largest eigenvalues of symmetric matrices: the 2-norms squared of B and of the positive semidefinite W,
     # at half the cost of two SVDs)
     bb = float(np.linalg.eigvalsh(B.T @ B)[-1])
@@ -206,17 +197,18 @@ def ddp(
     lo, hi = input_bounds(input_limits, vi.nu)
     stages = stage_passes(vi, cost.N, lo, hi, second_order)
     lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
-    # (a metric sets its own curvature)
-    c = regularization_unit(vi, cost, X[0], U[0], stages.step_result(X, results, 0)) if metric is None else 1.0
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
-    mu, mu_min, mu_max, mu_floor = regularization * c, 1e-9 * c, 1e10 * c, 1e-6 * c
+    mu = mu_min = mu_max = mu_floor = None  # (in units of c, from the first linearization below)
     converged, reason, it = False, "max_iterations", 0
     Kfb = np.zeros((cost.N, vi.nu, vi.state.ndx))
     final_lin = None
     wait = 0  # iterations to skip the Newton attempt after it failed (its cost is wasted)
     for it in range(1, max_iterations + 1):
         lin_list = stages.linearize(X, U, results)
+        if mu is None:  # (a metric sets its own curvature)
+            c = regularization_unit(cost, stages.linearization(lin_list)[0].B) if metric is None else 1.0
+            mu, mu_min, mu_max, mu_floor = regularization * c, 1e-9 * c, 1e10 * c, 1e-6 * c
         newton = second_order and wait == 0
         wait = max(wait - 1, 0)
         while True:
