@@ -171,12 +171,12 @@ class ControllerNode(ManagedNode):
             self.own_timers, self.own_subs, publishers=(self.pub, self.state_pub, self.diag_pub, self.entered_pub)
         )
         self.robot = None
-        # A build under way belongs to this configuration: its system (of this model) must not replace the next
-        # configuration's, perhaps of another model; it finishes on its thread and is dropped.
+        # A build under way belongs to this configuration: its system (at a plan's Δt) must not replace the next
+        # configuration's (at its dt parameter); it finishes on its thread and is dropped.
         self._building, self._awaiting = None, []
 
     def destroy_node(self) -> None:
-        # (an idle build thread would keep the process up at exit, a running build until gcc is done)
+        # (the build thread ends with its node, not only at the interpreter's exit: one per node otherwise)
         self._builder.shutdown(wait=False, cancel_futures=True)
         super().destroy_node()
 
