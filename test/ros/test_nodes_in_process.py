@@ -434,3 +434,82 @@ def test_a_build_under_way_at_cleanup_gives_its_system_to_no_later_configuration
     while any(t.is_alive() for t in builders) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not any(t.is_alive() for t in builders)  # destroy_node ended it
+
+
+def test_every_plan_of_a_burst_reaches_the_controller_in_order(request):
+    """Consecutive MPC plans continue each other's law at the switch, so the controller must get every one. Five
+    plans published back to back by the planner's own publisher while the controller's executor does not run (a
+    loaded machine: its plan callback later than the next plan) all reach it and wait in order. With a one-deep
+    queue only the last did: a fresh-clone CI run lost one plan of an MPC chain, and the controller switched from the
+    plan before it to the plan after it with a jump of 11.4 N·m on the panda."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.messages import plan_to_message
+    from vi_control.ros.planner_node import PlannerNode
+
+    params = ["-p", "model:=pendulum", "-p", "plan_on_startup:=false"]
+    with node_in_process(request.node.name, ControllerNode, params) as ctrl:
+        planner = PlannerNode()
+        try:
+            deadline = time.monotonic() + 30.0
+            while planner.pub_plan.get_subscription_count() < 1 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert planner.pub_plan.get_subscription_count() == 1  # (matched: the live path, not the latched replay)
+            seqs, t0 = [101, 102, 103, 104, 105], ctrl._now() + 30.0
+            for i, seq in enumerate(seqs):  # (each following the one before, as an MPC chain's)
+                plan = _hanging_plan(ctrl.robot, ctrl.vi.dt, 10).shifted(t0 + 0.05 * i)
+                planner.pub_plan.publish(plan_to_message(plan, seq))
+            time.sleep(0.5)  # (delivered to the controller's reader meanwhile)
+            executor = SingleThreadedExecutor()
+            executor.add_node(ctrl)
+            deadline = time.monotonic() + 10.0
+
+            def queued() -> list[int]:
+                pending = [] if ctrl.runner.pending is None else [ctrl.runner.pending[0]]
+                return pending + [f[0] for f in ctrl.runner.following]
+
+            while queued() != seqs and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            assert queued() == seqs, ctrl.runner._admitted
+            executor.remove_node(ctrl)
+        finally:
+            planner.destroy_node()
+
+
+def test_a_controller_that_joins_late_runs_the_latest_plan_of_the_chain(request):
+    """The plan topic keeps the last plans for a late subscriber (``common.PLAN_QOS``): a controller started after an
+    MPC chain's plans were published gets them all, in order, and its first tick goes through those that have
+    started to the latest — it runs that one, not the oldest."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.messages import plan_to_message, split_seconds
+    from vi_control.ros.planner_node import PlannerNode
+
+    params = ["-p", "model:=pendulum", "-p", "plan_on_startup:=false"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        from vi_control.model.spec import ModelSpec
+
+        robot = ModelSpec(source="pendulum").load()
+        seqs, t0 = [201, 202, 203, 204, 205], time.time() - 0.3
+        for i, seq in enumerate(seqs):  # (started 0.3 s ago, one every 0.05 s; the last still runs)
+            planner.pub_plan.publish(plan_to_message(_hanging_plan(robot, 0.01, 40).shifted(t0 + 0.05 * i), seq))
+        ctrl = ControllerNode()
+        try:
+            executor = SingleThreadedExecutor()
+            executor.add_node(ctrl)
+            deadline = time.monotonic() + 30.0
+            while len(ctrl.runner._admitted) < len(seqs) and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            assert list(ctrl.runner._admitted) == seqs
+            m = JointState(name=["theta"], position=[0.0], velocity=[0.0])
+            m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(ctrl._now())
+            ctrl.on_joint_state(serialize_message(m))
+            ctrl.tick()
+            assert ctrl.runner.active_seq == seqs[-1] and ctrl.runner.pending is None
+            executor.remove_node(ctrl)
+        finally:
+            ctrl.destroy_node()

@@ -30,7 +30,7 @@ from test_ros_dds import DISCOVERY  # noqa: E402
 
 from vi_control.control.tracking import tracking_law  # noqa: E402
 from vi_control.integrators.midpoint import MidpointVI  # noqa: E402
-from vi_control.ros.common import LATCHED_QOS, STREAM_QOS  # noqa: E402
+from vi_control.ros.common import PLAN_QOS, STREAM_QOS  # noqa: E402
 from vi_control.ros.main_job import task_overrides  # noqa: E402
 from vi_control.ros.messages import plan_from_message  # noqa: E402
 
@@ -103,7 +103,7 @@ def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: fl
         with lock:
             plans[seq] = plan
 
-    rec.create_subscription(UInt8MultiArray, "vi_planner/plan", on_plan, LATCHED_QOS)
+    rec.create_subscription(UInt8MultiArray, "vi_planner/plan", on_plan, PLAN_QOS)  # (every plan, as the controller)
     p = ros.start(
         "planner_node",
         name="planner" + name,

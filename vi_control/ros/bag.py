@@ -21,7 +21,7 @@ from pathlib import Path
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
-from .common import LATCHED_QOS, RECORD_QOS, RECORD_VOLATILE_QOS
+from .common import LATCHED_QOS, PLAN_QOS, RECORD_QOS, RECORD_VOLATILE_QOS
 
 _PRIMITIVES = {
     "bool",
@@ -47,7 +47,7 @@ TOPICS = (
     ("joint_states", "sensor_msgs/msg/JointState", RECORD_QOS),
     ("{c}/commands", "std_msgs/msg/Float64MultiArray", RECORD_VOLATILE_QOS),
     ("{p}/trajectory", "trajectory_msgs/msg/JointTrajectory", LATCHED_QOS),
-    ("{p}/plan", "std_msgs/msg/UInt8MultiArray", LATCHED_QOS),
+    ("{p}/plan", "std_msgs/msg/UInt8MultiArray", PLAN_QOS),  # (every plan, as the controller gets them)
     ("{p}/request_status", "diagnostic_msgs/msg/DiagnosticArray", RECORD_VOLATILE_QOS),
     ("vi_controller/controller_state", "trajectory_msgs/msg/JointTrajectory", RECORD_VOLATILE_QOS),
     ("diagnostics", "diagnostic_msgs/msg/DiagnosticArray", RECORD_VOLATILE_QOS),

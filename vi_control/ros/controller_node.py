@@ -44,6 +44,7 @@ from ..integrators import make_integrator
 from .common import (
     JOINT_STATES_QOS,
     LATCHED_QOS,
+    PLAN_QOS,
     SENSOR_QOS,
     STREAM_QOS,
     command_joints,
@@ -129,7 +130,7 @@ class ControllerNode(ManagedNode):
         self.several_drivers = False  # (until a message with only some of the model's joints comes)
         self.own_subs = [
             state_sub,
-            self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, LATCHED_QOS),
+            self.create_subscription(UInt8MultiArray, f"{p['planner_name']}/plan", self.on_plan, PLAN_QOS),
         ]
         self.wall = Clock(clock_type=ClockType.STEADY_TIME)
         self.own_timers = [self.create_timer(float(p["diagnostics_period"]), self.publish_diagnostics, clock=self.wall)]

@@ -63,7 +63,7 @@ from ..control.plan import Plan
 from ..control.schedule import PlanSchedule
 from ..control.tracking import StateEstimator, plan_step, wire_velocity
 from ..integrators import make_integrator, require_linearizable
-from .common import LATCHED_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
+from .common import LATCHED_QOS, PLAN_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
 from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
 from .managed import ManagedNode
 from .messages import (
@@ -174,7 +174,7 @@ class PlannerNode(ManagedNode):
         # (a cycle's outcome: accepted or not (planning.mpc.Cycle), refused (beyond the limits), failed (raised))
         self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0)
         self.mpc_last_solve = 0.0
-        self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", LATCHED_QOS)
+        self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", PLAN_QOS)
         self.pub_status = self.create_publisher(DiagnosticArray, "~/request_status", STATUS_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         self.own_pubs = [self.pub_plan, self.pub_status, self.diag_pub]
