@@ -513,3 +513,46 @@ def test_a_controller_that_joins_late_runs_the_latest_plan_of_the_chain(request)
             executor.remove_node(ctrl)
         finally:
             ctrl.destroy_node()
+
+
+def test_a_solve_under_way_when_the_planner_is_deactivated_is_never_published(request, tmp_path, monkeypatch):
+    """An operator deactivates the planner to stop what it was planning, cleans it up, configures and activates it
+    again — all while a solve runs. That solve is not published, not even once the node is active again (it was
+    checked against ``active`` at publish time alone: a quick re-activation let the old plan out, and a controller
+    would have run it). The solve is held until the node is active again by a gate around the real solve."""
+    import threading
+
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    import vi_control.ros.planner_node as planner_module
+    from vi_control.ros.messages import split_seconds
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    started, reactivated = threading.Event(), threading.Event()
+    real_solve = planner_module.solve_request
+
+    def gated_solve(*args, **kwargs):
+        started.set()
+        assert reactivated.wait(60.0)
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(planner_module, "solve_request", gated_solve)
+    params = [*_pendulum_mpc_planner(tmp_path), "-p", "mode:=plan"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        m = JointState(name=["theta"], position=[0.0], velocity=[0.0])
+        m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(planner._now())
+        planner.on_joint_state(serialize_message(m))
+        job = planner._job(Request("task"), "test", None, 0.0)
+        worker = threading.Thread(target=planner._plan, args=(job,))
+        worker.start()
+        assert started.wait(60.0)
+        for transition in ("deactivate", "cleanup", "configure", "activate"):
+            assert getattr(planner, f"trigger_{transition}")() == R.SUCCESS, transition
+        assert planner.active
+        planner.on_joint_state(serialize_message(m))
+        reactivated.set()
+        worker.join(60.0)
+        assert not worker.is_alive()
+        assert planner.last_plan is None and planner.last_seq is None  # nothing published

@@ -149,6 +149,9 @@ class PlannerNode(ManagedNode):
         self._lock, self._worker, self._pending = threading.Lock(), None, None
         self._next_id = 0
         self._started = False  # the start-up plan was requested (at the first activation only)
+        # Deactivations over the node's life (not reset by a configure): a solve begun before one is not published,
+        # not even once the node is active again.
+        self.activation = 0
         super().__init__("vi_planner")
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -250,9 +253,11 @@ class PlannerNode(ManagedNode):
             self._submit(Request("pose", goal=self.goal), "start-up", wait=float(self.p["startup_wait"]))
 
     def deactivate(self) -> None:
-        """Requests are refused from now on; the waiting one is dropped, a solve under way is not published."""
+        """Requests are refused from now on; the waiting one is dropped, a solve under way is not published — not even
+        once the node is active again (``activation``)."""
         with self._lock:
             job, self._pending = self._pending, None
+            self.activation += 1
         if job is not None:
             self._status(job, "refused", "the planner was deactivated before it was solved")
 
@@ -617,6 +622,7 @@ class PlannerNode(ManagedNode):
         from ..planning.errors import PlanLimitsError  # (the planner library: loaded with the task at configure)
 
         request, log = job.request, self.get_logger()
+        activation = self.activation  # (a deactivation from here on: the plan is not published)
         self._status(job, "planning", "")
         measured = None
         deadline = time.monotonic() + job.wait
@@ -734,7 +740,7 @@ class PlannerNode(ManagedNode):
             t_start = max(t_start, t_m + math.ceil((ready - t_m) / vi.dt - 1e-9) * vi.dt)
             if self.mpc is not None and request.kind == "task":
                 self.mpc.t0 = t_start  # (the task's clock: the first plan's start)
-        if not self.active:
+        if not self.active or activation != self.activation:  # (deactivated, and maybe active again, meanwhile)
             self._status(job, "refused", "the planner was deactivated during the solve: not published")
             return
         plan = plan.shifted(t_start)
