@@ -31,15 +31,15 @@ def _actuation(vi: DiscreteSystem) -> tuple[np.ndarray, bool]:
     try:
         hit = _ACTUATION.get(vi)
     except TypeError:  # (a system that cannot be a weak key — unhashable, no weak references: found every time)
-        hit = None
+        return _find_actuation(vi)
     if hit is None:
-        S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
-        hit = (S, bool(vi.n_torques) and np.array_equal(S.T @ S, np.eye(vi.n_torques)))
-        try:
-            _ACTUATION[vi] = hit
-        except TypeError:
-            pass
+        hit = _ACTUATION[vi] = _find_actuation(vi)
     return hit
+
+
+def _find_actuation(vi: DiscreteSystem) -> tuple[np.ndarray, bool]:
+    S = np.eye(vi.nq)[np.ix_(vi.idx_d, vi.idx_act)]
+    return S, bool(vi.n_torques) and np.array_equal(S.T @ S, np.eye(vi.n_torques))
 
 
 def holding_input(vi: DiscreteSystem, q: np.ndarray) -> tuple[np.ndarray, float]:

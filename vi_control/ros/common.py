@@ -147,14 +147,13 @@ LATCHED_QOS = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 # The plan topic: latched like the above, and every plan reaches the controller, in order. Consecutive MPC plans are
-# planned to continue each other's law at the switch (planning.mpc): a plan dropped from a one-deep queue (two plans
-# 46 ms apart, the controller's callback later than that under load) left the controller on the plan before it, whose
-# law the next plan's step 0 does not continue — an 11.4 N·m jump on the panda. So PLAN_DEPTH deep on the planner's
-# publisher (its transient-local history: a late subscriber receives up to that many of the last plans, and the
-# controller's runner enters those that have started in one tick, in order) and on the controller's subscription.
-PLAN_DEPTH = 10
+# planned to continue each other's law at the switch (planning.mpc): a plan dropped from a one-deep queue (the
+# controller's callback later than the next plan, under load) leaves the controller on the plan before it, whose law
+# the next plan's step 0 does not continue — a jump in the command. So 10 deep on the planner's publisher (its
+# transient-local history: a late subscriber receives up to the last 10 plans, and the controller's runner enters
+# those that have started in one tick, in order) and on the controller's subscription.
 PLAN_QOS = QoSProfile(
-    depth=PLAN_DEPTH,
+    depth=10,
     history=HistoryPolicy.KEEP_LAST,
     reliability=ReliabilityPolicy.RELIABLE,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,

@@ -173,8 +173,9 @@ class ControllerNode(ManagedNode):
         )
         self.robot = None
         # A build under way belongs to this configuration: its system (at a plan's Δt) must not replace the next
-        # configuration's (at its dt parameter); it finishes on its thread and is dropped.
-        self._building, self._awaiting = None, []
+        # configuration's (at its dt parameter); it finishes on its thread and is dropped. (The plans that waited for
+        # it went at deactivate.)
+        self._building = None
 
     def destroy_node(self) -> None:
         # (the build thread ends with its node, not only at the interpreter's exit: one per node otherwise)
