@@ -211,6 +211,18 @@ def test_the_planners_prediction_to_any_instant(request):
         np.testing.assert_allclose(between, ref[4] + 0.25 * (ref[5] - ref[4]), rtol=0, atol=1e-12)
 
 
+def _joint_state(t: float, q, qdot, names=("theta",)) -> bytes:
+    """A JointState stamped ``t``, serialized as the nodes' joint_states callbacks take it."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from vi_control.ros.messages import split_seconds
+
+    m = JointState(name=list(names), position=np.atleast_1d(q).tolist(), velocity=np.atleast_1d(qdot).tolist())
+    m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t)
+    return serialize_message(m)
+
+
 def _pendulum_mpc_planner(tmp_path) -> list[str]:
     """Planner arguments: mode mpc on a pendulum task (0.5 rad in 2 s, a cycle every 0.1 s), no start-up plan, no
     controller to wait for."""
@@ -282,29 +294,21 @@ def test_a_refused_or_failed_mpc_cycle_is_counted_and_warned_in_diagnostics(requ
     last plan goes on. (A fresh-clone CI run once had 30 of 36 cycles end neither accepted nor counted; and on the
     system clock every plan of this mode was a PlanError: its times, moved from 1.8e9 s to 0, kept 2.4e-7 s
     rounding.)"""
-    from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import JointState
 
-    from vi_control.ros.messages import split_seconds
     from vi_control.ros.planner_node import PlannerNode
     from vi_control.ros.planner_requests import Request
     from vi_control.ros.supervision import planner_diagnostics
 
-    def joint_state(t: float, q: float, qdot: float) -> bytes:
-        m = JointState(name=["theta"], position=[q], velocity=[qdot])
-        m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t)
-        return serialize_message(m)
-
     params = _pendulum_mpc_planner(tmp_path)
     params += ["-p", "velocity_limit_factor:=1.0", "-p", "start_delay:=0.0"]
     with node_in_process(request.node.name, PlannerNode, params) as planner:
-        planner.on_joint_state(joint_state(planner._now(), 0.0, 0.0))
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
         planner._plan(planner._job(Request("task"), "test", None, 0.0))
         assert planner.mpc.t0 is not None and planner.last_plan is not None
         first = planner.last_plan
         assert first.times[0] > 1e9 and np.allclose(np.diff(first.times), 0.1, rtol=0, atol=1e-6)
         t = max(planner._now(), planner.mpc.t0) + 0.05
-        planner.on_joint_state(joint_state(t, 0.0, 25.0))
+        planner.on_joint_state(_joint_state(t, 0.0, 25.0))
         planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
         counts = dict(planner.mpc_counts)
         assert (counts["cycles"], counts["refused"], counts["failed"], counts["accepted"]) == (1, 1, 0, 0), counts
@@ -322,12 +326,9 @@ def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
     away in test_ros_mpc on a loaded machine)."""
     import pinocchio as pin
     from rclpy.parameter import Parameter
-    from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import JointState
 
     from vi_control.control.intake import FAULT_OVERSPEED
     from vi_control.ros.controller_node import ControllerNode
-    from vi_control.ros.messages import split_seconds
 
     with node_in_process(request.node.name, ControllerNode, ["-p", "model:=erd:panda"]) as node:
         assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
@@ -337,9 +338,7 @@ def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
         t0, h, period, seconds = node._now() - 5.0, 1e-3, 0.005, 3.0  # (stamps on the plant's time, all past)
 
         def feed(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-            m = JointState(name=robot.joint_names, position=q.tolist(), velocity=v.tolist())
-            m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t0 + t)
-            node.on_joint_state(serialize_message(m))
+            node.on_joint_state(_joint_state(t0 + t, q, v, robot.joint_names))
             node.tick()
             return np.array(node.cmd.data)
 
@@ -368,11 +367,9 @@ def test_a_plan_of_another_dt_is_entered_once_its_system_is_built_while_the_loop
     commands the hold; the plan is entered once it is ready, with the state estimate on the new Δt. (Built in the
     plan's callback, the first plan of a differently configured controller stopped the command stream for that
     long.)"""
-    from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import JointState
 
     from vi_control.ros.controller_node import ControllerNode
-    from vi_control.ros.messages import plan_to_message, split_seconds
+    from vi_control.ros.messages import plan_to_message
 
     monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path / "cold_cache"))
     with node_in_process(request.node.name, ControllerNode, ["-p", "model:=pendulum"]) as node:
@@ -380,9 +377,7 @@ def test_a_plan_of_another_dt_is_entered_once_its_system_is_built_while_the_loop
         r = node.robot
 
         def state(q: float) -> None:
-            m = JointState(name=["theta"], position=[q], velocity=[0.0])
-            m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(node._now())
-            node.on_joint_state(serialize_message(m))
+            node.on_joint_state(_joint_state(node._now(), q, 0.0))
 
         state(0.2)
         node.tick()
@@ -482,11 +477,9 @@ def test_a_controller_that_joins_late_runs_the_latest_plan_of_the_chain(request)
     MPC chain's plans were published gets them all, in order, and its first tick goes through those that have
     started to the latest — it runs that one, not the oldest."""
     from rclpy.executors import SingleThreadedExecutor
-    from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import JointState
 
     from vi_control.ros.controller_node import ControllerNode
-    from vi_control.ros.messages import plan_to_message, split_seconds
+    from vi_control.ros.messages import plan_to_message
     from vi_control.ros.planner_node import PlannerNode
 
     params = ["-p", "model:=pendulum", "-p", "plan_on_startup:=false"]
@@ -505,9 +498,7 @@ def test_a_controller_that_joins_late_runs_the_latest_plan_of_the_chain(request)
             while len(ctrl.runner._admitted) < len(seqs) and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
             assert list(ctrl.runner._admitted) == seqs
-            m = JointState(name=["theta"], position=[0.0], velocity=[0.0])
-            m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(ctrl._now())
-            ctrl.on_joint_state(serialize_message(m))
+            ctrl.on_joint_state(_joint_state(ctrl._now(), 0.0, 0.0))
             ctrl.tick()
             assert ctrl.runner.active_seq == seqs[-1] and ctrl.runner.pending is None
             executor.remove_node(ctrl)
@@ -522,11 +513,7 @@ def test_a_solve_under_way_when_the_planner_is_deactivated_is_never_published(re
     would have run it). The solve is held until the node is active again by a gate around the real solve."""
     import threading
 
-    from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import JointState
-
     import vi_control.ros.planner_node as planner_module
-    from vi_control.ros.messages import split_seconds
     from vi_control.ros.planner_node import PlannerNode
     from vi_control.ros.planner_requests import Request
 
@@ -541,9 +528,7 @@ def test_a_solve_under_way_when_the_planner_is_deactivated_is_never_published(re
     monkeypatch.setattr(planner_module, "solve_request", gated_solve)
     params = [*_pendulum_mpc_planner(tmp_path), "-p", "mode:=plan"]
     with node_in_process(request.node.name, PlannerNode, params) as planner:
-        m = JointState(name=["theta"], position=[0.0], velocity=[0.0])
-        m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(planner._now())
-        planner.on_joint_state(serialize_message(m))
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
         job = planner._job(Request("task"), "test", None, 0.0)
         worker = threading.Thread(target=planner._plan, args=(job,))
         worker.start()
@@ -551,7 +536,7 @@ def test_a_solve_under_way_when_the_planner_is_deactivated_is_never_published(re
         for transition in ("deactivate", "cleanup", "configure", "activate"):
             assert getattr(planner, f"trigger_{transition}")() == R.SUCCESS, transition
         assert planner.active
-        planner.on_joint_state(serialize_message(m))
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
         reactivated.set()
         worker.join(60.0)
         assert not worker.is_alive()

@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from handover import entries, retimed_starts, retimed_steps  # noqa: E402
+from handover import entries, retimed_steps  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from test_ros_dds import DISCOVERY  # noqa: E402
 
@@ -125,7 +125,7 @@ def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: fl
     # publisher not yet matched: 1.5 s in one loaded run) is re-timed by it, and the task runs from there. Judged
     # from the stated start instead, a swing-up was still settling in the window meant for the hold (0.053 rad).
     assert c.wait_for_log(f"entered plan {first} at k=", DISCOVERY), c.report() + p.report()
-    start = retimed_starts(c.log()).get(first, start)
+    start += retimed_steps(c.log()).get(first, 0) * plan.dt  # (as the controller re-times: t₀ + m·Δt)
     end = start + (over["horizon"] * over["dt"]) + after_end
     assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > end, 90.0), s.report() + p.report()
     with rec.lock:  # (the run as it was while every node ran)
