@@ -17,6 +17,7 @@ from in_process import node_in_process  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn as R  # noqa: E402
 
 from vi_control.control.plan import Plan  # noqa: E402
+from vi_control.ros.common import PLAN_QOS  # noqa: E402
 
 
 def _entities(node) -> dict[str, list[str]]:
@@ -431,12 +432,15 @@ def test_a_build_under_way_at_cleanup_gives_its_system_to_no_later_configuration
     assert not any(t.is_alive() for t in builders)  # destroy_node ended it
 
 
-def test_every_plan_of_a_burst_reaches_the_controller_in_order(request):
-    """Consecutive MPC plans continue each other's law at the switch, so the controller must get every one. Five
-    plans published back to back by the planner's own publisher while the controller's executor does not run (a
-    loaded machine: its plan callback later than the next plan) all reach it and wait in order. With a one-deep
-    queue only the last did: a fresh-clone CI run lost one plan of an MPC chain, and the controller switched from the
-    plan before it to the plan after it with a jump of 11.4 N·m on the panda."""
+@pytest.mark.parametrize("burst", [5, PLAN_QOS.depth, PLAN_QOS.depth + 1])
+def test_every_plan_of_a_burst_reaches_the_controller_in_order(request, burst):
+    """Consecutive MPC plans continue each other's law at the switch, so the controller must get every one. Plans
+    published back to back by the planner's own publisher while the controller's executor does not run (a loaded
+    machine: its plan callback later than the next plan) all reach it and wait in order — up to the plan topic's
+    depth (``common.PLAN_QOS``, 10): of a burst one longer, the oldest is dropped and the last 10 wait (the bound
+    docs/concepts/ros.md states: a controller stalled for more than 10 MPC periods loses plans). With a one-deep
+    queue only the last arrived: a fresh-clone CI run lost one plan of an MPC chain, and the controller switched from
+    the plan before it to the plan after it with a jump of 11.4 N·m on the panda."""
     from rclpy.executors import SingleThreadedExecutor
 
     from vi_control.ros.controller_node import ControllerNode
@@ -451,10 +455,11 @@ def test_every_plan_of_a_burst_reaches_the_controller_in_order(request):
             while planner.pub_plan.get_subscription_count() < 1 and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert planner.pub_plan.get_subscription_count() == 1  # (matched: the live path, not the latched replay)
-            seqs, t0 = [101, 102, 103, 104, 105], ctrl._now() + 30.0
-            for i, seq in enumerate(seqs):  # (each following the one before, as an MPC chain's)
+            sent, t0 = list(range(101, 101 + burst)), ctrl._now() + 30.0
+            for i, seq in enumerate(sent):  # (each following the one before, as an MPC chain's)
                 plan = _hanging_plan(ctrl.robot, ctrl.vi.dt, 10).shifted(t0 + 0.05 * i)
                 planner.pub_plan.publish(plan_to_message(plan, seq))
+            seqs = sent[-PLAN_QOS.depth :]
             time.sleep(0.5)  # (delivered to the controller's reader meanwhile)
             executor = SingleThreadedExecutor()
             executor.add_node(ctrl)
