@@ -27,6 +27,7 @@ Writes benchmarks/results/planner.md, pendulum_swingup.png, pendulum_convergence
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -177,6 +178,11 @@ def task_spec(task, vi) -> dict:
         T[:, act] = U[:, : vi.n_torques]
         return T.tolist()
 
+    # The peer's own guess is gravity compensation at the start (its quasiStatic): our feedback guess's inputs, open
+    # loop in its Euler model, diverge (cost 1.6e51 on the panda). It gets our guess as states and inputs in a
+    # variant of its own (``peer_specs``: "our guess").
+    own = dataclasses.replace(task, initial_guess="hold_start") if task.initial_guess == "feedback" else task
+    U_ours = initial_inputs(task, vi, x0, X_ref, U_ref)
     rest = np.zeros((N + 1, nq))  # our references hold p at the discrete momentum of rest; theirs v = 0
     R = np.ones(nq)
     R[act] = np.diag(task.weight("R", "weights", vi.nu, nq))[: vi.n_torques]
@@ -189,7 +195,8 @@ def task_spec(task, vi) -> dict:
         goal=np.concatenate([X_ref[-1, :nq], np.zeros(nq)]).tolist(),
         X_ref=np.hstack([X_ref[:, :nq], rest]).tolist(),
         u_ref=torques(U_ref),
-        U0=torques(initial_inputs(task, vi, x0, X_ref, U_ref)),
+        U0=torques(initial_inputs(own, vi, x0, X_ref, U_ref)),
+        ours=None if own is task else _our_guess(vi, x0, U_ours, torques),
         actuated=act,
         limits=(np.full(len(act), np.inf) if lim is None else lim[: vi.n_torques]).tolist(),
         bounded=lim is not None or len(act) < nq,
@@ -201,6 +208,17 @@ def task_spec(task, vi) -> dict:
         penalty=task.penalty,
         max_iterations=task.max_iterations,
     )
+
+
+def _our_guess(vi, x0: np.ndarray, U: np.ndarray, torques) -> dict:
+    """Our initial guess for the peer: the inputs and the states of their rollout in our model, in (q, v) with v the
+    difference quotient of q (the rollout's own velocities; at rest at the end)."""
+    from vi_control.planning.shooting import rollout
+
+    X = rollout(vi, x0, U)[0]
+    Q = X[:, : vi.nq]
+    V = np.vstack([np.diff(Q, axis=0) / vi.dt, np.zeros((1, vi.nq))])
+    return dict(U0=torques(U), X0=np.hstack([Q, V]).tolist())
 
 
 class Peer:
@@ -244,8 +262,9 @@ def peer_specs(name: str, spec: dict) -> dict:
     multipliers as ours (the passive joint's torque penalized, R = 1e8: boxed to [0, 0] the warm-started
     subproblems stall at maximum regularization) — and ``stiff Qf`` — the goal as a terminal penalty Qf × 1e6, the
     passive torque boxed to [0, 0], up to 500 iterations: the usual way to reach a goal with Crocoddyl."""
+    ours = spec.pop("ours", None)
     if not spec["terminal_constraint"]:
-        return {name: spec}
+        return {name: spec} if ours is None else {name: spec, f"{name}|our guess": dict(spec, **ours)}
     stiff = dict(spec, terminal_constraint=False, Qf=[w * STIFF_QF for w in spec["Qf"]], max_iterations=500)
     return {f"{name}|AL": dict(spec, passive="penalty"), f"{name}|stiff Qf": stiff}
 
@@ -348,6 +367,7 @@ LABELS = {
     "crocoddyl": "Crocoddyl (Box)FDDP, Euler, C++ models (solve incl. its K)",
     "crocoddyl|AL": "Crocoddyl BoxFDDP in our AL loop (passive torque R = 1e8)",
     "crocoddyl|stiff Qf": "Crocoddyl BoxFDDP, goal as Qf × 1e6 (passive torque boxed to 0)",
+    "crocoddyl|our guess": "Crocoddyl (Box)FDDP from our initial guess (its states and inputs)",
 }
 
 

@@ -15,7 +15,7 @@ acrobot): full actuation with the passive joint's torque boxed to [0, 0]; input 
 multipliers as planning/augmented.py (same ρ₀, ρ ← 10ρ when ‖h‖∞ did not shrink ×4, λ ← λ + ρh, the same inner
 tolerances, iteration budget over all subproblems, each subproblem warm-started at the last solution) with
 Crocoddyl solving every subproblem — Crocoddyl 3.2 has no solver for equality constraints together with input
-bounds. Initial guess: the rollout of the task's initial inputs.
+bounds. Initial guess: the rollout of the task's initial inputs, or states given with them (``X0``, in (q, v)).
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ class Task:
     def solve(self) -> dict:
         s = self.spec
         c0, t0 = time.process_time(), time.perf_counter()
-        xs0 = self.problem.rollout(self.us0)
+        # (a given state guess, in (q, v): FDDP starts from it with its gaps, else the rollout of the inputs)
+        xs0 = [np.array(x) for x in s["X0"]] if s.get("X0") else self.problem.rollout(self.us0)
         if not s["terminal_constraint"]:
             solver = self._solver()
             solver.th_stop = s["tolerance"]

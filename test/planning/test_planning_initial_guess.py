@@ -1,5 +1,6 @@
 """``ddp.feedback_initial_guess``, the one closed-loop initial guess (the task's ``initial_guess: feedback``, the
-collocation polish, the warm start of a re-plan): bit for bit the inputs of the two call patterns it replaced
+collocation polish, the warm start of a re-plan): the inputs of the two call patterns it replaced (bit for bit, or
+to round-off where the compiled stages solve and linearize the reference in C)
 (``shooting.feedback_initial_guess``: TV-LQR of the reference, rolled out from the step's predictor;
 ``pipeline.warm_start_inputs``: a plan's own gains, the stage passes' rollout warm-started on the plan), and inputs
 that really are the law u_k = clip(U_k + K_k (X_k ⊖ x_k)) along the rollout they produce (re-simulated here step by
@@ -11,11 +12,16 @@ import numpy as np
 import pytest
 
 from vi_control.control.lqr import tv_lqr
+from vi_control.integrators.base import StepError
 from vi_control.linearization import linearize
 from vi_control.planning import compiled, load_task, make_system, plan_task, reference_trajectory, start_state
 from vi_control.planning.ddp import feedback_initial_guess, stage_passes
 from vi_control.planning.pipeline import initial_inputs, input_limits
 from vi_control.planning.shooting import input_bounds, rollout
+
+# A panda goal (rad, within the URDF limits) whose reach from the bundled start its TV-LQR gains about the goal cannot
+# hold: 2.1 rad on joint 3 and 1.7 on joint 7 away, with joint 2 leaning 1.4 rad further forward.
+FAR_PANDA_GOAL = [0.06, 0.64, -1.86, -1.14, -0.98, 1.31, 2.49]
 
 
 @pytest.fixture(scope="module", params=["task_pendulum_swingup_bounded", "task_cartpole_swingup"])
@@ -43,18 +49,26 @@ def _law_along_rollout(vi, x0, X, U_nom, K, limits, U):
     return err
 
 
-def test_reference_gains_are_the_old_feedback_guess_bit_for_bit(case):
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+def test_reference_gains_are_the_old_feedback_guess(case, path, monkeypatch):
+    """The numpy stages give the old guess bit for bit; the compiled ones (each reference stage solved and linearized
+    in C, the rollout from the step's predictor in C) the same inputs to round-off."""
     task, vi, x0, _, X_ref, U_ref, W, _ = case
+    monkeypatch.setattr(compiled, "ENABLED", path == "compiled")
     limits = input_limits(task, vi)
+    lo, hi = input_bounds(limits, vi.nu)
+    assert stage_passes(vi, len(U_ref), lo, hi, second_order=False).compiled == (path == "compiled")
     got = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
     # the old shooting.feedback_initial_guess(vi, x0, X_ref, U_ref, Q, R, Qf, input_limits)
     lins = [linearize(vi, X_ref[k], U_ref[k]) for k in range(len(U_ref))]
     K, _ = tv_lqr(np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins]), *W)
-    lo, hi = input_bounds(limits, vi.nu)
     old = rollout(vi, x0, U_ref, lo=lo, hi=hi, X_nom=X_ref, K=-K)[1]
-    assert np.array_equal(got, old)
+    if path == "numpy":
+        assert np.array_equal(got, old)
+    else:  # (Newton's last iterate and the products' order differ: 1e-13 here)
+        assert np.abs(got - old).max() <= 1e-10 * (1.0 + np.abs(old).max())
     fb = dataclasses.replace(task, initial_guess="feedback")
-    assert np.array_equal(initial_inputs(fb, vi, x0, X_ref, U_ref), old)  # the task's rule: the same inputs
+    assert np.array_equal(initial_inputs(fb, vi, x0, X_ref, U_ref), got)  # the task's rule: the same inputs
     assert _law_along_rollout(vi, x0, X_ref, U_ref, K, limits, got) <= 1e-5
     assert not np.array_equal(got, np.clip(U_ref, lo, hi))  # the feedback acted: not the open-loop guess
 
@@ -87,7 +101,6 @@ def test_reference_guess_is_the_feedback_guess_or_else_the_reference_open_loop(c
     """``ddp.reference_feedback_guess``, the one fallback of the task's feedback guess and the collocation polishes:
     the feedback guess when its rollout succeeds, else a copy of U_ref (a start the reference's gains cannot hold:
     the rollout from x0 displaced by 1e3 in every momentum fails a step)."""
-    from vi_control.integrators.base import StepError
     from vi_control.planning.ddp import reference_feedback_guess
 
     task, vi, x0, _, X_ref, U_ref, W, _ = case
@@ -101,3 +114,56 @@ def test_reference_guess_is_the_feedback_guess_or_else_the_reference_open_loop(c
     assert feedback_initial_guess(vi, far, X_ref, U_ref, weights=W, input_limits=limits) is None
     fallback = reference_feedback_guess(vi, far, X_ref, U_ref, W, limits)
     assert np.array_equal(fallback, U_ref) and not np.shares_memory(fallback, U_ref)
+
+
+@pytest.mark.parametrize("name", ["task_pendulum_swingup_bounded", "task_cartpole_swingup", "task_panda_reach"])
+def test_compiled_reference_jacobians_are_linearize_of_every_stage(name):
+    """``CompiledStages.reference_jacobians``: each stage's step solved from the reference's own state (not from the
+    stage before: a step reference jumps, which no rollout follows) and linearized, in two C calls — the A_k, B_k of
+    ``linearize(vi, X[k], U[k])`` per stage to round-off, also where the inputs lie outside the box (a reference's
+    inputs are not clipped). None where a stage's step fails, as the numpy path."""
+    task = load_task(name)
+    vi = make_system(task)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    N = len(U_ref)
+    X = X_ref.copy()
+    X[N // 2 :, : vi.nq] += 0.3  # a jump half way (no trajectory of the dynamics)
+    U = U_ref + 0.5 * np.sin(np.arange(N * vi.nu)).reshape(N, vi.nu)
+    lim = np.full(vi.nu, 1e-3)  # (every input outside it)
+    stages = stage_passes(vi, N, -lim, lim, second_order=False)
+    assert stages.compiled
+    A, B = stages.reference_jacobians(X, U)
+    lins = [linearize(vi, X[k], U[k]) for k in range(N)]
+    for k, lin in enumerate(lins):
+        scale = 1.0 + np.abs(lin.A).max() + np.abs(lin.B).max()
+        assert np.abs(A[k] - lin.A).max() <= 1e-10 * scale and np.abs(B[k] - lin.B).max() <= 1e-10 * scale, k
+    far = X.copy()
+    far[N - 1, vi.nq :] += 1e3  # the last stage's step cannot be solved
+    with pytest.raises(StepError):
+        linearize(vi, far[N - 1], U[N - 1])
+    assert stages.reference_jacobians(far, U) is None
+    with pytest.raises(ValueError, match="reference: X"):
+        stages.reference_jacobians(X[:-1], U)
+
+
+def test_the_feedback_guess_that_fails_holds_the_start():
+    """``initial_guess: feedback`` where the reference's TV-LQR gains cannot hold the start (the panda reach to a goal
+    beyond what its gains about the goal reach: the clipped closed loop from the start fails a step) falls back to the
+    start held (``hold_start``), which the optimizer can start from — not to the reference's inputs open loop, which
+    from the start cannot be simulated either (a joint would turn by more than π in one step)."""
+    from vi_control.planning.pipeline import hold_start_guess
+
+    task = dataclasses.replace(load_task("task_panda_reach"), goal_q=FAR_PANDA_GOAL)
+    vi = make_system(task)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    W = tuple(task.weight(w, "lqr", n, vi.nq) for w, n in (("Q", vi.nx), ("R", vi.nu), ("Qf", vi.nx)))
+    limits = input_limits(task, vi)
+    assert feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits) is None
+    lo, hi = input_bounds(limits, vi.nu)
+    assert rollout(vi, x0, np.clip(U_ref, lo, hi)) is None  # (the old fallback, open loop, fails too)
+    got = initial_inputs(task, vi, x0, X_ref, U_ref)
+    assert np.array_equal(got, hold_start_guess(task, vi, x0, len(U_ref)))
+    plan, res = plan_task(vi, task)
+    assert res.converged

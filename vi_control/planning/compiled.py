@@ -39,7 +39,7 @@ from ..linearization import Linearization
 from ..mechanics import codegen
 from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C
 from ..model.errors import removed_name
-from .shooting import local_model, rollout
+from .shooting import local_model, reference_jacobians, rollout
 
 KERNEL_C = DENSE_LU_C + DENSE_MM_C + (resources.files(__package__) / "csrc" / "ddp_kernel.c").read_text()
 
@@ -59,6 +59,7 @@ def __getattr__(name: str):
 _ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
 _F8, _I8 = np.dtype(np.float64), np.dtype(np.int64)  # (dtype objects are singletons: compared with ``is``)
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
+_PREDICT, _STAGEWISE = 1, 2  # vi_plan_rollout's mode bits
 
 
 def _layouts(N: int, nx: int, nu: int, ny: int, nz: int) -> tuple[tuple, tuple, tuple]:
@@ -84,6 +85,7 @@ def _layouts(N: int, nx: int, nu: int, ny: int, nz: int) -> tuple[tuple, tuple, 
         ("U applied", U[1], F),
         Y,
         info,
+        ("mode", (1,), I),
     )
     linearize = (X, U, Y, A, B, ("rcond", (N,), F), *factors, info)
     local = (("l_x", (N, nx), F), ("l_u", (N, nu), F), ("V_x", (nx,), F), ("V_xx", (nx, nx), F))
@@ -469,27 +471,60 @@ class CompiledStages:
         self._layouts = _layouts(self.N, self.nx, self.nu, self.ny, self.nz)
         # μ and the second-order flag (read as int64: it must not go through a float64 staging copy)
         self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
+        self._modes = {0: None}
+        for mode in (_PREDICT, _STAGEWISE):
+            self._modes[mode] = self._arena.own((1,), np.int64)
+            self._modes[mode][0] = mode
 
     def _run(self, which: int, arrays: list) -> int:
         return self._call(which, self._ctx, self._arena.pointers(arrays, self._layouts[which]))
 
     def rollout(
-        self, x0: np.ndarray, U: np.ndarray, X_nom: np.ndarray | None = None, K: np.ndarray | None = None
+        self,
+        x0: np.ndarray,
+        U: np.ndarray,
+        X_nom: np.ndarray | None = None,
+        K: np.ndarray | None = None,
+        predict: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """``shooting.rollout(vi, x0, U, X_nom, lo, hi, X_nom, K)`` over all stages in one call."""
+        """``shooting.rollout(vi, x0, U, X_nom, lo, hi, X_nom, K)`` over all stages in one call; ``predict``: X_nom is
+        the feedback reference only, Newton starts at the step's own predictor (``shooting.rollout(vi, x0, U, None, lo,
+        hi, X_nom, K)``: a reference that need not satisfy the dynamics is no guess)."""
         N, nx, nu = self.N, self.nx, self.nu
         if np.shape(x0) != (nx,) or np.shape(U) != (N, nu):
             raise ValueError(f"rollout: x0 {np.shape(x0)} and U {np.shape(U)}, expected ({nx},) and ({N}, {nu})")
         if K is not None and X_nom is None:  # (the C would read X_nom through a null pointer)
             raise ValueError("rollout: the gains K act on x − X_nom: give X_nom with them")
+        mode = self._modes[_PREDICT if predict and X_nom is not None else 0]
         X, Ua, Y, info = self._arena.carve((N + 1, nx), (N, nu), (N, self.ny), (2,))
-        code = self._run(_ROLLOUT, [x0, U, X_nom, K, X, Ua, Y, info])
+        code = self._run(_ROLLOUT, [x0, U, X_nom, K, X, Ua, Y, info, mode])
         if code == 0:
             return X, Ua, Y
         if code == _ROLLOUT_NEEDS_PYTHON:  # M(q_k) singular in the driver's own guess: solve's least-squares retry
-            ro = rollout(self.vi, x0, U, X_nom, self.lo, self.hi, X_nom, K)
+            ro = rollout(self.vi, x0, U, None if predict else X_nom, self.lo, self.hi, X_nom, K)
             return None if ro is None else (ro[0], ro[1], np.array([r.y for r in ro[2]]))
         return None
+
+    def reference_jacobians(self, X: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(A (N, nx, nx), B (N, nx, nu)) of the step from each state X_k of a reference (N+1, nx) under U_k (N, nu),
+        which need not satisfy the dynamics — ``linearize(vi, X[k], U[k])`` of every stage, in two calls: each stage's
+        step solved from X_k (unclipped, Newton from its predictor), then the linearization pass. None where a step
+        fails or R_y is singular (``linearize``'s StepError)."""
+        N, nx, nu = self.N, self.nx, self.nu
+        if np.shape(X) != (N + 1, nx) or np.shape(U) != (N, nu):
+            want = f"expected ({N + 1}, {nx}) and ({N}, {nu})"
+            raise ValueError(f"reference: X {np.shape(X)} and U {np.shape(U)}, {want}")
+        Xn, Ua, Y, info = self._arena.carve((N + 1, nx), (N, nu), (N, self.ny), (2,))
+        code = self._run(_ROLLOUT, [X[0], U, X, None, Xn, Ua, Y, info, self._modes[_STAGEWISE]])
+        if code == _ROLLOUT_NEEDS_PYTHON:  # (the least-squares retry of solve: the numpy stages' way)
+            return reference_jacobians(self.vi, X, U)
+        if code:
+            return None
+        try:
+            lin = self.linearize(X, U, Y)
+        except SingularityError:
+            return None
+        return lin.A, lin.B
 
     def linearize(self, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> StageLinearization:
         N, nx, nu, ny, nz = self.N, self.nx, self.nu, self.ny, self.nz

@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from ..control.lqr import tv_lqr
-from ..integrators.base import Linearizable, StepError
+from ..integrators.base import Linearizable
 from ..linearization import linearize, second_order_contraction
 from .compiled import backward_pass, compiled_stages
 from .cost import QuadraticTrackingCost
@@ -50,6 +50,7 @@ from .shooting import (
     input_bounds,
     local_model,
     progress_line,
+    reference_jacobians,
     rollout,
 )
 
@@ -66,8 +67,11 @@ class _NumpyStages:
         self.vi, self.lo, self.hi = vi, lo, hi
         self._backward = backward_pass(N, vi.state.ndx, vi.nu, lo, hi)
 
-    def rollout(self, x0, U, X_nom=None, K=None):
-        return rollout(self.vi, x0, U, X_nom, self.lo, self.hi, X_nom, K)
+    def rollout(self, x0, U, X_nom=None, K=None, predict=False):
+        return rollout(self.vi, x0, U, None if predict else X_nom, self.lo, self.hi, X_nom, K)
+
+    def reference_jacobians(self, X, U):
+        return reference_jacobians(self.vi, X, U)
 
     def linearize(self, X, U, results):
         return [linearize(self.vi, X[k], U[k], results[k]) for k in range(len(U))]
@@ -118,15 +122,17 @@ def feedback_initial_guess(
         raise ValueError("feedback_initial_guess: give the gains K or the weights (Q, R, Qf) to compute them, one")
     lo, hi = input_bounds(input_limits, vi.nu)
     x0, U = np.asarray(x0, float), np.asarray(U, float)
+    stages = stage_passes(vi, len(U), lo, hi, second_order=False)
     if K is None:
-        try:  # (a reference stage the system cannot step from — a resampled collocation too fast for the VI — is a
-            lins = [linearize(vi, X[k], U[k]) for k in range(len(U))]  # failed guess: callers fall back to open loop)
-        except StepError:
+        # (a reference stage the system cannot step from — a resampled collocation too fast for the VI — is a failed
+        # guess: callers fall back to open loop)
+        AB = stages.reference_jacobians(np.asarray(X, float), U)
+        if AB is None:
             return None
-        K, _ = tv_lqr(np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins]), *weights)
-        ro = rollout(vi, x0, U, lo=lo, hi=hi, X_nom=X, K=-K)  # rollout's convention: u = U + K (x − X)
+        K, _ = tv_lqr(*AB, *weights)
+        ro = stages.rollout(x0, U, X, -K, predict=True)  # rollout's convention: u = U + K (x − X)
     else:
-        ro = stage_passes(vi, len(U), lo, hi, second_order=False).rollout(x0, U, X, -np.asarray(K, float))
+        ro = stages.rollout(x0, U, X, -np.asarray(K, float))
     return None if ro is None else np.array(ro[1])
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..integrators.base import DiscreteSystem, StepError, StepResult
+from ..integrators.base import DiscreteSystem, Linearizable, StepError, StepResult
+from ..linearization import linearize
 from ..model.scalars import is_integer, is_real
 from .errors import PlanningError
 from .result import SolverResult
@@ -179,6 +180,17 @@ def rollout(
         X[k + 1], lam = r.x, r.lam
         results.append(r)
     return X, Ua, results
+
+
+def reference_jacobians(vi: Linearizable, X: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(A (N, ndx, ndx), B (N, ndx, nu)): ``linearize(vi, X[k], U[k])`` of every stage of a reference (N+1 states, N
+    inputs) that need not satisfy the dynamics, each step solved from X_k; None where one fails (StepError, a singular
+    R_y among them)."""
+    try:
+        lins = [linearize(vi, X[k], U[k]) for k in range(len(U))]
+    except StepError:
+        return None
+    return np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins])
 
 
 def _first_failing_step(vi: DiscreteSystem, x0: np.ndarray, U: np.ndarray) -> tuple[int, str]:

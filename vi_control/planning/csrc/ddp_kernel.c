@@ -70,13 +70,19 @@ static double vi_clip(double v, double lo, double hi) { return v < lo ? lo : (v 
 
 /* ---------------------------------------------------------------------------------------------------------
  * Rollout. a: x0, U, X_nom (guess and feedback reference, or NULL), K (or NULL) | X, Ua, Y (solved unknowns
- * per stage), info (stage, Newton code). Returns 0, 1 (a step failed: the caller rejects the
- * trial) or 2 (singular M(q_k) in the driver's own initial guess: the Python path handles that rare retry). */
+ * per stage), info (stage, Newton code) | mode (int64, or NULL for 0). Returns 0, 1 (a step failed: the caller
+ * rejects the trial) or 2 (singular M(q_k) in the driver's own initial guess: the Python path handles that rare
+ * retry). Mode bits: 1 (PREDICT) X_nom is the feedback reference only, Newton starts at the driver's predictor (a
+ * reference that need not satisfy the dynamics is no guess: shooting.rollout with X_guess None); 2 (STAGEWISE)
+ * every stage steps from X_nom's own state X_nom,k under U_k as given (no feedback, no clip), from the predictor
+ * and zero multipliers, as linearize(vi, X_nom,k, U_k) solves it: Y of a reference, for vi_plan_linearize. */
 int vi_plan_rollout(void** c, void** a) {
   vi_plan_ctx m = vi_plan_unpack(c);
   const long long N = m.N, nx = m.nx, nu = m.nu, ny = m.ny, nd = m.nd, nc = m.nc, nz = m.nz;
   const double *x0 = a[0], *U = a[1], *Xg = a[2], *K = a[3];
   double *X = a[4], *Ua = a[5], *Y = a[6], *info = a[7];
+  const long long mode = a[8] ? *(const long long*)a[8] : 0;
+  const int stagewise = (mode & 2) != 0, guess = Xg && !(mode & 3);
   double *z = m.scr, *y0 = z + nz, *lam = y0 + ny, *dx = lam + nc + 1, *ninfo = dx + nx;
   long long ip[9] = {m.nq, nd, m.nk, nc, nz, m.max_it, 0, m.chord, m.root_check}; /* newton_driver.c's ip */
   const double dp[7] = {m.dt, m.tol, m.rcond_min, m.theta_max, m.max_rotation, m.max_q, m.p_unit};
@@ -84,11 +90,13 @@ int vi_plan_rollout(void** c, void** a) {
   for (long long i = 0; i < nx; i++) X[i] = x0[i];
   for (long long i = 0; i < nc; i++) lam[i] = 0.0;
   for (long long k = 0; k < N; k++) {
-    const double* xk = X + k * nx;
+    const double* xk = stagewise ? Xg + k * nx : X + k * nx;
     double* u = Ua + k * nu;
     double* y = Y + k * ny;
     for (long long i = 0; i < nu; i++) u[i] = U[k * nu + i];
-    if (K) {
+    if (stagewise)
+      for (long long i = 0; i < nc; i++) lam[i] = 0.0;
+    else if (K) {
       for (long long j = 0; j < nx; j++) dx[j] = xk[j] - Xg[k * nx + j];
       for (long long i = 0; i < nu; i++) {
         double s = 0.0;
@@ -96,28 +104,28 @@ int vi_plan_rollout(void** c, void** a) {
         u[i] += s;
       }
     }
-    if (m.bounded)
+    if (m.bounded && !stagewise)
       for (long long i = 0; i < nu; i++) u[i] = vi_clip(u[i], m.lo[i], m.hi[i]);
     for (long long i = 0; i < nx; i++) z[i] = xk[i];
     for (long long i = 0; i < nu; i++) z[nx + i] = u[i];
     /* Warm start (shooting.rollout): the guess's next state shifted by x_k - X_guess,k, and the last multipliers. */
-    if (Xg)
+    if (guess)
       for (long long a_ = 0; a_ < nd; a_++) {
         const long long j = m.idx[a_];
         y0[a_] = Xg[(k + 1) * nx + j] + (xk[j] - Xg[k * nx + j]);
       }
     for (long long i = 0; i < nc; i++) y0[nd + i] = lam[i];
-    ip[6] = Xg ? 0 : 1; /* no guess: the driver predicts q_{k+1} from M(q_k)^-1 p_k */
+    ip[6] = guess ? 0 : 1; /* no guess: the driver predicts q_{k+1} from M(q_k)^-1 p_k */
     int code = 1;
     for (int exact = m.chord ? 0 : 1; exact < 2; exact++) {
       ip[7] = exact ? 0 : 1;
-      for (long long i = Xg ? 0 : nd; i < ny; i++) y[i] = y0[i];
+      for (long long i = guess ? 0 : nd; i < ny; i++) y[i] = y0[i];
       code = m.newton(z, y, X + (k + 1) * nx, ip, dp, m.idx, m.iw, m.w, m.nws, m.piv, ninfo, m.rot);
       if (code != 1) break; /* only non-convergence of chord Newton is retried by exact Newton */
     }
     if (code == 4) { info[0] = (double)k; info[1] = 4.0; return 2; }
     if (code) { info[0] = (double)k; info[1] = (double)code; return 1; }
-    if (!(vi_maxabs(X + (k + 1) * nx, nx) < 1e8)) { info[0] = (double)k; info[1] = 5.0; return 1; } /* also NaN */
+    if (!stagewise && !(vi_maxabs(X + (k + 1) * nx, nx) < 1e8)) { info[0] = (double)k; info[1] = 5.0; return 1; } /* also NaN */
     for (long long i = 0; i < nc; i++) lam[i] = y[nd + i];
   }
   return 0;
