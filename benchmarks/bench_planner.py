@@ -492,6 +492,18 @@ def plots(runs: dict) -> None:
     fig.savefig(RESULTS / "pendulum_convergence.png", dpi=110)
 
 
+def pin_to_one_cpu(cpu: int | None) -> int | None:
+    """Run this process — and the peer, which inherits it — on one CPU: on a shared virtual machine the two CPUs run
+    at different speeds from minute to minute (the same plan 5.7 ms on one, 8.2 ms on the other), and two processes
+    that alternate may be placed on different ones, which biased the ratio by up to 30 % between runs. Returns the CPU,
+    or None (``-1``, or no affinity control here)."""
+    if cpu == -1 or not hasattr(os, "sched_setaffinity"):
+        return None
+    cpu = min(os.sched_getaffinity(0)) if cpu is None else cpu
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -499,7 +511,14 @@ def main() -> None:
     ap.add_argument("--tasks", nargs="*", default=list(TASKS))
     ap.add_argument("--no-external", action="store_true")
     ap.add_argument("--gradient-iterations", type=int, default=2000, help="cap for the open-loop baseline")
+    ap.add_argument(
+        "--cpu",
+        type=int,
+        default=None,
+        help="the one CPU this process and the peer run on (default: the lowest this process may use; -1: unpinned)",
+    )
     a = ap.parse_args()
+    cpu = pin_to_one_cpu(a.cpu)
     RESULTS.mkdir(parents=True, exist_ok=True)
     py, err = (None, "") if a.no_external else ensure_bench_venv()
     task_rows, peer_note = tasks_vs_peer(tuple(a.tasks), a.task_rounds, None if err else py)
@@ -516,7 +535,9 @@ def main() -> None:
         f"## Tasks against Crocoddyl ({peer_note or 'no peer'})",
         "",
         f"{a.task_rounds} interleaved rounds (each round: every task by our compiled path, Crocoddyl, and in the "
-        f"first 3 rounds our numpy path), CPU time (process time) of one whole plan; {os.cpu_count()} cores, load "
+        f"first 3 rounds our numpy path), CPU time (process time) of one whole plan; {os.cpu_count()} cores, "
+        + (f"this process and the peer both on CPU {cpu}" if cpu is not None else "unpinned")
+        + ", load "
         f"average {' / '.join(f'{v:.1f}' for v in l0)} before and {' / '.join(f'{v:.1f}' for v in l1)} after "
         "(1 / 5 / 15 min). Peer problems: benchmarks/crocoddyl_peer.py (docstring).",
         "",

@@ -134,6 +134,45 @@ def test_planner_benchmark_peer_problems_are_the_tasks():
     assert (model.nq, model.nv) == (2, 2) and list(model.names)[1:] == vi.robot.joint_names
 
 
+def test_planner_benchmark_gives_the_peer_its_own_guess_and_ours():
+    """The panda reach starts from our feedback guess; the peer gets gravity compensation at the start (its
+    quasiStatic: our inputs, open loop in its Euler model, diverge) and, as a variant of its own, our guess as
+    states and inputs — the rollout of those inputs in our model, in (q, v)."""
+    import dataclasses
+
+    from vi_control.planning import load_task, make_system, reference_trajectory, start_state
+    from vi_control.planning.pipeline import initial_inputs
+
+    bench = load_benchmark("bench_planner")
+    task = load_task("task_panda_reach")
+    assert task.initial_guess == "feedback"
+    vi = make_system(task)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    variants = bench.peer_specs("panda_reach", bench.task_spec(task, vi))
+    assert sorted(variants) == ["panda_reach", "panda_reach|our guess"]
+    own, ours = variants["panda_reach"], variants["panda_reach|our guess"]
+    held = initial_inputs(dataclasses.replace(task, initial_guess="hold_start"), vi, x0, X_ref, U_ref)
+    assert np.allclose(own["U0"], held) and "X0" not in own
+    assert np.allclose(ours["U0"], initial_inputs(task, vi, x0, X_ref, U_ref))
+    X0 = np.array(ours["X0"])
+    assert X0.shape == (21, 14) and np.allclose(X0[0, :7], x0[:7]) and np.all(X0[-1, 7:] == 0)
+    assert np.allclose(np.diff(X0[:, :7], axis=0) / task.dt, X0[:-1, 7:])
+
+
+def test_planner_benchmark_pins_itself_and_its_peer_to_one_cpu():
+    import os
+
+    bench = load_benchmark("bench_planner")
+    before = os.sched_getaffinity(0)
+    try:
+        assert bench.pin_to_one_cpu(-1) is None and os.sched_getaffinity(0) == before
+        cpu = bench.pin_to_one_cpu(None)
+        assert cpu == min(before) and os.sched_getaffinity(0) == {cpu}
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def test_nonholonomic_benchmark_smoke(tmp_path):
     bench = load_benchmark("bench_nonholonomic")
     result = bench.run(rounds=1, energy_steps=500, sympy=False, out=tmp_path)
