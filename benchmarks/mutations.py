@@ -97,10 +97,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "prescribed_step_output_p_slot",
         "vi_control/mechanics/discrete.py",
-        "p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / self.dt",
-        "p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / (2 * self.dt)",
+        "p1[idx_k] = (rho - q0[idx_k]) / self.dt",
+        "p1[idx_k] = (rho - q0[idx_k]) / (2 * self.dt)",
         "the step writes half the prescribed joints' velocity into their p-slot",
         (T_WIRING,),
+    ),
+    Mutation(
+        "contracted_hessian_directions_swapped",
+        "vi_control/mechanics/discrete.py",
+        "return rest + dLd(q0, q1, a, b)",
+        "return rest + dLd(q0, q1, b, a)",
+        "the contracted Hessian differentiates L_d along D₂'s coefficients where D₁'s belong (and back)",
+        ("test/mechanics/test_contracted_hessian.py",),
     ),
     # ---- integrators ---------------------------------------------------------------------------------------------
     Mutation(
@@ -318,6 +326,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return (X[:-1] - self.X_ref[:-1]) @ self.Q, 2 * (U - self.U_ref) @ self.R",
         "l_u twice the cost's gradient: DDP descends the wrong function",
         ("test/planning/test_planning_task.py",),
+    ),
+    Mutation(
+        "kernel_reference_stages_chained",
+        "vi_control/planning/csrc/ddp_kernel.c",
+        "const double* xk = stagewise ? Xg + k * nx : X + k * nx;",
+        "const double* xk = X + k * nx;",
+        "the feedback guess linearizes the reference along a rollout from its first state, not at its own states",
+        (
+            "test/planning/test_planning_initial_guess.py::test_compiled_reference_jacobians_are_linearize_of_every_stage",
+        ),
+        area="planning",
     ),
     Mutation(
         "ddp_stops_early",

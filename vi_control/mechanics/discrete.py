@@ -32,6 +32,7 @@ derivative of the implicit map (linearization module docstring).
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -188,6 +189,36 @@ class NewtonStepC:
         return self.run(use_guess, chord)
 
 
+def directional_lagrangian(
+    equations: Callable[[ca.SX, ca.SX], tuple[ca.SX, ca.SX]],
+    Ld_of: Callable[[ca.SX, ca.SX], ca.SX],
+    q0: ca.SX,
+    q1: ca.SX,
+    cov: ca.SX,
+    mu: ca.SX,
+) -> ca.SX:
+    """cov·O + mu·R of a step whose residual R and output O depend on L_d(q_k, q_{k+1}) through its two gradients
+    alone, linearly, with coefficients (a, b) that are functions of (cov, mu) — the scalar whose Hessian over the
+    step's unknowns and inputs is its second-order term contracted with the covector (Johnson2015, eqs. 16–27). The
+    L_d part is written as the directional derivative ∇L_d·(a, b) (``ca.jtimes``) instead of as a·D₁L_d + b·D₂L_d
+    over the symbolic gradients: the same values to round-off, and CasADi builds its Hessian from L_d's third
+    derivatives in one direction, with ~40 % fewer instructions (panda's L_d part: 28 006 against 45 464).
+
+    ``equations(D1, D2)`` → (R, O) from the gradients w.r.t. q_k and the full q_{k+1}. ValueError if the coefficients
+    depend on the gradients (R, O not linear in them: the contraction must then be taken as it is)."""
+    nq = q0.numel()
+    G0, G1 = ca.SX.sym("G0", nq), ca.SX.sym("G1", nq)
+    R, O = equations(G0, G1)
+    lg = ca.dot(cov, O) + ca.dot(mu, R)
+    a, b = ca.gradient(lg, G0), ca.gradient(lg, G1)
+    if ca.depends_on(ca.vertcat(a, b), ca.vertcat(G0, G1)):
+        raise ValueError("directional_lagrangian: the step is not linear in L_d's gradients")
+    rest = ca.substitute(lg, ca.vertcat(G0, G1), ca.SX.zeros(2 * nq))
+    Q0, Q1, A, B = (ca.SX.sym(n, nq) for n in ("Q0", "Q1", "A", "B"))
+    dLd = ca.Function("dLd", [Q0, Q1, A, B], [ca.jtimes(Ld_of(Q0, Q1), ca.vertcat(Q0, Q1), ca.vertcat(A, B))])
+    return rest + dLd(q0, q1, a, b)
+
+
 class DiscreteSystemStructure:
     """Symbolic build of every function a step, a linearization and a Hessian needs.
 
@@ -242,31 +273,36 @@ class DiscreteSystemStructure:
         Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
         h0 = h_fn(q0)
         Dh0 = ca.jacobian(h0, q0)[:, self.idx_d.tolist()] if n_h else ca.SX.zeros(0, nd)
-        D1Ld = ca.gradient(Ld, q0)
-        R_dyn = (p0 + D1Ld + Fm)[self.idx_d.tolist()]
-        if n_h:
-            R_dyn = R_dyn - ca.mtimes(Dh0.T, lam[:n_h] if n_nh else lam)
         M_fn = ca.Function("M", [tree.q], [ca.hessian(tree.kinetic, tree.v)[0]])
         rows_h = ca.jacobian(constraint_expr(robot, tree), tree.q) if n_h else ca.SX.zeros(0, nq)
         A_sym = nonholonomic_expr(robot, tree) if nonholonomic else ca.SX.zeros(0, nq)
-        if n_nh:  # Kobilarov2010, eq. 5 (nk = 0 here, so the dynamic coordinates are all of q)
-            A0 = ca.Function("A", [tree.q], [A_sym])(q0)
-            R_dyn = R_dyn + ca.mtimes(A0.T, lam[n_h:])
-            R_nh = ca.mtimes(A0, ca.solve(M_fn(q0), p0 - D1Ld))
-        R = ca.vertcat(R_dyn, h_fn(q1)) if n_h else R_dyn
-        if n_nh:
-            R = ca.vertcat(R, R_nh)
-        # D₂L_d w.r.t. the full q_{k+1}: only the dynamic rows are momenta.
+        A0 = ca.Function("A", [tree.q], [A_sym])(q0) if n_nh else None
+        idx_d, idx_k = self.idx_d.tolist(), self.idx_k.tolist()
+
+        def equations(D1Ld, D2Ld):
+            """(R, O) of the step — residual (Johnson2015, eqs. 2, 28) and output x_{k+1} — from the two gradients
+            of L_d(q_k, q_{k+1}): D1Ld w.r.t. q_k, D2Ld w.r.t. the full q_{k+1} (only its dynamic rows are momenta)."""
+            R_dyn = (p0 + D1Ld + Fm)[idx_d]
+            if n_h:
+                R_dyn = R_dyn - ca.mtimes(Dh0.T, lam[:n_h] if n_nh else lam)
+            if n_nh:  # Kobilarov2010, eq. 5 (nk = 0 here, so the dynamic coordinates are all of q)
+                R_dyn = R_dyn + ca.mtimes(A0.T, lam[n_h:])
+                R_nh = ca.mtimes(A0, ca.solve(M_fn(q0), p0 - D1Ld))
+            R = ca.vertcat(R_dyn, h_fn(q1)) if n_h else R_dyn
+            if n_nh:
+                R = ca.vertcat(R, R_nh)
+            p1 = ca.SX.zeros(nq)
+            p1[idx_d] = D2Ld[idx_d]
+            if nonholonomic:  # eq. 16's momentum update: the same p_{k+1} at the root, free of q_{k+1} − q_k rounding
+                p1[idx_d] = p1[idx_d] + R_dyn
+            if nk:
+                p1[idx_k] = (rho - q0[idx_k]) / self.dt
+            return R, ca.vertcat(q1, p1)
+
         q1_full = ca.SX.sym("q1f", nq)
         Ld_full = Ld_of(q0, q1_full)
         D2_full = ca.Function("D2", [q0, q1_full], [ca.gradient(Ld_full, q1_full)])
-        p1 = ca.SX.zeros(nq)
-        p1[self.idx_d.tolist()] = D2_full(q0, q1)[self.idx_d.tolist()]
-        if nonholonomic:  # eq. 16's momentum update: the same p_{k+1} at the root, free of q_{k+1} − q_k rounding
-            p1[self.idx_d.tolist()] = p1[self.idx_d.tolist()] + R_dyn
-        if nk:
-            p1[self.idx_k.tolist()] = (rho - q0[self.idx_k.tolist()]) / self.dt
-        O = ca.vertcat(q1, p1)
+        R, O = equations(ca.gradient(Ld, q0), D2_full(q0, q1))
 
         y = ca.vertcat(q1d, lam)
         z = ca.vertcat(q0, p0, tau, rho)
@@ -274,7 +310,7 @@ class DiscreteSystemStructure:
         Oy, Oz = ca.jacobian(O, y), ca.jacobian(O, z)
         cov, mu = ca.SX.sym("cov", 2 * nq), ca.SX.sym("mu", self.ny)
         w = ca.vertcat(y, z)
-        lagr = ca.dot(cov, O) + ca.dot(mu, R)
+        lagr = (ca.dot(cov, O) + ca.dot(mu, R)) if n_nh else directional_lagrangian(equations, Ld_of, q0, q1, cov, mu)
         hess = ca.hessian(lagr, w)[0]
         D1full = ca.Function("D1", [q0, q1_full], [ca.gradient(Ld_full, q0)])
         v = tree.v
