@@ -3,7 +3,8 @@ it cannot share a process with the project, whose Pinocchio is 4.1), driven over
 time so that its solves interleave with ours round by round under the same machine load.
 
 Protocol: {"cmd": "setup", "tasks": {name: spec}} → {"ready": [...]}; {"cmd": "solve", "task": name} → one result
-(CPU and wall time of the solve alone, iterations, converged, cost, ‖q_N − q_goal‖∞); {"cmd": "quit"}.
+(CPU and wall time of the solve alone, iterations, converged, cost, ‖q_N − q_goal‖∞); {"cmd": "cycle", "task",
+"x0", "start", "length", "max_iterations", "reset"} → one MPC cycle (``Task.cycle``); {"cmd": "quit"}.
 
 Each task spec (bench_planner.task_spec, from the project's task YAML) becomes Crocoddyl's own C++ models: free
 forward dynamics of the same URDF (continuous joints as revolute, so q is the angle as in vi_control), explicit Euler
@@ -76,6 +77,9 @@ class Task:
         self.bounded, self.nq = bool(spec["bounded"]), model.nq
         self.running = [self._action(X_ref[k], u_ref[k], False, lo, hi) for k in range(self.N)]
         self.terminal = self._action(X_ref[self.N], None, True, lo, hi)
+        # a receding window past the task's end holds the goal (planning.mpc's windows after the deadline)
+        self.hold = self._action(X_ref[self.N], u_ref[-1], False, lo, hi)
+        self.last = None  # (the last solution's window start, xs, us): the next cycle's warm start
         self.problem = crocoddyl.ShootingProblem(self.x0, self.running, self.terminal)
         self.us0 = [np.array(u) for u in spec["U0"]]
 
@@ -117,6 +121,7 @@ class Task:
             ok, its, outer, solver_last = self._augmented_lagrangian(xs0)
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
         xN = np.array(solver_last.xs[-1])
+        self.last = (0, list(solver_last.xs), list(solver_last.us))  # (an MPC loop's first warm start)
         return dict(
             cpu_ms=cpu * 1e3,
             wall_ms=wall * 1e3,
@@ -127,6 +132,33 @@ class Task:
             goal_error=float(np.abs(xN - self.goal)[: self.nq].max()),
             stop=float(solver_last.stop),
         )
+
+    def cycle(self, x0: list, start: int, length: int, max_iterations: int) -> dict:
+        """One MPC cycle as Crocoddyl's users write it: the window [start, start + length) of the task (the goal
+        held past its end) from x0, warm from the last solution shifted to the window (entries passed dropped, the
+        last repeated), xs[0] = x0, at most ``max_iterations``. CPU of the solve, and of building the window's problem
+        and solver."""
+        c0 = time.process_time()
+        models = [self.running[k] if k < self.N else self.hold for k in range(start, start + length)]
+        problem = crocoddyl.ShootingProblem(np.array(x0, float), models, self.terminal)
+        solver = crocoddyl.SolverBoxFDDP(problem) if self.bounded else crocoddyl.SolverFDDP(problem)
+        solver.th_stop = self.spec["tolerance"]
+        if self.last is None:  # (the task's initial inputs, the last repeated past their end)
+            us = list(self.us0[start : start + length])
+            us += [self.us0[-1]] * (length - len(us))
+            xs = problem.rollout(us)
+        else:
+            s0, xl, ul = self.last
+            shift = start - s0
+            xs = [np.array(x) for x in xl[shift:]] + [np.array(xl[-1])] * max(0, length + 1 - (len(xl) - shift))
+            us = [np.array(u) for u in ul[shift:]] + [np.array(ul[-1])] * max(0, length - (len(ul) - shift))
+            xs, us = xs[: length + 1], us[:length]
+            xs[0] = np.array(x0, float)
+        c1 = time.process_time()
+        ok = solver.solve(xs, us, max_iterations)
+        c2 = time.process_time()
+        self.last = (start, list(solver.xs), list(solver.us))
+        return dict(cpu_ms=(c2 - c1) * 1e3, build_ms=(c1 - c0) * 1e3, iterations=int(solver.iter), converged=bool(ok))
 
     def _augmented_lagrangian(self, xs0):
         s = self.spec
@@ -173,6 +205,10 @@ def main() -> None:
             out = {"ready": sorted(tasks), "version": crocoddyl.__version__, "pinocchio": pin.__version__}
         elif msg["cmd"] == "solve":
             out = tasks[msg["task"]].solve()
+        elif msg["cmd"] == "cycle":
+            if msg.get("reset"):
+                tasks[msg["task"]].last = None
+            out = tasks[msg["task"]].cycle(msg["x0"], msg["start"], msg["length"], msg["max_iterations"])
         else:
             break
         print(json.dumps(out), flush=True)

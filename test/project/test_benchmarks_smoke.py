@@ -371,6 +371,12 @@ def test_mpc_benchmark_smoke():
     assert r["cycles"] == 3 and r["accepted"] == 3 and r["converged"]
     assert r["max"] >= r["p99"] >= r["p50"] > 0 and r["cold"] > 0 and 0.0 <= r["within"] <= 1.0
     assert "| pendulum_swingup_bounded | 50 Hz | 500 |" in bench.table(rows)
+    # the windows the peer re-plans: each cycle's start on the task's grid (one step on per cycle), its length shrinking
+    # to the deadline, its state in the peer's (q, v)
+    starts, lengths = [w[0] for w in r["windows"]], [w[1] for w in r["windows"]]
+    assert starts == [1, 2, 3] and lengths == [499, 498, 497]
+    assert all(x.shape == (2,) and np.isfinite(x).all() for _, _, x in r["windows"])
+    assert "| - | - |" in bench.table(rows)  # (no peer here: its columns empty)
 
 
 def test_mpc_robustness_benchmark_smoke(tmp_path):
