@@ -157,3 +157,33 @@ def test_terminal_multiplier_estimate_does_not_depend_on_the_unit_of_mass():
     # ~1e-18).
     ratio = [lam[1] / lam[0] for lam in lams]
     assert abs(ratio[0]) > 1e-2 and ratio[1] == pytest.approx(ratio[0], rel=1e-3)
+
+
+@pytest.mark.parametrize("inside", [1e-3, 1e-10])
+def test_terminal_multiplier_counts_an_input_at_its_bound_in_the_bounds_own_units(inside):
+    """``augmented.terminal_multiplier`` leaves out inputs at their bound (they need not be stationary) — "at" within
+    1e-9 of the bound's magnitude, in its own units. An input 1e-3 N·m inside the pendulum's −5 N·m is free in
+    kilograms and in the model × 2⁻³⁰ alike (an absolute 1e-9 counted it at the bound there, 9.3e-13 inside, and λ
+    changed); 1e-10 N·m inside, at the bound in both (the boundary: 5e-9 N·m). Away from the optimum, where λ is the
+    problem's and not round-off: both units give the same λ."""
+    name = "task_pendulum_swingup_bounded"
+    task1 = load_task(_mass_scaled(name, 1.0))
+    p1, _ = plan_task(make_system(task1), task1)
+    U = 0.9 * p1.U
+    i = int(np.argmax(np.abs(U[:, 0])))
+
+    def lam(s: float, gap: float) -> np.ndarray:
+        task = load_task(_mass_scaled(name, s))
+        vi = make_system(task)
+        X_ref, U_ref = reference_trajectory(task, vi)
+        W = [np.diag(w) for w in (task1.weight(k, "weights", n, 1) for k, n in (("Q", 2), ("R", 1), ("Qf", 2)))]
+        unit = np.array([1.0, 1.0 / s])
+        cost = QuadraticTrackingCost(X_ref, U_ref, np.diag(W[0] * unit**2), W[1] / s**2, np.diag(W[2] * unit**2))
+        Ui = U.copy()
+        Ui[i, 0] = np.sign(U[i, 0]) * (5.0 - gap)
+        return terminal_multiplier(vi, cost, start_state(task, vi), Ui * s, input_limits(task, vi)) * [1.0, s]
+
+    got, scaled, at_bound = lam(1.0, inside), lam(2.0**-30, inside), lam(1.0, 0.0)
+    assert np.abs(scaled - got).max() <= 1e-8 * np.abs(got).max()
+    same = np.abs(got - at_bound).max() <= 1e-6 * np.abs(at_bound).max()
+    assert same == (inside < 5e-9)  # (left out: λ as with the input on its bound; free: λ fits its row too)

@@ -66,7 +66,10 @@ def terminal_multiplier(
         G[k] = S @ lin.B
         p = lx[k] + lin.A.T @ p
         S = S @ lin.A
-    free = (Ua > lo + 1e-9) & (Ua < hi - 1e-9)  # an input at its bound need not be stationary
+    # an input at its bound need not be stationary; "at" relative to the bound (an absolute 1e-9 counted the bounded
+    # pendulum × 2⁻³⁰'s inputs within 1.07 N·m, unscaled, of its ±5 N·m as bound: λ then depended on the unit of mass)
+    margin = 1e-9 * np.maximum(np.abs(np.where(np.isfinite(lo), lo, 0.0)), np.abs(np.where(np.isfinite(hi), hi, 0.0)))
+    free = (Ua > lo + margin) & (Ua < hi - margin)
     Gf = G.transpose(1, 0, 2)[:, free]  # (nx, free inputs)
     # columns of Gᵀ equilibrated: x_N's rows mix units (positions ∝ 1/mass, momenta ∝ 1 per unit input), and the least
     # squares cut off at the ill-conditioning of that mix (the bounded pendulum × 2⁻³⁰: λ 29 % off, λ_p lost)
