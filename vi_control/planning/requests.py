@@ -8,8 +8,8 @@ How a request becomes a plan (docs/concepts/planner.md, "Requests"):
   the request's timing sets the horizon, the task the weights and the optimizer.
 - **Weights.** The task's TV-LQR weights as the running cost (``path_task``): a path is tracked, not a goal sought.
 - **Initial guess.** The reference tracked under its own TV-LQR gains from the measured start (Johnson2015, eq. 36:
-  ``ddp.reference_feedback_guess``). The task's own rule (the panda reach's ``hold_start``: the start's gravity
-  torque, open loop) is exact only from rest: from a start moving at 2e-8 rad/s the open-loop arm drifts, falls
+  ``ddp.reference_feedback_guess``). A rule about the start alone (the start's gravity torque, open loop) is exact
+  only from rest: from a start moving at 2e-8 rad/s the open-loop arm drifts, falls
   under gravity over a few seconds and a step of Δt = 50 ms no longer converges ("the initial guess cannot be
   simulated"). Under feedback the guess stays on the path the request describes, so it simulates wherever the path
   is feasible, and the optimizer starts next to its optimum (3 DDP iterations on the panda). Where the points
