@@ -217,7 +217,7 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
     if task.initial_guess in ("reference", "auto"):  # "auto": plan_task compares it with "feedback"
         return U_ref.copy()
     if task.initial_guess == "feedback":  # where the reference's gains cannot hold x0, the start held
-        W, limits = _lqr_weights(task, vi), input_limits(task, vi)
+        W, limits = lqr_weights(task, vi), input_limits(task, vi)
         U = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
         return hold_start_guess(task, vi, x0, len(U_ref)) if U is None else U
     if task.initial_guess == "hold_start":
@@ -225,7 +225,8 @@ def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarr
     return np.zeros_like(U_ref)  # "zero"
 
 
-def _lqr_weights(task: Task, vi: Linearizable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lqr_weights(task: Task, vi: Linearizable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The task's TV-LQR weights (Q, R, Qf) as matrices for this system (``lqr``, else the cost's ``weights``)."""
     nx, nu, nq = vi.nx, vi.nu, vi.nq
     return tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
 
@@ -394,7 +395,7 @@ def plan_task(
     elif task.initial_guess == "auto" and task.method not in COLLOCATION_METHODS:
         # the feedback guess only if its rollout costs less than half as much (shooting methods)
         U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
-        U_fb = reference_feedback_guess(vi, x0, X_ref, U_ref, _lqr_weights(task, vi), limits)
+        U_fb = reference_feedback_guess(vi, x0, X_ref, U_ref, lqr_weights(task, vi), limits)
         J = []
         for U in (U0, U_fb):
             ro = rollout(vi, x0, U, lo=-limits if limits is not None else None, hi=limits)

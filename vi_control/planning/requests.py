@@ -37,7 +37,7 @@ from ..integrators.base import Linearizable
 from .ddp import feedback_initial_guess
 from .errors import PlanningError
 from .limits import VELOCITY_LIMIT_FACTOR, check_plan_limits
-from .pipeline import check_goal, input_limits, plan_task, start_state, trajectory_reference
+from .pipeline import check_goal, input_limits, lqr_weights, plan_task, start_state, trajectory_reference
 from .shooting import LogFn, OptimizerResult
 from .task import COLLOCATION_METHODS, Task, parse_vector
 
@@ -101,8 +101,8 @@ def request_guess(
     longer converges), the start's configuration held under the same law about its equilibrium instead — a guess
     the optimizer can start from, whose plan is then verified like any other. PlanningError naming the start when
     neither can be simulated (a start no law of the model holds, e.g. moving far beyond its velocity limits)."""
-    nx, nu, nq = vi.nx, vi.nu, vi.nq
-    W = tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
+    nq = vi.nq
+    W = lqr_weights(task, vi)
     limits = input_limits(task, vi)
     U0 = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
     if U0 is not None:
