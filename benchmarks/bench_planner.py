@@ -182,7 +182,6 @@ def task_spec(task, vi) -> dict:
     # loop in its Euler model, diverge (cost 1.6e51 on the panda). It gets our guess as states and inputs in a
     # variant of its own (``peer_specs``: "our guess").
     own = dataclasses.replace(task, initial_guess="hold_start") if task.initial_guess == "feedback" else task
-    U_ours = initial_inputs(task, vi, x0, X_ref, U_ref)
     rest = np.zeros((N + 1, nq))  # our references hold p at the discrete momentum of rest; theirs v = 0
     R = np.ones(nq)
     R[act] = np.diag(task.weight("R", "weights", vi.nu, nq))[: vi.n_torques]
@@ -196,7 +195,7 @@ def task_spec(task, vi) -> dict:
         X_ref=np.hstack([X_ref[:, :nq], rest]).tolist(),
         u_ref=torques(U_ref),
         U0=torques(initial_inputs(own, vi, x0, X_ref, U_ref)),
-        ours=None if own is task else _our_guess(vi, x0, U_ours, torques),
+        ours=None if own is task else _our_guess(vi, x0, initial_inputs(task, vi, x0, X_ref, U_ref), torques),
         actuated=act,
         limits=(np.full(len(act), np.inf) if lim is None else lim[: vi.n_torques]).tolist(),
         bounded=lim is not None or len(act) < nq,

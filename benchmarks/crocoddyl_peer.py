@@ -4,7 +4,7 @@ time so that its solves interleave with ours round by round under the same machi
 
 Protocol: {"cmd": "setup", "tasks": {name: spec}} → {"ready": [...]}; {"cmd": "solve", "task": name} → one result
 (CPU and wall time of the solve alone, iterations, converged, cost, ‖q_N − q_goal‖∞); {"cmd": "cycle", "task",
-"x0", "start", "length", "max_iterations", "reset"} → one MPC cycle (``Task.cycle``); {"cmd": "quit"}.
+"x0", "start", "length", "max_iterations"} → one MPC cycle (``Task.cycle``); {"cmd": "quit"}.
 
 Each task spec (bench_planner.task_spec, from the project's task YAML) becomes Crocoddyl's own C++ models: free
 forward dynamics of the same URDF (continuous joints as revolute, so q is the angle as in vi_control), explicit Euler
@@ -206,8 +206,6 @@ def main() -> None:
         elif msg["cmd"] == "solve":
             out = tasks[msg["task"]].solve()
         elif msg["cmd"] == "cycle":
-            if msg.get("reset"):
-                tasks[msg["task"]].last = None
             out = tasks[msg["task"]].cycle(msg["x0"], msg["start"], msg["length"], msg["max_iterations"])
         else:
             break
