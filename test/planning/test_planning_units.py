@@ -133,24 +133,30 @@ def test_an_indefinite_cost_weight_is_refused_at_any_scale(W, s):
         weight_matrix(np.asarray(W) * s, 2, "Q")
 
 
+def _scaled_multiplier(s: float, U: np.ndarray) -> np.ndarray:
+    """``augmented.terminal_multiplier`` of the bounded pendulum with masses and limits × s and the cost in the same
+    units, at the inputs U (unscaled units), as λ in unscaled units (its momentum part × s)."""
+    name = "task_pendulum_swingup_bounded"
+    task1, task = load_task(_mass_scaled(name, 1.0)), load_task(_mass_scaled(name, s))
+    vi = make_system(task)
+    X_ref, U_ref = reference_trajectory(task, vi)
+    W = [np.diag(w) for w in (task1.weight(k, "weights", n, 1) for k, n in (("Q", 2), ("R", 1), ("Qf", 2)))]
+    unit = np.array([1.0, 1.0 / s])  # (the weights in the units of the scaled model; beyond the task's range)
+    cost = QuadraticTrackingCost(X_ref, U_ref, np.diag(W[0] * unit**2), W[1] / s**2, np.diag(W[2] * unit**2))
+    return terminal_multiplier(vi, cost, start_state(task, vi), U * s, input_limits(task, vi)) * np.array([1.0, s])
+
+
+def _pendulum_plan_inputs() -> np.ndarray:
+    task1 = load_task(_mass_scaled("task_pendulum_swingup_bounded", 1.0))
+    return plan_task(make_system(task1), task1)[0].U
+
+
 def test_terminal_multiplier_estimate_does_not_depend_on_the_unit_of_mass():
     """``augmented.terminal_multiplier`` at the bounded pendulum's optimal inputs, masses and limits × 2⁻³⁰ and the cost
     in the same units: λ (its momentum part × s) as unscaled. Gᵀ's columns mix units (∂q_N/∂u ∝ 1/s, ∂p_N/∂u ∝ 1);
     without equilibrating them the least squares lost λ_p and λ came out 29 % off."""
-    name = "task_pendulum_swingup_bounded"
-    task1 = load_task(_mass_scaled(name, 1.0))
-    vi1 = make_system(task1)
-    p1, _ = plan_task(vi1, task1)
-    lams = []
-    for s in (1.0, 2.0**-30):
-        task = load_task(_mass_scaled(name, s))
-        vi = make_system(task)
-        X_ref, U_ref = reference_trajectory(task, vi)
-        W = [np.diag(w) for w in (task1.weight(k, "weights", n, 1) for k, n in (("Q", 2), ("R", 1), ("Qf", 2)))]
-        unit = np.array([1.0, 1.0 / s])  # (the weights in the units of the scaled model; beyond the task's range)
-        cost = QuadraticTrackingCost(X_ref, U_ref, np.diag(W[0] * unit**2), W[1] / s**2, np.diag(W[2] * unit**2))
-        lam = terminal_multiplier(vi, cost, start_state(task, vi), p1.U * s, input_limits(task, vi))
-        lams.append(lam * np.array([1.0, s]))
+    U = _pendulum_plan_inputs()
+    lams = [_scaled_multiplier(s, U) for s in (1.0, 2.0**-30)]
     # At the optimum λ fits the residual of g = ∇_U J (~1e-6): its size is round-off — inputs changed by 1e-13
     # (relative) move it up to ×30 and the two units' sizes apart by up to 5 % — but its direction is the problem's
     # (λ_p / λ_q = −0.0931 whatever the last bits). Unequilibrated, the scaled model's λ_p was lost (1e-23: the ratio
@@ -166,22 +172,13 @@ def test_terminal_multiplier_counts_an_input_at_its_bound_in_the_bounds_own_unit
     kilograms and in the model × 2⁻³⁰ alike (an absolute 1e-9 counted it at the bound there, 9.3e-13 inside, and λ
     changed); 1e-10 N·m inside, at the bound in both (the boundary: 5e-9 N·m). Away from the optimum, where λ is the
     problem's and not round-off: both units give the same λ."""
-    name = "task_pendulum_swingup_bounded"
-    task1 = load_task(_mass_scaled(name, 1.0))
-    p1, _ = plan_task(make_system(task1), task1)
-    U = 0.9 * p1.U
+    U = 0.9 * _pendulum_plan_inputs()
     i = int(np.argmax(np.abs(U[:, 0])))
 
     def lam(s: float, gap: float) -> np.ndarray:
-        task = load_task(_mass_scaled(name, s))
-        vi = make_system(task)
-        X_ref, U_ref = reference_trajectory(task, vi)
-        W = [np.diag(w) for w in (task1.weight(k, "weights", n, 1) for k, n in (("Q", 2), ("R", 1), ("Qf", 2)))]
-        unit = np.array([1.0, 1.0 / s])
-        cost = QuadraticTrackingCost(X_ref, U_ref, np.diag(W[0] * unit**2), W[1] / s**2, np.diag(W[2] * unit**2))
         Ui = U.copy()
         Ui[i, 0] = np.sign(U[i, 0]) * (5.0 - gap)
-        return terminal_multiplier(vi, cost, start_state(task, vi), Ui * s, input_limits(task, vi)) * [1.0, s]
+        return _scaled_multiplier(s, Ui)
 
     got, scaled, at_bound = lam(1.0, inside), lam(2.0**-30, inside), lam(1.0, 0.0)
     assert np.abs(scaled - got).max() <= 1e-8 * np.abs(got).max()
