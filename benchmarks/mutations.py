@@ -248,6 +248,22 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # ---- planning ------------------------------------------------------------------------------------------------
     Mutation(
+        "ddp_takes_any_initial_rollout",
+        "vi_control/planning/ddp.py",
+        "and np.array_equal(ro.U, U0)\n",
+        "\n",
+        "ddp starts from a rollout of other inputs than U0 (the guess's, after the caller changed the inputs)",
+        ("test/planning/test_planning_initial_guess.py",),
+    ),
+    Mutation(
+        "held_reference_inputs_unchecked",
+        "vi_control/planning/ddp.py",
+        "and (X[:-1] == X[0]).all() and (U == U[0]).all():",
+        "and (X[:-1] == X[0]).all():",
+        "a reference that holds one state is linearized once even where its inputs change (one step for all stages)",
+        ("test/planning/test_planning_initial_guess.py",),
+    ),
+    Mutation(
         "plan_gains_shifted",
         "vi_control/planning/pipeline.py",
         'K, _ = tv_lqr(A, B, W["lqr", "Q"], W["lqr", "R"], W["lqr", "Qf"])',

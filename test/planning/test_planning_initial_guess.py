@@ -167,3 +167,79 @@ def test_the_feedback_guess_that_fails_holds_the_start():
     assert np.array_equal(got, hold_start_guess(task, vi, x0, len(U_ref)))
     plan, res = plan_task(vi, task)
     assert res.converged
+
+
+def _panda_reference():
+    task = load_task("task_panda_reach")
+    vi = make_system(task)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    W = tuple(task.weight(w, "lqr", n, vi.nq) for w, n in (("Q", vi.nx), ("R", vi.nu), ("Qf", vi.nx)))
+    return task, vi, x0, X_ref, U_ref, W
+
+
+def test_a_goal_reference_is_linearized_once_as_every_stage():
+    """A reference that holds one state under one input (the goal reference) has one step at every stage:
+    ``ddp._reference_jacobians`` linearizes it once — the A_k, B_k of every stage's own linearization (the compiled
+    stagewise pass) to round-off. A reference with one stage different is linearized stage by stage."""
+    from vi_control.planning.ddp import _reference_jacobians
+
+    task, vi, x0, X_ref, U_ref, _ = _panda_reference()
+    N = len(U_ref)
+    lo, hi = input_bounds(input_limits(task, vi), vi.nu)
+    stages = stage_passes(vi, N, lo, hi, second_order=False)
+    assert stages.compiled and (X_ref == X_ref[0]).all() and (U_ref == U_ref[0]).all()
+    A, B = _reference_jacobians(vi, stages, X_ref, U_ref)
+    A_all, B_all = stages.reference_jacobians(X_ref, U_ref)
+    assert A.shape == A_all.shape and B.shape == B_all.shape
+    assert np.abs(A - A_all).max() <= 1e-10 * (1 + np.abs(A_all).max())
+    assert np.abs(B - B_all).max() <= 1e-10 * (1 + np.abs(B_all).max())
+    U = U_ref.copy()
+    U[-1] += 1.0  # the last stage another step: its own A_k, B_k
+    A2, B2 = _reference_jacobians(vi, stages, X_ref, U)
+    lin = linearize(vi, X_ref[-2], U[-1])
+    assert np.abs(A2[-1] - lin.A).max() <= 1e-10 * (1 + np.abs(lin.A).max())
+    assert np.abs(A2[-1] - A[-1]).max() > 1e-6  # (and it differs from the held step's)
+    far = X_ref.copy()
+    far[:, vi.nq :] += 1e3  # a held state whose step cannot be solved: None, as the stagewise pass
+    assert _reference_jacobians(vi, stages, far, U_ref) is None
+
+
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+def test_ddp_starts_from_the_guess_rollout_as_it_is(path, monkeypatch):
+    """``ddp(..., initial=feedback_rollout(...))`` takes the guess's own rollout instead of replaying its inputs (one
+    rollout fewer) and ends where the replay does; a rollout of other inputs or from another start is not used."""
+    from vi_control.planning import QuadraticTrackingCost
+    from vi_control.planning.ddp import ddp, feedback_rollout
+
+    monkeypatch.setattr(compiled, "ENABLED", path == "compiled")
+    task, vi, x0, X_ref, U_ref, W = _panda_reference()
+    limits = input_limits(task, vi)
+    cost = QuadraticTrackingCost(
+        X_ref, U_ref, *(task.weight(w, "weights", n, vi.nq) for w, n in (("Q", 14), ("R", 7), ("Qf", 14)))
+    )
+    ro = feedback_rollout(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
+    assert ro.compiled == (path == "compiled")
+    calls = []
+    stages = stage_passes(vi, len(U_ref), *input_bounds(limits, vi.nu))
+    original = type(stages).rollout
+    monkeypatch.setattr(type(stages), "rollout", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    runs, other = {}, ro.U.copy()
+    other[0, 0] += 1e-6
+    for name, U0, initial in (
+        ("replay", ro.U, None),
+        ("initial", ro.U, ro),
+        ("other inputs", other, ro),
+        ("other start", ro.U, ro._replace(X=ro.X + 1e-3)),
+    ):
+        calls.clear()
+        runs[name] = ddp(vi, cost, x0, U0, limits, tolerance=1e-6, initial=initial), len(calls)
+    (replay, n_replay), (taken, n_taken) = runs["replay"], runs["initial"]
+    assert n_taken == n_replay - 1 and taken.iterations == replay.iterations and taken.converged
+    assert abs(taken.cost - replay.cost) <= 1e-9 * replay.cost
+    assert np.abs(taken.U - replay.U).max() <= 1e-6
+    for name in ("other inputs", "other start"):
+        res, n = runs[name]
+        assert n == n_replay, name  # (replayed: the rollout given is not theirs)
+    plain = ddp(vi, cost, x0, other, limits, tolerance=1e-6)
+    assert np.array_equal(runs["other inputs"][0].U, plain.U)

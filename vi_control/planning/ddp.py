@@ -33,6 +33,7 @@ the system offers a compiled step (``compiled.CompiledStages``, the accelerator)
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,6 +96,55 @@ def stage_passes(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray, secon
     return compiled_stages(vi, N, lo, hi, second_order) or _NumpyStages(vi, N, lo, hi)
 
 
+class Rollout(NamedTuple):
+    """A rollout from x0 as ``stage_passes`` computed it: states X (N+1, nx), the inputs applied U (N, nu), each
+    step's solution ``results`` (Y (N, ny) on the compiled path, ``StepResult``s on the numpy path) and which path
+    computed them (``compiled``)."""
+
+    X: np.ndarray
+    U: np.ndarray
+    results: object
+    compiled: bool
+
+
+def feedback_rollout(
+    vi: Linearizable,
+    x0: np.ndarray,
+    X: np.ndarray,
+    U: np.ndarray,
+    K: np.ndarray | None = None,
+    weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    input_limits: np.ndarray | None = None,
+) -> Rollout | None:
+    """The closed-loop rollout of ``feedback_initial_guess`` (same arguments) as a whole: its applied inputs are the
+    guess, and ``ddp(..., initial=...)`` starts from its states instead of replaying them. None if a step fails."""
+    if (K is None) == (weights is None):
+        raise ValueError("feedback_initial_guess: give the gains K or the weights (Q, R, Qf) to compute them, one")
+    lo, hi = input_bounds(input_limits, vi.nu)
+    x0, U = np.asarray(x0, float), np.asarray(U, float)
+    stages = stage_passes(vi, len(U), lo, hi, second_order=False)
+    if K is None:
+        # (a reference stage the system cannot step from — a resampled collocation too fast for the VI — is a failed
+        # guess: callers fall back to open loop)
+        AB = _reference_jacobians(vi, stages, np.asarray(X, float), U)
+        if AB is None:
+            return None
+        K, _ = tv_lqr(*AB, *weights)
+        ro = stages.rollout(x0, U, X, -K, predict=True)  # rollout's convention: u = U + K (x − X)
+    else:
+        ro = stages.rollout(x0, U, X, -np.asarray(K, float))
+    return None if ro is None else Rollout(ro[0], np.array(ro[1]), ro[2], stages.compiled)
+
+
+def _reference_jacobians(vi: Linearizable, stages, X: np.ndarray, U: np.ndarray) -> tuple | None:
+    """The stages' ``reference_jacobians`` (A_k, B_k of each reference stage), where a reference that holds one state
+    under one input throughout (a goal reference) is linearized once: every stage is then the same step."""
+    if len(U) > 1 and (X[:-1] == X[0]).all() and (U == U[0]).all():
+        AB = reference_jacobians(vi, X[:2], U[:1])
+        return None if AB is None else tuple(np.repeat(M, len(U), axis=0) for M in AB)
+    return stages.reference_jacobians(X, U)
+
+
 def feedback_initial_guess(
     vi: Linearizable,
     x0: np.ndarray,
@@ -117,23 +167,11 @@ def feedback_initial_guess(
     - ``weights`` = (Q, R, Qf): TV-LQR (Johnson2015, eq. 36) of (X, U) itself, a reference that need not satisfy the
       dynamics (a step, Johnson2015, eq. 35; a resampled collocation): Newton starts at the step's own predictor, as
       X's states may be far from any solution (the task's ``initial_guess: feedback``, the collocation polish).
+
+    ``feedback_rollout`` returns the whole rollout.
     """
-    if (K is None) == (weights is None):
-        raise ValueError("feedback_initial_guess: give the gains K or the weights (Q, R, Qf) to compute them, one")
-    lo, hi = input_bounds(input_limits, vi.nu)
-    x0, U = np.asarray(x0, float), np.asarray(U, float)
-    stages = stage_passes(vi, len(U), lo, hi, second_order=False)
-    if K is None:
-        # (a reference stage the system cannot step from — a resampled collocation too fast for the VI — is a failed
-        # guess: callers fall back to open loop)
-        AB = stages.reference_jacobians(np.asarray(X, float), U)
-        if AB is None:
-            return None
-        K, _ = tv_lqr(*AB, *weights)
-        ro = stages.rollout(x0, U, X, -K, predict=True)  # rollout's convention: u = U + K (x − X)
-    else:
-        ro = stages.rollout(x0, U, X, -np.asarray(K, float))
-    return None if ro is None else np.array(ro[1])
+    ro = feedback_rollout(vi, x0, X, U, K, weights, input_limits)
+    return None if ro is None else ro.U
 
 
 def reference_feedback_guess(
@@ -174,6 +212,18 @@ def regularization_unit(cost: QuadraticTrackingCost, B: np.ndarray) -> float:
     return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
 
 
+def _is_rollout_of(ro: Rollout | None, x0, U0, lo: np.ndarray, hi: np.ndarray, compiled: bool) -> bool:
+    """Whether ``ro`` is the rollout of U0 from x0 that ``ddp`` would compute: the same start and inputs, inputs
+    within the bounds (so that no clip changes them) and results of the same stage path."""
+    return (
+        ro is not None
+        and ro.compiled == compiled
+        and np.array_equal(ro.X[0], x0)
+        and np.array_equal(ro.U, U0)
+        and bool(np.all((ro.U >= lo) & (ro.U <= hi)))
+    )
+
+
 def ddp(
     vi: Linearizable,
     cost: QuadraticTrackingCost,
@@ -188,12 +238,15 @@ def ddp(
     metric: tuple[np.ndarray, np.ndarray] | None = None,
     method: str | None = None,
     X0: np.ndarray | None = None,
+    initial: Rollout | None = None,
 ) -> OptimizerResult:
     """DDP (``second_order=True``, Johnson2015's second-order method) or iLQR from the inputs U0.
 
     ``X0``: the trajectory U0 produced before (warm start of the initial rollout's Newton steps). Stops when the
     directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls below ``tolerance`` (the seed's
-    measure, Fig. 3: 1e-6), or when no step decreases J.
+    measure, Fig. 3: 1e-6), or when no step decreases J. ``initial``: U0's own rollout from x0 (``feedback_rollout``'s,
+    whose applied inputs are U0): its states are taken as they are instead of replaying U0 — used only where it is
+    that rollout (its start x0, its inputs U0 within the bounds, the same stage path).
     """
     check_optimizer_options(max_iterations, tolerance, regularization)
     check_problem(vi, cost, x0, U0, X0)
@@ -202,7 +255,10 @@ def ddp(
     t0, c0 = time.perf_counter(), time.process_time()
     lo, hi = input_bounds(input_limits, vi.nu)
     stages = stage_passes(vi, cost.N, lo, hi, second_order)
-    lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
+    if _is_rollout_of(initial, x0, U0, lo, hi, stages.compiled):
+        X, U, results = initial.X, initial.U, initial.results
+    else:
+        lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
     J = cost.calc(X, U)
     hist, decs, regs, steps, kinds = [J], [], [], [], []
     mu = mu_min = mu_max = mu_floor = None  # (in units of c, from the first linearization below)

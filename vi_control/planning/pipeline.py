@@ -20,7 +20,7 @@ from ..model.limits import MAX_CONFIGURATION, position_limit_violation
 from .augmented import terminal_constrained_ddp
 from .continuation import StageSolver, weight_continuation
 from .cost import QuadraticTrackingCost
-from .ddp import ddp, feedback_initial_guess, reference_feedback_guess
+from .ddp import Rollout, ddp, feedback_rollout, reference_feedback_guess
 from .gradient import projection_gradient
 from .limits import plan_limit_violation
 from .shooting import LogFn, OptimizerResult, rollout
@@ -214,15 +214,23 @@ def trajectory_reference(
 
 def initial_inputs(task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray) -> np.ndarray:
     """The optimizer's initial inputs (N, nu) by the task's ``initial_guess`` rule."""
+    return _initial_guess(task, vi, x0, X_ref, U_ref)[0]
+
+
+def _initial_guess(
+    task: Task, vi: Linearizable, x0: np.ndarray, X_ref: np.ndarray, U_ref: np.ndarray
+) -> tuple[np.ndarray, Rollout | None]:
+    """(``initial_inputs``, their rollout from x0 where the rule computed it: the feedback guess's, which the
+    optimizer then starts from instead of replaying it)."""
     if task.initial_guess in ("reference", "auto"):  # "auto": plan_task compares it with "feedback"
-        return U_ref.copy()
+        return U_ref.copy(), None
     if task.initial_guess == "feedback":  # where the reference's gains cannot hold x0, the start held
         W, limits = lqr_weights(task, vi), input_limits(task, vi)
-        U = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
-        return hold_start_guess(task, vi, x0, len(U_ref)) if U is None else U
+        ro = feedback_rollout(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
+        return (hold_start_guess(task, vi, x0, len(U_ref)), None) if ro is None else (ro.U, ro)
     if task.initial_guess == "hold_start":
-        return hold_start_guess(task, vi, x0, len(U_ref))
-    return np.zeros_like(U_ref)  # "zero"
+        return hold_start_guess(task, vi, x0, len(U_ref)), None
+    return np.zeros_like(U_ref), None  # "zero"
 
 
 def lqr_weights(task: Task, vi: Linearizable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -263,10 +271,13 @@ def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np
 def _shooting_solver(
     vi: Linearizable, task: Task, x0: np.ndarray, x_goal: np.ndarray, limits: np.ndarray | None, log: LogFn
 ) -> StageSolver:
-    """The task's shooting method as solve(cost, U0, max_iterations, warm): the augmented Lagrangian around DDP with
-    a terminal constraint (``warm``: its first multiplier estimated at U0), else DDP, iLQR or the projection method."""
+    """The task's shooting method as solve(cost, U0, max_iterations, warm, initial): the augmented Lagrangian around
+    DDP with a terminal constraint (``warm``: its first multiplier estimated at U0), else DDP, iLQR or the projection
+    method (``initial``: U0's rollout, ``ddp``'s, which DDP and iLQR start from)."""
 
-    def solve(cost: QuadraticTrackingCost, U0: np.ndarray, max_iterations: int, warm: bool) -> OptimizerResult:
+    def solve(
+        cost: QuadraticTrackingCost, U0: np.ndarray, max_iterations: int, warm: bool, initial: Rollout | None = None
+    ) -> OptimizerResult:
         if task.terminal_constraint:  # the reference's final state as an equality constraint (augmented.py)
             return terminal_constrained_ddp(
                 vi,
@@ -299,6 +310,7 @@ def _shooting_solver(
             tolerance=task.tolerance,
             regularization=task.regularization,
             log=log,
+            initial=initial,
         )
 
     return solve
@@ -372,6 +384,7 @@ def plan_task(
     Q, R, Qf = W["weights", "Q"], W["weights", "R"], W["weights", "Qf"]
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)
+    guess = None  # (the initial inputs' rollout, where computed: the optimizer starts from it)
     if warm_start is not None:
         if U0 is not None:
             raise ValueError("warm_start and U0: give one initial guess, not both")
@@ -383,7 +396,8 @@ def plan_task(
                 f"warm_start: a plan with U {warm_start.U.shape}, X {warm_start.X.shape} and K {warm_start.K.shape}, "
                 f"expected {U_ref.shape}, {X_ref.shape} and {K_shape} (the same horizon and model)"
             )
-        U0 = feedback_initial_guess(vi, x0, warm_start.X, warm_start.U, K=warm_start.K, input_limits=limits)
+        guess = feedback_rollout(vi, x0, warm_start.X, warm_start.U, K=warm_start.K, input_limits=limits)
+        U0 = None if guess is None else guess.U
         if U0 is None:
             warm_start = None
             if log is not None:
@@ -402,7 +416,7 @@ def plan_task(
             J.append(np.inf if ro is None else cost.calc(ro[0], ro[1]))
         U0 = U_fb if J[1] < 0.5 * J[0] else U0
     else:
-        U0 = initial_inputs(task, vi, x0, X_ref, U_ref)
+        U0, guess = _initial_guess(task, vi, x0, X_ref, U_ref)
     if task.method in COLLOCATION_METHODS:  # LG/LG2 (MorenoMartin2022), resampled and polished on the VI
         from .collocation.planner import collocate_task
 
@@ -422,7 +436,7 @@ def plan_task(
                 log=log,
             )
         else:
-            res = solve(cost, U0, task.max_iterations, warm_start is not None)
+            res = solve(cost, U0, task.max_iterations, warm_start is not None, guess)
     if log is not None:
         log(f"[{res.method}] {res}")
     if res.linearization is not None:  # the optimizer's last A_k, B_k are at the returned trajectory
