@@ -204,9 +204,9 @@ def regularization_unit(cost: QuadraticTrackingCost, B: np.ndarray) -> float:
     """
     B = np.asarray(B, float)
     # (largest eigenvalues of symmetric matrices: the 2-norms squared of B and of the positive semidefinite W,
-    # at half the cost of two SVDs)
-    bb = float(np.linalg.eigvalsh(B.T @ B)[-1])
-    w = float(np.abs(np.linalg.eigvalsh(cost.R + B.T @ (cost.Q + cost.Qf) @ B)).max())
+    # at half the cost of two SVDs; both in one call)
+    ev = np.linalg.eigvalsh(np.stack([B.T @ B, cost.R + B.T @ (cost.Q + cost.Qf) @ B]))
+    bb, w = float(ev[0, -1]), float(np.abs(ev[1]).max())
     c = w / bb if bb > 0.0 else 1.0
     # (no lower cap in use: 1e-250 only keeps 1e-9·c a normal number, so that a failed pass always raises μ)
     return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
