@@ -248,6 +248,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # ---- planning ------------------------------------------------------------------------------------------------
     Mutation(
+        "mpc_window_task_rebuilt_every_cycle",
+        "vi_control/planning/mpc.py",
+        "task = self._window_tasks.get(N)",
+        "task = None",
+        "every MPC cycle builds its window's task anew and parses the task's weights again (~0.6 ms a panda cycle)",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
         "ddp_takes_any_initial_rollout",
         "vi_control/planning/ddp.py",
         "and np.array_equal(ro.U, U0)\n",

@@ -155,3 +155,34 @@ def test_the_command_does_not_jump_when_the_controller_switches_plans(panda):
     assert max(same) < 1e-9, max(same)
     assert max(change[i - 1] for i in switches) <= within, (within, [change[i - 1] for i in switches])
     assert np.abs(x[:7] - task.goal_q).max() < 0.045  # (one plan's TV-LQR ends 0.052 off: the previous test)
+
+
+def test_cycles_of_one_window_length_parse_the_tasks_weights_once(panda, monkeypatch):
+    """The cycle task of each window length is kept (``RecedingHorizon._window_tasks``), and with it the weight
+    matrices it parsed: receding cycles of one length parse the task's weights in their first cycle only, and a
+    shrinking horizon once per length. The plans are those of a fresh task each cycle."""
+    from vi_control.planning.task import Task
+
+    task, vi = panda
+    parses = []
+    original = Task._resolve_weight
+    monkeypatch.setattr(Task, "_resolve_weight", lambda self, *a: parses.append(a[:2]) or original(self, *a))
+    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2))
+    plan = m.start().plan
+    counts, plans = [], []
+    for j in range(1, 4):
+        parses.clear()
+        t = j * 2 * vi.dt
+        cyc = m.cycle(t, plan.X[2], plan)
+        counts.append(len(parses))
+        plans.append(cyc.plan)
+        plan = cyc.plan
+    assert counts[0] > 0 and counts[1:] == [0, 0], counts
+    assert set(m._window_tasks) == {8}
+    # the same plans as cycles that each build their task anew
+    fresh = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2))
+    plan = fresh.start().plan
+    for j, kept in enumerate(plans, start=1):
+        fresh._window_tasks.clear()
+        plan = fresh.cycle(j * 2 * vi.dt, plan.X[2], plan).plan
+        assert np.array_equal(plan.U, kept.U) and np.array_equal(plan.K, kept.K)

@@ -96,6 +96,9 @@ class RecedingHorizon:
             task, max_iterations=int(s.max_iterations), tolerance=float(s.tolerance or task.tolerance), continuation={}
         )
         self._limits = input_limits(task, vi)
+        # the cycle task of each window length, kept: a Task keeps the weight matrices it parsed (~0.6 ms a cycle on
+        # the panda when every cycle parsed its weights anew), and a shrinking horizon has at most N lengths
+        self._window_tasks: dict[int, Task] = {}
 
     @property
     def steps_per_cycle(self) -> int:
@@ -172,7 +175,9 @@ class RecedingHorizon:
         """The window from task step ``step`` planned from ``x_start`` at ``t_start``, warm from ``warm``."""
         X_ref, U_ref = self.window(step)
         N = len(U_ref)
-        task = dataclasses.replace(self._cycle_task, horizon=N)
+        task = self._window_tasks.get(N)
+        if task is None:
+            task = self._window_tasks[N] = dataclasses.replace(self._cycle_task, horizon=N)
         plan, res = plan_task(self.vi, task, x0=x_start, log=self.log, reference=(X_ref, U_ref), warm_start=warm)
         warm_cost = float(res.cost_history[0]) if warm is not None and res.cost_history else math.inf
         accepted = bool(np.isfinite(res.cost)) and (res.converged or res.cost <= warm_cost)
