@@ -235,8 +235,8 @@ def _initial_guess(
 
 def lqr_weights(task: Task, vi: Linearizable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The task's TV-LQR weights (Q, R, Qf) as matrices for this system (``lqr``, else the cost's ``weights``)."""
-    nx, nu, nq = vi.nx, vi.nu, vi.nq
-    return tuple(task.weight(w, "lqr", n, nq) for w, n in (("Q", nx), ("R", nu), ("Qf", nx)))
+    W = task.weight_table(vi.nx, vi.nu, vi.nq)
+    return W["lqr", "Q"], W["lqr", "R"], W["lqr", "Qf"]
 
 
 def hold_start_guess(task: Task, vi: Linearizable, x0: np.ndarray, N: int) -> np.ndarray:
@@ -374,13 +374,7 @@ def plan_task(
     if X_ref.shape != (len(U_ref) + 1, nx) or U_ref.shape[1:] != (nu,):
         raise ValueError(f"reference: X_ref {X_ref.shape} and U_ref {U_ref.shape} do not fit nx={nx}, nu={nu}")
     check_plan_memory(vi, len(U_ref))
-    # Every weight of the plan parsed once (each parse validates the YAML values: ~50 µs apiece).
-    W = {
-        (g, w): task.weight(w, g, n, nq)
-        for g in ("weights", "lqr", "hold")
-        for w, n in (("Q", nx), ("R", nu), ("Qf", nx))
-        if not (g == "hold" and w == "Qf")
-    }
+    W = task.weight_table(nx, nu, nq)  # (every weight of the plan, parsed once per task)
     Q, R, Qf = W["weights", "Q"], W["weights", "R"], W["weights", "Qf"]
     cost = QuadraticTrackingCost(X_ref, U_ref, Q, R, Qf)
     limits = input_limits(task, vi)

@@ -183,6 +183,23 @@ class Task:
             self._resolved[memo] = W
         return W.copy()
 
+    def weight_table(self, nx: int, nu: int, nq: int | None = None) -> dict[tuple[str, str], np.ndarray]:
+        """Every weight of a plan, {(group, which): ``weight(which, group, n, nq)``} for the groups weights, lqr and
+        hold (hold has no Qf), n = nx for Q and Qf, nu for R: copies of matrices kept under one key of the raw values
+        (a plan asks for all eight; one key costs what one ``weight`` call's key does)."""
+        memo = ("table", nx, nu, nq, repr((self.weights, self.lqr, self.hold)))
+        hit = self._resolved.get(memo)
+        if hit is None:
+            hit = {
+                (g, w): self.weight(w, g, n, nq)
+                for g in ("weights", "lqr", "hold")
+                for w, n in (("Q", nx), ("R", nu), ("Qf", nx))
+                if not (g == "hold" and w == "Qf")
+            }
+            if "..." not in memo[4]:  # (numpy abbreviates the repr of large arrays: no key then)
+                self._resolved[memo] = hit
+        return {k: W.copy() for k, W in hit.items()}
+
     def _resolve_weight(self, which: str, group: str, n: int, nq: int | None, chain: list, key: str) -> np.ndarray:
         for d, name in zip(chain, [group, *{"lqr": ["weights"], "hold": ["lqr", "weights"]}.get(group, [])]):
             if which in d:
