@@ -3,8 +3,9 @@ it cannot share a process with the project, whose Pinocchio is 4.1), driven over
 time so that its solves interleave with ours round by round under the same machine load.
 
 Protocol: {"cmd": "setup", "tasks": {name: spec}} → {"ready": [...]}; {"cmd": "solve", "task": name} → one result
-(CPU and wall time of the solve alone, iterations, converged, cost, ‖q_N − q_goal‖∞); {"cmd": "cycle", "task",
-"x0", "start", "length", "max_iterations"} → one MPC cycle (``Task.cycle``); {"cmd": "quit"}.
+(CPU and wall time of the solve alone, CPU time of building its problem before it, iterations, converged, cost,
+‖q_N − q_goal‖∞); {"cmd": "cycle", "task", "x0", "start", "length", "max_iterations"} → one MPC cycle
+(``Task.cycle``); {"cmd": "quit"}.
 
 Each task spec (bench_planner.task_spec, from the project's task YAML) becomes Crocoddyl's own C++ models: free
 forward dynamics of the same URDF (continuous joints as revolute, so q is the angle as in vi_control), explicit Euler
@@ -57,7 +58,16 @@ class Task:
         self.spec = spec
         model = pin.buildModelFromXML(revolute(spec["urdf_xml"]))
         model.gravity.linear[:] = spec["gravity"]
-        self.N, self.dt = spec["N"], spec["dt"]
+        self.N, self.dt, self.model = spec["N"], spec["dt"], model
+        self._build()
+        self.last = None  # (the last solution's window start, xs, us): the next cycle's warm start
+        self.us0 = [np.array(u) for u in spec["U0"]]
+
+    def _build(self) -> None:
+        """The problem from the task's numbers: state, actuation, the running, terminal and hold action models with
+        their costs, the ShootingProblem — what a cold plan builds before it solves (the Pinocchio model, like our
+        system, is built once)."""
+        spec, model = self.spec, self.model
         self.state = crocoddyl.StateMultibody(model)
         self.actuation = crocoddyl.ActuationModelFull(self.state)
         nv = model.nv
@@ -79,9 +89,7 @@ class Task:
         self.terminal = self._action(X_ref[self.N], None, True, lo, hi)
         # a receding window past the task's end holds the goal (planning.mpc's windows after the deadline)
         self.hold = self._action(X_ref[self.N], u_ref[-1], False, lo, hi)
-        self.last = None  # (the last solution's window start, xs, us): the next cycle's warm start
         self.problem = crocoddyl.ShootingProblem(self.x0, self.running, self.terminal)
-        self.us0 = [np.array(u) for u in spec["U0"]]
 
     def _action(self, xref, uref, terminal, lo, hi):
         s = self.spec
@@ -108,7 +116,12 @@ class Task:
         item.residual.reference = target
 
     def solve(self) -> dict:
+        """A cold plan: the problem rebuilt from the task's numbers (``build_ms``), then solved (``cpu_ms``,
+        ``wall_ms``: the solve alone, as before)."""
         s = self.spec
+        b0 = time.process_time()
+        self._build()
+        build = time.process_time() - b0
         c0, t0 = time.process_time(), time.perf_counter()
         # (a given state guess, in (q, v): FDDP starts from it with its gaps, else the rollout of the inputs)
         xs0 = [np.array(x) for x in s["X0"]] if s.get("X0") else self.problem.rollout(self.us0)
@@ -125,6 +138,7 @@ class Task:
         return dict(
             cpu_ms=cpu * 1e3,
             wall_ms=wall * 1e3,
+            build_ms=build * 1e3,
             iterations=int(its),
             outer=outer,
             converged=bool(ok),

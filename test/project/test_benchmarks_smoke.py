@@ -390,3 +390,22 @@ def test_mpc_robustness_benchmark_smoke(tmp_path):
     assert "| pendulum | 2 |" in bench.table({"pendulum": s})
     bench.plot({"pendulum": runs}, tmp_path / "f.png")
     assert (tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_planner_benchmark_ratios_with_and_without_the_peers_problem_build():
+    """Each of our rows carries two ratios to the fastest converged peer configuration: to its solve alone, and to its
+    solve plus the building of its problem (our plan's time builds ours: start, reference, cost, bounds); the peer's
+    row shows its build time."""
+    bench = load_benchmark("bench_planner")
+    ours = [dict(cpu_ms=c, opt_cpu_ms=c - 1, iterations=4, converged=True, goal_error=0.0) for c in (5.0, 6.0, 7.0)]
+    peer = [
+        dict(cpu_ms=c, build_ms=b, iterations=6, converged=True, goal_error=0.0) for c, b in ((3, 2), (2, 4), (4, 1))
+    ]
+    slow = [dict(cpu_ms=9.0, build_ms=0.5, iterations=9, converged=False, goal_error=0.0)] * 3
+    runs = {("t", "compiled"): ours, ("t", "crocoddyl"): peer, ("t", "crocoddyl|our guess"): slow}
+    rows = bench.task_rows(["t"], runs, (0.0,) * 6)
+    mine = next(r for r in rows if r["path"] == "compiled")
+    assert mine["ratio"][:2] == (6.0 / 3.0, 5.0 / 2.0) and mine["ratio"][2] == "crocoddyl"  # (the unconverged one: no)
+    assert mine["ratio_built"][:2] == (6.0 / 5.0, 5.0 / 5.0)  # median of 5, 6, 5; min 5
+    table = bench.task_table(rows)
+    assert "| 2.00 / 2.50 (FDDP) | 1.20 / 1.00 (FDDP) |" in table and "its problem built in 2.0" in table
