@@ -116,8 +116,22 @@ def feedback_rollout(
     weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     input_limits: np.ndarray | None = None,
 ) -> Rollout | None:
-    """The closed-loop rollout of ``feedback_initial_guess`` (same arguments) as a whole: its applied inputs are the
-    guess, and ``ddp(..., initial=...)`` starts from its states instead of replaying them. None if a step fails."""
+    """A closed-loop rollout from x0 that follows (X, U) under TV-LQR gains: u_k = clip(U_k + K_k (X_k ⊖ x_k)), the
+    controller's law (Johnson2015, §VIII) — its applied inputs are the initial guess ``feedback_initial_guess``, and
+    ``ddp(..., initial=...)`` starts from its states instead of replaying them. Open loop, such a guess falls away
+    from an unstable trajectory before the optimizer starts (a pendulum held at the top), or, from a start 0.01 rad
+    off, ends far from a swing-up's goal (the acrobot's rollout amplifies a difference ~1e3×). None if a step fails.
+
+    The gains, exactly one of:
+
+    - ``K`` (N, nu, ndx): a plan's own (the warm start of a re-plan). X is then a trajectory of this system:
+      Newton starts each step at X's next state shifted by x_k ⊖ X_k, and the rollout runs in C where the system
+      has compiled stages (``stage_passes``).
+    - ``weights`` = (Q, R, Qf): TV-LQR (Johnson2015, eq. 36) of (X, U) itself, a reference that need not satisfy the
+      dynamics (a step, Johnson2015, eq. 35; a resampled collocation): Newton starts at the step's own predictor, as
+      X's states may be far from any solution (the task's ``initial_guess: feedback``, the collocation polish). A
+      reference that holds one state under one input throughout (a goal reference) is linearized once.
+    """
     if (K is None) == (weights is None):
         raise ValueError("feedback_initial_guess: give the gains K or the weights (Q, R, Qf) to compute them, one")
     lo, hi = input_bounds(input_limits, vi.nu)
@@ -146,31 +160,11 @@ def _reference_jacobians(vi: Linearizable, stages, X: np.ndarray, U: np.ndarray)
 
 
 def feedback_initial_guess(
-    vi: Linearizable,
-    x0: np.ndarray,
-    X: np.ndarray,
-    U: np.ndarray,
-    K: np.ndarray | None = None,
-    weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    input_limits: np.ndarray | None = None,
+    vi: Linearizable, x0: np.ndarray, X: np.ndarray, U: np.ndarray, **gains
 ) -> np.ndarray | None:
-    """Initial inputs (N, nu) of a closed-loop rollout from x0 that follows (X, U) under TV-LQR gains:
-    u_k = clip(U_k + K_k (X_k ⊖ x_k)), the controller's law (Johnson2015, §VIII). Open loop, such a guess falls away
-    from an unstable trajectory before the optimizer starts (a pendulum held at the top), or, from a start 0.01 rad
-    off, ends far from a swing-up's goal (the acrobot's rollout amplifies a difference ~1e3×). None if a step fails.
-
-    The gains, exactly one of:
-
-    - ``K`` (N, nu, ndx): a plan's own (the warm start of a re-plan). X is then a trajectory of this system:
-      Newton starts each step at X's next state shifted by x_k ⊖ X_k, and the rollout runs in C where the system
-      has compiled stages (``stage_passes``).
-    - ``weights`` = (Q, R, Qf): TV-LQR (Johnson2015, eq. 36) of (X, U) itself, a reference that need not satisfy the
-      dynamics (a step, Johnson2015, eq. 35; a resampled collocation): Newton starts at the step's own predictor, as
-      X's states may be far from any solution (the task's ``initial_guess: feedback``, the collocation polish).
-
-    ``feedback_rollout`` returns the whole rollout.
-    """
-    ro = feedback_rollout(vi, x0, X, U, K, weights, input_limits)
+    """Initial inputs (N, nu): the inputs applied in ``feedback_rollout(vi, x0, X, U, **gains)`` — ``gains`` its
+    ``K`` or ``weights``, and ``input_limits`` — or None if a step of that rollout fails."""
+    ro = feedback_rollout(vi, x0, X, U, **gains)
     return None if ro is None else ro.U
 
 
