@@ -448,3 +448,18 @@ def test_copied_pivots_and_gains_without_their_trajectory_do_not_crash_the_kerne
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert "refused: Cannot cast array data from dtype('float64') to dtype('int64')" in out.stdout, out.stdout
     assert "refused: rollout: the gains K act on x − X_nom: give X_nom with them" in out.stdout, out.stdout
+
+
+def test_the_step_kernel_is_built_once_per_kind_and_is_a_fresh_builds():
+    """``DiscreteSystemStructure.step_kernel`` keeps the kernel it built (a plan asks for it twice, an MPC loop every
+    cycle): the same object again for the same kind, another for the other kind (without the Hessian), and field for
+    field what a structure built afresh for the same model gives."""
+    task = load_task("task_pendulum_swingup")
+    s = make_system(task).structure
+    with_h, without_h = s.step_kernel(True), s.step_kernel(False)
+    assert with_h is s.step_kernel(True) and without_h is s.step_kernel(False) and with_h is not without_h
+    assert with_h.hessian != 0 and without_h.hessian == 0 and with_h.linearize == without_h.linearize
+    fresh = make_system(task).structure.step_kernel(True)
+    for f in dataclasses.fields(with_h):
+        a, b = getattr(with_h, f.name), getattr(fresh, f.name)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name

@@ -373,10 +373,15 @@ class DiscreteSystemStructure:
         )
         # The whole Newton step is one call into our C driver (over the VM's functions where they did not compile).
         self.newton = NewtonStepC(self) if eager else None
+        self._kernels: dict[bool, StepKernel] = {}  # (step_kernel's, once built: its functions do not change)
 
     def step_kernel(self, with_hessian: bool = True) -> StepKernel | None:
         """The compiled step for whole-trajectory C (``StepKernel``), or None unless the Newton driver, 'linearize'
-        and (``with_hessian``) 'hessian' are all generated C. The derivative functions compile here on first use."""
+        and (``with_hessian``) 'hessian' are all generated C. The derivative functions compile here on first use; a
+        kernel once built is kept (a plan asks twice, an MPC loop every cycle)."""
+        kept = self._kernels.get(with_hessian)
+        if kept is not None:
+            return kept
         if self.newton is None or not self.newton.generated:
             return None
         fns = self.functions
@@ -387,7 +392,7 @@ class DiscreteSystemStructure:
         lib.vi_newton_workspace.restype = ctypes.c_longlong
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(self.nq), ctypes.c_longlong(self.ny))
         n_iw, n_w = fns.work_sizes(names)
-        return StepKernel(
+        kernel = self._kernels[with_hessian] = StepKernel(
             newton=ctypes.cast(lib.vi_newton_step, ctypes.c_void_p).value,
             linearize=fns["linearize"].address,
             hessian=fns["hessian"].address if with_hessian else 0,
@@ -407,3 +412,4 @@ class DiscreteSystemStructure:
             rot=self.newton.rot,
             max_configuration=MAX_CONFIGURATION,
         )
+        return kernel
