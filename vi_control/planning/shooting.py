@@ -113,10 +113,12 @@ def input_bounds(limits: np.ndarray | None, nu: int) -> tuple[np.ndarray, np.nda
     if limits is None:
         hi = np.full(nu, np.inf)
     else:
-        if np.size(limits) not in (1, nu):
-            raise ValueError(f"input limits: expected one bound or {nu} (one per input), got {np.size(limits)}")
-        hi = np.broadcast_to(np.asarray(limits, float), (nu,)).copy()
-        if np.any(hi <= 0) or np.any(np.isnan(hi)):
+        hi = np.array(limits, float).reshape(-1)
+        if hi.size not in (1, nu):
+            raise ValueError(f"input limits: expected one bound or {nu} (one per input), got {hi.size}")
+        if hi.size != nu:
+            hi = np.full(nu, hi[0])
+        if not (hi > 0).all():  # (NaN too)
             raise ValueError(f"input limits must be positive (inf for none), got {hi}")
     return -hi, hi
 
