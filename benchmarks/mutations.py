@@ -256,6 +256,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test/planning/test_planning_mpc.py",),
     ),
     Mutation(
+        "ddp_takes_another_systems_rollout",
+        "vi_control/planning/ddp.py",
+        "and ro.system is vi\n",
+        "\n",
+        "ddp starts from a rollout computed on another system (same sizes, start and inputs)",
+        ("test/planning/test_planning_initial_guess.py",),
+    ),
+    Mutation(
         "ddp_takes_any_initial_rollout",
         "vi_control/planning/ddp.py",
         "and np.array_equal(ro.U, U0)\n",

@@ -208,7 +208,8 @@ def test_a_goal_reference_is_linearized_once_as_every_stage():
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
 def test_ddp_starts_from_the_guess_rollout_as_it_is(path, monkeypatch):
     """``ddp(..., initial=feedback_rollout(...))`` takes the guess's own rollout instead of replaying its inputs (one
-    rollout fewer) and ends where the replay does; a rollout of other inputs or from another start is not used."""
+    rollout fewer) and ends where the replay does; a rollout of other inputs, from another start or of another system
+    is not used."""
     from vi_control.planning import QuadraticTrackingCost
     from vi_control.planning.ddp import ddp, feedback_rollout
 
@@ -231,6 +232,7 @@ def test_ddp_starts_from_the_guess_rollout_as_it_is(path, monkeypatch):
         ("initial", ro.U, ro),
         ("other inputs", other, ro),
         ("other start", ro.U, ro._replace(X=ro.X + 1e-3)),
+        ("other system", ro.U, ro._replace(system=make_system(task))),  # (the same model, another object)
     ):
         calls.clear()
         runs[name] = ddp(vi, cost, x0, U0, limits, tolerance=1e-6, initial=initial), len(calls)
@@ -238,7 +240,7 @@ def test_ddp_starts_from_the_guess_rollout_as_it_is(path, monkeypatch):
     assert n_taken == n_replay - 1 and taken.iterations == replay.iterations and taken.converged
     assert abs(taken.cost - replay.cost) <= 1e-9 * replay.cost
     assert np.abs(taken.U - replay.U).max() <= 1e-6
-    for name in ("other inputs", "other start"):
+    for name in ("other inputs", "other start", "other system"):
         res, n = runs[name]
         assert n == n_replay, name  # (replayed: the rollout given is not theirs)
     plain = ddp(vi, cost, x0, other, limits, tolerance=1e-6)

@@ -98,13 +98,14 @@ def stage_passes(vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray, secon
 
 class Rollout(NamedTuple):
     """A rollout from x0 as ``stage_passes`` computed it: states X (N+1, nx), the inputs applied U (N, nu), each
-    step's solution ``results`` (Y (N, ny) on the compiled path, ``StepResult``s on the numpy path) and which path
-    computed them (``compiled``)."""
+    step's solution ``results`` (Y (N, ny) on the compiled path, ``StepResult``s on the numpy path), which path
+    computed them (``compiled``) and on which system."""
 
     X: np.ndarray
     U: np.ndarray
     results: object
     compiled: bool
+    system: Linearizable
 
 
 def feedback_rollout(
@@ -147,7 +148,7 @@ def feedback_rollout(
         ro = stages.rollout(x0, U, X, -K, predict=True)  # rollout's convention: u = U + K (x − X)
     else:
         ro = stages.rollout(x0, U, X, -np.asarray(K, float))
-    return None if ro is None else Rollout(ro[0], np.array(ro[1]), ro[2], stages.compiled)
+    return None if ro is None else Rollout(ro[0], np.array(ro[1]), ro[2], stages.compiled, vi)
 
 
 def _reference_jacobians(vi: Linearizable, stages, X: np.ndarray, U: np.ndarray) -> tuple | None:
@@ -206,11 +207,12 @@ def regularization_unit(cost: QuadraticTrackingCost, B: np.ndarray) -> float:
     return float(np.clip(c, 1e-250, 1.0)) if np.isfinite(c) and c > 0.0 else 1.0
 
 
-def _is_rollout_of(ro: Rollout | None, x0, U0, lo: np.ndarray, hi: np.ndarray, compiled: bool) -> bool:
-    """Whether ``ro`` is the rollout of U0 from x0 that ``ddp`` would compute: the same start and inputs, inputs
-    within the bounds (so that no clip changes them) and results of the same stage path."""
+def _is_rollout_of(ro: Rollout | None, vi, x0, U0, lo: np.ndarray, hi: np.ndarray, compiled: bool) -> bool:
+    """Whether ``ro`` is the rollout of U0 from x0 that ``ddp`` would compute: the same system, start and inputs,
+    inputs within the bounds (so that no clip changes them) and results of the same stage path."""
     return (
         ro is not None
+        and ro.system is vi
         and ro.compiled == compiled
         and np.array_equal(ro.X[0], x0)
         and np.array_equal(ro.U, U0)
@@ -240,7 +242,7 @@ def ddp(
     directional derivative of J along the Newton direction, |Σ k_kᵀQ_u,k|, falls below ``tolerance`` (the seed's
     measure, Fig. 3: 1e-6), or when no step decreases J. ``initial``: U0's own rollout from x0 (``feedback_rollout``'s,
     whose applied inputs are U0): its states are taken as they are instead of replaying U0 — used only where it is
-    that rollout (its start x0, its inputs U0 within the bounds, the same stage path).
+    that rollout (this system, its start x0, its inputs U0 within the bounds, the same stage path).
     """
     check_optimizer_options(max_iterations, tolerance, regularization)
     check_problem(vi, cost, x0, U0, X0)
@@ -249,7 +251,7 @@ def ddp(
     t0, c0 = time.perf_counter(), time.process_time()
     lo, hi = input_bounds(input_limits, vi.nu)
     stages = stage_passes(vi, cost.N, lo, hi, second_order)
-    if _is_rollout_of(initial, x0, U0, lo, hi, stages.compiled):
+    if _is_rollout_of(initial, vi, x0, U0, lo, hi, stages.compiled):
         X, U, results = initial.X, initial.U, initial.results
     else:
         lo, hi, X, U, results = initial_rollout(vi, x0, U0, cost.N, input_limits, X0, stages.rollout)
