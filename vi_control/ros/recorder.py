@@ -39,7 +39,7 @@ class Recorder(Node):
         records every sample, a best-effort one only the newest (a rate measurement: a reliable reader slows a
         fast writer, and one that lost a sample delivers nothing newer until the writer's heartbeat repairs it)."""
         super().__init__(name, namespace=namespace)
-        self.joint_names = joint_names
+        self.joint_names, self.controller_name = joint_names, controller_name
         self.lock = threading.Lock()
         self.states: list[tuple[float, float, np.ndarray, np.ndarray]] = []  # (receive, stamp, q, effort)
         self.commands: list[tuple[float, np.ndarray]] = []  # (receive, data)
