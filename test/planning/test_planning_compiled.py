@@ -450,7 +450,7 @@ def test_copied_pivots_and_gains_without_their_trajectory_do_not_crash_the_kerne
     assert "refused: rollout: the gains K act on x − X_nom: give X_nom with them" in out.stdout, out.stdout
 
 
-def test_the_step_kernel_is_built_once_per_kind_and_is_a_fresh_builds():
+def test_the_step_kernel_is_built_once_per_kind_and_equals_a_fresh_build():
     """``DiscreteSystemStructure.step_kernel`` keeps the kernel it built (a plan asks for it twice, an MPC loop every
     cycle): the same object again for the same kind, another for the other kind (without the Hessian), and field for
     field what a structure built afresh for the same model gives."""

@@ -134,7 +134,7 @@ def feedback_rollout(
       reference that holds one state under one input throughout (a goal reference) is linearized once.
     """
     if (K is None) == (weights is None):
-        raise ValueError("feedback_initial_guess: give the gains K or the weights (Q, R, Qf) to compute them, one")
+        raise ValueError("feedback_rollout: give the gains K or the weights (Q, R, Qf) to compute them, one")
     lo, hi = input_bounds(input_limits, vi.nu)
     x0, U = np.asarray(x0, float), np.asarray(U, float)
     stages = stage_passes(vi, len(U), lo, hi, second_order=False)
