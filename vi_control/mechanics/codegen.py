@@ -38,10 +38,14 @@ _COMPILE_LIMIT_OPS = 400_000
 _O0_LIMIT_OPS = 1_000_000
 
 # -O1: the same step speed as -O2 on generated straight-line code (panda: 13.5 vs 13.9 µs CPU per step)
-# for 2/3 of the gcc time; measured in docs/benchmarks/step.md. VI_CONTROL_CFLAGS overrides, e.g.
-# "-O1 -march=native -ffp-contract=off" (~20 % faster steps, same numbers, but the library then only
-# runs on CPUs like this one). The flags are part of the cache key.
-DEFAULT_CFLAGS = "-O1"
+# for 2/3 of the gcc time; measured in docs/benchmarks/step.md. -march=native: code for this machine's CPU (the panda
+# plan ~16 % faster, docs/benchmarks/planner.md), with -ffp-contract=off so that no multiply-add is fused: the same
+# numbers as a portable build, bit for bit. Such a library runs only on CPUs like this one, so what "native" resolves
+# to here is part of its cache key (``native_target``), and where the compiler cannot say or the build fails, the
+# library is built portable (without the native flags). VI_CONTROL_CFLAGS overrides (e.g. "-O1" for portable
+# builds only). The flags are part of the cache key.
+DEFAULT_CFLAGS = "-O1 -march=native -ffp-contract=off"
+NATIVE_FLAGS = ("-march=native", "-mtune=native", "-mcpu=native")
 
 
 def cflags(level: str | None = None) -> list[str]:
@@ -214,18 +218,60 @@ def _build(
     return None if so is None else ctypes.CDLL(str(so))
 
 
+@functools.cache
+def native_target(cc: str, flags: tuple[str, ...]) -> str | None:
+    """What the native options among ``flags`` (``NATIVE_FLAGS``) resolve to for the compiler ``cc`` on this machine —
+    the target options its driver passes on (gcc: ``-march=rocketlake -mavx2 -mno-xop …``; clang: its
+    ``-target-cpu``/``-target-feature`` list) — or None where its output does not say. Part of the cache key of a
+    native build: a library built for one CPU is never loaded on another that shares the cache (a home directory on
+    a cluster's file server)."""
+    try:
+        res = subprocess.run([cc, *flags, "-E", "-v", "-"], input="", capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if res.returncode != 0:
+        return None
+    for line in res.stderr.splitlines():
+        toks = line.replace('"', " ").split()
+        if not any(t.endswith("cc1") or t == "-cc1" for t in toks):
+            continue
+        target = [
+            t
+            for i, t in enumerate(toks)
+            if (t.startswith("-m") and "native" not in t) or (i and toks[i - 1] in ("-target-cpu", "-target-feature"))
+        ]
+        if any(t.startswith(("-march=", "-mcpu=")) for t in target) or "-target-cpu" in toks:
+            return " ".join(target)
+    return None
+
+
+def portable(flags: list[str]) -> list[str]:
+    """``flags`` without the native options (``NATIVE_FLAGS``): a build that runs on any CPU of the architecture."""
+    return [f for f in flags if f not in NATIVE_FLAGS]
+
+
+_native_fallbacks: set[str] = set()  # (the compilers whose native builds failed: warned once each)
+
+
 def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -> Path | None:
     """``<cache>/<prefix>_<hash>.so`` of C source ``src``, compiled once per (source, flags); None on failure.
 
     The cache (mechanics.cache) only hands out an entry it verified — a private directory, our own regular
     file, the content hash recorded when we built it — and rebuilds anything else: a planted, foreign,
     symlinked, truncated or corrupt entry is never loaded. A failed build warns with the compiler's message
-    (never silently slower).
+    (never silently slower). Native options (``-march=native``, …) are keyed by what they resolve to here
+    (``native_target``); where that cannot be told, or the native build fails (warned once per compiler), the
+    library is built without them (``portable``).
     """
     cc = compiler()
     if cc is None:
         return None
-    name = cache.entry_name(prefix, " ".join(flags) + "\n" + src)
+    target = ""
+    if any(f in NATIVE_FLAGS for f in flags):
+        target = native_target(cc, tuple(flags))
+        if target is None:
+            return compile_shared_library(src, prefix, portable(flags), what)
+    name = cache.entry_name(prefix, " ".join(flags) + (f"\n{target}" if target else "") + "\n" + src)
     so = cache.lookup(name)
     if so is not None:
         build_stats["cache_hits"] += 1
@@ -242,6 +288,16 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
                 if res.returncode < 0
                 else f"exit code {res.returncode}, no message"
             )
+            if target:  # (a compiler that resolves "native" but cannot build for it: portable code, still compiled)
+                if cc not in _native_fallbacks:
+                    _native_fallbacks.add(cc)
+                    warnings.warn(
+                        f"vi_control: compiling {what} for this CPU ({' '.join(f for f in flags if f in NATIVE_FLAGS)})"
+                        f" failed, building portable code instead: {why}",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
+                return compile_shared_library(src, prefix, portable(flags), what)
             warnings.warn(f"vi_control: compiling {what} failed: {why}", RuntimeWarning, stacklevel=3)
             return None
         so = cache.store(name, Path(tmp, "lib.so").read_bytes())
