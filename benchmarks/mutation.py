@@ -3,7 +3,8 @@
 Each mutation of ``benchmarks/mutations.py`` is applied to a temporary COPY of the repository (never to the
 working tree), and only the test files it names run against that copy (``python -m pytest -x`` with the copy
 first on PYTHONPATH, a timeout per mutation; node processes of ROS tests inherit the path). A failing run kills
-the mutation, a passing one lets it survive, a timeout counts as killed (reported as such). C sources are
+the mutation, a passing one lets it survive, a timeout, or a test process killed by a signal
+(a crash the mutation caused), counts as killed (reported as such). C sources are
 mutated like Python ones: the compile cache is keyed by the source, so a mutated kernel is compiled for the run.
 
 Why not mutmut: it mutates in place, runs the whole suite per mutant and knows nothing of our generated and
@@ -69,18 +70,20 @@ class MutationError(ValueError):
 @dataclass
 class Outcome:
     mutation: Mutation
-    status: str  # killed | survived | timeout | error
+    status: str  # killed | crashed | survived | timeout | error
     seconds: float
     output: str = ""
 
     @property
     def killed(self) -> bool:
-        return self.status in ("killed", "timeout")
+        return self.status in ("killed", "crashed", "timeout")
 
     @property
     def reason(self) -> str:
-        """pytest's first FAILED/ERROR line: which test noticed (a collection error is no kill to be proud of)."""
-        return next((ln.strip() for ln in self.output.splitlines() if ln.startswith(("FAILED ", "ERROR "))), "")
+        """pytest's first FAILED/ERROR line: which test noticed (a collection error is no kill to be proud of); for a
+        crash, the signal that killed the test process."""
+        lines = self.output.splitlines()
+        return next((ln.strip() for ln in lines if ln.startswith(("FAILED ", "ERROR ", "crashed: "))), "")
 
 
 def copy_repository(dst: Path, src: Path = ROOT, names: Sequence[str] = COPIED) -> Path:
@@ -143,7 +146,8 @@ def run_tests(root: Path, tests: Sequence[str], timeout: float) -> tuple[str, fl
         )
         try:
             rc = proc.wait(timeout)
-            status = {0: "passed", 1: "failed"}.get(rc, "error")
+            # (a test process killed by a signal — a segfault or abort the mutation caused — is a failed run for CI)
+            status = "crashed" if rc < 0 else {0: "passed", 1: "failed"}.get(rc, "error")
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGINT)
             try:
@@ -153,7 +157,7 @@ def run_tests(root: Path, tests: Sequence[str], timeout: float) -> tuple[str, fl
                 proc.wait()
             status = "timeout"
         out.seek(0)
-        tail = out.read()[-3000:]
+        tail = out.read()[-3000:] + (f"\ncrashed: killed by signal {-rc}" if status == "crashed" else "")
     return status, time.monotonic() - t0, tail
 
 

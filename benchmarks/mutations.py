@@ -62,6 +62,22 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # ---- mechanics (the discrete Lagrangian and the DEL residual, generated C) ----------------------------------
     Mutation(
+        "native_build_not_keyed_by_cpu",
+        "vi_control/mechanics/codegen.py",
+        '" ".join(flags) + (f"\\n{target}" if target else "") + "\\n" + src',
+        '" ".join(flags) + "\\n" + src',
+        "a library built for this CPU is found under the same cache key on another CPU (a shared home directory)",
+        ("test/mechanics/test_codegen_native.py",),
+    ),
+    Mutation(
+        "failed_native_build_not_rebuilt_portable",
+        "vi_control/mechanics/codegen.py",
+        "                return compile_shared_library(src, prefix, portable(flags), what)\n            warnings.warn(",
+        "                return None\n            warnings.warn(",
+        "where the compiler cannot build for this CPU, the model runs in the CasADi VM instead of portable C",
+        ("test/mechanics/test_codegen_native.py",),
+    ),
+    Mutation(
         "rectangle_rule",
         "vi_control/mechanics/lagrangians.py",
         "dt * L((q0 + q1) / 2, (q1 - q0) / dt)",

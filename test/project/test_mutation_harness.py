@@ -55,3 +55,18 @@ def test_harness_detects_killed_and_surviving_mutations_on_a_copy(tmp_path):
     assert hashlib.sha256(src.read_bytes()).hexdigest() == before  # the working tree is never mutated
     table = harness.score_table([killed, survived], markdown=True)
     assert "| control | 1 / 2 | tracking_index_truncates |" in table
+
+
+def test_a_test_process_the_mutation_crashes_counts_as_killed(tmp_path):
+    """A mutation that makes the tests' process die by a signal (a segfault in a solver, an abort) fails CI as surely
+    as a failing assertion: the harness counts it killed ("crashed", with the signal); a collection error stays an
+    error (the tests never ran)."""
+    (tmp_path / "test_crash.py").write_text("import os\n\n\ndef test_crash():\n    os.abort()\n")
+    (tmp_path / "test_broken.py").write_text("def test_broken(:\n    pass\n")
+    status, _, tail = harness.run_tests(tmp_path, ["test_crash.py"], timeout=120)
+    assert status == "crashed" and tail.endswith("crashed: killed by signal 6"), tail[-500:]
+    m = harness.MUTATIONS[0]
+    crashed = harness.Outcome(m, status, 1.0, tail)
+    assert crashed.killed and crashed.reason == "crashed: killed by signal 6"
+    status, _, tail = harness.run_tests(tmp_path, ["test_broken.py"], timeout=120)
+    assert status == "error" and not harness.Outcome(m, status, 1.0, tail).killed
