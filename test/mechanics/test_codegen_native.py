@@ -58,7 +58,7 @@ def test_a_native_build_is_keyed_by_the_cpu_it_targets(tmp_path, monkeypatch):
     target = codegen.native_target(codegen.compiler(), tuple(NATIVE))
     if target is None:
         pytest.skip("this compiler does not say what -march=native resolves to")
-    assert "native" not in target and any(t.startswith(("-march=", "-mcpu=", "-target-cpu")) for t in target.split())
+    assert "native" not in target and any(t.startswith(("-march=", "-mcpu=", "-target-cpu=")) for t in target.split())
     monkeypatch.setenv("VI_CONTROL_CACHE", str(tmp_path / "cache"))
     so = codegen.compile_shared_library(SRC, "t", NATIVE, "test library")
     assert so.name.startswith(_entry(NATIVE, target)) and so.name != _entry(NATIVE)
@@ -137,3 +137,22 @@ def test_the_default_flags_resolve_here_once():
     hits = codegen.native_target.cache_info().hits
     codegen.native_target(cc, tuple(NATIVE))
     assert codegen.native_target.cache_info().hits == hits + 1
+
+
+CLANG_V = (  # (the cc1 line of `clang-14 -march=native -E -v -` on a Rocket Lake machine, shortened)
+    ' "/usr/lib/llvm-14/bin/clang" -cc1 -triple x86_64-pc-linux-gnu -E -disable-free -main-file-name - '
+    "-mrelocation-model pic -pic-level 2 -mframe-pointer=none -ffp-contract=off -target-cpu rocketlake "
+    "-target-feature -avx512pf -target-feature +avx2 -target-feature +fma -debugger-tuning=gdb -o - -x c -\n"
+    "clang -cc1 version 14.0.6 based upon LLVM 14.0.6 default target x86_64-pc-linux-gnu\n"
+)
+
+
+def test_clangs_answer_is_read_as_its_target_cpu_and_features(tmp_path):
+    """clang names what -march=native means as -target-cpu and -target-feature pairs in its cc1 line: they become the
+    key (a compiler that prints this line for -E -v, as clang 14 does)."""
+    (tmp_path / "v.txt").write_text(CLANG_V)
+    cc = _wrapper(tmp_path, f'case " $* " in *" -E "*) cat "{tmp_path / "v.txt"}" >&2; exit 0 ;; esac')
+    target = codegen.native_target(cc, tuple(NATIVE))
+    assert target is not None and "-target-cpu=rocketlake" in target.split()
+    assert {"-target-feature=-avx512pf", "-target-feature=+avx2", "-target-feature=+fma"} <= set(target.split())
+    assert "native" not in target and "-ffp-contract=off" not in target

@@ -221,10 +221,10 @@ def _build(
 @functools.cache
 def native_target(cc: str, flags: tuple[str, ...]) -> str | None:
     """What the native options among ``flags`` (``NATIVE_FLAGS``) resolve to for the compiler ``cc`` on this machine —
-    the target options its driver passes on (gcc: ``-march=rocketlake -mavx2 -mno-xop …``; clang: its
-    ``-target-cpu``/``-target-feature`` list) — or None where its output does not say. Part of the cache key of a
-    native build: a library built for one CPU is never loaded on another that shares the cache (a home directory on
-    a cluster's file server)."""
+    the target options its driver passes on (gcc: ``-march=rocketlake -mavx2 -mno-xop …``; clang:
+    ``-target-cpu=rocketlake -target-feature=+avx2 …``) — or None where its output does not say. Part of the cache
+    key of a native build: a library built for one CPU is never loaded on another that shares the cache (a home
+    directory on a cluster's file server)."""
     try:
         res = subprocess.run([cc, *flags, "-E", "-v", "-"], input="", capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
@@ -236,11 +236,11 @@ def native_target(cc: str, flags: tuple[str, ...]) -> str | None:
         if not any(t.endswith("cc1") or t == "-cc1" for t in toks):
             continue
         target = [
-            t
+            f"{toks[i - 1]}={t}" if i and toks[i - 1] in ("-target-cpu", "-target-feature") else t
             for i, t in enumerate(toks)
             if (t.startswith("-m") and "native" not in t) or (i and toks[i - 1] in ("-target-cpu", "-target-feature"))
         ]
-        if any(t.startswith(("-march=", "-mcpu=")) for t in target) or "-target-cpu" in toks:
+        if any(t.startswith(("-march=", "-mcpu=", "-target-cpu=")) for t in target):
             return " ".join(target)
     return None
 
