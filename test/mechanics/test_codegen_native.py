@@ -84,6 +84,25 @@ def test_a_compiler_that_cannot_build_native_code_builds_portable_and_says_so(tm
     assert os.path.basename(got["so"]).startswith(_entry(["-O1", "-ffp-contract=off"]))
     assert len(got["warnings"]) == 1 and "for this CPU (-march=native) failed" in got["warnings"][0]
     assert "no such CPU" in got["warnings"][0] and "portable" in got["warnings"][0]
+    # a second library in the same process: straight to portable, no second failed native build, no second warning
+    log = tmp_path / "builds.txt"
+    cc = _wrapper(
+        tmp_path,
+        f'case " $* " in *" -shared "*) echo "$*" >> "{log}" ;; esac\n'
+        'case " $* " in *" -march=native "*" -shared "*) echo "no such CPU" >&2; exit 1 ;; esac',
+    )
+    two = "import sys, warnings; warnings.simplefilter('always'); from vi_control.mechanics import codegen as c\n"
+    two += "with warnings.catch_warnings(record=True) as w:\n"
+    two += "    for src in (sys.argv[1], sys.argv[1] + '/* another */'):\n"
+    two += "        assert c.compile_shared_library(src, 't', sys.argv[2].split(), 'test library') is not None\n"
+    two += "print(len(w))"
+    env = {**os.environ, "VI_CONTROL_CACHE": str(tmp_path / "cache3"), "CC": cc}
+    out = subprocess.run(
+        [sys.executable, "-c", two, SRC, " ".join(NATIVE)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0 and out.stdout.split() == ["1"], out.stderr[-1000:]
+    builds = log.read_text().splitlines()
+    assert len(builds) == 3 and sum("-march=native" in b for b in builds) == 1, builds
     # a flag of the user's that fails is no native build: it fails as it is, warned, not retried
     code = "import sys; from vi_control.mechanics import codegen as c; "
     code += "print(c.compile_shared_library(sys.argv[1], 't', sys.argv[2].split(), 'test library'))"

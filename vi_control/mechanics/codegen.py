@@ -250,7 +250,7 @@ def portable(flags: list[str]) -> list[str]:
     return [f for f in flags if f not in NATIVE_FLAGS]
 
 
-_native_fallbacks: set[str] = set()  # (the compilers whose native builds failed: warned once each)
+_native_fallbacks: set[str] = set()  # the compilers whose native build failed: warned once, then built portable only
 
 
 def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -> Path | None:
@@ -260,15 +260,16 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
     file, the content hash recorded when we built it — and rebuilds anything else: a planted, foreign,
     symlinked, truncated or corrupt entry is never loaded. A failed build warns with the compiler's message
     (never silently slower). Native options (``-march=native``, …) are keyed by what they resolve to here
-    (``native_target``); where that cannot be told, or the native build fails (warned once per compiler), the
-    library is built without them (``portable``).
+    (``native_target``); where that cannot be told, or the native build fails (warned once: that compiler then
+    builds every later library portable), the library is built without them (``portable``).
     """
     cc = compiler()
     if cc is None:
         return None
     target = ""
     if any(f in NATIVE_FLAGS for f in flags):
-        target = native_target(cc, tuple(flags))
+        # (a compiler that failed one native build fails the next: no second failed gcc run per library)
+        target = None if cc in _native_fallbacks else native_target(cc, tuple(flags))
         if target is None:
             return compile_shared_library(src, prefix, portable(flags), what)
     name = cache.entry_name(prefix, " ".join(flags) + (f"\n{target}" if target else "") + "\n" + src)
@@ -289,14 +290,13 @@ def compile_shared_library(src: str, prefix: str, flags: list[str], what: str) -
                 else f"exit code {res.returncode}, no message"
             )
             if target:  # (a compiler that resolves "native" but cannot build for it: portable code, still compiled)
-                if cc not in _native_fallbacks:
-                    _native_fallbacks.add(cc)
-                    warnings.warn(
-                        f"vi_control: compiling {what} for this CPU ({' '.join(f for f in flags if f in NATIVE_FLAGS)})"
-                        f" failed, building portable code instead: {why}",
-                        RuntimeWarning,
-                        stacklevel=3,
-                    )
+                _native_fallbacks.add(cc)
+                warnings.warn(
+                    f"vi_control: compiling {what} for this CPU ({' '.join(f for f in flags if f in NATIVE_FLAGS)})"
+                    f" failed, building portable code instead (and for every later library): {why}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
                 return compile_shared_library(src, prefix, portable(flags), what)
             warnings.warn(f"vi_control: compiling {what} failed: {why}", RuntimeWarning, stacklevel=3)
             return None
