@@ -159,8 +159,8 @@ def test_the_command_does_not_jump_when_the_controller_switches_plans(panda):
 
 def test_cycles_of_one_window_length_parse_the_tasks_weights_once(panda, monkeypatch):
     """The cycle task of each window length is kept (``RecedingHorizon._window_tasks``), and with it the weight
-    matrices it parsed: receding cycles of one length parse the task's weights in their first cycle only, and a
-    shrinking horizon once per length. The plans are those of a fresh task each cycle."""
+    matrices it parsed: receding cycles of one length parse the task's weights in their first cycle only. The plans
+    are those of a fresh task each cycle."""
     from vi_control.planning.task import Task
 
     task, vi = panda
@@ -177,7 +177,7 @@ def test_cycles_of_one_window_length_parse_the_tasks_weights_once(panda, monkeyp
         counts.append(len(parses))
         plans.append(cyc.plan)
         plan = cyc.plan
-    assert counts[0] > 0 and counts[1:] == [0, 0], counts
+    assert counts == [0, 0, 0], counts  # (start() parsed them, for the task the windows share them with)
     assert set(m._window_tasks) == {8}
     # the same plans as cycles that each build their task anew
     fresh = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2))
@@ -186,3 +186,31 @@ def test_cycles_of_one_window_length_parse_the_tasks_weights_once(panda, monkeyp
         fresh._window_tasks.clear()
         plan = fresh.cycle(j * 2 * vi.dt, plan.X[2], plan).plan
         assert np.array_equal(plan.U, kept.U) and np.array_equal(plan.K, kept.K)
+
+
+def test_a_shrinking_horizons_windows_share_the_weights_parsed_once(panda, monkeypatch):
+    """A shrinking horizon plans a window of a new length every cycle; the windows' tasks share the weights the
+    first plan parsed (``Task.replaced``): no cycle parses them, and a task that changes its weights still parses its
+    own (the memo is keyed by the raw values)."""
+    from vi_control.planning.task import Task
+
+    _, vi = panda
+    task = load_task("task_panda_reach")  # (its own: the fixture's task has parsed its weights before)
+    parses = []
+    original = Task._resolve_weight
+    monkeypatch.setattr(Task, "_resolve_weight", lambda self, *a: parses.append(a[:2]) or original(self, *a))
+    m = RecedingHorizon(vi, task, MPCSettings(period=vi.dt, shrinking=True, min_horizon=2, max_iterations=1))
+    plan = m.start().plan
+    assert parses, "the first plan parses the weights"
+    parses.clear()
+    lengths = []
+    for j in range(1, 4):
+        cyc = m.cycle(j * vi.dt, plan.X[1], plan)
+        plan = cyc.plan
+        lengths.append(cyc.plan.horizon)
+    assert len(set(lengths)) == 3, lengths  # (three window lengths: three tasks)
+    assert parses == [], parses
+    heavier = m._cycle_task.replaced(weights={**task.weights, "R": 0.5})
+    W = heavier.weight_table(vi.nx, vi.nu, vi.nq)
+    assert ("R", "weights") in parses and np.array_equal(W["weights", "R"], 0.5 * np.eye(vi.nu))
+    assert not np.array_equal(m._cycle_task.weight_table(vi.nx, vi.nu, vi.nq)["weights", "R"], W["weights", "R"])
