@@ -196,3 +196,53 @@ def test_plan_times_must_resolve_dt_at_their_magnitude():
         _tiny_plan(np.array([1.8e9, 1.8e9 + dt, 1.8e9 + 2.5 * dt]), dt)
     with pytest.raises(PlanError, match="dt: must be a positive finite number"):
         _tiny_plan(np.arange(3) * dt, 10**400)
+
+
+def test_shifted_receded_and_fitted_plans_are_plans_construction_accepts():
+    """``shifted``, ``receded`` and ``fitted`` derive plans without running construction's checks again (rows of the
+    plan's own arrays, its hold repeated); each derived plan is what ``Plan(...)`` of the same fields builds and
+    accepts. Their times are still checked at the boundary: ``shifted`` to 2⁴² s is accepted at dt = 10 ms, to 2⁴³ s
+    refused; a t0 that is not a finite number is a PlanError."""
+    dt, n = 0.01, 5
+    rng = np.random.default_rng(3)
+    base = Plan(
+        times=1.0 + dt * np.arange(n + 1),
+        X=rng.normal(size=(n + 1, 2)),
+        U=rng.normal(size=(n, 1)),
+        K=rng.normal(size=(n, 1, 2)),
+        dt=dt,
+        model_name="m",
+        model_hash="h",
+        joint_names=["a"],
+        input_names=["a"],
+        K_final=np.array([[2.0, 3.0]]),
+        U_final=np.array([0.5]),
+        converged=False,
+    )
+    derived = [base.shifted(7.0), base.receded(2), base.receded(0), base.fitted(3), base.fitted(8)]
+    for p in derived:
+        fields = {f: getattr(p, f) for f in base.__dataclass_fields__}
+        rebuilt = Plan(**fields)  # (construction's checks accept every derived plan)
+        for f in ("times", "X", "U", "K", "K_final", "U_final"):
+            assert np.array_equal(getattr(rebuilt, f), getattr(p, f)), f
+        assert p.converged is False and p.model_hash == "h"
+    shifted, rec, rec0, cut, padded = derived
+    assert np.array_equal(shifted.times, 7.0 + dt * np.arange(n + 1)) and np.array_equal(shifted.X, base.X)
+    assert np.array_equal(rec.X, np.vstack([base.X[2:], base.X[[-1, -1]]]))
+    assert np.array_equal(rec.U[-2:], [[0.5], [0.5]]) and np.array_equal(rec.K[-1], base.K_final)
+    assert np.allclose(rec.times, base.times[2] + dt * np.arange(n + 1), rtol=0, atol=1e-12)
+    assert rec0 is not base and np.array_equal(rec0.X, base.X)
+    assert cut.horizon == 3 and np.array_equal(cut.times, base.times[:4]) and np.array_equal(cut.K, base.K[:3])
+    assert padded.horizon == 8 and np.array_equal(padded.X[-4:], np.repeat(base.X[-1:], 4, axis=0))
+    assert base.fitted(n) is base
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="N: expected an integer"):
+            base.fitted(bad)
+    with pytest.raises(ValueError, match="steps"):
+        base.receded(n)
+    base.shifted(2.0**42)
+    with pytest.raises(PlanError, match="cannot resolve dt"):
+        base.shifted(2.0**43)
+    for t0 in (float("nan"), float("inf"), "soon", None):
+        with pytest.raises(PlanError, match="t0|times"):
+            base.shifted(t0)

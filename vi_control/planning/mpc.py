@@ -155,7 +155,7 @@ class RecedingHorizon:
             u0 = np.clip(u0, -self._limits, self._limits)
         K0 = law.reference(k)[2]
         x1 = self.vi.step(x_start, u0)
-        warm = _fit(executing.receded(k + 1), self._horizon(step + 1)) if k + 1 < executing.horizon else None
+        warm = executing.receded(k + 1).fitted(self._horizon(step + 1)) if k + 1 < executing.horizon else None
         tail = self._solve(t_start + self.vi.dt, step + 1, x1, warm)
         p = tail.plan
         plan = dataclasses.replace(
@@ -180,24 +180,6 @@ class RecedingHorizon:
         plan, res = plan_task(self.vi, task, x0=x_start, log=self.log, reference=(X_ref, U_ref), warm_start=warm)
         warm_cost = float(res.cost_history[0]) if warm is not None and res.cost_history else math.inf
         accepted = bool(np.isfinite(res.cost)) and (res.converged or res.cost <= warm_cost)
-        plan = dataclasses.replace(plan.shifted(t_start), converged=accepted)
+        plan = plan.shifted(t_start)
+        plan.converged = bool(accepted)  # (the copy's own flag)
         return Cycle(plan, res, step, warm_cost, accepted)
-
-
-def _fit(plan: Plan, N: int) -> Plan:
-    """``plan`` cut to N steps, or padded with its hold (X_N, U_final, K_final) to N."""
-    n = plan.horizon
-    if N == n:
-        return plan
-    if N < n:
-        return dataclasses.replace(plan, times=plan.times[: N + 1], X=plan.X[: N + 1], U=plan.U[:N], K=plan.K[:N])
-    pad = N - n
-    u_hold = plan.U[-1] if plan.U_final is None else plan.U_final
-    k_hold = plan.K[-1] if plan.K_final is None else plan.K_final
-    return dataclasses.replace(
-        plan,
-        times=plan.times[0] + np.arange(N + 1) * plan.dt,
-        X=np.concatenate([plan.X, np.repeat(plan.X[-1:], pad, axis=0)]),
-        U=np.concatenate([plan.U, np.repeat(u_hold[None], pad, axis=0)]),
-        K=np.concatenate([plan.K, np.repeat(k_hold[None], pad, axis=0)]),
-    )
