@@ -268,6 +268,32 @@ def peer_specs(name: str, spec: dict) -> dict:
     return {f"{name}|AL": dict(spec, passive="penalty"), f"{name}|stiff Qf": stiff}
 
 
+def timed_c_passes(restore: bool = False) -> list[float]:
+    """Times each compiled stage pass (rollout, linearization, backward pass: ``CompiledStages._run``, one C call
+    each; DDP's and the feedback guess's rollout) into the list returned (wall seconds inside the call; the process is
+    pinned): what those passes cost a plan, the floor under any trimming of the Python around them. ``restore``:
+    undo."""
+    from vi_control.planning.compiled import CompiledStages
+
+    run = CompiledStages.__dict__["_run"]
+    original = getattr(run, "original", run)
+    if restore:
+        CompiledStages._run = original
+        return []
+    spent: list[float] = []
+
+    def timed(self, which: int, arrays: list) -> int:
+        t = time.perf_counter()
+        try:
+            return original(self, which, arrays)
+        finally:
+            spent.append(time.perf_counter() - t)
+
+    timed.original = original
+    CompiledStages._run = timed
+    return spent
+
+
 def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_rounds: int = 3) -> tuple[list, str]:
     """Interleaved rounds per task: our plan (compiled kernel), Crocoddyl's solve(s), our numpy path (first
     ``numpy_rounds`` rounds). Returns (rows, note on the peer)."""
@@ -275,6 +301,7 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
 
     tasks = {n: load_task(n if n.endswith(".yaml") else f"task_{n}") for n in names}
     systems = {n: make_system(t) for n, t in tasks.items()}
+    in_c = timed_c_passes()
     for n in names:  # warm-up: the derivative functions and the kernel compile on first use (cache)
         plan_task(systems[n], tasks[n])
     peer, note, variants = None, "", {n: [] for n in names}
@@ -303,6 +330,7 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                             runs.setdefault((n, "crocoddyl" + v[len(n) :]), []).append(out)
                         continue
                     compiled.ENABLED = kind == "compiled"
+                    in_c.clear()
                     c0 = time.process_time()
                     plan, res = plan_task(systems[n], tasks[n])
                     cpu = time.process_time() - c0
@@ -311,6 +339,7 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                         dict(
                             cpu_ms=cpu * 1e3,
                             opt_cpu_ms=res.cpu_time * 1e3,
+                            c_passes_ms=sum(in_c) * 1e3 if kind == "compiled" else None,
                             iterations=res.iterations,
                             converged=res.converged,
                             outer=res.outer_iterations,
@@ -320,6 +349,7 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                     )
     finally:
         compiled.ENABLED = True
+        timed_c_passes(restore=True)
         if peer is not None:
             peer.close()
     return task_rows(names, runs, load0 + os.getloadavg()), note
@@ -354,6 +384,7 @@ def task_rows(names, runs: dict, load: tuple) -> list[dict]:
                 ratio_built = (float(np.median(cpu) / np.median(pb)), min(cpu) / min(pb), best_built)
             build = [x["build_ms"] for x in rs if "build_ms" in x]
             opt = [x.get("opt_cpu_ms", x["cpu_ms"]) for x in rs]  # Crocoddyl: the solve is all it does
+            in_c = [x["c_passes_ms"] for x in rs if x.get("c_passes_ms") is not None]
             rows.append(
                 dict(
                     task=n,
@@ -364,6 +395,8 @@ def task_rows(names, runs: dict, load: tuple) -> list[dict]:
                     cpu_median=float(np.median(cpu)),
                     opt_min=min(opt),
                     opt_median=float(np.median(opt)),
+                    c_min=min(in_c) if in_c else None,
+                    c_median=float(np.median(in_c)) if in_c else None,
                     ratio=ratio,
                     ratio_built=ratio_built,
                     build_median=float(np.median(build)) if build else None,
@@ -388,9 +421,10 @@ LABELS = {
 def task_table(rows: list[dict]) -> str:
     out = [
         "| task | ours / peer | iterations (AL outer) | converged | CPU min [ms] | CPU median [ms] | "
-        "optimizer alone: CPU min / median [ms] | × Crocoddyl (median / min; vs) | "
-        "× Crocoddyl with its problem built (median / min; vs) | q_N − goal (∞) | rounds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "optimizer alone: CPU min / median [ms] | the plan's compiled passes: min / median [ms] | "
+        "× Crocoddyl (median / min; vs) | × Crocoddyl with its problem built (median / min; vs) | q_N − goal (∞) | "
+        "rounds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def shown(ratio) -> str:
@@ -403,9 +437,11 @@ def task_table(rows: list[dict]) -> str:
         built = shown(r.get("ratio_built"))
         if r.get("build_median") is not None:
             built = f"its problem built in {r['build_median']:.1f}"
+        in_c = "-" if r.get("c_min") is None else f"{r['c_min']:.1f} / {r['c_median']:.1f}"
         out.append(
             f"| {r['task']} | {LABELS[r['path']]} | {r['iterations']} | {r['converged']} | {r['cpu_min']:.1f} | "
-            f"{r['cpu_median']:.1f} | {r['opt_min']:.1f} / {r['opt_median']:.1f} | {shown(r['ratio'])} | {built} | "
+            f"{r['cpu_median']:.1f} | {r['opt_min']:.1f} / {r['opt_median']:.1f} | {in_c} | {shown(r['ratio'])} | "
+            f"{built} | "
             f"{r['goal_error']:.1e} | {r['rounds']} |"
         )
     return "\n".join(out)

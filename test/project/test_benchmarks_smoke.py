@@ -110,6 +110,13 @@ def test_planner_benchmark_smoke(tmp_path, monkeypatch):
     assert [r["path"] for r in rows] == ["compiled", "numpy"] and note == ""
     assert rows[0]["iterations"] == rows[1]["iterations"] and rows[0]["converged"]
     assert 0 < rows[0]["opt_min"] <= rows[0]["cpu_min"] and "| pendulum_swingup |" in bench.task_table(rows)
+    # the plan's compiled passes: timed on the compiled path only (wall time: no comparison with CPU times), the timer
+    # undone after
+    from vi_control.planning.compiled import CompiledStages
+
+    assert 0 < rows[0]["c_min"] <= rows[0]["c_median"] and rows[1]["c_min"] is None
+    assert not hasattr(CompiledStages._run, "original")
+    assert f"| {rows[0]['c_min']:.1f} / {rows[0]['c_median']:.1f} |" in bench.task_table(rows)
 
 
 def test_planner_benchmark_peer_problems_are_the_tasks():
