@@ -417,3 +417,7 @@ def test_planner_benchmark_ratios_with_and_without_the_peers_problem_build():
     assert mine["ratio_built"][:2] == (6.0 / 4.5, 5.0 / 4.5)  # cold: median of 4.5, 5.5, 4.5; min 4.5
     table = bench.task_table(rows)
     assert "| 2.00 / 2.50 (FDDP) | 1.33 / 1.11 (FDDP) |" in table and "its problem built in 2.0" in table
+    # the after-idle table: the same rows and ratios, CPU only; nothing without the peer's venv
+    idle = bench.idle_table(rows)
+    assert "| t | vi_control DDP, compiled kernel (plan incl. gains) | 5.0 | 6.0 | 2.00 / 2.50 (FDDP) | 3 |" in idle
+    assert bench.after_idle(("pendulum_swingup",), 1, None) == []
