@@ -139,7 +139,8 @@ class Task:
     continuation: dict = field(default_factory=dict)  # {"Q_scale": (s₁, …), "iterations": n} (planning.continuation)
     mpc: dict = field(default_factory=dict)  # the validated ``mpc:`` section (planning.mpc.MPCSettings)
     # weight(): matrices already resolved, keyed by the raw values they came from (a plan asks for 8 of them)
-    _resolved: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # (an init field only so that ``replaced`` can hand it on: construction takes it from nobody else)
+    _resolved: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def model_spec(self) -> ModelSpec:
@@ -173,9 +174,7 @@ class Task:
         one with other horizons, tolerances or goals (a receding window, an MPC cycle's budget) parses none again.
         Parsing them costs ~0.4 ms on the panda; a shrinking MPC horizon meets a new window length every cycle. For
         changes that keep the weights: the shared memo keeps the matrices of every task that shares it."""
-        task = dataclasses.replace(self, **changes)
-        task._resolved = self._resolved
-        return task
+        return dataclasses.replace(self, **changes, _resolved=self._resolved)
 
     def weight(self, which: str, group: str, n: int, nq: int | None = None) -> np.ndarray:
         """Weight ``which`` (Q, R, Qf) of ``group`` (weights, lqr, hold), falling back weights ← lqr ← hold."""
