@@ -133,6 +133,27 @@ def test_an_indefinite_cost_weight_is_refused_at_any_scale(W, s):
         weight_matrix(np.asarray(W) * s, 2, "Q")
 
 
+def test_a_diagonal_weight_is_taken_as_it_is_and_refused_where_any_weight_is():
+    """The diagonal weights the tasks give (a matrix, a vector or a scalar) come back equal and as copies; at the
+    boundary the verdicts are those of any weight: 0 on the diagonal accepted, −1e-13 relative accepted (round-off),
+    −1e-11 relative refused; a NaN off the diagonal or an infinite entry refused."""
+    for w in (np.diag([100.0, 0.0]), [100.0, 0.0], 3.0, np.diag([-0.0, 2.0])):
+        W = weight_matrix(w, 2, "Q")
+        expected = np.diag(np.broadcast_to(np.diagonal(np.atleast_2d(w)) if np.ndim(w) == 2 else w, (2,)))
+        assert np.array_equal(W, expected) and W is not w
+    src = np.diag([1.0, 2.0])
+    W = weight_matrix(src, 2, "Q")
+    W[0, 0] = 7.0
+    assert src[0, 0] == 1.0  # (a copy)
+    assert np.array_equal(weight_matrix([1.0, -1e-13], 2, "Q"), np.diag([1.0, -1e-13]))
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        weight_matrix([1.0, -1e-11], 2, "Q")
+    with pytest.raises(ValueError, match="finite"):
+        weight_matrix(np.array([[1.0, np.nan], [0.0, 1.0]]), 2, "Q")
+    with pytest.raises(ValueError, match="finite"):
+        weight_matrix([1.0, np.inf], 2, "Q")
+
+
 def _scaled_multiplier(s: float, U: np.ndarray) -> np.ndarray:
     """``augmented.terminal_multiplier`` of the bounded pendulum with masses and limits × s and the cost in the same
     units, at the inputs U (unscaled units), as λ in unscaled units (its momentum part × s)."""

@@ -25,6 +25,10 @@ def weight_matrix(w: np.ndarray | float | list, n: int, name: str = "weight") ->
         W = np.diag(W)
     elif W.shape != (n, n):
         raise ValueError(f"{name}: expected a ({n}, {n}) matrix, got shape {W.shape}")
+    if n:  # the usual weight, diagonal, finite and ≥ 0: the result below is W itself (~20 µs of checks less per weight)
+        d = W.diagonal()
+        if np.isfinite(d).all() and np.count_nonzero(W) == np.count_nonzero(d) and d.min() >= 0.0:
+            return W.copy()
     if not np.all(np.isfinite(W)):
         raise ValueError(f"{name}: entries must be finite")
     Ws = 0.5 * (W + W.T)

@@ -200,7 +200,8 @@ def regularization_unit(cost: QuadraticTrackingCost, B: np.ndarray) -> float:
     B = np.asarray(B, float)
     # (largest eigenvalues of symmetric matrices: the 2-norms squared of B and of the positive semidefinite W,
     # at half the cost of two SVDs; both in one call)
-    ev = np.linalg.eigvalsh(np.stack([B.T @ B, cost.R + B.T @ (cost.Q + cost.Qf) @ B]))
+    M = np.stack([B.T @ B, cost.R + B.T @ (cost.Q + cost.Qf) @ B])
+    ev = M.reshape(2, 1) if M.shape[1] == 1 else np.linalg.eigvalsh(M)  # (one input: LAPACK returns the entry itself)
     bb, w = float(ev[0, -1]), float(np.abs(ev[1]).max())
     c = w / bb if bb > 0.0 else 1.0
     # (no lower cap in use: 1e-250 only keeps 1e-9·c a normal number, so that a failed pass always raises μ)
