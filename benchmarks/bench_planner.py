@@ -157,12 +157,13 @@ DRAKE = textwrap.dedent("""
 
 
 TASKS = ("pendulum_swingup", "cartpole_swingup", "acrobot_swingup", "panda_reach")
-# Each timed call of the comparison (our compiled plan, each of the peer's solves) is the second of two alike in a row:
-# a process that has just slept on its pipe runs its next milliseconds slowly on this KVM machine (0.3 s asleep: our
-# panda plan 4.96 → 14.6 ms CPU, the peer's solve 2.33 → 5.0 ms), and the interleaving had our process asleep ~1 s
-# (the acrobot's peer solves) before the panda's plan while the peer's second variant ran hot. ``after_idle`` measures
-# both after the same sleep instead.
-HOT = True
+# Each timed call of the comparison (our compiled plan, each of the peer's solves) follows the same call once and then
+# for HOT_S more of CPU time in the same process, untimed. On this host a process that has slept resumes slowly — the
+# VM's DAMON proactive reclaim (kdamond, scheme "pageout") evicts what it has not touched: the panda plan after 0.3 s
+# asleep took 14–36 ms CPU (4.9 hot), after 1 s 72 ms, then 5–7 ms for several plans more; the peer's solve 2.3 → 5.0
+# ms. The interleaving had our process asleep ~1 s (the acrobot's peer solves) before the panda's plan while the
+# peer's second variant ran hot. ``after_idle`` measures both after the same sleep.
+HOT_S = 0.05
 IDLE_S = 0.3
 PEER = ROOT / "benchmarks" / "crocoddyl_peer.py"
 
@@ -330,17 +331,15 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                         continue
                     if kind == "crocoddyl":
                         for v in variants[n]:
-                            if HOT:
-                                peer.ask(dict(cmd="solve", task=v))
-                            out = peer.ask(dict(cmd="solve", task=v))
+                            out = peer.ask(dict(cmd="solve", task=v, warm_s=HOT_S))
                             cold = peer.ask(dict(cmd="solve", task=v, build=True))  # (a cold plan: build, solve)
                             out["cold_ms"] = cold["build_ms"] + cold["cpu_ms"]
                             out["build_ms"] = cold["build_ms"]
                             runs.setdefault((n, "crocoddyl" + v[len(n) :]), []).append(out)
                         continue
                     compiled.ENABLED = kind == "compiled"
-                    if HOT and kind == "compiled":
-                        plan_task(systems[n], tasks[n])
+                    if kind == "compiled":
+                        warm_up(lambda n=n: plan_task(systems[n], tasks[n]), HOT_S)
                     in_c.clear()
                     c0 = time.process_time()
                     plan, res = plan_task(systems[n], tasks[n])
@@ -364,6 +363,15 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
         if peer is not None:
             peer.close()
     return task_rows(names, runs, load0 + os.getloadavg()), note
+
+
+def warm_up(call, seconds: float) -> None:
+    """``call()`` once, then again and again until ``seconds`` more of this process's CPU time have passed (the first
+    call after a sleep may alone take longer than that; the next few still recover)."""
+    call()
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        call()
 
 
 def after_idle(names: tuple[str, ...], rounds: int, py: Path | None) -> list[dict]:
@@ -662,7 +670,9 @@ def main() -> None:
         "",
         f"{a.task_rounds} interleaved rounds (each round: every task by our compiled path, Crocoddyl, and in the "
         f"first 3 rounds our numpy path), CPU time (process time) of one whole plan, hot: each timed call of our "
-        f"compiled path and of the peer is the second of two alike in a row (``HOT``); {os.cpu_count()} cores, "
+        f"compiled path and of the peer follows the same call once and then for {HOT_S * 1e3:g} ms of CPU, untimed "
+        f"(``HOT_S``); "
+        f"{os.cpu_count()} cores, "
         + (f"this process and the peer both on CPU {cpu}" if cpu is not None else "unpinned")
         + ", load "
         f"average {' / '.join(f'{v:.1f}' for v in l0)} before and {' / '.join(f'{v:.1f}' for v in l1)} after "
