@@ -619,4 +619,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
         area="nodes",
     ),
+    Mutation(
+        "derived_plan_times_unchecked",
+        "vi_control/control/plan.py",
+        '        _finite("times", times)\n        _check_times(times, self.dt)\n',
+        "",
+        "a plan derived by shifted/receded/fitted is not checked at all: shifted to a clock too far out to resolve Δt, "
+        "or to a NaN, it is a plan construction would refuse",
+        ("test/control/test_plan_file.py::test_shifted_receded_and_fitted_plans_are_plans_construction_accepts",),
+    ),
+    Mutation(
+        "replaced_task_parses_its_weights_anew",
+        "vi_control/planning/task.py",
+        "return dataclasses.replace(self, **changes, _resolved=self._resolved)",
+        "return dataclasses.replace(self, **changes)",
+        "an MPC window's task does not share the weights the task parsed: a shrinking horizon parses them for each "
+        "new window length",
+        ("test/planning/test_planning_mpc.py::test_a_shrinking_horizons_windows_share_the_weights_parsed_once",),
+    ),
 )
