@@ -264,14 +264,6 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     # ---- planning ------------------------------------------------------------------------------------------------
     Mutation(
-        "mpc_window_task_rebuilt_every_cycle",
-        "vi_control/planning/mpc.py",
-        "task = self._window_tasks.get(N)",
-        "task = None",
-        "every MPC cycle builds its window's task anew and parses the task's weights again (~0.6 ms a panda cycle)",
-        ("test/planning/test_planning_mpc.py",),
-    ),
-    Mutation(
         "ddp_takes_another_systems_rollout",
         "vi_control/planning/ddp.py",
         "and ro.system is vi\n",
@@ -620,6 +612,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="nodes",
     ),
     Mutation(
+        "task_memo_not_handed_on",
+        "vi_control/planning/task.py",
+        "_resolved: dict = field(default_factory=dict, repr=False, compare=False)",
+        "_resolved: dict = field(default_factory=dict, init=False, repr=False, compare=False)",
+        "a task made by dataclasses.replace (an MPC window, a request's goal) starts with an empty weight memo: a "
+        "shrinking horizon parses the task's weights for each new window length (~0.4 ms a panda cycle)",
+        (
+            "test/planning/test_planning_mpc.py::test_cycles_parse_no_weights_and_plan_as_fresh_tasks",
+            "test/planning/test_planning_mpc.py::test_a_shrinking_horizons_windows_share_the_weights_parsed_once",
+        ),
+    ),
+    Mutation(
+        "task_memo_unbounded",
+        "vi_control/planning/task.py",
+        "            self._resolved.clear()\n",
+        "            pass\n",
+        "the weight memo that tasks made from one task share grows with every new set of weights (a node's requests)",
+        ("test/planning/test_planning_mpc.py::test_a_shrinking_horizons_windows_share_the_weights_parsed_once",),
+    ),
+    Mutation(
         "derived_plan_times_unchecked",
         "vi_control/control/plan.py",
         '        _finite("times", times)\n        _check_times(times, self.dt)\n',
@@ -627,14 +639,5 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a plan derived by shifted/receded/fitted is not checked at all: shifted to a clock too far out to resolve Δt, "
         "or to a NaN, it is a plan construction would refuse",
         ("test/control/test_plan_file.py::test_shifted_receded_and_fitted_plans_are_plans_construction_accepts",),
-    ),
-    Mutation(
-        "replaced_task_parses_its_weights_anew",
-        "vi_control/planning/task.py",
-        "return dataclasses.replace(self, **changes, _resolved=self._resolved)",
-        "return dataclasses.replace(self, **changes)",
-        "an MPC window's task does not share the weights the task parsed: a shrinking horizon parses them for each "
-        "new window length",
-        ("test/planning/test_planning_mpc.py::test_a_shrinking_horizons_windows_share_the_weights_parsed_once",),
     ),
 )

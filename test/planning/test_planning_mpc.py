@@ -3,6 +3,8 @@ executing plan's own state at its own time re-plans that plan), the
 ``mpc:`` section of a task validated at its boundaries, and the closed loop on a plant the planner's model does not
 match (the panda 20 % heavier on every link: MPC ends nearer the goal than the TV-LQR tracking of one plan)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from plan_runner import plan_runner
@@ -157,45 +159,46 @@ def test_the_command_does_not_jump_when_the_controller_switches_plans(panda):
     assert np.abs(x[:7] - task.goal_q).max() < 0.045  # (one plan's TV-LQR ends 0.052 off: the previous test)
 
 
-def test_cycles_of_one_window_length_parse_the_tasks_weights_once(panda, monkeypatch):
-    """The cycle task of each window length is kept (``RecedingHorizon._window_tasks``), and with it the weight
-    matrices it parsed: receding cycles of one length parse the task's weights in their first cycle only. The plans
-    are those of a fresh task each cycle."""
+def test_cycles_parse_no_weights_and_plan_as_fresh_tasks(panda, monkeypatch):
+    """Every window's task is the cycle task with its horizon replaced, and shares the weights the task parsed (the
+    memo goes with ``dataclasses.replace``): receding cycles parse none. The plans are those of cycles whose tasks
+    parse their weights anew (the memo emptied before each)."""
     from vi_control.planning.task import Task
 
-    task, vi = panda
+    _, vi = panda
+    task = load_task("task_panda_reach")  # (its own: the fixture's task has parsed its weights before)
     parses = []
     original = Task._resolve_weight
     monkeypatch.setattr(Task, "_resolve_weight", lambda self, *a: parses.append(a[:2]) or original(self, *a))
     m = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2))
     plan = m.start().plan
+    assert parses, "the first plan parses the weights"
     counts, plans = [], []
     for j in range(1, 4):
         parses.clear()
-        t = j * 2 * vi.dt
-        cyc = m.cycle(t, plan.X[2], plan)
+        cyc = m.cycle(j * 2 * vi.dt, plan.X[2], plan)
         counts.append(len(parses))
         plans.append(cyc.plan)
         plan = cyc.plan
-    assert counts == [0, 0, 0], counts  # (start() parsed them, for the task the windows share them with)
-    assert set(m._window_tasks) == {8}
-    # the same plans as cycles that each build their task anew
+    assert counts == [0, 0, 0], counts
     fresh = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2))
     plan = fresh.start().plan
     for j, kept in enumerate(plans, start=1):
-        fresh._window_tasks.clear()
+        task._resolved.clear()  # (the memo every window shares: parsed anew for this cycle)
+        parses.clear()
         plan = fresh.cycle(j * 2 * vi.dt, plan.X[2], plan).plan
-        assert np.array_equal(plan.U, kept.U) and np.array_equal(plan.K, kept.K)
+        assert parses and np.array_equal(plan.U, kept.U) and np.array_equal(plan.K, kept.K)
 
 
 def test_a_shrinking_horizons_windows_share_the_weights_parsed_once(panda, monkeypatch):
     """A shrinking horizon plans a window of a new length every cycle; the windows' tasks share the weights the
-    first plan parsed (``Task.replaced``): no cycle parses them, and a task that changes its weights still parses its
-    own (the memo is keyed by the raw values)."""
+    first plan parsed: no cycle parses them. A task made with other weights parses its own (the memo is keyed by the
+    raw values), and the memo the tasks share is bounded (``MEMO_ENTRIES``)."""
+    from vi_control.planning import task as task_module
     from vi_control.planning.task import Task
 
     _, vi = panda
-    task = load_task("task_panda_reach")  # (its own: the fixture's task has parsed its weights before)
+    task = load_task("task_panda_reach")
     parses = []
     original = Task._resolve_weight
     monkeypatch.setattr(Task, "_resolve_weight", lambda self, *a: parses.append(a[:2]) or original(self, *a))
@@ -210,7 +213,13 @@ def test_a_shrinking_horizons_windows_share_the_weights_parsed_once(panda, monke
         lengths.append(cyc.plan.horizon)
     assert len(set(lengths)) == 3, lengths  # (three window lengths: three tasks)
     assert parses == [], parses
-    heavier = m._cycle_task.replaced(weights={**task.weights, "R": 0.5})
+    heavier = dataclasses.replace(task, weights={**task.weights, "R": 0.5})
     W = heavier.weight_table(vi.nx, vi.nu, vi.nq)
     assert ("R", "weights") in parses and np.array_equal(W["weights", "R"], 0.5 * np.eye(vi.nu))
-    assert not np.array_equal(m._cycle_task.weight_table(vi.nx, vi.nu, vi.nq)["weights", "R"], W["weights", "R"])
+    assert not np.array_equal(task.weight_table(vi.nx, vi.nu, vi.nq)["weights", "R"], W["weights", "R"])
+    # bounded: tasks of ever new weights sharing one memo (a node's requests) keep at most MEMO_ENTRIES matrices
+    monkeypatch.setattr(task_module, "MEMO_ENTRIES", 40)
+    for r in np.linspace(0.1, 1.0, 12):
+        dataclasses.replace(task, weights={**task.weights, "R": float(r)}).weight_table(vi.nx, vi.nu, vi.nq)
+        assert len(task._resolved) <= 40
+    assert task.weight_table(vi.nx, vi.nu, vi.nq)["weights", "R"][0, 0] == 0.01  # (still right after a clear)

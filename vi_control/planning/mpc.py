@@ -92,12 +92,10 @@ class RecedingHorizon:
         self.N = int(s.horizon or task.horizon)
         self.t0: float | None = None
         self.X_ref = self.U_ref = None
-        self._cycle_task = task.replaced(
-            max_iterations=int(s.max_iterations), tolerance=float(s.tolerance or task.tolerance), continuation={}
+        self._cycle_task = dataclasses.replace(
+            task, max_iterations=int(s.max_iterations), tolerance=float(s.tolerance or task.tolerance), continuation={}
         )
         self._limits = input_limits(task, vi)
-        # the cycle task of each window length, kept; all of them share the task's parsed weights (Task.replaced)
-        self._window_tasks: dict[int, Task] = {}
 
     @property
     def steps_per_cycle(self) -> int:
@@ -121,7 +119,7 @@ class RecedingHorizon:
         self.X_ref, self.U_ref = reference_trajectory(task, vi, x0)
         self.t0 = float(t0)
         X, U = self.window(0)
-        plan, res = plan_task(vi, task.replaced(horizon=len(U)), x0=x0, log=self.log, reference=(X, U))
+        plan, res = plan_task(vi, dataclasses.replace(task, horizon=len(U)), x0=x0, log=self.log, reference=(X, U))
         return Cycle(plan.shifted(self.t0), res, 0, math.inf, bool(res.converged))
 
     def step_at(self, t: float) -> int:
@@ -174,9 +172,7 @@ class RecedingHorizon:
         """The window from task step ``step`` planned from ``x_start`` at ``t_start``, warm from ``warm``."""
         X_ref, U_ref = self.window(step)
         N = len(U_ref)
-        task = self._window_tasks.get(N)
-        if task is None:
-            task = self._window_tasks[N] = self._cycle_task.replaced(horizon=N)
+        task = dataclasses.replace(self._cycle_task, horizon=N)  # (sharing the task's parsed weights: Task._resolved)
         plan, res = plan_task(self.vi, task, x0=x_start, log=self.log, reference=(X_ref, U_ref), warm_start=warm)
         warm_cost = float(res.cost_history[0]) if warm is not None and res.cost_history else math.inf
         accepted = bool(np.isfinite(res.cost)) and (res.converged or res.cost <= warm_cost)

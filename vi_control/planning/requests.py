@@ -183,7 +183,7 @@ def plan_goal(
     goal = parse_vector(list(np.ravel(goal)), "goal.q", vi.nq)
     x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float).ravel()
     if task.reference.get("type", "goal") != "goal" or task.method in COLLOCATION_METHODS:
-        plan, res = plan_task(vi, task.replaced(goal_q=goal), x0=x0, log=log)
+        plan, res = plan_task(vi, dataclasses.replace(task, goal_q=goal), x0=x0, log=log)
         if velocity_limit_factor is not None:
             verify_plan(vi, task, plan, velocity_limit_factor)
         return plan, res

@@ -23,7 +23,6 @@ Schema (every key is checked; errors name the key) — see docs/concepts/planner
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -110,6 +109,10 @@ _TOP_KEYS = {
 }
 
 
+# Entries the weight memo of a task (and of the tasks made from it by dataclasses.replace) keeps: 9 per set of weights.
+MEMO_ENTRIES = 512
+
+
 @dataclass
 class Task:
     """A validated task. Weights stay as given (resolved to matrices against the model's nx, nu)."""
@@ -138,8 +141,10 @@ class Task:
     collocation: dict = field(default_factory=dict)  # validated options (planning.collocation.planner)
     continuation: dict = field(default_factory=dict)  # {"Q_scale": (s₁, …), "iterations": n} (planning.continuation)
     mpc: dict = field(default_factory=dict)  # the validated ``mpc:`` section (planning.mpc.MPCSettings)
-    # weight(): matrices already resolved, keyed by the raw values they came from (a plan asks for 8 of them)
-    # (an init field only so that ``replaced`` can hand it on: construction takes it from nobody else)
+    # weight(): matrices already resolved, keyed by the raw values they came from (a plan asks for 8 of them). An init
+    # field, so that ``dataclasses.replace`` hands the memo on to the task it makes — an MPC window (a shrinking horizon
+    # meets a new length every cycle, and parsing the panda's weights costs ~0.4 ms), a request's goal: the keys hold
+    # the raw values, so a task with other weights parses its own; MEMO_ENTRIES bounds what the tasks sharing it keep.
     _resolved: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -168,14 +173,6 @@ class Task:
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
 
-    def replaced(self, **changes) -> Task:
-        """``dataclasses.replace(self, **changes)`` that shares the weight matrices this task has parsed: their memo
-        is keyed by the raw values they came from (and the sizes), so a task with other weights parses its own, and
-        one with other horizons, tolerances or goals (a receding window, an MPC cycle's budget) parses none again.
-        Parsing them costs ~0.4 ms on the panda; a shrinking MPC horizon meets a new window length every cycle. For
-        changes that keep the weights: the shared memo keeps the matrices of every task that shares it."""
-        return dataclasses.replace(self, **changes, _resolved=self._resolved)
-
     def weight(self, which: str, group: str, n: int, nq: int | None = None) -> np.ndarray:
         """Weight ``which`` (Q, R, Qf) of ``group`` (weights, lqr, hold), falling back weights ← lqr ← hold."""
         chain = {
@@ -190,7 +187,7 @@ class Task:
             return hit.copy()
         W = self._resolve_weight(which, group, n, nq, chain, key)
         if "..." not in memo[4] + memo[5]:  # (numpy abbreviates the repr of large arrays: no key then)
-            self._resolved[memo] = W
+            self._remember(memo, W)
         return W.copy()
 
     def weight_table(self, nx: int, nu: int, nq: int | None = None) -> dict[tuple[str, str], np.ndarray]:
@@ -207,8 +204,13 @@ class Task:
                 if not (g == "hold" and w == "Qf")
             }
             if "..." not in memo[4]:  # (numpy abbreviates the repr of large arrays: no key then)
-                self._resolved[memo] = hit
+                self._remember(memo, hit)
         return {k: W.copy() for k, W in hit.items()}
+
+    def _remember(self, key: tuple, value) -> None:
+        if len(self._resolved) >= MEMO_ENTRIES:  # (tasks of ever new weights sharing one memo: a request node's)
+            self._resolved.clear()
+        self._resolved[key] = value
 
     def _resolve_weight(self, which: str, group: str, n: int, nq: int | None, chain: list, key: str) -> np.ndarray:
         for d, name in zip(chain, [group, *{"lqr": ["weights"], "hold": ["lqr", "weights"]}.get(group, [])]):
