@@ -302,6 +302,31 @@ def timed_c_passes(restore: bool = False) -> list[float]:
     return spent
 
 
+def peer_variants(names, specs: dict) -> dict[str, list[str]]:
+    """The peer's problems of each task (``peer_specs``' keys: the task's name, then ``|variant``)."""
+    return {n: [k for k in specs if k.split("|")[0] == n] for n in names}
+
+
+def peer_path(variant: str) -> str:
+    """The row path of a peer problem: ``crocoddyl`` and its variant (``crocoddyl|our guess``)."""
+    name, _, rest = variant.partition("|")
+    return "crocoddyl" + ("|" + rest if rest else "")
+
+
+def our_record(plan, res, cpu: float, goal_q: np.ndarray, **extra) -> dict:
+    """One timed plan of ours as ``task_rows`` reads it: CPU [ms] of the plan and of its optimizer, iterations,
+    convergence, and the final configuration's distance to the goal."""
+    return dict(
+        cpu_ms=cpu * 1e3,
+        opt_cpu_ms=res.cpu_time * 1e3,
+        iterations=res.iterations,
+        converged=res.converged,
+        outer=res.outer_iterations,
+        goal_error=float(np.abs(plan.X[-1, : len(goal_q)] - goal_q).max()),
+        **extra,
+    )
+
+
 def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_rounds: int = 3) -> tuple[list, str]:
     """Interleaved rounds per task: our plan (compiled kernel), Crocoddyl's solve(s), our numpy path (first
     ``numpy_rounds`` rounds). Returns (rows, note on the peer)."""
@@ -316,7 +341,7 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
     if py is not None:
         try:
             specs = {k: v for n in names for k, v in peer_specs(n, task_spec(tasks[n], systems[n])).items()}
-            variants = {n: [k for k in specs if k.split("|")[0] == n] for n in names}
+            variants = peer_variants(names, specs)
             peer = Peer(py, specs)
             note = f"crocoddyl {peer.info['version']} (pinocchio {peer.info['pinocchio']})"
         except (RuntimeError, OSError, ValueError) as e:
@@ -335,7 +360,7 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                             cold = peer.ask(dict(cmd="solve", task=v, build=True))  # (a cold plan: build, solve)
                             out["cold_ms"] = cold["build_ms"] + cold["cpu_ms"]
                             out["build_ms"] = cold["build_ms"]
-                            runs.setdefault((n, "crocoddyl" + v[len(n) :]), []).append(out)
+                            runs.setdefault((n, peer_path(v)), []).append(out)
                         continue
                     compiled.ENABLED = kind == "compiled"
                     if kind == "compiled":
@@ -344,19 +369,9 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                     c0 = time.process_time()
                     plan, res = plan_task(systems[n], tasks[n])
                     cpu = time.process_time() - c0
-                    nq = systems[n].nq
-                    runs.setdefault((n, kind), []).append(
-                        dict(
-                            cpu_ms=cpu * 1e3,
-                            opt_cpu_ms=res.cpu_time * 1e3,
-                            c_passes_ms=sum(in_c) * 1e3 if kind == "compiled" else None,
-                            iterations=res.iterations,
-                            converged=res.converged,
-                            outer=res.outer_iterations,
-                            compiled=res.compiled,
-                            goal_error=float(np.abs(plan.X[-1, :nq] - tasks[n].goal_q).max()),
-                        )
-                    )
+                    record = our_record(plan, res, cpu, tasks[n].goal_q, compiled=res.compiled)
+                    record["c_passes_ms"] = sum(in_c) * 1e3 if kind == "compiled" else None
+                    runs.setdefault((n, kind), []).append(record)
     finally:
         compiled.ENABLED = True
         timed_c_passes(restore=True)
@@ -385,6 +400,7 @@ def after_idle(names: tuple[str, ...], rounds: int, py: Path | None) -> list[dic
     tasks = {n: load_task(f"task_{n}") for n in names}
     systems = {n: make_system(t) for n, t in tasks.items()}
     specs = {k: v for n in names for k, v in peer_specs(n, task_spec(tasks[n], systems[n])).items()}
+    variants = peer_variants(names, specs)
     peer = Peer(py, specs)
     runs: dict = {}
     try:
@@ -393,23 +409,14 @@ def after_idle(names: tuple[str, ...], rounds: int, py: Path | None) -> list[dic
         load0 = os.getloadavg()
         for _ in range(rounds):
             for n in names:
-                for v in (k for k in specs if k.split("|")[0] == n):
+                for v in variants[n]:
                     time.sleep(IDLE_S)  # (the peer sleeps on its pipe meanwhile)
-                    runs.setdefault((n, "crocoddyl" + v[len(n) :]), []).append(peer.ask(dict(cmd="solve", task=v)))
+                    runs.setdefault((n, peer_path(v)), []).append(peer.ask(dict(cmd="solve", task=v)))
                 time.sleep(IDLE_S)
                 c0 = time.process_time()
                 plan, res = plan_task(systems[n], tasks[n])
                 cpu = time.process_time() - c0
-                runs.setdefault((n, "compiled"), []).append(
-                    dict(
-                        cpu_ms=cpu * 1e3,
-                        opt_cpu_ms=res.cpu_time * 1e3,
-                        iterations=res.iterations,
-                        converged=res.converged,
-                        outer=res.outer_iterations,
-                        goal_error=float(np.abs(plan.X[-1, : systems[n].nq] - tasks[n].goal_q).max()),
-                    )
-                )
+                runs.setdefault((n, "compiled"), []).append(our_record(plan, res, cpu, tasks[n].goal_q))
     finally:
         peer.close()
     return task_rows(list(names), runs, load0 + os.getloadavg())
