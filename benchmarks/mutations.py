@@ -640,4 +640,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         "or to a NaN, it is a plan construction would refuse",
         ("test/control/test_plan_file.py::test_shifted_receded_and_fitted_plans_are_plans_construction_accepts",),
     ),
+    Mutation(
+        "late_tick_at_two_periods",
+        "vi_control/ros/supervision.py",
+        "        if gap > self.LATE_PERIODS * self.period:\n",
+        "        if gap >= self.LATE_PERIODS * self.period:\n",
+        "a tick exactly two periods after the last is counted late: the controller's loop reports a missed command "
+        "period where none was missed",
+        (
+            "test/ros/test_ros_monitoring_readback.py::test_loop_timing_counts_a_tick_more_than_two_periods_after_the_last",
+        ),
+    ),
+    Mutation(
+        "loop_window_not_reset",
+        "vi_control/ros/supervision.py",
+        "        self._late, self._gap, self._age = 0, 0.0, 0.0\n        return out\n",
+        "        return out\n",
+        "the controller's /diagnostics window of loop timing never starts anew: a late tick at start-up is reported "
+        "in every later period, and a starved plan cannot be told from a starved start",
+        (
+            "test/ros/test_ros_monitoring_readback.py::test_controller_reports_its_late_ticks_and_state_age_in_diagnostics",
+        ),
+    ),
 )

@@ -27,6 +27,7 @@ from vi_control.ros.supervision import (  # noqa: E402
     OK,
     WARN,
     CommandTiming,
+    LoopTiming,
     controller_diagnostics,
     planner_diagnostics,
     simulator_diagnostics,
@@ -197,6 +198,53 @@ def test_command_timing_counts_late_steps_and_lag():
     assert (steps, w_late, w_lag) == (0, 0, 0) and timing.late_steps == late
 
 
+def test_loop_timing_counts_a_tick_more_than_two_periods_after_the_last():
+    """A tick exactly two periods after the one before is on time, one a hair later is late (its gap returned and
+    counted); the state age is now − the state's stamp; a window starts empty, the totals stay; ``restart`` forgets
+    the last tick (no gap across a rearmed timer); without a period (ticks on joint states) no tick is late."""
+    period = 0.002
+    loop = LoopTiming(period)
+    assert loop.tick(0.0, -0.001) is None  # the first tick: no gap to judge
+    assert loop.tick(0.004, 0.003) is None  # exactly 2 periods (0.004 − 0.0 = 2 × 0.002 in binary too)
+    late_at = 0.004 + 0.004 * (1 + 1e-9)  # just past 2 periods after the last
+    assert loop.tick(late_at, late_at - 0.0035) == late_at - 0.004
+    assert loop.tick(late_at + 0.001, late_at) is None
+    assert (loop.ticks, loop.late_ticks) == (4, 1)
+    late, gap, age = loop.window()
+    assert late == 1 and gap == late_at - 0.004 and age == pytest.approx(0.0035, abs=1e-15)
+    assert loop.window() == (0, 0.0, 0.0) and loop.late_ticks == 1 and loop.max_gap == gap
+    loop.restart(period)
+    assert loop.tick(10.0, None) is None and loop.window() == (0, 0.0, 0.0)  # (no state: no age)
+    assert loop.tick(10.1, 10.05) == pytest.approx(0.1) and loop.late_ticks == 2
+    free = LoopTiming(None)
+    assert free.tick(0.0, 0.0) is None and free.tick(5.0, 4.5) is None
+    assert free.late_ticks == 0 and free.window() == (0, 0.0, 0.5)
+
+
+def test_controller_reports_its_late_ticks_and_state_age_in_diagnostics(controller_in_process):
+    """The controller's ticks (timer trigger at 100 Hz: period 10 ms) at chosen times on its clock: gaps of 10, 30
+    and 19.5 ms — one late tick — from states up to 60.5 ms old; /diagnostics, read over DDS, carries them; the next
+    report's window starts empty while the total stays."""
+    node = controller_in_process
+    assert node.p["trigger"] == "timer" and node.p["rate"] == 100.0
+    t = node._now() - 0.1  # (a stamp in the past, fresh for the default state_timeout of 0.5 s)
+    node.on_joint_state(_joint_state(t, 0.1, 0.0))
+    for dt in (0.001, 0.011, 0.041, 0.0605):
+        node.tick(now=t + dt)
+    listener = rclpy.create_node("monitoring_listener")
+    try:
+        level, _, values = _read_diagnostics(node, listener)
+        _, _, after = _read_diagnostics(node, listener)
+    finally:
+        listener.destroy_node()
+    assert level == OK and values["state"] == "holding the measured configuration (no plan)"
+    assert (values["late_ticks"], values["late_ticks_in_period"]) == ("1", "1")
+    assert float(values["max_tick_gap_s_in_period"]) == pytest.approx(0.03, abs=1e-4)
+    assert float(values["max_state_age_s_in_period"]) == pytest.approx(0.0605, abs=1e-4)
+    assert (after["late_ticks"], after["late_ticks_in_period"]) == ("1", "0")
+    assert after["max_tick_gap_s_in_period"] == after["max_state_age_s_in_period"] == "0.0000"
+
+
 def _documented_keys() -> str:
     """The Diagnostics section of docs/concepts/ros.md: where every reported key is defined."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "concepts" / "ros.md").read_text()
@@ -216,7 +264,9 @@ def test_every_reported_key_is_defined_in_the_docs(controller_in_process):
     node = controller_in_process
     node.on_joint_state(_joint_state(node._now(), 0.1, 0.0))
     node.tick()  # (no plan: holding, so hold_target is reported too)
-    _, _, controller = controller_diagnostics(node.active, node.runner, node.intake, node.counts, (0.0, 0.0), 0.0)
+    _, _, controller = controller_diagnostics(
+        node.active, node.runner, node.intake, node.counts, (0.0, 0.0), 0.0, node.loop, node.loop.window()
+    )
     assert controller["hold_target"] != "" and not _undocumented(controller), _undocumented(controller)
     counts = dict(rejected_commands=0, saturated_commands=0, ignored_answers=0)  # (the simulator node's counts)
     _, _, simulator = simulator_diagnostics(

@@ -17,6 +17,8 @@ import pytest
 pytest.importorskip("rclpy")
 pytest.importorskip("mujoco")
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+
 from vi_control.planning.task import load_task  # noqa: E402
 from vi_control.ros.common import resolve_config  # noqa: E402
 from vi_control.ros.controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS  # noqa: E402
@@ -25,6 +27,10 @@ from vi_control.ros.main_job import task_overrides  # noqa: E402
 pytestmark = pytest.mark.ros
 DISCOVERY = 60.0  # s: process start-up (imports, the model's compiled code) plus DDS discovery on a loaded machine
 PANDA = "task_panda_reach"
+DIAGNOSTICS_PERIOD = 0.1  # s: the controller's /diagnostics, whose loop timing tells a starved loop
+# The controller's ticks at 500 Hz came at most 7 ms apart during the panda's plan, idle or beside a busy core (3
+# runs each); 10 periods without a command is a loop starved of the CPU, not the one the plan was tuned for.
+STARVED_GAP = 0.02  # s
 MIN_STATE_RATE = 100.0  # Hz: the fewest plant states per second a deviation is judged on
 HOLD = "hold" in (CONTROLLER_PARAMETERS["safe_mode"].choices or ())
 needs_hold = pytest.mark.skipif(not HOLD, reason="the controller has no safe_mode 'hold' yet")
@@ -49,6 +55,7 @@ class HardwareRun:
                 model=sim["model"],
                 system_yaml=sim["system_yaml"],
                 initial_positions=sim["initial_positions"],
+                log_throttle_period=0.0,
                 **(plant or {}),
             )
         }
@@ -56,10 +63,18 @@ class HardwareRun:
             "controller_node",
             name="controller",
             params_files=["ros_hardware_controller.yaml"],
-            **{**over["controller"], "realtime_priority": 0, **(controller or {})},
+            **{
+                **over["controller"],
+                "realtime_priority": 0,
+                "diagnostics_period": DIAGNOSTICS_PERIOD,
+                "log_throttle_period": 0.0,  # (every stale state and late tick logged, with its time: stalls())
+                **(controller or {}),
+            },
         )
         self.task = load_task(resolve_config(over["planner"]["task"]))
         self.rec = ros.recorder(self.robot.joint_names)
+        self.loop: list[tuple[float, dict]] = []  # (receive time, values) of the controller's /diagnostics
+        self.rec.create_subscription(DiagnosticArray, "diagnostics", self._on_diagnostics, 50)
         if planner is not None:
             # once the controller commands (its hold), as on a robot whose controller runs before goals come: a plan
             # published before the controller is up is re-timed on arrival (a run so re-timed by 2.5 s lost the
@@ -71,6 +86,18 @@ class HardwareRun:
                 params_files=["ros_hardware_planner.yaml"],
                 **{**over["planner"], **planner},
             )
+
+    def _on_diagnostics(self, m: DiagnosticArray) -> None:
+        for st in m.status:
+            if st.name.endswith("/vi_controller"):
+                self.loop.append((time.time(), {v.key: v.value for v in st.values}))
+
+    def late_ticks(self, t0: float, t1: float) -> tuple[int, float]:
+        """(late ticks, the largest tick gap [s]) of the controller's command loop in the /diagnostics windows that
+        overlap [t0, t1] (wall clock; a window is the ``DIAGNOSTICS_PERIOD`` before its report's arrival)."""
+        rows = [v for t, v in list(self.loop) if t >= t0 and t - 2 * DIAGNOSTICS_PERIOD <= t1]
+        late = sum(int(v.get("late_ticks_in_period", 0)) for v in rows)
+        return late, max((float(v.get("max_tick_gap_s_in_period", 0.0)) for v in rows), default=0.0)
 
     def report(self, chars: int = 2500) -> str:
         return "\n".join(p.report(chars) for p in self.procs.values())
@@ -114,21 +141,33 @@ class HardwareRun:
         _, q_final = self.states(end + settle, end + settle + window)
         return plan, float(np.sqrt(np.mean((q - ref) ** 2))), q_final
 
-    def stalls(self) -> str:
-        """Why the loop did not run as on hardware ('' if it did): joint states the controller found stale (the
-        plant or the controller starved of the CPU on a loaded machine), or a plant that skipped steps."""
+    def stalls(self, t0: float, t1: float) -> str:
+        """Why the loop did not run as on hardware between the wall-clock times t0 and t1 ('' if it did): joint
+        states the controller found stale (the plant or the controller starved of the CPU on a loaded machine), a
+        plant that skipped steps, or a command loop that went ``STARVED_GAP`` or longer without a tick. (Before t0,
+        e.g. while the planner process starts beside the held arm, none of these bears on the plan's tracking.)"""
         why = [
             f"{node}: {text}"
             for node, text in (("controller", "joint states stale"), ("plant", "stepping stalled"))
-            if text in self.procs[node].log()
+            if any(t0 <= t <= t1 for t in self.log_times(node, text))
         ]
+        late, gap = self.late_ticks(t0, t1)
+        if gap >= STARVED_GAP:
+            why.append(f"controller: {late} late ticks, the longest gap {1e3 * gap:.1f} ms")
         return "; ".join(why)
+
+    def log_times(self, node: str, text: str) -> list[float]:
+        """The wall-clock times of ``node``'s log lines containing ``text`` (rcutils' [LEVEL] [t] stamps)."""
+        return [
+            float(m.group(1))
+            for ln in self.procs[node].log().splitlines()
+            if text in ln and (m := re.search(r"\[(\d+\.\d+)\]", ln))
+        ]
 
     def log_time(self, node: str, text: str, timeout: float) -> float:
         """The wall-clock time of the first log line of ``node`` containing ``text`` (rcutils' [INFO] [t] stamp)."""
         assert self.procs[node].wait_for_log(text, timeout), self.report()
-        line = next(s for s in self.procs[node].log().splitlines() if text in s)
-        return float(re.search(r"\[(\d+\.\d+)\]", line).group(1))
+        return self.log_times(node, text)[0]
 
 
 def test_panda_reach_planned_and_tracked_against_the_mujoco_plant(ros):
@@ -137,16 +176,21 @@ def test_panda_reach_planned_and_tracked_against_the_mujoco_plant(ros):
     real arm's brakes hold until its controller runs), the planner plans from the measured start, the controller
     tracks at 500 Hz on the wall clock. Goal within 0.05 rad 1.5 s after the plan's end; tracking RMS reported.
     A loop that stalled is reported, not judged (``HardwareRun.stalls``; at load 8 a plant stalled 200 ms, the
-    controller held on stale states mid-reach and the arm went 3.6 rad off)."""
+    controller held on stale states mid-reach and the arm went 3.6 rad off; once, beside a busy core, the wrist ran
+    0.503 rad off its path, past the 0.5 tolerance, with no stale state: the controller's late ticks, now in its
+    /diagnostics, tell such a starved loop too)."""
     run = HardwareRun(ros, PANDA, plant=dict(brake_until_command=True), planner={})
     plan, rms, q_final = run.tracked_plan(1.5)
     assert np.abs(plan.X[0, :7] - run.q0).max() < 1e-9, plan.X[0]  # planned from the braked, measured start
     final = np.abs(q_final - run.task.goal_q).max()
-    stalls = run.stalls()
+    stalls = run.stalls(plan.times[0], plan.times[-1] + 2.0)
+    late, gap = run.late_ticks(plan.times[0], plan.times[-1])
     print(
         f"panda reach against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {final:.4f} rad 1.5–2 s after "
-        f"the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}"
+        f"the plan's end; {late} late controller ticks during the plan, the longest gap {1e3 * gap:.1f} ms"
+        f"{f' — the loop stalled ({stalls}): not judged' if stalls else ''}"
     )
+    assert run.loop, "no /diagnostics of the controller"  # (its loop timing is what tells a starved run)
     assert "first command: brakes released" in run.procs["plant"].log()
     if not stalls:
         assert final < 0.05, f"|q − goal| = {final:.4f}, tracking RMS {rms:.4f}\n{run.report()}"
@@ -164,9 +208,9 @@ def test_acrobot_swingup_against_the_mujoco_plant(ros):
     hold, and the chaotic swing does not recover (measured at load 6–9: RMS 1.4–1.9 rad, the upright missed; on a
     machine at load ≤ 3: RMS 0.03 rad, upright within 0.002 rad)."""
     run = HardwareRun(ros, "task_acrobot_swingup", planner={})
-    _, rms, q_final = run.tracked_plan(2.0)
+    plan, rms, q_final = run.tracked_plan(2.0)
     err = np.abs((q_final - run.task.goal_q + np.pi) % (2 * np.pi) - np.pi).max()
-    stalls = run.stalls()
+    stalls = run.stalls(plan.times[0], plan.times[-1] + 2.5)
     print(
         f"acrobot swing-up against MuJoCo: tracking RMS {rms:.4f} rad, max |q − goal| {err:.4f} rad 2–2.5 s "
         f"after the plan's end{f' — the loop stalled ({stalls}): not judged' if stalls else ''}"

@@ -62,7 +62,7 @@ from .messages import (
     plan_entered_message,
     plan_from_message,
 )
-from .supervision import ControllerStateMessage, controller_diagnostics, diagnostics
+from .supervision import ControllerStateMessage, LoopTiming, controller_diagnostics, diagnostics
 from .vehicle import POSE_ERROR_NAMES, actuator_velocities, state_from_odometry, vehicle_system
 
 
@@ -115,6 +115,7 @@ class ControllerNode(ManagedNode):
             self.runner.hold.engage(r.neutral())
             self.runner.hold.release()
         self.counts = dict(commands=0, safe=0, hold=0)
+        self.loop = LoopTiming(None)
         self._rate_mark = (time.monotonic(), 0, 0)
         self.rates = (0.0, 0.0)
         self.pub = self.create_publisher(Float64MultiArray, f"{p['controller_name']}/commands", STREAM_QOS)
@@ -207,6 +208,7 @@ class ControllerNode(ManagedNode):
         self.tick_timer = self.create_timer(
             period, (lambda: self.tick()) if self.p["trigger"] == "timer" else self.watchdog
         )  # (rclpy passes a TimerInfo to a callback with arguments)
+        self.loop.restart(period if self.p["trigger"] == "timer" else None)
 
     def _stop_tick_timer(self) -> None:
         if self.tick_timer is not None:
@@ -405,6 +407,10 @@ class ControllerNode(ManagedNode):
             return
         self._system_ready()
         state = self.intake.state
+        now = self._now() if now is None else now
+        gap = self.loop.tick(now, None if state is None else state.t)
+        if gap is not None:
+            self.warn("command loop late", lambda: self._late_text(gap))
         if state is None:
             if self.intake.ever_valid and self.runner.fault is not None:
                 self.go_safe(self.runner.fault, "")
@@ -430,6 +436,14 @@ class ControllerNode(ManagedNode):
             if u is not None:
                 self.counts["hold"] += 1
                 self.publish(u)
+
+    def _late_text(self, gap: float) -> str:
+        loop = self.loop
+        return (
+            f"command loop late: {1e3 * gap:.1f} ms between ticks (period {1e3 * loop.period:.1f} ms; "
+            f"{loop.late_ticks} late ticks of {loop.ticks}, the largest gap {1e3 * loop.max_gap:.1f} ms): the driver "
+            "held the last command meanwhile"
+        )
 
     def lockstep(self) -> bool:
         """One command per state on a simulation clock: a lockstep simulator, which steps only on a command — it
@@ -506,6 +520,8 @@ class ControllerNode(ManagedNode):
             self.counts,
             self.rates,
             merger.take_extrapolation() if merger else 0.0,
+            self.loop,
+            self.loop.window(),
         )
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))

@@ -73,6 +73,53 @@ OK, WARN, ERROR = (
 )
 
 
+class LoopTiming:
+    """The controller's command loop as the arm sees it, on the node's clock: each tick's gap since the tick before
+    and the age of the joint state it commanded from (the delay the feedback acts with).
+
+    With a period (the timer trigger), a gap of more than two periods is a *late tick*: at least one command period
+    went by without a command, the driver holding the last one meanwhile — a starved process, a collection, a
+    blocked executor. The tick itself still commands: it is counted and logged, not faulted (joint states that stop
+    are ``state_timeout``'s fault). Totals, and per window (``window()``, once per diagnostics period).
+    ``restart()`` forgets the last tick (a timer stopped or rearmed: the gap across it is no lateness)."""
+
+    LATE_PERIODS = 2.0
+
+    def __init__(self, period: float | None):
+        self.period = period  # None: ticks on joint states, no period of the loop's own
+        self.ticks = self.late_ticks = 0
+        self.max_gap = self.max_age = 0.0
+        self._last: float | None = None
+        self._late, self._gap, self._age = 0, 0.0, 0.0  # the current window's
+
+    def restart(self, period: float | None) -> None:
+        self.period, self._last = period, None
+
+    def tick(self, now: float, state_t: float | None) -> float | None:
+        """A tick at ``now`` commanding from the state stamped ``state_t`` (None: no state). Returns its gap when
+        late, else None."""
+        last, self._last = self._last, now
+        self.ticks += 1
+        if state_t is not None:
+            age = now - state_t
+            self._age, self.max_age = max(self._age, age), max(self.max_age, age)
+        if last is None or self.period is None:
+            return None
+        gap = now - last
+        self._gap, self.max_gap = max(self._gap, gap), max(self.max_gap, gap)
+        if gap > self.LATE_PERIODS * self.period:
+            self.late_ticks += 1
+            self._late += 1
+            return gap
+        return None
+
+    def window(self) -> tuple[int, float, float]:
+        """(late ticks, largest gap, largest state age) since the last call; starts the next window."""
+        out = self._late, self._gap, self._age
+        self._late, self._gap, self._age = 0, 0.0, 0.0
+        return out
+
+
 def controller_diagnostics(
     active: bool,
     runner: PlanRunner,
@@ -80,11 +127,15 @@ def controller_diagnostics(
     counts: dict[str, int],
     rates: tuple[float, float],
     extrapolation: float = 0.0,
+    loop: LoopTiming | None = None,
+    window: tuple[int, float, float] = (0, 0.0, 0.0),
 ) -> tuple[int, str, dict]:
     """The controller's /diagnostics (level, message, values): inactive, on the safe command (a fault or an aborted
     plan), waiting, holding the end of a plan, or tracking one; with the plan, the step, the rates (joint states and
     commands per second), and the counts of states, commands, safe commands, refusals and faults by kind. With
-    several drivers also how far their joints were extrapolated (in total, and ``extrapolation`` in the period)."""
+    several drivers also how far their joints were extrapolated (in total, and ``extrapolation`` in the period).
+    With ``loop`` the command loop's timing: late ticks in total and in the period, and the period's largest tick gap
+    and state age (``window``, ``LoopTiming.window()``'s)."""
     law, state, merger = runner.law, intake.state, intake.merger
     if not active:
         level, status = WARN, "inactive"
@@ -123,6 +174,16 @@ def controller_diagnostics(
                 max_extrapolation_s_in_period=f"{extrapolation:.4f}",
             )
             if merger
+            else {}
+        ),
+        **(
+            dict(
+                late_ticks=loop.late_ticks,
+                late_ticks_in_period=window[0],
+                max_tick_gap_s_in_period=f"{window[1]:.4f}",
+                max_state_age_s_in_period=f"{window[2]:.4f}",
+            )
+            if loop is not None
             else {}
         ),
         **{f"faults: {k}": n for k, n in runner.fault_counts.items()},
