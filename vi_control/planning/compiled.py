@@ -304,6 +304,7 @@ class _Arena:
         self._lease: _Lease | None = None  # the chunk being carved
         self._base, self._used = 0, 0
         self._staged: dict[tuple, np.ndarray] = {}
+        self._plans: dict[tuple, tuple] = {}  # (shapes, int_index) → (total size, (shape, dtype, offset) per array)
         self._args = np.zeros(32, np.int64)  # the argument vector of a call (pointers)
         self._args_at = self._args.ctypes.data
 
@@ -335,20 +336,29 @@ class _Arena:
 
     def carve(self, *shapes: tuple, int_index: int | None = None) -> list[np.ndarray]:
         """Fresh arrays of these shapes (float64; the one at ``int_index`` int64), sharing memory with no living
-        array."""
-        sizes = [math.prod(sh) for sh in shapes]
-        total = sum(sizes)
+        array. (A pass carves the same shapes every call: their sizes and offsets are worked out once.)"""
+        plan = self._plans.get((shapes, int_index))
+        if plan is None:
+            sizes = [math.prod(sh) for sh in shapes]
+            offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+            parts = tuple(
+                (sh, np.dtype(np.int64 if i == int_index else np.float64), o)
+                for i, (sh, o) in enumerate(zip(shapes, offsets))
+            )
+            plan = self._plans[(shapes, int_index)] = (sum(sizes), parts)
+        total, parts = plan
         if self._lease is None or self._used + total > len(self._lease):
             self._next_chunk(total)
-        lease, out, off = self._lease, [], self._used
-        for i, (sh, n) in enumerate(zip(shapes, sizes)):
-            a = np.ndarray(sh, np.int64 if i == int_index else np.float64, lease, 8 * off)
-            self._known[id(a)] = (weakref.ref(a), self._base + 8 * off, a.shape, a.dtype)
+        lease, known, base, used = self._lease, self._known, self._base, self._used
+        out = []
+        for sh, dt, off in parts:
+            at = 8 * (used + off)
+            a = np.ndarray(sh, dt, lease, at)
+            known[id(a)] = (weakref.ref(a), base + at, a.shape, a.dtype)
             out.append(a)
-            off += n
-        self._used = off
-        if len(self._known) > self._limit:
-            self._known = {k: v for k, v in self._known.items() if v[0]() is not None}
+        self._used = used + total
+        if len(known) > self._limit:
+            self._known = {k: v for k, v in known.items() if v[0]() is not None}
             self._limit = self.KEEP + 2 * len(self._known)
         return out
 
@@ -528,12 +538,10 @@ class CompiledStages:
 
     def linearize(self, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> StageLinearization:
         N, nx, nu, ny, nz = self.N, self.nx, self.nu, self.ny, self.nz
-        lin = StageLinearization(
-            *self._arena.carve(
-                (N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny), (N, nz, ny), (N, ny, nx), int_index=4
-            )
+        *parts, info = self._arena.carve(
+            (N, nx, nx), (N, nx, nu), (N,), (N, ny, ny), (N, ny), (N, nz, ny), (N, ny, nx), (2,), int_index=4
         )
-        info = self._arena.carve((2,))[0]
+        lin = StageLinearization(*parts)
         if self._run(_LINEARIZE, [X, U, Y, lin.A, lin.B, lin.rcond, lin.lu, lin.piv, lin.dydz, lin.Oy, info]):
             raise SingularityError(None, float(info[1]), "R_y = ∂R/∂(q_{k+1}, λ_k) in the linearization")
         return lin
