@@ -641,6 +641,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test/control/test_plan_file.py::test_shifted_receded_and_fitted_plans_are_plans_construction_accepts",),
     ),
     Mutation(
+        "backward_fallback_flag_not_cleared",
+        "vi_control/planning/csrc/ddp_kernel.c",
+        "    *flags = 0;\n",
+        "",
+        "a Newton pass that fell back to Gauss–Newton within the call still reports second order: DDP records a "
+        "Gauss–Newton step as Newton's and tries Newton again at once where its model was not convex",
+        (
+            "test/planning/test_planning_compiled.py::test_a_failed_newton_pass_falls_back_to_gauss_newton_within_the_call",
+        ),
+    ),
+    Mutation(
+        "ddp_fallback_not_heeded",
+        "vi_control/planning/ddp.py",
+        "            if newton and not stages.second_order_taken:",
+        "            if False:",
+        "DDP ignores that its Newton pass fell back: the step is recorded as Newton's and the next iteration tries "
+        "Newton again where the model was not convex",
+        (
+            "test/planning/test_planning_solvers.py::"
+            "test_a_newton_pass_that_fails_gives_a_gauss_newton_step_and_one_iteration_without_newton",
+        ),
+    ),
+    Mutation(
         "late_tick_at_two_periods",
         "vi_control/ros/supervision.py",
         "        if gap > self.LATE_PERIODS * self.period:\n",

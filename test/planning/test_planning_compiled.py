@@ -112,6 +112,32 @@ def _passes(stages, x0, U, X_nom, K, cost, mu, second_order, oracle=False):
     return X, Ua, np.array([a.A for a in lin]), np.array([a.B for a in lin]), np.array([a.rcond for a in lin]), back
 
 
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+def test_a_failed_newton_pass_falls_back_to_gauss_newton_within_the_call(path):
+    """``fallback=True``: where the second-order model is not convex (the pendulum swing-up 2 DDP iterations in,
+    found by trial: Newton's Q_uu is indefinite at μ = 0, 1e-6 and 1e-3) the call returns the Gauss–Newton pass of
+    the same μ, bit for bit, and ``second_order_taken`` is False; where it is convex (8 iterations in) the Newton
+    pass, bit for bit, and True. Without ``fallback`` the failed pass is None, as before; a Gauss–Newton request
+    never reports second order."""
+    vi, cost, x0, limits = _task_problem("task_pendulum_swingup")
+    N = cost.N
+    lo, hi = input_bounds(limits, vi.nu)
+    stages = compiled.compiled_stages(vi, N, lo, hi) if path == "compiled" else _NumpyStages(vi, N, lo, hi)
+    for iterations, convex in ((2, False), (8, True)):
+        U = ddp(vi, cost, x0, np.zeros((N, vi.nu)), input_limits=limits, max_iterations=iterations).U
+        X, Ua, aux = stages.rollout(x0, U)
+        lins = stages.linearize(X, Ua, aux)
+        for mu in (0.0, 1e-6, 1e-3):
+            newton = stages.backward(cost, X, Ua, aux, lins, mu, True)
+            assert (newton is not None) == convex and stages.second_order_taken
+            gauss = stages.backward(cost, X, Ua, aux, lins, mu, False, fallback=True)
+            assert gauss is not None and not stages.second_order_taken
+            got = stages.backward(cost, X, Ua, aux, lins, mu, True, fallback=True)
+            assert stages.second_order_taken == convex
+            want = newton if convex else gauss
+            assert all(np.array_equal(g, w) for g, w in zip(got, want)), (iterations, mu)
+
+
 @pytest.mark.parametrize("system", ["cartpole", "fourbar", "diffdrive"])
 def test_every_stage_pass_agrees_with_the_numpy_path(system, request):
     vi, cost, x0, limits = request.getfixturevalue(system)

@@ -1,6 +1,8 @@
 """The solvers against independent checks: finite differences of the rollout cost, a brute-force box QP,
 first-order optimality (KKT) of the returned trajectories, and agreement of DDP, iLQR and gradient descent."""
 
+import sys
+
 import numpy as np
 import pytest
 from ddp_oracle import box_qp
@@ -64,6 +66,43 @@ def test_ddp_and_ilqr_reach_the_same_stationary_trajectory(pendulum_vi, problem)
     # of 1e-12 shows as ~1e-4 in ∇_U J; at the initial guess the gradient is ~1e2–1e3.
     assert np.abs(_gradient_at(pendulum_vi, cost, r2.X, r2.U)).max() < 2e-3
     assert "newton" in r2.step_kinds and set(r1.step_kinds) == {"gauss-newton"}
+
+
+def test_a_newton_pass_that_fails_gives_a_gauss_newton_step_and_one_iteration_without_newton(
+    pendulum_vi, problem, monkeypatch
+):
+    """DDP's rule where the second-order model is not convex, watched on its real stage passes (each backward call
+    recorded: Newton asked for, Newton taken): the pass falls back to Gauss–Newton within the call (``fallback``),
+    that iteration's step is recorded as Gauss–Newton, and the next iteration asks for no Newton pass; every other
+    iteration asks for it. The pendulum swing-up from rest meets both kinds."""
+    ddp_module = sys.modules["vi_control.planning.ddp"]  # (the package's ``ddp`` is the function)
+
+    calls = []  # (iteration, Newton asked for, Newton taken)
+    real = ddp_module.stage_passes
+
+    def watched(*args, **kwargs):
+        stages = real(*args, **kwargs)
+        backward = stages.backward
+
+        def spy(cost, X, U, results, lins, mu, second_order, metric=None, fallback=False):
+            step = backward(cost, X, U, results, lins, mu, second_order, metric, fallback=fallback)
+            calls.append((len(lines), second_order, stages.second_order_taken))
+            return step
+
+        monkeypatch.setattr(stages, "backward", spy)
+        return stages
+
+    monkeypatch.setattr(ddp_module, "stage_passes", watched)
+    cost, x0 = problem
+    lines = []
+    r = ddp(pendulum_vi, cost, x0, np.zeros((cost.N, 1)), max_iterations=50, log=lines.append)
+    assert r.converged and len(r.step_kinds) == r.iterations + 1  # (the last pass only tells convergence)
+    failed = {it for it, asked, taken in calls if asked and not taken}
+    assert failed and "newton" in r.step_kinds  # (both kinds met)
+    for it, kind in enumerate(r.step_kinds):
+        asked = [a for i, a, _ in calls if i == it]
+        assert asked[0] == (it == 0 or it - 1 not in failed), (it, asked)  # one iteration without Newton after
+        assert kind == ("newton" if asked[0] and it not in failed else "gauss-newton"), (it, kind)
 
 
 def test_ddp_respects_input_bounds_and_is_kkt_optimal(pendulum_vi, problem):

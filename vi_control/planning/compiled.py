@@ -89,13 +89,18 @@ def _layouts(N: int, nx: int, nu: int, ny: int, nz: int) -> tuple[tuple, tuple, 
     )
     linearize = (X, U, Y, A, B, ("rcond", (N,), F), *factors, info)
     local = (("l_x", (N, nx), F), ("l_u", (N, nu), F), ("V_x", (nx,), F), ("V_xx", (nx, nx), F))
-    local += (("W_x", (nx, nx), F), ("W_u", (nu, nu), F), ("mu", (1,), F), ("second_order", (1,), I))
+    local += (("W_x", (nx, nx), F), ("W_u", (nu, nu), F), ("mu", (1,), F), ("flags", (1,), I))
     backward = (X, U, Y, A, B, *factors, *local, ("k", (N, nu), F), ("K", (N, nu, nx), F), ("d", (2,), F), None)
 
     def named(what: str, entries: tuple) -> tuple:
         return tuple(None if e is None else (f"{what}: {e[0]}", *e[1:]) for e in entries)
 
     return named("rollout", rollout), named("linearize", linearize), named("backward pass", backward)
+
+
+def _pass_flags(second_order: bool, fallback: bool) -> int:
+    """vi_plan_backward's flags: bit 0 the second-order pass, bit 1 its Gauss–Newton fallback within the call."""
+    return (1 if second_order else 0) | (2 if second_order and fallback else 0)
 
 
 # The numpy stages' second-order terms, called back by vi_plan_backward: (stage k, V'_x (nx,), Hz (nz, nz) out).
@@ -161,13 +166,16 @@ class BackwardPass:
         mu: float,
         second_order: bool,
         contract=None,
+        fallback: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
         """(k (N, nu), K (N, nu, n) in the rollout's convention u = U + αk + K(x − X), d1, d2), or None where Q_uu (a
         free block of it) is not positive definite or the result is not finite (ddp changes the model). ``local``:
-        ``shooting.local_model``'s (l_x, l_u, V_x(N), V_xx(N), W_x, W_u); ``contract`` as the class says."""
+        ``shooting.local_model``'s (l_x, l_u, V_x(N), V_xx(N), W_x, W_u); ``contract`` as the class says.
+        ``fallback``: a second-order pass that fails is taken again as the Gauss–Newton pass with the same μ in the
+        same call; ``second_order_taken`` then says which pass the result (or the failure) is of."""
         N, n, nu = self.N, self.n, self.nu
         kff, Kfb, d = self._arena.carve((N, nu), (N, nu, n), (2,))
-        self._scalars[0], self._flags[0] = mu, 1 if second_order else 0
+        self._scalars[0], self._flags[0] = mu, _pass_flags(second_order, fallback)
         self._contract, self._error = contract, None
         args = [None, U, None, A, B, None, None, None, None, *local, self._scalars, self._flags, kff, Kfb, d]
         ptrs = self._arena.pointers([*args, self._callback_at if second_order else None], self._layout)
@@ -175,6 +183,7 @@ class BackwardPass:
             code = self._call(_BACKWARD, self._ctx, ptrs)
         finally:
             self._contract = None
+            self.second_order_taken = bool(self._flags[0] & 1)
         if self._error is not None:
             error, self._error = self._error, None
             raise error
@@ -556,13 +565,15 @@ class CompiledStages:
         mu: float,
         second_order: bool,
         metric: tuple[np.ndarray, np.ndarray] | None = None,
+        fallback: bool = False,
     ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
-        """ddp's ``_backward`` (same inputs from the cost: ``shooting.local_model``) over all stages in one call."""
+        """ddp's backward pass (inputs from the cost: ``shooting.local_model``) over all stages in one call;
+        ``fallback`` and ``second_order_taken`` as ``BackwardPass``'s."""
         if second_order and not self._second_order_ok:
             raise ValueError("these compiled stages were built without the Hessian (second_order=False)")
         N, nx, nu = self.N, self.nx, self.nu
         kff, Kfb, d = self._arena.carve((N, nu), (N, nu, nx), (2,))
-        self._scalars[0], self._flags[0] = mu, 1 if second_order else 0
+        self._scalars[0], self._flags[0] = mu, _pass_flags(second_order, fallback)
         code = self._run(
             _BACKWARD,
             [
@@ -584,6 +595,7 @@ class CompiledStages:
                 None,  # (the contraction over the generated 'hessian')
             ],
         )
+        self.second_order_taken = bool(self._flags[0] & 1)
         return None if code else (kff, Kfb, float(d[0]), float(d[1]))
 
     @staticmethod

@@ -77,13 +77,16 @@ class _NumpyStages:
     def linearize(self, X, U, results):
         return [linearize(self.vi, X[k], U[k], results[k]) for k in range(len(U))]
 
-    def backward(self, cost, X, U, results, lins, mu, second_order, metric=None):
+    def backward(self, cost, X, U, results, lins, mu, second_order, metric=None, fallback=False):
         A, B = np.array([lin.A for lin in lins]), np.array([lin.B for lin in lins])
 
         def contract(k: int, Vx: np.ndarray):
             return second_order_contraction(self.vi, X[k], U[k], Vx, results[k], lin=lins[k])
 
-        return self._backward(A, B, U, local_model(cost, X, U, metric), mu, second_order, contract)
+        try:
+            return self._backward(A, B, U, local_model(cost, X, U, metric), mu, second_order, contract, fallback)
+        finally:
+            self.second_order_taken = self._backward.second_order_taken
 
     @staticmethod
     def linearization(lins):
@@ -271,13 +274,13 @@ def ddp(
         newton = second_order and wait == 0
         wait = max(wait - 1, 0)
         while True:
-            step = stages.backward(cost, X, U, results, lin_list, mu, newton, metric)
+            # (a Newton pass that fails is taken again as Gauss–Newton within the same call: fallback)
+            step = stages.backward(cost, X, U, results, lin_list, mu, newton, metric, fallback=True)
+            if newton and not stages.second_order_taken:  # the second-order model is not convex here: the
+                newton, wait = False, 1  # Gauss–Newton (iLQR) step, and no Newton attempt in the next iteration
             if step is not None:
                 kff, Kfb, d1, d2 = step
                 break
-            if newton:  # the second-order model is not convex here: take the Gauss–Newton (iLQR) step,
-                newton, wait = False, 1  # and skip the Newton attempt in the next iteration
-                continue
             mu = max(mu * 10, mu_floor)
             if mu > mu_max:
                 break

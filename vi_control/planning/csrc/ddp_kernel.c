@@ -291,9 +291,10 @@ static int vi_box_qp(const double* H, const double* g, const double* lo, const d
  * Backward pass, the one implementation of DDP's (planning/ddp.py drives it for compiled and numpy stages alike).
  * a: X, U, Y, A, B, LU, piv, dy/dz, O_y (from vi_plan_linearize; NULL but U, A, B with a contract), l_x (N, nx),
  * l_u (N, nu), V_x(N), V_xx(N), W_x (nx, nx), W_u (nu, nu) (the local model's curvature: Q, R or a metric), mu,
- * second_order | kff (N, nu), K (N, nu, nx) in rollout convention, d = (d1, d2) | contract (vi_contract_fn, or NULL
- * for vi_plan_contract over the generated 'hessian'). Returns 0, or 1 when Q_uu (or a free block of it) is not
- * positive definite, the result is not finite or contract failed: the caller changes the model (or raises). */
+ * flags (second order, fall back: see vi_plan_backward) | kff (N, nu), K (N, nu, nx) in rollout convention,
+ * d = (d1, d2) | contract (vi_contract_fn, or NULL for vi_plan_contract over the generated 'hessian'). Returns 0, or 1
+ * when Q_uu (or a free block of it) is not positive definite, the result is not finite or contract failed: the
+ * caller changes the model (or raises). */
 /* V'_x . d2f of stage k for a model with generated 'hessian' (Johnson2015, eqs. 16-27 as a covector contraction):
  * Hz (nz x nz, z = (x, u), row-major, symmetric) = T'(V'_x' d2O + mu' d2R)T with R_y' mu = -O_y' V'_x, from the
  * linearization's R_y LU, dy/dz and O_y (a[5..8]); z, mua, H, W are scratch. */
@@ -340,14 +341,13 @@ static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const 
 /* The caller's second-order terms of stage k (the numpy stages' V'_x . d2f, computed in Python): Hz as above. */
 typedef int (*vi_contract_fn)(long long k, const double* Vx, double* Hz);
 
-int vi_plan_backward(void** c, void** a) {
+static int vi_plan_sweep(void** c, void** a, const int second) {
   vi_plan_ctx m = vi_plan_unpack(c);
   const long long N = m.N, nx = m.nx, nu = m.nu, ny = m.ny, nz = m.nz, nw = ny + nz;
   const double *X = a[0], *U = a[1], *Y = a[2], *AA = a[3], *BB = a[4], *LU = a[5], *DY = a[7], *OY = a[8];
   const long long* PIV = a[6];
   const double *LX = a[9], *LUc = a[10], *VxN = a[11], *VxxN = a[12], *Wx = a[13], *Wu = a[14];
   const double mu = *(const double*)a[15];
-  const int second = (int)*(const long long*)a[16];
   const vi_contract_fn contract = (vi_contract_fn)a[20];
   if (second && !m.hess && !contract) return 1;
   double *KFF = a[17], *KFB = a[18], *d = a[19];
@@ -457,6 +457,21 @@ int vi_plan_backward(void** c, void** a) {
   if (!isfinite(d1)) return 1; /* NaN/inf anywhere propagates to here */
   for (long long i = 0; i < nx * nx; i++) if (!isfinite(Vxx[i])) return 1;
   return 0;
+}
+
+/* a[16] (int64, in/out): bit 0 second order, bit 1 fall back. A second-order pass that fails (its model not convex
+ * here: Q_uu not positive definite, a contraction that failed, a result not finite) is then taken again as the
+ * Gauss–Newton pass with the same mu in this call — what ddp does next, without a crossing — and bit 0 is cleared:
+ * it says which pass the result (or the failure) is of. */
+int vi_plan_backward(void** c, void** a) {
+  long long* flags = (long long*)a[16];
+  const int second = (int)(*flags & 1);
+  int code = vi_plan_sweep(c, a, second);
+  if (code && second && (*flags & 2)) {
+    *flags = 0;
+    code = vi_plan_sweep(c, a, 0);
+  }
+  return code;
 }
 
 /* One ctypes entry point for every pass: (which, context, arguments). */
