@@ -96,8 +96,8 @@ class HardwareRun:
         """(late ticks, the largest tick gap [s]) of the controller's command loop in the /diagnostics windows that
         overlap [t0, t1] (wall clock; a window is the ``DIAGNOSTICS_PERIOD`` before its report's arrival)."""
         rows = [v for t, v in list(self.loop) if t >= t0 and t - 2 * DIAGNOSTICS_PERIOD <= t1]
-        late = sum(int(v.get("late_ticks_in_period", 0)) for v in rows)
-        return late, max((float(v.get("max_tick_gap_s_in_period", 0.0)) for v in rows), default=0.0)
+        late = sum(int(v["late_ticks_in_period"]) for v in rows)
+        return late, max((float(v["max_tick_gap_s_in_period"]) for v in rows), default=0.0)
 
     def report(self, chars: int = 2500) -> str:
         return "\n".join(p.report(chars) for p in self.procs.values())
