@@ -142,6 +142,7 @@ class BackwardPass:
         self._layout = _layouts(self.N, self.n, self.nu, 1, nz)[2]
         self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
         self._contract, self._error = None, None
+        self.second_order_taken = False  # (which pass the last call returned: ``__call__``)
         self._callback = _CONTRACT_FN(self._contract_stage)
         self._callback_at = ctypes.cast(self._callback, ctypes.c_void_p).value
 
@@ -490,6 +491,7 @@ class CompiledStages:
         self._layouts = _layouts(self.N, self.nx, self.nu, self.ny, self.nz)
         # μ and the second-order flag (read as int64: it must not go through a float64 staging copy)
         self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
+        self.second_order_taken = False  # (which pass the last backward call returned: ``backward``)
         self._modes = {0: None}
         for mode in (_PREDICT, _STAGEWISE):
             self._modes[mode] = self._arena.own((1,), np.int64)

@@ -67,6 +67,7 @@ class _NumpyStages:
     def __init__(self, vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray):
         self.vi, self.lo, self.hi = vi, lo, hi
         self._backward = backward_pass(N, vi.state.ndx, vi.nu, lo, hi)
+        self.second_order_taken = False  # (which pass the last backward call returned, as ``BackwardPass``'s)
 
     def rollout(self, x0, U, X_nom=None, K=None, predict=False):
         return rollout(self.vi, x0, U, None if predict else X_nom, self.lo, self.hi, X_nom, K)
