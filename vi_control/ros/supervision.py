@@ -1,7 +1,6 @@
 """What the nodes report besides their outputs: the controller's JTC-style ``~/controller_state`` message and its
 ``/diagnostics`` status with its command loop's timing (``LoopTiming``), and the simulator's step timing
-(``CommandTiming``) and status. (The joint-state limits
-the controller checks are ``control.intake.JointLimits``.)"""
+(``CommandTiming``) and status. (The joint-state limits the controller checks are ``control.intake.JointLimits``.)"""
 
 from __future__ import annotations
 
