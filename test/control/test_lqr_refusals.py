@@ -217,3 +217,24 @@ def test_hold_gain_where_a_constraint_row_vanishes_names_the_constraint():
         r"constraints\[0\]: its row of Dh\(q\) vanishes at this pose",
     ):
         hold_gain(vi, np.zeros(2), 1.0, 1.0)
+
+
+@pytest.mark.parametrize("definite", [False, True])
+def test_a_diagonal_weight_is_refused_at_the_boundaries_of_its_fast_path(definite):
+    """``check_weight``'s path for diagonal weights (most of a plan's ~10 checks) decides as the full check does: a
+    NaN or ±inf on the diagonal or a NaN off it is refused as not finite; a diagonal just inside the tolerance
+    (PSD: −0.5·WEIGHT_TOL·norm; PD: 2·DEFINITE_TOL·norm) is accepted as it is, just outside refused."""
+    from vi_control.control.lqr import DEFINITE_TOL, WEIGHT_TOL, check_weight
+
+    for bad in (np.inf, -np.inf, np.nan):
+        with pytest.raises(ValueError, match="entries must be finite"):
+            check_weight(np.diag([bad, 1.0]), 2, "W", definite=definite)
+    with pytest.raises(ValueError, match=r"entries must be finite, got nan at index \(0, 1\)"):
+        check_weight(np.array([[1.0, np.nan], [np.nan, 1.0]]), 2, "W", definite=definite)
+    norm = 4.0
+    edge = 2 * DEFINITE_TOL * norm if definite else -0.5 * WEIGHT_TOL * norm
+    W = np.diag([edge, norm])
+    assert np.array_equal(check_weight(W, 2, "W", definite=definite), W)
+    outside = 0.5 * DEFINITE_TOL * norm if definite else -2 * WEIGHT_TOL * norm
+    with pytest.raises(ValueError, match="must be symmetric positive"):
+        check_weight(np.diag([outside, norm]), 2, "W", definite=definite)

@@ -71,8 +71,9 @@ def check_weight(
         raise ValueError(f"{name}: expected a scalar, {n} diagonal entries or a {want} array, got shape {W.shape}")
     if W.ndim == 2 and n:  # the usual weight, diagonal (~30 numpy calls below, ~30 µs, on each of a plan's 7 checks)
         d = W.diagonal()
-        if np.isfinite(d).all() and np.count_nonzero(W) == np.count_nonzero(d):  # (a NaN off the diagonal counts)
-            lowest, norm = d.min(), np.abs(d).max()
+        lowest, highest = float(d.min()), float(d.max())  # (NaN or ±inf in d makes one of them so)
+        if math.isfinite(lowest) and math.isfinite(highest) and np.count_nonzero(W) == np.count_nonzero(d):
+            norm = max(-lowest, highest)  # (a NaN off the diagonal counts as nonzero: the full check below)
             if (lowest > DEFINITE_TOL * norm) if definite else (lowest >= -WEIGHT_TOL * norm):
                 return W
     _check_finite(W, name)
