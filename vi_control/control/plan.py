@@ -66,7 +66,7 @@ _MAX_VALUES = 50_000_000
 
 
 def _finite(name: str, a: np.ndarray) -> None:
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(a).all():  # (the method: np.all's dispatch costs ~1 µs of a plan's six checks each)
         bad = np.argwhere(~np.isfinite(a))[0].tolist()
         raise PlanError(f"{name}: entry {bad} is {a[tuple(bad)]} (values must be finite)")
 
