@@ -114,11 +114,11 @@ def _passes(stages, x0, U, X_nom, K, cost, mu, second_order, oracle=False):
 
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
 def test_a_failed_newton_pass_falls_back_to_gauss_newton_within_the_call(path):
-    """``fallback=True``: where the second-order model is not convex (the pendulum swing-up 2 DDP iterations in,
-    found by trial: Newton's Q_uu is indefinite at μ = 0, 1e-6 and 1e-3) the call returns the Gauss–Newton pass of
-    the same μ, bit for bit, and ``second_order_taken`` is False; where it is convex (8 iterations in) the Newton
-    pass, bit for bit, and True. Without ``fallback`` the failed pass is None, as before; a Gauss–Newton request
-    never reports second order."""
+    """``fallback=True``: where the second-order model is not convex (the pendulum swing-up 2 DDP iterations in:
+    Newton's Q_uu is −0.91 at the first stage that fails, with R = 1) the call returns the Gauss–Newton pass of the
+    same μ, bit for bit, and ``second_order_taken`` is False; where it is convex (8 iterations in: Q_uu ≥ 1.02 at
+    every stage) the Newton pass, bit for bit, and True — margins no round-off decides (the numpy oracle's Q_uu).
+    Without ``fallback`` the failed pass is None, as before; a Gauss–Newton request never reports second order."""
     vi, cost, x0, limits = _task_problem("task_pendulum_swingup")
     N = cost.N
     lo, hi = input_bounds(limits, vi.nu)
