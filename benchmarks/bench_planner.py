@@ -369,8 +369,8 @@ def tasks_vs_peer(names: tuple[str, ...], rounds: int, py: Path | None, numpy_ro
                     c0 = time.process_time()
                     plan, res = plan_task(systems[n], tasks[n])
                     cpu = time.process_time() - c0
-                    record = our_record(plan, res, cpu, tasks[n].goal_q, compiled=res.compiled)
-                    record["c_passes_ms"] = sum(in_c) * 1e3 if kind == "compiled" else None
+                    c_ms = sum(in_c) * 1e3 if kind == "compiled" else None
+                    record = our_record(plan, res, cpu, tasks[n].goal_q, compiled=res.compiled, c_passes_ms=c_ms)
                     runs.setdefault((n, kind), []).append(record)
     finally:
         compiled.ENABLED = True

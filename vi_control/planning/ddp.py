@@ -67,7 +67,11 @@ class _NumpyStages:
     def __init__(self, vi: Linearizable, N: int, lo: np.ndarray, hi: np.ndarray):
         self.vi, self.lo, self.hi = vi, lo, hi
         self._backward = backward_pass(N, vi.state.ndx, vi.nu, lo, hi)
-        self.second_order_taken = False  # (which pass the last backward call returned, as ``BackwardPass``'s)
+
+    @property
+    def second_order_taken(self) -> bool:
+        """Which pass the last backward call returned (``BackwardPass.second_order_taken``)."""
+        return self._backward.second_order_taken
 
     def rollout(self, x0, U, X_nom=None, K=None, predict=False):
         return rollout(self.vi, x0, U, None if predict else X_nom, self.lo, self.hi, X_nom, K)
@@ -84,10 +88,7 @@ class _NumpyStages:
         def contract(k: int, Vx: np.ndarray):
             return second_order_contraction(self.vi, X[k], U[k], Vx, results[k], lin=lins[k])
 
-        try:
-            return self._backward(A, B, U, local_model(cost, X, U, metric), mu, second_order, contract, fallback)
-        finally:
-            self.second_order_taken = self._backward.second_order_taken
+        return self._backward(A, B, U, local_model(cost, X, U, metric), mu, second_order, contract, fallback)
 
     @staticmethod
     def linearization(lins):

@@ -88,7 +88,7 @@ class LoopTiming:
     def __init__(self, period: float | None):
         self.period = period  # None: ticks on joint states, no period of the loop's own
         self.ticks = self.late_ticks = 0
-        self.max_gap = self.max_age = 0.0
+        self.max_gap = 0.0
         self._last: float | None = None
         self._late, self._gap, self._age = 0, 0.0, 0.0  # the current window's
 
@@ -101,8 +101,7 @@ class LoopTiming:
         last, self._last = self._last, now
         self.ticks += 1
         if state_t is not None:
-            age = now - state_t
-            self._age, self.max_age = max(self._age, age), max(self.max_age, age)
+            self._age = max(self._age, now - state_t)
         if last is None or self.period is None:
             return None
         gap = now - last
