@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from log_record import stamped_lines
 
 from vi_control.control.tracking import StateEstimator
 from vi_control.integrators.midpoint import MidpointVI
@@ -441,18 +442,13 @@ hold: {Q: {q: 100.0, p: 1.0}, R: 0.01}
 """
 
 
-def _log_time(log: str, text: str) -> float:
-    """The wall-clock stamp of the first line of a node's log containing ``text`` (rcutils' [LEVEL] [t] prefix)."""
-    return next(float(line.split("] [")[1]) for line in log.splitlines() if text in line)
-
-
 def _driver_gaps(log: str, t0: float, t1: float) -> list[float]:
     """How long a driver's joints had been missing [s] in each of the controller's "joint state incomplete … (last
     seen … ago)" warnings stamped between the wall-clock times t0 and t1."""
     return [
         float(line.split("(last seen ")[1].split()[0])
-        for line in log.splitlines()
-        if "joint state incomplete" in line and "(last seen " in line and t0 <= float(line.split("] [")[1]) <= t1
+        for t, line in stamped_lines(log, "joint state incomplete")
+        if "(last seen " in line and t0 <= t <= t1
     ]
 
 
@@ -592,7 +588,9 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
     # plan entered 2 steps late, 14 commands at the effort limits followed (4 in a nominal run) and 0.142 rad.
     assert "entered plan" in controller, logs
     missing = _driver_gaps(
-        controller, _log_time(controller, "entered plan") - 0.5, stopped_at[1] if len(stopped_at) > 1 else np.inf
+        controller,
+        stamped_lines(controller, "entered plan")[0][0] - 0.5,
+        stopped_at[1] if len(stopped_at) > 1 else np.inf,
     )
     stalled = stalled or max(missing, default=0.0) > 2 * dt + 0.015
     print(
@@ -607,9 +605,7 @@ def test_joints_split_over_two_drivers_are_merged_by_planner_and_controller(requ
         assert held.any() and np.abs(run.q[held] - plan.X[-1, :2]).max() < 4e-2
     counts = diagnostics[-1] if diagnostics else {}
     assert stopped_at[0] == [(True, ""), (True, "")], logs
-    after = [
-        line for line in controller.splitlines() if float(line.split("] [")[1] if "] [" in line else 0) > stopped_at[1]
-    ]  # (the log's wall-clock stamps)
+    after = [line for t, line in stamped_lines(controller) if t > stopped_at[1]]
     waiting = [line for line in after if "joint state incomplete: waiting for joint(s) ['elbow'] (last seen" in line]
     assert waiting, logs
     assert 0.1 <= float(waiting[0].split("(last seen ")[1].split()[0]) < 0.2, logs  # the live-set 0.1 s had passed

@@ -7,12 +7,12 @@ Real-time priority stays 0 here (as in every DDS test: test_ros_realtime_priorit
 
 from __future__ import annotations
 
-import re
 import time
 
 import handover
 import numpy as np
 import pytest
+from log_record import stamped_lines
 
 pytest.importorskip("rclpy")
 pytest.importorskip("mujoco")
@@ -157,12 +157,8 @@ class HardwareRun:
         return "; ".join(why)
 
     def log_times(self, node: str, text: str) -> list[float]:
-        """The wall-clock times of ``node``'s log lines containing ``text`` (rcutils' [LEVEL] [t] stamps)."""
-        return [
-            float(m.group(1))
-            for ln in self.procs[node].log().splitlines()
-            if text in ln and (m := re.search(r"\[(\d+\.\d+)\]", ln))
-        ]
+        """The wall-clock times of ``node``'s log lines containing ``text``."""
+        return [t for t, _ in stamped_lines(self.procs[node].log(), text)]
 
     def log_time(self, node: str, text: str, timeout: float) -> float:
         """The wall-clock time of the first log line of ``node`` containing ``text`` (rcutils' [INFO] [t] stamp)."""

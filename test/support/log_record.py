@@ -1,8 +1,18 @@
-"""A real rclpy logger that also keeps what it was given.
+"""A real rclpy logger that also keeps what it was given, and the stamps of a node process's log lines.
 
 rcutils writes log lines to the process's stderr, and a fresh clone's CI did not always flush that stream to capfd
 (after an earlier rclpy init/shutdown on the same worker); tests read the messages here, as rclpy received them.
 """
+
+import re
+
+_STAMP = re.compile(r"\[(\d+\.\d+)\]")
+
+
+def stamped_lines(log: str, text: str = "") -> list[tuple[float, str]]:
+    """(wall-clock stamp, line) of each line of a node's log containing ``text`` (rcutils' ``[LEVEL] [t] [node]:``
+    prefix); lines without a stamp (a traceback's) are left out."""
+    return [(float(m.group(1)), line) for line in log.splitlines() if text in line and (m := _STAMP.search(line))]
 
 
 class RecordingLogger:
