@@ -685,4 +685,66 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test/ros/test_ros_monitoring_readback.py::test_controller_reports_its_late_ticks_and_state_age_in_diagnostics",
         ),
     ),
+    Mutation(
+        "mpc_cycle_accepts_any_finite",
+        "vi_control/planning/mpc.py",
+        "return bool(np.isfinite(cost)) and (bool(converged) or bool(merit <= warm_merit))",
+        "return bool(np.isfinite(cost))",
+        "an MPC cycle stopped at its iteration cap is accepted even where its merit is above that of the executing "
+        "plan's continuation: the controller switches to a worse plan",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
+        "mpc_cycle_accepts_nonfinite",
+        "vi_control/planning/mpc.py",
+        "return bool(np.isfinite(cost)) and (bool(converged) or bool(merit <= warm_merit))",
+        "return bool(converged) or bool(merit <= warm_merit)",
+        "an MPC cycle of a non-finite cost is accepted (converged, or cold: no continuation to compare with): the "
+        "controller is handed a plan of NaN",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
+        "al_merit_of_the_last_subproblem",
+        "vi_control/planning/augmented.py",
+        "        first = sub if first is None else first\n",
+        "        first = sub\n",
+        "the augmented Lagrangian reports its result's merit under its last multiplier and penalty, its start's under "
+        "its first: a capped MPC cycle of a terminal-constrained task is accepted or refused on two different measures",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
+        "mpc_first_command_unclipped",
+        "vi_control/planning/mpc.py",
+        "            u0 = np.clip(u0, -self._limits, self._limits)\n",
+        "            pass\n",
+        "a cycle's step 0 (the executing law's command) is not clamped to the task's input limits: a plan whose U_0 "
+        "is beyond the effort limits",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
+        "mpc_off_grid_continues",
+        "vi_control/planning/mpc.py",
+        "abs(t_start - executing.times[0] - k * executing.dt) <= 0.25 * executing.dt",
+        "abs(t_start - executing.times[0] - k * executing.dt) <= 0.75 * executing.dt",
+        "a cycle whose start lies between two steps of the executing plan continues that law's nearest step as if "
+        "it started there",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
+        "mpc_warm_start_one_step_behind",
+        "vi_control/planning/mpc.py",
+        "warm = executing.receded(k + 1).fitted(",
+        "warm = executing.receded(k).fitted(",
+        "a cycle is warm-started from the executing plan receded to its step 0 (the law's), not to step 1 where the "
+        "window it optimizes starts: the guess lags the state by one step",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
+        "mpc_period_equal_dt_refused",
+        "vi_control/planning/mpc.py",
+        "if s.period < vi.dt - 1e-12:",
+        "if s.period <= vi.dt:",
+        "an MPC period of exactly one step is refused",
+        ("test/planning/test_planning_mpc.py",),
+    ),
 )

@@ -13,7 +13,8 @@ import vi_control as vc
 from vi_control.control.tracking import tracking_law
 from vi_control.integrators import make_integrator
 from vi_control.planning import load_task
-from vi_control.planning.mpc import MPCSettings, RecedingHorizon, mpc_settings
+from vi_control.planning.cost import QuadraticTrackingCost
+from vi_control.planning.mpc import MPCSettings, RecedingHorizon, cycle_accepted, mpc_settings
 from vi_control.planning.task_values import TaskError
 
 
@@ -52,6 +53,11 @@ def test_a_cycle_from_the_plans_own_state_replans_that_plan(panda):
     assert cyc.plan.times[0] == pytest.approx(5.0 + 6 * vi.dt)
     assert np.abs(cyc.plan.X - plan.X[6:]).max() < 1e-4, np.abs(cyc.plan.X - plan.X[6:]).max()
     assert cyc.result.cost <= cyc.warm_cost + 1e-12
+    # the warm start is the plan's own tail from the step after the cycle's first (the law's): its cost is the cost
+    # of the plan's steps 7… over the window the optimizer plans (step 6 is the law's own)
+    W = task.weight_table(vi.nx, vi.nu, vi.nq)
+    tail = QuadraticTrackingCost(*m.window(7), W["weights", "Q"], W["weights", "R"], W["weights", "Qf"])
+    assert cyc.warm_cost == pytest.approx(tail.calc(plan.X[7:], plan.U[7:]), rel=1e-8)
 
 
 def test_mpc_section_is_validated_at_its_boundaries():
@@ -223,3 +229,110 @@ def test_a_shrinking_horizons_windows_share_the_weights_parsed_once(panda, monke
         dataclasses.replace(task, weights={**task.weights, "R": float(r)}).weight_table(vi.nx, vi.nu, vi.nq)
         assert len(task._resolved) <= 40
     assert task.weight_table(vi.nx, vi.nu, vi.nq)["weights", "R"][0, 0] == 0.01  # (still right after a clear)
+
+
+def test_a_cycle_is_accepted_at_the_boundaries_of_its_rule():
+    """``cycle_accepted``: a finite cost, and converged or a merit no higher than the continuation's — equal is
+    accepted, one ulp higher is not; a converged plan of a higher merit is (it met the tolerance), a non-finite cost
+    never is, and without a continuation (cold, inf) any finite plan is."""
+    m = 57.90731
+    assert cycle_accepted(10.0, False, m, m)
+    assert not cycle_accepted(10.0, False, m, np.nextafter(m, np.inf))
+    assert cycle_accepted(10.0, False, m, np.nextafter(m, -np.inf))
+    assert cycle_accepted(10.0, True, m, m + 1.0)
+    for bad in (np.nan, np.inf):
+        assert not cycle_accepted(bad, True, m, m - 1.0)
+    assert cycle_accepted(10.0, False, np.inf, 1e300)
+    assert not cycle_accepted(10.0, False, np.inf, np.nan)
+
+
+def test_a_capped_terminal_constrained_cycle_is_measured_by_its_augmented_lagrangian(monkeypatch):
+    """The cart-pole swing-up (terminal constraint: the augmented Lagrangian, planning.augmented) under MPC, each cycle
+    capped at 3 iterations, the closed loop pushed by seeded input noise. Each cycle's ``warm_cost`` is the augmented
+    Lagrangian of the executing plan's continuation (recomputed here: the receded plan followed from the cycle's start
+    under its gains, λ by ``terminal_multiplier`` there, ρ the task's penalty), and the plan's merit is the same
+    function at the plan — no higher, so every cycle is accepted. The cost alone would refuse some: meeting the
+    constraint better costs J (measured: 8 of 14 cycles cost 1e-3 to 3e-2 more than the continuation)."""
+    import sys
+
+    from vi_control.planning.augmented import terminal_multiplier
+    from vi_control.planning.ddp import feedback_rollout
+    from vi_control.planning.pipeline import input_limits
+
+    mpc = sys.modules[RecedingHorizon.__module__]
+    task = load_task("task_cartpole_swingup")
+    vi = make_integrator("midpoint", task.load_robot(), task.dt)
+    W = task.weight_table(vi.nx, vi.nu, vi.nq)
+    Q, R, Qf = W["weights", "Q"], W["weights", "R"], W["weights", "Qf"]
+    limits = input_limits(task, vi)
+    seen = []
+    plan_task = mpc.plan_task
+
+    def spied(vi_, task_, x0=None, log=None, reference=None, warm_start=None):
+        plan, res = plan_task(vi_, task_, x0=x0, log=log, reference=reference, warm_start=warm_start)
+        if warm_start is not None:
+            cost = QuadraticTrackingCost(*reference, Q, R, Qf)
+            go = feedback_rollout(vi_, x0, warm_start.X, warm_start.U, K=warm_start.K, input_limits=limits)
+            lam = terminal_multiplier(vi_, cost, x0, go.U, limits)
+            target = reference[0].copy()
+            target[-1] -= np.linalg.solve(Qf + task.penalty * np.eye(vi.nx), lam)
+            merit = QuadraticTrackingCost(target, reference[1], Q, R, Qf + task.penalty * np.eye(vi.nx))
+            seen.append((merit.calc(go.X, go.U), merit.calc(res.X, res.U), cost.calc(go.X, go.U), res))
+        return plan, res
+
+    monkeypatch.setattr(mpc, "plan_task", spied)
+    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, shrinking=True, min_horizon=30, max_iterations=3))
+    plan = m.start().plan
+    law, x, rng, cycles = tracking_law(plan, vi), plan.X[0].copy(), np.random.default_rng(1), []
+    for k in range(30):
+        t = k * vi.dt
+        if k and k % m.steps_per_cycle == 0:
+            cyc = m.cycle(t, x, plan)
+            cycles.append(cyc)
+            if cyc.accepted:
+                plan, law = cyc.plan, tracking_law(cyc.plan, vi)
+        x = vi.step(x, law.command(law.index(t), x)[0] + 0.5 * rng.standard_normal(vi.nu))
+    assert len(seen) == len(cycles) == 14
+    costlier = 0
+    for cyc, (warm_merit, merit, warm_cost, res) in zip(cycles, seen):
+        assert res is cyc.result and not res.converged and res.iterations == 3  # (capped)
+        assert cyc.warm_cost == pytest.approx(warm_merit, rel=1e-9, abs=1e-9)
+        assert res.merits[1] == pytest.approx(merit, rel=1e-9, abs=1e-9)
+        assert merit <= warm_merit and cyc.accepted
+        costlier += res.cost > warm_cost
+    assert costlier >= 3, costlier
+
+
+def test_the_first_command_of_a_cycle_is_the_executing_laws_within_the_limits(panda):
+    """A cycle that continues the executing plan starts with that law's command at its start — clamped to the task's
+    input limits, as the controller would send it: pushed 0.5 rad off the plan the law asks the wrists for more than
+    their 12 N·m, the new plan's U_0 is the clamped command (some entry at its limit), K_0 the law's own gain."""
+    task, vi = panda
+    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2))
+    plan = m.start().plan
+    law = tracking_law(plan, vi)
+    x = plan.X[4].copy()
+    x[:7] += 0.5
+    raw, _ = law.feedback(4, x)
+    limits = np.asarray(vi.robot.effort_limits, float)
+    assert np.any(np.abs(raw) > limits)
+    cyc = m.cycle(4 * vi.dt, x, plan)
+    assert np.array_equal(cyc.plan.U[0], np.clip(raw, -limits, limits))
+    assert np.any(np.abs(cyc.plan.U[0]) == limits) and np.all(np.abs(cyc.plan.U) <= limits)
+    assert np.array_equal(cyc.plan.K[0], law.reference(4)[2]) and np.array_equal(cyc.plan.X[0], x)
+
+
+def test_a_cycle_continues_the_law_only_at_a_step_of_the_executing_plan(panda):
+    """The seamless switch needs the cycle's start on the executing plan's grid: up to ¼ Δt off (a clock's jitter) the
+    cycle starts with the law's step there; 0.26 Δt off it plans from the state itself (a cold window), whose first
+    gain is its own TV-LQR's, not the law's."""
+    task, vi = panda
+    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2))
+    plan = m.start().plan
+    law = tracking_law(plan, vi)
+    K4 = law.reference(4)[2]
+    near = m.cycle((4 + 0.24) * vi.dt, plan.X[4], plan)
+    assert np.array_equal(near.plan.K[0], K4) and np.array_equal(near.plan.U[0], law.feedback(4, plan.X[4])[0])
+    off = m.cycle((4 + 0.26) * vi.dt, plan.X[4], plan)
+    assert off.warm_cost == np.inf and np.abs(off.plan.K[0] - K4).max() > 1e-3
+    assert off.plan.times[0] == (4 + 0.26) * vi.dt

@@ -101,7 +101,8 @@ def terminal_constrained_ddp(
     ‖x_N − x_goal‖∞; ``penalty`` is the first ρ; ``multiplier`` the first λ (nx,): None for 0 (a cold start),
     ``"estimate"`` for ``terminal_multiplier`` at U0 (a warm start). The result's ``cost`` is the task's J at the
     solution, ``converged`` means the constraint holds and the last subproblem met ``tolerance``, and
-    ``terminal_multiplier`` is the last λ.
+    ``terminal_multiplier`` is the last λ; ``merit`` the first subproblem's cost (the augmented Lagrangian of the first
+    λ and ρ) at U0's rollout and at the solution: the one measure by which the two compare, as J does not.
     """
     t0, c0 = time.perf_counter(), time.process_time()
     x_goal = np.asarray(x_goal, float)
@@ -129,12 +130,14 @@ def terminal_constrained_ddp(
         if lam.shape != (nx,) or not np.all(np.isfinite(lam)):
             raise ValueError(f"multiplier: expected {nx} finite numbers, got {multiplier!r}")
     total, h_prev, hist, decs, regs, steps, kinds = 0, np.inf, [], [], [], [], []
+    first = None  # (the first subproblem's cost: the merit the result is measured by, ``OptimizerResult.merit``)
     res, violation, reason, converged = None, np.inf, "max_iterations", False
     for outer in range(max_outer):
         W = cost.Qf + rho * np.eye(nx)
         X_ref = cost.X_ref.copy()
         X_ref[-1] = x_goal - np.linalg.solve(W, lam)  # λᵀh + ρ/2‖h‖² + ½‖h‖²_Qf as one quadratic about a target
         sub = QuadraticTrackingCost(X_ref, cost.U_ref, cost.Q, cost.R, W)
+        first = sub if first is None else first
         final = violation <= 10 * constraint_tolerance
         inner_tol = tolerance if final else float(np.clip(1e-2 * rho * h_prev**2, tolerance, loosest))
         budget = max_iterations - total
@@ -197,6 +200,7 @@ def terminal_constrained_ddp(
         linearization=res.linearization,
         constraint_violation=violation,
         outer_iterations=outer + 1,
+        merit=(hist[0], first.calc(res.X, res.U)),
         compiled=res.compiled,
         cpu_time=time.process_time() - c0,
         terminal_multiplier=lam + rho * (res.X[-1] - x_goal),

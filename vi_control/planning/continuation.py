@@ -66,6 +66,7 @@ def weight_continuation(
         step_history=[a for r in parts for a in r.step_history],
         step_kinds=[k for r in parts for k in r.step_kinds],
         outer_iterations=sum(r.outer_iterations for r in parts),
+        merit=res.merits,  # (the task's own stage, from the earlier stages' result: the measures of the others differ)
         wall_time=time.perf_counter() - t0,
         cpu_time=time.process_time() - c0,
     )

@@ -8,8 +8,11 @@ the steps left to the task's end, at least ``min_horizon``), with the task's wei
 at the cycle's stated start t_start (the caller predicts it: the hand-over's solve-time lead). Its initial guess is the
 executing plan receded to t_start under its gains (``plan_task``'s ``warm_start``), and the optimizer's iteration cap
 is the cycle's ``max_iterations``: a cycle that stops there has still improved on the executing plan's continuation,
-and is accepted when its cost is finite and no higher than that continuation's (``Cycle.accepted``); otherwise the
-executing plan goes on.
+and is accepted when its cost is finite and its merit no higher than that continuation's (``Cycle.accepted``);
+otherwise the executing plan goes on. The merit is what the optimizer set out to decrease from the continuation
+(``OptimizerResult.merits``): the cost, or with a terminal constraint the augmented Lagrangian of the cycle's first
+multiplier estimate and penalty — the cost alone rises where the plan meets the constraint better (a cart-pole cycle
+capped at 3 iterations: 8 of 14 cost more than the continuation, none has a higher merit).
 
 A cycle that continues an executing plan keeps that plan's law for its own first step (``cycle``): the command does
 not jump when the controller switches to the new plan, and the optimizer plans from the state one step on.
@@ -68,14 +71,22 @@ def mpc_settings(task: Task) -> MPCSettings:
 
 @dataclass
 class Cycle:
-    """One MPC cycle: the plan (times from its start), the optimizer's result, the task step it starts at, the cost of
-    the executing plan's continuation over the same window (inf without one) and whether the plan is accepted."""
+    """One MPC cycle: the plan (times from its start), the optimizer's result, the task step it starts at, the merit of
+    the executing plan's continuation over the same window (``OptimizerResult.merits``: its cost, or with a
+    terminal constraint the augmented Lagrangian; inf without one) and whether the plan is accepted
+    (``cycle_accepted``)."""
 
     plan: Plan
     result: OptimizerResult
     step: int
     warm_cost: float
     accepted: bool
+
+
+def cycle_accepted(cost: float, converged: bool, warm_merit: float, merit: float) -> bool:
+    """Whether a cycle's plan replaces the executing one: its cost finite, and converged or its merit no higher than
+    the executing plan's continuation's (``warm_merit``, inf without one; ``Cycle``)."""
+    return bool(np.isfinite(cost)) and (bool(converged) or bool(merit <= warm_merit))
 
 
 class RecedingHorizon:
@@ -174,8 +185,9 @@ class RecedingHorizon:
         N = len(U_ref)
         task = dataclasses.replace(self._cycle_task, horizon=N)  # (sharing the task's parsed weights: Task._resolved)
         plan, res = plan_task(self.vi, task, x0=x_start, log=self.log, reference=(X_ref, U_ref), warm_start=warm)
-        warm_cost = float(res.cost_history[0]) if warm is not None and res.cost_history else math.inf
-        accepted = bool(np.isfinite(res.cost)) and (res.converged or res.cost <= warm_cost)
+        start, end = res.merits
+        warm_cost = float(start) if warm is not None else math.inf
+        accepted = cycle_accepted(res.cost, res.converged, warm_cost, end)
         plan = plan.shifted(t_start)
         plan.converged = bool(accepted)  # (the copy's own flag)
         return Cycle(plan, res, step, warm_cost, accepted)

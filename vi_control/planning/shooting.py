@@ -52,6 +52,18 @@ class OptimizerResult(SolverResult):
     cpu_time: float = 0.0  # process time of the optimization [s] (wall_time counts waits for a core too)
     collocation: object | None = None  # the collocation methods' CollocationSolution (before the VI polish)
     terminal_multiplier: np.ndarray | None = None  # λ of x_N = goal (augmented.py; a warm start's ``multiplier``)
+    # (at the start, at the result) of what the solve set out to decrease: J, or with a terminal constraint the
+    # augmented Lagrangian of its first multiplier and penalty (augmented.py); a weight continuation's last stage's
+    # (its own measure); None: (cost_history[0], cost) (``merits``)
+    merit: tuple[float, float] | None = None
+
+    @property
+    def merits(self) -> tuple[float, float]:
+        """(at the initial guess, at the result) of the function the solve decreases from its start — J itself, or for
+        a terminal constraint the augmented Lagrangian at its first multiplier and penalty (its first subproblem's
+        cost), which J alone is not: meeting the constraint may cost J. One measure for both, so that the two compare
+        (planning.mpc accepts a capped cycle on it)."""
+        return self.merit if self.merit is not None else (self.cost_history[0], self.cost)
 
     @property
     def solve_time(self) -> float:
