@@ -747,4 +747,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an MPC period of exactly one step is refused",
         ("test/planning/test_planning_mpc.py",),
     ),
+    Mutation(
+        "mpc_overrun_queues_a_cycle",
+        "vi_control/ros/planner_node.py",
+        "                f\"plan goes on ({self.mpc_counts['overruns']} overruns)\",\n"
+        "            )\n            return\n",
+        "                f\"plan goes on ({self.mpc_counts['overruns']} overruns)\",\n            )\n",
+        "an MPC tick that finds a cycle still solving queues the next cycle behind it: it then plans from a state "
+        "already old, and a slow machine falls ever further behind",
+        (
+            "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes_on",
+        ),
+    ),
+    Mutation(
+        "mpc_overrun_not_counted",
+        "vi_control/ros/planner_node.py",
+        '            self.mpc_counts["overruns"] += 1\n',
+        "",
+        "an MPC cycle that overran its period is not counted: /diagnostics stays OK while the arm runs older plans",
+        (
+            "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes_on",
+        ),
+    ),
 )

@@ -7,6 +7,7 @@ back."""
 
 import dataclasses
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -546,3 +547,47 @@ def test_a_solve_under_way_when_the_planner_is_deactivated_is_never_published(re
         worker.join(60.0)
         assert not worker.is_alive()
         assert planner.last_plan is None and planner.last_seq is None  # nothing published
+
+
+def test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes_on(request, tmp_path):
+    """Mode mpc, a cycle still being solved when the next ones come due (the panda reach over 3000 steps: a cycle
+    of a few hundred ms against a 0.1 s period): each tick that finds it running is an overrun — counted in
+    /diagnostics (WARN), warned (throttled) — and starts nothing: no second solve queued behind it (it would plan
+    from a state already old), the plan that runs goes on. The cycle itself finishes and is published as usual."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+    from vi_control.ros.supervision import WARN, planner_diagnostics
+
+    task = tmp_path / "panda_long_mpc.yaml"
+    text = (Path(__file__).resolve().parents[2] / "config" / "task_panda_reach.yaml").read_text()
+    task.write_text(text.replace("horizon: 20", "horizon: 3000") + "mpc: {period: 0.1, max_iterations: 10}\n")
+    params = ["-p", f"task:={task}", "-p", "mode:=mpc", "-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
+    params += ["-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        names = planner.vi.robot.joint_names
+        q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+        planner.on_joint_state(_joint_state(planner._now(), q0, np.zeros(7), names))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        first = planner.last_plan
+        assert planner.mpc.t0 is not None and first is not None and first.horizon == 3000
+        t = max(planner._now(), planner.mpc.t0) + 0.05
+        planner.on_joint_state(_joint_state(t, q0 + 0.1, np.zeros(7), names))  # (off the plan: the cycle has work)
+        planner._submit(Request("mpc"), "mpc", quiet=True)
+        worker = planner._worker
+        planner._mpc_tick()
+        planner._mpc_tick()
+        assert worker is not None and planner._worker is worker and worker.is_alive()  # (still solving)
+        assert planner.mpc_counts["overruns"] == 2 and planner._pending is None
+        assert planner.last_plan is first  # (the running plan goes on)
+        level, status, values = planner_diagnostics(True, True, planner.mpc, planner.mpc_counts, 0.0, first)
+        assert level == WARN and values["mpc_overruns"] == 2, (status, values)
+        # (warned once: the warning is throttled, the count is not)
+        assert logged.text().count("mpc: a cycle overran its period (0.1 s): the last plan goes on (1 overruns)") == 1
+        worker.join(60.0)
+        counts = dict(planner.mpc_counts)
+        assert counts["cycles"] == 1 and counts["accepted"] + counts["not_accepted"] == 1, counts
+        assert counts["overruns"] == 2 and planner._worker is None
+        assert counts["accepted"] == 0 or planner.last_plan is not first  # (an accepted cycle is published)
