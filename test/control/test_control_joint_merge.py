@@ -252,3 +252,42 @@ def test_state_intake_merges_partial_joint_states(vi):
         it.joint_state(t, *wrist(t), now=t, carried=WRIST)
     assert resets == [0.5] and isinstance(est, intake.Estimate) and est.t == 0.51
     assert it.merger.counts["partial"] == 11  # (the two refused before the merge: not counted)
+
+
+def test_a_continuous_joint_is_interpolated_across_its_wrap_the_short_way():
+    """A continuous elbow through ±π: samples π − 0.05 and −π + 0.05 (its driver wraps) 20 ms apart are 0.1 rad of
+    motion, not 2π − 0.1 the other way: at the midpoint the elbow is at π (to round-off; ±π are one angle), 10 ms past
+    the newest at π + 0.1 − (continued, unwrapped: the estimator's finite difference sees 0.05 rad per 10 ms)."""
+    m = JointStateMerger(NAMES, 0.05, np.array([False, True]))
+    m.add(1.00, WRIST, np.array([np.nan, np.pi - 0.05]), None)
+    m.add(1.00, ARM, np.array([0.2, np.nan]), None)
+    m.add(1.02, WRIST, np.array([np.nan, -np.pi + 0.05]), None)
+    mid = m.add(1.01, ARM, np.array([0.2, np.nan]), None)
+    assert isinstance(mid, Sample) and abs(abs(mid.q[1]) - np.pi) < 1e-12, mid
+    ahead = m.add(1.03, ARM, np.array([0.2, np.nan]), None)
+    assert ahead.q[1] == pytest.approx(np.pi + 0.1, abs=1e-12)
+
+
+def test_at_one_stamp_the_message_being_merged_wins_a_joint_two_drivers_carry():
+    """Two drivers carrying the elbow with the same stamp (a republish, or two clocks in step): the message being
+    merged gives the elbow — the newest arrival of the newest stamp, not whichever driver happened to be first."""
+    m = JointStateMerger(NAMES, 0.05)
+    both = np.array([True, True])
+    m.add(1.000, WRIST, np.array([np.nan, 0.30]), None)
+    assert m.add(1.000, both, np.array([0.10, 0.40]), None).q.tolist() == [0.10, 0.40]
+    again = m.add(1.000, WRIST, np.array([np.nan, 0.33]), None)  # (the same stamp again: that stamp again)
+    assert again.t == 1.000 and again.q.tolist() == [0.10, 0.33]
+
+
+def test_a_slow_drivers_first_message_finds_the_fast_drivers_samples_around_it():
+    """Start-up: the arm's driver (500 Hz) sends 1.000 … 1.014 s while the wrist's first message (stamped 1.001) is
+    still in transit — eight arm messages, each waiting for the elbow. When it comes, the first full state is at
+    1.001 with the shoulder interpolated between the arm's samples at 1.000 and 1.002, seven newer samples later
+    (``_KEEP``: every message within max_age of one still in transit is kept)."""
+    m = JointStateMerger(NAMES, 0.05)
+    for i in range(8):
+        t = 1.000 + 0.002 * i
+        assert isinstance(m.add(t, ARM, np.array([0.1 * t, np.nan]), None), Missing)
+    s = m.add(1.001, WRIST, np.array([np.nan, 0.5]), np.array([np.nan, 0.0]))
+    assert isinstance(s, Sample) and s.t == 1.001, s
+    assert s.q[0] == pytest.approx(0.1 * 1.001, abs=1e-15) and s.q[1] == 0.5

@@ -28,7 +28,10 @@ import numpy as np
 
 from ..model.robot import wrap_angle
 
-_KEEP = 8  # samples kept per group: enough to bracket any t within max_age of a driver's out-of-order messages
+# Samples kept per group. Once a state was emitted, a message older than it is only recorded, so older samples matter
+# only before the first state (or after a gap): a slow driver's first message then finds the fast driver's samples
+# around it if at most 7 came after (14 ms of a 500 Hz driver); later, the first state waits for its next message.
+_KEEP = 8
 
 
 class Sample(NamedTuple):
