@@ -104,3 +104,15 @@ def test_the_schedule_runs_the_plan_the_controller_runs(pendulum_vi, seed):
         s.prune(t)
         running = PlanSchedule.in_force(s.plans, t)
         assert runner.active_seq == (seqs[id(running)] if running is not None else None), (tick, t)
+
+
+def test_a_plan_is_predicted_to_its_last_step_and_held_from_its_end(pendulum_vi, plans):
+    """A's last step runs from 39 Δt (its law's U_39); at 40 Δt, its end (times[-1]), the robot is held where it was
+    (the controller's hold about X_N, not predicted): three steps from 39 Δt are one step of A's law, then nothing."""
+    vi, (A, _) = pendulum_vi, plans
+    s = PlanSchedule()
+    s.add(A)
+    x = np.array([0.1, 0.0])
+    got = s.predict(vi, 39 * vi.dt, x, 3, 42 * vi.dt)
+    np.testing.assert_allclose(got, _rollout(vi, x, [1.0]), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(s.predict(vi, 40 * vi.dt, x, 3, 43 * vi.dt), x)

@@ -19,7 +19,7 @@ from vi_control.planning import PlanningError, load_task, make_system, plan_task
 from vi_control.planning.errors import PlanLimitsError  # noqa: E402
 from vi_control.planning.limits import check_plan_limits, plan_limit_violation  # noqa: E402
 from vi_control.planning.pipeline import trajectory_reference  # noqa: E402
-from vi_control.planning.requests import GOAL_SPEED_FRACTION, SETTLE_TIME, goal_duration  # noqa: E402
+from vi_control.planning.requests import GOAL_SPEED_FRACTION, SETTLE_TIME, goal_duration, verify_plan  # noqa: E402
 from vi_control.ros.planner_requests import Request, solve_request  # noqa: E402
 
 bench = load_benchmark("bench_requests")
@@ -315,3 +315,28 @@ def test_requests_during_a_motion_plan_from_the_nodes_predicted_start(panda):
     ):
         plan, _ = solve_request(request, vi, task, x0)
         _check_plan(vi, request, plan)
+
+
+def test_verify_plan_holds_a_plan_to_the_effort_limits_its_task_plans_under(panda):
+    """``verify_plan`` passes the task's own input limits: the model's by default (joint 7's 12 N·m: at it accepted,
+    0.1 % beyond refused), a task's tighter ones (10 N·m: 11 refused, though within the model's), and none for a task
+    with ``input_limits: none`` (1e3 N·m accepted: that task chose no effort bound)."""
+    task, vi = panda
+    plan, _ = plan_task(vi, task)
+    U = plan.U.copy()
+    U[4, 6] = -vi.robot.effort_limits[6]
+    verify_plan(vi, task, dataclasses.replace(plan, U=U))
+    U[4, 6] *= 1.001
+    with pytest.raises(PlanLimitsError, match="panda_joint7") as e:
+        verify_plan(vi, task, dataclasses.replace(plan, U=U))
+    assert e.value.quantity == "effort"
+    tight = dataclasses.replace(task, input_limits=[87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 10.0])
+    U[4, 6] = -10.0
+    verify_plan(vi, tight, dataclasses.replace(plan, U=U))
+    U[4, 6] = -11.0
+    verify_plan(vi, task, dataclasses.replace(plan, U=U))
+    with pytest.raises(PlanLimitsError, match="panda_joint7") as e:
+        verify_plan(vi, tight, dataclasses.replace(plan, U=U))
+    assert e.value.limit == pytest.approx(10.0)
+    U[4, 6] = -1e3
+    verify_plan(vi, dataclasses.replace(task, input_limits="none"), dataclasses.replace(plan, U=U))
