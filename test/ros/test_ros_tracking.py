@@ -99,7 +99,8 @@ def test_safe_command_damping_opposes_velocity_and_is_limited():
 
 def test_plan_message_round_trips_exactly_and_is_validated(pendulum_vi, rng):
     """One UInt8MultiArray per plan (ros.messages layout v1): exact round trip, header fields first-class,
-    every malformed or foreign message refused with a reason."""
+    every malformed or foreign message refused with a reason; a reader without a model hash of its own takes any
+    model's."""
     messages = pytest.importorskip("vi_control.ros.messages")
     import struct
 
@@ -145,11 +146,15 @@ def test_plan_message_round_trips_exactly_and_is_validated(pendulum_vi, rng):
         "data bytes": raw[:-8],
         "not finite": raw[:-8] + struct.pack("<d", float("inf")),
         "dt = -0.1": raw[:56] + struct.pack("<d", -0.1) + raw[64:],
+        "t0 = nan": raw[:64] + struct.pack("<d", float("nan")) + raw[72:],
+        "t0 = inf": raw[:64] + struct.pack("<d", float("inf")) + raw[72:],
         "N >= 1": raw[:40] + struct.pack("<I", 0) + raw[44:],
     }
     for why, data in bad.items():
         with pytest.raises(ValueError, match=why):
             messages.decode_plan(data, "pendulum", h, ["theta"], ["theta"])
+    # a node without a model hash of its own (a recorder, a viewer) reads a plan of any model
+    assert messages.decode_plan(raw, "any", "", ["theta"], ["theta"])[1].model_hash == h
     msg.layout.dim[0].label = "gains"
     with pytest.raises(ValueError, match="layout labels"):
         messages.plan_from_message(msg, "pendulum", h, ["theta"], ["theta"])
@@ -191,6 +196,13 @@ def test_raw_joint_state_reader_equals_rclpy_deserialization(rng):
         raw.read_raw(serialize_message(JointState(name=["a"], position=[0.0])))
     with pytest.raises(ValueError, match="malformed"):
         raw.read_raw(buf[:30])
+    # velocities not one per name (a driver's extra entry) are none: both readers; NaN positions are refused by both
+    m = JointState(name=joints, position=[0.1, 0.2, 0.3], velocity=[1.0, 2.0, 3.0, 4.0])
+    assert raw.read_raw(serialize_message(m))[1] is False and ref.read(m) is False
+    m = JointState(name=joints, position=[0.1, float("nan"), 0.3])
+    for read in (lambda: raw.read_raw(serialize_message(m)), lambda: ref.read(m)):
+        with pytest.raises(ValueError, match="positions contain NaN/inf"):
+            read()
     for n in (0, 1, 7):  # the preserialized command message, naming the joint state it answers
         cmd = RawFloat64MultiArray(n)
         cmd.data[:] = np.arange(n) + 0.5
