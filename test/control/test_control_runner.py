@@ -227,3 +227,63 @@ def test_a_late_plan_is_re_timed_only_while_no_plan_runs_and_each_entry_is_annou
     runner.queue(4, upright.shifted(4.5), False)  # plan 3 runs over [3, 5): at 5 it is over
     assert runner.command(5.01, X_UP)[0] == 0 and entered[-1] == (4, 4.5 + 6 * dt)  # (5 steps late: by 6)
     assert runner.law.plan.times[0] == 4.5 + 6 * dt
+
+
+def test_admission_takes_a_dt_at_either_edge_of_its_range(runner, upright):
+    """The Δt range is closed: Δt at its lower or upper edge admitted, one ulp outside refused."""
+    dt = upright.dt
+    assert runner.admit(1, upright, (dt, dt))
+    assert not runner.admit(2, upright, (np.nextafter(dt, 1.0), 1.0))
+    assert not runner.admit(3, upright, (1e-5, np.nextafter(dt, 0.0)))
+
+
+def test_a_plan_two_steps_late_on_the_running_timeline_is_not_re_timed(runner, upright):
+    """One step late is on time (entered at k = 1); from two steps late a plan that follows a running one is entered
+    at its own step, not re-timed — the boundary of the rule the test above checks 5 steps late."""
+    runner.queue(1, upright, False)
+    assert runner.command(1.0, X_UP)[0] == 0
+    runner.queue(2, upright.shifted(2.0), False)
+    k, _ = runner.command(2.0 + 2 * upright.dt, X_UP)
+    assert k == 2 and runner.law.plan.times[0] == 2.0 and "it follows plan 1" in runner.log.throttled[-1][1]
+
+
+def test_a_late_plan_is_not_re_timed_while_the_robot_moves_at_x0s_configuration(runner, upright):
+    """Re-timing needs the robot at X_0 in q *and* q̇ (retime_tolerance 0.01): at X_0's configuration but turning at
+    0.05 rad/s more, the late plan keeps its clock (it was planned from rest there: started now it would fight the
+    motion)."""
+    runner.queue(1, upright, False)
+    x = X_UP.copy()
+    x[1] += 0.05 * float(np.linalg.inv(runner.vi.mass_matrix(X_UP[:1]))[0, 0]) ** -1  # p for 0.05 rad/s more
+    ev = abs(runner.vi.velocity(x)[0] - runner.vi.velocity(X_UP)[0])
+    assert 0.04 < ev < 0.06
+    k, _ = runner.command(1.0 + 5 * upright.dt, x)
+    assert k == 5 and runner.law.plan.times[0] == 1.0
+    assert "0 in q, " in runner.log.throttled[-1][1] and "not re-timed" in runner.log.throttled[-1][1]
+
+
+def test_the_path_tolerance_holds_at_the_plans_last_state_and_the_goal_time_at_its_end(runner, upright):
+    """The path tolerance is checked up to k = N (the plan's last state) inclusive; the goal, once the plan is over,
+    aborts strictly after goal_time_tolerance (0.5 s) — at that instant the law still commands."""
+    runner.p["path_tolerance"] = 0.05
+    runner.queue(1, upright, False)
+    end = float(upright.times[-1])
+    assert runner.command(1.0, X_UP)[0] == 0 and runner.command(end - upright.dt, X_UP)[0] == 19
+    f = runner.command(end, X_UP + np.array([0.1, 0.0]))
+    assert isinstance(f, Fault) and f.kind == FAULT_PATH and "aborted at k=20" in f.detail
+    runner.p["path_tolerance"], runner.p["goal_tolerance"] = 0.0, 0.01
+    runner.queue(2, upright.shifted(5.0), False)
+    runner.command(5.0, X_UP)
+    last = float(runner.active_plan.times[-1]) + runner.p["goal_time_tolerance"]
+    assert runner.command(last, X_UP + np.array([0.1, 0.0]))[0] == 25
+    f = runner.command(np.nextafter(last, np.inf), X_UP + np.array([0.1, 0.0]))
+    assert isinstance(f, Fault) and f.kind == FAULT_GOAL
+
+
+def test_a_clock_that_went_back_into_a_plans_first_step_keeps_the_plan(runner, upright):
+    """A plan's step 0 runs from t₀ − Δt/2: a clock back to t₀ − 0.4 Δt is still inside the plan (it goes on); to
+    t₀ − 0.6 Δt, before it (the plan waits for its start again)."""
+    dt = upright.dt
+    runner.queue(1, upright, False)
+    assert runner.command(1.1, X_UP)[0] == 1
+    assert not runner.clock_went_back(1.0 - 0.4 * dt, 1.1) and runner.law is not None
+    assert runner.clock_went_back(1.0 - 0.6 * dt, 1.1) and runner.law is None and runner.pending[0] == 1
