@@ -88,6 +88,7 @@ def test_stale_and_future_stamps_are_refused_and_forget_the_state(intake):
     v = intake.joint_state(3.0, _q(0.3), _q(0.0), now=3.0 - TIMEOUT - 0.01)
     assert v.kind == FAULT_FUTURE and "0.510 s ahead" in v.detail
     assert isinstance(intake.joint_state(2.0, _q(0.3), _q(0.0), now=2.0 + TIMEOUT), Estimate)  # at the bound: used
+    assert isinstance(intake.joint_state(2.6, _q(0.3), _q(0.0), now=2.6 - TIMEOUT), Estimate)  # ahead by it: used
 
 
 def test_the_same_stamp_again_is_republished_and_keeps_the_state_and_the_history(intake, vi):
@@ -214,7 +215,8 @@ def test_a_pose_state_is_checked_by_its_stamp_only(intake, vi):
 
 def test_joint_limits_at_their_boundaries():
     """The cart-pole's slider (URDF ±2 m, margin 0.25 → ±2.25; 10 m/s × 1.5) and its continuous hinge (±10 turns
-    of count, 50 rad/s × 1.5): each bound itself accepted, the next double beyond refused with the joint's name."""
+    of count, 50 rad/s × 1.5): each bound itself accepted, the next double beyond refused with the joint's name; a
+    joint without a URDF velocity limit bounded by ``max_velocity``."""
     from vi_control.control.intake import JointLimits
     from vi_control.model import load_robot
 
@@ -233,3 +235,12 @@ def test_joint_limits_at_their_boundaries():
             assert limits.check(np.zeros(2), v) is None
             v[j] = np.nextafter(sign * vmax, sign * np.inf)
             assert f"beyond ±{vmax:.6g}" in limits.check(np.zeros(2), v)
+    # a joint whose URDF gives no velocity limit (the diff-drive's passive yaw: inf) is bounded by max_velocity
+    robot = load_robot("diffdrive")
+    limits = JointLimits(robot, 0.25, 10.0, 1.5, 30.0)
+    j = [k for k, jt in enumerate(robot.joints) if not np.isfinite(jt.velocity_limit)][0]
+    v = np.zeros(robot.nq)
+    v[j] = 30.0
+    assert limits.overspeed(v) is None and limits.vmax[j] == 30.0
+    v[j] = np.nextafter(30.0, np.inf)
+    assert f"velocity of {robot.joint_names[j]} = " in limits.overspeed(v)
