@@ -591,3 +591,57 @@ def test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes
         assert counts["cycles"] == 1 and counts["accepted"] + counts["not_accepted"] == 1, counts
         assert counts["overruns"] == 2 and planner._worker is None
         assert counts["accepted"] == 0 or planner.last_plan is not first  # (an accepted cycle is published)
+
+
+@pytest.mark.parametrize("trigger", ["joint_state", "timer"])
+def test_an_arm_too_fast_during_a_plan_aborts_it_and_is_braked(request, trigger):
+    """A plan runs (the pendulum held hanging, zero gains: its law commands nothing); a joint state at 1.2 × the
+    velocity bound (1.5 × the URDF's 20 rad/s) is the robot's own over-speed: the plan is aborted — the law that drove
+    it there stops — and the command is the brake (damping −d·q̇, clamped), not the plan's zero; the next state at
+    rest gets the safe command of an aborted plan, until a new plan comes. With either trigger: on the state itself,
+    or on the timer's next tick (the state kept, its over-speed noted)."""
+    from rclpy.parameter import Parameter
+
+    from vi_control.control.intake import FAULT_OVERSPEED
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.messages import plan_to_message
+
+    params = ["-p", "model:=pendulum", "-p", f"trigger:={trigger}"]
+    with node_in_process(request.node.name, ControllerNode, params) as node:
+        assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
+        dt, t0 = node.vi.dt, node._now() - 1.0  # (stamps in the past)
+        node.on_plan(plan_to_message(_hanging_plan(node.robot, dt, 200).shifted(t0), 7))
+        node.on_joint_state(_joint_state(t0, 0.0, 0.0))
+        node.tick()
+        assert node.runner.active_seq == 7 and node.runner.aborted is None and np.array(node.cmd.data)[0] == 0.0
+        bound = 1.5 * node.robot.joints[0].velocity_limit
+        node.on_joint_state(_joint_state(t0 + dt, 0.0, 1.2 * bound))
+        node.tick()
+        assert node.runner.aborted is not None and node.runner.aborted[0] == FAULT_OVERSPEED
+        assert node.runner.fault_counts.get(FAULT_OVERSPEED, 0) >= 1
+        assert np.array(node.cmd.data)[0] < 0.0  # braking against the motion
+        node.on_joint_state(_joint_state(t0 + 2 * dt, 0.0, 0.0))
+        node.tick()
+        assert node.runner.aborted is not None  # (stays aborted: a plan resumes only with a new plan)
+
+
+def test_a_joint_state_exactly_state_timeout_old_is_still_fresh(controller_in_process):
+    """The controller's stale check at its boundary: a state exactly ``state_timeout`` old on the node's clock is
+    used (the law's command, no fault); one ulp older is stale (the safe command, counted)."""
+    from rclpy.parameter import Parameter
+
+    from vi_control.control.intake import FAULT_STALE
+    from vi_control.ros.messages import plan_to_message
+
+    node = controller_in_process
+    timeout = 0.25
+    assert node.set_parameters_atomically([Parameter("state_timeout", value=timeout)]).successful
+    dt, t0 = node.vi.dt, node._now() - 0.1
+    plan = _hanging_plan(node.robot, dt, 200).shifted(t0)
+    node.on_plan(plan_to_message(dataclasses.replace(plan, U=np.full((200, 1), 0.5)), 8))
+    node.on_joint_state(_joint_state(t0, 0.0, 0.0))
+    t = node.intake.state.t
+    node.tick(now=t + timeout)
+    assert np.array(node.cmd.data)[0] == 0.5 and not node.runner.fault_counts.get(FAULT_STALE)
+    node.tick(now=np.nextafter(t + timeout, np.inf))
+    assert node.runner.fault_counts.get(FAULT_STALE) == 1 and np.array(node.cmd.data)[0] != 0.5
