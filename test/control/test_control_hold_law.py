@@ -275,3 +275,19 @@ def test_an_over_speed_is_braked_by_capped_damping_and_gravity_not_by_the_hold_l
         speeds[name] = top
     assert all(b < a for a, b in zip(speeds["brake"], speeds["brake"][1:])), speeds
     assert speeds["brake"][-1] < 1.5 * robot.joints[0].velocity_limit and max(speeds["hold law"]) > 4.2, speeds
+
+
+def test_a_pose_without_a_hold_gain_is_held_by_its_gravity_torque(panda):
+    """Where no hold gain can be computed (the Riccati iteration capped at one doubling sweep: it does not converge)
+    the hold still engages — its gravity torque alone, no feedback — and says why in ``gain_failure``."""
+    import functools
+
+    from vi_control.control.lqr import dlqr
+
+    robot, vi = panda
+    hold = HoldLaw(vi, (100.0, 1.0, 0.01), riccati=functools.partial(dlqr, max_iterations=1))
+    hold.engage(Q_PANDA)
+    assert hold.engaged and "did not converge" in hold.gain_failure
+    g = pin.computeGeneralizedGravity(robot.pin_model, robot.pin_model.createData(), Q_PANDA)
+    x = vi.state_from_configurations(Q_PANDA - 0.01, Q_PANDA + 0.02)  # off the target, moving: no feedback acts
+    assert np.allclose(hold.command(x)[0], g, atol=1e-9) and np.allclose(hold.feedforward(), g, atol=1e-9)
