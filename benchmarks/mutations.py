@@ -1322,7 +1322,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "vi_control/control/tracking.py",
         "        law_plan.X[-1] = equilibrium_state(vi, plan.X[-1, : vi.nq])\n",
         "        pass\n",
-        "after the horizon the law holds X_N (a moving state) instead of the equilibrium the hold gain was computed about",
+        "after the horizon the law holds X_N (a moving state) instead of the equilibrium the hold gain was computed "
+        "about",
         (
             "test/control/test_tracking_law_end.py",
             "test/control/test_control_hold_law.py",
