@@ -1363,4 +1363,25 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test/control/test_plan_schedule.py",
         ),
     ),
+    Mutation(
+        "mpc_lead_not_capped_at_the_period",
+        "vi_control/ros/planner_node.py",
+        "                expected = min(expected, self.mpc.settings.period)\n",
+        "",
+        "an MPC cycle's solve-time lead is the planner's expected solve time (a cold plan's), not at most one period: "
+        "each cycle starts seconds ahead",
+        (
+            "test/ros/test_ros_mpc.py::test_mpc_swings_up_and_holds_a_heavier_pendulum_with_a_weaker_actuator_where_tvlqr_falls",
+        ),
+    ),
+    Mutation(
+        "mpc_continues_the_latest_plan",
+        "vi_control/ros/planner_node.py",
+        "                executing = PlanSchedule.in_force(self.schedule.remaining(t_start), t_start)\n",
+        "                executing = self.last_plan\n",
+        "an MPC cycle continues the latest published plan, not the one that runs at its start",
+        (
+            "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_continues_the_plan_that_runs_at_its_start_not_the_latest",
+        ),
+    ),
 )

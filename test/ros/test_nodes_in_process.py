@@ -645,3 +645,28 @@ def test_a_joint_state_exactly_state_timeout_old_is_still_fresh(controller_in_pr
     assert np.array(node.cmd.data)[0] == 0.5 and not node.runner.fault_counts.get(FAULT_STALE)
     node.tick(now=np.nextafter(t + timeout, np.inf))
     assert node.runner.fault_counts.get(FAULT_STALE) == 1 and np.array(node.cmd.data)[0] != 0.5
+
+
+def test_an_mpc_cycle_continues_the_plan_that_runs_at_its_start_not_the_latest(request, tmp_path):
+    """A plan published to start 1 s later (a cycle whose lead a clock-rate transient stretched) is the latest, but
+    at the next cycle's start the task's first plan still runs: that cycle continues the first plan's law (its step
+    0's gain is the first plan's K_k there) and, starting earlier, replaces the stretched one."""
+    from vi_control.control.tracking import plan_step
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        first = planner.last_plan
+        stretched = first.shifted(float(first.times[0]) + 1.0)
+        planner.schedule.add(stretched)  # (as the planner records a plan it publishes)
+        planner.last_plan = stretched
+        planner.on_joint_state(_joint_state(max(planner._now(), planner.mpc.t0) + 0.05, 0.0, 0.0))
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        cycle = planner.last_plan
+        assert cycle is not stretched and cycle.times[0] < stretched.times[0]
+        k = plan_step(float(cycle.times[0]), float(first.times[0]), first.dt)
+        assert 0 <= k < first.horizon and np.array_equal(cycle.K[0], first.K[k])
+        assert [p is stretched for p in planner.schedule.plans] == [False] * len(planner.schedule.plans)
