@@ -374,6 +374,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "const double* xk = X + k * nx;",
         "the feedback guess linearizes the reference along a rollout from its first state, not at its own states",
         (
+            ""
             "test/planning/test_planning_initial_guess.py::test_compiled_reference_jacobians_are_linearize_of_every_stage",
         ),
         area="planning",
@@ -648,6 +649,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a Newton pass that fell back to Gauss–Newton within the call still reports second order: DDP records a "
         "Gauss–Newton step as Newton's and tries Newton again at once where its model was not convex",
         (
+            ""
             "test/planning/test_planning_compiled.py::test_a_failed_newton_pass_falls_back_to_gauss_newton_within_the_call",
         ),
     ),
@@ -671,6 +673,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a tick exactly two periods after the last is counted late: the controller's loop reports a missed command "
         "period where none was missed",
         (
+            ""
             "test/ros/test_ros_monitoring_readback.py::test_loop_timing_counts_a_tick_more_than_two_periods_after_the_last",
         ),
     ),
@@ -682,6 +685,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the controller's /diagnostics window of loop timing never starts anew: a late tick at start-up is reported "
         "in every later period, and a starved plan cannot be told from a starved start",
         (
+            ""
             "test/ros/test_ros_monitoring_readback.py::test_controller_reports_its_late_ticks_and_state_age_in_diagnostics",
         ),
     ),
@@ -756,6 +760,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an MPC tick that finds a cycle still solving queues the next cycle behind it: it then plans from a state "
         "already old, and a slow machine falls ever further behind",
         (
+            ""
             "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes_on",
         ),
     ),
@@ -766,6 +771,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         "an MPC cycle that overran its period is not counted: /diagnostics stays OK while the arm runs older plans",
         (
+            ""
             "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes_on",
         ),
     ),
@@ -1371,6 +1377,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "an MPC cycle's solve-time lead is the planner's expected solve time (a cold plan's), not at most one period: "
         "each cycle starts seconds ahead",
         (
+            ""
             "test/ros/test_ros_mpc.py::test_mpc_swings_up_and_holds_a_heavier_pendulum_with_a_weaker_actuator_where_tvlqr_falls",
         ),
     ),
@@ -1381,7 +1388,33 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                executing = self.last_plan\n",
         "an MPC cycle continues the latest published plan, not the one that runs at its start",
         (
+            ""
             "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_continues_the_plan_that_runs_at_its_start_not_the_latest",
         ),
+    ),
+    Mutation(
+        "plan_limits_velocity_without_factor",
+        "vi_control/planning/limits.py",
+        "    vmax = np.where(np.isfinite(vlim) & (vlim > 0), velocity_limit_factor * vlim, np.inf)\n",
+        "    vmax = np.where(np.isfinite(vlim) & (vlim > 0), vlim, np.inf)\n",
+        "a plan is checked against the URDF velocity limits themselves, not velocity_limit_factor × them: "
+        "plans the controller accepts are refused",
+        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+    ),
+    Mutation(
+        "plan_limits_effort_without_round_off",
+        "vi_control/planning/limits.py",
+        "        elim = np.where(elim > 0, elim * (1 + EFFORT_TOLERANCE), np.inf)\n",
+        "        elim = np.where(elim > 0, elim, np.inf)\n",
+        "an input the box QP left a round-off beyond its effort limit refuses the plan",
+        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+    ),
+    Mutation(
+        "plan_limits_position_without_slack",
+        "vi_control/planning/limits.py",
+        "    slack_lo, slack_hi = 1e-9 * np.maximum(1.0, np.abs(lo)), 1e-9 * np.maximum(1.0, np.abs(hi))\n",
+        "    slack_lo, slack_hi = 0.0 * lo, 0.0 * hi\n",
+        "a plan ending on a position limit read back from text (a round-off beyond it) is refused",
+        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
     ),
 )

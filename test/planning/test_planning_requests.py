@@ -340,3 +340,29 @@ def test_verify_plan_holds_a_plan_to_the_effort_limits_its_task_plans_under(pand
     assert e.value.limit == pytest.approx(10.0)
     U[4, 6] = -1e3
     verify_plan(vi, dataclasses.replace(task, input_limits="none"), dataclasses.replace(plan, U=U))
+
+
+def test_plan_limits_at_the_position_limit_and_the_effort_round_off():
+    """``plan_limit_violation`` at its other boundaries, on the cart-pole (slider ±2 m, 20 N): a knot on the end stop
+    is within the limits, and so is one 1e-9 relative beyond it (a limit or a goal read back from text); 4e-9
+    beyond is refused as a position excess naming the slider. An input a relative 1e-10 beyond the effort limit (the
+    box QP's round-off) passes; 1e-8 beyond is refused as an effort excess."""
+    import vi_control as vc
+
+    robot = vc.load_robot("cartpole")
+    vi = vc.MidpointVI(robot, 0.05)
+    X, U = np.zeros((6, 4)), np.zeros((5, vi.nu))
+    for q, ok in ((2.0, True), (2.0 * (1 + 0.5e-9), True), (2.0 * (1 + 4e-9), False), (-2.0 * (1 + 4e-9), False)):
+        X[3, 0] = q
+        err = plan_limit_violation(vi, X, U)
+        assert (err is None) == ok, (q, err)
+        if not ok:
+            assert err.quantity == "position" and err.joint == "slider" and err.time == pytest.approx(0.15)
+    X[3, 0] = 0.0
+    lim = float(robot.effort_limits[0])
+    for u, ok in ((lim * (1 + 1e-10), True), (-lim * (1 + 1e-10), True), (lim * (1 + 1e-8), False)):
+        U[2, 0] = u
+        err = plan_limit_violation(vi, X, U)
+        assert (err is None) == ok, (u, err)
+        if not ok:
+            assert err.quantity == "effort"
