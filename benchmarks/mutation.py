@@ -60,7 +60,7 @@ COPIED = (
     "CHANGELOG.md",
     "LICENSE",
 )
-SUBPACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "nodes")
+SUBPACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "sweep", "nodes")
 
 
 class MutationError(ValueError):

@@ -375,6 +375,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the feedback guess linearizes the reference along a rollout from its first state, not at its own states",
         (
             ""
+            ""
             "test/planning/test_planning_initial_guess.py::test_compiled_reference_jacobians_are_linearize_of_every_stage",
         ),
         area="planning",
@@ -650,6 +651,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "Gauss–Newton step as Newton's and tries Newton again at once where its model was not convex",
         (
             ""
+            ""
             "test/planning/test_planning_compiled.py::test_a_failed_newton_pass_falls_back_to_gauss_newton_within_the_call",
         ),
     ),
@@ -674,6 +676,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "period where none was missed",
         (
             ""
+            ""
             "test/ros/test_ros_monitoring_readback.py::test_loop_timing_counts_a_tick_more_than_two_periods_after_the_last",
         ),
     ),
@@ -685,6 +688,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the controller's /diagnostics window of loop timing never starts anew: a late tick at start-up is reported "
         "in every later period, and a starved plan cannot be told from a starved start",
         (
+            ""
             ""
             "test/ros/test_ros_monitoring_readback.py::test_controller_reports_its_late_ticks_and_state_age_in_diagnostics",
         ),
@@ -761,6 +765,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "already old, and a slow machine falls ever further behind",
         (
             ""
+            ""
             "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes_on",
         ),
     ),
@@ -771,6 +776,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         "an MPC cycle that overran its period is not counted: /diagnostics stays OK while the arm runs older plans",
         (
+            ""
             ""
             "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes_on",
         ),
@@ -1378,6 +1384,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "each cycle starts seconds ahead",
         (
             ""
+            ""
             "test/ros/test_ros_mpc.py::test_mpc_swings_up_and_holds_a_heavier_pendulum_with_a_weaker_actuator_where_tvlqr_falls",
         ),
     ),
@@ -1388,6 +1395,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                executing = self.last_plan\n",
         "an MPC cycle continues the latest published plan, not the one that runs at its start",
         (
+            ""
             ""
             "test/ros/test_nodes_in_process.py::test_an_mpc_cycle_continues_the_plan_that_runs_at_its_start_not_the_latest",
         ),
@@ -1416,5 +1424,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    slack_lo, slack_hi = 0.0 * lo, 0.0 * hi\n",
         "a plan ending on a position limit read back from text (a round-off beyond it) is refused",
         ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+    ),
+    Mutation(
+        "mpc_sweep_entry_ignores_solve_time",
+        "vi_control/sweep/rollout.py",
+        "                pending = (max(k + lead, k + int(np.ceil(solves[-1] / dt - 1e-9))), cyc.plan)\n",
+        "                pending = (k + lead, cyc.plan)\n",
+        "the sweep's MPC enters a cycle's plan at its stated start whatever its solve took: MPC's robustness "
+        "is measured without its delay",
+        ("test/sweep/test_sweep_rollout.py",),
+    ),
+    Mutation(
+        "mpc_sweep_lead_of_one_step",
+        "vi_control/sweep/rollout.py",
+        "            lead = max(1, int(np.ceil(1.5 * max(solves[-5:]) / dt - 1e-9))) if solves else 1\n",
+        "            lead = 1\n",
+        "the sweep's MPC plans every cycle one step ahead whatever its solves take: each plan is entered late",
+        ("test/sweep/test_sweep_rollout.py",),
+    ),
+    Mutation(
+        "mpc_sweep_cycles_while_pending",
+        "vi_control/sweep/rollout.py",
+        "        if k and k % m.steps_per_cycle == 0 and pending is None:\n",
+        "        if k and k % m.steps_per_cycle == 0:\n",
+        "the sweep's MPC starts a cycle while the last one's plan waits to be entered (a solver that runs "
+        "twice at once)",
+        ("test/sweep/test_sweep_rollout.py",),
     ),
 )

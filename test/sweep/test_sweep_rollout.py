@@ -210,3 +210,40 @@ def test_mpc_and_the_oracle_hold_what_one_plans_tracking_drops():
     assert ok == {"tvlqr": [False, True], "oracle": [True, True], "mpc": [True, True]}, ok
     with pytest.raises(SweepError, match="controller: expected one of"):
         robustness_sweep(task, "sweep_pendulum.yaml", samples=1, backend="serial", controller="lqr")
+
+
+class _StepClock:
+    """A solve clock on which every MPC cycle takes ``solve`` seconds: ``mpc_closed_loop`` reads it before and after
+    each cycle."""
+
+    def __init__(self, solve: float):
+        self.t, self.solve, self.calls = 0.0, solve, 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        if self.calls % 2 == 0:
+            self.t += self.solve
+        return self.t
+
+
+def test_the_mpc_loop_delays_each_plan_by_its_solve_time_and_leads_by_the_solves_before(nominal):
+    """The sweep's MPC loop (``mpc_closed_loop``) on a clock where each cycle takes 0.25 s (2.5 steps of Δt = 0.1 s):
+    the first cycle (no solve measured yet) plans one step ahead and its plan is entered 3 steps on, once its solve
+    time has passed (late: its first steps skipped); every later cycle leads by ceil(1.5 × 0.25 / Δt) = 4 steps,
+    and is entered 4 steps on; no cycle starts while a plan waits to be entered — each starts at the step its
+    predecessor's plan is entered (a cycle every step, period Δt)."""
+    import dataclasses
+
+    from vi_control.sweep.rollout import mpc_closed_loop
+
+    spec, vi, plan = nominal
+    task = dataclasses.replace(
+        load_task(TASK), mpc={"period": 0.1, "shrinking": True, "min_horizon": 10, "max_iterations": 5}
+    )
+    run = mpc_closed_loop(vi, vi, task, start_pair(vi, plan.X[0]), clamp=False, clock=_StepClock(0.25))
+    assert run["failure"] is None and run["solves"] == [0.25] * len(run["cycles"])
+    cycles = run["cycles"]
+    assert len(cycles) >= 10 and cycles[0] == (1, 1, 4), cycles[:3]
+    for (_, _, ready), (k_next, _, _) in zip(cycles, cycles[1:]):
+        assert ready is not None and k_next == ready, cycles
+    assert all(lead == 4 and ready == k + 4 for k, lead, ready in cycles[1:] if ready is not None), cycles

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -156,13 +157,16 @@ def mpc_closed_loop(
     rng: np.random.Generator | None = None,
     hold_steps: int = 0,
     clamp: bool = True,
+    clock: Callable[[], float] = time.process_time,
 ) -> dict:
     """``closed_loop`` under MPC (planning.mpc) of ``task`` on the ``nominal`` model: the task's first plan, then a
     cycle every ``mpc.period`` from the estimated state, as the planner node runs it — each cycle's plan starts
     ``lead`` steps ahead (1.5 × the longest of the last five solve times, at least a step), from the state predicted
     there under the executing law, and is entered when its measured solve time has passed (late: at the step then
-    due, its first steps skipped, as the controller enters a late plan). Returns what ``closed_loop`` does and the
-    cycles' solve times."""
+    due, its first steps skipped, as the controller enters a late plan); no cycle starts while a plan waits to be
+    entered. Solve times are read on ``clock`` (CPU seconds). Returns what ``closed_loop`` does, the cycles' solve
+    times (``solves``) and per cycle (its step, its lead in steps, the step its plan is entered at or None if not
+    accepted) (``cycles``)."""
     from ..control.tracking import tracking_law
     from ..planning.mpc import RecedingHorizon
 
@@ -182,7 +186,7 @@ def mpc_closed_loop(
     steps = plan.horizon + hold_steps
     X, U = np.zeros((steps + 1, plant.nx)), np.zeros((steps, plant.nu))
     X[0] = plant.state_from_configurations(q_prev, q0)
-    solves, pending = [], None  # pending: (the step it is ready at, plan)
+    solves, cycles, pending = [], [], None  # pending: (the step it is ready at, plan)
     for k in range(steps):
         t = k * dt
         x_hat = est.update(t, measure(X[k, :nq]), None)
@@ -193,19 +197,21 @@ def mpc_closed_loop(
             x_pred = x_hat
             for i in range(lead):
                 x_pred = nominal.step(x_pred, law.command(law.index(t + i * dt), x_pred)[0])
-            c0 = time.process_time()
+            c0 = clock()
             cyc = m.cycle(t + lead * dt, x_pred, plan)
-            solves.append(time.process_time() - c0)
+            solves.append(clock() - c0)
             if cyc.accepted:
                 pending = (max(k + lead, k + int(np.ceil(solves[-1] / dt - 1e-9))), cyc.plan)
+            cycles.append((k, lead, pending[0] if cyc.accepted else None))
         u, _ = law.command(law.index(t), x_hat)
         u[:nt] = np.clip(u[:nt], -limits, limits) * actuator_gain
         U[k] = u
         try:
             X[k + 1] = plant.step(X[k], u, step_index=k)
         except StepError as e:
-            return {"X": X[: k + 1], "U": U[: k + 1], "failure": f"{type(e).__name__}: {e}", "solves": solves}
-    return {"X": X, "U": U, "failure": None, "solves": solves}
+            failure = f"{type(e).__name__}: {e}"
+            return {"X": X[: k + 1], "U": U[: k + 1], "failure": failure, "solves": solves, "cycles": cycles}
+    return {"X": X, "U": U, "failure": None, "solves": solves, "cycles": cycles}
 
 
 def oracle_plan(plant: MidpointVI, task, actuator_gain: float, x0: np.ndarray) -> tuple[Plan, np.ndarray]:
