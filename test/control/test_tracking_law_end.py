@@ -8,15 +8,15 @@ from vi_control.control.plan import Plan
 from vi_control.control.tracking import TrackingController
 
 
-def test_past_the_end_the_law_holds_the_last_state(pendulum_vi):
-    vi, N = pendulum_vi, 5
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(N + 1, 2))
-    plan = Plan(
+def _pendulum_plan(vi, X: np.ndarray, U: np.ndarray, K: np.ndarray) -> Plan:
+    """A pendulum plan of the states X (N+1, 2), inputs U and gains K, held after its end by U_final = 0.7 and
+    K_final = [2, 0.5]."""
+    N = len(U)
+    return Plan(
         times=np.arange(N + 1) * vi.dt,
         X=X,
-        U=rng.normal(size=(N, 1)),
-        K=rng.normal(size=(N, 1, 2)),
+        U=U,
+        K=K,
         dt=vi.dt,
         model_name="pendulum",
         model_hash=vi.robot.hash,
@@ -25,6 +25,13 @@ def test_past_the_end_the_law_holds_the_last_state(pendulum_vi):
         U_final=np.array([0.7]),
         K_final=np.array([[2.0, 0.5]]),
     )
+
+
+def test_past_the_end_the_law_holds_the_last_state(pendulum_vi):
+    vi, N = pendulum_vi, 5
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N + 1, 2))
+    plan = _pendulum_plan(vi, X, rng.normal(size=(N, 1)), rng.normal(size=(N, 1, 2)))
     law = TrackingController(plan, vi.state, vi.robot.effort_limits, 1)
     for k in (N, N + 1, 3 * N):
         x_ref, u_ref, K = law.reference(k)
@@ -48,19 +55,7 @@ def test_the_controllers_law_holds_the_equilibrium_of_q_N_not_a_moving_X_N(pendu
     X[:, 0] = np.linspace(0.0, 0.3, N + 1)
     x_eq = equilibrium_state(vi, X[N, :1])
     X[N, 1] = x_eq[1] + 0.4
-    plan = Plan(
-        times=np.arange(N + 1) * vi.dt,
-        X=X,
-        U=np.zeros((N, 1)),
-        K=np.zeros((N, 1, 2)),
-        dt=vi.dt,
-        model_name="pendulum",
-        model_hash=vi.robot.hash,
-        joint_names=["theta"],
-        input_names=["theta"],
-        U_final=np.array([0.7]),
-        K_final=np.array([[2.0, 0.5]]),
-    )
+    plan = _pendulum_plan(vi, X, np.zeros((N, 1)), np.zeros((N, 1, 2)))
     law = tracking_law(plan, vi)
     assert np.array_equal(law.reference(N)[0], x_eq) and np.array_equal(plan.X[N], X[N])  # (the plan kept)
     assert np.array_equal(law.command(N + 1, x_eq)[0], [0.7])
