@@ -40,6 +40,46 @@ T_PENDULUM = "test/integrators/test_integrator_pendulum.py"
 T_DYNAMICS = "test/model/test_model_dynamics.py"
 T_LIN = "test/linearization/test_linearization.py"
 T_COMPILED = "test/planning/test_planning_compiled.py"
+# the selections of the audit of the real-arm paths (docs/guides/testing.md)
+T_MPC = ("test/planning/test_planning_mpc.py",)
+T_INTAKE = (
+    "test/control/test_control_joint_merge.py",
+    "test/control/test_control_intake.py",
+)
+T_REQUESTS = (
+    "test/planning/test_planning_requests.py",
+    "test/planning/test_plan_limits_property.py",
+)
+T_CODECS = (
+    "test/ros/test_plan_codec.py",
+    "test/ros/test_joint_state_partial.py",
+    "test/ros/test_message_time_fields.py",
+    "test/ros/test_ros_tracking.py::test_plan_message_round_trips_exactly_and_is_validated",
+    "test/ros/test_ros_tracking.py::test_raw_joint_state_reader_equals_rclpy_deserialization",
+    "test/robustness/test_fuzz_generator.py",
+)
+T_RUNNER = (
+    "test/control/test_control_runner.py",
+    "test/control/test_tracking_law_end.py",
+    "test/control/test_safe_damping.py",
+    "test/control/test_control_hold_law.py",
+    "test/planning/test_planning_mpc.py",
+    "test/control/test_plan_schedule.py",
+)
+T_PLAN_DERIVED = (
+    "test/control/test_plan_file.py",
+    "test/planning/test_planning_warm_start.py",
+    "test/model/test_model_scalars.py",
+    "test/planning/test_planning_mpc.py",
+)
+T_LAW = (
+    "test/control/test_tracking_law_end.py",
+    "test/control/test_control_hold_law.py",
+    "test/control/test_control_hold_integral.py",
+    "test/control/test_wiring_references.py",
+    "test/control/test_control_runner.py",
+    "test/control/test_plan_schedule.py",
+)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ---- model -------------------------------------------------------------------------------------------------
@@ -700,7 +740,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return bool(np.isfinite(cost))",
         "an MPC cycle stopped at its iteration cap is accepted even where its merit is above that of the executing "
         "plan's continuation: the controller switches to a worse plan",
-        ("test/planning/test_planning_mpc.py",),
+        T_MPC,
     ),
     Mutation(
         "mpc_cycle_accepts_nonfinite",
@@ -709,7 +749,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return bool(converged) or bool(merit <= warm_merit)",
         "an MPC cycle of a non-finite cost is accepted (converged, or cold: no continuation to compare with): the "
         "controller is handed a plan of NaN",
-        ("test/planning/test_planning_mpc.py",),
+        T_MPC,
     ),
     Mutation(
         "al_merit_of_the_last_subproblem",
@@ -718,7 +758,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        first = sub\n",
         "the augmented Lagrangian reports its result's merit under its last multiplier and penalty, its start's under "
         "its first: a capped MPC cycle of a terminal-constrained task is accepted or refused on two different measures",
-        ("test/planning/test_planning_mpc.py",),
+        T_MPC,
     ),
     Mutation(
         "mpc_first_command_unclipped",
@@ -727,7 +767,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            pass\n",
         "a cycle's step 0 (the executing law's command) is not clamped to the task's input limits: a plan whose U_0 "
         "is beyond the effort limits",
-        ("test/planning/test_planning_mpc.py",),
+        T_MPC,
     ),
     Mutation(
         "mpc_off_grid_continues",
@@ -736,7 +776,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "abs(t_start - executing.times[0] - k * executing.dt) <= 0.75 * executing.dt",
         "a cycle whose start lies between two steps of the executing plan continues that law's nearest step as if "
         "it started there",
-        ("test/planning/test_planning_mpc.py",),
+        T_MPC,
     ),
     Mutation(
         "mpc_warm_start_one_step_behind",
@@ -745,7 +785,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "warm = executing.receded(k).fitted(",
         "a cycle is warm-started from the executing plan receded to its step 0 (the law's), not to step 1 where the "
         "window it optimizes starts: the guess lags the state by one step",
-        ("test/planning/test_planning_mpc.py",),
+        T_MPC,
     ),
     Mutation(
         "mpc_period_equal_dt_refused",
@@ -753,7 +793,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if s.period < vi.dt - 1e-12:",
         "if s.period <= vi.dt:",
         "an MPC period of exactly one step is refused",
-        ("test/planning/test_planning_mpc.py",),
+        T_MPC,
     ),
     Mutation(
         "mpc_overrun_queues_a_cycle",
@@ -787,7 +827,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if a is not None and b[0] - a[0] <= max_age and t - b[0] <= max_age:",
         "if a is not None and b[0] - a[0] <= max_age:",
         "a silent driver's joints are extrapolated from its last two samples however long ago they came",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "merge_interpolates_across_a_gap",
@@ -795,7 +835,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if a is not None and b[0] - a[0] <= max_age and t - b[0] <= max_age:",
         "if a is not None and t - b[0] <= max_age:",
         "a driver's joints are interpolated between two samples however far apart (across the driver's stall)",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "merge_no_wrap",
@@ -803,7 +843,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            d[self.mask] = wrap_angle(d[self.mask])\n",
         "",
         "a continuous joint is interpolated across its ±π wrap the long way round",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "merge_resets_on_any_out_of_order",
@@ -812,7 +852,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if group is not None and t < group.newest:",
         "a driver's message that arrives after a newer one of its own (out of order by less than max_age) starts "
         "every group afresh",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "merge_same_stamp_dropped",
@@ -820,7 +860,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if self.last is not None and t < self.last:\n            return None\n",
         "        if self.last is not None and t <= self.last:\n            return None\n",
         "a partial message at the last merged stamp again (a republished state) gives nothing instead of that state",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "merge_trigger_first",
@@ -828,7 +868,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "key=lambda g: (g.newest, g is trigger)",
         "key=lambda g: (g.newest, g is not trigger)",
         "of two drivers' samples of a joint at the same stamp, the other driver's wins over the message being merged",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "merge_keeps_two",
@@ -836,7 +876,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "_KEEP = 8\n",
         "_KEEP = 2\n",
         "only two samples per driver are kept: a slow driver's first message finds no fast-driver sample before it",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "merge_single_sample_without_age",
@@ -844,7 +884,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if v_i is not None and t - t_i <= max_age:",
         "if v_i is not None:",
         "a driver's one sample is extrapolated with its velocity however old it is",
-        ("test/control/test_control_joint_merge.py", "test/control/test_control_intake.py"),
+        T_INTAKE,
     ),
     Mutation(
         "goal_duration_at_full_speed",
@@ -852,7 +892,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "need = np.max(dq[bounded] / (GOAL_SPEED_FRACTION * vlim[bounded]), initial=0.0)",
         "need = np.max(dq[bounded] / vlim[bounded], initial=0.0)",
         "a goal's straight path is timed at the joints' full URDF velocity limits, not a quarter of them",
-        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+        T_REQUESTS,
     ),
     Mutation(
         "goal_duration_ignores_task_horizon",
@@ -860,7 +900,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return float(np.ceil(max(minimum, need, vi.dt) / vi.dt - 1e-9) * vi.dt)",
         "return float(np.ceil(max(need, vi.dt) / vi.dt - 1e-9) * vi.dt)",
         "a goal near the start is reached as fast as the velocity limits allow, not over the task's horizon",
-        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+        T_REQUESTS,
     ),
     Mutation(
         "path_task_keeps_task_weights",
@@ -868,7 +908,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         'running = {k: task.lqr.get(k, task.weights[k]) for k in ("Q", "R")}',
         'running = {k: task.weights[k] for k in ("Q", "R")}',
         "a request's path is tracked with the task's soft goal-seeking weights instead of its TV-LQR weights",
-        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+        T_REQUESTS,
     ),
     Mutation(
         "verify_plan_no_effort",
@@ -876,7 +916,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    effort = np.full(vi.n_torques, np.inf) if limits is None else limits[: vi.n_torques]\n",
         "    effort = np.full(vi.n_torques, np.inf)\n",
         "a request's plan is not checked against the effort limits the task plans under",
-        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+        T_REQUESTS,
     ),
     Mutation(
         "schedule_no_replacement",
@@ -916,14 +956,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if model_hash and plan_hash != model_hash:\n",
         "    if plan_hash != model_hash:\n",
         "a node without a model hash of its own (an empty one: accept any plan) refuses every plan",
-        (
-            "test/ros/test_plan_codec.py",
-            "test/ros/test_joint_state_partial.py",
-            "test/ros/test_message_time_fields.py",
-            "test/ros/test_ros_tracking.py::test_plan_message_round_trips_exactly_and_is_validated",
-            "test/ros/test_ros_tracking.py::test_raw_joint_state_reader_equals_rclpy_deserialization",
-            "test/robustness/test_fuzz_generator.py",
-        ),
+        T_CODECS,
     ),
     Mutation(
         "plan_trailing_bytes_accepted",
@@ -932,14 +965,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if n_values > _MAX_VALUES or len(buf) < _HEADER.size + 8 * n_values:",
         "a plan message longer than its header's sizes say (a different layout, or two messages run together) is "
         "read as its first part",
-        (
-            "test/ros/test_plan_codec.py",
-            "test/ros/test_joint_state_partial.py",
-            "test/ros/test_message_time_fields.py",
-            "test/ros/test_ros_tracking.py::test_plan_message_round_trips_exactly_and_is_validated",
-            "test/ros/test_ros_tracking.py::test_raw_joint_state_reader_equals_rclpy_deserialization",
-            "test/robustness/test_fuzz_generator.py",
-        ),
+        T_CODECS,
     ),
     Mutation(
         "plan_nonfinite_t0_accepted",
@@ -947,14 +973,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if not (np.isfinite(dt) and dt > 0 and np.isfinite(t0)):\n",
         "    if not (np.isfinite(dt) and dt > 0):\n",
         "a plan whose start time is NaN or inf is decoded (its times all NaN)",
-        (
-            "test/ros/test_plan_codec.py",
-            "test/ros/test_joint_state_partial.py",
-            "test/ros/test_message_time_fields.py",
-            "test/ros/test_ros_tracking.py::test_plan_message_round_trips_exactly_and_is_validated",
-            "test/ros/test_ros_tracking.py::test_raw_joint_state_reader_equals_rclpy_deserialization",
-            "test/robustness/test_fuzz_generator.py",
-        ),
+        T_CODECS,
     ),
     Mutation(
         "joint_state_velocity_count_ignored",
@@ -962,14 +981,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if len(v) != n:\n            return t, False\n",
         "        if len(v) < n:\n            return t, False\n",
         "a raw joint state with more velocities than names has its first ones taken as the joints' velocities",
-        (
-            "test/ros/test_plan_codec.py",
-            "test/ros/test_joint_state_partial.py",
-            "test/ros/test_message_time_fields.py",
-            "test/ros/test_ros_tracking.py::test_plan_message_round_trips_exactly_and_is_validated",
-            "test/ros/test_ros_tracking.py::test_raw_joint_state_reader_equals_rclpy_deserialization",
-            "test/robustness/test_fuzz_generator.py",
-        ),
+        T_CODECS,
     ),
     Mutation(
         "joint_state_raw_nan_positions",
@@ -979,14 +991,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            _, v = _read_doubles(buf, off)\n",
         "            _, v = _read_doubles(buf, off)\n",
         "the raw joint-state reader passes NaN positions on (to be refused later, or not, by whoever reads them)",
-        (
-            "test/ros/test_plan_codec.py",
-            "test/ros/test_joint_state_partial.py",
-            "test/ros/test_message_time_fields.py",
-            "test/ros/test_ros_tracking.py::test_plan_message_round_trips_exactly_and_is_validated",
-            "test/ros/test_ros_tracking.py::test_raw_joint_state_reader_equals_rclpy_deserialization",
-            "test/robustness/test_fuzz_generator.py",
-        ),
+        T_CODECS,
     ),
     Mutation(
         "joint_state_doubles_unbounded",
@@ -994,14 +999,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if offset + 8 * count > len(buf):",
         "    if False:",
         "a joint state declaring more doubles than its bytes hold fails in numpy with a message naming nothing",
-        (
-            "test/ros/test_plan_codec.py",
-            "test/ros/test_joint_state_partial.py",
-            "test/ros/test_message_time_fields.py",
-            "test/ros/test_ros_tracking.py::test_plan_message_round_trips_exactly_and_is_validated",
-            "test/ros/test_ros_tracking.py::test_raw_joint_state_reader_equals_rclpy_deserialization",
-            "test/robustness/test_fuzz_generator.py",
-        ),
+        T_CODECS,
     ),
     Mutation(
         "runner_readmits_an_older_plan",
@@ -1009,14 +1007,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if seq == self.last_seq or seq in self._admitted:\n",
         "        if seq == self.last_seq:\n",
         "a plan re-published after a newer one was admitted is admitted again and replaces it",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_dt_at_the_range_edge_refused",
@@ -1024,14 +1015,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if not lo <= plan.dt <= hi:\n",
         "        if not lo < plan.dt < hi:\n",
         "a plan whose Δt is exactly at the edge of the accepted range is refused",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_later_plan_replaces_the_waiting",
@@ -1040,14 +1024,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "replaces(plan.times[0], waiting[1].times[0], plan.dt):",
         "if True:",
         "an MPC cycle's plan that arrives before the previous cycle's has started replaces it instead of following it",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_retimes_a_plan_on_the_running_timeline",
@@ -1055,14 +1032,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if late > 1 and running:\n",
         "        if late > 2 and running:\n",
         "a plan two steps late, planned on the running plan's timeline, is re-timed as if the robot were at rest",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_retime_to_a_past_instant",
@@ -1070,14 +1040,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                m = late if t0 + late * plan.dt >= t else late + 1\n",
         "                m = late\n",
         "a late plan re-timed to a grid instant already past: its U_0 runs part of a step that began before now",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_retime_ignores_velocity",
@@ -1086,14 +1049,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '            if gap <= self.p["retime_tolerance"]:\n',
         "a late plan is re-timed when the robot is at X_0's configuration but moving: its first steps then fight the "
         "motion",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_path_tolerance_skips_the_last_state",
@@ -1101,14 +1057,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '        if p["path_tolerance"] > 0 and k <= plan.horizon:\n',
         '        if p["path_tolerance"] > 0 and k < plan.horizon:\n',
         "the path tolerance is not checked at the plan's last state",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_goal_time_tolerance_at_the_instant",
@@ -1116,14 +1065,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '            elif t > plan.times[-1] + p["goal_time_tolerance"]:\n',
         '            elif t >= plan.times[-1] + p["goal_time_tolerance"]:\n',
         "a plan is aborted for its goal exactly at the end of goal_time_tolerance, not after it",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "runner_clock_back_half_step",
@@ -1132,14 +1074,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if plan is None or t >= plan.times[0]:\n",
         "after a simulator reset to half a step before a plan's start, the plan is dropped back to pending "
         "instead of kept (its step 0 began)",
-        (
-            "test/control/test_control_runner.py",
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_safe_damping.py",
-            "test/control/test_control_hold_law.py",
-            "test/planning/test_planning_mpc.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_RUNNER,
     ),
     Mutation(
         "limits_position_at_the_bound_refused",
@@ -1147,7 +1082,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        bad = (q < self.lo) | (q > self.hi)\n",
         "        bad = (q <= self.lo) | (q >= self.hi)\n",
         "a joint exactly at its (widened) position limit is refused",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "limits_velocity_at_the_bound_refused",
@@ -1155,7 +1090,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        bad = np.abs(qdot) > factor * self.vmax\n",
         "        bad = np.abs(qdot) >= factor * self.vmax\n",
         "a joint exactly at its velocity bound is refused",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "limits_no_margin",
@@ -1163,7 +1098,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        lo = np.array([j.lower for j in robot.joints], float) - position_margin\n",
         "        lo = np.array([j.lower for j in robot.joints], float)\n",
         "the position margin widens only the upper limits: a joint resting on its lower end stop is refused",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "limits_velocity_without_urdf_limit_unbounded",
@@ -1171,7 +1106,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        self.vmax = np.where(np.isfinite(vlim) & (vlim > 0), velocity_factor * vlim, max_velocity)\n",
         "        self.vmax = velocity_factor * vlim\n",
         "a joint whose URDF gives no velocity limit (0 or none) is refused at any speed, or never",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "stamp_future_at_the_tolerance_refused",
@@ -1179,7 +1114,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if t - now > tol:\n",
         "        if t - now >= tol:\n",
         "a state stamped exactly state_timeout ahead of the node's clock is refused",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "stamp_stale_at_the_tolerance_refused",
@@ -1187,7 +1122,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if now - t > tol:\n",
         "        if now - t >= tol:\n",
         "a state exactly state_timeout old is refused as stale",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "stamp_back_not_refused",
@@ -1195,7 +1130,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if now >= self.last_stamp - tol:  # (a clock that itself jumped back re-arms the check)\n",
         "            if False:\n",
         "a state stamped before the last one is taken as a clock reset, never refused",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "overspeed_trust_ignored",
@@ -1203,7 +1138,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            why = self.limits.overspeed(qdot, OVERSPEED_TRUST)  # (beyond that: no plausible reading)\n",
         "            why = None\n",
         "a measured velocity of any size is taken as the robot's own over-speed, never refused as implausible",
-        ("test/control/test_control_intake.py", "test/control/test_control_joint_merge.py"),
+        T_INTAKE,
     ),
     Mutation(
         "receded_to_its_end",
@@ -1211,12 +1146,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if not is_integer(steps) or not 0 <= steps < n:\n",
         "        if not is_integer(steps) or not 0 <= steps <= n:\n",
         "a plan receded by its whole horizon (nothing of it left: only its hold) is accepted",
-        (
-            "test/control/test_plan_file.py",
-            "test/planning/test_planning_warm_start.py",
-            "test/model/test_model_scalars.py",
-            "test/planning/test_planning_mpc.py",
-        ),
+        T_PLAN_DERIVED,
     ),
     Mutation(
         "held_without_the_hold_input",
@@ -1224,12 +1154,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        u_hold = self.U[-1] if self.U_final is None else self.U_final\n",
         "        u_hold = self.U[-1]\n",
         "a plan padded past its end repeats its last input instead of its hold input U_final",
-        (
-            "test/control/test_plan_file.py",
-            "test/planning/test_planning_warm_start.py",
-            "test/model/test_model_scalars.py",
-            "test/planning/test_planning_mpc.py",
-        ),
+        T_PLAN_DERIVED,
     ),
     Mutation(
         "held_without_the_hold_gain",
@@ -1237,12 +1162,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        k_hold = self.K[-1] if self.K_final is None else self.K_final\n",
         "        k_hold = self.K[-1]\n",
         "a plan padded past its end repeats its last gain instead of its hold gain K_final",
-        (
-            "test/control/test_plan_file.py",
-            "test/planning/test_planning_warm_start.py",
-            "test/model/test_model_scalars.py",
-            "test/planning/test_planning_mpc.py",
-        ),
+        T_PLAN_DERIVED,
     ),
     Mutation(
         "held_times_not_advanced",
@@ -1250,12 +1170,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            self.times[0] + (np.arange(N + 1) + start) * self.dt,\n",
         "            self.times[0] + np.arange(N + 1) * self.dt,\n",
         "a receded plan keeps the original start time instead of times[steps]",
-        (
-            "test/control/test_plan_file.py",
-            "test/planning/test_planning_warm_start.py",
-            "test/model/test_model_scalars.py",
-            "test/planning/test_planning_mpc.py",
-        ),
+        T_PLAN_DERIVED,
     ),
     Mutation(
         "controller_no_stale_hold",
@@ -1290,14 +1205,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if k >= self.horizon:\n            return self.plan.X[-1], self.U_final, self.K_final\n",
         "        if k > self.horizon:\n            return self.plan.X[-1], self.U_final, self.K_final\n",
         "at k = N (the plan's end) the law reads past its arrays (an IndexError) instead of holding",
-        (
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_control_hold_law.py",
-            "test/control/test_control_hold_integral.py",
-            "test/control/test_wiring_references.py",
-            "test/control/test_control_runner.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_LAW,
     ),
     Mutation(
         "law_integrates_every_tick",
@@ -1305,14 +1213,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            if k > self._integrated_k:  # once per step of the plan's grid (a faster timer repeats k)\n",
         "            if True:\n",
         "the hold's integral grows once per tick instead of once per step: a timer faster than 1/Δt winds it up faster",
-        (
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_control_hold_law.py",
-            "test/control/test_control_hold_integral.py",
-            "test/control/test_wiring_references.py",
-            "test/control/test_control_runner.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_LAW,
     ),
     Mutation(
         "law_integral_unclamped",
@@ -1320,14 +1221,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                self.z = np.clip(self.z + e[self.actuated_q] * self.plan.dt, -bound, bound)\n",
         "                self.z = self.z + e[self.actuated_q] * self.plan.dt\n",
         "the hold's integral is not clamped (windup: an arm held against an end stop builds torque without bound)",
-        (
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_control_hold_law.py",
-            "test/control/test_control_hold_integral.py",
-            "test/control/test_wiring_references.py",
-            "test/control/test_control_runner.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_LAW,
     ),
     Mutation(
         "law_hold_about_x_N",
@@ -1336,14 +1230,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        pass\n",
         "after the horizon the law holds X_N (a moving state) instead of the equilibrium the hold gain was computed "
         "about",
-        (
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_control_hold_law.py",
-            "test/control/test_control_hold_integral.py",
-            "test/control/test_wiring_references.py",
-            "test/control/test_control_runner.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_LAW,
     ),
     Mutation(
         "replaces_at_the_same_step",
@@ -1351,14 +1238,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    return plan_step(t0_new, t0_old, dt) <= 0\n",
         "    return plan_step(t0_new, t0_old, dt) < 0\n",
         "a plan starting at the same step as the waiting one follows it instead of replacing it",
-        (
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_control_hold_law.py",
-            "test/control/test_control_hold_integral.py",
-            "test/control/test_wiring_references.py",
-            "test/control/test_control_runner.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_LAW,
     ),
     Mutation(
         "hold_law_without_gain_on_failure",
@@ -1366,14 +1246,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            K, x_eq = np.zeros((vi.nu, vi.state.ndx)), equilibrium_state(vi, q)\n",
         "            raise\n",
         "a pose without a hold gain (singular) is not held by its feed-forward: the hold raises",
-        (
-            "test/control/test_tracking_law_end.py",
-            "test/control/test_control_hold_law.py",
-            "test/control/test_control_hold_integral.py",
-            "test/control/test_wiring_references.py",
-            "test/control/test_control_runner.py",
-            "test/control/test_plan_schedule.py",
-        ),
+        T_LAW,
     ),
     Mutation(
         "mpc_lead_not_capped_at_the_period",
@@ -1407,7 +1280,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    vmax = np.where(np.isfinite(vlim) & (vlim > 0), vlim, np.inf)\n",
         "a plan is checked against the URDF velocity limits themselves, not velocity_limit_factor × them: "
         "plans the controller accepts are refused",
-        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+        T_REQUESTS,
     ),
     Mutation(
         "plan_limits_effort_without_round_off",
@@ -1415,7 +1288,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        elim = np.where(elim > 0, elim * (1 + EFFORT_TOLERANCE), np.inf)\n",
         "        elim = np.where(elim > 0, elim, np.inf)\n",
         "an input the box QP left a round-off beyond its effort limit refuses the plan",
-        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+        T_REQUESTS,
     ),
     Mutation(
         "plan_limits_position_without_slack",
@@ -1423,7 +1296,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    slack_lo, slack_hi = 1e-9 * np.maximum(1.0, np.abs(lo)), 1e-9 * np.maximum(1.0, np.abs(hi))\n",
         "    slack_lo, slack_hi = 0.0 * lo, 0.0 * hi\n",
         "a plan ending on a position limit read back from text (a round-off beyond it) is refused",
-        ("test/planning/test_planning_requests.py", "test/planning/test_plan_limits_property.py"),
+        T_REQUESTS,
     ),
     Mutation(
         "mpc_sweep_entry_ignores_solve_time",
