@@ -22,7 +22,7 @@ from ddp_oracle import oracle_backward
 
 from vi_control.integrators import make_integrator
 from vi_control.integrators.midpoint import MidpointVI
-from vi_control.mechanics import codegen
+from vi_control.mechanics import codegen, discrete
 from vi_control.model.bundled import fourbar_initial_configuration, load_bundled
 from vi_control.planning import compiled, load_task, make_system, plan_task, reference_trajectory, start_state
 from vi_control.planning.augmented import terminal_constrained_ddp
@@ -151,6 +151,8 @@ def test_every_stage_pass_agrees_with_the_numpy_path(system, request):
     K = -nominal.K * (1 + 0.1 * rng.standard_normal((N, nu, nx)))
     fast = compiled.compiled_stages(vi, N, lo, hi)
     assert fast is not None and fast.compiled
+    # (the cart-pole's second-order term by the tree's recursion, the others' by their generated 'hessian')
+    assert (vi.compiled_stage(True).kernel.tree is not None) == (system == "cartpole")
     clamped, solved = 0, []
     for mu, second_order in ((0.0, True), (1e2, True), (1e6, True), (0.0, False), (1e-2, False)):
         got = _passes(fast, x0, U, X_nom, K, cost, mu, second_order)
@@ -476,16 +478,24 @@ def test_copied_pivots_and_gains_without_their_trajectory_do_not_crash_the_kerne
     assert "refused: rollout: the gains K act on x − X_nom: give X_nom with them" in out.stdout, out.stdout
 
 
-def test_the_step_kernel_is_built_once_per_kind_and_equals_a_fresh_build():
+def test_the_step_kernel_is_built_once_per_kind_and_equals_a_fresh_build(monkeypatch):
     """``DiscreteSystemStructure.step_kernel`` keeps the kernel it built (a plan asks for it twice, an MPC loop every
-    cycle): the same object again for the same kind, another for the other kind (without the Hessian), and field for
-    field what a structure built afresh for the same model gives."""
+    cycle): the same object again for the same kind, another for the other kind (without the second-order term), and
+    field for field what a structure built afresh for the same model gives. The pendulum's second-order term is the
+    tree's recursion (no generated 'hessian'); with ``RECURSIVE_HESSIAN`` off, the generated one."""
     task = load_task("task_pendulum_swingup")
     s = make_system(task).structure
     with_h, without_h = s.step_kernel(True), s.step_kernel(False)
     assert with_h is s.step_kernel(True) and without_h is s.step_kernel(False) and with_h is not without_h
-    assert with_h.hessian != 0 and without_h.hessian == 0 and with_h.linearize == without_h.linearize
+    assert with_h.hessian == 0 and with_h.tree is not None and with_h.linearize == without_h.linearize
+    assert without_h.hessian == 0 and without_h.tree is None
     fresh = make_system(task).structure.step_kernel(True)
     for f in dataclasses.fields(with_h):
         a, b = getattr(with_h, f.name), getattr(fresh, f.name)
-        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
+        if f.name == "tree":
+            assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+        else:
+            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
+    monkeypatch.setattr(discrete, "RECURSIVE_HESSIAN", False)
+    generated = s.step_kernel(True)
+    assert generated is not with_h and generated.hessian != 0 and generated.tree is None

@@ -32,6 +32,7 @@ derivative of the implicit map (linearization module docstring).
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -55,6 +56,11 @@ NEWTON_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "newton_driver.
 # Products and LU solves of many right-hand sides, for the LQR (control.lqr) and DDP (planning.compiled) libraries;
 # not in NEWTON_C, so every model's generated library (its cache entry) stays as it was.
 DENSE_MM_C = (resources.files(__package__) / "csrc" / "dense_mm.c").read_text()
+# The second-order term of a midpoint step over a kinematic tree by recursion (for the DDP kernel, planning.compiled):
+# ~5× faster than the generated 'hessian' on the panda, and nothing to compile per model.
+TREE_HESSIAN_C = (resources.files(__package__) / "csrc" / "tree_hessian.c").read_text()
+# VI_CONTROL_RECURSIVE_HESSIAN=0 (or False here) keeps the generated 'hessian' in the DDP kernel for every system.
+RECURSIVE_HESSIAN = os.environ.get("VI_CONTROL_RECURSIVE_HESSIAN", "1") != "0"
 
 # Generated functions the C driver calls.
 STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
@@ -75,7 +81,9 @@ STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
 class StepKernel:
     """Addresses and layout of one step's compiled pieces, for our own C that loops over whole trajectories
     (planning.compiled): ``vi_newton_step`` of the model's library and the generated 'linearize' and 'hessian'
-    (0 when not requested), with work-buffer sizes covering all of them (``n_ws``: the Newton driver's own)."""
+    (0 when not requested, or when ``tree`` replaces it), with work-buffer sizes covering all of them (``n_ws``: the
+    Newton driver's own). ``tree``: (ints, reals) of ``tree_hessian_model`` where the recursion of tree_hessian.c
+    computes the second-order term instead of the generated 'hessian', else None."""
 
     newton: int
     linearize: int
@@ -95,6 +103,22 @@ class StepKernel:
     idx: np.ndarray  # (idx_d, idx_k), int64
     rot: np.ndarray  # (nd + 1,) int64: the driver's revolute flags (untrusted-root check), padded
     max_configuration: float  # |q_i| the driver accepts
+    tree: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def tree_hessian_model(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
+    """The kinematic tree as ``csrc/tree_hessian.c`` reads it: ints (n, parents (−1: the root), prismatic flags) and
+    reals (gravity, then per joint its placement's rotation (row-major) and translation, axis, mass, centre of mass
+    and inertia about it) — Pinocchio's model, as ``symbolic.build_tree`` reads it."""
+    m = robot.pin_model
+    ints = [m.nq] + [m.parents[i] - 1 for i in range(1, m.njoints)]
+    ints += [int(robot.joints[i - 1].type == "prismatic") for i in range(1, m.njoints)]
+    reals = [np.asarray(robot.gravity, float)]
+    for i in range(1, m.njoints):
+        X, inertia = m.jointPlacements[i], m.inertias[i]
+        reals += [X.rotation.ravel(), X.translation, np.asarray(robot.joints[i - 1].axis, float)]
+        reals += [[inertia.mass], inertia.lever, inertia.inertia.ravel()]
+    return np.array(ints, np.int64), np.concatenate([np.asarray(r, float).ravel() for r in reals])
 
 
 class NewtonStepC:
@@ -240,6 +264,15 @@ class DiscreteSystemStructure:
     ):
         self.robot, self.dt = robot, check_time_step(dt)
         self.nonholonomic = bool(nonholonomic)
+        # The recursion of tree_hessian.c covers this step's second-order term: the midpoint L_d of the robot's own
+        # tree, no constraint rows and no prescribed joints (their terms are the generated 'hessian''s alone).
+        self._recursive_hessian = (
+            tree is None
+            and lagrangian == "midpoint"
+            and not nonholonomic
+            and robot.n_constraints == 0
+            and not robot.prescribed
+        )
         names = robot.joint_names
         self.idx_d = np.array([i for i, n in enumerate(names) if n not in robot.prescribed], dtype=int)
         self.idx_k = np.array([i for i, n in enumerate(names) if n in robot.prescribed], dtype=int)
@@ -373,29 +406,32 @@ class DiscreteSystemStructure:
         )
         # The whole Newton step is one call into our C driver (over the VM's functions where they did not compile).
         self.newton = NewtonStepC(self) if eager else None
-        self._kernels: dict[bool, StepKernel] = {}  # (step_kernel's, once built: its functions do not change)
+        # step_kernel's, per (with_hessian, recursive), once built (its functions do not change)
+        self._kernels: dict[tuple[bool, bool], StepKernel] = {}
 
     def step_kernel(self, with_hessian: bool = True) -> StepKernel | None:
         """The compiled step for whole-trajectory C (``StepKernel``), or None unless the Newton driver, 'linearize'
-        and (``with_hessian``) 'hessian' are all generated C. The derivative functions compile here on first use; a
-        kernel once built is kept (a plan asks twice, an MPC loop every cycle)."""
-        kept = self._kernels.get(with_hessian)
+        and (``with_hessian``) the second-order term are all C: the recursion of tree_hessian.c where it covers the
+        step (``RECURSIVE_HESSIAN``), else the generated 'hessian'. The derivative functions compile here on first
+        use; a kernel once built is kept (a plan asks twice, an MPC loop every cycle)."""
+        recursive = with_hessian and RECURSIVE_HESSIAN and self._recursive_hessian
+        kept = self._kernels.get((with_hessian, recursive))
         if kept is not None:
             return kept
         if self.newton is None or not self.newton.generated:
             return None
         fns = self.functions
-        names = STEP_FUNCTIONS + ("linearize",) + (("hessian",) if with_hessian else ())
+        names = STEP_FUNCTIONS + ("linearize",) + (("hessian",) if with_hessian and not recursive else ())
         if not all(fns.compiled(n) for n in names):
             return None
         lib = fns.lib
         lib.vi_newton_workspace.restype = ctypes.c_longlong
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(self.nq), ctypes.c_longlong(self.ny))
         n_iw, n_w = fns.work_sizes(names)
-        kernel = self._kernels[with_hessian] = StepKernel(
+        kernel = self._kernels[(with_hessian, recursive)] = StepKernel(
             newton=ctypes.cast(lib.vi_newton_step, ctypes.c_void_p).value,
             linearize=fns["linearize"].address,
-            hessian=fns["hessian"].address if with_hessian else 0,
+            hessian=fns["hessian"].address if with_hessian and not recursive else 0,
             n_iw=n_iw,
             n_w=n_w,
             n_ws=int(n_ws),
@@ -411,5 +447,6 @@ class DiscreteSystemStructure:
             idx=np.concatenate([self.idx_d, self.idx_k]).astype(np.int64),
             rot=self.newton.rot,
             max_configuration=MAX_CONFIGURATION,
+            tree=tree_hessian_model(self.robot) if recursive else None,
         )
         return kernel

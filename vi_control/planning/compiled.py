@@ -37,11 +37,13 @@ import numpy as np
 from ..integrators.base import CompiledStage, Linearizable, SingularityError
 from ..linearization import Linearization
 from ..mechanics import codegen
-from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C
+from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C, TREE_HESSIAN_C
 from ..model.errors import removed_name
 from .shooting import local_model, reference_jacobians, rollout
 
-KERNEL_C = DENSE_LU_C + DENSE_MM_C + (resources.files(__package__) / "csrc" / "ddp_kernel.c").read_text()
+KERNEL_C = (
+    DENSE_LU_C + DENSE_MM_C + TREE_HESSIAN_C + (resources.files(__package__) / "csrc" / "ddp_kernel.c").read_text()
+)
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
 
@@ -213,6 +215,8 @@ def kernel_library() -> ctypes.CDLL | None:
     lib.vi_plan_call.argtypes = [ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
     lib.vi_plan_workspace.restype = ctypes.c_longlong
     lib.vi_plan_workspace.argtypes = [ctypes.c_longlong] * 4
+    lib.vi_tree_workspace.restype = ctypes.c_longlong
+    lib.vi_tree_workspace.argtypes = [ctypes.c_longlong]
     return lib
 
 
@@ -270,6 +274,7 @@ def compiled_stages(
         k.max_configuration,
         k.idx.tobytes(),
         k.rot.tobytes(),
+        None if k.tree is None else (k.tree[0].tobytes(), k.tree[1].tobytes()),
     )
     try:
         built = _STAGES.setdefault(vi, {})
@@ -446,7 +451,7 @@ class CompiledStages:
         self.vi, self.N, self.nx, self.nu, self.ny, self.nz, self.nd = vi, int(N), k.nx, k.n_inputs, k.ny, k.nz, k.nd
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
-        self._second_order_ok = k.hessian != 0
+        self._second_order_ok = k.hessian != 0 or k.tree is not None
         kp = np.array(
             [
                 N,
@@ -483,8 +488,10 @@ class CompiledStages:
             self.hi,
             k.rot,
         ]
+        if k.tree is not None:  # (the second-order term by the tree's recursion: its model and workspace)
+            bufs += [*k.tree, np.zeros(lib.vi_tree_workspace(k.nq))]
         self._keep = bufs  # the context points into these
-        ptrs = [kp, kd, k.newton, k.linearize, k.hessian, *bufs[2:]]
+        ptrs = [kp, kd, k.newton, k.linearize, k.hessian, *bufs[2:]] + ([] if k.tree is not None else [0, 0, 0])
         self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
         self._call = lib.vi_plan_call
         self._arena = _Arena()

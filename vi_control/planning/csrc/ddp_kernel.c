@@ -15,7 +15,8 @@
  * linearization.linearize) in the same order where they decide a branch: the results agree to round-off
  * (test/planning/test_planning_compiled.py; the backward pass against the tests' numpy oracle). */
 /* The dense helpers come from mechanics' dense_lu.c (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) and
- * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), prepended. */
+ * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), the second-order term of a tree from tree_hessian.c
+ * (vi_tree_hessian), prepended. */
 #include <math.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -32,7 +33,9 @@ typedef int (*vi_newton_fn)(const double* z, double* y, double* xn, const long l
  * c[1] kd = (dt, tol, rcond_min, theta_max, max_rotation, max_q, p₁), c[2] vi_newton_step, c[3] linearize, c[4] hessian, c[5] idx =
  * (idx_d, idx_k), c[6] CasADi int work, c[7] CasADi real work, c[8] Newton workspace, c[9] pivots (ny),
  * c[10] real scratch (vi_plan_workspace), c[11] int scratch (2 nu), c[12] lo, c[13] hi (nu; +-inf: none),
- * c[14] rot (nd + 1): the Newton driver's revolute flags (its untrusted-root check). */
+ * c[14] rot (nd + 1): the Newton driver's revolute flags (its untrusted-root check), c[15], c[16] the tree of
+ * mechanics' tree_hessian.c (ints, reals; NULL: the generated 'hessian' computes the second-order term), c[17] its
+ * workspace (vi_tree_workspace). */
 typedef struct {
   long long N, nq, nd, nk, nc, ny, nx, nu, nz, max_it, chord, bounded, root_check;
   double dt, tol, rcond_min, theta_max, max_rotation, max_q, p_unit;
@@ -42,6 +45,9 @@ typedef struct {
   long long *iw, *piv, *iscr;
   double *w, *nws, *scr;
   const double *lo, *hi;
+  const long long* tree_i;
+  const double* tree_d;
+  double* tree_w;
 } vi_plan_ctx;
 
 static vi_plan_ctx vi_plan_unpack(void** c) {
@@ -56,6 +62,7 @@ static vi_plan_ctx vi_plan_unpack(void** c) {
   m.idx = (const long long*)c[5]; m.iw = (long long*)c[6]; m.w = (double*)c[7]; m.nws = (double*)c[8];
   m.piv = (long long*)c[9]; m.scr = (double*)c[10]; m.iscr = (long long*)c[11];
   m.lo = (const double*)c[12]; m.hi = (const double*)c[13];
+  m.tree_i = (const long long*)c[15]; m.tree_d = (const double*)c[16]; m.tree_w = (double*)c[17];
   return m;
 }
 
@@ -295,9 +302,11 @@ static int vi_box_qp(const double* H, const double* g, const double* lo, const d
  * d = (d1, d2) | contract (vi_contract_fn, or NULL for vi_plan_contract over the generated 'hessian'). Returns 0, or 1
  * when Q_uu (or a free block of it) is not positive definite, the result is not finite or contract failed: the
  * caller changes the model (or raises). */
-/* V'_x . d2f of stage k for a model with generated 'hessian' (Johnson2015, eqs. 16-27 as a covector contraction):
- * Hz (nz x nz, z = (x, u), row-major, symmetric) = T'(V'_x' d2O + mu' d2R)T with R_y' mu = -O_y' V'_x, from the
- * linearization's R_y LU, dy/dz and O_y (a[5..8]); z, mua, H, W are scratch. */
+/* V'_x . d2f of stage k (Johnson2015, eqs. 16-27 as a covector contraction): Hz (nz x nz, z = (x, u), row-major,
+ * symmetric) = T'(V'_x' d2O + mu' d2R)T with R_y' mu = -O_y' V'_x, from the linearization's R_y LU, dy/dz and O_y
+ * (a[5..8]); H = V'_x' d2O + mu' d2R over (y, z) by the tree's recursion (vi_tree_hessian: then y = q_{k+1},
+ * z = (q_k, p_k, u), and V'_x's momentum part pairs with D2L_d) or the model's generated 'hessian'; z, mua, H, W
+ * are scratch. */
 static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const double* Vx, double* z, double* mua,
                             double* H, double* W, double* Hz) {
   const vi_plan_ctx m = *mp;
@@ -314,9 +323,13 @@ static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const 
   for (long long j = 0; j < ny; j++) mua[j] = -mua[j];
   for (long long i = 0; i < nx; i++) z[i] = X[k * nx + i];
   for (long long i = 0; i < nu; i++) z[nx + i] = U[k * nu + i];
-  const double* arg[4] = {Y + k * ny, z, Vx, mua};
-  double* res[1] = {H};
-  if (m.hess(arg, res, m.iw, m.w, 0)) return 1;
+  if (m.tree_i) {
+    vi_tree_hessian(m.tree_i, m.tree_d, m.dt, z, Y + k * ny, mua, Vx + m.nq, H, nw, 0, ny, m.tree_w);
+  } else {
+    const double* arg[4] = {Y + k * ny, z, Vx, mua};
+    double* res[1] = {H};
+    if (m.hess(arg, res, m.iw, m.w, 0)) return 1;
+  }
   for (long long j = 0; j < nz; j++) { /* W = H_yy dy/dz + H_yz (column-major; column updates) */
     double* w = W + j * ny;
     for (long long i = 0; i < ny; i++) w[i] = 0.0;
@@ -349,7 +362,7 @@ static int vi_plan_sweep(void** c, void** a, const int second) {
   const double *LX = a[9], *LUc = a[10], *VxN = a[11], *VxxN = a[12], *Wx = a[13], *Wu = a[14];
   const double mu = *(const double*)a[15];
   const vi_contract_fn contract = (vi_contract_fn)a[20];
-  if (second && !m.hess && !contract) return 1;
+  if (second && !m.hess && !m.tree_i && !contract) return 1;
   double *KFF = a[17], *KFB = a[18], *d = a[19];
   double *Vx = m.scr, *Vxx = Vx + nx, *VA = Vxx + nx * nx, *VB = VA + nx * nx, *Qx = VB + nx * nu, *Qu = Qx + nx;
   double *Qxx = Qu + nu, *Qux = Qxx + nx * nx, *Quu = Qux + nu * nx, *Quu_r = Quu + nu * nu, *Qux_r = Quu_r + nu * nu;
