@@ -95,6 +95,11 @@ def fourbar():
 
 
 @pytest.fixture(scope="module")
+def panda():
+    return _task_problem("task_panda_reach")
+
+
+@pytest.fixture(scope="module")
 def diffdrive():
     return _task_problem("task_diffdrive_parking", "gni")
 
@@ -138,21 +143,25 @@ def test_a_failed_newton_pass_falls_back_to_gauss_newton_within_the_call(path):
             assert all(np.array_equal(g, w) for g, w in zip(got, want)), (iterations, mu)
 
 
-@pytest.mark.parametrize("system", ["cartpole", "fourbar", "diffdrive"])
+@pytest.mark.parametrize("system", ["cartpole", "fourbar", "diffdrive", "panda"])
 def test_every_stage_pass_agrees_with_the_numpy_path(system, request):
     vi, cost, x0, limits = request.getfixturevalue(system)
     N, nu, nx = cost.N, vi.nu, vi.nx
     lo, hi = input_bounds(limits, nu)
     # About a trajectory 15 DDP iterations into the task (where its second-order model is convex and the input
     # bounds are active), a closed-loop trial off it: a feedforward change plus perturbed feedback on x − X_nom.
-    nominal = ddp(vi, cost, x0, np.zeros((N, nu)), input_limits=limits, max_iterations=15)
+    if system == "panda":  # (its own plan: from zero torques the arm falls through the first steps' root bound)
+        nominal = plan_task(vi, load_task("task_panda_reach"))[1]
+    else:
+        nominal = ddp(vi, cost, x0, np.zeros((N, nu)), input_limits=limits, max_iterations=15)
     X_nom, rng = nominal.X, np.random.default_rng(3)
-    U = nominal.U + 0.5 * np.where(np.isfinite(hi), hi, 1.0) * rng.standard_normal((N, nu))
+    kick = 0.02 if system == "panda" else 0.5  # (of the effort limits: 0.5 of the panda's 87 N·m throws it off a step)
+    U = nominal.U + kick * np.where(np.isfinite(hi), hi, 1.0) * rng.standard_normal((N, nu))
     K = -nominal.K * (1 + 0.1 * rng.standard_normal((N, nu, nx)))
     fast = compiled.compiled_stages(vi, N, lo, hi)
     assert fast is not None and fast.compiled
-    # (the cart-pole's second-order term by the tree's recursion, the others' by their generated 'hessian')
-    assert (vi.compiled_stage(True).kernel.tree is not None) == (system == "cartpole")
+    # (the panda's derivatives by the tree's recursion, the others' by their generated functions)
+    assert (vi.compiled_stage(True).kernel.tree is not None) == (system == "panda")
     clamped, solved = 0, []
     for mu, second_order in ((0.0, True), (1e2, True), (1e6, True), (0.0, False), (1e-2, False)):
         got = _passes(fast, x0, U, X_nom, K, cost, mu, second_order)
@@ -175,7 +184,7 @@ def test_every_stage_pass_agrees_with_the_numpy_path(system, request):
         U_next = got[1] + got[5][0]
         clamped += int(np.sum(np.isclose(np.abs(U_next), hi) & np.isfinite(hi)))
     assert True in solved and False in solved
-    if np.isfinite(hi).any():
+    if np.isfinite(hi).any() and system != "panda":  # (the panda's reach stays inside its effort limits)
         assert clamped > 0  # the box QP was active somewhere (projected Newton, not the fast path only)
 
 
@@ -240,8 +249,9 @@ def test_augmented_lagrangian_cartpole_agrees(cartpole, monkeypatch):
     """The terminal-constraint wrapper calls ddp with modified costs: the compiled path is taken inside it. The
     first 20 iterations agree to 1e-10 (relative); later outer updates with ρ up to 1e9 amplify round-off, so
     the whole swing-up is checked for agreement to the solution's own precision (cost to 1e-6; U to what the
-    constraint tolerance leaves open), its iteration count as a bound (round-off of 1e-13 can move one decision of
-    the ~60 iterations)."""
+    constraint tolerance leaves open), its iteration count as a bound: round-off of 1e-13 moves decisions of the ~60
+    iterations (measured: 66 with the tree's recursive derivatives, 61 with the generated ones, 62 on the numpy
+    path), so within 10 %."""
     vi, cost, x0, limits = cartpole
     U0 = np.zeros((cost.N, vi.nu))
     kw = dict(input_limits=limits, penalty=1e3)
@@ -255,7 +265,8 @@ def test_augmented_lagrangian_cartpole_agrees(cartpole, monkeypatch):
     full_n = _numpy_path(
         monkeypatch, terminal_constrained_ddp, vi, cost, x0, U0, cost.X_ref[-1], max_iterations=150, **kw
     )
-    assert full_c.converged and full_n.converged and abs(full_c.iterations - full_n.iterations) <= 3
+    assert full_c.converged and full_n.converged
+    assert abs(full_c.iterations - full_n.iterations) <= 0.1 * full_n.iterations, (full_c.iterations, full_n.iterations)
     assert abs(full_c.cost - full_n.cost) < 1e-6 * full_n.cost, (full_c.cost, full_n.cost)
     # The two runs stop at different terminal violations (each below the constraint tolerance; 4e-7 vs 1.5e-7 when
     # their paths differ by an iteration), and the inputs of a 4-s swing-up follow x_N only to ~1e3 of that.
@@ -478,24 +489,38 @@ def test_copied_pivots_and_gains_without_their_trajectory_do_not_crash_the_kerne
     assert "refused: rollout: the gains K act on x − X_nom: give X_nom with them" in out.stdout, out.stdout
 
 
-def test_the_step_kernel_is_built_once_per_kind_and_equals_a_fresh_build(monkeypatch):
+def test_the_step_kernel_is_built_once_per_kind_and_equals_a_fresh_build():
     """``DiscreteSystemStructure.step_kernel`` keeps the kernel it built (a plan asks for it twice, an MPC loop every
     cycle): the same object again for the same kind, another for the other kind (without the second-order term), and
-    field for field what a structure built afresh for the same model gives. The pendulum's second-order term is the
-    tree's recursion (no generated 'hessian'); with ``RECURSIVE_HESSIAN`` off, the generated one."""
+    field for field what a structure built afresh for the same model gives. The pendulum's generated functions are a
+    few dozen instructions: no tree recursion."""
     task = load_task("task_pendulum_swingup")
     s = make_system(task).structure
     with_h, without_h = s.step_kernel(True), s.step_kernel(False)
     assert with_h is s.step_kernel(True) and without_h is s.step_kernel(False) and with_h is not without_h
-    assert with_h.hessian == 0 and with_h.tree is not None and with_h.linearize == without_h.linearize
-    assert without_h.hessian == 0 and without_h.tree is None
+    assert with_h.hessian != 0 and without_h.hessian == 0 and with_h.linearize == without_h.linearize != 0
+    assert with_h.tree is None and without_h.tree is None and with_h.second_order and not without_h.second_order
     fresh = make_system(task).structure.step_kernel(True)
     for f in dataclasses.fields(with_h):
         a, b = getattr(with_h, f.name), getattr(fresh, f.name)
-        if f.name == "tree":
-            assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-        else:
-            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
-    monkeypatch.setattr(discrete, "RECURSIVE_HESSIAN", False)
-    generated = s.step_kernel(True)
-    assert generated is not with_h and generated.hessian != 0 and generated.tree is None
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
+
+
+def test_the_tree_recursion_replaces_a_generated_function_above_its_instruction_budget(monkeypatch):
+    """The panda's generated 'linearize' and 'hessian' (25 719 and 28 595 instructions, 7 joints) are above
+    ``TREE_INSTRUCTIONS_PER_JOINT`` per joint: its kernel computes both by the tree's recursion (no generated address,
+    the tree's model); at exactly their count per joint the generated function is kept, one instruction under it the
+    recursion takes over; with ``RECURSIVE_DERIVATIVES`` off, the generated ones."""
+    s = make_system(load_task("task_panda_reach")).structure
+    kernel = s.step_kernel(True)
+    assert kernel.linearize == kernel.hessian == 0 and kernel.tree is not None and kernel.second_order
+    assert s.step_kernel(False).tree is not None and s.step_kernel(False).linearize == 0
+    for name in ("linearize", "hessian"):
+        count = s.functions.raw[name].n_instructions()
+        monkeypatch.setattr(discrete, "TREE_INSTRUCTIONS_PER_JOINT", count / s.nq)
+        assert not s.recursive(name)
+        monkeypatch.setattr(discrete, "TREE_INSTRUCTIONS_PER_JOINT", (count - 1) / s.nq)
+        assert s.recursive(name)
+        monkeypatch.setattr(discrete, "RECURSIVE_DERIVATIVES", False)
+        assert not s.recursive(name)
+        monkeypatch.undo()

@@ -322,7 +322,7 @@ def test_pip_install_puts_package_data_and_scripts_in_the_prefix(tmp_path):
         "mechanics/csrc/dense_lu.c",
         "mechanics/csrc/dense_mm.c",
         "mechanics/csrc/newton_driver.c",
-        "mechanics/csrc/tree_hessian.c",
+        "mechanics/csrc/tree_derivatives.c",
         "integrators/csrc/drnea_step.c",
         "integrators/csrc/rdp_driver.c",
         "integrators/csrc/lu_rcond.c",

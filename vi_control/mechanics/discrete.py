@@ -56,11 +56,18 @@ NEWTON_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "newton_driver.
 # Products and LU solves of many right-hand sides, for the LQR (control.lqr) and DDP (planning.compiled) libraries;
 # not in NEWTON_C, so every model's generated library (its cache entry) stays as it was.
 DENSE_MM_C = (resources.files(__package__) / "csrc" / "dense_mm.c").read_text()
-# The second-order term of a midpoint step over a kinematic tree by recursion (for the DDP kernel, planning.compiled):
-# ~5× faster than the generated 'hessian' on the panda, and nothing to compile per model.
-TREE_HESSIAN_C = (resources.files(__package__) / "csrc" / "tree_hessian.c").read_text()
-# VI_CONTROL_RECURSIVE_HESSIAN=0 (or False here) keeps the generated 'hessian' in the DDP kernel for every system.
-RECURSIVE_HESSIAN = os.environ.get("VI_CONTROL_RECURSIVE_HESSIAN", "1") != "0"
+# A midpoint step's first derivatives and second-order term over a kinematic tree by recursion (for the DDP kernel,
+# planning.compiled): faster than the generated 'linearize' and 'hessian' (panda: ~5× for the second-order term),
+# and nothing to compile per model.
+TREE_DERIVATIVES_C = (resources.files(__package__) / "csrc" / "tree_derivatives.c").read_text()
+# VI_CONTROL_RECURSIVE_DERIVATIVES=0 (or False here) keeps the generated functions in the DDP kernel for every system.
+# Each recursion costs ~0.2 µs ('linearize') and ~0.35 µs ('hessian') per joint here; a generated function runs at
+# ~0.07-0.2 ns per CasADi instruction, which a planar chain keeps few (7 links: 9 212 for 'linearize', 10 330 for
+# 'hessian', faster than the recursion) and a spatial arm does not (panda: 25 719 and 28 595, 2-2.5× slower).
+# Measured in C for chains of 1-7 links, the acrobot, cart-pole, arm7 and panda (benchmarks/bench_planner.py has
+# the plans): the recursion is the faster wherever the generated function exceeds this many instructions per joint.
+TREE_INSTRUCTIONS_PER_JOINT = 2000
+RECURSIVE_DERIVATIVES = os.environ.get("VI_CONTROL_RECURSIVE_DERIVATIVES", "1") != "0"
 
 # Generated functions the C driver calls.
 STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
@@ -81,9 +88,9 @@ STEP_FUNCTIONS = ("residual", "residual_only", "output", "mass")
 class StepKernel:
     """Addresses and layout of one step's compiled pieces, for our own C that loops over whole trajectories
     (planning.compiled): ``vi_newton_step`` of the model's library and the generated 'linearize' and 'hessian'
-    (0 when not requested, or when ``tree`` replaces it), with work-buffer sizes covering all of them (``n_ws``: the
-    Newton driver's own). ``tree``: (ints, reals) of ``tree_hessian_model`` where the recursion of tree_hessian.c
-    computes the second-order term instead of the generated 'hessian', else None."""
+    (0 when not requested, or where ``tree`` replaces them), with work-buffer sizes covering all of them (``n_ws``: the
+    Newton driver's own). ``tree``: (ints, reals) of ``tree_model`` where the recursion of tree_derivatives.c
+    computes 'linearize' or 'hessian' instead (``DiscreteSystemStructure.recursive``), else None."""
 
     newton: int
     linearize: int
@@ -103,17 +110,21 @@ class StepKernel:
     idx: np.ndarray  # (idx_d, idx_k), int64
     rot: np.ndarray  # (nd + 1,) int64: the driver's revolute flags (untrusted-root check), padded
     max_configuration: float  # |q_i| the driver accepts
-    tree: tuple[np.ndarray, np.ndarray] | None = None
+    tree: tuple[np.ndarray, np.ndarray] | None = None  # the tree's model where linearize or hessian is 0
+    second_order: bool = True  # the second-order term is available (generated 'hessian' or the tree's)
 
 
-def tree_hessian_model(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
-    """The kinematic tree as ``csrc/tree_hessian.c`` reads it: ints (n, parents (−1: the root), prismatic flags) and
-    reals (gravity, then per joint its placement's rotation (row-major) and translation, axis, mass, centre of mass
-    and inertia about it) — Pinocchio's model, as ``symbolic.build_tree`` reads it."""
+def tree_model(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
+    """The kinematic tree as ``csrc/tree_derivatives.c`` reads it: ints (n, nu, parents (−1: the root), prismatic flags,
+    the actuated joint of each input) and reals (gravity, joint damping, then per joint its placement's rotation
+    (row-major) and translation, axis, mass, centre of mass and inertia about it) — Pinocchio's model, as
+    ``symbolic.build_tree`` reads it, and the forcing of the step's residual."""
     m = robot.pin_model
-    ints = [m.nq] + [m.parents[i] - 1 for i in range(1, m.njoints)]
+    names = robot.joint_names
+    ints = [m.nq, len(robot.actuated)] + [m.parents[i] - 1 for i in range(1, m.njoints)]
     ints += [int(robot.joints[i - 1].type == "prismatic") for i in range(1, m.njoints)]
-    reals = [np.asarray(robot.gravity, float)]
+    ints += [names.index(a) for a in robot.actuated]
+    reals = [np.asarray(robot.gravity, float), np.asarray(robot.damping, float)]
     for i in range(1, m.njoints):
         X, inertia = m.jointPlacements[i], m.inertias[i]
         reals += [X.rotation.ravel(), X.translation, np.asarray(robot.joints[i - 1].axis, float)]
@@ -264,9 +275,9 @@ class DiscreteSystemStructure:
     ):
         self.robot, self.dt = robot, check_time_step(dt)
         self.nonholonomic = bool(nonholonomic)
-        # The recursion of tree_hessian.c covers this step's second-order term: the midpoint L_d of the robot's own
-        # tree, no constraint rows and no prescribed joints (their terms are the generated 'hessian''s alone).
-        self._recursive_hessian = (
+        # The recursion of tree_derivatives.c covers this step's derivatives: the midpoint L_d of the robot's own tree,
+        # no constraint rows, no prescribed joints (their terms are the generated functions' alone).
+        self.recursive_derivatives = (
             tree is None
             and lagrangian == "midpoint"
             and not nonholonomic
@@ -406,32 +417,43 @@ class DiscreteSystemStructure:
         )
         # The whole Newton step is one call into our C driver (over the VM's functions where they did not compile).
         self.newton = NewtonStepC(self) if eager else None
-        # step_kernel's, per (with_hessian, recursive), once built (its functions do not change)
-        self._kernels: dict[tuple[bool, bool], StepKernel] = {}
+        # step_kernel's, per (with_hessian, recursive 'linearize', recursive 'hessian'), once built
+        self._kernels: dict[tuple[bool, bool, bool], StepKernel] = {}
+
+    def recursive(self, name: str) -> bool:
+        """Whether the DDP kernel computes 'linearize' or 'hessian' by the tree's recursion (tree_derivatives.c)
+        rather than the generated function: where the recursion covers the step (``recursive_derivatives``,
+        ``RECURSIVE_DERIVATIVES``) and is the faster — the generated function's instructions above
+        ``TREE_INSTRUCTIONS_PER_JOINT`` per joint (a property of the model: the choice never depends on timing)."""
+        if not (RECURSIVE_DERIVATIVES and self.recursive_derivatives):
+            return False
+        return self.functions.raw[name].n_instructions() > TREE_INSTRUCTIONS_PER_JOINT * self.nq
 
     def step_kernel(self, with_hessian: bool = True) -> StepKernel | None:
         """The compiled step for whole-trajectory C (``StepKernel``), or None unless the Newton driver, 'linearize'
-        and (``with_hessian``) the second-order term are all C: the recursion of tree_hessian.c where it covers the
-        step (``RECURSIVE_HESSIAN``), else the generated 'hessian'. The derivative functions compile here on first
-        use; a kernel once built is kept (a plan asks twice, an MPC loop every cycle)."""
-        recursive = with_hessian and RECURSIVE_HESSIAN and self._recursive_hessian
-        kept = self._kernels.get((with_hessian, recursive))
+        and (``with_hessian``) the second-order term are all C: the tree's recursion where ``recursive`` says so, else
+        the generated functions, which compile here on first use. A kernel once built is kept (a plan asks twice, an
+        MPC loop every cycle)."""
+        lin_tree = self.recursive("linearize")
+        hess_tree = with_hessian and self.recursive("hessian")
+        kept = self._kernels.get((with_hessian, lin_tree, hess_tree))
         if kept is not None:
             return kept
         if self.newton is None or not self.newton.generated:
             return None
         fns = self.functions
-        names = STEP_FUNCTIONS + ("linearize",) + (("hessian",) if with_hessian and not recursive else ())
+        names = STEP_FUNCTIONS + (() if lin_tree else ("linearize",))
+        names += ("hessian",) if with_hessian and not hess_tree else ()
         if not all(fns.compiled(n) for n in names):
             return None
         lib = fns.lib
         lib.vi_newton_workspace.restype = ctypes.c_longlong
         n_ws = lib.vi_newton_workspace(ctypes.c_longlong(self.nq), ctypes.c_longlong(self.ny))
         n_iw, n_w = fns.work_sizes(names)
-        kernel = self._kernels[(with_hessian, recursive)] = StepKernel(
+        kernel = self._kernels[(with_hessian, lin_tree, hess_tree)] = StepKernel(
             newton=ctypes.cast(lib.vi_newton_step, ctypes.c_void_p).value,
-            linearize=fns["linearize"].address,
-            hessian=fns["hessian"].address if with_hessian and not recursive else 0,
+            linearize=0 if lin_tree else fns["linearize"].address,
+            hessian=fns["hessian"].address if with_hessian and not hess_tree else 0,
             n_iw=n_iw,
             n_w=n_w,
             n_ws=int(n_ws),
@@ -447,6 +469,7 @@ class DiscreteSystemStructure:
             idx=np.concatenate([self.idx_d, self.idx_k]).astype(np.int64),
             rot=self.newton.rot,
             max_configuration=MAX_CONFIGURATION,
-            tree=tree_hessian_model(self.robot) if recursive else None,
+            tree=tree_model(self.robot) if lin_tree or hess_tree else None,
+            second_order=with_hessian,
         )
         return kernel

@@ -37,12 +37,12 @@ import numpy as np
 from ..integrators.base import CompiledStage, Linearizable, SingularityError
 from ..linearization import Linearization
 from ..mechanics import codegen
-from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C, TREE_HESSIAN_C
+from ..mechanics.discrete import DENSE_LU_C, DENSE_MM_C, TREE_DERIVATIVES_C
 from ..model.errors import removed_name
 from .shooting import local_model, reference_jacobians, rollout
 
 KERNEL_C = (
-    DENSE_LU_C + DENSE_MM_C + TREE_HESSIAN_C + (resources.files(__package__) / "csrc" / "ddp_kernel.c").read_text()
+    DENSE_LU_C + DENSE_MM_C + TREE_DERIVATIVES_C + (resources.files(__package__) / "csrc" / "ddp_kernel.c").read_text()
 )
 
 ENABLED = os.environ.get("VI_CONTROL_COMPILED_PLANNER", "1") != "0"
@@ -275,6 +275,7 @@ def compiled_stages(
         k.idx.tobytes(),
         k.rot.tobytes(),
         None if k.tree is None else (k.tree[0].tobytes(), k.tree[1].tobytes()),
+        k.second_order,
     )
     try:
         built = _STAGES.setdefault(vi, {})
@@ -451,7 +452,7 @@ class CompiledStages:
         self.vi, self.N, self.nx, self.nu, self.ny, self.nz, self.nd = vi, int(N), k.nx, k.n_inputs, k.ny, k.nz, k.nd
         self.lo, self.hi = np.array(lo, float), np.array(hi, float)
         bounded = bool(np.isfinite(self.lo).any() or np.isfinite(self.hi).any())
-        self._second_order_ok = k.hessian != 0 or k.tree is not None
+        self._second_order_ok = k.second_order and (k.hessian != 0 or k.tree is not None)
         kp = np.array(
             [
                 N,

@@ -4,18 +4,20 @@
  *   vi_plan_rollout    closed-loop rollout u_k = clip(U_k + K_k (x_k - X_k)), one Newton step per stage
  *                      (chord Newton re-solved by exact Newton when it does not converge, as MidpointVI.solve);
  *   vi_plan_linearize  A_k, B_k by the implicit-function theorem (Johnson2015, eqs. 8-15, 29-30), LU of R_y kept;
+ *                      R_y, R_z, O_y, O_z by the tree's recursion (tree_derivatives.c) or the generated 'linearize';
  *   vi_plan_backward   the DDP backward pass, its one implementation (also for the numpy stages of any other system,
  *                      whose V'_x . d2f comes back from Python): Riccati recursion with the second-order terms
  *                      V'_x . d2f (Johnson2015, eqs. 16-27 as a covector contraction), Tassa's regularization
  *                      V'_xx + mu I, and the box QP of the input bounds by projected Newton.
  * The model's functions are called through pointers (the generated 'linearize' and 'hessian' CasADi functions and
- * vi_newton_step of the model's own library), so this library is the same for every model and compiled once.
+ * vi_newton_step of the model's own library) or computed from its tree's numbers (tree_derivatives.c), so this
+ * library is the same for every model and compiled once.
  * Storage: trajectories, A, B, gains and cost derivatives row-major (numpy); CasADi outputs, LU factors and
  * dy/dz column-major (as generated). The rollout and linearization are the numpy stages' operations (shooting.rollout,
  * linearization.linearize) in the same order where they decide a branch: the results agree to round-off
  * (test/planning/test_planning_compiled.py; the backward pass against the tests' numpy oracle). */
 /* The dense helpers come from mechanics' dense_lu.c (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) and
- * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), the second-order term of a tree from tree_hessian.c
+ * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), the second-order term of a tree from tree_derivatives.c
  * (vi_tree_hessian), prepended. */
 #include <math.h>
 
@@ -34,8 +36,8 @@ typedef int (*vi_newton_fn)(const double* z, double* y, double* xn, const long l
  * (idx_d, idx_k), c[6] CasADi int work, c[7] CasADi real work, c[8] Newton workspace, c[9] pivots (ny),
  * c[10] real scratch (vi_plan_workspace), c[11] int scratch (2 nu), c[12] lo, c[13] hi (nu; +-inf: none),
  * c[14] rot (nd + 1): the Newton driver's revolute flags (its untrusted-root check), c[15], c[16] the tree of
- * mechanics' tree_hessian.c (ints, reals; NULL: the generated 'hessian' computes the second-order term), c[17] its
- * workspace (vi_tree_workspace). */
+ * mechanics' tree_derivatives.c (ints, reals) and c[17] its workspace (vi_tree_workspace), where c[3] or c[4] is NULL:
+ * that derivative is the tree's recursion. */
 typedef struct {
   long long N, nq, nd, nk, nc, ny, nx, nu, nz, max_it, chord, bounded, root_check;
   double dt, tol, rcond_min, theta_max, max_rotation, max_q, p_unit;
@@ -168,9 +170,14 @@ int vi_plan_linearize(void** c, void** a) {
     long long* piv = PIV + k * ny;
     for (long long i = 0; i < nx; i++) z[i] = X[k * nx + i];
     for (long long i = 0; i < nu; i++) z[nx + i] = U[k * nu + i];
-    const double* arg[2] = {Y + k * ny, z};
-    double* res[4] = {lu, Rz, Oy, Oz};
-    if (m.lin(arg, res, m.iw, m.w, 0)) { info[0] = (double)k; return 1; }
+    if (!m.lin) {
+      if (!m.tree_i) { info[0] = (double)k; return 1; }
+      vi_tree_linearize(m.tree_i, m.tree_d, m.dt, z, Y + k * ny, lu, Rz, Oy, Oz, m.tree_w);
+    } else {
+      const double* arg[2] = {Y + k * ny, z};
+      double* res[4] = {lu, Rz, Oy, Oz};
+      if (m.lin(arg, res, m.iw, m.w, 0)) { info[0] = (double)k; return 1; }
+    }
     const double r = vi_factor(lu, ny, m.nd, piv, ex, sg);
     rc[k] = r;
     if (!(r >= m.rcond_min)) { info[0] = (double)k; info[1] = r; return 1; }
@@ -323,7 +330,8 @@ static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const 
   for (long long j = 0; j < ny; j++) mua[j] = -mua[j];
   for (long long i = 0; i < nx; i++) z[i] = X[k * nx + i];
   for (long long i = 0; i < nu; i++) z[nx + i] = U[k * nu + i];
-  if (m.tree_i) {
+  if (!m.hess) {
+    if (!m.tree_i) return 1;
     vi_tree_hessian(m.tree_i, m.tree_d, m.dt, z, Y + k * ny, mua, Vx + m.nq, H, nw, 0, ny, m.tree_w);
   } else {
     const double* arg[4] = {Y + k * ny, z, Vx, mua};

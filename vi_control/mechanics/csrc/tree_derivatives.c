@@ -15,11 +15,14 @@
  * joint k by S_k (Lie bracket, coadjoint action); pairings are invariant under a common motion, so ∂_k of an
  * expression is the sum of each factor's departure from that motion — a few 6-vector terms per pair (k ⪯ l).
  * Independent of CasADi's automatic differentiation of the same L_d ('hessian' of mechanics.discrete), which the
- * tests hold it to (test/mechanics/test_tree_hessian.py).
+ * tests hold it to (test/mechanics/test_tree_derivatives.py).
  *
- * Model (vi_tree_model): ti = (n, parent_0, prismatic_0, …) int64; td = (g (3), then per joint: joint placement
- * rotation (9, row-major) and translation (3), axis (3), mass, centre of mass (3), inertia about it (9, row-major))
- * float64 — Pinocchio's model, as mechanics.symbolic.build_tree reads it. Twists (ω, v), wrenches (n, f). */
+ * Model: ti = (n, nu, parent_j (−1: the root), prismatic_j, actuated joint of input a) int64; td = (g (3), damping_j,
+ * then per joint: joint placement rotation (9, row-major) and translation (3), axis (3), mass, centre of mass (3),
+ * inertia about it (9, row-major)) float64 — Pinocchio's model, as mechanics.symbolic.build_tree reads it
+ * (discrete.tree_model). Twists (ω, v), wrenches (n, f), all in the world frame about its origin.
+ *
+ * vi_tree_linearize gives the step's first derivatives the same way, one order lower (the Hessian of L_d). */
 #include <math.h>
 #include <string.h>
 
@@ -67,28 +70,26 @@ static inline void vt_sub6(const double* a, const double* b, double* o) {
   for (int i = 0; i < 6; i++) o[i] = a[i] - b[i];
 }
 
-/* Doubles of workspace vi_tree_hessian needs for n joints. */
-long long vi_tree_workspace(long long n) { return n * 170 + 3 * n * n + 64; }
+/* Doubles of workspace vi_tree_hessian and vi_tree_linearize need for n joints. */
+long long vi_tree_workspace(long long n) { return n * 170 + 7 * n * n + 64; }
 
 /* Per-joint layout of the workspace (offsets in doubles). */
 enum { T_R = 0, T_P = 9, T_S = 12, T_I = 18, T_V = 54, T_A = 60, T_B = 66, T_C = 72, T_X = 78, T_E = 84, T_BK = 90,
        T_Y = 96, T_PC = 102, T_WC = 108, T_NC = 114, T_Z = 120, T_F = 156, T_U = 162, T_M = 165, T_H = 166,
        T_STRIDE = 170 };
 
-/* H (nw x nw, column-major, zero outside the (q1, q0) blocks): the Hessian over w = (q1 at y_at, q0 at z_at) of
- * mu·D1L_d(q0, q1) + nu·D2L_d(q0, q1). Returns 0. */
-int vi_tree_hessian(const long long* ti, const double* td, double dt, const double* q0, const double* q1,
-                    const double* mu, const double* nu, double* H, long long nw, long long y_at, long long z_at,
-                    double* w) {
+/* The tree at the midpoint (q̄, v̄) of (q0, q1): placements, twists, path sums and per-body quantities summed over
+ * subtrees, into w (T_STRIDE per joint). second: also the path sums of the directions a = Δt (mu + nu)/2 and
+ * b = nu − mu and what the second-order term pairs with them (mu, nu unread otherwise). */
+static void vt_tree_pass(const long long* ti, const double* td, double dt, const double* q0, const double* q1,
+                         const double* mu, const double* nu, double* w, int second) {
   const long long n = ti[0];
-  const long long *par = ti + 1, *prism = ti + 1 + n;
+  const long long *par = ti + 2, *prism = ti + 2 + n;
   const double* g = td;
-  double *Hqq = w + n * T_STRIDE, *Hqv = Hqq + n * n, *Hvv = Hqv + n * n;
   static const double zero6[6] = {0, 0, 0, 0, 0, 0};
-  for (long long i = 0; i < 3 * n * n; i++) Hqq[i] = 0.0; /* pairs on different branches stay 0 */
   /* Forward pass: placements, twists, path sums, per-body quantities (summed over subtrees below). */
   for (long long j = 0; j < n; j++) {
-    const double* d = td + 3 + j * VI_TREE_JOINT;
+    const double* d = td + 3 + n + j * VI_TREE_JOINT;
     const double *Rpl = d, *ppl = d + 9, *ax = d + 12, *lever = d + 16, *Icom = d + 19;
     const double mass = d[15];
     double* J = w + j * T_STRIDE;
@@ -97,7 +98,7 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
     static const double eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     const double *Rp = Jp ? Jp + T_R : eye, *pp = Jp ? Jp + T_P : zero6;
     const double qb = 0.5 * (q0[j] + q1[j]), vb = (q1[j] - q0[j]) / dt;
-    const double aj = 0.5 * dt * (mu[j] + nu[j]), bj = nu[j] - mu[j];
+    const double aj = second ? 0.5 * dt * (mu[j] + nu[j]) : 0.0, bj = second ? nu[j] - mu[j] : 0.0;
     double Rl[9], pl[3];
     if (prism[j]) {
       memcpy(Rl, Rpl, sizeof Rl);
@@ -134,15 +135,17 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
            *Y = J + T_Y;
     for (int i = 0; i < 6; i++) { V[i] = Vp[i] + S[i] * vb; A[i] = Ap[i] + S[i] * aj; B[i] = Bp[i] + S[i] * bj; }
     double t6[6], u6[6];
-    vt_br(V, S, t6);
-    for (int i = 0; i < 6; i++) C[i] = Cp[i] + t6[i] * aj;
     vt_br(S, V, X);
-    vt_br(S, A, E);
-    vt_br(S, B, Bk);
-    for (int i = 0; i < 6; i++) t6[i] = Cp[i] + B[i];
-    vt_br(S, t6, Y);
-    vt_br(X, Ap, u6);
-    for (int i = 0; i < 6; i++) Y[i] -= u6[i];
+    if (second) {
+      vt_br(V, S, t6);
+      for (int i = 0; i < 6; i++) C[i] = Cp[i] + t6[i] * aj;
+      vt_br(S, A, E);
+      vt_br(S, B, Bk);
+      for (int i = 0; i < 6; i++) t6[i] = Cp[i] + B[i];
+      vt_br(S, t6, Y);
+      vt_br(X, Ap, u6);
+      for (int i = 0; i < 6; i++) Y[i] -= u6[i];
+    }
     /* Body j: world spatial inertia about the origin (as build_tree: a massless body carries nothing) */
     double* I = J + T_I;
     double *F = J + T_F, *u = J + T_U, *h = J + T_H;
@@ -167,11 +170,15 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
     double* Nc = J + T_NC;
     double* Z = J + T_Z;
     vt_mv(I, V, Pc);
-    for (int i = 0; i < 6; i++) t6[i] = C[i] + B[i];
-    vt_mv(I, t6, Wc);
-    vt_adT(A, Pc, Nc);
-    /* Z = I ad_A, ad_A = [[ω̂, 0], [v̂, ω̂]] */
-    {
+    double mg[3] = {m * g[0], m * g[1], m * g[2]};
+    vt_cross(c, mg, F);
+    F[3] = mg[0]; F[4] = mg[1]; F[5] = mg[2];
+    for (int r = 0; r < 3; r++) h[r] = m * c[r];
+    if (second) {
+      for (int i = 0; i < 6; i++) t6[i] = C[i] + B[i];
+      vt_mv(I, t6, Wc);
+      vt_adT(A, Pc, Nc);
+      /* Z = I ad_A, ad_A = [[ω̂, 0], [v̂, ω̂]] */
       const double *wa = A, *va = A + 3;
       const double W3[9] = {0, -wa[2], wa[1], wa[2], 0, -wa[0], -wa[1], wa[0], 0};
       const double V3[9] = {0, -va[2], va[1], va[2], 0, -va[0], -va[1], va[0], 0};
@@ -184,12 +191,9 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
         }
       for (int r = 0; r < 6; r++) /* Zs = Z + Zᵀ: the only combination the entries use */
         for (int k = r; k < 6; k++) Z[6 * r + k] = Z[6 * k + r] = Z[6 * r + k] + Z[6 * k + r];
+      vt_cross(A, c, u);
+      for (int r = 0; r < 3; r++) u[r] = m * (u[r] + A[3 + r]);
     }
-    double mg[3] = {m * g[0], m * g[1], m * g[2]};
-    vt_cross(c, mg, F);
-    F[3] = mg[0]; F[4] = mg[1]; F[5] = mg[2];
-    vt_cross(A, c, u);
-    for (int r = 0; r < 3; r++) { u[r] = m * (u[r] + A[3 + r]); h[r] = m * c[r]; }
     J[T_M] = m;
   }
   /* Backward pass: subtree sums (in place: I → I^c, I V → P^c, …) */
@@ -197,13 +201,42 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
     const long long pa = par[j];
     if (pa < 0) continue;
     double *J = w + j * T_STRIDE, *P = w + pa * T_STRIDE;
-    for (int i = 0; i < 36; i++) { P[T_I + i] += J[T_I + i]; P[T_Z + i] += J[T_Z + i]; }
-    for (int i = 0; i < 6; i++) {
-      P[T_PC + i] += J[T_PC + i]; P[T_WC + i] += J[T_WC + i]; P[T_NC + i] += J[T_NC + i]; P[T_F + i] += J[T_F + i];
-    }
-    for (int i = 0; i < 3; i++) { P[T_U + i] += J[T_U + i]; P[T_H + i] += J[T_H + i]; }
+    for (int i = 0; i < 36; i++) P[T_I + i] += J[T_I + i];
+    for (int i = 0; i < 6; i++) { P[T_PC + i] += J[T_PC + i]; P[T_F + i] += J[T_F + i]; }
+    for (int i = 0; i < 3; i++) P[T_H + i] += J[T_H + i];
     P[T_M] += J[T_M];
+    if (!second) continue;
+    for (int i = 0; i < 36; i++) P[T_Z + i] += J[T_Z + i];
+    for (int i = 0; i < 6; i++) { P[T_WC + i] += J[T_WC + i]; P[T_NC + i] += J[T_NC + i]; }
+    for (int i = 0; i < 3; i++) P[T_U + i] += J[T_U + i];
   }
+}
+
+/* G (2n x 2n, row-major, rows and columns (q0, q1)) = scale · J' [[Hqq, Hqv], [Hqvᵀ, Hvv]] J of the midpoint map
+ * q̄ = (q0 + q1)/2, v̄ = (q1 − q0)/Δt. */
+static void vt_midpoint(long long n, double dt, double scale, const double* Hqq, const double* Hqv,
+                        const double* Hvv, double* G) {
+  const double s[2] = {-1.0 / dt, 1.0 / dt};
+  for (int x = 0; x < 2; x++)
+    for (int y = 0; y < 2; y++)
+      for (long long i = 0; i < n; i++)
+        for (long long j = 0; j < n; j++)
+          G[(x * n + i) * 2 * n + y * n + j] = scale * (0.25 * Hqq[i * n + j] + 0.5 * s[y] * Hqv[i * n + j] +
+                                                        0.5 * s[x] * Hqv[j * n + i] + s[x] * s[y] * Hvv[i * n + j]);
+}
+
+/* H (nw x nw, column-major, zero outside the (q1, q0) blocks): the Hessian over w = (q1 at y_at, q0 at z_at) of
+ * mu·D1L_d(q0, q1) + nu·D2L_d(q0, q1). Returns 0. */
+int vi_tree_hessian(const long long* ti, const double* td, double dt, const double* q0, const double* q1,
+                    const double* mu, const double* nu, double* H, long long nw, long long y_at, long long z_at,
+                    double* w) {
+  const long long n = ti[0];
+  const long long* par = ti + 2;
+  const double* g = td;
+  double *Hqq = w + n * T_STRIDE, *Hqv = Hqq + n * n, *Hvv = Hqv + n * n, *G = Hvv + n * n;
+  static const double zero6[6] = {0, 0, 0, 0, 0, 0};
+  for (long long i = 0; i < 3 * n * n; i++) Hqq[i] = 0.0; /* pairs on different branches stay 0 */
+  vt_tree_pass(ti, td, dt, q0, q1, mu, nu, w, 1);
   /* Pairs k ⪯ l (l and its ancestors). Every term of an entry is a pairing of a vector of joint k (X_k, Y_k, S_k,
    * E_k, ω_k) with one of joint l and its subtree: the latter are formed once per l (G…), then 8 dot products. */
   for (long long l = 0; l < n; l++) {
@@ -271,18 +304,67 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
       if (k != l) Hqv[k * n + l] = vt_dot6(Xk, M1) - vt_dot6(Yk, IcSl);
     }
   }
-  /* H over (q0, q1): q̄ = (q0 + q1)/2, v̄ = (q1 − q0)/Δt */
+  vt_midpoint(n, dt, 1.0, Hqq, Hqv, Hvv, G);
   for (long long i = 0; i < nw * nw; i++) H[i] = 0.0;
-  const double s[2] = {-1.0 / dt, 1.0 / dt};
   const long long at[2] = {z_at, y_at};
   for (int x = 0; x < 2; x++)
     for (int y = 0; y < 2; y++)
       for (long long i = 0; i < n; i++)
-        for (long long j = 0; j < n; j++) {
-          const double v = 0.25 * Hqq[i * n + j] + 0.5 * s[y] * Hqv[i * n + j] + 0.5 * s[x] * Hqv[j * n + i] +
-                           s[x] * s[y] * Hvv[i * n + j];
-          H[(at[x] + i) + (at[y] + j) * nw] = v;
-        }
+        for (long long j = 0; j < n; j++) H[(at[x] + i) + (at[y] + j) * nw] = G[(x * n + i) * 2 * n + y * n + j];
+  return 0;
+}
+
+/* The step's first derivatives (Johnson2015, eqs. 8-15, the midpoint step's R(y, z) = p0 + D1L_d(q0, q1) + F and
+ * O = (q1, D2L_d(q0, q1)) with y = q1, z = (q0, p0, u), F = Δt S u − c (q1 − q0)), column-major as the generated
+ * 'linearize' writes them: R_y (n x n), R_z (n x nz), O_y (2n x n), O_z (2n x nz), from the Hessian of L_d, Δt J' ∇²L J,
+ * whose entries pair a vector of joint k with one of joint l ⪯-below it (∂_k of ∂_l L = −⟨P^c_l, X_l⟩ + ⟨F^c_l, S_l⟩,
+ * ∂L/∂v_l = ⟨S_l, P^c_l⟩). Returns 0. */
+int vi_tree_linearize(const long long* ti, const double* td, double dt, const double* q0, const double* q1,
+                      double* Ry, double* Rz, double* Oy, double* Oz, double* w) {
+  const long long n = ti[0], nu = ti[1];
+  const long long *par = ti + 2, *act = ti + 2 + 2 * n;
+  const double *g = td, *damping = td + 3;
+  const long long nz = 2 * n + nu, nx = 2 * n;
+  double *Hqq = w + n * T_STRIDE, *Hqv = Hqq + n * n, *Hvv = Hqv + n * n, *G = Hvv + n * n;
+  for (long long i = 0; i < 3 * n * n; i++) Hqq[i] = 0.0;
+  vt_tree_pass(ti, td, dt, q0, q1, 0, 0, w, 0);
+  for (long long l = 0; l < n; l++) {
+    const double* L = w + l * T_STRIDE;
+    const double *Sl = L + T_S, *Xl = L + T_X, *Ic = L + T_I, *Pc = L + T_PC, *hc = L + T_H, mc = L[T_M];
+    double GX[6], Gw[3], IcSl[6], t6[6], a3[3];
+    vt_adT(Sl, Pc, t6); /* Q_l = ad_{S_l}ᵀ P^c */
+    vt_mv(Ic, Xl, GX);
+    for (int i = 0; i < 6; i++) GX[i] += t6[i]; /* I^c X_l + Q_l */
+    vt_cross(Sl, hc, a3); /* (ω_l × h^c + m^c v_l) × g: gravity's torque change */
+    for (int i = 0; i < 3; i++) a3[i] += mc * Sl[3 + i];
+    vt_cross(a3, g, Gw);
+    vt_mv(Ic, Sl, IcSl);
+    for (long long k = l; k >= 0; k = par[k]) {
+      const double* K = w + k * T_STRIDE;
+      const double *Sk = K + T_S, *Xk = K + T_X;
+      Hqq[k * n + l] = Hqq[l * n + k] = vt_dot6(Xk, GX) + vt_dot3(Sk, Gw);
+      Hvv[k * n + l] = Hvv[l * n + k] = vt_dot6(Sk, IcSl);
+      Hqv[l * n + k] = -vt_dot6(Sk, GX);
+      if (k != l) Hqv[k * n + l] = -vt_dot6(Xk, IcSl);
+    }
+  }
+  vt_midpoint(n, dt, dt, Hqq, Hqv, Hvv, G); /* ∂²L_d, rows and columns (q0, q1) */
+  const long long m2 = 2 * n;
+  for (long long j = 0; j < n; j++)
+    for (long long i = 0; i < n; i++) {
+      Ry[i + j * n] = G[i * m2 + n + j] - (i == j ? damping[i] : 0.0);
+      Rz[i + j * n] = G[i * m2 + j] + (i == j ? damping[i] : 0.0);
+      Rz[i + (n + j) * n] = i == j ? 1.0 : 0.0;
+      Oy[i + j * nx] = i == j ? 1.0 : 0.0;
+      Oy[n + i + j * nx] = G[(n + i) * m2 + n + j];
+    }
+  for (long long a = 0; a < nu; a++)
+    for (long long i = 0; i < n; i++) Rz[i + (2 * n + a) * n] = i == act[a] ? dt : 0.0;
+  for (long long j = 0; j < nz; j++)
+    for (long long i = 0; i < n; i++) {
+      Oz[i + j * nx] = 0.0;
+      Oz[n + i + j * nx] = j < n ? G[(n + i) * m2 + j] : 0.0;
+    }
   return 0;
 }
 

@@ -1,7 +1,8 @@
-"""The second-order term of the midpoint step by the tree's recursion (mechanics/csrc/tree_hessian.c) against CasADi's
-automatic differentiation of the same L_d (the generated 'hessian', evaluated in CasADi's VM: an independent
-derivation of the same third derivatives), on chains, a branched tree, prismatic joints, a free-flyer base of six
-virtual joints with massless links, and the panda; and which steps it covers (the rest keep the generated one)."""
+"""The midpoint step's derivatives by the tree's recursion (mechanics/csrc/tree_derivatives.c) against CasADi's
+automatic differentiation of the same L_d (the generated 'linearize' and 'hessian', evaluated in CasADi's VM: an
+independent derivation of the same second and third derivatives), on chains, a branched tree, prismatic joints, a
+free-flyer base of six virtual joints with massless links, and the panda; and which steps it covers (the rest keep
+the generated functions)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from vi_control.integrators.gni import GeometricNonholonomicIntegrator as GNI
 from vi_control.integrators.midpoint import MidpointVI
-from vi_control.mechanics.discrete import DiscreteSystemStructure, tree_hessian_model
+from vi_control.mechanics.discrete import DiscreteSystemStructure, tree_model
 from vi_control.model.bundled import example_robot_urdf, load_bundled
 from vi_control.model.spec import load_robot
 from vi_control.planning import compiled
@@ -32,13 +33,30 @@ def _kernel():
 def tree_hessian(s: DiscreteSystemStructure, y: np.ndarray, z: np.ndarray, cov: np.ndarray, mu: np.ndarray):
     """H (nw × nw) over w = (y, z) of cov·O + mu·R by vi_tree_hessian, as the DDP kernel calls it."""
     lib, fn = _kernel()
-    ints, reals = tree_hessian_model(s.robot)
+    ints, reals = tree_model(s.robot)
     nw, n = s.ny + s.nz, s.nq
     H, work = np.full(nw * nw, np.nan), np.full(lib.vi_tree_workspace(n), np.nan)
     args = [np.ascontiguousarray(a, float) for a in (z[:n], y[:n], mu, cov[n:])]
     ptr = [a.ctypes.data for a in (ints, reals)]
     assert fn(*ptr, s.dt, *[a.ctypes.data for a in args], H.ctypes.data, nw, 0, s.ny, work.ctypes.data) == 0
     return H.reshape(nw, nw).T  # (column-major, as CasADi's)
+
+
+def tree_linearize(s: DiscreteSystemStructure, y: np.ndarray, z: np.ndarray) -> list[np.ndarray]:
+    """(R_y, R_z, O_y, O_z) by vi_tree_linearize, as the generated 'linearize' returns them."""
+    lib = compiled.kernel_library()
+    fn = lib.vi_tree_linearize
+    fn.restype = ctypes.c_int
+    fn.argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P, _P, _P, _P]
+    ints, reals = tree_model(s.robot)
+    n = s.nq
+    shapes = ((s.ny, s.ny), (s.ny, s.nz), (s.nx, s.ny), (s.nx, s.nz))
+    out = [np.full(a * b, np.nan) for a, b in shapes]
+    work = np.full(lib.vi_tree_workspace(n), np.nan)
+    q0, q1 = (np.ascontiguousarray(a[:n], float) for a in (z, y))
+    ptrs = [a.ctypes.data for a in (ints, reals)]
+    assert fn(*ptrs, s.dt, q0.ctypes.data, q1.ctypes.data, *[o.ctypes.data for o in out], work.ctypes.data) == 0
+    return [o.reshape(b, a).T for o, (a, b) in zip(out, shapes, strict=True)]
 
 
 def generated_hessian(s: DiscreteSystemStructure, y, z, cov, mu) -> np.ndarray:
@@ -66,7 +84,7 @@ def test_the_recursion_is_the_generated_hessian(structure):
     """Random states, inputs, covectors and multipliers, and a pose at rest with large angles: every entry of H equal
     to the generated one to round-off (relative to its largest entry)."""
     s = structure
-    assert s._recursive_hessian
+    assert s.recursive_derivatives
     rng = np.random.default_rng(7)
     draws = [tuple(rng.standard_normal(k) for k in (s.ny, s.nz, s.nx, s.ny)) for _ in range(4)]
     q = 3.0 * rng.uniform(-1, 1, s.nq)  # at rest (q_{k+1} = q_k) far from the zero pose
@@ -83,6 +101,22 @@ def test_the_recursion_is_the_generated_hessian(structure):
         for b in (np.arange(n), s.ny + np.arange(n)):
             mask[np.ix_(a, b)] = True
     assert np.all(got[~mask] == 0.0)
+
+
+def test_the_first_derivatives_by_recursion_are_the_generated_ones(structure):
+    """R_y, R_z, O_y, O_z of the step (damping and the actuated joints' input columns included) equal to the generated
+    'linearize' to round-off, at random states and inputs and at rest far from the zero pose."""
+    s = structure
+    rng = np.random.default_rng(11)
+    draws = [(rng.standard_normal(s.ny), rng.standard_normal(s.nz)) for _ in range(4)]
+    q = 3.0 * rng.uniform(-1, 1, s.nq)
+    draws.append((q, np.concatenate([q, rng.standard_normal(s.nz - s.nq)])))
+    for y, z in draws:
+        want = [np.array(m) for m in s.functions.raw["linearize"](y, z)]
+        got = tree_linearize(s, y, z)
+        for name, g, w in zip(("R_y", "R_z", "O_y", "O_z"), got, want, strict=True):
+            assert g.shape == w.shape and np.all(np.isfinite(g)), name
+            assert np.abs(g - w).max() <= 1e-12 * max(1.0, np.abs(w).max()), (name, np.abs(g - w).max())
 
 
 def test_the_recursion_is_linear_in_the_covector_and_the_multipliers():
@@ -115,12 +149,12 @@ def test_steps_the_recursion_does_not_cover_keep_the_generated_hessian(make, bui
     tree model, and the DDP kernel gets the generated function's address."""
     system = make()
     s = getattr(system, "structure", system)
-    assert not s._recursive_hessian
+    assert not s.recursive_derivatives
     if build:
         kernel = s.step_kernel(True)
-        assert kernel.tree is None and kernel.hessian != 0
+        assert kernel.tree is None and kernel.hessian != 0 and kernel.linearize != 0
 
 
 def test_the_trapezoidal_lagrangian_is_not_covered():
     s = DiscreteSystemStructure(load_bundled("acrobot"), 0.01, lagrangian="trapezoidal_se3", eager=False)
-    assert not s._recursive_hessian
+    assert not s.recursive_derivatives
