@@ -312,7 +312,8 @@ def test_c_sources_live_in_the_layer_that_loads_them():
     """The layer rule for the C build graph: each C file in its layer's ``csrc/``, each compiled
     library built only from C of its own layer or below — control's LQR library takes mechanics' dense LU and
     products and control's LQR recursions (their one implementation, loaded by control.lqr); planning's DDP kernel
-    library the same mechanics helpers and planning's DDP, no LQR (the planner calls control.lqr); the midpoint VI's
+    library the same mechanics helpers, mechanics' derivatives of the midpoint step over a tree, and planning's DDP,
+    no LQR (the planner calls control.lqr); the midpoint VI's
     Newton driver (mechanics) nothing from above."""
     graph = c_libraries()
     sources = {str(c.relative_to(PKG)) for c in PKG.rglob("*.c")}
@@ -326,6 +327,7 @@ def test_c_sources_live_in_the_layer_that_loads_them():
     assert graph["vi_control.planning.compiled.KERNEL_C"] == {
         "mechanics/csrc/dense_lu.c",
         "mechanics/csrc/dense_mm.c",
+        "mechanics/csrc/tree_derivatives.c",
         "planning/csrc/ddp_kernel.c",
     }
     assert graph["vi_control.mechanics.discrete.NEWTON_C"] == {
