@@ -40,6 +40,7 @@ T_PENDULUM = "test/integrators/test_integrator_pendulum.py"
 T_DYNAMICS = "test/model/test_model_dynamics.py"
 T_LIN = "test/linearization/test_linearization.py"
 T_COMPILED = "test/planning/test_planning_compiled.py"
+T_TREE = ("test/mechanics/test_tree_derivatives.py",)
 # the selections of the audit of the real-arm paths (docs/guides/testing.md)
 T_MPC = ("test/planning/test_planning_mpc.py",)
 T_INTAKE = (
@@ -1323,5 +1324,57 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the sweep's MPC starts a cycle while the last one's plan waits to be entered (a solver that runs "
         "twice at once)",
         ("test/sweep/test_sweep_rollout.py",),
+    ),
+    Mutation(
+        "tree_damping_sign_in_R_y",
+        "vi_control/mechanics/csrc/tree_derivatives.c",
+        "Ry[i + j * n] = G[i * m2 + n + j] - (i == j ? damping[i] : 0.0);",
+        "Ry[i + j * n] = G[i * m2 + n + j] + (i == j ? damping[i] : 0.0);",
+        "the recursion's R_y with the joint damping's sign flipped (the panda's and arm7's DDP linearized wrong)",
+        T_TREE,
+        area="mechanics",
+    ),
+    Mutation(
+        "tree_gravity_curvature_dropped",
+        "vi_control/mechanics/csrc/tree_derivatives.c",
+        "const double h = vt_dot6(Xk, GX) + vt_dot6(Yk, GY) + vt_dot3(Sk, Gw) + vt_dot6(Ek, GE);",
+        "const double h = vt_dot6(Xk, GX) + vt_dot6(Yk, GY) + vt_dot6(Ek, GE);",
+        "the second-order term by recursion without gravity's third derivative (V'_x·∂²f wrong under gravity)",
+        T_TREE,
+        area="mechanics",
+    ),
+    Mutation(
+        "tree_twist_bracket_reversed",
+        "vi_control/mechanics/csrc/tree_derivatives.c",
+        "    vt_br(S, V, X);\n",
+        "    vt_br(V, S, X);\n",
+        "X_j = [S_j, V_j] as [V_j, S_j]: every velocity-product term of the recursions with the wrong sign",
+        T_TREE,
+        area="mechanics",
+    ),
+    Mutation(
+        "kernel_tree_contracts_the_whole_covector",
+        "vi_control/planning/csrc/ddp_kernel.c",
+        "vi_tree_hessian(m.tree_i, m.tree_d, m.dt, z, Y + k * ny, mua, Vx + m.nq, H, nw, 0, ny, m.tree_w);",
+        "vi_tree_hessian(m.tree_i, m.tree_d, m.dt, z, Y + k * ny, mua, Vx, H, nw, 0, ny, m.tree_w);",
+        "the DDP kernel pairs D2L_d with V'_x's configuration part instead of its momentum part",
+        (T_COMPILED,),
+        area="planning",
+    ),
+    Mutation(
+        "tree_budget_at_equality",
+        "vi_control/mechanics/discrete.py",
+        "        return self.functions.raw[name].n_instructions() > TREE_INSTRUCTIONS_PER_JOINT * self.nq\n",
+        "        return self.functions.raw[name].n_instructions() >= TREE_INSTRUCTIONS_PER_JOINT * self.nq\n",
+        "the recursion chosen at exactly its instruction budget",
+        (T_COMPILED,),
+    ),
+    Mutation(
+        "tree_covers_prescribed_joints",
+        "vi_control/mechanics/discrete.py",
+        "            and not robot.prescribed\n",
+        "",
+        "the recursion chosen for a step with prescribed joints (whose terms it does not have)",
+        T_TREE,
     ),
 )
