@@ -15,6 +15,7 @@ from vi_control.integrators.gni import GeometricNonholonomicIntegrator as GNI
 from vi_control.integrators.midpoint import MidpointVI
 from vi_control.mechanics.discrete import DiscreteSystemStructure, tree_model
 from vi_control.model.bundled import example_robot_urdf, load_bundled
+from vi_control.model.generate import planar_chain_urdf
 from vi_control.model.spec import load_robot
 from vi_control.planning import compiled
 
@@ -131,8 +132,12 @@ def test_the_recursion_is_linear_in_the_covector_and_the_multipliers():
     assert np.all(tree_hessian(s, y, z, np.zeros(s.nx), np.zeros(s.ny)) == 0.0)
 
 
-def _marionette():
+def _marionette():  # (prescribed strings and holonomic constraints)
     return load_bundled("marionette")
+
+
+def _chain_prescribed():  # (a prescribed joint and nothing else the recursion lacks)
+    return load_robot(planar_chain_urdf(3), {"prescribed": ["joint1"]})
 
 
 @pytest.mark.parametrize(
@@ -140,8 +145,9 @@ def _marionette():
     [
         pytest.param(lambda: MidpointVI(load_bundled("fourbar"), 0.02), True, id="holonomic constraints"),
         pytest.param(lambda: GNI(load_bundled("diffdrive"), 0.05), True, id="nonholonomic (GNI)"),
+        pytest.param(lambda: MidpointVI(_chain_prescribed(), 0.01), True, id="prescribed joint"),
         # (its generated 'hessian' takes minutes of gcc on a cold cache: the decision alone)
-        pytest.param(lambda: DiscreteSystemStructure(_marionette(), 0.02, eager=False), False, id="prescribed joints"),
+        pytest.param(lambda: DiscreteSystemStructure(_marionette(), 0.02, eager=False), False, id="marionette"),
     ],
 )
 def test_steps_the_recursion_does_not_cover_keep_the_generated_hessian(make, build):
