@@ -338,3 +338,23 @@ def test_a_cycle_continues_the_law_only_at_a_step_of_the_executing_plan(panda):
     off = m.cycle((4 + 0.26) * vi.dt, plan.X[4], plan)
     assert off.warm_cost == np.inf and np.abs(off.plan.K[0] - K4).max() > 1e-3
     assert off.plan.times[0] == (4 + 0.26) * vi.dt
+
+
+def test_a_cycle_whose_warm_start_cannot_be_followed_has_no_continuation_to_beat(panda):
+    """Where the executing plan cannot be followed from the cycle's state (its states 2 rad off on the first joint
+    from step 6 on: the rollout's Newton steps start from them and fail), plan_task plans cold and says so
+    (``warm_started``); the cycle then has no continuation (``warm_cost`` inf, as a cold cycle) instead of the cold
+    guess's merit, and its finite plan is accepted. The same plan followed is warm, its warm_cost the continuation's."""
+    task, vi = panda
+    said = []
+    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, horizon=8, max_iterations=2), log=said.append)
+    plan = m.start().plan
+    followed = m.cycle(4 * vi.dt, plan.X[4], plan)
+    assert followed.result.warm_started and np.isfinite(followed.warm_cost)
+    off = dataclasses.replace(plan, X=plan.X.copy())
+    off.X[6:, 0] += 2.0
+    said.clear()
+    cyc = m.cycle(4 * vi.dt, plan.X[4], off)
+    assert any("cannot be followed" in line for line in said)
+    assert not cyc.result.warm_started and cyc.warm_cost == np.inf
+    assert cyc.accepted and np.isfinite(cyc.result.cost)

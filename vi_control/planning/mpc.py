@@ -186,7 +186,7 @@ class RecedingHorizon:
         task = dataclasses.replace(self._cycle_task, horizon=N)  # (sharing the task's parsed weights: Task._resolved)
         plan, res = plan_task(self.vi, task, x0=x_start, log=self.log, reference=(X_ref, U_ref), warm_start=warm)
         start, end = res.merits
-        warm_cost = float(start) if warm is not None else math.inf
+        warm_cost = float(start) if res.warm_started else math.inf  # (no continuation: none, or not followable)
         accepted = cycle_accepted(res.cost, res.converged, warm_cost, end)
         plan = plan.shifted(t_start)
         plan.converged = bool(accepted)  # (the copy's own flag)

@@ -56,6 +56,7 @@ class OptimizerResult(SolverResult):
     # augmented Lagrangian of its first multiplier and penalty (augmented.py); a weight continuation's last stage's
     # (its own measure); None: (cost_history[0], cost) (``merits``)
     merit: tuple[float, float] | None = None
+    warm_started: bool = False  # plan_task followed its warm_start (False: none given, or it could not be followed)
 
     @property
     def merits(self) -> tuple[float, float]:
