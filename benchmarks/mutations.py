@@ -1377,4 +1377,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the recursion chosen for a step with prescribed joints (whose terms it does not have)",
         T_TREE,
     ),
+    Mutation(
+        "mpc_unfollowed_warm_start_has_a_continuation",
+        "vi_control/planning/mpc.py",
+        "        warm_cost = float(start) if res.warm_started else math.inf",
+        "        warm_cost = float(start) if warm is not None else math.inf",
+        "a cycle whose executing plan cannot be followed reports the cold guess's merit as its continuation's",
+        T_MPC,
+    ),
 )
