@@ -1385,4 +1385,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a cycle whose executing plan cannot be followed reports the cold guess's merit as its continuation's",
         T_MPC,
     ),
+    Mutation(
+        "mpc_cycle_at_a_plans_start_step",
+        "vi_control/control/schedule.py",
+        "        while any(plan_step(t0 + n * dt, float(p.times[0]), dt) == 0 for p in plans):\n            n += 1\n",
+        "",
+        "an MPC cycle may start at the step another scheduled plan starts at (which plan precedes it then depends "
+        "on whether the controller has entered that one)",
+        ("test/control/test_plan_schedule.py",),
+    ),
 )

@@ -5,6 +5,8 @@ The case it exists for: a cycle whose lead a clock-rate transient stretched star
 starts earlier, so it replaces that one, and must continue — and predict under — the plan that runs until then
 (the planner used the latest published plan: a 6 N·m jump at the switch in a loaded CI run of test_ros_mpc)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from plan_runner import plan_runner
@@ -116,3 +118,23 @@ def test_a_plan_is_predicted_to_its_last_step_and_held_from_its_end(pendulum_vi,
     got = s.predict(vi, 39 * vi.dt, x, 3, 42 * vi.dt)
     np.testing.assert_allclose(got, _rollout(vi, x, [1.0]), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(s.predict(vi, 40 * vi.dt, x, 3, 43 * vi.dt), x)
+
+
+def test_a_cycle_starts_on_the_running_plans_grid_and_never_at_a_plans_start_step(pendulum_vi):
+    """``PlanSchedule.cycle_start``: the first step of the plan in force at the wanted time that is not before it (a
+    time within 1e-9 Δt of a step is that step), never before that plan's start, and never at the step a scheduled
+    plan starts at — there the cycle follows by one step, whichever plan's start it is: the running one's own, a later
+    one's on the same grid (in force from half a step before its start), or one half a step off the grid."""
+    dt = pendulum_vi.dt
+    a = _plan(pendulum_vi, 0, 20, 0.0)
+    start = PlanSchedule.cycle_start
+    assert start([a], 3.4 * dt, dt) == pytest.approx(4 * dt, abs=1e-15)
+    assert start([a], 4 * dt, dt) == pytest.approx(4 * dt, abs=1e-15)
+    assert start([a], (4 + 1e-6) * dt, dt) == pytest.approx(5 * dt, abs=1e-15)
+    assert start([a], -2 * dt, dt) == pytest.approx(dt, abs=1e-15)  # (not before a, and not at a's own start)
+    b = _plan(pendulum_vi, 10, 20, 0.0)
+    assert start([a, b], 8.2 * dt, dt) == pytest.approx(9 * dt, abs=1e-15)
+    assert start([a, b], 9.4 * dt, dt) == pytest.approx(11 * dt, abs=1e-15)  # a's step 10 is b's start: one later
+    assert start([a, b], 9.5 * dt, dt) == pytest.approx(11 * dt, abs=1e-15)  # b in force: its own start, one later
+    half = dataclasses.replace(b, times=b.times + 0.5 * dt)  # b starting at 10.5 Δt, half a step off a's grid
+    assert start([a, half], 9.2 * dt, dt) == pytest.approx(11 * dt, abs=1e-15)  # 10 Δt runs half's step 0

@@ -6,6 +6,8 @@ the latest published, which may not have started yet."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..integrators.base import DiscreteSystem
@@ -36,6 +38,19 @@ class PlanSchedule:
     def remaining(self, t_start: float) -> list[Plan]:
         """The plans that still run once a plan starting at ``t_start`` is published."""
         return [p for p in self.plans if not replaces(t_start, float(p.times[0]), p.dt)]
+
+    @staticmethod
+    def cycle_start(plans: list[Plan], t: float, dt: float) -> float:
+        """The start of an MPC cycle wanted at ``t`` (``plans`` not empty): on the grid of the plan that runs then (the
+        cycle's step 0 is that plan's law at its own step, planning.mpc), at or after ``t`` and at or after that plan's
+        start — and never at the step a plan of ``plans`` starts at: which plan runs just before it would depend on
+        whether the controller has entered that one when the cycle's arrives, so the cycle follows it by a step."""
+        grid = PlanSchedule.in_force(plans, t) or plans[0]
+        t0 = float(grid.times[0])
+        n = max(0, math.ceil((t - t0) / dt - 1e-9))
+        while any(plan_step(t0 + n * dt, float(p.times[0]), dt) == 0 for p in plans):
+            n += 1
+        return t0 + n * dt
 
     @staticmethod
     def in_force(plans: list[Plan], t: float) -> Plan | None:

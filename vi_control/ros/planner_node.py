@@ -61,7 +61,7 @@ from ..control.intake import stamped_on_receipt
 from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
 from ..control.schedule import PlanSchedule
-from ..control.tracking import StateEstimator, plan_step, wire_velocity
+from ..control.tracking import StateEstimator, wire_velocity
 from ..integrators import make_integrator, require_linearizable
 from .common import LATCHED_QOS, PLAN_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
 from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
@@ -665,14 +665,7 @@ class PlannerNode(ManagedNode):
                 # (planning.mpc), entered by the controller exactly where the law would have stepped anyway — the
                 # plan that runs, not the latest published (a cycle whose lead a clock-rate transient stretched
                 # starts seconds ahead: the next cycle continues the plan before it, and replaces it)
-                grid = PlanSchedule.in_force(self.schedule.plans, t_m + lead) or self.schedule.plans[0]
-                t0_exec = grid.times[0]
-                n = max(0, math.ceil((t_m + lead - t0_exec) / vi.dt - 1e-9))
-                # not at the step another plan starts at: which plan runs before it would depend on whether the
-                # controller has entered that one when this one arrives — this one follows it instead
-                while any(plan_step(t0_exec + n * vi.dt, p.times[0], vi.dt) == 0 for p in self.schedule.plans):
-                    n += 1
-                t_start = t0_exec + n * vi.dt
+                t_start = PlanSchedule.cycle_start(self.schedule.plans, t_m + lead, vi.dt)
                 x0 = self.predict_at(t_m, x_m, t_start)
                 executing = PlanSchedule.in_force(self.schedule.remaining(t_start), t_start)
             else:
