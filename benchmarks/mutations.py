@@ -1394,4 +1394,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         "on whether the controller has entered that one)",
         ("test/control/test_plan_schedule.py",),
     ),
+    Mutation(
+        "bag_write_error_raises",
+        "vi_control/ros/bag.py",
+        "            except OSError as e:\n                self._fail(e)\n"
+        "                self.dropped += 1\n                return False\n",
+        "            except OSError:\n                raise\n",
+        "a full disk raises out of the recorder's subscription callback: the executor and every node on it stop",
+        ("test/ros/test_bag_faults.py",),
+    ),
+    Mutation(
+        "bag_stop_not_reported",
+        "vi_control/ros/bag.py",
+        "        if not self.file.write(topic, data) and self.file.error is not None and not self._reported:\n",
+        "        if not self.file.write(topic, data) and self.file.error is not None and self._reported:\n",
+        "the recording stops on a full disk without a word in the log",
+        ("test/ros/test_bag_faults.py",),
+    ),
 )

@@ -117,7 +117,12 @@ def _offered_qos(qos: QoSProfile) -> str:
 
 
 class McapFile:
-    """One MCAP file of ROS 2 messages: ``add_topic`` once per topic, ``write`` the CDR bytes of each message."""
+    """One MCAP file of ROS 2 messages: ``add_topic`` once per topic, ``write`` the CDR bytes of each message.
+
+    A write or the final index that the file system refuses (disk full, a removed medium: ``OSError``) stops the
+    recording instead of raising into the caller — a subscription callback, whose exception would end the executor
+    that spins it and every node on it: ``error`` holds the cause, later writes are dropped (``dropped`` counts them),
+    what reached the disk stays there (without its index: ``mcap recover`` reads it)."""
 
     def __init__(self, path: str | Path):
         from mcap.writer import CompressionType, Writer
@@ -132,6 +137,8 @@ class McapFile:
         self._sequence = 0
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {}
+        self.error: OSError | None = None
+        self.dropped = 0
 
     def add_topic(self, topic: str, type_name: str, qos: QoSProfile | None = None) -> None:
         with self._lock:
@@ -145,22 +152,44 @@ class McapFile:
             )
             self.counts[topic] = 0
 
-    def write(self, topic: str, data: bytes, log_time_ns: int | None = None) -> None:
+    def write(self, topic: str, data: bytes, log_time_ns: int | None = None) -> bool:
+        """Append one message; False if it was dropped (the file closed, or stopped by ``error``)."""
         t = time.time_ns() if log_time_ns is None else log_time_ns
         with self._lock:
             if self._stream.closed:
-                return
-            self._writer.add_message(
-                channel_id=self._channels[topic], log_time=t, publish_time=t, data=bytes(data), sequence=self._sequence
-            )
+                self.dropped += self.error is not None
+                return False
+            try:
+                self._writer.add_message(
+                    channel_id=self._channels[topic],
+                    log_time=t,
+                    publish_time=t,
+                    data=bytes(data),
+                    sequence=self._sequence,
+                )
+            except OSError as e:
+                self._fail(e)
+                self.dropped += 1
+                return False
             self._sequence += 1
             self.counts[topic] += 1
+            return True
+
+    def _fail(self, e: OSError) -> None:
+        self.error = e
+        try:  # (what the buffers still hold cannot be written either)
+            self._stream.close()
+        except OSError:
+            pass
 
     def close(self) -> None:
         with self._lock:
             if not self._stream.closed:
-                self._writer.finish()
-                self._stream.close()
+                try:
+                    self._writer.finish()
+                    self._stream.close()
+                except OSError as e:
+                    self._fail(e)
 
 
 class BagRecorder(Node):
@@ -188,12 +217,28 @@ class BagRecorder(Node):
             msg_type = _import_type(type_name)
             resolved = self.resolve_topic_name(topic)
             self.file.add_topic(resolved, type_name, qos)
-            self.create_subscription(msg_type, topic, lambda data, t=resolved: self.file.write(t, data), qos, raw=True)
+            self.create_subscription(msg_type, topic, lambda data, t=resolved: self._record(t, data), qos, raw=True)
+        self._reported = False
         self.get_logger().info(f"recording to {self.file.path}")
+
+    def _record(self, topic: str, data: bytes) -> None:
+        if not self.file.write(topic, data) and self.file.error is not None and not self._reported:
+            self._report()
+
+    def _report(self) -> None:
+        self._reported = True
+        f = self.file
+        self.get_logger().error(
+            f"recording stopped: {f.path}: {f.error.strerror or f.error} ({sum(f.counts.values())} messages written "
+            "before; later ones are dropped, the other nodes go on). The file has no index: `mcap recover` reads "
+            "what reached the disk"
+        )
 
     def close(self) -> None:
         """Finish the file (its summary and index): it is readable only after this."""
         self.file.close()
+        if self.file.error is not None and not self._reported:
+            self._report()
 
     def destroy_node(self) -> None:
         self.close()
