@@ -1411,4 +1411,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the recording stops on a full disk without a word in the log",
         ("test/ros/test_bag_faults.py",),
     ),
+    Mutation(
+        "view_draws_a_state_shorter_than_its_names",
+        "vi_control/ros/view_node.py",
+        "        if len(state.position) != len(state.name):\n",
+        "        if False:\n",
+        "the live view indexes a joint state whose positions do not match its names: an IndexError out of its timer "
+        "ends the executor (and the main job's recording on it)",
+        ("test/ros/test_view_faults.py",),
+    ),
+    Mutation(
+        "view_ghost_of_a_malformed_trajectory",
+        "vi_control/ros/view_node.py",
+        "    if any(len(p.positions) != len(traj.joint_names) for p in traj.points):\n",
+        "    if False:\n",
+        "the live view draws a ghost from a trajectory whose points do not match its joint names, without a word",
+        ("test/ros/test_view_faults.py",),
+    ),
 )

@@ -25,13 +25,18 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
-from .common import JOINT_STATES_QOS, LATCHED_QOS
+from .common import JOINT_STATES_QOS, LATCHED_QOS, ThrottledLog
 from .messages import stamp_seconds
 
 
 class ViewNode(Node):
     """Follows a robot live: builds the view from the first ``robot_description``, poses the robot at the newest
-    ``joint_states`` and the ghost at the planner's ``trajectory`` at the same time, ``rate`` times a second."""
+    ``joint_states`` and the ghost at the planner's ``trajectory`` at the same time, ``rate`` times a second.
+
+    A message it cannot draw (a description that does not load, a joint state or trajectory whose arrays do not match
+    its names or hold non-finite numbers, a drawing that fails) is skipped with a throttled warning that says why:
+    nothing raises out of its callbacks, which would end the executor and every node on it (the main job's recorder
+    shares the view's)."""
 
     def __init__(
         self,
@@ -49,6 +54,7 @@ class ViewNode(Node):
         self._state: JointState | None = None
         self._trajectory: JointTrajectory | None = None
         self.frames_shown = 0
+        self.warn = ThrottledLog(self.get_logger(), 2.0)
         self.create_subscription(String, "robot_description", self._on_description, LATCHED_QOS)
         self.create_subscription(JointState, "joint_states", self._on_state, JOINT_STATES_QOS)
         self.create_subscription(
@@ -64,10 +70,11 @@ class ViewNode(Node):
 
         try:
             robot = ModelSpec.parse(msg.data).load()
-        except ValueError as e:
-            self.get_logger().error(f"robot_description: {e}")
+            view = RobotView(robot)
+        except Exception as e:  # (a node boundary: any model or viewer failure is reported, the next one tried)
+            self.get_logger().error(f"robot_description: no view: {type(e).__name__}: {e}")
             return
-        self.view = RobotView(robot)
+        self.view = view
         self.get_logger().info(f"view of {robot.name!r}: {self.view.url}")
         if self._on_ready is not None:
             self._on_ready(self.view)
@@ -85,19 +92,43 @@ class ViewNode(Node):
         index = {n: i for i, n in enumerate(state.name)}
         if not all(n in index for n in names):
             return
+        if len(state.position) != len(state.name):
+            self.warn(
+                "state size", f"joint_states: {len(state.position)} positions for {len(state.name)} names: not drawn"
+            )
+            return
         q = np.array([state.position[index[n]] for n in names])
-        self.view.show(q, _trajectory_at(traj, names, stamp_seconds(state)))
+        if not np.all(np.isfinite(q)):
+            self.warn("state nan", "joint_states: a position of the robot's joints is not finite: not drawn")
+            return
+        try:
+            ghost = _trajectory_at(traj, names, stamp_seconds(state))
+        except ValueError as e:
+            self.warn("trajectory", f"trajectory: {e}: no ghost")
+            ghost = None
+        try:
+            self.view.show(q, ghost)
+        except Exception as e:  # (the viewer's server gone, …: the node and its executor go on)
+            self.warn("draw", f"view: drawing failed: {type(e).__name__}: {e}", level="error")
+            return
         self.frames_shown += 1
 
 
 def _trajectory_at(traj: JointTrajectory | None, names: list[str], t: float) -> np.ndarray | None:
-    """The trajectory's positions at time t (held at its ends), or None without one for these joints."""
+    """The trajectory's positions at time t (held at its ends), or None without one for these joints; ValueError if
+    its points do not match its joint names, hold non-finite numbers or go back in time."""
     if traj is None or not traj.points or not all(n in traj.joint_names for n in names):
         return None
+    if any(len(p.positions) != len(traj.joint_names) for p in traj.points):
+        raise ValueError(f"a point's positions do not match its {len(traj.joint_names)} joint names")
     cols = [list(traj.joint_names).index(n) for n in names]
     t0 = stamp_seconds(traj)
     times = np.array([t0 + p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
     q = np.array([[p.positions[c] for c in cols] for p in traj.points])
+    if not (np.all(np.isfinite(times)) and np.all(np.isfinite(q))):
+        raise ValueError("a time or position is not finite")
+    if np.any(np.diff(times) < 0):
+        raise ValueError("its points go back in time")
     return np.array([np.interp(t, times, q[:, j]) for j in range(len(cols))])
 
 
