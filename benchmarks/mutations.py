@@ -1428,4 +1428,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the live view draws a ghost from a trajectory whose points do not match its joint names, without a word",
         ("test/ros/test_view_faults.py",),
     ),
+    Mutation(
+        "planner_supersede_silent",
+        "vi_control/ros/planner_node.py",
+        '            self._status(older, "superseded", f"request {job.id} came before it was solved")\n',
+        "            pass\n",
+        "a request replaced while it waited hears nothing: its sender waits for an outcome forever",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "planner_queue_keeps_the_older",
+        "vi_control/ros/planner_node.py",
+        "            older, self._pending = self._pending, job\n",
+        "            older, self._pending = None, self._pending or job\n",
+        "a request arriving while another waits is dropped without a word (the older, staler one is solved)",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

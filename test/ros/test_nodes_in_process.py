@@ -670,3 +670,55 @@ def test_an_mpc_cycle_continues_the_plan_that_runs_at_its_start_not_the_latest(r
         k = plan_step(float(cycle.times[0]), float(first.times[0]), first.dt)
         assert 0 <= k < first.horizon and np.array_equal(cycle.K[0], first.K[k])
         assert [p is stretched for p in planner.schedule.plans] == [False] * len(planner.schedule.plans)
+
+
+def test_a_request_waiting_behind_a_solve_is_superseded_by_the_next_and_never_solved(request, tmp_path, monkeypatch):
+    """Three requests while the first is being solved (a gate around the real solve holds it): the second waits
+    (queued), the third replaces it — the second is reported superseded, naming the request that replaced it, and
+    never solved — and once the first is published the third is solved and published too. Every request hears one
+    outcome; the two solved are accepted, in order."""
+    import threading
+
+    import vi_control.ros.planner_node as planner_module
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    started, release = threading.Event(), threading.Event()
+    real_solve, solved = planner_module.solve_request, []
+
+    def gated_solve(request, *args, **kwargs):
+        solved.append(request)
+        started.set()
+        assert release.wait(60.0)
+        return real_solve(request, *args, **kwargs)
+
+    monkeypatch.setattr(planner_module, "solve_request", gated_solve)
+    params = [*_pendulum_mpc_planner(tmp_path), "-p", "mode:=plan"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        statuses = []
+        publish = planner.pub_status.publish
+
+        def record(msg):
+            statuses.append({v.key: v.value for v in msg.status[0].values})
+            return publish(msg)
+
+        monkeypatch.setattr(planner.pub_status, "publish", record)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        first = planner._submit(Request("task"), "test")
+        assert started.wait(60.0)
+        second = planner._submit(Request("task"), "test")
+        third = planner._submit(Request("task"), "test")
+        worker = planner._worker
+        release.set()
+        worker.join(60.0)
+        assert not worker.is_alive() and planner._worker is None and planner._pending is None
+        outcome = {}
+        for s in statuses:
+            outcome.setdefault(int(s["request"]), []).append(s["state"])
+        assert outcome[first.id] == ["planning", "accepted"], outcome
+        assert outcome[second.id] == ["queued", "superseded"], outcome
+        assert outcome[third.id] == ["queued", "planning", "accepted"], outcome
+        (reason,) = [s["reason"] for s in statuses if s["state"] == "superseded"]
+        assert reason == f"request {third.id} came before it was solved"
+        assert len(solved) == 2  # (the first and the third: the second never reached the solver)
+        assert planner.last_seq is not None and planner.last_plan is not None
