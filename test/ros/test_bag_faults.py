@@ -47,58 +47,47 @@ def test_a_recording_that_never_fails_is_whole(tmp_path):
 def test_the_recorder_node_survives_a_full_disk_and_the_executor_goes_on(request):
     """The recorder on /dev/full beside another node on one executor: joint states published at it fill the disk;
     the executor's spin raises nothing, the other node still receives every message, and the recorder logged the
-    stop once (rclpy's logging callback observed through the node's logger)."""
+    stop once."""
     import rclpy
+    from in_process import rclpy_context, record_logs
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
 
     from vi_control.ros.bag import BagRecorder
     from vi_control.ros.common import RECORD_QOS
-    from vi_control.ros.launcher import domain_id_for, set_domain
 
-    domain = domain_id_for(request.node.name)
-    set_domain(domain)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=domain)
-    ns = f"/bag_faults_{domain}"
-    recorder = other = None
-    try:
+    with rclpy_context(request.node.name) as ctx:
+        ns = f"/bag_faults_{os.getpid()}"
         recorder = BagRecorder(FULL, namespace=ns, context=ctx)
-        errors = []
-        logger = recorder.get_logger()
-        original = logger.error
-        logger.error = lambda msg, **kw: (errors.append(msg), original(msg, **kw))[1]  # (record, then log as usual)
         other = rclpy.create_node("bag_faults_peer", namespace=ns, context=ctx)
-        received = []
-        other.create_subscription(JointState, "joint_states", received.append, 100)
-        pub = other.create_publisher(JointState, "joint_states", RECORD_QOS)  # (latched, as the simulator's)
-        ex = SingleThreadedExecutor(context=ctx)
-        ex.add_node(recorder)
-        ex.add_node(other)
-        rng = np.random.default_rng(0)
-        f = recorder.file
+        try:
+            logged = record_logs(recorder)
+            received = []
+            other.create_subscription(JointState, "joint_states", received.append, 100)
+            pub = other.create_publisher(JointState, "joint_states", RECORD_QOS)  # (latched, as the simulator's)
+            ex = SingleThreadedExecutor(context=ctx)
+            ex.add_node(recorder)
+            ex.add_node(other)
+            rng = np.random.default_rng(0)
+            f = recorder.file
 
-        def settled() -> bool:  # (both nodes took every message sent)
-            return len(received) >= sent and sum(f.counts.values()) + f.dropped >= sent
+            def settled() -> bool:  # (both nodes took every message sent)
+                return len(received) >= sent and sum(f.counts.values()) + f.dropped >= sent
 
-        sent = 0
-        for _ in range(800):  # 4.8 kB of random numbers a message (the writer's zstd cannot shrink them): 3.8 MB
-            q = rng.standard_normal((3, 200))
-            pub.publish(JointState(name=[f"j{i}" for i in range(200)], position=q[0], velocity=q[1], effort=q[2]))
-            sent += 1
-            deadline = time.monotonic() + 10.0
-            while not settled() and time.monotonic() < deadline:
-                ex.spin_once(timeout_sec=0.05)
-        assert recorder.file.error is not None and recorder.file.error.errno == errno.ENOSPC, (
-            recorder.file.counts,
-            len(received),
-        )
-        assert len(received) == sent
-        assert len(errors) == 1 and "recording stopped" in errors[0] and "No space left on device" in errors[0]
-        recorder.close()
-        assert len(errors) == 1  # (said once)
-    finally:
-        for n in (recorder, other):
-            if n is not None:
-                n.destroy_node()
-        rclpy.try_shutdown(context=ctx)
+            sent = 0
+            for _ in range(800):  # 4.8 kB of random numbers a message (the writer's zstd cannot shrink them): 3.8 MB
+                q = rng.standard_normal((3, 200))
+                pub.publish(JointState(name=[f"j{i}" for i in range(200)], position=q[0], velocity=q[1], effort=q[2]))
+                sent += 1
+                deadline = time.monotonic() + 10.0
+                while not settled() and time.monotonic() < deadline:
+                    ex.spin_once(timeout_sec=0.05)
+            assert f.error is not None and f.error.errno == errno.ENOSPC, (f.counts, len(received))
+            assert len(received) == sent
+            errors = [text for level, text in logged.messages if level == "error"]
+            assert len(errors) == 1 and "recording stopped" in errors[0] and "No space left on device" in errors[0]
+            recorder.close()
+            assert len([1 for level, _ in logged.messages if level == "error"]) == 1  # (said once)
+        finally:
+            recorder.destroy_node()
+            other.destroy_node()
