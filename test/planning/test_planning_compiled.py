@@ -524,3 +524,16 @@ def test_the_tree_recursion_replaces_a_generated_function_above_its_instruction_
         monkeypatch.setattr(discrete, "RECURSIVE_DERIVATIVES", False)
         assert not s.recursive(name)
         monkeypatch.undo()
+
+
+def test_the_kernel_context_has_every_slot_the_kernel_reads():
+    """vi_plan_unpack reads 18 slots: a context is padded with NULL up to them (the numpy stages' backward pass fills
+    15: it read three slots past its array before), and one with more is refused."""
+    from vi_control.planning.compiled import _CONTEXT_SLOTS, _context
+
+    ctx = _context([7, np.zeros(1)])
+    assert len(ctx) == _CONTEXT_SLOTS == 18 and ctx[0] == 7 and ctx[1] is not None
+    assert all(ctx[i] is None for i in range(2, 18))  # (NULL)
+    assert len(_context([1] * 18)) == 18
+    with pytest.raises(ValueError, match="19 slots, the kernel reads 18"):
+        _context([1] * 19)

@@ -57,15 +57,16 @@ NEWTON_C = DENSE_LU_C + (resources.files(__package__) / "csrc" / "newton_driver.
 # not in NEWTON_C, so every model's generated library (its cache entry) stays as it was.
 DENSE_MM_C = (resources.files(__package__) / "csrc" / "dense_mm.c").read_text()
 # A midpoint step's first derivatives and second-order term over a kinematic tree by recursion (for the DDP kernel,
-# planning.compiled): faster than the generated 'linearize' and 'hessian' (panda: ~5× for the second-order term),
+# planning.compiled): faster than the generated 'linearize' and 'hessian' on spatial arms (panda: 2.1× and 2.5× in C),
 # and nothing to compile per model.
 TREE_DERIVATIVES_C = (resources.files(__package__) / "csrc" / "tree_derivatives.c").read_text()
 # VI_CONTROL_RECURSIVE_DERIVATIVES=0 (or False here) keeps the generated functions in the DDP kernel for every system.
 # Each recursion costs ~0.2 µs ('linearize') and ~0.35 µs ('hessian') per joint here; a generated function runs at
 # ~0.07-0.2 ns per CasADi instruction, which a planar chain keeps few (7 links: 9 212 for 'linearize', 10 330 for
 # 'hessian', faster than the recursion) and a spatial arm does not (panda: 25 719 and 28 595, 2-2.5× slower).
-# Measured in C for chains of 1-7 links, the acrobot, cart-pole, arm7 and panda (benchmarks/bench_planner.py has
-# the plans): the recursion is the faster wherever the generated function exceeds this many instructions per joint.
+# Measured in C for chains of 1-7 links, the acrobot, cart-pole, biped5, arm7 and panda
+# (benchmarks/bench_tree_derivatives.py): the recursion is the faster wherever the generated function exceeds this
+# many instructions per joint.
 TREE_INSTRUCTIONS_PER_JOINT = 2000
 RECURSIVE_DERIVATIVES = os.environ.get("VI_CONTROL_RECURSIVE_DERIVATIVES", "1") != "0"
 

@@ -59,6 +59,18 @@ def __getattr__(name: str):
 
 
 _ROLLOUT, _LINEARIZE, _BACKWARD = 0, 1, 2
+_CONTEXT_SLOTS = 18  # vi_plan_unpack's c[0] … c[17]
+
+
+def _context(ptrs: list) -> ctypes.Array:
+    """The kernel's context array: ``ptrs`` (addresses, or arrays for theirs), NULL in every slot after them up to
+    ``_CONTEXT_SLOTS`` — vi_plan_unpack reads them all, an unused one must be NULL, never beyond the array."""
+    if len(ptrs) > _CONTEXT_SLOTS:
+        raise ValueError(f"kernel context: {len(ptrs)} slots, the kernel reads {_CONTEXT_SLOTS}")
+    ptrs = [*ptrs, *[0] * (_CONTEXT_SLOTS - len(ptrs))]
+    return (ctypes.c_void_p * _CONTEXT_SLOTS)(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
+
+
 _F8, _I8 = np.dtype(np.float64), np.dtype(np.int64)  # (dtype objects are singletons: compared with ``is``)
 _ROLLOUT_FAILED, _ROLLOUT_NEEDS_PYTHON = 1, 2
 _PREDICT, _STAGEWISE = 1, 2  # vi_plan_rollout's mode bits
@@ -137,8 +149,7 @@ class BackwardPass:
             np.zeros(1, np.int64),
         ]
         self._keep = bufs
-        ptrs = [bufs[0], bufs[1], 0, 0, 0, *bufs[2:]]
-        self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
+        self._ctx = _context([bufs[0], bufs[1], 0, 0, 0, *bufs[2:]])
         self._call = lib.vi_plan_call
         self._arena = _Arena()
         self._layout = _layouts(self.N, self.n, self.nu, 1, nz)[2]
@@ -489,11 +500,10 @@ class CompiledStages:
             self.hi,
             k.rot,
         ]
-        if k.tree is not None:  # (the second-order term by the tree's recursion: its model and workspace)
+        if k.tree is not None:  # (derivatives by the tree's recursion: its model and workspace)
             bufs += [*k.tree, np.zeros(lib.vi_tree_workspace(k.nq))]
         self._keep = bufs  # the context points into these
-        ptrs = [kp, kd, k.newton, k.linearize, k.hessian, *bufs[2:]] + ([] if k.tree is not None else [0, 0, 0])
-        self._ctx = (ctypes.c_void_p * len(ptrs))(*[p if isinstance(p, int) else p.ctypes.data for p in ptrs])
+        self._ctx = _context([kp, kd, k.newton, k.linearize, k.hessian, *bufs[2:]])
         self._call = lib.vi_plan_call
         self._arena = _Arena()
         self._layouts = _layouts(self.N, self.nx, self.nu, self.ny, self.nz)

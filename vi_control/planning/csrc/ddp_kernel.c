@@ -17,8 +17,8 @@
  * linearization.linearize) in the same order where they decide a branch: the results agree to round-off
  * (test/planning/test_planning_compiled.py; the backward pass against the tests' numpy oracle). */
 /* The dense helpers come from mechanics' dense_lu.c (vi_lu, vi_lu_solve, vi_lu_solve_t, vi_factor, vi_maxabs) and
- * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), the second-order term of a tree from tree_derivatives.c
- * (vi_tree_hessian), prepended. */
+ * dense_mm.c (vi_mm, vi_row, vi_lu_solve_rows), a tree's derivatives from tree_derivatives.c (vi_tree_linearize,
+ * vi_tree_hessian), prepended. */
 #include <math.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
