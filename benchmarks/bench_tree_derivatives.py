@@ -7,7 +7,11 @@ the rounds; and which of the two the DDP kernel uses (``DiscreteSystemStructure.
 instructions against ``TREE_INSTRUCTIONS_PER_JOINT`` per joint). Then the panda reach plan (``plan_task``, CPU time,
 hot) with the recursion and with the generated functions (``RECURSIVE_DERIVATIVES`` toggled), interleaved.
 
+With ``--cold``: the task's first plan on an empty compile cache (a fresh process each, wall time: what a user waits
+for on a new robot), with the recursion and without — the generated functions the recursion replaces are not compiled.
+
 Usage: .venv/bin/python benchmarks/bench_tree_derivatives.py [--rounds 7] [--plans 40] [--models panda,arm7,...]
+       [--cold]
 Writes benchmarks/results/tree_derivatives.md.
 """
 
@@ -166,7 +170,32 @@ def bench_plan(task_name: str, plans: int, rounds: int) -> dict:
     )
 
 
-def table(rows: list[dict], plan: dict | None) -> str:
+_COLD = """
+import sys, time
+t0 = time.perf_counter()
+from vi_control.planning import load_task, make_system, plan_task
+task = load_task(sys.argv[1]); vi = make_system(task)
+t1 = time.perf_counter()
+plan_task(vi, task)
+print(t1 - t0, time.perf_counter() - t1)
+"""
+
+
+def cold_first_plan(task_name: str, recursive: bool) -> tuple[float, float]:
+    """(model build, first plan) wall seconds of ``task_name`` in a fresh process on an empty compile cache."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, VI_CONTROL_CACHE=cache, VI_CONTROL_RECURSIVE_DERIVATIVES="1" if recursive else "0")
+        out = subprocess.run(
+            [sys.executable, "-c", _COLD, task_name], env=env, capture_output=True, text=True, check=True, timeout=1800
+        )
+    build, first = (float(x) for x in out.stdout.split()[-2:])
+    return build, first
+
+
+def table(rows: list[dict], plan: dict | None, cold: dict | None = None) -> str:
     lines = [
         "| model | joints | 'linearize': generated / recursive, µs (median, min) | instructions | kernel uses | "
         "'hessian': generated / recursive, µs (median, min) | instructions | kernel uses | max rel. difference |",
@@ -192,6 +221,13 @@ def table(rows: list[dict], plan: dict | None) -> str:
             f"{plan['generated'][0]:.2f} / {plan['generated'][1]:.2f}: **{plan['ratio'][0]:.2f}× / "
             f"{plan['ratio'][1]:.2f}×** the time.\n"
         )
+    if cold:
+        (rb, rf), (gb, gf) = cold[True], cold[False]
+        out += (
+            f"\n{cold['task']}, the first plan on an empty compile cache (fresh processes, wall time): model built in "
+            f"{rb:.1f} / {gb:.1f} s, then the first plan **{rf:.1f} s with the recursion, {gf:.1f} s without** (the "
+            "generated functions it replaces are never compiled).\n"
+        )
     return out
 
 
@@ -201,16 +237,18 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--plans", type=int, default=40)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--task", default="task_panda_reach")
+    ap.add_argument("--cold", action="store_true", help="also the first plan on an empty compile cache")
     a = ap.parse_args(argv)
     lib = _harness()
     rows = [bench_model(m, MODELS[m](), lib, a.rounds) for m in a.models.split(",")]
     plan = bench_plan(a.task, a.plans, a.rounds) if a.plans > 0 else None
+    cold = {"task": a.task, **{f: cold_first_plan(a.task, f) for f in (True, False)}} if a.cold else None
     load = os.getloadavg()
     text = (
         "## The midpoint step's derivatives: recursion over the tree against the generated functions\n\n"
         f"{a.rounds} interleaved rounds, CPU time per call in C (loops of calls), load average "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}. The kernel uses the recursion where the generated function "
-        f"has more than {discrete.TREE_INSTRUCTIONS_PER_JOINT} instructions per joint.\n\n" + table(rows, plan)
+        f"has more than {discrete.TREE_INSTRUCTIONS_PER_JOINT} instructions per joint.\n\n" + table(rows, plan, cold)
     )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "tree_derivatives.md").write_text(text)

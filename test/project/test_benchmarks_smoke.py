@@ -79,6 +79,10 @@ def test_tree_derivatives_benchmark_smoke():
     table = bench.table([row], plan)
     assert table.count("\n| ") == 1 and "\n| acrobot | 2 |" in table  # (one row: the model's)
     assert "task_pendulum_swingup, the whole plan" in table
+    build, first = bench.cold_first_plan("task_pendulum_swingup", recursive=True)
+    assert build > 0 and first > 0
+    cold = {"task": "task_pendulum_swingup", True: (build, first), False: (build, first)}
+    assert "the first plan on an empty compile cache" in bench.table([row], plan, cold)
 
 
 def test_linear_time_benchmark_smoke(tmp_path, monkeypatch):
