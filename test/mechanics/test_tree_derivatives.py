@@ -22,18 +22,18 @@ from vi_control.planning import compiled
 _P = ctypes.c_void_p
 
 
-def _kernel():
+def _kernel(name: str, argtypes: list):
+    """(the planner's kernel library, its C function ``name`` typed with ``argtypes``)."""
     lib = compiled.kernel_library()
-    fn = lib.vi_tree_hessian
-    fn.restype = ctypes.c_int
-    n = ctypes.c_longlong
-    fn.argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P, _P, n, n, n, _P]
+    fn = getattr(lib, name)
+    fn.restype, fn.argtypes = ctypes.c_int, argtypes
     return lib, fn
 
 
 def tree_hessian(s: DiscreteSystemStructure, y: np.ndarray, z: np.ndarray, cov: np.ndarray, mu: np.ndarray):
     """H (nw × nw) over w = (y, z) of cov·O + mu·R by vi_tree_hessian, as the DDP kernel calls it."""
-    lib, fn = _kernel()
+    i8 = ctypes.c_longlong
+    lib, fn = _kernel("vi_tree_hessian", [_P, _P, ctypes.c_double, _P, _P, _P, _P, _P, i8, i8, i8, _P])
     ints, reals = tree_model(s.robot)
     nw, n = s.ny + s.nz, s.nq
     H, work = np.full(nw * nw, np.nan), np.full(lib.vi_tree_workspace(n), np.nan)
@@ -45,10 +45,7 @@ def tree_hessian(s: DiscreteSystemStructure, y: np.ndarray, z: np.ndarray, cov: 
 
 def tree_linearize(s: DiscreteSystemStructure, y: np.ndarray, z: np.ndarray) -> list[np.ndarray]:
     """(R_y, R_z, O_y, O_z) by vi_tree_linearize, as the generated 'linearize' returns them."""
-    lib = compiled.kernel_library()
-    fn = lib.vi_tree_linearize
-    fn.restype = ctypes.c_int
-    fn.argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P, _P, _P, _P]
+    lib, fn = _kernel("vi_tree_linearize", [_P, _P, ctypes.c_double, _P, _P, _P, _P, _P, _P, _P])
     ints, reals = tree_model(s.robot)
     n = s.nq
     shapes = ((s.ny, s.ny), (s.ny, s.nz), (s.nx, s.ny), (s.nx, s.nz))

@@ -246,19 +246,19 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
     const double *Sl = L + T_S, *Xl = L + T_X, *El = L + T_E, *Bl = L + T_B, *Yl = L + T_Y;
     const double *Ic = L + T_I, *Pc = L + T_PC, *Wc = L + T_WC, *Nc = L + T_NC, *Zs = L + T_Z, *Fc = L + T_F;
     const double *uc = L + T_U, *hc = L + T_H, mc = L[T_M];
-    double GX[6], GY[6], GE[6], Gw[3], QS[6], QE[6], IcSl[6], M1[6];
-    double Q[6], t6[6], r6[6], a3[3], b3[3], wg[3];
+    double GX[6], GY[6], GE[6], Gw[3], QS[6], IcSl[6], M1[6];
+    double Q[6], SWN[6], t6[6], r6[6], a3[3], b3[3], wg[3];
     /* Q = ad_{S_l}ᵀ P^c; X_k's vector: ad_{S_l}ᵀ(W^c − N^c) − Zs X_l + I^c [S_l, C_λ(l) + B_l] − I^c [X_l, A_λ(l)]
      * + ad_{S_l}ᵀ ad_{A_λ(l)}ᵀ P^c − ad_{A_λ(l)}ᵀ Q (Zs = Σ I ad_A + (I ad_A)ᵀ over the subtree) */
     vt_adT(Sl, Pc, Q);
     vt_sub6(Wc, Nc, t6);
-    vt_adT(Sl, t6, GX);
+    vt_adT(Sl, t6, SWN); /* ad_{S_l}ᵀ(W^c − N^c): in X_k's vector and, negated, in S_k's (qv) */
     double ZX[6], G4[6], AQ[6];
     vt_mv(Zs, Xl, ZX);
     for (int i = 0; i < 6; i++) t6[i] = Cl[i] + Bl[i];
     vt_br(Sl, t6, r6);
     vt_mv(Ic, r6, t6);
-    for (int i = 0; i < 6; i++) GX[i] += t6[i] - ZX[i];
+    for (int i = 0; i < 6; i++) GX[i] = SWN[i] + (t6[i] - ZX[i]);
     vt_br(Xl, Al, r6);
     vt_mv(Ic, r6, t6);
     vt_adT(Al, Pc, r6);
@@ -283,12 +283,10 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
     vt_adT(Sl, Fc, GE);
     vt_cross(hc, wg, a3);
     for (int i = 0; i < 3; i++) { GE[i] += a3[i]; GE[3 + i] += mc * wg[i]; }
-    /* ∂_{v_k}∂_{q_l}ψ (k ⪯ l): S_k's −ad_{S_l}ᵀ(W^c − N^c) + Zs X_l − I^c Y_l + ad_{A_λ(l)}ᵀQ − G4; E_k's I^c X_l + Q */
-    vt_sub6(Wc, Nc, t6);
-    vt_adT(Sl, t6, QS);
+    /* ∂_{v_k}∂_{q_l}ψ (k ⪯ l): S_k's −ad_{S_l}ᵀ(W^c − N^c) + Zs X_l − I^c Y_l + ad_{A_λ(l)}ᵀQ − G4; E_k's I^c X_l + Q,
+     * which is Y_k's GY */
     vt_mv(Ic, Yl, t6);
-    for (int i = 0; i < 6; i++) QS[i] = -QS[i] + ZX[i] - t6[i] + AQ[i] - G4[i];
-    for (int i = 0; i < 6; i++) QE[i] = GY[i];
+    for (int i = 0; i < 6; i++) QS[i] = -SWN[i] + ZX[i] - t6[i] + AQ[i] - G4[i];
     /* ∂_{q_k}∂_{v_l}ψ (k ≺ l) and ∂_a M: Zs S_l + I^c E_l, I^c S_l */
     vt_mv(Zs, Sl, M1);
     vt_mv(Ic, El, t6);
@@ -300,7 +298,7 @@ int vi_tree_hessian(const long long* ti, const double* td, double dt, const doub
       const double h = vt_dot6(Xk, GX) + vt_dot6(Yk, GY) + vt_dot3(Sk, Gw) + vt_dot6(Ek, GE);
       Hqq[k * n + l] = Hqq[l * n + k] = h;
       Hvv[k * n + l] = Hvv[l * n + k] = -vt_dot6(Sk, M1) - vt_dot6(Ek, IcSl);
-      Hqv[l * n + k] = vt_dot6(Sk, QS) + vt_dot6(Ek, QE);
+      Hqv[l * n + k] = vt_dot6(Sk, QS) + vt_dot6(Ek, GY);
       if (k != l) Hqv[k * n + l] = vt_dot6(Xk, M1) - vt_dot6(Yk, IcSl);
     }
   }
