@@ -97,6 +97,10 @@ def _feed_bad_messages(view_node, pub, logged: list) -> None:
         assert spin_until(lambda: shown_after(good) > 0)  # (the robot drawn without its ghost)
         logged.clear()  # (the next bad kind is "trajectory" too: a fresh capture, once throttling allows)
         view_node.warn._last.clear()
-    plans.publish(trajectory((0, [0.1]), (1, [0.2])))
+    fine = trajectory((0, [0.1]), (1, [0.2]))
+    plans.publish(fine)
+    assert spin_until(lambda: view_node._trajectory == fine)
+    logged.clear()  # (frames drawn before it arrived warned of the last bad one, throttle or not)
+    view_node.warn._last.clear()
     assert spin_until(lambda: shown_after(good) > 0)
     assert not logged, logged  # a good trajectory: drawn, nothing to say
