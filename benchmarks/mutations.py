@@ -1444,4 +1444,21 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a request arriving while another waits is dropped without a word (the older, staler one is solved)",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "mpc_cycle_from_a_stale_state",
+        "vi_control/ros/planner_node.py",
+        '        if request.kind == "mpc" and self._stale(measured[0]):\n',
+        '        if False and request.kind == "mpc" and self._stale(measured[0]):\n',
+        "mode mpc plans from a joint state the controller calls stale: with a dead driver each cycle predicts "
+        "further from the last state, reported as overruns instead of its cause",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "mpc_stale_at_the_timeout",
+        "vi_control/ros/planner_node.py",
+        "        if not age > timeout:\n",
+        "        if not age >= timeout:\n",
+        "a state exactly state_timeout old is stale to the planner but fresh to the controller",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -255,6 +255,44 @@ def test_an_mpc_cycle_without_a_joint_state_is_skipped_not_the_task_restarted(re
         assert "mpc: no usable joint state" in logged.text() and "cycle skipped" in logged.text()
 
 
+def test_an_mpc_cycle_from_a_stale_joint_state_is_skipped_warned_and_counted(request, tmp_path):
+    """Mode mpc, the driver's joint states stopped: a cycle whose newest state is older than ``state_timeout`` on the
+    node's clock is skipped — the controller holds the arm on such a state, and the planner's prediction from it would
+    grow with its age (a dead driver: minutes of roll-out per cycle, reported as overruns) — warned, counted in
+    /diagnostics (``mpc_stale``, WARN) and not among the cycles; the first fresh state's cycle runs. The rule is the
+    controller's: stale only beyond the timeout (an age of exactly the timeout is fresh)."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+    from vi_control.ros.supervision import WARN, planner_diagnostics
+
+    timeout = 0.25  # (a binary fraction: the boundary below is exact)
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "start_delay:=0.0", "-p", f"state_timeout:={timeout}"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        first, t0 = planner.last_plan, planner.mpc.t0
+        assert first is not None and t0 is not None
+        while planner._now() < t0 + timeout + 0.2:
+            time.sleep(0.02)
+        planner.on_joint_state(_joint_state(t0 + 0.01, 0.05, 0.0))  # (after the plan's start, ≥ 0.2 s too old)
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        assert planner.last_plan is first
+        assert planner.mpc_counts["stale"] == 1 and planner.mpc_counts["cycles"] == 0, planner.mpc_counts
+        assert "mpc: the newest joint state is" in logged.text() and "cycle skipped" in logged.text()
+        level, status, values = planner_diagnostics(True, False, planner.mpc, planner.mpc_counts, 0.0, first)
+        assert level == WARN and status == "mpc: 0 cycles, 0 overruns, 1 stale" and values["mpc_stale"] == 1
+        planner.on_joint_state(_joint_state(planner._now() - 0.5 * timeout, 0.05, 0.0))  # (fresh)
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        assert planner.mpc_counts["cycles"] == 1 and planner.mpc_counts["stale"] == 1, planner.mpc_counts
+        assert planner.last_plan is not first
+        planner._now = lambda: 10.0  # (the boundary on a clock that stands still, where 10 − 0.25 is exact)
+        assert not planner._stale(10.0 - timeout) and planner._stale(float(np.nextafter(10.0 - timeout, 0.0)))
+        assert planner.mpc_counts["stale"] == 2
+
+
 def test_the_background_spinner_drains_what_was_received_before_it_closes():
     """``main_job.BackgroundSpinner.close`` (the recording's and the live view's executor) takes what the
     subscriptions already received before it stops: 200 messages published at once, then closed at once, are all

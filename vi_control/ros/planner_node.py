@@ -175,7 +175,7 @@ class PlannerNode(ManagedNode):
         self._latest: UInt8MultiArray | None = None
         self.mpc = None  # mode mpc: the RecedingHorizon of the task (planning.mpc)
         # (a cycle's outcome: accepted or not (planning.mpc.Cycle), refused (beyond the limits), failed (raised))
-        self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0)
+        self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0, stale=0)
         self.mpc_last_solve = 0.0
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", PLAN_QOS)
         self.pub_status = self.create_publisher(DiagnosticArray, "~/request_status", STATUS_QOS)
@@ -562,6 +562,23 @@ class PlannerNode(ManagedNode):
                 out = (merged.t, x)
         return out
 
+    def _stale(self, t_m: float) -> bool:
+        """Whether an MPC cycle's newest joint state, stamped ``t_m``, is older than ``state_timeout`` on this node's
+        clock (the controller's rule): then the cycle is skipped, warned and counted (``mpc_stale``). The controller
+        holds the arm on such a state; a plan predicted from it under the running plans would be a guess of where the
+        arm is, and the prediction grows with its age (a dead driver: a roll-out of minutes per cycle, reported as
+        overruns instead of its cause)."""
+        age, timeout = self._now() - t_m, float(self.p["state_timeout"])
+        if not age > timeout:
+            return False
+        self.mpc_counts["stale"] += 1
+        self.warn(
+            "mpc stale",
+            f"mpc: the newest joint state is {age:.3f} s old (state_timeout {timeout:g} s): cycle skipped "
+            f"({self.mpc_counts['stale']} so far); is the driver publishing joint_states?",
+        )
+        return True
+
     def predict(self, t: float, x: np.ndarray, steps: int, t_start: float) -> np.ndarray:
         """The state ``steps`` Δt after the measurement: under the laws of the plans the controller runs until the
         new plan's start ``t_start`` (``PlanSchedule``); where none runs, where it was measured (at rest or held)."""
@@ -647,6 +664,8 @@ class PlannerNode(ManagedNode):
             return
         if request.kind == "mpc" and measured[0] < self.mpc.t0:
             return  # (the task's first plan has not started: the robot is held until then, nothing to correct)
+        if request.kind == "mpc" and self._stale(measured[0]):
+            return
         if measured is not None:
             t_m, x_m = measured
             with self._lock:

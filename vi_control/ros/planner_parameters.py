@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from ..model.limits import MAX_DMOC_HORIZON
 from .common import MODEL_PARAMETERS, Param
+from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
 from .managed import AUTOSTART
 from .vehicle import ODOM_FRAME_PARAMETER, VEHICLE_PARAMETERS
+
+# The controller's default: a state it calls stale is one the planner does not plan from (mode mpc).
+STATE_TIMEOUT = float(CONTROLLER_PARAMETERS["state_timeout"].default)
 
 PARAMETERS: dict[str, Param] = {
     **MODEL_PARAMETERS,
@@ -44,6 +48,15 @@ PARAMETERS: dict[str, Param] = {
         "joints split over several drivers' joint_states: merged as the "
         "controller does (its parameter of this name) [s]",
         range=(1e-4, 10.0),
+        live=True,
+    ),
+    "state_timeout": Param(
+        STATE_TIMEOUT,
+        "mode mpc: a cycle whose newest joint state is older than this on the node's clock is "
+        "skipped (warned, counted in /diagnostics' mpc_stale): the controller (its parameter of "
+        "this name) holds the arm on such a state, and a plan predicted from it would correct "
+        "nothing [s]",
+        range=(1e-4, 3600.0),
         live=True,
     ),
     "use_measured_state": Param(

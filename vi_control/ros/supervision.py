@@ -195,14 +195,15 @@ def planner_diagnostics(
 ) -> tuple[int, str, dict]:
     """The planner's /diagnostics (level, message, values): inactive (WARN), solving or idle (OK); with ``mpc`` (a
     planning.mpc.RecedingHorizon) its cycles, accepted and not, refused (a plan beyond the limits), failed (the solve
-    raised), overruns (a cycle still solving when the next was due) and the last cycle's solve time. WARN once a
-    cycle was refused, failed or overran: the plan before it went on instead of a correction."""
+    raised), overruns (a cycle still solving when the next was due), stale (a cycle skipped: its newest joint state
+    older than ``state_timeout``; not among the cycles) and the last cycle's solve time. WARN once a cycle was refused,
+    failed, overran or skipped as stale: the plan before it went on instead of a correction."""
     if not active:
         level, status = WARN, "inactive"
     elif mpc is not None and mpc.t0 is None:
         level, status = OK, "mpc: waiting for the task's first plan"
     elif mpc is not None:
-        missed = {k: counts.get(k, 0) for k in ("refused", "failed", "overruns")}
+        missed = {k: counts.get(k, 0) for k in ("refused", "failed", "overruns", "stale")}
         level = WARN if any(missed.values()) else OK
         said = [f"{n} {k}" for k, n in missed.items() if n or k == "overruns"]
         status = ", ".join([f"mpc: {counts['cycles']} cycles", *said])
