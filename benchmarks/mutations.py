@@ -1461,4 +1461,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a state exactly state_timeout old is stale to the planner but fresh to the controller",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "mpc_cycles_ignore_a_goal_request",
+        "vi_control/ros/planner_node.py",
+        '                if self.mpc is not None and request.kind in ("goal", "trajectory"):\n',
+        "                if False:\n",
+        "mode mpc: the cycle after a goal or trajectory request plans the task's window again and turns the arm back "
+        "toward the task's goal within one period",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "mpc_follow_keeps_the_task_weights",
+        "vi_control/planning/mpc.py",
+        "        self._cycle_task = self._capped(result.task)\n",
+        "        pass\n",
+        "after a request the cycles track its path with the task's soft weights, not the path's (lqr) ones",
+        ("test/planning/test_planning_mpc.py",),
+    ),
+    Mutation(
+        "mpc_start_keeps_a_requests_weights",
+        "vi_control/planning/mpc.py",
+        "        self._cycle_task = self._capped(task)  # (the task's own weights again, after a ``follow``)\n",
+        "        pass\n",
+        "after ~/replan the task's cycles keep the last request's weights",
+        ("test/planning/test_planning_mpc.py",),
+    ),
 )

@@ -358,3 +358,42 @@ def test_a_cycle_whose_warm_start_cannot_be_followed_has_no_continuation_to_beat
     assert any("cannot be followed" in line for line in said)
     assert not cyc.result.warm_started and cyc.warm_cost == np.inf
     assert cyc.accepted and np.isfinite(cyc.result.cost)
+
+
+def test_after_follow_the_cycles_continue_a_requests_plan_until_the_task_starts_again(panda):
+    """A goal request's plan (planning.requests.plan_goal: a timed path with the ``lqr`` weights, then held): after
+    ``follow`` the cycles window that plan's reference from its start with its weights — a cycle on the plan at its own
+    time returns it (principle of optimality, as for the task's plan) and the windows past its end hold its goal —
+    and ``start`` makes them the task's again. Without ``follow`` a cycle then windows the task's reference, toward
+    the task's goal."""
+    from vi_control.planning.requests import path_task, plan_goal
+
+    task, vi = panda
+    # (shrinking, windows long enough to reach the end of either reference: a cycle plans to the plan's own end)
+    settings = MPCSettings(period=0.1, horizon=100, shrinking=True, min_horizon=2, max_iterations=10, tolerance=1e-10)
+    m = RecedingHorizon(vi, task, settings)
+    first = m.start(t0=5.0)
+    goal = np.array([0.2, -0.5, 0.1, -2.0, 0.1, 1.7, 0.6])
+    plan, res = plan_goal(vi, task, first.plan.X[0], goal)
+    assert res.reference is not None and res.task == path_task(task)
+    task_goal = m.X_ref[-1]
+    assert np.array_equal(m.window(m.step_at(9.0 + 4 * vi.dt))[0][-1], task_goal)  # (unfollowed: the task's goal)
+    m.follow(res, 9.0)
+    X_ref, U_ref = res.reference
+    assert m.t0 == 9.0 and np.array_equal(m.window(0)[0], X_ref[: len(m.window(0)[0])])
+    assert np.all(m.window(len(U_ref) + 5)[0] == X_ref[-1])  # (past its end: its goal held)
+    W = path_task(task).weight_table(vi.nx, vi.nu, vi.nq)
+    cyc = m.cycle(9.0 + 4 * vi.dt, plan.X[4], plan.shifted(9.0))
+    assert cyc.step == 4 and cyc.accepted and cyc.plan.horizon == plan.horizon - 4
+    assert np.abs(cyc.plan.X - plan.X[4:]).max() < 1e-4, np.abs(cyc.plan.X - plan.X[4:]).max()
+    tail = QuadraticTrackingCost(*m.window(5), W["weights", "Q"], W["weights", "R"], W["weights", "Qf"])
+    assert cyc.warm_cost == pytest.approx(tail.calc(plan.X[5:], plan.U[5:]), rel=1e-8)  # (the path's weights)
+    again = m.start(first.plan.X[0], t0=20.0)
+    assert np.array_equal(again.plan.X, first.plan.X) and m.t0 == 20.0
+    assert m._cycle_task.weights == dataclasses.replace(task, continuation={}).weights
+    with pytest.raises(ValueError, match="does not say what it planned against"):
+        m.follow(dataclasses.replace(res, reference=None), 0.0)
+    with pytest.raises(ValueError, match="a reference X"):
+        m.follow(dataclasses.replace(res, reference=(X_ref[:, :7], U_ref)), 0.0)
+    with pytest.raises(ValueError, match="dt = 0.1 s for a loop at dt = 0.05 s"):
+        m.follow(dataclasses.replace(res, task=dataclasses.replace(res.task, dt=0.1)), 0.0)

@@ -293,6 +293,39 @@ def test_an_mpc_cycle_from_a_stale_joint_state_is_skipped_warned_and_counted(req
         assert planner.mpc_counts["stale"] == 2
 
 
+def test_in_mode_mpc_the_cycles_continue_a_goal_request_not_the_tasks_goal(request, tmp_path):
+    """Mode mpc, a goal sent on ~/goal while the task's plan runs: its plan is published and the next cycles continue
+    it (planning.mpc.RecedingHorizon.follow) — before, the next cycle planned the task's window again and turned the
+    arm back toward the task's goal within one period. ~/replan (the task) makes the cycles the task's again."""
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "start_delay:=0.0"]  # (the task: 0 → 0.5 rad in 2 s)
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+
+        def cycle_from(plan, k: int):  # (measured where ``plan`` has the arm at its step k, then one cycle)
+            q, qdot = plan.X[k, 0], planner.vi.velocity(plan.X[k])[0]
+            planner.on_joint_state(_joint_state(float(plan.times[k]) + 0.01, q, qdot))
+            planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+            return planner.last_plan
+
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        first = planner.last_plan
+        assert first.X[-1, 0] > 0.3
+        planner._plan(planner._job(Request("goal", goal=np.array([-0.5])), "~/goal", None, 0.0))
+        to_goal = planner.last_plan
+        assert to_goal is not first and to_goal.X[-1, 0] < -0.45 and planner.mpc.t0 == to_goal.times[0]
+        cyc = cycle_from(to_goal, 3)
+        assert planner.mpc_counts["accepted"] == 1 and cyc is not to_goal
+        k = int(round((cyc.times[-1] - to_goal.times[0]) / to_goal.dt))  # (the goal plan's step at the cycle's end)
+        assert abs(cyc.X[-1, 0] - to_goal.X[min(k, to_goal.horizon), 0]) < 0.05, (cyc.X[:, 0], to_goal.X[:, 0])
+        planner._plan(planner._job(Request("task"), "~/replan", None, 0.0))
+        again = planner.last_plan
+        assert again.X[-1, 0] > 0.3 and planner.mpc.t0 == again.times[0]
+        assert cycle_from(again, 3).X[-1, 0] > 0.3  # (the task's goal again)
+
+
 def test_the_background_spinner_drains_what_was_received_before_it_closes():
     """``main_job.BackgroundSpinner.close`` (the recording's and the live view's executor) takes what the
     subscriptions already received before it stops: 200 messages published at once, then closed at once, are all

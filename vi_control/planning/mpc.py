@@ -92,7 +92,8 @@ def cycle_accepted(cost: float, converged: bool, warm_merit: float, merit: float
 class RecedingHorizon:
     """MPC over ``task`` on the discrete system ``vi`` (module docstring). ``start(x0, t0)`` makes the first plan
     (cold, the task's own iteration budget) and fixes the task's time origin t0; ``cycle(t_start, x_start,
-    executing)`` re-plans from the state at t_start."""
+    executing)`` re-plans from the state at t_start; ``follow(result, t0)`` makes the cycles continue a plan made
+    outside the loop (a request's) instead of the task."""
 
     def __init__(self, vi: Linearizable, task: Task, settings: MPCSettings | None = None, log: LogFn = None):
         self.vi, self.task, self.log = vi, task, log
@@ -103,10 +104,15 @@ class RecedingHorizon:
         self.N = int(s.horizon or task.horizon)
         self.t0: float | None = None
         self.X_ref = self.U_ref = None
-        self._cycle_task = dataclasses.replace(
+        self._cycle_task = self._capped(task)
+        self._limits = input_limits(task, vi)
+
+    def _capped(self, task: Task) -> Task:
+        """``task`` as a cycle solves it: the cycle's iteration cap and tolerance, no weight continuation."""
+        s = self.settings
+        return dataclasses.replace(
             task, max_iterations=int(s.max_iterations), tolerance=float(s.tolerance or task.tolerance), continuation={}
         )
-        self._limits = input_limits(task, vi)
 
     @property
     def steps_per_cycle(self) -> int:
@@ -129,9 +135,28 @@ class RecedingHorizon:
         x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float)
         self.X_ref, self.U_ref = reference_trajectory(task, vi, x0)
         self.t0 = float(t0)
+        self._cycle_task = self._capped(task)  # (the task's own weights again, after a ``follow``)
         X, U = self.window(0)
         plan, res = plan_task(vi, dataclasses.replace(task, horizon=len(U)), x0=x0, log=self.log, reference=(X, U))
         return Cycle(plan.shifted(self.t0), res, 0, math.inf, bool(res.converged))
+
+    def follow(self, result: OptimizerResult, t0: float) -> None:
+        """From now on the cycles continue a plan made outside the loop — a goal or trajectory request (the planner
+        node's ``~/goal``, ``~/joint_trajectory``) — instead of the task: they window that plan's reference
+        (``result.reference``, its step 0 at ``t0``) with the weights it was planned with (``result.task``: a
+        request's path tracks with the ``lqr`` weights, planning.requests.path_task), its last point held past its end,
+        until ``start`` begins the task again. Without this the next cycle pulled the robot back toward the task's
+        own goal. ValueError for a result that does not say what it planned against (not from ``plan_task``) or whose
+        reference does not fit this system."""
+        if result.reference is None or not isinstance(result.task, Task):
+            raise ValueError("follow: the result does not say what it planned against (a plan_task result needed)")
+        X, U = (np.asarray(a, float) for a in result.reference)
+        if X.ndim != 2 or X.shape[1] != self.vi.nx or U.shape != (len(X) - 1, self.vi.nu) or len(U) < 1:
+            raise ValueError(f"follow: a reference X {X.shape}, U {U.shape} for nx = {self.vi.nx}, nu = {self.vi.nu}")
+        if abs(result.task.dt - self.vi.dt) > 1e-12:
+            raise ValueError(f"follow: a plan at dt = {result.task.dt} s for a loop at dt = {self.vi.dt} s")
+        self.X_ref, self.U_ref, self.t0 = X, U, float(t0)
+        self._cycle_task = self._capped(result.task)
 
     def step_at(self, t: float) -> int:
         """The task's step at time ``t`` (the clock of ``start``'s t0)."""

@@ -432,6 +432,7 @@ def plan_task(
         else:
             res = solve(cost, U0, task.max_iterations, warm_start is not None, guess)
         res.warm_started = warm_start is not None  # (None here too where the previous plan could not be followed)
+    res.reference, res.task = (X_ref, U_ref), task
     if log is not None:
         log(f"[{res.method}] {res}")
     if res.linearization is not None:  # the optimizer's last A_k, B_k are at the returned trajectory

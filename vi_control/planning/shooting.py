@@ -57,6 +57,10 @@ class OptimizerResult(SolverResult):
     # (its own measure); None: (cost_history[0], cost) (``merits``)
     merit: tuple[float, float] | None = None
     warm_started: bool = False  # plan_task followed its warm_start (False: none given, or it could not be followed)
+    # (X_ref, U_ref) and the Task plan_task planned against (a request's path and weights): what an MPC loop
+    # continues after a plan made outside it (planning.mpc.RecedingHorizon.follow); None from the optimizers alone
+    reference: tuple[np.ndarray, np.ndarray] | None = None
+    task: object | None = None
 
     @property
     def merits(self) -> tuple[float, float]:

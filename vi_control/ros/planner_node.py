@@ -767,6 +767,8 @@ class PlannerNode(ManagedNode):
                 self._publish_plan(plan, msg, seq, on_receipt, velocities)
                 if request.kind != "mpc":
                     self.entered_seq = None  # (a new run of the task: its cycles wait for this plan's entry)
+                if self.mpc is not None and request.kind in ("goal", "trajectory"):
+                    self.mpc.follow(result, t_start)  # (the cycles continue the request, not the task's goal)
         if stale and request.kind == "mpc":
             self.warn("mpc stale", "mpc: a cycle dropped: the controller re-timed the plan it continues meanwhile")
             return
