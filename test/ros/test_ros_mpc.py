@@ -12,9 +12,11 @@ and once with ``mode: mpc``.
 - The panda reach with every link 20 % heavier: over the last second of a run 2 s past the task's end, MPC keeps
   the arm nearer the goal than one plan's tracking (measured 0.056–0.065 rad against 0.075).
 
-Both check the hand-over at every switch between consecutive MPC plans (test_planning_mpc's criterion through the
-nodes): each new plan starts on the executing plan's grid and is entered there, and both laws command the same at
-the switch's time and state — the command does not jump."""
+- A goal sent on ~/goal while the pendulum's MPC task runs: the cycles continue the goal's plan and hold its goal.
+
+The first two check the hand-over at every switch between consecutive MPC plans (test_planning_mpc's criterion
+through the nodes): each new plan starts on the executing plan's grid and is entered there, and both laws command the
+same at the switch's time and state — the command does not jump."""
 
 import threading
 
@@ -234,6 +236,62 @@ def test_mpc_continues_the_first_plan_where_the_controller_re_timed_it(ros, tmp_
         f"upright error {upright:.4f} rad"
     )
     assert upright < _upright_bound(late, diag), (upright, late, diag)
+
+
+def test_mpc_takes_the_pendulum_to_a_goal_sent_on_the_way_and_holds_it_there(ros, tmp_path):
+    """Mode mpc on the pendulum task to 0.5 rad (a cycle every 0.1 s); 1 s into it a goal of −0.5 rad on ~/goal: its
+    plan is published and the cycles continue it (``RecedingHorizon.follow``) — the pendulum ends at −0.5 rad and
+    stays there. The cycles that planned the task's window again turned it back toward 0.5 rad within a period."""
+    from sensor_msgs.msg import JointState
+
+    task = tmp_path / "pendulum_mpc_goal.yaml"
+    task.write_text(
+        "name: pendulum_mpc_goal\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\n"
+        "goal: {q: [0.5]}\nreference: {type: goal}\nweights: {Q: [10.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}\n"
+        "mpc: {period: 0.1, max_iterations: 5}\n"
+    )
+    over, robot = task_overrides(str(task))
+    c = ros.start(
+        "controller_node",
+        **over["controller"],
+        use_sim_time=True,
+        safe_mode="hold",
+        state_timeout=0.5,
+        state_estimate="velocities",
+        trigger="timer",
+        rate=100.0,
+    )
+    assert c.wait_for_log(f"{robot.name}: joints=", 120.0), c.report()
+    s = ros.start("simulator_node", **(over["simulator"] | dict(dt=0.005)), mode="realtime", brake_until_command=True)
+    assert c.wait_for_log("holding q = ", DISCOVERY), c.report() + s.report()
+    rec = ros.recorder(["theta"])
+    p = ros.start(
+        "planner_node", **over["planner"], mode="mpc", use_sim_time=True, startup_wait=10.0, state_estimate="velocities"
+    )
+    assert rec.wait_for(lambda: rec.plan() is not None, 120.0), p.report()
+    start = float(rec.plan()[1].times[0])
+    assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > start + 1.0, 60.0), s.report() + p.report()
+    with rec.lock:
+        on_the_way = float(rec.states[-1][2][0])
+    goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
+    assert rec.wait_for(lambda: goal_pub.get_subscription_count() > 0, DISCOVERY), p.report()
+    goal_pub.publish(JointState(name=["theta"], position=[-0.5]))
+    assert p.wait_for_log("goal [-0.5]: re-planning", DISCOVERY), p.report()
+
+    def held(seconds: float) -> bool:  # (the last ``seconds`` of states within 0.05 rad of the goal)
+        with rec.lock:
+            t_end = rec.states[-1][1]
+            last = [st[2][0] for st in rec.states if st[1] >= t_end - seconds]
+        return t_end - rec.states[0][1] > seconds and max(abs(q + 0.5) for q in last) < 0.05
+
+    assert rec.wait_for(lambda: held(1.0), 60.0), p.report() + c.report()
+    with rec.lock:
+        t_held = rec.states[-1][1]
+    assert rec.wait_for(lambda: rec.states[-1][1] > t_held + 1.0, 30.0)
+    assert held(2.0), p.report()  # (still there a second later: no cycle turned it back)
+    assert 0.05 < on_the_way, on_the_way  # (the goal came while the task's plan was moving it the other way)
+    for proc in (p, s, c):
+        proc.stop()
 
 
 def _pendulum_task(tmp_path):
