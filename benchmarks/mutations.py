@@ -1486,4 +1486,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "after ~/replan the task's cycles keep the last request's weights",
         ("test/planning/test_planning_mpc.py",),
     ),
+    Mutation(
+        "mpc_cycles_ignore_a_trajectory_request",
+        "vi_control/ros/planner_node.py",
+        '                if self.mpc is not None and request.kind in ("goal", "trajectory"):\n',
+        '                if self.mpc is not None and request.kind in ("goal",):\n',
+        "mode mpc: the cycle after a ~/joint_trajectory request turns the arm back toward the task's goal",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

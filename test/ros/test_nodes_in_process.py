@@ -296,7 +296,8 @@ def test_an_mpc_cycle_from_a_stale_joint_state_is_skipped_warned_and_counted(req
 def test_in_mode_mpc_the_cycles_continue_a_goal_request_not_the_tasks_goal(request, tmp_path):
     """Mode mpc, a goal sent on ~/goal while the task's plan runs: its plan is published and the next cycles continue
     it (planning.mpc.RecedingHorizon.follow) — before, the next cycle planned the task's window again and turned the
-    arm back toward the task's goal within one period. ~/replan (the task) makes the cycles the task's again."""
+    arm back toward the task's goal within one period; a trajectory on ~/joint_trajectory the same. ~/replan (the
+    task) makes the cycles the task's again."""
     from vi_control.ros.planner_node import PlannerNode
     from vi_control.ros.planner_requests import Request
 
@@ -320,6 +321,13 @@ def test_in_mode_mpc_the_cycles_continue_a_goal_request_not_the_tasks_goal(reque
         assert planner.mpc_counts["accepted"] == 1 and cyc is not to_goal
         k = int(round((cyc.times[-1] - to_goal.times[0]) / to_goal.dt))  # (the goal plan's step at the cycle's end)
         assert abs(cyc.X[-1, 0] - to_goal.X[min(k, to_goal.horizon), 0]) < 0.05, (cyc.X[:, 0], to_goal.X[:, 0])
+        points = Request("trajectory", times=np.array([1.0, 2.0]), positions=np.array([[-0.3], [-0.2]]), joints=[0])
+        planner._plan(planner._job(points, "~/joint_trajectory", None, 0.0))
+        path = planner.last_plan  # (a trajectory request: its plan and reference continued the same way)
+        assert path is not cyc and planner.mpc.t0 == path.times[0] and planner.mpc.X_ref[-1, 0] == -0.2
+        cyc = cycle_from(path, 3)
+        k = int(round((cyc.times[-1] - path.times[0]) / path.dt))
+        assert abs(cyc.X[-1, 0] - path.X[min(k, path.horizon), 0]) < 0.05, (cyc.X[:, 0], path.X[:, 0])
         planner._plan(planner._job(Request("task"), "~/replan", None, 0.0))
         again = planner.last_plan
         assert again.X[-1, 0] > 0.3 and planner.mpc.t0 == again.times[0]
