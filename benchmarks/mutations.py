@@ -1494,4 +1494,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mode mpc: the cycle after a ~/joint_trajectory request turns the arm back toward the task's goal",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "vehicle_mpc_ignored",
+        "vi_control/ros/planner_node.py",
+        '            if p["mode"] == "mpc":  # (refused, not ignored: one plan per goal without a word)\n',
+        "            if False:\n",
+        "a vehicle planner asked for mode mpc plans each goal once without a word",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

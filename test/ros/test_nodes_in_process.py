@@ -334,6 +334,23 @@ def test_in_mode_mpc_the_cycles_continue_a_goal_request_not_the_tasks_goal(reque
         assert cycle_from(again, 3).X[-1, 0] > 0.3  # (the task's goal again)
 
 
+@pytest.mark.parametrize("mode", ["plan", "mpc"])
+def test_vehicle_mode_configures_with_mode_plan_and_refuses_mode_mpc_with_the_reason(request, mode):
+    """Vehicle mode plans each goal pose once (DMOC); ``mode: mpc`` there was ignored without a word — a user asking
+    for receding-horizon control got single plans. Now configure refuses it and says what to set; mode plan (the
+    other choice) configures."""
+    from vi_control.ros.planner_node import PlannerNode
+
+    params = ["-p", "vehicle:=vehicle_uuv", "-p", f"mode:={mode}", "-p", "autostart:=false"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        if mode == "plan":
+            planner.configure()
+            assert planner.mpc is None and planner.settings is not None
+        else:
+            with pytest.raises(ValueError, match="mode: 'mpc' re-plans a joint-space task.*set mode 'plan'"):
+                planner.configure()
+
+
 def test_the_background_spinner_drains_what_was_received_before_it_closes():
     """``main_job.BackgroundSpinner.close`` (the recording's and the live view's executor) takes what the
     subscriptions already received before it stops: 200 messages published at once, then closed at once, are all

@@ -188,6 +188,11 @@ class PlannerNode(ManagedNode):
             topic = f"{p['controller_name']}/plan_entered"
             self.own_subs.append(self.create_subscription(Header, topic, self.on_plan_entered, LATCHED_QOS))
         if self.vehicle:
+            if p["mode"] == "mpc":  # (refused, not ignored: one plan per goal without a word)
+                raise ValueError(
+                    "mode: 'mpc' re-plans a joint-space task (planning.mpc); vehicle mode plans each goal pose once "
+                    "(a DMOC maneuver, tracked with TV-LQR gains on the group): set mode 'plan'"
+                )
             return self._configure_vehicle()
         self.task = load_task(resolve_config(p["task"]))
         own = p["model"] or p["urdf_path"] or p["robot_description"] or p["robot_description_topic"]

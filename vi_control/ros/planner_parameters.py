@@ -29,7 +29,8 @@ PARAMETERS: dict[str, Param] = {
         "'plan': plan on start-up and on requests; 'mpc': after the task's first plan, re-plan it "
         "every mpc.period of the task YAML from the latest state, warm from the executing plan "
         "(planning.mpc: receding or shrinking horizon, an iteration cap per cycle); after a goal "
-        "or trajectory request the cycles re-plan that request's plan instead, until ~/replan",
+        "or trajectory request the cycles re-plan that request's plan instead, until ~/replan (not in "
+        "vehicle mode: refused at configure)",
         choices=("plan", "mpc"),
     ),
     "diagnostics_period": Param(1.0, "/diagnostics period (wall clock) [s]", range=(0.01, 3600.0)),
