@@ -1502,4 +1502,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a vehicle planner asked for mode mpc plans each goal once without a word",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "mpc_overrun_during_a_request",
+        "vi_control/ros/planner_node.py",
+        '        if busy and solving is not None and solving.request.kind != "mpc":\n',
+        "        if False:\n",
+        "mode mpc: the ticks while a goal or trajectory request is solved are counted and warned as overruns",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

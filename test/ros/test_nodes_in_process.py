@@ -334,6 +334,51 @@ def test_in_mode_mpc_the_cycles_continue_a_goal_request_not_the_tasks_goal(reque
         assert cycle_from(again, 3).X[-1, 0] > 0.3  # (the task's goal again)
 
 
+def test_an_mpc_tick_while_a_request_is_solved_is_no_overrun(request, tmp_path, monkeypatch):
+    """Mode mpc: a goal request being solved (a gate around the real solve holds it) when the period comes due — no
+    cycle ran over, so nothing is counted or warned as an overrun (/diagnostics' mpc_overruns), and no cycle is
+    queued behind it (the request's plan is what the next cycles continue); once it is published, the next tick starts
+    a cycle. (A cycle that overruns is counted: test_an_mpc_cycle_that_overruns_its_period_is_counted…)"""
+    import threading
+
+    from log_record import RecordingLogger
+
+    import vi_control.ros.planner_node as planner_module
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    started, release = threading.Event(), threading.Event()
+    real_solve = planner_module.solve_request
+
+    def gated_solve(*args, **kwargs):
+        started.set()
+        assert release.wait(60.0)
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(planner_module, "solve_request", gated_solve)
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))  # (the task's plan: not through the gate)
+        assert planner.mpc.t0 is not None and planner.last_plan is not None
+        planner._submit(Request("goal", goal=np.array([-0.5])), "~/goal")
+        assert started.wait(60.0)
+        worker = planner._worker
+        planner._mpc_tick()
+        planner._mpc_tick()
+        assert planner.mpc_counts["overruns"] == 0 and planner._pending is None, planner.mpc_counts
+        assert "overran" not in logged.text()
+        release.set()
+        worker.join(60.0)
+        assert not worker.is_alive() and planner._worker is None and planner._solving is None
+        planner.on_joint_state(_joint_state(max(planner._now(), planner.mpc.t0) + 0.05, -0.1, 0.0))
+        planner._mpc_tick()  # (nothing being solved: a cycle)
+        if planner._worker is not None:
+            planner._worker.join(60.0)
+        assert planner.mpc_counts["cycles"] == 1 and planner.mpc_counts["overruns"] == 0, planner.mpc_counts
+
+
 @pytest.mark.parametrize("mode", ["plan", "mpc"])
 def test_vehicle_mode_configures_with_mode_plan_and_refuses_mode_mpc_with_the_reason(request, mode):
     """Vehicle mode plans each goal pose once (DMOC); ``mode: mpc`` there was ignored without a word — a user asking

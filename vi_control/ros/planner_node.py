@@ -147,6 +147,7 @@ class PlannerNode(ManagedNode):
         self.robot = self.settings = self.task = None  # (settings: vehicle mode's maneuver settings)
         self.own_subs, self.own_pubs, self.own_timers, self.own_services = [], [], [], []
         self._lock, self._worker, self._pending = threading.Lock(), None, None
+        self._solving: Job | None = None  # (the job the worker is on; with _worker, under _lock)
         self._next_id = 0
         self._started = False  # the start-up plan was requested (at the first activation only)
         # Deactivations over the node's life (not reset by a configure): a solve begun before one is not published,
@@ -404,7 +405,9 @@ class PlannerNode(ManagedNode):
             )
             return
         with self._lock:
-            busy = self._worker is not None
+            busy, solving = self._worker is not None, self._solving
+        if busy and solving is not None and solving.request.kind != "mpc":
+            return  # (a request being solved: no cycle overran; its plan is what the next cycles continue)
         if busy:
             self.mpc_counts["overruns"] += 1
             self.warn(
@@ -438,7 +441,7 @@ class PlannerNode(ManagedNode):
             return job
         with self._lock:
             if self._worker is None:
-                self._worker = threading.Thread(target=self._work, args=(job,), daemon=True)
+                self._worker, self._solving = threading.Thread(target=self._work, args=(job,), daemon=True), job
                 self._worker.start()
                 return job
             older, self._pending = self._pending, job
@@ -457,6 +460,7 @@ class PlannerNode(ManagedNode):
                 self._status(job, "failed", f"{type(e).__name__}: {e}")
             with self._lock:
                 job, self._pending = self._pending, None
+                self._solving = job
                 if job is None:
                     self._worker = None
 
