@@ -1510,4 +1510,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mode mpc: the ticks while a goal or trajectory request is solved are counted and warned as overruns",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "mpc_cycle_errors_unthrottled",
+        "vi_control/ros/planner_node.py",
+        "        if job.quiet:\n",
+        "        if False:\n",
+        "mode mpc: a cycle refused every period logs an error 10-100 times a second",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -438,6 +438,8 @@ def test_a_refused_or_failed_mpc_cycle_is_counted_and_warned_in_diagnostics(requ
     system clock every plan of this mode was a PlanError: its times, moved from 1.8e9 s to 0, kept 2.4e-7 s
     rounding.)"""
 
+    from log_record import RecordingLogger
+
     from vi_control.ros.planner_node import PlannerNode
     from vi_control.ros.planner_requests import Request
     from vi_control.ros.supervision import planner_diagnostics
@@ -452,12 +454,16 @@ def test_a_refused_or_failed_mpc_cycle_is_counted_and_warned_in_diagnostics(requ
         assert first.times[0] > 1e9 and np.allclose(np.diff(first.times), 0.1, rtol=0, atol=1e-6)
         t = max(planner._now(), planner.mpc.t0) + 0.05
         planner.on_joint_state(_joint_state(t, 0.0, 25.0))
-        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        for _ in range(3):  # (the same refusal three periods in a row: counted three times, logged once)
+            planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
         counts = dict(planner.mpc_counts)
-        assert (counts["cycles"], counts["refused"], counts["failed"], counts["accepted"]) == (1, 1, 0, 0), counts
+        assert (counts["cycles"], counts["refused"], counts["failed"], counts["accepted"]) == (3, 3, 0, 0), counts
         assert planner.last_plan is first
+        errors = [text for level, text in logged.messages if level == "error"]
+        assert len(errors) == 1 and "(mpc from mpc): refused: plan beyond the limits" in errors[0], logged.messages
         level, status, values = planner_diagnostics(True, False, planner.mpc, planner.mpc_counts, 0.0, first)
-        assert status == "mpc: 1 cycles, 1 refused, 0 overruns" and values["mpc_refused"] == 1
+        assert status == "mpc: 3 cycles, 3 refused, 0 overruns" and values["mpc_refused"] == 3
 
 
 def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
@@ -716,7 +722,7 @@ def test_an_mpc_cycle_that_overruns_its_period_is_counted_and_the_last_plan_goes
         assert planner.mpc.t0 is not None and first is not None and first.horizon == 3000
         t = max(planner._now(), planner.mpc.t0) + 0.05
         planner.on_joint_state(_joint_state(t, q0 + 0.1, np.zeros(7), names))  # (off the plan: the cycle has work)
-        planner._submit(Request("mpc"), "mpc", quiet=True)
+        planner._submit(Request("mpc"), "mpc")
         worker = planner._worker
         planner._mpc_tick()
         planner._mpc_tick()

@@ -416,7 +416,7 @@ class PlannerNode(ManagedNode):
                 f"plan goes on ({self.mpc_counts['overruns']} overruns)",
             )
             return
-        self._submit(Request("mpc"), "mpc", quiet=True)
+        self._submit(Request("mpc"), "mpc")
 
     def publish_diagnostics(self) -> None:
         level, message, values = planner_diagnostics(
@@ -429,13 +429,12 @@ class PlannerNode(ManagedNode):
     def _job(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
         self._next_id += 1
         stamp, frame = (time_seconds(header.stamp), header.frame_id) if header is not None else (0.0, "")
-        return Job(self._next_id, request, source, stamp, frame, wait)
+        # (an MPC cycle is quiet: reported in /diagnostics and by its failures only, not 10 statuses a second)
+        return Job(self._next_id, request, source, stamp, frame, wait, quiet=request.kind == "mpc")
 
-    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0, quiet: bool = False) -> Job:
-        """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded).
-        ``quiet``: an MPC cycle, reported in /diagnostics and by its failures only (not 10 statuses a second)."""
+    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
+        """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded)."""
         job = self._job(request, source, header, wait)
-        job.quiet = quiet
         if not self.active:
             self._status(job, "refused", "the planner is not active")
             return job
@@ -470,12 +469,17 @@ class PlannerNode(ManagedNode):
             self.mpc_counts[outcome] += 1
 
     def _status(self, job: Job, state: str, message: str, **values) -> None:
-        """One outcome of ``job`` on ~/request_status (and in the log: refusals and failures as errors)."""
+        """One outcome of ``job`` on ~/request_status (and in the log: refusals and failures as errors). An MPC cycle's
+        (``job.quiet``): not its OK ones (10 a second), and its others through the throttled log, one line per outcome
+        and ``log_throttle_period`` — a cycle refused every period (a robot beyond the limits) would otherwise log an
+        error 10–100 times a second; /diagnostics counts them all."""
         text = f"request {job.id} ({job.request.kind} from {job.source}): {state}" + (f": {message}" if message else "")
         level = STATUS_LEVELS[state]
         if job.quiet and level == OK:
             return
-        if level == ERROR:
+        if job.quiet:
+            self.warn(f"mpc {state}", text, level="error" if level == ERROR else "warning")
+        elif level == ERROR:
             self.get_logger().error(text)
         elif level == WARN:
             self.get_logger().warning(text)
@@ -582,7 +586,7 @@ class PlannerNode(ManagedNode):
             return False
         self.mpc_counts["stale"] += 1
         self.warn(
-            "mpc stale",
+            "mpc stale state",
             f"mpc: the newest joint state is {age:.3f} s old (state_timeout {timeout:g} s): cycle skipped "
             f"({self.mpc_counts['stale']} so far); is the driver publishing joint_states?",
         )
@@ -746,13 +750,14 @@ class PlannerNode(ManagedNode):
             self.solve_times = self.solve_times[-4:] + [solve]
         self._solves += 1
         if not result.converged and not self.p["publish_unconverged"]:
-            self._status(
-                job,
-                "refused",
-                f"plan not published: the optimizer did not converge ({result}); the "
-                "controller keeps its current plan (set publish_unconverged to publish "
-                "best-effort plans)",
+            why = (
+                f"cycle not accepted: its plan is no better than the executing plan's continuation ({result}); that "
+                "plan goes on"
+                if request.kind == "mpc"
+                else f"plan not published: the optimizer did not converge ({result}); the controller keeps its "
+                "current plan (set publish_unconverged to publish best-effort plans)"
             )
+            self._status(job, "refused", why)
             return
         # (computed before the start is fixed: for a 100-step plan this takes a good part of start_delay)
         velocities = None if self.vehicle else np.array([wire_velocity(vi, x) for x in plan.X])
