@@ -1518,4 +1518,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mode mpc: a cycle refused every period logs an error 10-100 times a second",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "mpc_clock_back_silent",
+        "vi_control/ros/planner_node.py",
+        "            if last is not None and last >= self.mpc.t0:\n",
+        "            if False:\n",
+        "mode mpc after a simulator reset: every cycle skipped without a word until the clock reaches the plan's start",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -334,6 +334,37 @@ def test_in_mode_mpc_the_cycles_continue_a_goal_request_not_the_tasks_goal(reque
         assert cycle_from(again, 3).X[-1, 0] > 0.3  # (the task's goal again)
 
 
+def test_an_mpc_cycle_from_before_its_plans_start_waits_and_says_so_only_when_the_clock_went_back(request, tmp_path):
+    """Mode mpc, a cycle whose newest joint state is before the start of the plan the cycles continue: silent while no
+    cycle has run since that start (the first plan not started yet: the robot held until then); after a cycle from a
+    later state, the clock went back (a simulator reset) — still skipped (the controller enters that plan again at its
+    start), now with a warning saying so."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "start_delay:=0.0", "-p", "state_timeout:=3600.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        t = planner._now()
+        planner.on_joint_state(_joint_state(t, 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        t0 = planner.mpc.t0
+        planner.on_joint_state(_joint_state(t0 - 0.05, 0.0, 0.0))  # (just before the first plan's start)
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        assert planner.mpc_counts["cycles"] == 0 and "clock went back" not in logged.text()
+        planner.on_joint_state(_joint_state(t0 + 0.05, 0.0, 0.0))
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        assert planner.mpc_counts["cycles"] == 1 and planner.mpc_last_state_t == t0 + 0.05
+
+        planner.on_joint_state(_joint_state(t0 - 5.0, 0.0, 0.0))
+        last = planner.last_plan
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        assert planner.mpc_counts["cycles"] == 1 and planner.last_plan is last
+        assert "the clock went back (a simulator reset?)" in logged.text(), logged.messages
+
+
 def test_an_mpc_tick_while_a_request_is_solved_is_no_overrun(request, tmp_path, monkeypatch):
     """Mode mpc: a goal request being solved (a gate around the real solve holds it) when the period comes due — no
     cycle ran over, so nothing is counted or warned as an overrun (/diagnostics' mpc_overruns), and no cycle is

@@ -178,6 +178,7 @@ class PlannerNode(ManagedNode):
         # (a cycle's outcome: accepted or not (planning.mpc.Cycle), refused (beyond the limits), failed (raised))
         self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0, stale=0)
         self.mpc_last_solve = 0.0
+        self.mpc_last_state_t: float | None = None  # the state the last cycle planned from: its stamp
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", PLAN_QOS)
         self.pub_status = self.create_publisher(DiagnosticArray, "~/request_status", STATUS_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
@@ -676,9 +677,21 @@ class PlannerNode(ManagedNode):
             self.warn("mpc no state", "mpc: no usable joint state (none kept, or none estimated): cycle skipped")
             return
         if request.kind == "mpc" and measured[0] < self.mpc.t0:
-            return  # (the task's first plan has not started: the robot is held until then, nothing to correct)
+            # (the plan the cycles continue has not started: the robot is held until then, nothing to correct)
+            last = self.mpc_last_state_t  # (but a cycle planned from a later state: the clock went back)
+            if last is not None and last >= self.mpc.t0:
+                self.warn(
+                    "mpc clock back",
+                    f"mpc: the newest joint state (t={measured[0]:.4f}) is before the start of the plan the cycles "
+                    f"continue (t={self.mpc.t0:.4f}), after a cycle from t={last:.4f}: the clock "
+                    "went back (a simulator reset?); the cycles resume from there, where the controller enters that "
+                    "plan again",
+                )
+            return
         if request.kind == "mpc" and self._stale(measured[0]):
             return
+        if request.kind == "mpc":
+            self.mpc_last_state_t = measured[0]
         if measured is not None:
             t_m, x_m = measured
             with self._lock:
