@@ -1526,4 +1526,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mode mpc after a simulator reset: every cycle skipped without a word until the clock reaches the plan's start",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "drain_keeps_timers",
+        "vi_control/ros/main_job.py",
+        "                timer.cancel()\n",
+        "                pass\n",
+        "the recording's drain at the end of a run ends early beside a slow timer (the live view drawing): messages "
+        "still queued are not recorded",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -427,10 +427,13 @@ def test_vehicle_mode_configures_with_mode_plan_and_refuses_mode_mpc_with_the_re
                 planner.configure()
 
 
-def test_the_background_spinner_drains_what_was_received_before_it_closes():
+@pytest.mark.parametrize("slow_timer", [False, True])
+def test_the_background_spinner_drains_what_was_received_before_it_closes(slow_timer):
     """``main_job.BackgroundSpinner.close`` (the recording's and the live view's executor) takes what the
     subscriptions already received before it stops: 200 messages published at once, then closed at once, are all
-    seen — the bag of a run holds its last joint states (a CI run's bag once missed the last one)."""
+    seen — the bag of a run holds its last joint states (a CI run's bag once missed the last one). Also beside a
+    timer whose callback takes longer than the drain's quiet time (the live view drawing under load): it once ended
+    the drain with messages still queued."""
     import rclpy
     from std_msgs.msg import Float64
 
@@ -446,6 +449,8 @@ def test_the_background_spinner_drains_what_was_received_before_it_closes():
         got = []
         qos = rclpy.qos.QoSProfile(depth=1000, reliability=rclpy.qos.ReliabilityPolicy.RELIABLE)
         sub_node.create_subscription(Float64, "drain", lambda m: got.append(m.data), qos)
+        if slow_timer:  # (every 20 ms, 2 × QUIET_S long)
+            sub_node.create_timer(0.02, lambda: time.sleep(2 * BackgroundSpinner.QUIET_S))
         pub = pub_node.create_publisher(Float64, "drain", qos)
         spinner = BackgroundSpinner([sub_node])
         deadline = time.monotonic() + 10.0

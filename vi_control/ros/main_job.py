@@ -244,8 +244,10 @@ class BackgroundSpinner:
     """Spins some nodes on an executor thread of their own until ``close``, which first drains what their
     subscriptions have already received: the recording must hold every message the job's own subscriber took, also
     the last ones before the nodes stopped — under load the recording's thread runs seconds behind (a bag once
-    missed a run's last joint states), so the drain goes on until no message has been ready for ``QUIET_S``
-    (timers, e.g. the live view's, do not count), at most ``DRAIN_MAX_S``."""
+    missed a run's last joint states), so the drain goes on until, waiting ``QUIET_S``, no message is ready — at most
+    ``DRAIN_MAX_S``. The nodes' timers (the live view's drawing) are cancelled first: they need not run any more. A
+    wait decides, not the time since the last message taken: a drawing longer than ``QUIET_S``, or the thread
+    descheduled as long, ended such a drain with messages still queued."""
 
     QUIET_S = 0.1
     DRAIN_MAX_S = 10.0
@@ -256,6 +258,7 @@ class BackgroundSpinner:
         from rclpy.executors import SingleThreadedExecutor
 
         self._executor = SingleThreadedExecutor()
+        self._nodes = list(nodes)
         for n in nodes:
             self._executor.add_node(n)
         self._closing = False
@@ -276,14 +279,17 @@ class BackgroundSpinner:
             self._drain()
 
     def _drain(self) -> None:
-        """Run what is ready until no subscription has had a message for QUIET_S (or DRAIN_MAX_S have passed)."""
+        """Cancel the nodes' timers, then run what is ready until nothing is for QUIET_S (or DRAIN_MAX_S have
+        passed)."""
         from rclpy.executors import ShutdownException, TimeoutException
-        from rclpy.timer import Timer
 
-        start = last = time.monotonic()
-        while time.monotonic() - last < self.QUIET_S and time.monotonic() - start < self.DRAIN_MAX_S:
+        for node in self._nodes:
+            for timer in list(node.timers):
+                timer.cancel()
+        start = time.monotonic()
+        while time.monotonic() - start < self.DRAIN_MAX_S:
             try:
-                handler, entity, _ = self._executor.wait_for_ready_callbacks(timeout_sec=self.QUIET_S)
+                handler, _, _ = self._executor.wait_for_ready_callbacks(timeout_sec=self.QUIET_S)
             except (TimeoutException, ShutdownException):
                 return
             except Exception:  # (a shutdown race: what was drained is written)
@@ -291,8 +297,6 @@ class BackgroundSpinner:
             handler()
             if handler.exception() is not None:
                 return
-            if not isinstance(entity, Timer):
-                last = time.monotonic()
 
     def close(self) -> None:
         self._closing = True
