@@ -64,7 +64,6 @@ from ..control.schedule import PlanSchedule
 from ..control.tracking import StateEstimator, wire_velocity
 from ..integrators import make_integrator, require_linearizable
 from .common import LATCHED_QOS, PLAN_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
-from .controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
 from .managed import ManagedNode
 from .messages import (
     ForeignJointState,
@@ -76,14 +75,14 @@ from .messages import (
     split_seconds,
     time_seconds,
 )
-from .planner_parameters import PARAMETERS
+from .planner_parameters import PARAMETERS, STATE_TIMEOUT
 from .planner_requests import Request, solve_request, trajectory_request
 from .supervision import ERROR, OK, WARN, diagnostics, planner_diagnostics
 from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, state_from_odometry, vehicle_system
 
 # A zero-stamped state right after one of t = 0, the clock within this of 0, is a simulation's first state again
 # (``stamped_on_receipt``): the controller's default state_timeout, beyond which the controller would call it stale.
-FIRST_STATE_WINDOW = float(CONTROLLER_PARAMETERS["state_timeout"].default)
+FIRST_STATE_WINDOW = STATE_TIMEOUT
 # Serialized joint states kept for the estimate (2 s of a 1 kHz driver); only the newest few Δt are decoded.
 STATE_BUFFER = 2048
 # The outcomes of recent requests stay readable by a late subscriber.
@@ -406,10 +405,10 @@ class PlannerNode(ManagedNode):
             )
             return
         with self._lock:
-            busy, solving = self._worker is not None, self._solving
-        if busy and solving is not None and solving.request.kind != "mpc":
+            solving = self._solving  # (None exactly when no worker runs)
+        if solving is not None and solving.request.kind != "mpc":
             return  # (a request being solved: no cycle overran; its plan is what the next cycles continue)
-        if busy:
+        if solving is not None:
             self.mpc_counts["overruns"] += 1
             self.warn(
                 "mpc overrun",
@@ -576,6 +575,30 @@ class PlannerNode(ManagedNode):
                 out = (merged.t, x)
         return out
 
+    def _skip_cycle(self, measured: tuple[float, np.ndarray] | None) -> bool:
+        """Whether an MPC cycle from the newest state ``measured`` (None: none) has nothing to correct: skipped, and
+        said why where that is news. Else that state's stamp is kept (``mpc_last_state_t``)."""
+        if measured is None:
+            # a cycle corrects the running plan from where the robot is: without a state it has nothing to correct
+            # (solved anyway it would be the task's first plan again, from the task's start pose)
+            self.warn("mpc no state", "mpc: no usable joint state (none kept, or none estimated): cycle skipped")
+            return True
+        t_m, t0, last = measured[0], self.mpc.t0, self.mpc_last_state_t
+        if t_m < t0:  # (the plan the cycles continue has not started: the robot is held until then)
+            # (but a cycle planned from a later state: the clock went back)
+            if last is not None and last >= t0:
+                self.warn(
+                    "mpc clock back",
+                    f"mpc: the newest joint state (t={t_m:.4f}) is before the start of the plan the cycles continue "
+                    f"(t={t0:.4f}), after a cycle from t={last:.4f}: the clock went back (a simulator reset?); the "
+                    "cycles resume from there, where the controller enters that plan again",
+                )
+            return True
+        if self._stale(t_m):
+            return True
+        self.mpc_last_state_t = t_m
+        return False
+
     def _stale(self, t_m: float) -> bool:
         """Whether an MPC cycle's newest joint state, stamped ``t_m``, is older than ``state_timeout`` on this node's
         clock (the controller's rule): then the cycle is skipped, warned and counted (``mpc_stale``). The controller
@@ -671,27 +694,8 @@ class PlannerNode(ManagedNode):
             and self.last_plan is not None
             and (request.kind == "mpc" or measured[0] < self.last_plan.times[-1])
         )  # (an MPC cycle: under the last plan)
-        if request.kind == "mpc" and measured is None:
-            # a cycle corrects the running plan from where the robot is: without a state it has nothing to correct
-            # (solved anyway it would be the task's first plan again, from the task's start pose)
-            self.warn("mpc no state", "mpc: no usable joint state (none kept, or none estimated): cycle skipped")
+        if request.kind == "mpc" and self._skip_cycle(measured):
             return
-        if request.kind == "mpc" and measured[0] < self.mpc.t0:
-            # (the plan the cycles continue has not started: the robot is held until then, nothing to correct)
-            last = self.mpc_last_state_t  # (but a cycle planned from a later state: the clock went back)
-            if last is not None and last >= self.mpc.t0:
-                self.warn(
-                    "mpc clock back",
-                    f"mpc: the newest joint state (t={measured[0]:.4f}) is before the start of the plan the cycles "
-                    f"continue (t={self.mpc.t0:.4f}), after a cycle from t={last:.4f}: the clock "
-                    "went back (a simulator reset?); the cycles resume from there, where the controller enters that "
-                    "plan again",
-                )
-            return
-        if request.kind == "mpc" and self._stale(measured[0]):
-            return
-        if request.kind == "mpc":
-            self.mpc_last_state_t = measured[0]
         if measured is not None:
             t_m, x_m = measured
             with self._lock:
