@@ -1423,8 +1423,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "view_ghost_of_a_malformed_trajectory",
         "vi_control/ros/view_node.py",
-        "    if any(len(p.positions) != len(traj.joint_names) for p in traj.points):\n",
-        "    if False:\n",
+        "        if any(len(p.positions) != len(names) for p in traj.points):\n",
+        "        if False:\n",
         "the live view draws a ghost from a trajectory whose points do not match its joint names, without a word",
         ("test/ros/test_view_faults.py",),
     ),
@@ -1534,5 +1534,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the recording's drain at the end of a run ends early beside a slow timer (the live view drawing): messages "
         "still queued are not recorded",
         ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "view_keeps_the_ghost_of_a_replaced_plan",
+        "vi_control/ros/view_node.py",
+        "            ghost = None\n",
+        "            return\n",
+        "a bad trajectory leaves the live view drawing the plan it replaced, which no longer runs, as the ghost",
+        ("test/ros/test_view_faults.py",),
     ),
 )

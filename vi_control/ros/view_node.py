@@ -36,7 +36,8 @@ class ViewNode(Node):
     A message it cannot draw (a description that does not load, a joint state or trajectory whose arrays do not match
     its names or hold non-finite numbers, a drawing that fails) is skipped with a throttled warning that says why:
     nothing raises out of its callbacks, which would end the executor and every node on it (the main job's recorder
-    shares the view's)."""
+    shares the view's). A trajectory is checked once, when it arrives: a bad one is said once and clears the ghost
+    (the plan it replaced no longer runs, so drawing that would mislead)."""
 
     def __init__(
         self,
@@ -52,14 +53,13 @@ class ViewNode(Node):
         self._on_ready = on_ready
         self._lock = threading.Lock()
         self._state: JointState | None = None
-        self._trajectory: JointTrajectory | None = None
+        self._ghost: GhostPath | None = None
         self.frames_shown = 0
+        self.ghost_shown: np.ndarray | None = None  # (the ghost's pose in the last frame drawn, None: hidden)
         self.warn = ThrottledLog(self.get_logger(), 2.0)
         self.create_subscription(String, "robot_description", self._on_description, LATCHED_QOS)
         self.create_subscription(JointState, "joint_states", self._on_state, JOINT_STATES_QOS)
-        self.create_subscription(
-            JointTrajectory, f"{planner_name}/trajectory", lambda m: setattr(self, "_trajectory", m), LATCHED_QOS
-        )
+        self.create_subscription(JointTrajectory, f"{planner_name}/trajectory", self._on_trajectory, LATCHED_QOS)
         self.create_timer(1.0 / rate, self._draw)
 
     def _on_description(self, msg: String) -> None:
@@ -79,13 +79,22 @@ class ViewNode(Node):
         if self._on_ready is not None:
             self._on_ready(self.view)
 
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            ghost = GhostPath.of(msg)
+        except ValueError as e:
+            self.warn("trajectory", f"trajectory: {e}: no ghost")
+            ghost = None
+        with self._lock:
+            self._ghost = ghost
+
     def _on_state(self, msg: JointState) -> None:
         with self._lock:
             self._state = msg
 
     def _draw(self) -> None:
         with self._lock:
-            state, traj = self._state, self._trajectory
+            state, path = self._state, self._ghost
         if self.view is None or state is None:
             return
         names = self.view.robot.joint_names
@@ -101,35 +110,46 @@ class ViewNode(Node):
         if not np.all(np.isfinite(q)):
             self.warn("state nan", "joint_states: a position of the robot's joints is not finite: not drawn")
             return
-        try:
-            ghost = _trajectory_at(traj, names, stamp_seconds(state))
-        except ValueError as e:
-            self.warn("trajectory", f"trajectory: {e}: no ghost")
-            ghost = None
+        ghost = None if path is None else path.at(names, stamp_seconds(state))
         try:
             self.view.show(q, ghost)
         except Exception as e:  # (the viewer's server gone, …: the node and its executor go on)
             self.warn("draw", f"view: drawing failed: {type(e).__name__}: {e}", level="error")
             return
         self.frames_shown += 1
+        self.ghost_shown = ghost
 
 
-def _trajectory_at(traj: JointTrajectory | None, names: list[str], t: float) -> np.ndarray | None:
-    """The trajectory's positions at time t (held at its ends), or None without one for these joints; ValueError if
-    its points do not match its joint names, hold non-finite numbers or go back in time."""
-    if traj is None or not traj.points or not all(n in traj.joint_names for n in names):
-        return None
-    if any(len(p.positions) != len(traj.joint_names) for p in traj.points):
-        raise ValueError(f"a point's positions do not match its {len(traj.joint_names)} joint names")
-    cols = [list(traj.joint_names).index(n) for n in names]
-    t0 = stamp_seconds(traj)
-    times = np.array([t0 + p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
-    q = np.array([[p.positions[c] for c in cols] for p in traj.points])
-    if not (np.all(np.isfinite(times)) and np.all(np.isfinite(q))):
-        raise ValueError("a time or position is not finite")
-    if np.any(np.diff(times) < 0):
-        raise ValueError("its points go back in time")
-    return np.array([np.interp(t, times, q[:, j]) for j in range(len(cols))])
+class GhostPath:
+    """A planner's ``trajectory`` as the view draws it: joint names, absolute times (n,) and positions (n, joints),
+    checked once (``of``)."""
+
+    def __init__(self, names: list[str], times: np.ndarray, q: np.ndarray):
+        self.names, self.times, self.q = names, times, q
+
+    @classmethod
+    def of(cls, traj: JointTrajectory) -> GhostPath | None:
+        """The path of a trajectory message, None for one without points; ValueError if its points do not match its
+        joint names, hold non-finite numbers or go back in time."""
+        if not traj.points:
+            return None
+        names = list(traj.joint_names)
+        if any(len(p.positions) != len(names) for p in traj.points):
+            raise ValueError(f"a point's positions do not match its {len(names)} joint names")
+        t0 = stamp_seconds(traj)
+        times = np.array([t0 + p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+        q = np.array([list(p.positions) for p in traj.points], dtype=float).reshape(len(times), len(names))
+        if not (np.all(np.isfinite(times)) and np.all(np.isfinite(q))):
+            raise ValueError("a time or position is not finite")
+        if np.any(np.diff(times) < 0):
+            raise ValueError("its points go back in time")
+        return cls(names, times, q)
+
+    def at(self, names: list[str], t: float) -> np.ndarray | None:
+        """Positions of ``names`` at time t (held at the ends), or None where the path lacks one of them."""
+        if not all(n in self.names for n in names):
+            return None
+        return np.array([np.interp(t, self.times, self.q[:, self.names.index(n)]) for n in names])
 
 
 def _replay(args) -> int:
