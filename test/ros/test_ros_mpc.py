@@ -13,11 +13,14 @@ and once with ``mode: mpc``.
   the arm nearer the goal than one plan's tracking (measured 0.056–0.065 rad against 0.075).
 
 - A goal sent on ~/goal while the pendulum's MPC task runs: the cycles continue the goal's plan and hold its goal.
+- The panda's MPC planner killed mid-reach: the controller runs the last cycle's plan to its end and holds the arm
+  there.
 
 The first two check the hand-over at every switch between consecutive MPC plans (test_planning_mpc's criterion
 through the nodes): each new plan starts on the executing plan's grid and is entered there, and both laws command the
 same at the switch's time and state — the command does not jump."""
 
+import signal
 import threading
 
 import numpy as np
@@ -55,14 +58,26 @@ mpc: {period: 0.3, shrinking: true, min_horizon: 10, max_iterations: 10}
 """
 
 
-def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: float, controller_late: bool = False):
+def _run(
+    ros,
+    mode: str,
+    over: dict,
+    robot,
+    sim: dict,
+    ctrl: dict,
+    after_end: float,
+    controller_late: bool = False,
+    kill_planner: dict | None = None,
+):
     """One run in ``mode``: the controller first (it holds the robot from the first joint state on), the simulator
     (its brakes on until the first command: over DDS that can take seconds, in which a real-time panda under zero
     torque falls against its joint limits, and the task's plan from there is refused as 5–9× too fast), then the
     planner. ``controller_late``: the controller only once the task's first plan is 0.5 s past its start (the
-    robot braked at rest meanwhile): it re-times that plan. Returns the recorder's states (stamp, q) from the task's
-    start on — the first plan's start as the controller ran it, re-timed if the plan came late —, the planner's last
-    diagnostics, every plan received {seq: Plan}, the controller's log and the planner's."""
+    robot braked at rest meanwhile): it re-times that plan. ``kill_planner``: {"after": n} kills the planner (SIGKILL:
+    no goodbye on DDS) once n plans have arrived and the controller runs one of them; the dict gets "at", the newest
+    state's time then. Returns the recorder's states (stamp, q) from the task's start on — the first plan's start as
+    the controller ran it, re-timed if the plan came late —, the planner's last diagnostics, every plan received
+    {seq: Plan}, the controller's log and the planner's."""
     name = f"_{mode}" + ("_late" if controller_late else "")
 
     def controller():
@@ -128,6 +143,11 @@ def _run(ros, mode: str, over: dict, robot, sim: dict, ctrl: dict, after_end: fl
     # from the stated start instead, a swing-up was still settling in the window meant for the hold (0.053 rad).
     assert c.wait_for_log(f"entered plan {first} at k=", DISCOVERY), c.report() + p.report()
     start += retimed_steps(c.log()).get(first, 0) * plan.dt  # (as the controller re-times: t₀ + m·Δt)
+    if kill_planner is not None:
+        assert rec.wait_for(lambda: len(plans) >= kill_planner["after"], 30.0), p.report()
+        p.signal(signal.SIGKILL)
+        assert rec.wait_for(lambda: not p.alive, 10.0)
+        kill_planner["at"] = rec.states[-1][1]
     end = start + (over["horizon"] * over["dt"]) + after_end
     assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > end, 90.0), s.report() + p.report()
     with rec.lock:  # (the run as it was while every node ran)
@@ -342,3 +362,41 @@ def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
     period = float(diag["mpc_period_s"])
     nominal = int(diag["mpc_cycles"]) >= 0.75 * (over["horizon"] * over["dt"] + 2.0) / period and late == 0
     assert err["mpc"] < (err["plan"] if nominal else 0.3), (err, nominal, logs)
+
+
+def test_when_the_mpc_planner_dies_mid_reach_the_panda_finishes_the_last_cycle_and_is_held(ros):
+    """A planner crash (SIGKILL) a few cycles into the heavier panda's reach: no new plan comes, so the controller runs
+    the last cycle's plan (its shrinking horizon ends at the task's end, at the goal) to its end and then holds its
+    final configuration under gravity with the plan's hold gain — the arm neither stops dead mid-motion nor falls: it
+    comes to rest at the plan's end (the 20 % of every link's mass the model lacks leaves a small offset)."""
+    over, robot = task_overrides("task_panda_reach_mpc")
+    over |= {"horizon": 20, "dt": 0.05}
+    kill = {"after": 2}  # (the first plan and one cycle's)
+    states, _, plans, log, planner_log = _run(
+        ros,
+        "mpc",
+        over,
+        robot,
+        dict(dt=0.005, mass_scale=1.2),
+        dict(trigger="timer", rate=200.0),
+        2.0,
+        kill_planner=kill,
+    )
+    logs = f"--- planner\n{planner_log[-3000:]}\n--- controller\n{log[-4000:]}"
+    entered = entries(log)
+    last = entered[-1][0]
+    plan = plans[last]
+    end = plan.times[-1] + retimed_steps(log).get(last, 0) * plan.dt
+    assert kill["at"] < end, (kill, end, logs)  # (killed before its last plan ran out: measured 0.7 s before)
+    assert "aborted" not in log and "safe command" not in log, logs  # (no fault of its own: the plan ran out)
+    q_end = plan.X[-1, : robot.nq]
+    tail = np.array([q for t, q in states if t >= states[-1][0] - 1.0])
+    assert len(tail) > 50, len(states)
+    off = float(np.abs(tail - q_end).max())
+    drift = float(np.abs(tail[-1] - tail[0]).max())
+    print(
+        f"killed at {kill['at']:.2f} s, plan {last} ends at {end:.2f} s; last second: {off:.4f} rad off, {drift:.4f}"
+        " moved"
+    )
+    assert off < 0.1 and drift < 0.01, (off, drift, logs)
+    assert float(np.abs(q_end - PANDA_GOAL).max()) < 0.05, q_end  # (that end is the task's goal)
