@@ -1543,4 +1543,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a bad trajectory leaves the live view drawing the plan it replaced, which no longer runs, as the ghost",
         ("test/ros/test_view_faults.py",),
     ),
+    Mutation(
+        "simulator_timeout_brake_keeps_momentum",
+        "vi_control/ros/simulator_node.py",
+        "            self.x = self.vi.state_from_configurations(self.x[: self.vi.nq], self.x[: self.vi.nq])\n",
+        "            pass\n",
+        "the simulator's command-timeout brakes keep the state's momentum: released, the joint resumes the motion "
+        "it had, as if never braked",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "simulator_command_not_restarting_the_timeout",
+        "vi_control/ros/simulator_node.py",
+        "            self.command_k = self.k\n",
+        "            pass\n",
+        "a valid command does not restart command_timeout: the brakes engage under a controller that commands "
+        "every step",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "plant_timeout_brakes_at_the_start_pose",
+        "vi_control/ros/mujoco_plant.py",
+        "                self.brake_q, self.timed_out, self.braked = d.qpos[self.mj.qadr].copy(), True, True\n",
+        "                self.timed_out, self.braked = True, True\n",
+        "the MuJoCo plant's command-timeout brakes snap the joints back to their initial positions instead of "
+        "holding them where they are",
+        ("test/ros/test_ros_mujoco_plant.py::test_the_plant_brakes_when_commands_stop_for_command_timeout",),
+    ),
 )

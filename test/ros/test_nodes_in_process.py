@@ -905,3 +905,46 @@ def test_a_request_waiting_behind_a_solve_is_superseded_by_the_next_and_never_so
         assert reason == f"request {third.id} came before it was solved"
         assert len(solved) == 2  # (the first and the third: the second never reached the solver)
         assert planner.last_seq is not None and planner.last_plan is not None
+
+
+@pytest.mark.parametrize("timeout", [0.05, 0.0])
+def test_the_simulator_brakes_when_commands_stop_for_command_timeout(timeout, request):
+    """Real time, ``command_timeout`` 0.05 s at Δt = 0.01: after a valid command the pendulum (started 1 rad out)
+    swings on under it for exactly 6 steps — the last from the state 0.05 s after the command (not beyond the
+    timeout); the 7th would start 0.06 s after it: the brakes hold the joint where it is, at rest (the held state:
+    q_{k−1} = q_k), said once; the next valid command releases them and the pendulum moves again from rest. With 0
+    (the default) the last command stays applied: it swings on."""
+    from in_process import record_logs
+    from std_msgs.msg import Float64MultiArray
+
+    from vi_control.ros.simulator_node import SimulatorNode
+
+    params = ["-p", "model:=pendulum", "-p", "mode:=realtime", "-p", "dt:=0.01", "-p", "initial_positions:=[1.0]"]
+    params += ["-p", f"command_timeout:={timeout}"]
+    with node_in_process(request.node.name, SimulatorNode, params) as sim:
+        logged = record_logs(sim).messages
+        vi = sim.vi
+
+        def steps(n: int) -> np.ndarray:
+            out = []
+            for _ in range(n):
+                assert sim.advance()
+                out.append(sim.x.copy())
+            return np.array(out)
+
+        sim.on_command(Float64MultiArray(data=[0.0]))
+        free = steps(6)  # (from the states 0 … 0.05 s after the command: within the timeout)
+        assert np.all(np.abs(np.diff(free[:, 0])) > 1e-4)  # (swinging under gravity)
+        after = steps(20)
+        braked = [m for _, m in logged if "brakes engaged" in m]
+        if timeout == 0.0:
+            assert np.all(np.abs(np.diff(after[:, 0])) > 1e-6) and not braked, logged
+            return
+        q = free[-1, 0]  # (where the brakes found it)
+        assert np.all(after[:, 0] == q), after[:, 0]  # held there from the 6th step on
+        assert np.allclose(after, vi.state_from_configurations(np.array([q]), np.array([q])), rtol=0, atol=0)
+        assert len(braked) == 1 and "no valid command for 0.06 s" in braked[0], logged
+        sim.on_command(Float64MultiArray(data=[0.0]))
+        assert any("brakes released" in m for _, m in logged), logged
+        moving = steps(3)
+        assert moving[-1, 0] != q and abs(moving[0, 0] - q) < abs(free[-1, 0] - free[-2, 0])  # (from rest)

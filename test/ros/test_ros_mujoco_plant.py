@@ -311,6 +311,41 @@ def set_plant_parameter(rec, name: str, value) -> None:
     assert res.results[0].successful, res.results[0].reason
 
 
+def test_the_plant_brakes_when_commands_stop_for_command_timeout(ros):
+    """``command_timeout`` 0.2 s (a real arm's driver stops when its controller does): after one zero-torque command
+    the double pendulum (started 0.3, −0.2 rad) falls under gravity; 0.2 s of plant time later the brakes hold it
+    where it is — every later state the same, its effort 0 —, said once; the next command releases them and it
+    moves again. (The simulator's rule at its exact boundary: test_nodes_in_process.)"""
+    plant = ros.start(
+        "mujoco_plant",
+        name="plant",
+        model="double_pendulum",
+        initial_positions=[0.3, -0.2],
+        command_timeout=0.2,
+        brake_until_command=True,
+    )
+    rec = ros.recorder(["shoulder", "elbow"])
+    assert rec.wait_for(lambda: rec.states and rec.cmd_pub.get_subscription_count() > 0, DISCOVERY), plant.log()
+    rec.publish_command([0.0, 0.0])
+    assert plant.wait_for_log("brakes engaged", 5.0), plant.log()
+    assert "no valid command for 0.2" in plant.log(), plant.log()
+    n = len(rec.states)
+    assert rec.wait_for(lambda: len(rec.states) > n + 50, 5.0)
+    with rec.lock:
+        q = np.array([st[2] for st in rec.states[n:]])
+        effort = np.array([st[3] for st in rec.states[n:]])
+        fell = float(np.abs(rec.states[n][2] - np.array([0.3, -0.2])).max())
+    assert fell > 0.05, fell  # (it fell before the brakes engaged)
+    assert np.all(q == q[0]) and np.all(effort == 0.0), (q, effort)  # held where it was
+    rec.publish_command([0.0, 0.0])
+    assert plant.wait_for_log("command again: brakes released", 5.0), plant.log()
+    n = len(rec.states)
+    assert rec.wait_for(lambda: len(rec.states) > n + 20, 5.0)
+    with rec.lock:
+        assert float(np.abs(rec.states[-1][2] - q[0]).max()) > 1e-6  # moving again
+    assert plant.log().count("brakes engaged") == 1, plant.log()
+
+
 def test_plant_fault_injection_pauses_joint_states_and_refuses_bad_commands(ros):
     """``publish_joint_states`` false: no joint state while the plant steps on (the next state's stamp jumps by the
     pause); a command of the wrong size or with NaN is ignored (the last valid one stays applied), one beyond the

@@ -65,6 +65,7 @@ PARAMETERS: dict[str, Param] = {
     "brake_until_command": Param(
         False, "hold every joint at its initial position (brakes) until the first valid command arrives"
     ),
+    "command_timeout": SIMULATOR_PARAMETERS["command_timeout"],
     "realtime_priority": Param(
         0,
         "while active, every thread of the process runs SCHED_FIFO at this priority "
@@ -107,6 +108,8 @@ class MujocoPlantNode(ManagedNode):
         self.limits = r.effort_limits
         self.u = np.zeros(len(r.actuated))  # the torques applied, in the model's actuated order (zero-order hold)
         self.braked = bool(p["brake_until_command"])
+        self.brake_q = q0  # (where the brakes hold the joints: the start, or where a command timeout found them)
+        self.command_k, self.timed_out = 0, False  # (command_timeout: the step of the last valid command)
         self.every = max(1, round(1.0 / (float(p["joint_state_rate"]) * float(p["dt"]))))
         self.k, self.counts = 0, dict(rejected_commands=0, saturated_commands=0, skipped_steps=0)
         self.msg = JointState(name=r.joint_names)
@@ -181,9 +184,13 @@ class MujocoPlantNode(ManagedNode):
             self.counts["saturated_commands"] += 1
             self.warn("saturated", "command beyond the effort limits: saturated")
         self.u = u  # (one reference assignment: the stepping thread reads either the old or the new array)
+        self.command_k = self.k
         if self.braked:
             self.braked = False
-            self.get_logger().info("first command: brakes released")
+            self.get_logger().info(
+                "command again: brakes released" if self.timed_out else "first command: brakes released"
+            )
+            self.timed_out = False
 
     # ---- stepping ----------------------------------------------------------------------------
     def _clock_offset(self) -> int:
@@ -218,8 +225,15 @@ class MujocoPlantNode(ManagedNode):
                     f"({self.counts['skipped_steps']} so far; up to {1e3 * MAX_LAG:g} ms are caught up); set "
                     "realtime_priority beside a real-time controller",
                 )
+            if not self.braked and self._command_timed_out(dt):
+                self.brake_q, self.timed_out, self.braked = d.qpos[self.mj.qadr].copy(), True, True
+                self.get_logger().warning(
+                    f"no valid command for {(self.k - self.command_k) * dt:.6g} s (command_timeout "
+                    f"{float(self.p['command_timeout']):g} s): brakes engaged, the joints held where they are until "
+                    "the next command"
+                )
             if self.braked:
-                d.qpos[self.mj.qadr], d.qvel[:] = self.q0, 0.0
+                d.qpos[self.mj.qadr], d.qvel[:] = self.brake_q, 0.0
                 mj.mj_forward(m, d)
             else:
                 d.qfrc_applied[self.mj.act_dof] = self.u
@@ -227,6 +241,12 @@ class MujocoPlantNode(ManagedNode):
             self.k += 1
             if self.k % self.every == 0 and self.p["publish_joint_states"]:
                 self._publish(deadline)
+
+    def _command_timed_out(self, dt: float) -> bool:
+        """``command_timeout`` > 0 and the plant's state more than that long after the last valid command (or the
+        start, before any) in plant time: the brakes hold it instead of the next step."""
+        timeout = float(self.p["command_timeout"])
+        return timeout > 0.0 and (self.k - self.command_k) * dt > timeout * (1.0 + 1e-9)
 
     def _publish(self, at: float) -> None:
         """The current state, stamped with the node's clock at the monotonic time ``at`` of its step."""

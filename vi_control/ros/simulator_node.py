@@ -155,6 +155,7 @@ class SimulatorNode(ManagedNode):
     def activate(self) -> None:
         self.last_command_time = time.monotonic()
         self.commanded = False  # (brake_until_command: held until a valid command arrives)
+        self.command_k, self.timed_out = self.k, False  # (command_timeout: the step of the last valid command)
         self.timing.window(self.k)  # (the paused time is no slow stepping)
         self._start_timer()
         self.publish_state()
@@ -287,6 +288,10 @@ class SimulatorNode(ManagedNode):
                 self.counts["saturated_commands"] += 1
                 self.warn("saturated", "command beyond the effort limits: saturated")
             self.u[: self.vi.n_torques] *= float(self.p["actuator_gain"])  # (the torque the actuator delivers)
+            self.command_k = self.k
+            if self.timed_out:
+                self.timed_out = False
+                self.get_logger().info(f"command again at t={self.k * self.vi.dt:.6g} s: brakes released")
         self.last_command_time = time.monotonic()
         if self.lockstep:
             self.advance()
@@ -342,7 +347,15 @@ class SimulatorNode(ManagedNode):
         """One step under the current command, published; False if none was taken (end_time, a failed step)."""
         if self.ended():
             return False
-        if not self.commanded and self.p["brake_until_command"] and not self.lockstep:
+        if not self.lockstep and not self.timed_out and self._command_timed_out():
+            self.timed_out = True  # the brakes stop the joints where they are: at rest there, as the held state
+            self.x = self.vi.state_from_configurations(self.x[: self.vi.nq], self.x[: self.vi.nq])
+            self.get_logger().warning(
+                f"no valid command for {(self.k - self.command_k) * self.vi.dt:.6g} s (command_timeout "
+                f"{float(self.p['command_timeout']):g} s) at t={self.k * self.vi.dt:.6g} s: brakes engaged, the joints "
+                "held where they are until the next command"
+            )
+        if self.timed_out or (not self.commanded and self.p["brake_until_command"] and not self.lockstep):
             x_next = self.x  # the brakes hold the joints where they are; the clock runs (a controller on it can start)
         else:
             try:
@@ -364,6 +377,12 @@ class SimulatorNode(ManagedNode):
         self.x, self.k = x_next, self.k + 1
         self.publish_state()
         return True
+
+    def _command_timed_out(self) -> bool:
+        """``command_timeout`` > 0 and this state more than that long after the last valid command (or the activation,
+        before any) on the simulation clock: the brakes hold it instead of a step from it."""
+        timeout = float(self.p["command_timeout"])
+        return timeout > 0.0 and (self.k - self.command_k) * self.vi.dt > timeout * (1.0 + 1e-9)
 
     def publish_diagnostics(self) -> None:
         p = self.p

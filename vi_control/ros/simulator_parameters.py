@@ -74,6 +74,15 @@ PARAMETERS: dict[str, Param] = {
         "running) from activation until the first valid command — a robot does "
         "not fall while its controller is still discovering the simulator",
     ),
+    "command_timeout": Param(
+        0.0,
+        "realtime/max_speed: when no valid command has come for this long on the simulation clock, the "
+        "brakes engage (the joints held at rest where they are), as a real arm's driver stops when its "
+        "controller does; the next valid command releases them [s]. 0: the last command stays applied "
+        "(ros2_control's forward command controllers)",
+        range=(0.0, 1e6),
+        live=True,
+    ),
     "actuator_gain": Param(
         1.0,
         "multiply every applied joint torque after the effort-limit saturation: a weaker "
