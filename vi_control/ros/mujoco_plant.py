@@ -65,7 +65,14 @@ PARAMETERS: dict[str, Param] = {
     "brake_until_command": Param(
         False, "hold every joint at its initial position (brakes) until the first valid command arrives"
     ),
-    "command_timeout": SIMULATOR_PARAMETERS["command_timeout"],
+    "command_timeout": Param(
+        0.0,
+        "when no valid command has come for this long in plant time, the brakes engage (the joints held at rest "
+        "where they are), as a real arm's driver stops when its controller does; the next valid command releases "
+        "them [s]. 0: the last command stays applied (JointGroupEffortController)",
+        range=(0.0, 1e6),
+        live=True,
+    ),
     "realtime_priority": Param(
         0,
         "while active, every thread of the process runs SCHED_FIFO at this priority "
