@@ -75,9 +75,11 @@ def _run(
     planner. ``controller_late``: the controller only once the task's first plan is 0.5 s past its start (the
     robot braked at rest meanwhile): it re-times that plan. ``kill_planner``: {"after": n} kills the planner (SIGKILL:
     no goodbye on DDS) once n plans have arrived and the controller runs one of them; the dict gets "at", the newest
-    state's time then. Returns the recorder's states (stamp, q) from the task's start on — the first plan's start as
-    the controller ran it, re-timed if the plan came late —, the planner's last diagnostics, every plan received
-    {seq: Plan}, the controller's log and the planner's."""
+    state's time then. With "restart": true a new planner starts once the run's end has passed (the dict gets "seqs",
+    the plans before it, and "restart_at"), and the run goes on to its task's end plus ``after_end``. Returns the
+    recorder's states (stamp, q) from the task's start on — the first plan's start as the controller ran it, re-timed
+    if the plan came late —, the planner's last diagnostics, every plan received {seq: Plan}, the controller's log and
+    the (last) planner's."""
     name = f"_{mode}" + ("_late" if controller_late else "")
 
     def controller():
