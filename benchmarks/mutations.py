@@ -1546,7 +1546,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "simulator_timeout_brake_keeps_momentum",
         "vi_control/ros/simulator_node.py",
-        "            self.x = self.vi.state_from_configurations(self.x[: self.vi.nq], self.x[: self.vi.nq])\n",
+        "            self.x = equilibrium_state(self.vi, self.x[: self.vi.nq])\n",
         "            pass\n",
         "the simulator's command-timeout brakes keep the state's momentum: released, the joint resumes the motion "
         "it had, as if never braked",

@@ -917,6 +917,7 @@ def test_the_simulator_brakes_when_commands_stop_for_command_timeout(timeout, re
     from in_process import record_logs
     from std_msgs.msg import Float64MultiArray
 
+    from vi_control.control.hold import equilibrium_state
     from vi_control.ros.simulator_node import SimulatorNode
 
     params = ["-p", "model:=pendulum", "-p", "mode:=realtime", "-p", "dt:=0.01", "-p", "initial_positions:=[1.0]"]
@@ -942,7 +943,7 @@ def test_the_simulator_brakes_when_commands_stop_for_command_timeout(timeout, re
             return
         q = free[-1, 0]  # (where the brakes found it)
         assert np.all(after[:, 0] == q), after[:, 0]  # held there from the 6th step on
-        assert np.allclose(after, vi.state_from_configurations(np.array([q]), np.array([q])), rtol=0, atol=0)
+        assert np.allclose(after, equilibrium_state(vi, np.array([q])), rtol=0, atol=0)
         assert len(braked) == 1 and "no valid command for 0.06 s" in braked[0], logged
         sim.on_command(Float64MultiArray(data=[0.0]))
         assert any("brakes released" in m for _, m in logged), logged

@@ -325,6 +325,12 @@ def parameter_defaults(table: dict[str, Param]) -> dict:
     return {k: ([] if v.array is not None else v.default) for k, v in table.items()}
 
 
+def command_timed_out(steps: int, dt: float, timeout: float) -> bool:
+    """A plant's ``command_timeout`` rule: ``timeout`` > 0 (0: off) and ``steps`` of ``dt`` since the last valid
+    command more than it (relative 1e-9: a whole number of steps equal to the timeout is within it)."""
+    return timeout > 0.0 and steps * dt > timeout * (1.0 + 1e-9)
+
+
 def command_joints(p: dict, robot: RobotModel) -> list[str]:
     """The `joints` parameter (command entry order), default the actuated joints; must be a permutation."""
     joints = list(p["joints"]) or list(robot.actuated)

@@ -205,7 +205,7 @@ def split_seconds(t: float) -> tuple[int, int]:
 
 
 def time_seconds(t) -> float:
-    """A builtin_interfaces/Time (a header's stamp) in seconds."""
+    """A builtin_interfaces/Time (a header's stamp) or Duration (a point's ``time_from_start``) in seconds."""
     return t.sec + 1e-9 * t.nanosec
 
 

@@ -32,7 +32,16 @@ import numpy as np
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from .common import MODEL_PARAMETERS, RECORD_QOS, STREAM_QOS, Param, command_joints, realtime_scheduling, run_node
+from .common import (
+    MODEL_PARAMETERS,
+    RECORD_QOS,
+    STREAM_QOS,
+    Param,
+    command_joints,
+    command_timed_out,
+    realtime_scheduling,
+    run_node,
+)
 from .managed import AUTOSTART, ManagedNode
 from .mujoco_model import INTEGRATORS, mujoco_robot
 from .simulator_parameters import PARAMETERS as SIMULATOR_PARAMETERS
@@ -232,11 +241,12 @@ class MujocoPlantNode(ManagedNode):
                     f"({self.counts['skipped_steps']} so far; up to {1e3 * MAX_LAG:g} ms are caught up); set "
                     "realtime_priority beside a real-time controller",
                 )
-            if not self.braked and self._command_timed_out(dt):
+            timeout = float(self.p["command_timeout"])
+            if not self.braked and command_timed_out(self.k - self.command_k, dt, timeout):
                 self.brake_q, self.timed_out, self.braked = d.qpos[self.mj.qadr].copy(), True, True
                 self.get_logger().warning(
                     f"no valid command for {(self.k - self.command_k) * dt:.6g} s (command_timeout "
-                    f"{float(self.p['command_timeout']):g} s): brakes engaged, the joints held where they are until "
+                    f"{timeout:g} s): brakes engaged, the joints held where they are until "
                     "the next command"
                 )
             if self.braked:
@@ -248,12 +258,6 @@ class MujocoPlantNode(ManagedNode):
             self.k += 1
             if self.k % self.every == 0 and self.p["publish_joint_states"]:
                 self._publish(deadline)
-
-    def _command_timed_out(self, dt: float) -> bool:
-        """``command_timeout`` > 0 and the plant's state more than that long after the last valid command (or the
-        start, before any) in plant time: the brakes hold it instead of the next step."""
-        timeout = float(self.p["command_timeout"])
-        return timeout > 0.0 and (self.k - self.command_k) * dt > timeout * (1.0 + 1e-9)
 
     def _publish(self, at: float) -> None:
         """The current state, stamped with the node's clock at the monotonic time ``at`` of its step."""

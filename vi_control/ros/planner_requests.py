@@ -19,7 +19,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..control.plan import Plan
 from ..model.robot import RobotModel
-from .messages import stamp_seconds
+from .messages import stamp_seconds, time_seconds
 
 if TYPE_CHECKING:
     from ..integrators.base import Linearizable
@@ -59,7 +59,7 @@ def trajectory_request(msg: JointTrajectory, robot: RobotModel) -> Request:
         raise ValueError(
             f"joints {names} (unknown: {unknown}) and {len(msg.points)} points, each needs one position per joint"
         )
-    times = np.array([d.time_from_start.sec + 1e-9 * d.time_from_start.nanosec for d in msg.points])
+    times = np.array([time_seconds(d.time_from_start) for d in msg.points])
     return Request(
         "trajectory",
         times=times,

@@ -34,6 +34,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 
+from ..control.hold import equilibrium_state
 from ..control.tracking import wire_velocity
 from ..integrators import StepError, make_integrator
 from ..integrators.midpoint import MidpointVI
@@ -41,7 +42,7 @@ from ..integrators.stops import JointStops
 from ..mechanics.constraints import consistent_state
 from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
-from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS, command_joints, run_node
+from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS, command_joints, command_timed_out, run_node
 from .managed import ManagedNode
 from .messages import command_stamp, split_seconds
 from .simulator_parameters import PARAMETERS
@@ -347,12 +348,13 @@ class SimulatorNode(ManagedNode):
         """One step under the current command, published; False if none was taken (end_time, a failed step)."""
         if self.ended():
             return False
-        if not self.lockstep and not self.timed_out and self._command_timed_out():
+        timeout = float(self.p["command_timeout"])
+        if not self.lockstep and not self.timed_out and command_timed_out(self.k - self.command_k, self.vi.dt, timeout):
             self.timed_out = True  # the brakes stop the joints where they are: at rest there, as the held state
-            self.x = self.vi.state_from_configurations(self.x[: self.vi.nq], self.x[: self.vi.nq])
+            self.x = equilibrium_state(self.vi, self.x[: self.vi.nq])
             self.get_logger().warning(
                 f"no valid command for {(self.k - self.command_k) * self.vi.dt:.6g} s (command_timeout "
-                f"{float(self.p['command_timeout']):g} s) at t={self.k * self.vi.dt:.6g} s: brakes engaged, the joints "
+                f"{timeout:g} s) at t={self.k * self.vi.dt:.6g} s: brakes engaged, the joints "
                 "held where they are until the next command"
             )
         if self.timed_out or (not self.commanded and self.p["brake_until_command"] and not self.lockstep):
@@ -377,12 +379,6 @@ class SimulatorNode(ManagedNode):
         self.x, self.k = x_next, self.k + 1
         self.publish_state()
         return True
-
-    def _command_timed_out(self) -> bool:
-        """``command_timeout`` > 0 and this state more than that long after the last valid command (or the activation,
-        before any) on the simulation clock: the brakes hold it instead of a step from it."""
-        timeout = float(self.p["command_timeout"])
-        return timeout > 0.0 and (self.k - self.command_k) * self.vi.dt > timeout * (1.0 + 1e-9)
 
     def publish_diagnostics(self) -> None:
         p = self.p

@@ -26,7 +26,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from .common import JOINT_STATES_QOS, LATCHED_QOS, ThrottledLog
-from .messages import stamp_seconds
+from .messages import stamp_seconds, time_seconds
 
 
 class ViewNode(Node):
@@ -137,7 +137,7 @@ class GhostPath:
         if any(len(p.positions) != len(names) for p in traj.points):
             raise ValueError(f"a point's positions do not match its {len(names)} joint names")
         t0 = stamp_seconds(traj)
-        times = np.array([t0 + p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+        times = np.array([t0 + time_seconds(p.time_from_start) for p in traj.points])
         q = np.array([list(p.positions) for p in traj.points], dtype=float).reshape(len(times), len(names))
         if not (np.all(np.isfinite(times)) and np.all(np.isfinite(q))):
             raise ValueError("a time or position is not finite")
