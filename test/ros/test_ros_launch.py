@@ -161,3 +161,24 @@ def test_hardware_launch_defaults_fit_the_bundled_limits():
     assert task.model_spec.load().hash == robot.hash  # the task is about the launched model
     limits = robot.effort_limits if isinstance(task.input_limits, str) else task.input_limits
     assert task.input_limits != "none" and np.all(np.asarray(limits) <= robot.effort_limits)
+
+
+@pytest.mark.parametrize(
+    "controller_yaml, planner_yaml",
+    [("ros_controller.yaml", "ros_planner.yaml"), ("ros_hardware_controller.yaml", "ros_hardware_planner.yaml")],
+)
+def test_shipped_controller_dt_is_its_planners_task_dt(controller_yaml, planner_yaml):
+    """A controller whose dt differs from its plans' builds a system when the first plan arrives (tens of ms under
+    load: a plan from a held robot, start_delay = 0.05 s ahead, was entered a step late in CI). The YAMLs launched
+    together agree, and the planner's and the hardware launch's default task are the same."""
+    from vi_control.planning import load_task
+
+    def params(name):
+        (node,) = yaml.safe_load((ROOT / "config" / name).read_text()).values()
+        return node["ros__parameters"]
+
+    task = params(planner_yaml)["task"]
+    assert params(controller_yaml)["dt"] == load_task(task).dt
+    if controller_yaml == "ros_hardware_controller.yaml":
+        launch = (ROOT / "launch" / "hardware.launch.py").read_text()
+        assert f'default_value="{task}"' in launch

@@ -4,6 +4,7 @@ a row all planned; honest stamps (``~/trajectory`` header = the plan's start, a 
 refusals heard by the sender; a newer request supersedes a waiting one; the planner a lifecycle node whose shutdown
 ends the process; SIGINT ends every node without a traceback."""
 
+import re
 import signal
 import subprocess
 import sys
@@ -82,6 +83,25 @@ def _goal(marker: float, names, q) -> JointState:
     return msg
 
 
+def _assert_entered_on_time(ctrl: NodeProcess, plan: str, t0: float, dt: float) -> None:
+    """The controller entered ``plan`` as soon as it both had it and its step 0 had come (from t0 − Δt/2), within
+    one plan step, at the step of its state's time: k = 0 when the plan came before its start; delivered later (DDS
+    on a busy machine: 95 ms against start_delay = 0.05 s once in CI), the step it arrived in, not further in."""
+    pattern = re.compile(
+        rf"\[INFO\] \[([0-9.]+)\] [^\n]*accepted plan {plan}:.*?"
+        rf"\[INFO\] \[([0-9.]+)\] [^\n]*entered plan {plan} at k=(\d+) \(state t=([0-9.]+)",
+        re.S,
+    )
+    assert ctrl.wait_for_log(f"entered plan {plan} at k=", 10.0), ctrl.log()[-2000:]
+    match = pattern.search(ctrl.log())
+    assert match, ctrl.log()[-2000:]
+    accepted, entered, k, t = float(match[1]), float(match[2]), int(match[3]), float(match[4])
+    could = max(accepted, t0 - dt / 2)
+    assert entered - could <= dt and k == max(0, round((t - t0) / dt)), (accepted, entered, t0, k, t)
+    if entered < t0 + dt / 2:
+        assert k == 0, (accepted, entered, t0, k, t)
+
+
 def test_ten_goals_in_a_row_are_planned_beside_a_realtime_controller_and_1khz_joint_states(ros):
     """The shipped hardware YAMLs as they are (controller: timer at 500 Hz, SCHED_FIFO 50 where the machine allows
     it; planner: the wall clock) and a driver publishing 1 kHz joint states: every goal is answered with 'accepted',
@@ -120,7 +140,7 @@ def test_ten_goals_in_a_row_are_planned_beside_a_realtime_controller_and_1khz_jo
             late.append(start <= final["_stamp"])
             if i == 1:  # the robot held (no plan running): the plan starts start_delay after it is ready
                 assert 0.0 < start - final["_stamp"] <= 0.05 + 0.1, final
-                assert ctrl.wait_for_log(f"entered plan {final['plan']} at k=0", 10.0), (final, ctrl.log()[-2000:])
+                _assert_entered_on_time(ctrl, final["plan"], start, dt=0.1)
             assert ctrl.wait_for_log(f"entered plan {final['plan']} at k=", 10.0), (final, ctrl.log()[-2000:])
 
         def stamp(m) -> float:
