@@ -128,6 +128,32 @@ def test_start_on_receipt_and_late_plans(runner, upright):
     assert k == 5 and runner.log.throttled[-1][0] == "late plan" and "not re-timed" in runner.log.throttled[-1][1]
 
 
+def test_a_plan_that_ended_before_it_could_be_entered_is_dropped(runner, upright):
+    """As ros2_controllers' JTC refuses a trajectory that ends in the past: a plan first due at or after its step N
+    (from t_N − Δt/2, where the law would only hold X_N wherever the robot is) is not entered — what ran before
+    goes on, or the hold — and the next in line is; one due a tick earlier is entered at k = N − 1. Unless it is
+    re-timed: the robot still at its X_0 and no plan running (a plan from rest that came late) runs from now."""
+    dt, N, away = upright.dt, upright.horizon, X_UP + np.array([0.1, 0.0])  # away from X_0: no re-timing
+    runner.queue(1, upright, False)
+    assert runner.command(1.0 + (N - 0.5) * dt - 1e-6, away)[0] == N - 1 and runner.active_seq == 1
+    runner.queue(2, upright.shifted(3.0), False)
+    k, u = runner.command(3.0 + (N - 0.5) * dt, away)  # plan 2's step N: dropped, plan 1's hold of X_N goes on
+    assert runner.active_seq == 1 and runner.pending is None and k == runner.law.index(3.0 + (N - 0.5) * dt)
+    kind, text, _ = runner.log.throttled[-1]
+    assert kind == "plan ended" and text.startswith(f"plan 2 not entered: it ended at t={3.0 + N * dt:.4f}")
+    assert text.endswith("plan 1 goes on")
+    runner.stop()
+    runner.queue(3, upright.shifted(5.0), False)
+    runner.queue(4, upright.shifted(5.0 + (N + 5) * dt), False)  # follows plan 3
+    assert runner.command(5.0 + (N + 4.6) * dt, away)[0] == 0  # plan 3 ended: dropped; plan 4 entered at its start
+    ended = [text for kind, text, _ in runner.log.throttled if kind == "plan ended"]
+    assert runner.active_seq == 4 and ended[-1].startswith("plan 3 not entered") and ended[-1].endswith("hold goes on")
+    runner.stop()  # ended, the robot still at its X_0, nothing running (a plan from rest delivered late): re-timed
+    runner.queue(5, upright.shifted(8.0), False)
+    assert runner.command(8.0 + (N + 3) * dt, X_UP)[0] == 0 and runner.active_seq == 5
+    assert f"re-timed by {N + 3} steps" in runner.log.info[-1]
+
+
 def test_path_and_goal_tolerances_abort_the_plan(runner, upright):
     runner.p["path_tolerance"] = 0.05
     runner.queue(1, upright, False)

@@ -6,7 +6,7 @@ A plan is admitted (converged unless ``accept_unconverged``, sizes and Δt of th
 start t₀ (the current plan, or nothing, until then) and is entered at k = 0 — at once if it says so (start on
 receipt), re-timed to now if it comes late while the robot is still at its X_0 and no plan runs (a plan that
 follows a running one was planned on its timeline: it is entered late instead; ``on_enter`` tells who needs to
-know where a plan started). Each tick gives the law's command
+know where a plan started) — or dropped if it ended before it could be entered and is not re-timed. Each tick gives the law's command
 u = U_k + K_k (X_k ⊖ x) (``tracking_law``) or the fault that calls for the safe command instead: path and goal
 tolerances abort a plan, a tracking error outside the retraction's domain and a non-finite command are faults.
 The safe command itself is ``safe_input``. Stamps and clock that went back together (a simulator reset) re-queue
@@ -219,6 +219,17 @@ class PlanRunner:
                 m = late if t0 + late * plan.dt >= t else late + 1
                 plan, retimed = plan.shifted(t0 + m * plan.dt), True
             gap_x0 = f" (the robot is {gap:.3g} in q, {ev:.3g} in q̇ from its X_0: not re-timed)"
+        if late >= plan.horizon and not retimed:
+            # Past its last input and not re-timed: entering it would only hold X_N, wherever the robot is now (a
+            # latched plan a restarted controller receives mid-motion; one delivered that late). As ros2_controllers'
+            # JTC refuses a trajectory that ends in the past: dropped, and what ran before goes on.
+            self.pending = None
+            self.warn(
+                "plan ended",
+                f"plan {seq} not entered: it ended at t={plan.times[-1]:.4f}, before it could be entered (state "
+                f"t={t:.4f}); " + (f"plan {self.active_seq} goes on" if self.law is not None else "the hold goes on"),
+            )
+            return
         self.set_plan(plan)
         self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
         if self.hold is not None:
