@@ -6,9 +6,10 @@ A plan is admitted (converged unless ``accept_unconverged``, sizes and Δt of th
 start t₀ (the current plan, or nothing, until then) and is entered at k = 0 — at once if it says so (start on
 receipt), re-timed to now if it comes late while the robot is still at its X_0 and no plan runs (a plan that
 follows a running one was planned on its timeline: it is entered late instead; ``on_enter`` tells who needs to
-know where a plan started) — or dropped if it ended before it could be entered and is not re-timed. Each tick gives the law's command
-u = U_k + K_k (X_k ⊖ x) (``tracking_law``) or the fault that calls for the safe command instead: path and goal
-tolerances abort a plan, a tracking error outside the retraction's domain and a non-finite command are faults.
+know where a plan started) — or dropped if it ended before it could be entered and is not re-timed. Each tick
+gives the law's command u = U_k + K_k (X_k ⊖ x) (``tracking_law``) or the fault that calls for the safe command
+instead: path and goal tolerances abort a plan, a tracking error outside the retraction's domain and a non-finite
+command are faults.
 The safe command itself is ``safe_input``. Stamps and clock that went back together (a simulator reset) re-queue
 the active plan for its start (``clock_went_back``).
 """
