@@ -38,6 +38,22 @@ def test_windows_recede_or_shrink_over_the_tasks_reference(panda):
     assert [len(s.window(k)[1]) for k in (0, 5, 16, 17, 19, 30)] == [20, 15, 4, 3, 3, 3]
 
 
+def test_the_tasks_end_is_where_its_reference_ends_and_a_followed_request_is_said(panda):
+    """``ended(t)``: the reference's last step (N = 20 at Δt = 0.05 from t0 = 2) at or before t — from the rounding of
+    ``step_at``, t0 + 19.5 Δt on; ``followed`` while the cycles continue a request's plan, until ``start``."""
+    task, vi = panda
+    m = RecedingHorizon(vi, task, MPCSettings(period=0.1, shrinking=True, min_horizon=4))
+    assert not m.ended(100.0)  # (not started: no deadline)
+    first = m.start(t0=2.0)
+    dt = task.dt
+    assert not m.ended(2.0 + 19.49 * dt) and m.ended(2.0 + 19.51 * dt) and m.ended(2.0 + 20 * dt)
+    assert not m.followed
+    m.follow(first.result, 3.0)
+    assert m.followed and not m.ended(3.0 + 19.49 * dt) and m.ended(3.0 + 20 * dt)
+    m.start(t0=5.0)
+    assert not m.followed
+
+
 def test_a_cycle_from_the_plans_own_state_replans_that_plan(panda):
     """Principle of optimality: the optimal plan's tail is optimal for the remaining window (shrinking), so a cycle
     started on the plan at its own time returns it — to the optimizer's tolerance — and is accepted."""

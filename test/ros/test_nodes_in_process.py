@@ -225,14 +225,14 @@ def _joint_state(t: float, q, qdot, names=("theta",)) -> bytes:
     return serialize_message(m)
 
 
-def _pendulum_mpc_planner(tmp_path) -> list[str]:
-    """Planner arguments: mode mpc on a pendulum task (0.5 rad in 2 s, a cycle every 0.1 s), no start-up plan, no
-    controller to wait for."""
+def _pendulum_mpc_planner(tmp_path, mpc: str = "{period: 0.1, max_iterations: 5}") -> list[str]:
+    """Planner arguments: mode mpc on a pendulum task (0.5 rad in 2 s, a cycle every 0.1 s; ``mpc``: its section), no
+    start-up plan, no controller to wait for."""
     task = tmp_path / "pendulum_mpc.yaml"
     task.write_text(
         "name: pendulum_mpc\nmodel: pendulum\ndt: 0.1\nhorizon: 20\nstart: {q: [0.0], qdot: [0.0]}\n"
         "goal: {q: [0.5]}\nreference: {type: goal}\nweights: {Q: [10.0, 1.0], R: 1.0, Qf: [100.0, 1.0]}\n"
-        "mpc: {period: 0.1, max_iterations: 5}\n"
+        f"mpc: {mpc}\n"
     )
     return ["-p", f"task:={task}", "-p", "mode:=mpc", "-p", "plan_on_startup:=false", "-p", "controller_name:=''"]
 
@@ -253,6 +253,48 @@ def test_an_mpc_cycle_without_a_joint_state_is_skipped_not_the_task_restarted(re
         planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
         assert planner.mpc.t0 is None and planner._latest is None and planner.last_plan is None
         assert "mpc: no usable joint state" in logged.text() and "cycle skipped" in logged.text()
+
+
+def test_a_cycle_refused_after_the_tasks_end_with_nothing_running_plans_the_task_again(request, tmp_path):
+    """Mode mpc, shrinking horizon: a cycle refused as beyond the limits after the task's end while no plan of ours
+    runs (the robot was stopped on the way and is held; every min_horizon window would ask for the rest of the
+    motion in a few steps) plans the task again from the measured state — a new run, a new deadline — once per
+    run. Not before the task's end, not while a plan of ours still runs, not while the cycles follow a request."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path, "{period: 0.1, max_iterations: 5, shrinking: true, min_horizon: 2}")
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        first, t0 = planner.last_plan, planner.mpc.t0
+        end = t0 + 20 * 0.1  # (the first plan's end too)
+        assert first.times[-1] == pytest.approx(end)
+        planner._maybe_restart_task(end - 0.1)  # before the task's end
+        planner.last_plan = first.shifted(t0 + 0.5)  # a plan of ours that runs past the end
+        planner._maybe_restart_task(end)
+        planner.last_plan, planner.mpc.followed = first, True  # the cycles follow a request
+        planner._maybe_restart_task(end)
+        assert planner.mpc_counts["restarts"] == 0 and planner.mpc.t0 == t0 and planner.last_plan is first
+        planner.mpc.followed = False
+        now = planner._now()
+        planner.mpc.t0 = t0 = now - 3.0  # the task began 3 s ago: it ended 1 s ago
+        planner.last_plan = first.shifted(now - 2.5)  # and our last plan 0.5 s ago: the arm held since
+        planner.on_joint_state(_joint_state(now, 0.2, 0.0))  # (0.3 rad short of the goal)
+        planner._maybe_restart_task(now)
+        assert planner.mpc_counts["restarts"] == 1 and "the task is planned again" in logged.text()
+        deadline = time.monotonic() + 30.0
+        while planner._worker is not None and time.monotonic() < deadline:  # (the task request's solve)
+            time.sleep(0.02)
+        again = planner.last_plan
+        assert again is not first and planner.mpc.t0 != t0 and again.X[0][0] == pytest.approx(0.2, abs=1e-9)
+        assert planner.mpc.t0 == pytest.approx(float(again.times[0]))  # (planned from the held arm: a new run)
+        planner.mpc.t0, planner.last_plan = t0, first.shifted(now - 2.5)  # as if that plan had been refused too:
+        planner._maybe_restart_task(now)  # the run it restarted is not restarted again
+        assert planner.mpc_counts["restarts"] == 1
 
 
 def test_an_mpc_cycle_from_a_stale_joint_state_is_skipped_warned_and_counted(request, tmp_path):

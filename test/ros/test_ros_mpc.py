@@ -68,6 +68,7 @@ def _run(
     after_end: float,
     controller_late: bool = False,
     kill_planner: dict | None = None,
+    kill_controller: dict | None = None,
 ):
     """One run in ``mode``: the controller first (it holds the robot from the first joint state on), the simulator
     (its brakes on until the first command: over DDS that can take seconds, in which a real-time panda under zero
@@ -79,13 +80,17 @@ def _run(
     the plans before it, "restart_at" and "log_before_restart", the controller's log then), and the run goes on to its
     task's end plus ``after_end``. Returns the recorder's states (stamp, q) from the task's start on — the first
     plan's start as the controller ran it, re-timed if the plan came late —, the planner's last diagnostics, every
-    plan received {seq: Plan}, the controller's log and the (last) planner's."""
+    plan received {seq: Plan}, the controller's log and the (last) planner's. ``kill_controller``: {"after": n,
+    "down": s} kills the controller (SIGKILL) once n plans have arrived and starts a new one once the states are s
+    past that; the dict gets "at" and "restart_at" (the newest state's time then), "log_before" (the first
+    controller's log) and "entered_at" (the state time of the new controller's first entry, after which the run goes
+    on ``after_end``); the log returned is the new controller's."""
     name = f"_{mode}" + ("_late" if controller_late else "")
 
-    def controller():
+    def controller(suffix: str = ""):
         c = ros.start(
             "controller_node",
-            name="controller" + name,
+            name="controller" + name + suffix,
             **over["controller"],
             use_sim_time=True,
             safe_mode="hold",
@@ -154,7 +159,19 @@ def _run(
         p.signal(signal.SIGKILL)
         assert rec.wait_for(lambda: not p.alive, 10.0)
         kill_planner["at"] = rec.states[-1][1]
+    if kill_controller is not None:
+        assert rec.wait_for(lambda: len(plans) >= kill_controller["after"], 30.0), p.report()
+        c.signal(signal.SIGKILL)
+        assert rec.wait_for(lambda: not c.alive, 10.0)
+        kill_controller["at"], kill_controller["log_before"] = rec.states[-1][1], c.log()
+        assert rec.wait_for(lambda: rec.states[-1][1] > kill_controller["at"] + kill_controller["down"], 30.0)
+        kill_controller["restart_at"] = rec.states[-1][1]
+        c = controller("_2")
+        assert rec.wait_for(lambda: entries(c.log()), 120.0), c.report() + p.report()
+        kill_controller["entered_at"] = entries(c.log())[0][2]  # (its first entry's state time)
     end = start + (over["horizon"] * over["dt"]) + after_end
+    if kill_controller is not None:  # (the run goes on after_end past the new controller's first entry)
+        end = max(end, kill_controller["entered_at"] + after_end)
     dead = None
     if kill_planner is not None and kill_planner.get("restart"):  # a new planner once the arm has been held
         assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > end, 90.0), s.report() + c.report()
@@ -440,4 +457,51 @@ def test_when_the_mpc_planner_dies_mid_reach_the_panda_is_held_and_a_new_planner
     assert off < 0.1 and drift < 0.01, (off, drift, logs)
     assert len(new) >= 3 and int(diag.get("mpc_accepted", 0)) >= 2, (new, diag, logs)  # (its plan and cycles)
     # (measured 0.064 and 0.006 rad: the cycles go on; a loaded CI run, 5 of 24 cycles overrun: 0.079 and 0.030)
+    assert err < 0.1 and rest < 0.05, (err, rest, logs)
+
+
+def test_when_the_controller_dies_mid_reach_the_brakes_hold_the_panda_and_a_new_controller_takes_it_on(ros):
+    """The heavier panda's MPC reach with the controller killed (SIGKILL) a few cycles in: the simulator's brakes
+    (``command_timeout`` 0.1 s) hold the arm where it was; a new controller started a second later holds it from
+    its first state, receives the planner's latched plans and drops those that ended before it could enter them
+    (entered, each would only hold its final state from wherever the arm is), enters the cycles that still run,
+    and the arm ends at the goal, at rest — the planner's cycles went on meanwhile, from the braked arm's states."""
+    over, robot = task_overrides("task_panda_reach_mpc")
+    over |= {"horizon": 20, "dt": 0.05}
+    kill = {"after": 3, "down": 1.0}  # (the first plan and two cycles': about 0.2 s into the 1 s reach)
+    states, diag, plans, log, planner_log = _run(
+        ros,
+        "mpc",
+        over,
+        robot,
+        dict(dt=0.005, mass_scale=1.2, command_timeout=0.1),
+        dict(trigger="timer", rate=200.0),
+        5.0,
+        kill_controller=kill,
+    )
+    logs = f"--- planner\n{planner_log[-3000:]}\n--- new controller\n{log[-4000:]}"
+
+    def window(t0: float, t1: float) -> np.ndarray:
+        return np.array([q for t, q in states if t0 <= t <= t1])
+
+    braked = window(kill["at"] + 0.3, kill["restart_at"])  # (the timeout and the brakes' catch behind)
+    drift = float(np.abs(braked - braked[0]).max())
+    far = float(np.abs(braked[-1] - PANDA_GOAL).max())
+    entered = entries(log)
+    dropped = log.count(" not entered: it ended at ")
+    tail = window(states[-1][0] - 1.0, states[-1][0])
+    err, rest = float(np.abs(tail - PANDA_GOAL).max()), float(np.abs(tail[-1] - tail[0]).max())
+    print(
+        f"killed at {kill['at']:.2f} s, braked {far:.3f} rad from the goal ({drift:.4f} moved), the new controller "
+        f"at {kill['restart_at']:.2f} s: {dropped} ended plans dropped, {len(entered)} entered; the last second "
+        f"{err:.4f} rad off the goal, {rest:.4f} moved; planner diagnostics {diag}"
+    )
+    # (cycles after the 1 s deadline are min_horizon windows: from 0.43 rad some ask too much of joint 1 and are
+    # refused; while none of ours runs any more, the task is planned again from the held arm — mpc_restarts; an
+    # earlier version without that held the arm 0.43 rad away for good in 1 of 2 runs, every cycle refused)
+    assert len(braked) > 50 and drift < 0.01 and far > 0.2, (len(braked), drift, far)  # held mid-reach
+    assert "aborted" not in log and "beyond the limits" not in log, logs
+    assert dropped >= 1, logs  # (the task's first plan and the cycles before the kill ended at its 1 s deadline)
+    # every plan entered still had steps to run (k < N): none only held its end from afar
+    assert entered and all(k < plans[seq].horizon for seq, k, _, _ in entered if seq in plans), (entered, logs)
     assert err < 0.1 and rest < 0.05, (err, rest, logs)

@@ -104,6 +104,7 @@ class RecedingHorizon:
         self.N = int(s.horizon or task.horizon)
         self.t0: float | None = None
         self.X_ref = self.U_ref = None
+        self.followed = False  # the cycles continue a request's plan (``follow``), not the task's own
         self._cycle_task = self._capped(task)
         self._limits = input_limits(task, vi)
 
@@ -134,7 +135,7 @@ class RecedingHorizon:
         vi, task = self.vi, self.task
         x0 = start_state(task, vi) if x0 is None else np.asarray(x0, float)
         self.X_ref, self.U_ref = reference_trajectory(task, vi, x0)
-        self.t0 = float(t0)
+        self.t0, self.followed = float(t0), False
         self._cycle_task = self._capped(task)  # (the task's own weights again, after a ``follow``)
         X, U = self.window(0)
         plan, res = plan_task(vi, dataclasses.replace(task, horizon=len(U)), x0=x0, log=self.log, reference=(X, U))
@@ -155,7 +156,7 @@ class RecedingHorizon:
             raise ValueError(f"follow: a reference X {X.shape}, U {U.shape} for nx = {self.vi.nx}, nu = {self.vi.nu}")
         if abs(result.task.dt - self.vi.dt) > 1e-12:
             raise ValueError(f"follow: a plan at dt = {result.task.dt} s for a loop at dt = {self.vi.dt} s")
-        self.X_ref, self.U_ref, self.t0 = X, U, float(t0)
+        self.X_ref, self.U_ref, self.t0, self.followed = X, U, float(t0), True
         self._cycle_task = self._capped(result.task)
 
     def step_at(self, t: float) -> int:
@@ -163,6 +164,10 @@ class RecedingHorizon:
         if self.t0 is None:
             raise RuntimeError("RecedingHorizon: start() first")
         return max(0, int(round((t - self.t0) / self.vi.dt)))
+
+    def ended(self, t: float) -> bool:
+        """Whether the reference's last step (the task's end, its deadline) is at or before ``t``."""
+        return self.t0 is not None and self.step_at(t) >= len(self.U_ref)
 
     def cycle(self, t_start: float, x_start: np.ndarray, executing: Plan | None) -> Cycle:
         """Re-plan from the state ``x_start`` at ``t_start`` (on the clock of ``start``), warm-started from

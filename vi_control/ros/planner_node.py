@@ -175,7 +175,10 @@ class PlannerNode(ManagedNode):
         self._latest: UInt8MultiArray | None = None
         self.mpc = None  # mode mpc: the RecedingHorizon of the task (planning.mpc)
         # (a cycle's outcome: accepted or not (planning.mpc.Cycle), refused (beyond the limits), failed (raised))
-        self.mpc_counts = dict(cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0, stale=0)
+        self.mpc_counts = dict(
+            cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0, stale=0, restarts=0
+        )
+        self._restarted_t0: float | None = None  # the task clock (mpc.t0) the last restart left behind
         self.mpc_last_solve = 0.0
         self.mpc_last_state_t: float | None = None  # the state the last cycle planned from: its stamp
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", PLAN_QOS)
@@ -417,6 +420,29 @@ class PlannerNode(ManagedNode):
             )
             return
         self._submit(Request("mpc"), "mpc")
+
+    def _maybe_restart_task(self, t_start: float) -> None:
+        """A shrinking-horizon cycle past the task's end refused as beyond the limits while no plan of ours runs (the
+        robot held): it is still far from the goal after the deadline (stopped on the way: its controller restarted,
+        brakes, an abort), and the ``min_horizon`` windows ask for the rest of the motion in a few steps — every cycle
+        would be refused and the robot held there. The task is planned again from the measured state, a new run with
+        a new deadline (its cycles wait for the controller's entry of that plan), once per task run: if that plan is
+        refused too, the cycles go on being refused and said so. Not while the cycles follow a request's plan
+        (``~/goal``, ``~/joint_trajectory``): the task is not what the user asked for last."""
+        mpc, last = self.mpc, self.last_plan
+        if not mpc.settings.shrinking or mpc.followed or not mpc.ended(t_start) or mpc.t0 == self._restarted_t0:
+            return
+        if last is not None and last.times[-1] > t_start:
+            return  # (a cycle of ours still runs: the next ones continue it; from it, the task would be carried)
+        self._restarted_t0 = mpc.t0
+        self.mpc_counts["restarts"] += 1
+        self.warn(
+            "mpc restart",
+            f"mpc: a cycle after the task's end (t={mpc.t0 + len(mpc.U_ref) * self.vi.dt:.4f}) was refused as beyond "
+            "the limits with no plan of ours running: the robot is still far from the goal; the task is planned "
+            f"again from the measured state, with a new deadline (restart {self.mpc_counts['restarts']})",
+        )
+        self._submit(Request("task"), "mpc restart")
 
     def publish_diagnostics(self) -> None:
         level, message, values = planner_diagnostics(
@@ -753,6 +779,8 @@ class PlannerNode(ManagedNode):
         except PlanLimitsError as e:  # a plan the controller would refuse: the sender hears why and what to do
             self._count_cycle(job, "refused")
             self._status(job, "refused", f"plan beyond the limits: {e}", joint=e.joint, limit_ratio=f"{e.ratio:.4g}")
+            if request.kind == "mpc":
+                self._maybe_restart_task(t_start)
             return
         except Exception as e:  # a failed solve must not kill the node; the controller keeps its plan
             self._count_cycle(job, "failed")
