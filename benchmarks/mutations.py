@@ -1570,4 +1570,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "holding them where they are",
         ("test/ros/test_ros_mujoco_plant.py::test_the_plant_brakes_when_commands_stop_for_command_timeout",),
     ),
+    Mutation(
+        "controller_enters_ended_plans",
+        "vi_control/control/runner.py",
+        "        if late >= plan.horizon and not retimed:\n",
+        "        if False:\n",
+        "a plan that ended before it could be entered is entered anyway: the law holds its X_N from wherever the robot "
+        "is (a restarted controller's latched plans, entered one after another)",
+        ("test/control/test_control_runner.py",),
+    ),
+    Mutation(
+        "mpc_restart_while_a_plan_runs",
+        "vi_control/ros/planner_node.py",
+        "        if last is not None and last.times[-1] > t_start:\n",
+        "        if False:\n",
+        "a cycle refused after the task's end restarts the task although a cycle of ours still runs: the task is "
+        "planned from a state carried under that cycle",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

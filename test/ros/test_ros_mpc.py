@@ -15,6 +15,8 @@ and once with ``mode: mpc``.
 - A goal sent on ~/goal while the pendulum's MPC task runs: the cycles continue the goal's plan and hold its goal.
 - The panda's MPC planner killed mid-reach: the controller runs the last cycle's plan to its end and holds the arm
   there; a planner started again takes it to the goal.
+- The panda's controller killed mid-reach: the simulator's brakes hold the arm; a new controller drops the latched
+  plans that ended, enters the cycles that run, and the arm reaches the goal.
 
 The first two check the hand-over at every switch between consecutive MPC plans (test_planning_mpc's criterion
 through the nodes): each new plan starts on the executing plan's grid and is entered there, and both laws command the

@@ -197,7 +197,7 @@ def planner_diagnostics(
     planning.mpc.RecedingHorizon) its cycles, accepted and not, refused (a plan beyond the limits), failed (the solve
     raised), overruns (a cycle still solving when the next was due), stale (a cycle skipped: its newest joint state
     older than ``state_timeout``; not among the cycles), restarts (the task planned again after a cycle past its end
-was refused: ``PlannerNode._maybe_restart_task``) and the last cycle's solve time. WARN once a cycle was refused,
+    was refused: ``PlannerNode._maybe_restart_task``) and the last cycle's solve time. WARN once a cycle was refused,
     failed, overran or skipped as stale: the plan before it went on instead of a correction."""
     if not active:
         level, status = WARN, "inactive"
