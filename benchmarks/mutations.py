@@ -1564,8 +1564,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "plant_timeout_brakes_at_the_start_pose",
         "vi_control/ros/mujoco_plant.py",
-        "                self.brake_q, self.timed_out, self.braked = d.qpos[self.mj.qadr].copy(), True, True\n",
-        "                self.timed_out, self.braked = True, True\n",
+        "                    self.brake_q, self.timed_out, self.braked = d.qpos[self.mj.qadr].copy(), True, True\n",
+        "                    self.timed_out, self.braked = True, True\n",
         "the MuJoCo plant's command-timeout brakes snap the joints back to their initial positions instead of "
         "holding them where they are",
         ("test/ros/test_ros_mujoco_plant.py::test_the_plant_brakes_when_commands_stop_for_command_timeout",),

@@ -126,6 +126,9 @@ class MujocoPlantNode(ManagedNode):
         self.braked = bool(p["brake_until_command"])
         self.brake_q = q0  # (where the brakes hold the joints: the start, or where a command timeout found them)
         self.command_k, self.timed_out = 0, False  # (command_timeout: the step of the last valid command)
+        # on_command (the executor) and the stepping thread each test-and-set the brakes: under one lock, a command
+        # that arrives while the timeout engages them cannot be followed by brakes on until the next command
+        self._brakes = threading.Lock()
         self.every = max(1, round(1.0 / (float(p["joint_state_rate"]) * float(p["dt"]))))
         self.k, self.counts = 0, dict(rejected_commands=0, saturated_commands=0, skipped_steps=0)
         self.msg = JointState(name=r.joint_names)
@@ -199,14 +202,13 @@ class MujocoPlantNode(ManagedNode):
             u = np.clip(u, -self.limits, self.limits)
             self.counts["saturated_commands"] += 1
             self.warn("saturated", "command beyond the effort limits: saturated")
-        self.u = u  # (one reference assignment: the stepping thread reads either the old or the new array)
-        self.command_k = self.k
-        if self.braked:
-            self.braked = False
-            self.get_logger().info(
-                "command again: brakes released" if self.timed_out else "first command: brakes released"
-            )
-            self.timed_out = False
+        with self._brakes:
+            self.u = u  # (one reference assignment: the stepping thread reads either the old or the new array)
+            self.command_k = self.k
+            released, again = self.braked, self.timed_out
+            self.braked = self.timed_out = False
+        if released:
+            self.get_logger().info("command again: brakes released" if again else "first command: brakes released")
 
     # ---- stepping ----------------------------------------------------------------------------
     def _clock_offset(self) -> int:
@@ -242,8 +244,11 @@ class MujocoPlantNode(ManagedNode):
                     "realtime_priority beside a real-time controller",
                 )
             timeout = float(self.p["command_timeout"])
-            if not self.braked and command_timed_out(self.k - self.command_k, dt, timeout):
-                self.brake_q, self.timed_out, self.braked = d.qpos[self.mj.qadr].copy(), True, True
+            with self._brakes:
+                engaged = not self.braked and command_timed_out(self.k - self.command_k, dt, timeout)
+                if engaged:
+                    self.brake_q, self.timed_out, self.braked = d.qpos[self.mj.qadr].copy(), True, True
+            if engaged:
                 self.get_logger().warning(
                     f"no valid command for {(self.k - self.command_k) * dt:.6g} s (command_timeout "
                     f"{timeout:g} s): brakes engaged, the joints held where they are until "
