@@ -377,6 +377,17 @@ def _pendulum_7nm():
     return ModelSpec(source="pendulum", system=PENDULUM_7NM).load()
 
 
+def _window(states, t0: float, t1: float) -> np.ndarray:
+    """The recorded configurations stamped in [t0, t1]."""
+    return np.array([q for t, q in states if t0 <= t <= t1])
+
+
+def _last_second_at_the_goal(states) -> tuple[float, float]:
+    """Over the run's last second: the largest |q − the panda's goal| and the motion from its first to last state."""
+    tail = _window(states, states[-1][0] - 1.0, states[-1][0])
+    return float(np.abs(tail - PANDA_GOAL).max()), float(np.abs(tail[-1] - tail[0]).max())
+
+
 def test_mpc_ends_nearer_the_goal_on_a_panda_heavier_on_every_link(ros):
     over, robot = task_overrides("task_panda_reach_mpc")
     over |= {"horizon": 20, "dt": 0.05}
@@ -441,16 +452,12 @@ def test_when_the_mpc_planner_dies_mid_reach_the_panda_is_held_and_a_new_planner
     before = kill["log_before_restart"]  # (no fault of its own while the plan ran out and the arm was held)
     assert "aborted" not in before and "safe command" not in before, before[-4000:]
 
-    def window(t0: float, t1: float) -> np.ndarray:
-        return np.array([q for t, q in states if t0 <= t <= t1])
-
-    held = window(kill["restart_at"] - 1.0, kill["restart_at"])  # (the last second before the new planner)
+    held = _window(states, kill["restart_at"] - 1.0, kill["restart_at"])  # (the last second before the new planner)
     q_end = plan.X[-1, : robot.nq]
     assert len(held) > 50 and float(np.abs(q_end - PANDA_GOAL).max()) < 0.05, (len(held), q_end)
     off, drift = float(np.abs(held - q_end).max()), float(np.abs(held[-1] - held[0]).max())
     new = [e for e in entered if e[0] not in old]
-    tail = window(states[-1][0] - 1.0, states[-1][0])
-    err, rest = float(np.abs(tail - PANDA_GOAL).max()), float(np.abs(tail[-1] - tail[0]).max())
+    err, rest = _last_second_at_the_goal(states)
     print(
         f"killed at {kill['at']:.2f} s, plan {last} ends at {end:.2f} s; the second before the restart: {off:.4f} rad "
         f"off its end, {drift:.4f} moved; the new planner: {len(new)} plans entered, the last second {err:.4f} rad "
@@ -483,16 +490,12 @@ def test_when_the_controller_dies_mid_reach_the_brakes_hold_the_panda_and_a_new_
     )
     logs = f"--- planner\n{planner_log[-3000:]}\n--- new controller\n{log[-4000:]}"
 
-    def window(t0: float, t1: float) -> np.ndarray:
-        return np.array([q for t, q in states if t0 <= t <= t1])
-
-    braked = window(kill["at"] + 0.3, kill["restart_at"])  # (the timeout and the brakes' catch behind)
+    braked = _window(states, kill["at"] + 0.3, kill["restart_at"])  # (the timeout and the brakes' catch behind)
     drift = float(np.abs(braked - braked[0]).max())
     far = float(np.abs(braked[-1] - PANDA_GOAL).max())
     entered = entries(log)
     dropped = log.count(" not entered: it ended at ")
-    tail = window(states[-1][0] - 1.0, states[-1][0])
-    err, rest = float(np.abs(tail - PANDA_GOAL).max()), float(np.abs(tail[-1] - tail[0]).max())
+    err, rest = _last_second_at_the_goal(states)
     print(
         f"killed at {kill['at']:.2f} s, braked {far:.3f} rad from the goal ({drift:.4f} moved), the new controller "
         f"at {kill['restart_at']:.2f} s: {dropped} ended plans dropped, {len(entered)} entered; the last second "
