@@ -1588,4 +1588,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "planned from a state carried under that cycle",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "controller_brakes_on_after_an_overspeed_abort",
+        "vi_control/ros/controller_node.py",
+        "        if kind == FAULT_OVERSPEED and self.intake.overspeed is not None:\n",
+        "        if kind == FAULT_OVERSPEED:\n",
+        "after an over-speed aborted the plan, every later tick brakes (damping and the model's gravity torque) "
+        "instead of the hold with its position feedback: a heavier arm sags away",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

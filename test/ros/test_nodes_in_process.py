@@ -586,6 +586,57 @@ def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
         assert np.abs(q - q0).max() < 0.2 and np.abs(v).max() < 0.05, (q - q0, v)  # back at the pose, at rest
 
 
+def test_after_an_overspeed_aborted_the_plan_the_hold_takes_over_with_feedback(request):
+    """The panda reach tracked on a plant 20 % heavier on every link (Pinocchio's aba, 1 ms, the command held 5 ms)
+    until its first joint is pushed to 4.2 rad/s (1.29 × its bound) 0.3 s in: the plan is aborted and the arm braked,
+    and once the velocities are within their bounds the hold — engaged where the brake began — holds it with its
+    position feedback. Before, every later tick re-reported the abort as an over-speed and kept braking (damping and
+    the model's gravity torque, no position feedback): a loaded CI run's heavier panda sagged from there into its
+    end stops on five joints."""
+    import pinocchio as pin
+    from rclpy.parameter import Parameter
+
+    from vi_control.control.intake import FAULT_OVERSPEED
+    from vi_control.planning import load_task, plan_task
+    from vi_control.ros.controller_node import ControllerNode
+
+    task = load_task("task_panda_reach")
+    with node_in_process(request.node.name, ControllerNode, ["-p", "model:=erd:panda", "-p", f"dt:={task.dt}"]) as node:
+        assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
+        robot = node.robot
+        plan, _ = plan_task(node.runner.vi, task)
+        model = pin.Model(robot.pin_model)
+        for i in range(1, model.njoints):  # the plant: every link 20 % heavier than the controller's model
+            inertia = model.inertias[i]
+            model.inertias[i] = pin.Inertia(1.2 * inertia.mass, inertia.lever, 1.2 * inertia.inertia)
+        data = model.createData()
+        bound = 1.5 * robot.joints[0].velocity_limit
+        t0, h, period = node._now() - 10.0, 1e-3, 0.005  # (stamps on the plant's time, all past)
+        q, v = plan.X[0, :7].copy(), np.zeros(7)
+        node.runner.queue(1, plan, True)  # (started by the first state)
+        n, peak, braked_at = int(round(period / h)), [], None
+        for i in range(int(4.0 / period)):
+            if i == int(0.3 / period):
+                v[0] = 4.2  # pushed
+            node.on_joint_state(_joint_state(t0 + i * period, q, v, robot.joint_names))
+            node.tick()
+            if braked_at is None and node.runner.aborted is not None:
+                braked_at = q.copy()
+            tau = np.array(node.cmd.data)
+            for _ in range(n):
+                v = v + h * pin.aba(model, data, q, v, tau)
+                q = q + h * v
+            peak.append(float(np.abs(v).max()))
+        print(
+            f"peak after 0.2 s of braking {max(peak[int(0.5 / period) :]):.3f} rad/s (bound {bound:.3f}); at the end "
+            f"{np.abs(v).max():.4f} rad/s, {np.abs(q - braked_at).max():.4f} rad from where the brake began"
+        )
+        assert node.runner.aborted is not None and node.runner.aborted[0] == FAULT_OVERSPEED
+        assert braked_at is not None and max(peak[int(0.5 / period) :]) < bound, peak[60:90]
+        # at rest, held near where the brake began (the hold's offset under 20 % more gravity than it compensates)
+        assert np.abs(v).max() < 0.05 and np.abs(q - braked_at).max() < 0.3, (v, q - braked_at)
+
+
 def test_a_plan_of_another_dt_is_entered_once_its_system_is_built_while_the_loop_goes_on(
     request, tmp_path, monkeypatch
 ):
