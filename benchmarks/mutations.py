@@ -1597,4 +1597,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "instead of the hold with its position feedback: a heavier arm sags away",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "mpc_restart_supersedes_a_waiting_request",
+        "vi_control/ros/planner_node.py",
+        "            if self._pending is not None:\n",
+        "            if False:\n",
+        "the MPC task's restart after its deadline is submitted while a user's request waits: that request is "
+        "superseded without being planned",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -259,7 +259,8 @@ def test_a_cycle_refused_after_the_tasks_end_with_nothing_running_plans_the_task
     """Mode mpc, shrinking horizon: a cycle refused as beyond the limits after the task's end while no plan of ours
     runs (the robot was stopped on the way and is held; every min_horizon window would ask for the rest of the
     motion in a few steps) plans the task again from the measured state — a new run, a new deadline — once per
-    run. Not before the task's end, not while a plan of ours still runs, not while the cycles follow a request."""
+    run. Not before the task's end, not while a plan of ours still runs, not while the cycles follow a request, not
+    while a request waits to be solved."""
     from log_record import RecordingLogger
 
     from vi_control.ros.planner_node import PlannerNode
@@ -284,6 +285,10 @@ def test_a_cycle_refused_after_the_tasks_end_with_nothing_running_plans_the_task
         planner.mpc.t0 = t0 = now - 3.0  # the task began 3 s ago: it ended 1 s ago
         planner.last_plan = first.shifted(now - 2.5)  # and our last plan 0.5 s ago: the arm held since
         planner.on_joint_state(_joint_state(now, 0.2, 0.0))  # (0.3 rad short of the goal)
+        planner._pending = planner._job(Request("task"), "a request that waits", None, 0.0)
+        planner._maybe_restart_task(now)  # (it plans next: not superseded by a restart)
+        assert planner.mpc_counts["restarts"] == 0
+        planner._pending = None
         planner._maybe_restart_task(now)
         assert planner.mpc_counts["restarts"] == 1 and "the task is planned again" in logged.text()
         deadline = time.monotonic() + 30.0
@@ -475,7 +480,7 @@ def test_the_background_spinner_drains_what_was_received_before_it_closes(slow_t
     subscriptions already received before it stops: 200 messages published at once, then closed at once, are all
     seen — the bag of a run holds its last joint states (a CI run's bag once missed the last one). Also beside a
     timer whose callback takes longer than the drain's quiet time (the live view drawing under load): it once ended
-    the drain with messages still queued."""
+    the drain with messages still queued; the timers are cancelled first (they need not run any more)."""
     import rclpy
     from std_msgs.msg import Float64
 
@@ -491,8 +496,11 @@ def test_the_background_spinner_drains_what_was_received_before_it_closes(slow_t
         got = []
         qos = rclpy.qos.QoSProfile(depth=1000, reliability=rclpy.qos.ReliabilityPolicy.RELIABLE)
         sub_node.create_subscription(Float64, "drain", lambda m: got.append(m.data), qos)
+        ticks = []  # (the slow timer's start times)
         if slow_timer:  # (every 20 ms, 2 × QUIET_S long)
-            sub_node.create_timer(0.02, lambda: time.sleep(2 * BackgroundSpinner.QUIET_S))
+            sub_node.create_timer(
+                0.02, lambda: (ticks.append(time.monotonic()), time.sleep(2 * BackgroundSpinner.QUIET_S))
+            )
         pub = pub_node.create_publisher(Float64, "drain", qos)
         spinner = BackgroundSpinner([sub_node])
         deadline = time.monotonic() + 10.0
@@ -500,8 +508,12 @@ def test_the_background_spinner_drains_what_was_received_before_it_closes(slow_t
             time.sleep(0.01)
         for i in range(200):
             pub.publish(Float64(data=float(i)))
+        closing = time.monotonic()
         spinner.close()
         assert got == [float(i) for i in range(200)], (len(got), got[-3:])
+        # the drain cancelled the timers: at most those the spin loop and a cached wait may start (uncancelled,
+        # the slow timer ran on through the whole drain, DRAIN_MAX_S, one callback every 2 × QUIET_S)
+        assert sum(t >= closing for t in ticks) <= 2, [round(t - closing, 3) for t in ticks if t >= closing]
         pub_node.destroy_node()
         sub_node.destroy_node()
     finally:

@@ -428,12 +428,16 @@ class PlannerNode(ManagedNode):
         would be refused and the robot held there. The task is planned again from the measured state, a new run with
         a new deadline (its cycles wait for the controller's entry of that plan), once per task run: if that plan is
         refused too, the cycles go on being refused and said so. Not while the cycles follow a request's plan
-        (``~/goal``, ``~/joint_trajectory``): the task is not what the user asked for last."""
+        (``~/goal``, ``~/joint_trajectory``): the task is not what the user asked for last; nor while a request
+        waits to be solved (it would be superseded)."""
         mpc, last = self.mpc, self.last_plan
         if not mpc.settings.shrinking or mpc.followed or not mpc.ended(t_start) or mpc.t0 == self._restarted_t0:
             return
         if last is not None and last.times[-1] > t_start:
             return  # (a cycle of ours still runs: the next ones continue it; from it, the task would be carried)
+        with self._lock:
+            if self._pending is not None:
+                return  # (a request waits, a user's goal say: it plans next; a restart would supersede it)
         self._restarted_t0 = mpc.t0
         self.mpc_counts["restarts"] += 1
         self.warn(
