@@ -24,6 +24,7 @@ same at the switch's time and state — the command does not jump."""
 
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -83,10 +84,10 @@ def _run(
     task's end plus ``after_end``. Returns the recorder's states (stamp, q) from the task's start on — the first
     plan's start as the controller ran it, re-timed if the plan came late —, the planner's last diagnostics, every
     plan received {seq: Plan}, the controller's log and the (last) planner's. ``kill_controller``: {"into": s1,
-    "down": s2} kills the controller (SIGKILL) once the states are s1 past the task's start and starts a new one
-    once they are s2 past that; the dict gets "at" and "restart_at" (the newest state's time then), "log_before"
-    (the first controller's log) and "entered_at" (the state time of the new controller's first entry, after which
-    the run goes on ``after_end``); the log returned is the new controller's."""
+    "down": s2} kills the controller (SIGKILL) s1 of wall time after it entered the first plan and starts a new one
+    once the recorded states are s2 past those recorded then; the dict gets "restart_at" (the newest state's time
+    then), "log_before" (the first controller's log) and "entered_at" (the state time of the new controller's first
+    entry, after which the run goes on ``after_end``); the log returned is the new controller's."""
     name = f"_{mode}" + ("_late" if controller_late else "")
 
     def controller(suffix: str = ""):
@@ -162,13 +163,14 @@ def _run(
         assert rec.wait_for(lambda: not p.alive, 10.0)
         kill_planner["at"] = rec.states[-1][1]
     if kill_controller is not None:
-        # (by the task's clock, not a count of plans: a loaded CI run's third plan came once the reach was over)
-        into = start + kill_controller["into"]
-        assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > into, 30.0), p.report()
+        # s1 of wall time after the controller's own log said it entered the first plan — not a count of plans (a
+        # loaded CI run's third plan came once the reach was over), nor the recorder's newest state (in another it ran
+        # ~1 s behind the simulator): the simulator, at most real time, has run at most s1 of the task by then
+        time.sleep(kill_controller["into"])
         c.signal(signal.SIGKILL)
         assert rec.wait_for(lambda: not c.alive, 10.0)
-        kill_controller["at"], kill_controller["log_before"] = rec.states[-1][1], c.log()
-        assert rec.wait_for(lambda: rec.states[-1][1] > kill_controller["at"] + kill_controller["down"], 30.0)
+        kill_controller["log_before"], at = c.log(), rec.states[-1][1]  # (the recorder's newest: at or before the kill)
+        assert rec.wait_for(lambda: rec.states[-1][1] > at + kill_controller["down"], 30.0)
         kill_controller["restart_at"] = rec.states[-1][1]
         c = controller("_2")
         assert rec.wait_for(lambda: entries(c.log()), 120.0), c.report() + p.report()
@@ -479,7 +481,7 @@ def test_when_the_controller_dies_mid_reach_the_brakes_hold_the_panda_and_a_new_
     and the arm ends at the goal, at rest — the planner's cycles went on meanwhile, from the braked arm's states."""
     over, robot = task_overrides("task_panda_reach_mpc")
     over |= {"horizon": 20, "dt": 0.05}
-    kill = {"into": 0.2, "down": 1.0}  # (0.2 s into the 1 s reach, as the recorder has it: later under load)
+    kill = {"into": 0.2, "down": 1.5}  # (at most 0.2 s into the 1 s reach)
     states, diag, plans, log, planner_log = _run(
         ros,
         "mpc",
@@ -492,14 +494,15 @@ def test_when_the_controller_dies_mid_reach_the_brakes_hold_the_panda_and_a_new_
     )
     logs = f"--- planner\n{planner_log[-3000:]}\n--- new controller\n{log[-4000:]}"
 
-    braked = _window(states, kill["at"] + 0.3, kill["restart_at"])  # (the timeout and the brakes' catch behind)
+    # the last 0.4 s before the new controller (braked 0.1 s after the kill, the recorder up to ~1 s behind then)
+    braked = _window(states, kill["restart_at"] - 0.4, kill["restart_at"])
     drift = float(np.abs(braked - braked[0]).max())
     far = float(np.abs(braked[-1] - PANDA_GOAL).max())
     entered = entries(log)
     dropped = log.count(" not entered: it ended at ")
     err, rest = _last_second_at_the_goal(states)
     print(
-        f"killed at {kill['at']:.2f} s, braked {far:.3f} rad from the goal ({drift:.4f} moved), the new controller "
+        f"braked {far:.3f} rad from the goal ({drift:.4f} moved), the new controller "
         f"at {kill['restart_at']:.2f} s: {dropped} ended plans dropped, {len(entered)} entered; the last second "
         f"{err:.4f} rad off the goal, {rest:.4f} moved; planner diagnostics {diag}"
     )
@@ -507,7 +510,7 @@ def test_when_the_controller_dies_mid_reach_the_brakes_hold_the_panda_and_a_new_
     # refused; while none of ours runs any more, the task is planned again from the held arm — mpc_restarts; an
     # earlier version without that held the arm 0.43 rad away for good in 1 of 2 runs, every cycle refused)
     # held mid-reach (0.36–0.45 rad from the goal in unloaded runs; the arm settles 0.06 from it)
-    assert len(braked) > 50 and drift < 0.01 and far > 0.15, (len(braked), drift, far)
+    assert len(braked) > 20 and drift < 0.01 and far > 0.15, (len(braked), drift, far)
     assert "aborted" not in log and "beyond the limits" not in log, logs
     assert dropped >= 1, logs  # (the task's first plan and the cycles before the kill ended at its 1 s deadline)
     # every plan entered still had steps to run (k < N): none only held its end from afar
