@@ -302,6 +302,40 @@ def test_a_cycle_refused_after_the_tasks_end_with_nothing_running_plans_the_task
         assert planner.mpc_counts["restarts"] == 1
 
 
+def test_a_task_plan_that_ended_without_the_controllers_entry_is_planned_again(request, tmp_path):
+    """Mode mpc with a controller to wait for: the cycles wait for its ``plan_entered`` of the task's plan. If that
+    plan ends without it (no controller ran, or one that started since dropped it as ended: a CI run held the panda
+    120 s so, its planner waiting), the task is planned again from the measured state — a plan a controller can
+    enter — said and counted (``mpc_restarts``); not while that plan still runs."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "controller_name:=vi_controller", "-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        first = planner.last_plan
+        assert first is not None and planner.entered_seq is None
+        planner._mpc_tick()  # (it runs: wait)
+        assert planner._worker is None and planner.mpc_counts["restarts"] == 0 and planner.last_plan is first
+        assert "waiting for vi_controller/plan_entered" in logged.text()
+        now = planner._now()
+        planner.last_plan = ended = first.shifted(now - 2.5)  # (ended 0.5 s ago, never entered)
+        planner.on_joint_state(_joint_state(now, 0.1, 0.0))
+        planner._mpc_tick()
+        deadline = time.monotonic() + 30.0
+        while planner._worker is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert planner.mpc_counts["restarts"] == 1 and "without vi_controller entering it" in logged.text()
+        again = planner.last_plan
+        assert again is not ended and again.X[0][0] == pytest.approx(0.1, abs=1e-9) and again.times[-1] > now
+        planner._mpc_tick()  # (the new plan runs: wait again)
+        assert planner._worker is None and planner.mpc_counts["restarts"] == 1
+
+
 def test_an_mpc_cycle_from_a_stale_joint_state_is_skipped_warned_and_counted(request, tmp_path):
     """Mode mpc, the driver's joint states stopped: a cycle whose newest state is older than ``state_timeout`` on the
     node's clock is skipped — the controller holds the arm on such a state, and the planner's prediction from it would

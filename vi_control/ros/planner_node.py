@@ -401,6 +401,21 @@ class PlannerNode(ManagedNode):
             return
         if self.p["controller_name"] and self.entered_seq is None:
             # (the first plan may yet be re-timed: a cycle from its stated start could be on the wrong timeline)
+            with self._lock:
+                idle = self._solving is None and self._pending is None
+            if idle and self._now() > self.last_plan.times[-1]:
+                # That plan ended and no controller entered it (none ran, or one started since dropped it as ended):
+                # waiting on would hold the robot for good. The task again from the measured state: a new run, a plan
+                # a controller can enter (at most one per plan's length while none does).
+                self.mpc_counts["restarts"] += 1
+                self.warn(
+                    "mpc restart",
+                    f"mpc: the task's plan ended at t={self.last_plan.times[-1]:.4f} without "
+                    f"{self.p['controller_name']} entering it (is it running?): the task is planned again from the "
+                    f"measured state (restart {self.mpc_counts['restarts']})",
+                )
+                self._submit(Request("task"), "mpc restart")
+                return
             self.warn(
                 "mpc waits",
                 f"mpc: waiting for {self.p['controller_name']}/plan_entered to say where the task's first plan "
