@@ -1609,8 +1609,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "mpc_waits_for_an_entry_that_cannot_come",
         "vi_control/ros/planner_node.py",
-        "            if idle and self._now() > self.last_plan.times[-1]:\n",
-        "            if False:\n",
+        "                and self._now() > self.last_plan.times[-1]\n",
+        "                and False\n",
         "mode mpc waits for the controller's entry of the task's plan after that plan has ended: a controller that "
         "dropped it as ended never enters it, and the robot is held for good",
         ("test/ros/test_nodes_in_process.py",),

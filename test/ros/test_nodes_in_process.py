@@ -306,7 +306,8 @@ def test_a_task_plan_that_ended_without_the_controllers_entry_is_planned_again(r
     """Mode mpc with a controller to wait for: the cycles wait for its ``plan_entered`` of the task's plan. If that
     plan ends without it (no controller ran, or one that started since dropped it as ended: a CI run held the panda
     120 s so, its planner waiting), the task is planned again from the measured state — a plan a controller can
-    enter — said and counted (``mpc_restarts``); not while that plan still runs."""
+    enter — said and counted (``mpc_restarts``); not while that plan still runs, nor while the cycles follow a
+    request's plan (the task is not what was asked for last)."""
     from log_record import RecordingLogger
 
     from vi_control.ros.planner_node import PlannerNode
@@ -325,6 +326,10 @@ def test_a_task_plan_that_ended_without_the_controllers_entry_is_planned_again(r
         now = planner._now()
         planner.last_plan = ended = first.shifted(now - 2.5)  # (ended 0.5 s ago, never entered)
         planner.on_joint_state(_joint_state(now, 0.1, 0.0))
+        planner.mpc.followed = True  # (a goal request's plan: the task is not what was asked for last — wait)
+        planner._mpc_tick()
+        assert planner._worker is None and planner.mpc_counts["restarts"] == 0 and planner.last_plan is ended
+        planner.mpc.followed = False
         planner._mpc_tick()
         deadline = time.monotonic() + 30.0
         while planner._worker is not None and time.monotonic() < deadline:

@@ -402,19 +402,18 @@ class PlannerNode(ManagedNode):
         if self.p["controller_name"] and self.entered_seq is None:
             # (the first plan may yet be re-timed: a cycle from its stated start could be on the wrong timeline)
             with self._lock:
-                idle = self._solving is None and self._pending is None
-            if idle and self._now() > self.last_plan.times[-1]:
-                # That plan ended and no controller entered it (none ran, or one started since dropped it as ended):
-                # waiting on would hold the robot for good. The task again from the measured state: a new run, a plan
-                # a controller can enter (at most one per plan's length while none does).
-                self.mpc_counts["restarts"] += 1
-                self.warn(
-                    "mpc restart",
-                    f"mpc: the task's plan ended at t={self.last_plan.times[-1]:.4f} without "
-                    f"{self.p['controller_name']} entering it (is it running?): the task is planned again from the "
-                    f"measured state (restart {self.mpc_counts['restarts']})",
+                solving = self._solving is not None
+            # That plan ended and no controller entered it (none ran, or one started since dropped it as ended):
+            # waiting on would hold the robot for good. The task again: a new run, a plan a controller can enter (at
+            # most one per plan's length while none does).
+            if (
+                not solving
+                and self._now() > self.last_plan.times[-1]
+                and self._restart_task(
+                    f"the task's plan ended at t={self.last_plan.times[-1]:.4f} without "
+                    f"{self.p['controller_name']} entering it (is it running?)"
                 )
-                self._submit(Request("task"), "mpc restart")
+            ):
                 return
             self.warn(
                 "mpc waits",
@@ -441,27 +440,39 @@ class PlannerNode(ManagedNode):
         robot held): it is still far from the goal after the deadline (stopped on the way: its controller restarted,
         brakes, an abort), and the ``min_horizon`` windows ask for the rest of the motion in a few steps — every cycle
         would be refused and the robot held there. The task is planned again from the measured state, a new run with
-        a new deadline (its cycles wait for the controller's entry of that plan), once per task run: if that plan is
-        refused too, the cycles go on being refused and said so. Not while the cycles follow a request's plan
-        (``~/goal``, ``~/joint_trajectory``): the task is not what the user asked for last; nor while a request
-        waits to be solved (it would be superseded)."""
+        a new deadline (``_restart_task``, with its exceptions), once per task run: if that plan is refused too, the
+        cycles go on being refused and said so."""
         mpc, last = self.mpc, self.last_plan
-        if not mpc.settings.shrinking or mpc.followed or not mpc.ended(t_start) or mpc.t0 == self._restarted_t0:
+        if not mpc.settings.shrinking or not mpc.ended(t_start) or mpc.t0 == self._restarted_t0:
             return
         if last is not None and last.times[-1] > t_start:
             return  # (a cycle of ours still runs: the next ones continue it; from it, the task would be carried)
+        t0 = mpc.t0
+        if self._restart_task(
+            f"a cycle after the task's end (t={t0 + len(mpc.U_ref) * self.vi.dt:.4f}) was refused as beyond the limits "
+            "with no plan of ours running: the robot is still far from the goal"
+        ):
+            self._restarted_t0 = t0
+
+    def _restart_task(self, why: str) -> bool:
+        """Plan the task again from the measured state, a new run with a new deadline (its cycles wait for the
+        controller's entry of that plan): said with ``why``, counted in ``mpc_restarts``. Not while the cycles follow a
+        request's plan (``~/goal``, ``~/joint_trajectory``: the task is not what the user asked for last), nor while a
+        request waits to be solved (a user's goal, say: it plans next, and a restart would supersede it). True if
+        submitted."""
+        if self.mpc.followed:
+            return False
         with self._lock:
             if self._pending is not None:
-                return  # (a request waits, a user's goal say: it plans next; a restart would supersede it)
-        self._restarted_t0 = mpc.t0
+                return False
         self.mpc_counts["restarts"] += 1
         self.warn(
             "mpc restart",
-            f"mpc: a cycle after the task's end (t={mpc.t0 + len(mpc.U_ref) * self.vi.dt:.4f}) was refused as beyond "
-            "the limits with no plan of ours running: the robot is still far from the goal; the task is planned "
-            f"again from the measured state, with a new deadline (restart {self.mpc_counts['restarts']})",
+            f"mpc: {why}; the task is planned again from the measured state, with a new deadline (restart "
+            f"{self.mpc_counts['restarts']})",
         )
         self._submit(Request("task"), "mpc restart")
+        return True
 
     def publish_diagnostics(self) -> None:
         level, message, values = planner_diagnostics(
