@@ -1615,4 +1615,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "dropped it as ended never enters it, and the robot is held for good",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "mpc_restarts_the_task_not_the_users_goal",
+        "vi_control/ros/planner_node.py",
+        '            request, what = Request("goal", goal=asked.goal, duration=asked.duration), "the goal request"\n',
+        '            request, what = Request("task"), "the goal request"\n',
+        "a ~/goal request's plan that ended without the controller's entry is replaced by the task's plan: the arm is "
+        "taken to the task's goal, not the one the user asked for",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -277,7 +277,8 @@ def test_a_cycle_refused_after_the_tasks_end_with_nothing_running_plans_the_task
         planner._maybe_restart_task(end - 0.1)  # before the task's end
         planner.last_plan = first.shifted(t0 + 0.5)  # a plan of ours that runs past the end
         planner._maybe_restart_task(end)
-        planner.last_plan, planner.mpc.followed = first, True  # the cycles follow a request
+        planner.last_plan, planner.mpc.followed = first, True  # the cycles follow a joint trajectory request
+        planner._followed = Request("trajectory")
         planner._maybe_restart_task(end)
         assert planner.mpc_counts["restarts"] == 0 and planner.mpc.t0 == t0 and planner.last_plan is first
         planner.mpc.followed = False
@@ -326,9 +327,11 @@ def test_a_task_plan_that_ended_without_the_controllers_entry_is_planned_again(r
         now = planner._now()
         planner.last_plan = ended = first.shifted(now - 2.5)  # (ended 0.5 s ago, never entered)
         planner.on_joint_state(_joint_state(now, 0.1, 0.0))
-        planner.mpc.followed = True  # (a goal request's plan: the task is not what was asked for last — wait)
+        planner.mpc.followed = True  # (a joint trajectory request's plan: not the task, nor planned again — held)
+        planner._followed = Request("trajectory")
         planner._mpc_tick()
         assert planner._worker is None and planner.mpc_counts["restarts"] == 0 and planner.last_plan is ended
+        assert "a joint trajectory request is not planned again by itself" in logged.text()
         planner.mpc.followed = False
         planner._mpc_tick()
         deadline = time.monotonic() + 30.0
@@ -337,6 +340,47 @@ def test_a_task_plan_that_ended_without_the_controllers_entry_is_planned_again(r
         assert planner.mpc_counts["restarts"] == 1 and "without vi_controller entering it" in logged.text()
         again = planner.last_plan
         assert again is not ended and again.X[0][0] == pytest.approx(0.1, abs=1e-9) and again.times[-1] > now
+        planner._mpc_tick()  # (the new plan runs: wait again)
+        assert planner._worker is None and planner.mpc_counts["restarts"] == 1
+
+
+def test_a_goal_request_plan_that_ended_without_the_controllers_entry_is_planned_again_toward_that_goal(
+    request, tmp_path
+):
+    """Mode mpc, the cycles following a ~/goal request's plan that ended without the controller's entry (a controller
+    restarted meanwhile dropped it as ended): that goal — not the task's — is planned again from the measured state,
+    a new run the cycles follow, said and counted; before, the planner waited for the entry for good and the arm was
+    held short of the goal the user asked for."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "controller_name:=vi_controller", "-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        goal = np.array([-0.4])  # (the task's goal is +0.5)
+        planner._plan(planner._job(Request("goal", goal=goal), "~/goal", None, 0.0))
+        asked = planner.last_plan
+        assert planner.mpc.followed and planner.entered_seq is None
+        assert asked.X[-1][0] == pytest.approx(-0.4, abs=0.05)
+        planner._mpc_tick()  # (it runs: wait for its entry)
+        assert planner._worker is None and planner.mpc_counts["restarts"] == 0
+        now = planner._now()
+        planner.last_plan = ended = asked.shifted(now - 2.5)  # (ended 0.5 s ago, never entered)
+        planner.on_joint_state(_joint_state(now, -0.1, 0.0))  # (held 0.3 rad short of the goal)
+        planner._mpc_tick()
+        deadline = time.monotonic() + 30.0
+        while planner._worker is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        text = logged.text()
+        assert planner.mpc_counts["restarts"] == 1 and "the request's plan ended at" in text, text
+        assert "the goal request is planned again from the measured state" in text, text
+        again = planner.last_plan
+        assert again is not ended and again.times[-1] > now and planner.mpc.followed
+        assert again.X[0][0] == pytest.approx(-0.1, abs=1e-9) and again.X[-1][0] == pytest.approx(-0.4, abs=0.05)
+        assert planner._followed.kind == "goal" and np.array_equal(planner._followed.goal, goal)
         planner._mpc_tick()  # (the new plan runs: wait again)
         assert planner._worker is None and planner.mpc_counts["restarts"] == 1
 

@@ -179,6 +179,7 @@ class PlannerNode(ManagedNode):
             cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0, stale=0, restarts=0
         )
         self._restarted_t0: float | None = None  # the task clock (mpc.t0) the last restart left behind
+        self._followed: Request | None = None  # the goal or trajectory request whose plan the MPC cycles follow
         self.mpc_last_solve = 0.0
         self.mpc_last_state_t: float | None = None  # the state the last cycle planned from: its stamp
         self.pub_plan = self.create_publisher(UInt8MultiArray, "~/plan", PLAN_QOS)
@@ -404,14 +405,14 @@ class PlannerNode(ManagedNode):
             with self._lock:
                 solving = self._solving is not None
             # That plan ended and no controller entered it (none ran, or one started since dropped it as ended):
-            # waiting on would hold the robot for good. The task again: a new run, a plan a controller can enter (at
-            # most one per plan's length while none does).
+            # waiting on would hold the robot for good. The task (or the goal request) again: a new run, a plan a
+            # controller can enter (at most one per plan's length while none does).
             if (
                 not solving
                 and self._now() > self.last_plan.times[-1]
                 and self._restart_task(
-                    f"the task's plan ended at t={self.last_plan.times[-1]:.4f} without "
-                    f"{self.p['controller_name']} entering it (is it running?)"
+                    f"the {'request' if self.mpc.followed else 'task'}'s plan ended at "
+                    f"t={self.last_plan.times[-1]:.4f} without {self.p['controller_name']} entering it (is it running?)"
                 )
             ):
                 return
@@ -456,22 +457,33 @@ class PlannerNode(ManagedNode):
 
     def _restart_task(self, why: str) -> bool:
         """Plan the task again from the measured state, a new run with a new deadline (its cycles wait for the
-        controller's entry of that plan): said with ``why``, counted in ``mpc_restarts``. Not while the cycles follow a
-        request's plan (``~/goal``, ``~/joint_trajectory``: the task is not what the user asked for last), nor while a
-        request waits to be solved (a user's goal, say: it plans next, and a restart would supersede it). True if
-        submitted."""
-        if self.mpc.followed:
-            return False
+        controller's entry of that plan): said with ``why``, counted in ``mpc_restarts``. While the cycles follow a
+        ``~/goal`` request's plan, that goal is planned again instead (the task is not what the user asked for last);
+        a ``~/joint_trajectory`` request's is not: from the held arm its points, from the first on, could lead the arm
+        back along its path — the robot stays held, and the log says to send it again. Not while a request waits to be
+        solved (a user's goal, say: it plans next, and a restart would supersede it). True if submitted."""
         with self._lock:
             if self._pending is not None:
                 return False
+        request, what = Request("task"), "the task"
+        if self.mpc.followed:
+            asked = self._followed
+            if asked is None or asked.kind != "goal":
+                self.warn(
+                    "mpc held",
+                    f"mpc: {why}; the robot is held: a joint trajectory request is not planned again by itself (from "
+                    "where the arm is, its points from the first on could lead it back along its path) — send it "
+                    "again, or a goal",
+                )
+                return False
+            request, what = Request("goal", goal=asked.goal, duration=asked.duration), "the goal request"
         self.mpc_counts["restarts"] += 1
         self.warn(
             "mpc restart",
-            f"mpc: {why}; the task is planned again from the measured state, with a new deadline (restart "
+            f"mpc: {why}; {what} is planned again from the measured state, with a new deadline (restart "
             f"{self.mpc_counts['restarts']})",
         )
-        self._submit(Request("task"), "mpc restart")
+        self._submit(request, "mpc restart")
         return True
 
     def publish_diagnostics(self) -> None:
@@ -858,6 +870,7 @@ class PlannerNode(ManagedNode):
                     self.entered_seq = None  # (a new run of the task: its cycles wait for this plan's entry)
                 if self.mpc is not None and request.kind in ("goal", "trajectory"):
                     self.mpc.follow(result, t_start)  # (the cycles continue the request, not the task's goal)
+                    self._followed = request
         if stale and request.kind == "mpc":
             self.warn("mpc stale", "mpc: a cycle dropped: the controller re-timed the plan it continues meanwhile")
             return
