@@ -163,6 +163,25 @@ def test_hardware_launch_defaults_fit_the_bundled_limits():
     assert task.input_limits != "none" and np.all(np.asarray(limits) <= robot.effort_limits)
 
 
+def test_the_hardware_planner_plans_within_the_urdf_velocity_limits_and_its_task_fits_them():
+    """On a robot the URDF velocity limits are the hardware's (past them a Franka stops with a reflex): the hardware
+    planner YAML verifies plans at 1 × them, not the simulator default's 1.5 (the controller's bound on measured
+    states, noise included) — a goal asked to take 0.3 s plans the panda's joint 4 at 1.36 × its limit
+    (test_planning_requests). Its start-up task still fits: the plan it makes is within that factor."""
+    from vi_control.planning import load_task, make_system, plan_task
+    from vi_control.planning.limits import plan_limit_violation
+    from vi_control.ros.planner_parameters import PARAMETERS
+
+    (node,) = yaml.safe_load((ROOT / "config" / "ros_hardware_planner.yaml").read_text()).values()
+    p = node["ros__parameters"]
+    lo = PARAMETERS["velocity_limit_factor"].range[0]
+    assert p["velocity_limit_factor"] == lo == 1.0  # (the smallest factor the parameter takes)
+    task = load_task(p["task"])
+    vi = make_system(task)
+    plan, res = plan_task(vi, task)
+    assert res.converged and plan_limit_violation(vi, plan.X, plan.U, velocity_limit_factor=1.0) is None
+
+
 @pytest.mark.parametrize(
     "controller_yaml, planner_yaml",
     [("ros_controller.yaml", "ros_planner.yaml"), ("ros_hardware_controller.yaml", "ros_hardware_planner.yaml")],
