@@ -1624,4 +1624,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "taken to the task's goal, not the one the user asked for",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "start_tolerance_checks_hand_overs",
+        "vi_control/control/runner.py",
+        "        if tol > 0 and not running:\n",
+        "        if tol > 0:\n",
+        "start_tolerance judges a hand-over from a running plan too: an MPC cycle whose X_0 (a prediction) is off the "
+        "measured state is refused, and the old plan runs out",
+        ("test/control/test_control_runner.py",),
+    ),
+    Mutation(
+        "start_tolerance_against_x0",
+        "vi_control/control/runner.py",
+        "            e = self.configuration_error(plan.X[k_in], x)\n",
+        "            e = self.configuration_error(plan.X[0], x)\n",
+        "start_tolerance judges a late plan against its X_0, not the step it is entered at: a plan entered mid-way "
+        "exactly where the arm is gets refused",
+        ("test/control/test_control_runner.py",),
+    ),
 )

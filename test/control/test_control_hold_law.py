@@ -127,6 +127,7 @@ def _runner(vi, vehicle=False, **settings):
             safe_mode="hold",
             gain_scale=1.0,
             retime_tolerance=0.0,
+            start_tolerance=0.0,
             path_tolerance=0.0,
             goal_tolerance=0.0,
             goal_time_tolerance=1.0,

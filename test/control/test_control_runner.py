@@ -154,6 +154,38 @@ def test_a_plan_that_ended_before_it_could_be_entered_is_dropped(runner, upright
     assert f"re-timed by {N + 3} steps" in runner.log.info[-1]
 
 
+def test_start_tolerance_refuses_a_plan_entered_from_the_hold_far_from_its_reference(runner, upright):
+    """start_tolerance (MoveIt's allowed_start_tolerance): a plan entered while none runs whose configuration at the
+    step it is entered at is farther than the tolerance from the measured one is not entered — its feedback would
+    drive the arm at the effort limits — and the hold goes on, said; just inside it is entered. Judged at the step
+    of entry (a late plan against X_k, not X_0), and not at a hand-over from a running plan (an MPC cycle's X_0 is a
+    prediction: refusing it would leave the old plan to run out)."""
+    dt, tol = upright.dt, 0.05
+    runner.p["start_tolerance"] = tol
+    runner.queue(1, upright, False)
+    assert runner.command(1.0, X_UP + np.array([1.001 * tol, 0.0])) is None  # (just outside)
+    assert runner.law is None and runner.pending is None
+    kind, text, _ = runner.log.throttled[-1]
+    assert kind == "start tolerance" and text.startswith("plan 1 not entered: at its step 0 its theta is 0.05")
+    assert text.endswith("beyond start_tolerance 0.05; the hold goes on")
+    runner.queue(2, upright.shifted(2.0), False)
+    k, _ = runner.command(2.0, X_UP + np.array([0.999 * tol, 0.0]))  # (just inside)
+    assert k == 0 and runner.active_seq == 2
+    # a late plan whose X_5 is where the arm is, its X_0 0.08 away (not re-timed: the arm is not at X_0)
+    ramp = dataclasses.replace(upright, X=upright.X + np.outer(0.016 * np.arange(21), [1.0, 0.0])).shifted(4.0)
+    runner.stop()
+    runner.queue(3, ramp, False)
+    k, _ = runner.command(4.0 + 5 * dt, ramp.X[5])
+    assert k == 5 and runner.active_seq == 3
+    # a hand-over: plan 3 runs, plan 4 starts 0.2 away from the arm — entered (the check is for entries from the hold)
+    runner.queue(4, upright.shifted(4.0 + 7 * dt), False)
+    k, _ = runner.command(4.0 + 7 * dt, X_UP + np.array([0.2, 0.0]))
+    assert k == 0 and runner.active_seq == 4
+    runner.stop()  # nothing runs: the same plan from 0.2 away is refused
+    runner.queue(5, upright.shifted(6.0), False)
+    assert runner.command(6.0, X_UP + np.array([0.2, 0.0])) is None and runner.active_seq is None
+
+
 def test_path_and_goal_tolerances_abort_the_plan(runner, upright):
     runner.p["path_tolerance"] = 0.05
     runner.queue(1, upright, False)

@@ -89,13 +89,18 @@ def _assert_entered_on_time(ctrl: NodeProcess, plan: str, t0: float, dt: float) 
     on a busy machine: 95 ms against start_delay = 0.05 s once in CI), the step it arrived in, not further in."""
     pattern = re.compile(
         rf"\[INFO\] \[([0-9.]+)\] [^\n]*accepted plan {plan}:.*?"
-        rf"\[INFO\] \[([0-9.]+)\] [^\n]*entered plan {plan} at k=(\d+) \(state t=([0-9.]+)",
+        rf"\[INFO\] \[([0-9.]+)\] [^\n]*entered plan {plan} at k=(\d+) \(state t=([0-9.]+)[^\n]*",
         re.S,
     )
     assert ctrl.wait_for_log(f"entered plan {plan} at k=", 10.0), ctrl.log()[-2000:]
     match = pattern.search(ctrl.log())
     assert match, ctrl.log()[-2000:]
     accepted, entered, k, t = float(match[1]), float(match[2]), int(match[3]), float(match[4])
+    # delivered more than a step late with the robot still at its X_0 (held): re-timed to start then, as documented
+    # (an overloaded run's plan came 0.92 s after its start) — judged from the start it was given
+    retimed = re.search(r"re-timed by \d+ steps \(to t0=([0-9.]+)\)", match[0].splitlines()[-1])
+    if retimed:
+        t0 = float(retimed[1])
     could = max(accepted, t0 - dt / 2)
     assert entered - could <= dt and k == max(0, round((t - t0) / dt)), (accepted, entered, t0, k, t)
     if entered < t0 + dt / 2:

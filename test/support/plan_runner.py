@@ -13,6 +13,7 @@ RUNNER_SETTINGS = dict(
     accept_unconverged=False,
     gain_scale=1.0,
     retime_tolerance=0.0,
+    start_tolerance=0.0,
     path_tolerance=0.0,
     goal_tolerance=0.0,
     goal_time_tolerance=0.5,

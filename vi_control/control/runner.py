@@ -56,11 +56,10 @@ class PlanRunner:
     detail) of an aborted plan, ``fault_counts`` per kind) of one controller.
 
     ``settings``: the controller's live parameters (read at each use): ``accept_unconverged``, ``gain_scale``,
-    ``hold_integral_gain``,
-    ``retime_tolerance``, ``path_tolerance``, ``goal_tolerance``, ``goal_time_tolerance``, ``safe_mode``,
-    ``safe_damping``, ``hold_position_weight``, ``hold_momentum_weight``, ``hold_effort_weight`` (the hold's gain:
-    ``hold``, a ``HoldLaw``, None on a vehicle). ``robot``, ``vi``: the model and its discrete system
-    (``set_system`` for a plan's Δt);
+    ``hold_integral_gain``, ``retime_tolerance``, ``start_tolerance``, ``path_tolerance``, ``goal_tolerance``,
+    ``goal_time_tolerance``, ``safe_mode``, ``safe_damping``, ``hold_position_weight``, ``hold_momentum_weight``,
+    ``hold_effort_weight`` (the hold's gain: ``hold``, a ``HoldLaw``, None on a vehicle). ``robot``, ``vi``: the model
+    and its discrete system (``set_system`` for a plan's Δt);
     ``vehicle``: tolerances on τ⁻¹(X_k⁻¹x) (a Lie-group state) instead of joint angles; ``error_names``: what the
     tolerance messages call each error component; ``act_q_index``: where the actuated joints' velocities are in an
     ``Estimate``'s q̇. ``logger``: .info/.warning (a ROS or ``logging`` logger); ``warn(kind, text, level)``: the
@@ -231,6 +230,23 @@ class PlanRunner:
                 f"t={t:.4f}); " + (f"plan {self.active_seq} goes on" if self.law is not None else "the hold goes on"),
             )
             return
+        tol = self.p["start_tolerance"]
+        if tol > 0 and not running:
+            # Entered from the hold (a plan planned from elsewhere: the task's x_0 without a measured state, a latched
+            # plan a restarted controller receives mid-motion): its feedback would drive the arm at the effort limits
+            # toward a reference it is far from. As MoveIt's allowed_start_tolerance: refused, the hold goes on.
+            k_in = min(max(plan_step(t, plan.times[0], plan.dt), 0), plan.horizon)
+            e = self.configuration_error(plan.X[k_in], x)
+            if e.max() > tol:
+                j = int(np.argmax(e))
+                self.pending = None
+                self.warn(
+                    "start tolerance",
+                    f"plan {seq} not entered: at its step {k_in} its {self.error_names[j]} is {e[j]:.4g} from the "
+                    f"measured one, beyond start_tolerance {tol:g}; "
+                    + (f"plan {self.active_seq}'s hold goes on" if self.law is not None else "the hold goes on"),
+                )
+                return
         self.set_plan(plan)
         self.pending, self.active_seq, self.aborted, self.goal_reached = None, seq, None, False
         if self.hold is not None:

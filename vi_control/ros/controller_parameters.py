@@ -101,6 +101,14 @@ PARAMETERS: dict[str, Param] = {
         range=(0.0, 1e3),
         **_LIVE,
     ),
+    "start_tolerance": Param(
+        0.0,
+        "a plan entered while none runs (from the hold) is refused when |q_ref − q| at the "
+        "step it would be entered at exceeds this on any joint, as MoveIt's "
+        "allowed_start_tolerance [rad or m]; 0: not checked",
+        range=(0.0, 1e6),
+        **_LIVE,
+    ),
     "gain_scale": Param(1.0, "scale of the feedback gains K_k (1: the planner's TV-LQR)", range=(0.0, 10.0), **_LIVE),
     "hold_integral_gain": Param(
         0.0,
