@@ -52,11 +52,13 @@ class HardwareRun:
             "plant": ros.start(
                 "mujoco_plant",
                 name="plant",
-                model=sim["model"],
-                system_yaml=sim["system_yaml"],
-                initial_positions=sim["initial_positions"],
-                log_throttle_period=0.0,
-                **(plant or {}),
+                **{
+                    "model": sim["model"],
+                    "system_yaml": sim["system_yaml"],
+                    "initial_positions": sim["initial_positions"],
+                    "log_throttle_period": 0.0,
+                    **(plant or {}),
+                },
             )
         }
         self.procs["controller"] = ros.start(
@@ -220,12 +222,13 @@ def test_acrobot_swingup_against_the_mujoco_plant(ros):
 HOLD_WINDOW, HOLD_BOUND = 5.0, 0.05  # s, rad
 
 
-def _hold_run(ros, planner: dict | None = None, **controller) -> HardwareRun:
-    """The panda in the plant, braked until the controller's first command, the controller in safe_mode 'hold'."""
+def _hold_run(ros, planner: dict | None = None, plant_q: list | None = None, **controller) -> HardwareRun:
+    """The panda in the plant (at ``plant_q``, default the task's start), braked until the controller's first
+    command, the controller in safe_mode 'hold'."""
     return HardwareRun(
         ros,
         PANDA,
-        plant=dict(brake_until_command=True),
+        plant=dict(brake_until_command=True) | ({"initial_positions": plant_q} if plant_q is not None else {}),
         planner=planner,
         controller=dict(safe_mode="hold", **controller),
     )
@@ -254,6 +257,26 @@ def test_panda_held_after_a_path_tolerance_abort(ros):
         f"{stopping:.4f} rad in the first 0.5 s)"
     )
     assert dev < HOLD_BOUND, run.report()
+
+
+@needs_hold
+def test_a_plan_from_the_tasks_start_while_the_panda_is_elsewhere_is_not_entered_and_the_arm_stays_held(ros):
+    """The hardware controller YAML's ``start_tolerance`` (0.05 rad): a planner without the measured state
+    (``use_measured_state`` false) plans the reach from the task's x_0 while the panda stands 0.2 rad away on joint 4;
+    the controller does not enter that plan — its feedback would drive the arm at the effort limits toward x_0 — and
+    says why; the arm stays held where it is."""
+    over, _ = task_overrides(PANDA)
+    q = np.array(over["simulator"]["initial_positions"], float) + np.array([0, 0, 0, 0.2, 0, 0, 0])
+    run = _hold_run(ros, planner=dict(use_measured_state=False), plant_q=q.tolist())
+    refused = run.log_time("controller", "beyond start_tolerance 0.05", DISCOVERY + 10.0)
+    line = next(ln for ln in run.procs["controller"].log().splitlines() if "beyond start_tolerance" in ln)
+    assert "at its step 0 its panda_joint4 is 0.2" in line and line.endswith("the hold goes on"), line
+    dev = run.deviation(refused, 2.0)
+    _, held = run.states(refused, refused + 2.0)
+    print(f"a plan from x_0 refused 0.2 rad away: max deviation {dev:.2e} rad over 2 s")
+    assert "entered plan" not in run.procs["controller"].log(), run.report()
+    assert "first command: brakes released" in run.procs["plant"].log(), run.report()  # (held by the controller)
+    assert dev < HOLD_BOUND and np.abs(held - q).max() < HOLD_BOUND, run.report()
 
 
 @needs_hold
