@@ -6,6 +6,7 @@ References: the discrete Legendre transform of configurations on an analytic (li
 where the interpolated q(t − Δt) is exact; the law u = U_k + K_k (X_k − x) in numpy.
 """
 
+import re
 import time
 
 import numpy as np
@@ -283,7 +284,12 @@ def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     u_hold = float(hold.command(vi.state_from_configurations(q, q))[0][0])
     waiting = play(0.3, 0.9)
     assert len(waiting) >= 6 and waiting == pytest.approx([u_hold] * len(waiting), abs=1e-9), ctrl.report()
-    assert ctrl.wait_for_log("the clock went back: state t=0.3000 after t=2.9900", 5.0), ctrl.report()
+    assert ctrl.wait_for_log("the clock went back: state t=0.3", 5.0), ctrl.report()
+    # told by the first state after the reset that came with the clock's jump — /clock and the joint states are two
+    # topics with no order between them: a loaded CI run's state t = 0.30 came before the clock went back (judged on
+    # the old clock: stale), and t = 0.31 told it
+    back = re.search(r"the clock went back: state t=([0-9.]+) after t=([0-9.]+)", ctrl.log())
+    assert back and 0.3 <= float(back[1]) <= 0.35 and float(back[2]) == 2.99, ctrl.report()
     assert ctrl.wait_for_log("plan 5 starts at t=1.0000 again", 5.0)
     again = play(0.9, 2.0)  # 20 ticks of 20 Hz from t₀ = 1.0: at least half (a starved executor merges ticks)
     entries = [int(e.split()[0]) for e in ctrl.log().split("entered plan 5 at k=")[1:]]
