@@ -1642,4 +1642,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "exactly where the arm is gets refused",
         ("test/control/test_control_runner.py",),
     ),
+    Mutation(
+        "plan_refusal_told_every_time",
+        "vi_control/control/runner.py",
+        "        if self.on_refuse is not None and seq not in self._refused:\n",
+        "        if self.on_refuse is not None:\n",
+        "the controller's ~/plan_refused repeats for every re-publish of a refused plan (once a second): the planner "
+        "publishes a 'refused' status for it again and again",
+        ("test/control/test_control_runner.py",),
+    ),
+    Mutation(
+        "controller_refusal_not_reported",
+        "vi_control/ros/planner_node.py",
+        "                self._published[seq] = job\n",
+        "                pass\n",
+        "the planner forgets which request made each plan: a plan the controller refuses leaves its request at "
+        "'accepted', the reason only in the controller's log",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -385,6 +385,60 @@ def test_a_goal_request_plan_that_ended_without_the_controllers_entry_is_planned
         assert planner._worker is None and planner.mpc_counts["restarts"] == 1
 
 
+def test_a_plan_the_controller_refuses_turns_its_request_status_to_refused_with_the_reason(request, tmp_path):
+    """The controller's ~/plan_refused (seq, why) of a plan this planner published: the request that made it, which
+    read 'accepted', gets 'refused' with the controller's reason and the plan's number, once; a refusal of a plan
+    it never published (another planner's) changes nothing, and one that names no plan is ignored with a warning."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from log_record import RecordingLogger
+    from rclpy.executors import SingleThreadedExecutor
+
+    from vi_control.ros.messages import plan_refused_message
+    from vi_control.ros.planner_node import STATUS_QOS, PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "controller_name:=vi_controller", "-p", "mode:=plan"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        listener = rclpy.create_node("listener", context=planner.context)
+        got: list[dict] = []
+        listener.create_subscription(
+            DiagnosticArray,
+            planner.pub_status.topic_name,
+            lambda m: got.extend({kv.key: kv.value for kv in st.values} for st in m.status),
+            STATUS_QOS,
+        )
+        ex = SingleThreadedExecutor(context=planner.context)
+        ex.add_node(planner)
+        ex.add_node(listener)
+
+        def spin(until, seconds: float = 10.0) -> bool:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end and not until():
+                ex.spin_once(timeout_sec=0.02)
+            return until()
+
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "~/replan", None, 0.0))
+        seq = planner.last_seq
+        assert spin(lambda: any(s["state"] == "accepted" for s in got)), got
+        planner.on_plan_refused(plan_refused_message(seq + 1, "not ours"))  # (another planner's plan)
+        planner.on_plan_refused(DiagnosticStatus(name="plan_refused", message="no plan named"))
+        assert "plan_refused ignored" in logged.text()
+        why = f"plan {seq} not entered: at its step 0 its theta is 0.3 from the measured one, beyond start_tolerance"
+        planner.on_plan_refused(plan_refused_message(seq, why))
+        planner.on_plan_refused(plan_refused_message(seq, why))  # (said twice: one status)
+        assert spin(lambda: any(s["state"] == "refused" for s in got)), got
+        spin(lambda: False, 0.3)
+        refused = [s for s in got if s["state"] == "refused"]
+        assert len(refused) == 1 and refused[0]["plan"] == str(seq), got
+        assert refused[0]["reason"] == f"vi_controller does not run plan {seq}: {why}"
+        assert refused[0]["request"] == next(s["request"] for s in got if s["state"] == "accepted")
+        ex.shutdown()
+        listener.destroy_node()
+
+
 def test_an_mpc_cycle_from_a_stale_joint_state_is_skipped_warned_and_counted(request, tmp_path):
     """Mode mpc, the driver's joint states stopped: a cycle whose newest state is older than ``state_timeout`` on the
     node's clock is skipped — the controller holds the arm on such a state, and the planner's prediction from it would

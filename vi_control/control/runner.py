@@ -85,11 +85,15 @@ class PlanRunner:
         self.pending: tuple[int, Plan, bool] | None = None
         self.following: list[tuple[int, Plan, bool]] = []  # plans that start after the pending one, by start
         self._admitted: deque[int] = deque(maxlen=16)  # the last plans queued (a late duplicate is not new)
+        self._refused: deque[int] = deque(maxlen=16)  # the last plans said to be refused (``on_refuse``)
         self.fault_counts: dict[str, int] = {}
         self._held_prescribed: np.ndarray | None = None
         self.hold = None if vehicle else HoldLaw(vi, self.hold_weights())
         # called with (seq, plan as run) when a plan is entered: the node tells the planner its start (re-timed?)
         self.on_enter: Callable[[int, Plan], Any] | None = None
+        # called with (seq, why) when a plan is not run (rejected on arrival, or not entered): the node tells the
+        # planner, whose request status says so — else the sender read "accepted" for a plan that never ran
+        self.on_refuse: Callable[[int, str], Any] | None = None
         self.reset()
 
     def hold_weights(self) -> tuple[float, float, float]:
@@ -113,6 +117,14 @@ class PlanRunner:
         self.law, self.pending, self.active_seq, self.following = None, None, None, []
 
     # ---- plans ---------------------------------------------------------------------------------------------------
+    def _refuse(self, seq: int, kind: str, text: str, level: str = "warning") -> None:
+        """Plan ``seq`` is not run: ``text`` logged (throttled per ``kind``) and passed to ``on_refuse`` — once per
+        plan (the planner re-publishes its latest plan every second; a live parameter change may admit it then)."""
+        self.warn(kind, text, level=level)
+        if self.on_refuse is not None and seq not in self._refused:
+            self._refused.append(seq)
+            self.on_refuse(seq, text)
+
     def admit(self, seq: int, plan: Plan, dt_range: tuple[float, float], limits: JointLimits | None = None) -> bool:
         """Whether plan ``seq`` may be queued on this system (``dt_range``: the Δt the estimate accepts; ``limits``:
         the bounds measured states are held to — a plan whose own states break them would be aborted mid-motion by
@@ -121,7 +133,8 @@ class PlanRunner:
         if seq == self.last_seq or seq in self._admitted:
             return False
         if not plan.converged and not self.p["accept_unconverged"]:
-            self.warn(
+            self._refuse(
+                seq,
                 "plan rejected",
                 f"plan {seq} rejected: marked unconverged by the planner (set "
                 "accept_unconverged to track best-effort plans)",
@@ -130,7 +143,8 @@ class PlanRunner:
             return False
         sizes = (plan.X.shape[1], plan.U.shape[1], plan.K.shape[2])
         if sizes != (self.vi.nx, self.vi.nu, self.vi.state.ndx):
-            self.warn(
+            self._refuse(
+                seq,
                 "plan rejected",
                 f"plan {seq} has nx, nu, ndx = {sizes}; model has "
                 f"{(self.vi.nx, self.vi.nu, self.vi.state.ndx)}: rejected",
@@ -139,7 +153,8 @@ class PlanRunner:
             return False
         lo, hi = dt_range
         if not lo <= plan.dt <= hi:
-            self.warn(
+            self._refuse(
+                seq,
                 "plan rejected",
                 f"plan {seq} has dt = {plan.dt:g} s, outside [{lo:g}, {hi:g}] s: rejected",
                 level="error",
@@ -147,7 +162,8 @@ class PlanRunner:
             return False
         why = self.beyond_limits(plan, limits) if limits is not None else None
         if why is not None:
-            self.warn(
+            self._refuse(
+                seq,
                 "plan rejected",
                 f"plan {seq} rejected: {why}, which this controller refuses as a measured "
                 "state (position_limit_margin, velocity_limit_factor): re-plan within the URDF limits",
@@ -224,7 +240,8 @@ class PlanRunner:
             # latched plan a restarted controller receives mid-motion; one delivered that late). As ros2_controllers'
             # JTC refuses a trajectory that ends in the past: dropped, and what ran before goes on.
             self.pending = None
-            self.warn(
+            self._refuse(
+                seq,
                 "plan ended",
                 f"plan {seq} not entered: it ended at t={plan.times[-1]:.4f}, before it could be entered (state "
                 f"t={t:.4f}); " + (f"plan {self.active_seq} goes on" if self.law is not None else "the hold goes on"),
@@ -240,7 +257,8 @@ class PlanRunner:
             if e.max() > tol:
                 j = int(np.argmax(e))
                 self.pending = None
-                self.warn(
+                self._refuse(
+                    seq,
                     "start tolerance",
                     f"plan {seq} not entered: at its step {k_in} its {self.error_names[j]} is {e[j]:.4g} from the "
                     f"measured one, beyond start_tolerance {tol:g}; "

@@ -29,7 +29,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
@@ -61,6 +61,7 @@ from .messages import (
     RawJointStateReader,
     plan_entered_message,
     plan_from_message,
+    plan_refused_message,
 )
 from .supervision import ControllerStateMessage, LoopTiming, controller_diagnostics, diagnostics
 from .vehicle import POSE_ERROR_NAMES, actuator_velocities, state_from_odometry, vehicle_system
@@ -111,6 +112,7 @@ class ControllerNode(ManagedNode):
         )
         self.runner = PlanRunner(r, self.vi, p, self.vehicle, error_names, act_q_index, self.get_logger(), self.warn)
         self.runner.on_enter = self._announce_entry
+        self.runner.on_refuse = self._announce_refusal
         if self.runner.hold is not None:  # the hold's derivatives compiled now, not at the first tick that needs them
             self.runner.hold.engage(r.neutral())
             self.runner.hold.release()
@@ -122,6 +124,7 @@ class ControllerNode(ManagedNode):
         self.state_pub = self.create_publisher(JointTrajectory, "~/controller_state", STREAM_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STREAM_QOS)
         self.entered_pub = self.create_publisher(Header, "~/plan_entered", LATCHED_QOS)
+        self.refused_pub = self.create_publisher(DiagnosticStatus, "~/plan_refused", PLAN_QOS)
         # raw: the serialized JointState, read in place (messages.RawJointStateReader) — the 1 kHz hot path
         state_sub = (
             self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS)
@@ -170,7 +173,9 @@ class ControllerNode(ManagedNode):
     def cleanup(self) -> None:
         self._stop_tick_timer()
         self.destroy_entities(
-            self.own_timers, self.own_subs, publishers=(self.pub, self.state_pub, self.diag_pub, self.entered_pub)
+            self.own_timers,
+            self.own_subs,
+            publishers=(self.pub, self.state_pub, self.diag_pub, self.entered_pub, self.refused_pub),
         )
         self.robot = None
         # A build under way belongs to this configuration: its system (at a plan's Δt) must not replace the next
@@ -314,6 +319,10 @@ class ControllerNode(ManagedNode):
         """~/plan_entered: where plan ``seq`` starts as this controller runs it (a planner continuing it — MPC
         cycles — plans on that timeline, re-timed or not)."""
         self.entered_pub.publish(plan_entered_message(seq, float(plan.times[0])))
+
+    def _announce_refusal(self, seq: int, why: str) -> None:
+        """~/plan_refused: plan ``seq`` is not run by this controller, and why (for the planner's request status)."""
+        self.refused_pub.publish(plan_refused_message(seq, why))
 
     def _clock_went_back(self, t: float, last_stamp: float) -> None:
         """The intake saw stamps and this clock go back together: the runner re-queues its plan; zero torque."""

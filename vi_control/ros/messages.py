@@ -36,6 +36,7 @@ import struct
 
 import numpy as np
 from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -151,6 +152,21 @@ def plan_entered_message(seq: int, t0: float) -> Header:
     msg = Header(frame_id=str(int(seq)))
     msg.stamp.sec, msg.stamp.nanosec = split_seconds(t0)
     return msg
+
+
+def plan_refused_message(seq: int, why: str) -> DiagnosticStatus:
+    """The controller's word that it does not run plan ``seq`` (rejected on arrival, or not entered), and why."""
+    return DiagnosticStatus(
+        level=DiagnosticStatus.ERROR, name="plan_refused", message=why, values=[KeyValue(key="plan", value=str(seq))]
+    )
+
+
+def plan_refused_from_message(msg: DiagnosticStatus) -> tuple[int, str]:
+    """(seq, why) of a ``plan_refused_message``; ValueError if it names no plan sequence number."""
+    seq = next((kv.value for kv in msg.values if kv.key == "plan"), "")
+    if not (seq.isascii() and seq.isdigit()):
+        raise ValueError(f"plan_refused: plan {seq!r} is not a plan sequence number")
+    return int(seq), msg.message
 
 
 def plan_entered_from_message(msg: Header) -> tuple[int, float]:

@@ -47,7 +47,7 @@ import time
 from collections import deque
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.clock import Clock, ClockType
@@ -70,6 +70,7 @@ from .messages import (
     RawJointStateReader,
     joint_state_arrays,
     plan_entered_from_message,
+    plan_refused_from_message,
     plan_to_message,
     plan_to_trajectory,
     split_seconds,
@@ -148,6 +149,9 @@ class PlannerNode(ManagedNode):
         self._lock, self._worker, self._pending = threading.Lock(), None, None
         self._solving: Job | None = None  # (the job the worker is on; with _worker, under _lock)
         self._next_id = 0
+        # the plans published last, by sequence number, with the job that made each: a controller's ~/plan_refused
+        # of one becomes that request's status (under _lock)
+        self._published: dict[int, Job] = {}
         self._started = False  # the start-up plan was requested (at the first activation only)
         # Deactivations over the node's life (not reset by a configure): a solve begun before one is not published,
         # not even once the node is active again.
@@ -192,6 +196,8 @@ class PlannerNode(ManagedNode):
         if p["controller_name"]:
             topic = f"{p['controller_name']}/plan_entered"
             self.own_subs.append(self.create_subscription(Header, topic, self.on_plan_entered, LATCHED_QOS))
+            topic = f"{p['controller_name']}/plan_refused"
+            self.own_subs.append(self.create_subscription(DiagnosticStatus, topic, self.on_plan_refused, PLAN_QOS))
         if self.vehicle:
             if p["mode"] == "mpc":  # (refused, not ignored: one plan per goal without a word)
                 raise ValueError(
@@ -370,6 +376,19 @@ class PlannerNode(ManagedNode):
             f"plan {seq} was re-timed by {self.p['controller_name']}: it starts at t={t0:.6f} ({shift:+.4f} s); "
             "later plans continue it from there"
         )
+
+    def on_plan_refused(self, msg: DiagnosticStatus) -> None:
+        """The controller does not run plan ``seq`` (rejected on arrival, or not entered): the request that made it
+        gets the status 'refused' with the controller's reason — it had read 'accepted' for a plan that never ran."""
+        try:
+            seq, why = plan_refused_from_message(msg)
+        except ValueError as e:
+            self.warn("plan_refused ignored", f"plan_refused ignored: {e}")
+            return
+        with self._lock:
+            job = self._published.pop(seq, None)
+        if job is not None:  # (else another planner's plan, or one long replaced)
+            self._status(job, "refused", f"{self.p['controller_name']} does not run plan {seq}: {why}", plan=seq)
 
     def on_replan(self, _req, res):
         request = (
@@ -866,6 +885,9 @@ class PlannerNode(ManagedNode):
             else:
                 stale = False
                 self._publish_plan(plan, msg, seq, on_receipt, velocities)
+                self._published[seq] = job
+                while len(self._published) > 32:
+                    del self._published[next(iter(self._published))]
                 if request.kind != "mpc":
                     self.entered_seq = None  # (a new run of the task: its cycles wait for this plan's entry)
                 if self.mpc is not None and request.kind in ("goal", "trajectory"):
