@@ -439,6 +439,35 @@ def test_a_plan_the_controller_refuses_turns_its_request_status_to_refused_with_
         listener.destroy_node()
 
 
+def test_an_mpc_cycle_the_controller_refuses_is_counted_in_diagnostics(request, tmp_path):
+    """Mode mpc: a cycle's plan the controller does not run (its ~/plan_refused: the latched, ended plans a
+    restarted controller drops) is counted (``mpc_controller_refused``, WARN in /diagnostics) and said in the
+    throttled log — a cycle is a quiet job, with no status of its own on ~/request_status."""
+    from log_record import RecordingLogger
+
+    from vi_control.ros.messages import plan_refused_message
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+    from vi_control.ros.supervision import WARN, planner_diagnostics
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        planner.warn.logger = logged = RecordingLogger(planner.warn.logger)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        first = planner.last_seq
+        planner.on_joint_state(_joint_state(float(planner.last_plan.times[0]) + 0.01, 0.0, 0.0))
+        planner._plan(planner._job(Request("mpc"), "mpc", None, 0.0))
+        cycle = planner.last_seq
+        assert cycle != first and planner.mpc_counts["cycles"] == 1
+        planner.on_plan_refused(plan_refused_message(cycle, f"plan {cycle} not entered: it ended at t=9"))
+        assert planner.mpc_counts["controller_refused"] == 1 and f"does not run plan {cycle}" in logged.text()
+        level, status, values = planner_diagnostics(True, False, planner.mpc, planner.mpc_counts, 0.0, None)
+        assert level == WARN and "1 controller_refused" in status and values["mpc_controller_refused"] == 1
+        planner.on_plan_refused(plan_refused_message(first, "the task's plan: a request, not a cycle"))
+        assert planner.mpc_counts["controller_refused"] == 1
+
+
 def test_an_mpc_cycle_from_a_stale_joint_state_is_skipped_warned_and_counted(request, tmp_path):
     """Mode mpc, the driver's joint states stopped: a cycle whose newest state is older than ``state_timeout`` on the
     node's clock is skipped — the controller holds the arm on such a state, and the planner's prediction from it would

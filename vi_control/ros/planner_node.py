@@ -180,7 +180,15 @@ class PlannerNode(ManagedNode):
         self.mpc = None  # mode mpc: the RecedingHorizon of the task (planning.mpc)
         # (a cycle's outcome: accepted or not (planning.mpc.Cycle), refused (beyond the limits), failed (raised))
         self.mpc_counts = dict(
-            cycles=0, accepted=0, not_accepted=0, refused=0, failed=0, overruns=0, stale=0, restarts=0
+            cycles=0,
+            accepted=0,
+            not_accepted=0,
+            refused=0,
+            failed=0,
+            overruns=0,
+            stale=0,
+            restarts=0,
+            controller_refused=0,
         )
         self._restarted_t0: float | None = None  # the task clock (mpc.t0) the last restart left behind
         self._followed: Request | None = None  # the goal or trajectory request whose plan the MPC cycles follow
@@ -387,8 +395,11 @@ class PlannerNode(ManagedNode):
             return
         with self._lock:
             job = self._published.pop(seq, None)
-        if job is not None:  # (else another planner's plan, or one long replaced)
-            self._status(job, "refused", f"{self.p['controller_name']} does not run plan {seq}: {why}", plan=seq)
+        if job is None:
+            return  # (another planner's plan, or one long replaced)
+        if job.request.kind == "mpc":
+            self.mpc_counts["controller_refused"] += 1  # (a quiet job: its status goes to the throttled log)
+        self._status(job, "refused", f"{self.p['controller_name']} does not run plan {seq}: {why}", plan=seq)
 
     def on_replan(self, _req, res):
         request = (

@@ -197,14 +197,15 @@ def planner_diagnostics(
     planning.mpc.RecedingHorizon) its cycles, accepted and not, refused (a plan beyond the limits), failed (the solve
     raised), overruns (a cycle still solving when the next was due), stale (a cycle skipped: its newest joint state
     older than ``state_timeout``; not among the cycles), restarts (the task planned again after a cycle past its end
-    was refused: ``PlannerNode._maybe_restart_task``) and the last cycle's solve time. WARN once a cycle was refused,
-    failed, overran or skipped as stale: the plan before it went on instead of a correction."""
+    was refused: ``PlannerNode._maybe_restart_task``), controller_refused (a cycle's plan the controller did not run:
+    its ``~/plan_refused``) and the last cycle's solve time. WARN once a cycle was refused, failed, overran, was skipped
+    as stale or not run by the controller: the plan before it went on instead of a correction."""
     if not active:
         level, status = WARN, "inactive"
     elif mpc is not None and mpc.t0 is None:
         level, status = OK, "mpc: waiting for the task's first plan"
     elif mpc is not None:
-        missed = {k: counts.get(k, 0) for k in ("refused", "failed", "overruns", "stale")}
+        missed = {k: counts.get(k, 0) for k in ("refused", "failed", "overruns", "stale", "controller_refused")}
         level = WARN if any(missed.values()) else OK
         said = [f"{n} {k}" for k, n in missed.items() if n or k == "overruns"]
         status = ", ".join([f"mpc: {counts['cycles']} cycles", *said])
