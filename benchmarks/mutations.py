@@ -1654,10 +1654,19 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "controller_refusal_not_reported",
         "vi_control/ros/planner_node.py",
-        "                self._published[seq] = job\n",
-        "                pass\n",
+        "            self._published[seq] = job\n",
+        "            pass\n",
         "the planner forgets which request made each plan: a plan the controller refuses leaves its request at "
         "'accepted', the reason only in the controller's log",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "controller_refusal_before_accepted_lost",
+        "vi_control/ros/planner_node.py",
+        "                self._refused_early[seq] = why\n",
+        "                pass\n",
+        "a refusal the controller sends before the planner's worker has sent 'accepted' (a plan refused on receipt) is "
+        "dropped: the sender's last word is 'accepted' for a plan that never ran",
         ("test/ros/test_nodes_in_process.py",),
     ),
 )

@@ -435,6 +435,22 @@ def test_a_plan_the_controller_refuses_turns_its_request_status_to_refused_with_
         assert len(refused) == 1 and refused[0]["plan"] == str(seq), got
         assert refused[0]["reason"] == f"vi_controller does not run plan {seq}: {why}"
         assert refused[0]["request"] == next(s["request"] for s in got if s["state"] == "accepted")
+        # a plan refused on receipt: the controller's answer handled before this planner's worker sent 'accepted'
+        # (a CI run's sender saw refused, then accepted) — the interleaving forced here: still accepted, then refused
+        send = planner._status
+
+        def refused_first(job, state, message, **values):
+            if state == "accepted":
+                planner.on_plan_refused(plan_refused_message(int(values["plan"]), "refused on receipt"))
+            send(job, state, message, **values)
+
+        planner._status = refused_first
+        planner._plan(planner._job(Request("task"), "~/replan", None, 0.0))
+        again = str(planner.last_seq)
+        assert spin(lambda: [s["state"] for s in got if s.get("plan") == again] == ["accepted", "refused"]), got
+        assert next(s for s in got if s.get("plan") == again and s["state"] == "refused")["reason"].endswith(
+            "refused on receipt"
+        )
         ex.shutdown()
         listener.destroy_node()
 

@@ -152,6 +152,7 @@ class PlannerNode(ManagedNode):
         # the plans published last, by sequence number, with the job that made each: a controller's ~/plan_refused
         # of one becomes that request's status (under _lock)
         self._published: dict[int, Job] = {}
+        self._refused_early: dict[int, str] = {}  # refusals of plans not (yet) in _published, by sequence number
         self._started = False  # the start-up plan was requested (at the first activation only)
         # Deactivations over the node's life (not reset by a configure): a solve begun before one is not published,
         # not even once the node is active again.
@@ -395,8 +396,13 @@ class PlannerNode(ManagedNode):
             return
         with self._lock:
             job = self._published.pop(seq, None)
-        if job is None:
-            return  # (another planner's plan, or one long replaced)
+            if job is None:  # (ours before its 'accepted' went out — or another planner's, or one long replaced)
+                self._refused_early[seq] = why
+                _trim(self._refused_early)
+                return
+        self._controller_refused(job, seq, why)
+
+    def _controller_refused(self, job: Job, seq: int, why: str) -> None:
         if job.request.kind == "mpc":
             self.mpc_counts["controller_refused"] += 1  # (a quiet job: its status goes to the throttled log)
         self._status(job, "refused", f"{self.p['controller_name']} does not run plan {seq}: {why}", plan=seq)
@@ -896,9 +902,6 @@ class PlannerNode(ManagedNode):
             else:
                 stale = False
                 self._publish_plan(plan, msg, seq, on_receipt, velocities)
-                self._published[seq] = job
-                while len(self._published) > 32:
-                    del self._published[next(iter(self._published))]
                 if request.kind != "mpc":
                     self.entered_seq = None  # (a new run of the task: its cycles wait for this plan's entry)
                 if self.mpc is not None and request.kind in ("goal", "trajectory"):
@@ -931,6 +934,14 @@ class PlannerNode(ManagedNode):
             converged=plan.converged,
             solve_time=f"{solve:.3f}",
         )
+        # from here on a refusal of this plan is its request's next status; one that came before 'accepted' was sent
+        # (a plan refused on receipt: the controller answered while this thread was still on its way here) now
+        with self._lock:
+            self._published[seq] = job
+            _trim(self._published)
+            early = self._refused_early.pop(seq, None)
+        if early is not None:
+            self._controller_refused(job, seq, early)
 
     def _publish_plan(self, plan: Plan, msg: UInt8MultiArray, seq: int, on_receipt: bool, velocities) -> None:
         """~/path or ~/trajectory, then ~/plan; ``last_plan``, ``last_seq`` (for the prediction and plan_entered)."""
@@ -950,6 +961,12 @@ class PlannerNode(ManagedNode):
         else:
             self.schedule.add(plan)
         self.pub_plan.publish(msg)
+
+
+def _trim(d: dict, keep: int = 32) -> None:
+    """Drop the oldest entries of ``d`` beyond ``keep``."""
+    while len(d) > keep:
+        del d[next(iter(d))]
 
 
 def _stamp(head, buf: bytes) -> float:
