@@ -81,6 +81,22 @@ def _hanging_plan(robot, dt: float, n: int = 5) -> Plan:
     )
 
 
+def test_a_plan_for_another_model_is_refused_by_its_number(controller_in_process):
+    """A plan made for another model (its content hash differs) is refused with its sequence number — the refusal the
+    planner's request status reads (``on_refuse``: the controller's ~/plan_refused) — and not run."""
+    import dataclasses
+
+    from vi_control.ros.messages import plan_to_message
+
+    node = controller_in_process
+    told: list[tuple[int, str]] = []
+    node.runner.on_refuse = lambda seq, why: told.append((seq, why))
+    other = dataclasses.replace(_hanging_plan(node.robot, node.vi.dt), model_hash="0" * 16)
+    node._accept_plan(plan_to_message(other, 7))
+    assert [seq for seq, _ in told] == [7] and "plan 7 was made for model 0000000000000000" in told[0][1], told
+    assert node.runner.pending is None and node.runner.law is None
+
+
 def test_the_controller_rebuilds_its_integrator_for_a_plan_of_another_dt_only(controller_in_process):
     from vi_control.ros.messages import plan_to_message
 

@@ -52,5 +52,6 @@ def test_a_damaged_or_foreign_buffer_is_refused_by_name():
         decode_plan(b"X" + buf[1:], "m", HASH, ["a", "b"], ["a", "b"])
     with pytest.raises(ValueError, match="plan format version 2"):
         decode_plan(buf[:8] + (2).to_bytes(4, "little") + buf[12:], "m", HASH, ["a", "b"], ["a", "b"])
-    with pytest.raises(PlanModelMismatch, match="was made for model 0123456789abcdef"):
+    with pytest.raises(PlanModelMismatch, match="was made for model 0123456789abcdef") as foreign:
         decode_plan(buf, "other", "fedcba9876543210", ["a", "b"], ["a", "b"])
+    assert foreign.value.seq == 3  # (the controller's ~/plan_refused names it)

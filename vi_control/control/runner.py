@@ -117,7 +117,7 @@ class PlanRunner:
         self.law, self.pending, self.active_seq, self.following = None, None, None, []
 
     # ---- plans ---------------------------------------------------------------------------------------------------
-    def _refuse(self, seq: int, kind: str, text: str, level: str = "warning") -> None:
+    def refuse(self, seq: int, kind: str, text: str, level: str = "warning") -> None:
         """Plan ``seq`` is not run: ``text`` logged (throttled per ``kind``) and passed to ``on_refuse`` — once per
         plan (the planner re-publishes its latest plan every second; a live parameter change may admit it then)."""
         self.warn(kind, text, level=level)
@@ -133,7 +133,7 @@ class PlanRunner:
         if seq == self.last_seq or seq in self._admitted:
             return False
         if not plan.converged and not self.p["accept_unconverged"]:
-            self._refuse(
+            self.refuse(
                 seq,
                 "plan rejected",
                 f"plan {seq} rejected: marked unconverged by the planner (set "
@@ -143,7 +143,7 @@ class PlanRunner:
             return False
         sizes = (plan.X.shape[1], plan.U.shape[1], plan.K.shape[2])
         if sizes != (self.vi.nx, self.vi.nu, self.vi.state.ndx):
-            self._refuse(
+            self.refuse(
                 seq,
                 "plan rejected",
                 f"plan {seq} has nx, nu, ndx = {sizes}; model has "
@@ -153,7 +153,7 @@ class PlanRunner:
             return False
         lo, hi = dt_range
         if not lo <= plan.dt <= hi:
-            self._refuse(
+            self.refuse(
                 seq,
                 "plan rejected",
                 f"plan {seq} has dt = {plan.dt:g} s, outside [{lo:g}, {hi:g}] s: rejected",
@@ -162,7 +162,7 @@ class PlanRunner:
             return False
         why = self.beyond_limits(plan, limits) if limits is not None else None
         if why is not None:
-            self._refuse(
+            self.refuse(
                 seq,
                 "plan rejected",
                 f"plan {seq} rejected: {why}, which this controller refuses as a measured "
@@ -240,7 +240,7 @@ class PlanRunner:
             # latched plan a restarted controller receives mid-motion; one delivered that late). As ros2_controllers'
             # JTC refuses a trajectory that ends in the past: dropped, and what ran before goes on.
             self.pending = None
-            self._refuse(
+            self.refuse(
                 seq,
                 "plan ended",
                 f"plan {seq} not entered: it ended at t={plan.times[-1]:.4f}, before it could be entered (state "
@@ -257,7 +257,7 @@ class PlanRunner:
             if e.max() > tol:
                 j = int(np.argmax(e))
                 self.pending = None
-                self._refuse(
+                self.refuse(
                     seq,
                     "start tolerance",
                     f"plan {seq} not entered: at its step {k_in} its {self.error_names[j]} is {e[j]:.4g} from the "

@@ -308,7 +308,7 @@ class ControllerNode(ManagedNode):
                 msg, r.name, r.hash, r.joint_names, list(r.actuated) + list(r.prescribed)
             )
         except PlanModelMismatch as e:
-            self.warn("plan rejected", f"plan rejected: {e}", level="error")
+            self.runner.refuse(e.seq, "plan rejected", f"plan rejected: {e}", level="error")
             return
         # (the plan's Δt becomes the state estimate's: the same bounds as `dt`)
         if not self.runner.admit(seq, plan, PARAMETERS["dt"].range, self.intake.limits):

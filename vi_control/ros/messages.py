@@ -54,7 +54,11 @@ _MAX_VALUES = 50_000_000  # 400 MB of float64: refuse anything larger before all
 
 
 class PlanModelMismatch(ValueError):
-    """A complete plan, but made for another model (different content hash)."""
+    """A complete plan, but made for another model (different content hash); ``seq`` its sequence number."""
+
+    def __init__(self, message: str, seq: int):
+        super().__init__(message)
+        self.seq = seq
 
 
 def encode_plan(plan: Plan, seq: int, start_on_receipt: bool = False) -> bytes:
@@ -91,7 +95,7 @@ def decode_plan(
     plan_hash = h.decode("ascii", errors="replace")
     if model_hash and plan_hash != model_hash:
         raise PlanModelMismatch(
-            f"plan {seq} was made for model {plan_hash}, this node runs {model_name} ({model_hash})"
+            f"plan {seq} was made for model {plan_hash}, this node runs {model_name} ({model_hash})", seq
         )
     if N < 1 or nx < 1 or ndx < 1:
         raise ValueError(f"plan {seq}: needs N >= 1 steps and nx, ndx >= 1 (N={N}, nx={nx}, ndx={ndx})")
