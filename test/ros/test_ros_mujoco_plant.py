@@ -247,14 +247,20 @@ def test_panda_held_before_its_first_plan(ros):
 def test_panda_held_after_a_path_tolerance_abort(ros):
     """A path tolerance no real tracking meets (0.1 mrad) aborts the reach right after it starts: the arm, moving
     (the wrist fastest), is stopped and held. Judged over 5 s from 0.5 s after the abort (the arm stopped: the
-    braking distance from the plan's first steps is reported, not judged)."""
+    braking distance from the plan's first steps is reported, not judged; from 0.5 s after a plant stall in the first
+    second, if any)."""
     run = _hold_run(ros, planner={}, path_tolerance=1e-4)
     aborted = run.log_time("controller", "aborted", DISCOVERY + 10.0)
-    dev = run.deviation(aborted + 0.5, HOLD_WINDOW)
-    stopping = run.deviation(aborted, 0.5)
+    # a plant that stalled while the arm was stopping (it then steps up to 200 ms of plant time at once) moves the
+    # stop later in wall time: judged from 0.5 s after the last such stall in the first second (a CI run's plant
+    # stalled 0.4 s after the abort, and the window from abort + 0.5 s still held 0.079 rad of the stop)
+    stalled = [t for t in run.log_times("plant", "stepping stalled") if aborted <= t <= aborted + 1.0]
+    settled = max([aborted, *stalled]) + 0.5
+    dev = run.deviation(settled, HOLD_WINDOW)
+    stopping = run.deviation(aborted, settled - aborted)
     print(
         f"held after a path-tolerance abort: max deviation {dev:.4f} rad over {HOLD_WINDOW} s (stopping: "
-        f"{stopping:.4f} rad in the first 0.5 s)"
+        f"{stopping:.4f} rad in the first {settled - aborted:.2f} s{', the plant stalled' if stalled else ''})"
     )
     assert dev < HOLD_BOUND, run.report()
 
