@@ -271,18 +271,13 @@ def test_a_plan_from_the_tasks_start_while_the_panda_is_elsewhere_is_not_entered
     (``use_measured_state`` false) plans the reach from the task's x_0 while the panda stands 0.2 rad away on joint 4;
     the controller does not enter that plan — its feedback would drive the arm at the effort limits toward x_0 — and
     says why; the arm stays held where it is."""
-    from vi_control.ros.planner_node import STATUS_QOS
+    from test_ros_planner_requests import Outcomes
 
     over, _ = task_overrides(PANDA)
     q = np.array(over["simulator"]["initial_positions"], float) + np.array([0, 0, 0, 0.2, 0, 0, 0])
     run = _hold_run(ros, planner=dict(use_measured_state=False), plant_q=q.tolist())
-    statuses: list[dict] = []
-    run.rec.create_subscription(
-        DiagnosticArray,
-        "vi_planner/request_status",
-        lambda m: statuses.extend({kv.key: kv.value for kv in st.values} for st in m.status),
-        STATUS_QOS,
-    )
+    out = Outcomes(run.rec)
+    statuses = out.statuses  # (appended by the recorder's callbacks)
     refused = run.log_time("controller", "beyond start_tolerance 0.05", DISCOVERY + 10.0)
     line = next(ln for ln in run.procs["controller"].log().splitlines() if "beyond start_tolerance" in ln)
     assert "at its step 0 its panda_joint4 is 0.2" in line and line.endswith("the hold goes on"), line
