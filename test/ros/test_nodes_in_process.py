@@ -1236,7 +1236,7 @@ def test_the_simulator_brakes_when_commands_stop_for_command_timeout(timeout, re
                 out.append(sim.x.copy())
             return np.array(out)
 
-        sim.on_command(Float64MultiArray(data=[0.0]))
+        sim.on_command(Float64MultiArray(data=[0.0]), None)
         free = steps(6)  # (from the states 0 … 0.05 s after the command: within the timeout)
         assert np.all(np.abs(np.diff(free[:, 0])) > 1e-4)  # (swinging under gravity)
         after = steps(20)
@@ -1248,7 +1248,7 @@ def test_the_simulator_brakes_when_commands_stop_for_command_timeout(timeout, re
         assert np.all(after[:, 0] == q), after[:, 0]  # held there from the 6th step on
         assert np.allclose(after, equilibrium_state(vi, np.array([q])), rtol=0, atol=0)
         assert len(braked) == 1 and "no valid command for 0.06 s" in braked[0], logged
-        sim.on_command(Float64MultiArray(data=[0.0]))
+        sim.on_command(Float64MultiArray(data=[0.0]), None)
         assert any("brakes released" in m for _, m in logged), logged
         moving = steps(3)
         assert moving[-1, 0] != q and abs(moving[0, 0] - q) < abs(free[-1, 0] - free[-2, 0])  # (from rest)

@@ -434,3 +434,46 @@ def test_plant_fault_injection_pauses_joint_states_and_refuses_bad_commands(ros)
         stamps = np.array([s[1] for s in rec.states])
     assert np.all(np.diff(stamps) > 0), np.diff(stamps).min()  # each state's own step time: strictly increasing
     assert plant.alive
+
+
+@needs_hold
+def test_a_second_publisher_of_commands_is_refused_with_the_controllers_and_the_arm_stays_held(ros):
+    """A second controller on one arm — here 5 N·m on every joint published at 100 Hz beside the controller, as a
+    ``ros2 topic pub`` or a second launch in the same domain sends it: the plant refuses every command while both
+    command (``command_conflict_window`` 0.5 s), says so once naming the controller's node, and engages its brakes
+    after ``command_timeout`` (0.2 s): the held panda stays where it is, and none of the other publisher's torque is
+    ever applied (the plant's published efforts). When the other publisher stops, the controller's commands are
+    applied again once it has commanded alone for the window: said, brakes released, and the hold goes on."""
+    run = HardwareRun(
+        ros,
+        PANDA,
+        plant=dict(brake_until_command=True, command_timeout=0.2),
+        controller=dict(safe_mode="hold"),
+    )
+    rec = run.rec
+    released = run.log_time("plant", "first command: brakes released", DISCOVERY)
+    assert run.wait_until_stamp(released + 0.5, 10.0), run.report()
+    other = [5.0] * 7  # (within every joint's effort limit: applied as sent if the plant took it)
+    start = time.time()
+    while time.time() < start + 1.5:
+        rec.publish_command(other)
+        time.sleep(0.01)
+    stop = time.time()
+    conflict = run.log_time("plant", "2 publishers within command_conflict_window 0.5 s", 5.0)
+    (line,) = [t for _, t in stamped_lines(run.procs["plant"].log(), "command_conflict_window")]
+    assert "vi_controller" in line and "the brakes after command_timeout 0.2 s" in line, line
+    braked = run.log_time("plant", "brakes engaged", 5.0)
+    again = run.log_time("plant", "from one publisher again", 5.0)
+    resumed = run.log_time("plant", "command again: brakes released", 5.0)
+    assert start <= conflict < braked < stop < again <= resumed, (start, conflict, braked, stop, again, resumed)
+    assert again - stop < 0.5 + 0.5, run.report()  # (the window, and the controller's next command under load)
+    assert run.wait_until_stamp(resumed + HOLD_WINDOW, HOLD_WINDOW + 10.0), run.report()
+    with rec.lock:
+        efforts = np.array([s[3] for s in rec.states if s[1] >= released])
+    assert not np.any(np.all(np.isclose(efforts, other), axis=1)), "the other publisher's torque was applied"
+    dev = run.deviation(released + 0.5, resumed + HOLD_WINDOW - released - 0.5)
+    print(
+        f"two publishers: refused {conflict - start:.3f} s after the first, braked {braked - conflict:.3f} s later, "
+        f"applied again {again - stop:.3f} s after the other stopped; max |q − q_held| {dev:.4f} rad"
+    )
+    assert dev < HOLD_BOUND, run.report()

@@ -4,6 +4,7 @@ the entry point (EventsExecutor)."""
 from __future__ import annotations
 
 import faulthandler
+import inspect
 import math
 import os
 import re
@@ -372,6 +373,23 @@ def realtime_scheduling(priority: int, pid: int = 0) -> str:
                 "(/etc/security/limits.conf: '<user> - rtprio 98') or CAP_SYS_NICE"
             )
     return ""
+
+
+def with_message_info(callback: Callable[[Any, dict], None]) -> Callable[..., None]:
+    """``callback(msg, info)`` as a subscription callback that gets rclpy's ``MessageInfo`` (the publisher's GID, the
+    stamps) under every executor. rclpy decides by the callback's signature whether to pass the info; its
+    EventsExecutor (``make_executor``; rclpy 9.x) then passes the pair (msg, info) as *one* argument, which a callback
+    of two parameters cannot take (the executor dies with "SystemError: null argument to internal routine"), while the
+    other executors pass two. The returned callable states two parameters and takes either form."""
+
+    def receive(*args) -> None:
+        msg, info = args[0] if len(args) == 1 else args
+        callback(msg, info)
+
+    receive.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("msg", "info")]
+    )
+    return receive
 
 
 def make_executor(context=None):

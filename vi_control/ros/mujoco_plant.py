@@ -7,7 +7,8 @@ compiler (``mujoco_model``): nothing of the project's mechanics steps it. Conven
 - commands: ``<controller_name>/commands`` (std_msgs/Float64MultiArray), one torque per actuated joint in the order
   of ``joints`` (default: the model's actuated joints), as ``effort_controllers/JointGroupEffortController`` takes
   them: zero-order hold until the next command; clamped to the URDF/YAML effort limits; a command of the wrong size
-  or with NaN/inf entries is logged and ignored (``on_bad_command``: keep the last valid one, or zero);
+  or with NaN/inf entries is logged and ignored (``on_bad_command``: keep the last valid one, or zero), and so is
+  every command while two publishers command within ``command_conflict_window`` (two controllers on one arm);
 - state: ``joint_states`` (sensor_msgs/JointState) at ``joint_state_rate`` as ``joint_state_broadcaster`` publishes
   it: every joint of the model, position, MuJoCo's instantaneous velocity qvel, and the applied effort, stamped with
   the node's clock at the time of the step that produced it (not at publication).
@@ -41,10 +42,12 @@ from .common import (
     command_timed_out,
     realtime_scheduling,
     run_node,
+    with_message_info,
 )
 from .managed import AUTOSTART, ManagedNode
 from .mujoco_model import INTEGRATORS, mujoco_robot
 from .simulator_parameters import PARAMETERS as SIMULATOR_PARAMETERS
+from .supervision import CommandSources, admit_command
 
 MAX_LAG = 0.2  # [s] of wall time the stepping thread catches up after a stall; beyond it the plant time skips
 
@@ -54,7 +57,10 @@ PARAMETERS: dict[str, Param] = {
     "mujoco_integrator": Param(
         "RK4", "MuJoCo's integrator (RK4: 4th order; Euler: semi-implicit; implicitfast)", choices=INTEGRATORS
     ),
-    **{k: SIMULATOR_PARAMETERS[k] for k in ("controller_name", "joints", "initial_velocities", "on_bad_command")},
+    **{
+        k: SIMULATOR_PARAMETERS[k]
+        for k in ("controller_name", "joints", "initial_velocities", "on_bad_command", "command_conflict_window")
+    },
     "initial_positions": Param(
         None, "q_0 in the model's joint order (default: the model's neutral configuration, zeros)", array="double"
     ),
@@ -130,13 +136,15 @@ class MujocoPlantNode(ManagedNode):
         # that arrives while the timeout engages them cannot be followed by brakes on until the next command
         self._brakes = threading.Lock()
         self.every = max(1, round(1.0 / (float(p["joint_state_rate"]) * float(p["dt"]))))
-        self.k, self.counts = 0, dict(rejected_commands=0, saturated_commands=0, skipped_steps=0)
+        self.k = 0
+        self.counts = dict(rejected_commands=0, saturated_commands=0, skipped_steps=0, conflicting_commands=0)
+        self.sources = CommandSources(float(p["command_conflict_window"]))
         self.msg = JointState(name=r.joint_names)
         self.effort = np.zeros(r.nq)
         self.act_index = np.array([r.joint_index(n) for n in r.actuated], int)
         self.pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
         self.sub = self.create_subscription(
-            Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS
+            Float64MultiArray, f"{p['controller_name']}/commands", with_message_info(self.on_command), STREAM_QOS
         )
         self.get_logger().info(
             f"{r.name}: MuJoCo {mujoco.__version__} plant, nq={r.nq}, dt={p['dt']}, "
@@ -165,6 +173,8 @@ class MujocoPlantNode(ManagedNode):
         super().destroy_node()
 
     def apply_parameter(self, name: str, value) -> str | None:
+        if name == "command_conflict_window" and self.robot is not None:
+            self.sources.window = float(value)
         if name == "publish_joint_states":
             self.get_logger().info(f"joint_states publication {'resumed' if value else 'paused (fault injection)'}")
             return None
@@ -182,10 +192,15 @@ class MujocoPlantNode(ManagedNode):
             self.get_logger().warning(f"realtime_priority {priority}: {why}; running with normal scheduling")
 
     # ---- commands ----------------------------------------------------------------------------
-    def on_command(self, msg: Float64MultiArray) -> None:
-        """JointGroupEffortController's convention: one torque per joint of ``joints``; a bad command is ignored."""
+    def on_command(self, msg: Float64MultiArray, info: dict | None) -> None:
+        """JointGroupEffortController's convention: one torque per joint of ``joints``; a bad command is ignored, and
+        so is every command while two publishers command (``command_conflict_window``)."""
         u = np.asarray(msg.data, float)
         n = len(self.u)
+        if not admit_command(self, self.sources, info, self.counts, self._refused_applies):
+            if self.p["on_bad_command"] == "zero":
+                self.u = np.zeros(n)
+            return
         if u.size != n or not np.all(np.isfinite(u)):
             why = f"size {u.size} != {n}" if u.size != n else "NaN/inf entries"
             self.counts["rejected_commands"] += 1
@@ -209,6 +224,12 @@ class MujocoPlantNode(ManagedNode):
             self.braked = self.timed_out = False
         if released:
             self.get_logger().info("command again: brakes released" if again else "first command: brakes released")
+
+    def _refused_applies(self) -> str:
+        """What the plant applies in place of a refused command (``on_bad_command``, then ``command_timeout``)."""
+        timeout = float(self.p["command_timeout"])
+        what = "zero torque" if self.p["on_bad_command"] == "zero" else "the last valid command"
+        return what + (f", the brakes after command_timeout {timeout:g} s" if timeout > 0 else "")
 
     # ---- stepping ----------------------------------------------------------------------------
     def _clock_offset(self) -> int:

@@ -17,7 +17,8 @@ body, thruster efforts arrive on the same command topic, and the state goes out 
 
 ``/diagnostics`` every ``diagnostics_period`` (wall clock): the measured real-time factor (WARN below 80 % of the
 asked one) and, on a running clock, the steps taken on a *late* command — one that answered an older state than the
-step's (``supervision.CommandTiming``): the control loop did not close within the step's wall time.
+step's (``supervision.CommandTiming``): the control loop did not close within the step's wall time; ERROR while
+commands from two publishers are refused (``command_conflict_window``: two controllers on one robot).
 """
 
 from __future__ import annotations
@@ -42,11 +43,19 @@ from ..integrators.stops import JointStops
 from ..mechanics.constraints import consistent_state
 from ..model.limits import position_limit_violation
 from ..model.odometry import Odometer, odometry_link
-from .common import LATCHED_QOS, RECORD_QOS, STREAM_QOS, command_joints, command_timed_out, run_node
+from .common import (
+    LATCHED_QOS,
+    RECORD_QOS,
+    STREAM_QOS,
+    command_joints,
+    command_timed_out,
+    run_node,
+    with_message_info,
+)
 from .managed import ManagedNode
 from .messages import command_stamp, split_seconds
 from .simulator_parameters import PARAMETERS
-from .supervision import CommandTiming, diagnostics, simulator_diagnostics
+from .supervision import CommandSources, CommandTiming, admit_command, diagnostics, simulator_diagnostics
 from .vehicle import odometry_from_state, pose_parameter, vehicle_system
 
 
@@ -124,13 +133,14 @@ class SimulatorNode(ManagedNode):
             self.u_zero[vi.n_torques :] = q0[vi.idx_k]  # prescribed joints stay where they are
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
-        self.counts = dict(rejected_commands=0, saturated_commands=0, ignored_answers=0)
+        self.counts = dict(rejected_commands=0, saturated_commands=0, ignored_answers=0, conflicting_commands=0)
+        self.sources = CommandSources(float(p["command_conflict_window"]))
         self.timing = CommandTiming(vi.dt)
         self._reset_state()
         self.clock_msg = Clock()
         self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS) if p["publish_clock"] else None
         self.sub = self.create_subscription(
-            Float64MultiArray, f"{p['controller_name']}/commands", self.on_command, STREAM_QOS
+            Float64MultiArray, f"{p['controller_name']}/commands", with_message_info(self.on_command), STREAM_QOS
         )
         self.srv = self.create_service(Trigger, "~/reset", self.on_reset)
         if self.vehicle:  # the body's pose and twist are the whole state: odometry is what is published
@@ -210,6 +220,8 @@ class SimulatorNode(ManagedNode):
         elif name == "diagnostics_period" and self.robot is not None:
             self.destroy_timer(self.diag_timer)
             self.diag_timer = self._diagnostics_timer(float(value))
+        elif name == "command_conflict_window" and self.robot is not None:
+            self.sources.window = float(value)
         elif name == "end_time":
             self.end_logged = False  # an extended run logs its new end
         return None  # position_noise_std and on_bad_command are read from self.p at each use
@@ -260,25 +272,29 @@ class SimulatorNode(ManagedNode):
         res.success, res.message = True, "state reset to the initial positions/velocities (the clock runs on)"
         return res
 
-    def on_command(self, msg: Float64MultiArray) -> None:
+    def on_command(self, msg: Float64MultiArray, info: dict | None) -> None:
         if not self.active:
             return
+        # (before the lockstep test: two controllers answer each state, and the second answer is dropped there)
+        admitted = admit_command(self, self.sources, info, self.counts, self._refused_applies)
         if self.lockstep and not self._answers_this_state(msg):
             return
         u = np.asarray(msg.data, float)
-        if u.size != self.vi.nu or not np.all(np.isfinite(u)):
-            why = f"size {u.size} != {self.vi.nu}" if u.size != self.vi.nu else "NaN/inf entries"
+        bad = u.size != self.vi.nu or not np.all(np.isfinite(u))
+        if bad or not admitted:
             fallback = self.p["on_bad_command"]
-            self.counts["rejected_commands"] += 1
             if fallback == "zero":
                 self.u = self.u_zero.copy()
                 self.u[self.vi.n_torques :] = self.x[: self.vi.nq][self.vi.idx_k]  # prescribed joints stay put
                 self.timing.command(None)
-            self.warn(
-                f"bad command {why}",
-                f"rejected command ({why}); applying "
-                f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}",
-            )
+            if bad:  # (a refused publisher's command: admit_command has said why)
+                why = f"size {u.size} != {self.vi.nu}" if u.size != self.vi.nu else "NaN/inf entries"
+                self.counts["rejected_commands"] += 1
+                self.warn(
+                    f"bad command {why}",
+                    f"rejected command ({why}); applying "
+                    f"{'zero' if fallback == 'zero' else 'last'} command {np.round(self.u, 4).tolist()}",
+                )
         else:
             self.u = u[self.perm]
             self.commanded = True
@@ -296,6 +312,12 @@ class SimulatorNode(ManagedNode):
         self.last_command_time = time.monotonic()
         if self.lockstep:
             self.advance()
+
+    def _refused_applies(self) -> str:
+        """What the simulator applies in place of a refused command (``on_bad_command``, then ``command_timeout``)."""
+        what = "zero torque" if self.p["on_bad_command"] == "zero" else "the last valid command"
+        timeout = float(self.p["command_timeout"])
+        return what + (f", the brakes after command_timeout {timeout:g} s" if timeout > 0 and not self.lockstep else "")
 
     def _answers_this_state(self, msg: Float64MultiArray) -> bool:
         """Lockstep: whether a command may step — one that names no state (another tool's), or answers the state the
@@ -393,6 +415,7 @@ class SimulatorNode(ManagedNode):
             self.timing.window(self.k),
             self.timing,
             self.counts,
+            self.sources.conflict,
         )
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))

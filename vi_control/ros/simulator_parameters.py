@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .common import MODEL_PARAMETERS, Param
 from .managed import AUTOSTART
+from .supervision import COMMAND_CONFLICT_WINDOW
 from .vehicle import BASE_FRAME_PARAMETER, VEHICLE_PARAMETERS
 
 PARAMETERS: dict[str, Param] = {
@@ -54,6 +55,15 @@ PARAMETERS: dict[str, Param] = {
         "hold",
         "NaN or wrong-sized command: 'hold' the last valid one or apply 'zero'",
         choices=("hold", "zero"),
+        live=True,
+    ),
+    "command_conflict_window": Param(
+        COMMAND_CONFLICT_WINDOW,
+        "commands from two publishers (two controllers on one robot, a command published by hand beside the "
+        "controller) within this time of each other are refused, all of them, as bad commands are (on_bad_command; "
+        "command_timeout brakes), said once naming the publishers, until one publisher alone has commanded for this "
+        "long [s]. 0: every publisher's commands applied as they come",
+        range=(0.0, 60.0),
         live=True,
     ),
     "position_noise_std": Param(

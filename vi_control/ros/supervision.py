@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -226,6 +227,89 @@ def planner_diagnostics(
     return level, status, values
 
 
+# Default of the plants' ``command_conflict_window`` [s]: longer than the gap between a controller's commands (one per
+# joint state; 0.1 s at the slowest shipped rate, loaded machines add ~0.3 s), shorter than a controller's restart (a
+# new process: imports, the model's compiled code, DDS discovery — over a second).
+COMMAND_CONFLICT_WINDOW = 0.5
+
+
+class CommandSources:
+    """Which publishers' commands reach a plant: its ``command_conflict_window`` rule. A command is refused while
+    another publisher has also commanded within ``window`` seconds of it: two controllers on one arm — a second
+    launch in the same ROS domain, a ``ros2 topic pub`` by hand beside the controller — would drive it with
+    interleaved torques, each computed for a motion the other disturbs. ros2_control refuses a second controller
+    that claims the same command interfaces; a plant subscribed to a topic can tell only the publishers apart (the
+    middleware's publisher GID, rclpy's ``MessageInfo``). A restarted controller is no conflict: the old one's last
+    command is older than the window by the time the new process commands. ``window`` 0: off (every command admitted).
+    """
+
+    def __init__(self, window: float = COMMAND_CONFLICT_WINDOW):
+        self.window = float(window)
+        self._last: dict[bytes, float] = {}  # publisher GID → time of its last command
+        self.conflict = False  # whether the last command was refused (a conflict is said once, its end too)
+
+    def admit(self, gid: bytes | None, now: float) -> bool:
+        """Record a command of publisher ``gid`` (None: the middleware names none — admitted, nothing recorded) at
+        ``now`` [s, monotonic]; whether it may be applied: no other publisher commanded in [now − window, now]."""
+        last = self._last
+        if gid is None or self.window <= 0.0:
+            last.clear()
+            self.conflict = False
+            return True
+        last[gid] = now
+        if len(last) > 1:
+            for g in [g for g, t in last.items() if now - t > self.window]:
+                del last[g]
+        self.conflict = len(last) > 1
+        return not self.conflict
+
+    def sources(self) -> list[bytes]:
+        """The GIDs of the publishers that commanded within the window of the last command, the oldest first."""
+        return sorted(self._last, key=self._last.__getitem__)
+
+
+def publisher_gid(info: dict | None) -> bytes | None:
+    """The publisher GID of an rclpy ``MessageInfo`` as bytes (the form ``TopicEndpointInfo.endpoint_gid`` takes
+    as a list of ints), or None where the middleware gives none."""
+    gid = (info or {}).get("publisher_gid")
+    data = gid.get("data") if isinstance(gid, dict) else None
+    return bytes(data) if data else None
+
+
+def publisher_names(node, topic: str, gids: list[bytes]) -> list[str]:
+    """The nodes (namespace/name) of the publishers ``gids`` on ``topic``, from the ROS graph; one the graph no
+    longer lists is named by its GID."""
+    known = {
+        bytes(e.endpoint_gid): f"{e.node_namespace.rstrip('/')}/{e.node_name}"
+        for e in node.get_publishers_info_by_topic(topic)
+    }
+    return [known.get(g, f"a publisher gone from the graph (GID {g.hex()})") for g in gids]
+
+
+def admit_command(
+    node, sources: CommandSources, info: dict | None, counts: dict[str, int], applying: Callable[[], str]
+) -> bool:
+    """A plant's ``command_conflict_window`` check of one command (``info``: its rclpy ``MessageInfo``): whether it
+    may be applied. The start of a conflict is logged as an error naming the publishers (``applying()``: what the
+    plant applies instead), its end as info; every refused command is counted (``counts['conflicting_commands']``)."""
+    was = sources.conflict
+    topic = node.sub.topic_name
+    if sources.admit(publisher_gid(info), time.monotonic()):
+        if was:
+            (name,) = publisher_names(node, topic, sources.sources())
+            node.get_logger().info(f"commands on {topic} from one publisher again ({name}): applied")
+        return True
+    counts["conflicting_commands"] += 1
+    if not was:
+        node.get_logger().error(
+            f"commands on {topic} from {len(sources.sources())} publishers within command_conflict_window "
+            f"{sources.window:g} s: {', '.join(publisher_names(node, topic, sources.sources()))} — two controllers "
+            f"would drive the robot with interleaved commands; every command refused ({applying()}) until one "
+            f"publisher alone has commanded for {sources.window:g} s"
+        )
+    return False
+
+
 class CommandTiming:
     """On a running clock, which state each step's command answered (the command names it: ``COMMAND_STAMP_PREFIX``).
 
@@ -278,13 +362,17 @@ def simulator_diagnostics(
     window: tuple[int, int, int, float],
     timing: CommandTiming,
     counts: dict[str, int],
+    conflicting: bool = False,
 ) -> tuple[int, str, dict]:
     """The simulator's /diagnostics (level, message, values). WARN when inactive, or when a realtime run keeps less
     than 80 % of the requested real-time factor over a window (the machine cannot step at Δt: every node that
-    paces itself on /clock slows with it). ``requested_rtf`` is None for max_speed and lockstep."""
+    paces itself on /clock slows with it); ERROR while its commands are refused as ``conflicting`` (two publishers:
+    ``CommandSources``). ``requested_rtf`` is None for max_speed and lockstep."""
     steps, late, lag, rtf = window
     if not active:
         level, status = WARN, "inactive"
+    elif conflicting:
+        level, status = ERROR, "commands from two publishers refused (command_conflict_window)"
     elif ended:
         level, status = OK, "end_time reached"
     elif mode == "lockstep":
