@@ -1669,4 +1669,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "dropped: the sender's last word is 'accepted' for a plan that never ran",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "command_conflict_window_excludes_its_end",
+        "vi_control/ros/supervision.py",
+        "            for g in [g for g, t in last.items() if now - t > self.window]:\n",
+        "            for g in [g for g, t in last.items() if now - t >= self.window]:\n",
+        "a publisher that commanded exactly command_conflict_window ago no longer counts: the rule's boundary moves",
+        ("test/ros/test_command_sources.py",),
+    ),
+    Mutation(
+        "second_publisher_commands_applied",
+        "vi_control/ros/simulator_node.py",
+        "        if bad or not admitted:\n",
+        "        if bad:\n",
+        "the simulator applies the commands of two publishers as they come: two controllers drive one robot with "
+        "interleaved torques",
+        ("test/ros/test_command_sources.py",),
+    ),
+    Mutation(
+        "plant_applies_a_second_publishers_commands",
+        "vi_control/ros/mujoco_plant.py",
+        "        if not admit_command(self, self.sources, info, self.counts, self._refused_applies):\n",
+        "        if not admit_command(self, self.sources, info, self.counts, self._refused_applies) and False:\n",
+        "the MuJoCo plant applies the commands of two publishers as they come: a torque published beside the controller "
+        "moves the held arm",
+        ("test/ros/test_ros_mujoco_plant.py",),
+    ),
 )
