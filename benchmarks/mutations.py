@@ -1672,8 +1672,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "command_conflict_window_excludes_its_end",
         "vi_control/ros/supervision.py",
-        "            for g in [g for g, t in last.items() if now - t > self.window]:\n",
-        "            for g in [g for g, t in last.items() if now - t >= self.window]:\n",
+        "        for g in [g for g, (t, _) in last.items() if now - t > self.window]:\n",
+        "        for g in [g for g, (t, _) in last.items() if now - t >= self.window]:\n",
         "a publisher that commanded exactly command_conflict_window ago no longer counts: the rule's boundary moves",
         ("test/ros/test_command_sources.py",),
     ),
@@ -1691,8 +1691,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         "vi_control/ros/mujoco_plant.py",
         "        if not admit_command(self, self.sources, info, self.counts, self._refused_applies):\n",
         "        if not admit_command(self, self.sources, info, self.counts, self._refused_applies) and False:\n",
-        "the MuJoCo plant applies the commands of two publishers as they come: a torque published beside the controller "
-        "moves the held arm",
+        "the MuJoCo plant applies the commands of two publishers as they come: a torque published beside the "
+        "controller moves the held arm",
         ("test/ros/test_ros_mujoco_plant.py",),
+    ),
+    Mutation(
+        "joint_state_conflict_not_reported",
+        "vi_control/ros/controller_node.py",
+        "        if now - was:\n",
+        "        if False:\n",
+        "a joint_state_publisher beside the robot's driver goes unsaid: the controller's refusals of its states are "
+        "the only trace, and they do not name it",
+        ("test/ros/test_command_sources.py",),
+    ),
+    Mutation(
+        "disjoint_drivers_conflict",
+        "vi_control/ros/supervision.py",
+        "            if i != j and (p is None or r is None or not p.isdisjoint(r))\n",
+        "            if i != j\n",
+        "an arm's and a gripper's drivers on one joint_states topic are taken for a conflict: an error and "
+        "/diagnostics ERROR on every such robot",
+        ("test/ros/test_command_sources.py",),
     ),
 )

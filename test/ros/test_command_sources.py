@@ -1,5 +1,5 @@
 """Two controllers on one robot: a plant refuses the commands of two publishers that command within
-``command_conflict_window`` of each other (supervision.CommandSources), and says so. The rule at its boundary, the
+``command_conflict_window`` of each other (supervision.PublisherSources), and says so. The rule at its boundary, the
 message info it reads under each executor (real rclpy, in process), the simulator in lockstep in process; the MuJoCo
 plant against a real controller over DDS: test_ros_mujoco_plant."""
 
@@ -19,8 +19,8 @@ from vi_control.ros.common import make_executor, with_message_info  # noqa: E402
 from vi_control.ros.supervision import (  # noqa: E402
     ERROR,
     OK,
-    CommandSources,
     CommandTiming,
+    PublisherSources,
     publisher_gid,
     simulator_diagnostics,
 )
@@ -29,22 +29,38 @@ A, B, C = b"a" * 16, b"b" * 16, b"c" * 16
 
 
 def test_a_command_is_refused_while_another_publisher_commanded_within_the_window():
-    s = CommandSources(0.5)
+    s = PublisherSources(0.5)
     assert s.admit(A, 0.0) and s.admit(A, 0.25) and not s.conflict
     assert not s.admit(B, 0.75)  # A commanded 0.5 s before: just inside the window
     assert s.conflict and s.sources() == [A, B]
     assert not s.admit(A, 1.0)  # both refused while both command
     assert not s.admit(A, 1.25)  # B's last command 0.5 s before: still inside
-    assert s.admit(A, 1.25 + 2**-20) and not s.conflict  # just outside: A alone again
-    assert s.sources() == [A]
+    assert s.admit(A, 1.25 + 2**-20) and not s.conflict and s.sources() == []  # just outside: A alone again
     # a publisher that takes over just after the window (a restarted controller) is no conflict
-    assert s.admit(C, 1.75 + 2**-19) and s.sources() == [C]
+    assert s.admit(C, 1.75 + 2**-19) and not s.conflict
     # the middleware names no publisher: admitted, and what was recorded forgotten
-    assert not s.admit(A, 1.8) and s.admit(None, 1.8) and not s.conflict and s.sources() == []
+    assert not s.admit(A, 1.8) and s.sources() == [C, A]
+    assert s.admit(None, 1.8) and not s.conflict and s.admit(A, 1.9)
+
+
+def test_publishers_of_disjoint_parts_do_not_conflict_and_of_a_shared_one_do():
+    """Joint states: an arm's driver (joints 0–6) and a gripper's (7, 8) on one topic are no conflict; a third
+    publisher of every joint (a joint_state_publisher) conflicts with both, one of the arm's joints with the arm's
+    only — and the gripper's states are used on meanwhile."""
+    s = PublisherSources(0.5)
+    arm, gripper = frozenset(range(7)), frozenset({7, 8})
+    assert s.admit(A, 0.0, arm) and s.admit(B, 0.01, gripper) and s.admit(A, 0.02, arm) and not s.conflict
+    assert not s.admit(C, 0.03, None) and s.sources() == [B, A, C]  # (by their last message)
+    assert not s.admit(B, 0.04, gripper) and not s.admit(A, 0.05, arm)
+    s = PublisherSources(0.5)
+    assert s.admit(A, 0.0, arm) and s.admit(B, 0.01, gripper)
+    assert not s.admit(C, 0.02, frozenset({3})) and s.sources() == [A, C]
+    assert s.admit(B, 0.03, gripper) and not s.admit(A, 0.04, arm)  # the gripper's go on, the arm's do not
+    assert s.admit(A, 0.52 + 2**-20, arm) and s.admit(B, 0.53, gripper) and not s.conflict  # C silent for the window
 
 
 def test_a_zero_window_admits_every_publisher():
-    s = CommandSources(0.0)
+    s = PublisherSources(0.0)
     assert all(s.admit(g, 0.0) for g in (A, B, C, A)) and not s.conflict
 
 
@@ -133,3 +149,70 @@ def test_the_lockstep_simulator_refuses_two_publishers_and_steps_on_the_last_val
         assert np.array_equal(sim.x, vi.step(x0, np.array([2.0])))  # A alone again: applied
         assert any("from one publisher again" in m for _, m in logged), logged
         assert not sim.sources.conflict
+
+
+def _state(t: float, names: list[str], q: list[float]) -> bytes:
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from vi_control.ros.messages import split_seconds
+
+    m = JointState(name=names, position=q, velocity=[0.0] * len(q))
+    m.header.stamp.sec, m.header.stamp.nanosec = split_seconds(t)
+    return serialize_message(m)
+
+
+def test_the_controller_reports_joint_states_of_one_joint_from_two_publishers(request):
+    """The double pendulum's joints from two drivers (shoulder, elbow: disjoint) are no conflict; a third publisher of
+    both joints (a joint_state_publisher's zeros) is — said once as an error naming the publishers, /diagnostics
+    ERROR, its states counted — but reported only: every state still reaches the intake's checks. After the window
+    without it: said, and the diagnostics leave ERROR. With the window 0 nothing is watched."""
+    from vi_control.ros.controller_node import ControllerNode
+    from vi_control.ros.supervision import controller_diagnostics
+
+    params = ["-p", "model:=double_pendulum", "-p", "dt:=0.01", "-p", "joint_state_conflict_window:=0.3"]
+    params += ["-p", "state_timeout:=30.0"]
+    with node_in_process(request.node.name, ControllerNode, params) as node:
+        logged = record_logs(node).messages
+
+        def info(gid: bytes) -> dict:
+            return {"publisher_gid": {"implementation_identifier": "rmw_fastrtps_cpp", "data": gid}}
+
+        def level() -> int:
+            return controller_diagnostics(
+                True,
+                node.runner,
+                node.intake,
+                node.counts,
+                (0.0, 0.0),
+                state_publishers=len(node.state_sources.conflicting),
+            )[0]
+
+        t = node._now() - 0.2
+        for j in range(5):
+            node.on_joint_state(_state(t + 0.01 * j, ["shoulder"], [0.1]), info(A))
+            node.on_joint_state(_state(t + 0.01 * j + 0.005, ["elbow"], [0.2]), info(B))
+        assert not node.state_sources.conflict and node.counts["conflicting_joint_states"] == 0
+        assert not [m for _, m in logged if "publishers within joint_state_conflict_window" in m], logged
+        states = node.intake.counts["states"]
+        node.on_joint_state(_state(t + 0.06, ["shoulder", "elbow"], [0.0, 0.0]), info(C))
+        node.on_joint_state(_state(t + 0.07, ["shoulder"], [0.1]), info(A))
+        node.on_joint_state(_state(t + 0.075, ["elbow"], [0.2]), info(B))
+        errors = [m for _, m in logged if "publishers within joint_state_conflict_window 0.3 s" in m]
+        assert len(errors) == 1 and "from 3 publishers" in errors[0] and "joint_state_publisher" in errors[0], logged
+        assert node.counts["conflicting_joint_states"] == 3 and level() == ERROR
+        assert node.intake.counts["states"] == states + 3  # reported, not refused
+        time.sleep(0.35)
+        node.on_joint_state(_state(t + 0.5, ["shoulder"], [0.1]), info(A))
+        node.on_joint_state(_state(t + 0.505, ["elbow"], [0.2]), info(B))
+        assert any("one publisher per joint again" in m for _, m in logged), logged
+        assert not node.state_sources.conflict and level() != ERROR
+        node.set_parameters([rclpy_parameter("joint_state_conflict_window", 0.0)])
+        node.on_joint_state(_state(t + 0.51, ["shoulder", "elbow"], [0.0, 0.0]), info(C))
+        assert not node.state_sources.conflict and node.counts["conflicting_joint_states"] == 3
+
+
+def rclpy_parameter(name: str, value):
+    from rclpy.parameter import Parameter
+
+    return Parameter(name, value=value)

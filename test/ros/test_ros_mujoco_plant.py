@@ -477,3 +477,42 @@ def test_a_second_publisher_of_commands_is_refused_with_the_controllers_and_the_
         f"applied again {again - stop:.3f} s after the other stopped; max |q − q_held| {dev:.4f} rad"
     )
     assert dev < HOLD_BOUND, run.report()
+
+
+@needs_hold
+def test_a_joint_state_publisher_beside_the_plant_is_reported_by_the_controller(ros):
+    """A ``joint_state_publisher`` left running beside the robot's driver — here every joint at 0 rad, 10 Hz, for
+    1.5 s, as it publishes without a GUI: the controller says so once as an error naming the plant's node and that
+    publisher, its /diagnostics say ERROR meanwhile, and once the other publisher has been silent for the window
+    (``joint_state_conflict_window`` 0.5 s) it says one publisher per joint is left. Each fake state also meets the
+    usual checks (0 rad is beyond panda_joint4's limits: refused), so the held panda stays where it is."""
+    from sensor_msgs.msg import JointState
+
+    from vi_control.ros.common import STREAM_QOS
+
+    run = _hold_run(ros)
+    rec = run.rec
+    released = run.log_time("plant", "first command: brakes released", DISCOVERY)
+    assert run.wait_until_stamp(released + 0.5, 10.0), run.report()
+    fake_pub = rec.create_publisher(JointState, "joint_states", STREAM_QOS)
+    names = list(run.robot.joint_names)
+    start = time.time()
+    while time.time() < start + 1.5:
+        msg = JointState(name=names, position=[0.0] * len(names))
+        msg.header.stamp = rec.get_clock().now().to_msg()
+        fake_pub.publish(msg)
+        time.sleep(0.1)
+    stop = time.time()
+    said = run.log_time("controller", "publishers within joint_state_conflict_window 0.5 s", 5.0)
+    (line,) = [t for _, t in stamped_lines(run.procs["controller"].log(), "joint_state_conflict_window")]
+    assert "vi_mujoco_plant" in line and "vi_recorder" in line and "from 2 publishers" in line, line
+    again = run.log_time("controller", "one publisher per joint again", 5.0)
+    assert start <= said < stop < again < stop + 1.0, (start, said, stop, again)
+    statuses = [v["state"] for t, v in list(run.loop) if said + 0.2 <= t <= stop]
+    assert statuses and all("joint states of one joint from 2 publishers" in s for s in statuses), statuses
+    dev = run.deviation(released + 0.5, again + 1.0 - released - 0.5)
+    print(
+        f"a joint_state_publisher beside the plant: said {said - start:.3f} s after its first state, one publisher "
+        f"again {again - stop:.3f} s after it stopped; max |q − q_held| {dev:.4f} rad"
+    )
+    assert dev < HOLD_BOUND, run.report()

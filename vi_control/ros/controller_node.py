@@ -50,6 +50,7 @@ from .common import (
     command_joints,
     realtime_scheduling,
     run_node,
+    with_message_info,
 )
 from .controller_parameters import LIMIT_KEYS, PARAMETERS, joint_limits
 from .managed import ManagedNode
@@ -63,7 +64,15 @@ from .messages import (
     plan_from_message,
     plan_refused_message,
 )
-from .supervision import ControllerStateMessage, LoopTiming, controller_diagnostics, diagnostics
+from .supervision import (
+    ControllerStateMessage,
+    LoopTiming,
+    PublisherSources,
+    controller_diagnostics,
+    diagnostics,
+    publisher_gid,
+    publisher_names,
+)
 from .vehicle import POSE_ERROR_NAMES, actuator_velocities, state_from_odometry, vehicle_system
 
 
@@ -116,7 +125,8 @@ class ControllerNode(ManagedNode):
         if self.runner.hold is not None:  # the hold's derivatives compiled now, not at the first tick that needs them
             self.runner.hold.engage(r.neutral())
             self.runner.hold.release()
-        self.counts = dict(commands=0, safe=0, hold=0)
+        self.counts = dict(commands=0, safe=0, hold=0, conflicting_joint_states=0)
+        self.state_sources = PublisherSources(float(p["joint_state_conflict_window"]))
         self.loop = LoopTiming(None)
         self._rate_mark = (time.monotonic(), 0, 0)
         self.rates = (0.0, 0.0)
@@ -129,7 +139,9 @@ class ControllerNode(ManagedNode):
         state_sub = (
             self.create_subscription(Odometry, "odom", self.on_odometry, SENSOR_QOS)
             if self.vehicle
-            else self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_QOS, raw=True)
+            else self.create_subscription(
+                JointState, "joint_states", with_message_info(self.on_joint_state), SENSOR_QOS, raw=True
+            )
         )
         self.several_drivers = False  # (until a message with only some of the model's joints comes)
         self.own_subs = [
@@ -226,6 +238,8 @@ class ControllerNode(ManagedNode):
             return None
         if name == "state_timeout":
             self.intake.timeout = float(value)
+        if name == "joint_state_conflict_window":
+            self.state_sources.window = float(value)
         if name == "joint_state_merge_age" and not self.vehicle:
             self.intake.merger.max_age = float(value)
         if name in LIMIT_KEYS and not self.vehicle:
@@ -332,8 +346,8 @@ class ControllerNode(ManagedNode):
                 self.publish(u)
 
     # ---- measurements --------------------------------------------------------------------------
-    def on_joint_state(self, msg: bytes) -> None:
-        """A serialized sensor_msgs/JointState."""
+    def on_joint_state(self, msg: bytes, info: dict | None = None) -> None:
+        """A serialized sensor_msgs/JointState (``info``: its rclpy ``MessageInfo``)."""
         if not self.active:
             return
         try:
@@ -353,7 +367,36 @@ class ControllerNode(ManagedNode):
         self.cmd.set_stamp(*reader.stamp)  # what every command from now on answers (messages.command_stamp)
         if reader.carried is not None and not self.several_drivers:
             self._deepen_joint_states()
+        if self.state_sources.window > 0.0:
+            self._watch_state_sources(info, reader.carried)
         self._use(self.intake.joint_state(t, reader.q, reader.qdot if has_v else None, now, reader.carried), now)
+
+    def _watch_state_sources(self, info: dict | None, carried: np.ndarray | None) -> None:
+        """``joint_state_conflict_window``: joint states of one joint from two publishers — a joint_state_publisher
+        left running beside the robot's driver (it publishes zeros, or a GUI's sliders), a second simulator in the same
+        ROS domain — reported as an error naming them when one more joins, as info when one publisher per joint is
+        left. Reported, not refused: which one is the robot's cannot be told here (refusing both would leave the arm
+        on the safe command), and every state still goes through the checks, whose refusals (a jump between the two
+        is an impossible velocity) then say what they see."""
+        sources, was = self.state_sources, self.state_sources.conflicting
+        gid = publisher_gid(info)
+        sources.admit(gid, time.monotonic(), None if carried is None else frozenset(np.flatnonzero(carried).tolist()))
+        now = sources.conflicting
+        if gid in now:
+            self.counts["conflicting_joint_states"] += 1
+        if now == was:
+            return
+        topic = self.own_subs[0].topic_name
+        if now - was:
+            self.get_logger().error(
+                f"joint states of the same joints on {topic} from {len(now)} publishers within "
+                f"joint_state_conflict_window {sources.window:g} s: "
+                f"{', '.join(publisher_names(self, topic, sources.sources()))} — a joint_state_publisher beside the "
+                "robot's driver, or two robots in one ROS domain: this controller cannot tell the robot's states from "
+                "the other's; stop the publisher that is not this robot's"
+            )
+        elif not now:
+            self.get_logger().info(f"joint states on {topic}: one publisher per joint again")
 
     def _deepen_joint_states(self) -> None:
         """The first message of one driver of several: from now on read joint states with depth 4
@@ -361,7 +404,7 @@ class ControllerNode(ManagedNode):
         state only, right for one driver) goes once this callback has returned."""
         self.several_drivers, old = True, self.own_subs[0]
         self.own_subs[0] = self.create_subscription(
-            JointState, "joint_states", self.on_joint_state, JOINT_STATES_QOS, raw=True
+            JointState, "joint_states", with_message_info(self.on_joint_state), JOINT_STATES_QOS, raw=True
         )
 
         def drop() -> None:
@@ -535,6 +578,7 @@ class ControllerNode(ManagedNode):
             merger.take_extrapolation() if merger else 0.0,
             self.loop,
             self.loop.window(),
+            len(self.state_sources.conflicting),
         )
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))

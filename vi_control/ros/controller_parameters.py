@@ -12,6 +12,7 @@ from ..control.runner import HOLD_WEIGHTS
 from ..model.robot import RobotModel
 from .common import MODEL_PARAMETERS, Param
 from .managed import AUTOSTART
+from .supervision import COMMAND_CONFLICT_WINDOW
 from .vehicle import VEHICLE_PARAMETERS
 
 _LIVE = dict(live=True)
@@ -57,6 +58,15 @@ PARAMETERS: dict[str, Param] = {
         "are interpolated (or extrapolated) to a message's stamp from two of its "
         "samples at most this far apart and old; older: a stale state [s]",
         range=(1e-4, 10.0),
+        **_LIVE,
+    ),
+    "joint_state_conflict_window": Param(
+        COMMAND_CONFLICT_WINDOW,
+        "joint states of one joint from two publishers within this time of each other (a joint_state_publisher "
+        "beside the robot's driver, a second simulator in the same ROS domain) are reported: an error naming the "
+        "publishers, its end too, and /diagnostics ERROR meanwhile — the states themselves still go through the "
+        "usual checks, which cannot tell the robot's from the other's [s]. 0: not watched",
+        range=(0.0, 60.0),
         **_LIVE,
     ),
     "safe_mode": Param(

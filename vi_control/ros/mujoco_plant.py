@@ -47,7 +47,7 @@ from .common import (
 from .managed import AUTOSTART, ManagedNode
 from .mujoco_model import INTEGRATORS, mujoco_robot
 from .simulator_parameters import PARAMETERS as SIMULATOR_PARAMETERS
-from .supervision import CommandSources, admit_command
+from .supervision import PublisherSources, admit_command
 
 MAX_LAG = 0.2  # [s] of wall time the stepping thread catches up after a stall; beyond it the plant time skips
 
@@ -138,7 +138,7 @@ class MujocoPlantNode(ManagedNode):
         self.every = max(1, round(1.0 / (float(p["joint_state_rate"]) * float(p["dt"]))))
         self.k = 0
         self.counts = dict(rejected_commands=0, saturated_commands=0, skipped_steps=0, conflicting_commands=0)
-        self.sources = CommandSources(float(p["command_conflict_window"]))
+        self.sources = PublisherSources(float(p["command_conflict_window"]))
         self.msg = JointState(name=r.joint_names)
         self.effort = np.zeros(r.nq)
         self.act_index = np.array([r.joint_index(n) for n in r.actuated], int)
@@ -192,7 +192,7 @@ class MujocoPlantNode(ManagedNode):
             self.get_logger().warning(f"realtime_priority {priority}: {why}; running with normal scheduling")
 
     # ---- commands ----------------------------------------------------------------------------
-    def on_command(self, msg: Float64MultiArray, info: dict | None) -> None:
+    def on_command(self, msg: Float64MultiArray, info: dict | None = None) -> None:
         """JointGroupEffortController's convention: one torque per joint of ``joints``; a bad command is ignored, and
         so is every command while two publishers command (``command_conflict_window``)."""
         u = np.asarray(msg.data, float)

@@ -55,7 +55,7 @@ from .common import (
 from .managed import ManagedNode
 from .messages import command_stamp, split_seconds
 from .simulator_parameters import PARAMETERS
-from .supervision import CommandSources, CommandTiming, admit_command, diagnostics, simulator_diagnostics
+from .supervision import CommandTiming, PublisherSources, admit_command, diagnostics, simulator_diagnostics
 from .vehicle import odometry_from_state, pose_parameter, vehicle_system
 
 
@@ -134,7 +134,7 @@ class SimulatorNode(ManagedNode):
         self.rng = np.random.default_rng(int(p["noise_seed"]))
         self.k, self.end_logged, self.end_publish_time = 0, False, 0.0
         self.counts = dict(rejected_commands=0, saturated_commands=0, ignored_answers=0, conflicting_commands=0)
-        self.sources = CommandSources(float(p["command_conflict_window"]))
+        self.sources = PublisherSources(float(p["command_conflict_window"]))
         self.timing = CommandTiming(vi.dt)
         self._reset_state()
         self.clock_msg = Clock()
@@ -272,7 +272,7 @@ class SimulatorNode(ManagedNode):
         res.success, res.message = True, "state reset to the initial positions/velocities (the clock runs on)"
         return res
 
-    def on_command(self, msg: Float64MultiArray, info: dict | None) -> None:
+    def on_command(self, msg: Float64MultiArray, info: dict | None = None) -> None:
         if not self.active:
             return
         # (before the lockstep test: two controllers answer each state, and the second answer is dropped there)

@@ -129,16 +129,20 @@ def controller_diagnostics(
     extrapolation: float = 0.0,
     loop: LoopTiming | None = None,
     window: tuple[int, float, float] = (0, 0.0, 0.0),
+    state_publishers: int = 0,
 ) -> tuple[int, str, dict]:
     """The controller's /diagnostics (level, message, values): inactive, on the safe command (a fault or an aborted
     plan), waiting, holding the end of a plan, or tracking one; with the plan, the step, the rates (joint states and
     commands per second), and the counts of states, commands, safe commands, refusals and faults by kind. With
     several drivers also how far their joints were extrapolated (in total, and ``extrapolation`` in the period).
     With ``loop`` the command loop's timing: late ticks in total and in the period, and the period's largest tick gap
-    and state age (``window``, ``LoopTiming.window()``'s)."""
+    and state age (``window``, ``LoopTiming.window()``'s). ERROR while ``state_publishers`` (> 1) publishers send
+    joint states of one joint (``PublisherSources``: a driver and a fake, or two robots)."""
     law, state, merger = runner.law, intake.state, intake.merger
     if not active:
         level, status = WARN, "inactive"
+    elif state_publishers > 1:
+        level, status = ERROR, f"joint states of one joint from {state_publishers} publishers (see the log)"
     elif runner.fault is not None or runner.aborted is not None:
         level, status = ERROR, f"safe command: {runner.aborted[0] if runner.aborted else runner.fault}"
     elif law is None and runner.hold is not None and runner.hold.engaged:
@@ -161,6 +165,7 @@ def controller_diagnostics(
         commands=counts["commands"],
         safe_commands=counts["safe"],
         hold_commands=counts.get("hold", 0),
+        conflicting_joint_states=counts.get("conflicting_joint_states", 0),
         hold_target=(
             "" if runner.hold is None or not runner.hold.engaged else " ".join(f"{v:.4f}" for v in runner.hold.target)
         ),
@@ -233,39 +238,57 @@ def planner_diagnostics(
 COMMAND_CONFLICT_WINDOW = 0.5
 
 
-class CommandSources:
-    """Which publishers' commands reach a plant: its ``command_conflict_window`` rule. A command is refused while
-    another publisher has also commanded within ``window`` seconds of it: two controllers on one arm — a second
-    launch in the same ROS domain, a ``ros2 topic pub`` by hand beside the controller — would drive it with
-    interleaved torques, each computed for a motion the other disturbs. ros2_control refuses a second controller
-    that claims the same command interfaces; a plant subscribed to a topic can tell only the publishers apart (the
-    middleware's publisher GID, rclpy's ``MessageInfo``). A restarted controller is no conflict: the old one's last
-    command is older than the window by the time the new process commands. ``window`` 0: off (every command admitted).
-    """
+class PublisherSources:
+    """Which publishers' messages on one topic arrived within ``window`` seconds of each other, and which of them
+    speak for the same thing: the same joints of one robot (``parts``: the model joints a message carries; None: all).
+    Publishers are told apart by the middleware's publisher GID (rclpy's ``MessageInfo``, ``with_message_info``).
+
+    A plant's ``command_conflict_window`` rule: a command is refused while another publisher has also commanded within
+    the window — two controllers on one arm (a second launch in the same ROS domain, a ``ros2 topic pub`` by hand
+    beside the controller) would drive it with interleaved torques, each computed for a motion the other disturbs.
+    ros2_control refuses a second controller that claims the same command interfaces; a plant subscribed to a topic
+    can tell only the publishers apart. The controller's: joint states of one joint from two publishers (a
+    ``joint_state_publisher`` left running beside the robot's driver, a second simulator in the same domain) are two
+    robots' or a fake's, told apart only by this. Drivers of disjoint joints (an arm and a gripper) do not conflict;
+    nor does a restarted node: its old publisher's last message is older than the window by the time the new process
+    publishes. ``window`` 0: off (every message admitted)."""
 
     def __init__(self, window: float = COMMAND_CONFLICT_WINDOW):
         self.window = float(window)
-        self._last: dict[bytes, float] = {}  # publisher GID → time of its last command
-        self.conflict = False  # whether the last command was refused (a conflict is said once, its end too)
+        self._last: dict[bytes, tuple[float, frozenset[int] | None]] = {}  # GID → (time, parts) of its last message
+        self.conflicting: frozenset[bytes] = frozenset()  # the publishers in conflict at the last message
 
-    def admit(self, gid: bytes | None, now: float) -> bool:
-        """Record a command of publisher ``gid`` (None: the middleware names none — admitted, nothing recorded) at
-        ``now`` [s, monotonic]; whether it may be applied: no other publisher commanded in [now − window, now]."""
+    @property
+    def conflict(self) -> bool:
+        return bool(self.conflicting)
+
+    def admit(self, gid: bytes | None, now: float, parts: frozenset[int] | None = None) -> bool:
+        """Record a message of publisher ``gid`` (None: the middleware names none — admitted, and what was recorded
+        forgotten) carrying ``parts`` at ``now`` [s, monotonic]; whether it may be used: no other publisher sent a
+        message of an overlapping part in [now − window, now]."""
         last = self._last
         if gid is None or self.window <= 0.0:
             last.clear()
-            self.conflict = False
+            self.conflicting = frozenset()
             return True
-        last[gid] = now
-        if len(last) > 1:
-            for g in [g for g, t in last.items() if now - t > self.window]:
-                del last[g]
-        self.conflict = len(last) > 1
-        return not self.conflict
+        last[gid] = (now, parts)
+        if len(last) == 1:
+            self.conflicting = frozenset()
+            return True
+        for g in [g for g, (t, _) in last.items() if now - t > self.window]:
+            del last[g]
+        items = list(last.items())
+        self.conflicting = frozenset(
+            g
+            for i, (g, (_, p)) in enumerate(items)
+            for j, (h, (_, r)) in enumerate(items)
+            if i != j and (p is None or r is None or not p.isdisjoint(r))
+        )
+        return gid not in self.conflicting
 
     def sources(self) -> list[bytes]:
-        """The GIDs of the publishers that commanded within the window of the last command, the oldest first."""
-        return sorted(self._last, key=self._last.__getitem__)
+        """The GIDs of the publishers in conflict, the one heard from longest ago first."""
+        return sorted(self.conflicting, key=lambda g: self._last[g][0])
 
 
 def publisher_gid(info: dict | None) -> bytes | None:
@@ -287,22 +310,23 @@ def publisher_names(node, topic: str, gids: list[bytes]) -> list[str]:
 
 
 def admit_command(
-    node, sources: CommandSources, info: dict | None, counts: dict[str, int], applying: Callable[[], str]
+    node, sources: PublisherSources, info: dict | None, counts: dict[str, int], applying: Callable[[], str]
 ) -> bool:
     """A plant's ``command_conflict_window`` check of one command (``info``: its rclpy ``MessageInfo``): whether it
     may be applied. The start of a conflict is logged as an error naming the publishers (``applying()``: what the
     plant applies instead), its end as info; every refused command is counted (``counts['conflicting_commands']``)."""
     was = sources.conflict
     topic = node.sub.topic_name
-    if sources.admit(publisher_gid(info), time.monotonic()):
+    gid = publisher_gid(info)
+    if sources.admit(gid, time.monotonic()):
         if was:
-            (name,) = publisher_names(node, topic, sources.sources())
+            (name,) = publisher_names(node, topic, [gid])
             node.get_logger().info(f"commands on {topic} from one publisher again ({name}): applied")
         return True
     counts["conflicting_commands"] += 1
     if not was:
         node.get_logger().error(
-            f"commands on {topic} from {len(sources.sources())} publishers within command_conflict_window "
+            f"commands on {topic} from {len(sources.conflicting)} publishers within command_conflict_window "
             f"{sources.window:g} s: {', '.join(publisher_names(node, topic, sources.sources()))} — two controllers "
             f"would drive the robot with interleaved commands; every command refused ({applying()}) until one "
             f"publisher alone has commanded for {sources.window:g} s"
@@ -367,7 +391,7 @@ def simulator_diagnostics(
     """The simulator's /diagnostics (level, message, values). WARN when inactive, or when a realtime run keeps less
     than 80 % of the requested real-time factor over a window (the machine cannot step at Δt: every node that
     paces itself on /clock slows with it); ERROR while its commands are refused as ``conflicting`` (two publishers:
-    ``CommandSources``). ``requested_rtf`` is None for max_speed and lockstep."""
+    ``PublisherSources``). ``requested_rtf`` is None for max_speed and lockstep."""
     steps, late, lag, rtf = window
     if not active:
         level, status = WARN, "inactive"
