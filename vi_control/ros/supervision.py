@@ -300,13 +300,14 @@ def publisher_gid(info: dict | None) -> bytes | None:
 
 
 def publisher_names(node, topic: str, gids: list[bytes]) -> list[str]:
-    """The nodes (namespace/name) of the publishers ``gids`` on ``topic``, from the ROS graph; one the graph no
-    longer lists is named by its GID."""
+    """The nodes (namespace/name) of the publishers ``gids`` on ``topic``, from the ROS graph; one the graph does not
+    list, or lists before its node's name is discovered (rmw's ``_NODE_NAME_UNKNOWN_``), is named by its GID."""
     known = {
         bytes(e.endpoint_gid): f"{e.node_namespace.rstrip('/')}/{e.node_name}"
         for e in node.get_publishers_info_by_topic(topic)
+        if e.node_name and "_UNKNOWN_" not in e.node_name
     }
-    return [known.get(g, f"a publisher gone from the graph (GID {g.hex()})") for g in gids]
+    return [known.get(g, f"a publisher whose node the graph does not name yet (GID {g.hex()})") for g in gids]
 
 
 def admit_command(
