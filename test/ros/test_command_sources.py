@@ -216,3 +216,48 @@ def rclpy_parameter(name: str, value):
     from rclpy.parameter import Parameter
 
     return Parameter(name, value=value)
+
+
+def test_the_planner_refuses_to_plan_from_joint_states_of_one_joint_from_two_publishers(request, tmp_path):
+    """A goal request while the pendulum's joint comes from two publishers within ``joint_state_conflict_window``: it
+    is refused with both named (the newest state may be the other publisher's), an MPC cycle skipped and counted;
+    once only one has published for the window, the same request plans from its state. Window 0: not watched."""
+    from test_nodes_in_process import _joint_state, _pendulum_mpc_planner
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = [*_pendulum_mpc_planner(tmp_path), "-p", "mode:=plan", "-p", "joint_state_conflict_window:=0.3"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        statuses: list[dict] = []
+        publish = planner.pub_status.publish
+
+        def record(msg):
+            statuses.append({v.key: v.value for v in msg.status[0].values} | {"message": msg.status[0].message})
+            return publish(msg)
+
+        planner.pub_status.publish = record
+
+        def info(gid: bytes) -> dict:
+            return {"publisher_gid": {"data": gid}}
+
+        now = planner._now()
+        planner.on_joint_state(_joint_state(now - 0.02, 0.1, 0.0), info(A))
+        planner.on_joint_state(_joint_state(now - 0.01, 0.0, 0.0), info(B))  # (a joint_state_publisher's zero)
+        planner.on_joint_state(_joint_state(now, 0.1, 0.0), info(A))
+        why = planner.state_conflict()
+        assert why is not None and "from 2 publishers within joint_state_conflict_window 0.3 s" in why, why
+        planner._plan(planner._job(Request("goal", goal=[0.4]), "test", None, 0.0))
+        assert statuses[-1]["state"] == "refused" and "no trustworthy measured state" in statuses[-1]["message"]
+        assert planner.last_plan is None
+        time.sleep(0.35)  # (B silent for longer than the window)
+        planner.on_joint_state(_joint_state(planner._now() - 0.01, 0.1, 0.0), info(A))
+        planner.on_joint_state(_joint_state(planner._now(), 0.1, 0.0), info(A))
+        assert planner.state_conflict() is None
+        planner._plan(planner._job(Request("goal", goal=[0.4]), "test", None, 0.0))
+        assert statuses[-1]["state"] == "accepted", statuses[-1]
+        assert planner.last_plan.X[0][0] == pytest.approx(0.1, abs=1e-9)  # (from A's state)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0), info(B))
+        assert planner.state_conflict() is not None
+        planner.set_parameters([rclpy_parameter("joint_state_conflict_window", 0.0)])
+        assert planner.state_conflict() is None

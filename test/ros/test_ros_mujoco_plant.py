@@ -491,23 +491,35 @@ def test_a_joint_state_publisher_beside_the_plant_is_reported_by_the_controller(
     1.5 s, as it publishes without a GUI: the controller says so once as an error naming the plant's node and that
     publisher, its /diagnostics say ERROR meanwhile, and once the other publisher has been silent for the window
     (``joint_state_conflict_window`` 0.5 s) it says one publisher per joint is left. Each fake state also meets the
-    usual checks (0 rad is beyond panda_joint4's limits: refused), so the held panda stays where it is."""
+    usual checks (0 rad is beyond panda_joint4's limits: refused), so the held panda stays where it is. A goal sent to
+    the planner meanwhile is refused, both publishers named: planned from the newest state, it could start from the
+    other publisher's pose."""
     from sensor_msgs.msg import JointState
+    from test_ros_planner_requests import Outcomes, _goal
 
-    run = _hold_run(ros)
+    from vi_control.ros.common import STREAM_QOS
+
+    run = _hold_run(ros, planner=dict(plan_on_startup=False))
     rec = run.rec
+    out = Outcomes(rec)
+    goal_pub = rec.create_publisher(JointState, "vi_planner/goal", STREAM_QOS)
+    assert rec.wait_for(lambda: goal_pub.get_subscription_count() > 0, DISCOVERY), run.report()
     released = run.log_time("plant", "first command: brakes released", DISCOVERY)
     assert run.wait_until_stamp(released + 0.5, 10.0), run.report()
+    run.log_time("planner", "first state to plan from", DISCOVERY)  # (it hears the plant: else only the fake)
     fake_pub = rec.create_publisher(JointState, "joint_states", 10)  # (joint_state_publisher's QoS: reliable, volatile)
-    # (matched with the controller's reader before it publishes — the recorder's transient-local reader does not
-    # match a volatile writer: discovery under CI load took longer than the 1.5 s of its publishing once)
-    assert rec.wait_for(lambda: fake_pub.get_subscription_count() >= 1, DISCOVERY), run.report()
+    # (matched with the controller's and the planner's readers before it publishes — the recorder's transient-local
+    # reader does not match a volatile writer: discovery under CI load took longer than its 1.5 s of publishing once)
+    assert rec.wait_for(lambda: fake_pub.get_subscription_count() >= 2, DISCOVERY), run.report()
     names = list(run.robot.joint_names)
-    start = time.time()
+    start, i = time.time(), 0
     while time.time() < start + 1.5:
         msg = JointState(name=names, position=[0.0] * len(names))
         msg.header.stamp = rec.get_clock().now().to_msg()
         fake_pub.publish(msg)
+        if i == 5:  # (0.5 s into it: a goal 0.1 rad from the start on joint 1)
+            goal_pub.publish(_goal(7.0, names, (run.q0 + np.eye(len(names))[0] * 0.1).tolist()))
+        i += 1
         time.sleep(0.1)
     stop = time.time()
     said = run.log_time("controller", "publishers within joint_state_conflict_window 0.5 s", 5.0)
@@ -519,6 +531,13 @@ def test_a_joint_state_publisher_beside_the_plant_is_reported_by_the_controller(
     assert start <= said < stop < again < stop + 1.0, (start, said, stop, again)
     statuses = [v["state"] for t, v in list(run.loop) if said + 0.2 <= t <= stop]
     assert statuses and all("joint states of one joint from 2 publishers" in s for s in statuses), statuses
+    assert rec.wait_for(lambda: out.final(7.0) is not None, 30.0), (out.statuses, run.report())
+    final = out.final(7.0)
+    assert final["state"] == "refused" and "no trustworthy measured state" in final["reason"], (
+        final,
+        run.procs["planner"].log()[-4000:],
+    )
+    assert "vi_mujoco_plant" in final["reason"] or "(GID " in final["reason"], final["reason"]
     dev = run.deviation(released + 0.5, again + 1.0 - released - 0.5)
     print(
         f"a joint_state_publisher beside the plant: said {said - start:.3f} s after its first state, one publisher "

@@ -63,7 +63,15 @@ from ..control.plan import Plan
 from ..control.schedule import PlanSchedule
 from ..control.tracking import StateEstimator, wire_velocity
 from ..integrators import make_integrator, require_linearizable
-from .common import LATCHED_QOS, PLAN_QOS, SENSOR_STREAM_QOS, STREAM_QOS, resolve_config, run_node
+from .common import (
+    LATCHED_QOS,
+    PLAN_QOS,
+    SENSOR_STREAM_QOS,
+    STREAM_QOS,
+    resolve_config,
+    run_node,
+    with_message_info,
+)
 from .managed import ManagedNode
 from .messages import (
     ForeignJointState,
@@ -78,7 +86,16 @@ from .messages import (
 )
 from .planner_parameters import PARAMETERS, STATE_TIMEOUT
 from .planner_requests import Request, solve_request, trajectory_request
-from .supervision import ERROR, OK, WARN, diagnostics, planner_diagnostics
+from .supervision import (
+    ERROR,
+    OK,
+    WARN,
+    PublisherSources,
+    diagnostics,
+    planner_diagnostics,
+    publisher_gid,
+    publisher_names,
+)
 from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, state_from_odometry, vehicle_system
 
 # A zero-stamped state right after one of t = 0, the clock within this of 0, is a simulation's first state again
@@ -166,7 +183,8 @@ class PlannerNode(ManagedNode):
         p = self.p
         self.vehicle = bool(p["vehicle"])
         self.measured: tuple[float, np.ndarray] | None = None  # a state given as it is: odometry's (vehicle mode)
-        self.states: deque[tuple[float, float, bytes]] = deque(maxlen=STATE_BUFFER)  # (wall, clock, message)
+        # (wall, clock, message, its publisher's GID)
+        self.states: deque[tuple[float, float, bytes, bytes | None]] = deque(maxlen=STATE_BUFFER)
         self.clock_samples = ClockSamples()
         self.last_plan: Plan | None = None  # the latest published plan with a stated start (for the prediction)
         self.last_seq: int | None = None  # its sequence number
@@ -225,8 +243,11 @@ class PlannerNode(ManagedNode):
         self.merger = JointStateMerger(robot.joint_names, p["joint_state_merge_age"], robot.continuous_mask)
         self.pub_traj = self.create_publisher(JointTrajectory, "~/trajectory", LATCHED_QOS)
         self.own_pubs.append(self.pub_traj)
+        self.state_sub = self.create_subscription(
+            JointState, "joint_states", with_message_info(self.on_joint_state), SENSOR_STREAM_QOS, raw=True
+        )
         self.own_subs += [
-            self.create_subscription(JointState, "joint_states", self.on_joint_state, SENSOR_STREAM_QOS, raw=True),
+            self.state_sub,
             self.create_subscription(JointState, "~/goal", self.on_goal, STREAM_QOS),
             self.create_subscription(JointTrajectory, "~/joint_trajectory", self.on_joint_trajectory, STREAM_QOS),
         ]
@@ -298,9 +319,9 @@ class PlannerNode(ManagedNode):
         return None  # the others are read from self.p when used
 
     # ---- inputs ----------------------------------------------------------------------------------
-    def on_joint_state(self, msg: bytes) -> None:
-        """A serialized JointState: kept as it is (decoded only when a request is solved); a clock sample at most
-        every 50 ms (how fast the clock runs)."""
+    def on_joint_state(self, msg: bytes, info: dict | None = None) -> None:
+        """A serialized JointState: kept as it is (decoded only when a request is solved), with its publisher's GID
+        (``info``: its rclpy ``MessageInfo``); a clock sample at most every 50 ms (how fast the clock runs)."""
         wall = time.monotonic()
         now = self._now()
         if not self.states:
@@ -308,7 +329,7 @@ class PlannerNode(ManagedNode):
                 self.get_logger().info(f"first state to plan from: t={_stamp(RawJointStateReader.HEAD, msg):.6f}")
             except Exception as e:  # (a malformed message: it is reported when a request decodes it)
                 self.get_logger().info(f"first joint state received ({type(e).__name__} reading its stamp)")
-        self.states.append((wall, now, msg))
+        self.states.append((wall, now, msg, publisher_gid(info)))
         self.clock_samples.add(wall, now)
 
     def on_odometry(self, msg: Odometry) -> None:
@@ -651,7 +672,7 @@ class PlannerNode(ManagedNode):
         self.estimator.reset()
         self.merger.reset()
         out = None
-        for _, received, buf in msgs[first:]:
+        for _, received, buf, _ in msgs[first:]:
             try:
                 t, has_v = self.reader.read_raw(buf)
             except ForeignJointState:
@@ -678,6 +699,43 @@ class PlannerNode(ManagedNode):
             if x is not None:
                 out = (merged.t, x)
         return out
+
+    def state_conflict(self) -> str | None:
+        """Why the measured state cannot be trusted, or None: joint states of one joint from two publishers within
+        ``joint_state_conflict_window`` of the newest (by receipt) — a joint_state_publisher beside the robot's
+        driver, a second simulator in this ROS domain: the newest state may be the other's. Drivers of disjoint joints
+        (an arm and a gripper) are no conflict: the newest message of each publisher is decoded for the joints it
+        carries (``supervision.PublisherSources``, the controller's rule)."""
+        window = float(self.p["joint_state_conflict_window"])
+        msgs = list(self.states)
+        if window <= 0.0 or self.vehicle or not msgs:
+            return None
+        newest: dict[bytes, tuple[float, bytes]] = {}
+        for wall, _, buf, gid in reversed(msgs):
+            if wall < msgs[-1][0] - window:
+                break
+            if gid is not None and gid not in newest:
+                newest[gid] = (wall, buf)
+        if len(newest) < 2:
+            return None
+        sources = PublisherSources(window)
+        reader = RawJointStateReader(self.robot.joint_names, partial=True)
+        for gid, (wall, buf) in sorted(newest.items(), key=lambda kv: kv[1][0]):
+            try:
+                reader.read_raw(buf)
+            except (ForeignJointState, ValueError):
+                continue  # (not this robot's joints, or unreadable: reported when a request decodes it)
+            parts = None if reader.carried is None else frozenset(np.flatnonzero(reader.carried).tolist())
+            sources.admit(gid, wall, parts)
+        if not sources.conflict:
+            return None
+        topic = self.state_sub.topic_name
+        return (
+            f"joint states of the same joints on {topic} from {len(sources.conflicting)} publishers within "
+            f"joint_state_conflict_window {window:g} s: {', '.join(publisher_names(self, topic, sources.sources()))}"
+            " — a joint_state_publisher beside the robot's driver, or two robots in one ROS domain: the measured state "
+            "may be the other's; stop the publisher that is not this robot's"
+        )
 
     def _skip_cycle(self, measured: tuple[float, np.ndarray] | None) -> bool:
         """Whether an MPC cycle from the newest state ``measured`` (None: none) has nothing to correct: skipped, and
@@ -789,6 +847,14 @@ class PlannerNode(ManagedNode):
             if measured is not None or time.monotonic() >= deadline:
                 break
             time.sleep(0.02)
+        conflict = self.state_conflict() if self.p["use_measured_state"] else None
+        if conflict is not None:  # (planned from it, the plan could start from the other publisher's pose)
+            if request.kind == "mpc":
+                self._count_cycle(job, "refused")
+                self.warn("mpc ambiguous state", f"mpc: cycle skipped: {conflict}", level="error")
+            else:
+                self._status(job, "refused", f"no trustworthy measured state: {conflict}")
+            return
         vi, task, x0, t_start, steps = self.vi, self.task, None, 0.0, 0
         executing = None  # (an MPC cycle: the plan that runs at its start, whose law its step 0 keeps)
         timeline = self.timeline  # (the timeline last_plan is on while this solve predicts from it)

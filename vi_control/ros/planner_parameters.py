@@ -52,6 +52,14 @@ PARAMETERS: dict[str, Param] = {
         range=(1e-4, 10.0),
         live=True,
     ),
+    "joint_state_conflict_window": Param(
+        CONTROLLER_PARAMETERS["joint_state_conflict_window"].default,
+        "joint states of one joint from two publishers within this time of each other (a joint_state_publisher beside "
+        "the robot's driver, a second simulator in the same ROS domain): a request is refused (an MPC cycle skipped) "
+        "with their names rather than planned from a state that may be the other's [s]. 0: not watched",
+        range=(0.0, 60.0),
+        live=True,
+    ),
     "state_timeout": Param(
         STATE_TIMEOUT,
         "mode mpc: a cycle whose newest joint state is older than this on the node's clock is "
