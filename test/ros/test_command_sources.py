@@ -149,6 +149,11 @@ def test_the_lockstep_simulator_refuses_two_publishers_and_steps_on_the_last_val
         assert np.array_equal(sim.x, vi.step(x0, np.array([2.0])))  # A alone again: applied
         assert any("from one publisher again" in m for _, m in logged), logged
         assert not sim.sources.conflict
+        command(2.0, B)  # (a conflict again, ended by a command whose publisher the middleware does not name)
+        x0 = sim.x.copy()
+        sim.on_command(Float64MultiArray(data=[3.0]), {})  # (admitted: nothing to tell it apart by)
+        assert np.array_equal(sim.x, vi.step(x0, np.array([3.0])))
+        assert any("from one publisher again (a publisher the middleware gives no GID)" in m for _, m in logged)
 
 
 def _state(t: float, names: list[str], q: list[float]) -> bytes:

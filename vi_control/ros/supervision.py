@@ -299,7 +299,7 @@ def publisher_gid(info: dict | None) -> bytes | None:
     return bytes(data) if data else None
 
 
-def publisher_names(node, topic: str, gids: list[bytes]) -> list[str]:
+def publisher_names(node, topic: str, gids: list[bytes | None]) -> list[str]:
     """The nodes (namespace/name) of the publishers ``gids`` on ``topic``, from the ROS graph; one the graph does not
     list, or lists before its node's name is discovered (rmw's ``_NODE_NAME_UNKNOWN_``), is named by its GID."""
     known = {
@@ -307,7 +307,12 @@ def publisher_names(node, topic: str, gids: list[bytes]) -> list[str]:
         for e in node.get_publishers_info_by_topic(topic)
         if e.node_name and "_UNKNOWN_" not in e.node_name
     }
-    return [known.get(g, f"a publisher whose node the graph does not name yet (GID {g.hex()})") for g in gids]
+    return [
+        "a publisher the middleware gives no GID"
+        if g is None
+        else known.get(g, f"a publisher whose node the graph does not name yet (GID {g.hex()})")
+        for g in gids
+    ]
 
 
 def admit_command(
