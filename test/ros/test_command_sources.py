@@ -212,9 +212,12 @@ def test_the_controller_reports_joint_states_of_one_joint_from_two_publishers(re
         node.on_joint_state(_state(t + 0.505, ["elbow"], [0.2]), info(B))
         assert any("one publisher per joint again" in m for _, m in logged), logged
         assert not node.state_sources.conflict and level() != ERROR
-        node.set_parameters([rclpy_parameter("joint_state_conflict_window", 0.0)])
         node.on_joint_state(_state(t + 0.51, ["shoulder", "elbow"], [0.0, 0.0]), info(C))
-        assert not node.state_sources.conflict and node.counts["conflicting_joint_states"] == 3
+        assert node.state_sources.conflict and level() == ERROR
+        node.set_parameters([rclpy_parameter("joint_state_conflict_window", 0.0)])  # (live: not watched from now)
+        assert not node.state_sources.conflict and level() != ERROR
+        node.on_joint_state(_state(t + 0.52, ["shoulder", "elbow"], [0.0, 0.0]), info(C))
+        assert not node.state_sources.conflict and node.counts["conflicting_joint_states"] == 4
 
 
 def rclpy_parameter(name: str, value):

@@ -239,7 +239,7 @@ class ControllerNode(ManagedNode):
         if name == "state_timeout":
             self.intake.timeout = float(value)
         if name == "joint_state_conflict_window":
-            self.state_sources.window = float(value)
+            self.state_sources = PublisherSources(float(value))  # (0: not watched, and no conflict left reported)
         if name == "joint_state_merge_age" and not self.vehicle:
             self.intake.merger.max_age = float(value)
         if name in LIMIT_KEYS and not self.vehicle:
