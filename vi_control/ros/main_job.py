@@ -57,6 +57,18 @@ class ClosedLoopRun:
         return -state_error(goal_q, self.q[-1], continuous_mask)
 
 
+# How long the main job waits, at its end, for the latest plan's trajectory message (module comment above its use).
+TRAJECTORY_WAIT = 10.0
+
+
+def _is_trajectory_of(trajectory, plan) -> bool:
+    """Whether a planner's JointTrajectory is that of ``plan``: a point per state, the last one at X_N's positions."""
+    if trajectory is None or len(trajectory.points) != plan.horizon + 1:
+        return False
+    nq = len(trajectory.joint_names)
+    return bool(np.array_equal(np.asarray(trajectory.points[-1].positions, float), plan.X[-1, :nq]))
+
+
 def run_closed_loop(
     domain_id: int,
     log_dir: str,
@@ -168,6 +180,10 @@ def run_closed_loop(
         ):
             raise TimeoutError(f"the closed loop did not reach t = {duration:g} s of simulation within {timeout} s")
         _, plan, flags = rec.plan()  # the latest plan (it may have been replaced during the run)
+        # ... and its trajectory: a restarted planner's two writers are discovered one by one (seconds under load), so
+        # its plan can arrive while the trajectory held is still the old planner's
+        if rec.trajectory is not None:  # (a vehicle's planner publishes none)
+            rec.wait_for(lambda: _is_trajectory_of(rec.trajectory, plan), TRAJECTORY_WAIT)
     except (TimeoutError, RuntimeError) as e:
         error = str(e)
     finally:
