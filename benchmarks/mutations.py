@@ -1636,7 +1636,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "start_tolerance_against_x0",
         "vi_control/control/runner.py",
-        "            e = self.configuration_error(plan.X[k_in], x)\n",
+        "            e = min((self.configuration_error(plan.X[k], x) for k in {max(k_in - 1, 0), k_in}), key=np.max)\n",
         "            e = self.configuration_error(plan.X[0], x)\n",
         "start_tolerance judges a late plan against its X_0, not the step it is entered at: a plan entered mid-way "
         "exactly where the arm is gets refused",
@@ -1721,5 +1721,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the planner plans a request from the newest joint state while a joint_state_publisher publishes beside the "
         "driver: the plan may start from the fake's pose",
         ("test/ros/test_command_sources.py",),
+    ),
+    Mutation(
+        "start_tolerance_without_a_steps_slack",
+        "vi_control/control/runner.py",
+        "            e = min((self.configuration_error(plan.X[k], x) for k in {max(k_in - 1, 0), k_in}), key=np.max)\n",
+        "            e = self.configuration_error(plan.X[k_in], x)\n",
+        "a plan one step late from the hold is refused by start_tolerance for its own first step's motion: the "
+        "hardware panda's reach refused whenever the start-up plan came 50 ms late",
+        ("test/control/test_control_runner.py",),
     ),
 )

@@ -158,8 +158,9 @@ def test_start_tolerance_refuses_a_plan_entered_from_the_hold_far_from_its_refer
     """start_tolerance (MoveIt's allowed_start_tolerance): a plan entered while none runs whose configuration at the
     step it is entered at is farther than the tolerance from the measured one is not entered — its feedback would
     drive the arm at the effort limits — and the hold goes on, said; just inside it is entered. Judged at the step
-    of entry (a late plan against X_k, not X_0), and not at a hand-over from a running plan (an MPC cycle's X_0 is a
-    prediction: refusing it would leave the old plan to run out)."""
+    of entry or the one before (a late plan against X_k or X_{k−1}, not X_0: one step late, the held arm is at X_0),
+    and not at a hand-over from a running plan (an MPC cycle's X_0 is a prediction: refusing it would leave the old
+    plan to run out)."""
     dt, tol = upright.dt, 0.05
     runner.p["start_tolerance"] = tol
     runner.queue(1, upright, False)
@@ -184,6 +185,16 @@ def test_start_tolerance_refuses_a_plan_entered_from_the_hold_far_from_its_refer
     runner.stop()  # nothing runs: the same plan from 0.2 away is refused
     runner.queue(5, upright.shifted(6.0), False)
     assert runner.command(6.0, X_UP + np.array([0.2, 0.0])) is None and runner.active_seq is None
+    # one step late (not re-timed: that starts at two) with the arm still at X_0, its step 1 0.08 further: entered
+    fast = dataclasses.replace(upright, X=upright.X + np.outer(0.08 * np.minimum(np.arange(21), 1), [1.0, 0.0]))
+    runner.queue(6, fast.shifted(7.0), False)
+    k, _ = runner.command(7.0 + dt, fast.X[0])
+    assert k == 1 and runner.active_seq == 6
+    # two steps late and off X_0 (so not re-timed), its X_1 and X_2 both 1.001 × tol away: refused
+    runner.stop()
+    runner.queue(7, fast.shifted(8.0), False)
+    assert runner.command(8.0 + 2 * dt, fast.X[1] + np.array([1.001 * tol, 0.0])) is None
+    assert "at its step 2 its theta is 0.05" in runner.log.throttled[-1][1], runner.log.throttled[-1]
 
 
 def test_every_plan_not_run_is_told_once_to_on_refuse(runner, upright):

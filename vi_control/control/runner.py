@@ -252,8 +252,11 @@ class PlanRunner:
             # Entered from the hold (a plan planned from elsewhere: the task's x_0 without a measured state, a latched
             # plan a restarted controller receives mid-motion): its feedback would drive the arm at the effort limits
             # toward a reference it is far from. As MoveIt's allowed_start_tolerance: refused, the hold goes on.
+            # Judged at the step of entry, or the one before: a plan one step late is entered at its step 1 (re-timing
+            # starts at two), while the held arm is still at X_0 — one step of the plan's own motion is no distance
+            # from it (the panda's wrist turns 0.069 rad in its reach's first step; CI beside a busy loop)
             k_in = min(max(plan_step(t, plan.times[0], plan.dt), 0), plan.horizon)
-            e = self.configuration_error(plan.X[k_in], x)
+            e = min((self.configuration_error(plan.X[k], x) for k in {max(k_in - 1, 0), k_in}), key=np.max)
             if e.max() > tol:
                 j = int(np.argmax(e))
                 self.pending = None

@@ -114,7 +114,7 @@ PARAMETERS: dict[str, Param] = {
     "start_tolerance": Param(
         0.0,
         "a plan entered while none runs (from the hold) is refused when |q_ref − q| at the "
-        "step it would be entered at exceeds this on any joint, as MoveIt's "
+        "step it would be entered at, and at the step before, exceeds this on any joint, as MoveIt's "
         "allowed_start_tolerance [rad or m]; 0: not checked",
         range=(0.0, 1e6),
         **_LIVE,
