@@ -68,10 +68,11 @@ from .supervision import (
     ControllerStateMessage,
     LoopTiming,
     PublisherSources,
+    carried_parts,
     controller_diagnostics,
     diagnostics,
+    joint_state_conflict_text,
     publisher_gid,
-    publisher_names,
 )
 from .vehicle import POSE_ERROR_NAMES, actuator_velocities, state_from_odometry, vehicle_system
 
@@ -380,7 +381,7 @@ class ControllerNode(ManagedNode):
         is an impossible velocity) then say what they see."""
         sources, was = self.state_sources, self.state_sources.conflicting
         gid = publisher_gid(info)
-        sources.admit(gid, time.monotonic(), None if carried is None else frozenset(np.flatnonzero(carried).tolist()))
+        sources.admit(gid, time.monotonic(), carried_parts(carried))
         now = sources.conflicting
         if gid in now:
             self.counts["conflicting_joint_states"] += 1
@@ -389,11 +390,9 @@ class ControllerNode(ManagedNode):
         topic = self.own_subs[0].topic_name
         if now - was:
             self.get_logger().error(
-                f"joint states of the same joints on {topic} from {len(now)} publishers within "
-                f"joint_state_conflict_window {sources.window:g} s: "
-                f"{', '.join(publisher_names(self, topic, sources.sources()))} — a joint_state_publisher beside the "
-                "robot's driver, or two robots in one ROS domain: this controller cannot tell the robot's states from "
-                "the other's; stop the publisher that is not this robot's"
+                joint_state_conflict_text(
+                    self, topic, sources, "this controller cannot tell the robot's states from the other's"
+                )
             )
         elif not now:
             self.get_logger().info(f"joint states on {topic}: one publisher per joint again")

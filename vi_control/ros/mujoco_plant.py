@@ -47,7 +47,7 @@ from .common import (
 from .managed import AUTOSTART, ManagedNode
 from .mujoco_model import INTEGRATORS, mujoco_robot
 from .simulator_parameters import PARAMETERS as SIMULATOR_PARAMETERS
-from .supervision import PublisherSources, admit_command
+from .supervision import PublisherSources, admit_command, refused_command_fallback
 
 MAX_LAG = 0.2  # [s] of wall time the stepping thread catches up after a stall; beyond it the plant time skips
 
@@ -226,10 +226,7 @@ class MujocoPlantNode(ManagedNode):
             self.get_logger().info("command again: brakes released" if again else "first command: brakes released")
 
     def _refused_applies(self) -> str:
-        """What the plant applies in place of a refused command (``on_bad_command``, then ``command_timeout``)."""
-        timeout = float(self.p["command_timeout"])
-        what = "zero torque" if self.p["on_bad_command"] == "zero" else "the last valid command"
-        return what + (f", the brakes after command_timeout {timeout:g} s" if timeout > 0 else "")
+        return refused_command_fallback(self.p["on_bad_command"], self.p["command_timeout"])
 
     # ---- stepping ----------------------------------------------------------------------------
     def _clock_offset(self) -> int:

@@ -91,10 +91,11 @@ from .supervision import (
     OK,
     WARN,
     PublisherSources,
+    carried_parts,
     diagnostics,
+    joint_state_conflict_text,
     planner_diagnostics,
     publisher_gid,
-    publisher_names,
 )
 from .vehicle import goal_from_pose_stamped, path_from_plan, pose_parameter, state_from_odometry, vehicle_system
 
@@ -719,22 +720,16 @@ class PlannerNode(ManagedNode):
         if len(newest) < 2:
             return None
         sources = PublisherSources(window)
-        reader = RawJointStateReader(self.robot.joint_names, partial=True)
         for gid, (wall, buf) in sorted(newest.items(), key=lambda kv: kv[1][0]):
             try:
-                reader.read_raw(buf)
+                self.reader.read_raw(buf)  # (the worker's reader: measured_state, on this thread, is done with it)
             except (ForeignJointState, ValueError):
                 continue  # (not this robot's joints, or unreadable: reported when a request decodes it)
-            parts = None if reader.carried is None else frozenset(np.flatnonzero(reader.carried).tolist())
-            sources.admit(gid, wall, parts)
+            sources.admit(gid, wall, carried_parts(self.reader.carried))
         if not sources.conflict:
             return None
-        topic = self.state_sub.topic_name
-        return (
-            f"joint states of the same joints on {topic} from {len(sources.conflicting)} publishers within "
-            f"joint_state_conflict_window {window:g} s: {', '.join(publisher_names(self, topic, sources.sources()))}"
-            " — a joint_state_publisher beside the robot's driver, or two robots in one ROS domain: the measured state "
-            "may be the other's; stop the publisher that is not this robot's"
+        return joint_state_conflict_text(
+            self, self.state_sub.topic_name, sources, "the measured state may be the other's"
         )
 
     def _skip_cycle(self, measured: tuple[float, np.ndarray] | None) -> bool:

@@ -55,7 +55,14 @@ from .common import (
 from .managed import ManagedNode
 from .messages import command_stamp, split_seconds
 from .simulator_parameters import PARAMETERS
-from .supervision import CommandTiming, PublisherSources, admit_command, diagnostics, simulator_diagnostics
+from .supervision import (
+    CommandTiming,
+    PublisherSources,
+    admit_command,
+    diagnostics,
+    refused_command_fallback,
+    simulator_diagnostics,
+)
 from .vehicle import odometry_from_state, pose_parameter, vehicle_system
 
 
@@ -314,10 +321,7 @@ class SimulatorNode(ManagedNode):
             self.advance()
 
     def _refused_applies(self) -> str:
-        """What the simulator applies in place of a refused command (``on_bad_command``, then ``command_timeout``)."""
-        what = "zero torque" if self.p["on_bad_command"] == "zero" else "the last valid command"
-        timeout = float(self.p["command_timeout"])
-        return what + (f", the brakes after command_timeout {timeout:g} s" if timeout > 0 and not self.lockstep else "")
+        return refused_command_fallback(self.p["on_bad_command"], 0.0 if self.lockstep else self.p["command_timeout"])
 
     def _answers_this_state(self, msg: Float64MultiArray) -> bool:
         """Lockstep: whether a command may step — one that names no state (another tool's), or answers the state the

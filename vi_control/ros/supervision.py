@@ -315,6 +315,30 @@ def publisher_names(node, topic: str, gids: list[bytes | None]) -> list[str]:
     ]
 
 
+def refused_command_fallback(on_bad_command: str, command_timeout: float) -> str:
+    """What a plant applies in place of a refused command: ``on_bad_command``'s, then, with ``command_timeout`` > 0,
+    the brakes (a lockstep simulator passes 0: it has none)."""
+    what = "zero torque" if on_bad_command == "zero" else "the last valid command"
+    return what + (f", the brakes after command_timeout {command_timeout:g} s" if command_timeout > 0 else "")
+
+
+def carried_parts(carried: np.ndarray | None) -> frozenset[int] | None:
+    """The model joints a partial joint-state message carries (``RawJointStateReader.carried``), as
+    ``PublisherSources`` takes them; None: all of them."""
+    return None if carried is None else frozenset(np.flatnonzero(carried).tolist())
+
+
+def joint_state_conflict_text(node, topic: str, sources: PublisherSources, consequence: str) -> str:
+    """The controller's and the planner's report of joint states of one joint from two publishers (``sources`` in
+    conflict on ``topic``), naming them; ``consequence``: what it means to that node."""
+    return (
+        f"joint states of the same joints on {topic} from {len(sources.conflicting)} publishers within "
+        f"joint_state_conflict_window {sources.window:g} s: "
+        f"{', '.join(publisher_names(node, topic, sources.sources()))} — a joint_state_publisher beside the robot's "
+        f"driver, or two robots in one ROS domain: {consequence}; stop the publisher that is not this robot's"
+    )
+
+
 def admit_command(
     node, sources: PublisherSources, info: dict | None, counts: dict[str, int], applying: Callable[[], str]
 ) -> bool:
