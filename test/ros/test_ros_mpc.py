@@ -87,10 +87,10 @@ def _run(
     (stamp, q) from the task's start on — the first plan's start as the controller ran it, re-timed if the plan came
     late —, the planner's last diagnostics, every plan received {seq: Plan}, the controller's log and the (last)
     planner's. ``kill_controller``: {"into": s1, "down": s2} kills the controller (SIGKILL) s1 of wall time after it
-    entered the first plan and starts a new one once the recorded states are s2 past those recorded then; the dict gets
-    "restart_at" (the newest state's time then), "log_before" (the first controller's log) and "entered_at" (the state
-    time of the new controller's first entry, after which the run goes on ``after_end``); the log returned is the new
-    controller's."""
+    entered the first plan (with "real_time_factor": the simulator's from then on) and starts a new one once the
+    recorded states are s2 past those recorded then; the dict gets "restart_at" (the newest state's time then),
+    "log_before" (the first controller's log) and "entered_at" (the state time of the new controller's first entry,
+    after which the run goes on ``after_end``); the log returned is the new controller's."""
     name = f"_{mode}" + ("_late" if controller_late else "")
 
     def controller(suffix: str = ""):
@@ -172,6 +172,8 @@ def _run(
         time.sleep(kill_controller["into"])
         c.signal(signal.SIGKILL)
         assert rec.wait_for(lambda: not c.alive, 10.0)
+        if "real_time_factor" in kill_controller:  # (the simulator's pace from the kill on)
+            _set_simulator_parameter(rec, "real_time_factor", kill_controller["real_time_factor"])
         kill_controller["log_before"], at = c.log(), rec.states[-1][1]  # (the recorder's newest: at or before the kill)
         assert rec.wait_for(lambda: rec.states[-1][1] > at + kill_controller["down"], 30.0)
         kill_controller["restart_at"] = rec.states[-1][1]
@@ -210,6 +212,16 @@ def _run(
     with lock:
         plans = dict(plans)
     return states, (diags[-1] if diags else {}), plans, log, planner_log
+
+
+def _set_simulator_parameter(rec, name: str, value) -> None:
+    """Set a live parameter of the simulator (vi_simulator in the recorder's namespace); AssertionError if refused."""
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
+    res = rec.call(SetParameters, "vi_simulator/set_parameters", req)
+    assert res.results[0].successful, res.results[0].reason
 
 
 def _switches(vi, plans: dict, limits: np.ndarray, log: str) -> tuple[list[float], int, int]:
@@ -495,15 +507,17 @@ def test_when_the_controller_dies_mid_reach_the_brakes_hold_the_panda_and_a_new_
     and the arm ends at the goal, at rest — the planner's cycles went on meanwhile, from the braked arm's states."""
     over, robot = task_overrides("task_panda_reach_mpc")
     over |= {"horizon": 20, "dt": 0.05}
-    kill = {"into": 0.0, "down": 1.5}  # (as soon as the test reads the entry: 0.5 s into the reach in CI s55g)
+    # (as soon as the test reads the entry: 0.5 s into the reach in CI s55g at half speed, 0.9 s in s58b; the simulator
+    # at a quarter of real time until the kill, at half speed from then on)
+    kill = {"into": 0.0, "down": 1.5, "real_time_factor": 0.5}
     states, diag, plans, log, planner_log = _run(
         ros,
         "mpc",
         over,
         robot,
-        # the simulator at half speed: the kill comes a wall-time latency after the test reads the entry (up to ~0.8 s
-        # in loaded CI runs, which at full speed landed at the end of the 1 s reach, 0.059 rad from the goal)
-        dict(dt=0.005, mass_scale=1.2, command_timeout=0.1, real_time_factor=0.5),
+        # the simulator slower than real time: the kill comes a wall-time latency after the test reads the entry (up to
+        # ~1.8 s in loaded CI runs, which at full speed landed at the end of the 1 s reach, 0.059 rad from the goal)
+        dict(dt=0.005, mass_scale=1.2, command_timeout=0.1, real_time_factor=0.25),
         dict(trigger="timer", rate=200.0),
         5.0,
         kill_controller=kill,
