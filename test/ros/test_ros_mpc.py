@@ -81,16 +81,17 @@ def _run(
     DDS) once n plans have arrived and the controller runs one of them; the dict gets "at", the newest state's time
     then. With "restart": true a new planner starts once the run's end has passed (the dict gets "seqs", the plans the
     recorder received before it, "restart_us", the wall time [µs] it was started at — the planner numbers its plans by
-    the wall time they were published at, so a later number is the new planner's —, "restart_at", the newest state's
-    time then, "new_entry", the controller's first entry of a new planner's plan, and "log_before_restart", the
-    controller's log then), and the run goes on to its task's end plus ``after_end``. Returns the recorder's states
-    (stamp, q) from the task's start on — the first plan's start as the controller ran it, re-timed if the plan came
-    late —, the planner's last diagnostics, every plan received {seq: Plan}, the controller's log and the (last)
-    planner's. ``kill_controller``: {"into": s1, "down": s2} kills the controller (SIGKILL) s1 of wall time after it
-    entered the first plan (with "real_time_factor": the simulator's from then on) and starts a new one once the
-    recorded states are s2 past those recorded then; the dict gets "restart_at" (the newest state's time then),
-    "log_before" (the first controller's log) and "entered_at" (the state time of the new controller's first entry,
-    after which the run goes on ``after_end``); the log returned is the new controller's."""
+    the wall time they were published at, so a later number is the new planner's —, "held_since", the end of the last
+    plan the controller entered (the restart waits for 2 s past it), "restart_at", the newest state's time then,
+    "new_entry", the controller's first entry of a new planner's plan, and "log_before_restart", the controller's log
+    then), and the run goes on to its task's end plus ``after_end``. Returns the recorder's states (stamp, q) from the
+    task's start on — the first plan's start as the controller ran it, re-timed if the plan came late —, the planner's
+    last diagnostics, every plan received {seq: Plan}, the controller's log and the (last) planner's.
+    ``kill_controller``: {"into": s1, "down": s2} kills the controller (SIGKILL) s1 of wall time after it entered the
+    first plan (with "real_time_factor": the simulator's from then on) and starts a new one once the recorded states are
+    s2 past those recorded then; the dict gets "restart_at" (the newest state's time then), "log_before" (the first
+    controller's log) and "entered_at" (the state time of the new controller's first entry, after which the run goes on
+    ``after_end``); the log returned is the new controller's."""
     name = f"_{mode}" + ("_late" if controller_late else "")
 
     def controller(suffix: str = ""):
@@ -186,6 +187,10 @@ def _run(
     dead = None
     if kill_planner is not None and kill_planner.get("restart"):  # a new planner once the arm has been held
         assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > end, 90.0), s.report() + c.report()
+        # and held for 2 s after the last plan's end as the controller ran it: plans that came late were re-timed,
+        # and the last ended 1 s after the task's end in CI s58c, 0.02 s before the second judged as held
+        held_since = kill_planner["held_since"] = _last_entered_end(c.log(), plans, lock, over)
+        assert rec.wait_for(lambda: rec.states[-1][1] > held_since + 2.0, 90.0), s.report() + c.report()
         with lock:
             kill_planner["seqs"] = set(plans)
         kill_planner["restart_at"], kill_planner["log_before_restart"] = rec.states[-1][1], c.log()
@@ -212,6 +217,16 @@ def _run(
     with lock:
         plans = dict(plans)
     return states, (diags[-1] if diags else {}), plans, log, planner_log
+
+
+def _last_entered_end(log: str, plans: dict, lock, over: dict) -> float:
+    """The end of the last plan a controller's log says it entered, as it ran it (re-timed if it came late): its
+    start plus its horizon, the task's where the recorder did not receive that plan (no cycle's is longer)."""
+    seq, _, _, stated = entries(log)[-1]
+    with lock:
+        plan = plans.get(seq)
+    start = retimed_starts(log).get(seq, stated)
+    return start + (plan.horizon * plan.dt if plan is not None else over["horizon"] * over["dt"])
 
 
 def _set_simulator_parameter(rec, name: str, value) -> None:
