@@ -1731,4 +1731,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         "hardware panda's reach refused whenever the start-up plan came 50 ms late",
         ("test/control/test_control_runner.py",),
     ),
+    Mutation(
+        "controller_counts_its_own_command_publisher",
+        "vi_control/ros/supervision.py",
+        "    if own in names:\n",
+        "    if False:\n",
+        "every controller warns of another publisher on its command topic — itself — and its /diagnostics are never "
+        "OK: the warning that names a second controller on the robot means nothing",
+        ("test/ros/test_ros_monitoring_readback.py",),
+    ),
+    Mutation(
+        "controller_never_looks_at_its_command_topic",
+        "vi_control/ros/controller_node.py",
+        "        self._watch_command_topic()\n",
+        "        pass\n",
+        "a second controller on the robot (a second launch in the same domain) goes unreported by the controller: on "
+        "hardware, where the driver applies both streams, nothing says so",
+        ("test/ros/test_ros_monitoring_readback.py",),
+    ),
+    Mutation(
+        "late_plan_not_planned_again",
+        "vi_control/ros/planner_node.py",
+        "        if kind == \"plan ended\" and self.mpc is None and job.request.kind != \"mpc\":\n",
+        "        if False:\n",
+        "a start-up plan that reached the controller after its end (a writer matched late under load) leaves the arm "
+        "held for good in mode plan",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "late_plan_planned_again_forever",
+        "vi_control/ros/planner_node.py",
+        "        if job.late >= LATE_REPLANS:\n",
+        "        if False:\n",
+        "a controller that never gets a plan in time (another clock) makes the planner re-plan without end",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
 )

@@ -198,12 +198,13 @@ def test_start_tolerance_refuses_a_plan_entered_from_the_hold_far_from_its_refer
 
 
 def test_every_plan_not_run_is_told_once_to_on_refuse(runner, upright):
-    """``on_refuse(seq, why)`` (the controller's ~/plan_refused, the planner's request status): called for a plan
-    rejected on arrival and for one not entered (ended before it could be, or beyond start_tolerance), with the
-    logged reason, once per plan — the planner re-publishes its latest plan every second — and never for a plan
-    that runs, nor for one replaced while it waited."""
+    """``on_refuse(seq, why, kind)`` (the controller's ~/plan_refused, the planner's request status): called for a plan
+    rejected on arrival and for one not entered (ended before it could be — kind "plan ended", which the planner plans
+    again —, or beyond start_tolerance), with the logged reason, once per plan — the planner re-publishes its latest
+    plan every second — and never for a plan that runs, nor for one replaced while it waited."""
     told: list[tuple[int, str]] = []
-    runner.on_refuse = lambda seq, why: told.append((seq, why))
+    kinds: list[str] = []
+    runner.on_refuse = lambda seq, why, kind: (told.append((seq, why)), kinds.append(kind))
     loose = dataclasses.replace(upright, converged=False)
     assert not runner.admit(1, loose, DT_RANGE) and not runner.admit(1, loose, DT_RANGE)  # (again: a re-publish)
     assert told == [(1, runner.log.throttled[-1][1])] and "marked unconverged" in told[0][1]
@@ -213,12 +214,13 @@ def test_every_plan_not_run_is_told_once_to_on_refuse(runner, upright):
     N, dt = upright.horizon, upright.dt
     runner.queue(4, upright.shifted(3.0), False)
     runner.command(3.0 + (N + 0.5) * dt, X_UP + np.array([0.1, 0.0]))  # plan 4's end passed: dropped
-    assert told[-1][0] == 4 and told[-1][1].startswith("plan 4 not entered: it ended")
+    assert told[-1][0] == 4 and told[-1][1].startswith("plan 4 not entered: it ended") and kinds[-1] == "plan ended"
     runner.stop()
     runner.p["start_tolerance"] = 0.05
     runner.queue(5, upright.shifted(6.0), False)
     assert runner.command(6.0, X_UP + np.array([0.1, 0.0])) is None
     assert told[-1][0] == 5 and "beyond start_tolerance 0.05" in told[-1][1] and len(told) == 3
+    assert kinds[-1] == "start tolerance"
 
 
 def test_path_and_goal_tolerances_abort_the_plan(runner, upright):

@@ -90,7 +90,7 @@ def test_a_plan_for_another_model_is_refused_by_its_number(controller_in_process
 
     node = controller_in_process
     told: list[tuple[int, str]] = []
-    node.runner.on_refuse = lambda seq, why: told.append((seq, why))
+    node.runner.on_refuse = lambda seq, why, kind: told.append((seq, why))
     other = dataclasses.replace(_hanging_plan(node.robot, node.vi.dt), model_hash="0" * 16)
     node._accept_plan(plan_to_message(other, 7))
     assert [seq for seq, _ in told] == [7] and "plan 7 was made for model 0000000000000000" in told[0][1], told
@@ -469,6 +469,62 @@ def test_a_plan_the_controller_refuses_turns_its_request_status_to_refused_with_
         )
         ex.shutdown()
         listener.destroy_node()
+
+
+def test_a_plan_that_reached_the_controller_after_its_end_is_planned_again(request, tmp_path):
+    """Mode plan: a plan the controller dropped because it reached it after its end (~/plan_refused of kind "plan
+    ended": a plan writer matched late under load — CI's heavier-panda run received its start-up plan 1.7 s late,
+    0.6 s after its end, and held the arm for good) never ran: its request is planned again from the measured state,
+    warned — up to ``LATE_REPLANS`` times, then an error and the request stays refused. A refusal of another kind
+    (start_tolerance: the plan is wrong for where the arm is) is not planned again, nor a request a newer one
+    followed."""
+    from in_process import record_logs
+
+    from vi_control.ros.messages import plan_refused_message
+    from vi_control.ros.planner_node import LATE_REPLANS, PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "controller_name:=vi_controller", "-p", "mode:=plan"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        logged = record_logs(planner).messages
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+
+        def next_plan(after: int) -> int:
+            end = time.monotonic() + 60.0
+            while (planner.last_seq == after or planner._worker is not None) and time.monotonic() < end:
+                time.sleep(0.01)
+            assert planner.last_seq != after and planner._worker is None, logged
+            return planner.last_seq
+
+        def ended(seq: int) -> None:
+            why = f"plan {seq} not entered: it ended at t=1.0, before it could be entered (state t=1.6)"
+            planner.on_plan_refused(plan_refused_message(seq, why, "plan ended"))
+
+        planner._submit(Request("task"), "start-up")
+        seq = next_plan(None)
+        for n in range(1, LATE_REPLANS + 1):
+            ended(seq)
+            seq = next_plan(seq)  # planned again
+            assert sum("after its end (delivered late)" in m for _, m in logged) == n, logged
+        ended(seq)
+        time.sleep(0.3)
+        assert planner.last_seq == seq and planner._worker is None  # not again
+        assert any(f"not planned again ({LATE_REPLANS} times already)" in m for _, m in logged), logged
+        # another kind of refusal: the request stays refused
+        planner._submit(Request("task"), "~/replan")
+        seq = next_plan(seq)
+        why = f"plan {seq} not entered: at its step 0 its theta is 0.3 from the measured one, beyond start_tolerance"
+        planner.on_plan_refused(plan_refused_message(seq, why, "start tolerance"))
+        time.sleep(0.3)
+        assert planner.last_seq == seq and planner._worker is None
+        # a newer request followed: the late one is not planned again
+        planner._submit(Request("task"), "~/replan")
+        first = seq = next_plan(seq)
+        planner._submit(Request("task"), "~/replan")
+        seq = next_plan(seq)
+        ended(first)
+        time.sleep(0.3)
+        assert planner.last_seq == seq and planner._worker is None
 
 
 def test_an_mpc_cycle_the_controller_refuses_is_counted_in_diagnostics(request, tmp_path):

@@ -144,7 +144,7 @@ def test_controller_with_real_drivers_over_dds(ros, vi_100hz, rng):
     assert rec.wait_for(
         lambda: rec.state_pub.get_subscription_count() > 0 and gripper.get_subscription_count() > 0, DISCOVERY
     )
-    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 1, DISCOVERY)  # (commands heard)
+    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 0, DISCOVERY)  # (commands heard)
 
     def law(x):
         return float((plan.K[0] @ (plan.X[0] - x))[0])
@@ -254,7 +254,7 @@ def test_operator_clock_reset_live_rate_and_controller_restart(ros, vi_100hz):
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 5))
     assert ctrl.wait_for_log("accepted plan 5", DISCOVERY), ctrl.report()
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
-    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 1, DISCOVERY)  # (commands heard)
+    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 0, DISCOVERY)  # (commands heard)
     q = np.array([np.pi - 0.02])
     u_law = 0.3 + float((plan.K[0] @ (plan.X[0] - _velocity_state(q, [0.0])))[0])  # (state_estimate velocities)
 

@@ -219,7 +219,7 @@ def test_joint_state_sanity_tolerances_state_and_diagnostics(ros, pendulum_vi):
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 42))
     assert ctrl.wait_for_log("accepted plan 42", DISCOVERY), ctrl.log()
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
-    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 1, DISCOVERY)  # (commands heard)
+    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 0, DISCOVERY)  # (commands heard)
 
     def send(t, q, v=(), clock=None):
         n0 = len(rec.commands)
@@ -306,7 +306,7 @@ def test_goal_tolerance_and_live_gain_scale(ros, pendulum_vi):
     rec.create_publisher(UInt8MultiArray, "vi_planner/plan", LATCHED_QOS).publish(plan_to_message(plan, 9))
     assert ctrl.wait_for_log("accepted plan 9", DISCOVERY), ctrl.log()
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
-    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 1, DISCOVERY)  # (commands heard)
+    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 0, DISCOVERY)  # (commands heard)
 
     def send(t, q):
         n0 = len(rec.commands)

@@ -173,6 +173,61 @@ def test_controller_rates_are_counts_per_second_between_reports(controller_in_pr
     assert values["hold_target"] == f"{0.1:.4f}"
 
 
+def test_another_publisher_on_the_command_topic_is_warned_and_named(controller_in_process):
+    """A second controller on the robot — a second launch in the same domain and namespace, so a node of this one's
+    own name — publishing on its command topic: seen in the ROS graph at the next diagnostics period, warned once
+    naming it, /diagnostics WARN where they would be OK (holding the measured configuration) with
+    ``other_command_publishers`` 1; gone, said as info, and OK again. Its own publisher is never counted."""
+    from in_process import record_logs
+    from std_msgs.msg import Float64MultiArray
+
+    node = controller_in_process
+    logged = record_logs(node).messages
+    node.on_joint_state(_joint_state(node._now(), 0.1, 0.0))
+    node.tick()  # (no plan: holding, level OK)
+
+    def level() -> tuple[int, str, dict]:
+        node.publish_diagnostics()  # (a report: the command topic looked at)
+        return controller_diagnostics(
+            node.active,
+            node.runner,
+            node.intake,
+            node.counts,
+            (0.0, 0.0),
+            0.0,
+            None,
+            (0, 0.0, 0.0),
+            0,
+            len(node.command_publishers),
+        )
+
+    def warned() -> list[str]:
+        return [m for _, m in logged if "another publisher on this controller's command topic" in m]
+
+    assert level()[0] == OK and node.command_publishers == [] and not warned()
+    name = f"{node.get_namespace().rstrip('/')}/{node.get_name()}"
+    other = rclpy.create_node(node.get_name(), namespace=node.get_namespace())
+    try:
+        pub = other.create_publisher(Float64MultiArray, node.pub.topic_name, 10)
+        deadline = time.monotonic() + 20.0
+        while not node.command_publishers and time.monotonic() < deadline:
+            level()
+            time.sleep(0.05)
+        lvl, status, values = level()
+        assert node.command_publishers == [name] and lvl == WARN, (node.command_publishers, status)
+        assert "1 other publisher(s) on the command topic" in status and values["other_command_publishers"] == 1
+        (text,) = warned()  # (said once, however many periods it stays)
+        assert name in text and node.pub.topic_name in text and "command_conflict_window" in text, text
+        other.destroy_publisher(pub)
+        while node.command_publishers and time.monotonic() < deadline + 20.0:
+            level()
+            time.sleep(0.05)
+        assert level()[0] == OK and node.command_publishers == []
+        assert any("the only publisher on" in m for _, m in logged), logged
+    finally:
+        other.destroy_node()
+
+
 def test_command_timing_counts_late_steps_and_lag():
     """A step from state k under the command that answered state j is k − j steps late when k > j; a command
     naming no state is never late. Totals and per-window counts against a count kept here."""

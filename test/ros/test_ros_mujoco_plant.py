@@ -447,7 +447,7 @@ def test_a_second_publisher_of_commands_is_refused_with_the_controllers_and_the_
     engages its brakes after ``command_timeout`` (0.2 s): the held panda stays where it is, and none of the other
     publisher's torque is ever applied (the plant's published efforts). When the other publisher stops, the
     controller's commands are applied again once it has commanded alone for the window: said, brakes released, and
-    the hold goes on."""
+    the hold goes on. The controller warns of the other publisher on its command topic, naming it (the ROS graph)."""
     run = HardwareRun(
         ros,
         PANDA,
@@ -458,6 +458,8 @@ def test_a_second_publisher_of_commands_is_refused_with_the_controllers_and_the_
     released = run.log_time("plant", "first command: brakes released", DISCOVERY)
     assert run.wait_until_stamp(released + 0.5, 10.0), run.report()
     other = [5.0] * 7  # (within every joint's effort limit: applied as sent if the plant took it)
+    # (the recorder's command publisher is created here, and matched with the plant's and its own reader first)
+    assert rec.wait_for(lambda: rec.cmd_pub.get_subscription_count() >= 2, DISCOVERY), run.report()
     start = time.time()
     while time.time() < start + 1.5:
         rec.publish_command(other)
@@ -487,6 +489,10 @@ def test_a_second_publisher_of_commands_is_refused_with_the_controllers_and_the_
         f"applied again {again - stop:.3f} s after the other stopped; max |q − q_held| {dev:.4f} rad"
     )
     assert dev < HOLD_BOUND, run.report()
+    # the controller saw the other publisher in the ROS graph (at a diagnostics period) and named it
+    run.log_time("controller", "another publisher on this controller's command topic", 10.0)
+    (warned,) = [t for _, t in stamped_lines(run.procs["controller"].log(), "another publisher on this controller")]
+    assert "vi_recorder" in warned or "(GID " in warned, warned
 
 
 @needs_hold

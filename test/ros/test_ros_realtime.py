@@ -146,7 +146,7 @@ def test_a_republished_state_is_answered_again_with_a_command_naming_it(ros):
     for n in (2, 3):  # the same state again: the same command again (republished until then: 0.2 s may not do)
         assert rec.wait_for(lambda n=n: answered(rec, n), 10.0), ctrl.log()
     late = ros.recorder(["theta"], name="late_reader", record_states=False)
-    assert late.wait_for(lambda: late.count_publishers("effort_controller/commands") > 1, DISCOVERY)
+    assert late.wait_for(lambda: late.count_publishers("effort_controller/commands") > 0, DISCOVERY)
     assert late.wait_for(lambda: answered(late, 1), 10.0), ctrl.log()
     assert all(np.array_equal(c, first) for _, c in rec.commands + late.commands), (rec.commands, late.commands)
     assert rec.wait_for(lambda: len(stamps) == len(rec.commands), 5.0)

@@ -85,7 +85,7 @@ def test_controller_threads_run_fifo_and_still_answer_states(ros, pendulum_vi):
     assert ctrl.wait_for_log("SCHED_FIFO priority 30 for every thread", 5.0), ctrl.log()
     assert _policies(ctrl.proc.pid) == {(os.SCHED_FIFO, 30)}
     assert rec.wait_for(lambda: rec.state_pub.get_subscription_count() > 0, DISCOVERY)
-    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 1, DISCOVERY)  # (commands heard)
+    assert rec.wait_for(lambda: rec.count_publishers("effort_controller/commands") > 0, DISCOVERY)  # (commands heard)
     q = np.array([np.pi - 0.05])
     msg = JointState(name=["theta"], position=q.tolist(), velocity=[0.0])
     msg.header.stamp = rec.get_clock().now().to_msg()

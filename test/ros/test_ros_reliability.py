@@ -77,11 +77,11 @@ def test_unconverged_plan_goes_out_marked_and_only_a_willing_controller_tracks_i
     # one joint state (with a velocity: the estimate needs no history) to both controllers
     # both controllers, the planner and this recorder itself listen to joint_states (one message: all must match)
     assert rec_no.wait_for(lambda: rec_no.state_pub.get_subscription_count() >= 4, DISCOVERY)
-    # and each controller's commands reach its recorder (besides the recorder's own publisher on the topic): the
+    # and each controller's commands reach its recorder (the only publisher on the topic): the
     # willing one's answer to the first state is the one at step 0, the refusing one answers that state alone (its
     # hold), and a command sent before the reader matched is lost
-    assert rec_yes.wait_for(lambda: rec_yes.count_publishers("willing_controller/commands") > 1, DISCOVERY)
-    assert rec_no.wait_for(lambda: rec_no.count_publishers("refusing_controller/commands") > 1, DISCOVERY)
+    assert rec_yes.wait_for(lambda: rec_yes.count_publishers("willing_controller/commands") > 0, DISCOVERY)
+    assert rec_no.wait_for(lambda: rec_no.count_publishers("refusing_controller/commands") > 0, DISCOVERY)
     q, qdot, t = np.array([0.05]), np.array([0.2]), time.time()  # fresh on the controllers' wall clock
     msg = JointState(name=["theta"], position=q.tolist(), velocity=qdot.tolist())
     msg.header.stamp.sec, msg.header.stamp.nanosec = split_seconds(t)

@@ -93,7 +93,7 @@ class PlanRunner:
         self.on_enter: Callable[[int, Plan], Any] | None = None
         # called with (seq, why) when a plan is not run (rejected on arrival, or not entered): the node tells the
         # planner, whose request status says so — else the sender read "accepted" for a plan that never ran
-        self.on_refuse: Callable[[int, str], Any] | None = None
+        self.on_refuse: Callable[[int, str, str], Any] | None = None  # (seq, why, kind)
         self.reset()
 
     def hold_weights(self) -> tuple[float, float, float]:
@@ -123,7 +123,7 @@ class PlanRunner:
         self.warn(kind, text, level=level)
         if self.on_refuse is not None and seq not in self._refused:
             self._refused.append(seq)
-            self.on_refuse(seq, text)
+            self.on_refuse(seq, text, kind)
 
     def admit(self, seq: int, plan: Plan, dt_range: tuple[float, float], limits: JointLimits | None = None) -> bool:
         """Whether plan ``seq`` may be queued on this system (``dt_range``: the Δt the estimate accepts; ``limits``:

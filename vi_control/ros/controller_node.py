@@ -72,6 +72,7 @@ from .supervision import (
     controller_diagnostics,
     diagnostics,
     joint_state_conflict_text,
+    other_publishers,
     publisher_gid,
 )
 from .vehicle import POSE_ERROR_NAMES, actuator_velocities, state_from_odometry, vehicle_system
@@ -127,6 +128,7 @@ class ControllerNode(ManagedNode):
             self.runner.hold.engage(r.neutral())
             self.runner.hold.release()
         self.counts = dict(commands=0, safe=0, hold=0, conflicting_joint_states=0)
+        self.command_publishers: list[str] = []  # the other publishers on the command topic (``_watch_command_topic``)
         self.state_sources = PublisherSources(float(p["joint_state_conflict_window"]))
         self.loop = LoopTiming(None)
         self._rate_mark = (time.monotonic(), 0, 0)
@@ -335,9 +337,10 @@ class ControllerNode(ManagedNode):
         cycles — plans on that timeline, re-timed or not)."""
         self.entered_pub.publish(plan_entered_message(seq, float(plan.times[0])))
 
-    def _announce_refusal(self, seq: int, why: str) -> None:
-        """~/plan_refused: plan ``seq`` is not run by this controller, and why (for the planner's request status)."""
-        self.refused_pub.publish(plan_refused_message(seq, why))
+    def _announce_refusal(self, seq: int, why: str, kind: str = "") -> None:
+        """~/plan_refused: plan ``seq`` is not run by this controller, why and the kind of refusal (for the planner's
+        request status; a plan that reached it after its end is planned again)."""
+        self.refused_pub.publish(plan_refused_message(seq, why, kind))
 
     def _clock_went_back(self, t: float, last_stamp: float) -> None:
         """The intake saw stamps and this clock go back together: the runner re-queues its plan; zero torque."""
@@ -561,7 +564,26 @@ class ControllerNode(ManagedNode):
             self.state_msg.fill(t, k, law.plan.dt, X[:nq].copy(), wire_velocity(self.vi, X), U, x[:nq].copy(), qdot, u)
         )
 
+    def _watch_command_topic(self) -> None:
+        """Other publishers on this controller's command topic — a second controller on the same robot (a second launch
+        in the same ROS domain, under this node's own name), a ``ros2 topic pub`` or an rqt publisher left running —
+        said as a warning naming them when one more appears, as info when this controller is the only one again. Seen
+        in the ROS graph at each diagnostics period: whether they command, the plant judges (its
+        ``command_conflict_window`` refuses every command while two publishers command, and brakes)."""
+        topic = self.pub.topic_name
+        now = other_publishers(self, topic)
+        was, self.command_publishers = self.command_publishers, now
+        if set(now) - set(was):
+            self.get_logger().warning(
+                f"another publisher on this controller's command topic {topic}: {', '.join(now)} — a second "
+                "controller on this robot, or a topic publisher left running: if it commands, the plant refuses "
+                "both (command_conflict_window) and brakes; stop the one that is not this robot's controller"
+            )
+        elif was and not now:
+            self.get_logger().info(f"this controller is the only publisher on {topic} again")
+
     def publish_diagnostics(self) -> None:
+        self._watch_command_topic()
         now, states, commands = time.monotonic(), self.intake.counts["states"], self.counts["commands"]
         t0, s0, c0 = self._rate_mark
         span = max(now - t0, 1e-9)
@@ -578,6 +600,7 @@ class ControllerNode(ManagedNode):
             self.loop,
             self.loop.window(),
             len(self.state_sources.conflicting),
+            len(self.command_publishers),
         )
         name = f"{self.get_namespace().rstrip('/')}/{self.get_name()}"
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, status, values))

@@ -158,11 +158,16 @@ def plan_entered_message(seq: int, t0: float) -> Header:
     return msg
 
 
-def plan_refused_message(seq: int, why: str) -> DiagnosticStatus:
-    """The controller's word that it does not run plan ``seq`` (rejected on arrival, or not entered), and why."""
-    return DiagnosticStatus(
-        level=DiagnosticStatus.ERROR, name="plan_refused", message=why, values=[KeyValue(key="plan", value=str(seq))]
-    )
+def plan_refused_message(seq: int, why: str, kind: str = "") -> DiagnosticStatus:
+    """The controller's word that it does not run plan ``seq`` (rejected on arrival, or not entered), why, and the
+    kind of refusal (``control.runner``'s: "plan ended" for a plan that reached it after its end, ...)."""
+    values = [KeyValue(key="plan", value=str(seq))] + ([KeyValue(key="kind", value=kind)] if kind else [])
+    return DiagnosticStatus(level=DiagnosticStatus.ERROR, name="plan_refused", message=why, values=values)
+
+
+def plan_refused_kind(msg: DiagnosticStatus) -> str:
+    """The kind of refusal a ``plan_refused_message`` states ("" where it states none)."""
+    return next((kv.value for kv in msg.values if kv.key == "kind"), "")
 
 
 def plan_refused_from_message(msg: DiagnosticStatus) -> tuple[int, str]:

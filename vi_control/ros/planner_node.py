@@ -79,6 +79,7 @@ from .messages import (
     joint_state_arrays,
     plan_entered_from_message,
     plan_refused_from_message,
+    plan_refused_kind,
     plan_to_message,
     plan_to_trajectory,
     split_seconds,
@@ -112,6 +113,7 @@ STATUS_QOS = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 # Request outcomes (the ``state`` value of a ~/request_status message) and their diagnostic levels.
+LATE_REPLANS = 2  # a request whose plan reached the controller after its end is planned again at most this often
 STATUS_LEVELS = {"queued": OK, "planning": OK, "accepted": OK, "superseded": WARN, "refused": ERROR, "failed": ERROR}
 
 
@@ -127,6 +129,7 @@ class Job:
     frame_id: str = ""
     wait: float = 0.0
     quiet: bool = False
+    late: int = 0  # how many plans of this request before it reached the controller after their end (``LATE_REPLANS``)
 
 
 class ClockSamples:
@@ -170,7 +173,8 @@ class PlannerNode(ManagedNode):
         # the plans published last, by sequence number, with the job that made each: a controller's ~/plan_refused
         # of one becomes that request's status (under _lock)
         self._published: dict[int, Job] = {}
-        self._refused_early: dict[int, str] = {}  # refusals of plans not (yet) in _published, by sequence number
+        self._refused_early: dict[int, tuple[str, str]] = {}  # (why, kind) of refusals of plans not (yet) in
+        # _published, by sequence number
         self._started = False  # the start-up plan was requested (at the first activation only)
         # Deactivations over the node's life (not reset by a configure): a solve begun before one is not published,
         # not even once the node is active again.
@@ -413,21 +417,43 @@ class PlannerNode(ManagedNode):
         gets the status 'refused' with the controller's reason — it had read 'accepted' for a plan that never ran."""
         try:
             seq, why = plan_refused_from_message(msg)
+            kind = plan_refused_kind(msg)
         except ValueError as e:
             self.warn("plan_refused ignored", f"plan_refused ignored: {e}")
             return
         with self._lock:
             job = self._published.pop(seq, None)
             if job is None:  # (ours before its 'accepted' went out — or another planner's, or one long replaced)
-                self._refused_early[seq] = why
+                self._refused_early[seq] = (why, kind)
                 _trim(self._refused_early)
                 return
-        self._controller_refused(job, seq, why)
+        self._controller_refused(job, seq, why, kind)
 
-    def _controller_refused(self, job: Job, seq: int, why: str) -> None:
+    def _controller_refused(self, job: Job, seq: int, why: str, kind: str = "") -> None:
         if job.request.kind == "mpc":
             self.mpc_counts["controller_refused"] += 1  # (a quiet job: its status goes to the throttled log)
         self._status(job, "refused", f"{self.p['controller_name']} does not run plan {seq}: {why}", plan=seq)
+        if kind == "plan ended" and self.mpc is None and job.request.kind != "mpc":
+            self._plan_again_after_late_delivery(job, seq)
+
+    def _plan_again_after_late_delivery(self, job: Job, seq: int) -> None:
+        """Plan ``seq`` of ``job`` reached the controller after its end (a plan writer matched late under load, a
+        clock that jumped) and was dropped, the robot held: nothing of it ran, so the request is planned again from
+        the measured state — up to ``LATE_REPLANS`` times per request (a controller that never gets a plan in time
+        would loop); then the request stays refused, said so. Mode mpc restarts its task by itself (``_mpc_tick``)."""
+        if job.id != self._next_id:  # (a request came after it: that one is what the sender wants now)
+            return
+        if job.late >= LATE_REPLANS:
+            self.get_logger().error(
+                f"request {job.id}: plan {seq} too reached {self.p['controller_name']} after its end; not planned "
+                f"again ({LATE_REPLANS} times already): is the controller's clock the planner's? (the robot is held)"
+            )
+            return
+        self.get_logger().warning(
+            f"request {job.id}: plan {seq} reached {self.p['controller_name']} after its end (delivered late) and "
+            "did not run: planned again from the measured state"
+        )
+        self._submit(job.request, f"{job.source}, again: its plan {seq} came late", wait=job.wait, late=job.late + 1)
 
     def on_replan(self, _req, res):
         request = (
@@ -558,9 +584,10 @@ class PlannerNode(ManagedNode):
         # (an MPC cycle is quiet: reported in /diagnostics and by its failures only, not 10 statuses a second)
         return Job(self._next_id, request, source, stamp, frame, wait, quiet=request.kind == "mpc")
 
-    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
-        """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded)."""
-        job = self._job(request, source, header, wait)
+    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0, late: int = 0) -> Job:
+        """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded);
+        ``late``: how many of its plans came late before (``_plan_again_after_late_delivery``)."""
+        job = dataclasses.replace(self._job(request, source, header, wait), late=late)
         if not self.active:
             self._status(job, "refused", "the planner is not active")
             return job
@@ -1002,7 +1029,7 @@ class PlannerNode(ManagedNode):
             _trim(self._published)
             early = self._refused_early.pop(seq, None)
         if early is not None:
-            self._controller_refused(job, seq, early)
+            self._controller_refused(job, seq, *early)
 
     def _publish_plan(self, plan: Plan, msg: UInt8MultiArray, seq: int, on_receipt: bool, velocities) -> None:
         """~/path or ~/trajectory, then ~/plan; ``last_plan``, ``last_seq`` (for the prediction and plan_entered)."""

@@ -64,7 +64,7 @@ class Recorder(Node):
         self.create_subscription(
             UInt8MultiArray, f"{planner_name}/plan", lambda m: setattr(self, "plan_message", m), LATCHED_QOS
         )
-        self.cmd_pub = self.create_publisher(Float64MultiArray, f"{controller_name}/commands", STREAM_QOS)
+        self._cmd_pub = None  # (``cmd_pub``: created at first use)
         self.state_pub = self.create_publisher(JointState, "joint_states", RECORD_QOS)
         self.clock_pub = self.create_publisher(Clock, "clock", STREAM_QOS)  # a run's /clock (launcher remaps it)
         self._closing = False
@@ -167,6 +167,14 @@ class Recorder(Node):
         msg = Clock()
         msg.clock.sec, msg.clock.nanosec = split_seconds(t)
         self.clock_pub.publish(msg)
+
+    @property
+    def cmd_pub(self):
+        """The publisher on the controller's command topic, created at first use: a recorder that does not command is
+        no second publisher there (a controller warns of one: ``ControllerNode._watch_command_topic``)."""
+        if self._cmd_pub is None:
+            self._cmd_pub = self.create_publisher(Float64MultiArray, f"{self.controller_name}/commands", STREAM_QOS)
+        return self._cmd_pub
 
     def publish_command(self, values) -> None:
         self.cmd_pub.publish(Float64MultiArray(data=[float(v) for v in values]))

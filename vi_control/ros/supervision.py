@@ -130,6 +130,7 @@ def controller_diagnostics(
     loop: LoopTiming | None = None,
     window: tuple[int, float, float] = (0, 0.0, 0.0),
     state_publishers: int = 0,
+    command_publishers: int = 0,
 ) -> tuple[int, str, dict]:
     """The controller's /diagnostics (level, message, values): inactive, on the safe command (a fault or an aborted
     plan), waiting, holding the end of a plan, or tracking one; with the plan, the step, the rates (joint states and
@@ -137,7 +138,8 @@ def controller_diagnostics(
     several drivers also how far their joints were extrapolated (in total, and ``extrapolation`` in the period).
     With ``loop`` the command loop's timing: late ticks in total and in the period, and the period's largest tick gap
     and state age (``window``, ``LoopTiming.window()``'s). ERROR while ``state_publishers`` (> 1) publishers send
-    joint states of one joint (``PublisherSources``: a driver and a fake, or two robots)."""
+    joint states of one joint (``PublisherSources``: a driver and a fake, or two robots); WARN where it would be OK
+    while ``command_publishers`` (> 0) other publishers are on its command topic (``other_publishers``)."""
     law, state, merger = runner.law, intake.state, intake.merger
     if not active:
         level, status = WARN, "inactive"
@@ -153,6 +155,8 @@ def controller_diagnostics(
         level, status = OK, f"holding the end of plan {runner.active_seq}"
     else:
         level, status = OK, f"tracking plan {runner.active_seq}"
+    if level == OK and command_publishers > 0:
+        level, status = WARN, f"{status}; {command_publishers} other publisher(s) on the command topic (see the log)"
     values = dict(
         state=status,
         plan=runner.active_seq if runner.active_seq is not None else "",
@@ -166,6 +170,7 @@ def controller_diagnostics(
         safe_commands=counts["safe"],
         hold_commands=counts.get("hold", 0),
         conflicting_joint_states=counts.get("conflicting_joint_states", 0),
+        other_command_publishers=command_publishers,
         hold_target=(
             "" if runner.hold is None or not runner.hold.engaged else " ".join(f"{v:.4f}" for v in runner.hold.target)
         ),
@@ -313,6 +318,18 @@ def publisher_names(node, topic: str, gids: list[bytes | None]) -> list[str]:
         else known.get(g, f"a publisher whose node the graph does not name yet (GID {g.hex()})")
         for g in gids
     ]
+
+
+def other_publishers(node, topic: str) -> list[str]:
+    """The nodes (namespace/name, sorted) of the publishers on ``topic`` other than ``node``'s one, from the ROS
+    graph: a node of ``node``'s own name counts once as itself (a second launch of it is listed under the same name);
+    one whose node the graph has not named yet is named by its GID."""
+    infos = node.get_publishers_info_by_topic(topic)
+    own = f"{node.get_namespace().rstrip('/')}/{node.get_name()}"
+    names = publisher_names(node, topic, [bytes(e.endpoint_gid) for e in infos])
+    if own in names:
+        names.remove(own)
+    return sorted(names)
 
 
 def refused_command_fallback(on_bad_command: str, command_timeout: float) -> str:
