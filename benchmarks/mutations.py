@@ -1752,7 +1752,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "late_plan_not_planned_again",
         "vi_control/ros/planner_node.py",
-        "        if kind == \"plan ended\" and self.mpc is None and job.request.kind != \"mpc\":\n",
+        '        if kind == "plan ended" and self.mpc is None and job.request.kind != "mpc":\n',
         "        if False:\n",
         "a start-up plan that reached the controller after its end (a writer matched late under load) leaves the arm "
         "held for good in mode plan",
