@@ -1663,7 +1663,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "controller_refusal_before_accepted_lost",
         "vi_control/ros/planner_node.py",
-        "                self._refused_early[seq] = why\n",
+        "                self._refused_early[seq] = (why, kind)\n",
         "                pass\n",
         "a refusal the controller sends before the planner's worker has sent 'accepted' (a plan refused on receipt) is "
         "dropped: the sender's last word is 'accepted' for a plan that never ran",
