@@ -1734,8 +1734,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "controller_counts_its_own_command_publisher",
         "vi_control/ros/supervision.py",
-        "    if own in names:\n",
-        "    if False:\n",
+        "    mine = next((i for i, (name, _) in enumerate(named) if name == own), None)\n",
+        "    mine = None\n",
         "every controller warns of another publisher on its command topic — itself — and its /diagnostics are never "
         "OK: the warning that names a second controller on the robot means nothing",
         ("test/ros/test_ros_monitoring_readback.py",),
@@ -1752,7 +1752,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "late_plan_not_planned_again",
         "vi_control/ros/planner_node.py",
-        '        if kind == "plan ended" and self.mpc is None and job.request.kind != "mpc":\n',
+        '        if kind == REFUSED_ENDED and self.mpc is None and job.request.kind != "mpc":\n',
         "        if False:\n",
         "a start-up plan that reached the controller after its end (a writer matched late under load) leaves the arm "
         "held for good in mode plan",

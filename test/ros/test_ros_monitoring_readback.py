@@ -204,7 +204,7 @@ def test_another_publisher_on_the_command_topic_is_warned_and_named(controller_i
     def warned() -> list[str]:
         return [m for _, m in logged if "another publisher on this controller's command topic" in m]
 
-    assert level()[0] == OK and node.command_publishers == [] and not warned()
+    assert level()[0] == OK and node.command_publishers == {} and not warned()
     name = f"{node.get_namespace().rstrip('/')}/{node.get_name()}"
     other = rclpy.create_node(node.get_name(), namespace=node.get_namespace())
     try:
@@ -214,7 +214,7 @@ def test_another_publisher_on_the_command_topic_is_warned_and_named(controller_i
             level()
             time.sleep(0.05)
         lvl, status, values = level()
-        assert node.command_publishers == [name] and lvl == WARN, (node.command_publishers, status)
+        assert list(node.command_publishers.values()) == [name] and lvl == WARN, (node.command_publishers, status)
         assert "1 other publisher(s) on the command topic" in status and values["other_command_publishers"] == 1
         (text,) = warned()  # (said once, however many periods it stays)
         assert name in text and node.pub.topic_name in text and "command_conflict_window" in text, text
@@ -222,7 +222,7 @@ def test_another_publisher_on_the_command_topic_is_warned_and_named(controller_i
         while node.command_publishers and time.monotonic() < deadline + 20.0:
             level()
             time.sleep(0.05)
-        assert level()[0] == OK and node.command_publishers == []
+        assert level()[0] == OK and node.command_publishers == {}
         assert any("the only publisher on" in m for _, m in logged), logged
     finally:
         other.destroy_node()

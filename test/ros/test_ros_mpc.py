@@ -151,8 +151,8 @@ def _run(
     p = planner()
     assert rec.wait_for(lambda: rec.plan() is not None, 120.0), p.report()
     with lock:
-        first, plan = min(plans.items(), key=lambda kv: kv[1].times[0]) if plans else rec.plan()[:2]
-    start = float(plan.times[0])
+        _, plan = min(plans.items(), key=lambda kv: kv[1].times[0]) if plans else rec.plan()[:2]
+    start = float(plan.times[0])  # (the controller_late wait's; the run's start is read from the controller below)
     if c is None:
         assert rec.wait_for(lambda: rec.states and rec.states[-1][1] > start + 0.5, 30.0), s.report() + p.report()
         c = controller()

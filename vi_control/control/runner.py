@@ -28,6 +28,10 @@ from .intake import FAULT_INVALID_STATE, Estimate, Fault, JointLimits
 from .plan import Plan, state_error
 from .tracking import HoldLaw, TrackingController, plan_step, replaces, safe_command, tracking_law
 
+# The kind of refusal (``refuse``, the node's ~/plan_refused) of a plan that reached the controller after its end:
+# nothing of it ran, so the planner plans its request again.
+REFUSED_ENDED = "plan ended"
+
 # Kinds of fault of the plan side (the measurements' are control.intake's FAULT_*).
 FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
     "non-finite control input",
@@ -242,7 +246,7 @@ class PlanRunner:
             self.pending = None
             self.refuse(
                 seq,
-                "plan ended",
+                REFUSED_ENDED,
                 f"plan {seq} not entered: it ended at t={plan.times[-1]:.4f}, before it could be entered (state "
                 f"t={t:.4f}); " + (f"plan {self.active_seq} goes on" if self.law is not None else "the hold goes on"),
             )

@@ -128,7 +128,7 @@ class ControllerNode(ManagedNode):
             self.runner.hold.engage(r.neutral())
             self.runner.hold.release()
         self.counts = dict(commands=0, safe=0, hold=0, conflicting_joint_states=0)
-        self.command_publishers: list[str] = []  # the other publishers on the command topic (``_watch_command_topic``)
+        self.command_publishers: dict[bytes, str] = {}  # GID → node of the other publishers on the command topic
         self.state_sources = PublisherSources(float(p["joint_state_conflict_window"]))
         self.loop = LoopTiming(None)
         self._rate_mark = (time.monotonic(), 0, 0)
@@ -573,9 +573,9 @@ class ControllerNode(ManagedNode):
         topic = self.pub.topic_name
         now = other_publishers(self, topic)
         was, self.command_publishers = self.command_publishers, now
-        if set(now) - set(was):
+        if now.keys() - was.keys():
             self.get_logger().warning(
-                f"another publisher on this controller's command topic {topic}: {', '.join(now)} — a second "
+                f"another publisher on this controller's command topic {topic}: {', '.join(now.values())} — a second "
                 "controller on this robot, or a topic publisher left running: if it commands, the plant refuses "
                 "both (command_conflict_window) and brakes; stop the one that is not this robot's controller"
             )

@@ -60,6 +60,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..control.intake import stamped_on_receipt
 from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
+from ..control.runner import REFUSED_ENDED
 from ..control.schedule import PlanSchedule
 from ..control.tracking import StateEstimator, wire_velocity
 from ..integrators import make_integrator, require_linearizable
@@ -433,7 +434,7 @@ class PlannerNode(ManagedNode):
         if job.request.kind == "mpc":
             self.mpc_counts["controller_refused"] += 1  # (a quiet job: its status goes to the throttled log)
         self._status(job, "refused", f"{self.p['controller_name']} does not run plan {seq}: {why}", plan=seq)
-        if kind == "plan ended" and self.mpc is None and job.request.kind != "mpc":
+        if kind == REFUSED_ENDED and self.mpc is None and job.request.kind != "mpc":
             self._plan_again_after_late_delivery(job, seq)
 
     def _plan_again_after_late_delivery(self, job: Job, seq: int) -> None:
@@ -578,16 +579,16 @@ class PlannerNode(ManagedNode):
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, message, values))
 
     # ---- requests and their outcomes -------------------------------------------------------------
-    def _job(self, request: Request, source: str, header=None, wait: float = 0.0) -> Job:
+    def _job(self, request: Request, source: str, header=None, wait: float = 0.0, late: int = 0) -> Job:
         self._next_id += 1
         stamp, frame = (time_seconds(header.stamp), header.frame_id) if header is not None else (0.0, "")
         # (an MPC cycle is quiet: reported in /diagnostics and by its failures only, not 10 statuses a second)
-        return Job(self._next_id, request, source, stamp, frame, wait, quiet=request.kind == "mpc")
+        return Job(self._next_id, request, source, stamp, frame, wait, quiet=request.kind == "mpc", late=late)
 
     def _submit(self, request: Request, source: str, header=None, wait: float = 0.0, late: int = 0) -> Job:
         """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded);
         ``late``: how many of its plans came late before (``_plan_again_after_late_delivery``)."""
-        job = dataclasses.replace(self._job(request, source, header, wait), late=late)
+        job = self._job(request, source, header, wait, late)
         if not self.active:
             self._status(job, "refused", "the planner is not active")
             return job

@@ -304,12 +304,13 @@ def publisher_gid(info: dict | None) -> bytes | None:
     return bytes(data) if data else None
 
 
-def publisher_names(node, topic: str, gids: list[bytes | None]) -> list[str]:
-    """The nodes (namespace/name) of the publishers ``gids`` on ``topic``, from the ROS graph; one the graph does not
-    list, or lists before its node's name is discovered (rmw's ``_NODE_NAME_UNKNOWN_``), is named by its GID."""
+def publisher_names(node, topic: str, gids: list[bytes | None], infos: list | None = None) -> list[str]:
+    """The nodes (namespace/name) of the publishers ``gids`` on ``topic``, from the ROS graph (``infos``: its
+    ``get_publishers_info_by_topic`` where the caller has it); one the graph does not list, or lists before its node's
+    name is discovered (rmw's ``_NODE_NAME_UNKNOWN_``), is named by its GID."""
     known = {
         bytes(e.endpoint_gid): f"{e.node_namespace.rstrip('/')}/{e.node_name}"
-        for e in node.get_publishers_info_by_topic(topic)
+        for e in (node.get_publishers_info_by_topic(topic) if infos is None else infos)
         if e.node_name and "_UNKNOWN_" not in e.node_name
     }
     return [
@@ -320,16 +321,17 @@ def publisher_names(node, topic: str, gids: list[bytes | None]) -> list[str]:
     ]
 
 
-def other_publishers(node, topic: str) -> list[str]:
-    """The nodes (namespace/name, sorted) of the publishers on ``topic`` other than ``node``'s one, from the ROS
-    graph: a node of ``node``'s own name counts once as itself (a second launch of it is listed under the same name);
-    one whose node the graph has not named yet is named by its GID."""
+def other_publishers(node, topic: str) -> dict[bytes, str]:
+    """The publishers on ``topic`` other than ``node``'s one, from the ROS graph: GID → node (namespace/name), in the
+    order of their names. A node of ``node``'s own name counts once as itself (a second launch of it is listed under
+    the same name); one whose node the graph has not named yet is named by its GID (told apart by it: the same
+    publisher once its name is discovered)."""
     infos = node.get_publishers_info_by_topic(topic)
+    gids = [bytes(e.endpoint_gid) for e in infos]
+    named = sorted(zip(publisher_names(node, topic, gids, infos), gids))
     own = f"{node.get_namespace().rstrip('/')}/{node.get_name()}"
-    names = publisher_names(node, topic, [bytes(e.endpoint_gid) for e in infos])
-    if own in names:
-        names.remove(own)
-    return sorted(names)
+    mine = next((i for i, (name, _) in enumerate(named) if name == own), None)
+    return {gid: name for i, (name, gid) in enumerate(named) if i != mine}
 
 
 def refused_command_fallback(on_bad_command: str, command_timeout: float) -> str:
