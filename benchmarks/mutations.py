@@ -1766,4 +1766,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a controller that never gets a plan in time (another clock) makes the planner re-plan without end",
         ("test/ros/test_nodes_in_process.py",),
     ),
+    Mutation(
+        "graph_lock_not_held_by_the_step_build",
+        "vi_control/mechanics/discrete.py",
+        "        with GRAPH_LOCK:\n",
+        "        if True:\n",
+        "the midpoint VI's symbolic build runs unlocked: a held system compiled in the background beside the stepping "
+        "thread's next build can crash the process (CasADi's symbolics are not thread-safe)",
+        ("test/mechanics/test_graph_lock.py",),
+    ),
+    Mutation(
+        "graph_lock_not_held_by_code_generation",
+        "vi_control/mechanics/codegen.py",
+        "    with GRAPH_LOCK:  # (generation walks the functions' graphs; the compiler below runs unlocked)\n",
+        "    if True:\n",
+        "C generated from a function's graph while another thread builds one (the CI segfault in CodeGenerator.add)",
+        ("test/mechanics/test_graph_lock.py",),
+    ),
+    Mutation(
+        "graph_lock_decorator_locks_nothing",
+        "vi_control/mechanics/graph_lock.py",
+        "        with GRAPH_LOCK:\n            return fn(*args, **kwargs)\n",
+        "        return fn(*args, **kwargs)\n",
+        "every decorated builder (the symbolic tree, collocation, DMOC, the Lie group step) runs unlocked",
+        ("test/mechanics/test_graph_lock.py",),
+    ),
 )

@@ -30,6 +30,7 @@ import numpy as np
 from ..mechanics import se2
 from ..mechanics.codegen import FunctionSet
 from ..mechanics.discrete import DENSE_LU_C
+from ..mechanics.graph_lock import GRAPH_LOCK
 from ..model.scalars import is_integer
 from .base import ConvergenceError, NewtonSettings, SingularityError, check_time_step
 
@@ -151,31 +152,30 @@ class ReducedDAlembertPontryagin:
         self.system, self.dt, self.retraction, self.alpha = system, float(dt), retraction, float(alpha)
         self.settings = settings or NewtonSettings(tol=1e-13)
         ns, h = system.n_shape, self.dt
-        E0 = system.basis(ca.SX.zeros(ns))
-        c = E0.size2()
-        self.n_shape, self.n_basis = ns, c
-        # unknowns z = (u_k, s_k); parameters P = (r_k, π⁺_k, μ⁺_k, f_k); carried g_k
-        u, s = ca.SX.sym("u", ns), ca.SX.sym("s", c)
-        r, pi_p, mu_p, f = ca.SX.sym("r", ns), ca.SX.sym("pi", ns), ca.SX.sym("mu", 3), ca.SX.sym("f", ns)
-        g = ca.SX.sym("g", 3)
-        Mm = ca.DM(system.inertia)
-        ra = r + self.alpha * h * u
-        xi = ca.mtimes(system.basis(ra), s) - (ca.mtimes(system.connection(ra), u) if ns else 0)
-        w = ca.vertcat(u, xi)
-        dl = ca.mtimes(Mm, w)
-        dl_u, dl_xi = dl[:ns], dl[ns:]
-        mu_minus = ca.mtimes(dtau_inv(h * xi).T, dl_xi)
-        jump = mu_minus - mu_p
-        R_group = ca.mtimes(system.basis(r).T, jump)
-        R = ca.vertcat(dl_u - pi_p + ca.mtimes(system.connection(r).T, jump) - h * f, R_group) if ns else R_group
-        z, P = ca.vertcat(u, s), ca.vertcat(r, pi_p, mu_p, f)
-        new = ca.vertcat(se2.compose(g, tau(h * xi)), r + h * u, dl_u, ca.mtimes(dtau_inv(-h * xi).T, dl_xi), xi)
-        # initial state from a continuous one (r, ṙ, ξ): the body momentum and the nonholonomic momenta
-        rdot, xi0 = ca.SX.sym("rdot", ns), ca.SX.sym("xi0", 3)
-        dl0 = ca.mtimes(Mm, ca.vertcat(rdot, xi0))
-        self.functions = FunctionSet(
-            f"rdp_{system.name}_{retraction}_{h!r}_{alpha!r}",
-            {
+        with GRAPH_LOCK:  # (one build at a time in the process: mechanics.graph_lock)
+            E0 = system.basis(ca.SX.zeros(ns))
+            c = E0.size2()
+            self.n_shape, self.n_basis = ns, c
+            # unknowns z = (u_k, s_k); parameters P = (r_k, π⁺_k, μ⁺_k, f_k); carried g_k
+            u, s = ca.SX.sym("u", ns), ca.SX.sym("s", c)
+            r, pi_p, mu_p, f = ca.SX.sym("r", ns), ca.SX.sym("pi", ns), ca.SX.sym("mu", 3), ca.SX.sym("f", ns)
+            g = ca.SX.sym("g", 3)
+            Mm = ca.DM(system.inertia)
+            ra = r + self.alpha * h * u
+            xi = ca.mtimes(system.basis(ra), s) - (ca.mtimes(system.connection(ra), u) if ns else 0)
+            w = ca.vertcat(u, xi)
+            dl = ca.mtimes(Mm, w)
+            dl_u, dl_xi = dl[:ns], dl[ns:]
+            mu_minus = ca.mtimes(dtau_inv(h * xi).T, dl_xi)
+            jump = mu_minus - mu_p
+            R_group = ca.mtimes(system.basis(r).T, jump)
+            R = ca.vertcat(dl_u - pi_p + ca.mtimes(system.connection(r).T, jump) - h * f, R_group) if ns else R_group
+            z, P = ca.vertcat(u, s), ca.vertcat(r, pi_p, mu_p, f)
+            new = ca.vertcat(se2.compose(g, tau(h * xi)), r + h * u, dl_u, ca.mtimes(dtau_inv(-h * xi).T, dl_xi), xi)
+            # initial state from a continuous one (r, ṙ, ξ): the body momentum and the nonholonomic momenta
+            rdot, xi0 = ca.SX.sym("rdot", ns), ca.SX.sym("xi0", 3)
+            dl0 = ca.mtimes(Mm, ca.vertcat(rdot, xi0))
+            funcs = {
                 "residual": ca.Function("rdp_residual", [z, P], [ca.densify(R), ca.densify(ca.jacobian(R, z))]),
                 "update": ca.Function("rdp_update", [z, P, g], [ca.densify(new)]),
                 "momentum": ca.Function(
@@ -183,15 +183,18 @@ class ReducedDAlembertPontryagin:
                     [r, rdot, xi0],
                     [ca.densify(dl0[:ns]), ca.densify(dl0[ns:]), ca.densify(ca.mtimes(system.basis(r).T, dl0[ns:]))],
                 ),
-            },
+            }
+            rr = ca.SX.sym("r", ns)
+            self._basis = ca.Function("E", [rr], [system.basis(rr)])
+            self._connection = ca.Function("A", [rr], [system.connection(rr)])
+        self.functions = FunctionSet(
+            f"rdp_{system.name}_{retraction}_{h!r}_{alpha!r}",
+            funcs,
             compile=compile,
             driver=RDP_C,
             driver_needs=("residual", "update"),
         )
         self._P = np.zeros(3 * ns + 3)
-        rr = ca.SX.sym("r", ns)
-        self._basis = ca.Function("E", [rr], [system.basis(rr)])
-        self._connection = ca.Function("A", [rr], [system.connection(rr)])
 
     def nonholonomic_momentum(self, r: np.ndarray, rdot: np.ndarray, xi: np.ndarray) -> np.ndarray:
         """p_b = ⟨∂_ξℓ, e_b(r)⟩ (§6.1: the sleigh's (p₁, p₂); §6.2: the snakeboard's p₁)."""

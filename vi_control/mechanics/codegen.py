@@ -27,6 +27,7 @@ import casadi as ca
 import numpy as np
 
 from . import cache
+from .graph_lock import GRAPH_LOCK
 
 # Above these sizes gcc time grows fast (DESIGN.md: 150 s at 32 DOF for a dense Jacobian at -O2).
 _COMPILE_LIMIT_OPS = 400_000
@@ -209,10 +210,11 @@ def _build(
     cc = compiler()
     if cc is None:
         return None
-    gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
-    for f in funcs:
-        gen.add(f)
-    src = gen.dump() + extra_source
+    with GRAPH_LOCK:  # (generation walks the functions' graphs; the compiler below runs unlocked)
+        gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
+        for f in funcs:
+            gen.add(f)
+        src = gen.dump() + extra_source
     flags = flags or cflags()
     so = compile_shared_library(src, "vi", flags, "generated code (falling back to the CasADi VM)")
     return None if so is None else ctypes.CDLL(str(so))

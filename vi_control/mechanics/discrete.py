@@ -44,6 +44,7 @@ from ..model.limits import MAX_CONFIGURATION, check_time_step
 from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
+from .graph_lock import GRAPH_LOCK, builds_graph
 from .lagrangians import discrete_lagrangian
 from .symbolic import SymbolicTree, build_tree, constraint_expr, nonholonomic_expr
 
@@ -225,6 +226,7 @@ class NewtonStepC:
         return self.run(use_guess, chord)
 
 
+@builds_graph
 def directional_lagrangian(
     equations: Callable[[ca.SX, ca.SX], tuple[ca.SX, ca.SX]],
     Ld_of: Callable[[ca.SX, ca.SX], ca.SX],
@@ -302,99 +304,103 @@ class DiscreteSystemStructure:
         self.nx, self.n_inputs, self.ny = 2 * nq, nu + nk, nd + nc
         self.nz = 2 * nq + nu + nk
 
-        tree = tree or build_tree(robot)
-        self.tree = tree
-        Ld_of = discrete_lagrangian(lagrangian, robot, tree, self.dt)
-        h_fn = ca.Function("h", [tree.q], [constraint_expr(robot, tree)])
+        # (one build at a time in the process: mechanics.graph_lock; the C compiler runs after, unlocked)
+        with GRAPH_LOCK:
+            tree = tree or build_tree(robot)
+            self.tree = tree
+            Ld_of = discrete_lagrangian(lagrangian, robot, tree, self.dt)
+            h_fn = ca.Function("h", [tree.q], [constraint_expr(robot, tree)])
 
-        q0, p0 = ca.SX.sym("q0", nq), ca.SX.sym("p0", nq)
-        tau, rho = ca.SX.sym("tau", nu), ca.SX.sym("rho", nk)
-        q1d, lam = ca.SX.sym("q1d", nd), ca.SX.sym("lam", nc)
-        Pd, Pk = np.eye(nq)[:, self.idx_d], np.eye(nq)[:, self.idx_k]
-        q1 = ca.mtimes(ca.DM(Pd), q1d) + (ca.mtimes(ca.DM(Pk), rho) if nk else 0)
-        Ld = Ld_of(q0, q1)
-        S = np.eye(nq)[:, self.idx_act]
-        c = ca.DM(robot.damping)
-        Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
-        h0 = h_fn(q0)
-        Dh0 = ca.jacobian(h0, q0)[:, self.idx_d.tolist()] if n_h else ca.SX.zeros(0, nd)
-        M_fn = ca.Function("M", [tree.q], [ca.hessian(tree.kinetic, tree.v)[0]])
-        rows_h = ca.jacobian(constraint_expr(robot, tree), tree.q) if n_h else ca.SX.zeros(0, nq)
-        A_sym = nonholonomic_expr(robot, tree) if nonholonomic else ca.SX.zeros(0, nq)
-        A0 = ca.Function("A", [tree.q], [A_sym])(q0) if n_nh else None
-        idx_d, idx_k = self.idx_d.tolist(), self.idx_k.tolist()
+            q0, p0 = ca.SX.sym("q0", nq), ca.SX.sym("p0", nq)
+            tau, rho = ca.SX.sym("tau", nu), ca.SX.sym("rho", nk)
+            q1d, lam = ca.SX.sym("q1d", nd), ca.SX.sym("lam", nc)
+            Pd, Pk = np.eye(nq)[:, self.idx_d], np.eye(nq)[:, self.idx_k]
+            q1 = ca.mtimes(ca.DM(Pd), q1d) + (ca.mtimes(ca.DM(Pk), rho) if nk else 0)
+            Ld = Ld_of(q0, q1)
+            S = np.eye(nq)[:, self.idx_act]
+            c = ca.DM(robot.damping)
+            Fm = self.dt * (ca.mtimes(ca.DM(S), tau) if nu else ca.SX.zeros(nq)) - c * (q1 - q0)
+            h0 = h_fn(q0)
+            Dh0 = ca.jacobian(h0, q0)[:, self.idx_d.tolist()] if n_h else ca.SX.zeros(0, nd)
+            M_fn = ca.Function("M", [tree.q], [ca.hessian(tree.kinetic, tree.v)[0]])
+            rows_h = ca.jacobian(constraint_expr(robot, tree), tree.q) if n_h else ca.SX.zeros(0, nq)
+            A_sym = nonholonomic_expr(robot, tree) if nonholonomic else ca.SX.zeros(0, nq)
+            A0 = ca.Function("A", [tree.q], [A_sym])(q0) if n_nh else None
+            idx_d, idx_k = self.idx_d.tolist(), self.idx_k.tolist()
 
-        def equations(D1Ld, D2Ld):
-            """(R, O) of the step — residual (Johnson2015, eqs. 2, 28) and output x_{k+1} — from the two gradients
-            of L_d(q_k, q_{k+1}): D1Ld w.r.t. q_k, D2Ld w.r.t. the full q_{k+1} (only its dynamic rows are momenta)."""
-            R_dyn = (p0 + D1Ld + Fm)[idx_d]
-            if n_h:
-                R_dyn = R_dyn - ca.mtimes(Dh0.T, lam[:n_h] if n_nh else lam)
-            if n_nh:  # Kobilarov2010, eq. 5 (nk = 0 here, so the dynamic coordinates are all of q)
-                R_dyn = R_dyn + ca.mtimes(A0.T, lam[n_h:])
-                R_nh = ca.mtimes(A0, ca.solve(M_fn(q0), p0 - D1Ld))
-            R = ca.vertcat(R_dyn, h_fn(q1)) if n_h else R_dyn
-            if n_nh:
-                R = ca.vertcat(R, R_nh)
-            p1 = ca.SX.zeros(nq)
-            p1[idx_d] = D2Ld[idx_d]
-            if nonholonomic:  # eq. 16's momentum update: the same p_{k+1} at the root, free of q_{k+1} − q_k rounding
-                p1[idx_d] = p1[idx_d] + R_dyn
-            if nk:
-                p1[idx_k] = (rho - q0[idx_k]) / self.dt
-            return R, ca.vertcat(q1, p1)
+            def equations(D1Ld, D2Ld):
+                """(R, O) of the step — residual (Johnson2015, eqs. 2, 28) and output x_{k+1} — from the two
+                gradients of L_d(q_k, q_{k+1}): D1Ld w.r.t. q_k, D2Ld w.r.t. the full q_{k+1} (only its dynamic rows
+                are momenta)."""
+                R_dyn = (p0 + D1Ld + Fm)[idx_d]
+                if n_h:
+                    R_dyn = R_dyn - ca.mtimes(Dh0.T, lam[:n_h] if n_nh else lam)
+                if n_nh:  # Kobilarov2010, eq. 5 (nk = 0 here, so the dynamic coordinates are all of q)
+                    R_dyn = R_dyn + ca.mtimes(A0.T, lam[n_h:])
+                    R_nh = ca.mtimes(A0, ca.solve(M_fn(q0), p0 - D1Ld))
+                R = ca.vertcat(R_dyn, h_fn(q1)) if n_h else R_dyn
+                if n_nh:
+                    R = ca.vertcat(R, R_nh)
+                p1 = ca.SX.zeros(nq)
+                p1[idx_d] = D2Ld[idx_d]
+                if (
+                    nonholonomic
+                ):  # eq. 16's momentum update: the same p_{k+1} at the root, free of q_{k+1} − q_k rounding
+                    p1[idx_d] = p1[idx_d] + R_dyn
+                if nk:
+                    p1[idx_k] = (rho - q0[idx_k]) / self.dt
+                return R, ca.vertcat(q1, p1)
 
-        q1_full = ca.SX.sym("q1f", nq)
-        Ld_full = Ld_of(q0, q1_full)
-        D2_full = ca.Function("D2", [q0, q1_full], [ca.gradient(Ld_full, q1_full)])
-        R, O = equations(ca.gradient(Ld, q0), D2_full(q0, q1))
+            q1_full = ca.SX.sym("q1f", nq)
+            Ld_full = Ld_of(q0, q1_full)
+            D2_full = ca.Function("D2", [q0, q1_full], [ca.gradient(Ld_full, q1_full)])
+            R, O = equations(ca.gradient(Ld, q0), D2_full(q0, q1))
 
-        y = ca.vertcat(q1d, lam)
-        z = ca.vertcat(q0, p0, tau, rho)
-        Ry, Rz = ca.jacobian(R, y), ca.jacobian(R, z)
-        Oy, Oz = ca.jacobian(O, y), ca.jacobian(O, z)
-        cov, mu = ca.SX.sym("cov", 2 * nq), ca.SX.sym("mu", self.ny)
-        w = ca.vertcat(y, z)
-        lagr = (ca.dot(cov, O) + ca.dot(mu, R)) if n_nh else directional_lagrangian(equations, Ld_of, q0, q1, cov, mu)
-        hess = ca.hessian(lagr, w)[0]
-        D1full = ca.Function("D1", [q0, q1_full], [ca.gradient(Ld_full, q0)])
-        v = tree.v
-        dens = ca.densify
-        extra = {}
-        if nonholonomic:  # the continuous Lagrange–d'Alembert multipliers at a start state (GNI.state_from_velocity)
-            C_sym = ca.vertcat(rows_h, A_sym)
-            bias = (
-                ca.mtimes(ca.jacobian(ca.gradient(tree.kinetic, v), tree.q), v)
-                - ca.gradient(tree.kinetic, tree.q)
-                + ca.gradient(tree.potential, tree.q)
+            y = ca.vertcat(q1d, lam)
+            z = ca.vertcat(q0, p0, tau, rho)
+            Ry, Rz = ca.jacobian(R, y), ca.jacobian(R, z)
+            Oy, Oz = ca.jacobian(O, y), ca.jacobian(O, z)
+            cov, mu = ca.SX.sym("cov", 2 * nq), ca.SX.sym("mu", self.ny)
+            w = ca.vertcat(y, z)
+            lagr = (
+                (ca.dot(cov, O) + ca.dot(mu, R)) if n_nh else directional_lagrangian(equations, Ld_of, q0, q1, cov, mu)
             )
-            extra = {
-                "bias": ca.Function("bias", [tree.q, v], [dens(bias)]),
-                "constraint_drift": ca.Function(
-                    "cdrift", [tree.q, v], [dens(ca.mtimes(ca.jacobian(ca.mtimes(C_sym, v), tree.q), v))]
-                ),
-            }
-        names = (
-            "residual",
-            "residual_only",
-            "output",
-            "linearize",
-            "hessian",
-            "mass",
-            "momentum",
-            "D1Ld",
-            "D2Ld",
-            "energy",
-            "h",
-            "constraint_rows",
-            *extra,
-        )
-        self.functions = FunctionSet(
-            robot.hash
-            + ("_gni" if nonholonomic else "")
-            + f"_dt{self.dt!r}"
-            + ("" if lagrangian == "midpoint" else f"_{lagrangian}"),
-            {
+            hess = ca.hessian(lagr, w)[0]
+            D1full = ca.Function("D1", [q0, q1_full], [ca.gradient(Ld_full, q0)])
+            v = tree.v
+            dens = ca.densify
+            extra = {}
+            if (
+                nonholonomic
+            ):  # the continuous Lagrange–d'Alembert multipliers at a start state (GNI.state_from_velocity)
+                C_sym = ca.vertcat(rows_h, A_sym)
+                bias = (
+                    ca.mtimes(ca.jacobian(ca.gradient(tree.kinetic, v), tree.q), v)
+                    - ca.gradient(tree.kinetic, tree.q)
+                    + ca.gradient(tree.potential, tree.q)
+                )
+                extra = {
+                    "bias": ca.Function("bias", [tree.q, v], [dens(bias)]),
+                    "constraint_drift": ca.Function(
+                        "cdrift", [tree.q, v], [dens(ca.mtimes(ca.jacobian(ca.mtimes(C_sym, v), tree.q), v))]
+                    ),
+                }
+            names = (
+                "residual",
+                "residual_only",
+                "output",
+                "linearize",
+                "hessian",
+                "mass",
+                "momentum",
+                "D1Ld",
+                "D2Ld",
+                "energy",
+                "h",
+                "constraint_rows",
+                *extra,
+            )
+            funcs = {
                 "residual": ca.Function("residual", [y, z], [dens(R), dens(Ry)]),
                 # R alone for chord Newton: ~5 % of the instructions of (R, ∂R/∂y) at 32 links.
                 "residual_only": ca.Function("residual_only", [y, z], [dens(R)]),
@@ -410,7 +416,13 @@ class DiscreteSystemStructure:
                 # [Dh(q); A(q)]: every velocity constraint row (GNI's projections, Kobilarov2010, eq. 12)
                 "constraint_rows": ca.Function("crows", [tree.q], [dens(ca.vertcat(rows_h, A_sym))]),
                 **extra,
-            },
+            }
+        self.functions = FunctionSet(
+            robot.hash
+            + ("_gni" if nonholonomic else "")
+            + f"_dt{self.dt!r}"
+            + ("" if lagrangian == "midpoint" else f"_{lagrangian}"),
+            funcs,
             compile=compile,
             lazy=("linearize", "hessian") if eager else names,
             driver=NEWTON_C if eager else "",

@@ -23,6 +23,7 @@ import casadi as ca
 import numpy as np
 
 from .codegen import FunctionSet
+from .graph_lock import builds_graph
 from .groups import LieGroup, Retraction, get_group
 
 __all__ = ["momenta", "restoring_wrench", "potential_energy", "pack_parameters", "unpack_parameters", "step_functions"]
@@ -118,6 +119,13 @@ def step_functions(group_name: str, kind: str, m: int, compile: bool | None = No
       (g = g_k τ(δg), ν = ν_k + δν) and output coordinates diff(xn, x_{k+1}) = (τ⁻¹(g_n⁻¹g_{k+1}), ν_{k+1} − ν_n);
     - ``hessian(y, x, u, xn, c, μ, P)`` → ∇²_{(y,z)}(cᵀO + μᵀR) (what second-order methods contract).
     """
+    funcs = _step_graphs(group_name, kind, m)
+    return FunctionSet(f"lie{group_name}{kind}{m}", funcs, compile=compile, lazy=("linearize", "hessian"))
+
+
+@builds_graph
+def _step_graphs(group_name: str, kind: str, m: int) -> dict[str, ca.Function]:
+    """``step_functions``' CasADi functions (built holding the graph lock; compiled after, without it)."""
     G = get_group(group_name)
     ret = Retraction(G, kind)
     n, nq = G.dim, G.nq
@@ -154,5 +162,4 @@ def step_functions(group_name: str, kind: str, m: int, compile: bool | None = No
     funcs["linearize"] = ca.Function("lie_linearize", [y, x, u, xn, P], lin(y, zu, x, xn, P))
     funcs["hessian"] = ca.Function("lie_hessian", [y, x, u, xn, c, mu, P], [hes(y, zu, x, xn, c, mu, P)])
     # Dense outputs: the compiled call returns buffers shaped like the outputs (codegen._CFunction).
-    funcs = {k: ca.Function(f.name(), f.sx_in(), [ca.densify(o) for o in f.call(f.sx_in())]) for k, f in funcs.items()}
-    return FunctionSet(f"lie{group_name}{kind}{m}", funcs, compile=compile, lazy=("linearize", "hessian"))
+    return {k: ca.Function(f.name(), f.sx_in(), [ca.densify(o) for o in f.call(f.sx_in())]) for k, f in funcs.items()}

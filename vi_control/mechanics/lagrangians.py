@@ -19,6 +19,7 @@ import casadi as ca
 import numpy as np
 
 from ..model.robot import RobotModel
+from .graph_lock import builds_graph
 from .symbolic import SymbolicTree
 
 LAGRANGIANS = ("midpoint", "trapezoidal_se3")
@@ -85,6 +86,7 @@ def body_spatial_inertias(robot: RobotModel) -> list[np.ndarray]:
     return out
 
 
+@builds_graph
 def discrete_lagrangian(kind: str, robot: RobotModel, tree: SymbolicTree, dt: float) -> Callable[[ca.SX, ca.SX], ca.SX]:
     """L_d(q0, q1) as a CasADi function of two configuration vectors (``kind`` in LAGRANGIANS)."""
     q, v = tree.q, tree.v

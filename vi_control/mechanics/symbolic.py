@@ -15,6 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..model.robot import RobotModel
+from .graph_lock import GRAPH_LOCK, builds_graph
 
 
 def _skew(a: np.ndarray) -> np.ndarray:
@@ -65,6 +66,7 @@ class SymbolicTree:
         return Rj @ (vel + ca.cross(w, r_local)), Rj @ w, Rj @ Rf
 
 
+@builds_graph
 def build_tree(robot: RobotModel) -> SymbolicTree:
     """Forward recursion over the tree: world poses, body-frame twists, energies."""
     model = robot.pin_model
@@ -163,6 +165,7 @@ class ContinuousDynamics:
     crba / computeGeneralizedGravity / energies / frame placements to 1e-12.
     """
 
+    @builds_graph
     def __init__(self, robot: RobotModel, tree: SymbolicTree | None = None):
         self.robot = robot
         self.tree = tree or build_tree(robot)
@@ -200,8 +203,9 @@ class ContinuousDynamics:
             model = self.robot.pin_model
             if not model.existFrame(frame):
                 raise KeyError(f"frame {frame!r} does not exist")
-            R, p = self.tree.frame_pose(model, model.getFrameId(frame))
-            self._frames[frame] = ca.Function("fk", [self.tree.q], [R, p])
+            with GRAPH_LOCK:
+                R, p = self.tree.frame_pose(model, model.getFrameId(frame))
+                self._frames[frame] = ca.Function("fk", [self.tree.q], [R, p])
         R, p = self._frames[frame](q)
         return np.array(R), np.array(p).ravel()
 

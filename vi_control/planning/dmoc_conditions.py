@@ -11,6 +11,7 @@ import numpy as np
 from ..mechanics import codegen
 from ..mechanics.codegen import FunctionSet
 from ..mechanics.euler_poincare import momenta
+from ..mechanics.graph_lock import builds_graph
 from ..mechanics.groups import Retraction, get_group
 
 __all__ = ["constraint_size", "step_conditions", "jacobian_pattern", "csc_structure", "unit_scales", "entry_scales"]
@@ -32,6 +33,15 @@ def step_conditions(group_name: str, kind: str, m: int, r: int, inputs: str) -> 
     For a = (ν_k, ξ_k, ν_{k+1}, λ_k): out = ((dτ⁻¹_{−hξ})ᵀ∂_ξS, (dτ⁻¹_{hξ})ᵀ∂_ξS, ∂_νS, ∂_{ν'}S, Φ), ∂out/∂a,
     S₀ (the step's cost), u⁻, u⁺, W⁻, W⁺, μ, μ⁺, τ(hξ) and h·dτ_{hξ} (for the terminal pose and its Jacobian),
     as one column. Parameters p = (𝕀, B⁺, N_B, H, h) (column-major). One compiled library serves every N."""
+    f = _step_graph(group_name, kind, m, r, inputs)
+    # -O0: gcc needs ~5 s instead of ~25 s for these 17k instructions (dense second derivatives), and a call costs
+    # ~20 µs instead of ~10 µs, under 1 ms per evaluation of all N steps: small next to the sparse LU.
+    return FunctionSet(f"dmoc{group_name}{kind}{m}{r}{inputs}", {"step": f}, flags=codegen.cflags("-O0"))
+
+
+@builds_graph
+def _step_graph(group_name: str, kind: str, m: int, r: int, inputs: str) -> ca.Function:
+    """``step_conditions``' CasADi function (built holding the graph lock; compiled after, without it)."""
     G = get_group(group_name)
     ret = Retraction(G, kind)
     n = G.dim
@@ -71,10 +81,7 @@ def step_conditions(group_name: str, kind: str, m: int, r: int, inputs: str) -> 
         ca.vec(ret.tau(h * xi)),
         ca.vec(h * ret.dtau(h * xi)),
     )
-    f = ca.Function("dmoc_step", [a, p], [ca.densify(col)])
-    # -O0: gcc needs ~5 s instead of ~25 s for these 17k instructions (dense second derivatives), and a call costs
-    # ~20 µs instead of ~10 µs, under 1 ms per evaluation of all N steps: small next to the sparse LU.
-    return FunctionSet(f"dmoc{group_name}{kind}{m}{r}{inputs}", {"step": f}, flags=codegen.cflags("-O0"))
+    return ca.Function("dmoc_step", [a, p], [ca.densify(col)])
 
 
 # ---- the Newton system's sparsity -----------------------------------------------------------------------------

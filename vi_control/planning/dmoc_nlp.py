@@ -23,6 +23,7 @@ import casadi as ca
 import numpy as np
 
 from ..mechanics.euler_poincare import momenta
+from ..mechanics.graph_lock import builds_graph
 from ..mechanics.groups import Retraction, get_group
 from ..model.errors import renamed_keyword
 from .dmoc_problem import DMOCProblem, check_dmoc_options, check_guess, geodesic_guess, input_split
@@ -99,6 +100,7 @@ class Transcription:
 
 
 @cache
+@builds_graph
 def _functions(tr: Transcription) -> dict[str, ca.Function]:
     y = ca.SX.sym("y", tr.g.shape[0])
     lag = tr.f + ca.dot(y, tr.g)
@@ -110,6 +112,7 @@ def _functions(tr: Transcription) -> dict[str, ca.Function]:
 
 
 @cache
+@builds_graph
 def transcription(group_name: str, kind: str, N: int, m: int, inputs: str, cost: str = "l2") -> Transcription:
     """The NLP of every problem with this structure (``Transcription``)."""
     G = get_group(group_name)
@@ -201,6 +204,7 @@ def nlp_point(
 
 
 @cache
+@builds_graph
 def _solver(tr: Transcription, tol: float, max_iterations: int, print_level: int) -> ca.Function:
     opts = {
         "ipopt.print_level": print_level,

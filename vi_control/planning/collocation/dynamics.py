@@ -17,6 +17,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
+from ...mechanics.graph_lock import GRAPH_LOCK, builds_graph
 from ...mechanics.symbolic import build_tree, constraint_expr
 from ...model.robot import RobotModel
 
@@ -29,6 +30,7 @@ class SecondOrderDynamics:
     samples (the error metrics of MorenoMartin2022, eqs. 17–21).
     """
 
+    @builds_graph
     def __init__(self, robot: RobotModel):
         if robot.prescribed:
             raise ValueError(
@@ -107,21 +109,24 @@ class SecondOrderDynamics:
     def point_position(self, link: str, point, q):
         """World position of a point fixed in ``link`` (expression in q; numeric for numeric q)."""
         key = (link, tuple(np.asarray(point, float)))
-        if key not in self._fk:
-            self._fk[key] = ca.Function(
-                "fk", [self.tree.q], [self.tree.point_position(self.robot.pin_model, link, point)]
-            )
-        return self._fk[key](q)
+        with GRAPH_LOCK:  # (an expression for SX q; a lookup and an evaluation for numeric q)
+            if key not in self._fk:
+                self._fk[key] = ca.Function(
+                    "fk", [self.tree.q], [self.tree.point_position(self.robot.pin_model, link, point)]
+                )
+            return self._fk[key](q)
 
     # ---- numeric ----------------------------------------------------------------------------------
     def acceleration(self, Q: np.ndarray, V: np.ndarray, U: np.ndarray) -> np.ndarray:
         """g at each sample: rows of Q, V (n, nq) and U (n, nu) → (n, nq), one vectorized call (CasADi map)."""
         Q, V = np.atleast_2d(np.asarray(Q, float)), np.atleast_2d(np.asarray(V, float))
         U = np.asarray(U, float).reshape(len(Q), self.nu)
-        if self._g is None:
-            q, v, u = ca.SX.sym("q", self.nq), ca.SX.sym("v", self.nq), ca.SX.sym("u", self.nu)
-            self._g = ca.Function("g", [q, v, u], [self.explicit(q, v, u)])
-        return np.array(self._g.map(len(Q))(Q.T, V.T, U.T)).T
+        with GRAPH_LOCK:
+            if self._g is None:
+                q, v, u = ca.SX.sym("q", self.nq), ca.SX.sym("v", self.nq), ca.SX.sym("u", self.nu)
+                self._g = ca.Function("g", [q, v, u], [self.explicit(q, v, u)])
+            g = self._g.map(len(Q))
+        return np.array(g(Q.T, V.T, U.T)).T
 
     def energy(self, q: np.ndarray, v: np.ndarray) -> float:
         return float(self._energy(q, v))
@@ -129,6 +134,7 @@ class SecondOrderDynamics:
     def constraint_value(self, q: np.ndarray) -> np.ndarray:
         return np.array(self._h(q)).ravel()
 
+    @builds_graph
     def impact(self, q: np.ndarray, v_minus: np.ndarray, contact) -> tuple:
         """Plastic impact (Hurmuzlu–Marghitu): M(v⁺ − v⁻) = Jᵀ Λ, J v⁺ = 0 for the new contact's Jacobian J.
 

@@ -22,6 +22,7 @@ import numpy as np
 from ...control.lqr import tv_lqr
 from ...integrators.base import Linearizable, StepError
 from ...linearization import linearize_trajectory
+from ...mechanics.graph_lock import GRAPH_LOCK, builds_graph
 from ...model.robot import RobotModel
 from ..cost import weight_matrix
 from .dynamics import SecondOrderDynamics
@@ -159,9 +160,12 @@ class BipedGait:
     def impact_jacobian(self, vi: Linearizable, x: np.ndarray) -> np.ndarray:
         """∂x⁺/∂x of ``discrete_impact`` (anchored) by automatic differentiation, (nx, nx)."""
         f = self._impact_function(vi, True)
-        xs = ca.SX.sym("x", vi.nx)
-        return np.array(ca.Function("dimpact", [xs], [ca.jacobian(f(xs), xs)])(x))
+        with GRAPH_LOCK:
+            xs = ca.SX.sym("x", vi.nx)
+            jac = ca.Function("dimpact", [xs], [ca.jacobian(f(xs), xs)])
+        return np.array(jac(x))
 
+    @builds_graph
     def _impact_function(self, vi: Linearizable, anchor: bool) -> ca.Function:
         key = (id(vi), anchor)
         cache = self.__dict__.setdefault("_impact_cache", {})

@@ -23,6 +23,7 @@ from typing import ClassVar
 import casadi as ca
 import numpy as np
 
+from ...mechanics.graph_lock import builds_graph
 from ...model.bundled import load_bundled
 from .dynamics import SecondOrderDynamics
 from .gait import BipedGait
@@ -64,6 +65,7 @@ class PinnedBipedGait(BipedGait):
         return self.dynamics.point_position(link, [0.0, 0.0, 0.0], q)[[0, 2]]
 
     @cached_property
+    @builds_graph
     def _maps(self) -> tuple[ca.Function, ca.Function]:
         """(q, v) ↦ floating-base (q_F, v_F), and the floating post-impact relabelled state ↦ pinned (q, v)."""
         q, v = ca.SX.sym("q", 5), ca.SX.sym("v", 5)

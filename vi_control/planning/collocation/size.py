@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import casadi as ca
 
+from ...mechanics.graph_lock import builds_graph
 from .dynamics import SecondOrderDynamics
 
 # Work model, in operations of the dynamics row per Gauss point (fitted on pendulum, cart-pole, ur5 and panda, LG and
@@ -48,6 +49,7 @@ def variable_shapes(
     }
 
 
+@builds_graph
 def row_operations(dyn: SecondOrderDynamics, implicit: bool) -> int:
     """CasADi instructions of one Gauss point's dynamics row (implicit M a + b − Bu − Dhᵀλ, or a − g(q, v, u))."""
     q, v, a = (ca.SX.sym(n, dyn.nq) for n in "qva")

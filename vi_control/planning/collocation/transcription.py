@@ -31,6 +31,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from ...mechanics.graph_lock import builds_graph
 from ...model.scalars import is_integer
 from ..errors import PlanningError, ipopt_iterations
 from .dynamics import SecondOrderDynamics
@@ -162,6 +163,7 @@ class Transcription:
     and t_f if free.
     """
 
+    @builds_graph
     def __init__(self, problem: CollocationProblem):
         self.problem = p = problem
         dyn = p.dynamics
