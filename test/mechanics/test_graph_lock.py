@@ -3,10 +3,10 @@
 CasADi's symbolics are not thread-safe (casadi/casadi#1355) and its Python bindings release the GIL: a joint stop's
 held system generated in the background while the stepping thread built the next one crashed a CI run (a segfault in
 ``CodeGenerator.add`` beside ``gradient``). The first test runs that scenario in a child process, where a crash is an
-exit status instead of the death of this test worker (without the lock: 9 of 15 such children died of SIGSEGV, 0 of 15 with it); the
-others hold the lock and see each builder wait for it — a builder that does not take it would finish, or never be
-seen at a lock — and every CasADi call that takes or gives an expression, by a builder or a whole workflow, is seen
-made holding it.
+exit status instead of the death of this test worker (9 of 15 such children died of SIGSEGV without the lock, 0 of 15
+with it); the others hold the lock and see each builder wait for it — a builder that does not take it would finish,
+or never be seen at a lock — and every CasADi call that takes or gives an expression, by a builder or a whole
+workflow, is seen made holding it.
 """
 
 from __future__ import annotations
