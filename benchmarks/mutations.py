@@ -1769,8 +1769,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "graph_lock_not_held_by_the_step_build",
         "vi_control/mechanics/discrete.py",
-        "        with GRAPH_LOCK:\n",
-        "        if True:\n",
+        "        @builds_graph\n        def symbolic() -> tuple[dict[str, ca.Function], tuple[str, ...]]:\n",
+        "        def symbolic() -> tuple[dict[str, ca.Function], tuple[str, ...]]:\n",
         "the midpoint VI's symbolic build runs unlocked: a held system compiled in the background beside the stepping "
         "thread's next build can crash the process (CasADi's symbolics are not thread-safe)",
         ("test/mechanics/test_graph_lock.py",),
@@ -1778,17 +1778,34 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "graph_lock_not_held_by_code_generation",
         "vi_control/mechanics/codegen.py",
-        "    with GRAPH_LOCK:  # (generation walks the functions' graphs; the compiler below runs unlocked)\n",
-        "    if True:\n",
+        "@builds_graph\ndef _generate(",
+        "def _generate(",
         "C generated from a function's graph while another thread builds one (the CI segfault in CodeGenerator.add)",
         ("test/mechanics/test_graph_lock.py",),
     ),
     Mutation(
         "graph_lock_decorator_locks_nothing",
         "vi_control/mechanics/graph_lock.py",
-        "        with GRAPH_LOCK:\n            return fn(*args, **kwargs)\n",
+        "        with GRAPH_LOCK:\n            _release_dropped()\n            return fn(*args, **kwargs)\n",
         "        return fn(*args, **kwargs)\n",
         "every decorated builder (the symbolic tree, collocation, DMOC, the Lie group step) runs unlocked",
+        ("test/mechanics/test_graph_lock.py",),
+    ),
+    Mutation(
+        "dropped_graphs_released_anywhere",
+        "vi_control/mechanics/graph_lock.py",
+        "            _graveyard.append(dict(attributes))\n",
+        "            pass\n",
+        "a system dropped in one thread releases its expressions there, while another thread builds (plain SX "
+        "reference counts: the SIGABRT of a CI run)",
+        ("test/mechanics/test_graph_lock.py",),
+    ),
+    Mutation(
+        "dropped_graphs_never_released",
+        "vi_control/mechanics/graph_lock.py",
+        "        with GRAPH_LOCK:\n            _release_dropped()\n            return fn(*args, **kwargs)\n",
+        "        with GRAPH_LOCK:\n            return fn(*args, **kwargs)\n",
+        "dropped systems wait in the graveyard for good: memory grows with every held system a simulator swaps",
         ("test/mechanics/test_graph_lock.py",),
     ),
 )

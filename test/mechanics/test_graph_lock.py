@@ -4,9 +4,9 @@ CasADi's symbolics are not thread-safe (casadi/casadi#1355) and its Python bindi
 held system generated in the background while the stepping thread built the next one crashed a CI run (a segfault in
 ``CodeGenerator.add`` beside ``gradient``). The first test runs that scenario in a child process, where a crash is an
 exit status instead of the death of this test worker (9 of 15 such children died of SIGSEGV without the lock, 0 of 15
-with it); the others hold the lock and see each builder wait for it — a builder that does not take it would finish,
-or never be seen at a lock — and every CasADi call that takes or gives an expression, by a builder or a whole
-workflow, is seen made holding it.
+with it); then tests that hold the lock and see each builder wait for it — a builder that does not take it would
+finish, or never be seen at a lock — and see every CasADi call that takes or gives an expression, by a builder or a
+whole workflow, made holding it; last, what is dropped is released under the lock.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import casadi as ca
@@ -26,8 +27,9 @@ import pytest
 
 import vi_control as vc
 from vi_control.integrators.rdp import sleigh_system
+from vi_control.mechanics import graph_lock
 from vi_control.mechanics.euler_poincare import step_functions
-from vi_control.mechanics.graph_lock import GRAPH_LOCK, builds_graph
+from vi_control.mechanics.graph_lock import GRAPH_LOCK, OwnsGraphs, builds_graph, release_dropped_graphs
 from vi_control.mechanics.symbolic import ContinuousDynamics
 from vi_control.model.generate import planar_chain_urdf
 from vi_control.planning.collocation import SecondOrderDynamics, Transcription
@@ -256,3 +258,56 @@ def test_the_check_sees_a_call_outside_the_lock():
     """The check above is not blind: an expression built here, without the lock, is reported."""
     _, unlocked = _unlocked_graph_calls(lambda: ca.gradient(ca.SX.sym("x") ** 2, ca.SX.sym("x")))
     assert {"sym from ?", "gradient from ?"} <= unlocked
+
+
+def test_a_system_dropped_in_one_thread_is_released_under_the_lock_at_the_next_build():
+    """Dropping an object that keeps expressions releases them too (SX reference counts are plain integers, shared
+    constants in every graph): one dropped in another thread while this one builds waits in the graveyard, and is
+    released holding the lock — at the next build, in whichever thread."""
+    owner = ContinuousDynamics(_robot())
+    released: list[bool] = []
+    kept = type("Kept", (), {})()  # (a plain object kept beside its expressions: when it goes, they go)
+    owner.kept = kept
+    weakref.finalize(kept, lambda: released.append(GRAPH_LOCK._is_owned()))
+    del kept
+    with GRAPH_LOCK:
+        box = [owner]
+        del owner
+        dropper = threading.Thread(target=box.clear)  # the last reference, dropped in another thread
+        dropper.start()
+        dropper.join()
+        assert released == [] and any("kept" in attributes for attributes in graph_lock._graveyard)
+    assert released == []  # (nothing built since)
+    fresh = ContinuousDynamics(_robot())  # a build: what was dropped is released first, holding the lock
+    assert released == [True] and not graph_lock._graveyard and fresh.robot.nq == 2
+
+
+def test_every_class_that_keeps_expressions_is_released_under_the_lock():
+    """The objects of vi_control that keep CasADi expressions or functions are OwnsGraphs (the ones a test can name:
+    an owner added without it would release its graphs wherever it is dropped)."""
+    from vi_control.integrators.rdp import ReducedDAlembertPontryagin
+    from vi_control.mechanics.codegen import FunctionSet, _CFunction, _VMFunction
+    from vi_control.mechanics.discrete import DiscreteSystemStructure
+    from vi_control.mechanics.symbolic import SymbolicTree
+    from vi_control.planning.collocation.gait import BipedGait
+    from vi_control.planning.dmoc_nlp import Transcription as DMOCTranscription
+
+    owners = (
+        SymbolicTree,
+        DiscreteSystemStructure,
+        FunctionSet,
+        _VMFunction,
+        _CFunction,
+        ContinuousDynamics,
+        SecondOrderDynamics,
+        Transcription,
+        BipedGait,
+        DMOCTranscription,
+        ReducedDAlembertPontryagin,
+    )
+    assert all(issubclass(c, OwnsGraphs) for c in owners)
+    vi = vc.MidpointVI(_robot(), 0.01)
+    kept = [v for v in vars(vi).values() if isinstance(v, (ca.Function, ca.SX, ca.MX))]
+    assert kept == [] and isinstance(vi.structure, OwnsGraphs) and isinstance(vi.functions, OwnsGraphs)
+    release_dropped_graphs()
+    assert not graph_lock._graveyard

@@ -15,7 +15,7 @@ import casadi as ca
 import numpy as np
 
 from ..mechanics.codegen import FunctionSet
-from ..mechanics.graph_lock import GRAPH_LOCK
+from ..mechanics.graph_lock import builds_graph
 from .base import StepDerivatives, StepResult
 
 
@@ -43,6 +43,7 @@ class SymbolicStepDerivatives:
         return self._curved_outputs
 
     @cached_property
+    @builds_graph
     def _curved_outputs(self) -> np.ndarray:
         """Rows i of O(y, z) with ∂²Oᵢ ≠ 0, read from the symbolic output map once.
 
@@ -50,8 +51,7 @@ class SymbolicStepDerivatives:
         of p_{k+1} = D₂L_d (eq. 2b) carry curvature, so the full tensor needs ~nd + ny Hessians, not nx.
         """
         f = self._derivative_functions.raw["output"]
-        with GRAPH_LOCK:
-            y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
-            w = ca.vertcat(y, z)
-            J = ca.jacobian(f(y, z), w)
-            return np.array([i for i in range(J.size1()) if ca.depends_on(J[i, :], w)], dtype=int)
+        y, z = ca.SX.sym("y", f.size1_in(0)), ca.SX.sym("z", f.size1_in(1))
+        w = ca.vertcat(y, z)
+        J = ca.jacobian(f(y, z), w)
+        return np.array([i for i in range(J.size1()) if ca.depends_on(J[i, :], w)], dtype=int)

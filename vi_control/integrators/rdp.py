@@ -30,7 +30,7 @@ import numpy as np
 from ..mechanics import se2
 from ..mechanics.codegen import FunctionSet
 from ..mechanics.discrete import DENSE_LU_C
-from ..mechanics.graph_lock import GRAPH_LOCK
+from ..mechanics.graph_lock import OwnsGraphs, builds_graph
 from ..model.scalars import is_integer
 from .base import ConvergenceError, NewtonSettings, SingularityError, check_time_step
 
@@ -128,7 +128,7 @@ class RDPTrajectory:
         return self.g[:, [1, 2, 0]]
 
 
-class ReducedDAlembertPontryagin:
+class ReducedDAlembertPontryagin(OwnsGraphs):
     """RDP (eqs. 27–28) of a ReducedSystem at time step ``dt`` with retraction 'exp' or 'cayley' and α ∈ [0, 1]."""
 
     def __init__(
@@ -152,7 +152,9 @@ class ReducedDAlembertPontryagin:
         self.system, self.dt, self.retraction, self.alpha = system, float(dt), retraction, float(alpha)
         self.settings = settings or NewtonSettings(tol=1e-13)
         ns, h = system.n_shape, self.dt
-        with GRAPH_LOCK:  # (one build at a time in the process: mechanics.graph_lock)
+
+        @builds_graph  # (one build at a time in the process, its temporaries released within: mechanics.graph_lock)
+        def symbolic() -> dict[str, ca.Function]:
             E0 = system.basis(ca.SX.zeros(ns))
             c = E0.size2()
             self.n_shape, self.n_basis = ns, c
@@ -187,6 +189,9 @@ class ReducedDAlembertPontryagin:
             rr = ca.SX.sym("r", ns)
             self._basis = ca.Function("E", [rr], [system.basis(rr)])
             self._connection = ca.Function("A", [rr], [system.connection(rr)])
+            return funcs
+
+        funcs = symbolic()
         self.functions = FunctionSet(
             f"rdp_{system.name}_{retraction}_{h!r}_{alpha!r}",
             funcs,

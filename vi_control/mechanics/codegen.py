@@ -27,7 +27,7 @@ import casadi as ca
 import numpy as np
 
 from . import cache
-from .graph_lock import GRAPH_LOCK
+from .graph_lock import OwnsGraphs, builds_graph
 
 # Above these sizes gcc time grows fast (DESIGN.md: 150 s at 32 DOF for a dense Jacobian at -O2).
 _COMPILE_LIMIT_OPS = 400_000
@@ -101,7 +101,7 @@ _CASADI_FN = ctypes.CFUNCTYPE(
 )
 
 
-class _VMFunction:
+class _VMFunction(OwnsGraphs):
     """CasADi virtual-machine evaluation with the same call convention as _CFunction; ``address`` is a C function
     pointer with the generated functions' signature that evaluates it here (for a driver, ``callback_prelude``)."""
 
@@ -159,7 +159,7 @@ def callback_prelude(names: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class _CFunction:
+class _CFunction(OwnsGraphs):
     """ctypes call into generated code; returns views of reused output buffers (copy to keep)."""
 
     def __init__(self, lib: ctypes.CDLL, f: ca.Function):
@@ -203,6 +203,15 @@ class _CFunction:
         return self._out
 
 
+@builds_graph
+def _generate(funcs: list[ca.Function], tag: str) -> str:
+    """C source of ``funcs`` (generation walks their graphs: under the graph lock; the compiler runs unlocked)."""
+    gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
+    for f in funcs:
+        gen.add(f)
+    return gen.dump()
+
+
 def _build(
     funcs: list[ca.Function], tag: str, extra_source: str = "", flags: list[str] | None = None
 ) -> ctypes.CDLL | None:
@@ -210,11 +219,7 @@ def _build(
     cc = compiler()
     if cc is None:
         return None
-    with GRAPH_LOCK:  # (generation walks the functions' graphs; the compiler below runs unlocked)
-        gen = ca.CodeGenerator(f"vi_{tag}.c", {"with_header": False, "casadi_int": "long long int"})
-        for f in funcs:
-            gen.add(f)
-        src = gen.dump() + extra_source
+    src = _generate(funcs, tag) + extra_source
     flags = flags or cflags()
     so = compile_shared_library(src, "vi", flags, "generated code (falling back to the CasADi VM)")
     return None if so is None else ctypes.CDLL(str(so))
@@ -331,7 +336,7 @@ def _size(f: ca.Function) -> int:
     return sum(_size(f.get_function(name)) for name in f.get_function())
 
 
-class FunctionSet:
+class FunctionSet(OwnsGraphs):
     """Named CasADi functions evaluated compiled where worthwhile (see module docstring).
 
     ``compile``: True compiles every function small enough, False never compiles, None (default)

@@ -44,7 +44,7 @@ from ..model.limits import MAX_CONFIGURATION, check_time_step
 from ..model.mass_structure import spin_invariant_joints
 from ..model.robot import RobotModel
 from .codegen import FunctionSet
-from .graph_lock import GRAPH_LOCK, builds_graph
+from .graph_lock import OwnsGraphs, builds_graph
 from .lagrangians import discrete_lagrangian
 from .symbolic import SymbolicTree, build_tree, constraint_expr, nonholonomic_expr
 
@@ -257,7 +257,7 @@ def directional_lagrangian(
     return rest + dLd(q0, q1, a, b)
 
 
-class DiscreteSystemStructure:
+class DiscreteSystemStructure(OwnsGraphs):
     """Symbolic build of every function a step, a linearization and a Hessian needs.
 
     ``lagrangian``: the discrete Lagrangian (mechanics.lagrangians: 'midpoint', Johnson2015; 'trapezoidal_se3',
@@ -304,8 +304,11 @@ class DiscreteSystemStructure:
         self.nx, self.n_inputs, self.ny = 2 * nq, nu + nk, nd + nc
         self.nz = 2 * nq + nu + nk
 
-        # (one build at a time in the process: mechanics.graph_lock; the C compiler runs after, unlocked)
-        with GRAPH_LOCK:
+        # (one build at a time in the process, its temporaries released within: mechanics.graph_lock; the C compiler
+        # runs after, unlocked)
+        @builds_graph
+        def symbolic() -> tuple[dict[str, ca.Function], tuple[str, ...]]:
+            nonlocal tree
             tree = tree or build_tree(robot)
             self.tree = tree
             Ld_of = discrete_lagrangian(lagrangian, robot, tree, self.dt)
@@ -417,6 +420,9 @@ class DiscreteSystemStructure:
                 "constraint_rows": ca.Function("crows", [tree.q], [dens(ca.vertcat(rows_h, A_sym))]),
                 **extra,
             }
+            return funcs, names
+
+        funcs, names = symbolic()
         self.functions = FunctionSet(
             robot.hash
             + ("_gni" if nonholonomic else "")

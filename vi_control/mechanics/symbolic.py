@@ -15,7 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..model.robot import RobotModel
-from .graph_lock import GRAPH_LOCK, builds_graph
+from .graph_lock import OwnsGraphs, builds_graph
 
 
 def _skew(a: np.ndarray) -> np.ndarray:
@@ -28,7 +28,7 @@ def _rodrigues(axis: np.ndarray, angle: ca.SX) -> ca.SX:
 
 
 @dataclass
-class SymbolicTree:
+class SymbolicTree(OwnsGraphs):
     """Symbols and expressions of one robot. ``q`` and ``v`` are SX column vectors (nq)."""
 
     q: ca.SX
@@ -158,7 +158,7 @@ def nonholonomic_expr(robot: RobotModel, tree: SymbolicTree) -> ca.SX:
     return ca.jacobian(ca.vertcat(*rows), tree.v)
 
 
-class ContinuousDynamics:
+class ContinuousDynamics(OwnsGraphs):
     """Compiled-to-SX-VM continuous quantities of the tree: M(q), g(q), T, V, FK, h, Dh.
 
     These are what the discrete Lagrangian is built from; tests hold them equal to Pinocchio's
@@ -203,11 +203,14 @@ class ContinuousDynamics:
             model = self.robot.pin_model
             if not model.existFrame(frame):
                 raise KeyError(f"frame {frame!r} does not exist")
-            with GRAPH_LOCK:
-                R, p = self.tree.frame_pose(model, model.getFrameId(frame))
-                self._frames[frame] = ca.Function("fk", [self.tree.q], [R, p])
+            self._frames[frame] = self._frame_function(model.getFrameId(frame))
         R, p = self._frames[frame](q)
         return np.array(R), np.array(p).ravel()
+
+    @builds_graph
+    def _frame_function(self, frame_id: int) -> ca.Function:
+        R, p = self.tree.frame_pose(self.robot.pin_model, frame_id)
+        return ca.Function("fk", [self.tree.q], [R, p])
 
     def constraint(self, q: np.ndarray) -> np.ndarray:
         return np.array(self._h(q)).ravel()

@@ -23,7 +23,7 @@ import casadi as ca
 import numpy as np
 
 from ..mechanics.euler_poincare import momenta
-from ..mechanics.graph_lock import builds_graph
+from ..mechanics.graph_lock import OwnsGraphs, builds_graph
 from ..mechanics.groups import Retraction, get_group
 from ..model.errors import renamed_keyword
 from .dmoc_problem import DMOCProblem, check_dmoc_options, check_guess, geodesic_guess, input_split
@@ -72,7 +72,7 @@ class IpoptResult(SolverResult):
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: one object per structure (``transcription``)
-class Transcription:
+class Transcription(OwnsGraphs):
     """The discrete problem as a parametric NLP: min f(w; p) s.t. g(w; p) = 0 (module docstring), one per structure
     (group, retraction, N, m, inputs, cost) and cached; the body, boundary states and h are the parameters p
     (``nlp_parameters``). Variables w = (ξ_0…ξ_{N−1}, ν_1…ν_{N−1}, g_1…g_{N−1} as coordinates, inputs)."""

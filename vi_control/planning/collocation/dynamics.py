@@ -17,12 +17,12 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from ...mechanics.graph_lock import GRAPH_LOCK, builds_graph
+from ...mechanics.graph_lock import OwnsGraphs, builds_graph
 from ...mechanics.symbolic import build_tree, constraint_expr
 from ...model.robot import RobotModel
 
 
-class SecondOrderDynamics:
+class SecondOrderDynamics(OwnsGraphs):
     """Symbolic (CasADi SX) and numeric M(q), b(q, q̇), B, h(q), Dh(q), and the forward dynamics g(q, q̇, u).
 
     ``explicit(q, v, u)`` / ``implicit(q, v, a, u, lam)`` return SX expressions for any SX arguments (the
@@ -106,27 +106,29 @@ class SecondOrderDynamics:
         J = self.constraint_jacobian(q)
         return ca.vertcat(r - ca.mtimes(J.T, lam), ca.mtimes(J, a) + self.constraint_drift(q, v))
 
+    @builds_graph  # (an expression for SX q; a lookup and an evaluation for numeric q)
     def point_position(self, link: str, point, q):
         """World position of a point fixed in ``link`` (expression in q; numeric for numeric q)."""
         key = (link, tuple(np.asarray(point, float)))
-        with GRAPH_LOCK:  # (an expression for SX q; a lookup and an evaluation for numeric q)
-            if key not in self._fk:
-                self._fk[key] = ca.Function(
-                    "fk", [self.tree.q], [self.tree.point_position(self.robot.pin_model, link, point)]
-                )
-            return self._fk[key](q)
+        if key not in self._fk:
+            self._fk[key] = ca.Function(
+                "fk", [self.tree.q], [self.tree.point_position(self.robot.pin_model, link, point)]
+            )
+        return self._fk[key](q)
 
     # ---- numeric ----------------------------------------------------------------------------------
     def acceleration(self, Q: np.ndarray, V: np.ndarray, U: np.ndarray) -> np.ndarray:
         """g at each sample: rows of Q, V (n, nq) and U (n, nu) → (n, nq), one vectorized call (CasADi map)."""
         Q, V = np.atleast_2d(np.asarray(Q, float)), np.atleast_2d(np.asarray(V, float))
         U = np.asarray(U, float).reshape(len(Q), self.nu)
-        with GRAPH_LOCK:
-            if self._g is None:
-                q, v, u = ca.SX.sym("q", self.nq), ca.SX.sym("v", self.nq), ca.SX.sym("u", self.nu)
-                self._g = ca.Function("g", [q, v, u], [self.explicit(q, v, u)])
-            g = self._g.map(len(Q))
-        return np.array(g(Q.T, V.T, U.T)).T
+        return np.array(self._mapped_dynamics(len(Q))(Q.T, V.T, U.T)).T
+
+    @builds_graph
+    def _mapped_dynamics(self, n: int) -> ca.Function:
+        if self._g is None:
+            q, v, u = ca.SX.sym("q", self.nq), ca.SX.sym("v", self.nq), ca.SX.sym("u", self.nu)
+            self._g = ca.Function("g", [q, v, u], [self.explicit(q, v, u)])
+        return self._g.map(n)
 
     def energy(self, q: np.ndarray, v: np.ndarray) -> float:
         return float(self._energy(q, v))

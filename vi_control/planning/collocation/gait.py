@@ -22,7 +22,7 @@ import numpy as np
 from ...control.lqr import tv_lqr
 from ...integrators.base import Linearizable, StepError
 from ...linearization import linearize_trajectory
-from ...mechanics.graph_lock import GRAPH_LOCK, builds_graph
+from ...mechanics.graph_lock import OwnsGraphs, builds_graph
 from ...model.robot import RobotModel
 from ..cost import weight_matrix
 from .dynamics import SecondOrderDynamics
@@ -52,7 +52,7 @@ class GaitCycle:
 
 
 @dataclass
-class BipedGait:
+class BipedGait(OwnsGraphs):
     """The gait problem of one robot: step length D [m], step time T [s], input bound [N·m]; ``knee_limit`` [rad]
     the smallest knee angle along the step (0: the knees may bend but not hyperextend, as in Kelly 2017's biped and
     RABBIT; None: only the URDF's limits, which allow 0.5 rad of hyperextension)."""
@@ -159,11 +159,13 @@ class BipedGait:
 
     def impact_jacobian(self, vi: Linearizable, x: np.ndarray) -> np.ndarray:
         """∂x⁺/∂x of ``discrete_impact`` (anchored) by automatic differentiation, (nx, nx)."""
+        return np.array(self._impact_jacobian_function(vi)(x))
+
+    @builds_graph
+    def _impact_jacobian_function(self, vi: Linearizable) -> ca.Function:
         f = self._impact_function(vi, True)
-        with GRAPH_LOCK:
-            xs = ca.SX.sym("x", vi.nx)
-            jac = ca.Function("dimpact", [xs], [ca.jacobian(f(xs), xs)])
-        return np.array(jac(x))
+        xs = ca.SX.sym("x", vi.nx)
+        return ca.Function("dimpact", [xs], [ca.jacobian(f(xs), xs)])
 
     @builds_graph
     def _impact_function(self, vi: Linearizable, anchor: bool) -> ca.Function:

@@ -31,7 +31,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ...mechanics.graph_lock import builds_graph
+from ...mechanics.graph_lock import OwnsGraphs, builds_graph
 from ...model.scalars import is_integer
 from ..errors import PlanningError, ipopt_iterations
 from .dynamics import SecondOrderDynamics
@@ -155,7 +155,7 @@ class Guess:
         )
 
 
-class Transcription:
+class Transcription(OwnsGraphs):
     """The NLP of one CollocationProblem, built once (symbolic, CasADi SX) and solved with new boundary values.
 
     Decision variables, in order: Q (node values, node-major), V (LG: velocity node values), Vc and Ac (lifted
