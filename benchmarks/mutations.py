@@ -1808,4 +1808,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "dropped systems wait in the graveyard for good: memory grows with every held system a simulator swaps",
         ("test/mechanics/test_graph_lock.py",),
     ),
+    Mutation(
+        "lazy_compile_unlocked",
+        "vi_control/mechanics/codegen.py",
+        "            with self._lazy_lock:\n",
+        "            if True:\n",
+        "a thread that asks for the Hessian while another compiles it gets the CasADi VM's function: its plan takes "
+        "the numpy path, ~10x slower",
+        ("test/mechanics/test_graph_lock.py",),
+    ),
 )

@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -364,6 +365,8 @@ class FunctionSet(OwnsGraphs):
         self._tag = "".join(c for c in tag if c.isalnum())[:24]
         self._fns: dict[str, _VMFunction | _CFunction] = {n: _VMFunction(f) for n, f in funcs.items()}
         self._lazy = {n: funcs[n] for n in lazy}
+        # (one thread compiles a lazy function; another that asks for it meanwhile waits and gets the compiled one)
+        self._lazy_lock = threading.Lock()
         self.raw = funcs
         self.lib: ctypes.CDLL | None = None
         # Functions only derivatives need are compiled on first use: a simulator never pays for them.
@@ -429,7 +432,10 @@ class FunctionSet(OwnsGraphs):
         if name in self._lazy:
             # One library per lazy function: first-order users never wait for the Hessian's gcc time
             # (minutes at marionette size).
-            self._compile_group({name: self._lazy.pop(name)})
+            with self._lazy_lock:
+                if name in self._lazy:
+                    self._compile_group({name: self._lazy[name]})
+                    del self._lazy[name]
         return self._fns[name]
 
     def compiled(self, name: str) -> bool:
