@@ -157,15 +157,12 @@ class BipedGait(OwnsGraphs):
         """
         return np.array(self._impact_function(vi, anchor)(x)).ravel()
 
+    @builds_graph  # (the Jacobian's function is built, evaluated and released under the lock)
     def impact_jacobian(self, vi: Linearizable, x: np.ndarray) -> np.ndarray:
         """∂x⁺/∂x of ``discrete_impact`` (anchored) by automatic differentiation, (nx, nx)."""
-        return np.array(self._impact_jacobian_function(vi)(x))
-
-    @builds_graph
-    def _impact_jacobian_function(self, vi: Linearizable) -> ca.Function:
         f = self._impact_function(vi, True)
         xs = ca.SX.sym("x", vi.nx)
-        return ca.Function("dimpact", [xs], [ca.jacobian(f(xs), xs)])
+        return np.array(ca.Function("dimpact", [xs], [ca.jacobian(f(xs), xs)])(x))
 
     @builds_graph
     def _impact_function(self, vi: Linearizable, anchor: bool) -> ca.Function:
