@@ -2,11 +2,13 @@
 made in motion: against the rates the samples were made with, at the boundaries of its window and spacing, and on
 the two clocks that fooled it — one that has not heard /clock yet (reads 0) and one that went back."""
 
+import time
+
 import pytest
 
 pytest.importorskip("rclpy")
 
-from vi_control.ros.planner_node import ClockSamples  # noqa: E402
+from vi_control.ros.planner_node import ClockSamples, measured_clock_rate  # noqa: E402
 
 
 def _feed(c: ClockSamples, rate: float, t0: float, wall0: float, n: int, dt: float = 0.05):
@@ -53,3 +55,27 @@ def test_window_span_and_spacing_at_their_boundaries():
     c.add(100.0, 1.0)  # (a clock that then ran at 2x)
     wall = _feed(c, 2.0, 5.0, 100.0 + ClockSamples.WINDOW, 10)
     assert c.rate(wall) == pytest.approx(2.0, rel=1e-9)
+
+
+def _clock_from(arrives: float, rate: float, value: float):
+    """A sim-time node clock: 0 until /clock arrives ``arrives`` s from now, then ``value`` running at ``rate``."""
+    t0 = time.monotonic()
+
+    def clock() -> float:
+        t = time.monotonic() - t0
+        return 0.0 if t < arrives else value + rate * (t - arrives)
+
+    return clock
+
+
+def test_the_measured_rate_starts_once_the_clock_has_been_heard():
+    """The planner's fallback measurement (no samples yet): a lockstep clock standing at 1.0 s whose first /clock
+    comes during the window was read from 0 as a rate of ~3 (CI s59g: the start-up plan 2 steps ahead of its state,
+    the loop stood still); now the window starts once the clock reads, so a standing clock is 0 and a running one
+    its rate; a clock never heard is 0."""
+    assert measured_clock_rate(_clock_from(0.1, 0.0, 1.0), span=0.2) == 0.0
+    assert measured_clock_rate(_clock_from(0.1, 1.0, 5.0), span=0.2) == pytest.approx(1.0, rel=0.05)
+    assert measured_clock_rate(_clock_from(0.0, 0.0, 1.0), span=0.2) == 0.0
+    assert measured_clock_rate(lambda: 0.0, span=0.2, wait=0.1) == 0.0
+    # heard only after the wait, during what would have been the window: still no rate from 0
+    assert measured_clock_rate(_clock_from(0.15, 0.0, 1.0), span=0.2, wait=0.1) == 0.0

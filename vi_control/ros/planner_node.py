@@ -45,6 +45,7 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -160,6 +161,22 @@ class ClockSamples:
             return None
         (s0, r0), (s1, r1) = window[0], window[-1]
         return max(0.0, (r1 - r0) / (s1 - s0))
+
+
+def measured_clock_rate(clock: Callable[[], float], span: float = 0.3, wait: float = 1.0) -> float:
+    """Node-clock seconds per steady second of ``clock`` over ``span`` s, measured now. A sim-time clock that reads 0
+    has not heard /clock yet: the window starts once it has (waited for up to ``wait`` s; a clock still at 0 runs
+    nothing: 0). Counted from 0, a lockstep clock standing at 1.0 s read as 3.3 — the start-up plan started 2 steps
+    ahead of the state it was planned from, and the lockstep controller, which commands nothing before the first plan,
+    waited for a state that never came (CI s59g)."""
+    deadline = time.monotonic() + wait
+    while clock() <= 0.0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if clock() <= 0.0:
+        return 0.0
+    s0, r0 = time.monotonic(), clock()
+    time.sleep(span)
+    return max(0.0, (clock() - r0) / (time.monotonic() - s0))
 
 
 class PlannerNode(ManagedNode):
@@ -663,9 +680,7 @@ class PlannerNode(ManagedNode):
             return 1.0
         rate = self.clock_samples.rate(time.monotonic())
         if rate is None:  # too short a window: measure now
-            s0, r0 = time.monotonic(), self._now()
-            time.sleep(0.3)
-            rate = max(0.0, (self._now() - r0) / (time.monotonic() - s0))
+            rate = measured_clock_rate(self._now)
         return rate
 
     def expected_solve_time(self) -> float:
