@@ -163,20 +163,24 @@ class ClockSamples:
         return max(0.0, (r1 - r0) / (s1 - s0))
 
 
-def measured_clock_rate(clock: Callable[[], float], span: float = 0.3, wait: float = 1.0) -> float:
-    """Node-clock seconds per steady second of ``clock`` over ``span`` s, measured now. A sim-time clock that reads 0
-    has not heard /clock yet: the window starts once it has (waited for up to ``wait`` s; a clock still at 0 runs
-    nothing: 0). Counted from 0, a lockstep clock standing at 1.0 s read as 3.3 — the start-up plan started 2 steps
-    ahead of the state it was planned from, and the lockstep controller, which commands nothing before the first plan,
-    waited for a state that never came (CI s59g)."""
-    deadline = time.monotonic() + wait
-    while clock() <= 0.0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if clock() <= 0.0:
-        return 0.0
-    s0, r0 = time.monotonic(), clock()
-    time.sleep(span)
-    return max(0.0, (clock() - r0) / (time.monotonic() - s0))
+def measured_clock_rate(clock: Callable[[], float], wait: float = 1.0) -> float:
+    """Node-clock seconds per steady second of ``clock``, measured now: ``ClockSamples`` of it every ``SPACING`` s
+    until they span ``MIN_SPAN`` — so a sim-time clock that has not heard /clock yet (0) is not sampled and the
+    measurement starts once it has — or 0 if it is not heard within ``wait`` s (a clock still at 0 runs nothing; one
+    heard, ``WINDOW`` s more at most). Counted
+    from 0, a lockstep clock standing at 1.0 s read as 3.3: the start-up plan started 2 steps ahead of the state it was
+    planned from, and the lockstep controller, which commands nothing before the first plan, waited for a state that
+    never came (CI s59g)."""
+    samples, deadline = ClockSamples(), time.monotonic() + wait
+    while True:
+        wall = time.monotonic()
+        samples.add(wall, clock())
+        rate = samples.rate(wall)
+        if rate is not None:
+            return rate
+        if wall >= deadline + (ClockSamples.WINDOW if samples.samples else 0.0):
+            return 0.0
+        time.sleep(ClockSamples.SPACING)
 
 
 class PlannerNode(ManagedNode):
