@@ -70,8 +70,8 @@ static vi_plan_ctx vi_plan_unpack(void** c) {
 
 long long vi_plan_workspace(long long nx, long long nu, long long ny, long long nz) {
   const long long nw = ny + nz;
-  return 12 * nx * nx + 8 * nx * nu + 10 * nu * nu + nw * nw + 3 * ny * nz + 2 * nz * nz + 2 * nx * nz
-         + 4 * ny * ny + 10 * (nx + nu + ny + nz) + 64;
+  return 12 * nx * nx + 8 * nx * nu + 10 * nu * nu + nw * nw + 5 * ny * nz + 3 * nz * nz + 2 * nx * nz
+         + 5 * ny * ny + 10 * (nx + nu + ny + nz) + 64;
 }
 
 /* numpy's clip: NaN stays NaN (the step then reports a non-finite input). */
@@ -313,14 +313,15 @@ static int vi_box_qp(const double* H, const double* g, const double* lo, const d
  * symmetric) = T'(V'_x' d2O + mu' d2R)T with R_y' mu = -O_y' V'_x, from the linearization's R_y LU, dy/dz and O_y
  * (a[5..8]); H = V'_x' d2O + mu' d2R over (y, z) by the tree's recursion (vi_tree_hessian: then y = q_{k+1},
  * z = (q_k, p_k, u), and V'_x's momentum part pairs with D2L_d) or the model's generated 'hessian'; z, mua, H, W
- * are scratch. */
+ * (ny x nz) and E (nz^2 + 2 ny nz + ny^2) are scratch. */
 static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const double* Vx, double* z, double* mua,
-                            double* H, double* W, double* Hz) {
+                            double* H, double* W, double* Hz, double* E) {
   const vi_plan_ctx m = *mp;
   const long long nx = m.nx, nu = m.nu, ny = m.ny, nz = m.nz, nw = ny + nz;
   const double *X = a[0], *U = a[1], *Y = a[2], *LU = a[5], *DY = a[7], *OY = a[8];
   const long long* PIV = a[6];
   const double *lu = LU + k * ny * ny, *dydz = DY + k * ny * nz, *Oy = OY + k * nx * ny;
+  double *T = E + nz * nz, *Hyy = T + ny * nz, *Hyz = Hyy + ny * ny;
   for (long long j = 0; j < ny; j++) {
     double s = 0.0;
     for (long long i = 0; i < nx; i++) s += Oy[i + j * nx] * Vx[i];
@@ -338,24 +339,19 @@ static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const 
     double* res[1] = {H};
     if (m.hess(arg, res, m.iw, m.w, 0)) return 1;
   }
-  for (long long j = 0; j < nz; j++) { /* W = H_yy dy/dz + H_yz (column-major; column updates) */
-    double* w = W + j * ny;
-    for (long long i = 0; i < ny; i++) w[i] = 0.0;
-    for (long long l = 0; l < ny; l++) {
-      const double d = dydz[l + j * ny], *h = H + l * nw;
-      for (long long i = 0; i < ny; i++) w[i] += h[i] * d;
-    }
-    for (long long i = 0; i < ny; i++) w[i] += H[i + (ny + j) * nw];
+  /* Row-major copies (ny x ny, ny x nz) of H_yy, dy/dz and H_yz, so that the products below are vi_mm's (vectorized
+   * across columns; each entry still sums over i = 0, 1, ... as a dot product would). */
+  for (long long i = 0; i < ny; i++) {
+    for (long long l = 0; l < ny; l++) Hyy[i * ny + l] = H[i + l * nw];
+    for (long long j = 0; j < nz; j++) { T[i * nz + j] = dydz[i + j * ny]; Hyz[i * nz + j] = H[i + (ny + j) * nw]; }
   }
+  vi_mm(Hyy, T, W, ny, ny, nz, 0, 0); /* W = H_yy dy/dz + H_yz (ny x nz) */
+  for (long long i = 0; i < ny * nz; i++) W[i] += Hyz[i];
+  vi_mm(T, W, Hz, nz, ny, nz, 1, 0);    /* dy/dz' W */
+  vi_mm(Hyz, T, E, nz, ny, nz, 1, 0);   /* H_yz' dy/dz */
   for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz: symmetric, its upper triangle */
-    for (long long q = p; q < nz; q++) {
-      double s1 = 0.0, s2 = 0.0;
-      for (long long i = 0; i < ny; i++) {
-        s1 += dydz[i + p * ny] * W[i + q * ny];
-        s2 += H[i + (ny + p) * nw] * dydz[i + q * ny];
-      }
-      Hz[p * nz + q] = Hz[q * nz + p] = (s1 + s2) + H[(ny + p) + (ny + q) * nw];
-    }
+    for (long long q = p; q < nz; q++)
+      Hz[p * nz + q] = Hz[q * nz + p] = (Hz[p * nz + q] + E[p * nz + q]) + H[(ny + p) + (ny + q) * nw];
   return 0;
 }
 
@@ -377,6 +373,7 @@ static int vi_plan_sweep(void** c, void** a, const int second) {
   double *z = Qux_r + nu * nx, *cov = z + nz, *mua = cov + ny, *H = mua + ny, *W = H + nw * nw, *Hz = W + ny * nz;
   double *Quu_k = Hz + nz * nz, *t = Quu_k + nu, *Vn = t + nx, *Vxxn = Vn + nx, *lo = Vxxn + nx * nx, *hi = lo + nu;
   double *rhs = hi + nu, *R = rhs + nu * (nx + 1), *qp = R + nu * nu, *T = qp + 4 * nu * nu + 8 * nu;
+  double* E = T + nu * nx + nu * nu; /* the contraction's: nz^2 + 2 ny nz + ny^2 (vi_plan_contract) */
   double d1 = 0.0, d2 = 0.0;
   for (long long i = 0; i < nx; i++) Vx[i] = VxN[i];
   for (long long i = 0; i < nx * nx; i++) Vxx[i] = VxxN[i];
@@ -402,7 +399,7 @@ static int vi_plan_sweep(void** c, void** a, const int second) {
     vi_mm(B, VB, Quu, nu, nx, nu, 1, 0);
     for (long long i = 0; i < nu * nu; i++) Quu[i] = Wu[i] + Quu[i];
     if (second) { /* + V'_x . d2f: Hz of this stage (vi_plan_contract, or the caller's contract) */
-      if (contract ? contract(k, Vx, Hz) : vi_plan_contract(&m, a, k, Vx, z, mua, H, W, Hz)) return 1;
+      if (contract ? contract(k, Vx, Hz) : vi_plan_contract(&m, a, k, Vx, z, mua, H, W, Hz, E)) return 1;
       for (long long i = 0; i < nx; i++)
         for (long long j = 0; j < nx; j++) Qxx[i * nx + j] += Hz[i * nz + j];
       for (long long i = 0; i < nu; i++) {
