@@ -73,13 +73,21 @@ def _serial(item) -> bool:
     )
 
 
+def pytest_runtest_setup(item):
+    if _serial(item):
+        from worker_priority import background_other_workers
+
+        background_other_workers()
+
+
 def pytest_collection_modifyitems(config, items):
     """With pytest-xdist (scripts/test.sh runs two workers): every DDS/Ray test in one group, so they run one at a
     time on one worker while the other worker takes the computational tests — never two node launches competing
     for the 2 cores with each other. Without xdist the mark does nothing. The group is not moved to the front: in
     collection order it starts after the computational tests up to test_r*, so most of it runs beside a nearly idle
     worker (put first, it ran beside the heaviest compiles, done 1.5 min sooner, and the split-driver reach tracked
-    0.042 rad against its 0.04 bound)."""
+    0.042 rad against its 0.04 bound). The process tests' worker puts the other in the background
+    (``background_other_workers``)."""
     for item in items:
         if _serial(item):
             item.add_marker(pytest.mark.xdist_group("processes"))
