@@ -97,7 +97,9 @@ static void vi_mm(const double* X, const double* Y, double* Z, long long n, long
   long long xr = tx ? 1 : m, xs = tx ? n : 1;
   /* xs hidden from the optimizer: known to be 1, GCC 12 loads 8 consecutive x_l at once and shuffles each into
    * place (3x slower at 14 x 14 than this one broadcast per l; same numbers). */
+#if defined(__GNUC__)
   __asm__("" : "+r"(xs));
+#endif
   for (long long i = 0; i < n; i++) vi_row(X + i * xr, xs, Y, p, m, Z + i * p, acc, 0);
 }
 
