@@ -143,19 +143,19 @@ class HardwareRun:
         _, q_final = self.states(end + settle, end + settle + window)
         return plan, float(np.sqrt(np.mean((q - ref) ** 2))), q_final
 
-    def stalls(self, t0: float, t1: float) -> str:
+    def stalls(self, t0: float, t1: float, gap: float = STARVED_GAP) -> str:
         """Why the loop did not run as on hardware between the wall-clock times t0 and t1 ('' if it did): joint
         states the controller found stale (the plant or the controller starved of the CPU on a loaded machine), a
-        plant that skipped steps, or a command loop that went ``STARVED_GAP`` or longer without a tick. (Before t0,
+        plant that skipped steps, or a command loop that went ``gap`` or longer without a tick. (Before t0,
         e.g. while the planner process starts beside the held arm, none of these bears on the plan's tracking.)"""
         why = [
             f"{node}: {text}"
             for node, text in (("controller", "joint states stale"), ("plant", "stepping stalled"))
             if any(t0 <= t <= t1 for t in self.log_times(node, text))
         ]
-        late, gap = self.late_ticks(t0, t1)
-        if gap >= STARVED_GAP:
-            why.append(f"controller: {late} late ticks, the longest gap {1e3 * gap:.1f} ms")
+        late, longest = self.late_ticks(t0, t1)
+        if longest >= gap:
+            why.append(f"controller: {late} late ticks, the longest gap {1e3 * longest:.1f} ms")
         return "; ".join(why)
 
     def log_times(self, node: str, text: str) -> list[float]:
@@ -220,6 +220,11 @@ def test_acrobot_swingup_against_the_mujoco_plant(ros):
 
 # ---- the hold: active once the controller has safe_mode 'hold' -----------------------------
 HOLD_WINDOW, HOLD_BOUND = 5.0, 0.05  # s, rad
+# s: a hold is judged unless the command loop went this long without a tick (50 periods at 500 Hz), the plant stalled
+# or the controller found its states stale: the arm then ran on one stale torque, which no real arm's driver allows
+# (it stops). On a 2-core CI VM the loop went 342 ms and 1.24 s without a tick while held (s60c, s60g) and the arm
+# drifted 0.48 rad; tick gaps under load are otherwise ≤ 20 ms (STARVED_GAP).
+HOLD_STALL = 0.1
 # s: the two-publisher tests' conflict windows (default 0.5 s): a stall of this process, or the plant's, longer than
 # the window between two of the other publisher's messages ends the conflict and begins another (CI: both tests)
 CONFLICT_WINDOW = 2.0
@@ -237,13 +242,24 @@ def _hold_run(ros, planner: dict | None = None, plant_q: list | None = None, **c
     )
 
 
+def _judge_hold(run: HardwareRun, what: str, dev: float, t0: float) -> None:
+    """``dev`` (the largest deviation over ``HOLD_WINDOW`` from ``t0``) within ``HOLD_BOUND``, unless the loop stalled
+    then (``HOLD_STALL``): reported, not judged."""
+    stalls = run.stalls(t0, t0 + HOLD_WINDOW, gap=HOLD_STALL)
+    print(
+        f"{what}: max deviation {dev:.4f} rad over {HOLD_WINDOW} s"
+        + (f" — the loop stalled ({stalls}): not judged" if stalls else "")
+    )
+    if not stalls:
+        assert dev < HOLD_BOUND, run.report()
+
+
 @needs_hold
 def test_panda_held_before_its_first_plan(ros):
     run = _hold_run(ros)
     released = run.log_time("plant", "first command: brakes released", DISCOVERY)
     dev = run.deviation(released, HOLD_WINDOW)
-    print(f"held before the first plan: max |q − q_0| {dev:.4f} rad over {HOLD_WINDOW} s")
-    assert dev < HOLD_BOUND, run.report()
+    _judge_hold(run, "held before the first plan", dev, released)
 
 
 @needs_hold
@@ -261,11 +277,13 @@ def test_panda_held_after_a_path_tolerance_abort(ros):
     settled = max([aborted, *stalled]) + 0.5
     dev = run.deviation(settled, HOLD_WINDOW)
     stopping = run.deviation(aborted, settled - aborted)
-    print(
-        f"held after a path-tolerance abort: max deviation {dev:.4f} rad over {HOLD_WINDOW} s (stopping: "
-        f"{stopping:.4f} rad in the first {settled - aborted:.2f} s{', the plant stalled' if stalled else ''})"
+    _judge_hold(
+        run,
+        f"held after a path-tolerance abort (stopping: {stopping:.4f} rad in the first {settled - aborted:.2f} s"
+        f"{', the plant stalled' if stalled else ''})",
+        dev,
+        settled,
     )
-    assert dev < HOLD_BOUND, run.report()
 
 
 @needs_hold
@@ -309,9 +327,9 @@ def test_panda_held_after_deactivate_and_activate(ros):
     run.log_time("plant", "first command: brakes released", DISCOVERY)
     assert run.rec.transition("vi_controller", Transition.TRANSITION_DEACTIVATE)
     assert run.rec.transition("vi_controller", Transition.TRANSITION_ACTIVATE)
-    dev = run.deviation(time.time(), HOLD_WINDOW)
-    print(f"held after deactivate -> activate: max deviation {dev:.4f} rad over {HOLD_WINDOW} s")
-    assert dev < HOLD_BOUND, run.report()
+    activated = time.time()
+    dev = run.deviation(activated, HOLD_WINDOW)
+    _judge_hold(run, "held after deactivate -> activate", dev, activated)
 
 
 @needs_hold
@@ -394,7 +412,10 @@ def test_the_plant_brakes_when_commands_stop_for_command_timeout(ros):
             return any(float(np.abs(st[2] - q[0]).max()) > 1e-6 for st in rec.states[n:])
 
     assert rec.wait_for(moving, 5.0), rec.states[-1]  # moving again
-    assert plant.log().count("brakes engaged") == 1, plant.log()
+    # said once for the timeout, not every step it held (counted up to the release: the one command released them for
+    # 0.4 s of plant time, after which they engage again — a recorder starved that long sees the second engagement)
+    log = plant.log()
+    assert log[: log.index("command again: brakes released")].count("brakes engaged") == 1, log
 
 
 def test_plant_fault_injection_pauses_joint_states_and_refuses_bad_commands(ros):

@@ -40,6 +40,15 @@ def entries(log: str) -> list[tuple[int, int, float, float]]:
     return [(int(a), int(b), float(c), float(d)) for a, b, c, d in ENTERED.findall(log)]
 
 
+PUBLISHED = re.compile(r"request \d+ \((\w+) from [^)]*\): published plan (\d+)")
+
+
+def published_kinds(planner_log: str) -> dict[int, str]:
+    """plan -> the kind of request it was published for (``mpc``: a cycle; ``task``, ``goal``…: a plan of its own,
+    the start-up's or a restart's) from a planner log's "request n (kind from source): published plan" lines."""
+    return {int(seq): kind for kind, seq in PUBLISHED.findall(planner_log)}
+
+
 RETIMED_BY = re.compile(r"entered plan (\d+) at k=\d+ \([^)]*\), re-timed by (\d+) steps")
 
 

@@ -1030,7 +1030,7 @@ class PlannerNode(ManagedNode):
             + f", solve {solve:.2f} s, {result}"
             + (f"; WARNING: {late:.1f} steps after its start" if late > 0.5 else "")
         )
-        log.info(f"request {job.id}: {text}")
+        log.info(f"request {job.id} ({request.kind} from {job.source}): {text}")
         self._status(
             job,
             "accepted",
