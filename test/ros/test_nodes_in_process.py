@@ -360,6 +360,56 @@ def test_a_task_plan_that_ended_without_the_controllers_entry_is_planned_again(r
         assert planner._worker is None and planner.mpc_counts["restarts"] == 1
 
 
+def test_a_restart_overtaken_by_the_controllers_late_entry_of_the_plan_is_dropped(request, tmp_path, monkeypatch):
+    """Mode mpc: the task's plan ended without the controller's entry, so the task is planned again (a restart) — but
+    during that solve the controller enters the ended plan after all (it reached it late and re-timed it to start
+    from the held robot, CI s61a). The restart's plan, from the held state before that entry, would replace the
+    running plan mid-motion with a new task plan whose first command is not the running law's: it is dropped
+    ('superseded', said why), the re-timed plan stays the one the cycles continue."""
+    import threading
+
+    from vi_control.ros.messages import plan_entered_message
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "controller_name:=vi_controller", "-p", "start_delay:=0.0"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        statuses = []
+        publish = planner.pub_status.publish
+
+        def record(msg):
+            statuses.append({v.key: v.value for v in msg.status[0].values})
+            return publish(msg)
+
+        monkeypatch.setattr(planner.pub_status, "publish", record)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        seq, now = planner.last_seq, planner._now()
+        planner.last_plan = ended = planner.last_plan.shifted(now - 2.5)  # (ended 0.5 s ago, never entered)
+        planner.on_joint_state(_joint_state(now, 0.0, 0.0))  # (held at its start)
+        started, release, real_solve = threading.Event(), threading.Event(), planner._mpc_solve
+
+        def gated_solve(*args, **kwargs):
+            started.set()
+            assert release.wait(60.0)
+            return real_solve(*args, **kwargs)
+
+        monkeypatch.setattr(planner, "_mpc_solve", gated_solve)
+        planner._mpc_tick()
+        assert started.wait(60.0) and planner.mpc_counts["restarts"] == 1
+        worker = planner._worker
+        t0 = float(ended.times[0]) + 60 * planner.vi.dt  # the controller re-timed it by 60 steps
+        planner.on_plan_entered(plan_entered_message(seq, t0))
+        release.set()
+        worker.join(60.0)
+        assert not worker.is_alive() and planner._worker is None
+        assert planner.last_seq == seq and planner.entered_seq == seq  # (no plan of the restart went out)
+        assert float(planner.last_plan.times[0]) == pytest.approx(t0, abs=1e-9)
+        restart = [s for s in statuses if s["source"] == "mpc restart"]
+        assert [s["state"] for s in restart] == ["planning", "superseded"], restart
+        assert f"vi_controller entered plan {seq} after all" in restart[-1]["reason"], restart
+
+
 def test_a_goal_request_plan_that_ended_without_the_controllers_entry_is_planned_again_toward_that_goal(
     request, tmp_path
 ):

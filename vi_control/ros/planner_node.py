@@ -132,6 +132,7 @@ class Job:
     wait: float = 0.0
     quiet: bool = False
     late: int = 0  # how many plans of this request before it reached the controller after their end (``LATE_REPLANS``)
+    unentered: int | None = None  # an mpc restart's: the plan it stands in for (ended without the controller's entry)
 
 
 class ClockSamples:
@@ -517,8 +518,9 @@ class PlannerNode(ManagedNode):
                 not solving
                 and self._now() > self.last_plan.times[-1]
                 and self._restart_task(
-                    f"the {'request' if self.mpc.followed else 'task'}'s plan ended at "
-                    f"t={self.last_plan.times[-1]:.4f} without {self.p['controller_name']} entering it (is it running?)"
+                    f"the {'request' if self.mpc.followed else 'task'}'s plan ended at t={self.last_plan.times[-1]:.4f}"
+                    f" without {self.p['controller_name']} entering it (is it running?)",
+                    unentered=self.last_seq,
                 )
             ):
                 return
@@ -561,13 +563,16 @@ class PlannerNode(ManagedNode):
         ):
             self._restarted_t0 = t0
 
-    def _restart_task(self, why: str) -> bool:
+    def _restart_task(self, why: str, unentered: int | None = None) -> bool:
         """Plan the task again from the measured state, a new run with a new deadline (its cycles wait for the
         controller's entry of that plan): said with ``why``, counted in ``mpc_restarts``. While the cycles follow a
         ``~/goal`` request's plan, that goal is planned again instead (the task is not what the user asked for last);
         a ``~/joint_trajectory`` request's is not: from the held arm its points, from the first on, could lead the arm
         back along its path — the robot stays held, and the log says to send it again. Not while a request waits to be
-        solved (a user's goal, say: it plans next, and a restart would supersede it). True if submitted."""
+        solved (a user's goal, say: it plans next, and a restart would supersede it). ``unentered``: the plan that
+        ended without the controller's entry, if that is why — should the controller enter it after all before the
+        restart's plan is out (it came late and was re-timed), the restart is dropped (``_restart_overtaken``). True if
+        submitted."""
         with self._lock:
             if self._pending is not None:
                 return False
@@ -589,8 +594,24 @@ class PlannerNode(ManagedNode):
             f"mpc: {why}; {what} is planned again from the measured state, with a new deadline (restart "
             f"{self.mpc_counts['restarts']})",
         )
-        self._submit(request, "mpc restart")
+        self._submit(request, "mpc restart", unentered=unentered)
         return True
+
+    def _restart_overtaken(self, job: Job) -> bool:
+        """Whether ``job`` is an mpc restart for a plan the controller has entered since (call with the lock held): that
+        plan reached it late, after its end, and was re-timed to start from the held robot — the run the restart was
+        to begin is under way. Its plan, from the held state before that entry, would replace the running one mid-motion
+        with a new task plan whose first command is not the running law's (a jump in the torque); dropped instead,
+        said, and the cycles continue the entered plan."""
+        return job.unentered is not None and self.entered_seq == job.unentered
+
+    def _drop_overtaken_restart(self, job: Job) -> None:
+        self._status(
+            job,
+            "superseded",
+            f"{self.p['controller_name']} entered plan {job.unentered} after all (it came late and was re-timed): the "
+            "restart is not published, the cycles continue that plan",
+        )
 
     def publish_diagnostics(self) -> None:
         level, message, values = planner_diagnostics(
@@ -600,16 +621,22 @@ class PlannerNode(ManagedNode):
         self.diag_pub.publish(diagnostics(name, self.get_clock().now().to_msg(), level, message, values))
 
     # ---- requests and their outcomes -------------------------------------------------------------
-    def _job(self, request: Request, source: str, header=None, wait: float = 0.0, late: int = 0) -> Job:
+    def _job(
+        self, request: Request, source: str, header=None, wait: float = 0.0, late: int = 0, unentered: int | None = None
+    ) -> Job:
         self._next_id += 1
         stamp, frame = (time_seconds(header.stamp), header.frame_id) if header is not None else (0.0, "")
         # (an MPC cycle is quiet: reported in /diagnostics and by its failures only, not 10 statuses a second)
-        return Job(self._next_id, request, source, stamp, frame, wait, quiet=request.kind == "mpc", late=late)
+        quiet = request.kind == "mpc"
+        return Job(self._next_id, request, source, stamp, frame, wait, quiet=quiet, late=late, unentered=unentered)
 
-    def _submit(self, request: Request, source: str, header=None, wait: float = 0.0, late: int = 0) -> Job:
+    def _submit(
+        self, request: Request, source: str, header=None, wait: float = 0.0, late: int = 0, unentered: int | None = None
+    ) -> Job:
         """Solve ``request`` now, or after the solve under way (replacing a request that waits: superseded);
-        ``late``: how many of its plans came late before (``_plan_again_after_late_delivery``)."""
-        job = self._job(request, source, header, wait, late)
+        ``late``: how many of its plans came late before (``_plan_again_after_late_delivery``); ``unentered``: the
+        plan an mpc restart stands in for (``_restart_overtaken``)."""
+        job = self._job(request, source, header, wait, late, unentered)
         if not self.active:
             self._status(job, "refused", "the planner is not active")
             return job
@@ -881,6 +908,10 @@ class PlannerNode(ManagedNode):
 
         request, log = job.request, self.get_logger()
         activation = self.activation  # (a deactivation from here on: the plan is not published)
+        with self._lock:
+            overtaken = self._restart_overtaken(job)
+        if overtaken:
+            return self._drop_overtaken_restart(job)
         self._status(job, "planning", "")
         measured = None
         deadline = time.monotonic() + job.wait
@@ -1005,8 +1036,11 @@ class PlannerNode(ManagedNode):
         on_receipt = measured is None
         msg = plan_to_message(plan, seq, start_on_receipt=on_receipt)
         with self._lock:  # (plan_entered waits: the plan and the timeline it continues are judged together)
+            overtaken = self._restart_overtaken(job)
             if moving and timeline != self.timeline:
                 stale = True
+            elif overtaken:
+                stale = False
             else:
                 stale = False
                 self._publish_plan(plan, msg, seq, on_receipt, velocities)
@@ -1015,6 +1049,8 @@ class PlannerNode(ManagedNode):
                 if self.mpc is not None and request.kind in ("goal", "trajectory"):
                     self.mpc.follow(result, t_start)  # (the cycles continue the request, not the task's goal)
                     self._followed = request
+        if overtaken:
+            return self._drop_overtaken_restart(job)
         if stale and request.kind == "mpc":
             self.warn("mpc stale", "mpc: a cycle dropped: the controller re-timed the plan it continues meanwhile")
             return
