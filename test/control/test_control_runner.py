@@ -190,11 +190,19 @@ def test_start_tolerance_refuses_a_plan_entered_from_the_hold_far_from_its_refer
     runner.queue(6, fast.shifted(7.0), False)
     k, _ = runner.command(7.0 + dt, fast.X[0])
     assert k == 1 and runner.active_seq == 6
-    # two steps late and off X_0 (so not re-timed), its X_1 and X_2 both 1.001 × tol away: refused
+    # two steps late and off X_0 (so not re-timed), its X_1 and X_2 both 1.001 × tol away: refused — of the kind
+    # "plan late" (nothing of it ran because it came late: the planner plans the request again from the measured state)
     runner.stop()
     runner.queue(7, fast.shifted(8.0), False)
     assert runner.command(8.0 + 2 * dt, fast.X[1] + np.array([1.001 * tol, 0.0])) is None
-    assert "at its step 2 its theta is 0.05" in runner.log.throttled[-1][1], runner.log.throttled[-1]
+    kind, text, _ = runner.log.throttled[-1]
+    assert kind == "plan late" and "at its step 2 its theta is 0.05" in text, runner.log.throttled[-1]
+    # one step late (the step of entry 1), X_0 and X_1 both 1.001 × tol away: refused as on time — wrong for where the
+    # arm is, not late (a plan one step late is entered at its step 1)
+    runner.queue(8, fast.shifted(9.0), False)
+    assert runner.command(9.0 + dt, fast.X[1] + np.array([1.001 * tol, 0.0])) is None
+    kind, text, _ = runner.log.throttled[-1]
+    assert kind == "start tolerance" and "at its step 1 its theta is 0.05" in text, runner.log.throttled[-1]
 
 
 def test_every_plan_not_run_is_told_once_to_on_refuse(runner, upright):

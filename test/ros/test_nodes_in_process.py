@@ -525,9 +525,10 @@ def test_a_plan_that_reached_the_controller_after_its_end_is_planned_again(reque
     """Mode plan: a plan the controller dropped because it reached it after its end (~/plan_refused of kind "plan
     ended": a plan writer matched late under load — CI's heavier-panda run received its start-up plan 1.7 s late,
     0.6 s after its end, and held the arm for good) never ran: its request is planned again from the measured state,
-    warned — up to ``LATE_REPLANS`` times, then an error and the request stays refused. A refusal of another kind
-    (start_tolerance: the plan is wrong for where the arm is) is not planned again, nor a request a newer one
-    followed."""
+    warned — up to ``LATE_REPLANS`` times, then an error and the request stays refused. So is one refused as "plan
+    late" (steps after its start, the held arm sagged from its X_0: not re-timed, beyond start_tolerance). A refusal of
+    another kind (start_tolerance on time: the plan is wrong for where the arm is) is not planned again, nor a request
+    a newer one followed."""
     from in_process import record_logs
 
     from vi_control.ros.messages import plan_refused_message
@@ -560,6 +561,13 @@ def test_a_plan_that_reached_the_controller_after_its_end_is_planned_again(reque
         time.sleep(0.3)
         assert planner.last_seq == seq and planner._worker is None  # not again
         assert any(f"not planned again ({LATE_REPLANS} times already)" in m for _, m in logged), logged
+        # refused as late (steps after its start, the held arm no longer at its X_0): planned again too
+        planner._submit(Request("task"), "~/replan")
+        seq = next_plan(seq)
+        why = f"plan {seq} not entered: at its step 4 its theta is 0.3 from the measured one, beyond start_tolerance"
+        planner.on_plan_refused(plan_refused_message(seq, why, "plan late"))
+        seq = next_plan(seq)
+        assert any("after its start, the robot no longer at its start (delivered late)" in m for _, m in logged)
         # another kind of refusal: the request stays refused
         planner._submit(Request("task"), "~/replan")
         seq = next_plan(seq)

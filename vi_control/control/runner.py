@@ -28,9 +28,12 @@ from .intake import FAULT_INVALID_STATE, Estimate, Fault, JointLimits
 from .plan import Plan, state_error
 from .tracking import HoldLaw, TrackingController, plan_step, replaces, safe_command, tracking_law
 
-# The kind of refusal (``refuse``, the node's ~/plan_refused) of a plan that reached the controller after its end:
-# nothing of it ran, so the planner plans its request again.
+# The kinds of refusal (``refuse``, the node's ~/plan_refused) of a plan that nothing of ran because it reached the
+# controller late — after its end, or two or more steps after its start with the held robot no longer at its X_0 (so
+# not re-timed) and beyond start_tolerance from where the plan had got to: the planner plans its request again from
+# the measured state. (A plan refused by start_tolerance on time is wrong for where the robot is: not planned again.)
 REFUSED_ENDED = "plan ended"
+REFUSED_LATE = "plan late"
 
 # Kinds of fault of the plan side (the measurements' are control.intake's FAULT_*).
 FAULT_NONFINITE, FAULT_PATH, FAULT_GOAL, FAULT_TRACKING = (
@@ -266,7 +269,7 @@ class PlanRunner:
                 self.pending = None
                 self.refuse(
                     seq,
-                    "start tolerance",
+                    REFUSED_LATE if late > 1 and not retimed else "start tolerance",
                     f"plan {seq} not entered: at its step {k_in} its {self.error_names[j]} is {e[j]:.4g} from the "
                     f"measured one, beyond start_tolerance {tol:g}; "
                     + (f"plan {self.active_seq}'s hold goes on" if self.law is not None else "the hold goes on"),

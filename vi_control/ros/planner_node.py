@@ -61,7 +61,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..control.intake import stamped_on_receipt
 from ..control.joint_merge import JointStateMerger, Missing
 from ..control.plan import Plan
-from ..control.runner import REFUSED_ENDED
+from ..control.runner import REFUSED_ENDED, REFUSED_LATE
 from ..control.schedule import PlanSchedule
 from ..control.tracking import StateEstimator, wire_velocity
 from ..integrators import make_integrator, require_linearizable
@@ -456,24 +456,27 @@ class PlannerNode(ManagedNode):
         if job.request.kind == "mpc":
             self.mpc_counts["controller_refused"] += 1  # (a quiet job: its status goes to the throttled log)
         self._status(job, "refused", f"{self.p['controller_name']} does not run plan {seq}: {why}", plan=seq)
-        if kind == REFUSED_ENDED and self.mpc is None and job.request.kind != "mpc":
-            self._plan_again_after_late_delivery(job, seq)
+        if kind in (REFUSED_ENDED, REFUSED_LATE) and self.mpc is None and job.request.kind != "mpc":
+            self._plan_again_after_late_delivery(job, seq, kind)
 
-    def _plan_again_after_late_delivery(self, job: Job, seq: int) -> None:
-        """Plan ``seq`` of ``job`` reached the controller after its end (a plan writer matched late under load, a
-        clock that jumped) and was dropped, the robot held: nothing of it ran, so the request is planned again from
-        the measured state — up to ``LATE_REPLANS`` times per request (a controller that never gets a plan in time
-        would loop); then the request stays refused, said so. Mode mpc restarts its task by itself (``_mpc_tick``)."""
+    def _plan_again_after_late_delivery(self, job: Job, seq: int, kind: str = REFUSED_ENDED) -> None:
+        """Plan ``seq`` of ``job`` reached the controller late (a plan writer matched late under load, a clock that
+        jumped) — after its end, or (``REFUSED_LATE``) steps after its start with the held robot no longer at its X_0
+        (a heavier arm sags under its hold) — and was dropped, the robot held: nothing of it ran, so the request is
+        planned again from the measured state — up to ``LATE_REPLANS`` times per request (a controller that never gets
+        a plan in time would loop); then the request stays refused, said so. Mode mpc restarts its task by itself
+        (``_mpc_tick``)."""
         if job.id != self._next_id:  # (a request came after it: that one is what the sender wants now)
             return
+        when = "after its end" if kind == REFUSED_ENDED else "after its start, the robot no longer at its start"
         if job.late >= LATE_REPLANS:
             self.get_logger().error(
-                f"request {job.id}: plan {seq} too reached {self.p['controller_name']} after its end; not planned "
+                f"request {job.id}: plan {seq} too reached {self.p['controller_name']} {when}; not planned "
                 f"again ({LATE_REPLANS} times already): is the controller's clock the planner's? (the robot is held)"
             )
             return
         self.get_logger().warning(
-            f"request {job.id}: plan {seq} reached {self.p['controller_name']} after its end (delivered late) and "
+            f"request {job.id}: plan {seq} reached {self.p['controller_name']} {when} (delivered late) and "
             "did not run: planned again from the measured state"
         )
         self._submit(job.request, f"{job.source}, again: its plan {seq} came late", wait=job.wait, late=job.late + 1)
