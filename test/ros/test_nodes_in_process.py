@@ -97,6 +97,33 @@ def test_a_plan_for_another_model_is_refused_by_its_number(controller_in_process
     assert node.runner.pending is None and node.runner.law is None
 
 
+def test_a_lockstep_controller_steps_the_simulator_to_a_plan_that_starts_later(request):
+    """Lockstep (trigger joint_state on a simulation clock): with no plan the controller commands nothing — the
+    simulator steps only on a command and waits for the first plan, the robot still — but a plan that waits for a
+    later start while none runs is stepped to under the safe command (the hold), one command per state, and entered
+    at its start. Uncommanded, the controller would wait for a state at that start and the simulator for a command:
+    for good."""
+    from rclpy.parameter import Parameter
+
+    from vi_control.ros.controller_node import ControllerNode
+
+    params = ["-p", "model:=pendulum", "-p", "trigger:=joint_state", "-p", "use_sim_time:=true"]
+    with node_in_process(request.node.name, ControllerNode, params) as node:
+        assert node.lockstep()
+        assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
+        dt, sent = node.vi.dt, []
+        node.publish = lambda u: sent.append(np.array(u, float))
+        node.on_joint_state(_joint_state(0.0, 0.0, 0.0))  # (the simulation clock has not started: now = 0)
+        assert sent == [] and node.runner.law is None  # no plan: nothing commanded
+        node.runner.queue(1, _hanging_plan(node.robot, dt).shifted(3 * dt), False)  # starts 3 steps on
+        for k in range(1, 3):
+            node.on_joint_state(_joint_state(k * dt, 0.0, 0.0))
+            assert len(sent) == k and node.runner.law is None  # the hold (at rest: its gravity torque 0)
+        assert np.abs(sent[-1]).max() < 1e-9 and node.counts["hold"] == 2
+        node.on_joint_state(_joint_state(3 * dt, 0.0, 0.0))
+        assert node.runner.active_seq == 1 and len(sent) == 3  # entered at its start, commanded by its law
+
+
 def test_the_controller_rebuilds_its_integrator_for_a_plan_of_another_dt_only(controller_in_process):
     from vi_control.ros.messages import plan_to_message
 

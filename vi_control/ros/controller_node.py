@@ -482,6 +482,13 @@ class ControllerNode(ManagedNode):
             k, u = out
             self.publish(u)
             self._publish_state(self.runner.law, k, t, x, qdot, u)
+        elif self.lockstep() and self.runner.pending is not None:
+            # no plan runs and the one that waits starts later: a lockstep simulator steps only on a command, so the
+            # safe command steps it to that start (uncommanded, each would wait for the other for good)
+            u = self.runner.safe_input(self.p["safe_mode"], state, period=self.command_period())
+            if u is not None:
+                self.counts["hold" if self.p["safe_mode"] == "hold" else "safe"] += 1
+                self.publish(u)
         elif self.p["safe_mode"] == "hold" and not self.vehicle and not self.lockstep():  # no plan (yet): hold
             if self.runner.fault is not None:
                 self.get_logger().info(f"joint states valid again after: {self.runner.fault}; holding")
@@ -501,7 +508,8 @@ class ControllerNode(ManagedNode):
 
     def lockstep(self) -> bool:
         """One command per state on a simulation clock: a lockstep simulator, which steps only on a command — it
-        waits for the first plan uncommanded (nothing falls meanwhile), where any other plant is held."""
+        waits for the first plan uncommanded (nothing falls meanwhile), where any other plant is held; a plan received
+        to start later is stepped to under the safe command."""
         return self.p["trigger"] == "joint_state" and bool(self.get_parameter("use_sim_time").value)
 
     def _stale_age(self, state: Estimate, now: float | None = None) -> float | None:
