@@ -268,6 +268,19 @@ def _joint_state(t: float, q, qdot, names=("theta",)) -> bytes:
     return serialize_message(m)
 
 
+def _record_statuses(planner, monkeypatch) -> list[dict]:
+    """The planner's ~/request_status values as it publishes them (each a dict: request, kind, source, state, …)."""
+    statuses: list[dict] = []
+    publish = planner.pub_status.publish
+
+    def record(msg):
+        statuses.append({v.key: v.value for v in msg.status[0].values})
+        return publish(msg)
+
+    monkeypatch.setattr(planner.pub_status, "publish", record)
+    return statuses
+
+
 def _pendulum_mpc_planner(tmp_path, mpc: str = "{period: 0.1, max_iterations: 5}") -> list[str]:
     """Planner arguments: mode mpc on a pendulum task (0.5 rad in 2 s, a cycle every 0.1 s; ``mpc``: its section), no
     start-up plan, no controller to wait for."""
@@ -401,14 +414,7 @@ def test_a_restart_overtaken_by_the_controllers_late_entry_of_the_plan_is_droppe
 
     params = _pendulum_mpc_planner(tmp_path) + ["-p", "controller_name:=vi_controller", "-p", "start_delay:=0.0"]
     with node_in_process(request.node.name, PlannerNode, params) as planner:
-        statuses = []
-        publish = planner.pub_status.publish
-
-        def record(msg):
-            statuses.append({v.key: v.value for v in msg.status[0].values})
-            return publish(msg)
-
-        monkeypatch.setattr(planner.pub_status, "publish", record)
+        statuses = _record_statuses(planner, monkeypatch)
         planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
         planner._plan(planner._job(Request("task"), "test", None, 0.0))
         seq, now = planner.last_seq, planner._now()
@@ -1322,14 +1328,7 @@ def test_a_request_waiting_behind_a_solve_is_superseded_by_the_next_and_never_so
     monkeypatch.setattr(planner_module, "solve_request", gated_solve)
     params = [*_pendulum_mpc_planner(tmp_path), "-p", "mode:=plan"]
     with node_in_process(request.node.name, PlannerNode, params) as planner:
-        statuses = []
-        publish = planner.pub_status.publish
-
-        def record(msg):
-            statuses.append({v.key: v.value for v in msg.status[0].values})
-            return publish(msg)
-
-        monkeypatch.setattr(planner.pub_status, "publish", record)
+        statuses = _record_statuses(planner, monkeypatch)
         planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
         first = planner._submit(Request("task"), "test")
         assert started.wait(60.0)
