@@ -1770,10 +1770,37 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "late_plan_not_planned_again",
         "vi_control/ros/planner_node.py",
-        '        if kind == REFUSED_ENDED and self.mpc is None and job.request.kind != "mpc":\n',
+        '        if kind in (REFUSED_ENDED, REFUSED_LATE) and self.mpc is None and job.request.kind != "mpc":\n',
         "        if False:\n",
         "a start-up plan that reached the controller after its end (a writer matched late under load) leaves the arm "
         "held for good in mode plan",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "late_plan_refused_as_start_tolerance",
+        "vi_control/control/runner.py",
+        '                    REFUSED_LATE if late > 1 and not retimed else "start tolerance",\n',
+        '                    "start tolerance",\n',
+        "a start-up plan two steps late, the held arm sagged from its X_0, is refused as wrong for where the arm is: "
+        "in mode plan nothing plans it again and the arm is held for good",
+        ("test/control/test_control_runner.py",),
+    ),
+    Mutation(
+        "overtaken_mpc_restart_published",
+        "vi_control/ros/planner_node.py",
+        "        return job.unentered is not None and self.entered_seq == job.unentered\n",
+        "        return False\n",
+        "a restart for a plan the controller entered late after all goes out: a new task plan replaces the running one "
+        "mid-motion with a first command that is not the running law's",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
+        "lockstep_not_stepped_to_a_later_plan",
+        "vi_control/ros/controller_node.py",
+        "        elif self.lockstep() and self.runner.pending is not None:\n",
+        "        elif False:\n",
+        "a lockstep controller with a plan that starts later and none running commands nothing: it waits for that "
+        "start's state, the simulator for a command, for good",
         ("test/ros/test_nodes_in_process.py",),
     ),
     Mutation(

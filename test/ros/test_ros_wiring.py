@@ -124,10 +124,18 @@ def test_two_actuator_controllers_command_in_joint_order_and_go_safe_on_time(ros
     # two configurations one Δt apart (x by the discrete Legendre transform) with a measured q̇ that is not
     # their difference quotient: the law uses x, the safe damping the measured q̇
     q_prev, q, v_meas = np.array([0.12, -0.02]), np.array([0.15, -0.06]), np.array([0.9, -1.3])
-    # the plan starts at its stated t0, to the nearest sample: nothing before t0 − Δt/2, step 0 from then on
+    # the plan starts at its stated t0, to the nearest sample: not before t0 − Δt/2, step 0 from then on. Before it
+    # (no plan runs) a lockstep controller steps the simulator to that start under the safe command — here damping of
+    # the measured q̇, d capped for a hold of Δt (the first state: no interval yet) — not the plan's law
     publish(T0 - 0.7 * DT, q_prev, v_meas)
-    time.sleep(0.5)
-    assert all(not r.commands for r in recs.values()), "commanded before the plan's start"
+    for k, r in recs.items():
+        assert r.wait_for(lambda r=r: len(r.commands) == 1, 10.0), ctrls[k].log()[-2000:]
+    time.sleep(0.3)
+    cap = 1.0 / (DT * np.abs(np.linalg.inv(pinocchio_mass_matrix(vi.robot, q_prev))).sum(axis=1))
+    safe = -np.minimum(1.0, cap) * v_meas
+    assert len(recs["default"].commands) == len(recs["reversed"].commands) == 1, "more than one command per state"
+    assert recs["default"].commands[0][1] == pytest.approx(safe, abs=1e-9)
+    assert recs["reversed"].commands[0][1] == pytest.approx(safe[::-1], abs=1e-9)
     u = send(T0 - 0.3 * DT, q_prev, v_meas)  # 0.4·Δt after the last sample: p = M(q)q̇ from the measured q̇
     assert u["default"] == pytest.approx(law(0, _velocity_state(vi.robot, q_prev, v_meas)), abs=1e-9)
     send(T0 + 2 * DT, q_prev, v_meas)
