@@ -1804,6 +1804,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test/ros/test_nodes_in_process.py",),
     ),
     Mutation(
+        "planner_plans_from_a_robot_moving_under_another_plan",
+        "vi_control/ros/planner_node.py",
+        "        if measured is not None and not moving and not self.vehicle:\n",
+        "        if False:\n",
+        "a planner restarted mid-motion plans from the moving robot: its plan starts where the robot no longer is and "
+        "the controller hands over to it with a jump in the command",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
         "late_plan_planned_again_forever",
         "vi_control/ros/planner_node.py",
         "        if job.late >= LATE_REPLANS:\n",

@@ -443,6 +443,68 @@ def test_a_restart_overtaken_by_the_controllers_late_entry_of_the_plan_is_droppe
         assert f"vi_controller entered plan {seq} after all" in restart[-1]["reason"], restart
 
 
+def test_a_planner_with_no_plan_running_waits_for_a_moving_robot_to_rest_before_planning(
+    request, tmp_path, monkeypatch
+):
+    """No plan of this planner runs (a planner restarted mid-motion) and the robot moves: a plan from this state
+    would start start_delay and the solve later from where the robot was, and be handed over from the running plan
+    with a jump. The request waits, said once, until every joint is at most ``rest_velocity`` (0.05 rad/s here:
+    0.049 plans at once, 0.051 waits), and is planned from the state at rest; a newer request while it waits
+    supersedes it. ``rest_velocity`` 0: never waits."""
+    from in_process import record_logs
+    from rclpy.parameter import Parameter
+
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + ["-p", "mode:=plan", "-p", "state_estimate:=velocities"]
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        logged = record_logs(planner).messages
+        statuses = _record_statuses(planner, monkeypatch)
+        assert planner.p["rest_velocity"] == 0.05
+
+        def states(q: float, qdot: float) -> None:
+            planner.states.clear()
+            planner.on_joint_state(_joint_state(planner._now(), q, qdot))
+
+        def solved(job, seconds: float = 60.0) -> bool:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end and not any(
+                s["request"] == str(job.id) and s["state"] in ("accepted", "superseded", "refused") for s in statuses
+            ):
+                time.sleep(0.01)
+            return planner._worker is None or any(s["request"] == str(job.id) for s in statuses)
+
+        def outcome(job) -> list[str]:
+            return [s["state"] for s in statuses if s["request"] == str(job.id)]
+
+        states(0.1, 0.049)  # (just inside: at rest)
+        job = planner._submit(Request("task"), "test")
+        assert solved(job) and outcome(job)[-1] == "accepted", statuses
+        assert planner.last_plan.X[0][0] == pytest.approx(0.1, abs=1e-9)
+        assert not any("the robot moves" in m for _, m in logged)
+        states(0.2, 0.051)  # (just outside: moving under a plan this planner did not make)
+        planner.last_plan = None  # (a restarted planner: none of its own)
+        waiting = planner._submit(Request("task"), "test")
+        time.sleep(0.5)
+        assert outcome(waiting) == ["planning"] and planner.last_plan is None, statuses
+        assert sum("the robot moves (theta at 0.051 per second" in m for _, m in logged) == 1, logged
+        newer = planner._submit(Request("task"), "~/replan")  # supersedes the one that waits
+        time.sleep(0.3)
+        assert outcome(waiting)[-1] == "superseded", statuses
+        assert outcome(newer) == ["queued", "planning"] and planner.last_plan is None, statuses
+        states(0.3, 0.0)  # at rest: planned from here
+        assert solved(newer) and outcome(newer)[-1] == "accepted", statuses
+        assert planner.last_plan.X[0][0] == pytest.approx(0.3, abs=1e-9)
+        assert any("the robot is at rest" in m for _, m in logged), logged
+        assert planner.set_parameters_atomically([Parameter("rest_velocity", value=0.0)]).successful
+        states(0.4, 2.0)
+        planner.last_plan = None
+        job = planner._submit(Request("task"), "test")  # (0: never waits)
+        assert solved(job) and outcome(job)[-1] == "accepted", statuses
+        assert planner.last_plan.X[0][0] == pytest.approx(0.4, abs=1e-9)
+
+
 def test_a_goal_request_plan_that_ended_without_the_controllers_entry_is_planned_again_toward_that_goal(
     request, tmp_path
 ):

@@ -724,6 +724,44 @@ class PlannerNode(ManagedNode):
             return float(self.p["expected_solve_time"])
         return 1.5 * max(self.solve_times)
 
+    def _wait_until_at_rest(
+        self, job: Job, measured: tuple[float, np.ndarray], activation: int
+    ) -> tuple[float, np.ndarray] | None:
+        """The measured state to plan ``job`` from when no plan of this planner runs: the robot held, at rest — or
+        moving under a plan this planner did not make (a planner restarted mid-motion, another tool's). A plan from a
+        moving state starts ``start_delay`` and the solve after it was measured, and this planner knows no law to carry
+        the state there with: handed over from the running plan, its X_0 would be where the robot was (the panda at
+        1 rad/s, 0.2 rad away: a jump in the command). So it waits until every joint's velocity (the joint states'
+        q̇) is at most ``rest_velocity``, said once, and plans from that state. None (nothing to plan) when a newer
+        request came meanwhile (``job`` superseded) or the node was deactivated."""
+        said = False
+        while True:
+            bound = float(self.p["rest_velocity"])
+            qdot = np.abs(wire_velocity(self.vi, measured[1]))
+            j = int(np.argmax(qdot)) if qdot.size else 0
+            if bound <= 0.0 or not qdot.size or qdot[j] <= bound:
+                if said:
+                    self.get_logger().info(f"request {job.id}: the robot is at rest (t={measured[0]:.4f}): planning")
+                return measured
+            if not said:
+                said, names = True, self.robot.joint_names
+                name = names[j] if j < len(names) else f"coordinate {j}"
+                self.get_logger().warning(
+                    f"request {job.id}: the robot moves ({name} at {qdot[j]:.3g} per second, "
+                    f"rest_velocity {bound:g}) under a plan this planner did not make (restarted mid-motion?): a plan "
+                    "from this state would start where the robot no longer is; waiting until it is at rest"
+                )
+            time.sleep(0.05)
+            with self._lock:
+                newer = self._pending
+            if newer is not None:
+                self._status(job, "superseded", f"request {newer.id} came while it waited for the robot to rest")
+                return None
+            if not self.active or activation != self.activation:
+                self._status(job, "refused", "the planner was deactivated while it waited for the robot to rest")
+                return None
+            measured = self.measured_state() or measured
+
     def measured_state(self) -> tuple[float, np.ndarray] | None:
         """(t, x) of the newest joint states kept: the last few Δt decoded, merged and estimated as the controller
         does; None without a usable one (logged, throttled)."""
@@ -942,6 +980,10 @@ class PlannerNode(ManagedNode):
         )  # (an MPC cycle: under the last plan)
         if request.kind == "mpc" and self._skip_cycle(measured):
             return
+        if measured is not None and not moving and not self.vehicle:
+            measured = self._wait_until_at_rest(job, measured, activation)
+            if measured is None:
+                return
         if measured is not None:
             t_m, x_m = measured
             with self._lock:

@@ -88,6 +88,15 @@ PARAMETERS: dict[str, Param] = {
         range=(0.0, 60.0),
         live=True,
     ),
+    "rest_velocity": Param(
+        0.05,
+        "a plan made while no plan of this planner runs starts from the measured state, start_delay and the solve "
+        "after it was measured: if the robot moves then (a plan it did not make: a planner restarted mid-motion), "
+        "the request waits until every joint is slower than this, said once, rather than hand over from where the "
+        "robot was [rad/s, m/s]. 0: never waits",
+        range=(0.0, 100.0),
+        live=True,
+    ),
     "velocity_limit_factor": Param(
         1.5,
         "a plan whose velocities q̇ = M⁻¹p exceed this × the URDF velocity limits "
