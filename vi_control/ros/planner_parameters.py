@@ -93,7 +93,7 @@ PARAMETERS: dict[str, Param] = {
         "a plan made while no plan of this planner runs starts from the measured state, start_delay and the solve "
         "after it was measured: if the robot moves then (a plan it did not make: a planner restarted mid-motion), "
         "the request waits until every joint is slower than this, said once, rather than hand over from where the "
-        "robot was [rad/s, m/s]. 0: never waits",
+        "robot was [rad/s, m/s]; above the joint states' velocity noise (a state under it is taken). 0: never waits",
         range=(0.0, 100.0),
         live=True,
     ),
