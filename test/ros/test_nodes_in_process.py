@@ -443,6 +443,45 @@ def test_a_restart_overtaken_by_the_controllers_late_entry_of_the_plan_is_droppe
         assert f"vi_controller entered plan {seq} after all" in restart[-1]["reason"], restart
 
 
+def test_an_mpc_restart_waiting_for_the_robot_to_rest_is_dropped_when_the_controller_enters_the_plan(
+    request, tmp_path, monkeypatch
+):
+    """The restart of a task whose plan ended unentered waits for a moving robot to rest (no plan of ours runs, so
+    far as the planner knows) — and the motion is that plan's, entered late by the controller after all: on its
+    ``plan_entered`` the restart is dropped at once ('superseded'), not planned once the plan is over, and the worker
+    is free for the MPC cycles that now continue it."""
+    from in_process import record_logs
+
+    from vi_control.ros.messages import plan_entered_message
+    from vi_control.ros.planner_node import PlannerNode
+    from vi_control.ros.planner_requests import Request
+
+    params = _pendulum_mpc_planner(tmp_path) + [
+        "-p", "controller_name:=vi_controller", "-p", "start_delay:=0.0", "-p", "state_estimate:=velocities"
+    ]  # fmt: skip
+    with node_in_process(request.node.name, PlannerNode, params) as planner:
+        logged = record_logs(planner).messages
+        statuses = _record_statuses(planner, monkeypatch)
+        planner.on_joint_state(_joint_state(planner._now(), 0.0, 0.0))
+        planner._plan(planner._job(Request("task"), "test", None, 0.0))
+        seq, now = planner.last_seq, planner._now()
+        planner.last_plan = ended = planner.last_plan.shifted(now - 2.5)  # (ended 0.5 s ago, never entered)
+        planner.states.clear()
+        planner.on_joint_state(_joint_state(now, 0.05, 1.0))  # moving: the controller runs that plan, re-timed
+        planner._mpc_tick()
+        end = time.monotonic() + 30.0
+        while not any("the robot moves" in m for _, m in logged) and time.monotonic() < end:
+            time.sleep(0.01)
+        assert planner.mpc_counts["restarts"] == 1 and planner._worker is not None, logged
+        planner.on_plan_entered(plan_entered_message(seq, float(ended.times[0]) + 60 * planner.vi.dt))
+        end = time.monotonic() + 5.0
+        while planner._worker is not None and time.monotonic() < end:
+            time.sleep(0.01)
+        assert planner._worker is None and planner.last_seq == seq and planner.entered_seq == seq
+        restart = [s["state"] for s in statuses if s["source"] == "mpc restart"]
+        assert restart == ["planning", "superseded"], statuses
+
+
 def test_a_planner_with_no_plan_running_waits_for_a_moving_robot_to_rest_before_planning(
     request, tmp_path, monkeypatch
 ):

@@ -733,7 +733,8 @@ class PlannerNode(ManagedNode):
         the state there with: handed over from the running plan, its X_0 would be where the robot was (the panda at
         1 rad/s, 0.2 rad away: a jump in the command). So it waits until every joint's velocity (the joint states'
         q̇) is at most ``rest_velocity``, said once, and plans from that state. None (nothing to plan) when a newer
-        request came meanwhile (``job`` superseded) or the node was deactivated."""
+        request came meanwhile (``job`` superseded), an mpc restart was overtaken by the controller's entry of the plan
+        it stood in for (``_restart_overtaken``), or the node was deactivated."""
         said = False
         while True:
             bound = float(self.p["rest_velocity"])
@@ -753,7 +754,10 @@ class PlannerNode(ManagedNode):
                 )
             time.sleep(0.05)
             with self._lock:
-                newer = self._pending
+                newer, overtaken = self._pending, self._restart_overtaken(job)
+            if overtaken:  # (the plan it stood in for runs after all: that is the motion it waited on)
+                self._drop_overtaken_restart(job)
+                return None
             if newer is not None:
                 self._status(job, "superseded", f"request {newer.id} came while it waited for the robot to rest")
                 return None
