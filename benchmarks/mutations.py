@@ -1813,6 +1813,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test/ros/test_nodes_in_process.py",),
     ),
     Mutation(
+        "brake_capped_for_the_nominal_period_under_a_starved_loop",
+        "vi_control/ros/controller_node.py",
+        "        return max(self.command_period(), self.loop.recent_gap(self._now()))\n",
+        "        return self.command_period()\n",
+        "a starved command loop holds the brake's damping 20 periods: capped for one, it reverses the light joints' "
+        "velocities every command and the arm runs away",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
         "late_plan_planned_again_forever",
         "vi_control/ros/planner_node.py",
         "        if job.late >= LATE_REPLANS:\n",

@@ -274,6 +274,26 @@ def test_loop_timing_counts_a_tick_more_than_two_periods_after_the_last():
     free = LoopTiming(None)
     assert free.tick(0.0, 0.0) is None and free.tick(5.0, 4.5) is None
     assert free.late_ticks == 0 and free.window() == (0, 0.0, 0.5)
+    assert free.recent_gap(5.0) == 0.0
+
+
+def test_loop_timing_recent_gap_is_the_longest_late_gap_of_the_last_half_second():
+    """``recent_gap(now)``: the longest gap of the late ticks within ``RECENT`` (0.5 s) before now — how long the
+    driver may hold a command while the loop is starved (the brake's damping cap) — 0 when none was late then, and a
+    late tick from a clock that since went back is forgotten."""
+    loop = LoopTiming(0.002)
+    loop.tick(0.0, None)
+    loop.tick(0.002, None)
+    assert loop.recent_gap(0.002) == 0.0  # on time: the period alone
+    loop.tick(0.042, None)  # 40 ms late
+    loop.tick(0.044, None)
+    loop.tick(0.069, None)  # 25 ms
+    assert loop.recent_gap(0.069) == pytest.approx(0.04)
+    assert loop.recent_gap(0.042 + LoopTiming.RECENT - 1e-6) == pytest.approx(0.04)  # (just inside the window)
+    assert loop.recent_gap(0.042 + LoopTiming.RECENT + 1e-6) == pytest.approx(0.025)  # the 40 ms one left it
+    assert loop.recent_gap(0.069 + LoopTiming.RECENT + 1e-6) == 0.0
+    loop.tick(1.0, None)  # late again (931 ms), then the clock goes back
+    assert loop.recent_gap(0.5) == 0.0
 
 
 def test_controller_reports_its_late_ticks_and_state_age_in_diagnostics(controller_in_process):

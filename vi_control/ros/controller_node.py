@@ -535,7 +535,7 @@ class ControllerNode(ManagedNode):
         if kind == FAULT_OVERSPEED and self.intake.overspeed is not None:
             self.runner.abort(kind, detail)
             self.runner.record_fault(kind, detail)
-            u = self.runner.brake_input(self.p["safe_mode"], self.intake.state, self.command_period())
+            u = self.runner.brake_input(self.p["safe_mode"], self.intake.state, self.safe_hold_time())
             if u is not None:
                 self.counts["safe"] += 1
                 self.publish(u)
@@ -547,13 +547,21 @@ class ControllerNode(ManagedNode):
         stale_hold = last is not None and self._now() - last.t <= float(self.p["state_timeout"]) + float(
             self.p["stale_hold_time"]
         )
-        u = self.runner.safe_input(self.p["safe_mode"], last, fresh, self.command_period(), stale_hold)
+        u = self.runner.safe_input(self.p["safe_mode"], last, fresh, self.safe_hold_time(), stale_hold)
         if u is not None:
             self.counts["safe"] += 1
             self.publish(u)
 
     def command_period(self) -> float:
         return command_hold(self.p["trigger"], float(self.p["rate"]), self.runner.vi.dt, self.intake.state_interval)
+
+    def safe_hold_time(self) -> float:
+        """How long a safe command's damping may act before the next command: the command period, or — the loop
+        starved, its ticks late within the last ``LoopTiming.RECENT`` seconds — the longest of those gaps. The damping
+        cap (``PlanRunner.damping_cap``) must hold for the time the torque acts: capped for 2 ms and held 25–54 ms by a
+        starved 500 Hz loop, the brake reversed the panda's light joints every command and its over-speed grew (a CI
+        run: 6.9 rad/s, the arm 2.5 rad away; a Pinocchio plant with 40 ms holds: 111 rad/s)."""
+        return max(self.command_period(), self.loop.recent_gap(self._now()))
 
     def publish(self, u: np.ndarray) -> None:
         np.take(u, self.cmd_index, out=self.cmd.data)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,7 @@ class LoopTiming:
     ``restart()`` forgets the last tick (a timer stopped or rearmed: the gap across it is no lateness)."""
 
     LATE_PERIODS = 2.0
+    RECENT = 0.5  # s: how far back ``recent_gap`` looks
 
     def __init__(self, period: float | None):
         self.period = period  # None: ticks on joint states, no period of the loop's own
@@ -92,6 +94,7 @@ class LoopTiming:
         self.max_gap = 0.0
         self._last: float | None = None
         self._late, self._gap, self._age = 0, 0.0, 0.0  # the current window's
+        self._recent: deque[tuple[float, float]] = deque()  # (tick time, gap) of the late ticks of the last RECENT s
 
     def restart(self, period: float | None) -> None:
         self.period, self._last = period, None
@@ -110,8 +113,16 @@ class LoopTiming:
         if gap > self.LATE_PERIODS * self.period:
             self.late_ticks += 1
             self._late += 1
+            self._recent.append((now, gap))
             return gap
         return None
+
+    def recent_gap(self, now: float) -> float:
+        """The longest gap between ticks in the last ``RECENT`` seconds before ``now`` (0 if no tick was late then):
+        how long a command may be held by the driver while the loop is starved."""
+        while self._recent and (self._recent[0][0] < now - self.RECENT or self._recent[0][0] > now):
+            self._recent.popleft()  # (a clock that went back drops them too)
+        return max((g for _, g in self._recent), default=0.0)
 
     def window(self) -> tuple[int, float, float]:
         """(late ticks, largest gap, largest state age) since the last call; starts the next window."""
