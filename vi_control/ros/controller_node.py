@@ -560,7 +560,7 @@ class ControllerNode(ManagedNode):
         starved, its ticks late within the last ``LoopTiming.RECENT`` seconds — the longest of those gaps. The damping
         cap (``PlanRunner.damping_cap``) must hold for the time the torque acts: capped for 2 ms and held 25–54 ms by a
         starved 500 Hz loop, the brake reversed the panda's light joints every command and its over-speed grew (a CI
-        run: 6.9 rad/s, the arm 2.5 rad away; a Pinocchio plant with 40 ms holds: 111 rad/s)."""
+        run: 6.9 rad/s, the arm 2.5 rad away; a Pinocchio plant with 40 ms holds: 164 rad/s)."""
         return max(self.command_period(), self.loop.recent_gap(self._now()))
 
     def publish(self, u: np.ndarray) -> None:
