@@ -1822,6 +1822,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("test/ros/test_nodes_in_process.py",),
     ),
     Mutation(
+        "starved_hold_fed_the_configurations_estimate",
+        "vi_control/ros/controller_node.py",
+        "        if state is None or self.vehicle or self.loop.recent_gap(self._now()) <= 0.0:\n",
+        "        if True:\n",
+        "under a starved loop the hold feeds back p from two configurations (a velocity ~Δt/2 old): held 20 periods "
+        "it cycles at 3–5 rad/s on the panda instead of settling",
+        ("test/ros/test_nodes_in_process.py",),
+    ),
+    Mutation(
         "late_plan_planned_again_forever",
         "vi_control/ros/planner_node.py",
         "        if job.late >= LATE_REPLANS:\n",

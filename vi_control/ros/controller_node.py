@@ -39,7 +39,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..control.intake import FAULT_OVERSPEED, FAULT_STALE, Estimate, Fault, StateIntake, Verdict, Waiting
 from ..control.plan import Plan
 from ..control.runner import PlanRunner, command_hold
-from ..control.tracking import TrackingController, wire_velocity
+from ..control.tracking import TrackingController, velocity_state, wire_velocity
 from ..integrators import make_integrator
 from .common import (
     JOINT_STATES_QOS,
@@ -493,7 +493,7 @@ class ControllerNode(ManagedNode):
             if self.runner.fault is not None:
                 self.get_logger().info(f"joint states valid again after: {self.runner.fault}; holding")
                 self.runner.fault = None
-            u = self.runner.safe_input("hold", state)
+            u = self.runner.safe_input("hold", self._feedback_state(state))
             if u is not None:
                 self.counts["hold"] += 1
                 self.publish(u)
@@ -547,7 +547,8 @@ class ControllerNode(ManagedNode):
         stale_hold = last is not None and self._now() - last.t <= float(self.p["state_timeout"]) + float(
             self.p["stale_hold_time"]
         )
-        u = self.runner.safe_input(self.p["safe_mode"], last, fresh, self.safe_hold_time(), stale_hold)
+        feedback = self._feedback_state(last) if fresh else last
+        u = self.runner.safe_input(self.p["safe_mode"], feedback, fresh, self.safe_hold_time(), stale_hold)
         if u is not None:
             self.counts["safe"] += 1
             self.publish(u)
@@ -562,6 +563,23 @@ class ControllerNode(ManagedNode):
         starved 500 Hz loop, the brake reversed the panda's light joints every command and its over-speed grew (a CI
         run: 6.9 rad/s, the arm 2.5 rad away; a Pinocchio plant with 40 ms holds: 164 rad/s)."""
         return max(self.command_period(), self.loop.recent_gap(self._now()))
+
+    def _feedback_state(self, state: Estimate | None) -> Estimate | None:
+        """The state the hold feeds back: the estimate's — p from two configurations Δt apart, the VI's own state,
+        which tracks best (the MuJoCo panda reach 0.0017 rad RMS against 0.0076 from the measured q̇) — or, while the
+        command loop is starved (late ticks within ``LoopTiming.RECENT``), p from the measured q̇ (``velocity_state``):
+        the configurations' p is a velocity ~Δt/2 old, and with commands held 20 periods the hold law fed it cycled at
+        3–5 rad/s on a panda, where the measured q̇ settles it in half a second."""
+        if state is None or self.vehicle or self.loop.recent_gap(self._now()) <= 0.0:
+            return state
+        nq = self.runner.vi.nq
+        if state.qdot.shape != (nq,) or not np.all(np.isfinite(state.qdot)):
+            return state
+        try:
+            x = velocity_state(self.runner.vi, state.x[:nq], state.qdot)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            return state
+        return Estimate(state.t, x, state.qdot)
 
     def publish(self, u: np.ndarray) -> None:
         np.take(u, self.cmd_index, out=self.cmd.data)
