@@ -1002,6 +1002,43 @@ def test_a_refused_or_failed_mpc_cycle_is_counted_and_warned_in_diagnostics(requ
         assert status == "mpc: 3 cycles, 3 refused, 0 overruns" and values["mpc_refused"] == 3
 
 
+def _push_the_held_panda(node, held: float, seconds: float, plant_clock: bool) -> tuple:
+    """The panda held at its start pose on a Pinocchio plant (aba, 1 ms steps), the controller fed a state and
+    ticked every ``held`` seconds (the driver holds each command that long), its first joint pushed to 4.2 rad/s
+    (1.29 × its bound), run for ``seconds``; ``plant_clock``: the node's clock is the plant's (so its ticks are late
+    by ``held``), else the wall clock (stamps in the past, fresh for ``state_timeout`` 30 s). Returns (the largest
+    |q̇| after each command, q, q̇, q_0, the bound)."""
+    import pinocchio as pin
+    from rclpy.parameter import Parameter
+
+    assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
+    robot = node.robot
+    model, data = robot.pin_model, robot.pin_model.createData()
+    t0, h, clock = node._now() - 5.0, 1e-3, [0.0]
+    if plant_clock:
+        node._now = lambda: t0 + clock[0]
+
+    def feed(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        clock[0] = t
+        node.on_joint_state(_joint_state(t0 + t, q, v, robot.joint_names))
+        node.tick()
+        return np.array(node.cmd.data)
+
+    q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+    q, v = q0.copy(), np.zeros(7)
+    for i in range(3):
+        feed(i * held, q, v)  # at rest: the hold engages at q0
+    v[0] = 4.2
+    peak = []
+    for i in range(3, 3 + int(seconds / held)):
+        tau = feed(i * held, q, v)
+        for _ in range(int(round(held / h))):
+            v = v + h * pin.aba(model, data, q, v, tau)
+            q = q + h * v
+        peak.append(float(np.abs(v).max()))
+    return peak, q, v, q0, 1.5 * robot.joints[0].velocity_limit
+
+
 def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
     """A joint faster than its bound (velocity_limit_factor × the URDF limit: 1.5 × 2.175 rad/s on the panda's first
     joint) is the robot's own motion: the controller keeps the state and holds with its feedback, which brakes.
@@ -1009,36 +1046,11 @@ def test_an_overspeeding_arm_is_braked_with_feedback_not_let_go(request):
     joint pushed to 4.2 rad/s. Refused as a bad message (before), the state gave no feedback: the held pose's gravity
     torque, then zero — that joint spun on, and the arm fell (a 20 %-heavier panda at 1.9× its URDF limit swung 3 rad
     away in test_ros_mpc on a loaded machine)."""
-    import pinocchio as pin
-    from rclpy.parameter import Parameter
-
     from vi_control.control.intake import FAULT_OVERSPEED
     from vi_control.ros.controller_node import ControllerNode
 
     with node_in_process(request.node.name, ControllerNode, ["-p", "model:=erd:panda"]) as node:
-        assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
-        robot = node.robot
-        model, data = robot.pin_model, robot.pin_model.createData()
-        bound = 1.5 * robot.joints[0].velocity_limit
-        t0, h, period, seconds = node._now() - 5.0, 1e-3, 0.005, 3.0  # (stamps on the plant's time, all past)
-
-        def feed(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-            node.on_joint_state(_joint_state(t0 + t, q, v, robot.joint_names))
-            node.tick()
-            return np.array(node.cmd.data)
-
-        q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
-        q, v = q0.copy(), np.zeros(7)
-        for i in range(3):
-            feed(i * period, q, v)  # at rest: the hold engages at q0
-        v[0] = 4.2  # pushed: 1.29 × the bound
-        n, peak = int(round(period / h)), []
-        for i in range(3, 3 + int(seconds / period)):
-            tau = feed(i * period, q, v)
-            for _ in range(n):
-                v = v + h * pin.aba(model, data, q, v, tau)
-                q = q + h * v
-            peak.append(float(np.abs(v).max()))
+        peak, q, v, q0, bound = _push_the_held_panda(node, 0.005, 3.0, plant_clock=False)
         assert node.runner.fault_counts.get(FAULT_OVERSPEED, 0) > 0
         assert max(peak[20:]) < bound, peak[:30]  # under the bound within 0.1 s
         assert np.abs(q - q0).max() < 0.2 and np.abs(v).max() < 0.05, (q - q0, v)  # back at the pose, at rest
@@ -1048,43 +1060,16 @@ def test_a_starved_command_loop_brakes_and_holds_for_how_long_its_commands_are_h
     """The panda pushed to 4.2 rad/s while the 500 Hz command loop is starved: each command held 40 ms by the driver
     (20 periods; the node's clock is the plant's, so its ticks are late by that much). The brake's damping is capped
     for the longest recent gap between ticks (``safe_hold_time``), not for the 2 ms period: capped for 2 ms and held
-    40 ms it reversed the light joints' velocities every command and grew them — the arm at 111 rad/s (a CI run's
+    40 ms it reversed the light joints' velocities every command and grew them — the arm at 164 rad/s (a CI run's
     MuJoCo panda: 6.9 rad/s, 2.5 rad away). And the hold that follows the brake feeds back the measured q̇ while the
     loop is starved (``_feedback_state``): the configurations' p, a velocity ~Δt/2 old, made it cycle at 3–5 rad/s.
     Nothing runs away (every velocity under twice the bound), and within 1.5 s the arm is at rest where it was held."""
-    import pinocchio as pin
-    from rclpy.parameter import Parameter
-
     from vi_control.ros.controller_node import ControllerNode
 
+    held = 0.04
     params = ["-p", "model:=erd:panda", "-p", "dt:=0.05", "-p", "rate:=500.0"]
     with node_in_process(request.node.name, ControllerNode, params) as node:
-        assert node.set_parameters_atomically([Parameter("state_timeout", value=30.0)]).successful
-        robot = node.robot
-        model, data = robot.pin_model, robot.pin_model.createData()
-        bound = 1.5 * robot.joints[0].velocity_limit
-        t0, h, held = node._now() - 5.0, 1e-3, 0.04
-        clock = [0.0]
-        node._now = lambda: t0 + clock[0]  # (the node's clock: the plant's time)
-
-        def feed(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-            clock[0] = t
-            node.on_joint_state(_joint_state(t0 + t, q, v, robot.joint_names))
-            node.tick()
-            return np.array(node.cmd.data)
-
-        q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
-        q, v = q0.copy(), np.zeros(7)
-        for i in range(3):
-            feed(i * held, q, v)
-        v[0] = 4.2
-        peak = []
-        for i in range(3, 3 + int(3.0 / held)):
-            tau = feed(i * held, q, v)
-            for _ in range(int(round(held / h))):
-                v = v + h * pin.aba(model, data, q, v, tau)
-                q = q + h * v
-            peak.append(float(np.abs(v).max()))
+        peak, q, _, q0, bound = _push_the_held_panda(node, held, 3.0, plant_clock=True)
         assert node.safe_hold_time() == pytest.approx(held, abs=1e-5)  # (t0 ~1.8e9 s: stamps to ~0.2 µs)
         assert np.all(np.isfinite(peak)) and max(peak) < 2 * bound, [round(p, 2) for p in peak]
         settled = max(peak[int(1.5 / held) :])
