@@ -1086,12 +1086,8 @@ class PlannerNode(ManagedNode):
         msg = plan_to_message(plan, seq, start_on_receipt=on_receipt)
         with self._lock:  # (plan_entered waits: the plan and the timeline it continues are judged together)
             overtaken = self._restart_overtaken(job)
-            if moving and timeline != self.timeline:
-                stale = True
-            elif overtaken:
-                stale = False
-            else:
-                stale = False
+            stale = moving and timeline != self.timeline
+            if not (stale or overtaken):
                 self._publish_plan(plan, msg, seq, on_receipt, velocities)
                 if request.kind != "mpc":
                     self.entered_seq = None  # (a new run of the task: its cycles wait for this plan's entry)

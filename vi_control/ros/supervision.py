@@ -120,9 +120,9 @@ class LoopTiming:
     def recent_gap(self, now: float) -> float:
         """The longest gap between ticks in the last ``RECENT`` seconds before ``now`` (0 if no tick was late then):
         how long a command may be held by the driver while the loop is starved."""
-        while self._recent and (self._recent[0][0] < now - self.RECENT or self._recent[0][0] > now):
-            self._recent.popleft()  # (a clock that went back drops them too)
-        return max((g for _, g in self._recent), default=0.0)
+        while self._recent and self._recent[0][0] < now - self.RECENT:
+            self._recent.popleft()
+        return max((g for t, g in self._recent if t <= now), default=0.0)  # (not those of a clock that went back)
 
     def window(self) -> tuple[int, float, float]:
         """(late ticks, largest gap, largest state age) since the last call; starts the next window."""
