@@ -440,6 +440,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "goal_gains_keyed_without_weights",
+        "vi_control/planning/ddp.py",
+        "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",
+        "key = (X[0].tobytes(), U[0].tobytes())",
+        "a goal's remembered guess gains are reused for other weights (a re-plan after the lqr weights changed)",
+        (
+            "test/planning/test_planning_initial_guess.py::test_a_goal_references_gains_are_remembered_per_goal_and_weights",
+        ),
+        area="planning",
+    ),
+    Mutation(
         "ddp_stops_early",
         "vi_control/planning/ddp.py",
         "if abs(d1) < tolerance:",

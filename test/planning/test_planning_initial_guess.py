@@ -205,6 +205,48 @@ def test_a_goal_reference_is_linearized_once_as_every_stage():
     assert _reference_jacobians(vi, stages, far, U_ref) is None
 
 
+def test_a_goal_references_gains_are_remembered_per_goal_and_weights(monkeypatch):
+    """The feedback guess's TV-LQR gains about a goal reference depend on the goal, its holding input, the weights and
+    N — not on x0: the compiled stages remember them (``ddp._reference_gains``), so a second guess to the same goal
+    from another start linearizes nothing and sweeps no Riccati, and its inputs are bit for bit those computed
+    afresh. Another goal, other weights (R just changed) or another holding input compute anew; the kept gains are
+    read-only (every rollout shares them) and at most ``GOAL_GAINS_KEPT`` goals are kept."""
+    import importlib
+
+    ddp_mod = importlib.import_module("vi_control.planning.ddp")
+    task, vi, x0, X_ref, U_ref, W = _panda_reference()
+    limits = input_limits(task, vi)
+    lo, hi = input_bounds(limits, vi.nu)
+    stages = stage_passes(vi, len(U_ref), lo, hi, second_order=False)
+    stages.goal_gains.clear()
+    calls = []
+    real = ddp_mod.tv_lqr
+    monkeypatch.setattr(ddp_mod, "tv_lqr", lambda *a: calls.append(1) or real(*a))
+    x1 = x0.copy()
+    x1[0] += 0.05
+    first = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=W, input_limits=limits)
+    again = feedback_initial_guess(vi, x1, X_ref, U_ref, weights=W, input_limits=limits)
+    assert len(calls) == 1 and len(stages.goal_gains) == 1
+    (K_kept,) = stages.goal_gains.values()
+    assert not K_kept.flags.writeable
+    stages.goal_gains.clear()
+    fresh = feedback_initial_guess(vi, x1, X_ref, U_ref, weights=W, input_limits=limits)
+    assert len(calls) == 2 and np.array_equal(again, fresh) and not np.array_equal(first, again)
+    R2 = W[1].copy()
+    R2[0, 0] *= 1 + 1e-15  # (its last bit: other weights)
+    feedback_initial_guess(vi, x1, X_ref, U_ref, weights=(W[0], R2, W[2]), input_limits=limits)
+    U2 = U_ref + 1e-9  # another holding input
+    feedback_initial_guess(vi, x1, X_ref, U2, weights=W, input_limits=limits)
+    assert len(calls) == 4 and len(stages.goal_gains) == 3
+    monkeypatch.setattr(ddp_mod, "GOAL_GAINS_KEPT", 3)
+    X3 = X_ref.copy()
+    X3[:, 0] += 1e-3  # another goal: the oldest kept one goes
+    feedback_initial_guess(vi, x1, X3, U_ref, weights=W, input_limits=limits)
+    assert len(calls) == 5 and len(stages.goal_gains) == 3
+    feedback_initial_guess(vi, x1, X_ref, U_ref, weights=W, input_limits=limits)
+    assert len(calls) == 6  # (it was the oldest)
+
+
 @pytest.mark.parametrize("path", ["compiled", "numpy"])
 def test_ddp_starts_from_the_guess_rollout_as_it_is(path, monkeypatch):
     """``ddp(..., initial=feedback_rollout(...))`` takes the guess's own rollout instead of replaying its inputs (one

@@ -510,6 +510,7 @@ class CompiledStages:
         # μ and the second-order flag (read as int64: it must not go through a float64 staging copy)
         self._scalars, self._flags = self._arena.own((1,)), self._arena.own((1,), np.int64)
         self.second_order_taken = False  # (which pass the last backward call returned: ``backward``)
+        self.goal_gains: dict = {}  # (ddp._reference_gains: the feedback guess's gains of recent goal references)
         self._modes = {0: None}
         for mode in (_PREDICT, _STAGEWISE):
             self._modes[mode] = self._arena.own((1,), np.int64)
