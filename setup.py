@@ -51,7 +51,7 @@ EXTRAS = {
 
 setup(
     name=package_name,
-    version="0.3.16",
+    version="0.3.17",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
     package_data={f"vi_control.{layer}": ["csrc/*.c"] for layer in ("mechanics", "integrators", "control", "planning")},
     # our C sources, each in the layer whose module loads it, compiled on first use
