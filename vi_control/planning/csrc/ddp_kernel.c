@@ -347,8 +347,8 @@ static int vi_plan_contract(const vi_plan_ctx* mp, void** a, long long k, const 
   }
   vi_mm(Hyy, T, W, ny, ny, nz, 0, 0); /* W = H_yy dy/dz + H_yz (ny x nz) */
   for (long long i = 0; i < ny * nz; i++) W[i] += Hyz[i];
-  vi_mm(T, W, Hz, nz, ny, nz, 1, 0);    /* dy/dz' W */
-  vi_mm(Hyz, T, E, nz, ny, nz, 1, 0);   /* H_yz' dy/dz */
+  vi_mm_upper(T, W, Hz, nz, ny, 0);     /* dy/dz' W: its upper triangle (the only one read below) */
+  vi_mm_upper(Hyz, T, E, nz, ny, 0);    /* H_yz' dy/dz: the same */
   for (long long p = 0; p < nz; p++) /* Hz = dy/dz' W + H_yz' dy/dz + H_zz: symmetric, its upper triangle */
     for (long long q = p; q < nz; q++)
       Hz[p * nz + q] = Hz[q * nz + p] = (Hz[p * nz + q] + E[p * nz + q]) + H[(ny + p) + (ny + q) * nw];
