@@ -440,6 +440,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "arena_carved_layout_unchecked",
+        "vi_control/planning/compiled.py",
+        "                shape = hit[2]\n",
+        "                pass\n",
+        "an array carved by one pass, in another pass's slot of another shape: its shape is not the one checked",
+        (
+            "test/planning/test_planning_compiled.py::test_the_passes_refuse_arrays_the_kernel_would_read_past_or_misplace",
+        ),
+        area="planning",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

@@ -439,6 +439,11 @@ def test_the_passes_refuse_arrays_the_kernel_would_read_past_or_misplace(cartpol
     with pytest.raises(ValueError, match=r"linearize: Y: expected shape \(20, 2\), got \(19, 2\)"):
         stages.linearize(X, Ua, Y[1:])
     lin = stages.linearize(X, Ua, Y)
+    # arrays carved by the passes themselves (their addresses known, no staging copy) in another pass's slot: the same
+    with pytest.raises(ValueError, match=r"linearize: Y: expected shape \(20, 2\), got \(21, 4\)"):
+        stages.linearize(X, Ua, X)
+    with pytest.raises(ValueError, match=r"rollout: K: expected shape \(20, 1, 4\), got \(20, 4, 4\)"):
+        stages.rollout(x0, U, X, lin.A)
     cost = QuadraticTrackingCost(cost.X_ref[: N + 1], cost.U_ref[:N], cost.Q, cost.R, cost.Qf)
     assert stages.backward(cost, X, Ua, Y, lin, 1e-3, True) is not None
     short = QuadraticTrackingCost(cost.X_ref[:N], cost.U_ref[: N - 1], cost.Q, cost.R, cost.Qf)
