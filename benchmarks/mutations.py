@@ -451,6 +451,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "hold_start_open_loop",
+        "vi_control/planning/pipeline.py",
+        "u = u_eq + K @ vi.state.diff(x, x_eq)",
+        "u = u_eq + 0.0 * K @ vi.state.diff(x, x_eq)",
+        "hold_start from a moving start applies the gravity torque open loop: the arm runs away before DDP starts",
+        (
+            "test/planning/test_planning_initial_guess.py::test_hold_start_from_a_moving_start_is_the_hold_law_along_its_own_rollout",
+        ),
+        area="planning",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

@@ -169,6 +169,42 @@ def test_the_feedback_guess_that_fails_holds_the_start():
     assert res.converged
 
 
+def test_hold_start_from_a_moving_start_is_the_hold_law_along_its_own_rollout():
+    """``hold_start`` from a moving start (a re-plan, an MPC cycle, the feedback guess's fallback): the inputs of
+    x₀'s configuration held by its DLQR hold gain in closed loop — u_k = clip(u_eq + K (x_eq ⊖ x_k)) along the rollout
+    they produce (re-simulated here step by step), with (K, x_eq, u_eq) ``hold_gain`` at q₀ under the task's ``hold``
+    weights — which brings the arm, moving at up to 0.5 rad/s, back to q₀ and stops it there within the horizon,
+    where the gravity torque alone (open loop) lets it run away (a step fails, the wrist at 20+ rad/s)."""
+    from vi_control.control.hold import hold_gain, holding_input
+    from vi_control.planning.pipeline import hold_start_guess
+
+    task = load_task("task_panda_reach")
+    vi = make_system(task)
+    q0 = np.asarray(task.q0, float)
+    qdot = np.array([0.5, -0.3, 0.2, 0.4, -0.5, 0.3, 0.1])
+    x0 = vi.state_from_configurations(q0 - vi.dt * qdot, q0)
+    N = 20
+    U = hold_start_guess(task, vi, x0, N)
+    assert U.shape == (N, vi.nu)
+    K, x_eq, u_eq = hold_gain(vi, q0, task.weight("Q", "hold", vi.nx, vi.nq), task.weight("R", "hold", vi.nu, vi.nq))
+    limits = input_limits(task, vi)
+    err = _law_along_rollout(vi, x0, np.tile(x_eq, (N + 1, 1)), np.tile(u_eq, (N, 1)), np.tile(K, (N, 1, 1)), limits, U)
+    assert err <= 1e-6 * (1.0 + np.abs(U).max())
+    assert np.abs(U - u_eq).max() > 1.0  # (not the gravity torque: the gain acts)
+
+    def configurations(inputs):  # (q_k of the rollout; p is a discrete momentum, M⁻¹p ≠ 0 at rest under gravity)
+        x, Q = x0, [q0]
+        for u in inputs:
+            x = vi.step(x, u)
+            Q.append(x[: vi.nq])
+        return np.array(Q)
+
+    held = configurations(U)
+    assert np.abs(held[-1] - q0).max() < 1e-3 and np.abs(held[-1] - held[-2]).max() / vi.dt < 1e-2
+    with pytest.raises(StepError):
+        configurations(np.tile(holding_input(vi, q0)[0], (N, 1)))
+
+
 def _panda_reference():
     task = load_task("task_panda_reach")
     vi = make_system(task)
