@@ -462,6 +462,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "auto_guess_any_cheaper_feedback",
+        "vi_control/planning/pipeline.py",
+        "U0 = U_fb if J[1] < 0.5 * J[0] else U0",
+        "U0 = U_fb if J[1] < J[0] else U0",
+        "initial_guess auto takes any cheaper feedback guess: the bounded pendulum heads to its worse optimum",
+        (
+            "test/planning/test_planning_initial_guess.py::"
+            "test_auto_starts_from_the_feedback_guess_only_where_its_rollout_costs_less_than_half",
+        ),
+        area="planning",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

@@ -205,6 +205,36 @@ def test_hold_start_from_a_moving_start_is_the_hold_law_along_its_own_rollout():
         configurations(np.tile(holding_input(vi, q0)[0], (N, 1)))
 
 
+@pytest.mark.parametrize(
+    "name, chosen", [("task_pendulum_swingup_bounded", "reference"), ("task_panda_reach", "feedback")]
+)
+def test_auto_starts_from_the_feedback_guess_only_where_its_rollout_costs_less_than_half(name, chosen):
+    """``initial_guess: auto`` rolls out both candidates and takes the feedback guess only if its rollout costs less
+    than half the reference inputs': the bounded pendulum's feedback rollout from the bottom costs 0.72× the
+    reference's (kept: the reference; the feedback guess leads to a worse local optimum there), the panda's reference
+    inputs (the goal's gravity torque from the start) cannot even be simulated (infinite cost: the feedback guess).
+    The optimizer's first cost is the chosen rollout's."""
+    from vi_control.planning.cost import QuadraticTrackingCost
+    from vi_control.planning.pipeline import lqr_weights
+
+    task = dataclasses.replace(load_task(name), initial_guess="auto")
+    vi = make_system(task)
+    x0 = start_state(task, vi)
+    X_ref, U_ref = reference_trajectory(task, vi, x0)
+    W = task.weight_table(vi.nx, vi.nu, vi.nq)
+    cost = QuadraticTrackingCost(X_ref, U_ref, W["weights", "Q"], W["weights", "R"], W["weights", "Qf"])
+    limits = input_limits(task, vi)
+    lo, hi = input_bounds(limits, vi.nu)
+    U_fb = feedback_initial_guess(vi, x0, X_ref, U_ref, weights=lqr_weights(task, vi), input_limits=limits)
+    J = {}
+    for kind, U in (("reference", U_ref), ("feedback", U_fb)):
+        ro = rollout(vi, x0, U, lo=lo, hi=hi)
+        J[kind] = np.inf if ro is None else cost.calc(ro[0], ro[1])
+    assert (J["feedback"] < 0.5 * J["reference"]) == (chosen == "feedback")
+    _, res = plan_task(vi, task)
+    assert res.cost_history[0] == pytest.approx(J[chosen], rel=1e-9)
+
+
 def _panda_reference():
     task = load_task("task_panda_reach")
     vi = make_system(task)
