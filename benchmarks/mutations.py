@@ -474,6 +474,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "safe_command_prescribed_never_measured",
+        "vi_control/control/runner.py",
+        "                self._held_prescribed = state.x[self.vi.idx_k]\n",
+        "                pass\n",
+        "the safe command never learns the prescribed joints' positions: no command at all for such a model",
+        (
+            "test/control/test_safe_damping.py::test_the_safe_command_holds_prescribed_joints_where_they_were_last_measured",
+        ),
+        area="control",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

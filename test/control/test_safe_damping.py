@@ -120,3 +120,22 @@ def test_the_intake_measures_the_interval_between_accepted_states(pendulum_vi):
     assert intake.state_interval == pytest.approx(0.04)
     intake.reset()
     assert intake.state_interval is None
+
+
+def test_the_safe_command_holds_prescribed_joints_where_they_were_last_measured():
+    """A model with a prescribed joint (its input is its position): the safe command holds it where it was last
+    measured — from a valid state its measured position; from none (a stale or refused state) the last one measured —
+    and is None until a position was measured at all (commanding 0 would move the joint there)."""
+    held = vc.make_integrator(
+        "midpoint",
+        vc.load_robot(bundled_urdf("double_pendulum"), {"prescribed": ["shoulder"], "actuated": ["elbow"]}),
+        0.1,
+    )
+    r = _runner(held, 1.0, [1])
+    assert r.safe_input("zero", None) is None
+    x = np.array([0.4, -0.2, 0.0, 0.5])
+    u = r.safe_input("damping", Estimate(0.0, x, np.array([0.0, 0.5])))
+    assert list(u) == [pytest.approx(-0.5), 0.4]  # (the elbow damped, −d·q̇ with no period given; the shoulder held)
+    x2 = np.array([0.7, -0.2, 0.0, 0.0])
+    assert r.safe_input("zero", Estimate(0.1, x2, np.zeros(2)))[1] == 0.7
+    assert list(r.safe_input("zero", None)) == [0.0, 0.7]  # (no state: the last measured position held)
