@@ -485,6 +485,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="control",
     ),
     Mutation(
+        "simulator_bad_command_prescribed_to_start",
+        "vi_control/ros/simulator_node.py",
+        "                self.u[self.vi.n_torques :] = self.x[: self.vi.nq][self.vi.idx_k]"
+        "  # prescribed joints stay put\n",
+        "                pass\n",
+        "on a bad command (on_bad_command zero) the prescribed joints jump back to their start positions",
+        (
+            "test/ros/test_command_sources.py::"
+            "test_a_bad_command_under_on_bad_command_zero_keeps_prescribed_joints_where_they_are",
+        ),
+        area="nodes",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

@@ -269,3 +269,25 @@ def test_the_planner_refuses_to_plan_from_joint_states_of_one_joint_from_two_pub
         assert planner.state_conflict() is not None
         planner.set_parameters([rclpy_parameter("joint_state_conflict_window", 0.0)])
         assert planner.state_conflict() is None
+
+
+def test_a_bad_command_under_on_bad_command_zero_keeps_prescribed_joints_where_they_are(request):
+    """The marionette (its strings' joints prescribed: their inputs are positions), lockstep, ``on_bad_command:
+    zero``: a NaN command steps with zero torque and every prescribed joint's input at its position now — zero there
+    would pull each string to 0 in one step."""
+    from vi_control.ros.simulator_node import SimulatorNode
+
+    params = ["-p", "model:=marionette", "-p", "mode:=lockstep", "-p", "on_bad_command:=zero"]
+    with node_in_process(request.node.name, SimulatorNode, params) as sim:
+        vi = sim.vi
+        assert vi.nk > 0 and vi.n_torques < vi.nu
+        u = np.full(vi.nu, 0.01)
+        u[vi.n_torques :] = sim.x[: vi.nq][vi.idx_k] + 0.02  # (every prescribed joint moved off its start first)
+        sim.on_command(Float64MultiArray(data=list(u)))
+        x0 = sim.x.copy()
+        assert np.abs(x0[: vi.nq][vi.idx_k]).min() > 0.0
+        sim.on_command(Float64MultiArray(data=[float("nan")] * vi.nu))
+        want = np.zeros(vi.nu)
+        want[vi.n_torques :] = x0[: vi.nq][vi.idx_k]
+        assert np.array_equal(sim.x, vi.step(x0, want))
+        assert sim.counts["rejected_commands"] == 1
