@@ -171,13 +171,6 @@ class DMOCConditions:
         """``unit_scales`` of this body (p = its largest spatial inertia)."""
         return unit_scales(self.N, self.n, self.c, self.prob.body.unit_momentum)
 
-    # index helpers
-    def xi_idx(self, k: int) -> np.ndarray:
-        return np.arange(k * self.n, (k + 1) * self.n)
-
-    def nu_idx(self, k: int) -> np.ndarray | None:
-        return None if k in (0, self.N) else self.off_nu + np.arange((k - 1) * self.n, k * self.n)
-
     def _pattern(self) -> None:
         self.rows, self.cols, self.local, self.sign = jacobian_pattern(self.N, self.n, self.c)
         n, N, c = self.n, self.N, self.c
