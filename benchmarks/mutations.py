@@ -498,6 +498,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="nodes",
     ),
     Mutation(
+        "projection_gradient_regularized",
+        "vi_control/planning/gradient.py",
+        "        regularization=0.0,",
+        "        regularization=1.0,",
+        "the first-order method's LQ problem gets a regularization its metric does not have (another direction)",
+        ("test/planning/test_planning_solvers.py::test_the_first_order_methods_direction_is_its_lq_problems_solution",),
+        area="planning",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

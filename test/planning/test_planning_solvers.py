@@ -187,6 +187,41 @@ def test_first_order_projection_method_reaches_the_ddp_optimum(pendulum_vi, prob
     assert set(r1.step_kinds) == {"metric"} and np.all(np.diff(r1.cost_history) <= 0)
 
 
+def test_the_first_order_methods_direction_is_its_lq_problems_solution(pendulum_vi, problem):
+    """Johnson2015, eqs. 8–15: the projection method's descent direction minimizes the first-order change of J plus
+    the metric ½(Σ‖δx_k‖² + Σ‖δu_k‖²) subject to δx_{k+1} = A_k δx_k + B_k δu_k, δx_0 = 0 — no other curvature, no
+    regularization. Its predicted change along that direction (the first decrement d1) is checked against the same
+    LQ problem solved here as one dense KKT system, on the swing-up's first iterate (U = 0)."""
+    from vi_control.linearization import linearize
+    from vi_control.planning.gradient import projection_gradient
+
+    cost, x0 = problem
+    vi, N = pendulum_vi, cost.N
+    nx, nu = vi.nx, vi.nu
+    U = np.zeros((N, nu))
+    X, _, _ = rollout(vi, x0, U)
+    lins = [linearize(vi, X[k], U[k]) for k in range(N)]
+    n_x, n_z = (N + 1) * nx, (N + 1) * nx + N * nu  # δz = (δx_0 … δx_N, δu_0 … δu_{N−1})
+    g = np.zeros(n_z)
+    for k in range(N):
+        g[k * nx : (k + 1) * nx] = cost.Q @ (X[k] - cost.X_ref[k])
+        g[n_x + k * nu : n_x + (k + 1) * nu] = cost.R @ (U[k] - cost.U_ref[k])
+    g[N * nx : n_x] = cost.Qf @ (X[N] - cost.X_ref[N])
+    C = np.zeros(((N + 1) * nx, n_z))
+    C[:nx, :nx] = np.eye(nx)  # δx_0 = 0
+    for k in range(N):
+        rows = slice((k + 1) * nx, (k + 2) * nx)
+        C[rows, (k + 1) * nx : (k + 2) * nx] = -np.eye(nx)
+        C[rows, k * nx : (k + 1) * nx] = lins[k].A
+        C[rows, n_x + k * nu : n_x + (k + 1) * nu] = lins[k].B
+    KKT = np.block([[np.eye(n_z), C.T], [C, np.zeros((len(C), len(C)))]])
+    dz = np.linalg.solve(KKT, np.concatenate([-g, np.zeros(len(C))]))[:n_z]
+    res = projection_gradient(vi, cost, x0, U, max_iterations=1)
+    d1 = res.decrement_history[0]
+    assert d1 < 0 and d1 == pytest.approx(g @ dz, rel=1e-8)
+    assert g @ dz == pytest.approx(-dz @ dz, rel=1e-10)  # (the LQ optimum: its linear term is −‖δz‖²)
+
+
 def test_contraction_reusing_the_linearization_is_the_same(pendulum_vi, rng):
     """DDP passes linearize's factors to second_order_contraction(lin=): identical numbers, less work."""
     from vi_control.linearization import linearize, second_order_contraction
