@@ -507,6 +507,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "collocation_interval_lookup_shifted",
+        "vi_control/planning/collocation/solution.py",
+        "edges = np.array([s.t0 for s in self.segments[1:]])",
+        "edges = np.array([s.t0 for s in self.segments[2:]])",
+        "a collocation solution evaluates times of its second interval on the first interval's polynomial",
+        (
+            "test/planning/test_collocation_planner.py::test_a_solution_evaluates_each_time_on_its_own_intervals_polynomial",
+        ),
+        area="planning",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

@@ -145,3 +145,30 @@ def test_polish_tolerance_is_in_the_units_of_the_cost(pendulum_plan):
             assert res.iterations == res1.iterations and off < 1e-9, (res.iterations, res1.iterations, off)
         else:  # the unscaled tolerance is met before the polish moves: a plan off the unscaled one
             assert res.iterations < res1.iterations and off > 1e-3, (res.iterations, off)
+
+
+def test_a_solution_evaluates_each_time_on_its_own_intervals_polynomial(pendulum_plan):
+    """``CollocationSolution.q/v/u`` at a time evaluate the polynomial of the interval holding it (an interval's
+    start belongs to it; times before the first and after the last extrapolate those): three intervals, each
+    answering with its index."""
+    import dataclasses
+
+    _, _, _, res = pendulum_plan
+
+    class Interval:
+        def __init__(self, i, t0):
+            self.i, self.t0 = i, t0
+
+        def q(self, t, order=0):
+            return np.full((len(t), 1), float(self.i))
+
+        velocity = q
+
+        def u(self, t):
+            return np.full((len(t), 1), float(self.i))
+
+    sol = dataclasses.replace(res.collocation, segments=[Interval(0, 0.0), Interval(1, 1.0), Interval(2, 2.0)])
+    t = [-0.5, 0.0, 0.5, 0.999, 1.0, 1.5, 2.0, 2.5, 9.0]
+    want = [0, 0, 0, 0, 1, 1, 2, 2, 2]
+    for f in (sol.q, sol.v, sol.u):
+        assert f(t)[:, 0].tolist() == want
