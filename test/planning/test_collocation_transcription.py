@@ -253,3 +253,16 @@ def test_pendulum_lg2_error_is_the_polynomial_floor_of_the_exact_bang_bang_motio
     for N in (15, 20):
         floor = bang_bang_gravity_interpolation_error(N)
         assert 0.5 * floor < dynamic_errors(swingups["lg2", N], pendulum).E2 < 1.5 * floor, (N, floor)
+
+
+def test_the_linear_guess_is_the_straight_line_at_constant_velocity():
+    """``Guess.linear(q0, qf, tf, nu)``: q(t) = q0 + (t/tf)(qf − q0) — q0 at 0, qf at tf, halfway at tf/2 —, its
+    velocity (qf − q0)/tf at every time, zero inputs."""
+    from vi_control.planning.collocation.transcription import Guess
+
+    q0, qf, tf = np.array([0.5, -1.0]), np.array([2.0, 1.0]), 4.0
+    g = Guess.linear(q0, qf, tf, 3)
+    t = np.array([0.0, 2.0, 4.0])
+    np.testing.assert_allclose(g.q(t), [q0, 0.5 * (q0 + qf), qf], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(g.v(t), np.tile((qf - q0) / tf, (3, 1)), rtol=0, atol=1e-15)
+    assert g.u(t).shape == (3, 3) and not g.u(t).any() and g.tf == tf
