@@ -518,6 +518,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "plan_dt_zero_accepted",
+        "vi_control/control/plan.py",
+        "if not (math.isfinite(dt) and dt > 0):",
+        "if not (math.isfinite(dt) and dt >= 0):",
+        "a plan with dt = 0 passes the dt check (refused later, if at all, for its times)",
+        ("test/control/test_plan_file.py::test_plan_times_must_resolve_dt_at_their_magnitude",),
+        area="control",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

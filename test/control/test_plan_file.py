@@ -196,6 +196,10 @@ def test_plan_times_must_resolve_dt_at_their_magnitude():
         _tiny_plan(np.array([1.8e9, 1.8e9 + dt, 1.8e9 + 2.5 * dt]), dt)
     with pytest.raises(PlanError, match="dt: must be a positive finite number"):
         _tiny_plan(np.arange(3) * dt, 10**400)
+    # the boundary: dt = 0 refused as such (times all equal would fit it), a nanosecond accepted
+    with pytest.raises(PlanError, match=r"dt: must be a positive finite number, got 0\.0"):
+        _tiny_plan(np.zeros(3), 0.0)
+    assert _tiny_plan(np.arange(3) * 1e-9, 1e-9).dt == 1e-9
 
 
 def test_shifted_receded_and_fitted_plans_are_plans_construction_accepts():
