@@ -527,6 +527,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="control",
     ),
     Mutation(
+        "gait_impact_momentum_not_midpoint",
+        "vi_control/planning/collocation/gait.py",
+        "Ld = dt * L((q0s + q1) / 2, (q1 - q0s) / dt)",
+        "Ld = dt * L((q0s + q1) / 3, (q1 - q0s) / dt)",
+        "the impact map's post-impact momentum from another discrete Lagrangian than the VI's midpoint rule",
+        (
+            "test/planning/test_collocation_gait.py::test_a_walker_at_rest_lands_at_rest_on_the_vis_own_discrete_momentum",
+        ),
+        area="planning",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

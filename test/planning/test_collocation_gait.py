@@ -93,6 +93,22 @@ def test_vi_reference_step_is_feasible_and_periodic_through_the_impact_map(gait,
     assert again[0] < 1e-7 and again[-1] < 1e-10 and len(again) <= 3, again
 
 
+def test_a_walker_at_rest_lands_at_rest_on_the_vis_own_discrete_momentum(gait):
+    """``discrete_impact`` of a held state x⁻ = (q, D₂L_d(q, q)) (q̇⁻ = 0: no impulse) is the held state of the
+    relabelled configuration, x⁺ = (q⁺, D₂L_d(q⁺, q⁺)) with D₂L_d the VI's own (``equilibrium_state``, the midpoint
+    rule's −(Δt/2)∇V(q⁺)) — not only periodic: the map's own D₂L_d is the VI's."""
+    from vi_control.control.hold import equilibrium_state
+
+    vi = MidpointVI(gait.robot, 0.01)
+    q = np.array([0.0, 0.0, 0.1, 0.3, -0.4, 0.5, -0.2])[: vi.nq]
+    x_plus = gait.discrete_impact(vi, equilibrium_state(vi, q), anchor=False)
+    q_plus, v_plus = gait.relabel(q, np.zeros(vi.nq))
+    assert not np.any(v_plus)
+    want = equilibrium_state(vi, q_plus)
+    assert np.abs(want[vi.nq :]).max() > 1e-3  # (gravity: the held momentum is not zero)
+    np.testing.assert_allclose(x_plus, want, rtol=0, atol=1e-12)
+
+
 def test_vi_replay_stays_on_the_cycle_under_tv_lqr_and_falls_open_loop(gait, cycle):
     """Ten steps in the VI with the impact map under the periodic TV-LQR gains: from the reference's start the walker
     stays on the cycle; from a start 0.02 rad off (swing knee) it converges back; without feedback it falls."""
