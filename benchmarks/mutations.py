@@ -538,6 +538,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="planning",
     ),
     Mutation(
+        "startup_parameter_choices_unchecked",
+        "vi_control/ros/common.py",
+        "        why = spec.check(name, values[name])",
+        "        why = None",
+        "a params file's value outside a parameter's choices starts the node (refused only when set later)",
+        (
+            "test/ros/test_nodes_in_process.py::"
+            "test_a_start_up_parameter_outside_its_choices_or_not_finite_stops_the_node",
+        ),
+        area="nodes",
+    ),
+    Mutation(
+        "lockstep_command_does_not_step",
+        "vi_control/ros/simulator_node.py",
+        "        self.last_command_time = time.monotonic()\n        if self.lockstep:\n            self.advance()",
+        "        self.last_command_time = time.monotonic()\n        if not self.lockstep:\n            self.advance()",
+        "a lockstep simulator waits on a command that answers its state instead of stepping with it",
+        (
+            "test/ros/test_command_sources.py::"
+            "test_the_lockstep_simulator_refuses_two_publishers_and_steps_on_the_last_valid_command",
+        ),
+        area="nodes",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

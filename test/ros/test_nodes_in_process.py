@@ -1525,3 +1525,30 @@ def test_the_simulator_brakes_when_commands_stop_for_command_timeout(timeout, re
         assert any("brakes released" in m for _, m in logged), logged
         moving = steps(3)
         assert moving[-1, 0] != q and abs(moving[0, 0] - q) < abs(free[-1, 0] - free[-2, 0])  # (from rest)
+
+
+@pytest.mark.parametrize(
+    "param, value, match",
+    [
+        ("safe_mode", "explode", r"^parameter safe_mode must be one of \['hold', 'zero', 'damping'\], got 'explode'$"),
+        ("safe_damping", "nan", r"parameter value \(nan\).*safe_damping out of range"),  # (rclpy's range check)
+        ("safe_mode", "damping", None),  # (just inside: a choice, a finite number)
+        ("safe_damping", "0.5", None),
+    ],
+)
+def test_a_start_up_parameter_outside_its_choices_or_not_finite_stops_the_node(request, param, value, match):
+    """A params file (or ``-p``) with a value the node's on-set callback would refuse later is refused at start-up
+    too, naming the parameter and what it must be: the node is not built. rclpy checks the declared type and range
+    (NaN is outside every range), the node its choices."""
+    from vi_control.ros.controller_node import ControllerNode
+
+    params = ["-p", "model:=pendulum", "-p", f"{param}:={value}"]
+    if match is None:
+        with node_in_process(request.node.name, ControllerNode, params) as node:
+            assert str(node.get_parameter(param).value) == value
+        return
+    from rclpy.exceptions import InvalidParameterValueException
+
+    with pytest.raises((ValueError, InvalidParameterValueException), match=match):
+        with node_in_process(request.node.name, ControllerNode, params):
+            pass
