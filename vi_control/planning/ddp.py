@@ -165,10 +165,9 @@ def _reference_gains(vi: Linearizable, stages, X: np.ndarray, U: np.ndarray, wei
     A reference that holds one state under one input throughout (a goal reference) is linearized once, every stage
     being the same step; its gains depend on that state and input, the weights and N, not on where the plan starts, so
     compiled stages (one system, horizon and input box) remember those of their last ``GOAL_GAINS_KEPT`` goals: each
-    re-plan or MPC cycle to the same goal skips the linearization and the Riccati sweep (a panda plan ~0.12 ms of
-    ~2.9). Keyed by the numbers themselves, so another goal or weights computes anew."""
-    steady = len(U) > 1 and (X[:-1] == X[0]).all() and (U == U[0]).all()
-    memo = getattr(stages, "goal_gains", None) if steady else None
+    re-plan, MPC restart or request to the same goal skips the linearization and the Riccati sweep (a panda plan
+    ~0.12 ms of ~2.9). Keyed by the numbers themselves, so another goal or weights computes anew."""
+    memo = getattr(stages, "goal_gains", None) if _holds_one_step(X, U) else None
     key = None
     if memo is not None:
         key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))
@@ -187,6 +186,11 @@ def _reference_gains(vi: Linearizable, stages, X: np.ndarray, U: np.ndarray, wei
     return K_ro
 
 
+def _holds_one_step(X: np.ndarray, U: np.ndarray) -> bool:
+    """Whether a reference holds one state under one input at every stage (a goal reference): one step throughout."""
+    return len(U) > 1 and bool((X[:-1] == X[0]).all()) and bool((U == U[0]).all())
+
+
 def _weight_key(W) -> tuple:
     W = np.asarray(W, float)
     return W.shape, W.tobytes()
@@ -195,7 +199,7 @@ def _weight_key(W) -> tuple:
 def _reference_jacobians(vi: Linearizable, stages, X: np.ndarray, U: np.ndarray) -> tuple | None:
     """The stages' ``reference_jacobians`` (A_k, B_k of each reference stage), where a reference that holds one state
     under one input throughout (a goal reference) is linearized once: every stage is then the same step."""
-    if len(U) > 1 and (X[:-1] == X[0]).all() and (U == U[0]).all():
+    if _holds_one_step(X, U):
         AB = reference_jacobians(vi, X[:2], U[:1])
         return None if AB is None else tuple(np.repeat(M, len(U), axis=0) for M in AB)
     return stages.reference_jacobians(X, U)
