@@ -323,8 +323,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "held_reference_inputs_unchecked",
         "vi_control/planning/ddp.py",
-        "and (X[:-1] == X[0]).all() and (U == U[0]).all():",
-        "and (X[:-1] == X[0]).all():",
+        "and bool((X[:-1] == X[0]).all()) and bool((U == U[0]).all())",
+        "and bool((X[:-1] == X[0]).all())",
         "a reference that holds one state is linearized once even where its inputs change (one step for all stages)",
         ("test/planning/test_planning_initial_guess.py",),
     ),
