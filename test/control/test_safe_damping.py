@@ -62,6 +62,15 @@ def test_the_cap_is_the_row_sum_bound_of_pinocchios_inverse_inertia(panda):
     assert r.damping_cap(x, 10 * T) == pytest.approx(cap / 10, rel=1e-12)
 
 
+def _shoulder_prescribed():
+    """The double pendulum with its shoulder prescribed (its input is its position), its elbow actuated, Δt = 0.1 s."""
+    return vc.make_integrator(
+        "midpoint",
+        vc.load_robot(bundled_urdf("double_pendulum"), {"prescribed": ["shoulder"], "actuated": ["elbow"]}),
+        0.1,
+    )
+
+
 def test_the_cap_sees_the_inertia_of_the_actuated_joints_with_prescribed_ones_held():
     q = np.array([0.3, -0.7])
     acrobot = vc.make_integrator(
@@ -70,11 +79,7 @@ def test_the_cap_sees_the_inertia_of_the_actuated_joints_with_prescribed_ones_he
     A = np.linalg.inv(pinocchio_mass_matrix(acrobot.robot, q))
     x = acrobot.state_from_velocity(q, np.zeros(2))
     assert _runner(acrobot, 1.0, [1]).damping_cap(x, 0.1) == pytest.approx([1.0 / (0.1 * A[1, 1])], rel=1e-9)
-    held = vc.make_integrator(
-        "midpoint",
-        vc.load_robot(bundled_urdf("double_pendulum"), {"prescribed": ["shoulder"], "actuated": ["elbow"]}),
-        0.1,
-    )
+    held = _shoulder_prescribed()
     M = pinocchio_mass_matrix(held.robot, q)
     x = np.concatenate([q, np.zeros(2)])
     r = _runner(held, 1.0, [1])
@@ -126,11 +131,7 @@ def test_the_safe_command_holds_prescribed_joints_where_they_were_last_measured(
     """A model with a prescribed joint (its input is its position): the safe command holds it where it was last
     measured — from a valid state its measured position; from none (a stale or refused state) the last one measured —
     and is None until a position was measured at all (commanding 0 would move the joint there)."""
-    held = vc.make_integrator(
-        "midpoint",
-        vc.load_robot(bundled_urdf("double_pendulum"), {"prescribed": ["shoulder"], "actuated": ["elbow"]}),
-        0.1,
-    )
+    held = _shoulder_prescribed()
     r = _runner(held, 1.0, [1])
     assert r.safe_input("zero", None) is None
     x = np.array([0.4, -0.2, 0.0, 0.5])
