@@ -562,6 +562,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="nodes",
     ),
     Mutation(
+        "lockstep_refusal_names_brakes",
+        "vi_control/ros/simulator_node.py",
+        '        return refused_command_fallback(self.p["on_bad_command"], 0.0 if self.lockstep else '
+        'self.p["command_timeout"])',
+        '        return refused_command_fallback(self.p["on_bad_command"], 0.0 if not self.lockstep else '
+        'self.p["command_timeout"])',
+        "a lockstep simulator's refusal of a command names brakes it does not have (its command_timeout is off)",
+        (
+            "test/ros/test_command_sources.py::"
+            "test_the_lockstep_simulator_refuses_two_publishers_and_steps_on_the_last_valid_command",
+        ),
+        area="nodes",
+    ),
+    Mutation(
         "goal_gains_keyed_without_weights",
         "vi_control/planning/ddp.py",
         "key = (X[0].tobytes(), U[0].tobytes(), *(_weight_key(w) for w in weights))",

@@ -121,11 +121,14 @@ def test_the_lockstep_simulator_refuses_two_publishers_and_steps_on_the_last_val
     """Lockstep, window 0.5 s: A's command steps with its torque; B's, 0.5 s later at most, is refused — the step
     still happens (as on a bad command: the loop goes on), under A's last command ('hold'), said once naming both
     publishers and counted; A's next command, while B is within the window, is refused too; once B has been silent
-    longer than the window, A's command is applied again and that is said."""
+    longer than the window, A's command is applied again and that is said. Its command_timeout names no brakes in the
+    refusal: lockstep has none."""
     from vi_control.ros.simulator_node import SimulatorNode
 
     params = ["-p", "model:=pendulum", "-p", "mode:=lockstep", "-p", "dt:=0.01", "-p", "initial_positions:=[0.5]"]
-    params += ["-p", "command_conflict_window:=0.3"]
+    # (command_timeout set: a lockstep simulator has no brakes — it waits for commands — and its refusal must not
+    # name them)
+    params += ["-p", "command_conflict_window:=0.3", "-p", "command_timeout:=0.2"]
     with node_in_process(request.node.name, SimulatorNode, params) as sim:
         logged = record_logs(sim).messages
         vi = sim.vi
@@ -142,7 +145,7 @@ def test_the_lockstep_simulator_refuses_two_publishers_and_steps_on_the_last_val
         x0 = command(2.0, A)
         assert np.array_equal(sim.x, vi.step(x0, np.array([1.0])))  # A refused too while B is within the window
         errors = [m for _, m in logged if "2 publishers within command_conflict_window 0.3 s" in m]
-        assert len(errors) == 1 and "refused (the last valid command)" in errors[0], logged
+        assert len(errors) == 1 and "refused (the last valid command)" in errors[0] and "brakes" not in errors[0], logged
         assert sim.counts["conflicting_commands"] == 2 and sim.sources.conflict
         time.sleep(0.35)
         x0 = command(2.0, A)
