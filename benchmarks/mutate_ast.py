@@ -485,8 +485,13 @@ def run_mutant(
             if not tests:
                 status = "passed"
                 break
-    first = next((ln.strip() for ln in tail.splitlines() if ln.startswith(("FAILED ", "ERROR ", "E "))), "")
-    kind = {"passed": "survived", "failed": "killed", "error": "killed", "timeout": "timeout"}[status]
+    first = next(
+        (ln.strip() for ln in tail.splitlines() if ln.startswith(("FAILED ", "ERROR ", "E ", "crashed: "))), ""
+    )
+    # (a test process killed by a signal — a segfault or abort the mutant caused — is a failed run, as for CI)
+    kind = {"passed": "survived", "failed": "killed", "error": "killed", "crashed": "killed", "timeout": "timeout"}[
+        status
+    ]
     return Result(m, kind, elapsed, tests, first[:200])
 
 

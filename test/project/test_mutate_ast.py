@@ -61,6 +61,14 @@ def test_a_killed_and_a_surviving_mutant(tmp_path):
     assert "| model | 1 / 2 | 50 % | 0 |" in text and "Survivors (1)" in text
 
 
+def test_a_mutant_that_crashes_the_test_process_is_killed(tmp_path):
+    """A mutant whose tests die by a signal (a segfault or abort in compiled code) is killed, as CI would fail on it —
+    the run goes on (the crash was once a KeyError in the verdict that ended the whole run)."""
+    crash = tool.Mutant("vi_control/model/scalars.py", 21, "const", "_REAL", '(__import__("os").abort() or _REAL)')
+    r = tool.run_mutant(crash, timeout=300, tests=["test/model/test_model_scalars.py"], work=tmp_path)
+    assert r.status == "killed" and r.detail.startswith("crashed: killed by signal"), r
+
+
 def test_a_coverage_map_names_in_process_tests_by_id_and_child_processes_by_file(tmp_path):
     """One file's tests under coverage: the CRBA runs in the test process (each parametrised case its own id) and,
     in ``test_long_chain_loads_without_pinocchio_data``, in a child Python (counted for the whole file). A mutant of

@@ -145,7 +145,9 @@ def test_the_lockstep_simulator_refuses_two_publishers_and_steps_on_the_last_val
         x0 = command(2.0, A)
         assert np.array_equal(sim.x, vi.step(x0, np.array([1.0])))  # A refused too while B is within the window
         errors = [m for _, m in logged if "2 publishers within command_conflict_window 0.3 s" in m]
-        assert len(errors) == 1 and "refused (the last valid command)" in errors[0] and "brakes" not in errors[0], logged
+        assert len(errors) == 1 and "refused (the last valid command)" in errors[0] and "brakes" not in errors[0], (
+            logged
+        )
         assert sim.counts["conflicting_commands"] == 2 and sim.sources.conflict
         time.sleep(0.35)
         x0 = command(2.0, A)
