@@ -562,6 +562,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="nodes",
     ),
     Mutation(
+        "lie_group_unconverged_step_passed_on",
+        "vi_control/integrators/lie_group.py",
+        "        if not (np.isfinite(rnorm) and st.accepts(rnorm, pnorm, floor)):",
+        "        if not (np.isfinite(rnorm) or st.accepts(rnorm, pnorm, floor)):",
+        "a Lie-group step Newton did not solve within max_iterations is returned as a step (its residual finite)",
+        (
+            "test/integrators/test_lie_integrator.py::"
+            "test_a_step_newton_has_not_solved_within_max_iterations_is_refused",
+        ),
+    ),
+    Mutation(
+        "exp_coefficient_series_term_wrong",
+        "vi_control/mechanics/so3_maps.py",
+        "        lambda t: 1 / 24 - t / 720 + t**2 / 40320 - t**3 / 3628800,",
+        "        lambda t: 1 / 24 - t / 792 + t**2 / 40320 - t**3 / 3628800,",
+        "the SE(3) exponential's Q coefficient (θ² + 2cos θ − 2)/(2θ⁴) by a Taylor series with a wrong θ² term",
+        (
+            "test/mechanics/test_lie_groups.py::"
+            "test_the_exponential_maps_coefficients_series_and_closed_forms_are_their_functions",
+        ),
+    ),
+    Mutation(
         "lockstep_refusal_names_brakes",
         "vi_control/ros/simulator_node.py",
         '        return refused_command_fallback(self.p["on_bad_command"], 0.0 if self.lockstep else '

@@ -10,6 +10,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from vi_control.integrators import DiscreteSystem, Linearizable, make_integrator
+from vi_control.integrators.base import ConvergenceError
 from vi_control.integrators.lie_group import LieGroupVI
 from vi_control.linearization import linearize, second_order_contraction
 from vi_control.mechanics.euler_poincare import restoring_wrench
@@ -166,3 +167,18 @@ def test_bad_states_and_inputs_are_named():
         vi.state.diff(x, flipped)
     with pytest.raises(TypeError, match="RigidBodyModel"):
         LieGroupVI(object(), 0.1)
+
+
+def test_a_step_newton_has_not_solved_within_max_iterations_is_refused():
+    """A tumbling step that Newton solves in n iterations: with ``max_iterations`` = n it is the same step, with n − 1
+    ConvergenceError naming the residual — never an unconverged ξ passed on as a step."""
+    body = load_rigid_body(FREE["SO3"])
+    x0 = make_integrator("lie_group", body, 0.1).state_from_pose(np.eye(3), 3.0 * TWIST["SO3"])
+    r = make_integrator("lie_group", body, 0.1).solve(x0)
+    n = r.iterations
+    assert n >= 2  # (else there is no unconverged iterate to refuse)
+    at_n = make_integrator("lie_group", body, 0.1, max_iterations=n).solve(x0)
+    assert np.array_equal(at_n.x, r.x)
+    with pytest.raises(ConvergenceError) as e:
+        make_integrator("lie_group", body, 0.1, max_iterations=n - 1).solve(x0)
+    assert np.isfinite(e.value.residual) and e.value.residual > 0

@@ -5,6 +5,8 @@ differentials of §5 b, Lee2016's Bernoulli series (mechanics.lie.dlog_matrix), 
 central finite differences of the maps themselves.
 """
 
+from decimal import Decimal, localcontext
+
 import casadi as ca
 import numpy as np
 import pytest
@@ -216,3 +218,51 @@ def test_the_cayley_retraction_has_one_name_everywhere():
     theta, x, y = np.array(ca.DM(tau(ca.DM(v)))).ravel()
     g = SE2.cay(v)  # the matrix Cayley map of groups.py: the same element
     assert np.allclose([np.arctan2(g[1, 0], g[0, 0]), g[0, 2], g[1, 2]], [theta, x, y], atol=1e-14)
+
+
+def _decimal_sin_cos(x: Decimal) -> tuple[Decimal, Decimal]:
+    """sin x, cos x to the context's precision by their power series (the Python ``decimal`` documentation's recipe)."""
+    s, c, term, k = Decimal(0), Decimal(0), Decimal(1), 0
+    while True:  # term = x^k / k!
+        last = (s, c)
+        if k % 2:
+            s += term if k % 4 == 1 else -term
+        else:
+            c += term if k % 4 == 0 else -term
+        k += 1
+        term = term * x / k
+        if (s, c) == last and k > 2:
+            return s, c
+
+
+# The exponential map's coefficients (mechanics.so3_maps.c_*) as their closed forms, in 60-digit decimal arithmetic.
+_COEFFICIENTS = {
+    "c_sin": lambda th, s, c: s / th,
+    "c_cos": lambda th, s, c: (1 - c) / th**2,
+    "c_sin3": lambda th, s, c: (th - s) / th**3,
+    "c_cot": lambda th, s, c: (1 - th / 2 * _half_cot(th)) / th**2,
+    "c_q2": lambda th, s, c: (th**2 + 2 * c - 2) / (2 * th**4),
+    "c_q3": lambda th, s, c: (2 * th - 3 * s + th * c) / (2 * th**5),
+}
+
+
+def _half_cot(th: Decimal) -> Decimal:
+    s, c = _decimal_sin_cos(th / 2)
+    return c / s
+
+
+@pytest.mark.parametrize("name", sorted(_COEFFICIENTS))
+def test_the_exponential_maps_coefficients_series_and_closed_forms_are_their_functions(name):
+    """Each coefficient of the exponential retraction's closed forms — its Taylor series below θ² = 1e-4, its closed
+    form above — against that closed form in 60-digit decimal arithmetic (no cancellation there): the series to 1e-14
+    (its truncation is ~1e-20 there; a wrong term of order θ² or θ⁴ is off by far more), the closed form in double
+    precision to the cancellation its numerator has at θ² = 1e-2 and 1."""
+    from vi_control.mechanics import so3_maps
+
+    f = getattr(so3_maps, name)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for t, rtol in ((1e-8, 1e-14), (3e-5, 1e-14), (0.999999e-4, 1e-14), (1e-2, 1e-8), (1.0, 1e-12)):
+            th = Decimal(t).sqrt()
+            want = float(_COEFFICIENTS[name](th, *_decimal_sin_cos(th)))
+            assert f(t, False) == pytest.approx(want, rel=rtol, abs=0.0), (name, t)
