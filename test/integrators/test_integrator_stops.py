@@ -125,3 +125,23 @@ def test_two_joints_at_their_stops_at_once_and_a_start_beyond_a_limit_is_left_al
 def test_only_the_midpoint_vi_has_stops():
     with pytest.raises(TypeError, match="joint stops need the midpoint VI"):
         vc.JointStops(vc.make_integrator("linear_time", _chain(2, -0.5, 0.5), 0.01))
+
+
+@pytest.mark.parametrize("lower, upper", [(0.2, 0.5), (-0.5, -0.2)])
+def test_a_joint_whose_range_excludes_zero_stops_at_its_limit(lower, upper):
+    """Limits on one side of zero — a range [0.2, 0.5] rad (or its mirror): thrown at 3 rad/s from the range's middle
+    toward its far limit, the joint ends exactly there, held; a range test centred on zero would have let it pass."""
+    robot = _chain(1, lower, upper)
+    dt = 1e-3
+    vi = vc.MidpointVI(robot, dt)
+    stops = vc.JointStops(vi)
+    mid, far = 0.5 * (lower + upper), upper if upper > 0 else lower
+    v = 3.0 * np.sign(far - mid)
+    x = vi.state_from_configurations(np.array([mid - v * dt]), np.array([mid]))
+    q = []
+    for k in range(300):
+        x = stops.step(x, np.zeros(1), step_index=k)
+        q.append(x[0])
+    q = np.array(q)
+    assert np.abs(q - mid).max() == pytest.approx(abs(far - mid), abs=1e-12)
+    assert np.all((q >= lower - 1e-12) & (q <= upper + 1e-12))

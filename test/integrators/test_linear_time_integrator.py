@@ -122,6 +122,20 @@ def test_riqn_and_newton_solve_the_same_step(chain10, rng):
         assert sols["riqn", ig][1] >= sols["newton", ig][1]
 
 
+def test_the_initial_guesses_by_default_predict_one_step_of_the_integrators_own_dt(chain5):
+    """Lee2016, §3.3: IG1 q_k, IG2 q_k + Δt q̇_k, IG3 q_k + Δt (q̇_k + Δt q̈_k) with q̈ from Pinocchio's ABA — Δt the
+    integrator's own unless a substep's is given (the fallback chain's)."""
+    n, dt = 5, 0.01
+    q, v, u = np.linspace(0.1, 0.5, n), np.linspace(1.0, -1.0, n), np.linspace(-0.5, 0.5, n)
+    for ig in ("IG1", "IG2", "IG3"):
+        vi = LinearTimeVI(chain5, dt, initial_guess=ig)
+        x = vi.state_from_velocity(q, v)
+        a = pin.aba(chain5.pin_model, chain5.pin_model.createData(), q, v, u - vi.damping * v)
+        for h in (dt, dt / 4):
+            want = {"IG1": q, "IG2": q + h * v, "IG3": q + h * (v + h * a)}[ig]
+            got = vi.initial_guess(x, u) if h == dt else vi.initial_guess(x, u, h)
+            assert np.allclose(got, want, rtol=0, atol=1e-12), (ig, h)
+
 def test_state_from_configurations_recovers_the_discrete_momentum(chain5):
     vi = LinearTimeVI(chain5, 0.01)
     X, _ = vi.simulate(vi.state_from_velocity(np.full(5, 0.4), np.zeros(5)), np.full((20, 5), 0.3))

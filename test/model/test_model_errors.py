@@ -270,6 +270,14 @@ YAML_CASES = {
         "constraints:\n  - {type: coincident, point_a: [0, 0, 0]}",
         r"constraints\[0\]\.link_a: required",
     ),
+    "constraint link a number": (
+        "constraints:\n  - {type: coincident, link_a: 5, point_a: [0, 0, 0]}",
+        r"constraints\[0\]\.link_a: expected a name \(string\), got 5",
+    ),
+    "constraint link empty": (
+        "constraints:\n  - {type: coincident, link_a: '', point_a: [0, 0, 0]}",
+        r"constraints\[0\]\.link_a: expected a name \(string\), got ''",
+    ),
     "constraint missing distance": (
         "constraints:\n  - {type: distance, link_a: tip}",
         r"constraints\[0\]\.distance: required for a distance constraint",

@@ -291,3 +291,20 @@ def test_locked_joints_equal_pinocchios_reduced_model():
         vc.load_robot("erd:baxter", {"locked": ["head_tilt"]})
     with pytest.raises(vc.SystemConfigError, match="locked.head_pan: expected a finite number"):
         vc.load_robot("erd:baxter", {"locked": {"head_pan": "up"}})
+
+
+def test_a_joint_is_locked_within_its_limits_at_their_boundary_and_anywhere_where_it_states_none():
+    """``locked`` refuses a position beyond the joint's URDF limits by more than their slack, 1e-9 × the largest of 1
+    and |limit| (2e-9 for [−1, 2]): 1e-9 beyond the upper limit accepted, 4e-9 refused, naming the joint and its
+    limits; a joint whose ``<limit>`` states no range (lower = upper = 0, as URDFs write a joint that gives only effort
+    and velocity) is locked at any position."""
+    from vi_control.model.generate import planar_chain_urdf
+
+    chain = planar_chain_urdf(2, joint_type="revolute")
+    limited = chain.replace('lower="-3.14159" upper="3.14159"', 'lower="-1.0" upper="2.0"', 1)
+    assert vc.load_robot(limited, {"locked": {"joint1": 2.0 + 1e-9}}).nq == 1
+    with pytest.raises(vc.SystemConfigError, match=r"locked.joint1: 2 is outside joint 'joint1''s limits \[-1, 2\]"):
+        vc.load_robot(limited, {"locked": {"joint1": 2.0 + 4e-9}})
+    unstated = chain.replace('lower="-3.14159" upper="3.14159"', 'lower="0" upper="0"', 1)
+    robot = vc.load_robot(unstated, {"locked": {"joint1": 0.4}})
+    assert robot.nq == 1 and robot.joint_names == ["joint2"]

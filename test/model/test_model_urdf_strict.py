@@ -143,6 +143,8 @@ def test_vector_grammar_is_urdfdoms():
         ),
         (MASS, "", r"link 'cart': <inertial> needs a <mass> element"),
         ('<axis xyz="1 0 0"/>', '<axis xyz="1\t0 0"/>', r"joint 'slider' <axis>: attribute xyz='1\\t0 0'"),
+        # (a newline without a tab in the tag: expat would make it a space, urdfdom's tinyxml2 keeps it)
+        ('<axis xyz="1 0 0"/>', '<axis xyz="1\n0 0"/>', r"joint 'slider' <axis>: attribute xyz='1\\n0 0'"),
         ('effort="20.0" velocity="10.0"', 'velocity="10.0"', r"joint 'slider' <limit>: attribute effort is required"),
         (
             '<axis xyz="0 1 0"/>',

@@ -62,6 +62,9 @@ def test_vehicle_mass_and_cylinder_inertia():
 def test_spacecraft_and_scaling_change_the_hash():
     sc = load_rigid_body("spacecraft")
     assert sc.group == "SO3" and sc.dim == 3 and sc.nq == 9
+    # the stored coordinates' labels: the rotation's entries row by row, then (SE(3)) the position
+    rotation = [f"R{i}{j}" for i in range(3) for j in range(3)]
+    assert sc.joint_names == rotation and load_rigid_body("vehicle_uuv").joint_names == rotation + ["x", "y", "z"]
     assert np.allclose(sc.input_matrix, np.eye(3))
     heavy = load_rigid_body("vehicle_uuv", mass_scale=1.05, drag_scale=0.95)
     nominal = load_rigid_body("vehicle_uuv")
@@ -80,7 +83,8 @@ def test_spacecraft_and_scaling_change_the_hash():
         (dict(inertia=[1.0, 1.0, 5.0]), "triangle inequality"),
         (dict(inertia=[[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), "symmetric"),
         (dict(inertia={"cylinder": {"radius": 0.0, "length": 0.5}}), "inertia.cylinder.radius"),
-        (dict(mass=-3.0), "mass: must be a positive"),
+        (dict(mass=-3.0), "mass: must be a positive finite number, got -3.0"),
+        (dict(mass=float("inf")), "mass: must be a positive finite number, got inf"),
         (dict(group="SE2"), "group: expected one of"),
         (dict(drag=[0.1, 0.3, -0.3, 2.0, 4.0, 4.0]), "drag: the damping −H must be positive semidefinite"),
         (dict(drag=[0.1, 0.3]), "drag: expected 6 numbers"),
@@ -105,6 +109,10 @@ def test_invalid_actuators_name_the_problem():
         load_rigid_body(dict(base, actuators=[torque, dict(torque, direction=[0.0, 1.0, 0.0])]))
     with pytest.raises(RigidBodyConfigError, match=r"actuators\[0\].type"):
         load_rigid_body(dict(base, actuators=[dict(torque, type="force")]))
+    # a limit may be inf ('unlimited'), so its refusal does not ask for a finite number
+    with pytest.raises(RigidBodyConfigError, match=r"actuators\[0\].limit: must be a positive number, got -1.0"):
+        load_rigid_body(dict(base, actuators=[dict(torque, limit=-1.0)]))
+    assert load_rigid_body(dict(base, actuators=[dict(torque, limit="inf")])).actuators[0].limit == float("inf")
     with pytest.raises(RigidBodyConfigError, match="gravity/buoyancy"):
         load_rigid_body(dict(base, gravity=[0.0, 0.0, -9.81]))
     with pytest.raises(RigidBodyConfigError, match="no file 'no_such_body'"):
