@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from mutation import COPIED, environment, run_tests  # noqa: E402
 from mutation import copy_repository as _copy_tree  # noqa: E402
 
-PACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "ros")
+PACKAGES = ("model", "mechanics", "integrators", "linearization", "control", "planning", "ros", "sweep", "view")
 OPERATORS = ("cmp", "arith", "const", "drop", "negate", "bool")
 _CMP = {
     ast.Lt: ast.LtE,

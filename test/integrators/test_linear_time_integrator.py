@@ -136,6 +136,7 @@ def test_the_initial_guesses_by_default_predict_one_step_of_the_integrators_own_
             got = vi.initial_guess(x, u) if h == dt else vi.initial_guess(x, u, h)
             assert np.allclose(got, want, rtol=0, atol=1e-12), (ig, h)
 
+
 def test_state_from_configurations_recovers_the_discrete_momentum(chain5):
     vi = LinearTimeVI(chain5, 0.01)
     X, _ = vi.simulate(vi.state_from_velocity(np.full(5, 0.4), np.zeros(5)), np.full((20, 5), 0.3))
